@@ -1,0 +1,270 @@
+/* infer.h - LLM inference for GGUF models in one C header.
+
+   USAGE
+   In exactly one C or C++ file:
+       #define INFER_IMPLEMENTATION
+       #include "infer.h"
+   Everywhere else just #include "infer.h". Link with -lm -lpthread.
+
+       infer_error err;
+       infer_model *m = infer_model_load("model.gguf", NULL, &err);
+       if (!m) { fprintf(stderr, "%s\n", err.msg); return 1; }
+       infer_context *c = infer_context_new(m, NULL, &err);
+       infer_sampler_params sp = infer_sampler_default_params();
+       infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m));
+       infer_generate(c, s, "Once upon a time", 64, print_piece, NULL, NULL);
+       infer_sampler_free(s); infer_context_free(c); infer_model_free(m);
+
+   CONFIGURATION (define before including the implementation)
+     INFERDEF             linkage of the API; default extern. Define
+                          INFER_STATIC to make every function static.
+     INFER_MALLOC(sz)     allocator overrides; define all three or none.
+     INFER_REALLOC(p,sz)
+     INFER_FREE(p)
+     INFER_ASSERT(x)      internal invariant checks; default assert().
+     INFER_NO_MMAP        read the model file into memory instead of mapping.
+
+   STB_DS
+   infer.h uses stb_ds (Debian libstb-dev, <stb/stb_ds.h>) for the
+   token-to-id hash map and growable arrays, only inside the implementation.
+   It compiles its own private copy of stb_ds's functions, renamed to
+   infer__stbds_*, with STBDS_NO_SHORT_NAMES, so it never clashes with a
+   program that uses stb_ds itself: such a program may define
+   STB_DS_IMPLEMENTATION wherever it likes. The one rule: in the file that
+   defines INFER_IMPLEMENTATION, if you also want stb_ds's short names
+   (arrput, hmget, ...), include stb_ds.h before infer.h. Set
+   INFER_STB_DS_HEADER to another path if stb_ds.h lives elsewhere.
+
+   THREADS AND STATE
+   No global mutable state. A model is read-only once loaded and may be
+   shared by several contexts; one context must be used by one thread at a
+   time.
+
+   ERRORS
+   Functions that can fail take an infer_error* (may be NULL) and return
+   NULL or a non-zero infer_status; err->msg is one line naming the problem.
+*/
+#ifndef INFER_H_INCLUDED
+#define INFER_H_INCLUDED
+
+/* The implementation needs POSIX (mmap, clock_gettime, pthreads), which a
+   strict -std=c99 hides unless asked for before the first system header. */
+#if defined(INFER_IMPLEMENTATION) && defined(__STRICT_ANSI__) && !defined(_XOPEN_SOURCE) && \
+    !defined(_GNU_SOURCE) && !defined(_WIN32)
+#define _XOPEN_SOURCE 700
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef INFERDEF
+#ifdef INFER_STATIC
+#define INFERDEF static
+#else
+#define INFERDEF extern
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t infer_token;
+typedef struct infer_model infer_model;
+typedef struct infer_context infer_context;
+typedef struct infer_sampler infer_sampler;
+typedef struct infer_gguf infer_gguf;
+
+typedef enum infer_status {
+    INFER_OK = 0,
+    INFER_ERR_IO,           /* file missing or unreadable */
+    INFER_ERR_FORMAT,       /* malformed GGUF or vocabulary */
+    INFER_ERR_UNSUPPORTED,  /* valid but not (yet) supported: architecture, type, version */
+    INFER_ERR_NOMEM,
+    INFER_ERR_ARG,          /* bad argument from the caller */
+    INFER_ERR_CONTEXT_FULL  /* tokens do not fit in the context */
+} infer_status;
+
+typedef struct infer_error {
+    infer_status code;
+    char msg[256];
+} infer_error;
+
+/* ---- GGUF file: metadata and tensor table ---------------------------- */
+
+typedef enum infer_gguf_type {
+    INFER_GGUF_UINT8 = 0, INFER_GGUF_INT8 = 1, INFER_GGUF_UINT16 = 2,
+    INFER_GGUF_INT16 = 3, INFER_GGUF_UINT32 = 4, INFER_GGUF_INT32 = 5,
+    INFER_GGUF_FLOAT32 = 6, INFER_GGUF_BOOL = 7, INFER_GGUF_STRING = 8,
+    INFER_GGUF_ARRAY = 9, INFER_GGUF_UINT64 = 10, INFER_GGUF_INT64 = 11,
+    INFER_GGUF_FLOAT64 = 12
+} infer_gguf_type;
+
+/* Tensor element types, numbered as in GGUF. */
+typedef enum infer_type {
+    INFER_TYPE_F32 = 0, INFER_TYPE_F16 = 1, INFER_TYPE_Q4_0 = 2,
+    INFER_TYPE_Q4_1 = 3, INFER_TYPE_Q5_0 = 6, INFER_TYPE_Q5_1 = 7,
+    INFER_TYPE_Q8_0 = 8, INFER_TYPE_Q8_1 = 9, INFER_TYPE_Q2_K = 10,
+    INFER_TYPE_Q3_K = 11, INFER_TYPE_Q4_K = 12, INFER_TYPE_Q5_K = 13,
+    INFER_TYPE_Q6_K = 14, INFER_TYPE_Q8_K = 15, INFER_TYPE_IQ4_NL = 20,
+    INFER_TYPE_IQ4_XS = 23, INFER_TYPE_BF16 = 30,
+    INFER_TYPE_COUNT = 40
+} infer_type;
+
+typedef struct infer_tensor_info {
+    const char *name;
+    infer_type type;
+    int n_dims;
+    int64_t ne[4];       /* ne[0] is the row length (innermost) */
+    uint64_t offset;     /* from the start of the data section */
+    size_t nbytes;
+    const void *data;    /* NULL for vocab-only files */
+} infer_tensor_info;
+
+/* Open a GGUF file (mapped) or a caller's buffer (not copied; it must
+   outlive the infer_gguf). */
+INFERDEF infer_gguf *infer_gguf_open(const char *path, infer_error *err);
+INFERDEF infer_gguf *infer_gguf_open_memory(const void *data, size_t size, infer_error *err);
+INFERDEF void infer_gguf_close(infer_gguf *g);
+INFERDEF uint32_t infer_gguf_version(const infer_gguf *g);
+INFERDEF int64_t infer_gguf_n_kv(const infer_gguf *g);
+INFERDEF const char *infer_gguf_key(const infer_gguf *g, int64_t i);
+INFERDEF int64_t infer_gguf_find_key(const infer_gguf *g, const char *key); /* -1 if absent */
+INFERDEF infer_gguf_type infer_gguf_kv_type(const infer_gguf *g, int64_t i);
+/* Writes a one-line rendering of value i (arrays abbreviated) into buf. */
+INFERDEF int infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, size_t size);
+INFERDEF int64_t infer_gguf_n_tensors(const infer_gguf *g);
+INFERDEF int infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out);
+INFERDEF int64_t infer_gguf_find_tensor(const infer_gguf *g, const char *name);
+INFERDEF const char *infer_type_name(infer_type t);
+
+/* ---- Model ------------------------------------------------------------ */
+
+typedef enum infer_device { INFER_DEVICE_CPU = 0, INFER_DEVICE_CUDA, INFER_DEVICE_AUTO } infer_device;
+
+typedef struct infer_model_params {
+    int vocab_only;        /* load metadata and tokenizer only */
+    infer_device device;
+} infer_model_params;
+
+INFERDEF infer_model_params infer_model_default_params(void);
+INFERDEF infer_model *infer_model_load(const char *path, const infer_model_params *params, infer_error *err);
+INFERDEF infer_model *infer_model_load_memory(const void *data, size_t size, const infer_model_params *params, infer_error *err);
+INFERDEF void infer_model_free(infer_model *m);
+INFERDEF const infer_gguf *infer_model_gguf(const infer_model *m);
+INFERDEF int infer_model_n_vocab(const infer_model *m);
+INFERDEF int infer_model_n_ctx_train(const infer_model *m);
+INFERDEF infer_token infer_model_bos(const infer_model *m);   /* -1 if none */
+INFERDEF infer_token infer_model_eos(const infer_model *m);   /* -1 if none */
+INFERDEF int infer_model_is_eog(const infer_model *m, infer_token t); /* end of generation */
+INFERDEF int infer_model_add_bos(const infer_model *m);
+INFERDEF double infer_model_load_ms(const infer_model *m);
+INFERDEF size_t infer_model_weight_bytes(const infer_model *m);
+/* One-line summary: architecture, dims, layers, heads, vocab. */
+INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
+
+/* ---- Tokenizer ---------------------------------------------------------- */
+
+/* Tokenizes len bytes of text. Writes at most max tokens; returns the number
+   of tokens the text needs (which may exceed max: call again with room), or
+   -1 on error. parse_special: text like "<|im_end|>" becomes its special
+   token instead of plain text. */
+INFERDEF int infer_tokenize(const infer_model *m, const char *text, size_t len,
+                            infer_token *out, int max, int add_bos, int parse_special);
+/* The bytes of one token's text (byte-fallback and byte-level BPE decoded).
+   Returns the length, which may exceed size (nothing written then), or -1
+   for an id out of range. Not NUL-terminated. */
+INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size);
+
+/* Streaming detokenizer: holds back the bytes of an unfinished UTF-8
+   character so a stream never splits one. */
+typedef struct infer_detok {
+    unsigned char pending[8];
+    int n_pending;
+} infer_detok;
+/* Appends token t; writes the complete characters so far to out and returns
+   their length (at most size; out should hold 256 bytes). */
+INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size);
+/* Flushes what is held back (an invalid or truncated sequence) as is. */
+INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size);
+
+/* ---- Context: KV cache and forward pass ------------------------------ */
+
+typedef struct infer_context_params {
+    int n_ctx;        /* tokens of KV cache; 0 = min(model's, 4096) */
+    int n_batch;      /* most tokens one forward pass takes; 0 = 512 */
+    int n_threads;    /* 0 = 1 */
+} infer_context_params;
+
+INFERDEF infer_context_params infer_context_default_params(void);
+INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_params *params, infer_error *err);
+INFERDEF void infer_context_free(infer_context *c);
+INFERDEF int infer_context_n_ctx(const infer_context *c);
+INFERDEF int infer_context_n_past(const infer_context *c);
+/* Forgets every position from n_past on (0 clears the cache). */
+INFERDEF void infer_context_truncate(infer_context *c, int n_past);
+/* Runs the model on n tokens at positions n_past.., appending them to the KV
+   cache. all_logits: keep the logits of every position, else only the
+   last. Batches larger than n_batch are split internally. */
+INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, int n, int all_logits, infer_error *err);
+/* Logits (n_vocab floats) of position i of the last decode; i = -1 is the
+   last position. NULL when that position's logits were not kept. */
+INFERDEF const float *infer_get_logits(const infer_context *c, int i);
+
+/* ---- Sampling ------------------------------------------------------------ */
+
+typedef struct infer_sampler_params {
+    float temperature;      /* <= 0: greedy */
+    int top_k;              /* <= 0: off */
+    float top_p;            /* >= 1: off */
+    float min_p;            /* <= 0: off */
+    float repeat_penalty;   /* 1: off */
+    int repeat_last_n;      /* tokens the penalty looks back over */
+    uint64_t seed;
+} infer_sampler_params;
+
+INFERDEF infer_sampler_params infer_sampler_default_params(void);
+INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab);
+INFERDEF void infer_sampler_free(infer_sampler *s);
+/* Records a token in the penalty window (prompt tokens and chosen ones). */
+INFERDEF void infer_sampler_accept(infer_sampler *s, infer_token t);
+/* Chooses a token from logits (not modified). Does not accept it. */
+INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits);
+
+/* ---- Generation and metrics ---------------------------------------------- */
+
+typedef struct infer_metrics {
+    double load_ms;
+    int n_prompt_tokens;
+    double prompt_ms;
+    double prompt_tps;
+    double ttft_ms;            /* start of prompt to first token chosen */
+    int n_gen_tokens;
+    double gen_ms;
+    double gen_tps;
+    double token_ms_min, token_ms_avg, token_ms_max;   /* per generated token */
+    size_t model_bytes;        /* weights (mapped or loaded) */
+    size_t context_bytes;      /* KV cache and scratch of the context */
+    size_t peak_rss_bytes;     /* process peak resident set, 0 if unknown */
+} infer_metrics;
+
+/* Called with each piece of generated text; return non-zero to stop. */
+typedef int (*infer_piece_fn)(const char *piece, int len, void *user);
+
+/* Tokenizes prompt (BOS as the model asks, special tokens parsed), runs it,
+   then samples up to n_predict tokens, stopping at end of generation.
+   Streams text through on_piece (may be NULL). The generated ids are stored
+   in *tokens_out (caller frees with infer_free) when non-NULL. */
+INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt,
+                                     int n_predict, infer_piece_fn on_piece, void *user,
+                                     infer_error *err);
+INFERDEF infer_metrics infer_context_metrics(const infer_context *c);
+INFERDEF void infer_context_reset_metrics(infer_context *c);
+/* The tokens infer_generate last read and wrote. */
+INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, int *n);
+INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* INFER_H_INCLUDED */

@@ -1,0 +1,223 @@
+/* internal.h - the implementation's prelude: system headers, configuration
+   macros, stb_ds, and the declarations the parts below share.
+   Everything from here on is compiled only with INFER_IMPLEMENTATION. */
+#ifndef INFER_INTERNAL_H
+#define INFER_INTERNAL_H
+#include "infer_api.h"
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#include <windows.h>
+#else
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#endif
+
+#if defined(INFER_MALLOC) && defined(INFER_REALLOC) && defined(INFER_FREE)
+/* all three given */
+#elif !defined(INFER_MALLOC) && !defined(INFER_REALLOC) && !defined(INFER_FREE)
+#define INFER_MALLOC(sz) malloc(sz)
+#define INFER_REALLOC(p, sz) realloc(p, sz)
+#define INFER_FREE(p) free(p)
+#else
+#error "infer.h: define all of INFER_MALLOC, INFER_REALLOC and INFER_FREE, or none"
+#endif
+
+#ifndef INFER_ASSERT
+#include <assert.h>
+#define INFER_ASSERT(x) assert(x)
+#endif
+
+#ifndef INFER_STB_DS_HEADER
+#define INFER_STB_DS_HEADER <stb/stb_ds.h>
+#endif
+
+/* stb_ds: a private copy under renamed symbols (see "STB_DS" at the top). */
+#ifndef INCLUDE_STB_DS_H
+#define stbds_rand_seed infer__stbds_rand_seed
+#define stbds_hash_bytes infer__stbds_hash_bytes
+#define stbds_hash_string infer__stbds_hash_string
+#define stbds_stralloc infer__stbds_stralloc
+#define stbds_strreset infer__stbds_strreset
+#define stbds_unit_tests infer__stbds_unit_tests
+#define stbds_arrgrowf infer__stbds_arrgrowf
+#define stbds_arrfreef infer__stbds_arrfreef
+#define stbds_hmfree_func infer__stbds_hmfree_func
+#define stbds_hmget_key infer__stbds_hmget_key
+#define stbds_hmget_key_ts infer__stbds_hmget_key_ts
+#define stbds_hmput_default infer__stbds_hmput_default
+#define stbds_hmput_key infer__stbds_hmput_key
+#define stbds_hmdel_key infer__stbds_hmdel_key
+#define stbds_shmode_func infer__stbds_shmode_func
+#define STBDS_NO_SHORT_NAMES
+#define STBDS_REALLOC(c, p, s) INFER_REALLOC(p, s)
+#define STBDS_FREE(c, p) INFER_FREE(p)
+#ifdef STB_DS_IMPLEMENTATION
+#define INFER__STB_DS_WAS_IMPL
+#undef STB_DS_IMPLEMENTATION
+#endif
+#define STB_DS_IMPLEMENTATION
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+#include INFER_STB_DS_HEADER
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#undef STB_DS_IMPLEMENTATION
+#ifdef INFER__STB_DS_WAS_IMPL
+#define STB_DS_IMPLEMENTATION
+#endif
+#endif
+
+#define INFER__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define INFER__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#if defined(__GNUC__)
+#define INFER__UNUSED __attribute__((unused))
+#define INFER__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define INFER__UNUSED
+#define INFER__PRINTF(f, a)
+#endif
+
+/* ---- util.c ---- */
+static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) INFER__PRINTF(3, 4);
+static void *infer__calloc(size_t n, size_t size);
+static char *infer__strndup(const char *s, size_t n);
+static double infer__now_ms(void);
+static size_t infer__peak_rss_bytes(void);
+static float infer__fp16_to_fp32(uint16_t h);
+static uint16_t infer__fp32_to_fp16(float f);
+static float infer__bf16_to_fp32(uint16_t h);
+static uint16_t infer__fp32_to_bf16(float f);
+
+/* A file's bytes: mapped, read into memory, or borrowed from the caller. */
+typedef struct infer__blob {
+    const uint8_t *data;
+    size_t size;
+    int kind; /* 0 borrowed, 1 mapped, 2 heap */
+} infer__blob;
+static int infer__blob_open(infer__blob *b, const char *path, infer_error *err);
+static void infer__blob_close(infer__blob *b);
+
+/* ---- gguf.c ---- */
+typedef struct infer__str {
+    const char *p; /* not NUL-terminated; points into the file */
+    uint64_t n;
+} infer__str;
+
+typedef struct infer__kv {
+    char *key;              /* NUL-terminated copy */
+    infer_gguf_type type;
+    infer_gguf_type arr_type; /* element type when type == ARRAY */
+    uint64_t arr_n;
+    const uint8_t *data;    /* the value (or first array element) in the file */
+    infer__str *strs;       /* string arrays: each element, arr_n of them */
+} infer__kv;
+
+typedef struct infer__tensor {
+    char *name;
+    infer_type type;
+    int n_dims;
+    int64_t ne[4];
+    uint64_t offset;
+    size_t nbytes;
+    const void *data;       /* NULL in a vocab-only file */
+} infer__tensor;
+
+struct infer_gguf {
+    infer__blob blob;
+    uint32_t version;
+    uint64_t alignment;
+    uint64_t data_offset;
+    int64_t n_kv;
+    infer__kv *kv;
+    int64_t n_tensors;
+    infer__tensor *tensors;
+    int has_data;           /* the file reaches its data section */
+};
+
+static const infer__kv *infer__gguf_kv(const infer_gguf *g, const char *key);
+/* Scalar getters: return 1 and set *out when key exists with a compatible
+   (integer for int, numeric for float) type, else 0 leaving *out alone. */
+static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *out);
+static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *out);
+static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out);
+static int infer__gguf_get_str(const infer_gguf *g, const char *key, infer__str *out);
+static const infer__tensor *infer__gguf_tensor(const infer_gguf *g, const char *name);
+
+/* ---- kernels.c: weight formats behind one interface ---- */
+typedef struct infer__type_traits {
+    const char *name;
+    int block_size;       /* values per block */
+    int type_size;        /* bytes per block */
+    int is_supported;     /* this build can compute with it */
+    infer_type vec_dot_type; /* activations are converted to this first */
+    void (*to_float)(const void *src, float *dst, int64_t n);
+    void (*from_float)(const float *src, void *dst, int64_t n);
+    /* dot of n values: w (this type) . x (vec_dot_type) */
+    float (*vec_dot)(int n, const void *w, const void *x);
+} infer__type_traits;
+
+static const infer__type_traits *infer__traits(infer_type t);
+static size_t infer__row_size(infer_type t, int64_t n);
+
+/* ---- tokenizer.c ---- */
+typedef struct infer_vocab infer_vocab;
+static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err);
+static void infer__vocab_free(infer_vocab *v);
+static int infer__vocab_n_tokens(const infer_vocab *v);
+static infer_token infer__vocab_bos(const infer_vocab *v);
+static infer_token infer__vocab_eos(const infer_vocab *v);
+static int infer__vocab_add_bos(const infer_vocab *v);
+static int infer__vocab_is_eog(const infer_vocab *v, infer_token t);
+static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t len, infer_token *out,
+                                 int max, int add_bos, int parse_special);
+static int infer__vocab_piece(const infer_vocab *v, infer_token t, char *buf, int size);
+
+/* ---- model.c ---- */
+typedef struct infer__layer {
+    const infer__tensor *attn_norm, *wq, *wk, *wv, *wo;
+    const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down;
+} infer__layer;
+
+struct infer_model {
+    infer_gguf *gguf;
+    infer_vocab *vocab;
+    char arch[32];
+    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
+    int n_ctx_train, rope_dim;
+    float rope_base, norm_eps;
+    const infer__tensor *tok_embd, *output_norm, *output; /* output may be tok_embd (tied) */
+    infer__layer *layers;
+    double load_ms;
+};
+static const infer_vocab *infer__model_vocab(const infer_model *m);
+
+/* ---- threads.c: a persistent pool; the caller is worker 0 ---- */
+typedef void (*infer__task_fn)(void *arg, int ith, int nth);
+typedef struct infer__pool infer__pool;
+static infer__pool *infer__pool_new(int n_threads);
+static void infer__pool_free(infer__pool *p);
+static int infer__pool_size(const infer__pool *p);
+/* Runs fn(arg, i, n) on every worker i of n and returns when all are done. */
+static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg);
+
+#endif /* INFER_INTERNAL_H */

@@ -1,0 +1,298 @@
+/* kernels.c - weight formats: block layouts, dequantizing, quantizing the
+   activations, and the dot products the matmul is built from.
+   These are the plain C reference kernels. Each format converts the
+   activation row once to its vec_dot_type (as llama.cpp does: Q8_0 for
+   Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, F16 for F16, BF16 for BF16), so a
+   weight row is then dotted without float conversion of the activations. */
+#include "internal.h"
+
+#define INFER__QK 32
+
+typedef struct { uint16_t d; uint8_t qs[16]; } infer__block_q4_0;
+typedef struct { uint16_t d, m; uint8_t qs[16]; } infer__block_q4_1;
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } infer__block_q5_0;
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } infer__block_q5_1;
+typedef struct { uint16_t d; int8_t qs[32]; } infer__block_q8_0;
+typedef struct { uint16_t d, s; int8_t qs[32]; } infer__block_q8_1; /* s = d * sum(qs) */
+
+#define INFER__H(x) infer__fp16_to_fp32(x)
+
+/* ---- float formats ---- */
+
+static void infer__f32_to_float(const void *src, float *dst, int64_t n) { memcpy(dst, src, (size_t)n * sizeof(float)); }
+static void infer__f32_from_float(const float *src, void *dst, int64_t n) { memcpy(dst, src, (size_t)n * sizeof(float)); }
+static float infer__f32_dot(int n, const void *w, const void *x) {
+    const float *a = (const float *)w, *b = (const float *)x;
+    double s = 0;
+    int i;
+    for (i = 0; i < n; i++) s += (double)(a[i] * b[i]);
+    return (float)s;
+}
+
+static void infer__f16_to_float(const void *src, float *dst, int64_t n) {
+    const uint16_t *s = (const uint16_t *)src;
+    int64_t i;
+    for (i = 0; i < n; i++) dst[i] = INFER__H(s[i]);
+}
+static void infer__f16_from_float(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i;
+    for (i = 0; i < n; i++) d[i] = infer__fp32_to_fp16(src[i]);
+}
+static float infer__f16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    double s = 0;
+    int i;
+    for (i = 0; i < n; i++) s += (double)(INFER__H(a[i]) * INFER__H(b[i]));
+    return (float)s;
+}
+
+static void infer__bf16_to_float(const void *src, float *dst, int64_t n) {
+    const uint16_t *s = (const uint16_t *)src;
+    int64_t i;
+    for (i = 0; i < n; i++) dst[i] = infer__bf16_to_fp32(s[i]);
+}
+static void infer__bf16_from_float(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i;
+    for (i = 0; i < n; i++) d[i] = infer__fp32_to_bf16(src[i]);
+}
+static float infer__bf16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    double s = 0;
+    int i;
+    for (i = 0; i < n; i++) s += (double)(infer__bf16_to_fp32(a[i]) * infer__bf16_to_fp32(b[i]));
+    return (float)s;
+}
+
+/* ---- 8-bit activation formats ---- */
+
+static void infer__q8_0_from_float(const float *src, void *dst, int64_t n) {
+    infer__block_q8_0 *y = (infer__block_q8_0 *)dst;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, src += INFER__QK) {
+        float amax = 0, d, id;
+        for (j = 0; j < INFER__QK; j++) amax = INFER__MAX(amax, fabsf(src[j]));
+        d = amax / 127.0f;
+        id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        y[b].d = infer__fp32_to_fp16(d);
+        for (j = 0; j < INFER__QK; j++) y[b].qs[j] = (int8_t)nearbyintf(src[j] * id);
+    }
+}
+static void infer__q8_0_to_float(const void *src, float *dst, int64_t n) {
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)src;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++) {
+        float d = INFER__H(x[b].d);
+        for (j = 0; j < INFER__QK; j++) *dst++ = x[b].qs[j] * d;
+    }
+}
+static float infer__q8_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK; b++) {
+        int sum = 0;
+        for (j = 0; j < INFER__QK; j++) sum += a[b].qs[j] * x[b].qs[j];
+        s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d));
+    }
+    return s;
+}
+
+static void infer__q8_1_from_float(const float *src, void *dst, int64_t n) {
+    infer__block_q8_1 *y = (infer__block_q8_1 *)dst;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, src += INFER__QK) {
+        float amax = 0, d, id;
+        int sum = 0;
+        for (j = 0; j < INFER__QK; j++) amax = INFER__MAX(amax, fabsf(src[j]));
+        d = amax / 127.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (j = 0; j < INFER__QK; j++) {
+            y[b].qs[j] = (int8_t)roundf(src[j] * id);
+            sum += y[b].qs[j];
+        }
+        y[b].d = infer__fp32_to_fp16(d);
+        y[b].s = infer__fp32_to_fp16((float)sum * d);
+    }
+}
+
+/* ---- 4- and 5-bit weight formats ---- */
+
+static void infer__q4_0_to_float(const void *src, float *dst, int64_t n) {
+    const infer__block_q4_0 *x = (const infer__block_q4_0 *)src;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, dst += INFER__QK) {
+        float d = INFER__H(x[b].d);
+        for (j = 0; j < 16; j++) {
+            dst[j] = ((x[b].qs[j] & 0x0f) - 8) * d;
+            dst[j + 16] = ((x[b].qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+static float infer__q4_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK; b++) {
+        int sum = 0;
+        for (j = 0; j < 16; j++)
+            sum += ((a[b].qs[j] & 0x0f) - 8) * x[b].qs[j] + ((a[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
+        s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d));
+    }
+    return s;
+}
+
+static void infer__q4_1_to_float(const void *src, float *dst, int64_t n) {
+    const infer__block_q4_1 *x = (const infer__block_q4_1 *)src;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, dst += INFER__QK) {
+        float d = INFER__H(x[b].d), m = INFER__H(x[b].m);
+        for (j = 0; j < 16; j++) {
+            dst[j] = (x[b].qs[j] & 0x0f) * d + m;
+            dst[j + 16] = (x[b].qs[j] >> 4) * d + m;
+        }
+    }
+}
+static float infer__q4_1_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK; b++) {
+        int sum = 0;
+        for (j = 0; j < 16; j++) sum += (a[b].qs[j] & 0x0f) * x[b].qs[j] + (a[b].qs[j] >> 4) * x[b].qs[j + 16];
+        s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d)) + INFER__H(a[b].m) * INFER__H(x[b].s);
+    }
+    return s;
+}
+
+/* The fifth bit of value j sits in bit j of the 32-bit qh. */
+static uint32_t infer__qh(const uint8_t qh[4]) {
+    return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+}
+
+static void infer__q5_0_to_float(const void *src, float *dst, int64_t n) {
+    const infer__block_q5_0 *x = (const infer__block_q5_0 *)src;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, dst += INFER__QK) {
+        float d = INFER__H(x[b].d);
+        uint32_t qh = infer__qh(x[b].qh);
+        for (j = 0; j < 16; j++) {
+            dst[j] = ((int)((x[b].qs[j] & 0x0f) | ((qh >> j) & 1) << 4) - 16) * d;
+            dst[j + 16] = ((int)((x[b].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16) * d;
+        }
+    }
+}
+static float infer__q5_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK; b++) {
+        uint32_t qh = infer__qh(a[b].qh);
+        int sum = 0;
+        for (j = 0; j < 16; j++) {
+            int lo = (int)((a[b].qs[j] & 0x0f) | ((qh >> j) & 1) << 4) - 16;
+            int hi = (int)((a[b].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16;
+            sum += lo * x[b].qs[j] + hi * x[b].qs[j + 16];
+        }
+        s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d));
+    }
+    return s;
+}
+
+static void infer__q5_1_to_float(const void *src, float *dst, int64_t n) {
+    const infer__block_q5_1 *x = (const infer__block_q5_1 *)src;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, dst += INFER__QK) {
+        float d = INFER__H(x[b].d), m = INFER__H(x[b].m);
+        uint32_t qh = infer__qh(x[b].qh);
+        for (j = 0; j < 16; j++) {
+            dst[j] = ((x[b].qs[j] & 0x0f) | ((qh >> j) & 1) << 4) * d + m;
+            dst[j + 16] = ((x[b].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) * d + m;
+        }
+    }
+}
+static float infer__q5_1_dot(int n, const void *w, const void *xv) {
+    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK; b++) {
+        uint32_t qh = infer__qh(a[b].qh);
+        int sum = 0;
+        for (j = 0; j < 16; j++) {
+            int lo = (int)((a[b].qs[j] & 0x0f) | ((qh >> j) & 1) << 4);
+            int hi = (int)((a[b].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+            sum += lo * x[b].qs[j] + hi * x[b].qs[j + 16];
+        }
+        s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d)) + INFER__H(a[b].m) * INFER__H(x[b].s);
+    }
+    return s;
+}
+
+/* ---- the table ---- */
+
+/* Block sizes of every GGUF type, so any file's tensor table can be read;
+   the ones with kernels are computable. */
+static const infer__type_traits infer__type_table[INFER_TYPE_COUNT] = {
+    /* 0 F32 */ {"F32", 1, 4, 1, INFER_TYPE_F32, infer__f32_to_float, infer__f32_from_float, infer__f32_dot},
+    /* 1 F16 */ {"F16", 1, 2, 1, INFER_TYPE_F16, infer__f16_to_float, infer__f16_from_float, infer__f16_dot},
+    /* 2 Q4_0 */ {"Q4_0", 32, 18, 1, INFER_TYPE_Q8_0, infer__q4_0_to_float, NULL, infer__q4_0_dot},
+    /* 3 Q4_1 */ {"Q4_1", 32, 20, 1, INFER_TYPE_Q8_1, infer__q4_1_to_float, NULL, infer__q4_1_dot},
+    /* 4 */ {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    /* 5 */ {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    /* 6 Q5_0 */ {"Q5_0", 32, 22, 1, INFER_TYPE_Q8_0, infer__q5_0_to_float, NULL, infer__q5_0_dot},
+    /* 7 Q5_1 */ {"Q5_1", 32, 24, 1, INFER_TYPE_Q8_1, infer__q5_1_to_float, NULL, infer__q5_1_dot},
+    /* 8 Q8_0 */ {"Q8_0", 32, 34, 1, INFER_TYPE_Q8_0, infer__q8_0_to_float, infer__q8_0_from_float, infer__q8_0_dot},
+    /* 9 Q8_1 */ {"Q8_1", 32, 36, 0, INFER_TYPE_Q8_1, NULL, infer__q8_1_from_float, NULL},
+    /* 10 */ {"Q2_K", 256, 84, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 11 */ {"Q3_K", 256, 110, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 12 */ {"Q4_K", 256, 144, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 13 */ {"Q5_K", 256, 176, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 14 */ {"Q6_K", 256, 210, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 15 */ {"Q8_K", 256, 292, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 16 */ {"IQ2_XXS", 256, 66, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 17 */ {"IQ2_XS", 256, 74, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 18 */ {"IQ3_XXS", 256, 98, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 19 */ {"IQ1_S", 256, 50, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 20 */ {"IQ4_NL", 32, 18, 0, INFER_TYPE_Q8_0, NULL, NULL, NULL},
+    /* 21 */ {"IQ3_S", 256, 110, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 22 */ {"IQ2_S", 256, 82, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 23 */ {"IQ4_XS", 256, 136, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 24 */ {"I8", 1, 1, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    /* 25 */ {"I16", 1, 2, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    /* 26 */ {"I32", 1, 4, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    /* 27 */ {"I64", 1, 8, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    /* 28 */ {"F64", 1, 8, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    /* 29 */ {"IQ1_M", 256, 56, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 30 BF16 */ {"BF16", 1, 2, 1, INFER_TYPE_BF16, infer__bf16_to_float, infer__bf16_from_float, infer__bf16_dot},
+    /* 31-33 */ {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
+    /* 34 */ {"TQ1_0", 256, 54, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+    /* 35 */ {"TQ2_0", 256, 66, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+};
+
+static const infer__type_traits *infer__traits(infer_type t) {
+    return (unsigned)t < INFER_TYPE_COUNT ? &infer__type_table[t] : NULL;
+}
+
+static size_t infer__row_size(infer_type t, int64_t n) {
+    const infer__type_traits *tt = infer__traits(t);
+    return (size_t)(n / tt->block_size) * (size_t)tt->type_size;
+}
+
+INFERDEF const char *infer_type_name(infer_type t) {
+    const infer__type_traits *tt = infer__traits(t);
+    return tt && tt->name ? tt->name : "unknown";
+}

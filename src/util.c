@@ -1,0 +1,181 @@
+/* util.c - errors, allocation, clocks, half-precision conversion, file mapping. */
+#include "internal.h"
+
+static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) {
+    va_list ap;
+    if (!err) return;
+    err->code = code;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+}
+
+static void *infer__calloc(size_t n, size_t size) {
+    void *p;
+    if (size && n > SIZE_MAX / size) return NULL;
+    p = INFER_MALLOC(n * size > 0 ? n * size : 1);
+    if (p) memset(p, 0, n * size);
+    return p;
+}
+
+static char *infer__strndup(const char *s, size_t n) {
+    char *p = (char *)INFER_MALLOC(n + 1);
+    if (!p) return NULL;
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+static double infer__now_ms(void) {
+#if defined(_WIN32)
+    LARGE_INTEGER f, c;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&c);
+    return 1000.0 * (double)c.QuadPart / (double)f.QuadPart;
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+#endif
+}
+
+static size_t infer__peak_rss_bytes(void) {
+#if defined(_WIN32)
+    return 0;
+#else
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+#if defined(__APPLE__)
+    return (size_t)ru.ru_maxrss;
+#else
+    return (size_t)ru.ru_maxrss * 1024;
+#endif
+#endif
+}
+
+/* IEEE half and bfloat16 conversions, bit-exact with round-to-nearest-even
+   (what the F16C instructions and llama.cpp's converters give). */
+static float infer__bits_to_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static uint32_t infer__f32_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float infer__fp16_to_fp32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f) return infer__bits_to_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        /* zero or subnormal: man * 2^-24 is exact in float */
+        float v = (float)man * 5.9604644775390625e-08f;
+        return sign ? -v : v;
+    }
+    return infer__bits_to_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+static uint16_t infer__fp32_to_fp16(float f) {
+    uint32_t u = infer__f32_to_bits(f);
+    uint32_t sign = (u >> 16) & 0x8000;
+    uint32_t a = u & 0x7fffffff;
+    if (a >= 0x7f800000u) /* inf or nan */
+        return (uint16_t)(sign | 0x7c00 | (a > 0x7f800000u ? 0x200 : 0));
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds to inf */
+    if (a < 0x38800000u) {
+        /* result is subnormal or zero: scale so the float adder rounds for us */
+        float v = infer__bits_to_f32(a) * 16777216.0f; /* 2^24 */
+        uint32_t m = (uint32_t)lrintf(v);
+        return (uint16_t)(sign | m);
+    }
+    {
+        uint32_t mant_odd = (a >> 13) & 1;
+        a += 0xfff + mant_odd; /* round to nearest even */
+        return (uint16_t)(sign | (((a >> 13) - (112u << 10)) & 0x7fff));
+    }
+}
+
+static float infer__bf16_to_fp32(uint16_t h) { return infer__bits_to_f32((uint32_t)h << 16); }
+
+static uint16_t infer__fp32_to_bf16(float f) {
+    uint32_t u = infer__f32_to_bits(f);
+    if ((u & 0x7fffffff) > 0x7f800000u) return (uint16_t)((u >> 16) | 64); /* quiet nan */
+    return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}
+
+/* ---- a file's bytes ---------------------------------------------------- */
+
+static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) {
+    FILE *f;
+    long sz;
+    memset(b, 0, sizeof *b);
+#if !defined(_WIN32) && !defined(INFER_NO_MMAP)
+    {
+        struct stat st;
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) {
+            infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+            return 0;
+        }
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            infer__set_error(err, INFER_ERR_IO, "%s is not a regular file", path);
+            return 0;
+        }
+        b->size = (size_t)st.st_size;
+        if (b->size == 0) {
+            close(fd);
+            b->data = (const uint8_t *)"";
+            return 1;
+        }
+        {
+            void *p = mmap(NULL, b->size, PROT_READ, MAP_SHARED, fd, 0);
+            close(fd);
+            if (p == MAP_FAILED) {
+                infer__set_error(err, INFER_ERR_IO, "cannot map %s: %s", path, strerror(errno));
+                return 0;
+            }
+            b->data = (const uint8_t *)p;
+            b->kind = 1;
+            return 1;
+        }
+    }
+#endif
+    f = fopen(path, "rb");
+    if (!f) {
+        infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        return 0;
+    }
+    if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
+        return 0;
+    }
+    b->data = (const uint8_t *)INFER_MALLOC((size_t)sz ? (size_t)sz : 1);
+    if (!b->data) {
+        fclose(f);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
+        return 0;
+    }
+    if (fread((void *)b->data, 1, (size_t)sz, f) != (size_t)sz) {
+        fclose(f);
+        INFER_FREE((void *)b->data);
+        infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
+        return 0;
+    }
+    fclose(f);
+    b->size = (size_t)sz;
+    b->kind = 2;
+    return 1;
+}
+
+static void infer__blob_close(infer__blob *b) {
+#if !defined(_WIN32) && !defined(INFER_NO_MMAP)
+    if (b->kind == 1) munmap((void *)b->data, b->size);
+#endif
+    if (b->kind == 2) INFER_FREE((void *)b->data);
+    memset(b, 0, sizeof *b);
+}
