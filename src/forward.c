@@ -130,13 +130,15 @@ static void infer__rmsnorm(float *out, const float *x, const float *w, int n, fl
     for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
-/* Rotates pairs (x[2i], x[2i+1]) of the first n_rot values by pos * base^(-2i/n_rot),
-   the angle stepped by multiplication as llama.cpp does. */
-static void infer__rope(float *x, int n_rot, int pos, float base) {
+/* Rotates pairs (x[2i], x[2i+1]) of the first n_rot values by
+   pos * base^(-2i/n_rot) / freqs[i], the angle stepped by multiplication as
+   llama.cpp does. freqs may be NULL. */
+static void infer__rope(float *x, int n_rot, int pos, float base, const float *freqs) {
     float theta = (float)pos, step = powf(base, -2.0f / (float)n_rot);
     int i;
     for (i = 0; i < n_rot; i += 2) {
-        float c = cosf(theta), s = sinf(theta), x0 = x[i], x1 = x[i + 1];
+        float a = freqs ? theta / freqs[i / 2] : theta;
+        float c = cosf(a), s = sinf(a), x0 = x[i], x1 = x[i + 1];
         x[i] = x0 * c - x1 * s;
         x[i + 1] = x0 * s + x1 * c;
         theta *= step;
@@ -264,9 +266,9 @@ static void infer__forward(infer_context *c, const infer_token *tokens, int n, i
         infer__matmul(c, L->wk, c->xb, dim, n, c->k, kv_dim);
         infer__matmul(c, L->wv, c->xb, dim, n, c->v, kv_dim);
         for (t = 0; t < n; t++) {
-            for (i = 0; i < m->n_heads; i++) infer__rope(c->q + (size_t)t * dim + i * hd, m->rope_dim, pos0 + t, m->rope_base);
+            for (i = 0; i < m->n_heads; i++) infer__rope(c->q + (size_t)t * dim + i * hd, m->rope_dim, pos0 + t, m->rope_base, m->rope_freqs);
             for (i = 0; i < m->n_kv_heads; i++)
-                infer__rope(c->k + (size_t)t * kv_dim + i * hd, m->rope_dim, pos0 + t, m->rope_base);
+                infer__rope(c->k + (size_t)t * kv_dim + i * hd, m->rope_dim, pos0 + t, m->rope_base, m->rope_freqs);
             for (i = 0; i < kv_dim; i++) {
                 kc[(size_t)t * kv_dim + i] = infer__fp32_to_fp16(c->k[(size_t)t * kv_dim + i]);
                 vc[(size_t)t * kv_dim + i] = infer__fp32_to_fp16(c->v[(size_t)t * kv_dim + i]);

@@ -206,7 +206,9 @@ struct infer_model {
     int n_ctx_train, rope_dim;
     float rope_base, norm_eps;
     const infer__tensor *tok_embd, *output_norm, *output; /* output may be tok_embd (tied) */
+    const float *rope_freqs; /* rope_dim/2 divisors of the angles (Llama 3.1), or NULL */
     infer__layer *layers;
+    unsigned char *bound; /* during load: which file tensors the model uses */
     double load_ms;
 };
 static const infer_vocab *infer__model_vocab(const infer_model *m);

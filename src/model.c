@@ -30,6 +30,7 @@ static const infer__tensor *infer__model_weight(infer_model *m, const char *name
         *ok = 0;
         return NULL;
     }
+    m->bound[t - m->gguf->tensors] = 1;
     tt = infer__traits(t->type);
     if (!tt->is_supported) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: weight format %s is not supported", name, tt->name);
@@ -117,7 +118,13 @@ static int infer__model_load_hparams(infer_model *m, infer_error *err) {
 
 static int infer__model_bind_weights(infer_model *m, infer_error *err) {
     int ok = 1, l, kv_dim = m->n_kv_heads * m->head_dim;
+    int64_t i;
     const infer__tensor *emb = infer__gguf_tensor(m->gguf, "token_embd.weight");
+    m->bound = (unsigned char *)infer__calloc((size_t)m->gguf->n_tensors, 1);
+    if (!m->bound) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
     if (!emb || emb->n_dims != 2) {
         infer__set_error(err, INFER_ERR_FORMAT, "model has no 2-D tensor token_embd.weight");
         return 0;
@@ -132,8 +139,12 @@ static int infer__model_bind_weights(infer_model *m, infer_error *err) {
     m->output_norm = infer__model_weight(m, "output_norm.weight", m->dim, 0, 1, err, &ok);
     m->output = infer__model_weight(m, "output.weight", m->dim, m->n_vocab, 0, err, &ok);
     if (!m->output) m->output = m->tok_embd; /* tied embeddings */
+    {
+        const infer__tensor *rf = infer__model_weight(m, "rope_freqs.weight", m->rope_dim / 2, 0, 0, err, &ok);
+        m->rope_freqs = rf ? (const float *)rf->data : NULL;
+    }
     m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
-    if (!m->layers) {
+    if (!m->layers || !m->bound) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }
@@ -154,6 +165,14 @@ static int infer__model_bind_weights(infer_model *m, infer_error *err) {
         INFER__W(w_down, "ffn_down.weight", m->ffn_dim, m->dim);
 #undef INFER__W
     }
+    /* a tensor the forward pass would ignore means a variant we do not
+       implement (biases, extra norms): refuse rather than compute wrongly */
+    for (i = 0; i < m->gguf->n_tensors && ok; i++)
+        if (!m->bound[i]) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s is not part of the %s architecture as implemented",
+                             m->gguf->tensors[i].name, m->arch);
+            ok = 0;
+        }
     return ok;
 }
 
@@ -185,6 +204,8 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
         }
         if (!infer__model_load_hparams(m, err) || !infer__model_bind_weights(m, err)) goto fail;
     }
+    INFER_FREE(m->bound);
+    m->bound = NULL;
     m->load_ms = infer__now_ms() - t0;
     return m;
 fail:
@@ -207,6 +228,7 @@ INFERDEF void infer_model_free(infer_model *m) {
     if (!m) return;
     if (m->vocab) infer__vocab_free(m->vocab);
     INFER_FREE(m->layers);
+    INFER_FREE(m->bound);
     infer_gguf_close(m->gguf);
     INFER_FREE(m);
 }

@@ -1,0 +1,171 @@
+/* test_reference.c - infer.h against llama.cpp's own outputs in
+   ../shared/reference (see ../shared/README.md for what counts as a match):
+   prompt tokens identical; teacher-forced logits of the reference's top-8
+   ids within a share of each position's logit range; greedy tokens
+   identical up to the first near-tie in llama.cpp's own top two. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+typedef struct ref_case {
+    char model[64]; /* file name without .gguf */
+    char dir[16];   /* models or arch */
+    float tol;      /* share of the logit range */
+} ref_case;
+
+/* The formats this build computes, with the README's tolerances. */
+static float tolerance_for(const char *model) {
+    static const struct { const char *suffix; float tol; } t[] = {
+        {"f32", 0.01f}, {"f16", 0.01f}, {"bf16", 0.01f}, {"q8_0", 0.01f}, {"q4_0", 0.03f},
+        {"q4_1", 0.03f}, {"q5_0", 0.03f}, {"q5_1", 0.03f}, {"stories260K", 0.01f},
+    };
+    size_t i, n = strlen(model);
+    for (i = 0; i < sizeof t / sizeof t[0]; i++) {
+        size_t k = strlen(t[i].suffix);
+        if (n >= k && !strcmp(model + n - k, t[i].suffix)) return t[i].tol;
+    }
+    return 0;
+}
+
+static void check_one(const ref_case *rc, const char *ref_path) {
+    char model_path[512], msg[256];
+    size_t len;
+    char *text = tu_read_file(ref_path, &len);
+    tu_json *ref;
+    const tu_json *prompt, *ptoks, *gtoks, *ptop, *gtop;
+    infer_error err;
+    infer_model *m;
+    infer_context *c;
+    infer_context_params cp = infer_context_default_params();
+    infer_token *toks, *ours;
+    int np, ng, n, i, s, nv, checked = 0;
+    double worst = 0;
+
+    cr_assert_not_null(text, "cannot read %s", ref_path);
+    ref = tu_json_parse(text);
+    free(text);
+    cr_assert_not_null(ref, "cannot parse %s", ref_path);
+    prompt = tu_json_get(ref, "prompt");
+    ptoks = tu_json_get(ref, "prompt_tokens");
+    gtoks = tu_json_get(ref, "greedy_tokens");
+    ptop = tu_json_get(ref, "prompt_top_logits");
+    gtop = tu_json_get(ref, "greedy_top_logits");
+    cr_assert(prompt && ptoks && gtoks && ptop && gtop, "%s lacks fields", ref_path);
+    np = ptoks->n;
+    ng = gtoks->n;
+
+    snprintf(model_path, sizeof model_path, "%s/%s/%s.gguf", INFER_SHARED_DIR, rc->dir, rc->model);
+    m = infer_model_load(model_path, NULL, &err);
+    cr_assert_not_null(m, "%s: %s", rc->model, err.msg);
+    nv = infer_model_n_vocab(m);
+
+    /* 1. prompt tokens identical */
+    toks = (infer_token *)malloc(sizeof(infer_token) * (size_t)(np + ng + 8));
+    ours = (infer_token *)malloc(sizeof(infer_token) * (size_t)(np + 64));
+    n = infer_tokenize(m, prompt->str, strlen(prompt->str), ours, np + 64, infer_model_add_bos(m), 0);
+    cr_assert_eq(n, np, "%s: prompt is %d tokens, llama.cpp has %d", ref_path, n, np);
+    for (i = 0; i < np; i++) {
+        toks[i] = (infer_token)ptoks->items[i].num;
+        cr_assert_eq(ours[i], toks[i], "%s: prompt token %d is %d, llama.cpp has %d", ref_path, i, ours[i], toks[i]);
+    }
+
+    /* 2. teacher-forced logits, 2 threads */
+    for (i = 0; i < ng - 1; i++) toks[np + i] = (infer_token)gtoks->items[i].num;
+    cp.n_threads = 2;
+    cp.n_ctx = np + ng + 8;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    cr_assert_eq(infer_decode(c, toks, np + ng - 1, 1, &err), INFER_OK, "%s", err.msg);
+    for (i = 0; i < np + ng; i++) {
+        /* position pos holds prompt row i, or greedy step s = i - np */
+        int pos = i < np ? i : np - 1 + (i - np);
+        const tu_json *top = i < np ? &ptop->items[i] : &gtop->items[i - np];
+        const float *l = infer_get_logits(c, pos);
+        float lo = l[0], hi = l[0];
+        int k, j;
+        for (j = 1; j < nv; j++) lo = fminf(lo, l[j]), hi = fmaxf(hi, l[j]);
+        for (k = 0; k < top->n; k++) {
+            int id = (int)top->items[k].items[0].num;
+            double want = top->items[k].items[1].num, diff = fabs(l[id] - want) / (hi - lo);
+            if (diff > worst) worst = diff;
+            cr_expect(diff <= rc->tol, "%s: position %d, token %d: %.5f vs llama.cpp %.5f (%.2f%% of range, limit %.0f%%)",
+                      ref_path, pos, id, l[id], want, 100 * diff, 100 * rc->tol);
+            checked++;
+        }
+    }
+    infer_context_free(c);
+
+    /* 3. greedy generation, one token at a time, 1 thread */
+    cp.n_threads = 1;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    cr_assert_eq(infer_decode(c, toks, np, 0, &err), INFER_OK, "%s", err.msg);
+    for (s = 0; s < ng; s++) {
+        const float *l = infer_get_logits(c, -1);
+        const tu_json *top = &gtop->items[s];
+        int best = 0, j, want = (int)gtoks->items[s].num;
+        if (top->n >= 2 && top->items[0].items[1].num - top->items[1].items[1].num < 0.1) break; /* near-tie */
+        for (j = 1; j < nv; j++)
+            if (l[j] > l[best]) best = j;
+        cr_assert_eq(best, want, "%s: greedy step %d chose %d, llama.cpp chose %d", ref_path, s, best, want);
+        if (s + 1 < ng) cr_assert_eq(infer_decode(c, &best, 1, 0, &err), INFER_OK, "%s", err.msg);
+    }
+    snprintf(msg, sizeof msg, "%s: %d logits checked, worst %.3f%% of range; greedy matched %d of %d steps",
+             ref_path, checked, 100 * worst, s, ng);
+    cr_log_info("%s", msg);
+    infer_context_free(c);
+    free(toks);
+    free(ours);
+    infer_model_free(m);
+    tu_json_free(ref);
+}
+
+static void check_model(const ref_case *rc) {
+    DIR *d;
+    struct dirent *e;
+    char dir[512], prefix[80], path[1024];
+    int n_refs = 0;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no reference data to compare with");
+    snprintf(dir, sizeof dir, "%s/reference", INFER_SHARED_DIR);
+    snprintf(prefix, sizeof prefix, "%s.", rc->model);
+    d = opendir(dir);
+    cr_assert_not_null(d, "cannot list %s", dir);
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        check_one(rc, path);
+        n_refs++;
+    }
+    closedir(d);
+    cr_assert_gt(n_refs, 0, "no reference files for %s", rc->model);
+}
+
+ParameterizedTestParameters(reference, model) {
+    static ref_case cases[] = {
+        {"stories260K", "models", 0},
+        {"tinystories-656k-f32", "models", 0},
+        {"tinystories-656k-f16", "models", 0},
+        {"tinystories-656k-bf16", "models", 0},
+        {"tinystories-656k-q8_0", "models", 0},
+        {"tinystories-656k-q4_0", "models", 0},
+        {"tinystories-656k-q4_1", "models", 0},
+        {"tinystories-656k-q5_0", "models", 0},
+        {"tinystories-656k-q5_1", "models", 0},
+        {"synth-256-f16", "models", 0},
+        {"synth-256-q8_0", "models", 0},
+        {"synth-256-q4_0", "models", 0},
+        {"synth-llama-tied-f16", "arch", 0},
+        {"synth-llama3-f16", "arch", 0},
+    };
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) cases[i].tol = tolerance_for(cases[i].model);
+    return cr_make_param_array(ref_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(ref_case *rc, reference, model, .timeout = 600) { check_model(rc); }
