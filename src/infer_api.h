@@ -35,6 +35,12 @@
    (arrput, hmget, ...), include stb_ds.h before infer.h. Set
    INFER_STB_DS_HEADER to another path if stb_ds.h lives elsewhere.
 
+   STRICT C
+   The implementation uses POSIX (mmap, clock_gettime, pthreads). Under a
+   strict -std=c99 it asks for it with _XOPEN_SOURCE, which only works if
+   infer.h comes before every system header in that one file; otherwise
+   define _XOPEN_SOURCE 700 (or _GNU_SOURCE) at the top of the file yourself.
+
    THREADS AND STATE
    No global mutable state. A model is read-only once loaded and may be
    shared by several contexts; one context must be used by one thread at a
@@ -59,7 +65,11 @@
 
 #ifndef INFERDEF
 #ifdef INFER_STATIC
+#if defined(__GNUC__)
+#define INFERDEF static __attribute__((unused)) /* a program need not call them all */
+#else
 #define INFERDEF static
+#endif
 #else
 #define INFERDEF extern
 #endif
