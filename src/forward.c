@@ -15,7 +15,7 @@ struct infer_context {
     /* activations of one batch, a row per token */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
     float *scores;      /* per worker: n_ctx attention scores */
-    uint16_t *q16;      /* per worker: one head of q as F16 */
+    float *qh;          /* per worker: one head of q, rounded through F16 */
     void *xq;           /* a batch of activations in the weights' vec_dot_type */
     size_t xq_row_max;  /* bytes of one converted row, largest case */
     float *logits;      /* rows of n_vocab */
@@ -79,7 +79,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->hb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
     c->hb2 = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
     c->scores = (float *)infer__ctx_alloc(c, (size_t)nt * c->n_ctx, sizeof(float), &ok);
-    c->q16 = (uint16_t *)infer__ctx_alloc(c, (size_t)nt * m->head_dim, sizeof(uint16_t), &ok);
+    c->qh = (float *)infer__ctx_alloc(c, (size_t)nt * m->head_dim, sizeof(float), &ok);
     /* F32 activations are the widest form any vec_dot_type takes */
     c->xq_row_max = (size_t)widest * sizeof(float);
     c->xq = infer__ctx_alloc(c, (size_t)c->n_batch, c->xq_row_max, &ok);
@@ -105,7 +105,7 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
     INFER_FREE(c->scores);
-    INFER_FREE(c->q16);
+    INFER_FREE(c->qh);
     INFER_FREE(c->xq);
     INFER_FREE(c->logits);
     stbds_arrfree(c->prompt_tokens);
@@ -207,7 +207,7 @@ static void infer__attn_worker(void *arg, int ith, int nth) {
     const uint16_t *kc = c->k_cache + (size_t)t->layer * c->n_ctx * kv_dim;
     const uint16_t *vc = c->v_cache + (size_t)t->layer * c->n_ctx * kv_dim;
     float *scores = c->scores + (size_t)ith * c->n_ctx;
-    uint16_t *q16 = c->q16 + (size_t)ith * hd;
+    float *qh = c->qh + (size_t)ith * hd;
     float scale = 1.0f / sqrtf((float)hd);
     for (w = n_work * ith / nth; w < n_work * (ith + 1) / nth; w++) {
         int tok = w / m->n_heads, h = w % m->n_heads, kvh = h / group;
@@ -216,11 +216,11 @@ static void infer__attn_worker(void *arg, int ith, int nth) {
         float *out = c->att + (size_t)tok * m->dim + (size_t)h * hd;
         float mx = -INFINITY, inv;
         double sum = 0;
-        for (d = 0; d < hd; d++) q16[d] = infer__fp32_to_fp16(q[d]);
+        for (d = 0; d < hd; d++) qh[d] = infer__fp16_to_fp32(infer__fp32_to_fp16(q[d]));
         for (p = 0; p < n_keys; p++) {
             const uint16_t *k = kc + (size_t)p * kv_dim + (size_t)kvh * hd;
             float s = 0;
-            for (d = 0; d < hd; d++) s += infer__fp16_to_fp32(q16[d]) * infer__fp16_to_fp32(k[d]);
+            for (d = 0; d < hd; d++) s += qh[d] * infer__fp16_to_fp32(k[d]);
             scores[p] = s * scale;
             mx = INFER__MAX(mx, scores[p]);
         }

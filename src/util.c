@@ -66,16 +66,15 @@ static uint32_t infer__f32_to_bits(float f) {
     return u;
 }
 
+/* Branch-free: shift the half's exponent and mantissa into float position
+   and rescale by 2^112 (which also rebiases the exponent); subnormal halves
+   are instead built as 0.5 + m * 2^-24 scaled up, minus 0.5. */
 static float infer__fp16_to_fp32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f) return infer__bits_to_f32(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        /* zero or subnormal: man * 2^-24 is exact in float */
-        float v = (float)man * 5.9604644775390625e-08f;
-        return sign ? -v : v;
-    }
-    return infer__bits_to_f32(sign | ((exp + 112) << 23) | (man << 13));
+    uint32_t w = (uint32_t)h << 16, sign = w & 0x80000000u, two_w = w + w;
+    float normal = infer__bits_to_f32((two_w >> 4) + (0xe0u << 23)) * 1.925929944387236e-34f; /* 2^-112 */
+    float subnormal = infer__bits_to_f32((two_w >> 17) | (126u << 23)) - 0.5f;
+    uint32_t bits = two_w < (1u << 27) ? infer__f32_to_bits(subnormal) : infer__f32_to_bits(normal);
+    return infer__bits_to_f32(sign | bits);
 }
 
 static uint16_t infer__fp32_to_fp16(float f) {
