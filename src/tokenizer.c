@@ -1,0 +1,1577 @@
+/* tokenizer.c - SentencePiece-style ("llama") and byte-level BPE ("gpt2")
+   tokenizers that reproduce llama.cpp's (llama-vocab.cpp, Feb 2025) output
+   token for token, including its quirks, since models were run on it.
+   The pre-tokenizer regexes are hand-written matchers over the Unicode
+   classes of unicode.c, each emulating what llama.cpp's custom splitter or
+   its std::regex fallback produces. */
+#include "internal.h"
+
+/* token attributes, as llama.cpp's llama_token_attr */
+enum {
+    INFER__ATTR_UNDEFINED = 0,
+    INFER__ATTR_UNKNOWN = 1 << 0,
+    INFER__ATTR_UNUSED = 1 << 1,
+    INFER__ATTR_NORMAL = 1 << 2,
+    INFER__ATTR_CONTROL = 1 << 3,
+    INFER__ATTR_USER_DEFINED = 1 << 4,
+    INFER__ATTR_BYTE = 1 << 5,
+    INFER__ATTR_LSTRIP = 1 << 7,
+    INFER__ATTR_RSTRIP = 1 << 8
+};
+
+enum { INFER__VOCAB_SPM = 1, INFER__VOCAB_BPE = 2 };
+
+/* Pre-tokenizer families: each names the list of split steps llama.cpp runs. */
+enum {
+    INFER__PRE_DEFAULT,
+    INFER__PRE_LLAMA3,
+    INFER__PRE_QWEN2,
+    INFER__PRE_DEEPSEEK_LLM,
+    INFER__PRE_DEEPSEEK3,
+    INFER__PRE_DEEPSEEK_CODER,
+    INFER__PRE_FALCON,
+    INFER__PRE_STARCODER,
+    INFER__PRE_GPT2,
+    INFER__PRE_PORO,
+    INFER__PRE_VIKING,
+    INFER__PRE_TEKKEN,
+    INFER__PRE_CHAMELEON
+};
+
+typedef struct infer__tok_entry {
+    char *key;
+    int32_t value;
+} infer__tok_entry;
+
+typedef struct infer__token_data {
+    const char *text; /* NUL-terminated, in vocab->arena */
+    int32_t len;
+    int32_t attr;
+    float score;
+} infer__token_data;
+
+struct infer_vocab {
+    int type, pre;
+    int n_tokens;
+    infer__token_data *tokens;
+    char *arena;                  /* token texts, then merge keys */
+    infer__tok_entry *tok_map;    /* text -> id (stb_ds string hash) */
+    infer__tok_entry *merge_map;  /* "left\xffright" -> rank */
+    int max_token_len, max_merge_len;
+    infer_token bos, eos, unk, eot, eom;
+    int add_bos, add_space_prefix, ignore_merges;
+    infer_token *special;         /* control/user-defined/unknown tokens, longest first */
+    int n_special;
+    infer_token *eog;
+    int n_eog;
+    infer_token byte_tok[256];    /* SPM byte fallback: <0xNN> (or the byte itself) */
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/* Looks up a token by its bytes; -1 when absent. Read-only on the table (the
+   _ts variant), so one vocab can serve several threads. */
+static infer_token infer__tok_lookup(const infer_vocab *v, const char *s, size_t n) {
+    char small[256];
+    char *key = small;
+    ptrdiff_t idx = -1;
+    infer_token id;
+    if (!v->tok_map || n == 0 || n > (size_t)v->max_token_len) return -1;
+    if (n >= sizeof small) {
+        key = (char *)INFER_MALLOC(n + 1);
+        if (!key) return -1;
+    }
+    memcpy(key, s, n);
+    key[n] = 0;
+    stbds_hmget_key_ts(v->tok_map, sizeof *v->tok_map, key, sizeof v->tok_map->key, &idx, STBDS_HM_STRING);
+    id = idx >= 0 ? v->tok_map[idx].value : -1;
+    if (key != small) INFER_FREE(key);
+    return id;
+}
+
+static int infer__merge_rank(const infer_vocab *v, const char *a, size_t na, const char *b, size_t nb) {
+    char small[256];
+    char *key = small;
+    ptrdiff_t idx = -1;
+    int rank;
+    if (!v->merge_map || na + nb > (size_t)v->max_merge_len) return -1;
+    if (na + nb + 2 > sizeof small) {
+        key = (char *)INFER_MALLOC(na + nb + 2);
+        if (!key) return -1;
+    }
+    memcpy(key, a, na);
+    key[na] = (char)0xff; /* never in UTF-8, so the pair stays unambiguous */
+    memcpy(key + na + 1, b, nb);
+    key[na + nb + 1] = 0;
+    stbds_hmget_key_ts(v->merge_map, sizeof *v->merge_map, key, sizeof v->merge_map->key, &idx, STBDS_HM_STRING);
+    rank = idx >= 0 ? v->merge_map[idx].value : -1;
+    if (key != small) INFER_FREE(key);
+    return rank;
+}
+
+/* Length of the UTF-8 sequence a lead byte announces (llama.cpp's
+   unicode_len_utf8: continuation and invalid bytes count as 1). */
+static size_t infer__utf8_len(unsigned char c) {
+    static const unsigned char lookup[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return lookup[c >> 4];
+}
+
+/* Decodes one code point at s[*i]; an invalid sequence yields U+FFFD and
+   consumes one byte, as llama.cpp's unicode_cpts_from_utf8. */
+static uint32_t infer__utf8_decode(const unsigned char *s, size_t n, size_t *i) {
+    size_t k = *i;
+    unsigned c = s[k];
+    uint32_t cp;
+    size_t need, j;
+    if (c < 0x80) {
+        *i = k + 1;
+        return c;
+    }
+    if ((c & 0xe0) == 0xc0) need = 1, cp = c & 0x1f;
+    else if ((c & 0xf0) == 0xe0) need = 2, cp = c & 0x0f;
+    else if ((c & 0xf8) == 0xf0) need = 3, cp = c & 0x07;
+    else need = 0, cp = 0;
+    if (need == 0 || k + need >= n) {
+        *i = k + 1;
+        return 0xfffd;
+    }
+    for (j = 1; j <= need; j++) {
+        if ((s[k + j] & 0xc0) != 0x80) {
+            *i = k + 1;
+            return 0xfffd;
+        }
+        cp = (cp << 6) | (s[k + j] & 0x3f);
+    }
+    /* llama.cpp would throw re-encoding these; treat them as invalid */
+    if (cp > 0x10ffff) {
+        *i = k + 1;
+        return 0xfffd;
+    }
+    *i = k + need + 1;
+    return cp;
+}
+
+static size_t infer__utf8_encode(uint32_t cp, char *out) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* GPT-2's byte <-> code point table: printable bytes map to themselves, the
+   rest to U+0100.. in byte order. */
+static uint32_t infer__byte_to_cp(unsigned b) {
+    unsigned n = 0, c;
+    if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff)) return b;
+    for (c = 0; c < b; c++)
+        if (!((c >= 0x21 && c <= 0x7e) || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff))) n++;
+    return 256 + n;
+}
+
+/* Inverse of infer__byte_to_cp; -1 for code points outside the table. */
+static int infer__cp_to_byte(uint32_t cp) {
+    unsigned c, n = 0;
+    if ((cp >= 0x21 && cp <= 0x7e) || (cp >= 0xa1 && cp <= 0xac) || (cp >= 0xae && cp <= 0xff)) return (int)cp;
+    if (cp < 256 || cp >= 256 + 68) return -1;
+    for (c = 0; c < 256; c++) {
+        if ((c >= 0x21 && c <= 0x7e) || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff)) continue;
+        if (256 + n == cp) return (int)c;
+        n++;
+    }
+    return -1;
+}
+
+static int infer__str_eq(const char *a, size_t na, const char *b) {
+    return strlen(b) == na && memcmp(a, b, na) == 0;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+static int infer__pre_from_name(const char *s, size_t n, int *pre, int *ignore_merges, int *add_bos, int *no_bos) {
+    static const struct {
+        const char *name;
+        int pre, flags; /* 1: ignore merges + add bos, 2: add bos, 4: no bos token */
+    } map[] = {
+        {"default", INFER__PRE_DEFAULT, 0},
+        {"llama3", INFER__PRE_LLAMA3, 1}, {"llama-v3", INFER__PRE_LLAMA3, 1},
+        {"llama-bpe", INFER__PRE_LLAMA3, 1}, {"falcon3", INFER__PRE_LLAMA3, 1},
+        {"deepseek-llm", INFER__PRE_DEEPSEEK_LLM, 0},
+        {"deepseek-coder", INFER__PRE_DEEPSEEK_CODER, 0},
+        {"deepseek-v3", INFER__PRE_DEEPSEEK3, 0},
+        {"falcon", INFER__PRE_FALCON, 0},
+        {"mpt", INFER__PRE_GPT2, 0},
+        {"starcoder", INFER__PRE_STARCODER, 0},
+        {"gpt-2", INFER__PRE_GPT2, 0}, {"phi-2", INFER__PRE_GPT2, 0},
+        {"jina-es", INFER__PRE_GPT2, 0}, {"jina-de", INFER__PRE_GPT2, 0},
+        {"gigachat", INFER__PRE_GPT2, 0}, {"jina-v1-en", INFER__PRE_GPT2, 0},
+        {"jina-v2-es", INFER__PRE_GPT2, 0}, {"jina-v2-de", INFER__PRE_GPT2, 0},
+        {"jina-v2-code", INFER__PRE_GPT2, 0}, {"roberta-bpe", INFER__PRE_GPT2, 0},
+        {"refact", INFER__PRE_STARCODER, 0},
+        {"command-r", INFER__PRE_STARCODER, 0},
+        {"qwen2", INFER__PRE_QWEN2, 0}, {"deepseek-r1-qwen", INFER__PRE_QWEN2, 0},
+        {"stablelm2", INFER__PRE_QWEN2, 0},
+        {"olmo", INFER__PRE_GPT2, 0},
+        {"dbrx", INFER__PRE_LLAMA3, 0}, {"smaug-bpe", INFER__PRE_LLAMA3, 0},
+        {"poro-chat", INFER__PRE_PORO, 0},
+        {"chatglm-bpe", INFER__PRE_LLAMA3, 4},
+        {"viking", INFER__PRE_VIKING, 0},
+        {"jais", INFER__PRE_GPT2, 0},
+        {"tekken", INFER__PRE_TEKKEN, 1},
+        {"smollm", INFER__PRE_STARCODER, 0},
+        {"codeshell", INFER__PRE_STARCODER, 0},
+        {"bloom", INFER__PRE_PORO, 0},
+        {"gpt3-finnish", INFER__PRE_PORO, 0},
+        {"exaone", INFER__PRE_STARCODER, 0},
+        {"chameleon", INFER__PRE_CHAMELEON, 2},
+        {"minerva-7b", INFER__PRE_STARCODER, 0},
+        {"megrez", INFER__PRE_QWEN2, 0},
+    };
+    size_t i;
+    for (i = 0; i < sizeof map / sizeof map[0]; i++) {
+        if (!infer__str_eq(s, n, map[i].name)) continue;
+        *pre = map[i].pre;
+        if (map[i].flags & 1) *ignore_merges = 1, *add_bos = 1;
+        if (map[i].flags & 2) *add_bos = 1;
+        if (map[i].flags & 4) *no_bos = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void infer__vocab_free(infer_vocab *v) {
+    if (!v) return;
+    stbds_shfree(v->tok_map);
+    stbds_shfree(v->merge_map);
+    INFER_FREE(v->tokens);
+    INFER_FREE(v->arena);
+    INFER_FREE(v->special);
+    INFER_FREE(v->eog);
+    INFER_FREE(v);
+}
+
+/* Longest text first, then lower id (llama.cpp's std::sort leaves ties
+   unspecified; equal-length tokens split alike unless one contains the
+   other). Insertion sort: stable, no global state, the list is short. */
+static void infer__special_sort(infer_vocab *v) {
+    int i, j;
+    for (i = 1; i < v->n_special; i++) {
+        infer_token t = v->special[i];
+        for (j = i; j > 0; j--) {
+            infer_token u = v->special[j - 1];
+            if (v->tokens[u].len > v->tokens[t].len || (v->tokens[u].len == v->tokens[t].len && u < t)) break;
+            v->special[j] = u;
+        }
+        v->special[j] = t;
+    }
+}
+
+static infer_token infer__vocab_find_text(const infer_vocab *v, const char *s) {
+    return infer__tok_lookup(v, s, strlen(s));
+}
+
+static int infer__eog_add(infer_vocab *v, infer_token t) {
+    int i;
+    if (t < 0 || t >= v->n_tokens) return 0;
+    for (i = 0; i < v->n_eog; i++)
+        if (v->eog[i] == t) return 0;
+    v->eog[v->n_eog++] = t;
+    return 1;
+}
+
+static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
+    /* Tokens llama.cpp finds by their text when no key names them: the
+       first present one of each list becomes that id and is forced to
+       CONTROL (which matters: user-defined tokens are split out even
+       without parse_special, control ones are not). Lists: EOT, EOM, FIM
+       prefix, suffix, middle, pad, repo, separator. */
+#define INFER__FW "\xef\xbd\x9c" /* fullwidth vertical bar */
+#define INFER__SP "\xe2\x96\x81" /* U+2581 */
+    static const char *const by_text[8][9] = {
+        {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>",
+         "<" INFER__FW "end" INFER__SP "of" INFER__SP "sentence" INFER__FW ">", NULL},
+        {"<|eom_id|>", NULL},
+        {"<|fim_prefix|>", "<fim-prefix>", "<" INFER__FW "fim" INFER__SP "begin" INFER__FW ">", "<PRE>", INFER__SP "<PRE>", NULL},
+        {"<|fim_suffix|>", "<fim-suffix>", "<" INFER__FW "fim" INFER__SP "hole" INFER__FW ">", "<SUF>", INFER__SP "<SUF>", NULL},
+        {"<|fim_middle|>", "<fim-middle>", "<" INFER__FW "fim" INFER__SP "end" INFER__FW ">", "<MID>", INFER__SP "<MID>", NULL},
+        {"<|fim_pad|>", "<fim-pad>", "<PAD>", NULL},
+        {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", NULL},
+        {"<|file_sep|>", NULL}};
+#undef INFER__FW
+#undef INFER__SP
+    static const char *const by_text_key[8][2] = {
+        {"tokenizer.ggml.eot_token_id", NULL}, {"tokenizer.ggml.eom_token_id", NULL},
+        {"tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id"},
+        {"tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.suffix_token_id"},
+        {"tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id"},
+        {"tokenizer.ggml.fim_pad_token_id", NULL}, {"tokenizer.ggml.fim_rep_token_id", NULL},
+        {"tokenizer.ggml.fim_sep_token_id", NULL}};
+    /* every one of these ends generation, and is forced to CONTROL */
+    static const char *const eog_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                                            "<|eom_id|>", "<EOT>", "_<EOT>"};
+    static const char *const id_keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                           "tokenizer.ggml.unknown_token_id"};
+    infer_token by_text_id[8];
+    infer_vocab *v;
+    infer__str model, pre;
+    const infer__kv *ktok, *kscore, *ktype, *kmerge;
+    size_t arena_size = 0, pos = 0;
+    int64_t i, n, nm = 0;
+    int has_pre, no_bos = 0, flag;
+    int64_t ival;
+    infer_token *ids[3];
+    char name_lc[64];
+
+    if (!g) {
+        infer__set_error(err, INFER_ERR_ARG, "vocab: no GGUF given");
+        return NULL;
+    }
+    if (!infer__gguf_get_str(g, "tokenizer.ggml.model", &model)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.model missing or not a string");
+        return NULL;
+    }
+    v = (infer_vocab *)infer__calloc(1, sizeof *v);
+    if (!v) {
+        infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory");
+        return NULL;
+    }
+    if (infer__str_eq(model.p, (size_t)model.n, "llama")) {
+        v->type = INFER__VOCAB_SPM;
+        v->bos = 1, v->eos = 2, v->unk = 0;
+        v->add_bos = 1, v->add_space_prefix = 1;
+        v->pre = INFER__PRE_DEFAULT;
+    } else if (infer__str_eq(model.p, (size_t)model.n, "gpt2")) {
+        v->type = INFER__VOCAB_BPE;
+        v->bos = 11, v->eos = 11, v->unk = -1;
+        v->pre = INFER__PRE_DEFAULT;
+        has_pre = infer__gguf_get_str(g, "tokenizer.ggml.pre", &pre);
+        /* a missing key means "default", as llama.cpp (which only warns) */
+        if (has_pre && !infer__pre_from_name(pre.p, (size_t)pre.n, &v->pre, &v->ignore_merges, &v->add_bos, &no_bos)) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "vocab: unknown pre-tokenizer type '%.*s'",
+                             (int)INFER__MIN(pre.n, 64), pre.p);
+            goto fail;
+        }
+        if (no_bos) v->bos = -1;
+    } else {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "vocab: unsupported tokenizer model '%.*s'",
+                         (int)INFER__MIN(model.n, 64), model.p);
+        goto fail;
+    }
+    if (infer__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &flag)) v->add_space_prefix = flag;
+    if (v->type == INFER__VOCAB_BPE) v->add_space_prefix = 0; /* BPE ignores it */
+
+    ktok = infer__gguf_kv(g, "tokenizer.ggml.tokens");
+    if (!ktok || ktok->type != INFER_GGUF_ARRAY || ktok->arr_type != INFER_GGUF_STRING || !ktok->strs) {
+        infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.tokens missing or not a string array");
+        goto fail;
+    }
+    n = (int64_t)ktok->arr_n;
+    if (n <= 0 || n > INT32_MAX / 2) {
+        infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.tokens has %lld entries", (long long)n);
+        goto fail;
+    }
+    kscore = infer__gguf_kv(g, "tokenizer.ggml.scores");
+    if (kscore && (kscore->type != INFER_GGUF_ARRAY || kscore->arr_type != INFER_GGUF_FLOAT32 ||
+                   kscore->arr_n != (uint64_t)n)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.scores is not %lld float32 values", (long long)n);
+        goto fail;
+    }
+    ktype = infer__gguf_kv(g, "tokenizer.ggml.token_type");
+    if (ktype && (ktype->type != INFER_GGUF_ARRAY ||
+                  (ktype->arr_type != INFER_GGUF_INT32 && ktype->arr_type != INFER_GGUF_UINT32) ||
+                  ktype->arr_n != (uint64_t)n)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.token_type is not %lld int32 values", (long long)n);
+        goto fail;
+    }
+    kmerge = NULL;
+    if (v->type == INFER__VOCAB_BPE) {
+        kmerge = infer__gguf_kv(g, "tokenizer.ggml.merges");
+        if (!kmerge) {
+            infer__set_error(err, INFER_ERR_FORMAT, "vocab: gpt2 tokenizer without tokenizer.ggml.merges");
+            goto fail;
+        }
+        if (kmerge->type != INFER_GGUF_ARRAY || kmerge->arr_type != INFER_GGUF_STRING || (!kmerge->strs && kmerge->arr_n)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.merges is not a string array");
+            goto fail;
+        }
+        nm = (int64_t)kmerge->arr_n;
+        if (nm > INT32_MAX) {
+            infer__set_error(err, INFER_ERR_FORMAT, "vocab: too many merges");
+            goto fail;
+        }
+    }
+
+    /* one arena for all token texts and merge keys, each NUL-terminated;
+       empty tokens become "[EMPTY_i]" as in llama.cpp */
+    for (i = 0; i < n; i++) arena_size += (size_t)ktok->strs[i].n + (ktok->strs[i].n ? 1 : 24);
+    for (i = 0; i < nm; i++) arena_size += (size_t)kmerge->strs[i].n + 2;
+    v->arena = (char *)INFER_MALLOC(arena_size ? arena_size : 1);
+    v->tokens = (infer__token_data *)infer__calloc((size_t)n, sizeof *v->tokens);
+    if (!v->arena || !v->tokens) {
+        infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory for %lld tokens", (long long)n);
+        goto fail;
+    }
+    v->n_tokens = (int)n;
+    for (i = 0; i < n; i++) {
+        infer__token_data *t = &v->tokens[i];
+        const infer__str *s = &ktok->strs[i];
+        char *dst = v->arena + pos;
+        if (s->n) {
+            memcpy(dst, s->p, (size_t)s->n);
+            dst[s->n] = 0;
+            t->len = (int32_t)s->n;
+        } else {
+            t->len = snprintf(dst, 24, "[EMPTY_%lld]", (long long)i);
+        }
+        pos += (size_t)t->len + 1;
+        t->text = dst;
+        t->attr = INFER__ATTR_NORMAL;
+        if (kscore) memcpy(&t->score, kscore->data + 4 * i, 4);
+        if (ktype) {
+            int32_t tt;
+            memcpy(&tt, ktype->data + 4 * i, 4);
+            switch (tt) {
+            case 1: t->attr = INFER__ATTR_NORMAL; break;
+            case 2: t->attr = INFER__ATTR_UNKNOWN; break;
+            case 3: t->attr = INFER__ATTR_CONTROL; break;
+            case 4: t->attr = INFER__ATTR_USER_DEFINED; break;
+            case 5: t->attr = INFER__ATTR_UNUSED; break;
+            case 6: t->attr = INFER__ATTR_BYTE; break;
+            default: t->attr = INFER__ATTR_UNDEFINED; break;
+            }
+        }
+        if (t->len > v->max_token_len) v->max_token_len = t->len;
+        /* a text with a NUL inside cannot be a C-string key; it stays
+           reachable by id only */
+        if ((int32_t)strlen(dst) == t->len) stbds_shput(v->tok_map, dst, (int32_t)i);
+    }
+    for (i = 0; i < nm; i++) {
+        const infer__str *s = &kmerge->strs[i];
+        char *dst = v->arena + pos;
+        const char *sp = s->n > 1 ? (const char *)memchr(s->p + 1, ' ', (size_t)s->n - 1) : NULL;
+        size_t a, b;
+        ptrdiff_t idx = -1;
+        if (!sp) continue; /* llama.cpp files these under an empty pair no lookup can hit */
+        a = (size_t)(sp - s->p), b = (size_t)s->n - a - 1;
+        memcpy(dst, s->p, a);
+        dst[a] = (char)0xff;
+        memcpy(dst + a + 1, sp + 1, b);
+        dst[a + 1 + b] = 0;
+        if (strlen(dst) != a + 1 + b) continue;
+        /* the first occurrence of a pair keeps its rank */
+        if (v->merge_map) stbds_hmget_key_ts(v->merge_map, sizeof *v->merge_map, dst, sizeof v->merge_map->key, &idx, STBDS_HM_STRING);
+        if (idx >= 0) continue;
+        stbds_shput(v->merge_map, dst, (int32_t)i);
+        pos += a + b + 2;
+        if ((int)(a + b) > v->max_merge_len) v->max_merge_len = (int)(a + b);
+    }
+
+    /* special ids from the file; out-of-range values keep the default, as
+       llama.cpp does (files often carry -1 as "none") */
+    ids[0] = &v->bos, ids[1] = &v->eos, ids[2] = &v->unk;
+    for (i = 0; i < 3; i++)
+        if (infer__gguf_get_int(g, id_keys[i], &ival) && ival >= 0 && ival < n) *ids[i] = (infer_token)ival;
+    if (infer__gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &flag)) v->add_bos = flag;
+    if (v->bos >= n) v->bos = -1;
+    if (v->eos >= n) v->eos = -1;
+    if (v->unk >= n) v->unk = -1;
+    for (i = 0; i < 8; i++) {
+        int j;
+        by_text_id[i] = -1;
+        for (j = 0; j < 2; j++)
+            if (by_text_key[i][j] && infer__gguf_get_int(g, by_text_key[i][j], &ival) && ival >= 0 && ival < n)
+                by_text_id[i] = (infer_token)ival;
+        for (j = 0; by_text_id[i] < 0 && by_text[i][j]; j++) {
+            infer_token t = infer__vocab_find_text(v, by_text[i][j]);
+            if (t < 0) continue;
+            by_text_id[i] = t;
+            if (!(v->tokens[t].attr & INFER__ATTR_CONTROL)) v->tokens[t].attr = INFER__ATTR_CONTROL;
+        }
+    }
+    v->eot = by_text_id[0], v->eom = by_text_id[1];
+    v->eog = (infer_token *)INFER_MALLOC(sizeof(infer_token) * 16);
+    if (!v->eog) {
+        infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory");
+        goto fail;
+    }
+    for (i = 5; i < 8; i++) infer__eog_add(v, by_text_id[i]); /* FIM pad, repo, sep */
+    for (i = 0; i < (int64_t)(sizeof eog_names / sizeof eog_names[0]); i++) {
+        infer_token t = infer__vocab_find_text(v, eog_names[i]);
+        if (t < 0) continue;
+        infer__eog_add(v, t);
+        if (!(v->tokens[t].attr & INFER__ATTR_CONTROL)) v->tokens[t].attr = INFER__ATTR_CONTROL;
+    }
+    infer__eog_add(v, v->eos);
+    infer__eog_add(v, v->eot);
+    infer__eog_add(v, v->eom);
+
+    /* special tokens, longest first: matched before anything else */
+    v->special = (infer_token *)INFER_MALLOC(sizeof(infer_token) * (size_t)n);
+    if (!v->special) {
+        infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory");
+        goto fail;
+    }
+    for (i = 0; i < n; i++)
+        if (v->tokens[i].attr & (INFER__ATTR_CONTROL | INFER__ATTR_USER_DEFINED | INFER__ATTR_UNKNOWN))
+            v->special[v->n_special++] = (infer_token)i;
+    infer__special_sort(v);
+
+    /* Phi-3: llama.cpp strips whitespace after its special tokens, chosen by
+       the model's name */
+    {
+        infer__str name;
+        if (infer__gguf_get_str(g, "general.name", &name)) {
+            size_t k, m = INFER__MIN((size_t)name.n, sizeof name_lc - 1);
+            for (k = 0; k < m; k++) name_lc[k] = (char)((name.p[k] >= 'A' && name.p[k] <= 'Z') ? name.p[k] + 32 : name.p[k]);
+            name_lc[m] = 0;
+            if (strstr(name_lc, "phi-3") || strstr(name_lc, "phi3")) {
+                infer_token t;
+                for (k = 0; k < (size_t)v->n_special; k++) v->tokens[v->special[k]].attr |= INFER__ATTR_RSTRIP;
+                if ((t = infer__vocab_find_text(v, "</s>")) >= 0) v->tokens[t].attr |= INFER__ATTR_RSTRIP;
+                if ((t = infer__vocab_find_text(v, "<unk>")) >= 0) v->tokens[t].attr &= ~INFER__ATTR_RSTRIP;
+                if ((t = infer__vocab_find_text(v, "<s>")) >= 0) v->tokens[t].attr &= ~INFER__ATTR_RSTRIP;
+                if ((t = infer__vocab_find_text(v, "<|endoftext|>")) >= 0) v->tokens[t].attr &= ~INFER__ATTR_RSTRIP;
+            }
+        }
+    }
+
+    /* SPM byte fallback: <0xNN>, else the byte as a one-byte token, else
+       <unk> (llama.cpp throws there; the vocab simply has no way to say it) */
+    for (i = 0; i < 256; i++) {
+        char buf[8];
+        infer_token t;
+        snprintf(buf, sizeof buf, "<0x%02X>", (unsigned)i);
+        t = infer__vocab_find_text(v, buf);
+        if (t < 0 && i > 0) {
+            buf[0] = (char)i;
+            t = infer__tok_lookup(v, buf, 1);
+        }
+        v->byte_tok[i] = t >= 0 ? t : v->unk;
+    }
+    return v;
+fail:
+    infer__vocab_free(v);
+    return NULL;
+}
+
+static int infer__vocab_n_tokens(const infer_vocab *v) { return v ? v->n_tokens : 0; }
+static infer_token infer__vocab_bos(const infer_vocab *v) { return v ? v->bos : -1; }
+static infer_token infer__vocab_eos(const infer_vocab *v) { return v ? v->eos : -1; }
+static int infer__vocab_add_bos(const infer_vocab *v) { return v ? v->add_bos && v->bos >= 0 : 0; }
+static int infer__vocab_is_eog(const infer_vocab *v, infer_token t) {
+    int i;
+    if (!v || t < 0) return 0;
+    for (i = 0; i < v->n_eog; i++)
+        if (v->eog[i] == t) return 1;
+    return 0;
+}
+
+/* ---- output buffer ------------------------------------------------------- */
+
+typedef struct infer__tokbuf {
+    infer_token *out;
+    int max;
+    int n;
+} infer__tokbuf;
+
+static void infer__emit(infer__tokbuf *b, infer_token t) {
+    if (b->n < b->max) b->out[b->n] = t;
+    if (b->n < INT_MAX) b->n++;
+}
+
+/* ---- SentencePiece-style merging ------------------------------------------ */
+
+typedef struct infer__sym {
+    int prev, next;
+    size_t off, n; /* bytes in the text; n = 0 once merged away */
+} infer__sym;
+
+typedef struct infer__bigram {
+    float score; /* SPM: higher first */
+    int rank;    /* BPE: lower first */
+    int left, right;
+    size_t size;
+} infer__bigram;
+
+/* Binary heap ordered by a "before" relation; both tokenizers break ties by
+   the leftmost pair, as llama.cpp's priority queues do. */
+static int infer__bigram_before(const infer__bigram *a, const infer__bigram *b, int spm) {
+    if (spm) {
+        if (a->score != b->score) return a->score > b->score;
+    } else if (a->rank != b->rank) {
+        return a->rank < b->rank;
+    }
+    return a->left < b->left;
+}
+
+static void infer__heap_push(infer__bigram **h, infer__bigram x, int spm) {
+    size_t i;
+    stbds_arrput(*h, x);
+    i = stbds_arrlenu(*h) - 1;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!infer__bigram_before(&(*h)[i], &(*h)[p], spm)) break;
+        x = (*h)[i], (*h)[i] = (*h)[p], (*h)[p] = x;
+        i = p;
+    }
+}
+
+static infer__bigram infer__heap_pop(infer__bigram *h, int spm) {
+    infer__bigram top = h[0], x;
+    size_t n = stbds_arrlenu(h) - 1, i = 0;
+    h[0] = h[n];
+    stbds_arrsetlen(h, n);
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && infer__bigram_before(&h[l], &h[m], spm)) m = l;
+        if (r < n && infer__bigram_before(&h[r], &h[m], spm)) m = r;
+        if (m == i) break;
+        x = h[i], h[i] = h[m], h[m] = x;
+        i = m;
+    }
+    return top;
+}
+
+typedef struct infer__work {
+    infer__sym *syms;
+    infer__bigram *heap;
+    char *buf;          /* escaped / byte-encoded text */
+    uint32_t *cpts;
+    unsigned char *flags;
+    size_t *offs, *offs2;
+} infer__work;
+
+static void infer__work_free(infer__work *w) {
+    stbds_arrfree(w->syms);
+    stbds_arrfree(w->heap);
+    stbds_arrfree(w->buf);
+    stbds_arrfree(w->cpts);
+    stbds_arrfree(w->flags);
+    stbds_arrfree(w->offs);
+    stbds_arrfree(w->offs2);
+}
+
+static void infer__spm_try_bigram(const infer_vocab *v, infer__work *w, const char *text, int left, int right) {
+    infer__bigram b;
+    infer_token t;
+    size_t n;
+    if (left < 0 || right < 0) return;
+    n = w->syms[left].n + w->syms[right].n;
+    t = infer__tok_lookup(v, text + w->syms[left].off, n);
+    if (t < 0) return;
+    b.score = v->tokens[t].score;
+    b.rank = 0;
+    b.left = left, b.right = right, b.size = n;
+    infer__heap_push(&w->heap, b, 1);
+}
+
+/* One SPM fragment (already escaped): merge the best-scoring adjacent pair
+   that forms a token until none does, then emit tokens, falling back to
+   bytes for symbols that are not tokens. */
+static void infer__spm_tokenize(const infer_vocab *v, infer__work *w, const char *text, size_t len, infer__tokbuf *out) {
+    size_t off = 0;
+    int i, nsym;
+    stbds_arrsetlen(w->syms, 0);
+    stbds_arrsetlen(w->heap, 0);
+    while (off < len) {
+        infer__sym s;
+        s.off = off;
+        s.n = INFER__MIN(infer__utf8_len((unsigned char)text[off]), len - off);
+        off += s.n;
+        s.prev = (int)stbds_arrlen(w->syms) - 1;
+        s.next = off == len ? -1 : (int)stbds_arrlen(w->syms) + 1;
+        stbds_arrput(w->syms, s);
+    }
+    nsym = (int)stbds_arrlen(w->syms);
+    for (i = 1; i < nsym; i++) infer__spm_try_bigram(v, w, text, i - 1, i);
+    while (stbds_arrlen(w->heap) > 0) {
+        infer__bigram b = infer__heap_pop(w->heap, 1);
+        infer__sym *l = &w->syms[b.left], *r = &w->syms[b.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) w->syms[r->next].prev = b.left;
+        infer__spm_try_bigram(v, w, text, l->prev, b.left);
+        infer__spm_try_bigram(v, w, text, b.left, l->next);
+    }
+    for (i = nsym > 0 ? 0 : -1; i != -1; i = w->syms[i].next) {
+        const infer__sym *s = &w->syms[i];
+        infer_token t = infer__tok_lookup(v, text + s->off, s->n);
+        size_t k;
+        if (t >= 0) {
+            infer__emit(out, t);
+            continue;
+        }
+        for (k = 0; k < s->n; k++) {
+            infer_token bt = v->byte_tok[(unsigned char)text[s->off + k]];
+            if (bt >= 0) infer__emit(out, bt);
+        }
+    }
+}
+
+/* ---- pre-tokenizer: split text into words ------------------------------ */
+
+#define INFER__WS(w, i) ((w)->flags[i] & INFER__U_WHITESPACE)
+#define INFER__CAT(w, i) ((w)->flags[i] & INFER__U_CATMASK)
+
+typedef struct infer__split {
+    const uint32_t *c;
+    const unsigned char *f;
+} infer__split;
+
+static int infer__is_L(const infer__split *s, size_t i) { return (s->f[i] & INFER__U_CATMASK) == INFER__U_LETTER; }
+static int infer__is_N(const infer__split *s, size_t i) { return (s->f[i] & INFER__U_CATMASK) == INFER__U_NUMBER; }
+static int infer__is_ws(const infer__split *s, size_t i) { return (s->f[i] & INFER__U_WHITESPACE) != 0; }
+static int infer__is_P(const infer__split *s, size_t i) { return (s->f[i] & INFER__U_CATMASK) == INFER__U_PUNCT; }
+static int infer__is_M(const infer__split *s, size_t i) { return (s->f[i] & INFER__U_CATMASK) == INFER__U_MARK; }
+/* \p{S} as llama.cpp's collapsed regexes see it: its ASCII list lacks '~' */
+static int infer__is_S(const infer__split *s, size_t i) {
+    return (s->f[i] & INFER__U_CATMASK) == INFER__U_SYMBOL && s->c[i] != '~';
+}
+/* std::wregex sees non-ASCII whitespace as U+000B, so it never falls in
+   an explicit range */
+static uint32_t infer__wide(const infer__split *s, size_t i) {
+    return s->c[i] > 0x7f && (s->f[i] & INFER__U_WHITESPACE) ? 0x0b : s->c[i];
+}
+static int infer__is_nl(const infer__split *s, size_t i) { return s->c[i] == '\r' || s->c[i] == '\n'; }
+
+/* llama.cpp's custom GPT-2 splitter:
+   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+static void infer__split_gpt2(const infer__split *s, size_t b, size_t e, size_t **out) {
+    size_t pos = b;
+    while (pos < e) {
+        uint32_t c = s->c[pos];
+        size_t q, nws;
+        if (c == '\'' && pos + 1 < e) {
+            uint32_t c1 = s->c[pos + 1];
+            if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
+                stbds_arrput(*out, 2);
+                pos += 2;
+                continue;
+            }
+            if (pos + 2 < e) {
+                uint32_t c2 = s->c[pos + 2];
+                if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) {
+                    stbds_arrput(*out, 3);
+                    pos += 3;
+                    continue;
+                }
+            }
+        }
+        q = pos + (c == ' ' && pos + 1 < e);
+        if (c == ' ' && pos + 1 >= e) q = e; /* a lone final space: no class */
+        if (q < e && infer__is_L(s, q)) {
+            while (q < e && infer__is_L(s, q)) q++;
+            stbds_arrput(*out, q - pos);
+            pos = q;
+            continue;
+        }
+        if (q < e && infer__is_N(s, q)) {
+            while (q < e && infer__is_N(s, q)) q++;
+            stbds_arrput(*out, q - pos);
+            pos = q;
+            continue;
+        }
+        if (q < e && !infer__is_ws(s, q)) {
+            while (q < e && !infer__is_ws(s, q) && !infer__is_L(s, q) && !infer__is_N(s, q)) q++;
+            stbds_arrput(*out, q - pos);
+            pos = q;
+            continue;
+        }
+        nws = 0;
+        while (pos + nws < e && infer__is_ws(s, pos + nws)) nws++;
+        if (nws > 1 && pos + nws < e) { /* \s+(?!\S): leave the last space to the next word */
+            stbds_arrput(*out, nws - 1);
+            pos += nws - 1;
+            continue;
+        }
+        if (nws > 0) {
+            stbds_arrput(*out, nws);
+            pos += nws;
+            continue;
+        }
+        stbds_arrput(*out, 1);
+        pos++;
+    }
+}
+
+/* llama.cpp's custom Llama-3 splitter (maxdig 3); with maxdig 1 it is also
+   exactly what the Qwen2 regex gives:
+   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+    ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static void infer__split_llama3(const infer__split *s, size_t b, size_t e, size_t **out, size_t maxdig) {
+    size_t pos = b;
+    while (pos < e) {
+        uint32_t c = s->c[pos];
+        size_t q, nws, last_nl;
+        if (c == '\'' && pos + 1 < e) {
+            uint32_t c1 = s->c[pos + 1];
+            if (c1 < 128 && c1 >= 'A' && c1 <= 'Z') c1 += 32;
+            if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
+                stbds_arrput(*out, 2);
+                pos += 2;
+                continue;
+            }
+            if (pos + 2 < e) {
+                uint32_t c2 = s->c[pos + 2];
+                if (c2 >= 'A' && c2 <= 'Z') c2 += 32;
+                if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) {
+                    stbds_arrput(*out, 3);
+                    pos += 3;
+                    continue;
+                }
+            }
+        }
+        if (!(c == '\r' || c == '\n' || infer__is_N(s, pos))) {
+            if (infer__is_L(s, pos) || (pos + 1 < e && infer__is_L(s, pos + 1))) {
+                q = pos + 1;
+                while (q < e && infer__is_L(s, q)) q++;
+                stbds_arrput(*out, q - pos);
+                pos = q;
+                continue;
+            }
+        }
+        if (infer__is_N(s, pos)) {
+            q = pos;
+            while (q < e && infer__is_N(s, q) && q - pos < maxdig) q++;
+            stbds_arrput(*out, q - pos);
+            pos = q;
+            continue;
+        }
+        q = pos + (c == ' ');
+        if (q < e && !infer__is_ws(s, q) && !infer__is_L(s, q) && !infer__is_N(s, q)) {
+            while (q < e && !infer__is_ws(s, q) && !infer__is_L(s, q) && !infer__is_N(s, q)) q++;
+            while (q < e && infer__is_nl(s, q)) q++;
+            stbds_arrput(*out, q - pos);
+            pos = q;
+            continue;
+        }
+        nws = 0, last_nl = 0;
+        while (pos + nws < e && infer__is_ws(s, pos + nws)) {
+            if (infer__is_nl(s, pos + nws)) last_nl = pos + nws + 1;
+            nws++;
+        }
+        if (last_nl > 0) {
+            stbds_arrput(*out, last_nl - pos);
+            pos = last_nl;
+            continue;
+        }
+        if (nws > 1 && pos + nws < e) {
+            stbds_arrput(*out, nws - 1);
+            pos += nws - 1;
+            continue;
+        }
+        if (nws > 0) {
+            stbds_arrput(*out, nws);
+            pos += nws;
+            continue;
+        }
+        stbds_arrput(*out, 1);
+        pos++;
+    }
+}
+
+/* Regex steps that llama.cpp runs through std::regex. Each matcher returns
+   the length of the match starting at p (0: none), following ECMAScript's
+   ordered alternation and greedy backtracking for its particular regex. */
+typedef size_t (*infer__matcher)(const infer__split *s, size_t p, size_t e);
+
+static size_t infer__run(const infer__split *s, size_t p, size_t e, int (*cls)(const infer__split *, size_t)) {
+    size_t q = p;
+    while (q < e && cls(s, q)) q++;
+    return q - p;
+}
+
+/* \s*[\r\n]+ | \s+(?!\S) | \s+ : the usual whitespace tail */
+static size_t infer__m_ws_tail(const infer__split *s, size_t p, size_t e) {
+    size_t q = p, last_nl = 0;
+    while (q < e && infer__is_ws(s, q)) {
+        if (infer__is_nl(s, q)) last_nl = q + 1;
+        q++;
+    }
+    if (last_nl) return last_nl - p;
+    if (q - p > 1 && q < e) return q - p - 1;
+    return q - p;
+}
+
+static int infer__c_N(const infer__split *s, size_t i) { return infer__is_N(s, i); }
+static int infer__c_L(const infer__split *s, size_t i) { return infer__is_L(s, i); }
+static int infer__c_P(const infer__split *s, size_t i) { return infer__is_P(s, i); }
+static int infer__c_ws(const infer__split *s, size_t i) { return infer__is_ws(s, i); }
+
+/* \p{N}+ */
+static size_t infer__m_num_run(const infer__split *s, size_t p, size_t e) { return infer__run(s, p, e, infer__c_N); }
+/* \p{N} */
+static size_t infer__m_num1(const infer__split *s, size_t p, size_t e) { (void)e; return infer__is_N(s, p) ? 1 : 0; }
+/* \p{N}{1,3} */
+static size_t infer__m_num3(const infer__split *s, size_t p, size_t e) {
+    size_t q = p;
+    while (q < e && q - p < 3 && infer__is_N(s, q)) q++;
+    return q - p;
+}
+/* [0-9][0-9][0-9] */
+static size_t infer__m_digit3(const infer__split *s, size_t p, size_t e) {
+    size_t k;
+    if (e - p < 3) return 0;
+    for (k = 0; k < 3; k++)
+        if (s->c[p + k] < '0' || s->c[p + k] > '9') return 0;
+    return 3;
+}
+/* [\r\n] */
+static size_t infer__m_nl(const infer__split *s, size_t p, size_t e) { (void)e; return infer__is_nl(s, p) ? 1 : 0; }
+
+static int infer__c_punct_default(const infer__split *s, size_t i) {
+    uint32_t c = s->c[i];
+    return infer__is_P(s, i) || c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' || c == '~' || c == '|';
+}
+/* [\p{P}\$\+<=>\^~\|]+ */
+static size_t infer__m_punct_default(const infer__split *s, size_t p, size_t e) { return infer__run(s, p, e, infer__c_punct_default); }
+static int infer__c_punct_falcon(const infer__split *s, size_t i) { return infer__c_punct_default(s, i) || s->c[i] == '`'; }
+/* [\p{P}\$\+<=>\^~\|`]+ */
+static size_t infer__m_punct_falcon(const infer__split *s, size_t p, size_t e) { return infer__run(s, p, e, infer__c_punct_falcon); }
+
+/* \s?X+ for a class X that excludes whitespace */
+static size_t infer__opt_ws_run(const infer__split *s, size_t p, size_t e, int (*cls)(const infer__split *, size_t)) {
+    size_t n;
+    if (infer__is_ws(s, p)) {
+        n = p + 1 < e ? infer__run(s, p + 1, e, cls) : 0;
+        return n ? n + 1 : 0;
+    }
+    return infer__run(s, p, e, cls);
+}
+/* \s?\p{L}+ */
+static size_t infer__m_ws_letters(const infer__split *s, size_t p, size_t e) { return infer__opt_ws_run(s, p, e, infer__c_L); }
+/* \s?\p{P}+ */
+static size_t infer__m_ws_punct(const infer__split *s, size_t p, size_t e) { return infer__opt_ws_run(s, p, e, infer__c_P); }
+
+/* the letter ranges of DeepSeek LLM's second regex */
+static const uint32_t infer__dsllm_letters[][2] = {
+    {0x41, 0x5a}, {0x61, 0x7a}, {0xb5, 0xb5}, {0xc0, 0xd6}, {0xd8, 0xf6}, {0xf8, 0x1ba}, {0x1bc, 0x1bf},
+    {0x1c4, 0x293}, {0x295, 0x2af}, {0x370, 0x373}, {0x376, 0x377}, {0x37b, 0x37d}, {0x37f, 0x37f},
+    {0x386, 0x386}, {0x388, 0x38a}, {0x38c, 0x38c}, {0x38e, 0x3a1}, {0x3a3, 0x3f5}, {0x3f7, 0x481},
+    {0x48a, 0x52f}, {0x531, 0x556}, {0x10a0, 0x10c5}, {0x13a0, 0x13f5}, {0x13f8, 0x13fd}, {0x1c90, 0x1cba},
+    {0x1cbd, 0x1cbf}, {0x1d00, 0x1d2b}, {0x1d6b, 0x1d77}, {0x1d79, 0x1d9a}, {0x1e00, 0x1f15}, {0x1f18, 0x1f1d},
+    {0x1f20, 0x1f45}, {0x1f48, 0x1f4d}, {0x1f50, 0x1f57}, {0x1f59, 0x1f59}, {0x1f5b, 0x1f5b}, {0x1f5d, 0x1f5d},
+    {0x1f5f, 0x1f7d}, {0x1f80, 0x1fb4}, {0x1fb6, 0x1fbc}, {0x1fbe, 0x1fbe}, {0x1fc2, 0x1fc4}, {0x1fc6, 0x1fcc},
+    {0x1fd0, 0x1fd3}, {0x1fd6, 0x1fdb}, {0x1fe0, 0x1fec}, {0x1ff2, 0x1ff4}, {0x1ff6, 0x1ffc}, {0x2102, 0x2102},
+    {0x2107, 0x2107}, {0x210a, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211d}, {0x2124, 0x2124}, {0x2126, 0x2126},
+    {0x2128, 0x2128}, {0x212a, 0x212d}, {0x212f, 0x2134}, {0x2139, 0x2139}, {0x213c, 0x213f}, {0x2145, 0x2149},
+    {0x214e, 0x214e}, {0x2183, 0x2184}, {0x2c00, 0x2c7b}, {0x2c7e, 0x2ce4}, {0x2ceb, 0x2cee}, {0x2cf2, 0x2cf3},
+    {0xa640, 0xa66d}, {0xa680, 0xa69b}, {0xa722, 0xa76f}, {0xa771, 0xa787}, {0xa78b, 0xa78e}, {0xab70, 0xabbf},
+    {0xfb00, 0xfb06}, {0xfb13, 0xfb17}, {0xff21, 0xff3a}, {0xff41, 0xff5a}, {0x10400, 0x1044f}, {0x104b0, 0x104d3},
+    {0x104d8, 0x104fb}, {0x10c80, 0x10cb2}, {0x10cc0, 0x10cf2}, {0x118a0, 0x118df}, {0x1e900, 0x1e943}};
+
+static int infer__in_ranges(uint32_t c, const uint32_t (*r)[2], size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (c >= r[i][0] && c <= r[i][1]) return 1;
+    return 0;
+}
+static int infer__c_dsllm_letter(const infer__split *s, size_t i) {
+    return infer__in_ranges(infer__wide(s, i), infer__dsllm_letters, sizeof infer__dsllm_letters / sizeof infer__dsllm_letters[0]);
+}
+static int infer__c_dsllm_punct(const infer__split *s, size_t i) {
+    static const uint32_t r[][2] = {{0x21, 0x2f}, {0x3a, 0x7e}, {0xff01, 0xff0f}, {0xff1a, 0xff5e}, {0x2018, 0x201f}, {0x3000, 0x3002}};
+    return infer__in_ranges(infer__wide(s, i), r, sizeof r / sizeof r[0]);
+}
+static int infer__c_cjk_dsllm(const infer__split *s, size_t i) {
+    static const uint32_t r[][2] = {{0x4e00, 0x9fa5}, {0x0800, 0x4e00}, {0xac00, 0xd7ff}};
+    return infer__in_ranges(infer__wide(s, i), r, sizeof r / sizeof r[0]);
+}
+static int infer__c_cjk_ds3(const infer__split *s, size_t i) {
+    static const uint32_t r[][2] = {{0x4e00, 0x9fa5}, {0x3040, 0x309f}, {0x30a0, 0x30ff}};
+    return infer__in_ranges(infer__wide(s, i), r, sizeof r / sizeof r[0]);
+}
+/* \s?[A-Za-zµÀ-ÖØ-ö...]+ */
+static size_t infer__m_dsllm_letters(const infer__split *s, size_t p, size_t e) { return infer__opt_ws_run(s, p, e, infer__c_dsllm_letter); }
+/* \s?[!-/:-~！-／：-～‘-‟　-。]+ */
+static size_t infer__m_dsllm_punct(const infer__split *s, size_t p, size_t e) { return infer__opt_ws_run(s, p, e, infer__c_dsllm_punct); }
+/* \s+$ (the end is the end of the piece being split) */
+static size_t infer__m_ws_end(const infer__split *s, size_t p, size_t e) {
+    size_t n = infer__run(s, p, e, infer__c_ws);
+    return p + n == e ? n : 0;
+}
+/* [一-龥ࠀ-一가-퟿]+ */
+static size_t infer__m_cjk_dsllm(const infer__split *s, size_t p, size_t e) { return infer__run(s, p, e, infer__c_cjk_dsllm); }
+/* [一-龥぀-ゟ゠-ヿ]+ */
+static size_t infer__m_cjk_ds3(const infer__split *s, size_t p, size_t e) { return infer__run(s, p, e, infer__c_cjk_ds3); }
+
+static int infer__ascii_punct(uint32_t c) {
+    return (c >= 0x21 && c <= 0x2f) || (c >= 0x3a && c <= 0x40) || (c >= 0x5b && c <= 0x60) || (c >= 0x7b && c <= 0x7e);
+}
+static int infer__c_ascii_alpha(const infer__split *s, size_t i) {
+    uint32_t c = s->c[i];
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+static int infer__c_LM(const infer__split *s, size_t i) { return infer__is_L(s, i) || infer__is_M(s, i); }
+static int infer__c_PS(const infer__split *s, size_t i) { return infer__is_P(s, i) || infer__is_S(s, i); }
+/* DeepSeek V3:
+   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
+    ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t infer__m_ds3(const infer__split *s, size_t p, size_t e) {
+    size_t n;
+    if (infer__ascii_punct(s->c[p]) && p + 1 < e && (n = infer__run(s, p + 1, e, infer__c_ascii_alpha)) > 0) return n + 1;
+    if (!infer__is_nl(s, p) && !infer__is_L(s, p) && !infer__is_P(s, p) && !infer__is_S(s, p) && p + 1 < e &&
+        (n = infer__run(s, p + 1, e, infer__c_LM)) > 0)
+        return n + 1;
+    if ((n = infer__run(s, p, e, infer__c_LM)) > 0) return n;
+    n = s->c[p] == ' ' && p + 1 < e && infer__c_PS(s, p + 1) ? 1 : 0;
+    if (infer__c_PS(s, p + n)) {
+        size_t q = p + n;
+        q += infer__run(s, q, e, infer__c_PS);
+        while (q < e && infer__is_nl(s, q)) q++;
+        return q - p;
+    }
+    return infer__m_ws_tail(s, p, e);
+}
+
+/* Tekken (Mistral Nemo), with llama.cpp's lookahead rewrite of its classes:
+   [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|
+   [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}|
+    ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+   Non-ASCII letters are both "not a-z" and "not A-Z". */
+static int infer__c_tk_upper(const infer__split *s, size_t i) { return infer__is_L(s, i) && !(s->c[i] >= 'a' && s->c[i] <= 'z'); }
+static int infer__c_tk_lower(const infer__split *s, size_t i) { return infer__is_L(s, i) && !(s->c[i] >= 'A' && s->c[i] <= 'Z'); }
+static int infer__c_not_wsLN(const infer__split *s, size_t i) { return !infer__is_ws(s, i) && !infer__is_L(s, i) && !infer__is_N(s, i); }
+static size_t infer__m_tekken(const infer__split *s, size_t p, size_t e) {
+    size_t q = p, u, k, n;
+    if (!infer__is_nl(s, p) && !infer__is_L(s, p) && !infer__is_N(s, p) && p + 1 < e && infer__is_L(s, p + 1)) q = p + 1;
+    /* alternative 1: U* W+ ; the greedy U* gives back until a W can start */
+    u = q + infer__run(s, q, e, infer__c_tk_upper);
+    for (k = u + 1; k-- > q;) {
+        if (k < e && infer__c_tk_lower(s, k)) return k + infer__run(s, k, e, infer__c_tk_lower) - p;
+    }
+    /* alternative 2: U+ W* */
+    if (u > q) return u + infer__run(s, u, e, infer__c_tk_lower) - p;
+    if (infer__is_N(s, p)) return 1;
+    n = s->c[p] == ' ' && p + 1 < e && infer__c_not_wsLN(s, p + 1) ? 1 : 0;
+    if (infer__c_not_wsLN(s, p + n)) {
+        q = p + n;
+        q += infer__run(s, q, e, infer__c_not_wsLN);
+        while (q < e && (infer__is_nl(s, q) || s->c[q] == '/')) q++;
+        return q - p;
+    }
+    return infer__m_ws_tail(s, p, e);
+}
+
+static int infer__c_poro(const infer__split *s, size_t i) {
+    uint32_t c = infer__wide(s, i);
+    if (c < 0x80 && (c == ' ' || (c >= 0x09 && c <= 0x0d))) return 0;
+    switch (c) {
+    case '(': case ')': case '|': case '.': case ',': case '!': case '?':
+    case 0x2026: case 0x3002: case 0xff0c: case 0x3001: case 0x0964: case 0x06d4: case 0x060c:
+        return 0;
+    default:
+        return 1;
+    }
+}
+/*  ?[^(\s|.,!?…。，、।۔،)]+ */
+static size_t infer__m_poro(const infer__split *s, size_t p, size_t e) {
+    size_t n;
+    if (s->c[p] == ' ' && p + 1 < e && (n = infer__run(s, p + 1, e, infer__c_poro)) > 0) return n + 1;
+    return infer__run(s, p, e, infer__c_poro);
+}
+
+/* Chameleon's steps */
+static size_t infer__m_cham_sentinel(const infer__split *s, size_t p, size_t e) { /* <sentinel:[0-9]+> */
+    static const char lit[] = "<sentinel:";
+    size_t k, q;
+    if (e - p < sizeof lit) return 0;
+    for (k = 0; k < sizeof lit - 1; k++)
+        if (s->c[p + k] != (unsigned char)lit[k]) return 0;
+    q = p + k;
+    while (q < e && s->c[q] >= '0' && s->c[q] <= '9') q++;
+    if (q == p + k || q >= e || s->c[q] != '>') return 0;
+    return q + 1 - p;
+}
+static size_t infer__m_cham_image(const infer__split *s, size_t p, size_t e) { /* (IMGIMG)((A|B|...|I){1,4})Z */
+    static const char lit[] = "IMGIMG";
+    size_t k, q;
+    if (e - p < sizeof lit + 1) return 0;
+    for (k = 0; k < sizeof lit - 1; k++)
+        if (s->c[p + k] != (unsigned char)lit[k]) return 0;
+    q = p + k;
+    while (q < e && q - (p + k) < 4 && s->c[q] >= 'A' && s->c[q] <= 'I') q++;
+    if (q == p + k || q >= e || s->c[q] != 'Z') return 0;
+    return q + 1 - p;
+}
+static size_t infer__m_cham_space(const infer__split *s, size_t p, size_t e) { /* ([\t\n]|    |  ) */
+    size_t k;
+    if (s->c[p] == '\t' || s->c[p] == '\n') return 1;
+    for (k = 0; k < 4 && p + k < e && s->c[p + k] == ' '; k++) {}
+    return k == 4 ? 4 : k >= 2 ? 2 : 0;
+}
+static size_t infer__m_cham_punct(const infer__split *s, size_t p, size_t e) { /* [\p{P}!-/:-@\[-`{-~] */
+    (void)e;
+    return infer__is_P(s, p) || infer__ascii_punct(s->c[p]) ? 1 : 0;
+}
+
+/* Applies one regex step to every piece: matches and the gaps between them
+   both become pieces, as llama.cpp's std::regex splitter does. */
+static void infer__split_regex(const infer__split *s, const size_t *in, size_t n_in, size_t **out, infer__matcher m) {
+    size_t i, start = 0;
+    for (i = 0; i < n_in; i++) {
+        size_t b = start, e = start + in[i], p = b, gap = b;
+        start = e;
+        while (p < e) {
+            size_t n = m(s, p, e);
+            if (n) {
+                if (p > gap) stbds_arrput(*out, p - gap);
+                stbds_arrput(*out, n);
+                p += n;
+                gap = p;
+            } else {
+                p++;
+            }
+        }
+        if (gap < e) stbds_arrput(*out, e - gap);
+    }
+}
+
+enum { INFER__STEP_GPT2 = 1, INFER__STEP_LLAMA3, INFER__STEP_QWEN2 };
+
+/* The steps of each pre-tokenizer: a matcher, or a custom splitter code. */
+typedef struct infer__step {
+    int custom;
+    infer__matcher m;
+} infer__step;
+
+static int infer__pre_steps(int pre, infer__step *st) {
+    int n = 0;
+#define INFER__M(fn) (st[n].custom = 0, st[n].m = (fn), n++)
+#define INFER__C(code) (st[n].custom = (code), st[n].m = NULL, n++)
+    switch (pre) {
+    case INFER__PRE_LLAMA3: INFER__C(INFER__STEP_LLAMA3); break;
+    case INFER__PRE_QWEN2: INFER__C(INFER__STEP_QWEN2); break;
+    case INFER__PRE_DEEPSEEK_LLM:
+        INFER__M(infer__m_nl), INFER__M(infer__m_dsllm_letters), INFER__M(infer__m_dsllm_punct);
+        INFER__M(infer__m_ws_end), INFER__M(infer__m_cjk_dsllm), INFER__M(infer__m_num_run);
+        break;
+    case INFER__PRE_DEEPSEEK3: INFER__M(infer__m_num3), INFER__M(infer__m_cjk_ds3), INFER__M(infer__m_ds3); break;
+    case INFER__PRE_DEEPSEEK_CODER:
+        INFER__M(infer__m_nl), INFER__M(infer__m_ws_letters), INFER__M(infer__m_ws_punct);
+        INFER__M(infer__m_cjk_dsllm), INFER__M(infer__m_num1);
+        break;
+    case INFER__PRE_FALCON: INFER__M(infer__m_punct_falcon), INFER__C(INFER__STEP_GPT2), INFER__M(infer__m_digit3); break;
+    case INFER__PRE_STARCODER: INFER__M(infer__m_num1), INFER__C(INFER__STEP_GPT2); break;
+    case INFER__PRE_GPT2: INFER__C(INFER__STEP_GPT2); break;
+    case INFER__PRE_PORO: INFER__M(infer__m_poro); break;
+    case INFER__PRE_VIKING: INFER__M(infer__m_poro), INFER__M(infer__m_num1); break;
+    case INFER__PRE_TEKKEN: INFER__M(infer__m_tekken); break;
+    case INFER__PRE_CHAMELEON:
+        INFER__M(infer__m_cham_sentinel), INFER__M(infer__m_cham_image), INFER__M(infer__m_cham_space);
+        INFER__M(infer__m_num1), INFER__M(infer__m_cham_punct), INFER__C(INFER__STEP_GPT2);
+        break;
+    default:
+        INFER__M(infer__m_punct_default), INFER__C(INFER__STEP_GPT2), INFER__M(infer__m_num_run), INFER__M(infer__m_digit3);
+        break;
+    }
+#undef INFER__M
+#undef INFER__C
+    return n;
+}
+
+/* ---- byte-level BPE ------------------------------------------------------ */
+
+static void infer__bpe_try_bigram(const infer_vocab *v, infer__work *w, const char *word, int left, int right) {
+    infer__bigram b;
+    const infer__sym *l, *r;
+    int rank;
+    if (left < 0 || right < 0) return;
+    l = &w->syms[left], r = &w->syms[right];
+    rank = infer__merge_rank(v, word + l->off, l->n, word + r->off, r->n);
+    if (rank < 0) return;
+    b.score = 0;
+    b.rank = rank;
+    b.left = left, b.right = right, b.size = l->n + r->n;
+    infer__heap_push(&w->heap, b, 0);
+}
+
+/* Merges one byte-encoded word by merge rank and emits its tokens. */
+static void infer__bpe_word(const infer_vocab *v, infer__work *w, const char *word, size_t len, infer__tokbuf *out) {
+    size_t off = 0;
+    int i, nsym;
+    infer_token t;
+    if (v->ignore_merges && (t = infer__tok_lookup(v, word, len)) >= 0) {
+        infer__emit(out, t);
+        return;
+    }
+    stbds_arrsetlen(w->syms, 0);
+    stbds_arrsetlen(w->heap, 0);
+    while (off < len) {
+        infer__sym s;
+        s.off = off;
+        s.n = INFER__MIN(infer__utf8_len((unsigned char)word[off]), len - off);
+        off += s.n;
+        s.prev = (int)stbds_arrlen(w->syms) - 1;
+        s.next = off == len ? -1 : (int)stbds_arrlen(w->syms) + 1;
+        stbds_arrput(w->syms, s);
+    }
+    nsym = (int)stbds_arrlen(w->syms);
+    for (i = 1; i < nsym; i++) infer__bpe_try_bigram(v, w, word, i - 1, i);
+    while (stbds_arrlen(w->heap) > 0) {
+        infer__bigram b = infer__heap_pop(w->heap, 0);
+        infer__sym *l = &w->syms[b.left], *r = &w->syms[b.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) w->syms[r->next].prev = b.left;
+        infer__bpe_try_bigram(v, w, word, l->prev, b.left);
+        infer__bpe_try_bigram(v, w, word, b.left, l->next);
+    }
+    for (i = nsym > 0 ? 0 : -1; i != -1; i = w->syms[i].next) {
+        const infer__sym *s = &w->syms[i];
+        size_t k;
+        if (s->n == 0) continue;
+        t = infer__tok_lookup(v, word + s->off, s->n);
+        if (t >= 0) {
+            infer__emit(out, t);
+            continue;
+        }
+        /* not a token: llama.cpp tries each byte on its own */
+        for (k = 0; k < s->n; k++) {
+            infer_token bt = infer__tok_lookup(v, word + s->off + k, 1);
+            if (bt >= 0) infer__emit(out, bt);
+        }
+    }
+}
+
+static void infer__bpe_tokenize(const infer_vocab *v, infer__work *w, const char *text, size_t len, infer__tokbuf *out) {
+    infer__step steps[8];
+    infer__split sp;
+    size_t i, ncp, start, *tmp;
+    int k, nsteps;
+    char enc[4];
+    stbds_arrsetlen(w->cpts, 0);
+    stbds_arrsetlen(w->flags, 0);
+    for (i = 0; i < len;) {
+        uint32_t c = infer__utf8_decode((const unsigned char *)text, len, &i);
+        stbds_arrput(w->cpts, c);
+        stbds_arrput(w->flags, (unsigned char)infer__unicode_flags(c));
+    }
+    ncp = stbds_arrlenu(w->cpts);
+    if (ncp == 0) return;
+    sp.c = w->cpts, sp.f = w->flags;
+    stbds_arrsetlen(w->offs, 0);
+    stbds_arrput(w->offs, ncp);
+    nsteps = infer__pre_steps(v->pre, steps);
+    for (k = 0; k < nsteps; k++) {
+        stbds_arrsetlen(w->offs2, 0);
+        if (steps[k].custom) {
+            size_t j, b = 0;
+            for (j = 0; j < stbds_arrlenu(w->offs); j++) {
+                size_t e = b + w->offs[j];
+                if (steps[k].custom == INFER__STEP_GPT2) infer__split_gpt2(&sp, b, e, &w->offs2);
+                else infer__split_llama3(&sp, b, e, &w->offs2, steps[k].custom == INFER__STEP_LLAMA3 ? 3 : 1);
+                b = e;
+            }
+        } else {
+            infer__split_regex(&sp, w->offs, stbds_arrlenu(w->offs), &w->offs2, steps[k].m);
+        }
+        tmp = w->offs, w->offs = w->offs2, w->offs2 = tmp;
+    }
+    /* each word: UTF-8, then every byte through GPT-2's byte map */
+    start = 0;
+    for (i = 0; i < stbds_arrlenu(w->offs); i++) {
+        size_t j, e = start + w->offs[i];
+        stbds_arrsetlen(w->buf, 0);
+        for (j = start; j < e; j++) {
+            size_t nb = infer__utf8_encode(w->cpts[j], enc), q;
+            for (q = 0; q < nb; q++) {
+                char e2[4];
+                size_t n2 = infer__utf8_encode(infer__byte_to_cp((unsigned char)enc[q]), e2), r;
+                for (r = 0; r < n2; r++) stbds_arrput(w->buf, e2[r]);
+            }
+        }
+        if (stbds_arrlenu(w->buf)) infer__bpe_word(v, w, w->buf, stbds_arrlenu(w->buf), out);
+        start = e;
+    }
+}
+
+/* ---- special-token partition and the entry point ------------------------- */
+
+typedef struct infer__frag {
+    infer_token tok; /* -1: raw text */
+    size_t off, len;
+} infer__frag;
+
+static int infer__isspace_ascii(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+static const char *infer__find(const char *hay, size_t n, const char *needle, size_t m) {
+    const char *p = hay, *end = hay + n;
+    if (m == 0 || m > n) return NULL;
+    while ((size_t)(end - p) >= m) {
+        p = (const char *)memchr(p, needle[0], (size_t)(end - p) - m + 1);
+        if (!p) return NULL;
+        if (memcmp(p, needle, m) == 0) return p;
+        p++;
+    }
+    return NULL;
+}
+
+/* Splits raw fragments around every occurrence of the special tokens, the
+   longest first (llama.cpp's tokenizer_st_partition). Without parse_special
+   only user-defined tokens are split out. */
+static infer__frag *infer__partition(const infer_vocab *v, const char *text, size_t len, int parse_special) {
+    infer__frag *cur = NULL, *next = NULL, f;
+    int s;
+    f.tok = -1, f.off = 0, f.len = len;
+    stbds_arrput(cur, f);
+    for (s = 0; s < v->n_special; s++) {
+        infer_token id = v->special[s];
+        const infer__token_data *td = &v->tokens[id];
+        size_t i;
+        int found = 0;
+        if (!parse_special && (td->attr & (INFER__ATTR_CONTROL | INFER__ATTR_UNKNOWN))) continue;
+        for (i = 0; i < stbds_arrlenu(cur) && !found; i++)
+            if (cur[i].tok < 0 && infer__find(text + cur[i].off, cur[i].len, td->text, (size_t)td->len)) found = 1;
+        if (!found) continue;
+        stbds_arrsetlen(next, 0);
+        for (i = 0; i < stbds_arrlenu(cur); i++) {
+            size_t off = cur[i].off, n = cur[i].len;
+            const char *m;
+            if (cur[i].tok >= 0) {
+                stbds_arrput(next, cur[i]);
+                continue;
+            }
+            while (n > 0 && (m = infer__find(text + off, n, td->text, (size_t)td->len)) != NULL) {
+                size_t lo = (size_t)(m - text), ln = lo - off;
+                if (td->attr & INFER__ATTR_LSTRIP)
+                    while (ln > 0 && infer__isspace_ascii(text[off + ln - 1])) ln--;
+                if (ln > 0) f.tok = -1, f.off = off, f.len = ln, stbds_arrput(next, f);
+                f.tok = id, f.off = lo, f.len = (size_t)td->len;
+                stbds_arrput(next, f);
+                n -= lo - off + (size_t)td->len;
+                off = lo + (size_t)td->len;
+                if (td->attr & INFER__ATTR_RSTRIP)
+                    while (n > 0 && infer__isspace_ascii(text[off])) off++, n--;
+            }
+            if (n > 0) f.tok = -1, f.off = off, f.len = n, stbds_arrput(next, f);
+        }
+        {
+            infer__frag *t = cur;
+            cur = next, next = t;
+        }
+    }
+    stbds_arrfree(next);
+    return cur;
+}
+
+static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t len, infer_token *out, int max,
+                                 int add_bos, int parse_special) {
+    infer__tokbuf ob;
+    infer__work w;
+    infer__frag *frags;
+    size_t i;
+    int prev_special = 1;
+    if (!v || (!text && len) || max < 0 || (!out && max > 0)) return -1;
+    ob.out = out, ob.max = max, ob.n = 0;
+    memset(&w, 0, sizeof w);
+    if (add_bos && v->bos >= 0) infer__emit(&ob, v->bos);
+    if (len == 0) return ob.n;
+    frags = infer__partition(v, text, len, parse_special);
+    for (i = 0; i < stbds_arrlenu(frags); i++) {
+        const infer__frag *f = &frags[i];
+        if (f->tok >= 0) {
+            infer__emit(&ob, f->tok);
+            prev_special = 1;
+            continue;
+        }
+        if (v->type == INFER__VOCAB_SPM) {
+            /* spaces become U+2581; a leading one goes in front of text
+               that starts the input or follows a special token */
+            size_t k;
+            stbds_arrsetlen(w.buf, 0);
+            if (v->add_space_prefix && prev_special) stbds_arrput(w.buf, ' ');
+            for (k = 0; k < f->len; k++) stbds_arrput(w.buf, text[f->off + k]);
+            {
+                size_t n = stbds_arrlenu(w.buf), sp = 0;
+                char *esc;
+                for (k = 0; k < n; k++) sp += w.buf[k] == ' ';
+                esc = (char *)INFER_MALLOC(n + 2 * sp + 1);
+                if (!esc) {
+                    ob.n = -1;
+                    break;
+                }
+                for (k = 0, sp = 0; k < n; k++) {
+                    if (w.buf[k] == ' ') {
+                        esc[sp++] = (char)0xe2, esc[sp++] = (char)0x96, esc[sp++] = (char)0x81;
+                    } else {
+                        esc[sp++] = w.buf[k];
+                    }
+                }
+                infer__spm_tokenize(v, &w, esc, sp, &ob);
+                INFER_FREE(esc);
+            }
+        } else {
+            infer__bpe_tokenize(v, &w, text + f->off, f->len, &ob);
+        }
+        prev_special = 0;
+    }
+    stbds_arrfree(frags);
+    infer__work_free(&w);
+    return ob.n;
+}
+
+/* ---- detokenizing -------------------------------------------------------- */
+
+static int infer__copy_out(char *buf, int size, const char *s, size_t n) {
+    if (n > (size_t)INT_MAX) return -1;
+    if ((int)n <= size && buf) memcpy(buf, s, n);
+    return (int)n;
+}
+
+/* A token's bytes, as llama.cpp's token_to_piece with special = false:
+   control and unknown tokens give nothing (the reference outputs were made
+   that way), user-defined ones their text. */
+static int infer__vocab_piece(const infer_vocab *v, infer_token t, char *buf, int size) {
+    const infer__token_data *td;
+    if (!v || t < 0 || t >= v->n_tokens) return -1;
+    if (size < 0) size = 0;
+    td = &v->tokens[t];
+    if (td->attr & (INFER__ATTR_CONTROL | INFER__ATTR_UNKNOWN)) return 0;
+    if (td->attr & INFER__ATTR_USER_DEFINED) return infer__copy_out(buf, size, td->text, (size_t)td->len);
+    if (v->type == INFER__VOCAB_SPM) {
+        if (td->attr & INFER__ATTR_NORMAL) {
+            /* U+2581 -> space */
+            size_t i, n = 0;
+            for (i = 0; i < (size_t)td->len; i++) {
+                if (i + 2 < (size_t)td->len + 0 && (unsigned char)td->text[i] == 0xe2 &&
+                    (unsigned char)td->text[i + 1] == 0x96 && (unsigned char)td->text[i + 2] == 0x81) {
+                    if ((int)n < size && buf) buf[n] = ' ';
+                    n++, i += 2;
+                } else {
+                    if ((int)n < size && buf) buf[n] = td->text[i];
+                    n++;
+                }
+            }
+            return (int)n;
+        }
+        if (td->attr & INFER__ATTR_BYTE) {
+            char b = (char)strtol(td->text + (td->len >= 3 ? 3 : td->len), NULL, 16);
+            return infer__copy_out(buf, size, &b, 1);
+        }
+        return 0;
+    }
+    if (td->attr & INFER__ATTR_NORMAL) {
+        /* byte-level BPE: each code point back to its byte; llama.cpp
+           spells out the ones outside the map */
+        size_t i = 0, n = 0;
+        const unsigned char *s = (const unsigned char *)td->text;
+        while (i < (size_t)td->len) {
+            size_t i0 = i;
+            uint32_t c = infer__utf8_decode(s, (size_t)td->len, &i);
+            int b = infer__cp_to_byte(c);
+            if (b >= 0) {
+                if ((int)n < size && buf) buf[n] = (char)b;
+                n++;
+            } else {
+                char tmp[32];
+                size_t k, m;
+                char e[4];
+                size_t ne = infer__utf8_encode(c, e);
+                m = (size_t)snprintf(tmp, sizeof tmp, "[UNK_BYTE_0x");
+                for (k = 0; k < ne; k++) m += (size_t)snprintf(tmp + m, sizeof tmp - m, "%02x", (unsigned char)e[k]);
+                for (k = 0; k < m; k++, n++)
+                    if ((int)n < size && buf) buf[n] = tmp[k];
+                for (k = 0; k < (size_t)td->len; k++, n++)
+                    if ((int)n < size && buf) buf[n] = td->text[k];
+                if ((int)n < size && buf) buf[n] = ']';
+                n++;
+            }
+            (void)i0;
+        }
+        return (int)n;
+    }
+    return 0;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+INFERDEF int infer_tokenize(const infer_model *m, const char *text, size_t len, infer_token *out, int max, int add_bos,
+                            int parse_special) {
+    if (!m) return -1;
+    return infer__vocab_tokenize(infer__model_vocab(m), text, len, out, max, add_bos, parse_special);
+}
+
+INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size) {
+    int n;
+    if (!m) return -1;
+    n = infer__vocab_piece(infer__model_vocab(m), t, NULL, 0);
+    if (n < 0 || n > size) return n;
+    return infer__vocab_piece(infer__model_vocab(m), t, buf, size);
+}
+
+/* Bytes at the end of s[0..n) that start a UTF-8 character not yet complete. */
+static int infer__utf8_incomplete_tail(const unsigned char *s, int n) {
+    int k;
+    for (k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = s[n - k];
+        if ((c & 0xc0) == 0x80) continue; /* continuation: look further back */
+        if (c >= 0xc0 && c < 0xf8 && (int)infer__utf8_len(c) > k) return k;
+        return 0;
+    }
+    return 0;
+}
+
+INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size) {
+    char small[256];
+    char *piece = small;
+    unsigned char *all;
+    int n, total, keep, emit;
+    if (!d || !m || !out || size < 0) return 0;
+    n = infer_token_to_piece(m, t, NULL, 0);
+    if (n < 0) return 0;
+    if (n > (int)sizeof small) {
+        piece = (char *)INFER_MALLOC((size_t)n);
+        if (!piece) return 0;
+    }
+    infer_token_to_piece(m, t, piece, n);
+    total = d->n_pending + n;
+    all = (unsigned char *)INFER_MALLOC((size_t)total + 1);
+    if (!all) {
+        if (piece != small) INFER_FREE(piece);
+        return 0;
+    }
+    memcpy(all, d->pending, (size_t)d->n_pending);
+    memcpy(all + d->n_pending, piece, (size_t)n);
+    if (piece != small) INFER_FREE(piece);
+    keep = infer__utf8_incomplete_tail(all, total);
+    emit = total - keep;
+    if (emit > size) {
+        /* out is too small: cut at a character boundary, drop the rest */
+        emit = size;
+        while (emit > 0 && (all[emit] & 0xc0) == 0x80) emit--;
+    }
+    memcpy(out, all, (size_t)emit);
+    memcpy(d->pending, all + total - keep, (size_t)keep);
+    d->n_pending = keep;
+    INFER_FREE(all);
+    return emit;
+}
+
+INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size) {
+    int n;
+    if (!d) return 0;
+    n = INFER__MIN(d->n_pending, size);
+    if (n > 0 && out) memcpy(out, d->pending, (size_t)n);
+    d->n_pending = 0;
+    return n > 0 ? n : 0;
+}
