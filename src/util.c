@@ -8,6 +8,12 @@ static void infer__set_error(infer_error *err, infer_status code, const char *fm
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    /* names from a file may hold any byte: keep the message one printable line */
+    {
+        char *p;
+        for (p = err->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    }
 }
 
 static void *infer__calloc(size_t n, size_t size) {
