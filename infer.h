@@ -1646,6 +1646,7 @@ struct infer_vocab {
     int max_token_len, max_merge_len;
     infer_token bos, eos, unk, eot, eom;
     int add_bos, add_space_prefix, ignore_merges;
+    int spm_chunks; /* no token has U+2581 after a non-U+2581 prefix (see below) */
     infer_token *special;         /* control/user-defined/unknown tokens, longest first */
     int n_special;
     infer_token *eog;
@@ -2046,6 +2047,16 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
            reachable by id only */
         if ((int32_t)strlen(dst) == t->len) stbds_shput(v->tok_map, dst, (int32_t)i);
     }
+    /* SPM text can be merged piece by piece, split before each word's
+       U+2581, when no token could span such a split: none holds U+2581 after
+       something else. Keeps the merge heap small on long inputs. */
+    v->spm_chunks = v->type == INFER__VOCAB_SPM;
+    for (i = 0; i < n && v->spm_chunks; i++) {
+        const char *t = v->tokens[i].text, *end = t + v->tokens[i].len;
+        while (end - t >= 3 && !memcmp(t, "\xe2\x96\x81", 3)) t += 3;
+        for (; end - t >= 3; t++)
+            if (!memcmp(t, "\xe2\x96\x81", 3)) v->spm_chunks = 0;
+    }
     for (i = 0; i < nm; i++) {
         const infer__str *s = &kmerge->strs[i];
         char *dst = v->arena + pos;
@@ -2309,6 +2320,33 @@ static void infer__spm_tokenize(const infer_vocab *v, infer__work *w, const char
             if (bt >= 0) infer__emit(out, bt);
         }
     }
+}
+
+static int infer__is_sp(const char *s, size_t n, size_t i) {
+    return i + 3 <= n && (unsigned char)s[i] == 0xe2 && (unsigned char)s[i + 1] == 0x96 && (unsigned char)s[i + 2] == 0x81;
+}
+
+/* Runs infer__spm_tokenize on pieces of at least a few hundred bytes, cut
+   at symbol boundaries where a U+2581 follows another symbol, when the
+   vocab allows it (v->spm_chunks); the result is the same as one pass. */
+static void infer__spm_chunked(const infer_vocab *v, infer__work *w, const char *text, size_t len, infer__tokbuf *out) {
+    size_t start = 0, pos = 0, prev = 0;
+    int prev_sp = 1;
+    if (!v->spm_chunks) {
+        infer__spm_tokenize(v, w, text, len, out);
+        return;
+    }
+    while (pos < len) {
+        int sp = infer__is_sp(text, len, pos);
+        if (sp && !prev_sp && pos - start >= 256) {
+            infer__spm_tokenize(v, w, text + start, pos - start, out);
+            start = pos;
+        }
+        prev = pos;
+        pos += INFER__MIN(infer__utf8_len((unsigned char)text[pos]), len - pos);
+        prev_sp = sp && pos - prev == 3;
+    }
+    if (start < len) infer__spm_tokenize(v, w, text + start, len - start, out);
 }
 
 /* ---- pre-tokenizer: split text into words ------------------------------ */
@@ -3003,7 +3041,7 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
                         esc[sp++] = w.buf[k];
                     }
                 }
-                infer__spm_tokenize(v, &w, esc, sp, &ob);
+                infer__spm_chunked(v, &w, esc, sp, &ob);
                 INFER_FREE(esc);
             }
         } else {
