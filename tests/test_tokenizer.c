@@ -522,3 +522,37 @@ Test(tokenizer, long_runs_are_fast) {
     }
     free(text);
 }
+
+/* Every pre-tokenizer name llama.cpp maps loads and splits mixed text
+   (exactness of each is checked offline against llama.cpp's regexes). */
+Test(tokenizer, every_pre_tokenizer_name) {
+    static const char *const names[] = {
+        "default", "gpt-2", "phi-2", "roberta-bpe", "llama3", "llama-v3", "llama-bpe", "falcon3", "deepseek-llm",
+        "deepseek-coder", "deepseek-v3", "deepseek-r1-qwen", "falcon", "mpt", "starcoder", "refact", "command-r",
+        "qwen2", "stablelm2", "olmo", "dbrx", "smaug-bpe", "poro-chat", "chatglm-bpe", "viking", "jais", "tekken",
+        "smollm", "codeshell", "bloom", "gpt3-finnish", "exaone", "chameleon", "minerva-7b", "megrez"};
+    static const char *const toks[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "1", "!", "<|endoftext|>"};
+    static const char *const merges[] = {"a b", "\xc4\xa0 ab"};
+    const char *text = "Hello ab, 1234 +x\n\n  \xe4\xbd\xa0\xe5\xa5\xbd \xc3\xa9t\xc3\xa9 IMGIMGABZ <sentinel:12> ~~ it's";
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        infer_error err;
+        unsigned char *mem;
+        infer_token out[256];
+        gbuf b = {0, 0, 0, 0};
+        infer_model *m;
+        int n;
+        g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+        g_kv_str(&b, "tokenizer.ggml.pre", names[i]);
+        g_kv_strs(&b, "tokenizer.ggml.tokens", toks, 8);
+        g_kv_strs(&b, "tokenizer.ggml.merges", merges, 2);
+        m = load_mem(&b, &err, &mem);
+        cr_assert_not_null(m, "pre-tokenizer %s: %s", names[i], err.msg);
+        n = infer_tokenize(m, text, strlen(text), out, 256, 0, 1);
+        cr_assert_gt(n, 0, "pre-tokenizer %s", names[i]);
+        cr_assert_eq(infer_tokenize(m, " ab", 3, out, 256, 0, 0), 1, "pre-tokenizer %s: \" ab\" is one token", names[i]);
+        cr_assert_eq(out[0], 4);
+        infer_model_free(m);
+        free(mem);
+    }
+}
