@@ -48,6 +48,17 @@ static int parse_float(const char *s, float *out) {
     return 1;
 }
 
+/* The options that take a value. */
+static int known_option(const char *a) {
+    static const char *const opts[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "--tokens", "-n",
+                                       "-t", "--threads", "-c", "--ctx", "--temp", "--top-k", "--top-p",
+                                       "--min-p", "--repeat-penalty", "--seed"};
+    size_t i;
+    for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        if (!strcmp(a, opts[i])) return 1;
+    return 0;
+}
+
 /* Parses argv[2..]; returns 0 and prints the problem on a bad flag. */
 static int parse_options(int argc, char **argv, options *o) {
     int i;
@@ -64,6 +75,7 @@ static int parse_options(int argc, char **argv, options *o) {
         if (!strcmp(a, "--json")) o->json = 1, takes = 0;
         else if (!strcmp(a, "--no-bos")) o->no_bos = 1, takes = 0;
         else if (!strcmp(a, "--special")) o->special = 1, takes = 0;
+        else if (!known_option(a)) return fail("unknown option %s (see infer --help)", a), 0;
         else if (!v) return fail("option %s needs a value", a), 0;
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
@@ -389,7 +401,7 @@ int main(int argc, char **argv) {
         return cmd ? 0 : 1;
     }
     if (strcmp(cmd, "run") && strcmp(cmd, "eval") && strcmp(cmd, "tokenize") && strcmp(cmd, "info")) {
-        fprintf(stderr, "infer: unknown command '%s'\n%s", cmd, usage);
+        fprintf(stderr, "infer: unknown command '%s' (see infer --help)\n", cmd);
         return 1;
     }
     if (!parse_options(argc, argv, &o)) return 1;
