@@ -10,6 +10,6 @@ jobs=2
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j$jobs
 (cd build && ctest --output-on-failure -j$jobs)
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DINFER_SANITIZE=ON >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_SANITIZE=ON >/dev/null
 cmake --build build-asan -j$jobs
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$jobs)
