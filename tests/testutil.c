@@ -1,4 +1,5 @@
 /* testutil.c - see testutil.h. */
+#define _XOPEN_SOURCE 700 /* popen */
 #include "testutil.h"
 
 #include <stdio.h>
