@@ -212,6 +212,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
 INFERDEF void infer_context_free(infer_context *c);
 INFERDEF int infer_context_n_ctx(const infer_context *c);
 INFERDEF int infer_context_n_past(const infer_context *c);
+/* The instruction set its kernels use: scalar, avx2, avx512 or neon. */
+INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Forgets every position from n_past on (0 clears the cache). */
 INFERDEF void infer_context_truncate(infer_context *c, int n_past);
 /* Runs the model on n tokens at positions n_past.., appending them to the KV
@@ -448,7 +450,7 @@ static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out);
 static int infer__gguf_get_str(const infer_gguf *g, const char *key, infer__str *out);
 static const infer__tensor *infer__gguf_tensor(const infer_gguf *g, const char *name);
 
-/* ---- kernels.c: weight formats behind one interface ---- */
+/* ---- quants.c: weight formats behind one interface (scalar reference) ---- */
 typedef struct infer__type_traits {
     const char *name;
     int block_size;       /* values per block */
@@ -463,6 +465,26 @@ typedef struct infer__type_traits {
 
 static const infer__type_traits *infer__traits(infer_type t);
 static size_t infer__row_size(infer_type t, int64_t n);
+
+/* ---- cpu.c: the kernels a context uses, per instruction set ----
+   Starts as the scalar reference of quants.c; the chosen ISA's simd_*.c
+   overwrites the entries it implements. */
+typedef enum infer__isa { INFER__ISA_SCALAR, INFER__ISA_AVX2, INFER__ISA_AVX512, INFER__ISA_NEON, INFER__ISA_COUNT } infer__isa;
+typedef float (*infer__vec_dot_fn)(int n, const void *w, const void *x);
+typedef void (*infer__from_float_fn)(const float *src, void *dst, int64_t n);
+typedef struct infer__kernels {
+    infer__isa isa;
+    infer__vec_dot_fn vec_dot[INFER_TYPE_COUNT];       /* by weight type */
+    infer__from_float_fn from_float[INFER_TYPE_COUNT]; /* by activation type */
+} infer__kernels;
+/* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
+   or build lacks it). */
+static int infer__kernels_select(infer__kernels *k, infer_error *err);
+static const char *infer__isa_name(infer__isa isa);
+/* Each returns 0 when this build or CPU cannot run that ISA. */
+static int infer__simd_avx2_install(infer__kernels *k);
+static int infer__simd_avx512_install(infer__kernels *k);
+static int infer__simd_neon_install(infer__kernels *k);
 
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;
@@ -3461,10 +3483,11 @@ INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size) 
                     m->n_ctx_train, m->rope_base, m->rope_dim, m->norm_eps);
 }
 
-/* ==== src/kernels.c ==== */
-/* kernels.c - weight formats: block layouts, dequantizing, quantizing the
-   activations, and the dot products the matmul is built from.
-   These are the plain C reference kernels. Each format converts the
+/* ==== src/quants.c ==== */
+/* quants.c - weight formats: block layouts, dequantizing, quantizing the
+   activations, and the dot products the matmul is built from, as plain C.
+   These reference kernels are always compiled; simd_*.c override them per
+   instruction set (cpu.c chooses). Each format converts the
    activation row once to its vec_dot_type (as llama.cpp does: Q8_0 for
    Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, F16 for F16, BF16 for BF16), so a
    weight row is then dotted without float conversion of the activations. */
@@ -3760,6 +3783,85 @@ INFERDEF const char *infer_type_name(infer_type t) {
     return tt && tt->name ? tt->name : "unknown";
 }
 
+/* ==== src/quants_k.c ==== */
+/* quants_k.c - the K-quant and IQ4 formats (256-value super-blocks), plain C. */
+
+/* ==== src/quantize.c ==== */
+/* quantize.c - writing a GGUF file with its weights in another format. */
+
+/* ==== src/simd_avx2.c ==== */
+/* simd_avx2.c - avx2 versions of the kernels (none yet: the scalar ones run). */
+
+static int infer__simd_avx2_install(infer__kernels *k) {
+    (void)k;
+    return 0;
+}
+
+/* ==== src/simd_avx512.c ==== */
+/* simd_avx512.c - avx512 versions of the kernels (none yet: the scalar ones run). */
+
+static int infer__simd_avx512_install(infer__kernels *k) {
+    (void)k;
+    return 0;
+}
+
+/* ==== src/simd_neon.c ==== */
+/* simd_neon.c - neon versions of the kernels (none yet: the scalar ones run). */
+
+static int infer__simd_neon_install(infer__kernels *k) {
+    (void)k;
+    return 0;
+}
+
+/* ==== src/cpu.c ==== */
+/* cpu.c - which kernels run here: the best instruction set the CPU has,
+   found once per context, or the one the INFER_ISA environment variable
+   forces (scalar, avx2, avx512, neon) for tests and benchmarks. */
+
+static const char *infer__isa_name(infer__isa isa) {
+    static const char *names[] = {"scalar", "avx2", "avx512", "neon"};
+    return (unsigned)isa < INFER__ISA_COUNT ? names[isa] : "?";
+}
+
+static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
+    int t;
+    memset(k, 0, sizeof *k);
+    for (t = 0; t < INFER_TYPE_COUNT; t++) {
+        const infer__type_traits *tt = infer__traits((infer_type)t);
+        k->vec_dot[t] = tt->vec_dot;
+        k->from_float[t] = tt->from_float;
+    }
+    k->isa = isa;
+    switch (isa) {
+    case INFER__ISA_SCALAR: return 1;
+    case INFER__ISA_AVX2: return infer__simd_avx2_install(k);
+    case INFER__ISA_AVX512: return infer__simd_avx512_install(k);
+    case INFER__ISA_NEON: return infer__simd_neon_install(k);
+    default: return 0;
+    }
+}
+
+static int infer__kernels_select(infer__kernels *k, infer_error *err) {
+    const char *want = getenv("INFER_ISA");
+    int isa;
+    if (want && *want) {
+        for (isa = 0; isa < INFER__ISA_COUNT; isa++)
+            if (!strcmp(want, infer__isa_name((infer__isa)isa))) break;
+        if (isa == INFER__ISA_COUNT) {
+            infer__set_error(err, INFER_ERR_ARG, "INFER_ISA=%s is not one of scalar, avx2, avx512, neon", want);
+            return 0;
+        }
+        if (!infer__kernels_install(k, (infer__isa)isa)) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "INFER_ISA=%s: this CPU or build cannot run it", want);
+            return 0;
+        }
+        return 1;
+    }
+    for (isa = INFER__ISA_COUNT - 1; isa > 0; isa--)
+        if (infer__kernels_install(k, (infer__isa)isa)) return 1;
+    return infer__kernels_install(k, INFER__ISA_SCALAR);
+}
+
 /* ==== src/threads.c ==== */
 /* threads.c - a persistent worker pool: threads are made once per context
    and woken for each parallel op, never created per op. The calling thread
@@ -3898,6 +4000,7 @@ struct infer_context {
     infer_model *model;
     int n_ctx, n_batch, n_past;
     infer__pool *pool;
+    infer__kernels kern; /* the kernels of the chosen instruction set */
     uint16_t *k_cache, *v_cache; /* [layer][position][kv_dim], F16 */
     /* activations of one batch, a row per token */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
@@ -3946,6 +4049,10 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return NULL;
     }
     c->model = m;
+    if (!infer__kernels_select(&c->kern, err)) {
+        INFER_FREE(c);
+        return NULL;
+    }
     c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
     c->n_batch = params->n_batch ? params->n_batch : 512;
     c->n_batch = INFER__MIN(c->n_batch, c->n_ctx);
@@ -4001,6 +4108,7 @@ INFERDEF void infer_context_free(infer_context *c) {
 }
 
 INFERDEF int infer_context_n_ctx(const infer_context *c) { return c->n_ctx; }
+INFERDEF const char *infer_context_isa(const infer_context *c) { return infer__isa_name(c->kern.isa); }
 INFERDEF int infer_context_n_past(const infer_context *c) { return c->n_past; }
 INFERDEF void infer_context_truncate(infer_context *c, int n_past) {
     if (n_past >= 0 && n_past < c->n_past) c->n_past = n_past;
@@ -4037,6 +4145,7 @@ static float infer__silu(float x) { return x / (1.0f + expf(-x)); }
 /* ---- matrix multiply: Y[t] = W . X[t] for every token t --------------- */
 
 typedef struct infer__matmul_task {
+    infer__vec_dot_fn vec_dot;
     const infer__tensor *w;
     const uint8_t *xq; /* converted activations, row stride xq_row */
     size_t xq_row;
@@ -4047,22 +4156,23 @@ typedef struct infer__matmul_task {
 
 static void infer__matmul_worker(void *arg, int ith, int nth) {
     const infer__matmul_task *t = (const infer__matmul_task *)arg;
-    const infer__type_traits *tt = infer__traits(t->w->type);
     int64_t rows = t->w->ne[1], r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth, r;
     int n = (int)t->w->ne[0], j;
     size_t row_size = infer__row_size(t->w->type, n);
     for (r = r0; r < r1; r++) {
         const uint8_t *wr = (const uint8_t *)t->w->data + (size_t)r * row_size;
-        for (j = 0; j < t->n_tok; j++) t->y[(size_t)j * t->ldy + r] = tt->vec_dot(n, wr, t->xq + (size_t)j * t->xq_row);
+        for (j = 0; j < t->n_tok; j++) t->y[(size_t)j * t->ldy + r] = t->vec_dot(n, wr, t->xq + (size_t)j * t->xq_row);
     }
 }
 
 /* x: n_tok rows of w->ne[0] floats (stride ldx); y: n_tok rows of w->ne[1] (stride ldy). */
 static void infer__matmul(infer_context *c, const infer__tensor *w, const float *x, int ldx, int n_tok, float *y,
                           int ldy) {
-    const infer__type_traits *tt = infer__traits(w->type), *vt = infer__traits(tt->vec_dot_type);
+    const infer__type_traits *tt = infer__traits(w->type);
+    infer__from_float_fn quantize = c->kern.from_float[tt->vec_dot_type];
     infer__matmul_task task;
     int n = (int)w->ne[0], j;
+    task.vec_dot = c->kern.vec_dot[w->type];
     task.w = w;
     task.n_tok = n_tok;
     task.y = y;
@@ -4073,7 +4183,7 @@ static void infer__matmul(infer_context *c, const infer__tensor *w, const float 
     } else {
         task.xq = (const uint8_t *)c->xq;
         task.xq_row = infer__row_size(tt->vec_dot_type, n);
-        for (j = 0; j < n_tok; j++) vt->from_float(x + (size_t)j * ldx, (uint8_t *)c->xq + (size_t)j * task.xq_row, n);
+        for (j = 0; j < n_tok; j++) quantize(x + (size_t)j * ldx, (uint8_t *)c->xq + (size_t)j * task.xq_row, n);
     }
     infer__pool_run(c->pool, infer__matmul_worker, &task);
 }

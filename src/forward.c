@@ -11,6 +11,7 @@ struct infer_context {
     infer_model *model;
     int n_ctx, n_batch, n_past;
     infer__pool *pool;
+    infer__kernels kern; /* the kernels of the chosen instruction set */
     uint16_t *k_cache, *v_cache; /* [layer][position][kv_dim], F16 */
     /* activations of one batch, a row per token */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
@@ -59,6 +60,10 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return NULL;
     }
     c->model = m;
+    if (!infer__kernels_select(&c->kern, err)) {
+        INFER_FREE(c);
+        return NULL;
+    }
     c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
     c->n_batch = params->n_batch ? params->n_batch : 512;
     c->n_batch = INFER__MIN(c->n_batch, c->n_ctx);
@@ -114,6 +119,7 @@ INFERDEF void infer_context_free(infer_context *c) {
 }
 
 INFERDEF int infer_context_n_ctx(const infer_context *c) { return c->n_ctx; }
+INFERDEF const char *infer_context_isa(const infer_context *c) { return infer__isa_name(c->kern.isa); }
 INFERDEF int infer_context_n_past(const infer_context *c) { return c->n_past; }
 INFERDEF void infer_context_truncate(infer_context *c, int n_past) {
     if (n_past >= 0 && n_past < c->n_past) c->n_past = n_past;
@@ -150,6 +156,7 @@ static float infer__silu(float x) { return x / (1.0f + expf(-x)); }
 /* ---- matrix multiply: Y[t] = W . X[t] for every token t --------------- */
 
 typedef struct infer__matmul_task {
+    infer__vec_dot_fn vec_dot;
     const infer__tensor *w;
     const uint8_t *xq; /* converted activations, row stride xq_row */
     size_t xq_row;
@@ -160,22 +167,23 @@ typedef struct infer__matmul_task {
 
 static void infer__matmul_worker(void *arg, int ith, int nth) {
     const infer__matmul_task *t = (const infer__matmul_task *)arg;
-    const infer__type_traits *tt = infer__traits(t->w->type);
     int64_t rows = t->w->ne[1], r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth, r;
     int n = (int)t->w->ne[0], j;
     size_t row_size = infer__row_size(t->w->type, n);
     for (r = r0; r < r1; r++) {
         const uint8_t *wr = (const uint8_t *)t->w->data + (size_t)r * row_size;
-        for (j = 0; j < t->n_tok; j++) t->y[(size_t)j * t->ldy + r] = tt->vec_dot(n, wr, t->xq + (size_t)j * t->xq_row);
+        for (j = 0; j < t->n_tok; j++) t->y[(size_t)j * t->ldy + r] = t->vec_dot(n, wr, t->xq + (size_t)j * t->xq_row);
     }
 }
 
 /* x: n_tok rows of w->ne[0] floats (stride ldx); y: n_tok rows of w->ne[1] (stride ldy). */
 static void infer__matmul(infer_context *c, const infer__tensor *w, const float *x, int ldx, int n_tok, float *y,
                           int ldy) {
-    const infer__type_traits *tt = infer__traits(w->type), *vt = infer__traits(tt->vec_dot_type);
+    const infer__type_traits *tt = infer__traits(w->type);
+    infer__from_float_fn quantize = c->kern.from_float[tt->vec_dot_type];
     infer__matmul_task task;
     int n = (int)w->ne[0], j;
+    task.vec_dot = c->kern.vec_dot[w->type];
     task.w = w;
     task.n_tok = n_tok;
     task.y = y;
@@ -186,7 +194,7 @@ static void infer__matmul(infer_context *c, const infer__tensor *w, const float 
     } else {
         task.xq = (const uint8_t *)c->xq;
         task.xq_row = infer__row_size(tt->vec_dot_type, n);
-        for (j = 0; j < n_tok; j++) vt->from_float(x + (size_t)j * ldx, (uint8_t *)c->xq + (size_t)j * task.xq_row, n);
+        for (j = 0; j < n_tok; j++) quantize(x + (size_t)j * ldx, (uint8_t *)c->xq + (size_t)j * task.xq_row, n);
     }
     infer__pool_run(c->pool, infer__matmul_worker, &task);
 }

@@ -211,6 +211,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
 INFERDEF void infer_context_free(infer_context *c);
 INFERDEF int infer_context_n_ctx(const infer_context *c);
 INFERDEF int infer_context_n_past(const infer_context *c);
+/* The instruction set its kernels use: scalar, avx2, avx512 or neon. */
+INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Forgets every position from n_past on (0 clears the cache). */
 INFERDEF void infer_context_truncate(infer_context *c, int n_past);
 /* Runs the model on n tokens at positions n_past.., appending them to the KV

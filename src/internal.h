@@ -163,7 +163,7 @@ static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out);
 static int infer__gguf_get_str(const infer_gguf *g, const char *key, infer__str *out);
 static const infer__tensor *infer__gguf_tensor(const infer_gguf *g, const char *name);
 
-/* ---- kernels.c: weight formats behind one interface ---- */
+/* ---- quants.c: weight formats behind one interface (scalar reference) ---- */
 typedef struct infer__type_traits {
     const char *name;
     int block_size;       /* values per block */
@@ -178,6 +178,26 @@ typedef struct infer__type_traits {
 
 static const infer__type_traits *infer__traits(infer_type t);
 static size_t infer__row_size(infer_type t, int64_t n);
+
+/* ---- cpu.c: the kernels a context uses, per instruction set ----
+   Starts as the scalar reference of quants.c; the chosen ISA's simd_*.c
+   overwrites the entries it implements. */
+typedef enum infer__isa { INFER__ISA_SCALAR, INFER__ISA_AVX2, INFER__ISA_AVX512, INFER__ISA_NEON, INFER__ISA_COUNT } infer__isa;
+typedef float (*infer__vec_dot_fn)(int n, const void *w, const void *x);
+typedef void (*infer__from_float_fn)(const float *src, void *dst, int64_t n);
+typedef struct infer__kernels {
+    infer__isa isa;
+    infer__vec_dot_fn vec_dot[INFER_TYPE_COUNT];       /* by weight type */
+    infer__from_float_fn from_float[INFER_TYPE_COUNT]; /* by activation type */
+} infer__kernels;
+/* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
+   or build lacks it). */
+static int infer__kernels_select(infer__kernels *k, infer_error *err);
+static const char *infer__isa_name(infer__isa isa);
+/* Each returns 0 when this build or CPU cannot run that ISA. */
+static int infer__simd_avx2_install(infer__kernels *k);
+static int infer__simd_avx512_install(infer__kernels *k);
+static int infer__simd_neon_install(infer__kernels *k);
 
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;

@@ -1,6 +1,7 @@
-/* kernels.c - weight formats: block layouts, dequantizing, quantizing the
-   activations, and the dot products the matmul is built from.
-   These are the plain C reference kernels. Each format converts the
+/* quants.c - weight formats: block layouts, dequantizing, quantizing the
+   activations, and the dot products the matmul is built from, as plain C.
+   These reference kernels are always compiled; simd_*.c override them per
+   instruction set (cpu.c chooses). Each format converts the
    activation row once to its vec_dot_type (as llama.cpp does: Q8_0 for
    Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, F16 for F16, BF16 for BF16), so a
    weight row is then dotted without float conversion of the activations. */

@@ -1,0 +1,48 @@
+/* cpu.c - which kernels run here: the best instruction set the CPU has,
+   found once per context, or the one the INFER_ISA environment variable
+   forces (scalar, avx2, avx512, neon) for tests and benchmarks. */
+#include "internal.h"
+
+static const char *infer__isa_name(infer__isa isa) {
+    static const char *names[] = {"scalar", "avx2", "avx512", "neon"};
+    return (unsigned)isa < INFER__ISA_COUNT ? names[isa] : "?";
+}
+
+static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
+    int t;
+    memset(k, 0, sizeof *k);
+    for (t = 0; t < INFER_TYPE_COUNT; t++) {
+        const infer__type_traits *tt = infer__traits((infer_type)t);
+        k->vec_dot[t] = tt->vec_dot;
+        k->from_float[t] = tt->from_float;
+    }
+    k->isa = isa;
+    switch (isa) {
+    case INFER__ISA_SCALAR: return 1;
+    case INFER__ISA_AVX2: return infer__simd_avx2_install(k);
+    case INFER__ISA_AVX512: return infer__simd_avx512_install(k);
+    case INFER__ISA_NEON: return infer__simd_neon_install(k);
+    default: return 0;
+    }
+}
+
+static int infer__kernels_select(infer__kernels *k, infer_error *err) {
+    const char *want = getenv("INFER_ISA");
+    int isa;
+    if (want && *want) {
+        for (isa = 0; isa < INFER__ISA_COUNT; isa++)
+            if (!strcmp(want, infer__isa_name((infer__isa)isa))) break;
+        if (isa == INFER__ISA_COUNT) {
+            infer__set_error(err, INFER_ERR_ARG, "INFER_ISA=%s is not one of scalar, avx2, avx512, neon", want);
+            return 0;
+        }
+        if (!infer__kernels_install(k, (infer__isa)isa)) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "INFER_ISA=%s: this CPU or build cannot run it", want);
+            return 0;
+        }
+        return 1;
+    }
+    for (isa = INFER__ISA_COUNT - 1; isa > 0; isa--)
+        if (infer__kernels_install(k, (infer__isa)isa)) return 1;
+    return infer__kernels_install(k, INFER__ISA_SCALAR);
+}
