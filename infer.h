@@ -3790,27 +3790,50 @@ INFERDEF const char *infer_type_name(infer_type t) {
 /* quantize.c - writing a GGUF file with its weights in another format. */
 
 /* ==== src/simd_avx2.c ==== */
-/* simd_avx2.c - avx2 versions of the kernels (none yet: the scalar ones run). */
+/* simd_avx2.c - AVX2+FMA versions of the kernels, compiled with target
+   attributes so the same binary still runs on CPUs without them. */
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define INFER__HAVE_X86 1
+#endif
 
 static int infer__simd_avx2_install(infer__kernels *k) {
+#ifdef INFER__HAVE_X86
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
+    (void)k;
+    return 1;
+#else
     (void)k;
     return 0;
+#endif
 }
 
 /* ==== src/simd_avx512.c ==== */
-/* simd_avx512.c - avx512 versions of the kernels (none yet: the scalar ones run). */
+/* simd_avx512.c - AVX-512 versions of the kernels (with VNNI and BF16 where
+   the CPU has them), compiled with target attributes. */
 
 static int infer__simd_avx512_install(infer__kernels *k) {
+#ifdef INFER__HAVE_X86
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) return 0;
+    /* what AVX2 has, AVX-512 machines have too */
+    return infer__simd_avx2_install(k);
+#else
     (void)k;
     return 0;
+#endif
 }
 
 /* ==== src/simd_neon.c ==== */
-/* simd_neon.c - neon versions of the kernels (none yet: the scalar ones run). */
+/* simd_neon.c - ARM NEON versions of the kernels (with the dotprod
+   extension where present). */
 
 static int infer__simd_neon_install(infer__kernels *k) {
     (void)k;
+#if defined(__aarch64__)
+    return 1;
+#else
     return 0;
+#endif
 }
 
 /* ==== src/cpu.c ==== */
