@@ -276,6 +276,72 @@ INFERDEF void infer_context_reset_metrics(infer_context *c);
 INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, int *n);
 INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n);
 
+/* ---- Chat templates ------------------------------------------------------ */
+
+/* The conversation formats infer.h writes. A model's tokenizer.chat_template
+   (Jinja) is recognized by its text, with the markers llama.cpp looks for,
+   never by the model's name. */
+typedef enum infer_chat_kind {
+    INFER_CHAT_CHATML = 0,        /* <|im_start|>role\n...<|im_end|>\n (Qwen, SmolLM, OpenHermes) */
+    INFER_CHAT_LLAMA2,            /* Llama-2-chat: [INST] <<SYS>>..<</SYS>> x [/INST] y </s><s>[INST] */
+    INFER_CHAT_MISTRAL,           /* Mistral Instruct v0.1/v0.2: [INST] x [/INST]y</s> */
+    INFER_CHAT_MISTRAL_V1,        /* Mistral's "v1": " [INST] x [/INST] y</s>" */
+    INFER_CHAT_MISTRAL_V3,        /* Mistral's "v3": "[INST] x[/INST] y</s>" */
+    INFER_CHAT_MISTRAL_V3_TEKKEN, /* Mistral's "v3-tekken": "[INST]x[/INST]y</s>" */
+    INFER_CHAT_MISTRAL_V7,        /* [SYSTEM_PROMPT] s[/SYSTEM_PROMPT][INST] x[/INST] y</s> */
+    INFER_CHAT_LLAMA3,            /* <|start_header_id|>role<|end_header_id|>\n\nx<|eot_id|> */
+    INFER_CHAT_GEMMA,             /* <start_of_turn>user\nx<end_of_turn>\n, "model" for assistant */
+    INFER_CHAT_PHI3,              /* <|user|>\nx<|end|>\n */
+    INFER_CHAT_ZEPHYR,            /* <|user|>\nx</s>\n (EOS text of the model) */
+    INFER_CHAT_DEEPSEEK,          /* deepseek-coder: ### Instruction:\nx\n### Response:\ny\n<|EOT|>\n */
+    INFER_CHAT_DEEPSEEK2,         /* DeepSeek-V2: User: x\n\nAssistant: y<EOS> */
+    INFER_CHAT_DEEPSEEK3,         /* DeepSeek-V3/R1: <|User|>x<|Assistant|>y<EOS> (fullwidth bars) */
+    INFER_CHAT_COUNT
+} infer_chat_kind;
+
+typedef struct infer_chat_template {
+    infer_chat_kind kind;
+    int fallback;        /* 1: the model has no template or one not recognized;
+                            ChatML is used (a caller may warn) */
+    char bos[64], eos[64]; /* the model's BOS/EOS token texts, for formats that
+                            write them ("<s>", "</s>" when it has none) */
+} infer_chat_template;
+
+/* role: "system", "user" or "assistant" (ChatML, Phi-3, Llama 3 and Zephyr
+   write any other role as given; the rest skip it). */
+typedef struct infer_chat_message {
+    const char *role;
+    const char *content;
+} infer_chat_message;
+
+/* The model's format, from its tokenizer.chat_template. */
+INFERDEF infer_chat_template infer_chat_template_detect(const infer_model *m);
+/* The same from a template's text (or a format's name, e.g. "llama3");
+   bos/eos may be NULL ("<s>", "</s>"). NULL text: ChatML, fallback set. */
+INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, const char *bos, const char *eos);
+/* "chatml", "llama2", ..., as in the comments above. */
+INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
+/* Formats messages[from..n) of the conversation msgs[0..n) as the template
+   renders them, then, with add_assistant_prompt, the text that opens the
+   assistant's reply. snprintf-style: writes at most size-1 bytes and a NUL,
+   returns the full length (or -1 on bad arguments).
+   Each message's text depends only on the messages before it, so
+     format(msgs, n, 0, a) == format(msgs, k, 0, 0) + format(msgs, n, k, a)
+   for every k <= n: a chat can feed only what a new turn adds.
+   The initial BOS is not written (infer_tokenize adds it as the model asks);
+   tokenize the result with parse_special = 1.
+   Differences from the Jinja templates, as in llama.cpp: Gemma and Mistral
+   Instruct have no system role, so system text heads the first user turn;
+   Mistral v3 puts it in the first turn, not the last; ChatML adds no default
+   system message (SmolLM2's and Qwen's templates do). */
+INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
+                               int add_assistant_prompt, char *buf, size_t size);
+/* The text that closes an assistant turn (e.g. "<|im_end|>\n"): a chat feeds
+   it after a reply, in place of the end-of-generation token it sampled but
+   did not decode, so the cache holds the formatted conversation.
+   snprintf-style like infer_chat_format. */
+INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif
