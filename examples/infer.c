@@ -7,13 +7,17 @@
 
 #include "infer.h"
 
+int infer_cmd_chat(int argc, char **argv); /* infer_chat.c */
+
 static const char *usage =
     "usage: infer COMMAND [options]\n"
     "  run       -m MODEL [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
     "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--json]\n"
     "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS]\n"
     "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
-    "  info      -m MODEL\n";
+    "  info      -m MODEL\n"
+    "  chat      -m MODEL [--system TEXT] [-n N per reply] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
+    "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]   (user turns from stdin)\n";
 
 typedef struct options {
     const char *model, *prompt, *file, *tokens;
@@ -400,6 +404,7 @@ int main(int argc, char **argv) {
         fputs(usage, cmd ? stdout : stderr);
         return cmd ? 0 : 1;
     }
+    if (!strcmp(cmd, "chat")) return infer_cmd_chat(argc, argv);
     if (strcmp(cmd, "run") && strcmp(cmd, "eval") && strcmp(cmd, "tokenize") && strcmp(cmd, "info")) {
         fprintf(stderr, "infer: unknown command '%s' (see infer --help)\n", cmd);
         return 1;

@@ -1,0 +1,310 @@
+/* infer chat - an interactive multi-turn chat with a model's chat template.
+   Each line on stdin is a user turn (a pipe works too; EOF ends the chat);
+   the reply streams to stdout. The KV cache is kept across turns: each turn
+   decodes only what it adds to the formatted conversation (the end of the
+   last reply, the new user message, the assistant prompt). When the context
+   is full the chat says so on stderr and ends (no turns are dropped). */
+#define _XOPEN_SOURCE 700 /* isatty */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "infer.h"
+
+int infer_cmd_chat(int argc, char **argv);
+
+typedef struct chat_opts {
+    const char *model, *system;
+    int n_predict, threads, n_ctx;
+    infer_sampler_params sp;
+} chat_opts;
+
+static int chat_fail(const char *fmt, const char *arg) {
+    fprintf(stderr, "infer: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    return 1;
+}
+
+static int chat_int(const char *s, int *out) {
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < -2147483647L || v > 2147483647L) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+static int chat_float(const char *s, float *out) {
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || *end) return 0;
+    *out = (float)v;
+    return 1;
+}
+
+static int chat_parse(int argc, char **argv, chat_opts *o) {
+    int i;
+    memset(o, 0, sizeof *o);
+    o->n_predict = 256;
+    o->threads = 2;
+    o->sp = infer_sampler_default_params();
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
+                                           "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed"};
+        size_t k;
+        for (k = 0; k < sizeof opts / sizeof opts[0] && strcmp(a, opts[k]); k++) {}
+        if (k == sizeof opts / sizeof opts[0]) return chat_fail("unknown option %s (see infer --help)", a), 0;
+        if (!v) return chat_fail("option %s needs a value", a), 0;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "--system")) o->system = v;
+        else if (!strcmp(a, "-n")) ok = chat_int(v, &o->n_predict) && o->n_predict >= 0;
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = chat_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = chat_int(v, &o->n_ctx) && o->n_ctx >= 0;
+        else if (!strcmp(a, "--temp")) ok = chat_float(v, &o->sp.temperature) && o->sp.temperature >= 0;
+        else if (!strcmp(a, "--top-k")) ok = chat_int(v, &o->sp.top_k);
+        else if (!strcmp(a, "--top-p")) ok = chat_float(v, &o->sp.top_p) && o->sp.top_p > 0 && o->sp.top_p <= 1;
+        else if (!strcmp(a, "--min-p")) ok = chat_float(v, &o->sp.min_p) && o->sp.min_p >= 0 && o->sp.min_p <= 1;
+        else if (!strcmp(a, "--repeat-penalty")) ok = chat_float(v, &o->sp.repeat_penalty) && o->sp.repeat_penalty > 0;
+        else { /* --seed */
+            char *end;
+            unsigned long long s;
+            errno = 0;
+            s = strtoull(v, &end, 10);
+            ok = !errno && end != v && !*end;
+            o->sp.seed = s;
+        }
+        if (!ok) {
+            fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
+            return 0;
+        }
+        i++;
+    }
+    if (!o->model) return chat_fail("%s", "no model given (-m MODEL)"), 0;
+    return 1;
+}
+
+/* One line of stdin without its newline, or NULL at EOF. Caller frees. */
+static char *chat_read_line(FILE *f) {
+    size_t cap = 256, n = 0;
+    char *s = (char *)malloc(cap);
+    int c;
+    if (!s) return NULL;
+    while ((c = fgetc(f)) != EOF && c != '\n') {
+        if (n + 1 == cap) {
+            char *t = (char *)realloc(s, cap *= 2);
+            if (!t) return free(s), NULL;
+            s = t;
+        }
+        s[n++] = (char)c;
+    }
+    if (c == EOF && n == 0) return free(s), NULL;
+    if (n && s[n - 1] == '\r') n--;
+    s[n] = 0;
+    return s;
+}
+
+/* A growable string. */
+typedef struct chat_str {
+    char *p;
+    size_t n, cap;
+} chat_str;
+
+static int chat_append(chat_str *s, const char *p, size_t n) {
+    if (s->n + n + 1 > s->cap) {
+        size_t cap = (s->n + n + 1) * 2;
+        char *q = (char *)realloc(s->p, cap);
+        if (!q) return 0;
+        s->p = q;
+        s->cap = cap;
+    }
+    memcpy(s->p + s->n, p, n);
+    s->n += n;
+    s->p[s->n] = 0;
+    return 1;
+}
+
+typedef struct chat_state {
+    infer_model *m;
+    infer_context *c;
+    infer_sampler *s;
+    infer_chat_template tmpl;
+    infer_chat_message *msgs;
+    int n_msgs, cap_msgs;
+    int n_fed;       /* messages whose text is in the KV cache */
+    int reply_open;  /* the cache ends in a reply whose end-of-turn text is not fed yet */
+} chat_state;
+
+static int chat_push(chat_state *st, const char *role, const char *content, size_t len) {
+    char *copy = (char *)malloc(len + 1);
+    if (!copy) return 0;
+    memcpy(copy, content, len);
+    copy[len] = 0;
+    if (st->n_msgs == st->cap_msgs) {
+        int cap = st->cap_msgs ? st->cap_msgs * 2 : 16;
+        infer_chat_message *p = (infer_chat_message *)realloc(st->msgs, (size_t)cap * sizeof *p);
+        if (!p) return free(copy), 0;
+        st->msgs = p;
+        st->cap_msgs = cap;
+    }
+    st->msgs[st->n_msgs].role = role;
+    st->msgs[st->n_msgs].content = copy;
+    st->n_msgs++;
+    return 1;
+}
+
+/* The text this turn adds to the cache: the end of the previous reply, the
+   messages not yet fed, the assistant prompt. */
+static char *chat_turn_text(const chat_state *st) {
+    int ne = st->reply_open ? infer_chat_end_of_turn(&st->tmpl, NULL, 0) : 0;
+    int nf = infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_fed, 1, NULL, 0);
+    char *text;
+    if (ne < 0 || nf < 0) return NULL;
+    text = (char *)malloc((size_t)ne + (size_t)nf + 1);
+    if (!text) return NULL;
+    text[0] = 0;
+    if (ne) infer_chat_end_of_turn(&st->tmpl, text, (size_t)ne + 1);
+    infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_fed, 1, text + ne, (size_t)nf + 1);
+    return text;
+}
+
+/* Runs one turn for the last (user) message. Returns 0 to go on, 1 when the
+   context is full (said on stderr), -1 on an error. */
+static int chat_turn(chat_state *st, int n_predict, int tty) {
+    infer_error err;
+    infer_detok detok;
+    chat_str reply = {NULL, 0, 0};
+    char piece[256];
+    char *text = chat_turn_text(st);
+    infer_token *toks = NULL, tok;
+    int n, i, add_bos, n_ctx = infer_context_n_ctx(st->c), full = 0, n_gen = 0;
+    if (!text) return fprintf(stderr, "infer: out of memory\n"), -1;
+    add_bos = infer_context_n_past(st->c) == 0 && infer_model_add_bos(st->m);
+    n = infer_tokenize(st->m, text, strlen(text), NULL, 0, add_bos, 1);
+    if (n < 0 || !(toks = (infer_token *)malloc(((size_t)n + 1) * sizeof *toks))) {
+        free(text);
+        return fprintf(stderr, "infer: the turn could not be tokenized\n"), -1;
+    }
+    infer_tokenize(st->m, text, strlen(text), toks, n, add_bos, 1);
+    free(text);
+    /* room for the turn and at least one reply token */
+    if (infer_context_n_past(st->c) + n + 1 > n_ctx) {
+        free(toks);
+        fprintf(stderr, "infer: the context is full (%d of %d tokens used; this turn needs %d more): ending the chat\n",
+                infer_context_n_past(st->c), n_ctx, n);
+        return 1;
+    }
+    for (i = 0; i < n; i++) infer_sampler_accept(st->s, toks[i]);
+    if (infer_decode(st->c, toks, n, 0, &err)) {
+        free(toks);
+        return fprintf(stderr, "infer: %s\n", err.msg), -1;
+    }
+    free(toks);
+    st->n_fed = st->n_msgs;
+    memset(&detok, 0, sizeof detok);
+    for (i = 0; i < n_predict; i++) {
+        int len;
+        tok = infer_sampler_sample(st->s, infer_get_logits(st->c, -1));
+        infer_sampler_accept(st->s, tok);
+        if (infer_model_is_eog(st->m, tok)) break; /* not decoded: the end-of-turn text replaces it */
+        len = infer_detok_push(&detok, st->m, tok, piece, sizeof piece);
+        if (len > 0) {
+            fwrite(piece, 1, (size_t)len, stdout);
+            fflush(stdout);
+            chat_append(&reply, piece, (size_t)len);
+        }
+        n_gen++;
+        if (infer_context_n_past(st->c) >= n_ctx) { /* the cache must hold what was printed */
+            full = 1;
+            break;
+        }
+        if (infer_decode(st->c, &tok, 1, 0, &err)) {
+            free(reply.p);
+            return fprintf(stderr, "\ninfer: %s\n", err.msg), -1;
+        }
+    }
+    {
+        int len = infer_detok_flush(&detok, piece, sizeof piece);
+        if (len > 0) fwrite(piece, 1, (size_t)len, stdout), chat_append(&reply, piece, (size_t)len);
+    }
+    fputc('\n', stdout);
+    fflush(stdout);
+    if (!chat_push(st, "assistant", reply.p ? reply.p : "", reply.n)) {
+        free(reply.p);
+        return fprintf(stderr, "infer: out of memory\n"), -1;
+    }
+    free(reply.p);
+    st->n_fed = st->n_msgs;
+    st->reply_open = 1;
+    (void)tty;
+    fprintf(stderr, "[%d tokens read, %d generated, %d of %d in context]\n", n, n_gen,
+            infer_context_n_past(st->c), n_ctx);
+    if (full) {
+        fprintf(stderr, "infer: the context is full (%d tokens): ending the chat\n", n_ctx);
+        return 1;
+    }
+    return 0;
+}
+
+int infer_cmd_chat(int argc, char **argv) {
+    chat_opts o;
+    chat_state st;
+    infer_error err;
+    infer_model_params mp = infer_model_default_params();
+    infer_context_params cp = infer_context_default_params();
+    int rc = 0, tty, i;
+    char *line;
+    if (!chat_parse(argc, argv, &o)) return 1;
+    memset(&st, 0, sizeof st);
+    st.m = infer_model_load(o.model, &mp, &err);
+    if (!st.m) return chat_fail("%s", err.msg);
+    cp.n_threads = o.threads;
+    cp.n_ctx = o.n_ctx;
+    st.c = infer_context_new(st.m, &cp, &err);
+    if (!st.c) {
+        infer_model_free(st.m);
+        return chat_fail("%s", err.msg);
+    }
+    st.s = infer_sampler_new(&o.sp, infer_model_n_vocab(st.m));
+    st.tmpl = infer_chat_template_detect(st.m);
+    if (st.tmpl.fallback)
+        fprintf(stderr, "infer: warning: the model's chat template is missing or not recognized; using ChatML\n");
+    if (!st.s || (o.system && !chat_push(&st, "system", o.system, strlen(o.system)))) {
+        rc = chat_fail("%s", "out of memory");
+        goto done;
+    }
+    tty = isatty(0);
+    for (;;) {
+        int r;
+        if (tty) fputs("> ", stdout), fflush(stdout);
+        line = chat_read_line(stdin);
+        if (!line) break;
+        if (!line[0]) {
+            free(line);
+            continue;
+        }
+        if (!chat_push(&st, "user", line, strlen(line))) {
+            free(line);
+            rc = chat_fail("%s", "out of memory");
+            break;
+        }
+        free(line);
+        r = chat_turn(&st, o.n_predict, tty);
+        if (r < 0) rc = 1;
+        if (r) break;
+    }
+done:
+    for (i = 0; i < st.n_msgs; i++) free((void *)st.msgs[i].content);
+    free(st.msgs);
+    infer_sampler_free(st.s);
+    infer_context_free(st.c);
+    infer_model_free(st.m);
+    return rc;
+}
