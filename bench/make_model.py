@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Writes a random-weight GGUF model of a real model's shape, for benchmarks.
+
+    python3 bench/make_model.py SHAPE TYPE [-o models/NAME.gguf]
+
+SHAPE: smollm-135m, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b
+TYPE:  f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (written directly), or
+       any type `infer quantize` takes (q4_k, q5_k, q6_k, q4_k_m, q5_k_m):
+       the F16 model is written first and then quantized with build/infer.
+
+The weights are random (normal, std 0.02; norms 1), so the text is noise,
+but every tensor has the real shape and format, which is what speed depends
+on. The vocabulary is a synthetic SentencePiece one of the real size (byte
+tokens, then placeholder pieces), so llama.cpp's tools load the file too.
+Needs numpy and the gguf package (pip install numpy gguf).
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+try:
+    import gguf
+except ImportError:
+    sys.exit("make_model.py needs the gguf package: python3 -m pip install gguf numpy")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SHAPES = {
+    # dim, layers, heads, kv heads, ffn, vocab, tied, rope base, arch
+    "smollm-135m": dict(dim=576, layers=30, heads=9, kv=3, ffn=1536, vocab=50257, tied=False, rope=10000.0, arch="llama"),
+    "tinyllama-1.1b": dict(dim=2048, layers=22, heads=32, kv=4, ffn=5632, vocab=32000, tied=False, rope=10000.0, arch="llama"),
+    "llama-3.2-1b": dict(dim=2048, layers=16, heads=32, kv=8, ffn=8192, vocab=128256, tied=True, rope=500000.0, arch="llama"),
+    "qwen2.5-0.5b": dict(dim=896, layers=24, heads=14, kv=2, ffn=4864, vocab=151936, tied=True, rope=1000000.0, arch="qwen2"),
+}
+DIRECT = {
+    "f32": gguf.GGMLQuantizationType.F32,
+    "f16": gguf.GGMLQuantizationType.F16,
+    "bf16": gguf.GGMLQuantizationType.BF16,
+    "q8_0": gguf.GGMLQuantizationType.Q8_0,
+    "q4_0": gguf.GGMLQuantizationType.Q4_0,
+    "q4_1": gguf.GGMLQuantizationType.Q4_1,
+    "q5_0": gguf.GGMLQuantizationType.Q5_0,
+    "q5_1": gguf.GGMLQuantizationType.Q5_1,
+}
+
+
+def add_vocab(w, n_vocab):
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    for i in range(len(tokens), n_vocab):
+        tokens.append("\u2581t%d" % i)
+        types.append(1)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([-float(i) for i in range(n_vocab)])
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+
+
+def write(shape_name, ftype, path, seed):
+    s = SHAPES[shape_name]
+    rng = np.random.default_rng(seed)
+    qtype = DIRECT[ftype]
+    w = gguf.GGUFWriter(path, s["arch"])
+    head_dim = s["dim"] // s["heads"]
+    w.add_name("random-" + shape_name)
+    w.add_context_length(4096)
+    w.add_embedding_length(s["dim"])
+    w.add_block_count(s["layers"])
+    w.add_feed_forward_length(s["ffn"])
+    w.add_head_count(s["heads"])
+    w.add_head_count_kv(s["kv"])
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_freq_base(s["rope"])
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(s["vocab"])
+    w.add_file_type({"f32": 0, "f16": 1, "bf16": 32, "q8_0": 7, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q5_1": 9}[ftype])
+    add_vocab(w, s["vocab"])
+
+    def mat(name, rows, cols):
+        a = (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02).astype(np.float32)
+        if qtype in (gguf.GGMLQuantizationType.F32,):
+            w.add_tensor(name, a)
+        elif qtype == gguf.GGMLQuantizationType.F16:
+            w.add_tensor(name, a.astype(np.float16))
+        else:
+            q = gguf.quants.quantize(a, qtype)
+            w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=qtype)
+
+    def vec(name, n, value=1.0):
+        w.add_tensor(name, np.full(n, value, dtype=np.float32))
+
+    kv_dim = s["kv"] * head_dim
+    mat("token_embd.weight", s["vocab"], s["dim"])
+    vec("output_norm.weight", s["dim"])
+    if not s["tied"]:
+        mat("output.weight", s["vocab"], s["dim"])
+    for l in range(s["layers"]):
+        p = "blk.%d." % l
+        vec(p + "attn_norm.weight", s["dim"])
+        mat(p + "attn_q.weight", s["dim"], s["dim"])
+        mat(p + "attn_k.weight", kv_dim, s["dim"])
+        mat(p + "attn_v.weight", kv_dim, s["dim"])
+        if s["arch"] == "qwen2":
+            vec(p + "attn_q.bias", s["dim"], 0.0)
+            vec(p + "attn_k.bias", kv_dim, 0.0)
+            vec(p + "attn_v.bias", kv_dim, 0.0)
+        mat(p + "attn_output.weight", s["dim"], s["dim"])
+        vec(p + "ffn_norm.weight", s["dim"])
+        mat(p + "ffn_gate.weight", s["ffn"], s["dim"])
+        mat(p + "ffn_up.weight", s["ffn"], s["dim"])
+        mat(p + "ffn_down.weight", s["dim"], s["ffn"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("shape", choices=sorted(SHAPES))
+    ap.add_argument("type")
+    ap.add_argument("-o", "--output")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--infer", default=os.path.join(ROOT, "build", "infer"), help="infer binary for quantizing")
+    a = ap.parse_args()
+    ftype = a.type.lower()
+    out = a.output or os.path.join(ROOT, "models", "%s-%s.gguf" % (a.shape, ftype))
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    if ftype in DIRECT:
+        write(a.shape, ftype, out, a.seed)
+    else:
+        src = os.path.join(os.path.dirname(os.path.abspath(out)), "%s-f16.gguf" % a.shape)
+        if not os.path.exists(src):
+            write(a.shape, "f16", src, a.seed)
+        subprocess.check_call([a.infer, "quantize", src, out, ftype.upper()])
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+/* infer bench - speed in the llama-bench way: prompt processing of p tokens
+   in one batch, and generation of n tokens one at a time, each repeated r
+   times after a warm-up, reported as mean +/- stddev tokens/s. Also: time
+   to first token, load time, peak RSS, model bytes and the memory bandwidth
+   generation achieves (model bytes read per token x tokens/s). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "infer.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+typedef struct bench_opts {
+    const char *model, *output;
+    int n_prompt, n_gen, reps, threads;
+} bench_opts;
+
+typedef struct bench_result {
+    int n_prompt, n_gen;
+    double *samples; /* tokens/s of each repetition */
+    double avg, stddev, ttft_ms;
+} bench_result;
+
+static int parse_args(int argc, char **argv, bench_opts *o) {
+    int i;
+    o->model = NULL;
+    o->output = "md";
+    o->n_prompt = 128;
+    o->n_gen = 64;
+    o->reps = 5;
+    o->threads = 2;
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end;
+        long n = 0;
+        int is_num = 1;
+        if (!v) {
+            fprintf(stderr, "infer: option %s needs a value\n", a);
+            return 0;
+        }
+        if (!strcmp(a, "-m")) o->model = v, is_num = 0;
+        else if (!strcmp(a, "-o")) o->output = v, is_num = 0;
+        else if (strcmp(a, "-p") && strcmp(a, "-n") && strcmp(a, "-r") && strcmp(a, "-t")) {
+            fprintf(stderr, "infer: unknown option %s for bench\n", a);
+            return 0;
+        }
+        if (is_num) {
+            errno = 0;
+            n = strtol(v, &end, 10);
+            if (errno || end == v || *end || n < 0 || n > 1000000 || (!strcmp(a, "-r") && n < 1) ||
+                (!strcmp(a, "-t") && (n < 1 || n > 256))) {
+                fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
+                return 0;
+            }
+            if (!strcmp(a, "-p")) o->n_prompt = (int)n;
+            else if (!strcmp(a, "-n")) o->n_gen = (int)n;
+            else if (!strcmp(a, "-r")) o->reps = (int)n;
+            else o->threads = (int)n;
+        }
+        i++;
+    }
+    if (!o->model) {
+        fprintf(stderr, "infer: no model given (-m MODEL)\n");
+        return 0;
+    }
+    if (strcmp(o->output, "md") && strcmp(o->output, "json") && strcmp(o->output, "csv")) {
+        fprintf(stderr, "infer: bad value '%s' for -o (md, json or csv)\n", o->output);
+        return 0;
+    }
+    return 1;
+}
+
+static void stats(bench_result *r, int n) {
+    double s = 0, ss = 0;
+    int i;
+    for (i = 0; i < n; i++) s += r->samples[i];
+    r->avg = s / n;
+    for (i = 0; i < n; i++) ss += (r->samples[i] - r->avg) * (r->samples[i] - r->avg);
+    r->stddev = n > 1 ? sqrt(ss / (n - 1)) : 0;
+}
+
+/* One repetition: a fresh cache, then either p tokens in one batch or n
+   tokens one by one (after a BOS, as llama-bench does). Returns tokens/s. */
+static double run_once(infer_context *c, const infer_token *toks, int n_prompt, int n_gen, double *ttft,
+                       infer_error *err) {
+    double t0, t1;
+    int i;
+    infer_context_truncate(c, 0);
+    t0 = now_ms();
+    if (n_prompt) {
+        if (infer_decode(c, toks, n_prompt, 0, err)) return -1;
+        t1 = now_ms();
+        *ttft = t1 - t0;
+        return n_prompt * 1000.0 / (t1 - t0);
+    }
+    if (infer_decode(c, toks, 1, 0, err)) return -1;
+    t0 = now_ms();
+    for (i = 0; i < n_gen; i++)
+        if (infer_decode(c, toks + 1 + i, 1, 0, err)) return -1;
+    t1 = now_ms();
+    return n_gen * 1000.0 / (t1 - t0);
+}
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+int infer_cmd_bench(int argc, char **argv) {
+    bench_opts o;
+    infer_error err;
+    infer_model *m;
+    infer_context *c;
+    infer_context_params cp = infer_context_default_params();
+    bench_result res[2];
+    infer_token *toks;
+    double warm, load_ms, gbs;
+    int n_tests = 0, t, r, nv, n_tok;
+    size_t model_bytes, peak;
+    if (!parse_args(argc, argv, &o)) return 1;
+    m = infer_model_load(o.model, NULL, &err);
+    if (!m) {
+        fprintf(stderr, "infer: %s\n", err.msg);
+        return 1;
+    }
+    load_ms = infer_model_load_ms(m);
+    model_bytes = infer_model_weight_bytes(m);
+    nv = infer_model_n_vocab(m);
+    n_tok = (o.n_prompt > o.n_gen + 1 ? o.n_prompt : o.n_gen + 1);
+    cp.n_threads = o.threads;
+    cp.n_ctx = n_tok + 1;
+    cp.n_batch = o.n_prompt > 0 ? o.n_prompt : 1;
+    c = infer_context_new(m, &cp, &err);
+    toks = (infer_token *)malloc(sizeof *toks * (size_t)n_tok);
+    if (!c || !toks) {
+        fprintf(stderr, "infer: %s\n", c ? "out of memory" : err.msg);
+        infer_model_free(m);
+        free(toks);
+        return 1;
+    }
+    srand(1234);
+    for (t = 0; t < n_tok; t++) toks[t] = (infer_token)(rand() % nv);
+    if (infer_model_bos(m) >= 0) toks[0] = infer_model_bos(m);
+
+    memset(res, 0, sizeof res);
+    for (t = 0; t < 2; t++) {
+        bench_result *br = &res[n_tests];
+        int np = t == 0 ? o.n_prompt : 0, ng = t == 1 ? o.n_gen : 0;
+        if (!np && !ng) continue;
+        br->n_prompt = np;
+        br->n_gen = ng;
+        br->samples = (double *)calloc((size_t)o.reps, sizeof(double));
+        if (run_once(c, toks, np, ng, &warm, &err) < 0) goto fail; /* warm-up */
+        for (r = 0; r < o.reps; r++) {
+            double ttft = 0;
+            br->samples[r] = run_once(c, toks, np, ng, &ttft, &err);
+            if (br->samples[r] < 0) goto fail;
+            br->ttft_ms += ttft / o.reps;
+        }
+        stats(br, o.reps);
+        n_tests++;
+    }
+    peak = infer_context_metrics(c).peak_rss_bytes;
+
+    if (!strcmp(o.output, "json")) printf("[\n");
+    else if (!strcmp(o.output, "csv"))
+        printf("model_filename,model_size,n_threads,isa,n_prompt,n_gen,avg_ts,stddev_ts,ttft_ms,load_ms,peak_rss,gen_gbs\n");
+    else {
+        printf("| model | size | threads | isa | test | t/s |\n");
+        printf("| --- | ---: | ---: | --- | ---: | ---: |\n");
+    }
+    for (t = 0; t < n_tests; t++) {
+        bench_result *br = &res[t];
+        gbs = br->n_gen ? br->avg * (double)model_bytes / 1e9 : 0;
+        if (!strcmp(o.output, "json")) {
+            printf("  {\"model_filename\": \"%s\", \"model_size\": %zu, \"n_threads\": %d, \"isa\": \"%s\", "
+                   "\"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
+                   o.model, model_bytes, o.threads, infer_context_isa(c), br->n_prompt, br->n_gen, br->avg,
+                   br->stddev);
+            for (r = 0; r < o.reps; r++) printf(r ? ", %.6f" : "%.6f", br->samples[r]);
+            printf("], \"ttft_ms\": %.3f, \"load_ms\": %.3f, \"peak_rss_bytes\": %zu, \"gen_gbs\": %.3f}%s\n",
+                   br->ttft_ms, load_ms, peak, gbs, t + 1 < n_tests ? "," : "");
+        } else if (!strcmp(o.output, "csv")) {
+            printf("%s,%zu,%d,%s,%d,%d,%.6f,%.6f,%.3f,%.3f,%zu,%.3f\n", o.model, model_bytes, o.threads,
+                   infer_context_isa(c), br->n_prompt, br->n_gen, br->avg, br->stddev, br->ttft_ms, load_ms, peak,
+                   gbs);
+        } else {
+            char test[32];
+            if (br->n_prompt) snprintf(test, sizeof test, "pp%d", br->n_prompt);
+            else snprintf(test, sizeof test, "tg%d", br->n_gen);
+            printf("| %s | %.1f MiB | %d | %s | %s | %.2f ± %.2f |\n", base_name(o.model), model_bytes / 1048576.0,
+                   o.threads, infer_context_isa(c), test, br->avg, br->stddev);
+        }
+    }
+    if (!strcmp(o.output, "json")) printf("]\n");
+    if (!strcmp(o.output, "md")) {
+        printf("\nload %.1f ms, peak RSS %.1f MiB", load_ms, peak / 1048576.0);
+        for (t = 0; t < n_tests; t++) {
+            if (res[t].n_prompt) printf(", time to first token (pp%d) %.2f ms", res[t].n_prompt, res[t].ttft_ms);
+            if (res[t].n_gen) printf(", generation reads %.2f GB/s", res[t].avg * (double)model_bytes / 1e9);
+        }
+        printf("\n");
+    }
+    for (t = 0; t < n_tests; t++) free(res[t].samples);
+    free(toks);
+    infer_context_free(c);
+    infer_model_free(m);
+    return 0;
+fail:
+    fprintf(stderr, "infer: %s\n", err.msg);
+    for (t = 0; t < 2; t++) free(res[t].samples);
+    free(toks);
+    infer_context_free(c);
+    infer_model_free(m);
+    return 1;
+}
