@@ -3,6 +3,7 @@
    times after a warm-up, reported as mean +/- stddev tokens/s. Also: time
    to first token, load time, peak RSS, model bytes and the memory bandwidth
    generation achieves (model bytes read per token x tokens/s). */
+#define _XOPEN_SOURCE 700 /* clock_gettime */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
