@@ -54,7 +54,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
     o->n_predict = 256;
     o->threads = 2;
     o->sp = infer_sampler_default_params();
-    for (i = 2; i < argc; i++) {
+    for (i = 2; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
         static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
@@ -85,7 +85,6 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
             return 0;
         }
-        i++;
     }
     if (!o->model) return chat_fail("%s", "no model given (-m MODEL)"), 0;
     return 1;

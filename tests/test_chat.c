@@ -1,0 +1,389 @@
+/* test_chat.c - chat templates: each format recognized from its real
+   template text, conversations formatted exactly as the Jinja templates
+   render them, incremental formatting equal to the suffix of the whole, the
+   ChatML fallback; `infer chat` over a pipe; the KV cache reused across turns
+   giving the same logits as re-reading the whole conversation.
+
+   The expected strings below were made by rendering the real templates with
+   Python's jinja2 (as transformers does: trim_blocks, lstrip_blocks), with
+   the leading BOS dropped (infer_tokenize adds it); jinja2 is not among what
+   scripts/deps.sh installs, so they are written out here. The templates are
+   the models' own (Llama-2-chat, Mistral-7B-Instruct v0.2 and the "v1"/"v7"
+   ones, Meta-Llama-3-8B-Instruct, gemma-7b-it, Phi-3-vision, zephyr-7b-beta,
+   deepseek-coder-instruct, DeepSeek-V2, DeepSeek-R1-Distill without its tool
+   branches, OpenHermes ChatML, SmolLM2); for Mistral v3 / v3-tekken the
+   parts of Mistral-Large-2407 / Mistral-Nemo-2407's templates that matter. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static const struct { const char *kind, *text; } templates[] = {
+    {"chatml",
+     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"},
+    {"llama2",
+     "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}"},
+    {"mistral",
+     "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}"},
+    {"mistral-v1",
+     "{%- if messages[0]['role'] == 'system' %}\n    {%- set system_message = messages[0]['content'] %}\n    {%- set loop_messages = messages[1:] %}\n{%- else %}\n    {%- set loop_messages = messages %}\n{%- endif %}\n\n{{- bos_token }}\n{%- for message in loop_messages %}\n    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}\n        {{- raise_exception('After the optional system message, conversation roles must alternate user/assistant/user/assistant/...') }}\n    {%- endif %}\n    {%- if message['role'] == 'user' %}\n        {%- if loop.first and system_message is defined %}\n            {{- ' [INST] ' + system_message + '\\n\\n' + message['content'] + ' [/INST]' }}\n        {%- else %}\n            {{- ' [INST] ' + message['content'] + ' [/INST]' }}\n        {%- endif %}\n    {%- elif message['role'] == 'assistant' %}\n        {{- ' ' + message['content'] + eos_token}}\n    {%- else %}\n        {{- raise_exception('Only user and assistant roles are supported, with the exception of an initial optional system message!') }}\n    {%- endif %}\n{%- endfor %}\n"},
+    {"mistral-v7",
+     "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + '[/INST]' }}{% elif message['role'] == 'system' %}{{ '[SYSTEM_PROMPT] ' + message['content'] + '[/SYSTEM_PROMPT]' }}{% elif message['role'] == 'assistant' %}{{ ' ' + message['content'] + eos_token }}{% else %}{{ raise_exception('Only user, system and assistant roles are supported!') }}{% endif %}{% endfor %}"},
+    {"llama3",
+     "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"},
+    {"gemma",
+     "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}"},
+    {"phi3",
+     "{% for message in messages %}{{'<|' + message['role'] + '|>' + '\n' + message['content'] + '<|end|>\n' }}{% endfor %}{% if add_generation_prompt and messages[-1]['role'] != 'assistant' %}{{- '<|assistant|>\n' -}}{% endif %}"},
+    {"zephyr",
+     "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}"},
+    {"deepseek",
+     "{% if not add_generation_prompt is defined %}\n{% set add_generation_prompt = false %}\n{% endif %}\n{%- set ns = namespace(found=false) -%}\n{%- for message in messages -%}\n    {%- if message['role'] == 'system' -%}\n        {%- set ns.found = true -%}\n    {%- endif -%}\n{%- endfor -%}\n{{bos_token}}{%- if not ns.found -%}\n{{'You are an AI programming assistant, utilizing the Deepseek Coder model, developed by Deepseek Company, and you only answer questions related to computer science. For politically sensitive questions, security and privacy issues, and other non-computer science questions, you will refuse to answer\\n'}}\n{%- endif %}\n{%- for message in messages %}\n    {%- if message['role'] == 'system' %}\n{{ message['content'] }}\n    {%- else %}\n        {%- if message['role'] == 'user' %}\n{{'### Instruction:\\n' + message['content'] + '\\n'}}\n        {%- else %}\n{{'### Response:\\n' + message['content'] + '\\n<|EOT|>\\n'}}\n        {%- endif %}\n    {%- endif %}\n{%- endfor %}\n{% if add_generation_prompt %}\n{{'### Response:'}}\n{% endif %}"},
+    {"deepseek2",
+     "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% endif %}{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ 'User: ' + message['content'] + '\n\n' }}{% elif message['role'] == 'assistant' %}{{ 'Assistant: ' + message['content'] + eos_token }}{% elif message['role'] == 'system' %}{{ message['content'] + '\n\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"},
+    {"deepseek3",
+     "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% endif %}{% set ns = namespace(is_first=false, is_tool=false, is_output_first=true, system_prompt='') %}{%- for message in messages %}{%- if message['role'] == 'system' %}{% set ns.system_prompt = message['content'] %}{%- endif %}{%- endfor %}{{bos_token}}{{ns.system_prompt}}{%- for message in messages %}{%- if message['role'] == 'user' %}{%- set ns.is_tool = false -%}{{'<\xef\xbd\x9cUser\xef\xbd\x9c>' + message['content']}}{%- endif %}{%- if message['role'] == 'assistant' and message['content'] is not none %}{%- if ns.is_tool %}{{'<\xef\xbd\x9ctool\xe2\x96\x81outputs\xe2\x96\x81" "end\xef\xbd\x9c>' + message['content'] + '<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>'}}{%- set ns.is_tool = false -%}{%- else %}{% set content = message['content'] %}{{'<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>' + content + '<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>'}}{%- endif %}{%- endif %}{%- endfor -%}{% if ns.is_tool %}{{'<\xef\xbd\x9ctool\xe2\x96\x81outputs\xe2\x96\x81" "end\xef\xbd\x9c>'}}{% endif %}{% if add_generation_prompt and not ns.is_tool %}{{'<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>'}}{% endif %}"},
+    {"mistral-v3",
+     "{%- if messages[0][\"role\"] == \"system\" %}\n    {%- set system_message = messages[0][\"content\"] %}\n    {%- set loop_messages = messages[1:] %}\n{%- endif %}\n{{- bos_token }}\n{%- for message in loop_messages %}\n    {%- if message[\"role\"] == \"user\" %}\n        {%- if tools is not none and (message == user_messages[-1]) %}\n            {{- \"[AVAILABLE_TOOLS] [\" }}\n        {%- endif %}\n        {%- if loop.last and system_message is defined %}\n            {{- \"[INST] \" + system_message + \"\\n\\n\" + message[\"content\"] + \"[/INST]\" }}\n        {%- else %}\n            {{- \"[INST] \" + message[\"content\"] + \"[/INST]\" }}\n        {%- endif %}\n    {%- elif message[\"role\"] == \"assistant\" %}\n        {{- \" \" + message[\"content\"]|trim + eos_token}}\n    {%- endif %}\n{%- endfor %}\n"},
+    {"mistral-v3-tekken",
+     "{%- if messages[0][\"role\"] == \"system\" %}\n    {%- set system_message = messages[0][\"content\"] %}\n    {%- set loop_messages = messages[1:] %}\n{%- endif %}\n{{- bos_token }}\n{%- for message in loop_messages %}\n    {%- if message[\"role\"] == \"user\" %}\n        {%- if tools is not none and (message == user_messages[-1]) %}\n            {{- \"[AVAILABLE_TOOLS][\" }}\n        {%- endif %}\n        {%- if loop.last and system_message is defined %}\n            {{- \"[INST]\" + system_message + \"\\n\\n\" + message[\"content\"] + \"[/INST]\" }}\n        {%- else %}\n            {{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}\n        {%- endif %}\n    {%- elif message[\"role\"] == \"assistant\" %}\n        {{- message[\"content\"] + eos_token}}\n    {%- endif %}\n{%- endfor %}\n"},
+    {"chatml",
+     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"},
+};
+/* C1 (system, user, assistant, user) or, for formats without a system role, C2 */
+static const struct { const char *kind; int c2; const char *expected; } expected[] = {
+    {"chatml", 0,
+     "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"},
+    {"llama2", 0,
+     "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST] Hi there </s><s>[INST] Who are you [/INST]"},
+    {"mistral", 1,
+     "[INST] Hello [/INST]  I am an assistant  </s>[INST] Another question [/INST]"},
+    {"mistral-v1", 0,
+     " [INST] You are a helpful assistant\n\nHello [/INST] Hi there</s> [INST] Who are you [/INST]"},
+    {"mistral-v7", 0,
+     "[SYSTEM_PROMPT] You are a helpful assistant[/SYSTEM_PROMPT][INST] Hello[/INST] Hi there</s>[INST] Who are you[/INST]"},
+    {"llama3", 0,
+     "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+    {"gemma", 1,
+     "<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nI am an assistant<end_of_turn>\n<start_of_turn>user\nAnother question<end_of_turn>\n<start_of_turn>model\n"},
+    {"phi3", 0,
+     "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n<|user|>\nWho are you<|end|>\n<|assistant|>\n"},
+    {"zephyr", 0,
+     "<|system|>\nYou are a helpful assistant</s>\n<|user|>\nHello</s>\n<|assistant|>\nHi there</s>\n<|user|>\nWho are you</s>\n<|assistant|>\n"},
+    {"deepseek", 0,
+     "You are a helpful assistant### Instruction:\nHello\n### Response:\nHi there\n<|EOT|>\n### Instruction:\nWho are you\n### Response:\n"},
+    {"deepseek2", 0,
+     "You are a helpful assistant\n\nUser: Hello\n\nAssistant: Hi there<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>User: Who are you\n\nAssistant:"},
+    {"deepseek3", 0,
+     "You are a helpful assistant<\xef\xbd\x9cUser\xef\xbd\x9c>Hello<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>Hi there<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c><\xef\xbd\x9cUser\xef\xbd\x9c>Who are you<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"},
+};
+
+static infer_chat_kind kind_named(const char *name) {
+    int k;
+    for (k = 0; k < INFER_CHAT_COUNT; k++)
+        if (!strcmp(infer_chat_template_name((infer_chat_kind)k), name)) return (infer_chat_kind)k;
+    cr_assert_fail("no format named %s", name);
+    return INFER_CHAT_CHATML;
+}
+
+static const char *eos_of(infer_chat_kind k) {
+    switch (k) {
+    case INFER_CHAT_DEEPSEEK: return "<|EOT|>";
+    case INFER_CHAT_DEEPSEEK2:
+    case INFER_CHAT_DEEPSEEK3: return "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
+    case INFER_CHAT_GEMMA: return "<eos>";
+    case INFER_CHAT_LLAMA3: return "<|eot_id|>";
+    default: return "</s>";
+    }
+}
+
+static char *format(const infer_chat_template *t, const infer_chat_message *m, int n, int from, int add) {
+    int len = infer_chat_format(t, m, n, from, add, NULL, 0);
+    char *buf;
+    cr_assert_geq(len, 0);
+    buf = (char *)malloc((size_t)len + 1);
+    cr_assert_eq(infer_chat_format(t, m, n, from, add, buf, (size_t)len + 1), len);
+    cr_assert_eq(strlen(buf), (size_t)len);
+    return buf;
+}
+
+static const infer_chat_message C1[] = {
+    {"system", "You are a helpful assistant"}, {"user", "Hello"}, {"assistant", "Hi there"}, {"user", "Who are you"}};
+static const infer_chat_message C2[] = {
+    {"user", "Hello"}, {"assistant", "  I am an assistant  "}, {"user", "Another question"}};
+static const infer_chat_message C3[] = {
+    {"user", "Hello"}, {"assistant", "Hi there"}, {"user", "Who are you"}, {"assistant", "   I am an assistant   "},
+    {"user", "Another question"}};
+
+Test(chat, detects_each_format_from_its_real_template) {
+    size_t i;
+    for (i = 0; i < sizeof templates / sizeof templates[0]; i++) {
+        infer_chat_template t = infer_chat_template_from_text(templates[i].text, NULL, NULL);
+        cr_expect_str_eq(infer_chat_template_name(t.kind), templates[i].kind, "template %zu", i);
+        cr_expect_eq(t.fallback, 0, "template %zu (%s)", i, templates[i].kind);
+    }
+}
+
+Test(chat, names_and_unknown_fall_back_to_chatml) {
+    infer_chat_template t;
+    int k;
+    for (k = 0; k < INFER_CHAT_COUNT; k++) {
+        t = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), NULL, NULL);
+        cr_expect_eq((int)t.kind, k);
+        cr_expect_eq(t.fallback, 0);
+    }
+    t = infer_chat_template_from_text("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}", NULL, NULL);
+    cr_expect_eq(t.kind, INFER_CHAT_CHATML);
+    cr_expect_eq(t.fallback, 1);
+    t = infer_chat_template_from_text(NULL, NULL, NULL);
+    cr_expect_eq(t.kind, INFER_CHAT_CHATML);
+    cr_expect_eq(t.fallback, 1);
+    cr_expect_str_eq(t.eos, "</s>");
+    cr_expect_str_eq(t.bos, "<s>");
+    /* Phi-4 has <|im_start|> but is not ChatML */
+    t = infer_chat_template_from_text("{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|>'}}", NULL, NULL);
+    cr_expect_eq(t.fallback, 1);
+    cr_expect_str_eq(infer_chat_template_name(INFER_CHAT_COUNT), "unknown");
+}
+
+Test(chat, formats_as_the_templates_render) {
+    size_t i;
+    for (i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        infer_chat_kind k = kind_named(expected[i].kind);
+        infer_chat_template t = infer_chat_template_from_text(expected[i].kind, NULL, eos_of(k));
+        char *s = expected[i].c2 ? format(&t, C2, 3, 0, 1) : format(&t, C1, 4, 0, 1);
+        cr_expect_str_eq(s, expected[i].expected, "%s", expected[i].kind);
+        free(s);
+    }
+}
+
+/* Where llama.cpp's rendering and the template differ on purpose. */
+Test(chat, formats_without_a_system_role_and_mistral_v3) {
+    static const struct { const char *kind, *expected; } cases[] = {
+        /* Gemma: system text heads the first user turn (as llama.cpp and Gemma 3's template) */
+        {"gemma", "<start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi "
+                  "there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n"},
+        {"mistral", "[INST] You are a helpful assistant\nHello [/INST]Hi there</s>[INST] Who are you [/INST]"},
+        {"mistral-v3", "[INST] You are a helpful assistant\n\nHello[/INST] Hi there</s>[INST] Who are you[/INST]"},
+        {"mistral-v3-tekken", "[INST]You are a helpful assistant\n\nHello[/INST]Hi there</s>[INST]Who are you[/INST]"},
+    };
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        infer_chat_template t = infer_chat_template_from_text(cases[i].kind, NULL, NULL);
+        char *s = format(&t, C1, 4, 0, 1);
+        cr_expect_str_eq(s, cases[i].expected, "%s", cases[i].kind);
+        free(s);
+    }
+    {
+        /* the jinja renderings from llama.cpp's test-chat-template (no system message) */
+        infer_chat_template t = infer_chat_template_from_text("mistral-v3", NULL, NULL);
+        char *s = format(&t, C3, 5, 0, 1);
+        cr_expect_str_eq(s, "[INST] Hello[/INST] Hi there</s>[INST] Who are you[/INST] I am an assistant</s>[INST] "
+                            "Another question[/INST]");
+        free(s);
+        t = infer_chat_template_from_text("mistral-v3-tekken", NULL, NULL);
+        s = format(&t, C3, 5, 0, 1);
+        cr_expect_str_eq(s, "[INST]Hello[/INST]Hi there</s>[INST]Who are you[/INST]   I am an assistant   "
+                            "</s>[INST]Another question[/INST]");
+        free(s);
+    }
+}
+
+Test(chat, incremental_formatting_is_the_suffix_of_the_whole) {
+    static const infer_chat_message conv[] = {
+        {"system", " Be brief. "}, {"user", "Hello"}, {"assistant", " Hi there "}, {"user", "  Who are you\n"},
+        {"assistant", "An assistant."}, {"user", "Bye"}};
+    int k, n, from, add;
+    for (k = 0; k < INFER_CHAT_COUNT; k++) {
+        infer_chat_template t = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), NULL, NULL);
+        for (n = 0; n <= 6; n++)
+            for (from = 0; from <= n; from++)
+                for (add = 0; add <= 1; add++) {
+                    char *whole = format(&t, conv, n, 0, add), *head = format(&t, conv, from, 0, 0);
+                    char *tail = format(&t, conv, n, from, add);
+                    size_t hl = strlen(head);
+                    cr_assert(strncmp(whole, head, hl) == 0 && strcmp(whole + hl, tail) == 0,
+                              "%s n=%d from=%d add=%d:\nwhole %s\nhead  %s\ntail  %s",
+                              infer_chat_template_name((infer_chat_kind)k), n, from, add, whole, head, tail);
+                    free(whole), free(head), free(tail);
+                }
+    }
+}
+
+Test(chat, snprintf_semantics_and_bad_arguments) {
+    infer_chat_template t = infer_chat_template_from_text("chatml", NULL, NULL);
+    char small[8];
+    infer_chat_message bad = {NULL, "x"};
+    int n = infer_chat_format(&t, C1, 2, 0, 0, small, sizeof small);
+    cr_expect_eq(n, (int)strlen("<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"));
+    cr_expect_str_eq(small, "<|im_st");
+    cr_expect_eq(infer_chat_format(&t, C1, 2, 3, 0, NULL, 0), -1);
+    cr_expect_eq(infer_chat_format(&t, &bad, 1, 0, 0, NULL, 0), -1);
+    cr_expect_eq(infer_chat_format(NULL, C1, 1, 0, 0, NULL, 0), -1);
+    cr_expect_eq(infer_chat_format(&t, C1, 0, 0, 1, small, sizeof small), (int)strlen("<|im_start|>assistant\n"));
+    cr_expect_eq(infer_chat_end_of_turn(&t, small, sizeof small), (int)strlen("<|im_end|>\n"));
+    t = infer_chat_template_from_text("zephyr", NULL, "<|endoftext|>");
+    {
+        char eot[32];
+        infer_chat_end_of_turn(&t, eot, sizeof eot);
+        cr_expect_str_eq(eot, "<|endoftext|>\n");
+    }
+}
+
+/* ---- with a model ---- */
+
+static void need_shared(void) {
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to chat with");
+}
+
+Test(chat, model_without_template_falls_back) {
+    char path[512];
+    infer_error err;
+    infer_model *m;
+    infer_chat_template t;
+    need_shared();
+    tu_shared_path(path, sizeof path, "models/stories260K.gguf");
+    m = infer_model_load(path, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    t = infer_chat_template_detect(m);
+    cr_expect_eq(t.kind, INFER_CHAT_CHATML);
+    cr_expect_eq(t.fallback, 1);
+    cr_expect_str_eq(t.bos, "<s>");
+    cr_expect_str_eq(t.eos, "</s>");
+    infer_model_free(m);
+}
+
+static int count_sub(const char *s, const char *sub) {
+    int n = 0;
+    for (s = strstr(s, sub); s; s = strstr(s + 1, sub)) n++;
+    return n;
+}
+
+Test(chat, cli_two_turns_from_a_pipe) {
+    char model[512], cmd[2048];
+    char *out, *err;
+    int status = -1;
+    need_shared();
+    tu_shared_path(model, sizeof model, "models/stories260K.gguf");
+    snprintf(cmd, sizeof cmd, "printf 'Hello there\\nTell me a story\\n' | '%s' chat -m '%s' -n 12 --temp 0 2>/dev/null",
+             INFER_CLI_PATH, model);
+    out = tu_run(cmd, &status);
+    cr_assert_not_null(out);
+    cr_expect_eq(status, 0, "stdout: %s", out);
+    cr_expect_eq(count_sub(out, "\n"), 2, "two replies, one line each expected:\n%s", out);
+    snprintf(cmd, sizeof cmd, "printf 'Hello there\\nTell me a story\\n' | '%s' chat -m '%s' -n 12 --temp 0 2>&1 >/dev/null",
+             INFER_CLI_PATH, model);
+    err = tu_run(cmd, &status);
+    cr_assert_not_null(err);
+    cr_expect_eq(status, 0, "stderr: %s", err);
+    cr_expect_eq(count_sub(err, "warning"), 1, "one fallback warning expected:\n%s", err);
+    cr_expect(strstr(err, "ChatML") != NULL, "%s", err);
+    cr_expect_eq(count_sub(err, " in context]"), 2, "two turns expected:\n%s", err);
+    free(out);
+    free(err);
+}
+
+Test(chat, cli_reports_a_full_context) {
+    char model[512], cmd[2048];
+    char *err;
+    int status = -1;
+    need_shared();
+    tu_shared_path(model, sizeof model, "models/stories260K.gguf");
+    snprintf(cmd, sizeof cmd, "printf 'Hello there\\nTell me a story\\nAgain\\n' | '%s' chat -m '%s' -n 200 -c 96 --temp 0 2>&1 >/dev/null",
+             INFER_CLI_PATH, model);
+    err = tu_run(cmd, &status);
+    cr_assert_not_null(err);
+    cr_expect_eq(status, 0, "stderr: %s", err);
+    cr_expect(strstr(err, "context is full") != NULL, "%s", err);
+    free(err);
+}
+
+/* Tokenizes text (parse_special) onto the end of *toks. Returns how many. */
+static int add_tokens(const infer_model *m, const char *text, int add_bos, infer_token **toks, int *n) {
+    int k = infer_tokenize(m, text, strlen(text), NULL, 0, add_bos, 1);
+    cr_assert_geq(k, 0);
+    *toks = (infer_token *)realloc(*toks, (size_t)(*n + k + 1) * sizeof **toks);
+    infer_tokenize(m, text, strlen(text), *toks + *n, k, add_bos, 1);
+    *n += k;
+    return k;
+}
+
+/* Two turns the way `infer chat` runs them: the second decodes only what it
+   adds (n_past grows by exactly that), and its logits equal those of
+   re-reading the whole conversation in a fresh context. */
+Test(chat, kv_cache_reused_across_turns) {
+    char path[512], *text;
+    infer_error err;
+    infer_model *m;
+    infer_context *c, *c2;
+    infer_sampler *s;
+    infer_sampler_params sp = infer_sampler_default_params();
+    infer_chat_template t;
+    infer_chat_message msgs[4] = {{"system", "You tell stories."}, {"user", "Hello"}, {"assistant", ""}, {"user", "More"}};
+    infer_token *all = NULL, tok;
+    int n_all = 0, k, i, past, nv;
+    const float *a, *b;
+    float *inc;
+    need_shared();
+    tu_shared_path(path, sizeof path, "models/stories260K.gguf");
+    m = infer_model_load(path, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    c = infer_context_new(m, NULL, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    sp.temperature = 0;
+    s = infer_sampler_new(&sp, infer_model_n_vocab(m));
+    t = infer_chat_template_detect(m);
+    nv = infer_model_n_vocab(m);
+
+    /* turn 1: system + user + assistant prompt */
+    text = format(&t, msgs, 2, 0, 1);
+    k = add_tokens(m, text, infer_model_add_bos(m), &all, &n_all);
+    free(text);
+    cr_assert_eq(infer_decode(c, all, k, 0, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_context_n_past(c), k);
+    for (i = 0; i < 8; i++) { /* a short reply */
+        tok = infer_sampler_sample(s, infer_get_logits(c, -1));
+        if (infer_model_is_eog(m, tok)) break;
+        all = (infer_token *)realloc(all, (size_t)(n_all + 1) * sizeof *all);
+        all[n_all++] = tok;
+        cr_assert_eq(infer_decode(c, &tok, 1, 0, &err), INFER_OK, "%s", err.msg);
+    }
+    cr_assert_eq(infer_context_n_past(c), n_all);
+
+    /* turn 2: end of the reply + the new user message + assistant prompt */
+    past = infer_context_n_past(c);
+    {
+        char eot[64];
+        int ne = infer_chat_end_of_turn(&t, eot, sizeof eot);
+        char *rest = format(&t, msgs, 4, 3, 1);
+        text = (char *)malloc((size_t)ne + strlen(rest) + 1);
+        strcpy(text, eot);
+        strcat(text, rest);
+        free(rest);
+    }
+    k = add_tokens(m, text, 0, &all, &n_all);
+    free(text);
+    cr_assert_eq(infer_decode(c, all + n_all - k, k, 0, &err), INFER_OK, "%s", err.msg);
+    cr_expect_eq(infer_context_n_past(c), past + k, "the second turn decoded %d tokens onto %d",
+                 infer_context_n_past(c) - past, past);
+    a = infer_get_logits(c, -1);
+    inc = (float *)malloc((size_t)nv * sizeof *inc);
+    memcpy(inc, a, (size_t)nv * sizeof *inc);
+
+    /* the same tokens read at once */
+    c2 = infer_context_new(m, NULL, &err);
+    cr_assert_not_null(c2, "%s", err.msg);
+    cr_assert_eq(infer_decode(c2, all, n_all, 0, &err), INFER_OK, "%s", err.msg);
+    b = infer_get_logits(c2, -1);
+    for (i = 0; i < nv; i++) cr_assert_float_eq(inc[i], b[i], 1e-3f, "logit %d: %g vs %g", i, inc[i], b[i]);
+
+    free(inc);
+    free(all);
+    infer_context_free(c2);
+    infer_sampler_free(s);
+    infer_context_free(c);
+    infer_model_free(m);
+}
