@@ -1,0 +1,353 @@
+/* simd_selftest.c - every vector kernel against the scalar reference of
+   quants.c, format by format, for each instruction set this CPU runs.
+   A standalone program (no Criterion), so that it can be cross-compiled for
+   aarch64 and run under qemu-user (tests/neon_check.sh); tests/test_simd.c
+   includes it with SIMD_SELFTEST_NO_MAIN for the Criterion suite.
+
+   Like test_kernels.c it compiles a private copy of the implementation
+   (INFER_STATIC + INFER_IMPLEMENTATION) and calls only static internals.
+
+   What is compared, on random data of several lengths and on edge values
+   (zero, negative zero, subnormal and largest fp16 scales, subnormal and
+   large activations, halves that round differently under nearbyint and
+   roundf), never NaN:
+   - from_float (Q8_0, Q8_1, F16, BF16 activations): the same bytes;
+   - vec_dot: equal up to float summation order. The bound is
+     (n/8 + 32) * 2^-23 * sum |w_i * x_i| (reassociated float sums of the
+     terms), plus n * FLT_MIN * (1 + max|w|) * (1 + max|x|) for dpbf16ps,
+     which reads subnormal inputs as zero. */
+#define INFER_STATIC
+#define INFER_IMPLEMENTATION
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#include "infer.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t st_rng = 0x1234567;
+static uint64_t st_next(void) {
+    uint64_t z = (st_rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double st_unif(void) { return (double)(st_next() >> 11) * (1.0 / 9007199254740992.0); }
+static float st_normal(void) {
+    double u = st_unif() + 1e-12, v = st_unif();
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+/* kinds of activation rows */
+enum { ST_X_NORMAL, ST_X_ZERO, ST_X_NEGZERO, ST_X_SUBNORMAL, ST_X_LARGE, ST_X_TIES, ST_X_MIXED, ST_X_KINDS };
+static const char *st_x_names[] = {"normal", "zero", "-0", "subnormal", "large", "ties", "mixed"};
+
+/* kinds of weight rows: how block scales (or float weights) are chosen */
+enum { ST_W_NORMAL, ST_W_ZERO, ST_W_NEGZERO, ST_W_SUBNORMAL, ST_W_MAX, ST_W_MIXED, ST_W_KINDS };
+static const char *st_w_names[] = {"normal", "zero-scale", "-0-scale", "subnormal-scale", "max-scale", "mixed"};
+
+static void st_fill_x(float *x, int n, int kind) {
+    int i;
+    for (i = 0; i < n; i++) {
+        float v = st_normal();
+        switch (kind) {
+        case ST_X_ZERO: v = 0.0f; break;
+        case ST_X_NEGZERO: v = -0.0f; break;
+        case ST_X_SUBNORMAL: v = v * 1e-39f; break;
+        case ST_X_LARGE: v = v * 1500.0f; break; /* Q8_1's s = d * sum stays a finite half */
+        case ST_X_TIES:
+            /* each 32 block holds +-127 so the 8-bit scale is 1, and halves */
+            v = (i % 32 == 0) ? 127.0f : (i % 32 == 1 ? -127.0f : (float)((int)(st_next() % 253) - 126) + 0.5f);
+            break;
+        case ST_X_MIXED: {
+            int r = (int)(st_next() % 6);
+            v = r == 0 ? 0.0f : r == 1 ? -0.0f : r == 2 ? v * 1e-41f : r == 3 ? v * 400.0f : v;
+            break;
+        }
+        default: break;
+        }
+        x[i] = v;
+    }
+}
+
+/* from_float test inputs may go further: up to the float range */
+static void st_fill_x_wide(float *x, int n, int kind) {
+    int i;
+    st_fill_x(x, n, kind == ST_X_LARGE ? ST_X_NORMAL : kind);
+    if (kind == ST_X_LARGE)
+        for (i = 0; i < n; i++) x[i] *= (i % 3 == 0) ? 1e30f : (i % 3 == 1 ? 7e4f : 65519.0f);
+}
+
+static uint16_t st_scale(int kind) {
+    uint16_t sign = (uint16_t)(st_next() & 1 ? 0x8000 : 0);
+    switch (kind) {
+    case ST_W_ZERO: return 0;
+    case ST_W_NEGZERO: return 0x8000;
+    case ST_W_SUBNORMAL: return (uint16_t)(sign | (1 + st_next() % 0x3ff));
+    case ST_W_MAX: return (uint16_t)(sign | 0x7bff);
+    case ST_W_MIXED: {
+        static const uint16_t e[] = {0, 0x8000, 0x0001, 0x03ff, 0x7bff, 0xfbff, 0x3c00};
+        if (st_next() % 2) return e[st_next() % 7];
+    } /* fall through */
+    default: return infer__fp32_to_fp16(st_normal() * 0.05f);
+    }
+}
+
+/* a weight row of type t with n values */
+static void st_fill_w(infer_type t, uint8_t *w, int n, int kind) {
+    const infer__type_traits *tt = infer__traits(t);
+    size_t bytes = infer__row_size(t, n), i;
+    int b, nb = n / tt->block_size;
+    if (t == INFER_TYPE_F32 || t == INFER_TYPE_F16 || t == INFER_TYPE_BF16) {
+        for (b = 0; b < n; b++) {
+            float v;
+            uint16_t h = st_scale(kind == ST_W_NORMAL ? ST_W_NORMAL : kind);
+            v = kind == ST_W_NORMAL ? st_normal() : infer__fp16_to_fp32(h);
+            if (kind == ST_W_MAX && t != INFER_TYPE_F16) v = (st_next() & 1 ? -1 : 1) * 1e30f; /* sums stay finite */
+            if (kind == ST_W_SUBNORMAL && t != INFER_TYPE_F16) v *= 1e-33f; /* float subnormals */
+            if (t == INFER_TYPE_F32) memcpy(w + 4 * (size_t)b, &v, 4);
+            else {
+                uint16_t u = t == INFER_TYPE_F16 ? infer__fp32_to_fp16(v) : infer__fp32_to_bf16(v);
+                memcpy(w + 2 * (size_t)b, &u, 2);
+            }
+        }
+        return;
+    }
+    for (i = 0; i < bytes; i++) w[i] = (uint8_t)st_next();
+    for (b = 0; b < nb; b++) {
+        uint8_t *blk = w + (size_t)b * tt->type_size;
+        uint16_t d = st_scale(kind);
+        memcpy(blk, &d, 2);
+        if (t == INFER_TYPE_Q4_1 || t == INFER_TYPE_Q5_1) {
+            uint16_t m = st_scale(kind);
+            memcpy(blk + 2, &m, 2);
+        }
+        if (t == INFER_TYPE_Q8_0)
+            for (i = 2; i < 34; i++)
+                if (blk[i] == 0x80 && kind != ST_W_MIXED) blk[i] = 0x81; /* -128 only sometimes */
+    }
+}
+
+/* the activations dequantized (Q8_1 has no to_float in the table) */
+static void st_x_values(infer_type vt, const uint8_t *xq, int n, float *out) {
+    if (vt == INFER_TYPE_Q8_1) {
+        int b, j;
+        for (b = 0; b < n / 32; b++) {
+            const uint8_t *blk = xq + (size_t)b * 36;
+            uint16_t d;
+            memcpy(&d, blk, 2);
+            for (j = 0; j < 32; j++) out[b * 32 + j] = (float)(int8_t)blk[4 + j] * infer__fp16_to_fp32(d);
+        }
+        return;
+    }
+    infer__traits(vt)->to_float(xq, out, n);
+}
+
+/* sum |m_b| * (sum_b |x| + |s_b|) for the formats with a minimum */
+static double st_min_terms(infer_type t, const uint8_t *w, const uint8_t *xq, const float *xf, int n) {
+    double s = 0;
+    int b, j;
+    if (t != INFER_TYPE_Q4_1 && t != INFER_TYPE_Q5_1) return 0;
+    for (b = 0; b < n / 32; b++) {
+        uint16_t m, xs;
+        double ax = 0;
+        memcpy(&m, w + (size_t)b * infer__traits(t)->type_size + 2, 2);
+        memcpy(&xs, xq + (size_t)b * 36 + 2, 2);
+        for (j = 0; j < 32; j++) ax += fabs(xf[b * 32 + j]);
+        s += fabs(infer__fp16_to_fp32(m)) * (ax + fabs(infer__fp16_to_fp32(xs)));
+    }
+    return 2 * s;
+}
+
+typedef struct st_counts {
+    int checks, failures;
+} st_counts;
+
+static void st_fail(st_counts *c, const char *fmt, ...) INFER__PRINTF(2, 3);
+static void st_fail(st_counts *c, const char *fmt, ...) {
+    va_list ap;
+    c->failures++;
+    if (c->failures > 20) return;
+    va_start(ap, fmt);
+    fputs("FAIL ", stdout);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    va_end(ap);
+}
+
+/* Where amax is so small (subnormal) that 127/amax overflows, the
+   reference converts inf or NaN to int8, which C leaves undefined (and
+   x86 and ARM answer differently); such a block's d is a zero half either
+   way, so its values never count. Only d is compared there. */
+static void st_mask_overflowing(const float *x, int n, infer_type vt, uint8_t *a, uint8_t *b) {
+    int bs = vt == INFER_TYPE_Q8_0 ? 34 : 36, blk, j;
+    for (blk = 0; blk < n / 32; blk++) {
+        float amax = 0;
+        volatile float id;
+        for (j = 0; j < 32; j++) amax = INFER__MAX(amax, fabsf(x[blk * 32 + j]));
+        id = 127.0f / amax;
+        if (amax != 0.0f && isinf(id)) {
+            memset(a + (size_t)blk * bs + 2, 0, (size_t)bs - 2);
+            memset(b + (size_t)blk * bs + 2, 0, (size_t)bs - 2);
+        }
+    }
+}
+
+static const int st_lens_block[] = {32, 64, 96, 256, 288, 576, 2048, 4096 + 96};
+static const int st_lens_float[] = {1, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 257, 1000, 4096, 4099};
+
+/* one activation quantizer: vector bytes == scalar bytes */
+static void st_check_from_float(st_counts *c, const char *isa, infer__from_float_fn ref, infer__from_float_fn got,
+                                infer_type vt) {
+    int li, kind, rep;
+    const int *lens = vt == INFER_TYPE_F16 || vt == INFER_TYPE_BF16 ? st_lens_float : st_lens_block;
+    int nl = vt == INFER_TYPE_F16 || vt == INFER_TYPE_BF16 ? (int)(sizeof st_lens_float / sizeof(int))
+                                                            : (int)(sizeof st_lens_block / sizeof(int));
+    if (!got || got == ref) return;
+    for (li = 0; li < nl; li++)
+        for (kind = 0; kind < ST_X_KINDS; kind++)
+            for (rep = 0; rep < 3; rep++) {
+                int n = lens[li];
+                size_t bytes = infer__row_size(vt, n), i;
+                float *x = (float *)malloc((size_t)n * sizeof(float));
+                uint8_t *a = (uint8_t *)malloc(bytes + 1), *b = (uint8_t *)malloc(bytes + 1);
+                st_fill_x_wide(x, n, kind);
+                memset(a, 0xa5, bytes + 1);
+                memset(b, 0xa5, bytes + 1);
+                ref(x, a, n);
+                got(x, b, n);
+                c->checks++;
+                if (vt == INFER_TYPE_Q8_0 || vt == INFER_TYPE_Q8_1) st_mask_overflowing(x, n, vt, a, b);
+                if (memcmp(a, b, bytes + 1)) {
+                    for (i = 0; i < bytes && a[i] == b[i]; i++) {}
+                    st_fail(c, "%s from_float %s n=%d %s: byte %zu is %02x, scalar %02x", isa, infer_type_name(vt), n,
+                            st_x_names[kind], i, b[i], a[i]);
+                }
+                free(x);
+                free(a);
+                free(b);
+            }
+}
+
+/* one weight format's dot product: vector == scalar within the bound */
+static void st_check_dot(st_counts *c, const char *isa, const infer__kernels *ref, infer__vec_dot_fn got,
+                         infer_type t, int daz) {
+    const infer__type_traits *tt = infer__traits(t);
+    infer_type vt = tt->vec_dot_type;
+    int is_float = tt->block_size == 1;
+    const int *lens = is_float ? st_lens_float : st_lens_block;
+    int nl = is_float ? (int)(sizeof st_lens_float / sizeof(int)) : (int)(sizeof st_lens_block / sizeof(int));
+    int li, wk, xk;
+    if (!got || got == ref->vec_dot[t]) return;
+    for (li = 0; li < nl; li++)
+        for (wk = 0; wk < ST_W_KINDS; wk++)
+            for (xk = 0; xk < ST_X_KINDS; xk++) {
+                int n = lens[li], i;
+                uint8_t *w = (uint8_t *)malloc(infer__row_size(t, n));
+                float *x = (float *)malloc((size_t)n * sizeof(float)), *wf = (float *)malloc((size_t)n * sizeof(float));
+                float *xf = (float *)malloc((size_t)n * sizeof(float));
+                uint8_t *xq = (uint8_t *)malloc(infer__row_size(vt, n) + 4);
+                double sumabs = 0, tol, maxw = 0, maxx = 0;
+                float r, g;
+                st_fill_w(t, w, n, wk);
+                st_fill_x(x, n, xk);
+                if (vt == INFER_TYPE_F32) memcpy(xq, x, (size_t)n * 4);
+                else ref->from_float[vt](x, xq, n);
+                tt->to_float(w, wf, n);
+                if (vt == INFER_TYPE_F32) memcpy(xf, x, (size_t)n * 4);
+                else st_x_values(vt, xq, n, xf);
+                for (i = 0; i < n; i++) {
+                    sumabs += fabs((double)wf[i] * xf[i]);
+                    if (fabs(wf[i]) > maxw) maxw = fabs(wf[i]);
+                    if (fabs(xf[i]) > maxx) maxx = fabs(xf[i]);
+                }
+                sumabs += st_min_terms(t, w, xq, xf, n);
+                tol = (n / 8 + 32) * ldexp(1.0, -23) * sumabs;
+                if (daz) tol += n * (double)FLT_MIN * (1 + maxw) * (1 + maxx);
+                r = ref->vec_dot[t](n, w, xq);
+                g = got(n, w, xq);
+                c->checks++;
+                if (isnan(r) || isnan(g) || fabs((double)r - g) > tol)
+                    st_fail(c, "%s vec_dot %s n=%d w=%s x=%s: %.9g, scalar %.9g (allowed %.3g)", isa, infer_type_name(t), n,
+                            st_w_names[wk], st_x_names[xk], g, r, tol);
+                free(w);
+                free(x);
+                free(wf);
+                free(xf);
+                free(xq);
+            }
+}
+
+static const infer_type st_weight_types[] = {INFER_TYPE_F32,  INFER_TYPE_F16,  INFER_TYPE_BF16, INFER_TYPE_Q8_0,
+                                             INFER_TYPE_Q4_0, INFER_TYPE_Q4_1, INFER_TYPE_Q5_0, INFER_TYPE_Q5_1};
+static const infer_type st_act_types[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q8_1, INFER_TYPE_F16, INFER_TYPE_BF16};
+
+/* Checks weight type t (or, with t < 0, every activation quantizer) on
+   every instruction set this CPU runs; returns the failures. *n_isa counts
+   the vector ISAs that replaced at least one of the kernels checked. */
+static int st_check(int t, int *n_isa, int *n_checks) {
+    infer__kernels ref, k;
+    st_counts c = {0, 0};
+    int isa, found = 0;
+    infer__kernels_install(&ref, INFER__ISA_SCALAR);
+    for (isa = 1; isa < INFER__ISA_COUNT; isa++) {
+        const char *name = infer__isa_name((infer__isa)isa);
+        int before = c.checks, i;
+        if (!infer__kernels_install(&k, (infer__isa)isa)) continue;
+        if (t < 0) {
+            for (i = 0; i < (int)(sizeof st_act_types / sizeof st_act_types[0]); i++)
+                st_check_from_float(&c, name, ref.from_float[st_act_types[i]], k.from_float[st_act_types[i]],
+                                    st_act_types[i]);
+        } else {
+            int daz = 0;
+#ifdef INFER__HAVE_X86
+            daz = t == INFER_TYPE_BF16 && k.vec_dot[t] == infer__avx512bf16_bf16_dot;
+#endif
+            st_check_dot(&c, name, &ref, k.vec_dot[t], (infer_type)t, daz);
+        }
+        if (c.checks > before) found++;
+    }
+#ifdef INFER__HAVE_X86
+    /* kernels the best install on this CPU hides behind a better one */
+    if (t == INFER_TYPE_BF16 && infer__kernels_install(&k, INFER__ISA_AVX512)) {
+        int before = c.checks;
+        st_check_dot(&c, "avx512(no bf16)", &ref, infer__avx512_bf16_dot, INFER_TYPE_BF16, 0);
+        if (c.checks > before) found++;
+    }
+#endif
+    if (n_isa) *n_isa = found;
+    if (n_checks) *n_checks = c.checks;
+    return c.failures;
+}
+
+#ifndef SIMD_SELFTEST_NO_MAIN
+int main(void) {
+    int i, fails = 0, n_isa, n_checks, total = 0;
+    int nt = (int)(sizeof st_weight_types / sizeof st_weight_types[0]);
+    for (i = -1; i < nt; i++) {
+        int t = i < 0 ? -1 : (int)st_weight_types[i];
+        int f = st_check(t, &n_isa, &n_checks);
+        printf("%-10s %s: %d checks on %d vector ISA(s), %d failed\n", t < 0 ? "from_float" : infer_type_name((infer_type)t),
+               f ? "FAIL" : "ok", n_checks, n_isa, f);
+        fails += f;
+        total += n_checks;
+    }
+    {
+        infer__kernels k;
+        infer_error err;
+        memset(&err, 0, sizeof err);
+        if (infer__kernels_select(&k, &err)) printf("best ISA here: %s\n", infer__isa_name(k.isa));
+    }
+    printf("%d passed, %d failed\n", total - fails, fails);
+    return fails ? 1 : 0;
+}
+#endif
