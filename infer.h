@@ -3856,17 +3856,319 @@ INFERDEF const char *infer_type_name(infer_type t) {
 /* quantize.c - writing a GGUF file with its weights in another format. */
 
 /* ==== src/simd_avx2.c ==== */
-/* simd_avx2.c - AVX2+FMA versions of the kernels, compiled with target
-   attributes so the same binary still runs on CPUs without them. */
+/* simd_avx2.c - AVX2+FMA (+F16C) versions of the kernels, compiled with
+   function-level target attributes so the same binary still runs on CPUs
+   without them (cpu.c installs them only where cpuid says so).
+   Numerics: the same values as quants.c's reference up to the order of
+   float additions; the activation quantizers give the same bytes. */
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define INFER__HAVE_X86 1
 #endif
 
+#ifdef INFER__HAVE_X86
+#include <immintrin.h>
+
+#define INFER__AVX2 __attribute__((target("avx2,fma,f16c"), unused))
+#define INFER__AVX2_INLINE static inline __attribute__((target("avx2,fma,f16c"), always_inline, unused))
+
+
+INFER__AVX2_INLINE float infer__avx2_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* int32 sums of 4 neighbouring products u8 * s8 (|products| fit maddubs) */
+INFER__AVX2_INLINE __m256i infer__avx2_dot_us(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+/* the same for s8 * s8, moving the sign of a onto b (b is never -128) */
+INFER__AVX2_INLINE __m256i infer__avx2_dot_ss(__m256i a, __m256i b) {
+    return infer__avx2_dot_us(_mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
+}
+
+/* 16 bytes of nibbles: the low ones in bytes 0..15, the high in 16..31 */
+INFER__AVX2_INLINE __m256i infer__avx2_nibbles(const uint8_t *qs) {
+    __m128i q = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+}
+/* bit j of the 32-bit qh as 0x10 in byte j (the fifth bit of Q5 values) */
+INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
+    uint32_t h;
+    __m256i b;
+    memcpy(&h, qh, 4);
+    b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h),
+                            _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll, 0x0101010101010101ll, 0));
+    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfell));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
+}
+
+/* ---- float formats ---- */
+
+INFER__AVX2 static float infer__avx2_f32_dot(int n, const void *w, const void *x) {
+    const float *a = (const float *)w, *b = (const float *)x;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    float s;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s = infer__avx2_hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+#define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+INFER__AVX2 static float infer__avx2_f16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    float s;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(INFER__LOADH(a + i), INFER__LOADH(b + i), s0);
+        s1 = _mm256_fmadd_ps(INFER__LOADH(a + i + 8), INFER__LOADH(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(INFER__LOADH(a + i + 16), INFER__LOADH(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(INFER__LOADH(a + i + 24), INFER__LOADH(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(INFER__LOADH(a + i), INFER__LOADH(b + i), s0);
+    s = infer__avx2_hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < n; i++) s += infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]);
+    return s;
+}
+
+INFER__AVX2 static void infer__avx2_f16_from_float(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) d[i] = infer__fp32_to_fp16(src[i]);
+}
+
+#define INFER__LOADBF(p) \
+    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+INFER__AVX2 static float infer__avx2_bf16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    float s;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(INFER__LOADBF(a + i), INFER__LOADBF(b + i), s0);
+        s1 = _mm256_fmadd_ps(INFER__LOADBF(a + i + 8), INFER__LOADBF(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(INFER__LOADBF(a + i + 16), INFER__LOADBF(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(INFER__LOADBF(a + i + 24), INFER__LOADBF(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(INFER__LOADBF(a + i), INFER__LOADBF(b + i), s0);
+    s = infer__avx2_hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < n; i++) s += infer__bf16_to_fp32(a[i]) * infer__bf16_to_fp32(b[i]);
+    return s;
+}
+
+/* round to nearest even on the bits, NaN kept quiet: as infer__fp32_to_bf16 */
+INFER__AVX2_INLINE __m256i infer__avx2_to_bf16(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64));
+    return _mm256_blendv_epi8(r, q, nan);
+}
+INFER__AVX2 static void infer__avx2_bf16_from_float(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i p = _mm256_packus_epi32(infer__avx2_to_bf16(_mm256_loadu_ps(src + i)),
+                                        infer__avx2_to_bf16(_mm256_loadu_ps(src + i + 8)));
+        _mm256_storeu_si256((__m256i *)(d + i), _mm256_permute4x64_epi64(p, 0xd8));
+    }
+    for (; i < n; i++) d[i] = infer__fp32_to_bf16(src[i]);
+}
+
+/* ---- 8-bit activations ---- */
+
+/* max |x| of 32 floats */
+INFER__AVX2_INLINE float infer__avx2_amax32(const __m256 v[4]) {
+    __m256 sign = _mm256_set1_ps(-0.0f), m;
+    __m128 h;
+    m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                      _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+/* four vectors of 8 int32 in -127..127 to 32 int8 in order */
+INFER__AVX2_INLINE __m256i infer__avx2_pack32(__m256i i0, __m256i i1, __m256i i2, __m256i i3) {
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+INFER__AVX2 static void infer__avx2_q8_0_from_float(const float *src, void *dst, int64_t n) {
+    infer__block_q8_0 *y = (infer__block_q8_0 *)dst;
+    int64_t b;
+    for (b = 0; b < n / 32; b++, src += 32) {
+        __m256 v[4], id;
+        float amax;
+        int j;
+        for (j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(src + 8 * j);
+        amax = infer__avx2_amax32(v);
+        y[b].d = infer__fp32_to_fp16(amax / 127.0f);
+        id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+        /* cvtps rounds as the current mode, like nearbyintf */
+        _mm256_storeu_si256((__m256i *)y[b].qs,
+                            infer__avx2_pack32(_mm256_cvtps_epi32(_mm256_mul_ps(v[0], id)),
+                                               _mm256_cvtps_epi32(_mm256_mul_ps(v[1], id)),
+                                               _mm256_cvtps_epi32(_mm256_mul_ps(v[2], id)),
+                                               _mm256_cvtps_epi32(_mm256_mul_ps(v[3], id))));
+    }
+}
+
+/* roundf: to nearest, halves away from zero */
+INFER__AVX2_INLINE __m256i infer__avx2_round_away(__m256 v) {
+    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 frac = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(v, t));
+    __m256 step = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
+    t = _mm256_add_ps(t, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step));
+    return _mm256_cvttps_epi32(t);
+}
+
+INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst, int64_t n) {
+    infer__block_q8_1 *y = (infer__block_q8_1 *)dst;
+    int64_t b;
+    for (b = 0; b < n / 32; b++, src += 32) {
+        __m256 v[4], id;
+        __m256i q[4], s;
+        float amax, d;
+        int j;
+        for (j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(src + 8 * j);
+        amax = infer__avx2_amax32(v);
+        d = amax / 127.0f;
+        id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+        for (j = 0; j < 4; j++) q[j] = infer__avx2_round_away(_mm256_mul_ps(v[j], id));
+        s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        {
+            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+            y[b].s = infer__fp32_to_fp16((float)_mm_cvtsi128_si32(h) * d);
+        }
+        y[b].d = infer__fp32_to_fp16(d);
+        _mm256_storeu_si256((__m256i *)y[b].qs, infer__avx2_pack32(q[0], q[1], q[2], q[3]));
+    }
+}
+
+/* ---- block formats dotted with 8-bit activations ---- */
+
+#define INFER__XH(x) infer__fp16_to_fp32(x)
+#define INFER__SCALE(a, x) _mm256_set1_ps(INFER__XH((a).d) * INFER__XH((x).d))
+
+INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int b = 0, nb = n / 32;
+    for (; b + 2 <= nb; b += 2) {
+        __m256i p0 = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
+        __m256i p1 = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b + 1].qs),
+                                        _mm256_loadu_si256((const __m256i *)x[b + 1].qs));
+        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(INFER__SCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; b < nb; b++) {
+        __m256i p = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
+        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
+    }
+    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+}
+
+INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const __m256i off = _mm256_set1_epi8(8);
+    int b = 0, nb = n / 32;
+    for (; b + 2 <= nb; b += 2) {
+        __m256i q0 = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
+        __m256i q1 = _mm256_sub_epi8(infer__avx2_nibbles(a[b + 1].qs), off);
+        __m256i p0 = infer__avx2_dot_ss(q0, _mm256_loadu_si256((const __m256i *)x[b].qs));
+        __m256i p1 = infer__avx2_dot_ss(q1, _mm256_loadu_si256((const __m256i *)x[b + 1].qs));
+        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(INFER__SCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; b < nb; b++) {
+        __m256i q = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
+        __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
+        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
+    }
+    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+}
+
+INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
+    __m256 acc = _mm256_setzero_ps();
+    float ms = 0;
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        __m256i p = infer__avx2_dot_us(infer__avx2_nibbles(a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
+        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
+        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
+    }
+    return infer__avx2_hsum(acc) + ms;
+}
+
+INFER__AVX2 static float infer__avx2_q5_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i off = _mm256_set1_epi8(16);
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
+        __m256i p = infer__avx2_dot_ss(_mm256_sub_epi8(q, off), _mm256_loadu_si256((const __m256i *)x[b].qs));
+        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
+    }
+    return infer__avx2_hsum(acc);
+}
+
+INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *xv) {
+    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
+    __m256 acc = _mm256_setzero_ps();
+    float ms = 0;
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
+        __m256i p = infer__avx2_dot_us(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
+        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
+        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
+    }
+    return infer__avx2_hsum(acc) + ms;
+}
+#undef INFER__SCALE
+#undef INFER__XH
+#endif /* INFER__HAVE_X86 */
+
 static int infer__simd_avx2_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
-    (void)k;
+    /* F16C: every CPU with AVX2 has it (clang 14 cannot ask for it by name) */
+    k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
+    k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
+    k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;
+    k->vec_dot[INFER_TYPE_Q8_0] = infer__avx2_q8_0_dot;
+    k->vec_dot[INFER_TYPE_Q4_0] = infer__avx2_q4_0_dot;
+    k->vec_dot[INFER_TYPE_Q4_1] = infer__avx2_q4_1_dot;
+    k->vec_dot[INFER_TYPE_Q5_0] = infer__avx2_q5_0_dot;
+    k->vec_dot[INFER_TYPE_Q5_1] = infer__avx2_q5_1_dot;
+    k->from_float[INFER_TYPE_F16] = infer__avx2_f16_from_float;
+    k->from_float[INFER_TYPE_BF16] = infer__avx2_bf16_from_float;
+    k->from_float[INFER_TYPE_Q8_0] = infer__avx2_q8_0_from_float;
+    k->from_float[INFER_TYPE_Q8_1] = infer__avx2_q8_1_from_float;
     return 1;
 #else
     (void)k;
@@ -3876,13 +4178,226 @@ static int infer__simd_avx2_install(infer__kernels *k) {
 
 /* ==== src/simd_avx512.c ==== */
 /* simd_avx512.c - AVX-512 versions of the kernels (with VNNI and BF16 where
-   the CPU has them), compiled with target attributes. */
+   the CPU has them), compiled with target attributes. The AVX2 kernels are
+   installed first; these replace them where 512-bit registers or the newer
+   instructions pay: float formats at 16 lanes, the 8-bit dot products with
+   VNNI's dpbusd (u8 x s8 summed into int32 in one instruction, at 256 bits
+   since every block has its own scale), BF16 with dpbf16ps.
+   dpbf16ps treats subnormal inputs and results as zero (it ignores MXCSR),
+   as llama.cpp's kernel does; the test allows for that. */
+
+#ifdef INFER__HAVE_X86
+#define INFER__AVX512_ISA "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define INFER__AVX512 __attribute__((target(INFER__AVX512_ISA), unused))
+#define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), unused))
+#define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), always_inline, unused))
+#define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), unused))
+
+/* ---- float formats ---- */
+
+INFER__AVX512 static float infer__avx512_f32_dot(int n, const void *w, const void *x) {
+    const float *a = (const float *)w, *b = (const float *)x;
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+INFER__AVX512 static float infer__avx512_f16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int i = 0;
+#define INFER__LOADH16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm512_fmadd_ps(INFER__LOADH16(a + i), INFER__LOADH16(b + i), s0);
+        s1 = _mm512_fmadd_ps(INFER__LOADH16(a + i + 16), INFER__LOADH16(b + i + 16), s1);
+    }
+#undef INFER__LOADH16
+    for (; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        s0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, a + i)),
+                             _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, b + i)), s0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+INFER__AVX512 static void infer__avx512_f16_from_float(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) d[i] = infer__fp32_to_fp16(src[i]);
+}
+
+INFER__AVX512 static float infer__avx512_bf16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m512 s0 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 va = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a + i)), 16));
+        __m512 vb = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b + i)), 16));
+        s0 = _mm512_fmadd_ps(va, vb, s0);
+    }
+    return _mm512_reduce_add_ps(s0);
+}
+
+/* pairs of bf16 products summed into float lanes in one instruction */
+INFER__AVX512BF16 static float infer__avx512bf16_bf16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 64 <= n; i += 64) {
+        s0 = _mm512_dpbf16_ps(s0, (__m512bh)_mm512_loadu_si512(a + i), (__m512bh)_mm512_loadu_si512(b + i));
+        s1 = _mm512_dpbf16_ps(s1, (__m512bh)_mm512_loadu_si512(a + i + 32), (__m512bh)_mm512_loadu_si512(b + i + 32));
+    }
+    for (; i < n; i += 32) {
+        __mmask32 m = n - i >= 32 ? 0xffffffffu : (1u << (n - i)) - 1;
+        s0 = _mm512_dpbf16_ps(s0, (__m512bh)_mm512_maskz_loadu_epi16(m, a + i), (__m512bh)_mm512_maskz_loadu_epi16(m, b + i));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+/* bit-exact with infer__fp32_to_bf16 (vcvtneps2bf16 would flush subnormals) */
+INFER__AVX512 static void infer__avx512_bf16_from_float(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i u = _mm512_castps_si512(_mm512_loadu_ps(src + i));
+        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+        __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+        r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(64));
+        _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtepi32_epi16(r));
+    }
+    for (; i < n; i++) d[i] = infer__fp32_to_bf16(src[i]);
+}
+
+/* ---- block formats with VNNI ---- */
+
+INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_us(__m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+}
+/* s8 x s8: the sign of a moved onto b (b, an activation, is never -128) */
+INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
+}
+
+#define INFER__VH(x) infer__fp16_to_fp32(x)
+#define INFER__VSCALE(a, x) _mm256_set1_ps(INFER__VH((a).d) * INFER__VH((x).d))
+#define INFER__LD(p) _mm256_loadu_si256((const __m256i *)(p))
+
+INFER__AVX512VNNI static float infer__vnni_q8_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int b = 0, nb = n / 32;
+    for (; b + 2 <= nb; b += 2) {
+        __m256i p0 = infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs));
+        __m256i p1 = infer__vnni_dot_ss(INFER__LD(a[b + 1].qs), INFER__LD(x[b + 1].qs));
+        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(INFER__VSCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; b < nb; b++)
+        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]),
+                               _mm256_cvtepi32_ps(infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs))), acc0);
+    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+}
+
+INFER__AVX512VNNI static float infer__vnni_q4_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const __m256i off = _mm256_set1_epi8(8);
+    int b = 0, nb = n / 32;
+    for (; b + 2 <= nb; b += 2) {
+        __m256i p0 = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off), INFER__LD(x[b].qs));
+        __m256i p1 = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b + 1].qs), off), INFER__LD(x[b + 1].qs));
+        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
+        acc1 = _mm256_fmadd_ps(INFER__VSCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
+    }
+    for (; b < nb; b++) {
+        __m256i p = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off), INFER__LD(x[b].qs));
+        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
+    }
+    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+}
+
+INFER__AVX512VNNI static float infer__vnni_q4_1_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
+    __m256 acc = _mm256_setzero_ps();
+    float ms = 0;
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        __m256i p = infer__vnni_dot_us(infer__avx2_nibbles(a[b].qs), INFER__LD(x[b].qs));
+        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
+        ms += INFER__VH(a[b].m) * INFER__VH(x[b].s);
+    }
+    return infer__avx2_hsum(acc) + ms;
+}
+
+INFER__AVX512VNNI static float infer__vnni_q5_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i off = _mm256_set1_epi8(16);
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
+        __m256i p = infer__vnni_dot_ss(_mm256_sub_epi8(q, off), INFER__LD(x[b].qs));
+        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
+    }
+    return infer__avx2_hsum(acc);
+}
+
+INFER__AVX512VNNI static float infer__vnni_q5_1_dot(int n, const void *w, const void *xv) {
+    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
+    __m256 acc = _mm256_setzero_ps();
+    float ms = 0;
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
+        __m256i p = infer__vnni_dot_us(q, INFER__LD(x[b].qs));
+        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
+        ms += INFER__VH(a[b].m) * INFER__VH(x[b].s);
+    }
+    return infer__avx2_hsum(acc) + ms;
+}
+#undef INFER__LD
+#undef INFER__VSCALE
+#undef INFER__VH
+#endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx512_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) return 0;
-    /* what AVX2 has, AVX-512 machines have too */
-    return infer__simd_avx2_install(k);
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+        return 0;
+    /* what AVX2 has, AVX-512 machines have too; replace what is faster here */
+    if (!infer__simd_avx2_install(k)) return 0;
+    k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
+    k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
+    k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
+    k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
+    k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
+    if (__builtin_cpu_supports("avx512vnni")) {
+        k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
+        k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;
+        k->vec_dot[INFER_TYPE_Q4_1] = infer__vnni_q4_1_dot;
+        k->vec_dot[INFER_TYPE_Q5_0] = infer__vnni_q5_0_dot;
+        k->vec_dot[INFER_TYPE_Q5_1] = infer__vnni_q5_1_dot;
+    }
+    if (__builtin_cpu_supports("avx512bf16")) k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
+    return 1;
 #else
     (void)k;
     return 0;
