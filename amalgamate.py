@@ -34,6 +34,7 @@ PARTS = [
     "forward.c",
     "sampler.c",
     "generate.c",
+    "perplexity.c",
     "chat.c",
 ]
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"[^"]+"\s*$')

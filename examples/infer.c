@@ -9,6 +9,9 @@
 
 int infer_cmd_chat(int argc, char **argv); /* infer_chat.c */
 
+int infer_cmd_quantize(int argc, char **argv);   /* infer_quantize.c */
+int infer_cmd_perplexity(int argc, char **argv); /* infer_perplexity.c */
+
 static const char *usage =
     "usage: infer COMMAND [options]\n"
     "  run       -m MODEL [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
@@ -17,7 +20,10 @@ static const char *usage =
     "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
     "  info      -m MODEL\n"
     "  chat      -m MODEL [--system TEXT] [-n N per reply] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-    "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]   (user turns from stdin)\n";
+    "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]   (user turns from stdin)\n"
+    "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
+    "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
+    "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N]\n";
 
 typedef struct options {
     const char *model, *prompt, *file, *tokens;
@@ -405,6 +411,8 @@ int main(int argc, char **argv) {
         return cmd ? 0 : 1;
     }
     if (!strcmp(cmd, "chat")) return infer_cmd_chat(argc, argv);
+    if (!strcmp(cmd, "quantize")) return infer_cmd_quantize(argc, argv);
+    if (!strcmp(cmd, "perplexity")) return infer_cmd_perplexity(argc, argv);
     if (strcmp(cmd, "run") && strcmp(cmd, "eval") && strcmp(cmd, "tokenize") && strcmp(cmd, "info")) {
         fprintf(stderr, "infer: unknown command '%s' (see infer --help)\n", cmd);
         return 1;

@@ -276,6 +276,71 @@ INFERDEF void infer_context_reset_metrics(infer_context *c);
 INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, int *n);
 INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n);
 
+/* ---- Quantizing ---------------------------------------------------------- */
+
+/* What infer_quantize writes. The plain formats put every quantizable
+   weight in that one format (llama.cpp's --pure); the _M mixes choose per
+   tensor as llama.cpp's Q4_K_M and Q5_K_M do: output (and a tied
+   token_embd) in Q6_K, attn_v and ffn_down in Q6_K for the first and last
+   eighth of the layers and every third one between, the rest Q4_K (Q5_K).
+   Either way 1-D tensors (norms) and tensors not named *weight are copied
+   as they are, and a tensor whose rows are not a whole number of the
+   format's blocks falls back as llama.cpp's does (Q4_K -> Q5_0,
+   Q5_K -> Q5_1, Q6_K -> Q8_0, then F16). */
+typedef enum infer_quant_target {
+    INFER_QUANT_F32 = 0, INFER_QUANT_F16, INFER_QUANT_BF16,
+    INFER_QUANT_Q8_0, INFER_QUANT_Q4_0, INFER_QUANT_Q4_1, INFER_QUANT_Q5_0, INFER_QUANT_Q5_1,
+    INFER_QUANT_Q4_K, INFER_QUANT_Q5_K, INFER_QUANT_Q6_K,
+    INFER_QUANT_Q4_K_M, INFER_QUANT_Q5_K_M,
+    INFER_QUANT_COUNT
+} infer_quant_target;
+
+/* Called once per tensor as it is written (from the calling thread). */
+typedef void (*infer_quantize_progress_fn)(const char *name, int64_t i, int64_t n_tensors, infer_type from,
+                                           infer_type to, size_t old_bytes, size_t new_bytes, void *user);
+
+typedef struct infer_quantize_params {
+    int n_threads;            /* 0 = every CPU */
+    int allow_requantize;     /* quantized input tensors are dequantized and
+                                 quantized again (lossy twice); else refused */
+    infer_quantize_progress_fn progress; /* may be NULL */
+    void *user;
+} infer_quantize_params;
+
+INFERDEF infer_quantize_params infer_quantize_default_params(void);
+/* "Q4_K_M", "q8_0", ...: the target of that name, or -1. */
+INFERDEF int infer_quant_target_from_name(const char *name);
+INFERDEF const char *infer_quant_target_name(infer_quant_target t);
+/* The format tensor number `tensor` of file g gets under target t (what
+   infer_quantize will write), or -1 if it cannot be converted. */
+INFERDEF int infer_quantize_tensor_type(const infer_gguf *g, int64_t tensor, infer_quant_target t);
+/* Reads the GGUF file in_path (mapped, never loaded twice) and writes
+   out_path: GGUF v3 with every metadata pair copied as it is, except
+   general.file_type (llama.cpp's number for the target) and
+   general.quantization_version (2); the tensors in the same order, each
+   quantized row by row on n_threads threads and streamed to the file.
+   out_path is removed again on failure. */
+INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, infer_quant_target t,
+                                     const infer_quantize_params *p, infer_error *err);
+
+/* ---- Perplexity ------------------------------------------------------------ */
+
+/* The running sums of llama.cpp's perplexity tool. */
+typedef struct infer_perplexity {
+    double nll, nll2;   /* sums of -log p(token) and of its square */
+    int64_t count;      /* tokens scored */
+} infer_perplexity;
+
+/* Scores one chunk as llama.cpp's perplexity does: clears the cache,
+   evaluates tokens[0..n) from position 0 (tokens[0] replaced by BOS when the
+   model adds one), and adds -log softmax(logits[i])[tokens[i+1]] for every
+   i in [n/2, n-1) to acc. n must fit the context. */
+INFERDEF infer_status infer_perplexity_chunk(infer_context *c, const infer_token *tokens, int n,
+                                             infer_perplexity *acc, infer_error *err);
+/* exp(mean nll); *uncertainty (may be NULL) is ppl times the standard error
+   of the mean nll, as llama.cpp's "Final estimate: PPL = X +/- Y". */
+INFERDEF double infer_perplexity_value(const infer_perplexity *acc, double *uncertainty);
+
 /* ---- Chat templates ------------------------------------------------------ */
 
 /* The conversation formats infer.h writes. A model's tokenizer.chat_template
