@@ -143,6 +143,13 @@ static int infer__model_bind_weights(infer_model *m, infer_error *err) {
         const infer__tensor *rf = infer__model_weight(m, "rope_freqs.weight", m->rope_dim / 2, 0, 0, err, &ok);
         m->rope_freqs = rf ? (const float *)rf->data : NULL;
     }
+    /* every layer has its own tensors: a count the file cannot hold is a
+       corrupt header, refused before allocating per-layer tables for it */
+    if (m->n_layers > m->gguf->n_tensors) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata claims %d layers but the file holds only %lld tensors",
+                         m->n_layers, (long long)m->gguf->n_tensors);
+        return 0;
+    }
     m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
     if (!m->layers || !m->bound) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");

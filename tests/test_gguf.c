@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -1034,6 +1035,50 @@ Test(gguf, bad_alignment) {
         refuse(&b, "alignment -32", "align");
         wb_free(&b);
     }
+}
+
+/* ---- absurd hyperparameters in a real model ----------------------------------- */
+
+/* Finds a u32 key's value in a GGUF's bytes (the key string, then type 4). */
+static uint8_t *find_u32_value(uint8_t *data, size_t len, const char *key) {
+    size_t k = strlen(key), i;
+    for (i = 8; i + k + 8 <= len; i++)
+        if (!memcmp(data + i, key, k) && data[i + k] == T_U32 && !memcmp(data + i - 8, &(uint64_t){k}, 8))
+            return data + i + k + 4;
+    return NULL;
+}
+
+Test(gguf, absurd_layer_count_refused_without_allocating) {
+    char path[512];
+    size_t len;
+    uint8_t *data, *v;
+    const uint32_t counts[] = {1u << 24, 1u << 20, 100000};
+    size_t i;
+    struct rusage ru;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to patch");
+    tu_shared_path(path, sizeof path, "models/stories260K.gguf");
+    data = (uint8_t *)tu_read_file(path, &len);
+    cr_assert_not_null(data);
+    v = find_u32_value(data, len, "llama.block_count");
+    cr_assert_not_null(v, "no u32 llama.block_count in the model");
+    for (i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        infer_error err;
+        infer_model *m;
+        char what[64];
+        memcpy(v, &counts[i], 4);
+        fresh(&err);
+        m = infer_model_load_memory(data, len, NULL, &err);
+        if (m) infer_model_free(m);
+        snprintf(what, sizeof what, "block_count %u", counts[i]);
+        cr_assert_null(m, "%s: loaded", what);
+        check_err(&err, what, "infer_model_load_memory", NULL);
+    }
+    free(data);
+    /* a file of 1.2 MB claiming 2^24 layers must not make the loader
+       allocate per-layer tables for all of them first */
+    getrusage(RUSAGE_SELF, &ru);
+    cr_assert_lt((double)ru.ru_maxrss * 1024, 400e6, "peak RSS %.0f MB after loading a model claiming 2^24 layers",
+                 ru.ru_maxrss / 1024.0);
 }
 
 /* ---- fuzzing ------------------------------------------------------------------ */
