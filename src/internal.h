@@ -174,10 +174,46 @@ typedef struct infer__type_traits {
     void (*from_float)(const float *src, void *dst, int64_t n);
     /* dot of n values: w (this type) . x (vec_dot_type) */
     float (*vec_dot)(int n, const void *w, const void *x);
+    /* the reference quantizer from float (llama.cpp's, no importance
+       matrix), n a multiple of block_size; NULL where there is none */
+    void (*quantize)(const float *src, void *dst, int64_t n);
 } infer__type_traits;
 
 static const infer__type_traits *infer__traits(infer_type t);
 static size_t infer__row_size(infer_type t, int64_t n);
+
+/* Reference quantizers, one row of n floats (a multiple of the block size)
+   into dst; quants.c has the 32-value formats, quants_k.c the others. */
+static void infer__quantize_row_q4_0(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_q4_1(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_q5_0(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_q5_1(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_q8_0(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_q2_K(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_q3_K(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_q4_K(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_q5_K(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_q6_K(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_iq4_nl(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_iq4_xs(const float *x, void *dst, int64_t n);
+
+/* ---- quants_k.c: the K-quant and IQ4 kernels, for quants.c's table ---- */
+static void infer__q2_K_to_float(const void *src, float *dst, int64_t n);
+static void infer__q3_K_to_float(const void *src, float *dst, int64_t n);
+static void infer__q4_K_to_float(const void *src, float *dst, int64_t n);
+static void infer__q5_K_to_float(const void *src, float *dst, int64_t n);
+static void infer__q6_K_to_float(const void *src, float *dst, int64_t n);
+static void infer__q8_K_to_float(const void *src, float *dst, int64_t n);
+static void infer__iq4_nl_to_float(const void *src, float *dst, int64_t n);
+static void infer__iq4_xs_to_float(const void *src, float *dst, int64_t n);
+static void infer__q8_K_from_float(const float *src, void *dst, int64_t n);
+static float infer__q2_K_dot(int n, const void *w, const void *x);
+static float infer__q3_K_dot(int n, const void *w, const void *x);
+static float infer__q4_K_dot(int n, const void *w, const void *x);
+static float infer__q5_K_dot(int n, const void *w, const void *x);
+static float infer__q6_K_dot(int n, const void *w, const void *x);
+static float infer__iq4_nl_dot(int n, const void *w, const void *x);
+static float infer__iq4_xs_dot(int n, const void *w, const void *x);
 
 /* ---- cpu.c: the kernels a context uses, per instruction set ----
    Starts as the scalar reference of quants.c; the chosen ISA's simd_*.c

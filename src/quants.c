@@ -3,8 +3,11 @@
    These reference kernels are always compiled; simd_*.c override them per
    instruction set (cpu.c chooses). Each format converts the
    activation row once to its vec_dot_type (as llama.cpp does: Q8_0 for
-   Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, F16 for F16, BF16 for BF16), so a
-   weight row is then dotted without float conversion of the activations. */
+   Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the 256-value
+   formats of quants_k.c, F16 for F16, BF16 for BF16), so a weight row is
+   then dotted without float conversion of the activations. The table at
+   the end covers every GGUF type; quants_k.c holds the K-quant and IQ4
+   kernels it names. */
 #include "internal.h"
 
 #define INFER__QK 32
@@ -241,47 +244,154 @@ static float infer__q5_1_dot(int n, const void *w, const void *xv) {
     return s;
 }
 
+/* ---- reference quantizers (llama.cpp's) ---- */
+
+/* Q4_0: the signed value of largest magnitude m becomes -8: d = m / -8,
+   q = min(15, trunc(x/d + 8.5)). */
+static void infer__quantize_row_q4_0(const float *x, void *dst, int64_t n) {
+    infer__block_q4_0 *y = (infer__block_q4_0 *)dst;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, x += INFER__QK) {
+        float amax = 0, max = 0, d, id;
+        for (j = 0; j < INFER__QK; j++)
+            if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+        d = max / -8;
+        id = d != 0.0f ? 1 / d : 0.0f;
+        y[b].d = infer__fp32_to_fp16(d);
+        for (j = 0; j < 16; j++) {
+            int q0 = INFER__MIN(15, (int)(x[j] * id + 8.5f)), q1 = INFER__MIN(15, (int)(x[j + 16] * id + 8.5f));
+            y[b].qs[j] = (uint8_t)(q0 | q1 << 4);
+        }
+    }
+}
+
+/* Q4_1: min and max; d = (max - min) / 15, q = trunc((x - min)/d + 0.5). */
+static void infer__quantize_row_q4_1(const float *x, void *dst, int64_t n) {
+    infer__block_q4_1 *y = (infer__block_q4_1 *)dst;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, x += INFER__QK) {
+        float min = FLT_MAX, max = -FLT_MAX, d, id;
+        for (j = 0; j < INFER__QK; j++) min = INFER__MIN(min, x[j]), max = INFER__MAX(max, x[j]);
+        d = (max - min) / 15;
+        id = d != 0.0f ? 1 / d : 0.0f;
+        y[b].d = infer__fp32_to_fp16(d);
+        y[b].m = infer__fp32_to_fp16(min);
+        for (j = 0; j < 16; j++) {
+            int q0 = INFER__MIN(15, (int)((x[j] - min) * id + 0.5f)), q1 = INFER__MIN(15, (int)((x[j + 16] - min) * id + 0.5f));
+            y[b].qs[j] = (uint8_t)(q0 | q1 << 4);
+        }
+    }
+}
+
+static void infer__put_qh(uint8_t qh[4], uint32_t v) {
+    qh[0] = (uint8_t)v, qh[1] = (uint8_t)(v >> 8), qh[2] = (uint8_t)(v >> 16), qh[3] = (uint8_t)(v >> 24);
+}
+
+/* Q5_0: as Q4_0 with 32 levels: d = m / -16, q = min(31, trunc(x/d + 16.5)). */
+static void infer__quantize_row_q5_0(const float *x, void *dst, int64_t n) {
+    infer__block_q5_0 *y = (infer__block_q5_0 *)dst;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, x += INFER__QK) {
+        float amax = 0, max = 0, d, id;
+        uint32_t qh = 0;
+        for (j = 0; j < INFER__QK; j++)
+            if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+        d = max / -16;
+        id = d != 0.0f ? 1 / d : 0.0f;
+        y[b].d = infer__fp32_to_fp16(d);
+        for (j = 0; j < 16; j++) {
+            int q0 = INFER__MIN(31, (int)(x[j] * id + 16.5f)), q1 = INFER__MIN(31, (int)(x[j + 16] * id + 16.5f));
+            y[b].qs[j] = (uint8_t)((q0 & 0xF) | (q1 & 0xF) << 4);
+            qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
+        }
+        infer__put_qh(y[b].qh, qh);
+    }
+}
+
+/* Q5_1: as Q4_1 with 32 levels. */
+static void infer__quantize_row_q5_1(const float *x, void *dst, int64_t n) {
+    infer__block_q5_1 *y = (infer__block_q5_1 *)dst;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, x += INFER__QK) {
+        float min = FLT_MAX, max = -FLT_MAX, d, id;
+        uint32_t qh = 0;
+        for (j = 0; j < INFER__QK; j++) min = INFER__MIN(min, x[j]), max = INFER__MAX(max, x[j]);
+        d = (max - min) / 31;
+        id = d != 0.0f ? 1 / d : 0.0f;
+        y[b].d = infer__fp32_to_fp16(d);
+        y[b].m = infer__fp32_to_fp16(min);
+        for (j = 0; j < 16; j++) {
+            int q0 = INFER__MIN(31, (int)((x[j] - min) * id + 0.5f)), q1 = INFER__MIN(31, (int)((x[j + 16] - min) * id + 0.5f));
+            y[b].qs[j] = (uint8_t)((q0 & 0xF) | (q1 & 0xF) << 4);
+            qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
+        }
+        infer__put_qh(y[b].qh, qh);
+    }
+}
+
+/* Q8_0: d = amax / 127, q = round(x/d) (halves away from zero). */
+static void infer__quantize_row_q8_0(const float *x, void *dst, int64_t n) {
+    infer__block_q8_0 *y = (infer__block_q8_0 *)dst;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, x += INFER__QK) {
+        float amax = 0, d, id;
+        for (j = 0; j < INFER__QK; j++) amax = INFER__MAX(amax, fabsf(x[j]));
+        d = amax / 127;
+        id = d != 0.0f ? 1 / d : 0.0f;
+        y[b].d = infer__fp32_to_fp16(d);
+        for (j = 0; j < INFER__QK; j++) y[b].qs[j] = (int8_t)roundf(x[j] * id);
+    }
+}
+
 /* ---- the table ---- */
 
 /* Block sizes of every GGUF type, so any file's tensor table can be read;
    the ones with kernels are computable. */
 static const infer__type_traits infer__type_table[INFER_TYPE_COUNT] = {
-    /* 0 F32 */ {"F32", 1, 4, 1, INFER_TYPE_F32, infer__f32_to_float, infer__f32_from_float, infer__f32_dot},
-    /* 1 F16 */ {"F16", 1, 2, 1, INFER_TYPE_F16, infer__f16_to_float, infer__f16_from_float, infer__f16_dot},
-    /* 2 Q4_0 */ {"Q4_0", 32, 18, 1, INFER_TYPE_Q8_0, infer__q4_0_to_float, NULL, infer__q4_0_dot},
-    /* 3 Q4_1 */ {"Q4_1", 32, 20, 1, INFER_TYPE_Q8_1, infer__q4_1_to_float, NULL, infer__q4_1_dot},
-    /* 4 */ {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    /* 5 */ {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    /* 6 Q5_0 */ {"Q5_0", 32, 22, 1, INFER_TYPE_Q8_0, infer__q5_0_to_float, NULL, infer__q5_0_dot},
-    /* 7 Q5_1 */ {"Q5_1", 32, 24, 1, INFER_TYPE_Q8_1, infer__q5_1_to_float, NULL, infer__q5_1_dot},
-    /* 8 Q8_0 */ {"Q8_0", 32, 34, 1, INFER_TYPE_Q8_0, infer__q8_0_to_float, infer__q8_0_from_float, infer__q8_0_dot},
-    /* 9 Q8_1 */ {"Q8_1", 32, 36, 0, INFER_TYPE_Q8_1, NULL, infer__q8_1_from_float, NULL},
-    /* 10 */ {"Q2_K", 256, 84, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 11 */ {"Q3_K", 256, 110, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 12 */ {"Q4_K", 256, 144, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 13 */ {"Q5_K", 256, 176, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 14 */ {"Q6_K", 256, 210, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 15 */ {"Q8_K", 256, 292, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 16 */ {"IQ2_XXS", 256, 66, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 17 */ {"IQ2_XS", 256, 74, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 18 */ {"IQ3_XXS", 256, 98, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 19 */ {"IQ1_S", 256, 50, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 20 */ {"IQ4_NL", 32, 18, 0, INFER_TYPE_Q8_0, NULL, NULL, NULL},
-    /* 21 */ {"IQ3_S", 256, 110, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 22 */ {"IQ2_S", 256, 82, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 23 */ {"IQ4_XS", 256, 136, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 24 */ {"I8", 1, 1, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    /* 25 */ {"I16", 1, 2, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    /* 26 */ {"I32", 1, 4, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    /* 27 */ {"I64", 1, 8, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    /* 28 */ {"F64", 1, 8, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    /* 29 */ {"IQ1_M", 256, 56, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 30 BF16 */ {"BF16", 1, 2, 1, INFER_TYPE_BF16, infer__bf16_to_float, infer__bf16_from_float, infer__bf16_dot},
-    /* 31-33 */ {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    {NULL, 0, 0, 0, INFER_TYPE_F32, NULL, NULL, NULL},
-    /* 34 */ {"TQ1_0", 256, 54, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
-    /* 35 */ {"TQ2_0", 256, 66, 0, INFER_TYPE_Q8_K, NULL, NULL, NULL},
+#define INFER__NONE(name, bs, ts, vdt) {name, bs, ts, 0, vdt, NULL, NULL, NULL, NULL}
+    /* 0 */ {"F32", 1, 4, 1, INFER_TYPE_F32, infer__f32_to_float, infer__f32_from_float, infer__f32_dot, infer__f32_from_float},
+    /* 1 */ {"F16", 1, 2, 1, INFER_TYPE_F16, infer__f16_to_float, infer__f16_from_float, infer__f16_dot, infer__f16_from_float},
+    /* 2 */ {"Q4_0", 32, 18, 1, INFER_TYPE_Q8_0, infer__q4_0_to_float, NULL, infer__q4_0_dot, infer__quantize_row_q4_0},
+    /* 3 */ {"Q4_1", 32, 20, 1, INFER_TYPE_Q8_1, infer__q4_1_to_float, NULL, infer__q4_1_dot, infer__quantize_row_q4_1},
+    /* 4 */ INFER__NONE(NULL, 0, 0, INFER_TYPE_F32),
+    /* 5 */ INFER__NONE(NULL, 0, 0, INFER_TYPE_F32),
+    /* 6 */ {"Q5_0", 32, 22, 1, INFER_TYPE_Q8_0, infer__q5_0_to_float, NULL, infer__q5_0_dot, infer__quantize_row_q5_0},
+    /* 7 */ {"Q5_1", 32, 24, 1, INFER_TYPE_Q8_1, infer__q5_1_to_float, NULL, infer__q5_1_dot, infer__quantize_row_q5_1},
+    /* 8 */ {"Q8_0", 32, 34, 1, INFER_TYPE_Q8_0, infer__q8_0_to_float, infer__q8_0_from_float, infer__q8_0_dot, infer__quantize_row_q8_0},
+    /* 9 */ {"Q8_1", 32, 36, 0, INFER_TYPE_Q8_1, NULL, infer__q8_1_from_float, NULL, NULL},
+    /* 10 */ {"Q2_K", 256, 84, 1, INFER_TYPE_Q8_K, infer__q2_K_to_float, NULL, infer__q2_K_dot, infer__quantize_row_q2_K},
+    /* 11 */ {"Q3_K", 256, 110, 1, INFER_TYPE_Q8_K, infer__q3_K_to_float, NULL, infer__q3_K_dot, infer__quantize_row_q3_K},
+    /* 12 */ {"Q4_K", 256, 144, 1, INFER_TYPE_Q8_K, infer__q4_K_to_float, NULL, infer__q4_K_dot, infer__quantize_row_q4_K},
+    /* 13 */ {"Q5_K", 256, 176, 1, INFER_TYPE_Q8_K, infer__q5_K_to_float, NULL, infer__q5_K_dot, infer__quantize_row_q5_K},
+    /* 14 */ {"Q6_K", 256, 210, 1, INFER_TYPE_Q8_K, infer__q6_K_to_float, NULL, infer__q6_K_dot, infer__quantize_row_q6_K},
+    /* 15: activations only (no weight kernel) */
+    /* 15 */ {"Q8_K", 256, 292, 0, INFER_TYPE_Q8_K, infer__q8_K_to_float, infer__q8_K_from_float, NULL, infer__q8_K_from_float},
+    /* 16 */ INFER__NONE("IQ2_XXS", 256, 66, INFER_TYPE_Q8_K),
+    /* 17 */ INFER__NONE("IQ2_XS", 256, 74, INFER_TYPE_Q8_K),
+    /* 18 */ INFER__NONE("IQ3_XXS", 256, 98, INFER_TYPE_Q8_K),
+    /* 19 */ INFER__NONE("IQ1_S", 256, 50, INFER_TYPE_Q8_K),
+    /* 20 */ {"IQ4_NL", 32, 18, 1, INFER_TYPE_Q8_0, infer__iq4_nl_to_float, NULL, infer__iq4_nl_dot, infer__quantize_row_iq4_nl},
+    /* 21 */ INFER__NONE("IQ3_S", 256, 110, INFER_TYPE_Q8_K),
+    /* 22 */ INFER__NONE("IQ2_S", 256, 82, INFER_TYPE_Q8_K),
+    /* 23 */ {"IQ4_XS", 256, 136, 1, INFER_TYPE_Q8_K, infer__iq4_xs_to_float, NULL, infer__iq4_xs_dot, infer__quantize_row_iq4_xs},
+    /* 24 */ INFER__NONE("I8", 1, 1, INFER_TYPE_F32),
+    /* 25 */ INFER__NONE("I16", 1, 2, INFER_TYPE_F32),
+    /* 26 */ INFER__NONE("I32", 1, 4, INFER_TYPE_F32),
+    /* 27 */ INFER__NONE("I64", 1, 8, INFER_TYPE_F32),
+    /* 28 */ INFER__NONE("F64", 1, 8, INFER_TYPE_F32),
+    /* 29 */ INFER__NONE("IQ1_M", 256, 56, INFER_TYPE_Q8_K),
+    /* 30 */ {"BF16", 1, 2, 1, INFER_TYPE_BF16, infer__bf16_to_float, infer__bf16_from_float, infer__bf16_dot, infer__bf16_from_float},
+    /* 31 */ INFER__NONE(NULL, 0, 0, INFER_TYPE_F32),
+    /* 32 */ INFER__NONE(NULL, 0, 0, INFER_TYPE_F32),
+    /* 33 */ INFER__NONE(NULL, 0, 0, INFER_TYPE_F32),
+    /* 34 */ INFER__NONE("TQ1_0", 256, 54, INFER_TYPE_Q8_K),
+    /* 35 */ INFER__NONE("TQ2_0", 256, 66, INFER_TYPE_Q8_K),
+#undef INFER__NONE
 };
 
 static const infer__type_traits *infer__traits(infer_type t) {

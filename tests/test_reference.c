@@ -23,7 +23,9 @@ typedef struct ref_case {
 static float tolerance_for(const char *model) {
     static const struct { const char *suffix; float tol; } t[] = {
         {"f32", 0.01f}, {"f16", 0.01f}, {"bf16", 0.01f}, {"q8_0", 0.01f}, {"q4_0", 0.03f},
-        {"q4_1", 0.03f}, {"q5_0", 0.03f}, {"q5_1", 0.03f}, {"stories260K", 0.01f},
+        {"q4_1", 0.03f}, {"q5_0", 0.03f}, {"q5_1", 0.03f}, {"iq4_nl", 0.03f}, {"q4_k", 0.03f},
+        {"q5_k", 0.03f}, {"q6_k", 0.03f}, {"q4_k_m", 0.03f}, {"q2_k", 0.05f}, {"q3_k", 0.05f},
+        {"stories260K", 0.01f},
     };
     size_t i, n = strlen(model);
     for (i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -158,6 +160,13 @@ ParameterizedTestParameters(reference, model) {
         {"synth-256-f16", "models", 0},
         {"synth-256-q8_0", "models", 0},
         {"synth-256-q4_0", "models", 0},
+        {"synth-256-iq4_nl", "models", 0},
+        {"synth-256-q2_k", "models", 0},
+        {"synth-256-q3_k", "models", 0},
+        {"synth-256-q4_k", "models", 0},
+        {"synth-256-q5_k", "models", 0},
+        {"synth-256-q6_k", "models", 0},
+        {"synth-256-q4_k_m", "models", 0},
         {"synth-llama-tied-f16", "arch", 0},
         {"synth-llama3-f16", "arch", 0},
     };
