@@ -252,10 +252,12 @@ typedef struct infer_metrics {
     double prompt_ms;
     double prompt_tps;
     double ttft_ms;            /* start of prompt to first token chosen */
-    int n_gen_tokens;
+    int n_gen_tokens;          /* tokens generated, the first one included */
+    /* after the first token: the time between consecutive tokens */
+    int n_gen_intervals;
     double gen_ms;
     double gen_tps;
-    double token_ms_min, token_ms_avg, token_ms_max;   /* per generated token */
+    double token_ms_min, token_ms_avg, token_ms_max;
     size_t model_bytes;        /* weights (mapped or loaded) */
     size_t context_bytes;      /* KV cache and scratch of the context */
     size_t peak_rss_bytes;     /* process peak resident set, 0 if unknown */
@@ -266,8 +268,10 @@ typedef int (*infer_piece_fn)(const char *piece, int len, void *user);
 
 /* Tokenizes prompt (BOS as the model asks, special tokens parsed), runs it,
    then samples up to n_predict tokens, stopping at end of generation.
-   Streams text through on_piece (may be NULL). The generated ids are stored
-   in *tokens_out (caller frees with infer_free) when non-NULL. */
+   Streams text through on_piece (may be NULL). The prompt's and the
+   generated ids stay readable through infer_context_prompt_tokens and
+   infer_context_generated_tokens. Continues from the context's n_past (a
+   chat's earlier turns); truncate to 0 first to start afresh. */
 INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt,
                                      int n_predict, infer_piece_fn on_piece, void *user,
                                      infer_error *err);
@@ -6814,8 +6818,8 @@ INFERDEF infer_metrics infer_context_metrics(const infer_context *c) {
     m.context_bytes = c->bytes;
     m.peak_rss_bytes = infer__peak_rss_bytes();
     m.prompt_tps = m.prompt_ms > 0 ? m.n_prompt_tokens * 1000.0 / m.prompt_ms : 0;
-    m.gen_tps = m.gen_ms > 0 ? m.n_gen_tokens * 1000.0 / m.gen_ms : 0;
-    m.token_ms_avg = m.n_gen_tokens ? m.gen_ms / m.n_gen_tokens : 0;
+    m.gen_tps = m.gen_ms > 0 ? m.n_gen_intervals * 1000.0 / m.gen_ms : 0;
+    m.token_ms_avg = m.n_gen_intervals ? m.gen_ms / m.n_gen_intervals : 0;
     return m;
 }
 
@@ -6829,11 +6833,11 @@ INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *
     return c->gen_tokens;
 }
 
-/* Records one generated token's time in the metrics. */
+/* Records the time between two generated tokens. */
 static void infer__metrics_token(infer_metrics *m, double ms) {
-    if (m->n_gen_tokens == 0 || ms < m->token_ms_min) m->token_ms_min = ms;
+    if (m->n_gen_intervals == 0 || ms < m->token_ms_min) m->token_ms_min = ms;
     if (ms > m->token_ms_max) m->token_ms_max = ms;
-    m->n_gen_tokens++;
+    m->n_gen_intervals++;
     m->gen_ms += ms;
 }
 
@@ -6843,7 +6847,7 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
     infer_detok detok;
     infer_status st;
     char piece[256];
-    double t0, t1;
+    double t0, t1, t_prev;
     int n, i;
     memset(&detok, 0, sizeof detok);
     stbds_arrsetlen(c->prompt_tokens, 0);
@@ -6874,21 +6878,26 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
     c->metrics.n_prompt_tokens += n;
     c->metrics.prompt_ms += t1 - t0;
 
+    /* The first token's time is the time to first token; the generation
+       figures cover the tokens after it, each timed from the one before. */
+    t_prev = t1;
     for (i = 0; i < n_predict; i++) {
-        double ts = infer__now_ms();
         infer_token tok = infer_sampler_sample(s, infer_get_logits(c, -1));
+        double tn = infer__now_ms();
         int len;
-        if (i == 0) c->metrics.ttft_ms = infer__now_ms() - t0;
+        if (i == 0) c->metrics.ttft_ms = tn - t0;
+        else infer__metrics_token(&c->metrics, tn - t_prev);
+        c->metrics.n_gen_tokens++;
+        t_prev = tn;
         infer_sampler_accept(s, tok);
         stbds_arrput(c->gen_tokens, tok);
         if (infer_model_is_eog(m, tok)) break;
         len = infer_detok_push(&detok, m, tok, piece, sizeof piece);
         if (on_piece && len > 0 && on_piece(piece, len, user)) break;
-        if (i + 1 == n_predict) break; /* the last token needs no forward pass */
-        if (c->n_past >= c->n_ctx) break;    /* context full: stop, not fail */
+        if (i + 1 == n_predict) break;    /* the last token needs no forward pass */
+        if (c->n_past >= c->n_ctx) break; /* context full: stop, not fail */
         st = infer_decode(c, &tok, 1, 0, err);
         if (st) return st;
-        infer__metrics_token(&c->metrics, infer__now_ms() - ts);
     }
     {
         int len = infer_detok_flush(&detok, piece, sizeof piece);

@@ -251,10 +251,12 @@ typedef struct infer_metrics {
     double prompt_ms;
     double prompt_tps;
     double ttft_ms;            /* start of prompt to first token chosen */
-    int n_gen_tokens;
+    int n_gen_tokens;          /* tokens generated, the first one included */
+    /* after the first token: the time between consecutive tokens */
+    int n_gen_intervals;
     double gen_ms;
     double gen_tps;
-    double token_ms_min, token_ms_avg, token_ms_max;   /* per generated token */
+    double token_ms_min, token_ms_avg, token_ms_max;
     size_t model_bytes;        /* weights (mapped or loaded) */
     size_t context_bytes;      /* KV cache and scratch of the context */
     size_t peak_rss_bytes;     /* process peak resident set, 0 if unknown */
@@ -265,8 +267,10 @@ typedef int (*infer_piece_fn)(const char *piece, int len, void *user);
 
 /* Tokenizes prompt (BOS as the model asks, special tokens parsed), runs it,
    then samples up to n_predict tokens, stopping at end of generation.
-   Streams text through on_piece (may be NULL). The generated ids are stored
-   in *tokens_out (caller frees with infer_free) when non-NULL. */
+   Streams text through on_piece (may be NULL). The prompt's and the
+   generated ids stay readable through infer_context_prompt_tokens and
+   infer_context_generated_tokens. Continues from the context's n_past (a
+   chat's earlier turns); truncate to 0 first to start afresh. */
 INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt,
                                      int n_predict, infer_piece_fn on_piece, void *user,
                                      infer_error *err);
