@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what building and testing infer.h needs, where it is missing:
-# a C compiler, CMake, Python 3, stb_ds (libstb-dev) and Criterion.
+# a C compiler, CMake, Python 3, stb_ds (libstb-dev) and Criterion, and for
+# the NEON test an aarch64 cross compiler and qemu-user.
 set -e
 need=""
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -9,6 +10,11 @@ command -v python3 >/dev/null 2>&1 || need="$need python3"
 [ -f /usr/include/stb/stb_ds.h ] || need="$need libstb-dev"
 [ -f /usr/include/criterion/criterion.h ] || need="$need libcriterion-dev"
 [ -d /usr/share/unicode ] || need="$need unicode-data"
+# NEON kernels are tested cross-compiled for aarch64 and run under qemu-user
+# (tests/neon_check.sh).
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need="$need gcc-aarch64-linux-gnu"
+[ -f /usr/aarch64-linux-gnu/include/stdio.h ] || need="$need libc6-dev-arm64-cross"
+command -v qemu-aarch64 >/dev/null 2>&1 || need="$need qemu-user"
 if [ -n "$need" ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"

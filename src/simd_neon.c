@@ -1,12 +1,322 @@
-/* simd_neon.c - ARM NEON versions of the kernels (with the dotprod
-   extension where present). */
+/* simd_neon.c - ARM NEON (AArch64) versions of the kernels, with the
+   dotprod extension (sdot: four int8 products summed into an int32 lane)
+   where the CPU has it: compiled with a target attribute and chosen at run
+   time from the kernel's hwcaps. Same numerics as simd_avx2.c: equal to the
+   scalar reference up to float summation order, quantizers byte-exact. */
 #include "internal.h"
 
-static int infer__simd_neon_install(infer__kernels *k) {
-    (void)k;
-#if defined(__aarch64__)
+#if defined(__aarch64__) && defined(__GNUC__)
+#define INFER__HAVE_NEON 1
+#include <arm_neon.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#endif
+
+#define INFER__NEON_INLINE static inline __attribute__((always_inline, unused))
+#if defined(__ARM_FEATURE_DOTPROD)
+#define INFER__NEON_DOTPROD __attribute__((unused))
+#elif defined(__clang__)
+#define INFER__NEON_DOTPROD __attribute__((target("dotprod"), unused))
+#else
+#define INFER__NEON_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod"), unused))
+#endif
+
+/* ---- float formats ---- */
+
+static float infer__neon_f32_dot(int n, const void *w, const void *x) {
+    const float *a = (const float *)w, *b = (const float *)x;
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
+    float s;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
+        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+#define INFER__NLOADH(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
+static float infer__neon_f16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
+    float s;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
+        s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
+        s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
+        s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
+    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+    for (; i < n; i++) s += infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]);
+    return s;
+}
+#undef INFER__NLOADH
+
+static void infer__neon_f16_from_float(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1_u16(d + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
+    for (; i < n; i++) d[i] = infer__fp32_to_fp16(src[i]);
+}
+
+#define INFER__NLOADBF(p) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))
+static float infer__neon_bf16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
+    float s;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, INFER__NLOADBF(a + i), INFER__NLOADBF(b + i));
+        s1 = vfmaq_f32(s1, INFER__NLOADBF(a + i + 4), INFER__NLOADBF(b + i + 4));
+        s2 = vfmaq_f32(s2, INFER__NLOADBF(a + i + 8), INFER__NLOADBF(b + i + 8));
+        s3 = vfmaq_f32(s3, INFER__NLOADBF(a + i + 12), INFER__NLOADBF(b + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, INFER__NLOADBF(a + i), INFER__NLOADBF(b + i));
+    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+    for (; i < n; i++) s += infer__bf16_to_fp32(a[i]) * infer__bf16_to_fp32(b[i]);
+    return s;
+}
+#undef INFER__NLOADBF
+
+/* round to nearest even on the bits, NaN kept quiet: as infer__fp32_to_bf16 */
+static void infer__neon_bf16_from_float(const float *src, void *dst, int64_t n) {
+    uint16_t *d = (uint16_t *)dst;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32x4_t u = vreinterpretq_u32_f32(vld1q_f32(src + i));
+        uint32x4_t lsb = vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1));
+        uint32x4_t r = vshrq_n_u32(vaddq_u32(u, vaddq_u32(lsb, vdupq_n_u32(0x7fff))), 16);
+        uint32x4_t nan = vcgtq_u32(vandq_u32(u, vdupq_n_u32(0x7fffffff)), vdupq_n_u32(0x7f800000));
+        r = vbslq_u32(nan, vorrq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(64)), r);
+        vst1_u16(d + i, vmovn_u32(r));
+    }
+    for (; i < n; i++) d[i] = infer__fp32_to_bf16(src[i]);
+}
+
+/* ---- 8-bit activations ---- */
+
+INFER__NEON_INLINE float infer__neon_amax32(const float32x4_t v[8]) {
+    float32x4_t m = vmaxq_f32(vmaxq_f32(vmaxq_f32(vabsq_f32(v[0]), vabsq_f32(v[1])), vmaxq_f32(vabsq_f32(v[2]), vabsq_f32(v[3]))),
+                              vmaxq_f32(vmaxq_f32(vabsq_f32(v[4]), vabsq_f32(v[5])), vmaxq_f32(vabsq_f32(v[6]), vabsq_f32(v[7]))));
+    return vmaxvq_f32(m);
+}
+/* eight vectors of int32 in -127..127 to 32 int8 */
+INFER__NEON_INLINE void infer__neon_store32(int8_t *out, const int32x4_t q[8]) {
+    int16x8_t h0 = vcombine_s16(vmovn_s32(q[0]), vmovn_s32(q[1])), h1 = vcombine_s16(vmovn_s32(q[2]), vmovn_s32(q[3]));
+    int16x8_t h2 = vcombine_s16(vmovn_s32(q[4]), vmovn_s32(q[5])), h3 = vcombine_s16(vmovn_s32(q[6]), vmovn_s32(q[7]));
+    vst1q_s8(out, vcombine_s8(vmovn_s16(h0), vmovn_s16(h1)));
+    vst1q_s8(out + 16, vcombine_s8(vmovn_s16(h2), vmovn_s16(h3)));
+}
+
+static void infer__neon_q8_0_from_float(const float *src, void *dst, int64_t n) {
+    infer__block_q8_0 *y = (infer__block_q8_0 *)dst;
+    int64_t b;
+    for (b = 0; b < n / 32; b++, src += 32) {
+        float32x4_t v[8];
+        int32x4_t q[8];
+        float amax, id;
+        int j;
+        for (j = 0; j < 8; j++) v[j] = vld1q_f32(src + 4 * j);
+        amax = infer__neon_amax32(v);
+        y[b].d = infer__fp32_to_fp16(amax / 127.0f);
+        id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        /* fcvtns: to nearest, ties to even - nearbyintf in the default mode */
+        for (j = 0; j < 8; j++) q[j] = vcvtnq_s32_f32(vmulq_n_f32(v[j], id));
+        infer__neon_store32(y[b].qs, q);
+    }
+}
+
+static void infer__neon_q8_1_from_float(const float *src, void *dst, int64_t n) {
+    infer__block_q8_1 *y = (infer__block_q8_1 *)dst;
+    int64_t b;
+    for (b = 0; b < n / 32; b++, src += 32) {
+        float32x4_t v[8];
+        int32x4_t q[8], s = vdupq_n_s32(0);
+        float amax, d, id;
+        int j;
+        for (j = 0; j < 8; j++) v[j] = vld1q_f32(src + 4 * j);
+        amax = infer__neon_amax32(v);
+        d = amax / 127.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        /* fcvtas: to nearest, ties away from zero - roundf */
+        for (j = 0; j < 8; j++) {
+            q[j] = vcvtaq_s32_f32(vmulq_n_f32(v[j], id));
+            s = vaddq_s32(s, q[j]);
+        }
+        y[b].d = infer__fp32_to_fp16(d);
+        y[b].s = infer__fp32_to_fp16((float)vaddvq_s32(s) * d);
+        infer__neon_store32(y[b].qs, q);
+    }
+}
+
+/* ---- block formats ---- */
+
+/* 16 bytes of nibbles: low ones (values 0..15) and high ones (16..31) */
+#define INFER__NIB_LO(q) vreinterpretq_s8_u8(vandq_u8((q), vdupq_n_u8(0x0f)))
+#define INFER__NIB_HI(q) vreinterpretq_s8_u8(vshrq_n_u8((q), 4))
+
+/* bit j of qh as 0x10 in byte j, for values 0..15 (lo) and 16..31 (hi) */
+INFER__NEON_INLINE void infer__neon_fifth_bits(const uint8_t *qh, int8x16_t *lo, int8x16_t *hi) {
+    static const uint8_t idx_lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const uint8_t idx_hi[16] = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+    static const uint8_t bits[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    uint32_t h;
+    uint8x16_t hv, m = vld1q_u8(bits), f = vdupq_n_u8(0x10);
+    memcpy(&h, qh, 4);
+    hv = vreinterpretq_u8_u32(vdupq_n_u32(h));
+    *lo = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(vqtbl1q_u8(hv, vld1q_u8(idx_lo)), m), f));
+    *hi = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(vqtbl1q_u8(hv, vld1q_u8(idx_hi)), m), f));
+}
+
+/* int32 lanes += sums of four int8 products, without the dotprod extension */
+INFER__NEON_INLINE int32x4_t infer__neon_dot_plain(int32x4_t acc, int8x16_t a, int8x16_t b) {
+    int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b)), hi = vmull_high_s8(a, b);
+    return vaddq_s32(acc, vaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+}
+#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD) && __clang_major__ < 16
+/* older clang declares vdotq_s32 only when the whole file targets dotprod;
+   its builtin is allowed in a function with the target attribute */
+#define INFER__NEON_SDOT(acc, a, b) ((int32x4_t)__builtin_neon_vdotq_v((int8x16_t)(acc), (int8x16_t)(a), (int8x16_t)(b), 34))
+#else
+#define INFER__NEON_SDOT(acc, a, b) vdotq_s32((acc), (a), (b))
+#endif
+#define INFER__NEON_PDOT(acc, a, b) infer__neon_dot_plain((acc), (a), (b))
+#define INFER__NH(x) infer__fp16_to_fp32(x)
+
+/* The five block kernels, once with sdot and once without. */
+#define INFER__NEON_BLOCK_KERNELS(SUF, ATTR, DOT)                                                                \
+    ATTR static float infer__neon##SUF##_q8_0_dot(int n, const void *w, const void *xv) {                       \
+        const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;         \
+        float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0);                                                   \
+        int b = 0, nb = n / 32;                                                                                 \
+        for (; b + 2 <= nb; b += 2) {                                                                           \
+            int32x4_t p0 = DOT(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs), vld1q_s8(x[b].qs)), vld1q_s8(a[b].qs + 16), \
+                               vld1q_s8(x[b].qs + 16));                                                          \
+            int32x4_t p1 = DOT(DOT(vdupq_n_s32(0), vld1q_s8(a[b + 1].qs), vld1q_s8(x[b + 1].qs)),              \
+                               vld1q_s8(a[b + 1].qs + 16), vld1q_s8(x[b + 1].qs + 16));                          \
+            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p0), INFER__NH(a[b].d) * INFER__NH(x[b].d));                     \
+            s1 = vmlaq_n_f32(s1, vcvtq_f32_s32(p1), INFER__NH(a[b + 1].d) * INFER__NH(x[b + 1].d));             \
+        }                                                                                                       \
+        for (; b < nb; b++) {                                                                                   \
+            int32x4_t p = DOT(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs), vld1q_s8(x[b].qs)), vld1q_s8(a[b].qs + 16),  \
+                              vld1q_s8(x[b].qs + 16));                                                           \
+            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
+        }                                                                                                       \
+        return vaddvq_f32(vaddq_f32(s0, s1));                                                                   \
+    }                                                                                                           \
+    ATTR static float infer__neon##SUF##_q4_0_dot(int n, const void *w, const void *xv) {                       \
+        const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;                                              \
+        const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                             \
+        float32x4_t s0 = vdupq_n_f32(0);                                                                        \
+        const int8x16_t off = vdupq_n_s8(8);                                                                    \
+        int b, nb = n / 32;                                                                                     \
+        for (b = 0; b < nb; b++) {                                                                              \
+            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
+            int32x4_t p = DOT(DOT(vdupq_n_s32(0), vsubq_s8(INFER__NIB_LO(q), off), vld1q_s8(x[b].qs)),          \
+                              vsubq_s8(INFER__NIB_HI(q), off), vld1q_s8(x[b].qs + 16));                          \
+            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
+        }                                                                                                       \
+        return vaddvq_f32(s0);                                                                                  \
+    }                                                                                                           \
+    ATTR static float infer__neon##SUF##_q4_1_dot(int n, const void *w, const void *xv) {                       \
+        const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;                                              \
+        const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                             \
+        float32x4_t s0 = vdupq_n_f32(0);                                                                        \
+        float ms = 0;                                                                                           \
+        int b, nb = n / 32;                                                                                     \
+        for (b = 0; b < nb; b++) {                                                                              \
+            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
+            int32x4_t p = DOT(DOT(vdupq_n_s32(0), INFER__NIB_LO(q), vld1q_s8(x[b].qs)), INFER__NIB_HI(q),       \
+                              vld1q_s8(x[b].qs + 16));                                                           \
+            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
+            ms += INFER__NH(a[b].m) * INFER__NH(x[b].s);                                                        \
+        }                                                                                                       \
+        return vaddvq_f32(s0) + ms;                                                                             \
+    }                                                                                                           \
+    ATTR static float infer__neon##SUF##_q5_0_dot(int n, const void *w, const void *xv) {                       \
+        const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;                                              \
+        const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                             \
+        float32x4_t s0 = vdupq_n_f32(0);                                                                        \
+        const int8x16_t off = vdupq_n_s8(16);                                                                   \
+        int b, nb = n / 32;                                                                                     \
+        for (b = 0; b < nb; b++) {                                                                              \
+            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
+            int8x16_t hl, hh;                                                                                   \
+            int32x4_t p;                                                                                        \
+            infer__neon_fifth_bits(a[b].qh, &hl, &hh);                                                          \
+            p = DOT(DOT(vdupq_n_s32(0), vsubq_s8(vorrq_s8(INFER__NIB_LO(q), hl), off), vld1q_s8(x[b].qs)),      \
+                    vsubq_s8(vorrq_s8(INFER__NIB_HI(q), hh), off), vld1q_s8(x[b].qs + 16));                      \
+            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
+        }                                                                                                       \
+        return vaddvq_f32(s0);                                                                                  \
+    }                                                                                                           \
+    ATTR static float infer__neon##SUF##_q5_1_dot(int n, const void *w, const void *xv) {                       \
+        const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;                                              \
+        const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                             \
+        float32x4_t s0 = vdupq_n_f32(0);                                                                        \
+        float ms = 0;                                                                                           \
+        int b, nb = n / 32;                                                                                     \
+        for (b = 0; b < nb; b++) {                                                                              \
+            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
+            int8x16_t hl, hh;                                                                                   \
+            int32x4_t p;                                                                                        \
+            infer__neon_fifth_bits(a[b].qh, &hl, &hh);                                                          \
+            p = DOT(DOT(vdupq_n_s32(0), vorrq_s8(INFER__NIB_LO(q), hl), vld1q_s8(x[b].qs)),                     \
+                    vorrq_s8(INFER__NIB_HI(q), hh), vld1q_s8(x[b].qs + 16));                                     \
+            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
+            ms += INFER__NH(a[b].m) * INFER__NH(x[b].s);                                                        \
+        }                                                                                                       \
+        return vaddvq_f32(s0) + ms;                                                                             \
+    }
+
+INFER__NEON_BLOCK_KERNELS(, __attribute__((unused)), INFER__NEON_PDOT)
+INFER__NEON_BLOCK_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
+#undef INFER__NEON_BLOCK_KERNELS
+#undef INFER__NEON_SDOT
+#undef INFER__NEON_PDOT
+#undef INFER__NIB_LO
+#undef INFER__NIB_HI
+#undef INFER__NH
+
+static int infer__neon_has_dotprod(void) {
+#if defined(__linux__)
+    return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#elif defined(__ARM_FEATURE_DOTPROD)
     return 1;
 #else
+    return 0;
+#endif
+}
+#endif /* INFER__HAVE_NEON */
+
+static int infer__simd_neon_install(infer__kernels *k) {
+#ifdef INFER__HAVE_NEON
+    int dp = infer__neon_has_dotprod();
+    k->vec_dot[INFER_TYPE_F32] = infer__neon_f32_dot;
+    k->vec_dot[INFER_TYPE_F16] = infer__neon_f16_dot;
+    k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
+    k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
+    k->vec_dot[INFER_TYPE_Q4_0] = dp ? infer__neondp_q4_0_dot : infer__neon_q4_0_dot;
+    k->vec_dot[INFER_TYPE_Q4_1] = dp ? infer__neondp_q4_1_dot : infer__neon_q4_1_dot;
+    k->vec_dot[INFER_TYPE_Q5_0] = dp ? infer__neondp_q5_0_dot : infer__neon_q5_0_dot;
+    k->vec_dot[INFER_TYPE_Q5_1] = dp ? infer__neondp_q5_1_dot : infer__neon_q5_1_dot;
+    k->from_float[INFER_TYPE_F16] = infer__neon_f16_from_float;
+    k->from_float[INFER_TYPE_BF16] = infer__neon_bf16_from_float;
+    k->from_float[INFER_TYPE_Q8_0] = infer__neon_q8_0_from_float;
+    k->from_float[INFER_TYPE_Q8_1] = infer__neon_q8_1_from_float;
+    return 1;
+#else
+    (void)k;
     return 0;
 #endif
 }

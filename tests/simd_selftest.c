@@ -324,6 +324,27 @@ static int st_check(int t, int *n_isa, int *n_checks) {
         if (c.checks > before) found++;
     }
 #endif
+#ifdef INFER__HAVE_NEON
+    /* both block kernels: with sdot (when the CPU has it) and without */
+    {
+        infer__vec_dot_fn plain = NULL, dp = NULL;
+        int before = c.checks;
+        switch (t) {
+        case INFER_TYPE_Q8_0: plain = infer__neon_q8_0_dot; dp = infer__neondp_q8_0_dot; break;
+        case INFER_TYPE_Q4_0: plain = infer__neon_q4_0_dot; dp = infer__neondp_q4_0_dot; break;
+        case INFER_TYPE_Q4_1: plain = infer__neon_q4_1_dot; dp = infer__neondp_q4_1_dot; break;
+        case INFER_TYPE_Q5_0: plain = infer__neon_q5_0_dot; dp = infer__neondp_q5_0_dot; break;
+        case INFER_TYPE_Q5_1: plain = infer__neon_q5_1_dot; dp = infer__neondp_q5_1_dot; break;
+        default: break;
+        }
+        if (plain) {
+            st_check_dot(&c, infer__neon_has_dotprod() ? "neon(no dotprod)" : "neon(dotprod)", &ref,
+                         infer__neon_has_dotprod() ? plain : NULL, (infer_type)t, 0);
+            if (!infer__neon_has_dotprod()) (void)dp; /* sdot would trap here */
+            if (c.checks > before) found++;
+        }
+    }
+#endif
     if (n_isa) *n_isa = found;
     if (n_checks) *n_checks = c.checks;
     return c.failures;
@@ -346,6 +367,9 @@ int main(void) {
         infer_error err;
         memset(&err, 0, sizeof err);
         if (infer__kernels_select(&k, &err)) printf("best ISA here: %s\n", infer__isa_name(k.isa));
+#ifdef INFER__HAVE_NEON
+        printf("dotprod: %s\n", infer__neon_has_dotprod() ? "yes" : "no");
+#endif
     }
     printf("%d passed, %d failed\n", total - fails, fails);
     return fails ? 1 : 0;
