@@ -294,6 +294,209 @@ INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *
 }
 #undef INFER__SCALE
 #undef INFER__XH
+
+/* ---- K-quants and IQ4 ----
+   The 256-value formats sum their integer products per super-block exactly
+   (as int32) and scale once, in the reference's float order: these give
+   the scalar kernels' results bit for bit. */
+
+INFER__AVX2_INLINE int infer__avx2_hsum_i32(__m256i v) {
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+    return _mm_cvtsi128_si32(h);
+}
+
+INFER__AVX2 static void infer__avx2_q8_K_from_float(const float *x, void *dst, int64_t n) {
+    infer__block_q8_K *y = (infer__block_q8_K *)dst;
+    int64_t b;
+    for (b = 0; b < n / INFER__QK_K; b++, x += INFER__QK_K) {
+        const __m256 sign = _mm256_set1_ps(-0.0f);
+        __m256 m = _mm256_setzero_ps(), is;
+        __m128 h;
+        float amax, max = 0, iscale;
+        int j;
+        for (j = 0; j < INFER__QK_K; j += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
+        h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        amax = _mm_cvtss_f32(h);
+        if (amax == 0.0f) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        /* the first value of largest magnitude, with its sign */
+        for (j = 0; j < INFER__QK_K; j += 8) {
+            int mask = _mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
+            if (mask) {
+                max = x[j + __builtin_ctz((unsigned)mask)];
+                break;
+            }
+        }
+        iscale = -127.0f / max;
+        is = _mm256_set1_ps(iscale);
+        for (j = 0; j < INFER__QK_K; j += 32) {
+            const __m256i top = _mm256_set1_epi32(127);
+            __m256i q0 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(x + j))), top);
+            __m256i q1 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(x + j + 8))), top);
+            __m256i q2 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(x + j + 16))), top);
+            __m256i q3 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(x + j + 24))), top);
+            __m256i s01 = _mm256_add_epi32(q0, q1), s23 = _mm256_add_epi32(q2, q3);
+            _mm256_storeu_si256((__m256i *)(y[b].qs + j), infer__avx2_pack32(q0, q1, q2, q3));
+            y[b].bsums[j / 16] = (int16_t)infer__avx2_hsum_i32(s01);
+            y[b].bsums[j / 16 + 1] = (int16_t)infer__avx2_hsum_i32(s23);
+        }
+        y[b].d = 1 / iscale;
+    }
+}
+
+/* Q4_K/Q5_K's 8 six-bit scales (bytes 0..7) and mins (8..15) */
+static void infer__k4_scales(const uint8_t *packed, uint8_t out[16]) {
+    uint32_t u[4];
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t mins_lo;
+    memcpy(u, packed, 12);
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+    memcpy(out, u, 16);
+}
+
+INFER__AVX2 static float infer__avx2_q4_K_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_K *a = (const infer__block_q4_K *)w;
+    const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK_K; b++) {
+        uint8_t sm[16];
+        const uint8_t *q = a[b].qs;
+        const int8_t *q8 = x[b].qs;
+        const int16_t *bs = x[b].bsums;
+        __m256i acc = _mm256_setzero_si256();
+        int summ = 0;
+        infer__k4_scales(a[b].scales, sm);
+        for (j = 0; j < 4; j++, q += 32, q8 += 64) {
+            __m256i qv = _mm256_loadu_si256((const __m256i *)q);
+            __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(qv, m4), _mm256_loadu_si256((const __m256i *)q8));
+            __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(qv, 4), m4),
+                                              _mm256_loadu_si256((const __m256i *)(q8 + 32)));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(lo, _mm256_set1_epi16(sm[2 * j])));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(hi, _mm256_set1_epi16(sm[2 * j + 1])));
+            summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) + sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);
+        }
+        s += x[b].d * infer__fp16_to_fp32(a[b].d) * infer__avx2_hsum_i32(acc) -
+             x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;
+    }
+    return s;
+}
+
+INFER__AVX2 static float infer__avx2_q5_K_dot(int n, const void *w, const void *xv) {
+    const infer__block_q5_K *a = (const infer__block_q5_K *)w;
+    const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK_K; b++) {
+        uint8_t sm[16];
+        const uint8_t *q = a[b].qs;
+        const int8_t *q8 = x[b].qs;
+        const int16_t *bs = x[b].bsums;
+        __m256i acc = _mm256_setzero_si256(), hb = _mm256_loadu_si256((const __m256i *)a[b].qh);
+        int summ = 0;
+        infer__k4_scales(a[b].scales, sm);
+        for (j = 0; j < 4; j++, q += 32, q8 += 64) {
+            __m256i qv = _mm256_loadu_si256((const __m256i *)q);
+            __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, one), 4);
+            __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4);
+            __m256i lo = _mm256_maddubs_epi16(_mm256_or_si256(_mm256_and_si256(qv, m4), h0),
+                                              _mm256_loadu_si256((const __m256i *)q8));
+            __m256i hi = _mm256_maddubs_epi16(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 4), m4), h1),
+                                              _mm256_loadu_si256((const __m256i *)(q8 + 32)));
+            hb = _mm256_srli_epi16(hb, 2);
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(lo, _mm256_set1_epi16(sm[2 * j])));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(hi, _mm256_set1_epi16(sm[2 * j + 1])));
+            summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) + sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);
+        }
+        s += x[b].d * infer__fp16_to_fp32(a[b].d) * infer__avx2_hsum_i32(acc) -
+             x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;
+    }
+    return s;
+}
+
+INFER__AVX2 static float infer__avx2_q6_K_dot(int n, const void *w, const void *xv) {
+    const infer__block_q6_K *a = (const infer__block_q6_K *)w;
+    const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+    float s = 0;
+    int b, h, k;
+    for (b = 0; b < n / INFER__QK_K; b++) {
+        const int8_t *q8 = x[b].qs;
+        __m256i acc = _mm256_setzero_si256();
+        for (h = 0; h < 2; h++) {
+            const uint8_t *ql = a[b].ql + 64 * h;
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(a[b].qh + 32 * h));
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            for (k = 0; k < 4; k++, q8 += 32) {
+                __m256i lo = k == 0 ? _mm256_and_si256(l0, m4)
+                           : k == 1 ? _mm256_and_si256(l1, m4)
+                           : k == 2 ? _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4)
+                                    : _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4);
+                __m256i hi = _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4);
+                __m256i y8 = _mm256_loadu_si256((const __m256i *)q8);
+                /* (q - 32) . y as q . y - 32 . y, pairs in int16 */
+                __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(_mm256_or_si256(lo, hi), y8), _mm256_maddubs_epi16(k32, y8));
+                __m256i sc = _mm256_set_m128i(_mm_set1_epi16(a[b].scales[8 * h + 2 * k + 1]),
+                                              _mm_set1_epi16(a[b].scales[8 * h + 2 * k]));
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
+                qh = _mm256_srli_epi16(qh, 2);
+            }
+        }
+        s += x[b].d * infer__fp16_to_fp32(a[b].d) * infer__avx2_hsum_i32(acc);
+    }
+    return s;
+}
+
+/* the IQ4 grid: 4-bit indices to int8 values */
+INFER__AVX2_INLINE __m256i infer__avx2_iq4_values(__m256i idx) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)infer__iq4nl_values));
+    return _mm256_shuffle_epi8(table, idx);
+}
+
+INFER__AVX2 static float infer__avx2_iq4_nl_dot(int n, const void *w, const void *xv) {
+    const infer__block_iq4_nl *a = (const infer__block_iq4_nl *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    __m256 acc = _mm256_setzero_ps();
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        __m256i q = infer__avx2_iq4_values(infer__avx2_nibbles(a[b].qs));
+        __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(infer__fp16_to_fp32(a[b].d) * infer__fp16_to_fp32(x[b].d)),
+                              _mm256_cvtepi32_ps(p), acc);
+    }
+    return infer__avx2_hsum(acc);
+}
+
+INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void *xv) {
+    const infer__block_iq4_xs *a = (const infer__block_iq4_xs *)w;
+    const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
+    float s = 0;
+    int b, k;
+    for (b = 0; b < n / INFER__QK_K; b++) {
+        __m256i acc = _mm256_setzero_si256();
+        for (k = 0; k < 8; k++) {
+            int ls = (((a[b].scales_l[k / 2] >> (4 * (k % 2))) & 0xF) | ((a[b].scales_h >> (2 * k)) & 3) << 4) - 32;
+            __m256i q = infer__avx2_iq4_values(infer__avx2_nibbles(a[b].qs + 16 * k));
+            __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * k)));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, _mm256_set1_epi32(ls)));
+        }
+        s += infer__fp16_to_fp32(a[b].d) * x[b].d * infer__avx2_hsum_i32(acc);
+    }
+    return s;
+}
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx2_install(infer__kernels *k) {
@@ -312,6 +515,12 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->from_float[INFER_TYPE_BF16] = infer__avx2_bf16_from_float;
     k->from_float[INFER_TYPE_Q8_0] = infer__avx2_q8_0_from_float;
     k->from_float[INFER_TYPE_Q8_1] = infer__avx2_q8_1_from_float;
+    k->from_float[INFER_TYPE_Q8_K] = infer__avx2_q8_K_from_float;
+    k->vec_dot[INFER_TYPE_Q4_K] = infer__avx2_q4_K_dot;
+    k->vec_dot[INFER_TYPE_Q5_K] = infer__avx2_q5_K_dot;
+    k->vec_dot[INFER_TYPE_Q6_K] = infer__avx2_q6_K_dot;
+    k->vec_dot[INFER_TYPE_IQ4_NL] = infer__avx2_iq4_nl_dot;
+    k->vec_dot[INFER_TYPE_IQ4_XS] = infer__avx2_iq4_xs_dot;
     return 1;
 #else
     (void)k;

@@ -102,6 +102,20 @@ static uint16_t st_scale(int kind) {
     }
 }
 
+/* where a block keeps its fp16 scales (the rest is random bytes) */
+static int st_half_fields(infer_type t, int *off) {
+    switch (t) {
+    case INFER_TYPE_Q4_0: case INFER_TYPE_Q5_0: case INFER_TYPE_Q8_0: case INFER_TYPE_IQ4_NL: case INFER_TYPE_IQ4_XS:
+        off[0] = 0; return 1;
+    case INFER_TYPE_Q4_1: case INFER_TYPE_Q5_1: case INFER_TYPE_Q4_K: case INFER_TYPE_Q5_K:
+        off[0] = 0, off[1] = 2; return 2;
+    case INFER_TYPE_Q2_K: off[0] = 80, off[1] = 82; return 2;
+    case INFER_TYPE_Q3_K: off[0] = 108; return 1;
+    case INFER_TYPE_Q6_K: off[0] = 208; return 1;
+    default: return 0;
+    }
+}
+
 /* a weight row of type t with n values */
 static void st_fill_w(infer_type t, uint8_t *w, int n, int kind) {
     const infer__type_traits *tt = infer__traits(t);
@@ -125,11 +139,10 @@ static void st_fill_w(infer_type t, uint8_t *w, int n, int kind) {
     for (i = 0; i < bytes; i++) w[i] = (uint8_t)st_next();
     for (b = 0; b < nb; b++) {
         uint8_t *blk = w + (size_t)b * tt->type_size;
-        uint16_t d = st_scale(kind);
-        memcpy(blk, &d, 2);
-        if (t == INFER_TYPE_Q4_1 || t == INFER_TYPE_Q5_1) {
-            uint16_t m = st_scale(kind);
-            memcpy(blk + 2, &m, 2);
+        int off[2], nf = st_half_fields(t, off), f;
+        for (f = 0; f < nf; f++) {
+            uint16_t d = st_scale(kind);
+            memcpy(blk + off[f], &d, 2);
         }
         if (t == INFER_TYPE_Q8_0)
             for (i = 2; i < 34; i++)
@@ -156,6 +169,19 @@ static void st_x_values(infer_type vt, const uint8_t *xq, int n, float *out) {
 static double st_min_terms(infer_type t, const uint8_t *w, const uint8_t *xq, const float *xf, int n) {
     double s = 0;
     int b, j;
+    if (t == INFER_TYPE_Q4_K || t == INFER_TYPE_Q5_K || t == INFER_TYPE_Q2_K) {
+        /* d * sum(scale * q * x) and dmin * sum(min * x) may cancel */
+        int off[2];
+        st_half_fields(t, off);
+        for (b = 0; b < n / 256; b++) {
+            uint16_t dm;
+            double ax = 0;
+            memcpy(&dm, w + (size_t)b * infer__traits(t)->type_size + off[1], 2);
+            for (j = 0; j < 256; j++) ax += fabs(xf[b * 256 + j]);
+            s += fabs(infer__fp16_to_fp32(dm)) * 63 * ax;
+        }
+        return 2 * s;
+    }
     if (t != INFER_TYPE_Q4_1 && t != INFER_TYPE_Q5_1) return 0;
     for (b = 0; b < n / 32; b++) {
         uint16_t m, xs;
@@ -189,20 +215,21 @@ static void st_fail(st_counts *c, const char *fmt, ...) {
    x86 and ARM answer differently); such a block's d is a zero half either
    way, so its values never count. Only d is compared there. */
 static void st_mask_overflowing(const float *x, int n, infer_type vt, uint8_t *a, uint8_t *b) {
-    int bs = vt == INFER_TYPE_Q8_0 ? 34 : 36, blk, j;
-    for (blk = 0; blk < n / 32; blk++) {
+    int bs = (int)infer__traits(vt)->type_size, qk = infer__traits(vt)->block_size, head = vt == INFER_TYPE_Q8_K ? 4 : 2;
+    int blk, j;
+    for (blk = 0; blk < n / qk; blk++) {
         float amax = 0;
         volatile float id;
-        for (j = 0; j < 32; j++) amax = INFER__MAX(amax, fabsf(x[blk * 32 + j]));
+        for (j = 0; j < qk; j++) amax = INFER__MAX(amax, fabsf(x[blk * qk + j]));
         id = 127.0f / amax;
         if (amax != 0.0f && isinf(id)) {
-            memset(a + (size_t)blk * bs + 2, 0, (size_t)bs - 2);
-            memset(b + (size_t)blk * bs + 2, 0, (size_t)bs - 2);
+            memset(a + (size_t)blk * bs + head, 0, (size_t)bs - head);
+            memset(b + (size_t)blk * bs + head, 0, (size_t)bs - head);
         }
     }
 }
 
-static const int st_lens_block[] = {32, 64, 96, 256, 288, 576, 2048, 4096 + 96};
+static const int st_lens_block[] = {32, 64, 96, 256, 288, 512, 576, 768, 2048, 4096, 4096 + 96};
 static const int st_lens_float[] = {1, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 257, 1000, 4096, 4099};
 
 /* one activation quantizer: vector bytes == scalar bytes */
@@ -218,6 +245,7 @@ static void st_check_from_float(st_counts *c, const char *isa, infer__from_float
             for (rep = 0; rep < 3; rep++) {
                 int n = lens[li];
                 size_t bytes = infer__row_size(vt, n), i;
+                if (n % infer__traits(vt)->block_size) continue;
                 float *x = (float *)malloc((size_t)n * sizeof(float));
                 uint8_t *a = (uint8_t *)malloc(bytes + 1), *b = (uint8_t *)malloc(bytes + 1);
                 st_fill_x_wide(x, n, kind);
@@ -226,7 +254,7 @@ static void st_check_from_float(st_counts *c, const char *isa, infer__from_float
                 ref(x, a, n);
                 got(x, b, n);
                 c->checks++;
-                if (vt == INFER_TYPE_Q8_0 || vt == INFER_TYPE_Q8_1) st_mask_overflowing(x, n, vt, a, b);
+                if (vt == INFER_TYPE_Q8_0 || vt == INFER_TYPE_Q8_1 || vt == INFER_TYPE_Q8_K) st_mask_overflowing(x, n, vt, a, b);
                 if (memcmp(a, b, bytes + 1)) {
                     for (i = 0; i < bytes && a[i] == b[i]; i++) {}
                     st_fail(c, "%s from_float %s n=%d %s: byte %zu is %02x, scalar %02x", isa, infer_type_name(vt), n,
@@ -252,7 +280,9 @@ static void st_check_dot(st_counts *c, const char *isa, const infer__kernels *re
         for (wk = 0; wk < ST_W_KINDS; wk++)
             for (xk = 0; xk < ST_X_KINDS; xk++) {
                 int n = lens[li], i;
-                uint8_t *w = (uint8_t *)malloc(infer__row_size(t, n));
+                uint8_t *w;
+                if (n % tt->block_size) continue;
+                w = (uint8_t *)malloc(infer__row_size(t, n));
                 float *x = (float *)malloc((size_t)n * sizeof(float)), *wf = (float *)malloc((size_t)n * sizeof(float));
                 float *xf = (float *)malloc((size_t)n * sizeof(float));
                 uint8_t *xq = (uint8_t *)malloc(infer__row_size(vt, n) + 4);
@@ -287,9 +317,11 @@ static void st_check_dot(st_counts *c, const char *isa, const infer__kernels *re
             }
 }
 
-static const infer_type st_weight_types[] = {INFER_TYPE_F32,  INFER_TYPE_F16,  INFER_TYPE_BF16, INFER_TYPE_Q8_0,
-                                             INFER_TYPE_Q4_0, INFER_TYPE_Q4_1, INFER_TYPE_Q5_0, INFER_TYPE_Q5_1};
-static const infer_type st_act_types[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q8_1, INFER_TYPE_F16, INFER_TYPE_BF16};
+static const infer_type st_weight_types[] = {
+    INFER_TYPE_F32,  INFER_TYPE_F16,  INFER_TYPE_BF16, INFER_TYPE_Q8_0,   INFER_TYPE_Q4_0,  INFER_TYPE_Q4_1, INFER_TYPE_Q5_0,
+    INFER_TYPE_Q5_1, INFER_TYPE_Q2_K, INFER_TYPE_Q3_K, INFER_TYPE_Q4_K,   INFER_TYPE_Q5_K,  INFER_TYPE_Q6_K,
+    INFER_TYPE_IQ4_NL, INFER_TYPE_IQ4_XS};
+static const infer_type st_act_types[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q8_1, INFER_TYPE_Q8_K, INFER_TYPE_F16, INFER_TYPE_BF16};
 
 /* Checks weight type t (or, with t < 0, every activation quantizer) on
    every instruction set this CPU runs; returns the failures. *n_isa counts

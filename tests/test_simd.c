@@ -22,6 +22,13 @@ Test(simd, q4_0) { check(INFER_TYPE_Q4_0); }
 Test(simd, q4_1) { check(INFER_TYPE_Q4_1); }
 Test(simd, q5_0) { check(INFER_TYPE_Q5_0); }
 Test(simd, q5_1) { check(INFER_TYPE_Q5_1); }
+Test(simd, q2_k) { check(INFER_TYPE_Q2_K); }
+Test(simd, q3_k) { check(INFER_TYPE_Q3_K); }
+Test(simd, q4_k) { check(INFER_TYPE_Q4_K); }
+Test(simd, q5_k) { check(INFER_TYPE_Q5_K); }
+Test(simd, q6_k) { check(INFER_TYPE_Q6_K); }
+Test(simd, iq4_nl) { check(INFER_TYPE_IQ4_NL); }
+Test(simd, iq4_xs) { check(INFER_TYPE_IQ4_XS); }
 
 /* INFER_ISA picks or refuses an instruction set; the best one is used otherwise */
 Test(simd, isa_selection) {
