@@ -5033,13 +5033,13 @@ typedef struct infer__qtarget {
     uint32_t ftype;   /* llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*) */
 } infer__qtarget;
 
-/* Plain Q4_K and Q5_K have no file type of their own in llama.cpp; they are
-   marked as its "mostly Q4_K/Q5_K" _S types. */
+/* Plain Q4_K and Q5_K have no file type of their own in llama.cpp: its
+   quantize tool takes "Q4_K" for Q4_K_M, so a --pure Q4_K file says 15. */
 static const infer__qtarget infer__qtargets[INFER_QUANT_COUNT] = {
     {"F32", INFER_TYPE_F32, 0, 0},      {"F16", INFER_TYPE_F16, 0, 1},     {"BF16", INFER_TYPE_BF16, 0, 32},
     {"Q8_0", INFER_TYPE_Q8_0, 0, 7},    {"Q4_0", INFER_TYPE_Q4_0, 0, 2},   {"Q4_1", INFER_TYPE_Q4_1, 0, 3},
-    {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 14},
-    {"Q5_K", INFER_TYPE_Q5_K, 0, 16},   {"Q6_K", INFER_TYPE_Q6_K, 0, 18},  {"Q4_K_M", INFER_TYPE_Q4_K, 1, 15},
+    {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 15},
+    {"Q5_K", INFER_TYPE_Q5_K, 0, 17},   {"Q6_K", INFER_TYPE_Q6_K, 0, 18},  {"Q4_K_M", INFER_TYPE_Q4_K, 1, 15},
     {"Q5_K_M", INFER_TYPE_Q5_K, 1, 17},
 };
 
@@ -5071,60 +5071,13 @@ INFERDEF int infer_quant_target_from_name(const char *name) {
 
 /* ---- quantizers -------------------------------------------------------- */
 
-/* TEMPORARY until the per-format reference quantizers land in the type
-   table: ggml's quantize_row_q8_0_ref and quantize_row_q4_0_ref. */
-static void infer__qz_q8_0_ref(const float *x, void *dst, int64_t n) {
-    uint8_t *y = (uint8_t *)dst;
-    int64_t b;
-    int j;
-    for (b = 0; b < n / 32; b++, x += 32, y += 34) {
-        float amax = 0, d, id;
-        uint16_t h;
-        for (j = 0; j < 32; j++) amax = INFER__MAX(amax, fabsf(x[j]));
-        d = amax / 127.0f;
-        id = d != 0.0f ? 1.0f / d : 0.0f;
-        h = infer__fp32_to_fp16(d);
-        memcpy(y, &h, 2);
-        for (j = 0; j < 32; j++) y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
-    }
-}
-
-static void infer__qz_q4_0_ref(const float *x, void *dst, int64_t n) {
-    uint8_t *y = (uint8_t *)dst;
-    int64_t b;
-    int j;
-    for (b = 0; b < n / 32; b++, x += 32, y += 18) {
-        float amax = 0, max = 0, d, id;
-        uint16_t h;
-        for (j = 0; j < 32; j++)
-            if (amax < fabsf(x[j])) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-        d = max / -8.0f;
-        id = d != 0.0f ? 1.0f / d : 0.0f;
-        h = infer__fp32_to_fp16(d);
-        memcpy(y, &h, 2);
-        for (j = 0; j < 16; j++) {
-            int q0 = (int)(int8_t)(x[j] * id + 8.5f), q1 = (int)(int8_t)(x[16 + j] * id + 8.5f);
-            q0 = INFER__MIN(15, q0);
-            q1 = INFER__MIN(15, q1);
-            y[2 + j] = (uint8_t)(q0 | q1 << 4);
-        }
-    }
-}
-
 /* Converts n floats (a whole number of blocks) to format t, or NULL when
    this build cannot write t. */
 static infer__quantize_row_fn infer__qz_row_fn(infer_type t) {
     const infer__type_traits *tt = infer__traits(t);
     if (!tt) return NULL;
-    switch (t) {
-    case INFER_TYPE_F32: case INFER_TYPE_F16: case INFER_TYPE_BF16: return tt->from_float;
-    case INFER_TYPE_Q8_0: return infer__qz_q8_0_ref;
-    case INFER_TYPE_Q4_0: return infer__qz_q4_0_ref;
-    default: return NULL;
-    }
+    if (t == INFER_TYPE_F32 || t == INFER_TYPE_F16 || t == INFER_TYPE_BF16) return tt->from_float;
+    return tt->quantize;
 }
 
 /* ---- which format each tensor gets (llama.cpp's rules) ---------------- */

@@ -22,3 +22,16 @@ if [ -n "$need" ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $need >/dev/null
 fi
+# tests/check_quantized.py checks the quantizer's blocks with the PyPI gguf
+# package (and numpy); the quantize test fails without them.
+if ! python3 -c "import numpy, gguf" >/dev/null 2>&1; then
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        sudo=""
+        [ "$(id -u)" = 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-pip >/dev/null
+    fi
+    echo "installing: numpy gguf (pip)"
+    python3 -m pip install --quiet numpy gguf 2>/dev/null ||
+        python3 -m pip install --quiet --break-system-packages numpy gguf
+fi

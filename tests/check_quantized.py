@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Checks a file written by `infer quantize` with the PyPI gguf package.
+
+    check_quantized.py SOURCE.gguf OURS.gguf OURS_DEQUANTIZED.gguf [REFERENCE.gguf] [--margin M]
+
+SOURCE is the float file OURS was quantized from; OURS_DEQUANTIZED is OURS
+turned back into F32 by infer itself (`infer quantize OURS X F32
+--allow-requantize`), i.e. what infer's own dequantizer gives.
+
+For every tensor of OURS:
+  1. decoding: gguf.quants.dequantize of our blocks equals infer's own
+     dequantized values (to float32 rounding);
+  2. error: the RMSE of our quantization against the source values is at
+     most (1 + M) times the reference's: REFERENCE's tensor (llama.cpp's
+     file of the same source) where it has the same format, else
+     gguf.quants.quantize's own reference quantizer where the package has
+     one for the format. Bit-identical blocks are counted and reported.
+Exits 1 on any failure, 2 when numpy or gguf cannot be imported (they are
+needed: scripts/deps.sh installs them).
+"""
+import sys
+
+try:
+    import numpy as np
+    import gguf
+    from gguf import quants
+except ImportError as e:  # a missing dependency fails the test, it does not skip it
+    print("check_quantized: numpy and gguf are needed (python3 -m pip install numpy gguf): %s" % e)
+    sys.exit(2)
+
+FLOAT_TYPES = {gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16, gguf.GGMLQuantizationType.BF16}
+
+
+def tensors(path):
+    return {t.name: t for t in gguf.GGUFReader(path).tensors}
+
+
+def values(t):
+    """The tensor as float32, shaped (rows, row length)."""
+    data = np.asarray(t.data)
+    if t.tensor_type == gguf.GGMLQuantizationType.F32:
+        out = data.astype(np.float32)
+    elif t.tensor_type == gguf.GGMLQuantizationType.F16:
+        out = data.view(np.float16).astype(np.float32)
+    else:
+        out = quants.dequantize(data, t.tensor_type).astype(np.float32)
+    n0 = int(t.shape[0])
+    return out.reshape(-1, n0)
+
+
+def can_quantize(qtype):
+    try:
+        quants.quantize(np.zeros((1, 256), dtype=np.float32), qtype)
+        return True
+    except (NotImplementedError, quants.QuantError, KeyError, AttributeError, TypeError, ValueError):
+        return False
+
+
+def rmse(a, b):
+    return float(np.sqrt(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)))
+
+
+def main(argv):
+    margin = 0.02
+    args = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--margin":
+            margin = float(argv[i + 1])
+            i += 2
+            continue
+        args.append(argv[i])
+        i += 1
+    if len(args) not in (3, 4):
+        print(__doc__)
+        return 1
+    src, ours, deq = tensors(args[0]), tensors(args[1]), tensors(args[2])
+    ref = tensors(args[3]) if len(args) == 4 else {}
+    failures = 0
+    checked = 0
+    for name, t in ours.items():
+        if t.tensor_type in FLOAT_TYPES:
+            continue
+        checked += 1
+        qtype = t.tensor_type
+        x = values(src[name])
+        ours_v = values(t)
+        infer_v = values(deq[name])
+        # 1. gguf's decoding of our blocks is what infer decodes
+        scale = float(np.max(np.abs(infer_v))) or 1.0
+        dec_diff = float(np.max(np.abs(ours_v - infer_v)))
+        if dec_diff > 1e-6 * scale:
+            print("FAIL %s %s: gguf decodes our blocks differently from infer (max diff %.3g, scale %.3g)"
+                  % (name, qtype.name, dec_diff, scale))
+            failures += 1
+        # 2. the quantization error against the reference's
+        e_ours = rmse(ours_v, x)
+        how, e_ref, exact = None, None, None
+        if name in ref and ref[name].tensor_type == qtype and values(ref[name]).shape == x.shape:
+            how = "llama.cpp"
+            e_ref = rmse(values(ref[name]), x)
+            exact = np.array_equal(np.asarray(ref[name].data).view(np.uint8), np.asarray(t.data).view(np.uint8))
+        elif can_quantize(qtype):
+            how = "gguf.quants"
+            q = quants.quantize(x, qtype)
+            e_ref = rmse(quants.dequantize(q, qtype).reshape(x.shape), x)
+            exact = np.array_equal(q.view(np.uint8).reshape(-1), np.asarray(t.data).view(np.uint8).reshape(-1))
+        if how is None:
+            print("note %-28s %-5s rmse %.6g (no reference quantizer for this format)" % (name, qtype.name, e_ours))
+            continue
+        ok = e_ours <= e_ref * (1 + margin) + 1e-12
+        print("%s %-28s %-5s rmse %.6g vs %s %.6g (ratio %.4f)%s"
+              % ("ok  " if ok else "FAIL", name, qtype.name, e_ours, how, e_ref,
+                 e_ours / e_ref if e_ref else 1.0, ", bit-identical" if exact else ""))
+        failures += not ok
+    print("%d quantized tensors checked, %d failures" % (checked, failures))
+    return 1 if failures or not checked else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
