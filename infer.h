@@ -5033,13 +5033,13 @@ typedef struct infer__qtarget {
     uint32_t ftype;   /* llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*) */
 } infer__qtarget;
 
-/* Plain Q4_K and Q5_K have no file type of their own in llama.cpp: its
-   quantize tool takes "Q4_K" for Q4_K_M, so a --pure Q4_K file says 15. */
+/* Plain Q4_K and Q5_K have no file type of their own in llama.cpp; they are
+   marked as its "mostly Q4_K/Q5_K" _S types. */
 static const infer__qtarget infer__qtargets[INFER_QUANT_COUNT] = {
     {"F32", INFER_TYPE_F32, 0, 0},      {"F16", INFER_TYPE_F16, 0, 1},     {"BF16", INFER_TYPE_BF16, 0, 32},
     {"Q8_0", INFER_TYPE_Q8_0, 0, 7},    {"Q4_0", INFER_TYPE_Q4_0, 0, 2},   {"Q4_1", INFER_TYPE_Q4_1, 0, 3},
-    {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 15},
-    {"Q5_K", INFER_TYPE_Q5_K, 0, 17},   {"Q6_K", INFER_TYPE_Q6_K, 0, 18},  {"Q4_K_M", INFER_TYPE_Q4_K, 1, 15},
+    {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 14},
+    {"Q5_K", INFER_TYPE_Q5_K, 0, 16},   {"Q6_K", INFER_TYPE_Q6_K, 0, 18},  {"Q4_K_M", INFER_TYPE_Q4_K, 1, 15},
     {"Q5_K_M", INFER_TYPE_Q5_K, 1, 17},
 };
 
@@ -5071,13 +5071,60 @@ INFERDEF int infer_quant_target_from_name(const char *name) {
 
 /* ---- quantizers -------------------------------------------------------- */
 
+/* TEMPORARY until the per-format reference quantizers land in the type
+   table: ggml's quantize_row_q8_0_ref and quantize_row_q4_0_ref. */
+static void infer__qz_q8_0_ref(const float *x, void *dst, int64_t n) {
+    uint8_t *y = (uint8_t *)dst;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / 32; b++, x += 32, y += 34) {
+        float amax = 0, d, id;
+        uint16_t h;
+        for (j = 0; j < 32; j++) amax = INFER__MAX(amax, fabsf(x[j]));
+        d = amax / 127.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        h = infer__fp32_to_fp16(d);
+        memcpy(y, &h, 2);
+        for (j = 0; j < 32; j++) y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+    }
+}
+
+static void infer__qz_q4_0_ref(const float *x, void *dst, int64_t n) {
+    uint8_t *y = (uint8_t *)dst;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / 32; b++, x += 32, y += 18) {
+        float amax = 0, max = 0, d, id;
+        uint16_t h;
+        for (j = 0; j < 32; j++)
+            if (amax < fabsf(x[j])) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        d = max / -8.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        h = infer__fp32_to_fp16(d);
+        memcpy(y, &h, 2);
+        for (j = 0; j < 16; j++) {
+            int q0 = (int)(int8_t)(x[j] * id + 8.5f), q1 = (int)(int8_t)(x[16 + j] * id + 8.5f);
+            q0 = INFER__MIN(15, q0);
+            q1 = INFER__MIN(15, q1);
+            y[2 + j] = (uint8_t)(q0 | q1 << 4);
+        }
+    }
+}
+
 /* Converts n floats (a whole number of blocks) to format t, or NULL when
    this build cannot write t. */
 static infer__quantize_row_fn infer__qz_row_fn(infer_type t) {
     const infer__type_traits *tt = infer__traits(t);
     if (!tt) return NULL;
-    if (t == INFER_TYPE_F32 || t == INFER_TYPE_F16 || t == INFER_TYPE_BF16) return tt->from_float;
-    return tt->quantize;
+    switch (t) {
+    case INFER_TYPE_F32: case INFER_TYPE_F16: case INFER_TYPE_BF16: return tt->from_float;
+    case INFER_TYPE_Q8_0: return infer__qz_q8_0_ref;
+    case INFER_TYPE_Q4_0: return infer__qz_q4_0_ref;
+    default: return NULL;
+    }
 }
 
 /* ---- which format each tensor gets (llama.cpp's rules) ---------------- */
@@ -5725,7 +5772,7 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 /* ---- block formats dotted with 8-bit activations ---- */
 
-#define INFER__XH(x) infer__fp16_to_fp32(x)
+#define INFER__XH(x) _cvtsh_ss(x) /* F16C: exact, as infer__fp16_to_fp32 */
 #define INFER__SCALE(a, x) _mm256_set1_ps(INFER__XH((a).d) * INFER__XH((x).d))
 
 INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
@@ -5992,7 +6039,7 @@ INFER__AVX2 static float infer__avx2_iq4_nl_dot(int n, const void *w, const void
     for (b = 0; b < nb; b++) {
         __m256i q = infer__avx2_iq4_values(infer__avx2_nibbles(a[b].qs));
         __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(infer__fp16_to_fp32(a[b].d) * infer__fp16_to_fp32(x[b].d)),
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(a[b].d) * _cvtsh_ss(x[b].d)),
                               _mm256_cvtepi32_ps(p), acc);
     }
     return infer__avx2_hsum(acc);
@@ -6161,7 +6208,7 @@ INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
 }
 
-#define INFER__VH(x) infer__fp16_to_fp32(x)
+#define INFER__VH(x) _cvtsh_ss(x)
 #define INFER__VSCALE(a, x) _mm256_set1_ps(INFER__VH((a).d) * INFER__VH((x).d))
 #define INFER__LD(p) _mm256_loadu_si256((const __m256i *)(p))
 

@@ -207,7 +207,7 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 /* ---- block formats dotted with 8-bit activations ---- */
 
-#define INFER__XH(x) infer__fp16_to_fp32(x)
+#define INFER__XH(x) _cvtsh_ss(x) /* F16C: exact, as infer__fp16_to_fp32 */
 #define INFER__SCALE(a, x) _mm256_set1_ps(INFER__XH((a).d) * INFER__XH((x).d))
 
 INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
@@ -474,7 +474,7 @@ INFER__AVX2 static float infer__avx2_iq4_nl_dot(int n, const void *w, const void
     for (b = 0; b < nb; b++) {
         __m256i q = infer__avx2_iq4_values(infer__avx2_nibbles(a[b].qs));
         __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(infer__fp16_to_fp32(a[b].d) * infer__fp16_to_fp32(x[b].d)),
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(a[b].d) * _cvtsh_ss(x[b].d)),
                               _mm256_cvtepi32_ps(p), acc);
     }
     return infer__avx2_hsum(acc);

@@ -113,7 +113,7 @@ INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
 }
 
-#define INFER__VH(x) infer__fp16_to_fp32(x)
+#define INFER__VH(x) _cvtsh_ss(x)
 #define INFER__VSCALE(a, x) _mm256_set1_ps(INFER__VH((a).d) * INFER__VH((x).d))
 #define INFER__LD(p) _mm256_loadu_si256((const __m256i *)(p))
 
