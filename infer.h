@@ -5033,13 +5033,13 @@ typedef struct infer__qtarget {
     uint32_t ftype;   /* llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*) */
 } infer__qtarget;
 
-/* Plain Q4_K and Q5_K have no file type of their own in llama.cpp; they are
-   marked as its "mostly Q4_K/Q5_K" _S types. */
+/* Plain Q4_K and Q5_K have no file type of their own in llama.cpp: its
+   quantize tool takes "Q4_K" for Q4_K_M, so a --pure Q4_K file says 15. */
 static const infer__qtarget infer__qtargets[INFER_QUANT_COUNT] = {
     {"F32", INFER_TYPE_F32, 0, 0},      {"F16", INFER_TYPE_F16, 0, 1},     {"BF16", INFER_TYPE_BF16, 0, 32},
     {"Q8_0", INFER_TYPE_Q8_0, 0, 7},    {"Q4_0", INFER_TYPE_Q4_0, 0, 2},   {"Q4_1", INFER_TYPE_Q4_1, 0, 3},
-    {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 14},
-    {"Q5_K", INFER_TYPE_Q5_K, 0, 16},   {"Q6_K", INFER_TYPE_Q6_K, 0, 18},  {"Q4_K_M", INFER_TYPE_Q4_K, 1, 15},
+    {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 15},
+    {"Q5_K", INFER_TYPE_Q5_K, 0, 17},   {"Q6_K", INFER_TYPE_Q6_K, 0, 18},  {"Q4_K_M", INFER_TYPE_Q4_K, 1, 15},
     {"Q5_K_M", INFER_TYPE_Q5_K, 1, 17},
 };
 
@@ -5071,60 +5071,13 @@ INFERDEF int infer_quant_target_from_name(const char *name) {
 
 /* ---- quantizers -------------------------------------------------------- */
 
-/* TEMPORARY until the per-format reference quantizers land in the type
-   table: ggml's quantize_row_q8_0_ref and quantize_row_q4_0_ref. */
-static void infer__qz_q8_0_ref(const float *x, void *dst, int64_t n) {
-    uint8_t *y = (uint8_t *)dst;
-    int64_t b;
-    int j;
-    for (b = 0; b < n / 32; b++, x += 32, y += 34) {
-        float amax = 0, d, id;
-        uint16_t h;
-        for (j = 0; j < 32; j++) amax = INFER__MAX(amax, fabsf(x[j]));
-        d = amax / 127.0f;
-        id = d != 0.0f ? 1.0f / d : 0.0f;
-        h = infer__fp32_to_fp16(d);
-        memcpy(y, &h, 2);
-        for (j = 0; j < 32; j++) y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
-    }
-}
-
-static void infer__qz_q4_0_ref(const float *x, void *dst, int64_t n) {
-    uint8_t *y = (uint8_t *)dst;
-    int64_t b;
-    int j;
-    for (b = 0; b < n / 32; b++, x += 32, y += 18) {
-        float amax = 0, max = 0, d, id;
-        uint16_t h;
-        for (j = 0; j < 32; j++)
-            if (amax < fabsf(x[j])) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-        d = max / -8.0f;
-        id = d != 0.0f ? 1.0f / d : 0.0f;
-        h = infer__fp32_to_fp16(d);
-        memcpy(y, &h, 2);
-        for (j = 0; j < 16; j++) {
-            int q0 = (int)(int8_t)(x[j] * id + 8.5f), q1 = (int)(int8_t)(x[16 + j] * id + 8.5f);
-            q0 = INFER__MIN(15, q0);
-            q1 = INFER__MIN(15, q1);
-            y[2 + j] = (uint8_t)(q0 | q1 << 4);
-        }
-    }
-}
-
 /* Converts n floats (a whole number of blocks) to format t, or NULL when
    this build cannot write t. */
 static infer__quantize_row_fn infer__qz_row_fn(infer_type t) {
     const infer__type_traits *tt = infer__traits(t);
     if (!tt) return NULL;
-    switch (t) {
-    case INFER_TYPE_F32: case INFER_TYPE_F16: case INFER_TYPE_BF16: return tt->from_float;
-    case INFER_TYPE_Q8_0: return infer__qz_q8_0_ref;
-    case INFER_TYPE_Q4_0: return infer__qz_q4_0_ref;
-    default: return NULL;
-    }
+    if (t == INFER_TYPE_F32 || t == INFER_TYPE_F16 || t == INFER_TYPE_BF16) return tt->from_float;
+    return tt->quantize;
 }
 
 /* ---- which format each tensor gets (llama.cpp's rules) ---------------- */
@@ -6605,6 +6558,192 @@ INFER__NEON_INLINE int32x4_t infer__neon_dot_plain(int32x4_t acc, int8x16_t a, i
 INFER__NEON_BLOCK_KERNELS(, __attribute__((unused)), INFER__NEON_PDOT)
 INFER__NEON_BLOCK_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
 #undef INFER__NEON_BLOCK_KERNELS
+
+/* ---- K-quants and IQ4 ----
+   Integer sums per super-block, scaled once in the reference's float order,
+   so these give the scalar kernels' results exactly. */
+
+static void infer__neon_q8_K_from_float(const float *x, void *dst, int64_t n) {
+    infer__block_q8_K *y = (infer__block_q8_K *)dst;
+    int64_t b;
+    for (b = 0; b < n / INFER__QK_K; b++, x += INFER__QK_K) {
+        float32x4_t m = vdupq_n_f32(0);
+        float amax, max = 0, iscale;
+        int j, k;
+        for (j = 0; j < INFER__QK_K; j += 4) m = vmaxq_f32(m, vabsq_f32(vld1q_f32(x + j)));
+        amax = vmaxvq_f32(m);
+        if (amax == 0.0f) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        for (j = 0; j < INFER__QK_K; j++) /* the first value of largest magnitude */
+            if (fabsf(x[j]) == amax) {
+                max = x[j];
+                break;
+            }
+        iscale = -127.0f / max;
+        for (j = 0; j < INFER__QK_K; j += 32) {
+            int32x4_t q[8], s0 = vdupq_n_s32(0), s1 = vdupq_n_s32(0);
+            for (k = 0; k < 8; k++)
+                q[k] = vminq_s32(vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + j + 4 * k), iscale)), vdupq_n_s32(127));
+            for (k = 0; k < 4; k++) {
+                s0 = vaddq_s32(s0, q[k]);
+                s1 = vaddq_s32(s1, q[k + 4]);
+            }
+            y[b].bsums[j / 16] = (int16_t)vaddvq_s32(s0);
+            y[b].bsums[j / 16 + 1] = (int16_t)vaddvq_s32(s1);
+            infer__neon_store32(y[b].qs + j, q);
+        }
+        y[b].d = 1 / iscale;
+    }
+}
+
+/* Q4_K/Q5_K's 8 six-bit scales (bytes 0..7) and mins (8..15) */
+static void infer__neon_k4_scales(const uint8_t *packed, uint8_t out[16]) {
+    uint32_t u[4];
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t mins_lo;
+    memcpy(u, packed, 12);
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+    memcpy(out, u, 16);
+}
+
+static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+#define INFER__U2S(v) vreinterpretq_s8_u8(v)
+#define INFER__NEON_K_KERNELS(SUF, ATTR, DOT)                                                                     \
+    ATTR static float infer__neon##SUF##_q4_K_dot(int n, const void *w, const void *xv) {                        \
+        const infer__block_q4_K *a = (const infer__block_q4_K *)w;                                               \
+        const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
+        const uint8x16_t m4 = vdupq_n_u8(0x0f);                                                                  \
+        float s = 0;                                                                                             \
+        int b, j;                                                                                                \
+        for (b = 0; b < n / INFER__QK_K; b++) {                                                                  \
+            uint8_t sm[16];                                                                                      \
+            const uint8_t *q = a[b].qs;                                                                          \
+            const int8_t *y = x[b].qs;                                                                           \
+            const int16_t *bs = x[b].bsums;                                                                      \
+            int sumi = 0, summ = 0;                                                                              \
+            infer__neon_k4_scales(a[b].scales, sm);                                                              \
+            for (j = 0; j < 4; j++, q += 32, y += 64) {                                                          \
+                uint8x16_t q0 = vld1q_u8(q), q1 = vld1q_u8(q + 16);                                              \
+                int32x4_t p1 = DOT(DOT(vdupq_n_s32(0), INFER__U2S(vandq_u8(q0, m4)), vld1q_s8(y)),               \
+                                   INFER__U2S(vandq_u8(q1, m4)), vld1q_s8(y + 16));                              \
+                int32x4_t p2 = DOT(DOT(vdupq_n_s32(0), INFER__U2S(vshrq_n_u8(q0, 4)), vld1q_s8(y + 32)),         \
+                                   INFER__U2S(vshrq_n_u8(q1, 4)), vld1q_s8(y + 48));                             \
+                sumi += sm[2 * j] * vaddvq_s32(p1) + sm[2 * j + 1] * vaddvq_s32(p2);                             \
+                summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) +                                            \
+                        sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);                                     \
+            }                                                                                                    \
+            s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi - x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;   \
+        }                                                                                                        \
+        return s;                                                                                                \
+    }                                                                                                            \
+    ATTR static float infer__neon##SUF##_q5_K_dot(int n, const void *w, const void *xv) {                        \
+        const infer__block_q5_K *a = (const infer__block_q5_K *)w;                                               \
+        const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
+        const uint8x16_t m4 = vdupq_n_u8(0x0f), one = vdupq_n_u8(1), two = vdupq_n_u8(2);                        \
+        float s = 0;                                                                                             \
+        int b, j;                                                                                                \
+        for (b = 0; b < n / INFER__QK_K; b++) {                                                                  \
+            uint8_t sm[16];                                                                                      \
+            const uint8_t *q = a[b].qs;                                                                          \
+            const int8_t *y = x[b].qs;                                                                           \
+            const int16_t *bs = x[b].bsums;                                                                      \
+            uint8x16_t h0 = vld1q_u8(a[b].qh), h1 = vld1q_u8(a[b].qh + 16);                                      \
+            int sumi = 0, summ = 0;                                                                              \
+            infer__neon_k4_scales(a[b].scales, sm);                                                              \
+            for (j = 0; j < 4; j++, q += 32, y += 64) {                                                          \
+                uint8x16_t q0 = vld1q_u8(q), q1 = vld1q_u8(q + 16);                                              \
+                uint8x16_t l0 = vorrq_u8(vandq_u8(q0, m4), vshlq_n_u8(vandq_u8(h0, one), 4));                    \
+                uint8x16_t l1 = vorrq_u8(vandq_u8(q1, m4), vshlq_n_u8(vandq_u8(h1, one), 4));                    \
+                uint8x16_t u0 = vorrq_u8(vshrq_n_u8(q0, 4), vshlq_n_u8(vandq_u8(h0, two), 3));                   \
+                uint8x16_t u1 = vorrq_u8(vshrq_n_u8(q1, 4), vshlq_n_u8(vandq_u8(h1, two), 3));                   \
+                int32x4_t p1 = DOT(DOT(vdupq_n_s32(0), INFER__U2S(l0), vld1q_s8(y)), INFER__U2S(l1), vld1q_s8(y + 16)); \
+                int32x4_t p2 = DOT(DOT(vdupq_n_s32(0), INFER__U2S(u0), vld1q_s8(y + 32)), INFER__U2S(u1),        \
+                                   vld1q_s8(y + 48));                                                            \
+                h0 = vshrq_n_u8(h0, 2);                                                                          \
+                h1 = vshrq_n_u8(h1, 2);                                                                          \
+                sumi += sm[2 * j] * vaddvq_s32(p1) + sm[2 * j + 1] * vaddvq_s32(p2);                             \
+                summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) +                                            \
+                        sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);                                     \
+            }                                                                                                    \
+            s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi - x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;   \
+        }                                                                                                        \
+        return s;                                                                                                \
+    }                                                                                                            \
+    ATTR static float infer__neon##SUF##_q6_K_dot(int n, const void *w, const void *xv) {                        \
+        const infer__block_q6_K *a = (const infer__block_q6_K *)w;                                               \
+        const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
+        const uint8x16_t m4 = vdupq_n_u8(0x0f), m2 = vdupq_n_u8(3);                                              \
+        const int8x16_t k32 = vdupq_n_s8(32);                                                                    \
+        float s = 0;                                                                                             \
+        int b, h, k;                                                                                             \
+        for (b = 0; b < n / INFER__QK_K; b++) {                                                                  \
+            const int8_t *y = x[b].qs;                                                                           \
+            int sumi = 0;                                                                                        \
+            for (h = 0; h < 2; h++) {                                                                            \
+                const uint8_t *ql = a[b].ql + 64 * h;                                                            \
+                uint8x16_t L[4], H0 = vld1q_u8(a[b].qh + 32 * h), H1 = vld1q_u8(a[b].qh + 32 * h + 16);          \
+                L[0] = vld1q_u8(ql), L[1] = vld1q_u8(ql + 16), L[2] = vld1q_u8(ql + 32), L[3] = vld1q_u8(ql + 48); \
+                for (k = 0; k < 4; k++, y += 32) {                                                               \
+                    uint8x16_t lo0 = k < 2 ? vandq_u8(L[2 * k], m4) : vshrq_n_u8(L[2 * (k - 2)], 4);             \
+                    uint8x16_t lo1 = k < 2 ? vandq_u8(L[2 * k + 1], m4) : vshrq_n_u8(L[2 * (k - 2) + 1], 4);     \
+                    int8x16_t v0 = vsubq_s8(INFER__U2S(vorrq_u8(lo0, vshlq_n_u8(vandq_u8(H0, m2), 4))), k32);    \
+                    int8x16_t v1 = vsubq_s8(INFER__U2S(vorrq_u8(lo1, vshlq_n_u8(vandq_u8(H1, m2), 4))), k32);    \
+                    sumi += a[b].scales[8 * h + 2 * k] * vaddvq_s32(DOT(vdupq_n_s32(0), v0, vld1q_s8(y))) +      \
+                            a[b].scales[8 * h + 2 * k + 1] * vaddvq_s32(DOT(vdupq_n_s32(0), v1, vld1q_s8(y + 16))); \
+                    H0 = vshrq_n_u8(H0, 2);                                                                      \
+                    H1 = vshrq_n_u8(H1, 2);                                                                      \
+                }                                                                                                \
+            }                                                                                                    \
+            s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi;                                                    \
+        }                                                                                                        \
+        return s;                                                                                                \
+    }                                                                                                            \
+    ATTR static float infer__neon##SUF##_iq4_nl_dot(int n, const void *w, const void *xv) {                      \
+        const infer__block_iq4_nl *a = (const infer__block_iq4_nl *)w;                                           \
+        const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                              \
+        const int8x16_t grid = vld1q_s8(infer__neon_iq4_grid);                                                   \
+        float32x4_t s0 = vdupq_n_f32(0);                                                                         \
+        int b, nb = n / 32;                                                                                      \
+        for (b = 0; b < nb; b++) {                                                                               \
+            uint8x16_t q = vld1q_u8(a[b].qs);                                                                    \
+            int32x4_t p = DOT(DOT(vdupq_n_s32(0), vqtbl1q_s8(grid, vandq_u8(q, vdupq_n_u8(0x0f))), vld1q_s8(x[b].qs)), \
+                              vqtbl1q_s8(grid, vshrq_n_u8(q, 4)), vld1q_s8(x[b].qs + 16));                       \
+            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), infer__fp16_to_fp32(a[b].d) * infer__fp16_to_fp32(x[b].d));   \
+        }                                                                                                        \
+        return vaddvq_f32(s0);                                                                                   \
+    }                                                                                                            \
+    ATTR static float infer__neon##SUF##_iq4_xs_dot(int n, const void *w, const void *xv) {                      \
+        const infer__block_iq4_xs *a = (const infer__block_iq4_xs *)w;                                           \
+        const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
+        const int8x16_t grid = vld1q_s8(infer__neon_iq4_grid);                                                   \
+        float s = 0;                                                                                             \
+        int b, k;                                                                                                \
+        for (b = 0; b < n / INFER__QK_K; b++) {                                                                  \
+            int sumi = 0;                                                                                        \
+            for (k = 0; k < 8; k++) {                                                                            \
+                int ls = (((a[b].scales_l[k / 2] >> (4 * (k % 2))) & 0xF) | ((a[b].scales_h >> (2 * k)) & 3) << 4) - 32; \
+                uint8x16_t q = vld1q_u8(a[b].qs + 16 * k);                                                       \
+                int32x4_t p = DOT(DOT(vdupq_n_s32(0), vqtbl1q_s8(grid, vandq_u8(q, vdupq_n_u8(0x0f))),           \
+                                      vld1q_s8(x[b].qs + 32 * k)),                                               \
+                                  vqtbl1q_s8(grid, vshrq_n_u8(q, 4)), vld1q_s8(x[b].qs + 32 * k + 16));          \
+                sumi += ls * vaddvq_s32(p);                                                                      \
+            }                                                                                                    \
+            s += infer__fp16_to_fp32(a[b].d) * x[b].d * sumi;                                                    \
+        }                                                                                                        \
+        return s;                                                                                                \
+    }
+
+INFER__NEON_K_KERNELS(, __attribute__((unused)), INFER__NEON_PDOT)
+INFER__NEON_K_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
+#undef INFER__NEON_K_KERNELS
+#undef INFER__U2S
 #undef INFER__NEON_SDOT
 #undef INFER__NEON_PDOT
 #undef INFER__NIB_LO
@@ -6637,6 +6776,12 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->from_float[INFER_TYPE_BF16] = infer__neon_bf16_from_float;
     k->from_float[INFER_TYPE_Q8_0] = infer__neon_q8_0_from_float;
     k->from_float[INFER_TYPE_Q8_1] = infer__neon_q8_1_from_float;
+    k->from_float[INFER_TYPE_Q8_K] = infer__neon_q8_K_from_float;
+    k->vec_dot[INFER_TYPE_Q4_K] = dp ? infer__neondp_q4_K_dot : infer__neon_q4_K_dot;
+    k->vec_dot[INFER_TYPE_Q5_K] = dp ? infer__neondp_q5_K_dot : infer__neon_q5_K_dot;
+    k->vec_dot[INFER_TYPE_Q6_K] = dp ? infer__neondp_q6_K_dot : infer__neon_q6_K_dot;
+    k->vec_dot[INFER_TYPE_IQ4_NL] = dp ? infer__neondp_iq4_nl_dot : infer__neon_iq4_nl_dot;
+    k->vec_dot[INFER_TYPE_IQ4_XS] = dp ? infer__neondp_iq4_xs_dot : infer__neon_iq4_xs_dot;
     return 1;
 #else
     (void)k;
