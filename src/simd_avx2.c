@@ -460,6 +460,63 @@ INFER__AVX2 static float infer__avx2_q6_K_dot(int n, const void *w, const void *
     return s;
 }
 
+INFER__AVX2 static float infer__avx2_q2_K_dot(int n, const void *w, const void *xv) {
+    const infer__block_q2_K *a = (const infer__block_q2_K *)w;
+    const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    float s = 0;
+    int b, h, j, k;
+    for (b = 0; b < n / INFER__QK_K; b++) {
+        const int8_t *q8 = x[b].qs;
+        const uint8_t *sc = a[b].scales;
+        __m256i acc = _mm256_setzero_si256();
+        int summ = 0;
+        for (k = 0; k < 16; k++) summ += x[b].bsums[k] * (sc[k] >> 4);
+        for (h = 0; h < 2; h++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(a[b].qs + 32 * h));
+            /* shift j: bytes 0..15 are sub-block 8h+2j, 16..31 sub-block 8h+2j+1 */
+            for (j = 0; j < 4; j++, q8 += 32) {
+                __m256i p = _mm256_maddubs_epi16(_mm256_and_si256(q, m3), _mm256_loadu_si256((const __m256i *)q8));
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1] & 0xF), _mm_set1_epi16(sc[8 * h + 2 * j] & 0xF));
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scv));
+                q = _mm256_srli_epi16(q, 2);
+            }
+        }
+        s += x[b].d * infer__fp16_to_fp32(a[b].d) * infer__avx2_hsum_i32(acc) -
+             x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;
+    }
+    return s;
+}
+
+INFER__AVX2 static float infer__avx2_q3_K_dot(int n, const void *w, const void *xv) {
+    const infer__block_q3_K *a = (const infer__block_q3_K *)w;
+    const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), k4 = _mm256_set1_epi8(4);
+    float s = 0;
+    int b, h, j, k;
+    for (b = 0; b < n / INFER__QK_K; b++) {
+        const int8_t *q8 = x[b].qs;
+        __m256i acc = _mm256_setzero_si256(), hm = _mm256_loadu_si256((const __m256i *)a[b].hmask);
+        int16_t sc[16];
+        for (k = 0; k < 16; k++) sc[k] = (int16_t)infer__scale_q3_K(k, a[b].scales);
+        for (h = 0; h < 2; h++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(a[b].qs + 32 * h));
+            for (j = 0; j < 4; j++, q8 += 32) {
+                /* (q | hbit << 2) - 4: the third bit set means no offset */
+                __m256i u = _mm256_or_si256(_mm256_and_si256(q, m3), _mm256_slli_epi16(_mm256_and_si256(hm, one), 2));
+                __m256i y = _mm256_loadu_si256((const __m256i *)q8);
+                __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, y), _mm256_maddubs_epi16(k4, y));
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]), _mm_set1_epi16(sc[8 * h + 2 * j]));
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scv));
+                q = _mm256_srli_epi16(q, 2);
+                hm = _mm256_srli_epi16(hm, 1);
+            }
+        }
+        s += x[b].d * infer__fp16_to_fp32(a[b].d) * infer__avx2_hsum_i32(acc);
+    }
+    return s;
+}
+
 /* the IQ4 grid: 4-bit indices to int8 values */
 INFER__AVX2_INLINE __m256i infer__avx2_iq4_values(__m256i idx) {
     const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)infer__iq4nl_values));
@@ -516,6 +573,8 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->from_float[INFER_TYPE_Q8_0] = infer__avx2_q8_0_from_float;
     k->from_float[INFER_TYPE_Q8_1] = infer__avx2_q8_1_from_float;
     k->from_float[INFER_TYPE_Q8_K] = infer__avx2_q8_K_from_float;
+    k->vec_dot[INFER_TYPE_Q2_K] = infer__avx2_q2_K_dot;
+    k->vec_dot[INFER_TYPE_Q3_K] = infer__avx2_q3_K_dot;
     k->vec_dot[INFER_TYPE_Q4_K] = infer__avx2_q4_K_dot;
     k->vec_dot[INFER_TYPE_Q5_K] = infer__avx2_q5_K_dot;
     k->vec_dot[INFER_TYPE_Q6_K] = infer__avx2_q6_K_dot;

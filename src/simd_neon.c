@@ -340,6 +340,62 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
 
 #define INFER__U2S(v) vreinterpretq_s8_u8(v)
 #define INFER__NEON_K_KERNELS(SUF, ATTR, DOT)                                                                     \
+    ATTR static float infer__neon##SUF##_q2_K_dot(int n, const void *w, const void *xv) {                        \
+        const infer__block_q2_K *a = (const infer__block_q2_K *)w;                                               \
+        const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
+        const uint8x16_t m3 = vdupq_n_u8(3);                                                                     \
+        float s = 0;                                                                                             \
+        int b, h, j, k;                                                                                          \
+        for (b = 0; b < n / INFER__QK_K; b++) {                                                                  \
+            const int8_t *y = x[b].qs;                                                                           \
+            const uint8_t *sc = a[b].scales;                                                                     \
+            int sumi = 0, summ = 0;                                                                              \
+            for (k = 0; k < 16; k++) summ += x[b].bsums[k] * (sc[k] >> 4);                                       \
+            for (h = 0; h < 2; h++) {                                                                            \
+                uint8x16_t q0 = vld1q_u8(a[b].qs + 32 * h), q1 = vld1q_u8(a[b].qs + 32 * h + 16);                \
+                for (j = 0; j < 4; j++, y += 32) {                                                               \
+                    sumi += (sc[8 * h + 2 * j] & 0xF) *                                                          \
+                                vaddvq_s32(DOT(vdupq_n_s32(0), INFER__U2S(vandq_u8(q0, m3)), vld1q_s8(y))) +    \
+                            (sc[8 * h + 2 * j + 1] & 0xF) *                                                      \
+                                vaddvq_s32(DOT(vdupq_n_s32(0), INFER__U2S(vandq_u8(q1, m3)), vld1q_s8(y + 16))); \
+                    q0 = vshrq_n_u8(q0, 2);                                                                      \
+                    q1 = vshrq_n_u8(q1, 2);                                                                      \
+                }                                                                                                \
+            }                                                                                                    \
+            s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi - x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;   \
+        }                                                                                                        \
+        return s;                                                                                                \
+    }                                                                                                            \
+    ATTR static float infer__neon##SUF##_q3_K_dot(int n, const void *w, const void *xv) {                        \
+        const infer__block_q3_K *a = (const infer__block_q3_K *)w;                                               \
+        const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
+        const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);                                                \
+        const int8x16_t k4 = vdupq_n_s8(4);                                                                      \
+        float s = 0;                                                                                             \
+        int b, h, j;                                                                                             \
+        for (b = 0; b < n / INFER__QK_K; b++) {                                                                  \
+            const int8_t *y = x[b].qs;                                                                           \
+            uint8x16_t hm0 = vld1q_u8(a[b].hmask), hm1 = vld1q_u8(a[b].hmask + 16);                              \
+            int sumi = 0;                                                                                        \
+            for (h = 0; h < 2; h++) {                                                                            \
+                uint8x16_t q0 = vld1q_u8(a[b].qs + 32 * h), q1 = vld1q_u8(a[b].qs + 32 * h + 16);                \
+                for (j = 0; j < 4; j++, y += 32) {                                                               \
+                    int8x16_t v0 = vsubq_s8(INFER__U2S(vorrq_u8(vandq_u8(q0, m3), vshlq_n_u8(vandq_u8(hm0, one), 2))), k4); \
+                    int8x16_t v1 = vsubq_s8(INFER__U2S(vorrq_u8(vandq_u8(q1, m3), vshlq_n_u8(vandq_u8(hm1, one), 2))), k4); \
+                    sumi += infer__scale_q3_K(8 * h + 2 * j, a[b].scales) *                                      \
+                                vaddvq_s32(DOT(vdupq_n_s32(0), v0, vld1q_s8(y))) +                               \
+                            infer__scale_q3_K(8 * h + 2 * j + 1, a[b].scales) *                                  \
+                                vaddvq_s32(DOT(vdupq_n_s32(0), v1, vld1q_s8(y + 16)));                           \
+                    q0 = vshrq_n_u8(q0, 2);                                                                      \
+                    q1 = vshrq_n_u8(q1, 2);                                                                      \
+                    hm0 = vshrq_n_u8(hm0, 1);                                                                    \
+                    hm1 = vshrq_n_u8(hm1, 1);                                                                    \
+                }                                                                                                \
+            }                                                                                                    \
+            s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi;                                                    \
+        }                                                                                                        \
+        return s;                                                                                                \
+    }                                                                                                            \
     ATTR static float infer__neon##SUF##_q4_K_dot(int n, const void *w, const void *xv) {                        \
         const infer__block_q4_K *a = (const infer__block_q4_K *)w;                                               \
         const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
@@ -501,6 +557,8 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->from_float[INFER_TYPE_Q8_0] = infer__neon_q8_0_from_float;
     k->from_float[INFER_TYPE_Q8_1] = infer__neon_q8_1_from_float;
     k->from_float[INFER_TYPE_Q8_K] = infer__neon_q8_K_from_float;
+    k->vec_dot[INFER_TYPE_Q2_K] = dp ? infer__neondp_q2_K_dot : infer__neon_q2_K_dot;
+    k->vec_dot[INFER_TYPE_Q3_K] = dp ? infer__neondp_q3_K_dot : infer__neon_q3_K_dot;
     k->vec_dot[INFER_TYPE_Q4_K] = dp ? infer__neondp_q4_K_dot : infer__neon_q4_K_dot;
     k->vec_dot[INFER_TYPE_Q5_K] = dp ? infer__neondp_q5_K_dot : infer__neon_q5_K_dot;
     k->vec_dot[INFER_TYPE_Q6_K] = dp ? infer__neondp_q6_K_dot : infer__neon_q6_K_dot;

@@ -367,6 +367,8 @@ static int st_check(int t, int *n_isa, int *n_checks) {
         case INFER_TYPE_Q4_1: plain = infer__neon_q4_1_dot; dp = infer__neondp_q4_1_dot; break;
         case INFER_TYPE_Q5_0: plain = infer__neon_q5_0_dot; dp = infer__neondp_q5_0_dot; break;
         case INFER_TYPE_Q5_1: plain = infer__neon_q5_1_dot; dp = infer__neondp_q5_1_dot; break;
+        case INFER_TYPE_Q2_K: plain = infer__neon_q2_K_dot; dp = infer__neondp_q2_K_dot; break;
+        case INFER_TYPE_Q3_K: plain = infer__neon_q3_K_dot; dp = infer__neondp_q3_K_dot; break;
         case INFER_TYPE_Q4_K: plain = infer__neon_q4_K_dot; dp = infer__neondp_q4_K_dot; break;
         case INFER_TYPE_Q5_K: plain = infer__neon_q5_K_dot; dp = infer__neondp_q5_K_dot; break;
         case INFER_TYPE_Q6_K: plain = infer__neon_q6_K_dot; dp = infer__neondp_q6_K_dot; break;
