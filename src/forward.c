@@ -7,6 +7,8 @@
    rounded to F16 before they meet the cache, sums of squares in double. */
 #include "internal.h"
 
+#define INFER__MAX_FUSED 3 /* products sharing one input, run as one op */
+
 struct infer_context {
     infer_model *model;
     int n_ctx, n_batch, n_past;
@@ -85,9 +87,10 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->hb2 = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
     c->scores = (float *)infer__ctx_alloc(c, (size_t)nt * c->n_ctx, sizeof(float), &ok);
     c->qh = (float *)infer__ctx_alloc(c, (size_t)nt * m->head_dim, sizeof(float), &ok);
-    /* F32 activations are the widest form any vec_dot_type takes */
-    c->xq_row_max = (size_t)widest * sizeof(float);
-    c->xq = infer__ctx_alloc(c, (size_t)c->n_batch, c->xq_row_max, &ok);
+    /* room for one input in each of the fused products' activation types;
+       F16 (2 bytes a value) is the widest converted form */
+    c->xq_row_max = (size_t)widest * sizeof(uint16_t);
+    c->xq = infer__ctx_alloc(c, (size_t)c->n_batch * INFER__MAX_FUSED, c->xq_row_max, &ok);
     if (!ok) {
         infer_context_free(c);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a context of %d tokens", params->n_ctx);
@@ -155,48 +158,80 @@ static float infer__silu(float x) { return x / (1.0f + expf(-x)); }
 
 /* ---- matrix multiply: Y[t] = W . X[t] for every token t --------------- */
 
-typedef struct infer__matmul_task {
-    infer__vec_dot_fn vec_dot;
+/* Up to three products that read the same input (q, k, v; gate, up) run
+   as one parallel op: the input is converted once per activation type and
+   the workers split the rows of all of them, so there is one hand-out and
+   one wait instead of three. */
+
+typedef struct infer__matmul_op {
     const infer__tensor *w;
+    infer__vec_dot_fn vec_dot;
     const uint8_t *xq; /* converted activations, row stride xq_row */
     size_t xq_row;
-    int n_tok;
     float *y;          /* row stride ldy */
     int ldy;
+} infer__matmul_op;
+
+typedef struct infer__matmul_task {
+    infer__matmul_op op[INFER__MAX_FUSED];
+    int n_ops, n_tok;
+    int64_t rows; /* of all ops together */
 } infer__matmul_task;
 
 static void infer__matmul_worker(void *arg, int ith, int nth) {
     const infer__matmul_task *t = (const infer__matmul_task *)arg;
-    int64_t rows = t->w->ne[1], r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth, r;
-    int n = (int)t->w->ne[0], j;
-    size_t row_size = infer__row_size(t->w->type, n);
-    for (r = r0; r < r1; r++) {
-        const uint8_t *wr = (const uint8_t *)t->w->data + (size_t)r * row_size;
-        for (j = 0; j < t->n_tok; j++) t->y[(size_t)j * t->ldy + r] = t->vec_dot(n, wr, t->xq + (size_t)j * t->xq_row);
+    int64_t r = t->rows * ith / nth, r1 = t->rows * (ith + 1) / nth, base = 0;
+    int o, j;
+    for (o = 0; o < t->n_ops && r < r1; o++) {
+        const infer__matmul_op *op = &t->op[o];
+        int64_t rows = op->w->ne[1], end = INFER__MIN(r1 - base, rows);
+        int n = (int)op->w->ne[0];
+        size_t row_size = infer__row_size(op->w->type, n);
+        for (; r - base < end; r++) {
+            const uint8_t *wr = (const uint8_t *)op->w->data + (size_t)(r - base) * row_size;
+            for (j = 0; j < t->n_tok; j++)
+                op->y[(size_t)j * op->ldy + (r - base)] = op->vec_dot(n, wr, op->xq + (size_t)j * op->xq_row);
+        }
+        base += rows;
     }
 }
 
-/* x: n_tok rows of w->ne[0] floats (stride ldx); y: n_tok rows of w->ne[1] (stride ldy). */
-static void infer__matmul(infer_context *c, const infer__tensor *w, const float *x, int ldx, int n_tok, float *y,
-                          int ldy) {
-    const infer__type_traits *tt = infer__traits(w->type);
-    infer__from_float_fn quantize = c->kern.from_float[tt->vec_dot_type];
+/* y[i] = w[i] . x for each of n_ops weights (all with rows of w[0]->ne[0]);
+   x: n_tok rows (stride ldx); y[i]: n_tok rows of w[i]->ne[1] (stride ldy[i]). */
+static void infer__matmul_n(infer_context *c, int n_ops, const infer__tensor *const *w, const float *x, int ldx,
+                            int n_tok, float *const *y, const int *ldy) {
     infer__matmul_task task;
-    int n = (int)w->ne[0], j;
-    task.vec_dot = c->kern.vec_dot[w->type];
-    task.w = w;
+    infer_type done[INFER__MAX_FUSED];
+    int n = (int)w[0]->ne[0], i, j, n_done = 0;
+    task.n_ops = n_ops;
     task.n_tok = n_tok;
-    task.y = y;
-    task.ldy = ldy;
-    if (tt->vec_dot_type == INFER_TYPE_F32) {
-        task.xq = (const uint8_t *)x;
-        task.xq_row = (size_t)ldx * sizeof(float);
-    } else {
-        task.xq = (const uint8_t *)c->xq;
-        task.xq_row = infer__row_size(tt->vec_dot_type, n);
-        for (j = 0; j < n_tok; j++) quantize(x + (size_t)j * ldx, (uint8_t *)c->xq + (size_t)j * task.xq_row, n);
+    task.rows = 0;
+    for (i = 0; i < n_ops; i++) {
+        infer__matmul_op *op = &task.op[i];
+        infer_type vt = infer__traits(w[i]->type)->vec_dot_type;
+        op->w = w[i];
+        op->vec_dot = c->kern.vec_dot[w[i]->type];
+        op->y = y[i];
+        op->ldy = ldy[i];
+        task.rows += w[i]->ne[1];
+        if (vt == INFER_TYPE_F32) {
+            op->xq = (const uint8_t *)x;
+            op->xq_row = (size_t)ldx * sizeof(float);
+            continue;
+        }
+        op->xq_row = infer__row_size(vt, n);
+        for (j = 0; j < n_done && done[j] != vt; j++) {}
+        op->xq = (const uint8_t *)c->xq + (size_t)j * c->n_batch * c->xq_row_max;
+        if (j < n_done) continue; /* this input in this type is there already */
+        done[n_done++] = vt;
+        for (j = 0; j < n_tok; j++) c->kern.from_float[vt](x + (size_t)j * ldx, (uint8_t *)op->xq + (size_t)j * op->xq_row, n);
     }
     infer__pool_run(c->pool, infer__matmul_worker, &task);
+}
+
+static void infer__matmul(infer_context *c, const infer__tensor *w, const float *x, int ldx, int n_tok, float *y,
+                          int ldy) {
+    infer__matmul_n(c, 1, &w, x, ldx, n_tok, &y, &ldy);
 }
 
 /* ---- attention over the KV cache ------------------------------------- */
@@ -270,9 +305,15 @@ static void infer__forward(infer_context *c, const infer_token *tokens, int n, i
         for (t = 0; t < n; t++)
             infer__rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->attn_norm->data, dim,
                            m->norm_eps);
-        infer__matmul(c, L->wq, c->xb, dim, n, c->q, dim);
-        infer__matmul(c, L->wk, c->xb, dim, n, c->k, kv_dim);
-        infer__matmul(c, L->wv, c->xb, dim, n, c->v, kv_dim);
+        {
+            const infer__tensor *w[3];
+            float *y[3];
+            int ld[3];
+            w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
+            y[0] = c->q, y[1] = c->k, y[2] = c->v;
+            ld[0] = dim, ld[1] = kv_dim, ld[2] = kv_dim;
+            infer__matmul_n(c, 3, w, c->xb, dim, n, y, ld);
+        }
         for (t = 0; t < n; t++) {
             for (i = 0; i < m->n_heads; i++) infer__rope(c->q + (size_t)t * dim + i * hd, m->rope_dim, pos0 + t, m->rope_base, m->rope_freqs);
             for (i = 0; i < m->n_kv_heads; i++)
@@ -294,8 +335,15 @@ static void infer__forward(infer_context *c, const infer_token *tokens, int n, i
         for (t = 0; t < n; t++)
             infer__rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->ffn_norm->data, dim,
                            m->norm_eps);
-        infer__matmul(c, L->w_gate, c->xb, dim, n, c->hb, ffn);
-        infer__matmul(c, L->w_up, c->xb, dim, n, c->hb2, ffn);
+        {
+            const infer__tensor *w[2];
+            float *y[2];
+            int ld[2];
+            w[0] = L->w_gate, w[1] = L->w_up;
+            y[0] = c->hb, y[1] = c->hb2;
+            ld[0] = ld[1] = ffn;
+            infer__matmul_n(c, 2, w, c->xb, dim, n, y, ld);
+        }
         for (i = 0; i < n * ffn; i++) c->hb[i] = infer__silu(c->hb[i]) * c->hb2[i];
         infer__matmul(c, L->w_down, c->hb, ffn, n, c->xb, dim);
         for (i = 0; i < n * dim; i++) c->x[i] += c->xb[i];
