@@ -441,6 +441,7 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
 #else
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -6958,10 +6959,14 @@ static int infer__kernels_select(infer__kernels *k, infer_error *err) {
 /* ==== src/threads.c ==== */
 /* threads.c - a persistent worker pool: threads are made once per context
    and woken for each parallel op, never created per op. The calling thread
-   works as worker 0, so a pool of 1 runs everything inline. */
+   works as worker 0, so a pool of 1 runs everything inline.
+   An op is a few microseconds during generation, so handing it out and
+   waiting for it must cost less than that: workers spin on an atomic
+   counter (yielding now and then, in case threads outnumber cores) and only
+   fall asleep on a condition variable after a long idle spell. */
 
-#if defined(_WIN32)
-/* No pool on Windows yet: everything runs on the calling thread. */
+#if defined(_WIN32) || !defined(__GNUC__)
+/* No pool here yet: everything runs on the calling thread. */
 struct infer__pool { int n; };
 static infer__pool *infer__pool_new(int n_threads) {
     infer__pool *p = (infer__pool *)infer__calloc(1, sizeof *p);
@@ -6974,16 +6979,28 @@ static int infer__pool_size(const infer__pool *p) { return p->n; }
 static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg) { (void)p; fn(arg, 0, 1); }
 #else
 
+#if defined(__x86_64__) || defined(__i386__)
+#define INFER__PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define INFER__PAUSE() __asm__ __volatile__("yield")
+#else
+#define INFER__PAUSE() ((void)0)
+#endif
+
+#define INFER__SPINS_BEFORE_YIELD 64
+#define INFER__SPINS_BEFORE_SLEEP (1 << 16)
+
 struct infer__pool {
     int n;
     pthread_t *threads;
-    pthread_mutex_t mu;
-    pthread_cond_t wake, done;
     infer__task_fn fn;
     void *arg;
-    unsigned long generation; /* bumped per op; workers run each op once */
-    int running;              /* workers still busy with the current op */
+    unsigned generation; /* bumped (release) once fn/arg are published */
+    int pending;         /* workers that have not finished the current op */
     int stop;
+    int sleepers;        /* workers waiting on wake, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
 };
 
 typedef struct infer__worker_arg {
@@ -6991,28 +7008,38 @@ typedef struct infer__worker_arg {
     int ith;
 } infer__worker_arg;
 
+/* Waits until the generation differs from seen; returns the new one. */
+static unsigned infer__pool_wait(infer__pool *p, unsigned seen) {
+    unsigned g;
+    long spins = 0;
+    while ((g = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE)) == seen) {
+        if (++spins < INFER__SPINS_BEFORE_SLEEP) {
+            if (spins % INFER__SPINS_BEFORE_YIELD == 0) sched_yield();
+            else INFER__PAUSE();
+            continue;
+        }
+        /* sequentially consistent on both sides (here and in pool_run), so
+           either we see the new generation or the publisher sees us asleep */
+        pthread_mutex_lock(&p->mu);
+        __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&p->generation, __ATOMIC_SEQ_CST) == seen) pthread_cond_wait(&p->wake, &p->mu);
+        __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&p->mu);
+        spins = 0;
+    }
+    return g;
+}
+
 static void *infer__worker(void *v) {
     infer__worker_arg wa = *(infer__worker_arg *)v;
     infer__pool *p = wa.pool;
-    unsigned long seen = 0;
+    unsigned seen = 0;
     INFER_FREE(v);
     for (;;) {
-        infer__task_fn fn;
-        void *arg;
-        pthread_mutex_lock(&p->mu);
-        while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->stop) {
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
-        }
-        seen = p->generation;
-        fn = p->fn;
-        arg = p->arg;
-        pthread_mutex_unlock(&p->mu);
-        fn(arg, wa.ith, p->n);
-        pthread_mutex_lock(&p->mu);
-        if (--p->running == 0) pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
+        seen = infer__pool_wait(p, seen);
+        if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return NULL;
+        p->fn(p->arg, wa.ith, p->n);
+        __atomic_sub_fetch(&p->pending, 1, __ATOMIC_RELEASE);
     }
 }
 
@@ -7024,7 +7051,6 @@ static infer__pool *infer__pool_new(int n_threads) {
     p->n = n_threads;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
     p->threads = (pthread_t *)infer__calloc((size_t)n_threads, sizeof(pthread_t));
     if (!p->threads) {
         p->n = 1;
@@ -7044,17 +7070,22 @@ static infer__pool *infer__pool_new(int n_threads) {
     return p;
 }
 
+/* Publishes the next generation and wakes sleepers. */
+static void infer__pool_publish(infer__pool *p) {
+    __atomic_add_fetch(&p->generation, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&p->mu);
+    if (p->sleepers) pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+}
+
 static void infer__pool_free(infer__pool *p) {
     int i;
     if (!p) return;
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    __atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+    infer__pool_publish(p);
     for (i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
     INFER_FREE(p->threads);
     INFER_FREE(p);
 }
@@ -7062,21 +7093,25 @@ static void infer__pool_free(infer__pool *p) {
 static int infer__pool_size(const infer__pool *p) { return p->n; }
 
 static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg) {
+    long spins = 0;
     if (p->n == 1) {
         fn(arg, 0, 1);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->arg = arg;
-    p->running = p->n - 1;
-    p->generation++;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    __atomic_store_n(&p->pending, p->n - 1, __ATOMIC_RELAXED);
+    /* the mutex is only touched when someone sleeps */
+    __atomic_add_fetch(&p->generation, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     fn(arg, 0, p->n);
-    pthread_mutex_lock(&p->mu);
-    while (p->running > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0)
+        if (++spins % INFER__SPINS_BEFORE_YIELD == 0) sched_yield();
+        else INFER__PAUSE();
 }
 #endif
 
