@@ -5679,7 +5679,7 @@ INFER__AVX2 static void infer__avx2_q8_0_from_float(const float *src, void *dst,
         int j;
         for (j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(src + 8 * j);
         amax = infer__avx2_amax32(v);
-        y[b].d = (uint16_t)_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT);
+        y[b].d = infer__fp32_to_fp16(amax / 127.0f);
         id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
         /* cvtps rounds as the current mode, like nearbyintf */
         _mm256_storeu_si256((__m256i *)y[b].qs,
@@ -5717,9 +5717,9 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
             __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
             h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
             h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
-            y[b].s = (uint16_t)_cvtss_sh((float)_mm_cvtsi128_si32(h) * d, _MM_FROUND_TO_NEAREST_INT);
+            y[b].s = infer__fp32_to_fp16((float)_mm_cvtsi128_si32(h) * d);
         }
-        y[b].d = (uint16_t)_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+        y[b].d = infer__fp32_to_fp16(d);
         _mm256_storeu_si256((__m256i *)y[b].qs, infer__avx2_pack32(q[0], q[1], q[2], q[3]));
     }
 }
