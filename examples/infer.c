@@ -8,9 +8,9 @@
 #include "infer.h"
 
 int infer_cmd_chat(int argc, char **argv); /* infer_chat.c */
-
 int infer_cmd_quantize(int argc, char **argv);   /* infer_quantize.c */
 int infer_cmd_perplexity(int argc, char **argv); /* infer_perplexity.c */
+int infer_cmd_bench(int argc, char **argv);      /* infer_bench.c */
 
 static const char *usage =
     "usage: infer COMMAND [options]\n"
@@ -23,7 +23,8 @@ static const char *usage =
     "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]   (user turns from stdin)\n"
     "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
     "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
-    "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N]\n";
+    "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N]\n"
+    "  bench     -m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [-o md|json|csv]\n";
 
 typedef struct options {
     const char *model, *prompt, *file, *tokens;
@@ -413,6 +414,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "chat")) return infer_cmd_chat(argc, argv);
     if (!strcmp(cmd, "quantize")) return infer_cmd_quantize(argc, argv);
     if (!strcmp(cmd, "perplexity")) return infer_cmd_perplexity(argc, argv);
+    if (!strcmp(cmd, "bench")) return infer_cmd_bench(argc, argv);
     if (strcmp(cmd, "run") && strcmp(cmd, "eval") && strcmp(cmd, "tokenize") && strcmp(cmd, "info")) {
         fprintf(stderr, "infer: unknown command '%s' (see infer --help)\n", cmd);
         return 1;

@@ -80,6 +80,7 @@ static void infer__q8_0_from_float(const float *src, void *dst, int64_t n) {
         for (j = 0; j < INFER__QK; j++) amax = INFER__MAX(amax, fabsf(src[j]));
         d = amax / 127.0f;
         id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        if (isinf(id)) id = 0.0f; /* subnormal amax: the scale is 0 anyway, and inf would not fit an int8 */
         y[b].d = infer__fp32_to_fp16(d);
         for (j = 0; j < INFER__QK; j++) y[b].qs[j] = (int8_t)nearbyintf(src[j] * id);
     }
@@ -115,6 +116,7 @@ static void infer__q8_1_from_float(const float *src, void *dst, int64_t n) {
         for (j = 0; j < INFER__QK; j++) amax = INFER__MAX(amax, fabsf(src[j]));
         d = amax / 127.0f;
         id = d != 0.0f ? 1.0f / d : 0.0f;
+        if (isinf(id)) id = 0.0f; /* as in Q8_0 */
         for (j = 0; j < INFER__QK; j++) {
             y[b].qs[j] = (int8_t)roundf(src[j] * id);
             sum += y[b].qs[j];

@@ -1,0 +1,77 @@
+/* test_bench.c - `infer bench` works and reports what it promises (the
+   figures themselves are measured, never asserted: speed is not a test). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static char *bench(const char *args, int *status) {
+    char cmd[2048], model[512];
+    tu_shared_path(model, sizeof model, "models/stories260K.gguf");
+    snprintf(cmd, sizeof cmd, "'%s' bench -m '%s' %s 2>/dev/null", INFER_CLI_PATH, model, args);
+    return tu_run(cmd, status);
+}
+
+Test(bench, json_has_llama_bench_fields) {
+    int st, i;
+    char *out;
+    tu_json *j;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to benchmark");
+    out = bench("-p 16 -n 8 -r 3 -t 2 -o json", &st);
+    cr_assert_eq(st, 0, "infer bench failed: %s", out);
+    j = tu_json_parse(out);
+    cr_assert_not_null(j, "not JSON: %s", out);
+    cr_assert_eq(j->kind, TU_ARR);
+    cr_assert_eq(j->n, 2, "one object for the prompt test, one for generation");
+    for (i = 0; i < 2; i++) {
+        const tu_json *o = &j->items[i], *s = tu_json_get(o, "samples_ts");
+        cr_assert_str_eq(tu_json_get(o, "model_filename")->str + strlen(tu_json_get(o, "model_filename")->str) -
+                             strlen("stories260K.gguf"),
+                         "stories260K.gguf");
+        cr_assert_eq((int)tu_json_get(o, "n_threads")->num, 2);
+        cr_assert_eq((int)tu_json_get(o, "n_prompt")->num, i == 0 ? 16 : 0);
+        cr_assert_eq((int)tu_json_get(o, "n_gen")->num, i == 0 ? 0 : 8);
+        cr_assert_gt(tu_json_get(o, "avg_ts")->num, 0);
+        cr_assert_geq(tu_json_get(o, "stddev_ts")->num, 0);
+        cr_assert(s && s->kind == TU_ARR && s->n == 3, "three repetitions, three samples");
+        cr_assert_gt(tu_json_get(o, "model_size")->num, 1e6);
+        cr_assert_gt(tu_json_get(o, "peak_rss_bytes")->num, 0);
+    }
+    cr_assert_gt(tu_json_get(&j->items[0], "ttft_ms")->num, 0);
+    cr_assert_gt(tu_json_get(&j->items[1], "gen_gbs")->num, 0);
+    tu_json_free(j);
+    free(out);
+}
+
+Test(bench, markdown_and_csv) {
+    int st;
+    char *out;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to benchmark");
+    out = bench("-p 8 -n 4 -r 2", &st);
+    cr_assert_eq(st, 0);
+    cr_assert(strstr(out, "| pp8 |") && strstr(out, "| tg4 |"), "table rows missing: %s", out);
+    free(out);
+    out = bench("-p 8 -n 0 -r 2 -o csv", &st);
+    cr_assert_eq(st, 0);
+    cr_assert(strstr(out, "n_prompt,n_gen,avg_ts") != NULL, "csv header missing: %s", out);
+    cr_assert(strstr(out, ",8,0,") != NULL, "csv row for pp8 missing: %s", out);
+    cr_assert(strstr(out, ",0,") == NULL || strstr(out, ",0,4,") == NULL, "no generation row was asked for");
+    free(out);
+}
+
+Test(bench, bad_flags_fail_cleanly) {
+    int st;
+    char *out;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to benchmark");
+    out = bench("-r 0", &st);
+    cr_assert_neq(st, 0, "-r 0 must be refused");
+    free(out);
+    out = bench("-o xml", &st);
+    cr_assert_neq(st, 0, "-o xml must be refused");
+    free(out);
+    out = bench("--bogus 1", &st);
+    cr_assert_neq(st, 0);
+    free(out);
+}
