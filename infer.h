@@ -170,6 +170,9 @@ INFERDEF infer_token infer_model_eos(const infer_model *m);   /* -1 if none */
 INFERDEF int infer_model_is_eog(const infer_model *m, infer_token t); /* end of generation */
 INFERDEF int infer_model_add_bos(const infer_model *m);
 INFERDEF double infer_model_load_ms(const infer_model *m);
+/* One line the caller may want to show the user about how the file was
+   read (e.g. a missing pre-tokenizer name, defaulted), or NULL. */
+INFERDEF const char *infer_model_warning(const infer_model *m);
 INFERDEF size_t infer_model_weight_bytes(const infer_model *m);
 /* One-line summary: architecture, dims, layers, heads, vocab. */
 INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
@@ -485,6 +488,30 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
 #define stbds_hmput_key infer__stbds_hmput_key
 #define stbds_hmdel_key infer__stbds_hmdel_key
 #define stbds_shmode_func infer__stbds_shmode_func
+/* internal linkage, so two copies of infer.h's implementation (two
+   libraries, or INFER_STATIC in two files) never clash either; stb_ds's
+   own later extern declarations keep it */
+struct stbds_string_arena;
+#ifdef __cplusplus
+extern "C" { /* the linkage stb_ds declares them with */
+#endif
+static void infer__stbds_rand_seed(size_t seed);
+static size_t infer__stbds_hash_bytes(void *p, size_t len, size_t seed);
+static size_t infer__stbds_hash_string(char *str, size_t seed);
+static char *infer__stbds_stralloc(struct stbds_string_arena *a, char *str);
+static void infer__stbds_strreset(struct stbds_string_arena *a);
+static void *infer__stbds_arrgrowf(void *a, size_t elemsize, size_t addlen, size_t min_cap);
+static void infer__stbds_arrfreef(void *a);
+static void infer__stbds_hmfree_func(void *p, size_t elemsize);
+static void *infer__stbds_hmget_key(void *a, size_t elemsize, void *key, size_t keysize, int mode);
+static void *infer__stbds_hmget_key_ts(void *a, size_t elemsize, void *key, size_t keysize, ptrdiff_t *temp, int mode);
+static void *infer__stbds_hmput_default(void *a, size_t elemsize);
+static void *infer__stbds_hmput_key(void *a, size_t elemsize, void *key, size_t keysize, int mode);
+static void *infer__stbds_hmdel_key(void *a, size_t elemsize, void *key, size_t keysize, size_t keyoffset, int mode);
+static void *infer__stbds_shmode_func(size_t elemsize, int mode);
+#ifdef __cplusplus
+}
+#endif
 #define STBDS_NO_SHORT_NAMES
 #define STBDS_REALLOC(c, p, s) INFER_REALLOC(p, s)
 #define STBDS_FREE(c, p) INFER_FREE(p)
@@ -670,6 +697,7 @@ static int infer__vocab_is_eog(const infer_vocab *v, infer_token t);
 static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t len, infer_token *out,
                                  int max, int add_bos, int parse_special);
 static int infer__vocab_piece(const infer_vocab *v, infer_token t, char *buf, int size);
+static const char *infer__vocab_warning(const infer_vocab *v);
 
 /* ---- model.c ---- */
 typedef struct infer__layer {
@@ -1196,7 +1224,9 @@ INFERDEF int64_t infer_gguf_n_kv(const infer_gguf *g) { return g->n_kv; }
 INFERDEF const char *infer_gguf_key(const infer_gguf *g, int64_t i) {
     return i >= 0 && i < g->n_kv ? g->kv[i].key : NULL;
 }
-INFERDEF infer_gguf_type infer_gguf_kv_type(const infer_gguf *g, int64_t i) { return g->kv[i].type; }
+INFERDEF infer_gguf_type infer_gguf_kv_type(const infer_gguf *g, int64_t i) {
+    return i >= 0 && i < g->n_kv ? g->kv[i].type : (infer_gguf_type)-1;
+}
 
 INFERDEF int64_t infer_gguf_find_key(const infer_gguf *g, const char *key) {
     int64_t i;
@@ -1846,6 +1876,7 @@ struct infer_vocab {
     infer_token *eog;
     int n_eog;
     infer_token byte_tok[256];    /* SPM byte fallback: <0xNN> (or the byte itself) */
+    char warning[128];            /* something the caller may want to tell the user, or "" */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -2142,6 +2173,9 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         v->pre = INFER__PRE_DEFAULT;
         has_pre = infer__gguf_get_str(g, "tokenizer.ggml.pre", &pre);
         /* a missing key means "default", as llama.cpp (which only warns) */
+        if (!has_pre)
+            snprintf(v->warning, sizeof v->warning,
+                     "no tokenizer.ggml.pre in this file: using the default pre-tokenizer (older GGUF?)");
         if (has_pre && !infer__pre_from_name(pre.p, (size_t)pre.n, &v->pre, &v->ignore_merges, &v->add_bos, &no_bos)) {
             infer__set_error(err, INFER_ERR_UNSUPPORTED, "vocab: unknown pre-tokenizer type '%.*s'",
                              (int)INFER__MIN(pre.n, 64), pre.p);
@@ -3394,6 +3428,8 @@ INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size) {
     return n > 0 ? n : 0;
 }
 
+static const char *infer__vocab_warning(const infer_vocab *v) { return v->warning[0] ? v->warning : NULL; }
+
 /* ==== src/model.c ==== */
 /* model.c - a model: hyperparameters from GGUF metadata and the named
    weight tensors, checked for shape and format once, at load. */
@@ -3644,6 +3680,7 @@ INFERDEF infer_token infer_model_eos(const infer_model *m) { return infer__vocab
 INFERDEF int infer_model_is_eog(const infer_model *m, infer_token t) { return infer__vocab_is_eog(m->vocab, t); }
 INFERDEF int infer_model_add_bos(const infer_model *m) { return infer__vocab_add_bos(m->vocab); }
 INFERDEF double infer_model_load_ms(const infer_model *m) { return m->load_ms; }
+INFERDEF const char *infer_model_warning(const infer_model *m) { return infer__vocab_warning(m->vocab); }
 
 INFERDEF size_t infer_model_weight_bytes(const infer_model *m) {
     size_t n = 0;

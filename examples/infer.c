@@ -145,6 +145,7 @@ static infer_model *load(const options *o, int vocab_only) {
     mp.vocab_only = vocab_only;
     m = infer_model_load(o->model, &mp, &err);
     if (!m) fprintf(stderr, "infer: %s\n", err.msg);
+    else if (infer_model_warning(m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(m));
     return m;
 }
 

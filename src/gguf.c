@@ -304,7 +304,9 @@ INFERDEF int64_t infer_gguf_n_kv(const infer_gguf *g) { return g->n_kv; }
 INFERDEF const char *infer_gguf_key(const infer_gguf *g, int64_t i) {
     return i >= 0 && i < g->n_kv ? g->kv[i].key : NULL;
 }
-INFERDEF infer_gguf_type infer_gguf_kv_type(const infer_gguf *g, int64_t i) { return g->kv[i].type; }
+INFERDEF infer_gguf_type infer_gguf_kv_type(const infer_gguf *g, int64_t i) {
+    return i >= 0 && i < g->n_kv ? g->kv[i].type : (infer_gguf_type)-1;
+}
 
 INFERDEF int64_t infer_gguf_find_key(const infer_gguf *g, const char *key) {
     int64_t i;

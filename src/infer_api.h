@@ -169,6 +169,9 @@ INFERDEF infer_token infer_model_eos(const infer_model *m);   /* -1 if none */
 INFERDEF int infer_model_is_eog(const infer_model *m, infer_token t); /* end of generation */
 INFERDEF int infer_model_add_bos(const infer_model *m);
 INFERDEF double infer_model_load_ms(const infer_model *m);
+/* One line the caller may want to show the user about how the file was
+   read (e.g. a missing pre-tokenizer name, defaulted), or NULL. */
+INFERDEF const char *infer_model_warning(const infer_model *m);
 INFERDEF size_t infer_model_weight_bytes(const infer_model *m);
 /* One-line summary: architecture, dims, layers, heads, vocab. */
 INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);

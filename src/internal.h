@@ -63,6 +63,30 @@
 #define stbds_hmput_key infer__stbds_hmput_key
 #define stbds_hmdel_key infer__stbds_hmdel_key
 #define stbds_shmode_func infer__stbds_shmode_func
+/* internal linkage, so two copies of infer.h's implementation (two
+   libraries, or INFER_STATIC in two files) never clash either; stb_ds's
+   own later extern declarations keep it */
+struct stbds_string_arena;
+#ifdef __cplusplus
+extern "C" { /* the linkage stb_ds declares them with */
+#endif
+static void infer__stbds_rand_seed(size_t seed);
+static size_t infer__stbds_hash_bytes(void *p, size_t len, size_t seed);
+static size_t infer__stbds_hash_string(char *str, size_t seed);
+static char *infer__stbds_stralloc(struct stbds_string_arena *a, char *str);
+static void infer__stbds_strreset(struct stbds_string_arena *a);
+static void *infer__stbds_arrgrowf(void *a, size_t elemsize, size_t addlen, size_t min_cap);
+static void infer__stbds_arrfreef(void *a);
+static void infer__stbds_hmfree_func(void *p, size_t elemsize);
+static void *infer__stbds_hmget_key(void *a, size_t elemsize, void *key, size_t keysize, int mode);
+static void *infer__stbds_hmget_key_ts(void *a, size_t elemsize, void *key, size_t keysize, ptrdiff_t *temp, int mode);
+static void *infer__stbds_hmput_default(void *a, size_t elemsize);
+static void *infer__stbds_hmput_key(void *a, size_t elemsize, void *key, size_t keysize, int mode);
+static void *infer__stbds_hmdel_key(void *a, size_t elemsize, void *key, size_t keysize, size_t keyoffset, int mode);
+static void *infer__stbds_shmode_func(size_t elemsize, int mode);
+#ifdef __cplusplus
+}
+#endif
 #define STBDS_NO_SHORT_NAMES
 #define STBDS_REALLOC(c, p, s) INFER_REALLOC(p, s)
 #define STBDS_FREE(c, p) INFER_FREE(p)
@@ -248,6 +272,7 @@ static int infer__vocab_is_eog(const infer_vocab *v, infer_token t);
 static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t len, infer_token *out,
                                  int max, int add_bos, int parse_special);
 static int infer__vocab_piece(const infer_vocab *v, infer_token t, char *buf, int size);
+static const char *infer__vocab_warning(const infer_vocab *v);
 
 /* ---- model.c ---- */
 typedef struct infer__layer {

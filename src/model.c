@@ -248,6 +248,7 @@ INFERDEF infer_token infer_model_eos(const infer_model *m) { return infer__vocab
 INFERDEF int infer_model_is_eog(const infer_model *m, infer_token t) { return infer__vocab_is_eog(m->vocab, t); }
 INFERDEF int infer_model_add_bos(const infer_model *m) { return infer__vocab_add_bos(m->vocab); }
 INFERDEF double infer_model_load_ms(const infer_model *m) { return m->load_ms; }
+INFERDEF const char *infer_model_warning(const infer_model *m) { return infer__vocab_warning(m->vocab); }
 
 INFERDEF size_t infer_model_weight_bytes(const infer_model *m) {
     size_t n = 0;

@@ -66,6 +66,7 @@ struct infer_vocab {
     infer_token *eog;
     int n_eog;
     infer_token byte_tok[256];    /* SPM byte fallback: <0xNN> (or the byte itself) */
+    char warning[128];            /* something the caller may want to tell the user, or "" */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -362,6 +363,9 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         v->pre = INFER__PRE_DEFAULT;
         has_pre = infer__gguf_get_str(g, "tokenizer.ggml.pre", &pre);
         /* a missing key means "default", as llama.cpp (which only warns) */
+        if (!has_pre)
+            snprintf(v->warning, sizeof v->warning,
+                     "no tokenizer.ggml.pre in this file: using the default pre-tokenizer (older GGUF?)");
         if (has_pre && !infer__pre_from_name(pre.p, (size_t)pre.n, &v->pre, &v->ignore_merges, &v->add_bos, &no_bos)) {
             infer__set_error(err, INFER_ERR_UNSUPPORTED, "vocab: unknown pre-tokenizer type '%.*s'",
                              (int)INFER__MIN(pre.n, 64), pre.p);
@@ -1613,3 +1617,5 @@ INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size) {
     d->n_pending = 0;
     return n > 0 ? n : 0;
 }
+
+static const char *infer__vocab_warning(const infer_vocab *v) { return v->warning[0] ? v->warning : NULL; }

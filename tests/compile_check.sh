@@ -35,11 +35,27 @@ int user_same(void);
 int main(void) { struct { char *key; int value; } *h = NULL; shput(h, "x", 3);
   return (shget(h, "x") == 3 && user_same() == 2 && infer_type_name(INFER_TYPE_Q4_0)[0] == 'Q') ? 0 : 1; }
 C
+# Two private copies (INFER_STATIC in two files) link into one program.
+cat > "$tmp/static2.c" <<'C'
+#define INFER_STATIC
+#define INFER_IMPLEMENTATION
+#include "infer.h"
+int static2(void) { return infer_model_default_params().vocab_only; }
+C
+cat > "$tmp/static1.c" <<'C'
+#define INFER_STATIC
+#define INFER_IMPLEMENTATION
+#include "infer.h"
+int static2(void);
+int main(void) { return static2() + infer_model_default_params().vocab_only; }
+C
 for cc in gcc clang; do
     command -v $cc >/dev/null 2>&1 || { echo "skip $cc: not installed"; continue; }
     $cc -std=c99 $flags "$tmp/impl.c" -o "$tmp/impl_$cc.o"
     $cc -std=c99 -Wall -Wextra -pedantic -Werror -I"$src" "$tmp/static.c" -o "$tmp/static_$cc" -lm -lpthread
     "$tmp/static_$cc"
+    $cc -std=c99 -Wall -Wextra -pedantic -Werror -I"$src" "$tmp/static1.c" "$tmp/static2.c" -o "$tmp/static2_$cc" -lm -lpthread
+    "$tmp/static2_$cc"
     $cc -std=c99 $flags "$tmp/user_same.c" -o "$tmp/user_same.o"
     $cc -std=c99 $flags "$tmp/user_main.c" -o "$tmp/user_main.o"
     $cc "$tmp/user_same.o" "$tmp/user_main.o" -o "$tmp/user_$cc" -lm -lpthread

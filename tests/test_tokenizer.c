@@ -556,3 +556,26 @@ Test(tokenizer, every_pre_tokenizer_name) {
         free(mem);
     }
 }
+
+/* No tokenizer.ggml.pre (older files): the default pre-tokenizer, with a
+   warning the caller can show; a file that names one gets no warning. */
+Test(tokenizer, missing_pre_tokenizer_warns) {
+    static const char *const merges[] = {"a b"};
+    infer_error err;
+    unsigned char *mem;
+    infer_model *m;
+    int with_pre;
+    for (with_pre = 0; with_pre < 2; with_pre++) {
+        gbuf b = {0, 0, 0, 0};
+        g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+        if (with_pre) g_kv_str(&b, "tokenizer.ggml.pre", "gpt-2");
+        g_kv_strs(&b, "tokenizer.ggml.tokens", tiny_tokens, 7);
+        g_kv_strs(&b, "tokenizer.ggml.merges", merges, 1);
+        m = load_mem(&b, &err, &mem);
+        cr_assert_not_null(m, "%s", err.msg);
+        if (with_pre) cr_assert_null(infer_model_warning(m));
+        else cr_assert(infer_model_warning(m) && strstr(infer_model_warning(m), "pre-tokenizer"), "no warning");
+        infer_model_free(m);
+        free(mem);
+    }
+}
