@@ -6553,10 +6553,21 @@ INFER__NEON_INLINE void infer__neon_fifth_bits(const uint8_t *qh, int8x16_t *lo,
     *hi = vreinterpretq_s8_u8(vandq_u8(vtstq_u8(vqtbl1q_u8(hv, vld1q_u8(idx_hi)), m), f));
 }
 
-/* int32 lanes += sums of four int8 products, without the dotprod extension */
+/* int32 lane j += a[4j..4j+3] . b[4j..4j+3] without the dotprod extension
+   (the same grouping as sdot, so both variants round alike) */
 INFER__NEON_INLINE int32x4_t infer__neon_dot_plain(int32x4_t acc, int8x16_t a, int8x16_t b) {
     int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b)), hi = vmull_high_s8(a, b);
-    return vaddq_s32(acc, vaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+    return vaddq_s32(acc, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+}
+
+/* The 32-value block kernels add up in llama.cpp's x86 order (which made
+   ../shared/reference): eight float lanes, lane j holding bytes 4j..4j+3
+   of each block, fused multiply-add of the block's scale, then its
+   8-to-1 horizontal sum. Here lanes 0-3 are lo and 4-7 hi. The synth
+   models amplify rounding, so matching the order matters there. */
+INFER__NEON_INLINE float infer__neon_hsum8(float32x4_t lo, float32x4_t hi) {
+    float32x4_t r = vaddq_f32(hi, lo);
+    return (vgetq_lane_f32(r, 0) + vgetq_lane_f32(r, 2)) + (vgetq_lane_f32(r, 1) + vgetq_lane_f32(r, 3));
 }
 #if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD) && __clang_major__ < 16
 /* older clang declares vdotq_s32 only when the whole file targets dotprod;
@@ -6572,86 +6583,76 @@ INFER__NEON_INLINE int32x4_t infer__neon_dot_plain(int32x4_t acc, int8x16_t a, i
 #define INFER__NEON_BLOCK_KERNELS(SUF, ATTR, DOT)                                                                \
     ATTR static float infer__neon##SUF##_q8_0_dot(int n, const void *w, const void *xv) {                       \
         const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;         \
-        float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0);                                                   \
-        int b = 0, nb = n / 32;                                                                                 \
-        for (; b + 2 <= nb; b += 2) {                                                                           \
-            int32x4_t p0 = DOT(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs), vld1q_s8(x[b].qs)), vld1q_s8(a[b].qs + 16), \
-                               vld1q_s8(x[b].qs + 16));                                                          \
-            int32x4_t p1 = DOT(DOT(vdupq_n_s32(0), vld1q_s8(a[b + 1].qs), vld1q_s8(x[b + 1].qs)),              \
-                               vld1q_s8(a[b + 1].qs + 16), vld1q_s8(x[b + 1].qs + 16));                          \
-            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p0), INFER__NH(a[b].d) * INFER__NH(x[b].d));                     \
-            s1 = vmlaq_n_f32(s1, vcvtq_f32_s32(p1), INFER__NH(a[b + 1].d) * INFER__NH(x[b + 1].d));             \
+        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
+        int b, nb = n / 32;                                                                                     \
+        for (b = 0; b < nb; b++) {                                                                              \
+            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
+            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs), vld1q_s8(x[b].qs))), d);    \
+            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs + 16), vld1q_s8(x[b].qs + 16))), d); \
         }                                                                                                       \
-        for (; b < nb; b++) {                                                                                   \
-            int32x4_t p = DOT(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs), vld1q_s8(x[b].qs)), vld1q_s8(a[b].qs + 16),  \
-                              vld1q_s8(x[b].qs + 16));                                                           \
-            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
-        }                                                                                                       \
-        return vaddvq_f32(vaddq_f32(s0, s1));                                                                   \
+        return infer__neon_hsum8(lo, hi);                                                                       \
     }                                                                                                           \
     ATTR static float infer__neon##SUF##_q4_0_dot(int n, const void *w, const void *xv) {                       \
         const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;                                              \
         const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                             \
-        float32x4_t s0 = vdupq_n_f32(0);                                                                        \
+        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
         const int8x16_t off = vdupq_n_s8(8);                                                                    \
         int b, nb = n / 32;                                                                                     \
         for (b = 0; b < nb; b++) {                                                                              \
             uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            int32x4_t p = DOT(DOT(vdupq_n_s32(0), vsubq_s8(INFER__NIB_LO(q), off), vld1q_s8(x[b].qs)),          \
-                              vsubq_s8(INFER__NIB_HI(q), off), vld1q_s8(x[b].qs + 16));                          \
-            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
+            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
+            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(INFER__NIB_LO(q), off), vld1q_s8(x[b].qs))), d); \
+            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(INFER__NIB_HI(q), off), vld1q_s8(x[b].qs + 16))), d); \
         }                                                                                                       \
-        return vaddvq_f32(s0);                                                                                  \
+        return infer__neon_hsum8(lo, hi);                                                                       \
     }                                                                                                           \
     ATTR static float infer__neon##SUF##_q4_1_dot(int n, const void *w, const void *xv) {                       \
         const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;                                              \
         const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                             \
-        float32x4_t s0 = vdupq_n_f32(0);                                                                        \
+        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
         float ms = 0;                                                                                           \
         int b, nb = n / 32;                                                                                     \
         for (b = 0; b < nb; b++) {                                                                              \
             uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            int32x4_t p = DOT(DOT(vdupq_n_s32(0), INFER__NIB_LO(q), vld1q_s8(x[b].qs)), INFER__NIB_HI(q),       \
-                              vld1q_s8(x[b].qs + 16));                                                           \
-            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
+            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
+            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), INFER__NIB_LO(q), vld1q_s8(x[b].qs))), d);     \
+            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), INFER__NIB_HI(q), vld1q_s8(x[b].qs + 16))), d); \
             ms += INFER__NH(a[b].m) * INFER__NH(x[b].s);                                                        \
         }                                                                                                       \
-        return vaddvq_f32(s0) + ms;                                                                             \
+        return infer__neon_hsum8(lo, hi) + ms;                                                                  \
     }                                                                                                           \
     ATTR static float infer__neon##SUF##_q5_0_dot(int n, const void *w, const void *xv) {                       \
         const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;                                              \
         const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                             \
-        float32x4_t s0 = vdupq_n_f32(0);                                                                        \
+        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
         const int8x16_t off = vdupq_n_s8(16);                                                                   \
         int b, nb = n / 32;                                                                                     \
         for (b = 0; b < nb; b++) {                                                                              \
             uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
             int8x16_t hl, hh;                                                                                   \
-            int32x4_t p;                                                                                        \
+            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
             infer__neon_fifth_bits(a[b].qh, &hl, &hh);                                                          \
-            p = DOT(DOT(vdupq_n_s32(0), vsubq_s8(vorrq_s8(INFER__NIB_LO(q), hl), off), vld1q_s8(x[b].qs)),      \
-                    vsubq_s8(vorrq_s8(INFER__NIB_HI(q), hh), off), vld1q_s8(x[b].qs + 16));                      \
-            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
+            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(vorrq_s8(INFER__NIB_LO(q), hl), off), vld1q_s8(x[b].qs))), d); \
+            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(vorrq_s8(INFER__NIB_HI(q), hh), off), vld1q_s8(x[b].qs + 16))), d); \
         }                                                                                                       \
-        return vaddvq_f32(s0);                                                                                  \
+        return infer__neon_hsum8(lo, hi);                                                                       \
     }                                                                                                           \
     ATTR static float infer__neon##SUF##_q5_1_dot(int n, const void *w, const void *xv) {                       \
         const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;                                              \
         const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                             \
-        float32x4_t s0 = vdupq_n_f32(0);                                                                        \
+        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
         float ms = 0;                                                                                           \
         int b, nb = n / 32;                                                                                     \
         for (b = 0; b < nb; b++) {                                                                              \
             uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
             int8x16_t hl, hh;                                                                                   \
-            int32x4_t p;                                                                                        \
+            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
             infer__neon_fifth_bits(a[b].qh, &hl, &hh);                                                          \
-            p = DOT(DOT(vdupq_n_s32(0), vorrq_s8(INFER__NIB_LO(q), hl), vld1q_s8(x[b].qs)),                     \
-                    vorrq_s8(INFER__NIB_HI(q), hh), vld1q_s8(x[b].qs + 16));                                     \
-            s0 = vmlaq_n_f32(s0, vcvtq_f32_s32(p), INFER__NH(a[b].d) * INFER__NH(x[b].d));                      \
+            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vorrq_s8(INFER__NIB_LO(q), hl), vld1q_s8(x[b].qs))), d); \
+            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vorrq_s8(INFER__NIB_HI(q), hh), vld1q_s8(x[b].qs + 16))), d); \
             ms += INFER__NH(a[b].m) * INFER__NH(x[b].s);                                                        \
         }                                                                                                       \
-        return vaddvq_f32(s0) + ms;                                                                             \
+        return infer__neon_hsum8(lo, hi) + ms;                                                                  \
     }
 
 INFER__NEON_BLOCK_KERNELS(, __attribute__((unused)), INFER__NEON_PDOT)
