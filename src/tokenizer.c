@@ -695,10 +695,13 @@ static void infer__spm_try_bigram(const infer_vocab *v, infer__work *w, const ch
     infer__heap_push(&w->heap, b, 1);
 }
 
-/* One SPM fragment (already escaped): merge the best-scoring adjacent pair
-   that forms a token until none does, then emit tokens, falling back to
-   bytes for symbols that are not tokens. */
-static void infer__spm_tokenize(const infer_vocab *v, infer__work *w, const char *text, size_t len, infer__tokbuf *out) {
+static void infer__bpe_try_bigram(const infer_vocab *v, infer__work *w, const char *word, int left, int right);
+
+/* Splits text into UTF-8 characters, linked in w->syms, and merges
+   neighbours best-first from a heap until no pair is a token (SPM: by
+   score) or a merge (BPE: by rank). Returns the number of symbols; the
+   survivors are those with n > 0, in order from index 0. */
+static int infer__merge_symbols(const infer_vocab *v, infer__work *w, const char *text, size_t len, int spm) {
     size_t off = 0;
     int i, nsym;
     stbds_arrsetlen(w->syms, 0);
@@ -713,18 +716,34 @@ static void infer__spm_tokenize(const infer_vocab *v, infer__work *w, const char
         stbds_arrput(w->syms, s);
     }
     nsym = (int)stbds_arrlen(w->syms);
-    for (i = 1; i < nsym; i++) infer__spm_try_bigram(v, w, text, i - 1, i);
+    for (i = 1; i < nsym; i++)
+        if (spm) infer__spm_try_bigram(v, w, text, i - 1, i);
+        else infer__bpe_try_bigram(v, w, text, i - 1, i);
     while (stbds_arrlen(w->heap) > 0) {
-        infer__bigram b = infer__heap_pop(w->heap, 1);
+        infer__bigram b = infer__heap_pop(w->heap, spm);
         infer__sym *l = &w->syms[b.left], *r = &w->syms[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
         l->n += r->n;
         r->n = 0;
         l->next = r->next;
         if (r->next >= 0) w->syms[r->next].prev = b.left;
-        infer__spm_try_bigram(v, w, text, l->prev, b.left);
-        infer__spm_try_bigram(v, w, text, b.left, l->next);
+        if (spm) {
+            infer__spm_try_bigram(v, w, text, l->prev, b.left);
+            infer__spm_try_bigram(v, w, text, b.left, l->next);
+        } else {
+            infer__bpe_try_bigram(v, w, text, l->prev, b.left);
+            infer__bpe_try_bigram(v, w, text, b.left, l->next);
+        }
     }
+    return nsym;
+}
+
+/* One SPM fragment (already escaped): merge the best-scoring adjacent pair
+   that forms a token until none does, then emit tokens, falling back to
+   bytes for symbols that are not tokens. */
+static void infer__spm_tokenize(const infer_vocab *v, infer__work *w, const char *text, size_t len, infer__tokbuf *out) {
+    int i, nsym;
+    nsym = infer__merge_symbols(v, w, text, len, 1);
     for (i = nsym > 0 ? 0 : -1; i != -1; i = w->syms[i].next) {
         const infer__sym *s = &w->syms[i];
         infer_token t = infer__tok_lookup(v, text + s->off, s->n);
@@ -1247,37 +1266,13 @@ static void infer__bpe_try_bigram(const infer_vocab *v, infer__work *w, const ch
 
 /* Merges one byte-encoded word by merge rank and emits its tokens. */
 static void infer__bpe_word(const infer_vocab *v, infer__work *w, const char *word, size_t len, infer__tokbuf *out) {
-    size_t off = 0;
     int i, nsym;
     infer_token t;
     if (v->ignore_merges && (t = infer__tok_lookup(v, word, len)) >= 0) {
         infer__emit(out, t);
         return;
     }
-    stbds_arrsetlen(w->syms, 0);
-    stbds_arrsetlen(w->heap, 0);
-    while (off < len) {
-        infer__sym s;
-        s.off = off;
-        s.n = INFER__MIN(infer__utf8_len((unsigned char)word[off]), len - off);
-        off += s.n;
-        s.prev = (int)stbds_arrlen(w->syms) - 1;
-        s.next = off == len ? -1 : (int)stbds_arrlen(w->syms) + 1;
-        stbds_arrput(w->syms, s);
-    }
-    nsym = (int)stbds_arrlen(w->syms);
-    for (i = 1; i < nsym; i++) infer__bpe_try_bigram(v, w, word, i - 1, i);
-    while (stbds_arrlen(w->heap) > 0) {
-        infer__bigram b = infer__heap_pop(w->heap, 0);
-        infer__sym *l = &w->syms[b.left], *r = &w->syms[b.right];
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) w->syms[r->next].prev = b.left;
-        infer__bpe_try_bigram(v, w, word, l->prev, b.left);
-        infer__bpe_try_bigram(v, w, word, b.left, l->next);
-    }
+    nsym = infer__merge_symbols(v, w, word, len, 0);
     for (i = nsym > 0 ? 0 : -1; i != -1; i = w->syms[i].next) {
         const infer__sym *s = &w->syms[i];
         size_t k;
