@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer.h"
+#include "cli.h"
 
 int infer_cmd_chat(int argc, char **argv); /* infer_chat.c */
 int infer_cmd_quantize(int argc, char **argv);   /* infer_quantize.c */
@@ -32,33 +32,6 @@ typedef struct options {
     infer_sampler_params sp;
 } options;
 
-static int fail(const char *fmt, const char *arg) {
-    fprintf(stderr, "infer: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
-    return 1;
-}
-
-static int parse_int(const char *s, int *out) {
-    char *end;
-    long v;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < -2147483647L || v > 2147483647L) return 0;
-    *out = (int)v;
-    return 1;
-}
-
-static int parse_float(const char *s, float *out) {
-    char *end;
-    double v;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || *end) return 0;
-    *out = (float)v;
-    return 1;
-}
-
 /* The options that take a value. */
 static int known_option(const char *a) {
     static const char *const opts[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "--tokens", "-n",
@@ -81,38 +54,27 @@ static int parse_options(int argc, char **argv, options *o) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1, takes = 1;
-        unsigned long long seed;
-        char *end;
         if (!strcmp(a, "--json")) o->json = 1, takes = 0;
         else if (!strcmp(a, "--no-bos")) o->no_bos = 1, takes = 0;
         else if (!strcmp(a, "--special")) o->special = 1, takes = 0;
-        else if (!known_option(a)) return fail("unknown option %s (see infer --help)", a), 0;
-        else if (!v) return fail("option %s needs a value", a), 0;
+        else if (!known_option(a)) return cli_fail("unknown option %s (see infer --help)", a), 0;
+        else if (!v) return cli_fail("option %s needs a value", a), 0;
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->file = v;
         else if (!strcmp(a, "--tokens")) o->tokens = v;
-        else if (!strcmp(a, "-n")) ok = parse_int(v, &o->n_predict) && o->n_predict >= 0;
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = parse_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = parse_int(v, &o->n_ctx) && o->n_ctx >= 0;
-        else if (!strcmp(a, "--temp")) ok = parse_float(v, &o->sp.temperature) && o->sp.temperature >= 0;
-        else if (!strcmp(a, "--top-k")) ok = parse_int(v, &o->sp.top_k);
-        else if (!strcmp(a, "--top-p")) ok = parse_float(v, &o->sp.top_p) && o->sp.top_p > 0 && o->sp.top_p <= 1;
-        else if (!strcmp(a, "--min-p")) ok = parse_float(v, &o->sp.min_p) && o->sp.min_p >= 0 && o->sp.min_p <= 1;
-        else if (!strcmp(a, "--repeat-penalty")) ok = parse_float(v, &o->sp.repeat_penalty) && o->sp.repeat_penalty > 0;
-        else if (!strcmp(a, "--seed")) {
-            errno = 0;
-            seed = strtoull(v, &end, 10);
-            ok = !errno && end != v && !*end;
-            o->sp.seed = seed;
-        } else return fail("unknown option %s (see infer --help)", a), 0;
+        else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
+        else if (cli_sampling_option(a, v, &o->sp, &ok)) {
+        } else return cli_fail("unknown option %s (see infer --help)", a), 0;
         if (!ok) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
             return 0;
         }
         i += takes;
     }
-    if (!o->model) return fail("%s", "no model given (-m MODEL)"), 0;
+    if (!o->model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
     return 1;
 }
 
@@ -256,7 +218,7 @@ static int cmd_eval(const options *o) {
     infer_token *toks = NULL;
     int n = 0, cap = 0, i, j, rc = 0;
     const char *p;
-    if (!o->tokens) return fail("%s", "eval needs --tokens \"ID ID ...\"");
+    if (!o->tokens) return cli_fail("%s", "eval needs --tokens \"ID ID ...\"");
     for (p = o->tokens; *p;) {
         char *end;
         long v;
@@ -266,17 +228,17 @@ static int cmd_eval(const options *o) {
         v = strtol(p, &end, 10);
         if (end == p || errno || v < 0 || v > 2147483647L) {
             free(toks);
-            return fail("bad token id in --tokens: %s", p);
+            return cli_fail("bad token id in --tokens: %s", p);
         }
         if (n == cap) {
             infer_token *t = (infer_token *)realloc(toks, (size_t)(cap = cap ? cap * 2 : 64) * sizeof *toks);
-            if (!t) return free(toks), fail("%s", "out of memory");
+            if (!t) return free(toks), cli_fail("%s", "out of memory");
             toks = t;
         }
         toks[n++] = (infer_token)v;
         p = end;
     }
-    if (!n) return free(toks), fail("%s", "--tokens holds no ids");
+    if (!n) return free(toks), cli_fail("%s", "--tokens holds no ids");
     m = load(o, 0);
     if (!m) return free(toks), 1;
     cp.n_threads = o->threads;
@@ -334,14 +296,14 @@ static int cmd_tokenize(const options *o) {
     size_t len;
     infer_token *toks;
     int n, i, bos;
-    if (!o->prompt == !o->file) return fail("%s", "tokenize needs one of -p TEXT or --file PATH");
+    if (!o->prompt == !o->file) return cli_fail("%s", "tokenize needs one of -p TEXT or --file PATH");
     if (o->file) {
         text = read_file(o->file, &len);
-        if (!text) return fail("cannot read %s", o->file);
+        if (!text) return cli_fail("cannot read %s", o->file);
     } else {
         len = strlen(o->prompt);
         text = (char *)malloc(len + 1);
-        if (!text) return fail("%s", "out of memory");
+        if (!text) return cli_fail("%s", "out of memory");
         memcpy(text, o->prompt, len + 1);
     }
     m = load(o, 1);
@@ -375,7 +337,7 @@ static int cmd_info(const options *o) {
     char buf[512];
     int64_t i;
     int d;
-    if (!g) return fail("%s", err.msg);
+    if (!g) return cli_fail("%s", err.msg);
     printf("file: %s\nGGUF version %u, %lld metadata keys, %lld tensors\n\n", o->model, infer_gguf_version(g),
            (long long)infer_gguf_n_kv(g), (long long)infer_gguf_n_tensors(g));
     for (i = 0; i < infer_gguf_n_kv(g); i++) {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "infer.h"
+#include "cli.h"
 
 int infer_cmd_chat(int argc, char **argv);
 
@@ -20,33 +20,6 @@ typedef struct chat_opts {
     int n_predict, threads, n_ctx;
     infer_sampler_params sp;
 } chat_opts;
-
-static int chat_fail(const char *fmt, const char *arg) {
-    fprintf(stderr, "infer: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
-    return 1;
-}
-
-static int chat_int(const char *s, int *out) {
-    char *end;
-    long v;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < -2147483647L || v > 2147483647L) return 0;
-    *out = (int)v;
-    return 1;
-}
-
-static int chat_float(const char *s, float *out) {
-    char *end;
-    double v;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || *end) return 0;
-    *out = (float)v;
-    return 1;
-}
 
 static int chat_parse(int argc, char **argv, chat_opts *o) {
     int i;
@@ -61,32 +34,20 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
                                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed"};
         size_t k;
         for (k = 0; k < sizeof opts / sizeof opts[0] && strcmp(a, opts[k]); k++) {}
-        if (k == sizeof opts / sizeof opts[0]) return chat_fail("unknown option %s (see infer --help)", a), 0;
-        if (!v) return chat_fail("option %s needs a value", a), 0;
+        if (k == sizeof opts / sizeof opts[0]) return cli_fail("unknown option %s (see infer --help)", a), 0;
+        if (!v) return cli_fail("option %s needs a value", a), 0;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "--system")) o->system = v;
-        else if (!strcmp(a, "-n")) ok = chat_int(v, &o->n_predict) && o->n_predict >= 0;
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = chat_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = chat_int(v, &o->n_ctx) && o->n_ctx >= 0;
-        else if (!strcmp(a, "--temp")) ok = chat_float(v, &o->sp.temperature) && o->sp.temperature >= 0;
-        else if (!strcmp(a, "--top-k")) ok = chat_int(v, &o->sp.top_k);
-        else if (!strcmp(a, "--top-p")) ok = chat_float(v, &o->sp.top_p) && o->sp.top_p > 0 && o->sp.top_p <= 1;
-        else if (!strcmp(a, "--min-p")) ok = chat_float(v, &o->sp.min_p) && o->sp.min_p >= 0 && o->sp.min_p <= 1;
-        else if (!strcmp(a, "--repeat-penalty")) ok = chat_float(v, &o->sp.repeat_penalty) && o->sp.repeat_penalty > 0;
-        else { /* --seed */
-            char *end;
-            unsigned long long s;
-            errno = 0;
-            s = strtoull(v, &end, 10);
-            ok = !errno && end != v && !*end;
-            o->sp.seed = s;
-        }
+        else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
+        else cli_sampling_option(a, v, &o->sp, &ok);
         if (!ok) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
             return 0;
         }
     }
-    if (!o->model) return chat_fail("%s", "no model given (-m MODEL)"), 0;
+    if (!o->model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
     return 1;
 }
 
@@ -263,20 +224,20 @@ int infer_cmd_chat(int argc, char **argv) {
     if (!chat_parse(argc, argv, &o)) return 1;
     memset(&st, 0, sizeof st);
     st.m = infer_model_load(o.model, &mp, &err);
-    if (!st.m) return chat_fail("%s", err.msg);
+    if (!st.m) return cli_fail("%s", err.msg);
     cp.n_threads = o.threads;
     cp.n_ctx = o.n_ctx;
     st.c = infer_context_new(st.m, &cp, &err);
     if (!st.c) {
         infer_model_free(st.m);
-        return chat_fail("%s", err.msg);
+        return cli_fail("%s", err.msg);
     }
     st.s = infer_sampler_new(&o.sp, infer_model_n_vocab(st.m));
     st.tmpl = infer_chat_template_detect(st.m);
     if (st.tmpl.fallback)
         fprintf(stderr, "infer: warning: the model's chat template is missing or not recognized; using ChatML\n");
     if (!st.s || (o.system && !chat_push(&st, "system", o.system, strlen(o.system)))) {
-        rc = chat_fail("%s", "out of memory");
+        rc = cli_fail("%s", "out of memory");
         goto done;
     }
     tty = isatty(0);
@@ -291,7 +252,7 @@ int infer_cmd_chat(int argc, char **argv) {
         }
         if (!chat_push(&st, "user", line, strlen(line))) {
             free(line);
-            rc = chat_fail("%s", "out of memory");
+            rc = cli_fail("%s", "out of memory");
             break;
         }
         free(line);
