@@ -671,10 +671,16 @@ static float infer__iq4_xs_dot(int n, const void *w, const void *x);
 typedef enum infer__isa { INFER__ISA_SCALAR, INFER__ISA_AVX2, INFER__ISA_AVX512, INFER__ISA_NEON, INFER__ISA_COUNT } infer__isa;
 typedef float (*infer__vec_dot_fn)(int n, const void *w, const void *x);
 typedef void (*infer__from_float_fn)(const float *src, void *dst, int64_t n);
+/* y[t * ldy + r] = vec_dot(n, w + r * w_stride, x + t * x_stride) for
+   r < n_rows, t < n_tok: a block of rows times a batch of tokens, tiled in
+   registers (the same products as the vec_dot loop, summed in another order) */
+typedef void (*infer__gemm_fn)(int n, const void *w, size_t w_stride, int n_rows, const void *x, size_t x_stride,
+                               int n_tok, float *y, size_t ldy);
 typedef struct infer__kernels {
     infer__isa isa;
     infer__vec_dot_fn vec_dot[INFER_TYPE_COUNT];       /* by weight type */
     infer__from_float_fn from_float[INFER_TYPE_COUNT]; /* by activation type */
+    infer__gemm_fn gemm[INFER_TYPE_COUNT];             /* by weight type; NULL: the vec_dot loop */
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */
@@ -5638,6 +5644,56 @@ INFER__AVX2 static float infer__avx2_f16_dot(int n, const void *w, const void *x
     return s;
 }
 
+/* F16 GEMM: a tile of up to 3 rows x 3 tokens, 8 values a step, each row
+   and token widened once per tile; the tail of n % 8 in scalar */
+INFER__AVX2_INLINE void infer__avx2_f16_tile(int R, int T, int n, const uint16_t *w, size_t w_stride,
+                                              const uint16_t *x, size_t x_stride, float *y, size_t ldy) {
+#define INFER__F16_BODY(R, T)                                                                                         \
+    do {                                                                                                              \
+        __m256 acc[R][T], wv[R];                                                                                      \
+        int i_, r_, t_;                                                                                               \
+        for (r_ = 0; r_ < R; r_++)                                                                                    \
+            for (t_ = 0; t_ < T; t_++) acc[r_][t_] = _mm256_setzero_ps();                                             \
+        for (i_ = 0; i_ + 8 <= n; i_ += 8) {                                                                          \
+            for (r_ = 0; r_ < R; r_++) wv[r_] = INFER__LOADH((const uint16_t *)((const uint8_t *)w + r_ * w_stride) + i_); \
+            for (t_ = 0; t_ < T; t_++) {                                                                              \
+                __m256 xv_ = INFER__LOADH((const uint16_t *)((const uint8_t *)x + t_ * x_stride) + i_);               \
+                for (r_ = 0; r_ < R; r_++) acc[r_][t_] = _mm256_fmadd_ps(wv[r_], xv_, acc[r_][t_]);                   \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (t_ = 0; t_ < T; t_++)                                                                                    \
+            for (r_ = 0; r_ < R; r_++) {                                                                              \
+                const uint16_t *a_ = (const uint16_t *)((const uint8_t *)w + r_ * w_stride);                          \
+                const uint16_t *b_ = (const uint16_t *)((const uint8_t *)x + t_ * x_stride);                          \
+                float s_ = infer__avx2_hsum(acc[r_][t_]);                                                             \
+                int k_;                                                                                               \
+                for (k_ = i_; k_ < n; k_++) s_ += infer__fp16_to_fp32(a_[k_]) * infer__fp16_to_fp32(b_[k_]);         \
+                y[(size_t)t_ * ldy + r_] = s_;                                                                        \
+            }                                                                                                         \
+    } while (0)
+    if (R == 3 && T == 3) { INFER__F16_BODY(3, 3); return; }
+    if (R == 3 && T == 2) { INFER__F16_BODY(3, 2); return; }
+    if (R == 3 && T == 1) { INFER__F16_BODY(3, 1); return; }
+    if (R == 2 && T == 3) { INFER__F16_BODY(2, 3); return; }
+    if (R == 2 && T == 2) { INFER__F16_BODY(2, 2); return; }
+    if (R == 2 && T == 1) { INFER__F16_BODY(2, 1); return; }
+    if (R == 1 && T == 3) { INFER__F16_BODY(1, 3); return; }
+    if (R == 1 && T == 2) { INFER__F16_BODY(1, 2); return; }
+    INFER__F16_BODY(1, 1);
+#undef INFER__F16_BODY
+}
+
+INFER__AVX2 static void infer__avx2_f16_gemm(int n, const void *w, size_t w_stride, int n_rows, const void *x,
+                                             size_t x_stride, int n_tok, float *y, size_t ldy) {
+    int r, t;
+    for (r = 0; r < n_rows; r += 3)
+        for (t = 0; t < n_tok; t += 3)
+            infer__avx2_f16_tile(INFER__MIN(3, n_rows - r), INFER__MIN(3, n_tok - t), n,
+                                 (const uint16_t *)((const uint8_t *)w + (size_t)r * w_stride), w_stride,
+                                 (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride), x_stride,
+                                 y + (size_t)t * ldy + r, ldy);
+}
+
 INFER__AVX2 static void infer__avx2_f16_from_float(const float *src, void *dst, int64_t n) {
     uint16_t *d = (uint16_t *)dst;
     int64_t i = 0;
@@ -5802,6 +5858,95 @@ INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *
     }
     return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
 }
+
+/* ---- GEMM: a tile of up to 3 weight rows x 3 tokens in registers ----
+   Each row's block is unpacked once per tile, each token's once, instead of
+   once per product; the sums are the vec_dot kernels', block by block. Q8_0
+   moves the weight's sign onto the activation per product; Q4_0 and Q5_0
+   dot their unsigned values and take 8 (16) * sum(x) back. */
+#define INFER__AVX2_GEMM_BODY(R, T, WBLK, LOADW, ABSW, FIXX, DOT)                                                     \
+    do {                                                                                                               \
+        __m256 acc[R][T];                                                                                              \
+        int b_, r_, t_;                                                                                                \
+        for (r_ = 0; r_ < R; r_++)                                                                                     \
+            for (t_ = 0; t_ < T; t_++) acc[r_][t_] = _mm256_setzero_ps();                                              \
+        for (b_ = 0; b_ < nb; b_++) {                                                                                  \
+            __m256i wq[R], wa[R];                                                                                      \
+            float wd[R];                                                                                               \
+            for (r_ = 0; r_ < R; r_++) {                                                                               \
+                const WBLK *a_ = (const WBLK *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_;                      \
+                wq[r_] = LOADW(a_);                                                                                    \
+                wa[r_] = ABSW(wq[r_]);                                                                                 \
+                wd[r_] = INFER__XH(a_->d);                                                                             \
+            }                                                                                                          \
+            for (t_ = 0; t_ < T; t_++) {                                                                               \
+                const infer__block_q8_0 *x_ = (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
+                __m256i xq_ = _mm256_loadu_si256((const __m256i *)x_->qs), xc_ = FIXX(xq_);                            \
+                float xd_ = INFER__XH(x_->d);                                                                          \
+                for (r_ = 0; r_ < R; r_++) {                                                                           \
+                    __m256i p_ = DOT(wq[r_], wa[r_], xq_, xc_);                                                        \
+                    acc[r_][t_] = _mm256_fmadd_ps(_mm256_set1_ps(wd[r_] * xd_), _mm256_cvtepi32_ps(p_), acc[r_][t_]);  \
+                }                                                                                                      \
+                (void)xc_;                                                                                             \
+            }                                                                                                          \
+            (void)wa;                                                                                                  \
+        }                                                                                                              \
+        for (t_ = 0; t_ < T; t_++)                                                                                     \
+            for (r_ = 0; r_ < R; r_++) y[(size_t)t_ * ldy + r_] = infer__avx2_hsum(acc[r_][t_]);                       \
+    } while (0)
+#define INFER__AVX2_GEMM_CASES(A, B, C, D, E)                                                                              \
+    if (R == 3 && T == 3) { INFER__AVX2_GEMM_BODY(3, 3, A, B, C, D, E); return; }                                          \
+    if (R == 3 && T == 2) { INFER__AVX2_GEMM_BODY(3, 2, A, B, C, D, E); return; }                                          \
+    if (R == 3 && T == 1) { INFER__AVX2_GEMM_BODY(3, 1, A, B, C, D, E); return; }                                          \
+    if (R == 2 && T == 3) { INFER__AVX2_GEMM_BODY(2, 3, A, B, C, D, E); return; }                                          \
+    if (R == 2 && T == 2) { INFER__AVX2_GEMM_BODY(2, 2, A, B, C, D, E); return; }                                          \
+    if (R == 2 && T == 1) { INFER__AVX2_GEMM_BODY(2, 1, A, B, C, D, E); return; }                                          \
+    if (R == 1 && T == 3) { INFER__AVX2_GEMM_BODY(1, 3, A, B, C, D, E); return; }                                          \
+    if (R == 1 && T == 2) { INFER__AVX2_GEMM_BODY(1, 2, A, B, C, D, E); return; }                                          \
+    INFER__AVX2_GEMM_BODY(1, 1, A, B, C, D, E)
+#define INFER__G_Q8_LD(a) _mm256_loadu_si256((const __m256i *)(a)->qs)
+#define INFER__G_Q4_LD(a) infer__avx2_nibbles((a)->qs)
+#define INFER__G_Q5_LD(a) _mm256_or_si256(infer__avx2_nibbles((a)->qs), infer__avx2_fifth_bits((a)->qh))
+#define INFER__G_ABS(q) _mm256_abs_epi8(q)
+#define INFER__G_NONE(q) _mm256_setzero_si256()
+#define INFER__G_SUM8(q) infer__avx2_dot_us(_mm256_set1_epi8(8), q)
+#define INFER__G_SUM16(q) infer__avx2_dot_us(_mm256_set1_epi8(16), q)
+#define INFER__G_DOT_SS(wq, wa, xq, xc) infer__avx2_dot_us(wa, _mm256_sign_epi8(xq, wq))
+#define INFER__G_DOT_US(wq, wa, xq, xc) _mm256_sub_epi32(infer__avx2_dot_us(wq, xq), xc)
+#define INFER__G_TILE(name, A, B, C, D, E)                                                                                      \
+    INFER__AVX2_INLINE void name(int R, int T, int nb, const void *w, size_t w_stride, const void *x, size_t x_stride, \
+                                 float *y, size_t ldy) {                                                               \
+        INFER__AVX2_GEMM_CASES(A, B, C, D, E);                                                                                  \
+    }
+INFER__G_TILE(infer__avx2_q8_0_tile, infer__block_q8_0, INFER__G_Q8_LD, INFER__G_ABS, INFER__G_NONE, INFER__G_DOT_SS)
+INFER__G_TILE(infer__avx2_q4_0_tile, infer__block_q4_0, INFER__G_Q4_LD, INFER__G_NONE, INFER__G_SUM8, INFER__G_DOT_US)
+INFER__G_TILE(infer__avx2_q5_0_tile, infer__block_q5_0, INFER__G_Q5_LD, INFER__G_NONE, INFER__G_SUM16, INFER__G_DOT_US)
+#define INFER__G_DRIVER(name, tile)                                                                                    \
+    INFER__AVX2 static void name(int n, const void *w, size_t w_stride, int n_rows, const void *x, size_t x_stride,   \
+                                 int n_tok, float *y, size_t ldy) {                                                    \
+        int r, t;                                                                                                      \
+        for (r = 0; r < n_rows; r += 3)                                                                                \
+            for (t = 0; t < n_tok; t += 3)                                                                             \
+                tile(INFER__MIN(3, n_rows - r), INFER__MIN(3, n_tok - t), n / 32,                                      \
+                     (const uint8_t *)w + (size_t)r * w_stride, w_stride, (const uint8_t *)x + (size_t)t * x_stride,   \
+                     x_stride, y + (size_t)t * ldy + r, ldy);                                                          \
+    }
+INFER__G_DRIVER(infer__avx2_q8_0_gemm, infer__avx2_q8_0_tile)
+INFER__G_DRIVER(infer__avx2_q4_0_gemm, infer__avx2_q4_0_tile)
+INFER__G_DRIVER(infer__avx2_q5_0_gemm, infer__avx2_q5_0_tile)
+#undef INFER__G_DRIVER
+#undef INFER__G_TILE
+#undef INFER__G_DOT_US
+#undef INFER__G_DOT_SS
+#undef INFER__G_SUM16
+#undef INFER__G_SUM8
+#undef INFER__G_NONE
+#undef INFER__G_ABS
+#undef INFER__G_Q5_LD
+#undef INFER__G_Q4_LD
+#undef INFER__G_Q8_LD
+#undef INFER__AVX2_GEMM_CASES
+#undef INFER__AVX2_GEMM_BODY
 
 INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
     const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
@@ -6115,12 +6260,16 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     /* F16C: every CPU with AVX2 has it (clang 14 cannot ask for it by name) */
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
+    k->gemm[INFER_TYPE_F16] = infer__avx2_f16_gemm;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = infer__avx2_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = infer__avx2_q4_0_dot;
     k->vec_dot[INFER_TYPE_Q4_1] = infer__avx2_q4_1_dot;
     k->vec_dot[INFER_TYPE_Q5_0] = infer__avx2_q5_0_dot;
     k->vec_dot[INFER_TYPE_Q5_1] = infer__avx2_q5_1_dot;
+    k->gemm[INFER_TYPE_Q8_0] = infer__avx2_q8_0_gemm;
+    k->gemm[INFER_TYPE_Q4_0] = infer__avx2_q4_0_gemm;
+    k->gemm[INFER_TYPE_Q5_0] = infer__avx2_q5_0_gemm;
     k->from_float[INFER_TYPE_F16] = infer__avx2_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx2_bf16_from_float;
     k->from_float[INFER_TYPE_Q8_0] = infer__avx2_q8_0_from_float;
@@ -6153,6 +6302,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
 #define INFER__AVX512_ISA "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
 #define INFER__AVX512 __attribute__((target(INFER__AVX512_ISA), unused))
+#define INFER__AVX512_INLINE static inline __attribute__((target(INFER__AVX512_ISA), always_inline, unused))
 #define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), unused))
 #define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), always_inline, unused))
 #define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), unused))
@@ -6227,6 +6377,49 @@ INFER__AVX512BF16 static float infer__avx512bf16_bf16_dot(int n, const void *w, 
         s0 = _mm512_dpbf16_ps(s0, (__m512bh)_mm512_maskz_loadu_epi16(m, a + i), (__m512bh)_mm512_maskz_loadu_epi16(m, b + i));
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+/* F16 weights and activations, widened to fp32 (exact) and multiplied with
+   FMA, 16 values a step: each row and token converted once per tile */
+INFER__AVX512_INLINE void infer__avx512_f16_tile(int R, int T, int n, const uint16_t *w, size_t w_stride,
+                                                  const uint16_t *x, size_t x_stride, float *y, size_t ldy) {
+#define INFER__F16_BODY(R, T)                                                                                       \
+    do {                                                                                                            \
+        __m512 acc[R][T], wv[R];                                                                                    \
+        int i_, r_, t_;                                                                                             \
+        for (r_ = 0; r_ < R; r_++)                                                                                  \
+            for (t_ = 0; t_ < T; t_++) acc[r_][t_] = _mm512_setzero_ps();                                           \
+        for (i_ = 0; i_ < n; i_ += 16) {                                                                            \
+            __mmask16 m_ = (__mmask16)(n - i_ >= 16 ? 0xffff : (1u << (n - i_)) - 1);                               \
+            for (r_ = 0; r_ < R; r_++)                                                                              \
+                wv[r_] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m_, (const uint8_t *)w + r_ * w_stride + 2 * (size_t)i_)); \
+            for (t_ = 0; t_ < T; t_++) {                                                                            \
+                __m512 xv_ = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m_, (const uint8_t *)x + t_ * x_stride + 2 * (size_t)i_)); \
+                for (r_ = 0; r_ < R; r_++) acc[r_][t_] = _mm512_fmadd_ps(wv[r_], xv_, acc[r_][t_]);                  \
+            }                                                                                                       \
+        }                                                                                                           \
+        for (t_ = 0; t_ < T; t_++)                                                                                  \
+            for (r_ = 0; r_ < R; r_++) y[(size_t)t_ * ldy + r_] = _mm512_reduce_add_ps(acc[r_][t_]);                \
+    } while (0)
+#define INFER__GEMM_CASE(RR, TT) \
+    if (R == RR && T == TT) { INFER__F16_BODY(RR, TT); return; }
+    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
+    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
+    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
+    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
+#undef INFER__GEMM_CASE
+#undef INFER__F16_BODY
+}
+
+INFER__AVX512 static void infer__avx512_f16_gemm(int n, const void *w, size_t w_stride, int n_rows, const void *x,
+                                                 size_t x_stride, int n_tok, float *y, size_t ldy) {
+    int r, t;
+    for (r = 0; r < n_rows; r += 4)
+        for (t = 0; t < n_tok; t += 4)
+            infer__avx512_f16_tile(INFER__MIN(4, n_rows - r), INFER__MIN(4, n_tok - t), n,
+                                   (const uint16_t *)((const uint8_t *)w + (size_t)r * w_stride), w_stride,
+                                   (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride), x_stride,
+                                   y + (size_t)t * ldy + r, ldy);
 }
 
 /* bit-exact with infer__fp32_to_bf16 (vcvtneps2bf16 would flush subnormals) */
@@ -6336,6 +6529,271 @@ INFER__AVX512VNNI static float infer__vnni_q5_1_dot(int n, const void *w, const 
     }
     return infer__avx2_hsum(acc) + ms;
 }
+
+/* ---- GEMM: a tile of R weight rows x T tokens in registers ----
+   Each weight row's blocks are unpacked once per tile and each token's
+   once per tile, instead of once per product. Two 32-value blocks share a
+   512-bit register: lanes 0..7 sum block b, lanes 8..15 block b + 1, and
+   the scale of each half is (d_w half) * (d_x half), applied in float.
+   An odd last block fills the low half only; the high half's scales are
+   zero (its integer sums are zero too).
+   The integer sums are the exact ones of the vec_dot kernels, made with
+   one unsigned operand: Q8_0 weights meet activations + 128 (u8) and take
+   128 * sum(weights) back; Q4_0's nibbles (0..15, u8) meet the activations
+   and take 8 * sum(activations) back. */
+
+INFER__AVX512VNNI_INLINE __m512 infer__gemm_scales(uint16_t h0, uint16_t h1) {
+    return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)h1), _mm_set1_epi16((short)h0)));
+}
+INFER__AVX512VNNI_INLINE __m512i infer__gemm_ld2(const int8_t *q0, const int8_t *q1) {
+    __m512i lo = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)q0));
+    return q1 ? _mm512_inserti64x4(lo, _mm256_loadu_si256((const __m256i *)q1), 1) : lo;
+}
+/* two Q4_0 blocks' nibbles, as u8: [lo b, hi b, lo b+1, hi b+1] */
+INFER__AVX512VNNI_INLINE __m512i infer__gemm_nib2(const uint8_t *q0, const uint8_t *q1) {
+    __m128i a = _mm_loadu_si128((const __m128i *)q0);
+    __m128i b = q1 ? _mm_loadu_si128((const __m128i *)q1) : _mm_setzero_si128();
+    __m512i v = _mm512_zextsi256_si512(_mm256_set_m128i(b, a));
+    v = _mm512_permutexvar_epi64(_mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0), v);
+    v = _mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
+}
+
+/* two Q5_0 blocks' 5-bit values, as u8 */
+INFER__AVX512VNNI_INLINE __m512i infer__gemm_q5_2(const infer__block_q5_0 *a0, const infer__block_q5_0 *a1) {
+    __m256i lo = _mm256_or_si256(infer__avx2_nibbles(a0->qs), infer__avx2_fifth_bits(a0->qh));
+    __m512i v = _mm512_zextsi256_si512(lo);
+    if (a1) v = _mm512_inserti64x4(v, _mm256_or_si256(infer__avx2_nibbles(a1->qs), infer__avx2_fifth_bits(a1->qh)), 1);
+    return v;
+}
+
+#define INFER__GEMM_BODY(R, T, WBLK, LOADW, FIXW, LOADX, FIXX)                                                        \
+    do {                                                                                                               \
+        __m512 acc[R][T];                                                                                              \
+        int b_, r_, t_;                                                                                                \
+        for (r_ = 0; r_ < R; r_++)                                                                                     \
+            for (t_ = 0; t_ < T; t_++) acc[r_][t_] = _mm512_setzero_ps();                                              \
+        for (b_ = 0; b_ < nb; b_ += 2) {                                                                               \
+            int two_ = b_ + 1 < nb;                                                                                    \
+            __m512i wq[R], wc[R];                                                                                      \
+            __m512 wd[R];                                                                                              \
+            for (r_ = 0; r_ < R; r_++) {                                                                               \
+                const WBLK *a_ = (const WBLK *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_;                      \
+                wq[r_] = LOADW(&a_[0], two_ ? &a_[1] : NULL);                                                      \
+                wc[r_] = FIXW(wq[r_]);                                                                                 \
+                wd[r_] = infer__gemm_scales(a_[0].d, two_ ? a_[1].d : 0);                                              \
+            }                                                                                                          \
+            (void)wc;                                                                                                  \
+            for (t_ = 0; t_ < T; t_++) {                                                                               \
+                const infer__block_q8_0 *x_ = (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
+                __m512i xq_ = infer__gemm_ld2(x_[0].qs, two_ ? x_[1].qs : NULL), xc_ = FIXX(xq_);                      \
+                __m512 xd_ = infer__gemm_scales(x_[0].d, two_ ? x_[1].d : 0);                                          \
+                xq_ = LOADX(xq_);                                                                                      \
+                (void)xc_;                                                                                             \
+                for (r_ = 0; r_ < R; r_++) {                                                                           \
+                    __m512i p_ = INFER__GEMM_DOT(wc[r_], xc_, wq[r_], xq_);                                            \
+                    acc[r_][t_] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(p_), xd_), wd[r_], acc[r_][t_]);  \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
+        for (t_ = 0; t_ < T; t_++)                                                                                     \
+            for (r_ = 0; r_ < R; r_++) y[(size_t)t_ * ldy + r_] = _mm512_reduce_add_ps(acc[r_][t_]);                   \
+    } while (0)
+
+#define INFER__Q4_LD(a0, a1) infer__gemm_nib2((a0)->qs, (a1) ? (a1)->qs : NULL)
+#define INFER__Q8_LD(a0, a1) infer__gemm_ld2((a0)->qs, (a1) ? (a1)->qs : NULL)
+#define INFER__Q5_LD(a0, a1) infer__gemm_q5_2(a0, a1)
+#define INFER__Q5X_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), q))
+/* Q8_0: (x + 128) . w - 128 * sum(w); the correction rides on the weights */
+#define INFER__Q8W_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), q), 7))
+#define INFER__Q8X_U8(q) _mm512_xor_si512(q, _mm512_set1_epi8((char)0x80))
+#define INFER__NOFIX(q) _mm512_setzero_si512()
+#define INFER__SAME(q) (q)
+#define INFER__GEMM_DOT(wc, xc, wq, xq) _mm512_dpbusd_epi32(wc, xq, wq)
+INFER__AVX512VNNI_INLINE void infer__vnni_q8_0_tile(int R, int T, int nb, const void *w, size_t w_stride,
+                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
+#define INFER__GEMM_CASE(RR, TT) \
+    if (R == RR && T == TT) { INFER__GEMM_BODY(RR, TT, infer__block_q8_0, INFER__Q8_LD, INFER__Q8W_FIX, INFER__Q8X_U8, INFER__NOFIX); return; }
+    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
+    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
+    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
+    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
+#undef INFER__GEMM_CASE
+}
+#undef INFER__GEMM_DOT
+/* Q4_0: nibbles . x - 8 * sum(x); the correction rides on the activations */
+#define INFER__Q4X_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), q))
+#define INFER__GEMM_DOT(wc, xc, wq, xq) _mm512_dpbusd_epi32(xc, wq, xq)
+INFER__AVX512VNNI_INLINE void infer__vnni_q4_0_tile(int R, int T, int nb, const void *w, size_t w_stride,
+                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
+#define INFER__GEMM_CASE(RR, TT) \
+    if (R == RR && T == TT) { INFER__GEMM_BODY(RR, TT, infer__block_q4_0, INFER__Q4_LD, INFER__NOFIX, INFER__SAME, INFER__Q4X_FIX); return; }
+    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
+    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
+    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
+    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
+#undef INFER__GEMM_CASE
+}
+INFER__AVX512VNNI_INLINE void infer__vnni_q5_0_tile(int R, int T, int nb, const void *w, size_t w_stride,
+                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
+#define INFER__GEMM_CASE(RR, TT) \
+    if (R == RR && T == TT) { INFER__GEMM_BODY(RR, TT, infer__block_q5_0, INFER__Q5_LD, INFER__NOFIX, INFER__SAME, INFER__Q5X_FIX); return; }
+    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
+    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
+    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
+    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
+#undef INFER__GEMM_CASE
+}
+#undef INFER__GEMM_DOT
+#undef INFER__Q4_LD
+#undef INFER__Q8_LD
+#undef INFER__Q5_LD
+#undef INFER__Q5X_FIX
+#undef INFER__Q4X_FIX
+#undef INFER__Q8W_FIX
+#undef INFER__Q8X_U8
+#undef INFER__NOFIX
+#undef INFER__SAME
+#undef INFER__GEMM_BODY
+
+/* ---- GEMM for the 256-value K formats (activations Q8_K) ----
+   64 values a step in one register; dpbusd's int32 lanes each sum 4 values
+   of one sub-block, so the sub-block scales (times d) are float lanes of
+   their own. Integer sums are exact; scales apply in float per step. */
+
+/* Q6_K: values 0..63 (u8) . y - 32 * sum(y), the correction on the tokens */
+INFER__AVX512VNNI_INLINE __m512i infer__gemm_q6_K_vals(const infer__block_q6_K *a, int c) {
+    int h = c >> 1;
+    __m512i l = _mm512_loadu_si512((const void *)(a->ql + 64 * h));
+    __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a->qh + 32 * h)));
+    __m512i lo, hi;
+    if (c & 1) {
+        lo = _mm512_and_si512(_mm512_srli_epi16(l, 4), _mm512_set1_epi8(0x0f));
+        hi = _mm512_and_si512(_mm512_srlv_epi64(qh, _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0)), _mm512_set1_epi8(0x30));
+    } else {
+        lo = _mm512_and_si512(l, _mm512_set1_epi8(0x0f));
+        hi = _mm512_and_si512(_mm512_sllv_epi64(qh, _mm512_set_epi64(2, 2, 2, 2, 4, 4, 4, 4)), _mm512_set1_epi8(0x30));
+    }
+    return _mm512_or_si512(lo, hi);
+}
+/* d * scale of each of the step's 4 sub-blocks of 16, 4 lanes each */
+INFER__AVX512VNNI_INLINE __m512 infer__gemm_q6_K_scales(const infer__block_q6_K *a, int c) {
+    int32_t s4;
+    __m128i v;
+    memcpy(&s4, a->scales + 4 * c, 4);
+    v = _mm_shuffle_epi8(_mm_cvtsi32_si128(s4), _mm_set_epi8(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v)), _mm512_set1_ps(_cvtsh_ss(a->d)));
+}
+
+#define INFER__GEMM_K_BODY(R, T, WBLK, VALS, SCALES, XFIX, MINS)                                                      \
+    do {                                                                                                               \
+        __m512 acc[R][T];                                                                                              \
+        int b_, c_, r_, t_;                                                                                            \
+        for (r_ = 0; r_ < R; r_++)                                                                                     \
+            for (t_ = 0; t_ < T; t_++) acc[r_][t_] = _mm512_setzero_ps();                                              \
+        for (b_ = 0; b_ < nb; b_++) {                                                                                  \
+            for (c_ = 0; c_ < 4; c_++) {                                                                               \
+                __m512i wq[R];                                                                                         \
+                __m512 wd[R];                                                                                          \
+                for (r_ = 0; r_ < R; r_++) {                                                                           \
+                    const WBLK *a_ = (const WBLK *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_;                  \
+                    wq[r_] = VALS(a_, c_);                                                                             \
+                    wd[r_] = SCALES(a_, c_);                                                                           \
+                }                                                                                                      \
+                for (t_ = 0; t_ < T; t_++) {                                                                           \
+                    const infer__block_q8_K *x_ = (const infer__block_q8_K *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
+                    __m512i xq_ = _mm512_loadu_si512((const void *)(x_->qs + 64 * c_)), xc_ = XFIX(xq_);               \
+                    __m512 xd_ = _mm512_set1_ps(x_->d);                                                                \
+                    for (r_ = 0; r_ < R; r_++) {                                                                       \
+                        __m512i p_ = _mm512_dpbusd_epi32(xc_, wq[r_], xq_);                                            \
+                        acc[r_][t_] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(p_), xd_), wd[r_], acc[r_][t_]); \
+                    }                                                                                                  \
+                }                                                                                                      \
+            }                                                                                                          \
+            MINS(R, T);                                                                                                \
+        }                                                                                                              \
+        for (t_ = 0; t_ < T; t_++)                                                                                     \
+            for (r_ = 0; r_ < R; r_++) y[(size_t)t_ * ldy + r_] = _mm512_reduce_add_ps(acc[r_][t_]);                   \
+    } while (0)
+
+#define INFER__Q6X_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(32), q))
+#define INFER__NOMINS(R, T) ((void)0)
+INFER__AVX512VNNI_INLINE void infer__vnni_q6_K_tile(int R, int T, int nb, const void *w, size_t w_stride,
+                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
+#define INFER__GEMM_CASE(RR, TT) \
+    if (R == RR && T == TT) { INFER__GEMM_K_BODY(RR, TT, infer__block_q6_K, infer__gemm_q6_K_vals, infer__gemm_q6_K_scales, INFER__Q6X_FIX, INFER__NOMINS); return; }
+    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
+    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
+    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
+    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
+#undef INFER__GEMM_CASE
+}
+
+/* Q4_K: nibbles (u8) . y per sub-block of 32, scaled by d * scale; the
+   mins, dmin * min * sum(y), come off once per block from the bsums */
+INFER__AVX512VNNI_INLINE __m512i infer__gemm_q4_K_vals(const infer__block_q4_K *a, int c) {
+    __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a->qs + 32 * c)));
+    return _mm512_and_si512(_mm512_srlv_epi64(q, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)), _mm512_set1_epi8(0x0f));
+}
+INFER__AVX512VNNI_INLINE __m512 infer__gemm_q4_K_scales(const infer__block_q4_K *a, int c) {
+    uint8_t sm[16];
+    infer__k4_scales(a->scales, sm);
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_inserti64x4(_mm512_set1_epi32(sm[2 * c]), _mm256_set1_epi32(sm[2 * c + 1]), 1)),
+                         _mm512_set1_ps(_cvtsh_ss(a->d)));
+}
+/* per row: dmin * min of each sub-block of 32, as 16 int16 (each twice, to
+   meet the 16 bsums); per token the bsums; summed as int32 pairs */
+#define INFER__Q4K_MINS(R, T)                                                                                          \
+    do {                                                                                                               \
+        for (r_ = 0; r_ < R; r_++) {                                                                                   \
+            const infer__block_q4_K *a_ = (const infer__block_q4_K *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_; \
+            uint8_t sm_[16];                                                                                           \
+            __m256i mins_;                                                                                             \
+            __m512 dm_ = _mm512_set1_ps(-_cvtsh_ss(a_->dmin));                                                         \
+            infer__k4_scales(a_->scales, sm_);                                                                         \
+            mins_ = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(sm_ + 8)),                  \
+                                                          _mm_set_epi8(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0))); \
+            for (t_ = 0; t_ < T; t_++) {                                                                               \
+                const infer__block_q8_K *x_ = (const infer__block_q8_K *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
+                __m256i s_ = _mm256_madd_epi16(mins_, _mm256_loadu_si256((const __m256i *)x_->bsums));               \
+                __m512 f_ = _mm512_cvtepi32_ps(_mm512_zextsi256_si512(s_));                                            \
+                acc[r_][t_] = _mm512_fmadd_ps(_mm512_mul_ps(f_, _mm512_set1_ps(x_->d)), dm_, acc[r_][t_]);            \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+#define INFER__NOXFIX(q) _mm512_setzero_si512()
+INFER__AVX512VNNI_INLINE void infer__vnni_q4_K_tile(int R, int T, int nb, const void *w, size_t w_stride,
+                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
+#define INFER__GEMM_CASE(RR, TT) \
+    if (R == RR && T == TT) { INFER__GEMM_K_BODY(RR, TT, infer__block_q4_K, infer__gemm_q4_K_vals, infer__gemm_q4_K_scales, INFER__NOXFIX, INFER__Q4K_MINS); return; }
+    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
+    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
+    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
+    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
+#undef INFER__GEMM_CASE
+}
+#undef INFER__NOXFIX
+#undef INFER__Q4K_MINS
+#undef INFER__Q6X_FIX
+#undef INFER__NOMINS
+#undef INFER__GEMM_K_BODY
+
+#define INFER__GEMM_DRIVER(name, tile, qk)                                                                              \
+    INFER__AVX512VNNI static void name(int n, const void *w, size_t w_stride, int n_rows, const void *x,             \
+                                       size_t x_stride, int n_tok, float *y, size_t ldy) {                          \
+        int r, t, nb = n / (qk);                                                                                     \
+        for (r = 0; r < n_rows; r += 4)                                                                              \
+            for (t = 0; t < n_tok; t += 4)                                                                           \
+                tile(INFER__MIN(4, n_rows - r), INFER__MIN(4, n_tok - t), nb,                                        \
+                     (const uint8_t *)w + (size_t)r * w_stride, w_stride, (const uint8_t *)x + (size_t)t * x_stride, \
+                     x_stride, y + (size_t)t * ldy + r, ldy);                                                        \
+    }
+INFER__GEMM_DRIVER(infer__vnni_q8_0_gemm, infer__vnni_q8_0_tile, 32)
+INFER__GEMM_DRIVER(infer__vnni_q4_0_gemm, infer__vnni_q4_0_tile, 32)
+INFER__GEMM_DRIVER(infer__vnni_q5_0_gemm, infer__vnni_q5_0_tile, 32)
+INFER__GEMM_DRIVER(infer__vnni_q6_K_gemm, infer__vnni_q6_K_tile, INFER__QK_K)
+INFER__GEMM_DRIVER(infer__vnni_q4_K_gemm, infer__vnni_q4_K_tile, INFER__QK_K)
+#undef INFER__GEMM_DRIVER
 #undef INFER__LD
 #undef INFER__VSCALE
 #undef INFER__VH
@@ -6350,6 +6808,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     if (!infer__simd_avx2_install(k)) return 0;
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
+    k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
@@ -6359,6 +6818,11 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->vec_dot[INFER_TYPE_Q4_1] = infer__vnni_q4_1_dot;
         k->vec_dot[INFER_TYPE_Q5_0] = infer__vnni_q5_0_dot;
         k->vec_dot[INFER_TYPE_Q5_1] = infer__vnni_q5_1_dot;
+        k->gemm[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm;
+        k->gemm[INFER_TYPE_Q4_0] = infer__vnni_q4_0_gemm;
+        k->gemm[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm;
+        k->gemm[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm;
+        k->gemm[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm;
     }
     if (__builtin_cpu_supports("avx512bf16")) k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
     return 1;
@@ -7318,6 +7782,7 @@ static float infer__silu(float x) { return x / (1.0f + expf(-x)); }
 typedef struct infer__matmul_op {
     const infer__tensor *w;
     infer__vec_dot_fn vec_dot;
+    infer__gemm_fn gemm; /* NULL: the vec_dot loop */
     const uint8_t *xq; /* converted activations, row stride xq_row */
     size_t xq_row;
     float *y;          /* row stride ldy */
@@ -7339,6 +7804,11 @@ static void infer__matmul_worker(void *arg, int ith, int nth) {
         int64_t rows = op->w->ne[1], end = INFER__MIN(r1 - base, rows);
         int n = (int)op->w->ne[0];
         size_t row_size = infer__row_size(op->w->type, n);
+        if (op->gemm && t->n_tok > 1 && r - base < end) {
+            op->gemm(n, (const uint8_t *)op->w->data + (size_t)(r - base) * row_size, row_size, (int)(end - (r - base)),
+                     op->xq, op->xq_row, t->n_tok, op->y + (r - base), (size_t)op->ldy);
+            r = base + end;
+        }
         for (; r - base < end; r++) {
             const uint8_t *wr = (const uint8_t *)op->w->data + (size_t)(r - base) * row_size;
             for (j = 0; j < t->n_tok; j++)
@@ -7363,6 +7833,7 @@ static void infer__matmul_n(infer_context *c, int n_ops, const infer__tensor *co
         infer_type vt = infer__traits(w[i]->type)->vec_dot_type;
         op->w = w[i];
         op->vec_dot = c->kern.vec_dot[w[i]->type];
+        op->gemm = c->kern.gemm[w[i]->type];
         op->y = y[i];
         op->ldy = ldy[i];
         task.rows += w[i]->ne[1];

@@ -166,6 +166,7 @@ static float infer__silu(float x) { return x / (1.0f + expf(-x)); }
 typedef struct infer__matmul_op {
     const infer__tensor *w;
     infer__vec_dot_fn vec_dot;
+    infer__gemm_fn gemm; /* NULL: the vec_dot loop */
     const uint8_t *xq; /* converted activations, row stride xq_row */
     size_t xq_row;
     float *y;          /* row stride ldy */
@@ -187,6 +188,11 @@ static void infer__matmul_worker(void *arg, int ith, int nth) {
         int64_t rows = op->w->ne[1], end = INFER__MIN(r1 - base, rows);
         int n = (int)op->w->ne[0];
         size_t row_size = infer__row_size(op->w->type, n);
+        if (op->gemm && t->n_tok > 1 && r - base < end) {
+            op->gemm(n, (const uint8_t *)op->w->data + (size_t)(r - base) * row_size, row_size, (int)(end - (r - base)),
+                     op->xq, op->xq_row, t->n_tok, op->y + (r - base), (size_t)op->ldy);
+            r = base + end;
+        }
         for (; r - base < end; r++) {
             const uint8_t *wr = (const uint8_t *)op->w->data + (size_t)(r - base) * row_size;
             for (j = 0; j < t->n_tok; j++)
@@ -211,6 +217,7 @@ static void infer__matmul_n(infer_context *c, int n_ops, const infer__tensor *co
         infer_type vt = infer__traits(w[i]->type)->vec_dot_type;
         op->w = w[i];
         op->vec_dot = c->kern.vec_dot[w[i]->type];
+        op->gemm = c->kern.gemm[w[i]->type];
         op->y = y[i];
         op->ldy = ldy[i];
         task.rows += w[i]->ne[1];

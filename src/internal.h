@@ -246,10 +246,16 @@ static float infer__iq4_xs_dot(int n, const void *w, const void *x);
 typedef enum infer__isa { INFER__ISA_SCALAR, INFER__ISA_AVX2, INFER__ISA_AVX512, INFER__ISA_NEON, INFER__ISA_COUNT } infer__isa;
 typedef float (*infer__vec_dot_fn)(int n, const void *w, const void *x);
 typedef void (*infer__from_float_fn)(const float *src, void *dst, int64_t n);
+/* y[t * ldy + r] = vec_dot(n, w + r * w_stride, x + t * x_stride) for
+   r < n_rows, t < n_tok: a block of rows times a batch of tokens, tiled in
+   registers (the same products as the vec_dot loop, summed in another order) */
+typedef void (*infer__gemm_fn)(int n, const void *w, size_t w_stride, int n_rows, const void *x, size_t x_stride,
+                               int n_tok, float *y, size_t ldy);
 typedef struct infer__kernels {
     infer__isa isa;
     infer__vec_dot_fn vec_dot[INFER_TYPE_COUNT];       /* by weight type */
     infer__from_float_fn from_float[INFER_TYPE_COUNT]; /* by activation type */
+    infer__gemm_fn gemm[INFER_TYPE_COUNT];             /* by weight type; NULL: the vec_dot loop */
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */

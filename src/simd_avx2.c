@@ -85,6 +85,56 @@ INFER__AVX2 static float infer__avx2_f16_dot(int n, const void *w, const void *x
     return s;
 }
 
+/* F16 GEMM: a tile of up to 3 rows x 3 tokens, 8 values a step, each row
+   and token widened once per tile; the tail of n % 8 in scalar */
+INFER__AVX2_INLINE void infer__avx2_f16_tile(int R, int T, int n, const uint16_t *w, size_t w_stride,
+                                              const uint16_t *x, size_t x_stride, float *y, size_t ldy) {
+#define INFER__F16_BODY(R, T)                                                                                         \
+    do {                                                                                                              \
+        __m256 acc[R][T], wv[R];                                                                                      \
+        int i_, r_, t_;                                                                                               \
+        for (r_ = 0; r_ < R; r_++)                                                                                    \
+            for (t_ = 0; t_ < T; t_++) acc[r_][t_] = _mm256_setzero_ps();                                             \
+        for (i_ = 0; i_ + 8 <= n; i_ += 8) {                                                                          \
+            for (r_ = 0; r_ < R; r_++) wv[r_] = INFER__LOADH((const uint16_t *)((const uint8_t *)w + r_ * w_stride) + i_); \
+            for (t_ = 0; t_ < T; t_++) {                                                                              \
+                __m256 xv_ = INFER__LOADH((const uint16_t *)((const uint8_t *)x + t_ * x_stride) + i_);               \
+                for (r_ = 0; r_ < R; r_++) acc[r_][t_] = _mm256_fmadd_ps(wv[r_], xv_, acc[r_][t_]);                   \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (t_ = 0; t_ < T; t_++)                                                                                    \
+            for (r_ = 0; r_ < R; r_++) {                                                                              \
+                const uint16_t *a_ = (const uint16_t *)((const uint8_t *)w + r_ * w_stride);                          \
+                const uint16_t *b_ = (const uint16_t *)((const uint8_t *)x + t_ * x_stride);                          \
+                float s_ = infer__avx2_hsum(acc[r_][t_]);                                                             \
+                int k_;                                                                                               \
+                for (k_ = i_; k_ < n; k_++) s_ += infer__fp16_to_fp32(a_[k_]) * infer__fp16_to_fp32(b_[k_]);         \
+                y[(size_t)t_ * ldy + r_] = s_;                                                                        \
+            }                                                                                                         \
+    } while (0)
+    if (R == 3 && T == 3) { INFER__F16_BODY(3, 3); return; }
+    if (R == 3 && T == 2) { INFER__F16_BODY(3, 2); return; }
+    if (R == 3 && T == 1) { INFER__F16_BODY(3, 1); return; }
+    if (R == 2 && T == 3) { INFER__F16_BODY(2, 3); return; }
+    if (R == 2 && T == 2) { INFER__F16_BODY(2, 2); return; }
+    if (R == 2 && T == 1) { INFER__F16_BODY(2, 1); return; }
+    if (R == 1 && T == 3) { INFER__F16_BODY(1, 3); return; }
+    if (R == 1 && T == 2) { INFER__F16_BODY(1, 2); return; }
+    INFER__F16_BODY(1, 1);
+#undef INFER__F16_BODY
+}
+
+INFER__AVX2 static void infer__avx2_f16_gemm(int n, const void *w, size_t w_stride, int n_rows, const void *x,
+                                             size_t x_stride, int n_tok, float *y, size_t ldy) {
+    int r, t;
+    for (r = 0; r < n_rows; r += 3)
+        for (t = 0; t < n_tok; t += 3)
+            infer__avx2_f16_tile(INFER__MIN(3, n_rows - r), INFER__MIN(3, n_tok - t), n,
+                                 (const uint16_t *)((const uint8_t *)w + (size_t)r * w_stride), w_stride,
+                                 (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride), x_stride,
+                                 y + (size_t)t * ldy + r, ldy);
+}
+
 INFER__AVX2 static void infer__avx2_f16_from_float(const float *src, void *dst, int64_t n) {
     uint16_t *d = (uint16_t *)dst;
     int64_t i = 0;
@@ -249,6 +299,95 @@ INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *
     }
     return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
 }
+
+/* ---- GEMM: a tile of up to 3 weight rows x 3 tokens in registers ----
+   Each row's block is unpacked once per tile, each token's once, instead of
+   once per product; the sums are the vec_dot kernels', block by block. Q8_0
+   moves the weight's sign onto the activation per product; Q4_0 and Q5_0
+   dot their unsigned values and take 8 (16) * sum(x) back. */
+#define INFER__AVX2_GEMM_BODY(R, T, WBLK, LOADW, ABSW, FIXX, DOT)                                                     \
+    do {                                                                                                               \
+        __m256 acc[R][T];                                                                                              \
+        int b_, r_, t_;                                                                                                \
+        for (r_ = 0; r_ < R; r_++)                                                                                     \
+            for (t_ = 0; t_ < T; t_++) acc[r_][t_] = _mm256_setzero_ps();                                              \
+        for (b_ = 0; b_ < nb; b_++) {                                                                                  \
+            __m256i wq[R], wa[R];                                                                                      \
+            float wd[R];                                                                                               \
+            for (r_ = 0; r_ < R; r_++) {                                                                               \
+                const WBLK *a_ = (const WBLK *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_;                      \
+                wq[r_] = LOADW(a_);                                                                                    \
+                wa[r_] = ABSW(wq[r_]);                                                                                 \
+                wd[r_] = INFER__XH(a_->d);                                                                             \
+            }                                                                                                          \
+            for (t_ = 0; t_ < T; t_++) {                                                                               \
+                const infer__block_q8_0 *x_ = (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
+                __m256i xq_ = _mm256_loadu_si256((const __m256i *)x_->qs), xc_ = FIXX(xq_);                            \
+                float xd_ = INFER__XH(x_->d);                                                                          \
+                for (r_ = 0; r_ < R; r_++) {                                                                           \
+                    __m256i p_ = DOT(wq[r_], wa[r_], xq_, xc_);                                                        \
+                    acc[r_][t_] = _mm256_fmadd_ps(_mm256_set1_ps(wd[r_] * xd_), _mm256_cvtepi32_ps(p_), acc[r_][t_]);  \
+                }                                                                                                      \
+                (void)xc_;                                                                                             \
+            }                                                                                                          \
+            (void)wa;                                                                                                  \
+        }                                                                                                              \
+        for (t_ = 0; t_ < T; t_++)                                                                                     \
+            for (r_ = 0; r_ < R; r_++) y[(size_t)t_ * ldy + r_] = infer__avx2_hsum(acc[r_][t_]);                       \
+    } while (0)
+#define INFER__AVX2_GEMM_CASES(A, B, C, D, E)                                                                              \
+    if (R == 3 && T == 3) { INFER__AVX2_GEMM_BODY(3, 3, A, B, C, D, E); return; }                                          \
+    if (R == 3 && T == 2) { INFER__AVX2_GEMM_BODY(3, 2, A, B, C, D, E); return; }                                          \
+    if (R == 3 && T == 1) { INFER__AVX2_GEMM_BODY(3, 1, A, B, C, D, E); return; }                                          \
+    if (R == 2 && T == 3) { INFER__AVX2_GEMM_BODY(2, 3, A, B, C, D, E); return; }                                          \
+    if (R == 2 && T == 2) { INFER__AVX2_GEMM_BODY(2, 2, A, B, C, D, E); return; }                                          \
+    if (R == 2 && T == 1) { INFER__AVX2_GEMM_BODY(2, 1, A, B, C, D, E); return; }                                          \
+    if (R == 1 && T == 3) { INFER__AVX2_GEMM_BODY(1, 3, A, B, C, D, E); return; }                                          \
+    if (R == 1 && T == 2) { INFER__AVX2_GEMM_BODY(1, 2, A, B, C, D, E); return; }                                          \
+    INFER__AVX2_GEMM_BODY(1, 1, A, B, C, D, E)
+#define INFER__G_Q8_LD(a) _mm256_loadu_si256((const __m256i *)(a)->qs)
+#define INFER__G_Q4_LD(a) infer__avx2_nibbles((a)->qs)
+#define INFER__G_Q5_LD(a) _mm256_or_si256(infer__avx2_nibbles((a)->qs), infer__avx2_fifth_bits((a)->qh))
+#define INFER__G_ABS(q) _mm256_abs_epi8(q)
+#define INFER__G_NONE(q) _mm256_setzero_si256()
+#define INFER__G_SUM8(q) infer__avx2_dot_us(_mm256_set1_epi8(8), q)
+#define INFER__G_SUM16(q) infer__avx2_dot_us(_mm256_set1_epi8(16), q)
+#define INFER__G_DOT_SS(wq, wa, xq, xc) infer__avx2_dot_us(wa, _mm256_sign_epi8(xq, wq))
+#define INFER__G_DOT_US(wq, wa, xq, xc) _mm256_sub_epi32(infer__avx2_dot_us(wq, xq), xc)
+#define INFER__G_TILE(name, A, B, C, D, E)                                                                                      \
+    INFER__AVX2_INLINE void name(int R, int T, int nb, const void *w, size_t w_stride, const void *x, size_t x_stride, \
+                                 float *y, size_t ldy) {                                                               \
+        INFER__AVX2_GEMM_CASES(A, B, C, D, E);                                                                                  \
+    }
+INFER__G_TILE(infer__avx2_q8_0_tile, infer__block_q8_0, INFER__G_Q8_LD, INFER__G_ABS, INFER__G_NONE, INFER__G_DOT_SS)
+INFER__G_TILE(infer__avx2_q4_0_tile, infer__block_q4_0, INFER__G_Q4_LD, INFER__G_NONE, INFER__G_SUM8, INFER__G_DOT_US)
+INFER__G_TILE(infer__avx2_q5_0_tile, infer__block_q5_0, INFER__G_Q5_LD, INFER__G_NONE, INFER__G_SUM16, INFER__G_DOT_US)
+#define INFER__G_DRIVER(name, tile)                                                                                    \
+    INFER__AVX2 static void name(int n, const void *w, size_t w_stride, int n_rows, const void *x, size_t x_stride,   \
+                                 int n_tok, float *y, size_t ldy) {                                                    \
+        int r, t;                                                                                                      \
+        for (r = 0; r < n_rows; r += 3)                                                                                \
+            for (t = 0; t < n_tok; t += 3)                                                                             \
+                tile(INFER__MIN(3, n_rows - r), INFER__MIN(3, n_tok - t), n / 32,                                      \
+                     (const uint8_t *)w + (size_t)r * w_stride, w_stride, (const uint8_t *)x + (size_t)t * x_stride,   \
+                     x_stride, y + (size_t)t * ldy + r, ldy);                                                          \
+    }
+INFER__G_DRIVER(infer__avx2_q8_0_gemm, infer__avx2_q8_0_tile)
+INFER__G_DRIVER(infer__avx2_q4_0_gemm, infer__avx2_q4_0_tile)
+INFER__G_DRIVER(infer__avx2_q5_0_gemm, infer__avx2_q5_0_tile)
+#undef INFER__G_DRIVER
+#undef INFER__G_TILE
+#undef INFER__G_DOT_US
+#undef INFER__G_DOT_SS
+#undef INFER__G_SUM16
+#undef INFER__G_SUM8
+#undef INFER__G_NONE
+#undef INFER__G_ABS
+#undef INFER__G_Q5_LD
+#undef INFER__G_Q4_LD
+#undef INFER__G_Q8_LD
+#undef INFER__AVX2_GEMM_CASES
+#undef INFER__AVX2_GEMM_BODY
 
 INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
     const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
@@ -562,12 +701,16 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     /* F16C: every CPU with AVX2 has it (clang 14 cannot ask for it by name) */
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
+    k->gemm[INFER_TYPE_F16] = infer__avx2_f16_gemm;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = infer__avx2_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = infer__avx2_q4_0_dot;
     k->vec_dot[INFER_TYPE_Q4_1] = infer__avx2_q4_1_dot;
     k->vec_dot[INFER_TYPE_Q5_0] = infer__avx2_q5_0_dot;
     k->vec_dot[INFER_TYPE_Q5_1] = infer__avx2_q5_1_dot;
+    k->gemm[INFER_TYPE_Q8_0] = infer__avx2_q8_0_gemm;
+    k->gemm[INFER_TYPE_Q4_0] = infer__avx2_q4_0_gemm;
+    k->gemm[INFER_TYPE_Q5_0] = infer__avx2_q5_0_gemm;
     k->from_float[INFER_TYPE_F16] = infer__avx2_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx2_bf16_from_float;
     k->from_float[INFER_TYPE_Q8_0] = infer__avx2_q8_0_from_float;
