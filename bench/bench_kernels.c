@@ -7,16 +7,7 @@
    The rows (64 of them) stay in cache, so this measures the kernels'
    arithmetic, not memory bandwidth. Like the tests it compiles its own copy
    of the implementation and calls its static internals. */
-#define INFER_STATIC
-#define INFER_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
-#include "infer.h"
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "../tests/infer_private.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -16,16 +16,7 @@
      (n/8 + 32) * 2^-23 * sum |w_i * x_i| (reassociated float sums of the
      terms), plus n * FLT_MIN * (1 + max|w|) * (1 + max|x|) for dpbf16ps,
      which reads subnormal inputs as zero. */
-#define INFER_STATIC
-#define INFER_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
-#include "infer.h"
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "infer_private.h"
 
 #include <float.h>
 #include <math.h>
@@ -171,7 +162,7 @@ static double st_min_terms(infer_type t, const uint8_t *w, const uint8_t *xq, co
     int b, j;
     if (t == INFER_TYPE_Q4_K || t == INFER_TYPE_Q5_K || t == INFER_TYPE_Q2_K) {
         /* d * sum(scale * q * x) and dmin * sum(min * x) may cancel */
-        int off[2];
+        int off[2] = {0, 0};
         st_half_fields(t, off);
         for (b = 0; b < n / 256; b++) {
             uint16_t dm;

@@ -3,16 +3,7 @@
    and token counts that leave every kind of remainder tile and an odd
    number of blocks. Equal up to float summation order: the bound is
    (n/4 + 64) * 2^-23 * sum |w_i * x_i| over the dequantized values. */
-#define INFER_STATIC
-#define INFER_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
-#include "infer.h"
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "infer_private.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -7,18 +7,8 @@
    bfloat16), not from the implementation.
    Linking: nothing here or in testutil.c refers to the library's extern
    symbols, so the linker never pulls libinfer.a's object in. It must stay
-   that way: INFER_STATIC leaves the private stb_ds functions
-   (infer__stbds_*) extern, so both copies in one program would clash. */
-#define INFER_STATIC
-#define INFER_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
-#include "infer.h"
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+   that way, so the program holds one copy of each function. */
+#include "infer_private.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

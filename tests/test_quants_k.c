@@ -12,16 +12,7 @@
    tiny magnitudes, one outlier); Q8_K activations; dot products against
    the float dot of the dequantized weights; and byte-for-byte equality
    with llama.cpp's own quantization of ../shared's models. */
-#define INFER_STATIC
-#define INFER_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
-#include "infer.h"
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "infer_private.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
