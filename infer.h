@@ -93,7 +93,8 @@ typedef enum infer_status {
     INFER_ERR_UNSUPPORTED,  /* valid but not (yet) supported: architecture, type, version */
     INFER_ERR_NOMEM,
     INFER_ERR_ARG,          /* bad argument from the caller */
-    INFER_ERR_CONTEXT_FULL  /* tokens do not fit in the context */
+    INFER_ERR_CONTEXT_FULL, /* tokens do not fit in the context */
+    INFER_ERR_DEVICE        /* the GPU or its runtime failed (no GPU, out of GPU memory) */
 } infer_status;
 
 typedef struct infer_error {
@@ -151,12 +152,23 @@ INFERDEF const char *infer_type_name(infer_type t);
 
 /* ---- Model ------------------------------------------------------------ */
 
+/* Where the forward pass runs. CUDA needs the implementation compiled with
+   INFER_CUDA and infer_cuda.cu linked (nvcc); a build without it refuses
+   CUDA and runs AUTO on the CPU. In a CUDA build AUTO (the default) takes
+   the first GPU when there is one and the model's formats run there, else
+   it runs on the CPU and says why through infer_model_warning; CUDA with
+   no GPU is an error. The environment variable INFER_DEVICE=cpu|cuda|auto
+   replaces AUTO (only AUTO), as INFER_ISA picks the CPU's kernels. */
 typedef enum infer_device { INFER_DEVICE_CPU = 0, INFER_DEVICE_CUDA, INFER_DEVICE_AUTO } infer_device;
 
 typedef struct infer_model_params {
     int vocab_only;        /* load metadata and tokenizer only */
-    infer_device device;
+    infer_device device;   /* default AUTO */
 } infer_model_params;
+
+/* "cpu", "cuda", "auto"; and back (-1 for an unknown name). */
+INFERDEF const char *infer_device_name(infer_device d);
+INFERDEF int infer_device_from_name(const char *name);
 
 INFERDEF infer_model_params infer_model_default_params(void);
 INFERDEF infer_model *infer_model_load(const char *path, const infer_model_params *params, infer_error *err);
@@ -171,9 +183,14 @@ INFERDEF int infer_model_is_eog(const infer_model *m, infer_token t); /* end of 
 INFERDEF int infer_model_add_bos(const infer_model *m);
 INFERDEF double infer_model_load_ms(const infer_model *m);
 /* One line the caller may want to show the user about how the file was
-   read (e.g. a missing pre-tokenizer name, defaulted), or NULL. */
+   read (e.g. a missing pre-tokenizer name, defaulted) and, when device auto
+   fell back to the CPU, why; or NULL. */
 INFERDEF const char *infer_model_warning(const infer_model *m);
 INFERDEF size_t infer_model_weight_bytes(const infer_model *m);
+/* Where this model's forward pass runs: INFER_DEVICE_CPU or _CUDA. */
+INFERDEF infer_device infer_model_device(const infer_model *m);
+/* The GPU's name ("NVIDIA H100 ..., sm_90") for a CUDA model, else "cpu". */
+INFERDEF const char *infer_model_device_name(const infer_model *m);
 /* One-line summary: architecture, dims, layers, heads, vocab. */
 INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
 
@@ -208,6 +225,8 @@ typedef struct infer_context_params {
     int n_ctx;        /* tokens of KV cache; 0 = min(model's, 4096) */
     int n_batch;      /* most tokens one forward pass takes; 0 = 512 */
     int n_threads;    /* 0 = 1 */
+    infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
+                           means) or INFER_TYPE_Q8_0, half the memory */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
@@ -217,6 +236,8 @@ INFERDEF int infer_context_n_ctx(const infer_context *c);
 INFERDEF int infer_context_n_past(const infer_context *c);
 /* The instruction set its kernels use: scalar, avx2, avx512 or neon. */
 INFERDEF const char *infer_context_isa(const infer_context *c);
+/* Where its forward pass runs (its model's device). */
+INFERDEF infer_device infer_context_device(const infer_context *c);
 /* Forgets every position from n_past on (0 clears the cache). */
 INFERDEF void infer_context_truncate(infer_context *c, int n_past);
 /* Runs the model on n tokens at positions n_past.., appending them to the KV
@@ -420,6 +441,96 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
 #endif
 #endif /* INFER_H_INCLUDED */
 
+/* ==== src/backend.h ==== */
+/* backend.h - the interface between the implementation and a backend that
+   runs the forward pass elsewhere (infer_cuda.cu, compiled by nvcc).
+
+   The CPU forward pass (forward.c) is the implementation's own; a GPU
+   backend gets a plain description of the model (hyperparameters and
+   where each weight's GGUF bytes are, in their own format) and exports the
+   extern "C" entry points below. The implementation calls them only when
+   compiled with INFER_CUDA.
+
+   This part is visible with INFER_IMPLEMENTATION and also, alone, with
+   INFER_BACKEND_INTERFACE: infer_cuda.cu includes infer.h that way, so it
+   shares these declarations without compiling the implementation. */
+#if (defined(INFER_IMPLEMENTATION) || defined(INFER_BACKEND_INTERFACE)) && !defined(INFER_BACKEND_H_INCLUDED)
+#define INFER_BACKEND_H_INCLUDED
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One weight as the file stores it: rows of ne0 values, ne1 rows (1 for a
+   vector), in GGUF type `type`; data points at nbytes of host memory. */
+typedef struct infer_backend_tensor {
+    const char *name; /* as in the file, for messages */
+    const void *data;
+    int type; /* infer_type */
+    int64_t ne0, ne1;
+    size_t nbytes;
+} infer_backend_tensor;
+
+typedef struct infer_backend_layer {
+    infer_backend_tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+} infer_backend_layer;
+
+/* Everything the llama forward pass reads. */
+typedef struct infer_backend_model {
+    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, rope_dim;
+    float rope_base, norm_eps;
+    const float *rope_freqs; /* rope_dim/2 divisors of the angles, or NULL */
+    infer_backend_tensor tok_embd, output_norm, output;
+    int output_is_tok_embd;  /* tied: output shares tok_embd's bytes */
+    const infer_backend_layer *layers; /* n_layers of them */
+} infer_backend_model;
+
+/* Status of the entry points: 0 ok; UNSUPPORTED: this backend cannot run
+   the model (a weight format, a head size) and the CPU can; FAILED: the
+   device or its runtime failed (no GPU, out of memory, a kernel error). */
+enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED = 2 };
+
+/* ---- infer_cuda.cu ----
+   Each writes a one-line reason into msg (size bytes) when it fails. */
+/* The number of CUDA devices; 0 (and why) when there is none. */
+int infer_cuda_device_count(char *msg, size_t size);
+/* Uploads every weight once, in its GGUF format. *gpu_model is set on OK. */
+int infer_cuda_model_new(const infer_backend_model *desc, void **gpu_model, char *msg, size_t size);
+void infer_cuda_model_free(void *gpu_model);
+/* "NVIDIA H100 80GB HBM3, sm_90" */
+const char *infer_cuda_model_device_name(const void *gpu_model);
+/* A KV cache of n_ctx positions (F16) and scratch for n_batch tokens. */
+int infer_cuda_context_new(void *gpu_model, int n_ctx, int n_batch, void **gpu_ctx, size_t *bytes, char *msg,
+                           size_t size);
+void infer_cuda_context_free(void *gpu_ctx);
+/* Runs n (<= n_batch) tokens at positions pos0..; writes the logits of
+   rows first_logit..n-1 (n_vocab floats each) to host memory `logits`.
+   n == 1 replays a captured CUDA graph: one launch per token. */
+int infer_cuda_forward(void *gpu_ctx, const int32_t *tokens, int n, int pos0, int first_logit, float *logits,
+                       char *msg, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef INFER_IMPLEMENTATION
+/* ---- gpu.c: the implementation's side (every build; without INFER_CUDA
+   the model always runs on the CPU) ---- */
+/* Chooses where the model runs for params->device (and INFER_DEVICE when
+   that is auto); uploads the weights when it is the GPU. 0 on error. */
+static int infer__model_place(infer_model *m, infer_device want, infer_error *err);
+static void infer__model_unplace(infer_model *m);
+/* A context of a GPU model gets its device half; 0 on error. */
+static int infer__context_attach(infer_context *c, infer_error *err);
+static void infer__context_detach(infer_context *c);
+/* The backend's forward pass for one batch (<= n_batch tokens), advancing
+   n_past: the CPU's infer__forward or the GPU's. */
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
+                                           float *logits, infer_error *err);
+#endif
+
+#endif /* INFER_BACKEND_H_INCLUDED */
+
 #if defined(INFER_IMPLEMENTATION) && !defined(INFER_IMPLEMENTATION_DONE)
 #define INFER_IMPLEMENTATION_DONE
 
@@ -566,6 +677,7 @@ typedef struct infer__blob {
 } infer__blob;
 static int infer__blob_open(infer__blob *b, const char *path, infer_error *err);
 static void infer__blob_close(infer__blob *b);
+static void infer__blob_forget(const infer__blob *b, const void *p, size_t len);
 
 /* ---- gguf.c ---- */
 typedef struct infer__str {
@@ -676,20 +788,51 @@ typedef void (*infer__from_float_fn)(const float *src, void *dst, int64_t n);
    registers (the same products as the vec_dot loop, summed in another order) */
 typedef void (*infer__gemm_fn)(int n, const void *w, size_t w_stride, int n_rows, const void *x, size_t x_stride,
                                int n_tok, float *y, size_t ldy);
+/* Packed weights (pack.c): rows regrouped at context creation in groups of
+   INFER__PACK_ROWS so that SIMD lanes are output rows. A packed matrix is
+   a run of equal-size groups (each a multiple of 64 bytes); group g starts
+   at byte pack_size(n, g * INFER__PACK_ROWS) (infer__pack_offset), so
+   threads may pack, or multiply, disjoint runs of whole groups. The buffer
+   should be 64-byte aligned (faster, not required). gemm_packed is
+   reentrant and uses up to ~70 KiB of stack. */
+#define INFER__PACK_ROWS 16
+/* bytes a packed copy of `rows` rows of n values needs (rows padded up to a
+   multiple of INFER__PACK_ROWS); 0 = no packed form */
+typedef size_t (*infer__pack_size_fn)(int64_t n, int64_t rows);
+/* packs rows [0, rows) of n values (row r at w + r * w_stride) into dst
+   (pack_size(n, rows) bytes); padding rows of the last group are zero */
+typedef void (*infer__pack_fn)(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+/* y[t * ldy + r] = vec_dot(n, row r, x + t * x_stride) for r < n_rows,
+   t < n_tok (x in the vec_dot_type); packed points at the group holding row
+   0 (so n_rows rows from there, rounded up to whole groups, must be
+   packed); only the n_rows outputs per token are written */
+typedef void (*infer__gemm_packed_fn)(int n, const void *packed, int n_rows, const void *x, size_t x_stride, int n_tok,
+                                      float *y, size_t ldy);
 typedef struct infer__kernels {
     infer__isa isa;
     infer__vec_dot_fn vec_dot[INFER_TYPE_COUNT];       /* by weight type */
     infer__from_float_fn from_float[INFER_TYPE_COUNT]; /* by activation type */
     infer__gemm_fn gemm[INFER_TYPE_COUNT];             /* by weight type; NULL: the vec_dot loop */
+    /* by weight type; NULL: no packed form (use gemm/vec_dot): see pack.c */
+    infer__pack_size_fn pack_size[INFER_TYPE_COUNT];
+    infer__pack_fn pack[INFER_TYPE_COUNT];
+    infer__gemm_packed_fn gemm_packed[INFER_TYPE_COUNT];
+    /* elementwise math (vecmath.c): g = silu(g) * u; RMSNorm's sum of squares */
+    void (*silu_mul)(float *g, const float *u, int n);
+    double (*sum_squares)(const float *x, int n);
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */
 static int infer__kernels_select(infer__kernels *k, infer_error *err);
 static const char *infer__isa_name(infer__isa isa);
+/* byte offset of the packed group holding row `row` (a multiple of
+   INFER__PACK_ROWS) of a matrix of type t with rows of n values */
+static size_t infer__pack_offset(const infer__kernels *k, infer_type t, int64_t n, int64_t row);
 /* Each returns 0 when this build or CPU cannot run that ISA. */
 static int infer__simd_avx2_install(infer__kernels *k);
 static int infer__simd_avx512_install(infer__kernels *k);
 static int infer__simd_neon_install(infer__kernels *k);
+static void infer__vecmath_install(infer__kernels *k);
 
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;
@@ -723,6 +866,9 @@ struct infer_model {
     infer__layer *layers;
     unsigned char *bound; /* during load: which file tensors the model uses */
     double load_ms;
+    infer_device device;  /* where the forward pass runs: CPU or CUDA (gpu.c) */
+    void *gpu;            /* the weights on the GPU (infer_cuda.cu), or NULL */
+    char *device_note;    /* why auto chose the CPU, joined to the vocab's warning */
 };
 static const infer_vocab *infer__model_vocab(const infer_model *m);
 
@@ -734,6 +880,10 @@ static void infer__pool_free(infer__pool *p);
 static int infer__pool_size(const infer__pool *p);
 /* Runs fn(arg, i, n) on every worker i of n and returns when all are done. */
 static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg);
+/* Inside a task: returns once every worker of the pool has reached it. */
+static void infer__pool_barrier(infer__pool *p);
+/* Hands out work items: returns *v and adds 1, atomically. */
+static int infer__atomic_next(int *v);
 
 #endif /* INFER_INTERNAL_H */
 
@@ -922,6 +1072,31 @@ static void infer__blob_close(infer__blob *b) {
 #endif
     if (b->kind == 2) INFER_FREE((void *)b->data);
     memset(b, 0, sizeof *b);
+}
+
+/* Lets the pages of [p, p + len) of a mapped file go from this process's
+   memory (they come back from the page cache if read again): for weights
+   whose reader is a repacked copy. Nothing for memory the blob does not map
+   (a caller may have pointed a tensor elsewhere). */
+#if defined(__linux__) && !defined(INFER_NO_MMAP) && !defined(MADV_DONTNEED)
+/* strict C99 hides madvise; this is Linux's declaration and value */
+#define MADV_DONTNEED 4
+#ifdef __cplusplus
+extern "C" int madvise(void *addr, size_t len, int advice);
+#else
+int madvise(void *addr, size_t len, int advice);
+#endif
+#endif
+static void infer__blob_forget(const infer__blob *b, const void *p, size_t len) {
+#if defined(MADV_DONTNEED) && !defined(INFER_NO_MMAP)
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)p + page - 1) / page * page;
+    uintptr_t hi = ((uintptr_t)p + len) / page * page;
+    uintptr_t start = (uintptr_t)b->data, at = (uintptr_t)p;
+    if (b->kind == 1 && at >= start && len <= b->size && at - start <= b->size - len && hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#else
+    (void)b, (void)p, (void)len;
+#endif
 }
 
 /* ==== src/gguf.c ==== */
@@ -3622,8 +3797,16 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
     infer_model *m;
     if (!g) return NULL;
     if (!params) params = &defaults;
+#ifndef INFER_CUDA
     if (params->device == INFER_DEVICE_CUDA) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED, "device cuda requested, but this build has no CUDA backend");
+        infer_gguf_close(g);
+        return NULL;
+    }
+#endif
+    if (params->device != INFER_DEVICE_CPU && params->device != INFER_DEVICE_CUDA &&
+        params->device != INFER_DEVICE_AUTO) {
+        infer__set_error(err, INFER_ERR_ARG, "unknown device %d", (int)params->device);
         infer_gguf_close(g);
         return NULL;
     }
@@ -3643,6 +3826,7 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
             goto fail;
         }
         if (!infer__model_load_hparams(m, err) || !infer__model_bind_weights(m, err)) goto fail;
+        if (!infer__model_place(m, params->device, err)) goto fail;
     }
     INFER_FREE(m->bound);
     m->bound = NULL;
@@ -3666,6 +3850,8 @@ INFERDEF infer_model *infer_model_load_memory(const void *data, size_t size, con
 
 INFERDEF void infer_model_free(infer_model *m) {
     if (!m) return;
+    infer__model_unplace(m);
+    INFER_FREE(m->device_note);
     if (m->vocab) infer__vocab_free(m->vocab);
     INFER_FREE(m->layers);
     INFER_FREE(m->bound);
@@ -3681,7 +3867,10 @@ INFERDEF infer_token infer_model_eos(const infer_model *m) { return infer__vocab
 INFERDEF int infer_model_is_eog(const infer_model *m, infer_token t) { return infer__vocab_is_eog(m->vocab, t); }
 INFERDEF int infer_model_add_bos(const infer_model *m) { return infer__vocab_add_bos(m->vocab); }
 INFERDEF double infer_model_load_ms(const infer_model *m) { return m->load_ms; }
-INFERDEF const char *infer_model_warning(const infer_model *m) { return infer__vocab_warning(m->vocab); }
+INFERDEF const char *infer_model_warning(const infer_model *m) {
+    return m->device_note ? m->device_note : infer__vocab_warning(m->vocab);
+}
+INFERDEF infer_device infer_model_device(const infer_model *m) { return m->device; }
 
 INFERDEF size_t infer_model_weight_bytes(const infer_model *m) {
     size_t n = 0;
@@ -5557,6 +5746,349 @@ done:
     return st;
 }
 
+/* ==== src/pack.c ==== */
+/* pack.c - weights repacked at context creation so that SIMD lanes are output rows (layouts, packers, scalar reference kernels). */
+
+/* Rows go in groups of INFER__PACK_ROWS (16): one 64-byte vector holds 4
+   consecutive k-values (bytes) of each of the 16 rows, so a kernel loads a
+   vector of weights once and dots it with one broadcast 4-byte word per
+   token (dpbusd), for a tile of 16 rows x several tokens. A packed matrix
+   is a run of groups of equal size, each a multiple of 64 bytes; rows past
+   the matrix's last in the last group are zero (scales too), so a kernel
+   may read the whole group.
+
+   Q4_0 (nb = n / 32 blocks), per group, pairs of blocks (576 bytes each,
+   the last one's second block zero when nb is odd), each:
+     qs[2][4][16][4]   block, word j, row r: the row's qs[4j .. 4j+3]
+                       unchanged (low nibbles: values 4j.., high: 16+4j..)
+     d[2][16]          fp16 scales
+   Q8_0, the same with 1088-byte pairs:
+     qs[2][8][16][4]   block, word j, row r: qs[4j .. 4j+3] + 128 (u8),
+                       so dpbusd's unsigned side is the weights
+     d[2][16]
+   Scales next to their quants keep a group one sequential stream (a
+   separate scale array made a second stream, which cost bandwidth).
+   The kernels take the offsets back per token and block: -8 * sum(x) for
+   Q4_0, -128 * sum(x) for Q8_0, so every integer sum is the vec_dot one. */
+
+#define INFER__PACK_ALIGN(v) (((v) + 63) & ~(size_t)63)
+
+static size_t infer__pack_groups(int64_t rows) {
+    return (size_t)((rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS);
+}
+
+/* Q4_0/Q8_0 with qbytes (16, 32) of quants per row and block: bytes of a
+   pair of blocks, of a group, and where block b's quants and scales start */
+#define INFER__PACK_PAIR(qbytes) (2 * INFER__PACK_ROWS * (size_t)(qbytes) + 2 * INFER__PACK_ROWS * 2)
+static size_t infer__pack_group_bytes(int64_t n, int qbytes) {
+    return (size_t)((n / 32 + 1) / 2) * INFER__PACK_PAIR(qbytes);
+}
+static size_t infer__pack_q_at(int64_t b, int qbytes) {
+    return (size_t)(b / 2) * INFER__PACK_PAIR(qbytes) + (size_t)(b % 2) * INFER__PACK_ROWS * (size_t)qbytes;
+}
+static size_t infer__pack_d_at(int64_t b, int qbytes) {
+    return (size_t)(b / 2) * INFER__PACK_PAIR(qbytes) + 2 * INFER__PACK_ROWS * (size_t)qbytes + (size_t)(b % 2) * INFER__PACK_ROWS * 2;
+}
+
+INFER__UNUSED static size_t infer__pack_q4_0_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_group_bytes(n, 16);
+}
+INFER__UNUSED static size_t infer__pack_q8_0_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_group_bytes(n, 32);
+}
+
+/* Q4_0 and Q8_0 share the layout; they differ in quant bytes per block
+   (16 or 32) and Q8_0's +128 (xor 0x80). */
+static void infer__pack_32(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst, int qbytes, size_t bsize,
+                           uint32_t flip) {
+    size_t gbytes = infer__pack_group_bytes(n, qbytes), ng = infer__pack_groups(rows);
+    int64_t nb = n / 32, b;
+    size_t g;
+    int r, j;
+    memset(dst, 0, ng * gbytes);
+    for (g = 0; g < ng; g++) {
+        uint8_t *gp = (uint8_t *)dst + g * gbytes;
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const uint8_t *src = (const uint8_t *)w + (size_t)row * w_stride;
+            if (row >= rows) break;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *blk = src + (size_t)b * bsize; /* fp16 d, then the quants */
+                uint8_t *q = gp + infer__pack_q_at(b, qbytes);
+                for (j = 0; j < qbytes / 4; j++) { /* a word at a time */
+                    uint32_t v;
+                    memcpy(&v, blk + 2 + 4 * j, 4);
+                    v ^= flip;
+                    memcpy(q + (j * INFER__PACK_ROWS + r) * 4, &v, 4);
+                }
+                memcpy(gp + infer__pack_d_at(b, qbytes) + 2 * r, blk, 2);
+            }
+        }
+    }
+}
+
+INFER__UNUSED static void infer__pack_q4_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    infer__pack_32(w, w_stride, n, rows, dst, 16, sizeof(infer__block_q4_0), 0);
+}
+INFER__UNUSED static void infer__pack_q8_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    infer__pack_32(w, w_stride, n, rows, dst, 32, sizeof(infer__block_q8_0), 0x80808080u);
+}
+
+/* Scalar references on the packed layouts: the vec_dot kernels' sums in
+   their order, so bit-exact with them; for tests and as the definition. */
+static void infer__pack_ref_32(int n, const void *packed, int n_rows, const void *xv, size_t x_stride, int n_tok,
+                               float *y, size_t ldy, int q4) {
+    int qbytes = q4 ? 16 : 32, nb = n / 32, r, t, b, j, i;
+    size_t gbytes = infer__pack_group_bytes(n, qbytes);
+    for (r = 0; r < n_rows; r++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes;
+        int lane = r % INFER__PACK_ROWS;
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_0 *x = (const infer__block_q8_0 *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float s = 0;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *q = gp + infer__pack_q_at(b, qbytes);
+                uint16_t d;
+                int sum = 0;
+                for (j = 0; j < qbytes / 4; j++)
+                    for (i = 0; i < 4; i++) {
+                        int v = q[(j * INFER__PACK_ROWS + lane) * 4 + i];
+                        if (q4)
+                            sum += ((v & 0x0f) - 8) * x[b].qs[4 * j + i] + ((v >> 4) - 8) * x[b].qs[16 + 4 * j + i];
+                        else
+                            sum += (v - 128) * x[b].qs[4 * j + i];
+                    }
+                memcpy(&d, gp + infer__pack_d_at(b, qbytes) + 2 * lane, 2);
+                s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d));
+            }
+            y[(size_t)t * ldy + r] = s;
+        }
+    }
+}
+INFER__UNUSED static void infer__pack_ref_q4_0(int n, const void *packed, int n_rows, const void *x, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    infer__pack_ref_32(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 1);
+}
+INFER__UNUSED static void infer__pack_ref_q8_0(int n, const void *packed, int n_rows, const void *x, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    infer__pack_ref_32(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 0);
+}
+
+/* Q4_K (nb = n / 256 blocks), per group and block, 2496 bytes:
+     sc[8][16]        sub-block scales (6-bit, u8)
+     mins[4][16][2]   int16 pairs (min 2k, min 2k+1) per row, for dpwssd
+                      against pairs of activation sums (at 128)
+     d[16], dmin[16]  fp16 (at 384, 416)
+     qs[4][8][16][4]  (at 448) chunk c (64 values), word j, row r: the
+                      row's qs[32c + 4j .. +3] (low nibbles: sub-block 2c,
+                      values 64c + 4j..; high: sub-block 2c+1, +32)
+   Q6_K, per group and block, 3392 bytes (the rows' own size, padded):
+     sc[16][16]       sub-block scales, int8
+     d[16]            fp16 (at 256), then padding to 320
+     per sub-block j (16 values: words 4j .. 4j+3 of 4 values), at
+     320 + 192j, 3 vectors:
+       lo[16][4]      row r byte i: low 4 bits of value 16j + i, and of
+                      16j + 4 + i in the high nibble
+       lo2[16][4]     the same for values 16j + 8 + i and 16j + 12 + i
+       hi[16][4]      top 2 bits of value 16j + 4w + i at bits 2w, 2w+1
+   In both, what a block needs first comes first, so the reads go up
+   through a group as the hardware prefetcher likes (scales after the
+   quants cost Q4_K half its bandwidth for one token).
+   The kernels add -32 * sum(x) per Q6_K sub-block from the activations'
+   bsums (Q8_K has them), as the u8 values carry +32. */
+#define INFER__PACK_Q4_K_BLOCK 2496
+#define INFER__PACK_Q6_K_BLOCK 3392
+
+INFER__UNUSED static size_t infer__pack_q4_K_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * (size_t)(n / INFER__QK_K) * INFER__PACK_Q4_K_BLOCK;
+}
+INFER__UNUSED static size_t infer__pack_q6_K_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * (size_t)(n / INFER__QK_K) * INFER__PACK_Q6_K_BLOCK;
+}
+
+INFER__UNUSED static void infer__pack_q4_K(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t nb = (size_t)(n / INFER__QK_K), ng = infer__pack_groups(rows), g, b;
+    int r, c, j;
+    memset(dst, 0, ng * nb * INFER__PACK_Q4_K_BLOCK);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const infer__block_q4_K *src = (const infer__block_q4_K *)((const uint8_t *)w + (size_t)row * w_stride);
+            if (row >= rows) break;
+            for (b = 0; b < nb; b++) {
+                uint8_t *o = (uint8_t *)dst + (g * nb + b) * INFER__PACK_Q4_K_BLOCK;
+                int16_t *mins = (int16_t *)(o + 128);
+                for (c = 0; c < 4; c++)
+                    for (j = 0; j < 8; j++) memcpy(o + 448 + ((c * 8 + j) * 16 + r) * 4, src[b].qs + 32 * c + 4 * j, 4);
+                for (j = 0; j < 8; j++) {
+                    uint8_t sc, m;
+                    infer__scale_min_k4(j, src[b].scales, &sc, &m);
+                    o[16 * j + r] = sc;
+                    mins[((j / 2) * 16 + r) * 2 + j % 2] = m;
+                }
+                memcpy(o + 384 + 2 * r, &src[b].d, 2);
+                memcpy(o + 416 + 2 * r, &src[b].dmin, 2);
+            }
+        }
+}
+
+INFER__UNUSED static void infer__pack_q6_K(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t nb = (size_t)(n / INFER__QK_K), ng = infer__pack_groups(rows), g, b;
+    int r, h, k, l, j;
+    memset(dst, 0, ng * nb * INFER__PACK_Q6_K_BLOCK);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const infer__block_q6_K *src = (const infer__block_q6_K *)((const uint8_t *)w + (size_t)row * w_stride);
+            if (row >= rows) break;
+            for (b = 0; b < nb; b++) {
+                uint8_t *o = (uint8_t *)dst + (g * nb + b) * INFER__PACK_Q6_K_BLOCK;
+                uint8_t q[INFER__QK_K];
+                for (h = 0; h < 2; h++)
+                    for (k = 0; k < 4; k++)
+                        for (l = 0; l < 32; l++) q[128 * h + 32 * k + l] = (uint8_t)infer__q6_K_q(&src[b], h, k, l);
+                for (j = 0; j < 16; j++)
+                    for (l = 0; l < 4; l++) {
+                        const uint8_t *v = q + 16 * j + l; /* words 0..3 of sub-block j at v[0], v[4], v[8], v[12] */
+                        uint8_t *sb = o + 320 + j * 192 + r * 4 + l;
+                        sb[0] = (uint8_t)((v[0] & 15) | (v[4] & 15) << 4);
+                        sb[64] = (uint8_t)((v[8] & 15) | (v[12] & 15) << 4);
+                        sb[128] = (uint8_t)(v[0] >> 4 | (v[4] >> 4) << 2 | (v[8] >> 4) << 4 | (v[12] >> 4) << 6);
+                    }
+                for (j = 0; j < 16; j++) o[16 * j + r] = (uint8_t)src[b].scales[j];
+                memcpy(o + 256 + 2 * r, &src[b].d, 2);
+            }
+        }
+}
+
+/* the scalar kernels' sums, in their order, on the packed layouts */
+INFER__UNUSED static void infer__pack_ref_q4_K(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    int nb = n / INFER__QK_K, r, t, b, j, l;
+    for (r = 0; r < n_rows; r++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * nb * INFER__PACK_Q4_K_BLOCK;
+        int lane = r % INFER__PACK_ROWS;
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_K *x = (const infer__block_q8_K *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float s = 0;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
+                const int16_t *mins = (const int16_t *)(o + 128);
+                const int16_t *bs = x[b].bsums;
+                uint16_t d, dmin;
+                int sumi = 0, summ = 0;
+                for (j = 0; j < 4; j++) {
+                    int s1 = 0, s2 = 0, sc1 = o[16 * (2 * j) + lane], sc2 = o[16 * (2 * j + 1) + lane];
+                    int m1 = mins[(j * 16 + lane) * 2], m2 = mins[(j * 16 + lane) * 2 + 1];
+                    for (l = 0; l < 32; l++) {
+                        int q = o[448 + ((j * 8 + l / 4) * 16 + lane) * 4 + l % 4];
+                        s1 += (q & 0xF) * x[b].qs[64 * j + l];
+                        s2 += (q >> 4) * x[b].qs[64 * j + 32 + l];
+                    }
+                    sumi += sc1 * s1 + sc2 * s2;
+                    summ += m1 * (bs[4 * j] + bs[4 * j + 1]) + m2 * (bs[4 * j + 2] + bs[4 * j + 3]);
+                }
+                memcpy(&d, o + 384 + 2 * lane, 2);
+                memcpy(&dmin, o + 416 + 2 * lane, 2);
+                s += x[b].d * infer__fp16_to_fp32(d) * sumi - x[b].d * infer__fp16_to_fp32(dmin) * summ;
+            }
+            y[(size_t)t * ldy + r] = s;
+        }
+    }
+}
+
+INFER__UNUSED static void infer__pack_ref_q6_K(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    int nb = n / INFER__QK_K, r, t, b, j, l;
+    for (r = 0; r < n_rows; r++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * nb * INFER__PACK_Q6_K_BLOCK;
+        int lane = r % INFER__PACK_ROWS;
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_K *x = (const infer__block_q8_K *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float s = 0;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *o = gp + (size_t)b * INFER__PACK_Q6_K_BLOCK;
+                uint16_t d;
+                int sumi = 0;
+                for (j = 0; j < 16; j++) {
+                    int sj = 0;
+                    for (l = 0; l < 16; l++) {
+                        const uint8_t *sb = o + 320 + j * 192 + lane * 4 + l % 4;
+                        int w = l / 4, q = ((sb[(w / 2) * 64] >> (4 * (w % 2))) & 15) | ((sb[128] >> (2 * w)) & 3) << 4;
+                        sj += (q - 32) * x[b].qs[16 * j + l];
+                    }
+                    sumi += (int8_t)o[16 * j + lane] * sj;
+                }
+                memcpy(&d, o + 256 + 2 * lane, 2);
+                s += x[b].d * infer__fp16_to_fp32(d) * sumi;
+            }
+            y[(size_t)t * ldy + r] = s;
+        }
+    }
+}
+
+/* F16, per group: w[n][16], value k of the 16 rows (fp16) in 32 bytes;
+   the group padded to a multiple of 64 bytes */
+INFER__UNUSED static size_t infer__pack_f16_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2);
+}
+INFER__UNUSED static void infer__pack_f16(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t gbytes = INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2), ng = infer__pack_groups(rows), g;
+    int64_t i;
+    int r;
+    memset(dst, 0, ng * gbytes);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const uint16_t *src = (const uint16_t *)((const uint8_t *)w + (size_t)row * w_stride);
+            uint16_t *o = (uint16_t *)((uint8_t *)dst + g * gbytes);
+            if (row >= rows) break;
+            for (i = 0; i < n; i++) o[i * INFER__PACK_ROWS + r] = src[i];
+        }
+}
+/* as infer__f16_dot: products summed in double */
+INFER__UNUSED static void infer__pack_ref_f16(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
+                                              int n_tok, float *y, size_t ldy) {
+    size_t gbytes = INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2);
+    int r, t, i;
+    for (r = 0; r < n_rows; r++) {
+        const uint16_t *o = (const uint16_t *)((const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes);
+        for (t = 0; t < n_tok; t++) {
+            const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
+            double s = 0;
+            for (i = 0; i < n; i++)
+                s += (double)(infer__fp16_to_fp32(o[(size_t)i * INFER__PACK_ROWS + r % INFER__PACK_ROWS]) *
+                              infer__fp16_to_fp32(x[i]));
+            y[(size_t)t * ldy + r] = (float)s;
+        }
+    }
+}
+
+/* BF16, per group: w[(n + 1) / 2][16][2], the pair of values 2p, 2p + 1 of
+   each row in one 32-bit lane (dpbf16ps's operand); an odd n's last pair
+   ends in a zero; the group padded to a multiple of 64 bytes */
+INFER__UNUSED static size_t infer__pack_bf16_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * INFER__PACK_ALIGN((size_t)((n + 1) / 2) * INFER__PACK_ROWS * 4);
+}
+INFER__UNUSED static void infer__pack_bf16(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t gbytes = INFER__PACK_ALIGN((size_t)((n + 1) / 2) * INFER__PACK_ROWS * 4), ng = infer__pack_groups(rows), g;
+    int64_t i;
+    int r;
+    memset(dst, 0, ng * gbytes);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const uint16_t *src = (const uint16_t *)((const uint8_t *)w + (size_t)row * w_stride);
+            uint16_t *o = (uint16_t *)((uint8_t *)dst + g * gbytes);
+            if (row >= rows) break;
+            for (i = 0; i < n; i++) o[((i / 2) * INFER__PACK_ROWS + r) * 2 + i % 2] = src[i];
+        }
+}
+
+INFER__UNUSED static size_t infer__pack_offset(const infer__kernels *k, infer_type t, int64_t n, int64_t row) {
+    return k->pack_size[t] ? k->pack_size[t](n, row) : 0;
+}
+
 /* ==== src/simd_avx2.c ==== */
 /* simd_avx2.c - AVX2+FMA (+F16C) versions of the kernels, compiled with
    function-level target attributes so the same binary still runs on CPUs
@@ -6306,6 +6838,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
 #define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), unused))
 #define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), always_inline, unused))
 #define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), unused))
+#define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), always_inline, unused))
 
 /* ---- float formats ---- */
 
@@ -6797,6 +7330,568 @@ INFER__GEMM_DRIVER(infer__vnni_q4_K_gemm, infer__vnni_q4_K_tile, INFER__QK_K)
 #undef INFER__LD
 #undef INFER__VSCALE
 #undef INFER__VH
+
+/* ---- packed weights (pack.c's layouts): 16 rows in the lanes ----
+   A tile is one group of 16 rows x T tokens: per 4 k-values one weight
+   vector, dotted by dpbusd with each token's 4 activation bytes
+   broadcast. The int32 sums of a block start at the activation-side
+   offset correction (-8 or -128 times sum(x), per token and block, from a
+   small table made once per call), so they equal vec_dot's integer sums;
+   then one convert and FMA with d_w * d_x per block and token. */
+#define INFER__PK_TMAX 12   /* tokens per tile: 2 * 12 accumulators */
+#define INFER__PK_AUX 8192  /* (token, block) entries of the activation table, on the stack (64 KiB) */
+
+INFER__AVX512VNNI_INLINE __m512i infer__pk_bcast(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* per token t < n_tok and block b < nb of Q8_0 activations: d_x, and
+   -off * sum(qs) */
+INFER__AVX512VNNI_INLINE void infer__pk_q8_aux(const uint8_t *x, size_t x_stride, int n_tok, int nb, int off, float *dx,
+                                               int32_t *cx) {
+    int t, b;
+    for (t = 0; t < n_tok; t++) {
+        const infer__block_q8_0 *xb = (const infer__block_q8_0 *)(x + (size_t)t * x_stride);
+        for (b = 0; b < nb; b++) {
+            /* sad of (x + 128) against 0: four sums of 8 unsigned bytes */
+            __m256i s = _mm256_sad_epu8(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)xb[b].qs),
+                                                         _mm256_set1_epi8((char)0x80)),
+                                        _mm256_setzero_si256());
+            __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            h = _mm_add_epi64(h, _mm_unpackhi_epi64(h, h));
+            dx[t * nb + b] = _cvtsh_ss(xb[b].d);
+            cx[t * nb + b] = -off * (_mm_cvtsi128_si32(h) - 32 * 128);
+        }
+    }
+}
+
+/* QB quant bytes per row and block: 16 (Q4_0, nibbles) or 32 (Q8_0). T <= 4
+   splits each token's sum into two accumulators (lo/hi nibbles or even/odd
+   words) so the dpbusd chains are half as long. */
+INFER__AVX512VNNI_INLINE void infer__pk_tile_32(const int QB, const int T, int nb, const uint8_t *gp,
+                                                const uint8_t *x, size_t x_stride, const float *dx, const int32_t *cx,
+                                                int aux_stride, float *y, size_t ldy, __mmask16 m, int add) {
+    __m512 f[INFER__PK_TMAX];
+    __m512i a[INFER__PK_TMAX], a2[INFER__PK_TMAX];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const int split = T <= 4;
+    int b, j, t;
+    for (t = 0; t < T; t++) f[t] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *q = gp + infer__pack_q_at(b, QB), *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
+        __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + infer__pack_d_at(b, QB))));
+        for (t = 0; t < T; t++) {
+            a[t] = _mm512_set1_epi32(cx[t * aux_stride + b]);
+            if (split) a2[t] = _mm512_setzero_si512();
+        }
+        if (QB == 16) {
+            for (j = 0; j < 4; j++) {
+                __m512i v = _mm512_loadu_si512((const void *)(q + 64 * j));
+                /* split: the high nibbles in place (16 * value), one op
+                   instead of two; their sum is 16 times too large, exactly */
+                __m512i lo = _mm512_and_si512(v, m4),
+                        hi = split ? _mm512_xor_si512(v, lo) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                for (t = 0; t < T; t++) a[t] = _mm512_dpbusd_epi32(a[t], lo, infer__pk_bcast(xq + t * x_stride + 4 * j));
+                for (t = 0; t < T; t++) {
+                    __m512i xv = infer__pk_bcast(xq + t * x_stride + 16 + 4 * j);
+                    if (split) a2[t] = _mm512_dpbusd_epi32(a2[t], hi, xv);
+                    else a[t] = _mm512_dpbusd_epi32(a[t], hi, xv);
+                }
+            }
+        } else {
+            for (j = 0; j < 8; j += 2) {
+                __m512i v0 = _mm512_loadu_si512((const void *)(q + 64 * j));
+                __m512i v1 = _mm512_loadu_si512((const void *)(q + 64 * j + 64));
+                for (t = 0; t < T; t++) a[t] = _mm512_dpbusd_epi32(a[t], v0, infer__pk_bcast(xq + t * x_stride + 4 * j));
+                for (t = 0; t < T; t++) {
+                    __m512i xv = infer__pk_bcast(xq + t * x_stride + 4 * j + 4);
+                    if (split) a2[t] = _mm512_dpbusd_epi32(a2[t], v1, xv);
+                    else a[t] = _mm512_dpbusd_epi32(a[t], v1, xv);
+                }
+            }
+        }
+        for (t = 0; t < T; t++) {
+            __m512i s = !split ? a[t] : _mm512_add_epi32(a[t], QB == 16 ? _mm512_srai_epi32(a2[t], 4) : a2[t]);
+            f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b])), f[t]);
+        }
+    }
+    for (t = 0; t < T; t++) {
+        float *yt = y + (size_t)t * ldy;
+        if (add) f[t] = _mm512_add_ps(f[t], _mm512_maskz_loadu_ps(m, yt));
+        _mm512_mask_storeu_ps(yt, m, f[t]);
+    }
+}
+
+INFER__AVX512VNNI_INLINE void infer__pk_tile_32_any(int QB, int T, int nb, const uint8_t *gp,
+                                                    const uint8_t *x, size_t x_stride, const float *dx, const int32_t *cx,
+                                                    int aux_stride, float *y, size_t ldy, __mmask16 m, int add) {
+#define INFER__PK_CASE(QQ, TT) \
+    case TT: infer__pk_tile_32(QQ, TT, nb, gp, x, x_stride, dx, cx, aux_stride, y, ldy, m, add); break;
+    if (QB == 16) {
+        switch (T) {
+            INFER__PK_CASE(16, 1) INFER__PK_CASE(16, 2) INFER__PK_CASE(16, 3) INFER__PK_CASE(16, 4)
+            INFER__PK_CASE(16, 5) INFER__PK_CASE(16, 6) INFER__PK_CASE(16, 7) INFER__PK_CASE(16, 8)
+            INFER__PK_CASE(16, 9) INFER__PK_CASE(16, 10) INFER__PK_CASE(16, 11) default: INFER__PK_CASE(16, 12)
+        }
+    } else {
+        switch (T) {
+            INFER__PK_CASE(32, 1) INFER__PK_CASE(32, 2) INFER__PK_CASE(32, 3) INFER__PK_CASE(32, 4)
+            INFER__PK_CASE(32, 5) INFER__PK_CASE(32, 6) INFER__PK_CASE(32, 7) INFER__PK_CASE(32, 8)
+            INFER__PK_CASE(32, 9) INFER__PK_CASE(32, 10) INFER__PK_CASE(32, 11) default: INFER__PK_CASE(32, 12)
+        }
+    }
+#undef INFER__PK_CASE
+}
+
+/* The driver: k in slices that keep the activation table on the stack,
+   tokens in chunks that fit it, and per chunk every group with its weights
+   kept hot in cache while the chunk's token tiles pass over them. */
+INFER__AVX512VNNI_INLINE void infer__pk_gemm_32(int QB, int off, int n, const void *packed, int n_rows, const void *xv,
+                                                size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float dx[INFER__PK_AUX];
+    int32_t cx[INFER__PK_AUX];
+    const uint8_t *x = (const uint8_t *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, k0, t0, t, g;
+    size_t gbytes = infer__pack_group_bytes(n, QB);
+    for (k0 = 0; k0 < nb; k0 += INFER__PK_AUX) {
+        int kn = INFER__MIN(INFER__PK_AUX, nb - k0), chunk = INFER__PK_AUX / kn;
+        if (chunk > INFER__PK_TMAX) chunk -= chunk % INFER__PK_TMAX;
+        for (t0 = 0; t0 < n_tok; t0 += chunk) {
+            int tc = INFER__MIN(chunk, n_tok - t0);
+            const uint8_t *xc = x + (size_t)t0 * x_stride + (size_t)k0 * sizeof(infer__block_q8_0);
+            infer__pk_q8_aux(xc, x_stride, tc, kn, off, dx, cx);
+            for (g = 0; g < ng; g++) {
+                /* k0 is even: a whole number of pairs in */
+                const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes + infer__pack_q_at(k0, QB);
+                int rem = n_rows - g * INFER__PACK_ROWS;
+                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                for (t = 0; t < tc; t += INFER__PK_TMAX)
+                    infer__pk_tile_32_any(QB, INFER__MIN(INFER__PK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
+                                          x_stride, dx + t * kn, cx + t * kn, kn,
+                                          y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS, ldy, m, k0 > 0);
+            }
+        }
+    }
+}
+
+/* One token against packed Q8_0 rows, summed in llama.cpp's order (its
+   vec_dot and its tinyBLAS tiles alike): per row eight float sums, one per
+   4-byte word of the 32-value blocks, each taking d_w * d_x times the
+   word's integer dot block after block, then added as its hsum_float_8
+   does. Float rounding is then the same as llama.cpp's, which matters on
+   models that amplify the last bit (a generation step is memory-bound, so
+   the extra converts cost nothing here). */
+INFER__AVX512VNNI static void infer__vnni_q8_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                           float *y) {
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
+    size_t gbytes = infer__pack_group_bytes(n, 32);
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int rem = n_rows - g * INFER__PACK_ROWS;
+        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+        __m512 f[8], sum;
+        for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
+        for (b = 0; b < nb; b++) {
+            const uint8_t *q = gp + infer__pack_q_at(b, 32);
+            __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + infer__pack_d_at(b, 32)))),
+                                     _mm512_set1_ps(_cvtsh_ss(x[b].d)));
+            /* the weights carry +128: take 128 * (the word's sum of x) back */
+            int32_t corr[8];
+            _mm256_storeu_si256((__m256i *)corr,
+                                _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                                                                      _mm256_loadu_si256((const __m256i *)x[b].qs)),
+                                                  7));
+            for (j = 0; j < 8; j++) {
+                __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[j]), _mm512_loadu_si512((const void *)(q + 64 * j)),
+                                                infer__pk_bcast((const uint8_t *)x[b].qs + 4 * j));
+                f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), f[j]);
+            }
+        }
+        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
+                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, sum);
+    }
+}
+
+/* The same for Q4_0: word j's low nibbles are the values of llama.cpp's
+   lane j, its high nibbles those of lane 4 + j; the nibbles count from 0,
+   so 8 * (the lane's sum of x) is taken back. */
+INFER__AVX512VNNI static void infer__vnni_q4_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                           float *y) {
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
+    size_t gbytes = infer__pack_group_bytes(n, 16);
+    const __m256i ones = _mm256_set1_epi8(1);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int rem = n_rows - g * INFER__PACK_ROWS;
+        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+        __m512 f[8], sum;
+        for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
+        for (b = 0; b < nb; b++) {
+            const uint8_t *q = gp + infer__pack_q_at(b, 16), *xq = (const uint8_t *)x[b].qs;
+            __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + infer__pack_d_at(b, 16)))),
+                                     _mm512_set1_ps(_cvtsh_ss(x[b].d)));
+            int32_t corr[8];
+            _mm256_storeu_si256((__m256i *)corr,
+                                _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                                                                      _mm256_loadu_si256((const __m256i *)xq)),
+                                                  3));
+            for (j = 0; j < 4; j++) {
+                __m512i v = _mm512_loadu_si512((const void *)(q + 64 * j));
+                __m512i lo = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[j]), _mm512_and_si512(v, m4),
+                                                 infer__pk_bcast(xq + 4 * j));
+                __m512i hi = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[4 + j]),
+                                                 _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                                 infer__pk_bcast(xq + 16 + 4 * j));
+                f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lo), f[j]);
+                f[4 + j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(hi), f[4 + j]);
+            }
+        }
+        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
+                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, sum);
+    }
+}
+
+INFER__AVX512VNNI static void infer__vnni_q8_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    if (n_tok == 1) infer__vnni_q8_0_gemv_packed(n, packed, n_rows, x, y);
+    else infer__pk_gemm_32(32, 128, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    if (n_tok == 1) infer__vnni_q4_0_gemv_packed(n, packed, n_rows, x, y);
+    else infer__pk_gemm_32(16, 8, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+
+/* Q4_K and Q6_K (activations Q8_K): per sub-block an int32 sum per row and
+   token (dpbusd, as above), converted and FMA'd with the sub-block's
+   d * scale into a per-block float sum; the block's sum meets d_x once.
+   Q4_K's mins: dmin * sum_j min_j * (sum of x over sub-block j), the
+   integer part by dpwssd of the packed int16 min pairs with pairs of
+   activation sums; Q6_K's -32 * sum(x) starts each sub-block's sum. */
+#define INFER__PKK_TMAX 8
+#define INFER__PKK_AUX 1024 /* (token, block) entries of the activation table (68 KiB) */
+
+/* per token and block: d_x, and 16 int32: Q6_K: -32 * bsums[j]; Q4_K:
+   words k < 4 with the int16 pair of sums over sub-blocks 2k, 2k+1 */
+INFER__AVX512VNNI_INLINE void infer__pk_q8_K_aux(int q6, const uint8_t *x, size_t x_stride, int n_tok, int nb, float *dx,
+                                                 int32_t *ci) {
+    int t, b, j;
+    for (t = 0; t < n_tok; t++) {
+        const infer__block_q8_K *xb = (const infer__block_q8_K *)(x + (size_t)t * x_stride);
+        for (b = 0; b < nb; b++) {
+            int32_t *c = ci + ((size_t)t * nb + b) * 16;
+            const int16_t *bs = xb[b].bsums;
+            dx[t * nb + b] = xb[b].d;
+            if (q6)
+                for (j = 0; j < 16; j++) c[j] = -32 * bs[j];
+            else
+                for (j = 0; j < 4; j++)
+                    c[j] = (int32_t)((uint32_t)(uint16_t)(bs[4 * j] + bs[4 * j + 1]) |
+                                     (uint32_t)(uint16_t)(bs[4 * j + 2] + bs[4 * j + 3]) << 16);
+        }
+    }
+}
+
+INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb, const uint8_t *gp, const uint8_t *x,
+                                               size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
+                                               float *y, size_t ldy, __mmask16 m, int add) {
+    __m512 f[INFER__PKK_TMAX], ba[INFER__PKK_TMAX];
+    __m512i s[INFER__PKK_TMAX], s2[INFER__PKK_TMAX];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const int split = T <= 2; /* odd words into a second sum: shorter dpbusd chains when few tokens */
+    int b, j, k, t;
+    for (t = 0; t < T; t++) f[t] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_K) + 4; /* qs, after the float d */
+        if (Q6) {
+            const uint8_t *o = gp + (size_t)b * INFER__PACK_Q6_K_BLOCK;
+            const __m512i m30 = _mm512_set1_epi8(0x30);
+            __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 256)));
+            for (t = 0; t < T; t++) ba[t] = _mm512_setzero_ps();
+            for (j = 0; j < 16; j++) {
+                __m512 sc = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)))), d);
+                const uint8_t *sb = o + 320 + j * 192;
+                __m512i lo = _mm512_loadu_si512((const void *)sb), lo2 = _mm512_loadu_si512((const void *)(sb + 64));
+                __m512i hi = _mm512_loadu_si512((const void *)(sb + 128)), q[4];
+                /* value = low 4 bits | top 2 bits << 4: (a & 0x0f) | b is ternlog 0xEA; the
+                   16-bit shifts' spill into the neighbouring byte is masked off */
+                q[0] = _mm512_ternarylogic_epi32(lo, m4, _mm512_and_si512(_mm512_slli_epi16(hi, 4), m30), 0xEA);
+                q[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(lo, 4), m4, _mm512_and_si512(_mm512_slli_epi16(hi, 2), m30), 0xEA);
+                q[2] = _mm512_ternarylogic_epi32(lo2, m4, _mm512_and_si512(hi, m30), 0xEA);
+                q[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(lo2, 4), m4, _mm512_and_si512(_mm512_srli_epi16(hi, 2), m30), 0xEA);
+                for (t = 0; t < T; t++) {
+                    s[t] = _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + j]);
+                    if (split) s2[t] = _mm512_setzero_si512();
+                }
+                for (k = 0; k < 4; k++) {
+                    __m512i v = q[k];
+                    for (t = 0; t < T; t++) {
+                        __m512i xv = infer__pk_bcast(xq + t * x_stride + 16 * j + 4 * k);
+                        if (split && (k & 1)) s2[t] = _mm512_dpbusd_epi32(s2[t], v, xv);
+                        else s[t] = _mm512_dpbusd_epi32(s[t], v, xv);
+                    }
+                }
+                for (t = 0; t < T; t++) {
+                    if (split) s[t] = _mm512_add_epi32(s[t], s2[t]);
+                    ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
+                }
+            }
+        } else {
+            const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
+            __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 384)));
+            __m512 nd = _mm512_xor_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 416))), _mm512_set1_ps(-0.0f));
+            for (t = 0; t < T; t++) s[t] = _mm512_setzero_si512();
+            for (k = 0; k < 4; k++) {
+                __m512i mv = _mm512_loadu_si512((const void *)(o + 128 + 64 * k));
+                for (t = 0; t < T; t++)
+                    s[t] = _mm512_dpwssd_epi32(s[t], mv, _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + k]));
+            }
+            for (t = 0; t < T; t++) ba[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), nd);
+            for (j = 0; j < 8; j++) {
+                __m512 sc = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)))), d);
+                for (t = 0; t < T; t++) {
+                    s[t] = _mm512_setzero_si512();
+                    if (split) s2[t] = _mm512_setzero_si512();
+                }
+                for (k = 0; k < 8; k++) {
+                    __m512i v = _mm512_loadu_si512((const void *)(o + 448 + ((j >> 1) * 8 + k) * 64));
+                    v = (j & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+                    for (t = 0; t < T; t++) {
+                        __m512i xv = infer__pk_bcast(xq + t * x_stride + 32 * j + 4 * k);
+                        if (split && (k & 1)) s2[t] = _mm512_dpbusd_epi32(s2[t], v, xv);
+                        else s[t] = _mm512_dpbusd_epi32(s[t], v, xv);
+                    }
+                }
+                for (t = 0; t < T; t++) {
+                    if (split) s[t] = _mm512_add_epi32(s[t], s2[t]);
+                    ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
+                }
+            }
+        }
+        for (t = 0; t < T; t++) f[t] = _mm512_fmadd_ps(ba[t], _mm512_set1_ps(dx[t * aux_stride + b]), f[t]);
+    }
+    for (t = 0; t < T; t++) {
+        float *yt = y + (size_t)t * ldy;
+        if (add) f[t] = _mm512_add_ps(f[t], _mm512_maskz_loadu_ps(m, yt));
+        _mm512_mask_storeu_ps(yt, m, f[t]);
+    }
+}
+
+INFER__AVX512VNNI_INLINE void infer__pk_tile_k_any(int Q6, int T, int nb, const uint8_t *gp, const uint8_t *x,
+                                                   size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
+                                                   float *y, size_t ldy, __mmask16 m, int add) {
+#define INFER__PK_CASE(QQ, TT) \
+    case TT: infer__pk_tile_k(QQ, TT, nb, gp, x, x_stride, dx, ci, aux_stride, y, ldy, m, add); break;
+    if (Q6) {
+        switch (T) {
+            INFER__PK_CASE(1, 1) INFER__PK_CASE(1, 2) INFER__PK_CASE(1, 3) INFER__PK_CASE(1, 4)
+            INFER__PK_CASE(1, 5) INFER__PK_CASE(1, 6) INFER__PK_CASE(1, 7) default: INFER__PK_CASE(1, 8)
+        }
+    } else {
+        switch (T) {
+            INFER__PK_CASE(0, 1) INFER__PK_CASE(0, 2) INFER__PK_CASE(0, 3) INFER__PK_CASE(0, 4)
+            INFER__PK_CASE(0, 5) INFER__PK_CASE(0, 6) INFER__PK_CASE(0, 7) default: INFER__PK_CASE(0, 8)
+        }
+    }
+#undef INFER__PK_CASE
+}
+
+/* as infer__pk_gemm_32, with 256-value blocks */
+INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int Q6, int n, const void *packed, int n_rows, const void *xv,
+                                               size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float dx[INFER__PKK_AUX];
+    int32_t ci[INFER__PKK_AUX * 16];
+    const uint8_t *x = (const uint8_t *)xv;
+    size_t bbytes = Q6 ? INFER__PACK_Q6_K_BLOCK : INFER__PACK_Q4_K_BLOCK;
+    int nb = n / INFER__QK_K, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, k0, t0, t, g;
+    for (k0 = 0; k0 < nb; k0 += INFER__PKK_AUX) {
+        int kn = INFER__MIN(INFER__PKK_AUX, nb - k0), chunk = INFER__PKK_AUX / kn;
+        if (chunk > INFER__PKK_TMAX) chunk -= chunk % INFER__PKK_TMAX;
+        for (t0 = 0; t0 < n_tok; t0 += chunk) {
+            int tc = INFER__MIN(chunk, n_tok - t0);
+            const uint8_t *xc = x + (size_t)t0 * x_stride + (size_t)k0 * sizeof(infer__block_q8_K);
+            infer__pk_q8_K_aux(Q6, xc, x_stride, tc, kn, dx, ci);
+            for (g = 0; g < ng; g++) {
+                const uint8_t *gp = (const uint8_t *)packed + ((size_t)g * nb + k0) * bbytes;
+                int rem = n_rows - g * INFER__PACK_ROWS;
+                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                for (t = 0; t < tc; t += INFER__PKK_TMAX)
+                    infer__pk_tile_k_any(Q6, INFER__MIN(INFER__PKK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
+                                         x_stride, dx + t * kn, ci + (size_t)t * kn * 16, kn,
+                                         y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS, ldy, m, k0 > 0);
+            }
+        }
+    }
+}
+
+INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__pk_gemm_k(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX512VNNI static void infer__vnni_q6_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__pk_gemm_k(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+
+/* F16 x F16: the weights widened (vcvtph2ps, exact) and FMA'd with each
+   token's value broadcast from a float copy of a slice of the activations
+   (made once per slice, for a chunk of tokens). One token gets four
+   accumulators over k, two tokens two, so the FMA chains overlap. */
+#define INFER__PKF_TMAX 8
+#define INFER__PKF_TC 32    /* tokens per chunk */
+#define INFER__PKF_AUX 8192 /* floats of activations on the stack: a chunk's slice of k, 256 or more values */
+
+INFER__AVX512_INLINE void infer__pk_tile_f16(const int T, int kn, const uint16_t *gw, const float *xf, int ks, float *y,
+                                             size_t ldy, __mmask16 m, int add) {
+    enum { NA = 4 };
+    __m512 acc[INFER__PKF_TMAX][NA];
+    const int na = T == 1 ? 4 : T == 2 ? 2 : 1;
+    int k = 0, t, a;
+    for (t = 0; t < T; t++)
+        for (a = 0; a < na; a++) acc[t][a] = _mm512_setzero_ps();
+    for (; k + na <= kn; k += na)
+        for (a = 0; a < na; a++) {
+            __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)(k + a) * 16)));
+            for (t = 0; t < T; t++) acc[t][a] = _mm512_fmadd_ps(w, _mm512_set1_ps(xf[t * ks + k + a]), acc[t][a]);
+        }
+    for (; k < kn; k++) {
+        __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16)));
+        for (t = 0; t < T; t++) acc[t][0] = _mm512_fmadd_ps(w, _mm512_set1_ps(xf[t * ks + k]), acc[t][0]);
+    }
+    for (t = 0; t < T; t++) {
+        float *yt = y + (size_t)t * ldy;
+        __m512 s = acc[t][0];
+        for (a = 1; a < na; a++) s = _mm512_add_ps(s, acc[t][a]);
+        if (add) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, yt));
+        _mm512_mask_storeu_ps(yt, m, s);
+    }
+}
+
+INFER__AVX512 static void infer__avx512_f16_gemm_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                        size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float xf[INFER__PKF_AUX];
+    size_t gbytes = ((size_t)n * INFER__PACK_ROWS * 2 + 63) & ~(size_t)63;
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, t0, k0, t, g, i;
+    for (t0 = 0; t0 < n_tok; t0 += INFER__PKF_TC) {
+        /* few tokens, long slices: each group's weights read in long runs */
+        int tc = INFER__MIN(INFER__PKF_TC, n_tok - t0), ks = INFER__PKF_AUX / tc / 16 * 16;
+        for (k0 = 0; k0 < n; k0 += ks) {
+            int kn = INFER__MIN(ks, n - k0);
+            for (t = 0; t < tc; t++) {
+                const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)(t0 + t) * x_stride) + k0;
+                for (i = 0; i < kn; i += 16) {
+                    __mmask16 mk = (__mmask16)(kn - i >= 16 ? 0xffff : (1u << (kn - i)) - 1);
+                    _mm512_mask_storeu_ps(xf + t * ks + i, mk, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, x + i)));
+                }
+            }
+            for (g = 0; g < ng; g++) {
+                const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)g * gbytes) + (size_t)k0 * 16;
+                int rem = n_rows - g * INFER__PACK_ROWS;
+                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                for (t = 0; t < tc; t += INFER__PKF_TMAX) {
+                    float *yt = y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS;
+                    const float *xt = xf + t * ks;
+                    switch (INFER__MIN(INFER__PKF_TMAX, tc - t)) {
+                    case 1: infer__pk_tile_f16(1, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 2: infer__pk_tile_f16(2, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 3: infer__pk_tile_f16(3, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 4: infer__pk_tile_f16(4, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 5: infer__pk_tile_f16(5, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 6: infer__pk_tile_f16(6, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 7: infer__pk_tile_f16(7, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    default: infer__pk_tile_f16(8, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* BF16 x BF16 with dpbf16ps: a 32-bit lane holds a row's pair of values
+   and the token's pair is broadcast straight from the activations, two
+   products per lane and instruction (as the BF16 vec_dot, subnormals
+   flushed). */
+#define INFER__PKB_TMAX 8
+
+INFER__AVX512BF16_INLINE __m512bh infer__pk_bcast_bf16(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return (__m512bh)_mm512_set1_epi32(v);
+}
+
+INFER__AVX512BF16_INLINE void infer__pk_tile_bf16(const int T, int n, const uint8_t *gw, const uint8_t *x, size_t x_stride,
+                                                  float *y, size_t ldy, __mmask16 m) {
+    enum { NA = 4 };
+    __m512 acc[INFER__PKB_TMAX][NA];
+    const int na = T == 1 ? 4 : T == 2 ? 2 : 1, np = n / 2;
+    int p = 0, t, a;
+    for (t = 0; t < T; t++)
+        for (a = 0; a < na; a++) acc[t][a] = _mm512_setzero_ps();
+    for (; p + na <= np; p += na)
+        for (a = 0; a < na; a++) {
+            __m512bh w = (__m512bh)_mm512_loadu_si512((const void *)(gw + (size_t)(p + a) * 64));
+            for (t = 0; t < T; t++)
+                acc[t][a] = _mm512_dpbf16_ps(acc[t][a], w, infer__pk_bcast_bf16(x + t * x_stride + 4 * (size_t)(p + a)));
+        }
+    for (; p < np; p++) {
+        __m512bh w = (__m512bh)_mm512_loadu_si512((const void *)(gw + (size_t)p * 64));
+        for (t = 0; t < T; t++)
+            acc[t][0] = _mm512_dpbf16_ps(acc[t][0], w, infer__pk_bcast_bf16(x + t * x_stride + 4 * (size_t)p));
+    }
+    if (n & 1) { /* the last value alone: its pair's second weight is zero, and so is the activation read here */
+        __m512bh w = (__m512bh)_mm512_loadu_si512((const void *)(gw + (size_t)np * 64));
+        for (t = 0; t < T; t++) {
+            uint16_t v;
+            memcpy(&v, x + t * x_stride + 4 * (size_t)np, 2);
+            acc[t][0] = _mm512_dpbf16_ps(acc[t][0], w, (__m512bh)_mm512_set1_epi32(v));
+        }
+    }
+    for (t = 0; t < T; t++) {
+        __m512 s = acc[t][0];
+        for (a = 1; a < na; a++) s = _mm512_add_ps(s, acc[t][a]);
+        _mm512_mask_storeu_ps(y + (size_t)t * ldy, m, s);
+    }
+}
+
+INFER__AVX512BF16 static void infer__avx512bf16_bf16_gemm_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                                 size_t x_stride, int n_tok, float *y, size_t ldy) {
+    size_t gbytes = ((size_t)((n + 1) / 2) * INFER__PACK_ROWS * 4 + 63) & ~(size_t)63;
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, t0, g;
+    /* tokens in chunks whose activations stay in L1/L2 while every group passes over them */
+    int chunk = INFER__MAX(INFER__PKB_TMAX, (int)((size_t)(256 << 10) / ((size_t)n * 2 + 1)) / INFER__PKB_TMAX * INFER__PKB_TMAX);
+    for (t0 = 0; t0 < n_tok; t0 += chunk) {
+        int tc = INFER__MIN(chunk, n_tok - t0), t;
+        for (g = 0; g < ng; g++) {
+            const uint8_t *gw = (const uint8_t *)packed + (size_t)g * gbytes;
+            int rem = n_rows - g * INFER__PACK_ROWS;
+            __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+            for (t = t0; t < t0 + tc; t += INFER__PKB_TMAX) {
+                const uint8_t *xt = (const uint8_t *)xv + (size_t)t * x_stride;
+                float *yt = y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS;
+                switch (INFER__MIN(INFER__PKB_TMAX, t0 + tc - t)) {
+                case 1: infer__pk_tile_bf16(1, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 2: infer__pk_tile_bf16(2, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 3: infer__pk_tile_bf16(3, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 4: infer__pk_tile_bf16(4, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 5: infer__pk_tile_bf16(5, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 6: infer__pk_tile_bf16(6, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 7: infer__pk_tile_bf16(7, n, gw, xt, x_stride, yt, ldy, m); break;
+                default: infer__pk_tile_bf16(8, n, gw, xt, x_stride, yt, ldy, m); break;
+                }
+            }
+        }
+    }
+}
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx512_install(infer__kernels *k) {
@@ -6809,6 +7904,9 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
+    k->pack_size[INFER_TYPE_F16] = infer__pack_f16_size;
+    k->pack[INFER_TYPE_F16] = infer__pack_f16;
+    k->gemm_packed[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
@@ -6823,8 +7921,25 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->gemm[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm;
         k->gemm[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm;
         k->gemm[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm;
+        k->pack_size[INFER_TYPE_Q4_0] = infer__pack_q4_0_size;
+        k->pack[INFER_TYPE_Q4_0] = infer__pack_q4_0;
+        k->gemm_packed[INFER_TYPE_Q4_0] = infer__vnni_q4_0_gemm_packed;
+        k->pack_size[INFER_TYPE_Q8_0] = infer__pack_q8_0_size;
+        k->pack[INFER_TYPE_Q8_0] = infer__pack_q8_0;
+        k->gemm_packed[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm_packed;
+        k->pack_size[INFER_TYPE_Q4_K] = infer__pack_q4_K_size;
+        k->pack[INFER_TYPE_Q4_K] = infer__pack_q4_K;
+        k->gemm_packed[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm_packed;
+        k->pack_size[INFER_TYPE_Q6_K] = infer__pack_q6_K_size;
+        k->pack[INFER_TYPE_Q6_K] = infer__pack_q6_K;
+        k->gemm_packed[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm_packed;
     }
-    if (__builtin_cpu_supports("avx512bf16")) k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
+    if (__builtin_cpu_supports("avx512bf16")) {
+        k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
+        k->pack_size[INFER_TYPE_BF16] = infer__pack_bf16_size;
+        k->pack[INFER_TYPE_BF16] = infer__pack_bf16;
+        k->gemm_packed[INFER_TYPE_BF16] = infer__avx512bf16_bf16_gemm_packed;
+    }
     return 1;
 #else
     (void)k;
@@ -7406,6 +8521,132 @@ static int infer__simd_neon_install(infer__kernels *k) {
 #endif
 }
 
+/* ==== src/vecmath.c ==== */
+/* vecmath.c - the elementwise math of the forward pass (the SiLU-gated
+   product and RMSNorm's sum of squares), plain C and, where the CPU has
+   them, AVX-512 and AVX2 versions (NEON uses the plain C): per token these touch every activation,
+   so in prompt processing they add up to a real share of the time.
+   exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
+   polynomial, then scaling by 2^n), within about 2 ulp of expf. */
+
+/* g[i] = silu(g[i]) * u[i] */
+static void infer__silu_mul_ref(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* The sum of x[i]^2, each square rounded to float first (as llama.cpp's
+   RMSNorm has it), summed in double. */
+static double infer__sum_squares_ref(const float *x, int n) {
+    double ss = 0;
+    int i;
+    for (i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
+    return ss;
+}
+
+#ifdef INFER__HAVE_X86
+/* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
+   (relative error below 1e-8 there), then times 2^n. */
+INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
+    return _mm512_scalef_ps(p, n);
+}
+
+INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), infer__avx512_exp(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i), sq = _mm512_mul_ps(v, v);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
+/* The same in 8 lanes; without scalef, x is clamped to [-87, 88] first so
+   that 2^n stays a normal float (silu then differs from the exact value by
+   under 1e-36 where exp overflows or underflows). */
+INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
+    __m256 n, r, p;
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
+    p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+
+INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256 s = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), infer__avx2_exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+    }
+    infer__silu_mul_ref(g + i, u + i, n - i);
+}
+
+INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    double t[4];
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i), sq = _mm256_mul_ps(v, v);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
+    return t[0] + t[1] + t[2] + t[3] + infer__sum_squares_ref(x + i, n - i);
+}
+#endif
+
+/* After the ISA's kernels are in: the elementwise math for that ISA. */
+static void infer__vecmath_install(infer__kernels *k) {
+    k->silu_mul = infer__silu_mul_ref;
+    k->sum_squares = infer__sum_squares_ref;
+#ifdef INFER__HAVE_X86
+    if (k->isa == INFER__ISA_AVX2) {
+        k->silu_mul = infer__avx2_silu_mul;
+        k->sum_squares = infer__avx2_sum_squares;
+    }
+    if (k->isa == INFER__ISA_AVX512) {
+        k->silu_mul = infer__avx512_silu_mul;
+        k->sum_squares = infer__avx512_sum_squares;
+    }
+#endif
+}
+
 /* ==== src/cpu.c ==== */
 /* cpu.c - which kernels run here: the best instruction set the CPU has,
    found once per context, or the one the INFER_ISA environment variable
@@ -7417,7 +8658,7 @@ static const char *infer__isa_name(infer__isa isa) {
 }
 
 static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
-    int t;
+    int t, ok;
     memset(k, 0, sizeof *k);
     for (t = 0; t < INFER_TYPE_COUNT; t++) {
         const infer__type_traits *tt = infer__traits((infer_type)t);
@@ -7426,12 +8667,14 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
     }
     k->isa = isa;
     switch (isa) {
-    case INFER__ISA_SCALAR: return 1;
-    case INFER__ISA_AVX2: return infer__simd_avx2_install(k);
-    case INFER__ISA_AVX512: return infer__simd_avx512_install(k);
-    case INFER__ISA_NEON: return infer__simd_neon_install(k);
-    default: return 0;
+    case INFER__ISA_SCALAR: ok = 1; break;
+    case INFER__ISA_AVX2: ok = infer__simd_avx2_install(k); break;
+    case INFER__ISA_AVX512: ok = infer__simd_avx512_install(k); break;
+    case INFER__ISA_NEON: ok = infer__simd_neon_install(k); break;
+    default: ok = 0;
     }
+    if (ok) infer__vecmath_install(k);
+    return ok;
 }
 
 static int infer__kernels_select(infer__kernels *k, infer_error *err) {
@@ -7476,6 +8719,8 @@ static infer__pool *infer__pool_new(int n_threads) {
 static void infer__pool_free(infer__pool *p) { INFER_FREE(p); }
 static int infer__pool_size(const infer__pool *p) { return p->n; }
 static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg) { (void)p; fn(arg, 0, 1); }
+static void infer__pool_barrier(infer__pool *p) { (void)p; }
+static int infer__atomic_next(int *v) { return (*v)++; }
 #else
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -7498,6 +8743,8 @@ struct infer__pool {
     int pending;         /* workers that have not finished the current op */
     int stop;
     int sleepers;        /* workers waiting on wake, under mu */
+    int bar_count;       /* workers at the barrier in this phase */
+    unsigned bar_phase;  /* bumped when the last one arrives */
     pthread_mutex_t mu;
     pthread_cond_t wake;
 };
@@ -7612,31 +8859,297 @@ static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg) {
         if (++spins % INFER__SPINS_BEFORE_YIELD == 0) sched_yield();
         else INFER__PAUSE();
 }
+
+/* A task's steps meet here: the last worker to arrive opens the next phase.
+   Workers spin (yielding now and then) since a step lasts microseconds. */
+static void infer__pool_barrier(infer__pool *p) {
+    unsigned phase;
+    long spins = 0;
+    if (p->n == 1) return;
+    phase = __atomic_load_n(&p->bar_phase, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&p->bar_count, 1, __ATOMIC_ACQ_REL) == p->n) {
+        __atomic_store_n(&p->bar_count, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&p->bar_phase, phase + 1, __ATOMIC_RELEASE);
+        return;
+    }
+    while (__atomic_load_n(&p->bar_phase, __ATOMIC_ACQUIRE) == phase)
+        if (++spins % INFER__SPINS_BEFORE_YIELD == 0) sched_yield();
+        else INFER__PAUSE();
+}
+
+static int infer__atomic_next(int *v) { return __atomic_fetch_add(v, 1, __ATOMIC_RELAXED); }
 #endif
+
+/* ==== src/attention.c ==== */
+/* attention.c - the KV cache and causal attention over it: keys in tiles
+   with an online softmax, so a worker's memory is O(tile) at any context
+   length, and both products (q.K and p.V) are batched kernel calls.
+   Layout: K as rows of kv_dim values per position (F16 or Q8_0). V in F16
+   is kept transposed, a row of positions per value, so p.V is a product of
+   rows like every other; V in Q8_0 is kept like K and transposed into F16
+   one tile at a time.
+   Numerics follow llama.cpp: q is converted to K's dot type (F16 or Q8_0),
+   softmax runs in f32 on the scaled scores, and the probabilities meet V
+   normalised and rounded to F16. So a first pass over the tiles finds each
+   row's max and sum (online, rescaling as the max grows) and a second makes
+   the probabilities and multiplies by V. */
+
+#define INFER__ATT_TILE 64  /* keys per tile */
+#define INFER__ATT_ROWS 64  /* query rows (tokens x heads of one group) per work item, at most */
+
+typedef struct infer__kv_cache {
+    infer_type type; /* F16 or Q8_0 */
+    int n_layers, n_ctx, kv_dim, head_dim;
+    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
+    uint8_t *k, *v;
+} infer__kv_cache;
+
+static size_t infer__kv_bytes(const infer__kv_cache *kv) {
+    return 2 * (size_t)kv->n_layers * kv->n_ctx * kv->k_row;
+}
+
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, int n_layers, int n_ctx, int n_kv_heads,
+                          int head_dim, infer_error *err) {
+    memset(kv, 0, sizeof *kv);
+    if (type != INFER_TYPE_F16 && type != INFER_TYPE_Q8_0) {
+        infer__set_error(err, INFER_ERR_ARG, "the KV cache can be F16 or Q8_0, not %s", infer__traits(type)->name);
+        return 0;
+    }
+    if (type == INFER_TYPE_Q8_0 && head_dim % 32) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a Q8_0 KV cache needs heads of a multiple of 32 values, not %d",
+                         head_dim);
+        return 0;
+    }
+    kv->type = type;
+    kv->n_layers = n_layers;
+    kv->n_ctx = n_ctx;
+    kv->kv_dim = n_kv_heads * head_dim;
+    kv->head_dim = head_dim;
+    kv->k_row = infer__row_size(type, kv->kv_dim);
+    kv->k = (uint8_t *)infer__calloc((size_t)n_layers * n_ctx, kv->k_row);
+    kv->v = (uint8_t *)infer__calloc((size_t)n_layers * n_ctx, kv->k_row);
+    if (!kv->k || !kv->v) {
+        INFER_FREE(kv->k);
+        INFER_FREE(kv->v);
+        kv->k = kv->v = NULL;
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a KV cache of %d positions", n_ctx);
+        return 0;
+    }
+    return 1;
+}
+
+static void infer__kv_free(infer__kv_cache *kv) {
+    INFER_FREE(kv->k);
+    INFER_FREE(kv->v);
+}
+
+/* Writes one position's k and v (kv_dim floats each). */
+static void infer__kv_store(const infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos,
+                            const float *k, const float *v) {
+    size_t layer_bytes = (size_t)kv->n_ctx * kv->k_row;
+    kern->from_float[kv->type](k, kv->k + layer * layer_bytes + (size_t)pos * kv->k_row, kv->kv_dim);
+    if (kv->type == INFER_TYPE_F16) {
+        uint16_t *vt = (uint16_t *)(kv->v + layer * layer_bytes) + pos;
+        int i;
+        for (i = 0; i < kv->kv_dim; i++) vt[(size_t)i * kv->n_ctx] = infer__fp32_to_fp16(v[i]);
+    } else {
+        kern->from_float[kv->type](v, kv->v + layer * layer_bytes + (size_t)pos * kv->k_row, kv->kv_dim);
+    }
+}
+
+/* Per-worker scratch of attention, sized for `group` query heads per KV head. */
+typedef struct infer__attn_scratch {
+    uint8_t *qx;      /* query rows in K's dot type */
+    float *s, *acc, *pv, *m, *l;
+    uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
+    float *vrow;
+} infer__attn_scratch;
+
+static size_t infer__attn_scratch_floats(int head_dim) {
+    size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
+    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p and vt (halves), vrow */
+    return rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd;
+}
+
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim) {
+    size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
+    sc->qx = (uint8_t *)base, base += rows * hd;
+    sc->s = base, base += rows * tile;
+    sc->acc = base, base += rows * hd;
+    sc->pv = base, base += rows * hd;
+    sc->m = base, base += rows;
+    sc->l = base, base += rows;
+    sc->p = (uint16_t *)base, base += rows * tile / 2;
+    sc->vt = (uint16_t *)base, base += hd * tile / 2;
+    sc->vrow = base;
+}
+
+/* One batched product of rows: y[t * ldy + r] = w_r . x_t. */
+static void infer__rows_dot(const infer__kernels *kern, infer_type wt, int n, const void *w, size_t w_stride,
+                            int n_rows, const void *x, size_t x_stride, int n_tok, float *y, size_t ldy) {
+    int r, t;
+    if (kern->gemm[wt] && n_tok > 1) {
+        kern->gemm[wt](n, w, w_stride, n_rows, x, x_stride, n_tok, y, ldy);
+        return;
+    }
+    for (r = 0; r < n_rows; r++)
+        for (t = 0; t < n_tok; t++)
+            y[(size_t)t * ldy + r] =
+                kern->vec_dot[wt](n, (const uint8_t *)w + (size_t)r * w_stride, (const uint8_t *)x + (size_t)t * x_stride);
+}
+
+/* The shape of one layer's attention for a batch: n_tok tokens from
+   position pos0, q rows of n_heads heads (stride ldq), out likewise. */
+typedef struct infer__attn_batch {
+    const infer__kv_cache *kv;
+    const infer__kernels *kern;
+    int layer, pos0, n_tok, n_heads;
+    const float *q;
+    float *out;
+    int ldq, ldo;
+} infer__attn_batch;
+
+/* Tokens per work item: rows of one item are tokens x the heads of a group. */
+static int infer__attn_tokens_per_item(const infer__attn_batch *b) {
+    int group = b->n_heads / (b->kv->kv_dim / b->kv->head_dim);
+    return INFER__MAX(1, INFER__ATT_ROWS / group);
+}
+
+static int infer__attn_n_items(const infer__attn_batch *b) {
+    int per = infer__attn_tokens_per_item(b);
+    return (b->n_tok + per - 1) / per * (b->kv->kv_dim / b->kv->head_dim);
+}
+
+/* Work item i: one KV head and a run of tokens, the latest tokens (the most
+   keys) first so the workers finish together. */
+static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
+    const infer__kv_cache *kv = b->kv;
+    const infer__kernels *kern = b->kern;
+    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads;
+    int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
+    int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
+    int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
+    int n_keys = b->pos0 + t1, k0, i, j, d;
+    infer_type qt = infer__traits(kv->type)->vec_dot_type;
+    size_t q_row = infer__row_size(qt, hd), layer_bytes = (size_t)kv->n_ctx * kv->k_row;
+    size_t head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
+    const uint8_t *kbase = kv->k + layer_bytes * b->layer + head_off;
+    float scale = 1.0f / sqrtf((float)hd);
+
+    /* rows i = (token - t0) * group + head within the group */
+    for (i = 0; i < nq; i++) {
+        const float *q = b->q + (size_t)(t0 + i / group) * b->ldq + (size_t)(kvh * group + i % group) * hd;
+        kern->from_float[qt](q, sc->qx + (size_t)i * q_row, hd);
+        sc->m[i] = -INFINITY;
+        sc->l[i] = 0;
+    }
+    memset(sc->acc, 0, (size_t)nq * hd * sizeof(float));
+
+    /* pass 1: each row's softmax max and sum, online over the key tiles */
+    for (k0 = 0; k0 < n_keys; k0 += INFER__ATT_TILE) {
+        int kt = INFER__MIN(INFER__ATT_TILE, n_keys - k0);
+        infer__rows_dot(kern, kv->type, hd, kbase + (size_t)k0 * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq, sc->s,
+                        INFER__ATT_TILE);
+        for (i = 0; i < nq; i++) {
+            const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
+            float mx = sc->m[i];
+            double sum = 0;
+            int vis = INFER__MIN(kt, b->pos0 + t0 + i / group + 1 - k0); /* causal */
+            if (vis <= 0) continue;
+            for (j = 0; j < vis; j++) mx = INFER__MAX(mx, s[j] * scale);
+            for (j = 0; j < vis; j++) sum += expf(s[j] * scale - mx);
+            sc->l[i] = (float)((double)sc->l[i] * expf(sc->m[i] - mx) + sum);
+            sc->m[i] = mx;
+        }
+    }
+    /* pass 2: the probabilities, normalised and rounded to F16 as llama.cpp
+       has them, times V; the scores are made again unless one tile held them */
+    for (k0 = 0; k0 < n_keys; k0 += INFER__ATT_TILE) {
+        int kt = INFER__MIN(INFER__ATT_TILE, n_keys - k0);
+        const uint16_t *vt;
+        size_t vt_stride;
+        if (n_keys > INFER__ATT_TILE)
+            infer__rows_dot(kern, kv->type, hd, kbase + (size_t)k0 * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
+                            sc->s, INFER__ATT_TILE);
+        for (i = 0; i < nq; i++) {
+            const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
+            uint16_t *p = sc->p + (size_t)i * INFER__ATT_TILE;
+            float mx = sc->m[i], inv = (float)(1.0 / (double)sc->l[i]);
+            int vis = INFER__MIN(kt, b->pos0 + t0 + i / group + 1 - k0);
+            for (j = 0; j < kt; j++) p[j] = j < vis ? infer__fp32_to_fp16(expf(s[j] * scale - mx) * inv) : 0;
+        }
+        if (kv->type == INFER_TYPE_F16) {
+            vt = (const uint16_t *)(kv->v + layer_bytes * b->layer) + (size_t)kvh * hd * kv->n_ctx + k0;
+            vt_stride = (size_t)kv->n_ctx * sizeof(uint16_t);
+        } else {
+            const uint8_t *vbase = kv->v + layer_bytes * b->layer + head_off;
+            for (j = 0; j < kt; j++) {
+                infer__traits(kv->type)->to_float(vbase + (size_t)(k0 + j) * kv->k_row, sc->vrow, hd);
+                for (d = 0; d < hd; d++) sc->vt[(size_t)d * INFER__ATT_TILE + j] = infer__fp32_to_fp16(sc->vrow[d]);
+            }
+            vt = sc->vt;
+            vt_stride = INFER__ATT_TILE * sizeof(uint16_t);
+        }
+        infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, vt_stride, hd, sc->p, INFER__ATT_TILE * sizeof(uint16_t), nq,
+                        sc->pv, (size_t)hd);
+        for (i = 0; i < nq * hd; i++) sc->acc[i] += sc->pv[i];
+    }
+
+    for (i = 0; i < nq; i++) {
+        float *out = b->out + (size_t)(t0 + i / group) * b->ldo + (size_t)(kvh * group + i % group) * hd;
+        for (d = 0; d < hd; d++) out[d] = sc->acc[(size_t)i * hd + d];
+    }
+}
 
 /* ==== src/forward.c ==== */
 /* forward.c - the context (KV cache, scratch) and the llama forward pass
    over a batch of tokens. Reads top to bottom like the paper: embed, then
    per layer RMSNorm -> attention with RoPE -> residual -> RMSNorm -> SwiGLU
    FFN -> residual, then the final norm and the output projection.
+   The whole pass is one task of the thread pool: every worker runs the
+   steps below, splitting each step's work, and the workers meet at a
+   barrier between steps (per-token steps by tokens, products by rows,
+   attention by heads and token runs).
    The numerics follow llama.cpp's CPU path where it matters for matching
-   its outputs: K and V cached as F16, q and the softmax probabilities
-   rounded to F16 before they meet the cache, sums of squares in double. */
+   its outputs: activations converted to the weights' dot type, K and V
+   cached as F16, sums of squares in double, RoPE angles stepped by
+   multiplication. */
 
-#define INFER__MAX_FUSED 3 /* products sharing one input, run as one op */
+#define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
+
+/* A step of products that read the same input (q, k, v; gate, up): the
+   input is converted once per activation type it needs, and the workers
+   split the rows of all of them. */
+typedef struct infer__product {
+    int n_ops, n_x;
+    const infer__tensor *w[INFER__MAX_FUSED];
+    int slot[INFER__MAX_FUSED];          /* the converted input each op reads; -1: the f32 input */
+    infer_type x_type[INFER__MAX_FUSED]; /* the types of the n_x converted inputs */
+    float *y[INFER__MAX_FUSED];
+    int ldy[INFER__MAX_FUSED];
+    const uint8_t *packed[INFER__MAX_FUSED]; /* the weights repacked for this ISA (pack.c), or NULL */
+    int64_t chunks;                      /* INFER__PACK_ROWS-row pieces of all ops, the unit of the split */
+} infer__product;
+
+enum { INFER__P_QKV, INFER__P_O, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_PER_LAYER };
 
 struct infer_context {
     infer_model *model;
     int n_ctx, n_batch, n_past;
+    void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;
+    int n_threads;
     infer__kernels kern; /* the kernels of the chosen instruction set */
-    uint16_t *k_cache, *v_cache; /* [layer][position][kv_dim], F16 */
+    infer__kv_cache kv;
     /* activations of one batch, a row per token */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
-    float *scores;      /* per worker: n_ctx attention scores */
-    float *qh;          /* per worker: one head of q, rounded through F16 */
-    void *xq;           /* a batch of activations in the weights' vec_dot_type */
+    float *rope;        /* per token: cos, sin of each rotated pair */
+    float *attn_scratch; /* per worker */
+    size_t attn_scratch_n;
+    void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_batch rows */
     size_t xq_row_max;  /* bytes of one converted row, largest case */
+    infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
+    void **packed_blocks; /* stb_ds array: the allocations behind the packed weights */
     float *logits;      /* rows of n_vocab */
     int n_logit_rows, logit_cap_rows, logits_all, n_last;
     size_t bytes;       /* memory this context holds */
@@ -7658,11 +9171,83 @@ static void *infer__ctx_alloc(infer_context *c, size_t n, size_t size, int *ok) 
     return p;
 }
 
+/* Sets up a product step: which converted input each op reads. */
+static void infer__product_init(infer__product *p, int n_ops, const infer__tensor *const *w, float *const *y,
+                                const int *ldy) {
+    int i, j;
+    memset(p, 0, sizeof *p);
+    p->n_ops = n_ops;
+    for (i = 0; i < n_ops; i++) {
+        infer_type vt = infer__traits(w[i]->type)->vec_dot_type;
+        p->w[i] = w[i];
+        p->y[i] = y[i];
+        p->ldy[i] = ldy[i];
+        p->chunks += (w[i]->ne[1] + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS;
+        p->slot[i] = -1;
+        if (vt == INFER_TYPE_F32) continue;
+        for (j = 0; j < p->n_x && p->x_type[j] != vt; j++) {}
+        if (j == p->n_x) p->x_type[p->n_x++] = vt;
+        p->slot[i] = j;
+    }
+}
+
+/* Repacks the product's weights where this ISA has a packed form: the
+   kernels then read 16 rows in one vector. The copy is the context's. */
+static int infer__product_pack(infer_context *c, infer__product *p) {
+    int i;
+    for (i = 0; i < p->n_ops; i++) {
+        const infer__tensor *w = p->w[i];
+        infer_type t = w->type;
+        size_t size;
+        uint8_t *raw;
+        if (!c->kern.pack_size[t] || !c->kern.pack[t] || !c->kern.gemm_packed[t]) continue;
+        size = c->kern.pack_size[t](w->ne[0], w->ne[1]);
+        raw = (uint8_t *)INFER_MALLOC(size + 64);
+        if (!raw) return 0;
+        stbds_arrput(c->packed_blocks, raw);
+        p->packed[i] = raw + (64 - (uintptr_t)raw % 64); /* the kernels load whole 64-byte vectors */
+        c->kern.pack[t](w->data, infer__row_size(t, w->ne[0]), w->ne[0], w->ne[1], (void *)p->packed[i]);
+        c->bytes += size + 64;
+        /* the token embedding's rows are still read (a tied output) */
+        if (w != c->model->tok_embd) infer__blob_forget(&c->model->gguf->blob, w->data, w->nbytes);
+    }
+    return 1;
+}
+
+static int infer__plan(infer_context *c) {
+    const infer_model *m = c->model;
+    int dim = m->dim, kv_dim = m->n_kv_heads * m->head_dim, ffn = m->ffn_dim, l;
+    c->plan = (infer__product *)infer__calloc((size_t)m->n_layers * INFER__P_PER_LAYER + 1, sizeof(infer__product));
+    if (!c->plan) return 0;
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        infer__product *p = c->plan + (size_t)l * INFER__P_PER_LAYER;
+        const infer__tensor *qkv[3], *gu[2];
+        float *y_qkv[3], *y_gu[2];
+        int ld_qkv[3], ld_gu[2];
+        qkv[0] = L->wq, qkv[1] = L->wk, qkv[2] = L->wv;
+        y_qkv[0] = c->q, y_qkv[1] = c->k, y_qkv[2] = c->v;
+        ld_qkv[0] = dim, ld_qkv[1] = ld_qkv[2] = kv_dim;
+        gu[0] = L->w_gate, gu[1] = L->w_up;
+        y_gu[0] = c->hb, y_gu[1] = c->hb2;
+        ld_gu[0] = ld_gu[1] = ffn;
+        infer__product_init(&p[INFER__P_QKV], 3, qkv, y_qkv, ld_qkv);
+        infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &dim);
+        infer__product_init(&p[INFER__P_GATE_UP], 2, gu, y_gu, ld_gu);
+        infer__product_init(&p[INFER__P_DOWN], 1, &L->w_down, &c->xb, &dim);
+    }
+    /* the output's rows go straight to the caller's logits (set per pass) */
+    infer__product_init(&c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER], 1, &m->output, &c->logits, &m->n_vocab);
+    for (l = 0; l <= m->n_layers * INFER__P_PER_LAYER; l++)
+        if (!infer__product_pack(c, &c->plan[l])) return 0;
+    return 1;
+}
+
 INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_params *params, infer_error *err) {
     infer_context_params defaults = infer_context_default_params();
     infer_context *c;
-    int ok = 1, nt, kv_dim, widest;
-    size_t cache_n;
+    infer_type kv_type;
+    int ok = 1, kv_dim, widest;
     if (!m || !m->n_layers) {
         infer__set_error(err, INFER_ERR_ARG, "a context needs a model with weights (not vocab-only)");
         return NULL;
@@ -7672,6 +9257,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         infer__set_error(err, INFER_ERR_ARG, "context parameters out of range");
         return NULL;
     }
+    kv_type = params->kv_type == INFER_TYPE_F32 ? INFER_TYPE_F16 : params->kv_type;
     c = (infer_context *)infer__calloc(1, sizeof *c);
     if (!c) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
@@ -7685,14 +9271,22 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
     c->n_batch = params->n_batch ? params->n_batch : 512;
     c->n_batch = INFER__MIN(c->n_batch, c->n_ctx);
+    if (!infer__context_attach(c, err)) { /* a GPU model: its cache and scratch there */
+        infer_context_free(c);
+        return NULL;
+    }
+    if (!c->gpu) { /* on the GPU, the cache is there */
+        if (!infer__kv_init(&c->kv, kv_type, m->n_layers, c->n_ctx, m->n_kv_heads, m->head_dim, err)) {
+            infer_context_free(c);
+            return NULL;
+        }
+        c->bytes += infer__kv_bytes(&c->kv);
+    }
     c->pool = infer__pool_new(params->n_threads ? params->n_threads : 1);
     if (!c->pool) ok = 0;
-    nt = c->pool ? infer__pool_size(c->pool) : 1;
+    c->n_threads = c->pool ? infer__pool_size(c->pool) : 1;
     kv_dim = m->n_kv_heads * m->head_dim;
     widest = INFER__MAX(m->dim, m->ffn_dim);
-    cache_n = (size_t)m->n_layers * (size_t)c->n_ctx * (size_t)kv_dim;
-    c->k_cache = (uint16_t *)infer__ctx_alloc(c, cache_n, sizeof(uint16_t), &ok);
-    c->v_cache = (uint16_t *)infer__ctx_alloc(c, cache_n, sizeof(uint16_t), &ok);
     c->x = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->xb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->q = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
@@ -7701,12 +9295,13 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->att = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->hb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
     c->hb2 = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
-    c->scores = (float *)infer__ctx_alloc(c, (size_t)nt * c->n_ctx, sizeof(float), &ok);
-    c->qh = (float *)infer__ctx_alloc(c, (size_t)nt * m->head_dim, sizeof(float), &ok);
-    /* room for one input in each of the fused products' activation types;
-       F16 (2 bytes a value) is the widest converted form */
+    c->rope = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->rope_dim, sizeof(float), &ok);
+    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim);
+    c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
+    /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
     c->xq = infer__ctx_alloc(c, (size_t)c->n_batch * INFER__MAX_FUSED, c->xq_row_max, &ok);
+    if (ok && !c->gpu && !infer__plan(c)) ok = 0; /* a GPU context never runs the CPU's products */
     if (!ok) {
         infer_context_free(c);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a context of %d tokens", params->n_ctx);
@@ -7716,10 +9311,11 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
 }
 
 INFERDEF void infer_context_free(infer_context *c) {
+    ptrdiff_t i;
     if (!c) return;
+    infer__context_detach(c);
     infer__pool_free(c->pool);
-    INFER_FREE(c->k_cache);
-    INFER_FREE(c->v_cache);
+    infer__kv_free(&c->kv);
     INFER_FREE(c->x);
     INFER_FREE(c->xb);
     INFER_FREE(c->q);
@@ -7728,9 +9324,12 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->att);
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
-    INFER_FREE(c->scores);
-    INFER_FREE(c->qh);
+    INFER_FREE(c->rope);
+    INFER_FREE(c->attn_scratch);
     INFER_FREE(c->xq);
+    INFER_FREE(c->plan);
+    for (i = 0; i < stbds_arrlen(c->packed_blocks); i++) INFER_FREE(c->packed_blocks[i]);
+    stbds_arrfree(c->packed_blocks);
     INFER_FREE(c->logits);
     stbds_arrfree(c->prompt_tokens);
     stbds_arrfree(c->gen_tokens);
@@ -7746,238 +9345,216 @@ INFERDEF void infer_context_truncate(infer_context *c, int n_past) {
 
 /* ---- the building blocks -------------------------------------------- */
 
-static void infer__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    double ss = 0;
-    float scale;
+static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, const float *w, int n, float eps) {
+    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
     int i;
-    for (i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
-    scale = 1.0f / sqrtf((float)(ss / n) + eps);
     for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
-/* Rotates pairs (x[2i], x[2i+1]) of the first n_rot values by
+/* cos and sin of the angles of position pos: pair i turns by
    pos * base^(-2i/n_rot) / freqs[i], the angle stepped by multiplication as
    llama.cpp does. freqs may be NULL. */
-static void infer__rope(float *x, int n_rot, int pos, float base, const float *freqs) {
+static void infer__rope_angles(float *cs, int n_rot, int pos, float base, const float *freqs) {
     float theta = (float)pos, step = powf(base, -2.0f / (float)n_rot);
     int i;
     for (i = 0; i < n_rot; i += 2) {
         float a = freqs ? theta / freqs[i / 2] : theta;
-        float c = cosf(a), s = sinf(a), x0 = x[i], x1 = x[i + 1];
-        x[i] = x0 * c - x1 * s;
-        x[i + 1] = x0 * s + x1 * c;
+        cs[i] = cosf(a);
+        cs[i + 1] = sinf(a);
         theta *= step;
     }
 }
 
-static float infer__silu(float x) { return x / (1.0f + expf(-x)); }
-
-/* ---- matrix multiply: Y[t] = W . X[t] for every token t --------------- */
-
-/* Up to three products that read the same input (q, k, v; gate, up) run
-   as one parallel op: the input is converted once per activation type and
-   the workers split the rows of all of them, so there is one hand-out and
-   one wait instead of three. */
-
-typedef struct infer__matmul_op {
-    const infer__tensor *w;
-    infer__vec_dot_fn vec_dot;
-    infer__gemm_fn gemm; /* NULL: the vec_dot loop */
-    const uint8_t *xq; /* converted activations, row stride xq_row */
-    size_t xq_row;
-    float *y;          /* row stride ldy */
-    int ldy;
-} infer__matmul_op;
-
-typedef struct infer__matmul_task {
-    infer__matmul_op op[INFER__MAX_FUSED];
-    int n_ops, n_tok;
-    int64_t rows; /* of all ops together */
-} infer__matmul_task;
-
-static void infer__matmul_worker(void *arg, int ith, int nth) {
-    const infer__matmul_task *t = (const infer__matmul_task *)arg;
-    int64_t r = t->rows * ith / nth, r1 = t->rows * (ith + 1) / nth, base = 0;
-    int o, j;
-    for (o = 0; o < t->n_ops && r < r1; o++) {
-        const infer__matmul_op *op = &t->op[o];
-        int64_t rows = op->w->ne[1], end = INFER__MIN(r1 - base, rows);
-        int n = (int)op->w->ne[0];
-        size_t row_size = infer__row_size(op->w->type, n);
-        if (op->gemm && t->n_tok > 1 && r - base < end) {
-            op->gemm(n, (const uint8_t *)op->w->data + (size_t)(r - base) * row_size, row_size, (int)(end - (r - base)),
-                     op->xq, op->xq_row, t->n_tok, op->y + (r - base), (size_t)op->ldy);
-            r = base + end;
-        }
-        for (; r - base < end; r++) {
-            const uint8_t *wr = (const uint8_t *)op->w->data + (size_t)(r - base) * row_size;
-            for (j = 0; j < t->n_tok; j++)
-                op->y[(size_t)j * op->ldy + (r - base)] = op->vec_dot(n, wr, op->xq + (size_t)j * op->xq_row);
-        }
-        base += rows;
+/* Rotates pairs (x[2i], x[2i+1]) of the first n_rot values. */
+static void infer__rope(float *x, const float *cs, int n_rot) {
+    int i;
+    for (i = 0; i < n_rot; i += 2) {
+        float x0 = x[i], x1 = x[i + 1];
+        x[i] = x0 * cs[i] - x1 * cs[i + 1];
+        x[i + 1] = x0 * cs[i + 1] + x1 * cs[i];
     }
 }
 
-/* y[i] = w[i] . x for each of n_ops weights (all with rows of w[0]->ne[0]);
-   x: n_tok rows (stride ldx); y[i]: n_tok rows of w[i]->ne[1] (stride ldy[i]). */
-static void infer__matmul_n(infer_context *c, int n_ops, const infer__tensor *const *w, const float *x, int ldx,
-                            int n_tok, float *const *y, const int *ldy) {
-    infer__matmul_task task;
-    infer_type done[INFER__MAX_FUSED];
-    int n = (int)w[0]->ne[0], i, j, n_done = 0;
-    task.n_ops = n_ops;
-    task.n_tok = n_tok;
-    task.rows = 0;
-    for (i = 0; i < n_ops; i++) {
-        infer__matmul_op *op = &task.op[i];
-        infer_type vt = infer__traits(w[i]->type)->vec_dot_type;
-        op->w = w[i];
-        op->vec_dot = c->kern.vec_dot[w[i]->type];
-        op->gemm = c->kern.gemm[w[i]->type];
-        op->y = y[i];
-        op->ldy = ldy[i];
-        task.rows += w[i]->ne[1];
-        if (vt == INFER_TYPE_F32) {
-            op->xq = (const uint8_t *)x;
-            op->xq_row = (size_t)ldx * sizeof(float);
-            continue;
-        }
-        op->xq_row = infer__row_size(vt, n);
-        for (j = 0; j < n_done && done[j] != vt; j++) {}
-        op->xq = (const uint8_t *)c->xq + (size_t)j * c->n_batch * c->xq_row_max;
-        if (j < n_done) continue; /* this input in this type is there already */
-        done[n_done++] = vt;
-        for (j = 0; j < n_tok; j++) c->kern.from_float[vt](x + (size_t)j * ldx, (uint8_t *)op->xq + (size_t)j * op->xq_row, n);
+/* ---- products: Y[t] = W . X[t] for every token t ----------------------- */
+
+static uint8_t *infer__xq_slot(const infer_context *c, int slot) {
+    return (uint8_t *)c->xq + (size_t)slot * c->n_batch * c->xq_row_max;
+}
+
+/* Converts input rows t0..t1 (of n values, stride ldx) into each type the
+   product reads; row t lands at row t - base of the slot. */
+static void infer__product_convert(const infer_context *c, const infer__product *p, const float *x, int ldx, int t0,
+                                   int t1, int base) {
+    int n = (int)p->w[0]->ne[0], s, t;
+    for (s = 0; s < p->n_x; s++) {
+        size_t row = infer__row_size(p->x_type[s], n);
+        for (t = t0; t < t1; t++)
+            c->kern.from_float[p->x_type[s]](x + (size_t)t * ldx, infer__xq_slot(c, s) + (size_t)(t - base) * row, n);
     }
-    infer__pool_run(c->pool, infer__matmul_worker, &task);
 }
 
-static void infer__matmul(infer_context *c, const infer__tensor *w, const float *x, int ldx, int n_tok, float *y,
-                          int ldy) {
-    infer__matmul_n(c, 1, &w, x, ldx, n_tok, &y, &ldy);
+/* Rows r0..r1 of op o of the product, for n_tok converted input rows. */
+static void infer__product_rows(const infer_context *c, const infer__product *p, int o, int64_t r0, int64_t r1,
+                                const uint8_t *xq, size_t xq_row, int n_tok, float *y) {
+    const infer__tensor *w = p->w[o];
+    int n = (int)w->ne[0], j;
+    size_t row_size = infer__row_size(w->type, n), ldy = (size_t)p->ldy[o];
+    const uint8_t *wr = (const uint8_t *)w->data + (size_t)r0 * row_size;
+    infer__vec_dot_fn vec_dot = c->kern.vec_dot[w->type];
+    if (p->packed[o]) {
+        c->kern.gemm_packed[w->type](n, p->packed[o] + infer__pack_offset(&c->kern, w->type, n, r0), (int)(r1 - r0), xq,
+                                     xq_row, n_tok, y + r0, ldy);
+        return;
+    }
+    if (c->kern.gemm[w->type] && n_tok > 1) {
+        c->kern.gemm[w->type](n, wr, row_size, (int)(r1 - r0), xq, xq_row, n_tok, y + r0, ldy);
+        return;
+    }
+    for (; r0 < r1; r0++, wr += row_size)
+        for (j = 0; j < n_tok; j++) y[(size_t)j * ldy + r0] = vec_dot(n, wr, xq + (size_t)j * xq_row);
 }
 
-/* ---- attention over the KV cache ------------------------------------- */
-
-typedef struct infer__attn_task {
-    infer_context *c;
-    int layer, n_tok, pos0;
-} infer__attn_task;
-
-static void infer__attn_worker(void *arg, int ith, int nth) {
-    const infer__attn_task *t = (const infer__attn_task *)arg;
-    infer_context *c = t->c;
-    const infer_model *m = c->model;
-    int hd = m->head_dim, kv_dim = m->n_kv_heads * hd, group = m->n_heads / m->n_kv_heads;
-    int n_work = t->n_tok * m->n_heads, w;
-    const uint16_t *kc = c->k_cache + (size_t)t->layer * c->n_ctx * kv_dim;
-    const uint16_t *vc = c->v_cache + (size_t)t->layer * c->n_ctx * kv_dim;
-    float *scores = c->scores + (size_t)ith * c->n_ctx;
-    float *qh = c->qh + (size_t)ith * hd;
-    float scale = 1.0f / sqrtf((float)hd);
-    for (w = n_work * ith / nth; w < n_work * (ith + 1) / nth; w++) {
-        int tok = w / m->n_heads, h = w % m->n_heads, kvh = h / group;
-        int n_keys = t->pos0 + tok + 1, p, d;
-        const float *q = c->q + (size_t)tok * m->dim + (size_t)h * hd;
-        float *out = c->att + (size_t)tok * m->dim + (size_t)h * hd;
-        float mx = -INFINITY, inv;
-        double sum = 0;
-        for (d = 0; d < hd; d++) qh[d] = infer__fp16_to_fp32(infer__fp32_to_fp16(q[d]));
-        for (p = 0; p < n_keys; p++) {
-            const uint16_t *k = kc + (size_t)p * kv_dim + (size_t)kvh * hd;
-            float s = 0;
-            for (d = 0; d < hd; d++) s += qh[d] * infer__fp16_to_fp32(k[d]);
-            scores[p] = s * scale;
-            mx = INFER__MAX(mx, scores[p]);
+/* This worker's share of the rows of every op of the product, in pieces of
+   INFER__PACK_ROWS rows, for n_tok converted input rows (x: the f32 input,
+   for ops that read it as is; out0 replaces the first op's output). */
+static void infer__product_run(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+                               float *out0, int ith, int nth) {
+    int64_t c0 = p->chunks * ith / nth, c1 = p->chunks * (ith + 1) / nth, base = 0;
+    int o;
+    for (o = 0; o < p->n_ops && base < c1; o++) {
+        const infer__tensor *w = p->w[o];
+        int64_t rows = w->ne[1], n_chunks = (rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS;
+        int64_t lo = INFER__MAX(c0, base) - base, hi = INFER__MIN(c1, base + n_chunks) - base;
+        int n = (int)w->ne[0];
+        if (lo < hi) {
+            const uint8_t *xq = p->slot[o] < 0 ? (const uint8_t *)x : infer__xq_slot(c, p->slot[o]);
+            size_t xq_row = p->slot[o] < 0 ? (size_t)ldx * sizeof(float) : infer__row_size(p->x_type[p->slot[o]], n);
+            infer__product_rows(c, p, o, lo * INFER__PACK_ROWS, INFER__MIN(hi * INFER__PACK_ROWS, rows), xq, xq_row,
+                                n_tok, o == 0 && out0 ? out0 : p->y[o]);
         }
-        for (p = 0; p < n_keys; p++) {
-            scores[p] = expf(scores[p] - mx);
-            sum += scores[p];
-        }
-        inv = (float)(1.0 / sum);
-        for (d = 0; d < hd; d++) out[d] = 0;
-        for (p = 0; p < n_keys; p++) {
-            const uint16_t *v = vc + (size_t)p * kv_dim + (size_t)kvh * hd;
-            float a = infer__fp16_to_fp32(infer__fp32_to_fp16(scores[p] * inv));
-            for (d = 0; d < hd; d++) out[d] += a * infer__fp16_to_fp32(v[d]);
-        }
+        base += n_chunks;
     }
 }
 
 /* ---- the forward pass -------------------------------------------------- */
 
-/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
-   rows from first_logit on into logits (n_vocab floats each). */
-static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits) {
-    const infer_model *m = c->model;
-    int dim = m->dim, hd = m->head_dim, kv_dim = m->n_kv_heads * hd, ffn = m->ffn_dim;
-    int pos0 = c->n_past, l, t, i;
-    size_t emb_row = infer__row_size(m->tok_embd->type, dim);
+typedef struct infer__pass {
+    infer_context *c;
+    const infer_token *tokens;
+    int n, first_logit;
+    float *logits;
+    int next_item; /* attention work handed out so far */
+} infer__pass;
 
-    for (t = 0; t < n; t++)
+/* Every worker runs this; t0..t1 are its tokens in the per-token steps. */
+static void infer__forward_worker(void *arg, int ith, int nth) {
+    infer__pass *ps = (infer__pass *)arg;
+    infer_context *c = ps->c;
+    const infer_model *m = c->model;
+    int dim = m->dim, hd = m->head_dim, kv_dim = m->n_kv_heads * hd, ffn = m->ffn_dim, n_rot = m->rope_dim;
+    int n = ps->n, pos0 = c->n_past, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i;
+    size_t emb_row = infer__row_size(m->tok_embd->type, dim);
+    const infer__product *out = &c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER];
+    infer__attn_scratch scratch;
+    infer__attn_batch ab;
+
+    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, hd);
+    ab.kv = &c->kv;
+    ab.kern = &c->kern;
+    ab.pos0 = pos0;
+    ab.n_tok = n;
+    ab.n_heads = m->n_heads;
+    ab.q = c->q;
+    ab.out = c->att;
+    ab.ldq = ab.ldo = dim;
+
+    for (t = t0; t < t1; t++) {
         infer__traits(m->tok_embd->type)
-            ->to_float((const uint8_t *)m->tok_embd->data + (size_t)tokens[t] * emb_row, c->x + (size_t)t * dim, dim);
+            ->to_float((const uint8_t *)m->tok_embd->data + (size_t)ps->tokens[t] * emb_row, c->x + (size_t)t * dim, dim);
+        infer__rope_angles(c->rope + (size_t)t * n_rot, n_rot, pos0 + t, m->rope_base, m->rope_freqs);
+    }
 
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
-        infer__attn_task at;
-        uint16_t *kc = c->k_cache + ((size_t)l * c->n_ctx + pos0) * kv_dim;
-        uint16_t *vc = c->v_cache + ((size_t)l * c->n_ctx + pos0) * kv_dim;
+        const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
 
-        /* attention */
-        for (t = 0; t < n; t++)
-            infer__rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->attn_norm->data, dim,
+        /* attention: q, k, v of the normed input */
+        for (t = t0; t < t1; t++) {
+            if (l > 0) /* the previous layer's feed-forward residual */
+                for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
+            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->attn_norm->data, dim,
                            m->norm_eps);
-        {
-            const infer__tensor *w[3];
-            float *y[3];
-            int ld[3];
-            w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
-            y[0] = c->q, y[1] = c->k, y[2] = c->v;
-            ld[0] = dim, ld[1] = kv_dim, ld[2] = kv_dim;
-            infer__matmul_n(c, 3, w, c->xb, dim, n, y, ld);
         }
-        for (t = 0; t < n; t++) {
-            for (i = 0; i < m->n_heads; i++) infer__rope(c->q + (size_t)t * dim + i * hd, m->rope_dim, pos0 + t, m->rope_base, m->rope_freqs);
-            for (i = 0; i < m->n_kv_heads; i++)
-                infer__rope(c->k + (size_t)t * kv_dim + i * hd, m->rope_dim, pos0 + t, m->rope_base, m->rope_freqs);
-            for (i = 0; i < kv_dim; i++) {
-                kc[(size_t)t * kv_dim + i] = infer__fp32_to_fp16(c->k[(size_t)t * kv_dim + i]);
-                vc[(size_t)t * kv_dim + i] = infer__fp32_to_fp16(c->v[(size_t)t * kv_dim + i]);
-            }
+        infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
+        for (t = t0; t < t1; t++) {
+            const float *cs = c->rope + (size_t)t * n_rot;
+            for (i = 0; i < m->n_heads; i++) infer__rope(c->q + (size_t)t * dim + (size_t)i * hd, cs, n_rot);
+            for (i = 0; i < m->n_kv_heads; i++) infer__rope(c->k + (size_t)t * kv_dim + (size_t)i * hd, cs, n_rot);
+            infer__kv_store(&c->kv, &c->kern, l, pos0 + t, c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
         }
-        at.c = c;
-        at.layer = l;
-        at.n_tok = n;
-        at.pos0 = pos0;
-        infer__pool_run(c->pool, infer__attn_worker, &at);
-        infer__matmul(c, L->wo, c->att, dim, n, c->xb, dim);
-        for (i = 0; i < n * dim; i++) c->x[i] += c->xb[i];
+        if (ith == 0) ps->next_item = 0;
+        infer__pool_barrier(c->pool);
+        ab.layer = l;
+        for (;;) {
+            int item = infer__atomic_next(&ps->next_item);
+            if (item >= infer__attn_n_items(&ab)) break;
+            infer__attn_item(&ab, item, &scratch);
+        }
+        infer__pool_barrier(c->pool);
+        infer__product_convert(c, &P[INFER__P_O], c->att, dim, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_O], c->att, dim, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
 
-        /* feed-forward: down(silu(gate(x)) * up(x)) */
-        for (t = 0; t < n; t++)
-            infer__rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->ffn_norm->data, dim,
+        /* feed-forward: down(silu(gate(x)) * up(x)) of the normed input */
+        for (t = t0; t < t1; t++) {
+            for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
+            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->ffn_norm->data, dim,
                            m->norm_eps);
-        {
-            const infer__tensor *w[2];
-            float *y[2];
-            int ld[2];
-            w[0] = L->w_gate, w[1] = L->w_up;
-            y[0] = c->hb, y[1] = c->hb2;
-            ld[0] = ld[1] = ffn;
-            infer__matmul_n(c, 2, w, c->xb, dim, n, y, ld);
         }
-        for (i = 0; i < n * ffn; i++) c->hb[i] = infer__silu(c->hb[i]) * c->hb2[i];
-        infer__matmul(c, L->w_down, c->hb, ffn, n, c->xb, dim);
-        for (i = 0; i < n * dim; i++) c->x[i] += c->xb[i];
+        infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
+        for (t = t0; t < t1; t++) {
+            c->kern.silu_mul(c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+        }
+        infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
     }
 
-    if (first_logit < n) {
-        for (t = first_logit; t < n; t++)
-            infer__rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)m->output_norm->data, dim,
+    /* the last residual, then the output rows from first_logit on */
+    for (t = t0; t < t1; t++) {
+        for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
+        if (t >= ps->first_logit)
+            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)m->output_norm->data, dim,
                            m->norm_eps);
-        infer__matmul(c, m->output, c->xb + (size_t)first_logit * dim, dim, n - first_logit, logits, m->n_vocab);
     }
+    if (ps->first_logit < n) {
+        int from = INFER__MAX(t0, ps->first_logit);
+        infer__product_convert(c, out, c->xb, dim, from, INFER__MAX(from, t1), ps->first_logit);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, out, c->xb + (size_t)ps->first_logit * dim, dim, n - ps->first_logit, ps->logits, ith,
+                           nth);
+    }
+}
+
+/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
+   rows from first_logit on into logits (n_vocab floats each). */
+static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits) {
+    infer__pass ps;
+    ps.c = c;
+    ps.tokens = tokens;
+    ps.n = n;
+    ps.first_logit = first_logit;
+    ps.logits = logits;
+    ps.next_item = 0;
+    infer__pool_run(c->pool, infer__forward_worker, &ps);
     c->n_past += n;
 }
 
@@ -8019,7 +9596,8 @@ INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, 
         int nb = INFER__MIN(c->n_batch, n - done);
         int first = all_logits ? 0 : (done + nb == n ? nb - 1 : nb);
         float *out = all_logits ? c->logits + (size_t)done * c->model->n_vocab : c->logits;
-        infer__forward(c, tokens + done, nb, first, out);
+        infer_status st = infer__backend_forward(c, tokens + done, nb, first, out, err);
+        if (st != INFER_OK) return st;
     }
     c->logits_all = all_logits;
     c->n_last = n;
@@ -8034,6 +9612,189 @@ INFERDEF const float *infer_get_logits(const infer_context *c, int i) {
     if (!c->logits_all) return i == c->n_last - 1 ? c->logits : NULL;
     return c->logits + (size_t)i * c->model->n_vocab;
 }
+
+/* ==== src/gpu.c ==== */
+/* gpu.c - where the forward pass runs. Every build has the CPU's (forward.c);
+   one compiled with INFER_CUDA can also hand a model to infer_cuda.cu
+   through backend.h: the weights are uploaded once at load, each context
+   gets its KV cache and scratch on the GPU, and infer_decode's batches go
+   to infer_cuda_forward instead of infer__forward. */
+
+INFERDEF const char *infer_device_name(infer_device d) {
+    switch (d) {
+    case INFER_DEVICE_CPU: return "cpu";
+    case INFER_DEVICE_CUDA: return "cuda";
+    case INFER_DEVICE_AUTO: return "auto";
+    }
+    return "?";
+}
+
+INFERDEF int infer_device_from_name(const char *name) {
+    if (!name) return -1;
+    if (!strcmp(name, "cpu")) return INFER_DEVICE_CPU;
+    if (!strcmp(name, "cuda")) return INFER_DEVICE_CUDA;
+    if (!strcmp(name, "auto")) return INFER_DEVICE_AUTO;
+    return -1;
+}
+
+INFERDEF infer_device infer_context_device(const infer_context *c) { return c->model->device; }
+
+#ifdef INFER_CUDA
+
+INFERDEF const char *infer_model_device_name(const infer_model *m) {
+    return m->gpu ? infer_cuda_model_device_name(m->gpu) : "cpu";
+}
+
+/* Records why auto chose the CPU, after the vocabulary's own warning. */
+static int infer__model_note(infer_model *m, const char *why, infer_error *err) {
+    const char *vw = infer__vocab_warning(m->vocab);
+    size_t n = strlen(why) + (vw ? strlen(vw) + 2 : 0) + 1;
+    m->device_note = (char *)INFER_MALLOC(n);
+    if (!m->device_note) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    snprintf(m->device_note, n, "%s%s%s", vw ? vw : "", vw ? "; " : "", why);
+    return 1;
+}
+
+static infer_backend_tensor infer__backend_tensor(const infer__tensor *t) {
+    infer_backend_tensor b;
+    b.name = t->name;
+    b.data = t->data;
+    b.type = (int)t->type;
+    b.ne0 = t->ne[0];
+    b.ne1 = t->n_dims > 1 ? t->ne[1] : 1;
+    b.nbytes = t->nbytes;
+    return b;
+}
+
+static int infer__model_place(infer_model *m, infer_device want, infer_error *err) {
+    const char *env = getenv("INFER_DEVICE");
+    infer_backend_model d;
+    infer_backend_layer *layers;
+    char msg[256], why[400];
+    int l, rc;
+    m->device = INFER_DEVICE_CPU;
+    if (want == INFER_DEVICE_AUTO && env && *env) {
+        int e = infer_device_from_name(env);
+        if (e < 0) {
+            infer__set_error(err, INFER_ERR_ARG, "INFER_DEVICE=%s is not cpu, cuda or auto", env);
+            return 0;
+        }
+        want = (infer_device)e;
+    }
+    if (want == INFER_DEVICE_CPU) return 1;
+    if (infer_cuda_device_count(msg, sizeof msg) <= 0) {
+        if (want == INFER_DEVICE_CUDA) {
+            infer__set_error(err, INFER_ERR_DEVICE, "device cuda requested, but no CUDA GPU is present (%s)", msg);
+            return 0;
+        }
+        snprintf(why, sizeof why, "no CUDA GPU is present (%s); running on the CPU", msg);
+        return infer__model_note(m, why, err);
+    }
+    layers = (infer_backend_layer *)infer__calloc((size_t)m->n_layers, sizeof *layers);
+    if (!layers) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    memset(&d, 0, sizeof d);
+    d.n_vocab = m->n_vocab, d.dim = m->dim, d.n_layers = m->n_layers, d.n_heads = m->n_heads;
+    d.n_kv_heads = m->n_kv_heads, d.head_dim = m->head_dim, d.ffn_dim = m->ffn_dim, d.rope_dim = m->rope_dim;
+    d.rope_base = m->rope_base, d.norm_eps = m->norm_eps, d.rope_freqs = m->rope_freqs;
+    d.tok_embd = infer__backend_tensor(m->tok_embd);
+    d.output_norm = infer__backend_tensor(m->output_norm);
+    d.output = infer__backend_tensor(m->output);
+    d.output_is_tok_embd = m->output == m->tok_embd;
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        infer_backend_layer *B = &layers[l];
+        B->attn_norm = infer__backend_tensor(L->attn_norm), B->ffn_norm = infer__backend_tensor(L->ffn_norm);
+        B->wq = infer__backend_tensor(L->wq), B->wk = infer__backend_tensor(L->wk);
+        B->wv = infer__backend_tensor(L->wv), B->wo = infer__backend_tensor(L->wo);
+        B->w_gate = infer__backend_tensor(L->w_gate), B->w_up = infer__backend_tensor(L->w_up);
+        B->w_down = infer__backend_tensor(L->w_down);
+    }
+    d.layers = layers;
+    rc = infer_cuda_model_new(&d, &m->gpu, msg, sizeof msg);
+    INFER_FREE(layers);
+    if (rc == INFER_BACKEND_OK) {
+        m->device = INFER_DEVICE_CUDA;
+        return 1;
+    }
+    m->gpu = NULL;
+    if (want == INFER_DEVICE_CUDA) {
+        infer__set_error(err, rc == INFER_BACKEND_UNSUPPORTED ? INFER_ERR_UNSUPPORTED : INFER_ERR_DEVICE,
+                         "device cuda: %s", msg);
+        return 0;
+    }
+    snprintf(why, sizeof why, "the CUDA backend cannot run this model (%s); running on the CPU", msg);
+    return infer__model_note(m, why, err);
+}
+
+static void infer__model_unplace(infer_model *m) {
+    if (m->gpu) infer_cuda_model_free(m->gpu);
+    m->gpu = NULL;
+}
+
+static int infer__context_attach(infer_context *c, infer_error *err) {
+    char msg[256];
+    size_t bytes = 0;
+    if (!c->model->gpu) return 1;
+    if (infer_cuda_context_new(c->model->gpu, c->n_ctx, c->n_batch, &c->gpu, &bytes, msg, sizeof msg)) {
+        c->gpu = NULL;
+        infer__set_error(err, INFER_ERR_DEVICE, "CUDA context of %d tokens: %s", c->n_ctx, msg);
+        return 0;
+    }
+    c->bytes += bytes;
+    return 1;
+}
+
+static void infer__context_detach(infer_context *c) {
+    if (c->gpu) infer_cuda_context_free(c->gpu);
+    c->gpu = NULL;
+}
+
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
+                                           float *logits, infer_error *err) {
+    if (c->gpu) {
+        char msg[256];
+        if (infer_cuda_forward(c->gpu, tokens, n, c->n_past, first_logit, logits, msg, sizeof msg)) {
+            infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);
+            return INFER_ERR_DEVICE;
+        }
+        c->n_past += n;
+        return INFER_OK;
+    }
+    infer__forward(c, tokens, n, first_logit, logits);
+    return INFER_OK;
+}
+
+#else /* the CPU only */
+
+INFERDEF const char *infer_model_device_name(const infer_model *m) {
+    (void)m;
+    return "cpu";
+}
+static int infer__model_place(infer_model *m, infer_device want, infer_error *err) {
+    (void)want, (void)err; /* model.c has refused CUDA already */
+    m->device = INFER_DEVICE_CPU;
+    return 1;
+}
+static void infer__model_unplace(infer_model *m) { (void)m; }
+static int infer__context_attach(infer_context *c, infer_error *err) {
+    (void)c, (void)err;
+    return 1;
+}
+static void infer__context_detach(infer_context *c) { (void)c; }
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
+                                           float *logits, infer_error *err) {
+    (void)err;
+    infer__forward(c, tokens, n, first_logit, logits);
+    return INFER_OK;
+}
+
+#endif
 
 /* ==== src/sampler.c ==== */
 /* sampler.c - choosing the next token from logits: repetition penalty, then
@@ -8251,6 +10012,8 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
     /* The first token's time is the time to first token; the generation
        figures cover the tokens after it, each timed from the one before. */
     t_prev = t1;
+    /* no allocation in the token loop: room for as many as the context lets come */
+    if (n_predict > 0) stbds_arrsetcap(c->gen_tokens, INFER__MIN(n_predict, c->n_ctx - c->n_past + 1));
     for (i = 0; i < n_predict; i++) {
         infer_token tok = infer_sampler_sample(s, infer_get_logits(c, -1));
         double tn = infer__now_ms();

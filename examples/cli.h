@@ -38,6 +38,30 @@ static int cli_float(const char *s, float *out) {
     return 1;
 }
 
+/* --device NAME: cpu, cuda or auto; 0 (with the one-line error printed)
+   for another name. */
+static int cli_device(const char *v, infer_device *d) {
+    int x = infer_device_from_name(v);
+    if (x < 0) {
+        fprintf(stderr, "infer: bad value '%s' for --device (cpu, cuda or auto)\n", v);
+        return 0;
+    }
+    *d = (infer_device)x;
+    return 1;
+}
+
+/* --kv-type NAME: f16 or q8_0, the KV cache's format; 0 (with the
+   one-line error printed) for another name. */
+static int cli_kv_type(const char *v, infer_type *t) {
+    if (!strcmp(v, "f16")) *t = INFER_TYPE_F16;
+    else if (!strcmp(v, "q8_0")) *t = INFER_TYPE_Q8_0;
+    else {
+        fprintf(stderr, "infer: bad value '%s' for --kv-type (f16 or q8_0)\n", v);
+        return 0;
+    }
+    return 1;
+}
+
 /* When a is a sampling flag (--temp --top-k --top-p --min-p
    --repeat-penalty --seed), parses its value v into sp, sets *ok to whether
    the value was valid, and returns 1; else returns 0. */

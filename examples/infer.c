@@ -15,20 +15,28 @@ int infer_cmd_bench(int argc, char **argv);      /* infer_bench.c */
 static const char *usage =
     "usage: infer COMMAND [options]\n"
     "  run       -m MODEL [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-    "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--json]\n"
-    "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS]\n"
+    "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--json] [--device D]\n"
+    "            [--kv-type f16|q8_0]\n"
+    "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS] [--device D]\n"
     "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
-    "  info      -m MODEL\n"
+    "  info      -m MODEL [--device D]\n"
     "  chat      -m MODEL [--system TEXT] [-n N per reply] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-    "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]   (user turns from stdin)\n"
+    "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--device D]   (user turns from stdin)\n"
+    "            [--kv-type f16|q8_0]\n"
     "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
     "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
-    "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N]\n"
-    "  bench     -m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [-o md|json|csv]\n";
+    "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device D]\n"
+    "  bench     -m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [-o md|json|csv] [--device D]\n"
+    "            [--kv-type f16|q8_0]\n"
+    "  --kv-type T: the KV cache's format, f16 (the default) or q8_0 (half the memory)\n"
+    "  --device D: where the forward pass runs: cpu, cuda or auto (the default: the GPU when\n"
+    "            this build has CUDA and one is present, else the CPU)\n";
 
 typedef struct options {
     const char *model, *prompt, *file, *tokens;
     int n_predict, threads, n_ctx, json, no_bos, special;
+    infer_device device;
+    infer_type kv_type;
     infer_sampler_params sp;
 } options;
 
@@ -36,7 +44,7 @@ typedef struct options {
 static int known_option(const char *a) {
     static const char *const opts[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "--tokens", "-n",
                                        "-t", "--threads", "-c", "--ctx", "--temp", "--top-k", "--top-p",
-                                       "--min-p", "--repeat-penalty", "--seed"};
+                                       "--min-p", "--repeat-penalty", "--seed", "--device", "--kv-type"};
     size_t i;
     for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (!strcmp(a, opts[i])) return 1;
@@ -49,6 +57,7 @@ static int parse_options(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = 128;
     o->threads = 2;
+    o->device = INFER_DEVICE_AUTO;
     o->sp = infer_sampler_default_params();
     for (i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -63,7 +72,11 @@ static int parse_options(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->file = v;
         else if (!strcmp(a, "--tokens")) o->tokens = v;
-        else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
+        else if (!strcmp(a, "--device")) {
+            if (!cli_device(v, &o->device)) return 0;
+        } else if (!strcmp(a, "--kv-type")) {
+            if (!cli_kv_type(v, &o->kv_type)) return 0;
+        } else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
         else if (cli_sampling_option(a, v, &o->sp, &ok)) {
@@ -105,6 +118,7 @@ static infer_model *load(const options *o, int vocab_only) {
     infer_model_params mp = infer_model_default_params();
     infer_model *m;
     mp.vocab_only = vocab_only;
+    mp.device = o->device;
     m = infer_model_load(o->model, &mp, &err);
     if (!m) fprintf(stderr, "infer: %s\n", err.msg);
     else if (infer_model_warning(m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(m));
@@ -170,6 +184,7 @@ static int cmd_run(const options *o) {
     if (!m) return 1;
     cp.n_threads = o->threads;
     cp.n_ctx = o->n_ctx;
+    cp.kv_type = o->kv_type;
     c = infer_context_new(m, &cp, &err);
     if (!c) {
         fprintf(stderr, "infer: %s\n", err.msg);
@@ -242,6 +257,7 @@ static int cmd_eval(const options *o) {
     m = load(o, 0);
     if (!m) return free(toks), 1;
     cp.n_threads = o->threads;
+    cp.kv_type = o->kv_type;
     cp.n_ctx = o->n_ctx ? o->n_ctx : (n > infer_model_n_ctx_train(m) ? n : 0);
     if (cp.n_ctx && cp.n_ctx < n) cp.n_ctx = n;
     c = infer_context_new(m, &cp, &err);
@@ -355,6 +371,7 @@ static int cmd_info(const options *o) {
         printf("  %-32s %-6s %-22s %12zu\n", t.name, infer_type_name(t.type), shape, t.nbytes);
     }
     mp.vocab_only = infer_gguf_n_tensors(g) == 0;
+    mp.device = o->device;
     infer_gguf_close(g);
     m = infer_model_load(o->model, &mp, &err);
     if (!m) {
@@ -363,6 +380,9 @@ static int cmd_info(const options *o) {
     }
     infer_model_describe(m, buf, sizeof buf);
     printf("\nmodel: %s\n", buf);
+    if (!mp.vocab_only && infer_model_device(m) == INFER_DEVICE_CUDA) printf("device: cuda (%s)\n", infer_model_device_name(m));
+    else if (!mp.vocab_only) printf("device: cpu\n");
+    if (infer_model_warning(m)) printf("warning: %s\n", infer_model_warning(m));
     infer_model_free(m);
     return 0;
 }

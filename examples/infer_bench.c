@@ -2,7 +2,9 @@
    in one batch, and generation of n tokens one at a time, each repeated r
    times after a warm-up, reported as mean +/- stddev tokens/s. Also: time
    to first token, load time, peak RSS, model bytes and the memory bandwidth
-   generation achieves (model bytes read per token x tokens/s). */
+   generation achieves (model bytes read per token x tokens/s), and where
+   it ran (--device cpu|cuda|auto: the device column; a GPU's name below
+   the table). */
 #define _XOPEN_SOURCE 700 /* clock_gettime */
 #include <errno.h>
 #include <math.h>
@@ -22,6 +24,8 @@ static double now_ms(void) {
 typedef struct bench_opts {
     const char *model, *output;
     int n_prompt, n_gen, reps, threads;
+    infer_device device;
+    infer_type kv_type;
 } bench_opts;
 
 typedef struct bench_result {
@@ -38,6 +42,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->n_gen = 64;
     o->reps = 5;
     o->threads = 2;
+    o->device = INFER_DEVICE_AUTO;
+    o->kv_type = INFER_TYPE_F16;
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end;
@@ -49,6 +55,22 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         }
         if (!strcmp(a, "-m")) o->model = v, is_num = 0;
         else if (!strcmp(a, "-o")) o->output = v, is_num = 0;
+        else if (!strcmp(a, "--device")) {
+            int d = infer_device_from_name(v);
+            if (d < 0) {
+                fprintf(stderr, "infer: bad value '%s' for --device (cpu, cuda or auto)\n", v);
+                return 0;
+            }
+            o->device = (infer_device)d;
+            is_num = 0;
+        } else if (!strcmp(a, "--kv-type")) {
+            if (strcmp(v, "f16") && strcmp(v, "q8_0")) {
+                fprintf(stderr, "infer: bad value '%s' for --kv-type (f16 or q8_0)\n", v);
+                return 0;
+            }
+            o->kv_type = strcmp(v, "f16") ? INFER_TYPE_Q8_0 : INFER_TYPE_F16;
+            is_num = 0;
+        }
         else if (strcmp(a, "-p") && strcmp(a, "-n") && strcmp(a, "-r") && strcmp(a, "-t")) {
             fprintf(stderr, "infer: unknown option %s for bench\n", a);
             return 0;
@@ -121,25 +143,33 @@ int infer_cmd_bench(int argc, char **argv) {
     infer_model *m;
     infer_context *c;
     infer_context_params cp = infer_context_default_params();
+    infer_model_params mp = infer_model_default_params();
     bench_result res[2];
+    const char *dev;
     infer_token *toks;
     double warm, load_ms, gbs;
     int n_tests = 0, t, r, nv, n_tok;
     size_t model_bytes, peak;
     if (!parse_args(argc, argv, &o)) return 1;
-    m = infer_model_load(o.model, NULL, &err);
+    mp.device = o.device;
+    m = infer_model_load(o.model, &mp, &err);
     if (!m) {
         fprintf(stderr, "infer: %s\n", err.msg);
         return 1;
     }
+    if (infer_model_warning(m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(m));
+    dev = infer_device_name(infer_model_device(m));
     load_ms = infer_model_load_ms(m);
     model_bytes = infer_model_weight_bytes(m);
     nv = infer_model_n_vocab(m);
     n_tok = (o.n_prompt > o.n_gen + 1 ? o.n_prompt : o.n_gen + 1);
     cp.n_threads = o.threads;
+    cp.kv_type = o.kv_type;
     cp.n_ctx = n_tok + 1;
     cp.n_batch = o.n_prompt > 0 ? o.n_prompt : 1;
+    warm = now_ms();
     c = infer_context_new(m, &cp, &err);
+    load_ms += now_ms() - warm; /* load includes the context: the weights are repacked there */
     toks = (infer_token *)malloc(sizeof *toks * (size_t)n_tok);
     if (!c || !toks) {
         fprintf(stderr, "infer: %s\n", c ? "out of memory" : err.msg);
@@ -173,37 +203,38 @@ int infer_cmd_bench(int argc, char **argv) {
 
     if (!strcmp(o.output, "json")) printf("[\n");
     else if (!strcmp(o.output, "csv"))
-        printf("model_filename,model_size,n_threads,isa,n_prompt,n_gen,avg_ts,stddev_ts,ttft_ms,load_ms,peak_rss,gen_gbs\n");
+        printf("model_filename,model_size,n_threads,isa,device,n_prompt,n_gen,avg_ts,stddev_ts,ttft_ms,load_ms,peak_rss,gen_gbs\n");
     else {
-        printf("| model | size | threads | isa | test | t/s |\n");
-        printf("| --- | ---: | ---: | --- | ---: | ---: |\n");
+        printf("| model | size | threads | isa | device | test | t/s |\n");
+        printf("| --- | ---: | ---: | --- | --- | ---: | ---: |\n");
     }
     for (t = 0; t < n_tests; t++) {
         bench_result *br = &res[t];
         gbs = br->n_gen ? br->avg * (double)model_bytes / 1e9 : 0;
         if (!strcmp(o.output, "json")) {
             printf("  {\"model_filename\": \"%s\", \"model_size\": %zu, \"n_threads\": %d, \"isa\": \"%s\", "
-                   "\"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
-                   o.model, model_bytes, o.threads, infer_context_isa(c), br->n_prompt, br->n_gen, br->avg,
-                   br->stddev);
+                   "\"device\": \"%s\", \"device_name\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, "
+                   "\"stddev_ts\": %.6f, \"samples_ts\": [",
+                   o.model, model_bytes, o.threads, infer_context_isa(c), dev, infer_model_device_name(m),
+                   br->n_prompt, br->n_gen, br->avg, br->stddev);
             for (r = 0; r < o.reps; r++) printf(r ? ", %.6f" : "%.6f", br->samples[r]);
             printf("], \"ttft_ms\": %.3f, \"load_ms\": %.3f, \"peak_rss_bytes\": %zu, \"gen_gbs\": %.3f}%s\n",
                    br->ttft_ms, load_ms, peak, gbs, t + 1 < n_tests ? "," : "");
         } else if (!strcmp(o.output, "csv")) {
-            printf("%s,%zu,%d,%s,%d,%d,%.6f,%.6f,%.3f,%.3f,%zu,%.3f\n", o.model, model_bytes, o.threads,
-                   infer_context_isa(c), br->n_prompt, br->n_gen, br->avg, br->stddev, br->ttft_ms, load_ms, peak,
+            printf("%s,%zu,%d,%s,%s,%d,%d,%.6f,%.6f,%.3f,%.3f,%zu,%.3f\n", o.model, model_bytes, o.threads,
+                   infer_context_isa(c), dev, br->n_prompt, br->n_gen, br->avg, br->stddev, br->ttft_ms, load_ms, peak,
                    gbs);
         } else {
             char test[32];
             if (br->n_prompt) snprintf(test, sizeof test, "pp%d", br->n_prompt);
             else snprintf(test, sizeof test, "tg%d", br->n_gen);
-            printf("| %s | %.1f MiB | %d | %s | %s | %.2f ± %.2f |\n", base_name(o.model), model_bytes / 1048576.0,
-                   o.threads, infer_context_isa(c), test, br->avg, br->stddev);
+            printf("| %s | %.1f MiB | %d | %s | %s | %s | %.2f ± %.2f |\n", base_name(o.model),
+                   model_bytes / 1048576.0, o.threads, infer_context_isa(c), dev, test, br->avg, br->stddev);
         }
     }
     if (!strcmp(o.output, "json")) printf("]\n");
     if (!strcmp(o.output, "md")) {
-        printf("\nload %.1f ms, peak RSS %.1f MiB", load_ms, peak / 1048576.0);
+        printf("\ndevice %s, load %.1f ms, peak RSS %.1f MiB", infer_model_device_name(m), load_ms, peak / 1048576.0);
         for (t = 0; t < n_tests; t++) {
             if (res[t].n_prompt) printf(", time to first token (pp%d) %.2f ms", res[t].n_prompt, res[t].ttft_ms);
             if (res[t].n_gen) printf(", generation reads %.2f GB/s", res[t].avg * (double)model_bytes / 1e9);

@@ -18,6 +18,8 @@ int infer_cmd_chat(int argc, char **argv);
 typedef struct chat_opts {
     const char *model, *system;
     int n_predict, threads, n_ctx;
+    infer_device device;
+    infer_type kv_type;
     infer_sampler_params sp;
 } chat_opts;
 
@@ -26,19 +28,25 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = 256;
     o->threads = 2;
+    o->device = INFER_DEVICE_AUTO;
     o->sp = infer_sampler_default_params();
     for (i = 2; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
         static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
-                                           "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed"};
+                                           "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
+                                           "--device", "--kv-type"};
         size_t k;
         for (k = 0; k < sizeof opts / sizeof opts[0] && strcmp(a, opts[k]); k++) {}
         if (k == sizeof opts / sizeof opts[0]) return cli_fail("unknown option %s (see infer --help)", a), 0;
         if (!v) return cli_fail("option %s needs a value", a), 0;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "--system")) o->system = v;
-        else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
+        else if (!strcmp(a, "--device")) {
+            if (!cli_device(v, &o->device)) return 0;
+        } else if (!strcmp(a, "--kv-type")) {
+            if (!cli_kv_type(v, &o->kv_type)) return 0;
+        } else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
         else cli_sampling_option(a, v, &o->sp, &ok);
@@ -223,10 +231,13 @@ int infer_cmd_chat(int argc, char **argv) {
     char *line;
     if (!chat_parse(argc, argv, &o)) return 1;
     memset(&st, 0, sizeof st);
+    mp.device = o.device;
     st.m = infer_model_load(o.model, &mp, &err);
     if (!st.m) return cli_fail("%s", err.msg);
+    if (infer_model_warning(st.m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(st.m));
     cp.n_threads = o.threads;
     cp.n_ctx = o.n_ctx;
+    cp.kv_type = o.kv_type;
     st.c = infer_context_new(st.m, &cp, &err);
     if (!st.c) {
         infer_model_free(st.m);

@@ -58,6 +58,7 @@ static char *ppl_read_file(const char *path, size_t *len) {
 int infer_cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL;
     int n_ctx = 512, threads = 2, max_chunks = -1, i, n_tok, n_chunk;
+    infer_model_params mp = infer_model_default_params();
     infer_error err;
     infer_model *m = NULL;
     infer_context *c = NULL;
@@ -72,11 +73,11 @@ int infer_cmd_perplexity(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: infer perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N]\n");
+            printf("usage: infer perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device cpu|cuda|auto]\n");
             return 0;
         }
         if (strcmp(a, "-m") && strcmp(a, "--model") && strcmp(a, "-f") && strcmp(a, "--file") && strcmp(a, "-c") &&
-            strcmp(a, "--ctx") && strcmp(a, "-t") && strcmp(a, "--threads") && strcmp(a, "--chunks")) {
+            strcmp(a, "--ctx") && strcmp(a, "-t") && strcmp(a, "--threads") && strcmp(a, "--chunks") && strcmp(a, "--device")) {
             fprintf(stderr, "infer: unknown option %s (see infer perplexity --help)\n", a);
             return 1;
         }
@@ -88,9 +89,13 @@ int infer_cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) file = v;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = ppl_int(v, 4, 1 << 20, &n_ctx);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = ppl_int(v, 1, 256, &threads);
-        else ok = ppl_int(v, 1, 1 << 30, &max_chunks);
+        else if (!strcmp(a, "--device")) {
+            int d = infer_device_from_name(v);
+            ok = d >= 0;
+            mp.device = ok ? (infer_device)d : mp.device;
+        } else ok = ppl_int(v, 1, 1 << 30, &max_chunks);
         if (!ok) {
-            fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
+            fprintf(stderr, "infer: bad value '%s' for %s%s\n", v, a, strcmp(a, "--device") ? "" : " (cpu, cuda or auto)");
             return 1;
         }
         i++;
@@ -108,11 +113,12 @@ int infer_cmd_perplexity(int argc, char **argv) {
         fprintf(stderr, "infer: cannot read %s: %s\n", file, strerror(errno));
         return 1;
     }
-    m = infer_model_load(model, NULL, &err);
+    m = infer_model_load(model, &mp, &err);
     if (!m) {
         fprintf(stderr, "infer: %s\n", err.msg);
         goto out;
     }
+    if (infer_model_warning(m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(m));
     n_tok = infer_tokenize(m, text, len, NULL, 0, infer_model_add_bos(m), 0);
     toks = n_tok > 0 ? (infer_token *)malloc((size_t)n_tok * sizeof *toks) : NULL;
     if (n_tok < 0 || !toks) {

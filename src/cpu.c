@@ -9,7 +9,7 @@ static const char *infer__isa_name(infer__isa isa) {
 }
 
 static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
-    int t;
+    int t, ok;
     memset(k, 0, sizeof *k);
     for (t = 0; t < INFER_TYPE_COUNT; t++) {
         const infer__type_traits *tt = infer__traits((infer_type)t);
@@ -18,12 +18,14 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
     }
     k->isa = isa;
     switch (isa) {
-    case INFER__ISA_SCALAR: return 1;
-    case INFER__ISA_AVX2: return infer__simd_avx2_install(k);
-    case INFER__ISA_AVX512: return infer__simd_avx512_install(k);
-    case INFER__ISA_NEON: return infer__simd_neon_install(k);
-    default: return 0;
+    case INFER__ISA_SCALAR: ok = 1; break;
+    case INFER__ISA_AVX2: ok = infer__simd_avx2_install(k); break;
+    case INFER__ISA_AVX512: ok = infer__simd_avx512_install(k); break;
+    case INFER__ISA_NEON: ok = infer__simd_neon_install(k); break;
+    default: ok = 0;
     }
+    if (ok) infer__vecmath_install(k);
+    return ok;
 }
 
 static int infer__kernels_select(infer__kernels *k, infer_error *err) {

@@ -2,25 +2,51 @@
    over a batch of tokens. Reads top to bottom like the paper: embed, then
    per layer RMSNorm -> attention with RoPE -> residual -> RMSNorm -> SwiGLU
    FFN -> residual, then the final norm and the output projection.
+   The whole pass is one task of the thread pool: every worker runs the
+   steps below, splitting each step's work, and the workers meet at a
+   barrier between steps (per-token steps by tokens, products by rows,
+   attention by heads and token runs).
    The numerics follow llama.cpp's CPU path where it matters for matching
-   its outputs: K and V cached as F16, q and the softmax probabilities
-   rounded to F16 before they meet the cache, sums of squares in double. */
+   its outputs: activations converted to the weights' dot type, K and V
+   cached as F16, sums of squares in double, RoPE angles stepped by
+   multiplication. */
 #include "internal.h"
 
-#define INFER__MAX_FUSED 3 /* products sharing one input, run as one op */
+#define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
+
+/* A step of products that read the same input (q, k, v; gate, up): the
+   input is converted once per activation type it needs, and the workers
+   split the rows of all of them. */
+typedef struct infer__product {
+    int n_ops, n_x;
+    const infer__tensor *w[INFER__MAX_FUSED];
+    int slot[INFER__MAX_FUSED];          /* the converted input each op reads; -1: the f32 input */
+    infer_type x_type[INFER__MAX_FUSED]; /* the types of the n_x converted inputs */
+    float *y[INFER__MAX_FUSED];
+    int ldy[INFER__MAX_FUSED];
+    const uint8_t *packed[INFER__MAX_FUSED]; /* the weights repacked for this ISA (pack.c), or NULL */
+    int64_t chunks;                      /* INFER__PACK_ROWS-row pieces of all ops, the unit of the split */
+} infer__product;
+
+enum { INFER__P_QKV, INFER__P_O, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_PER_LAYER };
 
 struct infer_context {
     infer_model *model;
     int n_ctx, n_batch, n_past;
+    void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;
+    int n_threads;
     infer__kernels kern; /* the kernels of the chosen instruction set */
-    uint16_t *k_cache, *v_cache; /* [layer][position][kv_dim], F16 */
+    infer__kv_cache kv;
     /* activations of one batch, a row per token */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
-    float *scores;      /* per worker: n_ctx attention scores */
-    float *qh;          /* per worker: one head of q, rounded through F16 */
-    void *xq;           /* a batch of activations in the weights' vec_dot_type */
+    float *rope;        /* per token: cos, sin of each rotated pair */
+    float *attn_scratch; /* per worker */
+    size_t attn_scratch_n;
+    void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_batch rows */
     size_t xq_row_max;  /* bytes of one converted row, largest case */
+    infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
+    void **packed_blocks; /* stb_ds array: the allocations behind the packed weights */
     float *logits;      /* rows of n_vocab */
     int n_logit_rows, logit_cap_rows, logits_all, n_last;
     size_t bytes;       /* memory this context holds */
@@ -42,11 +68,83 @@ static void *infer__ctx_alloc(infer_context *c, size_t n, size_t size, int *ok) 
     return p;
 }
 
+/* Sets up a product step: which converted input each op reads. */
+static void infer__product_init(infer__product *p, int n_ops, const infer__tensor *const *w, float *const *y,
+                                const int *ldy) {
+    int i, j;
+    memset(p, 0, sizeof *p);
+    p->n_ops = n_ops;
+    for (i = 0; i < n_ops; i++) {
+        infer_type vt = infer__traits(w[i]->type)->vec_dot_type;
+        p->w[i] = w[i];
+        p->y[i] = y[i];
+        p->ldy[i] = ldy[i];
+        p->chunks += (w[i]->ne[1] + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS;
+        p->slot[i] = -1;
+        if (vt == INFER_TYPE_F32) continue;
+        for (j = 0; j < p->n_x && p->x_type[j] != vt; j++) {}
+        if (j == p->n_x) p->x_type[p->n_x++] = vt;
+        p->slot[i] = j;
+    }
+}
+
+/* Repacks the product's weights where this ISA has a packed form: the
+   kernels then read 16 rows in one vector. The copy is the context's. */
+static int infer__product_pack(infer_context *c, infer__product *p) {
+    int i;
+    for (i = 0; i < p->n_ops; i++) {
+        const infer__tensor *w = p->w[i];
+        infer_type t = w->type;
+        size_t size;
+        uint8_t *raw;
+        if (!c->kern.pack_size[t] || !c->kern.pack[t] || !c->kern.gemm_packed[t]) continue;
+        size = c->kern.pack_size[t](w->ne[0], w->ne[1]);
+        raw = (uint8_t *)INFER_MALLOC(size + 64);
+        if (!raw) return 0;
+        stbds_arrput(c->packed_blocks, raw);
+        p->packed[i] = raw + (64 - (uintptr_t)raw % 64); /* the kernels load whole 64-byte vectors */
+        c->kern.pack[t](w->data, infer__row_size(t, w->ne[0]), w->ne[0], w->ne[1], (void *)p->packed[i]);
+        c->bytes += size + 64;
+        /* the token embedding's rows are still read (a tied output) */
+        if (w != c->model->tok_embd) infer__blob_forget(&c->model->gguf->blob, w->data, w->nbytes);
+    }
+    return 1;
+}
+
+static int infer__plan(infer_context *c) {
+    const infer_model *m = c->model;
+    int dim = m->dim, kv_dim = m->n_kv_heads * m->head_dim, ffn = m->ffn_dim, l;
+    c->plan = (infer__product *)infer__calloc((size_t)m->n_layers * INFER__P_PER_LAYER + 1, sizeof(infer__product));
+    if (!c->plan) return 0;
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        infer__product *p = c->plan + (size_t)l * INFER__P_PER_LAYER;
+        const infer__tensor *qkv[3], *gu[2];
+        float *y_qkv[3], *y_gu[2];
+        int ld_qkv[3], ld_gu[2];
+        qkv[0] = L->wq, qkv[1] = L->wk, qkv[2] = L->wv;
+        y_qkv[0] = c->q, y_qkv[1] = c->k, y_qkv[2] = c->v;
+        ld_qkv[0] = dim, ld_qkv[1] = ld_qkv[2] = kv_dim;
+        gu[0] = L->w_gate, gu[1] = L->w_up;
+        y_gu[0] = c->hb, y_gu[1] = c->hb2;
+        ld_gu[0] = ld_gu[1] = ffn;
+        infer__product_init(&p[INFER__P_QKV], 3, qkv, y_qkv, ld_qkv);
+        infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &dim);
+        infer__product_init(&p[INFER__P_GATE_UP], 2, gu, y_gu, ld_gu);
+        infer__product_init(&p[INFER__P_DOWN], 1, &L->w_down, &c->xb, &dim);
+    }
+    /* the output's rows go straight to the caller's logits (set per pass) */
+    infer__product_init(&c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER], 1, &m->output, &c->logits, &m->n_vocab);
+    for (l = 0; l <= m->n_layers * INFER__P_PER_LAYER; l++)
+        if (!infer__product_pack(c, &c->plan[l])) return 0;
+    return 1;
+}
+
 INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_params *params, infer_error *err) {
     infer_context_params defaults = infer_context_default_params();
     infer_context *c;
-    int ok = 1, nt, kv_dim, widest;
-    size_t cache_n;
+    infer_type kv_type;
+    int ok = 1, kv_dim, widest;
     if (!m || !m->n_layers) {
         infer__set_error(err, INFER_ERR_ARG, "a context needs a model with weights (not vocab-only)");
         return NULL;
@@ -56,6 +154,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         infer__set_error(err, INFER_ERR_ARG, "context parameters out of range");
         return NULL;
     }
+    kv_type = params->kv_type == INFER_TYPE_F32 ? INFER_TYPE_F16 : params->kv_type;
     c = (infer_context *)infer__calloc(1, sizeof *c);
     if (!c) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
@@ -69,14 +168,22 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
     c->n_batch = params->n_batch ? params->n_batch : 512;
     c->n_batch = INFER__MIN(c->n_batch, c->n_ctx);
+    if (!infer__context_attach(c, err)) { /* a GPU model: its cache and scratch there */
+        infer_context_free(c);
+        return NULL;
+    }
+    if (!c->gpu) { /* on the GPU, the cache is there */
+        if (!infer__kv_init(&c->kv, kv_type, m->n_layers, c->n_ctx, m->n_kv_heads, m->head_dim, err)) {
+            infer_context_free(c);
+            return NULL;
+        }
+        c->bytes += infer__kv_bytes(&c->kv);
+    }
     c->pool = infer__pool_new(params->n_threads ? params->n_threads : 1);
     if (!c->pool) ok = 0;
-    nt = c->pool ? infer__pool_size(c->pool) : 1;
+    c->n_threads = c->pool ? infer__pool_size(c->pool) : 1;
     kv_dim = m->n_kv_heads * m->head_dim;
     widest = INFER__MAX(m->dim, m->ffn_dim);
-    cache_n = (size_t)m->n_layers * (size_t)c->n_ctx * (size_t)kv_dim;
-    c->k_cache = (uint16_t *)infer__ctx_alloc(c, cache_n, sizeof(uint16_t), &ok);
-    c->v_cache = (uint16_t *)infer__ctx_alloc(c, cache_n, sizeof(uint16_t), &ok);
     c->x = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->xb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->q = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
@@ -85,12 +192,13 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->att = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->hb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
     c->hb2 = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
-    c->scores = (float *)infer__ctx_alloc(c, (size_t)nt * c->n_ctx, sizeof(float), &ok);
-    c->qh = (float *)infer__ctx_alloc(c, (size_t)nt * m->head_dim, sizeof(float), &ok);
-    /* room for one input in each of the fused products' activation types;
-       F16 (2 bytes a value) is the widest converted form */
+    c->rope = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->rope_dim, sizeof(float), &ok);
+    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim);
+    c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
+    /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
     c->xq = infer__ctx_alloc(c, (size_t)c->n_batch * INFER__MAX_FUSED, c->xq_row_max, &ok);
+    if (ok && !c->gpu && !infer__plan(c)) ok = 0; /* a GPU context never runs the CPU's products */
     if (!ok) {
         infer_context_free(c);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a context of %d tokens", params->n_ctx);
@@ -100,10 +208,11 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
 }
 
 INFERDEF void infer_context_free(infer_context *c) {
+    ptrdiff_t i;
     if (!c) return;
+    infer__context_detach(c);
     infer__pool_free(c->pool);
-    INFER_FREE(c->k_cache);
-    INFER_FREE(c->v_cache);
+    infer__kv_free(&c->kv);
     INFER_FREE(c->x);
     INFER_FREE(c->xb);
     INFER_FREE(c->q);
@@ -112,9 +221,12 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->att);
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
-    INFER_FREE(c->scores);
-    INFER_FREE(c->qh);
+    INFER_FREE(c->rope);
+    INFER_FREE(c->attn_scratch);
     INFER_FREE(c->xq);
+    INFER_FREE(c->plan);
+    for (i = 0; i < stbds_arrlen(c->packed_blocks); i++) INFER_FREE(c->packed_blocks[i]);
+    stbds_arrfree(c->packed_blocks);
     INFER_FREE(c->logits);
     stbds_arrfree(c->prompt_tokens);
     stbds_arrfree(c->gen_tokens);
@@ -130,238 +242,216 @@ INFERDEF void infer_context_truncate(infer_context *c, int n_past) {
 
 /* ---- the building blocks -------------------------------------------- */
 
-static void infer__rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    double ss = 0;
-    float scale;
+static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, const float *w, int n, float eps) {
+    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
     int i;
-    for (i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
-    scale = 1.0f / sqrtf((float)(ss / n) + eps);
     for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
-/* Rotates pairs (x[2i], x[2i+1]) of the first n_rot values by
+/* cos and sin of the angles of position pos: pair i turns by
    pos * base^(-2i/n_rot) / freqs[i], the angle stepped by multiplication as
    llama.cpp does. freqs may be NULL. */
-static void infer__rope(float *x, int n_rot, int pos, float base, const float *freqs) {
+static void infer__rope_angles(float *cs, int n_rot, int pos, float base, const float *freqs) {
     float theta = (float)pos, step = powf(base, -2.0f / (float)n_rot);
     int i;
     for (i = 0; i < n_rot; i += 2) {
         float a = freqs ? theta / freqs[i / 2] : theta;
-        float c = cosf(a), s = sinf(a), x0 = x[i], x1 = x[i + 1];
-        x[i] = x0 * c - x1 * s;
-        x[i + 1] = x0 * s + x1 * c;
+        cs[i] = cosf(a);
+        cs[i + 1] = sinf(a);
         theta *= step;
     }
 }
 
-static float infer__silu(float x) { return x / (1.0f + expf(-x)); }
-
-/* ---- matrix multiply: Y[t] = W . X[t] for every token t --------------- */
-
-/* Up to three products that read the same input (q, k, v; gate, up) run
-   as one parallel op: the input is converted once per activation type and
-   the workers split the rows of all of them, so there is one hand-out and
-   one wait instead of three. */
-
-typedef struct infer__matmul_op {
-    const infer__tensor *w;
-    infer__vec_dot_fn vec_dot;
-    infer__gemm_fn gemm; /* NULL: the vec_dot loop */
-    const uint8_t *xq; /* converted activations, row stride xq_row */
-    size_t xq_row;
-    float *y;          /* row stride ldy */
-    int ldy;
-} infer__matmul_op;
-
-typedef struct infer__matmul_task {
-    infer__matmul_op op[INFER__MAX_FUSED];
-    int n_ops, n_tok;
-    int64_t rows; /* of all ops together */
-} infer__matmul_task;
-
-static void infer__matmul_worker(void *arg, int ith, int nth) {
-    const infer__matmul_task *t = (const infer__matmul_task *)arg;
-    int64_t r = t->rows * ith / nth, r1 = t->rows * (ith + 1) / nth, base = 0;
-    int o, j;
-    for (o = 0; o < t->n_ops && r < r1; o++) {
-        const infer__matmul_op *op = &t->op[o];
-        int64_t rows = op->w->ne[1], end = INFER__MIN(r1 - base, rows);
-        int n = (int)op->w->ne[0];
-        size_t row_size = infer__row_size(op->w->type, n);
-        if (op->gemm && t->n_tok > 1 && r - base < end) {
-            op->gemm(n, (const uint8_t *)op->w->data + (size_t)(r - base) * row_size, row_size, (int)(end - (r - base)),
-                     op->xq, op->xq_row, t->n_tok, op->y + (r - base), (size_t)op->ldy);
-            r = base + end;
-        }
-        for (; r - base < end; r++) {
-            const uint8_t *wr = (const uint8_t *)op->w->data + (size_t)(r - base) * row_size;
-            for (j = 0; j < t->n_tok; j++)
-                op->y[(size_t)j * op->ldy + (r - base)] = op->vec_dot(n, wr, op->xq + (size_t)j * op->xq_row);
-        }
-        base += rows;
+/* Rotates pairs (x[2i], x[2i+1]) of the first n_rot values. */
+static void infer__rope(float *x, const float *cs, int n_rot) {
+    int i;
+    for (i = 0; i < n_rot; i += 2) {
+        float x0 = x[i], x1 = x[i + 1];
+        x[i] = x0 * cs[i] - x1 * cs[i + 1];
+        x[i + 1] = x0 * cs[i + 1] + x1 * cs[i];
     }
 }
 
-/* y[i] = w[i] . x for each of n_ops weights (all with rows of w[0]->ne[0]);
-   x: n_tok rows (stride ldx); y[i]: n_tok rows of w[i]->ne[1] (stride ldy[i]). */
-static void infer__matmul_n(infer_context *c, int n_ops, const infer__tensor *const *w, const float *x, int ldx,
-                            int n_tok, float *const *y, const int *ldy) {
-    infer__matmul_task task;
-    infer_type done[INFER__MAX_FUSED];
-    int n = (int)w[0]->ne[0], i, j, n_done = 0;
-    task.n_ops = n_ops;
-    task.n_tok = n_tok;
-    task.rows = 0;
-    for (i = 0; i < n_ops; i++) {
-        infer__matmul_op *op = &task.op[i];
-        infer_type vt = infer__traits(w[i]->type)->vec_dot_type;
-        op->w = w[i];
-        op->vec_dot = c->kern.vec_dot[w[i]->type];
-        op->gemm = c->kern.gemm[w[i]->type];
-        op->y = y[i];
-        op->ldy = ldy[i];
-        task.rows += w[i]->ne[1];
-        if (vt == INFER_TYPE_F32) {
-            op->xq = (const uint8_t *)x;
-            op->xq_row = (size_t)ldx * sizeof(float);
-            continue;
-        }
-        op->xq_row = infer__row_size(vt, n);
-        for (j = 0; j < n_done && done[j] != vt; j++) {}
-        op->xq = (const uint8_t *)c->xq + (size_t)j * c->n_batch * c->xq_row_max;
-        if (j < n_done) continue; /* this input in this type is there already */
-        done[n_done++] = vt;
-        for (j = 0; j < n_tok; j++) c->kern.from_float[vt](x + (size_t)j * ldx, (uint8_t *)op->xq + (size_t)j * op->xq_row, n);
+/* ---- products: Y[t] = W . X[t] for every token t ----------------------- */
+
+static uint8_t *infer__xq_slot(const infer_context *c, int slot) {
+    return (uint8_t *)c->xq + (size_t)slot * c->n_batch * c->xq_row_max;
+}
+
+/* Converts input rows t0..t1 (of n values, stride ldx) into each type the
+   product reads; row t lands at row t - base of the slot. */
+static void infer__product_convert(const infer_context *c, const infer__product *p, const float *x, int ldx, int t0,
+                                   int t1, int base) {
+    int n = (int)p->w[0]->ne[0], s, t;
+    for (s = 0; s < p->n_x; s++) {
+        size_t row = infer__row_size(p->x_type[s], n);
+        for (t = t0; t < t1; t++)
+            c->kern.from_float[p->x_type[s]](x + (size_t)t * ldx, infer__xq_slot(c, s) + (size_t)(t - base) * row, n);
     }
-    infer__pool_run(c->pool, infer__matmul_worker, &task);
 }
 
-static void infer__matmul(infer_context *c, const infer__tensor *w, const float *x, int ldx, int n_tok, float *y,
-                          int ldy) {
-    infer__matmul_n(c, 1, &w, x, ldx, n_tok, &y, &ldy);
+/* Rows r0..r1 of op o of the product, for n_tok converted input rows. */
+static void infer__product_rows(const infer_context *c, const infer__product *p, int o, int64_t r0, int64_t r1,
+                                const uint8_t *xq, size_t xq_row, int n_tok, float *y) {
+    const infer__tensor *w = p->w[o];
+    int n = (int)w->ne[0], j;
+    size_t row_size = infer__row_size(w->type, n), ldy = (size_t)p->ldy[o];
+    const uint8_t *wr = (const uint8_t *)w->data + (size_t)r0 * row_size;
+    infer__vec_dot_fn vec_dot = c->kern.vec_dot[w->type];
+    if (p->packed[o]) {
+        c->kern.gemm_packed[w->type](n, p->packed[o] + infer__pack_offset(&c->kern, w->type, n, r0), (int)(r1 - r0), xq,
+                                     xq_row, n_tok, y + r0, ldy);
+        return;
+    }
+    if (c->kern.gemm[w->type] && n_tok > 1) {
+        c->kern.gemm[w->type](n, wr, row_size, (int)(r1 - r0), xq, xq_row, n_tok, y + r0, ldy);
+        return;
+    }
+    for (; r0 < r1; r0++, wr += row_size)
+        for (j = 0; j < n_tok; j++) y[(size_t)j * ldy + r0] = vec_dot(n, wr, xq + (size_t)j * xq_row);
 }
 
-/* ---- attention over the KV cache ------------------------------------- */
-
-typedef struct infer__attn_task {
-    infer_context *c;
-    int layer, n_tok, pos0;
-} infer__attn_task;
-
-static void infer__attn_worker(void *arg, int ith, int nth) {
-    const infer__attn_task *t = (const infer__attn_task *)arg;
-    infer_context *c = t->c;
-    const infer_model *m = c->model;
-    int hd = m->head_dim, kv_dim = m->n_kv_heads * hd, group = m->n_heads / m->n_kv_heads;
-    int n_work = t->n_tok * m->n_heads, w;
-    const uint16_t *kc = c->k_cache + (size_t)t->layer * c->n_ctx * kv_dim;
-    const uint16_t *vc = c->v_cache + (size_t)t->layer * c->n_ctx * kv_dim;
-    float *scores = c->scores + (size_t)ith * c->n_ctx;
-    float *qh = c->qh + (size_t)ith * hd;
-    float scale = 1.0f / sqrtf((float)hd);
-    for (w = n_work * ith / nth; w < n_work * (ith + 1) / nth; w++) {
-        int tok = w / m->n_heads, h = w % m->n_heads, kvh = h / group;
-        int n_keys = t->pos0 + tok + 1, p, d;
-        const float *q = c->q + (size_t)tok * m->dim + (size_t)h * hd;
-        float *out = c->att + (size_t)tok * m->dim + (size_t)h * hd;
-        float mx = -INFINITY, inv;
-        double sum = 0;
-        for (d = 0; d < hd; d++) qh[d] = infer__fp16_to_fp32(infer__fp32_to_fp16(q[d]));
-        for (p = 0; p < n_keys; p++) {
-            const uint16_t *k = kc + (size_t)p * kv_dim + (size_t)kvh * hd;
-            float s = 0;
-            for (d = 0; d < hd; d++) s += qh[d] * infer__fp16_to_fp32(k[d]);
-            scores[p] = s * scale;
-            mx = INFER__MAX(mx, scores[p]);
+/* This worker's share of the rows of every op of the product, in pieces of
+   INFER__PACK_ROWS rows, for n_tok converted input rows (x: the f32 input,
+   for ops that read it as is; out0 replaces the first op's output). */
+static void infer__product_run(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+                               float *out0, int ith, int nth) {
+    int64_t c0 = p->chunks * ith / nth, c1 = p->chunks * (ith + 1) / nth, base = 0;
+    int o;
+    for (o = 0; o < p->n_ops && base < c1; o++) {
+        const infer__tensor *w = p->w[o];
+        int64_t rows = w->ne[1], n_chunks = (rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS;
+        int64_t lo = INFER__MAX(c0, base) - base, hi = INFER__MIN(c1, base + n_chunks) - base;
+        int n = (int)w->ne[0];
+        if (lo < hi) {
+            const uint8_t *xq = p->slot[o] < 0 ? (const uint8_t *)x : infer__xq_slot(c, p->slot[o]);
+            size_t xq_row = p->slot[o] < 0 ? (size_t)ldx * sizeof(float) : infer__row_size(p->x_type[p->slot[o]], n);
+            infer__product_rows(c, p, o, lo * INFER__PACK_ROWS, INFER__MIN(hi * INFER__PACK_ROWS, rows), xq, xq_row,
+                                n_tok, o == 0 && out0 ? out0 : p->y[o]);
         }
-        for (p = 0; p < n_keys; p++) {
-            scores[p] = expf(scores[p] - mx);
-            sum += scores[p];
-        }
-        inv = (float)(1.0 / sum);
-        for (d = 0; d < hd; d++) out[d] = 0;
-        for (p = 0; p < n_keys; p++) {
-            const uint16_t *v = vc + (size_t)p * kv_dim + (size_t)kvh * hd;
-            float a = infer__fp16_to_fp32(infer__fp32_to_fp16(scores[p] * inv));
-            for (d = 0; d < hd; d++) out[d] += a * infer__fp16_to_fp32(v[d]);
-        }
+        base += n_chunks;
     }
 }
 
 /* ---- the forward pass -------------------------------------------------- */
 
-/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
-   rows from first_logit on into logits (n_vocab floats each). */
-static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits) {
-    const infer_model *m = c->model;
-    int dim = m->dim, hd = m->head_dim, kv_dim = m->n_kv_heads * hd, ffn = m->ffn_dim;
-    int pos0 = c->n_past, l, t, i;
-    size_t emb_row = infer__row_size(m->tok_embd->type, dim);
+typedef struct infer__pass {
+    infer_context *c;
+    const infer_token *tokens;
+    int n, first_logit;
+    float *logits;
+    int next_item; /* attention work handed out so far */
+} infer__pass;
 
-    for (t = 0; t < n; t++)
+/* Every worker runs this; t0..t1 are its tokens in the per-token steps. */
+static void infer__forward_worker(void *arg, int ith, int nth) {
+    infer__pass *ps = (infer__pass *)arg;
+    infer_context *c = ps->c;
+    const infer_model *m = c->model;
+    int dim = m->dim, hd = m->head_dim, kv_dim = m->n_kv_heads * hd, ffn = m->ffn_dim, n_rot = m->rope_dim;
+    int n = ps->n, pos0 = c->n_past, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i;
+    size_t emb_row = infer__row_size(m->tok_embd->type, dim);
+    const infer__product *out = &c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER];
+    infer__attn_scratch scratch;
+    infer__attn_batch ab;
+
+    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, hd);
+    ab.kv = &c->kv;
+    ab.kern = &c->kern;
+    ab.pos0 = pos0;
+    ab.n_tok = n;
+    ab.n_heads = m->n_heads;
+    ab.q = c->q;
+    ab.out = c->att;
+    ab.ldq = ab.ldo = dim;
+
+    for (t = t0; t < t1; t++) {
         infer__traits(m->tok_embd->type)
-            ->to_float((const uint8_t *)m->tok_embd->data + (size_t)tokens[t] * emb_row, c->x + (size_t)t * dim, dim);
+            ->to_float((const uint8_t *)m->tok_embd->data + (size_t)ps->tokens[t] * emb_row, c->x + (size_t)t * dim, dim);
+        infer__rope_angles(c->rope + (size_t)t * n_rot, n_rot, pos0 + t, m->rope_base, m->rope_freqs);
+    }
 
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
-        infer__attn_task at;
-        uint16_t *kc = c->k_cache + ((size_t)l * c->n_ctx + pos0) * kv_dim;
-        uint16_t *vc = c->v_cache + ((size_t)l * c->n_ctx + pos0) * kv_dim;
+        const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
 
-        /* attention */
-        for (t = 0; t < n; t++)
-            infer__rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->attn_norm->data, dim,
+        /* attention: q, k, v of the normed input */
+        for (t = t0; t < t1; t++) {
+            if (l > 0) /* the previous layer's feed-forward residual */
+                for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
+            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->attn_norm->data, dim,
                            m->norm_eps);
-        {
-            const infer__tensor *w[3];
-            float *y[3];
-            int ld[3];
-            w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
-            y[0] = c->q, y[1] = c->k, y[2] = c->v;
-            ld[0] = dim, ld[1] = kv_dim, ld[2] = kv_dim;
-            infer__matmul_n(c, 3, w, c->xb, dim, n, y, ld);
         }
-        for (t = 0; t < n; t++) {
-            for (i = 0; i < m->n_heads; i++) infer__rope(c->q + (size_t)t * dim + i * hd, m->rope_dim, pos0 + t, m->rope_base, m->rope_freqs);
-            for (i = 0; i < m->n_kv_heads; i++)
-                infer__rope(c->k + (size_t)t * kv_dim + i * hd, m->rope_dim, pos0 + t, m->rope_base, m->rope_freqs);
-            for (i = 0; i < kv_dim; i++) {
-                kc[(size_t)t * kv_dim + i] = infer__fp32_to_fp16(c->k[(size_t)t * kv_dim + i]);
-                vc[(size_t)t * kv_dim + i] = infer__fp32_to_fp16(c->v[(size_t)t * kv_dim + i]);
-            }
+        infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
+        for (t = t0; t < t1; t++) {
+            const float *cs = c->rope + (size_t)t * n_rot;
+            for (i = 0; i < m->n_heads; i++) infer__rope(c->q + (size_t)t * dim + (size_t)i * hd, cs, n_rot);
+            for (i = 0; i < m->n_kv_heads; i++) infer__rope(c->k + (size_t)t * kv_dim + (size_t)i * hd, cs, n_rot);
+            infer__kv_store(&c->kv, &c->kern, l, pos0 + t, c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
         }
-        at.c = c;
-        at.layer = l;
-        at.n_tok = n;
-        at.pos0 = pos0;
-        infer__pool_run(c->pool, infer__attn_worker, &at);
-        infer__matmul(c, L->wo, c->att, dim, n, c->xb, dim);
-        for (i = 0; i < n * dim; i++) c->x[i] += c->xb[i];
+        if (ith == 0) ps->next_item = 0;
+        infer__pool_barrier(c->pool);
+        ab.layer = l;
+        for (;;) {
+            int item = infer__atomic_next(&ps->next_item);
+            if (item >= infer__attn_n_items(&ab)) break;
+            infer__attn_item(&ab, item, &scratch);
+        }
+        infer__pool_barrier(c->pool);
+        infer__product_convert(c, &P[INFER__P_O], c->att, dim, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_O], c->att, dim, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
 
-        /* feed-forward: down(silu(gate(x)) * up(x)) */
-        for (t = 0; t < n; t++)
-            infer__rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->ffn_norm->data, dim,
+        /* feed-forward: down(silu(gate(x)) * up(x)) of the normed input */
+        for (t = t0; t < t1; t++) {
+            for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
+            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->ffn_norm->data, dim,
                            m->norm_eps);
-        {
-            const infer__tensor *w[2];
-            float *y[2];
-            int ld[2];
-            w[0] = L->w_gate, w[1] = L->w_up;
-            y[0] = c->hb, y[1] = c->hb2;
-            ld[0] = ld[1] = ffn;
-            infer__matmul_n(c, 2, w, c->xb, dim, n, y, ld);
         }
-        for (i = 0; i < n * ffn; i++) c->hb[i] = infer__silu(c->hb[i]) * c->hb2[i];
-        infer__matmul(c, L->w_down, c->hb, ffn, n, c->xb, dim);
-        for (i = 0; i < n * dim; i++) c->x[i] += c->xb[i];
+        infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
+        for (t = t0; t < t1; t++) {
+            c->kern.silu_mul(c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+        }
+        infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
     }
 
-    if (first_logit < n) {
-        for (t = first_logit; t < n; t++)
-            infer__rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)m->output_norm->data, dim,
+    /* the last residual, then the output rows from first_logit on */
+    for (t = t0; t < t1; t++) {
+        for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
+        if (t >= ps->first_logit)
+            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)m->output_norm->data, dim,
                            m->norm_eps);
-        infer__matmul(c, m->output, c->xb + (size_t)first_logit * dim, dim, n - first_logit, logits, m->n_vocab);
     }
+    if (ps->first_logit < n) {
+        int from = INFER__MAX(t0, ps->first_logit);
+        infer__product_convert(c, out, c->xb, dim, from, INFER__MAX(from, t1), ps->first_logit);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, out, c->xb + (size_t)ps->first_logit * dim, dim, n - ps->first_logit, ps->logits, ith,
+                           nth);
+    }
+}
+
+/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
+   rows from first_logit on into logits (n_vocab floats each). */
+static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits) {
+    infer__pass ps;
+    ps.c = c;
+    ps.tokens = tokens;
+    ps.n = n;
+    ps.first_logit = first_logit;
+    ps.logits = logits;
+    ps.next_item = 0;
+    infer__pool_run(c->pool, infer__forward_worker, &ps);
     c->n_past += n;
 }
 
@@ -403,7 +493,8 @@ INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, 
         int nb = INFER__MIN(c->n_batch, n - done);
         int first = all_logits ? 0 : (done + nb == n ? nb - 1 : nb);
         float *out = all_logits ? c->logits + (size_t)done * c->model->n_vocab : c->logits;
-        infer__forward(c, tokens + done, nb, first, out);
+        infer_status st = infer__backend_forward(c, tokens + done, nb, first, out, err);
+        if (st != INFER_OK) return st;
     }
     c->logits_all = all_logits;
     c->n_last = n;

@@ -74,6 +74,8 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
     /* The first token's time is the time to first token; the generation
        figures cover the tokens after it, each timed from the one before. */
     t_prev = t1;
+    /* no allocation in the token loop: room for as many as the context lets come */
+    if (n_predict > 0) stbds_arrsetcap(c->gen_tokens, INFER__MIN(n_predict, c->n_ctx - c->n_past + 1));
     for (i = 0; i < n_predict; i++) {
         infer_token tok = infer_sampler_sample(s, infer_get_logits(c, -1));
         double tn = infer__now_ms();

@@ -92,7 +92,8 @@ typedef enum infer_status {
     INFER_ERR_UNSUPPORTED,  /* valid but not (yet) supported: architecture, type, version */
     INFER_ERR_NOMEM,
     INFER_ERR_ARG,          /* bad argument from the caller */
-    INFER_ERR_CONTEXT_FULL  /* tokens do not fit in the context */
+    INFER_ERR_CONTEXT_FULL, /* tokens do not fit in the context */
+    INFER_ERR_DEVICE        /* the GPU or its runtime failed (no GPU, out of GPU memory) */
 } infer_status;
 
 typedef struct infer_error {
@@ -150,12 +151,23 @@ INFERDEF const char *infer_type_name(infer_type t);
 
 /* ---- Model ------------------------------------------------------------ */
 
+/* Where the forward pass runs. CUDA needs the implementation compiled with
+   INFER_CUDA and infer_cuda.cu linked (nvcc); a build without it refuses
+   CUDA and runs AUTO on the CPU. In a CUDA build AUTO (the default) takes
+   the first GPU when there is one and the model's formats run there, else
+   it runs on the CPU and says why through infer_model_warning; CUDA with
+   no GPU is an error. The environment variable INFER_DEVICE=cpu|cuda|auto
+   replaces AUTO (only AUTO), as INFER_ISA picks the CPU's kernels. */
 typedef enum infer_device { INFER_DEVICE_CPU = 0, INFER_DEVICE_CUDA, INFER_DEVICE_AUTO } infer_device;
 
 typedef struct infer_model_params {
     int vocab_only;        /* load metadata and tokenizer only */
-    infer_device device;
+    infer_device device;   /* default AUTO */
 } infer_model_params;
+
+/* "cpu", "cuda", "auto"; and back (-1 for an unknown name). */
+INFERDEF const char *infer_device_name(infer_device d);
+INFERDEF int infer_device_from_name(const char *name);
 
 INFERDEF infer_model_params infer_model_default_params(void);
 INFERDEF infer_model *infer_model_load(const char *path, const infer_model_params *params, infer_error *err);
@@ -170,9 +182,14 @@ INFERDEF int infer_model_is_eog(const infer_model *m, infer_token t); /* end of 
 INFERDEF int infer_model_add_bos(const infer_model *m);
 INFERDEF double infer_model_load_ms(const infer_model *m);
 /* One line the caller may want to show the user about how the file was
-   read (e.g. a missing pre-tokenizer name, defaulted), or NULL. */
+   read (e.g. a missing pre-tokenizer name, defaulted) and, when device auto
+   fell back to the CPU, why; or NULL. */
 INFERDEF const char *infer_model_warning(const infer_model *m);
 INFERDEF size_t infer_model_weight_bytes(const infer_model *m);
+/* Where this model's forward pass runs: INFER_DEVICE_CPU or _CUDA. */
+INFERDEF infer_device infer_model_device(const infer_model *m);
+/* The GPU's name ("NVIDIA H100 ..., sm_90") for a CUDA model, else "cpu". */
+INFERDEF const char *infer_model_device_name(const infer_model *m);
 /* One-line summary: architecture, dims, layers, heads, vocab. */
 INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
 
@@ -207,6 +224,8 @@ typedef struct infer_context_params {
     int n_ctx;        /* tokens of KV cache; 0 = min(model's, 4096) */
     int n_batch;      /* most tokens one forward pass takes; 0 = 512 */
     int n_threads;    /* 0 = 1 */
+    infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
+                           means) or INFER_TYPE_Q8_0, half the memory */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
@@ -216,6 +235,8 @@ INFERDEF int infer_context_n_ctx(const infer_context *c);
 INFERDEF int infer_context_n_past(const infer_context *c);
 /* The instruction set its kernels use: scalar, avx2, avx512 or neon. */
 INFERDEF const char *infer_context_isa(const infer_context *c);
+/* Where its forward pass runs (its model's device). */
+INFERDEF infer_device infer_context_device(const infer_context *c);
 /* Forgets every position from n_past on (0 clears the cache). */
 INFERDEF void infer_context_truncate(infer_context *c, int n_past);
 /* Runs the model on n tokens at positions n_past.., appending them to the KV

@@ -141,6 +141,7 @@ typedef struct infer__blob {
 } infer__blob;
 static int infer__blob_open(infer__blob *b, const char *path, infer_error *err);
 static void infer__blob_close(infer__blob *b);
+static void infer__blob_forget(const infer__blob *b, const void *p, size_t len);
 
 /* ---- gguf.c ---- */
 typedef struct infer__str {
@@ -251,20 +252,51 @@ typedef void (*infer__from_float_fn)(const float *src, void *dst, int64_t n);
    registers (the same products as the vec_dot loop, summed in another order) */
 typedef void (*infer__gemm_fn)(int n, const void *w, size_t w_stride, int n_rows, const void *x, size_t x_stride,
                                int n_tok, float *y, size_t ldy);
+/* Packed weights (pack.c): rows regrouped at context creation in groups of
+   INFER__PACK_ROWS so that SIMD lanes are output rows. A packed matrix is
+   a run of equal-size groups (each a multiple of 64 bytes); group g starts
+   at byte pack_size(n, g * INFER__PACK_ROWS) (infer__pack_offset), so
+   threads may pack, or multiply, disjoint runs of whole groups. The buffer
+   should be 64-byte aligned (faster, not required). gemm_packed is
+   reentrant and uses up to ~70 KiB of stack. */
+#define INFER__PACK_ROWS 16
+/* bytes a packed copy of `rows` rows of n values needs (rows padded up to a
+   multiple of INFER__PACK_ROWS); 0 = no packed form */
+typedef size_t (*infer__pack_size_fn)(int64_t n, int64_t rows);
+/* packs rows [0, rows) of n values (row r at w + r * w_stride) into dst
+   (pack_size(n, rows) bytes); padding rows of the last group are zero */
+typedef void (*infer__pack_fn)(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+/* y[t * ldy + r] = vec_dot(n, row r, x + t * x_stride) for r < n_rows,
+   t < n_tok (x in the vec_dot_type); packed points at the group holding row
+   0 (so n_rows rows from there, rounded up to whole groups, must be
+   packed); only the n_rows outputs per token are written */
+typedef void (*infer__gemm_packed_fn)(int n, const void *packed, int n_rows, const void *x, size_t x_stride, int n_tok,
+                                      float *y, size_t ldy);
 typedef struct infer__kernels {
     infer__isa isa;
     infer__vec_dot_fn vec_dot[INFER_TYPE_COUNT];       /* by weight type */
     infer__from_float_fn from_float[INFER_TYPE_COUNT]; /* by activation type */
     infer__gemm_fn gemm[INFER_TYPE_COUNT];             /* by weight type; NULL: the vec_dot loop */
+    /* by weight type; NULL: no packed form (use gemm/vec_dot): see pack.c */
+    infer__pack_size_fn pack_size[INFER_TYPE_COUNT];
+    infer__pack_fn pack[INFER_TYPE_COUNT];
+    infer__gemm_packed_fn gemm_packed[INFER_TYPE_COUNT];
+    /* elementwise math (vecmath.c): g = silu(g) * u; RMSNorm's sum of squares */
+    void (*silu_mul)(float *g, const float *u, int n);
+    double (*sum_squares)(const float *x, int n);
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */
 static int infer__kernels_select(infer__kernels *k, infer_error *err);
 static const char *infer__isa_name(infer__isa isa);
+/* byte offset of the packed group holding row `row` (a multiple of
+   INFER__PACK_ROWS) of a matrix of type t with rows of n values */
+static size_t infer__pack_offset(const infer__kernels *k, infer_type t, int64_t n, int64_t row);
 /* Each returns 0 when this build or CPU cannot run that ISA. */
 static int infer__simd_avx2_install(infer__kernels *k);
 static int infer__simd_avx512_install(infer__kernels *k);
 static int infer__simd_neon_install(infer__kernels *k);
+static void infer__vecmath_install(infer__kernels *k);
 
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;
@@ -298,6 +330,9 @@ struct infer_model {
     infer__layer *layers;
     unsigned char *bound; /* during load: which file tensors the model uses */
     double load_ms;
+    infer_device device;  /* where the forward pass runs: CPU or CUDA (gpu.c) */
+    void *gpu;            /* the weights on the GPU (infer_cuda.cu), or NULL */
+    char *device_note;    /* why auto chose the CPU, joined to the vocab's warning */
 };
 static const infer_vocab *infer__model_vocab(const infer_model *m);
 
@@ -309,5 +344,9 @@ static void infer__pool_free(infer__pool *p);
 static int infer__pool_size(const infer__pool *p);
 /* Runs fn(arg, i, n) on every worker i of n and returns when all are done. */
 static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg);
+/* Inside a task: returns once every worker of the pool has reached it. */
+static void infer__pool_barrier(infer__pool *p);
+/* Hands out work items: returns *v and adds 1, atomically. */
+static int infer__atomic_next(int *v);
 
 #endif /* INFER_INTERNAL_H */

@@ -189,8 +189,16 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
     infer_model *m;
     if (!g) return NULL;
     if (!params) params = &defaults;
+#ifndef INFER_CUDA
     if (params->device == INFER_DEVICE_CUDA) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED, "device cuda requested, but this build has no CUDA backend");
+        infer_gguf_close(g);
+        return NULL;
+    }
+#endif
+    if (params->device != INFER_DEVICE_CPU && params->device != INFER_DEVICE_CUDA &&
+        params->device != INFER_DEVICE_AUTO) {
+        infer__set_error(err, INFER_ERR_ARG, "unknown device %d", (int)params->device);
         infer_gguf_close(g);
         return NULL;
     }
@@ -210,6 +218,7 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
             goto fail;
         }
         if (!infer__model_load_hparams(m, err) || !infer__model_bind_weights(m, err)) goto fail;
+        if (!infer__model_place(m, params->device, err)) goto fail;
     }
     INFER_FREE(m->bound);
     m->bound = NULL;
@@ -233,6 +242,8 @@ INFERDEF infer_model *infer_model_load_memory(const void *data, size_t size, con
 
 INFERDEF void infer_model_free(infer_model *m) {
     if (!m) return;
+    infer__model_unplace(m);
+    INFER_FREE(m->device_note);
     if (m->vocab) infer__vocab_free(m->vocab);
     INFER_FREE(m->layers);
     INFER_FREE(m->bound);
@@ -248,7 +259,10 @@ INFERDEF infer_token infer_model_eos(const infer_model *m) { return infer__vocab
 INFERDEF int infer_model_is_eog(const infer_model *m, infer_token t) { return infer__vocab_is_eog(m->vocab, t); }
 INFERDEF int infer_model_add_bos(const infer_model *m) { return infer__vocab_add_bos(m->vocab); }
 INFERDEF double infer_model_load_ms(const infer_model *m) { return m->load_ms; }
-INFERDEF const char *infer_model_warning(const infer_model *m) { return infer__vocab_warning(m->vocab); }
+INFERDEF const char *infer_model_warning(const infer_model *m) {
+    return m->device_note ? m->device_note : infer__vocab_warning(m->vocab);
+}
+INFERDEF infer_device infer_model_device(const infer_model *m) { return m->device; }
 
 INFERDEF size_t infer_model_weight_bytes(const infer_model *m) {
     size_t n = 0;

@@ -15,6 +15,7 @@
 #define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), unused))
 #define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), always_inline, unused))
 #define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), unused))
+#define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), always_inline, unused))
 
 /* ---- float formats ---- */
 
@@ -506,6 +507,568 @@ INFER__GEMM_DRIVER(infer__vnni_q4_K_gemm, infer__vnni_q4_K_tile, INFER__QK_K)
 #undef INFER__LD
 #undef INFER__VSCALE
 #undef INFER__VH
+
+/* ---- packed weights (pack.c's layouts): 16 rows in the lanes ----
+   A tile is one group of 16 rows x T tokens: per 4 k-values one weight
+   vector, dotted by dpbusd with each token's 4 activation bytes
+   broadcast. The int32 sums of a block start at the activation-side
+   offset correction (-8 or -128 times sum(x), per token and block, from a
+   small table made once per call), so they equal vec_dot's integer sums;
+   then one convert and FMA with d_w * d_x per block and token. */
+#define INFER__PK_TMAX 12   /* tokens per tile: 2 * 12 accumulators */
+#define INFER__PK_AUX 8192  /* (token, block) entries of the activation table, on the stack (64 KiB) */
+
+INFER__AVX512VNNI_INLINE __m512i infer__pk_bcast(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* per token t < n_tok and block b < nb of Q8_0 activations: d_x, and
+   -off * sum(qs) */
+INFER__AVX512VNNI_INLINE void infer__pk_q8_aux(const uint8_t *x, size_t x_stride, int n_tok, int nb, int off, float *dx,
+                                               int32_t *cx) {
+    int t, b;
+    for (t = 0; t < n_tok; t++) {
+        const infer__block_q8_0 *xb = (const infer__block_q8_0 *)(x + (size_t)t * x_stride);
+        for (b = 0; b < nb; b++) {
+            /* sad of (x + 128) against 0: four sums of 8 unsigned bytes */
+            __m256i s = _mm256_sad_epu8(_mm256_xor_si256(_mm256_loadu_si256((const __m256i *)xb[b].qs),
+                                                         _mm256_set1_epi8((char)0x80)),
+                                        _mm256_setzero_si256());
+            __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            h = _mm_add_epi64(h, _mm_unpackhi_epi64(h, h));
+            dx[t * nb + b] = _cvtsh_ss(xb[b].d);
+            cx[t * nb + b] = -off * (_mm_cvtsi128_si32(h) - 32 * 128);
+        }
+    }
+}
+
+/* QB quant bytes per row and block: 16 (Q4_0, nibbles) or 32 (Q8_0). T <= 4
+   splits each token's sum into two accumulators (lo/hi nibbles or even/odd
+   words) so the dpbusd chains are half as long. */
+INFER__AVX512VNNI_INLINE void infer__pk_tile_32(const int QB, const int T, int nb, const uint8_t *gp,
+                                                const uint8_t *x, size_t x_stride, const float *dx, const int32_t *cx,
+                                                int aux_stride, float *y, size_t ldy, __mmask16 m, int add) {
+    __m512 f[INFER__PK_TMAX];
+    __m512i a[INFER__PK_TMAX], a2[INFER__PK_TMAX];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const int split = T <= 4;
+    int b, j, t;
+    for (t = 0; t < T; t++) f[t] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *q = gp + infer__pack_q_at(b, QB), *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
+        __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + infer__pack_d_at(b, QB))));
+        for (t = 0; t < T; t++) {
+            a[t] = _mm512_set1_epi32(cx[t * aux_stride + b]);
+            if (split) a2[t] = _mm512_setzero_si512();
+        }
+        if (QB == 16) {
+            for (j = 0; j < 4; j++) {
+                __m512i v = _mm512_loadu_si512((const void *)(q + 64 * j));
+                /* split: the high nibbles in place (16 * value), one op
+                   instead of two; their sum is 16 times too large, exactly */
+                __m512i lo = _mm512_and_si512(v, m4),
+                        hi = split ? _mm512_xor_si512(v, lo) : _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                for (t = 0; t < T; t++) a[t] = _mm512_dpbusd_epi32(a[t], lo, infer__pk_bcast(xq + t * x_stride + 4 * j));
+                for (t = 0; t < T; t++) {
+                    __m512i xv = infer__pk_bcast(xq + t * x_stride + 16 + 4 * j);
+                    if (split) a2[t] = _mm512_dpbusd_epi32(a2[t], hi, xv);
+                    else a[t] = _mm512_dpbusd_epi32(a[t], hi, xv);
+                }
+            }
+        } else {
+            for (j = 0; j < 8; j += 2) {
+                __m512i v0 = _mm512_loadu_si512((const void *)(q + 64 * j));
+                __m512i v1 = _mm512_loadu_si512((const void *)(q + 64 * j + 64));
+                for (t = 0; t < T; t++) a[t] = _mm512_dpbusd_epi32(a[t], v0, infer__pk_bcast(xq + t * x_stride + 4 * j));
+                for (t = 0; t < T; t++) {
+                    __m512i xv = infer__pk_bcast(xq + t * x_stride + 4 * j + 4);
+                    if (split) a2[t] = _mm512_dpbusd_epi32(a2[t], v1, xv);
+                    else a[t] = _mm512_dpbusd_epi32(a[t], v1, xv);
+                }
+            }
+        }
+        for (t = 0; t < T; t++) {
+            __m512i s = !split ? a[t] : _mm512_add_epi32(a[t], QB == 16 ? _mm512_srai_epi32(a2[t], 4) : a2[t]);
+            f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b])), f[t]);
+        }
+    }
+    for (t = 0; t < T; t++) {
+        float *yt = y + (size_t)t * ldy;
+        if (add) f[t] = _mm512_add_ps(f[t], _mm512_maskz_loadu_ps(m, yt));
+        _mm512_mask_storeu_ps(yt, m, f[t]);
+    }
+}
+
+INFER__AVX512VNNI_INLINE void infer__pk_tile_32_any(int QB, int T, int nb, const uint8_t *gp,
+                                                    const uint8_t *x, size_t x_stride, const float *dx, const int32_t *cx,
+                                                    int aux_stride, float *y, size_t ldy, __mmask16 m, int add) {
+#define INFER__PK_CASE(QQ, TT) \
+    case TT: infer__pk_tile_32(QQ, TT, nb, gp, x, x_stride, dx, cx, aux_stride, y, ldy, m, add); break;
+    if (QB == 16) {
+        switch (T) {
+            INFER__PK_CASE(16, 1) INFER__PK_CASE(16, 2) INFER__PK_CASE(16, 3) INFER__PK_CASE(16, 4)
+            INFER__PK_CASE(16, 5) INFER__PK_CASE(16, 6) INFER__PK_CASE(16, 7) INFER__PK_CASE(16, 8)
+            INFER__PK_CASE(16, 9) INFER__PK_CASE(16, 10) INFER__PK_CASE(16, 11) default: INFER__PK_CASE(16, 12)
+        }
+    } else {
+        switch (T) {
+            INFER__PK_CASE(32, 1) INFER__PK_CASE(32, 2) INFER__PK_CASE(32, 3) INFER__PK_CASE(32, 4)
+            INFER__PK_CASE(32, 5) INFER__PK_CASE(32, 6) INFER__PK_CASE(32, 7) INFER__PK_CASE(32, 8)
+            INFER__PK_CASE(32, 9) INFER__PK_CASE(32, 10) INFER__PK_CASE(32, 11) default: INFER__PK_CASE(32, 12)
+        }
+    }
+#undef INFER__PK_CASE
+}
+
+/* The driver: k in slices that keep the activation table on the stack,
+   tokens in chunks that fit it, and per chunk every group with its weights
+   kept hot in cache while the chunk's token tiles pass over them. */
+INFER__AVX512VNNI_INLINE void infer__pk_gemm_32(int QB, int off, int n, const void *packed, int n_rows, const void *xv,
+                                                size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float dx[INFER__PK_AUX];
+    int32_t cx[INFER__PK_AUX];
+    const uint8_t *x = (const uint8_t *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, k0, t0, t, g;
+    size_t gbytes = infer__pack_group_bytes(n, QB);
+    for (k0 = 0; k0 < nb; k0 += INFER__PK_AUX) {
+        int kn = INFER__MIN(INFER__PK_AUX, nb - k0), chunk = INFER__PK_AUX / kn;
+        if (chunk > INFER__PK_TMAX) chunk -= chunk % INFER__PK_TMAX;
+        for (t0 = 0; t0 < n_tok; t0 += chunk) {
+            int tc = INFER__MIN(chunk, n_tok - t0);
+            const uint8_t *xc = x + (size_t)t0 * x_stride + (size_t)k0 * sizeof(infer__block_q8_0);
+            infer__pk_q8_aux(xc, x_stride, tc, kn, off, dx, cx);
+            for (g = 0; g < ng; g++) {
+                /* k0 is even: a whole number of pairs in */
+                const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes + infer__pack_q_at(k0, QB);
+                int rem = n_rows - g * INFER__PACK_ROWS;
+                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                for (t = 0; t < tc; t += INFER__PK_TMAX)
+                    infer__pk_tile_32_any(QB, INFER__MIN(INFER__PK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
+                                          x_stride, dx + t * kn, cx + t * kn, kn,
+                                          y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS, ldy, m, k0 > 0);
+            }
+        }
+    }
+}
+
+/* One token against packed Q8_0 rows, summed in llama.cpp's order (its
+   vec_dot and its tinyBLAS tiles alike): per row eight float sums, one per
+   4-byte word of the 32-value blocks, each taking d_w * d_x times the
+   word's integer dot block after block, then added as its hsum_float_8
+   does. Float rounding is then the same as llama.cpp's, which matters on
+   models that amplify the last bit (a generation step is memory-bound, so
+   the extra converts cost nothing here). */
+INFER__AVX512VNNI static void infer__vnni_q8_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                           float *y) {
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
+    size_t gbytes = infer__pack_group_bytes(n, 32);
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int rem = n_rows - g * INFER__PACK_ROWS;
+        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+        __m512 f[8], sum;
+        for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
+        for (b = 0; b < nb; b++) {
+            const uint8_t *q = gp + infer__pack_q_at(b, 32);
+            __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + infer__pack_d_at(b, 32)))),
+                                     _mm512_set1_ps(_cvtsh_ss(x[b].d)));
+            /* the weights carry +128: take 128 * (the word's sum of x) back */
+            int32_t corr[8];
+            _mm256_storeu_si256((__m256i *)corr,
+                                _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                                                                      _mm256_loadu_si256((const __m256i *)x[b].qs)),
+                                                  7));
+            for (j = 0; j < 8; j++) {
+                __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[j]), _mm512_loadu_si512((const void *)(q + 64 * j)),
+                                                infer__pk_bcast((const uint8_t *)x[b].qs + 4 * j));
+                f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), f[j]);
+            }
+        }
+        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
+                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, sum);
+    }
+}
+
+/* The same for Q4_0: word j's low nibbles are the values of llama.cpp's
+   lane j, its high nibbles those of lane 4 + j; the nibbles count from 0,
+   so 8 * (the lane's sum of x) is taken back. */
+INFER__AVX512VNNI static void infer__vnni_q4_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                           float *y) {
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
+    size_t gbytes = infer__pack_group_bytes(n, 16);
+    const __m256i ones = _mm256_set1_epi8(1);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int rem = n_rows - g * INFER__PACK_ROWS;
+        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+        __m512 f[8], sum;
+        for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
+        for (b = 0; b < nb; b++) {
+            const uint8_t *q = gp + infer__pack_q_at(b, 16), *xq = (const uint8_t *)x[b].qs;
+            __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + infer__pack_d_at(b, 16)))),
+                                     _mm512_set1_ps(_cvtsh_ss(x[b].d)));
+            int32_t corr[8];
+            _mm256_storeu_si256((__m256i *)corr,
+                                _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                                                                      _mm256_loadu_si256((const __m256i *)xq)),
+                                                  3));
+            for (j = 0; j < 4; j++) {
+                __m512i v = _mm512_loadu_si512((const void *)(q + 64 * j));
+                __m512i lo = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[j]), _mm512_and_si512(v, m4),
+                                                 infer__pk_bcast(xq + 4 * j));
+                __m512i hi = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[4 + j]),
+                                                 _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                                                 infer__pk_bcast(xq + 16 + 4 * j));
+                f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lo), f[j]);
+                f[4 + j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(hi), f[4 + j]);
+            }
+        }
+        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
+                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, sum);
+    }
+}
+
+INFER__AVX512VNNI static void infer__vnni_q8_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    if (n_tok == 1) infer__vnni_q8_0_gemv_packed(n, packed, n_rows, x, y);
+    else infer__pk_gemm_32(32, 128, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    if (n_tok == 1) infer__vnni_q4_0_gemv_packed(n, packed, n_rows, x, y);
+    else infer__pk_gemm_32(16, 8, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+
+/* Q4_K and Q6_K (activations Q8_K): per sub-block an int32 sum per row and
+   token (dpbusd, as above), converted and FMA'd with the sub-block's
+   d * scale into a per-block float sum; the block's sum meets d_x once.
+   Q4_K's mins: dmin * sum_j min_j * (sum of x over sub-block j), the
+   integer part by dpwssd of the packed int16 min pairs with pairs of
+   activation sums; Q6_K's -32 * sum(x) starts each sub-block's sum. */
+#define INFER__PKK_TMAX 8
+#define INFER__PKK_AUX 1024 /* (token, block) entries of the activation table (68 KiB) */
+
+/* per token and block: d_x, and 16 int32: Q6_K: -32 * bsums[j]; Q4_K:
+   words k < 4 with the int16 pair of sums over sub-blocks 2k, 2k+1 */
+INFER__AVX512VNNI_INLINE void infer__pk_q8_K_aux(int q6, const uint8_t *x, size_t x_stride, int n_tok, int nb, float *dx,
+                                                 int32_t *ci) {
+    int t, b, j;
+    for (t = 0; t < n_tok; t++) {
+        const infer__block_q8_K *xb = (const infer__block_q8_K *)(x + (size_t)t * x_stride);
+        for (b = 0; b < nb; b++) {
+            int32_t *c = ci + ((size_t)t * nb + b) * 16;
+            const int16_t *bs = xb[b].bsums;
+            dx[t * nb + b] = xb[b].d;
+            if (q6)
+                for (j = 0; j < 16; j++) c[j] = -32 * bs[j];
+            else
+                for (j = 0; j < 4; j++)
+                    c[j] = (int32_t)((uint32_t)(uint16_t)(bs[4 * j] + bs[4 * j + 1]) |
+                                     (uint32_t)(uint16_t)(bs[4 * j + 2] + bs[4 * j + 3]) << 16);
+        }
+    }
+}
+
+INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb, const uint8_t *gp, const uint8_t *x,
+                                               size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
+                                               float *y, size_t ldy, __mmask16 m, int add) {
+    __m512 f[INFER__PKK_TMAX], ba[INFER__PKK_TMAX];
+    __m512i s[INFER__PKK_TMAX], s2[INFER__PKK_TMAX];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const int split = T <= 2; /* odd words into a second sum: shorter dpbusd chains when few tokens */
+    int b, j, k, t;
+    for (t = 0; t < T; t++) f[t] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_K) + 4; /* qs, after the float d */
+        if (Q6) {
+            const uint8_t *o = gp + (size_t)b * INFER__PACK_Q6_K_BLOCK;
+            const __m512i m30 = _mm512_set1_epi8(0x30);
+            __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 256)));
+            for (t = 0; t < T; t++) ba[t] = _mm512_setzero_ps();
+            for (j = 0; j < 16; j++) {
+                __m512 sc = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)))), d);
+                const uint8_t *sb = o + 320 + j * 192;
+                __m512i lo = _mm512_loadu_si512((const void *)sb), lo2 = _mm512_loadu_si512((const void *)(sb + 64));
+                __m512i hi = _mm512_loadu_si512((const void *)(sb + 128)), q[4];
+                /* value = low 4 bits | top 2 bits << 4: (a & 0x0f) | b is ternlog 0xEA; the
+                   16-bit shifts' spill into the neighbouring byte is masked off */
+                q[0] = _mm512_ternarylogic_epi32(lo, m4, _mm512_and_si512(_mm512_slli_epi16(hi, 4), m30), 0xEA);
+                q[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(lo, 4), m4, _mm512_and_si512(_mm512_slli_epi16(hi, 2), m30), 0xEA);
+                q[2] = _mm512_ternarylogic_epi32(lo2, m4, _mm512_and_si512(hi, m30), 0xEA);
+                q[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(lo2, 4), m4, _mm512_and_si512(_mm512_srli_epi16(hi, 2), m30), 0xEA);
+                for (t = 0; t < T; t++) {
+                    s[t] = _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + j]);
+                    if (split) s2[t] = _mm512_setzero_si512();
+                }
+                for (k = 0; k < 4; k++) {
+                    __m512i v = q[k];
+                    for (t = 0; t < T; t++) {
+                        __m512i xv = infer__pk_bcast(xq + t * x_stride + 16 * j + 4 * k);
+                        if (split && (k & 1)) s2[t] = _mm512_dpbusd_epi32(s2[t], v, xv);
+                        else s[t] = _mm512_dpbusd_epi32(s[t], v, xv);
+                    }
+                }
+                for (t = 0; t < T; t++) {
+                    if (split) s[t] = _mm512_add_epi32(s[t], s2[t]);
+                    ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
+                }
+            }
+        } else {
+            const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
+            __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 384)));
+            __m512 nd = _mm512_xor_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 416))), _mm512_set1_ps(-0.0f));
+            for (t = 0; t < T; t++) s[t] = _mm512_setzero_si512();
+            for (k = 0; k < 4; k++) {
+                __m512i mv = _mm512_loadu_si512((const void *)(o + 128 + 64 * k));
+                for (t = 0; t < T; t++)
+                    s[t] = _mm512_dpwssd_epi32(s[t], mv, _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + k]));
+            }
+            for (t = 0; t < T; t++) ba[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), nd);
+            for (j = 0; j < 8; j++) {
+                __m512 sc = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)))), d);
+                for (t = 0; t < T; t++) {
+                    s[t] = _mm512_setzero_si512();
+                    if (split) s2[t] = _mm512_setzero_si512();
+                }
+                for (k = 0; k < 8; k++) {
+                    __m512i v = _mm512_loadu_si512((const void *)(o + 448 + ((j >> 1) * 8 + k) * 64));
+                    v = (j & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
+                    for (t = 0; t < T; t++) {
+                        __m512i xv = infer__pk_bcast(xq + t * x_stride + 32 * j + 4 * k);
+                        if (split && (k & 1)) s2[t] = _mm512_dpbusd_epi32(s2[t], v, xv);
+                        else s[t] = _mm512_dpbusd_epi32(s[t], v, xv);
+                    }
+                }
+                for (t = 0; t < T; t++) {
+                    if (split) s[t] = _mm512_add_epi32(s[t], s2[t]);
+                    ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
+                }
+            }
+        }
+        for (t = 0; t < T; t++) f[t] = _mm512_fmadd_ps(ba[t], _mm512_set1_ps(dx[t * aux_stride + b]), f[t]);
+    }
+    for (t = 0; t < T; t++) {
+        float *yt = y + (size_t)t * ldy;
+        if (add) f[t] = _mm512_add_ps(f[t], _mm512_maskz_loadu_ps(m, yt));
+        _mm512_mask_storeu_ps(yt, m, f[t]);
+    }
+}
+
+INFER__AVX512VNNI_INLINE void infer__pk_tile_k_any(int Q6, int T, int nb, const uint8_t *gp, const uint8_t *x,
+                                                   size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
+                                                   float *y, size_t ldy, __mmask16 m, int add) {
+#define INFER__PK_CASE(QQ, TT) \
+    case TT: infer__pk_tile_k(QQ, TT, nb, gp, x, x_stride, dx, ci, aux_stride, y, ldy, m, add); break;
+    if (Q6) {
+        switch (T) {
+            INFER__PK_CASE(1, 1) INFER__PK_CASE(1, 2) INFER__PK_CASE(1, 3) INFER__PK_CASE(1, 4)
+            INFER__PK_CASE(1, 5) INFER__PK_CASE(1, 6) INFER__PK_CASE(1, 7) default: INFER__PK_CASE(1, 8)
+        }
+    } else {
+        switch (T) {
+            INFER__PK_CASE(0, 1) INFER__PK_CASE(0, 2) INFER__PK_CASE(0, 3) INFER__PK_CASE(0, 4)
+            INFER__PK_CASE(0, 5) INFER__PK_CASE(0, 6) INFER__PK_CASE(0, 7) default: INFER__PK_CASE(0, 8)
+        }
+    }
+#undef INFER__PK_CASE
+}
+
+/* as infer__pk_gemm_32, with 256-value blocks */
+INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int Q6, int n, const void *packed, int n_rows, const void *xv,
+                                               size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float dx[INFER__PKK_AUX];
+    int32_t ci[INFER__PKK_AUX * 16];
+    const uint8_t *x = (const uint8_t *)xv;
+    size_t bbytes = Q6 ? INFER__PACK_Q6_K_BLOCK : INFER__PACK_Q4_K_BLOCK;
+    int nb = n / INFER__QK_K, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, k0, t0, t, g;
+    for (k0 = 0; k0 < nb; k0 += INFER__PKK_AUX) {
+        int kn = INFER__MIN(INFER__PKK_AUX, nb - k0), chunk = INFER__PKK_AUX / kn;
+        if (chunk > INFER__PKK_TMAX) chunk -= chunk % INFER__PKK_TMAX;
+        for (t0 = 0; t0 < n_tok; t0 += chunk) {
+            int tc = INFER__MIN(chunk, n_tok - t0);
+            const uint8_t *xc = x + (size_t)t0 * x_stride + (size_t)k0 * sizeof(infer__block_q8_K);
+            infer__pk_q8_K_aux(Q6, xc, x_stride, tc, kn, dx, ci);
+            for (g = 0; g < ng; g++) {
+                const uint8_t *gp = (const uint8_t *)packed + ((size_t)g * nb + k0) * bbytes;
+                int rem = n_rows - g * INFER__PACK_ROWS;
+                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                for (t = 0; t < tc; t += INFER__PKK_TMAX)
+                    infer__pk_tile_k_any(Q6, INFER__MIN(INFER__PKK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
+                                         x_stride, dx + t * kn, ci + (size_t)t * kn * 16, kn,
+                                         y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS, ldy, m, k0 > 0);
+            }
+        }
+    }
+}
+
+INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__pk_gemm_k(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX512VNNI static void infer__vnni_q6_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__pk_gemm_k(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+
+/* F16 x F16: the weights widened (vcvtph2ps, exact) and FMA'd with each
+   token's value broadcast from a float copy of a slice of the activations
+   (made once per slice, for a chunk of tokens). One token gets four
+   accumulators over k, two tokens two, so the FMA chains overlap. */
+#define INFER__PKF_TMAX 8
+#define INFER__PKF_TC 32    /* tokens per chunk */
+#define INFER__PKF_AUX 8192 /* floats of activations on the stack: a chunk's slice of k, 256 or more values */
+
+INFER__AVX512_INLINE void infer__pk_tile_f16(const int T, int kn, const uint16_t *gw, const float *xf, int ks, float *y,
+                                             size_t ldy, __mmask16 m, int add) {
+    enum { NA = 4 };
+    __m512 acc[INFER__PKF_TMAX][NA];
+    const int na = T == 1 ? 4 : T == 2 ? 2 : 1;
+    int k = 0, t, a;
+    for (t = 0; t < T; t++)
+        for (a = 0; a < na; a++) acc[t][a] = _mm512_setzero_ps();
+    for (; k + na <= kn; k += na)
+        for (a = 0; a < na; a++) {
+            __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)(k + a) * 16)));
+            for (t = 0; t < T; t++) acc[t][a] = _mm512_fmadd_ps(w, _mm512_set1_ps(xf[t * ks + k + a]), acc[t][a]);
+        }
+    for (; k < kn; k++) {
+        __m512 w = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16)));
+        for (t = 0; t < T; t++) acc[t][0] = _mm512_fmadd_ps(w, _mm512_set1_ps(xf[t * ks + k]), acc[t][0]);
+    }
+    for (t = 0; t < T; t++) {
+        float *yt = y + (size_t)t * ldy;
+        __m512 s = acc[t][0];
+        for (a = 1; a < na; a++) s = _mm512_add_ps(s, acc[t][a]);
+        if (add) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m, yt));
+        _mm512_mask_storeu_ps(yt, m, s);
+    }
+}
+
+INFER__AVX512 static void infer__avx512_f16_gemm_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                        size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float xf[INFER__PKF_AUX];
+    size_t gbytes = ((size_t)n * INFER__PACK_ROWS * 2 + 63) & ~(size_t)63;
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, t0, k0, t, g, i;
+    for (t0 = 0; t0 < n_tok; t0 += INFER__PKF_TC) {
+        /* few tokens, long slices: each group's weights read in long runs */
+        int tc = INFER__MIN(INFER__PKF_TC, n_tok - t0), ks = INFER__PKF_AUX / tc / 16 * 16;
+        for (k0 = 0; k0 < n; k0 += ks) {
+            int kn = INFER__MIN(ks, n - k0);
+            for (t = 0; t < tc; t++) {
+                const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)(t0 + t) * x_stride) + k0;
+                for (i = 0; i < kn; i += 16) {
+                    __mmask16 mk = (__mmask16)(kn - i >= 16 ? 0xffff : (1u << (kn - i)) - 1);
+                    _mm512_mask_storeu_ps(xf + t * ks + i, mk, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, x + i)));
+                }
+            }
+            for (g = 0; g < ng; g++) {
+                const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)g * gbytes) + (size_t)k0 * 16;
+                int rem = n_rows - g * INFER__PACK_ROWS;
+                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                for (t = 0; t < tc; t += INFER__PKF_TMAX) {
+                    float *yt = y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS;
+                    const float *xt = xf + t * ks;
+                    switch (INFER__MIN(INFER__PKF_TMAX, tc - t)) {
+                    case 1: infer__pk_tile_f16(1, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 2: infer__pk_tile_f16(2, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 3: infer__pk_tile_f16(3, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 4: infer__pk_tile_f16(4, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 5: infer__pk_tile_f16(5, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 6: infer__pk_tile_f16(6, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    case 7: infer__pk_tile_f16(7, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    default: infer__pk_tile_f16(8, kn, gw, xt, ks, yt, ldy, m, k0 > 0); break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* BF16 x BF16 with dpbf16ps: a 32-bit lane holds a row's pair of values
+   and the token's pair is broadcast straight from the activations, two
+   products per lane and instruction (as the BF16 vec_dot, subnormals
+   flushed). */
+#define INFER__PKB_TMAX 8
+
+INFER__AVX512BF16_INLINE __m512bh infer__pk_bcast_bf16(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return (__m512bh)_mm512_set1_epi32(v);
+}
+
+INFER__AVX512BF16_INLINE void infer__pk_tile_bf16(const int T, int n, const uint8_t *gw, const uint8_t *x, size_t x_stride,
+                                                  float *y, size_t ldy, __mmask16 m) {
+    enum { NA = 4 };
+    __m512 acc[INFER__PKB_TMAX][NA];
+    const int na = T == 1 ? 4 : T == 2 ? 2 : 1, np = n / 2;
+    int p = 0, t, a;
+    for (t = 0; t < T; t++)
+        for (a = 0; a < na; a++) acc[t][a] = _mm512_setzero_ps();
+    for (; p + na <= np; p += na)
+        for (a = 0; a < na; a++) {
+            __m512bh w = (__m512bh)_mm512_loadu_si512((const void *)(gw + (size_t)(p + a) * 64));
+            for (t = 0; t < T; t++)
+                acc[t][a] = _mm512_dpbf16_ps(acc[t][a], w, infer__pk_bcast_bf16(x + t * x_stride + 4 * (size_t)(p + a)));
+        }
+    for (; p < np; p++) {
+        __m512bh w = (__m512bh)_mm512_loadu_si512((const void *)(gw + (size_t)p * 64));
+        for (t = 0; t < T; t++)
+            acc[t][0] = _mm512_dpbf16_ps(acc[t][0], w, infer__pk_bcast_bf16(x + t * x_stride + 4 * (size_t)p));
+    }
+    if (n & 1) { /* the last value alone: its pair's second weight is zero, and so is the activation read here */
+        __m512bh w = (__m512bh)_mm512_loadu_si512((const void *)(gw + (size_t)np * 64));
+        for (t = 0; t < T; t++) {
+            uint16_t v;
+            memcpy(&v, x + t * x_stride + 4 * (size_t)np, 2);
+            acc[t][0] = _mm512_dpbf16_ps(acc[t][0], w, (__m512bh)_mm512_set1_epi32(v));
+        }
+    }
+    for (t = 0; t < T; t++) {
+        __m512 s = acc[t][0];
+        for (a = 1; a < na; a++) s = _mm512_add_ps(s, acc[t][a]);
+        _mm512_mask_storeu_ps(y + (size_t)t * ldy, m, s);
+    }
+}
+
+INFER__AVX512BF16 static void infer__avx512bf16_bf16_gemm_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                                 size_t x_stride, int n_tok, float *y, size_t ldy) {
+    size_t gbytes = ((size_t)((n + 1) / 2) * INFER__PACK_ROWS * 4 + 63) & ~(size_t)63;
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, t0, g;
+    /* tokens in chunks whose activations stay in L1/L2 while every group passes over them */
+    int chunk = INFER__MAX(INFER__PKB_TMAX, (int)((size_t)(256 << 10) / ((size_t)n * 2 + 1)) / INFER__PKB_TMAX * INFER__PKB_TMAX);
+    for (t0 = 0; t0 < n_tok; t0 += chunk) {
+        int tc = INFER__MIN(chunk, n_tok - t0), t;
+        for (g = 0; g < ng; g++) {
+            const uint8_t *gw = (const uint8_t *)packed + (size_t)g * gbytes;
+            int rem = n_rows - g * INFER__PACK_ROWS;
+            __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+            for (t = t0; t < t0 + tc; t += INFER__PKB_TMAX) {
+                const uint8_t *xt = (const uint8_t *)xv + (size_t)t * x_stride;
+                float *yt = y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS;
+                switch (INFER__MIN(INFER__PKB_TMAX, t0 + tc - t)) {
+                case 1: infer__pk_tile_bf16(1, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 2: infer__pk_tile_bf16(2, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 3: infer__pk_tile_bf16(3, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 4: infer__pk_tile_bf16(4, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 5: infer__pk_tile_bf16(5, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 6: infer__pk_tile_bf16(6, n, gw, xt, x_stride, yt, ldy, m); break;
+                case 7: infer__pk_tile_bf16(7, n, gw, xt, x_stride, yt, ldy, m); break;
+                default: infer__pk_tile_bf16(8, n, gw, xt, x_stride, yt, ldy, m); break;
+                }
+            }
+        }
+    }
+}
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx512_install(infer__kernels *k) {
@@ -518,6 +1081,9 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
+    k->pack_size[INFER_TYPE_F16] = infer__pack_f16_size;
+    k->pack[INFER_TYPE_F16] = infer__pack_f16;
+    k->gemm_packed[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
@@ -532,8 +1098,25 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->gemm[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm;
         k->gemm[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm;
         k->gemm[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm;
+        k->pack_size[INFER_TYPE_Q4_0] = infer__pack_q4_0_size;
+        k->pack[INFER_TYPE_Q4_0] = infer__pack_q4_0;
+        k->gemm_packed[INFER_TYPE_Q4_0] = infer__vnni_q4_0_gemm_packed;
+        k->pack_size[INFER_TYPE_Q8_0] = infer__pack_q8_0_size;
+        k->pack[INFER_TYPE_Q8_0] = infer__pack_q8_0;
+        k->gemm_packed[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm_packed;
+        k->pack_size[INFER_TYPE_Q4_K] = infer__pack_q4_K_size;
+        k->pack[INFER_TYPE_Q4_K] = infer__pack_q4_K;
+        k->gemm_packed[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm_packed;
+        k->pack_size[INFER_TYPE_Q6_K] = infer__pack_q6_K_size;
+        k->pack[INFER_TYPE_Q6_K] = infer__pack_q6_K;
+        k->gemm_packed[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm_packed;
     }
-    if (__builtin_cpu_supports("avx512bf16")) k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
+    if (__builtin_cpu_supports("avx512bf16")) {
+        k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
+        k->pack_size[INFER_TYPE_BF16] = infer__pack_bf16_size;
+        k->pack[INFER_TYPE_BF16] = infer__pack_bf16;
+        k->gemm_packed[INFER_TYPE_BF16] = infer__avx512bf16_bf16_gemm_packed;
+    }
     return 1;
 #else
     (void)k;

@@ -19,6 +19,8 @@ static infer__pool *infer__pool_new(int n_threads) {
 static void infer__pool_free(infer__pool *p) { INFER_FREE(p); }
 static int infer__pool_size(const infer__pool *p) { return p->n; }
 static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg) { (void)p; fn(arg, 0, 1); }
+static void infer__pool_barrier(infer__pool *p) { (void)p; }
+static int infer__atomic_next(int *v) { return (*v)++; }
 #else
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -41,6 +43,8 @@ struct infer__pool {
     int pending;         /* workers that have not finished the current op */
     int stop;
     int sleepers;        /* workers waiting on wake, under mu */
+    int bar_count;       /* workers at the barrier in this phase */
+    unsigned bar_phase;  /* bumped when the last one arrives */
     pthread_mutex_t mu;
     pthread_cond_t wake;
 };
@@ -155,4 +159,23 @@ static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg) {
         if (++spins % INFER__SPINS_BEFORE_YIELD == 0) sched_yield();
         else INFER__PAUSE();
 }
+
+/* A task's steps meet here: the last worker to arrive opens the next phase.
+   Workers spin (yielding now and then) since a step lasts microseconds. */
+static void infer__pool_barrier(infer__pool *p) {
+    unsigned phase;
+    long spins = 0;
+    if (p->n == 1) return;
+    phase = __atomic_load_n(&p->bar_phase, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&p->bar_count, 1, __ATOMIC_ACQ_REL) == p->n) {
+        __atomic_store_n(&p->bar_count, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&p->bar_phase, phase + 1, __ATOMIC_RELEASE);
+        return;
+    }
+    while (__atomic_load_n(&p->bar_phase, __ATOMIC_ACQUIRE) == phase)
+        if (++spins % INFER__SPINS_BEFORE_YIELD == 0) sched_yield();
+        else INFER__PAUSE();
+}
+
+static int infer__atomic_next(int *v) { return __atomic_fetch_add(v, 1, __ATOMIC_RELAXED); }
 #endif

@@ -184,3 +184,29 @@ static void infer__blob_close(infer__blob *b) {
     if (b->kind == 2) INFER_FREE((void *)b->data);
     memset(b, 0, sizeof *b);
 }
+
+/* Lets the pages of [p, p + len) of a mapped file go from this process's
+   memory (they come back from the page cache if read again): for weights
+   whose reader is a repacked copy. Nothing for memory the blob does not map
+   (a caller may have pointed a tensor elsewhere). */
+#if defined(__linux__) && !defined(INFER_NO_MMAP) && !defined(MADV_DONTNEED)
+/* strict C99 hides madvise; this is Linux's declaration and value */
+#define MADV_DONTNEED 4
+#ifdef __cplusplus
+extern "C" int madvise(void *addr, size_t len, int advice);
+#else
+int madvise(void *addr, size_t len, int advice);
+#endif
+#endif
+static void infer__blob_forget(const infer__blob *b, const void *p, size_t len) {
+#if defined(MADV_DONTNEED) && !defined(INFER_NO_MMAP)
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)p + page - 1) / page * page;
+    uintptr_t hi = ((uintptr_t)p + len) / page * page;
+    uintptr_t start = (uintptr_t)b->data, at = (uintptr_t)p;
+    if (b->kind == 1 && at >= start && len <= b->size && at - start <= b->size - len && hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#else
+    (void)b, (void)p, (void)len;
+#endif
+}
+

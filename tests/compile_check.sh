@@ -62,8 +62,23 @@ for cc in gcc clang; do
     "$tmp/user_$cc"
     echo "$cc: ok"
 done
+# The implementation's side of the CUDA backend (INFER_CUDA: calls into
+# infer_cuda.cu, compiled, not linked), and the backend interface alone, as
+# infer_cuda.cu includes it (INFER_BACKEND_INTERFACE, no implementation).
+cat > "$tmp/backend.c" <<'C'
+#define INFER_BACKEND_INTERFACE
+#include "infer.h"
+int backend_ok(const infer_backend_model *m) { return m->n_layers + INFER_BACKEND_UNSUPPORTED; }
+C
+for cc in gcc clang; do
+    command -v $cc >/dev/null 2>&1 || continue
+    $cc -std=c99 $flags -DINFER_CUDA "$tmp/impl.c" -o "$tmp/impl_cuda_$cc.o"
+    $cc -std=c99 $flags "$tmp/backend.c" -o "$tmp/backend_$cc.o"
+    echo "$cc INFER_CUDA: ok"
+done
 for cxx in g++ clang++; do
     command -v $cxx >/dev/null 2>&1 || { echo "skip $cxx: not installed"; continue; }
     $cxx -x c++ -std=c++11 $flags "$tmp/impl.c" -o "$tmp/impl_$cxx.o"
+    $cxx -x c++ -std=c++11 $flags -DINFER_CUDA "$tmp/impl.c" -o "$tmp/impl_cuda_$cxx.o"
     echo "$cxx: ok"
 done

@@ -51,6 +51,13 @@ static int check_logits(const float *l, int nv, const tu_json *top, float tol, c
     return top->n;
 }
 
+/* Workers per context: INFER_TEST_THREADS (ctest runs 1 to 4), else 2. */
+static int test_threads(void) {
+    const char *s = getenv("INFER_TEST_THREADS");
+    int n = s ? atoi(s) : 0;
+    return n > 0 ? n : 2;
+}
+
 static void check_one(const ref_case *rc, const char *ref_path) {
     char model_path[512], msg[1536];
     size_t len;
@@ -97,7 +104,7 @@ static void check_one(const ref_case *rc, const char *ref_path) {
        at a time (teacher forcing, as llama.cpp generated them): every
        position's logits within tolerance, and our own greedy choice equal
        to llama.cpp's until its first near-tie. */
-    cp.n_threads = 2;
+    cp.n_threads = test_threads();
     cp.n_ctx = np + ng + 8;
     c = infer_context_new(m, &cp, &err);
     cr_assert_not_null(c, "%s", err.msg);

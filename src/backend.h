@@ -1,0 +1,89 @@
+/* backend.h - the interface between the implementation and a backend that
+   runs the forward pass elsewhere (infer_cuda.cu, compiled by nvcc).
+
+   The CPU forward pass (forward.c) is the implementation's own; a GPU
+   backend gets a plain description of the model (hyperparameters and
+   where each weight's GGUF bytes are, in their own format) and exports the
+   extern "C" entry points below. The implementation calls them only when
+   compiled with INFER_CUDA.
+
+   This part is visible with INFER_IMPLEMENTATION and also, alone, with
+   INFER_BACKEND_INTERFACE: infer_cuda.cu includes infer.h that way, so it
+   shares these declarations without compiling the implementation. */
+#if (defined(INFER_IMPLEMENTATION) || defined(INFER_BACKEND_INTERFACE)) && !defined(INFER_BACKEND_H_INCLUDED)
+#define INFER_BACKEND_H_INCLUDED
+#include "infer_api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One weight as the file stores it: rows of ne0 values, ne1 rows (1 for a
+   vector), in GGUF type `type`; data points at nbytes of host memory. */
+typedef struct infer_backend_tensor {
+    const char *name; /* as in the file, for messages */
+    const void *data;
+    int type; /* infer_type */
+    int64_t ne0, ne1;
+    size_t nbytes;
+} infer_backend_tensor;
+
+typedef struct infer_backend_layer {
+    infer_backend_tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+} infer_backend_layer;
+
+/* Everything the llama forward pass reads. */
+typedef struct infer_backend_model {
+    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, rope_dim;
+    float rope_base, norm_eps;
+    const float *rope_freqs; /* rope_dim/2 divisors of the angles, or NULL */
+    infer_backend_tensor tok_embd, output_norm, output;
+    int output_is_tok_embd;  /* tied: output shares tok_embd's bytes */
+    const infer_backend_layer *layers; /* n_layers of them */
+} infer_backend_model;
+
+/* Status of the entry points: 0 ok; UNSUPPORTED: this backend cannot run
+   the model (a weight format, a head size) and the CPU can; FAILED: the
+   device or its runtime failed (no GPU, out of memory, a kernel error). */
+enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED = 2 };
+
+/* ---- infer_cuda.cu ----
+   Each writes a one-line reason into msg (size bytes) when it fails. */
+/* The number of CUDA devices; 0 (and why) when there is none. */
+int infer_cuda_device_count(char *msg, size_t size);
+/* Uploads every weight once, in its GGUF format. *gpu_model is set on OK. */
+int infer_cuda_model_new(const infer_backend_model *desc, void **gpu_model, char *msg, size_t size);
+void infer_cuda_model_free(void *gpu_model);
+/* "NVIDIA H100 80GB HBM3, sm_90" */
+const char *infer_cuda_model_device_name(const void *gpu_model);
+/* A KV cache of n_ctx positions (F16) and scratch for n_batch tokens. */
+int infer_cuda_context_new(void *gpu_model, int n_ctx, int n_batch, void **gpu_ctx, size_t *bytes, char *msg,
+                           size_t size);
+void infer_cuda_context_free(void *gpu_ctx);
+/* Runs n (<= n_batch) tokens at positions pos0..; writes the logits of
+   rows first_logit..n-1 (n_vocab floats each) to host memory `logits`.
+   n == 1 replays a captured CUDA graph: one launch per token. */
+int infer_cuda_forward(void *gpu_ctx, const int32_t *tokens, int n, int pos0, int first_logit, float *logits,
+                       char *msg, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef INFER_IMPLEMENTATION
+/* ---- gpu.c: the implementation's side (every build; without INFER_CUDA
+   the model always runs on the CPU) ---- */
+/* Chooses where the model runs for params->device (and INFER_DEVICE when
+   that is auto); uploads the weights when it is the GPU. 0 on error. */
+static int infer__model_place(infer_model *m, infer_device want, infer_error *err);
+static void infer__model_unplace(infer_model *m);
+/* A context of a GPU model gets its device half; 0 on error. */
+static int infer__context_attach(infer_context *c, infer_error *err);
+static void infer__context_detach(infer_context *c);
+/* The backend's forward pass for one batch (<= n_batch tokens), advancing
+   n_past: the CPU's infer__forward or the GPU's. */
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
+                                           float *logits, infer_error *err);
+#endif
+
+#endif /* INFER_BACKEND_H_INCLUDED */

@@ -1,0 +1,182 @@
+/* gpu.c - where the forward pass runs. Every build has the CPU's (forward.c);
+   one compiled with INFER_CUDA can also hand a model to infer_cuda.cu
+   through backend.h: the weights are uploaded once at load, each context
+   gets its KV cache and scratch on the GPU, and infer_decode's batches go
+   to infer_cuda_forward instead of infer__forward. */
+#include "internal.h"
+
+INFERDEF const char *infer_device_name(infer_device d) {
+    switch (d) {
+    case INFER_DEVICE_CPU: return "cpu";
+    case INFER_DEVICE_CUDA: return "cuda";
+    case INFER_DEVICE_AUTO: return "auto";
+    }
+    return "?";
+}
+
+INFERDEF int infer_device_from_name(const char *name) {
+    if (!name) return -1;
+    if (!strcmp(name, "cpu")) return INFER_DEVICE_CPU;
+    if (!strcmp(name, "cuda")) return INFER_DEVICE_CUDA;
+    if (!strcmp(name, "auto")) return INFER_DEVICE_AUTO;
+    return -1;
+}
+
+INFERDEF infer_device infer_context_device(const infer_context *c) { return c->model->device; }
+
+#ifdef INFER_CUDA
+
+INFERDEF const char *infer_model_device_name(const infer_model *m) {
+    return m->gpu ? infer_cuda_model_device_name(m->gpu) : "cpu";
+}
+
+/* Records why auto chose the CPU, after the vocabulary's own warning. */
+static int infer__model_note(infer_model *m, const char *why, infer_error *err) {
+    const char *vw = infer__vocab_warning(m->vocab);
+    size_t n = strlen(why) + (vw ? strlen(vw) + 2 : 0) + 1;
+    m->device_note = (char *)INFER_MALLOC(n);
+    if (!m->device_note) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    snprintf(m->device_note, n, "%s%s%s", vw ? vw : "", vw ? "; " : "", why);
+    return 1;
+}
+
+static infer_backend_tensor infer__backend_tensor(const infer__tensor *t) {
+    infer_backend_tensor b;
+    b.name = t->name;
+    b.data = t->data;
+    b.type = (int)t->type;
+    b.ne0 = t->ne[0];
+    b.ne1 = t->n_dims > 1 ? t->ne[1] : 1;
+    b.nbytes = t->nbytes;
+    return b;
+}
+
+static int infer__model_place(infer_model *m, infer_device want, infer_error *err) {
+    const char *env = getenv("INFER_DEVICE");
+    infer_backend_model d;
+    infer_backend_layer *layers;
+    char msg[256], why[400];
+    int l, rc;
+    m->device = INFER_DEVICE_CPU;
+    if (want == INFER_DEVICE_AUTO && env && *env) {
+        int e = infer_device_from_name(env);
+        if (e < 0) {
+            infer__set_error(err, INFER_ERR_ARG, "INFER_DEVICE=%s is not cpu, cuda or auto", env);
+            return 0;
+        }
+        want = (infer_device)e;
+    }
+    if (want == INFER_DEVICE_CPU) return 1;
+    if (infer_cuda_device_count(msg, sizeof msg) <= 0) {
+        if (want == INFER_DEVICE_CUDA) {
+            infer__set_error(err, INFER_ERR_DEVICE, "device cuda requested, but no CUDA GPU is present (%s)", msg);
+            return 0;
+        }
+        snprintf(why, sizeof why, "no CUDA GPU is present (%s); running on the CPU", msg);
+        return infer__model_note(m, why, err);
+    }
+    layers = (infer_backend_layer *)infer__calloc((size_t)m->n_layers, sizeof *layers);
+    if (!layers) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    memset(&d, 0, sizeof d);
+    d.n_vocab = m->n_vocab, d.dim = m->dim, d.n_layers = m->n_layers, d.n_heads = m->n_heads;
+    d.n_kv_heads = m->n_kv_heads, d.head_dim = m->head_dim, d.ffn_dim = m->ffn_dim, d.rope_dim = m->rope_dim;
+    d.rope_base = m->rope_base, d.norm_eps = m->norm_eps, d.rope_freqs = m->rope_freqs;
+    d.tok_embd = infer__backend_tensor(m->tok_embd);
+    d.output_norm = infer__backend_tensor(m->output_norm);
+    d.output = infer__backend_tensor(m->output);
+    d.output_is_tok_embd = m->output == m->tok_embd;
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        infer_backend_layer *B = &layers[l];
+        B->attn_norm = infer__backend_tensor(L->attn_norm), B->ffn_norm = infer__backend_tensor(L->ffn_norm);
+        B->wq = infer__backend_tensor(L->wq), B->wk = infer__backend_tensor(L->wk);
+        B->wv = infer__backend_tensor(L->wv), B->wo = infer__backend_tensor(L->wo);
+        B->w_gate = infer__backend_tensor(L->w_gate), B->w_up = infer__backend_tensor(L->w_up);
+        B->w_down = infer__backend_tensor(L->w_down);
+    }
+    d.layers = layers;
+    rc = infer_cuda_model_new(&d, &m->gpu, msg, sizeof msg);
+    INFER_FREE(layers);
+    if (rc == INFER_BACKEND_OK) {
+        m->device = INFER_DEVICE_CUDA;
+        return 1;
+    }
+    m->gpu = NULL;
+    if (want == INFER_DEVICE_CUDA) {
+        infer__set_error(err, rc == INFER_BACKEND_UNSUPPORTED ? INFER_ERR_UNSUPPORTED : INFER_ERR_DEVICE,
+                         "device cuda: %s", msg);
+        return 0;
+    }
+    snprintf(why, sizeof why, "the CUDA backend cannot run this model (%s); running on the CPU", msg);
+    return infer__model_note(m, why, err);
+}
+
+static void infer__model_unplace(infer_model *m) {
+    if (m->gpu) infer_cuda_model_free(m->gpu);
+    m->gpu = NULL;
+}
+
+static int infer__context_attach(infer_context *c, infer_error *err) {
+    char msg[256];
+    size_t bytes = 0;
+    if (!c->model->gpu) return 1;
+    if (infer_cuda_context_new(c->model->gpu, c->n_ctx, c->n_batch, &c->gpu, &bytes, msg, sizeof msg)) {
+        c->gpu = NULL;
+        infer__set_error(err, INFER_ERR_DEVICE, "CUDA context of %d tokens: %s", c->n_ctx, msg);
+        return 0;
+    }
+    c->bytes += bytes;
+    return 1;
+}
+
+static void infer__context_detach(infer_context *c) {
+    if (c->gpu) infer_cuda_context_free(c->gpu);
+    c->gpu = NULL;
+}
+
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
+                                           float *logits, infer_error *err) {
+    if (c->gpu) {
+        char msg[256];
+        if (infer_cuda_forward(c->gpu, tokens, n, c->n_past, first_logit, logits, msg, sizeof msg)) {
+            infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);
+            return INFER_ERR_DEVICE;
+        }
+        c->n_past += n;
+        return INFER_OK;
+    }
+    infer__forward(c, tokens, n, first_logit, logits);
+    return INFER_OK;
+}
+
+#else /* the CPU only */
+
+INFERDEF const char *infer_model_device_name(const infer_model *m) {
+    (void)m;
+    return "cpu";
+}
+static int infer__model_place(infer_model *m, infer_device want, infer_error *err) {
+    (void)want, (void)err; /* model.c has refused CUDA already */
+    m->device = INFER_DEVICE_CPU;
+    return 1;
+}
+static void infer__model_unplace(infer_model *m) { (void)m; }
+static int infer__context_attach(infer_context *c, infer_error *err) {
+    (void)c, (void)err;
+    return 1;
+}
+static void infer__context_detach(infer_context *c) { (void)c; }
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
+                                           float *logits, infer_error *err) {
+    (void)err;
+    infer__forward(c, tokens, n, first_logit, logits);
+    return INFER_OK;
+}
+
+#endif

@@ -1,0 +1,342 @@
+/* pack.c - weights repacked at context creation so that SIMD lanes are output rows (layouts, packers, scalar reference kernels). */
+#include "internal.h"
+
+/* Rows go in groups of INFER__PACK_ROWS (16): one 64-byte vector holds 4
+   consecutive k-values (bytes) of each of the 16 rows, so a kernel loads a
+   vector of weights once and dots it with one broadcast 4-byte word per
+   token (dpbusd), for a tile of 16 rows x several tokens. A packed matrix
+   is a run of groups of equal size, each a multiple of 64 bytes; rows past
+   the matrix's last in the last group are zero (scales too), so a kernel
+   may read the whole group.
+
+   Q4_0 (nb = n / 32 blocks), per group, pairs of blocks (576 bytes each,
+   the last one's second block zero when nb is odd), each:
+     qs[2][4][16][4]   block, word j, row r: the row's qs[4j .. 4j+3]
+                       unchanged (low nibbles: values 4j.., high: 16+4j..)
+     d[2][16]          fp16 scales
+   Q8_0, the same with 1088-byte pairs:
+     qs[2][8][16][4]   block, word j, row r: qs[4j .. 4j+3] + 128 (u8),
+                       so dpbusd's unsigned side is the weights
+     d[2][16]
+   Scales next to their quants keep a group one sequential stream (a
+   separate scale array made a second stream, which cost bandwidth).
+   The kernels take the offsets back per token and block: -8 * sum(x) for
+   Q4_0, -128 * sum(x) for Q8_0, so every integer sum is the vec_dot one. */
+
+#define INFER__PACK_ALIGN(v) (((v) + 63) & ~(size_t)63)
+
+static size_t infer__pack_groups(int64_t rows) {
+    return (size_t)((rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS);
+}
+
+/* Q4_0/Q8_0 with qbytes (16, 32) of quants per row and block: bytes of a
+   pair of blocks, of a group, and where block b's quants and scales start */
+#define INFER__PACK_PAIR(qbytes) (2 * INFER__PACK_ROWS * (size_t)(qbytes) + 2 * INFER__PACK_ROWS * 2)
+static size_t infer__pack_group_bytes(int64_t n, int qbytes) {
+    return (size_t)((n / 32 + 1) / 2) * INFER__PACK_PAIR(qbytes);
+}
+static size_t infer__pack_q_at(int64_t b, int qbytes) {
+    return (size_t)(b / 2) * INFER__PACK_PAIR(qbytes) + (size_t)(b % 2) * INFER__PACK_ROWS * (size_t)qbytes;
+}
+static size_t infer__pack_d_at(int64_t b, int qbytes) {
+    return (size_t)(b / 2) * INFER__PACK_PAIR(qbytes) + 2 * INFER__PACK_ROWS * (size_t)qbytes + (size_t)(b % 2) * INFER__PACK_ROWS * 2;
+}
+
+INFER__UNUSED static size_t infer__pack_q4_0_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_group_bytes(n, 16);
+}
+INFER__UNUSED static size_t infer__pack_q8_0_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_group_bytes(n, 32);
+}
+
+/* Q4_0 and Q8_0 share the layout; they differ in quant bytes per block
+   (16 or 32) and Q8_0's +128 (xor 0x80). */
+static void infer__pack_32(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst, int qbytes, size_t bsize,
+                           uint32_t flip) {
+    size_t gbytes = infer__pack_group_bytes(n, qbytes), ng = infer__pack_groups(rows);
+    int64_t nb = n / 32, b;
+    size_t g;
+    int r, j;
+    memset(dst, 0, ng * gbytes);
+    for (g = 0; g < ng; g++) {
+        uint8_t *gp = (uint8_t *)dst + g * gbytes;
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const uint8_t *src = (const uint8_t *)w + (size_t)row * w_stride;
+            if (row >= rows) break;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *blk = src + (size_t)b * bsize; /* fp16 d, then the quants */
+                uint8_t *q = gp + infer__pack_q_at(b, qbytes);
+                for (j = 0; j < qbytes / 4; j++) { /* a word at a time */
+                    uint32_t v;
+                    memcpy(&v, blk + 2 + 4 * j, 4);
+                    v ^= flip;
+                    memcpy(q + (j * INFER__PACK_ROWS + r) * 4, &v, 4);
+                }
+                memcpy(gp + infer__pack_d_at(b, qbytes) + 2 * r, blk, 2);
+            }
+        }
+    }
+}
+
+INFER__UNUSED static void infer__pack_q4_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    infer__pack_32(w, w_stride, n, rows, dst, 16, sizeof(infer__block_q4_0), 0);
+}
+INFER__UNUSED static void infer__pack_q8_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    infer__pack_32(w, w_stride, n, rows, dst, 32, sizeof(infer__block_q8_0), 0x80808080u);
+}
+
+/* Scalar references on the packed layouts: the vec_dot kernels' sums in
+   their order, so bit-exact with them; for tests and as the definition. */
+static void infer__pack_ref_32(int n, const void *packed, int n_rows, const void *xv, size_t x_stride, int n_tok,
+                               float *y, size_t ldy, int q4) {
+    int qbytes = q4 ? 16 : 32, nb = n / 32, r, t, b, j, i;
+    size_t gbytes = infer__pack_group_bytes(n, qbytes);
+    for (r = 0; r < n_rows; r++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes;
+        int lane = r % INFER__PACK_ROWS;
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_0 *x = (const infer__block_q8_0 *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float s = 0;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *q = gp + infer__pack_q_at(b, qbytes);
+                uint16_t d;
+                int sum = 0;
+                for (j = 0; j < qbytes / 4; j++)
+                    for (i = 0; i < 4; i++) {
+                        int v = q[(j * INFER__PACK_ROWS + lane) * 4 + i];
+                        if (q4)
+                            sum += ((v & 0x0f) - 8) * x[b].qs[4 * j + i] + ((v >> 4) - 8) * x[b].qs[16 + 4 * j + i];
+                        else
+                            sum += (v - 128) * x[b].qs[4 * j + i];
+                    }
+                memcpy(&d, gp + infer__pack_d_at(b, qbytes) + 2 * lane, 2);
+                s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d));
+            }
+            y[(size_t)t * ldy + r] = s;
+        }
+    }
+}
+INFER__UNUSED static void infer__pack_ref_q4_0(int n, const void *packed, int n_rows, const void *x, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    infer__pack_ref_32(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 1);
+}
+INFER__UNUSED static void infer__pack_ref_q8_0(int n, const void *packed, int n_rows, const void *x, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    infer__pack_ref_32(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 0);
+}
+
+/* Q4_K (nb = n / 256 blocks), per group and block, 2496 bytes:
+     sc[8][16]        sub-block scales (6-bit, u8)
+     mins[4][16][2]   int16 pairs (min 2k, min 2k+1) per row, for dpwssd
+                      against pairs of activation sums (at 128)
+     d[16], dmin[16]  fp16 (at 384, 416)
+     qs[4][8][16][4]  (at 448) chunk c (64 values), word j, row r: the
+                      row's qs[32c + 4j .. +3] (low nibbles: sub-block 2c,
+                      values 64c + 4j..; high: sub-block 2c+1, +32)
+   Q6_K, per group and block, 3392 bytes (the rows' own size, padded):
+     sc[16][16]       sub-block scales, int8
+     d[16]            fp16 (at 256), then padding to 320
+     per sub-block j (16 values: words 4j .. 4j+3 of 4 values), at
+     320 + 192j, 3 vectors:
+       lo[16][4]      row r byte i: low 4 bits of value 16j + i, and of
+                      16j + 4 + i in the high nibble
+       lo2[16][4]     the same for values 16j + 8 + i and 16j + 12 + i
+       hi[16][4]      top 2 bits of value 16j + 4w + i at bits 2w, 2w+1
+   In both, what a block needs first comes first, so the reads go up
+   through a group as the hardware prefetcher likes (scales after the
+   quants cost Q4_K half its bandwidth for one token).
+   The kernels add -32 * sum(x) per Q6_K sub-block from the activations'
+   bsums (Q8_K has them), as the u8 values carry +32. */
+#define INFER__PACK_Q4_K_BLOCK 2496
+#define INFER__PACK_Q6_K_BLOCK 3392
+
+INFER__UNUSED static size_t infer__pack_q4_K_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * (size_t)(n / INFER__QK_K) * INFER__PACK_Q4_K_BLOCK;
+}
+INFER__UNUSED static size_t infer__pack_q6_K_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * (size_t)(n / INFER__QK_K) * INFER__PACK_Q6_K_BLOCK;
+}
+
+INFER__UNUSED static void infer__pack_q4_K(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t nb = (size_t)(n / INFER__QK_K), ng = infer__pack_groups(rows), g, b;
+    int r, c, j;
+    memset(dst, 0, ng * nb * INFER__PACK_Q4_K_BLOCK);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const infer__block_q4_K *src = (const infer__block_q4_K *)((const uint8_t *)w + (size_t)row * w_stride);
+            if (row >= rows) break;
+            for (b = 0; b < nb; b++) {
+                uint8_t *o = (uint8_t *)dst + (g * nb + b) * INFER__PACK_Q4_K_BLOCK;
+                int16_t *mins = (int16_t *)(o + 128);
+                for (c = 0; c < 4; c++)
+                    for (j = 0; j < 8; j++) memcpy(o + 448 + ((c * 8 + j) * 16 + r) * 4, src[b].qs + 32 * c + 4 * j, 4);
+                for (j = 0; j < 8; j++) {
+                    uint8_t sc, m;
+                    infer__scale_min_k4(j, src[b].scales, &sc, &m);
+                    o[16 * j + r] = sc;
+                    mins[((j / 2) * 16 + r) * 2 + j % 2] = m;
+                }
+                memcpy(o + 384 + 2 * r, &src[b].d, 2);
+                memcpy(o + 416 + 2 * r, &src[b].dmin, 2);
+            }
+        }
+}
+
+INFER__UNUSED static void infer__pack_q6_K(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t nb = (size_t)(n / INFER__QK_K), ng = infer__pack_groups(rows), g, b;
+    int r, h, k, l, j;
+    memset(dst, 0, ng * nb * INFER__PACK_Q6_K_BLOCK);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const infer__block_q6_K *src = (const infer__block_q6_K *)((const uint8_t *)w + (size_t)row * w_stride);
+            if (row >= rows) break;
+            for (b = 0; b < nb; b++) {
+                uint8_t *o = (uint8_t *)dst + (g * nb + b) * INFER__PACK_Q6_K_BLOCK;
+                uint8_t q[INFER__QK_K];
+                for (h = 0; h < 2; h++)
+                    for (k = 0; k < 4; k++)
+                        for (l = 0; l < 32; l++) q[128 * h + 32 * k + l] = (uint8_t)infer__q6_K_q(&src[b], h, k, l);
+                for (j = 0; j < 16; j++)
+                    for (l = 0; l < 4; l++) {
+                        const uint8_t *v = q + 16 * j + l; /* words 0..3 of sub-block j at v[0], v[4], v[8], v[12] */
+                        uint8_t *sb = o + 320 + j * 192 + r * 4 + l;
+                        sb[0] = (uint8_t)((v[0] & 15) | (v[4] & 15) << 4);
+                        sb[64] = (uint8_t)((v[8] & 15) | (v[12] & 15) << 4);
+                        sb[128] = (uint8_t)(v[0] >> 4 | (v[4] >> 4) << 2 | (v[8] >> 4) << 4 | (v[12] >> 4) << 6);
+                    }
+                for (j = 0; j < 16; j++) o[16 * j + r] = (uint8_t)src[b].scales[j];
+                memcpy(o + 256 + 2 * r, &src[b].d, 2);
+            }
+        }
+}
+
+/* the scalar kernels' sums, in their order, on the packed layouts */
+INFER__UNUSED static void infer__pack_ref_q4_K(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    int nb = n / INFER__QK_K, r, t, b, j, l;
+    for (r = 0; r < n_rows; r++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * nb * INFER__PACK_Q4_K_BLOCK;
+        int lane = r % INFER__PACK_ROWS;
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_K *x = (const infer__block_q8_K *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float s = 0;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
+                const int16_t *mins = (const int16_t *)(o + 128);
+                const int16_t *bs = x[b].bsums;
+                uint16_t d, dmin;
+                int sumi = 0, summ = 0;
+                for (j = 0; j < 4; j++) {
+                    int s1 = 0, s2 = 0, sc1 = o[16 * (2 * j) + lane], sc2 = o[16 * (2 * j + 1) + lane];
+                    int m1 = mins[(j * 16 + lane) * 2], m2 = mins[(j * 16 + lane) * 2 + 1];
+                    for (l = 0; l < 32; l++) {
+                        int q = o[448 + ((j * 8 + l / 4) * 16 + lane) * 4 + l % 4];
+                        s1 += (q & 0xF) * x[b].qs[64 * j + l];
+                        s2 += (q >> 4) * x[b].qs[64 * j + 32 + l];
+                    }
+                    sumi += sc1 * s1 + sc2 * s2;
+                    summ += m1 * (bs[4 * j] + bs[4 * j + 1]) + m2 * (bs[4 * j + 2] + bs[4 * j + 3]);
+                }
+                memcpy(&d, o + 384 + 2 * lane, 2);
+                memcpy(&dmin, o + 416 + 2 * lane, 2);
+                s += x[b].d * infer__fp16_to_fp32(d) * sumi - x[b].d * infer__fp16_to_fp32(dmin) * summ;
+            }
+            y[(size_t)t * ldy + r] = s;
+        }
+    }
+}
+
+INFER__UNUSED static void infer__pack_ref_q6_K(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    int nb = n / INFER__QK_K, r, t, b, j, l;
+    for (r = 0; r < n_rows; r++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * nb * INFER__PACK_Q6_K_BLOCK;
+        int lane = r % INFER__PACK_ROWS;
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_K *x = (const infer__block_q8_K *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float s = 0;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *o = gp + (size_t)b * INFER__PACK_Q6_K_BLOCK;
+                uint16_t d;
+                int sumi = 0;
+                for (j = 0; j < 16; j++) {
+                    int sj = 0;
+                    for (l = 0; l < 16; l++) {
+                        const uint8_t *sb = o + 320 + j * 192 + lane * 4 + l % 4;
+                        int w = l / 4, q = ((sb[(w / 2) * 64] >> (4 * (w % 2))) & 15) | ((sb[128] >> (2 * w)) & 3) << 4;
+                        sj += (q - 32) * x[b].qs[16 * j + l];
+                    }
+                    sumi += (int8_t)o[16 * j + lane] * sj;
+                }
+                memcpy(&d, o + 256 + 2 * lane, 2);
+                s += x[b].d * infer__fp16_to_fp32(d) * sumi;
+            }
+            y[(size_t)t * ldy + r] = s;
+        }
+    }
+}
+
+/* F16, per group: w[n][16], value k of the 16 rows (fp16) in 32 bytes;
+   the group padded to a multiple of 64 bytes */
+INFER__UNUSED static size_t infer__pack_f16_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2);
+}
+INFER__UNUSED static void infer__pack_f16(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t gbytes = INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2), ng = infer__pack_groups(rows), g;
+    int64_t i;
+    int r;
+    memset(dst, 0, ng * gbytes);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const uint16_t *src = (const uint16_t *)((const uint8_t *)w + (size_t)row * w_stride);
+            uint16_t *o = (uint16_t *)((uint8_t *)dst + g * gbytes);
+            if (row >= rows) break;
+            for (i = 0; i < n; i++) o[i * INFER__PACK_ROWS + r] = src[i];
+        }
+}
+/* as infer__f16_dot: products summed in double */
+INFER__UNUSED static void infer__pack_ref_f16(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
+                                              int n_tok, float *y, size_t ldy) {
+    size_t gbytes = INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2);
+    int r, t, i;
+    for (r = 0; r < n_rows; r++) {
+        const uint16_t *o = (const uint16_t *)((const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes);
+        for (t = 0; t < n_tok; t++) {
+            const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
+            double s = 0;
+            for (i = 0; i < n; i++)
+                s += (double)(infer__fp16_to_fp32(o[(size_t)i * INFER__PACK_ROWS + r % INFER__PACK_ROWS]) *
+                              infer__fp16_to_fp32(x[i]));
+            y[(size_t)t * ldy + r] = (float)s;
+        }
+    }
+}
+
+/* BF16, per group: w[(n + 1) / 2][16][2], the pair of values 2p, 2p + 1 of
+   each row in one 32-bit lane (dpbf16ps's operand); an odd n's last pair
+   ends in a zero; the group padded to a multiple of 64 bytes */
+INFER__UNUSED static size_t infer__pack_bf16_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * INFER__PACK_ALIGN((size_t)((n + 1) / 2) * INFER__PACK_ROWS * 4);
+}
+INFER__UNUSED static void infer__pack_bf16(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t gbytes = INFER__PACK_ALIGN((size_t)((n + 1) / 2) * INFER__PACK_ROWS * 4), ng = infer__pack_groups(rows), g;
+    int64_t i;
+    int r;
+    memset(dst, 0, ng * gbytes);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const uint16_t *src = (const uint16_t *)((const uint8_t *)w + (size_t)row * w_stride);
+            uint16_t *o = (uint16_t *)((uint8_t *)dst + g * gbytes);
+            if (row >= rows) break;
+            for (i = 0; i < n; i++) o[((i / 2) * INFER__PACK_ROWS + r) * 2 + i % 2] = src[i];
+        }
+}
+
+INFER__UNUSED static size_t infer__pack_offset(const infer__kernels *k, infer_type t, int64_t n, int64_t row) {
+    return k->pack_size[t] ? k->pack_size[t](n, row) : 0;
+}

@@ -1,0 +1,125 @@
+/* vecmath.c - the elementwise math of the forward pass (the SiLU-gated
+   product and RMSNorm's sum of squares), plain C and, where the CPU has
+   them, AVX-512 and AVX2 versions (NEON uses the plain C): per token these touch every activation,
+   so in prompt processing they add up to a real share of the time.
+   exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
+   polynomial, then scaling by 2^n), within about 2 ulp of expf. */
+#include "internal.h"
+
+/* g[i] = silu(g[i]) * u[i] */
+static void infer__silu_mul_ref(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* The sum of x[i]^2, each square rounded to float first (as llama.cpp's
+   RMSNorm has it), summed in double. */
+static double infer__sum_squares_ref(const float *x, int n) {
+    double ss = 0;
+    int i;
+    for (i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
+    return ss;
+}
+
+#ifdef INFER__HAVE_X86
+/* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
+   (relative error below 1e-8 there), then times 2^n. */
+INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
+    return _mm512_scalef_ps(p, n);
+}
+
+INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), infer__avx512_exp(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i), sq = _mm512_mul_ps(v, v);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
+/* The same in 8 lanes; without scalef, x is clamped to [-87, 88] first so
+   that 2^n stays a normal float (silu then differs from the exact value by
+   under 1e-36 where exp overflows or underflows). */
+INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
+    __m256 n, r, p;
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
+    p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+
+INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256 s = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), infer__avx2_exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+    }
+    infer__silu_mul_ref(g + i, u + i, n - i);
+}
+
+INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    double t[4];
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i), sq = _mm256_mul_ps(v, v);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
+    return t[0] + t[1] + t[2] + t[3] + infer__sum_squares_ref(x + i, n - i);
+}
+#endif
+
+/* After the ISA's kernels are in: the elementwise math for that ISA. */
+static void infer__vecmath_install(infer__kernels *k) {
+    k->silu_mul = infer__silu_mul_ref;
+    k->sum_squares = infer__sum_squares_ref;
+#ifdef INFER__HAVE_X86
+    if (k->isa == INFER__ISA_AVX2) {
+        k->silu_mul = infer__avx2_silu_mul;
+        k->sum_squares = infer__avx2_sum_squares;
+    }
+    if (k->isa == INFER__ISA_AVX512) {
+        k->silu_mul = infer__avx512_silu_mul;
+        k->sum_squares = infer__avx512_sum_squares;
+    }
+#endif
+}

@@ -1,0 +1,210 @@
+/* test_attention.c - the tiled attention kernel against a plain one in
+   double precision on random data (every instruction set, F16 and Q8_0
+   caches, batches that span several key tiles, grouped heads), and the Q8_0
+   KV cache of a whole model against llama.cpp's reference. */
+#include "infer_private.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static float g_uniform(void) {
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+/* The cache as floats: n positions of kv_dim values, K or V. */
+static float *cached(const infer__kv_cache *kv, int v_side, int n) {
+    float *f = (float *)malloc(sizeof(float) * (size_t)n * kv->kv_dim);
+    int p, i;
+    for (p = 0; p < n; p++) {
+        if (kv->type == INFER_TYPE_F16 && v_side)
+            for (i = 0; i < kv->kv_dim; i++)
+                f[(size_t)p * kv->kv_dim + i] = infer__fp16_to_fp32(((const uint16_t *)kv->v)[(size_t)i * kv->n_ctx + p]);
+        else
+            infer__traits(kv->type)->to_float((v_side ? kv->v : kv->k) + (size_t)p * kv->k_row,
+                                              f + (size_t)p * kv->kv_dim, kv->kv_dim);
+    }
+    return f;
+}
+
+/* One shape: n_kv_heads heads of hd values, group query heads each, n_tok
+   tokens after pos0 cached ones. Returns the worst error over the bound. */
+static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_kv_heads, int hd, int group, int pos0,
+                          int n_tok) {
+    int n_heads = n_kv_heads * group, kv_dim = n_kv_heads * hd, dim = n_heads * hd, n_ctx = pos0 + n_tok + 3;
+    infer__kv_cache kv;
+    infer_error err;
+    infer__attn_batch b;
+    infer__attn_scratch sc;
+    float *q = (float *)malloc(sizeof(float) * n_tok * dim), *out = (float *)malloc(sizeof(float) * n_tok * dim);
+    float *kr = (float *)malloc(sizeof(float) * kv_dim), *vr = (float *)malloc(sizeof(float) * kv_dim);
+    float *scratch = (float *)malloc(sizeof(float) * infer__attn_scratch_floats(hd));
+    float *qd = (float *)malloc(sizeof(float) * hd);
+    uint8_t *qx = (uint8_t *)malloc((size_t)hd * 4);
+    double *s = (double *)malloc(sizeof(double) * n_ctx), worst = 0;
+    float *kf, *vf;
+    infer_type qt = infer__traits(kv_type)->vec_dot_type;
+    int p, i, t, h, d, item;
+
+    cr_assert(infer__kv_init(&kv, kv_type, 1, n_ctx, n_kv_heads, hd, &err), "%s", err.msg);
+    for (p = 0; p < pos0 + n_tok; p++) {
+        for (i = 0; i < kv_dim; i++) kr[i] = 2 * g_uniform(), vr[i] = g_uniform();
+        infer__kv_store(&kv, kern, 0, p, kr, vr);
+    }
+    for (i = 0; i < n_tok * dim; i++) q[i] = 2 * g_uniform();
+    memset(out, 0, sizeof(float) * n_tok * dim);
+    infer__attn_scratch_carve(&sc, scratch, hd);
+    b.kv = &kv, b.kern = kern, b.layer = 0, b.pos0 = pos0, b.n_tok = n_tok, b.n_heads = n_heads;
+    b.q = q, b.out = out, b.ldq = b.ldo = dim;
+    for (item = 0; item < infer__attn_n_items(&b); item++) infer__attn_item(&b, item, &sc);
+    kf = cached(&kv, 0, pos0 + n_tok);
+    vf = cached(&kv, 1, pos0 + n_tok);
+
+    for (t = 0; t < n_tok; t++)
+        for (h = 0; h < n_heads; h++) {
+            int kvh = h / group, n_keys = pos0 + t + 1;
+            double mx = -INFINITY, sum = 0, vmax = 0;
+            /* q as the kernel sees it: converted to K's dot type */
+            kern->from_float[qt](q + (size_t)t * dim + (size_t)h * hd, qx, hd);
+            infer__traits(qt)->to_float(qx, qd, hd);
+            for (p = 0; p < n_keys; p++) {
+                double dot = 0;
+                for (d = 0; d < hd; d++) dot += (double)qd[d] * kf[(size_t)p * kv_dim + kvh * hd + d];
+                s[p] = dot / sqrt((double)hd);
+                if (s[p] > mx) mx = s[p];
+            }
+            for (p = 0; p < n_keys; p++) sum += s[p] = exp(s[p] - mx);
+            for (d = 0; d < hd; d++) {
+                double o = 0, got = out[(size_t)t * dim + (size_t)h * hd + d], bound;
+                vmax = 0;
+                for (p = 0; p < n_keys; p++) {
+                    double v = vf[(size_t)p * kv_dim + kvh * hd + d];
+                    o += s[p] / sum * v;
+                    if (fabs(v) > vmax) vmax = fabs(v);
+                }
+                /* probabilities meet V rounded to F16: 2^-11 relative each */
+                bound = 1e-3 * vmax + 1e-5;
+                if (fabs(got - o) / bound > worst) worst = fabs(got - o) / bound;
+            }
+        }
+    infer__kv_free(&kv);
+    free(q), free(out), free(kr), free(vr), free(scratch), free(qd), free(qx), free(s), free(kf), free(vf);
+    return worst;
+}
+
+Test(attention, tiled_kernel_matches_plain_attention) {
+    static const int shapes[][5] = {
+        /* n_kv_heads, head_dim, group, pos0, n_tok */
+        {1, 64, 1, 0, 1},  {2, 64, 3, 0, 5},   {2, 64, 3, 0, 70},  {1, 64, 4, 130, 1}, {3, 64, 3, 63, 2},
+        {2, 32, 2, 200, 17}, {2, 128, 1, 10, 130}, {4, 64, 8, 64, 64}, {1, 96, 2, 127, 3},
+    };
+    infer_type types[] = {INFER_TYPE_F16, INFER_TYPE_Q8_0};
+    int isa, ti, si, n_run = 0;
+    for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
+        infer__kernels kern;
+        if (!infer__kernels_install(&kern, (infer__isa)isa)) continue;
+        for (ti = 0; ti < 2; ti++)
+            for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+                const int *sh = shapes[si];
+                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4]);
+                cr_expect(w <= 1.0, "%s, %s cache, %d KV heads of %d, group %d, %d tokens after %d: error %.2f x bound",
+                          infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name, sh[0], sh[1], sh[2], sh[4],
+                          sh[3], w);
+                n_run++;
+            }
+    }
+    cr_assert_gt(n_run, 0);
+}
+
+Test(attention, kv_cache_types_refused_by_name) {
+    infer__kv_cache kv;
+    infer_error err;
+    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q4_0, 1, 16, 1, 64, &err));
+    cr_assert(strstr(err.msg, "F16 or Q8_0") != NULL, "%s", err.msg);
+    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q8_0, 1, 16, 1, 8, &err));
+    cr_assert(strstr(err.msg, "multiple of 32") != NULL, "%s", err.msg);
+}
+
+/* The whole model with a Q8_0 cache, on the long prompt (1891 tokens, many
+   key tiles): llama.cpp's logits with an F16 cache, within 3% of the range
+   (the 4-bit formats' tolerance), and half the cache memory. */
+Test(attention, q8_0_cache_follows_the_reference) {
+    char mpath[1024], rpath[1024];
+    char *text;
+    tu_json *ref;
+    const tu_json *ptoks, *ptop;
+    infer_model *m;
+    infer_context *c, *c16;
+    infer_context_params cp = infer_context_default_params();
+    infer_error err;
+    infer_token *toks;
+    double worst = 0;
+    int np, nv, i, j;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to run");
+    tu_shared_path(mpath, sizeof mpath, "models/synth-256-f16.gguf");
+    tu_shared_path(rpath, sizeof rpath, "reference/synth-256-f16.long.json");
+    text = tu_read_file(rpath, NULL);
+    cr_assert_not_null(text, "cannot read %s", rpath);
+    ref = tu_json_parse(text);
+    free(text);
+    cr_assert_not_null(ref);
+    ptoks = tu_json_get(ref, "prompt_tokens");
+    ptop = tu_json_get(ref, "prompt_top_logits");
+    np = (int)ptoks->n;
+    m = infer_model_load(mpath, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    nv = infer_model_n_vocab(m);
+    toks = (infer_token *)malloc(sizeof(infer_token) * (size_t)np);
+    for (i = 0; i < np; i++) toks[i] = (infer_token)ptoks->items[i].num;
+    cp.n_ctx = np;
+    cp.n_threads = 2;
+    cp.n_batch = 256; /* several batches, each over the cache the last ones filled */
+    c16 = infer_context_new(m, &cp, &err);
+    cr_assert_not_null(c16, "%s", err.msg);
+    cp.kv_type = INFER_TYPE_Q8_0;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    cr_assert_lt(infer_context_metrics(c).context_bytes, infer_context_metrics(c16).context_bytes);
+    cr_assert_eq(infer_decode(c, toks, np, 1, &err), INFER_OK, "%s", err.msg);
+    for (i = 0; i < np; i++) {
+        const float *l = infer_get_logits(c, i);
+        const tu_json *top = &ptop->items[i];
+        float lo = l[0], hi = l[0];
+        for (j = 1; j < nv; j++) lo = l[j] < lo ? l[j] : lo, hi = l[j] > hi ? l[j] : hi;
+        for (j = 0; j < (int)top->n; j++) {
+            int id = (int)top->items[j].items[0].num;
+            double e = fabs(l[id] - top->items[j].items[1].num) / (hi - lo);
+            if (e > worst) worst = e;
+        }
+    }
+    cr_log_info("Q8_0 KV cache, synth-256-f16 long prompt (%d tokens): worst %.3f%% of range", np, 100 * worst);
+    cr_expect_leq(worst, 0.03, "worst %.3f%% of range", 100 * worst);
+    infer_context_free(c);
+    infer_context_free(c16);
+    infer_model_free(m);
+    free(toks);
+    tu_json_free(ref);
+}
+
+Test(attention, q8_0_cache_needs_whole_blocks_per_head) {
+    char mpath[1024];
+    infer_model *m;
+    infer_context_params cp = infer_context_default_params();
+    infer_error err;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to run");
+    tu_shared_path(mpath, sizeof mpath, "models/stories260K.gguf"); /* heads of 8 values */
+    m = infer_model_load(mpath, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    cp.kv_type = INFER_TYPE_Q8_0;
+    cr_assert_null(infer_context_new(m, &cp, &err));
+    cr_assert_eq(err.code, INFER_ERR_UNSUPPORTED);
+    cr_assert(strstr(err.msg, "multiple of 32") != NULL, "%s", err.msg);
+    infer_model_free(m);
+}

@@ -1,0 +1,177 @@
+/* test_pack.c - packed weights (pack.c): every gemm_packed kernel against
+   the vec_dot loop of the same instruction set, on random weights made
+   with the reference quantizers, for row counts that leave partial groups
+   and token counts that leave every remainder tile (and n = 576/1536,
+   SmolLM's widths, for the 32-value formats). Each matrix is packed
+   into a buffer of exactly pack_size bytes, so a read past the last group
+   shows under ASan; outputs past n_rows must stay untouched. Equal up to
+   float summation order (the bound of test_gemm.c); the scalar references
+   on the packed layouts must equal the scalar vec_dot exactly. */
+#include "infer_private.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define MAX_R 100
+#define MAX_T 64
+#define SENTINEL 12345.0f
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static float g_normal(void) {
+    double u, v;
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    u = (double)((g_rng >> 11) + 1) / 9007199254740994.0;
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    v = (double)(g_rng >> 11) / 9007199254740992.0;
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+/* the scalar kernel table plus pack.c's packer and scalar reference kernel
+   for type t, where it has them: the layouts are checked on any CPU */
+static int scalar_table(infer_type t, infer__kernels *k) {
+    infer__kernels_install(k, INFER__ISA_SCALAR);
+    switch (t) {
+    case INFER_TYPE_Q4_0:
+        k->pack_size[t] = infer__pack_q4_0_size, k->pack[t] = infer__pack_q4_0, k->gemm_packed[t] = infer__pack_ref_q4_0;
+        return 1;
+    case INFER_TYPE_Q8_0:
+        k->pack_size[t] = infer__pack_q8_0_size, k->pack[t] = infer__pack_q8_0, k->gemm_packed[t] = infer__pack_ref_q8_0;
+        return 1;
+    case INFER_TYPE_Q4_K:
+        k->pack_size[t] = infer__pack_q4_K_size, k->pack[t] = infer__pack_q4_K, k->gemm_packed[t] = infer__pack_ref_q4_K;
+        return 1;
+    case INFER_TYPE_Q6_K:
+        k->pack_size[t] = infer__pack_q6_K_size, k->pack[t] = infer__pack_q6_K, k->gemm_packed[t] = infer__pack_ref_q6_K;
+        return 1;
+    case INFER_TYPE_F16:
+        k->pack_size[t] = infer__pack_f16_size, k->pack[t] = infer__pack_f16, k->gemm_packed[t] = infer__pack_ref_f16;
+        return 1;
+    default: return 0;
+    }
+}
+
+typedef struct {
+    infer_type t;
+    int n;
+    size_t ws, xs;
+    uint8_t *w, *x;
+    float *want, *bound; /* [tok][row] of the same ISA's vec_dot, and the error allowed */
+    float *want_ref;     /* the scalar vec_dot */
+} problem;
+
+static void make_problem(problem *p, infer_type t, int n, const infer__kernels *k) {
+    const infer__type_traits *tt = infer__traits(t), *vt = infer__traits(tt->vec_dot_type);
+    float *wf = (float *)malloc(sizeof(float) * (size_t)n * MAX_R), *xf = (float *)malloc(sizeof(float) * (size_t)n * MAX_T);
+    int r, j, i;
+    p->t = t, p->n = n;
+    p->ws = infer__row_size(t, n), p->xs = infer__row_size(tt->vec_dot_type, n);
+    p->w = (uint8_t *)malloc(p->ws * MAX_R), p->x = (uint8_t *)malloc(p->xs * MAX_T);
+    p->want = (float *)malloc(sizeof(float) * MAX_R * MAX_T);
+    p->bound = (float *)malloc(sizeof(float) * MAX_R * MAX_T);
+    p->want_ref = (float *)malloc(sizeof(float) * MAX_R * MAX_T);
+    for (r = 0; r < MAX_R; r++) {
+        for (i = 0; i < n; i++) wf[(size_t)r * n + i] = g_normal() * (r % 3 == 2 ? 1e-3f : 1.0f);
+        if (tt->quantize)
+            tt->quantize(wf + (size_t)r * n, p->w + r * p->ws, n);
+        else
+            tt->from_float(wf + (size_t)r * n, p->w + r * p->ws, n);
+        tt->to_float(p->w + r * p->ws, wf + (size_t)r * n, n);
+    }
+    for (j = 0; j < MAX_T; j++) {
+        for (i = 0; i < n; i++) xf[(size_t)j * n + i] = g_normal() * (j % 4 == 3 ? 50.0f : 1.0f);
+        k->from_float[tt->vec_dot_type](xf + (size_t)j * n, p->x + j * p->xs, n);
+        vt->to_float(p->x + j * p->xs, xf + (size_t)j * n, n);
+    }
+    for (j = 0; j < MAX_T; j++)
+        for (r = 0; r < MAX_R; r++) {
+            double s = 0;
+            for (i = 0; i < n; i++) s += fabs((double)wf[(size_t)r * n + i] * xf[(size_t)j * n + i]);
+            p->want[j * MAX_R + r] = k->vec_dot[t](n, p->w + r * p->ws, p->x + j * p->xs);
+            p->want_ref[j * MAX_R + r] = tt->vec_dot(n, p->w + r * p->ws, p->x + j * p->xs);
+            p->bound[j * MAX_R + r] = (float)((n / 4 + 64) * ldexp(1.0, -23) * s + 1e-30);
+        }
+    free(wf);
+    free(xf);
+}
+
+static void free_problem(problem *p) {
+    free(p->w), free(p->x), free(p->want), free(p->bound), free(p->want_ref);
+}
+
+/* rows [r0, r0 + nr) of the problem through fn on a packing of rows
+   [0, r0 + nr) (r0 a multiple of the group size), nt tokens; exact: compare
+   with want_ref bit for bit */
+static int run_one(const problem *p, const infer__kernels *k, infer__gemm_packed_fn fn, const char *what, int r0, int nr,
+                   int nt, int exact) {
+    size_t size = k->pack_size[p->t](p->n, r0 + nr), ldy = (size_t)nr + 3, off = infer__pack_offset(k, p->t, p->n, r0);
+    uint8_t *packed = (uint8_t *)malloc(size);
+    float *y = (float *)malloc(sizeof(float) * ldy * (MAX_T + 1));
+    int fails = 0, j, r;
+    size_t i;
+    k->pack[p->t](p->w, p->ws, p->n, r0 + nr, packed);
+    for (i = 0; i < ldy * (MAX_T + 1); i++) y[i] = SENTINEL;
+    fn(p->n, packed + off, nr, p->x, p->xs, nt, y, ldy);
+    for (j = 0; j <= MAX_T; j++)
+        for (r = 0; r < (int)ldy; r++) {
+            float got = y[(size_t)j * ldy + r];
+            if (j >= nt || r >= nr) {
+                if (got != SENTINEL && fails++ < 10)
+                    printf("%s %s n=%d rows %d+%d x %d: wrote outside at tok %d row %d\n", what, infer_type_name(p->t),
+                           p->n, r0, nr, nt, j, r);
+                continue;
+            }
+            {
+                int e = j * MAX_R + r0 + r;
+                float want = exact ? p->want_ref[e] : p->want[e];
+                int ok = exact ? got == want : fabsf(got - want) <= p->bound[e];
+                if (!ok && fails++ < 10)
+                    printf("%s %s n=%d rows %d+%d x %d: tok %d row %d: packed %.9g, vec_dot %.9g (bound %.3g)\n", what,
+                           infer_type_name(p->t), p->n, r0, nr, nt, j, r0 + r, got, want, p->bound[e]);
+            }
+        }
+    free(packed);
+    free(y);
+    return fails;
+}
+
+static void check(infer_type t, const int *lens, int n_lens) {
+    static const int rows[] = {1, 15, 16, 17, 33, 100};
+    static const int toks[] = {1, 2, 5, 8, 13, 64};
+    int fails = 0, n_run = 0, isa, li, ri, ti;
+    for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
+        infer__kernels k;
+        /* isa 0: pack.c's scalar reference, equal to the scalar vec_dot bit for bit */
+        int exact = isa == 0;
+        if (exact ? !scalar_table(t, &k) : !infer__kernels_install(&k, (infer__isa)isa) || !k.gemm_packed[t]) continue;
+        cr_assert(k.pack[t] && k.pack_size[t], "%s: gemm_packed without a packer", infer_type_name(t));
+        for (li = 0; li < n_lens; li++) {
+            problem p;
+            const char *name = exact ? "scalar reference" : infer__isa_name((infer__isa)isa);
+            make_problem(&p, t, lens[li], &k);
+            for (ri = 0; ri < 6; ri++)
+                for (ti = 0; ti < 6; ti++) {
+                    fails += run_one(&p, &k, k.gemm_packed[t], name, 0, rows[ri], toks[ti], exact);
+                    n_run += !exact;
+                }
+            /* a later group's rows, as a thread's share of a matrix */
+            fails += run_one(&p, &k, k.gemm_packed[t], name, 32, 68, 13, exact);
+            fails += run_one(&p, &k, k.gemm_packed[t], name, 48, 3, 1, exact);
+            free_problem(&p);
+        }
+    }
+    cr_assert_eq(fails, 0, "%s: %d mismatches (see stdout)", infer_type_name(t), fails);
+    if (!n_run) cr_log_info("%s: no packed kernel on this CPU: nothing compared", infer_type_name(t));
+}
+
+static const int lens_32[] = {256, 512, 2048, 576, 1536, 32, 160}; /* and odd block counts */
+static const int lens_k[] = {256, 512, 2048};
+static const int lens_f16[] = {256, 512, 2048, 576, 1, 17, 300}; /* any n: the slices' tails */
+
+Test(pack, q4_0) { check(INFER_TYPE_Q4_0, lens_32, 7); }
+Test(pack, q8_0) { check(INFER_TYPE_Q8_0, lens_32, 7); }
+Test(pack, q4_k) { check(INFER_TYPE_Q4_K, lens_k, 3); }
+Test(pack, q6_k) { check(INFER_TYPE_Q6_K, lens_k, 3); }
+Test(pack, f16) { check(INFER_TYPE_F16, lens_f16, 7); }
+Test(pack, bf16) { check(INFER_TYPE_BF16, lens_f16, 7); }
