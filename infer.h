@@ -5874,6 +5874,78 @@ INFER__UNUSED static void infer__pack_ref_q8_0(int n, const void *packed, int n_
     infer__pack_ref_32(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 0);
 }
 
+/* Q5_0, per group and block, 352 bytes:
+     qs[4][16][4]   word j, row r: the row's qs[4j .. 4j+3] (as Q4_0)
+     hb[8]          (at 256) 64-bit masks, one per llama.cpp lane l (values
+                    4l .. 4l+3: lanes 0-3 the low nibbles of words 0-3,
+                    lanes 4-7 their high nibbles): bit 4r + i is the fifth
+                    bit of value 4l + i of row r, for a masked add of 16
+     d[16]          (at 320) fp16 scales
+   Values count from 0 (0..31); the kernels take 16 * sum(x) back. */
+#define INFER__PACK_Q5_0_BLOCK 352
+static size_t infer__pack_q5_0_group_bytes(int64_t n) {
+    return INFER__PACK_ALIGN((size_t)(n / 32) * INFER__PACK_Q5_0_BLOCK);
+}
+INFER__UNUSED static size_t infer__pack_q5_0_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_q5_0_group_bytes(n);
+}
+INFER__UNUSED static void infer__pack_q5_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t gbytes = infer__pack_q5_0_group_bytes(n), ng = infer__pack_groups(rows), g;
+    int64_t nb = n / 32, b;
+    int r, j, l;
+    memset(dst, 0, ng * gbytes);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const infer__block_q5_0 *src = (const infer__block_q5_0 *)((const uint8_t *)w + (size_t)row * w_stride);
+            if (row >= rows) break;
+            for (b = 0; b < nb; b++) {
+                uint8_t *o = (uint8_t *)dst + g * gbytes + (size_t)b * INFER__PACK_Q5_0_BLOCK;
+                uint32_t qh = infer__qh(src[b].qh);
+                for (j = 0; j < 4; j++) memcpy(o + (j * INFER__PACK_ROWS + r) * 4, src[b].qs + 4 * j, 4);
+                for (l = 0; l < 8; l++) {
+                    uint64_t m;
+                    memcpy(&m, o + 256 + 8 * l, 8);
+                    m |= (uint64_t)((qh >> (4 * l)) & 0xf) << (4 * r);
+                    memcpy(o + 256 + 8 * l, &m, 8);
+                }
+                memcpy(o + 320 + 2 * r, &src[b].d, 2);
+            }
+        }
+}
+
+/* Scalar reference on the Q5_0 layout, bit-exact with the scalar vec_dot. */
+INFER__UNUSED static void infer__pack_ref_q5_0(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    int nb = n / 32, r, t, b, j, i;
+    size_t gbytes = infer__pack_q5_0_group_bytes(n);
+    for (r = 0; r < n_rows; r++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes;
+        int lane = r % INFER__PACK_ROWS;
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_0 *x = (const infer__block_q8_0 *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float s = 0;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *o = gp + (size_t)b * INFER__PACK_Q5_0_BLOCK;
+                uint16_t d;
+                int sum = 0;
+                for (j = 0; j < 4; j++)
+                    for (i = 0; i < 4; i++) {
+                        int v = o[(j * INFER__PACK_ROWS + lane) * 4 + i], bit = 4 * lane + i;
+                        uint64_t mlo, mhi;
+                        memcpy(&mlo, o + 256 + 8 * j, 8);
+                        memcpy(&mhi, o + 256 + 8 * (4 + j), 8);
+                        sum += ((int)((v & 0x0f) | ((mlo >> bit) & 1) << 4) - 16) * x[b].qs[4 * j + i] +
+                               ((int)((v >> 4) | ((mhi >> bit) & 1) << 4) - 16) * x[b].qs[16 + 4 * j + i];
+                    }
+                memcpy(&d, o + 320 + 2 * lane, 2);
+                s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d));
+            }
+            y[(size_t)t * ldy + r] = s;
+        }
+    }
+}
+
 /* Q4_K (nb = n / 256 blocks), per group and block, 2496 bytes:
      sc[8][16]        sub-block scales (6-bit, u8)
      mins[4][16][2]   int16 pairs (min 2k, min 2k+1) per row, for dpwssd
@@ -7570,6 +7642,123 @@ INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed(int n, const void *pa
     else infer__pk_gemm_32(16, 8, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
 
+/* Q5_0: Q4_0's nibbles with each lane's fifth bits added by a byte-masked
+   add of 16 (pack.c keeps one 64-bit mask per lane and block). */
+INFER__AVX512VNNI_INLINE __m512i infer__pk_q5_hi(__m512i v, const uint8_t *mask, int l) {
+    uint64_t k;
+    memcpy(&k, mask + 8 * l, 8);
+    return _mm512_mask_add_epi8(v, _cvtu64_mask64(k), v, _mm512_set1_epi8(16));
+}
+
+INFER__AVX512VNNI_INLINE void infer__pk_tile_q5_0(const int T, int nb, const uint8_t *gp, const uint8_t *x,
+                                                  size_t x_stride, const float *dx, const int32_t *cx, int aux_stride,
+                                                  float *y, size_t ldy, __mmask16 m, int add) {
+    __m512 f[INFER__PK_TMAX];
+    __m512i a[INFER__PK_TMAX];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    int b, j, t;
+    for (t = 0; t < T; t++) f[t] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *o = gp + (size_t)b * INFER__PACK_Q5_0_BLOCK, *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
+        __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 320)));
+        for (t = 0; t < T; t++) a[t] = _mm512_set1_epi32(cx[t * aux_stride + b]);
+        for (j = 0; j < 4; j++) {
+            __m512i v = _mm512_loadu_si512((const void *)(o + 64 * j));
+            __m512i lo = infer__pk_q5_hi(_mm512_and_si512(v, m4), o + 256, j);
+            __m512i hi = infer__pk_q5_hi(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), o + 256, 4 + j);
+            for (t = 0; t < T; t++) a[t] = _mm512_dpbusd_epi32(a[t], lo, infer__pk_bcast(xq + t * x_stride + 4 * j));
+            for (t = 0; t < T; t++) a[t] = _mm512_dpbusd_epi32(a[t], hi, infer__pk_bcast(xq + t * x_stride + 16 + 4 * j));
+        }
+        for (t = 0; t < T; t++)
+            f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[t]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b])), f[t]);
+    }
+    for (t = 0; t < T; t++) {
+        float *yt = y + (size_t)t * ldy;
+        if (add) f[t] = _mm512_add_ps(f[t], _mm512_maskz_loadu_ps(m, yt));
+        _mm512_mask_storeu_ps(yt, m, f[t]);
+    }
+}
+
+/* One token in llama.cpp's lane order, as the Q4_0 one. */
+INFER__AVX512VNNI static void infer__vnni_q5_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                           float *y) {
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
+    size_t gbytes = infer__pack_q5_0_group_bytes(n);
+    const __m256i ones = _mm256_set1_epi8(1);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int rem = n_rows - g * INFER__PACK_ROWS;
+        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+        __m512 f[8], sum;
+        for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
+        for (b = 0; b < nb; b++) {
+            const uint8_t *o = gp + (size_t)b * INFER__PACK_Q5_0_BLOCK, *xq = (const uint8_t *)x[b].qs;
+            __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 320))),
+                                     _mm512_set1_ps(_cvtsh_ss(x[b].d)));
+            int32_t corr[8];
+            _mm256_storeu_si256((__m256i *)corr,
+                                _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                                                                      _mm256_loadu_si256((const __m256i *)xq)),
+                                                  4));
+            for (j = 0; j < 4; j++) {
+                __m512i v = _mm512_loadu_si512((const void *)(o + 64 * j));
+                __m512i lo = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[j]),
+                                                 infer__pk_q5_hi(_mm512_and_si512(v, m4), o + 256, j),
+                                                 infer__pk_bcast(xq + 4 * j));
+                __m512i hi = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[4 + j]),
+                                                 infer__pk_q5_hi(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), o + 256, 4 + j),
+                                                 infer__pk_bcast(xq + 16 + 4 * j));
+                f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lo), f[j]);
+                f[4 + j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(hi), f[4 + j]);
+            }
+        }
+        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
+                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, sum);
+    }
+}
+
+INFER__AVX512VNNI static void infer__vnni_q5_0_gemm_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float dx[INFER__PK_AUX];
+    int32_t cx[INFER__PK_AUX];
+    const uint8_t *x = (const uint8_t *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, k0, t0, t, g;
+    size_t gbytes = infer__pack_q5_0_group_bytes(n);
+    if (n_tok == 1) {
+        infer__vnni_q5_0_gemv_packed(n, packed, n_rows, xv, y);
+        return;
+    }
+    for (k0 = 0; k0 < nb; k0 += INFER__PK_AUX) {
+        int kn = INFER__MIN(INFER__PK_AUX, nb - k0), chunk = INFER__PK_AUX / kn;
+        if (chunk > INFER__PK_TMAX) chunk -= chunk % INFER__PK_TMAX;
+        for (t0 = 0; t0 < n_tok; t0 += chunk) {
+            int tc = INFER__MIN(chunk, n_tok - t0);
+            const uint8_t *xc = x + (size_t)t0 * x_stride + (size_t)k0 * sizeof(infer__block_q8_0);
+            infer__pk_q8_aux(xc, x_stride, tc, kn, 16, dx, cx);
+            for (g = 0; g < ng; g++) {
+                const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes + (size_t)k0 * INFER__PACK_Q5_0_BLOCK;
+                int rem = n_rows - g * INFER__PACK_ROWS;
+                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                for (t = 0; t < tc; t += 8) {
+                    int tt = INFER__MIN(8, tc - t);
+                    const uint8_t *xt = xc + (size_t)t * x_stride;
+                    float *yt = y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS;
+#define INFER__PK_Q5(TT) \
+    case TT: infer__pk_tile_q5_0(TT, kn, gp, xt, x_stride, dx + t * kn, cx + t * kn, kn, yt, ldy, m, k0 > 0); break;
+                    switch (tt) {
+                        INFER__PK_Q5(1) INFER__PK_Q5(2) INFER__PK_Q5(3) INFER__PK_Q5(4) INFER__PK_Q5(5) INFER__PK_Q5(6)
+                        INFER__PK_Q5(7) default: INFER__PK_Q5(8)
+                    }
+#undef INFER__PK_Q5
+                }
+            }
+        }
+    }
+}
+
 /* Q4_K and Q6_K (activations Q8_K): per sub-block an int32 sum per row and
    token (dpbusd, as above), converted and FMA'd with the sub-block's
    d * scale into a per-block float sum; the block's sum meets d_x once.
@@ -7927,6 +8116,9 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q8_0] = infer__pack_q8_0_size;
         k->pack[INFER_TYPE_Q8_0] = infer__pack_q8_0;
         k->gemm_packed[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm_packed;
+        k->pack_size[INFER_TYPE_Q5_0] = infer__pack_q5_0_size;
+        k->pack[INFER_TYPE_Q5_0] = infer__pack_q5_0;
+        k->gemm_packed[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm_packed;
         k->pack_size[INFER_TYPE_Q4_K] = infer__pack_q4_K_size;
         k->pack[INFER_TYPE_Q4_K] = infer__pack_q4_K;
         k->gemm_packed[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm_packed;

@@ -126,6 +126,78 @@ INFER__UNUSED static void infer__pack_ref_q8_0(int n, const void *packed, int n_
     infer__pack_ref_32(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 0);
 }
 
+/* Q5_0, per group and block, 352 bytes:
+     qs[4][16][4]   word j, row r: the row's qs[4j .. 4j+3] (as Q4_0)
+     hb[8]          (at 256) 64-bit masks, one per llama.cpp lane l (values
+                    4l .. 4l+3: lanes 0-3 the low nibbles of words 0-3,
+                    lanes 4-7 their high nibbles): bit 4r + i is the fifth
+                    bit of value 4l + i of row r, for a masked add of 16
+     d[16]          (at 320) fp16 scales
+   Values count from 0 (0..31); the kernels take 16 * sum(x) back. */
+#define INFER__PACK_Q5_0_BLOCK 352
+static size_t infer__pack_q5_0_group_bytes(int64_t n) {
+    return INFER__PACK_ALIGN((size_t)(n / 32) * INFER__PACK_Q5_0_BLOCK);
+}
+INFER__UNUSED static size_t infer__pack_q5_0_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_q5_0_group_bytes(n);
+}
+INFER__UNUSED static void infer__pack_q5_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    size_t gbytes = infer__pack_q5_0_group_bytes(n), ng = infer__pack_groups(rows), g;
+    int64_t nb = n / 32, b;
+    int r, j, l;
+    memset(dst, 0, ng * gbytes);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const infer__block_q5_0 *src = (const infer__block_q5_0 *)((const uint8_t *)w + (size_t)row * w_stride);
+            if (row >= rows) break;
+            for (b = 0; b < nb; b++) {
+                uint8_t *o = (uint8_t *)dst + g * gbytes + (size_t)b * INFER__PACK_Q5_0_BLOCK;
+                uint32_t qh = infer__qh(src[b].qh);
+                for (j = 0; j < 4; j++) memcpy(o + (j * INFER__PACK_ROWS + r) * 4, src[b].qs + 4 * j, 4);
+                for (l = 0; l < 8; l++) {
+                    uint64_t m;
+                    memcpy(&m, o + 256 + 8 * l, 8);
+                    m |= (uint64_t)((qh >> (4 * l)) & 0xf) << (4 * r);
+                    memcpy(o + 256 + 8 * l, &m, 8);
+                }
+                memcpy(o + 320 + 2 * r, &src[b].d, 2);
+            }
+        }
+}
+
+/* Scalar reference on the Q5_0 layout, bit-exact with the scalar vec_dot. */
+INFER__UNUSED static void infer__pack_ref_q5_0(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    int nb = n / 32, r, t, b, j, i;
+    size_t gbytes = infer__pack_q5_0_group_bytes(n);
+    for (r = 0; r < n_rows; r++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes;
+        int lane = r % INFER__PACK_ROWS;
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_0 *x = (const infer__block_q8_0 *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float s = 0;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *o = gp + (size_t)b * INFER__PACK_Q5_0_BLOCK;
+                uint16_t d;
+                int sum = 0;
+                for (j = 0; j < 4; j++)
+                    for (i = 0; i < 4; i++) {
+                        int v = o[(j * INFER__PACK_ROWS + lane) * 4 + i], bit = 4 * lane + i;
+                        uint64_t mlo, mhi;
+                        memcpy(&mlo, o + 256 + 8 * j, 8);
+                        memcpy(&mhi, o + 256 + 8 * (4 + j), 8);
+                        sum += ((int)((v & 0x0f) | ((mlo >> bit) & 1) << 4) - 16) * x[b].qs[4 * j + i] +
+                               ((int)((v >> 4) | ((mhi >> bit) & 1) << 4) - 16) * x[b].qs[16 + 4 * j + i];
+                    }
+                memcpy(&d, o + 320 + 2 * lane, 2);
+                s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d));
+            }
+            y[(size_t)t * ldy + r] = s;
+        }
+    }
+}
+
 /* Q4_K (nb = n / 256 blocks), per group and block, 2496 bytes:
      sc[8][16]        sub-block scales (6-bit, u8)
      mins[4][16][2]   int16 pairs (min 2k, min 2k+1) per row, for dpwssd

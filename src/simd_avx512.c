@@ -747,6 +747,123 @@ INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed(int n, const void *pa
     else infer__pk_gemm_32(16, 8, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
 
+/* Q5_0: Q4_0's nibbles with each lane's fifth bits added by a byte-masked
+   add of 16 (pack.c keeps one 64-bit mask per lane and block). */
+INFER__AVX512VNNI_INLINE __m512i infer__pk_q5_hi(__m512i v, const uint8_t *mask, int l) {
+    uint64_t k;
+    memcpy(&k, mask + 8 * l, 8);
+    return _mm512_mask_add_epi8(v, _cvtu64_mask64(k), v, _mm512_set1_epi8(16));
+}
+
+INFER__AVX512VNNI_INLINE void infer__pk_tile_q5_0(const int T, int nb, const uint8_t *gp, const uint8_t *x,
+                                                  size_t x_stride, const float *dx, const int32_t *cx, int aux_stride,
+                                                  float *y, size_t ldy, __mmask16 m, int add) {
+    __m512 f[INFER__PK_TMAX];
+    __m512i a[INFER__PK_TMAX];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    int b, j, t;
+    for (t = 0; t < T; t++) f[t] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *o = gp + (size_t)b * INFER__PACK_Q5_0_BLOCK, *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
+        __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 320)));
+        for (t = 0; t < T; t++) a[t] = _mm512_set1_epi32(cx[t * aux_stride + b]);
+        for (j = 0; j < 4; j++) {
+            __m512i v = _mm512_loadu_si512((const void *)(o + 64 * j));
+            __m512i lo = infer__pk_q5_hi(_mm512_and_si512(v, m4), o + 256, j);
+            __m512i hi = infer__pk_q5_hi(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), o + 256, 4 + j);
+            for (t = 0; t < T; t++) a[t] = _mm512_dpbusd_epi32(a[t], lo, infer__pk_bcast(xq + t * x_stride + 4 * j));
+            for (t = 0; t < T; t++) a[t] = _mm512_dpbusd_epi32(a[t], hi, infer__pk_bcast(xq + t * x_stride + 16 + 4 * j));
+        }
+        for (t = 0; t < T; t++)
+            f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[t]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b])), f[t]);
+    }
+    for (t = 0; t < T; t++) {
+        float *yt = y + (size_t)t * ldy;
+        if (add) f[t] = _mm512_add_ps(f[t], _mm512_maskz_loadu_ps(m, yt));
+        _mm512_mask_storeu_ps(yt, m, f[t]);
+    }
+}
+
+/* One token in llama.cpp's lane order, as the Q4_0 one. */
+INFER__AVX512VNNI static void infer__vnni_q5_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                           float *y) {
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
+    size_t gbytes = infer__pack_q5_0_group_bytes(n);
+    const __m256i ones = _mm256_set1_epi8(1);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int rem = n_rows - g * INFER__PACK_ROWS;
+        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+        __m512 f[8], sum;
+        for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
+        for (b = 0; b < nb; b++) {
+            const uint8_t *o = gp + (size_t)b * INFER__PACK_Q5_0_BLOCK, *xq = (const uint8_t *)x[b].qs;
+            __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 320))),
+                                     _mm512_set1_ps(_cvtsh_ss(x[b].d)));
+            int32_t corr[8];
+            _mm256_storeu_si256((__m256i *)corr,
+                                _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
+                                                                      _mm256_loadu_si256((const __m256i *)xq)),
+                                                  4));
+            for (j = 0; j < 4; j++) {
+                __m512i v = _mm512_loadu_si512((const void *)(o + 64 * j));
+                __m512i lo = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[j]),
+                                                 infer__pk_q5_hi(_mm512_and_si512(v, m4), o + 256, j),
+                                                 infer__pk_bcast(xq + 4 * j));
+                __m512i hi = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[4 + j]),
+                                                 infer__pk_q5_hi(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), o + 256, 4 + j),
+                                                 infer__pk_bcast(xq + 16 + 4 * j));
+                f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lo), f[j]);
+                f[4 + j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(hi), f[4 + j]);
+            }
+        }
+        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
+                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, sum);
+    }
+}
+
+INFER__AVX512VNNI static void infer__vnni_q5_0_gemm_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float dx[INFER__PK_AUX];
+    int32_t cx[INFER__PK_AUX];
+    const uint8_t *x = (const uint8_t *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, k0, t0, t, g;
+    size_t gbytes = infer__pack_q5_0_group_bytes(n);
+    if (n_tok == 1) {
+        infer__vnni_q5_0_gemv_packed(n, packed, n_rows, xv, y);
+        return;
+    }
+    for (k0 = 0; k0 < nb; k0 += INFER__PK_AUX) {
+        int kn = INFER__MIN(INFER__PK_AUX, nb - k0), chunk = INFER__PK_AUX / kn;
+        if (chunk > INFER__PK_TMAX) chunk -= chunk % INFER__PK_TMAX;
+        for (t0 = 0; t0 < n_tok; t0 += chunk) {
+            int tc = INFER__MIN(chunk, n_tok - t0);
+            const uint8_t *xc = x + (size_t)t0 * x_stride + (size_t)k0 * sizeof(infer__block_q8_0);
+            infer__pk_q8_aux(xc, x_stride, tc, kn, 16, dx, cx);
+            for (g = 0; g < ng; g++) {
+                const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes + (size_t)k0 * INFER__PACK_Q5_0_BLOCK;
+                int rem = n_rows - g * INFER__PACK_ROWS;
+                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                for (t = 0; t < tc; t += 8) {
+                    int tt = INFER__MIN(8, tc - t);
+                    const uint8_t *xt = xc + (size_t)t * x_stride;
+                    float *yt = y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS;
+#define INFER__PK_Q5(TT) \
+    case TT: infer__pk_tile_q5_0(TT, kn, gp, xt, x_stride, dx + t * kn, cx + t * kn, kn, yt, ldy, m, k0 > 0); break;
+                    switch (tt) {
+                        INFER__PK_Q5(1) INFER__PK_Q5(2) INFER__PK_Q5(3) INFER__PK_Q5(4) INFER__PK_Q5(5) INFER__PK_Q5(6)
+                        INFER__PK_Q5(7) default: INFER__PK_Q5(8)
+                    }
+#undef INFER__PK_Q5
+                }
+            }
+        }
+    }
+}
+
 /* Q4_K and Q6_K (activations Q8_K): per sub-block an int32 sum per row and
    token (dpbusd, as above), converted and FMA'd with the sub-block's
    d * scale into a per-block float sum; the block's sum meets d_x once.
@@ -1104,6 +1221,9 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q8_0] = infer__pack_q8_0_size;
         k->pack[INFER_TYPE_Q8_0] = infer__pack_q8_0;
         k->gemm_packed[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm_packed;
+        k->pack_size[INFER_TYPE_Q5_0] = infer__pack_q5_0_size;
+        k->pack[INFER_TYPE_Q5_0] = infer__pack_q5_0;
+        k->gemm_packed[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm_packed;
         k->pack_size[INFER_TYPE_Q4_K] = infer__pack_q4_K_size;
         k->pack[INFER_TYPE_Q4_K] = infer__pack_q4_K;
         k->gemm_packed[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm_packed;
