@@ -46,7 +46,7 @@ struct infer_context {
     void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_batch rows */
     size_t xq_row_max;  /* bytes of one converted row, largest case */
     infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
-    void **packed_blocks; /* stb_ds array: the allocations behind the packed weights */
+    uint8_t *packed_raw;  /* the allocation holding every packed weight */
     float *logits;      /* rows of n_vocab */
     int n_logit_rows, logit_cap_rows, logits_all, n_last;
     size_t bytes;       /* memory this context holds */
@@ -88,32 +88,42 @@ static void infer__product_init(infer__product *p, int n_ops, const infer__tenso
     }
 }
 
-/* Repacks the product's weights where this ISA has a packed form: the
-   kernels then read 16 rows in one vector. The copy is the context's. */
-static int infer__product_pack(infer_context *c, infer__product *p) {
+#define INFER__PACK_ARENA_ALIGN ((size_t)2 << 20) /* a huge page */
+
+/* The bytes product p's packed weights take (each 64-byte aligned). */
+static size_t infer__product_packed_bytes(const infer_context *c, const infer__product *p) {
+    size_t total = 0;
+    int i;
+    for (i = 0; i < p->n_ops; i++) {
+        infer_type t = p->w[i]->type;
+        if (c->kern.pack_size[t] && c->kern.pack[t] && c->kern.gemm_packed[t])
+            total += (c->kern.pack_size[t](p->w[i]->ne[0], p->w[i]->ne[1]) + 63) / 64 * 64;
+    }
+    return total;
+}
+
+/* Repacks the product's weights where this ISA has a packed form (the
+   kernels then read 16 rows in one vector), into the context's arena from
+   *at on; the mapped originals are let go. */
+static void infer__product_pack(infer_context *c, infer__product *p, uint8_t **at) {
     int i;
     for (i = 0; i < p->n_ops; i++) {
         const infer__tensor *w = p->w[i];
         infer_type t = w->type;
-        size_t size;
-        uint8_t *raw;
         if (!c->kern.pack_size[t] || !c->kern.pack[t] || !c->kern.gemm_packed[t]) continue;
-        size = c->kern.pack_size[t](w->ne[0], w->ne[1]);
-        raw = (uint8_t *)INFER_MALLOC(size + 64);
-        if (!raw) return 0;
-        stbds_arrput(c->packed_blocks, raw);
-        p->packed[i] = raw + (64 - (uintptr_t)raw % 64); /* the kernels load whole 64-byte vectors */
-        c->kern.pack[t](w->data, infer__row_size(t, w->ne[0]), w->ne[0], w->ne[1], (void *)p->packed[i]);
-        c->bytes += size + 64;
+        p->packed[i] = *at;
+        c->kern.pack[t](w->data, infer__row_size(t, w->ne[0]), w->ne[0], w->ne[1], *at);
+        *at += (c->kern.pack_size[t](w->ne[0], w->ne[1]) + 63) / 64 * 64;
         /* the token embedding's rows are still read (a tied output) */
         if (w != c->model->tok_embd) infer__blob_forget(&c->model->gguf->blob, w->data, w->nbytes);
     }
-    return 1;
 }
 
 static int infer__plan(infer_context *c) {
     const infer_model *m = c->model;
     int dim = m->dim, kv_dim = m->n_kv_heads * m->head_dim, ffn = m->ffn_dim, l;
+    size_t total = 0;
+    uint8_t *at;
     c->plan = (infer__product *)infer__calloc((size_t)m->n_layers * INFER__P_PER_LAYER + 1, sizeof(infer__product));
     if (!c->plan) return 0;
     for (l = 0; l < m->n_layers; l++) {
@@ -135,8 +145,17 @@ static int infer__plan(infer_context *c) {
     }
     /* the output's rows go straight to the caller's logits (set per pass) */
     infer__product_init(&c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER], 1, &m->output, &c->logits, &m->n_vocab);
-    for (l = 0; l <= m->n_layers * INFER__P_PER_LAYER; l++)
-        if (!infer__product_pack(c, &c->plan[l])) return 0;
+    /* one arena for every packed weight, aligned so the OS can back it
+       with huge pages: generation streams it all once per token */
+    for (l = 0; l <= m->n_layers * INFER__P_PER_LAYER; l++) total += infer__product_packed_bytes(c, &c->plan[l]);
+    if (total) {
+        c->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
+        if (!c->packed_raw) return 0;
+        at = c->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)c->packed_raw % INFER__PACK_ARENA_ALIGN);
+        infer__advise_huge(at, total);
+        c->bytes += total + INFER__PACK_ARENA_ALIGN;
+        for (l = 0; l <= m->n_layers * INFER__P_PER_LAYER; l++) infer__product_pack(c, &c->plan[l], &at);
+    }
     return 1;
 }
 
@@ -208,7 +227,6 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
 }
 
 INFERDEF void infer_context_free(infer_context *c) {
-    ptrdiff_t i;
     if (!c) return;
     infer__context_detach(c);
     infer__pool_free(c->pool);
@@ -225,8 +243,7 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->attn_scratch);
     INFER_FREE(c->xq);
     INFER_FREE(c->plan);
-    for (i = 0; i < stbds_arrlen(c->packed_blocks); i++) INFER_FREE(c->packed_blocks[i]);
-    stbds_arrfree(c->packed_blocks);
+    INFER_FREE(c->packed_raw);
     INFER_FREE(c->logits);
     stbds_arrfree(c->prompt_tokens);
     stbds_arrfree(c->gen_tokens);

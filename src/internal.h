@@ -142,6 +142,7 @@ typedef struct infer__blob {
 static int infer__blob_open(infer__blob *b, const char *path, infer_error *err);
 static void infer__blob_close(infer__blob *b);
 static void infer__blob_forget(const infer__blob *b, const void *p, size_t len);
+static void infer__advise_huge(void *p, size_t len);
 
 /* ---- gguf.c ---- */
 typedef struct infer__str {

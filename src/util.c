@@ -210,3 +210,13 @@ static void infer__blob_forget(const infer__blob *b, const void *p, size_t len) 
 #endif
 }
 
+/* Asks for huge pages behind [p, p + len) (Linux's transparent huge pages,
+   where they are on "madvise"): fewer TLB misses when weights stream by. */
+static void infer__advise_huge(void *p, size_t len) {
+#if defined(__linux__) && !defined(INFER_NO_MMAP)
+    madvise(p, len, 14 /* MADV_HUGEPAGE */);
+#else
+    (void)p, (void)len;
+#endif
+}
+
