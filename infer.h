@@ -230,6 +230,11 @@ typedef struct infer_context_params {
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
+/* A context repacks the weights it multiplies for its CPU's kernels (a copy
+   about their size, made here; infer_context_metrics counts it). Where the
+   model is a mapped file, the mapped pages of those weights are released,
+   so memory holds one copy; with INFER_NO_MMAP or infer_model_load_memory
+   it holds both. Each context has its own copy. */
 INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_params *params, infer_error *err);
 INFERDEF void infer_context_free(infer_context *c);
 INFERDEF int infer_context_n_ctx(const infer_context *c);
