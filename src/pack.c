@@ -198,6 +198,111 @@ INFER__UNUSED static void infer__pack_ref_q5_0(int n, const void *packed, int n_
     }
 }
 
+/* Q4_1 and Q5_1 (activations Q8_1), per group and block: Q4_0's or
+   Q5_0's layout with the fp16 mins after the scales:
+     Q4_1 (320 bytes): qs at 0, d[16] at 256, m[16] at 288
+     Q5_1 (384 bytes): qs at 0, hb[8] at 256, d[16] at 320, m[16] at 352
+   The values count from 0 as the format's do; m * s_x adds the rest. */
+#define INFER__PACK_Q4_1_BLOCK 320
+#define INFER__PACK_Q5_1_BLOCK 384
+static size_t infer__pack_q_1_group_bytes(int64_t n, int q5) {
+    return INFER__PACK_ALIGN((size_t)(n / 32) * (q5 ? INFER__PACK_Q5_1_BLOCK : INFER__PACK_Q4_1_BLOCK));
+}
+INFER__UNUSED static size_t infer__pack_q4_1_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_q_1_group_bytes(n, 0);
+}
+INFER__UNUSED static size_t infer__pack_q5_1_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_q_1_group_bytes(n, 1);
+}
+static void infer__pack_q_1(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst, int q5) {
+    size_t gbytes = infer__pack_q_1_group_bytes(n, q5), ng = infer__pack_groups(rows), g;
+    size_t bbytes = q5 ? INFER__PACK_Q5_1_BLOCK : INFER__PACK_Q4_1_BLOCK, d_at = q5 ? 320 : 256;
+    int64_t nb = n / 32, b;
+    int r, j, l;
+    memset(dst, 0, ng * gbytes);
+    for (g = 0; g < ng; g++)
+        for (r = 0; r < INFER__PACK_ROWS; r++) {
+            int64_t row = (int64_t)g * INFER__PACK_ROWS + r;
+            const uint8_t *src = (const uint8_t *)w + (size_t)row * w_stride;
+            if (row >= rows) break;
+            for (b = 0; b < nb; b++) {
+                uint8_t *o = (uint8_t *)dst + g * gbytes + (size_t)b * bbytes;
+                const uint8_t *qs;
+                if (q5) {
+                    const infer__block_q5_1 *blk = (const infer__block_q5_1 *)src + b;
+                    uint32_t qh = infer__qh(blk->qh);
+                    for (l = 0; l < 8; l++) {
+                        uint64_t m;
+                        memcpy(&m, o + 256 + 8 * l, 8);
+                        m |= (uint64_t)((qh >> (4 * l)) & 0xf) << (4 * r);
+                        memcpy(o + 256 + 8 * l, &m, 8);
+                    }
+                    qs = blk->qs;
+                    memcpy(o + d_at + 2 * r, &blk->d, 2);
+                    memcpy(o + d_at + 32 + 2 * r, &blk->m, 2);
+                } else {
+                    const infer__block_q4_1 *blk = (const infer__block_q4_1 *)src + b;
+                    qs = blk->qs;
+                    memcpy(o + d_at + 2 * r, &blk->d, 2);
+                    memcpy(o + d_at + 32 + 2 * r, &blk->m, 2);
+                }
+                for (j = 0; j < 4; j++) memcpy(o + (j * INFER__PACK_ROWS + r) * 4, qs + 4 * j, 4);
+            }
+        }
+}
+INFER__UNUSED static void infer__pack_q4_1(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    infer__pack_q_1(w, w_stride, n, rows, dst, 0);
+}
+INFER__UNUSED static void infer__pack_q5_1(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
+    infer__pack_q_1(w, w_stride, n, rows, dst, 1);
+}
+
+/* Scalar reference on the Q4_1/Q5_1 layouts, bit-exact with the scalar vec_dot. */
+static void infer__pack_ref_q_1(int n, const void *packed, int n_rows, const void *xv, size_t x_stride, int n_tok,
+                                float *y, size_t ldy, int q5) {
+    int nb = n / 32, r, t, b, j, i;
+    size_t gbytes = infer__pack_q_1_group_bytes(n, q5), bbytes = q5 ? INFER__PACK_Q5_1_BLOCK : INFER__PACK_Q4_1_BLOCK;
+    size_t d_at = q5 ? 320 : 256;
+    for (r = 0; r < n_rows; r++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes;
+        int lane = r % INFER__PACK_ROWS;
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_1 *x = (const infer__block_q8_1 *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float s = 0;
+            for (b = 0; b < nb; b++) {
+                const uint8_t *o = gp + (size_t)b * bbytes;
+                uint16_t d, m;
+                int sum = 0;
+                for (j = 0; j < 4; j++)
+                    for (i = 0; i < 4; i++) {
+                        int v = o[(j * INFER__PACK_ROWS + lane) * 4 + i], lo = v & 0x0f, hi = v >> 4;
+                        if (q5) {
+                            uint64_t mlo, mhi;
+                            memcpy(&mlo, o + 256 + 8 * j, 8);
+                            memcpy(&mhi, o + 256 + 8 * (4 + j), 8);
+                            lo |= (int)((mlo >> (4 * lane + i)) & 1) << 4;
+                            hi |= (int)((mhi >> (4 * lane + i)) & 1) << 4;
+                        }
+                        sum += lo * x[b].qs[4 * j + i] + hi * x[b].qs[16 + 4 * j + i];
+                    }
+                memcpy(&d, o + d_at + 2 * lane, 2);
+                memcpy(&m, o + d_at + 32 + 2 * lane, 2);
+                s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d)) +
+                     infer__fp16_to_fp32(m) * infer__fp16_to_fp32(x[b].s);
+            }
+            y[(size_t)t * ldy + r] = s;
+        }
+    }
+}
+INFER__UNUSED static void infer__pack_ref_q4_1(int n, const void *packed, int n_rows, const void *x, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    infer__pack_ref_q_1(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 0);
+}
+INFER__UNUSED static void infer__pack_ref_q5_1(int n, const void *packed, int n_rows, const void *x, size_t x_stride,
+                                               int n_tok, float *y, size_t ldy) {
+    infer__pack_ref_q_1(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 1);
+}
+
 /* Q4_K (nb = n / 256 blocks), per group and block, 2496 bytes:
      sc[8][16]        sub-block scales (6-bit, u8)
      mins[4][16][2]   int16 pairs (min 2k, min 2k+1) per row, for dpwssd

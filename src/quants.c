@@ -106,6 +106,14 @@ static float infer__q8_0_dot(int n, const void *w, const void *xv) {
     return s;
 }
 
+static void infer__q8_1_to_float(const void *src, float *dst, int64_t n) {
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)src;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, dst += INFER__QK)
+        for (j = 0; j < INFER__QK; j++) dst[j] = INFER__H(x[b].d) * x[b].qs[j];
+}
+
 static void infer__q8_1_from_float(const float *src, void *dst, int64_t n) {
     infer__block_q8_1 *y = (infer__block_q8_1 *)dst;
     int64_t b;
@@ -365,7 +373,7 @@ static const infer__type_traits infer__type_table[INFER_TYPE_COUNT] = {
     /* 6 */ {"Q5_0", 32, 22, 1, INFER_TYPE_Q8_0, infer__q5_0_to_float, NULL, infer__q5_0_dot, infer__quantize_row_q5_0},
     /* 7 */ {"Q5_1", 32, 24, 1, INFER_TYPE_Q8_1, infer__q5_1_to_float, NULL, infer__q5_1_dot, infer__quantize_row_q5_1},
     /* 8 */ {"Q8_0", 32, 34, 1, INFER_TYPE_Q8_0, infer__q8_0_to_float, infer__q8_0_from_float, infer__q8_0_dot, infer__quantize_row_q8_0},
-    /* 9 */ {"Q8_1", 32, 36, 0, INFER_TYPE_Q8_1, NULL, infer__q8_1_from_float, NULL, NULL},
+    /* 9 */ {"Q8_1", 32, 36, 0, INFER_TYPE_Q8_1, infer__q8_1_to_float, infer__q8_1_from_float, NULL, NULL},
     /* 10 */ {"Q2_K", 256, 84, 1, INFER_TYPE_Q8_K, infer__q2_K_to_float, NULL, infer__q2_K_dot, infer__quantize_row_q2_K},
     /* 11 */ {"Q3_K", 256, 110, 1, INFER_TYPE_Q8_K, infer__q3_K_to_float, NULL, infer__q3_K_dot, infer__quantize_row_q3_K},
     /* 12 */ {"Q4_K", 256, 144, 1, INFER_TYPE_Q8_K, infer__q4_K_to_float, NULL, infer__q4_K_dot, infer__quantize_row_q4_K},

@@ -864,6 +864,118 @@ INFER__AVX512VNNI static void infer__vnni_q5_0_gemm_packed(int n, const void *pa
     }
 }
 
+/* Q4_1 and Q5_1 (activations Q8_1): the values count from 0, so the sums
+   need no correction; each block adds m_w * s_x (s_x = d_x * sum(x)). */
+INFER__AVX512VNNI_INLINE void infer__pk_tile_q_1(const int Q5, const int T, int nb, const uint8_t *gp, const uint8_t *x,
+                                                 size_t x_stride, float *y, size_t ldy, __mmask16 m, int add) {
+    const size_t bbytes = Q5 ? INFER__PACK_Q5_1_BLOCK : INFER__PACK_Q4_1_BLOCK, d_at = Q5 ? 320 : 256;
+    __m512 f[INFER__PK_TMAX];
+    __m512i a[INFER__PK_TMAX];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    int b, j, t;
+    for (t = 0; t < T; t++) f[t] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *o = gp + (size_t)b * bbytes;
+        const infer__block_q8_1 *xb = (const infer__block_q8_1 *)(x + (size_t)b * sizeof(infer__block_q8_1));
+        __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + d_at)));
+        __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + d_at + 32)));
+        for (t = 0; t < T; t++) a[t] = _mm512_setzero_si512();
+        for (j = 0; j < 4; j++) {
+            __m512i v = _mm512_loadu_si512((const void *)(o + 64 * j));
+            __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            if (Q5) lo = infer__pk_q5_hi(lo, o + 256, j), hi = infer__pk_q5_hi(hi, o + 256, 4 + j);
+            for (t = 0; t < T; t++) {
+                const uint8_t *xq = (const uint8_t *)((const infer__block_q8_1 *)((const uint8_t *)xb + t * x_stride))->qs;
+                a[t] = _mm512_dpbusd_epi32(a[t], lo, infer__pk_bcast(xq + 4 * j));
+                a[t] = _mm512_dpbusd_epi32(a[t], hi, infer__pk_bcast(xq + 16 + 4 * j));
+            }
+        }
+        for (t = 0; t < T; t++) {
+            const infer__block_q8_1 *xt = (const infer__block_q8_1 *)((const uint8_t *)xb + t * x_stride);
+            f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a[t]), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(xt->d))), f[t]);
+            f[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(_cvtsh_ss(xt->s)), f[t]);
+        }
+    }
+    for (t = 0; t < T; t++) {
+        float *yt = y + (size_t)t * ldy;
+        if (add) f[t] = _mm512_add_ps(f[t], _mm512_maskz_loadu_ps(m, yt));
+        _mm512_mask_storeu_ps(yt, m, f[t]);
+    }
+}
+
+/* One token in llama.cpp's order: eight lane sums, hsum_float_8, then the
+   mins' sum (m * s per block, added in turn) on top. */
+INFER__AVX512VNNI_INLINE void infer__pk_gemv_q_1(const int Q5, int n, const void *packed, int n_rows, const void *xv,
+                                                 float *y) {
+    const size_t bbytes = Q5 ? INFER__PACK_Q5_1_BLOCK : INFER__PACK_Q4_1_BLOCK, d_at = Q5 ? 320 : 256;
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
+    size_t gbytes = infer__pack_q_1_group_bytes(n, Q5);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int rem = n_rows - g * INFER__PACK_ROWS;
+        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+        __m512 f[8], summs = _mm512_setzero_ps(), sum;
+        for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
+        for (b = 0; b < nb; b++) {
+            const uint8_t *o = gp + (size_t)b * bbytes, *xq = (const uint8_t *)x[b].qs;
+            __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + d_at))),
+                                     _mm512_set1_ps(_cvtsh_ss(x[b].d)));
+            summs = _mm512_add_ps(summs, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + d_at + 32))),
+                                                       _mm512_set1_ps(_cvtsh_ss(x[b].s))));
+            for (j = 0; j < 4; j++) {
+                __m512i v = _mm512_loadu_si512((const void *)(o + 64 * j));
+                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (Q5) lo = infer__pk_q5_hi(lo, o + 256, j), hi = infer__pk_q5_hi(hi, o + 256, 4 + j);
+                f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo,
+                                                                                 infer__pk_bcast(xq + 4 * j))), f[j]);
+                f[4 + j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
+                                                                                     infer__pk_bcast(xq + 16 + 4 * j))), f[4 + j]);
+            }
+        }
+        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
+                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, _mm512_add_ps(sum, summs));
+    }
+}
+
+INFER__AVX512VNNI_INLINE void infer__pk_gemm_q_1(const int Q5, int n, const void *packed, int n_rows, const void *xv,
+                                                 size_t x_stride, int n_tok, float *y, size_t ldy) {
+    const uint8_t *x = (const uint8_t *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, t, g;
+    size_t gbytes = infer__pack_q_1_group_bytes(n, Q5);
+    if (n_tok == 1) {
+        infer__pk_gemv_q_1(Q5, n, packed, n_rows, xv, y);
+        return;
+    }
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int rem = n_rows - g * INFER__PACK_ROWS;
+        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+        for (t = 0; t < n_tok; t += 8) {
+            const uint8_t *xt = x + (size_t)t * x_stride;
+            float *yt = y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS;
+#define INFER__PK_Q1(TT) \
+    case TT: infer__pk_tile_q_1(Q5, TT, nb, gp, xt, x_stride, yt, ldy, m, 0); break;
+            switch (INFER__MIN(8, n_tok - t)) {
+                INFER__PK_Q1(1) INFER__PK_Q1(2) INFER__PK_Q1(3) INFER__PK_Q1(4) INFER__PK_Q1(5) INFER__PK_Q1(6)
+                INFER__PK_Q1(7) default: INFER__PK_Q1(8)
+            }
+#undef INFER__PK_Q1
+        }
+    }
+}
+
+INFER__AVX512VNNI static void infer__vnni_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__pk_gemm_q_1(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX512VNNI static void infer__vnni_q5_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__pk_gemm_q_1(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+
 /* Q4_K and Q6_K (activations Q8_K): per sub-block an int32 sum per row and
    token (dpbusd, as above), converted and FMA'd with the sub-block's
    d * scale into a per-block float sum; the block's sum meets d_x once.
@@ -1224,6 +1336,12 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q5_0] = infer__pack_q5_0_size;
         k->pack[INFER_TYPE_Q5_0] = infer__pack_q5_0;
         k->gemm_packed[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm_packed;
+        k->pack_size[INFER_TYPE_Q4_1] = infer__pack_q4_1_size;
+        k->pack[INFER_TYPE_Q4_1] = infer__pack_q4_1;
+        k->gemm_packed[INFER_TYPE_Q4_1] = infer__vnni_q4_1_gemm_packed;
+        k->pack_size[INFER_TYPE_Q5_1] = infer__pack_q5_1_size;
+        k->pack[INFER_TYPE_Q5_1] = infer__pack_q5_1;
+        k->gemm_packed[INFER_TYPE_Q5_1] = infer__vnni_q5_1_gemm_packed;
         k->pack_size[INFER_TYPE_Q4_K] = infer__pack_q4_K_size;
         k->pack[INFER_TYPE_Q4_K] = infer__pack_q4_K;
         k->gemm_packed[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm_packed;

@@ -39,6 +39,12 @@ static int scalar_table(infer_type t, infer__kernels *k) {
     case INFER_TYPE_Q8_0:
         k->pack_size[t] = infer__pack_q8_0_size, k->pack[t] = infer__pack_q8_0, k->gemm_packed[t] = infer__pack_ref_q8_0;
         return 1;
+    case INFER_TYPE_Q4_1:
+        k->pack_size[t] = infer__pack_q4_1_size, k->pack[t] = infer__pack_q4_1, k->gemm_packed[t] = infer__pack_ref_q4_1;
+        return 1;
+    case INFER_TYPE_Q5_1:
+        k->pack_size[t] = infer__pack_q5_1_size, k->pack[t] = infer__pack_q5_1, k->gemm_packed[t] = infer__pack_ref_q5_1;
+        return 1;
     case INFER_TYPE_Q5_0:
         k->pack_size[t] = infer__pack_q5_0_size, k->pack[t] = infer__pack_q5_0, k->gemm_packed[t] = infer__pack_ref_q5_0;
         return 1;
@@ -175,6 +181,8 @@ static const int lens_f16[] = {256, 512, 2048, 576, 1, 17, 300}; /* any n: the s
 Test(pack, q4_0) { check(INFER_TYPE_Q4_0, lens_32, 7); }
 Test(pack, q8_0) { check(INFER_TYPE_Q8_0, lens_32, 7); }
 Test(pack, q5_0) { check(INFER_TYPE_Q5_0, lens_32, 7); }
+Test(pack, q4_1) { check(INFER_TYPE_Q4_1, lens_32, 7); }
+Test(pack, q5_1) { check(INFER_TYPE_Q5_1, lens_32, 7); }
 Test(pack, q4_k) { check(INFER_TYPE_Q4_K, lens_k, 3); }
 Test(pack, q6_k) { check(INFER_TYPE_Q6_K, lens_k, 3); }
 Test(pack, f16) { check(INFER_TYPE_F16, lens_f16, 7); }
