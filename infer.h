@@ -7548,6 +7548,25 @@ INFER__AVX512VNNI_INLINE __m512i infer__pk_bcast(const uint8_t *p) {
     return _mm512_set1_epi32(v);
 }
 
+/* The one-token kernels share llama.cpp's summation order: eight
+   float sums per row (lane l: values 4l .. 4l+3 of each 32-value block),
+   added at the end as its hsum_float_8 does. */
+INFER__AVX512_INLINE __m512 infer__pk_hsum8(const __m512 f[8]) {
+    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
+                         _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
+}
+/* The rows of group g that exist (the last group may be partial). */
+INFER__AVX512_INLINE __mmask16 infer__pk_rows_mask(int n_rows, int g) {
+    int rem = n_rows - g * INFER__PACK_ROWS;
+    return (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+}
+/* -(off * each lane's sum of the block's 32 activations): what unsigned
+   weights stored with +off take back, per lane. */
+INFER__AVX512VNNI_INLINE void infer__pk_lane_corr(const int8_t *qs, int off, int32_t corr[8]) {
+    __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)qs));
+    _mm256_storeu_si256((__m256i *)corr, _mm256_mullo_epi32(sums, _mm256_set1_epi32(-off)));
+}
+
 /* per token t < n_tok and block b < nb of Q8_0 activations: d_x, and
    -off * sum(qs) */
 INFER__AVX512VNNI_INLINE void infer__pk_q8_aux(const uint8_t *x, size_t x_stride, int n_tok, int nb, int off, float *dx,
@@ -7666,8 +7685,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_32(int QB, int off, int n, const vo
             for (g = 0; g < ng; g++) {
                 /* k0 is even: a whole number of pairs in */
                 const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes + infer__pack_q_at(k0, QB);
-                int rem = n_rows - g * INFER__PACK_ROWS;
-                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                __mmask16 m = infer__pk_rows_mask(n_rows, g);
                 for (t = 0; t < tc; t += INFER__PK_TMAX)
                     infer__pk_tile_32_any(QB, INFER__MIN(INFER__PK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
                                           x_stride, dx + t * kn, cx + t * kn, kn,
@@ -7689,32 +7707,24 @@ INFER__AVX512VNNI static void infer__vnni_q8_0_gemv_packed(int n, const void *pa
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
     int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
     size_t gbytes = infer__pack_group_bytes(n, 32);
-    const __m256i ones = _mm256_set1_epi8(1);
     for (g = 0; g < ng; g++) {
         const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
-        int rem = n_rows - g * INFER__PACK_ROWS;
-        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
-        __m512 f[8], sum;
+        __m512 f[8];
         for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
         for (b = 0; b < nb; b++) {
             const uint8_t *q = gp + infer__pack_q_at(b, 32);
             __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + infer__pack_d_at(b, 32)))),
                                      _mm512_set1_ps(_cvtsh_ss(x[b].d)));
-            /* the weights carry +128: take 128 * (the word's sum of x) back */
+            /* the weights carry +128 */
             int32_t corr[8];
-            _mm256_storeu_si256((__m256i *)corr,
-                                _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
-                                                                      _mm256_loadu_si256((const __m256i *)x[b].qs)),
-                                                  7));
+            infer__pk_lane_corr(x[b].qs, 128, corr);
             for (j = 0; j < 8; j++) {
-                __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[j]), _mm512_loadu_si512((const void *)(q + 64 * j)),
+                __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(corr[j]), _mm512_loadu_si512((const void *)(q + 64 * j)),
                                                 infer__pk_bcast((const uint8_t *)x[b].qs + 4 * j));
                 f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), f[j]);
             }
         }
-        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
-                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
-        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, sum);
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, infer__pk_rows_mask(n_rows, g), infer__pk_hsum8(f));
     }
 }
 
@@ -7726,37 +7736,29 @@ INFER__AVX512VNNI static void infer__vnni_q4_0_gemv_packed(int n, const void *pa
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
     int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
     size_t gbytes = infer__pack_group_bytes(n, 16);
-    const __m256i ones = _mm256_set1_epi8(1);
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     for (g = 0; g < ng; g++) {
         const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
-        int rem = n_rows - g * INFER__PACK_ROWS;
-        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
-        __m512 f[8], sum;
+        __m512 f[8];
         for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
         for (b = 0; b < nb; b++) {
             const uint8_t *q = gp + infer__pack_q_at(b, 16), *xq = (const uint8_t *)x[b].qs;
             __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gp + infer__pack_d_at(b, 16)))),
                                      _mm512_set1_ps(_cvtsh_ss(x[b].d)));
             int32_t corr[8];
-            _mm256_storeu_si256((__m256i *)corr,
-                                _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
-                                                                      _mm256_loadu_si256((const __m256i *)xq)),
-                                                  3));
+            infer__pk_lane_corr(x[b].qs, 8, corr);
             for (j = 0; j < 4; j++) {
                 __m512i v = _mm512_loadu_si512((const void *)(q + 64 * j));
-                __m512i lo = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[j]), _mm512_and_si512(v, m4),
+                __m512i lo = _mm512_dpbusd_epi32(_mm512_set1_epi32(corr[j]), _mm512_and_si512(v, m4),
                                                  infer__pk_bcast(xq + 4 * j));
-                __m512i hi = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[4 + j]),
+                __m512i hi = _mm512_dpbusd_epi32(_mm512_set1_epi32(corr[4 + j]),
                                                  _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
                                                  infer__pk_bcast(xq + 16 + 4 * j));
                 f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lo), f[j]);
                 f[4 + j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(hi), f[4 + j]);
             }
         }
-        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
-                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
-        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, sum);
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, infer__pk_rows_mask(n_rows, g), infer__pk_hsum8(f));
     }
 }
 
@@ -7814,38 +7816,30 @@ INFER__AVX512VNNI static void infer__vnni_q5_0_gemv_packed(int n, const void *pa
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
     int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
     size_t gbytes = infer__pack_q5_0_group_bytes(n);
-    const __m256i ones = _mm256_set1_epi8(1);
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     for (g = 0; g < ng; g++) {
         const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
-        int rem = n_rows - g * INFER__PACK_ROWS;
-        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
-        __m512 f[8], sum;
+        __m512 f[8];
         for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
         for (b = 0; b < nb; b++) {
             const uint8_t *o = gp + (size_t)b * INFER__PACK_Q5_0_BLOCK, *xq = (const uint8_t *)x[b].qs;
             __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 320))),
                                      _mm512_set1_ps(_cvtsh_ss(x[b].d)));
             int32_t corr[8];
-            _mm256_storeu_si256((__m256i *)corr,
-                                _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones,
-                                                                      _mm256_loadu_si256((const __m256i *)xq)),
-                                                  4));
+            infer__pk_lane_corr(x[b].qs, 16, corr);
             for (j = 0; j < 4; j++) {
                 __m512i v = _mm512_loadu_si512((const void *)(o + 64 * j));
-                __m512i lo = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[j]),
+                __m512i lo = _mm512_dpbusd_epi32(_mm512_set1_epi32(corr[j]),
                                                  infer__pk_q5_hi(_mm512_and_si512(v, m4), o + 256, j),
                                                  infer__pk_bcast(xq + 4 * j));
-                __m512i hi = _mm512_dpbusd_epi32(_mm512_set1_epi32(-corr[4 + j]),
+                __m512i hi = _mm512_dpbusd_epi32(_mm512_set1_epi32(corr[4 + j]),
                                                  infer__pk_q5_hi(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), o + 256, 4 + j),
                                                  infer__pk_bcast(xq + 16 + 4 * j));
                 f[j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lo), f[j]);
                 f[4 + j] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(hi), f[4 + j]);
             }
         }
-        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
-                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
-        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, sum);
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, infer__pk_rows_mask(n_rows, g), infer__pk_hsum8(f));
     }
 }
 
@@ -7869,8 +7863,7 @@ INFER__AVX512VNNI static void infer__vnni_q5_0_gemm_packed(int n, const void *pa
             infer__pk_q8_aux(xc, x_stride, tc, kn, 16, dx, cx);
             for (g = 0; g < ng; g++) {
                 const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes + (size_t)k0 * INFER__PACK_Q5_0_BLOCK;
-                int rem = n_rows - g * INFER__PACK_ROWS;
-                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                __mmask16 m = infer__pk_rows_mask(n_rows, g);
                 for (t = 0; t < tc; t += 8) {
                     int tt = INFER__MIN(8, tc - t);
                     const uint8_t *xt = xc + (size_t)t * x_stride;
@@ -7938,9 +7931,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemv_q_1(const int Q5, int n, const void
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     for (g = 0; g < ng; g++) {
         const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
-        int rem = n_rows - g * INFER__PACK_ROWS;
-        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
-        __m512 f[8], summs = _mm512_setzero_ps(), sum;
+        __m512 f[8], summs = _mm512_setzero_ps();
         for (j = 0; j < 8; j++) f[j] = _mm512_setzero_ps();
         for (b = 0; b < nb; b++) {
             const uint8_t *o = gp + (size_t)b * bbytes, *xq = (const uint8_t *)x[b].qs;
@@ -7958,9 +7949,8 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemv_q_1(const int Q5, int n, const void
                                                                                      infer__pk_bcast(xq + 16 + 4 * j))), f[4 + j]);
             }
         }
-        sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(f[0], f[4]), _mm512_add_ps(f[2], f[6])),
-                            _mm512_add_ps(_mm512_add_ps(f[1], f[5]), _mm512_add_ps(f[3], f[7])));
-        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, m, _mm512_add_ps(sum, summs));
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, infer__pk_rows_mask(n_rows, g),
+                              _mm512_add_ps(infer__pk_hsum8(f), summs));
     }
 }
 
@@ -7975,8 +7965,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_q_1(const int Q5, int n, const void
     }
     for (g = 0; g < ng; g++) {
         const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
-        int rem = n_rows - g * INFER__PACK_ROWS;
-        __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+        __mmask16 m = infer__pk_rows_mask(n_rows, g);
         for (t = 0; t < n_tok; t += 8) {
             const uint8_t *xt = x + (size_t)t * x_stride;
             float *yt = y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS;
@@ -8153,8 +8142,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int Q6, int n, const void *packed
             infer__pk_q8_K_aux(Q6, xc, x_stride, tc, kn, dx, ci);
             for (g = 0; g < ng; g++) {
                 const uint8_t *gp = (const uint8_t *)packed + ((size_t)g * nb + k0) * bbytes;
-                int rem = n_rows - g * INFER__PACK_ROWS;
-                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                __mmask16 m = infer__pk_rows_mask(n_rows, g);
                 for (t = 0; t < tc; t += INFER__PKK_TMAX)
                     infer__pk_tile_k_any(Q6, INFER__MIN(INFER__PKK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
                                          x_stride, dx + t * kn, ci + (size_t)t * kn * 16, kn,
@@ -8226,8 +8214,7 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed(int n, const void *packe
             }
             for (g = 0; g < ng; g++) {
                 const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)g * gbytes) + (size_t)k0 * 16;
-                int rem = n_rows - g * INFER__PACK_ROWS;
-                __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+                __mmask16 m = infer__pk_rows_mask(n_rows, g);
                 for (t = 0; t < tc; t += INFER__PKF_TMAX) {
                     float *yt = y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS;
                     const float *xt = xf + t * ks;
@@ -8303,8 +8290,7 @@ INFER__AVX512BF16 static void infer__avx512bf16_bf16_gemm_packed(int n, const vo
         int tc = INFER__MIN(chunk, n_tok - t0), t;
         for (g = 0; g < ng; g++) {
             const uint8_t *gw = (const uint8_t *)packed + (size_t)g * gbytes;
-            int rem = n_rows - g * INFER__PACK_ROWS;
-            __mmask16 m = (__mmask16)(rem >= 16 ? 0xffff : (1u << rem) - 1);
+            __mmask16 m = infer__pk_rows_mask(n_rows, g);
             for (t = t0; t < t0 + tc; t += INFER__PKB_TMAX) {
                 const uint8_t *xt = (const uint8_t *)xv + (size_t)t * x_stride;
                 float *yt = y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS;
