@@ -261,6 +261,15 @@ typedef void (*infer__gemm_fn)(int n, const void *w, size_t w_stride, int n_rows
    should be 64-byte aligned (faster, not required). gemm_packed is
    reentrant and uses up to ~70 KiB of stack. */
 #define INFER__PACK_ROWS 16
+/* F16 prompts of INFER__F16I_MIN_TOK tokens or more may run on the integer
+   unit (AVX512-VNNI's dpwssd, twice the products of an FMA): per block of
+   64 values of k, the weights become 12-bit and the activations 13-bit
+   integers, each scaled by a power of two that keeps the block's top
+   binade exact; 64 products sum exactly in int32 and go back to float at
+   the two scales, INFER__F16I_SLICE values of k at a time (pack.c's
+   infer__pack_ref_f16_i16 is the reference). */
+#define INFER__F16I_MIN_TOK 16
+#define INFER__F16I_SLICE 256
 /* bytes a packed copy of `rows` rows of n values needs (rows padded up to a
    multiple of INFER__PACK_ROWS); 0 = no packed form */
 typedef size_t (*infer__pack_size_fn)(int64_t n, int64_t rows);

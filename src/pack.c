@@ -493,6 +493,52 @@ INFER__UNUSED static void infer__pack_ref_f16(int n, const void *packed, int n_r
     }
 }
 
+/* The integers of an F16 prompt (see INFER__F16I_MIN_TOK): v * 2^(shift -
+   e) rounded to nearest even, e the binade of the block's largest |v|, at
+   least -14 (F16's smallest normal one; an all-zero block's too), so the
+   largest is below 2^(shift + 1): shift 11 for the weights' 12 bits, 12
+   for the activations' 13. Returns 2^(e - shift), the scale back. */
+static float infer__f16i_block(const float *v, int nv, int shift, int32_t *q) {
+    float m = 0;
+    int e = -14, i;
+    for (i = 0; i < nv; i++) m = INFER__MAX(m, fabsf(v[i]));
+    if (m > 0) frexpf(m, &e), e = INFER__MAX(e - 1, -14);
+    for (i = 0; i < nv; i++) q[i] = (int32_t)nearbyintf(ldexpf(v[i], shift - e));
+    return ldexpf(1.0f, e - shift);
+}
+/* The F16 prompt kernel's result, bit for bit: per slice of
+   INFER__F16I_SLICE values, a float sum over its blocks of 64 of
+   fma(int sum, scale_w * scale_x, sum), added to the slices before. */
+INFER__UNUSED static void infer__pack_ref_f16_i16(int n, const void *packed, int n_rows, const void *xv,
+                                                  size_t x_stride, int n_tok, float *y, size_t ldy) {
+    size_t gbytes = INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2);
+    int r, t, b, i;
+    for (r = 0; r < n_rows; r++) {
+        const uint16_t *o = (const uint16_t *)((const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes);
+        for (t = 0; t < n_tok; t++) {
+            const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
+            float total = 0, acc = 0;
+            for (b = 0; b < n; b += 64) {
+                float wf[64], xf[64], sw, sx;
+                int32_t qw[64], qx[64], sum = 0, nv = INFER__MIN(64, n - b);
+                for (i = 0; i < nv; i++) {
+                    wf[i] = infer__fp16_to_fp32(o[(size_t)(b + i) * INFER__PACK_ROWS + r % INFER__PACK_ROWS]);
+                    xf[i] = infer__fp16_to_fp32(x[b + i]);
+                }
+                sw = infer__f16i_block(wf, nv, 11, qw);
+                sx = infer__f16i_block(xf, nv, 12, qx);
+                for (i = 0; i < nv; i++) sum += qw[i] * qx[i]; /* |sum| < 64 * 4095 * 8191 < 2^31 */
+                acc = fmaf((float)sum, sw * sx, acc);
+                if ((b + 64) % INFER__F16I_SLICE == 0 || b + 64 >= n) {
+                    total = b < INFER__F16I_SLICE ? acc : total + acc;
+                    acc = 0;
+                }
+            }
+            y[(size_t)t * ldy + r] = total;
+        }
+    }
+}
+
 /* BF16, per group: w[(n + 1) / 2][16][2], the pair of values 2p, 2p + 1 of
    each row in one 32-bit lane (dpbf16ps's operand); an odd n's last pair
    ends in a zero; the group padded to a multiple of 64 bytes */

@@ -1210,6 +1210,186 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed(int n, const void *packe
     }
 }
 
+/* F16 x F16 for prompts on the integer unit (INFER__F16I_MIN_TOK tokens or
+   more): per slice of k, the activations become 13-bit integers per block
+   of 64 (infer__pack_ref_f16_i16 is the reference), then each group's
+   weights 12-bit ones, in pairs (k, k + 1) per 32-bit lane, dpwssd's
+   operand; a tile of 32 rows x up to 6 tokens sums a block's 32 pairs in
+   int32 and adds it in float at the block's two scales. dpwssd does two
+   products per lane where an FMA does one; converting the weights costs
+   a few percent of that, as a chunk of up to 128 tokens shares it. */
+#define INFER__PKI_TC 128                      /* tokens per chunk */
+#define INFER__PKI_NB (INFER__F16I_SLICE / 64) /* blocks per slice */
+#define INFER__PKI_T 6                         /* tokens per register tile */
+
+/* A block's binade e comes from the F16 bits: |v| orders as the unsigned
+   15 bits, and e = max(exponent field, 1) - 15. The integers are the low
+   16 bits of fma(v, 2^(shift - e), 1.5 * 2^23): adding 1.5 * 2^23 rounds
+   to an integer (to even, as cvtps2dq) in the mantissa's low bits. */
+#define INFER__PKI_MAGIC 12582912.0f
+
+/* the float 2^(v - 127), v a lane's biased exponent */
+#define INFER__PKI_POW2(v) _mm512_castsi512_ps(_mm512_slli_epi32(v, 23))
+
+/* one block of a token's activations: nv values to 64 integers (zeros
+   past nv) at q; returns the scale back, 2^(e - 12) */
+INFER__AVX512_INLINE float infer__pki_x_block(const uint16_t *x, int nv, int16_t *q) {
+    __m512i h0 = _mm512_maskz_loadu_epi16(nv >= 32 ? 0xffffffffu : (1u << nv) - 1, x);
+    __m512i h1 = _mm512_maskz_loadu_epi16(nv >= 64 ? 0xffffffffu : nv <= 32 ? 0 : (1u << (nv - 32)) - 1, x + 32);
+    __m512i a = _mm512_max_epu16(_mm512_and_si512(h0, _mm512_set1_epi16(0x7fff)), _mm512_and_si512(h1, _mm512_set1_epi16(0x7fff)));
+    __m256i m8 = _mm256_max_epu16(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+    __m128i m4 = _mm_max_epu16(_mm256_castsi256_si128(m8), _mm256_extracti128_si256(m8, 1));
+    /* the largest of 8: 0xffff minus the smallest of their complements */
+    int top = 0xffff - _mm_extract_epi16(_mm_minpos_epu16(_mm_xor_si128(m4, _mm_set1_epi16(-1))), 0);
+    int ef = INFER__MAX(top >> 10, 1), i;
+    uint32_t sb = (uint32_t)(154 - ef) << 23, bb = (uint32_t)(ef + 100) << 23; /* 2^(12 - e), 2^(e - 12) */
+    float sc, back;
+    memcpy(&sc, &sb, 4), memcpy(&back, &bb, 4);
+    for (i = 0; i < 4; i++) {
+        __m512i h = i < 2 ? h0 : h1;
+        __m256i hh = i % 2 ? _mm512_extracti64x4_epi64(h, 1) : _mm512_castsi512_si256(h);
+        __m512 f = _mm512_fmadd_ps(_mm512_cvtph_ps(hh), _mm512_set1_ps(sc), _mm512_set1_ps(INFER__PKI_MAGIC));
+        _mm256_storeu_si256((__m256i *)(q + 16 * i), _mm512_cvtepi32_epi16(_mm512_castps_si512(f)));
+    }
+    return back;
+}
+
+/* one block of a group's weights (w: k-major, 16 fp16 per k, so a vector
+   holds values k, k + 1 of the 16 rows; nv values of k valid): 32 vectors
+   of pairs at q; returns the 16 rows' scales back, 2^(e - 11) */
+INFER__AVX512_INLINE __m512 infer__pki_w_block(const uint16_t *w, int nv, __m512i *q) {
+    const __m512i idx = _mm512_set_epi16(62, 30, 60, 28, 58, 26, 56, 24, 54, 22, 52, 20, 50, 18, 48, 16, 46, 14, 44, 12,
+                                         42, 10, 40, 8, 38, 6, 36, 4, 34, 2, 32, 0);
+    __m512i mx = _mm512_setzero_si512(), mx1 = mx, ef;
+    __m512 sc;
+    int i;
+#define INFER__PKI_WLOAD(i) \
+    _mm512_maskz_loadu_epi16(2 * (i) + 1 < nv ? 0xffffffffu : 2 * (i) < nv ? 0xffffu : 0, w + 32 * (i))
+    for (i = 0; i < 32; i += 2) { /* two chains */
+        mx = _mm512_max_epu16(mx, _mm512_and_si512(INFER__PKI_WLOAD(i), _mm512_set1_epi16(0x7fff)));
+        mx1 = _mm512_max_epu16(mx1, _mm512_and_si512(INFER__PKI_WLOAD(i + 1), _mm512_set1_epi16(0x7fff)));
+    }
+    mx = _mm512_max_epu16(mx, mx1);
+    ef = _mm512_cvtepu16_epi32(_mm256_max_epu16(_mm512_castsi512_si256(mx), _mm512_extracti64x4_epi64(mx, 1)));
+    ef = _mm512_max_epi32(_mm512_srli_epi32(ef, 10), _mm512_set1_epi32(1));
+    sc = INFER__PKI_POW2(_mm512_sub_epi32(_mm512_set1_epi32(153), ef)); /* 2^(11 - e) */
+    for (i = 0; i < 32; i++) {
+        __m512i h = INFER__PKI_WLOAD(i);
+        __m512 f0 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(h)), sc, _mm512_set1_ps(INFER__PKI_MAGIC));
+        __m512 f1 = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)), sc, _mm512_set1_ps(INFER__PKI_MAGIC));
+        /* lane r: the low halves of f0's and f1's lane r */
+        q[i] = _mm512_permutex2var_epi16(_mm512_castps_si512(f0), idx, _mm512_castps_si512(f1));
+    }
+#undef INFER__PKI_WLOAD
+    return INFER__PKI_POW2(_mm512_add_epi32(ef, _mm512_set1_epi32(101)));
+}
+
+INFER__AVX512VNNI_INLINE __m512i infer__pki_bcast(const int16_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* R groups (1 or 2: 16 or 32 rows; wq, ws: group r's at r * PKI_WQ,
+   r * PKI_NB) x T tokens (xq: stride F16I_SLICE values; xs: stride PKI_NB
+   scales) over nb blocks; y gets the slice's sums (added to it when add).
+   Two groups share each broadcast of a token's pair. */
+#define INFER__PKI_WQ (INFER__F16I_SLICE / 2) /* vectors of pairs per group and slice */
+INFER__AVX512VNNI_INLINE void infer__pki_tile(const int R, const int T, int nb, const __m512i *wq, const __m512 *ws,
+                                              const int16_t *xq, const float *xs, float *y, size_t ldy, __mmask16 m0,
+                                              __mmask16 m1, int add) {
+    __m512 acc[2][INFER__PKI_T];
+    __m512i s[2][INFER__PKI_T];
+    int b, p, t, r;
+    for (r = 0; r < R; r++)
+        for (t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const __m512i *w = wq + 32 * b;
+        const int16_t *x = xq + 64 * b;
+        for (t = 0; t < T; t++) {
+            __m512i xv = infer__pki_bcast(x + t * INFER__F16I_SLICE);
+            for (r = 0; r < R; r++) s[r][t] = _mm512_madd_epi16(w[r * INFER__PKI_WQ], xv);
+        }
+#pragma GCC unroll 32
+        for (p = 1; p < 32; p++) {
+            const __m512i w0 = w[p], w1 = w[R > 1 ? INFER__PKI_WQ + p : p];
+            for (t = 0; t < T; t++) {
+                __m512i xv = infer__pki_bcast(x + t * INFER__F16I_SLICE + 2 * p);
+                s[0][t] = _mm512_dpwssd_epi32(s[0][t], w0, xv);
+                if (R > 1) s[1][t] = _mm512_dpwssd_epi32(s[1][t], w1, xv);
+            }
+        }
+        for (t = 0; t < T; t++) {
+            __m512 xsc = _mm512_set1_ps(xs[t * INFER__PKI_NB + b]);
+            for (r = 0; r < R; r++)
+                acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r][t]), _mm512_mul_ps(ws[r * INFER__PKI_NB + b], xsc), acc[r][t]);
+        }
+    }
+    for (r = 0; r < R; r++)
+        for (t = 0; t < T; t++) {
+            float *yt = y + (size_t)t * ldy + r * INFER__PACK_ROWS;
+            __mmask16 m = r ? m1 : m0;
+            __m512 v = acc[r][t];
+            if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, yt));
+            _mm512_mask_storeu_ps(yt, m, v);
+        }
+}
+
+INFER__AVX512VNNI static void infer__vnni_f16_gemm_packed(int n, const void *packed, int n_rows, const void *xv,
+                                                          size_t x_stride, int n_tok, float *y, size_t ldy) {
+    int16_t xq[INFER__PKI_TC * INFER__F16I_SLICE];
+    float xs[INFER__PKI_TC * INFER__PKI_NB];
+    __m512i wq[2 * INFER__PKI_WQ];
+    __m512 ws[2 * INFER__PKI_NB];
+    size_t gbytes = ((size_t)n * INFER__PACK_ROWS * 2 + 63) & ~(size_t)63;
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, t0, k0, t, g, b, r;
+    if (n_tok < INFER__F16I_MIN_TOK) {
+        infer__avx512_f16_gemm_packed(n, packed, n_rows, xv, x_stride, n_tok, y, ldy);
+        return;
+    }
+    for (t0 = 0; t0 < n_tok; t0 += INFER__PKI_TC) {
+        int tc = INFER__MIN(INFER__PKI_TC, n_tok - t0);
+        for (k0 = 0; k0 < n; k0 += INFER__F16I_SLICE) {
+            int kn = INFER__MIN(INFER__F16I_SLICE, n - k0), nb = (kn + 63) / 64;
+            for (t = 0; t < tc; t++) {
+                const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)(t0 + t) * x_stride) + k0;
+                for (b = 0; b < nb; b++)
+                    xs[t * INFER__PKI_NB + b] =
+                        infer__pki_x_block(x + 64 * b, INFER__MIN(64, kn - 64 * b), xq + t * INFER__F16I_SLICE + 64 * b);
+            }
+            for (g = 0; g < ng; g += 2) {
+                const int R = INFER__MIN(2, ng - g);
+                __mmask16 m0 = infer__pk_rows_mask(n_rows, g), m1 = R > 1 ? infer__pk_rows_mask(n_rows, g + 1) : 0;
+                for (r = 0; r < R; r++) {
+                    const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)(g + r) * gbytes) + (size_t)k0 * 16;
+                    for (b = 0; b < nb; b++)
+                        ws[r * INFER__PKI_NB + b] =
+                            infer__pki_w_block(gw + 64 * 16 * b, INFER__MIN(64, kn - 64 * b), wq + r * INFER__PKI_WQ + 32 * b);
+                }
+                for (t = 0; t < tc; t += INFER__PKI_T) {
+                    float *yt = y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS;
+                    const int16_t *xt = xq + t * INFER__F16I_SLICE;
+                    const float *st = xs + t * INFER__PKI_NB;
+#define INFER__PKI_CASE(RR, TT) \
+    case TT: infer__pki_tile(RR, TT, nb, wq, ws, xt, st, yt, ldy, m0, m1, k0 > 0); break;
+                    if (R == 2) {
+                        switch (INFER__MIN(INFER__PKI_T, tc - t)) {
+                            INFER__PKI_CASE(2, 1) INFER__PKI_CASE(2, 2) INFER__PKI_CASE(2, 3) INFER__PKI_CASE(2, 4)
+                            INFER__PKI_CASE(2, 5) default: INFER__PKI_CASE(2, 6)
+                        }
+                    } else {
+                        switch (INFER__MIN(INFER__PKI_T, tc - t)) {
+                            INFER__PKI_CASE(1, 1) INFER__PKI_CASE(1, 2) INFER__PKI_CASE(1, 3) INFER__PKI_CASE(1, 4)
+                            INFER__PKI_CASE(1, 5) default: INFER__PKI_CASE(1, 6)
+                        }
+                    }
+#undef INFER__PKI_CASE
+                }
+            }
+        }
+    }
+}
+
 /* BF16 x BF16 with dpbf16ps: a 32-bit lane holds a row's pair of values
    and the token's pair is broadcast straight from the activations, two
    products per lane and instruction (as the BF16 vec_dot, subnormals
@@ -1334,6 +1514,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q6_K] = infer__pack_q6_K_size;
         k->pack[INFER_TYPE_Q6_K] = infer__pack_q6_K;
         k->gemm_packed[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm_packed;
+        k->gemm_packed[INFER_TYPE_F16] = infer__vnni_f16_gemm_packed;
     }
     if (__builtin_cpu_supports("avx512bf16")) {
         k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #define MAX_R 100
-#define MAX_T 64
+#define MAX_T 140
 #define SENTINEL 12345.0f
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
@@ -109,6 +109,17 @@ static void free_problem(problem *p) {
     free(p->w), free(p->x), free(p->want), free(p->bound), free(p->want_ref);
 }
 
+/* whether k's F16 kernel takes nt tokens on the integer unit (see
+   INFER__F16I_MIN_TOK), which rounds to 13 bits and so is checked apart */
+static int is_f16_integer(const infer__kernels *k, infer_type t, int nt) {
+#ifdef INFER__HAVE_X86
+    return t == INFER_TYPE_F16 && nt >= INFER__F16I_MIN_TOK && k->gemm_packed[t] == infer__vnni_f16_gemm_packed;
+#else
+    (void)k, (void)t, (void)nt;
+    return 0;
+#endif
+}
+
 /* rows [r0, r0 + nr) of the problem through fn on a packing of rows
    [0, r0 + nr) (r0 a multiple of the group size), nt tokens; exact: compare
    with want_ref bit for bit */
@@ -161,6 +172,7 @@ static void check(infer_type t, const int *lens, int n_lens) {
             make_problem(&p, t, lens[li], &k);
             for (ri = 0; ri < 6; ri++)
                 for (ti = 0; ti < 6; ti++) {
+                    if (is_f16_integer(&k, t, toks[ti])) continue; /* Test(pack, f16_integer) */
                     fails += run_one(&p, &k, k.gemm_packed[t], name, 0, rows[ri], toks[ti], exact);
                     n_run += !exact;
                 }
@@ -187,3 +199,96 @@ Test(pack, q4_k) { check(INFER_TYPE_Q4_K, lens_k, 3); }
 Test(pack, q6_k) { check(INFER_TYPE_Q6_K, lens_k, 3); }
 Test(pack, f16) { check(INFER_TYPE_F16, lens_f16, 7); }
 Test(pack, bf16) { check(INFER_TYPE_BF16, lens_f16, 7); }
+
+/* the block rounding itself: the weights' 12-bit integers (shift 11) and
+   the activations' 13-bit ones (shift 12), the largest in [2^shift,
+   2047 * 2^(shift - 10)] (so 64 products sum in int32), each within half a
+   step of its value */
+Test(pack, f16_integer_block) {
+    int fails = 0, b, i, shift;
+    for (shift = 11; shift <= 12; shift++)
+        for (b = 0; b < 2000; b++) {
+            float v[64], s;
+            int32_t q[64], top = 0, nv = 1 + b % 64;
+            for (i = 0; i < nv; i++)
+                v[i] = infer__fp16_to_fp32(infer__fp32_to_fp16(g_normal() * ldexpf(1.0f, b % 30 - 22) * (i % 5 ? 1.0f : 1e-3f)));
+            s = infer__f16i_block(v, nv, shift, q);
+            for (i = 0; i < nv; i++) {
+                top = q[i] > top ? q[i] : -q[i] > top ? -q[i] : top;
+                if (fabsf(v[i] - (float)q[i] * s) > s / 2 && fails++ < 10)
+                    printf("shift %d block %d value %d: %.9g as %d x %.9g\n", shift, b, i, v[i], q[i], s);
+            }
+            /* below F16's normal range the binade stays -14, with fewer bits */
+            if ((top < (1 << shift) || top > (2047 << (shift - 10))) && (top >= (1 << shift) || s != ldexpf(1.0f, -14 - shift)) &&
+                fails++ < 10)
+                printf("shift %d block %d: largest integer %d\n", shift, b, top);
+        }
+    cr_assert_eq(fails, 0, "%d blocks rounded wrong (see stdout)", fails);
+}
+
+/* The F16 prompt path on the integer unit. pack.c's reference is checked
+   against the exact products: each value rounds by at most half its
+   block's step: 2^-12 of the block's largest |weight|, 2^-13 of its
+   largest |activation| (and a step of the fp32 sums besides). The AVX-512 kernel must then equal the reference
+   bit for bit, for tails of k, partial groups, remainder tiles and a
+   second chunk of tokens (past 128). */
+Test(pack, f16_integer) {
+    static const int lens[] = {256, 2048, 576, 1, 17, 300, 130};
+    static const int rows[] = {1, 17, 100};
+    static const int toks[] = {16, 17, 64, 140};
+    infer__kernels k;
+    int fails = 0, n_kernel = 0, li, ri, ti;
+    int have = 0;
+#ifdef INFER__HAVE_X86
+    have = infer__kernels_install(&k, INFER__ISA_AVX512) && k.gemm_packed[INFER_TYPE_F16] == infer__vnni_f16_gemm_packed;
+#endif
+    if (!have) infer__kernels_install(&k, INFER__ISA_SCALAR);
+    for (li = 0; li < 7; li++) {
+        problem p;
+        int n = lens[li], j, r, i;
+        size_t size = infer__pack_f16_size(n, MAX_R), ldy = MAX_R + 3;
+        uint8_t *packed = (uint8_t *)malloc(size);
+        float *ref = (float *)malloc(sizeof(float) * ldy * MAX_T), *y = (float *)malloc(sizeof(float) * ldy * MAX_T);
+        make_problem(&p, INFER_TYPE_F16, n, &k);
+        infer__pack_f16(p.w, p.ws, n, MAX_R, packed);
+        infer__pack_ref_f16_i16(n, packed, MAX_R, p.x, p.xs, MAX_T, ref, ldy);
+        for (j = 0; j < MAX_T; j++)
+            for (r = 0; r < MAX_R; r++) {
+                const uint16_t *w = (const uint16_t *)(p.w + r * p.ws), *x = (const uint16_t *)(p.x + j * p.xs);
+                double exact = 0, bound = 0;
+                int b;
+                for (b = 0; b < n; b += 64) {
+                    double wm = 0, xm = 0, ws = 0, xs = 0;
+                    for (i = b; i < n && i < b + 64; i++) {
+                        double wv = infer__fp16_to_fp32(w[i]), xv = infer__fp16_to_fp32(x[i]);
+                        exact += wv * xv;
+                        wm = fmax(wm, fabs(wv)), xm = fmax(xm, fabs(xv));
+                        ws += fabs(wv), xs += fabs(xv);
+                        bound += fabs(wv * xv) * ldexp(1.0, -20); /* the float sums */
+                    }
+                    bound += ldexp(1.0, -12) * wm * xs + ldexp(1.0, -13) * xm * ws + 64 * ldexp(1.0, -25) * wm * xm;
+                }
+                if (!(fabs(ref[(size_t)j * ldy + r] - exact) <= bound) && fails++ < 10)
+                    printf("f16 integer reference n=%d: tok %d row %d: %.9g, exact %.9g (bound %.3g)\n", n, j, r,
+                           ref[(size_t)j * ldy + r], exact, bound);
+            }
+        for (ri = 0; have && ri < 3; ri++)
+            for (ti = 0; ti < 4; ti++) {
+                int nr = rows[ri], nt = toks[ti];
+                for (i = 0; i < (int)(ldy * MAX_T); i++) y[i] = SENTINEL;
+                k.gemm_packed[INFER_TYPE_F16](n, packed, nr, p.x, p.xs, nt, y, ldy);
+                n_kernel++;
+                for (j = 0; j < MAX_T; j++)
+                    for (r = 0; r < (int)ldy; r++) {
+                        float got = y[(size_t)j * ldy + r], want = j < nt && r < nr ? ref[(size_t)j * ldy + r] : SENTINEL;
+                        if (got != want && fails++ < 10)
+                            printf("f16 integer avx512 n=%d rows %d x %d: tok %d row %d: %.9g, reference %.9g\n", n, nr, nt,
+                                   j, r, got, want);
+                    }
+            }
+        free_problem(&p);
+        free(packed), free(ref), free(y);
+    }
+    cr_assert_eq(fails, 0, "f16 integer path: %d mismatches (see stdout)", fails);
+    if (!n_kernel) cr_log_info("f16 integer path: no AVX512-VNNI here: only the reference was checked");
+}
