@@ -259,7 +259,7 @@ typedef void (*infer__gemm_fn)(int n, const void *w, size_t w_stride, int n_rows
    at byte pack_size(n, g * INFER__PACK_ROWS) (infer__pack_offset), so
    threads may pack, or multiply, disjoint runs of whole groups. The buffer
    should be 64-byte aligned (faster, not required). gemm_packed is
-   reentrant and uses up to ~70 KiB of stack. */
+   reentrant and uses up to ~90 KiB of stack. */
 #define INFER__PACK_ROWS 16
 /* F16 prompts of INFER__F16I_MIN_TOK tokens or more may run on the integer
    unit (AVX512-VNNI's dpwssd, twice the products of an FMA): per block of
