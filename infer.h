@@ -8368,12 +8368,6 @@ INFER__AVX512_INLINE __m512 infer__pki_w_block(const uint16_t *w, int nv, __m512
     return INFER__PKI_POW2(_mm512_add_epi32(ef, _mm512_set1_epi32(101)));
 }
 
-INFER__AVX512VNNI_INLINE __m512i infer__pki_bcast(const int16_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
-
 /* R groups (1 or 2: 16 or 32 rows; wq, ws: group r's at r * PKI_WQ,
    r * PKI_NB) x T tokens (xq: stride F16I_SLICE values; xs: stride PKI_NB
    scales) over nb blocks; y gets the slice's sums (added to it when add).
@@ -8391,14 +8385,14 @@ INFER__AVX512VNNI_INLINE void infer__pki_tile(const int R, const int T, int nb, 
         const __m512i *w = wq + 32 * b;
         const int16_t *x = xq + 64 * b;
         for (t = 0; t < T; t++) {
-            __m512i xv = infer__pki_bcast(x + t * INFER__F16I_SLICE);
+            __m512i xv = infer__pk_bcast((const uint8_t *)(x + t * INFER__F16I_SLICE));
             for (r = 0; r < R; r++) s[r][t] = _mm512_madd_epi16(w[r * INFER__PKI_WQ], xv);
         }
 #pragma GCC unroll 32
         for (p = 1; p < 32; p++) {
             const __m512i w0 = w[p], w1 = w[R > 1 ? INFER__PKI_WQ + p : p];
             for (t = 0; t < T; t++) {
-                __m512i xv = infer__pki_bcast(x + t * INFER__F16I_SLICE + 2 * p);
+                __m512i xv = infer__pk_bcast((const uint8_t *)(x + t * INFER__F16I_SLICE + 2 * p));
                 s[0][t] = _mm512_dpwssd_epi32(s[0][t], w0, xv);
                 if (R > 1) s[1][t] = _mm512_dpwssd_epi32(s[1][t], w1, xv);
             }
