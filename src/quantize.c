@@ -63,11 +63,15 @@ static infer__quantize_row_fn infer__qz_row_fn(infer_type t) {
 
 /* ---- which format each tensor gets (llama.cpp's rules) ---------------- */
 
+/* What follows restates llama.cpp's llama_tensor_get_type (src/llama-quant.cpp,
+   October 2025) for the targets here; the plain targets are its --pure, so
+   only the _M mixes go through the per-tensor rules. */
+
 typedef struct infer__qz_plan {
     int has_output;   /* output.weight exists (else token_embd is the output too) */
-    int n_attn_v;     /* attn_v-like tensors in the file */
+    int n_attn_v;     /* tensors named attn_v/attn_qkv/attn_kv_b.weight (llama.cpp's n_attention_wv) */
     int n_layer;      /* {arch}.block_count */
-    int n_expert;
+    int n_expert;     /* {arch}.expert_count, 0 without experts */
     int n_gqa;
     int is_falcon, is_70b;
 } infer__qz_plan;
@@ -77,20 +81,44 @@ static int infer__ends_with(const char *s, const char *suffix) {
     return n >= k && !memcmp(s + n - k, suffix, k);
 }
 
-enum { INFER__QC_OTHER, INFER__QC_TOKEN_EMBD, INFER__QC_OUTPUT, INFER__QC_ATTN_V, INFER__QC_FFN_DOWN, INFER__QC_ATTN_OUT };
+/* The branches of llama_tensor_get_type that our targets can take, in its
+   order: the first whose test a name passes decides. The tests are
+   substring tests as llama.cpp's (name.find), so "blk.0.attn_qkv.weight" is
+   not an attn_v (it has its own branch), "ffn_down_exps" and
+   "ffn_down_shexp" are ffn_down, and "ffn_gate_inp" never gets here (it is
+   not quantized). */
+enum {
+    INFER__QC_OTHER,
+    INFER__QC_OUTPUT,     /* output.weight, or token_embd.weight when there is none */
+    INFER__QC_TOKEN_EMBD, /* token_embd.weight with an output.weight: left as is */
+    INFER__QC_ATTN_V,     /* *attn_v.weight */
+    INFER__QC_ATTN_K,     /* *attn_k.weight */
+    INFER__QC_ATTN_Q,     /* *attn_q.weight: nothing for our targets */
+    INFER__QC_FFN_DOWN,   /* *ffn_down* (experts and shared experts too) */
+    INFER__QC_ATTN_OUT,   /* *attn_output.weight */
+    INFER__QC_ATTN_QKV    /* *attn_qkv.weight (fused q, k, v as in phi3) */
+};
 
-static int infer__qz_category(const char *name) {
-    if (!strcmp(name, "output.weight")) return INFER__QC_OUTPUT;
-    if (!strcmp(name, "token_embd.weight") || !strcmp(name, "per_layer_token_embd.weight")) return INFER__QC_TOKEN_EMBD;
-    if (strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight") || strstr(name, "attn_v.weight"))
-        return INFER__QC_ATTN_V;
-    if (strstr(name, "attn_output.weight")) return INFER__QC_ATTN_OUT;
+static int infer__qz_category(const char *name, int has_output) {
+    int tok = !strcmp(name, "token_embd.weight");
+    if (!strcmp(name, "output.weight") || (!has_output && tok)) return INFER__QC_OUTPUT;
+    if (tok || !strcmp(name, "per_layer_token_embd.weight")) return INFER__QC_TOKEN_EMBD;
+    if (strstr(name, "attn_v.weight")) return INFER__QC_ATTN_V;
+    if (strstr(name, "attn_k.weight")) return INFER__QC_ATTN_K;
+    if (strstr(name, "attn_q.weight")) return INFER__QC_ATTN_Q;
     if (strstr(name, "ffn_down")) return INFER__QC_FFN_DOWN;
+    if (strstr(name, "attn_output.weight")) return INFER__QC_ATTN_OUT;
+    if (strstr(name, "attn_qkv.weight")) return INFER__QC_ATTN_QKV;
     return INFER__QC_OTHER;
 }
 
-/* llama.cpp's tensor_allows_quantization, for the names that can occur in
-   the architectures a GGUF file holds. */
+/* llama.cpp's filter of the tensors it quantizes at all (the rest are
+   copied as they are): names ending in "weight", at least 2 dimensions
+   (3-D expert stacks included), no norms ("_norm.weight": attn_q_norm,
+   post_attention_norm, post_ffw_norm...), no expert router
+   (ffn_gate_inp.weight), and the small or positional tensors it lists. So
+   biases (attn_q.bias...), rope_freqs and rope_factors_long/short (1-D)
+   stay as they are. */
 static int infer__qz_allowed(const infer__tensor *t) {
     static const char *const never[] = {"_norm.weight", "ffn_gate_inp.weight", "altup", "laurel",
                                         "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight",
@@ -111,6 +139,41 @@ static int infer__qz_allowed(const infer__tensor *t) {
     return 1;
 }
 
+/* The N of "blk.N." (as llama.cpp's sscanf "blk.%d."), or -1. */
+static int infer__qz_layer(const char *name) {
+    long v;
+    char *end;
+    if (strncmp(name, "blk.", 4) != 0) return -1;
+    v = strtol(name + 4, &end, 10);
+    return end != name + 4 && v >= 0 && v < (1L << 20) ? (int)v : -1;
+}
+
+/* llama.cpp visits the tensors sorted by layer (names without one first),
+   then by name, and counts attn_v and ffn_down tensors in that order:
+   whether a comes before b there. */
+static int infer__qz_visits_before(const char *a, const char *b) {
+    int la = infer__qz_layer(a), lb = infer__qz_layer(b);
+    return la != lb ? la < lb : strcmp(a, b) < 0;
+}
+
+/* llama.cpp's counter for tensor i of category cat (i_attention_wv,
+   i_ffn_down): how many quantized tensors of that category it visits
+   before i. */
+static int infer__qz_rank(const infer_gguf *g, const infer__qz_plan *pl, int64_t i, int cat) {
+    int64_t j;
+    int n = 0;
+    for (j = 0; j < g->n_tensors; j++)
+        if (j != i && infer__qz_allowed(&g->tensors[j]) &&
+            infer__qz_category(g->tensors[j].name, pl->has_output) == cat &&
+            infer__qz_visits_before(g->tensors[j].name, g->tensors[i].name))
+            n++;
+    return n;
+}
+
+static int infer__qz_is_arch(infer__str arch, const char *name) {
+    return arch.n == strlen(name) && !memcmp(arch.p, name, arch.n);
+}
+
 static void infer__qz_plan_init(const infer_gguf *g, infer__qz_plan *pl) {
     infer__str arch;
     char key[160];
@@ -118,15 +181,16 @@ static void infer__qz_plan_init(const infer_gguf *g, infer__qz_plan *pl) {
     int n_head = 0, n_head_kv = 0, n_ffn_down = 0;
     memset(pl, 0, sizeof *pl);
     for (i = 0; i < g->n_tensors; i++) {
-        int cat = infer__qz_category(g->tensors[i].name);
-        if (cat == INFER__QC_OUTPUT) pl->has_output = 1;
-        if (cat == INFER__QC_ATTN_V) pl->n_attn_v++;
-        if (cat == INFER__QC_FFN_DOWN) n_ffn_down++;
+        const char *name = g->tensors[i].name;
+        if (!strcmp(name, "output.weight")) pl->has_output = 1;
+        if (strstr(name, "attn_v.weight") || strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight"))
+            pl->n_attn_v++;
+        if (strstr(name, "ffn_down") && infer__qz_allowed(&g->tensors[i])) n_ffn_down++;
     }
-    pl->n_layer = n_ffn_down;
+    pl->n_layer = n_ffn_down; /* without block_count (llama.cpp would refuse the file) */
     pl->n_gqa = 1;
     if (!infer__gguf_get_str(g, "general.architecture", &arch) || arch.n > 64) return;
-    pl->is_falcon = arch.n == 6 && !memcmp(arch.p, "falcon", 6);
+    pl->is_falcon = infer__qz_is_arch(arch, "falcon");
 #define INFER__QZ_KEY(suffix) (snprintf(key, sizeof key, "%.*s." suffix, (int)arch.n, arch.p), key)
     if (infer__gguf_get_int(g, INFER__QZ_KEY("block_count"), &v) && v > 0 && v < (1 << 20)) pl->n_layer = (int)v;
     if (infer__gguf_get_int(g, INFER__QZ_KEY("expert_count"), &v) && v > 0 && v < (1 << 20)) pl->n_expert = (int)v;
@@ -136,17 +200,12 @@ static void infer__qz_plan_init(const infer_gguf *g, infer__qz_plan *pl) {
         n_head_kv = (int)v;
 #undef INFER__QZ_KEY
     if (n_head_kv > 0 && n_head % n_head_kv == 0) pl->n_gqa = n_head / n_head_kv;
-    /* llama.cpp's LLM_TYPE_70B: a llama of 80 layers with grouped KV heads */
-    pl->is_70b = arch.n == 5 && !memcmp(arch.p, "llama", 5) && pl->n_layer == 80 && n_head != n_head_kv;
-}
-
-/* The layer of "blk.N....", or -1. */
-static int infer__qz_layer(const char *name) {
-    long v;
-    char *end;
-    if (strncmp(name, "blk.", 4) != 0) return -1;
-    v = strtol(name + 4, &end, 10);
-    return end != name + 4 && *end == '.' && v >= 0 && v < (1L << 20) ? (int)v : -1;
+    /* llama.cpp's LLM_TYPE_70B (llama_model::load_hparams): 80 layers of
+       llama (grouped KV heads, not 8 experts), deci, qwen2 or olmo */
+    pl->is_70b = pl->n_layer == 80 &&
+                 ((infer__qz_is_arch(arch, "llama") && n_head != n_head_kv && pl->n_expert != 8) ||
+                  infer__qz_is_arch(arch, "deci") || infer__qz_is_arch(arch, "qwen2") ||
+                  infer__qz_is_arch(arch, "olmo"));
 }
 
 static int infer__use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
@@ -156,39 +215,52 @@ static int infer__qz_choose(const infer_gguf *g, const infer__qz_plan *pl, int64
     const infer__tensor *t = &g->tensors[i];
     const infer__qtarget *q = &infer__qtargets[target];
     infer_type nt = q->type;
-    int cat = infer__qz_category(t->name), mix_k5 = q->type == INFER_TYPE_Q5_K;
+    int mix_k5 = q->type == INFER_TYPE_Q5_K;
     if (!infer__qz_allowed(t)) return t->type;
     if (nt == INFER_TYPE_F32 || nt == INFER_TYPE_F16 || nt == INFER_TYPE_BF16) return nt; /* not quantized: no rules */
     if (q->mix) {
-        /* llama.cpp counts attn_v and ffn_down tensors in layer order; their
-           layer number is that count in every file it writes */
-        int layer = infer__qz_layer(t->name);
-        if (cat == INFER__QC_OUTPUT || (!pl->has_output && cat == INFER__QC_TOKEN_EMBD)) {
+        switch (infer__qz_category(t->name, pl->has_output)) {
+        case INFER__QC_OUTPUT:
+            /* output, or the tied token_embd that is the output: Q6_K, or
+               Q8_0 for falcon and rows that are not whole 256-blocks */
             if (pl->is_falcon || t->ne[0] % infer__traits(nt)->block_size != 0) nt = INFER_TYPE_Q8_0;
             else nt = INFER_TYPE_Q6_K;
-        } else if (cat == INFER__QC_ATTN_V) {
-            int iv = layer;
-            if (iv < 0) { /* no layer in the name: its rank among attn_v tensors */
-                int64_t j;
-                for (iv = 0, j = 0; j < i; j++) iv += infer__qz_category(g->tensors[j].name) == INFER__QC_ATTN_V;
-            }
-            if (infer__use_more_bits(iv, pl->n_attn_v)) nt = INFER_TYPE_Q6_K;
+            break;
+        case INFER__QC_ATTN_V:
+            /* Q6_K where use_more_bits(i_attention_wv, n_attention_wv); a 70B
+               model's Q4_K becomes Q5_K; 8 experts: Q8_0 whatever came before */
+            if (infer__use_more_bits(infer__qz_rank(g, pl, i, INFER__QC_ATTN_V), pl->n_attn_v)) nt = INFER_TYPE_Q6_K;
             if (pl->is_70b && nt == INFER_TYPE_Q4_K) nt = INFER_TYPE_Q5_K;
             if (pl->n_expert == 8) nt = INFER_TYPE_Q8_0;
-        } else if (cat == INFER__QC_FFN_DOWN && layer >= 0) {
-            int n = pl->n_layer;
+            break;
+        case INFER__QC_ATTN_K:
+            if (pl->n_expert == 8) nt = INFER_TYPE_Q8_0; /* 8 experts: as attn_v */
+            break;
+        case INFER__QC_FFN_DOWN: {
+            /* the layer: from the name where there are experts (their
+               tensors need not come in layer order), else llama.cpp's count
+               of ffn_down tensors; out of n_layer */
+            int n = pl->n_layer, layer = pl->n_expert > 1 ? infer__qz_layer(t->name) : -1;
+            if (layer < 0) layer = infer__qz_rank(g, pl, i, INFER__QC_FFN_DOWN);
             if (!mix_k5 && pl->is_falcon)
                 nt = layer < n / 16 ? INFER_TYPE_Q6_K : infer__use_more_bits(layer, n) ? INFER_TYPE_Q5_K : INFER_TYPE_Q4_K;
             else if (infer__use_more_bits(layer, n))
                 nt = INFER_TYPE_Q6_K;
-        } else if (cat == INFER__QC_ATTN_OUT && !pl->is_falcon && pl->n_expert == 8 && !mix_k5) {
-            nt = INFER_TYPE_Q5_K;
+            break;
+        }
+        case INFER__QC_ATTN_OUT:
+            if (!pl->is_falcon && pl->n_expert == 8 && !mix_k5) nt = INFER_TYPE_Q5_K; /* Q4_K_M only */
+            break;
+        case INFER__QC_ATTN_QKV:
+            nt = mix_k5 ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K; /* Q4_K_M: Q5_K, Q5_K_M: Q6_K, in every layer */
+            break;
+        default: break;
         }
     }
     /* rows that are not whole blocks: llama.cpp's fallback, F16 last */
     if (t->ne[0] % infer__traits(nt)->block_size != 0) {
         switch (nt) {
-        case INFER_TYPE_Q2_K: case INFER_TYPE_Q3_K: nt = INFER_TYPE_Q4_0; break;
+        case INFER_TYPE_Q2_K: case INFER_TYPE_Q3_K: nt = INFER_TYPE_IQ4_NL; break;
         case INFER_TYPE_Q4_K: nt = INFER_TYPE_Q5_0; break;
         case INFER_TYPE_Q5_K: nt = INFER_TYPE_Q5_1; break;
         case INFER_TYPE_Q6_K: nt = INFER_TYPE_Q8_0; break;

@@ -15,6 +15,15 @@ For every tensor of OURS:
      file of the same source) where it has the same format, else
      gguf.quants.quantize's own reference quantizer where the package has
      one for the format. Bit-identical blocks are counted and reported.
+     A tensor of 3 dimensions (a stack of experts, [n_embd, n_ff, n_expert])
+     is quantized one 2-D slice at a time, as llama.cpp's quantizer does:
+     the error bound holds for every slice on its own, so one bad expert
+     cannot hide in the average.
+And for the file as a whole: OURS has SOURCE's tensors, names and shapes,
+every tensor OURS keeps in SOURCE's float format (norms, biases, expert
+routers...) holds SOURCE's bytes, and every metadata pair of SOURCE is in
+OURS with the same type and value (arrays whole), but general.file_type and
+general.quantization_version.
 Exits 1 on any failure, 2 when numpy or gguf cannot be imported (they are
 needed: scripts/deps.sh installs them).
 """
@@ -31,8 +40,18 @@ except ImportError as e:  # a missing dependency fails the test, it does not ski
 FLOAT_TYPES = {gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16, gguf.GGMLQuantizationType.BF16}
 
 
-def tensors(path):
-    return {t.name: t for t in gguf.GGUFReader(path).tensors}
+def tensors(reader):
+    return {t.name: t for t in reader.tensors}
+
+
+def metadata(reader):
+    """key -> (value types, the value's bytes) of every metadata pair."""
+    out = {}
+    for key, f in reader.fields.items():
+        if key.startswith("GGUF."):  # the header's own counts
+            continue
+        out[key] = (tuple(int(x) for x in f.types), [bytes(f.parts[i]) for i in f.data])
+    return out
 
 
 def values(t):
@@ -56,6 +75,20 @@ def can_quantize(qtype):
         return False
 
 
+def slices(t):
+    """(index, row slice) of each 2-D matrix of the tensor: one for a
+    matrix, ne[2] * ne[3] for a stack of experts."""
+    n_rows = int(t.shape[1]) if len(t.shape) > 1 else 1
+    n_mats = 1
+    for d in t.shape[2:]:
+        n_mats *= int(d)
+    return [(k, slice(k * n_rows, (k + 1) * n_rows)) for k in range(n_mats)]
+
+
+def raw(t):
+    return np.asarray(t.data).view(np.uint8).reshape(-1)
+
+
 def rmse(a, b):
     return float(np.sqrt(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)))
 
@@ -74,12 +107,32 @@ def main(argv):
     if len(args) not in (3, 4):
         print(__doc__)
         return 1
-    src, ours, deq = tensors(args[0]), tensors(args[1]), tensors(args[2])
-    ref = tensors(args[3]) if len(args) == 4 else {}
+    readers = [gguf.GGUFReader(path) for path in args]  # each file parsed once (a vocabulary is slow to read)
+    src, ours, deq = tensors(readers[0]), tensors(readers[1]), tensors(readers[2])
+    ref = tensors(readers[3]) if len(args) == 4 else {}
     failures = 0
     checked = 0
+    meta_src, meta_ours = metadata(readers[0]), metadata(readers[1])
+    for key, v in meta_src.items():
+        if key in ("general.file_type", "general.quantization_version"):
+            continue
+        if meta_ours.get(key) != v:
+            print("FAIL metadata %s: %s" % (key, "missing" if key not in meta_ours else "another type or value"))
+            failures += 1
+    if list(ours) != list(src):
+        print("FAIL the tensors differ from the source's: %s"
+              % (sorted(set(ours) ^ set(src)) or "the same names in another order"))
+        failures += 1
     for name, t in ours.items():
+        if name not in src:
+            continue
+        if [int(d) for d in t.shape] != [int(d) for d in src[name].shape]:
+            print("FAIL %s: shape %s, the source's %s" % (name, list(t.shape), list(src[name].shape)))
+            failures += 1
         if t.tensor_type in FLOAT_TYPES:
+            if t.tensor_type == src[name].tensor_type and not np.array_equal(raw(t), raw(src[name])):
+                print("FAIL %s %s: kept in the source's format but not its bytes" % (name, t.tensor_type.name))
+                failures += 1
             continue
         checked += 1
         qtype = t.tensor_type
@@ -95,24 +148,32 @@ def main(argv):
             failures += 1
         # 2. the quantization error against the reference's
         e_ours = rmse(ours_v, x)
-        how, e_ref, exact = None, None, None
+        how, ref_v, exact = None, None, None
         if name in ref and ref[name].tensor_type == qtype and values(ref[name]).shape == x.shape:
             how = "llama.cpp"
-            e_ref = rmse(values(ref[name]), x)
-            exact = np.array_equal(np.asarray(ref[name].data).view(np.uint8), np.asarray(t.data).view(np.uint8))
+            ref_v = values(ref[name])
+            exact = np.array_equal(raw(ref[name]), raw(t))
         elif can_quantize(qtype):
             how = "gguf.quants"
             q = quants.quantize(x, qtype)
-            e_ref = rmse(quants.dequantize(q, qtype).reshape(x.shape), x)
-            exact = np.array_equal(q.view(np.uint8).reshape(-1), np.asarray(t.data).view(np.uint8).reshape(-1))
+            ref_v = quants.dequantize(q, qtype).reshape(x.shape)
+            exact = np.array_equal(q.view(np.uint8).reshape(-1), raw(t))
         if how is None:
             print("note %-28s %-5s rmse %.6g (no reference quantizer for this format)" % (name, qtype.name, e_ours))
             continue
+        e_ref = rmse(ref_v, x)
         ok = e_ours <= e_ref * (1 + margin) + 1e-12
         print("%s %-28s %-5s rmse %.6g vs %s %.6g (ratio %.4f)%s"
               % ("ok  " if ok else "FAIL", name, qtype.name, e_ours, how, e_ref,
                  e_ours / e_ref if e_ref else 1.0, ", bit-identical" if exact else ""))
         failures += not ok
+        parts = slices(t)
+        if len(parts) > 1:  # each expert's matrix on its own
+            bad = [k for k, rows in parts
+                   if rmse(ours_v[rows], x[rows]) > rmse(ref_v[rows], x[rows]) * (1 + margin) + 1e-12]
+            print("%s %-28s %d slices, %d over the bound%s"
+                  % ("ok  " if not bad else "FAIL", name, len(parts), len(bad), (": %s" % bad) if bad else ""))
+            failures += len(bad) > 0
     print("%d quantized tensors checked, %d failures" % (checked, failures))
     return 1 if failures or not checked else 0
 

@@ -1,10 +1,13 @@
 /* test_quantize.c - infer_quantize and `infer quantize`: the format each
    tensor gets follows llama.cpp's rules (checked against llama.cpp's own
-   files in ../shared and a 32-layer layout), metadata is copied, the result
-   loads and computes logits close to its source, multithreading changes no
-   byte, errors are clean; and tests/check_quantized.py checks every block
-   with the PyPI gguf package's dequantizer and the quantization error
-   against the reference quantizers (gguf's, llama.cpp's files). */
+   files in ../shared, the architectures of ../shared/arch - qwen2, qwen3,
+   qwen3moe, gemma 1-3, phi3, smollm3, llama with rope_freqs or a tied
+   output - and layouts written here: 32 and 80 layers, 8 experts, fused
+   qkv), metadata is copied, the result loads and computes logits close to
+   its source, multithreading changes no byte, errors are clean; and
+   tests/check_quantized.py checks every block with the PyPI gguf package's
+   dequantizer and the quantization error against the reference quantizers
+   (gguf's, llama.cpp's files), expert by expert for 3-D tensors. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <math.h>
@@ -288,6 +291,430 @@ Test(quantize, mix_layout_of_32_layers) {
     free(b.p);
 }
 
+/* ---- the architectures the engine is gaining: ../shared/arch ---- */
+
+/* The formats llama.cpp's rules (llama_tensor_get_type and the tensor filter
+   of llama_model_quantize_impl in src/llama-quant.cpp, October 2025) give
+   the synth-*-f16 models of ../shared/arch, where they differ from the
+   target's own format. Every entry was checked against files written by
+   that llama.cpp's llama-quantize (Q4_K_M and Q5_K_M as they are, Q8_0 and
+   Q4_0 with --pure as infer's plain targets are); the shapes: dim 256,
+   ffn 768, expert ffn 128, 2 layers unless said.
+   Rules used (Q4_K_M; Q5_K_M alike with Q5_K as its base):
+   - output.weight, or token_embd.weight where there is no output.weight
+     (tied: gemma*, smollm3, llama-tied): Q6_K;
+   - attn_v.weight and ffn_down* of the layers where use_more_bits(i, n)
+     (the first and last eighth, every third between): Q6_K; with 2 layers
+     that is layer 1, with 4 layers 2 and 3, with 6 layers 2 and 5;
+   - attn_qkv.weight (phi3's fused q/k/v) has a branch of its own, not
+     attn_v's: Q5_K in Q4_K_M, Q6_K in Q5_K_M, in every layer;
+   - 8 experts (qwen3moe): attn_v and attn_k Q8_0, attn_output Q5_K (Q4_K_M
+     only); ffn_down_exps follows ffn_down's rule by the layer in its name,
+     then, its rows (128) not being whole 256-blocks, falls back: Q4_K to
+     Q5_0, Q5_K to Q5_1, Q6_K to Q8_0;
+   - not quantized at all (copied, F32 here): 1-D tensors (norms,
+     attn_q/k_norm, post_attention_norm, post_ffw_norm, q/k/v biases,
+     rope_freqs) and the expert router ffn_gate_inp.weight. */
+typedef struct arch_exception {
+    const char *name;
+    infer_type q4_k_m, q5_k_m;
+} arch_exception;
+
+#define AX_END {NULL, INFER_TYPE_F32, INFER_TYPE_F32}
+#define AX_OUT(n) {n, INFER_TYPE_Q6_K, INFER_TYPE_Q6_K}         /* output, or tied token_embd */
+#define AX_MORE(n) {n, INFER_TYPE_Q6_K, INFER_TYPE_Q6_K}        /* attn_v/ffn_down, use_more_bits */
+static const arch_exception ax_two_layers[] = {AX_OUT("output.weight"), AX_MORE("blk.1.attn_v.weight"),
+                                               AX_MORE("blk.1.ffn_down.weight"), AX_END};
+static const arch_exception ax_two_layers_tied[] = {AX_OUT("token_embd.weight"), AX_MORE("blk.1.attn_v.weight"),
+                                                    AX_MORE("blk.1.ffn_down.weight"), AX_END};
+static const arch_exception ax_four_layers_tied[] = {
+    AX_OUT("token_embd.weight"),   AX_MORE("blk.2.attn_v.weight"), AX_MORE("blk.3.attn_v.weight"),
+    AX_MORE("blk.2.ffn_down.weight"), AX_MORE("blk.3.ffn_down.weight"), AX_END};
+static const arch_exception ax_six_layers_tied[] = {
+    AX_OUT("token_embd.weight"),   AX_MORE("blk.2.attn_v.weight"), AX_MORE("blk.5.attn_v.weight"),
+    AX_MORE("blk.2.ffn_down.weight"), AX_MORE("blk.5.ffn_down.weight"), AX_END};
+static const arch_exception ax_phi3[] = {AX_OUT("output.weight"),
+                                         {"blk.0.attn_qkv.weight", INFER_TYPE_Q5_K, INFER_TYPE_Q6_K},
+                                         {"blk.1.attn_qkv.weight", INFER_TYPE_Q5_K, INFER_TYPE_Q6_K},
+                                         AX_MORE("blk.1.ffn_down.weight"), AX_END};
+static const arch_exception ax_qwen3moe[] = {
+    AX_OUT("output.weight"),
+    {"blk.0.attn_v.weight", INFER_TYPE_Q8_0, INFER_TYPE_Q8_0},
+    {"blk.1.attn_v.weight", INFER_TYPE_Q8_0, INFER_TYPE_Q8_0},
+    {"blk.0.attn_k.weight", INFER_TYPE_Q8_0, INFER_TYPE_Q8_0},
+    {"blk.1.attn_k.weight", INFER_TYPE_Q8_0, INFER_TYPE_Q8_0},
+    {"blk.0.attn_output.weight", INFER_TYPE_Q5_K, INFER_TYPE_Q5_K},
+    {"blk.1.attn_output.weight", INFER_TYPE_Q5_K, INFER_TYPE_Q5_K},
+    {"blk.0.ffn_down_exps.weight", INFER_TYPE_Q5_0, INFER_TYPE_Q5_1}, /* Q4_K/Q5_K, rows of 128: fallback */
+    {"blk.1.ffn_down_exps.weight", INFER_TYPE_Q8_0, INFER_TYPE_Q8_0}, /* Q6_K (layer 1 of 2), rows of 128 */
+    AX_END};
+
+static const struct {
+    const char *arch;
+    const arch_exception *exc;
+} arch_cases[] = {
+    {"qwen2", ax_two_layers},           {"qwen3", ax_two_layers},         {"qwen3moe", ax_qwen3moe},
+    {"gemma", ax_two_layers_tied},      {"gemma2", ax_four_layers_tied}, {"gemma3", ax_six_layers_tied},
+    {"phi3", ax_phi3},                  {"smollm3", ax_four_layers_tied}, {"llama3", ax_two_layers},
+    {"llama-tied", ax_two_layers_tied},
+};
+
+static const char *arch_model(const char *arch) {
+    static char p[4][512];
+    static int k;
+    char rel[256];
+    k = (k + 1) % 4;
+    snprintf(rel, sizeof rel, "arch/synth-%s-f16.gguf", arch);
+    tu_shared_path(p[k], sizeof p[k], rel);
+    return p[k];
+}
+
+/* Bytes of n values of type t (whole blocks), for the formats written here. */
+static size_t type_bytes(infer_type t, int64_t n) {
+    switch (t) {
+    case INFER_TYPE_F32: return (size_t)n * 4;
+    case INFER_TYPE_F16: return (size_t)n * 2;
+    case INFER_TYPE_Q8_0: return (size_t)n / 32 * 34;
+    case INFER_TYPE_Q4_0: return (size_t)n / 32 * 18;
+    case INFER_TYPE_Q5_0: return (size_t)n / 32 * 22;
+    case INFER_TYPE_Q5_1: return (size_t)n / 32 * 24;
+    case INFER_TYPE_Q4_K: return (size_t)n / 256 * 144;
+    case INFER_TYPE_Q5_K: return (size_t)n / 256 * 176;
+    case INFER_TYPE_Q6_K: return (size_t)n / 256 * 210;
+    default: cr_assert_fail("no size for %s", infer_type_name(t)); return 0;
+    }
+}
+
+static infer_type expected_arch(const arch_exception *exc, const infer_tensor_info *src, infer_quant_target t) {
+    size_t i;
+    /* llama.cpp's filter: 1-D tensors and the expert router keep their type */
+    if (src->n_dims == 1 || strstr(src->name, "ffn_gate_inp.weight")) return src->type;
+    if (t == INFER_QUANT_Q8_0) return INFER_TYPE_Q8_0; /* --pure */
+    if (t == INFER_QUANT_Q4_0) return INFER_TYPE_Q4_0;
+    for (i = 0; exc[i].name; i++)
+        if (!strcmp(exc[i].name, src->name)) return t == INFER_QUANT_Q4_K_M ? exc[i].q4_k_m : exc[i].q5_k_m;
+    return t == INFER_QUANT_Q4_K_M ? INFER_TYPE_Q4_K : INFER_TYPE_Q5_K;
+}
+
+/* Quantizes one arch model to t and checks the written file: tensors in
+   the same order with the same shapes, each in the format of the rules,
+   the ones left as they were copied byte for byte, each quantized one the
+   size of its format, every metadata pair as it was but the file type. */
+static void check_arch_file(const char *arch, const arch_exception *exc, infer_quant_target t) {
+    infer_error err;
+    infer_gguf *src, *g;
+    int64_t i;
+    int n_exc_seen = 0, n_kept = 0;
+    size_t e;
+    char out[96];
+    snprintf(out, sizeof out, "%s-%s.gguf", arch, infer_quant_target_name(t));
+    src = infer_gguf_open(arch_model(arch), &err);
+    cr_assert_not_null(src, "%s", err.msg);
+    quantize_ok(arch_model(arch), tmp(out), t, 2);
+    g = infer_gguf_open(tmp(out), &err);
+    cr_assert_not_null(g, "%s: %s", out, err.msg);
+    cr_assert_eq(infer_gguf_version(g), 3);
+    cr_assert_eq(infer_gguf_n_tensors(g), infer_gguf_n_tensors(src));
+    for (i = 0; i < infer_gguf_n_tensors(g); i++) {
+        infer_tensor_info a, b;
+        infer_type want;
+        int d;
+        infer_gguf_tensor(src, i, &a);
+        infer_gguf_tensor(g, i, &b);
+        cr_assert_str_eq(a.name, b.name);
+        cr_assert_eq(a.n_dims, b.n_dims, "%s", a.name);
+        for (d = 0; d < 4; d++) cr_assert_eq(a.ne[d], b.ne[d], "%s: ne[%d]", a.name, d);
+        want = expected_arch(exc, &a, t);
+        cr_assert_eq(b.type, want, "%s, %s: %s, llama.cpp's rules give %s", out, a.name, infer_type_name(b.type),
+                     infer_type_name(want));
+        cr_assert_eq(infer_quantize_tensor_type(src, i, t), (int)want, "%s", a.name);
+        if (a.n_dims == 1 || strstr(a.name, "ffn_gate_inp.weight")) {
+            cr_assert_eq(b.type, INFER_TYPE_F32, "%s: norms, biases and routers stay F32", a.name);
+            n_kept++;
+        }
+        cr_assert_eq(b.nbytes, type_bytes(b.type, a.ne[0] * a.ne[1] * a.ne[2] * a.ne[3]), "%s", a.name);
+        if (b.type == a.type) cr_assert_eq(memcmp(a.data, b.data, a.nbytes), 0, "%s copied", a.name);
+    }
+    cr_assert_gt(n_kept, 0);
+    /* every exception of the table names a tensor of the file */
+    for (e = 0; exc[e].name; e++) n_exc_seen += infer_gguf_find_tensor(src, exc[e].name) >= 0;
+    cr_assert_eq(n_exc_seen, (int)e, "%s: a name in the table is not in the file", arch);
+    /* every pair of the source, in its order, the same but the file type;
+       general.quantization_version added after them (these sources have
+       none), as llama.cpp's quantizer adds it */
+    cr_assert_eq(infer_gguf_n_kv(g),
+                 infer_gguf_n_kv(src) + (infer_gguf_find_key(src, "general.quantization_version") < 0) +
+                     (infer_gguf_find_key(src, "general.file_type") < 0));
+    for (i = 0; i < infer_gguf_n_kv(src); i++) {
+        char va[512], vb[512];
+        cr_assert_str_eq(infer_gguf_key(g, i), infer_gguf_key(src, i));
+        cr_assert_eq(infer_gguf_kv_type(g, i), infer_gguf_kv_type(src, i));
+        if (!strcmp(infer_gguf_key(g, i), "general.file_type")) continue;
+        infer_gguf_kv_to_string(src, i, va, sizeof va);
+        infer_gguf_kv_to_string(g, i, vb, sizeof vb);
+        cr_assert_str_eq(va, vb, "%s", infer_gguf_key(g, i));
+    }
+    cr_assert_eq(kv_int(g, "general.file_type"), (int64_t)expected_ftype[t], "%s", out);
+    cr_assert_eq(kv_int(g, "general.quantization_version"), 2);
+    infer_gguf_close(g);
+    infer_gguf_close(src);
+}
+
+static void need_arch(void) {
+    need_shared();
+    if (access(arch_model("qwen2"), R_OK) != 0) cr_skip_test("../shared/arch is absent");
+}
+
+Test(quantize, arch_models_types_and_metadata) {
+    static const infer_quant_target targets[] = {INFER_QUANT_Q8_0, INFER_QUANT_Q4_0, INFER_QUANT_Q4_K_M,
+                                                  INFER_QUANT_Q5_K_M};
+    size_t c, k;
+    need_arch();
+    mk_tmpdir();
+    for (c = 0; c < sizeof arch_cases / sizeof arch_cases[0]; c++)
+        for (k = 0; k < sizeof targets / sizeof targets[0]; k++)
+            check_arch_file(arch_cases[c].arch, arch_cases[c].exc, targets[k]);
+    rm_tmpdir();
+}
+
+/* ---- the rules on layouts the shared files do not have, written here ---- */
+
+typedef struct gtensor {
+    char name[64];
+    int n_dims;
+    uint64_t ne[3];
+} gtensor;
+
+/* A GGUF file of the given architecture with zero-filled F16 tensors (F32
+   for 1-D ones), in the order given. */
+static wbuf build_gguf(const char *arch, int n_layer, int n_head, int n_head_kv, int n_expert, const gtensor *ts,
+                       int n_t) {
+    wbuf b = {0, 0, 0};
+    uint64_t off = 0;
+    char key[128];
+    int i, d;
+    wb(&b, "GGUF", 4);
+    wb_u32(&b, 3);
+    wb_u64(&b, (uint64_t)n_t);
+    wb_u64(&b, n_expert ? 5 : 4);
+    wb_str(&b, "general.architecture");
+    wb_u32(&b, INFER_GGUF_STRING);
+    wb_str(&b, arch);
+#define KV_U32(suffix, v)                                    \
+    snprintf(key, sizeof key, "%s." suffix, arch);           \
+    wb_str(&b, key);                                         \
+    wb_u32(&b, INFER_GGUF_UINT32);                           \
+    wb_u32(&b, (uint32_t)(v))
+    KV_U32("block_count", n_layer);
+    KV_U32("attention.head_count", n_head);
+    KV_U32("attention.head_count_kv", n_head_kv);
+    if (n_expert) {
+        KV_U32("expert_count", n_expert);
+    }
+#undef KV_U32
+    for (i = 0; i < n_t; i++) {
+        uint64_t n = 1;
+        wb_str(&b, ts[i].name);
+        wb_u32(&b, (uint32_t)ts[i].n_dims);
+        for (d = 0; d < ts[i].n_dims; d++) {
+            wb_u64(&b, ts[i].ne[d]);
+            n *= ts[i].ne[d];
+        }
+        wb_u32(&b, ts[i].n_dims == 1 ? INFER_TYPE_F32 : INFER_TYPE_F16);
+        wb_u64(&b, off);
+        off += (n * (ts[i].n_dims == 1 ? 4 : 2) + 31) / 32 * 32;
+    }
+    while (b.n % 32) wb(&b, "", 1);
+    {
+        unsigned char *zeros = (unsigned char *)calloc(1, (size_t)off);
+        wb(&b, zeros, (size_t)off);
+        free(zeros);
+    }
+    return b;
+}
+
+static void add_t(gtensor *ts, int *n, const char *name, int n_dims, uint64_t ne0, uint64_t ne1, uint64_t ne2) {
+    snprintf(ts[*n].name, sizeof ts[*n].name, "%s", name);
+    ts[*n].n_dims = n_dims;
+    ts[*n].ne[0] = ne0;
+    ts[*n].ne[1] = ne1;
+    ts[*n].ne[2] = ne2;
+    (*n)++;
+}
+
+/* A fixed shuffle (Fisher-Yates on a small LCG): llama.cpp's counts must
+   not depend on the order of the file. */
+static void scramble(gtensor *ts, int n) {
+    uint32_t r = 12345;
+    int i;
+    for (i = n - 1; i > 0; i--) {
+        gtensor tmp_t;
+        int j;
+        r = r * 1103515245u + 12345u;
+        j = (int)((r >> 8) % (uint32_t)(i + 1));
+        tmp_t = ts[i];
+        ts[i] = ts[j];
+        ts[j] = tmp_t;
+    }
+}
+
+static int type_of(const infer_gguf *g, const char *name, infer_quant_target t) {
+    int64_t i = infer_gguf_find_tensor(g, name);
+    cr_assert_geq(i, 0, "%s", name);
+    return infer_quantize_tensor_type(g, i, t);
+}
+
+/* 80 layers, the tensors in a scrambled order, layer 3 without an
+   ffn_down. llama.cpp visits the tensors sorted by layer and counts
+   ffn_down tensors as it goes (i_ffn_down, out of n_layer = 80): the one of
+   layer l is number l - (l > 3). attn_v: use_more_bits of its count (out of
+   the 80 attn_v) gives Q6_K, else Q4_K, which LLM_TYPE_70B (80 layers of
+   llama with grouped KV heads, of qwen2 or of olmo; not smollm3) raises to
+   Q5_K.
+   Checked with llama-quantize (October 2025) on the same layouts. */
+Test(quantize, mix_rules_80_layers) {
+    static const struct {
+        const char *arch;
+        int n_head_kv, is_70b;
+    } cases[] = {{"qwen2", 1, 1}, {"olmo", 1, 1}, {"llama", 1, 1}, {"llama", 8, 0}, {"smollm3", 1, 0}};
+    size_t c;
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        static gtensor ts[200];
+        int n = 0, l;
+        wbuf b;
+        infer_error err;
+        infer_gguf *g;
+        char name[64];
+        add_t(ts, &n, "output.weight", 2, 256, 64, 1);
+        for (l = 0; l < 80; l++) {
+            snprintf(name, sizeof name, "blk.%d.attn_v.weight", l);
+            add_t(ts, &n, name, 2, 256, 64, 1);
+            if (l == 3) continue;
+            snprintf(name, sizeof name, "blk.%d.ffn_down.weight", l);
+            add_t(ts, &n, name, 2, 256, 64, 1);
+        }
+        scramble(ts, n);
+        b = build_gguf(cases[c].arch, 80, 8, cases[c].n_head_kv, 0, ts, n);
+        g = infer_gguf_open_memory(b.p, b.n, &err);
+        cr_assert_not_null(g, "%s", err.msg);
+        for (l = 0; l < 80; l++) {
+            int more_v = more_bits(l, 80), more_d = more_bits(l - (l > 3), 80);
+            snprintf(name, sizeof name, "blk.%d.attn_v.weight", l);
+            cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_K_M),
+                         (int)(more_v ? INFER_TYPE_Q6_K : cases[c].is_70b ? INFER_TYPE_Q5_K : INFER_TYPE_Q4_K), "%s %s",
+                         cases[c].arch, name);
+            cr_assert_eq(type_of(g, name, INFER_QUANT_Q5_K_M), (int)(more_v ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K));
+            if (l == 3) continue;
+            snprintf(name, sizeof name, "blk.%d.ffn_down.weight", l);
+            cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_K_M), (int)(more_d ? INFER_TYPE_Q6_K : INFER_TYPE_Q4_K),
+                         "%s %s", cases[c].arch, name);
+            cr_assert_eq(type_of(g, name, INFER_QUANT_Q5_K_M), (int)(more_d ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K));
+        }
+        infer_gguf_close(g);
+        free(b.p);
+    }
+}
+
+/* A Mixtral-like llama of 32 layers and 8 experts, tensors in a scrambled
+   order, a shared-expert ffn_down_shexp every 4th layer; no output.weight.
+   With experts llama.cpp takes ffn_down's layer from the name (not its
+   count), so ffn_down_exps and ffn_down_shexp of layer l get Q6_K where
+   use_more_bits(l, 32); attn_v and attn_k Q8_0 and attn_output Q5_K (8
+   experts); ffn_gate_inp stays as it is (F16 here); the tied token_embd
+   Q6_K. And a 12-layer phi3 in the same way: attn_qkv Q5_K (Q6_K in
+   Q5_K_M) in every layer, whatever use_more_bits says; its rope factors
+   stay F32. Checked with llama-quantize (October 2025) on the same layouts. */
+Test(quantize, mix_rules_experts_and_fused_qkv) {
+    static gtensor ts[300];
+    int n = 0, l, k;
+    wbuf b;
+    infer_error err;
+    infer_gguf *g;
+    char name[64];
+    for (l = 0; l < 32; l++) {
+        static const char *const kinds[6] = {"attn_v", "attn_k", "attn_output", "ffn_down_exps", "ffn_gate_inp",
+                                             "ffn_up_exps"};
+        for (k = 0; k < 6; k++) {
+            snprintf(name, sizeof name, "blk.%d.%s.weight", l, kinds[k]);
+            if (k == 3 || k == 5)
+                add_t(ts, &n, name, 3, 256, 64, 8);
+            else if (k == 4)
+                add_t(ts, &n, name, 2, 256, 8, 1);
+            else
+                add_t(ts, &n, name, 2, 256, k == 2 ? 256 : 64, 1);
+        }
+        if (l % 4 == 0) {
+            snprintf(name, sizeof name, "blk.%d.ffn_down_shexp.weight", l);
+            add_t(ts, &n, name, 2, 256, 64, 1);
+        }
+    }
+    scramble(ts, n);
+    add_t(ts, &n, "token_embd.weight", 2, 256, 64, 1);
+    cr_assert_eq(n, 32 * 6 + 8 + 1);
+    b = build_gguf("llama", 32, 8, 2, 8, ts, n);
+    g = infer_gguf_open_memory(b.p, b.n, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    for (l = 0; l < 32; l++) {
+        infer_type down = more_bits(l, 32) ? INFER_TYPE_Q6_K : INFER_TYPE_Q4_K;
+        infer_type down5 = more_bits(l, 32) ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K;
+#define CHECK(kind, q4, q5)                                                                          \
+    snprintf(name, sizeof name, "blk.%d." kind ".weight", l);                                       \
+    cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_K_M), (int)(q4), "%s (Q4_K_M)", name);             \
+    cr_assert_eq(type_of(g, name, INFER_QUANT_Q5_K_M), (int)(q5), "%s (Q5_K_M)", name)
+        CHECK("attn_v", INFER_TYPE_Q8_0, INFER_TYPE_Q8_0);
+        CHECK("attn_k", INFER_TYPE_Q8_0, INFER_TYPE_Q8_0);
+        CHECK("attn_output", INFER_TYPE_Q5_K, INFER_TYPE_Q5_K);
+        CHECK("ffn_down_exps", down, down5);
+        CHECK("ffn_up_exps", INFER_TYPE_Q4_K, INFER_TYPE_Q5_K);
+        CHECK("ffn_gate_inp", INFER_TYPE_F16, INFER_TYPE_F16);
+        if (l % 4 == 0) {
+            CHECK("ffn_down_shexp", down, down5);
+        }
+        /* plain targets are pure: no rule but the filter */
+        snprintf(name, sizeof name, "blk.%d.attn_k.weight", l);
+        cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_0), (int)INFER_TYPE_Q4_0, "%s", name);
+        snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", l);
+        cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_0), (int)INFER_TYPE_Q4_0, "%s", name);
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
+        cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_0), (int)INFER_TYPE_F16, "%s", name);
+    }
+    cr_assert_eq(type_of(g, "token_embd.weight", INFER_QUANT_Q4_K_M), (int)INFER_TYPE_Q6_K);
+    infer_gguf_close(g);
+    free(b.p);
+
+    n = 0;
+    add_t(ts, &n, "output.weight", 2, 256, 64, 1);
+    add_t(ts, &n, "rope_factors_long.weight", 1, 32, 1, 1);
+    add_t(ts, &n, "rope_factors_short.weight", 1, 32, 1, 1);
+    for (l = 0; l < 12; l++) {
+        snprintf(name, sizeof name, "blk.%d.ffn_up.weight", l);
+        add_t(ts, &n, name, 2, 256, 512, 1);
+        snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", l);
+        add_t(ts, &n, name, 2, 256, 384, 1);
+        snprintf(name, sizeof name, "blk.%d.ffn_down.weight", l);
+        add_t(ts, &n, name, 2, 256, 256, 1);
+    }
+    add_t(ts, &n, "token_embd.weight", 2, 256, 64, 1);
+    scramble(ts, n);
+    b = build_gguf("phi3", 12, 4, 4, 0, ts, n);
+    g = infer_gguf_open_memory(b.p, b.n, &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    for (l = 0; l < 12; l++) {
+        infer_type down = more_bits(l, 12) ? INFER_TYPE_Q6_K : INFER_TYPE_Q4_K;
+        infer_type down5 = more_bits(l, 12) ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K;
+        CHECK("attn_qkv", INFER_TYPE_Q5_K, INFER_TYPE_Q6_K);
+        CHECK("ffn_down", down, down5);
+        CHECK("ffn_up", INFER_TYPE_Q4_K, INFER_TYPE_Q5_K);
+#undef CHECK
+    }
+    cr_assert_eq(type_of(g, "output.weight", INFER_QUANT_Q4_K_M), (int)INFER_TYPE_Q6_K);
+    cr_assert_eq(type_of(g, "token_embd.weight", INFER_QUANT_Q4_K_M), (int)INFER_TYPE_Q4_K);
+    cr_assert_eq(type_of(g, "rope_factors_long.weight", INFER_QUANT_Q4_K_M), (int)INFER_TYPE_F32);
+    cr_assert_eq(type_of(g, "rope_factors_short.weight", INFER_QUANT_Q8_0), (int)INFER_TYPE_F32);
+    infer_gguf_close(g);
+    free(b.p);
+}
+
 /* ---- logits of the quantized model against its source ---- */
 
 /* max over positions of max |a - b| / (max - min of a's logits there) */
@@ -498,5 +925,18 @@ Test(quantize, k_quants_against_llama_cpp) {
     mk_tmpdir();
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
         python_check(model("synth-256-f16"), cases[c].t, model(cases[c].ref));
+    rm_tmpdir();
+}
+
+/* The arch models' blocks: decoded by the gguf package as infer decodes
+   them, errors within the reference quantizer's (per expert for the 3-D
+   stacks of qwen3moe), norms, biases and routers copied. */
+Test(quantize, arch_blocks_against_gguf_package) {
+    static const infer_quant_target targets[] = {INFER_QUANT_Q8_0, INFER_QUANT_Q4_0, INFER_QUANT_Q4_K_M};
+    size_t c, k;
+    need_arch();
+    mk_tmpdir();
+    for (c = 0; c < sizeof arch_cases / sizeof arch_cases[0]; c++)
+        for (k = 0; k < sizeof targets / sizeof targets[0]; k++) python_check(arch_model(arch_cases[c].arch), targets[k], NULL);
     rm_tmpdir();
 }
