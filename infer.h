@@ -2056,6 +2056,7 @@ enum {
     INFER__PRE_PORO,
     INFER__PRE_VIKING,
     INFER__PRE_TEKKEN,
+    INFER__PRE_GPT4O,
     INFER__PRE_CHAMELEON
 };
 
@@ -2084,6 +2085,8 @@ struct infer_vocab {
     int spm_chunks; /* no token has U+2581 after a non-U+2581 prefix (see below) */
     infer_token *special;         /* control/user-defined/unknown tokens, longest first */
     int n_special;
+    struct infer__special_key *special_lex; /* the same, in byte order of their texts */
+    int32_t special_first[256][2];          /* special_lex range of each first byte */
     infer_token *eog;
     int n_eog;
     infer_token byte_tok[256];    /* SPM byte fallback: <0xNN> (or the byte itself) */
@@ -2256,6 +2259,7 @@ static int infer__pre_from_name(const char *s, size_t n, int *pre, int *ignore_m
         {"viking", INFER__PRE_VIKING, 0},
         {"jais", INFER__PRE_GPT2, 0},
         {"tekken", INFER__PRE_TEKKEN, 1},
+        {"gpt-4o", INFER__PRE_GPT4O, 0}, {"llama4", INFER__PRE_GPT4O, 0},
         {"smollm", INFER__PRE_STARCODER, 0},
         {"codeshell", INFER__PRE_STARCODER, 0},
         {"bloom", INFER__PRE_PORO, 0},
@@ -2284,23 +2288,86 @@ static void infer__vocab_free(infer_vocab *v) {
     INFER_FREE(v->tokens);
     INFER_FREE(v->arena);
     INFER_FREE(v->special);
+    INFER_FREE(v->special_lex);
     INFER_FREE(v->eog);
     INFER_FREE(v);
 }
 
+typedef struct infer__special_key {
+    const char *text;
+    int32_t len;
+    int32_t rank; /* id when sorting by length; index into special[] in special_lex */
+} infer__special_key;
+
 /* Longest text first, then lower id (llama.cpp's std::sort leaves ties
    unspecified; equal-length tokens split alike unless one contains the
-   other). Insertion sort: stable, no global state, the list is short. */
-static void infer__special_sort(infer_vocab *v) {
-    int i, j;
-    for (i = 1; i < v->n_special; i++) {
-        infer_token t = v->special[i];
-        for (j = i; j > 0; j--) {
-            infer_token u = v->special[j - 1];
-            if (v->tokens[u].len > v->tokens[t].len || (v->tokens[u].len == v->tokens[t].len && u < t)) break;
-            v->special[j] = u;
+   other). */
+static int infer__special_cmp_len(const void *a, const void *b) {
+    const infer__special_key *x = (const infer__special_key *)a, *y = (const infer__special_key *)b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Byte order, a prefix before its extensions. */
+static int infer__special_cmp_lex(const void *a, const void *b) {
+    const infer__special_key *x = (const infer__special_key *)a, *y = (const infer__special_key *)b;
+    int c = memcmp(x->text, y->text, (size_t)INFER__MIN(x->len, y->len));
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Orders special[] longest first and builds the byte-ordered index that
+   lets a text be searched for all of them in one pass: Gemma has 6,414,
+   and looking for each in turn over a long text was most of its time. */
+static int infer__special_sort(infer_vocab *v) {
+    int i, n = v->n_special;
+    infer__special_key *k = (infer__special_key *)INFER_MALLOC(sizeof *k * (size_t)(n ? n : 1));
+    if (!k) return 0;
+    for (i = 0; i < n; i++) {
+        k[i].text = v->tokens[v->special[i]].text, k[i].len = v->tokens[v->special[i]].len;
+        k[i].rank = v->special[i];
+    }
+    qsort(k, (size_t)n, sizeof *k, infer__special_cmp_len);
+    for (i = 0; i < n; i++) v->special[i] = k[i].rank, k[i].rank = i;
+    qsort(k, (size_t)n, sizeof *k, infer__special_cmp_lex);
+    for (i = 0; i < 256; i++) v->special_first[i][0] = v->special_first[i][1] = 0;
+    for (i = n; i-- > 0;) {
+        unsigned char c = (unsigned char)k[i].text[0];
+        if (v->special_first[c][1] == 0) v->special_first[c][1] = i + 1;
+        v->special_first[c][0] = i;
+    }
+    v->special_lex = k;
+    return 1;
+}
+
+/* Marks in present[r] each special[r] that occurs somewhere in text:
+   at every position, narrows the byte-ordered list one byte at a time. */
+static void infer__special_present(const infer_vocab *v, const char *text, size_t len, unsigned char *present) {
+    const infer__special_key *k = v->special_lex;
+    size_t i, d;
+    for (i = 0; i < len; i++) {
+        int32_t lo = v->special_first[(unsigned char)text[i]][0], hi = v->special_first[(unsigned char)text[i]][1];
+        for (d = 1; lo < hi; d++) {
+            int32_t a, b;
+            unsigned char c;
+            /* texts that end here match (they sort first: all in range share d bytes) */
+            while (lo < hi && (size_t)k[lo].len == d) present[k[lo++].rank] = 1;
+            if (lo >= hi || i + d >= len) break;
+            c = (unsigned char)text[i + d];
+            for (a = lo, b = hi; a < b;) { /* first with byte d >= c */
+                int32_t m = a + (b - a) / 2;
+                if ((unsigned char)k[m].text[d] < c) a = m + 1;
+                else b = m;
+            }
+            lo = a;
+            for (b = hi; a < b;) { /* first with byte d > c */
+                int32_t m = a + (b - a) / 2;
+                if ((unsigned char)k[m].text[d] <= c) a = m + 1;
+                else b = m;
+            }
+            hi = a;
         }
-        v->special[j] = t;
     }
 }
 
@@ -2325,9 +2392,9 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
        prefix, suffix, middle, pad, repo, separator. */
 #define INFER__FW "\xef\xbd\x9c" /* fullwidth vertical bar */
 #define INFER__SP "\xe2\x96\x81" /* U+2581 */
-    static const char *const by_text[8][9] = {
-        {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>",
-         "<" INFER__FW "end" INFER__SP "of" INFER__SP "sentence" INFER__FW ">", NULL},
+    static const char *const by_text[8][11] = {
+        {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
+         "<" INFER__FW "end" INFER__SP "of" INFER__SP "sentence" INFER__FW ">", "<end_of_utterance>", NULL},
         {"<|eom_id|>", NULL},
         {"<|fim_prefix|>", "<fim-prefix>", "<" INFER__FW "fim" INFER__SP "begin" INFER__FW ">", "<PRE>", INFER__SP "<PRE>", NULL},
         {"<|fim_suffix|>", "<fim-suffix>", "<" INFER__FW "fim" INFER__SP "hole" INFER__FW ">", "<SUF>", INFER__SP "<SUF>", NULL},
@@ -2344,9 +2411,10 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         {"tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id"},
         {"tokenizer.ggml.fim_pad_token_id", NULL}, {"tokenizer.ggml.fim_rep_token_id", NULL},
         {"tokenizer.ggml.fim_sep_token_id", NULL}};
-    /* every one of these ends generation, and is forced to CONTROL */
+    /* every one of these ends generation, and is forced to CONTROL (llama.cpp's
+       list; <|end_of_text|> and <end_of_utterance> joined it later in 2025) */
     static const char *const eog_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                            "<|eom_id|>", "<EOT>", "_<EOT>"};
+                                            "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"};
     static const char *const id_keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                                            "tokenizer.ggml.unknown_token_id"};
     infer_token by_text_id[8];
@@ -2540,7 +2608,7 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         }
     }
     v->eot = by_text_id[0], v->eom = by_text_id[1];
-    v->eog = (infer_token *)INFER_MALLOC(sizeof(infer_token) * 16);
+    v->eog = (infer_token *)INFER_MALLOC(sizeof(infer_token) * 32); /* 3 FIM + the names + EOS, EOT, EOM */
     if (!v->eog) {
         infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory");
         goto fail;
@@ -2565,7 +2633,10 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     for (i = 0; i < n; i++)
         if (v->tokens[i].attr & (INFER__ATTR_CONTROL | INFER__ATTR_USER_DEFINED | INFER__ATTR_UNKNOWN))
             v->special[v->n_special++] = (infer_token)i;
-    infer__special_sort(v);
+    if (!infer__special_sort(v)) {
+        infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory");
+        goto fail;
+    }
 
     /* Phi-3: llama.cpp strips whitespace after its special tokens, chosen by
        the model's name */
@@ -3131,25 +3202,61 @@ static size_t infer__m_ds3(const infer__split *s, size_t p, size_t e) {
 static int infer__c_tk_upper(const infer__split *s, size_t i) { return infer__is_L(s, i) && !(s->c[i] >= 'a' && s->c[i] <= 'z'); }
 static int infer__c_tk_lower(const infer__split *s, size_t i) { return infer__is_L(s, i) && !(s->c[i] >= 'A' && s->c[i] <= 'Z'); }
 static int infer__c_not_wsLN(const infer__split *s, size_t i) { return !infer__is_ws(s, i) && !infer__is_L(s, i) && !infer__is_N(s, i); }
-static size_t infer__m_tekken(const infer__split *s, size_t p, size_t e) {
-    size_t q = p, u, k, n;
+
+/* The two cased-word alternatives Tekken and GPT-4o share:
+   [^\r\n\p{L}\p{N}]?U*W+ | [^\r\n\p{L}\p{N}]?U+W*  (U: not a-z, W: not A-Z,
+   letters both). Returns the end of the match, or p when neither matches. */
+static size_t infer__cased_word(const infer__split *s, size_t p, size_t e) {
+    size_t q = p, u, k;
     if (!infer__is_nl(s, p) && !infer__is_L(s, p) && !infer__is_N(s, p) && p + 1 < e && infer__is_L(s, p + 1)) q = p + 1;
     /* alternative 1: U* W+ ; the greedy U* gives back until a W can start */
     u = q + infer__run(s, q, e, infer__c_tk_upper);
     for (k = u + 1; k-- > q;) {
-        if (k < e && infer__c_tk_lower(s, k)) return k + infer__run(s, k, e, infer__c_tk_lower) - p;
+        if (k < e && infer__c_tk_lower(s, k)) return k + infer__run(s, k, e, infer__c_tk_lower);
     }
     /* alternative 2: U+ W* */
-    if (u > q) return u + infer__run(s, u, e, infer__c_tk_lower) - p;
-    if (infer__is_N(s, p)) return 1;
-    n = s->c[p] == ' ' && p + 1 < e && infer__c_not_wsLN(s, p + 1) ? 1 : 0;
+    if (u > q) return u + infer__run(s, u, e, infer__c_tk_lower);
+    return p;
+}
+
+/*  ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ : the tail both end with */
+static size_t infer__m_symbols_ws(const infer__split *s, size_t p, size_t e) {
+    size_t n = s->c[p] == ' ' && p + 1 < e && infer__c_not_wsLN(s, p + 1) ? 1 : 0;
     if (infer__c_not_wsLN(s, p + n)) {
-        q = p + n;
+        size_t q = p + n;
         q += infer__run(s, q, e, infer__c_not_wsLN);
         while (q < e && (infer__is_nl(s, q) || s->c[q] == '/')) q++;
         return q - p;
     }
     return infer__m_ws_tail(s, p, e);
+}
+
+static size_t infer__m_tekken(const infer__split *s, size_t p, size_t e) {
+    size_t q = infer__cased_word(s, p, e);
+    if (q > p) return q - p;
+    if (infer__is_N(s, p)) return 1;
+    return infer__m_symbols_ws(s, p, e);
+}
+
+/* GPT-4o (Phi-4-mini; llama.cpp's rewrite as for Tekken): the cased words
+   take an English contraction after them, numbers go in threes:
+   [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,3}|
+    ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+   with C = '[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]. */
+static size_t infer__m_gpt4o(const infer__split *s, size_t p, size_t e) {
+    size_t q = infer__cased_word(s, p, e);
+    if (q > p) {
+        if (q + 1 < e && s->c[q] == '\'') {
+            uint32_t c1 = s->c[q + 1] | 0x20, c2 = q + 2 < e ? s->c[q + 2] | 0x20 : 0;
+            if (s->c[q + 1] < 0x80 && (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')) return q + 2 - p;
+            if (s->c[q + 1] < 0x80 && q + 2 < e && s->c[q + 2] < 0x80 &&
+                ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')))
+                return q + 3 - p;
+        }
+        return q - p;
+    }
+    if (infer__is_N(s, p)) return infer__m_num3(s, p, e);
+    return infer__m_symbols_ws(s, p, e);
 }
 
 static int infer__c_poro(const infer__split *s, size_t i) {
@@ -3256,6 +3363,7 @@ static int infer__pre_steps(int pre, infer__step *st) {
     case INFER__PRE_PORO: INFER__M(infer__m_poro); break;
     case INFER__PRE_VIKING: INFER__M(infer__m_poro), INFER__M(infer__m_num1); break;
     case INFER__PRE_TEKKEN: INFER__M(infer__m_tekken); break;
+    case INFER__PRE_GPT4O: INFER__M(infer__m_gpt4o); break;
     case INFER__PRE_CHAMELEON:
         INFER__M(infer__m_cham_sentinel), INFER__M(infer__m_cham_image), INFER__M(infer__m_cham_space);
         INFER__M(infer__m_num1), INFER__M(infer__m_cham_punct), INFER__C(INFER__STEP_GPT2);
@@ -3389,14 +3497,17 @@ static const char *infer__find(const char *hay, size_t n, const char *needle, si
    only user-defined tokens are split out. */
 static infer__frag *infer__partition(const infer_vocab *v, const char *text, size_t len, int parse_special) {
     infer__frag *cur = NULL, *next = NULL, f;
+    unsigned char *present = v->n_special ? (unsigned char *)infer__calloc((size_t)v->n_special, 1) : NULL;
     int s;
     f.tok = -1, f.off = 0, f.len = len;
     stbds_arrput(cur, f);
+    if (present) infer__special_present(v, text, len, present);
     for (s = 0; s < v->n_special; s++) {
         infer_token id = v->special[s];
         const infer__token_data *td = &v->tokens[id];
         size_t i;
         int found = 0;
+        if (present && !present[s]) continue; /* nowhere in the text, so in no fragment */
         if (!parse_special && (td->attr & (INFER__ATTR_CONTROL | INFER__ATTR_UNKNOWN))) continue;
         for (i = 0; i < stbds_arrlenu(cur) && !found; i++)
             if (cur[i].tok < 0 && infer__find(text + cur[i].off, cur[i].len, td->text, (size_t)td->len)) found = 1;
@@ -3429,6 +3540,7 @@ static infer__frag *infer__partition(const infer_vocab *v, const char *text, siz
         }
     }
     stbds_arrfree(next);
+    INFER_FREE(present);
     return cur;
 }
 
@@ -5350,11 +5462,15 @@ static infer__quantize_row_fn infer__qz_row_fn(infer_type t) {
 
 /* ---- which format each tensor gets (llama.cpp's rules) ---------------- */
 
+/* What follows restates llama.cpp's llama_tensor_get_type (src/llama-quant.cpp,
+   October 2025) for the targets here; the plain targets are its --pure, so
+   only the _M mixes go through the per-tensor rules. */
+
 typedef struct infer__qz_plan {
     int has_output;   /* output.weight exists (else token_embd is the output too) */
-    int n_attn_v;     /* attn_v-like tensors in the file */
+    int n_attn_v;     /* tensors named attn_v/attn_qkv/attn_kv_b.weight (llama.cpp's n_attention_wv) */
     int n_layer;      /* {arch}.block_count */
-    int n_expert;
+    int n_expert;     /* {arch}.expert_count, 0 without experts */
     int n_gqa;
     int is_falcon, is_70b;
 } infer__qz_plan;
@@ -5364,20 +5480,44 @@ static int infer__ends_with(const char *s, const char *suffix) {
     return n >= k && !memcmp(s + n - k, suffix, k);
 }
 
-enum { INFER__QC_OTHER, INFER__QC_TOKEN_EMBD, INFER__QC_OUTPUT, INFER__QC_ATTN_V, INFER__QC_FFN_DOWN, INFER__QC_ATTN_OUT };
+/* The branches of llama_tensor_get_type that our targets can take, in its
+   order: the first whose test a name passes decides. The tests are
+   substring tests as llama.cpp's (name.find), so "blk.0.attn_qkv.weight" is
+   not an attn_v (it has its own branch), "ffn_down_exps" and
+   "ffn_down_shexp" are ffn_down, and "ffn_gate_inp" never gets here (it is
+   not quantized). */
+enum {
+    INFER__QC_OTHER,
+    INFER__QC_OUTPUT,     /* output.weight, or token_embd.weight when there is none */
+    INFER__QC_TOKEN_EMBD, /* token_embd.weight with an output.weight: left as is */
+    INFER__QC_ATTN_V,     /* *attn_v.weight */
+    INFER__QC_ATTN_K,     /* *attn_k.weight */
+    INFER__QC_ATTN_Q,     /* *attn_q.weight: nothing for our targets */
+    INFER__QC_FFN_DOWN,   /* *ffn_down* (experts and shared experts too) */
+    INFER__QC_ATTN_OUT,   /* *attn_output.weight */
+    INFER__QC_ATTN_QKV    /* *attn_qkv.weight (fused q, k, v as in phi3) */
+};
 
-static int infer__qz_category(const char *name) {
-    if (!strcmp(name, "output.weight")) return INFER__QC_OUTPUT;
-    if (!strcmp(name, "token_embd.weight") || !strcmp(name, "per_layer_token_embd.weight")) return INFER__QC_TOKEN_EMBD;
-    if (strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight") || strstr(name, "attn_v.weight"))
-        return INFER__QC_ATTN_V;
-    if (strstr(name, "attn_output.weight")) return INFER__QC_ATTN_OUT;
+static int infer__qz_category(const char *name, int has_output) {
+    int tok = !strcmp(name, "token_embd.weight");
+    if (!strcmp(name, "output.weight") || (!has_output && tok)) return INFER__QC_OUTPUT;
+    if (tok || !strcmp(name, "per_layer_token_embd.weight")) return INFER__QC_TOKEN_EMBD;
+    if (strstr(name, "attn_v.weight")) return INFER__QC_ATTN_V;
+    if (strstr(name, "attn_k.weight")) return INFER__QC_ATTN_K;
+    if (strstr(name, "attn_q.weight")) return INFER__QC_ATTN_Q;
     if (strstr(name, "ffn_down")) return INFER__QC_FFN_DOWN;
+    if (strstr(name, "attn_output.weight")) return INFER__QC_ATTN_OUT;
+    if (strstr(name, "attn_qkv.weight")) return INFER__QC_ATTN_QKV;
     return INFER__QC_OTHER;
 }
 
-/* llama.cpp's tensor_allows_quantization, for the names that can occur in
-   the architectures a GGUF file holds. */
+/* llama.cpp's filter of the tensors it quantizes at all (the rest are
+   copied as they are): names ending in "weight", at least 2 dimensions
+   (3-D expert stacks included), no norms ("_norm.weight": attn_q_norm,
+   post_attention_norm, post_ffw_norm...), no expert router
+   (ffn_gate_inp.weight), and the small or positional tensors it lists. So
+   biases (attn_q.bias...), rope_freqs and rope_factors_long/short (1-D)
+   stay as they are. */
 static int infer__qz_allowed(const infer__tensor *t) {
     static const char *const never[] = {"_norm.weight", "ffn_gate_inp.weight", "altup", "laurel",
                                         "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight",
@@ -5398,6 +5538,41 @@ static int infer__qz_allowed(const infer__tensor *t) {
     return 1;
 }
 
+/* The N of "blk.N." (as llama.cpp's sscanf "blk.%d."), or -1. */
+static int infer__qz_layer(const char *name) {
+    long v;
+    char *end;
+    if (strncmp(name, "blk.", 4) != 0) return -1;
+    v = strtol(name + 4, &end, 10);
+    return end != name + 4 && v >= 0 && v < (1L << 20) ? (int)v : -1;
+}
+
+/* llama.cpp visits the tensors sorted by layer (names without one first),
+   then by name, and counts attn_v and ffn_down tensors in that order:
+   whether a comes before b there. */
+static int infer__qz_visits_before(const char *a, const char *b) {
+    int la = infer__qz_layer(a), lb = infer__qz_layer(b);
+    return la != lb ? la < lb : strcmp(a, b) < 0;
+}
+
+/* llama.cpp's counter for tensor i of category cat (i_attention_wv,
+   i_ffn_down): how many quantized tensors of that category it visits
+   before i. */
+static int infer__qz_rank(const infer_gguf *g, const infer__qz_plan *pl, int64_t i, int cat) {
+    int64_t j;
+    int n = 0;
+    for (j = 0; j < g->n_tensors; j++)
+        if (j != i && infer__qz_allowed(&g->tensors[j]) &&
+            infer__qz_category(g->tensors[j].name, pl->has_output) == cat &&
+            infer__qz_visits_before(g->tensors[j].name, g->tensors[i].name))
+            n++;
+    return n;
+}
+
+static int infer__qz_is_arch(infer__str arch, const char *name) {
+    return arch.n == strlen(name) && !memcmp(arch.p, name, arch.n);
+}
+
 static void infer__qz_plan_init(const infer_gguf *g, infer__qz_plan *pl) {
     infer__str arch;
     char key[160];
@@ -5405,15 +5580,16 @@ static void infer__qz_plan_init(const infer_gguf *g, infer__qz_plan *pl) {
     int n_head = 0, n_head_kv = 0, n_ffn_down = 0;
     memset(pl, 0, sizeof *pl);
     for (i = 0; i < g->n_tensors; i++) {
-        int cat = infer__qz_category(g->tensors[i].name);
-        if (cat == INFER__QC_OUTPUT) pl->has_output = 1;
-        if (cat == INFER__QC_ATTN_V) pl->n_attn_v++;
-        if (cat == INFER__QC_FFN_DOWN) n_ffn_down++;
+        const char *name = g->tensors[i].name;
+        if (!strcmp(name, "output.weight")) pl->has_output = 1;
+        if (strstr(name, "attn_v.weight") || strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight"))
+            pl->n_attn_v++;
+        if (strstr(name, "ffn_down") && infer__qz_allowed(&g->tensors[i])) n_ffn_down++;
     }
-    pl->n_layer = n_ffn_down;
+    pl->n_layer = n_ffn_down; /* without block_count (llama.cpp would refuse the file) */
     pl->n_gqa = 1;
     if (!infer__gguf_get_str(g, "general.architecture", &arch) || arch.n > 64) return;
-    pl->is_falcon = arch.n == 6 && !memcmp(arch.p, "falcon", 6);
+    pl->is_falcon = infer__qz_is_arch(arch, "falcon");
 #define INFER__QZ_KEY(suffix) (snprintf(key, sizeof key, "%.*s." suffix, (int)arch.n, arch.p), key)
     if (infer__gguf_get_int(g, INFER__QZ_KEY("block_count"), &v) && v > 0 && v < (1 << 20)) pl->n_layer = (int)v;
     if (infer__gguf_get_int(g, INFER__QZ_KEY("expert_count"), &v) && v > 0 && v < (1 << 20)) pl->n_expert = (int)v;
@@ -5423,17 +5599,12 @@ static void infer__qz_plan_init(const infer_gguf *g, infer__qz_plan *pl) {
         n_head_kv = (int)v;
 #undef INFER__QZ_KEY
     if (n_head_kv > 0 && n_head % n_head_kv == 0) pl->n_gqa = n_head / n_head_kv;
-    /* llama.cpp's LLM_TYPE_70B: a llama of 80 layers with grouped KV heads */
-    pl->is_70b = arch.n == 5 && !memcmp(arch.p, "llama", 5) && pl->n_layer == 80 && n_head != n_head_kv;
-}
-
-/* The layer of "blk.N....", or -1. */
-static int infer__qz_layer(const char *name) {
-    long v;
-    char *end;
-    if (strncmp(name, "blk.", 4) != 0) return -1;
-    v = strtol(name + 4, &end, 10);
-    return end != name + 4 && *end == '.' && v >= 0 && v < (1L << 20) ? (int)v : -1;
+    /* llama.cpp's LLM_TYPE_70B (llama_model::load_hparams): 80 layers of
+       llama (grouped KV heads, not 8 experts), deci, qwen2 or olmo */
+    pl->is_70b = pl->n_layer == 80 &&
+                 ((infer__qz_is_arch(arch, "llama") && n_head != n_head_kv && pl->n_expert != 8) ||
+                  infer__qz_is_arch(arch, "deci") || infer__qz_is_arch(arch, "qwen2") ||
+                  infer__qz_is_arch(arch, "olmo"));
 }
 
 static int infer__use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
@@ -5443,39 +5614,52 @@ static int infer__qz_choose(const infer_gguf *g, const infer__qz_plan *pl, int64
     const infer__tensor *t = &g->tensors[i];
     const infer__qtarget *q = &infer__qtargets[target];
     infer_type nt = q->type;
-    int cat = infer__qz_category(t->name), mix_k5 = q->type == INFER_TYPE_Q5_K;
+    int mix_k5 = q->type == INFER_TYPE_Q5_K;
     if (!infer__qz_allowed(t)) return t->type;
     if (nt == INFER_TYPE_F32 || nt == INFER_TYPE_F16 || nt == INFER_TYPE_BF16) return nt; /* not quantized: no rules */
     if (q->mix) {
-        /* llama.cpp counts attn_v and ffn_down tensors in layer order; their
-           layer number is that count in every file it writes */
-        int layer = infer__qz_layer(t->name);
-        if (cat == INFER__QC_OUTPUT || (!pl->has_output && cat == INFER__QC_TOKEN_EMBD)) {
+        switch (infer__qz_category(t->name, pl->has_output)) {
+        case INFER__QC_OUTPUT:
+            /* output, or the tied token_embd that is the output: Q6_K, or
+               Q8_0 for falcon and rows that are not whole 256-blocks */
             if (pl->is_falcon || t->ne[0] % infer__traits(nt)->block_size != 0) nt = INFER_TYPE_Q8_0;
             else nt = INFER_TYPE_Q6_K;
-        } else if (cat == INFER__QC_ATTN_V) {
-            int iv = layer;
-            if (iv < 0) { /* no layer in the name: its rank among attn_v tensors */
-                int64_t j;
-                for (iv = 0, j = 0; j < i; j++) iv += infer__qz_category(g->tensors[j].name) == INFER__QC_ATTN_V;
-            }
-            if (infer__use_more_bits(iv, pl->n_attn_v)) nt = INFER_TYPE_Q6_K;
+            break;
+        case INFER__QC_ATTN_V:
+            /* Q6_K where use_more_bits(i_attention_wv, n_attention_wv); a 70B
+               model's Q4_K becomes Q5_K; 8 experts: Q8_0 whatever came before */
+            if (infer__use_more_bits(infer__qz_rank(g, pl, i, INFER__QC_ATTN_V), pl->n_attn_v)) nt = INFER_TYPE_Q6_K;
             if (pl->is_70b && nt == INFER_TYPE_Q4_K) nt = INFER_TYPE_Q5_K;
             if (pl->n_expert == 8) nt = INFER_TYPE_Q8_0;
-        } else if (cat == INFER__QC_FFN_DOWN && layer >= 0) {
-            int n = pl->n_layer;
+            break;
+        case INFER__QC_ATTN_K:
+            if (pl->n_expert == 8) nt = INFER_TYPE_Q8_0; /* 8 experts: as attn_v */
+            break;
+        case INFER__QC_FFN_DOWN: {
+            /* the layer: from the name where there are experts (their
+               tensors need not come in layer order), else llama.cpp's count
+               of ffn_down tensors; out of n_layer */
+            int n = pl->n_layer, layer = pl->n_expert > 1 ? infer__qz_layer(t->name) : -1;
+            if (layer < 0) layer = infer__qz_rank(g, pl, i, INFER__QC_FFN_DOWN);
             if (!mix_k5 && pl->is_falcon)
                 nt = layer < n / 16 ? INFER_TYPE_Q6_K : infer__use_more_bits(layer, n) ? INFER_TYPE_Q5_K : INFER_TYPE_Q4_K;
             else if (infer__use_more_bits(layer, n))
                 nt = INFER_TYPE_Q6_K;
-        } else if (cat == INFER__QC_ATTN_OUT && !pl->is_falcon && pl->n_expert == 8 && !mix_k5) {
-            nt = INFER_TYPE_Q5_K;
+            break;
+        }
+        case INFER__QC_ATTN_OUT:
+            if (!pl->is_falcon && pl->n_expert == 8 && !mix_k5) nt = INFER_TYPE_Q5_K; /* Q4_K_M only */
+            break;
+        case INFER__QC_ATTN_QKV:
+            nt = mix_k5 ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K; /* Q4_K_M: Q5_K, Q5_K_M: Q6_K, in every layer */
+            break;
+        default: break;
         }
     }
     /* rows that are not whole blocks: llama.cpp's fallback, F16 last */
     if (t->ne[0] % infer__traits(nt)->block_size != 0) {
         switch (nt) {
-        case INFER_TYPE_Q2_K: case INFER_TYPE_Q3_K: nt = INFER_TYPE_Q4_0; break;
+        case INFER_TYPE_Q2_K: case INFER_TYPE_Q3_K: nt = INFER_TYPE_IQ4_NL; break;
         case INFER_TYPE_Q4_K: nt = INFER_TYPE_Q5_0; break;
         case INFER_TYPE_Q5_K: nt = INFER_TYPE_Q5_1; break;
         case INFER_TYPE_Q6_K: nt = INFER_TYPE_Q8_0; break;

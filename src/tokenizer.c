@@ -35,6 +35,7 @@ enum {
     INFER__PRE_PORO,
     INFER__PRE_VIKING,
     INFER__PRE_TEKKEN,
+    INFER__PRE_GPT4O,
     INFER__PRE_CHAMELEON
 };
 
@@ -63,6 +64,8 @@ struct infer_vocab {
     int spm_chunks; /* no token has U+2581 after a non-U+2581 prefix (see below) */
     infer_token *special;         /* control/user-defined/unknown tokens, longest first */
     int n_special;
+    struct infer__special_key *special_lex; /* the same, in byte order of their texts */
+    int32_t special_first[256][2];          /* special_lex range of each first byte */
     infer_token *eog;
     int n_eog;
     infer_token byte_tok[256];    /* SPM byte fallback: <0xNN> (or the byte itself) */
@@ -235,6 +238,7 @@ static int infer__pre_from_name(const char *s, size_t n, int *pre, int *ignore_m
         {"viking", INFER__PRE_VIKING, 0},
         {"jais", INFER__PRE_GPT2, 0},
         {"tekken", INFER__PRE_TEKKEN, 1},
+        {"gpt-4o", INFER__PRE_GPT4O, 0}, {"llama4", INFER__PRE_GPT4O, 0},
         {"smollm", INFER__PRE_STARCODER, 0},
         {"codeshell", INFER__PRE_STARCODER, 0},
         {"bloom", INFER__PRE_PORO, 0},
@@ -263,23 +267,86 @@ static void infer__vocab_free(infer_vocab *v) {
     INFER_FREE(v->tokens);
     INFER_FREE(v->arena);
     INFER_FREE(v->special);
+    INFER_FREE(v->special_lex);
     INFER_FREE(v->eog);
     INFER_FREE(v);
 }
 
+typedef struct infer__special_key {
+    const char *text;
+    int32_t len;
+    int32_t rank; /* id when sorting by length; index into special[] in special_lex */
+} infer__special_key;
+
 /* Longest text first, then lower id (llama.cpp's std::sort leaves ties
    unspecified; equal-length tokens split alike unless one contains the
-   other). Insertion sort: stable, no global state, the list is short. */
-static void infer__special_sort(infer_vocab *v) {
-    int i, j;
-    for (i = 1; i < v->n_special; i++) {
-        infer_token t = v->special[i];
-        for (j = i; j > 0; j--) {
-            infer_token u = v->special[j - 1];
-            if (v->tokens[u].len > v->tokens[t].len || (v->tokens[u].len == v->tokens[t].len && u < t)) break;
-            v->special[j] = u;
+   other). */
+static int infer__special_cmp_len(const void *a, const void *b) {
+    const infer__special_key *x = (const infer__special_key *)a, *y = (const infer__special_key *)b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Byte order, a prefix before its extensions. */
+static int infer__special_cmp_lex(const void *a, const void *b) {
+    const infer__special_key *x = (const infer__special_key *)a, *y = (const infer__special_key *)b;
+    int c = memcmp(x->text, y->text, (size_t)INFER__MIN(x->len, y->len));
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Orders special[] longest first and builds the byte-ordered index that
+   lets a text be searched for all of them in one pass: Gemma has 6,414,
+   and looking for each in turn over a long text was most of its time. */
+static int infer__special_sort(infer_vocab *v) {
+    int i, n = v->n_special;
+    infer__special_key *k = (infer__special_key *)INFER_MALLOC(sizeof *k * (size_t)(n ? n : 1));
+    if (!k) return 0;
+    for (i = 0; i < n; i++) {
+        k[i].text = v->tokens[v->special[i]].text, k[i].len = v->tokens[v->special[i]].len;
+        k[i].rank = v->special[i];
+    }
+    qsort(k, (size_t)n, sizeof *k, infer__special_cmp_len);
+    for (i = 0; i < n; i++) v->special[i] = k[i].rank, k[i].rank = i;
+    qsort(k, (size_t)n, sizeof *k, infer__special_cmp_lex);
+    for (i = 0; i < 256; i++) v->special_first[i][0] = v->special_first[i][1] = 0;
+    for (i = n; i-- > 0;) {
+        unsigned char c = (unsigned char)k[i].text[0];
+        if (v->special_first[c][1] == 0) v->special_first[c][1] = i + 1;
+        v->special_first[c][0] = i;
+    }
+    v->special_lex = k;
+    return 1;
+}
+
+/* Marks in present[r] each special[r] that occurs somewhere in text:
+   at every position, narrows the byte-ordered list one byte at a time. */
+static void infer__special_present(const infer_vocab *v, const char *text, size_t len, unsigned char *present) {
+    const infer__special_key *k = v->special_lex;
+    size_t i, d;
+    for (i = 0; i < len; i++) {
+        int32_t lo = v->special_first[(unsigned char)text[i]][0], hi = v->special_first[(unsigned char)text[i]][1];
+        for (d = 1; lo < hi; d++) {
+            int32_t a, b;
+            unsigned char c;
+            /* texts that end here match (they sort first: all in range share d bytes) */
+            while (lo < hi && (size_t)k[lo].len == d) present[k[lo++].rank] = 1;
+            if (lo >= hi || i + d >= len) break;
+            c = (unsigned char)text[i + d];
+            for (a = lo, b = hi; a < b;) { /* first with byte d >= c */
+                int32_t m = a + (b - a) / 2;
+                if ((unsigned char)k[m].text[d] < c) a = m + 1;
+                else b = m;
+            }
+            lo = a;
+            for (b = hi; a < b;) { /* first with byte d > c */
+                int32_t m = a + (b - a) / 2;
+                if ((unsigned char)k[m].text[d] <= c) a = m + 1;
+                else b = m;
+            }
+            hi = a;
         }
-        v->special[j] = t;
     }
 }
 
@@ -304,9 +371,9 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
        prefix, suffix, middle, pad, repo, separator. */
 #define INFER__FW "\xef\xbd\x9c" /* fullwidth vertical bar */
 #define INFER__SP "\xe2\x96\x81" /* U+2581 */
-    static const char *const by_text[8][9] = {
-        {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>",
-         "<" INFER__FW "end" INFER__SP "of" INFER__SP "sentence" INFER__FW ">", NULL},
+    static const char *const by_text[8][11] = {
+        {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
+         "<" INFER__FW "end" INFER__SP "of" INFER__SP "sentence" INFER__FW ">", "<end_of_utterance>", NULL},
         {"<|eom_id|>", NULL},
         {"<|fim_prefix|>", "<fim-prefix>", "<" INFER__FW "fim" INFER__SP "begin" INFER__FW ">", "<PRE>", INFER__SP "<PRE>", NULL},
         {"<|fim_suffix|>", "<fim-suffix>", "<" INFER__FW "fim" INFER__SP "hole" INFER__FW ">", "<SUF>", INFER__SP "<SUF>", NULL},
@@ -323,9 +390,10 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         {"tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id"},
         {"tokenizer.ggml.fim_pad_token_id", NULL}, {"tokenizer.ggml.fim_rep_token_id", NULL},
         {"tokenizer.ggml.fim_sep_token_id", NULL}};
-    /* every one of these ends generation, and is forced to CONTROL */
+    /* every one of these ends generation, and is forced to CONTROL (llama.cpp's
+       list; <|end_of_text|> and <end_of_utterance> joined it later in 2025) */
     static const char *const eog_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                            "<|eom_id|>", "<EOT>", "_<EOT>"};
+                                            "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"};
     static const char *const id_keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                                            "tokenizer.ggml.unknown_token_id"};
     infer_token by_text_id[8];
@@ -519,7 +587,7 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         }
     }
     v->eot = by_text_id[0], v->eom = by_text_id[1];
-    v->eog = (infer_token *)INFER_MALLOC(sizeof(infer_token) * 16);
+    v->eog = (infer_token *)INFER_MALLOC(sizeof(infer_token) * 32); /* 3 FIM + the names + EOS, EOT, EOM */
     if (!v->eog) {
         infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory");
         goto fail;
@@ -544,7 +612,10 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     for (i = 0; i < n; i++)
         if (v->tokens[i].attr & (INFER__ATTR_CONTROL | INFER__ATTR_USER_DEFINED | INFER__ATTR_UNKNOWN))
             v->special[v->n_special++] = (infer_token)i;
-    infer__special_sort(v);
+    if (!infer__special_sort(v)) {
+        infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory");
+        goto fail;
+    }
 
     /* Phi-3: llama.cpp strips whitespace after its special tokens, chosen by
        the model's name */
@@ -1110,25 +1181,61 @@ static size_t infer__m_ds3(const infer__split *s, size_t p, size_t e) {
 static int infer__c_tk_upper(const infer__split *s, size_t i) { return infer__is_L(s, i) && !(s->c[i] >= 'a' && s->c[i] <= 'z'); }
 static int infer__c_tk_lower(const infer__split *s, size_t i) { return infer__is_L(s, i) && !(s->c[i] >= 'A' && s->c[i] <= 'Z'); }
 static int infer__c_not_wsLN(const infer__split *s, size_t i) { return !infer__is_ws(s, i) && !infer__is_L(s, i) && !infer__is_N(s, i); }
-static size_t infer__m_tekken(const infer__split *s, size_t p, size_t e) {
-    size_t q = p, u, k, n;
+
+/* The two cased-word alternatives Tekken and GPT-4o share:
+   [^\r\n\p{L}\p{N}]?U*W+ | [^\r\n\p{L}\p{N}]?U+W*  (U: not a-z, W: not A-Z,
+   letters both). Returns the end of the match, or p when neither matches. */
+static size_t infer__cased_word(const infer__split *s, size_t p, size_t e) {
+    size_t q = p, u, k;
     if (!infer__is_nl(s, p) && !infer__is_L(s, p) && !infer__is_N(s, p) && p + 1 < e && infer__is_L(s, p + 1)) q = p + 1;
     /* alternative 1: U* W+ ; the greedy U* gives back until a W can start */
     u = q + infer__run(s, q, e, infer__c_tk_upper);
     for (k = u + 1; k-- > q;) {
-        if (k < e && infer__c_tk_lower(s, k)) return k + infer__run(s, k, e, infer__c_tk_lower) - p;
+        if (k < e && infer__c_tk_lower(s, k)) return k + infer__run(s, k, e, infer__c_tk_lower);
     }
     /* alternative 2: U+ W* */
-    if (u > q) return u + infer__run(s, u, e, infer__c_tk_lower) - p;
-    if (infer__is_N(s, p)) return 1;
-    n = s->c[p] == ' ' && p + 1 < e && infer__c_not_wsLN(s, p + 1) ? 1 : 0;
+    if (u > q) return u + infer__run(s, u, e, infer__c_tk_lower);
+    return p;
+}
+
+/*  ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ : the tail both end with */
+static size_t infer__m_symbols_ws(const infer__split *s, size_t p, size_t e) {
+    size_t n = s->c[p] == ' ' && p + 1 < e && infer__c_not_wsLN(s, p + 1) ? 1 : 0;
     if (infer__c_not_wsLN(s, p + n)) {
-        q = p + n;
+        size_t q = p + n;
         q += infer__run(s, q, e, infer__c_not_wsLN);
         while (q < e && (infer__is_nl(s, q) || s->c[q] == '/')) q++;
         return q - p;
     }
     return infer__m_ws_tail(s, p, e);
+}
+
+static size_t infer__m_tekken(const infer__split *s, size_t p, size_t e) {
+    size_t q = infer__cased_word(s, p, e);
+    if (q > p) return q - p;
+    if (infer__is_N(s, p)) return 1;
+    return infer__m_symbols_ws(s, p, e);
+}
+
+/* GPT-4o (Phi-4-mini; llama.cpp's rewrite as for Tekken): the cased words
+   take an English contraction after them, numbers go in threes:
+   [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,3}|
+    ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+   with C = '[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]. */
+static size_t infer__m_gpt4o(const infer__split *s, size_t p, size_t e) {
+    size_t q = infer__cased_word(s, p, e);
+    if (q > p) {
+        if (q + 1 < e && s->c[q] == '\'') {
+            uint32_t c1 = s->c[q + 1] | 0x20, c2 = q + 2 < e ? s->c[q + 2] | 0x20 : 0;
+            if (s->c[q + 1] < 0x80 && (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')) return q + 2 - p;
+            if (s->c[q + 1] < 0x80 && q + 2 < e && s->c[q + 2] < 0x80 &&
+                ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')))
+                return q + 3 - p;
+        }
+        return q - p;
+    }
+    if (infer__is_N(s, p)) return infer__m_num3(s, p, e);
+    return infer__m_symbols_ws(s, p, e);
 }
 
 static int infer__c_poro(const infer__split *s, size_t i) {
@@ -1235,6 +1342,7 @@ static int infer__pre_steps(int pre, infer__step *st) {
     case INFER__PRE_PORO: INFER__M(infer__m_poro); break;
     case INFER__PRE_VIKING: INFER__M(infer__m_poro), INFER__M(infer__m_num1); break;
     case INFER__PRE_TEKKEN: INFER__M(infer__m_tekken); break;
+    case INFER__PRE_GPT4O: INFER__M(infer__m_gpt4o); break;
     case INFER__PRE_CHAMELEON:
         INFER__M(infer__m_cham_sentinel), INFER__M(infer__m_cham_image), INFER__M(infer__m_cham_space);
         INFER__M(infer__m_num1), INFER__M(infer__m_cham_punct), INFER__C(INFER__STEP_GPT2);
@@ -1368,14 +1476,17 @@ static const char *infer__find(const char *hay, size_t n, const char *needle, si
    only user-defined tokens are split out. */
 static infer__frag *infer__partition(const infer_vocab *v, const char *text, size_t len, int parse_special) {
     infer__frag *cur = NULL, *next = NULL, f;
+    unsigned char *present = v->n_special ? (unsigned char *)infer__calloc((size_t)v->n_special, 1) : NULL;
     int s;
     f.tok = -1, f.off = 0, f.len = len;
     stbds_arrput(cur, f);
+    if (present) infer__special_present(v, text, len, present);
     for (s = 0; s < v->n_special; s++) {
         infer_token id = v->special[s];
         const infer__token_data *td = &v->tokens[id];
         size_t i;
         int found = 0;
+        if (present && !present[s]) continue; /* nowhere in the text, so in no fragment */
         if (!parse_special && (td->attr & (INFER__ATTR_CONTROL | INFER__ATTR_UNKNOWN))) continue;
         for (i = 0; i < stbds_arrlenu(cur) && !found; i++)
             if (cur[i].tok < 0 && infer__find(text + cur[i].off, cur[i].len, td->text, (size_t)td->len)) found = 1;
@@ -1408,6 +1519,7 @@ static infer__frag *infer__partition(const infer_vocab *v, const char *text, siz
         }
     }
     stbds_arrfree(next);
+    INFER_FREE(present);
     return cur;
 }
 

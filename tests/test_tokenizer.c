@@ -141,7 +141,9 @@ Test(tokenizer, stories260k_once_upon_a_time) {
 Test(tokenizer, reference_prompts) {
     static const char *names[] = {
         "models/stories260K", "models/tinystories-656k-f32", "models/synth-256-f16", "arch/synth-qwen2-f16",
-        "arch/synth-gemma-f16", "arch/synth-phi3-f16", "arch/synth-llama3-f16", "arch/synth-llama-tied-f16"};
+        "arch/synth-gemma-f16", "arch/synth-phi3-f16", "arch/synth-llama3-f16", "arch/synth-llama-tied-f16",
+        "arch/synth-qwen3-f16", "arch/synth-qwen3moe-f16", "arch/synth-gemma2-f16", "arch/synth-gemma3-f16",
+        "arch/synth-smollm3-f16"};
     static const char *which[] = {"p1", "p2", "long"};
     size_t k, w;
     int checked = 0;
@@ -351,6 +353,10 @@ static void g_u64(gbuf *b, uint64_t v) { g_put(b, &v, 8); }
 static void g_str(gbuf *b, const char *s) { g_u64(b, strlen(s)); g_put(b, s, strlen(s)); }
 static void g_kv_str(gbuf *b, const char *k, const char *v) { g_str(b, k), g_u32(b, 8), g_str(b, v), b->n_kv++; }
 static void g_kv_u32(gbuf *b, const char *k, uint32_t v) { g_str(b, k), g_u32(b, 4), g_u32(b, v), b->n_kv++; }
+static void g_kv_bool(gbuf *b, const char *k, int v) {
+    unsigned char c = (unsigned char)(v != 0);
+    g_str(b, k), g_u32(b, 7), g_put(b, &c, 1), b->n_kv++;
+}
 static void g_kv_strs(gbuf *b, const char *k, const char *const *v, int n) {
     int i;
     g_str(b, k), g_u32(b, 9), g_u32(b, 8), g_u64(b, (uint64_t)n);
@@ -530,7 +536,8 @@ Test(tokenizer, every_pre_tokenizer_name) {
         "default", "gpt-2", "phi-2", "roberta-bpe", "llama3", "llama-v3", "llama-bpe", "falcon3", "deepseek-llm",
         "deepseek-coder", "deepseek-v3", "deepseek-r1-qwen", "falcon", "mpt", "starcoder", "refact", "command-r",
         "qwen2", "stablelm2", "olmo", "dbrx", "smaug-bpe", "poro-chat", "chatglm-bpe", "viking", "jais", "tekken",
-        "smollm", "codeshell", "bloom", "gpt3-finnish", "exaone", "chameleon", "minerva-7b", "megrez"};
+        "smollm", "codeshell", "bloom", "gpt3-finnish", "exaone", "chameleon", "minerva-7b", "megrez", "gpt-4o",
+        "llama4"};
     static const char *const toks[] = {"a", "b", "ab", "\xc4\xa0", "\xc4\xa0" "ab", "1", "!", "<|endoftext|>"};
     static const char *const merges[] = {"a b", "\xc4\xa0 ab"};
     const char *text = "Hello ab, 1234 +x\n\n  \xe4\xbd\xa0\xe5\xa5\xbd \xc3\xa9t\xc3\xa9 IMGIMGABZ <sentinel:12> ~~ it's";
@@ -557,6 +564,69 @@ Test(tokenizer, every_pre_tokenizer_name) {
     }
 }
 
+/* GPT-4o's pre-tokenizer (Phi-4-mini): a contraction stays on its word,
+   digits go in threes. The merges make the split visible: "1234" in one
+   piece would merge "3 4" first and give 12 34. (Exhaustive comparison
+   with llama.cpp's regex was done offline, on random mixed-script text.) */
+Test(tokenizer, gpt4o_split) {
+    static const char *const toks[] = {"a", "b", "'", "s", "\xc4\xa0", "1", "2", "3", "4", "ab",
+                                       "ab'", "ab's", "12", "123", "34", "S", "ab'S"};
+    static const char *const merges[] = {"3 4", "a b", "ab '", "ab' s", "1 2", "12 3", "ab' S"};
+    static const struct { const char *pre, *text; infer_token want[8]; int n; } cases[] = {
+        {"gpt-4o", "ab's 1234", {11, 4, 13, 8}, 4},
+        {"gpt-4o", "ab'S", {16}, 1},
+        {"llama-bpe", "ab's 1234", {9, 2, 3, 4, 13, 8}, 6}, /* the contraction is its own word */
+        {"tekken", "ab's 1234", {9, 2, 3, 4, 5, 6, 7, 8}, 8}, /* one digit a word */
+    };
+    size_t c;
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        infer_error err;
+        unsigned char *mem;
+        infer_token out[32];
+        gbuf b = {0, 0, 0, 0};
+        infer_model *m;
+        int n, i;
+        g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+        g_kv_str(&b, "tokenizer.ggml.pre", cases[c].pre);
+        g_kv_strs(&b, "tokenizer.ggml.tokens", toks, 17);
+        g_kv_strs(&b, "tokenizer.ggml.merges", merges, 7);
+        m = load_mem(&b, &err, &mem);
+        cr_assert_not_null(m, "%s", err.msg);
+        n = infer_tokenize(m, cases[c].text, strlen(cases[c].text), out, 32, 0, 0);
+        cr_assert_eq(n, cases[c].n, "%s \"%s\": %d tokens, want %d", cases[c].pre, cases[c].text, n, cases[c].n);
+        for (i = 0; i < n; i++)
+            cr_assert_eq(out[i], cases[c].want[i], "%s \"%s\": token %d is %d, want %d", cases[c].pre, cases[c].text, i,
+                         out[i], cases[c].want[i]);
+        infer_model_free(m);
+        free(mem);
+    }
+}
+
+/* Special tokens are split out longest first over the whole text, not
+   leftmost first (llama.cpp's order): with "ab" and "bcd" both special,
+   "abcd" is a + bcd. */
+Test(tokenizer, special_tokens_longest_first) {
+    static const char *const toks[] = {"<unk>", "<s>", "</s>", "a", "b", "c", "d", "ab", "bcd", "x"};
+    static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 3, 3, 1};
+    infer_error err;
+    unsigned char *mem;
+    infer_token out[16];
+    gbuf b = {0, 0, 0, 0};
+    infer_model *m;
+    int n;
+    g_kv_str(&b, "tokenizer.ggml.model", "llama");
+    g_kv_strs(&b, "tokenizer.ggml.tokens", toks, 10);
+    g_kv_i32s(&b, "tokenizer.ggml.token_type", types, 10);
+    g_kv_bool(&b, "tokenizer.ggml.add_space_prefix", 0);
+    m = load_mem(&b, &err, &mem);
+    cr_assert_not_null(m, "%s", err.msg);
+    n = infer_tokenize(m, "abcdxab", 7, out, 16, 0, 1);
+    cr_assert_eq(n, 4, "%d tokens", n);
+    cr_expect(out[0] == 3 && out[1] == 8 && out[2] == 9 && out[3] == 7, "got %d %d %d %d", out[0], out[1], out[2], out[3]);
+    infer_model_free(m);
+    free(mem);
+}
+
 /* No tokenizer.ggml.pre (older files): the default pre-tokenizer, with a
    warning the caller can show; a file that names one gets no warning. */
 Test(tokenizer, missing_pre_tokenizer_warns) {
@@ -577,5 +647,171 @@ Test(tokenizer, missing_pre_tokenizer_warns) {
         else cr_assert(infer_model_warning(m) && strstr(infer_model_warning(m), "pre-tokenizer"), "no warning");
         infer_model_free(m);
         free(mem);
+    }
+}
+
+/* ---- Gemma 3 (262,144-token SentencePiece, no space prefix) ------------------ */
+
+#define GEMMA3_PATH INFER_SOURCE_DIR "/models/gemma-3-270m-q4_k_m.gguf"
+
+static infer_model *load_gemma3(double *seconds) {
+    FILE *f = fopen(GEMMA3_PATH, "rb");
+    infer_error err;
+    infer_model_params mp = infer_model_default_params();
+    infer_model *m;
+    double t0;
+    if (!f) cr_skip_test("%s is absent (python3 scripts/fetch_model.py gemma3 fetches it)", GEMMA3_PATH);
+    fclose(f);
+    SKIP_WITHOUT_SHARED();
+    mp.vocab_only = 1;
+    t0 = now_s();
+    m = infer_model_load(GEMMA3_PATH, &mp, &err);
+    if (seconds) *seconds = now_s() - t0;
+    cr_assert_not_null(m, "cannot load %s: %s", GEMMA3_PATH, err.msg);
+    return m;
+}
+
+/* llama.cpp's tokens for the three reference prompts (BOS added; the chat
+   one with its <start_of_turn>/<end_of_turn> parsed as ids 105/106), and
+   the pieces joined back into the text. */
+Test(tokenizer_gemma3, reference_prompts_and_round_trip) {
+    static const char *which[] = {"p1", "p2", "chat"};
+    double load_s;
+    infer_model *m = load_gemma3(&load_s);
+    size_t w;
+    cr_assert_eq(infer_model_n_vocab(m), 262144);
+    cr_assert_eq(infer_model_bos(m), 2);
+    cr_assert_eq(infer_model_eos(m), 1);
+    cr_assert(infer_model_add_bos(m));
+    /* generous for sanitizer builds; about 0.07 s optimised */
+    cr_expect_lt(load_s, 5.0, "loading the 262k-token vocabulary took %.2f s", load_s);
+    for (w = 0; w < 3; w++) {
+        char rel[128], path[1024], *text, *back, *want;
+        size_t len, n, k, o;
+        tu_json *ref;
+        const tu_json *prompt, *ptoks, *special;
+        infer_token *t;
+        int nt, i, parse;
+        snprintf(rel, sizeof rel, "reference/gemma-3-270m-q4_k_m.%s.json", which[w]);
+        tu_shared_path(path, sizeof path, rel);
+        text = tu_read_file(path, &len);
+        cr_assert_not_null(text, "cannot read %s", path);
+        ref = tu_json_parse(text);
+        free(text);
+        cr_assert_not_null(ref, "cannot parse %s", path);
+        prompt = tu_json_get(ref, "prompt");
+        ptoks = tu_json_get(ref, "prompt_tokens");
+        special = tu_json_get(ref, "parse_special");
+        cr_assert(prompt && ptoks && prompt->str, "%s lacks prompt fields", path);
+        parse = special && special->kind == TU_BOOL && special->num != 0;
+        cr_assert_eq(parse, w == 2, "%s: parse_special", rel);
+        t = tokenize(m, prompt->str, strlen(prompt->str), 1, parse, &nt);
+        cr_assert_eq(nt, ptoks->n, "%s: %d tokens, llama.cpp has %d", rel, nt, ptoks->n);
+        for (i = 0; i < nt; i++)
+            cr_assert_eq(t[i], (infer_token)ptoks->items[i].num, "%s: token %d is %d, llama.cpp has %d", rel, i, t[i],
+                         (infer_token)ptoks->items[i].num);
+        /* pieces: no space prefix to undo; control tokens (BOS, the turn
+           markers) have none */
+        back = detokenize(m, t, nt, &n);
+        want = (char *)malloc(strlen(prompt->str) + 1);
+        for (k = 0, o = 0; prompt->str[k];) {
+            if (!strncmp(prompt->str + k, "<start_of_turn>", 15)) k += 15;
+            else if (!strncmp(prompt->str + k, "<end_of_turn>", 13)) k += 13;
+            else want[o++] = prompt->str[k++];
+        }
+        want[o] = 0;
+        cr_assert(n == o && !memcmp(back, want, n), "%s: pieces give \"%s\", want \"%s\"", rel, back, want);
+        free(want);
+        free(back);
+        free(t);
+        if (parse) { /* unparsed, the turn markers are plain text */
+            t = tokenize(m, prompt->str, strlen(prompt->str), 1, 0, &nt);
+            for (i = 0; i < nt; i++) cr_assert(t[i] != 105 && t[i] != 106, "unparsed text gave special id %d", t[i]);
+            free(t);
+        }
+        tu_json_free(ref);
+    }
+    infer_model_free(m);
+}
+
+Test(tokenizer_gemma3, round_trip_and_end_of_turn) {
+    infer_model *m = load_gemma3(NULL);
+    size_t k;
+    infer_token *t;
+    int nt;
+    for (k = 0; k < sizeof round_trip_texts / sizeof round_trip_texts[0]; k++) {
+        const char *s = round_trip_texts[k];
+        size_t n;
+        char *back;
+        t = tokenize(m, s, strlen(s), 0, 0, &nt);
+        back = detokenize(m, t, nt, &n);
+        cr_assert(n == strlen(s) && memcmp(back, s, n) == 0, "\"%s\" came back as \"%s\"", s, back);
+        free(t);
+        free(back);
+    }
+    /* <end_of_turn> ends generation (as <eos> does); the others do not */
+    t = tokenize(m, "<end_of_turn><start_of_turn><eos><bos>", 38, 0, 1, &nt);
+    cr_assert_eq(nt, 4);
+    cr_assert_eq(t[0], 106);
+    cr_expect(infer_model_is_eog(m, 106), "<end_of_turn> must end generation");
+    cr_expect(infer_model_is_eog(m, 1), "<eos> must end generation");
+    cr_expect(!infer_model_is_eog(m, 105), "<start_of_turn> is not an end");
+    cr_expect(!infer_model_is_eog(m, 2), "<bos> is not an end");
+    free(t);
+    infer_model_free(m);
+}
+
+/* Thousands of special tokens (Gemma's <unusedN>) must not make long text
+   with special-looking pieces slow to split. */
+Test(tokenizer_gemma3, many_special_tokens_stay_fast) {
+    static const char pat[] = "Hello <b>world</b>, <start_of_turn>user\n\n\t<unused12> x <unu ";
+    infer_model *m = load_gemma3(NULL);
+    size_t len = 1 << 18, i;
+    char *text = (char *)malloc(len);
+    double t0, dt;
+    int n;
+    for (i = 0; i < len; i++) text[i] = pat[i % (sizeof pat - 1)];
+    t0 = now_s();
+    n = infer_tokenize(m, text, len, NULL, 0, 1, 1);
+    dt = now_s() - t0;
+    cr_assert_gt(n, 0);
+    cr_expect_lt(dt, 5.0, "256 KB with special tokens took %.1f s", dt);
+    free(text);
+    infer_model_free(m);
+}
+
+/* ---- end of generation ------------------------------------------------------ */
+
+/* The end-of-turn token of each chat family ends generation; its
+   start-of-turn tokens do not. */
+Test(tokenizer, end_of_generation_tokens) {
+    static const struct {
+        const char *vocab, *ends[4], *not_ends[3];
+    } cases[] = {
+        {"tokenizer/ggml-vocab-qwen2.gguf", {"<|im_end|>", "<|endoftext|>"}, {"<|im_start|>"}},
+        {"tokenizer/ggml-vocab-phi-3.gguf", {"<|end|>", "<|endoftext|>"}, {"<|user|>", "<|assistant|>", "<|system|>"}},
+        {"tokenizer/ggml-vocab-llama-bpe.gguf", {"<|eot_id|>", "<|end_of_text|>"}, /* Llama 3.0: no <|eom_id|> */
+         {"<|start_header_id|>", "<|end_header_id|>", "<|begin_of_text|>"}},
+    };
+    size_t c, k;
+    SKIP_WITHOUT_SHARED();
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        infer_model *m = load_vocab(cases[c].vocab);
+        for (k = 0; k < 4 && cases[c].ends[k]; k++) {
+            int nt;
+            infer_token *t = tokenize(m, cases[c].ends[k], strlen(cases[c].ends[k]), 0, 1, &nt);
+            cr_assert_eq(nt, 1, "%s: %s is not one token", cases[c].vocab, cases[c].ends[k]);
+            cr_expect(infer_model_is_eog(m, t[0]), "%s: %s (%d) must end generation", cases[c].vocab, cases[c].ends[k], t[0]);
+            free(t);
+        }
+        for (k = 0; k < 3 && cases[c].not_ends[k]; k++) {
+            int nt;
+            infer_token *t = tokenize(m, cases[c].not_ends[k], strlen(cases[c].not_ends[k]), 0, 1, &nt);
+            cr_assert_eq(nt, 1, "%s: %s is not one token", cases[c].vocab, cases[c].not_ends[k]);
+            cr_expect(!infer_model_is_eog(m, t[0]), "%s: %s (%d) must not end generation", cases[c].vocab,
+                      cases[c].not_ends[k], t[0]);
+            free(t);
+        }
+        infer_model_free(m);
     }
 }
