@@ -385,20 +385,27 @@ INFERDEF double infer_perplexity_value(const infer_perplexity *acc, double *unce
    (Jinja) is recognized by its text, with the markers llama.cpp looks for,
    never by the model's name. */
 typedef enum infer_chat_kind {
-    INFER_CHAT_CHATML = 0,        /* <|im_start|>role\n...<|im_end|>\n (Qwen, SmolLM, OpenHermes) */
+    INFER_CHAT_CHATML = 0,        /* <|im_start|>role\n...<|im_end|>\n (Qwen2/2.5, SmolLM2, OpenHermes) */
     INFER_CHAT_LLAMA2,            /* Llama-2-chat: [INST] <<SYS>>..<</SYS>> x [/INST] y </s><s>[INST] */
     INFER_CHAT_MISTRAL,           /* Mistral Instruct v0.1/v0.2: [INST] x [/INST]y</s> */
     INFER_CHAT_MISTRAL_V1,        /* Mistral's "v1": " [INST] x [/INST] y</s>" */
     INFER_CHAT_MISTRAL_V3,        /* Mistral's "v3": "[INST] x[/INST] y</s>" */
-    INFER_CHAT_MISTRAL_V3_TEKKEN, /* Mistral's "v3-tekken": "[INST]x[/INST]y</s>" */
+    INFER_CHAT_MISTRAL_V3_TEKKEN, /* Mistral's "v3-tekken" (Nemo): "[INST]x[/INST]y</s>" */
     INFER_CHAT_MISTRAL_V7,        /* [SYSTEM_PROMPT] s[/SYSTEM_PROMPT][INST] x[/INST] y</s> */
-    INFER_CHAT_LLAMA3,            /* <|start_header_id|>role<|end_header_id|>\n\nx<|eot_id|> */
+    INFER_CHAT_LLAMA3,            /* Llama 3.0: <|start_header_id|>role<|end_header_id|>\n\nx<|eot_id|> */
     INFER_CHAT_GEMMA,             /* <start_of_turn>user\nx<end_of_turn>\n, "model" for assistant */
-    INFER_CHAT_PHI3,              /* <|user|>\nx<|end|>\n */
+    INFER_CHAT_PHI3,              /* Phi-3, Phi-3.5: <|user|>\nx<|end|>\n */
     INFER_CHAT_ZEPHYR,            /* <|user|>\nx</s>\n (EOS text of the model) */
     INFER_CHAT_DEEPSEEK,          /* deepseek-coder: ### Instruction:\nx\n### Response:\ny\n<|EOT|>\n */
     INFER_CHAT_DEEPSEEK2,         /* DeepSeek-V2: User: x\n\nAssistant: y<EOS> */
     INFER_CHAT_DEEPSEEK3,         /* DeepSeek-V3/R1: <|User|>x<|Assistant|>y<EOS> (fullwidth bars) */
+    INFER_CHAT_LLAMA31,           /* Llama 3.1-3.3: Llama 3 with a system turn that always opens with
+                                     "Cutting Knowledge Date: December 2023\nToday Date: <date>\n\n" */
+    INFER_CHAT_QWEN3,             /* Qwen3: ChatML; an earlier reply loses its <think>...</think> */
+    INFER_CHAT_PHI4,              /* Phi-4: <|im_start|>user<|im_sep|>x<|im_end|> */
+    INFER_CHAT_PHI4_MINI,         /* Phi-4-mini: <|user|>x<|end|> */
+    INFER_CHAT_SMOLLM3,           /* SmolLM3: ChatML under its "## Metadata" system header */
+    INFER_CHAT_MISTRAL_V7_TEKKEN, /* Mistral Small 3.x: v7 without the spaces */
     INFER_CHAT_COUNT
 } infer_chat_kind;
 
@@ -408,6 +415,19 @@ typedef struct infer_chat_template {
                             ChatML is used (a caller may warn) */
     char bos[64], eos[64]; /* the model's BOS/EOS token texts, for formats that
                             write them ("<s>", "</s>" when it has none) */
+    /* ChatML: the system message the template writes when a conversation
+       has none (Qwen2/2.5's "You are Qwen, ...", SmolLM2's), or "" */
+    char default_system[256];
+    /* Llama 3.1+ and SmolLM3: the date their system header gives as today's,
+       as the template writes it ("26 Jul 2024"; SmolLM3 "26 July 2024"):
+       the clock's where the template asks for it (strftime_now), else the
+       template's own. Set it for a reproducible prompt. */
+    char date[32];
+    /* Qwen3, SmolLM3: 1 asks for an answer without reasoning, as the
+       templates' enable_thinking=false: the reply opens with an empty
+       <think></think> block (SmolLM3 also says "/no_think" in its header;
+       there "/think" or "/no_think" in the system message decides). */
+    int no_think;
 } infer_chat_template;
 
 /* role: "system", "user" or "assistant" (ChatML, Phi-3, Llama 3 and Zephyr
@@ -422,7 +442,8 @@ INFERDEF infer_chat_template infer_chat_template_detect(const infer_model *m);
 /* The same from a template's text (or a format's name, e.g. "llama3");
    bos/eos may be NULL ("<s>", "</s>"). NULL text: ChatML, fallback set. */
 INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, const char *bos, const char *eos);
-/* "chatml", "llama2", ..., as in the comments above. */
+/* "chatml", "llama2", ..., "llama3.1", "qwen3", "phi4", "phi4-mini", "smollm3",
+   "mistral-v7-tekken". */
 INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
 /* Formats messages[from..n) of the conversation msgs[0..n) as the template
    renders them, then, with add_assistant_prompt, the text that opens the
@@ -430,18 +451,25 @@ INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
    returns the full length (or -1 on bad arguments).
    Each message's text depends only on the messages before it, so
      format(msgs, n, 0, a) == format(msgs, k, 0, 0) + format(msgs, n, k, a)
-   for every k <= n: a chat can feed only what a new turn adds.
+   for every k <= n: a chat can feed only what a new turn adds. A header
+   the template always writes (Llama 3.1's system turn, SmolLM3's) and a
+   default system message go with the first message.
    The initial BOS is not written (infer_tokenize adds it as the model asks);
    tokenize the result with parse_special = 1.
-   Differences from the Jinja templates, as in llama.cpp: Gemma and Mistral
-   Instruct have no system role, so system text heads the first user turn;
-   Mistral v3 puts it in the first turn, not the last; ChatML adds no default
-   system message (SmolLM2's and Qwen's templates do). */
+   Differences from the Jinja templates: Gemma and Mistral Instruct have no
+   system role, so system text heads the first user turn (as llama.cpp);
+   Mistral v3 puts it in the first turn, not the last; Qwen3 writes every
+   assistant message as it writes one a user message follows (reasoning
+   dropped), also the last; SmolLM3's and Llama 3.1's tool sections are
+   never written (there are no tools); Phi-3.5's EOS after a conversation
+   without the assistant prompt is not written. */
 INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
                                int add_assistant_prompt, char *buf, size_t size);
 /* The text that closes an assistant turn (e.g. "<|im_end|>\n"): a chat feeds
    it after a reply, in place of the end-of-generation token it sampled but
-   did not decode, so the cache holds the formatted conversation.
+   did not decode, so the cache holds the formatted conversation (where the
+   template writes the reply otherwise, e.g. Qwen3's without its reasoning,
+   compare with infer_chat_format of that message).
    snprintf-style like infer_chat_format. */
 INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size);
 

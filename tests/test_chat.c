@@ -12,12 +12,17 @@
    ones, Meta-Llama-3-8B-Instruct, gemma-7b-it, Phi-3-vision, zephyr-7b-beta,
    deepseek-coder-instruct, DeepSeek-V2, DeepSeek-R1-Distill without its tool
    branches, OpenHermes ChatML, SmolLM2); for Mistral v3 / v3-tekken the
-   parts of Mistral-Large-2407 / Mistral-Nemo-2407's templates that matter. */
+   parts of Mistral-Large-2407 / Mistral-Nemo-2407's templates that matter.
+   The newer families' strings were rendered the same way from Qwen3-0.6B,
+   Qwen2.5-7B-Instruct, Phi-3.5-mini-instruct, Phi-4 and Phi-4-mini,
+   gemma-3, Llama-3.1/3.2/3.3-Instruct, Mistral-Small-3.2 and SmolLM3-3B's
+   templates (the date pinned where they ask the clock). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "testutil.h"
 
@@ -77,6 +82,16 @@ static const struct { const char *kind; int c2; const char *expected; } expected
      "You are a helpful assistant### Instruction:\nHello\n### Response:\nHi there\n<|EOT|>\n### Instruction:\nWho are you\n### Response:\n"},
     {"deepseek2", 0,
      "You are a helpful assistant\n\nUser: Hello\n\nAssistant: Hi there<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>User: Who are you\n\nAssistant:"},
+    {"qwen3", 0,
+     "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n"},
+    {"phi4", 0,
+     "<|im_start|>system<|im_sep|>You are a helpful assistant<|im_end|><|im_start|>user<|im_sep|>Hello<|im_end|><|im_start|>assistant<|im_sep|>Hi there<|im_end|><|im_start|>user<|im_sep|>Who are you<|im_end|><|im_start|>assistant<|im_sep|>"},
+    {"phi4-mini", 0,
+     "<|system|>You are a helpful assistant<|end|><|user|>Hello<|end|><|assistant|>Hi there<|end|><|user|>Who are you<|end|><|assistant|>"},
+    {"llama3.1", 0, /* by name, the date Llama 3.1's template gives when it is not told one */
+     "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nYou are a helpful assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+    {"mistral-v7-tekken", 0,
+     "[SYSTEM_PROMPT]You are a helpful assistant[/SYSTEM_PROMPT][INST]Hello[/INST]Hi there</s>[INST]Who are you[/INST]"},
     {"deepseek3", 0,
      "You are a helpful assistant<\xef\xbd\x9cUser\xef\xbd\x9c>Hello<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>Hi there<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c><\xef\xbd\x9cUser\xef\xbd\x9c>Who are you<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"},
 };
@@ -145,6 +160,10 @@ Test(chat, names_and_unknown_fall_back_to_chatml) {
     cr_expect_str_eq(t.bos, "<s>");
     /* Phi-4 has <|im_start|> but is not ChatML */
     t = infer_chat_template_from_text("{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|>'}}", NULL, NULL);
+    cr_expect_eq(t.kind, INFER_CHAT_PHI4);
+    cr_expect_eq(t.fallback, 0);
+    /* SmolVLM uses <|im_start|> as its BOS: not ChatML */
+    t = infer_chat_template_from_text("<|im_start|>{% for m in messages %}{{ m.content }}<end_of_utterance>{% endfor %}", NULL, NULL);
     cr_expect_eq(t.fallback, 1);
     cr_expect_str_eq(infer_chat_template_name(INFER_CHAT_COUNT), "unknown");
 }
@@ -194,23 +213,179 @@ Test(chat, formats_without_a_system_role_and_mistral_v3) {
 
 Test(chat, incremental_formatting_is_the_suffix_of_the_whole) {
     static const infer_chat_message conv[] = {
-        {"system", " Be brief. "}, {"user", "Hello"}, {"assistant", " Hi there "}, {"user", "  Who are you\n"},
-        {"assistant", "An assistant."}, {"user", "Bye"}};
-    int k, n, from, add;
-    for (k = 0; k < INFER_CHAT_COUNT; k++) {
-        infer_chat_template t = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), NULL, NULL);
-        for (n = 0; n <= 6; n++)
-            for (from = 0; from <= n; from++)
-                for (add = 0; add <= 1; add++) {
-                    char *whole = format(&t, conv, n, 0, add), *head = format(&t, conv, from, 0, 0);
-                    char *tail = format(&t, conv, n, from, add);
-                    size_t hl = strlen(head);
-                    cr_assert(strncmp(whole, head, hl) == 0 && strcmp(whole + hl, tail) == 0,
-                              "%s n=%d from=%d add=%d:\nwhole %s\nhead  %s\ntail  %s",
-                              infer_chat_template_name((infer_chat_kind)k), n, from, add, whole, head, tail);
-                    free(whole), free(head), free(tail);
-                }
+        {"system", " Be brief. "}, {"user", "Hello"}, {"assistant", "<think>\nhm\n</think>\n\n Hi there "},
+        {"user", "  Who are you\n"}, {"assistant", "An assistant."}, {"user", "Bye"}};
+    static const infer_chat_message no_sys[] = {
+        {"user", "Hello"}, {"assistant", " Hi there "}, {"user", "Who are you"}, {"assistant", "\nAn assistant."}};
+    int k, n, from, add, v;
+    for (k = 0; k < INFER_CHAT_COUNT; k++)
+        for (v = 0; v < 4; v++) { /* variants: as named; no_think and a default system; each without a system */
+            infer_chat_template t = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), NULL, NULL);
+            const infer_chat_message *c = v & 2 ? no_sys : conv;
+            int nc = v & 2 ? 4 : 6;
+            if (v & 1) {
+                t.no_think = 1;
+                strcpy(t.default_system, "Default.");
+            }
+            for (n = 0; n <= nc; n++)
+                for (from = 0; from <= n; from++)
+                    for (add = 0; add <= 1; add++) {
+                        char *whole = format(&t, c, n, 0, add), *head = format(&t, c, from, 0, 0);
+                        char *tail = format(&t, c, n, from, add);
+                        size_t hl = strlen(head);
+                        cr_assert(strncmp(whole, head, hl) == 0 && strcmp(whole + hl, tail) == 0,
+                                  "%s/%d n=%d from=%d add=%d:\nwhole %s\nhead  %s\ntail  %s",
+                                  infer_chat_template_name((infer_chat_kind)k), v, n, from, add, whole, head, tail);
+                        free(whole), free(head), free(tail);
+                    }
+        }
+}
+
+/* Qwen3 drops the reasoning of earlier replies and, asked for no thinking,
+   opens the reply with an empty think block (enable_thinking=false). */
+Test(chat, qwen3_reasoning) {
+    static const infer_chat_message conv[] = {
+        {"system", "You are a helpful assistant"}, {"user", "Hello"},
+        {"assistant", "<think>\nLet me think.\n</think>\n\nHi there"}, {"user", "Who are you"}};
+    static const char *const want =
+        "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+        "<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n";
+    infer_chat_template t = infer_chat_template_from_text("qwen3", NULL, NULL);
+    char *s = format(&t, conv, 4, 0, 1), eot[32];
+    cr_expect_str_eq(s, want);
+    free(s);
+    t.no_think = 1;
+    s = format(&t, conv, 4, 0, 1);
+    cr_expect(!strncmp(s, want, strlen(want)) && !strcmp(s + strlen(want), "<think>\n\n</think>\n\n"), "%s", s);
+    free(s);
+    infer_chat_end_of_turn(&t, eot, sizeof eot);
+    cr_expect_str_eq(eot, "<|im_end|>\n");
+}
+
+/* SmolLM3: its "## Metadata" system header (left open without tools, as
+   the template renders it), "/no_think" in the system message or the
+   no_think option, "/system_override". */
+Test(chat, smollm3_header_and_modes) {
+    static const infer_chat_message nothink[] = {
+        {"system", "Be brief. /no_think"}, {"user", "Hello"}, {"assistant", "\nHi there"}, {"user", "Who are you"}};
+    static const infer_chat_message override[] = {{"system", "Only this. /system_override /think"}, {"user", "Hello"}};
+    static const char *const head = "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 26 July 2024\n";
+    infer_chat_template t = infer_chat_template_from_text("smollm3", NULL, NULL);
+    char *s, want[4096];
+    strcpy(t.date, "26 July 2024");
+    s = format(&t, C1, 4, 0, 1);
+    snprintf(want, sizeof want, "%sReasoning Mode: /think\n\n## Custom Instructions\n\nYou are a helpful assistant\n\n"
+             "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are "
+             "you<|im_end|>\n<|im_start|>assistant\n", head);
+    cr_expect_str_eq(s, want);
+    free(s);
+    s = format(&t, nothink, 4, 0, 1);
+    snprintf(want, sizeof want, "%sReasoning Mode: /no_think\n\n## Custom Instructions\n\nBe brief.\n\n"
+             "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\nHi there<|im_end|>\n"
+             "<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n", head);
+    cr_expect_str_eq(s, want);
+    free(s);
+    t.no_think = 1; /* no system message: the option decides, with the template's short instructions */
+    s = format(&t, C2, 3, 0, 1);
+    snprintf(want, sizeof want, "%sReasoning Mode: /no_think\n\n## Custom Instructions\n\nYou are a helpful AI "
+             "assistant named SmolLM, trained by Hugging Face.\n\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>"
+             "assistant\n<think>\n\n</think>\n  I am an assistant  <|im_end|>\n<|im_start|>user\nAnother question"
+             "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n", head);
+    cr_expect_str_eq(s, want);
+    free(s);
+    t.no_think = 0; /* thinking and no system message: the long default instructions */
+    s = format(&t, C2, 1, 0, 0);
+    cr_expect(strstr(s, "Reasoning Mode: /think\n\n## Custom Instructions\n\nYou are a helpful AI assistant named "
+                        "SmolLM, trained by Hugging Face. Your role as an assistant involves thoroughly exploring") &&
+                  strstr(s, "necessary steps needed to reach the conclusion.\n\n<|im_start|>user\nHello<|im_end|>\n"),
+              "%s", s);
+    free(s);
+    s = format(&t, override, 2, 0, 1);
+    cr_expect_str_eq(s, "<|im_start|>system\nOnly this.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n");
+    free(s);
+}
+
+/* Gemma 3 puts the system text, as it is, at the top of the first user
+   turn; Phi-3.5 skips an empty system message; Qwen2/2.5 and SmolLM2 write
+   their template's own system message when the conversation has none. */
+Test(chat, system_messages_as_the_templates_write_them) {
+    static const infer_chat_message gem[] = {{"system", " Be brief.\n "}, {"user", " Hello "}, {"assistant", " Hi there "}};
+    static const infer_chat_message empty_sys[] = {{"system", ""}, {"user", "Hello"}};
+    infer_chat_template t = infer_chat_template_from_text("gemma", NULL, NULL);
+    char *s = format(&t, gem, 3, 0, 1);
+    cr_expect_str_eq(s, "<start_of_turn>user\n Be brief.\n \n\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>model\n");
+    free(s);
+    t = infer_chat_template_from_text("phi3", NULL, NULL);
+    s = format(&t, empty_sys, 2, 0, 1);
+    cr_expect_str_eq(s, "<|user|>\nHello<|end|>\n<|assistant|>\n");
+    free(s);
+    t = infer_chat_template_from_text(
+        "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+        "{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}"
+        "{%- endif %}", NULL, NULL);
+    cr_expect_eq(t.kind, INFER_CHAT_CHATML);
+    cr_expect_str_eq(t.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+    s = format(&t, C2, 3, 0, 1);
+    cr_expect_str_eq(s, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+                        "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n  I am an assistant  <|im_end|>\n"
+                        "<|im_start|>user\nAnother question<|im_end|>\n<|im_start|>assistant\n");
+    free(s);
+    s = format(&t, C1, 2, 0, 0); /* a system message of its own replaces it */
+    cr_expect_str_eq(s, "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n");
+    free(s);
+    t = infer_chat_template_from_text(templates[14].text, NULL, NULL); /* SmolLM2's, a real newline */
+    cr_expect_str_eq(t.default_system, "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+    t = infer_chat_template_from_text(templates[0].text, NULL, NULL);
+    cr_expect_str_eq(t.default_system, "");
+}
+
+/* Short snippets with each newer family's markers. */
+Test(chat, detects_the_newer_families) {
+    static const struct { const char *kind, *text; } snippets[] = {
+        {"qwen3", "{%- if '</think>' in message.content %}{%- set content = message.content.split('</think>')[-1] %}"
+                  "{%- endif %}{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>\\n' }}"},
+        {"smollm3", "{{- \"<|im_start|>system\\n\" -}}{{- \"Knowledge Cutoff Date: June 2025\\n\" -}}"
+                    "{{- \"Reasoning Mode: \" + reasoning_mode + \"\\n\\n\" -}}{%- if '</think>' %}{% endif %}"},
+        {"phi4", "{{'<|im_start|>assistant<|im_sep|>' + message['content'] + '<|im_end|>'}}"},
+        {"phi4-mini", "{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{{ '<|assistant|>' }}"},
+        {"phi3", "{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}{{ '<|assistant|>\\n' }}"},
+        {"gemma", "{{ '<start_of_turn>' + role + '\\n' + (first_user_prefix if loop.first else '') }}"
+                  "{{ message['content'] | trim }}{{ '<end_of_turn>\\n' }}"},
+        {"llama3.1", "{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}{{- 'Cutting Knowledge Date: December 2023\\n' }}"},
+        {"llama3", "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}"},
+        {"mistral-v3-tekken", "{{- \"[AVAILABLE_TOOLS][\" }}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}"},
+        {"mistral-v7", "{{ '[SYSTEM_PROMPT] ' + message['content'] + '[/SYSTEM_PROMPT]' }}{{ '[INST] ' + message['content'] + '[/INST]' }}"},
+        {"mistral-v7-tekken", "{{- '[SYSTEM_PROMPT]' + system_prompt + '[/SYSTEM_PROMPT]' }}{{- '[INST]' }}{{- '[/INST]' }}"},
+        {"chatml", "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"},
+    };
+    size_t i;
+    for (i = 0; i < sizeof snippets / sizeof snippets[0]; i++) {
+        infer_chat_template t = infer_chat_template_from_text(snippets[i].text, NULL, NULL);
+        cr_expect_str_eq(infer_chat_template_name(t.kind), snippets[i].kind, "snippet %zu", i);
+        cr_expect_eq(t.fallback, 0, "snippet %zu", i);
     }
+}
+
+/* Llama 3.1's date: its template's own where it never asks the clock,
+   today's (in its strftime_now format) where it does, as Llama 3.2's. */
+Test(chat, llama31_dates) {
+    char today[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    infer_chat_template t = infer_chat_template_from_text(
+        "{%- if not date_string is defined %}{%- set date_string = \"26 Jul 2024\" %}{%- endif %}"
+        "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}{{- \"Cutting Knowledge Date: December 2023\\n\" }}",
+        NULL, NULL);
+    cr_expect_eq(t.kind, INFER_CHAT_LLAMA31);
+    cr_expect_str_eq(t.date, "26 Jul 2024");
+    t = infer_chat_template_from_text(
+        "{%- if strftime_now is defined %}{%- set date_string = strftime_now(\"%d %b %Y\") %}{%- else %}"
+        "{%- set date_string = \"26 Jul 2024\" %}{%- endif %}{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}"
+        "{{- \"Cutting Knowledge Date: December 2023\\n\" }}",
+        NULL, NULL);
+    localtime_r(&now, &tm);
+    strftime(today, sizeof today, "%d %b %Y", &tm);
+    cr_expect_str_eq(t.date, today);
 }
 
 Test(chat, snprintf_semantics_and_bad_arguments) {
@@ -225,6 +400,18 @@ Test(chat, snprintf_semantics_and_bad_arguments) {
     cr_expect_eq(infer_chat_format(NULL, C1, 1, 0, 0, NULL, 0), -1);
     cr_expect_eq(infer_chat_format(&t, C1, 0, 0, 1, small, sizeof small), (int)strlen("<|im_start|>assistant\n"));
     cr_expect_eq(infer_chat_end_of_turn(&t, small, sizeof small), (int)strlen("<|im_end|>\n"));
+    {
+        static const struct { const char *kind, *eot; } eots[] = {
+            {"qwen3", "<|im_end|>\n"}, {"smollm3", "<|im_end|>\n"}, {"phi4", "<|im_end|>"}, {"phi4-mini", "<|end|>"},
+            {"llama3.1", "<|eot_id|>"}, {"phi3", "<|end|>\n"}, {"gemma", "<end_of_turn>\n"}};
+        size_t i;
+        for (i = 0; i < sizeof eots / sizeof eots[0]; i++) {
+            char eot[32];
+            t = infer_chat_template_from_text(eots[i].kind, NULL, NULL);
+            infer_chat_end_of_turn(&t, eot, sizeof eot);
+            cr_expect_str_eq(eot, eots[i].eot, "%s", eots[i].kind);
+        }
+    }
     t = infer_chat_template_from_text("zephyr", NULL, "<|endoftext|>");
     {
         char eot[32];
@@ -254,6 +441,39 @@ Test(chat, model_without_template_falls_back) {
     cr_expect_str_eq(t.bos, "<s>");
     cr_expect_str_eq(t.eos, "</s>");
     infer_model_free(m);
+}
+
+/* What a chat feeds after a reply begins with a token that ends generation,
+   so the cache holds the same turn boundary generation stops at. The Phi-3
+   vocabulary file carries its template (the first Phi-3-mini one). */
+Test(chat, end_of_turn_is_an_end_of_generation_token) {
+    static const struct { const char *vocab, *kind; } cases[] = {
+        {"tokenizer/ggml-vocab-qwen2.gguf", "qwen3"}, {"tokenizer/ggml-vocab-qwen2.gguf", "chatml"},
+        {"tokenizer/ggml-vocab-phi-3.gguf", NULL}, {"tokenizer/ggml-vocab-llama-bpe.gguf", "llama3.1"},
+        {"tokenizer/ggml-vocab-llama-bpe.gguf", "llama3"}};
+    size_t i;
+    need_shared();
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512], eot[64];
+        infer_error err;
+        infer_model_params mp = infer_model_default_params();
+        infer_model *m;
+        infer_chat_template t;
+        infer_token tok[16];
+        int n;
+        mp.vocab_only = 1;
+        tu_shared_path(path, sizeof path, cases[i].vocab);
+        m = infer_model_load(path, &mp, &err);
+        cr_assert_not_null(m, "%s: %s", path, err.msg);
+        t = cases[i].kind ? infer_chat_template_from_text(cases[i].kind, NULL, NULL) : infer_chat_template_detect(m);
+        if (!cases[i].kind) cr_expect(t.kind == INFER_CHAT_PHI3 && !t.fallback, "phi-3's template: %s", infer_chat_template_name(t.kind));
+        infer_chat_end_of_turn(&t, eot, sizeof eot);
+        n = infer_tokenize(m, eot, strlen(eot), tok, 16, 0, 1);
+        cr_assert_gt(n, 0);
+        cr_expect(infer_model_is_eog(m, tok[0]), "%s, %s: \"%s\" starts with %d, not an end of generation", cases[i].vocab,
+                  infer_chat_template_name(t.kind), eot, tok[0]);
+        infer_model_free(m);
+    }
 }
 
 static int count_sub(const char *s, const char *sub) {
