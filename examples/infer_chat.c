@@ -3,7 +3,11 @@
    the reply streams to stdout. The KV cache is kept across turns: each turn
    decodes only what it adds to the formatted conversation (the end of the
    last reply, the new user message, the assistant prompt). When the context
-   is full the chat says so on stderr and ends (no turns are dropped). */
+   is full the chat says so on stderr and ends (no turns are dropped).
+   Where the template writes a reply otherwise than it was generated (Qwen3
+   drops an earlier reply's reasoning), the next turn takes the cache back to
+   before that reply and feeds it again as the template writes it.
+   --think off asks Qwen3 and SmolLM3 for answers without reasoning. */
 #define _XOPEN_SOURCE 700 /* isatty */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +25,7 @@ typedef struct chat_opts {
     infer_device device;
     infer_type kv_type;
     infer_sampler_params sp;
+    int no_think; /* --think off */
 } chat_opts;
 
 static int chat_parse(int argc, char **argv, chat_opts *o) {
@@ -35,7 +40,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         int ok = 1;
         static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
                                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
-                                           "--device", "--kv-type"};
+                                           "--device", "--kv-type", "--think"};
         size_t k;
         for (k = 0; k < sizeof opts / sizeof opts[0] && strcmp(a, opts[k]); k++) {}
         if (k == sizeof opts / sizeof opts[0]) return cli_fail("unknown option %s (see infer --help)", a), 0;
@@ -46,6 +51,9 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
             if (!cli_device(v, &o->device)) return 0;
         } else if (!strcmp(a, "--kv-type")) {
             if (!cli_kv_type(v, &o->kv_type)) return 0;
+        } else if (!strcmp(a, "--think")) {
+            ok = !strcmp(v, "on") || !strcmp(v, "off");
+            o->no_think = !strcmp(v, "off");
         } else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
@@ -108,6 +116,10 @@ typedef struct chat_state {
     int n_msgs, cap_msgs;
     int n_fed;       /* messages whose text is in the KV cache */
     int reply_open;  /* the cache ends in a reply whose end-of-turn text is not fed yet */
+    /* where to go back to when the last reply must be fed again: the cache
+       before its assistant prompt (else before its whole turn), and n_fed
+       and reply_open there */
+    int back_past, back_fed, back_open;
 } chat_state;
 
 static int chat_push(chat_state *st, const char *role, const char *content, size_t len) {
@@ -126,6 +138,46 @@ static int chat_push(chat_state *st, const char *role, const char *content, size
     st->msgs[st->n_msgs].content = copy;
     st->n_msgs++;
     return 1;
+}
+
+/* Text of a formatting call, malloc'd; NULL when out of memory. */
+static char *chat_format(const chat_state *st, int n, int from, int add) {
+    int len = infer_chat_format(&st->tmpl, st->msgs, n, from, add, NULL, 0);
+    char *s = len >= 0 ? (char *)malloc((size_t)len + 1) : NULL;
+    if (s) infer_chat_format(&st->tmpl, st->msgs, n, from, add, s, (size_t)len + 1);
+    return s;
+}
+
+/* The cache holds the last reply as it was generated: the assistant prompt,
+   the reply, the end-of-turn text. Where the template writes that message
+   otherwise, the cache goes back to before that assistant prompt (or to
+   nothing, where a sliding window cannot go back) and feeds it again. */
+static void chat_rewrite_reply(chat_state *st) {
+    int r = st->n_msgs - 2; /* the reply; the new user message follows it */
+    int ne = infer_chat_end_of_turn(&st->tmpl, NULL, 0);
+    char *gen, *hist, *eot;
+    int same = 1;
+    if (!st->reply_open || r < 0 || ne < 0) return;
+    gen = chat_format(st, r, r, 1);
+    hist = chat_format(st, r + 1, r, 0);
+    eot = (char *)malloc((size_t)ne + 1);
+    if (gen && hist && eot) {
+        size_t ng = strlen(gen), nr = strlen(st->msgs[r].content);
+        infer_chat_end_of_turn(&st->tmpl, eot, (size_t)ne + 1);
+        same = strlen(hist) == ng + nr + (size_t)ne && !memcmp(hist, gen, ng) &&
+               !memcmp(hist + ng, st->msgs[r].content, nr) && !memcmp(hist + ng + nr, eot, (size_t)ne);
+    }
+    free(gen), free(hist), free(eot);
+    if (same) return;
+    infer_context_truncate(st->c, st->back_past);
+    if (infer_context_n_past(st->c) == st->back_past) {
+        st->n_fed = st->back_fed;
+        st->reply_open = st->back_open;
+    } else {
+        infer_context_truncate(st->c, 0);
+        st->n_fed = 0;
+        st->reply_open = 0;
+    }
 }
 
 /* The text this turn adds to the cache: the end of the previous reply, the
@@ -150,9 +202,15 @@ static int chat_turn(chat_state *st, int n_predict, int tty) {
     infer_detok detok;
     chat_str reply = {NULL, 0, 0};
     char piece[256];
-    char *text = chat_turn_text(st);
+    char *text;
     infer_token *toks = NULL, tok;
     int n, i, add_bos, n_ctx = infer_context_n_ctx(st->c), full = 0, n_gen = 0;
+    int n_gp = infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_msgs, 1, NULL, 0), n_a;
+    chat_rewrite_reply(st);
+    st->back_past = infer_context_n_past(st->c);
+    st->back_fed = st->n_fed;
+    st->back_open = st->reply_open;
+    text = chat_turn_text(st);
     if (!text) return fprintf(stderr, "infer: out of memory\n"), -1;
     add_bos = infer_context_n_past(st->c) == 0 && infer_model_add_bos(st->m);
     n = infer_tokenize(st->m, text, strlen(text), NULL, 0, add_bos, 1);
@@ -161,6 +219,20 @@ static int chat_turn(chat_state *st, int n_predict, int tty) {
         return fprintf(stderr, "infer: the turn could not be tokenized\n"), -1;
     }
     infer_tokenize(st->m, text, strlen(text), toks, n, add_bos, 1);
+    /* where the assistant prompt begins, if it begins on a token boundary
+       (its own tokens end the turn's): a reply fed again starts there */
+    n_a = n_gp > 0 && (size_t)n_gp <= strlen(text) ? infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, NULL, 0, add_bos, 1)
+                                                   : -1;
+    if (n_a >= 0 && n_a <= n) {
+        infer_token *a = (infer_token *)malloc(((size_t)n_a + 1) * sizeof *a);
+        if (a && infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, a, n_a, add_bos, 1) == n_a &&
+            !memcmp(a, toks, (size_t)n_a * sizeof *a)) {
+            st->back_past += n_a;
+            st->back_fed = st->n_msgs;
+            st->back_open = 0;
+        }
+        free(a);
+    }
     free(text);
     /* room for the turn and at least one reply token */
     if (infer_context_n_past(st->c) + n + 1 > n_ctx) {
@@ -245,6 +317,7 @@ int infer_cmd_chat(int argc, char **argv) {
     }
     st.s = infer_sampler_new(&o.sp, infer_model_n_vocab(st.m));
     st.tmpl = infer_chat_template_detect(st.m);
+    st.tmpl.no_think = o.no_think;
     if (st.tmpl.fallback)
         fprintf(stderr, "infer: warning: the model's chat template is missing or not recognized; using ChatML\n");
     if (!st.s || (o.system && !chat_push(&st, "system", o.system, strlen(o.system)))) {
