@@ -24,6 +24,7 @@ PARTS = [
     "internal.h",
     "util.c",
     "gguf.c",
+    "unicode.h",
     "unicode.c",
     "tokenizer.c",
     "model.c",

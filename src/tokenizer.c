@@ -5,6 +5,7 @@
    classes of unicode.c, each emulating what llama.cpp's custom splitter or
    its std::regex fallback produces. */
 #include "internal.h"
+#include "unicode.h"
 
 /* token attributes, as llama.cpp's llama_token_attr */
 enum {
