@@ -696,6 +696,16 @@ static void *infer__stbds_shmode_func(size_t elemsize, int mode);
 #define INFER__PRINTF(f, a)
 #endif
 
+/* The vector instruction sets this compiler can target; simd_*.c and
+   vecmath.c compile their kernels only here, and use them only where the
+   CPU has them (cpu.c). */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define INFER__HAVE_X86 1
+#endif
+#if defined(__aarch64__) && defined(__GNUC__)
+#define INFER__HAVE_NEON 1
+#endif
+
 /* ---- util.c ---- */
 static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) INFER__PRINTF(3, 4);
 static void *infer__calloc(size_t n, size_t size);
@@ -4067,6 +4077,128 @@ INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size) 
                     m->n_ctx_train, m->rope_base, m->rope_dim, m->norm_eps);
 }
 
+/* ==== src/quants.h ==== */
+/* quants.h - the formats' block layouts (ggml's, byte for byte) and the helpers reading their packed fields, for every kernel. */
+#ifndef INFER_QUANTS_H
+#define INFER_QUANTS_H
+
+/* ---- 32-value formats (quants.c) ---- */
+
+#define INFER__QK 32
+
+typedef struct { uint16_t d; uint8_t qs[16]; } infer__block_q4_0;
+typedef struct { uint16_t d, m; uint8_t qs[16]; } infer__block_q4_1;
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } infer__block_q5_0;
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } infer__block_q5_1;
+typedef struct { uint16_t d; int8_t qs[32]; } infer__block_q8_0;
+typedef struct { uint16_t d, s; int8_t qs[32]; } infer__block_q8_1; /* s = d * sum(qs) */
+
+/* The fifth bit of value j sits in bit j of the 32-bit qh. */
+static uint32_t infer__qh(const uint8_t qh[4]) {
+    return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+}
+
+/* ---- 256-value formats and IQ4 (quants_k.c) ---- */
+
+#define INFER__QK_K 256
+
+/* 2 bits per value; 16 sub-blocks of 16 with a 4-bit scale and 4-bit min
+   each; x = d * scale * q - dmin * min */
+typedef struct {
+    uint8_t scales[16]; /* low nibble scale, high nibble min */
+    uint8_t qs[64];     /* value 32*k + l of each 128: bits 2k.. of qs[l] */
+    uint16_t d, dmin;
+} infer__block_q2_K;
+
+/* 3 bits per value (2 in qs, the third in hmask); 16 sub-blocks of 16 with
+   6-bit signed scales (offset 32); x = d * (scale - 32) * (q - 4) */
+typedef struct {
+    uint8_t hmask[32];  /* bit k of hmask[l]: third bit of value 32*k + l */
+    uint8_t qs[64];
+    uint8_t scales[12]; /* 16 six-bit scales, packed */
+    uint16_t d;
+} infer__block_q3_K;
+
+/* 4 bits per value; 8 sub-blocks of 32 with 6-bit scale and min;
+   x = d * scale * q - dmin * min */
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12]; /* 8 six-bit scales and 8 six-bit mins, packed */
+    uint8_t qs[128];    /* in each 64: low nibbles the first 32, high nibbles the next */
+} infer__block_q4_K;
+
+/* Q4_K plus a fifth bit per value in qh */
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qh[32];     /* bit k of qh[l]: fifth bit of value 32*k + l */
+    uint8_t qs[128];
+} infer__block_q5_K;
+
+/* 6 bits per value (4 in ql, 2 in qh); 16 sub-blocks of 16 with int8
+   scales; x = d * scale * (q - 32) */
+typedef struct {
+    uint8_t ql[128];
+    uint8_t qh[64];
+    int8_t scales[16];
+    uint16_t d;
+} infer__block_q6_K;
+
+/* the activations the 256-value formats are dotted with */
+typedef struct {
+    float d;
+    int8_t qs[256];
+    int16_t bsums[16]; /* sum of each 16 consecutive qs */
+} infer__block_q8_K;
+
+/* 4-bit indices into infer__iq4nl_values; x = d * values[q] */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[16]; /* value j in the low nibble of qs[j], j + 16 in the high */
+} infer__block_iq4_nl;
+
+/* IQ4_NL's grid in 8 sub-blocks of 32 with 6-bit scales (offset 32);
+   x = d * (scale - 32) * values[q] */
+typedef struct {
+    uint16_t d;
+    uint16_t scales_h;   /* high 2 bits of sub-block scale k at bits 2k.. */
+    uint8_t scales_l[4]; /* low 4 bits: sub-block 2i low nibble, 2i+1 high */
+    uint8_t qs[128];
+} infer__block_iq4_xs;
+
+static const int8_t infer__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                               1,    13,   25,  38,  53,  69,  89,  113};
+
+/* Q4_K/Q5_K sub-block j's 6-bit scale and min from the 12 packed bytes:
+   j < 4 in the low 6 bits of bytes j and j+4; j >= 4 in the nibbles of
+   byte j+4 with their top 2 bits in the spare bits of bytes j-4 and j. */
+static void infer__scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+/* Q3_K sub-block j's scale (offset removed): low 4 bits in a nibble of the
+   first 8 bytes, high 2 bits in bytes 8..11. */
+static int infer__scale_q3_K(int j, const uint8_t *s) {
+    int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+    int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (lo | hi << 4) - 32;
+}
+
+/* value 128h + 32k + l (k = 0..3, l < 32) of a Q6_K block, 0..63 */
+static int infer__q6_K_q(const infer__block_q6_K *x, int h, int k, int l) {
+    const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
+    int lo = k < 2 ? ql[32 * k + l] & 0xF : ql[32 * (k - 2) + l] >> 4;
+    return lo | ((qh[l] >> (2 * k)) & 3) << 4;
+}
+
+#endif /* INFER_QUANTS_H */
+
 /* ==== src/quants.c ==== */
 /* quants.c - weight formats: block layouts, dequantizing, quantizing the
    activations, and the dot products the matmul is built from, as plain C.
@@ -4078,15 +4210,6 @@ INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size) 
    then dotted without float conversion of the activations. The table at
    the end covers every GGUF type; quants_k.c holds the K-quant and IQ4
    kernels it names. */
-
-#define INFER__QK 32
-
-typedef struct { uint16_t d; uint8_t qs[16]; } infer__block_q4_0;
-typedef struct { uint16_t d, m; uint8_t qs[16]; } infer__block_q4_1;
-typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } infer__block_q5_0;
-typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } infer__block_q5_1;
-typedef struct { uint16_t d; int8_t qs[32]; } infer__block_q8_0;
-typedef struct { uint16_t d, s; int8_t qs[32]; } infer__block_q8_1; /* s = d * sum(qs) */
 
 #define INFER__H(x) infer__fp16_to_fp32(x)
 
@@ -4254,11 +4377,6 @@ static float infer__q4_1_dot(int n, const void *w, const void *xv) {
         s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d)) + INFER__H(a[b].m) * INFER__H(x[b].s);
     }
     return s;
-}
-
-/* The fifth bit of value j sits in bit j of the 32-bit qh. */
-static uint32_t infer__qh(const uint8_t qh[4]) {
-    return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
 }
 
 static void infer__q5_0_to_float(const void *src, float *dst, int64_t n) {
@@ -4502,75 +4620,6 @@ INFERDEF const char *infer_type_name(infer_type t) {
    against one fp16 super-block scale, and every value is re-quantized with
    the scale it will really be multiplied by. */
 
-#define INFER__QK_K 256
-
-/* 2 bits per value; 16 sub-blocks of 16 with a 4-bit scale and 4-bit min
-   each; x = d * scale * q - dmin * min */
-typedef struct {
-    uint8_t scales[16]; /* low nibble scale, high nibble min */
-    uint8_t qs[64];     /* value 32*k + l of each 128: bits 2k.. of qs[l] */
-    uint16_t d, dmin;
-} infer__block_q2_K;
-
-/* 3 bits per value (2 in qs, the third in hmask); 16 sub-blocks of 16 with
-   6-bit signed scales (offset 32); x = d * (scale - 32) * (q - 4) */
-typedef struct {
-    uint8_t hmask[32];  /* bit k of hmask[l]: third bit of value 32*k + l */
-    uint8_t qs[64];
-    uint8_t scales[12]; /* 16 six-bit scales, packed */
-    uint16_t d;
-} infer__block_q3_K;
-
-/* 4 bits per value; 8 sub-blocks of 32 with 6-bit scale and min;
-   x = d * scale * q - dmin * min */
-typedef struct {
-    uint16_t d, dmin;
-    uint8_t scales[12]; /* 8 six-bit scales and 8 six-bit mins, packed */
-    uint8_t qs[128];    /* in each 64: low nibbles the first 32, high nibbles the next */
-} infer__block_q4_K;
-
-/* Q4_K plus a fifth bit per value in qh */
-typedef struct {
-    uint16_t d, dmin;
-    uint8_t scales[12];
-    uint8_t qh[32];     /* bit k of qh[l]: fifth bit of value 32*k + l */
-    uint8_t qs[128];
-} infer__block_q5_K;
-
-/* 6 bits per value (4 in ql, 2 in qh); 16 sub-blocks of 16 with int8
-   scales; x = d * scale * (q - 32) */
-typedef struct {
-    uint8_t ql[128];
-    uint8_t qh[64];
-    int8_t scales[16];
-    uint16_t d;
-} infer__block_q6_K;
-
-/* the activations the 256-value formats are dotted with */
-typedef struct {
-    float d;
-    int8_t qs[256];
-    int16_t bsums[16]; /* sum of each 16 consecutive qs */
-} infer__block_q8_K;
-
-/* 4-bit indices into infer__iq4nl_values; x = d * values[q] */
-typedef struct {
-    uint16_t d;
-    uint8_t qs[16]; /* value j in the low nibble of qs[j], j + 16 in the high */
-} infer__block_iq4_nl;
-
-/* IQ4_NL's grid in 8 sub-blocks of 32 with 6-bit scales (offset 32);
-   x = d * (scale - 32) * values[q] */
-typedef struct {
-    uint16_t d;
-    uint16_t scales_h;   /* high 2 bits of sub-block scale k at bits 2k.. */
-    uint8_t scales_l[4]; /* low 4 bits: sub-block 2i low nibble, 2i+1 high */
-    uint8_t qs[128];
-} infer__block_iq4_xs;
-
-static const int8_t infer__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                               1,    13,   25,  38,  53,  69,  89,  113};
-
 #define INFER__GROUP_MAX_EPS 1e-15f
 
 /* Round to nearest, ties to even (the float adder rounds for us), for
@@ -4582,27 +4631,6 @@ static int infer__nearest_int(float f) {
     v = f + 12582912.0f;
     memcpy(&i, &v, sizeof i);
     return (i & 0x007fffff) - 0x00400000;
-}
-
-/* Q4_K/Q5_K sub-block j's 6-bit scale and min from the 12 packed bytes:
-   j < 4 in the low 6 bits of bytes j and j+4; j >= 4 in the nibbles of
-   byte j+4 with their top 2 bits in the spare bits of bytes j-4 and j. */
-static void infer__scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
-/* Q3_K sub-block j's scale (offset removed): low 4 bits in a nibble of the
-   first 8 bytes, high 2 bits in bytes 8..11. */
-static int infer__scale_q3_K(int j, const uint8_t *s) {
-    int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
-    int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-    return (lo | hi << 4) - 32;
 }
 
 /* ---- Q8_K ---- */
@@ -4824,13 +4852,6 @@ static float infer__q5_K_dot(int n, const void *w, const void *xv) {
 }
 
 /* ---- Q6_K ---- */
-
-/* value 128h + 32k + l (k = 0..3, l < 32) of a Q6_K block, 0..63 */
-static int infer__q6_K_q(const infer__block_q6_K *x, int h, int k, int l) {
-    const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
-    int lo = k < 2 ? ql[32 * k + l] & 0xF : ql[32 * (k - 2) + l] >> 4;
-    return lo | ((qh[l] >> (2 * k)) & 3) << 4;
-}
 
 static void infer__q6_K_to_float(const void *src, float *y, int64_t n) {
     const infer__block_q6_K *x = (const infer__block_q6_K *)src;
@@ -6004,8 +6025,10 @@ done:
     return st;
 }
 
-/* ==== src/pack.c ==== */
-/* pack.c - weights repacked at context creation so that SIMD lanes are output rows (layouts, packers, scalar reference kernels). */
+/* ==== src/pack.h ==== */
+/* pack.h - the packed weight layouts (16 rows a vector) pack.c writes and the AVX-512 kernels read: sizes, offsets, packers. */
+#ifndef INFER_PACK_H
+#define INFER_PACK_H
 
 /* Rows go in groups of INFER__PACK_ROWS (16): one 64-byte vector holds 4
    consecutive k-values (bytes) of each of the 16 rows, so a kernel loads a
@@ -6054,6 +6077,101 @@ INFER__UNUSED static size_t infer__pack_q4_0_size(int64_t n, int64_t rows) {
 INFER__UNUSED static size_t infer__pack_q8_0_size(int64_t n, int64_t rows) {
     return infer__pack_groups(rows) * infer__pack_group_bytes(n, 32);
 }
+
+/* Q5_0, per group and block, 352 bytes:
+     qs[4][16][4]   word j, row r: the row's qs[4j .. 4j+3] (as Q4_0)
+     hb[8]          (at 256) 64-bit masks, one per llama.cpp lane l (values
+                    4l .. 4l+3: lanes 0-3 the low nibbles of words 0-3,
+                    lanes 4-7 their high nibbles): bit 4r + i is the fifth
+                    bit of value 4l + i of row r, for a masked add of 16
+     d[16]          (at 320) fp16 scales
+   Values count from 0 (0..31); the kernels take 16 * sum(x) back. */
+#define INFER__PACK_Q5_0_BLOCK 352
+static size_t infer__pack_q5_0_group_bytes(int64_t n) {
+    return INFER__PACK_ALIGN((size_t)(n / 32) * INFER__PACK_Q5_0_BLOCK);
+}
+INFER__UNUSED static size_t infer__pack_q5_0_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_q5_0_group_bytes(n);
+}
+
+/* Q4_1 and Q5_1 (activations Q8_1), per group and block: Q4_0's or
+   Q5_0's layout with the fp16 mins after the scales:
+     Q4_1 (320 bytes): qs at 0, d[16] at 256, m[16] at 288
+     Q5_1 (384 bytes): qs at 0, hb[8] at 256, d[16] at 320, m[16] at 352
+   The values count from 0 as the format's do; m * s_x adds the rest. */
+#define INFER__PACK_Q4_1_BLOCK 320
+#define INFER__PACK_Q5_1_BLOCK 384
+static size_t infer__pack_q_1_group_bytes(int64_t n, int q5) {
+    return INFER__PACK_ALIGN((size_t)(n / 32) * (q5 ? INFER__PACK_Q5_1_BLOCK : INFER__PACK_Q4_1_BLOCK));
+}
+INFER__UNUSED static size_t infer__pack_q4_1_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_q_1_group_bytes(n, 0);
+}
+INFER__UNUSED static size_t infer__pack_q5_1_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * infer__pack_q_1_group_bytes(n, 1);
+}
+
+/* Q4_K (nb = n / 256 blocks), per group and block, 2496 bytes:
+     sc[8][16]        sub-block scales (6-bit, u8)
+     mins[4][16][2]   int16 pairs (min 2k, min 2k+1) per row, for dpwssd
+                      against pairs of activation sums (at 128)
+     d[16], dmin[16]  fp16 (at 384, 416)
+     qs[4][8][16][4]  (at 448) chunk c (64 values), word j, row r: the
+                      row's qs[32c + 4j .. +3] (low nibbles: sub-block 2c,
+                      values 64c + 4j..; high: sub-block 2c+1, +32)
+   Q6_K, per group and block, 3392 bytes (the rows' own size, padded):
+     sc[16][16]       sub-block scales, int8
+     d[16]            fp16 (at 256), then padding to 320
+     per sub-block j (16 values: words 4j .. 4j+3 of 4 values), at
+     320 + 192j, 3 vectors:
+       lo[16][4]      row r byte i: low 4 bits of value 16j + i, and of
+                      16j + 4 + i in the high nibble
+       lo2[16][4]     the same for values 16j + 8 + i and 16j + 12 + i
+       hi[16][4]      top 2 bits of value 16j + 4w + i at bits 2w, 2w+1
+   In both, what a block needs first comes first, so the reads go up
+   through a group as the hardware prefetcher likes (scales after the
+   quants cost Q4_K half its bandwidth for one token).
+   The kernels add -32 * sum(x) per Q6_K sub-block from the activations'
+   bsums (Q8_K has them), as the u8 values carry +32. */
+#define INFER__PACK_Q4_K_BLOCK 2496
+#define INFER__PACK_Q6_K_BLOCK 3392
+
+INFER__UNUSED static size_t infer__pack_q4_K_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * (size_t)(n / INFER__QK_K) * INFER__PACK_Q4_K_BLOCK;
+}
+INFER__UNUSED static size_t infer__pack_q6_K_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * (size_t)(n / INFER__QK_K) * INFER__PACK_Q6_K_BLOCK;
+}
+
+/* F16, per group: w[n][16], value k of the 16 rows (fp16) in 32 bytes;
+   the group padded to a multiple of 64 bytes */
+INFER__UNUSED static size_t infer__pack_f16_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2);
+}
+
+/* BF16, per group: w[(n + 1) / 2][16][2], the pair of values 2p, 2p + 1 of
+   each row in one 32-bit lane (dpbf16ps's operand); an odd n's last pair
+   ends in a zero; the group padded to a multiple of 64 bytes */
+INFER__UNUSED static size_t infer__pack_bf16_size(int64_t n, int64_t rows) {
+    return infer__pack_groups(rows) * INFER__PACK_ALIGN((size_t)((n + 1) / 2) * INFER__PACK_ROWS * 4);
+}
+
+/* The packers (pack.c), as infer__pack_fn: rows [0, rows) of n values, row r
+   at w + r * w_stride, into dst (the size above). */
+static void infer__pack_q4_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+static void infer__pack_q8_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+static void infer__pack_q5_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+static void infer__pack_q4_1(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+static void infer__pack_q5_1(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+static void infer__pack_q4_K(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+static void infer__pack_q6_K(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+static void infer__pack_f16(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+static void infer__pack_bf16(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst);
+
+#endif /* INFER_PACK_H */
+
+/* ==== src/pack.c ==== */
+/* pack.c - weights repacked at context creation so that SIMD lanes are output rows: packers and scalar references (pack.h: layouts). */
 
 /* Q4_0 and Q8_0 share the layout; they differ in quant bytes per block
    (16 or 32) and Q8_0's +128 (xor 0x80). */
@@ -6132,21 +6250,6 @@ INFER__UNUSED static void infer__pack_ref_q8_0(int n, const void *packed, int n_
     infer__pack_ref_32(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 0);
 }
 
-/* Q5_0, per group and block, 352 bytes:
-     qs[4][16][4]   word j, row r: the row's qs[4j .. 4j+3] (as Q4_0)
-     hb[8]          (at 256) 64-bit masks, one per llama.cpp lane l (values
-                    4l .. 4l+3: lanes 0-3 the low nibbles of words 0-3,
-                    lanes 4-7 their high nibbles): bit 4r + i is the fifth
-                    bit of value 4l + i of row r, for a masked add of 16
-     d[16]          (at 320) fp16 scales
-   Values count from 0 (0..31); the kernels take 16 * sum(x) back. */
-#define INFER__PACK_Q5_0_BLOCK 352
-static size_t infer__pack_q5_0_group_bytes(int64_t n) {
-    return INFER__PACK_ALIGN((size_t)(n / 32) * INFER__PACK_Q5_0_BLOCK);
-}
-INFER__UNUSED static size_t infer__pack_q5_0_size(int64_t n, int64_t rows) {
-    return infer__pack_groups(rows) * infer__pack_q5_0_group_bytes(n);
-}
 INFER__UNUSED static void infer__pack_q5_0(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
     size_t gbytes = infer__pack_q5_0_group_bytes(n), ng = infer__pack_groups(rows), g;
     int64_t nb = n / 32, b;
@@ -6204,22 +6307,6 @@ INFER__UNUSED static void infer__pack_ref_q5_0(int n, const void *packed, int n_
     }
 }
 
-/* Q4_1 and Q5_1 (activations Q8_1), per group and block: Q4_0's or
-   Q5_0's layout with the fp16 mins after the scales:
-     Q4_1 (320 bytes): qs at 0, d[16] at 256, m[16] at 288
-     Q5_1 (384 bytes): qs at 0, hb[8] at 256, d[16] at 320, m[16] at 352
-   The values count from 0 as the format's do; m * s_x adds the rest. */
-#define INFER__PACK_Q4_1_BLOCK 320
-#define INFER__PACK_Q5_1_BLOCK 384
-static size_t infer__pack_q_1_group_bytes(int64_t n, int q5) {
-    return INFER__PACK_ALIGN((size_t)(n / 32) * (q5 ? INFER__PACK_Q5_1_BLOCK : INFER__PACK_Q4_1_BLOCK));
-}
-INFER__UNUSED static size_t infer__pack_q4_1_size(int64_t n, int64_t rows) {
-    return infer__pack_groups(rows) * infer__pack_q_1_group_bytes(n, 0);
-}
-INFER__UNUSED static size_t infer__pack_q5_1_size(int64_t n, int64_t rows) {
-    return infer__pack_groups(rows) * infer__pack_q_1_group_bytes(n, 1);
-}
 static void infer__pack_q_1(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst, int q5) {
     size_t gbytes = infer__pack_q_1_group_bytes(n, q5), ng = infer__pack_groups(rows), g;
     size_t bbytes = q5 ? INFER__PACK_Q5_1_BLOCK : INFER__PACK_Q4_1_BLOCK, d_at = q5 ? 320 : 256;
@@ -6307,38 +6394,6 @@ INFER__UNUSED static void infer__pack_ref_q4_1(int n, const void *packed, int n_
 INFER__UNUSED static void infer__pack_ref_q5_1(int n, const void *packed, int n_rows, const void *x, size_t x_stride,
                                                int n_tok, float *y, size_t ldy) {
     infer__pack_ref_q_1(n, packed, n_rows, x, x_stride, n_tok, y, ldy, 1);
-}
-
-/* Q4_K (nb = n / 256 blocks), per group and block, 2496 bytes:
-     sc[8][16]        sub-block scales (6-bit, u8)
-     mins[4][16][2]   int16 pairs (min 2k, min 2k+1) per row, for dpwssd
-                      against pairs of activation sums (at 128)
-     d[16], dmin[16]  fp16 (at 384, 416)
-     qs[4][8][16][4]  (at 448) chunk c (64 values), word j, row r: the
-                      row's qs[32c + 4j .. +3] (low nibbles: sub-block 2c,
-                      values 64c + 4j..; high: sub-block 2c+1, +32)
-   Q6_K, per group and block, 3392 bytes (the rows' own size, padded):
-     sc[16][16]       sub-block scales, int8
-     d[16]            fp16 (at 256), then padding to 320
-     per sub-block j (16 values: words 4j .. 4j+3 of 4 values), at
-     320 + 192j, 3 vectors:
-       lo[16][4]      row r byte i: low 4 bits of value 16j + i, and of
-                      16j + 4 + i in the high nibble
-       lo2[16][4]     the same for values 16j + 8 + i and 16j + 12 + i
-       hi[16][4]      top 2 bits of value 16j + 4w + i at bits 2w, 2w+1
-   In both, what a block needs first comes first, so the reads go up
-   through a group as the hardware prefetcher likes (scales after the
-   quants cost Q4_K half its bandwidth for one token).
-   The kernels add -32 * sum(x) per Q6_K sub-block from the activations'
-   bsums (Q8_K has them), as the u8 values carry +32. */
-#define INFER__PACK_Q4_K_BLOCK 2496
-#define INFER__PACK_Q6_K_BLOCK 3392
-
-INFER__UNUSED static size_t infer__pack_q4_K_size(int64_t n, int64_t rows) {
-    return infer__pack_groups(rows) * (size_t)(n / INFER__QK_K) * INFER__PACK_Q4_K_BLOCK;
-}
-INFER__UNUSED static size_t infer__pack_q6_K_size(int64_t n, int64_t rows) {
-    return infer__pack_groups(rows) * (size_t)(n / INFER__QK_K) * INFER__PACK_Q6_K_BLOCK;
 }
 
 INFER__UNUSED static void infer__pack_q4_K(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
@@ -6462,11 +6517,6 @@ INFER__UNUSED static void infer__pack_ref_q6_K(int n, const void *packed, int n_
     }
 }
 
-/* F16, per group: w[n][16], value k of the 16 rows (fp16) in 32 bytes;
-   the group padded to a multiple of 64 bytes */
-INFER__UNUSED static size_t infer__pack_f16_size(int64_t n, int64_t rows) {
-    return infer__pack_groups(rows) * INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2);
-}
 INFER__UNUSED static void infer__pack_f16(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
     size_t gbytes = INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2), ng = infer__pack_groups(rows), g;
     int64_t i;
@@ -6545,12 +6595,6 @@ INFER__UNUSED static void infer__pack_ref_f16_i16(int n, const void *packed, int
     }
 }
 
-/* BF16, per group: w[(n + 1) / 2][16][2], the pair of values 2p, 2p + 1 of
-   each row in one 32-bit lane (dpbf16ps's operand); an odd n's last pair
-   ends in a zero; the group padded to a multiple of 64 bytes */
-INFER__UNUSED static size_t infer__pack_bf16_size(int64_t n, int64_t rows) {
-    return infer__pack_groups(rows) * INFER__PACK_ALIGN((size_t)((n + 1) / 2) * INFER__PACK_ROWS * 4);
-}
 INFER__UNUSED static void infer__pack_bf16(const void *w, size_t w_stride, int64_t n, int64_t rows, void *dst) {
     size_t gbytes = INFER__PACK_ALIGN((size_t)((n + 1) / 2) * INFER__PACK_ROWS * 4), ng = infer__pack_groups(rows), g;
     int64_t i;
@@ -6570,23 +6614,23 @@ INFER__UNUSED static size_t infer__pack_offset(const infer__kernels *k, infer_ty
     return k->pack_size[t] ? k->pack_size[t](n, row) : 0;
 }
 
-/* ==== src/simd_avx2.c ==== */
-/* simd_avx2.c - AVX2+FMA (+F16C) versions of the kernels, compiled with
-   function-level target attributes so the same binary still runs on CPUs
-   without them (cpu.c installs them only where cpuid says so).
-   Numerics: the same values as quants.c's reference up to the order of
-   float additions; the activation quantizers give the same bytes. */
-
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define INFER__HAVE_X86 1
-#endif
+/* ==== src/simd_x86.h ==== */
+/* simd_x86.h - what the x86 kernels (simd_avx2.c, simd_avx512.c, vecmath.c) share: intrinsics, target attributes, AVX2 helpers. */
+#ifndef INFER_SIMD_X86_H
+#define INFER_SIMD_X86_H
 
 #ifdef INFER__HAVE_X86
 #include <immintrin.h>
 
 #define INFER__AVX2 __attribute__((target("avx2,fma,f16c"), unused))
 #define INFER__AVX2_INLINE static inline __attribute__((target("avx2,fma,f16c"), always_inline, unused))
-
+#define INFER__AVX512_ISA "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define INFER__AVX512 __attribute__((target(INFER__AVX512_ISA), unused))
+#define INFER__AVX512_INLINE static inline __attribute__((target(INFER__AVX512_ISA), always_inline, unused))
+#define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), unused))
+#define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), always_inline, unused))
+#define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), unused))
+#define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), always_inline, unused))
 
 INFER__AVX2_INLINE float infer__avx2_hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -6619,6 +6663,32 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfell));
     return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
 }
+
+/* Q4_K/Q5_K's 8 six-bit scales (bytes 0..7) and mins (8..15) */
+static void infer__k4_scales(const uint8_t *packed, uint8_t out[16]) {
+    uint32_t u[4];
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t mins_lo;
+    memcpy(u, packed, 12);
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+    memcpy(out, u, 16);
+}
+#endif /* INFER__HAVE_X86 */
+
+#endif /* INFER_SIMD_X86_H */
+
+/* ==== src/simd_avx2.c ==== */
+/* simd_avx2.c - AVX2+FMA (+F16C) versions of the kernels, compiled with
+   function-level target attributes so the same binary still runs on CPUs
+   without them (cpu.c installs them only where cpuid says so).
+   Numerics: the same values as quants.c's reference up to the order of
+   float additions; the activation quantizers give the same bytes. */
+
+#ifdef INFER__HAVE_X86
 
 /* ---- float formats ---- */
 
@@ -7062,20 +7132,6 @@ INFER__AVX2 static void infer__avx2_q8_K_from_float(const float *x, void *dst, i
     }
 }
 
-/* Q4_K/Q5_K's 8 six-bit scales (bytes 0..7) and mins (8..15) */
-static void infer__k4_scales(const uint8_t *packed, uint8_t out[16]) {
-    uint32_t u[4];
-    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-    uint32_t mins_lo;
-    memcpy(u, packed, 12);
-    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-    mins_lo = u[1] & k1;
-    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-    u[2] = mins_lo;
-    u[0] &= k1;
-    memcpy(out, u, 16);
-}
-
 INFER__AVX2 static float infer__avx2_q4_K_dot(int n, const void *w, const void *xv) {
     const infer__block_q4_K *a = (const infer__block_q4_K *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
@@ -7313,14 +7369,6 @@ static int infer__simd_avx2_install(infer__kernels *k) {
    as llama.cpp's kernel does; the test allows for that. */
 
 #ifdef INFER__HAVE_X86
-#define INFER__AVX512_ISA "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
-#define INFER__AVX512 __attribute__((target(INFER__AVX512_ISA), unused))
-#define INFER__AVX512_INLINE static inline __attribute__((target(INFER__AVX512_ISA), always_inline, unused))
-#define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), unused))
-#define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), always_inline, unused))
-#define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), unused))
-#define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), always_inline, unused))
-
 /* ---- float formats ---- */
 
 INFER__AVX512 static float infer__avx512_f32_dot(int n, const void *w, const void *x) {
@@ -8834,8 +8882,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
    time from the kernel's hwcaps. Same numerics as simd_avx2.c: equal to the
    scalar reference up to float summation order, quantizers byte-exact. */
 
-#if defined(__aarch64__) && defined(__GNUC__)
-#define INFER__HAVE_NEON 1
+#ifdef INFER__HAVE_NEON
 #include <arm_neon.h>
 #if defined(__linux__)
 #include <sys/auxv.h>

@@ -122,6 +122,16 @@ static void *infer__stbds_shmode_func(size_t elemsize, int mode);
 #define INFER__PRINTF(f, a)
 #endif
 
+/* The vector instruction sets this compiler can target; simd_*.c and
+   vecmath.c compile their kernels only here, and use them only where the
+   CPU has them (cpu.c). */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define INFER__HAVE_X86 1
+#endif
+#if defined(__aarch64__) && defined(__GNUC__)
+#define INFER__HAVE_NEON 1
+#endif
+
 /* ---- util.c ---- */
 static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) INFER__PRINTF(3, 4);
 static void *infer__calloc(size_t n, size_t size);

@@ -9,15 +9,7 @@
    the end covers every GGUF type; quants_k.c holds the K-quant and IQ4
    kernels it names. */
 #include "internal.h"
-
-#define INFER__QK 32
-
-typedef struct { uint16_t d; uint8_t qs[16]; } infer__block_q4_0;
-typedef struct { uint16_t d, m; uint8_t qs[16]; } infer__block_q4_1;
-typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } infer__block_q5_0;
-typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } infer__block_q5_1;
-typedef struct { uint16_t d; int8_t qs[32]; } infer__block_q8_0;
-typedef struct { uint16_t d, s; int8_t qs[32]; } infer__block_q8_1; /* s = d * sum(qs) */
+#include "quants.h"
 
 #define INFER__H(x) infer__fp16_to_fp32(x)
 
@@ -185,11 +177,6 @@ static float infer__q4_1_dot(int n, const void *w, const void *xv) {
         s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d)) + INFER__H(a[b].m) * INFER__H(x[b].s);
     }
     return s;
-}
-
-/* The fifth bit of value j sits in bit j of the 32-bit qh. */
-static uint32_t infer__qh(const uint8_t qh[4]) {
-    return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
 }
 
 static void infer__q5_0_to_float(const void *src, float *dst, int64_t n) {

@@ -4,49 +4,10 @@
    Numerics: the same values as quants.c's reference up to the order of
    float additions; the activation quantizers give the same bytes. */
 #include "internal.h"
-
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define INFER__HAVE_X86 1
-#endif
+#include "quants.h"
+#include "simd_x86.h"
 
 #ifdef INFER__HAVE_X86
-#include <immintrin.h>
-
-#define INFER__AVX2 __attribute__((target("avx2,fma,f16c"), unused))
-#define INFER__AVX2_INLINE static inline __attribute__((target("avx2,fma,f16c"), always_inline, unused))
-
-
-INFER__AVX2_INLINE float infer__avx2_hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* int32 sums of 4 neighbouring products u8 * s8 (|products| fit maddubs) */
-INFER__AVX2_INLINE __m256i infer__avx2_dot_us(__m256i u, __m256i s) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-/* the same for s8 * s8, moving the sign of a onto b (b is never -128) */
-INFER__AVX2_INLINE __m256i infer__avx2_dot_ss(__m256i a, __m256i b) {
-    return infer__avx2_dot_us(_mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
-}
-
-/* 16 bytes of nibbles: the low ones in bytes 0..15, the high in 16..31 */
-INFER__AVX2_INLINE __m256i infer__avx2_nibbles(const uint8_t *qs) {
-    __m128i q = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
-}
-/* bit j of the 32-bit qh as 0x10 in byte j (the fifth bit of Q5 values) */
-INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
-    uint32_t h;
-    __m256i b;
-    memcpy(&h, qh, 4);
-    b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h),
-                            _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll, 0x0101010101010101ll, 0));
-    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfell));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
-}
 
 /* ---- float formats ---- */
 
@@ -488,20 +449,6 @@ INFER__AVX2 static void infer__avx2_q8_K_from_float(const float *x, void *dst, i
         }
         y[b].d = 1 / iscale;
     }
-}
-
-/* Q4_K/Q5_K's 8 six-bit scales (bytes 0..7) and mins (8..15) */
-static void infer__k4_scales(const uint8_t *packed, uint8_t out[16]) {
-    uint32_t u[4];
-    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-    uint32_t mins_lo;
-    memcpy(u, packed, 12);
-    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-    mins_lo = u[1] & k1;
-    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-    u[2] = mins_lo;
-    u[0] &= k1;
-    memcpy(out, u, 16);
 }
 
 INFER__AVX2 static float infer__avx2_q4_K_dot(int n, const void *w, const void *xv) {

@@ -7,16 +7,11 @@
    dpbf16ps treats subnormal inputs and results as zero (it ignores MXCSR),
    as llama.cpp's kernel does; the test allows for that. */
 #include "internal.h"
+#include "quants.h"
+#include "pack.h"
+#include "simd_x86.h"
 
 #ifdef INFER__HAVE_X86
-#define INFER__AVX512_ISA "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
-#define INFER__AVX512 __attribute__((target(INFER__AVX512_ISA), unused))
-#define INFER__AVX512_INLINE static inline __attribute__((target(INFER__AVX512_ISA), always_inline, unused))
-#define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), unused))
-#define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), always_inline, unused))
-#define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), unused))
-#define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), always_inline, unused))
-
 /* ---- float formats ---- */
 
 INFER__AVX512 static float infer__avx512_f32_dot(int n, const void *w, const void *x) {

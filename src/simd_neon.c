@@ -4,9 +4,9 @@
    time from the kernel's hwcaps. Same numerics as simd_avx2.c: equal to the
    scalar reference up to float summation order, quantizers byte-exact. */
 #include "internal.h"
+#include "quants.h"
 
-#if defined(__aarch64__) && defined(__GNUC__)
-#define INFER__HAVE_NEON 1
+#ifdef INFER__HAVE_NEON
 #include <arm_neon.h>
 #if defined(__linux__)
 #include <sys/auxv.h>
