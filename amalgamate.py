@@ -19,7 +19,8 @@ API = "infer_api.h"
 # implementation's guard, with a guard of their own.
 INTERFACE_PARTS = ["backend.h"]
 # Implementation parts in dependency order: each may use what stands above it
-# (internal.h declares what the parts share).
+# (internal.h declares what the parts share; every other header stands
+# before the first part that includes it, which build() checks).
 PARTS = [
     "internal.h",
     "util.c",
@@ -49,12 +50,18 @@ PARTS = [
     "perplexity.c",
     "chat.c",
 ]
-LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"[^"]+"\s*$')
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')
 
 
-def part(name):
+def part(name, before=None):
+    """The text of src/name without its local includes; with before (the
+    parts pasted above it), each header it includes must be among them."""
     with open(os.path.join(ROOT, "src", name), encoding="utf-8") as f:
         lines = f.read().splitlines()
+    for l in lines:
+        m = LOCAL_INCLUDE.match(l)
+        if m and before is not None and m.group(1) not in before:
+            sys.exit("amalgamate.py: src/%s includes \"%s\", which is not in PARTS above it" % (name, m.group(1)))
     body = [l for l in lines if not LOCAL_INCLUDE.match(l)]
     return "/* ==== src/%s ==== */\n%s\n" % (name, "\n".join(body).strip("\n"))
 
@@ -69,7 +76,7 @@ def build():
         "\n#if defined(INFER_IMPLEMENTATION) && !defined(INFER_IMPLEMENTATION_DONE)\n"
         "#define INFER_IMPLEMENTATION_DONE\n",
     ]
-    out += ["\n" + part(p) for p in PARTS]
+    out += ["\n" + part(p, [API] + INTERFACE_PARTS + PARTS[:i]) for i, p in enumerate(PARTS)]
     out.append("\n#endif /* INFER_IMPLEMENTATION */\n")
     return "".join(out)
 

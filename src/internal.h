@@ -3,6 +3,10 @@
    Everything from here on is compiled only with INFER_IMPLEMENTATION. */
 #ifndef INFER_INTERNAL_H
 #define INFER_INTERNAL_H
+/* a part compiled by itself (an editor, tests/standalone_check.sh) is implementation too */
+#ifndef INFER_IMPLEMENTATION
+#define INFER_IMPLEMENTATION
+#endif
 #include "infer_api.h"
 
 #include <errno.h>
@@ -191,6 +195,8 @@ struct infer_gguf {
     int has_data;           /* the file reaches its data section */
 };
 
+/* bytes of one value of a scalar type; 0 for strings, arrays and unknown types */
+static size_t infer__gguf_scalar_size(infer_gguf_type t);
 static const infer__kv *infer__gguf_kv(const infer_gguf *g, const char *key);
 /* Scalar getters: return 1 and set *out when key exists with a compatible
    (integer for int, numeric for float) type, else 0 leaving *out alone. */
