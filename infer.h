@@ -227,6 +227,10 @@ typedef struct infer_context_params {
     int n_threads;    /* 0 = 1 */
     infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
                            means) or INFER_TYPE_Q8_0, half the memory */
+    int f16_exact;    /* multiply F16 weights exactly in prompts too, never on
+                         the block-integer path (see infer_decode); a model
+                         with experts always does, as its routing turns on
+                         differences of 1e-4 */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
@@ -243,8 +247,11 @@ INFERDEF int infer_context_n_past(const infer_context *c);
 INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Where its forward pass runs (its model's device). */
 INFERDEF infer_device infer_context_device(const infer_context *c);
-/* Forgets every position from n_past on (0 clears the cache). */
-INFERDEF void infer_context_truncate(infer_context *c, int n_past);
+/* Forgets every position from n_past on (0 clears the cache) and returns
+   the positions kept: n_past, or 0 where a sliding-window layer's cache
+   (which holds only its window and a batch) no longer has the keys
+   position n_past would see; then the caller feeds the tokens again. */
+INFERDEF int infer_context_truncate(infer_context *c, int n_past);
 /* Runs the model on n tokens at positions n_past.., appending them to the KV
    cache. all_logits: keep the logits of every position, else only the
    last. Batches larger than n_batch are split internally. The calling
@@ -494,6 +501,7 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
    shares these declarations without compiling the implementation. */
 #if (defined(INFER_IMPLEMENTATION) || defined(INFER_BACKEND_INTERFACE)) && !defined(INFER_BACKEND_H_INCLUDED)
 #define INFER_BACKEND_H_INCLUDED
+#include <stdio.h> /* snprintf, for feature names */
 
 #ifdef __cplusplus
 extern "C" {
@@ -513,8 +521,31 @@ typedef struct infer_backend_layer {
     infer_backend_tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
 } infer_backend_layer;
 
-/* Everything the llama forward pass reads. */
+/* The model description's features beyond the plain llama forward pass
+   (forward.c runs them all). A backend states the set it implements and
+   refuses a model that uses any other, naming it, so the CPU runs it:
+   a model never runs elsewhere as if it were plain llama. */
+enum {
+    INFER_BACKEND_F_NEOX = 1u << 0,        /* RoPE pairs (i, i + n_rot/2) */
+    INFER_BACKEND_F_QKV_BIAS = 1u << 1,    /* q, k, v or output biases */
+    INFER_BACKEND_F_QK_NORM = 1u << 2,     /* per-head RMSNorm of q and k */
+    INFER_BACKEND_F_POST_NORMS = 1u << 3,  /* RMSNorm on attention/FFN outputs */
+    INFER_BACKEND_F_GELU = 1u << 4,        /* GELU-gated feed-forward */
+    INFER_BACKEND_F_EMBD_SCALE = 1u << 5,  /* scaled embeddings */
+    INFER_BACKEND_F_ATTN_SCALE = 1u << 6,  /* an attention scale other than 1/sqrt(head size) on the scores */
+    INFER_BACKEND_F_SOFTCAP = 1u << 7,     /* soft-capped scores or logits */
+    INFER_BACKEND_F_SLIDING = 1u << 8,     /* sliding-window layers */
+    INFER_BACKEND_F_EXPERTS = 1u << 9,     /* mixture-of-experts feed-forward */
+    INFER_BACKEND_F_ROPE_LAYERS = 1u << 10, /* layers without RoPE, or with another base */
+    INFER_BACKEND_F_ROPE_SCALING = 1u << 11, /* linear, YaRN or LongRoPE scaling, an attention factor */
+    INFER_BACKEND_F_WIDE_Q = 1u << 12,     /* heads * head size differs from the model width */
+    INFER_BACKEND_F_COUNT = 13
+};
+
+/* Everything the llama forward pass reads, and which features beyond it
+   the model uses (features: INFER_BACKEND_F_* bits). */
 typedef struct infer_backend_model {
+    unsigned features;
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, rope_dim;
     float rope_base, norm_eps;
     const float *rope_freqs; /* rope_dim/2 divisors of the angles, or NULL */
@@ -532,6 +563,17 @@ enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED
    Each writes a one-line reason into msg (size bytes) when it fails. */
 /* The number of CUDA devices; 0 (and why) when there is none. */
 int infer_cuda_device_count(char *msg, size_t size);
+/* The names of features' bits, "neox RoPE, q/k norms", for messages. */
+static inline void infer_backend_feature_names(unsigned features, char *buf, size_t size) {
+    static const char *const names[INFER_BACKEND_F_COUNT] = {
+        "NeoX RoPE", "biases", "q/k norms", "post-norms", "GELU", "scaled embeddings", "an attention scale",
+        "soft-capping", "sliding windows", "experts", "per-layer RoPE", "RoPE scaling", "query width != model width"};
+    size_t at = 0;
+    int i;
+    if (size) buf[0] = 0;
+    for (i = 0; i < INFER_BACKEND_F_COUNT && at < size; i++)
+        if (features & (1u << i)) at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", names[i]);
+}
 /* Uploads every weight once, in its GGUF format. *gpu_model is set on OK. */
 int infer_cuda_model_new(const infer_backend_model *desc, void **gpu_model, char *msg, size_t size);
 void infer_cuda_model_free(void *gpu_model);
@@ -881,8 +923,13 @@ typedef struct infer__kernels {
     infer__pack_size_fn pack_size[INFER_TYPE_COUNT];
     infer__pack_fn pack[INFER_TYPE_COUNT];
     infer__gemm_packed_fn gemm_packed[INFER_TYPE_COUNT];
-    /* elementwise math (vecmath.c): g = silu(g) * u; RMSNorm's sum of squares */
+    /* F16's exact packed product where gemm_packed[F16] is the block-integer
+       one (INFER__F16I_MIN_TOK), for contexts that ask for exact F16; else NULL */
+    infer__gemm_packed_fn gemm_packed_f16_exact;
+    /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
+       GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
+    void (*gelu_mul)(float *g, const float *u, int n, const float *table);
     double (*sum_squares)(const float *x, int n);
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
@@ -912,22 +959,72 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
 static int infer__vocab_piece(const infer_vocab *v, infer_token t, char *buf, int size);
 static const char *infer__vocab_warning(const infer_vocab *v);
 
-/* ---- model.c ---- */
+/* ---- model.c (with arch.c): the model description the forward pass reads ----
+   One description covers every architecture: per-layer choices (head
+   sizes, RoPE, sliding window) and model-wide features (biases, extra
+   norms, activation, scales, soft-caps, experts) are data here, and the
+   forward pass reads them; it never asks which family a model is. */
+
+/* RoPE as one layer applies it (ggml's rope with YaRN and frequency
+   factors: theta_i = pos * base^(-2i/n_rot) / freqs[i], then scaled). */
+typedef struct infer__rope {
+    int n_rot;          /* rotated values per head (the first n_rot) */
+    int neox;           /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
+    float base;
+    float freq_scale;   /* 1 / the linear or YaRN factor */
+    float ext_factor;   /* YaRN's extrapolation mix (0: none) */
+    float attn_factor;  /* scales cos and sin (LongRoPE's, YaRN's magnitude) */
+    float beta_fast, beta_slow;
+    int n_ctx_orig;     /* YaRN's original context */
+    const float *freqs; /* n_rot/2 divisors of the angles, or NULL */
+    const float *freqs_long; /* LongRoPE: the divisors for contexts beyond n_ctx_orig, or NULL */
+} infer__rope;
+#define INFER__MAX_ROPES 2 /* distinct RoPEs in one model (sliding vs global layers) */
+
 typedef struct infer__layer {
-    const infer__tensor *attn_norm, *wq, *wk, *wv, *wo;
-    const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down;
+    /* attention; bq, bk, bv, bo, q_norm, k_norm and post_attn_norm may be NULL */
+    const infer__tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *post_attn_norm;
+    /* feed-forward: dense (w_gate, w_up, w_down) or experts (router and the
+       three stacked expert tensors); post_ffn_norm may be NULL */
+    const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    const infer__tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
+    int window; /* keys a query sees (sliding window), 0: all of them */
+    int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
 } infer__layer;
+
+typedef enum infer__act { INFER__ACT_SILU, INFER__ACT_GELU } infer__act;
+typedef enum infer__gating {
+    INFER__GATING_SOFTMAX,     /* softmax over all experts, then the top k */
+    INFER__GATING_SOFTMAX_TOPK /* the top k logits, then softmax over those */
+} infer__gating;
 
 struct infer_model {
     infer_gguf *gguf;
     infer_vocab *vocab;
     char arch[32];
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
+    int q_dim, kv_dim;  /* n_heads * head_dim, n_kv_heads * head_dim */
     int n_ctx_train, rope_dim;
     float rope_base, norm_eps;
+    /* features, as data */
+    infer__act act;      /* of the gated feed-forward */
+    float embd_scale;    /* embeddings times this (gemma: sqrt(dim)), 0: no */
+    float attn_scale;    /* on the scores, or on q when attn_scale_q */
+    int attn_scale_q;    /* q is scaled before q.K (and rounded so) */
+    float attn_softcap;  /* scores become c * tanh(s / c), 0: no */
+    float final_softcap; /* logits likewise */
+    int n_expert, n_expert_used, expert_ffn;
+    infer__gating gating;
+    int expert_norm;     /* the chosen experts' weights renormalised to sum 1 */
+    int n_swa;           /* the sliding window of the layers that have one, 0: none */
+    infer__rope ropes[INFER__MAX_ROPES];
+    int n_ropes;
     const infer__tensor *tok_embd, *output_norm, *output; /* output may be tok_embd (tied) */
-    const float *rope_freqs; /* rope_dim/2 divisors of the angles (Llama 3.1), or NULL */
+    const float *rope_freqs; /* the global layers' RoPE factors, or NULL */
     infer__layer *layers;
+    infer__tensor *views; /* pieces of fused tensors (phi3's attn_qkv, gate+up) */
+    int n_views;
+    float *gelu_table;   /* GELU of every F16 value (llama.cpp's table), for GELU models */
     unsigned char *bound; /* during load: which file tensors the model uses */
     double load_ms;
     infer_device device;  /* where the forward pass runs: CPU or CUDA (gpu.c) */
@@ -935,6 +1032,57 @@ struct infer_model {
     char *device_note;    /* why auto chose the CPU, joined to the vocab's warning */
 };
 static const infer_vocab *infer__model_vocab(const infer_model *m);
+
+/* arch.c: the architectures as rows of data, and the per-layer tensors */
+enum {
+    INFER__A_NEOX = 1u << 0,       /* RoPE rotates pairs (i, i + n_rot/2), not (2i, 2i+1) */
+    INFER__A_GELU = 1u << 1,       /* GELU(tanh)-gated feed-forward, not SiLU */
+    INFER__A_EMBD_SCALE = 1u << 2, /* embeddings times sqrt(dim) */
+    INFER__A_Q_SCALE = 1u << 3,    /* the attention scale multiplies q after RoPE, not the scores */
+    INFER__A_QKV_BIAS = 1u << 4,   /* q, k and v biases required */
+    INFER__A_QK_NORM = 1u << 5,    /* each q and k head RMS-normed before RoPE */
+    INFER__A_POST_NORMS = 1u << 6, /* RMSNorm on the attention and FFN outputs before the residual */
+    INFER__A_SOFTCAP = 1u << 7,    /* attention scores and logits soft-capped */
+    INFER__A_MOE = 1u << 8,        /* every layer's feed-forward is experts */
+    INFER__A_MOE_OPT = 1u << 9,    /* a layer with a router is experts (Mixtral under llama) */
+    INFER__A_FUSED = 1u << 10,     /* attn_qkv and gate+up in ffn_up may come fused (phi3) */
+    INFER__A_LONGROPE = 1u << 11   /* rope_factors_long/short (Phi-3's LongRoPE) */
+};
+
+typedef struct infer__arch {
+    const char *name;  /* general.architecture */
+    unsigned flags;
+    int swa_pattern;   /* n: layers with il % n < n - 1 see a sliding window; 0: none */
+    int swa_default;   /* the window when the file has no sliding_window key; 0: required */
+    float swa_rope_base; /* RoPE base of the sliding layers, unscaled; 0: the model's */
+    int no_rope_step;  /* n: layers with il % n == n - 1 have no RoPE; 0: all have it */
+} infer__arch;
+
+/* Sizes a tensor's shape is written in. */
+enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER__D_HEAD, INFER__D_EXPERTS,
+       INFER__D_EXPERT_FFN };
+
+/* When a per-layer tensor must be there. */
+enum {
+    INFER__T_ALWAYS,   /* every layer */
+    INFER__T_OPTIONAL, /* bound where the file has it */
+    INFER__T_FLAG,     /* required where the architecture has `flag`, else not part of it */
+    INFER__T_UNFUSED,  /* q, k, v: required unless the layer's attn_qkv holds them */
+    INFER__T_DENSE,    /* gate, up, down: required unless the layer is experts (gate: or fused in up) */
+    INFER__T_EXPERT    /* required where the layer is experts */
+};
+
+typedef struct infer__tensor_spec {
+    const char *suffix; /* blk.N.<suffix> */
+    size_t field;       /* offsetof(infer__layer, the tensor) */
+    unsigned char ne0, ne1, ne2; /* INFER__D_*: [ne0] a vector, [ne0, ne1] a matrix, [ne0, ne1, ne2] experts */
+    unsigned char when;
+    unsigned flag;
+} infer__tensor_spec;
+
+static const infer__arch *infer__arch_find(const char *name);
+static void infer__arch_list(char *buf, size_t size); /* "llama, qwen2, ..." */
+static const infer__tensor_spec *infer__arch_layer_tensors(int *n);
 
 /* ---- threads.c: a persistent pool; the caller is worker 0 ---- */
 typedef void (*infer__task_fn)(void *arg, int ith, int nth);
@@ -3800,6 +3948,87 @@ INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size) {
 
 static const char *infer__vocab_warning(const infer_vocab *v) { return v->warning[0] ? v->warning : NULL; }
 
+/* ==== src/arch.c ==== */
+/* arch.c - the architectures infer.h runs, as data: one row per GGUF
+   general.architecture (what differs: RoPE pairing, activation, scales,
+   norms, sliding windows, experts) and one table of the per-layer tensors
+   a model binds, each with its shape and when it is required. model.c
+   reads both; the forward pass reads only the description they make.
+
+   To add an architecture: give it a row below (the flags it needs, its
+   sliding-window pattern), add any hyperparameter rule it has that is not
+   a key (model.c, infer__model_load_hparams), and, if it brings a new
+   operation, a flag here, a field in infer_model or infer__layer, and the
+   step in forward.c. Tensors the description does not bind are refused. */
+
+static const infer__arch infer__archs[] = {
+    /* name, flags, sliding-window pattern and default window, sliding layers' RoPE base, no-RoPE step */
+    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0},
+    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0},
+    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0},
+    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0},
+    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0},
+    {"gemma2", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
+                   INFER__A_SOFTCAP, 2, 4096, 0, 0},
+    {"gemma3", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
+                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0},
+    /* phi3's sliding_window key is ignored, as llama.cpp does (its
+       converters wrote windows the models were not trained with) */
+    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0},
+    {"smollm3", 0, 0, 0, 0, 4},
+};
+#define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
+
+static const infer__arch *infer__arch_find(const char *name) {
+    int i;
+    for (i = 0; i < INFER__N_ARCHS; i++)
+        if (!strcmp(infer__archs[i].name, name)) return &infer__archs[i];
+    return NULL;
+}
+
+/* "llama, qwen2, ..." for messages */
+static void infer__arch_list(char *buf, size_t size) {
+    size_t at = 0;
+    int i;
+    buf[0] = 0;
+    for (i = 0; i < INFER__N_ARCHS && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? ", " : "", infer__archs[i].name);
+}
+
+#define INFER__L(f) offsetof(infer__layer, f)
+static const infer__tensor_spec infer__layer_tensors[] = {
+    {"attn_norm.weight", INFER__L(attn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0},
+    {"attn_q.weight", INFER__L(wq), INFER__D_DIM, INFER__D_Q, 0, INFER__T_UNFUSED, 0},
+    {"attn_k.weight", INFER__L(wk), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0},
+    {"attn_v.weight", INFER__L(wv), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0},
+    {"attn_q.bias", INFER__L(bq), INFER__D_Q, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
+    {"attn_k.bias", INFER__L(bk), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
+    {"attn_v.bias", INFER__L(bv), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
+    {"attn_q_norm.weight", INFER__L(q_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM},
+    {"attn_k_norm.weight", INFER__L(k_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM},
+    {"attn_output.weight", INFER__L(wo), INFER__D_Q, INFER__D_DIM, 0, INFER__T_ALWAYS, 0},
+    {"attn_output.bias", INFER__L(bo), INFER__D_DIM, 0, 0, INFER__T_OPTIONAL, 0},
+    {"post_attention_norm.weight", INFER__L(post_attn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS},
+    {"ffn_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0},
+    {"ffn_gate.weight", INFER__L(w_gate), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0},
+    {"ffn_up.weight", INFER__L(w_up), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0},
+    {"ffn_down.weight", INFER__L(w_down), INFER__D_FFN, INFER__D_DIM, 0, INFER__T_DENSE, 0},
+    {"ffn_gate_inp.weight", INFER__L(ffn_router), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_EXPERT, 0},
+    {"ffn_gate_exps.weight", INFER__L(gate_exps), INFER__D_DIM, INFER__D_EXPERT_FFN, INFER__D_EXPERTS,
+     INFER__T_EXPERT, 0},
+    {"ffn_up_exps.weight", INFER__L(up_exps), INFER__D_DIM, INFER__D_EXPERT_FFN, INFER__D_EXPERTS, INFER__T_EXPERT,
+     0},
+    {"ffn_down_exps.weight", INFER__L(down_exps), INFER__D_EXPERT_FFN, INFER__D_DIM, INFER__D_EXPERTS,
+     INFER__T_EXPERT, 0},
+    {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS},
+};
+#undef INFER__L
+
+static const infer__tensor_spec *infer__arch_layer_tensors(int *n) {
+    *n = (int)(sizeof infer__layer_tensors / sizeof infer__layer_tensors[0]);
+    return infer__layer_tensors;
+}
+
 /* ==== src/model.c ==== */
 /* model.c - a model: hyperparameters from GGUF metadata and the named
    weight tensors, checked for shape and format once, at load. */
@@ -3813,11 +4042,66 @@ INFERDEF infer_model_params infer_model_default_params(void) {
 
 static const infer_vocab *infer__model_vocab(const infer_model *m) { return m->vocab; }
 
-/* Finds a weight and checks its shape; ne1 = 0 for a vector. */
+/* The size a shape symbol stands for in this model. */
+static int64_t infer__model_size_of(const infer_model *m, int d) {
+    switch (d) {
+    case INFER__D_DIM: return m->dim;
+    case INFER__D_Q: return m->q_dim;
+    case INFER__D_KV: return m->kv_dim;
+    case INFER__D_FFN: return m->ffn_dim;
+    case INFER__D_HEAD: return m->head_dim;
+    case INFER__D_EXPERTS: return m->n_expert;
+    case INFER__D_EXPERT_FFN: return m->expert_ffn;
+    }
+    return 0;
+}
+
+/* Checks a weight the model uses: shape [ne0] (ne1 = 0), [ne0, ne1] or
+   [ne0, ne1, ne2], format, and marks it bound. */
+static const infer__tensor *infer__model_check(infer_model *m, const infer__tensor *t, int64_t ne0, int64_t ne1,
+                                               int64_t ne2, infer_error *err, int *ok) {
+    const infer__type_traits *tt;
+    int dims = ne2 ? 3 : ne1 ? 2 : 1;
+    if (!*ok) return NULL;
+    if (t->n_dims != dims || t->ne[0] != ne0 || (dims > 1 && t->ne[1] != ne1) || (dims > 2 && t->ne[2] != ne2)) {
+        if (dims == 3)
+            infer__set_error(err, INFER_ERR_FORMAT,
+                             "tensor %s has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld] from the metadata",
+                             t->name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)ne0,
+                             (long long)ne1, (long long)ne2);
+        else
+            infer__set_error(err, INFER_ERR_FORMAT, "tensor %s has shape [%lld, %lld], expected [%lld, %lld] from the metadata",
+                             t->name, (long long)t->ne[0], (long long)t->ne[1], (long long)ne0,
+                             (long long)(ne1 ? ne1 : 1));
+        *ok = 0;
+        return NULL;
+    }
+    if (t >= m->gguf->tensors && t < m->gguf->tensors + m->gguf->n_tensors) m->bound[t - m->gguf->tensors] = 1;
+    tt = infer__traits(t->type);
+    if (!tt->is_supported) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: weight format %s is not supported", t->name, tt->name);
+        *ok = 0;
+        return NULL;
+    }
+    if (dims > 1 && ne0 % infer__traits(tt->vec_dot_type)->block_size != 0) {
+        infer__set_error(err, INFER_ERR_FORMAT, "tensor %s: rows of %lld do not fit %s activation blocks", t->name,
+                         (long long)ne0, infer__traits(tt->vec_dot_type)->name);
+        *ok = 0;
+        return NULL;
+    }
+    if (dims == 1 && t->type != INFER_TYPE_F32) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: norm weights and biases must be F32, not %s", t->name,
+                         tt->name);
+        *ok = 0;
+        return NULL;
+    }
+    return t;
+}
+
+/* Finds a weight by name and checks it; NULL (an error if required) when absent. */
 static const infer__tensor *infer__model_weight(infer_model *m, const char *name, int64_t ne0, int64_t ne1,
                                                 int required, infer_error *err, int *ok) {
     const infer__tensor *t = infer__gguf_tensor(m->gguf, name);
-    const infer__type_traits *tt;
     if (!*ok) return NULL;
     if (!t) {
         if (required) {
@@ -3826,39 +4110,20 @@ static const infer__tensor *infer__model_weight(infer_model *m, const char *name
         }
         return NULL;
     }
-    if (t->ne[0] != ne0 || (ne1 ? t->ne[1] != ne1 || t->n_dims != 2 : t->n_dims != 1)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "tensor %s has shape [%lld, %lld], expected [%lld, %lld]", name,
-                         (long long)t->ne[0], (long long)t->ne[1], (long long)ne0, (long long)(ne1 ? ne1 : 1));
-        *ok = 0;
-        return NULL;
-    }
-    m->bound[t - m->gguf->tensors] = 1;
-    tt = infer__traits(t->type);
-    if (!tt->is_supported) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: weight format %s is not supported", name, tt->name);
-        *ok = 0;
-        return NULL;
-    }
-    if (ne1 && ne0 % infer__traits(tt->vec_dot_type)->block_size != 0) {
-        infer__set_error(err, INFER_ERR_FORMAT, "tensor %s: rows of %lld do not fit %s activation blocks", name,
-                         (long long)ne0, infer__traits(tt->vec_dot_type)->name);
-        *ok = 0;
-        return NULL;
-    }
-    if (!ne1 && t->type != INFER_TYPE_F32) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: norm weights must be F32, not %s", name, tt->name);
-        *ok = 0;
-        return NULL;
-    }
-    return t;
+    return infer__model_check(m, t, ne0, ne1, 0, err, ok);
 }
 
-/* Reads {arch}.suffix as an integer into *out; required ones must exist. */
+/* Reads {arch}.suffix as an integer into *out; required ones must exist.
+   A key of another type (an array, a string) is an error, not a default. */
 static int infer__model_hparam(infer_model *m, const char *suffix, int *out, int required, infer_error *err) {
     char key[128];
     int64_t v;
     snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
     if (!infer__gguf_get_int(m->gguf, key, &v)) {
+        if (infer__gguf_kv(m->gguf, key)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not a single integer", key);
+            return 0;
+        }
         if (!required) return 1;
         infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks %s", key);
         return 0;
@@ -3871,55 +4136,333 @@ static int infer__model_hparam(infer_model *m, const char *suffix, int *out, int
     return 1;
 }
 
-static int infer__model_load_hparams(infer_model *m, infer_error *err) {
+/* Reads {arch}.suffix as a float into *out (left alone when absent): it
+   must be finite and, unless may_be_zero, positive. */
+static int infer__model_fparam(infer_model *m, const char *suffix, float *out, int may_be_zero, infer_error *err) {
     char key[128];
     double f;
-    infer__str arch;
-    if (!infer__gguf_get_str(m->gguf, "general.architecture", &arch)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks general.architecture");
+    snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
+    if (!infer__gguf_get_float(m->gguf, key, &f)) {
+        if (!infer__gguf_kv(m->gguf, key)) return 1;
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not a number", key);
         return 0;
     }
-    if (arch.n >= sizeof m->arch) arch.n = sizeof m->arch - 1;
-    memcpy(m->arch, arch.p, (size_t)arch.n);
-    m->arch[arch.n] = 0;
-    if (strcmp(m->arch, "llama") != 0) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "model architecture '%s' is not supported (supported: llama)",
-                         m->arch);
+    if (!(f == f) || f > FLT_MAX || f < (may_be_zero ? 0.0 : FLT_MIN)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %g is out of range", key, f);
         return 0;
     }
+    *out = (float)f;
+    return 1;
+}
+
+/* RoPE scaling: {arch}.rope.scaling.* (type none, linear, yarn or
+   longrope), as llama.cpp reads them; fills the global layers' RoPE. */
+static int infer__model_rope_scaling(infer_model *m, infer__rope *r, infer_error *err) {
+    char key[128];
+    infer__str type;
+    float factor = 0, attn_factor = 1, yarn_attn = 1, ext = -1;
+    int yarn = 0, none = 0, orig = 0;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch);
+    if (infer__gguf_get_str(m->gguf, key, &type)) {
+#define INFER__IS(s) (type.n == sizeof(s) - 1 && !memcmp(type.p, s, sizeof(s) - 1))
+        if (INFER__IS("yarn")) yarn = 1;
+        else if (INFER__IS("none")) none = 1;
+        else if (!INFER__IS("linear") && !INFER__IS("longrope")) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "model metadata %s = '%.*s' is not supported (none, linear, yarn, longrope)",
+                             key, (int)INFER__MIN(type.n, 32), type.p);
+            return 0;
+        }
+#undef INFER__IS
+    }
+    if (!infer__model_fparam(m, "rope.scaling.factor", &factor, 1, err)) return 0;
+    if (factor == 0 && !infer__model_fparam(m, "rope.scale_linear", &factor, 1, err)) return 0;
+    if (!infer__model_fparam(m, "rope.scaling.attn_factor", &attn_factor, 0, err) ||
+        !infer__model_fparam(m, "rope.scaling.yarn_attn_factor", &yarn_attn, 0, err) ||
+        !infer__model_fparam(m, "rope.scaling.yarn_ext_factor", &ext, 1, err) ||
+        !infer__model_fparam(m, "rope.scaling.yarn_beta_fast", &r->beta_fast, 0, err) ||
+        !infer__model_fparam(m, "rope.scaling.yarn_beta_slow", &r->beta_slow, 0, err) ||
+        !infer__model_hparam(m, "rope.scaling.original_context_length", &orig, 0, err))
+        return 0;
+    r->freq_scale = none || factor == 0 ? 1.0f : 1.0f / factor;
+    r->ext_factor = ext >= 0 ? ext : yarn ? 1.0f : 0.0f;
+    r->attn_factor = yarn_attn * attn_factor;
+    r->n_ctx_orig = orig ? orig : m->n_ctx_train;
+    return 1;
+}
+
+static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
+    int k_len = 0, v_len = 0;
+    infer__rope *r = &m->ropes[0];
     if (!infer__model_hparam(m, "embedding_length", &m->dim, 1, err) ||
         !infer__model_hparam(m, "block_count", &m->n_layers, 1, err) ||
         !infer__model_hparam(m, "attention.head_count", &m->n_heads, 1, err) ||
-        !infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, 1, err))
+        !infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, !(a->flags & INFER__A_MOE), err))
         return 0;
     m->n_kv_heads = m->n_heads;
     m->n_ctx_train = 2048;
     if (!infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err) ||
-        !infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err))
+        !infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err) ||
+        !infer__model_hparam(m, "attention.key_length", &k_len, 0, err) ||
+        !infer__model_hparam(m, "attention.value_length", &v_len, 0, err))
         return 0;
-    if (m->dim % m->n_heads != 0 || m->n_heads % m->n_kv_heads != 0) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model has %d heads and %d KV heads for dimension %d", m->n_heads,
-                         m->n_kv_heads, m->dim);
+    if (m->n_heads % m->n_kv_heads != 0) {
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.attention.head_count %d is not a multiple of head_count_kv %d",
+                         m->arch, m->n_heads, m->n_kv_heads);
         return 0;
     }
-    m->head_dim = m->dim / m->n_heads;
+    if (!k_len && m->dim % m->n_heads != 0) {
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.embedding_length %d is not a multiple of attention.head_count %d",
+                         m->arch, m->dim, m->n_heads);
+        return 0;
+    }
+    m->head_dim = k_len ? k_len : m->dim / m->n_heads;
+    if (v_len && v_len != m->head_dim) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "%s.attention.value_length %d differs from key_length %d",
+                         m->arch, v_len, m->head_dim);
+        return 0;
+    }
+    if ((int64_t)m->n_heads * m->head_dim > (1 << 20)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "%s: %d heads of %d values are out of range", m->arch, m->n_heads,
+                         m->head_dim);
+        return 0;
+    }
+    m->q_dim = m->n_heads * m->head_dim;
+    m->kv_dim = m->n_kv_heads * m->head_dim;
     m->rope_dim = m->head_dim;
     if (!infer__model_hparam(m, "rope.dimension_count", &m->rope_dim, 0, err)) return 0;
     if (m->rope_dim > m->head_dim || m->rope_dim % 2) {
-        infer__set_error(err, INFER_ERR_FORMAT, "rope dimension %d does not fit head size %d", m->rope_dim, m->head_dim);
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.rope.dimension_count %d does not fit heads of %d", m->arch,
+                         m->rope_dim, m->head_dim);
         return 0;
     }
     m->rope_base = 10000.0f;
-    snprintf(key, sizeof key, "%s.rope.freq_base", m->arch);
-    if (infer__gguf_get_float(m->gguf, key, &f)) m->rope_base = (float)f;
     m->norm_eps = 1e-5f;
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", m->arch);
-    if (infer__gguf_get_float(m->gguf, key, &f)) m->norm_eps = (float)f;
+    if (!infer__model_fparam(m, "rope.freq_base", &m->rope_base, 0, err) ||
+        !infer__model_fparam(m, "attention.layer_norm_rms_epsilon", &m->norm_eps, 0, err))
+        return 0;
+
+    /* RoPE: the global layers' (with any scaling), and the sliding layers'
+       where the architecture fixes their base */
+    r->n_rot = m->rope_dim;
+    r->neox = (a->flags & INFER__A_NEOX) != 0;
+    r->base = m->rope_base;
+    r->beta_fast = 32.0f;
+    r->beta_slow = 1.0f;
+    if (!infer__model_rope_scaling(m, r, err)) return 0;
+    m->n_ropes = 1;
+    if (a->swa_rope_base > 0) {
+        m->ropes[1] = *r;
+        m->ropes[1].base = a->swa_rope_base;
+        m->ropes[1].freq_scale = 1.0f;
+        m->n_ropes = 2;
+    }
+
+    /* sliding window */
+    if (a->swa_pattern) {
+        char key[128];
+        m->n_swa = a->swa_default;
+        if (!infer__model_hparam(m, "attention.sliding_window", &m->n_swa, !a->swa_default, err)) return 0;
+        if (m->n_swa > m->n_ctx_train) {
+            snprintf(key, sizeof key, "%s.attention.sliding_window", m->arch);
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %d is larger than %s.context_length %d", key,
+                             m->n_swa, m->arch, m->n_ctx_train);
+            return 0;
+        }
+    }
+
+    /* features */
+    m->act = a->flags & INFER__A_GELU ? INFER__ACT_GELU : INFER__ACT_SILU;
+    m->embd_scale = a->flags & INFER__A_EMBD_SCALE ? sqrtf((float)m->dim) : 0.0f;
+    m->attn_scale_q = (a->flags & INFER__A_Q_SCALE) != 0;
+    m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
+    /* Gemma 2 and 3 27B scale queries by 1/sqrt(dim / heads) (their
+       query_pre_attn_scalar), told apart by their layer count as llama.cpp does */
+    if ((!strcmp(m->arch, "gemma2") && m->n_layers == 46) || (!strcmp(m->arch, "gemma3") && m->n_layers == 62))
+        m->attn_scale = 1.0f / sqrtf((float)(m->dim / m->n_heads));
+    if (!infer__model_fparam(m, "attention.scale", &m->attn_scale, 0, err)) return 0;
+    if (a->flags & INFER__A_SOFTCAP) {
+        m->attn_softcap = 50.0f;
+        m->final_softcap = 30.0f;
+        if (!infer__model_fparam(m, "attn_logit_softcapping", &m->attn_softcap, 0, err) ||
+            !infer__model_fparam(m, "final_logit_softcapping", &m->final_softcap, 0, err))
+            return 0;
+    }
+
+    /* experts: counts, the experts' FFN width, gating and normalisation */
+    m->expert_ffn = m->ffn_dim;
+    if (a->flags & (INFER__A_MOE | INFER__A_MOE_OPT)) {
+        char key[128];
+        int gating = 1, required = (a->flags & INFER__A_MOE) != 0;
+        int64_t v = -1;
+        snprintf(key, sizeof key, "%s.expert_count", m->arch);
+        if (infer__gguf_get_int(m->gguf, key, &v) || required) {
+            if (v == 0) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = 0: an experts model needs experts", key);
+                return 0;
+            }
+            if (!infer__model_hparam(m, "expert_count", &m->n_expert, 1, err) ||
+                !infer__model_hparam(m, "expert_used_count", &m->n_expert_used, 1, err) ||
+                !infer__model_hparam(m, "expert_feed_forward_length", &m->expert_ffn, 0, err) ||
+                !infer__model_hparam(m, "expert_gating_func", &gating, 0, err))
+                return 0;
+            if (!m->expert_ffn) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks %s.expert_feed_forward_length", m->arch);
+                return 0;
+            }
+            if (m->n_expert_used > m->n_expert || m->n_expert > 512) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.expert_used_count %d exceeds expert_count %d",
+                                 m->arch, m->n_expert_used, m->n_expert);
+                return 0;
+            }
+            if (gating != 1 && gating != 3) {
+                infer__set_error(err, INFER_ERR_UNSUPPORTED,
+                                 "model metadata %s.expert_gating_func = %d is not supported (1 softmax, 3 softmax of the chosen)",
+                                 m->arch, gating);
+                return 0;
+            }
+            m->gating = gating == 3 ? INFER__GATING_SOFTMAX_TOPK : INFER__GATING_SOFTMAX;
+            m->expert_norm = 1;
+            snprintf(key, sizeof key, "%s.expert_weights_norm", m->arch);
+            infer__gguf_get_bool(m->gguf, key, &m->expert_norm);
+        }
+    }
+
     return 1;
 }
 
-static int infer__model_bind_weights(infer_model *m, infer_error *err) {
-    int ok = 1, l, kv_dim = m->n_kv_heads * m->head_dim;
+/* A row view of a fused tensor: rows [r0, r0 + rows) of t, as a tensor of its own. */
+static const infer__tensor *infer__model_view(infer_model *m, const infer__tensor *t, int64_t r0, int64_t rows,
+                                              const char *part) {
+    infer__tensor *v = &m->views[m->n_views++];
+    size_t row = infer__row_size(t->type, t->ne[0]);
+    char name[160];
+    *v = *t;
+    snprintf(name, sizeof name, "%s[%s]", t->name, part);
+    v->name = infer__strndup(name, strlen(name));
+    v->ne[1] = rows;
+    v->offset = t->offset + (uint64_t)r0 * row;
+    v->nbytes = (size_t)rows * row;
+    v->data = (const uint8_t *)t->data + (size_t)r0 * row;
+    return v;
+}
+
+/* Binds one layer's tensors from the table: which are there, their shapes,
+   fused tensors split into views. */
+static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l, infer_error *err, int *ok) {
+    infer__layer *L = &m->layers[l];
+    const infer__tensor *qkv = NULL, *up = NULL, *gate;
+    char name[96];
+    int i, n_specs, moe = (a->flags & INFER__A_MOE) != 0, fused_ffn = 0;
+    const infer__tensor_spec *specs = infer__arch_layer_tensors(&n_specs);
+    if (a->flags & INFER__A_MOE_OPT) {
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
+        moe = infer__gguf_tensor(m->gguf, name) != NULL;
+        if (moe && !m->n_expert) {
+            infer__set_error(err, INFER_ERR_FORMAT, "tensor %s is there but the metadata lacks %s.expert_count", name,
+                             m->arch);
+            *ok = 0;
+            return;
+        }
+    }
+    if (a->flags & INFER__A_FUSED) {
+        snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", l);
+        if ((qkv = infer__gguf_tensor(m->gguf, name)) != NULL) {
+            qkv = infer__model_check(m, qkv, m->dim, m->q_dim + 2 * m->kv_dim, 0, err, ok);
+            if (!*ok) return;
+            L->wq = infer__model_view(m, qkv, 0, m->q_dim, "q");
+            L->wk = infer__model_view(m, qkv, m->q_dim, m->kv_dim, "k");
+            L->wv = infer__model_view(m, qkv, m->q_dim + m->kv_dim, m->kv_dim, "v");
+        }
+        snprintf(name, sizeof name, "blk.%d.ffn_gate.weight", l);
+        gate = infer__gguf_tensor(m->gguf, name);
+        snprintf(name, sizeof name, "blk.%d.ffn_up.weight", l);
+        up = infer__gguf_tensor(m->gguf, name);
+        if (!moe && !gate && up && up->n_dims == 2 && up->ne[1] == 2 * (int64_t)m->ffn_dim) {
+            up = infer__model_check(m, up, m->dim, 2 * (int64_t)m->ffn_dim, 0, err, ok);
+            if (!*ok) return;
+            L->w_gate = infer__model_view(m, up, 0, m->ffn_dim, "gate"); /* gate is the first half */
+            L->w_up = infer__model_view(m, up, m->ffn_dim, m->ffn_dim, "up");
+            fused_ffn = 1;
+        }
+    }
+    for (i = 0; i < n_specs && *ok; i++) {
+        const infer__tensor_spec *s = &specs[i];
+        const infer__tensor **field = (const infer__tensor **)((char *)L + s->field);
+        const infer__tensor *t;
+        int required;
+        switch (s->when) {
+        case INFER__T_ALWAYS: required = 1; break;
+        case INFER__T_OPTIONAL: required = 0; break;
+        case INFER__T_FLAG:
+            if (!(a->flags & s->flag)) continue; /* not part of this architecture: left unbound */
+            required = 1;
+            break;
+        case INFER__T_UNFUSED:
+            if (qkv) continue;
+            required = 1;
+            break;
+        case INFER__T_DENSE:
+            if (moe || (fused_ffn && (s->field == offsetof(infer__layer, w_gate) || s->field == offsetof(infer__layer, w_up))))
+                continue;
+            required = 1;
+            break;
+        default: /* INFER__T_EXPERT */
+            if (!moe) continue;
+            required = 1;
+        }
+        snprintf(name, sizeof name, "blk.%d.%s", l, s->suffix);
+        t = infer__gguf_tensor(m->gguf, name);
+        if (!t) {
+            if (required) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model has no tensor %s (required by %s)", name, m->arch);
+                *ok = 0;
+            }
+            continue;
+        }
+        *field = infer__model_check(m, t, infer__model_size_of(m, s->ne0), infer__model_size_of(m, s->ne1),
+                                    infer__model_size_of(m, s->ne2), err, ok);
+    }
+    /* the stacked experts as matrices of n_expert * rows: expert e is rows
+       [e * rows, (e + 1) * rows) */
+    if (*ok && L->gate_exps) {
+        const infer__tensor **st[3];
+        st[0] = &L->gate_exps, st[1] = &L->up_exps, st[2] = &L->down_exps;
+        for (i = 0; i < 3; i++) {
+            const infer__tensor *t = *st[i];
+            infer__tensor *v = (infer__tensor *)infer__model_view(m, t, 0, t->ne[1] * t->ne[2], "stacked");
+            v->n_dims = 2;
+            v->ne[2] = 1;
+            *st[i] = v;
+        }
+    }
+    /* where this layer's attention looks and how it turns */
+    L->window = 0;
+    L->rope = 0;
+    if (a->swa_pattern && l % a->swa_pattern < a->swa_pattern - 1) {
+        L->window = m->n_swa;
+        if (m->n_ropes > 1) L->rope = 1;
+    }
+    if (a->no_rope_step && l % a->no_rope_step == a->no_rope_step - 1) L->rope = -1;
+}
+
+/* The GELU of every F16 value, rounded to F16 as llama.cpp's table is. */
+static int infer__model_gelu_table(infer_model *m, infer_error *err) {
+    uint32_t h;
+    m->gelu_table = (float *)INFER_MALLOC(65536 * sizeof(float));
+    if (!m->gelu_table) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    for (h = 0; h < 65536; h++) {
+        float x = infer__fp16_to_fp32((uint16_t)h);
+        float g = 0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
+        m->gelu_table[h] = infer__fp16_to_fp32(infer__fp32_to_fp16(g));
+    }
+    return 1;
+}
+
+static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer_error *err) {
+    int ok = 1, l;
     int64_t i;
     const infer__tensor *emb = infer__gguf_tensor(m->gguf, "token_embd.weight");
     m->bound = (unsigned char *)infer__calloc((size_t)m->gguf->n_tensors, 1);
@@ -3944,7 +4487,15 @@ static int infer__model_bind_weights(infer_model *m, infer_error *err) {
     {
         const infer__tensor *rf = infer__model_weight(m, "rope_freqs.weight", m->rope_dim / 2, 0, 0, err, &ok);
         m->rope_freqs = rf ? (const float *)rf->data : NULL;
+        m->ropes[0].freqs = m->rope_freqs;
+        if (a->flags & INFER__A_LONGROPE) { /* short factors up to the original context, long beyond */
+            const infer__tensor *lo = infer__model_weight(m, "rope_factors_long.weight", m->rope_dim / 2, 0, 0, err, &ok);
+            const infer__tensor *sh = infer__model_weight(m, "rope_factors_short.weight", m->rope_dim / 2, 0, 0, err, &ok);
+            if (!m->rope_freqs && sh) m->ropes[0].freqs = (const float *)sh->data;
+            if (!m->rope_freqs && lo) m->ropes[0].freqs_long = (const float *)lo->data;
+        }
     }
+    if (!ok) return 0;
     /* every layer has its own tensors: a count the file cannot hold is a
        corrupt header, refused before allocating per-layer tables for it */
     if (m->n_layers > m->gguf->n_tensors) {
@@ -3953,36 +4504,43 @@ static int infer__model_bind_weights(infer_model *m, infer_error *err) {
         return 0;
     }
     m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
-    if (!m->layers || !m->bound) {
+    m->views = (infer__tensor *)infer__calloc((size_t)m->n_layers * 8, sizeof(infer__tensor));
+    if (!m->layers || !m->views) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }
-    for (l = 0; l < m->n_layers && ok; l++) {
-        infer__layer *L = &m->layers[l];
-        char name[96];
-#define INFER__W(field, suffix, ne0, ne1)                                      \
-        snprintf(name, sizeof name, "blk.%d." suffix, l);                      \
-        L->field = infer__model_weight(m, name, ne0, ne1, 1, err, &ok)
-        INFER__W(attn_norm, "attn_norm.weight", m->dim, 0);
-        INFER__W(wq, "attn_q.weight", m->dim, m->dim);
-        INFER__W(wk, "attn_k.weight", m->dim, kv_dim);
-        INFER__W(wv, "attn_v.weight", m->dim, kv_dim);
-        INFER__W(wo, "attn_output.weight", m->dim, m->dim);
-        INFER__W(ffn_norm, "ffn_norm.weight", m->dim, 0);
-        INFER__W(w_gate, "ffn_gate.weight", m->dim, m->ffn_dim);
-        INFER__W(w_up, "ffn_up.weight", m->dim, m->ffn_dim);
-        INFER__W(w_down, "ffn_down.weight", m->ffn_dim, m->dim);
-#undef INFER__W
-    }
+    for (l = 0; l < m->n_layers && ok; l++) infer__model_bind_layer(m, a, l, err, &ok);
     /* a tensor the forward pass would ignore means a variant we do not
-       implement (biases, extra norms): refuse rather than compute wrongly */
+       implement: refuse rather than compute wrongly */
     for (i = 0; i < m->gguf->n_tensors && ok; i++)
         if (!m->bound[i]) {
             infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s is not part of the %s architecture as implemented",
                              m->gguf->tensors[i].name, m->arch);
             ok = 0;
         }
+    if (ok && m->act == INFER__ACT_GELU && !infer__model_gelu_table(m, err)) ok = 0;
     return ok;
+}
+
+/* Reads general.architecture and finds its row. */
+static const infer__arch *infer__model_arch(infer_model *m, infer_error *err) {
+    infer__str arch;
+    const infer__arch *a;
+    char list[256];
+    if (!infer__gguf_get_str(m->gguf, "general.architecture", &arch)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks general.architecture");
+        return NULL;
+    }
+    if (arch.n >= sizeof m->arch) arch.n = sizeof m->arch - 1;
+    memcpy(m->arch, arch.p, (size_t)arch.n);
+    m->arch[arch.n] = 0;
+    a = infer__arch_find(m->arch);
+    if (!a) {
+        infer__arch_list(list, sizeof list);
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "model architecture '%s' is not supported (supported: %s)", m->arch,
+                         list);
+    }
+    return a;
 }
 
 static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_params *params, double t0,
@@ -4019,7 +4577,8 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
             infer__set_error(err, INFER_ERR_FORMAT, "file ends before its tensor data (a vocab-only file?)");
             goto fail;
         }
-        if (!infer__model_load_hparams(m, err) || !infer__model_bind_weights(m, err)) goto fail;
+        const infer__arch *a = infer__model_arch(m, err);
+        if (!a || !infer__model_load_hparams(m, a, err) || !infer__model_bind_weights(m, a, err)) goto fail;
         if (!infer__model_place(m, params->device, err)) goto fail;
     }
     INFER_FREE(m->bound);
@@ -4043,11 +4602,15 @@ INFERDEF infer_model *infer_model_load_memory(const void *data, size_t size, con
 }
 
 INFERDEF void infer_model_free(infer_model *m) {
+    int i;
     if (!m) return;
     infer__model_unplace(m);
     INFER_FREE(m->device_note);
     if (m->vocab) infer__vocab_free(m->vocab);
     INFER_FREE(m->layers);
+    for (i = 0; m->views && i < m->n_views; i++) INFER_FREE((char *)m->views[i].name);
+    INFER_FREE(m->views);
+    INFER_FREE(m->gelu_table);
     INFER_FREE(m->bound);
     infer_gguf_close(m->gguf);
     INFER_FREE(m);
@@ -8866,6 +9429,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q6_K] = infer__pack_q6_K_size;
         k->pack[INFER_TYPE_Q6_K] = infer__pack_q6_K;
         k->gemm_packed[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm_packed;
+        k->gemm_packed_f16_exact = k->gemm_packed[INFER_TYPE_F16];
         k->gemm_packed[INFER_TYPE_F16] = infer__vnni_f16_gemm_packed;
     }
     if (__builtin_cpu_supports("avx512bf16")) {
@@ -9455,8 +10019,8 @@ static int infer__simd_neon_install(infer__kernels *k) {
 }
 
 /* ==== src/vecmath.c ==== */
-/* vecmath.c - the elementwise math of the forward pass (the SiLU-gated
-   product and RMSNorm's sum of squares), plain C and, where the CPU has
+/* vecmath.c - the elementwise math of the forward pass (the SiLU- and
+   GELU-gated products and RMSNorm's sum of squares), plain C and, where the CPU has
    them, AVX-512 and AVX2 versions (NEON uses the plain C): per token these touch every activation,
    so in prompt processing they add up to a real share of the time.
    exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
@@ -9466,6 +10030,17 @@ static int infer__simd_neon_install(infer__kernels *k) {
 static void infer__silu_mul_ref(float *g, const float *u, int n) {
     int i;
     for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* g[i] = gelu(g[i]) * u[i], GELU as llama.cpp's CPU computes it: looked up
+   in a table of every F16 value (table[h] = the F16 rounding of GELU(h)),
+   with g rounded to F16 first; 0 below -10 and g itself above 10. */
+static void infer__gelu_mul_ref(float *g, const float *u, int n, const float *table) {
+    int i;
+    for (i = 0; i < n; i++) {
+        float x = g[i];
+        g[i] = (x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[infer__fp32_to_fp16(x)]) * u[i];
+    }
 }
 
 /* The sum of x[i]^2, each square rounded to float first (as llama.cpp's
@@ -9504,6 +10079,20 @@ INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n
         __m512 x = _mm512_maskz_loadu_ps(m, g + i);
         __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), infer__avx512_exp(_mm512_sub_ps(_mm512_setzero_ps(), x))));
         _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+/* The table lookup 16 lanes at a time: F16 rounding by vcvtps2ph, then a gather. */
+INFER__AVX512 static void infer__avx512_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512i h = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m512 y = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, h, table, 4);
+        y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(10.0f), _CMP_GE_OQ), y, x);
+        y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-10.0f), _CMP_GT_OQ), y);
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
     }
 }
 
@@ -9550,6 +10139,19 @@ INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
     infer__silu_mul_ref(g + i, u + i, n - i);
 }
 
+INFER__AVX2 static void infer__avx2_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256 y = _mm256_i32gather_ps(table, h, 4);
+        y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, _mm256_set1_ps(10.0f), _CMP_GE_OQ));
+        y = _mm256_and_ps(y, _mm256_cmp_ps(x, _mm256_set1_ps(-10.0f), _CMP_GT_OQ));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
+    }
+    infer__gelu_mul_ref(g + i, u + i, n - i, table);
+}
+
 INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
     double t[4];
@@ -9567,14 +10169,17 @@ INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
 /* After the ISA's kernels are in: the elementwise math for that ISA. */
 static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
+    k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
 #ifdef INFER__HAVE_X86
     if (k->isa == INFER__ISA_AVX2) {
         k->silu_mul = infer__avx2_silu_mul;
+        k->gelu_mul = infer__avx2_gelu_mul;
         k->sum_squares = infer__avx2_sum_squares;
     }
     if (k->isa == INFER__ISA_AVX512) {
         k->silu_mul = infer__avx512_silu_mul;
+        k->gelu_mul = infer__avx512_gelu_mul;
         k->sum_squares = infer__avx512_sum_squares;
     }
 #endif
@@ -9813,6 +10418,136 @@ static void infer__pool_barrier(infer__pool *p) {
 static int infer__atomic_next(int *v) { return __atomic_fetch_add(v, 1, __ATOMIC_RELAXED); }
 #endif
 
+/* ==== src/context.h ==== */
+/* context.h - what a context holds (KV cache, scratch, the plan of
+   products) and what attention.c, forward.c and the parts after them
+   share about it. */
+#ifndef INFER_CONTEXT_H
+#define INFER_CONTEXT_H
+
+/* ---- attention.c: the KV cache and attention over it ---- */
+#define INFER__ATT_TILE 64 /* keys per tile */
+#define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
+
+/* Layer l keeps position p at slot p % slots[l]: every position, or a ring
+   of a sliding window plus a batch. K as rows of kv_dim values per slot
+   (F16 or Q8_0); V in F16 transposed (a row of slots per value), in Q8_0
+   like K. */
+typedef struct infer__kv_cache {
+    infer_type type; /* F16 or Q8_0 */
+    int n_layers, n_ctx, kv_dim, head_dim;
+    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
+    int *slots;      /* per layer */
+    uint8_t **k, **v; /* per layer, into mem */
+    uint8_t *mem;
+    size_t bytes;
+    int hi;          /* one past the highest position written */
+} infer__kv_cache;
+
+/* Per-worker scratch of attention (INFER__ATT_ROWS query rows). */
+typedef struct infer__attn_scratch {
+    uint8_t *qx;      /* query rows in K's dot type */
+    float *s, *acc, *pv, *m, *l;
+    uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
+    float *vrow;
+} infer__attn_scratch;
+
+/* The shape of one layer's attention for a batch: n_tok tokens from
+   position pos0, q rows of n_heads heads (stride ldq), out likewise. */
+typedef struct infer__attn_batch {
+    const infer__kv_cache *kv;
+    const infer__kernels *kern;
+    int layer, pos0, n_tok, n_heads;
+    int window;    /* keys a query sees, 0: all */
+    float scale;   /* on the scores (after soft-capping) */
+    float softcap; /* scores become c * tanh(s / c), 0: no */
+    const float *q;
+    float *out;
+    int ldq, ldo;
+} infer__attn_batch;
+
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch,
+                          infer_error *err);
+static void infer__kv_free(infer__kv_cache *kv);
+static size_t infer__kv_bytes(const infer__kv_cache *kv);
+static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past);
+static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
+                            const float *v);
+static size_t infer__attn_scratch_floats(int head_dim);
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim);
+static int infer__attn_n_items(const infer__attn_batch *b);
+static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
+
+/* ---- forward.c: the context and the forward pass ---- */
+#define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
+
+/* A step of products that read the same input (q, k, v; gate, up): the
+   input is converted once per activation type it needs, and the workers
+   split the rows of all of them. */
+typedef struct infer__product {
+    int n_ops, n_x;
+    const infer__tensor *w[INFER__MAX_FUSED];
+    int slot[INFER__MAX_FUSED];          /* the converted input each op reads; -1: the f32 input */
+    infer_type x_type[INFER__MAX_FUSED]; /* the types of the n_x converted inputs */
+    float *y[INFER__MAX_FUSED];
+    int ldy[INFER__MAX_FUSED];
+    const uint8_t *packed[INFER__MAX_FUSED]; /* the weights repacked for this ISA (pack.c), or NULL */
+    int64_t chunks;                      /* INFER__PACK_ROWS-row pieces of all ops, the unit of the split */
+    int expert_rows;                     /* experts: rows of one expert (each op stacks n_expert), else 0 */
+} infer__product;
+
+/* Per layer: q/k/v, o, the experts' router (empty in a dense layer),
+   gate/up (or the experts' gate/up), down (or the experts' down). */
+enum { INFER__P_QKV, INFER__P_O, INFER__P_ROUTER, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_PER_LAYER };
+
+/* The routing of one batch through a layer's experts: each token's chosen
+   experts (slots t * k + j) and their weights, and the same choices as
+   pairs sorted by expert, so each expert multiplies its tokens at once. */
+typedef struct infer__moe_route {
+    int *expert;      /* per slot */
+    float *weight;    /* per slot */
+    int *pair_of;     /* per slot: its pair */
+    int *pair_token;  /* per pair */
+    int *start;       /* per expert, and one past the last: its first pair */
+    float *logits;    /* per token: the router's logits (n_expert) */
+    float *margin;    /* per position, or NULL: the least relative gap between the last chosen
+                         expert's probability and the next one's, over the layers (tests set it) */
+} infer__moe_route;
+
+struct infer_context {
+    infer_model *model;
+    int n_ctx, n_batch, n_past;
+    void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
+    infer__pool *pool;
+    int n_threads;
+    infer__kernels kern; /* the kernels of the chosen instruction set */
+    infer__kv_cache kv;
+    /* activations of one batch, a row per token (per pair for experts) */
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out;
+    float *rope;        /* per RoPE of the model, per token: cos, sin of each rotated pair */
+    const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
+    float *attn_scratch; /* per worker */
+    size_t attn_scratch_n;
+    void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_rows rows */
+    size_t xq_row_max;  /* bytes of one converted row, largest case */
+    int xq_rows;        /* rows per slot: n_batch, or n_batch * experts used */
+    infer__moe_route route;
+    infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
+    uint8_t *packed_raw;  /* the allocation holding every packed weight */
+    float *logits;      /* rows of n_vocab */
+    int n_logit_rows, logit_cap_rows, logits_all, n_last;
+    size_t bytes;       /* memory this context holds */
+    /* generate.c's bookkeeping */
+    infer_metrics metrics;
+    infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
+};
+
+/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
+   rows from first_logit on into logits (n_vocab floats each). */
+static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits);
+
+#endif /* INFER_CONTEXT_H */
+
 /* ==== src/attention.c ==== */
 /* attention.c - the KV cache and causal attention over it: keys in tiles
    with an online softmax, so a worker's memory is O(tile) at any context
@@ -9827,76 +10562,93 @@ static int infer__atomic_next(int *v) { return __atomic_fetch_add(v, 1, __ATOMIC
    row's max and sum (online, rescaling as the max grows) and a second makes
    the probabilities and multiplies by V. */
 
-#define INFER__ATT_TILE 64  /* keys per tile */
-#define INFER__ATT_ROWS 64  /* query rows (tokens x heads of one group) per work item, at most */
+static size_t infer__kv_bytes(const infer__kv_cache *kv) { return kv->bytes; }
 
-typedef struct infer__kv_cache {
-    infer_type type; /* F16 or Q8_0 */
-    int n_layers, n_ctx, kv_dim, head_dim;
-    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
-    uint8_t *k, *v;
-} infer__kv_cache;
-
-static size_t infer__kv_bytes(const infer__kv_cache *kv) {
-    return 2 * (size_t)kv->n_layers * kv->n_ctx * kv->k_row;
+/* Positions layer l holds: every one, or, for a sliding window of w keys,
+   the window plus a batch (a batch's first token still sees w - 1 older
+   keys while its last is written), so its ring is never overwritten
+   before it is read. */
+static int infer__kv_layer_slots(int n_ctx, int n_batch, int window) {
+    return window ? INFER__MIN(n_ctx, window + n_batch) : n_ctx;
 }
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, int n_layers, int n_ctx, int n_kv_heads,
-                          int head_dim, infer_error *err) {
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch,
+                          infer_error *err) {
+    int l;
+    size_t total = 0, at = 0;
     memset(kv, 0, sizeof *kv);
     if (type != INFER_TYPE_F16 && type != INFER_TYPE_Q8_0) {
         infer__set_error(err, INFER_ERR_ARG, "the KV cache can be F16 or Q8_0, not %s", infer__traits(type)->name);
         return 0;
     }
-    if (type == INFER_TYPE_Q8_0 && head_dim % 32) {
+    if (type == INFER_TYPE_Q8_0 && m->head_dim % 32) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED, "a Q8_0 KV cache needs heads of a multiple of 32 values, not %d",
-                         head_dim);
+                         m->head_dim);
         return 0;
     }
     kv->type = type;
-    kv->n_layers = n_layers;
+    kv->n_layers = m->n_layers;
     kv->n_ctx = n_ctx;
-    kv->kv_dim = n_kv_heads * head_dim;
-    kv->head_dim = head_dim;
+    kv->kv_dim = m->kv_dim;
+    kv->head_dim = m->head_dim;
     kv->k_row = infer__row_size(type, kv->kv_dim);
-    kv->k = (uint8_t *)infer__calloc((size_t)n_layers * n_ctx, kv->k_row);
-    kv->v = (uint8_t *)infer__calloc((size_t)n_layers * n_ctx, kv->k_row);
-    if (!kv->k || !kv->v) {
-        INFER_FREE(kv->k);
-        INFER_FREE(kv->v);
-        kv->k = kv->v = NULL;
+    kv->slots = (int *)infer__calloc((size_t)m->n_layers, sizeof(int));
+    kv->k = (uint8_t **)infer__calloc((size_t)m->n_layers, sizeof(uint8_t *));
+    kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers, sizeof(uint8_t *));
+    if (kv->slots && kv->k && kv->v) {
+        for (l = 0; l < m->n_layers; l++) {
+            kv->slots[l] = infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window);
+            total += 2 * (size_t)kv->slots[l] * kv->k_row;
+        }
+        kv->mem = (uint8_t *)infer__calloc(total ? total : 1, 1);
+    }
+    if (!kv->mem) {
+        infer__kv_free(kv);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a KV cache of %d positions", n_ctx);
         return 0;
     }
+    for (l = 0; l < m->n_layers; l++) {
+        kv->k[l] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
+        kv->v[l] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
+    }
+    kv->bytes = total;
     return 1;
 }
 
 static void infer__kv_free(infer__kv_cache *kv) {
+    INFER_FREE(kv->slots);
     INFER_FREE(kv->k);
     INFER_FREE(kv->v);
+    INFER_FREE(kv->mem);
+    memset(kv, 0, sizeof *kv);
+}
+
+/* Whether every ring still holds the keys position n_past would see (the
+   positions after it are rewritten before anything reads them). */
+static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past) {
+    int l;
+    for (l = 0; l < kv->n_layers; l++) {
+        int w = m->layers[l].window, first;
+        if (kv->slots[l] >= kv->n_ctx) continue;
+        first = w ? INFER__MAX(0, n_past - w + 1) : 0;
+        if (first + kv->slots[l] < kv->hi) return 0;
+    }
+    return 1;
 }
 
 /* Writes one position's k and v (kv_dim floats each). */
-static void infer__kv_store(const infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos,
-                            const float *k, const float *v) {
-    size_t layer_bytes = (size_t)kv->n_ctx * kv->k_row;
-    kern->from_float[kv->type](k, kv->k + layer * layer_bytes + (size_t)pos * kv->k_row, kv->kv_dim);
+static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
+                            const float *v) {
+    int slots = kv->slots[layer], slot = pos % slots;
+    kern->from_float[kv->type](k, kv->k[layer] + (size_t)slot * kv->k_row, kv->kv_dim);
     if (kv->type == INFER_TYPE_F16) {
-        uint16_t *vt = (uint16_t *)(kv->v + layer * layer_bytes) + pos;
+        uint16_t *vt = (uint16_t *)kv->v[layer] + slot;
         int i;
-        for (i = 0; i < kv->kv_dim; i++) vt[(size_t)i * kv->n_ctx] = infer__fp32_to_fp16(v[i]);
+        for (i = 0; i < kv->kv_dim; i++) vt[(size_t)i * slots] = infer__fp32_to_fp16(v[i]);
     } else {
-        kern->from_float[kv->type](v, kv->v + layer * layer_bytes + (size_t)pos * kv->k_row, kv->kv_dim);
+        kern->from_float[kv->type](v, kv->v[layer] + (size_t)slot * kv->k_row, kv->kv_dim);
     }
 }
-
-/* Per-worker scratch of attention, sized for `group` query heads per KV head. */
-typedef struct infer__attn_scratch {
-    uint8_t *qx;      /* query rows in K's dot type */
-    float *s, *acc, *pv, *m, *l;
-    uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
-    float *vrow;
-} infer__attn_scratch;
 
 static size_t infer__attn_scratch_floats(int head_dim) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
@@ -9931,17 +10683,6 @@ static void infer__rows_dot(const infer__kernels *kern, infer_type wt, int n, co
                 kern->vec_dot[wt](n, (const uint8_t *)w + (size_t)r * w_stride, (const uint8_t *)x + (size_t)t * x_stride);
 }
 
-/* The shape of one layer's attention for a batch: n_tok tokens from
-   position pos0, q rows of n_heads heads (stride ldq), out likewise. */
-typedef struct infer__attn_batch {
-    const infer__kv_cache *kv;
-    const infer__kernels *kern;
-    int layer, pos0, n_tok, n_heads;
-    const float *q;
-    float *out;
-    int ldq, ldo;
-} infer__attn_batch;
-
 /* Tokens per work item: rows of one item are tokens x the heads of a group. */
 static int infer__attn_tokens_per_item(const infer__attn_batch *b) {
     int group = b->n_heads / (b->kv->kv_dim / b->kv->head_dim);
@@ -9953,8 +10694,18 @@ static int infer__attn_n_items(const infer__attn_batch *b) {
     return (b->n_tok + per - 1) / per * (b->kv->kv_dim / b->kv->head_dim);
 }
 
+/* The scores of one tile made soft-capped: c * tanh(s / c), as llama.cpp
+   scales, takes tanh and scales back. */
+static void infer__attn_softcap(float *s, int n, float cap) {
+    float inv = 1.0f / cap;
+    int j;
+    for (j = 0; j < n; j++) s[j] = tanhf(s[j] * inv) * cap;
+}
+
 /* Work item i: one KV head and a run of tokens, the latest tokens (the most
-   keys) first so the workers finish together. */
+   keys) first so the workers finish together. Keys are visited by
+   position, in tiles that never cross the end of a layer's ring; with a
+   sliding window, tiles wholly before it are skipped. */
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
@@ -9962,12 +10713,12 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
     int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
-    int n_keys = b->pos0 + t1, k0, i, j, d;
+    int slots = kv->slots[b->layer], w = b->window, pass;
+    int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
-    size_t q_row = infer__row_size(qt, hd), layer_bytes = (size_t)kv->n_ctx * kv->k_row;
-    size_t head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
-    const uint8_t *kbase = kv->k + layer_bytes * b->layer + head_off;
-    float scale = 1.0f / sqrtf((float)hd);
+    size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
+    const uint8_t *kbase = kv->k[b->layer] + head_off;
+    float scale = b->scale;
 
     /* rows i = (token - t0) * group + head within the group */
     for (i = 0; i < nq; i++) {
@@ -9978,54 +10729,59 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     }
     memset(sc->acc, 0, (size_t)nq * hd * sizeof(float));
 
-    /* pass 1: each row's softmax max and sum, online over the key tiles */
-    for (k0 = 0; k0 < n_keys; k0 += INFER__ATT_TILE) {
-        int kt = INFER__MIN(INFER__ATT_TILE, n_keys - k0);
-        infer__rows_dot(kern, kv->type, hd, kbase + (size_t)k0 * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq, sc->s,
-                        INFER__ATT_TILE);
-        for (i = 0; i < nq; i++) {
-            const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
-            float mx = sc->m[i];
-            double sum = 0;
-            int vis = INFER__MIN(kt, b->pos0 + t0 + i / group + 1 - k0); /* causal */
-            if (vis <= 0) continue;
-            for (j = 0; j < vis; j++) mx = INFER__MAX(mx, s[j] * scale);
-            for (j = 0; j < vis; j++) sum += expf(s[j] * scale - mx);
-            sc->l[i] = (float)((double)sc->l[i] * expf(sc->m[i] - mx) + sum);
-            sc->m[i] = mx;
-        }
-    }
-    /* pass 2: the probabilities, normalised and rounded to F16 as llama.cpp
-       has them, times V; the scores are made again unless one tile held them */
-    for (k0 = 0; k0 < n_keys; k0 += INFER__ATT_TILE) {
-        int kt = INFER__MIN(INFER__ATT_TILE, n_keys - k0);
-        const uint16_t *vt;
-        size_t vt_stride;
-        if (n_keys > INFER__ATT_TILE)
-            infer__rows_dot(kern, kv->type, hd, kbase + (size_t)k0 * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
-                            sc->s, INFER__ATT_TILE);
-        for (i = 0; i < nq; i++) {
-            const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
-            uint16_t *p = sc->p + (size_t)i * INFER__ATT_TILE;
-            float mx = sc->m[i], inv = (float)(1.0 / (double)sc->l[i]);
-            int vis = INFER__MIN(kt, b->pos0 + t0 + i / group + 1 - k0);
-            for (j = 0; j < kt; j++) p[j] = j < vis ? infer__fp32_to_fp16(expf(s[j] * scale - mx) * inv) : 0;
-        }
-        if (kv->type == INFER_TYPE_F16) {
-            vt = (const uint16_t *)(kv->v + layer_bytes * b->layer) + (size_t)kvh * hd * kv->n_ctx + k0;
-            vt_stride = (size_t)kv->n_ctx * sizeof(uint16_t);
-        } else {
-            const uint8_t *vbase = kv->v + layer_bytes * b->layer + head_off;
-            for (j = 0; j < kt; j++) {
-                infer__traits(kv->type)->to_float(vbase + (size_t)(k0 + j) * kv->k_row, sc->vrow, hd);
-                for (d = 0; d < hd; d++) sc->vt[(size_t)d * INFER__ATT_TILE + j] = infer__fp32_to_fp16(sc->vrow[d]);
+    /* pass 0: each row's softmax max and sum, online over the key tiles;
+       pass 1: the probabilities, normalised and rounded to F16 as llama.cpp
+       has them, times V (the scores made again unless one tile held them) */
+    for (pass = 0; pass < 2; pass++) {
+        int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
+        for (k0 = key_lo; k0 < key_hi;) {
+            int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot);
+            if (pass == 0 || !one_tile) {
+                infer__rows_dot(kern, kv->type, hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
+                                sc->s, INFER__ATT_TILE);
+                if (b->softcap > 0)
+                    for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
             }
-            vt = sc->vt;
-            vt_stride = INFER__ATT_TILE * sizeof(uint16_t);
+            for (i = 0; i < nq; i++) {
+                const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
+                int p = b->pos0 + t0 + i / group; /* this row's position: it sees keys (p - w, p] */
+                int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
+                if (pass == 0) {
+                    float mx = sc->m[i];
+                    double sum = 0;
+                    if (lo >= hi) continue;
+                    for (j = lo; j < hi; j++) mx = INFER__MAX(mx, s[j] * scale);
+                    for (j = lo; j < hi; j++) sum += expf(s[j] * scale - mx);
+                    sc->l[i] = (float)((double)sc->l[i] * expf(sc->m[i] - mx) + sum);
+                    sc->m[i] = mx;
+                } else {
+                    uint16_t *pr = sc->p + (size_t)i * INFER__ATT_TILE;
+                    float mx = sc->m[i], inv = (float)(1.0 / (double)sc->l[i]);
+                    for (j = 0; j < kt; j++)
+                        pr[j] = j >= lo && j < hi ? infer__fp32_to_fp16(expf(s[j] * scale - mx) * inv) : 0;
+                }
+            }
+            if (pass == 1) {
+                const uint16_t *vt;
+                size_t vt_stride;
+                if (kv->type == INFER_TYPE_F16) {
+                    vt = (const uint16_t *)kv->v[b->layer] + (size_t)kvh * hd * slots + slot;
+                    vt_stride = (size_t)slots * sizeof(uint16_t);
+                } else {
+                    const uint8_t *vbase = kv->v[b->layer] + head_off;
+                    for (j = 0; j < kt; j++) {
+                        infer__traits(kv->type)->to_float(vbase + (size_t)(slot + j) * kv->k_row, sc->vrow, hd);
+                        for (d = 0; d < hd; d++) sc->vt[(size_t)d * INFER__ATT_TILE + j] = infer__fp32_to_fp16(sc->vrow[d]);
+                    }
+                    vt = sc->vt;
+                    vt_stride = INFER__ATT_TILE * sizeof(uint16_t);
+                }
+                infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, vt_stride, hd, sc->p, INFER__ATT_TILE * sizeof(uint16_t),
+                                nq, sc->pv, (size_t)hd);
+                for (i = 0; i < nq * hd; i++) sc->acc[i] += sc->pv[i];
+            }
+            k0 += kt;
         }
-        infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, vt_stride, hd, sc->p, INFER__ATT_TILE * sizeof(uint16_t), nq,
-                        sc->pv, (size_t)hd);
-        for (i = 0; i < nq * hd; i++) sc->acc[i] += sc->pv[i];
     }
 
     for (i = 0; i < nq; i++) {
@@ -10035,61 +10791,23 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
 }
 
 /* ==== src/forward.c ==== */
-/* forward.c - the context (KV cache, scratch) and the llama forward pass
-   over a batch of tokens. Reads top to bottom like the paper: embed, then
-   per layer RMSNorm -> attention with RoPE -> residual -> RMSNorm -> SwiGLU
-   FFN -> residual, then the final norm and the output projection.
+/* forward.c - the context (KV cache, scratch) and the forward pass over a
+   batch of tokens, for every architecture the model description covers.
+   Reads top to bottom like the paper: embed (scaled where the model says),
+   then per layer RMSNorm -> q, k, v (+ biases) -> per-head q/k norms ->
+   RoPE -> attention (sliding window, soft-capping) -> output (+ post-norm)
+   -> residual -> RMSNorm -> gated FFN (SiLU or GELU) or experts -> (post-
+   norm) -> residual, then the final norm, the output projection and any
+   logit soft-cap. Each optional step runs where the description has its
+   weights or value, never by family name.
    The whole pass is one task of the thread pool: every worker runs the
    steps below, splitting each step's work, and the workers meet at a
    barrier between steps (per-token steps by tokens, products by rows,
-   attention by heads and token runs).
+   attention by heads and token runs, experts by expert and rows).
    The numerics follow llama.cpp's CPU path where it matters for matching
    its outputs: activations converted to the weights' dot type, K and V
    cached as F16, sums of squares in double, RoPE angles stepped by
-   multiplication. */
-
-#define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
-
-/* A step of products that read the same input (q, k, v; gate, up): the
-   input is converted once per activation type it needs, and the workers
-   split the rows of all of them. */
-typedef struct infer__product {
-    int n_ops, n_x;
-    const infer__tensor *w[INFER__MAX_FUSED];
-    int slot[INFER__MAX_FUSED];          /* the converted input each op reads; -1: the f32 input */
-    infer_type x_type[INFER__MAX_FUSED]; /* the types of the n_x converted inputs */
-    float *y[INFER__MAX_FUSED];
-    int ldy[INFER__MAX_FUSED];
-    const uint8_t *packed[INFER__MAX_FUSED]; /* the weights repacked for this ISA (pack.c), or NULL */
-    int64_t chunks;                      /* INFER__PACK_ROWS-row pieces of all ops, the unit of the split */
-} infer__product;
-
-enum { INFER__P_QKV, INFER__P_O, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_PER_LAYER };
-
-struct infer_context {
-    infer_model *model;
-    int n_ctx, n_batch, n_past;
-    void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
-    infer__pool *pool;
-    int n_threads;
-    infer__kernels kern; /* the kernels of the chosen instruction set */
-    infer__kv_cache kv;
-    /* activations of one batch, a row per token */
-    float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
-    float *rope;        /* per token: cos, sin of each rotated pair */
-    float *attn_scratch; /* per worker */
-    size_t attn_scratch_n;
-    void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_batch rows */
-    size_t xq_row_max;  /* bytes of one converted row, largest case */
-    infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
-    uint8_t *packed_raw;  /* the allocation holding every packed weight */
-    float *logits;      /* rows of n_vocab */
-    int n_logit_rows, logit_cap_rows, logits_all, n_last;
-    size_t bytes;       /* memory this context holds */
-    /* generate.c's bookkeeping */
-    infer_metrics metrics;
-    infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
-};
+   multiplication, GELU through an F16 table. */
 
 INFERDEF infer_context_params infer_context_default_params(void) {
     infer_context_params p;
@@ -10126,15 +10844,21 @@ static void infer__product_init(infer__product *p, int n_ops, const infer__tenso
 
 #define INFER__PACK_ARENA_ALIGN ((size_t)2 << 20) /* a huge page */
 
+/* Whether op i of product p is repacked for this ISA. Experts are packed
+   only when each expert starts a whole group of rows. */
+static int infer__product_packs(const infer_context *c, const infer__product *p, int i) {
+    infer_type t = p->w[i]->type;
+    if (p->expert_rows && p->expert_rows % INFER__PACK_ROWS) return 0;
+    return c->kern.pack_size[t] && c->kern.pack[t] && c->kern.gemm_packed[t];
+}
+
 /* The bytes product p's packed weights take (each 64-byte aligned). */
 static size_t infer__product_packed_bytes(const infer_context *c, const infer__product *p) {
     size_t total = 0;
     int i;
-    for (i = 0; i < p->n_ops; i++) {
-        infer_type t = p->w[i]->type;
-        if (c->kern.pack_size[t] && c->kern.pack[t] && c->kern.gemm_packed[t])
-            total += (c->kern.pack_size[t](p->w[i]->ne[0], p->w[i]->ne[1]) + 63) / 64 * 64;
-    }
+    for (i = 0; i < p->n_ops; i++)
+        if (infer__product_packs(c, p, i))
+            total += (c->kern.pack_size[p->w[i]->type](p->w[i]->ne[0], p->w[i]->ne[1]) + 63) / 64 * 64;
     return total;
 }
 
@@ -10146,7 +10870,7 @@ static void infer__product_pack(infer_context *c, infer__product *p, uint8_t **a
     for (i = 0; i < p->n_ops; i++) {
         const infer__tensor *w = p->w[i];
         infer_type t = w->type;
-        if (!c->kern.pack_size[t] || !c->kern.pack[t] || !c->kern.gemm_packed[t]) continue;
+        if (!infer__product_packs(c, p, i)) continue;
         p->packed[i] = *at;
         c->kern.pack[t](w->data, infer__row_size(t, w->ne[0]), w->ne[0], w->ne[1], *at);
         *at += (c->kern.pack_size[t](w->ne[0], w->ne[1]) + 63) / 64 * 64;
@@ -10157,49 +10881,71 @@ static void infer__product_pack(infer_context *c, infer__product *p, uint8_t **a
 
 static int infer__plan(infer_context *c) {
     const infer_model *m = c->model;
-    int dim = m->dim, kv_dim = m->n_kv_heads * m->head_dim, ffn = m->ffn_dim, l;
+    int l, n_steps = m->n_layers * INFER__P_PER_LAYER + 1;
     size_t total = 0;
     uint8_t *at;
-    c->plan = (infer__product *)infer__calloc((size_t)m->n_layers * INFER__P_PER_LAYER + 1, sizeof(infer__product));
+    c->plan = (infer__product *)infer__calloc((size_t)n_steps, sizeof(infer__product));
     if (!c->plan) return 0;
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         infer__product *p = c->plan + (size_t)l * INFER__P_PER_LAYER;
-        const infer__tensor *qkv[3], *gu[2];
-        float *y_qkv[3], *y_gu[2];
-        int ld_qkv[3], ld_gu[2];
-        qkv[0] = L->wq, qkv[1] = L->wk, qkv[2] = L->wv;
-        y_qkv[0] = c->q, y_qkv[1] = c->k, y_qkv[2] = c->v;
-        ld_qkv[0] = dim, ld_qkv[1] = ld_qkv[2] = kv_dim;
-        gu[0] = L->w_gate, gu[1] = L->w_up;
-        y_gu[0] = c->hb, y_gu[1] = c->hb2;
-        ld_gu[0] = ld_gu[1] = ffn;
-        infer__product_init(&p[INFER__P_QKV], 3, qkv, y_qkv, ld_qkv);
-        infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &dim);
-        infer__product_init(&p[INFER__P_GATE_UP], 2, gu, y_gu, ld_gu);
-        infer__product_init(&p[INFER__P_DOWN], 1, &L->w_down, &c->xb, &dim);
+        const infer__tensor *w[3];
+        float *y[3];
+        int ld[3];
+        w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
+        y[0] = c->q, y[1] = c->k, y[2] = c->v;
+        ld[0] = m->q_dim, ld[1] = ld[2] = m->kv_dim;
+        infer__product_init(&p[INFER__P_QKV], 3, w, y, ld);
+        infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
+        if (L->ffn_router) { /* experts: the router, then gate/up and down per expert */
+            infer__product_init(&p[INFER__P_ROUTER], 1, &L->ffn_router, &c->route.logits, &m->n_expert);
+            w[0] = L->gate_exps, w[1] = L->up_exps;
+            y[0] = c->hb, y[1] = c->hb2;
+            ld[0] = ld[1] = m->expert_ffn;
+            infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
+            infer__product_init(&p[INFER__P_DOWN], 1, &L->down_exps, &c->moe_out, &m->dim);
+            p[INFER__P_GATE_UP].expert_rows = m->expert_ffn;
+            p[INFER__P_DOWN].expert_rows = m->dim;
+        } else {
+            w[0] = L->w_gate, w[1] = L->w_up;
+            y[0] = c->hb, y[1] = c->hb2;
+            ld[0] = ld[1] = m->ffn_dim;
+            infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
+            infer__product_init(&p[INFER__P_DOWN], 1, &L->w_down, &c->xb, &m->dim);
+        }
     }
     /* the output's rows go straight to the caller's logits (set per pass) */
-    infer__product_init(&c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER], 1, &m->output, &c->logits, &m->n_vocab);
+    infer__product_init(&c->plan[n_steps - 1], 1, &m->output, &c->logits, &m->n_vocab);
     /* one arena for every packed weight, aligned so the OS can back it
        with huge pages: generation streams it all once per token */
-    for (l = 0; l <= m->n_layers * INFER__P_PER_LAYER; l++) total += infer__product_packed_bytes(c, &c->plan[l]);
+    for (l = 0; l < n_steps; l++) total += infer__product_packed_bytes(c, &c->plan[l]);
     if (total) {
         c->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
         if (!c->packed_raw) return 0;
         at = c->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)c->packed_raw % INFER__PACK_ARENA_ALIGN);
         infer__advise_huge(at, total);
         c->bytes += total + INFER__PACK_ARENA_ALIGN;
-        for (l = 0; l <= m->n_layers * INFER__P_PER_LAYER; l++) infer__product_pack(c, &c->plan[l], &at);
+        for (l = 0; l < n_steps; l++) infer__product_pack(c, &c->plan[l], &at);
     }
     return 1;
+}
+
+/* The RoPE factors this context uses: LongRoPE's long ones when the
+   context is longer than the model's original one (as llama.cpp picks). */
+static void infer__context_rope_freqs(infer_context *c) {
+    const infer_model *m = c->model;
+    int r;
+    for (r = 0; r < m->n_ropes; r++) {
+        const infer__rope *rp = &m->ropes[r];
+        c->rope_freqs[r] = rp->freqs_long && c->n_ctx > rp->n_ctx_orig ? rp->freqs_long : rp->freqs;
+    }
 }
 
 INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_params *params, infer_error *err) {
     infer_context_params defaults = infer_context_default_params();
     infer_context *c;
     infer_type kv_type;
-    int ok = 1, kv_dim, widest;
+    int ok = 1, widest, pairs, moe = 0, l;
     if (!m || !m->n_layers) {
         infer__set_error(err, INFER_ERR_ARG, "a context needs a model with weights (not vocab-only)");
         return NULL;
@@ -10223,12 +10969,13 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
     c->n_batch = params->n_batch ? params->n_batch : 512;
     c->n_batch = INFER__MIN(c->n_batch, c->n_ctx);
+    infer__context_rope_freqs(c);
     if (!infer__context_attach(c, err)) { /* a GPU model: its cache and scratch there */
         infer_context_free(c);
         return NULL;
     }
     if (!c->gpu) { /* on the GPU, the cache is there */
-        if (!infer__kv_init(&c->kv, kv_type, m->n_layers, c->n_ctx, m->n_kv_heads, m->head_dim, err)) {
+        if (!infer__kv_init(&c->kv, kv_type, m, c->n_ctx, c->n_batch, err)) {
             infer_context_free(c);
             return NULL;
         }
@@ -10237,22 +10984,40 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->pool = infer__pool_new(params->n_threads ? params->n_threads : 1);
     if (!c->pool) ok = 0;
     c->n_threads = c->pool ? infer__pool_size(c->pool) : 1;
-    kv_dim = m->n_kv_heads * m->head_dim;
-    widest = INFER__MAX(m->dim, m->ffn_dim);
+    for (l = 0; l < m->n_layers; l++) moe |= m->layers[l].ffn_router != NULL;
+    /* the block-integer F16 path moves logits by ~0.15% of their range;
+       routing (experts) and soft-capped attention turn that into several
+       percent (measured: synth gemma2 4%), so such models multiply exactly */
+    if ((params->f16_exact || moe || m->attn_softcap > 0) && c->kern.gemm_packed_f16_exact)
+        c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_f16_exact;
+    pairs = moe ? c->n_batch * m->n_expert_used : 0;
+    widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
+    c->xq_rows = INFER__MAX(c->n_batch, pairs);
     c->x = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->xb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
-    c->q = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
-    c->k = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * kv_dim, sizeof(float), &ok);
-    c->v = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * kv_dim, sizeof(float), &ok);
-    c->att = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
-    c->hb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
-    c->hb2 = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
-    c->rope = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->rope_dim, sizeof(float), &ok);
+    c->q = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    c->k = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
+    c->v = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
+    c->att = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    c->hb = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
+                                      sizeof(float), &ok);
+    c->hb2 = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
+                                       sizeof(float), &ok);
+    if (moe) {
+        c->moe_out = (float *)infer__ctx_alloc(c, (size_t)pairs * m->dim, sizeof(float), &ok);
+        c->route.expert = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
+        c->route.weight = (float *)infer__ctx_alloc(c, (size_t)pairs, sizeof(float), &ok);
+        c->route.pair_of = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
+        c->route.pair_token = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
+        c->route.start = (int *)infer__ctx_alloc(c, (size_t)m->n_expert + 1, sizeof(int), &ok);
+        c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
+    }
+    c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
     c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
     /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
-    c->xq = infer__ctx_alloc(c, (size_t)c->n_batch * INFER__MAX_FUSED, c->xq_row_max, &ok);
+    c->xq = infer__ctx_alloc(c, (size_t)c->xq_rows * INFER__MAX_FUSED, c->xq_row_max, &ok);
     if (ok && !c->gpu && !infer__plan(c)) ok = 0; /* a GPU context never runs the CPU's products */
     if (!ok) {
         infer_context_free(c);
@@ -10275,6 +11040,13 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->att);
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
+    INFER_FREE(c->moe_out);
+    INFER_FREE(c->route.expert);
+    INFER_FREE(c->route.weight);
+    INFER_FREE(c->route.pair_of);
+    INFER_FREE(c->route.pair_token);
+    INFER_FREE(c->route.start);
+    INFER_FREE(c->route.logits);
     INFER_FREE(c->rope);
     INFER_FREE(c->attn_scratch);
     INFER_FREE(c->xq);
@@ -10289,8 +11061,13 @@ INFERDEF void infer_context_free(infer_context *c) {
 INFERDEF int infer_context_n_ctx(const infer_context *c) { return c->n_ctx; }
 INFERDEF const char *infer_context_isa(const infer_context *c) { return infer__isa_name(c->kern.isa); }
 INFERDEF int infer_context_n_past(const infer_context *c) { return c->n_past; }
-INFERDEF void infer_context_truncate(infer_context *c, int n_past) {
-    if (n_past >= 0 && n_past < c->n_past) c->n_past = n_past;
+INFERDEF int infer_context_truncate(infer_context *c, int n_past) {
+    if (n_past < 0 || n_past >= c->n_past) return c->n_past;
+    /* a sliding window's ring may have overwritten keys n_past would see */
+    if (!c->gpu && !infer__kv_can_rewind(&c->kv, c->model, n_past)) n_past = 0;
+    c->n_past = n_past;
+    c->kv.hi = n_past;
+    return n_past;
 }
 
 /* ---- the building blocks -------------------------------------------- */
@@ -10301,34 +11078,58 @@ static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, 
     for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
-/* cos and sin of the angles of position pos: pair i turns by
-   pos * base^(-2i/n_rot) / freqs[i], the angle stepped by multiplication as
-   llama.cpp does. freqs may be NULL. */
-static void infer__rope_angles(float *cs, int n_rot, int pos, float base, const float *freqs) {
-    float theta = (float)pos, step = powf(base, -2.0f / (float)n_rot);
+/* cos and sin of the angles of position pos, as ggml's rope computes them:
+   pair i turns by theta_i = pos * base^(-2i/n_rot) / freqs[i] (stepped by
+   multiplication), interpolated by freq_scale, mixed back toward the
+   unscaled angle by YaRN's ramp, and cos and sin scaled by the attention
+   factor. freqs may be NULL. */
+static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos) {
+    float theta = (float)pos, step = powf(r->base, -2.0f / (float)r->n_rot), lo = 0, hi = 0, mscale = r->attn_factor;
     int i;
-    for (i = 0; i < n_rot; i += 2) {
-        float a = freqs ? theta / freqs[i / 2] : theta;
-        cs[i] = cosf(a);
-        cs[i + 1] = sinf(a);
+    if (r->ext_factor != 0.0f) { /* YaRN's correction range of dimensions */
+        float den = 2 * logf(r->base), pi2 = 2 * 3.14159265358979323846f;
+        lo = floorf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_fast * pi2)) / den);
+        hi = ceilf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_slow * pi2)) / den);
+        lo = INFER__MAX(0.0f, lo);
+        hi = INFER__MIN((float)(r->n_rot - 1), hi);
+        mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
+    }
+    for (i = 0; i < r->n_rot; i += 2) {
+        float extrap = freqs ? theta / freqs[i / 2] : theta, a = r->freq_scale * extrap;
+        if (r->ext_factor != 0.0f) {
+            float y = ((float)(i / 2) - lo) / INFER__MAX(0.001f, hi - lo);
+            float mix = (1 - INFER__MIN(1.0f, INFER__MAX(0.0f, y))) * r->ext_factor;
+            a = a * (1 - mix) + extrap * mix;
+        }
+        cs[i] = cosf(a) * mscale;
+        cs[i + 1] = sinf(a) * mscale;
         theta *= step;
     }
 }
 
-/* Rotates pairs (x[2i], x[2i+1]) of the first n_rot values. */
-static void infer__rope(float *x, const float *cs, int n_rot) {
-    int i;
+/* Rotates the first n_rot values of one head: pairs (2i, 2i+1), or with
+   neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. */
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox) {
+    int i, half = n_rot / 2;
     for (i = 0; i < n_rot; i += 2) {
-        float x0 = x[i], x1 = x[i + 1];
-        x[i] = x0 * cs[i] - x1 * cs[i + 1];
-        x[i + 1] = x0 * cs[i + 1] + x1 * cs[i];
+        int a = neox ? i / 2 : i, b = neox ? i / 2 + half : i + 1;
+        float x0 = x[a], x1 = x[b];
+        x[a] = x0 * cs[i] - x1 * cs[i + 1];
+        x[b] = x0 * cs[i + 1] + x1 * cs[i];
     }
+}
+
+/* x = cap * tanh(x / cap), as llama.cpp scales, takes tanh and scales back */
+static void infer__softcap(float *x, int n, float cap) {
+    float inv = 1.0f / cap;
+    int i;
+    for (i = 0; i < n; i++) x[i] = tanhf(x[i] * inv) * cap;
 }
 
 /* ---- products: Y[t] = W . X[t] for every token t ----------------------- */
 
 static uint8_t *infer__xq_slot(const infer_context *c, int slot) {
-    return (uint8_t *)c->xq + (size_t)slot * c->n_batch * c->xq_row_max;
+    return (uint8_t *)c->xq + (size_t)slot * c->xq_rows * c->xq_row_max;
 }
 
 /* Converts input rows t0..t1 (of n values, stride ldx) into each type the
@@ -10343,7 +11144,8 @@ static void infer__product_convert(const infer_context *c, const infer__product 
     }
 }
 
-/* Rows r0..r1 of op o of the product, for n_tok converted input rows. */
+/* Rows r0..r1 of op o of the product, for n_tok converted input rows; row
+   r of token j lands at y[j * ldy + r - r0]. */
 static void infer__product_rows(const infer_context *c, const infer__product *p, int o, int64_t r0, int64_t r1,
                                 const uint8_t *xq, size_t xq_row, int n_tok, float *y) {
     const infer__tensor *w = p->w[o];
@@ -10351,17 +11153,18 @@ static void infer__product_rows(const infer_context *c, const infer__product *p,
     size_t row_size = infer__row_size(w->type, n), ldy = (size_t)p->ldy[o];
     const uint8_t *wr = (const uint8_t *)w->data + (size_t)r0 * row_size;
     infer__vec_dot_fn vec_dot = c->kern.vec_dot[w->type];
+    int64_t r;
     if (p->packed[o]) {
         c->kern.gemm_packed[w->type](n, p->packed[o] + infer__pack_offset(&c->kern, w->type, n, r0), (int)(r1 - r0), xq,
-                                     xq_row, n_tok, y + r0, ldy);
+                                     xq_row, n_tok, y, ldy);
         return;
     }
     if (c->kern.gemm[w->type] && n_tok > 1) {
-        c->kern.gemm[w->type](n, wr, row_size, (int)(r1 - r0), xq, xq_row, n_tok, y + r0, ldy);
+        c->kern.gemm[w->type](n, wr, row_size, (int)(r1 - r0), xq, xq_row, n_tok, y, ldy);
         return;
     }
-    for (; r0 < r1; r0++, wr += row_size)
-        for (j = 0; j < n_tok; j++) y[(size_t)j * ldy + r0] = vec_dot(n, wr, xq + (size_t)j * xq_row);
+    for (r = 0; r < r1 - r0; r++, wr += row_size)
+        for (j = 0; j < n_tok; j++) y[(size_t)j * ldy + r] = vec_dot(n, wr, xq + (size_t)j * xq_row);
 }
 
 /* This worker's share of the rows of every op of the product, in pieces of
@@ -10380,9 +11183,97 @@ static void infer__product_run(const infer_context *c, const infer__product *p, 
             const uint8_t *xq = p->slot[o] < 0 ? (const uint8_t *)x : infer__xq_slot(c, p->slot[o]);
             size_t xq_row = p->slot[o] < 0 ? (size_t)ldx * sizeof(float) : infer__row_size(p->x_type[p->slot[o]], n);
             infer__product_rows(c, p, o, lo * INFER__PACK_ROWS, INFER__MIN(hi * INFER__PACK_ROWS, rows), xq, xq_row,
-                                n_tok, o == 0 && out0 ? out0 : p->y[o]);
+                                n_tok, (o == 0 && out0 ? out0 : p->y[o]) + lo * INFER__PACK_ROWS);
         }
         base += n_chunks;
+    }
+}
+
+/* ---- experts ------------------------------------------------------------ */
+
+/* Token t's experts from its router logits: probabilities (softmax over
+   all, or over the chosen), the top k by bubble order as ggml's argsort
+   (ties to the lower index), their weights renormalised if the model says. */
+static void infer__moe_choose(const infer_model *m, infer__moe_route *rt, int t, int pos) {
+    const float *lg = rt->logits + (size_t)t * m->n_expert;
+    int k = m->n_expert_used, e, j, *ex = rt->expert + (size_t)t * k;
+    float probs[512], *w = rt->weight + (size_t)t * k, mx;
+    double sum = 0;
+    for (e = 0; e < m->n_expert; e++) probs[e] = lg[e];
+    if (m->gating == INFER__GATING_SOFTMAX) {
+        for (mx = probs[0], e = 1; e < m->n_expert; e++) mx = INFER__MAX(mx, probs[e]);
+        for (e = 0; e < m->n_expert; e++) sum += (double)(probs[e] = expf(probs[e] - mx));
+        for (e = 0; e < m->n_expert; e++) probs[e] *= (float)(1.0 / sum);
+    }
+    for (j = 0; j < k; j++) {
+        int best = -1;
+        for (e = 0; e < m->n_expert; e++) {
+            int taken = 0, i;
+            for (i = 0; i < j; i++) taken |= ex[i] == e;
+            if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
+        }
+        ex[j] = best;
+        w[j] = probs[best];
+    }
+    if (rt->margin && k < m->n_expert) { /* how close the last choice came to the next expert */
+        float next = -INFINITY;
+        for (e = 0; e < m->n_expert; e++) {
+            int taken = 0;
+            for (j = 0; j < k; j++) taken |= ex[j] == e;
+            if (!taken) next = INFER__MAX(next, probs[e]);
+        }
+        rt->margin[pos] = INFER__MIN(rt->margin[pos], (w[k - 1] - next) / w[k - 1]);
+    }
+    if (m->gating == INFER__GATING_SOFTMAX_TOPK) {
+        for (mx = w[0], j = 1; j < k; j++) mx = INFER__MAX(mx, w[j]);
+        for (sum = 0, j = 0; j < k; j++) sum += (double)(w[j] = expf(w[j] - mx));
+        for (j = 0; j < k; j++) w[j] *= (float)(1.0 / sum);
+    }
+    if (m->expert_norm) {
+        float total;
+        for (sum = 0, j = 0; j < k; j++) sum += (double)w[j];
+        total = (float)sum;
+        for (j = 0; j < k; j++) w[j] /= total;
+    }
+}
+
+/* The (token, expert) pairs sorted by expert, tokens in order within one. */
+static void infer__moe_pairs(const infer_model *m, infer__moe_route *rt, int n_tok) {
+    int k = m->n_expert_used, e, s, n = n_tok * k;
+    for (e = 0; e <= m->n_expert; e++) rt->start[e] = 0;
+    for (s = 0; s < n; s++) rt->start[rt->expert[s] + 1]++;
+    for (e = 0; e < m->n_expert; e++) rt->start[e + 1] += rt->start[e];
+    for (s = 0; s < n; s++) { /* start[e] moves past each pair placed, then is put back */
+        int p = rt->start[rt->expert[s]]++;
+        rt->pair_of[s] = p;
+        rt->pair_token[p] = s / k;
+    }
+    for (e = m->n_expert; e > 0; e--) rt->start[e] = rt->start[e - 1];
+    rt->start[0] = 0;
+}
+
+/* This worker's share of an experts product: units of INFER__PACK_ROWS
+   rows of one op of one expert with tokens, each over all its pairs
+   (their converted inputs are rows start[e].. of the slot). */
+static void infer__moe_product(const infer_context *c, const infer__product *p, int ith, int nth) {
+    const infer__moe_route *rt = &c->route;
+    const infer_model *m = c->model;
+    int64_t rows = p->expert_rows, per = (rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, units = 0, u0, u1, u = 0;
+    int e, o;
+    for (e = 0; e < m->n_expert; e++)
+        if (rt->start[e + 1] > rt->start[e]) units += per * p->n_ops;
+    u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
+    for (e = 0; e < m->n_expert && u < u1; e++) {
+        int n_pairs = rt->start[e + 1] - rt->start[e];
+        if (!n_pairs) continue;
+        for (o = 0; o < p->n_ops; o++, u += per) {
+            int64_t lo = INFER__MAX(u0, u) - u, hi = INFER__MIN(u1, u + per) - u;
+            size_t xq_row = infer__row_size(p->x_type[p->slot[o]], (int)p->w[o]->ne[0]);
+            if (lo >= hi) continue;
+            infer__product_rows(c, p, o, e * rows + lo * INFER__PACK_ROWS, e * rows + INFER__MIN(hi * INFER__PACK_ROWS, rows),
+                                infer__xq_slot(c, p->slot[o]) + (size_t)rt->start[e] * xq_row, xq_row, n_pairs,
+                                p->y[o] + (size_t)rt->start[e] * p->ldy[o] + lo * INFER__PACK_ROWS);
+        }
     }
 }
 
@@ -10396,15 +11287,67 @@ typedef struct infer__pass {
     int next_item; /* attention work handed out so far */
 } infer__pass;
 
+/* The gated activation of n values: g = act(g) * u. */
+static void infer__act_mul(const infer_context *c, float *g, const float *u, int n) {
+    if (c->model->act == INFER__ACT_GELU)
+        c->kern.gelu_mul(g, u, n, c->model->gelu_table);
+    else
+        c->kern.silu_mul(g, u, n);
+}
+
+/* The experts' feed-forward of the normed input xb (tokens t0..t1 are
+   this worker's), into xb: route, gather, gate/up, activation, down, and
+   each token's weighted sum in the order its experts were chosen. */
+static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    infer__moe_route *rt = &c->route;
+    const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
+    int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
+    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
+    infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
+    infer__pool_barrier(c->pool);
+    for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->n_past + t);
+    infer__pool_barrier(c->pool);
+    if (ith == 0) infer__moe_pairs(m, rt, n);
+    infer__pool_barrier(c->pool);
+    for (p = p0; p < p1; p++) /* each pair's input, converted for gate and up */
+        for (s = 0; s < gu->n_x; s++) {
+            size_t row = infer__row_size(gu->x_type[s], dim);
+            c->kern.from_float[gu->x_type[s]](c->xb + (size_t)rt->pair_token[p] * dim, infer__xq_slot(c, s) + (size_t)p * row,
+                                              dim);
+        }
+    infer__pool_barrier(c->pool);
+    infer__moe_product(c, gu, ith, nth);
+    infer__pool_barrier(c->pool);
+    for (p = p0; p < p1; p++) {
+        infer__act_mul(c, c->hb + (size_t)p * effn, c->hb2 + (size_t)p * effn, effn);
+        for (s = 0; s < dn->n_x; s++)
+            c->kern.from_float[dn->x_type[s]](c->hb + (size_t)p * effn,
+                                              infer__xq_slot(c, s) + (size_t)p * infer__row_size(dn->x_type[s], effn), effn);
+    }
+    infer__pool_barrier(c->pool);
+    infer__moe_product(c, dn, ith, nth);
+    infer__pool_barrier(c->pool);
+    for (t = t0; t < t1; t++) {
+        float *out = c->xb + (size_t)t * dim;
+        for (j = 0; j < k; j++) {
+            const float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
+            float w = rt->weight[t * k + j];
+            for (i = 0; i < dim; i++) out[i] = j ? out[i] + y[i] * w : y[i] * w;
+        }
+    }
+}
+
 /* Every worker runs this; t0..t1 are its tokens in the per-token steps. */
 static void infer__forward_worker(void *arg, int ith, int nth) {
     infer__pass *ps = (infer__pass *)arg;
     infer_context *c = ps->c;
     const infer_model *m = c->model;
-    int dim = m->dim, hd = m->head_dim, kv_dim = m->n_kv_heads * hd, ffn = m->ffn_dim, n_rot = m->rope_dim;
-    int n = ps->n, pos0 = c->n_past, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i;
+    int dim = m->dim, hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, ffn = m->ffn_dim, n_rot = m->rope_dim;
+    int n = ps->n, pos0 = c->n_past, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i, r;
     size_t emb_row = infer__row_size(m->tok_embd->type, dim);
     const infer__product *out = &c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER];
+    const infer__layer *prev = NULL;
     infer__attn_scratch scratch;
     infer__attn_batch ab;
 
@@ -10414,14 +11357,19 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
     ab.pos0 = pos0;
     ab.n_tok = n;
     ab.n_heads = m->n_heads;
+    ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
+    ab.softcap = m->attn_softcap;
     ab.q = c->q;
     ab.out = c->att;
-    ab.ldq = ab.ldo = dim;
+    ab.ldq = ab.ldo = q_dim;
 
     for (t = t0; t < t1; t++) {
-        infer__traits(m->tok_embd->type)
-            ->to_float((const uint8_t *)m->tok_embd->data + (size_t)ps->tokens[t] * emb_row, c->x + (size_t)t * dim, dim);
-        infer__rope_angles(c->rope + (size_t)t * n_rot, n_rot, pos0 + t, m->rope_base, m->rope_freqs);
+        float *x = c->x + (size_t)t * dim;
+        infer__traits(m->tok_embd->type)->to_float((const uint8_t *)m->tok_embd->data + (size_t)ps->tokens[t] * emb_row, x, dim);
+        if (m->embd_scale > 0)
+            for (i = 0; i < dim; i++) x[i] *= m->embd_scale;
+        for (r = 0; r < m->n_ropes; r++)
+            infer__rope_angles(c->rope + ((size_t)r * c->n_batch + t) * n_rot, &m->ropes[r], c->rope_freqs[r], pos0 + t);
     }
 
     for (l = 0; l < m->n_layers; l++) {
@@ -10430,72 +11378,99 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 
         /* attention: q, k, v of the normed input */
         for (t = t0; t < t1; t++) {
-            if (l > 0) /* the previous layer's feed-forward residual */
-                for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
-            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->attn_norm->data, dim,
-                           m->norm_eps);
+            float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
+            if (prev) { /* the previous layer's feed-forward residual */
+                if (prev->post_ffn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)prev->post_ffn_norm->data, dim, m->norm_eps);
+                for (i = 0; i < dim; i++) x[i] += xb[i];
+            }
+            infer__rmsnorm(&c->kern, xb, x, (const float *)L->attn_norm->data, dim, m->norm_eps);
         }
         infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
         infer__pool_barrier(c->pool);
         infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
         infer__pool_barrier(c->pool);
         for (t = t0; t < t1; t++) {
-            const float *cs = c->rope + (size_t)t * n_rot;
-            for (i = 0; i < m->n_heads; i++) infer__rope(c->q + (size_t)t * dim + (size_t)i * hd, cs, n_rot);
-            for (i = 0; i < m->n_kv_heads; i++) infer__rope(c->k + (size_t)t * kv_dim + (size_t)i * hd, cs, n_rot);
-            infer__kv_store(&c->kv, &c->kern, l, pos0 + t, c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
+            float *q = c->q + (size_t)t * q_dim, *k = c->k + (size_t)t * kv_dim, *v = c->v + (size_t)t * kv_dim;
+            const float *cs = L->rope >= 0 ? c->rope + ((size_t)L->rope * c->n_batch + t) * n_rot : NULL;
+            int neox = L->rope >= 0 && m->ropes[L->rope].neox;
+            if (L->bq) for (i = 0; i < q_dim; i++) q[i] += ((const float *)L->bq->data)[i];
+            if (L->bk) for (i = 0; i < kv_dim; i++) k[i] += ((const float *)L->bk->data)[i];
+            if (L->bv) for (i = 0; i < kv_dim; i++) v[i] += ((const float *)L->bv->data)[i];
+            for (i = 0; i < m->n_heads; i++) {
+                float *qh = q + (size_t)i * hd;
+                if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
+                if (cs) infer__rope_rotate(qh, cs, n_rot, neox);
+            }
+            if (m->attn_scale_q)
+                for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
+            for (i = 0; i < m->n_kv_heads; i++) {
+                float *kh = k + (size_t)i * hd;
+                if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
+                if (cs) infer__rope_rotate(kh, cs, n_rot, neox);
+            }
+            infer__kv_store(&c->kv, &c->kern, l, pos0 + t, k, v);
         }
         if (ith == 0) ps->next_item = 0;
         infer__pool_barrier(c->pool);
         ab.layer = l;
+        ab.window = L->window;
         for (;;) {
             int item = infer__atomic_next(&ps->next_item);
             if (item >= infer__attn_n_items(&ab)) break;
             infer__attn_item(&ab, item, &scratch);
         }
         infer__pool_barrier(c->pool);
-        infer__product_convert(c, &P[INFER__P_O], c->att, dim, t0, t1, 0);
+        infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
         infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_O], c->att, dim, n, NULL, ith, nth);
+        infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
         infer__pool_barrier(c->pool);
 
-        /* feed-forward: down(silu(gate(x)) * up(x)) of the normed input */
+        /* feed-forward of the normed input: down(act(gate(x)) * up(x)), or experts */
         for (t = t0; t < t1; t++) {
-            for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
-            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->ffn_norm->data, dim,
-                           m->norm_eps);
+            float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
+            if (L->bo) for (i = 0; i < dim; i++) xb[i] += ((const float *)L->bo->data)[i];
+            if (L->post_attn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)L->post_attn_norm->data, dim, m->norm_eps);
+            for (i = 0; i < dim; i++) x[i] += xb[i];
+            infer__rmsnorm(&c->kern, xb, x, (const float *)L->ffn_norm->data, dim, m->norm_eps);
         }
-        infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
-        for (t = t0; t < t1; t++) {
-            c->kern.silu_mul(c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+        if (L->ffn_router) {
+            infer__pool_barrier(c->pool);
+            infer__moe_ffn(c, P, n, t0, t1, ith, nth);
+        } else {
+            infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
+            infer__pool_barrier(c->pool);
+            infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
+            infer__pool_barrier(c->pool);
+            for (t = t0; t < t1; t++) infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+            infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
+            infer__pool_barrier(c->pool);
+            infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
         }
-        infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
         infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
+        prev = L;
     }
 
     /* the last residual, then the output rows from first_logit on */
     for (t = t0; t < t1; t++) {
-        for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
+        float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
+        if (prev->post_ffn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)prev->post_ffn_norm->data, dim, m->norm_eps);
+        for (i = 0; i < dim; i++) x[i] += xb[i];
         if (t >= ps->first_logit)
-            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)m->output_norm->data, dim,
-                           m->norm_eps);
+            infer__rmsnorm(&c->kern, xb, x, (const float *)m->output_norm->data, dim, m->norm_eps);
     }
     if (ps->first_logit < n) {
-        int from = INFER__MAX(t0, ps->first_logit);
+        int from = INFER__MAX(t0, ps->first_logit), rows = n - ps->first_logit;
         infer__product_convert(c, out, c->xb, dim, from, INFER__MAX(from, t1), ps->first_logit);
         infer__pool_barrier(c->pool);
-        infer__product_run(c, out, c->xb + (size_t)ps->first_logit * dim, dim, n - ps->first_logit, ps->logits, ith,
-                           nth);
+        infer__product_run(c, out, c->xb + (size_t)ps->first_logit * dim, dim, rows, ps->logits, ith, nth);
+        if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
+            int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth);
+            infer__pool_barrier(c->pool);
+            for (t = 0; t < rows; t++) infer__softcap(ps->logits + (size_t)t * m->n_vocab + v0, v1 - v0, m->final_softcap);
+        }
     }
 }
 
-/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
-   rows from first_logit on into logits (n_vocab floats each). */
 static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits) {
     infer__pass ps;
     ps.c = c;
@@ -10506,6 +11481,7 @@ static void infer__forward(infer_context *c, const infer_token *tokens, int n, i
     ps.next_item = 0;
     infer__pool_run(c->pool, infer__forward_worker, &ps);
     c->n_past += n;
+    c->kv.hi = INFER__MAX(c->kv.hi, c->n_past);
 }
 
 static int infer__reserve_logits(infer_context *c, int rows) {
@@ -10619,6 +11595,32 @@ static infer_backend_tensor infer__backend_tensor(const infer__tensor *t) {
     return b;
 }
 
+/* The description's features beyond plain llama, as backend.h names them. */
+static unsigned infer__model_features(const infer_model *m) {
+    unsigned f = 0;
+    int l;
+    const infer__rope *r = &m->ropes[0];
+    if (r->neox) f |= INFER_BACKEND_F_NEOX;
+    if (m->act == INFER__ACT_GELU) f |= INFER_BACKEND_F_GELU;
+    if (m->embd_scale > 0) f |= INFER_BACKEND_F_EMBD_SCALE;
+    if (m->attn_scale_q || m->attn_scale != 1.0f / sqrtf((float)m->head_dim)) f |= INFER_BACKEND_F_ATTN_SCALE;
+    if (m->attn_softcap > 0 || m->final_softcap > 0) f |= INFER_BACKEND_F_SOFTCAP;
+    if (m->q_dim != m->dim) f |= INFER_BACKEND_F_WIDE_Q;
+    if (r->freq_scale != 1.0f || r->ext_factor != 0.0f || r->attn_factor != 1.0f || r->freqs_long ||
+        (r->freqs && r->freqs != m->rope_freqs))
+        f |= INFER_BACKEND_F_ROPE_SCALING;
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        if (L->bq || L->bk || L->bv || L->bo) f |= INFER_BACKEND_F_QKV_BIAS;
+        if (L->q_norm || L->k_norm) f |= INFER_BACKEND_F_QK_NORM;
+        if (L->post_attn_norm || L->post_ffn_norm) f |= INFER_BACKEND_F_POST_NORMS;
+        if (L->window) f |= INFER_BACKEND_F_SLIDING;
+        if (L->ffn_router) f |= INFER_BACKEND_F_EXPERTS;
+        if (L->rope != 0) f |= INFER_BACKEND_F_ROPE_LAYERS;
+    }
+    return f;
+}
+
 static int infer__model_place(infer_model *m, infer_device want, infer_error *err) {
     const char *env = getenv("INFER_DEVICE");
     infer_backend_model d;
@@ -10649,6 +11651,7 @@ static int infer__model_place(infer_model *m, infer_device want, infer_error *er
         return 0;
     }
     memset(&d, 0, sizeof d);
+    d.features = infer__model_features(m);
     d.n_vocab = m->n_vocab, d.dim = m->dim, d.n_layers = m->n_layers, d.n_heads = m->n_heads;
     d.n_kv_heads = m->n_kv_heads, d.head_dim = m->head_dim, d.ffn_dim = m->ffn_dim, d.rope_dim = m->rope_dim;
     d.rope_base = m->rope_base, d.norm_eps = m->norm_eps, d.rope_freqs = m->rope_freqs;

@@ -661,12 +661,22 @@ extern "C" void infer_cuda_model_free(void *gm) {
 
 extern "C" const char *infer_cuda_model_device_name(const void *gm) { return ((const gpu_model *)gm)->name; }
 
+/* The features beyond plain llama (backend.h) these kernels implement:
+   none yet, so every other architecture is refused and runs on the CPU. */
+#define INFER_CUDA_FEATURES 0u
+
 extern "C" int infer_cuda_model_new(const infer_backend_model *d, void **out, char *msg, size_t size) {
     gpu_model *m;
     cudaDeviceProp prop;
     int bad = 0;
     *out = NULL;
     /* what the kernels assume, checked before touching the device */
+    if (d->features & ~INFER_CUDA_FEATURES) {
+        char names[256];
+        infer_backend_feature_names(d->features & ~INFER_CUDA_FEATURES, names, sizeof names);
+        say(msg, size, "the model uses %s, which the CUDA backend does not run yet", names);
+        return INFER_BACKEND_UNSUPPORTED;
+    }
     if (d->head_dim > ATT_MAX_HD) {
         say(msg, size, "head size %d is larger than the CUDA attention's %d", d->head_dim, ATT_MAX_HD);
         return INFER_BACKEND_UNSUPPORTED;

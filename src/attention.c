@@ -10,78 +10,95 @@
    normalised and rounded to F16. So a first pass over the tiles finds each
    row's max and sum (online, rescaling as the max grows) and a second makes
    the probabilities and multiplies by V. */
-#include "internal.h"
+#include "context.h"
 
-#define INFER__ATT_TILE 64  /* keys per tile */
-#define INFER__ATT_ROWS 64  /* query rows (tokens x heads of one group) per work item, at most */
+static size_t infer__kv_bytes(const infer__kv_cache *kv) { return kv->bytes; }
 
-typedef struct infer__kv_cache {
-    infer_type type; /* F16 or Q8_0 */
-    int n_layers, n_ctx, kv_dim, head_dim;
-    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
-    uint8_t *k, *v;
-} infer__kv_cache;
-
-static size_t infer__kv_bytes(const infer__kv_cache *kv) {
-    return 2 * (size_t)kv->n_layers * kv->n_ctx * kv->k_row;
+/* Positions layer l holds: every one, or, for a sliding window of w keys,
+   the window plus a batch (a batch's first token still sees w - 1 older
+   keys while its last is written), so its ring is never overwritten
+   before it is read. */
+static int infer__kv_layer_slots(int n_ctx, int n_batch, int window) {
+    return window ? INFER__MIN(n_ctx, window + n_batch) : n_ctx;
 }
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, int n_layers, int n_ctx, int n_kv_heads,
-                          int head_dim, infer_error *err) {
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch,
+                          infer_error *err) {
+    int l;
+    size_t total = 0, at = 0;
     memset(kv, 0, sizeof *kv);
     if (type != INFER_TYPE_F16 && type != INFER_TYPE_Q8_0) {
         infer__set_error(err, INFER_ERR_ARG, "the KV cache can be F16 or Q8_0, not %s", infer__traits(type)->name);
         return 0;
     }
-    if (type == INFER_TYPE_Q8_0 && head_dim % 32) {
+    if (type == INFER_TYPE_Q8_0 && m->head_dim % 32) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED, "a Q8_0 KV cache needs heads of a multiple of 32 values, not %d",
-                         head_dim);
+                         m->head_dim);
         return 0;
     }
     kv->type = type;
-    kv->n_layers = n_layers;
+    kv->n_layers = m->n_layers;
     kv->n_ctx = n_ctx;
-    kv->kv_dim = n_kv_heads * head_dim;
-    kv->head_dim = head_dim;
+    kv->kv_dim = m->kv_dim;
+    kv->head_dim = m->head_dim;
     kv->k_row = infer__row_size(type, kv->kv_dim);
-    kv->k = (uint8_t *)infer__calloc((size_t)n_layers * n_ctx, kv->k_row);
-    kv->v = (uint8_t *)infer__calloc((size_t)n_layers * n_ctx, kv->k_row);
-    if (!kv->k || !kv->v) {
-        INFER_FREE(kv->k);
-        INFER_FREE(kv->v);
-        kv->k = kv->v = NULL;
+    kv->slots = (int *)infer__calloc((size_t)m->n_layers, sizeof(int));
+    kv->k = (uint8_t **)infer__calloc((size_t)m->n_layers, sizeof(uint8_t *));
+    kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers, sizeof(uint8_t *));
+    if (kv->slots && kv->k && kv->v) {
+        for (l = 0; l < m->n_layers; l++) {
+            kv->slots[l] = infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window);
+            total += 2 * (size_t)kv->slots[l] * kv->k_row;
+        }
+        kv->mem = (uint8_t *)infer__calloc(total ? total : 1, 1);
+    }
+    if (!kv->mem) {
+        infer__kv_free(kv);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a KV cache of %d positions", n_ctx);
         return 0;
     }
+    for (l = 0; l < m->n_layers; l++) {
+        kv->k[l] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
+        kv->v[l] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
+    }
+    kv->bytes = total;
     return 1;
 }
 
 static void infer__kv_free(infer__kv_cache *kv) {
+    INFER_FREE(kv->slots);
     INFER_FREE(kv->k);
     INFER_FREE(kv->v);
+    INFER_FREE(kv->mem);
+    memset(kv, 0, sizeof *kv);
+}
+
+/* Whether every ring still holds the keys position n_past would see (the
+   positions after it are rewritten before anything reads them). */
+static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past) {
+    int l;
+    for (l = 0; l < kv->n_layers; l++) {
+        int w = m->layers[l].window, first;
+        if (kv->slots[l] >= kv->n_ctx) continue;
+        first = w ? INFER__MAX(0, n_past - w + 1) : 0;
+        if (first + kv->slots[l] < kv->hi) return 0;
+    }
+    return 1;
 }
 
 /* Writes one position's k and v (kv_dim floats each). */
-static void infer__kv_store(const infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos,
-                            const float *k, const float *v) {
-    size_t layer_bytes = (size_t)kv->n_ctx * kv->k_row;
-    kern->from_float[kv->type](k, kv->k + layer * layer_bytes + (size_t)pos * kv->k_row, kv->kv_dim);
+static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
+                            const float *v) {
+    int slots = kv->slots[layer], slot = pos % slots;
+    kern->from_float[kv->type](k, kv->k[layer] + (size_t)slot * kv->k_row, kv->kv_dim);
     if (kv->type == INFER_TYPE_F16) {
-        uint16_t *vt = (uint16_t *)(kv->v + layer * layer_bytes) + pos;
+        uint16_t *vt = (uint16_t *)kv->v[layer] + slot;
         int i;
-        for (i = 0; i < kv->kv_dim; i++) vt[(size_t)i * kv->n_ctx] = infer__fp32_to_fp16(v[i]);
+        for (i = 0; i < kv->kv_dim; i++) vt[(size_t)i * slots] = infer__fp32_to_fp16(v[i]);
     } else {
-        kern->from_float[kv->type](v, kv->v + layer * layer_bytes + (size_t)pos * kv->k_row, kv->kv_dim);
+        kern->from_float[kv->type](v, kv->v[layer] + (size_t)slot * kv->k_row, kv->kv_dim);
     }
 }
-
-/* Per-worker scratch of attention, sized for `group` query heads per KV head. */
-typedef struct infer__attn_scratch {
-    uint8_t *qx;      /* query rows in K's dot type */
-    float *s, *acc, *pv, *m, *l;
-    uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
-    float *vrow;
-} infer__attn_scratch;
 
 static size_t infer__attn_scratch_floats(int head_dim) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
@@ -116,17 +133,6 @@ static void infer__rows_dot(const infer__kernels *kern, infer_type wt, int n, co
                 kern->vec_dot[wt](n, (const uint8_t *)w + (size_t)r * w_stride, (const uint8_t *)x + (size_t)t * x_stride);
 }
 
-/* The shape of one layer's attention for a batch: n_tok tokens from
-   position pos0, q rows of n_heads heads (stride ldq), out likewise. */
-typedef struct infer__attn_batch {
-    const infer__kv_cache *kv;
-    const infer__kernels *kern;
-    int layer, pos0, n_tok, n_heads;
-    const float *q;
-    float *out;
-    int ldq, ldo;
-} infer__attn_batch;
-
 /* Tokens per work item: rows of one item are tokens x the heads of a group. */
 static int infer__attn_tokens_per_item(const infer__attn_batch *b) {
     int group = b->n_heads / (b->kv->kv_dim / b->kv->head_dim);
@@ -138,8 +144,18 @@ static int infer__attn_n_items(const infer__attn_batch *b) {
     return (b->n_tok + per - 1) / per * (b->kv->kv_dim / b->kv->head_dim);
 }
 
+/* The scores of one tile made soft-capped: c * tanh(s / c), as llama.cpp
+   scales, takes tanh and scales back. */
+static void infer__attn_softcap(float *s, int n, float cap) {
+    float inv = 1.0f / cap;
+    int j;
+    for (j = 0; j < n; j++) s[j] = tanhf(s[j] * inv) * cap;
+}
+
 /* Work item i: one KV head and a run of tokens, the latest tokens (the most
-   keys) first so the workers finish together. */
+   keys) first so the workers finish together. Keys are visited by
+   position, in tiles that never cross the end of a layer's ring; with a
+   sliding window, tiles wholly before it are skipped. */
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
@@ -147,12 +163,12 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
     int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
-    int n_keys = b->pos0 + t1, k0, i, j, d;
+    int slots = kv->slots[b->layer], w = b->window, pass;
+    int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
-    size_t q_row = infer__row_size(qt, hd), layer_bytes = (size_t)kv->n_ctx * kv->k_row;
-    size_t head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
-    const uint8_t *kbase = kv->k + layer_bytes * b->layer + head_off;
-    float scale = 1.0f / sqrtf((float)hd);
+    size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
+    const uint8_t *kbase = kv->k[b->layer] + head_off;
+    float scale = b->scale;
 
     /* rows i = (token - t0) * group + head within the group */
     for (i = 0; i < nq; i++) {
@@ -163,54 +179,59 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     }
     memset(sc->acc, 0, (size_t)nq * hd * sizeof(float));
 
-    /* pass 1: each row's softmax max and sum, online over the key tiles */
-    for (k0 = 0; k0 < n_keys; k0 += INFER__ATT_TILE) {
-        int kt = INFER__MIN(INFER__ATT_TILE, n_keys - k0);
-        infer__rows_dot(kern, kv->type, hd, kbase + (size_t)k0 * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq, sc->s,
-                        INFER__ATT_TILE);
-        for (i = 0; i < nq; i++) {
-            const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
-            float mx = sc->m[i];
-            double sum = 0;
-            int vis = INFER__MIN(kt, b->pos0 + t0 + i / group + 1 - k0); /* causal */
-            if (vis <= 0) continue;
-            for (j = 0; j < vis; j++) mx = INFER__MAX(mx, s[j] * scale);
-            for (j = 0; j < vis; j++) sum += expf(s[j] * scale - mx);
-            sc->l[i] = (float)((double)sc->l[i] * expf(sc->m[i] - mx) + sum);
-            sc->m[i] = mx;
-        }
-    }
-    /* pass 2: the probabilities, normalised and rounded to F16 as llama.cpp
-       has them, times V; the scores are made again unless one tile held them */
-    for (k0 = 0; k0 < n_keys; k0 += INFER__ATT_TILE) {
-        int kt = INFER__MIN(INFER__ATT_TILE, n_keys - k0);
-        const uint16_t *vt;
-        size_t vt_stride;
-        if (n_keys > INFER__ATT_TILE)
-            infer__rows_dot(kern, kv->type, hd, kbase + (size_t)k0 * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
-                            sc->s, INFER__ATT_TILE);
-        for (i = 0; i < nq; i++) {
-            const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
-            uint16_t *p = sc->p + (size_t)i * INFER__ATT_TILE;
-            float mx = sc->m[i], inv = (float)(1.0 / (double)sc->l[i]);
-            int vis = INFER__MIN(kt, b->pos0 + t0 + i / group + 1 - k0);
-            for (j = 0; j < kt; j++) p[j] = j < vis ? infer__fp32_to_fp16(expf(s[j] * scale - mx) * inv) : 0;
-        }
-        if (kv->type == INFER_TYPE_F16) {
-            vt = (const uint16_t *)(kv->v + layer_bytes * b->layer) + (size_t)kvh * hd * kv->n_ctx + k0;
-            vt_stride = (size_t)kv->n_ctx * sizeof(uint16_t);
-        } else {
-            const uint8_t *vbase = kv->v + layer_bytes * b->layer + head_off;
-            for (j = 0; j < kt; j++) {
-                infer__traits(kv->type)->to_float(vbase + (size_t)(k0 + j) * kv->k_row, sc->vrow, hd);
-                for (d = 0; d < hd; d++) sc->vt[(size_t)d * INFER__ATT_TILE + j] = infer__fp32_to_fp16(sc->vrow[d]);
+    /* pass 0: each row's softmax max and sum, online over the key tiles;
+       pass 1: the probabilities, normalised and rounded to F16 as llama.cpp
+       has them, times V (the scores made again unless one tile held them) */
+    for (pass = 0; pass < 2; pass++) {
+        int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
+        for (k0 = key_lo; k0 < key_hi;) {
+            int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot);
+            if (pass == 0 || !one_tile) {
+                infer__rows_dot(kern, kv->type, hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
+                                sc->s, INFER__ATT_TILE);
+                if (b->softcap > 0)
+                    for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
             }
-            vt = sc->vt;
-            vt_stride = INFER__ATT_TILE * sizeof(uint16_t);
+            for (i = 0; i < nq; i++) {
+                const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
+                int p = b->pos0 + t0 + i / group; /* this row's position: it sees keys (p - w, p] */
+                int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
+                if (pass == 0) {
+                    float mx = sc->m[i];
+                    double sum = 0;
+                    if (lo >= hi) continue;
+                    for (j = lo; j < hi; j++) mx = INFER__MAX(mx, s[j] * scale);
+                    for (j = lo; j < hi; j++) sum += expf(s[j] * scale - mx);
+                    sc->l[i] = (float)((double)sc->l[i] * expf(sc->m[i] - mx) + sum);
+                    sc->m[i] = mx;
+                } else {
+                    uint16_t *pr = sc->p + (size_t)i * INFER__ATT_TILE;
+                    float mx = sc->m[i], inv = (float)(1.0 / (double)sc->l[i]);
+                    for (j = 0; j < kt; j++)
+                        pr[j] = j >= lo && j < hi ? infer__fp32_to_fp16(expf(s[j] * scale - mx) * inv) : 0;
+                }
+            }
+            if (pass == 1) {
+                const uint16_t *vt;
+                size_t vt_stride;
+                if (kv->type == INFER_TYPE_F16) {
+                    vt = (const uint16_t *)kv->v[b->layer] + (size_t)kvh * hd * slots + slot;
+                    vt_stride = (size_t)slots * sizeof(uint16_t);
+                } else {
+                    const uint8_t *vbase = kv->v[b->layer] + head_off;
+                    for (j = 0; j < kt; j++) {
+                        infer__traits(kv->type)->to_float(vbase + (size_t)(slot + j) * kv->k_row, sc->vrow, hd);
+                        for (d = 0; d < hd; d++) sc->vt[(size_t)d * INFER__ATT_TILE + j] = infer__fp32_to_fp16(sc->vrow[d]);
+                    }
+                    vt = sc->vt;
+                    vt_stride = INFER__ATT_TILE * sizeof(uint16_t);
+                }
+                infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, vt_stride, hd, sc->p, INFER__ATT_TILE * sizeof(uint16_t),
+                                nq, sc->pv, (size_t)hd);
+                for (i = 0; i < nq * hd; i++) sc->acc[i] += sc->pv[i];
+            }
+            k0 += kt;
         }
-        infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, vt_stride, hd, sc->p, INFER__ATT_TILE * sizeof(uint16_t), nq,
-                        sc->pv, (size_t)hd);
-        for (i = 0; i < nq * hd; i++) sc->acc[i] += sc->pv[i];
     }
 
     for (i = 0; i < nq; i++) {

@@ -13,6 +13,7 @@
 #if (defined(INFER_IMPLEMENTATION) || defined(INFER_BACKEND_INTERFACE)) && !defined(INFER_BACKEND_H_INCLUDED)
 #define INFER_BACKEND_H_INCLUDED
 #include "infer_api.h"
+#include <stdio.h> /* snprintf, for feature names */
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,8 +33,31 @@ typedef struct infer_backend_layer {
     infer_backend_tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
 } infer_backend_layer;
 
-/* Everything the llama forward pass reads. */
+/* The model description's features beyond the plain llama forward pass
+   (forward.c runs them all). A backend states the set it implements and
+   refuses a model that uses any other, naming it, so the CPU runs it:
+   a model never runs elsewhere as if it were plain llama. */
+enum {
+    INFER_BACKEND_F_NEOX = 1u << 0,        /* RoPE pairs (i, i + n_rot/2) */
+    INFER_BACKEND_F_QKV_BIAS = 1u << 1,    /* q, k, v or output biases */
+    INFER_BACKEND_F_QK_NORM = 1u << 2,     /* per-head RMSNorm of q and k */
+    INFER_BACKEND_F_POST_NORMS = 1u << 3,  /* RMSNorm on attention/FFN outputs */
+    INFER_BACKEND_F_GELU = 1u << 4,        /* GELU-gated feed-forward */
+    INFER_BACKEND_F_EMBD_SCALE = 1u << 5,  /* scaled embeddings */
+    INFER_BACKEND_F_ATTN_SCALE = 1u << 6,  /* an attention scale other than 1/sqrt(head size) on the scores */
+    INFER_BACKEND_F_SOFTCAP = 1u << 7,     /* soft-capped scores or logits */
+    INFER_BACKEND_F_SLIDING = 1u << 8,     /* sliding-window layers */
+    INFER_BACKEND_F_EXPERTS = 1u << 9,     /* mixture-of-experts feed-forward */
+    INFER_BACKEND_F_ROPE_LAYERS = 1u << 10, /* layers without RoPE, or with another base */
+    INFER_BACKEND_F_ROPE_SCALING = 1u << 11, /* linear, YaRN or LongRoPE scaling, an attention factor */
+    INFER_BACKEND_F_WIDE_Q = 1u << 12,     /* heads * head size differs from the model width */
+    INFER_BACKEND_F_COUNT = 13
+};
+
+/* Everything the llama forward pass reads, and which features beyond it
+   the model uses (features: INFER_BACKEND_F_* bits). */
 typedef struct infer_backend_model {
+    unsigned features;
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, rope_dim;
     float rope_base, norm_eps;
     const float *rope_freqs; /* rope_dim/2 divisors of the angles, or NULL */
@@ -51,6 +75,17 @@ enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED
    Each writes a one-line reason into msg (size bytes) when it fails. */
 /* The number of CUDA devices; 0 (and why) when there is none. */
 int infer_cuda_device_count(char *msg, size_t size);
+/* The names of features' bits, "neox RoPE, q/k norms", for messages. */
+static inline void infer_backend_feature_names(unsigned features, char *buf, size_t size) {
+    static const char *const names[INFER_BACKEND_F_COUNT] = {
+        "NeoX RoPE", "biases", "q/k norms", "post-norms", "GELU", "scaled embeddings", "an attention scale",
+        "soft-capping", "sliding windows", "experts", "per-layer RoPE", "RoPE scaling", "query width != model width"};
+    size_t at = 0;
+    int i;
+    if (size) buf[0] = 0;
+    for (i = 0; i < INFER_BACKEND_F_COUNT && at < size; i++)
+        if (features & (1u << i)) at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", names[i]);
+}
 /* Uploads every weight once, in its GGUF format. *gpu_model is set on OK. */
 int infer_cuda_model_new(const infer_backend_model *desc, void **gpu_model, char *msg, size_t size);
 void infer_cuda_model_free(void *gpu_model);

@@ -1,59 +1,21 @@
-/* forward.c - the context (KV cache, scratch) and the llama forward pass
-   over a batch of tokens. Reads top to bottom like the paper: embed, then
-   per layer RMSNorm -> attention with RoPE -> residual -> RMSNorm -> SwiGLU
-   FFN -> residual, then the final norm and the output projection.
+/* forward.c - the context (KV cache, scratch) and the forward pass over a
+   batch of tokens, for every architecture the model description covers.
+   Reads top to bottom like the paper: embed (scaled where the model says),
+   then per layer RMSNorm -> q, k, v (+ biases) -> per-head q/k norms ->
+   RoPE -> attention (sliding window, soft-capping) -> output (+ post-norm)
+   -> residual -> RMSNorm -> gated FFN (SiLU or GELU) or experts -> (post-
+   norm) -> residual, then the final norm, the output projection and any
+   logit soft-cap. Each optional step runs where the description has its
+   weights or value, never by family name.
    The whole pass is one task of the thread pool: every worker runs the
    steps below, splitting each step's work, and the workers meet at a
    barrier between steps (per-token steps by tokens, products by rows,
-   attention by heads and token runs).
+   attention by heads and token runs, experts by expert and rows).
    The numerics follow llama.cpp's CPU path where it matters for matching
    its outputs: activations converted to the weights' dot type, K and V
    cached as F16, sums of squares in double, RoPE angles stepped by
-   multiplication. */
-#include "internal.h"
-
-#define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
-
-/* A step of products that read the same input (q, k, v; gate, up): the
-   input is converted once per activation type it needs, and the workers
-   split the rows of all of them. */
-typedef struct infer__product {
-    int n_ops, n_x;
-    const infer__tensor *w[INFER__MAX_FUSED];
-    int slot[INFER__MAX_FUSED];          /* the converted input each op reads; -1: the f32 input */
-    infer_type x_type[INFER__MAX_FUSED]; /* the types of the n_x converted inputs */
-    float *y[INFER__MAX_FUSED];
-    int ldy[INFER__MAX_FUSED];
-    const uint8_t *packed[INFER__MAX_FUSED]; /* the weights repacked for this ISA (pack.c), or NULL */
-    int64_t chunks;                      /* INFER__PACK_ROWS-row pieces of all ops, the unit of the split */
-} infer__product;
-
-enum { INFER__P_QKV, INFER__P_O, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_PER_LAYER };
-
-struct infer_context {
-    infer_model *model;
-    int n_ctx, n_batch, n_past;
-    void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
-    infer__pool *pool;
-    int n_threads;
-    infer__kernels kern; /* the kernels of the chosen instruction set */
-    infer__kv_cache kv;
-    /* activations of one batch, a row per token */
-    float *x, *xb, *q, *k, *v, *att, *hb, *hb2;
-    float *rope;        /* per token: cos, sin of each rotated pair */
-    float *attn_scratch; /* per worker */
-    size_t attn_scratch_n;
-    void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_batch rows */
-    size_t xq_row_max;  /* bytes of one converted row, largest case */
-    infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
-    uint8_t *packed_raw;  /* the allocation holding every packed weight */
-    float *logits;      /* rows of n_vocab */
-    int n_logit_rows, logit_cap_rows, logits_all, n_last;
-    size_t bytes;       /* memory this context holds */
-    /* generate.c's bookkeeping */
-    infer_metrics metrics;
-    infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
-};
+   multiplication, GELU through an F16 table. */
+#include "context.h"
 
 INFERDEF infer_context_params infer_context_default_params(void) {
     infer_context_params p;
@@ -90,15 +52,21 @@ static void infer__product_init(infer__product *p, int n_ops, const infer__tenso
 
 #define INFER__PACK_ARENA_ALIGN ((size_t)2 << 20) /* a huge page */
 
+/* Whether op i of product p is repacked for this ISA. Experts are packed
+   only when each expert starts a whole group of rows. */
+static int infer__product_packs(const infer_context *c, const infer__product *p, int i) {
+    infer_type t = p->w[i]->type;
+    if (p->expert_rows && p->expert_rows % INFER__PACK_ROWS) return 0;
+    return c->kern.pack_size[t] && c->kern.pack[t] && c->kern.gemm_packed[t];
+}
+
 /* The bytes product p's packed weights take (each 64-byte aligned). */
 static size_t infer__product_packed_bytes(const infer_context *c, const infer__product *p) {
     size_t total = 0;
     int i;
-    for (i = 0; i < p->n_ops; i++) {
-        infer_type t = p->w[i]->type;
-        if (c->kern.pack_size[t] && c->kern.pack[t] && c->kern.gemm_packed[t])
-            total += (c->kern.pack_size[t](p->w[i]->ne[0], p->w[i]->ne[1]) + 63) / 64 * 64;
-    }
+    for (i = 0; i < p->n_ops; i++)
+        if (infer__product_packs(c, p, i))
+            total += (c->kern.pack_size[p->w[i]->type](p->w[i]->ne[0], p->w[i]->ne[1]) + 63) / 64 * 64;
     return total;
 }
 
@@ -110,7 +78,7 @@ static void infer__product_pack(infer_context *c, infer__product *p, uint8_t **a
     for (i = 0; i < p->n_ops; i++) {
         const infer__tensor *w = p->w[i];
         infer_type t = w->type;
-        if (!c->kern.pack_size[t] || !c->kern.pack[t] || !c->kern.gemm_packed[t]) continue;
+        if (!infer__product_packs(c, p, i)) continue;
         p->packed[i] = *at;
         c->kern.pack[t](w->data, infer__row_size(t, w->ne[0]), w->ne[0], w->ne[1], *at);
         *at += (c->kern.pack_size[t](w->ne[0], w->ne[1]) + 63) / 64 * 64;
@@ -121,49 +89,71 @@ static void infer__product_pack(infer_context *c, infer__product *p, uint8_t **a
 
 static int infer__plan(infer_context *c) {
     const infer_model *m = c->model;
-    int dim = m->dim, kv_dim = m->n_kv_heads * m->head_dim, ffn = m->ffn_dim, l;
+    int l, n_steps = m->n_layers * INFER__P_PER_LAYER + 1;
     size_t total = 0;
     uint8_t *at;
-    c->plan = (infer__product *)infer__calloc((size_t)m->n_layers * INFER__P_PER_LAYER + 1, sizeof(infer__product));
+    c->plan = (infer__product *)infer__calloc((size_t)n_steps, sizeof(infer__product));
     if (!c->plan) return 0;
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         infer__product *p = c->plan + (size_t)l * INFER__P_PER_LAYER;
-        const infer__tensor *qkv[3], *gu[2];
-        float *y_qkv[3], *y_gu[2];
-        int ld_qkv[3], ld_gu[2];
-        qkv[0] = L->wq, qkv[1] = L->wk, qkv[2] = L->wv;
-        y_qkv[0] = c->q, y_qkv[1] = c->k, y_qkv[2] = c->v;
-        ld_qkv[0] = dim, ld_qkv[1] = ld_qkv[2] = kv_dim;
-        gu[0] = L->w_gate, gu[1] = L->w_up;
-        y_gu[0] = c->hb, y_gu[1] = c->hb2;
-        ld_gu[0] = ld_gu[1] = ffn;
-        infer__product_init(&p[INFER__P_QKV], 3, qkv, y_qkv, ld_qkv);
-        infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &dim);
-        infer__product_init(&p[INFER__P_GATE_UP], 2, gu, y_gu, ld_gu);
-        infer__product_init(&p[INFER__P_DOWN], 1, &L->w_down, &c->xb, &dim);
+        const infer__tensor *w[3];
+        float *y[3];
+        int ld[3];
+        w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
+        y[0] = c->q, y[1] = c->k, y[2] = c->v;
+        ld[0] = m->q_dim, ld[1] = ld[2] = m->kv_dim;
+        infer__product_init(&p[INFER__P_QKV], 3, w, y, ld);
+        infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
+        if (L->ffn_router) { /* experts: the router, then gate/up and down per expert */
+            infer__product_init(&p[INFER__P_ROUTER], 1, &L->ffn_router, &c->route.logits, &m->n_expert);
+            w[0] = L->gate_exps, w[1] = L->up_exps;
+            y[0] = c->hb, y[1] = c->hb2;
+            ld[0] = ld[1] = m->expert_ffn;
+            infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
+            infer__product_init(&p[INFER__P_DOWN], 1, &L->down_exps, &c->moe_out, &m->dim);
+            p[INFER__P_GATE_UP].expert_rows = m->expert_ffn;
+            p[INFER__P_DOWN].expert_rows = m->dim;
+        } else {
+            w[0] = L->w_gate, w[1] = L->w_up;
+            y[0] = c->hb, y[1] = c->hb2;
+            ld[0] = ld[1] = m->ffn_dim;
+            infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
+            infer__product_init(&p[INFER__P_DOWN], 1, &L->w_down, &c->xb, &m->dim);
+        }
     }
     /* the output's rows go straight to the caller's logits (set per pass) */
-    infer__product_init(&c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER], 1, &m->output, &c->logits, &m->n_vocab);
+    infer__product_init(&c->plan[n_steps - 1], 1, &m->output, &c->logits, &m->n_vocab);
     /* one arena for every packed weight, aligned so the OS can back it
        with huge pages: generation streams it all once per token */
-    for (l = 0; l <= m->n_layers * INFER__P_PER_LAYER; l++) total += infer__product_packed_bytes(c, &c->plan[l]);
+    for (l = 0; l < n_steps; l++) total += infer__product_packed_bytes(c, &c->plan[l]);
     if (total) {
         c->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
         if (!c->packed_raw) return 0;
         at = c->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)c->packed_raw % INFER__PACK_ARENA_ALIGN);
         infer__advise_huge(at, total);
         c->bytes += total + INFER__PACK_ARENA_ALIGN;
-        for (l = 0; l <= m->n_layers * INFER__P_PER_LAYER; l++) infer__product_pack(c, &c->plan[l], &at);
+        for (l = 0; l < n_steps; l++) infer__product_pack(c, &c->plan[l], &at);
     }
     return 1;
+}
+
+/* The RoPE factors this context uses: LongRoPE's long ones when the
+   context is longer than the model's original one (as llama.cpp picks). */
+static void infer__context_rope_freqs(infer_context *c) {
+    const infer_model *m = c->model;
+    int r;
+    for (r = 0; r < m->n_ropes; r++) {
+        const infer__rope *rp = &m->ropes[r];
+        c->rope_freqs[r] = rp->freqs_long && c->n_ctx > rp->n_ctx_orig ? rp->freqs_long : rp->freqs;
+    }
 }
 
 INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_params *params, infer_error *err) {
     infer_context_params defaults = infer_context_default_params();
     infer_context *c;
     infer_type kv_type;
-    int ok = 1, kv_dim, widest;
+    int ok = 1, widest, pairs, moe = 0, l;
     if (!m || !m->n_layers) {
         infer__set_error(err, INFER_ERR_ARG, "a context needs a model with weights (not vocab-only)");
         return NULL;
@@ -187,12 +177,13 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
     c->n_batch = params->n_batch ? params->n_batch : 512;
     c->n_batch = INFER__MIN(c->n_batch, c->n_ctx);
+    infer__context_rope_freqs(c);
     if (!infer__context_attach(c, err)) { /* a GPU model: its cache and scratch there */
         infer_context_free(c);
         return NULL;
     }
     if (!c->gpu) { /* on the GPU, the cache is there */
-        if (!infer__kv_init(&c->kv, kv_type, m->n_layers, c->n_ctx, m->n_kv_heads, m->head_dim, err)) {
+        if (!infer__kv_init(&c->kv, kv_type, m, c->n_ctx, c->n_batch, err)) {
             infer_context_free(c);
             return NULL;
         }
@@ -201,22 +192,40 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->pool = infer__pool_new(params->n_threads ? params->n_threads : 1);
     if (!c->pool) ok = 0;
     c->n_threads = c->pool ? infer__pool_size(c->pool) : 1;
-    kv_dim = m->n_kv_heads * m->head_dim;
-    widest = INFER__MAX(m->dim, m->ffn_dim);
+    for (l = 0; l < m->n_layers; l++) moe |= m->layers[l].ffn_router != NULL;
+    /* the block-integer F16 path moves logits by ~0.15% of their range;
+       routing (experts) and soft-capped attention turn that into several
+       percent (measured: synth gemma2 4%), so such models multiply exactly */
+    if ((params->f16_exact || moe || m->attn_softcap > 0) && c->kern.gemm_packed_f16_exact)
+        c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_f16_exact;
+    pairs = moe ? c->n_batch * m->n_expert_used : 0;
+    widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
+    c->xq_rows = INFER__MAX(c->n_batch, pairs);
     c->x = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->xb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
-    c->q = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
-    c->k = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * kv_dim, sizeof(float), &ok);
-    c->v = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * kv_dim, sizeof(float), &ok);
-    c->att = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
-    c->hb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
-    c->hb2 = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ffn_dim, sizeof(float), &ok);
-    c->rope = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->rope_dim, sizeof(float), &ok);
+    c->q = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    c->k = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
+    c->v = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
+    c->att = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    c->hb = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
+                                      sizeof(float), &ok);
+    c->hb2 = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
+                                       sizeof(float), &ok);
+    if (moe) {
+        c->moe_out = (float *)infer__ctx_alloc(c, (size_t)pairs * m->dim, sizeof(float), &ok);
+        c->route.expert = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
+        c->route.weight = (float *)infer__ctx_alloc(c, (size_t)pairs, sizeof(float), &ok);
+        c->route.pair_of = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
+        c->route.pair_token = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
+        c->route.start = (int *)infer__ctx_alloc(c, (size_t)m->n_expert + 1, sizeof(int), &ok);
+        c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
+    }
+    c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
     c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
     /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
-    c->xq = infer__ctx_alloc(c, (size_t)c->n_batch * INFER__MAX_FUSED, c->xq_row_max, &ok);
+    c->xq = infer__ctx_alloc(c, (size_t)c->xq_rows * INFER__MAX_FUSED, c->xq_row_max, &ok);
     if (ok && !c->gpu && !infer__plan(c)) ok = 0; /* a GPU context never runs the CPU's products */
     if (!ok) {
         infer_context_free(c);
@@ -239,6 +248,13 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->att);
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
+    INFER_FREE(c->moe_out);
+    INFER_FREE(c->route.expert);
+    INFER_FREE(c->route.weight);
+    INFER_FREE(c->route.pair_of);
+    INFER_FREE(c->route.pair_token);
+    INFER_FREE(c->route.start);
+    INFER_FREE(c->route.logits);
     INFER_FREE(c->rope);
     INFER_FREE(c->attn_scratch);
     INFER_FREE(c->xq);
@@ -253,8 +269,13 @@ INFERDEF void infer_context_free(infer_context *c) {
 INFERDEF int infer_context_n_ctx(const infer_context *c) { return c->n_ctx; }
 INFERDEF const char *infer_context_isa(const infer_context *c) { return infer__isa_name(c->kern.isa); }
 INFERDEF int infer_context_n_past(const infer_context *c) { return c->n_past; }
-INFERDEF void infer_context_truncate(infer_context *c, int n_past) {
-    if (n_past >= 0 && n_past < c->n_past) c->n_past = n_past;
+INFERDEF int infer_context_truncate(infer_context *c, int n_past) {
+    if (n_past < 0 || n_past >= c->n_past) return c->n_past;
+    /* a sliding window's ring may have overwritten keys n_past would see */
+    if (!c->gpu && !infer__kv_can_rewind(&c->kv, c->model, n_past)) n_past = 0;
+    c->n_past = n_past;
+    c->kv.hi = n_past;
+    return n_past;
 }
 
 /* ---- the building blocks -------------------------------------------- */
@@ -265,34 +286,58 @@ static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, 
     for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
-/* cos and sin of the angles of position pos: pair i turns by
-   pos * base^(-2i/n_rot) / freqs[i], the angle stepped by multiplication as
-   llama.cpp does. freqs may be NULL. */
-static void infer__rope_angles(float *cs, int n_rot, int pos, float base, const float *freqs) {
-    float theta = (float)pos, step = powf(base, -2.0f / (float)n_rot);
+/* cos and sin of the angles of position pos, as ggml's rope computes them:
+   pair i turns by theta_i = pos * base^(-2i/n_rot) / freqs[i] (stepped by
+   multiplication), interpolated by freq_scale, mixed back toward the
+   unscaled angle by YaRN's ramp, and cos and sin scaled by the attention
+   factor. freqs may be NULL. */
+static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos) {
+    float theta = (float)pos, step = powf(r->base, -2.0f / (float)r->n_rot), lo = 0, hi = 0, mscale = r->attn_factor;
     int i;
-    for (i = 0; i < n_rot; i += 2) {
-        float a = freqs ? theta / freqs[i / 2] : theta;
-        cs[i] = cosf(a);
-        cs[i + 1] = sinf(a);
+    if (r->ext_factor != 0.0f) { /* YaRN's correction range of dimensions */
+        float den = 2 * logf(r->base), pi2 = 2 * 3.14159265358979323846f;
+        lo = floorf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_fast * pi2)) / den);
+        hi = ceilf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_slow * pi2)) / den);
+        lo = INFER__MAX(0.0f, lo);
+        hi = INFER__MIN((float)(r->n_rot - 1), hi);
+        mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
+    }
+    for (i = 0; i < r->n_rot; i += 2) {
+        float extrap = freqs ? theta / freqs[i / 2] : theta, a = r->freq_scale * extrap;
+        if (r->ext_factor != 0.0f) {
+            float y = ((float)(i / 2) - lo) / INFER__MAX(0.001f, hi - lo);
+            float mix = (1 - INFER__MIN(1.0f, INFER__MAX(0.0f, y))) * r->ext_factor;
+            a = a * (1 - mix) + extrap * mix;
+        }
+        cs[i] = cosf(a) * mscale;
+        cs[i + 1] = sinf(a) * mscale;
         theta *= step;
     }
 }
 
-/* Rotates pairs (x[2i], x[2i+1]) of the first n_rot values. */
-static void infer__rope(float *x, const float *cs, int n_rot) {
-    int i;
+/* Rotates the first n_rot values of one head: pairs (2i, 2i+1), or with
+   neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. */
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox) {
+    int i, half = n_rot / 2;
     for (i = 0; i < n_rot; i += 2) {
-        float x0 = x[i], x1 = x[i + 1];
-        x[i] = x0 * cs[i] - x1 * cs[i + 1];
-        x[i + 1] = x0 * cs[i + 1] + x1 * cs[i];
+        int a = neox ? i / 2 : i, b = neox ? i / 2 + half : i + 1;
+        float x0 = x[a], x1 = x[b];
+        x[a] = x0 * cs[i] - x1 * cs[i + 1];
+        x[b] = x0 * cs[i + 1] + x1 * cs[i];
     }
+}
+
+/* x = cap * tanh(x / cap), as llama.cpp scales, takes tanh and scales back */
+static void infer__softcap(float *x, int n, float cap) {
+    float inv = 1.0f / cap;
+    int i;
+    for (i = 0; i < n; i++) x[i] = tanhf(x[i] * inv) * cap;
 }
 
 /* ---- products: Y[t] = W . X[t] for every token t ----------------------- */
 
 static uint8_t *infer__xq_slot(const infer_context *c, int slot) {
-    return (uint8_t *)c->xq + (size_t)slot * c->n_batch * c->xq_row_max;
+    return (uint8_t *)c->xq + (size_t)slot * c->xq_rows * c->xq_row_max;
 }
 
 /* Converts input rows t0..t1 (of n values, stride ldx) into each type the
@@ -307,7 +352,8 @@ static void infer__product_convert(const infer_context *c, const infer__product 
     }
 }
 
-/* Rows r0..r1 of op o of the product, for n_tok converted input rows. */
+/* Rows r0..r1 of op o of the product, for n_tok converted input rows; row
+   r of token j lands at y[j * ldy + r - r0]. */
 static void infer__product_rows(const infer_context *c, const infer__product *p, int o, int64_t r0, int64_t r1,
                                 const uint8_t *xq, size_t xq_row, int n_tok, float *y) {
     const infer__tensor *w = p->w[o];
@@ -315,17 +361,18 @@ static void infer__product_rows(const infer_context *c, const infer__product *p,
     size_t row_size = infer__row_size(w->type, n), ldy = (size_t)p->ldy[o];
     const uint8_t *wr = (const uint8_t *)w->data + (size_t)r0 * row_size;
     infer__vec_dot_fn vec_dot = c->kern.vec_dot[w->type];
+    int64_t r;
     if (p->packed[o]) {
         c->kern.gemm_packed[w->type](n, p->packed[o] + infer__pack_offset(&c->kern, w->type, n, r0), (int)(r1 - r0), xq,
-                                     xq_row, n_tok, y + r0, ldy);
+                                     xq_row, n_tok, y, ldy);
         return;
     }
     if (c->kern.gemm[w->type] && n_tok > 1) {
-        c->kern.gemm[w->type](n, wr, row_size, (int)(r1 - r0), xq, xq_row, n_tok, y + r0, ldy);
+        c->kern.gemm[w->type](n, wr, row_size, (int)(r1 - r0), xq, xq_row, n_tok, y, ldy);
         return;
     }
-    for (; r0 < r1; r0++, wr += row_size)
-        for (j = 0; j < n_tok; j++) y[(size_t)j * ldy + r0] = vec_dot(n, wr, xq + (size_t)j * xq_row);
+    for (r = 0; r < r1 - r0; r++, wr += row_size)
+        for (j = 0; j < n_tok; j++) y[(size_t)j * ldy + r] = vec_dot(n, wr, xq + (size_t)j * xq_row);
 }
 
 /* This worker's share of the rows of every op of the product, in pieces of
@@ -344,9 +391,97 @@ static void infer__product_run(const infer_context *c, const infer__product *p, 
             const uint8_t *xq = p->slot[o] < 0 ? (const uint8_t *)x : infer__xq_slot(c, p->slot[o]);
             size_t xq_row = p->slot[o] < 0 ? (size_t)ldx * sizeof(float) : infer__row_size(p->x_type[p->slot[o]], n);
             infer__product_rows(c, p, o, lo * INFER__PACK_ROWS, INFER__MIN(hi * INFER__PACK_ROWS, rows), xq, xq_row,
-                                n_tok, o == 0 && out0 ? out0 : p->y[o]);
+                                n_tok, (o == 0 && out0 ? out0 : p->y[o]) + lo * INFER__PACK_ROWS);
         }
         base += n_chunks;
+    }
+}
+
+/* ---- experts ------------------------------------------------------------ */
+
+/* Token t's experts from its router logits: probabilities (softmax over
+   all, or over the chosen), the top k by bubble order as ggml's argsort
+   (ties to the lower index), their weights renormalised if the model says. */
+static void infer__moe_choose(const infer_model *m, infer__moe_route *rt, int t, int pos) {
+    const float *lg = rt->logits + (size_t)t * m->n_expert;
+    int k = m->n_expert_used, e, j, *ex = rt->expert + (size_t)t * k;
+    float probs[512], *w = rt->weight + (size_t)t * k, mx;
+    double sum = 0;
+    for (e = 0; e < m->n_expert; e++) probs[e] = lg[e];
+    if (m->gating == INFER__GATING_SOFTMAX) {
+        for (mx = probs[0], e = 1; e < m->n_expert; e++) mx = INFER__MAX(mx, probs[e]);
+        for (e = 0; e < m->n_expert; e++) sum += (double)(probs[e] = expf(probs[e] - mx));
+        for (e = 0; e < m->n_expert; e++) probs[e] *= (float)(1.0 / sum);
+    }
+    for (j = 0; j < k; j++) {
+        int best = -1;
+        for (e = 0; e < m->n_expert; e++) {
+            int taken = 0, i;
+            for (i = 0; i < j; i++) taken |= ex[i] == e;
+            if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
+        }
+        ex[j] = best;
+        w[j] = probs[best];
+    }
+    if (rt->margin && k < m->n_expert) { /* how close the last choice came to the next expert */
+        float next = -INFINITY;
+        for (e = 0; e < m->n_expert; e++) {
+            int taken = 0;
+            for (j = 0; j < k; j++) taken |= ex[j] == e;
+            if (!taken) next = INFER__MAX(next, probs[e]);
+        }
+        rt->margin[pos] = INFER__MIN(rt->margin[pos], (w[k - 1] - next) / w[k - 1]);
+    }
+    if (m->gating == INFER__GATING_SOFTMAX_TOPK) {
+        for (mx = w[0], j = 1; j < k; j++) mx = INFER__MAX(mx, w[j]);
+        for (sum = 0, j = 0; j < k; j++) sum += (double)(w[j] = expf(w[j] - mx));
+        for (j = 0; j < k; j++) w[j] *= (float)(1.0 / sum);
+    }
+    if (m->expert_norm) {
+        float total;
+        for (sum = 0, j = 0; j < k; j++) sum += (double)w[j];
+        total = (float)sum;
+        for (j = 0; j < k; j++) w[j] /= total;
+    }
+}
+
+/* The (token, expert) pairs sorted by expert, tokens in order within one. */
+static void infer__moe_pairs(const infer_model *m, infer__moe_route *rt, int n_tok) {
+    int k = m->n_expert_used, e, s, n = n_tok * k;
+    for (e = 0; e <= m->n_expert; e++) rt->start[e] = 0;
+    for (s = 0; s < n; s++) rt->start[rt->expert[s] + 1]++;
+    for (e = 0; e < m->n_expert; e++) rt->start[e + 1] += rt->start[e];
+    for (s = 0; s < n; s++) { /* start[e] moves past each pair placed, then is put back */
+        int p = rt->start[rt->expert[s]]++;
+        rt->pair_of[s] = p;
+        rt->pair_token[p] = s / k;
+    }
+    for (e = m->n_expert; e > 0; e--) rt->start[e] = rt->start[e - 1];
+    rt->start[0] = 0;
+}
+
+/* This worker's share of an experts product: units of INFER__PACK_ROWS
+   rows of one op of one expert with tokens, each over all its pairs
+   (their converted inputs are rows start[e].. of the slot). */
+static void infer__moe_product(const infer_context *c, const infer__product *p, int ith, int nth) {
+    const infer__moe_route *rt = &c->route;
+    const infer_model *m = c->model;
+    int64_t rows = p->expert_rows, per = (rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, units = 0, u0, u1, u = 0;
+    int e, o;
+    for (e = 0; e < m->n_expert; e++)
+        if (rt->start[e + 1] > rt->start[e]) units += per * p->n_ops;
+    u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
+    for (e = 0; e < m->n_expert && u < u1; e++) {
+        int n_pairs = rt->start[e + 1] - rt->start[e];
+        if (!n_pairs) continue;
+        for (o = 0; o < p->n_ops; o++, u += per) {
+            int64_t lo = INFER__MAX(u0, u) - u, hi = INFER__MIN(u1, u + per) - u;
+            size_t xq_row = infer__row_size(p->x_type[p->slot[o]], (int)p->w[o]->ne[0]);
+            if (lo >= hi) continue;
+            infer__product_rows(c, p, o, e * rows + lo * INFER__PACK_ROWS, e * rows + INFER__MIN(hi * INFER__PACK_ROWS, rows),
+                                infer__xq_slot(c, p->slot[o]) + (size_t)rt->start[e] * xq_row, xq_row, n_pairs,
+                                p->y[o] + (size_t)rt->start[e] * p->ldy[o] + lo * INFER__PACK_ROWS);
+        }
     }
 }
 
@@ -360,15 +495,67 @@ typedef struct infer__pass {
     int next_item; /* attention work handed out so far */
 } infer__pass;
 
+/* The gated activation of n values: g = act(g) * u. */
+static void infer__act_mul(const infer_context *c, float *g, const float *u, int n) {
+    if (c->model->act == INFER__ACT_GELU)
+        c->kern.gelu_mul(g, u, n, c->model->gelu_table);
+    else
+        c->kern.silu_mul(g, u, n);
+}
+
+/* The experts' feed-forward of the normed input xb (tokens t0..t1 are
+   this worker's), into xb: route, gather, gate/up, activation, down, and
+   each token's weighted sum in the order its experts were chosen. */
+static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    infer__moe_route *rt = &c->route;
+    const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
+    int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
+    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
+    infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
+    infer__pool_barrier(c->pool);
+    for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->n_past + t);
+    infer__pool_barrier(c->pool);
+    if (ith == 0) infer__moe_pairs(m, rt, n);
+    infer__pool_barrier(c->pool);
+    for (p = p0; p < p1; p++) /* each pair's input, converted for gate and up */
+        for (s = 0; s < gu->n_x; s++) {
+            size_t row = infer__row_size(gu->x_type[s], dim);
+            c->kern.from_float[gu->x_type[s]](c->xb + (size_t)rt->pair_token[p] * dim, infer__xq_slot(c, s) + (size_t)p * row,
+                                              dim);
+        }
+    infer__pool_barrier(c->pool);
+    infer__moe_product(c, gu, ith, nth);
+    infer__pool_barrier(c->pool);
+    for (p = p0; p < p1; p++) {
+        infer__act_mul(c, c->hb + (size_t)p * effn, c->hb2 + (size_t)p * effn, effn);
+        for (s = 0; s < dn->n_x; s++)
+            c->kern.from_float[dn->x_type[s]](c->hb + (size_t)p * effn,
+                                              infer__xq_slot(c, s) + (size_t)p * infer__row_size(dn->x_type[s], effn), effn);
+    }
+    infer__pool_barrier(c->pool);
+    infer__moe_product(c, dn, ith, nth);
+    infer__pool_barrier(c->pool);
+    for (t = t0; t < t1; t++) {
+        float *out = c->xb + (size_t)t * dim;
+        for (j = 0; j < k; j++) {
+            const float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
+            float w = rt->weight[t * k + j];
+            for (i = 0; i < dim; i++) out[i] = j ? out[i] + y[i] * w : y[i] * w;
+        }
+    }
+}
+
 /* Every worker runs this; t0..t1 are its tokens in the per-token steps. */
 static void infer__forward_worker(void *arg, int ith, int nth) {
     infer__pass *ps = (infer__pass *)arg;
     infer_context *c = ps->c;
     const infer_model *m = c->model;
-    int dim = m->dim, hd = m->head_dim, kv_dim = m->n_kv_heads * hd, ffn = m->ffn_dim, n_rot = m->rope_dim;
-    int n = ps->n, pos0 = c->n_past, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i;
+    int dim = m->dim, hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, ffn = m->ffn_dim, n_rot = m->rope_dim;
+    int n = ps->n, pos0 = c->n_past, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i, r;
     size_t emb_row = infer__row_size(m->tok_embd->type, dim);
     const infer__product *out = &c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER];
+    const infer__layer *prev = NULL;
     infer__attn_scratch scratch;
     infer__attn_batch ab;
 
@@ -378,14 +565,19 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
     ab.pos0 = pos0;
     ab.n_tok = n;
     ab.n_heads = m->n_heads;
+    ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
+    ab.softcap = m->attn_softcap;
     ab.q = c->q;
     ab.out = c->att;
-    ab.ldq = ab.ldo = dim;
+    ab.ldq = ab.ldo = q_dim;
 
     for (t = t0; t < t1; t++) {
-        infer__traits(m->tok_embd->type)
-            ->to_float((const uint8_t *)m->tok_embd->data + (size_t)ps->tokens[t] * emb_row, c->x + (size_t)t * dim, dim);
-        infer__rope_angles(c->rope + (size_t)t * n_rot, n_rot, pos0 + t, m->rope_base, m->rope_freqs);
+        float *x = c->x + (size_t)t * dim;
+        infer__traits(m->tok_embd->type)->to_float((const uint8_t *)m->tok_embd->data + (size_t)ps->tokens[t] * emb_row, x, dim);
+        if (m->embd_scale > 0)
+            for (i = 0; i < dim; i++) x[i] *= m->embd_scale;
+        for (r = 0; r < m->n_ropes; r++)
+            infer__rope_angles(c->rope + ((size_t)r * c->n_batch + t) * n_rot, &m->ropes[r], c->rope_freqs[r], pos0 + t);
     }
 
     for (l = 0; l < m->n_layers; l++) {
@@ -394,72 +586,99 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 
         /* attention: q, k, v of the normed input */
         for (t = t0; t < t1; t++) {
-            if (l > 0) /* the previous layer's feed-forward residual */
-                for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
-            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->attn_norm->data, dim,
-                           m->norm_eps);
+            float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
+            if (prev) { /* the previous layer's feed-forward residual */
+                if (prev->post_ffn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)prev->post_ffn_norm->data, dim, m->norm_eps);
+                for (i = 0; i < dim; i++) x[i] += xb[i];
+            }
+            infer__rmsnorm(&c->kern, xb, x, (const float *)L->attn_norm->data, dim, m->norm_eps);
         }
         infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
         infer__pool_barrier(c->pool);
         infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
         infer__pool_barrier(c->pool);
         for (t = t0; t < t1; t++) {
-            const float *cs = c->rope + (size_t)t * n_rot;
-            for (i = 0; i < m->n_heads; i++) infer__rope(c->q + (size_t)t * dim + (size_t)i * hd, cs, n_rot);
-            for (i = 0; i < m->n_kv_heads; i++) infer__rope(c->k + (size_t)t * kv_dim + (size_t)i * hd, cs, n_rot);
-            infer__kv_store(&c->kv, &c->kern, l, pos0 + t, c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
+            float *q = c->q + (size_t)t * q_dim, *k = c->k + (size_t)t * kv_dim, *v = c->v + (size_t)t * kv_dim;
+            const float *cs = L->rope >= 0 ? c->rope + ((size_t)L->rope * c->n_batch + t) * n_rot : NULL;
+            int neox = L->rope >= 0 && m->ropes[L->rope].neox;
+            if (L->bq) for (i = 0; i < q_dim; i++) q[i] += ((const float *)L->bq->data)[i];
+            if (L->bk) for (i = 0; i < kv_dim; i++) k[i] += ((const float *)L->bk->data)[i];
+            if (L->bv) for (i = 0; i < kv_dim; i++) v[i] += ((const float *)L->bv->data)[i];
+            for (i = 0; i < m->n_heads; i++) {
+                float *qh = q + (size_t)i * hd;
+                if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
+                if (cs) infer__rope_rotate(qh, cs, n_rot, neox);
+            }
+            if (m->attn_scale_q)
+                for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
+            for (i = 0; i < m->n_kv_heads; i++) {
+                float *kh = k + (size_t)i * hd;
+                if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
+                if (cs) infer__rope_rotate(kh, cs, n_rot, neox);
+            }
+            infer__kv_store(&c->kv, &c->kern, l, pos0 + t, k, v);
         }
         if (ith == 0) ps->next_item = 0;
         infer__pool_barrier(c->pool);
         ab.layer = l;
+        ab.window = L->window;
         for (;;) {
             int item = infer__atomic_next(&ps->next_item);
             if (item >= infer__attn_n_items(&ab)) break;
             infer__attn_item(&ab, item, &scratch);
         }
         infer__pool_barrier(c->pool);
-        infer__product_convert(c, &P[INFER__P_O], c->att, dim, t0, t1, 0);
+        infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
         infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_O], c->att, dim, n, NULL, ith, nth);
+        infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
         infer__pool_barrier(c->pool);
 
-        /* feed-forward: down(silu(gate(x)) * up(x)) of the normed input */
+        /* feed-forward of the normed input: down(act(gate(x)) * up(x)), or experts */
         for (t = t0; t < t1; t++) {
-            for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
-            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)L->ffn_norm->data, dim,
-                           m->norm_eps);
+            float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
+            if (L->bo) for (i = 0; i < dim; i++) xb[i] += ((const float *)L->bo->data)[i];
+            if (L->post_attn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)L->post_attn_norm->data, dim, m->norm_eps);
+            for (i = 0; i < dim; i++) x[i] += xb[i];
+            infer__rmsnorm(&c->kern, xb, x, (const float *)L->ffn_norm->data, dim, m->norm_eps);
         }
-        infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
-        for (t = t0; t < t1; t++) {
-            c->kern.silu_mul(c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+        if (L->ffn_router) {
+            infer__pool_barrier(c->pool);
+            infer__moe_ffn(c, P, n, t0, t1, ith, nth);
+        } else {
+            infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
+            infer__pool_barrier(c->pool);
+            infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
+            infer__pool_barrier(c->pool);
+            for (t = t0; t < t1; t++) infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+            infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
+            infer__pool_barrier(c->pool);
+            infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
         }
-        infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
         infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
+        prev = L;
     }
 
     /* the last residual, then the output rows from first_logit on */
     for (t = t0; t < t1; t++) {
-        for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] += c->xb[(size_t)t * dim + i];
+        float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
+        if (prev->post_ffn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)prev->post_ffn_norm->data, dim, m->norm_eps);
+        for (i = 0; i < dim; i++) x[i] += xb[i];
         if (t >= ps->first_logit)
-            infer__rmsnorm(&c->kern, c->xb + (size_t)t * dim, c->x + (size_t)t * dim, (const float *)m->output_norm->data, dim,
-                           m->norm_eps);
+            infer__rmsnorm(&c->kern, xb, x, (const float *)m->output_norm->data, dim, m->norm_eps);
     }
     if (ps->first_logit < n) {
-        int from = INFER__MAX(t0, ps->first_logit);
+        int from = INFER__MAX(t0, ps->first_logit), rows = n - ps->first_logit;
         infer__product_convert(c, out, c->xb, dim, from, INFER__MAX(from, t1), ps->first_logit);
         infer__pool_barrier(c->pool);
-        infer__product_run(c, out, c->xb + (size_t)ps->first_logit * dim, dim, n - ps->first_logit, ps->logits, ith,
-                           nth);
+        infer__product_run(c, out, c->xb + (size_t)ps->first_logit * dim, dim, rows, ps->logits, ith, nth);
+        if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
+            int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth);
+            infer__pool_barrier(c->pool);
+            for (t = 0; t < rows; t++) infer__softcap(ps->logits + (size_t)t * m->n_vocab + v0, v1 - v0, m->final_softcap);
+        }
     }
 }
 
-/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
-   rows from first_logit on into logits (n_vocab floats each). */
 static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits) {
     infer__pass ps;
     ps.c = c;
@@ -470,6 +689,7 @@ static void infer__forward(infer_context *c, const infer_token *tokens, int n, i
     ps.next_item = 0;
     infer__pool_run(c->pool, infer__forward_worker, &ps);
     c->n_past += n;
+    c->kv.hi = INFER__MAX(c->kv.hi, c->n_past);
 }
 
 static int infer__reserve_logits(infer_context *c, int rows) {

@@ -1,6 +1,6 @@
 /* generate.c - the generation loop (prompt, then one token at a time) and
    the metrics it records. */
-#include "internal.h"
+#include "context.h"
 
 INFERDEF void infer_context_reset_metrics(infer_context *c) { memset(&c->metrics, 0, sizeof c->metrics); }
 

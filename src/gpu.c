@@ -3,7 +3,7 @@
    through backend.h: the weights are uploaded once at load, each context
    gets its KV cache and scratch on the GPU, and infer_decode's batches go
    to infer_cuda_forward instead of infer__forward. */
-#include "internal.h"
+#include "context.h"
 
 INFERDEF const char *infer_device_name(infer_device d) {
     switch (d) {
@@ -54,6 +54,32 @@ static infer_backend_tensor infer__backend_tensor(const infer__tensor *t) {
     return b;
 }
 
+/* The description's features beyond plain llama, as backend.h names them. */
+static unsigned infer__model_features(const infer_model *m) {
+    unsigned f = 0;
+    int l;
+    const infer__rope *r = &m->ropes[0];
+    if (r->neox) f |= INFER_BACKEND_F_NEOX;
+    if (m->act == INFER__ACT_GELU) f |= INFER_BACKEND_F_GELU;
+    if (m->embd_scale > 0) f |= INFER_BACKEND_F_EMBD_SCALE;
+    if (m->attn_scale_q || m->attn_scale != 1.0f / sqrtf((float)m->head_dim)) f |= INFER_BACKEND_F_ATTN_SCALE;
+    if (m->attn_softcap > 0 || m->final_softcap > 0) f |= INFER_BACKEND_F_SOFTCAP;
+    if (m->q_dim != m->dim) f |= INFER_BACKEND_F_WIDE_Q;
+    if (r->freq_scale != 1.0f || r->ext_factor != 0.0f || r->attn_factor != 1.0f || r->freqs_long ||
+        (r->freqs && r->freqs != m->rope_freqs))
+        f |= INFER_BACKEND_F_ROPE_SCALING;
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        if (L->bq || L->bk || L->bv || L->bo) f |= INFER_BACKEND_F_QKV_BIAS;
+        if (L->q_norm || L->k_norm) f |= INFER_BACKEND_F_QK_NORM;
+        if (L->post_attn_norm || L->post_ffn_norm) f |= INFER_BACKEND_F_POST_NORMS;
+        if (L->window) f |= INFER_BACKEND_F_SLIDING;
+        if (L->ffn_router) f |= INFER_BACKEND_F_EXPERTS;
+        if (L->rope != 0) f |= INFER_BACKEND_F_ROPE_LAYERS;
+    }
+    return f;
+}
+
 static int infer__model_place(infer_model *m, infer_device want, infer_error *err) {
     const char *env = getenv("INFER_DEVICE");
     infer_backend_model d;
@@ -84,6 +110,7 @@ static int infer__model_place(infer_model *m, infer_device want, infer_error *er
         return 0;
     }
     memset(&d, 0, sizeof d);
+    d.features = infer__model_features(m);
     d.n_vocab = m->n_vocab, d.dim = m->dim, d.n_layers = m->n_layers, d.n_heads = m->n_heads;
     d.n_kv_heads = m->n_kv_heads, d.head_dim = m->head_dim, d.ffn_dim = m->ffn_dim, d.rope_dim = m->rope_dim;
     d.rope_base = m->rope_base, d.norm_eps = m->norm_eps, d.rope_freqs = m->rope_freqs;

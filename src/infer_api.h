@@ -226,6 +226,10 @@ typedef struct infer_context_params {
     int n_threads;    /* 0 = 1 */
     infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
                            means) or INFER_TYPE_Q8_0, half the memory */
+    int f16_exact;    /* multiply F16 weights exactly in prompts too, never on
+                         the block-integer path (see infer_decode); a model
+                         with experts always does, as its routing turns on
+                         differences of 1e-4 */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
@@ -242,8 +246,11 @@ INFERDEF int infer_context_n_past(const infer_context *c);
 INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Where its forward pass runs (its model's device). */
 INFERDEF infer_device infer_context_device(const infer_context *c);
-/* Forgets every position from n_past on (0 clears the cache). */
-INFERDEF void infer_context_truncate(infer_context *c, int n_past);
+/* Forgets every position from n_past on (0 clears the cache) and returns
+   the positions kept: n_past, or 0 where a sliding-window layer's cache
+   (which holds only its window and a batch) no longer has the keys
+   position n_past would see; then the caller feeds the tokens again. */
+INFERDEF int infer_context_truncate(infer_context *c, int n_past);
 /* Runs the model on n tokens at positions n_past.., appending them to the KV
    cache. all_logits: keep the logits of every position, else only the
    last. Batches larger than n_batch are split internally. The calling

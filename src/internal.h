@@ -307,8 +307,13 @@ typedef struct infer__kernels {
     infer__pack_size_fn pack_size[INFER_TYPE_COUNT];
     infer__pack_fn pack[INFER_TYPE_COUNT];
     infer__gemm_packed_fn gemm_packed[INFER_TYPE_COUNT];
-    /* elementwise math (vecmath.c): g = silu(g) * u; RMSNorm's sum of squares */
+    /* F16's exact packed product where gemm_packed[F16] is the block-integer
+       one (INFER__F16I_MIN_TOK), for contexts that ask for exact F16; else NULL */
+    infer__gemm_packed_fn gemm_packed_f16_exact;
+    /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
+       GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
+    void (*gelu_mul)(float *g, const float *u, int n, const float *table);
     double (*sum_squares)(const float *x, int n);
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
@@ -338,22 +343,72 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
 static int infer__vocab_piece(const infer_vocab *v, infer_token t, char *buf, int size);
 static const char *infer__vocab_warning(const infer_vocab *v);
 
-/* ---- model.c ---- */
+/* ---- model.c (with arch.c): the model description the forward pass reads ----
+   One description covers every architecture: per-layer choices (head
+   sizes, RoPE, sliding window) and model-wide features (biases, extra
+   norms, activation, scales, soft-caps, experts) are data here, and the
+   forward pass reads them; it never asks which family a model is. */
+
+/* RoPE as one layer applies it (ggml's rope with YaRN and frequency
+   factors: theta_i = pos * base^(-2i/n_rot) / freqs[i], then scaled). */
+typedef struct infer__rope {
+    int n_rot;          /* rotated values per head (the first n_rot) */
+    int neox;           /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
+    float base;
+    float freq_scale;   /* 1 / the linear or YaRN factor */
+    float ext_factor;   /* YaRN's extrapolation mix (0: none) */
+    float attn_factor;  /* scales cos and sin (LongRoPE's, YaRN's magnitude) */
+    float beta_fast, beta_slow;
+    int n_ctx_orig;     /* YaRN's original context */
+    const float *freqs; /* n_rot/2 divisors of the angles, or NULL */
+    const float *freqs_long; /* LongRoPE: the divisors for contexts beyond n_ctx_orig, or NULL */
+} infer__rope;
+#define INFER__MAX_ROPES 2 /* distinct RoPEs in one model (sliding vs global layers) */
+
 typedef struct infer__layer {
-    const infer__tensor *attn_norm, *wq, *wk, *wv, *wo;
-    const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down;
+    /* attention; bq, bk, bv, bo, q_norm, k_norm and post_attn_norm may be NULL */
+    const infer__tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *post_attn_norm;
+    /* feed-forward: dense (w_gate, w_up, w_down) or experts (router and the
+       three stacked expert tensors); post_ffn_norm may be NULL */
+    const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    const infer__tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
+    int window; /* keys a query sees (sliding window), 0: all of them */
+    int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
 } infer__layer;
+
+typedef enum infer__act { INFER__ACT_SILU, INFER__ACT_GELU } infer__act;
+typedef enum infer__gating {
+    INFER__GATING_SOFTMAX,     /* softmax over all experts, then the top k */
+    INFER__GATING_SOFTMAX_TOPK /* the top k logits, then softmax over those */
+} infer__gating;
 
 struct infer_model {
     infer_gguf *gguf;
     infer_vocab *vocab;
     char arch[32];
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
+    int q_dim, kv_dim;  /* n_heads * head_dim, n_kv_heads * head_dim */
     int n_ctx_train, rope_dim;
     float rope_base, norm_eps;
+    /* features, as data */
+    infer__act act;      /* of the gated feed-forward */
+    float embd_scale;    /* embeddings times this (gemma: sqrt(dim)), 0: no */
+    float attn_scale;    /* on the scores, or on q when attn_scale_q */
+    int attn_scale_q;    /* q is scaled before q.K (and rounded so) */
+    float attn_softcap;  /* scores become c * tanh(s / c), 0: no */
+    float final_softcap; /* logits likewise */
+    int n_expert, n_expert_used, expert_ffn;
+    infer__gating gating;
+    int expert_norm;     /* the chosen experts' weights renormalised to sum 1 */
+    int n_swa;           /* the sliding window of the layers that have one, 0: none */
+    infer__rope ropes[INFER__MAX_ROPES];
+    int n_ropes;
     const infer__tensor *tok_embd, *output_norm, *output; /* output may be tok_embd (tied) */
-    const float *rope_freqs; /* rope_dim/2 divisors of the angles (Llama 3.1), or NULL */
+    const float *rope_freqs; /* the global layers' RoPE factors, or NULL */
     infer__layer *layers;
+    infer__tensor *views; /* pieces of fused tensors (phi3's attn_qkv, gate+up) */
+    int n_views;
+    float *gelu_table;   /* GELU of every F16 value (llama.cpp's table), for GELU models */
     unsigned char *bound; /* during load: which file tensors the model uses */
     double load_ms;
     infer_device device;  /* where the forward pass runs: CPU or CUDA (gpu.c) */
@@ -361,6 +416,57 @@ struct infer_model {
     char *device_note;    /* why auto chose the CPU, joined to the vocab's warning */
 };
 static const infer_vocab *infer__model_vocab(const infer_model *m);
+
+/* arch.c: the architectures as rows of data, and the per-layer tensors */
+enum {
+    INFER__A_NEOX = 1u << 0,       /* RoPE rotates pairs (i, i + n_rot/2), not (2i, 2i+1) */
+    INFER__A_GELU = 1u << 1,       /* GELU(tanh)-gated feed-forward, not SiLU */
+    INFER__A_EMBD_SCALE = 1u << 2, /* embeddings times sqrt(dim) */
+    INFER__A_Q_SCALE = 1u << 3,    /* the attention scale multiplies q after RoPE, not the scores */
+    INFER__A_QKV_BIAS = 1u << 4,   /* q, k and v biases required */
+    INFER__A_QK_NORM = 1u << 5,    /* each q and k head RMS-normed before RoPE */
+    INFER__A_POST_NORMS = 1u << 6, /* RMSNorm on the attention and FFN outputs before the residual */
+    INFER__A_SOFTCAP = 1u << 7,    /* attention scores and logits soft-capped */
+    INFER__A_MOE = 1u << 8,        /* every layer's feed-forward is experts */
+    INFER__A_MOE_OPT = 1u << 9,    /* a layer with a router is experts (Mixtral under llama) */
+    INFER__A_FUSED = 1u << 10,     /* attn_qkv and gate+up in ffn_up may come fused (phi3) */
+    INFER__A_LONGROPE = 1u << 11   /* rope_factors_long/short (Phi-3's LongRoPE) */
+};
+
+typedef struct infer__arch {
+    const char *name;  /* general.architecture */
+    unsigned flags;
+    int swa_pattern;   /* n: layers with il % n < n - 1 see a sliding window; 0: none */
+    int swa_default;   /* the window when the file has no sliding_window key; 0: required */
+    float swa_rope_base; /* RoPE base of the sliding layers, unscaled; 0: the model's */
+    int no_rope_step;  /* n: layers with il % n == n - 1 have no RoPE; 0: all have it */
+} infer__arch;
+
+/* Sizes a tensor's shape is written in. */
+enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER__D_HEAD, INFER__D_EXPERTS,
+       INFER__D_EXPERT_FFN };
+
+/* When a per-layer tensor must be there. */
+enum {
+    INFER__T_ALWAYS,   /* every layer */
+    INFER__T_OPTIONAL, /* bound where the file has it */
+    INFER__T_FLAG,     /* required where the architecture has `flag`, else not part of it */
+    INFER__T_UNFUSED,  /* q, k, v: required unless the layer's attn_qkv holds them */
+    INFER__T_DENSE,    /* gate, up, down: required unless the layer is experts (gate: or fused in up) */
+    INFER__T_EXPERT    /* required where the layer is experts */
+};
+
+typedef struct infer__tensor_spec {
+    const char *suffix; /* blk.N.<suffix> */
+    size_t field;       /* offsetof(infer__layer, the tensor) */
+    unsigned char ne0, ne1, ne2; /* INFER__D_*: [ne0] a vector, [ne0, ne1] a matrix, [ne0, ne1, ne2] experts */
+    unsigned char when;
+    unsigned flag;
+} infer__tensor_spec;
+
+static const infer__arch *infer__arch_find(const char *name);
+static void infer__arch_list(char *buf, size_t size); /* "llama, qwen2, ..." */
+static const infer__tensor_spec *infer__arch_layer_tensors(int *n);
 
 /* ---- threads.c: a persistent pool; the caller is worker 0 ---- */
 typedef void (*infer__task_fn)(void *arg, int ith, int nth);

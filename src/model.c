@@ -11,11 +11,66 @@ INFERDEF infer_model_params infer_model_default_params(void) {
 
 static const infer_vocab *infer__model_vocab(const infer_model *m) { return m->vocab; }
 
-/* Finds a weight and checks its shape; ne1 = 0 for a vector. */
+/* The size a shape symbol stands for in this model. */
+static int64_t infer__model_size_of(const infer_model *m, int d) {
+    switch (d) {
+    case INFER__D_DIM: return m->dim;
+    case INFER__D_Q: return m->q_dim;
+    case INFER__D_KV: return m->kv_dim;
+    case INFER__D_FFN: return m->ffn_dim;
+    case INFER__D_HEAD: return m->head_dim;
+    case INFER__D_EXPERTS: return m->n_expert;
+    case INFER__D_EXPERT_FFN: return m->expert_ffn;
+    }
+    return 0;
+}
+
+/* Checks a weight the model uses: shape [ne0] (ne1 = 0), [ne0, ne1] or
+   [ne0, ne1, ne2], format, and marks it bound. */
+static const infer__tensor *infer__model_check(infer_model *m, const infer__tensor *t, int64_t ne0, int64_t ne1,
+                                               int64_t ne2, infer_error *err, int *ok) {
+    const infer__type_traits *tt;
+    int dims = ne2 ? 3 : ne1 ? 2 : 1;
+    if (!*ok) return NULL;
+    if (t->n_dims != dims || t->ne[0] != ne0 || (dims > 1 && t->ne[1] != ne1) || (dims > 2 && t->ne[2] != ne2)) {
+        if (dims == 3)
+            infer__set_error(err, INFER_ERR_FORMAT,
+                             "tensor %s has shape [%lld, %lld, %lld], expected [%lld, %lld, %lld] from the metadata",
+                             t->name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)ne0,
+                             (long long)ne1, (long long)ne2);
+        else
+            infer__set_error(err, INFER_ERR_FORMAT, "tensor %s has shape [%lld, %lld], expected [%lld, %lld] from the metadata",
+                             t->name, (long long)t->ne[0], (long long)t->ne[1], (long long)ne0,
+                             (long long)(ne1 ? ne1 : 1));
+        *ok = 0;
+        return NULL;
+    }
+    if (t >= m->gguf->tensors && t < m->gguf->tensors + m->gguf->n_tensors) m->bound[t - m->gguf->tensors] = 1;
+    tt = infer__traits(t->type);
+    if (!tt->is_supported) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: weight format %s is not supported", t->name, tt->name);
+        *ok = 0;
+        return NULL;
+    }
+    if (dims > 1 && ne0 % infer__traits(tt->vec_dot_type)->block_size != 0) {
+        infer__set_error(err, INFER_ERR_FORMAT, "tensor %s: rows of %lld do not fit %s activation blocks", t->name,
+                         (long long)ne0, infer__traits(tt->vec_dot_type)->name);
+        *ok = 0;
+        return NULL;
+    }
+    if (dims == 1 && t->type != INFER_TYPE_F32) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: norm weights and biases must be F32, not %s", t->name,
+                         tt->name);
+        *ok = 0;
+        return NULL;
+    }
+    return t;
+}
+
+/* Finds a weight by name and checks it; NULL (an error if required) when absent. */
 static const infer__tensor *infer__model_weight(infer_model *m, const char *name, int64_t ne0, int64_t ne1,
                                                 int required, infer_error *err, int *ok) {
     const infer__tensor *t = infer__gguf_tensor(m->gguf, name);
-    const infer__type_traits *tt;
     if (!*ok) return NULL;
     if (!t) {
         if (required) {
@@ -24,39 +79,20 @@ static const infer__tensor *infer__model_weight(infer_model *m, const char *name
         }
         return NULL;
     }
-    if (t->ne[0] != ne0 || (ne1 ? t->ne[1] != ne1 || t->n_dims != 2 : t->n_dims != 1)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "tensor %s has shape [%lld, %lld], expected [%lld, %lld]", name,
-                         (long long)t->ne[0], (long long)t->ne[1], (long long)ne0, (long long)(ne1 ? ne1 : 1));
-        *ok = 0;
-        return NULL;
-    }
-    m->bound[t - m->gguf->tensors] = 1;
-    tt = infer__traits(t->type);
-    if (!tt->is_supported) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: weight format %s is not supported", name, tt->name);
-        *ok = 0;
-        return NULL;
-    }
-    if (ne1 && ne0 % infer__traits(tt->vec_dot_type)->block_size != 0) {
-        infer__set_error(err, INFER_ERR_FORMAT, "tensor %s: rows of %lld do not fit %s activation blocks", name,
-                         (long long)ne0, infer__traits(tt->vec_dot_type)->name);
-        *ok = 0;
-        return NULL;
-    }
-    if (!ne1 && t->type != INFER_TYPE_F32) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: norm weights must be F32, not %s", name, tt->name);
-        *ok = 0;
-        return NULL;
-    }
-    return t;
+    return infer__model_check(m, t, ne0, ne1, 0, err, ok);
 }
 
-/* Reads {arch}.suffix as an integer into *out; required ones must exist. */
+/* Reads {arch}.suffix as an integer into *out; required ones must exist.
+   A key of another type (an array, a string) is an error, not a default. */
 static int infer__model_hparam(infer_model *m, const char *suffix, int *out, int required, infer_error *err) {
     char key[128];
     int64_t v;
     snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
     if (!infer__gguf_get_int(m->gguf, key, &v)) {
+        if (infer__gguf_kv(m->gguf, key)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not a single integer", key);
+            return 0;
+        }
         if (!required) return 1;
         infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks %s", key);
         return 0;
@@ -69,55 +105,333 @@ static int infer__model_hparam(infer_model *m, const char *suffix, int *out, int
     return 1;
 }
 
-static int infer__model_load_hparams(infer_model *m, infer_error *err) {
+/* Reads {arch}.suffix as a float into *out (left alone when absent): it
+   must be finite and, unless may_be_zero, positive. */
+static int infer__model_fparam(infer_model *m, const char *suffix, float *out, int may_be_zero, infer_error *err) {
     char key[128];
     double f;
-    infer__str arch;
-    if (!infer__gguf_get_str(m->gguf, "general.architecture", &arch)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks general.architecture");
+    snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
+    if (!infer__gguf_get_float(m->gguf, key, &f)) {
+        if (!infer__gguf_kv(m->gguf, key)) return 1;
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not a number", key);
         return 0;
     }
-    if (arch.n >= sizeof m->arch) arch.n = sizeof m->arch - 1;
-    memcpy(m->arch, arch.p, (size_t)arch.n);
-    m->arch[arch.n] = 0;
-    if (strcmp(m->arch, "llama") != 0) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "model architecture '%s' is not supported (supported: llama)",
-                         m->arch);
+    if (!(f == f) || f > FLT_MAX || f < (may_be_zero ? 0.0 : FLT_MIN)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %g is out of range", key, f);
         return 0;
     }
+    *out = (float)f;
+    return 1;
+}
+
+/* RoPE scaling: {arch}.rope.scaling.* (type none, linear, yarn or
+   longrope), as llama.cpp reads them; fills the global layers' RoPE. */
+static int infer__model_rope_scaling(infer_model *m, infer__rope *r, infer_error *err) {
+    char key[128];
+    infer__str type;
+    float factor = 0, attn_factor = 1, yarn_attn = 1, ext = -1;
+    int yarn = 0, none = 0, orig = 0;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch);
+    if (infer__gguf_get_str(m->gguf, key, &type)) {
+#define INFER__IS(s) (type.n == sizeof(s) - 1 && !memcmp(type.p, s, sizeof(s) - 1))
+        if (INFER__IS("yarn")) yarn = 1;
+        else if (INFER__IS("none")) none = 1;
+        else if (!INFER__IS("linear") && !INFER__IS("longrope")) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "model metadata %s = '%.*s' is not supported (none, linear, yarn, longrope)",
+                             key, (int)INFER__MIN(type.n, 32), type.p);
+            return 0;
+        }
+#undef INFER__IS
+    }
+    if (!infer__model_fparam(m, "rope.scaling.factor", &factor, 1, err)) return 0;
+    if (factor == 0 && !infer__model_fparam(m, "rope.scale_linear", &factor, 1, err)) return 0;
+    if (!infer__model_fparam(m, "rope.scaling.attn_factor", &attn_factor, 0, err) ||
+        !infer__model_fparam(m, "rope.scaling.yarn_attn_factor", &yarn_attn, 0, err) ||
+        !infer__model_fparam(m, "rope.scaling.yarn_ext_factor", &ext, 1, err) ||
+        !infer__model_fparam(m, "rope.scaling.yarn_beta_fast", &r->beta_fast, 0, err) ||
+        !infer__model_fparam(m, "rope.scaling.yarn_beta_slow", &r->beta_slow, 0, err) ||
+        !infer__model_hparam(m, "rope.scaling.original_context_length", &orig, 0, err))
+        return 0;
+    r->freq_scale = none || factor == 0 ? 1.0f : 1.0f / factor;
+    r->ext_factor = ext >= 0 ? ext : yarn ? 1.0f : 0.0f;
+    r->attn_factor = yarn_attn * attn_factor;
+    r->n_ctx_orig = orig ? orig : m->n_ctx_train;
+    return 1;
+}
+
+static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
+    int k_len = 0, v_len = 0;
+    infer__rope *r = &m->ropes[0];
     if (!infer__model_hparam(m, "embedding_length", &m->dim, 1, err) ||
         !infer__model_hparam(m, "block_count", &m->n_layers, 1, err) ||
         !infer__model_hparam(m, "attention.head_count", &m->n_heads, 1, err) ||
-        !infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, 1, err))
+        !infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, !(a->flags & INFER__A_MOE), err))
         return 0;
     m->n_kv_heads = m->n_heads;
     m->n_ctx_train = 2048;
     if (!infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err) ||
-        !infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err))
+        !infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err) ||
+        !infer__model_hparam(m, "attention.key_length", &k_len, 0, err) ||
+        !infer__model_hparam(m, "attention.value_length", &v_len, 0, err))
         return 0;
-    if (m->dim % m->n_heads != 0 || m->n_heads % m->n_kv_heads != 0) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model has %d heads and %d KV heads for dimension %d", m->n_heads,
-                         m->n_kv_heads, m->dim);
+    if (m->n_heads % m->n_kv_heads != 0) {
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.attention.head_count %d is not a multiple of head_count_kv %d",
+                         m->arch, m->n_heads, m->n_kv_heads);
         return 0;
     }
-    m->head_dim = m->dim / m->n_heads;
+    if (!k_len && m->dim % m->n_heads != 0) {
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.embedding_length %d is not a multiple of attention.head_count %d",
+                         m->arch, m->dim, m->n_heads);
+        return 0;
+    }
+    m->head_dim = k_len ? k_len : m->dim / m->n_heads;
+    if (v_len && v_len != m->head_dim) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "%s.attention.value_length %d differs from key_length %d",
+                         m->arch, v_len, m->head_dim);
+        return 0;
+    }
+    if ((int64_t)m->n_heads * m->head_dim > (1 << 20)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "%s: %d heads of %d values are out of range", m->arch, m->n_heads,
+                         m->head_dim);
+        return 0;
+    }
+    m->q_dim = m->n_heads * m->head_dim;
+    m->kv_dim = m->n_kv_heads * m->head_dim;
     m->rope_dim = m->head_dim;
     if (!infer__model_hparam(m, "rope.dimension_count", &m->rope_dim, 0, err)) return 0;
     if (m->rope_dim > m->head_dim || m->rope_dim % 2) {
-        infer__set_error(err, INFER_ERR_FORMAT, "rope dimension %d does not fit head size %d", m->rope_dim, m->head_dim);
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.rope.dimension_count %d does not fit heads of %d", m->arch,
+                         m->rope_dim, m->head_dim);
         return 0;
     }
     m->rope_base = 10000.0f;
-    snprintf(key, sizeof key, "%s.rope.freq_base", m->arch);
-    if (infer__gguf_get_float(m->gguf, key, &f)) m->rope_base = (float)f;
     m->norm_eps = 1e-5f;
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", m->arch);
-    if (infer__gguf_get_float(m->gguf, key, &f)) m->norm_eps = (float)f;
+    if (!infer__model_fparam(m, "rope.freq_base", &m->rope_base, 0, err) ||
+        !infer__model_fparam(m, "attention.layer_norm_rms_epsilon", &m->norm_eps, 0, err))
+        return 0;
+
+    /* RoPE: the global layers' (with any scaling), and the sliding layers'
+       where the architecture fixes their base */
+    r->n_rot = m->rope_dim;
+    r->neox = (a->flags & INFER__A_NEOX) != 0;
+    r->base = m->rope_base;
+    r->beta_fast = 32.0f;
+    r->beta_slow = 1.0f;
+    if (!infer__model_rope_scaling(m, r, err)) return 0;
+    m->n_ropes = 1;
+    if (a->swa_rope_base > 0) {
+        m->ropes[1] = *r;
+        m->ropes[1].base = a->swa_rope_base;
+        m->ropes[1].freq_scale = 1.0f;
+        m->n_ropes = 2;
+    }
+
+    /* sliding window */
+    if (a->swa_pattern) {
+        char key[128];
+        m->n_swa = a->swa_default;
+        if (!infer__model_hparam(m, "attention.sliding_window", &m->n_swa, !a->swa_default, err)) return 0;
+        if (m->n_swa > m->n_ctx_train) {
+            snprintf(key, sizeof key, "%s.attention.sliding_window", m->arch);
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %d is larger than %s.context_length %d", key,
+                             m->n_swa, m->arch, m->n_ctx_train);
+            return 0;
+        }
+    }
+
+    /* features */
+    m->act = a->flags & INFER__A_GELU ? INFER__ACT_GELU : INFER__ACT_SILU;
+    m->embd_scale = a->flags & INFER__A_EMBD_SCALE ? sqrtf((float)m->dim) : 0.0f;
+    m->attn_scale_q = (a->flags & INFER__A_Q_SCALE) != 0;
+    m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
+    /* Gemma 2 and 3 27B scale queries by 1/sqrt(dim / heads) (their
+       query_pre_attn_scalar), told apart by their layer count as llama.cpp does */
+    if ((!strcmp(m->arch, "gemma2") && m->n_layers == 46) || (!strcmp(m->arch, "gemma3") && m->n_layers == 62))
+        m->attn_scale = 1.0f / sqrtf((float)(m->dim / m->n_heads));
+    if (!infer__model_fparam(m, "attention.scale", &m->attn_scale, 0, err)) return 0;
+    if (a->flags & INFER__A_SOFTCAP) {
+        m->attn_softcap = 50.0f;
+        m->final_softcap = 30.0f;
+        if (!infer__model_fparam(m, "attn_logit_softcapping", &m->attn_softcap, 0, err) ||
+            !infer__model_fparam(m, "final_logit_softcapping", &m->final_softcap, 0, err))
+            return 0;
+    }
+
+    /* experts: counts, the experts' FFN width, gating and normalisation */
+    m->expert_ffn = m->ffn_dim;
+    if (a->flags & (INFER__A_MOE | INFER__A_MOE_OPT)) {
+        char key[128];
+        int gating = 1, required = (a->flags & INFER__A_MOE) != 0;
+        int64_t v = -1;
+        snprintf(key, sizeof key, "%s.expert_count", m->arch);
+        if (infer__gguf_get_int(m->gguf, key, &v) || required) {
+            if (v == 0) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = 0: an experts model needs experts", key);
+                return 0;
+            }
+            if (!infer__model_hparam(m, "expert_count", &m->n_expert, 1, err) ||
+                !infer__model_hparam(m, "expert_used_count", &m->n_expert_used, 1, err) ||
+                !infer__model_hparam(m, "expert_feed_forward_length", &m->expert_ffn, 0, err) ||
+                !infer__model_hparam(m, "expert_gating_func", &gating, 0, err))
+                return 0;
+            if (!m->expert_ffn) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks %s.expert_feed_forward_length", m->arch);
+                return 0;
+            }
+            if (m->n_expert_used > m->n_expert || m->n_expert > 512) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.expert_used_count %d exceeds expert_count %d",
+                                 m->arch, m->n_expert_used, m->n_expert);
+                return 0;
+            }
+            if (gating != 1 && gating != 3) {
+                infer__set_error(err, INFER_ERR_UNSUPPORTED,
+                                 "model metadata %s.expert_gating_func = %d is not supported (1 softmax, 3 softmax of the chosen)",
+                                 m->arch, gating);
+                return 0;
+            }
+            m->gating = gating == 3 ? INFER__GATING_SOFTMAX_TOPK : INFER__GATING_SOFTMAX;
+            m->expert_norm = 1;
+            snprintf(key, sizeof key, "%s.expert_weights_norm", m->arch);
+            infer__gguf_get_bool(m->gguf, key, &m->expert_norm);
+        }
+    }
+
     return 1;
 }
 
-static int infer__model_bind_weights(infer_model *m, infer_error *err) {
-    int ok = 1, l, kv_dim = m->n_kv_heads * m->head_dim;
+/* A row view of a fused tensor: rows [r0, r0 + rows) of t, as a tensor of its own. */
+static const infer__tensor *infer__model_view(infer_model *m, const infer__tensor *t, int64_t r0, int64_t rows,
+                                              const char *part) {
+    infer__tensor *v = &m->views[m->n_views++];
+    size_t row = infer__row_size(t->type, t->ne[0]);
+    char name[160];
+    *v = *t;
+    snprintf(name, sizeof name, "%s[%s]", t->name, part);
+    v->name = infer__strndup(name, strlen(name));
+    v->ne[1] = rows;
+    v->offset = t->offset + (uint64_t)r0 * row;
+    v->nbytes = (size_t)rows * row;
+    v->data = (const uint8_t *)t->data + (size_t)r0 * row;
+    return v;
+}
+
+/* Binds one layer's tensors from the table: which are there, their shapes,
+   fused tensors split into views. */
+static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l, infer_error *err, int *ok) {
+    infer__layer *L = &m->layers[l];
+    const infer__tensor *qkv = NULL, *up = NULL, *gate;
+    char name[96];
+    int i, n_specs, moe = (a->flags & INFER__A_MOE) != 0, fused_ffn = 0;
+    const infer__tensor_spec *specs = infer__arch_layer_tensors(&n_specs);
+    if (a->flags & INFER__A_MOE_OPT) {
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
+        moe = infer__gguf_tensor(m->gguf, name) != NULL;
+        if (moe && !m->n_expert) {
+            infer__set_error(err, INFER_ERR_FORMAT, "tensor %s is there but the metadata lacks %s.expert_count", name,
+                             m->arch);
+            *ok = 0;
+            return;
+        }
+    }
+    if (a->flags & INFER__A_FUSED) {
+        snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", l);
+        if ((qkv = infer__gguf_tensor(m->gguf, name)) != NULL) {
+            qkv = infer__model_check(m, qkv, m->dim, m->q_dim + 2 * m->kv_dim, 0, err, ok);
+            if (!*ok) return;
+            L->wq = infer__model_view(m, qkv, 0, m->q_dim, "q");
+            L->wk = infer__model_view(m, qkv, m->q_dim, m->kv_dim, "k");
+            L->wv = infer__model_view(m, qkv, m->q_dim + m->kv_dim, m->kv_dim, "v");
+        }
+        snprintf(name, sizeof name, "blk.%d.ffn_gate.weight", l);
+        gate = infer__gguf_tensor(m->gguf, name);
+        snprintf(name, sizeof name, "blk.%d.ffn_up.weight", l);
+        up = infer__gguf_tensor(m->gguf, name);
+        if (!moe && !gate && up && up->n_dims == 2 && up->ne[1] == 2 * (int64_t)m->ffn_dim) {
+            up = infer__model_check(m, up, m->dim, 2 * (int64_t)m->ffn_dim, 0, err, ok);
+            if (!*ok) return;
+            L->w_gate = infer__model_view(m, up, 0, m->ffn_dim, "gate"); /* gate is the first half */
+            L->w_up = infer__model_view(m, up, m->ffn_dim, m->ffn_dim, "up");
+            fused_ffn = 1;
+        }
+    }
+    for (i = 0; i < n_specs && *ok; i++) {
+        const infer__tensor_spec *s = &specs[i];
+        const infer__tensor **field = (const infer__tensor **)((char *)L + s->field);
+        const infer__tensor *t;
+        int required;
+        switch (s->when) {
+        case INFER__T_ALWAYS: required = 1; break;
+        case INFER__T_OPTIONAL: required = 0; break;
+        case INFER__T_FLAG:
+            if (!(a->flags & s->flag)) continue; /* not part of this architecture: left unbound */
+            required = 1;
+            break;
+        case INFER__T_UNFUSED:
+            if (qkv) continue;
+            required = 1;
+            break;
+        case INFER__T_DENSE:
+            if (moe || (fused_ffn && (s->field == offsetof(infer__layer, w_gate) || s->field == offsetof(infer__layer, w_up))))
+                continue;
+            required = 1;
+            break;
+        default: /* INFER__T_EXPERT */
+            if (!moe) continue;
+            required = 1;
+        }
+        snprintf(name, sizeof name, "blk.%d.%s", l, s->suffix);
+        t = infer__gguf_tensor(m->gguf, name);
+        if (!t) {
+            if (required) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model has no tensor %s (required by %s)", name, m->arch);
+                *ok = 0;
+            }
+            continue;
+        }
+        *field = infer__model_check(m, t, infer__model_size_of(m, s->ne0), infer__model_size_of(m, s->ne1),
+                                    infer__model_size_of(m, s->ne2), err, ok);
+    }
+    /* the stacked experts as matrices of n_expert * rows: expert e is rows
+       [e * rows, (e + 1) * rows) */
+    if (*ok && L->gate_exps) {
+        const infer__tensor **st[3];
+        st[0] = &L->gate_exps, st[1] = &L->up_exps, st[2] = &L->down_exps;
+        for (i = 0; i < 3; i++) {
+            const infer__tensor *t = *st[i];
+            infer__tensor *v = (infer__tensor *)infer__model_view(m, t, 0, t->ne[1] * t->ne[2], "stacked");
+            v->n_dims = 2;
+            v->ne[2] = 1;
+            *st[i] = v;
+        }
+    }
+    /* where this layer's attention looks and how it turns */
+    L->window = 0;
+    L->rope = 0;
+    if (a->swa_pattern && l % a->swa_pattern < a->swa_pattern - 1) {
+        L->window = m->n_swa;
+        if (m->n_ropes > 1) L->rope = 1;
+    }
+    if (a->no_rope_step && l % a->no_rope_step == a->no_rope_step - 1) L->rope = -1;
+}
+
+/* The GELU of every F16 value, rounded to F16 as llama.cpp's table is. */
+static int infer__model_gelu_table(infer_model *m, infer_error *err) {
+    uint32_t h;
+    m->gelu_table = (float *)INFER_MALLOC(65536 * sizeof(float));
+    if (!m->gelu_table) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    for (h = 0; h < 65536; h++) {
+        float x = infer__fp16_to_fp32((uint16_t)h);
+        float g = 0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
+        m->gelu_table[h] = infer__fp16_to_fp32(infer__fp32_to_fp16(g));
+    }
+    return 1;
+}
+
+static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer_error *err) {
+    int ok = 1, l;
     int64_t i;
     const infer__tensor *emb = infer__gguf_tensor(m->gguf, "token_embd.weight");
     m->bound = (unsigned char *)infer__calloc((size_t)m->gguf->n_tensors, 1);
@@ -142,7 +456,15 @@ static int infer__model_bind_weights(infer_model *m, infer_error *err) {
     {
         const infer__tensor *rf = infer__model_weight(m, "rope_freqs.weight", m->rope_dim / 2, 0, 0, err, &ok);
         m->rope_freqs = rf ? (const float *)rf->data : NULL;
+        m->ropes[0].freqs = m->rope_freqs;
+        if (a->flags & INFER__A_LONGROPE) { /* short factors up to the original context, long beyond */
+            const infer__tensor *lo = infer__model_weight(m, "rope_factors_long.weight", m->rope_dim / 2, 0, 0, err, &ok);
+            const infer__tensor *sh = infer__model_weight(m, "rope_factors_short.weight", m->rope_dim / 2, 0, 0, err, &ok);
+            if (!m->rope_freqs && sh) m->ropes[0].freqs = (const float *)sh->data;
+            if (!m->rope_freqs && lo) m->ropes[0].freqs_long = (const float *)lo->data;
+        }
     }
+    if (!ok) return 0;
     /* every layer has its own tensors: a count the file cannot hold is a
        corrupt header, refused before allocating per-layer tables for it */
     if (m->n_layers > m->gguf->n_tensors) {
@@ -151,36 +473,43 @@ static int infer__model_bind_weights(infer_model *m, infer_error *err) {
         return 0;
     }
     m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
-    if (!m->layers || !m->bound) {
+    m->views = (infer__tensor *)infer__calloc((size_t)m->n_layers * 8, sizeof(infer__tensor));
+    if (!m->layers || !m->views) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }
-    for (l = 0; l < m->n_layers && ok; l++) {
-        infer__layer *L = &m->layers[l];
-        char name[96];
-#define INFER__W(field, suffix, ne0, ne1)                                      \
-        snprintf(name, sizeof name, "blk.%d." suffix, l);                      \
-        L->field = infer__model_weight(m, name, ne0, ne1, 1, err, &ok)
-        INFER__W(attn_norm, "attn_norm.weight", m->dim, 0);
-        INFER__W(wq, "attn_q.weight", m->dim, m->dim);
-        INFER__W(wk, "attn_k.weight", m->dim, kv_dim);
-        INFER__W(wv, "attn_v.weight", m->dim, kv_dim);
-        INFER__W(wo, "attn_output.weight", m->dim, m->dim);
-        INFER__W(ffn_norm, "ffn_norm.weight", m->dim, 0);
-        INFER__W(w_gate, "ffn_gate.weight", m->dim, m->ffn_dim);
-        INFER__W(w_up, "ffn_up.weight", m->dim, m->ffn_dim);
-        INFER__W(w_down, "ffn_down.weight", m->ffn_dim, m->dim);
-#undef INFER__W
-    }
+    for (l = 0; l < m->n_layers && ok; l++) infer__model_bind_layer(m, a, l, err, &ok);
     /* a tensor the forward pass would ignore means a variant we do not
-       implement (biases, extra norms): refuse rather than compute wrongly */
+       implement: refuse rather than compute wrongly */
     for (i = 0; i < m->gguf->n_tensors && ok; i++)
         if (!m->bound[i]) {
             infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s is not part of the %s architecture as implemented",
                              m->gguf->tensors[i].name, m->arch);
             ok = 0;
         }
+    if (ok && m->act == INFER__ACT_GELU && !infer__model_gelu_table(m, err)) ok = 0;
     return ok;
+}
+
+/* Reads general.architecture and finds its row. */
+static const infer__arch *infer__model_arch(infer_model *m, infer_error *err) {
+    infer__str arch;
+    const infer__arch *a;
+    char list[256];
+    if (!infer__gguf_get_str(m->gguf, "general.architecture", &arch)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks general.architecture");
+        return NULL;
+    }
+    if (arch.n >= sizeof m->arch) arch.n = sizeof m->arch - 1;
+    memcpy(m->arch, arch.p, (size_t)arch.n);
+    m->arch[arch.n] = 0;
+    a = infer__arch_find(m->arch);
+    if (!a) {
+        infer__arch_list(list, sizeof list);
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "model architecture '%s' is not supported (supported: %s)", m->arch,
+                         list);
+    }
+    return a;
 }
 
 static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_params *params, double t0,
@@ -217,7 +546,8 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
             infer__set_error(err, INFER_ERR_FORMAT, "file ends before its tensor data (a vocab-only file?)");
             goto fail;
         }
-        if (!infer__model_load_hparams(m, err) || !infer__model_bind_weights(m, err)) goto fail;
+        const infer__arch *a = infer__model_arch(m, err);
+        if (!a || !infer__model_load_hparams(m, a, err) || !infer__model_bind_weights(m, a, err)) goto fail;
         if (!infer__model_place(m, params->device, err)) goto fail;
     }
     INFER_FREE(m->bound);
@@ -241,11 +571,15 @@ INFERDEF infer_model *infer_model_load_memory(const void *data, size_t size, con
 }
 
 INFERDEF void infer_model_free(infer_model *m) {
+    int i;
     if (!m) return;
     infer__model_unplace(m);
     INFER_FREE(m->device_note);
     if (m->vocab) infer__vocab_free(m->vocab);
     INFER_FREE(m->layers);
+    for (i = 0; m->views && i < m->n_views; i++) INFER_FREE((char *)m->views[i].name);
+    INFER_FREE(m->views);
+    INFER_FREE(m->gelu_table);
     INFER_FREE(m->bound);
     infer_gguf_close(m->gguf);
     INFER_FREE(m);

@@ -1,7 +1,7 @@
 /* perplexity.c - scoring text the way llama.cpp's perplexity tool does:
    consecutive chunks of n_ctx tokens, each evaluated from an empty cache with
    BOS in its first place, scored on its second half. */
-#include "internal.h"
+#include "context.h"
 
 INFERDEF infer_status infer_perplexity_chunk(infer_context *c, const infer_token *tokens, int n,
                                              infer_perplexity *acc, infer_error *err) {

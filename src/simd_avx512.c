@@ -1503,6 +1503,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q6_K] = infer__pack_q6_K_size;
         k->pack[INFER_TYPE_Q6_K] = infer__pack_q6_K;
         k->gemm_packed[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm_packed;
+        k->gemm_packed_f16_exact = k->gemm_packed[INFER_TYPE_F16];
         k->gemm_packed[INFER_TYPE_F16] = infer__vnni_f16_gemm_packed;
     }
     if (__builtin_cpu_supports("avx512bf16")) {

@@ -1,5 +1,5 @@
-/* vecmath.c - the elementwise math of the forward pass (the SiLU-gated
-   product and RMSNorm's sum of squares), plain C and, where the CPU has
+/* vecmath.c - the elementwise math of the forward pass (the SiLU- and
+   GELU-gated products and RMSNorm's sum of squares), plain C and, where the CPU has
    them, AVX-512 and AVX2 versions (NEON uses the plain C): per token these touch every activation,
    so in prompt processing they add up to a real share of the time.
    exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
@@ -10,6 +10,17 @@
 static void infer__silu_mul_ref(float *g, const float *u, int n) {
     int i;
     for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* g[i] = gelu(g[i]) * u[i], GELU as llama.cpp's CPU computes it: looked up
+   in a table of every F16 value (table[h] = the F16 rounding of GELU(h)),
+   with g rounded to F16 first; 0 below -10 and g itself above 10. */
+static void infer__gelu_mul_ref(float *g, const float *u, int n, const float *table) {
+    int i;
+    for (i = 0; i < n; i++) {
+        float x = g[i];
+        g[i] = (x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[infer__fp32_to_fp16(x)]) * u[i];
+    }
 }
 
 /* The sum of x[i]^2, each square rounded to float first (as llama.cpp's
@@ -48,6 +59,20 @@ INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n
         __m512 x = _mm512_maskz_loadu_ps(m, g + i);
         __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), infer__avx512_exp(_mm512_sub_ps(_mm512_setzero_ps(), x))));
         _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+/* The table lookup 16 lanes at a time: F16 rounding by vcvtps2ph, then a gather. */
+INFER__AVX512 static void infer__avx512_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512i h = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m512 y = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, h, table, 4);
+        y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(10.0f), _CMP_GE_OQ), y, x);
+        y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-10.0f), _CMP_GT_OQ), y);
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
     }
 }
 
@@ -94,6 +119,19 @@ INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
     infer__silu_mul_ref(g + i, u + i, n - i);
 }
 
+INFER__AVX2 static void infer__avx2_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256 y = _mm256_i32gather_ps(table, h, 4);
+        y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, _mm256_set1_ps(10.0f), _CMP_GE_OQ));
+        y = _mm256_and_ps(y, _mm256_cmp_ps(x, _mm256_set1_ps(-10.0f), _CMP_GT_OQ));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
+    }
+    infer__gelu_mul_ref(g + i, u + i, n - i, table);
+}
+
 INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
     double t[4];
@@ -111,14 +149,17 @@ INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
 /* After the ISA's kernels are in: the elementwise math for that ISA. */
 static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
+    k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
 #ifdef INFER__HAVE_X86
     if (k->isa == INFER__ISA_AVX2) {
         k->silu_mul = infer__avx2_silu_mul;
+        k->gelu_mul = infer__avx2_gelu_mul;
         k->sum_squares = infer__avx2_sum_squares;
     }
     if (k->isa == INFER__ISA_AVX512) {
         k->silu_mul = infer__avx512_silu_mul;
+        k->gelu_mul = infer__avx512_gelu_mul;
         k->sum_squares = infer__avx512_sum_squares;
     }
 #endif

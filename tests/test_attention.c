@@ -19,16 +19,18 @@ static float g_uniform(void) {
     return (float)((g_rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
-/* The cache as floats: n positions of kv_dim values, K or V. */
-static float *cached(const infer__kv_cache *kv, int v_side, int n) {
-    float *f = (float *)malloc(sizeof(float) * (size_t)n * kv->kv_dim);
-    int p, i;
-    for (p = 0; p < n; p++) {
+/* The cache of layer 0 as floats: positions from..n-1 (the ring of a
+   sliding window holds only the last ones) of kv_dim values, K or V. */
+static float *cached(const infer__kv_cache *kv, int v_side, int from, int n) {
+    float *f = (float *)calloc((size_t)n * kv->kv_dim, sizeof(float));
+    int p, i, slots = kv->slots[0];
+    for (p = from; p < n; p++) {
+        int slot = p % slots;
         if (kv->type == INFER_TYPE_F16 && v_side)
             for (i = 0; i < kv->kv_dim; i++)
-                f[(size_t)p * kv->kv_dim + i] = infer__fp16_to_fp32(((const uint16_t *)kv->v)[(size_t)i * kv->n_ctx + p]);
+                f[(size_t)p * kv->kv_dim + i] = infer__fp16_to_fp32(((const uint16_t *)kv->v[0])[(size_t)i * slots + slot]);
         else
-            infer__traits(kv->type)->to_float((v_side ? kv->v : kv->k) + (size_t)p * kv->k_row,
+            infer__traits(kv->type)->to_float((v_side ? kv->v[0] : kv->k[0]) + (size_t)slot * kv->k_row,
                                               f + (size_t)p * kv->kv_dim, kv->kv_dim);
     }
     return f;
@@ -37,9 +39,11 @@ static float *cached(const infer__kv_cache *kv, int v_side, int n) {
 /* One shape: n_kv_heads heads of hd values, group query heads each, n_tok
    tokens after pos0 cached ones. Returns the worst error over the bound. */
 static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_kv_heads, int hd, int group, int pos0,
-                          int n_tok) {
+                          int n_tok, int window, float softcap) {
     int n_heads = n_kv_heads * group, kv_dim = n_kv_heads * hd, dim = n_heads * hd, n_ctx = pos0 + n_tok + 3;
     infer__kv_cache kv;
+    infer_model model;
+    infer__layer layer;
     infer_error err;
     infer__attn_batch b;
     infer__attn_scratch sc;
@@ -53,7 +57,13 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     infer_type qt = infer__traits(kv_type)->vec_dot_type;
     int p, i, t, h, d, item;
 
-    cr_assert(infer__kv_init(&kv, kv_type, 1, n_ctx, n_kv_heads, hd, &err), "%s", err.msg);
+    memset(&model, 0, sizeof model);
+    memset(&layer, 0, sizeof layer);
+    model.n_layers = 1, model.head_dim = hd, model.kv_dim = kv_dim, model.layers = &layer;
+    layer.window = window;
+    /* a window's ring holds the window and one batch: here n_tok tokens */
+    cr_assert(infer__kv_init(&kv, kv_type, &model, n_ctx, n_tok, &err), "%s", err.msg);
+    if (window) cr_assert_eq(kv.slots[0], window + n_tok < n_ctx ? window + n_tok : n_ctx);
     for (p = 0; p < pos0 + n_tok; p++) {
         for (i = 0; i < kv_dim; i++) kr[i] = 2 * g_uniform(), vr[i] = g_uniform();
         infer__kv_store(&kv, kern, 0, p, kr, vr);
@@ -62,29 +72,31 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     memset(out, 0, sizeof(float) * n_tok * dim);
     infer__attn_scratch_carve(&sc, scratch, hd);
     b.kv = &kv, b.kern = kern, b.layer = 0, b.pos0 = pos0, b.n_tok = n_tok, b.n_heads = n_heads;
+    b.window = window, b.scale = 1.0f / sqrtf((float)hd), b.softcap = softcap;
     b.q = q, b.out = out, b.ldq = b.ldo = dim;
     for (item = 0; item < infer__attn_n_items(&b); item++) infer__attn_item(&b, item, &sc);
-    kf = cached(&kv, 0, pos0 + n_tok);
-    vf = cached(&kv, 1, pos0 + n_tok);
+    kf = cached(&kv, 0, window && pos0 > window ? pos0 - window : 0, pos0 + n_tok);
+    vf = cached(&kv, 1, window && pos0 > window ? pos0 - window : 0, pos0 + n_tok);
 
     for (t = 0; t < n_tok; t++)
         for (h = 0; h < n_heads; h++) {
-            int kvh = h / group, n_keys = pos0 + t + 1;
+            int kvh = h / group, n_keys = pos0 + t + 1, first = window && n_keys > window ? n_keys - window : 0;
             double mx = -INFINITY, sum = 0, vmax = 0;
             /* q as the kernel sees it: converted to K's dot type */
             kern->from_float[qt](q + (size_t)t * dim + (size_t)h * hd, qx, hd);
             infer__traits(qt)->to_float(qx, qd, hd);
-            for (p = 0; p < n_keys; p++) {
+            for (p = first; p < n_keys; p++) {
                 double dot = 0;
                 for (d = 0; d < hd; d++) dot += (double)qd[d] * kf[(size_t)p * kv_dim + kvh * hd + d];
+                if (softcap > 0) dot = softcap * tanh(dot / softcap);
                 s[p] = dot / sqrt((double)hd);
                 if (s[p] > mx) mx = s[p];
             }
-            for (p = 0; p < n_keys; p++) sum += s[p] = exp(s[p] - mx);
+            for (p = first; p < n_keys; p++) sum += s[p] = exp(s[p] - mx);
             for (d = 0; d < hd; d++) {
                 double o = 0, got = out[(size_t)t * dim + (size_t)h * hd + d], bound;
                 vmax = 0;
-                for (p = 0; p < n_keys; p++) {
+                for (p = first; p < n_keys; p++) {
                     double v = vf[(size_t)p * kv_dim + kvh * hd + d];
                     o += s[p] / sum * v;
                     if (fabs(v) > vmax) vmax = fabs(v);
@@ -113,7 +125,7 @@ Test(attention, tiled_kernel_matches_plain_attention) {
         for (ti = 0; ti < 2; ti++)
             for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
                 const int *sh = shapes[si];
-                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4]);
+                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], 0, 0);
                 cr_expect(w <= 1.0, "%s, %s cache, %d KV heads of %d, group %d, %d tokens after %d: error %.2f x bound",
                           infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name, sh[0], sh[1], sh[2], sh[4],
                           sh[3], w);
@@ -123,13 +135,69 @@ Test(attention, tiled_kernel_matches_plain_attention) {
     cr_assert_gt(n_run, 0);
 }
 
+/* Sliding windows (a ring holding the window and a batch, tiles before
+   the window skipped, tiles cut at the ring's end) and soft-capped scores,
+   against the plain attention over exactly the keys each query sees. */
+Test(attention, sliding_window_and_softcap) {
+    static const int shapes[][7] = {
+        /* n_kv_heads, head_dim, group, pos0, n_tok, window, softcap */
+        {1, 64, 1, 0, 40, 32, 0},    {2, 64, 2, 100, 1, 32, 0},  {2, 64, 2, 100, 7, 32, 50},
+        {1, 64, 4, 300, 70, 64, 0},  {2, 32, 2, 37, 130, 100, 0}, {1, 64, 1, 500, 3, 512, 30},
+        {2, 64, 3, 0, 70, 0, 20},    {1, 128, 2, 250, 65, 129, 0},
+    };
+    infer_type types[] = {INFER_TYPE_F16, INFER_TYPE_Q8_0};
+    int isa, ti, si, n_run = 0;
+    for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
+        infer__kernels kern;
+        if (!infer__kernels_install(&kern, (infer__isa)isa)) continue;
+        for (ti = 0; ti < 2; ti++)
+            for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+                const int *sh = shapes[si];
+                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], (float)sh[6]);
+                cr_expect(w <= 1.0, "%s, %s cache, window %d, softcap %d, %d tokens after %d: error %.2f x bound",
+                          infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name, sh[5], sh[6], sh[4], sh[3], w);
+                n_run++;
+            }
+    }
+    cr_assert_gt(n_run, 0);
+}
+
 Test(attention, kv_cache_types_refused_by_name) {
     infer__kv_cache kv;
     infer_error err;
-    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q4_0, 1, 16, 1, 64, &err));
+    infer_model model;
+    infer__layer layer;
+    memset(&model, 0, sizeof model);
+    memset(&layer, 0, sizeof layer);
+    model.n_layers = 1, model.head_dim = 64, model.kv_dim = 64, model.layers = &layer;
+    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q4_0, &model, 16, 16, &err));
     cr_assert(strstr(err.msg, "F16 or Q8_0") != NULL, "%s", err.msg);
-    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q8_0, 1, 16, 1, 8, &err));
+    model.head_dim = model.kv_dim = 8;
+    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q8_0, &model, 16, 16, &err));
     cr_assert(strstr(err.msg, "multiple of 32") != NULL, "%s", err.msg);
+}
+
+/* A sliding-window model's cache holds the window and a batch per sliding
+   layer: Gemma 3 270M's at a 32k context (15 of 18 layers slide over 512). */
+Test(attention, sliding_window_cache_memory) {
+    char path[1024];
+    infer_model *m;
+    infer_context *c;
+    infer_context_params cp = infer_context_default_params();
+    infer_error err;
+    size_t full;
+    snprintf(path, sizeof path, "%s/models/gemma-3-270m-q4_k_m.gguf", INFER_SOURCE_DIR);
+    m = infer_model_load(path, NULL, &err);
+    if (!m) cr_skip_test("%s: %s (python3 scripts/fetch_model.py gemma3 fetches it)", path, err.msg);
+    cp.n_ctx = 32768;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    full = (size_t)m->n_layers * 32768 * 2 * infer__row_size(INFER_TYPE_F16, m->kv_dim);
+    cr_assert_eq(c->kv.bytes, (size_t)(3 * 32768 + 15 * (512 + 512)) * 2 * infer__row_size(INFER_TYPE_F16, m->kv_dim));
+    cr_log_info("Gemma 3 270M KV cache at 32768 positions: %.1f MiB (every layer full: %.1f MiB)",
+                c->kv.bytes / 1048576.0, full / 1048576.0);
+    infer_context_free(c);
+    infer_model_free(m);
 }
 
 /* The whole model with a Q8_0 cache, on the long prompt (1891 tokens, many

@@ -3,6 +3,7 @@
    prompt tokens identical; teacher-forced logits of the reference's top-8
    ids within a share of each position's logit range; greedy tokens
    identical up to the first near-tie in llama.cpp's own top two. */
+#include "infer_private.h" /* first (POSIX feature macros): the routing margins of experts models */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
@@ -10,22 +11,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
+/* An experts model's routing turns on differences between expert
+   probabilities; llama.cpp's own rounding moves activations by about 1e-3
+   of their size, so where the last chosen expert beat the next by less than
+   this share, either may be chosen, and that position (like a greedy
+   near-tie) is not compared. */
+#define ROUTING_NEAR_TIE 2e-3f
+
 typedef struct ref_case {
     char model[64]; /* file name without .gguf */
-    char dir[16];   /* models or arch */
+    char dir[16];   /* models or arch under ../shared, or "project" for the project's models/ */
     float tol;      /* share of the logit range */
+    float near_tie; /* llama.cpp's top two closer than this: either may be chosen */
 } ref_case;
 
-/* The formats this build computes, with the README's tolerances. */
+/* The formats this build computes, with ../shared/README.md's tolerances. */
 static float tolerance_for(const char *model) {
     static const struct { const char *suffix; float tol; } t[] = {
-        {"f32", 0.01f}, {"f16", 0.01f}, {"bf16", 0.01f}, {"q8_0", 0.01f}, {"q4_0", 0.03f},
+        {"f32", 0.001f}, {"f16", 0.003f}, {"bf16", 0.003f}, {"q8_0", 0.01f}, {"q4_0", 0.03f},
         {"q4_1", 0.03f}, {"q5_0", 0.03f}, {"q5_1", 0.03f}, {"iq4_nl", 0.03f}, {"q4_k", 0.03f},
         {"q5_k", 0.03f}, {"q6_k", 0.03f}, {"q4_k_m", 0.03f}, {"q2_k", 0.05f}, {"q3_k", 0.05f},
-        {"stories260K", 0.01f},
+        {"stories260K", 0.001f},
     };
     size_t i, n = strlen(model);
     for (i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -45,7 +55,7 @@ static int check_logits(const float *l, int nv, const tu_json *top, float tol, c
         int id = (int)top->items[k].items[0].num;
         double want = top->items[k].items[1].num, diff = fabs(l[id] - want) / (hi - lo);
         if (diff > *worst) *worst = diff;
-        cr_expect(diff <= tol, "%s: position %d, token %d: %.5f vs llama.cpp %.5f (%.2f%% of range, limit %.0f%%)",
+        cr_expect(diff <= tol, "%s: position %d, token %d: %.5f vs llama.cpp %.5f (%.2f%% of range, limit %.1f%%)",
                   ref_path, pos, id, l[id], want, 100 * diff, 100 * tol);
     }
     return top->n;
@@ -63,13 +73,13 @@ static void check_one(const ref_case *rc, const char *ref_path) {
     size_t len;
     char *text = tu_read_file(ref_path, &len);
     tu_json *ref;
-    const tu_json *prompt, *ptoks, *gtoks, *ptop, *gtop;
+    const tu_json *prompt, *ptoks, *gtoks, *ptop, *gtop, *special;
     infer_error err;
     infer_model *m;
     infer_context *c;
     infer_context_params cp = infer_context_default_params();
     infer_token *toks, *ours;
-    int np, ng, n, i, s, nv, checked = 0, tied = 0;
+    int np, ng, n, i, s, nv, checked = 0, tied = 0, forced = 0, routed_ties = 0;
     double worst = 0;
 
     cr_assert_not_null(text, "cannot read %s", ref_path);
@@ -85,7 +95,10 @@ static void check_one(const ref_case *rc, const char *ref_path) {
     np = ptoks->n;
     ng = gtoks->n;
 
-    snprintf(model_path, sizeof model_path, "%s/%s/%s.gguf", INFER_SHARED_DIR, rc->dir, rc->model);
+    if (!strcmp(rc->dir, "project"))
+        snprintf(model_path, sizeof model_path, "%s/models/%s.gguf", INFER_SOURCE_DIR, rc->model);
+    else
+        snprintf(model_path, sizeof model_path, "%s/%s/%s.gguf", INFER_SHARED_DIR, rc->dir, rc->model);
     m = infer_model_load(model_path, NULL, &err);
     cr_assert_not_null(m, "%s: %s", rc->model, err.msg);
     nv = infer_model_n_vocab(m);
@@ -93,7 +106,9 @@ static void check_one(const ref_case *rc, const char *ref_path) {
     /* 1. prompt tokens identical */
     toks = (infer_token *)malloc(sizeof(infer_token) * (size_t)(np + ng + 8));
     ours = (infer_token *)malloc(sizeof(infer_token) * (size_t)(np + 64));
-    n = infer_tokenize(m, prompt->str, strlen(prompt->str), ours, np + 64, infer_model_add_bos(m), 0);
+    special = tu_json_get(ref, "parse_special");
+    n = infer_tokenize(m, prompt->str, strlen(prompt->str), ours, np + 64, infer_model_add_bos(m),
+                       special && special->kind == TU_BOOL && special->num != 0);
     cr_assert_eq(n, np, "%s: prompt is %d tokens, llama.cpp has %d", ref_path, n, np);
     for (i = 0; i < np; i++) {
         toks[i] = (infer_token)ptoks->items[i].num;
@@ -108,24 +123,52 @@ static void check_one(const ref_case *rc, const char *ref_path) {
     cp.n_ctx = np + ng + 8;
     c = infer_context_new(m, &cp, &err);
     cr_assert_not_null(c, "%s", err.msg);
+    if (m->n_expert) {
+        c->route.margin = (float *)malloc(sizeof(float) * (size_t)cp.n_ctx);
+        for (i = 0; i < cp.n_ctx; i++) c->route.margin[i] = INFINITY;
+    }
     cr_assert_eq(infer_decode(c, toks, np, 1, &err), INFER_OK, "%s", err.msg);
-    for (i = 0; i < np; i++) checked += check_logits(infer_get_logits(c, i), nv, &ptop->items[i], rc->tol, ref_path, i, &worst);
+    if (c->route.margin)
+        for (i = 0; i < np; i++) checked += c->route.margin[i] < ROUTING_NEAR_TIE ? (routed_ties++, 0) :
+                                            check_logits(infer_get_logits(c, i), nv, &ptop->items[i], rc->tol, ref_path, i, &worst);
+    else
+        for (i = 0; i < np; i++) checked += check_logits(infer_get_logits(c, i), nv, &ptop->items[i], rc->tol, ref_path, i, &worst);
     for (s = 0; s < ng; s++) {
         const float *l = infer_get_logits(c, -1);
         const tu_json *top = &gtop->items[s];
         int best = 0, j, want = (int)gtoks->items[s].num;
+        float lo = l[0], hi = l[0];
+        double gap = top->n >= 2 ? top->items[0].items[1].num - top->items[1].items[1].num : 1e9;
+        if (c->route.margin && c->route.margin[np - 1 + s] < ROUTING_NEAR_TIE) { /* either expert may be chosen */
+            routed_ties++;
+            if (!tied) tied = s + 1;
+            if (s + 1 < ng) cr_assert_eq(infer_decode(c, &want, 1, 0, &err), INFER_OK, "%s", err.msg);
+            continue;
+        }
         checked += check_logits(l, nv, top, rc->tol, ref_path, np - 1 + s, &worst);
-        if (!tied && top->n >= 2 && top->items[0].items[1].num - top->items[1].items[1].num < 0.1) tied = s + 1;
-        if (!tied) {
-            for (j = 1; j < nv; j++)
-                if (l[j] > l[best]) best = j;
-            cr_assert_eq(best, want, "%s: greedy step %d chose %d, llama.cpp chose %d", ref_path, s, best, want);
+        for (j = 1; j < nv; j++) {
+            if (l[j] > l[best]) best = j;
+            lo = fminf(lo, l[j]), hi = fmaxf(hi, l[j]);
+        }
+        /* free-running greedy: identical up to llama.cpp's first near-tie */
+        if (!tied && gap < rc->near_tie) tied = s + 1;
+        if (!tied) cr_assert_eq(best, want, "%s: greedy step %d chose %d, llama.cpp chose %d", ref_path, s, best, want);
+        /* teacher-forced, each step on its own: where llama.cpp's choice is
+           clear beyond our tolerance, it must be ours too */
+        if (gap > fmax(rc->near_tie, 2.0 * rc->tol * (hi - lo))) {
+            cr_expect_eq(best, want, "%s: teacher-forced step %d chose %d, llama.cpp chose %d (its top two %.3f apart)",
+                         ref_path, s, best, want, gap);
+            forced++;
         }
         if (s + 1 < ng) cr_assert_eq(infer_decode(c, &want, 1, 0, &err), INFER_OK, "%s", err.msg);
     }
-    snprintf(msg, sizeof msg, "%s: %d logits checked, worst %.3f%% of range; greedy identical for %d of %d steps",
-             ref_path, checked, 100 * worst, tied ? tied - 1 : ng, ng);
+    snprintf(msg, sizeof msg,
+             "%s: %d logits checked, worst %.3f%% of range; greedy identical for %d of %d steps; %d clear steps "
+             "teacher-forced; %d positions at routing near-ties",
+             ref_path, checked, 100 * worst, tied ? tied - 1 : ng, ng, forced, routed_ties);
     cr_log_info("%s", msg);
+    free(c->route.margin);
+    c->route.margin = NULL;
     infer_context_free(c);
     free(toks);
     free(ours);
@@ -139,6 +182,13 @@ static void check_model(const ref_case *rc) {
     char dir[512], prefix[80], path[1024];
     int n_refs = 0;
     if (!tu_have_shared()) cr_skip_test("../shared is absent: no reference data to compare with");
+    if (getenv("INFER_TEST_ONLY") && !strstr(rc->model, getenv("INFER_TEST_ONLY")))
+        cr_skip_test("INFER_TEST_ONLY=%s: %s left out", getenv("INFER_TEST_ONLY"), rc->model);
+    if (!strcmp(rc->dir, "project")) {
+        snprintf(path, sizeof path, "%s/models/%s.gguf", INFER_SOURCE_DIR, rc->model);
+        if (access(path, R_OK) != 0)
+            cr_skip_test("%s is absent (python3 scripts/fetch_model.py gemma3 fetches it)", path);
+    }
     snprintf(dir, sizeof dir, "%s/reference", INFER_SHARED_DIR);
     snprintf(prefix, sizeof prefix, "%s.", rc->model);
     d = opendir(dir);
@@ -155,30 +205,44 @@ static void check_model(const ref_case *rc) {
 
 ParameterizedTestParameters(reference, model) {
     static ref_case cases[] = {
-        {"stories260K", "models", 0},
-        {"tinystories-656k-f32", "models", 0},
-        {"tinystories-656k-f16", "models", 0},
-        {"tinystories-656k-bf16", "models", 0},
-        {"tinystories-656k-q8_0", "models", 0},
-        {"tinystories-656k-q4_0", "models", 0},
-        {"tinystories-656k-q4_1", "models", 0},
-        {"tinystories-656k-q5_0", "models", 0},
-        {"tinystories-656k-q5_1", "models", 0},
-        {"synth-256-f16", "models", 0},
-        {"synth-256-q8_0", "models", 0},
-        {"synth-256-q4_0", "models", 0},
-        {"synth-256-iq4_nl", "models", 0},
-        {"synth-256-q2_k", "models", 0},
-        {"synth-256-q3_k", "models", 0},
-        {"synth-256-q4_k", "models", 0},
-        {"synth-256-q5_k", "models", 0},
-        {"synth-256-q6_k", "models", 0},
-        {"synth-256-q4_k_m", "models", 0},
-        {"synth-llama-tied-f16", "arch", 0},
-        {"synth-llama3-f16", "arch", 0},
+        {"stories260K", "models", 0, 0},
+        {"tinystories-656k-f32", "models", 0, 0},
+        {"tinystories-656k-f16", "models", 0, 0},
+        {"tinystories-656k-bf16", "models", 0, 0},
+        {"tinystories-656k-q8_0", "models", 0, 0},
+        {"tinystories-656k-q4_0", "models", 0, 0},
+        {"tinystories-656k-q4_1", "models", 0, 0},
+        {"tinystories-656k-q5_0", "models", 0, 0},
+        {"tinystories-656k-q5_1", "models", 0, 0},
+        {"synth-256-f16", "models", 0, 0},
+        {"synth-256-q8_0", "models", 0, 0},
+        {"synth-256-q4_0", "models", 0, 0},
+        {"synth-256-iq4_nl", "models", 0, 0},
+        {"synth-256-q2_k", "models", 0, 0},
+        {"synth-256-q3_k", "models", 0, 0},
+        {"synth-256-q4_k", "models", 0, 0},
+        {"synth-256-q5_k", "models", 0, 0},
+        {"synth-256-q6_k", "models", 0, 0},
+        {"synth-256-q4_k_m", "models", 0, 0},
+        {"synth-llama-tied-f16", "arch", 0, 0},
+        {"synth-llama3-f16", "arch", 0, 0},
+        {"synth-qwen2-f16", "arch", 0, 0},
+        {"synth-qwen3-f16", "arch", 0, 0},
+        {"synth-qwen3moe-f16", "arch", 0, 0},
+        {"synth-gemma-f16", "arch", 0, 0},
+        {"synth-gemma2-f16", "arch", 0, 0},
+        {"synth-gemma3-f16", "arch", 0, 0},
+        {"synth-phi3-f16", "arch", 0, 0},
+        {"synth-smollm3-f16", "arch", 0, 0},
+        /* Gemma 3 270M: llama.cpp's own CPU paths for it pick different
+           greedy tokens up to 0.2 apart (../shared/README.md), so its near-ties are wider */
+        {"gemma-3-270m-q4_k_m", "project", 0, 0.2f},
     };
     size_t i;
-    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) cases[i].tol = tolerance_for(cases[i].model);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cases[i].tol = tolerance_for(cases[i].model);
+        if (cases[i].near_tie == 0) cases[i].near_tie = 0.1f;
+    }
     return cr_make_param_array(ref_case, cases, sizeof cases / sizeof cases[0]);
 }
 

@@ -1,0 +1,80 @@
+/* arch.c - the architectures infer.h runs, as data: one row per GGUF
+   general.architecture (what differs: RoPE pairing, activation, scales,
+   norms, sliding windows, experts) and one table of the per-layer tensors
+   a model binds, each with its shape and when it is required. model.c
+   reads both; the forward pass reads only the description they make.
+
+   To add an architecture: give it a row below (the flags it needs, its
+   sliding-window pattern), add any hyperparameter rule it has that is not
+   a key (model.c, infer__model_load_hparams), and, if it brings a new
+   operation, a flag here, a field in infer_model or infer__layer, and the
+   step in forward.c. Tensors the description does not bind are refused. */
+#include "internal.h"
+
+static const infer__arch infer__archs[] = {
+    /* name, flags, sliding-window pattern and default window, sliding layers' RoPE base, no-RoPE step */
+    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0},
+    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0},
+    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0},
+    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0},
+    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0},
+    {"gemma2", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
+                   INFER__A_SOFTCAP, 2, 4096, 0, 0},
+    {"gemma3", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
+                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0},
+    /* phi3's sliding_window key is ignored, as llama.cpp does (its
+       converters wrote windows the models were not trained with) */
+    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0},
+    {"smollm3", 0, 0, 0, 0, 4},
+};
+#define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
+
+static const infer__arch *infer__arch_find(const char *name) {
+    int i;
+    for (i = 0; i < INFER__N_ARCHS; i++)
+        if (!strcmp(infer__archs[i].name, name)) return &infer__archs[i];
+    return NULL;
+}
+
+/* "llama, qwen2, ..." for messages */
+static void infer__arch_list(char *buf, size_t size) {
+    size_t at = 0;
+    int i;
+    buf[0] = 0;
+    for (i = 0; i < INFER__N_ARCHS && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? ", " : "", infer__archs[i].name);
+}
+
+#define INFER__L(f) offsetof(infer__layer, f)
+static const infer__tensor_spec infer__layer_tensors[] = {
+    {"attn_norm.weight", INFER__L(attn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0},
+    {"attn_q.weight", INFER__L(wq), INFER__D_DIM, INFER__D_Q, 0, INFER__T_UNFUSED, 0},
+    {"attn_k.weight", INFER__L(wk), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0},
+    {"attn_v.weight", INFER__L(wv), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0},
+    {"attn_q.bias", INFER__L(bq), INFER__D_Q, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
+    {"attn_k.bias", INFER__L(bk), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
+    {"attn_v.bias", INFER__L(bv), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
+    {"attn_q_norm.weight", INFER__L(q_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM},
+    {"attn_k_norm.weight", INFER__L(k_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM},
+    {"attn_output.weight", INFER__L(wo), INFER__D_Q, INFER__D_DIM, 0, INFER__T_ALWAYS, 0},
+    {"attn_output.bias", INFER__L(bo), INFER__D_DIM, 0, 0, INFER__T_OPTIONAL, 0},
+    {"post_attention_norm.weight", INFER__L(post_attn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS},
+    {"ffn_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0},
+    {"ffn_gate.weight", INFER__L(w_gate), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0},
+    {"ffn_up.weight", INFER__L(w_up), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0},
+    {"ffn_down.weight", INFER__L(w_down), INFER__D_FFN, INFER__D_DIM, 0, INFER__T_DENSE, 0},
+    {"ffn_gate_inp.weight", INFER__L(ffn_router), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_EXPERT, 0},
+    {"ffn_gate_exps.weight", INFER__L(gate_exps), INFER__D_DIM, INFER__D_EXPERT_FFN, INFER__D_EXPERTS,
+     INFER__T_EXPERT, 0},
+    {"ffn_up_exps.weight", INFER__L(up_exps), INFER__D_DIM, INFER__D_EXPERT_FFN, INFER__D_EXPERTS, INFER__T_EXPERT,
+     0},
+    {"ffn_down_exps.weight", INFER__L(down_exps), INFER__D_EXPERT_FFN, INFER__D_DIM, INFER__D_EXPERTS,
+     INFER__T_EXPERT, 0},
+    {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS},
+};
+#undef INFER__L
+
+static const infer__tensor_spec *infer__arch_layer_tensors(int *n) {
+    *n = (int)(sizeof infer__layer_tensors / sizeof infer__layer_tensors[0]);
+    return infer__layer_tensors;
+}

@@ -1,0 +1,130 @@
+/* context.h - what a context holds (KV cache, scratch, the plan of
+   products) and what attention.c, forward.c and the parts after them
+   share about it. */
+#ifndef INFER_CONTEXT_H
+#define INFER_CONTEXT_H
+#include "internal.h"
+#include "backend.h"
+
+/* ---- attention.c: the KV cache and attention over it ---- */
+#define INFER__ATT_TILE 64 /* keys per tile */
+#define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
+
+/* Layer l keeps position p at slot p % slots[l]: every position, or a ring
+   of a sliding window plus a batch. K as rows of kv_dim values per slot
+   (F16 or Q8_0); V in F16 transposed (a row of slots per value), in Q8_0
+   like K. */
+typedef struct infer__kv_cache {
+    infer_type type; /* F16 or Q8_0 */
+    int n_layers, n_ctx, kv_dim, head_dim;
+    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
+    int *slots;      /* per layer */
+    uint8_t **k, **v; /* per layer, into mem */
+    uint8_t *mem;
+    size_t bytes;
+    int hi;          /* one past the highest position written */
+} infer__kv_cache;
+
+/* Per-worker scratch of attention (INFER__ATT_ROWS query rows). */
+typedef struct infer__attn_scratch {
+    uint8_t *qx;      /* query rows in K's dot type */
+    float *s, *acc, *pv, *m, *l;
+    uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
+    float *vrow;
+} infer__attn_scratch;
+
+/* The shape of one layer's attention for a batch: n_tok tokens from
+   position pos0, q rows of n_heads heads (stride ldq), out likewise. */
+typedef struct infer__attn_batch {
+    const infer__kv_cache *kv;
+    const infer__kernels *kern;
+    int layer, pos0, n_tok, n_heads;
+    int window;    /* keys a query sees, 0: all */
+    float scale;   /* on the scores (after soft-capping) */
+    float softcap; /* scores become c * tanh(s / c), 0: no */
+    const float *q;
+    float *out;
+    int ldq, ldo;
+} infer__attn_batch;
+
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch,
+                          infer_error *err);
+static void infer__kv_free(infer__kv_cache *kv);
+static size_t infer__kv_bytes(const infer__kv_cache *kv);
+static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past);
+static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
+                            const float *v);
+static size_t infer__attn_scratch_floats(int head_dim);
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim);
+static int infer__attn_n_items(const infer__attn_batch *b);
+static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
+
+/* ---- forward.c: the context and the forward pass ---- */
+#define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
+
+/* A step of products that read the same input (q, k, v; gate, up): the
+   input is converted once per activation type it needs, and the workers
+   split the rows of all of them. */
+typedef struct infer__product {
+    int n_ops, n_x;
+    const infer__tensor *w[INFER__MAX_FUSED];
+    int slot[INFER__MAX_FUSED];          /* the converted input each op reads; -1: the f32 input */
+    infer_type x_type[INFER__MAX_FUSED]; /* the types of the n_x converted inputs */
+    float *y[INFER__MAX_FUSED];
+    int ldy[INFER__MAX_FUSED];
+    const uint8_t *packed[INFER__MAX_FUSED]; /* the weights repacked for this ISA (pack.c), or NULL */
+    int64_t chunks;                      /* INFER__PACK_ROWS-row pieces of all ops, the unit of the split */
+    int expert_rows;                     /* experts: rows of one expert (each op stacks n_expert), else 0 */
+} infer__product;
+
+/* Per layer: q/k/v, o, the experts' router (empty in a dense layer),
+   gate/up (or the experts' gate/up), down (or the experts' down). */
+enum { INFER__P_QKV, INFER__P_O, INFER__P_ROUTER, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_PER_LAYER };
+
+/* The routing of one batch through a layer's experts: each token's chosen
+   experts (slots t * k + j) and their weights, and the same choices as
+   pairs sorted by expert, so each expert multiplies its tokens at once. */
+typedef struct infer__moe_route {
+    int *expert;      /* per slot */
+    float *weight;    /* per slot */
+    int *pair_of;     /* per slot: its pair */
+    int *pair_token;  /* per pair */
+    int *start;       /* per expert, and one past the last: its first pair */
+    float *logits;    /* per token: the router's logits (n_expert) */
+    float *margin;    /* per position, or NULL: the least relative gap between the last chosen
+                         expert's probability and the next one's, over the layers (tests set it) */
+} infer__moe_route;
+
+struct infer_context {
+    infer_model *model;
+    int n_ctx, n_batch, n_past;
+    void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
+    infer__pool *pool;
+    int n_threads;
+    infer__kernels kern; /* the kernels of the chosen instruction set */
+    infer__kv_cache kv;
+    /* activations of one batch, a row per token (per pair for experts) */
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out;
+    float *rope;        /* per RoPE of the model, per token: cos, sin of each rotated pair */
+    const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
+    float *attn_scratch; /* per worker */
+    size_t attn_scratch_n;
+    void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_rows rows */
+    size_t xq_row_max;  /* bytes of one converted row, largest case */
+    int xq_rows;        /* rows per slot: n_batch, or n_batch * experts used */
+    infer__moe_route route;
+    infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
+    uint8_t *packed_raw;  /* the allocation holding every packed weight */
+    float *logits;      /* rows of n_vocab */
+    int n_logit_rows, logit_cap_rows, logits_all, n_last;
+    size_t bytes;       /* memory this context holds */
+    /* generate.c's bookkeeping */
+    infer_metrics metrics;
+    infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
+};
+
+/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
+   rows from first_logit on into logits (n_vocab floats each). */
+static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits);
+
+#endif /* INFER_CONTEXT_H */
