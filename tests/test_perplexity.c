@@ -239,3 +239,104 @@ Test(perplexity, cli_errors) {
     free(out);
     unlink(text_path);
 }
+
+/* The newer architectures (../shared/arch, random weights): perplexity over
+   the licence text of ../shared's long references is finite, each chunk's
+   running value and the final one with its uncertainty from
+   infer_perplexity_chunk equal the direct computation from infer_decode's
+   logits, and on one of them `infer perplexity` prints the same. The
+   values are large (random weights; gemma2's soft-capped logits reach
+   about 1e10), so only finiteness is asked of them, not a bound. */
+#define ARCH_CTX 128
+#define ARCH_CHUNKS 3
+
+static char *licence_text(void) {
+    char path[512], *json, *text;
+    tu_json *ref;
+    const tu_json *prompt;
+    tu_shared_path(path, sizeof path, "reference/synth-qwen3moe-f16.long.json");
+    json = tu_read_file(path, NULL);
+    cr_assert_not_null(json, "cannot read %s", path);
+    ref = tu_json_parse(json);
+    free(json);
+    prompt = tu_json_get(ref, "prompt");
+    cr_assert(prompt && prompt->kind == TU_STR, "%s has no prompt", path);
+    text = strdup(prompt->str);
+    tu_json_free(ref);
+    return text;
+}
+
+Test(perplexity, arch_models_finite_and_equal_direct, .timeout = 300) {
+    static const char *models[] = {"synth-qwen3moe-f16", "synth-gemma2-f16", "synth-phi3-f16", "synth-gemma3-f16"};
+    char *text, path[512], args[1536], *out, *p;
+    size_t k;
+    int status;
+    need_shared();
+    text = licence_text();
+    write_text(text);
+    for (k = 0; k < sizeof models / sizeof models[0]; k++) {
+        infer_error err;
+        infer_model *m;
+        infer_context *c;
+        infer_context_params cp = infer_context_default_params();
+        infer_perplexity acc;
+        infer_token *toks;
+        double running[ARCH_CHUNKS], unc, ppl, v, u;
+        int n, n_chunks, i;
+        snprintf(path, sizeof path, "%s/arch/%s.gguf", INFER_SHARED_DIR, models[k]);
+        m = infer_model_load(path, NULL, &err);
+        cr_assert_not_null(m, "%s: %s", models[k], err.msg);
+        ppl = direct_ppl(m, text, ARCH_CTX, ARCH_CHUNKS, &n_chunks, running, &unc);
+        cr_assert_eq(n_chunks, ARCH_CHUNKS, "%s: %d chunks", models[k], n_chunks);
+        cr_assert(isfinite(ppl) && ppl > 1 && isfinite(unc) && unc > 0, "%s: ppl %g +/- %g", models[k], ppl, unc);
+
+        n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 0);
+        toks = (infer_token *)malloc((size_t)n * sizeof *toks);
+        infer_tokenize(m, text, strlen(text), toks, n, infer_model_add_bos(m), 0);
+        cr_assert_geq(n, ARCH_CTX * ARCH_CHUNKS);
+        cp.n_ctx = ARCH_CTX;
+        cp.n_threads = 2;
+        c = infer_context_new(m, &cp, &err);
+        cr_assert_not_null(c, "%s: %s", models[k], err.msg);
+        memset(&acc, 0, sizeof acc);
+        for (i = 0; i < ARCH_CHUNKS; i++) {
+            cr_assert_eq(infer_perplexity_chunk(c, toks + i * ARCH_CTX, ARCH_CTX, &acc, &err), INFER_OK, "%s: %s",
+                         models[k], err.msg);
+            v = infer_perplexity_value(&acc, NULL);
+            cr_assert(isfinite(v) && fabs(v - running[i]) <= 1e-6 * running[i], "%s: chunk %d: %g, direct %g",
+                      models[k], i + 1, v, running[i]);
+        }
+        v = infer_perplexity_value(&acc, &u);
+        cr_assert(fabs(v - ppl) <= 1e-6 * ppl && fabs(u - unc) <= 1e-6 * unc, "%s: %g +/- %g, direct %g +/- %g",
+                  models[k], v, u, ppl, unc);
+        cr_log_info("%s: PPL over %d chunks of %d = %.4f +/- %.4f", models[k], ARCH_CHUNKS, ARCH_CTX, ppl, unc);
+        infer_context_free(c);
+        free(toks);
+
+        if (k == 1) { /* gemma2: sliding window, soft-capping, tied output */
+            double cli_final, cli_unc;
+            snprintf(args, sizeof args, "perplexity -m '%s' -f '%s' -c %d --chunks %d -t 2", path, text_path,
+                     ARCH_CTX, ARCH_CHUNKS);
+            out = cli(args, &status, 0);
+            cr_assert_eq(status, 0, "infer %s: status %d\n%s", args, status, out);
+            for (i = 0, p = out; i < ARCH_CHUNKS; i++) {
+                char tag[16];
+                snprintf(tag, sizeof tag, "[%d]", i + 1);
+                p = strstr(p, tag);
+                cr_assert_not_null(p, "no %s in:\n%s", tag, out);
+                v = strtod(p + strlen(tag), &p);
+                cr_assert(fabs(v - running[i]) <= 1e-4 * running[i] + 1e-4, "chunk %d: %.4f, here %.6f", i + 1, v,
+                          running[i]);
+            }
+            p = strstr(out, "Final estimate: PPL = ");
+            cr_assert_not_null(p, "%s", out);
+            cr_assert_eq(sscanf(p, "Final estimate: PPL = %lf +/- %lf", &cli_final, &cli_unc), 2, "%s", p);
+            cr_assert(fabs(cli_final - ppl) <= 1e-4 * ppl + 1e-4, "final %.4f, here %.6f", cli_final, ppl);
+            cr_assert(fabs(cli_unc - unc) <= 1e-4 * unc + 1e-5, "uncertainty %.5f, here %.6f", cli_unc, unc);
+            free(out);
+        }
+        infer_model_free(m);
+    }
+    unlink(text_path);
+    free(text);
+}
