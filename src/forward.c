@@ -193,11 +193,15 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     if (!c->pool) ok = 0;
     c->n_threads = c->pool ? infer__pool_size(c->pool) : 1;
     for (l = 0; l < m->n_layers; l++) moe |= m->layers[l].ffn_router != NULL;
-    /* the block-integer F16 path moves logits by ~0.15% of their range;
-       routing (experts) and soft-capped attention turn that into several
-       percent (measured: synth gemma2 4%), so such models multiply exactly */
-    if ((params->f16_exact || moe || m->attn_softcap > 0) && c->kern.gemm_packed_f16_exact)
-        c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_f16_exact;
+    /* prompts summed otherwise than llama.cpp sums them move logits by a
+       fraction of a percent; routing (experts), soft-capped attention and
+       scaled embeddings turn that into several (measured: synth gemma2 4%,
+       Gemma 3 270M 7%), so such models take llama.cpp's order by default */
+    if (params->match_llama > 0 || (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0))) {
+        int t;
+        for (t = 0; t < INFER_TYPE_COUNT; t++)
+            if (c->kern.gemm_packed_ordered[t]) c->kern.gemm_packed[t] = c->kern.gemm_packed_ordered[t];
+    }
     pairs = moe ? c->n_batch * m->n_expert_used : 0;
     widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
     c->xq_rows = INFER__MAX(c->n_batch, pairs);

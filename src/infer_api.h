@@ -226,10 +226,17 @@ typedef struct infer_context_params {
     int n_threads;    /* 0 = 1 */
     infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
                            means) or INFER_TYPE_Q8_0, half the memory */
-    int f16_exact;    /* multiply F16 weights exactly in prompts too, never on
-                         the block-integer path (see infer_decode); a model
-                         with experts always does, as its routing turns on
-                         differences of 1e-4 */
+    int match_llama;  /* 1: sum prompts' products in llama.cpp's order too
+                         (as one token always is), to its last bit where the
+                         formats allow: F16 multiplied exactly (not as block
+                         integers, see infer_decode) and Q8_0/Q5_0 in eight
+                         lane sums; prompts on AVX-512 then run up to about 2x
+                         slower. -1: never. 0 (default): where the model
+                         amplifies rounding: experts (routing turns on 1e-4),
+                         soft-capped attention, scaled embeddings (Gemma's
+                         residual stream cancels activations in the
+                         thousands: measured on Gemma 3 270M, 7% of the logit
+                         range from llama.cpp's otherwise, 2.5% so) */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);

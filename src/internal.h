@@ -307,9 +307,12 @@ typedef struct infer__kernels {
     infer__pack_size_fn pack_size[INFER_TYPE_COUNT];
     infer__pack_fn pack[INFER_TYPE_COUNT];
     infer__gemm_packed_fn gemm_packed[INFER_TYPE_COUNT];
-    /* F16's exact packed product where gemm_packed[F16] is the block-integer
-       one (INFER__F16I_MIN_TOK), for contexts that ask for exact F16; else NULL */
-    infer__gemm_packed_fn gemm_packed_f16_exact;
+    /* by weight type: the packed product summed in llama.cpp's order where
+       gemm_packed sums prompts otherwise (F16: exact products instead of
+       block integers; Q8_0, Q5_0: eight lane sums per row instead of one),
+       for contexts that match llama.cpp (infer_context_params.match_llama);
+       NULL where gemm_packed already does */
+    infer__gemm_packed_fn gemm_packed_ordered[INFER_TYPE_COUNT];
     /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);

@@ -51,23 +51,27 @@ static void infer__pack_ref_32(int n, const void *packed, int n_rows, const void
         int lane = r % INFER__PACK_ROWS;
         for (t = 0; t < n_tok; t++) {
             const infer__block_q8_0 *x = (const infer__block_q8_0 *)((const uint8_t *)xv + (size_t)t * x_stride);
-            float s = 0;
+            float s = 0, lanes[8] = {0}; /* Q8_0: llama.cpp's eight lane sums (quants.c) */
             for (b = 0; b < nb; b++) {
                 const uint8_t *q = gp + infer__pack_q_at(b, qbytes);
                 uint16_t d;
                 int sum = 0;
-                for (j = 0; j < qbytes / 4; j++)
+                memcpy(&d, gp + infer__pack_d_at(b, qbytes) + 2 * lane, 2);
+                for (j = 0; j < qbytes / 4; j++) {
+                    int lane_sum = 0;
                     for (i = 0; i < 4; i++) {
                         int v = q[(j * INFER__PACK_ROWS + lane) * 4 + i];
                         if (q4)
                             sum += ((v & 0x0f) - 8) * x[b].qs[4 * j + i] + ((v >> 4) - 8) * x[b].qs[16 + 4 * j + i];
                         else
-                            sum += (v - 128) * x[b].qs[4 * j + i];
+                            lane_sum += (v - 128) * x[b].qs[4 * j + i];
                     }
-                memcpy(&d, gp + infer__pack_d_at(b, qbytes) + 2 * lane, 2);
+                    if (!q4)
+                        lanes[j] = fmaf(infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d), (float)lane_sum, lanes[j]);
+                }
                 s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d));
             }
-            y[(size_t)t * ldy + r] = s;
+            y[(size_t)t * ldy + r] = q4 ? s : infer__hsum8(lanes);
         }
     }
 }
@@ -115,24 +119,29 @@ INFER__UNUSED static void infer__pack_ref_q5_0(int n, const void *packed, int n_
         int lane = r % INFER__PACK_ROWS;
         for (t = 0; t < n_tok; t++) {
             const infer__block_q8_0 *x = (const infer__block_q8_0 *)((const uint8_t *)xv + (size_t)t * x_stride);
-            float s = 0;
+            float lanes[8] = {0}; /* llama.cpp's eight lane sums (quants.c) */
             for (b = 0; b < nb; b++) {
                 const uint8_t *o = gp + (size_t)b * INFER__PACK_Q5_0_BLOCK;
                 uint16_t d;
-                int sum = 0;
+                float dd;
+                int lo[4] = {0}, hi[4] = {0};
+                memcpy(&d, o + 320 + 2 * lane, 2);
+                dd = infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d);
                 for (j = 0; j < 4; j++)
                     for (i = 0; i < 4; i++) {
                         int v = o[(j * INFER__PACK_ROWS + lane) * 4 + i], bit = 4 * lane + i;
                         uint64_t mlo, mhi;
                         memcpy(&mlo, o + 256 + 8 * j, 8);
                         memcpy(&mhi, o + 256 + 8 * (4 + j), 8);
-                        sum += ((int)((v & 0x0f) | ((mlo >> bit) & 1) << 4) - 16) * x[b].qs[4 * j + i] +
-                               ((int)((v >> 4) | ((mhi >> bit) & 1) << 4) - 16) * x[b].qs[16 + 4 * j + i];
+                        lo[j] += ((int)((v & 0x0f) | ((mlo >> bit) & 1) << 4) - 16) * x[b].qs[4 * j + i];
+                        hi[j] += ((int)((v >> 4) | ((mhi >> bit) & 1) << 4) - 16) * x[b].qs[16 + 4 * j + i];
                     }
-                memcpy(&d, o + 320 + 2 * lane, 2);
-                s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d));
+                for (j = 0; j < 4; j++) {
+                    lanes[j] = fmaf(dd, (float)lo[j], lanes[j]);
+                    lanes[4 + j] = fmaf(dd, (float)hi[j], lanes[4 + j]);
+                }
             }
-            y[(size_t)t * ldy + r] = s;
+            y[(size_t)t * ldy + r] = infer__hsum8(lanes);
         }
     }
 }
@@ -290,7 +299,7 @@ INFER__UNUSED static void infer__pack_ref_q4_K(int n, const void *packed, int n_
         int lane = r % INFER__PACK_ROWS;
         for (t = 0; t < n_tok; t++) {
             const infer__block_q8_K *x = (const infer__block_q8_K *)((const uint8_t *)xv + (size_t)t * x_stride);
-            float s = 0;
+            float s = 0, sm = 0; /* llama.cpp's repacked order: two chains, subtracted at the end */
             for (b = 0; b < nb; b++) {
                 const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
                 const int16_t *mins = (const int16_t *)(o + 128);
@@ -310,9 +319,10 @@ INFER__UNUSED static void infer__pack_ref_q4_K(int n, const void *packed, int n_
                 }
                 memcpy(&d, o + 384 + 2 * lane, 2);
                 memcpy(&dmin, o + 416 + 2 * lane, 2);
-                s += x[b].d * infer__fp16_to_fp32(d) * sumi - x[b].d * infer__fp16_to_fp32(dmin) * summ;
+                s = fmaf((float)sumi, infer__fp16_to_fp32(d) * x[b].d, s);
+                sm = fmaf((float)summ, infer__fp16_to_fp32(dmin) * x[b].d, sm);
             }
-            y[(size_t)t * ldy + r] = s;
+            y[(size_t)t * ldy + r] = s - sm;
         }
     }
 }

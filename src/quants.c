@@ -86,16 +86,23 @@ static void infer__q8_0_to_float(const void *src, float *dst, int64_t n) {
         for (j = 0; j < INFER__QK; j++) *dst++ = x[b].qs[j] * d;
     }
 }
+
 static float infer__q8_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
     float s = 0;
     int b, j;
+    float acc[8] = {0};
+    (void)s;
     for (b = 0; b < n / INFER__QK; b++) {
-        int sum = 0;
-        for (j = 0; j < INFER__QK; j++) sum += a[b].qs[j] * x[b].qs[j];
-        s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d));
+        float d = INFER__H(a[b].d) * INFER__H(x[b].d);
+        int l;
+        for (l = 0; l < 8; l++) {
+            int sum = 0;
+            for (j = 4 * l; j < 4 * l + 4; j++) sum += a[b].qs[j] * x[b].qs[j];
+            acc[l] = fmaf(d, (float)sum, acc[l]);
+        }
     }
-    return s;
+    return infer__hsum8(acc);
 }
 
 static void infer__q8_1_to_float(const void *src, float *dst, int64_t n) {
@@ -195,19 +202,23 @@ static void infer__q5_0_to_float(const void *src, float *dst, int64_t n) {
 static float infer__q5_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    float s = 0;
+    float acc[8] = {0};
     int b, j;
     for (b = 0; b < n / INFER__QK; b++) {
         uint32_t qh = infer__qh(a[b].qh);
-        int sum = 0;
+        int v[32], l;
+        float d = INFER__H(a[b].d) * INFER__H(x[b].d);
         for (j = 0; j < 16; j++) {
-            int lo = (int)((a[b].qs[j] & 0x0f) | ((qh >> j) & 1) << 4) - 16;
-            int hi = (int)((a[b].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16;
-            sum += lo * x[b].qs[j] + hi * x[b].qs[j + 16];
+            v[j] = (int)((a[b].qs[j] & 0x0f) | ((qh >> j) & 1) << 4) - 16;
+            v[j + 16] = (int)((a[b].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16;
         }
-        s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d));
+        for (l = 0; l < 8; l++) {
+            int sum = 0;
+            for (j = 4 * l; j < 4 * l + 4; j++) sum += v[j] * x[b].qs[j];
+            acc[l] = fmaf(d, (float)sum, acc[l]);
+        }
     }
-    return s;
+    return infer__hsum8(acc);
 }
 
 static void infer__q5_1_to_float(const void *src, float *dst, int64_t n) {

@@ -118,4 +118,13 @@ static int infer__q6_K_q(const infer__block_q6_K *x, int h, int k, int l) {
     return lo | ((qh[l] >> (2 * k)) & 3) << 4;
 }
 
+/* llama.cpp's x86 order for 32-value blocks (its vec_dot and tinyBLAS
+   tiles, which made ../shared/reference): 8 float lanes, lane l holding the
+   products of values 4l..4l+3, each block added by one fused multiply-add
+   per lane of d_w * d_x, and the lanes summed as its hsum_float_8 does. */
+INFER__UNUSED static float infer__hsum8(const float *a) {
+    float r0 = a[4] + a[0], r1 = a[5] + a[1], r2 = a[6] + a[2], r3 = a[7] + a[3];
+    return (r0 + r2) + (r1 + r3);
+}
+
 #endif /* INFER_QUANTS_H */

@@ -173,7 +173,7 @@ static void infer__q4_K_to_float(const void *src, float *y, int64_t n) {
 static float infer__q4_K_dot(int n, const void *w, const void *xv) {
     const infer__block_q4_K *a = (const infer__block_q4_K *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
-    float s = 0;
+    float acc = 0, accm = 0;
     int b, j, l;
     for (b = 0; b < n / INFER__QK_K; b++) {
         const uint8_t *q = a[b].qs;
@@ -192,9 +192,10 @@ static float infer__q4_K_dot(int n, const void *w, const void *xv) {
             sumi += sc1 * s1 + sc2 * s2;
             summ += m1 * (bs[4 * j] + bs[4 * j + 1]) + m2 * (bs[4 * j + 2] + bs[4 * j + 3]);
         }
-        s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi - x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;
+        acc = fmaf((float)sumi, infer__fp16_to_fp32(a[b].d) * x[b].d, acc);
+        accm = fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, accm);
     }
-    return s;
+    return acc - accm;
 }
 
 /* ---- Q5_K ---- */

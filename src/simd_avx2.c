@@ -223,20 +223,13 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        __m256i p1 = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b + 1].qs),
-                                        _mm256_loadu_si256((const __m256i *)x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__SCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++) {
+    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
         __m256i p = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
+        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
     }
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+    return infer__avx2_hsum(acc);
 }
 
 INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *xv) {
@@ -455,7 +448,7 @@ INFER__AVX2 static float infer__avx2_q4_K_dot(int n, const void *w, const void *
     const infer__block_q4_K *a = (const infer__block_q4_K *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    float s = 0;
+    float acc_d = 0, acc_m = 0; /* llama.cpp's repacked Q4_K order: the two sums apart, then subtracted */
     int b, j;
     for (b = 0; b < n / INFER__QK_K; b++) {
         uint8_t sm[16];
@@ -474,10 +467,10 @@ INFER__AVX2 static float infer__avx2_q4_K_dot(int n, const void *w, const void *
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(hi, _mm256_set1_epi16(sm[2 * j + 1])));
             summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) + sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);
         }
-        s += x[b].d * infer__fp16_to_fp32(a[b].d) * infer__avx2_hsum_i32(acc) -
-             x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;
+        acc_d = fmaf((float)infer__avx2_hsum_i32(acc), infer__fp16_to_fp32(a[b].d) * x[b].d, acc_d);
+        acc_m = fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, acc_m);
     }
-    return s;
+    return acc_d - acc_m;
 }
 
 INFER__AVX2 static float infer__avx2_q5_K_dot(int n, const void *w, const void *xv) {

@@ -159,18 +159,12 @@ INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
 
 INFER__AVX512VNNI static float infer__vnni_q8_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs));
-        __m256i p1 = infer__vnni_dot_ss(INFER__LD(a[b + 1].qs), INFER__LD(x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__VSCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++)
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]),
-                               _mm256_cvtepi32_ps(infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs))), acc0);
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++)
+        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]),
+                              _mm256_cvtepi32_ps(infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs))), acc);
+    return infer__avx2_hsum(acc);
 }
 
 INFER__AVX512VNNI static float infer__vnni_q4_0_dot(int n, const void *w, const void *xv) {
@@ -852,6 +846,94 @@ INFER__AVX512VNNI static void infer__vnni_q5_0_gemm_packed(int n, const void *pa
     }
 }
 
+/* Prompts in llama.cpp's order (gemm_packed_ordered, for contexts that ask
+   for it): as the one-token kernels above, eight lane sums per row and
+   token, block after block in one chain, then its hsum_float_8; T tokens
+   share each weight vector. About twice the work of the tiles above. */
+#define INFER__PKO_TMAX 3
+#define INFER__PKO_AUX 1536 /* (token, block) entries: d_x and 8 lane corrections (54 KiB) */
+
+INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb, const uint8_t *gp, const uint8_t *x,
+                                              size_t x_stride, const float *dx, const int32_t *cx, int aux_stride,
+                                              float *y, size_t ldy, __mmask16 m) {
+    __m512 f[INFER__PKO_TMAX][8], d[INFER__PKO_TMAX];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    int b, j, t;
+    for (t = 0; t < T; t++)
+        for (j = 0; j < 8; j++) f[t][j] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *o = Q5 ? gp + (size_t)b * INFER__PACK_Q5_0_BLOCK : gp + infer__pack_q_at(b, 32);
+        const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
+        __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(Q5 ? o + 320 : gp + infer__pack_d_at(b, 32))));
+        for (t = 0; t < T; t++) d[t] = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b]));
+        for (j = 0; j < 8; j++) {
+            __m512i wv;
+            if (Q5) {
+                __m512i v = _mm512_loadu_si512((const void *)(o + 64 * (j & 3)));
+                wv = infer__pk_q5_hi(_mm512_and_si512(j < 4 ? v : _mm512_srli_epi16(v, 4), m4), o + 256, j);
+            } else {
+                wv = _mm512_loadu_si512((const void *)(o + 64 * j));
+            }
+            for (t = 0; t < T; t++) {
+                __m512i sj = _mm512_dpbusd_epi32(_mm512_set1_epi32(cx[(t * aux_stride + b) * 8 + j]), wv,
+                                                 infer__pk_bcast(xq + t * x_stride + (Q5 ? 16 * (j >> 2) + 4 * (j & 3) : 4 * j)));
+                f[t][j] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(sj), f[t][j]);
+            }
+        }
+    }
+    for (t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * ldy, m, infer__pk_hsum8(f[t]));
+}
+
+/* Q5: the Q5_0 layout, else Q8_0's; off: what the stored weights carry */
+INFER__AVX512VNNI_INLINE void infer__pko_gemm(const int Q5, int n, const void *packed, int n_rows, const void *xv,
+                                              size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float dx[INFER__PKO_AUX];
+    int32_t cx[INFER__PKO_AUX * 8];
+    const uint8_t *x = (const uint8_t *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, off = Q5 ? 16 : 128, chunk, t0, t, g, b;
+    size_t gbytes = Q5 ? infer__pack_q5_0_group_bytes(n) : infer__pack_group_bytes(n, 32);
+    if (nb > INFER__PKO_AUX) { /* no room for a token's table: one token at a time, same order */
+        for (t = 0; t < n_tok; t++)
+            (Q5 ? infer__vnni_q5_0_gemv_packed : infer__vnni_q8_0_gemv_packed)(n, packed, n_rows, x + (size_t)t * x_stride,
+                                                                              y + (size_t)t * ldy);
+        return;
+    }
+    chunk = INFER__PKO_AUX / nb;
+    for (t0 = 0; t0 < n_tok; t0 += chunk) {
+        int tc = INFER__MIN(chunk, n_tok - t0);
+        const uint8_t *xc = x + (size_t)t0 * x_stride;
+        for (t = 0; t < tc; t++)
+            for (b = 0; b < nb; b++) {
+                const infer__block_q8_0 *xb = (const infer__block_q8_0 *)(xc + (size_t)t * x_stride) + b;
+                dx[t * nb + b] = _cvtsh_ss(xb->d);
+                infer__pk_lane_corr(xb->qs, off, cx + ((size_t)t * nb + b) * 8);
+            }
+        for (g = 0; g < ng; g++) {
+            const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+            __mmask16 m = infer__pk_rows_mask(n_rows, g);
+            for (t = 0; t < tc; t += INFER__PKO_TMAX) {
+                int tt = INFER__MIN(INFER__PKO_TMAX, tc - t);
+                const uint8_t *xt = xc + (size_t)t * x_stride;
+                float *yt = y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS;
+                if (tt == 3) infer__pko_tile(Q5, 3, nb, gp, xt, x_stride, dx + t * nb, cx + (size_t)t * nb * 8, nb, yt, ldy, m);
+                else if (tt == 2) infer__pko_tile(Q5, 2, nb, gp, xt, x_stride, dx + t * nb, cx + (size_t)t * nb * 8, nb, yt, ldy, m);
+                else infer__pko_tile(Q5, 1, nb, gp, xt, x_stride, dx + t * nb, cx + (size_t)t * nb * 8, nb, yt, ldy, m);
+            }
+        }
+    }
+}
+
+INFER__AVX512VNNI static void infer__vnni_q8_0_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
+                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
+    if (n_tok == 1) infer__vnni_q8_0_gemv_packed(n, packed, n_rows, x, y);
+    else infer__pko_gemm(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX512VNNI static void infer__vnni_q5_0_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
+                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
+    if (n_tok == 1) infer__vnni_q5_0_gemv_packed(n, packed, n_rows, x, y);
+    else infer__pko_gemm(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+
 /* Q4_1 and Q5_1 (activations Q8_1): the values count from 0, so the sums
    need no correction; each block adds m_w * s_x (s_x = d_x * sum(x)). */
 INFER__AVX512VNNI_INLINE void infer__pk_tile_q_1(const int Q5, const int T, int nb, const uint8_t *gp, const uint8_t *x,
@@ -993,12 +1075,12 @@ INFER__AVX512VNNI_INLINE void infer__pk_q8_K_aux(int q6, const uint8_t *x, size_
 INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb, const uint8_t *gp, const uint8_t *x,
                                                size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
                                                float *y, size_t ldy, __mmask16 m, int add) {
-    __m512 f[INFER__PKK_TMAX], ba[INFER__PKK_TMAX];
-    __m512i s[INFER__PKK_TMAX], s2[INFER__PKK_TMAX];
+    __m512 f[INFER__PKK_TMAX], ba[INFER__PKK_TMAX], fm[INFER__PKK_TMAX];
+    __m512i s[INFER__PKK_TMAX], s2[INFER__PKK_TMAX], is[INFER__PKK_TMAX];
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const int split = T <= 2; /* odd words into a second sum: shorter dpbusd chains when few tokens */
     int b, j, k, t;
-    for (t = 0; t < T; t++) f[t] = _mm512_setzero_ps();
+    for (t = 0; t < T; t++) f[t] = fm[t] = _mm512_setzero_ps();
     for (b = 0; b < nb; b++) {
         const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_K) + 4; /* qs, after the float d */
         if (Q6) {
@@ -1036,19 +1118,25 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
                 }
             }
         } else {
+            /* llama.cpp's repacked Q4_K order: per block the scaled sub-block
+               sums as one integer, times d * d_x into one chain, the mins'
+               integer times dmin * d_x into another, subtracted at the end */
             const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
             __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 384)));
-            __m512 nd = _mm512_xor_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 416))), _mm512_set1_ps(-0.0f));
-            for (t = 0; t < T; t++) s[t] = _mm512_setzero_si512();
+            __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 416)));
+            for (t = 0; t < T; t++) is[t] = _mm512_setzero_si512();
             for (k = 0; k < 4; k++) {
                 __m512i mv = _mm512_loadu_si512((const void *)(o + 128 + 64 * k));
                 for (t = 0; t < T; t++)
-                    s[t] = _mm512_dpwssd_epi32(s[t], mv, _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + k]));
+                    is[t] = _mm512_dpwssd_epi32(is[t], mv, _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + k]));
             }
-            for (t = 0; t < T; t++) ba[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), nd);
+            for (t = 0; t < T; t++) {
+                __m512 dxt = _mm512_set1_ps(dx[t * aux_stride + b]);
+                fm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]), _mm512_mul_ps(dmin, dxt), fm[t]);
+                is[t] = _mm512_setzero_si512();
+            }
             for (j = 0; j < 8; j++) {
-                __m512 sc = _mm512_mul_ps(
-                    _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)))), d);
+                __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)));
                 for (t = 0; t < T; t++) {
                     s[t] = _mm512_setzero_si512();
                     if (split) s2[t] = _mm512_setzero_si512();
@@ -1064,14 +1152,18 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
                 }
                 for (t = 0; t < T; t++) {
                     if (split) s[t] = _mm512_add_epi32(s[t], s2[t]);
-                    ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
+                    is[t] = _mm512_add_epi32(is[t], _mm512_mullo_epi32(s[t], sc));
                 }
             }
+            for (t = 0; t < T; t++)
+                f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]), _mm512_mul_ps(d, _mm512_set1_ps(dx[t * aux_stride + b])), f[t]);
+            continue;
         }
         for (t = 0; t < T; t++) f[t] = _mm512_fmadd_ps(ba[t], _mm512_set1_ps(dx[t * aux_stride + b]), f[t]);
     }
     for (t = 0; t < T; t++) {
         float *yt = y + (size_t)t * ldy;
+        f[t] = _mm512_sub_ps(f[t], fm[t]); /* Q4_K's mins (Q6_K: zero) */
         if (add) f[t] = _mm512_add_ps(f[t], _mm512_maskz_loadu_ps(m, yt));
         _mm512_mask_storeu_ps(yt, m, f[t]);
     }
@@ -1477,10 +1569,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->vec_dot[INFER_TYPE_Q4_1] = infer__vnni_q4_1_dot;
         k->vec_dot[INFER_TYPE_Q5_0] = infer__vnni_q5_0_dot;
         k->vec_dot[INFER_TYPE_Q5_1] = infer__vnni_q5_1_dot;
-        k->gemm[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm;
         k->gemm[INFER_TYPE_Q4_0] = infer__vnni_q4_0_gemm;
-        k->gemm[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm;
-        k->gemm[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm;
         k->gemm[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm;
         k->pack_size[INFER_TYPE_Q4_0] = infer__pack_q4_0_size;
         k->pack[INFER_TYPE_Q4_0] = infer__pack_q4_0;
@@ -1503,8 +1592,10 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q6_K] = infer__pack_q6_K_size;
         k->pack[INFER_TYPE_Q6_K] = infer__pack_q6_K;
         k->gemm_packed[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm_packed;
-        k->gemm_packed_f16_exact = k->gemm_packed[INFER_TYPE_F16];
+        k->gemm_packed_ordered[INFER_TYPE_F16] = k->gemm_packed[INFER_TYPE_F16];
         k->gemm_packed[INFER_TYPE_F16] = infer__vnni_f16_gemm_packed;
+        k->gemm_packed_ordered[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm_packed_ordered;
+        k->gemm_packed_ordered[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm_packed_ordered;
     }
     if (__builtin_cpu_supports("avx512bf16")) {
         k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;

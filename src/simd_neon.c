@@ -401,7 +401,7 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
         const infer__block_q4_K *a = (const infer__block_q4_K *)w;                                               \
         const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
         const uint8x16_t m4 = vdupq_n_u8(0x0f);                                                                  \
-        float s = 0;                                                                                             \
+        float s = 0, accm = 0; /* llama.cpp's repacked Q4_K order */                                             \
         int b, j;                                                                                                \
         for (b = 0; b < n / INFER__QK_K; b++) {                                                                  \
             uint8_t sm[16];                                                                                      \
@@ -420,8 +420,10 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
                 summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) +                                            \
                         sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);                                     \
             }                                                                                                    \
-            s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi - x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;   \
+            s = fmaf((float)sumi, infer__fp16_to_fp32(a[b].d) * x[b].d, s);                                      \
+            accm = fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, accm);                             \
         }                                                                                                        \
+        s -= accm;                                                                                                \
         return s;                                                                                                \
     }                                                                                                            \
     ATTR static float infer__neon##SUF##_q5_K_dot(int n, const void *w, const void *xv) {                        \
