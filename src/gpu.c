@@ -43,8 +43,12 @@ static int infer__model_note(infer_model *m, const char *why, infer_error *err) 
     return 1;
 }
 
+/* NULL (a weight the model does not have, such as an experts layer's dense
+   FFN) gives an empty one; the features tell the backend why. */
 static infer_backend_tensor infer__backend_tensor(const infer__tensor *t) {
     infer_backend_tensor b;
+    memset(&b, 0, sizeof b);
+    if (!t) return b;
     b.name = t->name;
     b.data = t->data;
     b.type = (int)t->type;

@@ -7,7 +7,9 @@
    ids and the GPU's top 8), the prompt in batches and the continuation one
    token at a time (the decode graph). The GPU tests skip, saying so, in a
    build without INFER_CUDA or on a machine without a GPU; the device
-   selection test runs everywhere. */
+   selection test runs everywhere. The other architectures of ../shared/arch
+   are refused by the backend, naming the features it lacks (auto: the CPU,
+   with a warning). */
 #define _XOPEN_SOURCE 700 /* setenv */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -442,4 +444,89 @@ Test(cuda, cli_device_flag) {
         cr_expect(strstr(out, "cuda") != NULL, "%s", out);
     }
     free(out);
+}
+
+/* The arch models beyond plain llama: the CUDA backend refuses each, by
+   the features it lacks (cuda requested: an error; auto: the CPU, with a
+   warning that says why), while the plain llama ones (rope_freqs, tied
+   output) run on the GPU. The backend runs none of these features yet
+   (infer_cuda.cu's INFER_CUDA_FEATURES): when it learns one, take it out
+   of the lists below. */
+Test(cuda, architectures, .timeout = 900) {
+    static const struct {
+        const char *model, *features; /* as backend.h names them, in its order */
+    } refused[] = {
+        {"qwen2", "NeoX RoPE, biases"},
+        {"qwen3", "NeoX RoPE, q/k norms, query width != model width"},
+        {"qwen3moe", "NeoX RoPE, q/k norms, experts"},
+        {"gemma", "NeoX RoPE, GELU, scaled embeddings, an attention scale"},
+        {"gemma2", "NeoX RoPE, post-norms, GELU, scaled embeddings, an attention scale, soft-capping, sliding windows"},
+        {"gemma3", "NeoX RoPE, q/k norms, post-norms, GELU, scaled embeddings, an attention scale, sliding windows, "
+                   "per-layer RoPE"},
+        {"phi3", "NeoX RoPE, an attention scale"},
+        {"smollm3", "per-layer RoPE"},
+    };
+    static const char *const plain[] = {"llama3", "llama-tied"};
+    infer_token toks[4] = {1, 400, 401, 402};
+    char path[512], rel[128], want[256];
+    infer_context_params cp = infer_context_default_params();
+    infer_error err;
+    infer_model *m, *cpu;
+    infer_context *c, *cc;
+    size_t i;
+    int j, nv;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no arch models");
+    unsetenv("INFER_DEVICE");
+    cp.n_ctx = 16;
+    cp.n_threads = 2;
+    for (i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        snprintf(rel, sizeof rel, "arch/synth-%s-f16.gguf", plain[i]);
+        tu_shared_path(path, sizeof path, rel);
+        infer_model_free(load_gpu_or_skip(path)); /* skips without a GPU, as the other GPU tests */
+        m = load(path, INFER_DEVICE_AUTO, &err);
+        cr_assert_not_null(m, "%s: %s", plain[i], err.msg);
+        cr_expect_eq(infer_model_device(m), INFER_DEVICE_CUDA, "%s with auto: %s", plain[i], infer_model_warning(m));
+        cr_expect_null(infer_model_warning(m), "%s: %s", plain[i], infer_model_warning(m));
+        cpu = load(path, INFER_DEVICE_CPU, &err);
+        cr_assert_not_null(cpu, "%s: %s", plain[i], err.msg);
+        c = infer_context_new(m, &cp, &err);
+        cc = infer_context_new(cpu, &cp, &err);
+        cr_assert(c && cc, "%s: %s", plain[i], err.msg);
+        cr_expect_eq(infer_context_device(c), INFER_DEVICE_CUDA);
+        cr_assert_eq(infer_decode(c, toks, 4, 1, &err), INFER_OK, "%s on the GPU: %s", plain[i], err.msg);
+        cr_assert_eq(infer_decode(cc, toks, 4, 1, &err), INFER_OK, "%s: %s", plain[i], err.msg);
+        nv = infer_model_n_vocab(m);
+        for (j = 0; j < 4; j++) compare_row(infer_get_logits(cc, j), infer_get_logits(c, j), nv, 0.01f, path, j);
+        infer_context_free(c);
+        infer_context_free(cc);
+        infer_model_free(cpu);
+        infer_model_free(m);
+    }
+    for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        snprintf(rel, sizeof rel, "arch/synth-%s-f16.gguf", refused[i].model);
+        tu_shared_path(path, sizeof path, rel);
+        snprintf(want, sizeof want, "the model uses %s, which", refused[i].features);
+        m = load(path, INFER_DEVICE_CUDA, &err);
+        cr_expect_null(m, "%s ran on the GPU", refused[i].model);
+        infer_model_free(m);
+        cr_expect_eq(err.code, INFER_ERR_UNSUPPORTED, "%s: %s", refused[i].model, err.msg);
+        cr_expect(strstr(err.msg, "device cuda: ") && strstr(err.msg, want), "%s: '%s' does not say '%s'",
+                  refused[i].model, err.msg, want);
+        cr_expect_null(strchr(err.msg, '\n'), "%s: one line", refused[i].model);
+        /* auto: the CPU, saying why */
+        m = load(path, INFER_DEVICE_AUTO, &err);
+        cr_assert_not_null(m, "%s with auto: %s", refused[i].model, err.msg);
+        cr_expect_eq(infer_model_device(m), INFER_DEVICE_CPU, "%s", refused[i].model);
+        cr_assert_not_null(infer_model_warning(m), "%s: auto fell back to the CPU without a warning", refused[i].model);
+        cr_expect(strstr(infer_model_warning(m), want) && strstr(infer_model_warning(m), "running on the CPU"),
+                  "%s: warning '%s' does not say '%s'", refused[i].model, infer_model_warning(m), want);
+        cr_expect_null(strchr(infer_model_warning(m), '\n'), "%s: one line", refused[i].model);
+        c = infer_context_new(m, &cp, &err);
+        cr_assert_not_null(c, "%s: %s", refused[i].model, err.msg);
+        cr_expect_eq(infer_context_device(c), INFER_DEVICE_CPU);
+        cr_expect_eq(infer_decode(c, toks, 4, 0, &err), INFER_OK, "%s on the CPU: %s", refused[i].model, err.msg);
+        cr_log_info("%s with auto: %s", refused[i].model, infer_model_warning(m));
+        infer_context_free(c);
+        infer_model_free(m);
+    }
 }
