@@ -1,6 +1,7 @@
 /* model.c - a model: hyperparameters from GGUF metadata and the named
    weight tensors, checked for shape and format once, at load. */
 #include "internal.h"
+#include "backend.h"
 
 INFERDEF infer_model_params infer_model_default_params(void) {
     infer_model_params p;
@@ -278,7 +279,12 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
                 infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks %s.expert_feed_forward_length", m->arch);
                 return 0;
             }
-            if (m->n_expert_used > m->n_expert || m->n_expert > 512) {
+            if (m->n_expert > 512) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %d is out of range (at most 512)", key,
+                                 m->n_expert);
+                return 0;
+            }
+            if (m->n_expert_used > m->n_expert) {
                 infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.expert_used_count %d exceeds expert_count %d",
                                  m->arch, m->n_expert_used, m->n_expert);
                 return 0;
@@ -383,7 +389,12 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         t = infer__gguf_tensor(m->gguf, name);
         if (!t) {
             if (required) {
-                infer__set_error(err, INFER_ERR_FORMAT, "model has no tensor %s (required by %s)", name, m->arch);
+                if (s->when == INFER__T_UNFUSED && (a->flags & INFER__A_FUSED)) /* phi3: neither form */
+                    infer__set_error(err, INFER_ERR_FORMAT,
+                                     "model has no tensor %s nor a fused blk.%d.attn_qkv.weight (required by %s)", name,
+                                     l, m->arch);
+                else
+                    infer__set_error(err, INFER_ERR_FORMAT, "model has no tensor %s (required by %s)", name, m->arch);
                 *ok = 0;
             }
             continue;
@@ -497,7 +508,9 @@ static const infer__arch *infer__model_arch(infer_model *m, infer_error *err) {
     const infer__arch *a;
     char list[256];
     if (!infer__gguf_get_str(m->gguf, "general.architecture", &arch)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks general.architecture");
+        infer__set_error(err, INFER_ERR_FORMAT, infer__gguf_kv(m->gguf, "general.architecture")
+                                                    ? "model metadata general.architecture is not a string"
+                                                    : "model metadata lacks general.architecture");
         return NULL;
     }
     if (arch.n >= sizeof m->arch) arch.n = sizeof m->arch - 1;
