@@ -258,14 +258,6 @@ INFER__AVX512VNNI_INLINE __m512i infer__gemm_nib2(const uint8_t *q0, const uint8
     return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
 }
 
-/* two Q5_0 blocks' 5-bit values, as u8 */
-INFER__AVX512VNNI_INLINE __m512i infer__gemm_q5_2(const infer__block_q5_0 *a0, const infer__block_q5_0 *a1) {
-    __m256i lo = _mm256_or_si256(infer__avx2_nibbles(a0->qs), infer__avx2_fifth_bits(a0->qh));
-    __m512i v = _mm512_zextsi256_si512(lo);
-    if (a1) v = _mm512_inserti64x4(v, _mm256_or_si256(infer__avx2_nibbles(a1->qs), infer__avx2_fifth_bits(a1->qh)), 1);
-    return v;
-}
-
 #define INFER__GEMM_BODY(R, T, WBLK, LOADW, FIXW, LOADX, FIXX)                                                        \
     do {                                                                                                               \
         __m512 acc[R][T];                                                                                              \
@@ -300,26 +292,8 @@ INFER__AVX512VNNI_INLINE __m512i infer__gemm_q5_2(const infer__block_q5_0 *a0, c
     } while (0)
 
 #define INFER__Q4_LD(a0, a1) infer__gemm_nib2((a0)->qs, (a1) ? (a1)->qs : NULL)
-#define INFER__Q8_LD(a0, a1) infer__gemm_ld2((a0)->qs, (a1) ? (a1)->qs : NULL)
-#define INFER__Q5_LD(a0, a1) infer__gemm_q5_2(a0, a1)
-#define INFER__Q5X_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), q))
-/* Q8_0: (x + 128) . w - 128 * sum(w); the correction rides on the weights */
-#define INFER__Q8W_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), q), 7))
-#define INFER__Q8X_U8(q) _mm512_xor_si512(q, _mm512_set1_epi8((char)0x80))
 #define INFER__NOFIX(q) _mm512_setzero_si512()
 #define INFER__SAME(q) (q)
-#define INFER__GEMM_DOT(wc, xc, wq, xq) _mm512_dpbusd_epi32(wc, xq, wq)
-INFER__AVX512VNNI_INLINE void infer__vnni_q8_0_tile(int R, int T, int nb, const void *w, size_t w_stride,
-                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
-#define INFER__GEMM_CASE(RR, TT) \
-    if (R == RR && T == TT) { INFER__GEMM_BODY(RR, TT, infer__block_q8_0, INFER__Q8_LD, INFER__Q8W_FIX, INFER__Q8X_U8, INFER__NOFIX); return; }
-    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
-    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
-    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
-    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
-#undef INFER__GEMM_CASE
-}
-#undef INFER__GEMM_DOT
 /* Q4_0: nibbles . x - 8 * sum(x); the correction rides on the activations */
 #define INFER__Q4X_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), q))
 #define INFER__GEMM_DOT(wc, xc, wq, xq) _mm512_dpbusd_epi32(xc, wq, xq)
@@ -333,24 +307,9 @@ INFER__AVX512VNNI_INLINE void infer__vnni_q4_0_tile(int R, int T, int nb, const 
     INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
 #undef INFER__GEMM_CASE
 }
-INFER__AVX512VNNI_INLINE void infer__vnni_q5_0_tile(int R, int T, int nb, const void *w, size_t w_stride,
-                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
-#define INFER__GEMM_CASE(RR, TT) \
-    if (R == RR && T == TT) { INFER__GEMM_BODY(RR, TT, infer__block_q5_0, INFER__Q5_LD, INFER__NOFIX, INFER__SAME, INFER__Q5X_FIX); return; }
-    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
-    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
-    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
-    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
-#undef INFER__GEMM_CASE
-}
 #undef INFER__GEMM_DOT
 #undef INFER__Q4_LD
-#undef INFER__Q8_LD
-#undef INFER__Q5_LD
-#undef INFER__Q5X_FIX
 #undef INFER__Q4X_FIX
-#undef INFER__Q8W_FIX
-#undef INFER__Q8X_U8
 #undef INFER__NOFIX
 #undef INFER__SAME
 #undef INFER__GEMM_BODY
@@ -428,51 +387,6 @@ INFER__AVX512VNNI_INLINE void infer__vnni_q6_K_tile(int R, int T, int nb, const 
 #undef INFER__GEMM_CASE
 }
 
-/* Q4_K: nibbles (u8) . y per sub-block of 32, scaled by d * scale; the
-   mins, dmin * min * sum(y), come off once per block from the bsums */
-INFER__AVX512VNNI_INLINE __m512i infer__gemm_q4_K_vals(const infer__block_q4_K *a, int c) {
-    __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a->qs + 32 * c)));
-    return _mm512_and_si512(_mm512_srlv_epi64(q, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)), _mm512_set1_epi8(0x0f));
-}
-INFER__AVX512VNNI_INLINE __m512 infer__gemm_q4_K_scales(const infer__block_q4_K *a, int c) {
-    uint8_t sm[16];
-    infer__k4_scales(a->scales, sm);
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_inserti64x4(_mm512_set1_epi32(sm[2 * c]), _mm256_set1_epi32(sm[2 * c + 1]), 1)),
-                         _mm512_set1_ps(_cvtsh_ss(a->d)));
-}
-/* per row: dmin * min of each sub-block of 32, as 16 int16 (each twice, to
-   meet the 16 bsums); per token the bsums; summed as int32 pairs */
-#define INFER__Q4K_MINS(R, T)                                                                                          \
-    do {                                                                                                               \
-        for (r_ = 0; r_ < R; r_++) {                                                                                   \
-            const infer__block_q4_K *a_ = (const infer__block_q4_K *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_; \
-            uint8_t sm_[16];                                                                                           \
-            __m256i mins_;                                                                                             \
-            __m512 dm_ = _mm512_set1_ps(-_cvtsh_ss(a_->dmin));                                                         \
-            infer__k4_scales(a_->scales, sm_);                                                                         \
-            mins_ = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(sm_ + 8)),                  \
-                                                          _mm_set_epi8(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0))); \
-            for (t_ = 0; t_ < T; t_++) {                                                                               \
-                const infer__block_q8_K *x_ = (const infer__block_q8_K *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
-                __m256i s_ = _mm256_madd_epi16(mins_, _mm256_loadu_si256((const __m256i *)x_->bsums));               \
-                __m512 f_ = _mm512_cvtepi32_ps(_mm512_zextsi256_si512(s_));                                            \
-                acc[r_][t_] = _mm512_fmadd_ps(_mm512_mul_ps(f_, _mm512_set1_ps(x_->d)), dm_, acc[r_][t_]);            \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
-#define INFER__NOXFIX(q) _mm512_setzero_si512()
-INFER__AVX512VNNI_INLINE void infer__vnni_q4_K_tile(int R, int T, int nb, const void *w, size_t w_stride,
-                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
-#define INFER__GEMM_CASE(RR, TT) \
-    if (R == RR && T == TT) { INFER__GEMM_K_BODY(RR, TT, infer__block_q4_K, infer__gemm_q4_K_vals, infer__gemm_q4_K_scales, INFER__NOXFIX, INFER__Q4K_MINS); return; }
-    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
-    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
-    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
-    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
-#undef INFER__GEMM_CASE
-}
-#undef INFER__NOXFIX
-#undef INFER__Q4K_MINS
 #undef INFER__Q6X_FIX
 #undef INFER__NOMINS
 #undef INFER__GEMM_K_BODY
@@ -487,11 +401,8 @@ INFER__AVX512VNNI_INLINE void infer__vnni_q4_K_tile(int R, int T, int nb, const 
                      (const uint8_t *)w + (size_t)r * w_stride, w_stride, (const uint8_t *)x + (size_t)t * x_stride, \
                      x_stride, y + (size_t)t * ldy + r, ldy);                                                        \
     }
-INFER__GEMM_DRIVER(infer__vnni_q8_0_gemm, infer__vnni_q8_0_tile, 32)
 INFER__GEMM_DRIVER(infer__vnni_q4_0_gemm, infer__vnni_q4_0_tile, 32)
-INFER__GEMM_DRIVER(infer__vnni_q5_0_gemm, infer__vnni_q5_0_tile, 32)
 INFER__GEMM_DRIVER(infer__vnni_q6_K_gemm, infer__vnni_q6_K_tile, INFER__QK_K)
-INFER__GEMM_DRIVER(infer__vnni_q4_K_gemm, infer__vnni_q4_K_tile, INFER__QK_K)
 #undef INFER__GEMM_DRIVER
 #undef INFER__LD
 #undef INFER__VSCALE

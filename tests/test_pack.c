@@ -159,7 +159,7 @@ static int run_one(const problem *p, const infer__kernels *k, infer__gemm_packed
 static void check(infer_type t, const int *lens, int n_lens) {
     static const int rows[] = {1, 15, 16, 17, 33, 100};
     static const int toks[] = {1, 2, 5, 8, 13, 64};
-    int fails = 0, n_run = 0, isa, li, ri, ti;
+    int fails = 0, n_run = 0, n_ordered = 0, isa, li, ri, ti;
     for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
         infer__kernels k;
         /* isa 0: pack.c's scalar reference, equal to the scalar vec_dot bit for bit */
@@ -179,10 +179,21 @@ static void check(infer_type t, const int *lens, int n_lens) {
             /* a later group's rows, as a thread's share of a matrix */
             fails += run_one(&p, &k, k.gemm_packed[t], name, 32, 68, 13, exact);
             fails += run_one(&p, &k, k.gemm_packed[t], name, 48, 3, 1, exact);
+            /* llama.cpp's order for prompts (match_llama): Q8_0 and Q5_0 sum
+               as the scalar kernels do, bit for bit; F16 exactly */
+            if (!exact && k.gemm_packed_ordered[t]) {
+                int bitwise = t == INFER_TYPE_Q8_0 || t == INFER_TYPE_Q5_0;
+                for (ri = 0; ri < 6; ri++)
+                    for (ti = 0; ti < 6; ti++)
+                        fails += run_one(&p, &k, k.gemm_packed_ordered[t], "ordered", 0, rows[ri], toks[ti], bitwise);
+                fails += run_one(&p, &k, k.gemm_packed_ordered[t], "ordered", 32, 68, 13, bitwise);
+                n_ordered++;
+            }
             free_problem(&p);
         }
     }
     cr_assert_eq(fails, 0, "%s: %d mismatches (see stdout)", infer_type_name(t), fails);
+    if (n_ordered) cr_log_info("%s: llama.cpp-ordered prompt kernel checked too", infer_type_name(t));
     if (!n_run) cr_log_info("%s: no packed kernel on this CPU: nothing compared", infer_type_name(t));
 }
 
