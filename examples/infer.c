@@ -22,13 +22,14 @@ static const char *usage =
     "  info      -m MODEL [--device D]\n"
     "  chat      -m MODEL [--system TEXT] [-n N per reply] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
     "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--device D]   (user turns from stdin)\n"
-    "            [--kv-type f16|q8_0]\n"
+    "            [--kv-type f16|q8_0] [--think on|off]\n"
     "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
     "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
     "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device D]\n"
     "  bench     -m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [-o md|json|csv] [--device D]\n"
     "            [--kv-type f16|q8_0]\n"
     "  --kv-type T: the KV cache's format, f16 (the default) or q8_0 (half the memory)\n"
+    "  --think off: Qwen3 and SmolLM3 answer without reasoning (chat; on is the default)\n"
     "  --device D: where the forward pass runs: cpu, cuda or auto (the default: the GPU when\n"
     "            this build has CUDA and one is present, else the CPU)\n";
 
