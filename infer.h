@@ -227,10 +227,17 @@ typedef struct infer_context_params {
     int n_threads;    /* 0 = 1 */
     infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
                            means) or INFER_TYPE_Q8_0, half the memory */
-    int f16_exact;    /* multiply F16 weights exactly in prompts too, never on
-                         the block-integer path (see infer_decode); a model
-                         with experts always does, as its routing turns on
-                         differences of 1e-4 */
+    int match_llama;  /* 1: sum prompts' products in llama.cpp's order too
+                         (as one token always is), to its last bit where the
+                         formats allow: F16 multiplied exactly (not as block
+                         integers, see infer_decode) and Q8_0/Q5_0 in eight
+                         lane sums; prompts on AVX-512 then run up to about 2x
+                         slower. -1: never. 0 (default): where the model
+                         amplifies rounding: experts (routing turns on 1e-4),
+                         soft-capped attention, scaled embeddings (Gemma's
+                         residual stream cancels activations in the
+                         thousands: measured on Gemma 3 270M, 7% of the logit
+                         range from llama.cpp's otherwise, 2.5% so) */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
@@ -923,9 +930,12 @@ typedef struct infer__kernels {
     infer__pack_size_fn pack_size[INFER_TYPE_COUNT];
     infer__pack_fn pack[INFER_TYPE_COUNT];
     infer__gemm_packed_fn gemm_packed[INFER_TYPE_COUNT];
-    /* F16's exact packed product where gemm_packed[F16] is the block-integer
-       one (INFER__F16I_MIN_TOK), for contexts that ask for exact F16; else NULL */
-    infer__gemm_packed_fn gemm_packed_f16_exact;
+    /* by weight type: the packed product summed in llama.cpp's order where
+       gemm_packed sums prompts otherwise (F16: exact products instead of
+       block integers; Q8_0, Q5_0: eight lane sums per row instead of one),
+       for contexts that match llama.cpp (infer_context_params.match_llama);
+       NULL where gemm_packed already does */
+    infer__gemm_packed_fn gemm_packed_ordered[INFER_TYPE_COUNT];
     /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
@@ -4309,7 +4319,12 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
                 infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks %s.expert_feed_forward_length", m->arch);
                 return 0;
             }
-            if (m->n_expert_used > m->n_expert || m->n_expert > 512) {
+            if (m->n_expert > 512) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %d is out of range (at most 512)", key,
+                                 m->n_expert);
+                return 0;
+            }
+            if (m->n_expert_used > m->n_expert) {
                 infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.expert_used_count %d exceeds expert_count %d",
                                  m->arch, m->n_expert_used, m->n_expert);
                 return 0;
@@ -4414,7 +4429,12 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         t = infer__gguf_tensor(m->gguf, name);
         if (!t) {
             if (required) {
-                infer__set_error(err, INFER_ERR_FORMAT, "model has no tensor %s (required by %s)", name, m->arch);
+                if (s->when == INFER__T_UNFUSED && (a->flags & INFER__A_FUSED)) /* phi3: neither form */
+                    infer__set_error(err, INFER_ERR_FORMAT,
+                                     "model has no tensor %s nor a fused blk.%d.attn_qkv.weight (required by %s)", name,
+                                     l, m->arch);
+                else
+                    infer__set_error(err, INFER_ERR_FORMAT, "model has no tensor %s (required by %s)", name, m->arch);
                 *ok = 0;
             }
             continue;
@@ -4528,7 +4548,9 @@ static const infer__arch *infer__model_arch(infer_model *m, infer_error *err) {
     const infer__arch *a;
     char list[256];
     if (!infer__gguf_get_str(m->gguf, "general.architecture", &arch)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model metadata lacks general.architecture");
+        infer__set_error(err, INFER_ERR_FORMAT, infer__gguf_kv(m->gguf, "general.architecture")
+                                                    ? "model metadata general.architecture is not a string"
+                                                    : "model metadata lacks general.architecture");
         return NULL;
     }
     if (arch.n >= sizeof m->arch) arch.n = sizeof m->arch - 1;
@@ -4766,6 +4788,33 @@ static int infer__q6_K_q(const infer__block_q6_K *x, int h, int k, int l) {
     return lo | ((qh[l] >> (2 * k)) & 3) << 4;
 }
 
+/* llama.cpp's x86 order for 32-value blocks (its vec_dot and tinyBLAS
+   tiles, which made ../shared/reference): 8 float lanes, lane l holding the
+   products of values 4l..4l+3, each block added by one fused multiply-add
+   per lane of d_w * d_x, and the lanes summed as its hsum_float_8 does. */
+INFER__UNUSED static float infer__hsum8(const float *a) {
+    float r0 = a[4] + a[0], r1 = a[5] + a[1], r2 = a[6] + a[2], r3 = a[7] + a[3];
+    return (r0 + r2) + (r1 + r3);
+}
+
+/* F16 . F16 as llama.cpp's products run on AVX-512 (its tinyBLAS): 16
+   lanes, lane l taking values l, l + 16, ... by fused multiply-adds, summed
+   as a tree (halves, quarters, ...); a tail of n % 16 values (llama.cpp
+   takes whole vectors only) is added after, in double. a's values are
+   a_stride apart (packed rows), b's contiguous. */
+INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
+    float lane[16] = {0};
+    double tail = 0;
+    int i, l, w16 = n - n % 16;
+    for (i = 0; i < w16; i += 16)
+        for (l = 0; l < 16; l++)
+            lane[l] = fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
+    for (l = 8; l >= 1; l /= 2)
+        for (i = 0; i < l; i++) lane[i] = lane[i] + lane[i + l];
+    for (i = w16; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
+    return (float)((double)lane[0] + tail);
+}
+
 #endif /* INFER_QUANTS_H */
 
 /* ==== src/quants.c ==== */
@@ -4805,11 +4854,7 @@ static void infer__f16_from_float(const float *src, void *dst, int64_t n) {
     for (i = 0; i < n; i++) d[i] = infer__fp32_to_fp16(src[i]);
 }
 static float infer__f16_dot(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    double s = 0;
-    int i;
-    for (i = 0; i < n; i++) s += (double)(INFER__H(a[i]) * INFER__H(b[i]));
-    return (float)s;
+    return infer__f16_dot_llama((const uint16_t *)w, 1, (const uint16_t *)x, n);
 }
 
 static void infer__bf16_to_float(const void *src, float *dst, int64_t n) {
@@ -4855,16 +4900,23 @@ static void infer__q8_0_to_float(const void *src, float *dst, int64_t n) {
         for (j = 0; j < INFER__QK; j++) *dst++ = x[b].qs[j] * d;
     }
 }
+
 static float infer__q8_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
     float s = 0;
     int b, j;
+    float acc[8] = {0};
+    (void)s;
     for (b = 0; b < n / INFER__QK; b++) {
-        int sum = 0;
-        for (j = 0; j < INFER__QK; j++) sum += a[b].qs[j] * x[b].qs[j];
-        s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d));
+        float d = INFER__H(a[b].d) * INFER__H(x[b].d);
+        int l;
+        for (l = 0; l < 8; l++) {
+            int sum = 0;
+            for (j = 4 * l; j < 4 * l + 4; j++) sum += a[b].qs[j] * x[b].qs[j];
+            acc[l] = fmaf(d, (float)sum, acc[l]);
+        }
     }
-    return s;
+    return infer__hsum8(acc);
 }
 
 static void infer__q8_1_to_float(const void *src, float *dst, int64_t n) {
@@ -4964,19 +5016,23 @@ static void infer__q5_0_to_float(const void *src, float *dst, int64_t n) {
 static float infer__q5_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    float s = 0;
+    float acc[8] = {0};
     int b, j;
     for (b = 0; b < n / INFER__QK; b++) {
         uint32_t qh = infer__qh(a[b].qh);
-        int sum = 0;
+        int v[32], l;
+        float d = INFER__H(a[b].d) * INFER__H(x[b].d);
         for (j = 0; j < 16; j++) {
-            int lo = (int)((a[b].qs[j] & 0x0f) | ((qh >> j) & 1) << 4) - 16;
-            int hi = (int)((a[b].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16;
-            sum += lo * x[b].qs[j] + hi * x[b].qs[j + 16];
+            v[j] = (int)((a[b].qs[j] & 0x0f) | ((qh >> j) & 1) << 4) - 16;
+            v[j + 16] = (int)((a[b].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16;
         }
-        s += sum * (INFER__H(a[b].d) * INFER__H(x[b].d));
+        for (l = 0; l < 8; l++) {
+            int sum = 0;
+            for (j = 4 * l; j < 4 * l + 4; j++) sum += v[j] * x[b].qs[j];
+            acc[l] = fmaf(d, (float)sum, acc[l]);
+        }
     }
-    return s;
+    return infer__hsum8(acc);
 }
 
 static void infer__q5_1_to_float(const void *src, float *dst, int64_t n) {
@@ -5348,7 +5404,7 @@ static void infer__q4_K_to_float(const void *src, float *y, int64_t n) {
 static float infer__q4_K_dot(int n, const void *w, const void *xv) {
     const infer__block_q4_K *a = (const infer__block_q4_K *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
-    float s = 0;
+    float acc = 0, accm = 0;
     int b, j, l;
     for (b = 0; b < n / INFER__QK_K; b++) {
         const uint8_t *q = a[b].qs;
@@ -5367,9 +5423,10 @@ static float infer__q4_K_dot(int n, const void *w, const void *xv) {
             sumi += sc1 * s1 + sc2 * s2;
             summ += m1 * (bs[4 * j] + bs[4 * j + 1]) + m2 * (bs[4 * j + 2] + bs[4 * j + 3]);
         }
-        s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi - x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;
+        acc = fmaf((float)sumi, infer__fp16_to_fp32(a[b].d) * x[b].d, acc);
+        accm = fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, accm);
     }
-    return s;
+    return acc - accm;
 }
 
 /* ---- Q5_K ---- */
@@ -6790,23 +6847,27 @@ static void infer__pack_ref_32(int n, const void *packed, int n_rows, const void
         int lane = r % INFER__PACK_ROWS;
         for (t = 0; t < n_tok; t++) {
             const infer__block_q8_0 *x = (const infer__block_q8_0 *)((const uint8_t *)xv + (size_t)t * x_stride);
-            float s = 0;
+            float s = 0, lanes[8] = {0}; /* Q8_0: llama.cpp's eight lane sums (quants.c) */
             for (b = 0; b < nb; b++) {
                 const uint8_t *q = gp + infer__pack_q_at(b, qbytes);
                 uint16_t d;
                 int sum = 0;
-                for (j = 0; j < qbytes / 4; j++)
+                memcpy(&d, gp + infer__pack_d_at(b, qbytes) + 2 * lane, 2);
+                for (j = 0; j < qbytes / 4; j++) {
+                    int lane_sum = 0;
                     for (i = 0; i < 4; i++) {
                         int v = q[(j * INFER__PACK_ROWS + lane) * 4 + i];
                         if (q4)
                             sum += ((v & 0x0f) - 8) * x[b].qs[4 * j + i] + ((v >> 4) - 8) * x[b].qs[16 + 4 * j + i];
                         else
-                            sum += (v - 128) * x[b].qs[4 * j + i];
+                            lane_sum += (v - 128) * x[b].qs[4 * j + i];
                     }
-                memcpy(&d, gp + infer__pack_d_at(b, qbytes) + 2 * lane, 2);
+                    if (!q4)
+                        lanes[j] = fmaf(infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d), (float)lane_sum, lanes[j]);
+                }
                 s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d));
             }
-            y[(size_t)t * ldy + r] = s;
+            y[(size_t)t * ldy + r] = q4 ? s : infer__hsum8(lanes);
         }
     }
 }
@@ -6854,24 +6915,29 @@ INFER__UNUSED static void infer__pack_ref_q5_0(int n, const void *packed, int n_
         int lane = r % INFER__PACK_ROWS;
         for (t = 0; t < n_tok; t++) {
             const infer__block_q8_0 *x = (const infer__block_q8_0 *)((const uint8_t *)xv + (size_t)t * x_stride);
-            float s = 0;
+            float lanes[8] = {0}; /* llama.cpp's eight lane sums (quants.c) */
             for (b = 0; b < nb; b++) {
                 const uint8_t *o = gp + (size_t)b * INFER__PACK_Q5_0_BLOCK;
                 uint16_t d;
-                int sum = 0;
+                float dd;
+                int lo[4] = {0}, hi[4] = {0};
+                memcpy(&d, o + 320 + 2 * lane, 2);
+                dd = infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d);
                 for (j = 0; j < 4; j++)
                     for (i = 0; i < 4; i++) {
                         int v = o[(j * INFER__PACK_ROWS + lane) * 4 + i], bit = 4 * lane + i;
                         uint64_t mlo, mhi;
                         memcpy(&mlo, o + 256 + 8 * j, 8);
                         memcpy(&mhi, o + 256 + 8 * (4 + j), 8);
-                        sum += ((int)((v & 0x0f) | ((mlo >> bit) & 1) << 4) - 16) * x[b].qs[4 * j + i] +
-                               ((int)((v >> 4) | ((mhi >> bit) & 1) << 4) - 16) * x[b].qs[16 + 4 * j + i];
+                        lo[j] += ((int)((v & 0x0f) | ((mlo >> bit) & 1) << 4) - 16) * x[b].qs[4 * j + i];
+                        hi[j] += ((int)((v >> 4) | ((mhi >> bit) & 1) << 4) - 16) * x[b].qs[16 + 4 * j + i];
                     }
-                memcpy(&d, o + 320 + 2 * lane, 2);
-                s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d));
+                for (j = 0; j < 4; j++) {
+                    lanes[j] = fmaf(dd, (float)lo[j], lanes[j]);
+                    lanes[4 + j] = fmaf(dd, (float)hi[j], lanes[4 + j]);
+                }
             }
-            y[(size_t)t * ldy + r] = s;
+            y[(size_t)t * ldy + r] = infer__hsum8(lanes);
         }
     }
 }
@@ -7029,7 +7095,7 @@ INFER__UNUSED static void infer__pack_ref_q4_K(int n, const void *packed, int n_
         int lane = r % INFER__PACK_ROWS;
         for (t = 0; t < n_tok; t++) {
             const infer__block_q8_K *x = (const infer__block_q8_K *)((const uint8_t *)xv + (size_t)t * x_stride);
-            float s = 0;
+            float s = 0, sm = 0; /* llama.cpp's repacked order: two chains, subtracted at the end */
             for (b = 0; b < nb; b++) {
                 const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
                 const int16_t *mins = (const int16_t *)(o + 128);
@@ -7049,9 +7115,10 @@ INFER__UNUSED static void infer__pack_ref_q4_K(int n, const void *packed, int n_
                 }
                 memcpy(&d, o + 384 + 2 * lane, 2);
                 memcpy(&dmin, o + 416 + 2 * lane, 2);
-                s += x[b].d * infer__fp16_to_fp32(d) * sumi - x[b].d * infer__fp16_to_fp32(dmin) * summ;
+                s = fmaf((float)sumi, infer__fp16_to_fp32(d) * x[b].d, s);
+                sm = fmaf((float)summ, infer__fp16_to_fp32(dmin) * x[b].d, sm);
             }
-            y[(size_t)t * ldy + r] = s;
+            y[(size_t)t * ldy + r] = s - sm;
         }
     }
 }
@@ -7100,20 +7167,16 @@ INFER__UNUSED static void infer__pack_f16(const void *w, size_t w_stride, int64_
             for (i = 0; i < n; i++) o[i * INFER__PACK_ROWS + r] = src[i];
         }
 }
-/* as infer__f16_dot: products summed in double */
+/* as infer__f16_dot: llama.cpp's lanes */
 INFER__UNUSED static void infer__pack_ref_f16(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
                                               int n_tok, float *y, size_t ldy) {
     size_t gbytes = INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2);
-    int r, t, i;
+    int r, t;
     for (r = 0; r < n_rows; r++) {
         const uint16_t *o = (const uint16_t *)((const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes);
         for (t = 0; t < n_tok; t++) {
             const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
-            double s = 0;
-            for (i = 0; i < n; i++)
-                s += (double)(infer__fp16_to_fp32(o[(size_t)i * INFER__PACK_ROWS + r % INFER__PACK_ROWS]) *
-                              infer__fp16_to_fp32(x[i]));
-            y[(size_t)t * ldy + r] = (float)s;
+            y[(size_t)t * ldy + r] = infer__f16_dot_llama(o + r % INFER__PACK_ROWS, INFER__PACK_ROWS, x, n);
         }
     }
 }
@@ -7473,20 +7536,13 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        __m256i p1 = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b + 1].qs),
-                                        _mm256_loadu_si256((const __m256i *)x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__SCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++) {
+    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
         __m256i p = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
+        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
     }
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+    return infer__avx2_hsum(acc);
 }
 
 INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *xv) {
@@ -7705,7 +7761,7 @@ INFER__AVX2 static float infer__avx2_q4_K_dot(int n, const void *w, const void *
     const infer__block_q4_K *a = (const infer__block_q4_K *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    float s = 0;
+    float acc_d = 0, acc_m = 0; /* llama.cpp's repacked Q4_K order: the two sums apart, then subtracted */
     int b, j;
     for (b = 0; b < n / INFER__QK_K; b++) {
         uint8_t sm[16];
@@ -7724,10 +7780,10 @@ INFER__AVX2 static float infer__avx2_q4_K_dot(int n, const void *w, const void *
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(hi, _mm256_set1_epi16(sm[2 * j + 1])));
             summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) + sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);
         }
-        s += x[b].d * infer__fp16_to_fp32(a[b].d) * infer__avx2_hsum_i32(acc) -
-             x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;
+        acc_d = fmaf((float)infer__avx2_hsum_i32(acc), infer__fp16_to_fp32(a[b].d) * x[b].d, acc_d);
+        acc_m = fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, acc_m);
     }
-    return s;
+    return acc_d - acc_m;
 }
 
 INFER__AVX2 static float infer__avx2_q5_K_dot(int n, const void *w, const void *xv) {
@@ -8085,18 +8141,12 @@ INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
 
 INFER__AVX512VNNI static float infer__vnni_q8_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs));
-        __m256i p1 = infer__vnni_dot_ss(INFER__LD(a[b + 1].qs), INFER__LD(x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__VSCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++)
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]),
-                               _mm256_cvtepi32_ps(infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs))), acc0);
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++)
+        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]),
+                              _mm256_cvtepi32_ps(infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs))), acc);
+    return infer__avx2_hsum(acc);
 }
 
 INFER__AVX512VNNI static float infer__vnni_q4_0_dot(int n, const void *w, const void *xv) {
@@ -8190,14 +8240,6 @@ INFER__AVX512VNNI_INLINE __m512i infer__gemm_nib2(const uint8_t *q0, const uint8
     return _mm512_and_si512(v, _mm512_set1_epi8(0x0f));
 }
 
-/* two Q5_0 blocks' 5-bit values, as u8 */
-INFER__AVX512VNNI_INLINE __m512i infer__gemm_q5_2(const infer__block_q5_0 *a0, const infer__block_q5_0 *a1) {
-    __m256i lo = _mm256_or_si256(infer__avx2_nibbles(a0->qs), infer__avx2_fifth_bits(a0->qh));
-    __m512i v = _mm512_zextsi256_si512(lo);
-    if (a1) v = _mm512_inserti64x4(v, _mm256_or_si256(infer__avx2_nibbles(a1->qs), infer__avx2_fifth_bits(a1->qh)), 1);
-    return v;
-}
-
 #define INFER__GEMM_BODY(R, T, WBLK, LOADW, FIXW, LOADX, FIXX)                                                        \
     do {                                                                                                               \
         __m512 acc[R][T];                                                                                              \
@@ -8232,26 +8274,8 @@ INFER__AVX512VNNI_INLINE __m512i infer__gemm_q5_2(const infer__block_q5_0 *a0, c
     } while (0)
 
 #define INFER__Q4_LD(a0, a1) infer__gemm_nib2((a0)->qs, (a1) ? (a1)->qs : NULL)
-#define INFER__Q8_LD(a0, a1) infer__gemm_ld2((a0)->qs, (a1) ? (a1)->qs : NULL)
-#define INFER__Q5_LD(a0, a1) infer__gemm_q5_2(a0, a1)
-#define INFER__Q5X_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(16), q))
-/* Q8_0: (x + 128) . w - 128 * sum(w); the correction rides on the weights */
-#define INFER__Q8W_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), q), 7))
-#define INFER__Q8X_U8(q) _mm512_xor_si512(q, _mm512_set1_epi8((char)0x80))
 #define INFER__NOFIX(q) _mm512_setzero_si512()
 #define INFER__SAME(q) (q)
-#define INFER__GEMM_DOT(wc, xc, wq, xq) _mm512_dpbusd_epi32(wc, xq, wq)
-INFER__AVX512VNNI_INLINE void infer__vnni_q8_0_tile(int R, int T, int nb, const void *w, size_t w_stride,
-                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
-#define INFER__GEMM_CASE(RR, TT) \
-    if (R == RR && T == TT) { INFER__GEMM_BODY(RR, TT, infer__block_q8_0, INFER__Q8_LD, INFER__Q8W_FIX, INFER__Q8X_U8, INFER__NOFIX); return; }
-    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
-    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
-    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
-    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
-#undef INFER__GEMM_CASE
-}
-#undef INFER__GEMM_DOT
 /* Q4_0: nibbles . x - 8 * sum(x); the correction rides on the activations */
 #define INFER__Q4X_FIX(q) _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), q))
 #define INFER__GEMM_DOT(wc, xc, wq, xq) _mm512_dpbusd_epi32(xc, wq, xq)
@@ -8265,24 +8289,9 @@ INFER__AVX512VNNI_INLINE void infer__vnni_q4_0_tile(int R, int T, int nb, const 
     INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
 #undef INFER__GEMM_CASE
 }
-INFER__AVX512VNNI_INLINE void infer__vnni_q5_0_tile(int R, int T, int nb, const void *w, size_t w_stride,
-                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
-#define INFER__GEMM_CASE(RR, TT) \
-    if (R == RR && T == TT) { INFER__GEMM_BODY(RR, TT, infer__block_q5_0, INFER__Q5_LD, INFER__NOFIX, INFER__SAME, INFER__Q5X_FIX); return; }
-    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
-    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
-    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
-    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
-#undef INFER__GEMM_CASE
-}
 #undef INFER__GEMM_DOT
 #undef INFER__Q4_LD
-#undef INFER__Q8_LD
-#undef INFER__Q5_LD
-#undef INFER__Q5X_FIX
 #undef INFER__Q4X_FIX
-#undef INFER__Q8W_FIX
-#undef INFER__Q8X_U8
 #undef INFER__NOFIX
 #undef INFER__SAME
 #undef INFER__GEMM_BODY
@@ -8360,51 +8369,6 @@ INFER__AVX512VNNI_INLINE void infer__vnni_q6_K_tile(int R, int T, int nb, const 
 #undef INFER__GEMM_CASE
 }
 
-/* Q4_K: nibbles (u8) . y per sub-block of 32, scaled by d * scale; the
-   mins, dmin * min * sum(y), come off once per block from the bsums */
-INFER__AVX512VNNI_INLINE __m512i infer__gemm_q4_K_vals(const infer__block_q4_K *a, int c) {
-    __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a->qs + 32 * c)));
-    return _mm512_and_si512(_mm512_srlv_epi64(q, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)), _mm512_set1_epi8(0x0f));
-}
-INFER__AVX512VNNI_INLINE __m512 infer__gemm_q4_K_scales(const infer__block_q4_K *a, int c) {
-    uint8_t sm[16];
-    infer__k4_scales(a->scales, sm);
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_inserti64x4(_mm512_set1_epi32(sm[2 * c]), _mm256_set1_epi32(sm[2 * c + 1]), 1)),
-                         _mm512_set1_ps(_cvtsh_ss(a->d)));
-}
-/* per row: dmin * min of each sub-block of 32, as 16 int16 (each twice, to
-   meet the 16 bsums); per token the bsums; summed as int32 pairs */
-#define INFER__Q4K_MINS(R, T)                                                                                          \
-    do {                                                                                                               \
-        for (r_ = 0; r_ < R; r_++) {                                                                                   \
-            const infer__block_q4_K *a_ = (const infer__block_q4_K *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_; \
-            uint8_t sm_[16];                                                                                           \
-            __m256i mins_;                                                                                             \
-            __m512 dm_ = _mm512_set1_ps(-_cvtsh_ss(a_->dmin));                                                         \
-            infer__k4_scales(a_->scales, sm_);                                                                         \
-            mins_ = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(sm_ + 8)),                  \
-                                                          _mm_set_epi8(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0))); \
-            for (t_ = 0; t_ < T; t_++) {                                                                               \
-                const infer__block_q8_K *x_ = (const infer__block_q8_K *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
-                __m256i s_ = _mm256_madd_epi16(mins_, _mm256_loadu_si256((const __m256i *)x_->bsums));               \
-                __m512 f_ = _mm512_cvtepi32_ps(_mm512_zextsi256_si512(s_));                                            \
-                acc[r_][t_] = _mm512_fmadd_ps(_mm512_mul_ps(f_, _mm512_set1_ps(x_->d)), dm_, acc[r_][t_]);            \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
-#define INFER__NOXFIX(q) _mm512_setzero_si512()
-INFER__AVX512VNNI_INLINE void infer__vnni_q4_K_tile(int R, int T, int nb, const void *w, size_t w_stride,
-                                                     const void *x, size_t x_stride, float *y, size_t ldy) {
-#define INFER__GEMM_CASE(RR, TT) \
-    if (R == RR && T == TT) { INFER__GEMM_K_BODY(RR, TT, infer__block_q4_K, infer__gemm_q4_K_vals, infer__gemm_q4_K_scales, INFER__NOXFIX, INFER__Q4K_MINS); return; }
-    INFER__GEMM_CASE(4, 4) INFER__GEMM_CASE(4, 3) INFER__GEMM_CASE(4, 2) INFER__GEMM_CASE(4, 1)
-    INFER__GEMM_CASE(3, 4) INFER__GEMM_CASE(3, 3) INFER__GEMM_CASE(3, 2) INFER__GEMM_CASE(3, 1)
-    INFER__GEMM_CASE(2, 4) INFER__GEMM_CASE(2, 3) INFER__GEMM_CASE(2, 2) INFER__GEMM_CASE(2, 1)
-    INFER__GEMM_CASE(1, 4) INFER__GEMM_CASE(1, 3) INFER__GEMM_CASE(1, 2) INFER__GEMM_CASE(1, 1)
-#undef INFER__GEMM_CASE
-}
-#undef INFER__NOXFIX
-#undef INFER__Q4K_MINS
 #undef INFER__Q6X_FIX
 #undef INFER__NOMINS
 #undef INFER__GEMM_K_BODY
@@ -8419,11 +8383,8 @@ INFER__AVX512VNNI_INLINE void infer__vnni_q4_K_tile(int R, int T, int nb, const 
                      (const uint8_t *)w + (size_t)r * w_stride, w_stride, (const uint8_t *)x + (size_t)t * x_stride, \
                      x_stride, y + (size_t)t * ldy + r, ldy);                                                        \
     }
-INFER__GEMM_DRIVER(infer__vnni_q8_0_gemm, infer__vnni_q8_0_tile, 32)
 INFER__GEMM_DRIVER(infer__vnni_q4_0_gemm, infer__vnni_q4_0_tile, 32)
-INFER__GEMM_DRIVER(infer__vnni_q5_0_gemm, infer__vnni_q5_0_tile, 32)
 INFER__GEMM_DRIVER(infer__vnni_q6_K_gemm, infer__vnni_q6_K_tile, INFER__QK_K)
-INFER__GEMM_DRIVER(infer__vnni_q4_K_gemm, infer__vnni_q4_K_tile, INFER__QK_K)
 #undef INFER__GEMM_DRIVER
 #undef INFER__LD
 #undef INFER__VSCALE
@@ -8778,6 +8739,94 @@ INFER__AVX512VNNI static void infer__vnni_q5_0_gemm_packed(int n, const void *pa
     }
 }
 
+/* Prompts in llama.cpp's order (gemm_packed_ordered, for contexts that ask
+   for it): as the one-token kernels above, eight lane sums per row and
+   token, block after block in one chain, then its hsum_float_8; T tokens
+   share each weight vector. About twice the work of the tiles above. */
+#define INFER__PKO_TMAX 3
+#define INFER__PKO_AUX 1536 /* (token, block) entries: d_x and 8 lane corrections (54 KiB) */
+
+INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb, const uint8_t *gp, const uint8_t *x,
+                                              size_t x_stride, const float *dx, const int32_t *cx, int aux_stride,
+                                              float *y, size_t ldy, __mmask16 m) {
+    __m512 f[INFER__PKO_TMAX][8], d[INFER__PKO_TMAX];
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    int b, j, t;
+    for (t = 0; t < T; t++)
+        for (j = 0; j < 8; j++) f[t][j] = _mm512_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *o = Q5 ? gp + (size_t)b * INFER__PACK_Q5_0_BLOCK : gp + infer__pack_q_at(b, 32);
+        const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
+        __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(Q5 ? o + 320 : gp + infer__pack_d_at(b, 32))));
+        for (t = 0; t < T; t++) d[t] = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b]));
+        for (j = 0; j < 8; j++) {
+            __m512i wv;
+            if (Q5) {
+                __m512i v = _mm512_loadu_si512((const void *)(o + 64 * (j & 3)));
+                wv = infer__pk_q5_hi(_mm512_and_si512(j < 4 ? v : _mm512_srli_epi16(v, 4), m4), o + 256, j);
+            } else {
+                wv = _mm512_loadu_si512((const void *)(o + 64 * j));
+            }
+            for (t = 0; t < T; t++) {
+                __m512i sj = _mm512_dpbusd_epi32(_mm512_set1_epi32(cx[(t * aux_stride + b) * 8 + j]), wv,
+                                                 infer__pk_bcast(xq + t * x_stride + (Q5 ? 16 * (j >> 2) + 4 * (j & 3) : 4 * j)));
+                f[t][j] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(sj), f[t][j]);
+            }
+        }
+    }
+    for (t = 0; t < T; t++) _mm512_mask_storeu_ps(y + (size_t)t * ldy, m, infer__pk_hsum8(f[t]));
+}
+
+/* Q5: the Q5_0 layout, else Q8_0's; off: what the stored weights carry */
+INFER__AVX512VNNI_INLINE void infer__pko_gemm(const int Q5, int n, const void *packed, int n_rows, const void *xv,
+                                              size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float dx[INFER__PKO_AUX];
+    int32_t cx[INFER__PKO_AUX * 8];
+    const uint8_t *x = (const uint8_t *)xv;
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, off = Q5 ? 16 : 128, chunk, t0, t, g, b;
+    size_t gbytes = Q5 ? infer__pack_q5_0_group_bytes(n) : infer__pack_group_bytes(n, 32);
+    if (nb > INFER__PKO_AUX) { /* no room for a token's table: one token at a time, same order */
+        for (t = 0; t < n_tok; t++)
+            (Q5 ? infer__vnni_q5_0_gemv_packed : infer__vnni_q8_0_gemv_packed)(n, packed, n_rows, x + (size_t)t * x_stride,
+                                                                              y + (size_t)t * ldy);
+        return;
+    }
+    chunk = INFER__PKO_AUX / nb;
+    for (t0 = 0; t0 < n_tok; t0 += chunk) {
+        int tc = INFER__MIN(chunk, n_tok - t0);
+        const uint8_t *xc = x + (size_t)t0 * x_stride;
+        for (t = 0; t < tc; t++)
+            for (b = 0; b < nb; b++) {
+                const infer__block_q8_0 *xb = (const infer__block_q8_0 *)(xc + (size_t)t * x_stride) + b;
+                dx[t * nb + b] = _cvtsh_ss(xb->d);
+                infer__pk_lane_corr(xb->qs, off, cx + ((size_t)t * nb + b) * 8);
+            }
+        for (g = 0; g < ng; g++) {
+            const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+            __mmask16 m = infer__pk_rows_mask(n_rows, g);
+            for (t = 0; t < tc; t += INFER__PKO_TMAX) {
+                int tt = INFER__MIN(INFER__PKO_TMAX, tc - t);
+                const uint8_t *xt = xc + (size_t)t * x_stride;
+                float *yt = y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS;
+                if (tt == 3) infer__pko_tile(Q5, 3, nb, gp, xt, x_stride, dx + t * nb, cx + (size_t)t * nb * 8, nb, yt, ldy, m);
+                else if (tt == 2) infer__pko_tile(Q5, 2, nb, gp, xt, x_stride, dx + t * nb, cx + (size_t)t * nb * 8, nb, yt, ldy, m);
+                else infer__pko_tile(Q5, 1, nb, gp, xt, x_stride, dx + t * nb, cx + (size_t)t * nb * 8, nb, yt, ldy, m);
+            }
+        }
+    }
+}
+
+INFER__AVX512VNNI static void infer__vnni_q8_0_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
+                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
+    if (n_tok == 1) infer__vnni_q8_0_gemv_packed(n, packed, n_rows, x, y);
+    else infer__pko_gemm(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX512VNNI static void infer__vnni_q5_0_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
+                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
+    if (n_tok == 1) infer__vnni_q5_0_gemv_packed(n, packed, n_rows, x, y);
+    else infer__pko_gemm(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+
 /* Q4_1 and Q5_1 (activations Q8_1): the values count from 0, so the sums
    need no correction; each block adds m_w * s_x (s_x = d_x * sum(x)). */
 INFER__AVX512VNNI_INLINE void infer__pk_tile_q_1(const int Q5, const int T, int nb, const uint8_t *gp, const uint8_t *x,
@@ -8919,12 +8968,12 @@ INFER__AVX512VNNI_INLINE void infer__pk_q8_K_aux(int q6, const uint8_t *x, size_
 INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb, const uint8_t *gp, const uint8_t *x,
                                                size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
                                                float *y, size_t ldy, __mmask16 m, int add) {
-    __m512 f[INFER__PKK_TMAX], ba[INFER__PKK_TMAX];
-    __m512i s[INFER__PKK_TMAX], s2[INFER__PKK_TMAX];
+    __m512 f[INFER__PKK_TMAX], ba[INFER__PKK_TMAX], fm[INFER__PKK_TMAX];
+    __m512i s[INFER__PKK_TMAX], s2[INFER__PKK_TMAX], is[INFER__PKK_TMAX];
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const int split = T <= 2; /* odd words into a second sum: shorter dpbusd chains when few tokens */
     int b, j, k, t;
-    for (t = 0; t < T; t++) f[t] = _mm512_setzero_ps();
+    for (t = 0; t < T; t++) f[t] = fm[t] = _mm512_setzero_ps();
     for (b = 0; b < nb; b++) {
         const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_K) + 4; /* qs, after the float d */
         if (Q6) {
@@ -8962,19 +9011,25 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
                 }
             }
         } else {
+            /* llama.cpp's repacked Q4_K order: per block the scaled sub-block
+               sums as one integer, times d * d_x into one chain, the mins'
+               integer times dmin * d_x into another, subtracted at the end */
             const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
             __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 384)));
-            __m512 nd = _mm512_xor_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 416))), _mm512_set1_ps(-0.0f));
-            for (t = 0; t < T; t++) s[t] = _mm512_setzero_si512();
+            __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 416)));
+            for (t = 0; t < T; t++) is[t] = _mm512_setzero_si512();
             for (k = 0; k < 4; k++) {
                 __m512i mv = _mm512_loadu_si512((const void *)(o + 128 + 64 * k));
                 for (t = 0; t < T; t++)
-                    s[t] = _mm512_dpwssd_epi32(s[t], mv, _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + k]));
+                    is[t] = _mm512_dpwssd_epi32(is[t], mv, _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + k]));
             }
-            for (t = 0; t < T; t++) ba[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), nd);
+            for (t = 0; t < T; t++) {
+                __m512 dxt = _mm512_set1_ps(dx[t * aux_stride + b]);
+                fm[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]), _mm512_mul_ps(dmin, dxt), fm[t]);
+                is[t] = _mm512_setzero_si512();
+            }
             for (j = 0; j < 8; j++) {
-                __m512 sc = _mm512_mul_ps(
-                    _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)))), d);
+                __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)));
                 for (t = 0; t < T; t++) {
                     s[t] = _mm512_setzero_si512();
                     if (split) s2[t] = _mm512_setzero_si512();
@@ -8990,14 +9045,18 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
                 }
                 for (t = 0; t < T; t++) {
                     if (split) s[t] = _mm512_add_epi32(s[t], s2[t]);
-                    ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
+                    is[t] = _mm512_add_epi32(is[t], _mm512_mullo_epi32(s[t], sc));
                 }
             }
+            for (t = 0; t < T; t++)
+                f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]), _mm512_mul_ps(d, _mm512_set1_ps(dx[t * aux_stride + b])), f[t]);
+            continue;
         }
         for (t = 0; t < T; t++) f[t] = _mm512_fmadd_ps(ba[t], _mm512_set1_ps(dx[t * aux_stride + b]), f[t]);
     }
     for (t = 0; t < T; t++) {
         float *yt = y + (size_t)t * ldy;
+        f[t] = _mm512_sub_ps(f[t], fm[t]); /* Q4_K's mins (Q6_K: zero) */
         if (add) f[t] = _mm512_add_ps(f[t], _mm512_maskz_loadu_ps(m, yt));
         _mm512_mask_storeu_ps(yt, m, f[t]);
     }
@@ -9403,10 +9462,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->vec_dot[INFER_TYPE_Q4_1] = infer__vnni_q4_1_dot;
         k->vec_dot[INFER_TYPE_Q5_0] = infer__vnni_q5_0_dot;
         k->vec_dot[INFER_TYPE_Q5_1] = infer__vnni_q5_1_dot;
-        k->gemm[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm;
         k->gemm[INFER_TYPE_Q4_0] = infer__vnni_q4_0_gemm;
-        k->gemm[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm;
-        k->gemm[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm;
         k->gemm[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm;
         k->pack_size[INFER_TYPE_Q4_0] = infer__pack_q4_0_size;
         k->pack[INFER_TYPE_Q4_0] = infer__pack_q4_0;
@@ -9429,8 +9485,10 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q6_K] = infer__pack_q6_K_size;
         k->pack[INFER_TYPE_Q6_K] = infer__pack_q6_K;
         k->gemm_packed[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm_packed;
-        k->gemm_packed_f16_exact = k->gemm_packed[INFER_TYPE_F16];
+        k->gemm_packed_ordered[INFER_TYPE_F16] = k->gemm_packed[INFER_TYPE_F16];
         k->gemm_packed[INFER_TYPE_F16] = infer__vnni_f16_gemm_packed;
+        k->gemm_packed_ordered[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm_packed_ordered;
+        k->gemm_packed_ordered[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm_packed_ordered;
     }
     if (__builtin_cpu_supports("avx512bf16")) {
         k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
@@ -9847,7 +9905,7 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
         const infer__block_q4_K *a = (const infer__block_q4_K *)w;                                               \
         const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
         const uint8x16_t m4 = vdupq_n_u8(0x0f);                                                                  \
-        float s = 0;                                                                                             \
+        float s = 0, accm = 0; /* llama.cpp's repacked Q4_K order */                                             \
         int b, j;                                                                                                \
         for (b = 0; b < n / INFER__QK_K; b++) {                                                                  \
             uint8_t sm[16];                                                                                      \
@@ -9866,8 +9924,10 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
                 summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) +                                            \
                         sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);                                     \
             }                                                                                                    \
-            s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi - x[b].d * infer__fp16_to_fp32(a[b].dmin) * summ;   \
+            s = fmaf((float)sumi, infer__fp16_to_fp32(a[b].d) * x[b].d, s);                                      \
+            accm = fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, accm);                             \
         }                                                                                                        \
+        s -= accm;                                                                                                \
         return s;                                                                                                \
     }                                                                                                            \
     ATTR static float infer__neon##SUF##_q5_K_dot(int n, const void *w, const void *xv) {                        \
@@ -10985,11 +11045,15 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     if (!c->pool) ok = 0;
     c->n_threads = c->pool ? infer__pool_size(c->pool) : 1;
     for (l = 0; l < m->n_layers; l++) moe |= m->layers[l].ffn_router != NULL;
-    /* the block-integer F16 path moves logits by ~0.15% of their range;
-       routing (experts) and soft-capped attention turn that into several
-       percent (measured: synth gemma2 4%), so such models multiply exactly */
-    if ((params->f16_exact || moe || m->attn_softcap > 0) && c->kern.gemm_packed_f16_exact)
-        c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_f16_exact;
+    /* prompts summed otherwise than llama.cpp sums them move logits by a
+       fraction of a percent; routing (experts), soft-capped attention and
+       scaled embeddings turn that into several (measured: synth gemma2 4%,
+       Gemma 3 270M 7%), so such models take llama.cpp's order by default */
+    if (params->match_llama > 0 || (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0))) {
+        int t;
+        for (t = 0; t < INFER_TYPE_COUNT; t++)
+            if (c->kern.gemm_packed_ordered[t]) c->kern.gemm_packed[t] = c->kern.gemm_packed_ordered[t];
+    }
     pairs = moe ? c->n_batch * m->n_expert_used : 0;
     widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
     c->xq_rows = INFER__MAX(c->n_batch, pairs);
@@ -11584,8 +11648,12 @@ static int infer__model_note(infer_model *m, const char *why, infer_error *err) 
     return 1;
 }
 
+/* NULL (a weight the model does not have, such as an experts layer's dense
+   FFN) gives an empty one; the features tell the backend why. */
 static infer_backend_tensor infer__backend_tensor(const infer__tensor *t) {
     infer_backend_tensor b;
+    memset(&b, 0, sizeof b);
+    if (!t) return b;
     b.name = t->name;
     b.data = t->data;
     b.type = (int)t->type;

@@ -371,20 +371,16 @@ INFER__UNUSED static void infer__pack_f16(const void *w, size_t w_stride, int64_
             for (i = 0; i < n; i++) o[i * INFER__PACK_ROWS + r] = src[i];
         }
 }
-/* as infer__f16_dot: products summed in double */
+/* as infer__f16_dot: llama.cpp's lanes */
 INFER__UNUSED static void infer__pack_ref_f16(int n, const void *packed, int n_rows, const void *xv, size_t x_stride,
                                               int n_tok, float *y, size_t ldy) {
     size_t gbytes = INFER__PACK_ALIGN((size_t)n * INFER__PACK_ROWS * 2);
-    int r, t, i;
+    int r, t;
     for (r = 0; r < n_rows; r++) {
         const uint16_t *o = (const uint16_t *)((const uint8_t *)packed + (size_t)(r / INFER__PACK_ROWS) * gbytes);
         for (t = 0; t < n_tok; t++) {
             const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
-            double s = 0;
-            for (i = 0; i < n; i++)
-                s += (double)(infer__fp16_to_fp32(o[(size_t)i * INFER__PACK_ROWS + r % INFER__PACK_ROWS]) *
-                              infer__fp16_to_fp32(x[i]));
-            y[(size_t)t * ldy + r] = (float)s;
+            y[(size_t)t * ldy + r] = infer__f16_dot_llama(o + r % INFER__PACK_ROWS, INFER__PACK_ROWS, x, n);
         }
     }
 }

@@ -36,11 +36,7 @@ static void infer__f16_from_float(const float *src, void *dst, int64_t n) {
     for (i = 0; i < n; i++) d[i] = infer__fp32_to_fp16(src[i]);
 }
 static float infer__f16_dot(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    double s = 0;
-    int i;
-    for (i = 0; i < n; i++) s += (double)(INFER__H(a[i]) * INFER__H(b[i]));
-    return (float)s;
+    return infer__f16_dot_llama((const uint16_t *)w, 1, (const uint16_t *)x, n);
 }
 
 static void infer__bf16_to_float(const void *src, float *dst, int64_t n) {

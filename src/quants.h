@@ -127,4 +127,22 @@ INFER__UNUSED static float infer__hsum8(const float *a) {
     return (r0 + r2) + (r1 + r3);
 }
 
+/* F16 . F16 as llama.cpp's products run on AVX-512 (its tinyBLAS): 16
+   lanes, lane l taking values l, l + 16, ... by fused multiply-adds, summed
+   as a tree (halves, quarters, ...); a tail of n % 16 values (llama.cpp
+   takes whole vectors only) is added after, in double. a's values are
+   a_stride apart (packed rows), b's contiguous. */
+INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
+    float lane[16] = {0};
+    double tail = 0;
+    int i, l, w16 = n - n % 16;
+    for (i = 0; i < w16; i += 16)
+        for (l = 0; l < 16; l++)
+            lane[l] = fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
+    for (l = 8; l >= 1; l /= 2)
+        for (i = 0; i < l; i++) lane[i] = lane[i] + lane[i + l];
+    for (i = w16; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
+    return (float)((double)lane[0] + tail);
+}
+
 #endif /* INFER_QUANTS_H */
