@@ -111,28 +111,37 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     return worst;
 }
 
-Test(attention, tiled_kernel_matches_plain_attention) {
-    static const int shapes[][5] = {
-        /* n_kv_heads, head_dim, group, pos0, n_tok */
-        {1, 64, 1, 0, 1},  {2, 64, 3, 0, 5},   {2, 64, 3, 0, 70},  {1, 64, 4, 130, 1}, {3, 64, 3, 63, 2},
-        {2, 32, 2, 200, 17}, {2, 128, 1, 10, 130}, {4, 64, 8, 64, 64}, {1, 96, 2, 127, 3},
-    };
+/* Every shape {n_kv_heads, head_dim, group, pos0, n_tok, window, softcap}
+   against the plain attention, on every instruction set and both caches. */
+static void check_shapes(const int (*shapes)[7], int n_shapes) {
     infer_type types[] = {INFER_TYPE_F16, INFER_TYPE_Q8_0};
     int isa, ti, si, n_run = 0;
     for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
         infer__kernels kern;
         if (!infer__kernels_install(&kern, (infer__isa)isa)) continue;
         for (ti = 0; ti < 2; ti++)
-            for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+            for (si = 0; si < n_shapes; si++) {
                 const int *sh = shapes[si];
-                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], 0, 0);
-                cr_expect(w <= 1.0, "%s, %s cache, %d KV heads of %d, group %d, %d tokens after %d: error %.2f x bound",
+                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], (float)sh[6]);
+                cr_expect(w <= 1.0,
+                          "%s, %s cache, %d KV heads of %d, group %d, %d tokens after %d, window %d, softcap %d: "
+                          "error %.2f x bound",
                           infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name, sh[0], sh[1], sh[2], sh[4],
-                          sh[3], w);
+                          sh[3], sh[5], sh[6], w);
                 n_run++;
             }
     }
     cr_assert_gt(n_run, 0);
+}
+
+Test(attention, tiled_kernel_matches_plain_attention) {
+    static const int shapes[][7] = {
+        /* n_kv_heads, head_dim, group, pos0, n_tok, window, softcap */
+        {1, 64, 1, 0, 1, 0, 0},    {2, 64, 3, 0, 5, 0, 0},     {2, 64, 3, 0, 70, 0, 0},  {1, 64, 4, 130, 1, 0, 0},
+        {3, 64, 3, 63, 2, 0, 0},   {2, 32, 2, 200, 17, 0, 0},  {2, 128, 1, 10, 130, 0, 0}, {4, 64, 8, 64, 64, 0, 0},
+        {1, 96, 2, 127, 3, 0, 0},
+    };
+    check_shapes(shapes, (int)(sizeof shapes / sizeof shapes[0]));
 }
 
 /* Sliding windows (a ring holding the window and a batch, tiles before
@@ -140,26 +149,11 @@ Test(attention, tiled_kernel_matches_plain_attention) {
    against the plain attention over exactly the keys each query sees. */
 Test(attention, sliding_window_and_softcap) {
     static const int shapes[][7] = {
-        /* n_kv_heads, head_dim, group, pos0, n_tok, window, softcap */
         {1, 64, 1, 0, 40, 32, 0},    {2, 64, 2, 100, 1, 32, 0},  {2, 64, 2, 100, 7, 32, 50},
         {1, 64, 4, 300, 70, 64, 0},  {2, 32, 2, 37, 130, 100, 0}, {1, 64, 1, 500, 3, 512, 30},
         {2, 64, 3, 0, 70, 0, 20},    {1, 128, 2, 250, 65, 129, 0},
     };
-    infer_type types[] = {INFER_TYPE_F16, INFER_TYPE_Q8_0};
-    int isa, ti, si, n_run = 0;
-    for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
-        infer__kernels kern;
-        if (!infer__kernels_install(&kern, (infer__isa)isa)) continue;
-        for (ti = 0; ti < 2; ti++)
-            for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
-                const int *sh = shapes[si];
-                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], (float)sh[6]);
-                cr_expect(w <= 1.0, "%s, %s cache, window %d, softcap %d, %d tokens after %d: error %.2f x bound",
-                          infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name, sh[5], sh[6], sh[4], sh[3], w);
-                n_run++;
-            }
-    }
-    cr_assert_gt(n_run, 0);
+    check_shapes(shapes, (int)(sizeof shapes / sizeof shapes[0]));
 }
 
 Test(attention, kv_cache_types_refused_by_name) {
