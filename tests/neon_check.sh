@@ -18,8 +18,9 @@
 #     probabilities nearly tie are left out. A reference that fails under
 #     NEON runs again with INFER_ISA=scalar in the same process, to tell a
 #     NEON-only failure from one of the forward pass.
-# Emulated vector arithmetic is slow: a 1891-token long reference costs
-# 1.5 to 5 CPU minutes, p1 or p2 seconds, Gemma 3 270M about a minute each.
+# Emulated vector arithmetic is slow: a 1891-token long reference costs 2 to
+# 6 CPU minutes, p1 and p2 seconds to tens of seconds, Gemma 3 270M's about
+# a minute each (the whole, as below, about 12 CPU minutes).
 # So of the long references only synth-256-f16's (llama) and
 # synth-gemma3-f16's (sliding windows whose ring the prompt's batches wrap,
 # per-layer RoPE, q/k norms) run by default; NEON_CHECK_LONG=all runs every
