@@ -931,11 +931,19 @@ typedef struct infer__kernels {
     infer__pack_fn pack[INFER_TYPE_COUNT];
     infer__gemm_packed_fn gemm_packed[INFER_TYPE_COUNT];
     /* by weight type: the packed product summed in llama.cpp's order where
-       gemm_packed sums prompts otherwise (F16: exact products instead of
-       block integers; Q8_0, Q5_0: eight lane sums per row instead of one),
+       gemm_packed sums otherwise (F16: exact products instead of block
+       integers; Q8_0, Q5_0: eight lane sums per row instead of one; Q4_K:
+       one integer per block and the mins in a chain of their own),
        for contexts that match llama.cpp (infer_context_params.match_llama);
        NULL where gemm_packed already does */
     infer__gemm_packed_fn gemm_packed_ordered[INFER_TYPE_COUNT];
+    /* llama.cpp's order for the rest of what such a context computes: an
+       F16 dot as 16 lanes then a tree (infer__f16_dot_llama), and
+       attention's p.V by key lanes: acc[16 d + l] += v[16 d + l] * p[l],
+       fused, for d < n */
+    infer__vec_dot_fn f16_dot_ordered;
+    infer__vec_dot_fn f16_dot_ordered1; /* for one token: infer__f16_dot_llama_vec */
+    void (*lanes16_fma)(float *acc, const float *v, const float *p, int n);
     /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
@@ -4475,7 +4483,8 @@ static int infer__model_gelu_table(infer_model *m, infer_error *err) {
     }
     for (h = 0; h < 65536; h++) {
         float x = infer__fp16_to_fp32((uint16_t)h);
-        float g = 0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
+        /* llama.cpp builds it with contracted arithmetic: 1 + a x^2 as an fma */
+        float g = 0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * fmaf(0.044715f * x, x, 1.0f)));
         m->gelu_table[h] = infer__fp16_to_fp32(infer__fp32_to_fp16(g));
     }
     return 1;
@@ -4802,6 +4811,15 @@ INFER__UNUSED static float infer__hsum8(const float *a) {
    as a tree (halves, quarters, ...); a tail of n % 16 values (llama.cpp
    takes whole vectors only) is added after, in double. a's values are
    a_stride apart (packed rows), b's contiguous. */
+/* The sum of 16 lanes as an AVX-512 horizontal add takes it: halves
+   added (lane i with i + 8), then again, to one (lane is overwritten). */
+INFER__UNUSED static float infer__sum16_tree(float *lane) {
+    int i, l;
+    for (l = 8; l >= 1; l /= 2)
+        for (i = 0; i < l; i++) lane[i] = lane[i] + lane[i + l];
+    return lane[0];
+}
+
 INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
     float lane[16] = {0};
     double tail = 0;
@@ -4809,10 +4827,24 @@ INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stri
     for (i = 0; i < w16; i += 16)
         for (l = 0; l < 16; l++)
             lane[l] = fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
-    for (l = 8; l >= 1; l /= 2)
-        for (i = 0; i < l; i++) lane[i] = lane[i] + lane[i + l];
     for (i = w16; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
-    return (float)((double)lane[0] + tail);
+    return (float)((double)infer__sum16_tree(lane) + tail);
+}
+
+/* llama.cpp's F16 dot for a single token (ggml_vec_dot_f16 on AVX-512):
+   four accumulators of 16 lanes over each 64 values (value i to
+   accumulator i / 16 mod 4, lane i mod 16), added 0+2 and 1+3, then those
+   two, then the tree; values past the last whole 64 added in double. */
+INFER__UNUSED static float infer__f16_dot_llama_vec(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
+    float acc[64] = {0};
+    double sum;
+    int i, l, np = n - n % 64;
+    for (i = 0; i < np; i++)
+        acc[i % 64] = fmaf(infer__fp16_to_fp32(a[(size_t)i * a_stride]), infer__fp16_to_fp32(b[i]), acc[i % 64]);
+    for (l = 0; l < 16; l++) acc[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
+    sum = (double)infer__sum16_tree(acc);
+    for (i = np; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
+    return (float)sum;
 }
 
 #endif /* INFER_QUANTS_H */
@@ -7342,6 +7374,24 @@ INFER__AVX2 static float infer__avx2_f32_dot(int n, const void *w, const void *x
 }
 
 #define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+/* llama.cpp's F16 order as AVX-512 runs it: lanes 0-7 and 8-15 in two
+   chains, then the tree (infer__f16_dot_llama) */
+INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    float lane[16];
+    double tail = 0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(INFER__LOADH(a + i), INFER__LOADH(b + i), s0);
+        s1 = _mm256_fmadd_ps(INFER__LOADH(a + i + 8), INFER__LOADH(b + i + 8), s1);
+    }
+    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    _mm256_storeu_ps(lane, s0);
+    _mm256_storeu_ps(lane + 8, s1);
+    return (float)((double)infer__sum16_tree(lane) + tail);
+}
+
 INFER__AVX2 static float infer__avx2_f16_dot(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
@@ -7954,6 +8004,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     /* F16C: every CPU with AVX2 has it (clang 14 cannot ask for it by name) */
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
+    k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
     k->gemm[INFER_TYPE_F16] = infer__avx2_f16_gemm;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = infer__avx2_q8_0_dot;
@@ -8027,6 +8078,40 @@ INFER__AVX512 static float infer__avx512_f16_dot(int n, const void *w, const voi
                              _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, b + i)), s0);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+/* llama.cpp's F16 order (tinyBLAS on AVX-512): one 16-lane chain, then
+   the horizontal add's tree; a tail past whole 16s as infer__f16_dot_llama */
+INFER__AVX512 static float infer__avx512_f16_dot_ordered(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m512 s = _mm512_setzero_ps();
+    float lane[16];
+    double tail = 0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        s = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))),
+                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i))), s);
+    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    _mm512_storeu_ps(lane, s);
+    return (float)((double)infer__sum16_tree(lane) + tail);
+}
+
+/* one token's order: infer__f16_dot_llama_vec */
+INFER__AVX512 static float infer__avx512_f16_dot_ordered1(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m512 s[4];
+    float lane[16];
+    double sum;
+    int i = 0, j;
+    for (j = 0; j < 4; j++) s[j] = _mm512_setzero_ps();
+    for (; i + 64 <= n; i += 64)
+        for (j = 0; j < 4; j++)
+            s[j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i + 16 * j))),
+                                   _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i + 16 * j))), s[j]);
+    _mm512_storeu_ps(lane, _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3])));
+    sum = (double)infer__sum16_tree(lane);
+    for (; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    return (float)sum;
 }
 
 INFER__AVX512 static void infer__avx512_f16_from_float(const float *src, void *dst, int64_t n) {
@@ -8560,7 +8645,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_32(int QB, int off, int n, const vo
    does. Float rounding is then the same as llama.cpp's, which matters on
    models that amplify the last bit (a generation step is memory-bound, so
    the extra converts cost nothing here). */
-INFER__AVX512VNNI static void infer__vnni_q8_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+INFER__AVX512VNNI_INLINE void infer__vnni_q8_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
                                                            float *y) {
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
     int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
@@ -8669,7 +8754,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_q5_0(const int T, int nb, const uin
 }
 
 /* One token in llama.cpp's lane order, as the Q4_0 one. */
-INFER__AVX512VNNI static void infer__vnni_q5_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+INFER__AVX512VNNI_INLINE void infer__vnni_q5_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
                                                            float *y) {
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
     int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
@@ -8752,13 +8837,19 @@ INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb,
     __m512 f[INFER__PKO_TMAX][8], d[INFER__PKO_TMAX];
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     int b, j, t;
-    for (t = 0; t < T; t++)
-        for (j = 0; j < 8; j++) f[t][j] = _mm512_setzero_ps();
+    /* unrolled so the 8 * T sums stay in registers */
+#pragma GCC unroll 8
+    for (j = 0; j < 8; j++)
+#pragma GCC unroll 3
+        for (t = 0; t < T; t++) f[t][j] = _mm512_setzero_ps();
     for (b = 0; b < nb; b++) {
         const uint8_t *o = Q5 ? gp + (size_t)b * INFER__PACK_Q5_0_BLOCK : gp + infer__pack_q_at(b, 32);
         const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
+        const int32_t *cb = cx + (size_t)b * 8;
         __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(Q5 ? o + 320 : gp + infer__pack_d_at(b, 32))));
+#pragma GCC unroll 3
         for (t = 0; t < T; t++) d[t] = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b]));
+#pragma GCC unroll 8
         for (j = 0; j < 8; j++) {
             __m512i wv;
             if (Q5) {
@@ -8767,8 +8858,9 @@ INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb,
             } else {
                 wv = _mm512_loadu_si512((const void *)(o + 64 * j));
             }
+#pragma GCC unroll 3
             for (t = 0; t < T; t++) {
-                __m512i sj = _mm512_dpbusd_epi32(_mm512_set1_epi32(cx[(t * aux_stride + b) * 8 + j]), wv,
+                __m512i sj = _mm512_dpbusd_epi32(_mm512_set1_epi32(cb[(size_t)t * aux_stride * 8 + j]), wv,
                                                  infer__pk_bcast(xq + t * x_stride + (Q5 ? 16 * (j >> 2) + 4 * (j & 3) : 4 * j)));
                 f[t][j] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(sj), f[t][j]);
             }
@@ -8965,7 +9057,29 @@ INFER__AVX512VNNI_INLINE void infer__pk_q8_K_aux(int q6, const uint8_t *x, size_
     }
 }
 
-INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb, const uint8_t *gp, const uint8_t *x,
+/* Q4_K sub-block j's int32 sums per row and token into s[] (the 32
+   nibbles of rows' sub-block j against x's 32 values) */
+#define INFER__PKK_Q4_SUB(j)                                                                              \
+    do {                                                                                                  \
+        for (t = 0; t < T; t++) {                                                                         \
+            s[t] = _mm512_setzero_si512();                                                                \
+            if (split) s2[t] = _mm512_setzero_si512();                                                    \
+        }                                                                                                 \
+        for (k = 0; k < 8; k++) {                                                                         \
+            __m512i v = _mm512_loadu_si512((const void *)(o + 448 + (((j) >> 1) * 8 + k) * 64));         \
+            v = ((j) & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);     \
+            for (t = 0; t < T; t++) {                                                                     \
+                __m512i xv = infer__pk_bcast(xq + t * x_stride + 32 * (j) + 4 * k);                       \
+                if (split && (k & 1)) s2[t] = _mm512_dpbusd_epi32(s2[t], v, xv);                          \
+                else s[t] = _mm512_dpbusd_epi32(s[t], v, xv);                                             \
+            }                                                                                             \
+        }                                                                                                 \
+        if (split)                                                                                        \
+            for (t = 0; t < T; t++) s[t] = _mm512_add_epi32(s[t], s2[t]);                                 \
+    } while (0)
+
+/* Q6: Q6_K, else Q4_K; ORD: Q4_K summed in llama.cpp's order (slower) */
+INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int ORD, const int T, int nb, const uint8_t *gp, const uint8_t *x,
                                                size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
                                                float *y, size_t ldy, __mmask16 m, int add) {
     __m512 f[INFER__PKK_TMAX], ba[INFER__PKK_TMAX], fm[INFER__PKK_TMAX];
@@ -9010,6 +9124,23 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
                     ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
                 }
             }
+        } else if (!ORD) {
+            const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
+            __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 384)));
+            __m512 nd = _mm512_xor_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 416))), _mm512_set1_ps(-0.0f));
+            for (t = 0; t < T; t++) s[t] = _mm512_setzero_si512();
+            for (k = 0; k < 4; k++) {
+                __m512i mv = _mm512_loadu_si512((const void *)(o + 128 + 64 * k));
+                for (t = 0; t < T; t++)
+                    s[t] = _mm512_dpwssd_epi32(s[t], mv, _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + k]));
+            }
+            for (t = 0; t < T; t++) ba[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), nd);
+            for (j = 0; j < 8; j++) {
+                __m512 sc = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)))), d);
+                INFER__PKK_Q4_SUB(j);
+                for (t = 0; t < T; t++) ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
+            }
         } else {
             /* llama.cpp's repacked Q4_K order: per block the scaled sub-block
                sums as one integer, times d * d_x into one chain, the mins'
@@ -9030,23 +9161,8 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
             }
             for (j = 0; j < 8; j++) {
                 __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)));
-                for (t = 0; t < T; t++) {
-                    s[t] = _mm512_setzero_si512();
-                    if (split) s2[t] = _mm512_setzero_si512();
-                }
-                for (k = 0; k < 8; k++) {
-                    __m512i v = _mm512_loadu_si512((const void *)(o + 448 + ((j >> 1) * 8 + k) * 64));
-                    v = (j & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
-                    for (t = 0; t < T; t++) {
-                        __m512i xv = infer__pk_bcast(xq + t * x_stride + 32 * j + 4 * k);
-                        if (split && (k & 1)) s2[t] = _mm512_dpbusd_epi32(s2[t], v, xv);
-                        else s[t] = _mm512_dpbusd_epi32(s[t], v, xv);
-                    }
-                }
-                for (t = 0; t < T; t++) {
-                    if (split) s[t] = _mm512_add_epi32(s[t], s2[t]);
-                    is[t] = _mm512_add_epi32(is[t], _mm512_mullo_epi32(s[t], sc));
-                }
+                INFER__PKK_Q4_SUB(j);
+                for (t = 0; t < T; t++) is[t] = _mm512_add_epi32(is[t], _mm512_mullo_epi32(s[t], sc));
             }
             for (t = 0; t < T; t++)
                 f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]), _mm512_mul_ps(d, _mm512_set1_ps(dx[t * aux_stride + b])), f[t]);
@@ -9062,28 +9178,31 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
     }
 }
 
-INFER__AVX512VNNI_INLINE void infer__pk_tile_k_any(int Q6, int T, int nb, const uint8_t *gp, const uint8_t *x,
+#undef INFER__PKK_Q4_SUB
+
+/* kind: 0 Q4_K, 1 Q6_K, 2 Q4_K in llama.cpp's order */
+INFER__AVX512VNNI_INLINE void infer__pk_tile_k_any(int kind, int T, int nb, const uint8_t *gp, const uint8_t *x,
                                                    size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
                                                    float *y, size_t ldy, __mmask16 m, int add) {
-#define INFER__PK_CASE(QQ, TT) \
-    case TT: infer__pk_tile_k(QQ, TT, nb, gp, x, x_stride, dx, ci, aux_stride, y, ldy, m, add); break;
-    if (Q6) {
-        switch (T) {
-            INFER__PK_CASE(1, 1) INFER__PK_CASE(1, 2) INFER__PK_CASE(1, 3) INFER__PK_CASE(1, 4)
-            INFER__PK_CASE(1, 5) INFER__PK_CASE(1, 6) INFER__PK_CASE(1, 7) default: INFER__PK_CASE(1, 8)
-        }
-    } else {
-        switch (T) {
-            INFER__PK_CASE(0, 1) INFER__PK_CASE(0, 2) INFER__PK_CASE(0, 3) INFER__PK_CASE(0, 4)
-            INFER__PK_CASE(0, 5) INFER__PK_CASE(0, 6) INFER__PK_CASE(0, 7) default: INFER__PK_CASE(0, 8)
-        }
+#define INFER__PK_CASE(QQ, OO, TT) \
+    case TT: infer__pk_tile_k(QQ, OO, TT, nb, gp, x, x_stride, dx, ci, aux_stride, y, ldy, m, add); break;
+#define INFER__PK_CASES(QQ, OO)                                                                         \
+    switch (T) {                                                                                        \
+        INFER__PK_CASE(QQ, OO, 1) INFER__PK_CASE(QQ, OO, 2) INFER__PK_CASE(QQ, OO, 3) INFER__PK_CASE(QQ, OO, 4) \
+        INFER__PK_CASE(QQ, OO, 5) INFER__PK_CASE(QQ, OO, 6) INFER__PK_CASE(QQ, OO, 7)                     \
+        default: INFER__PK_CASE(QQ, OO, 8)                                                              \
     }
+    if (kind == 1) INFER__PK_CASES(1, 0)
+    else if (kind == 2) INFER__PK_CASES(0, 1)
+    else INFER__PK_CASES(0, 0)
+#undef INFER__PK_CASES
 #undef INFER__PK_CASE
 }
 
 /* as infer__pk_gemm_32, with 256-value blocks */
-INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int Q6, int n, const void *packed, int n_rows, const void *xv,
+INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int kind, int n, const void *packed, int n_rows, const void *xv,
                                                size_t x_stride, int n_tok, float *y, size_t ldy) {
+    const int Q6 = kind == 1;
     float dx[INFER__PKK_AUX];
     int32_t ci[INFER__PKK_AUX * 16];
     const uint8_t *x = (const uint8_t *)xv;
@@ -9100,7 +9219,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int Q6, int n, const void *packed
                 const uint8_t *gp = (const uint8_t *)packed + ((size_t)g * nb + k0) * bbytes;
                 __mmask16 m = infer__pk_rows_mask(n_rows, g);
                 for (t = 0; t < tc; t += INFER__PKK_TMAX)
-                    infer__pk_tile_k_any(Q6, INFER__MIN(INFER__PKK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
+                    infer__pk_tile_k_any(kind, INFER__MIN(INFER__PKK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
                                          x_stride, dx + t * kn, ci + (size_t)t * kn * 16, kn,
                                          y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS, ldy, m, k0 > 0);
             }
@@ -9111,6 +9230,10 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int Q6, int n, const void *packed
 INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
                                                            size_t x_stride, int n_tok, float *y, size_t ldy) {
     infer__pk_gemm_k(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
+                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__pk_gemm_k(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
 INFER__AVX512VNNI static void infer__vnni_q6_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
                                                            size_t x_stride, int n_tok, float *y, size_t ldy) {
@@ -9186,6 +9309,82 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed(int n, const void *packe
                     }
                 }
             }
+        }
+    }
+}
+
+/* F16 x F16 in llama.cpp's order (gemm_packed_ordered): per row and
+   token 16 lanes, lane l taking every k = l mod 16, then the tree; with
+   16 rows to a vector that is 16 accumulators, one per lane, added
+   pairwise at the end. A tail past whole 16s as infer__f16_dot_llama. */
+/* One token in its own order (infer__f16_dot_llama_vec: llama.cpp takes
+   ggml_vec_dot_f16 there): 64 accumulators a row, kept in memory. */
+INFER__AVX512 static void infer__avx512_f16_gemv_packed_ordered(int n, const void *packed, int n_rows, const void *xv,
+                                                                float *y) {
+    size_t gbytes = ((size_t)n * INFER__PACK_ROWS * 2 + 63) & ~(size_t)63;
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, np = n - n % 64, g, k, l;
+    const uint16_t *x = (const uint16_t *)xv;
+    for (g = 0; g < ng; g++) {
+        const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)g * gbytes);
+        __m512 acc[64], lo, hi;
+        __m512d tl = _mm512_setzero_pd(), th = _mm512_setzero_pd();
+        for (l = 0; l < 64; l++) acc[l] = _mm512_setzero_ps();
+        for (k = 0; k < np; k++)
+            acc[k % 64] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
+                                          _mm512_set1_ps(infer__fp16_to_fp32(x[k])), acc[k % 64]);
+        for (l = 0; l < 16; l++) acc[l] = _mm512_add_ps(_mm512_add_ps(acc[l], acc[32 + l]), _mm512_add_ps(acc[16 + l], acc[48 + l]));
+        for (l = 8; l >= 1; l /= 2)
+            for (k = 0; k < l; k++) acc[k] = _mm512_add_ps(acc[k], acc[k + l]);
+        tl = _mm512_cvtps_pd(_mm512_castps512_ps256(acc[0]));
+        th = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1)));
+        for (k = np; k < n; k++) { /* products rounded to float, summed in double */
+            __m512 p = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
+                                     _mm512_set1_ps(infer__fp16_to_fp32(x[k])));
+            tl = _mm512_add_pd(tl, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+            th = _mm512_add_pd(th, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
+        }
+        lo = _mm512_castps256_ps512(_mm512_cvtpd_ps(tl));
+        hi = _mm512_insertf32x8(lo, _mm512_cvtpd_ps(th), 1);
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, infer__pk_rows_mask(n_rows, g), hi);
+    }
+}
+
+INFER__AVX512 static void infer__avx512_f16_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *xv,
+                                                                size_t x_stride, int n_tok, float *y, size_t ldy) {
+    size_t gbytes = ((size_t)n * INFER__PACK_ROWS * 2 + 63) & ~(size_t)63;
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, w16 = n - n % 16, t, g, k, l;
+    if (n_tok == 1) {
+        infer__avx512_f16_gemv_packed_ordered(n, packed, n_rows, xv, y);
+        return;
+    }
+    for (g = 0; g < ng; g++) {
+        const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)g * gbytes);
+        __mmask16 m = infer__pk_rows_mask(n_rows, g);
+        for (t = 0; t < n_tok; t++) {
+            const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
+            __m512 acc[16], tail = _mm512_setzero_ps();
+            __m512d tl = _mm512_setzero_pd(), th = _mm512_setzero_pd();
+#pragma GCC unroll 16
+            for (l = 0; l < 16; l++) acc[l] = _mm512_setzero_ps();
+            for (k = 0; k < w16; k += 16)
+#pragma GCC unroll 16
+                for (l = 0; l < 16; l++)
+                    acc[l] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)(k + l) * 16))),
+                                             _mm512_set1_ps(infer__fp16_to_fp32(x[k + l])), acc[l]);
+            for (; k < n; k++) { /* products rounded to float, summed in double */
+                __m512 p = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
+                                         _mm512_set1_ps(infer__fp16_to_fp32(x[k])));
+                tl = _mm512_add_pd(tl, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+                th = _mm512_add_pd(th, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
+            }
+#pragma GCC unroll 4
+            for (l = 8; l >= 1; l /= 2)
+#pragma GCC unroll 8
+                for (k = 0; k < l; k++) acc[k] = _mm512_add_ps(acc[k], acc[k + l]);
+            if (w16 < n) /* (float)((double)lanes + tail) */
+                tail = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(acc[0])), tl))),
+                                          _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1))), th)), 1);
+            _mm512_mask_storeu_ps(y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS, m, w16 < n ? tail : acc[0]);
         }
     }
 }
@@ -9453,6 +9652,9 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->pack_size[INFER_TYPE_F16] = infer__pack_f16_size;
     k->pack[INFER_TYPE_F16] = infer__pack_f16;
     k->gemm_packed[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed;
+    k->gemm_packed_ordered[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed_ordered;
+    k->f16_dot_ordered = infer__avx512_f16_dot_ordered;
+    k->f16_dot_ordered1 = infer__avx512_f16_dot_ordered1;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
@@ -9485,10 +9687,10 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q6_K] = infer__pack_q6_K_size;
         k->pack[INFER_TYPE_Q6_K] = infer__pack_q6_K;
         k->gemm_packed[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm_packed;
-        k->gemm_packed_ordered[INFER_TYPE_F16] = k->gemm_packed[INFER_TYPE_F16];
         k->gemm_packed[INFER_TYPE_F16] = infer__vnni_f16_gemm_packed;
         k->gemm_packed_ordered[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm_packed_ordered;
         k->gemm_packed_ordered[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm_packed_ordered;
+        k->gemm_packed_ordered[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm_packed_ordered;
     }
     if (__builtin_cpu_supports("avx512bf16")) {
         k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
@@ -9563,6 +9765,24 @@ static float infer__neon_f16_dot(int n, const void *w, const void *x) {
     s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
     for (; i < n; i++) s += infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]);
     return s;
+}
+/* llama.cpp's F16 order as AVX-512 runs it: 16 lanes in four chains,
+   then the tree (infer__f16_dot_llama) */
+static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
+    float lane[16];
+    double tail = 0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
+        s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
+        s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
+        s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
+    }
+    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    vst1q_f32(lane, s0), vst1q_f32(lane + 4, s1), vst1q_f32(lane + 8, s2), vst1q_f32(lane + 12, s3);
+    return (float)((double)infer__sum16_tree(lane) + tail);
 }
 #undef INFER__NLOADH
 
@@ -10053,6 +10273,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     int dp = infer__neon_has_dotprod();
     k->vec_dot[INFER_TYPE_F32] = infer__neon_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__neon_f16_dot;
+    k->f16_dot_ordered = infer__neon_f16_dot_ordered;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = dp ? infer__neondp_q4_0_dot : infer__neon_q4_0_dot;
@@ -10112,7 +10333,31 @@ static double infer__sum_squares_ref(const float *x, int n) {
     return ss;
 }
 
+/* acc[16 d + l] = v[16 d + l] * p[l] + acc[16 d + l], fused (attention's
+   p.V in llama.cpp's lanes); written so compilers vectorise it */
+static void infer__lanes16_fma_ref(float *acc, const float *v, const float *p, int n) {
+    int d, l;
+    for (d = 0; d < n; d++)
+        for (l = 0; l < 16; l++) acc[16 * d + l] = fmaf(v[16 * d + l], p[l], acc[16 * d + l]);
+}
+
 #ifdef INFER__HAVE_X86
+INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, const float *v, const float *p, int n) {
+    __m512 pv = _mm512_loadu_ps(p);
+    int d;
+    for (d = 0; d < n; d++)
+        _mm512_storeu_ps(acc + 16 * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + 16 * d)));
+}
+INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, const float *v, const float *p, int n) {
+    __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
+    int d;
+    for (d = 0; d < n; d++) {
+        float *a = acc + 16 * d;
+        _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
+        _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
+    }
+}
+
 /* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
    (relative error below 1e-8 there), then times 2^n. */
 INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
@@ -10231,13 +10476,16 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
+    k->lanes16_fma = infer__lanes16_fma_ref;
 #ifdef INFER__HAVE_X86
     if (k->isa == INFER__ISA_AVX2) {
+        k->lanes16_fma = infer__avx2_lanes16_fma;
         k->silu_mul = infer__avx2_silu_mul;
         k->gelu_mul = infer__avx2_gelu_mul;
         k->sum_squares = infer__avx2_sum_squares;
     }
     if (k->isa == INFER__ISA_AVX512) {
+        k->lanes16_fma = infer__avx512_lanes16_fma;
         k->silu_mul = infer__avx512_silu_mul;
         k->gelu_mul = infer__avx512_gelu_mul;
         k->sum_squares = infer__avx512_sum_squares;
@@ -10249,6 +10497,11 @@ static void infer__vecmath_install(infer__kernels *k) {
 /* cpu.c - which kernels run here: the best instruction set the CPU has,
    found once per context, or the one the INFER_ISA environment variable
    forces (scalar, avx2, avx512, neon) for tests and benchmarks. */
+
+/* one token's F16 dot in llama.cpp's order, plain C */
+static float infer__f16_dot_vec(int n, const void *w, const void *x) {
+    return infer__f16_dot_llama_vec((const uint16_t *)w, 1, (const uint16_t *)x, n);
+}
 
 static const char *infer__isa_name(infer__isa isa) {
     static const char *names[] = {"scalar", "avx2", "avx512", "neon"};
@@ -10264,6 +10517,8 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
         k->from_float[t] = tt->from_float;
     }
     k->isa = isa;
+    k->f16_dot_ordered = infer__traits(INFER_TYPE_F16)->vec_dot; /* the plain C one sums in that order */
+    k->f16_dot_ordered1 = infer__f16_dot_vec;
     switch (isa) {
     case INFER__ISA_SCALAR: ok = 1; break;
     case INFER__ISA_AVX2: ok = infer__simd_avx2_install(k); break;
@@ -10510,6 +10765,10 @@ typedef struct infer__attn_scratch {
     float *s, *acc, *pv, *m, *l;
     uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
     float *vrow;
+    /* llama.cpp's order only: p.V's 16 key lanes per row and value, a
+       chunk of 16 keys' V values and probabilities, the rows' sums */
+    float *lanes, *vchunk, *pchunk;
+    double *sum;
 } infer__attn_scratch;
 
 /* The shape of one layer's attention for a batch: n_tok tokens from
@@ -10521,6 +10780,7 @@ typedef struct infer__attn_batch {
     int window;    /* keys a query sees, 0: all */
     float scale;   /* on the scores (after soft-capping) */
     float softcap; /* scores become c * tanh(s / c), 0: no */
+    int ordered;   /* summed in llama.cpp's order (an F16 cache; infer__attn_item_ordered) */
     const float *q;
     float *out;
     int ldq, ldo;
@@ -10533,10 +10793,11 @@ static size_t infer__kv_bytes(const infer__kv_cache *kv);
 static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past);
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
                             const float *v);
-static size_t infer__attn_scratch_floats(int head_dim);
-static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim);
+static size_t infer__attn_scratch_floats(int head_dim, int ordered);
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered);
 static int infer__attn_n_items(const infer__attn_batch *b);
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
+static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
 
 /* ---- forward.c: the context and the forward pass ---- */
 #define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
@@ -10588,6 +10849,7 @@ struct infer_context {
     const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
     float *attn_scratch; /* per worker */
     size_t attn_scratch_n;
+    int match_llama; /* sums in llama.cpp's order (infer_context_params.match_llama) */
     void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_rows rows */
     size_t xq_row_max;  /* bytes of one converted row, largest case */
     int xq_rows;        /* rows per slot: n_batch, or n_batch * experts used */
@@ -10710,13 +10972,16 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
     }
 }
 
-static size_t infer__attn_scratch_floats(int head_dim) {
+static size_t infer__attn_scratch_floats(int head_dim, int ordered) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
     /* qx (at most 4 bytes a value), s, acc, pv, m, l, p and vt (halves), vrow */
-    return rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd;
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd;
+    /* lanes, vchunk, pchunk, sum (doubles) */
+    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
+    return n;
 }
 
-static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim) {
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
     sc->qx = (uint8_t *)base, base += rows * hd;
     sc->s = base, base += rows * tile;
@@ -10726,7 +10991,15 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->l = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
     sc->vt = (uint16_t *)base, base += hd * tile / 2;
-    sc->vrow = base;
+    sc->vrow = base, base += hd;
+    sc->lanes = sc->vchunk = sc->pchunk = NULL;
+    sc->sum = NULL;
+    if (ordered) {
+        sc->sum = (double *)(void *)base, base += 2 * rows; /* 8-byte aligned: every size above is even */
+        sc->lanes = base, base += rows * hd * 16;
+        sc->vchunk = base, base += hd * 16;
+        sc->pchunk = base;
+    }
 }
 
 /* One batched product of rows: y[t * ldy + r] = w_r . x_t. */
@@ -10847,6 +11120,143 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     for (i = 0; i < nq; i++) {
         float *out = b->out + (size_t)(t0 + i / group) * b->ldo + (size_t)(kvh * group + i % group) * hd;
         for (d = 0; d < hd; d++) out[d] = sc->acc[(size_t)i * hd + d];
+    }
+}
+
+/* e^x as llama.cpp's AVX-512 softmax has it (ggml_v_expf): x = n ln2 + b
+   with ln2 in two parts (the constants are the float values of 0x1.8p23, 1/ln2, ln2's parts and the polynomial's, written in decimal for C++), e^b by a degree-5 polynomial in Estrin's form,
+   times 2^n; 0 or inf where |n| > 192. */
+static float infer__exp_llama(float x) {
+    const float shift = 12582912.0f;
+    float n = fmaf(x, 1.44269502f, shift) - shift;
+    float b = fmaf(-n, 1.42860677e-06f, fmaf(-n, 0.693145752f, x)), u = b * b;
+    float j = fmaf(fmaf(fmaf(0.00824739039f, b, 0.0418997668f), u, fmaf(0.166683957f, b, 0.499991268f)), u,
+                   fmaf(0.999999404f, b, 1.0f));
+    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+    return ldexpf(j, (int)n);
+}
+
+/* Work item i in llama.cpp's order, for an F16 cache (contexts that match
+   it). llama.cpp lays a sequence's keys in cells by position and:
+   scores each with a 16-lane F16 dot; takes the row's max; sums e^(s - max)
+   in chunks of 16 cells (each chunk's lanes by the tree, into a double);
+   scales by (float)(1 / sum) and rounds to F16; and sums p.V per value in
+   16 lanes by cell, one chain per lane, then the tree. Cells a row does
+   not see add exact zeros, so only the keys it sees are visited, each in
+   the lane of its position. Three passes over the keys (max, sum, p.V),
+   the scores made again unless one tile held them. */
+static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
+    const infer__kv_cache *kv = b->kv;
+    const infer__kernels *kern = b->kern;
+    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads;
+    int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
+    int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
+    int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
+    int slots = kv->slots[b->layer], w = b->window, pass;
+    int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d, l;
+    size_t q_row = (size_t)hd * sizeof(uint16_t), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
+    const uint8_t *kbase = kv->k[b->layer] + head_off;
+    const uint16_t *vbase = (const uint16_t *)kv->v[b->layer] + (size_t)kvh * hd * slots;
+    int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
+    /* one token: llama.cpp's products are ggml_vec_dot_f16 (infer__f16_dot_llama_vec):
+       p.V over its n_kv cells (positions padded to 32) in 64 lanes, the
+       cells past the last whole 64 in double (tail) */
+    int vec = b->n_tok == 1 && nq <= 16, nl = vec ? 64 : 16;
+    int n_kv = (key_hi + 31) / 32 * 32, np = n_kv - n_kv % 64;
+    infer__vec_dot_fn dot = vec ? kern->f16_dot_ordered1 : kern->f16_dot_ordered;
+    double *tail = (double *)(void *)sc->acc;
+    float scale = b->scale;
+
+    for (i = 0; i < nq; i++) {
+        const float *q = b->q + (size_t)(t0 + i / group) * b->ldq + (size_t)(kvh * group + i % group) * hd;
+        kern->from_float[INFER_TYPE_F16](q, sc->qx + (size_t)i * q_row, hd);
+        sc->m[i] = -INFINITY;
+        sc->sum[i] = 0;
+    }
+    memset(sc->lanes, 0, (size_t)nq * hd * nl * sizeof(float));
+    if (vec) memset(tail, 0, (size_t)nq * hd * sizeof(double));
+    memset(sc->pchunk, 0, (size_t)16 * INFER__ATT_ROWS * sizeof(float));
+
+    for (pass = 0; pass < 3; pass++) {
+        for (k0 = key_lo; k0 < key_hi;) {
+            int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot), c0;
+            if (pass == 0 || !one_tile) {
+                for (j = 0; j < kt; j++)
+                    for (i = 0; i < nq; i++)
+                        sc->s[(size_t)i * INFER__ATT_TILE + j] =
+                            dot(hd, kbase + (size_t)(slot + j) * kv->k_row, sc->qx + (size_t)i * q_row);
+                if (b->softcap > 0)
+                    for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
+            }
+            if (pass < 2) {
+                for (i = 0; i < nq; i++) {
+                    const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
+                    float *ch = sc->pchunk + (size_t)i * 16;
+                    int p = b->pos0 + t0 + i / group; /* this row sees keys (p - w, p] */
+                    int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
+                    for (j = lo; j < hi; j++) {
+                        if (pass == 0) {
+                            sc->m[i] = INFER__MAX(sc->m[i], s[j] * scale);
+                            continue;
+                        }
+                        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
+                        ch[(k0 + j) % 16] = infer__exp_llama(x - sc->m[i]);
+                        if ((k0 + j) % 16 == 15 || k0 + j == p) { /* a chunk's end, or the row's last key */
+                            sc->sum[i] += (double)infer__sum16_tree(ch);
+                            memset(ch, 0, 16 * sizeof(float));
+                        }
+                    }
+                }
+                k0 += kt;
+                continue;
+            }
+            /* pass 2: p.V a chunk of 16 positions at a time (the part of it in this tile) */
+            for (c0 = k0 - k0 % 16; c0 < k0 + kt; c0 += 16) {
+                int a = INFER__MAX(c0, k0), e = INFER__MIN(c0 + 16, k0 + kt);
+                memset(sc->vchunk, 0, (size_t)hd * 16 * sizeof(float));
+                for (d = 0; d < hd; d++)
+                    for (l = a - c0; l < e - c0; l++)
+                        sc->vchunk[16 * d + l] = infer__fp16_to_fp32(vbase[(size_t)d * slots + slot + (c0 + l - k0)]);
+                for (i = 0; i < nq; i++) {
+                    const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
+                    float *pc = sc->pchunk + (size_t)i * 16, inv = (float)(1.0 / sc->sum[i]);
+                    int p = b->pos0 + t0 + i / group, any = 0;
+                    int lo = w ? INFER__MAX(a, p - w + 1) : a, hi = INFER__MIN(e, p + 1);
+                    for (l = 0; l < 16; l++) pc[l] = 0;
+                    for (j = lo; j < hi; j++, any = 1) {
+                        float x = s[j - k0] * scale;
+                        pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(infer__exp_llama(x - sc->m[i]) * inv));
+                    }
+                    if (!any) continue;
+                    if (!vec) {
+                        kern->lanes16_fma(sc->lanes + (size_t)i * hd * 16, sc->vchunk, pc, hd);
+                    } else if (c0 < np) { /* 16 of the 64 lanes */
+                        int q4 = (c0 / 16) % 4;
+                        for (d = 0; d < hd; d++) {
+                            float *ln = sc->lanes + ((size_t)i * hd + d) * 64 + 16 * q4;
+                            for (l = 0; l < 16; l++) ln[l] = fmaf(sc->vchunk[16 * d + l], pc[l], ln[l]);
+                        }
+                    } else {
+                        for (d = 0; d < hd; d++)
+                            for (l = 0; l < 16; l++) tail[(size_t)i * hd + d] += (double)(sc->vchunk[16 * d + l] * pc[l]);
+                    }
+                }
+            }
+            k0 += kt;
+        }
+    }
+
+    for (i = 0; i < nq; i++) {
+        float *out = b->out + (size_t)(t0 + i / group) * b->ldo + (size_t)(kvh * group + i % group) * hd;
+        for (d = 0; d < hd; d++) {
+            float *ln = sc->lanes + ((size_t)i * hd + d) * nl;
+            if (vec) {
+                for (l = 0; l < 16; l++) ln[l] = (ln[l] + ln[32 + l]) + (ln[16 + l] + ln[48 + l]);
+                out[d] = (float)((double)infer__sum16_tree(ln) + tail[(size_t)i * hd + d]);
+            } else {
+                out[d] = infer__sum16_tree(ln);
+            }
+        }
     }
 }
 
@@ -11051,8 +11461,13 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
        Gemma 3 270M 7%), so such models take llama.cpp's order by default */
     if (params->match_llama > 0 || (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0))) {
         int t;
+        c->match_llama = 1;
         for (t = 0; t < INFER_TYPE_COUNT; t++)
             if (c->kern.gemm_packed_ordered[t]) c->kern.gemm_packed[t] = c->kern.gemm_packed_ordered[t];
+        /* F16 everywhere as one 16-lane dot: packed where that kernel exists */
+        c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_ordered[INFER_TYPE_F16];
+        c->kern.gemm[INFER_TYPE_F16] = NULL;
+        c->kern.vec_dot[INFER_TYPE_F16] = c->kern.f16_dot_ordered;
     }
     pairs = moe ? c->n_batch * m->n_expert_used : 0;
     widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
@@ -11077,7 +11492,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
     }
     c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
-    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim);
+    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
     /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
@@ -11173,13 +11588,18 @@ static void infer__rope_angles(float *cs, const infer__rope *r, const float *fre
 
 /* Rotates the first n_rot values of one head: pairs (2i, 2i+1), or with
    neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. */
-static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox) {
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused) {
     int i, half = n_rot / 2;
     for (i = 0; i < n_rot; i += 2) {
         int a = neox ? i / 2 : i, b = neox ? i / 2 + half : i + 1;
         float x0 = x[a], x1 = x[b];
-        x[a] = x0 * cs[i] - x1 * cs[i + 1];
-        x[b] = x0 * cs[i + 1] + x1 * cs[i];
+        if (fused) { /* as llama.cpp's build contracts it */
+            x[a] = fmaf(x0, cs[i], -(x1 * cs[i + 1]));
+            x[b] = fmaf(x0, cs[i + 1], x1 * cs[i]);
+        } else {
+            x[a] = x0 * cs[i] - x1 * cs[i + 1];
+            x[b] = x0 * cs[i + 1] + x1 * cs[i];
+        }
     }
 }
 
@@ -11216,7 +11636,9 @@ static void infer__product_rows(const infer_context *c, const infer__product *p,
     int n = (int)w->ne[0], j;
     size_t row_size = infer__row_size(w->type, n), ldy = (size_t)p->ldy[o];
     const uint8_t *wr = (const uint8_t *)w->data + (size_t)r0 * row_size;
-    infer__vec_dot_fn vec_dot = c->kern.vec_dot[w->type];
+    /* llama.cpp sums one token's F16 products in another order than a batch's */
+    infer__vec_dot_fn vec_dot = c->match_llama && n_tok == 1 && w->type == INFER_TYPE_F16 ? c->kern.f16_dot_ordered1
+                                                                                           : c->kern.vec_dot[w->type];
     int64_t r;
     if (p->packed[o]) {
         c->kern.gemm_packed[w->type](n, p->packed[o] + infer__pack_offset(&c->kern, w->type, n, r0), (int)(r1 - r0), xq,
@@ -11415,7 +11837,8 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
     infer__attn_scratch scratch;
     infer__attn_batch ab;
 
-    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, hd);
+    ab.ordered = c->match_llama && c->kv.type == INFER_TYPE_F16;
+    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, hd, ab.ordered);
     ab.kv = &c->kv;
     ab.kern = &c->kern;
     ab.pos0 = pos0;
@@ -11463,14 +11886,14 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
             for (i = 0; i < m->n_heads; i++) {
                 float *qh = q + (size_t)i * hd;
                 if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
-                if (cs) infer__rope_rotate(qh, cs, n_rot, neox);
+                if (cs) infer__rope_rotate(qh, cs, n_rot, neox, c->match_llama);
             }
             if (m->attn_scale_q)
                 for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
             for (i = 0; i < m->n_kv_heads; i++) {
                 float *kh = k + (size_t)i * hd;
                 if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
-                if (cs) infer__rope_rotate(kh, cs, n_rot, neox);
+                if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama);
             }
             infer__kv_store(&c->kv, &c->kern, l, pos0 + t, k, v);
         }
@@ -11481,7 +11904,8 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         for (;;) {
             int item = infer__atomic_next(&ps->next_item);
             if (item >= infer__attn_n_items(&ab)) break;
-            infer__attn_item(&ab, item, &scratch);
+            if (ab.ordered) infer__attn_item_ordered(&ab, item, &scratch);
+            else infer__attn_item(&ab, item, &scratch);
         }
         infer__pool_barrier(c->pool);
         infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);

@@ -11,6 +11,7 @@
    row's max and sum (online, rescaling as the max grows) and a second makes
    the probabilities and multiplies by V. */
 #include "context.h"
+#include "quants.h"
 
 static size_t infer__kv_bytes(const infer__kv_cache *kv) { return kv->bytes; }
 
@@ -100,13 +101,16 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
     }
 }
 
-static size_t infer__attn_scratch_floats(int head_dim) {
+static size_t infer__attn_scratch_floats(int head_dim, int ordered) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
     /* qx (at most 4 bytes a value), s, acc, pv, m, l, p and vt (halves), vrow */
-    return rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd;
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd;
+    /* lanes, vchunk, pchunk, sum (doubles) */
+    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
+    return n;
 }
 
-static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim) {
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
     sc->qx = (uint8_t *)base, base += rows * hd;
     sc->s = base, base += rows * tile;
@@ -116,7 +120,15 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->l = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
     sc->vt = (uint16_t *)base, base += hd * tile / 2;
-    sc->vrow = base;
+    sc->vrow = base, base += hd;
+    sc->lanes = sc->vchunk = sc->pchunk = NULL;
+    sc->sum = NULL;
+    if (ordered) {
+        sc->sum = (double *)(void *)base, base += 2 * rows; /* 8-byte aligned: every size above is even */
+        sc->lanes = base, base += rows * hd * 16;
+        sc->vchunk = base, base += hd * 16;
+        sc->pchunk = base;
+    }
 }
 
 /* One batched product of rows: y[t * ldy + r] = w_r . x_t. */
@@ -237,5 +249,142 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     for (i = 0; i < nq; i++) {
         float *out = b->out + (size_t)(t0 + i / group) * b->ldo + (size_t)(kvh * group + i % group) * hd;
         for (d = 0; d < hd; d++) out[d] = sc->acc[(size_t)i * hd + d];
+    }
+}
+
+/* e^x as llama.cpp's AVX-512 softmax has it (ggml_v_expf): x = n ln2 + b
+   with ln2 in two parts (the constants are the float values of 0x1.8p23, 1/ln2, ln2's parts and the polynomial's, written in decimal for C++), e^b by a degree-5 polynomial in Estrin's form,
+   times 2^n; 0 or inf where |n| > 192. */
+static float infer__exp_llama(float x) {
+    const float shift = 12582912.0f;
+    float n = fmaf(x, 1.44269502f, shift) - shift;
+    float b = fmaf(-n, 1.42860677e-06f, fmaf(-n, 0.693145752f, x)), u = b * b;
+    float j = fmaf(fmaf(fmaf(0.00824739039f, b, 0.0418997668f), u, fmaf(0.166683957f, b, 0.499991268f)), u,
+                   fmaf(0.999999404f, b, 1.0f));
+    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+    return ldexpf(j, (int)n);
+}
+
+/* Work item i in llama.cpp's order, for an F16 cache (contexts that match
+   it). llama.cpp lays a sequence's keys in cells by position and:
+   scores each with a 16-lane F16 dot; takes the row's max; sums e^(s - max)
+   in chunks of 16 cells (each chunk's lanes by the tree, into a double);
+   scales by (float)(1 / sum) and rounds to F16; and sums p.V per value in
+   16 lanes by cell, one chain per lane, then the tree. Cells a row does
+   not see add exact zeros, so only the keys it sees are visited, each in
+   the lane of its position. Three passes over the keys (max, sum, p.V),
+   the scores made again unless one tile held them. */
+static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
+    const infer__kv_cache *kv = b->kv;
+    const infer__kernels *kern = b->kern;
+    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads;
+    int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
+    int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
+    int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
+    int slots = kv->slots[b->layer], w = b->window, pass;
+    int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d, l;
+    size_t q_row = (size_t)hd * sizeof(uint16_t), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
+    const uint8_t *kbase = kv->k[b->layer] + head_off;
+    const uint16_t *vbase = (const uint16_t *)kv->v[b->layer] + (size_t)kvh * hd * slots;
+    int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
+    /* one token: llama.cpp's products are ggml_vec_dot_f16 (infer__f16_dot_llama_vec):
+       p.V over its n_kv cells (positions padded to 32) in 64 lanes, the
+       cells past the last whole 64 in double (tail) */
+    int vec = b->n_tok == 1 && nq <= 16, nl = vec ? 64 : 16;
+    int n_kv = (key_hi + 31) / 32 * 32, np = n_kv - n_kv % 64;
+    infer__vec_dot_fn dot = vec ? kern->f16_dot_ordered1 : kern->f16_dot_ordered;
+    double *tail = (double *)(void *)sc->acc;
+    float scale = b->scale;
+
+    for (i = 0; i < nq; i++) {
+        const float *q = b->q + (size_t)(t0 + i / group) * b->ldq + (size_t)(kvh * group + i % group) * hd;
+        kern->from_float[INFER_TYPE_F16](q, sc->qx + (size_t)i * q_row, hd);
+        sc->m[i] = -INFINITY;
+        sc->sum[i] = 0;
+    }
+    memset(sc->lanes, 0, (size_t)nq * hd * nl * sizeof(float));
+    if (vec) memset(tail, 0, (size_t)nq * hd * sizeof(double));
+    memset(sc->pchunk, 0, (size_t)16 * INFER__ATT_ROWS * sizeof(float));
+
+    for (pass = 0; pass < 3; pass++) {
+        for (k0 = key_lo; k0 < key_hi;) {
+            int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot), c0;
+            if (pass == 0 || !one_tile) {
+                for (j = 0; j < kt; j++)
+                    for (i = 0; i < nq; i++)
+                        sc->s[(size_t)i * INFER__ATT_TILE + j] =
+                            dot(hd, kbase + (size_t)(slot + j) * kv->k_row, sc->qx + (size_t)i * q_row);
+                if (b->softcap > 0)
+                    for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
+            }
+            if (pass < 2) {
+                for (i = 0; i < nq; i++) {
+                    const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
+                    float *ch = sc->pchunk + (size_t)i * 16;
+                    int p = b->pos0 + t0 + i / group; /* this row sees keys (p - w, p] */
+                    int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
+                    for (j = lo; j < hi; j++) {
+                        if (pass == 0) {
+                            sc->m[i] = INFER__MAX(sc->m[i], s[j] * scale);
+                            continue;
+                        }
+                        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
+                        ch[(k0 + j) % 16] = infer__exp_llama(x - sc->m[i]);
+                        if ((k0 + j) % 16 == 15 || k0 + j == p) { /* a chunk's end, or the row's last key */
+                            sc->sum[i] += (double)infer__sum16_tree(ch);
+                            memset(ch, 0, 16 * sizeof(float));
+                        }
+                    }
+                }
+                k0 += kt;
+                continue;
+            }
+            /* pass 2: p.V a chunk of 16 positions at a time (the part of it in this tile) */
+            for (c0 = k0 - k0 % 16; c0 < k0 + kt; c0 += 16) {
+                int a = INFER__MAX(c0, k0), e = INFER__MIN(c0 + 16, k0 + kt);
+                memset(sc->vchunk, 0, (size_t)hd * 16 * sizeof(float));
+                for (d = 0; d < hd; d++)
+                    for (l = a - c0; l < e - c0; l++)
+                        sc->vchunk[16 * d + l] = infer__fp16_to_fp32(vbase[(size_t)d * slots + slot + (c0 + l - k0)]);
+                for (i = 0; i < nq; i++) {
+                    const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
+                    float *pc = sc->pchunk + (size_t)i * 16, inv = (float)(1.0 / sc->sum[i]);
+                    int p = b->pos0 + t0 + i / group, any = 0;
+                    int lo = w ? INFER__MAX(a, p - w + 1) : a, hi = INFER__MIN(e, p + 1);
+                    for (l = 0; l < 16; l++) pc[l] = 0;
+                    for (j = lo; j < hi; j++, any = 1) {
+                        float x = s[j - k0] * scale;
+                        pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(infer__exp_llama(x - sc->m[i]) * inv));
+                    }
+                    if (!any) continue;
+                    if (!vec) {
+                        kern->lanes16_fma(sc->lanes + (size_t)i * hd * 16, sc->vchunk, pc, hd);
+                    } else if (c0 < np) { /* 16 of the 64 lanes */
+                        int q4 = (c0 / 16) % 4;
+                        for (d = 0; d < hd; d++) {
+                            float *ln = sc->lanes + ((size_t)i * hd + d) * 64 + 16 * q4;
+                            for (l = 0; l < 16; l++) ln[l] = fmaf(sc->vchunk[16 * d + l], pc[l], ln[l]);
+                        }
+                    } else {
+                        for (d = 0; d < hd; d++)
+                            for (l = 0; l < 16; l++) tail[(size_t)i * hd + d] += (double)(sc->vchunk[16 * d + l] * pc[l]);
+                    }
+                }
+            }
+            k0 += kt;
+        }
+    }
+
+    for (i = 0; i < nq; i++) {
+        float *out = b->out + (size_t)(t0 + i / group) * b->ldo + (size_t)(kvh * group + i % group) * hd;
+        for (d = 0; d < hd; d++) {
+            float *ln = sc->lanes + ((size_t)i * hd + d) * nl;
+            if (vec) {
+                for (l = 0; l < 16; l++) ln[l] = (ln[l] + ln[32 + l]) + (ln[16 + l] + ln[48 + l]);
+                out[d] = (float)((double)infer__sum16_tree(ln) + tail[(size_t)i * hd + d]);
+            } else {
+                out[d] = infer__sum16_tree(ln);
+            }
+        }
     }
 }

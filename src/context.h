@@ -31,6 +31,10 @@ typedef struct infer__attn_scratch {
     float *s, *acc, *pv, *m, *l;
     uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
     float *vrow;
+    /* llama.cpp's order only: p.V's 16 key lanes per row and value, a
+       chunk of 16 keys' V values and probabilities, the rows' sums */
+    float *lanes, *vchunk, *pchunk;
+    double *sum;
 } infer__attn_scratch;
 
 /* The shape of one layer's attention for a batch: n_tok tokens from
@@ -42,6 +46,7 @@ typedef struct infer__attn_batch {
     int window;    /* keys a query sees, 0: all */
     float scale;   /* on the scores (after soft-capping) */
     float softcap; /* scores become c * tanh(s / c), 0: no */
+    int ordered;   /* summed in llama.cpp's order (an F16 cache; infer__attn_item_ordered) */
     const float *q;
     float *out;
     int ldq, ldo;
@@ -54,10 +59,11 @@ static size_t infer__kv_bytes(const infer__kv_cache *kv);
 static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past);
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
                             const float *v);
-static size_t infer__attn_scratch_floats(int head_dim);
-static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim);
+static size_t infer__attn_scratch_floats(int head_dim, int ordered);
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered);
 static int infer__attn_n_items(const infer__attn_batch *b);
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
+static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
 
 /* ---- forward.c: the context and the forward pass ---- */
 #define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
@@ -109,6 +115,7 @@ struct infer_context {
     const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
     float *attn_scratch; /* per worker */
     size_t attn_scratch_n;
+    int match_llama; /* sums in llama.cpp's order (infer_context_params.match_llama) */
     void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_rows rows */
     size_t xq_row_max;  /* bytes of one converted row, largest case */
     int xq_rows;        /* rows per slot: n_batch, or n_batch * experts used */

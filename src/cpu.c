@@ -2,6 +2,12 @@
    found once per context, or the one the INFER_ISA environment variable
    forces (scalar, avx2, avx512, neon) for tests and benchmarks. */
 #include "internal.h"
+#include "quants.h"
+
+/* one token's F16 dot in llama.cpp's order, plain C */
+static float infer__f16_dot_vec(int n, const void *w, const void *x) {
+    return infer__f16_dot_llama_vec((const uint16_t *)w, 1, (const uint16_t *)x, n);
+}
 
 static const char *infer__isa_name(infer__isa isa) {
     static const char *names[] = {"scalar", "avx2", "avx512", "neon"};
@@ -17,6 +23,8 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
         k->from_float[t] = tt->from_float;
     }
     k->isa = isa;
+    k->f16_dot_ordered = infer__traits(INFER_TYPE_F16)->vec_dot; /* the plain C one sums in that order */
+    k->f16_dot_ordered1 = infer__f16_dot_vec;
     switch (isa) {
     case INFER__ISA_SCALAR: ok = 1; break;
     case INFER__ISA_AVX2: ok = infer__simd_avx2_install(k); break;

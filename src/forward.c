@@ -199,8 +199,13 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
        Gemma 3 270M 7%), so such models take llama.cpp's order by default */
     if (params->match_llama > 0 || (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0))) {
         int t;
+        c->match_llama = 1;
         for (t = 0; t < INFER_TYPE_COUNT; t++)
             if (c->kern.gemm_packed_ordered[t]) c->kern.gemm_packed[t] = c->kern.gemm_packed_ordered[t];
+        /* F16 everywhere as one 16-lane dot: packed where that kernel exists */
+        c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_ordered[INFER_TYPE_F16];
+        c->kern.gemm[INFER_TYPE_F16] = NULL;
+        c->kern.vec_dot[INFER_TYPE_F16] = c->kern.f16_dot_ordered;
     }
     pairs = moe ? c->n_batch * m->n_expert_used : 0;
     widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
@@ -225,7 +230,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
     }
     c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
-    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim);
+    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
     /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
@@ -321,13 +326,18 @@ static void infer__rope_angles(float *cs, const infer__rope *r, const float *fre
 
 /* Rotates the first n_rot values of one head: pairs (2i, 2i+1), or with
    neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. */
-static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox) {
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused) {
     int i, half = n_rot / 2;
     for (i = 0; i < n_rot; i += 2) {
         int a = neox ? i / 2 : i, b = neox ? i / 2 + half : i + 1;
         float x0 = x[a], x1 = x[b];
-        x[a] = x0 * cs[i] - x1 * cs[i + 1];
-        x[b] = x0 * cs[i + 1] + x1 * cs[i];
+        if (fused) { /* as llama.cpp's build contracts it */
+            x[a] = fmaf(x0, cs[i], -(x1 * cs[i + 1]));
+            x[b] = fmaf(x0, cs[i + 1], x1 * cs[i]);
+        } else {
+            x[a] = x0 * cs[i] - x1 * cs[i + 1];
+            x[b] = x0 * cs[i + 1] + x1 * cs[i];
+        }
     }
 }
 
@@ -364,7 +374,9 @@ static void infer__product_rows(const infer_context *c, const infer__product *p,
     int n = (int)w->ne[0], j;
     size_t row_size = infer__row_size(w->type, n), ldy = (size_t)p->ldy[o];
     const uint8_t *wr = (const uint8_t *)w->data + (size_t)r0 * row_size;
-    infer__vec_dot_fn vec_dot = c->kern.vec_dot[w->type];
+    /* llama.cpp sums one token's F16 products in another order than a batch's */
+    infer__vec_dot_fn vec_dot = c->match_llama && n_tok == 1 && w->type == INFER_TYPE_F16 ? c->kern.f16_dot_ordered1
+                                                                                           : c->kern.vec_dot[w->type];
     int64_t r;
     if (p->packed[o]) {
         c->kern.gemm_packed[w->type](n, p->packed[o] + infer__pack_offset(&c->kern, w->type, n, r0), (int)(r1 - r0), xq,
@@ -563,7 +575,8 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
     infer__attn_scratch scratch;
     infer__attn_batch ab;
 
-    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, hd);
+    ab.ordered = c->match_llama && c->kv.type == INFER_TYPE_F16;
+    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, hd, ab.ordered);
     ab.kv = &c->kv;
     ab.kern = &c->kern;
     ab.pos0 = pos0;
@@ -611,14 +624,14 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
             for (i = 0; i < m->n_heads; i++) {
                 float *qh = q + (size_t)i * hd;
                 if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
-                if (cs) infer__rope_rotate(qh, cs, n_rot, neox);
+                if (cs) infer__rope_rotate(qh, cs, n_rot, neox, c->match_llama);
             }
             if (m->attn_scale_q)
                 for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
             for (i = 0; i < m->n_kv_heads; i++) {
                 float *kh = k + (size_t)i * hd;
                 if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
-                if (cs) infer__rope_rotate(kh, cs, n_rot, neox);
+                if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama);
             }
             infer__kv_store(&c->kv, &c->kern, l, pos0 + t, k, v);
         }
@@ -629,7 +642,8 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         for (;;) {
             int item = infer__atomic_next(&ps->next_item);
             if (item >= infer__attn_n_items(&ab)) break;
-            infer__attn_item(&ab, item, &scratch);
+            if (ab.ordered) infer__attn_item_ordered(&ab, item, &scratch);
+            else infer__attn_item(&ab, item, &scratch);
         }
         infer__pool_barrier(c->pool);
         infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);

@@ -308,11 +308,19 @@ typedef struct infer__kernels {
     infer__pack_fn pack[INFER_TYPE_COUNT];
     infer__gemm_packed_fn gemm_packed[INFER_TYPE_COUNT];
     /* by weight type: the packed product summed in llama.cpp's order where
-       gemm_packed sums prompts otherwise (F16: exact products instead of
-       block integers; Q8_0, Q5_0: eight lane sums per row instead of one),
+       gemm_packed sums otherwise (F16: exact products instead of block
+       integers; Q8_0, Q5_0: eight lane sums per row instead of one; Q4_K:
+       one integer per block and the mins in a chain of their own),
        for contexts that match llama.cpp (infer_context_params.match_llama);
        NULL where gemm_packed already does */
     infer__gemm_packed_fn gemm_packed_ordered[INFER_TYPE_COUNT];
+    /* llama.cpp's order for the rest of what such a context computes: an
+       F16 dot as 16 lanes then a tree (infer__f16_dot_llama), and
+       attention's p.V by key lanes: acc[16 d + l] += v[16 d + l] * p[l],
+       fused, for d < n */
+    infer__vec_dot_fn f16_dot_ordered;
+    infer__vec_dot_fn f16_dot_ordered1; /* for one token: infer__f16_dot_llama_vec */
+    void (*lanes16_fma)(float *acc, const float *v, const float *p, int n);
     /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);

@@ -132,6 +132,15 @@ INFER__UNUSED static float infer__hsum8(const float *a) {
    as a tree (halves, quarters, ...); a tail of n % 16 values (llama.cpp
    takes whole vectors only) is added after, in double. a's values are
    a_stride apart (packed rows), b's contiguous. */
+/* The sum of 16 lanes as an AVX-512 horizontal add takes it: halves
+   added (lane i with i + 8), then again, to one (lane is overwritten). */
+INFER__UNUSED static float infer__sum16_tree(float *lane) {
+    int i, l;
+    for (l = 8; l >= 1; l /= 2)
+        for (i = 0; i < l; i++) lane[i] = lane[i] + lane[i + l];
+    return lane[0];
+}
+
 INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
     float lane[16] = {0};
     double tail = 0;
@@ -139,10 +148,24 @@ INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stri
     for (i = 0; i < w16; i += 16)
         for (l = 0; l < 16; l++)
             lane[l] = fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
-    for (l = 8; l >= 1; l /= 2)
-        for (i = 0; i < l; i++) lane[i] = lane[i] + lane[i + l];
     for (i = w16; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
-    return (float)((double)lane[0] + tail);
+    return (float)((double)infer__sum16_tree(lane) + tail);
+}
+
+/* llama.cpp's F16 dot for a single token (ggml_vec_dot_f16 on AVX-512):
+   four accumulators of 16 lanes over each 64 values (value i to
+   accumulator i / 16 mod 4, lane i mod 16), added 0+2 and 1+3, then those
+   two, then the tree; values past the last whole 64 added in double. */
+INFER__UNUSED static float infer__f16_dot_llama_vec(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
+    float acc[64] = {0};
+    double sum;
+    int i, l, np = n - n % 64;
+    for (i = 0; i < np; i++)
+        acc[i % 64] = fmaf(infer__fp16_to_fp32(a[(size_t)i * a_stride]), infer__fp16_to_fp32(b[i]), acc[i % 64]);
+    for (l = 0; l < 16; l++) acc[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
+    sum = (double)infer__sum16_tree(acc);
+    for (i = np; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
+    return (float)sum;
 }
 
 #endif /* INFER_QUANTS_H */

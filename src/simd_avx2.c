@@ -29,6 +29,24 @@ INFER__AVX2 static float infer__avx2_f32_dot(int n, const void *w, const void *x
 }
 
 #define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+/* llama.cpp's F16 order as AVX-512 runs it: lanes 0-7 and 8-15 in two
+   chains, then the tree (infer__f16_dot_llama) */
+INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    float lane[16];
+    double tail = 0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(INFER__LOADH(a + i), INFER__LOADH(b + i), s0);
+        s1 = _mm256_fmadd_ps(INFER__LOADH(a + i + 8), INFER__LOADH(b + i + 8), s1);
+    }
+    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    _mm256_storeu_ps(lane, s0);
+    _mm256_storeu_ps(lane + 8, s1);
+    return (float)((double)infer__sum16_tree(lane) + tail);
+}
+
 INFER__AVX2 static float infer__avx2_f16_dot(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
@@ -641,6 +659,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     /* F16C: every CPU with AVX2 has it (clang 14 cannot ask for it by name) */
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
+    k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
     k->gemm[INFER_TYPE_F16] = infer__avx2_f16_gemm;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = infer__avx2_q8_0_dot;

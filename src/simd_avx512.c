@@ -47,6 +47,40 @@ INFER__AVX512 static float infer__avx512_f16_dot(int n, const void *w, const voi
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
+/* llama.cpp's F16 order (tinyBLAS on AVX-512): one 16-lane chain, then
+   the horizontal add's tree; a tail past whole 16s as infer__f16_dot_llama */
+INFER__AVX512 static float infer__avx512_f16_dot_ordered(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m512 s = _mm512_setzero_ps();
+    float lane[16];
+    double tail = 0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        s = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))),
+                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i))), s);
+    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    _mm512_storeu_ps(lane, s);
+    return (float)((double)infer__sum16_tree(lane) + tail);
+}
+
+/* one token's order: infer__f16_dot_llama_vec */
+INFER__AVX512 static float infer__avx512_f16_dot_ordered1(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m512 s[4];
+    float lane[16];
+    double sum;
+    int i = 0, j;
+    for (j = 0; j < 4; j++) s[j] = _mm512_setzero_ps();
+    for (; i + 64 <= n; i += 64)
+        for (j = 0; j < 4; j++)
+            s[j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i + 16 * j))),
+                                   _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i + 16 * j))), s[j]);
+    _mm512_storeu_ps(lane, _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3])));
+    sum = (double)infer__sum16_tree(lane);
+    for (; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    return (float)sum;
+}
+
 INFER__AVX512 static void infer__avx512_f16_from_float(const float *src, void *dst, int64_t n) {
     uint16_t *d = (uint16_t *)dst;
     int64_t i = 0;
@@ -578,7 +612,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_32(int QB, int off, int n, const vo
    does. Float rounding is then the same as llama.cpp's, which matters on
    models that amplify the last bit (a generation step is memory-bound, so
    the extra converts cost nothing here). */
-INFER__AVX512VNNI static void infer__vnni_q8_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+INFER__AVX512VNNI_INLINE void infer__vnni_q8_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
                                                            float *y) {
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
     int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
@@ -687,7 +721,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_q5_0(const int T, int nb, const uin
 }
 
 /* One token in llama.cpp's lane order, as the Q4_0 one. */
-INFER__AVX512VNNI static void infer__vnni_q5_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
+INFER__AVX512VNNI_INLINE void infer__vnni_q5_0_gemv_packed(int n, const void *packed, int n_rows, const void *xv,
                                                            float *y) {
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
     int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, b, j;
@@ -770,13 +804,19 @@ INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb,
     __m512 f[INFER__PKO_TMAX][8], d[INFER__PKO_TMAX];
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     int b, j, t;
-    for (t = 0; t < T; t++)
-        for (j = 0; j < 8; j++) f[t][j] = _mm512_setzero_ps();
+    /* unrolled so the 8 * T sums stay in registers */
+#pragma GCC unroll 8
+    for (j = 0; j < 8; j++)
+#pragma GCC unroll 3
+        for (t = 0; t < T; t++) f[t][j] = _mm512_setzero_ps();
     for (b = 0; b < nb; b++) {
         const uint8_t *o = Q5 ? gp + (size_t)b * INFER__PACK_Q5_0_BLOCK : gp + infer__pack_q_at(b, 32);
         const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
+        const int32_t *cb = cx + (size_t)b * 8;
         __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(Q5 ? o + 320 : gp + infer__pack_d_at(b, 32))));
+#pragma GCC unroll 3
         for (t = 0; t < T; t++) d[t] = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b]));
+#pragma GCC unroll 8
         for (j = 0; j < 8; j++) {
             __m512i wv;
             if (Q5) {
@@ -785,8 +825,9 @@ INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb,
             } else {
                 wv = _mm512_loadu_si512((const void *)(o + 64 * j));
             }
+#pragma GCC unroll 3
             for (t = 0; t < T; t++) {
-                __m512i sj = _mm512_dpbusd_epi32(_mm512_set1_epi32(cx[(t * aux_stride + b) * 8 + j]), wv,
+                __m512i sj = _mm512_dpbusd_epi32(_mm512_set1_epi32(cb[(size_t)t * aux_stride * 8 + j]), wv,
                                                  infer__pk_bcast(xq + t * x_stride + (Q5 ? 16 * (j >> 2) + 4 * (j & 3) : 4 * j)));
                 f[t][j] = _mm512_fmadd_ps(d[t], _mm512_cvtepi32_ps(sj), f[t][j]);
             }
@@ -983,7 +1024,29 @@ INFER__AVX512VNNI_INLINE void infer__pk_q8_K_aux(int q6, const uint8_t *x, size_
     }
 }
 
-INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb, const uint8_t *gp, const uint8_t *x,
+/* Q4_K sub-block j's int32 sums per row and token into s[] (the 32
+   nibbles of rows' sub-block j against x's 32 values) */
+#define INFER__PKK_Q4_SUB(j)                                                                              \
+    do {                                                                                                  \
+        for (t = 0; t < T; t++) {                                                                         \
+            s[t] = _mm512_setzero_si512();                                                                \
+            if (split) s2[t] = _mm512_setzero_si512();                                                    \
+        }                                                                                                 \
+        for (k = 0; k < 8; k++) {                                                                         \
+            __m512i v = _mm512_loadu_si512((const void *)(o + 448 + (((j) >> 1) * 8 + k) * 64));         \
+            v = ((j) & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);     \
+            for (t = 0; t < T; t++) {                                                                     \
+                __m512i xv = infer__pk_bcast(xq + t * x_stride + 32 * (j) + 4 * k);                       \
+                if (split && (k & 1)) s2[t] = _mm512_dpbusd_epi32(s2[t], v, xv);                          \
+                else s[t] = _mm512_dpbusd_epi32(s[t], v, xv);                                             \
+            }                                                                                             \
+        }                                                                                                 \
+        if (split)                                                                                        \
+            for (t = 0; t < T; t++) s[t] = _mm512_add_epi32(s[t], s2[t]);                                 \
+    } while (0)
+
+/* Q6: Q6_K, else Q4_K; ORD: Q4_K summed in llama.cpp's order (slower) */
+INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int ORD, const int T, int nb, const uint8_t *gp, const uint8_t *x,
                                                size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
                                                float *y, size_t ldy, __mmask16 m, int add) {
     __m512 f[INFER__PKK_TMAX], ba[INFER__PKK_TMAX], fm[INFER__PKK_TMAX];
@@ -1028,6 +1091,23 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
                     ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
                 }
             }
+        } else if (!ORD) {
+            const uint8_t *o = gp + (size_t)b * INFER__PACK_Q4_K_BLOCK;
+            __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 384)));
+            __m512 nd = _mm512_xor_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 416))), _mm512_set1_ps(-0.0f));
+            for (t = 0; t < T; t++) s[t] = _mm512_setzero_si512();
+            for (k = 0; k < 4; k++) {
+                __m512i mv = _mm512_loadu_si512((const void *)(o + 128 + 64 * k));
+                for (t = 0; t < T; t++)
+                    s[t] = _mm512_dpwssd_epi32(s[t], mv, _mm512_set1_epi32(ci[((size_t)t * aux_stride + b) * 16 + k]));
+            }
+            for (t = 0; t < T; t++) ba[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), nd);
+            for (j = 0; j < 8; j++) {
+                __m512 sc = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)))), d);
+                INFER__PKK_Q4_SUB(j);
+                for (t = 0; t < T; t++) ba[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), sc, ba[t]);
+            }
         } else {
             /* llama.cpp's repacked Q4_K order: per block the scaled sub-block
                sums as one integer, times d * d_x into one chain, the mins'
@@ -1048,23 +1128,8 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
             }
             for (j = 0; j < 8; j++) {
                 __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(o + 16 * j)));
-                for (t = 0; t < T; t++) {
-                    s[t] = _mm512_setzero_si512();
-                    if (split) s2[t] = _mm512_setzero_si512();
-                }
-                for (k = 0; k < 8; k++) {
-                    __m512i v = _mm512_loadu_si512((const void *)(o + 448 + ((j >> 1) * 8 + k) * 64));
-                    v = (j & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
-                    for (t = 0; t < T; t++) {
-                        __m512i xv = infer__pk_bcast(xq + t * x_stride + 32 * j + 4 * k);
-                        if (split && (k & 1)) s2[t] = _mm512_dpbusd_epi32(s2[t], v, xv);
-                        else s[t] = _mm512_dpbusd_epi32(s[t], v, xv);
-                    }
-                }
-                for (t = 0; t < T; t++) {
-                    if (split) s[t] = _mm512_add_epi32(s[t], s2[t]);
-                    is[t] = _mm512_add_epi32(is[t], _mm512_mullo_epi32(s[t], sc));
-                }
+                INFER__PKK_Q4_SUB(j);
+                for (t = 0; t < T; t++) is[t] = _mm512_add_epi32(is[t], _mm512_mullo_epi32(s[t], sc));
             }
             for (t = 0; t < T; t++)
                 f[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[t]), _mm512_mul_ps(d, _mm512_set1_ps(dx[t * aux_stride + b])), f[t]);
@@ -1080,28 +1145,31 @@ INFER__AVX512VNNI_INLINE void infer__pk_tile_k(const int Q6, const int T, int nb
     }
 }
 
-INFER__AVX512VNNI_INLINE void infer__pk_tile_k_any(int Q6, int T, int nb, const uint8_t *gp, const uint8_t *x,
+#undef INFER__PKK_Q4_SUB
+
+/* kind: 0 Q4_K, 1 Q6_K, 2 Q4_K in llama.cpp's order */
+INFER__AVX512VNNI_INLINE void infer__pk_tile_k_any(int kind, int T, int nb, const uint8_t *gp, const uint8_t *x,
                                                    size_t x_stride, const float *dx, const int32_t *ci, int aux_stride,
                                                    float *y, size_t ldy, __mmask16 m, int add) {
-#define INFER__PK_CASE(QQ, TT) \
-    case TT: infer__pk_tile_k(QQ, TT, nb, gp, x, x_stride, dx, ci, aux_stride, y, ldy, m, add); break;
-    if (Q6) {
-        switch (T) {
-            INFER__PK_CASE(1, 1) INFER__PK_CASE(1, 2) INFER__PK_CASE(1, 3) INFER__PK_CASE(1, 4)
-            INFER__PK_CASE(1, 5) INFER__PK_CASE(1, 6) INFER__PK_CASE(1, 7) default: INFER__PK_CASE(1, 8)
-        }
-    } else {
-        switch (T) {
-            INFER__PK_CASE(0, 1) INFER__PK_CASE(0, 2) INFER__PK_CASE(0, 3) INFER__PK_CASE(0, 4)
-            INFER__PK_CASE(0, 5) INFER__PK_CASE(0, 6) INFER__PK_CASE(0, 7) default: INFER__PK_CASE(0, 8)
-        }
+#define INFER__PK_CASE(QQ, OO, TT) \
+    case TT: infer__pk_tile_k(QQ, OO, TT, nb, gp, x, x_stride, dx, ci, aux_stride, y, ldy, m, add); break;
+#define INFER__PK_CASES(QQ, OO)                                                                         \
+    switch (T) {                                                                                        \
+        INFER__PK_CASE(QQ, OO, 1) INFER__PK_CASE(QQ, OO, 2) INFER__PK_CASE(QQ, OO, 3) INFER__PK_CASE(QQ, OO, 4) \
+        INFER__PK_CASE(QQ, OO, 5) INFER__PK_CASE(QQ, OO, 6) INFER__PK_CASE(QQ, OO, 7)                     \
+        default: INFER__PK_CASE(QQ, OO, 8)                                                              \
     }
+    if (kind == 1) INFER__PK_CASES(1, 0)
+    else if (kind == 2) INFER__PK_CASES(0, 1)
+    else INFER__PK_CASES(0, 0)
+#undef INFER__PK_CASES
 #undef INFER__PK_CASE
 }
 
 /* as infer__pk_gemm_32, with 256-value blocks */
-INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int Q6, int n, const void *packed, int n_rows, const void *xv,
+INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int kind, int n, const void *packed, int n_rows, const void *xv,
                                                size_t x_stride, int n_tok, float *y, size_t ldy) {
+    const int Q6 = kind == 1;
     float dx[INFER__PKK_AUX];
     int32_t ci[INFER__PKK_AUX * 16];
     const uint8_t *x = (const uint8_t *)xv;
@@ -1118,7 +1186,7 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int Q6, int n, const void *packed
                 const uint8_t *gp = (const uint8_t *)packed + ((size_t)g * nb + k0) * bbytes;
                 __mmask16 m = infer__pk_rows_mask(n_rows, g);
                 for (t = 0; t < tc; t += INFER__PKK_TMAX)
-                    infer__pk_tile_k_any(Q6, INFER__MIN(INFER__PKK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
+                    infer__pk_tile_k_any(kind, INFER__MIN(INFER__PKK_TMAX, tc - t), kn, gp, xc + (size_t)t * x_stride,
                                          x_stride, dx + t * kn, ci + (size_t)t * kn * 16, kn,
                                          y + (size_t)(t0 + t) * ldy + (size_t)g * INFER__PACK_ROWS, ldy, m, k0 > 0);
             }
@@ -1129,6 +1197,10 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int Q6, int n, const void *packed
 INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
                                                            size_t x_stride, int n_tok, float *y, size_t ldy) {
     infer__pk_gemm_k(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
+                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__pk_gemm_k(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
 INFER__AVX512VNNI static void infer__vnni_q6_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
                                                            size_t x_stride, int n_tok, float *y, size_t ldy) {
@@ -1204,6 +1276,82 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed(int n, const void *packe
                     }
                 }
             }
+        }
+    }
+}
+
+/* F16 x F16 in llama.cpp's order (gemm_packed_ordered): per row and
+   token 16 lanes, lane l taking every k = l mod 16, then the tree; with
+   16 rows to a vector that is 16 accumulators, one per lane, added
+   pairwise at the end. A tail past whole 16s as infer__f16_dot_llama. */
+/* One token in its own order (infer__f16_dot_llama_vec: llama.cpp takes
+   ggml_vec_dot_f16 there): 64 accumulators a row, kept in memory. */
+INFER__AVX512 static void infer__avx512_f16_gemv_packed_ordered(int n, const void *packed, int n_rows, const void *xv,
+                                                                float *y) {
+    size_t gbytes = ((size_t)n * INFER__PACK_ROWS * 2 + 63) & ~(size_t)63;
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, np = n - n % 64, g, k, l;
+    const uint16_t *x = (const uint16_t *)xv;
+    for (g = 0; g < ng; g++) {
+        const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)g * gbytes);
+        __m512 acc[64], lo, hi;
+        __m512d tl = _mm512_setzero_pd(), th = _mm512_setzero_pd();
+        for (l = 0; l < 64; l++) acc[l] = _mm512_setzero_ps();
+        for (k = 0; k < np; k++)
+            acc[k % 64] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
+                                          _mm512_set1_ps(infer__fp16_to_fp32(x[k])), acc[k % 64]);
+        for (l = 0; l < 16; l++) acc[l] = _mm512_add_ps(_mm512_add_ps(acc[l], acc[32 + l]), _mm512_add_ps(acc[16 + l], acc[48 + l]));
+        for (l = 8; l >= 1; l /= 2)
+            for (k = 0; k < l; k++) acc[k] = _mm512_add_ps(acc[k], acc[k + l]);
+        tl = _mm512_cvtps_pd(_mm512_castps512_ps256(acc[0]));
+        th = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1)));
+        for (k = np; k < n; k++) { /* products rounded to float, summed in double */
+            __m512 p = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
+                                     _mm512_set1_ps(infer__fp16_to_fp32(x[k])));
+            tl = _mm512_add_pd(tl, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+            th = _mm512_add_pd(th, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
+        }
+        lo = _mm512_castps256_ps512(_mm512_cvtpd_ps(tl));
+        hi = _mm512_insertf32x8(lo, _mm512_cvtpd_ps(th), 1);
+        _mm512_mask_storeu_ps(y + (size_t)g * INFER__PACK_ROWS, infer__pk_rows_mask(n_rows, g), hi);
+    }
+}
+
+INFER__AVX512 static void infer__avx512_f16_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *xv,
+                                                                size_t x_stride, int n_tok, float *y, size_t ldy) {
+    size_t gbytes = ((size_t)n * INFER__PACK_ROWS * 2 + 63) & ~(size_t)63;
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, w16 = n - n % 16, t, g, k, l;
+    if (n_tok == 1) {
+        infer__avx512_f16_gemv_packed_ordered(n, packed, n_rows, xv, y);
+        return;
+    }
+    for (g = 0; g < ng; g++) {
+        const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)g * gbytes);
+        __mmask16 m = infer__pk_rows_mask(n_rows, g);
+        for (t = 0; t < n_tok; t++) {
+            const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
+            __m512 acc[16], tail = _mm512_setzero_ps();
+            __m512d tl = _mm512_setzero_pd(), th = _mm512_setzero_pd();
+#pragma GCC unroll 16
+            for (l = 0; l < 16; l++) acc[l] = _mm512_setzero_ps();
+            for (k = 0; k < w16; k += 16)
+#pragma GCC unroll 16
+                for (l = 0; l < 16; l++)
+                    acc[l] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)(k + l) * 16))),
+                                             _mm512_set1_ps(infer__fp16_to_fp32(x[k + l])), acc[l]);
+            for (; k < n; k++) { /* products rounded to float, summed in double */
+                __m512 p = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
+                                         _mm512_set1_ps(infer__fp16_to_fp32(x[k])));
+                tl = _mm512_add_pd(tl, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+                th = _mm512_add_pd(th, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
+            }
+#pragma GCC unroll 4
+            for (l = 8; l >= 1; l /= 2)
+#pragma GCC unroll 8
+                for (k = 0; k < l; k++) acc[k] = _mm512_add_ps(acc[k], acc[k + l]);
+            if (w16 < n) /* (float)((double)lanes + tail) */
+                tail = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(acc[0])), tl))),
+                                          _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1))), th)), 1);
+            _mm512_mask_storeu_ps(y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS, m, w16 < n ? tail : acc[0]);
         }
     }
 }
@@ -1471,6 +1619,9 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->pack_size[INFER_TYPE_F16] = infer__pack_f16_size;
     k->pack[INFER_TYPE_F16] = infer__pack_f16;
     k->gemm_packed[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed;
+    k->gemm_packed_ordered[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed_ordered;
+    k->f16_dot_ordered = infer__avx512_f16_dot_ordered;
+    k->f16_dot_ordered1 = infer__avx512_f16_dot_ordered1;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
@@ -1503,10 +1654,10 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->pack_size[INFER_TYPE_Q6_K] = infer__pack_q6_K_size;
         k->pack[INFER_TYPE_Q6_K] = infer__pack_q6_K;
         k->gemm_packed[INFER_TYPE_Q6_K] = infer__vnni_q6_K_gemm_packed;
-        k->gemm_packed_ordered[INFER_TYPE_F16] = k->gemm_packed[INFER_TYPE_F16];
         k->gemm_packed[INFER_TYPE_F16] = infer__vnni_f16_gemm_packed;
         k->gemm_packed_ordered[INFER_TYPE_Q8_0] = infer__vnni_q8_0_gemm_packed_ordered;
         k->gemm_packed_ordered[INFER_TYPE_Q5_0] = infer__vnni_q5_0_gemm_packed_ordered;
+        k->gemm_packed_ordered[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm_packed_ordered;
     }
     if (__builtin_cpu_supports("avx512bf16")) {
         k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;

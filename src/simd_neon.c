@@ -60,6 +60,24 @@ static float infer__neon_f16_dot(int n, const void *w, const void *x) {
     for (; i < n; i++) s += infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]);
     return s;
 }
+/* llama.cpp's F16 order as AVX-512 runs it: 16 lanes in four chains,
+   then the tree (infer__f16_dot_llama) */
+static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
+    float lane[16];
+    double tail = 0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
+        s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
+        s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
+        s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
+    }
+    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    vst1q_f32(lane, s0), vst1q_f32(lane + 4, s1), vst1q_f32(lane + 8, s2), vst1q_f32(lane + 12, s3);
+    return (float)((double)infer__sum16_tree(lane) + tail);
+}
 #undef INFER__NLOADH
 
 static void infer__neon_f16_from_float(const float *src, void *dst, int64_t n) {
@@ -549,6 +567,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     int dp = infer__neon_has_dotprod();
     k->vec_dot[INFER_TYPE_F32] = infer__neon_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__neon_f16_dot;
+    k->f16_dot_ordered = infer__neon_f16_dot_ordered;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = dp ? infer__neondp_q4_0_dot : infer__neon_q4_0_dot;

@@ -33,7 +33,31 @@ static double infer__sum_squares_ref(const float *x, int n) {
     return ss;
 }
 
+/* acc[16 d + l] = v[16 d + l] * p[l] + acc[16 d + l], fused (attention's
+   p.V in llama.cpp's lanes); written so compilers vectorise it */
+static void infer__lanes16_fma_ref(float *acc, const float *v, const float *p, int n) {
+    int d, l;
+    for (d = 0; d < n; d++)
+        for (l = 0; l < 16; l++) acc[16 * d + l] = fmaf(v[16 * d + l], p[l], acc[16 * d + l]);
+}
+
 #ifdef INFER__HAVE_X86
+INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, const float *v, const float *p, int n) {
+    __m512 pv = _mm512_loadu_ps(p);
+    int d;
+    for (d = 0; d < n; d++)
+        _mm512_storeu_ps(acc + 16 * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + 16 * d)));
+}
+INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, const float *v, const float *p, int n) {
+    __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
+    int d;
+    for (d = 0; d < n; d++) {
+        float *a = acc + 16 * d;
+        _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
+        _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
+    }
+}
+
 /* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
    (relative error below 1e-8 there), then times 2^n. */
 INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
@@ -152,13 +176,16 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
+    k->lanes16_fma = infer__lanes16_fma_ref;
 #ifdef INFER__HAVE_X86
     if (k->isa == INFER__ISA_AVX2) {
+        k->lanes16_fma = infer__avx2_lanes16_fma;
         k->silu_mul = infer__avx2_silu_mul;
         k->gelu_mul = infer__avx2_gelu_mul;
         k->sum_squares = infer__avx2_sum_squares;
     }
     if (k->isa == INFER__ISA_AVX512) {
+        k->lanes16_fma = infer__avx512_lanes16_fma;
         k->silu_mul = infer__avx512_silu_mul;
         k->gelu_mul = infer__avx512_gelu_mul;
         k->sum_squares = infer__avx512_sum_squares;

@@ -267,9 +267,6 @@ $cc $flags "$tmp/neon_ref.c" "$tmp/testutil.o" -o "$tmp/neon_ref" -lm -lpthread
 # the format's tolerance (../shared/README.md), from the file name
 tolerance() {
     case $1 in
-        # a known gap held at 1% in test_reference.c too: llama.cpp's order of
-        # F16 sums and softmax chunks, amplified by its soft-capped attention
-        synth-gemma2-f16) echo 0.01 ;;
         stories260K | *-f32) echo 0.001 ;;
         *-f16 | *-bf16) echo 0.003 ;;
         *-q8_0) echo 0.01 ;;

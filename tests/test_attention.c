@@ -39,7 +39,7 @@ static float *cached(const infer__kv_cache *kv, int v_side, int from, int n) {
 /* One shape: n_kv_heads heads of hd values, group query heads each, n_tok
    tokens after pos0 cached ones. Returns the worst error over the bound. */
 static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_kv_heads, int hd, int group, int pos0,
-                          int n_tok, int window, float softcap) {
+                          int n_tok, int window, float softcap, int ordered) {
     int n_heads = n_kv_heads * group, kv_dim = n_kv_heads * hd, dim = n_heads * hd, n_ctx = pos0 + n_tok + 3;
     infer__kv_cache kv;
     infer_model model;
@@ -49,7 +49,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     infer__attn_scratch sc;
     float *q = (float *)malloc(sizeof(float) * n_tok * dim), *out = (float *)malloc(sizeof(float) * n_tok * dim);
     float *kr = (float *)malloc(sizeof(float) * kv_dim), *vr = (float *)malloc(sizeof(float) * kv_dim);
-    float *scratch = (float *)malloc(sizeof(float) * infer__attn_scratch_floats(hd));
+    float *scratch = (float *)malloc(sizeof(float) * infer__attn_scratch_floats(hd, ordered));
     float *qd = (float *)malloc(sizeof(float) * hd);
     uint8_t *qx = (uint8_t *)malloc((size_t)hd * 4);
     double *s = (double *)malloc(sizeof(double) * n_ctx), worst = 0;
@@ -70,11 +70,14 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     }
     for (i = 0; i < n_tok * dim; i++) q[i] = 2 * g_uniform();
     memset(out, 0, sizeof(float) * n_tok * dim);
-    infer__attn_scratch_carve(&sc, scratch, hd);
+    infer__attn_scratch_carve(&sc, scratch, hd, ordered);
     b.kv = &kv, b.kern = kern, b.layer = 0, b.pos0 = pos0, b.n_tok = n_tok, b.n_heads = n_heads;
     b.window = window, b.scale = 1.0f / sqrtf((float)hd), b.softcap = softcap;
     b.q = q, b.out = out, b.ldq = b.ldo = dim;
-    for (item = 0; item < infer__attn_n_items(&b); item++) infer__attn_item(&b, item, &sc);
+    b.ordered = ordered;
+    for (item = 0; item < infer__attn_n_items(&b); item++)
+        if (ordered) infer__attn_item_ordered(&b, item, &sc);
+        else infer__attn_item(&b, item, &sc);
     kf = cached(&kv, 0, window && pos0 > window ? pos0 - window : 0, pos0 + n_tok);
     vf = cached(&kv, 1, window && pos0 > window ? pos0 - window : 0, pos0 + n_tok);
 
@@ -112,21 +115,23 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
 }
 
 /* Every shape {n_kv_heads, head_dim, group, pos0, n_tok, window, softcap}
-   against the plain attention, on every instruction set and both caches. */
+   against the plain attention, on every instruction set and both caches,
+   and for F16 in llama.cpp's order too (infer__attn_item_ordered). */
 static void check_shapes(const int (*shapes)[7], int n_shapes) {
-    infer_type types[] = {INFER_TYPE_F16, INFER_TYPE_Q8_0};
+    infer_type types[] = {INFER_TYPE_F16, INFER_TYPE_Q8_0, INFER_TYPE_F16};
+    const char *what[] = {"", "", " (llama.cpp's order)"};
     int isa, ti, si, n_run = 0;
     for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
         infer__kernels kern;
         if (!infer__kernels_install(&kern, (infer__isa)isa)) continue;
-        for (ti = 0; ti < 2; ti++)
+        for (ti = 0; ti < 3; ti++)
             for (si = 0; si < n_shapes; si++) {
                 const int *sh = shapes[si];
-                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], (float)sh[6]);
+                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], (float)sh[6], ti == 2);
                 cr_expect(w <= 1.0,
-                          "%s, %s cache, %d KV heads of %d, group %d, %d tokens after %d, window %d, softcap %d: "
+                          "%s, %s cache%s, %d KV heads of %d, group %d, %d tokens after %d, window %d, softcap %d: "
                           "error %.2f x bound",
-                          infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name, sh[0], sh[1], sh[2], sh[4],
+                          infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name, what[ti], sh[0], sh[1], sh[2], sh[4],
                           sh[3], sh[5], sh[6], w);
                 n_run++;
             }

@@ -179,10 +179,10 @@ static void check(infer_type t, const int *lens, int n_lens) {
             /* a later group's rows, as a thread's share of a matrix */
             fails += run_one(&p, &k, k.gemm_packed[t], name, 32, 68, 13, exact);
             fails += run_one(&p, &k, k.gemm_packed[t], name, 48, 3, 1, exact);
-            /* llama.cpp's order for prompts (match_llama): Q8_0 and Q5_0 sum
-               as the scalar kernels do, bit for bit; F16 exactly */
+            /* llama.cpp's order (match_llama): Q8_0, Q5_0 and Q4_K sum as
+               the scalar kernels do, bit for bit; F16 exactly */
             if (!exact && k.gemm_packed_ordered[t]) {
-                int bitwise = t == INFER_TYPE_Q8_0 || t == INFER_TYPE_Q5_0;
+                int bitwise = t == INFER_TYPE_Q8_0 || t == INFER_TYPE_Q5_0 || t == INFER_TYPE_Q4_K;
                 for (ri = 0; ri < 6; ri++)
                     for (ti = 0; ti < 6; ti++)
                         fails += run_one(&p, &k, k.gemm_packed_ordered[t], "ordered", 0, rows[ri], toks[ti], bitwise);
@@ -302,4 +302,48 @@ Test(pack, f16_integer) {
     }
     cr_assert_eq(fails, 0, "f16 integer path: %d mismatches (see stdout)", fails);
     if (!n_kernel) cr_log_info("f16 integer path: no AVX512-VNNI here: only the reference was checked");
+}
+
+/* The F16 kernels in llama.cpp's order (match_llama), bit for bit: a batch
+   as tinyBLAS sums it (infer__f16_dot_llama), one token as
+   ggml_vec_dot_f16 does (infer__f16_dot_llama_vec), packed and not. */
+Test(pack, f16_llama_order_bitwise) {
+    static const int lens[] = {64, 256, 576, 80, 200};
+    int isa, li, fails = 0, n_run = 0;
+    uint32_t seed = 12345;
+    for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
+        infer__kernels k;
+        if (!infer__kernels_install(&k, (infer__isa)isa)) continue;
+        for (li = 0; li < 5; li++) {
+            int n = lens[li], rows = 37, nt, r, t, i;
+            uint16_t *w = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)n * rows), *x = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)n * 3);
+            float y[3 * 40];
+            for (i = 0; i < n * rows; i++) seed = seed * 1664525u + 1013904223u, w[i] = infer__fp32_to_fp16(((int)(seed >> 9) % 2001 - 1000) / 700.0f);
+            for (i = 0; i < n * 3; i++) seed = seed * 1664525u + 1013904223u, x[i] = infer__fp32_to_fp16(((int)(seed >> 9) % 2001 - 1000) / 300.0f);
+            for (r = 0; r < rows; r++) {
+                const uint16_t *wr = w + (size_t)r * n;
+                fails += k.f16_dot_ordered(n, wr, x) != infer__f16_dot_llama(wr, 1, x, n);
+                fails += k.f16_dot_ordered1(n, wr, x) != infer__f16_dot_llama_vec(wr, 1, x, n);
+            }
+            if (k.gemm_packed_ordered[INFER_TYPE_F16]) {
+                uint8_t *packed = (uint8_t *)malloc(k.pack_size[INFER_TYPE_F16](n, rows));
+                k.pack[INFER_TYPE_F16](w, (size_t)n * 2, n, rows, packed);
+                for (nt = 1; nt <= 3; nt += 2) {
+                    k.gemm_packed_ordered[INFER_TYPE_F16](n, packed, rows, x, (size_t)n * 2, nt, y, 40);
+                    for (t = 0; t < nt; t++)
+                        for (r = 0; r < rows; r++) {
+                            float want = nt == 1 ? infer__f16_dot_llama_vec(w + (size_t)r * n, 1, x, n)
+                                                 : infer__f16_dot_llama(w + (size_t)r * n, 1, x + (size_t)t * n, n);
+                            if (y[t * 40 + r] != want && fails++ < 10)
+                                printf("%s packed n=%d tok %d/%d row %d: %.9g, want %.9g\n", infer__isa_name((infer__isa)isa), n, t, nt, r, y[t * 40 + r], want);
+                        }
+                }
+                free(packed);
+            }
+            free(w), free(x);
+            n_run++;
+        }
+    }
+    cr_assert_gt(n_run, 0);
+    cr_assert_eq(fails, 0, "%d F16 sums out of llama.cpp's order", fails);
 }
