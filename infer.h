@@ -939,11 +939,11 @@ typedef struct infer__kernels {
     infer__gemm_packed_fn gemm_packed_ordered[INFER_TYPE_COUNT];
     /* llama.cpp's order for the rest of what such a context computes: an
        F16 dot as 16 lanes then a tree (infer__f16_dot_llama), and
-       attention's p.V by key lanes: acc[16 d + l] += v[16 d + l] * p[l],
+       attention's p.V by key lanes: acc[as d + l] += v[16 d + l] * p[l],
        fused, for d < n */
     infer__vec_dot_fn f16_dot_ordered;
     infer__vec_dot_fn f16_dot_ordered1; /* for one token: infer__f16_dot_llama_vec */
-    void (*lanes16_fma)(float *acc, const float *v, const float *p, int n);
+    void (*lanes16_fma)(float *acc, int as, const float *v, const float *p, int n);
     /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
@@ -10333,26 +10333,26 @@ static double infer__sum_squares_ref(const float *x, int n) {
     return ss;
 }
 
-/* acc[16 d + l] = v[16 d + l] * p[l] + acc[16 d + l], fused (attention's
+/* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
    p.V in llama.cpp's lanes); written so compilers vectorise it */
-static void infer__lanes16_fma_ref(float *acc, const float *v, const float *p, int n) {
+static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
     int d, l;
     for (d = 0; d < n; d++)
-        for (l = 0; l < 16; l++) acc[16 * d + l] = fmaf(v[16 * d + l], p[l], acc[16 * d + l]);
+        for (l = 0; l < 16; l++) acc[as * d + l] = fmaf(v[16 * d + l], p[l], acc[as * d + l]);
 }
 
 #ifdef INFER__HAVE_X86
-INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, const float *v, const float *p, int n) {
+INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
     __m512 pv = _mm512_loadu_ps(p);
     int d;
     for (d = 0; d < n; d++)
-        _mm512_storeu_ps(acc + 16 * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + 16 * d)));
+        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + (size_t)as * d)));
 }
-INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, const float *v, const float *p, int n) {
+INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
     __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
     int d;
     for (d = 0; d < n; d++) {
-        float *a = acc + 16 * d;
+        float *a = acc + (size_t)as * d;
         _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
         _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
     }
@@ -11228,14 +11228,9 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                         pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(infer__exp_llama(x - sc->m[i]) * inv));
                     }
                     if (!any) continue;
-                    if (!vec) {
-                        kern->lanes16_fma(sc->lanes + (size_t)i * hd * 16, sc->vchunk, pc, hd);
-                    } else if (c0 < np) { /* 16 of the 64 lanes */
-                        int q4 = (c0 / 16) % 4;
-                        for (d = 0; d < hd; d++) {
-                            float *ln = sc->lanes + ((size_t)i * hd + d) * 64 + 16 * q4;
-                            for (l = 0; l < 16; l++) ln[l] = fmaf(sc->vchunk[16 * d + l], pc[l], ln[l]);
-                        }
+                    if (!vec || c0 < np) { /* with one token: 16 of the 64 lanes */
+                        kern->lanes16_fma(sc->lanes + (size_t)i * hd * nl + (vec ? 16 * ((c0 / 16) % 4) : 0), nl,
+                                          sc->vchunk, pc, hd);
                     } else {
                         for (d = 0; d < hd; d++)
                             for (l = 0; l < 16; l++) tail[(size_t)i * hd + d] += (double)(sc->vchunk[16 * d + l] * pc[l]);

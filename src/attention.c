@@ -357,14 +357,9 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                         pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(infer__exp_llama(x - sc->m[i]) * inv));
                     }
                     if (!any) continue;
-                    if (!vec) {
-                        kern->lanes16_fma(sc->lanes + (size_t)i * hd * 16, sc->vchunk, pc, hd);
-                    } else if (c0 < np) { /* 16 of the 64 lanes */
-                        int q4 = (c0 / 16) % 4;
-                        for (d = 0; d < hd; d++) {
-                            float *ln = sc->lanes + ((size_t)i * hd + d) * 64 + 16 * q4;
-                            for (l = 0; l < 16; l++) ln[l] = fmaf(sc->vchunk[16 * d + l], pc[l], ln[l]);
-                        }
+                    if (!vec || c0 < np) { /* with one token: 16 of the 64 lanes */
+                        kern->lanes16_fma(sc->lanes + (size_t)i * hd * nl + (vec ? 16 * ((c0 / 16) % 4) : 0), nl,
+                                          sc->vchunk, pc, hd);
                     } else {
                         for (d = 0; d < hd; d++)
                             for (l = 0; l < 16; l++) tail[(size_t)i * hd + d] += (double)(sc->vchunk[16 * d + l] * pc[l]);

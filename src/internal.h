@@ -316,11 +316,11 @@ typedef struct infer__kernels {
     infer__gemm_packed_fn gemm_packed_ordered[INFER_TYPE_COUNT];
     /* llama.cpp's order for the rest of what such a context computes: an
        F16 dot as 16 lanes then a tree (infer__f16_dot_llama), and
-       attention's p.V by key lanes: acc[16 d + l] += v[16 d + l] * p[l],
+       attention's p.V by key lanes: acc[as d + l] += v[16 d + l] * p[l],
        fused, for d < n */
     infer__vec_dot_fn f16_dot_ordered;
     infer__vec_dot_fn f16_dot_ordered1; /* for one token: infer__f16_dot_llama_vec */
-    void (*lanes16_fma)(float *acc, const float *v, const float *p, int n);
+    void (*lanes16_fma)(float *acc, int as, const float *v, const float *p, int n);
     /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);

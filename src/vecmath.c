@@ -33,26 +33,26 @@ static double infer__sum_squares_ref(const float *x, int n) {
     return ss;
 }
 
-/* acc[16 d + l] = v[16 d + l] * p[l] + acc[16 d + l], fused (attention's
+/* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
    p.V in llama.cpp's lanes); written so compilers vectorise it */
-static void infer__lanes16_fma_ref(float *acc, const float *v, const float *p, int n) {
+static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
     int d, l;
     for (d = 0; d < n; d++)
-        for (l = 0; l < 16; l++) acc[16 * d + l] = fmaf(v[16 * d + l], p[l], acc[16 * d + l]);
+        for (l = 0; l < 16; l++) acc[as * d + l] = fmaf(v[16 * d + l], p[l], acc[as * d + l]);
 }
 
 #ifdef INFER__HAVE_X86
-INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, const float *v, const float *p, int n) {
+INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
     __m512 pv = _mm512_loadu_ps(p);
     int d;
     for (d = 0; d < n; d++)
-        _mm512_storeu_ps(acc + 16 * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + 16 * d)));
+        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + (size_t)as * d)));
 }
-INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, const float *v, const float *p, int n) {
+INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
     __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
     int d;
     for (d = 0; d < n; d++) {
-        float *a = acc + 16 * d;
+        float *a = acc + (size_t)as * d;
         _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
         _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
     }
