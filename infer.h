@@ -4806,11 +4806,6 @@ INFER__UNUSED static float infer__hsum8(const float *a) {
     return (r0 + r2) + (r1 + r3);
 }
 
-/* F16 . F16 as llama.cpp's products run on AVX-512 (its tinyBLAS): 16
-   lanes, lane l taking values l, l + 16, ... by fused multiply-adds, summed
-   as a tree (halves, quarters, ...); a tail of n % 16 values (llama.cpp
-   takes whole vectors only) is added after, in double. a's values are
-   a_stride apart (packed rows), b's contiguous. */
 /* The sum of 16 lanes as an AVX-512 horizontal add takes it: halves
    added (lane i with i + 8), then again, to one (lane is overwritten). */
 INFER__UNUSED static float infer__sum16_tree(float *lane) {
@@ -4820,21 +4815,11 @@ INFER__UNUSED static float infer__sum16_tree(float *lane) {
     return lane[0];
 }
 
-INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
-    float lane[16] = {0};
-    double tail = 0;
-    int i, l, w16 = n - n % 16;
-    for (i = 0; i < w16; i += 16)
-        for (l = 0; l < 16; l++)
-            lane[l] = fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
-    for (i = w16; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
-    return (float)((double)infer__sum16_tree(lane) + tail);
-}
-
 /* llama.cpp's F16 dot for a single token (ggml_vec_dot_f16 on AVX-512):
    four accumulators of 16 lanes over each 64 values (value i to
    accumulator i / 16 mod 4, lane i mod 16), added 0+2 and 1+3, then those
-   two, then the tree; values past the last whole 64 added in double. */
+   two, then the tree; values past the last whole 64 added in double. a's
+   values are a_stride apart (packed rows), b's contiguous. */
 INFER__UNUSED static float infer__f16_dot_llama_vec(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
     float acc[64] = {0};
     double sum;
@@ -4845,6 +4830,20 @@ INFER__UNUSED static float infer__f16_dot_llama_vec(const uint16_t *a, size_t a_
     sum = (double)infer__sum16_tree(acc);
     for (i = np; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
     return (float)sum;
+}
+
+/* F16 . F16 as llama.cpp's batches run on AVX-512 (its tinyBLAS): 16
+   lanes, lane l taking values l, l + 16, ... by fused multiply-adds, then
+   the tree. tinyBLAS takes whole vectors only; for other lengths llama.cpp
+   falls back to ggml_vec_dot_f16, and so does this. */
+INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
+    float lane[16] = {0};
+    int i, l;
+    if (n % 16) return infer__f16_dot_llama_vec(a, a_stride, b, n);
+    for (i = 0; i < n; i += 16)
+        for (l = 0; l < 16; l++)
+            lane[l] = fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
+    return infer__sum16_tree(lane);
 }
 
 #endif /* INFER_QUANTS_H */
@@ -7380,16 +7379,15 @@ INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     float lane[16];
-    double tail = 0;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
+    int i;
+    if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
+    for (i = 0; i < n; i += 16) {
         s0 = _mm256_fmadd_ps(INFER__LOADH(a + i), INFER__LOADH(b + i), s0);
         s1 = _mm256_fmadd_ps(INFER__LOADH(a + i + 8), INFER__LOADH(b + i + 8), s1);
     }
-    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
     _mm256_storeu_ps(lane, s0);
     _mm256_storeu_ps(lane + 8, s1);
-    return (float)((double)infer__sum16_tree(lane) + tail);
+    return infer__sum16_tree(lane);
 }
 
 INFER__AVX2 static float infer__avx2_f16_dot(int n, const void *w, const void *x) {
@@ -8080,22 +8078,6 @@ INFER__AVX512 static float infer__avx512_f16_dot(int n, const void *w, const voi
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-/* llama.cpp's F16 order (tinyBLAS on AVX-512): one 16-lane chain, then
-   the horizontal add's tree; a tail past whole 16s as infer__f16_dot_llama */
-INFER__AVX512 static float infer__avx512_f16_dot_ordered(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    __m512 s = _mm512_setzero_ps();
-    float lane[16];
-    double tail = 0;
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        s = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))),
-                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i))), s);
-    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
-    _mm512_storeu_ps(lane, s);
-    return (float)((double)infer__sum16_tree(lane) + tail);
-}
-
 /* one token's order: infer__f16_dot_llama_vec */
 INFER__AVX512 static float infer__avx512_f16_dot_ordered1(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
@@ -8112,6 +8094,21 @@ INFER__AVX512 static float infer__avx512_f16_dot_ordered1(int n, const void *w, 
     sum = (double)infer__sum16_tree(lane);
     for (; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
     return (float)sum;
+}
+
+/* llama.cpp's F16 order for a batch (tinyBLAS on AVX-512): one 16-lane
+   chain, then the horizontal add's tree (infer__f16_dot_llama) */
+INFER__AVX512 static float infer__avx512_f16_dot_ordered(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m512 s = _mm512_setzero_ps();
+    float lane[16];
+    int i;
+    if (n % 16) return infer__avx512_f16_dot_ordered1(n, w, x);
+    for (i = 0; i < n; i += 16)
+        s = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))),
+                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i))), s);
+    _mm512_storeu_ps(lane, s);
+    return infer__sum16_tree(lane);
 }
 
 INFER__AVX512 static void infer__avx512_f16_from_float(const float *src, void *dst, int64_t n) {
@@ -9313,10 +9310,6 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed(int n, const void *packe
     }
 }
 
-/* F16 x F16 in llama.cpp's order (gemm_packed_ordered): per row and
-   token 16 lanes, lane l taking every k = l mod 16, then the tree; with
-   16 rows to a vector that is 16 accumulators, one per lane, added
-   pairwise at the end. A tail past whole 16s as infer__f16_dot_llama. */
 /* One token in its own order (infer__f16_dot_llama_vec: llama.cpp takes
    ggml_vec_dot_f16 there): 64 accumulators a row, kept in memory. */
 INFER__AVX512 static void infer__avx512_f16_gemv_packed_ordered(int n, const void *packed, int n_rows, const void *xv,
@@ -9327,7 +9320,7 @@ INFER__AVX512 static void infer__avx512_f16_gemv_packed_ordered(int n, const voi
     for (g = 0; g < ng; g++) {
         const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)g * gbytes);
         __m512 acc[64], lo, hi;
-        __m512d tl = _mm512_setzero_pd(), th = _mm512_setzero_pd();
+        __m512d tl, th;
         for (l = 0; l < 64; l++) acc[l] = _mm512_setzero_ps();
         for (k = 0; k < np; k++)
             acc[k % 64] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
@@ -9349,12 +9342,19 @@ INFER__AVX512 static void infer__avx512_f16_gemv_packed_ordered(int n, const voi
     }
 }
 
+/* F16 x F16 in llama.cpp's order (gemm_packed_ordered): a batch per row
+   and token in 16 lanes, lane l taking every k = l mod 16, then the tree;
+   with 16 rows to a vector that is 16 accumulators, one per lane, added
+   pairwise at the end. One token, and lengths that are not whole 16s,
+   as ggml_vec_dot_f16 (the kernel above), as llama.cpp. */
 INFER__AVX512 static void infer__avx512_f16_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *xv,
                                                                 size_t x_stride, int n_tok, float *y, size_t ldy) {
     size_t gbytes = ((size_t)n * INFER__PACK_ROWS * 2 + 63) & ~(size_t)63;
-    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, w16 = n - n % 16, t, g, k, l;
-    if (n_tok == 1) {
-        infer__avx512_f16_gemv_packed_ordered(n, packed, n_rows, xv, y);
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, t, g, k, l;
+    if (n_tok == 1 || n % 16) {
+        for (t = 0; t < n_tok; t++)
+            infer__avx512_f16_gemv_packed_ordered(n, packed, n_rows, (const uint8_t *)xv + (size_t)t * x_stride,
+                                                  y + (size_t)t * ldy);
         return;
     }
     for (g = 0; g < ng; g++) {
@@ -9362,29 +9362,19 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed_ordered(int n, const voi
         __mmask16 m = infer__pk_rows_mask(n_rows, g);
         for (t = 0; t < n_tok; t++) {
             const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
-            __m512 acc[16], tail = _mm512_setzero_ps();
-            __m512d tl = _mm512_setzero_pd(), th = _mm512_setzero_pd();
+            __m512 acc[16];
 #pragma GCC unroll 16
             for (l = 0; l < 16; l++) acc[l] = _mm512_setzero_ps();
-            for (k = 0; k < w16; k += 16)
+            for (k = 0; k < n; k += 16)
 #pragma GCC unroll 16
                 for (l = 0; l < 16; l++)
                     acc[l] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)(k + l) * 16))),
                                              _mm512_set1_ps(infer__fp16_to_fp32(x[k + l])), acc[l]);
-            for (; k < n; k++) { /* products rounded to float, summed in double */
-                __m512 p = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
-                                         _mm512_set1_ps(infer__fp16_to_fp32(x[k])));
-                tl = _mm512_add_pd(tl, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
-                th = _mm512_add_pd(th, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
-            }
 #pragma GCC unroll 4
             for (l = 8; l >= 1; l /= 2)
 #pragma GCC unroll 8
                 for (k = 0; k < l; k++) acc[k] = _mm512_add_ps(acc[k], acc[k + l]);
-            if (w16 < n) /* (float)((double)lanes + tail) */
-                tail = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(acc[0])), tl))),
-                                          _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1))), th)), 1);
-            _mm512_mask_storeu_ps(y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS, m, w16 < n ? tail : acc[0]);
+            _mm512_mask_storeu_ps(y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS, m, acc[0]);
         }
     }
 }
@@ -9772,17 +9762,16 @@ static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
     float lane[16];
-    double tail = 0;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
+    int i;
+    if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
+    for (i = 0; i < n; i += 16) {
         s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
         s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
         s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
         s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
     }
-    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
     vst1q_f32(lane, s0), vst1q_f32(lane + 4, s1), vst1q_f32(lane + 8, s2), vst1q_f32(lane + 12, s3);
-    return (float)((double)infer__sum16_tree(lane) + tail);
+    return infer__sum16_tree(lane);
 }
 #undef INFER__NLOADH
 
@@ -11124,8 +11113,9 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
 }
 
 /* e^x as llama.cpp's AVX-512 softmax has it (ggml_v_expf): x = n ln2 + b
-   with ln2 in two parts (the constants are the float values of 0x1.8p23, 1/ln2, ln2's parts and the polynomial's, written in decimal for C++), e^b by a degree-5 polynomial in Estrin's form,
-   times 2^n; 0 or inf where |n| > 192. */
+   with ln2 in two parts, e^b by a degree-5 polynomial in Estrin's form,
+   times 2^n; 0 or inf where |n| > 192. The constants are the floats
+   0x1.8p23, 1/ln2, ln2's parts and the polynomial's, in decimal for C++. */
 static float infer__exp_llama(float x) {
     const float shift = 12582912.0f;
     float n = fmaf(x, 1.44269502f, shift) - shift;

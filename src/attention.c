@@ -253,8 +253,9 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
 }
 
 /* e^x as llama.cpp's AVX-512 softmax has it (ggml_v_expf): x = n ln2 + b
-   with ln2 in two parts (the constants are the float values of 0x1.8p23, 1/ln2, ln2's parts and the polynomial's, written in decimal for C++), e^b by a degree-5 polynomial in Estrin's form,
-   times 2^n; 0 or inf where |n| > 192. */
+   with ln2 in two parts, e^b by a degree-5 polynomial in Estrin's form,
+   times 2^n; 0 or inf where |n| > 192. The constants are the floats
+   0x1.8p23, 1/ln2, ln2's parts and the polynomial's, in decimal for C++. */
 static float infer__exp_llama(float x) {
     const float shift = 12582912.0f;
     float n = fmaf(x, 1.44269502f, shift) - shift;

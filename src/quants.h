@@ -127,11 +127,6 @@ INFER__UNUSED static float infer__hsum8(const float *a) {
     return (r0 + r2) + (r1 + r3);
 }
 
-/* F16 . F16 as llama.cpp's products run on AVX-512 (its tinyBLAS): 16
-   lanes, lane l taking values l, l + 16, ... by fused multiply-adds, summed
-   as a tree (halves, quarters, ...); a tail of n % 16 values (llama.cpp
-   takes whole vectors only) is added after, in double. a's values are
-   a_stride apart (packed rows), b's contiguous. */
 /* The sum of 16 lanes as an AVX-512 horizontal add takes it: halves
    added (lane i with i + 8), then again, to one (lane is overwritten). */
 INFER__UNUSED static float infer__sum16_tree(float *lane) {
@@ -141,21 +136,11 @@ INFER__UNUSED static float infer__sum16_tree(float *lane) {
     return lane[0];
 }
 
-INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
-    float lane[16] = {0};
-    double tail = 0;
-    int i, l, w16 = n - n % 16;
-    for (i = 0; i < w16; i += 16)
-        for (l = 0; l < 16; l++)
-            lane[l] = fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
-    for (i = w16; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
-    return (float)((double)infer__sum16_tree(lane) + tail);
-}
-
 /* llama.cpp's F16 dot for a single token (ggml_vec_dot_f16 on AVX-512):
    four accumulators of 16 lanes over each 64 values (value i to
    accumulator i / 16 mod 4, lane i mod 16), added 0+2 and 1+3, then those
-   two, then the tree; values past the last whole 64 added in double. */
+   two, then the tree; values past the last whole 64 added in double. a's
+   values are a_stride apart (packed rows), b's contiguous. */
 INFER__UNUSED static float infer__f16_dot_llama_vec(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
     float acc[64] = {0};
     double sum;
@@ -166,6 +151,20 @@ INFER__UNUSED static float infer__f16_dot_llama_vec(const uint16_t *a, size_t a_
     sum = (double)infer__sum16_tree(acc);
     for (i = np; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
     return (float)sum;
+}
+
+/* F16 . F16 as llama.cpp's batches run on AVX-512 (its tinyBLAS): 16
+   lanes, lane l taking values l, l + 16, ... by fused multiply-adds, then
+   the tree. tinyBLAS takes whole vectors only; for other lengths llama.cpp
+   falls back to ggml_vec_dot_f16, and so does this. */
+INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stride, const uint16_t *b, int n) {
+    float lane[16] = {0};
+    int i, l;
+    if (n % 16) return infer__f16_dot_llama_vec(a, a_stride, b, n);
+    for (i = 0; i < n; i += 16)
+        for (l = 0; l < 16; l++)
+            lane[l] = fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
+    return infer__sum16_tree(lane);
 }
 
 #endif /* INFER_QUANTS_H */

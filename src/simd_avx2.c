@@ -35,16 +35,15 @@ INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     float lane[16];
-    double tail = 0;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
+    int i;
+    if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
+    for (i = 0; i < n; i += 16) {
         s0 = _mm256_fmadd_ps(INFER__LOADH(a + i), INFER__LOADH(b + i), s0);
         s1 = _mm256_fmadd_ps(INFER__LOADH(a + i + 8), INFER__LOADH(b + i + 8), s1);
     }
-    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
     _mm256_storeu_ps(lane, s0);
     _mm256_storeu_ps(lane + 8, s1);
-    return (float)((double)infer__sum16_tree(lane) + tail);
+    return infer__sum16_tree(lane);
 }
 
 INFER__AVX2 static float infer__avx2_f16_dot(int n, const void *w, const void *x) {

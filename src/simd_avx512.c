@@ -47,22 +47,6 @@ INFER__AVX512 static float infer__avx512_f16_dot(int n, const void *w, const voi
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-/* llama.cpp's F16 order (tinyBLAS on AVX-512): one 16-lane chain, then
-   the horizontal add's tree; a tail past whole 16s as infer__f16_dot_llama */
-INFER__AVX512 static float infer__avx512_f16_dot_ordered(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    __m512 s = _mm512_setzero_ps();
-    float lane[16];
-    double tail = 0;
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        s = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))),
-                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i))), s);
-    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
-    _mm512_storeu_ps(lane, s);
-    return (float)((double)infer__sum16_tree(lane) + tail);
-}
-
 /* one token's order: infer__f16_dot_llama_vec */
 INFER__AVX512 static float infer__avx512_f16_dot_ordered1(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
@@ -79,6 +63,21 @@ INFER__AVX512 static float infer__avx512_f16_dot_ordered1(int n, const void *w, 
     sum = (double)infer__sum16_tree(lane);
     for (; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
     return (float)sum;
+}
+
+/* llama.cpp's F16 order for a batch (tinyBLAS on AVX-512): one 16-lane
+   chain, then the horizontal add's tree (infer__f16_dot_llama) */
+INFER__AVX512 static float infer__avx512_f16_dot_ordered(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m512 s = _mm512_setzero_ps();
+    float lane[16];
+    int i;
+    if (n % 16) return infer__avx512_f16_dot_ordered1(n, w, x);
+    for (i = 0; i < n; i += 16)
+        s = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + i))),
+                            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(b + i))), s);
+    _mm512_storeu_ps(lane, s);
+    return infer__sum16_tree(lane);
 }
 
 INFER__AVX512 static void infer__avx512_f16_from_float(const float *src, void *dst, int64_t n) {
@@ -1280,10 +1279,6 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed(int n, const void *packe
     }
 }
 
-/* F16 x F16 in llama.cpp's order (gemm_packed_ordered): per row and
-   token 16 lanes, lane l taking every k = l mod 16, then the tree; with
-   16 rows to a vector that is 16 accumulators, one per lane, added
-   pairwise at the end. A tail past whole 16s as infer__f16_dot_llama. */
 /* One token in its own order (infer__f16_dot_llama_vec: llama.cpp takes
    ggml_vec_dot_f16 there): 64 accumulators a row, kept in memory. */
 INFER__AVX512 static void infer__avx512_f16_gemv_packed_ordered(int n, const void *packed, int n_rows, const void *xv,
@@ -1294,7 +1289,7 @@ INFER__AVX512 static void infer__avx512_f16_gemv_packed_ordered(int n, const voi
     for (g = 0; g < ng; g++) {
         const uint16_t *gw = (const uint16_t *)((const uint8_t *)packed + (size_t)g * gbytes);
         __m512 acc[64], lo, hi;
-        __m512d tl = _mm512_setzero_pd(), th = _mm512_setzero_pd();
+        __m512d tl, th;
         for (l = 0; l < 64; l++) acc[l] = _mm512_setzero_ps();
         for (k = 0; k < np; k++)
             acc[k % 64] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
@@ -1316,12 +1311,19 @@ INFER__AVX512 static void infer__avx512_f16_gemv_packed_ordered(int n, const voi
     }
 }
 
+/* F16 x F16 in llama.cpp's order (gemm_packed_ordered): a batch per row
+   and token in 16 lanes, lane l taking every k = l mod 16, then the tree;
+   with 16 rows to a vector that is 16 accumulators, one per lane, added
+   pairwise at the end. One token, and lengths that are not whole 16s,
+   as ggml_vec_dot_f16 (the kernel above), as llama.cpp. */
 INFER__AVX512 static void infer__avx512_f16_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *xv,
                                                                 size_t x_stride, int n_tok, float *y, size_t ldy) {
     size_t gbytes = ((size_t)n * INFER__PACK_ROWS * 2 + 63) & ~(size_t)63;
-    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, w16 = n - n % 16, t, g, k, l;
-    if (n_tok == 1) {
-        infer__avx512_f16_gemv_packed_ordered(n, packed, n_rows, xv, y);
+    int ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, t, g, k, l;
+    if (n_tok == 1 || n % 16) {
+        for (t = 0; t < n_tok; t++)
+            infer__avx512_f16_gemv_packed_ordered(n, packed, n_rows, (const uint8_t *)xv + (size_t)t * x_stride,
+                                                  y + (size_t)t * ldy);
         return;
     }
     for (g = 0; g < ng; g++) {
@@ -1329,29 +1331,19 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed_ordered(int n, const voi
         __mmask16 m = infer__pk_rows_mask(n_rows, g);
         for (t = 0; t < n_tok; t++) {
             const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
-            __m512 acc[16], tail = _mm512_setzero_ps();
-            __m512d tl = _mm512_setzero_pd(), th = _mm512_setzero_pd();
+            __m512 acc[16];
 #pragma GCC unroll 16
             for (l = 0; l < 16; l++) acc[l] = _mm512_setzero_ps();
-            for (k = 0; k < w16; k += 16)
+            for (k = 0; k < n; k += 16)
 #pragma GCC unroll 16
                 for (l = 0; l < 16; l++)
                     acc[l] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)(k + l) * 16))),
                                              _mm512_set1_ps(infer__fp16_to_fp32(x[k + l])), acc[l]);
-            for (; k < n; k++) { /* products rounded to float, summed in double */
-                __m512 p = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)k * 16))),
-                                         _mm512_set1_ps(infer__fp16_to_fp32(x[k])));
-                tl = _mm512_add_pd(tl, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
-                th = _mm512_add_pd(th, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(p), 1))));
-            }
 #pragma GCC unroll 4
             for (l = 8; l >= 1; l /= 2)
 #pragma GCC unroll 8
                 for (k = 0; k < l; k++) acc[k] = _mm512_add_ps(acc[k], acc[k + l]);
-            if (w16 < n) /* (float)((double)lanes + tail) */
-                tail = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(acc[0])), tl))),
-                                          _mm512_cvtpd_ps(_mm512_add_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[0]), 1))), th)), 1);
-            _mm512_mask_storeu_ps(y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS, m, w16 < n ? tail : acc[0]);
+            _mm512_mask_storeu_ps(y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS, m, acc[0]);
         }
     }
 }

@@ -66,17 +66,16 @@ static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
     float lane[16];
-    double tail = 0;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
+    int i;
+    if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
+    for (i = 0; i < n; i += 16) {
         s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
         s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
         s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
         s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
     }
-    for (; i < n; i++) tail += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
     vst1q_f32(lane, s0), vst1q_f32(lane + 4, s1), vst1q_f32(lane + 8, s2), vst1q_f32(lane + 12, s3);
-    return (float)((double)infer__sum16_tree(lane) + tail);
+    return infer__sum16_tree(lane);
 }
 #undef INFER__NLOADH
 
