@@ -94,7 +94,8 @@ typedef enum infer_status {
     INFER_ERR_NOMEM,
     INFER_ERR_ARG,          /* bad argument from the caller */
     INFER_ERR_CONTEXT_FULL, /* tokens do not fit in the context */
-    INFER_ERR_DEVICE        /* the GPU or its runtime failed (no GPU, out of GPU memory) */
+    INFER_ERR_DEVICE,       /* the GPU or its runtime failed (no GPU, out of GPU memory) */
+    INFER_ERR_CANCELLED     /* stopped by its abort callback, a progress callback or a cancelled request */
 } infer_status;
 
 typedef struct infer_error {
@@ -161,9 +162,15 @@ INFERDEF const char *infer_type_name(infer_type t);
    replaces AUTO (only AUTO), as INFER_ISA picks the CPU's kernels. */
 typedef enum infer_device { INFER_DEVICE_CPU = 0, INFER_DEVICE_CUDA, INFER_DEVICE_AUTO } infer_device;
 
+/* Called during loading with the fraction done (0 to 1, rising); return
+   non-zero to cancel the load (it then fails with INFER_ERR_CANCELLED). */
+typedef int (*infer_progress_fn)(float fraction, void *user);
+
 typedef struct infer_model_params {
     int vocab_only;        /* load metadata and tokenizer only */
     infer_device device;   /* default AUTO */
+    infer_progress_fn progress; /* may be NULL */
+    void *progress_user;
 } infer_model_params;
 
 /* "cpu", "cuda", "auto"; and back (-1 for an unknown name). */
@@ -221,10 +228,19 @@ INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size);
 
 /* ---- Context: KV cache and forward pass ------------------------------ */
 
+/* What a context does when a sequence's next tokens do not fit. */
+typedef enum infer_full_policy {
+    INFER_FULL_STOP = 0, /* fail with INFER_ERR_CONTEXT_FULL (the default) */
+    INFER_FULL_SHIFT     /* keep the first n_keep positions, drop the oldest half of the
+                            rest and move the others down, their keys rotated again for
+                            their new positions (llama.cpp's context shift) */
+} infer_full_policy;
+
 typedef struct infer_context_params {
-    int n_ctx;        /* tokens of KV cache; 0 = min(model's, 4096) */
+    int n_ctx;        /* positions of KV cache per sequence; 0 = min(model's, 4096) */
     int n_batch;      /* most tokens one forward pass takes; 0 = 512 */
     int n_threads;    /* 0 = 1 */
+    int n_seq;        /* sequences (conversations) with a cache of their own; 0 = 1 */
     infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
                            means) or INFER_TYPE_Q8_0, half the memory */
     int match_llama;  /* 1: sum prompts' products in llama.cpp's order too
@@ -238,39 +254,106 @@ typedef struct infer_context_params {
                          residual stream cancels activations in the
                          thousands: measured on Gemma 3 270M, 7% of the logit
                          range from llama.cpp's otherwise, 2.5% so) */
+    infer_full_policy full_policy;
+    int n_keep;       /* INFER_FULL_SHIFT: positions never dropped (a system prompt) */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
-/* A context repacks the weights it multiplies for its CPU's kernels (a copy
-   about their size, made here; infer_context_metrics counts it). Where the
-   model is a mapped file, the mapped pages of those weights are released,
-   so memory holds one copy; with INFER_NO_MMAP or infer_model_load_memory
-   it holds both. Each context has its own copy. */
+/* A context holds a KV cache per sequence and scratch for a batch; the
+   weights are the model's, prepared once for this CPU's kernels when the
+   model loads and shared by every context (see infer_model_load). */
 INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_params *params, infer_error *err);
 INFERDEF void infer_context_free(infer_context *c);
 INFERDEF int infer_context_n_ctx(const infer_context *c);
+INFERDEF int infer_context_n_seq(const infer_context *c);
+/* Sequence 0's positions used (infer_seq_n_past(c, 0)). */
 INFERDEF int infer_context_n_past(const infer_context *c);
 /* The instruction set its kernels use: scalar, avx2, avx512 or neon. */
 INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Where its forward pass runs (its model's device). */
 INFERDEF infer_device infer_context_device(const infer_context *c);
-/* Forgets every position from n_past on (0 clears the cache) and returns
-   the positions kept: n_past, or 0 where a sliding-window layer's cache
-   (which holds only its window and a batch) no longer has the keys
-   position n_past would see; then the caller feeds the tokens again. */
+/* Sequence 0: infer_seq_truncate(c, 0, n_past). */
 INFERDEF int infer_context_truncate(infer_context *c, int n_past);
-/* Runs the model on n tokens at positions n_past.., appending them to the KV
-   cache. all_logits: keep the logits of every position, else only the
-   last. Batches larger than n_batch are split internally. The calling
-   thread is one of the workers and needs about 128 KiB of stack for the
-   kernels. With AVX512-VNNI, F16 weights in batches of 16 or more tokens
-   are multiplied as block integers (12-bit weights, 13-bit activations,
-   summed exactly; logits within about 0.15% of their range of fp32's);
-   smaller batches multiply F16 exactly. */
+
+/* Called between layers of every forward pass (from the thread that called
+   infer_decode); return non-zero to stop it: the call then returns
+   INFER_ERR_CANCELLED and the context is as it was before the call. The
+   callback may read a flag another thread sets. fn NULL removes it. */
+typedef int (*infer_abort_fn)(void *user);
+INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void *user);
+
+/* Runs the model on n tokens of sequence 0, appending them to its cache:
+   infer_decode_batch with every token in sequence 0. all_logits: keep the
+   logits of every position, else only the last. Batches larger than
+   n_batch are split internally. The calling thread is one of the workers
+   and needs about 128 KiB of stack for the kernels. With AVX512-VNNI, F16
+   weights in batches of 16 or more tokens are multiplied as block integers
+   (12-bit weights, 13-bit activations, summed exactly; logits within about
+   0.15% of their range of fp32's); smaller batches multiply F16 exactly. */
 INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, int n, int all_logits, infer_error *err);
-/* Logits (n_vocab floats) of position i of the last decode; i = -1 is the
-   last position. NULL when that position's logits were not kept. */
+
+/* Tokens of several sequences in one forward pass: the weights are read
+   once for all of them. Token i goes to sequence seq[i] at that sequence's
+   next position (its tokens in the order they appear here). */
+typedef struct infer_batch {
+    int n;
+    const infer_token *tokens;
+    const int *seq;       /* per token; NULL: all in sequence 0 */
+    const int8_t *logits; /* per token, non-zero: keep its logits; NULL: the
+                             last token of each sequence in the batch */
+} infer_batch;
+/* When a sequence does not fit, the context's full_policy applies (shift,
+   or INFER_ERR_CONTEXT_FULL and nothing decoded). */
+INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b, infer_error *err);
+/* Logits (n_vocab floats) of token i of the last decode; i = -1 is the
+   last token. NULL when that token's logits were not kept. */
 INFERDEF const float *infer_get_logits(const infer_context *c, int i);
+
+/* ---- Sequences: several conversations in one context ------------------- */
+
+INFERDEF int infer_seq_n_past(const infer_context *c, int seq);
+/* The logits of the sequence's last position, where the last decode that
+   touched it kept them (or a restored state brought them); else NULL. */
+INFERDEF const float *infer_seq_logits(const infer_context *c, int seq);
+/* The tokens the sequence's cache holds, in order (n set to how many). */
+INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, int *n);
+/* Forgets every position from n_past on (0 clears the sequence) and
+   returns the positions kept: n_past, or 0 where a sliding-window layer's
+   cache (which holds only its window and a batch) no longer has the keys
+   position n_past would see; then the caller feeds the tokens again. */
+INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past);
+/* Drops positions [p0, p1) (p1 < 0: to the end); later positions move
+   down, their keys rotated for their new positions. */
+INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1, infer_error *err);
+/* Makes dst a copy of src (its cache, tokens and logits): a system prompt
+   computed once, then continued in several conversations. */
+INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_error *err);
+
+/* ---- State: save and restore a sequence ------------------------------- */
+
+/* A sequence's state is its tokens, the used part of its KV cache and its
+   last logits, with a header naming the model, n_ctx and cache format: a
+   state from another model or context size is refused. */
+INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq);
+/* Writes the state into buf; returns the bytes written, or 0 when size is
+   smaller than infer_seq_state_size. */
+INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf, size_t size);
+/* Replaces sequence seq with the state in buf. */
+INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void *buf, size_t size, infer_error *err);
+INFERDEF infer_status infer_seq_state_save_file(const infer_context *c, int seq, const char *path, infer_error *err);
+INFERDEF infer_status infer_seq_state_load_file(infer_context *c, int seq, const char *path, infer_error *err);
+
+/* ---- Embeddings ------------------------------------------------------- */
+
+typedef enum infer_pooling { INFER_POOL_MEAN = 0, INFER_POOL_LAST, INFER_POOL_FIRST } infer_pooling;
+/* Length of an embedding: the model's hidden size. */
+INFERDEF int infer_model_n_embd(const infer_model *m);
+/* The final hidden state (after the output norm) of text's tokens, pooled
+   over the tokens and, with normalize, scaled to unit length; into out
+   (infer_model_n_embd floats). Runs in sequence seq, which it clears
+   before and after. */
+INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
+                                  float *out, infer_error *err);
 
 /* ---- Sampling ------------------------------------------------------------ */
 
@@ -287,10 +370,46 @@ typedef struct infer_sampler_params {
 INFERDEF infer_sampler_params infer_sampler_default_params(void);
 INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab);
 INFERDEF void infer_sampler_free(infer_sampler *s);
-/* Records a token in the penalty window (prompt tokens and chosen ones). */
+/* Records a chosen token: in the penalty window and, with a grammar, as
+   the grammar's next text. */
 INFERDEF void infer_sampler_accept(infer_sampler *s, infer_token t);
-/* Chooses a token from logits (not modified). Does not accept it. */
+/* Records a prompt token: in the penalty window only. */
+INFERDEF void infer_sampler_accept_prompt(infer_sampler *s, infer_token t);
+/* Forgets the penalty window and puts the grammar back at its start (the
+   seed's sequence goes on). */
+INFERDEF void infer_sampler_reset(infer_sampler *s);
+/* Chooses a token from logits (not modified). Does not accept it. With a
+   grammar it is a token the grammar allows (end of generation only where
+   the grammar may end); with none allowed, -1. */
 INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits);
+
+/* Added to the logits before anything else; -INFINITY bans a token. Replaces
+   any earlier bias; n = 0 removes it. */
+INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n);
+
+/* Output control: a grammar in llama.cpp's GBNF (a .gbnf file's text),
+   starting at rule root (NULL: "root"); the tokens' text comes from model
+   m. NULL gbnf removes the grammar. */
+INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_model *m, const char *gbnf,
+                                                const char *root, infer_error *err);
+/* Whether the grammar has reached a state where it may end (1), or has no
+   grammar (1). */
+INFERDEF int infer_sampler_grammar_done(const infer_sampler *s);
+/* A JSON schema (the subset: object, properties, required, array, items,
+   string, number, integer, boolean, enum) as a GBNF grammar whose root
+   matches exactly the JSON values the schema allows. snprintf-style: writes
+   at most size-1 bytes and a NUL, returns the full length, or -1 (err set)
+   for a schema it cannot read. */
+INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err);
+
+/* The most probable tokens of the last infer_sampler_sample's distribution:
+   softmax of the logits after bias, penalty and grammar, before top-k/p
+   and temperature. Writes up to n, most probable first; returns how many. */
+typedef struct infer_token_prob {
+    infer_token id;
+    float p;
+} infer_token_prob;
+INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n);
 
 /* ---- Generation and metrics ---------------------------------------------- */
 
@@ -314,12 +433,19 @@ typedef struct infer_metrics {
 /* Called with each piece of generated text; return non-zero to stop. */
 typedef int (*infer_piece_fn)(const char *piece, int len, void *user);
 
-/* Tokenizes prompt (BOS as the model asks, special tokens parsed), runs it,
-   then samples up to n_predict tokens, stopping at end of generation.
+/* Tokenizes prompt (BOS as the model asks, special tokens parsed), runs it
+   on sequence 0 (its tokens go to the sampler's penalty window through
+   infer_sampler_accept_prompt), then samples up to n_predict tokens,
+   stopping at end of generation (or where on_piece returns non-zero).
    Streams text through on_piece (may be NULL). The prompt's and the
    generated ids stay readable through infer_context_prompt_tokens and
    infer_context_generated_tokens. Continues from the context's n_past (a
-   chat's earlier turns); truncate to 0 first to start afresh. */
+   chat's earlier turns); truncate to 0 first to start afresh. Every
+   generated token but the last is fed back (the last needs no forward
+   pass). When the context is full: with INFER_FULL_STOP (the default) it
+   returns INFER_ERR_CONTEXT_FULL, the text so far already streamed; with
+   INFER_FULL_SHIFT the decode shifts the sequence and generation goes on.
+   It is a request (see below) stepped to its end on this thread. */
 INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt,
                                      int n_predict, infer_piece_fn on_piece, void *user,
                                      infer_error *err);
@@ -610,10 +736,12 @@ static void infer__model_unplace(infer_model *m);
 /* A context of a GPU model gets its device half; 0 on error. */
 static int infer__context_attach(infer_context *c, infer_error *err);
 static void infer__context_detach(infer_context *c);
-/* The backend's forward pass for one batch (<= n_batch tokens), advancing
-   n_past: the CPU's infer__forward or the GPU's. */
-static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
-                                           float *logits, infer_error *err);
+/* The backend's forward pass for one batch (<= n_batch tokens, in runs of
+   sequences: see infer__forward): the CPU's infer__forward or the GPU's
+   (one sequence; no hidden states). INFER_ERR_CANCELLED where the abort
+   callback stopped it. */
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
+                                           float *logits, float *hidden, infer_error *err);
 #endif
 
 #endif /* INFER_BACKEND_H_INCLUDED */
@@ -1048,6 +1176,14 @@ struct infer_model {
     infer_device device;  /* where the forward pass runs: CPU or CUDA (gpu.c) */
     void *gpu;            /* the weights on the GPU (infer_cuda.cu), or NULL */
     char *device_note;    /* why auto chose the CPU, joined to the vocab's warning */
+    /* weights.c: this CPU's kernels (INFER_ISA), chosen at load, and the
+       weights they repack, made once and shared by every context */
+    infer__kernels kern;
+    uint8_t *packed_raw;  /* the arena holding every packed weight */
+    size_t packed_bytes;
+    const infer__tensor **packed_w; /* which weights are packed ... */
+    const uint8_t **packed_at;      /* ... and where */
+    int n_packed;
 };
 static const infer_vocab *infer__model_vocab(const infer_model *m);
 
@@ -1101,6 +1237,11 @@ typedef struct infer__tensor_spec {
 static const infer__arch *infer__arch_find(const char *name);
 static void infer__arch_list(char *buf, size_t size); /* "llama, qwen2, ..." */
 static const infer__tensor_spec *infer__arch_layer_tensors(int *n);
+
+/* ---- weights.c: the weights repacked once per model ---- */
+static int infer__weights_prepare(infer_model *m, infer_progress_fn progress, void *user, float from, infer_error *err);
+static const uint8_t *infer__weights_packed(const infer_model *m, const infer__tensor *w);
+static void infer__weights_free(infer_model *m);
 
 /* ---- threads.c: a persistent pool; the caller is worker 0 ---- */
 typedef void (*infer__task_fn)(void *arg, int ith, int nth);
@@ -4610,12 +4751,18 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
         }
         const infer__arch *a = infer__model_arch(m, err);
         if (!a || !infer__model_load_hparams(m, a, err) || !infer__model_bind_weights(m, a, err)) goto fail;
+        if (params->progress && params->progress(0.1f, params->progress_user)) goto cancelled;
         if (!infer__model_place(m, params->device, err)) goto fail;
+        /* the CPU's kernels read their own layouts: made here, once */
+        if (!infer__weights_prepare(m, params->progress, params->progress_user, 0.1f, err)) goto fail;
     }
+    if (params->progress && params->progress(1.0f, params->progress_user)) goto cancelled;
     INFER_FREE(m->bound);
     m->bound = NULL;
     m->load_ms = infer__now_ms() - t0;
     return m;
+cancelled:
+    infer__set_error(err, INFER_ERR_CANCELLED, "loading cancelled by the progress callback");
 fail:
     infer_model_free(m);
     return NULL;
@@ -4636,6 +4783,7 @@ INFERDEF void infer_model_free(infer_model *m) {
     int i;
     if (!m) return;
     infer__model_unplace(m);
+    infer__weights_free(m);
     INFER_FREE(m->device_note);
     if (m->vocab) infer__vocab_free(m->vocab);
     INFER_FREE(m->layers);
@@ -10722,6 +10870,123 @@ static void infer__pool_barrier(infer__pool *p) {
 static int infer__atomic_next(int *v) { return __atomic_fetch_add(v, 1, __ATOMIC_RELAXED); }
 #endif
 
+/* ==== src/weights.c ==== */
+/* weights.c - the weights prepared once per model for this CPU's kernels:
+   every matrix a product multiplies, repacked (pack.c's layouts) into one
+   arena the model owns and every context shares read-only. */
+
+#define INFER__PACK_ARENA_ALIGN ((size_t)2 << 20) /* a huge page */
+
+/* Whether w (of which each expert holds expert_rows rows, 0: not experts)
+   has a packed form under kernels k. Experts are packed only when each
+   expert starts a whole group of rows. */
+static int infer__weight_packs(const infer__kernels *k, const infer__tensor *w, int expert_rows) {
+    infer_type t = w->type;
+    if (expert_rows && expert_rows % INFER__PACK_ROWS) return 0;
+    return k->pack_size[t] && k->pack[t] && k->gemm_packed[t];
+}
+
+/* The matrices the forward pass multiplies, with their experts' rows: the
+   packing plan. Returns how many (at most 8 per layer and the output). */
+static int infer__weights_list(const infer_model *m, const infer__tensor **w, int *expert_rows) {
+    int n = 0, l;
+#define INFER__ADD(t, er) (w[n] = (t), expert_rows[n++] = (er))
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        INFER__ADD(L->wq, 0), INFER__ADD(L->wk, 0), INFER__ADD(L->wv, 0), INFER__ADD(L->wo, 0);
+        if (L->ffn_router) {
+            INFER__ADD(L->ffn_router, 0);
+            INFER__ADD(L->gate_exps, m->expert_ffn), INFER__ADD(L->up_exps, m->expert_ffn);
+            INFER__ADD(L->down_exps, m->dim);
+        } else {
+            INFER__ADD(L->w_gate, 0), INFER__ADD(L->w_up, 0), INFER__ADD(L->w_down, 0);
+        }
+    }
+    INFER__ADD(m->output, 0);
+#undef INFER__ADD
+    return n;
+}
+
+static size_t infer__weight_packed_bytes(const infer__kernels *k, const infer__tensor *w) {
+    return (k->pack_size[w->type](w->ne[0], w->ne[1]) + 63) / 64 * 64;
+}
+
+/* Chooses the model's kernels and, for a CPU model, repacks its weights
+   where they have a packed form; the mapped originals of packed weights are let go (the
+   token embedding's rows are still read, so its pages stay). progress
+   goes from `from` to 1 over the packing; returns 0 (err set) when it
+   cancels or memory runs out. */
+static int infer__weights_prepare(infer_model *m, infer_progress_fn progress, void *user, float from, infer_error *err) {
+    int cap = m->n_layers * 8 + 1, n, i, j;
+    const infer__tensor **w = (const infer__tensor **)infer__calloc((size_t)cap, sizeof *w);
+    int *er = (int *)infer__calloc((size_t)cap, sizeof(int));
+    size_t total = 0, done = 0;
+    uint8_t *at;
+    if (!infer__kernels_select(&m->kern, err)) goto fail_quiet;
+    if (!w || !er) goto nomem;
+    if (m->device != INFER_DEVICE_CPU) goto done; /* a GPU's weights are its own */
+    n = infer__weights_list(m, w, er);
+    /* each tensor once (a shared output, a view bound twice) */
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < i && w[j] != w[i]; j++) {}
+        if (j < i || !infer__weight_packs(&m->kern, w[i], er[i])) continue;
+        total += infer__weight_packed_bytes(&m->kern, w[i]);
+        m->n_packed++;
+    }
+    if (!total) goto done;
+    m->packed_w = (const infer__tensor **)infer__calloc((size_t)m->n_packed, sizeof *m->packed_w);
+    m->packed_at = (const uint8_t **)infer__calloc((size_t)m->n_packed, sizeof *m->packed_at);
+    /* one arena, aligned so the OS can back it with huge pages: generation
+       streams it all once per token */
+    m->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
+    if (!m->packed_w || !m->packed_at || !m->packed_raw) goto nomem;
+    m->packed_bytes = total + INFER__PACK_ARENA_ALIGN;
+    at = m->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)m->packed_raw % INFER__PACK_ARENA_ALIGN);
+    infer__advise_huge(at, total);
+    m->n_packed = 0;
+    for (i = 0; i < n; i++) {
+        const infer__tensor *t = w[i];
+        for (j = 0; j < i && w[j] != t; j++) {}
+        if (j < i || !infer__weight_packs(&m->kern, t, er[i])) continue;
+        m->kern.pack[t->type](t->data, infer__row_size(t->type, t->ne[0]), t->ne[0], t->ne[1], at);
+        m->packed_w[m->n_packed] = t;
+        m->packed_at[m->n_packed++] = at;
+        if (t != m->tok_embd) infer__blob_forget(&m->gguf->blob, t->data, t->nbytes);
+        at += infer__weight_packed_bytes(&m->kern, t);
+        done += infer__weight_packed_bytes(&m->kern, t);
+        if (progress && progress(from + (1 - from) * (float)((double)done / (double)total), user)) {
+            infer__set_error(err, INFER_ERR_CANCELLED, "loading cancelled by the progress callback");
+            goto fail_quiet;
+        }
+    }
+done:
+    INFER_FREE(w);
+    INFER_FREE(er);
+    return 1;
+nomem:
+    infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the packed weights (%zu bytes)", total);
+fail_quiet:
+    INFER_FREE(w);
+    INFER_FREE(er);
+    return 0;
+}
+
+/* w's packed copy, or NULL. */
+static const uint8_t *infer__weights_packed(const infer_model *m, const infer__tensor *w) {
+    int i;
+    for (i = 0; i < m->n_packed; i++)
+        if (m->packed_w[i] == w) return m->packed_at[i];
+    return NULL;
+}
+
+static void infer__weights_free(infer_model *m) {
+    INFER_FREE(m->packed_raw);
+    INFER_FREE(m->packed_w);
+    INFER_FREE(m->packed_at);
+    m->packed_raw = NULL, m->packed_w = NULL, m->packed_at = NULL;
+    m->n_packed = 0;
+}
+
 /* ==== src/context.h ==== */
 /* context.h - what a context holds (KV cache, scratch, the plan of
    products) and what attention.c, forward.c and the parts after them
@@ -10739,14 +11004,15 @@ static int infer__atomic_next(int *v) { return __atomic_fetch_add(v, 1, __ATOMIC
    like K. */
 typedef struct infer__kv_cache {
     infer_type type; /* F16 or Q8_0 */
-    int n_layers, n_ctx, kv_dim, head_dim;
+    int n_layers, n_ctx, kv_dim, head_dim, n_seq;
     size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
     int *slots;      /* per layer */
-    uint8_t **k, **v; /* per layer, into mem */
+    uint8_t **k, **v; /* per sequence and layer (INFER__KV_AT), into mem */
     uint8_t *mem;
     size_t bytes;
-    int hi;          /* one past the highest position written */
 } infer__kv_cache;
+/* sequence s's cache of layer l: every sequence has a cache of its own */
+#define INFER__KV_AT(kv, s, l) ((size_t)(s) * (size_t)(kv)->n_layers + (size_t)(l))
 
 /* Per-worker scratch of attention (INFER__ATT_ROWS query rows). */
 typedef struct infer__attn_scratch {
@@ -10765,7 +11031,7 @@ typedef struct infer__attn_scratch {
 typedef struct infer__attn_batch {
     const infer__kv_cache *kv;
     const infer__kernels *kern;
-    int layer, pos0, n_tok, n_heads;
+    int seq, layer, pos0, n_tok, n_heads;
     int window;    /* keys a query sees, 0: all */
     float scale;   /* on the scores (after soft-capping) */
     float softcap; /* scores become c * tanh(s / c), 0: no */
@@ -10775,12 +11041,13 @@ typedef struct infer__attn_batch {
     int ldq, ldo;
 } infer__attn_batch;
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch,
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch, int n_seq,
                           infer_error *err);
 static void infer__kv_free(infer__kv_cache *kv);
 static size_t infer__kv_bytes(const infer__kv_cache *kv);
-static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past);
-static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
+/* hi: one past the highest position the sequence's cache has written */
+static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int hi, int n_past);
+static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
                             const float *v);
 static size_t infer__attn_scratch_floats(int head_dim, int ordered);
 static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered);
@@ -10824,9 +11091,31 @@ typedef struct infer__moe_route {
                          expert's probability and the next one's, over the layers (tests set it) */
 } infer__moe_route;
 
+/* One sequence of a context: a conversation with a cache of its own. */
+typedef struct infer__seq {
+    int n_past;          /* positions its cache holds */
+    int hi;              /* one past the highest position written (a ring's rewind checks it) */
+    infer_token *tokens; /* stb_ds array: the token at each position */
+    int logit_row;       /* the row of its last position in logits, or -1 */
+    /* infer_decode_batch's bookkeeping: tokens in this batch, the last
+       one's index, n_past when the call began */
+    int pending, last, start_past;
+} infer__seq;
+
+/* A run of one sequence's tokens in a forward pass: tokens start.. of the
+   pass, at positions pos0.. of sequence seq. */
+typedef struct infer__group {
+    int seq, start, n, pos0;
+} infer__group;
+
 struct infer_context {
     infer_model *model;
-    int n_ctx, n_batch, n_past;
+    int n_ctx, n_batch, n_seq;
+    infer__seq *seqs;
+    infer_full_policy full_policy;
+    int n_keep;
+    infer_abort_fn abort_fn;
+    void *abort_user;
     void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;
     int n_threads;
@@ -10844,18 +11133,38 @@ struct infer_context {
     int xq_rows;        /* rows per slot: n_batch, or n_batch * experts used */
     infer__moe_route route;
     infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
-    uint8_t *packed_raw;  /* the allocation holding every packed weight */
+    /* one pass's tokens (n_batch): each one's position, the sequences'
+       runs, and which rows go out as logits */
+    int *pos, *sel;
+    infer__group *groups;
     float *logits;      /* rows of n_vocab */
-    int n_logit_rows, logit_cap_rows, logits_all, n_last;
+    int logit_cap_rows;
+    int *row_of;        /* stb_ds array: per token of the last decode, its logits row or -1 */
+    int *order;         /* stb_ds arrays: a batch's tokens by sequence (indices, ids) */
+    infer_token *btok;
+    int8_t *flags;      /* stb_ds array: infer_decode's all-logits flags */
     size_t bytes;       /* memory this context holds */
     /* generate.c's bookkeeping */
     infer_metrics metrics;
     infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
 };
 
-/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
-   rows from first_logit on into logits (n_vocab floats each). */
-static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits);
+/* One forward pass of n (<= n_batch) tokens: n_groups runs of sequences
+   (c->groups), each token's position in c->pos; the final normed hidden
+   state of the n_sel tokens c->sel[] (ascending) goes through the output
+   into logits (n_vocab floats a row), or, given hidden, into hidden (dim
+   floats a row) instead. Returns 0, or 1 where the abort callback stopped
+   it (then no sequence has advanced). */
+static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
+                          float *hidden);
+/* RoPE (forward.c): cos and sin of position pos's angles; rotating one
+   head by them (fused: with llama.cpp's contracted FMAs). */
+static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused);
+/* Room for rows of logits (n_vocab floats); 0 when memory runs out. */
+static int infer__reserve_logits(infer_context *c, int rows);
+/* Asks the abort callback (worker 0 only). */
+static int infer__aborted(const infer_context *c);
 
 #endif /* INFER_CONTEXT_H */
 
@@ -10883,9 +11192,9 @@ static int infer__kv_layer_slots(int n_ctx, int n_batch, int window) {
     return window ? INFER__MIN(n_ctx, window + n_batch) : n_ctx;
 }
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch,
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch, int n_seq,
                           infer_error *err) {
-    int l;
+    int l, s;
     size_t total = 0, at = 0;
     memset(kv, 0, sizeof *kv);
     if (type != INFER_TYPE_F16 && type != INFER_TYPE_Q8_0) {
@@ -10902,26 +11211,29 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->n_ctx = n_ctx;
     kv->kv_dim = m->kv_dim;
     kv->head_dim = m->head_dim;
+    kv->n_seq = n_seq;
     kv->k_row = infer__row_size(type, kv->kv_dim);
     kv->slots = (int *)infer__calloc((size_t)m->n_layers, sizeof(int));
-    kv->k = (uint8_t **)infer__calloc((size_t)m->n_layers, sizeof(uint8_t *));
-    kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers, sizeof(uint8_t *));
+    kv->k = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
+    kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
     if (kv->slots && kv->k && kv->v) {
         for (l = 0; l < m->n_layers; l++) {
             kv->slots[l] = infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window);
-            total += 2 * (size_t)kv->slots[l] * kv->k_row;
+            total += 2 * (size_t)kv->slots[l] * kv->k_row * n_seq;
         }
         kv->mem = (uint8_t *)infer__calloc(total ? total : 1, 1);
     }
     if (!kv->mem) {
         infer__kv_free(kv);
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a KV cache of %d positions", n_ctx);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a KV cache of %d positions x %d sequences", n_ctx,
+                         n_seq);
         return 0;
     }
-    for (l = 0; l < m->n_layers; l++) {
-        kv->k[l] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
-        kv->v[l] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
-    }
+    for (s = 0; s < n_seq; s++)
+        for (l = 0; l < m->n_layers; l++) {
+            kv->k[INFER__KV_AT(kv, s, l)] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
+            kv->v[INFER__KV_AT(kv, s, l)] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
+        }
     kv->bytes = total;
     return 1;
 }
@@ -10936,28 +11248,29 @@ static void infer__kv_free(infer__kv_cache *kv) {
 
 /* Whether every ring still holds the keys position n_past would see (the
    positions after it are rewritten before anything reads them). */
-static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past) {
+static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int hi, int n_past) {
     int l;
     for (l = 0; l < kv->n_layers; l++) {
         int w = m->layers[l].window, first;
         if (kv->slots[l] >= kv->n_ctx) continue;
         first = w ? INFER__MAX(0, n_past - w + 1) : 0;
-        if (first + kv->slots[l] < kv->hi) return 0;
+        if (first + kv->slots[l] < hi) return 0;
     }
     return 1;
 }
 
 /* Writes one position's k and v (kv_dim floats each). */
-static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
+static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
                             const float *v) {
     int slots = kv->slots[layer], slot = pos % slots;
-    kern->from_float[kv->type](k, kv->k[layer] + (size_t)slot * kv->k_row, kv->kv_dim);
+    size_t at = INFER__KV_AT(kv, seq, layer);
+    kern->from_float[kv->type](k, kv->k[at] + (size_t)slot * kv->k_row, kv->kv_dim);
     if (kv->type == INFER_TYPE_F16) {
-        uint16_t *vt = (uint16_t *)kv->v[layer] + slot;
+        uint16_t *vt = (uint16_t *)kv->v[at] + slot;
         int i;
         for (i = 0; i < kv->kv_dim; i++) vt[(size_t)i * slots] = infer__fp32_to_fp16(v[i]);
     } else {
-        kern->from_float[kv->type](v, kv->v[layer] + (size_t)slot * kv->k_row, kv->kv_dim);
+        kern->from_float[kv->type](v, kv->v[at] + (size_t)slot * kv->k_row, kv->kv_dim);
     }
 }
 
@@ -11039,7 +11352,7 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
-    const uint8_t *kbase = kv->k[b->layer] + head_off;
+    const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
     float scale = b->scale;
 
     /* rows i = (token - t0) * group + head within the group */
@@ -11087,10 +11400,10 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                 const uint16_t *vt;
                 size_t vt_stride;
                 if (kv->type == INFER_TYPE_F16) {
-                    vt = (const uint16_t *)kv->v[b->layer] + (size_t)kvh * hd * slots + slot;
+                    vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
                     vt_stride = (size_t)slots * sizeof(uint16_t);
                 } else {
-                    const uint8_t *vbase = kv->v[b->layer] + head_off;
+                    const uint8_t *vbase = kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
                     for (j = 0; j < kt; j++) {
                         infer__traits(kv->type)->to_float(vbase + (size_t)(slot + j) * kv->k_row, sc->vrow, hd);
                         for (d = 0; d < hd; d++) sc->vt[(size_t)d * INFER__ATT_TILE + j] = infer__fp32_to_fp16(sc->vrow[d]);
@@ -11145,8 +11458,8 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     int slots = kv->slots[b->layer], w = b->window, pass;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d, l;
     size_t q_row = (size_t)hd * sizeof(uint16_t), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
-    const uint8_t *kbase = kv->k[b->layer] + head_off;
-    const uint16_t *vbase = (const uint16_t *)kv->v[b->layer] + (size_t)kvh * hd * slots;
+    const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
+    const uint16_t *vbase = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots;
     int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
     /* one token: llama.cpp's products are ggml_vec_dot_f16 (infer__f16_dot_llama_vec):
        p.V over its n_kv cells (positions padded to 32) in 64 lanes, the
@@ -11297,48 +11610,18 @@ static void infer__product_init(infer__product *p, int n_ops, const infer__tenso
     }
 }
 
-#define INFER__PACK_ARENA_ALIGN ((size_t)2 << 20) /* a huge page */
-
-/* Whether op i of product p is repacked for this ISA. Experts are packed
-   only when each expert starts a whole group of rows. */
-static int infer__product_packs(const infer_context *c, const infer__product *p, int i) {
-    infer_type t = p->w[i]->type;
-    if (p->expert_rows && p->expert_rows % INFER__PACK_ROWS) return 0;
-    return c->kern.pack_size[t] && c->kern.pack[t] && c->kern.gemm_packed[t];
-}
-
-/* The bytes product p's packed weights take (each 64-byte aligned). */
-static size_t infer__product_packed_bytes(const infer_context *c, const infer__product *p) {
-    size_t total = 0;
+/* Points the product's ops at the model's packed weights, where this
+   context's kernels multiply that layout (a context matching llama.cpp
+   may lack a packed kernel the model's default has). */
+static void infer__product_use_packed(const infer_context *c, infer__product *p) {
     int i;
     for (i = 0; i < p->n_ops; i++)
-        if (infer__product_packs(c, p, i))
-            total += (c->kern.pack_size[p->w[i]->type](p->w[i]->ne[0], p->w[i]->ne[1]) + 63) / 64 * 64;
-    return total;
-}
-
-/* Repacks the product's weights where this ISA has a packed form (the
-   kernels then read 16 rows in one vector), into the context's arena from
-   *at on; the mapped originals are let go. */
-static void infer__product_pack(infer_context *c, infer__product *p, uint8_t **at) {
-    int i;
-    for (i = 0; i < p->n_ops; i++) {
-        const infer__tensor *w = p->w[i];
-        infer_type t = w->type;
-        if (!infer__product_packs(c, p, i)) continue;
-        p->packed[i] = *at;
-        c->kern.pack[t](w->data, infer__row_size(t, w->ne[0]), w->ne[0], w->ne[1], *at);
-        *at += (c->kern.pack_size[t](w->ne[0], w->ne[1]) + 63) / 64 * 64;
-        /* the token embedding's rows are still read (a tied output) */
-        if (w != c->model->tok_embd) infer__blob_forget(&c->model->gguf->blob, w->data, w->nbytes);
-    }
+        if (c->kern.gemm_packed[p->w[i]->type]) p->packed[i] = infer__weights_packed(c->model, p->w[i]);
 }
 
 static int infer__plan(infer_context *c) {
     const infer_model *m = c->model;
     int l, n_steps = m->n_layers * INFER__P_PER_LAYER + 1;
-    size_t total = 0;
-    uint8_t *at;
     c->plan = (infer__product *)infer__calloc((size_t)n_steps, sizeof(infer__product));
     if (!c->plan) return 0;
     for (l = 0; l < m->n_layers; l++) {
@@ -11371,17 +11654,7 @@ static int infer__plan(infer_context *c) {
     }
     /* the output's rows go straight to the caller's logits (set per pass) */
     infer__product_init(&c->plan[n_steps - 1], 1, &m->output, &c->logits, &m->n_vocab);
-    /* one arena for every packed weight, aligned so the OS can back it
-       with huge pages: generation streams it all once per token */
-    for (l = 0; l < n_steps; l++) total += infer__product_packed_bytes(c, &c->plan[l]);
-    if (total) {
-        c->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
-        if (!c->packed_raw) return 0;
-        at = c->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)c->packed_raw % INFER__PACK_ARENA_ALIGN);
-        infer__advise_huge(at, total);
-        c->bytes += total + INFER__PACK_ARENA_ALIGN;
-        for (l = 0; l < n_steps; l++) infer__product_pack(c, &c->plan[l], &at);
-    }
+    for (l = 0; l < n_steps; l++) infer__product_use_packed(c, &c->plan[l]);
     return 1;
 }
 
@@ -11406,8 +11679,16 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return NULL;
     }
     if (!params) params = &defaults;
-    if (params->n_ctx < 0 || params->n_batch < 0 || params->n_threads < 0 || params->n_threads > 512) {
+    if (params->n_ctx < 0 || params->n_batch < 0 || params->n_threads < 0 || params->n_threads > 512 ||
+        params->n_seq < 0 || params->n_seq > 4096 || params->n_keep < 0 ||
+        (params->full_policy != INFER_FULL_STOP && params->full_policy != INFER_FULL_SHIFT)) {
         infer__set_error(err, INFER_ERR_ARG, "context parameters out of range");
+        return NULL;
+    }
+    /* the GPU's cache is one sequence's, and stays where it is */
+    if (m->gpu && (params->n_seq > 1 || params->full_policy == INFER_FULL_SHIFT)) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a CUDA context holds one sequence and cannot shift it (n_seq %d%s)",
+                         params->n_seq, params->full_policy == INFER_FULL_SHIFT ? ", shift" : "");
         return NULL;
     }
     kv_type = params->kv_type == INFER_TYPE_F32 ? INFER_TYPE_F16 : params->kv_type;
@@ -11417,20 +11698,30 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return NULL;
     }
     c->model = m;
-    if (!infer__kernels_select(&c->kern, err)) {
+    c->kern = m->kern; /* the kernels the model's weights were packed for */
+    c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
+    c->n_seq = params->n_seq ? params->n_seq : 1;
+    c->n_batch = params->n_batch ? params->n_batch : 512;
+    c->n_batch = INFER__MIN(c->n_batch, c->n_ctx * c->n_seq);
+    c->full_policy = params->full_policy;
+    c->n_keep = INFER__MIN(params->n_keep, c->n_ctx / 2); /* shifting must free something */
+    c->seqs = (infer__seq *)infer__calloc((size_t)c->n_seq, sizeof(infer__seq));
+    if (!c->seqs) {
         INFER_FREE(c);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
-    c->n_batch = params->n_batch ? params->n_batch : 512;
-    c->n_batch = INFER__MIN(c->n_batch, c->n_ctx);
+    for (l = 0; l < c->n_seq; l++) c->seqs[l].logit_row = -1;
     infer__context_rope_freqs(c);
     if (!infer__context_attach(c, err)) { /* a GPU model: its cache and scratch there */
         infer_context_free(c);
         return NULL;
     }
     if (!c->gpu) { /* on the GPU, the cache is there */
-        if (!infer__kv_init(&c->kv, kv_type, m, c->n_ctx, c->n_batch, err)) {
+        /* a context that shifts keeps every position of a sliding window's
+           layer too: moving positions down needs the ones a ring drops */
+        int ring_batch = c->full_policy == INFER_FULL_SHIFT ? c->n_ctx : INFER__MIN(c->n_batch, c->n_ctx);
+        if (!infer__kv_init(&c->kv, kv_type, m, c->n_ctx, ring_batch, c->n_seq, err)) {
             infer_context_free(c);
             return NULL;
         }
@@ -11476,6 +11767,9 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->route.start = (int *)infer__ctx_alloc(c, (size_t)m->n_expert + 1, sizeof(int), &ok);
         c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
     }
+    c->pos = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->sel = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->groups = (infer__group *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(infer__group), &ok);
     c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
     c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
@@ -11492,6 +11786,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
 }
 
 INFERDEF void infer_context_free(infer_context *c) {
+    int l;
     if (!c) return;
     infer__context_detach(c);
     infer__pool_free(c->pool);
@@ -11515,8 +11810,16 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->attn_scratch);
     INFER_FREE(c->xq);
     INFER_FREE(c->plan);
-    INFER_FREE(c->packed_raw);
+    INFER_FREE(c->pos);
+    INFER_FREE(c->sel);
+    INFER_FREE(c->groups);
     INFER_FREE(c->logits);
+    stbds_arrfree(c->row_of);
+    stbds_arrfree(c->order);
+    stbds_arrfree(c->btok);
+    stbds_arrfree(c->flags);
+    for (l = 0; c->seqs && l < c->n_seq; l++) stbds_arrfree(c->seqs[l].tokens);
+    INFER_FREE(c->seqs);
     stbds_arrfree(c->prompt_tokens);
     stbds_arrfree(c->gen_tokens);
     INFER_FREE(c);
@@ -11524,15 +11827,12 @@ INFERDEF void infer_context_free(infer_context *c) {
 
 INFERDEF int infer_context_n_ctx(const infer_context *c) { return c->n_ctx; }
 INFERDEF const char *infer_context_isa(const infer_context *c) { return infer__isa_name(c->kern.isa); }
-INFERDEF int infer_context_n_past(const infer_context *c) { return c->n_past; }
-INFERDEF int infer_context_truncate(infer_context *c, int n_past) {
-    if (n_past < 0 || n_past >= c->n_past) return c->n_past;
-    /* a sliding window's ring may have overwritten keys n_past would see */
-    if (!c->gpu && !infer__kv_can_rewind(&c->kv, c->model, n_past)) n_past = 0;
-    c->n_past = n_past;
-    c->kv.hi = n_past;
-    return n_past;
+INFERDEF int infer_context_n_seq(const infer_context *c) { return c->n_seq; }
+INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void *user) {
+    c->abort_fn = fn;
+    c->abort_user = user;
 }
+static int infer__aborted(const infer_context *c) { return c->abort_fn && c->abort_fn(c->abort_user); }
 
 /* ---- the building blocks -------------------------------------------- */
 
@@ -11753,9 +12053,10 @@ static void infer__moe_product(const infer_context *c, const infer__product *p, 
 typedef struct infer__pass {
     infer_context *c;
     const infer_token *tokens;
-    int n, first_logit;
-    float *logits;
+    int n, n_groups, n_sel;
+    float *logits, *hidden;
     int next_item; /* attention work handed out so far */
+    int stop;      /* the abort callback said stop (worker 0 asks, all read after a barrier) */
 } infer__pass;
 
 /* The gated activation of n values: g = act(g) * u. */
@@ -11777,7 +12078,7 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
     infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
-    for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->n_past + t);
+    for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->pos[t]);
     infer__pool_barrier(c->pool);
     if (ith == 0) infer__moe_pairs(m, rt, n);
     infer__pool_barrier(c->pool);
@@ -11815,24 +12116,21 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
     infer_context *c = ps->c;
     const infer_model *m = c->model;
     int dim = m->dim, hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, ffn = m->ffn_dim, n_rot = m->rope_dim;
-    int n = ps->n, pos0 = c->n_past, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i, r;
+    int n = ps->n, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i, r, g, first;
     size_t emb_row = infer__row_size(m->tok_embd->type, dim);
     const infer__product *out = &c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER];
     const infer__layer *prev = NULL;
     infer__attn_scratch scratch;
     infer__attn_batch ab;
 
+    memset(&ab, 0, sizeof ab);
     ab.ordered = c->match_llama && c->kv.type == INFER_TYPE_F16;
     infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, hd, ab.ordered);
     ab.kv = &c->kv;
     ab.kern = &c->kern;
-    ab.pos0 = pos0;
-    ab.n_tok = n;
     ab.n_heads = m->n_heads;
     ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
     ab.softcap = m->attn_softcap;
-    ab.q = c->q;
-    ab.out = c->att;
     ab.ldq = ab.ldo = q_dim;
 
     for (t = t0; t < t1; t++) {
@@ -11841,12 +12139,15 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         if (m->embd_scale > 0)
             for (i = 0; i < dim; i++) x[i] *= m->embd_scale;
         for (r = 0; r < m->n_ropes; r++)
-            infer__rope_angles(c->rope + ((size_t)r * c->n_batch + t) * n_rot, &m->ropes[r], c->rope_freqs[r], pos0 + t);
+            infer__rope_angles(c->rope + ((size_t)r * c->n_batch + t) * n_rot, &m->ropes[r], c->rope_freqs[r], c->pos[t]);
     }
 
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
+        /* stopped between layers: nothing has advanced (the cells written
+           are past every sequence's end) */
+        if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
 
         /* attention: q, k, v of the normed input */
         for (t = t0; t < t1; t++) {
@@ -11880,17 +12181,29 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
                 if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
                 if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama);
             }
-            infer__kv_store(&c->kv, &c->kern, l, pos0 + t, k, v);
+        }
+        for (g = 0; g < ps->n_groups; g++) { /* each token's k and v to its sequence's cache */
+            const infer__group *G = &c->groups[g];
+            for (t = INFER__MAX(t0, G->start); t < INFER__MIN(t1, G->start + G->n); t++)
+                infer__kv_store(&c->kv, &c->kern, G->seq, l, c->pos[t], c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
         }
         if (ith == 0) ps->next_item = 0;
         infer__pool_barrier(c->pool);
         ab.layer = l;
         ab.window = L->window;
-        for (;;) {
+        /* the work items of every sequence's run, handed out in one count */
+        for (g = 0, first = 0;;) { /* first: the count's index of run g's first item */
             int item = infer__atomic_next(&ps->next_item);
-            if (item >= infer__attn_n_items(&ab)) break;
-            if (ab.ordered) infer__attn_item_ordered(&ab, item, &scratch);
-            else infer__attn_item(&ab, item, &scratch);
+            for (; g < ps->n_groups; g++) {
+                const infer__group *G = &c->groups[g];
+                ab.seq = G->seq, ab.pos0 = G->pos0, ab.n_tok = G->n;
+                ab.q = c->q + (size_t)G->start * q_dim, ab.out = c->att + (size_t)G->start * q_dim;
+                if (item < first + infer__attn_n_items(&ab)) break;
+                first += infer__attn_n_items(&ab);
+            }
+            if (g == ps->n_groups) break;
+            if (ab.ordered) infer__attn_item_ordered(&ab, item - first, &scratch);
+            else infer__attn_item(&ab, item - first, &scratch);
         }
         infer__pool_barrier(c->pool);
         infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
@@ -11919,42 +12232,54 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
             infer__pool_barrier(c->pool);
             infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
         }
-        infer__pool_barrier(c->pool);
+        if (ith == 0) __atomic_store_n(&ps->stop, infer__aborted(c), __ATOMIC_RELAXED);
+        infer__pool_barrier(c->pool); /* orders the flag too: every worker reads the same */
         prev = L;
     }
+    if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
 
-    /* the last residual, then the output rows from first_logit on */
+    /* the last residual; then the selected tokens' final norm, packed into
+       rows 0..n_sel of xb, through the output (or out as hidden states) */
     for (t = t0; t < t1; t++) {
         float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
         if (prev->post_ffn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)prev->post_ffn_norm->data, dim, m->norm_eps);
         for (i = 0; i < dim; i++) x[i] += xb[i];
-        if (t >= ps->first_logit)
-            infer__rmsnorm(&c->kern, xb, x, (const float *)m->output_norm->data, dim, m->norm_eps);
     }
-    if (ps->first_logit < n) {
-        int from = INFER__MAX(t0, ps->first_logit), rows = n - ps->first_logit;
-        infer__product_convert(c, out, c->xb, dim, from, INFER__MAX(from, t1), ps->first_logit);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, out, c->xb + (size_t)ps->first_logit * dim, dim, rows, ps->logits, ith, nth);
-        if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
-            int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth);
-            infer__pool_barrier(c->pool);
-            for (t = 0; t < rows; t++) infer__softcap(ps->logits + (size_t)t * m->n_vocab + v0, v1 - v0, m->final_softcap);
+    if (!ps->n_sel) return;
+    infer__pool_barrier(c->pool);
+    {
+        int s0 = ps->n_sel * ith / nth, s1 = ps->n_sel * (ith + 1) / nth, j;
+        for (j = s0; j < s1; j++) {
+            float *xb = c->xb + (size_t)j * dim;
+            infer__rmsnorm(&c->kern, xb, c->x + (size_t)c->sel[j] * dim, (const float *)m->output_norm->data, dim, m->norm_eps);
+            if (ps->hidden) memcpy(ps->hidden + (size_t)j * dim, xb, (size_t)dim * sizeof(float));
         }
+        if (ps->hidden) return;
+        infer__product_convert(c, out, c->xb, dim, s0, s1, 0);
+    }
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, out, c->xb, dim, ps->n_sel, ps->logits, ith, nth);
+    if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
+        int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth);
+        infer__pool_barrier(c->pool);
+        for (t = 0; t < ps->n_sel; t++) infer__softcap(ps->logits + (size_t)t * m->n_vocab + v0, v1 - v0, m->final_softcap);
     }
 }
 
-static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits) {
+static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
+                          float *hidden) {
     infer__pass ps;
     ps.c = c;
     ps.tokens = tokens;
     ps.n = n;
-    ps.first_logit = first_logit;
+    ps.n_groups = n_groups;
+    ps.n_sel = n_sel;
     ps.logits = logits;
+    ps.hidden = hidden;
     ps.next_item = 0;
+    ps.stop = 0;
     infer__pool_run(c->pool, infer__forward_worker, &ps);
-    c->n_past += n;
-    c->kv.hi = INFER__MAX(c->kv.hi, c->n_past);
+    return ps.stop;
 }
 
 static int infer__reserve_logits(infer_context *c, int rows) {
@@ -11968,48 +12293,612 @@ static int infer__reserve_logits(infer_context *c, int rows) {
     return 1;
 }
 
-INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, int n, int all_logits,
-                                   infer_error *err) {
-    int i, done;
-    if (!c || (!tokens && n) || n <= 0) {
-        infer__set_error(err, INFER_ERR_ARG, "infer_decode needs at least one token");
-        return INFER_ERR_ARG;
-    }
-    for (i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->model->n_vocab) {
-            infer__set_error(err, INFER_ERR_ARG, "token id %d is outside the vocabulary (0..%d)", tokens[i],
-                             c->model->n_vocab - 1);
-            return INFER_ERR_ARG;
+/* Makes room for `pending` more tokens in every sequence that has them:
+   the context's policy shifts a sequence that would overflow, or refuses. */
+static infer_status infer__make_room(infer_context *c, infer_error *err) {
+    int s;
+    for (s = 0; s < c->n_seq; s++) {
+        infer__seq *q = &c->seqs[s];
+        int need = q->n_past + q->pending - c->n_ctx, discard;
+        if (need <= 0) continue;
+        if (c->full_policy != INFER_FULL_SHIFT || q->pending > c->n_ctx - c->n_keep) {
+            infer__set_error(err, INFER_ERR_CONTEXT_FULL,
+                             "the context is full: %d tokens do not fit in sequence %d (%d of %d positions used)",
+                             q->pending, s, q->n_past, c->n_ctx);
+            return INFER_ERR_CONTEXT_FULL;
         }
-    if (n > c->n_ctx - c->n_past) {
-        infer__set_error(err, INFER_ERR_CONTEXT_FULL,
-                         "%d tokens do not fit in the context: %d of %d positions are already used", n, c->n_past,
-                         c->n_ctx);
-        return INFER_ERR_CONTEXT_FULL;
+        /* llama.cpp's shift: the older half of what follows n_keep, or more if needed */
+        discard = INFER__MAX((q->n_past - c->n_keep) / 2, need);
+        if (infer_seq_remove(c, s, c->n_keep, c->n_keep + discard, err) != INFER_OK) return err ? err->code : INFER_ERR_ARG;
     }
-    if (!infer__reserve_logits(c, all_logits ? n : 1)) {
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for logits");
-        return INFER_ERR_NOMEM;
-    }
-    for (done = 0; done < n; done += c->n_batch) {
-        int nb = INFER__MIN(c->n_batch, n - done);
-        int first = all_logits ? 0 : (done + nb == n ? nb - 1 : nb);
-        float *out = all_logits ? c->logits + (size_t)done * c->model->n_vocab : c->logits;
-        infer_status st = infer__backend_forward(c, tokens + done, nb, first, out, err);
-        if (st != INFER_OK) return st;
-    }
-    c->logits_all = all_logits;
-    c->n_last = n;
-    c->n_logit_rows = all_logits ? n : 1;
     return INFER_OK;
 }
 
+/* Puts the sequences back where the call found them (a pass failed). */
+static void infer__rollback(infer_context *c) {
+    int s;
+    for (s = 0; s < c->n_seq; s++) {
+        infer__seq *q = &c->seqs[s];
+        if (!q->pending) continue;
+        q->n_past = q->start_past;
+        stbds_arrsetlen(q->tokens, q->start_past);
+    }
+}
+
+INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b, infer_error *err) {
+    const infer_model *m;
+    int i, s, n, n_rows = 0, done;
+    infer_status st = INFER_OK;
+    if (!c || !b || b->n <= 0 || !b->tokens) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_decode needs at least one token");
+        return INFER_ERR_ARG;
+    }
+    m = c->model;
+    n = b->n;
+    for (i = 0; i < n; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= m->n_vocab) {
+            infer__set_error(err, INFER_ERR_ARG, "token id %d is outside the vocabulary (0..%d)", b->tokens[i],
+                             m->n_vocab - 1);
+            return INFER_ERR_ARG;
+        }
+        if (b->seq && (b->seq[i] < 0 || b->seq[i] >= c->n_seq)) {
+            infer__set_error(err, INFER_ERR_ARG, "sequence id %d is outside the context's 0..%d", b->seq[i], c->n_seq - 1);
+            return INFER_ERR_ARG;
+        }
+    }
+    for (s = 0; s < c->n_seq; s++) c->seqs[s].pending = 0, c->seqs[s].last = -1;
+    for (i = 0; i < n; i++) {
+        infer__seq *q = &c->seqs[b->seq ? b->seq[i] : 0];
+        q->pending++;
+        q->last = i;
+    }
+    if ((st = infer__make_room(c, err)) != INFER_OK) return st;
+    /* the tokens in sequence order (each sequence's in the batch's order),
+       each with its logits row or -1 */
+    stbds_arrsetlen(c->order, n);
+    stbds_arrsetlen(c->row_of, n);
+    stbds_arrsetlen(c->btok, n);
+    if (!c->order || !c->row_of || !c->btok) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
+        return INFER_ERR_NOMEM;
+    }
+    for (done = 0, s = 0; s < c->n_seq; s++) {
+        if (!c->seqs[s].pending) continue;
+        for (i = 0; i < n; i++)
+            if ((b->seq ? b->seq[i] : 0) == s) c->order[done++] = i;
+        if (done == n) break;
+    }
+    for (i = 0; i < n; i++) {
+        int t = c->order[i], want = b->logits ? b->logits[t] != 0 : t == c->seqs[b->seq ? b->seq[t] : 0].last;
+        c->row_of[t] = want ? n_rows++ : -1;
+        c->btok[i] = b->tokens[t];
+    }
+    if (!infer__reserve_logits(c, INFER__MAX(n_rows, 1) + (c->gpu ? c->n_batch : 0))) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for logits");
+        return INFER_ERR_NOMEM;
+    }
+    for (s = 0; s < c->n_seq; s++) {
+        c->seqs[s].start_past = c->seqs[s].n_past;
+        c->seqs[s].logit_row = -1;
+    }
+    /* passes of up to n_batch tokens, each a run per sequence */
+    for (done = 0, n_rows = 0; done < n && st == INFER_OK; done += c->n_batch) {
+        int nb = INFER__MIN(c->n_batch, n - done), n_groups = 0, n_sel = 0, t;
+        if (infer__aborted(c)) {
+            st = INFER_ERR_CANCELLED;
+            break;
+        }
+        for (t = 0; t < nb; t++) {
+            int orig = c->order[done + t], sq = b->seq ? b->seq[orig] : 0;
+            infer__seq *q = &c->seqs[sq];
+            if (!n_groups || c->groups[n_groups - 1].seq != sq) {
+                infer__group *G = &c->groups[n_groups++];
+                G->seq = sq, G->start = t, G->n = 0, G->pos0 = q->n_past;
+            }
+            c->pos[t] = q->n_past + c->groups[n_groups - 1].n++;
+            if (c->row_of[orig] >= 0) c->sel[n_sel++] = t;
+        }
+        st = infer__backend_forward(c, c->btok + done, nb, n_groups, n_sel, c->logits + (size_t)n_rows * m->n_vocab, NULL,
+                                    err);
+        if (st != INFER_OK) break;
+        n_rows += n_sel;
+        for (t = 0; t < n_groups; t++) {
+            infer__seq *q = &c->seqs[c->groups[t].seq];
+            for (i = 0; i < c->groups[t].n; i++) stbds_arrput(q->tokens, c->btok[done + c->groups[t].start + i]);
+            q->n_past += c->groups[t].n;
+            q->hi = INFER__MAX(q->hi, q->n_past);
+        }
+    }
+    if (st != INFER_OK) {
+        if (st == INFER_ERR_CANCELLED) infer__set_error(err, st, "cancelled by the abort callback");
+        infer__rollback(c);
+        stbds_arrsetlen(c->row_of, 0);
+        return st;
+    }
+    for (s = 0; s < c->n_seq; s++)
+        if (c->seqs[s].pending) c->seqs[s].logit_row = c->row_of[c->seqs[s].last];
+    return INFER_OK;
+}
+
+INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, int n, int all_logits,
+                                   infer_error *err) {
+    infer_batch b;
+    if (!c || !tokens || n <= 0) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_decode needs at least one token");
+        return INFER_ERR_ARG;
+    }
+    memset(&b, 0, sizeof b);
+    b.n = n;
+    b.tokens = tokens;
+    if (all_logits) {
+        stbds_arrsetlen(c->flags, n);
+        if (!c->flags) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
+            return INFER_ERR_NOMEM;
+        }
+        memset(c->flags, 1, (size_t)n);
+        b.logits = c->flags;
+    }
+    return infer_decode_batch(c, &b, err);
+}
+
 INFERDEF const float *infer_get_logits(const infer_context *c, int i) {
-    if (!c->n_logit_rows) return NULL;
-    if (i < 0) i = c->n_last + i;
-    if (i < 0 || i >= c->n_last) return NULL;
-    if (!c->logits_all) return i == c->n_last - 1 ? c->logits : NULL;
-    return c->logits + (size_t)i * c->model->n_vocab;
+    int n = (int)stbds_arrlen(c->row_of);
+    if (i < 0) i = n + i;
+    if (i < 0 || i >= n || c->row_of[i] < 0) return NULL;
+    return c->logits + (size_t)c->row_of[i] * c->model->n_vocab;
+}
+
+/* ==== src/sequence.c ==== */
+/* sequence.c - the sequences of a context: reading them, truncating,
+   removing positions (keys rotated again for where they move), copying,
+   and saving and restoring their state. */
+
+static int infer__seq_ok(const infer_context *c, int seq, infer_error *err) {
+    if (c && seq >= 0 && seq < c->n_seq) return 1;
+    infer__set_error(err, INFER_ERR_ARG, "sequence %d is outside the context's 0..%d", seq, c ? c->n_seq - 1 : -1);
+    return 0;
+}
+
+INFERDEF int infer_seq_n_past(const infer_context *c, int seq) {
+    return infer__seq_ok(c, seq, NULL) ? c->seqs[seq].n_past : 0;
+}
+INFERDEF int infer_context_n_past(const infer_context *c) { return infer_seq_n_past(c, 0); }
+
+INFERDEF const float *infer_seq_logits(const infer_context *c, int seq) {
+    if (!infer__seq_ok(c, seq, NULL) || c->seqs[seq].logit_row < 0) return NULL;
+    return c->logits + (size_t)c->seqs[seq].logit_row * c->model->n_vocab;
+}
+
+INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, int *n) {
+    if (!infer__seq_ok(c, seq, NULL)) {
+        if (n) *n = 0;
+        return NULL;
+    }
+    if (n) *n = c->seqs[seq].n_past;
+    return c->seqs[seq].tokens;
+}
+
+INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
+    infer__seq *q;
+    if (!infer__seq_ok(c, seq, NULL)) return 0;
+    q = &c->seqs[seq];
+    if (n_past < 0 || n_past >= q->n_past) return q->n_past;
+    /* a sliding window's ring may have overwritten keys n_past would see */
+    if (!c->gpu && !infer__kv_can_rewind(&c->kv, c->model, q->hi, n_past)) n_past = 0;
+    q->n_past = n_past;
+    q->hi = n_past;
+    q->logit_row = -1;
+    stbds_arrsetlen(q->tokens, n_past);
+    return n_past;
+}
+INFERDEF int infer_context_truncate(infer_context *c, int n_past) { return infer_seq_truncate(c, 0, n_past); }
+
+/* Whether the sequence's cache holds each of its positions at slot =
+   position (no ring has wrapped): what moving positions needs. */
+static int infer__seq_unwrapped(const infer_context *c, const infer__seq *q) {
+    int l;
+    for (l = 0; l < c->kv.n_layers; l++)
+        if (c->kv.slots[l] < q->hi) return 0;
+    return 1;
+}
+
+/* Rotates the keys of rows [0, n) of one layer's K (rows of kv_dim in the
+   cache's format) by delta positions of that layer's RoPE: the rotation
+   RoPE gives a position is linear in it, so p -> p + delta is one more
+   rotation (cos and sin taken without the attention factor). */
+static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, int delta, float *row, float *cs) {
+    const infer_model *m = c->model;
+    const infer__layer *L = &m->layers[layer];
+    const infer__rope *r;
+    int i, h, j;
+    if (L->rope < 0 || !delta) return;
+    r = &m->ropes[L->rope];
+    infer__rope_angles(cs, r, c->rope_freqs[L->rope], delta);
+    for (j = 0; j < r->n_rot; j += 2) {
+        float norm = sqrtf(cs[j] * cs[j] + cs[j + 1] * cs[j + 1]);
+        if (norm > 0) cs[j] /= norm, cs[j + 1] /= norm;
+    }
+    for (i = 0; i < n; i++) {
+        uint8_t *at = k + (size_t)i * c->kv.k_row;
+        infer__traits(c->kv.type)->to_float(at, row, c->kv.kv_dim);
+        for (h = 0; h < m->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * m->head_dim, cs, r->n_rot, r->neox, 0);
+        c->kern.from_float[c->kv.type](row, at, c->kv.kv_dim);
+    }
+}
+
+INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1, infer_error *err) {
+    infer__seq *q;
+    int l, d, moved, i;
+    float *row, *cs;
+    if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
+    q = &c->seqs[seq];
+    if (p1 < 0 || p1 > q->n_past) p1 = q->n_past;
+    if (p0 < 0 || p0 > p1) {
+        infer__set_error(err, INFER_ERR_ARG, "cannot remove positions %d..%d of a sequence of %d", p0, p1, q->n_past);
+        return INFER_ERR_ARG;
+    }
+    if (p0 == p1) return INFER_OK;
+    if (p1 == q->n_past) { /* the end: a truncation */
+        infer_seq_truncate(c, seq, p0);
+        return INFER_OK;
+    }
+    if (c->gpu) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "positions cannot be removed from a CUDA context's cache");
+        return INFER_ERR_UNSUPPORTED;
+    }
+    if (!infer__seq_unwrapped(c, q)) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED,
+                         "a sliding window's cache keeps only its window: make the context with INFER_FULL_SHIFT to "
+                         "remove positions from the middle");
+        return INFER_ERR_UNSUPPORTED;
+    }
+    d = p1 - p0;
+    moved = q->n_past - p1;
+    row = (float *)INFER_MALLOC(((size_t)c->kv.kv_dim + (size_t)c->model->rope_dim + 2) * sizeof(float));
+    if (!row) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    cs = row + c->kv.kv_dim;
+    for (l = 0; l < c->kv.n_layers; l++) {
+        size_t at = INFER__KV_AT(&c->kv, seq, l);
+        uint8_t *k = c->kv.k[at];
+        memmove(k + (size_t)p0 * c->kv.k_row, k + (size_t)p1 * c->kv.k_row, (size_t)moved * c->kv.k_row);
+        infer__rerope_rows(c, l, k + (size_t)p0 * c->kv.k_row, moved, -d, row, cs);
+        if (c->kv.type == INFER_TYPE_F16) { /* V transposed: a row of slots per value */
+            uint16_t *v = (uint16_t *)c->kv.v[at];
+            for (i = 0; i < c->kv.kv_dim; i++)
+                memmove(v + (size_t)i * c->kv.slots[l] + p0, v + (size_t)i * c->kv.slots[l] + p1, (size_t)moved * 2);
+        } else {
+            uint8_t *v = c->kv.v[at];
+            memmove(v + (size_t)p0 * c->kv.k_row, v + (size_t)p1 * c->kv.k_row, (size_t)moved * c->kv.k_row);
+        }
+    }
+    INFER_FREE(row);
+    memmove(q->tokens + p0, q->tokens + p1, (size_t)moved * sizeof(infer_token));
+    q->n_past -= d;
+    q->hi = q->n_past;
+    stbds_arrsetlen(q->tokens, q->n_past);
+    return INFER_OK;
+}
+
+/* Slots [0, n) of sequence src's cache of layer l into dst's. */
+static void infer__kv_copy_slots(infer__kv_cache *kv, int src, int dst, int l, int n) {
+    size_t a = INFER__KV_AT(kv, src, l), b = INFER__KV_AT(kv, dst, l);
+    memcpy(kv->k[b], kv->k[a], (size_t)n * kv->k_row);
+    if (kv->type == INFER_TYPE_F16) {
+        int i;
+        for (i = 0; i < kv->kv_dim; i++)
+            memcpy((uint16_t *)kv->v[b] + (size_t)i * kv->slots[l], (uint16_t *)kv->v[a] + (size_t)i * kv->slots[l],
+                   (size_t)n * 2);
+    } else {
+        memcpy(kv->v[b], kv->v[a], (size_t)n * kv->k_row);
+    }
+}
+
+INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_error *err) {
+    infer__seq *a, *b;
+    int l;
+    if (!infer__seq_ok(c, src, err) || !infer__seq_ok(c, dst, err)) return INFER_ERR_ARG;
+    if (src == dst) return INFER_OK;
+    a = &c->seqs[src], b = &c->seqs[dst];
+    stbds_arrsetlen(b->tokens, a->n_past);
+    if (a->n_past && !b->tokens) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    for (l = 0; l < c->kv.n_layers; l++) infer__kv_copy_slots(&c->kv, src, dst, l, INFER__MIN(c->kv.slots[l], a->hi));
+    if (a->n_past) memcpy(b->tokens, a->tokens, (size_t)a->n_past * sizeof(infer_token));
+    b->n_past = a->n_past;
+    b->hi = a->hi;
+    b->logit_row = a->logit_row;
+    return INFER_OK;
+}
+
+/* ---- state ---------------------------------------------------------------- */
+
+#define INFER__STATE_MAGIC 0x53464e49u /* "INFS" */
+#define INFER__STATE_VERSION 1u
+
+typedef struct infer__state_header {
+    uint32_t magic, version;
+    uint64_t model;   /* infer__model_fingerprint */
+    int32_t n_ctx, kv_type, n_layers, kv_dim;
+    int32_t n_past, hi, n_logits, n_slot_layers;
+} infer__state_header;
+
+/* FNV-1a over the model's shape, its tensors' names, types and shapes,
+   and sampled bytes of its embeddings and final norm: another model (or a
+   fine-tune of the same shape) gives another value. */
+static uint64_t infer__fnv(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = (const uint8_t *)p;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+static uint64_t infer__model_fingerprint(const infer_model *m) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    int64_t i;
+    int dims[8];
+    dims[0] = m->n_vocab, dims[1] = m->dim, dims[2] = m->n_layers, dims[3] = m->n_heads;
+    dims[4] = m->n_kv_heads, dims[5] = m->head_dim, dims[6] = m->ffn_dim, dims[7] = m->rope_dim;
+    h = infer__fnv(h, m->arch, strlen(m->arch));
+    h = infer__fnv(h, dims, sizeof dims);
+    for (i = 0; i < m->gguf->n_tensors; i++) {
+        const infer__tensor *t = &m->gguf->tensors[i];
+        h = infer__fnv(h, t->name, strlen(t->name));
+        h = infer__fnv(h, &t->type, sizeof t->type);
+        h = infer__fnv(h, t->ne, sizeof t->ne);
+    }
+    h = infer__fnv(h, m->tok_embd->data, INFER__MIN(m->tok_embd->nbytes, (size_t)4096));
+    h = infer__fnv(h, m->output_norm->data, m->output_norm->nbytes);
+    return h;
+}
+
+/* Bytes of layer l's used slots (K and V) for a sequence that reached hi. */
+static size_t infer__state_layer_bytes(const infer__kv_cache *kv, int l, int hi) {
+    return 2 * (size_t)INFER__MIN(kv->slots[l], hi) * kv->k_row;
+}
+
+INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq) {
+    const infer__seq *q;
+    size_t n;
+    int l;
+    if (!infer__seq_ok(c, seq, NULL) || c->gpu) return 0;
+    q = &c->seqs[seq];
+    n = sizeof(infer__state_header) + (size_t)c->kv.n_layers * sizeof(int32_t) + (size_t)q->n_past * sizeof(infer_token);
+    if (q->logit_row >= 0) n += (size_t)c->model->n_vocab * sizeof(float);
+    for (l = 0; l < c->kv.n_layers; l++) n += infer__state_layer_bytes(&c->kv, l, q->hi);
+    return n;
+}
+
+INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf, size_t size) {
+    size_t need = infer_seq_state_size(c, seq);
+    const infer__seq *q;
+    infer__state_header h;
+    uint8_t *at = (uint8_t *)buf;
+    int l, i;
+    if (!need || !buf || size < need) return 0;
+    q = &c->seqs[seq];
+    memset(&h, 0, sizeof h);
+    h.magic = INFER__STATE_MAGIC, h.version = INFER__STATE_VERSION;
+    h.model = infer__model_fingerprint(c->model);
+    h.n_ctx = c->n_ctx, h.kv_type = (int32_t)c->kv.type, h.n_layers = c->kv.n_layers, h.kv_dim = c->kv.kv_dim;
+    h.n_past = q->n_past, h.hi = q->hi, h.n_logits = q->logit_row >= 0 ? c->model->n_vocab : 0;
+    h.n_slot_layers = c->kv.n_layers;
+    memcpy(at, &h, sizeof h), at += sizeof h;
+    for (l = 0; l < c->kv.n_layers; l++) {
+        int32_t s = c->kv.slots[l];
+        memcpy(at, &s, sizeof s), at += sizeof s;
+    }
+    if (q->n_past) memcpy(at, q->tokens, (size_t)q->n_past * sizeof(infer_token)), at += (size_t)q->n_past * sizeof(infer_token);
+    if (h.n_logits) memcpy(at, infer_seq_logits(c, seq), (size_t)h.n_logits * sizeof(float)), at += (size_t)h.n_logits * sizeof(float);
+    for (l = 0; l < c->kv.n_layers; l++) {
+        size_t a = INFER__KV_AT(&c->kv, seq, l);
+        int n = INFER__MIN(c->kv.slots[l], q->hi);
+        memcpy(at, c->kv.k[a], (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+        if (c->kv.type == INFER_TYPE_F16)
+            for (i = 0; i < c->kv.kv_dim; i++)
+                memcpy(at, (uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], (size_t)n * 2), at += (size_t)n * 2;
+        else
+            memcpy(at, c->kv.v[a], (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+    }
+    return (size_t)(at - (uint8_t *)buf);
+}
+
+INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void *buf, size_t size, infer_error *err) {
+    const uint8_t *at = (const uint8_t *)buf;
+    infer__state_header h;
+    infer__seq *q;
+    size_t need;
+    int l, i;
+    if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
+    if (c->gpu) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a CUDA context's state cannot be restored");
+        return INFER_ERR_UNSUPPORTED;
+    }
+    if (!buf || size < sizeof h) goto bad;
+    memcpy(&h, at, sizeof h), at += sizeof h;
+    if (h.magic != INFER__STATE_MAGIC || h.version != INFER__STATE_VERSION) goto bad;
+    if (h.model != infer__model_fingerprint(c->model) || h.n_layers != c->kv.n_layers || h.kv_dim != c->kv.kv_dim) {
+        infer__set_error(err, INFER_ERR_ARG, "the state is from another model");
+        return INFER_ERR_ARG;
+    }
+    if (h.n_ctx != c->n_ctx || h.kv_type != (int32_t)c->kv.type) {
+        infer__set_error(err, INFER_ERR_ARG,
+                         "the state is from a context of %d positions (%s cache); this one has %d (%s)", h.n_ctx,
+                         infer_type_name((infer_type)h.kv_type), c->n_ctx, infer_type_name(c->kv.type));
+        return INFER_ERR_ARG;
+    }
+    if (h.n_past < 0 || h.n_past > c->n_ctx || h.hi < h.n_past || h.hi > c->n_ctx ||
+        (h.n_logits != 0 && h.n_logits != c->model->n_vocab) || h.n_slot_layers != c->kv.n_layers)
+        goto bad;
+    need = sizeof h + (size_t)h.n_slot_layers * sizeof(int32_t);
+    if (size < need) goto bad;
+    for (l = 0; l < c->kv.n_layers; l++) {
+        int32_t s;
+        memcpy(&s, at, sizeof s), at += sizeof s;
+        if (s != c->kv.slots[l]) {
+            infer__set_error(err, INFER_ERR_ARG,
+                             "the state's sliding-window cache differs from this context's (another batch size or policy)");
+            return INFER_ERR_ARG;
+        }
+    }
+    need += (size_t)h.n_past * sizeof(infer_token) + (size_t)h.n_logits * sizeof(float);
+    for (l = 0; l < c->kv.n_layers; l++) need += infer__state_layer_bytes(&c->kv, l, h.hi);
+    if (size != need) goto bad;
+    if (h.n_logits && !infer__reserve_logits(c, 1)) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for logits");
+        return INFER_ERR_NOMEM;
+    }
+    q = &c->seqs[seq];
+    stbds_arrsetlen(q->tokens, h.n_past);
+    if (h.n_past && !q->tokens) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    memcpy(q->tokens, at, (size_t)h.n_past * sizeof(infer_token)), at += (size_t)h.n_past * sizeof(infer_token);
+    for (i = 0; i < h.n_past; i++)
+        if (q->tokens[i] < 0 || q->tokens[i] >= c->model->n_vocab) {
+            stbds_arrsetlen(q->tokens, 0);
+            q->n_past = q->hi = 0;
+            goto bad;
+        }
+    /* the logits take row 0; every other sequence's row is gone */
+    for (i = 0; i < c->n_seq; i++) c->seqs[i].logit_row = -1;
+    stbds_arrsetlen(c->row_of, 0);
+    if (h.n_logits) {
+        memcpy(c->logits, at, (size_t)h.n_logits * sizeof(float)), at += (size_t)h.n_logits * sizeof(float);
+        q->logit_row = 0;
+    }
+    for (l = 0; l < c->kv.n_layers; l++) {
+        size_t a = INFER__KV_AT(&c->kv, seq, l);
+        int n = INFER__MIN(c->kv.slots[l], h.hi);
+        memcpy(c->kv.k[a], at, (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+        if (c->kv.type == INFER_TYPE_F16)
+            for (i = 0; i < c->kv.kv_dim; i++)
+                memcpy((uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], at, (size_t)n * 2), at += (size_t)n * 2;
+        else
+            memcpy(c->kv.v[a], at, (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+    }
+    q->n_past = h.n_past;
+    q->hi = h.hi;
+    return INFER_OK;
+bad:
+    infer__set_error(err, INFER_ERR_FORMAT, "not a state saved by this version of infer.h (or truncated)");
+    return INFER_ERR_FORMAT;
+}
+
+INFERDEF infer_status infer_seq_state_save_file(const infer_context *c, int seq, const char *path, infer_error *err) {
+    size_t n = infer_seq_state_size(c, seq);
+    void *buf;
+    FILE *f;
+    int ok;
+    if (!n) {
+        infer__set_error(err, INFER_ERR_ARG, "sequence %d has no state to save here", seq);
+        return INFER_ERR_ARG;
+    }
+    buf = INFER_MALLOC(n);
+    if (!buf) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a state of %zu bytes", n);
+        return INFER_ERR_NOMEM;
+    }
+    infer_seq_state_save(c, seq, buf, n);
+    f = fopen(path, "wb");
+    ok = f && fwrite(buf, 1, n, f) == n;
+    if (f && fclose(f)) ok = 0;
+    INFER_FREE(buf);
+    if (!ok) {
+        infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        return INFER_ERR_IO;
+    }
+    return INFER_OK;
+}
+
+INFERDEF infer_status infer_seq_state_load_file(infer_context *c, int seq, const char *path, infer_error *err) {
+    infer__blob b;
+    infer_status st;
+    if (!infer__blob_open(&b, path, err)) return err ? err->code : INFER_ERR_IO;
+    st = infer_seq_state_load(c, seq, b.data, b.size, err);
+    infer__blob_close(&b);
+    return st;
+}
+
+/* ==== src/embed.c ==== */
+/* embed.c - embeddings: the final hidden state (after the output norm) of
+   a text's tokens, pooled over them and scaled to unit length if asked:
+   what llama.cpp's embedding mode returns for a decoder model. */
+
+INFERDEF int infer_model_n_embd(const infer_model *m) { return m->dim; }
+
+INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
+                                  float *out, infer_error *err) {
+    const infer_model *m;
+    infer_token *toks = NULL;
+    float *hidden = NULL;
+    infer_status st = INFER_OK;
+    int n, done, i, t;
+    double norm = 0, *acc = NULL;
+    if (!c || !text || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOL_MEAN && pool != INFER_POOL_LAST &&
+                                                              pool != INFER_POOL_FIRST)) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
+        return INFER_ERR_ARG;
+    }
+    if (c->gpu) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "embeddings are not available on the GPU yet");
+        return INFER_ERR_UNSUPPORTED;
+    }
+    m = c->model;
+    n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1);
+    if (n <= 0) {
+        infer__set_error(err, INFER_ERR_ARG, "the text is empty and the model adds no BOS token");
+        return INFER_ERR_ARG;
+    }
+    if (n > c->n_ctx) {
+        infer__set_error(err, INFER_ERR_CONTEXT_FULL, "the text is %d tokens; the context has %d positions", n, c->n_ctx);
+        return INFER_ERR_CONTEXT_FULL;
+    }
+    toks = (infer_token *)INFER_MALLOC((size_t)n * sizeof(infer_token));
+    hidden = (float *)INFER_MALLOC((size_t)c->n_batch * m->dim * sizeof(float));
+    acc = (double *)infer__calloc((size_t)m->dim, sizeof(double));
+    if (!toks || !hidden || !acc) {
+        st = INFER_ERR_NOMEM;
+        infer__set_error(err, st, "out of memory for an embedding of %d tokens", n);
+        goto done;
+    }
+    infer_tokenize(m, text, strlen(text), toks, n, infer_model_add_bos(m), 1);
+    infer_seq_truncate(c, seq, 0);
+    /* every token's hidden state, pass by pass, summed or picked */
+    for (done = 0; done < n; done += c->n_batch) {
+        int nb = INFER__MIN(c->n_batch, n - done);
+        infer__group *G = &c->groups[0];
+        G->seq = seq, G->start = 0, G->n = nb, G->pos0 = done;
+        for (t = 0; t < nb; t++) c->pos[t] = done + t, c->sel[t] = t;
+        st = infer__backend_forward(c, toks + done, nb, 1, nb, NULL, hidden, err);
+        if (st != INFER_OK) {
+            if (st == INFER_ERR_CANCELLED) infer__set_error(err, st, "cancelled by the abort callback");
+            goto done;
+        }
+        c->seqs[seq].n_past = c->seqs[seq].hi = done + nb;
+        for (t = 0; t < nb; t++) {
+            int p = done + t;
+            if (pool == INFER_POOL_MEAN || (pool == INFER_POOL_FIRST && p == 0) || (pool == INFER_POOL_LAST && p == n - 1))
+                for (i = 0; i < m->dim; i++) acc[i] += hidden[(size_t)t * m->dim + i];
+        }
+    }
+    for (i = 0; i < m->dim; i++) {
+        out[i] = (float)(pool == INFER_POOL_MEAN ? acc[i] / n : acc[i]);
+        norm += (double)out[i] * out[i];
+    }
+    if (normalize && norm > 0)
+        for (i = 0; i < m->dim; i++) out[i] = (float)(out[i] / sqrt(norm));
+done:
+    infer_seq_truncate(c, seq, 0);
+    INFER_FREE(toks);
+    INFER_FREE(hidden);
+    INFER_FREE(acc);
+    return st;
 }
 
 /* ==== src/gpu.c ==== */
@@ -12185,19 +13074,28 @@ static void infer__context_detach(infer_context *c) {
     c->gpu = NULL;
 }
 
-static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
-                                           float *logits, infer_error *err) {
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
+                                           float *logits, float *hidden, infer_error *err) {
     if (c->gpu) {
+        /* one sequence: the rows from the first selected one on, then the selected ones packed */
+        int first = n_sel ? c->sel[0] : n, j;
         char msg[256];
-        if (infer_cuda_forward(c->gpu, tokens, n, c->n_past, first_logit, logits, msg, sizeof msg)) {
+        (void)n_groups;
+        if (hidden) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "embeddings are not available on the GPU yet");
+            return INFER_ERR_UNSUPPORTED;
+        }
+        if (infer_cuda_forward(c->gpu, tokens, n, c->pos[0], first, logits, msg, sizeof msg)) {
             infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);
             return INFER_ERR_DEVICE;
         }
-        c->n_past += n;
+        for (j = 0; j < n_sel; j++)
+            if (c->sel[j] - first != j)
+                memmove(logits + (size_t)j * c->model->n_vocab, logits + (size_t)(c->sel[j] - first) * c->model->n_vocab,
+                        (size_t)c->model->n_vocab * sizeof(float));
         return INFER_OK;
     }
-    infer__forward(c, tokens, n, first_logit, logits);
-    return INFER_OK;
+    return infer__forward(c, tokens, n, n_groups, n_sel, logits, hidden) ? INFER_ERR_CANCELLED : INFER_OK;
 }
 
 #else /* the CPU only */
@@ -12217,14 +13115,17 @@ static int infer__context_attach(infer_context *c, infer_error *err) {
     return 1;
 }
 static void infer__context_detach(infer_context *c) { (void)c; }
-static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
-                                           float *logits, infer_error *err) {
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
+                                           float *logits, float *hidden, infer_error *err) {
     (void)err;
-    infer__forward(c, tokens, n, first_logit, logits);
-    return INFER_OK;
+    return infer__forward(c, tokens, n, n_groups, n_sel, logits, hidden) ? INFER_ERR_CANCELLED : INFER_OK;
 }
 
 #endif
+
+/* ==== src/grammar.c ==== */
+/* grammar.c - GBNF grammars (llama.cpp's format) and JSON schemas compiled
+   to them: parsing, the matcher, and the mask of tokens that may come next. */
 
 /* ==== src/sampler.c ==== */
 /* sampler.c - choosing the next token from logits: repetition penalty, then
@@ -12425,9 +13326,9 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
     }
     stbds_arrsetlen(c->prompt_tokens, n);
     infer_tokenize(m, prompt, strlen(prompt), c->prompt_tokens, n, infer_model_add_bos(m), 1);
-    if (n > c->n_ctx - c->n_past) {
+    if (n > c->n_ctx - infer_context_n_past(c)) {
         infer__set_error(err, INFER_ERR_CONTEXT_FULL, "the prompt is %d tokens but the context has room for %d", n,
-                         c->n_ctx - c->n_past);
+                         c->n_ctx - infer_context_n_past(c));
         return INFER_ERR_CONTEXT_FULL;
     }
     for (i = 0; i < n; i++) infer_sampler_accept(s, c->prompt_tokens[i]);
@@ -12443,7 +13344,7 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
        figures cover the tokens after it, each timed from the one before. */
     t_prev = t1;
     /* no allocation in the token loop: room for as many as the context lets come */
-    if (n_predict > 0) stbds_arrsetcap(c->gen_tokens, INFER__MIN(n_predict, c->n_ctx - c->n_past + 1));
+    if (n_predict > 0) stbds_arrsetcap(c->gen_tokens, INFER__MIN(n_predict, c->n_ctx - infer_context_n_past(c) + 1));
     for (i = 0; i < n_predict; i++) {
         infer_token tok = infer_sampler_sample(s, infer_get_logits(c, -1));
         double tn = infer__now_ms();
@@ -12458,7 +13359,7 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
         len = infer_detok_push(&detok, m, tok, piece, sizeof piece);
         if (on_piece && len > 0 && on_piece(piece, len, user)) break;
         if (i + 1 == n_predict) break;    /* the last token needs no forward pass */
-        if (c->n_past >= c->n_ctx) break; /* context full: stop, not fail */
+        if (infer_context_n_past(c) >= c->n_ctx) break; /* context full: stop, not fail */
         st = infer_decode(c, &tok, 1, 0, err);
         if (st) return st;
     }
@@ -12468,6 +13369,13 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
     }
     return INFER_OK;
 }
+
+/* ==== src/beam.c ==== */
+/* beam.c - beam search over the sequences of a context. */
+
+/* ==== src/request.c ==== */
+/* request.c - generation in steps: requests a game loop advances within a
+   time budget, or a worker thread advances while the caller polls. */
 
 /* ==== src/perplexity.c ==== */
 /* perplexity.c - scoring text the way llama.cpp's perplexity tool does:

@@ -23,9 +23,9 @@ static int infer__kv_layer_slots(int n_ctx, int n_batch, int window) {
     return window ? INFER__MIN(n_ctx, window + n_batch) : n_ctx;
 }
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch,
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch, int n_seq,
                           infer_error *err) {
-    int l;
+    int l, s;
     size_t total = 0, at = 0;
     memset(kv, 0, sizeof *kv);
     if (type != INFER_TYPE_F16 && type != INFER_TYPE_Q8_0) {
@@ -42,26 +42,29 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->n_ctx = n_ctx;
     kv->kv_dim = m->kv_dim;
     kv->head_dim = m->head_dim;
+    kv->n_seq = n_seq;
     kv->k_row = infer__row_size(type, kv->kv_dim);
     kv->slots = (int *)infer__calloc((size_t)m->n_layers, sizeof(int));
-    kv->k = (uint8_t **)infer__calloc((size_t)m->n_layers, sizeof(uint8_t *));
-    kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers, sizeof(uint8_t *));
+    kv->k = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
+    kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
     if (kv->slots && kv->k && kv->v) {
         for (l = 0; l < m->n_layers; l++) {
             kv->slots[l] = infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window);
-            total += 2 * (size_t)kv->slots[l] * kv->k_row;
+            total += 2 * (size_t)kv->slots[l] * kv->k_row * n_seq;
         }
         kv->mem = (uint8_t *)infer__calloc(total ? total : 1, 1);
     }
     if (!kv->mem) {
         infer__kv_free(kv);
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a KV cache of %d positions", n_ctx);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a KV cache of %d positions x %d sequences", n_ctx,
+                         n_seq);
         return 0;
     }
-    for (l = 0; l < m->n_layers; l++) {
-        kv->k[l] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
-        kv->v[l] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
-    }
+    for (s = 0; s < n_seq; s++)
+        for (l = 0; l < m->n_layers; l++) {
+            kv->k[INFER__KV_AT(kv, s, l)] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
+            kv->v[INFER__KV_AT(kv, s, l)] = kv->mem + at, at += (size_t)kv->slots[l] * kv->k_row;
+        }
     kv->bytes = total;
     return 1;
 }
@@ -76,28 +79,29 @@ static void infer__kv_free(infer__kv_cache *kv) {
 
 /* Whether every ring still holds the keys position n_past would see (the
    positions after it are rewritten before anything reads them). */
-static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past) {
+static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int hi, int n_past) {
     int l;
     for (l = 0; l < kv->n_layers; l++) {
         int w = m->layers[l].window, first;
         if (kv->slots[l] >= kv->n_ctx) continue;
         first = w ? INFER__MAX(0, n_past - w + 1) : 0;
-        if (first + kv->slots[l] < kv->hi) return 0;
+        if (first + kv->slots[l] < hi) return 0;
     }
     return 1;
 }
 
 /* Writes one position's k and v (kv_dim floats each). */
-static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
+static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
                             const float *v) {
     int slots = kv->slots[layer], slot = pos % slots;
-    kern->from_float[kv->type](k, kv->k[layer] + (size_t)slot * kv->k_row, kv->kv_dim);
+    size_t at = INFER__KV_AT(kv, seq, layer);
+    kern->from_float[kv->type](k, kv->k[at] + (size_t)slot * kv->k_row, kv->kv_dim);
     if (kv->type == INFER_TYPE_F16) {
-        uint16_t *vt = (uint16_t *)kv->v[layer] + slot;
+        uint16_t *vt = (uint16_t *)kv->v[at] + slot;
         int i;
         for (i = 0; i < kv->kv_dim; i++) vt[(size_t)i * slots] = infer__fp32_to_fp16(v[i]);
     } else {
-        kern->from_float[kv->type](v, kv->v[layer] + (size_t)slot * kv->k_row, kv->kv_dim);
+        kern->from_float[kv->type](v, kv->v[at] + (size_t)slot * kv->k_row, kv->kv_dim);
     }
 }
 
@@ -179,7 +183,7 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
-    const uint8_t *kbase = kv->k[b->layer] + head_off;
+    const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
     float scale = b->scale;
 
     /* rows i = (token - t0) * group + head within the group */
@@ -227,10 +231,10 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                 const uint16_t *vt;
                 size_t vt_stride;
                 if (kv->type == INFER_TYPE_F16) {
-                    vt = (const uint16_t *)kv->v[b->layer] + (size_t)kvh * hd * slots + slot;
+                    vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
                     vt_stride = (size_t)slots * sizeof(uint16_t);
                 } else {
-                    const uint8_t *vbase = kv->v[b->layer] + head_off;
+                    const uint8_t *vbase = kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
                     for (j = 0; j < kt; j++) {
                         infer__traits(kv->type)->to_float(vbase + (size_t)(slot + j) * kv->k_row, sc->vrow, hd);
                         for (d = 0; d < hd; d++) sc->vt[(size_t)d * INFER__ATT_TILE + j] = infer__fp32_to_fp16(sc->vrow[d]);
@@ -285,8 +289,8 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     int slots = kv->slots[b->layer], w = b->window, pass;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d, l;
     size_t q_row = (size_t)hd * sizeof(uint16_t), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
-    const uint8_t *kbase = kv->k[b->layer] + head_off;
-    const uint16_t *vbase = (const uint16_t *)kv->v[b->layer] + (size_t)kvh * hd * slots;
+    const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
+    const uint16_t *vbase = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots;
     int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
     /* one token: llama.cpp's products are ggml_vec_dot_f16 (infer__f16_dot_llama_vec):
        p.V over its n_kv cells (positions padded to 32) in 64 lanes, the

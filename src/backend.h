@@ -115,10 +115,12 @@ static void infer__model_unplace(infer_model *m);
 /* A context of a GPU model gets its device half; 0 on error. */
 static int infer__context_attach(infer_context *c, infer_error *err);
 static void infer__context_detach(infer_context *c);
-/* The backend's forward pass for one batch (<= n_batch tokens), advancing
-   n_past: the CPU's infer__forward or the GPU's. */
-static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
-                                           float *logits, infer_error *err);
+/* The backend's forward pass for one batch (<= n_batch tokens, in runs of
+   sequences: see infer__forward): the CPU's infer__forward or the GPU's
+   (one sequence; no hidden states). INFER_ERR_CANCELLED where the abort
+   callback stopped it. */
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
+                                           float *logits, float *hidden, infer_error *err);
 #endif
 
 #endif /* INFER_BACKEND_H_INCLUDED */

@@ -16,14 +16,15 @@
    like K. */
 typedef struct infer__kv_cache {
     infer_type type; /* F16 or Q8_0 */
-    int n_layers, n_ctx, kv_dim, head_dim;
+    int n_layers, n_ctx, kv_dim, head_dim, n_seq;
     size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
     int *slots;      /* per layer */
-    uint8_t **k, **v; /* per layer, into mem */
+    uint8_t **k, **v; /* per sequence and layer (INFER__KV_AT), into mem */
     uint8_t *mem;
     size_t bytes;
-    int hi;          /* one past the highest position written */
 } infer__kv_cache;
+/* sequence s's cache of layer l: every sequence has a cache of its own */
+#define INFER__KV_AT(kv, s, l) ((size_t)(s) * (size_t)(kv)->n_layers + (size_t)(l))
 
 /* Per-worker scratch of attention (INFER__ATT_ROWS query rows). */
 typedef struct infer__attn_scratch {
@@ -42,7 +43,7 @@ typedef struct infer__attn_scratch {
 typedef struct infer__attn_batch {
     const infer__kv_cache *kv;
     const infer__kernels *kern;
-    int layer, pos0, n_tok, n_heads;
+    int seq, layer, pos0, n_tok, n_heads;
     int window;    /* keys a query sees, 0: all */
     float scale;   /* on the scores (after soft-capping) */
     float softcap; /* scores become c * tanh(s / c), 0: no */
@@ -52,12 +53,13 @@ typedef struct infer__attn_batch {
     int ldq, ldo;
 } infer__attn_batch;
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch,
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch, int n_seq,
                           infer_error *err);
 static void infer__kv_free(infer__kv_cache *kv);
 static size_t infer__kv_bytes(const infer__kv_cache *kv);
-static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int n_past);
-static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int layer, int pos, const float *k,
+/* hi: one past the highest position the sequence's cache has written */
+static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int hi, int n_past);
+static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
                             const float *v);
 static size_t infer__attn_scratch_floats(int head_dim, int ordered);
 static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered);
@@ -101,9 +103,31 @@ typedef struct infer__moe_route {
                          expert's probability and the next one's, over the layers (tests set it) */
 } infer__moe_route;
 
+/* One sequence of a context: a conversation with a cache of its own. */
+typedef struct infer__seq {
+    int n_past;          /* positions its cache holds */
+    int hi;              /* one past the highest position written (a ring's rewind checks it) */
+    infer_token *tokens; /* stb_ds array: the token at each position */
+    int logit_row;       /* the row of its last position in logits, or -1 */
+    /* infer_decode_batch's bookkeeping: tokens in this batch, the last
+       one's index, n_past when the call began */
+    int pending, last, start_past;
+} infer__seq;
+
+/* A run of one sequence's tokens in a forward pass: tokens start.. of the
+   pass, at positions pos0.. of sequence seq. */
+typedef struct infer__group {
+    int seq, start, n, pos0;
+} infer__group;
+
 struct infer_context {
     infer_model *model;
-    int n_ctx, n_batch, n_past;
+    int n_ctx, n_batch, n_seq;
+    infer__seq *seqs;
+    infer_full_policy full_policy;
+    int n_keep;
+    infer_abort_fn abort_fn;
+    void *abort_user;
     void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;
     int n_threads;
@@ -121,17 +145,37 @@ struct infer_context {
     int xq_rows;        /* rows per slot: n_batch, or n_batch * experts used */
     infer__moe_route route;
     infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
-    uint8_t *packed_raw;  /* the allocation holding every packed weight */
+    /* one pass's tokens (n_batch): each one's position, the sequences'
+       runs, and which rows go out as logits */
+    int *pos, *sel;
+    infer__group *groups;
     float *logits;      /* rows of n_vocab */
-    int n_logit_rows, logit_cap_rows, logits_all, n_last;
+    int logit_cap_rows;
+    int *row_of;        /* stb_ds array: per token of the last decode, its logits row or -1 */
+    int *order;         /* stb_ds arrays: a batch's tokens by sequence (indices, ids) */
+    infer_token *btok;
+    int8_t *flags;      /* stb_ds array: infer_decode's all-logits flags */
     size_t bytes;       /* memory this context holds */
     /* generate.c's bookkeeping */
     infer_metrics metrics;
     infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
 };
 
-/* Runs n (<= n_batch) tokens at positions n_past..; writes logits for the
-   rows from first_logit on into logits (n_vocab floats each). */
-static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits);
+/* One forward pass of n (<= n_batch) tokens: n_groups runs of sequences
+   (c->groups), each token's position in c->pos; the final normed hidden
+   state of the n_sel tokens c->sel[] (ascending) goes through the output
+   into logits (n_vocab floats a row), or, given hidden, into hidden (dim
+   floats a row) instead. Returns 0, or 1 where the abort callback stopped
+   it (then no sequence has advanced). */
+static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
+                          float *hidden);
+/* RoPE (forward.c): cos and sin of position pos's angles; rotating one
+   head by them (fused: with llama.cpp's contracted FMAs). */
+static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused);
+/* Room for rows of logits (n_vocab floats); 0 when memory runs out. */
+static int infer__reserve_logits(infer_context *c, int rows);
+/* Asks the abort callback (worker 0 only). */
+static int infer__aborted(const infer_context *c);
 
 #endif /* INFER_CONTEXT_H */

@@ -50,48 +50,18 @@ static void infer__product_init(infer__product *p, int n_ops, const infer__tenso
     }
 }
 
-#define INFER__PACK_ARENA_ALIGN ((size_t)2 << 20) /* a huge page */
-
-/* Whether op i of product p is repacked for this ISA. Experts are packed
-   only when each expert starts a whole group of rows. */
-static int infer__product_packs(const infer_context *c, const infer__product *p, int i) {
-    infer_type t = p->w[i]->type;
-    if (p->expert_rows && p->expert_rows % INFER__PACK_ROWS) return 0;
-    return c->kern.pack_size[t] && c->kern.pack[t] && c->kern.gemm_packed[t];
-}
-
-/* The bytes product p's packed weights take (each 64-byte aligned). */
-static size_t infer__product_packed_bytes(const infer_context *c, const infer__product *p) {
-    size_t total = 0;
+/* Points the product's ops at the model's packed weights, where this
+   context's kernels multiply that layout (a context matching llama.cpp
+   may lack a packed kernel the model's default has). */
+static void infer__product_use_packed(const infer_context *c, infer__product *p) {
     int i;
     for (i = 0; i < p->n_ops; i++)
-        if (infer__product_packs(c, p, i))
-            total += (c->kern.pack_size[p->w[i]->type](p->w[i]->ne[0], p->w[i]->ne[1]) + 63) / 64 * 64;
-    return total;
-}
-
-/* Repacks the product's weights where this ISA has a packed form (the
-   kernels then read 16 rows in one vector), into the context's arena from
-   *at on; the mapped originals are let go. */
-static void infer__product_pack(infer_context *c, infer__product *p, uint8_t **at) {
-    int i;
-    for (i = 0; i < p->n_ops; i++) {
-        const infer__tensor *w = p->w[i];
-        infer_type t = w->type;
-        if (!infer__product_packs(c, p, i)) continue;
-        p->packed[i] = *at;
-        c->kern.pack[t](w->data, infer__row_size(t, w->ne[0]), w->ne[0], w->ne[1], *at);
-        *at += (c->kern.pack_size[t](w->ne[0], w->ne[1]) + 63) / 64 * 64;
-        /* the token embedding's rows are still read (a tied output) */
-        if (w != c->model->tok_embd) infer__blob_forget(&c->model->gguf->blob, w->data, w->nbytes);
-    }
+        if (c->kern.gemm_packed[p->w[i]->type]) p->packed[i] = infer__weights_packed(c->model, p->w[i]);
 }
 
 static int infer__plan(infer_context *c) {
     const infer_model *m = c->model;
     int l, n_steps = m->n_layers * INFER__P_PER_LAYER + 1;
-    size_t total = 0;
-    uint8_t *at;
     c->plan = (infer__product *)infer__calloc((size_t)n_steps, sizeof(infer__product));
     if (!c->plan) return 0;
     for (l = 0; l < m->n_layers; l++) {
@@ -124,17 +94,7 @@ static int infer__plan(infer_context *c) {
     }
     /* the output's rows go straight to the caller's logits (set per pass) */
     infer__product_init(&c->plan[n_steps - 1], 1, &m->output, &c->logits, &m->n_vocab);
-    /* one arena for every packed weight, aligned so the OS can back it
-       with huge pages: generation streams it all once per token */
-    for (l = 0; l < n_steps; l++) total += infer__product_packed_bytes(c, &c->plan[l]);
-    if (total) {
-        c->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
-        if (!c->packed_raw) return 0;
-        at = c->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)c->packed_raw % INFER__PACK_ARENA_ALIGN);
-        infer__advise_huge(at, total);
-        c->bytes += total + INFER__PACK_ARENA_ALIGN;
-        for (l = 0; l < n_steps; l++) infer__product_pack(c, &c->plan[l], &at);
-    }
+    for (l = 0; l < n_steps; l++) infer__product_use_packed(c, &c->plan[l]);
     return 1;
 }
 
@@ -159,8 +119,16 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return NULL;
     }
     if (!params) params = &defaults;
-    if (params->n_ctx < 0 || params->n_batch < 0 || params->n_threads < 0 || params->n_threads > 512) {
+    if (params->n_ctx < 0 || params->n_batch < 0 || params->n_threads < 0 || params->n_threads > 512 ||
+        params->n_seq < 0 || params->n_seq > 4096 || params->n_keep < 0 ||
+        (params->full_policy != INFER_FULL_STOP && params->full_policy != INFER_FULL_SHIFT)) {
         infer__set_error(err, INFER_ERR_ARG, "context parameters out of range");
+        return NULL;
+    }
+    /* the GPU's cache is one sequence's, and stays where it is */
+    if (m->gpu && (params->n_seq > 1 || params->full_policy == INFER_FULL_SHIFT)) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a CUDA context holds one sequence and cannot shift it (n_seq %d%s)",
+                         params->n_seq, params->full_policy == INFER_FULL_SHIFT ? ", shift" : "");
         return NULL;
     }
     kv_type = params->kv_type == INFER_TYPE_F32 ? INFER_TYPE_F16 : params->kv_type;
@@ -170,20 +138,30 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return NULL;
     }
     c->model = m;
-    if (!infer__kernels_select(&c->kern, err)) {
+    c->kern = m->kern; /* the kernels the model's weights were packed for */
+    c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
+    c->n_seq = params->n_seq ? params->n_seq : 1;
+    c->n_batch = params->n_batch ? params->n_batch : 512;
+    c->n_batch = INFER__MIN(c->n_batch, c->n_ctx * c->n_seq);
+    c->full_policy = params->full_policy;
+    c->n_keep = INFER__MIN(params->n_keep, c->n_ctx / 2); /* shifting must free something */
+    c->seqs = (infer__seq *)infer__calloc((size_t)c->n_seq, sizeof(infer__seq));
+    if (!c->seqs) {
         INFER_FREE(c);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
-    c->n_batch = params->n_batch ? params->n_batch : 512;
-    c->n_batch = INFER__MIN(c->n_batch, c->n_ctx);
+    for (l = 0; l < c->n_seq; l++) c->seqs[l].logit_row = -1;
     infer__context_rope_freqs(c);
     if (!infer__context_attach(c, err)) { /* a GPU model: its cache and scratch there */
         infer_context_free(c);
         return NULL;
     }
     if (!c->gpu) { /* on the GPU, the cache is there */
-        if (!infer__kv_init(&c->kv, kv_type, m, c->n_ctx, c->n_batch, err)) {
+        /* a context that shifts keeps every position of a sliding window's
+           layer too: moving positions down needs the ones a ring drops */
+        int ring_batch = c->full_policy == INFER_FULL_SHIFT ? c->n_ctx : INFER__MIN(c->n_batch, c->n_ctx);
+        if (!infer__kv_init(&c->kv, kv_type, m, c->n_ctx, ring_batch, c->n_seq, err)) {
             infer_context_free(c);
             return NULL;
         }
@@ -229,6 +207,9 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->route.start = (int *)infer__ctx_alloc(c, (size_t)m->n_expert + 1, sizeof(int), &ok);
         c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
     }
+    c->pos = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->sel = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->groups = (infer__group *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(infer__group), &ok);
     c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
     c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
@@ -245,6 +226,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
 }
 
 INFERDEF void infer_context_free(infer_context *c) {
+    int l;
     if (!c) return;
     infer__context_detach(c);
     infer__pool_free(c->pool);
@@ -268,8 +250,16 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->attn_scratch);
     INFER_FREE(c->xq);
     INFER_FREE(c->plan);
-    INFER_FREE(c->packed_raw);
+    INFER_FREE(c->pos);
+    INFER_FREE(c->sel);
+    INFER_FREE(c->groups);
     INFER_FREE(c->logits);
+    stbds_arrfree(c->row_of);
+    stbds_arrfree(c->order);
+    stbds_arrfree(c->btok);
+    stbds_arrfree(c->flags);
+    for (l = 0; c->seqs && l < c->n_seq; l++) stbds_arrfree(c->seqs[l].tokens);
+    INFER_FREE(c->seqs);
     stbds_arrfree(c->prompt_tokens);
     stbds_arrfree(c->gen_tokens);
     INFER_FREE(c);
@@ -277,15 +267,12 @@ INFERDEF void infer_context_free(infer_context *c) {
 
 INFERDEF int infer_context_n_ctx(const infer_context *c) { return c->n_ctx; }
 INFERDEF const char *infer_context_isa(const infer_context *c) { return infer__isa_name(c->kern.isa); }
-INFERDEF int infer_context_n_past(const infer_context *c) { return c->n_past; }
-INFERDEF int infer_context_truncate(infer_context *c, int n_past) {
-    if (n_past < 0 || n_past >= c->n_past) return c->n_past;
-    /* a sliding window's ring may have overwritten keys n_past would see */
-    if (!c->gpu && !infer__kv_can_rewind(&c->kv, c->model, n_past)) n_past = 0;
-    c->n_past = n_past;
-    c->kv.hi = n_past;
-    return n_past;
+INFERDEF int infer_context_n_seq(const infer_context *c) { return c->n_seq; }
+INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void *user) {
+    c->abort_fn = fn;
+    c->abort_user = user;
 }
+static int infer__aborted(const infer_context *c) { return c->abort_fn && c->abort_fn(c->abort_user); }
 
 /* ---- the building blocks -------------------------------------------- */
 
@@ -506,9 +493,10 @@ static void infer__moe_product(const infer_context *c, const infer__product *p, 
 typedef struct infer__pass {
     infer_context *c;
     const infer_token *tokens;
-    int n, first_logit;
-    float *logits;
+    int n, n_groups, n_sel;
+    float *logits, *hidden;
     int next_item; /* attention work handed out so far */
+    int stop;      /* the abort callback said stop (worker 0 asks, all read after a barrier) */
 } infer__pass;
 
 /* The gated activation of n values: g = act(g) * u. */
@@ -530,7 +518,7 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
     infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
-    for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->n_past + t);
+    for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->pos[t]);
     infer__pool_barrier(c->pool);
     if (ith == 0) infer__moe_pairs(m, rt, n);
     infer__pool_barrier(c->pool);
@@ -568,24 +556,21 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
     infer_context *c = ps->c;
     const infer_model *m = c->model;
     int dim = m->dim, hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, ffn = m->ffn_dim, n_rot = m->rope_dim;
-    int n = ps->n, pos0 = c->n_past, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i, r;
+    int n = ps->n, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i, r, g, first;
     size_t emb_row = infer__row_size(m->tok_embd->type, dim);
     const infer__product *out = &c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER];
     const infer__layer *prev = NULL;
     infer__attn_scratch scratch;
     infer__attn_batch ab;
 
+    memset(&ab, 0, sizeof ab);
     ab.ordered = c->match_llama && c->kv.type == INFER_TYPE_F16;
     infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, hd, ab.ordered);
     ab.kv = &c->kv;
     ab.kern = &c->kern;
-    ab.pos0 = pos0;
-    ab.n_tok = n;
     ab.n_heads = m->n_heads;
     ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
     ab.softcap = m->attn_softcap;
-    ab.q = c->q;
-    ab.out = c->att;
     ab.ldq = ab.ldo = q_dim;
 
     for (t = t0; t < t1; t++) {
@@ -594,12 +579,15 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         if (m->embd_scale > 0)
             for (i = 0; i < dim; i++) x[i] *= m->embd_scale;
         for (r = 0; r < m->n_ropes; r++)
-            infer__rope_angles(c->rope + ((size_t)r * c->n_batch + t) * n_rot, &m->ropes[r], c->rope_freqs[r], pos0 + t);
+            infer__rope_angles(c->rope + ((size_t)r * c->n_batch + t) * n_rot, &m->ropes[r], c->rope_freqs[r], c->pos[t]);
     }
 
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
+        /* stopped between layers: nothing has advanced (the cells written
+           are past every sequence's end) */
+        if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
 
         /* attention: q, k, v of the normed input */
         for (t = t0; t < t1; t++) {
@@ -633,17 +621,29 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
                 if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
                 if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama);
             }
-            infer__kv_store(&c->kv, &c->kern, l, pos0 + t, k, v);
+        }
+        for (g = 0; g < ps->n_groups; g++) { /* each token's k and v to its sequence's cache */
+            const infer__group *G = &c->groups[g];
+            for (t = INFER__MAX(t0, G->start); t < INFER__MIN(t1, G->start + G->n); t++)
+                infer__kv_store(&c->kv, &c->kern, G->seq, l, c->pos[t], c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
         }
         if (ith == 0) ps->next_item = 0;
         infer__pool_barrier(c->pool);
         ab.layer = l;
         ab.window = L->window;
-        for (;;) {
+        /* the work items of every sequence's run, handed out in one count */
+        for (g = 0, first = 0;;) { /* first: the count's index of run g's first item */
             int item = infer__atomic_next(&ps->next_item);
-            if (item >= infer__attn_n_items(&ab)) break;
-            if (ab.ordered) infer__attn_item_ordered(&ab, item, &scratch);
-            else infer__attn_item(&ab, item, &scratch);
+            for (; g < ps->n_groups; g++) {
+                const infer__group *G = &c->groups[g];
+                ab.seq = G->seq, ab.pos0 = G->pos0, ab.n_tok = G->n;
+                ab.q = c->q + (size_t)G->start * q_dim, ab.out = c->att + (size_t)G->start * q_dim;
+                if (item < first + infer__attn_n_items(&ab)) break;
+                first += infer__attn_n_items(&ab);
+            }
+            if (g == ps->n_groups) break;
+            if (ab.ordered) infer__attn_item_ordered(&ab, item - first, &scratch);
+            else infer__attn_item(&ab, item - first, &scratch);
         }
         infer__pool_barrier(c->pool);
         infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
@@ -672,42 +672,54 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
             infer__pool_barrier(c->pool);
             infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
         }
-        infer__pool_barrier(c->pool);
+        if (ith == 0) __atomic_store_n(&ps->stop, infer__aborted(c), __ATOMIC_RELAXED);
+        infer__pool_barrier(c->pool); /* orders the flag too: every worker reads the same */
         prev = L;
     }
+    if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
 
-    /* the last residual, then the output rows from first_logit on */
+    /* the last residual; then the selected tokens' final norm, packed into
+       rows 0..n_sel of xb, through the output (or out as hidden states) */
     for (t = t0; t < t1; t++) {
         float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
         if (prev->post_ffn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)prev->post_ffn_norm->data, dim, m->norm_eps);
         for (i = 0; i < dim; i++) x[i] += xb[i];
-        if (t >= ps->first_logit)
-            infer__rmsnorm(&c->kern, xb, x, (const float *)m->output_norm->data, dim, m->norm_eps);
     }
-    if (ps->first_logit < n) {
-        int from = INFER__MAX(t0, ps->first_logit), rows = n - ps->first_logit;
-        infer__product_convert(c, out, c->xb, dim, from, INFER__MAX(from, t1), ps->first_logit);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, out, c->xb + (size_t)ps->first_logit * dim, dim, rows, ps->logits, ith, nth);
-        if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
-            int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth);
-            infer__pool_barrier(c->pool);
-            for (t = 0; t < rows; t++) infer__softcap(ps->logits + (size_t)t * m->n_vocab + v0, v1 - v0, m->final_softcap);
+    if (!ps->n_sel) return;
+    infer__pool_barrier(c->pool);
+    {
+        int s0 = ps->n_sel * ith / nth, s1 = ps->n_sel * (ith + 1) / nth, j;
+        for (j = s0; j < s1; j++) {
+            float *xb = c->xb + (size_t)j * dim;
+            infer__rmsnorm(&c->kern, xb, c->x + (size_t)c->sel[j] * dim, (const float *)m->output_norm->data, dim, m->norm_eps);
+            if (ps->hidden) memcpy(ps->hidden + (size_t)j * dim, xb, (size_t)dim * sizeof(float));
         }
+        if (ps->hidden) return;
+        infer__product_convert(c, out, c->xb, dim, s0, s1, 0);
+    }
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, out, c->xb, dim, ps->n_sel, ps->logits, ith, nth);
+    if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
+        int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth);
+        infer__pool_barrier(c->pool);
+        for (t = 0; t < ps->n_sel; t++) infer__softcap(ps->logits + (size_t)t * m->n_vocab + v0, v1 - v0, m->final_softcap);
     }
 }
 
-static void infer__forward(infer_context *c, const infer_token *tokens, int n, int first_logit, float *logits) {
+static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
+                          float *hidden) {
     infer__pass ps;
     ps.c = c;
     ps.tokens = tokens;
     ps.n = n;
-    ps.first_logit = first_logit;
+    ps.n_groups = n_groups;
+    ps.n_sel = n_sel;
     ps.logits = logits;
+    ps.hidden = hidden;
     ps.next_item = 0;
+    ps.stop = 0;
     infer__pool_run(c->pool, infer__forward_worker, &ps);
-    c->n_past += n;
-    c->kv.hi = INFER__MAX(c->kv.hi, c->n_past);
+    return ps.stop;
 }
 
 static int infer__reserve_logits(infer_context *c, int rows) {
@@ -721,46 +733,158 @@ static int infer__reserve_logits(infer_context *c, int rows) {
     return 1;
 }
 
-INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, int n, int all_logits,
-                                   infer_error *err) {
-    int i, done;
-    if (!c || (!tokens && n) || n <= 0) {
-        infer__set_error(err, INFER_ERR_ARG, "infer_decode needs at least one token");
-        return INFER_ERR_ARG;
-    }
-    for (i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->model->n_vocab) {
-            infer__set_error(err, INFER_ERR_ARG, "token id %d is outside the vocabulary (0..%d)", tokens[i],
-                             c->model->n_vocab - 1);
-            return INFER_ERR_ARG;
+/* Makes room for `pending` more tokens in every sequence that has them:
+   the context's policy shifts a sequence that would overflow, or refuses. */
+static infer_status infer__make_room(infer_context *c, infer_error *err) {
+    int s;
+    for (s = 0; s < c->n_seq; s++) {
+        infer__seq *q = &c->seqs[s];
+        int need = q->n_past + q->pending - c->n_ctx, discard;
+        if (need <= 0) continue;
+        if (c->full_policy != INFER_FULL_SHIFT || q->pending > c->n_ctx - c->n_keep) {
+            infer__set_error(err, INFER_ERR_CONTEXT_FULL,
+                             "the context is full: %d tokens do not fit in sequence %d (%d of %d positions used)",
+                             q->pending, s, q->n_past, c->n_ctx);
+            return INFER_ERR_CONTEXT_FULL;
         }
-    if (n > c->n_ctx - c->n_past) {
-        infer__set_error(err, INFER_ERR_CONTEXT_FULL,
-                         "%d tokens do not fit in the context: %d of %d positions are already used", n, c->n_past,
-                         c->n_ctx);
-        return INFER_ERR_CONTEXT_FULL;
+        /* llama.cpp's shift: the older half of what follows n_keep, or more if needed */
+        discard = INFER__MAX((q->n_past - c->n_keep) / 2, need);
+        if (infer_seq_remove(c, s, c->n_keep, c->n_keep + discard, err) != INFER_OK) return err ? err->code : INFER_ERR_ARG;
     }
-    if (!infer__reserve_logits(c, all_logits ? n : 1)) {
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for logits");
-        return INFER_ERR_NOMEM;
-    }
-    for (done = 0; done < n; done += c->n_batch) {
-        int nb = INFER__MIN(c->n_batch, n - done);
-        int first = all_logits ? 0 : (done + nb == n ? nb - 1 : nb);
-        float *out = all_logits ? c->logits + (size_t)done * c->model->n_vocab : c->logits;
-        infer_status st = infer__backend_forward(c, tokens + done, nb, first, out, err);
-        if (st != INFER_OK) return st;
-    }
-    c->logits_all = all_logits;
-    c->n_last = n;
-    c->n_logit_rows = all_logits ? n : 1;
     return INFER_OK;
 }
 
+/* Puts the sequences back where the call found them (a pass failed). */
+static void infer__rollback(infer_context *c) {
+    int s;
+    for (s = 0; s < c->n_seq; s++) {
+        infer__seq *q = &c->seqs[s];
+        if (!q->pending) continue;
+        q->n_past = q->start_past;
+        stbds_arrsetlen(q->tokens, q->start_past);
+    }
+}
+
+INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b, infer_error *err) {
+    const infer_model *m;
+    int i, s, n, n_rows = 0, done;
+    infer_status st = INFER_OK;
+    if (!c || !b || b->n <= 0 || !b->tokens) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_decode needs at least one token");
+        return INFER_ERR_ARG;
+    }
+    m = c->model;
+    n = b->n;
+    for (i = 0; i < n; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= m->n_vocab) {
+            infer__set_error(err, INFER_ERR_ARG, "token id %d is outside the vocabulary (0..%d)", b->tokens[i],
+                             m->n_vocab - 1);
+            return INFER_ERR_ARG;
+        }
+        if (b->seq && (b->seq[i] < 0 || b->seq[i] >= c->n_seq)) {
+            infer__set_error(err, INFER_ERR_ARG, "sequence id %d is outside the context's 0..%d", b->seq[i], c->n_seq - 1);
+            return INFER_ERR_ARG;
+        }
+    }
+    for (s = 0; s < c->n_seq; s++) c->seqs[s].pending = 0, c->seqs[s].last = -1;
+    for (i = 0; i < n; i++) {
+        infer__seq *q = &c->seqs[b->seq ? b->seq[i] : 0];
+        q->pending++;
+        q->last = i;
+    }
+    if ((st = infer__make_room(c, err)) != INFER_OK) return st;
+    /* the tokens in sequence order (each sequence's in the batch's order),
+       each with its logits row or -1 */
+    stbds_arrsetlen(c->order, n);
+    stbds_arrsetlen(c->row_of, n);
+    stbds_arrsetlen(c->btok, n);
+    if (!c->order || !c->row_of || !c->btok) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
+        return INFER_ERR_NOMEM;
+    }
+    for (done = 0, s = 0; s < c->n_seq; s++) {
+        if (!c->seqs[s].pending) continue;
+        for (i = 0; i < n; i++)
+            if ((b->seq ? b->seq[i] : 0) == s) c->order[done++] = i;
+        if (done == n) break;
+    }
+    for (i = 0; i < n; i++) {
+        int t = c->order[i], want = b->logits ? b->logits[t] != 0 : t == c->seqs[b->seq ? b->seq[t] : 0].last;
+        c->row_of[t] = want ? n_rows++ : -1;
+        c->btok[i] = b->tokens[t];
+    }
+    if (!infer__reserve_logits(c, INFER__MAX(n_rows, 1) + (c->gpu ? c->n_batch : 0))) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for logits");
+        return INFER_ERR_NOMEM;
+    }
+    for (s = 0; s < c->n_seq; s++) {
+        c->seqs[s].start_past = c->seqs[s].n_past;
+        c->seqs[s].logit_row = -1;
+    }
+    /* passes of up to n_batch tokens, each a run per sequence */
+    for (done = 0, n_rows = 0; done < n && st == INFER_OK; done += c->n_batch) {
+        int nb = INFER__MIN(c->n_batch, n - done), n_groups = 0, n_sel = 0, t;
+        if (infer__aborted(c)) {
+            st = INFER_ERR_CANCELLED;
+            break;
+        }
+        for (t = 0; t < nb; t++) {
+            int orig = c->order[done + t], sq = b->seq ? b->seq[orig] : 0;
+            infer__seq *q = &c->seqs[sq];
+            if (!n_groups || c->groups[n_groups - 1].seq != sq) {
+                infer__group *G = &c->groups[n_groups++];
+                G->seq = sq, G->start = t, G->n = 0, G->pos0 = q->n_past;
+            }
+            c->pos[t] = q->n_past + c->groups[n_groups - 1].n++;
+            if (c->row_of[orig] >= 0) c->sel[n_sel++] = t;
+        }
+        st = infer__backend_forward(c, c->btok + done, nb, n_groups, n_sel, c->logits + (size_t)n_rows * m->n_vocab, NULL,
+                                    err);
+        if (st != INFER_OK) break;
+        n_rows += n_sel;
+        for (t = 0; t < n_groups; t++) {
+            infer__seq *q = &c->seqs[c->groups[t].seq];
+            for (i = 0; i < c->groups[t].n; i++) stbds_arrput(q->tokens, c->btok[done + c->groups[t].start + i]);
+            q->n_past += c->groups[t].n;
+            q->hi = INFER__MAX(q->hi, q->n_past);
+        }
+    }
+    if (st != INFER_OK) {
+        if (st == INFER_ERR_CANCELLED) infer__set_error(err, st, "cancelled by the abort callback");
+        infer__rollback(c);
+        stbds_arrsetlen(c->row_of, 0);
+        return st;
+    }
+    for (s = 0; s < c->n_seq; s++)
+        if (c->seqs[s].pending) c->seqs[s].logit_row = c->row_of[c->seqs[s].last];
+    return INFER_OK;
+}
+
+INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, int n, int all_logits,
+                                   infer_error *err) {
+    infer_batch b;
+    if (!c || !tokens || n <= 0) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_decode needs at least one token");
+        return INFER_ERR_ARG;
+    }
+    memset(&b, 0, sizeof b);
+    b.n = n;
+    b.tokens = tokens;
+    if (all_logits) {
+        stbds_arrsetlen(c->flags, n);
+        if (!c->flags) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
+            return INFER_ERR_NOMEM;
+        }
+        memset(c->flags, 1, (size_t)n);
+        b.logits = c->flags;
+    }
+    return infer_decode_batch(c, &b, err);
+}
+
 INFERDEF const float *infer_get_logits(const infer_context *c, int i) {
-    if (!c->n_logit_rows) return NULL;
-    if (i < 0) i = c->n_last + i;
-    if (i < 0 || i >= c->n_last) return NULL;
-    if (!c->logits_all) return i == c->n_last - 1 ? c->logits : NULL;
-    return c->logits + (size_t)i * c->model->n_vocab;
+    int n = (int)stbds_arrlen(c->row_of);
+    if (i < 0) i = n + i;
+    if (i < 0 || i >= n || c->row_of[i] < 0) return NULL;
+    return c->logits + (size_t)c->row_of[i] * c->model->n_vocab;
 }

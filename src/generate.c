@@ -57,9 +57,9 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
     }
     stbds_arrsetlen(c->prompt_tokens, n);
     infer_tokenize(m, prompt, strlen(prompt), c->prompt_tokens, n, infer_model_add_bos(m), 1);
-    if (n > c->n_ctx - c->n_past) {
+    if (n > c->n_ctx - infer_context_n_past(c)) {
         infer__set_error(err, INFER_ERR_CONTEXT_FULL, "the prompt is %d tokens but the context has room for %d", n,
-                         c->n_ctx - c->n_past);
+                         c->n_ctx - infer_context_n_past(c));
         return INFER_ERR_CONTEXT_FULL;
     }
     for (i = 0; i < n; i++) infer_sampler_accept(s, c->prompt_tokens[i]);
@@ -75,7 +75,7 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
        figures cover the tokens after it, each timed from the one before. */
     t_prev = t1;
     /* no allocation in the token loop: room for as many as the context lets come */
-    if (n_predict > 0) stbds_arrsetcap(c->gen_tokens, INFER__MIN(n_predict, c->n_ctx - c->n_past + 1));
+    if (n_predict > 0) stbds_arrsetcap(c->gen_tokens, INFER__MIN(n_predict, c->n_ctx - infer_context_n_past(c) + 1));
     for (i = 0; i < n_predict; i++) {
         infer_token tok = infer_sampler_sample(s, infer_get_logits(c, -1));
         double tn = infer__now_ms();
@@ -90,7 +90,7 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
         len = infer_detok_push(&detok, m, tok, piece, sizeof piece);
         if (on_piece && len > 0 && on_piece(piece, len, user)) break;
         if (i + 1 == n_predict) break;    /* the last token needs no forward pass */
-        if (c->n_past >= c->n_ctx) break; /* context full: stop, not fail */
+        if (infer_context_n_past(c) >= c->n_ctx) break; /* context full: stop, not fail */
         st = infer_decode(c, &tok, 1, 0, err);
         if (st) return st;
     }

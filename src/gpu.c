@@ -171,19 +171,28 @@ static void infer__context_detach(infer_context *c) {
     c->gpu = NULL;
 }
 
-static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
-                                           float *logits, infer_error *err) {
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
+                                           float *logits, float *hidden, infer_error *err) {
     if (c->gpu) {
+        /* one sequence: the rows from the first selected one on, then the selected ones packed */
+        int first = n_sel ? c->sel[0] : n, j;
         char msg[256];
-        if (infer_cuda_forward(c->gpu, tokens, n, c->n_past, first_logit, logits, msg, sizeof msg)) {
+        (void)n_groups;
+        if (hidden) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "embeddings are not available on the GPU yet");
+            return INFER_ERR_UNSUPPORTED;
+        }
+        if (infer_cuda_forward(c->gpu, tokens, n, c->pos[0], first, logits, msg, sizeof msg)) {
             infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);
             return INFER_ERR_DEVICE;
         }
-        c->n_past += n;
+        for (j = 0; j < n_sel; j++)
+            if (c->sel[j] - first != j)
+                memmove(logits + (size_t)j * c->model->n_vocab, logits + (size_t)(c->sel[j] - first) * c->model->n_vocab,
+                        (size_t)c->model->n_vocab * sizeof(float));
         return INFER_OK;
     }
-    infer__forward(c, tokens, n, first_logit, logits);
-    return INFER_OK;
+    return infer__forward(c, tokens, n, n_groups, n_sel, logits, hidden) ? INFER_ERR_CANCELLED : INFER_OK;
 }
 
 #else /* the CPU only */
@@ -203,11 +212,10 @@ static int infer__context_attach(infer_context *c, infer_error *err) {
     return 1;
 }
 static void infer__context_detach(infer_context *c) { (void)c; }
-static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int first_logit,
-                                           float *logits, infer_error *err) {
+static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
+                                           float *logits, float *hidden, infer_error *err) {
     (void)err;
-    infer__forward(c, tokens, n, first_logit, logits);
-    return INFER_OK;
+    return infer__forward(c, tokens, n, n_groups, n_sel, logits, hidden) ? INFER_ERR_CANCELLED : INFER_OK;
 }
 
 #endif

@@ -93,7 +93,8 @@ typedef enum infer_status {
     INFER_ERR_NOMEM,
     INFER_ERR_ARG,          /* bad argument from the caller */
     INFER_ERR_CONTEXT_FULL, /* tokens do not fit in the context */
-    INFER_ERR_DEVICE        /* the GPU or its runtime failed (no GPU, out of GPU memory) */
+    INFER_ERR_DEVICE,       /* the GPU or its runtime failed (no GPU, out of GPU memory) */
+    INFER_ERR_CANCELLED     /* stopped by its abort callback, a progress callback or a cancelled request */
 } infer_status;
 
 typedef struct infer_error {
@@ -160,9 +161,15 @@ INFERDEF const char *infer_type_name(infer_type t);
    replaces AUTO (only AUTO), as INFER_ISA picks the CPU's kernels. */
 typedef enum infer_device { INFER_DEVICE_CPU = 0, INFER_DEVICE_CUDA, INFER_DEVICE_AUTO } infer_device;
 
+/* Called during loading with the fraction done (0 to 1, rising); return
+   non-zero to cancel the load (it then fails with INFER_ERR_CANCELLED). */
+typedef int (*infer_progress_fn)(float fraction, void *user);
+
 typedef struct infer_model_params {
     int vocab_only;        /* load metadata and tokenizer only */
     infer_device device;   /* default AUTO */
+    infer_progress_fn progress; /* may be NULL */
+    void *progress_user;
 } infer_model_params;
 
 /* "cpu", "cuda", "auto"; and back (-1 for an unknown name). */
@@ -220,10 +227,19 @@ INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size);
 
 /* ---- Context: KV cache and forward pass ------------------------------ */
 
+/* What a context does when a sequence's next tokens do not fit. */
+typedef enum infer_full_policy {
+    INFER_FULL_STOP = 0, /* fail with INFER_ERR_CONTEXT_FULL (the default) */
+    INFER_FULL_SHIFT     /* keep the first n_keep positions, drop the oldest half of the
+                            rest and move the others down, their keys rotated again for
+                            their new positions (llama.cpp's context shift) */
+} infer_full_policy;
+
 typedef struct infer_context_params {
-    int n_ctx;        /* tokens of KV cache; 0 = min(model's, 4096) */
+    int n_ctx;        /* positions of KV cache per sequence; 0 = min(model's, 4096) */
     int n_batch;      /* most tokens one forward pass takes; 0 = 512 */
     int n_threads;    /* 0 = 1 */
+    int n_seq;        /* sequences (conversations) with a cache of their own; 0 = 1 */
     infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
                            means) or INFER_TYPE_Q8_0, half the memory */
     int match_llama;  /* 1: sum prompts' products in llama.cpp's order too
@@ -237,39 +253,106 @@ typedef struct infer_context_params {
                          residual stream cancels activations in the
                          thousands: measured on Gemma 3 270M, 7% of the logit
                          range from llama.cpp's otherwise, 2.5% so) */
+    infer_full_policy full_policy;
+    int n_keep;       /* INFER_FULL_SHIFT: positions never dropped (a system prompt) */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
-/* A context repacks the weights it multiplies for its CPU's kernels (a copy
-   about their size, made here; infer_context_metrics counts it). Where the
-   model is a mapped file, the mapped pages of those weights are released,
-   so memory holds one copy; with INFER_NO_MMAP or infer_model_load_memory
-   it holds both. Each context has its own copy. */
+/* A context holds a KV cache per sequence and scratch for a batch; the
+   weights are the model's, prepared once for this CPU's kernels when the
+   model loads and shared by every context (see infer_model_load). */
 INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_params *params, infer_error *err);
 INFERDEF void infer_context_free(infer_context *c);
 INFERDEF int infer_context_n_ctx(const infer_context *c);
+INFERDEF int infer_context_n_seq(const infer_context *c);
+/* Sequence 0's positions used (infer_seq_n_past(c, 0)). */
 INFERDEF int infer_context_n_past(const infer_context *c);
 /* The instruction set its kernels use: scalar, avx2, avx512 or neon. */
 INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Where its forward pass runs (its model's device). */
 INFERDEF infer_device infer_context_device(const infer_context *c);
-/* Forgets every position from n_past on (0 clears the cache) and returns
-   the positions kept: n_past, or 0 where a sliding-window layer's cache
-   (which holds only its window and a batch) no longer has the keys
-   position n_past would see; then the caller feeds the tokens again. */
+/* Sequence 0: infer_seq_truncate(c, 0, n_past). */
 INFERDEF int infer_context_truncate(infer_context *c, int n_past);
-/* Runs the model on n tokens at positions n_past.., appending them to the KV
-   cache. all_logits: keep the logits of every position, else only the
-   last. Batches larger than n_batch are split internally. The calling
-   thread is one of the workers and needs about 128 KiB of stack for the
-   kernels. With AVX512-VNNI, F16 weights in batches of 16 or more tokens
-   are multiplied as block integers (12-bit weights, 13-bit activations,
-   summed exactly; logits within about 0.15% of their range of fp32's);
-   smaller batches multiply F16 exactly. */
+
+/* Called between layers of every forward pass (from the thread that called
+   infer_decode); return non-zero to stop it: the call then returns
+   INFER_ERR_CANCELLED and the context is as it was before the call. The
+   callback may read a flag another thread sets. fn NULL removes it. */
+typedef int (*infer_abort_fn)(void *user);
+INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void *user);
+
+/* Runs the model on n tokens of sequence 0, appending them to its cache:
+   infer_decode_batch with every token in sequence 0. all_logits: keep the
+   logits of every position, else only the last. Batches larger than
+   n_batch are split internally. The calling thread is one of the workers
+   and needs about 128 KiB of stack for the kernels. With AVX512-VNNI, F16
+   weights in batches of 16 or more tokens are multiplied as block integers
+   (12-bit weights, 13-bit activations, summed exactly; logits within about
+   0.15% of their range of fp32's); smaller batches multiply F16 exactly. */
 INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, int n, int all_logits, infer_error *err);
-/* Logits (n_vocab floats) of position i of the last decode; i = -1 is the
-   last position. NULL when that position's logits were not kept. */
+
+/* Tokens of several sequences in one forward pass: the weights are read
+   once for all of them. Token i goes to sequence seq[i] at that sequence's
+   next position (its tokens in the order they appear here). */
+typedef struct infer_batch {
+    int n;
+    const infer_token *tokens;
+    const int *seq;       /* per token; NULL: all in sequence 0 */
+    const int8_t *logits; /* per token, non-zero: keep its logits; NULL: the
+                             last token of each sequence in the batch */
+} infer_batch;
+/* When a sequence does not fit, the context's full_policy applies (shift,
+   or INFER_ERR_CONTEXT_FULL and nothing decoded). */
+INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b, infer_error *err);
+/* Logits (n_vocab floats) of token i of the last decode; i = -1 is the
+   last token. NULL when that token's logits were not kept. */
 INFERDEF const float *infer_get_logits(const infer_context *c, int i);
+
+/* ---- Sequences: several conversations in one context ------------------- */
+
+INFERDEF int infer_seq_n_past(const infer_context *c, int seq);
+/* The logits of the sequence's last position, where the last decode that
+   touched it kept them (or a restored state brought them); else NULL. */
+INFERDEF const float *infer_seq_logits(const infer_context *c, int seq);
+/* The tokens the sequence's cache holds, in order (n set to how many). */
+INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, int *n);
+/* Forgets every position from n_past on (0 clears the sequence) and
+   returns the positions kept: n_past, or 0 where a sliding-window layer's
+   cache (which holds only its window and a batch) no longer has the keys
+   position n_past would see; then the caller feeds the tokens again. */
+INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past);
+/* Drops positions [p0, p1) (p1 < 0: to the end); later positions move
+   down, their keys rotated for their new positions. */
+INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1, infer_error *err);
+/* Makes dst a copy of src (its cache, tokens and logits): a system prompt
+   computed once, then continued in several conversations. */
+INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_error *err);
+
+/* ---- State: save and restore a sequence ------------------------------- */
+
+/* A sequence's state is its tokens, the used part of its KV cache and its
+   last logits, with a header naming the model, n_ctx and cache format: a
+   state from another model or context size is refused. */
+INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq);
+/* Writes the state into buf; returns the bytes written, or 0 when size is
+   smaller than infer_seq_state_size. */
+INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf, size_t size);
+/* Replaces sequence seq with the state in buf. */
+INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void *buf, size_t size, infer_error *err);
+INFERDEF infer_status infer_seq_state_save_file(const infer_context *c, int seq, const char *path, infer_error *err);
+INFERDEF infer_status infer_seq_state_load_file(infer_context *c, int seq, const char *path, infer_error *err);
+
+/* ---- Embeddings ------------------------------------------------------- */
+
+typedef enum infer_pooling { INFER_POOL_MEAN = 0, INFER_POOL_LAST, INFER_POOL_FIRST } infer_pooling;
+/* Length of an embedding: the model's hidden size. */
+INFERDEF int infer_model_n_embd(const infer_model *m);
+/* The final hidden state (after the output norm) of text's tokens, pooled
+   over the tokens and, with normalize, scaled to unit length; into out
+   (infer_model_n_embd floats). Runs in sequence seq, which it clears
+   before and after. */
+INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
+                                  float *out, infer_error *err);
 
 /* ---- Sampling ------------------------------------------------------------ */
 
@@ -286,10 +369,46 @@ typedef struct infer_sampler_params {
 INFERDEF infer_sampler_params infer_sampler_default_params(void);
 INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab);
 INFERDEF void infer_sampler_free(infer_sampler *s);
-/* Records a token in the penalty window (prompt tokens and chosen ones). */
+/* Records a chosen token: in the penalty window and, with a grammar, as
+   the grammar's next text. */
 INFERDEF void infer_sampler_accept(infer_sampler *s, infer_token t);
-/* Chooses a token from logits (not modified). Does not accept it. */
+/* Records a prompt token: in the penalty window only. */
+INFERDEF void infer_sampler_accept_prompt(infer_sampler *s, infer_token t);
+/* Forgets the penalty window and puts the grammar back at its start (the
+   seed's sequence goes on). */
+INFERDEF void infer_sampler_reset(infer_sampler *s);
+/* Chooses a token from logits (not modified). Does not accept it. With a
+   grammar it is a token the grammar allows (end of generation only where
+   the grammar may end); with none allowed, -1. */
 INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits);
+
+/* Added to the logits before anything else; -INFINITY bans a token. Replaces
+   any earlier bias; n = 0 removes it. */
+INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n);
+
+/* Output control: a grammar in llama.cpp's GBNF (a .gbnf file's text),
+   starting at rule root (NULL: "root"); the tokens' text comes from model
+   m. NULL gbnf removes the grammar. */
+INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_model *m, const char *gbnf,
+                                                const char *root, infer_error *err);
+/* Whether the grammar has reached a state where it may end (1), or has no
+   grammar (1). */
+INFERDEF int infer_sampler_grammar_done(const infer_sampler *s);
+/* A JSON schema (the subset: object, properties, required, array, items,
+   string, number, integer, boolean, enum) as a GBNF grammar whose root
+   matches exactly the JSON values the schema allows. snprintf-style: writes
+   at most size-1 bytes and a NUL, returns the full length, or -1 (err set)
+   for a schema it cannot read. */
+INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err);
+
+/* The most probable tokens of the last infer_sampler_sample's distribution:
+   softmax of the logits after bias, penalty and grammar, before top-k/p
+   and temperature. Writes up to n, most probable first; returns how many. */
+typedef struct infer_token_prob {
+    infer_token id;
+    float p;
+} infer_token_prob;
+INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n);
 
 /* ---- Generation and metrics ---------------------------------------------- */
 
@@ -313,12 +432,19 @@ typedef struct infer_metrics {
 /* Called with each piece of generated text; return non-zero to stop. */
 typedef int (*infer_piece_fn)(const char *piece, int len, void *user);
 
-/* Tokenizes prompt (BOS as the model asks, special tokens parsed), runs it,
-   then samples up to n_predict tokens, stopping at end of generation.
+/* Tokenizes prompt (BOS as the model asks, special tokens parsed), runs it
+   on sequence 0 (its tokens go to the sampler's penalty window through
+   infer_sampler_accept_prompt), then samples up to n_predict tokens,
+   stopping at end of generation (or where on_piece returns non-zero).
    Streams text through on_piece (may be NULL). The prompt's and the
    generated ids stay readable through infer_context_prompt_tokens and
    infer_context_generated_tokens. Continues from the context's n_past (a
-   chat's earlier turns); truncate to 0 first to start afresh. */
+   chat's earlier turns); truncate to 0 first to start afresh. Every
+   generated token but the last is fed back (the last needs no forward
+   pass). When the context is full: with INFER_FULL_STOP (the default) it
+   returns INFER_ERR_CONTEXT_FULL, the text so far already streamed; with
+   INFER_FULL_SHIFT the decode shifts the sequence and generation goes on.
+   It is a request (see below) stepped to its end on this thread. */
 INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt,
                                      int n_predict, infer_piece_fn on_piece, void *user,
                                      infer_error *err);

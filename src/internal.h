@@ -425,6 +425,14 @@ struct infer_model {
     infer_device device;  /* where the forward pass runs: CPU or CUDA (gpu.c) */
     void *gpu;            /* the weights on the GPU (infer_cuda.cu), or NULL */
     char *device_note;    /* why auto chose the CPU, joined to the vocab's warning */
+    /* weights.c: this CPU's kernels (INFER_ISA), chosen at load, and the
+       weights they repack, made once and shared by every context */
+    infer__kernels kern;
+    uint8_t *packed_raw;  /* the arena holding every packed weight */
+    size_t packed_bytes;
+    const infer__tensor **packed_w; /* which weights are packed ... */
+    const uint8_t **packed_at;      /* ... and where */
+    int n_packed;
 };
 static const infer_vocab *infer__model_vocab(const infer_model *m);
 
@@ -478,6 +486,11 @@ typedef struct infer__tensor_spec {
 static const infer__arch *infer__arch_find(const char *name);
 static void infer__arch_list(char *buf, size_t size); /* "llama, qwen2, ..." */
 static const infer__tensor_spec *infer__arch_layer_tensors(int *n);
+
+/* ---- weights.c: the weights repacked once per model ---- */
+static int infer__weights_prepare(infer_model *m, infer_progress_fn progress, void *user, float from, infer_error *err);
+static const uint8_t *infer__weights_packed(const infer_model *m, const infer__tensor *w);
+static void infer__weights_free(infer_model *m);
 
 /* ---- threads.c: a persistent pool; the caller is worker 0 ---- */
 typedef void (*infer__task_fn)(void *arg, int ith, int nth);

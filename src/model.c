@@ -562,12 +562,18 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
         }
         const infer__arch *a = infer__model_arch(m, err);
         if (!a || !infer__model_load_hparams(m, a, err) || !infer__model_bind_weights(m, a, err)) goto fail;
+        if (params->progress && params->progress(0.1f, params->progress_user)) goto cancelled;
         if (!infer__model_place(m, params->device, err)) goto fail;
+        /* the CPU's kernels read their own layouts: made here, once */
+        if (!infer__weights_prepare(m, params->progress, params->progress_user, 0.1f, err)) goto fail;
     }
+    if (params->progress && params->progress(1.0f, params->progress_user)) goto cancelled;
     INFER_FREE(m->bound);
     m->bound = NULL;
     m->load_ms = infer__now_ms() - t0;
     return m;
+cancelled:
+    infer__set_error(err, INFER_ERR_CANCELLED, "loading cancelled by the progress callback");
 fail:
     infer_model_free(m);
     return NULL;
@@ -588,6 +594,7 @@ INFERDEF void infer_model_free(infer_model *m) {
     int i;
     if (!m) return;
     infer__model_unplace(m);
+    infer__weights_free(m);
     INFER_FREE(m->device_note);
     if (m->vocab) infer__vocab_free(m->vocab);
     INFER_FREE(m->layers);

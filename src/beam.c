@@ -1,0 +1,2 @@
+/* beam.c - beam search over the sequences of a context. */
+#include "context.h"

@@ -1,0 +1,75 @@
+/* embed.c - embeddings: the final hidden state (after the output norm) of
+   a text's tokens, pooled over them and scaled to unit length if asked:
+   what llama.cpp's embedding mode returns for a decoder model. */
+#include "context.h"
+
+INFERDEF int infer_model_n_embd(const infer_model *m) { return m->dim; }
+
+INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
+                                  float *out, infer_error *err) {
+    const infer_model *m;
+    infer_token *toks = NULL;
+    float *hidden = NULL;
+    infer_status st = INFER_OK;
+    int n, done, i, t;
+    double norm = 0, *acc = NULL;
+    if (!c || !text || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOL_MEAN && pool != INFER_POOL_LAST &&
+                                                              pool != INFER_POOL_FIRST)) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
+        return INFER_ERR_ARG;
+    }
+    if (c->gpu) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "embeddings are not available on the GPU yet");
+        return INFER_ERR_UNSUPPORTED;
+    }
+    m = c->model;
+    n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1);
+    if (n <= 0) {
+        infer__set_error(err, INFER_ERR_ARG, "the text is empty and the model adds no BOS token");
+        return INFER_ERR_ARG;
+    }
+    if (n > c->n_ctx) {
+        infer__set_error(err, INFER_ERR_CONTEXT_FULL, "the text is %d tokens; the context has %d positions", n, c->n_ctx);
+        return INFER_ERR_CONTEXT_FULL;
+    }
+    toks = (infer_token *)INFER_MALLOC((size_t)n * sizeof(infer_token));
+    hidden = (float *)INFER_MALLOC((size_t)c->n_batch * m->dim * sizeof(float));
+    acc = (double *)infer__calloc((size_t)m->dim, sizeof(double));
+    if (!toks || !hidden || !acc) {
+        st = INFER_ERR_NOMEM;
+        infer__set_error(err, st, "out of memory for an embedding of %d tokens", n);
+        goto done;
+    }
+    infer_tokenize(m, text, strlen(text), toks, n, infer_model_add_bos(m), 1);
+    infer_seq_truncate(c, seq, 0);
+    /* every token's hidden state, pass by pass, summed or picked */
+    for (done = 0; done < n; done += c->n_batch) {
+        int nb = INFER__MIN(c->n_batch, n - done);
+        infer__group *G = &c->groups[0];
+        G->seq = seq, G->start = 0, G->n = nb, G->pos0 = done;
+        for (t = 0; t < nb; t++) c->pos[t] = done + t, c->sel[t] = t;
+        st = infer__backend_forward(c, toks + done, nb, 1, nb, NULL, hidden, err);
+        if (st != INFER_OK) {
+            if (st == INFER_ERR_CANCELLED) infer__set_error(err, st, "cancelled by the abort callback");
+            goto done;
+        }
+        c->seqs[seq].n_past = c->seqs[seq].hi = done + nb;
+        for (t = 0; t < nb; t++) {
+            int p = done + t;
+            if (pool == INFER_POOL_MEAN || (pool == INFER_POOL_FIRST && p == 0) || (pool == INFER_POOL_LAST && p == n - 1))
+                for (i = 0; i < m->dim; i++) acc[i] += hidden[(size_t)t * m->dim + i];
+        }
+    }
+    for (i = 0; i < m->dim; i++) {
+        out[i] = (float)(pool == INFER_POOL_MEAN ? acc[i] / n : acc[i]);
+        norm += (double)out[i] * out[i];
+    }
+    if (normalize && norm > 0)
+        for (i = 0; i < m->dim; i++) out[i] = (float)(out[i] / sqrt(norm));
+done:
+    infer_seq_truncate(c, seq, 0);
+    INFER_FREE(toks);
+    INFER_FREE(hidden);
+    INFER_FREE(acc);
+    return st;
+}

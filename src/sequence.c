@@ -1,0 +1,375 @@
+/* sequence.c - the sequences of a context: reading them, truncating,
+   removing positions (keys rotated again for where they move), copying,
+   and saving and restoring their state. */
+#include "context.h"
+
+static int infer__seq_ok(const infer_context *c, int seq, infer_error *err) {
+    if (c && seq >= 0 && seq < c->n_seq) return 1;
+    infer__set_error(err, INFER_ERR_ARG, "sequence %d is outside the context's 0..%d", seq, c ? c->n_seq - 1 : -1);
+    return 0;
+}
+
+INFERDEF int infer_seq_n_past(const infer_context *c, int seq) {
+    return infer__seq_ok(c, seq, NULL) ? c->seqs[seq].n_past : 0;
+}
+INFERDEF int infer_context_n_past(const infer_context *c) { return infer_seq_n_past(c, 0); }
+
+INFERDEF const float *infer_seq_logits(const infer_context *c, int seq) {
+    if (!infer__seq_ok(c, seq, NULL) || c->seqs[seq].logit_row < 0) return NULL;
+    return c->logits + (size_t)c->seqs[seq].logit_row * c->model->n_vocab;
+}
+
+INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, int *n) {
+    if (!infer__seq_ok(c, seq, NULL)) {
+        if (n) *n = 0;
+        return NULL;
+    }
+    if (n) *n = c->seqs[seq].n_past;
+    return c->seqs[seq].tokens;
+}
+
+INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
+    infer__seq *q;
+    if (!infer__seq_ok(c, seq, NULL)) return 0;
+    q = &c->seqs[seq];
+    if (n_past < 0 || n_past >= q->n_past) return q->n_past;
+    /* a sliding window's ring may have overwritten keys n_past would see */
+    if (!c->gpu && !infer__kv_can_rewind(&c->kv, c->model, q->hi, n_past)) n_past = 0;
+    q->n_past = n_past;
+    q->hi = n_past;
+    q->logit_row = -1;
+    stbds_arrsetlen(q->tokens, n_past);
+    return n_past;
+}
+INFERDEF int infer_context_truncate(infer_context *c, int n_past) { return infer_seq_truncate(c, 0, n_past); }
+
+/* Whether the sequence's cache holds each of its positions at slot =
+   position (no ring has wrapped): what moving positions needs. */
+static int infer__seq_unwrapped(const infer_context *c, const infer__seq *q) {
+    int l;
+    for (l = 0; l < c->kv.n_layers; l++)
+        if (c->kv.slots[l] < q->hi) return 0;
+    return 1;
+}
+
+/* Rotates the keys of rows [0, n) of one layer's K (rows of kv_dim in the
+   cache's format) by delta positions of that layer's RoPE: the rotation
+   RoPE gives a position is linear in it, so p -> p + delta is one more
+   rotation (cos and sin taken without the attention factor). */
+static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, int delta, float *row, float *cs) {
+    const infer_model *m = c->model;
+    const infer__layer *L = &m->layers[layer];
+    const infer__rope *r;
+    int i, h, j;
+    if (L->rope < 0 || !delta) return;
+    r = &m->ropes[L->rope];
+    infer__rope_angles(cs, r, c->rope_freqs[L->rope], delta);
+    for (j = 0; j < r->n_rot; j += 2) {
+        float norm = sqrtf(cs[j] * cs[j] + cs[j + 1] * cs[j + 1]);
+        if (norm > 0) cs[j] /= norm, cs[j + 1] /= norm;
+    }
+    for (i = 0; i < n; i++) {
+        uint8_t *at = k + (size_t)i * c->kv.k_row;
+        infer__traits(c->kv.type)->to_float(at, row, c->kv.kv_dim);
+        for (h = 0; h < m->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * m->head_dim, cs, r->n_rot, r->neox, 0);
+        c->kern.from_float[c->kv.type](row, at, c->kv.kv_dim);
+    }
+}
+
+INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1, infer_error *err) {
+    infer__seq *q;
+    int l, d, moved, i;
+    float *row, *cs;
+    if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
+    q = &c->seqs[seq];
+    if (p1 < 0 || p1 > q->n_past) p1 = q->n_past;
+    if (p0 < 0 || p0 > p1) {
+        infer__set_error(err, INFER_ERR_ARG, "cannot remove positions %d..%d of a sequence of %d", p0, p1, q->n_past);
+        return INFER_ERR_ARG;
+    }
+    if (p0 == p1) return INFER_OK;
+    if (p1 == q->n_past) { /* the end: a truncation */
+        infer_seq_truncate(c, seq, p0);
+        return INFER_OK;
+    }
+    if (c->gpu) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "positions cannot be removed from a CUDA context's cache");
+        return INFER_ERR_UNSUPPORTED;
+    }
+    if (!infer__seq_unwrapped(c, q)) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED,
+                         "a sliding window's cache keeps only its window: make the context with INFER_FULL_SHIFT to "
+                         "remove positions from the middle");
+        return INFER_ERR_UNSUPPORTED;
+    }
+    d = p1 - p0;
+    moved = q->n_past - p1;
+    row = (float *)INFER_MALLOC(((size_t)c->kv.kv_dim + (size_t)c->model->rope_dim + 2) * sizeof(float));
+    if (!row) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    cs = row + c->kv.kv_dim;
+    for (l = 0; l < c->kv.n_layers; l++) {
+        size_t at = INFER__KV_AT(&c->kv, seq, l);
+        uint8_t *k = c->kv.k[at];
+        memmove(k + (size_t)p0 * c->kv.k_row, k + (size_t)p1 * c->kv.k_row, (size_t)moved * c->kv.k_row);
+        infer__rerope_rows(c, l, k + (size_t)p0 * c->kv.k_row, moved, -d, row, cs);
+        if (c->kv.type == INFER_TYPE_F16) { /* V transposed: a row of slots per value */
+            uint16_t *v = (uint16_t *)c->kv.v[at];
+            for (i = 0; i < c->kv.kv_dim; i++)
+                memmove(v + (size_t)i * c->kv.slots[l] + p0, v + (size_t)i * c->kv.slots[l] + p1, (size_t)moved * 2);
+        } else {
+            uint8_t *v = c->kv.v[at];
+            memmove(v + (size_t)p0 * c->kv.k_row, v + (size_t)p1 * c->kv.k_row, (size_t)moved * c->kv.k_row);
+        }
+    }
+    INFER_FREE(row);
+    memmove(q->tokens + p0, q->tokens + p1, (size_t)moved * sizeof(infer_token));
+    q->n_past -= d;
+    q->hi = q->n_past;
+    stbds_arrsetlen(q->tokens, q->n_past);
+    return INFER_OK;
+}
+
+/* Slots [0, n) of sequence src's cache of layer l into dst's. */
+static void infer__kv_copy_slots(infer__kv_cache *kv, int src, int dst, int l, int n) {
+    size_t a = INFER__KV_AT(kv, src, l), b = INFER__KV_AT(kv, dst, l);
+    memcpy(kv->k[b], kv->k[a], (size_t)n * kv->k_row);
+    if (kv->type == INFER_TYPE_F16) {
+        int i;
+        for (i = 0; i < kv->kv_dim; i++)
+            memcpy((uint16_t *)kv->v[b] + (size_t)i * kv->slots[l], (uint16_t *)kv->v[a] + (size_t)i * kv->slots[l],
+                   (size_t)n * 2);
+    } else {
+        memcpy(kv->v[b], kv->v[a], (size_t)n * kv->k_row);
+    }
+}
+
+INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_error *err) {
+    infer__seq *a, *b;
+    int l;
+    if (!infer__seq_ok(c, src, err) || !infer__seq_ok(c, dst, err)) return INFER_ERR_ARG;
+    if (src == dst) return INFER_OK;
+    a = &c->seqs[src], b = &c->seqs[dst];
+    stbds_arrsetlen(b->tokens, a->n_past);
+    if (a->n_past && !b->tokens) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    for (l = 0; l < c->kv.n_layers; l++) infer__kv_copy_slots(&c->kv, src, dst, l, INFER__MIN(c->kv.slots[l], a->hi));
+    if (a->n_past) memcpy(b->tokens, a->tokens, (size_t)a->n_past * sizeof(infer_token));
+    b->n_past = a->n_past;
+    b->hi = a->hi;
+    b->logit_row = a->logit_row;
+    return INFER_OK;
+}
+
+/* ---- state ---------------------------------------------------------------- */
+
+#define INFER__STATE_MAGIC 0x53464e49u /* "INFS" */
+#define INFER__STATE_VERSION 1u
+
+typedef struct infer__state_header {
+    uint32_t magic, version;
+    uint64_t model;   /* infer__model_fingerprint */
+    int32_t n_ctx, kv_type, n_layers, kv_dim;
+    int32_t n_past, hi, n_logits, n_slot_layers;
+} infer__state_header;
+
+/* FNV-1a over the model's shape, its tensors' names, types and shapes,
+   and sampled bytes of its embeddings and final norm: another model (or a
+   fine-tune of the same shape) gives another value. */
+static uint64_t infer__fnv(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = (const uint8_t *)p;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+static uint64_t infer__model_fingerprint(const infer_model *m) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    int64_t i;
+    int dims[8];
+    dims[0] = m->n_vocab, dims[1] = m->dim, dims[2] = m->n_layers, dims[3] = m->n_heads;
+    dims[4] = m->n_kv_heads, dims[5] = m->head_dim, dims[6] = m->ffn_dim, dims[7] = m->rope_dim;
+    h = infer__fnv(h, m->arch, strlen(m->arch));
+    h = infer__fnv(h, dims, sizeof dims);
+    for (i = 0; i < m->gguf->n_tensors; i++) {
+        const infer__tensor *t = &m->gguf->tensors[i];
+        h = infer__fnv(h, t->name, strlen(t->name));
+        h = infer__fnv(h, &t->type, sizeof t->type);
+        h = infer__fnv(h, t->ne, sizeof t->ne);
+    }
+    h = infer__fnv(h, m->tok_embd->data, INFER__MIN(m->tok_embd->nbytes, (size_t)4096));
+    h = infer__fnv(h, m->output_norm->data, m->output_norm->nbytes);
+    return h;
+}
+
+/* Bytes of layer l's used slots (K and V) for a sequence that reached hi. */
+static size_t infer__state_layer_bytes(const infer__kv_cache *kv, int l, int hi) {
+    return 2 * (size_t)INFER__MIN(kv->slots[l], hi) * kv->k_row;
+}
+
+INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq) {
+    const infer__seq *q;
+    size_t n;
+    int l;
+    if (!infer__seq_ok(c, seq, NULL) || c->gpu) return 0;
+    q = &c->seqs[seq];
+    n = sizeof(infer__state_header) + (size_t)c->kv.n_layers * sizeof(int32_t) + (size_t)q->n_past * sizeof(infer_token);
+    if (q->logit_row >= 0) n += (size_t)c->model->n_vocab * sizeof(float);
+    for (l = 0; l < c->kv.n_layers; l++) n += infer__state_layer_bytes(&c->kv, l, q->hi);
+    return n;
+}
+
+INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf, size_t size) {
+    size_t need = infer_seq_state_size(c, seq);
+    const infer__seq *q;
+    infer__state_header h;
+    uint8_t *at = (uint8_t *)buf;
+    int l, i;
+    if (!need || !buf || size < need) return 0;
+    q = &c->seqs[seq];
+    memset(&h, 0, sizeof h);
+    h.magic = INFER__STATE_MAGIC, h.version = INFER__STATE_VERSION;
+    h.model = infer__model_fingerprint(c->model);
+    h.n_ctx = c->n_ctx, h.kv_type = (int32_t)c->kv.type, h.n_layers = c->kv.n_layers, h.kv_dim = c->kv.kv_dim;
+    h.n_past = q->n_past, h.hi = q->hi, h.n_logits = q->logit_row >= 0 ? c->model->n_vocab : 0;
+    h.n_slot_layers = c->kv.n_layers;
+    memcpy(at, &h, sizeof h), at += sizeof h;
+    for (l = 0; l < c->kv.n_layers; l++) {
+        int32_t s = c->kv.slots[l];
+        memcpy(at, &s, sizeof s), at += sizeof s;
+    }
+    if (q->n_past) memcpy(at, q->tokens, (size_t)q->n_past * sizeof(infer_token)), at += (size_t)q->n_past * sizeof(infer_token);
+    if (h.n_logits) memcpy(at, infer_seq_logits(c, seq), (size_t)h.n_logits * sizeof(float)), at += (size_t)h.n_logits * sizeof(float);
+    for (l = 0; l < c->kv.n_layers; l++) {
+        size_t a = INFER__KV_AT(&c->kv, seq, l);
+        int n = INFER__MIN(c->kv.slots[l], q->hi);
+        memcpy(at, c->kv.k[a], (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+        if (c->kv.type == INFER_TYPE_F16)
+            for (i = 0; i < c->kv.kv_dim; i++)
+                memcpy(at, (uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], (size_t)n * 2), at += (size_t)n * 2;
+        else
+            memcpy(at, c->kv.v[a], (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+    }
+    return (size_t)(at - (uint8_t *)buf);
+}
+
+INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void *buf, size_t size, infer_error *err) {
+    const uint8_t *at = (const uint8_t *)buf;
+    infer__state_header h;
+    infer__seq *q;
+    size_t need;
+    int l, i;
+    if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
+    if (c->gpu) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a CUDA context's state cannot be restored");
+        return INFER_ERR_UNSUPPORTED;
+    }
+    if (!buf || size < sizeof h) goto bad;
+    memcpy(&h, at, sizeof h), at += sizeof h;
+    if (h.magic != INFER__STATE_MAGIC || h.version != INFER__STATE_VERSION) goto bad;
+    if (h.model != infer__model_fingerprint(c->model) || h.n_layers != c->kv.n_layers || h.kv_dim != c->kv.kv_dim) {
+        infer__set_error(err, INFER_ERR_ARG, "the state is from another model");
+        return INFER_ERR_ARG;
+    }
+    if (h.n_ctx != c->n_ctx || h.kv_type != (int32_t)c->kv.type) {
+        infer__set_error(err, INFER_ERR_ARG,
+                         "the state is from a context of %d positions (%s cache); this one has %d (%s)", h.n_ctx,
+                         infer_type_name((infer_type)h.kv_type), c->n_ctx, infer_type_name(c->kv.type));
+        return INFER_ERR_ARG;
+    }
+    if (h.n_past < 0 || h.n_past > c->n_ctx || h.hi < h.n_past || h.hi > c->n_ctx ||
+        (h.n_logits != 0 && h.n_logits != c->model->n_vocab) || h.n_slot_layers != c->kv.n_layers)
+        goto bad;
+    need = sizeof h + (size_t)h.n_slot_layers * sizeof(int32_t);
+    if (size < need) goto bad;
+    for (l = 0; l < c->kv.n_layers; l++) {
+        int32_t s;
+        memcpy(&s, at, sizeof s), at += sizeof s;
+        if (s != c->kv.slots[l]) {
+            infer__set_error(err, INFER_ERR_ARG,
+                             "the state's sliding-window cache differs from this context's (another batch size or policy)");
+            return INFER_ERR_ARG;
+        }
+    }
+    need += (size_t)h.n_past * sizeof(infer_token) + (size_t)h.n_logits * sizeof(float);
+    for (l = 0; l < c->kv.n_layers; l++) need += infer__state_layer_bytes(&c->kv, l, h.hi);
+    if (size != need) goto bad;
+    if (h.n_logits && !infer__reserve_logits(c, 1)) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for logits");
+        return INFER_ERR_NOMEM;
+    }
+    q = &c->seqs[seq];
+    stbds_arrsetlen(q->tokens, h.n_past);
+    if (h.n_past && !q->tokens) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    memcpy(q->tokens, at, (size_t)h.n_past * sizeof(infer_token)), at += (size_t)h.n_past * sizeof(infer_token);
+    for (i = 0; i < h.n_past; i++)
+        if (q->tokens[i] < 0 || q->tokens[i] >= c->model->n_vocab) {
+            stbds_arrsetlen(q->tokens, 0);
+            q->n_past = q->hi = 0;
+            goto bad;
+        }
+    /* the logits take row 0; every other sequence's row is gone */
+    for (i = 0; i < c->n_seq; i++) c->seqs[i].logit_row = -1;
+    stbds_arrsetlen(c->row_of, 0);
+    if (h.n_logits) {
+        memcpy(c->logits, at, (size_t)h.n_logits * sizeof(float)), at += (size_t)h.n_logits * sizeof(float);
+        q->logit_row = 0;
+    }
+    for (l = 0; l < c->kv.n_layers; l++) {
+        size_t a = INFER__KV_AT(&c->kv, seq, l);
+        int n = INFER__MIN(c->kv.slots[l], h.hi);
+        memcpy(c->kv.k[a], at, (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+        if (c->kv.type == INFER_TYPE_F16)
+            for (i = 0; i < c->kv.kv_dim; i++)
+                memcpy((uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], at, (size_t)n * 2), at += (size_t)n * 2;
+        else
+            memcpy(c->kv.v[a], at, (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+    }
+    q->n_past = h.n_past;
+    q->hi = h.hi;
+    return INFER_OK;
+bad:
+    infer__set_error(err, INFER_ERR_FORMAT, "not a state saved by this version of infer.h (or truncated)");
+    return INFER_ERR_FORMAT;
+}
+
+INFERDEF infer_status infer_seq_state_save_file(const infer_context *c, int seq, const char *path, infer_error *err) {
+    size_t n = infer_seq_state_size(c, seq);
+    void *buf;
+    FILE *f;
+    int ok;
+    if (!n) {
+        infer__set_error(err, INFER_ERR_ARG, "sequence %d has no state to save here", seq);
+        return INFER_ERR_ARG;
+    }
+    buf = INFER_MALLOC(n);
+    if (!buf) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a state of %zu bytes", n);
+        return INFER_ERR_NOMEM;
+    }
+    infer_seq_state_save(c, seq, buf, n);
+    f = fopen(path, "wb");
+    ok = f && fwrite(buf, 1, n, f) == n;
+    if (f && fclose(f)) ok = 0;
+    INFER_FREE(buf);
+    if (!ok) {
+        infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        return INFER_ERR_IO;
+    }
+    return INFER_OK;
+}
+
+INFERDEF infer_status infer_seq_state_load_file(infer_context *c, int seq, const char *path, infer_error *err) {
+    infer__blob b;
+    infer_status st;
+    if (!infer__blob_open(&b, path, err)) return err ? err->code : INFER_ERR_IO;
+    st = infer_seq_state_load(c, seq, b.data, b.size, err);
+    infer__blob_close(&b);
+    return st;
+}
