@@ -4,7 +4,8 @@
    to first token, load time, peak RSS, model bytes and the memory bandwidth
    generation achieves (model bytes read per token x tokens/s), and where
    it ran (--device cpu|cuda|auto: the device column; a GPU's name below
-   the table). */
+   the table). --parallel N generates N sequences together, one token of
+   each per forward pass: the generation figure is then their aggregate. */
 #define _XOPEN_SOURCE 700 /* clock_gettime */
 #include <errno.h>
 #include <math.h>
@@ -23,7 +24,7 @@ static double now_ms(void) {
 
 typedef struct bench_opts {
     const char *model, *output;
-    int n_prompt, n_gen, reps, threads;
+    int n_prompt, n_gen, reps, threads, parallel;
     infer_device device;
     infer_type kv_type;
 } bench_opts;
@@ -42,6 +43,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->n_gen = 64;
     o->reps = 5;
     o->threads = 2;
+    o->parallel = 1;
     o->device = INFER_DEVICE_AUTO;
     o->kv_type = INFER_TYPE_F16;
     for (i = 2; i < argc; i++) {
@@ -71,7 +73,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             o->kv_type = strcmp(v, "f16") ? INFER_TYPE_Q8_0 : INFER_TYPE_F16;
             is_num = 0;
         }
-        else if (strcmp(a, "-p") && strcmp(a, "-n") && strcmp(a, "-r") && strcmp(a, "-t")) {
+        else if (strcmp(a, "-p") && strcmp(a, "-n") && strcmp(a, "-r") && strcmp(a, "-t") && strcmp(a, "--parallel")) {
             fprintf(stderr, "infer: unknown option %s for bench\n", a);
             return 0;
         }
@@ -79,13 +81,14 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             errno = 0;
             n = strtol(v, &end, 10);
             if (errno || end == v || *end || n < 0 || n > 1000000 || (!strcmp(a, "-r") && n < 1) ||
-                (!strcmp(a, "-t") && (n < 1 || n > 256))) {
+                (!strcmp(a, "-t") && (n < 1 || n > 256)) || (!strcmp(a, "--parallel") && (n < 1 || n > 256))) {
                 fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
                 return 0;
             }
             if (!strcmp(a, "-p")) o->n_prompt = (int)n;
             else if (!strcmp(a, "-n")) o->n_gen = (int)n;
             else if (!strcmp(a, "-r")) o->reps = (int)n;
+            else if (!strcmp(a, "--parallel")) o->parallel = (int)n;
             else o->threads = (int)n;
         }
         i++;
@@ -111,12 +114,15 @@ static void stats(bench_result *r, int n) {
 }
 
 /* One repetition: a fresh cache, then either p tokens in one batch or n
-   tokens one by one (after a BOS, as llama-bench does). Returns tokens/s. */
-static double run_once(infer_context *c, const infer_token *toks, int n_prompt, int n_gen, double *ttft,
+   tokens one by one (after a BOS, as llama-bench does), in each of
+   `parallel` sequences together. Returns tokens/s (all sequences'). */
+static double run_once(infer_context *c, const infer_token *toks, int n_prompt, int n_gen, int parallel, double *ttft,
                        infer_error *err) {
+    infer_token step[256];
+    int seq[256], i, s;
+    infer_batch b;
     double t0, t1;
-    int i;
-    infer_context_truncate(c, 0);
+    for (s = 0; s < parallel; s++) infer_seq_truncate(c, s, 0), seq[s] = s;
     t0 = now_ms();
     if (n_prompt) {
         if (infer_decode(c, toks, n_prompt, 0, err)) return -1;
@@ -124,12 +130,17 @@ static double run_once(infer_context *c, const infer_token *toks, int n_prompt, 
         *ttft = t1 - t0;
         return n_prompt * 1000.0 / (t1 - t0);
     }
-    if (infer_decode(c, toks, 1, 0, err)) return -1;
+    memset(&b, 0, sizeof b);
+    b.n = parallel, b.tokens = step, b.seq = seq;
+    for (s = 0; s < parallel; s++) step[s] = toks[0];
+    if (infer_decode_batch(c, &b, err)) return -1;
     t0 = now_ms();
-    for (i = 0; i < n_gen; i++)
-        if (infer_decode(c, toks + 1 + i, 1, 0, err)) return -1;
+    for (i = 0; i < n_gen; i++) {
+        for (s = 0; s < parallel; s++) step[s] = toks[1 + (i + s) % n_gen];
+        if (infer_decode_batch(c, &b, err)) return -1;
+    }
     t1 = now_ms();
-    return n_gen * 1000.0 / (t1 - t0);
+    return (double)n_gen * parallel * 1000.0 / (t1 - t0);
 }
 
 static const char *base_name(const char *p) {
@@ -166,10 +177,11 @@ int infer_cmd_bench(int argc, char **argv) {
     cp.n_threads = o.threads;
     cp.kv_type = o.kv_type;
     cp.n_ctx = n_tok + 1;
-    cp.n_batch = o.n_prompt > 0 ? o.n_prompt : 1;
+    cp.n_batch = o.n_prompt > o.parallel ? o.n_prompt : o.parallel;
+    cp.n_seq = o.parallel;
     warm = now_ms();
     c = infer_context_new(m, &cp, &err);
-    load_ms += now_ms() - warm; /* load includes the context: the weights are repacked there */
+    load_ms += now_ms() - warm; /* load includes a context: what a first reply waits for */
     toks = (infer_token *)malloc(sizeof *toks * (size_t)n_tok);
     if (!c || !toks) {
         fprintf(stderr, "infer: %s\n", c ? "out of memory" : err.msg);
@@ -189,10 +201,10 @@ int infer_cmd_bench(int argc, char **argv) {
         br->n_prompt = np;
         br->n_gen = ng;
         br->samples = (double *)calloc((size_t)o.reps, sizeof(double));
-        if (run_once(c, toks, np, ng, &warm, &err) < 0) goto fail; /* warm-up */
+        if (run_once(c, toks, np, ng, o.parallel, &warm, &err) < 0) goto fail; /* warm-up */
         for (r = 0; r < o.reps; r++) {
             double ttft = 0;
-            br->samples[r] = run_once(c, toks, np, ng, &ttft, &err);
+            br->samples[r] = run_once(c, toks, np, ng, o.parallel, &ttft, &err);
             if (br->samples[r] < 0) goto fail;
             br->ttft_ms += ttft / o.reps;
         }
@@ -203,30 +215,31 @@ int infer_cmd_bench(int argc, char **argv) {
 
     if (!strcmp(o.output, "json")) printf("[\n");
     else if (!strcmp(o.output, "csv"))
-        printf("model_filename,model_size,n_threads,isa,device,n_prompt,n_gen,avg_ts,stddev_ts,ttft_ms,load_ms,peak_rss,gen_gbs\n");
+        printf("model_filename,model_size,n_threads,isa,device,n_prompt,n_gen,n_parallel,avg_ts,stddev_ts,ttft_ms,load_ms,peak_rss,gen_gbs\n");
     else {
         printf("| model | size | threads | isa | device | test | t/s |\n");
         printf("| --- | ---: | ---: | --- | --- | ---: | ---: |\n");
     }
     for (t = 0; t < n_tests; t++) {
         bench_result *br = &res[t];
-        gbs = br->n_gen ? br->avg * (double)model_bytes / 1e9 : 0;
+        gbs = br->n_gen ? br->avg / o.parallel * (double)model_bytes / 1e9 : 0; /* a pass reads the weights once */
         if (!strcmp(o.output, "json")) {
             printf("  {\"model_filename\": \"%s\", \"model_size\": %zu, \"n_threads\": %d, \"isa\": \"%s\", "
-                   "\"device\": \"%s\", \"device_name\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, \"avg_ts\": %.6f, "
-                   "\"stddev_ts\": %.6f, \"samples_ts\": [",
+                   "\"device\": \"%s\", \"device_name\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, "
+                   "\"n_parallel\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
                    o.model, model_bytes, o.threads, infer_context_isa(c), dev, infer_model_device_name(m),
-                   br->n_prompt, br->n_gen, br->avg, br->stddev);
+                   br->n_prompt, br->n_gen, br->n_gen ? o.parallel : 1, br->avg, br->stddev);
             for (r = 0; r < o.reps; r++) printf(r ? ", %.6f" : "%.6f", br->samples[r]);
             printf("], \"ttft_ms\": %.3f, \"load_ms\": %.3f, \"peak_rss_bytes\": %zu, \"gen_gbs\": %.3f}%s\n",
                    br->ttft_ms, load_ms, peak, gbs, t + 1 < n_tests ? "," : "");
         } else if (!strcmp(o.output, "csv")) {
-            printf("%s,%zu,%d,%s,%s,%d,%d,%.6f,%.6f,%.3f,%.3f,%zu,%.3f\n", o.model, model_bytes, o.threads,
-                   infer_context_isa(c), dev, br->n_prompt, br->n_gen, br->avg, br->stddev, br->ttft_ms, load_ms, peak,
-                   gbs);
+            printf("%s,%zu,%d,%s,%s,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%zu,%.3f\n", o.model, model_bytes, o.threads,
+                   infer_context_isa(c), dev, br->n_prompt, br->n_gen, br->n_gen ? o.parallel : 1, br->avg, br->stddev,
+                   br->ttft_ms, load_ms, peak, gbs);
         } else {
             char test[32];
             if (br->n_prompt) snprintf(test, sizeof test, "pp%d", br->n_prompt);
+            else if (o.parallel > 1) snprintf(test, sizeof test, "tg%d x%d", br->n_gen, o.parallel);
             else snprintf(test, sizeof test, "tg%d", br->n_gen);
             printf("| %s | %.1f MiB | %d | %s | %s | %s | %.2f ± %.2f |\n", base_name(o.model),
                    model_bytes / 1048576.0, o.threads, infer_context_isa(c), dev, test, br->avg, br->stddev);
@@ -237,7 +250,7 @@ int infer_cmd_bench(int argc, char **argv) {
         printf("\ndevice %s, load %.1f ms, peak RSS %.1f MiB", infer_model_device_name(m), load_ms, peak / 1048576.0);
         for (t = 0; t < n_tests; t++) {
             if (res[t].n_prompt) printf(", time to first token (pp%d) %.2f ms", res[t].n_prompt, res[t].ttft_ms);
-            if (res[t].n_gen) printf(", generation reads %.2f GB/s", res[t].avg * (double)model_bytes / 1e9);
+            if (res[t].n_gen) printf(", generation reads %.2f GB/s", res[t].avg / o.parallel * (double)model_bytes / 1e9);
         }
         printf("\n");
     }

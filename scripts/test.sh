@@ -33,6 +33,12 @@ cmake --build build-asan -j$jobs
 # kernels are under the sanitizers in test_kernels and test_quants_k.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$jobs \
     -E '^(neon_qemu|test_reference_scalar)$')
+# ThreadSanitizer over the concurrency program (one model shared by
+# contexts on several threads, the background worker): Criterion's tests
+# do not start under TSan, so only that program is built here.
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON -DINFER_BUILD_TESTS=ON >/dev/null
+cmake --build build-tsan -j$jobs --target concurrency
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^concurrency$')
 # The CUDA variant (-DINFER_CUDA=ON), wherever nvcc is (CI has it but no
 # GPU): built, so it cannot rot, and the CPU tests run with it.
 # INFER_DEVICE=cpu stands in for auto, which would otherwise say on every

@@ -2,12 +2,14 @@
    removal with the keys rotated again, the context-full policies, state
    save and restore, the abort callback, embeddings, and one model shared
    by contexts on several threads. */
+#define _XOPEN_SOURCE 700 /* mkstemp, pthreads, the implementation's clocks */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "infer_private.h"
 #include "testutil.h"

@@ -1,0 +1,119 @@
+/* bench_cancel - how soon a cancelled forward pass returns: a prompt of P
+   tokens decodes on one thread while another sets a flag at a random
+   moment; the time from the flag to infer_decode's INFER_ERR_CANCELLED is
+   set against one layer's time (the whole prompt's over the layers).
+       bench_cancel MODEL [P=512] [THREADS=2] [RUNS=10] */
+#define _XOPEN_SOURCE 700
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "infer.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+typedef struct flag {
+    int set;
+    double at;
+} flag;
+
+static int should_stop(void *user) { return __atomic_load_n(&((flag *)user)->set, __ATOMIC_ACQUIRE); }
+
+typedef struct canceller {
+    flag *f;
+    double delay_ms;
+} canceller;
+
+static void *cancel_later(void *arg) {
+    canceller *k = (canceller *)arg;
+    struct timespec ts;
+    ts.tv_sec = (time_t)(k->delay_ms / 1000);
+    ts.tv_nsec = (long)(fmod(k->delay_ms, 1000.0) * 1e6);
+    nanosleep(&ts, NULL);
+    k->f->at = now_ms();
+    __atomic_store_n(&k->f->set, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    const char *path = argc > 1 ? argv[1] : NULL;
+    int n = argc > 2 ? atoi(argv[2]) : 512, threads = argc > 3 ? atoi(argv[3]) : 2, runs = argc > 4 ? atoi(argv[4]) : 10;
+    infer_context_params cp = infer_context_default_params();
+    infer_error err;
+    infer_model *m;
+    infer_context *c;
+    infer_token *toks;
+    double full = 0, layer_ms, worst = 0, sum = 0;
+    int i, r, n_layers = 0, cancelled = 0;
+    char desc[512];
+    if (!path || n < 1 || threads < 1 || runs < 1) {
+        fprintf(stderr, "usage: bench_cancel MODEL [P=512] [THREADS=2] [RUNS=10]\n");
+        return 2;
+    }
+    m = infer_model_load(path, NULL, &err);
+    if (!m) {
+        fprintf(stderr, "bench_cancel: %s\n", err.msg);
+        return 1;
+    }
+    infer_model_describe(m, desc, sizeof desc);
+    sscanf(strstr(desc, "layers") ? strstr(desc, ", ") + 2 : "0", "%d", &n_layers);
+    cp.n_ctx = n, cp.n_batch = n, cp.n_threads = threads;
+    c = infer_context_new(m, &cp, &err);
+    toks = (infer_token *)malloc(sizeof *toks * (size_t)n);
+    if (!c || !toks) {
+        fprintf(stderr, "bench_cancel: %s\n", c ? "out of memory" : err.msg);
+        return 1;
+    }
+    srand(7);
+    for (i = 0; i < n; i++) toks[i] = rand() % infer_model_n_vocab(m);
+    for (r = 0; r < 3; r++) { /* the whole prompt, uncancelled: its time over the layers is a layer's */
+        double t0 = now_ms();
+        infer_context_truncate(c, 0);
+        if (infer_decode(c, toks, n, 0, &err)) {
+            fprintf(stderr, "bench_cancel: %s\n", err.msg);
+            return 1;
+        }
+        if (r) full += (now_ms() - t0) / 2;
+    }
+    layer_ms = full / n_layers;
+    for (r = 0; r < runs; r++) {
+        flag f = {0, 0};
+        canceller k;
+        pthread_t th;
+        double done;
+        infer_status st;
+        k.f = &f;
+        k.delay_ms = full * (0.1 + 0.8 * rand() / (double)RAND_MAX);
+        infer_context_truncate(c, 0);
+        infer_context_set_abort(c, should_stop, &f);
+        pthread_create(&th, NULL, cancel_later, &k);
+        st = infer_decode(c, toks, n, 0, &err);
+        done = now_ms();
+        pthread_join(th, NULL);
+        if (st == INFER_ERR_CANCELLED) {
+            double lat = done - f.at;
+            cancelled++;
+            sum += lat;
+            if (lat > worst) worst = lat;
+            if (infer_context_n_past(c) != 0) {
+                fprintf(stderr, "bench_cancel: the cancelled pass advanced the context\n");
+                return 1;
+            }
+        }
+    }
+    printf("%s: %d layers; prompt of %d tokens on %d threads: %.1f ms, one layer %.2f ms\n", path, n_layers, n, threads,
+           full, layer_ms);
+    printf("cancelled %d of %d runs: from the flag to the return, mean %.2f ms, max %.2f ms (%.2f layers)\n", cancelled,
+           runs, cancelled ? sum / cancelled : 0, worst, worst / layer_ms);
+    free(toks);
+    infer_context_free(c);
+    infer_model_free(m);
+    return 0;
+}
