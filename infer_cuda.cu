@@ -894,8 +894,10 @@ static void get_rows(const dev_tensor &w, const int *ids, int n_tok, float *x, c
 
 /* Queues the forward pass of n tokens (ids and position in d_in) on the
    context's stream; the logits of rows first_logit..n-1 land in c->logits.
-   Only kernel launches: the same calls run directly or under capture. */
-static void enqueue_forward(gpu_ctx *c, int n, int first_logit) {
+   Only kernel launches: the same calls run directly or under capture.
+   With should_stop (never under capture), each layer is waited for and the
+   callback asked before the next; returns 1 where it said stop. */
+static int enqueue_forward(gpu_ctx *c, int n, int first_logit, int (*should_stop)(void *), void *stop_user) {
     const gpu_model *m = c->m;
     cudaStream_t s = c->stream;
     int dim = m->dim, hd = m->head_dim, kv_dim = m->n_kv_heads * hd, ffn = m->ffn_dim;
@@ -927,6 +929,7 @@ static void enqueue_forward(gpu_ctx *c, int n, int first_logit) {
         }
         sc.x = NULL;
         matmul(L->w_down, c->hb, ffn, n, c->x, dim, 1, &sc, s);
+        if (should_stop && (cudaStreamSynchronize(s) != cudaSuccess || should_stop(stop_user))) return 1;
     }
     if (first_logit < n) {
         size_t off = (size_t)first_logit * dim;
@@ -935,6 +938,7 @@ static void enqueue_forward(gpu_ctx *c, int n, int first_logit) {
         sc.x = NULL;
         matmul(m->output, c->xb + off, dim, n - first_logit, c->logits, m->n_vocab, 0, &sc, s);
     }
+    return 0;
 }
 
 /* Captures one decode step (token and position copied in from h_in, the
@@ -944,7 +948,7 @@ static int capture_decode(gpu_ctx *c, char *msg, size_t size) {
     if (!ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture", msg, size))
         return 0;
     cudaMemcpyAsync(c->d_in, c->h_in, 2 * sizeof(int), cudaMemcpyHostToDevice, s);
-    enqueue_forward(c, 1, 0);
+    enqueue_forward(c, 1, 0, NULL, NULL);
     cudaMemcpyAsync(c->h_logits, c->logits, (size_t)c->m->n_vocab * sizeof(float), cudaMemcpyDeviceToHost, s);
     if (!ok(cudaStreamEndCapture(s, &c->graph), "cudaStreamEndCapture", msg, size)) return 0;
     if (!ok(cudaGraphInstantiate(&c->exec, c->graph, 0), "cudaGraphInstantiate", msg, size)) {
@@ -955,7 +959,7 @@ static int capture_decode(gpu_ctx *c, char *msg, size_t size) {
 }
 
 extern "C" int infer_cuda_forward(void *gc, const int32_t *tokens, int n, int pos0, int first_logit, float *logits,
-                                  char *msg, size_t size) {
+                                  int (*should_stop)(void *), void *stop_user, char *msg, size_t size) {
     gpu_ctx *c = (gpu_ctx *)gc;
     const gpu_model *m = c->m;
     if (n < 1 || n > c->n_batch || pos0 < 0 || pos0 + n > c->n_ctx || first_logit < 0 || first_logit > n) {
@@ -977,7 +981,10 @@ extern "C" int infer_cuda_forward(void *gc, const int32_t *tokens, int n, int po
     if (!ok(cudaMemcpyAsync(c->d_in, c->h_in, (size_t)(n + 1) * sizeof(int), cudaMemcpyHostToDevice, c->stream),
             "cudaMemcpyAsync", msg, size))
         return INFER_BACKEND_FAILED;
-    enqueue_forward(c, n, first_logit);
+    if (enqueue_forward(c, n, first_logit, should_stop, stop_user)) {
+        say(msg, size, "cancelled");
+        return INFER_BACKEND_CANCELLED;
+    }
     if (!ok(cudaGetLastError(), "kernel launch", msg, size)) return INFER_BACKEND_FAILED;
     if (first_logit < n &&
         !ok(cudaMemcpyAsync(logits, c->logits, (size_t)(n - first_logit) * m->n_vocab * sizeof(float),

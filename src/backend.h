@@ -69,7 +69,7 @@ typedef struct infer_backend_model {
 /* Status of the entry points: 0 ok; UNSUPPORTED: this backend cannot run
    the model (a weight format, a head size) and the CPU can; FAILED: the
    device or its runtime failed (no GPU, out of memory, a kernel error). */
-enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED = 2 };
+enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED = 2, INFER_BACKEND_CANCELLED = 3 };
 
 /* ---- infer_cuda.cu ----
    Each writes a one-line reason into msg (size bytes) when it fails. */
@@ -97,9 +97,12 @@ int infer_cuda_context_new(void *gpu_model, int n_ctx, int n_batch, void **gpu_c
 void infer_cuda_context_free(void *gpu_ctx);
 /* Runs n (<= n_batch) tokens at positions pos0..; writes the logits of
    rows first_logit..n-1 (n_vocab floats each) to host memory `logits`.
-   n == 1 replays a captured CUDA graph: one launch per token. */
+   n == 1 replays a captured CUDA graph: one launch per token. With
+   should_stop, a batch of several tokens waits for each layer and asks it
+   (from this thread) before the next: non-zero returns
+   INFER_BACKEND_CANCELLED, the positions written past the caller's count. */
 int infer_cuda_forward(void *gpu_ctx, const int32_t *tokens, int n, int pos0, int first_logit, float *logits,
-                       char *msg, size_t size);
+                       int (*should_stop)(void *), void *stop_user, char *msg, size_t size);
 
 #ifdef __cplusplus
 }

@@ -182,7 +182,10 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
             infer__set_error(err, INFER_ERR_UNSUPPORTED, "embeddings are not available on the GPU yet");
             return INFER_ERR_UNSUPPORTED;
         }
-        if (infer_cuda_forward(c->gpu, tokens, n, c->pos[0], first, logits, msg, sizeof msg)) {
+        int rc = infer_cuda_forward(c->gpu, tokens, n, c->pos[0], first, logits, c->abort_fn,
+                                    c->abort_user, msg, sizeof msg);
+        if (rc == INFER_BACKEND_CANCELLED) return INFER_ERR_CANCELLED;
+        if (rc) {
             infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);
             return INFER_ERR_DEVICE;
         }

@@ -354,6 +354,25 @@ INFERDEF int infer_model_n_embd(const infer_model *m);
 INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
                                   float *out, infer_error *err);
 
+/* ---- Beam search ------------------------------------------------------ */
+
+typedef struct infer_beam_params {
+    int n_beams;          /* hypotheses kept each step (the context needs as many sequences) */
+    float length_penalty; /* a finished hypothesis scores sum(log p) / length^length_penalty:
+                             1 (default) the mean, 0 the plain sum, > 1 favours longer */
+    int n_predict;        /* most tokens generated */
+} infer_beam_params;
+INFERDEF infer_beam_params infer_beam_default_params(void);
+/* Beam search after prompt (tokenized as infer_generate does) in sequences
+   0..n_beams-1, which it clears first: each step extends every live beam
+   by its n_beams most probable tokens and keeps the n_beams best sums of
+   log-probabilities; a beam ends at end of generation or n_predict tokens.
+   Writes the best finished hypothesis's tokens (its end-of-generation
+   token left out) into out (at most max) and returns how many it has (may
+   exceed max), its score into *score (may be NULL); -1 on error. */
+INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p, infer_token *out, int max,
+                               float *score, infer_error *err);
+
 /* ---- Sampling ------------------------------------------------------------ */
 
 typedef struct infer_sampler_params {

@@ -330,6 +330,42 @@ Test(cuda, contexts_and_truncation) {
     infer_model_free(m);
 }
 
+static int stop_after(void *user) { return --*(int *)user < 0; }
+
+/* The abort callback stops a GPU prompt between layers: INFER_ERR_CANCELLED,
+   nothing advanced, and the next decode gives the uncancelled logits; a
+   GPU context refuses several sequences and shifting. */
+Test(cuda, abort_between_layers) {
+    char path[512];
+    infer_model *m;
+    infer_context *a, *b;
+    infer_context_params p = infer_context_default_params();
+    infer_error err;
+    infer_token toks[6] = {1, 400, 401, 402, 403, 404};
+    int left = 2, nv, i;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model");
+    tu_shared_path(path, sizeof path, "models/stories260K.gguf");
+    m = load_gpu_or_skip(path);
+    nv = infer_model_n_vocab(m);
+    a = infer_context_new(m, NULL, &err);
+    b = infer_context_new(m, NULL, &err);
+    cr_assert(a && b, "%s", err.msg);
+    infer_context_set_abort(a, stop_after, &left);
+    cr_assert_eq(infer_decode(a, toks, 6, 0, &err), INFER_ERR_CANCELLED);
+    cr_assert_eq(infer_context_n_past(a), 0);
+    cr_assert_eq(left, -1, "asked before the pass and after each layer until it said stop");
+    left = 1000;
+    cr_assert_eq(infer_decode(a, toks, 6, 0, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_decode(b, toks, 6, 0, &err), INFER_OK, "%s", err.msg);
+    for (i = 0; i < nv; i++) cr_assert_eq(infer_get_logits(a, -1)[i], infer_get_logits(b, -1)[i]);
+    p.n_seq = 2;
+    cr_assert_null(infer_context_new(m, &p, &err));
+    cr_assert_eq(err.code, INFER_ERR_UNSUPPORTED);
+    infer_context_free(a);
+    infer_context_free(b);
+    infer_model_free(m);
+}
+
 /* What each device request does in this build on this machine. Runs
    everywhere: without CUDA, with CUDA and no GPU (CI), with a GPU. */
 Test(cuda, device_selection) {

@@ -448,3 +448,57 @@ Test(sequence, load_progress) {
     cr_assert_eq(err.code, INFER_ERR_CANCELLED);
     cr_assert_lt(state[0], 1.0f);
 }
+
+/* The log-probability sum of gen after prompt, teacher-forced in seq 0. */
+static double forced_sum(infer_context *c, const infer_token *prompt, int np, const infer_token *gen, int ng) {
+    int nv = infer_model_n_vocab(c->model), i, j;
+    double sum = 0;
+    infer_context_truncate(c, 0);
+    cr_assert_eq(infer_decode(c, prompt, np, 0, NULL), INFER_OK);
+    for (i = 0; i < ng; i++) {
+        const float *lg = infer_get_logits(c, -1);
+        double mx = lg[0], z = 0;
+        for (j = 1; j < nv; j++) mx = fmax(mx, lg[j]);
+        for (j = 0; j < nv; j++) z += exp(lg[j] - mx);
+        sum += lg[gen[i]] - mx - log(z);
+        cr_assert_eq(infer_decode(c, &gen[i], 1, 0, NULL), INFER_OK);
+    }
+    return sum;
+}
+
+/* One beam is greedy decoding; four find a hypothesis whose score is what
+   teacher forcing gives it, and no worse than the greedy one's. */
+Test(sequence, beam_search) {
+    infer_model *m = load(MODEL);
+    infer_context *c = ctx(m, 128, 4, INFER_FULL_STOP, 0);
+    infer_beam_params bp = infer_beam_default_params();
+    const char *prompt = "Once upon a time there was a little";
+    infer_token pt[256], greedy[16], got[16];
+    int np, i, n, nv = infer_model_n_vocab(m);
+    float score;
+    double g_sum;
+    infer_error err;
+    np = infer_tokenize(m, prompt, strlen(prompt), pt, 256, infer_model_add_bos(m), 1);
+    cr_assert_eq(infer_decode(c, pt, np, 0, &err), INFER_OK, "%s", err.msg);
+    for (i = 0; i < 16; i++) {
+        greedy[i] = argmax(infer_get_logits(c, -1), nv);
+        cr_assert_not(infer_model_is_eog(m, greedy[i]), "the greedy run ends early: pick another prompt");
+        cr_assert_eq(infer_decode(c, &greedy[i], 1, 0, &err), INFER_OK, "%s", err.msg);
+    }
+    bp.n_beams = 1, bp.n_predict = 16, bp.length_penalty = 0;
+    n = infer_beam_search(c, prompt, &bp, got, 16, &score, &err);
+    cr_assert_eq(n, 16, "%s", err.msg);
+    cr_assert_eq(memcmp(got, greedy, sizeof greedy), 0);
+    g_sum = forced_sum(c, pt, np, greedy, 16);
+    cr_assert_float_eq(score, g_sum, 1e-3 * fabs(g_sum));
+    bp.n_beams = 4;
+    n = infer_beam_search(c, prompt, &bp, got, 16, &score, &err);
+    cr_assert(n > 0 && n <= 16, "%d: %s", n, err.msg);
+    cr_assert_float_eq(score, forced_sum(c, pt, np, got, n), 1e-3 * fabs(score));
+    if (n == 16) cr_assert_geq(score, g_sum - 1e-4);
+    bp.n_beams = 5;
+    cr_assert_eq(infer_beam_search(c, prompt, &bp, got, 16, &score, &err), -1);
+    cr_assert(strstr(err.msg, "5 beams"), "%s", err.msg);
+    infer_context_free(c);
+    infer_model_free(m);
+}
