@@ -11,6 +11,7 @@ int infer_cmd_chat(int argc, char **argv); /* infer_chat.c */
 int infer_cmd_quantize(int argc, char **argv);   /* infer_quantize.c */
 int infer_cmd_perplexity(int argc, char **argv); /* infer_perplexity.c */
 int infer_cmd_bench(int argc, char **argv);      /* infer_bench.c */
+int infer_cmd_embed(int argc, char **argv);      /* infer_embed.c */
 
 static const char *usage =
     "usage: infer COMMAND [options]\n"
@@ -26,7 +27,8 @@ static const char *usage =
     "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
     "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
     "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device D]\n"
-    "  bench     -m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [-o md|json|csv] [--device D]\n"
+    "  bench     -m MODEL [-p 128] [-n 64] [-r 5] [-t THREADS] [-o md|json|csv] [--device D] [--parallel N]\n"
+    "  embed     -m MODEL (-p TEXT | -f FILE) [--pooling mean|last|first] [--no-normalize] [-o json|text]\n"
     "            [--kv-type f16|q8_0]\n"
     "  --kv-type T: the KV cache's format, f16 (the default) or q8_0 (half the memory)\n"
     "  --think off: Qwen3 and SmolLM3 answer without reasoning (chat; on is the default)\n"
@@ -399,6 +401,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "quantize")) return infer_cmd_quantize(argc, argv);
     if (!strcmp(cmd, "perplexity")) return infer_cmd_perplexity(argc, argv);
     if (!strcmp(cmd, "bench")) return infer_cmd_bench(argc, argv);
+    if (!strcmp(cmd, "embed")) return infer_cmd_embed(argc, argv);
     if (strcmp(cmd, "run") && strcmp(cmd, "eval") && strcmp(cmd, "tokenize") && strcmp(cmd, "info")) {
         fprintf(stderr, "infer: unknown command '%s' (see infer --help)\n", cmd);
         return 1;

@@ -42,9 +42,11 @@
    define _XOPEN_SOURCE 700 (or _GNU_SOURCE) at the top of the file yourself.
 
    THREADS AND STATE
-   No global mutable state. A model is read-only once loaded and may be
-   shared by several contexts; one context must be used by one thread at a
-   time.
+   No global mutable state. A model is read-only once loaded (its weights
+   prepared for this CPU's kernels then, once) and may be shared by any
+   number of contexts on any threads; a context costs its KV cache and
+   scratch. One context must be used by one thread at a time; it holds one
+   or more sequences (conversations) that decode together in one batch.
 
    ERRORS
    Functions that can fail take an infer_error* (may be NULL) and return

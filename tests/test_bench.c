@@ -55,9 +55,32 @@ Test(bench, markdown_and_csv) {
     free(out);
     out = bench("-p 8 -n 0 -r 2 -o csv", &st);
     cr_assert_eq(st, 0);
-    cr_assert(strstr(out, "n_prompt,n_gen,avg_ts") != NULL, "csv header missing: %s", out);
+    cr_assert(strstr(out, "n_prompt,n_gen,n_parallel,avg_ts") != NULL, "csv header missing: %s", out);
     cr_assert(strstr(out, ",8,0,") != NULL, "csv row for pp8 missing: %s", out);
     cr_assert(strstr(out, ",0,") == NULL || strstr(out, ",0,4,") == NULL, "no generation row was asked for");
+    free(out);
+}
+
+/* --parallel N: N sequences generate together; the row says so */
+Test(bench, parallel_sequences) {
+    int st;
+    char *out;
+    tu_json *j;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to benchmark");
+    out = bench("-p 0 -n 8 -r 2 --parallel 3", &st);
+    cr_assert_eq(st, 0, "%s", out);
+    cr_assert(strstr(out, "| tg8 x3 |"), "row missing: %s", out);
+    free(out);
+    out = bench("-p 0 -n 8 -r 2 --parallel 3 -o json", &st);
+    cr_assert_eq(st, 0, "%s", out);
+    j = tu_json_parse(out);
+    cr_assert(j && j->kind == TU_ARR && j->n == 1, "%s", out);
+    cr_assert_eq((int)tu_json_get(&j->items[0], "n_parallel")->num, 3);
+    cr_assert_gt(tu_json_get(&j->items[0], "avg_ts")->num, 0);
+    tu_json_free(j);
+    free(out);
+    out = bench("--parallel 0", &st);
+    cr_assert_neq(st, 0, "--parallel 0 must be refused");
     free(out);
 }
 

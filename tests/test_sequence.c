@@ -502,3 +502,40 @@ Test(sequence, beam_search) {
     infer_context_free(c);
     infer_model_free(m);
 }
+
+/* infer embed: JSON of unit vectors, one per line of a file; bad flags get
+   one line and a failure. */
+Test(sequence, cli_embed) {
+    char cmd[2048], model[1024];
+    char *out;
+    int status;
+    tu_json *j;
+    const tu_json *data;
+    double norm = 0;
+    int i;
+    FILE *f = fopen("/tmp/infer_embed_lines.txt", "w");
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: the sequence tests need its models");
+    tu_shared_path(model, sizeof model, MODEL);
+    cr_assert(f);
+    fputs("The dog ran.\n\nA cat sat.\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s embed -m %s -f /tmp/infer_embed_lines.txt", INFER_CLI_PATH, model);
+    out = tu_run(cmd, &status);
+    cr_assert_eq(status, 0);
+    j = tu_json_parse(out);
+    cr_assert(j, "%s", out);
+    data = tu_json_get(j, "data");
+    cr_assert(data && data->n == 2);
+    data = tu_json_get(&data->items[1], "embedding");
+    cr_assert(data && data->n > 0);
+    for (i = 0; i < data->n; i++) norm += data->items[i].num * data->items[i].num;
+    cr_assert_float_eq(norm, 1.0, 1e-4);
+    tu_json_free(j);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s embed -m %s -p hi --pooling median 2>&1", INFER_CLI_PATH, model);
+    out = tu_run(cmd, &status);
+    cr_assert_neq(status, 0);
+    cr_assert(strstr(out, "--pooling") && strchr(out, '\n') == strrchr(out, '\n'), "%s", out);
+    free(out);
+    remove("/tmp/infer_embed_lines.txt");
+}

@@ -1,0 +1,127 @@
+/* infer embed -m MODEL (-p TEXT | -f FILE) [--pooling mean|last|first]
+   [--no-normalize] [-o json|text] [-t THREADS] [-c CTX]
+   Prints the embedding of each text (the -p text, or each non-empty line
+   of FILE): by default mean-pooled and of unit length, as JSON in the
+   shape of OpenAI's embeddings list, or one line of numbers per text. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunused-function" /* cli.h's parsers this command does not use */
+#endif
+#include "cli.h"
+
+int infer_cmd_embed(int argc, char **argv);
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = (char *)malloc((size_t)n + 1)) != NULL) {
+        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[n] = 0;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+int infer_cmd_embed(int argc, char **argv) {
+    const char *model = NULL, *text = NULL, *file = NULL, *out = "json";
+    infer_pooling pool = INFER_POOL_MEAN;
+    int normalize = 1, i, n_texts = 0, rc = 1, dim;
+    infer_model_params mp = infer_model_default_params();
+    infer_context_params cp = infer_context_default_params();
+    infer_model *m = NULL;
+    infer_context *c = NULL;
+    infer_error err;
+    char *buf = NULL, *line, *next;
+    float *e = NULL;
+    cp.n_threads = 2;
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--no-normalize")) {
+            normalize = 0;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: infer embed -m MODEL (-p TEXT | -f FILE) [--pooling mean|last|first] [--no-normalize] "
+                   "[-o json|text] [-t THREADS] [-c CTX]\n");
+            return 0;
+        }
+        if (!v) return cli_fail("option %s needs a value", a);
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-p")) text = v;
+        else if (!strcmp(a, "-f")) file = v;
+        else if (!strcmp(a, "-o")) {
+            if (strcmp(v, "json") && strcmp(v, "text")) return cli_fail("bad value '%s' for -o (json or text)", v);
+            out = v;
+        } else if (!strcmp(a, "--pooling")) {
+            if (!strcmp(v, "mean")) pool = INFER_POOL_MEAN;
+            else if (!strcmp(v, "last")) pool = INFER_POOL_LAST;
+            else if (!strcmp(v, "first") || !strcmp(v, "cls")) pool = INFER_POOL_FIRST;
+            else return cli_fail("bad value '%s' for --pooling (mean, last or first)", v);
+        } else if (!strcmp(a, "-t")) {
+            if (!cli_int(v, &cp.n_threads) || cp.n_threads < 1 || cp.n_threads > 512) return cli_fail("bad value '%s' for -t", v);
+        } else if (!strcmp(a, "-c")) {
+            if (!cli_int(v, &cp.n_ctx) || cp.n_ctx < 1) return cli_fail("bad value '%s' for -c", v);
+        } else if (!strcmp(a, "--device")) {
+            if (!cli_device(v, &mp.device)) return 1;
+        } else {
+            return cli_fail("unknown option %s for embed", a);
+        }
+        i++;
+    }
+    if (!model) return cli_fail("%s", "no model given (-m MODEL)");
+    if (!text == !file) return cli_fail("%s", "give one of -p TEXT or -f FILE");
+    if (file && !(buf = slurp(file))) return cli_fail("cannot read %s", file);
+    m = infer_model_load(model, &mp, &err);
+    if (m) c = infer_context_new(m, &cp, &err);
+    if (!m || !c) {
+        fprintf(stderr, "infer: %s\n", err.msg);
+        goto done;
+    }
+    dim = infer_model_n_embd(m);
+    e = (float *)malloc(sizeof(float) * (size_t)dim);
+    if (!e) goto done;
+    if (!strcmp(out, "json")) printf("{\"object\": \"list\", \"model\": \"%s\", \"data\": [", model);
+    for (line = buf ? buf : (char *)text; line; line = next) {
+        int k;
+        next = buf ? strchr(line, '\n') : NULL;
+        if (next) *next++ = 0;
+        if (buf && !*line) continue;
+        if (infer_embed(c, 0, line, pool, normalize, e, &err) != INFER_OK) {
+            if (!strcmp(out, "json")) printf("]}\n");
+            fprintf(stderr, "infer: %s\n", err.msg);
+            goto done;
+        }
+        if (!strcmp(out, "json")) {
+            printf("%s\n  {\"object\": \"embedding\", \"index\": %d, \"embedding\": [", n_texts ? "," : "", n_texts);
+            for (k = 0; k < dim; k++) printf(k ? ", %.7g" : "%.7g", e[k]);
+            printf("]}");
+        } else {
+            for (k = 0; k < dim; k++) printf(k ? " %.7g" : "%.7g", e[k]);
+            printf("\n");
+        }
+        n_texts++;
+    }
+    if (!strcmp(out, "json")) printf("\n]}\n");
+    if (!n_texts) {
+        fprintf(stderr, "infer: %s has no text to embed\n", file);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(e);
+    free(buf);
+    infer_context_free(c);
+    infer_model_free(m);
+    return rc;
+}
