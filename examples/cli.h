@@ -82,4 +82,170 @@ static int cli_sampling_option(const char *a, const char *v, infer_sampler_param
     return 1;
 }
 
+/* ---- output control: grammar, JSON schema, logit bias, top probabilities ---- */
+
+#if defined(__GNUC__)
+#define CLI_MAYBE_UNUSED __attribute__((unused)) /* until a command uses them */
+#else
+#define CLI_MAYBE_UNUSED
+#endif
+
+#define CLI_MAX_BIAS 256
+#define CLI_MAX_PROBS 64
+
+/* What --grammar, --grammar-file, --json-schema, --json-schema-file,
+   --logit-bias and --n-probs asked for (zero it first). Files are read by
+   cli_output_apply, so nothing here needs freeing. */
+typedef struct cli_output {
+    const char *grammar;          /* GBNF text */
+    const char *grammar_file;     /* a .gbnf file */
+    const char *json_schema;      /* schema text */
+    const char *json_schema_file; /* a schema file */
+    infer_token bias_id[CLI_MAX_BIAS];
+    float bias[CLI_MAX_BIAS];
+    int n_bias;
+    int n_probs;                  /* top probabilities to show per token (0: none) */
+} cli_output;
+
+/* 1 if a is one of these flags (each takes a value). */
+static CLI_MAYBE_UNUSED int cli_output_flag(const char *a) {
+    static const char *const flags[] = {"--grammar",    "--grammar-file", "--json-schema",
+                                        "--json-schema-file", "--logit-bias", "--n-probs"};
+    size_t i;
+    for (i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (!strcmp(a, flags[i])) return 1;
+    return 0;
+}
+
+/* --logit-bias ID(+|-)BIAS as llama.cpp writes it: 15043+1, 15043-0.5,
+   15043-inf (never chosen). */
+static CLI_MAYBE_UNUSED int cli_logit_bias(const char *v, cli_output *o) {
+    char *end;
+    long id;
+    double b;
+    errno = 0;
+    id = strtol(v, &end, 10);
+    if (errno || end == v || id < 0 || id > 2147483647L || (*end != '+' && *end != '-')) return 0;
+    v = end;
+    if (!((v[1] >= '0' && v[1] <= '9') || v[1] == '.' || v[1] == 'i' || v[1] == 'I')) return 0;
+    b = strtod(v + 1, &end);
+    if (end == v + 1 || *end || b != b) return 0;
+    if (o->n_bias == CLI_MAX_BIAS) return 0;
+    o->bias_id[o->n_bias] = (infer_token)id;
+    o->bias[o->n_bias++] = (float)(*v == '-' ? -b : b);
+    return 1;
+}
+
+/* When a is one of the flags above, stores its value v in o, sets *ok to
+   whether the value was valid (--n-probs: 0 to CLI_MAX_PROBS), and returns
+   1; else returns 0. */
+static CLI_MAYBE_UNUSED int cli_output_option(const char *a, const char *v, cli_output *o, int *ok) {
+    *ok = 1;
+    if (!strcmp(a, "--grammar")) o->grammar = v;
+    else if (!strcmp(a, "--grammar-file")) o->grammar_file = v;
+    else if (!strcmp(a, "--json-schema")) o->json_schema = v;
+    else if (!strcmp(a, "--json-schema-file")) o->json_schema_file = v;
+    else if (!strcmp(a, "--logit-bias")) *ok = cli_logit_bias(v, o);
+    else if (!strcmp(a, "--n-probs")) *ok = cli_int(v, &o->n_probs) && o->n_probs >= 0 && o->n_probs <= CLI_MAX_PROBS;
+    else return 0;
+    return 1;
+}
+
+/* A whole file, NUL-terminated, or NULL. Caller frees. */
+static CLI_MAYBE_UNUSED char *cli_read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL, *p;
+    size_t n = 0, cap = 0, got;
+    int bad = 0;
+    if (!f) return NULL;
+    do {
+        if (cap - n < 4096) {
+            if (!(p = (char *)realloc(buf, cap * 2 + 8192))) {
+                bad = 1;
+                break;
+            }
+            buf = p;
+            cap = cap * 2 + 8192;
+        }
+        got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+    } while (got);
+    bad |= ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+/* Puts o's grammar (or JSON schema) and logit biases on sampler s for
+   model m. Returns 1, or 0 with a one-line "infer: ..." error printed. */
+static CLI_MAYBE_UNUSED int cli_output_apply(const cli_output *o, infer_sampler *s, const infer_model *m) {
+    const char *src = o->grammar ? o->grammar : o->grammar_file ? o->grammar_file : o->json_schema ? o->json_schema
+                                                                                                  : o->json_schema_file;
+    int n_src = !!o->grammar + !!o->grammar_file + !!o->json_schema + !!o->json_schema_file, i, ok = 1;
+    int nv = infer_model_n_vocab(m), schema = o->json_schema || o->json_schema_file;
+    int file = o->grammar_file || o->json_schema_file;
+    char *text = NULL, *gbnf = NULL;
+    infer_error err;
+    memset(&err, 0, sizeof err);
+    for (i = 0; i < o->n_bias; i++)
+        if (o->bias_id[i] >= nv) {
+            fprintf(stderr, "infer: --logit-bias: token %d is out of range (the model has %d tokens)\n",
+                    (int)o->bias_id[i], nv);
+            return 0;
+        }
+    infer_sampler_set_logit_bias(s, o->bias_id, o->bias, o->n_bias);
+    if (!n_src) return 1;
+    if (n_src > 1) {
+        fprintf(stderr, "infer: give only one of --grammar, --grammar-file, --json-schema, --json-schema-file\n");
+        return 0;
+    }
+    if (file && !(text = cli_read_file(src))) {
+        fprintf(stderr, "infer: cannot read %s: %s\n", src, strerror(errno));
+        return 0;
+    }
+    if (schema) {
+        const char *sch = file ? text : src;
+        int n = infer_json_schema_to_grammar(sch, NULL, 0, &err);
+        if (n < 0 || !(gbnf = (char *)malloc((size_t)n + 1))) ok = 0;
+        else infer_json_schema_to_grammar(sch, gbnf, (size_t)n + 1, &err);
+        if (n >= 0 && !gbnf) snprintf(err.msg, sizeof err.msg, "out of memory");
+    }
+    if (ok && infer_sampler_set_grammar(s, m, schema ? gbnf : file ? text : src, NULL, &err) != INFER_OK) ok = 0;
+    if (!ok) {
+        if (file) fprintf(stderr, "infer: %s: %s\n", src, err.msg);
+        else fprintf(stderr, "infer: %s\n", err.msg);
+    }
+    free(text);
+    free(gbnf);
+    return ok;
+}
+
+/* Prints the last sample's o->n_probs most probable tokens (after bias and
+   grammar, at temperature 1) as one line: [probs] 'piece' 0.512 ... */
+static CLI_MAYBE_UNUSED void cli_output_print_probs(const cli_output *o, const infer_sampler *s,
+                                                    const infer_model *m, FILE *f) {
+    infer_token_prob top[CLI_MAX_PROBS];
+    int n = infer_sampler_top_probs(s, top, o->n_probs < CLI_MAX_PROBS ? o->n_probs : CLI_MAX_PROBS), i, k;
+    if (o->n_probs <= 0) return;
+    fprintf(f, "[probs]");
+    for (i = 0; i < n; i++) {
+        char piece[256];
+        int len = infer_token_to_piece(m, top[i].id, piece, sizeof piece);
+        if (len < 0 || len > (int)sizeof piece) len = 0; /* a control token, or too long to show */
+        fprintf(f, " '");
+        for (k = 0; k < len; k++) {
+            unsigned char c = (unsigned char)piece[k];
+            if (c == '\'' || c == '\\') fprintf(f, "\\%c", c);
+            else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+            else fputc(c, f);
+        }
+        fprintf(f, "' %.3f", top[i].p);
+    }
+    fputc('\n', f);
+}
+
 #endif

@@ -1,3 +1,2145 @@
 /* grammar.c - GBNF grammars (llama.cpp's format) and JSON schemas compiled
-   to them: parsing, the matcher, and the mask of tokens that may come next. */
+   to them: parsing, the matcher, and the mask of tokens that may come next.
+
+   A grammar compiles to one array of elements: each rule's alternatives,
+   separated by ALT and closed by END, hold character sets (TERM) and rule
+   references (REF). Repetitions become helper rules (x* is r ::= x r | ),
+   so the matcher knows only sequences and alternatives. The matcher is a
+   pushdown automaton, as llama.cpp's: a state is a set of stacks of element
+   positions, each stack's top a character set the next code point must
+   match; an empty stack means the grammar may end there. Text is matched
+   as Unicode code points decoded from the tokens' bytes, a character split
+   across tokens carried as a partial state. */
 #include "internal.h"
+
+enum { INFER__GE_END = 0, INFER__GE_ALT, INFER__GE_REF, INFER__GE_TERM };
+
+typedef struct infer__gel {
+    int type, val; /* REF: rule id; TERM: character set id */
+} infer__gel;
+
+typedef struct infer__grange {
+    uint32_t lo, hi;
+} infer__grange;
+
+/* A compiled grammar: rule r starts at el[rule_start[r]]; its alternatives
+   start at alt_pos[alt_first[r] .. alt_first[r + 1]); character set s is
+   the sorted, disjoint ranges[set_first[s] .. set_first[s + 1]) (negated
+   classes are stored as their complement). */
+typedef struct infer__grules {
+    infer__gel *el;
+    int n_el, n_rules, n_sets, root;
+    int *rule_start, *alt_first, *alt_pos, *set_first;
+    infer__grange *ranges;
+} infer__grules;
+
+#define INFER__G_MAX_REPEAT 4096 /* bounds of x{m,n} */
+#define INFER__G_MAX_STACKS 1024 /* stacks in one state; more are dropped (ambiguity run wild) */
+#define INFER__G_MAX_DEPTH 1024  /* elements on one stack; a deeper one is dropped */
+#define INFER__G_HT 4096         /* slots of the table that deduplicates stacks (> 2 * MAX_STACKS) */
+
+static void infer__grules_free(infer__grules *g) {
+    if (!g) return;
+    INFER_FREE(g->el);
+    INFER_FREE(g->rule_start);
+    INFER_FREE(g->alt_first);
+    INFER_FREE(g->alt_pos);
+    INFER_FREE(g->set_first);
+    INFER_FREE(g->ranges);
+    INFER_FREE(g);
+}
+
+/* ---- GBNF parser ---------------------------------------------------------- */
+
+typedef struct infer__gp_rule {
+    char *name;       /* NULL for a helper rule (a group or a repetition) */
+    int owner;        /* the named rule it was written in (itself when named) */
+    int star;         /* a helper for x* / x+ / x{m,} */
+    int defined;
+    const char *at;   /* the definition, or the first reference while undefined */
+    infer__gel *body; /* stbds array */
+} infer__gp_rule;
+
+typedef struct infer__gp_set {
+    infer__grange *r; /* stbds array */
+    int neg;
+} infer__gp_set;
+
+typedef struct infer__gp {
+    const char *src, *p;
+    infer_error *err;
+    int failed, cur, any_set;
+    int ascii_set[128]; /* the one-character set of each ASCII character, once made */
+    infer__gp_rule *rules;
+    infer__gp_set *sets;
+} infer__gp;
+
+static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
+static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) {
+    char msg[192];
+    va_list ap;
+    int line = 1, col = 1;
+    const char *q;
+    if (g->failed) return;
+    g->failed = 1;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!at) {
+        infer__set_error(g->err, INFER_ERR_ARG, "grammar: %s", msg);
+        return;
+    }
+    for (q = g->src; q < at; q++) {
+        if (*q == '\n') line++, col = 1;
+        else col++;
+    }
+    infer__set_error(g->err, INFER_ERR_ARG, "grammar: %s at line %d, column %d", msg, line, col);
+}
+
+static int infer__gp_word(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+/* Skips blanks and comments, and line breaks too where newlines is set. */
+static const char *infer__gp_space(const char *p, int newlines) {
+    for (;;) {
+        if (*p == ' ' || *p == '\t') p++;
+        else if (*p == '#')
+            while (*p && *p != '\n' && *p != '\r') p++;
+        else if (newlines && (*p == '\n' || *p == '\r')) p++;
+        else return p;
+    }
+}
+
+/* Whether q starts a rule's definition ("name ::="). */
+static int infer__gp_is_def(const char *q) {
+    const char *s = q;
+    while (infer__gp_word(*q)) q++;
+    if (q == s) return 0;
+    q = infer__gp_space(q, 0);
+    return q[0] == ':' && q[1] == ':' && q[2] == '=';
+}
+
+/* One UTF-8 character (strict: no overlong forms, surrogates or values past
+   U+10FFFF); advances *p. 0, *p unmoved, for an invalid one. */
+static int infer__g_utf8(const char **p, uint32_t *cp) {
+    const unsigned char *s = (const unsigned char *)*p;
+    uint32_t c = s[0];
+    int n, i;
+    if (c < 0x80) {
+        *cp = c;
+        *p += 1;
+        return 1;
+    }
+    if (c >= 0xC2 && c <= 0xDF) n = 1, c &= 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) n = 2, c &= 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) n = 3, c &= 0x07;
+    else return 0;
+    for (i = 1; i <= n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        c = c << 6 | (s[i] & 0x3F);
+    }
+    if ((n == 2 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) || (n == 3 && (c < 0x10000 || c > 0x10FFFF))) return 0;
+    *cp = c;
+    *p += n + 1;
+    return 1;
+}
+
+static int infer__g_hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int infer__gp_rule_id(infer__gp *g, const char *name, size_t n, const char *at) {
+    infer__gp_rule r;
+    int i, count = (int)stbds_arrlen(g->rules);
+    for (i = 0; i < count; i++)
+        if (g->rules[i].name && strlen(g->rules[i].name) == n && !memcmp(g->rules[i].name, name, n)) return i;
+    memset(&r, 0, sizeof r);
+    r.name = infer__strndup(name, n);
+    r.owner = count;
+    r.at = at;
+    stbds_arrput(g->rules, r);
+    return count;
+}
+
+static int infer__gp_helper(infer__gp *g, const char *at, int star) {
+    infer__gp_rule r;
+    memset(&r, 0, sizeof r);
+    r.owner = g->cur;
+    r.star = star;
+    r.defined = 1;
+    r.at = at;
+    stbds_arrput(g->rules, r);
+    return (int)stbds_arrlen(g->rules) - 1;
+}
+
+static void infer__gp_emit(infer__gp *g, int rule, int type, int val) {
+    infer__gel e;
+    e.type = type;
+    e.val = val;
+    stbds_arrput(g->rules[rule].body, e);
+}
+
+static int infer__gp_set_new(infer__gp *g, int neg) {
+    infer__gp_set s;
+    s.r = NULL;
+    s.neg = neg;
+    stbds_arrput(g->sets, s);
+    return (int)stbds_arrlen(g->sets) - 1;
+}
+
+static void infer__gp_set_add(infer__gp *g, int set, uint32_t lo, uint32_t hi) {
+    infer__grange r;
+    r.lo = lo;
+    r.hi = hi;
+    stbds_arrput(g->sets[set].r, r);
+}
+
+/* A character of a literal or class: an escape or one UTF-8 character. */
+static uint32_t infer__gp_char(infer__gp *g) {
+    const char *at = g->p;
+    uint32_t cp = 0;
+    if (*g->p == '\\') {
+        char e = g->p[1];
+        int nhex = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0, i;
+        if (nhex) {
+            for (i = 0; i < nhex; i++) {
+                int v = infer__g_hex(g->p[2 + i]);
+                if (v < 0) {
+                    infer__gp_fail(g, at, "bad escape '\\%c': %d hex digits expected", e, nhex);
+                    return 0;
+                }
+                cp = cp << 4 | (uint32_t)v;
+            }
+            if (cp > 0x10FFFF) {
+                infer__gp_fail(g, at, "escape beyond U+10FFFF");
+                return 0;
+            }
+            g->p += 2 + nhex;
+            return cp;
+        }
+        switch (e) {
+        case 'n': cp = '\n'; break;
+        case 't': cp = '\t'; break;
+        case 'r': cp = '\r'; break;
+        case '\\':
+        case '"':
+        case '[':
+        case ']': cp = (uint32_t)e; break;
+        default:
+            if (!e) infer__gp_fail(g, at, "unterminated escape");
+            else infer__gp_fail(g, at, "bad escape '\\%c'", e);
+            return 0;
+        }
+        g->p += 2;
+        return cp;
+    }
+    if (!infer__g_utf8(&g->p, &cp)) infer__gp_fail(g, at, "invalid UTF-8");
+    return cp;
+}
+
+static void infer__gp_literal(infer__gp *g, int rule) {
+    const char *at = g->p++;
+    while (*g->p != '"') {
+        uint32_t cp;
+        int s;
+        if (!*g->p) {
+            infer__gp_fail(g, at, "unterminated string literal");
+            return;
+        }
+        cp = infer__gp_char(g);
+        if (g->failed) return;
+        if (cp < 128 && g->ascii_set[cp] >= 0) s = g->ascii_set[cp];
+        else {
+            s = infer__gp_set_new(g, 0);
+            infer__gp_set_add(g, s, cp, cp);
+            if (cp < 128) g->ascii_set[cp] = s;
+        }
+        infer__gp_emit(g, rule, INFER__GE_TERM, s);
+    }
+    g->p++;
+}
+
+static void infer__gp_class(infer__gp *g, int rule) {
+    const char *at = g->p++;
+    int neg = 0, s;
+    if (*g->p == '^') neg = 1, g->p++;
+    s = infer__gp_set_new(g, neg);
+    while (*g->p != ']') {
+        uint32_t lo, hi;
+        if (!*g->p) {
+            infer__gp_fail(g, at, "unterminated character class");
+            return;
+        }
+        lo = hi = infer__gp_char(g);
+        if (g->failed) return;
+        if (g->p[0] == '-' && g->p[1] && g->p[1] != ']') {
+            const char *rat = g->p++;
+            hi = infer__gp_char(g);
+            if (g->failed) return;
+            if (hi < lo) {
+                infer__gp_fail(g, rat, "bad range in a character class (its end is below its start)");
+                return;
+            }
+        }
+        infer__gp_set_add(g, s, lo, hi);
+    }
+    g->p++;
+    infer__gp_emit(g, rule, INFER__GE_TERM, s);
+}
+
+static int infer__gp_count(infer__gp *g, int *out) {
+    long v = 0;
+    if (*g->p < '0' || *g->p > '9') return 0;
+    while (*g->p >= '0' && *g->p <= '9') {
+        if (v <= INFER__G_MAX_REPEAT) v = v * 10 + (*g->p - '0');
+        g->p++;
+    }
+    *out = (int)INFER__MIN(v, (long)INFER__G_MAX_REPEAT + 1);
+    return 1;
+}
+
+/* Rewrites the symbol body[start..] of rule as it repeated min to max
+   (-1: no limit) times: min copies, then a helper rule
+   r ::= x r |  for no limit, or a chain r_k ::= x r_(k-1) |  for k up to
+   max - min optional ones (both recurse on the right: stacks stay flat). */
+static void infer__gp_repeat(infer__gp *g, int rule, int start, int min, int max, const char *at) {
+    infer__gel *sym = NULL;
+    int n, i, k, prev = -1;
+    if (min > INFER__G_MAX_REPEAT || max > INFER__G_MAX_REPEAT) {
+        infer__gp_fail(g, at, "repetition count over %d", INFER__G_MAX_REPEAT);
+        return;
+    }
+    if (max >= 0 && max < min) {
+        infer__gp_fail(g, at, "repetition {%d,%d}: the maximum is below the minimum", min, max);
+        return;
+    }
+    n = (int)stbds_arrlen(g->rules[rule].body) - start;
+    for (k = 0; k < n; k++) stbds_arrput(sym, g->rules[rule].body[start + k]);
+    stbds_arrsetlen(g->rules[rule].body, start);
+    for (i = 0; i < min; i++)
+        for (k = 0; k < n; k++) infer__gp_emit(g, rule, sym[k].type, sym[k].val);
+    if (max < 0) {
+        int r = infer__gp_helper(g, at, 1);
+        for (k = 0; k < n; k++) infer__gp_emit(g, r, sym[k].type, sym[k].val);
+        infer__gp_emit(g, r, INFER__GE_REF, r);
+        infer__gp_emit(g, r, INFER__GE_ALT, 0);
+        infer__gp_emit(g, rule, INFER__GE_REF, r);
+    } else if (max > min) {
+        for (i = 0; i < max - min; i++) {
+            int r = infer__gp_helper(g, at, 0);
+            for (k = 0; k < n; k++) infer__gp_emit(g, r, sym[k].type, sym[k].val);
+            if (prev >= 0) infer__gp_emit(g, r, INFER__GE_REF, prev);
+            infer__gp_emit(g, r, INFER__GE_ALT, 0);
+            prev = r;
+        }
+        infer__gp_emit(g, rule, INFER__GE_REF, prev);
+    }
+    stbds_arrfree(sym);
+}
+
+static void infer__gp_alternates(infer__gp *g, int rule, int nested);
+
+/* Items up to '|', ')', the end, or (outside parentheses) a line that
+   starts the next rule: a line break elsewhere continues the rule. */
+static void infer__gp_sequence(infer__gp *g, int rule, int nested) {
+    int start = -1;
+    while (!g->failed) {
+        const char *at;
+        char c;
+        int len;
+        if (!nested && (*g->p == '\n' || *g->p == '\r')) {
+            const char *q = infer__gp_space(g->p, 1);
+            if (!*q || infer__gp_is_def(q)) return;
+            g->p = q;
+        }
+        at = g->p;
+        c = *g->p;
+        len = (int)stbds_arrlen(g->rules[rule].body);
+        if (c == '"') {
+            start = len;
+            infer__gp_literal(g, rule);
+        } else if (c == '[') {
+            start = len;
+            infer__gp_class(g, rule);
+        } else if (c == '.') {
+            start = len;
+            if (g->any_set < 0) {
+                g->any_set = infer__gp_set_new(g, 0);
+                infer__gp_set_add(g, g->any_set, 0, 0x10FFFF);
+            }
+            infer__gp_emit(g, rule, INFER__GE_TERM, g->any_set);
+            g->p++;
+        } else if (infer__gp_word(c)) {
+            const char *s = g->p;
+            int id;
+            while (infer__gp_word(*g->p)) g->p++;
+            id = infer__gp_rule_id(g, s, (size_t)(g->p - s), s);
+            start = len;
+            infer__gp_emit(g, rule, INFER__GE_REF, id);
+        } else if (c == '(') {
+            int sub = infer__gp_helper(g, at, 0);
+            start = len;
+            g->p = infer__gp_space(g->p + 1, 1);
+            infer__gp_alternates(g, sub, 1);
+            if (g->failed) return;
+            if (*g->p != ')') {
+                infer__gp_fail(g, at, "'(' is never closed");
+                return;
+            }
+            g->p++;
+            infer__gp_emit(g, rule, INFER__GE_REF, sub);
+        } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+            int min = 0, max = -1;
+            if (start < 0) {
+                infer__gp_fail(g, at, "'%c' follows nothing it could repeat", c);
+                return;
+            }
+            if (c == '+') min = 1;
+            else if (c == '?') max = 1;
+            g->p++;
+            if (c == '{') {
+                g->p = infer__gp_space(g->p, 0);
+                if (!infer__gp_count(g, &min)) {
+                    infer__gp_fail(g, at, "expecting a number after '{'");
+                    return;
+                }
+                g->p = infer__gp_space(g->p, 0);
+                max = min;
+                if (*g->p == ',') {
+                    g->p = infer__gp_space(g->p + 1, 0);
+                    if (!infer__gp_count(g, &max)) max = -1;
+                    g->p = infer__gp_space(g->p, 0);
+                }
+                if (*g->p != '}') {
+                    infer__gp_fail(g, at, "expecting '}' to close the repetition");
+                    return;
+                }
+                g->p++;
+            }
+            infer__gp_repeat(g, rule, start, min, max, at);
+        } else return;
+        if (g->failed) return;
+        g->p = infer__gp_space(g->p, nested);
+    }
+}
+
+static void infer__gp_alternates(infer__gp *g, int rule, int nested) {
+    infer__gp_sequence(g, rule, nested);
+    while (!g->failed && *g->p == '|') {
+        infer__gp_emit(g, rule, INFER__GE_ALT, 0);
+        /* outside parentheses the sequence decides about a line break (an
+           empty last alternative when the next line starts a rule) */
+        g->p = infer__gp_space(g->p + 1, nested);
+        infer__gp_sequence(g, rule, nested);
+    }
+}
+
+static void infer__gp_grammar(infer__gp *g) {
+    g->p = infer__gp_space(g->src, 1);
+    while (*g->p && !g->failed) {
+        const char *at = g->p;
+        int r;
+        while (infer__gp_word(*g->p)) g->p++;
+        if (g->p == at) {
+            infer__gp_fail(g, at, "expecting a rule name");
+            return;
+        }
+        r = infer__gp_rule_id(g, at, (size_t)(g->p - at), at);
+        g->p = infer__gp_space(g->p, 0);
+        if (strncmp(g->p, "::=", 3) != 0) {
+            infer__gp_fail(g, g->p, "expecting '::=' after '%s'", g->rules[r].name);
+            return;
+        }
+        if (g->rules[r].defined) {
+            infer__gp_fail(g, at, "rule '%s' is defined twice", g->rules[r].name);
+            return;
+        }
+        g->rules[r].defined = 1;
+        g->rules[r].at = at;
+        g->cur = r;
+        g->p = infer__gp_space(g->p + 3, 0);
+        infer__gp_alternates(g, r, 0);
+        if (g->failed) return;
+        if (*g->p && *g->p != '\n' && *g->p != '\r') {
+            infer__gp_fail(g, g->p, "unexpected '%c'", *g->p);
+            return;
+        }
+        g->p = infer__gp_space(g->p, 1);
+    }
+}
+
+static int infer__grange_cmp(const void *a, const void *b) {
+    const infer__grange *x = (const infer__grange *)a, *y = (const infer__grange *)b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Whether rule r can reach itself before matching a character; visit
+   state per rule: 0 not seen, 1 on the path, 2 done. Returns the rule on
+   a cycle, or -1. */
+static int infer__gp_left_cycle(const infer__grules *g, const unsigned char *nullable, unsigned char *state, int r) {
+    int a;
+    state[r] = 1;
+    for (a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
+        int p;
+        for (p = g->alt_pos[a]; g->el[p].type == INFER__GE_REF; p++) {
+            int s = g->el[p].val, c;
+            if (state[s] == 1) return s;
+            if (!state[s] && (c = infer__gp_left_cycle(g, nullable, state, s)) >= 0) return c;
+            if (!nullable[s]) break;
+        }
+    }
+    state[r] = 2;
+    return -1;
+}
+
+/* Checks the parsed rules and flattens them into a compiled grammar. */
+static infer__grules *infer__gp_finish(infer__gp *g, const char *root) {
+    int n = (int)stbds_arrlen(g->rules), r, s, k, n_el = 0, n_alt = 0, n_ranges = 0, bad;
+    infer__grules *c;
+    unsigned char *nullable, *state;
+    for (r = 0; r < n; r++)
+        if (!g->rules[r].defined) {
+            infer__gp_fail(g, g->rules[r].at, "undefined rule '%s'", g->rules[r].name);
+            return NULL;
+        }
+    c = (infer__grules *)infer__calloc(1, sizeof *c);
+    if (!c) goto oom;
+    c->root = -1;
+    for (r = 0; r < n; r++)
+        if (g->rules[r].name && !strcmp(g->rules[r].name, root)) c->root = r;
+    if (c->root < 0) {
+        infer__grules_free(c);
+        infer__gp_fail(g, NULL, "no rule named '%s' to start from", root);
+        return NULL;
+    }
+    for (r = 0; r < n; r++) {
+        int len = (int)stbds_arrlen(g->rules[r].body);
+        n_el += len + 1;
+        n_alt++;
+        for (k = 0; k < len; k++) n_alt += g->rules[r].body[k].type == INFER__GE_ALT;
+    }
+    c->n_rules = n;
+    c->n_el = n_el;
+    c->n_sets = (int)stbds_arrlen(g->sets);
+    for (s = 0; s < c->n_sets; s++) n_ranges += (int)stbds_arrlen(g->sets[s].r) + 1; /* + 1: room for a complement */
+    c->el = (infer__gel *)infer__calloc((size_t)n_el, sizeof *c->el);
+    c->rule_start = (int *)infer__calloc((size_t)n, sizeof(int));
+    c->alt_first = (int *)infer__calloc((size_t)n + 1, sizeof(int));
+    c->alt_pos = (int *)infer__calloc((size_t)n_alt, sizeof(int));
+    c->set_first = (int *)infer__calloc((size_t)c->n_sets + 1, sizeof(int));
+    c->ranges = (infer__grange *)infer__calloc((size_t)n_ranges + 1, sizeof *c->ranges);
+    if (!c->el || !c->rule_start || !c->alt_first || !c->alt_pos || !c->set_first || !c->ranges) goto oom;
+    n_el = n_alt = 0;
+    for (r = 0; r < n; r++) {
+        int len = (int)stbds_arrlen(g->rules[r].body);
+        c->rule_start[r] = n_el;
+        c->alt_first[r] = n_alt;
+        c->alt_pos[n_alt++] = n_el;
+        for (k = 0; k < len; k++) {
+            c->el[n_el++] = g->rules[r].body[k];
+            if (g->rules[r].body[k].type == INFER__GE_ALT) c->alt_pos[n_alt++] = n_el;
+        }
+        c->el[n_el].type = INFER__GE_END;
+        c->el[n_el++].val = 0;
+    }
+    c->alt_first[n] = n_alt;
+    /* character sets: sorted, merged, negated ones complemented */
+    n_ranges = 0;
+    for (s = 0; s < c->n_sets; s++) {
+        infer__grange *in = g->sets[s].r;
+        int m = (int)stbds_arrlen(in), first = n_ranges;
+        if (m) qsort(in, (size_t)m, sizeof *in, infer__grange_cmp);
+        c->set_first[s] = n_ranges;
+        for (k = 0; k < m; k++) {
+            if (n_ranges > first && in[k].lo <= c->ranges[n_ranges - 1].hi + 1) {
+                if (in[k].hi > c->ranges[n_ranges - 1].hi) c->ranges[n_ranges - 1].hi = in[k].hi;
+            } else c->ranges[n_ranges++] = in[k];
+        }
+        if (g->sets[s].neg) {
+            uint32_t next = 0;
+            int e = n_ranges, w = first;
+            for (k = first; k < e; k++) {
+                infer__grange cur = c->ranges[k];
+                if (cur.lo > next) {
+                    c->ranges[w].lo = next;
+                    c->ranges[w++].hi = cur.lo - 1;
+                }
+                next = cur.hi + 1;
+            }
+            if (next <= 0x10FFFF) {
+                c->ranges[w].lo = next;
+                c->ranges[w++].hi = 0x10FFFF;
+            }
+            n_ranges = w;
+        }
+    }
+    c->set_first[c->n_sets] = n_ranges;
+    /* left recursion: a rule that reaches itself through rules that can
+       match nothing would expand forever */
+    nullable = (unsigned char *)infer__calloc((size_t)n, 2);
+    if (!nullable) goto oom;
+    state = nullable + n;
+    for (k = 1; k;) {
+        k = 0;
+        for (r = 0; r < n; r++) {
+            int a;
+            if (nullable[r]) continue;
+            for (a = c->alt_first[r]; a < c->alt_first[r + 1] && !nullable[r]; a++) {
+                int p = c->alt_pos[a];
+                while (c->el[p].type == INFER__GE_REF && nullable[c->el[p].val]) p++;
+                if (c->el[p].type == INFER__GE_END || c->el[p].type == INFER__GE_ALT) nullable[r] = 1, k = 1;
+            }
+        }
+    }
+    bad = -1;
+    for (r = 0; r < n && bad < 0; r++)
+        if (!state[r]) bad = infer__gp_left_cycle(c, nullable, state, r);
+    INFER_FREE(nullable);
+    if (bad >= 0) {
+        const infer__gp_rule *b = &g->rules[bad];
+        if (b->star)
+            infer__gp_fail(g, b->at, "a repetition in rule '%s' repeats something that can match nothing",
+                           g->rules[b->owner].name);
+        else
+            infer__gp_fail(g, g->rules[b->owner].at,
+                           "rule '%s' is left-recursive (it reaches itself before matching a character)",
+                           g->rules[b->owner].name);
+        infer__grules_free(c);
+        return NULL;
+    }
+    return c;
+oom:
+    infer__grules_free(c);
+    if (!g->failed) infer__set_error(g->err, INFER_ERR_NOMEM, "grammar: out of memory");
+    g->failed = 1;
+    return NULL;
+}
+
+/* Parses GBNF text; NULL with err set (INFER_ERR_ARG: a one-line message
+   naming the problem and where it is). */
+static infer__grules *infer__gbnf_compile(const char *text, const char *root, infer_error *err) {
+    infer__gp g;
+    infer__grules *c = NULL;
+    int i;
+    memset(&g, 0, sizeof g);
+    g.src = text;
+    g.err = err;
+    g.any_set = -1;
+    for (i = 0; i < 128; i++) g.ascii_set[i] = -1;
+    infer__gp_grammar(&g);
+    if (!g.failed) c = infer__gp_finish(&g, root ? root : "root");
+    for (i = 0; i < (int)stbds_arrlen(g.rules); i++) {
+        INFER_FREE(g.rules[i].name);
+        stbds_arrfree(g.rules[i].body);
+    }
+    stbds_arrfree(g.rules);
+    for (i = 0; i < (int)stbds_arrlen(g.sets); i++) stbds_arrfree(g.sets[i].r);
+    stbds_arrfree(g.sets);
+    return c;
+}
+
+/* ---- the matcher ------------------------------------------------------------ */
+
+/* Stack sets live in an arena of ints, each as [n_stacks, ints in all]
+   followed by its stacks, each [length, hash, positions bottom to top].
+   A walk over the token trie keeps one set per depth, last in first out. */
+typedef struct infer__gm {
+    const infer__grules *g;
+    int *pool;
+    int n, cap;
+    int *tmp; /* a stack being expanded: INFER__G_MAX_DEPTH + 1 */
+    int calls; /* nested expansions now running */
+    uint32_t *ht_gen;
+    int *ht_off;
+    uint32_t gen;
+    int set_off, set_count;
+} infer__gm;
+
+/* A match state: a set (off < 0: none, nothing can follow) and the part
+   of a UTF-8 character read so far: its bits, the bytes still to come and
+   the range the next one must be in. */
+typedef struct infer__gst {
+    int off;
+    uint32_t cp;
+    int remain, lo, hi;
+} infer__gst;
+
+static void infer__gm_free(infer__gm *m) {
+    INFER_FREE(m->pool);
+    INFER_FREE(m->tmp);
+    INFER_FREE(m->ht_gen);
+    INFER_FREE(m->ht_off);
+    memset(m, 0, sizeof *m);
+}
+
+static int infer__gm_init(infer__gm *m, const infer__grules *g) {
+    memset(m, 0, sizeof *m);
+    m->g = g;
+    m->cap = 4096;
+    m->pool = (int *)INFER_MALLOC((size_t)m->cap * sizeof(int));
+    m->tmp = (int *)INFER_MALLOC((INFER__G_MAX_DEPTH + 1) * sizeof(int));
+    m->ht_gen = (uint32_t *)infer__calloc(INFER__G_HT, sizeof(uint32_t));
+    m->ht_off = (int *)infer__calloc(INFER__G_HT, sizeof(int));
+    if (!m->pool || !m->tmp || !m->ht_gen || !m->ht_off) {
+        infer__gm_free(m);
+        return 0;
+    }
+    return 1;
+}
+
+static int infer__gm_reserve(infer__gm *m, int k) {
+    int cap;
+    int *p;
+    if (m->n + k <= m->cap) return 1;
+    cap = INFER__MAX(m->cap * 2, m->n + k + 1024);
+    p = (int *)INFER_REALLOC(m->pool, (size_t)cap * sizeof(int));
+    if (!p) return 0;
+    m->pool = p;
+    m->cap = cap;
+    return 1;
+}
+
+static int infer__gm_is_end(const infer__grules *g, int p) {
+    return g->el[p].type == INFER__GE_END || g->el[p].type == INFER__GE_ALT;
+}
+
+static int infer__gm_in(const infer__grules *g, int set, uint32_t cp) {
+    const infer__grange *r = g->ranges + g->set_first[set], *e = g->ranges + g->set_first[set + 1];
+    for (; r < e; r++) {
+        if (cp < r->lo) return 0;
+        if (cp <= r->hi) return 1;
+    }
+    return 0;
+}
+
+static int infer__gm_overlaps(const infer__grules *g, int set, uint32_t lo, uint32_t hi) {
+    const infer__grange *r = g->ranges + g->set_first[set], *e = g->ranges + g->set_first[set + 1];
+    for (; r < e && r->lo <= hi; r++)
+        if (r->hi >= lo) return 1;
+    return 0;
+}
+
+/* Adds stack s to the set being built, unless it holds it already. */
+static void infer__gm_add(infer__gm *m, const int *s, int len) {
+    uint32_t h = 2166136261u;
+    int i, slot, o;
+    for (i = 0; i < len; i++) h = (h ^ (uint32_t)s[i]) * 16777619u;
+    h &= 0x7fffffff;
+    slot = (int)(h & (INFER__G_HT - 1));
+    while (m->ht_gen[slot] == m->gen) {
+        o = m->ht_off[slot];
+        if (m->pool[o] == len && m->pool[o + 1] == (int)h && !memcmp(m->pool + o + 2, s, (size_t)len * sizeof(int)))
+            return;
+        slot = (slot + 1) & (INFER__G_HT - 1);
+    }
+    if (m->set_count >= INFER__G_MAX_STACKS || !infer__gm_reserve(m, len + 2)) return;
+    o = m->n;
+    m->pool[o] = len;
+    m->pool[o + 1] = (int)h;
+    if (len) memcpy(m->pool + o + 2, s, (size_t)len * sizeof(int));
+    m->n += len + 2;
+    m->ht_gen[slot] = m->gen;
+    m->ht_off[slot] = o;
+    m->set_count++;
+}
+
+static int infer__gm_begin(infer__gm *m) {
+    if (!infer__gm_reserve(m, 2)) return 0;
+    m->set_off = m->n;
+    m->n += 2;
+    m->set_count = 0;
+    if (++m->gen == 0) { /* wrapped: old stamps could match again */
+        memset(m->ht_gen, 0, INFER__G_HT * sizeof(uint32_t));
+        m->gen = 1;
+    }
+    return 1;
+}
+
+/* Closes the set being built: its offset, or -1 (and nothing kept) when it
+   holds no stack. */
+static int infer__gm_end(infer__gm *m) {
+    if (!m->set_count) {
+        m->n = m->set_off;
+        return -1;
+    }
+    m->pool[m->set_off] = m->set_count;
+    m->pool[m->set_off + 1] = m->n - m->set_off;
+    return m->set_off;
+}
+
+/* Expands stack s[0..len) until its top is a character set (or it is
+   empty) and adds the results: a rule reference on top is replaced by
+   what follows it (unless it ends its alternative) and, on that, each of
+   the rule's alternatives. s has room for INFER__G_MAX_DEPTH + 1 and is
+   as it was on return. Terminates because left recursion is refused. */
+static void infer__gm_expand(infer__gm *m, int *s, int len) {
+    const infer__grules *g = m->g;
+    int p, base, r, a;
+    if (len == 0) {
+        infer__gm_add(m, s, 0);
+        return;
+    }
+    p = s[len - 1];
+    if (g->el[p].type == INFER__GE_TERM) {
+        infer__gm_add(m, s, len);
+        return;
+    }
+    r = g->el[p].val;
+    base = len - 1;
+    if (!infer__gm_is_end(g, p + 1)) s[base++] = p + 1;
+    /* a chain of rules that can match nothing recurses deep: bounded too */
+    if (base < INFER__G_MAX_DEPTH && m->calls < 2 * INFER__G_MAX_DEPTH) {
+        m->calls++;
+        for (a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
+            int q = g->alt_pos[a];
+            if (infer__gm_is_end(g, q)) infer__gm_expand(m, s, base);
+            else {
+                s[base] = q;
+                infer__gm_expand(m, s, base + 1);
+            }
+        }
+        m->calls--;
+    }
+    s[len - 1] = p;
+}
+
+/* The set of the stacks of set `off` that match code point cp, moved past
+   it; -1 when none does. */
+static int infer__gm_advance(infer__gm *m, int off, uint32_t cp) {
+    const infer__grules *g = m->g;
+    int k, n_st, i;
+    if (!infer__gm_begin(m)) return -1;
+    n_st = m->pool[off];
+    i = off + 2;
+    for (k = 0; k < n_st; k++) {
+        int len = m->pool[i];
+        if (len > 0) {
+            const int *st = m->pool + i + 2;
+            int top = st[len - 1];
+            if (infer__gm_in(g, g->el[top].val, cp)) {
+                int l = len - 1;
+                memcpy(m->tmp, st, (size_t)l * sizeof(int));
+                if (!infer__gm_is_end(g, top + 1)) m->tmp[l++] = top + 1;
+                infer__gm_expand(m, m->tmp, l); /* may move the pool: st is not used after */
+            }
+        }
+        i += len + 2;
+    }
+    return infer__gm_end(m);
+}
+
+/* The grammar's start: each alternative of the root rule, expanded. */
+static int infer__gm_start(infer__gm *m) {
+    const infer__grules *g = m->g;
+    int a;
+    if (!infer__gm_begin(m)) return -1;
+    for (a = g->alt_first[g->root]; a < g->alt_first[g->root + 1]; a++) {
+        int q = g->alt_pos[a];
+        if (infer__gm_is_end(g, q)) infer__gm_add(m, m->tmp, 0);
+        else {
+            m->tmp[0] = q;
+            infer__gm_expand(m, m->tmp, 1);
+        }
+    }
+    return infer__gm_end(m);
+}
+
+/* Whether some stack of the state's set may take a code point in the range
+   a partly read character can still become. */
+static int infer__gm_partial_ok(const infer__gm *m, const infer__gst *st) {
+    const infer__grules *g = m->g;
+    int shift = 6 * (st->remain - 1), k, n_st, i;
+    uint32_t base = st->cp << (6 * st->remain);
+    uint32_t lo = base | (uint32_t)(st->lo & 0x3F) << shift;
+    uint32_t hi = base | (uint32_t)(st->hi & 0x3F) << shift | ((1u << shift) - 1);
+    if (st->off < 0) return 0;
+    n_st = m->pool[st->off];
+    i = st->off + 2;
+    for (k = 0; k < n_st; k++) {
+        int len = m->pool[i];
+        if (len > 0 && infer__gm_overlaps(g, g->el[m->pool[i + 1 + len]].val, lo, hi)) return 1;
+        i += len + 2;
+    }
+    return 0;
+}
+
+/* Reads one byte of UTF-8 after state in: 1 with *cp when it completes a
+   character, 0 when the character goes on (out holds the part read; its
+   set is in's), -1 for bytes that are not UTF-8 (no overlong forms,
+   surrogates or values past U+10FFFF). */
+static int infer__gm_utf8(const infer__gst *in, unsigned b, infer__gst *out, uint32_t *cp) {
+    int remain, lo = 0x80, hi = 0xBF;
+    uint32_t c;
+    if (in->remain == 0) {
+        if (b < 0x80) {
+            *cp = b;
+            return 1;
+        }
+        if (b >= 0xC2 && b <= 0xDF) remain = 1, c = b & 0x1F;
+        else if (b >= 0xE0 && b <= 0xEF) {
+            remain = 2, c = b & 0x0F;
+            if (b == 0xE0) lo = 0xA0; /* no overlong forms */
+            if (b == 0xED) hi = 0x9F; /* no surrogates */
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            remain = 3, c = b & 0x07;
+            if (b == 0xF0) lo = 0x90;
+            if (b == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
+        } else return -1;
+    } else {
+        if ((int)b < in->lo || (int)b > in->hi) return -1;
+        c = in->cp << 6 | (b & 0x3F);
+        remain = in->remain - 1;
+        if (remain == 0) {
+            *cp = c;
+            return 1;
+        }
+    }
+    out->off = in->off;
+    out->cp = c;
+    out->remain = remain;
+    out->lo = lo;
+    out->hi = hi;
+    return 0;
+}
+
+/* Moves state in past one byte into out (its set, if a character was
+   completed, appended to the arena). 0 where the grammar refuses it, or
+   the bytes are not UTF-8. */
+static int infer__gm_step(infer__gm *m, const infer__gst *in, unsigned b, infer__gst *out) {
+    uint32_t cp;
+    int r;
+    if (in->off < 0) return 0;
+    r = infer__gm_utf8(in, b, out, &cp);
+    if (r < 0) return 0;
+    if (r == 0) return infer__gm_partial_ok(m, out);
+    out->off = infer__gm_advance(m, in->off, cp);
+    out->remain = 0;
+    return out->off >= 0;
+}
+
+/* Whether the grammar may end in this state: no character half read and
+   an empty stack in the set. */
+static int infer__gm_done(const infer__gm *m, const infer__gst *st) {
+    int k, n_st, i;
+    if (st->off < 0 || st->remain) return 0;
+    n_st = m->pool[st->off];
+    i = st->off + 2;
+    for (k = 0; k < n_st; k++) {
+        if (m->pool[i] == 0) return 1;
+        i += m->pool[i] + 2;
+    }
+    return 0;
+}
+
+/* Moves st past n bytes; 0 (st's set gone) if the grammar refuses them. */
+static int infer__gm_feed(infer__gm *m, infer__gst *st, const char *bytes, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        infer__gst next;
+        if (!infer__gm_step(m, st, (unsigned char)bytes[i], &next)) {
+            st->off = -1;
+            return 0;
+        }
+        *st = next;
+    }
+    return 1;
+}
+
+/* Whole-text match (for tests and checks): 1 if text is a complete
+   sentence of the grammar, 0 if it is a proper prefix of one, -1 if no
+   sentence starts with it. */
+INFER__UNUSED static int infer__grules_match(const infer__grules *g, const char *text, size_t n) {
+    infer__gm m;
+    infer__gst st;
+    int r;
+    if (!infer__gm_init(&m, g)) return -1;
+    memset(&st, 0, sizeof st);
+    st.off = infer__gm_start(&m);
+    r = infer__gm_feed(&m, &st, text, n) ? infer__gm_done(&m, &st) : -1;
+    infer__gm_free(&m);
+    return r;
+}
+
+/* Scratch of a walk over the trie: the state at each depth, and two
+   tables that make most steps a lookup. Within one walk every set is kept
+   once (interned: same stacks, same offset), so the set a code point
+   leads to from a set is remembered by the pair; inside a JSON string,
+   say, most of the vocabulary's bytes then cost a table probe. Entries of
+   earlier walks are told apart by a generation stamp. */
+#define INFER__G_MEMO 16384     /* remembered steps (direct-mapped: a collision replaces) */
+#define INFER__G_SETS 65536     /* slots for the interned sets; at half full the walk starts again unmemoized */
+#define INFER__G_WALK_INTS (1 << 22) /* arena ints one memoized walk may use, likewise */
+
+typedef struct infer__gmemo {
+    uint32_t gen;
+    int off, res;
+    uint32_t cp;
+} infer__gmemo;
+
+typedef struct infer__gset {
+    uint32_t gen, h;
+    int off;
+} infer__gset;
+
+typedef struct infer__gwalk {
+    infer__gst *st; /* per depth: max_len + 1 */
+    int *mark;      /* per depth: the arena's size after its state (walks without the tables) */
+    infer__gmemo *memo;
+    infer__gset *sets;
+    int n_sets;
+    uint32_t gen;
+} infer__gwalk;
+
+static void infer__gwalk_free(infer__gwalk *w) {
+    INFER_FREE(w->st);
+    INFER_FREE(w->mark);
+    INFER_FREE(w->memo);
+    INFER_FREE(w->sets);
+    memset(w, 0, sizeof *w);
+}
+
+static int infer__gwalk_init(infer__gwalk *w, int max_len) {
+    memset(w, 0, sizeof *w);
+    w->st = (infer__gst *)INFER_MALLOC(((size_t)max_len + 1) * sizeof *w->st);
+    w->mark = (int *)INFER_MALLOC(((size_t)max_len + 1) * sizeof *w->mark);
+    w->memo = (infer__gmemo *)infer__calloc(INFER__G_MEMO, sizeof *w->memo);
+    w->sets = (infer__gset *)infer__calloc(INFER__G_SETS, sizeof *w->sets);
+    if (!w->st || !w->mark || !w->memo || !w->sets) {
+        infer__gwalk_free(w);
+        return 0;
+    }
+    return 1;
+}
+
+/* The offset of the set equal to the one at off (just made, at the arena's
+   end: dropped when an equal one is kept), keeping it if new; -2 when the
+   tables are full. */
+static int infer__gwalk_intern(infer__gwalk *w, infer__gm *m, int off) {
+    const int *p = m->pool + off;
+    int size = p[1], i, slot;
+    uint32_t h = 2166136261u;
+    for (i = 0; i < size; i++) h = (h ^ (uint32_t)p[i]) * 16777619u;
+    slot = (int)(h & (INFER__G_SETS - 1));
+    while (w->sets[slot].gen == w->gen) {
+        const infer__gset *e = &w->sets[slot];
+        if (e->h == h && m->pool[e->off + 1] == size &&
+            !memcmp(m->pool + e->off, p, (size_t)size * sizeof(int))) {
+            m->n = off;
+            return e->off;
+        }
+        slot = (slot + 1) & (INFER__G_SETS - 1);
+    }
+    if (w->n_sets >= INFER__G_SETS / 2) return -2;
+    w->sets[slot].gen = w->gen;
+    w->sets[slot].h = h;
+    w->sets[slot].off = off;
+    w->n_sets++;
+    return off;
+}
+
+static void infer__gwalk_start(infer__gwalk *w) {
+    if (++w->gen == 0) { /* wrapped: old stamps could match again */
+        memset(w->memo, 0, INFER__G_MEMO * sizeof *w->memo);
+        memset(w->sets, 0, INFER__G_SETS * sizeof *w->sets);
+        w->gen = 1;
+    }
+    w->n_sets = 0;
+}
+
+/* ---- a grammar over a model's tokens -------------------------------------- */
+
+/* The compiled grammar, the match state, and a trie of every token's text
+   (nodes in preorder: node i's subtree is nodes i .. nend[i] - 1, so a
+   walk skips a refused branch in one step). */
+typedef struct infer__grammar {
+    infer__grules *g;
+    infer__gm m;
+    infer__gst cur;     /* the current state; its set at the arena's start */
+    infer__gst start;   /* the initial state, kept in `init` */
+    int *init;
+    int init_n;
+    int n_vocab;
+    char *pieces;       /* token t's text: pieces[poff[t] .. poff[t + 1]) */
+    int *poff;
+    unsigned char *eog; /* per token: ends generation */
+    infer_token *eog_ids;
+    int n_eog;
+    int n_nodes, max_len;
+    unsigned char *nbyte;
+    int *ndepth, *nend, *ntok; /* ntok: n_nodes + 1; node i's tokens are toks[ntok[i] .. ntok[i + 1]) */
+    infer_token *toks;
+    infer__gwalk walk;
+    int *snap; /* the state before the last sample, for infer_sampler_top_probs */
+    int snap_n, snap_cap;
+    infer__gst snap_st;
+} infer__grammar;
+
+static void infer__grammar_free(infer__grammar *G) {
+    if (!G) return;
+    infer__grules_free(G->g);
+    infer__gm_free(&G->m);
+    INFER_FREE(G->init);
+    INFER_FREE(G->pieces);
+    INFER_FREE(G->poff);
+    INFER_FREE(G->eog);
+    INFER_FREE(G->eog_ids);
+    INFER_FREE(G->nbyte);
+    INFER_FREE(G->ndepth);
+    INFER_FREE(G->nend);
+    INFER_FREE(G->ntok);
+    INFER_FREE(G->toks);
+    infer__gwalk_free(&G->walk);
+    INFER_FREE(G->snap);
+    INFER_FREE(G);
+}
+
+/* Makes st the current state: its set moved to the arena's start. */
+static void infer__grammar_settle(infer__grammar *G, infer__gst st) {
+    if (st.off >= 0) {
+        int size = G->m.pool[st.off + 1];
+        if (st.off > 0) memmove(G->m.pool, G->m.pool + st.off, (size_t)size * sizeof(int));
+        st.off = 0;
+        G->m.n = size;
+    } else G->m.n = 0;
+    G->cur = st;
+}
+
+static void infer__grammar_reset(infer__grammar *G) {
+    infer__gst st = G->start;
+    G->m.n = 0;
+    if (st.off >= 0) {
+        memcpy(G->m.pool, G->init, (size_t)G->init_n * sizeof(int)); /* the arena holds at least this much */
+        G->m.n = G->init_n;
+    }
+    G->cur = st;
+}
+
+typedef struct infer__gpiece {
+    const unsigned char *p;
+    int len;
+    infer_token id;
+} infer__gpiece;
+
+static int infer__gpiece_cmp(const void *a, const void *b) {
+    const infer__gpiece *x = (const infer__gpiece *)a, *y = (const infer__gpiece *)b;
+    int n = INFER__MIN(x->len, y->len), c = memcmp(x->p, y->p, (size_t)n);
+    if (c) return c;
+    if (x->len != y->len) return x->len - y->len;
+    return x->id - y->id;
+}
+
+/* Lays out the trie of items[lo..hi) (sorted, sharing their first depth
+   bytes) as node n_nodes and its subtree. */
+static void infer__grammar_trie(infer__grammar *G, const infer__gpiece *items, int lo, int hi, int depth, int byte,
+                                int *n_toks) {
+    int id = G->n_nodes++;
+    G->nbyte[id] = (unsigned char)byte;
+    G->ndepth[id] = depth;
+    G->ntok[id] = *n_toks;
+    while (lo < hi && items[lo].len == depth) G->toks[(*n_toks)++] = items[lo++].id;
+    while (lo < hi) {
+        int b = items[lo].p[depth], j = lo + 1;
+        while (j < hi && items[j].p[depth] == b) j++;
+        infer__grammar_trie(G, items, lo, j, depth + 1, b, n_toks);
+        lo = j;
+    }
+    G->nend[id] = G->n_nodes;
+}
+
+static infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab, const char *gbnf, const char *root,
+                                          infer_error *err) {
+    infer__grammar *G;
+    infer__gpiece *items = NULL;
+    int t, n_items = 0, n_toks = 0;
+    size_t total = 0;
+    infer__grules *g = infer__gbnf_compile(gbnf, root, err);
+    if (!g) return NULL;
+    G = (infer__grammar *)infer__calloc(1, sizeof *G);
+    if (!G) {
+        infer__grules_free(g);
+        goto oom;
+    }
+    G->g = g;
+    G->n_vocab = n_vocab;
+    if (!infer__gm_init(&G->m, g)) goto oom;
+    /* the start state, kept to reset to */
+    memset(&G->start, 0, sizeof G->start);
+    G->start.off = infer__gm_start(&G->m);
+    if (G->start.off >= 0) {
+        G->init_n = G->m.n;
+        G->init = (int *)INFER_MALLOC((size_t)G->init_n * sizeof(int));
+        if (!G->init) goto oom;
+        memcpy(G->init, G->m.pool, (size_t)G->init_n * sizeof(int));
+    }
+    infer__grammar_reset(G);
+    /* every token's text */
+    G->poff = (int *)infer__calloc((size_t)n_vocab + 1, sizeof(int));
+    G->eog = (unsigned char *)infer__calloc((size_t)n_vocab, 1);
+    G->eog_ids = (infer_token *)infer__calloc((size_t)n_vocab, sizeof(infer_token));
+    if (!G->poff || !G->eog || !G->eog_ids) goto oom;
+    for (t = 0; t < n_vocab; t++) {
+        int len = infer_token_to_piece(model, t, NULL, 0);
+        G->poff[t] = (int)total;
+        if (len > 0) total += (size_t)len;
+        if (infer_model_is_eog(model, t)) G->eog[t] = 1, G->eog_ids[G->n_eog++] = t;
+    }
+    G->poff[n_vocab] = (int)total;
+    G->pieces = (char *)INFER_MALLOC(total + 1);
+    items = (infer__gpiece *)infer__calloc((size_t)n_vocab + 1, sizeof *items);
+    if (!G->pieces || !items) goto oom;
+    for (t = 0; t < n_vocab; t++) {
+        int len = G->poff[t + 1] - G->poff[t];
+        if (len > 0) infer_token_to_piece(model, t, G->pieces + G->poff[t], len);
+        /* end of generation goes by the grammar's end, not by its text;
+           empty (control) tokens are never text the grammar could want */
+        if (len <= 0 || G->eog[t]) continue;
+        items[n_items].p = (const unsigned char *)G->pieces + G->poff[t];
+        items[n_items].len = len;
+        items[n_items++].id = t;
+        if (len > G->max_len) G->max_len = len;
+    }
+    qsort(items, (size_t)n_items, sizeof *items, infer__gpiece_cmp);
+    G->nbyte = (unsigned char *)INFER_MALLOC(total + 1);
+    G->ndepth = (int *)INFER_MALLOC((total + 1) * sizeof(int));
+    G->nend = (int *)INFER_MALLOC((total + 1) * sizeof(int));
+    G->ntok = (int *)INFER_MALLOC((total + 2) * sizeof(int));
+    G->toks = (infer_token *)INFER_MALLOC(((size_t)n_items + 1) * sizeof(infer_token));
+    if (!G->nbyte || !G->ndepth || !G->nend || !G->ntok || !G->toks || !infer__gwalk_init(&G->walk, G->max_len))
+        goto oom;
+    infer__grammar_trie(G, items, 0, n_items, 0, 0, &n_toks);
+    G->ntok[G->n_nodes] = n_toks;
+    INFER_FREE(items);
+    return G;
+oom:
+    INFER_FREE(items);
+    infer__grammar_free(G);
+    infer__set_error(err, INFER_ERR_NOMEM, "grammar: out of memory");
+    return NULL;
+}
+
+static int infer__grammar_done(const infer__grammar *G) { return infer__gm_done(&G->m, &G->cur); }
+
+/* Whether token t may come next: its bytes run through a copy of the state
+   (end of generation: where the grammar may end). */
+static int infer__grammar_allows(infer__grammar *G, infer_token t) {
+    infer__gst st = G->cur;
+    int n0 = G->m.n, ok, len;
+    if (t < 0 || t >= G->n_vocab) return 0;
+    if (G->eog[t]) return infer__grammar_done(G);
+    len = G->poff[t + 1] - G->poff[t];
+    if (len <= 0) return 0;
+    ok = infer__gm_feed(&G->m, &st, G->pieces + G->poff[t], (size_t)len);
+    G->m.n = n0;
+    return ok;
+}
+
+/* Moves the grammar past token t's text. End-of-generation and empty
+   tokens leave it as it is; a token it refuses leaves it refusing
+   everything (until a reset). */
+static void infer__grammar_accept(infer__grammar *G, infer_token t) {
+    infer__gst st = G->cur;
+    int len;
+    if (t < 0 || t >= G->n_vocab || G->eog[t]) return;
+    len = G->poff[t + 1] - G->poff[t];
+    if (len <= 0) return;
+    infer__gm_feed(&G->m, &st, G->pieces + G->poff[t], (size_t)len);
+    infer__grammar_settle(G, st);
+}
+
+/* The walk with the tables; -1 (allowed half made) when they overflow. */
+static int infer__grammar_walk_memo(const infer__grammar *G, infer__gm *m, const infer__gst *start, infer__gwalk *w,
+                                    unsigned char *allowed, int count) {
+    int i, k, n0 = m->n;
+    infer__gwalk_start(w);
+    w->st[0] = *start;
+    if (infer__gwalk_intern(w, m, start->off) != start->off) return -1; /* start's set ends the arena */
+    for (i = 1; i < G->n_nodes;) {
+        int d = G->ndepth[i], r;
+        const infer__gst *in = &w->st[d - 1];
+        infer__gst *out = &w->st[d];
+        uint32_t cp;
+        r = infer__gm_utf8(in, G->nbyte[i], out, &cp);
+        if (r == 0) r = infer__gm_partial_ok(m, out);
+        else if (r == 1) {
+            infer__gmemo *e = &w->memo[((uint32_t)in->off * 2654435761u ^ cp * 40503u) & (INFER__G_MEMO - 1)];
+            int res;
+            if (e->gen == w->gen && e->off == in->off && e->cp == cp) res = e->res;
+            else {
+                res = infer__gm_advance(m, in->off, cp);
+                if (res >= 0 && (res = infer__gwalk_intern(w, m, res)) == -2) break;
+                if (m->n - n0 > INFER__G_WALK_INTS) break;
+                e->gen = w->gen;
+                e->off = in->off;
+                e->cp = cp;
+                e->res = res;
+            }
+            out->off = res;
+            out->remain = 0;
+            r = res >= 0;
+        }
+        if (r <= 0) {
+            i = G->nend[i];
+            continue;
+        }
+        for (k = G->ntok[i]; k < G->ntok[i + 1]; k++) allowed[G->toks[k]] = 1, count++;
+        i++;
+    }
+    m->n = n0;
+    return i < G->n_nodes ? -1 : count;
+}
+
+/* The walk keeping only the states on the path (each depth's set above
+   the last, dropped on the way back): memory bounded by the depth. */
+static int infer__grammar_walk_plain(const infer__grammar *G, infer__gm *m, const infer__gst *start, infer__gwalk *w,
+                                     unsigned char *allowed, int count) {
+    int i, k;
+    w->st[0] = *start;
+    w->mark[0] = m->n;
+    for (i = 1; i < G->n_nodes;) {
+        int d = G->ndepth[i];
+        m->n = w->mark[d - 1];
+        if (!infer__gm_step(m, &w->st[d - 1], G->nbyte[i], &w->st[d])) {
+            i = G->nend[i];
+            continue;
+        }
+        w->mark[d] = m->n;
+        for (k = G->ntok[i]; k < G->ntok[i + 1]; k++) allowed[G->toks[k]] = 1, count++;
+        i++;
+    }
+    m->n = w->mark[0];
+    return count;
+}
+
+/* The tokens state `start` allows, into allowed (n_vocab bytes, 1 where
+   allowed); returns how many. A depth-first walk of the trie that carries
+   the state down byte by byte and leaves a branch as soon as no stack
+   survives its bytes. start's set must end the arena. memo: with the
+   tables (falling back to the plain walk when they fill up). */
+static int infer__grammar_walk(const infer__grammar *G, infer__gm *m, const infer__gst *start, infer__gwalk *w,
+                               unsigned char *allowed, int memo) {
+    int k, count = 0, r;
+    memset(allowed, 0, (size_t)G->n_vocab);
+    if (infer__gm_done(m, start))
+        for (k = 0; k < G->n_eog; k++) allowed[G->eog_ids[k]] = 1, count++;
+    if (start->off < 0) return count;
+    if (memo && (r = infer__grammar_walk_memo(G, m, start, w, allowed, count)) >= 0) return r;
+    if (memo) { /* half made: again from the start */
+        memset(allowed, 0, (size_t)G->n_vocab);
+        for (k = 0; k < G->n_eog && count; k++) allowed[G->eog_ids[k]] = 1;
+    }
+    return infer__grammar_walk_plain(G, m, start, w, allowed, count);
+}
+
+static int infer__grammar_mask(infer__grammar *G, unsigned char *allowed) {
+    return infer__grammar_walk(G, &G->m, &G->cur, &G->walk, allowed, 1);
+}
+
+/* Keeps the current state for infer__grammar_mask_snapshot. */
+static void infer__grammar_snapshot(infer__grammar *G) {
+    int n = G->cur.off >= 0 ? G->m.n : 0;
+    if (n > G->snap_cap) {
+        int *p = (int *)INFER_REALLOC(G->snap, (size_t)n * sizeof(int));
+        if (!p) {
+            G->snap_st.off = -1;
+            return;
+        }
+        G->snap = p;
+        G->snap_cap = n;
+    }
+    if (n) memcpy(G->snap, G->m.pool, (size_t)n * sizeof(int));
+    G->snap_n = n;
+    G->snap_st = G->cur;
+}
+
+/* The mask of the state kept by the last snapshot, with scratch of its own
+   (the grammar is not changed); -1 when out of memory. */
+static int infer__grammar_mask_snapshot(const infer__grammar *G, unsigned char *allowed) {
+    infer__gm m;
+    infer__gwalk w;
+    int count = -1;
+    if (!infer__gwalk_init(&w, G->max_len)) return -1;
+    if (infer__gm_init(&m, G->g)) {
+        if (infer__gm_reserve(&m, G->snap_n)) {
+            if (G->snap_n) memcpy(m.pool, G->snap, (size_t)G->snap_n * sizeof(int));
+            m.n = G->snap_n;
+            count = infer__grammar_walk(G, &m, &G->snap_st, &w, allowed, 1);
+        }
+        infer__gm_free(&m);
+    }
+    infer__gwalk_free(&w);
+    return count;
+}
+
+/* ---- JSON (the schema's text) ------------------------------------------------ */
+
+enum { INFER__J_NULL = 0, INFER__J_BOOL, INFER__J_NUM, INFER__J_STR, INFER__J_ARR, INFER__J_OBJ };
+
+typedef struct infer__jv {
+    int type;
+    char *s;                 /* STR: the text decoded (UTF-8); NUM: as written */
+    size_t n;
+    int b;                   /* BOOL */
+    struct infer__jv *items; /* stbds: ARR elements, OBJ values */
+    char **keys;             /* stbds: OBJ keys, decoded */
+    const char *at;          /* where it starts in the schema text */
+} infer__jv;
+
+typedef struct infer__jp {
+    const char *src, *p;
+    infer_error *err;
+    int failed, depth;
+} infer__jp;
+
+static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
+static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) {
+    char msg[192];
+    va_list ap;
+    int line = 1, col = 1;
+    const char *q;
+    if (j->failed) return;
+    j->failed = 1;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (q = j->src; q < at; q++) {
+        if (*q == '\n') line++, col = 1;
+        else col++;
+    }
+    infer__set_error(j->err, INFER_ERR_ARG, "JSON schema: %s at line %d, column %d", msg, line, col);
+}
+
+static void infer__jv_free(infer__jv *v) {
+    int i;
+    INFER_FREE(v->s);
+    for (i = 0; i < (int)stbds_arrlen(v->items); i++) infer__jv_free(&v->items[i]);
+    stbds_arrfree(v->items);
+    for (i = 0; i < (int)stbds_arrlen(v->keys); i++) INFER_FREE(v->keys[i]);
+    stbds_arrfree(v->keys);
+}
+
+static void infer__jp_ws(infer__jp *j) {
+    while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r') j->p++;
+}
+
+static void infer__j_put_utf8(char **buf, uint32_t c) {
+    if (c < 0x80) stbds_arrput(*buf, (char)c);
+    else if (c < 0x800) {
+        stbds_arrput(*buf, (char)(0xC0 | c >> 6));
+        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
+    } else if (c < 0x10000) {
+        stbds_arrput(*buf, (char)(0xE0 | c >> 12));
+        stbds_arrput(*buf, (char)(0x80 | ((c >> 6) & 0x3F)));
+        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
+    } else {
+        stbds_arrput(*buf, (char)(0xF0 | c >> 18));
+        stbds_arrput(*buf, (char)(0x80 | ((c >> 12) & 0x3F)));
+        stbds_arrput(*buf, (char)(0x80 | ((c >> 6) & 0x3F)));
+        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
+    }
+}
+
+static int infer__jp_hex4(const char *p, uint32_t *out) {
+    int i;
+    *out = 0;
+    for (i = 0; i < 4; i++) {
+        int v = infer__g_hex(p[i]);
+        if (v < 0) return 0;
+        *out = *out << 4 | (uint32_t)v;
+    }
+    return 1;
+}
+
+/* A string at j->p (its opening quote), decoded; NULL on an error. */
+static char *infer__jp_string(infer__jp *j, size_t *n) {
+    const char *at = j->p++;
+    char *buf = NULL, *out;
+    for (;;) {
+        const char *q = j->p;
+        uint32_t c;
+        if (!*q) {
+            infer__jp_fail(j, at, "unterminated string");
+            break;
+        }
+        if (*q == '"') {
+            j->p++;
+            break;
+        }
+        if ((unsigned char)*q < 0x20) {
+            infer__jp_fail(j, q, "control character in a string");
+            break;
+        }
+        if (*q != '\\') {
+            if (!infer__g_utf8(&j->p, &c)) {
+                infer__jp_fail(j, q, "invalid UTF-8 in a string");
+                break;
+            }
+            stbds_arrput(buf, *q);
+            while (++q < j->p) stbds_arrput(buf, *q);
+            continue;
+        }
+        switch (q[1]) {
+        case '"': c = '"'; break;
+        case '\\': c = '\\'; break;
+        case '/': c = '/'; break;
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break;
+        case 't': c = '\t'; break;
+        case 'u':
+            if (!infer__jp_hex4(q + 2, &c)) {
+                infer__jp_fail(j, q, "bad \\u escape");
+                goto done;
+            }
+            if (c >= 0xD800 && c <= 0xDBFF) { /* a surrogate pair */
+                uint32_t lo;
+                if (q[6] != '\\' || q[7] != 'u' || !infer__jp_hex4(q + 8, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
+                    infer__jp_fail(j, q, "bad \\u escape (a lone surrogate)");
+                    goto done;
+                }
+                c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
+                j->p += 6;
+            } else if (c >= 0xDC00 && c <= 0xDFFF) {
+                infer__jp_fail(j, q, "bad \\u escape (a lone surrogate)");
+                goto done;
+            }
+            j->p += 4;
+            break;
+        default: infer__jp_fail(j, q, "bad escape in a string"); goto done;
+        }
+        j->p += 2;
+        infer__j_put_utf8(&buf, c);
+    }
+done:
+    if (j->failed) {
+        stbds_arrfree(buf);
+        return NULL;
+    }
+    *n = (size_t)stbds_arrlen(buf);
+    out = infer__strndup(buf ? buf : "", *n);
+    stbds_arrfree(buf);
+    if (!out) infer__jp_fail(j, at, "out of memory");
+    return out;
+}
+
+static void infer__jp_value(infer__jp *j, infer__jv *v) {
+    const char *at;
+    infer__jp_ws(j);
+    at = j->p;
+    memset(v, 0, sizeof *v);
+    v->at = at;
+    if (++j->depth > 64) {
+        infer__jp_fail(j, at, "nested too deeply");
+        return;
+    }
+    if (*at == '{' || *at == '[') {
+        int obj = *at == '{';
+        char close = obj ? '}' : ']';
+        v->type = obj ? INFER__J_OBJ : INFER__J_ARR;
+        j->p++;
+        infer__jp_ws(j);
+        if (*j->p == close) j->p++;
+        else
+            for (;;) {
+                infer__jv item;
+                if (obj) {
+                    size_t kn;
+                    char *key;
+                    infer__jp_ws(j);
+                    if (*j->p != '"') {
+                        infer__jp_fail(j, j->p, *j->p ? "expecting a key (a string)" : "unexpected end, expecting a key");
+                        break;
+                    }
+                    key = infer__jp_string(j, &kn);
+                    if (!key) break;
+                    stbds_arrput(v->keys, key);
+                    infer__jp_ws(j);
+                    if (*j->p != ':') {
+                        infer__jp_fail(j, j->p, "expecting ':' after a key");
+                        break;
+                    }
+                    j->p++;
+                }
+                infer__jp_value(j, &item);
+                stbds_arrput(v->items, item); /* kept even when broken, to be freed */
+                if (j->failed) break;
+                infer__jp_ws(j);
+                if (*j->p == ',') j->p++;
+                else if (*j->p == close) {
+                    j->p++;
+                    break;
+                } else {
+                    infer__jp_fail(j, j->p, obj ? "expecting ',' or '}'" : "expecting ',' or ']'");
+                    break;
+                }
+            }
+    } else if (*at == '"') {
+        v->type = INFER__J_STR;
+        v->s = infer__jp_string(j, &v->n);
+    } else if (!strncmp(at, "true", 4) || !strncmp(at, "false", 5)) {
+        v->type = INFER__J_BOOL;
+        v->b = *at == 't';
+        j->p += v->b ? 4 : 5;
+    } else if (!strncmp(at, "null", 4)) {
+        v->type = INFER__J_NULL;
+        j->p += 4;
+    } else if (*at == '-' || (*at >= '0' && *at <= '9')) {
+        const char *q = at;
+        int ok = 1;
+        if (*q == '-') q++;
+        if (*q == '0') q++;
+        else if (*q >= '1' && *q <= '9')
+            while (*q >= '0' && *q <= '9') q++;
+        else ok = 0;
+        if (ok && *q == '.') {
+            ok = q[1] >= '0' && q[1] <= '9';
+            for (q++; *q >= '0' && *q <= '9'; q++) {}
+        }
+        if (ok && (*q == 'e' || *q == 'E')) {
+            q++;
+            if (*q == '+' || *q == '-') q++;
+            ok = *q >= '0' && *q <= '9';
+            while (*q >= '0' && *q <= '9') q++;
+        }
+        if (!ok) infer__jp_fail(j, at, "bad number");
+        else {
+            v->type = INFER__J_NUM;
+            v->n = (size_t)(q - at);
+            v->s = infer__strndup(at, v->n);
+            j->p = q;
+        }
+    } else if (!*at) infer__jp_fail(j, at, "unexpected end, expecting a value");
+    else infer__jp_fail(j, at, "unexpected '%c', expecting a value", *at);
+    j->depth--;
+}
+
+static const infer__jv *infer__jv_get(const infer__jv *o, const char *key) {
+    int i;
+    if (o->type != INFER__J_OBJ) return NULL;
+    for (i = 0; i < (int)stbds_arrlen(o->keys); i++)
+        if (!strcmp(o->keys[i], key)) return &o->items[i];
+    return NULL;
+}
+
+/* ---- JSON schema -> GBNF ------------------------------------------------------ */
+
+typedef struct infer__sb {
+    char *p; /* stbds */
+} infer__sb;
+
+static void infer__sb_put(infer__sb *b, const char *s, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) stbds_arrput(b->p, s[i]);
+}
+static void infer__sb_puts(infer__sb *b, const char *s) { infer__sb_put(b, s, strlen(s)); }
+static void infer__sb_int(infer__sb *b, long v) {
+    char t[32];
+    snprintf(t, sizeof t, "%ld", v);
+    infer__sb_puts(b, t);
+}
+
+/* bytes as a GBNF string literal */
+static void infer__sb_literal(infer__sb *b, const char *s, size_t n) {
+    size_t i;
+    stbds_arrput(b->p, '"');
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            stbds_arrput(b->p, '\\');
+            stbds_arrput(b->p, (char)c);
+        } else if (c == '\n') infer__sb_puts(b, "\\n");
+        else if (c == '\r') infer__sb_puts(b, "\\r");
+        else if (c == '\t') infer__sb_puts(b, "\\t");
+        else if (c < 0x20 || c == 0x7F) {
+            char t[8];
+            snprintf(t, sizeof t, "\\x%02X", c);
+            infer__sb_puts(b, t);
+        } else stbds_arrput(b->p, (char)c);
+    }
+    stbds_arrput(b->p, '"');
+}
+
+/* a string as compact JSON text */
+static void infer__sb_json_string(infer__sb *b, const char *s, size_t n) {
+    size_t i;
+    stbds_arrput(b->p, '"');
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            stbds_arrput(b->p, '\\');
+            stbds_arrput(b->p, (char)c);
+        } else if (c == '\n') infer__sb_puts(b, "\\n");
+        else if (c == '\r') infer__sb_puts(b, "\\r");
+        else if (c == '\t') infer__sb_puts(b, "\\t");
+        else if (c == '\b') infer__sb_puts(b, "\\b");
+        else if (c == '\f') infer__sb_puts(b, "\\f");
+        else if (c < 0x20) {
+            char t[8];
+            snprintf(t, sizeof t, "\\u%04x", c);
+            infer__sb_puts(b, t);
+        } else stbds_arrput(b->p, (char)c);
+    }
+    stbds_arrput(b->p, '"');
+}
+
+/* a value as compact JSON text */
+static void infer__sb_json(infer__sb *b, const infer__jv *v) {
+    int i, n = (int)stbds_arrlen(v->items);
+    switch (v->type) {
+    case INFER__J_NULL: infer__sb_puts(b, "null"); break;
+    case INFER__J_BOOL: infer__sb_puts(b, v->b ? "true" : "false"); break;
+    case INFER__J_NUM: infer__sb_put(b, v->s, v->n); break;
+    case INFER__J_STR: infer__sb_json_string(b, v->s, v->n); break;
+    default:
+        stbds_arrput(b->p, v->type == INFER__J_OBJ ? '{' : '[');
+        for (i = 0; i < n; i++) {
+            if (i) stbds_arrput(b->p, ',');
+            if (v->type == INFER__J_OBJ) {
+                infer__sb_json_string(b, v->keys[i], strlen(v->keys[i]));
+                stbds_arrput(b->p, ':');
+            }
+            infer__sb_json(b, &v->items[i]);
+        }
+        stbds_arrput(b->p, v->type == INFER__J_OBJ ? '}' : ']');
+    }
+}
+
+/* The shared rules a schema's grammar may use, each written once if used
+   (with what it uses). Whitespace is bounded (one space, or a line break
+   and up to 20 blanks) and numbers have at most 16 digits before the point
+   and 16 after, so a model cannot ramble on in them. */
+enum {
+    INFER__SP_SPACE, INFER__SP_STRING, INFER__SP_CHAR, INFER__SP_INTEGRAL, INFER__SP_INTEGER, INFER__SP_NUMBER,
+    INFER__SP_BOOLEAN, INFER__SP_NULL, INFER__SP_VALUE, INFER__SP_OBJECT, INFER__SP_ARRAY, INFER__SP_COUNT
+};
+static const char *const infer__sp_name[INFER__SP_COUNT] = {"space", "string", "char", "integral", "integer", "number",
+                                                           "boolean", "null", "value", "object", "array"};
+static const char *const infer__sp_rule[INFER__SP_COUNT] = {
+    "space ::= | \" \" | \"\\n\" [ \\t]{0,20}",
+    "string ::= \"\\\"\" char* \"\\\"\" space",
+    "char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})",
+    "integral ::= \"0\" | [1-9] [0-9]{0,15}",
+    "integer ::= \"-\"? integral space",
+    "number ::= \"-\"? integral (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? space",
+    "boolean ::= (\"true\" | \"false\") space",
+    "null ::= \"null\" space",
+    "value ::= object | array | string | number | boolean | null",
+    "object ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space",
+    "array ::= \"[\" space (value (\",\" space value)*)? \"]\" space"};
+/* what each uses, as bits */
+static const unsigned infer__sp_uses[INFER__SP_COUNT] = {
+    0,
+    1u << INFER__SP_CHAR | 1u << INFER__SP_SPACE,
+    0,
+    0,
+    1u << INFER__SP_INTEGRAL | 1u << INFER__SP_SPACE,
+    1u << INFER__SP_INTEGRAL | 1u << INFER__SP_SPACE,
+    1u << INFER__SP_SPACE,
+    1u << INFER__SP_SPACE,
+    1u << INFER__SP_OBJECT | 1u << INFER__SP_ARRAY | 1u << INFER__SP_STRING | 1u << INFER__SP_NUMBER |
+        1u << INFER__SP_BOOLEAN | 1u << INFER__SP_NULL,
+    1u << INFER__SP_SPACE | 1u << INFER__SP_STRING | 1u << INFER__SP_VALUE,
+    1u << INFER__SP_SPACE | 1u << INFER__SP_VALUE};
+
+typedef struct infer__sg {
+    infer__jp *jp; /* for errors: positions in the schema text */
+    char **rules;  /* stbds: each rule's line, in order (the root first) */
+    char **names;  /* stbds: the names of the schema's own rules */
+    unsigned used; /* shared rules used, as bits */
+} infer__sg;
+
+static const char *infer__sg_prim(infer__sg *sg, int which) {
+    sg->used |= 1u << which;
+    return infer__sp_name[which];
+}
+
+/* A new rule's slot (its line is filled in later, so rules come out in the
+   order the schema reads) and its name: path with characters GBNF names
+   cannot hold made '-', and a number added if taken. */
+static int infer__sg_new_rule(infer__sg *sg, const char *path, const char **name) {
+    char buf[96];
+    int i, k, n, taken;
+    for (k = 1;; k++) {
+        n = snprintf(buf, sizeof buf - 16, "%s", path);
+        if (n > (int)sizeof buf - 17) n = (int)sizeof buf - 17;
+        for (i = 0; i < n; i++)
+            if (!infer__gp_word(buf[i])) buf[i] = '-';
+        if (k > 1) snprintf(buf + n, 16, "-%d", k);
+        taken = 0;
+        for (i = 0; i < (int)stbds_arrlen(sg->names) && !taken; i++) taken = !strcmp(sg->names[i], buf);
+        for (i = 0; i < INFER__SP_COUNT && !taken; i++) taken = !strcmp(infer__sp_name[i], buf);
+        if (!taken) break;
+    }
+    stbds_arrput(sg->names, infer__strndup(buf, strlen(buf)));
+    stbds_arrput(sg->rules, NULL);
+    *name = sg->names[stbds_arrlen(sg->names) - 1];
+    return (int)stbds_arrlen(sg->rules) - 1;
+}
+
+static const char *infer__sg_finish_rule(infer__sg *sg, int slot, const char *name, infer__sb *body) {
+    infer__sb line = {NULL};
+    infer__sb_puts(&line, name);
+    infer__sb_puts(&line, " ::= ");
+    infer__sb_put(&line, body->p, (size_t)stbds_arrlen(body->p));
+    sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p));
+    stbds_arrfree(line.p);
+    stbds_arrfree(body->p);
+    return name;
+}
+
+static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path);
+
+/* A non-negative whole number keyword (minLength, maxItems ...), or def
+   when absent; -2 after an error. */
+static long infer__sg_count(infer__sg *sg, const infer__jv *s, const char *key, long def) {
+    const infer__jv *v = infer__jv_get(s, key);
+    char *end;
+    double d;
+    if (!v) return def;
+    d = v->type == INFER__J_NUM ? strtod(v->s, &end) : -1;
+    if (d < 0 || d != floor(d)) {
+        infer__jp_fail(sg->jp, v->at, "%s must be a non-negative integer", key);
+        return -2;
+    }
+    if (d > INFER__G_MAX_REPEAT) {
+        infer__jp_fail(sg->jp, v->at, "%s over %d is not supported", key, INFER__G_MAX_REPEAT);
+        return -2;
+    }
+    return (long)d;
+}
+
+/* x{min,max} in GBNF (max < 0: no limit) */
+static void infer__sb_repeat(infer__sb *b, long min, long max) {
+    if (min == 0 && max < 0) infer__sb_puts(b, "*");
+    else if (min == 1 && max < 0) infer__sb_puts(b, "+");
+    else if (min == 0 && max == 1) infer__sb_puts(b, "?");
+    else {
+        infer__sb_puts(b, "{");
+        infer__sb_int(b, min);
+        if (max != min) {
+            infer__sb_puts(b, ",");
+            if (max >= 0) infer__sb_int(b, max);
+        }
+        infer__sb_puts(b, "}");
+    }
+}
+
+/* The properties from i on of an object: first set, none written yet
+   (each optional one may be the first); else each after a comma. */
+static void infer__sg_props(infer__sb *b, char **kv, const unsigned char *req, int i, int n, int first) {
+    if (i == n) return;
+    if (!first) {
+        for (; i < n; i++) {
+            infer__sb_puts(b, req[i] ? " \",\" space " : " (\",\" space ");
+            infer__sb_puts(b, kv[i]);
+            if (!req[i]) infer__sb_puts(b, ")?");
+        }
+        return;
+    }
+    if (req[i]) {
+        infer__sb_puts(b, " ");
+        infer__sb_puts(b, kv[i]);
+        infer__sg_props(b, kv, req, i + 1, n, 0);
+    } else {
+        infer__sb_puts(b, " (");
+        infer__sb_puts(b, kv[i]);
+        infer__sg_props(b, kv, req, i + 1, n, 0);
+        if (i + 1 < n) {
+            infer__sb_puts(b, " |");
+            infer__sg_props(b, kv, req, i + 1, n, 1);
+            infer__sb_puts(b, ")");
+        } else infer__sb_puts(b, ")?");
+    }
+}
+
+static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const infer__jv *props, const char *path) {
+    const infer__jv *req = infer__jv_get(s, "required");
+    int n, i, k, slot;
+    const char *name = NULL;
+    char **kv = NULL;
+    unsigned char *isreq;
+    infer__sb body = {NULL};
+    if (props->type != INFER__J_OBJ) {
+        infer__jp_fail(sg->jp, props->at, "properties must be an object");
+        return NULL;
+    }
+    if (req && req->type != INFER__J_ARR) {
+        infer__jp_fail(sg->jp, req->at, "required must be an array of names");
+        return NULL;
+    }
+    n = (int)stbds_arrlen(props->keys);
+    isreq = (unsigned char *)infer__calloc((size_t)n + 1, 1);
+    if (!isreq) {
+        infer__jp_fail(sg->jp, s->at, "out of memory");
+        return NULL;
+    }
+    for (k = 0; req && k < (int)stbds_arrlen(req->items); k++) {
+        const infer__jv *r = &req->items[k];
+        if (r->type != INFER__J_STR) {
+            infer__jp_fail(sg->jp, r->at, "required must be an array of names");
+            break;
+        }
+        for (i = 0; i < n && strcmp(props->keys[i], r->s); i++) {}
+        if (i == n) {
+            infer__jp_fail(sg->jp, r->at, "required property '%s' is not in properties", r->s);
+            break;
+        }
+        isreq[i] = 1;
+    }
+    slot = sg->jp->failed ? -1 : infer__sg_new_rule(sg, path, &name);
+    for (i = 0; i < n && !sg->jp->failed; i++) {
+        infer__sb one = {NULL}, key = {NULL};
+        char sub[96];
+        const char *val;
+        snprintf(sub, sizeof sub, "%s-%s", path, props->keys[i]);
+        val = infer__sg_schema(sg, &props->items[i], sub);
+        if (!val) break;
+        infer__sb_json_string(&key, props->keys[i], strlen(props->keys[i]));
+        infer__sb_literal(&one, key.p, (size_t)stbds_arrlen(key.p));
+        infer__sb_puts(&one, " space \":\" space ");
+        infer__sb_puts(&one, val);
+        stbds_arrput(one.p, 0);
+        stbds_arrput(kv, infer__strndup(one.p, strlen(one.p)));
+        stbds_arrfree(one.p);
+        stbds_arrfree(key.p);
+    }
+    if (!sg->jp->failed) {
+        infer__sb_puts(&body, "\"{\" space");
+        infer__sg_props(&body, kv, isreq, 0, n, 1);
+        infer__sb_puts(&body, " \"}\" space");
+        infer__sg_prim(sg, INFER__SP_SPACE);
+        infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    for (i = 0; i < (int)stbds_arrlen(kv); i++) INFER_FREE(kv[i]);
+    stbds_arrfree(kv);
+    INFER_FREE(isreq);
+    return sg->jp->failed ? NULL : name;
+}
+
+static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char *type, const char *at,
+                                  const char *path) {
+    const char *name;
+    int slot;
+    infer__sb body = {NULL};
+    if (!strcmp(type, "string")) {
+        long min = infer__sg_count(sg, s, "minLength", 0), max = infer__sg_count(sg, s, "maxLength", -1);
+        if (min == -2 || max == -2) return NULL;
+        if (min == 0 && max < 0) return infer__sg_prim(sg, INFER__SP_STRING);
+        if (max >= 0 && max < min) {
+            infer__jp_fail(sg->jp, s->at, "maxLength is below minLength");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        infer__sb_puts(&body, "\"\\\"\" char");
+        infer__sb_repeat(&body, min, max);
+        infer__sb_puts(&body, " \"\\\"\" space");
+        infer__sg_prim(sg, INFER__SP_CHAR);
+        infer__sg_prim(sg, INFER__SP_SPACE);
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    if (!strcmp(type, "number")) return infer__sg_prim(sg, INFER__SP_NUMBER);
+    if (!strcmp(type, "integer")) return infer__sg_prim(sg, INFER__SP_INTEGER);
+    if (!strcmp(type, "boolean")) return infer__sg_prim(sg, INFER__SP_BOOLEAN);
+    if (!strcmp(type, "null")) return infer__sg_prim(sg, INFER__SP_NULL);
+    if (!strcmp(type, "object")) {
+        const infer__jv *props = infer__jv_get(s, "properties");
+        if (!props) return infer__sg_prim(sg, INFER__SP_OBJECT); /* any object */
+        return infer__sg_object(sg, s, props, path);
+    }
+    if (!strcmp(type, "array")) {
+        const infer__jv *items = infer__jv_get(s, "items");
+        long min = infer__sg_count(sg, s, "minItems", 0), max = infer__sg_count(sg, s, "maxItems", -1);
+        const char *item;
+        char sub[96];
+        if (min == -2 || max == -2) return NULL;
+        if (max >= 0 && max < min) {
+            infer__jp_fail(sg->jp, s->at, "maxItems is below minItems");
+            return NULL;
+        }
+        if (!items && min == 0 && max < 0) return infer__sg_prim(sg, INFER__SP_ARRAY); /* any array */
+        if (items && items->type == INFER__J_ARR) {
+            infer__jp_fail(sg->jp, items->at, "items as an array (a tuple) is not supported");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        snprintf(sub, sizeof sub, "%s-item", path);
+        item = items ? infer__sg_schema(sg, items, sub) : infer__sg_prim(sg, INFER__SP_VALUE);
+        if (!item) return NULL;
+        infer__sg_prim(sg, INFER__SP_SPACE);
+        infer__sb_puts(&body, "\"[\" space");
+        if (max != 0) {
+            infer__sb_puts(&body, min == 0 ? " (" : " ");
+            infer__sb_puts(&body, item);
+            if (max != 1) {
+                infer__sb_puts(&body, " (\",\" space ");
+                infer__sb_puts(&body, item);
+                infer__sb_puts(&body, ")");
+                infer__sb_repeat(&body, min > 0 ? min - 1 : 0, max < 0 ? -1 : max - 1);
+            }
+            if (min == 0) infer__sb_puts(&body, ")?");
+        }
+        infer__sb_puts(&body, " \"]\" space");
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    infer__jp_fail(sg->jp, at, "unsupported type '%s'", type);
+    return NULL;
+}
+
+static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path) {
+    const infer__jv *v;
+    const char *name;
+    int slot, i;
+    infer__sb body = {NULL};
+    if (s->type == INFER__J_BOOL) { /* true: anything; false: nothing */
+        if (s->b) return infer__sg_prim(sg, INFER__SP_VALUE);
+        infer__jp_fail(sg->jp, s->at, "the schema false allows no value");
+        return NULL;
+    }
+    if (s->type != INFER__J_OBJ) {
+        infer__jp_fail(sg->jp, s->at, "a schema must be an object");
+        return NULL;
+    }
+    if ((v = infer__jv_get(s, "$ref")) != NULL) {
+        infer__jp_fail(sg->jp, v->at, "$ref is not supported");
+        return NULL;
+    }
+    if ((v = infer__jv_get(s, "allOf")) != NULL) {
+        infer__jp_fail(sg->jp, v->at, "allOf is not supported");
+        return NULL;
+    }
+    if ((v = infer__jv_get(s, "const")) != NULL || (v = infer__jv_get(s, "enum")) != NULL) {
+        int one = infer__jv_get(s, "const") == v, n = one ? 1 : (int)stbds_arrlen(v->items);
+        if (!one && (v->type != INFER__J_ARR || n == 0)) {
+            infer__jp_fail(sg->jp, v->at, "enum must be an array of values, not empty");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        infer__sb_puts(&body, "(");
+        for (i = 0; i < n; i++) {
+            infer__sb text = {NULL};
+            infer__sb_json(&text, one ? v : &v->items[i]);
+            if (i) infer__sb_puts(&body, " | ");
+            infer__sb_literal(&body, text.p, (size_t)stbds_arrlen(text.p));
+            stbds_arrfree(text.p);
+        }
+        infer__sb_puts(&body, ") space");
+        infer__sg_prim(sg, INFER__SP_SPACE);
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    if ((v = infer__jv_get(s, "anyOf")) != NULL || (v = infer__jv_get(s, "oneOf")) != NULL) {
+        int n = (int)stbds_arrlen(v->items);
+        if (v->type != INFER__J_ARR || n == 0) {
+            infer__jp_fail(sg->jp, v->at, "anyOf/oneOf must be an array of schemas, not empty");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        for (i = 0; i < n; i++) {
+            char sub[96];
+            const char *alt;
+            snprintf(sub, sizeof sub, "%s-%d", path, i);
+            alt = infer__sg_schema(sg, &v->items[i], sub);
+            if (!alt) {
+                stbds_arrfree(body.p);
+                return NULL;
+            }
+            if (i) infer__sb_puts(&body, " | ");
+            infer__sb_puts(&body, alt);
+        }
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    if ((v = infer__jv_get(s, "type")) != NULL) {
+        int n = (int)stbds_arrlen(v->items);
+        if (v->type == INFER__J_STR) return infer__sg_type(sg, s, v->s, v->at, path);
+        if (v->type != INFER__J_ARR || n == 0) {
+            infer__jp_fail(sg->jp, v->at, "type must be a name or an array of names");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        for (i = 0; i < n; i++) {
+            char sub[96];
+            const char *alt;
+            if (v->items[i].type != INFER__J_STR) {
+                infer__jp_fail(sg->jp, v->items[i].at, "type must be a name or an array of names");
+                alt = NULL;
+            } else {
+                snprintf(sub, sizeof sub, "%s-%s", path, v->items[i].s);
+                alt = infer__sg_type(sg, s, v->items[i].s, v->items[i].at, sub);
+            }
+            if (!alt) {
+                stbds_arrfree(body.p);
+                return NULL;
+            }
+            if (i) infer__sb_puts(&body, " | ");
+            infer__sb_puts(&body, alt);
+        }
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    if (infer__jv_get(s, "properties")) return infer__sg_type(sg, s, "object", s->at, path);
+    if (infer__jv_get(s, "items")) return infer__sg_type(sg, s, "array", s->at, path);
+    return infer__sg_prim(sg, INFER__SP_VALUE);
+}
+
+INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
+    infer__jp jp;
+    infer__jv root;
+    infer__sg sg;
+    infer__sb out = {NULL};
+    const char *top = NULL;
+    int i, len = -1;
+    if (!schema) {
+        infer__set_error(err, INFER_ERR_ARG, "JSON schema: no schema given");
+        return -1;
+    }
+    memset(&jp, 0, sizeof jp);
+    memset(&sg, 0, sizeof sg);
+    jp.src = jp.p = schema;
+    jp.err = err;
+    sg.jp = &jp;
+    infer__jp_value(&jp, &root);
+    infer__jp_ws(&jp);
+    if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the schema");
+    if (!jp.failed) top = infer__sg_schema(&sg, &root, "root");
+    if (top && strcmp(top, "root") != 0) { /* a shared rule at the top */
+        infer__sb line = {NULL};
+        infer__sb_puts(&line, "root ::= ");
+        infer__sb_puts(&line, top);
+        stbds_arrins(sg.rules, 0, infer__strndup(line.p, (size_t)stbds_arrlen(line.p)));
+        stbds_arrfree(line.p);
+    }
+    if (!jp.failed) {
+        unsigned used = sg.used, prev = 0;
+        int k;
+        while (used != prev) { /* what the shared rules use in turn */
+            prev = used;
+            for (k = 0; k < INFER__SP_COUNT; k++)
+                if (used & 1u << k) used |= infer__sp_uses[k];
+        }
+        for (i = 0; i < (int)stbds_arrlen(sg.rules); i++) {
+            if (!sg.rules[i]) continue;
+            infer__sb_puts(&out, sg.rules[i]);
+            infer__sb_puts(&out, "\n");
+        }
+        for (k = 0; k < INFER__SP_COUNT; k++)
+            if (used & 1u << k) {
+                infer__sb_puts(&out, infer__sp_rule[k]);
+                infer__sb_puts(&out, "\n");
+            }
+        len = (int)stbds_arrlen(out.p);
+        if (buf && size) {
+            size_t n = INFER__MIN((size_t)len, size - 1);
+            if (n) memcpy(buf, out.p, n);
+            buf[n] = 0;
+        }
+    }
+    for (i = 0; i < (int)stbds_arrlen(sg.rules); i++) INFER_FREE(sg.rules[i]);
+    stbds_arrfree(sg.rules);
+    for (i = 0; i < (int)stbds_arrlen(sg.names); i++) INFER_FREE(sg.names[i]);
+    stbds_arrfree(sg.names);
+    stbds_arrfree(out.p);
+    infer__jv_free(&root);
+    return len;
+}

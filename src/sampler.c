@@ -1,7 +1,21 @@
-/* sampler.c - choosing the next token from logits: repetition penalty, then
-   greedy, or top-k -> top-p -> min-p -> temperature -> a draw from a seeded
-   RNG (the order llama.cpp's default chain uses). */
+/* sampler.c - choosing the next token from logits: logit bias, repetition
+   penalty, the grammar's mask, then greedy, or top-k -> top-p -> min-p ->
+   temperature -> a draw from a seeded RNG (the order llama.cpp's default
+   chain uses). */
 #include "internal.h"
+
+/* grammar.c's side (declared here too, so this part compiles by itself) */
+struct infer__grammar;
+static struct infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab, const char *gbnf,
+                                                 const char *root, infer_error *err);
+static void infer__grammar_free(struct infer__grammar *G);
+static void infer__grammar_reset(struct infer__grammar *G);
+static int infer__grammar_done(const struct infer__grammar *G);
+static int infer__grammar_allows(struct infer__grammar *G, infer_token t);
+static void infer__grammar_accept(struct infer__grammar *G, infer_token t);
+static int infer__grammar_mask(struct infer__grammar *G, unsigned char *allowed);
+static void infer__grammar_snapshot(struct infer__grammar *G);
+static int infer__grammar_mask_snapshot(const struct infer__grammar *G, unsigned char *allowed);
 
 typedef struct infer__cand {
     infer_token id;
@@ -12,9 +26,17 @@ struct infer_sampler {
     infer_sampler_params p;
     int n_vocab;
     infer__cand *cand;   /* n_vocab */
+    infer__cand *tmp;    /* n_vocab: the sort's other half */
+    int n_cand;          /* cand[0..n_cand): the last sample's distribution (0: none) */
+    int mask_later;      /* cand is not masked yet: the grammar's snapshot says what it allows */
     infer_token *recent; /* ring of the last repeat_last_n accepted tokens */
     int n_recent, recent_pos;
     uint64_t rng;
+    infer_token *bias_id;
+    float *bias;
+    int n_bias;
+    struct infer__grammar *grammar;
+    unsigned char *allowed; /* n_vocab, with a grammar */
 };
 
 INFERDEF infer_sampler_params infer_sampler_default_params(void) {
@@ -39,9 +61,10 @@ INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_v
     if (s->p.repeat_last_n < 0) s->p.repeat_last_n = 0;
     s->n_vocab = n_vocab;
     s->cand = (infer__cand *)infer__calloc((size_t)n_vocab, sizeof(infer__cand));
+    s->tmp = (infer__cand *)infer__calloc((size_t)n_vocab, sizeof(infer__cand));
     s->recent = (infer_token *)infer__calloc((size_t)(s->p.repeat_last_n ? s->p.repeat_last_n : 1), sizeof(infer_token));
     s->rng = s->p.seed;
-    if (!s->cand || !s->recent) {
+    if (!s->cand || !s->tmp || !s->recent) {
         infer_sampler_free(s);
         return NULL;
     }
@@ -51,16 +74,93 @@ INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_v
 INFERDEF void infer_sampler_free(infer_sampler *s) {
     if (!s) return;
     INFER_FREE(s->cand);
+    INFER_FREE(s->tmp);
     INFER_FREE(s->recent);
+    INFER_FREE(s->bias_id);
+    INFER_FREE(s->bias);
+    infer__grammar_free(s->grammar);
+    INFER_FREE(s->allowed);
     INFER_FREE(s);
 }
 
-INFERDEF void infer_sampler_accept(infer_sampler *s, infer_token t) {
+INFERDEF void infer_sampler_accept_prompt(infer_sampler *s, infer_token t) {
     if (!s->p.repeat_last_n) return;
     s->recent[s->recent_pos] = t;
     s->recent_pos = (s->recent_pos + 1) % s->p.repeat_last_n;
     if (s->n_recent < s->p.repeat_last_n) s->n_recent++;
 }
+
+INFERDEF void infer_sampler_accept(infer_sampler *s, infer_token t) {
+    infer_sampler_accept_prompt(s, t);
+    if (s->grammar) infer__grammar_accept(s->grammar, t);
+}
+
+INFERDEF void infer_sampler_reset(infer_sampler *s) {
+    s->n_recent = 0;
+    s->recent_pos = 0;
+    s->n_cand = 0;
+    s->mask_later = 0;
+    if (s->grammar) infer__grammar_reset(s->grammar);
+}
+
+INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
+    INFER_FREE(s->bias_id);
+    INFER_FREE(s->bias);
+    s->bias_id = NULL;
+    s->bias = NULL;
+    s->n_bias = 0;
+    if (n <= 0 || !ids || !bias) return;
+    s->bias_id = (infer_token *)INFER_MALLOC((size_t)n * sizeof *ids);
+    s->bias = (float *)INFER_MALLOC((size_t)n * sizeof *bias);
+    if (!s->bias_id || !s->bias) {
+        INFER_FREE(s->bias_id);
+        INFER_FREE(s->bias);
+        s->bias_id = NULL;
+        s->bias = NULL;
+        return;
+    }
+    memcpy(s->bias_id, ids, (size_t)n * sizeof *ids);
+    memcpy(s->bias, bias, (size_t)n * sizeof *bias);
+    s->n_bias = n;
+}
+
+INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_model *m, const char *gbnf,
+                                                const char *root, infer_error *err) {
+    infer_error e;
+    struct infer__grammar *g;
+    if (!s) {
+        infer__set_error(err, INFER_ERR_ARG, "grammar: no sampler");
+        return INFER_ERR_ARG;
+    }
+    infer__grammar_free(s->grammar);
+    s->grammar = NULL;
+    s->mask_later = 0;
+    s->n_cand = 0; /* the last distribution was another grammar's */
+    if (!gbnf) return INFER_OK;
+    if (!m) {
+        infer__set_error(err, INFER_ERR_ARG, "grammar: no model given (the tokens' text comes from it)");
+        return INFER_ERR_ARG;
+    }
+    if (infer_model_n_vocab(m) != s->n_vocab) {
+        infer__set_error(err, INFER_ERR_ARG, "grammar: the model has %d tokens but the sampler was made for %d",
+                         infer_model_n_vocab(m), s->n_vocab);
+        return INFER_ERR_ARG;
+    }
+    if (!s->allowed && !(s->allowed = (unsigned char *)INFER_MALLOC((size_t)s->n_vocab))) {
+        infer__set_error(err, INFER_ERR_NOMEM, "grammar: out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    memset(&e, 0, sizeof e);
+    g = infer__grammar_new(m, s->n_vocab, gbnf, root ? root : "root", &e);
+    if (!g) {
+        if (err) *err = e;
+        return e.code ? e.code : INFER_ERR_ARG;
+    }
+    s->grammar = g;
+    return INFER_OK;
+}
+
+INFERDEF int infer_sampler_grammar_done(const infer_sampler *s) { return !s->grammar || infer__grammar_done(s->grammar); }
 
 /* splitmix64: small, fast, and the same sequence on every platform. */
 static uint64_t infer__rng_next(uint64_t *state) {
@@ -78,32 +178,56 @@ static int infer__cand_desc(const void *a, const void *b) {
     return ((const infer__cand *)a)->id - ((const infer__cand *)b)->id; /* stable order on ties */
 }
 
-INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits) {
-    infer__cand *c = s->cand;
-    int n = s->n_vocab, i, best = 0;
+/* The logit as an unsigned key that orders as infer__cand_desc: larger
+   logits first (-0 as +0, which compare equal). */
+static uint32_t infer__cand_key(float f) {
+    uint32_t u;
+    if (f == 0) f = 0;
+    memcpy(&u, &f, sizeof u);
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u; /* ascending */
+    return ~u;
+}
+
+/* Sorts c[0..n) into the order qsort with infer__cand_desc gives (ties
+   come in ascending id order here, and stay so), in linear time: a stable
+   radix sort on the keys, 11 bits a pass. A full vocabulary's qsort took
+   several milliseconds a token. */
+static void infer__cand_sort(infer__cand *c, infer__cand *tmp, int n) {
+    int count[2048], shift, i;
+    infer__cand *src = c, *dst = tmp, *t;
+    if (n < 64) {
+        qsort(c, (size_t)n, sizeof *c, infer__cand_desc);
+        return;
+    }
+    for (shift = 0; shift < 32; shift += 11) {
+        int sum = 0;
+        memset(count, 0, sizeof count);
+        for (i = 0; i < n; i++) count[(infer__cand_key(src[i].logit) >> shift) & 2047]++;
+        for (i = 0; i < 2048; i++) {
+            int k = count[i];
+            if (k == n) break; /* one digit for all: this pass changes nothing */
+            count[i] = sum;
+            sum += k;
+        }
+        if (i < 2048) continue;
+        for (i = 0; i < n; i++) dst[count[(infer__cand_key(src[i].logit) >> shift) & 2047]++] = src[i];
+        t = src, src = dst, dst = t;
+    }
+    if (src != c) memcpy(c, src, (size_t)n * sizeof *c);
+}
+
+/* Greedy, or top-k -> top-p -> min-p -> temperature -> a draw, from the
+   n candidates c (reordered). */
+static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) {
+    int i, best = 0;
     double sum, r, acc;
     float mx;
-    for (i = 0; i < n; i++) {
-        c[i].id = i;
-        c[i].logit = logits[i];
-    }
-    if (s->p.repeat_penalty != 1.0f && s->p.repeat_penalty > 0) {
-        /* each distinct recent token is penalised once */
-        for (i = 0; i < s->n_recent; i++) {
-            infer_token t = s->recent[i];
-            int j, seen = 0;
-            if (t < 0 || t >= n) continue;
-            for (j = 0; j < i; j++) seen |= s->recent[j] == t;
-            if (seen) continue;
-            c[t].logit = c[t].logit > 0 ? c[t].logit / s->p.repeat_penalty : c[t].logit * s->p.repeat_penalty;
-        }
-    }
     if (s->p.temperature <= 0) {
         for (i = 1; i < n; i++)
             if (c[i].logit > c[best].logit) best = i;
         return c[best].id;
     }
-    qsort(c, (size_t)n, sizeof *c, infer__cand_desc);
+    infer__cand_sort(c, s->tmp, n);
     if (s->p.top_k > 0 && s->p.top_k < n) n = s->p.top_k;
     mx = c[0].logit;
     if (s->p.top_p < 1.0f) {
@@ -136,4 +260,113 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
         if (r < acc) return c[i].id;
     }
     return c[n - 1].id;
+}
+
+INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits) {
+    infer__cand *c = s->cand;
+    int n = s->n_vocab, i, k;
+    infer_token tok;
+    for (i = 0; i < n; i++) {
+        c[i].id = i;
+        c[i].logit = logits[i];
+    }
+    for (i = 0; i < s->n_bias; i++)
+        if (s->bias_id[i] >= 0 && s->bias_id[i] < n) c[s->bias_id[i]].logit += s->bias[i];
+    if (s->p.repeat_penalty != 1.0f && s->p.repeat_penalty > 0) {
+        /* each distinct recent token is penalised once */
+        for (i = 0; i < s->n_recent; i++) {
+            infer_token t = s->recent[i];
+            int j, seen = 0;
+            if (t < 0 || t >= n) continue;
+            for (j = 0; j < i; j++) seen |= s->recent[j] == t;
+            if (seen) continue;
+            c[t].logit = c[t].logit > 0 ? c[t].logit / s->p.repeat_penalty : c[t].logit * s->p.repeat_penalty;
+        }
+    }
+    s->n_cand = n;
+    s->mask_later = 0;
+    if (!s->grammar) return infer__sampler_draw(s, c, n);
+    /* The cheap way first: a token drawn without the grammar that it
+       allows is taken (its mask is made only if top_probs asks). */
+    infer__grammar_snapshot(s->grammar);
+    tok = infer__sampler_draw(s, c, n);
+    if (infer__grammar_allows(s->grammar, tok)) {
+        s->mask_later = 1;
+        return tok;
+    }
+    /* Else the draw again from what the grammar allows (banned tokens out) */
+    infer__grammar_mask(s->grammar, s->allowed);
+    for (i = k = 0; i < n; i++)
+        if (s->allowed[c[i].id] && c[i].logit > -INFINITY) c[k++] = c[i];
+    s->n_cand = k;
+    if (!k) return -1;
+    return infer__sampler_draw(s, c, k);
+}
+
+INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
+    const infer__cand *c = s->cand;
+    unsigned char *mask = NULL;
+    infer__cand *top;
+    int i, m = s->n_cand, k = 0;
+    float mx = -INFINITY;
+    double sum = 0;
+    if (!out || n <= 0 || m <= 0) return 0;
+    if (s->mask_later) {
+        mask = (unsigned char *)INFER_MALLOC((size_t)s->n_vocab);
+        if (!mask || infer__grammar_mask_snapshot(s->grammar, mask) < 0) {
+            INFER_FREE(mask);
+            return 0;
+        }
+    }
+    for (i = 0; i < m; i++)
+        if ((!mask || mask[c[i].id]) && c[i].logit > mx) mx = c[i].logit;
+    if (mx == -INFINITY) {
+        INFER_FREE(mask);
+        return 0;
+    }
+    n = INFER__MIN(n, m);
+    top = (infer__cand *)INFER_MALLOC((size_t)n * sizeof *top);
+    if (!top) {
+        INFER_FREE(mask);
+        return 0;
+    }
+    /* the n best: by insertion for a few (what a display asks for), else
+       by sorting them all */
+    if (n > 64) {
+        infer__cand *all = (infer__cand *)INFER_MALLOC((size_t)m * sizeof *all);
+        if (!all) {
+            INFER_FREE(top);
+            INFER_FREE(mask);
+            return 0;
+        }
+        for (i = 0; i < m; i++)
+            if (!mask || mask[c[i].id]) {
+                sum += exp((double)c[i].logit - mx);
+                all[k++] = c[i];
+            }
+        qsort(all, (size_t)k, sizeof *all, infer__cand_desc);
+        k = INFER__MIN(k, n);
+        memcpy(top, all, (size_t)k * sizeof *top);
+        INFER_FREE(all);
+    } else {
+        for (i = 0; i < m; i++) {
+            int j;
+            if (mask && !mask[c[i].id]) continue;
+            sum += exp((double)c[i].logit - mx);
+            if (k == n && infer__cand_desc(&c[i], &top[k - 1]) >= 0) continue;
+            j = k < n ? k++ : n - 1;
+            while (j > 0 && infer__cand_desc(&c[i], &top[j - 1]) < 0) {
+                top[j] = top[j - 1];
+                j--;
+            }
+            top[j] = c[i];
+        }
+    }
+    for (i = 0; i < k; i++) {
+        out[i].id = top[i].id;
+        out[i].p = (float)(exp((double)top[i].logit - mx) / sum);
+    }
+    INFER_FREE(top);
+    INFER_FREE(mask);
+    return k;
 }
