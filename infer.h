@@ -43,9 +43,11 @@
    define _XOPEN_SOURCE 700 (or _GNU_SOURCE) at the top of the file yourself.
 
    THREADS AND STATE
-   No global mutable state. A model is read-only once loaded and may be
-   shared by several contexts; one context must be used by one thread at a
-   time.
+   No global mutable state. A model is read-only once loaded (its weights
+   prepared for this CPU's kernels then, once) and may be shared by any
+   number of contexts on any threads; a context costs its KV cache and
+   scratch. One context must be used by one thread at a time; it holds one
+   or more sequences (conversations) that decode together in one batch.
 
    ERRORS
    Functions that can fail take an infer_error* (may be NULL) and return
@@ -355,6 +357,25 @@ INFERDEF int infer_model_n_embd(const infer_model *m);
 INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
                                   float *out, infer_error *err);
 
+/* ---- Beam search ------------------------------------------------------ */
+
+typedef struct infer_beam_params {
+    int n_beams;          /* hypotheses kept each step (the context needs as many sequences) */
+    float length_penalty; /* a finished hypothesis scores sum(log p) / length^length_penalty:
+                             1 (default) the mean, 0 the plain sum, > 1 favours longer */
+    int n_predict;        /* most tokens generated */
+} infer_beam_params;
+INFERDEF infer_beam_params infer_beam_default_params(void);
+/* Beam search after prompt (tokenized as infer_generate does) in sequences
+   0..n_beams-1, which it clears first: each step extends every live beam
+   by its n_beams most probable tokens and keeps the n_beams best sums of
+   log-probabilities; a beam ends at end of generation or n_predict tokens.
+   Writes the best finished hypothesis's tokens (its end-of-generation
+   token left out) into out (at most max) and returns how many it has (may
+   exceed max), its score into *score (may be NULL); -1 on error. */
+INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p, infer_token *out, int max,
+                               float *score, infer_error *err);
+
 /* ---- Sampling ------------------------------------------------------------ */
 
 typedef struct infer_sampler_params {
@@ -371,7 +392,9 @@ INFERDEF infer_sampler_params infer_sampler_default_params(void);
 INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab);
 INFERDEF void infer_sampler_free(infer_sampler *s);
 /* Records a chosen token: in the penalty window and, with a grammar, as
-   the grammar's next text. */
+   the grammar's next text (end-of-generation and empty control tokens
+   leave the grammar as it is; a token the grammar refuses leaves it
+   allowing nothing, so infer_sampler_sample returns -1, until a reset). */
 INFERDEF void infer_sampler_accept(infer_sampler *s, infer_token t);
 /* Records a prompt token: in the penalty window only. */
 INFERDEF void infer_sampler_accept_prompt(infer_sampler *s, infer_token t);
@@ -380,7 +403,13 @@ INFERDEF void infer_sampler_accept_prompt(infer_sampler *s, infer_token t);
 INFERDEF void infer_sampler_reset(infer_sampler *s);
 /* Chooses a token from logits (not modified). Does not accept it. With a
    grammar it is a token the grammar allows (end of generation only where
-   the grammar may end); with none allowed, -1. */
+   the grammar may end); with none allowed, -1. Order: logit bias,
+   repetition penalty, then greedy or top-k -> top-p -> min-p ->
+   temperature -> a draw. With a grammar, as llama.cpp does: the draw is
+   made first without it and kept if the grammar allows that token; only
+   otherwise are the allowed tokens found (a walk over a trie of the
+   vocabulary's texts) and the draw made again among them (banned ones
+   left out). */
 INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits);
 
 /* Added to the logits before anything else; -INFINITY bans a token. Replaces
@@ -389,22 +418,42 @@ INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *
 
 /* Output control: a grammar in llama.cpp's GBNF (a .gbnf file's text),
    starting at rule root (NULL: "root"); the tokens' text comes from model
-   m. NULL gbnf removes the grammar. */
+   m, whose vocabulary must be the sampler's size. NULL gbnf removes the
+   grammar. Text is matched as Unicode code points of the tokens' UTF-8
+   (a character may span tokens). Besides llama.cpp's syntax, a rule may
+   go on over lines that do not start "name ::=" without parentheses.
+   A malformed grammar (undefined rule, no root, an unterminated literal
+   or class, a bad escape, left recursion, a rule defined twice, ...) gives
+   INFER_ERR_ARG with a one-line message and its line and column, and the
+   sampler is left with no grammar. Sets up in about 20 ms for a 49k-token
+   vocabulary. A state holds at most 1024 stacks (an ambiguous grammar's
+   extra ones are dropped). */
 INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_model *m, const char *gbnf,
                                                 const char *root, infer_error *err);
 /* Whether the grammar has reached a state where it may end (1), or has no
    grammar (1). */
 INFERDEF int infer_sampler_grammar_done(const infer_sampler *s);
-/* A JSON schema (the subset: object, properties, required, array, items,
-   string, number, integer, boolean, enum) as a GBNF grammar whose root
-   matches exactly the JSON values the schema allows. snprintf-style: writes
-   at most size-1 bytes and a NUL, returns the full length, or -1 (err set)
-   for a schema it cannot read. */
+/* A JSON schema as a GBNF grammar whose root matches the JSON values the
+   schema allows. The subset: type (a name or an array of them: object,
+   array, string, number, integer, boolean, null), properties (written in
+   the schema's order; those not in required may be left out; no others
+   allowed), items, minItems/maxItems, minLength/maxLength, enum and const
+   (any JSON values), anyOf/oneOf (as alternatives); a schema without type
+   or with none of these allows any value; other keywords are ignored.
+   $ref, allOf, tuple items and unknown types are refused. Whitespace
+   between tokens is bounded (none, a space, or a line break and up to 20
+   blanks) and numbers have at most 16 digits before the point and 16
+   after, so a model cannot ramble on. snprintf-style: writes at most
+   size-1 bytes and a NUL, returns the full length, or -1 (err set, with
+   the line and column) for a schema it cannot read. */
 INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err);
 
 /* The most probable tokens of the last infer_sampler_sample's distribution:
    softmax of the logits after bias, penalty and grammar, before top-k/p
-   and temperature. Writes up to n, most probable first; returns how many. */
+   and temperature. Writes up to n, most probable first; returns how many
+   (0 before a sample, after a reset or when nothing was allowed). Still
+   valid after infer_sampler_accept. Where the grammar allowed the first
+   draw, its mask is made here, on request. */
 typedef struct infer_token_prob {
     infer_token id;
     float p;
@@ -454,6 +503,158 @@ INFERDEF void infer_context_reset_metrics(infer_context *c);
 /* The tokens infer_generate last read and wrote. */
 INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, int *n);
 INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n);
+
+/* ---- Requests: generation in steps, for a game loop or a worker -------- */
+
+/* A request is one reply on one sequence of a context: its prompt is fed to
+   the sequence, then tokens are sampled (by the request's own sampler) and
+   fed back until end of generation, n_predict tokens, a stop string, the
+   grammar's end, cancellation or an error.
+
+   Requests do not run by themselves. Either the caller advances every
+   request of a context a little at a time with infer_context_step(c,
+   budget_ms) (a game gives it a few ms of each frame), or an infer_worker
+   does it on threads of its own while the caller polls. Either way the
+   requests of different sequences of one context advance together: one
+   forward pass (infer_decode_batch) takes the next token of every request
+   that is generating and chunks of the prompts of those still reading, so
+   the weights are read once for all. Prompt chunks are sized from the
+   measured speed to fit the budget. Requests on one sequence run one after
+   the other, in the order they were started.
+
+       infer_request_params p = infer_request_default_params();
+       p.prompt = "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n";
+       p.seq = npc_id;
+       infer_request *r = infer_request_start(ctx, &p, &err);
+       ... every frame:
+       infer_context_step(ctx, 4.0);            (or nothing, with a worker)
+       infer_request_text(r, 0, buf, sizeof buf);
+       if (infer_request_done(r)) { infer_request_status(r, &err); infer_request_free(r); }
+
+   Afterwards the sequence holds the prompt and every generated token but an
+   end-of-generation token (and but the last one of a reply that ends just
+   as the context fills), so a conversation goes on with the next
+   request's prompt (a chat: infer_chat_end_of_turn's text, the next user
+   message, the assistant prompt). A request that ends (cancelled, failed)
+   while its prompt is being fed takes the sequence back to where it was.
+
+   Threads: start, step and free the requests of one context from one
+   thread at a time; poll them (text, done, status, tokens, metrics) and
+   cancel them from any thread at any time: polling copies under a short
+   lock and never waits for a forward pass. Free a context's requests
+   before the context. A cancelled request stops the forward pass it is
+   part of between layers (as the context's abort callback would). */
+typedef struct infer_request infer_request;
+
+typedef struct infer_request_params {
+    /* Fed first: special tokens parsed, BOS where the model adds one and
+       the sequence is empty. NULL or "": generate from the sequence's last
+       position (its logits, or its last token fed again). */
+    const char *prompt;
+    int seq;                 /* the sequence it continues: 0 .. n_seq-1 */
+    int n_past;              /* -1 (default): the sequence as it is; else first
+                                infer_seq_truncate(c, seq, n_past) (0: afresh) */
+    int n_predict;           /* most tokens generated (default 256); 0: only
+                                feed the prompt */
+    infer_sampler_params sampling; /* default infer_sampler_default_params() */
+    /* Output control: a GBNF grammar (root rule "root") or a JSON schema
+       (see infer_json_schema_to_grammar) the output must match; not both.
+       The reply ends where the grammar does (the model's end-of-generation
+       token is then the only choice). */
+    const char *grammar;
+    const char *json_schema;
+    /* Stop strings: generation ends at the first occurrence of any; the
+       text excludes it. Text that may be the start of one is held back
+       until it cannot be (and released at the end). Copied at start. */
+    const char *const *stop;
+    int n_stop;
+    int n_probs;             /* keep each generated token's n_probs most probable
+                                tokens (infer_request_top_probs) */
+    const infer_token *bias_ids; /* logit bias (infer_sampler_set_logit_bias) */
+    const float *bias;
+    int n_bias;
+} infer_request_params;
+
+INFERDEF infer_request_params infer_request_default_params(void);
+/* Queues a request on context c. It owns a copy of everything in p and is
+   quick: it tokenizes the prompt; a grammar is compiled against the
+   vocabulary when the request begins, on the thread that steps it. NULL
+   with err set for bad parameters (a sequence out of range, both grammar
+   and json_schema, a JSON schema it cannot read); what is found when it
+   begins (a grammar that does not parse, a prompt that cannot fit, an
+   empty prompt on an empty sequence of a model without BOS) ends it with
+   that status. */
+INFERDEF infer_request *infer_request_start(infer_context *c, const infer_request_params *p, infer_error *err);
+/* Advances every unfinished request of c for about budget_ms: forward
+   passes one after the other, each with one token of every generating
+   request and prompt chunks sized (from the measured speed) to what is left
+   of the budget; it never starts a pass it expects to overrun the budget,
+   except the first, so each call makes progress (the smallest pass: the
+   generating requests' tokens and a few prompt tokens, or more where the
+   budget allows). A step can hence last budget_ms or one pass, whichever
+   is longer. budget_ms <= 0: exactly one pass, prompts in chunks of up to
+   n_batch tokens (what a program that only streams text wants). Returns
+   the requests of c still unfinished (0: none left). Does nothing (but
+   count) for a context that a worker steps. */
+INFERDEF int infer_context_step(infer_context *c, double budget_ms);
+
+/* 1 once the request has ended: its text, tokens and status no longer
+   change. */
+INFERDEF int infer_request_done(const infer_request *r);
+/* INFER_OK while running and after a normal end (end of generation,
+   n_predict, a stop string, the grammar's end); else what ended it:
+   INFER_ERR_CANCELLED, INFER_ERR_CONTEXT_FULL (the sequence is full under
+   INFER_FULL_STOP; the text so far stays), an error of the grammar or the
+   decode. err (may be NULL) gets the message. */
+INFERDEF infer_status infer_request_status(const infer_request *r, infer_error *err);
+/* The text generated so far from byte `from` on (a caller that streams
+   passes what it already has), stop strings held back as described above.
+   snprintf-style: writes at most size-1 bytes and a NUL, returns the length
+   of the whole text from `from` (0 when from is past it). */
+INFERDEF size_t infer_request_text(const infer_request *r, size_t from, char *buf, size_t size);
+/* The generated token ids so far (an end-of-generation token included):
+   writes up to max, returns how many there are. */
+INFERDEF int infer_request_tokens(const infer_request *r, infer_token *out, int max);
+/* The prompt's ids as fed (BOS included); complete once its first token is
+   generated. Writes up to max, returns how many. */
+INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max);
+/* Generated token i's most probable tokens (params n_probs): up to n into
+   out, most probable first; returns how many (0 without n_probs). */
+INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n);
+/* Its timings: ttft_ms from infer_request_start (waiting included), prompt_ms
+   the passes that fed the prompt, the token intervals in wall time
+   (between steps included). */
+INFERDEF infer_metrics infer_request_metrics(const infer_request *r);
+/* Asks the request to end with INFER_ERR_CANCELLED; from any thread, at any
+   time until it is freed. A forward pass it is part of stops between
+   layers (the context as before the pass; other requests go on at the next
+   pass). It is done at once where no step is running, else when the
+   running one sees it. A request already done is left as it is. */
+INFERDEF void infer_request_cancel(infer_request *r);
+/* Cancels it if running and frees it. Freeing a done request never waits;
+   an unfinished one a worker is stepping waits at most for the forward
+   pass under way (which stops between layers where the request is in it). */
+INFERDEF void infer_request_free(infer_request *r);
+
+/* Background stepping: n_threads threads that step the requests of the
+   contexts given to them while the caller polls. A context is stepped by
+   one of them at a time (so n_threads > 1 helps with several contexts);
+   idle threads sleep. Each context's forward passes also use its own kernel
+   threads (infer_context_params.n_threads): keep the total within the
+   machine's cores. */
+typedef struct infer_worker infer_worker;
+INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err);
+/* infer_request_start, and the context goes to w: from now on w steps all
+   of its requests (also ones started with infer_request_start) until the
+   last is freed. While any is unfinished, use the context only through
+   requests. */
+INFERDEF infer_request *infer_worker_start(infer_worker *w, infer_context *c, const infer_request_params *p,
+                                           infer_error *err);
+/* Cancels every unfinished request of its contexts, stops its threads and
+   frees it. The requests stay valid (done, INFER_ERR_CANCELLED where they
+   were cut short) for infer_request_free; their contexts are stepped by
+   infer_context_step again. */
+INFERDEF void infer_worker_free(infer_worker *w);
 
 /* ---- Quantizing ---------------------------------------------------------- */
 
@@ -690,7 +891,7 @@ typedef struct infer_backend_model {
 /* Status of the entry points: 0 ok; UNSUPPORTED: this backend cannot run
    the model (a weight format, a head size) and the CPU can; FAILED: the
    device or its runtime failed (no GPU, out of memory, a kernel error). */
-enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED = 2 };
+enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED = 2, INFER_BACKEND_CANCELLED = 3 };
 
 /* ---- infer_cuda.cu ----
    Each writes a one-line reason into msg (size bytes) when it fails. */
@@ -718,9 +919,12 @@ int infer_cuda_context_new(void *gpu_model, int n_ctx, int n_batch, void **gpu_c
 void infer_cuda_context_free(void *gpu_ctx);
 /* Runs n (<= n_batch) tokens at positions pos0..; writes the logits of
    rows first_logit..n-1 (n_vocab floats each) to host memory `logits`.
-   n == 1 replays a captured CUDA graph: one launch per token. */
+   n == 1 replays a captured CUDA graph: one launch per token. With
+   should_stop, a batch of several tokens waits for each layer and asks it
+   (from this thread) before the next: non-zero returns
+   INFER_BACKEND_CANCELLED, the positions written past the caller's count. */
 int infer_cuda_forward(void *gpu_ctx, const int32_t *tokens, int n, int pos0, int first_logit, float *logits,
-                       char *msg, size_t size);
+                       int (*should_stop)(void *), void *stop_user, char *msg, size_t size);
 
 #ifdef __cplusplus
 }
@@ -11116,6 +11320,7 @@ struct infer_context {
     int n_keep;
     infer_abort_fn abort_fn;
     void *abort_user;
+    struct infer__sched *sched; /* request.c's scheduler of this context's requests, or NULL */
     void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;
     int n_threads;
@@ -11163,8 +11368,11 @@ static void infer__rope_angles(float *cs, const infer__rope *r, const float *fre
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused);
 /* Room for rows of logits (n_vocab floats); 0 when memory runs out. */
 static int infer__reserve_logits(infer_context *c, int rows);
-/* Asks the abort callback (worker 0 only). */
+/* Asks the abort callback, and whether a request in the pass was
+   cancelled (worker 0 only). */
 static int infer__aborted(const infer_context *c);
+typedef struct infer__sched infer__sched;
+static int infer__sched_should_stop(const infer__sched *s); /* request.c */
 
 #endif /* INFER_CONTEXT_H */
 
@@ -11832,7 +12040,9 @@ INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void 
     c->abort_fn = fn;
     c->abort_user = user;
 }
-static int infer__aborted(const infer_context *c) { return c->abort_fn && c->abort_fn(c->abort_user); }
+static int infer__aborted(const infer_context *c) {
+    return (c->abort_fn && c->abort_fn(c->abort_user)) || (c->sched && infer__sched_should_stop(c->sched));
+}
 
 /* ---- the building blocks -------------------------------------------- */
 
@@ -13085,7 +13295,10 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
             infer__set_error(err, INFER_ERR_UNSUPPORTED, "embeddings are not available on the GPU yet");
             return INFER_ERR_UNSUPPORTED;
         }
-        if (infer_cuda_forward(c->gpu, tokens, n, c->pos[0], first, logits, msg, sizeof msg)) {
+        int rc = infer_cuda_forward(c->gpu, tokens, n, c->pos[0], first, logits, c->abort_fn,
+                                    c->abort_user, msg, sizeof msg);
+        if (rc == INFER_BACKEND_CANCELLED) return INFER_ERR_CANCELLED;
+        if (rc) {
             infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);
             return INFER_ERR_DEVICE;
         }
@@ -13125,12 +13338,2168 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
 
 /* ==== src/grammar.c ==== */
 /* grammar.c - GBNF grammars (llama.cpp's format) and JSON schemas compiled
-   to them: parsing, the matcher, and the mask of tokens that may come next. */
+   to them: parsing, the matcher, and the mask of tokens that may come next.
+
+   A grammar compiles to one array of elements: each rule's alternatives,
+   separated by ALT and closed by END, hold character sets (TERM) and rule
+   references (REF). Repetitions become helper rules (x* is r ::= x r | ),
+   so the matcher knows only sequences and alternatives. The matcher is a
+   pushdown automaton, as llama.cpp's: a state is a set of stacks of element
+   positions, each stack's top a character set the next code point must
+   match; an empty stack means the grammar may end there. Text is matched
+   as Unicode code points decoded from the tokens' bytes, a character split
+   across tokens carried as a partial state. */
+
+enum { INFER__GE_END = 0, INFER__GE_ALT, INFER__GE_REF, INFER__GE_TERM };
+
+typedef struct infer__gel {
+    int type, val; /* REF: rule id; TERM: character set id */
+} infer__gel;
+
+typedef struct infer__grange {
+    uint32_t lo, hi;
+} infer__grange;
+
+/* A compiled grammar: rule r starts at el[rule_start[r]]; its alternatives
+   start at alt_pos[alt_first[r] .. alt_first[r + 1]); character set s is
+   the sorted, disjoint ranges[set_first[s] .. set_first[s + 1]) (negated
+   classes are stored as their complement). */
+typedef struct infer__grules {
+    infer__gel *el;
+    int n_el, n_rules, n_sets, root;
+    int *rule_start, *alt_first, *alt_pos, *set_first;
+    infer__grange *ranges;
+} infer__grules;
+
+#define INFER__G_MAX_REPEAT 4096 /* bounds of x{m,n} */
+#define INFER__G_MAX_STACKS 1024 /* stacks in one state; more are dropped (ambiguity run wild) */
+#define INFER__G_MAX_DEPTH 1024  /* elements on one stack; a deeper one is dropped */
+#define INFER__G_HT 4096         /* slots of the table that deduplicates stacks (> 2 * MAX_STACKS) */
+
+static void infer__grules_free(infer__grules *g) {
+    if (!g) return;
+    INFER_FREE(g->el);
+    INFER_FREE(g->rule_start);
+    INFER_FREE(g->alt_first);
+    INFER_FREE(g->alt_pos);
+    INFER_FREE(g->set_first);
+    INFER_FREE(g->ranges);
+    INFER_FREE(g);
+}
+
+/* ---- GBNF parser ---------------------------------------------------------- */
+
+typedef struct infer__gp_rule {
+    char *name;       /* NULL for a helper rule (a group or a repetition) */
+    int owner;        /* the named rule it was written in (itself when named) */
+    int star;         /* a helper for x* / x+ / x{m,} */
+    int defined;
+    const char *at;   /* the definition, or the first reference while undefined */
+    infer__gel *body; /* stbds array */
+} infer__gp_rule;
+
+typedef struct infer__gp_set {
+    infer__grange *r; /* stbds array */
+    int neg;
+} infer__gp_set;
+
+typedef struct infer__gp {
+    const char *src, *p;
+    infer_error *err;
+    int failed, cur, any_set;
+    int ascii_set[128]; /* the one-character set of each ASCII character, once made */
+    infer__gp_rule *rules;
+    infer__gp_set *sets;
+} infer__gp;
+
+static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
+static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) {
+    char msg[192];
+    va_list ap;
+    int line = 1, col = 1;
+    const char *q;
+    if (g->failed) return;
+    g->failed = 1;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!at) {
+        infer__set_error(g->err, INFER_ERR_ARG, "grammar: %s", msg);
+        return;
+    }
+    for (q = g->src; q < at; q++) {
+        if (*q == '\n') line++, col = 1;
+        else col++;
+    }
+    infer__set_error(g->err, INFER_ERR_ARG, "grammar: %s at line %d, column %d", msg, line, col);
+}
+
+static int infer__gp_word(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+/* Skips blanks and comments, and line breaks too where newlines is set. */
+static const char *infer__gp_space(const char *p, int newlines) {
+    for (;;) {
+        if (*p == ' ' || *p == '\t') p++;
+        else if (*p == '#')
+            while (*p && *p != '\n' && *p != '\r') p++;
+        else if (newlines && (*p == '\n' || *p == '\r')) p++;
+        else return p;
+    }
+}
+
+/* Whether q starts a rule's definition ("name ::="). */
+static int infer__gp_is_def(const char *q) {
+    const char *s = q;
+    while (infer__gp_word(*q)) q++;
+    if (q == s) return 0;
+    q = infer__gp_space(q, 0);
+    return q[0] == ':' && q[1] == ':' && q[2] == '=';
+}
+
+/* One UTF-8 character (strict: no overlong forms, surrogates or values past
+   U+10FFFF); advances *p. 0, *p unmoved, for an invalid one. */
+static int infer__g_utf8(const char **p, uint32_t *cp) {
+    const unsigned char *s = (const unsigned char *)*p;
+    uint32_t c = s[0];
+    int n, i;
+    if (c < 0x80) {
+        *cp = c;
+        *p += 1;
+        return 1;
+    }
+    if (c >= 0xC2 && c <= 0xDF) n = 1, c &= 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) n = 2, c &= 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) n = 3, c &= 0x07;
+    else return 0;
+    for (i = 1; i <= n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        c = c << 6 | (s[i] & 0x3F);
+    }
+    if ((n == 2 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) || (n == 3 && (c < 0x10000 || c > 0x10FFFF))) return 0;
+    *cp = c;
+    *p += n + 1;
+    return 1;
+}
+
+static int infer__g_hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int infer__gp_rule_id(infer__gp *g, const char *name, size_t n, const char *at) {
+    infer__gp_rule r;
+    int i, count = (int)stbds_arrlen(g->rules);
+    for (i = 0; i < count; i++)
+        if (g->rules[i].name && strlen(g->rules[i].name) == n && !memcmp(g->rules[i].name, name, n)) return i;
+    memset(&r, 0, sizeof r);
+    r.name = infer__strndup(name, n);
+    r.owner = count;
+    r.at = at;
+    stbds_arrput(g->rules, r);
+    return count;
+}
+
+static int infer__gp_helper(infer__gp *g, const char *at, int star) {
+    infer__gp_rule r;
+    memset(&r, 0, sizeof r);
+    r.owner = g->cur;
+    r.star = star;
+    r.defined = 1;
+    r.at = at;
+    stbds_arrput(g->rules, r);
+    return (int)stbds_arrlen(g->rules) - 1;
+}
+
+static void infer__gp_emit(infer__gp *g, int rule, int type, int val) {
+    infer__gel e;
+    e.type = type;
+    e.val = val;
+    stbds_arrput(g->rules[rule].body, e);
+}
+
+static int infer__gp_set_new(infer__gp *g, int neg) {
+    infer__gp_set s;
+    s.r = NULL;
+    s.neg = neg;
+    stbds_arrput(g->sets, s);
+    return (int)stbds_arrlen(g->sets) - 1;
+}
+
+static void infer__gp_set_add(infer__gp *g, int set, uint32_t lo, uint32_t hi) {
+    infer__grange r;
+    r.lo = lo;
+    r.hi = hi;
+    stbds_arrput(g->sets[set].r, r);
+}
+
+/* A character of a literal or class: an escape or one UTF-8 character. */
+static uint32_t infer__gp_char(infer__gp *g) {
+    const char *at = g->p;
+    uint32_t cp = 0;
+    if (*g->p == '\\') {
+        char e = g->p[1];
+        int nhex = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0, i;
+        if (nhex) {
+            for (i = 0; i < nhex; i++) {
+                int v = infer__g_hex(g->p[2 + i]);
+                if (v < 0) {
+                    infer__gp_fail(g, at, "bad escape '\\%c': %d hex digits expected", e, nhex);
+                    return 0;
+                }
+                cp = cp << 4 | (uint32_t)v;
+            }
+            if (cp > 0x10FFFF) {
+                infer__gp_fail(g, at, "escape beyond U+10FFFF");
+                return 0;
+            }
+            g->p += 2 + nhex;
+            return cp;
+        }
+        switch (e) {
+        case 'n': cp = '\n'; break;
+        case 't': cp = '\t'; break;
+        case 'r': cp = '\r'; break;
+        case '\\':
+        case '"':
+        case '[':
+        case ']': cp = (uint32_t)e; break;
+        default:
+            if (!e) infer__gp_fail(g, at, "unterminated escape");
+            else infer__gp_fail(g, at, "bad escape '\\%c'", e);
+            return 0;
+        }
+        g->p += 2;
+        return cp;
+    }
+    if (!infer__g_utf8(&g->p, &cp)) infer__gp_fail(g, at, "invalid UTF-8");
+    return cp;
+}
+
+static void infer__gp_literal(infer__gp *g, int rule) {
+    const char *at = g->p++;
+    while (*g->p != '"') {
+        uint32_t cp;
+        int s;
+        if (!*g->p) {
+            infer__gp_fail(g, at, "unterminated string literal");
+            return;
+        }
+        cp = infer__gp_char(g);
+        if (g->failed) return;
+        if (cp < 128 && g->ascii_set[cp] >= 0) s = g->ascii_set[cp];
+        else {
+            s = infer__gp_set_new(g, 0);
+            infer__gp_set_add(g, s, cp, cp);
+            if (cp < 128) g->ascii_set[cp] = s;
+        }
+        infer__gp_emit(g, rule, INFER__GE_TERM, s);
+    }
+    g->p++;
+}
+
+static void infer__gp_class(infer__gp *g, int rule) {
+    const char *at = g->p++;
+    int neg = 0, s;
+    if (*g->p == '^') neg = 1, g->p++;
+    s = infer__gp_set_new(g, neg);
+    while (*g->p != ']') {
+        uint32_t lo, hi;
+        if (!*g->p) {
+            infer__gp_fail(g, at, "unterminated character class");
+            return;
+        }
+        lo = hi = infer__gp_char(g);
+        if (g->failed) return;
+        if (g->p[0] == '-' && g->p[1] && g->p[1] != ']') {
+            const char *rat = g->p++;
+            hi = infer__gp_char(g);
+            if (g->failed) return;
+            if (hi < lo) {
+                infer__gp_fail(g, rat, "bad range in a character class (its end is below its start)");
+                return;
+            }
+        }
+        infer__gp_set_add(g, s, lo, hi);
+    }
+    g->p++;
+    infer__gp_emit(g, rule, INFER__GE_TERM, s);
+}
+
+static int infer__gp_count(infer__gp *g, int *out) {
+    long v = 0;
+    if (*g->p < '0' || *g->p > '9') return 0;
+    while (*g->p >= '0' && *g->p <= '9') {
+        if (v <= INFER__G_MAX_REPEAT) v = v * 10 + (*g->p - '0');
+        g->p++;
+    }
+    *out = (int)INFER__MIN(v, (long)INFER__G_MAX_REPEAT + 1);
+    return 1;
+}
+
+/* Rewrites the symbol body[start..] of rule as it repeated min to max
+   (-1: no limit) times: min copies, then a helper rule
+   r ::= x r |  for no limit, or a chain r_k ::= x r_(k-1) |  for k up to
+   max - min optional ones (both recurse on the right: stacks stay flat). */
+static void infer__gp_repeat(infer__gp *g, int rule, int start, int min, int max, const char *at) {
+    infer__gel *sym = NULL;
+    int n, i, k, prev = -1;
+    if (min > INFER__G_MAX_REPEAT || max > INFER__G_MAX_REPEAT) {
+        infer__gp_fail(g, at, "repetition count over %d", INFER__G_MAX_REPEAT);
+        return;
+    }
+    if (max >= 0 && max < min) {
+        infer__gp_fail(g, at, "repetition {%d,%d}: the maximum is below the minimum", min, max);
+        return;
+    }
+    n = (int)stbds_arrlen(g->rules[rule].body) - start;
+    for (k = 0; k < n; k++) stbds_arrput(sym, g->rules[rule].body[start + k]);
+    stbds_arrsetlen(g->rules[rule].body, start);
+    for (i = 0; i < min; i++)
+        for (k = 0; k < n; k++) infer__gp_emit(g, rule, sym[k].type, sym[k].val);
+    if (max < 0) {
+        int r = infer__gp_helper(g, at, 1);
+        for (k = 0; k < n; k++) infer__gp_emit(g, r, sym[k].type, sym[k].val);
+        infer__gp_emit(g, r, INFER__GE_REF, r);
+        infer__gp_emit(g, r, INFER__GE_ALT, 0);
+        infer__gp_emit(g, rule, INFER__GE_REF, r);
+    } else if (max > min) {
+        for (i = 0; i < max - min; i++) {
+            int r = infer__gp_helper(g, at, 0);
+            for (k = 0; k < n; k++) infer__gp_emit(g, r, sym[k].type, sym[k].val);
+            if (prev >= 0) infer__gp_emit(g, r, INFER__GE_REF, prev);
+            infer__gp_emit(g, r, INFER__GE_ALT, 0);
+            prev = r;
+        }
+        infer__gp_emit(g, rule, INFER__GE_REF, prev);
+    }
+    stbds_arrfree(sym);
+}
+
+static void infer__gp_alternates(infer__gp *g, int rule, int nested);
+
+/* Items up to '|', ')', the end, or (outside parentheses) a line that
+   starts the next rule: a line break elsewhere continues the rule. */
+static void infer__gp_sequence(infer__gp *g, int rule, int nested) {
+    int start = -1;
+    while (!g->failed) {
+        const char *at;
+        char c;
+        int len;
+        if (!nested && (*g->p == '\n' || *g->p == '\r')) {
+            const char *q = infer__gp_space(g->p, 1);
+            if (!*q || infer__gp_is_def(q)) return;
+            g->p = q;
+        }
+        at = g->p;
+        c = *g->p;
+        len = (int)stbds_arrlen(g->rules[rule].body);
+        if (c == '"') {
+            start = len;
+            infer__gp_literal(g, rule);
+        } else if (c == '[') {
+            start = len;
+            infer__gp_class(g, rule);
+        } else if (c == '.') {
+            start = len;
+            if (g->any_set < 0) {
+                g->any_set = infer__gp_set_new(g, 0);
+                infer__gp_set_add(g, g->any_set, 0, 0x10FFFF);
+            }
+            infer__gp_emit(g, rule, INFER__GE_TERM, g->any_set);
+            g->p++;
+        } else if (infer__gp_word(c)) {
+            const char *s = g->p;
+            int id;
+            while (infer__gp_word(*g->p)) g->p++;
+            id = infer__gp_rule_id(g, s, (size_t)(g->p - s), s);
+            start = len;
+            infer__gp_emit(g, rule, INFER__GE_REF, id);
+        } else if (c == '(') {
+            int sub = infer__gp_helper(g, at, 0);
+            start = len;
+            g->p = infer__gp_space(g->p + 1, 1);
+            infer__gp_alternates(g, sub, 1);
+            if (g->failed) return;
+            if (*g->p != ')') {
+                infer__gp_fail(g, at, "'(' is never closed");
+                return;
+            }
+            g->p++;
+            infer__gp_emit(g, rule, INFER__GE_REF, sub);
+        } else if (c == '*' || c == '+' || c == '?' || c == '{') {
+            int min = 0, max = -1;
+            if (start < 0) {
+                infer__gp_fail(g, at, "'%c' follows nothing it could repeat", c);
+                return;
+            }
+            if (c == '+') min = 1;
+            else if (c == '?') max = 1;
+            g->p++;
+            if (c == '{') {
+                g->p = infer__gp_space(g->p, 0);
+                if (!infer__gp_count(g, &min)) {
+                    infer__gp_fail(g, at, "expecting a number after '{'");
+                    return;
+                }
+                g->p = infer__gp_space(g->p, 0);
+                max = min;
+                if (*g->p == ',') {
+                    g->p = infer__gp_space(g->p + 1, 0);
+                    if (!infer__gp_count(g, &max)) max = -1;
+                    g->p = infer__gp_space(g->p, 0);
+                }
+                if (*g->p != '}') {
+                    infer__gp_fail(g, at, "expecting '}' to close the repetition");
+                    return;
+                }
+                g->p++;
+            }
+            infer__gp_repeat(g, rule, start, min, max, at);
+        } else return;
+        if (g->failed) return;
+        g->p = infer__gp_space(g->p, nested);
+    }
+}
+
+static void infer__gp_alternates(infer__gp *g, int rule, int nested) {
+    infer__gp_sequence(g, rule, nested);
+    while (!g->failed && *g->p == '|') {
+        infer__gp_emit(g, rule, INFER__GE_ALT, 0);
+        /* outside parentheses the sequence decides about a line break (an
+           empty last alternative when the next line starts a rule) */
+        g->p = infer__gp_space(g->p + 1, nested);
+        infer__gp_sequence(g, rule, nested);
+    }
+}
+
+static void infer__gp_grammar(infer__gp *g) {
+    g->p = infer__gp_space(g->src, 1);
+    while (*g->p && !g->failed) {
+        const char *at = g->p;
+        int r;
+        while (infer__gp_word(*g->p)) g->p++;
+        if (g->p == at) {
+            infer__gp_fail(g, at, "expecting a rule name");
+            return;
+        }
+        r = infer__gp_rule_id(g, at, (size_t)(g->p - at), at);
+        g->p = infer__gp_space(g->p, 0);
+        if (strncmp(g->p, "::=", 3) != 0) {
+            infer__gp_fail(g, g->p, "expecting '::=' after '%s'", g->rules[r].name);
+            return;
+        }
+        if (g->rules[r].defined) {
+            infer__gp_fail(g, at, "rule '%s' is defined twice", g->rules[r].name);
+            return;
+        }
+        g->rules[r].defined = 1;
+        g->rules[r].at = at;
+        g->cur = r;
+        g->p = infer__gp_space(g->p + 3, 0);
+        infer__gp_alternates(g, r, 0);
+        if (g->failed) return;
+        if (*g->p && *g->p != '\n' && *g->p != '\r') {
+            infer__gp_fail(g, g->p, "unexpected '%c'", *g->p);
+            return;
+        }
+        g->p = infer__gp_space(g->p, 1);
+    }
+}
+
+static int infer__grange_cmp(const void *a, const void *b) {
+    const infer__grange *x = (const infer__grange *)a, *y = (const infer__grange *)b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Whether rule r can reach itself before matching a character; visit
+   state per rule: 0 not seen, 1 on the path, 2 done. Returns the rule on
+   a cycle, or -1. */
+static int infer__gp_left_cycle(const infer__grules *g, const unsigned char *nullable, unsigned char *state, int r) {
+    int a;
+    state[r] = 1;
+    for (a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
+        int p;
+        for (p = g->alt_pos[a]; g->el[p].type == INFER__GE_REF; p++) {
+            int s = g->el[p].val, c;
+            if (state[s] == 1) return s;
+            if (!state[s] && (c = infer__gp_left_cycle(g, nullable, state, s)) >= 0) return c;
+            if (!nullable[s]) break;
+        }
+    }
+    state[r] = 2;
+    return -1;
+}
+
+/* Checks the parsed rules and flattens them into a compiled grammar. */
+static infer__grules *infer__gp_finish(infer__gp *g, const char *root) {
+    int n = (int)stbds_arrlen(g->rules), r, s, k, n_el = 0, n_alt = 0, n_ranges = 0, bad;
+    infer__grules *c;
+    unsigned char *nullable, *state;
+    for (r = 0; r < n; r++)
+        if (!g->rules[r].defined) {
+            infer__gp_fail(g, g->rules[r].at, "undefined rule '%s'", g->rules[r].name);
+            return NULL;
+        }
+    c = (infer__grules *)infer__calloc(1, sizeof *c);
+    if (!c) goto oom;
+    c->root = -1;
+    for (r = 0; r < n; r++)
+        if (g->rules[r].name && !strcmp(g->rules[r].name, root)) c->root = r;
+    if (c->root < 0) {
+        infer__grules_free(c);
+        infer__gp_fail(g, NULL, "no rule named '%s' to start from", root);
+        return NULL;
+    }
+    for (r = 0; r < n; r++) {
+        int len = (int)stbds_arrlen(g->rules[r].body);
+        n_el += len + 1;
+        n_alt++;
+        for (k = 0; k < len; k++) n_alt += g->rules[r].body[k].type == INFER__GE_ALT;
+    }
+    c->n_rules = n;
+    c->n_el = n_el;
+    c->n_sets = (int)stbds_arrlen(g->sets);
+    for (s = 0; s < c->n_sets; s++) n_ranges += (int)stbds_arrlen(g->sets[s].r) + 1; /* + 1: room for a complement */
+    c->el = (infer__gel *)infer__calloc((size_t)n_el, sizeof *c->el);
+    c->rule_start = (int *)infer__calloc((size_t)n, sizeof(int));
+    c->alt_first = (int *)infer__calloc((size_t)n + 1, sizeof(int));
+    c->alt_pos = (int *)infer__calloc((size_t)n_alt, sizeof(int));
+    c->set_first = (int *)infer__calloc((size_t)c->n_sets + 1, sizeof(int));
+    c->ranges = (infer__grange *)infer__calloc((size_t)n_ranges + 1, sizeof *c->ranges);
+    if (!c->el || !c->rule_start || !c->alt_first || !c->alt_pos || !c->set_first || !c->ranges) goto oom;
+    n_el = n_alt = 0;
+    for (r = 0; r < n; r++) {
+        int len = (int)stbds_arrlen(g->rules[r].body);
+        c->rule_start[r] = n_el;
+        c->alt_first[r] = n_alt;
+        c->alt_pos[n_alt++] = n_el;
+        for (k = 0; k < len; k++) {
+            c->el[n_el++] = g->rules[r].body[k];
+            if (g->rules[r].body[k].type == INFER__GE_ALT) c->alt_pos[n_alt++] = n_el;
+        }
+        c->el[n_el].type = INFER__GE_END;
+        c->el[n_el++].val = 0;
+    }
+    c->alt_first[n] = n_alt;
+    /* character sets: sorted, merged, negated ones complemented */
+    n_ranges = 0;
+    for (s = 0; s < c->n_sets; s++) {
+        infer__grange *in = g->sets[s].r;
+        int m = (int)stbds_arrlen(in), first = n_ranges;
+        if (m) qsort(in, (size_t)m, sizeof *in, infer__grange_cmp);
+        c->set_first[s] = n_ranges;
+        for (k = 0; k < m; k++) {
+            if (n_ranges > first && in[k].lo <= c->ranges[n_ranges - 1].hi + 1) {
+                if (in[k].hi > c->ranges[n_ranges - 1].hi) c->ranges[n_ranges - 1].hi = in[k].hi;
+            } else c->ranges[n_ranges++] = in[k];
+        }
+        if (g->sets[s].neg) {
+            uint32_t next = 0;
+            int e = n_ranges, w = first;
+            for (k = first; k < e; k++) {
+                infer__grange cur = c->ranges[k];
+                if (cur.lo > next) {
+                    c->ranges[w].lo = next;
+                    c->ranges[w++].hi = cur.lo - 1;
+                }
+                next = cur.hi + 1;
+            }
+            if (next <= 0x10FFFF) {
+                c->ranges[w].lo = next;
+                c->ranges[w++].hi = 0x10FFFF;
+            }
+            n_ranges = w;
+        }
+    }
+    c->set_first[c->n_sets] = n_ranges;
+    /* left recursion: a rule that reaches itself through rules that can
+       match nothing would expand forever */
+    nullable = (unsigned char *)infer__calloc((size_t)n, 2);
+    if (!nullable) goto oom;
+    state = nullable + n;
+    for (k = 1; k;) {
+        k = 0;
+        for (r = 0; r < n; r++) {
+            int a;
+            if (nullable[r]) continue;
+            for (a = c->alt_first[r]; a < c->alt_first[r + 1] && !nullable[r]; a++) {
+                int p = c->alt_pos[a];
+                while (c->el[p].type == INFER__GE_REF && nullable[c->el[p].val]) p++;
+                if (c->el[p].type == INFER__GE_END || c->el[p].type == INFER__GE_ALT) nullable[r] = 1, k = 1;
+            }
+        }
+    }
+    bad = -1;
+    for (r = 0; r < n && bad < 0; r++)
+        if (!state[r]) bad = infer__gp_left_cycle(c, nullable, state, r);
+    INFER_FREE(nullable);
+    if (bad >= 0) {
+        const infer__gp_rule *b = &g->rules[bad];
+        if (b->star)
+            infer__gp_fail(g, b->at, "a repetition in rule '%s' repeats something that can match nothing",
+                           g->rules[b->owner].name);
+        else
+            infer__gp_fail(g, g->rules[b->owner].at,
+                           "rule '%s' is left-recursive (it reaches itself before matching a character)",
+                           g->rules[b->owner].name);
+        infer__grules_free(c);
+        return NULL;
+    }
+    return c;
+oom:
+    infer__grules_free(c);
+    if (!g->failed) infer__set_error(g->err, INFER_ERR_NOMEM, "grammar: out of memory");
+    g->failed = 1;
+    return NULL;
+}
+
+/* Parses GBNF text; NULL with err set (INFER_ERR_ARG: a one-line message
+   naming the problem and where it is). */
+static infer__grules *infer__gbnf_compile(const char *text, const char *root, infer_error *err) {
+    infer__gp g;
+    infer__grules *c = NULL;
+    int i;
+    memset(&g, 0, sizeof g);
+    g.src = text;
+    g.err = err;
+    g.any_set = -1;
+    for (i = 0; i < 128; i++) g.ascii_set[i] = -1;
+    infer__gp_grammar(&g);
+    if (!g.failed) c = infer__gp_finish(&g, root ? root : "root");
+    for (i = 0; i < (int)stbds_arrlen(g.rules); i++) {
+        INFER_FREE(g.rules[i].name);
+        stbds_arrfree(g.rules[i].body);
+    }
+    stbds_arrfree(g.rules);
+    for (i = 0; i < (int)stbds_arrlen(g.sets); i++) stbds_arrfree(g.sets[i].r);
+    stbds_arrfree(g.sets);
+    return c;
+}
+
+/* ---- the matcher ------------------------------------------------------------ */
+
+/* Stack sets live in an arena of ints, each as [n_stacks, ints in all]
+   followed by its stacks, each [length, hash, positions bottom to top].
+   A walk over the token trie keeps one set per depth, last in first out. */
+typedef struct infer__gm {
+    const infer__grules *g;
+    int *pool;
+    int n, cap;
+    int *tmp; /* a stack being expanded: INFER__G_MAX_DEPTH + 1 */
+    int calls; /* nested expansions now running */
+    uint32_t *ht_gen;
+    int *ht_off;
+    uint32_t gen;
+    int set_off, set_count;
+} infer__gm;
+
+/* A match state: a set (off < 0: none, nothing can follow) and the part
+   of a UTF-8 character read so far: its bits, the bytes still to come and
+   the range the next one must be in. */
+typedef struct infer__gst {
+    int off;
+    uint32_t cp;
+    int remain, lo, hi;
+} infer__gst;
+
+static void infer__gm_free(infer__gm *m) {
+    INFER_FREE(m->pool);
+    INFER_FREE(m->tmp);
+    INFER_FREE(m->ht_gen);
+    INFER_FREE(m->ht_off);
+    memset(m, 0, sizeof *m);
+}
+
+static int infer__gm_init(infer__gm *m, const infer__grules *g) {
+    memset(m, 0, sizeof *m);
+    m->g = g;
+    m->cap = 4096;
+    m->pool = (int *)INFER_MALLOC((size_t)m->cap * sizeof(int));
+    m->tmp = (int *)INFER_MALLOC((INFER__G_MAX_DEPTH + 1) * sizeof(int));
+    m->ht_gen = (uint32_t *)infer__calloc(INFER__G_HT, sizeof(uint32_t));
+    m->ht_off = (int *)infer__calloc(INFER__G_HT, sizeof(int));
+    if (!m->pool || !m->tmp || !m->ht_gen || !m->ht_off) {
+        infer__gm_free(m);
+        return 0;
+    }
+    return 1;
+}
+
+static int infer__gm_reserve(infer__gm *m, int k) {
+    int cap;
+    int *p;
+    if (m->n + k <= m->cap) return 1;
+    cap = INFER__MAX(m->cap * 2, m->n + k + 1024);
+    p = (int *)INFER_REALLOC(m->pool, (size_t)cap * sizeof(int));
+    if (!p) return 0;
+    m->pool = p;
+    m->cap = cap;
+    return 1;
+}
+
+static int infer__gm_is_end(const infer__grules *g, int p) {
+    return g->el[p].type == INFER__GE_END || g->el[p].type == INFER__GE_ALT;
+}
+
+static int infer__gm_in(const infer__grules *g, int set, uint32_t cp) {
+    const infer__grange *r = g->ranges + g->set_first[set], *e = g->ranges + g->set_first[set + 1];
+    for (; r < e; r++) {
+        if (cp < r->lo) return 0;
+        if (cp <= r->hi) return 1;
+    }
+    return 0;
+}
+
+static int infer__gm_overlaps(const infer__grules *g, int set, uint32_t lo, uint32_t hi) {
+    const infer__grange *r = g->ranges + g->set_first[set], *e = g->ranges + g->set_first[set + 1];
+    for (; r < e && r->lo <= hi; r++)
+        if (r->hi >= lo) return 1;
+    return 0;
+}
+
+/* Adds stack s to the set being built, unless it holds it already. */
+static void infer__gm_add(infer__gm *m, const int *s, int len) {
+    uint32_t h = 2166136261u;
+    int i, slot, o;
+    for (i = 0; i < len; i++) h = (h ^ (uint32_t)s[i]) * 16777619u;
+    h &= 0x7fffffff;
+    slot = (int)(h & (INFER__G_HT - 1));
+    while (m->ht_gen[slot] == m->gen) {
+        o = m->ht_off[slot];
+        if (m->pool[o] == len && m->pool[o + 1] == (int)h && !memcmp(m->pool + o + 2, s, (size_t)len * sizeof(int)))
+            return;
+        slot = (slot + 1) & (INFER__G_HT - 1);
+    }
+    if (m->set_count >= INFER__G_MAX_STACKS || !infer__gm_reserve(m, len + 2)) return;
+    o = m->n;
+    m->pool[o] = len;
+    m->pool[o + 1] = (int)h;
+    if (len) memcpy(m->pool + o + 2, s, (size_t)len * sizeof(int));
+    m->n += len + 2;
+    m->ht_gen[slot] = m->gen;
+    m->ht_off[slot] = o;
+    m->set_count++;
+}
+
+static int infer__gm_begin(infer__gm *m) {
+    if (!infer__gm_reserve(m, 2)) return 0;
+    m->set_off = m->n;
+    m->n += 2;
+    m->set_count = 0;
+    if (++m->gen == 0) { /* wrapped: old stamps could match again */
+        memset(m->ht_gen, 0, INFER__G_HT * sizeof(uint32_t));
+        m->gen = 1;
+    }
+    return 1;
+}
+
+/* Closes the set being built: its offset, or -1 (and nothing kept) when it
+   holds no stack. */
+static int infer__gm_end(infer__gm *m) {
+    if (!m->set_count) {
+        m->n = m->set_off;
+        return -1;
+    }
+    m->pool[m->set_off] = m->set_count;
+    m->pool[m->set_off + 1] = m->n - m->set_off;
+    return m->set_off;
+}
+
+/* Expands stack s[0..len) until its top is a character set (or it is
+   empty) and adds the results: a rule reference on top is replaced by
+   what follows it (unless it ends its alternative) and, on that, each of
+   the rule's alternatives. s has room for INFER__G_MAX_DEPTH + 1 and is
+   as it was on return. Terminates because left recursion is refused. */
+static void infer__gm_expand(infer__gm *m, int *s, int len) {
+    const infer__grules *g = m->g;
+    int p, base, r, a;
+    if (len == 0) {
+        infer__gm_add(m, s, 0);
+        return;
+    }
+    p = s[len - 1];
+    if (g->el[p].type == INFER__GE_TERM) {
+        infer__gm_add(m, s, len);
+        return;
+    }
+    r = g->el[p].val;
+    base = len - 1;
+    if (!infer__gm_is_end(g, p + 1)) s[base++] = p + 1;
+    /* a chain of rules that can match nothing recurses deep: bounded too */
+    if (base < INFER__G_MAX_DEPTH && m->calls < 2 * INFER__G_MAX_DEPTH) {
+        m->calls++;
+        for (a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
+            int q = g->alt_pos[a];
+            if (infer__gm_is_end(g, q)) infer__gm_expand(m, s, base);
+            else {
+                s[base] = q;
+                infer__gm_expand(m, s, base + 1);
+            }
+        }
+        m->calls--;
+    }
+    s[len - 1] = p;
+}
+
+/* The set of the stacks of set `off` that match code point cp, moved past
+   it; -1 when none does. */
+static int infer__gm_advance(infer__gm *m, int off, uint32_t cp) {
+    const infer__grules *g = m->g;
+    int k, n_st, i;
+    if (!infer__gm_begin(m)) return -1;
+    n_st = m->pool[off];
+    i = off + 2;
+    for (k = 0; k < n_st; k++) {
+        int len = m->pool[i];
+        if (len > 0) {
+            const int *st = m->pool + i + 2;
+            int top = st[len - 1];
+            if (infer__gm_in(g, g->el[top].val, cp)) {
+                int l = len - 1;
+                memcpy(m->tmp, st, (size_t)l * sizeof(int));
+                if (!infer__gm_is_end(g, top + 1)) m->tmp[l++] = top + 1;
+                infer__gm_expand(m, m->tmp, l); /* may move the pool: st is not used after */
+            }
+        }
+        i += len + 2;
+    }
+    return infer__gm_end(m);
+}
+
+/* The grammar's start: each alternative of the root rule, expanded. */
+static int infer__gm_start(infer__gm *m) {
+    const infer__grules *g = m->g;
+    int a;
+    if (!infer__gm_begin(m)) return -1;
+    for (a = g->alt_first[g->root]; a < g->alt_first[g->root + 1]; a++) {
+        int q = g->alt_pos[a];
+        if (infer__gm_is_end(g, q)) infer__gm_add(m, m->tmp, 0);
+        else {
+            m->tmp[0] = q;
+            infer__gm_expand(m, m->tmp, 1);
+        }
+    }
+    return infer__gm_end(m);
+}
+
+/* Whether some stack of the state's set may take a code point in the range
+   a partly read character can still become. */
+static int infer__gm_partial_ok(const infer__gm *m, const infer__gst *st) {
+    const infer__grules *g = m->g;
+    int shift = 6 * (st->remain - 1), k, n_st, i;
+    uint32_t base = st->cp << (6 * st->remain);
+    uint32_t lo = base | (uint32_t)(st->lo & 0x3F) << shift;
+    uint32_t hi = base | (uint32_t)(st->hi & 0x3F) << shift | ((1u << shift) - 1);
+    if (st->off < 0) return 0;
+    n_st = m->pool[st->off];
+    i = st->off + 2;
+    for (k = 0; k < n_st; k++) {
+        int len = m->pool[i];
+        if (len > 0 && infer__gm_overlaps(g, g->el[m->pool[i + 1 + len]].val, lo, hi)) return 1;
+        i += len + 2;
+    }
+    return 0;
+}
+
+/* Reads one byte of UTF-8 after state in: 1 with *cp when it completes a
+   character, 0 when the character goes on (out holds the part read; its
+   set is in's), -1 for bytes that are not UTF-8 (no overlong forms,
+   surrogates or values past U+10FFFF). */
+static int infer__gm_utf8(const infer__gst *in, unsigned b, infer__gst *out, uint32_t *cp) {
+    int remain, lo = 0x80, hi = 0xBF;
+    uint32_t c;
+    if (in->remain == 0) {
+        if (b < 0x80) {
+            *cp = b;
+            return 1;
+        }
+        if (b >= 0xC2 && b <= 0xDF) remain = 1, c = b & 0x1F;
+        else if (b >= 0xE0 && b <= 0xEF) {
+            remain = 2, c = b & 0x0F;
+            if (b == 0xE0) lo = 0xA0; /* no overlong forms */
+            if (b == 0xED) hi = 0x9F; /* no surrogates */
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            remain = 3, c = b & 0x07;
+            if (b == 0xF0) lo = 0x90;
+            if (b == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
+        } else return -1;
+    } else {
+        if ((int)b < in->lo || (int)b > in->hi) return -1;
+        c = in->cp << 6 | (b & 0x3F);
+        remain = in->remain - 1;
+        if (remain == 0) {
+            *cp = c;
+            return 1;
+        }
+    }
+    out->off = in->off;
+    out->cp = c;
+    out->remain = remain;
+    out->lo = lo;
+    out->hi = hi;
+    return 0;
+}
+
+/* Moves state in past one byte into out (its set, if a character was
+   completed, appended to the arena). 0 where the grammar refuses it, or
+   the bytes are not UTF-8. */
+static int infer__gm_step(infer__gm *m, const infer__gst *in, unsigned b, infer__gst *out) {
+    uint32_t cp;
+    int r;
+    if (in->off < 0) return 0;
+    r = infer__gm_utf8(in, b, out, &cp);
+    if (r < 0) return 0;
+    if (r == 0) return infer__gm_partial_ok(m, out);
+    out->off = infer__gm_advance(m, in->off, cp);
+    out->remain = 0;
+    return out->off >= 0;
+}
+
+/* Whether the grammar may end in this state: no character half read and
+   an empty stack in the set. */
+static int infer__gm_done(const infer__gm *m, const infer__gst *st) {
+    int k, n_st, i;
+    if (st->off < 0 || st->remain) return 0;
+    n_st = m->pool[st->off];
+    i = st->off + 2;
+    for (k = 0; k < n_st; k++) {
+        if (m->pool[i] == 0) return 1;
+        i += m->pool[i] + 2;
+    }
+    return 0;
+}
+
+/* Moves st past n bytes; 0 (st's set gone) if the grammar refuses them. */
+static int infer__gm_feed(infer__gm *m, infer__gst *st, const char *bytes, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        infer__gst next;
+        if (!infer__gm_step(m, st, (unsigned char)bytes[i], &next)) {
+            st->off = -1;
+            return 0;
+        }
+        *st = next;
+    }
+    return 1;
+}
+
+/* Whole-text match (for tests and checks): 1 if text is a complete
+   sentence of the grammar, 0 if it is a proper prefix of one, -1 if no
+   sentence starts with it. */
+INFER__UNUSED static int infer__grules_match(const infer__grules *g, const char *text, size_t n) {
+    infer__gm m;
+    infer__gst st;
+    int r;
+    if (!infer__gm_init(&m, g)) return -1;
+    memset(&st, 0, sizeof st);
+    st.off = infer__gm_start(&m);
+    r = infer__gm_feed(&m, &st, text, n) ? infer__gm_done(&m, &st) : -1;
+    infer__gm_free(&m);
+    return r;
+}
+
+/* Scratch of a walk over the trie: the state at each depth, and two
+   tables that make most steps a lookup. Within one walk every set is kept
+   once (interned: same stacks, same offset), so the set a code point
+   leads to from a set is remembered by the pair; inside a JSON string,
+   say, most of the vocabulary's bytes then cost a table probe. Entries of
+   earlier walks are told apart by a generation stamp. */
+#define INFER__G_MEMO 16384     /* remembered steps (direct-mapped: a collision replaces) */
+#define INFER__G_SETS 65536     /* slots for the interned sets; at half full the walk starts again unmemoized */
+#define INFER__G_WALK_INTS (1 << 22) /* arena ints one memoized walk may use, likewise */
+
+typedef struct infer__gmemo {
+    uint32_t gen;
+    int off, res;
+    uint32_t cp;
+} infer__gmemo;
+
+typedef struct infer__gset {
+    uint32_t gen, h;
+    int off;
+} infer__gset;
+
+typedef struct infer__gwalk {
+    infer__gst *st; /* per depth: max_len + 1 */
+    int *mark;      /* per depth: the arena's size after its state (walks without the tables) */
+    infer__gmemo *memo;
+    infer__gset *sets;
+    int n_sets;
+    uint32_t gen;
+} infer__gwalk;
+
+static void infer__gwalk_free(infer__gwalk *w) {
+    INFER_FREE(w->st);
+    INFER_FREE(w->mark);
+    INFER_FREE(w->memo);
+    INFER_FREE(w->sets);
+    memset(w, 0, sizeof *w);
+}
+
+static int infer__gwalk_init(infer__gwalk *w, int max_len) {
+    memset(w, 0, sizeof *w);
+    w->st = (infer__gst *)INFER_MALLOC(((size_t)max_len + 1) * sizeof *w->st);
+    w->mark = (int *)INFER_MALLOC(((size_t)max_len + 1) * sizeof *w->mark);
+    w->memo = (infer__gmemo *)infer__calloc(INFER__G_MEMO, sizeof *w->memo);
+    w->sets = (infer__gset *)infer__calloc(INFER__G_SETS, sizeof *w->sets);
+    if (!w->st || !w->mark || !w->memo || !w->sets) {
+        infer__gwalk_free(w);
+        return 0;
+    }
+    return 1;
+}
+
+/* The offset of the set equal to the one at off (just made, at the arena's
+   end: dropped when an equal one is kept), keeping it if new; -2 when the
+   tables are full. */
+static int infer__gwalk_intern(infer__gwalk *w, infer__gm *m, int off) {
+    const int *p = m->pool + off;
+    int size = p[1], i, slot;
+    uint32_t h = 2166136261u;
+    for (i = 0; i < size; i++) h = (h ^ (uint32_t)p[i]) * 16777619u;
+    slot = (int)(h & (INFER__G_SETS - 1));
+    while (w->sets[slot].gen == w->gen) {
+        const infer__gset *e = &w->sets[slot];
+        if (e->h == h && m->pool[e->off + 1] == size &&
+            !memcmp(m->pool + e->off, p, (size_t)size * sizeof(int))) {
+            m->n = off;
+            return e->off;
+        }
+        slot = (slot + 1) & (INFER__G_SETS - 1);
+    }
+    if (w->n_sets >= INFER__G_SETS / 2) return -2;
+    w->sets[slot].gen = w->gen;
+    w->sets[slot].h = h;
+    w->sets[slot].off = off;
+    w->n_sets++;
+    return off;
+}
+
+static void infer__gwalk_start(infer__gwalk *w) {
+    if (++w->gen == 0) { /* wrapped: old stamps could match again */
+        memset(w->memo, 0, INFER__G_MEMO * sizeof *w->memo);
+        memset(w->sets, 0, INFER__G_SETS * sizeof *w->sets);
+        w->gen = 1;
+    }
+    w->n_sets = 0;
+}
+
+/* ---- a grammar over a model's tokens -------------------------------------- */
+
+/* The compiled grammar, the match state, and a trie of every token's text
+   (nodes in preorder: node i's subtree is nodes i .. nend[i] - 1, so a
+   walk skips a refused branch in one step). */
+typedef struct infer__grammar {
+    infer__grules *g;
+    infer__gm m;
+    infer__gst cur;     /* the current state; its set at the arena's start */
+    infer__gst start;   /* the initial state, kept in `init` */
+    int *init;
+    int init_n;
+    int n_vocab;
+    char *pieces;       /* token t's text: pieces[poff[t] .. poff[t + 1]) */
+    int *poff;
+    unsigned char *eog; /* per token: ends generation */
+    infer_token *eog_ids;
+    int n_eog;
+    int n_nodes, max_len;
+    unsigned char *nbyte;
+    int *ndepth, *nend, *ntok; /* ntok: n_nodes + 1; node i's tokens are toks[ntok[i] .. ntok[i + 1]) */
+    infer_token *toks;
+    infer__gwalk walk;
+    int *snap; /* the state before the last sample, for infer_sampler_top_probs */
+    int snap_n, snap_cap;
+    infer__gst snap_st;
+} infer__grammar;
+
+static void infer__grammar_free(infer__grammar *G) {
+    if (!G) return;
+    infer__grules_free(G->g);
+    infer__gm_free(&G->m);
+    INFER_FREE(G->init);
+    INFER_FREE(G->pieces);
+    INFER_FREE(G->poff);
+    INFER_FREE(G->eog);
+    INFER_FREE(G->eog_ids);
+    INFER_FREE(G->nbyte);
+    INFER_FREE(G->ndepth);
+    INFER_FREE(G->nend);
+    INFER_FREE(G->ntok);
+    INFER_FREE(G->toks);
+    infer__gwalk_free(&G->walk);
+    INFER_FREE(G->snap);
+    INFER_FREE(G);
+}
+
+/* Makes st the current state: its set moved to the arena's start. */
+static void infer__grammar_settle(infer__grammar *G, infer__gst st) {
+    if (st.off >= 0) {
+        int size = G->m.pool[st.off + 1];
+        if (st.off > 0) memmove(G->m.pool, G->m.pool + st.off, (size_t)size * sizeof(int));
+        st.off = 0;
+        G->m.n = size;
+    } else G->m.n = 0;
+    G->cur = st;
+}
+
+static void infer__grammar_reset(infer__grammar *G) {
+    infer__gst st = G->start;
+    G->m.n = 0;
+    if (st.off >= 0) {
+        memcpy(G->m.pool, G->init, (size_t)G->init_n * sizeof(int)); /* the arena holds at least this much */
+        G->m.n = G->init_n;
+    }
+    G->cur = st;
+}
+
+typedef struct infer__gpiece {
+    const unsigned char *p;
+    int len;
+    infer_token id;
+} infer__gpiece;
+
+static int infer__gpiece_cmp(const void *a, const void *b) {
+    const infer__gpiece *x = (const infer__gpiece *)a, *y = (const infer__gpiece *)b;
+    int n = INFER__MIN(x->len, y->len), c = memcmp(x->p, y->p, (size_t)n);
+    if (c) return c;
+    if (x->len != y->len) return x->len - y->len;
+    return x->id - y->id;
+}
+
+/* Lays out the trie of items[lo..hi) (sorted, sharing their first depth
+   bytes) as node n_nodes and its subtree. */
+static void infer__grammar_trie(infer__grammar *G, const infer__gpiece *items, int lo, int hi, int depth, int byte,
+                                int *n_toks) {
+    int id = G->n_nodes++;
+    G->nbyte[id] = (unsigned char)byte;
+    G->ndepth[id] = depth;
+    G->ntok[id] = *n_toks;
+    while (lo < hi && items[lo].len == depth) G->toks[(*n_toks)++] = items[lo++].id;
+    while (lo < hi) {
+        int b = items[lo].p[depth], j = lo + 1;
+        while (j < hi && items[j].p[depth] == b) j++;
+        infer__grammar_trie(G, items, lo, j, depth + 1, b, n_toks);
+        lo = j;
+    }
+    G->nend[id] = G->n_nodes;
+}
+
+static infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab, const char *gbnf, const char *root,
+                                          infer_error *err) {
+    infer__grammar *G;
+    infer__gpiece *items = NULL;
+    int t, n_items = 0, n_toks = 0;
+    size_t total = 0;
+    infer__grules *g = infer__gbnf_compile(gbnf, root, err);
+    if (!g) return NULL;
+    G = (infer__grammar *)infer__calloc(1, sizeof *G);
+    if (!G) {
+        infer__grules_free(g);
+        goto oom;
+    }
+    G->g = g;
+    G->n_vocab = n_vocab;
+    if (!infer__gm_init(&G->m, g)) goto oom;
+    /* the start state, kept to reset to */
+    memset(&G->start, 0, sizeof G->start);
+    G->start.off = infer__gm_start(&G->m);
+    if (G->start.off >= 0) {
+        G->init_n = G->m.n;
+        G->init = (int *)INFER_MALLOC((size_t)G->init_n * sizeof(int));
+        if (!G->init) goto oom;
+        memcpy(G->init, G->m.pool, (size_t)G->init_n * sizeof(int));
+    }
+    infer__grammar_reset(G);
+    /* every token's text */
+    G->poff = (int *)infer__calloc((size_t)n_vocab + 1, sizeof(int));
+    G->eog = (unsigned char *)infer__calloc((size_t)n_vocab, 1);
+    G->eog_ids = (infer_token *)infer__calloc((size_t)n_vocab, sizeof(infer_token));
+    if (!G->poff || !G->eog || !G->eog_ids) goto oom;
+    for (t = 0; t < n_vocab; t++) {
+        int len = infer_token_to_piece(model, t, NULL, 0);
+        G->poff[t] = (int)total;
+        if (len > 0) total += (size_t)len;
+        if (infer_model_is_eog(model, t)) G->eog[t] = 1, G->eog_ids[G->n_eog++] = t;
+    }
+    G->poff[n_vocab] = (int)total;
+    G->pieces = (char *)INFER_MALLOC(total + 1);
+    items = (infer__gpiece *)infer__calloc((size_t)n_vocab + 1, sizeof *items);
+    if (!G->pieces || !items) goto oom;
+    for (t = 0; t < n_vocab; t++) {
+        int len = G->poff[t + 1] - G->poff[t];
+        if (len > 0) infer_token_to_piece(model, t, G->pieces + G->poff[t], len);
+        /* end of generation goes by the grammar's end, not by its text;
+           empty (control) tokens are never text the grammar could want */
+        if (len <= 0 || G->eog[t]) continue;
+        items[n_items].p = (const unsigned char *)G->pieces + G->poff[t];
+        items[n_items].len = len;
+        items[n_items++].id = t;
+        if (len > G->max_len) G->max_len = len;
+    }
+    qsort(items, (size_t)n_items, sizeof *items, infer__gpiece_cmp);
+    G->nbyte = (unsigned char *)INFER_MALLOC(total + 1);
+    G->ndepth = (int *)INFER_MALLOC((total + 1) * sizeof(int));
+    G->nend = (int *)INFER_MALLOC((total + 1) * sizeof(int));
+    G->ntok = (int *)INFER_MALLOC((total + 2) * sizeof(int));
+    G->toks = (infer_token *)INFER_MALLOC(((size_t)n_items + 1) * sizeof(infer_token));
+    if (!G->nbyte || !G->ndepth || !G->nend || !G->ntok || !G->toks || !infer__gwalk_init(&G->walk, G->max_len))
+        goto oom;
+    infer__grammar_trie(G, items, 0, n_items, 0, 0, &n_toks);
+    G->ntok[G->n_nodes] = n_toks;
+    INFER_FREE(items);
+    return G;
+oom:
+    INFER_FREE(items);
+    infer__grammar_free(G);
+    infer__set_error(err, INFER_ERR_NOMEM, "grammar: out of memory");
+    return NULL;
+}
+
+static int infer__grammar_done(const infer__grammar *G) { return infer__gm_done(&G->m, &G->cur); }
+
+/* Whether token t may come next: its bytes run through a copy of the state
+   (end of generation: where the grammar may end). */
+static int infer__grammar_allows(infer__grammar *G, infer_token t) {
+    infer__gst st = G->cur;
+    int n0 = G->m.n, ok, len;
+    if (t < 0 || t >= G->n_vocab) return 0;
+    if (G->eog[t]) return infer__grammar_done(G);
+    len = G->poff[t + 1] - G->poff[t];
+    if (len <= 0) return 0;
+    ok = infer__gm_feed(&G->m, &st, G->pieces + G->poff[t], (size_t)len);
+    G->m.n = n0;
+    return ok;
+}
+
+/* Moves the grammar past token t's text. End-of-generation and empty
+   tokens leave it as it is; a token it refuses leaves it refusing
+   everything (until a reset). */
+static void infer__grammar_accept(infer__grammar *G, infer_token t) {
+    infer__gst st = G->cur;
+    int len;
+    if (t < 0 || t >= G->n_vocab || G->eog[t]) return;
+    len = G->poff[t + 1] - G->poff[t];
+    if (len <= 0) return;
+    infer__gm_feed(&G->m, &st, G->pieces + G->poff[t], (size_t)len);
+    infer__grammar_settle(G, st);
+}
+
+/* The walk with the tables; -1 (allowed half made) when they overflow. */
+static int infer__grammar_walk_memo(const infer__grammar *G, infer__gm *m, const infer__gst *start, infer__gwalk *w,
+                                    unsigned char *allowed, int count) {
+    int i, k, n0 = m->n;
+    infer__gwalk_start(w);
+    w->st[0] = *start;
+    if (infer__gwalk_intern(w, m, start->off) != start->off) return -1; /* start's set ends the arena */
+    for (i = 1; i < G->n_nodes;) {
+        int d = G->ndepth[i], r;
+        const infer__gst *in = &w->st[d - 1];
+        infer__gst *out = &w->st[d];
+        uint32_t cp;
+        r = infer__gm_utf8(in, G->nbyte[i], out, &cp);
+        if (r == 0) r = infer__gm_partial_ok(m, out);
+        else if (r == 1) {
+            infer__gmemo *e = &w->memo[((uint32_t)in->off * 2654435761u ^ cp * 40503u) & (INFER__G_MEMO - 1)];
+            int res;
+            if (e->gen == w->gen && e->off == in->off && e->cp == cp) res = e->res;
+            else {
+                res = infer__gm_advance(m, in->off, cp);
+                if (res >= 0 && (res = infer__gwalk_intern(w, m, res)) == -2) break;
+                if (m->n - n0 > INFER__G_WALK_INTS) break;
+                e->gen = w->gen;
+                e->off = in->off;
+                e->cp = cp;
+                e->res = res;
+            }
+            out->off = res;
+            out->remain = 0;
+            r = res >= 0;
+        }
+        if (r <= 0) {
+            i = G->nend[i];
+            continue;
+        }
+        for (k = G->ntok[i]; k < G->ntok[i + 1]; k++) allowed[G->toks[k]] = 1, count++;
+        i++;
+    }
+    m->n = n0;
+    return i < G->n_nodes ? -1 : count;
+}
+
+/* The walk keeping only the states on the path (each depth's set above
+   the last, dropped on the way back): memory bounded by the depth. */
+static int infer__grammar_walk_plain(const infer__grammar *G, infer__gm *m, const infer__gst *start, infer__gwalk *w,
+                                     unsigned char *allowed, int count) {
+    int i, k;
+    w->st[0] = *start;
+    w->mark[0] = m->n;
+    for (i = 1; i < G->n_nodes;) {
+        int d = G->ndepth[i];
+        m->n = w->mark[d - 1];
+        if (!infer__gm_step(m, &w->st[d - 1], G->nbyte[i], &w->st[d])) {
+            i = G->nend[i];
+            continue;
+        }
+        w->mark[d] = m->n;
+        for (k = G->ntok[i]; k < G->ntok[i + 1]; k++) allowed[G->toks[k]] = 1, count++;
+        i++;
+    }
+    m->n = w->mark[0];
+    return count;
+}
+
+/* The tokens state `start` allows, into allowed (n_vocab bytes, 1 where
+   allowed); returns how many. A depth-first walk of the trie that carries
+   the state down byte by byte and leaves a branch as soon as no stack
+   survives its bytes. start's set must end the arena. memo: with the
+   tables (falling back to the plain walk when they fill up). */
+static int infer__grammar_walk(const infer__grammar *G, infer__gm *m, const infer__gst *start, infer__gwalk *w,
+                               unsigned char *allowed, int memo) {
+    int k, count = 0, r;
+    memset(allowed, 0, (size_t)G->n_vocab);
+    if (infer__gm_done(m, start))
+        for (k = 0; k < G->n_eog; k++) allowed[G->eog_ids[k]] = 1, count++;
+    if (start->off < 0) return count;
+    if (memo && (r = infer__grammar_walk_memo(G, m, start, w, allowed, count)) >= 0) return r;
+    if (memo) { /* half made: again from the start */
+        memset(allowed, 0, (size_t)G->n_vocab);
+        for (k = 0; k < G->n_eog && count; k++) allowed[G->eog_ids[k]] = 1;
+    }
+    return infer__grammar_walk_plain(G, m, start, w, allowed, count);
+}
+
+static int infer__grammar_mask(infer__grammar *G, unsigned char *allowed) {
+    return infer__grammar_walk(G, &G->m, &G->cur, &G->walk, allowed, 1);
+}
+
+/* Keeps the current state for infer__grammar_mask_snapshot. */
+static void infer__grammar_snapshot(infer__grammar *G) {
+    int n = G->cur.off >= 0 ? G->m.n : 0;
+    if (n > G->snap_cap) {
+        int *p = (int *)INFER_REALLOC(G->snap, (size_t)n * sizeof(int));
+        if (!p) {
+            G->snap_st.off = -1;
+            return;
+        }
+        G->snap = p;
+        G->snap_cap = n;
+    }
+    if (n) memcpy(G->snap, G->m.pool, (size_t)n * sizeof(int));
+    G->snap_n = n;
+    G->snap_st = G->cur;
+}
+
+/* The mask of the state kept by the last snapshot, with scratch of its own
+   (the grammar is not changed); -1 when out of memory. */
+static int infer__grammar_mask_snapshot(const infer__grammar *G, unsigned char *allowed) {
+    infer__gm m;
+    infer__gwalk w;
+    int count = -1;
+    if (!infer__gwalk_init(&w, G->max_len)) return -1;
+    if (infer__gm_init(&m, G->g)) {
+        if (infer__gm_reserve(&m, G->snap_n)) {
+            if (G->snap_n) memcpy(m.pool, G->snap, (size_t)G->snap_n * sizeof(int));
+            m.n = G->snap_n;
+            count = infer__grammar_walk(G, &m, &G->snap_st, &w, allowed, 1);
+        }
+        infer__gm_free(&m);
+    }
+    infer__gwalk_free(&w);
+    return count;
+}
+
+/* ---- JSON (the schema's text) ------------------------------------------------ */
+
+enum { INFER__J_NULL = 0, INFER__J_BOOL, INFER__J_NUM, INFER__J_STR, INFER__J_ARR, INFER__J_OBJ };
+
+typedef struct infer__jv {
+    int type;
+    char *s;                 /* STR: the text decoded (UTF-8); NUM: as written */
+    size_t n;
+    int b;                   /* BOOL */
+    struct infer__jv *items; /* stbds: ARR elements, OBJ values */
+    char **keys;             /* stbds: OBJ keys, decoded */
+    const char *at;          /* where it starts in the schema text */
+} infer__jv;
+
+typedef struct infer__jp {
+    const char *src, *p;
+    infer_error *err;
+    int failed, depth;
+} infer__jp;
+
+static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
+static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) {
+    char msg[192];
+    va_list ap;
+    int line = 1, col = 1;
+    const char *q;
+    if (j->failed) return;
+    j->failed = 1;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (q = j->src; q < at; q++) {
+        if (*q == '\n') line++, col = 1;
+        else col++;
+    }
+    infer__set_error(j->err, INFER_ERR_ARG, "JSON schema: %s at line %d, column %d", msg, line, col);
+}
+
+static void infer__jv_free(infer__jv *v) {
+    int i;
+    INFER_FREE(v->s);
+    for (i = 0; i < (int)stbds_arrlen(v->items); i++) infer__jv_free(&v->items[i]);
+    stbds_arrfree(v->items);
+    for (i = 0; i < (int)stbds_arrlen(v->keys); i++) INFER_FREE(v->keys[i]);
+    stbds_arrfree(v->keys);
+}
+
+static void infer__jp_ws(infer__jp *j) {
+    while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r') j->p++;
+}
+
+static void infer__j_put_utf8(char **buf, uint32_t c) {
+    if (c < 0x80) stbds_arrput(*buf, (char)c);
+    else if (c < 0x800) {
+        stbds_arrput(*buf, (char)(0xC0 | c >> 6));
+        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
+    } else if (c < 0x10000) {
+        stbds_arrput(*buf, (char)(0xE0 | c >> 12));
+        stbds_arrput(*buf, (char)(0x80 | ((c >> 6) & 0x3F)));
+        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
+    } else {
+        stbds_arrput(*buf, (char)(0xF0 | c >> 18));
+        stbds_arrput(*buf, (char)(0x80 | ((c >> 12) & 0x3F)));
+        stbds_arrput(*buf, (char)(0x80 | ((c >> 6) & 0x3F)));
+        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
+    }
+}
+
+static int infer__jp_hex4(const char *p, uint32_t *out) {
+    int i;
+    *out = 0;
+    for (i = 0; i < 4; i++) {
+        int v = infer__g_hex(p[i]);
+        if (v < 0) return 0;
+        *out = *out << 4 | (uint32_t)v;
+    }
+    return 1;
+}
+
+/* A string at j->p (its opening quote), decoded; NULL on an error. */
+static char *infer__jp_string(infer__jp *j, size_t *n) {
+    const char *at = j->p++;
+    char *buf = NULL, *out;
+    for (;;) {
+        const char *q = j->p;
+        uint32_t c;
+        if (!*q) {
+            infer__jp_fail(j, at, "unterminated string");
+            break;
+        }
+        if (*q == '"') {
+            j->p++;
+            break;
+        }
+        if ((unsigned char)*q < 0x20) {
+            infer__jp_fail(j, q, "control character in a string");
+            break;
+        }
+        if (*q != '\\') {
+            if (!infer__g_utf8(&j->p, &c)) {
+                infer__jp_fail(j, q, "invalid UTF-8 in a string");
+                break;
+            }
+            stbds_arrput(buf, *q);
+            while (++q < j->p) stbds_arrput(buf, *q);
+            continue;
+        }
+        switch (q[1]) {
+        case '"': c = '"'; break;
+        case '\\': c = '\\'; break;
+        case '/': c = '/'; break;
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break;
+        case 't': c = '\t'; break;
+        case 'u':
+            if (!infer__jp_hex4(q + 2, &c)) {
+                infer__jp_fail(j, q, "bad \\u escape");
+                goto done;
+            }
+            if (c >= 0xD800 && c <= 0xDBFF) { /* a surrogate pair */
+                uint32_t lo;
+                if (q[6] != '\\' || q[7] != 'u' || !infer__jp_hex4(q + 8, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
+                    infer__jp_fail(j, q, "bad \\u escape (a lone surrogate)");
+                    goto done;
+                }
+                c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
+                j->p += 6;
+            } else if (c >= 0xDC00 && c <= 0xDFFF) {
+                infer__jp_fail(j, q, "bad \\u escape (a lone surrogate)");
+                goto done;
+            }
+            j->p += 4;
+            break;
+        default: infer__jp_fail(j, q, "bad escape in a string"); goto done;
+        }
+        j->p += 2;
+        infer__j_put_utf8(&buf, c);
+    }
+done:
+    if (j->failed) {
+        stbds_arrfree(buf);
+        return NULL;
+    }
+    *n = (size_t)stbds_arrlen(buf);
+    out = infer__strndup(buf ? buf : "", *n);
+    stbds_arrfree(buf);
+    if (!out) infer__jp_fail(j, at, "out of memory");
+    return out;
+}
+
+static void infer__jp_value(infer__jp *j, infer__jv *v) {
+    const char *at;
+    infer__jp_ws(j);
+    at = j->p;
+    memset(v, 0, sizeof *v);
+    v->at = at;
+    if (++j->depth > 64) {
+        infer__jp_fail(j, at, "nested too deeply");
+        return;
+    }
+    if (*at == '{' || *at == '[') {
+        int obj = *at == '{';
+        char close = obj ? '}' : ']';
+        v->type = obj ? INFER__J_OBJ : INFER__J_ARR;
+        j->p++;
+        infer__jp_ws(j);
+        if (*j->p == close) j->p++;
+        else
+            for (;;) {
+                infer__jv item;
+                if (obj) {
+                    size_t kn;
+                    char *key;
+                    infer__jp_ws(j);
+                    if (*j->p != '"') {
+                        infer__jp_fail(j, j->p, *j->p ? "expecting a key (a string)" : "unexpected end, expecting a key");
+                        break;
+                    }
+                    key = infer__jp_string(j, &kn);
+                    if (!key) break;
+                    stbds_arrput(v->keys, key);
+                    infer__jp_ws(j);
+                    if (*j->p != ':') {
+                        infer__jp_fail(j, j->p, "expecting ':' after a key");
+                        break;
+                    }
+                    j->p++;
+                }
+                infer__jp_value(j, &item);
+                stbds_arrput(v->items, item); /* kept even when broken, to be freed */
+                if (j->failed) break;
+                infer__jp_ws(j);
+                if (*j->p == ',') j->p++;
+                else if (*j->p == close) {
+                    j->p++;
+                    break;
+                } else {
+                    infer__jp_fail(j, j->p, obj ? "expecting ',' or '}'" : "expecting ',' or ']'");
+                    break;
+                }
+            }
+    } else if (*at == '"') {
+        v->type = INFER__J_STR;
+        v->s = infer__jp_string(j, &v->n);
+    } else if (!strncmp(at, "true", 4) || !strncmp(at, "false", 5)) {
+        v->type = INFER__J_BOOL;
+        v->b = *at == 't';
+        j->p += v->b ? 4 : 5;
+    } else if (!strncmp(at, "null", 4)) {
+        v->type = INFER__J_NULL;
+        j->p += 4;
+    } else if (*at == '-' || (*at >= '0' && *at <= '9')) {
+        const char *q = at;
+        int ok = 1;
+        if (*q == '-') q++;
+        if (*q == '0') q++;
+        else if (*q >= '1' && *q <= '9')
+            while (*q >= '0' && *q <= '9') q++;
+        else ok = 0;
+        if (ok && *q == '.') {
+            ok = q[1] >= '0' && q[1] <= '9';
+            for (q++; *q >= '0' && *q <= '9'; q++) {}
+        }
+        if (ok && (*q == 'e' || *q == 'E')) {
+            q++;
+            if (*q == '+' || *q == '-') q++;
+            ok = *q >= '0' && *q <= '9';
+            while (*q >= '0' && *q <= '9') q++;
+        }
+        if (!ok) infer__jp_fail(j, at, "bad number");
+        else {
+            v->type = INFER__J_NUM;
+            v->n = (size_t)(q - at);
+            v->s = infer__strndup(at, v->n);
+            j->p = q;
+        }
+    } else if (!*at) infer__jp_fail(j, at, "unexpected end, expecting a value");
+    else infer__jp_fail(j, at, "unexpected '%c', expecting a value", *at);
+    j->depth--;
+}
+
+static const infer__jv *infer__jv_get(const infer__jv *o, const char *key) {
+    int i;
+    if (o->type != INFER__J_OBJ) return NULL;
+    for (i = 0; i < (int)stbds_arrlen(o->keys); i++)
+        if (!strcmp(o->keys[i], key)) return &o->items[i];
+    return NULL;
+}
+
+/* ---- JSON schema -> GBNF ------------------------------------------------------ */
+
+typedef struct infer__sb {
+    char *p; /* stbds */
+} infer__sb;
+
+static void infer__sb_put(infer__sb *b, const char *s, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) stbds_arrput(b->p, s[i]);
+}
+static void infer__sb_puts(infer__sb *b, const char *s) { infer__sb_put(b, s, strlen(s)); }
+static void infer__sb_int(infer__sb *b, long v) {
+    char t[32];
+    snprintf(t, sizeof t, "%ld", v);
+    infer__sb_puts(b, t);
+}
+
+/* bytes as a GBNF string literal */
+static void infer__sb_literal(infer__sb *b, const char *s, size_t n) {
+    size_t i;
+    stbds_arrput(b->p, '"');
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            stbds_arrput(b->p, '\\');
+            stbds_arrput(b->p, (char)c);
+        } else if (c == '\n') infer__sb_puts(b, "\\n");
+        else if (c == '\r') infer__sb_puts(b, "\\r");
+        else if (c == '\t') infer__sb_puts(b, "\\t");
+        else if (c < 0x20 || c == 0x7F) {
+            char t[8];
+            snprintf(t, sizeof t, "\\x%02X", c);
+            infer__sb_puts(b, t);
+        } else stbds_arrput(b->p, (char)c);
+    }
+    stbds_arrput(b->p, '"');
+}
+
+/* a string as compact JSON text */
+static void infer__sb_json_string(infer__sb *b, const char *s, size_t n) {
+    size_t i;
+    stbds_arrput(b->p, '"');
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            stbds_arrput(b->p, '\\');
+            stbds_arrput(b->p, (char)c);
+        } else if (c == '\n') infer__sb_puts(b, "\\n");
+        else if (c == '\r') infer__sb_puts(b, "\\r");
+        else if (c == '\t') infer__sb_puts(b, "\\t");
+        else if (c == '\b') infer__sb_puts(b, "\\b");
+        else if (c == '\f') infer__sb_puts(b, "\\f");
+        else if (c < 0x20) {
+            char t[8];
+            snprintf(t, sizeof t, "\\u%04x", c);
+            infer__sb_puts(b, t);
+        } else stbds_arrput(b->p, (char)c);
+    }
+    stbds_arrput(b->p, '"');
+}
+
+/* a value as compact JSON text */
+static void infer__sb_json(infer__sb *b, const infer__jv *v) {
+    int i, n = (int)stbds_arrlen(v->items);
+    switch (v->type) {
+    case INFER__J_NULL: infer__sb_puts(b, "null"); break;
+    case INFER__J_BOOL: infer__sb_puts(b, v->b ? "true" : "false"); break;
+    case INFER__J_NUM: infer__sb_put(b, v->s, v->n); break;
+    case INFER__J_STR: infer__sb_json_string(b, v->s, v->n); break;
+    default:
+        stbds_arrput(b->p, v->type == INFER__J_OBJ ? '{' : '[');
+        for (i = 0; i < n; i++) {
+            if (i) stbds_arrput(b->p, ',');
+            if (v->type == INFER__J_OBJ) {
+                infer__sb_json_string(b, v->keys[i], strlen(v->keys[i]));
+                stbds_arrput(b->p, ':');
+            }
+            infer__sb_json(b, &v->items[i]);
+        }
+        stbds_arrput(b->p, v->type == INFER__J_OBJ ? '}' : ']');
+    }
+}
+
+/* The shared rules a schema's grammar may use, each written once if used
+   (with what it uses). Whitespace is bounded (one space, or a line break
+   and up to 20 blanks) and numbers have at most 16 digits before the point
+   and 16 after, so a model cannot ramble on in them. */
+enum {
+    INFER__SP_SPACE, INFER__SP_STRING, INFER__SP_CHAR, INFER__SP_INTEGRAL, INFER__SP_INTEGER, INFER__SP_NUMBER,
+    INFER__SP_BOOLEAN, INFER__SP_NULL, INFER__SP_VALUE, INFER__SP_OBJECT, INFER__SP_ARRAY, INFER__SP_COUNT
+};
+static const char *const infer__sp_name[INFER__SP_COUNT] = {"space", "string", "char", "integral", "integer", "number",
+                                                           "boolean", "null", "value", "object", "array"};
+static const char *const infer__sp_rule[INFER__SP_COUNT] = {
+    "space ::= | \" \" | \"\\n\" [ \\t]{0,20}",
+    "string ::= \"\\\"\" char* \"\\\"\" space",
+    "char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})",
+    "integral ::= \"0\" | [1-9] [0-9]{0,15}",
+    "integer ::= \"-\"? integral space",
+    "number ::= \"-\"? integral (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? space",
+    "boolean ::= (\"true\" | \"false\") space",
+    "null ::= \"null\" space",
+    "value ::= object | array | string | number | boolean | null",
+    "object ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space",
+    "array ::= \"[\" space (value (\",\" space value)*)? \"]\" space"};
+/* what each uses, as bits */
+static const unsigned infer__sp_uses[INFER__SP_COUNT] = {
+    0,
+    1u << INFER__SP_CHAR | 1u << INFER__SP_SPACE,
+    0,
+    0,
+    1u << INFER__SP_INTEGRAL | 1u << INFER__SP_SPACE,
+    1u << INFER__SP_INTEGRAL | 1u << INFER__SP_SPACE,
+    1u << INFER__SP_SPACE,
+    1u << INFER__SP_SPACE,
+    1u << INFER__SP_OBJECT | 1u << INFER__SP_ARRAY | 1u << INFER__SP_STRING | 1u << INFER__SP_NUMBER |
+        1u << INFER__SP_BOOLEAN | 1u << INFER__SP_NULL,
+    1u << INFER__SP_SPACE | 1u << INFER__SP_STRING | 1u << INFER__SP_VALUE,
+    1u << INFER__SP_SPACE | 1u << INFER__SP_VALUE};
+
+typedef struct infer__sg {
+    infer__jp *jp; /* for errors: positions in the schema text */
+    char **rules;  /* stbds: each rule's line, in order (the root first) */
+    char **names;  /* stbds: the names of the schema's own rules */
+    unsigned used; /* shared rules used, as bits */
+} infer__sg;
+
+static const char *infer__sg_prim(infer__sg *sg, int which) {
+    sg->used |= 1u << which;
+    return infer__sp_name[which];
+}
+
+/* A new rule's slot (its line is filled in later, so rules come out in the
+   order the schema reads) and its name: path with characters GBNF names
+   cannot hold made '-', and a number added if taken. */
+static int infer__sg_new_rule(infer__sg *sg, const char *path, const char **name) {
+    char buf[96];
+    int i, k, n, taken;
+    for (k = 1;; k++) {
+        n = snprintf(buf, sizeof buf - 16, "%s", path);
+        if (n > (int)sizeof buf - 17) n = (int)sizeof buf - 17;
+        for (i = 0; i < n; i++)
+            if (!infer__gp_word(buf[i])) buf[i] = '-';
+        if (k > 1) snprintf(buf + n, 16, "-%d", k);
+        taken = 0;
+        for (i = 0; i < (int)stbds_arrlen(sg->names) && !taken; i++) taken = !strcmp(sg->names[i], buf);
+        for (i = 0; i < INFER__SP_COUNT && !taken; i++) taken = !strcmp(infer__sp_name[i], buf);
+        if (!taken) break;
+    }
+    stbds_arrput(sg->names, infer__strndup(buf, strlen(buf)));
+    stbds_arrput(sg->rules, NULL);
+    *name = sg->names[stbds_arrlen(sg->names) - 1];
+    return (int)stbds_arrlen(sg->rules) - 1;
+}
+
+static const char *infer__sg_finish_rule(infer__sg *sg, int slot, const char *name, infer__sb *body) {
+    infer__sb line = {NULL};
+    infer__sb_puts(&line, name);
+    infer__sb_puts(&line, " ::= ");
+    infer__sb_put(&line, body->p, (size_t)stbds_arrlen(body->p));
+    sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p));
+    stbds_arrfree(line.p);
+    stbds_arrfree(body->p);
+    return name;
+}
+
+static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path);
+
+/* A non-negative whole number keyword (minLength, maxItems ...), or def
+   when absent; -2 after an error. */
+static long infer__sg_count(infer__sg *sg, const infer__jv *s, const char *key, long def) {
+    const infer__jv *v = infer__jv_get(s, key);
+    char *end;
+    double d;
+    if (!v) return def;
+    d = v->type == INFER__J_NUM ? strtod(v->s, &end) : -1;
+    if (d < 0 || d != floor(d)) {
+        infer__jp_fail(sg->jp, v->at, "%s must be a non-negative integer", key);
+        return -2;
+    }
+    if (d > INFER__G_MAX_REPEAT) {
+        infer__jp_fail(sg->jp, v->at, "%s over %d is not supported", key, INFER__G_MAX_REPEAT);
+        return -2;
+    }
+    return (long)d;
+}
+
+/* x{min,max} in GBNF (max < 0: no limit) */
+static void infer__sb_repeat(infer__sb *b, long min, long max) {
+    if (min == 0 && max < 0) infer__sb_puts(b, "*");
+    else if (min == 1 && max < 0) infer__sb_puts(b, "+");
+    else if (min == 0 && max == 1) infer__sb_puts(b, "?");
+    else {
+        infer__sb_puts(b, "{");
+        infer__sb_int(b, min);
+        if (max != min) {
+            infer__sb_puts(b, ",");
+            if (max >= 0) infer__sb_int(b, max);
+        }
+        infer__sb_puts(b, "}");
+    }
+}
+
+/* The properties from i on of an object: first set, none written yet
+   (each optional one may be the first); else each after a comma. */
+static void infer__sg_props(infer__sb *b, char **kv, const unsigned char *req, int i, int n, int first) {
+    if (i == n) return;
+    if (!first) {
+        for (; i < n; i++) {
+            infer__sb_puts(b, req[i] ? " \",\" space " : " (\",\" space ");
+            infer__sb_puts(b, kv[i]);
+            if (!req[i]) infer__sb_puts(b, ")?");
+        }
+        return;
+    }
+    if (req[i]) {
+        infer__sb_puts(b, " ");
+        infer__sb_puts(b, kv[i]);
+        infer__sg_props(b, kv, req, i + 1, n, 0);
+    } else {
+        infer__sb_puts(b, " (");
+        infer__sb_puts(b, kv[i]);
+        infer__sg_props(b, kv, req, i + 1, n, 0);
+        if (i + 1 < n) {
+            infer__sb_puts(b, " |");
+            infer__sg_props(b, kv, req, i + 1, n, 1);
+            infer__sb_puts(b, ")");
+        } else infer__sb_puts(b, ")?");
+    }
+}
+
+static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const infer__jv *props, const char *path) {
+    const infer__jv *req = infer__jv_get(s, "required");
+    int n, i, k, slot;
+    const char *name = NULL;
+    char **kv = NULL;
+    unsigned char *isreq;
+    infer__sb body = {NULL};
+    if (props->type != INFER__J_OBJ) {
+        infer__jp_fail(sg->jp, props->at, "properties must be an object");
+        return NULL;
+    }
+    if (req && req->type != INFER__J_ARR) {
+        infer__jp_fail(sg->jp, req->at, "required must be an array of names");
+        return NULL;
+    }
+    n = (int)stbds_arrlen(props->keys);
+    isreq = (unsigned char *)infer__calloc((size_t)n + 1, 1);
+    if (!isreq) {
+        infer__jp_fail(sg->jp, s->at, "out of memory");
+        return NULL;
+    }
+    for (k = 0; req && k < (int)stbds_arrlen(req->items); k++) {
+        const infer__jv *r = &req->items[k];
+        if (r->type != INFER__J_STR) {
+            infer__jp_fail(sg->jp, r->at, "required must be an array of names");
+            break;
+        }
+        for (i = 0; i < n && strcmp(props->keys[i], r->s); i++) {}
+        if (i == n) {
+            infer__jp_fail(sg->jp, r->at, "required property '%s' is not in properties", r->s);
+            break;
+        }
+        isreq[i] = 1;
+    }
+    slot = sg->jp->failed ? -1 : infer__sg_new_rule(sg, path, &name);
+    for (i = 0; i < n && !sg->jp->failed; i++) {
+        infer__sb one = {NULL}, key = {NULL};
+        char sub[96];
+        const char *val;
+        snprintf(sub, sizeof sub, "%s-%s", path, props->keys[i]);
+        val = infer__sg_schema(sg, &props->items[i], sub);
+        if (!val) break;
+        infer__sb_json_string(&key, props->keys[i], strlen(props->keys[i]));
+        infer__sb_literal(&one, key.p, (size_t)stbds_arrlen(key.p));
+        infer__sb_puts(&one, " space \":\" space ");
+        infer__sb_puts(&one, val);
+        stbds_arrput(one.p, 0);
+        stbds_arrput(kv, infer__strndup(one.p, strlen(one.p)));
+        stbds_arrfree(one.p);
+        stbds_arrfree(key.p);
+    }
+    if (!sg->jp->failed) {
+        infer__sb_puts(&body, "\"{\" space");
+        infer__sg_props(&body, kv, isreq, 0, n, 1);
+        infer__sb_puts(&body, " \"}\" space");
+        infer__sg_prim(sg, INFER__SP_SPACE);
+        infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    for (i = 0; i < (int)stbds_arrlen(kv); i++) INFER_FREE(kv[i]);
+    stbds_arrfree(kv);
+    INFER_FREE(isreq);
+    return sg->jp->failed ? NULL : name;
+}
+
+static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char *type, const char *at,
+                                  const char *path) {
+    const char *name;
+    int slot;
+    infer__sb body = {NULL};
+    if (!strcmp(type, "string")) {
+        long min = infer__sg_count(sg, s, "minLength", 0), max = infer__sg_count(sg, s, "maxLength", -1);
+        if (min == -2 || max == -2) return NULL;
+        if (min == 0 && max < 0) return infer__sg_prim(sg, INFER__SP_STRING);
+        if (max >= 0 && max < min) {
+            infer__jp_fail(sg->jp, s->at, "maxLength is below minLength");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        infer__sb_puts(&body, "\"\\\"\" char");
+        infer__sb_repeat(&body, min, max);
+        infer__sb_puts(&body, " \"\\\"\" space");
+        infer__sg_prim(sg, INFER__SP_CHAR);
+        infer__sg_prim(sg, INFER__SP_SPACE);
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    if (!strcmp(type, "number")) return infer__sg_prim(sg, INFER__SP_NUMBER);
+    if (!strcmp(type, "integer")) return infer__sg_prim(sg, INFER__SP_INTEGER);
+    if (!strcmp(type, "boolean")) return infer__sg_prim(sg, INFER__SP_BOOLEAN);
+    if (!strcmp(type, "null")) return infer__sg_prim(sg, INFER__SP_NULL);
+    if (!strcmp(type, "object")) {
+        const infer__jv *props = infer__jv_get(s, "properties");
+        if (!props) return infer__sg_prim(sg, INFER__SP_OBJECT); /* any object */
+        return infer__sg_object(sg, s, props, path);
+    }
+    if (!strcmp(type, "array")) {
+        const infer__jv *items = infer__jv_get(s, "items");
+        long min = infer__sg_count(sg, s, "minItems", 0), max = infer__sg_count(sg, s, "maxItems", -1);
+        const char *item;
+        char sub[96];
+        if (min == -2 || max == -2) return NULL;
+        if (max >= 0 && max < min) {
+            infer__jp_fail(sg->jp, s->at, "maxItems is below minItems");
+            return NULL;
+        }
+        if (!items && min == 0 && max < 0) return infer__sg_prim(sg, INFER__SP_ARRAY); /* any array */
+        if (items && items->type == INFER__J_ARR) {
+            infer__jp_fail(sg->jp, items->at, "items as an array (a tuple) is not supported");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        snprintf(sub, sizeof sub, "%s-item", path);
+        item = items ? infer__sg_schema(sg, items, sub) : infer__sg_prim(sg, INFER__SP_VALUE);
+        if (!item) return NULL;
+        infer__sg_prim(sg, INFER__SP_SPACE);
+        infer__sb_puts(&body, "\"[\" space");
+        if (max != 0) {
+            infer__sb_puts(&body, min == 0 ? " (" : " ");
+            infer__sb_puts(&body, item);
+            if (max != 1) {
+                infer__sb_puts(&body, " (\",\" space ");
+                infer__sb_puts(&body, item);
+                infer__sb_puts(&body, ")");
+                infer__sb_repeat(&body, min > 0 ? min - 1 : 0, max < 0 ? -1 : max - 1);
+            }
+            if (min == 0) infer__sb_puts(&body, ")?");
+        }
+        infer__sb_puts(&body, " \"]\" space");
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    infer__jp_fail(sg->jp, at, "unsupported type '%s'", type);
+    return NULL;
+}
+
+static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path) {
+    const infer__jv *v;
+    const char *name;
+    int slot, i;
+    infer__sb body = {NULL};
+    if (s->type == INFER__J_BOOL) { /* true: anything; false: nothing */
+        if (s->b) return infer__sg_prim(sg, INFER__SP_VALUE);
+        infer__jp_fail(sg->jp, s->at, "the schema false allows no value");
+        return NULL;
+    }
+    if (s->type != INFER__J_OBJ) {
+        infer__jp_fail(sg->jp, s->at, "a schema must be an object");
+        return NULL;
+    }
+    if ((v = infer__jv_get(s, "$ref")) != NULL) {
+        infer__jp_fail(sg->jp, v->at, "$ref is not supported");
+        return NULL;
+    }
+    if ((v = infer__jv_get(s, "allOf")) != NULL) {
+        infer__jp_fail(sg->jp, v->at, "allOf is not supported");
+        return NULL;
+    }
+    if ((v = infer__jv_get(s, "const")) != NULL || (v = infer__jv_get(s, "enum")) != NULL) {
+        int one = infer__jv_get(s, "const") == v, n = one ? 1 : (int)stbds_arrlen(v->items);
+        if (!one && (v->type != INFER__J_ARR || n == 0)) {
+            infer__jp_fail(sg->jp, v->at, "enum must be an array of values, not empty");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        infer__sb_puts(&body, "(");
+        for (i = 0; i < n; i++) {
+            infer__sb text = {NULL};
+            infer__sb_json(&text, one ? v : &v->items[i]);
+            if (i) infer__sb_puts(&body, " | ");
+            infer__sb_literal(&body, text.p, (size_t)stbds_arrlen(text.p));
+            stbds_arrfree(text.p);
+        }
+        infer__sb_puts(&body, ") space");
+        infer__sg_prim(sg, INFER__SP_SPACE);
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    if ((v = infer__jv_get(s, "anyOf")) != NULL || (v = infer__jv_get(s, "oneOf")) != NULL) {
+        int n = (int)stbds_arrlen(v->items);
+        if (v->type != INFER__J_ARR || n == 0) {
+            infer__jp_fail(sg->jp, v->at, "anyOf/oneOf must be an array of schemas, not empty");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        for (i = 0; i < n; i++) {
+            char sub[96];
+            const char *alt;
+            snprintf(sub, sizeof sub, "%s-%d", path, i);
+            alt = infer__sg_schema(sg, &v->items[i], sub);
+            if (!alt) {
+                stbds_arrfree(body.p);
+                return NULL;
+            }
+            if (i) infer__sb_puts(&body, " | ");
+            infer__sb_puts(&body, alt);
+        }
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    if ((v = infer__jv_get(s, "type")) != NULL) {
+        int n = (int)stbds_arrlen(v->items);
+        if (v->type == INFER__J_STR) return infer__sg_type(sg, s, v->s, v->at, path);
+        if (v->type != INFER__J_ARR || n == 0) {
+            infer__jp_fail(sg->jp, v->at, "type must be a name or an array of names");
+            return NULL;
+        }
+        slot = infer__sg_new_rule(sg, path, &name);
+        for (i = 0; i < n; i++) {
+            char sub[96];
+            const char *alt;
+            if (v->items[i].type != INFER__J_STR) {
+                infer__jp_fail(sg->jp, v->items[i].at, "type must be a name or an array of names");
+                alt = NULL;
+            } else {
+                snprintf(sub, sizeof sub, "%s-%s", path, v->items[i].s);
+                alt = infer__sg_type(sg, s, v->items[i].s, v->items[i].at, sub);
+            }
+            if (!alt) {
+                stbds_arrfree(body.p);
+                return NULL;
+            }
+            if (i) infer__sb_puts(&body, " | ");
+            infer__sb_puts(&body, alt);
+        }
+        return infer__sg_finish_rule(sg, slot, name, &body);
+    }
+    if (infer__jv_get(s, "properties")) return infer__sg_type(sg, s, "object", s->at, path);
+    if (infer__jv_get(s, "items")) return infer__sg_type(sg, s, "array", s->at, path);
+    return infer__sg_prim(sg, INFER__SP_VALUE);
+}
+
+INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
+    infer__jp jp;
+    infer__jv root;
+    infer__sg sg;
+    infer__sb out = {NULL};
+    const char *top = NULL;
+    int i, len = -1;
+    if (!schema) {
+        infer__set_error(err, INFER_ERR_ARG, "JSON schema: no schema given");
+        return -1;
+    }
+    memset(&jp, 0, sizeof jp);
+    memset(&sg, 0, sizeof sg);
+    jp.src = jp.p = schema;
+    jp.err = err;
+    sg.jp = &jp;
+    infer__jp_value(&jp, &root);
+    infer__jp_ws(&jp);
+    if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the schema");
+    if (!jp.failed) top = infer__sg_schema(&sg, &root, "root");
+    if (top && strcmp(top, "root") != 0) { /* a shared rule at the top */
+        infer__sb line = {NULL};
+        infer__sb_puts(&line, "root ::= ");
+        infer__sb_puts(&line, top);
+        stbds_arrins(sg.rules, 0, infer__strndup(line.p, (size_t)stbds_arrlen(line.p)));
+        stbds_arrfree(line.p);
+    }
+    if (!jp.failed) {
+        unsigned used = sg.used, prev = 0;
+        int k;
+        while (used != prev) { /* what the shared rules use in turn */
+            prev = used;
+            for (k = 0; k < INFER__SP_COUNT; k++)
+                if (used & 1u << k) used |= infer__sp_uses[k];
+        }
+        for (i = 0; i < (int)stbds_arrlen(sg.rules); i++) {
+            if (!sg.rules[i]) continue;
+            infer__sb_puts(&out, sg.rules[i]);
+            infer__sb_puts(&out, "\n");
+        }
+        for (k = 0; k < INFER__SP_COUNT; k++)
+            if (used & 1u << k) {
+                infer__sb_puts(&out, infer__sp_rule[k]);
+                infer__sb_puts(&out, "\n");
+            }
+        len = (int)stbds_arrlen(out.p);
+        if (buf && size) {
+            size_t n = INFER__MIN((size_t)len, size - 1);
+            if (n) memcpy(buf, out.p, n);
+            buf[n] = 0;
+        }
+    }
+    for (i = 0; i < (int)stbds_arrlen(sg.rules); i++) INFER_FREE(sg.rules[i]);
+    stbds_arrfree(sg.rules);
+    for (i = 0; i < (int)stbds_arrlen(sg.names); i++) INFER_FREE(sg.names[i]);
+    stbds_arrfree(sg.names);
+    stbds_arrfree(out.p);
+    infer__jv_free(&root);
+    return len;
+}
 
 /* ==== src/sampler.c ==== */
-/* sampler.c - choosing the next token from logits: repetition penalty, then
-   greedy, or top-k -> top-p -> min-p -> temperature -> a draw from a seeded
-   RNG (the order llama.cpp's default chain uses). */
+/* sampler.c - choosing the next token from logits: logit bias, repetition
+   penalty, the grammar's mask, then greedy, or top-k -> top-p -> min-p ->
+   temperature -> a draw from a seeded RNG (the order llama.cpp's default
+   chain uses). */
+
+/* grammar.c's side (declared here too, so this part compiles by itself) */
+struct infer__grammar;
+static struct infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab, const char *gbnf,
+                                                 const char *root, infer_error *err);
+static void infer__grammar_free(struct infer__grammar *G);
+static void infer__grammar_reset(struct infer__grammar *G);
+static int infer__grammar_done(const struct infer__grammar *G);
+static int infer__grammar_allows(struct infer__grammar *G, infer_token t);
+static void infer__grammar_accept(struct infer__grammar *G, infer_token t);
+static int infer__grammar_mask(struct infer__grammar *G, unsigned char *allowed);
+static void infer__grammar_snapshot(struct infer__grammar *G);
+static int infer__grammar_mask_snapshot(const struct infer__grammar *G, unsigned char *allowed);
 
 typedef struct infer__cand {
     infer_token id;
@@ -13141,9 +15510,17 @@ struct infer_sampler {
     infer_sampler_params p;
     int n_vocab;
     infer__cand *cand;   /* n_vocab */
+    infer__cand *tmp;    /* n_vocab: the sort's other half */
+    int n_cand;          /* cand[0..n_cand): the last sample's distribution (0: none) */
+    int mask_later;      /* cand is not masked yet: the grammar's snapshot says what it allows */
     infer_token *recent; /* ring of the last repeat_last_n accepted tokens */
     int n_recent, recent_pos;
     uint64_t rng;
+    infer_token *bias_id;
+    float *bias;
+    int n_bias;
+    struct infer__grammar *grammar;
+    unsigned char *allowed; /* n_vocab, with a grammar */
 };
 
 INFERDEF infer_sampler_params infer_sampler_default_params(void) {
@@ -13168,9 +15545,10 @@ INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_v
     if (s->p.repeat_last_n < 0) s->p.repeat_last_n = 0;
     s->n_vocab = n_vocab;
     s->cand = (infer__cand *)infer__calloc((size_t)n_vocab, sizeof(infer__cand));
+    s->tmp = (infer__cand *)infer__calloc((size_t)n_vocab, sizeof(infer__cand));
     s->recent = (infer_token *)infer__calloc((size_t)(s->p.repeat_last_n ? s->p.repeat_last_n : 1), sizeof(infer_token));
     s->rng = s->p.seed;
-    if (!s->cand || !s->recent) {
+    if (!s->cand || !s->tmp || !s->recent) {
         infer_sampler_free(s);
         return NULL;
     }
@@ -13180,16 +15558,93 @@ INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_v
 INFERDEF void infer_sampler_free(infer_sampler *s) {
     if (!s) return;
     INFER_FREE(s->cand);
+    INFER_FREE(s->tmp);
     INFER_FREE(s->recent);
+    INFER_FREE(s->bias_id);
+    INFER_FREE(s->bias);
+    infer__grammar_free(s->grammar);
+    INFER_FREE(s->allowed);
     INFER_FREE(s);
 }
 
-INFERDEF void infer_sampler_accept(infer_sampler *s, infer_token t) {
+INFERDEF void infer_sampler_accept_prompt(infer_sampler *s, infer_token t) {
     if (!s->p.repeat_last_n) return;
     s->recent[s->recent_pos] = t;
     s->recent_pos = (s->recent_pos + 1) % s->p.repeat_last_n;
     if (s->n_recent < s->p.repeat_last_n) s->n_recent++;
 }
+
+INFERDEF void infer_sampler_accept(infer_sampler *s, infer_token t) {
+    infer_sampler_accept_prompt(s, t);
+    if (s->grammar) infer__grammar_accept(s->grammar, t);
+}
+
+INFERDEF void infer_sampler_reset(infer_sampler *s) {
+    s->n_recent = 0;
+    s->recent_pos = 0;
+    s->n_cand = 0;
+    s->mask_later = 0;
+    if (s->grammar) infer__grammar_reset(s->grammar);
+}
+
+INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
+    INFER_FREE(s->bias_id);
+    INFER_FREE(s->bias);
+    s->bias_id = NULL;
+    s->bias = NULL;
+    s->n_bias = 0;
+    if (n <= 0 || !ids || !bias) return;
+    s->bias_id = (infer_token *)INFER_MALLOC((size_t)n * sizeof *ids);
+    s->bias = (float *)INFER_MALLOC((size_t)n * sizeof *bias);
+    if (!s->bias_id || !s->bias) {
+        INFER_FREE(s->bias_id);
+        INFER_FREE(s->bias);
+        s->bias_id = NULL;
+        s->bias = NULL;
+        return;
+    }
+    memcpy(s->bias_id, ids, (size_t)n * sizeof *ids);
+    memcpy(s->bias, bias, (size_t)n * sizeof *bias);
+    s->n_bias = n;
+}
+
+INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_model *m, const char *gbnf,
+                                                const char *root, infer_error *err) {
+    infer_error e;
+    struct infer__grammar *g;
+    if (!s) {
+        infer__set_error(err, INFER_ERR_ARG, "grammar: no sampler");
+        return INFER_ERR_ARG;
+    }
+    infer__grammar_free(s->grammar);
+    s->grammar = NULL;
+    s->mask_later = 0;
+    s->n_cand = 0; /* the last distribution was another grammar's */
+    if (!gbnf) return INFER_OK;
+    if (!m) {
+        infer__set_error(err, INFER_ERR_ARG, "grammar: no model given (the tokens' text comes from it)");
+        return INFER_ERR_ARG;
+    }
+    if (infer_model_n_vocab(m) != s->n_vocab) {
+        infer__set_error(err, INFER_ERR_ARG, "grammar: the model has %d tokens but the sampler was made for %d",
+                         infer_model_n_vocab(m), s->n_vocab);
+        return INFER_ERR_ARG;
+    }
+    if (!s->allowed && !(s->allowed = (unsigned char *)INFER_MALLOC((size_t)s->n_vocab))) {
+        infer__set_error(err, INFER_ERR_NOMEM, "grammar: out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    memset(&e, 0, sizeof e);
+    g = infer__grammar_new(m, s->n_vocab, gbnf, root ? root : "root", &e);
+    if (!g) {
+        if (err) *err = e;
+        return e.code ? e.code : INFER_ERR_ARG;
+    }
+    s->grammar = g;
+    return INFER_OK;
+}
+
+INFERDEF int infer_sampler_grammar_done(const infer_sampler *s) { return !s->grammar || infer__grammar_done(s->grammar); }
 
 /* splitmix64: small, fast, and the same sequence on every platform. */
 static uint64_t infer__rng_next(uint64_t *state) {
@@ -13207,32 +15662,56 @@ static int infer__cand_desc(const void *a, const void *b) {
     return ((const infer__cand *)a)->id - ((const infer__cand *)b)->id; /* stable order on ties */
 }
 
-INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits) {
-    infer__cand *c = s->cand;
-    int n = s->n_vocab, i, best = 0;
+/* The logit as an unsigned key that orders as infer__cand_desc: larger
+   logits first (-0 as +0, which compare equal). */
+static uint32_t infer__cand_key(float f) {
+    uint32_t u;
+    if (f == 0) f = 0;
+    memcpy(&u, &f, sizeof u);
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u; /* ascending */
+    return ~u;
+}
+
+/* Sorts c[0..n) into the order qsort with infer__cand_desc gives (ties
+   come in ascending id order here, and stay so), in linear time: a stable
+   radix sort on the keys, 11 bits a pass. A full vocabulary's qsort took
+   several milliseconds a token. */
+static void infer__cand_sort(infer__cand *c, infer__cand *tmp, int n) {
+    int count[2048], shift, i;
+    infer__cand *src = c, *dst = tmp, *t;
+    if (n < 64) {
+        qsort(c, (size_t)n, sizeof *c, infer__cand_desc);
+        return;
+    }
+    for (shift = 0; shift < 32; shift += 11) {
+        int sum = 0;
+        memset(count, 0, sizeof count);
+        for (i = 0; i < n; i++) count[(infer__cand_key(src[i].logit) >> shift) & 2047]++;
+        for (i = 0; i < 2048; i++) {
+            int k = count[i];
+            if (k == n) break; /* one digit for all: this pass changes nothing */
+            count[i] = sum;
+            sum += k;
+        }
+        if (i < 2048) continue;
+        for (i = 0; i < n; i++) dst[count[(infer__cand_key(src[i].logit) >> shift) & 2047]++] = src[i];
+        t = src, src = dst, dst = t;
+    }
+    if (src != c) memcpy(c, src, (size_t)n * sizeof *c);
+}
+
+/* Greedy, or top-k -> top-p -> min-p -> temperature -> a draw, from the
+   n candidates c (reordered). */
+static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) {
+    int i, best = 0;
     double sum, r, acc;
     float mx;
-    for (i = 0; i < n; i++) {
-        c[i].id = i;
-        c[i].logit = logits[i];
-    }
-    if (s->p.repeat_penalty != 1.0f && s->p.repeat_penalty > 0) {
-        /* each distinct recent token is penalised once */
-        for (i = 0; i < s->n_recent; i++) {
-            infer_token t = s->recent[i];
-            int j, seen = 0;
-            if (t < 0 || t >= n) continue;
-            for (j = 0; j < i; j++) seen |= s->recent[j] == t;
-            if (seen) continue;
-            c[t].logit = c[t].logit > 0 ? c[t].logit / s->p.repeat_penalty : c[t].logit * s->p.repeat_penalty;
-        }
-    }
     if (s->p.temperature <= 0) {
         for (i = 1; i < n; i++)
             if (c[i].logit > c[best].logit) best = i;
         return c[best].id;
     }
-    qsort(c, (size_t)n, sizeof *c, infer__cand_desc);
+    infer__cand_sort(c, s->tmp, n);
     if (s->p.top_k > 0 && s->p.top_k < n) n = s->p.top_k;
     mx = c[0].logit;
     if (s->p.top_p < 1.0f) {
@@ -13267,9 +15746,118 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
     return c[n - 1].id;
 }
 
+INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits) {
+    infer__cand *c = s->cand;
+    int n = s->n_vocab, i, k;
+    infer_token tok;
+    for (i = 0; i < n; i++) {
+        c[i].id = i;
+        c[i].logit = logits[i];
+    }
+    for (i = 0; i < s->n_bias; i++)
+        if (s->bias_id[i] >= 0 && s->bias_id[i] < n) c[s->bias_id[i]].logit += s->bias[i];
+    if (s->p.repeat_penalty != 1.0f && s->p.repeat_penalty > 0) {
+        /* each distinct recent token is penalised once */
+        for (i = 0; i < s->n_recent; i++) {
+            infer_token t = s->recent[i];
+            int j, seen = 0;
+            if (t < 0 || t >= n) continue;
+            for (j = 0; j < i; j++) seen |= s->recent[j] == t;
+            if (seen) continue;
+            c[t].logit = c[t].logit > 0 ? c[t].logit / s->p.repeat_penalty : c[t].logit * s->p.repeat_penalty;
+        }
+    }
+    s->n_cand = n;
+    s->mask_later = 0;
+    if (!s->grammar) return infer__sampler_draw(s, c, n);
+    /* The cheap way first: a token drawn without the grammar that it
+       allows is taken (its mask is made only if top_probs asks). */
+    infer__grammar_snapshot(s->grammar);
+    tok = infer__sampler_draw(s, c, n);
+    if (infer__grammar_allows(s->grammar, tok)) {
+        s->mask_later = 1;
+        return tok;
+    }
+    /* Else the draw again from what the grammar allows (banned tokens out) */
+    infer__grammar_mask(s->grammar, s->allowed);
+    for (i = k = 0; i < n; i++)
+        if (s->allowed[c[i].id] && c[i].logit > -INFINITY) c[k++] = c[i];
+    s->n_cand = k;
+    if (!k) return -1;
+    return infer__sampler_draw(s, c, k);
+}
+
+INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
+    const infer__cand *c = s->cand;
+    unsigned char *mask = NULL;
+    infer__cand *top;
+    int i, m = s->n_cand, k = 0;
+    float mx = -INFINITY;
+    double sum = 0;
+    if (!out || n <= 0 || m <= 0) return 0;
+    if (s->mask_later) {
+        mask = (unsigned char *)INFER_MALLOC((size_t)s->n_vocab);
+        if (!mask || infer__grammar_mask_snapshot(s->grammar, mask) < 0) {
+            INFER_FREE(mask);
+            return 0;
+        }
+    }
+    for (i = 0; i < m; i++)
+        if ((!mask || mask[c[i].id]) && c[i].logit > mx) mx = c[i].logit;
+    if (mx == -INFINITY) {
+        INFER_FREE(mask);
+        return 0;
+    }
+    n = INFER__MIN(n, m);
+    top = (infer__cand *)INFER_MALLOC((size_t)n * sizeof *top);
+    if (!top) {
+        INFER_FREE(mask);
+        return 0;
+    }
+    /* the n best: by insertion for a few (what a display asks for), else
+       by sorting them all */
+    if (n > 64) {
+        infer__cand *all = (infer__cand *)INFER_MALLOC((size_t)m * sizeof *all);
+        if (!all) {
+            INFER_FREE(top);
+            INFER_FREE(mask);
+            return 0;
+        }
+        for (i = 0; i < m; i++)
+            if (!mask || mask[c[i].id]) {
+                sum += exp((double)c[i].logit - mx);
+                all[k++] = c[i];
+            }
+        qsort(all, (size_t)k, sizeof *all, infer__cand_desc);
+        k = INFER__MIN(k, n);
+        memcpy(top, all, (size_t)k * sizeof *top);
+        INFER_FREE(all);
+    } else {
+        for (i = 0; i < m; i++) {
+            int j;
+            if (mask && !mask[c[i].id]) continue;
+            sum += exp((double)c[i].logit - mx);
+            if (k == n && infer__cand_desc(&c[i], &top[k - 1]) >= 0) continue;
+            j = k < n ? k++ : n - 1;
+            while (j > 0 && infer__cand_desc(&c[i], &top[j - 1]) < 0) {
+                top[j] = top[j - 1];
+                j--;
+            }
+            top[j] = c[i];
+        }
+    }
+    for (i = 0; i < k; i++) {
+        out[i].id = top[i].id;
+        out[i].p = (float)(exp((double)top[i].logit - mx) / sum);
+    }
+    INFER_FREE(top);
+    INFER_FREE(mask);
+    return k;
+}
+
 /* ==== src/generate.c ==== */
-/* generate.c - the generation loop (prompt, then one token at a time) and
-   the metrics it records. */
+/* generate.c - infer_generate (the prompt, then one token at a time: a
+   request of request.c run to its end) and the metrics it records. */
 
 INFERDEF void infer_context_reset_metrics(infer_context *c) { memset(&c->metrics, 0, sizeof c->metrics); }
 
@@ -13295,87 +15883,1429 @@ INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *
     return c->gen_tokens;
 }
 
-/* Records the time between two generated tokens. */
-static void infer__metrics_token(infer_metrics *m, double ms) {
-    if (m->n_gen_intervals == 0 || ms < m->token_ms_min) m->token_ms_min = ms;
-    if (ms > m->token_ms_max) m->token_ms_max = ms;
-    m->n_gen_intervals++;
-    m->gen_ms += ms;
-}
+/* request.c: a request on sequence 0 with the caller's sampler, stepped to
+   its end on this thread, text streamed through on_piece. */
+static infer_status infer__generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
+                                    infer_piece_fn on_piece, void *user, infer_error *err);
 
 INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
                                      infer_piece_fn on_piece, void *user, infer_error *err) {
-    const infer_model *m = c->model;
+    if (!c || !s) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_generate needs a context and a sampler");
+        return INFER_ERR_ARG;
+    }
+    return infer__generate(c, s, prompt, n_predict, on_piece, user, err);
+}
+
+/* ==== src/beam.c ==== */
+/* beam.c - beam search over the sequences of a context: each live beam is
+   a sequence; a step scores every beam's best continuations, keeps the
+   best n_beams, copies a parent's cache where it has several children,
+   and decodes all the kept tokens in one batch. */
+
+INFERDEF infer_beam_params infer_beam_default_params(void) {
+    infer_beam_params p;
+    p.n_beams = 4;
+    p.length_penalty = 1.0f;
+    p.n_predict = 64;
+    return p;
+}
+
+typedef struct infer__beam {
+    int seq;          /* the sequence holding its cache */
+    int n;            /* tokens generated */
+    double sum;       /* of their log-probabilities */
+    infer_token *toks; /* n_predict of room */
+} infer__beam;
+
+typedef struct infer__beam_cand {
+    int parent;
+    infer_token tok;
+    double sum;
+} infer__beam_cand;
+
+static int infer__beam_cand_desc(const void *a, const void *b) {
+    const infer__beam_cand *x = (const infer__beam_cand *)a, *y = (const infer__beam_cand *)b;
+    if (x->sum != y->sum) return x->sum < y->sum ? 1 : -1;
+    if (x->parent != y->parent) return x->parent - y->parent;
+    return x->tok - y->tok;
+}
+
+/* The k most probable tokens of logits as candidates after parent, with
+   their log-probabilities added to its sum. */
+static void infer__beam_top(const float *logits, int n_vocab, int k, int parent, double base, infer__beam_cand *out) {
+    double mx = logits[0], z = 0;
+    int i, j, n = 0;
+    for (i = 1; i < n_vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
+    for (i = 0; i < n_vocab; i++) z += exp((double)logits[i] - mx);
+    for (i = 0; i < n_vocab; i++) { /* insertion into a list of k, best first */
+        float v = logits[i];
+        if (n == k && v <= logits[out[k - 1].tok]) continue;
+        for (j = n < k ? n++ : k - 1; j > 0 && logits[out[j - 1].tok] < v; j--) out[j] = out[j - 1];
+        out[j].tok = i;
+    }
+    for (j = 0; j < n; j++) {
+        out[j].parent = parent;
+        out[j].sum = base + ((double)logits[out[j].tok] - mx - log(z));
+    }
+}
+
+INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p, infer_token *out, int max,
+                               float *score, infer_error *err) {
+    const infer_model *m;
+    infer_beam_params d = infer_beam_default_params();
+    infer__beam *live = NULL, *next = NULL;
+    infer__beam_cand *cand = NULL;
+    infer_token *ptoks = NULL, *store = NULL, *best = NULL, *step_tok = NULL;
+    int *step_seq = NULL, *claimed = NULL, *free_seq = NULL;
+    int B, np, n_live = 1, n_finished = 0, best_n = -1, i, j, s, result = -1;
+    double best_score = -INFINITY;
+    infer_batch batch;
+    if (!p) p = &d;
+    B = p->n_beams;
+    if (!c || !prompt || p->n_predict < 1 || B < 1 || B > c->n_seq || max < 0 || (max && !out)) {
+        infer__set_error(err, INFER_ERR_ARG, "beam search of %d beams needs a context of as many sequences (it has %d)",
+                         B, c ? c->n_seq : 0);
+        return -1;
+    }
+    m = c->model;
+    np = infer_tokenize(m, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(m), 1);
+    if (np <= 0) {
+        infer__set_error(err, INFER_ERR_ARG, "the prompt is empty and the model adds no BOS token");
+        return -1;
+    }
+    live = (infer__beam *)infer__calloc((size_t)B, sizeof *live);
+    next = (infer__beam *)infer__calloc((size_t)B, sizeof *next);
+    cand = (infer__beam_cand *)infer__calloc((size_t)B * B, sizeof *cand);
+    ptoks = (infer_token *)INFER_MALLOC((size_t)np * sizeof *ptoks);
+    store = (infer_token *)INFER_MALLOC((size_t)2 * B * p->n_predict * sizeof *store);
+    best = (infer_token *)INFER_MALLOC((size_t)p->n_predict * sizeof *best);
+    step_tok = (infer_token *)INFER_MALLOC((size_t)B * sizeof *step_tok);
+    step_seq = (int *)INFER_MALLOC((size_t)B * sizeof *step_seq);
+    claimed = (int *)infer__calloc((size_t)B, sizeof *claimed);
+    free_seq = (int *)INFER_MALLOC((size_t)B * sizeof *free_seq);
+    if (!live || !next || !cand || !ptoks || !store || !best || !step_tok || !step_seq || !claimed || !free_seq) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a beam search of %d beams", B);
+        goto done;
+    }
+    for (i = 0; i < B; i++) {
+        live[i].toks = store + (size_t)i * p->n_predict;
+        next[i].toks = store + (size_t)(B + i) * p->n_predict;
+        infer_seq_truncate(c, i, 0);
+    }
+    infer_tokenize(m, prompt, strlen(prompt), ptoks, np, infer_model_add_bos(m), 1);
+    if (infer_decode(c, ptoks, np, 0, err) != INFER_OK) goto done;
+    live[0].seq = 0, live[0].n = 0, live[0].sum = 0;
+    memset(&batch, 0, sizeof batch);
+    batch.tokens = step_tok, batch.seq = step_seq;
+    while (n_live > 0 && n_finished < B) {
+        int n_cand = 0, n_next = 0, n_free = 0;
+        for (i = 0; i < n_live; i++) {
+            const float *lg = infer_seq_logits(c, live[i].seq);
+            infer__beam_top(lg, m->n_vocab, B, i, live[i].sum, cand + n_cand);
+            n_cand += INFER__MIN(B, m->n_vocab);
+        }
+        qsort(cand, (size_t)n_cand, sizeof *cand, infer__beam_cand_desc);
+        for (j = 0; j < n_cand && n_next < B; j++) {
+            const infer__beam *par = &live[cand[j].parent];
+            int eog = infer_model_is_eog(m, cand[j].tok), len = par->n + 1;
+            if (eog || len == p->n_predict) { /* a finished hypothesis */
+                double sc = cand[j].sum / pow((double)len, (double)p->length_penalty);
+                int keep = eog ? par->n : len;
+                if (sc > best_score) {
+                    best_score = sc;
+                    best_n = keep;
+                    memcpy(best, par->toks, (size_t)par->n * sizeof *best);
+                    if (!eog) best[par->n] = cand[j].tok;
+                }
+                n_finished++;
+                continue;
+            }
+            next[n_next].n = len;
+            next[n_next].sum = cand[j].sum;
+            next[n_next].seq = cand[j].parent; /* the parent for now; its sequence below */
+            memcpy(next[n_next].toks, par->toks, (size_t)par->n * sizeof *best);
+            next[n_next].toks[par->n] = cand[j].tok;
+            n_next++;
+        }
+        /* sequences: a parent's first child takes its cache; the others get
+           copies in sequences no kept beam uses */
+        for (i = 0; i < B; i++) claimed[i] = 0;
+        for (i = 0; i < n_next; i++) claimed[live[next[i].seq].seq] = 1;
+        for (s = 0; s < B; s++)
+            if (!claimed[s]) free_seq[n_free++] = s;
+        for (i = 0; i < B; i++) claimed[i] = 0;
+        for (i = 0; i < n_next; i++) {
+            int ps = live[next[i].seq].seq;
+            if (!claimed[ps]) {
+                claimed[ps] = 1;
+                next[i].seq = ps;
+            } else {
+                next[i].seq = free_seq[--n_free];
+                if (infer_seq_copy(c, ps, next[i].seq, err) != INFER_OK) goto done;
+            }
+            step_tok[i] = next[i].toks[next[i].n - 1];
+            step_seq[i] = next[i].seq;
+        }
+        for (i = 0; i < n_next; i++) { /* swap the beams' buffers */
+            infer__beam t = live[i];
+            live[i] = next[i];
+            next[i] = t;
+        }
+        n_live = n_next;
+        if (!n_live) break;
+        batch.n = n_live;
+        if (infer_decode_batch(c, &batch, err) != INFER_OK) goto done;
+    }
+    if (best_n < 0) {
+        infer__set_error(err, INFER_ERR_ARG, "beam search finished no hypothesis");
+        goto done;
+    }
+    if (out) memcpy(out, best, (size_t)INFER__MIN(best_n, max) * sizeof *out);
+    if (score) *score = (float)best_score;
+    result = best_n;
+done:
+    INFER_FREE(live);
+    INFER_FREE(next);
+    INFER_FREE(cand);
+    INFER_FREE(ptoks);
+    INFER_FREE(store);
+    INFER_FREE(best);
+    INFER_FREE(step_tok);
+    INFER_FREE(step_seq);
+    INFER_FREE(claimed);
+    INFER_FREE(free_seq);
+    return result;
+}
+
+/* ==== src/request.c ==== */
+/* request.c - generation in steps: requests a game loop advances within a
+   time budget, or a worker thread advances while the caller polls.
+
+   Each context with requests has a scheduler (infer__sched): its requests
+   in start order, the speed it has measured, and the forward pass being
+   run (the context's sched). Between layers the forward pass asks it
+   whether a request of the pass was cancelled, which stops the pass.
+
+   Fields of a request are of two kinds. Its progress (sampler, prompt
+   position, held-back text) belongs to the thread stepping its context,
+   which marks the requests of a pass (in_pass) while it works on them.
+   What callers read (text, tokens, status) changes only under the
+   scheduler's mutex, held for copies, never across a forward pass. */
+
+#if defined(_WIN32) || !defined(__GNUC__)
+/* No threads here (as threads.c): a request is stepped by its caller, and
+   workers are refused. */
+#define INFER__REQ_THREADS 0
+typedef int infer__mutex;
+typedef int infer__cond;
+#define infer__mutex_init(m) (*(m) = 0)
+#define infer__mutex_destroy(m) ((void)(m))
+#define infer__mutex_lock(m) ((void)(m))
+#define infer__mutex_unlock(m) ((void)(m))
+#define infer__cond_init(cv) (*(cv) = 0)
+#define infer__cond_destroy(cv) ((void)(cv))
+#define infer__cond_wait(cv, m) ((void)(cv), (void)(m))
+#define infer__cond_broadcast(cv) ((void)(cv))
+#define INFER__LOAD(p) (*(p))
+#define INFER__STORE(p, v) (*(p) = (v))
+#else
+#define INFER__REQ_THREADS 1
+typedef pthread_mutex_t infer__mutex;
+typedef pthread_cond_t infer__cond;
+#define infer__mutex_init(m) pthread_mutex_init(m, NULL)
+#define infer__mutex_destroy(m) pthread_mutex_destroy(m)
+#define infer__mutex_lock(m) pthread_mutex_lock(m)
+#define infer__mutex_unlock(m) pthread_mutex_unlock(m)
+#define infer__cond_init(cv) pthread_cond_init(cv, NULL)
+#define infer__cond_destroy(cv) pthread_cond_destroy(cv)
+#define infer__cond_wait(cv, m) pthread_cond_wait(cv, m)
+#define infer__cond_broadcast(cv) pthread_cond_broadcast(cv)
+#define INFER__LOAD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define INFER__STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
+#endif
+
+#define INFER__REQ_MIN_CHUNK 8    /* prompt tokens the smallest pass still takes */
+#define INFER__REQ_FIRST_CHUNK 16 /* prompt tokens of a pass before any speed is known */
+#define INFER__REQ_SAMPLES 16     /* passes the speed is fitted to */
+#define INFER__WORKER_SLICE_MS 20.0 /* a worker's step: new requests and other contexts get a turn */
+
+
+enum { INFER__RQ_WAIT, INFER__RQ_PROMPT, INFER__RQ_GEN, INFER__RQ_END };
+
+struct infer_request {
+    infer__sched *sched;
+    infer_request *next; /* the scheduler's list, in start order (under mu) */
+    int seq, n_past_req, n_predict, n_probs;
+    int cancel;          /* atomic: infer_request_cancel asked */
+    int in_pass;         /* under mu: the stepping thread is working on it */
+    /* progress: the stepping thread's */
+    int state;
+    infer_sampler *sampler;
+    int own_sampler;
+    int bos_always;      /* infer_generate: BOS before every prompt, as it always did */
+    int feed_last;       /* feed the last generated token too (requests; not infer_generate) */
+    int fed;             /* prompt tokens fed */
+    int start_past;      /* the sequence's positions when the prompt began */
+    int has_pending;     /* a sampled token waits to be fed */
+    infer_token pending;
+    int ending;          /* done once the pending token is fed */
+    int text_done;       /* the text is complete (a stop string, or flushed) */
+    int n_sampled;
     infer_detok detok;
-    infer_status st;
-    char piece[256];
-    double t0, t1, t_prev;
+    char *hold;          /* stb array: text that may start a stop string */
+    infer_token_prob *top; /* stb array: the last token's top probabilities */
+    char *gbnf;          /* the grammar, compiled when the request begins */
+    char **stop;         /* copies of the stop strings */
+    int n_stop;
+    double t_start, t_prompt0, t_last;
+    /* what callers read: under mu */
+    infer_token *prompt; /* stb array; BOS put in front when the prompt begins */
+    int done;
+    infer_status status;
+    char msg[256];
+    char *text;          /* stb array */
+    infer_token *toks;   /* stb array */
+    infer_token_prob *probs; /* stb array, n_probs per token */
+    infer_metrics metrics;
+};
+
+struct infer__sched {
+    infer_context *c;
+    infer__mutex mu;
+    infer__cond cv;        /* a pass or a step ended */
+    infer_request *head, *tail;
+    int n_req;             /* under mu */
+    int n_open;            /* unfinished; under mu, read atomically by workers */
+    int stepping;          /* under mu: a thread steps it */
+    infer_worker *worker;  /* under mu (and the worker's mu when it changes) */
+    int claimed;           /* under the worker's mu: one of its threads steps it */
+    infer__sched *wnext;   /* the worker's list */
+    /* the pass being run: the stepping thread's */
+    infer_request **pass;  /* stb arrays */
+    int *take;             /* per pass request: tokens it gives this pass */
+    infer_token *btok;
+    int *bseq;
+    int8_t *blog;
+    int in_decode;
+    /* (tokens, ms) of recent passes, the speed model */
+    double smp_n[INFER__REQ_SAMPLES], smp_ms[INFER__REQ_SAMPLES];
+    int n_smp, smp_pos;
+};
+
+#if INFER__REQ_THREADS
+struct infer_worker {
+    infer__mutex mu;
+    infer__cond wake;  /* work arrived, or stop */
+    infer__cond idle;  /* a thread let go of a context */
+    pthread_t *threads;
+    int n_threads;
+    int stop;
+    infer__sched *head;
+};
+#else
+struct infer_worker {
+    int unused;
+};
+#endif
+
+/* ---- cancelling a pass ---- */
+
+/* Asked with the abort callback between layers (forward.c): whether a
+   request in the running pass has been cancelled. */
+static int infer__sched_should_stop(const infer__sched *s) {
+    int i;
+    if (s->in_decode)
+        for (i = 0; i < (int)stbds_arrlen(s->pass); i++)
+            if (s->take[i] && s->pass[i] && INFER__LOAD(&s->pass[i]->cancel)) return 1;
+    return 0;
+}
+
+/* The scheduler of c, or NULL. */
+static infer__sched *infer__ctx_sched(const infer_context *c) { return c->sched; }
+
+/* ---- the speed model: ms of a pass of n tokens ~ a + b n ---- */
+
+static void infer__sched_sample(infer__sched *s, int n, double ms) {
+    s->smp_n[s->smp_pos] = n;
+    s->smp_ms[s->smp_pos] = ms;
+    s->smp_pos = (s->smp_pos + 1) % INFER__REQ_SAMPLES;
+    if (s->n_smp < INFER__REQ_SAMPLES) s->n_smp++;
+}
+
+/* Expected ms of a pass of n tokens, or -1 before anything was measured.
+   A least-squares line through the recent passes; where their sizes hardly
+   differ, no cheaper than the passes seen and no cheaper per token than
+   them (pessimistic, so a budget holds while the line is unknown). */
+static double infer__sched_estimate(const infer__sched *s, int n) {
+    double sn = 0, st = 0, snn = 0, snt = 0, k = s->n_smp, var, a, b, est;
+    int i;
+    if (!s->n_smp) return -1;
+    for (i = 0; i < s->n_smp; i++) {
+        sn += s->smp_n[i];
+        st += s->smp_ms[i];
+        snn += s->smp_n[i] * s->smp_n[i];
+        snt += s->smp_n[i] * s->smp_ms[i];
+    }
+    var = snn / k - (sn / k) * (sn / k);
+    if (s->n_smp >= 3 && var >= 4) {
+        b = (snt / k - (sn / k) * (st / k)) / var;
+        a = st / k - b * sn / k;
+        if (b < 0) b = 0, a = st / k;
+        if (a < 0) a = 0, b = snt / snn;
+        est = a + b * n;
+    } else {
+        est = INFER__MAX(st / k, n * st / sn);
+    }
+    return est * 1.1; /* a margin for the machine's noise */
+}
+
+/* ---- results: what callers read, changed under mu ---- */
+
+/* Appends released text. */
+static void infer__req_publish_text(infer_request *r, const char *p, size_t n) {
+    infer__sched *s = r->sched;
+    if (!n) return;
+    infer__mutex_lock(&s->mu);
+    memcpy(stbds_arraddnptr(r->text, n), p, n);
+    infer__mutex_unlock(&s->mu);
+}
+
+/* Adds held text and releases what cannot start a stop string. final: the
+   text is complete (release all). Returns 1 when a stop string was found
+   (the text ends before it). */
+static int infer__req_text(infer_request *r, const char *p, size_t n, int final) {
+    size_t nh, pos, keep;
+    int i, stopped = 0;
+    if (n) memcpy(stbds_arraddnptr(r->hold, n), p, n);
+    nh = stbds_arrlen(r->hold);
+    keep = nh;
+    /* the earliest whole stop string ends it */
+    for (pos = 0; pos < nh && !stopped; pos++)
+        for (i = 0; i < r->n_stop; i++) {
+            size_t ls = strlen(r->stop[i]);
+            if (ls <= nh - pos && !memcmp(r->hold + pos, r->stop[i], ls)) {
+                keep = pos, stopped = 1;
+                break;
+            }
+        }
+    if (!stopped && !final) /* else hold back from the earliest start of one */
+        for (pos = 0; pos < nh && keep == nh; pos++)
+            for (i = 0; i < r->n_stop; i++) {
+                size_t ls = strlen(r->stop[i]);
+                if (ls > nh - pos && !memcmp(r->hold + pos, r->stop[i], nh - pos)) {
+                    keep = pos;
+                    break;
+                }
+            }
+    if (stopped || final) {
+        infer__req_publish_text(r, r->hold, keep);
+        stbds_arrsetlen(r->hold, 0);
+    } else if (keep) {
+        infer__req_publish_text(r, r->hold, keep);
+        if (nh > keep) memmove(r->hold, r->hold + keep, nh - keep);
+        stbds_arrsetlen(r->hold, nh - keep);
+    }
+    return stopped;
+}
+
+/* Records time t as the moment a token was chosen. */
+static void infer__req_token_time(infer_request *r, double t) {
+    infer_metrics *m = &r->metrics;
+    if (m->n_gen_tokens == 0) {
+        m->ttft_ms = t - r->t_start;
+    } else {
+        double ms = t - r->t_last;
+        if (m->n_gen_intervals == 0 || ms < m->token_ms_min) m->token_ms_min = ms;
+        if (ms > m->token_ms_max) m->token_ms_max = ms;
+        m->n_gen_intervals++;
+        m->gen_ms += ms;
+    }
+    m->n_gen_tokens++;
+    r->t_last = t;
+}
+
+/* Ends r (the stepping thread, or a caller under mu where none steps):
+   releases what is held back, puts the sequence back where it was when a
+   prompt is cut short, and publishes the status. Called without mu. */
+static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
+    infer__sched *s = r->sched;
+    char piece[16];
     int n, i;
-    memset(&detok, 0, sizeof detok);
-    stbds_arrsetlen(c->prompt_tokens, 0);
-    stbds_arrsetlen(c->gen_tokens, 0);
-    if (!prompt) prompt = "";
-    n = infer_tokenize(m, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(m), 1);
+    if (r->state == INFER__RQ_PROMPT && st != INFER_OK && r->fed > 0)
+        infer_seq_truncate(s->c, r->seq, r->start_past);
+    if (!r->text_done) {
+        n = infer_detok_flush(&r->detok, piece, sizeof piece);
+        infer__req_text(r, piece, (size_t)n, 1);
+        r->text_done = 1;
+    }
+    r->has_pending = 0;
+    r->state = INFER__RQ_END;
+    /* the pass lets go of it now: its caller may free it at once */
+    for (i = 0; i < (int)stbds_arrlen(s->pass); i++)
+        if (s->pass[i] == r) s->pass[i] = NULL;
+    infer__mutex_lock(&s->mu);
+    if (!r->done) {
+        r->done = 1;
+        r->status = st;
+        snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
+        s->n_open--;
+        INFER__STORE(&s->n_open, s->n_open);
+    }
+    r->in_pass = 0;
+    infer__cond_broadcast(&s->cv);
+    infer__mutex_unlock(&s->mu);
+}
+
+/* ---- one request's steps ---- */
+
+/* The prompt begins: the sequence set as asked, BOS where due, the tokens
+   to re-feed where the sequence lost some. Returns 0 if r ended. */
+static int infer__req_begin(infer_request *r) {
+    infer__sched *s = r->sched;
+    infer_context *c = s->c;
+    const infer_model *m = c->model;
+    infer_token *pre = NULL; /* stb array: what goes before the prompt */
+    char msg[256];
+    int past = infer_seq_n_past(c, r->seq), n_ctx = infer_context_n_ctx(c), i, n_prompt;
+    if (r->gbnf) {
+        infer_error e;
+        memset(&e, 0, sizeof e);
+        if (infer_sampler_set_grammar(r->sampler, m, r->gbnf, NULL, &e) != INFER_OK) {
+            infer__req_end(r, e.code ? e.code : INFER_ERR_ARG, e.msg);
+            return 0;
+        }
+    }
+    if (r->n_past_req >= 0 && r->n_past_req < past) {
+        /* positions a sliding window lost come back by feeding them again */
+        int n_tok, kept;
+        const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
+        infer_token *copy = NULL;
+        /* (never a memcpy of 0 bytes into a NULL array: the compiler may
+           then take the array for non-NULL) */
+        if (t && r->n_past_req > 0 && n_tok >= r->n_past_req) memcpy(stbds_arraddnptr(copy, r->n_past_req), t, (size_t)r->n_past_req * sizeof *t);
+        kept = infer_seq_truncate(c, r->seq, r->n_past_req);
+        if (kept < r->n_past_req && copy)
+            memcpy(stbds_arraddnptr(pre, r->n_past_req - kept), copy + kept, (size_t)(r->n_past_req - kept) * sizeof *copy);
+        stbds_arrfree(copy);
+        past = kept;
+    }
+    if ((past == 0 || r->bos_always) && infer_model_add_bos(m) && infer_model_bos(m) >= 0)
+        stbds_arrins(pre, 0, infer_model_bos(m));
+    if (!stbds_arrlen(r->prompt) && !stbds_arrlen(pre) && r->n_predict > 0) {
+        /* nothing to feed: generate from the sequence's last position, its
+           logits where kept, else its last token fed again */
+        const float *l = past > 0 ? infer_seq_logits(c, r->seq) : NULL;
+        if (past == 0) {
+            infer__req_end(r, INFER_ERR_ARG, "the prompt is empty, the sequence too, and the model adds no BOS token");
+            return 0;
+        }
+        if (!l) {
+            int n_tok, kept;
+            const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
+            infer_token last = t && n_tok > 0 ? t[n_tok - 1] : -1;
+            kept = infer_seq_truncate(c, r->seq, past - 1);
+            if (kept == past - 1 && last >= 0) {
+                stbds_arrput(pre, last);
+            } else { /* a window's cache cannot go back one: feed what it lost */
+                for (i = kept; t && i < n_tok && i < past; i++) stbds_arrput(pre, t[i]);
+            }
+            past = kept;
+        }
+    }
+    if (stbds_arrlen(pre)) {
+        infer__mutex_lock(&s->mu);
+        stbds_arrinsn(r->prompt, 0, stbds_arrlen(pre));
+        memcpy(r->prompt, pre, stbds_arrlen(pre) * sizeof *pre);
+        infer__mutex_unlock(&s->mu);
+    }
+    stbds_arrfree(pre);
+    n_prompt = (int)stbds_arrlen(r->prompt);
+    r->start_past = past;
+    r->fed = 0;
+    r->t_prompt0 = infer__now_ms();
+    for (i = 0; i < n_prompt; i++) infer_sampler_accept_prompt(r->sampler, r->prompt[i]);
+    if (n_prompt > n_ctx - past && (c->full_policy == INFER_FULL_STOP || n_prompt > n_ctx)) {
+        snprintf(msg, sizeof msg, "the prompt is %d tokens but the context has room for %d", n_prompt,
+                 INFER__MAX(n_ctx - past, 0));
+        infer__req_end(r, INFER_ERR_CONTEXT_FULL, msg);
+        return 0;
+    }
+    r->state = INFER__RQ_PROMPT;
+    if (n_prompt == 0) {
+        /* straight from the sequence's logits */
+        r->state = INFER__RQ_GEN;
+        return 1;
+    }
+    return 1;
+}
+
+/* Chooses the next token from logits l; returns 0 if r ended. */
+static int infer__req_sample(infer_request *r, const float *l) {
+    infer__sched *s = r->sched;
+    const infer_model *m = s->c->model;
+    char piece[256];
+    infer_token t = infer_sampler_sample(r->sampler, l);
+    int len, stopped;
+    double now = infer__now_ms();
+    r->state = INFER__RQ_GEN;
+    if (t < 0) {
+        infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
+        return 0;
+    }
+    if (r->n_probs > 0) { /* before accept moves the grammar on; outside the lock */
+        int k;
+        stbds_arrsetlen(r->top, r->n_probs);
+        k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs);
+        for (; k < r->n_probs; k++) r->top[k].id = -1, r->top[k].p = 0;
+    }
+    infer_sampler_accept(r->sampler, t);
+    r->n_sampled++;
+    infer__mutex_lock(&s->mu);
+    stbds_arrput(r->toks, t);
+    if (r->n_probs > 0) memcpy(stbds_arraddnptr(r->probs, r->n_probs), r->top, (size_t)r->n_probs * sizeof *r->top);
+    infer__req_token_time(r, now);
+    r->metrics.context_bytes = s->c->bytes;
+    infer__mutex_unlock(&s->mu);
+    if (infer_model_is_eog(m, t)) {
+        infer__req_end(r, INFER_OK, NULL);
+        return 0;
+    }
+    len = infer_detok_push(&r->detok, m, t, piece, sizeof piece);
+    stopped = infer__req_text(r, piece, (size_t)(len > 0 ? len : 0), 0);
+    if (stopped || r->n_sampled >= r->n_predict) {
+        if (!stopped) { /* the text is complete */
+            len = infer_detok_flush(&r->detok, piece, sizeof piece);
+            infer__req_text(r, piece, (size_t)len, 1);
+        }
+        r->text_done = 1;
+        if (!r->feed_last) {
+            infer__req_end(r, INFER_OK, NULL);
+            return 0;
+        }
+        r->ending = 1; /* the sequence takes the token, then r is done */
+    }
+    r->pending = t;
+    r->has_pending = 1;
+    return 1;
+}
+
+/* ---- a pass: one forward pass over the open requests ---- */
+
+/* Whether the pass's request i may take part: the first open request of its
+   sequence (requests of a sequence run in start order). */
+static int infer__seq_first(infer_request *const *reqs, int i) {
+    int j;
+    for (j = 0; j < i; j++)
+        if (reqs[j]->seq == reqs[i]->seq) return 0;
+    return 1;
+}
+
+/* Takes the open requests for a pass (marks them in_pass). */
+static int infer__pass_collect(infer__sched *s) {
+    infer_request *r;
+    stbds_arrsetlen(s->pass, 0);
+    infer__mutex_lock(&s->mu);
+    for (r = s->head; r; r = r->next)
+        if (!r->done) {
+            /* a cancelled one behind another of its sequence ends too */
+            stbds_arrput(s->pass, r);
+            if (!infer__seq_first(s->pass, (int)stbds_arrlen(s->pass) - 1) && !INFER__LOAD(&r->cancel))
+                stbds_arrpop(s->pass);
+            else r->in_pass = 1;
+        }
+    infer__mutex_unlock(&s->mu);
+    stbds_arrsetlen(s->take, stbds_arrlen(s->pass));
+    return (int)stbds_arrlen(s->pass);
+}
+
+static void infer__pass_release(infer__sched *s) {
+    int i;
+    infer__mutex_lock(&s->mu);
+    for (i = 0; i < (int)stbds_arrlen(s->pass); i++)
+        if (s->pass[i]) s->pass[i]->in_pass = 0;
+    infer__cond_broadcast(&s->cv);
+    infer__mutex_unlock(&s->mu);
+    stbds_arrsetlen(s->pass, 0);
+}
+
+/* One forward pass. limit_ms: the time it may take (< 0: no limit, prompt
+   chunks up to n_batch); first: it runs even if expected to take longer,
+   with at least a minimal chunk. Returns 1 if a pass ran (or requests
+   ended), 0 if nothing fits or nothing is open. */
+static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
+    infer_context *c = s->c;
+    int n_batch = c->n_batch, n = infer__pass_collect(s), i, n_gen = 0, n_prompt = 0, left = 0, k, pos, progress = 0;
+    infer_batch b;
+    infer_error err;
+    infer_status st;
+    double t0 = infer__now_ms(), ms;
+    if (!n) return 0;
+    /* cancelled ones end; new ones begin; sampling from kept logits */
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        s->take[i] = 0;
+        if (INFER__LOAD(&r->cancel)) {
+            infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled");
+            progress = 1;
+            continue;
+        }
+        if (r->state == INFER__RQ_WAIT && !infer__req_begin(r)) {
+            progress = 1;
+            continue;
+        }
+        if (r->state == INFER__RQ_GEN && !r->has_pending) {
+            /* an empty prompt: from the sequence's own logits */
+            const float *l = infer_seq_logits(c, r->seq);
+            if (r->n_predict <= 0) {
+                infer__req_end(r, INFER_OK, NULL);
+                progress = 1;
+                continue;
+            }
+            if (!l) {
+                infer__req_end(r, INFER_ERR_ARG, "the sequence has no logits to continue from");
+                progress = 1;
+                continue;
+            }
+            progress = 1;
+            if (!infer__req_sample(r, l)) continue;
+        }
+        if (r->state == INFER__RQ_GEN) {
+            if (infer_seq_n_past(c, r->seq) >= infer_context_n_ctx(c) && c->full_policy == INFER_FULL_STOP) {
+                char msg[256];
+                if (r->ending) { /* the reply is complete; only its last token finds no room */
+                    infer__req_end(r, INFER_OK, NULL);
+                    progress = 1;
+                    continue;
+                }
+                snprintf(msg, sizeof msg, "the context is full (%d positions): stopped after %d generated tokens",
+                         infer_context_n_ctx(c), r->n_sampled);
+                infer__req_end(r, INFER_ERR_CONTEXT_FULL, msg);
+                progress = 1;
+                continue;
+            }
+            s->take[i] = 1;
+            n_gen++;
+        } else {
+            left += (int)stbds_arrlen(r->prompt) - r->fed;
+            n_prompt++;
+        }
+    }
+    /* a request that began may have taken the budget (compiling a grammar
+       over a large vocabulary): that was this pass's progress */
+    if (limit_ms >= 0) {
+        limit_ms = INFER__MAX(0.0, limit_ms - (infer__now_ms() - t0));
+        if (progress && limit_ms == 0) {
+            infer__pass_release(s);
+            return 1;
+        }
+    }
+    /* how many prompt tokens this pass takes */
+    k = INFER__MAX(0, INFER__MIN(left, n_batch - n_gen));
+    if (k > 0 && limit_ms >= 0) {
+        double est = infer__sched_estimate(s, n_gen + k);
+        if (est < 0) {
+            k = INFER__MIN(k, INFER__REQ_FIRST_CHUNK);
+        } else if (est > limit_ms) {
+            int lo = 0, hi = k; /* the most that fits */
+            while (lo < hi) {
+                int mid = (lo + hi + 1) / 2;
+                if (infer__sched_estimate(s, n_gen + mid) <= limit_ms) lo = mid;
+                else hi = mid - 1;
+            }
+            k = first ? INFER__MAX(lo, INFER__MIN(k, INFER__REQ_MIN_CHUNK)) : lo;
+        }
+    }
+    if (!first && limit_ms >= 0 && (n_gen + k == 0 || infer__sched_estimate(s, n_gen + k) > limit_ms)) {
+        infer__pass_release(s);
+        return progress;
+    }
+    if (n_gen + k == 0) {
+        infer__pass_release(s);
+        return progress;
+    }
+    /* the batch: the generating requests' tokens, then prompt chunks in start order */
+    stbds_arrsetlen(s->btok, n_gen + k);
+    stbds_arrsetlen(s->bseq, n_gen + k);
+    stbds_arrsetlen(s->blog, n_gen + k);
+    pos = 0;
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        if (!r || !s->take[i]) continue;
+        s->btok[pos] = r->pending;
+        s->bseq[pos] = r->seq;
+        s->blog[pos] = !r->ending;
+        pos++;
+    }
+    for (i = 0; i < n && pos < n_gen + k; i++) {
+        infer_request *r = s->pass[i];
+        int give, j;
+        if (!r || r->state != INFER__RQ_PROMPT) continue;
+        give = INFER__MIN((int)stbds_arrlen(r->prompt) - r->fed, n_gen + k - pos);
+        for (j = 0; j < give; j++) {
+            s->btok[pos + j] = r->prompt[r->fed + j];
+            s->bseq[pos + j] = r->seq;
+            s->blog[pos + j] = 0;
+        }
+        /* the last prompt token's logits give the first token */
+        if (r->fed + give == (int)stbds_arrlen(r->prompt) && r->n_predict > 0) s->blog[pos + give - 1] = 1;
+        s->take[i] = give;
+        pos += give;
+    }
+    b.n = pos;
+    b.tokens = s->btok;
+    b.seq = s->bseq;
+    b.logits = s->blog;
+    t0 = infer__now_ms();
+    s->in_decode = 1;
+    st = infer_decode_batch(c, &b, &err);
+    s->in_decode = 0;
+    if (st == INFER_ERR_CANCELLED) {
+        /* the context is as before the pass: the cancelled ones end, the
+           others try again (all end if the context's own callback fired) */
+        int any = 0;
+        for (i = 0; i < n; i++)
+            if (s->take[i] && INFER__LOAD(&s->pass[i]->cancel)) any = 1;
+        for (i = 0; i < n; i++)
+            if (s->take[i] && (!any || INFER__LOAD(&s->pass[i]->cancel)))
+                infer__req_end(s->pass[i], INFER_ERR_CANCELLED, any ? "the request was cancelled" : err.msg);
+        /* (take[i] is set only for requests alive at the decode, and each ends once) */
+        infer__pass_release(s);
+        return 1;
+    }
+    if (st != INFER_OK) {
+        for (i = 0; i < n; i++)
+            if (s->take[i]) infer__req_end(s->pass[i], st, err.msg);
+        infer__pass_release(s);
+        return 1;
+    }
+    /* the tokens are in: sample where logits were kept */
+    pos = 0;
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        if (!r || !s->take[i] || r->state != INFER__RQ_GEN) continue;
+        r->has_pending = 0;
+        if (r->ending) infer__req_end(r, INFER_OK, NULL);
+        else infer__req_sample(r, infer_get_logits(c, pos));
+        pos++;
+    }
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        if (!r || !s->take[i] || r->state != INFER__RQ_PROMPT) continue;
+        r->fed += s->take[i];
+        pos += s->take[i];
+        if (r->fed == (int)stbds_arrlen(r->prompt)) {
+            infer__mutex_lock(&s->mu);
+            r->metrics.n_prompt_tokens = r->fed;
+            r->metrics.prompt_ms = infer__now_ms() - r->t_prompt0;
+            infer__mutex_unlock(&s->mu);
+            if (r->n_predict <= 0) infer__req_end(r, INFER_OK, NULL);
+            else infer__req_sample(r, infer_get_logits(c, pos - 1));
+        }
+    }
+    ms = infer__now_ms() - t0;
+    infer__sched_sample(s, b.n, ms);
+    infer__pass_release(s);
+    return 1;
+}
+
+/* Passes for about budget_ms (see infer_context_step). */
+static void infer__sched_step(infer__sched *s, double budget_ms) {
+    double t0 = infer__now_ms();
+    int first = 1;
+    for (;;) {
+        /* -1: no limit (budget_ms <= 0); else what is left, never below 0 */
+        double left = budget_ms > 0 ? INFER__MAX(0.0, budget_ms - (infer__now_ms() - t0)) : -1;
+        if (budget_ms > 0 && !first && left <= 0) break;
+        if (!infer__sched_pass(s, left, first)) break;
+        if (budget_ms <= 0 || !INFER__LOAD(&s->n_open)) break;
+        first = 0;
+    }
+}
+
+/* ---- the scheduler's life ---- */
+
+static infer__sched *infer__sched_new(infer_context *c) {
+    infer__sched *s = (infer__sched *)infer__calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->c = c;
+    infer__mutex_init(&s->mu);
+    infer__cond_init(&s->cv);
+    return s;
+}
+
+static void infer__sched_free(infer__sched *s) {
+    s->c->sched = NULL;
+    stbds_arrfree(s->pass);
+    stbds_arrfree(s->take);
+    stbds_arrfree(s->btok);
+    stbds_arrfree(s->bseq);
+    stbds_arrfree(s->blog);
+    infer__cond_destroy(&s->cv);
+    infer__mutex_destroy(&s->mu);
+    INFER_FREE(s);
+}
+
+/* The scheduler of c, made and registered if it has none. */
+static infer__sched *infer__sched_of(infer_context *c) {
+    infer__sched *s = infer__ctx_sched(c);
+    if (s) return s;
+    s = infer__sched_new(c);
+    if (!s) return NULL;
+    c->sched = s;
+    return s;
+}
+
+static void infer__req_free_fields(infer_request *r) {
+    int i;
+    if (r->own_sampler) infer_sampler_free(r->sampler);
+    INFER_FREE(r->gbnf);
+    for (i = 0; i < r->n_stop; i++) INFER_FREE(r->stop[i]);
+    INFER_FREE(r->stop);
+    stbds_arrfree(r->hold);
+    stbds_arrfree(r->top);
+    stbds_arrfree(r->prompt);
+    stbds_arrfree(r->text);
+    stbds_arrfree(r->toks);
+    stbds_arrfree(r->probs);
+}
+
+/* Fills r from p (everything copied); r->sched set by the caller. */
+static infer_status infer__req_init(infer_request *r, infer_context *c, const infer_request_params *p,
+                                    infer_sampler *borrowed, infer_error *err) {
+    const infer_model *m = c->model;
+    const char *prompt = p->prompt ? p->prompt : "";
+    size_t plen = strlen(prompt);
+    int n, i;
+    if (p->seq < 0 || p->seq >= infer_context_n_seq(c)) {
+        infer__set_error(err, INFER_ERR_ARG, "sequence %d is outside the context's %d", p->seq, infer_context_n_seq(c));
+        return INFER_ERR_ARG;
+    }
+    if (p->grammar && p->json_schema) {
+        infer__set_error(err, INFER_ERR_ARG, "a request takes a grammar or a JSON schema, not both");
+        return INFER_ERR_ARG;
+    }
+    if (p->n_stop < 0 || (p->n_stop > 0 && !p->stop) || p->n_probs < 0 || p->n_bias < 0 ||
+        (p->n_bias > 0 && (!p->bias_ids || !p->bias))) {
+        infer__set_error(err, INFER_ERR_ARG, "bad request parameters (stop, n_probs or bias)");
+        return INFER_ERR_ARG;
+    }
+    r->seq = p->seq;
+    r->n_past_req = p->n_past;
+    r->n_predict = p->n_predict;
+    r->n_probs = p->n_probs;
+    r->feed_last = 1;
+    r->status = INFER_OK;
+    r->t_start = infer__now_ms();
+    if (borrowed) {
+        r->sampler = borrowed;
+    } else {
+        r->sampler = infer_sampler_new(&p->sampling, infer_model_n_vocab(m));
+        r->own_sampler = 1;
+        if (!r->sampler) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's sampler");
+            return INFER_ERR_NOMEM;
+        }
+        if (p->n_bias > 0) infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias);
+        /* the grammar's text now (a bad schema fails here); compiled against
+           the vocabulary when the request begins, on the stepping thread,
+           since that takes a while for a large vocabulary */
+        if (p->grammar) r->gbnf = infer__strndup(p->grammar, strlen(p->grammar));
+        if (p->json_schema) {
+            int len = infer_json_schema_to_grammar(p->json_schema, NULL, 0, err);
+            if (len < 0) return err ? err->code : INFER_ERR_ARG;
+            r->gbnf = (char *)INFER_MALLOC((size_t)len + 1);
+            if (r->gbnf) infer_json_schema_to_grammar(p->json_schema, r->gbnf, (size_t)len + 1, err);
+        }
+        if ((p->grammar || p->json_schema) && !r->gbnf) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's grammar");
+            return INFER_ERR_NOMEM;
+        }
+    }
+    if (p->n_stop > 0) {
+        r->stop = (char **)infer__calloc((size_t)p->n_stop, sizeof *r->stop);
+        if (!r->stop) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the stop strings");
+            return INFER_ERR_NOMEM;
+        }
+        for (i = 0; i < p->n_stop; i++) {
+            const char *st = p->stop[i] ? p->stop[i] : "";
+            if (!*st) continue; /* an empty string stops nothing */
+            r->stop[r->n_stop] = infer__strndup(st, strlen(st));
+            if (!r->stop[r->n_stop]) {
+                infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the stop strings");
+                return INFER_ERR_NOMEM;
+            }
+            r->n_stop++;
+        }
+    }
+    n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
     if (n < 0) {
         infer__set_error(err, INFER_ERR_ARG, "the prompt could not be tokenized");
         return INFER_ERR_ARG;
     }
-    if (n == 0) {
-        infer__set_error(err, INFER_ERR_ARG, "the prompt is empty and the model adds no BOS token");
-        return INFER_ERR_ARG;
-    }
-    stbds_arrsetlen(c->prompt_tokens, n);
-    infer_tokenize(m, prompt, strlen(prompt), c->prompt_tokens, n, infer_model_add_bos(m), 1);
-    if (n > c->n_ctx - infer_context_n_past(c)) {
-        infer__set_error(err, INFER_ERR_CONTEXT_FULL, "the prompt is %d tokens but the context has room for %d", n,
-                         c->n_ctx - infer_context_n_past(c));
-        return INFER_ERR_CONTEXT_FULL;
-    }
-    for (i = 0; i < n; i++) infer_sampler_accept(s, c->prompt_tokens[i]);
-
-    t0 = infer__now_ms();
-    st = infer_decode(c, c->prompt_tokens, n, 0, err);
-    if (st) return st;
-    t1 = infer__now_ms();
-    c->metrics.n_prompt_tokens += n;
-    c->metrics.prompt_ms += t1 - t0;
-
-    /* The first token's time is the time to first token; the generation
-       figures cover the tokens after it, each timed from the one before. */
-    t_prev = t1;
-    /* no allocation in the token loop: room for as many as the context lets come */
-    if (n_predict > 0) stbds_arrsetcap(c->gen_tokens, INFER__MIN(n_predict, c->n_ctx - infer_context_n_past(c) + 1));
-    for (i = 0; i < n_predict; i++) {
-        infer_token tok = infer_sampler_sample(s, infer_get_logits(c, -1));
-        double tn = infer__now_ms();
-        int len;
-        if (i == 0) c->metrics.ttft_ms = tn - t0;
-        else infer__metrics_token(&c->metrics, tn - t_prev);
-        c->metrics.n_gen_tokens++;
-        t_prev = tn;
-        infer_sampler_accept(s, tok);
-        stbds_arrput(c->gen_tokens, tok);
-        if (infer_model_is_eog(m, tok)) break;
-        len = infer_detok_push(&detok, m, tok, piece, sizeof piece);
-        if (on_piece && len > 0 && on_piece(piece, len, user)) break;
-        if (i + 1 == n_predict) break;    /* the last token needs no forward pass */
-        if (infer_context_n_past(c) >= c->n_ctx) break; /* context full: stop, not fail */
-        st = infer_decode(c, &tok, 1, 0, err);
-        if (st) return st;
-    }
-    {
-        int len = infer_detok_flush(&detok, piece, sizeof piece);
-        if (on_piece && len > 0) on_piece(piece, len, user);
+    if (n > 0) {
+        stbds_arrsetlen(r->prompt, n);
+        infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1);
     }
     return INFER_OK;
 }
 
-/* ==== src/beam.c ==== */
-/* beam.c - beam search over the sequences of a context. */
+/* Appends r to s's list. */
+static void infer__sched_add(infer__sched *s, infer_request *r) {
+    r->sched = s;
+    infer__mutex_lock(&s->mu);
+    if (s->tail) s->tail->next = r;
+    else s->head = r;
+    s->tail = r;
+    s->n_req++;
+    s->n_open++;
+    INFER__STORE(&s->n_open, s->n_open);
+    infer__mutex_unlock(&s->mu);
+}
 
-/* ==== src/request.c ==== */
-/* request.c - generation in steps: requests a game loop advances within a
-   time budget, or a worker thread advances while the caller polls. */
+/* ---- the public API ---- */
+
+INFERDEF infer_request_params infer_request_default_params(void) {
+    infer_request_params p;
+    memset(&p, 0, sizeof p);
+    p.n_past = -1;
+    p.n_predict = 256;
+    p.sampling = infer_sampler_default_params();
+    return p;
+}
+
+static infer_request *infer__request_start(infer_context *c, const infer_request_params *p, infer_worker *w,
+                                           infer_error *err) {
+    infer_request_params d = infer_request_default_params();
+    infer__sched *s;
+    infer_request *r;
+    if (!c) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_request_start needs a context");
+        return NULL;
+    }
+    if (!p) p = &d;
+    s = infer__ctx_sched(c);
+    if (w && s && s->worker && s->worker != w) {
+        infer__set_error(err, INFER_ERR_ARG, "the context's requests are already stepped by another worker");
+        return NULL;
+    }
+    if (w && s && !s->worker && s->n_req > 0) {
+        infer__set_error(err, INFER_ERR_ARG, "the context has requests stepped by infer_context_step: free them first");
+        return NULL;
+    }
+    r = (infer_request *)infer__calloc(1, sizeof *r);
+    if (!r) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a request");
+        return NULL;
+    }
+    if (infer__req_init(r, c, p, NULL, err) != INFER_OK) {
+        infer__req_free_fields(r);
+        INFER_FREE(r);
+        return NULL;
+    }
+    s = infer__sched_of(c);
+    if (!s) {
+        infer__req_free_fields(r);
+        INFER_FREE(r);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a request");
+        return NULL;
+    }
+#if INFER__REQ_THREADS
+    if (w && !s->worker) {
+        /* the context joins the worker's list */
+        infer__mutex_lock(&w->mu);
+        infer__mutex_lock(&s->mu);
+        s->worker = w;
+        infer__mutex_unlock(&s->mu);
+        s->wnext = w->head;
+        w->head = s;
+        infer__mutex_unlock(&w->mu);
+    }
+#endif
+    infer__sched_add(s, r);
+#if INFER__REQ_THREADS
+    if (s->worker) {
+        infer_worker *sw = s->worker;
+        infer__mutex_lock(&sw->mu);
+        infer__cond_broadcast(&sw->wake);
+        infer__mutex_unlock(&sw->mu);
+    }
+#endif
+    return r;
+}
+
+INFERDEF infer_request *infer_request_start(infer_context *c, const infer_request_params *p, infer_error *err) {
+    return infer__request_start(c, p, NULL, err);
+}
+
+INFERDEF int infer_context_step(infer_context *c, double budget_ms) {
+    infer__sched *s = c ? infer__ctx_sched(c) : NULL;
+    int n;
+    if (!s) return 0;
+    infer__mutex_lock(&s->mu);
+    if (s->worker) {
+        n = s->n_open;
+        infer__mutex_unlock(&s->mu);
+        return n;
+    }
+    s->stepping = 1;
+    infer__mutex_unlock(&s->mu);
+    infer__sched_step(s, budget_ms);
+    infer__mutex_lock(&s->mu);
+    s->stepping = 0;
+    n = s->n_open;
+    infer__cond_broadcast(&s->cv);
+    infer__mutex_unlock(&s->mu);
+    return n;
+}
+
+INFERDEF int infer_request_done(const infer_request *r) {
+    int d;
+    infer__mutex_lock(&r->sched->mu);
+    d = r->done;
+    infer__mutex_unlock(&r->sched->mu);
+    return d;
+}
+
+INFERDEF infer_status infer_request_status(const infer_request *r, infer_error *err) {
+    infer_status st;
+    infer__mutex_lock(&r->sched->mu);
+    st = r->status;
+    if (err) {
+        err->code = st;
+        snprintf(err->msg, sizeof err->msg, "%s", r->msg);
+    }
+    infer__mutex_unlock(&r->sched->mu);
+    return st;
+}
+
+INFERDEF size_t infer_request_text(const infer_request *r, size_t from, char *buf, size_t size) {
+    size_t n, len;
+    infer__mutex_lock(&r->sched->mu);
+    len = stbds_arrlen(r->text);
+    n = from < len ? len - from : 0;
+    if (buf && size) {
+        size_t w = INFER__MIN(n, size - 1);
+        if (w) memcpy(buf, r->text + from, w);
+        buf[w] = 0;
+    }
+    infer__mutex_unlock(&r->sched->mu);
+    return n;
+}
+
+INFERDEF int infer_request_tokens(const infer_request *r, infer_token *out, int max) {
+    int n;
+    infer__mutex_lock(&r->sched->mu);
+    n = (int)stbds_arrlen(r->toks);
+    if (out && max > 0 && n > 0) memcpy(out, r->toks, (size_t)INFER__MIN(n, max) * sizeof *out);
+    infer__mutex_unlock(&r->sched->mu);
+    return n;
+}
+
+INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max) {
+    int n;
+    infer__mutex_lock(&r->sched->mu);
+    n = (int)stbds_arrlen(r->prompt);
+    if (out && max > 0 && n > 0) memcpy(out, r->prompt, (size_t)INFER__MIN(n, max) * sizeof *out);
+    infer__mutex_unlock(&r->sched->mu);
+    return n;
+}
+
+INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n) {
+    int k = 0, j;
+    infer__mutex_lock(&r->sched->mu);
+    if (r->n_probs > 0 && i >= 0 && i < (int)stbds_arrlen(r->toks) && out)
+        for (j = 0; j < r->n_probs && k < n; j++)
+            if (r->probs[(size_t)i * r->n_probs + j].id >= 0) out[k++] = r->probs[(size_t)i * r->n_probs + j];
+    infer__mutex_unlock(&r->sched->mu);
+    return k;
+}
+
+INFERDEF infer_metrics infer_request_metrics(const infer_request *r) {
+    infer_metrics m;
+    const infer_context *c = r->sched->c;
+    infer__mutex_lock(&r->sched->mu);
+    m = r->metrics;
+    infer__mutex_unlock(&r->sched->mu);
+    m.load_ms = c->model->load_ms;
+    m.model_bytes = infer_model_weight_bytes(c->model);
+    m.peak_rss_bytes = infer__peak_rss_bytes();
+    m.prompt_tps = m.prompt_ms > 0 ? m.n_prompt_tokens * 1000.0 / m.prompt_ms : 0;
+    m.gen_tps = m.gen_ms > 0 ? m.n_gen_intervals * 1000.0 / m.gen_ms : 0;
+    m.token_ms_avg = m.n_gen_intervals ? m.gen_ms / m.n_gen_intervals : 0;
+    return m;
+}
+
+/* Ends r as cancelled on the calling thread where no thread steps its
+   context (holding off steps meanwhile); else leaves it to the stepper.
+   Called with mu held; returns with it held. */
+static void infer__req_end_here(infer_request *r) {
+    infer__sched *s = r->sched;
+    if (s->stepping || r->done) return;
+    s->stepping = 1;
+    infer__mutex_unlock(&s->mu);
+    infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled");
+    infer__mutex_lock(&s->mu);
+    s->stepping = 0;
+    infer__cond_broadcast(&s->cv);
+}
+
+INFERDEF void infer_request_cancel(infer_request *r) {
+    if (!r) return;
+    INFER__STORE(&r->cancel, 1); /* what a running pass's abort callback reads */
+    infer__mutex_lock(&r->sched->mu);
+    infer__req_end_here(r);
+    infer__mutex_unlock(&r->sched->mu);
+}
+
+INFERDEF void infer_request_free(infer_request *r) {
+    infer__sched *s;
+    infer_request **pp;
+    int last;
+    infer_worker *w;
+    if (!r) return;
+    s = r->sched;
+    INFER__STORE(&r->cancel, 1);
+    infer__mutex_lock(&s->mu);
+    /* a stepper ends it at its next pass (a pass it is in stops between
+       layers); else it ends here, its prompt taken back if cut short */
+    while (!r->done && s->stepping) infer__cond_wait(&s->cv, &s->mu);
+    infer__req_end_here(r);
+    while (r->in_pass) infer__cond_wait(&s->cv, &s->mu);
+    for (pp = &s->head; *pp != r; pp = &(*pp)->next) {}
+    *pp = r->next;
+    if (s->tail == r) {
+        infer_request *t = s->head;
+        while (t && t->next) t = t->next;
+        s->tail = t;
+    }
+    last = --s->n_req == 0;
+    w = s->worker;
+    infer__mutex_unlock(&s->mu);
+    infer__req_free_fields(r);
+    INFER_FREE(r);
+    if (!last) return;
+#if INFER__REQ_THREADS
+    if (w) { /* out of the worker's list once no thread of it steps s */
+        infer__sched **sp;
+        infer__mutex_lock(&w->mu);
+        while (s->claimed) infer__cond_wait(&w->idle, &w->mu);
+        for (sp = &w->head; *sp && *sp != s; sp = &(*sp)->wnext) {}
+        if (*sp) *sp = s->wnext;
+        infer__mutex_unlock(&w->mu);
+    }
+#else
+    (void)w;
+#endif
+    infer__sched_free(s);
+}
+
+/* ---- the worker ---- */
+
+#if INFER__REQ_THREADS
+static void *infer__worker_main(void *arg) {
+    infer_worker *w = (infer_worker *)arg;
+    infer__mutex_lock(&w->mu);
+    for (;;) {
+        infer__sched *s, **sp, *pick = NULL;
+        if (w->stop) break;
+        for (s = w->head; s; s = s->wnext)
+            if (!s->claimed && INFER__LOAD(&s->n_open) > 0) {
+                pick = s;
+                break;
+            }
+        if (!pick) {
+            infer__cond_wait(&w->wake, &w->mu);
+            continue;
+        }
+        pick->claimed = 1;
+        /* to the end of the list, so other contexts get the next turn */
+        for (sp = &w->head; *sp != pick; sp = &(*sp)->wnext) {}
+        *sp = pick->wnext;
+        pick->wnext = NULL;
+        for (sp = &w->head; *sp; sp = &(*sp)->wnext) {}
+        *sp = pick;
+        infer__mutex_unlock(&w->mu);
+
+        infer__mutex_lock(&pick->mu);
+        pick->stepping = 1;
+        infer__mutex_unlock(&pick->mu);
+        infer__sched_step(pick, INFER__WORKER_SLICE_MS);
+        infer__mutex_lock(&pick->mu);
+        pick->stepping = 0;
+        infer__cond_broadcast(&pick->cv);
+        infer__mutex_unlock(&pick->mu);
+
+        infer__mutex_lock(&w->mu);
+        pick->claimed = 0;
+        infer__cond_broadcast(&w->idle);
+    }
+    infer__mutex_unlock(&w->mu);
+    return NULL;
+}
+#endif
+
+INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
+#if INFER__REQ_THREADS
+    infer_worker *w;
+    int i;
+    if (n_threads < 1 || n_threads > 256) {
+        infer__set_error(err, INFER_ERR_ARG, "a worker needs 1 to 256 threads, not %d", n_threads);
+        return NULL;
+    }
+    w = (infer_worker *)infer__calloc(1, sizeof *w);
+    if (w) w->threads = (pthread_t *)infer__calloc((size_t)n_threads, sizeof *w->threads);
+    if (!w || !w->threads) {
+        INFER_FREE(w);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a worker");
+        return NULL;
+    }
+    infer__mutex_init(&w->mu);
+    infer__cond_init(&w->wake);
+    infer__cond_init(&w->idle);
+    for (i = 0; i < n_threads; i++) {
+        if (pthread_create(&w->threads[i], NULL, infer__worker_main, w) != 0) break;
+        w->n_threads++;
+    }
+    if (!w->n_threads) {
+        infer_worker_free(w);
+        infer__set_error(err, INFER_ERR_NOMEM, "could not start a worker thread");
+        return NULL;
+    }
+    return w;
+#else
+    (void)n_threads;
+    infer__set_error(err, INFER_ERR_UNSUPPORTED, "workers need POSIX threads, which this build lacks");
+    return NULL;
+#endif
+}
+
+INFERDEF infer_request *infer_worker_start(infer_worker *w, infer_context *c, const infer_request_params *p,
+                                           infer_error *err) {
+    if (!w) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_worker_start needs a worker");
+        return NULL;
+    }
+    return infer__request_start(c, p, w, err);
+}
+
+INFERDEF void infer_worker_free(infer_worker *w) {
+#if INFER__REQ_THREADS
+    infer__sched *s;
+    int i;
+    if (!w) return;
+    /* a running pass stops between layers once its requests are cancelled */
+    infer__mutex_lock(&w->mu);
+    w->stop = 1;
+    for (s = w->head; s; s = s->wnext) {
+        infer_request *r;
+        infer__mutex_lock(&s->mu);
+        for (r = s->head; r; r = r->next) INFER__STORE(&r->cancel, 1);
+        infer__mutex_unlock(&s->mu);
+    }
+    infer__cond_broadcast(&w->wake);
+    infer__mutex_unlock(&w->mu);
+    for (i = 0; i < w->n_threads; i++) pthread_join(w->threads[i], NULL);
+    /* the contexts go back to infer_context_step, their requests ended */
+    while ((s = w->head)) {
+        infer_request *r;
+        w->head = s->wnext;
+        s->wnext = NULL;
+        infer__mutex_lock(&s->mu);
+        s->worker = NULL;
+        s->claimed = 0;
+        infer__mutex_unlock(&s->mu);
+        for (;;) {
+            infer__mutex_lock(&s->mu);
+            for (r = s->head; r && r->done; r = r->next) {}
+            infer__mutex_unlock(&s->mu);
+            if (!r) break;
+            infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled (its worker was freed)");
+        }
+    }
+    infer__cond_destroy(&w->wake);
+    infer__cond_destroy(&w->idle);
+    infer__mutex_destroy(&w->mu);
+    INFER_FREE(w->threads);
+    INFER_FREE(w);
+#else
+    (void)w;
+#endif
+}
+
+/* ---- infer_generate: a request stepped to its end on this thread ---- */
+
+static infer_status infer__generate(infer_context *c, infer_sampler *smp, const char *prompt, int n_predict,
+                           infer_piece_fn on_piece, void *user, infer_error *err) {
+    infer_request_params p = infer_request_default_params();
+    infer__sched s;
+    infer_request r;
+    size_t sent = 0;
+    int n, stop = 0;
+    infer_status st;
+    memset(&s, 0, sizeof s);
+    memset(&r, 0, sizeof r);
+    s.c = c;
+    infer__mutex_init(&s.mu);
+    infer__cond_init(&s.cv);
+    p.prompt = prompt;
+    p.n_predict = n_predict;
+    st = infer__req_init(&r, c, &p, smp, err);
+    r.feed_last = 0;
+    r.bos_always = 1;
+    stbds_arrsetlen(c->prompt_tokens, 0);
+    stbds_arrsetlen(c->gen_tokens, 0);
+    if (st == INFER_OK && !stbds_arrlen(r.prompt) && !(infer_model_add_bos(c->model) && infer_model_bos(c->model) >= 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "the prompt is empty and the model adds no BOS token");
+        st = INFER_ERR_ARG;
+    }
+    if (st == INFER_OK) {
+        infer__sched_add(&s, &r);
+        s.stepping = 1;
+        while (!r.done) {
+            infer__sched_pass(&s, -1, 1);
+            n = (int)stbds_arrlen(r.text);
+            if (on_piece && (size_t)n > sent && !stop) {
+                stop = on_piece(r.text + sent, n - (int)sent, user) != 0;
+                sent = (size_t)n;
+                if (stop && !r.done) {
+                    r.ending = 1; /* what was streamed stands; nothing more is held back */
+                    infer__req_end(&r, INFER_OK, NULL);
+                }
+            }
+        }
+        st = r.status;
+        if (st != INFER_OK) infer__set_error(err, st, "%s", r.msg);
+        /* the context's own record of it */
+        {
+            infer_metrics *m = &c->metrics, *q = &r.metrics;
+            m->n_prompt_tokens += q->n_prompt_tokens;
+            m->prompt_ms += q->prompt_ms;
+            if (q->n_gen_tokens) m->ttft_ms = q->ttft_ms;
+            m->n_gen_tokens += q->n_gen_tokens;
+            if (q->n_gen_intervals) {
+                if (m->n_gen_intervals == 0 || q->token_ms_min < m->token_ms_min) m->token_ms_min = q->token_ms_min;
+                if (q->token_ms_max > m->token_ms_max) m->token_ms_max = q->token_ms_max;
+            }
+            m->n_gen_intervals += q->n_gen_intervals;
+            m->gen_ms += q->gen_ms;
+        }
+        if (stbds_arrlen(r.prompt))
+            memcpy(stbds_arraddnptr(c->prompt_tokens, stbds_arrlen(r.prompt)), r.prompt, stbds_arrlen(r.prompt) * sizeof *r.prompt);
+        if (stbds_arrlen(r.toks))
+            memcpy(stbds_arraddnptr(c->gen_tokens, stbds_arrlen(r.toks)), r.toks, stbds_arrlen(r.toks) * sizeof *r.toks);
+    }
+    infer__req_free_fields(&r);
+    stbds_arrfree(s.pass);
+    stbds_arrfree(s.take);
+    stbds_arrfree(s.btok);
+    stbds_arrfree(s.bseq);
+    stbds_arrfree(s.blog);
+    infer__cond_destroy(&s.cv);
+    infer__mutex_destroy(&s.mu);
+    return st;
+}
 
 /* ==== src/perplexity.c ==== */
 /* perplexity.c - scoring text the way llama.cpp's perplexity tool does:

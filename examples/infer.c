@@ -17,13 +17,16 @@ static const char *usage =
     "usage: infer COMMAND [options]\n"
     "  run       -m MODEL [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
     "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--json] [--device D]\n"
-    "            [--kv-type f16|q8_0]\n"
+    "            [--kv-type f16|q8_0] [--stop STR]... [--context-shift] [--keep N]\n"
+    "            [--grammar GBNF | --grammar-file F | --json-schema S | --json-schema-file F]\n"
+    "            [--logit-bias ID(+|-)B]... [--n-probs N]\n"
     "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS] [--device D]\n"
     "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
     "  info      -m MODEL [--device D]\n"
     "  chat      -m MODEL [--system TEXT] [-n N per reply] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
     "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--device D]   (user turns from stdin)\n"
-    "            [--kv-type f16|q8_0] [--think on|off]\n"
+    "            [--kv-type f16|q8_0] [--think on|off] [--stop STR]... [--context-shift] [--keep N]\n"
+    "            [--grammar ... | --json-schema ... | --logit-bias ... as run]\n"
     "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
     "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
     "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device D]\n"
@@ -32,12 +35,24 @@ static const char *usage =
     "            [--kv-type f16|q8_0]\n"
     "  --kv-type T: the KV cache's format, f16 (the default) or q8_0 (half the memory)\n"
     "  --think off: Qwen3 and SmolLM3 answer without reasoning (chat; on is the default)\n"
+    "  --stop STR: end the reply at STR (not printed); may be given several times (run, chat)\n"
+    "  --grammar GBNF, --grammar-file F: the output follows a GBNF grammar (rule root)\n"
+    "  --json-schema S, --json-schema-file F: the output is JSON the schema allows\n"
+    "  --logit-bias ID+B, ID-B, ID-inf: add B to token ID's logit (-inf: never chosen)\n"
+    "  --n-probs N: each token's N most probable tokens (run: in --json, else on stderr)\n"
+    "  --context-shift: when the context is full, drop the older half of it (after --keep N\n"
+    "            positions) and go on, instead of stopping with an error (run, chat)\n"
     "  --device D: where the forward pass runs: cpu, cuda or auto (the default: the GPU when\n"
     "            this build has CUDA and one is present, else the CPU)\n";
+
+#define MAX_STOP 16
 
 typedef struct options {
     const char *model, *prompt, *file, *tokens;
     int n_predict, threads, n_ctx, json, no_bos, special;
+    const char *stop[MAX_STOP];
+    int n_stop, shift, keep;
+    cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
     infer_device device;
     infer_type kv_type;
     infer_sampler_params sp;
@@ -47,7 +62,8 @@ typedef struct options {
 static int known_option(const char *a) {
     static const char *const opts[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "--tokens", "-n",
                                        "-t", "--threads", "-c", "--ctx", "--temp", "--top-k", "--top-p",
-                                       "--min-p", "--repeat-penalty", "--seed", "--device", "--kv-type"};
+                                       "--min-p", "--repeat-penalty", "--seed", "--device", "--kv-type",
+                                       "--stop", "--keep"};
     size_t i;
     for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (!strcmp(a, opts[i])) return 1;
@@ -69,12 +85,21 @@ static int parse_options(int argc, char **argv, options *o) {
         if (!strcmp(a, "--json")) o->json = 1, takes = 0;
         else if (!strcmp(a, "--no-bos")) o->no_bos = 1, takes = 0;
         else if (!strcmp(a, "--special")) o->special = 1, takes = 0;
-        else if (!known_option(a)) return cli_fail("unknown option %s (see infer --help)", a), 0;
+        else if (!strcmp(a, "--context-shift")) o->shift = 1, takes = 0;
+        else if (cli_output_flag(a)) {
+            if (!v) return cli_fail("option %s needs a value", a), 0;
+            cli_output_option(a, v, &o->out, &ok);
+        } else if (!known_option(a)) return cli_fail("unknown option %s (see infer --help)", a), 0;
         else if (!v) return cli_fail("option %s needs a value", a), 0;
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->file = v;
         else if (!strcmp(a, "--tokens")) o->tokens = v;
+        else if (!strcmp(a, "--stop")) {
+            if (o->n_stop == MAX_STOP) return cli_fail("%s", "at most 16 --stop strings"), 0;
+            ok = *v != 0;
+            o->stop[o->n_stop++] = v;
+        } else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
         else if (!strcmp(a, "--device")) {
             if (!cli_device(v, &o->device)) return 0;
         } else if (!strcmp(a, "--kv-type")) {
@@ -128,31 +153,80 @@ static infer_model *load(const options *o, int vocab_only) {
     return m;
 }
 
-/* ---- run ---- */
+/* ---- output control for requests ---- */
 
-typedef struct text_sink {
-    int json;
-    char *buf;
-    size_t len, cap;
-} text_sink;
-
-static int on_piece(const char *piece, int len, void *user) {
-    text_sink *s = (text_sink *)user;
-    if (!s->json) {
-        fwrite(piece, 1, (size_t)len, stdout);
-        fflush(stdout);
+/* Puts o (cli.h's --grammar ... --n-probs) into request parameters p for
+   model m; *owned gets a file's text to free after the request starts.
+   Returns 1, or 0 with the one-line error printed. (Also used by chat.) */
+int cli_output_request(const cli_output *o, const infer_model *m, infer_request_params *p, char **owned);
+int cli_output_request(const cli_output *o, const infer_model *m, infer_request_params *p, char **owned) {
+    const char *file = o->grammar_file ? o->grammar_file : o->json_schema_file;
+    int n_src = !!o->grammar + !!o->grammar_file + !!o->json_schema + !!o->json_schema_file, i;
+    *owned = NULL;
+    for (i = 0; i < o->n_bias; i++)
+        if (o->bias_id[i] >= infer_model_n_vocab(m)) {
+            fprintf(stderr, "infer: --logit-bias: token %d is out of range (the model has %d tokens)\n",
+                    (int)o->bias_id[i], infer_model_n_vocab(m));
+            return 0;
+        }
+    if (n_src > 1) {
+        fprintf(stderr, "infer: give only one of --grammar, --grammar-file, --json-schema, --json-schema-file\n");
         return 0;
     }
-    if (s->len + (size_t)len > s->cap) {
-        size_t cap = (s->cap + (size_t)len) * 2;
-        char *p = (char *)realloc(s->buf, cap);
-        if (!p) return 1;
-        s->buf = p;
-        s->cap = cap;
+    if (file && !(*owned = cli_read_file(file))) {
+        fprintf(stderr, "infer: cannot read %s: %s\n", file, strerror(errno));
+        return 0;
     }
-    memcpy(s->buf + s->len, piece, (size_t)len);
-    s->len += (size_t)len;
-    return 0;
+    p->grammar = o->grammar ? o->grammar : o->grammar_file ? *owned : NULL;
+    p->json_schema = o->json_schema ? o->json_schema : o->json_schema_file ? *owned : NULL;
+    p->bias_ids = o->bias_id;
+    p->bias = o->bias;
+    p->n_bias = o->n_bias;
+    p->n_probs = o->n_probs;
+    return 1;
+}
+
+/* Token i's top probabilities as cli.h prints them: [probs] 'piece' 0.512 ... */
+static void print_probs(const infer_request *r, const infer_model *m, int i, int n_probs, FILE *f) {
+    infer_token_prob top[CLI_MAX_PROBS];
+    int n = infer_request_top_probs(r, i, top, n_probs < CLI_MAX_PROBS ? n_probs : CLI_MAX_PROBS), j, k;
+    fprintf(f, "[probs]");
+    for (j = 0; j < n; j++) {
+        char piece[256];
+        int len = infer_token_to_piece(m, top[j].id, piece, sizeof piece);
+        if (len < 0 || len > (int)sizeof piece) len = 0;
+        fprintf(f, " '");
+        for (k = 0; k < len; k++) {
+            unsigned char c = (unsigned char)piece[k];
+            if (c == '\'' || c == '\\') fprintf(f, "\\%c", c);
+            else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
+            else fputc(c, f);
+        }
+        fprintf(f, "' %.3f", top[j].p);
+    }
+    fputc('\n', f);
+}
+
+/* ---- run ---- */
+
+/* Prints the request's text from *printed on (to out, or appended to a
+   buffer for --json). Returns 0 when out of memory. */
+static int flush_text(const infer_request *r, size_t *printed, FILE *out, char **buf, size_t *len) {
+    size_t n = infer_request_text(r, *printed, NULL, 0);
+    char *p;
+    if (!n) return 1;
+    p = (char *)realloc(*buf, *len + n + 1);
+    if (!p) return 0;
+    *buf = p;
+    infer_request_text(r, *printed, p + *len, n + 1);
+    if (out) {
+        fwrite(p + *len, 1, n, out);
+        fflush(out);
+    } else {
+        *len += n;
+    }
+    *printed += n;
+    return 1;
 }
 
 static void print_metrics(FILE *f, const infer_metrics *mt, int json) {
@@ -178,49 +252,114 @@ static void print_metrics(FILE *f, const infer_metrics *mt, int json) {
 static int cmd_run(const options *o) {
     infer_error err;
     infer_context_params cp = infer_context_default_params();
+    infer_request_params rp = infer_request_default_params();
     infer_model *m = load(o, 0);
     infer_context *c;
-    infer_sampler *s;
-    text_sink sink;
+    infer_request *r;
     infer_metrics mt;
-    int rc = 0;
+    char *text = NULL, *owned = NULL;
+    size_t printed = 0, len = 0;
+    int rc = 0, probs_shown = 0;
     if (!m) return 1;
     cp.n_threads = o->threads;
     cp.n_ctx = o->n_ctx;
     cp.kv_type = o->kv_type;
+    cp.full_policy = o->shift ? INFER_FULL_SHIFT : INFER_FULL_STOP;
+    cp.n_keep = o->keep;
     c = infer_context_new(m, &cp, &err);
     if (!c) {
         fprintf(stderr, "infer: %s\n", err.msg);
         infer_model_free(m);
         return 1;
     }
-    s = infer_sampler_new(&o->sp, infer_model_n_vocab(m));
-    memset(&sink, 0, sizeof sink);
-    sink.json = o->json;
-    if (!s || infer_generate(c, s, o->prompt ? o->prompt : "", o->n_predict, on_piece, &sink, &err)) {
-        fprintf(stderr, "infer: %s\n", s ? err.msg : "out of memory");
+    rp.prompt = o->prompt ? o->prompt : "";
+    rp.n_predict = o->n_predict;
+    rp.sampling = o->sp;
+    rp.stop = o->stop;
+    rp.n_stop = o->n_stop;
+    if (!cli_output_request(&o->out, m, &rp, &owned)) {
+        infer_context_free(c);
+        infer_model_free(m);
+        return 1;
+    }
+    r = infer_request_start(c, &rp, &err);
+    free(owned);
+    if (!r) {
+        fprintf(stderr, "infer: %s\n", err.msg);
+        infer_context_free(c);
+        infer_model_free(m);
+        return 1;
+    }
+    /* one forward pass per step: the text streams as it comes */
+    for (;;) {
+        int left = infer_context_step(c, 0);
+        if (!flush_text(r, &printed, o->json ? NULL : stdout, &text, &len)) break;
+        if (o->out.n_probs > 0 && !o->json)
+            for (; probs_shown < infer_request_tokens(r, NULL, 0); probs_shown++)
+                print_probs(r, m, probs_shown, o->out.n_probs, stderr);
+        if (!left) break;
+    }
+    if (!flush_text(r, &printed, o->json ? NULL : stdout, &text, &len)) {
+        fprintf(stderr, "infer: out of memory\n");
         rc = 1;
-    } else {
-        mt = infer_context_metrics(c);
-        if (o->json) {
-            int np, ng;
-            const infer_token *pt = infer_context_prompt_tokens(c, &np);
-            const infer_token *gt = infer_context_generated_tokens(c, &ng);
+    } else if (infer_request_status(r, &err) != INFER_OK) {
+        /* the text so far stands (printed, or in the JSON), then why it ended */
+        if (!o->json && printed) fputc('\n', stdout);
+        if (err.code == INFER_ERR_CONTEXT_FULL && !o->shift && !strncmp(err.msg, "the context is full", 19))
+            fprintf(stderr, "infer: %s (a larger -c, or --context-shift, goes on)\n", err.msg);
+        else fprintf(stderr, "infer: %s\n", err.msg);
+        rc = 1;
+    }
+    mt = infer_request_metrics(r);
+    if (o->json) { /* the object in any case; "error" says why it ended early */
+        int np = infer_request_prompt_tokens(r, NULL, 0), ng = infer_request_tokens(r, NULL, 0);
+        infer_token *pt = (infer_token *)malloc(((size_t)np + 1) * sizeof *pt);
+        infer_token *gt = (infer_token *)malloc(((size_t)ng + 1) * sizeof *gt);
+        if (pt && gt) {
+            infer_request_prompt_tokens(r, pt, np);
+            infer_request_tokens(r, gt, ng);
             printf("{\"prompt_tokens\":");
             json_tokens(stdout, pt, np);
             printf(",\"tokens\":");
             json_tokens(stdout, gt, ng);
             printf(",\"text\":");
-            json_string(stdout, sink.buf ? sink.buf : "", sink.len);
+            json_string(stdout, text ? text : "", len);
             printf(",\"metrics\":");
             print_metrics(stdout, &mt, 1);
+            if (o->out.n_probs > 0) { /* per generated token, its most probable ones */
+                int i, j;
+                printf(",\"probs\":[");
+                for (i = 0; i < ng; i++) {
+                    infer_token_prob top[CLI_MAX_PROBS];
+                    int k = infer_request_top_probs(r, i, top, o->out.n_probs);
+                    printf(i ? ",[" : "[");
+                    for (j = 0; j < k; j++) {
+                        char piece[256];
+                        int pl = infer_token_to_piece(m, top[j].id, piece, sizeof piece);
+                        printf("%s{\"id\":%d,\"piece\":", j ? "," : "", top[j].id);
+                        json_string(stdout, piece, pl > 0 && pl <= (int)sizeof piece ? (size_t)pl : 0);
+                        printf(",\"p\":%.6g}", top[j].p);
+                    }
+                    printf("]");
+                }
+                printf("]");
+            }
+            if (rc) {
+                printf(",\"error\":");
+                json_string(stdout, err.msg, strlen(err.msg));
+            }
             printf("}\n");
-        } else {
-            print_metrics(stderr, &mt, 0);
+        } else if (!rc) {
+            fprintf(stderr, "infer: out of memory\n");
+            rc = 1;
         }
+        free(pt);
+        free(gt);
+    } else if (rc == 0) {
+        print_metrics(stderr, &mt, 0);
     }
-    free(sink.buf);
-    infer_sampler_free(s);
+    free(text);
+    infer_request_free(r);
     infer_context_free(c);
     infer_model_free(m);
     return rc;

@@ -7,7 +7,10 @@
    Where the template writes a reply otherwise than it was generated (Qwen3
    drops an earlier reply's reasoning), the next turn takes the cache back to
    before that reply and feeds it again as the template writes it.
-   --think off asks Qwen3 and SmolLM3 for answers without reasoning. */
+   --think off asks Qwen3 and SmolLM3 for answers without reasoning.
+   Each reply is a request (infer_request_start) stepped one forward pass
+   at a time: --stop strings end it, and with --context-shift a full
+   context drops its older half (after --keep positions) and goes on. */
 #define _XOPEN_SOURCE 700 /* isatty */
 #include <errno.h>
 #include <stdio.h>
@@ -18,10 +21,16 @@
 #include "cli.h"
 
 int infer_cmd_chat(int argc, char **argv);
+int cli_output_request(const cli_output *o, const infer_model *m, infer_request_params *p, char **owned); /* infer.c */
+
+#define CHAT_MAX_STOP 16
 
 typedef struct chat_opts {
     const char *model, *system;
     int n_predict, threads, n_ctx;
+    const char *stop[CHAT_MAX_STOP];
+    int n_stop, shift, keep;
+    cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
     infer_device device;
     infer_type kv_type;
     infer_sampler_params sp;
@@ -35,13 +44,24 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
     o->threads = 2;
     o->device = INFER_DEVICE_AUTO;
     o->sp = infer_sampler_default_params();
-    for (i = 2; i < argc; i += 2) { /* every option takes a value */
+    for (i = 2; i < argc; i += 2) { /* every option but --context-shift takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
         static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
                                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
-                                           "--device", "--kv-type", "--think"};
+                                           "--device", "--kv-type", "--think", "--stop", "--keep"};
         size_t k;
+        if (!strcmp(a, "--context-shift")) {
+            o->shift = 1;
+            i--;
+            continue;
+        }
+        if (cli_output_flag(a)) {
+            if (!v) return cli_fail("option %s needs a value", a), 0;
+            cli_output_option(a, v, &o->out, &ok);
+            if (!ok) return fprintf(stderr, "infer: bad value '%s' for %s\n", v, a), 0;
+            continue;
+        }
         for (k = 0; k < sizeof opts / sizeof opts[0] && strcmp(a, opts[k]); k++) {}
         if (k == sizeof opts / sizeof opts[0]) return cli_fail("unknown option %s (see infer --help)", a), 0;
         if (!v) return cli_fail("option %s needs a value", a), 0;
@@ -54,7 +74,12 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         } else if (!strcmp(a, "--think")) {
             ok = !strcmp(v, "on") || !strcmp(v, "off");
             o->no_think = !strcmp(v, "off");
-        } else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
+        } else if (!strcmp(a, "--stop")) {
+            if (o->n_stop == CHAT_MAX_STOP) return cli_fail("%s", "at most 16 --stop strings"), 0;
+            ok = *v != 0;
+            o->stop[o->n_stop++] = v;
+        } else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
+        else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
         else cli_sampling_option(a, v, &o->sp, &ok);
@@ -110,7 +135,6 @@ static int chat_append(chat_str *s, const char *p, size_t n) {
 typedef struct chat_state {
     infer_model *m;
     infer_context *c;
-    infer_sampler *s;
     infer_chat_template tmpl;
     infer_chat_message *msgs;
     int n_msgs, cap_msgs;
@@ -120,6 +144,10 @@ typedef struct chat_state {
        before its assistant prompt (else before its whole turn), and n_fed
        and reply_open there */
     int back_past, back_fed, back_open;
+    const chat_opts *o;
+    infer_request_params base; /* each reply's output control */
+    int n_turns;
+    int shifted;     /* the context dropped positions: back_past no longer holds */
 } chat_state;
 
 static int chat_push(chat_state *st, const char *role, const char *content, size_t len) {
@@ -157,7 +185,7 @@ static void chat_rewrite_reply(chat_state *st) {
     int ne = infer_chat_end_of_turn(&st->tmpl, NULL, 0);
     char *gen, *hist, *eot;
     int same = 1;
-    if (!st->reply_open || r < 0 || ne < 0) return;
+    if (!st->reply_open || r < 0 || ne < 0 || st->shifted) return;
     gen = chat_format(st, r, r, 1);
     hist = chat_format(st, r + 1, r, 0);
     eot = (char *)malloc((size_t)ne + 1);
@@ -199,13 +227,15 @@ static char *chat_turn_text(const chat_state *st) {
    context is full (said on stderr), -1 on an error. */
 static int chat_turn(chat_state *st, int n_predict, int tty) {
     infer_error err;
-    infer_detok detok;
+    infer_request_params rp;
+    infer_request *r;
     chat_str reply = {NULL, 0, 0};
-    char piece[256];
     char *text;
-    infer_token *toks = NULL, tok;
-    int n, i, add_bos, n_ctx = infer_context_n_ctx(st->c), full = 0, n_gen = 0;
+    infer_token *toks = NULL;
+    size_t printed = 0;
+    int n_shown = 0, n, add_bos, n_ctx = infer_context_n_ctx(st->c), full = 0, n_gen, past0;
     int n_gp = infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_msgs, 1, NULL, 0), n_a;
+    infer_status status;
     chat_rewrite_reply(st);
     st->back_past = infer_context_n_past(st->c);
     st->back_fed = st->n_fed;
@@ -233,49 +263,75 @@ static int chat_turn(chat_state *st, int n_predict, int tty) {
         }
         free(a);
     }
-    free(text);
-    /* room for the turn and at least one reply token */
-    if (infer_context_n_past(st->c) + n + 1 > n_ctx) {
-        free(toks);
+    free(toks);
+    /* room for the turn and at least one reply token (a context that
+       shifts makes room itself) */
+    if (!st->o->shift && infer_context_n_past(st->c) + n + 1 > n_ctx) {
+        free(text);
         fprintf(stderr, "infer: the context is full (%d of %d tokens used; this turn needs %d more): ending the chat\n",
                 infer_context_n_past(st->c), n_ctx, n);
         return 1;
     }
-    for (i = 0; i < n; i++) infer_sampler_accept(st->s, toks[i]);
-    if (infer_decode(st->c, toks, n, 0, &err)) {
-        free(toks);
-        return fprintf(stderr, "infer: %s\n", err.msg), -1;
-    }
-    free(toks);
+    /* the reply: a request on the cache, stepped a forward pass at a time */
+    rp = st->base;
+    rp.prompt = text;
+    rp.n_predict = n_predict;
+    rp.sampling = st->o->sp;
+    rp.sampling.seed += (uint64_t)st->n_turns++; /* each turn draws afresh */
+    rp.stop = st->o->stop;
+    rp.n_stop = st->o->n_stop;
+    past0 = infer_context_n_past(st->c);
+    r = infer_request_start(st->c, &rp, &err);
+    free(text);
+    if (!r) return fprintf(stderr, "infer: %s\n", err.msg), -1;
     st->n_fed = st->n_msgs;
-    memset(&detok, 0, sizeof detok);
-    for (i = 0; i < n_predict; i++) {
-        int len;
-        tok = infer_sampler_sample(st->s, infer_get_logits(st->c, -1));
-        infer_sampler_accept(st->s, tok);
-        if (infer_model_is_eog(st->m, tok)) break; /* not decoded: the end-of-turn text replaces it */
-        len = infer_detok_push(&detok, st->m, tok, piece, sizeof piece);
-        if (len > 0) {
-            fwrite(piece, 1, (size_t)len, stdout);
+    for (;;) {
+        int left = infer_context_step(st->c, 0);
+        size_t len = infer_request_text(r, printed, NULL, 0);
+        if (len) {
+            char *p = (char *)malloc(len + 1);
+            if (!p) break; /* the reply ends short; the request is freed below */
+            infer_request_text(r, printed, p, len + 1);
+            fwrite(p, 1, len, stdout);
             fflush(stdout);
-            chat_append(&reply, piece, (size_t)len);
+            chat_append(&reply, p, len);
+            printed += len;
+            free(p);
         }
-        n_gen++;
-        if (infer_context_n_past(st->c) >= n_ctx) { /* the cache must hold what was printed */
-            full = 1;
-            break;
-        }
-        if (infer_decode(st->c, &tok, 1, 0, &err)) {
-            free(reply.p);
-            return fprintf(stderr, "\ninfer: %s\n", err.msg), -1;
+        if (st->o->out.n_probs > 0) /* each token's most probable ones, on stderr */
+            for (; n_shown < infer_request_tokens(r, NULL, 0); n_shown++) {
+                infer_token_prob top[CLI_MAX_PROBS];
+                int k = infer_request_top_probs(r, n_shown, top, st->o->out.n_probs), j;
+                fprintf(stderr, "[probs]");
+                for (j = 0; j < k; j++) {
+                    char piece[256];
+                    int pl = infer_token_to_piece(st->m, top[j].id, piece, sizeof piece);
+                    fprintf(stderr, " '%.*s' %.3f", pl > 0 && pl <= (int)sizeof piece ? pl : 0, piece, top[j].p);
+                }
+                fputc('\n', stderr);
+            }
+        if (!left) break;
+    }
+    status = infer_request_status(r, &err);
+    /* the tokens the cache took: every one generated but an end of generation */
+    n_gen = infer_request_tokens(r, NULL, 0);
+    if (n_gen > 0) {
+        infer_token *all = (infer_token *)malloc((size_t)n_gen * sizeof *all);
+        if (all) {
+            infer_request_tokens(r, all, n_gen);
+            if (infer_model_is_eog(st->m, all[n_gen - 1])) n_gen--;
+            free(all);
         }
     }
-    {
-        int len = infer_detok_flush(&detok, piece, sizeof piece);
-        if (len > 0) fwrite(piece, 1, (size_t)len, stdout), chat_append(&reply, piece, (size_t)len);
-    }
+    if (st->o->shift && infer_context_n_past(st->c) != past0 + n + n_gen) st->shifted = 1;
+    infer_request_free(r);
     fputc('\n', stdout);
     fflush(stdout);
+    if (status == INFER_ERR_CONTEXT_FULL) full = 1;
+    else if (status != INFER_OK) {
+        free(reply.p);
+        return fprintf(stderr, "infer: %s\n", err.msg), -1;
+    }
     if (!chat_push(st, "assistant", reply.p ? reply.p : "", reply.n)) {
         free(reply.p);
         return fprintf(stderr, "infer: out of memory\n"), -1;
@@ -300,7 +356,7 @@ int infer_cmd_chat(int argc, char **argv) {
     infer_model_params mp = infer_model_default_params();
     infer_context_params cp = infer_context_default_params();
     int rc = 0, tty, i;
-    char *line;
+    char *line, *owned = NULL;
     if (!chat_parse(argc, argv, &o)) return 1;
     memset(&st, 0, sizeof st);
     mp.device = o.device;
@@ -310,17 +366,24 @@ int infer_cmd_chat(int argc, char **argv) {
     cp.n_threads = o.threads;
     cp.n_ctx = o.n_ctx;
     cp.kv_type = o.kv_type;
+    cp.full_policy = o.shift ? INFER_FULL_SHIFT : INFER_FULL_STOP;
+    cp.n_keep = o.keep;
+    st.o = &o;
     st.c = infer_context_new(st.m, &cp, &err);
     if (!st.c) {
         infer_model_free(st.m);
         return cli_fail("%s", err.msg);
     }
-    st.s = infer_sampler_new(&o.sp, infer_model_n_vocab(st.m));
+    st.base = infer_request_default_params();
+    if (!cli_output_request(&o.out, st.m, &st.base, &owned)) {
+        rc = 1;
+        goto done;
+    }
     st.tmpl = infer_chat_template_detect(st.m);
     st.tmpl.no_think = o.no_think;
     if (st.tmpl.fallback)
         fprintf(stderr, "infer: warning: the model's chat template is missing or not recognized; using ChatML\n");
-    if (!st.s || (o.system && !chat_push(&st, "system", o.system, strlen(o.system)))) {
+    if (o.system && !chat_push(&st, "system", o.system, strlen(o.system))) {
         rc = cli_fail("%s", "out of memory");
         goto done;
     }
@@ -345,9 +408,9 @@ int infer_cmd_chat(int argc, char **argv) {
         if (r) break;
     }
 done:
+    free(owned);
     for (i = 0; i < st.n_msgs; i++) free((void *)st.msgs[i].content);
     free(st.msgs);
-    infer_sampler_free(st.s);
     infer_context_free(st.c);
     infer_model_free(st.m);
     return rc;

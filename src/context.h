@@ -128,6 +128,7 @@ struct infer_context {
     int n_keep;
     infer_abort_fn abort_fn;
     void *abort_user;
+    struct infer__sched *sched; /* request.c's scheduler of this context's requests, or NULL */
     void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;
     int n_threads;
@@ -175,7 +176,10 @@ static void infer__rope_angles(float *cs, const infer__rope *r, const float *fre
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused);
 /* Room for rows of logits (n_vocab floats); 0 when memory runs out. */
 static int infer__reserve_logits(infer_context *c, int rows);
-/* Asks the abort callback (worker 0 only). */
+/* Asks the abort callback, and whether a request in the pass was
+   cancelled (worker 0 only). */
 static int infer__aborted(const infer_context *c);
+typedef struct infer__sched infer__sched;
+static int infer__sched_should_stop(const infer__sched *s); /* request.c */
 
 #endif /* INFER_CONTEXT_H */

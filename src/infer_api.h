@@ -391,7 +391,9 @@ INFERDEF infer_sampler_params infer_sampler_default_params(void);
 INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab);
 INFERDEF void infer_sampler_free(infer_sampler *s);
 /* Records a chosen token: in the penalty window and, with a grammar, as
-   the grammar's next text. */
+   the grammar's next text (end-of-generation and empty control tokens
+   leave the grammar as it is; a token the grammar refuses leaves it
+   allowing nothing, so infer_sampler_sample returns -1, until a reset). */
 INFERDEF void infer_sampler_accept(infer_sampler *s, infer_token t);
 /* Records a prompt token: in the penalty window only. */
 INFERDEF void infer_sampler_accept_prompt(infer_sampler *s, infer_token t);
@@ -400,7 +402,13 @@ INFERDEF void infer_sampler_accept_prompt(infer_sampler *s, infer_token t);
 INFERDEF void infer_sampler_reset(infer_sampler *s);
 /* Chooses a token from logits (not modified). Does not accept it. With a
    grammar it is a token the grammar allows (end of generation only where
-   the grammar may end); with none allowed, -1. */
+   the grammar may end); with none allowed, -1. Order: logit bias,
+   repetition penalty, then greedy or top-k -> top-p -> min-p ->
+   temperature -> a draw. With a grammar, as llama.cpp does: the draw is
+   made first without it and kept if the grammar allows that token; only
+   otherwise are the allowed tokens found (a walk over a trie of the
+   vocabulary's texts) and the draw made again among them (banned ones
+   left out). */
 INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits);
 
 /* Added to the logits before anything else; -INFINITY bans a token. Replaces
@@ -409,22 +417,42 @@ INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *
 
 /* Output control: a grammar in llama.cpp's GBNF (a .gbnf file's text),
    starting at rule root (NULL: "root"); the tokens' text comes from model
-   m. NULL gbnf removes the grammar. */
+   m, whose vocabulary must be the sampler's size. NULL gbnf removes the
+   grammar. Text is matched as Unicode code points of the tokens' UTF-8
+   (a character may span tokens). Besides llama.cpp's syntax, a rule may
+   go on over lines that do not start "name ::=" without parentheses.
+   A malformed grammar (undefined rule, no root, an unterminated literal
+   or class, a bad escape, left recursion, a rule defined twice, ...) gives
+   INFER_ERR_ARG with a one-line message and its line and column, and the
+   sampler is left with no grammar. Sets up in about 20 ms for a 49k-token
+   vocabulary. A state holds at most 1024 stacks (an ambiguous grammar's
+   extra ones are dropped). */
 INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_model *m, const char *gbnf,
                                                 const char *root, infer_error *err);
 /* Whether the grammar has reached a state where it may end (1), or has no
    grammar (1). */
 INFERDEF int infer_sampler_grammar_done(const infer_sampler *s);
-/* A JSON schema (the subset: object, properties, required, array, items,
-   string, number, integer, boolean, enum) as a GBNF grammar whose root
-   matches exactly the JSON values the schema allows. snprintf-style: writes
-   at most size-1 bytes and a NUL, returns the full length, or -1 (err set)
-   for a schema it cannot read. */
+/* A JSON schema as a GBNF grammar whose root matches the JSON values the
+   schema allows. The subset: type (a name or an array of them: object,
+   array, string, number, integer, boolean, null), properties (written in
+   the schema's order; those not in required may be left out; no others
+   allowed), items, minItems/maxItems, minLength/maxLength, enum and const
+   (any JSON values), anyOf/oneOf (as alternatives); a schema without type
+   or with none of these allows any value; other keywords are ignored.
+   $ref, allOf, tuple items and unknown types are refused. Whitespace
+   between tokens is bounded (none, a space, or a line break and up to 20
+   blanks) and numbers have at most 16 digits before the point and 16
+   after, so a model cannot ramble on. snprintf-style: writes at most
+   size-1 bytes and a NUL, returns the full length, or -1 (err set, with
+   the line and column) for a schema it cannot read. */
 INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err);
 
 /* The most probable tokens of the last infer_sampler_sample's distribution:
    softmax of the logits after bias, penalty and grammar, before top-k/p
-   and temperature. Writes up to n, most probable first; returns how many. */
+   and temperature. Writes up to n, most probable first; returns how many
+   (0 before a sample, after a reset or when nothing was allowed). Still
+   valid after infer_sampler_accept. Where the grammar allowed the first
+   draw, its mask is made here, on request. */
 typedef struct infer_token_prob {
     infer_token id;
     float p;
@@ -474,6 +502,158 @@ INFERDEF void infer_context_reset_metrics(infer_context *c);
 /* The tokens infer_generate last read and wrote. */
 INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, int *n);
 INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n);
+
+/* ---- Requests: generation in steps, for a game loop or a worker -------- */
+
+/* A request is one reply on one sequence of a context: its prompt is fed to
+   the sequence, then tokens are sampled (by the request's own sampler) and
+   fed back until end of generation, n_predict tokens, a stop string, the
+   grammar's end, cancellation or an error.
+
+   Requests do not run by themselves. Either the caller advances every
+   request of a context a little at a time with infer_context_step(c,
+   budget_ms) (a game gives it a few ms of each frame), or an infer_worker
+   does it on threads of its own while the caller polls. Either way the
+   requests of different sequences of one context advance together: one
+   forward pass (infer_decode_batch) takes the next token of every request
+   that is generating and chunks of the prompts of those still reading, so
+   the weights are read once for all. Prompt chunks are sized from the
+   measured speed to fit the budget. Requests on one sequence run one after
+   the other, in the order they were started.
+
+       infer_request_params p = infer_request_default_params();
+       p.prompt = "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n";
+       p.seq = npc_id;
+       infer_request *r = infer_request_start(ctx, &p, &err);
+       ... every frame:
+       infer_context_step(ctx, 4.0);            (or nothing, with a worker)
+       infer_request_text(r, 0, buf, sizeof buf);
+       if (infer_request_done(r)) { infer_request_status(r, &err); infer_request_free(r); }
+
+   Afterwards the sequence holds the prompt and every generated token but an
+   end-of-generation token (and but the last one of a reply that ends just
+   as the context fills), so a conversation goes on with the next
+   request's prompt (a chat: infer_chat_end_of_turn's text, the next user
+   message, the assistant prompt). A request that ends (cancelled, failed)
+   while its prompt is being fed takes the sequence back to where it was.
+
+   Threads: start, step and free the requests of one context from one
+   thread at a time; poll them (text, done, status, tokens, metrics) and
+   cancel them from any thread at any time: polling copies under a short
+   lock and never waits for a forward pass. Free a context's requests
+   before the context. A cancelled request stops the forward pass it is
+   part of between layers (as the context's abort callback would). */
+typedef struct infer_request infer_request;
+
+typedef struct infer_request_params {
+    /* Fed first: special tokens parsed, BOS where the model adds one and
+       the sequence is empty. NULL or "": generate from the sequence's last
+       position (its logits, or its last token fed again). */
+    const char *prompt;
+    int seq;                 /* the sequence it continues: 0 .. n_seq-1 */
+    int n_past;              /* -1 (default): the sequence as it is; else first
+                                infer_seq_truncate(c, seq, n_past) (0: afresh) */
+    int n_predict;           /* most tokens generated (default 256); 0: only
+                                feed the prompt */
+    infer_sampler_params sampling; /* default infer_sampler_default_params() */
+    /* Output control: a GBNF grammar (root rule "root") or a JSON schema
+       (see infer_json_schema_to_grammar) the output must match; not both.
+       The reply ends where the grammar does (the model's end-of-generation
+       token is then the only choice). */
+    const char *grammar;
+    const char *json_schema;
+    /* Stop strings: generation ends at the first occurrence of any; the
+       text excludes it. Text that may be the start of one is held back
+       until it cannot be (and released at the end). Copied at start. */
+    const char *const *stop;
+    int n_stop;
+    int n_probs;             /* keep each generated token's n_probs most probable
+                                tokens (infer_request_top_probs) */
+    const infer_token *bias_ids; /* logit bias (infer_sampler_set_logit_bias) */
+    const float *bias;
+    int n_bias;
+} infer_request_params;
+
+INFERDEF infer_request_params infer_request_default_params(void);
+/* Queues a request on context c. It owns a copy of everything in p and is
+   quick: it tokenizes the prompt; a grammar is compiled against the
+   vocabulary when the request begins, on the thread that steps it. NULL
+   with err set for bad parameters (a sequence out of range, both grammar
+   and json_schema, a JSON schema it cannot read); what is found when it
+   begins (a grammar that does not parse, a prompt that cannot fit, an
+   empty prompt on an empty sequence of a model without BOS) ends it with
+   that status. */
+INFERDEF infer_request *infer_request_start(infer_context *c, const infer_request_params *p, infer_error *err);
+/* Advances every unfinished request of c for about budget_ms: forward
+   passes one after the other, each with one token of every generating
+   request and prompt chunks sized (from the measured speed) to what is left
+   of the budget; it never starts a pass it expects to overrun the budget,
+   except the first, so each call makes progress (the smallest pass: the
+   generating requests' tokens and a few prompt tokens, or more where the
+   budget allows). A step can hence last budget_ms or one pass, whichever
+   is longer. budget_ms <= 0: exactly one pass, prompts in chunks of up to
+   n_batch tokens (what a program that only streams text wants). Returns
+   the requests of c still unfinished (0: none left). Does nothing (but
+   count) for a context that a worker steps. */
+INFERDEF int infer_context_step(infer_context *c, double budget_ms);
+
+/* 1 once the request has ended: its text, tokens and status no longer
+   change. */
+INFERDEF int infer_request_done(const infer_request *r);
+/* INFER_OK while running and after a normal end (end of generation,
+   n_predict, a stop string, the grammar's end); else what ended it:
+   INFER_ERR_CANCELLED, INFER_ERR_CONTEXT_FULL (the sequence is full under
+   INFER_FULL_STOP; the text so far stays), an error of the grammar or the
+   decode. err (may be NULL) gets the message. */
+INFERDEF infer_status infer_request_status(const infer_request *r, infer_error *err);
+/* The text generated so far from byte `from` on (a caller that streams
+   passes what it already has), stop strings held back as described above.
+   snprintf-style: writes at most size-1 bytes and a NUL, returns the length
+   of the whole text from `from` (0 when from is past it). */
+INFERDEF size_t infer_request_text(const infer_request *r, size_t from, char *buf, size_t size);
+/* The generated token ids so far (an end-of-generation token included):
+   writes up to max, returns how many there are. */
+INFERDEF int infer_request_tokens(const infer_request *r, infer_token *out, int max);
+/* The prompt's ids as fed (BOS included); complete once its first token is
+   generated. Writes up to max, returns how many. */
+INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max);
+/* Generated token i's most probable tokens (params n_probs): up to n into
+   out, most probable first; returns how many (0 without n_probs). */
+INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n);
+/* Its timings: ttft_ms from infer_request_start (waiting included), prompt_ms
+   the passes that fed the prompt, the token intervals in wall time
+   (between steps included). */
+INFERDEF infer_metrics infer_request_metrics(const infer_request *r);
+/* Asks the request to end with INFER_ERR_CANCELLED; from any thread, at any
+   time until it is freed. A forward pass it is part of stops between
+   layers (the context as before the pass; other requests go on at the next
+   pass). It is done at once where no step is running, else when the
+   running one sees it. A request already done is left as it is. */
+INFERDEF void infer_request_cancel(infer_request *r);
+/* Cancels it if running and frees it. Freeing a done request never waits;
+   an unfinished one a worker is stepping waits at most for the forward
+   pass under way (which stops between layers where the request is in it). */
+INFERDEF void infer_request_free(infer_request *r);
+
+/* Background stepping: n_threads threads that step the requests of the
+   contexts given to them while the caller polls. A context is stepped by
+   one of them at a time (so n_threads > 1 helps with several contexts);
+   idle threads sleep. Each context's forward passes also use its own kernel
+   threads (infer_context_params.n_threads): keep the total within the
+   machine's cores. */
+typedef struct infer_worker infer_worker;
+INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err);
+/* infer_request_start, and the context goes to w: from now on w steps all
+   of its requests (also ones started with infer_request_start) until the
+   last is freed. While any is unfinished, use the context only through
+   requests. */
+INFERDEF infer_request *infer_worker_start(infer_worker *w, infer_context *c, const infer_request_params *p,
+                                           infer_error *err);
+/* Cancels every unfinished request of its contexts, stops its threads and
+   frees it. The requests stay valid (done, INFER_ERR_CANCELLED where they
+   were cut short) for infer_request_free; their contexts are stepped by
+   infer_context_step again. */
+INFERDEF void infer_worker_free(infer_worker *w);
 
 /* ---- Quantizing ---------------------------------------------------------- */
 

@@ -1,3 +1,1228 @@
 /* request.c - generation in steps: requests a game loop advances within a
-   time budget, or a worker thread advances while the caller polls. */
+   time budget, or a worker thread advances while the caller polls.
+
+   Each context with requests has a scheduler (infer__sched): its requests
+   in start order, the speed it has measured, and the forward pass being
+   run (the context's sched). Between layers the forward pass asks it
+   whether a request of the pass was cancelled, which stops the pass.
+
+   Fields of a request are of two kinds. Its progress (sampler, prompt
+   position, held-back text) belongs to the thread stepping its context,
+   which marks the requests of a pass (in_pass) while it works on them.
+   What callers read (text, tokens, status) changes only under the
+   scheduler's mutex, held for copies, never across a forward pass. */
 #include "context.h"
+
+#if defined(_WIN32) || !defined(__GNUC__)
+/* No threads here (as threads.c): a request is stepped by its caller, and
+   workers are refused. */
+#define INFER__REQ_THREADS 0
+typedef int infer__mutex;
+typedef int infer__cond;
+#define infer__mutex_init(m) (*(m) = 0)
+#define infer__mutex_destroy(m) ((void)(m))
+#define infer__mutex_lock(m) ((void)(m))
+#define infer__mutex_unlock(m) ((void)(m))
+#define infer__cond_init(cv) (*(cv) = 0)
+#define infer__cond_destroy(cv) ((void)(cv))
+#define infer__cond_wait(cv, m) ((void)(cv), (void)(m))
+#define infer__cond_broadcast(cv) ((void)(cv))
+#define INFER__LOAD(p) (*(p))
+#define INFER__STORE(p, v) (*(p) = (v))
+#else
+#define INFER__REQ_THREADS 1
+typedef pthread_mutex_t infer__mutex;
+typedef pthread_cond_t infer__cond;
+#define infer__mutex_init(m) pthread_mutex_init(m, NULL)
+#define infer__mutex_destroy(m) pthread_mutex_destroy(m)
+#define infer__mutex_lock(m) pthread_mutex_lock(m)
+#define infer__mutex_unlock(m) pthread_mutex_unlock(m)
+#define infer__cond_init(cv) pthread_cond_init(cv, NULL)
+#define infer__cond_destroy(cv) pthread_cond_destroy(cv)
+#define infer__cond_wait(cv, m) pthread_cond_wait(cv, m)
+#define infer__cond_broadcast(cv) pthread_cond_broadcast(cv)
+#define INFER__LOAD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
+#define INFER__STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
+#endif
+
+#define INFER__REQ_MIN_CHUNK 8    /* prompt tokens the smallest pass still takes */
+#define INFER__REQ_FIRST_CHUNK 16 /* prompt tokens of a pass before any speed is known */
+#define INFER__REQ_SAMPLES 16     /* passes the speed is fitted to */
+#define INFER__WORKER_SLICE_MS 20.0 /* a worker's step: new requests and other contexts get a turn */
+
+
+enum { INFER__RQ_WAIT, INFER__RQ_PROMPT, INFER__RQ_GEN, INFER__RQ_END };
+
+struct infer_request {
+    infer__sched *sched;
+    infer_request *next; /* the scheduler's list, in start order (under mu) */
+    int seq, n_past_req, n_predict, n_probs;
+    int cancel;          /* atomic: infer_request_cancel asked */
+    int in_pass;         /* under mu: the stepping thread is working on it */
+    /* progress: the stepping thread's */
+    int state;
+    infer_sampler *sampler;
+    int own_sampler;
+    int bos_always;      /* infer_generate: BOS before every prompt, as it always did */
+    int feed_last;       /* feed the last generated token too (requests; not infer_generate) */
+    int fed;             /* prompt tokens fed */
+    int start_past;      /* the sequence's positions when the prompt began */
+    int has_pending;     /* a sampled token waits to be fed */
+    infer_token pending;
+    int ending;          /* done once the pending token is fed */
+    int text_done;       /* the text is complete (a stop string, or flushed) */
+    int n_sampled;
+    infer_detok detok;
+    char *hold;          /* stb array: text that may start a stop string */
+    infer_token_prob *top; /* stb array: the last token's top probabilities */
+    char *gbnf;          /* the grammar, compiled when the request begins */
+    char **stop;         /* copies of the stop strings */
+    int n_stop;
+    double t_start, t_prompt0, t_last;
+    /* what callers read: under mu */
+    infer_token *prompt; /* stb array; BOS put in front when the prompt begins */
+    int done;
+    infer_status status;
+    char msg[256];
+    char *text;          /* stb array */
+    infer_token *toks;   /* stb array */
+    infer_token_prob *probs; /* stb array, n_probs per token */
+    infer_metrics metrics;
+};
+
+struct infer__sched {
+    infer_context *c;
+    infer__mutex mu;
+    infer__cond cv;        /* a pass or a step ended */
+    infer_request *head, *tail;
+    int n_req;             /* under mu */
+    int n_open;            /* unfinished; under mu, read atomically by workers */
+    int stepping;          /* under mu: a thread steps it */
+    infer_worker *worker;  /* under mu (and the worker's mu when it changes) */
+    int claimed;           /* under the worker's mu: one of its threads steps it */
+    infer__sched *wnext;   /* the worker's list */
+    /* the pass being run: the stepping thread's */
+    infer_request **pass;  /* stb arrays */
+    int *take;             /* per pass request: tokens it gives this pass */
+    infer_token *btok;
+    int *bseq;
+    int8_t *blog;
+    int in_decode;
+    /* (tokens, ms) of recent passes, the speed model */
+    double smp_n[INFER__REQ_SAMPLES], smp_ms[INFER__REQ_SAMPLES];
+    int n_smp, smp_pos;
+};
+
+#if INFER__REQ_THREADS
+struct infer_worker {
+    infer__mutex mu;
+    infer__cond wake;  /* work arrived, or stop */
+    infer__cond idle;  /* a thread let go of a context */
+    pthread_t *threads;
+    int n_threads;
+    int stop;
+    infer__sched *head;
+};
+#else
+struct infer_worker {
+    int unused;
+};
+#endif
+
+/* ---- cancelling a pass ---- */
+
+/* Asked with the abort callback between layers (forward.c): whether a
+   request in the running pass has been cancelled. */
+static int infer__sched_should_stop(const infer__sched *s) {
+    int i;
+    if (s->in_decode)
+        for (i = 0; i < (int)stbds_arrlen(s->pass); i++)
+            if (s->take[i] && s->pass[i] && INFER__LOAD(&s->pass[i]->cancel)) return 1;
+    return 0;
+}
+
+/* The scheduler of c, or NULL. */
+static infer__sched *infer__ctx_sched(const infer_context *c) { return c->sched; }
+
+/* ---- the speed model: ms of a pass of n tokens ~ a + b n ---- */
+
+static void infer__sched_sample(infer__sched *s, int n, double ms) {
+    s->smp_n[s->smp_pos] = n;
+    s->smp_ms[s->smp_pos] = ms;
+    s->smp_pos = (s->smp_pos + 1) % INFER__REQ_SAMPLES;
+    if (s->n_smp < INFER__REQ_SAMPLES) s->n_smp++;
+}
+
+/* Expected ms of a pass of n tokens, or -1 before anything was measured.
+   A least-squares line through the recent passes; where their sizes hardly
+   differ, no cheaper than the passes seen and no cheaper per token than
+   them (pessimistic, so a budget holds while the line is unknown). */
+static double infer__sched_estimate(const infer__sched *s, int n) {
+    double sn = 0, st = 0, snn = 0, snt = 0, k = s->n_smp, var, a, b, est;
+    int i;
+    if (!s->n_smp) return -1;
+    for (i = 0; i < s->n_smp; i++) {
+        sn += s->smp_n[i];
+        st += s->smp_ms[i];
+        snn += s->smp_n[i] * s->smp_n[i];
+        snt += s->smp_n[i] * s->smp_ms[i];
+    }
+    var = snn / k - (sn / k) * (sn / k);
+    if (s->n_smp >= 3 && var >= 4) {
+        b = (snt / k - (sn / k) * (st / k)) / var;
+        a = st / k - b * sn / k;
+        if (b < 0) b = 0, a = st / k;
+        if (a < 0) a = 0, b = snt / snn;
+        est = a + b * n;
+    } else {
+        est = INFER__MAX(st / k, n * st / sn);
+    }
+    return est * 1.1; /* a margin for the machine's noise */
+}
+
+/* ---- results: what callers read, changed under mu ---- */
+
+/* Appends released text. */
+static void infer__req_publish_text(infer_request *r, const char *p, size_t n) {
+    infer__sched *s = r->sched;
+    if (!n) return;
+    infer__mutex_lock(&s->mu);
+    memcpy(stbds_arraddnptr(r->text, n), p, n);
+    infer__mutex_unlock(&s->mu);
+}
+
+/* Adds held text and releases what cannot start a stop string. final: the
+   text is complete (release all). Returns 1 when a stop string was found
+   (the text ends before it). */
+static int infer__req_text(infer_request *r, const char *p, size_t n, int final) {
+    size_t nh, pos, keep;
+    int i, stopped = 0;
+    if (n) memcpy(stbds_arraddnptr(r->hold, n), p, n);
+    nh = stbds_arrlen(r->hold);
+    keep = nh;
+    /* the earliest whole stop string ends it */
+    for (pos = 0; pos < nh && !stopped; pos++)
+        for (i = 0; i < r->n_stop; i++) {
+            size_t ls = strlen(r->stop[i]);
+            if (ls <= nh - pos && !memcmp(r->hold + pos, r->stop[i], ls)) {
+                keep = pos, stopped = 1;
+                break;
+            }
+        }
+    if (!stopped && !final) /* else hold back from the earliest start of one */
+        for (pos = 0; pos < nh && keep == nh; pos++)
+            for (i = 0; i < r->n_stop; i++) {
+                size_t ls = strlen(r->stop[i]);
+                if (ls > nh - pos && !memcmp(r->hold + pos, r->stop[i], nh - pos)) {
+                    keep = pos;
+                    break;
+                }
+            }
+    if (stopped || final) {
+        infer__req_publish_text(r, r->hold, keep);
+        stbds_arrsetlen(r->hold, 0);
+    } else if (keep) {
+        infer__req_publish_text(r, r->hold, keep);
+        if (nh > keep) memmove(r->hold, r->hold + keep, nh - keep);
+        stbds_arrsetlen(r->hold, nh - keep);
+    }
+    return stopped;
+}
+
+/* Records time t as the moment a token was chosen. */
+static void infer__req_token_time(infer_request *r, double t) {
+    infer_metrics *m = &r->metrics;
+    if (m->n_gen_tokens == 0) {
+        m->ttft_ms = t - r->t_start;
+    } else {
+        double ms = t - r->t_last;
+        if (m->n_gen_intervals == 0 || ms < m->token_ms_min) m->token_ms_min = ms;
+        if (ms > m->token_ms_max) m->token_ms_max = ms;
+        m->n_gen_intervals++;
+        m->gen_ms += ms;
+    }
+    m->n_gen_tokens++;
+    r->t_last = t;
+}
+
+/* Ends r (the stepping thread, or a caller under mu where none steps):
+   releases what is held back, puts the sequence back where it was when a
+   prompt is cut short, and publishes the status. Called without mu. */
+static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
+    infer__sched *s = r->sched;
+    char piece[16];
+    int n, i;
+    if (r->state == INFER__RQ_PROMPT && st != INFER_OK && r->fed > 0)
+        infer_seq_truncate(s->c, r->seq, r->start_past);
+    if (!r->text_done) {
+        n = infer_detok_flush(&r->detok, piece, sizeof piece);
+        infer__req_text(r, piece, (size_t)n, 1);
+        r->text_done = 1;
+    }
+    r->has_pending = 0;
+    r->state = INFER__RQ_END;
+    /* the pass lets go of it now: its caller may free it at once */
+    for (i = 0; i < (int)stbds_arrlen(s->pass); i++)
+        if (s->pass[i] == r) s->pass[i] = NULL;
+    infer__mutex_lock(&s->mu);
+    if (!r->done) {
+        r->done = 1;
+        r->status = st;
+        snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
+        s->n_open--;
+        INFER__STORE(&s->n_open, s->n_open);
+    }
+    r->in_pass = 0;
+    infer__cond_broadcast(&s->cv);
+    infer__mutex_unlock(&s->mu);
+}
+
+/* ---- one request's steps ---- */
+
+/* The prompt begins: the sequence set as asked, BOS where due, the tokens
+   to re-feed where the sequence lost some. Returns 0 if r ended. */
+static int infer__req_begin(infer_request *r) {
+    infer__sched *s = r->sched;
+    infer_context *c = s->c;
+    const infer_model *m = c->model;
+    infer_token *pre = NULL; /* stb array: what goes before the prompt */
+    char msg[256];
+    int past = infer_seq_n_past(c, r->seq), n_ctx = infer_context_n_ctx(c), i, n_prompt;
+    if (r->gbnf) {
+        infer_error e;
+        memset(&e, 0, sizeof e);
+        if (infer_sampler_set_grammar(r->sampler, m, r->gbnf, NULL, &e) != INFER_OK) {
+            infer__req_end(r, e.code ? e.code : INFER_ERR_ARG, e.msg);
+            return 0;
+        }
+    }
+    if (r->n_past_req >= 0 && r->n_past_req < past) {
+        /* positions a sliding window lost come back by feeding them again */
+        int n_tok, kept;
+        const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
+        infer_token *copy = NULL;
+        /* (never a memcpy of 0 bytes into a NULL array: the compiler may
+           then take the array for non-NULL) */
+        if (t && r->n_past_req > 0 && n_tok >= r->n_past_req) memcpy(stbds_arraddnptr(copy, r->n_past_req), t, (size_t)r->n_past_req * sizeof *t);
+        kept = infer_seq_truncate(c, r->seq, r->n_past_req);
+        if (kept < r->n_past_req && copy)
+            memcpy(stbds_arraddnptr(pre, r->n_past_req - kept), copy + kept, (size_t)(r->n_past_req - kept) * sizeof *copy);
+        stbds_arrfree(copy);
+        past = kept;
+    }
+    if ((past == 0 || r->bos_always) && infer_model_add_bos(m) && infer_model_bos(m) >= 0)
+        stbds_arrins(pre, 0, infer_model_bos(m));
+    if (!stbds_arrlen(r->prompt) && !stbds_arrlen(pre) && r->n_predict > 0) {
+        /* nothing to feed: generate from the sequence's last position, its
+           logits where kept, else its last token fed again */
+        const float *l = past > 0 ? infer_seq_logits(c, r->seq) : NULL;
+        if (past == 0) {
+            infer__req_end(r, INFER_ERR_ARG, "the prompt is empty, the sequence too, and the model adds no BOS token");
+            return 0;
+        }
+        if (!l) {
+            int n_tok, kept;
+            const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
+            infer_token last = t && n_tok > 0 ? t[n_tok - 1] : -1;
+            kept = infer_seq_truncate(c, r->seq, past - 1);
+            if (kept == past - 1 && last >= 0) {
+                stbds_arrput(pre, last);
+            } else { /* a window's cache cannot go back one: feed what it lost */
+                for (i = kept; t && i < n_tok && i < past; i++) stbds_arrput(pre, t[i]);
+            }
+            past = kept;
+        }
+    }
+    if (stbds_arrlen(pre)) {
+        infer__mutex_lock(&s->mu);
+        stbds_arrinsn(r->prompt, 0, stbds_arrlen(pre));
+        memcpy(r->prompt, pre, stbds_arrlen(pre) * sizeof *pre);
+        infer__mutex_unlock(&s->mu);
+    }
+    stbds_arrfree(pre);
+    n_prompt = (int)stbds_arrlen(r->prompt);
+    r->start_past = past;
+    r->fed = 0;
+    r->t_prompt0 = infer__now_ms();
+    for (i = 0; i < n_prompt; i++) infer_sampler_accept_prompt(r->sampler, r->prompt[i]);
+    if (n_prompt > n_ctx - past && (c->full_policy == INFER_FULL_STOP || n_prompt > n_ctx)) {
+        snprintf(msg, sizeof msg, "the prompt is %d tokens but the context has room for %d", n_prompt,
+                 INFER__MAX(n_ctx - past, 0));
+        infer__req_end(r, INFER_ERR_CONTEXT_FULL, msg);
+        return 0;
+    }
+    r->state = INFER__RQ_PROMPT;
+    if (n_prompt == 0) {
+        /* straight from the sequence's logits */
+        r->state = INFER__RQ_GEN;
+        return 1;
+    }
+    return 1;
+}
+
+/* Chooses the next token from logits l; returns 0 if r ended. */
+static int infer__req_sample(infer_request *r, const float *l) {
+    infer__sched *s = r->sched;
+    const infer_model *m = s->c->model;
+    char piece[256];
+    infer_token t = infer_sampler_sample(r->sampler, l);
+    int len, stopped;
+    double now = infer__now_ms();
+    r->state = INFER__RQ_GEN;
+    if (t < 0) {
+        infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
+        return 0;
+    }
+    if (r->n_probs > 0) { /* before accept moves the grammar on; outside the lock */
+        int k;
+        stbds_arrsetlen(r->top, r->n_probs);
+        k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs);
+        for (; k < r->n_probs; k++) r->top[k].id = -1, r->top[k].p = 0;
+    }
+    infer_sampler_accept(r->sampler, t);
+    r->n_sampled++;
+    infer__mutex_lock(&s->mu);
+    stbds_arrput(r->toks, t);
+    if (r->n_probs > 0) memcpy(stbds_arraddnptr(r->probs, r->n_probs), r->top, (size_t)r->n_probs * sizeof *r->top);
+    infer__req_token_time(r, now);
+    r->metrics.context_bytes = s->c->bytes;
+    infer__mutex_unlock(&s->mu);
+    if (infer_model_is_eog(m, t)) {
+        infer__req_end(r, INFER_OK, NULL);
+        return 0;
+    }
+    len = infer_detok_push(&r->detok, m, t, piece, sizeof piece);
+    stopped = infer__req_text(r, piece, (size_t)(len > 0 ? len : 0), 0);
+    if (stopped || r->n_sampled >= r->n_predict) {
+        if (!stopped) { /* the text is complete */
+            len = infer_detok_flush(&r->detok, piece, sizeof piece);
+            infer__req_text(r, piece, (size_t)len, 1);
+        }
+        r->text_done = 1;
+        if (!r->feed_last) {
+            infer__req_end(r, INFER_OK, NULL);
+            return 0;
+        }
+        r->ending = 1; /* the sequence takes the token, then r is done */
+    }
+    r->pending = t;
+    r->has_pending = 1;
+    return 1;
+}
+
+/* ---- a pass: one forward pass over the open requests ---- */
+
+/* Whether the pass's request i may take part: the first open request of its
+   sequence (requests of a sequence run in start order). */
+static int infer__seq_first(infer_request *const *reqs, int i) {
+    int j;
+    for (j = 0; j < i; j++)
+        if (reqs[j]->seq == reqs[i]->seq) return 0;
+    return 1;
+}
+
+/* Takes the open requests for a pass (marks them in_pass). */
+static int infer__pass_collect(infer__sched *s) {
+    infer_request *r;
+    stbds_arrsetlen(s->pass, 0);
+    infer__mutex_lock(&s->mu);
+    for (r = s->head; r; r = r->next)
+        if (!r->done) {
+            /* a cancelled one behind another of its sequence ends too */
+            stbds_arrput(s->pass, r);
+            if (!infer__seq_first(s->pass, (int)stbds_arrlen(s->pass) - 1) && !INFER__LOAD(&r->cancel))
+                stbds_arrpop(s->pass);
+            else r->in_pass = 1;
+        }
+    infer__mutex_unlock(&s->mu);
+    stbds_arrsetlen(s->take, stbds_arrlen(s->pass));
+    return (int)stbds_arrlen(s->pass);
+}
+
+static void infer__pass_release(infer__sched *s) {
+    int i;
+    infer__mutex_lock(&s->mu);
+    for (i = 0; i < (int)stbds_arrlen(s->pass); i++)
+        if (s->pass[i]) s->pass[i]->in_pass = 0;
+    infer__cond_broadcast(&s->cv);
+    infer__mutex_unlock(&s->mu);
+    stbds_arrsetlen(s->pass, 0);
+}
+
+/* One forward pass. limit_ms: the time it may take (< 0: no limit, prompt
+   chunks up to n_batch); first: it runs even if expected to take longer,
+   with at least a minimal chunk. Returns 1 if a pass ran (or requests
+   ended), 0 if nothing fits or nothing is open. */
+static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
+    infer_context *c = s->c;
+    int n_batch = c->n_batch, n = infer__pass_collect(s), i, n_gen = 0, n_prompt = 0, left = 0, k, pos, progress = 0;
+    infer_batch b;
+    infer_error err;
+    infer_status st;
+    double t0 = infer__now_ms(), ms;
+    if (!n) return 0;
+    /* cancelled ones end; new ones begin; sampling from kept logits */
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        s->take[i] = 0;
+        if (INFER__LOAD(&r->cancel)) {
+            infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled");
+            progress = 1;
+            continue;
+        }
+        if (r->state == INFER__RQ_WAIT && !infer__req_begin(r)) {
+            progress = 1;
+            continue;
+        }
+        if (r->state == INFER__RQ_GEN && !r->has_pending) {
+            /* an empty prompt: from the sequence's own logits */
+            const float *l = infer_seq_logits(c, r->seq);
+            if (r->n_predict <= 0) {
+                infer__req_end(r, INFER_OK, NULL);
+                progress = 1;
+                continue;
+            }
+            if (!l) {
+                infer__req_end(r, INFER_ERR_ARG, "the sequence has no logits to continue from");
+                progress = 1;
+                continue;
+            }
+            progress = 1;
+            if (!infer__req_sample(r, l)) continue;
+        }
+        if (r->state == INFER__RQ_GEN) {
+            if (infer_seq_n_past(c, r->seq) >= infer_context_n_ctx(c) && c->full_policy == INFER_FULL_STOP) {
+                char msg[256];
+                if (r->ending) { /* the reply is complete; only its last token finds no room */
+                    infer__req_end(r, INFER_OK, NULL);
+                    progress = 1;
+                    continue;
+                }
+                snprintf(msg, sizeof msg, "the context is full (%d positions): stopped after %d generated tokens",
+                         infer_context_n_ctx(c), r->n_sampled);
+                infer__req_end(r, INFER_ERR_CONTEXT_FULL, msg);
+                progress = 1;
+                continue;
+            }
+            s->take[i] = 1;
+            n_gen++;
+        } else {
+            left += (int)stbds_arrlen(r->prompt) - r->fed;
+            n_prompt++;
+        }
+    }
+    /* a request that began may have taken the budget (compiling a grammar
+       over a large vocabulary): that was this pass's progress */
+    if (limit_ms >= 0) {
+        limit_ms = INFER__MAX(0.0, limit_ms - (infer__now_ms() - t0));
+        if (progress && limit_ms == 0) {
+            infer__pass_release(s);
+            return 1;
+        }
+    }
+    /* how many prompt tokens this pass takes */
+    k = INFER__MAX(0, INFER__MIN(left, n_batch - n_gen));
+    if (k > 0 && limit_ms >= 0) {
+        double est = infer__sched_estimate(s, n_gen + k);
+        if (est < 0) {
+            k = INFER__MIN(k, INFER__REQ_FIRST_CHUNK);
+        } else if (est > limit_ms) {
+            int lo = 0, hi = k; /* the most that fits */
+            while (lo < hi) {
+                int mid = (lo + hi + 1) / 2;
+                if (infer__sched_estimate(s, n_gen + mid) <= limit_ms) lo = mid;
+                else hi = mid - 1;
+            }
+            k = first ? INFER__MAX(lo, INFER__MIN(k, INFER__REQ_MIN_CHUNK)) : lo;
+        }
+    }
+    if (!first && limit_ms >= 0 && (n_gen + k == 0 || infer__sched_estimate(s, n_gen + k) > limit_ms)) {
+        infer__pass_release(s);
+        return progress;
+    }
+    if (n_gen + k == 0) {
+        infer__pass_release(s);
+        return progress;
+    }
+    /* the batch: the generating requests' tokens, then prompt chunks in start order */
+    stbds_arrsetlen(s->btok, n_gen + k);
+    stbds_arrsetlen(s->bseq, n_gen + k);
+    stbds_arrsetlen(s->blog, n_gen + k);
+    pos = 0;
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        if (!r || !s->take[i]) continue;
+        s->btok[pos] = r->pending;
+        s->bseq[pos] = r->seq;
+        s->blog[pos] = !r->ending;
+        pos++;
+    }
+    for (i = 0; i < n && pos < n_gen + k; i++) {
+        infer_request *r = s->pass[i];
+        int give, j;
+        if (!r || r->state != INFER__RQ_PROMPT) continue;
+        give = INFER__MIN((int)stbds_arrlen(r->prompt) - r->fed, n_gen + k - pos);
+        for (j = 0; j < give; j++) {
+            s->btok[pos + j] = r->prompt[r->fed + j];
+            s->bseq[pos + j] = r->seq;
+            s->blog[pos + j] = 0;
+        }
+        /* the last prompt token's logits give the first token */
+        if (r->fed + give == (int)stbds_arrlen(r->prompt) && r->n_predict > 0) s->blog[pos + give - 1] = 1;
+        s->take[i] = give;
+        pos += give;
+    }
+    b.n = pos;
+    b.tokens = s->btok;
+    b.seq = s->bseq;
+    b.logits = s->blog;
+    t0 = infer__now_ms();
+    s->in_decode = 1;
+    st = infer_decode_batch(c, &b, &err);
+    s->in_decode = 0;
+    if (st == INFER_ERR_CANCELLED) {
+        /* the context is as before the pass: the cancelled ones end, the
+           others try again (all end if the context's own callback fired) */
+        int any = 0;
+        for (i = 0; i < n; i++)
+            if (s->take[i] && INFER__LOAD(&s->pass[i]->cancel)) any = 1;
+        for (i = 0; i < n; i++)
+            if (s->take[i] && (!any || INFER__LOAD(&s->pass[i]->cancel)))
+                infer__req_end(s->pass[i], INFER_ERR_CANCELLED, any ? "the request was cancelled" : err.msg);
+        /* (take[i] is set only for requests alive at the decode, and each ends once) */
+        infer__pass_release(s);
+        return 1;
+    }
+    if (st != INFER_OK) {
+        for (i = 0; i < n; i++)
+            if (s->take[i]) infer__req_end(s->pass[i], st, err.msg);
+        infer__pass_release(s);
+        return 1;
+    }
+    /* the tokens are in: sample where logits were kept */
+    pos = 0;
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        if (!r || !s->take[i] || r->state != INFER__RQ_GEN) continue;
+        r->has_pending = 0;
+        if (r->ending) infer__req_end(r, INFER_OK, NULL);
+        else infer__req_sample(r, infer_get_logits(c, pos));
+        pos++;
+    }
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        if (!r || !s->take[i] || r->state != INFER__RQ_PROMPT) continue;
+        r->fed += s->take[i];
+        pos += s->take[i];
+        if (r->fed == (int)stbds_arrlen(r->prompt)) {
+            infer__mutex_lock(&s->mu);
+            r->metrics.n_prompt_tokens = r->fed;
+            r->metrics.prompt_ms = infer__now_ms() - r->t_prompt0;
+            infer__mutex_unlock(&s->mu);
+            if (r->n_predict <= 0) infer__req_end(r, INFER_OK, NULL);
+            else infer__req_sample(r, infer_get_logits(c, pos - 1));
+        }
+    }
+    ms = infer__now_ms() - t0;
+    infer__sched_sample(s, b.n, ms);
+    infer__pass_release(s);
+    return 1;
+}
+
+/* Passes for about budget_ms (see infer_context_step). */
+static void infer__sched_step(infer__sched *s, double budget_ms) {
+    double t0 = infer__now_ms();
+    int first = 1;
+    for (;;) {
+        /* -1: no limit (budget_ms <= 0); else what is left, never below 0 */
+        double left = budget_ms > 0 ? INFER__MAX(0.0, budget_ms - (infer__now_ms() - t0)) : -1;
+        if (budget_ms > 0 && !first && left <= 0) break;
+        if (!infer__sched_pass(s, left, first)) break;
+        if (budget_ms <= 0 || !INFER__LOAD(&s->n_open)) break;
+        first = 0;
+    }
+}
+
+/* ---- the scheduler's life ---- */
+
+static infer__sched *infer__sched_new(infer_context *c) {
+    infer__sched *s = (infer__sched *)infer__calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->c = c;
+    infer__mutex_init(&s->mu);
+    infer__cond_init(&s->cv);
+    return s;
+}
+
+static void infer__sched_free(infer__sched *s) {
+    s->c->sched = NULL;
+    stbds_arrfree(s->pass);
+    stbds_arrfree(s->take);
+    stbds_arrfree(s->btok);
+    stbds_arrfree(s->bseq);
+    stbds_arrfree(s->blog);
+    infer__cond_destroy(&s->cv);
+    infer__mutex_destroy(&s->mu);
+    INFER_FREE(s);
+}
+
+/* The scheduler of c, made and registered if it has none. */
+static infer__sched *infer__sched_of(infer_context *c) {
+    infer__sched *s = infer__ctx_sched(c);
+    if (s) return s;
+    s = infer__sched_new(c);
+    if (!s) return NULL;
+    c->sched = s;
+    return s;
+}
+
+static void infer__req_free_fields(infer_request *r) {
+    int i;
+    if (r->own_sampler) infer_sampler_free(r->sampler);
+    INFER_FREE(r->gbnf);
+    for (i = 0; i < r->n_stop; i++) INFER_FREE(r->stop[i]);
+    INFER_FREE(r->stop);
+    stbds_arrfree(r->hold);
+    stbds_arrfree(r->top);
+    stbds_arrfree(r->prompt);
+    stbds_arrfree(r->text);
+    stbds_arrfree(r->toks);
+    stbds_arrfree(r->probs);
+}
+
+/* Fills r from p (everything copied); r->sched set by the caller. */
+static infer_status infer__req_init(infer_request *r, infer_context *c, const infer_request_params *p,
+                                    infer_sampler *borrowed, infer_error *err) {
+    const infer_model *m = c->model;
+    const char *prompt = p->prompt ? p->prompt : "";
+    size_t plen = strlen(prompt);
+    int n, i;
+    if (p->seq < 0 || p->seq >= infer_context_n_seq(c)) {
+        infer__set_error(err, INFER_ERR_ARG, "sequence %d is outside the context's %d", p->seq, infer_context_n_seq(c));
+        return INFER_ERR_ARG;
+    }
+    if (p->grammar && p->json_schema) {
+        infer__set_error(err, INFER_ERR_ARG, "a request takes a grammar or a JSON schema, not both");
+        return INFER_ERR_ARG;
+    }
+    if (p->n_stop < 0 || (p->n_stop > 0 && !p->stop) || p->n_probs < 0 || p->n_bias < 0 ||
+        (p->n_bias > 0 && (!p->bias_ids || !p->bias))) {
+        infer__set_error(err, INFER_ERR_ARG, "bad request parameters (stop, n_probs or bias)");
+        return INFER_ERR_ARG;
+    }
+    r->seq = p->seq;
+    r->n_past_req = p->n_past;
+    r->n_predict = p->n_predict;
+    r->n_probs = p->n_probs;
+    r->feed_last = 1;
+    r->status = INFER_OK;
+    r->t_start = infer__now_ms();
+    if (borrowed) {
+        r->sampler = borrowed;
+    } else {
+        r->sampler = infer_sampler_new(&p->sampling, infer_model_n_vocab(m));
+        r->own_sampler = 1;
+        if (!r->sampler) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's sampler");
+            return INFER_ERR_NOMEM;
+        }
+        if (p->n_bias > 0) infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias);
+        /* the grammar's text now (a bad schema fails here); compiled against
+           the vocabulary when the request begins, on the stepping thread,
+           since that takes a while for a large vocabulary */
+        if (p->grammar) r->gbnf = infer__strndup(p->grammar, strlen(p->grammar));
+        if (p->json_schema) {
+            int len = infer_json_schema_to_grammar(p->json_schema, NULL, 0, err);
+            if (len < 0) return err ? err->code : INFER_ERR_ARG;
+            r->gbnf = (char *)INFER_MALLOC((size_t)len + 1);
+            if (r->gbnf) infer_json_schema_to_grammar(p->json_schema, r->gbnf, (size_t)len + 1, err);
+        }
+        if ((p->grammar || p->json_schema) && !r->gbnf) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's grammar");
+            return INFER_ERR_NOMEM;
+        }
+    }
+    if (p->n_stop > 0) {
+        r->stop = (char **)infer__calloc((size_t)p->n_stop, sizeof *r->stop);
+        if (!r->stop) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the stop strings");
+            return INFER_ERR_NOMEM;
+        }
+        for (i = 0; i < p->n_stop; i++) {
+            const char *st = p->stop[i] ? p->stop[i] : "";
+            if (!*st) continue; /* an empty string stops nothing */
+            r->stop[r->n_stop] = infer__strndup(st, strlen(st));
+            if (!r->stop[r->n_stop]) {
+                infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the stop strings");
+                return INFER_ERR_NOMEM;
+            }
+            r->n_stop++;
+        }
+    }
+    n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
+    if (n < 0) {
+        infer__set_error(err, INFER_ERR_ARG, "the prompt could not be tokenized");
+        return INFER_ERR_ARG;
+    }
+    if (n > 0) {
+        stbds_arrsetlen(r->prompt, n);
+        infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1);
+    }
+    return INFER_OK;
+}
+
+/* Appends r to s's list. */
+static void infer__sched_add(infer__sched *s, infer_request *r) {
+    r->sched = s;
+    infer__mutex_lock(&s->mu);
+    if (s->tail) s->tail->next = r;
+    else s->head = r;
+    s->tail = r;
+    s->n_req++;
+    s->n_open++;
+    INFER__STORE(&s->n_open, s->n_open);
+    infer__mutex_unlock(&s->mu);
+}
+
+/* ---- the public API ---- */
+
+INFERDEF infer_request_params infer_request_default_params(void) {
+    infer_request_params p;
+    memset(&p, 0, sizeof p);
+    p.n_past = -1;
+    p.n_predict = 256;
+    p.sampling = infer_sampler_default_params();
+    return p;
+}
+
+static infer_request *infer__request_start(infer_context *c, const infer_request_params *p, infer_worker *w,
+                                           infer_error *err) {
+    infer_request_params d = infer_request_default_params();
+    infer__sched *s;
+    infer_request *r;
+    if (!c) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_request_start needs a context");
+        return NULL;
+    }
+    if (!p) p = &d;
+    s = infer__ctx_sched(c);
+    if (w && s && s->worker && s->worker != w) {
+        infer__set_error(err, INFER_ERR_ARG, "the context's requests are already stepped by another worker");
+        return NULL;
+    }
+    if (w && s && !s->worker && s->n_req > 0) {
+        infer__set_error(err, INFER_ERR_ARG, "the context has requests stepped by infer_context_step: free them first");
+        return NULL;
+    }
+    r = (infer_request *)infer__calloc(1, sizeof *r);
+    if (!r) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a request");
+        return NULL;
+    }
+    if (infer__req_init(r, c, p, NULL, err) != INFER_OK) {
+        infer__req_free_fields(r);
+        INFER_FREE(r);
+        return NULL;
+    }
+    s = infer__sched_of(c);
+    if (!s) {
+        infer__req_free_fields(r);
+        INFER_FREE(r);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a request");
+        return NULL;
+    }
+#if INFER__REQ_THREADS
+    if (w && !s->worker) {
+        /* the context joins the worker's list */
+        infer__mutex_lock(&w->mu);
+        infer__mutex_lock(&s->mu);
+        s->worker = w;
+        infer__mutex_unlock(&s->mu);
+        s->wnext = w->head;
+        w->head = s;
+        infer__mutex_unlock(&w->mu);
+    }
+#endif
+    infer__sched_add(s, r);
+#if INFER__REQ_THREADS
+    if (s->worker) {
+        infer_worker *sw = s->worker;
+        infer__mutex_lock(&sw->mu);
+        infer__cond_broadcast(&sw->wake);
+        infer__mutex_unlock(&sw->mu);
+    }
+#endif
+    return r;
+}
+
+INFERDEF infer_request *infer_request_start(infer_context *c, const infer_request_params *p, infer_error *err) {
+    return infer__request_start(c, p, NULL, err);
+}
+
+INFERDEF int infer_context_step(infer_context *c, double budget_ms) {
+    infer__sched *s = c ? infer__ctx_sched(c) : NULL;
+    int n;
+    if (!s) return 0;
+    infer__mutex_lock(&s->mu);
+    if (s->worker) {
+        n = s->n_open;
+        infer__mutex_unlock(&s->mu);
+        return n;
+    }
+    s->stepping = 1;
+    infer__mutex_unlock(&s->mu);
+    infer__sched_step(s, budget_ms);
+    infer__mutex_lock(&s->mu);
+    s->stepping = 0;
+    n = s->n_open;
+    infer__cond_broadcast(&s->cv);
+    infer__mutex_unlock(&s->mu);
+    return n;
+}
+
+INFERDEF int infer_request_done(const infer_request *r) {
+    int d;
+    infer__mutex_lock(&r->sched->mu);
+    d = r->done;
+    infer__mutex_unlock(&r->sched->mu);
+    return d;
+}
+
+INFERDEF infer_status infer_request_status(const infer_request *r, infer_error *err) {
+    infer_status st;
+    infer__mutex_lock(&r->sched->mu);
+    st = r->status;
+    if (err) {
+        err->code = st;
+        snprintf(err->msg, sizeof err->msg, "%s", r->msg);
+    }
+    infer__mutex_unlock(&r->sched->mu);
+    return st;
+}
+
+INFERDEF size_t infer_request_text(const infer_request *r, size_t from, char *buf, size_t size) {
+    size_t n, len;
+    infer__mutex_lock(&r->sched->mu);
+    len = stbds_arrlen(r->text);
+    n = from < len ? len - from : 0;
+    if (buf && size) {
+        size_t w = INFER__MIN(n, size - 1);
+        if (w) memcpy(buf, r->text + from, w);
+        buf[w] = 0;
+    }
+    infer__mutex_unlock(&r->sched->mu);
+    return n;
+}
+
+INFERDEF int infer_request_tokens(const infer_request *r, infer_token *out, int max) {
+    int n;
+    infer__mutex_lock(&r->sched->mu);
+    n = (int)stbds_arrlen(r->toks);
+    if (out && max > 0 && n > 0) memcpy(out, r->toks, (size_t)INFER__MIN(n, max) * sizeof *out);
+    infer__mutex_unlock(&r->sched->mu);
+    return n;
+}
+
+INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max) {
+    int n;
+    infer__mutex_lock(&r->sched->mu);
+    n = (int)stbds_arrlen(r->prompt);
+    if (out && max > 0 && n > 0) memcpy(out, r->prompt, (size_t)INFER__MIN(n, max) * sizeof *out);
+    infer__mutex_unlock(&r->sched->mu);
+    return n;
+}
+
+INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n) {
+    int k = 0, j;
+    infer__mutex_lock(&r->sched->mu);
+    if (r->n_probs > 0 && i >= 0 && i < (int)stbds_arrlen(r->toks) && out)
+        for (j = 0; j < r->n_probs && k < n; j++)
+            if (r->probs[(size_t)i * r->n_probs + j].id >= 0) out[k++] = r->probs[(size_t)i * r->n_probs + j];
+    infer__mutex_unlock(&r->sched->mu);
+    return k;
+}
+
+INFERDEF infer_metrics infer_request_metrics(const infer_request *r) {
+    infer_metrics m;
+    const infer_context *c = r->sched->c;
+    infer__mutex_lock(&r->sched->mu);
+    m = r->metrics;
+    infer__mutex_unlock(&r->sched->mu);
+    m.load_ms = c->model->load_ms;
+    m.model_bytes = infer_model_weight_bytes(c->model);
+    m.peak_rss_bytes = infer__peak_rss_bytes();
+    m.prompt_tps = m.prompt_ms > 0 ? m.n_prompt_tokens * 1000.0 / m.prompt_ms : 0;
+    m.gen_tps = m.gen_ms > 0 ? m.n_gen_intervals * 1000.0 / m.gen_ms : 0;
+    m.token_ms_avg = m.n_gen_intervals ? m.gen_ms / m.n_gen_intervals : 0;
+    return m;
+}
+
+/* Ends r as cancelled on the calling thread where no thread steps its
+   context (holding off steps meanwhile); else leaves it to the stepper.
+   Called with mu held; returns with it held. */
+static void infer__req_end_here(infer_request *r) {
+    infer__sched *s = r->sched;
+    if (s->stepping || r->done) return;
+    s->stepping = 1;
+    infer__mutex_unlock(&s->mu);
+    infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled");
+    infer__mutex_lock(&s->mu);
+    s->stepping = 0;
+    infer__cond_broadcast(&s->cv);
+}
+
+INFERDEF void infer_request_cancel(infer_request *r) {
+    if (!r) return;
+    INFER__STORE(&r->cancel, 1); /* what a running pass's abort callback reads */
+    infer__mutex_lock(&r->sched->mu);
+    infer__req_end_here(r);
+    infer__mutex_unlock(&r->sched->mu);
+}
+
+INFERDEF void infer_request_free(infer_request *r) {
+    infer__sched *s;
+    infer_request **pp;
+    int last;
+    infer_worker *w;
+    if (!r) return;
+    s = r->sched;
+    INFER__STORE(&r->cancel, 1);
+    infer__mutex_lock(&s->mu);
+    /* a stepper ends it at its next pass (a pass it is in stops between
+       layers); else it ends here, its prompt taken back if cut short */
+    while (!r->done && s->stepping) infer__cond_wait(&s->cv, &s->mu);
+    infer__req_end_here(r);
+    while (r->in_pass) infer__cond_wait(&s->cv, &s->mu);
+    for (pp = &s->head; *pp != r; pp = &(*pp)->next) {}
+    *pp = r->next;
+    if (s->tail == r) {
+        infer_request *t = s->head;
+        while (t && t->next) t = t->next;
+        s->tail = t;
+    }
+    last = --s->n_req == 0;
+    w = s->worker;
+    infer__mutex_unlock(&s->mu);
+    infer__req_free_fields(r);
+    INFER_FREE(r);
+    if (!last) return;
+#if INFER__REQ_THREADS
+    if (w) { /* out of the worker's list once no thread of it steps s */
+        infer__sched **sp;
+        infer__mutex_lock(&w->mu);
+        while (s->claimed) infer__cond_wait(&w->idle, &w->mu);
+        for (sp = &w->head; *sp && *sp != s; sp = &(*sp)->wnext) {}
+        if (*sp) *sp = s->wnext;
+        infer__mutex_unlock(&w->mu);
+    }
+#else
+    (void)w;
+#endif
+    infer__sched_free(s);
+}
+
+/* ---- the worker ---- */
+
+#if INFER__REQ_THREADS
+static void *infer__worker_main(void *arg) {
+    infer_worker *w = (infer_worker *)arg;
+    infer__mutex_lock(&w->mu);
+    for (;;) {
+        infer__sched *s, **sp, *pick = NULL;
+        if (w->stop) break;
+        for (s = w->head; s; s = s->wnext)
+            if (!s->claimed && INFER__LOAD(&s->n_open) > 0) {
+                pick = s;
+                break;
+            }
+        if (!pick) {
+            infer__cond_wait(&w->wake, &w->mu);
+            continue;
+        }
+        pick->claimed = 1;
+        /* to the end of the list, so other contexts get the next turn */
+        for (sp = &w->head; *sp != pick; sp = &(*sp)->wnext) {}
+        *sp = pick->wnext;
+        pick->wnext = NULL;
+        for (sp = &w->head; *sp; sp = &(*sp)->wnext) {}
+        *sp = pick;
+        infer__mutex_unlock(&w->mu);
+
+        infer__mutex_lock(&pick->mu);
+        pick->stepping = 1;
+        infer__mutex_unlock(&pick->mu);
+        infer__sched_step(pick, INFER__WORKER_SLICE_MS);
+        infer__mutex_lock(&pick->mu);
+        pick->stepping = 0;
+        infer__cond_broadcast(&pick->cv);
+        infer__mutex_unlock(&pick->mu);
+
+        infer__mutex_lock(&w->mu);
+        pick->claimed = 0;
+        infer__cond_broadcast(&w->idle);
+    }
+    infer__mutex_unlock(&w->mu);
+    return NULL;
+}
+#endif
+
+INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
+#if INFER__REQ_THREADS
+    infer_worker *w;
+    int i;
+    if (n_threads < 1 || n_threads > 256) {
+        infer__set_error(err, INFER_ERR_ARG, "a worker needs 1 to 256 threads, not %d", n_threads);
+        return NULL;
+    }
+    w = (infer_worker *)infer__calloc(1, sizeof *w);
+    if (w) w->threads = (pthread_t *)infer__calloc((size_t)n_threads, sizeof *w->threads);
+    if (!w || !w->threads) {
+        INFER_FREE(w);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a worker");
+        return NULL;
+    }
+    infer__mutex_init(&w->mu);
+    infer__cond_init(&w->wake);
+    infer__cond_init(&w->idle);
+    for (i = 0; i < n_threads; i++) {
+        if (pthread_create(&w->threads[i], NULL, infer__worker_main, w) != 0) break;
+        w->n_threads++;
+    }
+    if (!w->n_threads) {
+        infer_worker_free(w);
+        infer__set_error(err, INFER_ERR_NOMEM, "could not start a worker thread");
+        return NULL;
+    }
+    return w;
+#else
+    (void)n_threads;
+    infer__set_error(err, INFER_ERR_UNSUPPORTED, "workers need POSIX threads, which this build lacks");
+    return NULL;
+#endif
+}
+
+INFERDEF infer_request *infer_worker_start(infer_worker *w, infer_context *c, const infer_request_params *p,
+                                           infer_error *err) {
+    if (!w) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_worker_start needs a worker");
+        return NULL;
+    }
+    return infer__request_start(c, p, w, err);
+}
+
+INFERDEF void infer_worker_free(infer_worker *w) {
+#if INFER__REQ_THREADS
+    infer__sched *s;
+    int i;
+    if (!w) return;
+    /* a running pass stops between layers once its requests are cancelled */
+    infer__mutex_lock(&w->mu);
+    w->stop = 1;
+    for (s = w->head; s; s = s->wnext) {
+        infer_request *r;
+        infer__mutex_lock(&s->mu);
+        for (r = s->head; r; r = r->next) INFER__STORE(&r->cancel, 1);
+        infer__mutex_unlock(&s->mu);
+    }
+    infer__cond_broadcast(&w->wake);
+    infer__mutex_unlock(&w->mu);
+    for (i = 0; i < w->n_threads; i++) pthread_join(w->threads[i], NULL);
+    /* the contexts go back to infer_context_step, their requests ended */
+    while ((s = w->head)) {
+        infer_request *r;
+        w->head = s->wnext;
+        s->wnext = NULL;
+        infer__mutex_lock(&s->mu);
+        s->worker = NULL;
+        s->claimed = 0;
+        infer__mutex_unlock(&s->mu);
+        for (;;) {
+            infer__mutex_lock(&s->mu);
+            for (r = s->head; r && r->done; r = r->next) {}
+            infer__mutex_unlock(&s->mu);
+            if (!r) break;
+            infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled (its worker was freed)");
+        }
+    }
+    infer__cond_destroy(&w->wake);
+    infer__cond_destroy(&w->idle);
+    infer__mutex_destroy(&w->mu);
+    INFER_FREE(w->threads);
+    INFER_FREE(w);
+#else
+    (void)w;
+#endif
+}
+
+/* ---- infer_generate: a request stepped to its end on this thread ---- */
+
+static infer_status infer__generate(infer_context *c, infer_sampler *smp, const char *prompt, int n_predict,
+                           infer_piece_fn on_piece, void *user, infer_error *err) {
+    infer_request_params p = infer_request_default_params();
+    infer__sched s;
+    infer_request r;
+    size_t sent = 0;
+    int n, stop = 0;
+    infer_status st;
+    memset(&s, 0, sizeof s);
+    memset(&r, 0, sizeof r);
+    s.c = c;
+    infer__mutex_init(&s.mu);
+    infer__cond_init(&s.cv);
+    p.prompt = prompt;
+    p.n_predict = n_predict;
+    st = infer__req_init(&r, c, &p, smp, err);
+    r.feed_last = 0;
+    r.bos_always = 1;
+    stbds_arrsetlen(c->prompt_tokens, 0);
+    stbds_arrsetlen(c->gen_tokens, 0);
+    if (st == INFER_OK && !stbds_arrlen(r.prompt) && !(infer_model_add_bos(c->model) && infer_model_bos(c->model) >= 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "the prompt is empty and the model adds no BOS token");
+        st = INFER_ERR_ARG;
+    }
+    if (st == INFER_OK) {
+        infer__sched_add(&s, &r);
+        s.stepping = 1;
+        while (!r.done) {
+            infer__sched_pass(&s, -1, 1);
+            n = (int)stbds_arrlen(r.text);
+            if (on_piece && (size_t)n > sent && !stop) {
+                stop = on_piece(r.text + sent, n - (int)sent, user) != 0;
+                sent = (size_t)n;
+                if (stop && !r.done) {
+                    r.ending = 1; /* what was streamed stands; nothing more is held back */
+                    infer__req_end(&r, INFER_OK, NULL);
+                }
+            }
+        }
+        st = r.status;
+        if (st != INFER_OK) infer__set_error(err, st, "%s", r.msg);
+        /* the context's own record of it */
+        {
+            infer_metrics *m = &c->metrics, *q = &r.metrics;
+            m->n_prompt_tokens += q->n_prompt_tokens;
+            m->prompt_ms += q->prompt_ms;
+            if (q->n_gen_tokens) m->ttft_ms = q->ttft_ms;
+            m->n_gen_tokens += q->n_gen_tokens;
+            if (q->n_gen_intervals) {
+                if (m->n_gen_intervals == 0 || q->token_ms_min < m->token_ms_min) m->token_ms_min = q->token_ms_min;
+                if (q->token_ms_max > m->token_ms_max) m->token_ms_max = q->token_ms_max;
+            }
+            m->n_gen_intervals += q->n_gen_intervals;
+            m->gen_ms += q->gen_ms;
+        }
+        if (stbds_arrlen(r.prompt))
+            memcpy(stbds_arraddnptr(c->prompt_tokens, stbds_arrlen(r.prompt)), r.prompt, stbds_arrlen(r.prompt) * sizeof *r.prompt);
+        if (stbds_arrlen(r.toks))
+            memcpy(stbds_arraddnptr(c->gen_tokens, stbds_arrlen(r.toks)), r.toks, stbds_arrlen(r.toks) * sizeof *r.toks);
+    }
+    infer__req_free_fields(&r);
+    stbds_arrfree(s.pass);
+    stbds_arrfree(s.take);
+    stbds_arrfree(s.btok);
+    stbds_arrfree(s.bseq);
+    stbds_arrfree(s.blog);
+    infer__cond_destroy(&s.cv);
+    infer__mutex_destroy(&s.mu);
+    return st;
+}

@@ -109,14 +109,14 @@ ParameterizedTest(format_case *fc, cuda_formats, format, .timeout = 600) {
         n_dev = infer_cuda_device_count(msg, sizeof msg);
         if (n_dev <= 0) cr_skip_test("no CUDA GPU on this machine: %s", msg);
     }
-    /* the CPU context must not repack the weights: repacking lets go of
-       the originals' pages, which here are this test's own memory */
-    setenv("INFER_NO_PACK", "1", 1);
     mp.device = INFER_DEVICE_CPU;
     m = infer_model_load(path, &mp, &err);
     cr_assert_not_null(m, "%s", err.msg);
     nv = infer_model_n_vocab(m);
     convert(m, fc->type, &keep, &n_keep);
+    /* the weights were packed at load in their first format: again, in this one */
+    infer__weights_free(m);
+    cr_assert(infer__weights_prepare(m, NULL, NULL, 0, &err), "%s", err.msg);
     cp.n_threads = 2;
     cp.n_ctx = 16;
     cp.n_batch = 4; /* the prompt in two batches */

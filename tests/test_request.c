@@ -1,0 +1,765 @@
+/* Requests (request.c): stepping within a time budget gives what
+   infer_generate gives and keeps to the budget; stop strings cut and hold
+   back text; cancel from another thread stops a long prompt and leaves the
+   context working; the background worker gives the same replies as
+   sequential generation, over several contexts and several sequences of
+   one, and frees cleanly with requests running; the context-full policies;
+   JSON-schema output; the CLI's context-full line. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define MODEL "models/stories260K.gguf"
+
+static infer_model *load(const char *rel) {
+    char path[1024];
+    infer_error err;
+    infer_model *m;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: the request tests need its models");
+    tu_shared_path(path, sizeof path, rel);
+    m = infer_model_load(path, NULL, &err);
+    cr_assert(m, "%s", err.msg);
+    return m;
+}
+
+static infer_context *ctx(infer_model *m, int n_ctx, int n_seq, infer_full_policy policy, int n_threads) {
+    infer_context_params p = infer_context_default_params();
+    infer_error err;
+    infer_context *c;
+    p.n_ctx = n_ctx, p.n_seq = n_seq, p.full_policy = policy, p.n_threads = n_threads;
+    c = infer_context_new(m, &p, &err);
+    cr_assert(c, "%s", err.msg);
+    return c;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+typedef struct sink {
+    char buf[16384];
+    size_t n;
+} sink;
+
+static int on_piece(const char *p, int len, void *u) {
+    sink *s = (sink *)u;
+    cr_assert(s->n + (size_t)len < sizeof s->buf);
+    memcpy(s->buf + s->n, p, (size_t)len);
+    s->n += (size_t)len;
+    s->buf[s->n] = 0;
+    return 0;
+}
+
+static infer_sampler_params greedy(void) {
+    infer_sampler_params sp = infer_sampler_default_params();
+    sp.temperature = 0;
+    return sp;
+}
+
+/* infer_generate's greedy text for prompt on a fresh context */
+static void generate_text(infer_model *m, const char *prompt, int n_predict, sink *out) {
+    infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+    infer_sampler_params sp = greedy();
+    infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m));
+    infer_error err;
+    memset(out, 0, sizeof *out);
+    cr_assert_eq(infer_generate(c, s, prompt, n_predict, on_piece, out, &err), INFER_OK, "%s", err.msg);
+    infer_sampler_free(s);
+    infer_context_free(c);
+}
+
+static infer_request_params req_params(const char *prompt, int n_predict, int seq) {
+    infer_request_params p = infer_request_default_params();
+    p.prompt = prompt;
+    p.n_predict = n_predict;
+    p.seq = seq;
+    p.sampling = greedy();
+    return p;
+}
+
+static char *text_of(const infer_request *r) {
+    size_t n = infer_request_text(r, 0, NULL, 0);
+    char *t = (char *)malloc(n + 1);
+    cr_assert(t);
+    infer_request_text(r, 0, t, n + 1);
+    return t;
+}
+
+/* A story opening of about 140 tokens, and one repeated to about n tokens. */
+static const char *story =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+    "friends. One day, she saw a big red ball under a tree. She wanted to play with it, but it was too high. "
+    "Lily asked her mom for help. Her mom smiled and said, \"Let's get it together.\" They found a long stick "
+    "and pushed the ball down. Lily was so happy that she hugged her mom and said thank you.";
+
+static char *long_prompt(int copies) {
+    size_t n = strlen(story);
+    char *p = (char *)malloc(n * (size_t)copies + (size_t)copies + 1);
+    int i;
+    cr_assert(p);
+    p[0] = 0;
+    for (i = 0; i < copies; i++) {
+        strcat(p, story);
+        strcat(p, " ");
+    }
+    return p;
+}
+
+/* ---- frame-budget stepping ------------------------------------------------ */
+
+Test(request, budget_stepping_matches_generate) {
+    infer_model *m = load(MODEL);
+    const char *prompts[] = {"Once upon a time", story};
+    const double budgets[] = {0.05, 1.0, 0};
+    size_t k, b;
+    for (k = 0; k < 2; k++) {
+        sink want;
+        generate_text(m, prompts[k], 80, &want);
+        cr_assert(want.n > 20, "too little text to compare: %s", want.buf);
+        for (b = 0; b < 3; b++) {
+            infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+            infer_request_params p = req_params(prompts[k], 80, 0);
+            infer_error err;
+            infer_request *r = infer_request_start(c, &p, &err);
+            int steps = 0;
+            char *got;
+            cr_assert(r, "%s", err.msg);
+            while (infer_context_step(c, budgets[b]) > 0) steps++;
+            cr_assert(infer_request_done(r));
+            cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
+            got = text_of(r);
+            cr_assert_str_eq(got, want.buf, "budget %g ms, prompt %zu: stepped text differs from infer_generate",
+                             budgets[b], k);
+            /* the sequence holds the prompt and every token but an end of generation */
+            {
+                int np = infer_request_prompt_tokens(r, NULL, 0), ng = infer_request_tokens(r, NULL, 0);
+                infer_token last;
+                infer_token *all = (infer_token *)malloc(sizeof(infer_token) * (size_t)ng);
+                infer_request_tokens(r, all, ng);
+                last = all[ng - 1];
+                free(all);
+                cr_assert_eq(infer_seq_n_past(c, 0), np + ng - (infer_model_is_eog(m, last) ? 1 : 0));
+            }
+            /* a tiny budget steps a pass at a time: many more steps */
+            if (budgets[b] == 0.05) cr_assert_gt(steps, 20);
+            free(got);
+            infer_request_free(r);
+            infer_context_free(c);
+        }
+    }
+    infer_model_free(m);
+}
+
+/* One request run to its end with the given budget: the largest and the
+   median step's time, and the most tokens one step generated. */
+typedef struct step_stats {
+    double worst, median;
+    int n_steps, most_tokens;
+} step_stats;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static step_stats step_times(infer_model *m, const char *prompt, double budget) {
+    infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+    infer_request_params p = req_params(prompt, 64, 0);
+    infer_error err;
+    infer_request *r = infer_request_start(c, &p, &err);
+    static double times[4096];
+    step_stats st;
+    int left, had = 0;
+    cr_assert(r, "%s", err.msg);
+    memset(&st, 0, sizeof st);
+    do {
+        double t0 = now_ms();
+        int n;
+        left = infer_context_step(c, budget);
+        times[st.n_steps] = now_ms() - t0;
+        if (times[st.n_steps] > st.worst) st.worst = times[st.n_steps];
+        n = infer_request_tokens(r, NULL, 0);
+        if (n - had > st.most_tokens) st.most_tokens = n - had;
+        had = n;
+        st.n_steps++;
+    } while (left > 0 && st.n_steps < 4096);
+    qsort(times, (size_t)st.n_steps, sizeof *times, cmp_double);
+    st.median = times[st.n_steps / 2];
+    cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_request_tokens(r, NULL, 0), 64, "the reply ended early: pick another prompt");
+    infer_request_free(r);
+    infer_context_free(c);
+    return st;
+}
+
+/* A step lasts its budget, or one pass where that is longer: never much
+   more. Timing on a shared machine is noisy, so the bound is generous
+   (budget + two of the longest passes seen), and it must hold in one of
+   three runs. */
+Test(request, steps_keep_to_the_budget) {
+    infer_model *m = load(MODEL);
+    char *prompt = long_prompt(2);
+    step_stats one = step_times(m, prompt, 1e-6), st;
+    double budget;
+    int i, over = 0;
+    /* a budget below one pass: each step is one pass, a token at most */
+    cr_assert_eq(one.most_tokens, 1);
+    cr_assert_gt(one.n_steps, 64 + 10, "%d steps", one.n_steps);
+    /* a budget of several passes */
+    budget = fmax(2.0, 6 * one.median);
+    for (i = 0; i < 3; i++) {
+        st = step_times(m, prompt, budget);
+        if (st.worst > budget + 2 * one.worst + 1.0) over++;
+        cr_assert_lt(st.worst, budget + 2 * one.worst + 50.0, "a %g ms step took %.2f ms (a pass: up to %.2f ms)",
+                     budget, st.worst, one.worst);
+        /* several passes to a step where they fit */
+        cr_assert_geq(st.most_tokens, 2, "a %g ms step never made two tokens (a pass takes %.3f ms)", budget,
+                      one.median);
+        cr_assert_lt(st.n_steps, one.n_steps);
+    }
+    if (getenv("TEST_REQUEST_VERBOSE"))
+        fprintf(stderr, "one pass: median %.3f ms, worst %.3f ms (%d steps); %.2f ms budget: worst step %.3f ms (%d steps)\n",
+                one.median, one.worst, one.n_steps, budget, st.worst, st.n_steps);
+    cr_assert_lt(over, 3, "every run overran %g ms + 2 x %.2f ms", budget, one.worst);
+    free(prompt);
+    infer_model_free(m);
+}
+
+/* ---- stop strings --------------------------------------------------------- */
+
+/* Whether some non-empty suffix of t is a proper prefix of s. */
+static int ends_with_start_of(const char *t, const char *s) {
+    size_t nt = strlen(t), ns = strlen(s), k;
+    for (k = 1; k < ns && k <= nt; k++)
+        if (!memcmp(t + nt - k, s, k)) return 1;
+    return 0;
+}
+
+/* the length of the text of r's tokens so far (an end of generation adds nothing) */
+static size_t pieces_len(const infer_model *m, const infer_request *r) {
+    infer_token t[256];
+    char piece[256];
+    int n = infer_request_tokens(r, t, 256), i;
+    size_t len = 0;
+    for (i = 0; i < n && i < 256; i++)
+        if (!infer_model_is_eog(m, t[i])) len += (size_t)infer_token_to_piece(m, t[i], piece, sizeof piece);
+    return len;
+}
+
+Test(request, stop_strings_cut_and_hold_back) {
+    infer_model *m = load(MODEL);
+    sink full;
+    const char *cut;
+    generate_text(m, "Once upon a time", 80, &full);
+    cut = strstr(full.buf, "Lily");
+    cr_assert(cut, "the reference text has no 'Lily': %s", full.buf);
+    {
+        /* the earliest of several, across token boundaries; text before it */
+        const char *stops[] = {"zzz", "ily. S", "Lily"};
+        infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+        infer_request_params p = req_params("Once upon a time", 80, 0);
+        infer_request *r;
+        infer_error err;
+        char *got;
+        p.stop = stops, p.n_stop = 3;
+        r = infer_request_start(c, &p, &err);
+        cr_assert(r, "%s", err.msg);
+        while (infer_context_step(c, 0) > 0) {}
+        cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
+        got = text_of(r);
+        cr_assert_eq(strlen(got), (size_t)(cut - full.buf), "text '%s' for the reference '%s'", got, full.buf);
+        cr_assert_eq(strncmp(got, full.buf, strlen(got)), 0);
+        cr_assert_lt(infer_request_tokens(r, NULL, 0), 40, "it went on past the stop string");
+        free(got);
+        infer_request_free(r);
+        infer_context_free(c);
+    }
+    {
+        /* a stop string the text begins but does not finish: held back while
+           it might be one, then released; the text is the reference's */
+        char stop[64];
+        const char *stops[1];
+        infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+        infer_request_params p = req_params("Once upon a time", 80, 0);
+        infer_request *r;
+        infer_error err;
+        char *got;
+        int held = 0;
+        snprintf(stop, sizeof stop, "%.5sQ", cut); /* "Lily.Q" */
+        stops[0] = stop;
+        p.stop = stops, p.n_stop = 1;
+        r = infer_request_start(c, &p, &err);
+        cr_assert(r, "%s", err.msg);
+        while (infer_context_step(c, 0) > 0) {
+            char *t = text_of(r);
+            size_t n = strlen(t);
+            cr_assert_eq(strncmp(t, full.buf, n), 0, "'%s' is not a prefix of the reference", t);
+            cr_assert(!ends_with_start_of(t, stop), "'%s' ends with the start of the stop string", t);
+            /* the tokens so far say more than the text: held back */
+            if (pieces_len(m, r) > n) {
+                cr_assert(!strncmp(full.buf + n, "Lil", 3), "held back at %zu, not at the stop string's start", n);
+                held += n == (size_t)(cut - full.buf);
+            }
+            free(t);
+        }
+        got = text_of(r);
+        cr_assert_str_eq(got, full.buf);
+        cr_assert(held, "the text never paused at the stop string's start");
+        free(got);
+        infer_request_free(r);
+        infer_context_free(c);
+    }
+    infer_model_free(m);
+}
+
+/* ---- cancel ------------------------------------------------------------------ */
+
+typedef struct cancel_arg {
+    infer_request *r;
+    volatile int *started;
+    double delay_ms;
+} cancel_arg;
+
+static void *canceller(void *v) {
+    cancel_arg *a = (cancel_arg *)v;
+    while (!__atomic_load_n(a->started, __ATOMIC_ACQUIRE)) usleep(50);
+    usleep((useconds_t)(a->delay_ms * 1000));
+    infer_request_cancel(a->r);
+    return NULL;
+}
+
+Test(request, cancel_from_another_thread_during_a_long_prompt) {
+    infer_model *m = load(MODEL);
+    char *prompt = long_prompt(6);
+    const char *follow = "Once upon a time";
+    sink want;
+    infer_context_params cp = infer_context_default_params();
+    infer_context *c;
+    infer_request_params p;
+    infer_request *r;
+    infer_error err;
+    pthread_t th;
+    cancel_arg a;
+    double full_ms, t0, cut_ms;
+    int n_prompt, attempt;
+    /* the whole prompt in one pass of five layers */
+    cp.n_ctx = 2048, cp.n_batch = 2048, cp.n_threads = 1;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert(c, "%s", err.msg);
+    generate_text(m, follow, 60, &want);
+    /* how long the whole prompt takes in one pass */
+    p = req_params(prompt, 1, 0);
+    r = infer_request_start(c, &p, &err);
+    cr_assert(r, "%s", err.msg);
+    t0 = now_ms();
+    infer_context_step(c, 0);
+    full_ms = now_ms() - t0;
+    n_prompt = infer_request_prompt_tokens(r, NULL, 0);
+    cr_assert(n_prompt > 500 && n_prompt < 2000, "%d prompt tokens", n_prompt);
+    infer_request_free(r);
+    infer_seq_truncate(c, 0, 0);
+
+    /* again, cancelled a quarter of the way in; a loaded machine may run
+       the canceller only after the pass: then (the sequence kept the whole
+       prompt) once more */
+    for (attempt = 0;; attempt++) {
+        volatile int started = 0;
+        r = infer_request_start(c, &p, &err);
+        cr_assert(r, "%s", err.msg);
+        a.r = r, a.started = &started, a.delay_ms = full_ms / 4;
+        pthread_create(&th, NULL, canceller, &a);
+        t0 = now_ms();
+        __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+        while (infer_context_step(c, 0) > 0) {}
+        cut_ms = now_ms() - t0;
+        pthread_join(th, NULL);
+        if (getenv("TEST_REQUEST_VERBOSE")) fprintf(stderr, "pass %.2f ms, cancelled after %.2f ms\n", full_ms, cut_ms);
+        cr_assert(infer_request_done(r));
+        cr_assert_eq(infer_request_status(r, &err), INFER_ERR_CANCELLED, "status %d: %s",
+                     infer_request_status(r, NULL), err.msg);
+        if ((infer_seq_n_past(c, 0) == 0 && cut_ms < full_ms * 0.9) || attempt == 2) break;
+        infer_request_free(r);
+        infer_seq_truncate(c, 0, 0);
+    }
+    /* the pass stopped between layers, not at its end */
+    cr_assert_lt(cut_ms, full_ms * 0.9, "cancelled after %.2f ms of a %.2f ms pass", cut_ms, full_ms);
+    /* the sequence is back where it was, and the context works as new */
+    cr_assert_eq(infer_seq_n_past(c, 0), 0);
+    infer_request_free(r);
+    p = req_params(follow, 60, 0);
+    r = infer_request_start(c, &p, &err);
+    cr_assert(r, "%s", err.msg);
+    while (infer_context_step(c, 1.0) > 0) {}
+    {
+        char *got = text_of(r);
+        cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
+        cr_assert_str_eq(got, want.buf);
+        free(got);
+    }
+    infer_request_free(r);
+    /* cancelled before any step: done at once, nothing fed */
+    r = infer_request_start(c, &p, &err);
+    infer_request_cancel(r);
+    cr_assert(infer_request_done(r));
+    cr_assert_eq(infer_request_status(r, NULL), INFER_ERR_CANCELLED);
+    infer_request_free(r);
+    free(prompt);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
+/* ---- the worker ------------------------------------------------------------ */
+
+static const char *openings[] = {"Once upon a time", "The cat sat", "Lily and Tom went", "One day, a little bird"};
+
+/* polls until every request is done (never blocking); fails after 60 s */
+static void wait_all(infer_request **r, int n) {
+    double t0 = now_ms();
+    for (;;) {
+        int i, done = 1;
+        char buf[64];
+        for (i = 0; i < n; i++) {
+            infer_request_text(r[i], 0, buf, sizeof buf);
+            done &= infer_request_done(r[i]);
+        }
+        if (done) return;
+        cr_assert_lt(now_ms() - t0, 60000, "the worker did not finish in 60 s");
+        usleep(200);
+    }
+}
+
+Test(request, worker_matches_sequential_generation) {
+    infer_model *m = load(MODEL);
+    sink want[4];
+    infer_context *cs[3], *shared;
+    infer_request *r[8];
+    infer_worker *w;
+    infer_error err;
+    int i;
+    for (i = 0; i < 4; i++) generate_text(m, openings[i], 50, &want[i]);
+    w = infer_worker_new(2, &err);
+    cr_assert(w, "%s", err.msg);
+    /* three contexts of one sequence, and one context of four sequences */
+    for (i = 0; i < 3; i++) {
+        infer_request_params p = req_params(openings[i], 50, 0);
+        cs[i] = ctx(m, 256, 1, INFER_FULL_STOP, 1);
+        r[i] = infer_worker_start(w, cs[i], &p, &err);
+        cr_assert(r[i], "%s", err.msg);
+    }
+    shared = ctx(m, 256, 4, INFER_FULL_STOP, 1);
+    for (i = 0; i < 4; i++) {
+        infer_request_params p = req_params(openings[i], 50, i);
+        r[3 + i] = infer_worker_start(w, shared, &p, &err);
+        cr_assert(r[3 + i], "%s", err.msg);
+    }
+    /* a second request on sequence 0 runs after the first */
+    {
+        infer_request_params p = req_params(" And then", 10, 0);
+        r[7] = infer_request_start(shared, &p, &err); /* a worker's context: the worker steps it too */
+        cr_assert(r[7], "%s", err.msg);
+    }
+    wait_all(r, 8);
+    for (i = 0; i < 7; i++) {
+        char *got = text_of(r[i]);
+        const char *exp = want[i < 3 ? i : i - 3].buf;
+        cr_assert_eq(infer_request_status(r[i], &err), INFER_OK, "request %d: %s", i, err.msg);
+        cr_assert_str_eq(got, exp, "request %d: the worker's text differs from sequential generation", i);
+        free(got);
+    }
+    cr_assert_eq(infer_request_status(r[7], &err), INFER_OK, "%s", err.msg);
+    cr_assert_gt(infer_request_tokens(r[7], NULL, 0), 0);
+    /* sequence 0 holds both: the first's prompt and reply, then the second's */
+    {
+        int n0 = infer_request_prompt_tokens(r[3], NULL, 0) + infer_request_tokens(r[3], NULL, 0);
+        cr_assert_geq(infer_seq_n_past(shared, 0), n0, "sequence 0 has %d positions", infer_seq_n_past(shared, 0));
+    }
+    /* the step of a worker's context is the worker's */
+    cr_assert_eq(infer_context_step(shared, 1.0), 0);
+    for (i = 0; i < 8; i++) infer_request_free(r[i]);
+    infer_worker_free(w);
+    for (i = 0; i < 3; i++) infer_context_free(cs[i]);
+    infer_context_free(shared);
+    infer_model_free(m);
+}
+
+Test(request, freeing_a_worker_with_running_requests) {
+    infer_model *m = load("models/tinystories-656k-f32.gguf");
+    char *prompt = long_prompt(3);
+    infer_context *c1 = ctx(m, 512, 1, INFER_FULL_STOP, 1), *c2 = ctx(m, 512, 2, INFER_FULL_STOP, 1);
+    infer_request *r[3];
+    infer_worker *w;
+    infer_error err;
+    int i, round;
+    for (round = 0; round < 3; round++) {
+        infer_request_params p = req_params(prompt, 100, 0);
+        w = infer_worker_new(round + 1, &err);
+        cr_assert(w, "%s", err.msg);
+        infer_seq_truncate(c1, 0, 0);
+        infer_seq_truncate(c2, 0, 0);
+        infer_seq_truncate(c2, 1, 0);
+        r[0] = infer_worker_start(w, c1, &p, &err);
+        r[1] = infer_worker_start(w, c2, &p, &err);
+        p.seq = 1;
+        r[2] = infer_worker_start(w, c2, &p, &err);
+        for (i = 0; i < 3; i++) cr_assert(r[i], "%s", err.msg);
+        usleep((useconds_t)(round * 2000)); /* at once, then mid-prompt */
+        infer_worker_free(w);
+        for (i = 0; i < 3; i++) {
+            infer_status st = infer_request_status(r[i], NULL);
+            cr_assert(infer_request_done(r[i]), "round %d: request %d not done after the worker's free", round, i);
+            cr_assert(st == INFER_ERR_CANCELLED || st == INFER_OK, "status %d", st);
+        }
+        /* the contexts are the caller's again: infer_context_step runs them */
+        if (round == 2) {
+            infer_request_params q = req_params("Once upon a time", 8, 0);
+            infer_request *rq;
+            infer_seq_truncate(c1, 0, 0);
+            rq = infer_request_start(c1, &q, &err);
+            cr_assert(rq, "%s", err.msg);
+            for (i = 0; i < 3; i++) infer_request_free(r[i]);
+            while (infer_context_step(c1, 0) > 0) {}
+            cr_assert_eq(infer_request_status(rq, &err), INFER_OK, "%s", err.msg);
+            infer_request_free(rq);
+        } else {
+            for (i = 0; i < 3; i++) infer_request_free(r[i]);
+        }
+    }
+    /* freeing a request the worker is running waits only for its pass */
+    w = infer_worker_new(1, &err);
+    {
+        infer_request_params p = req_params(prompt, 100, 0);
+        infer_seq_truncate(c1, 0, 0);
+        r[0] = infer_worker_start(w, c1, &p, &err);
+        cr_assert(r[0], "%s", err.msg);
+        usleep(1000);
+        infer_request_free(r[0]);
+        cr_assert_eq(infer_seq_n_past(c1, 0), 0);
+    }
+    infer_worker_free(w);
+    free(prompt);
+    infer_context_free(c1);
+    infer_context_free(c2);
+    infer_model_free(m);
+}
+
+/* ---- the context-full policies -------------------------------------------- */
+
+Test(request, context_full_stops_or_shifts) {
+    infer_model *m = load(MODEL);
+    infer_error err;
+    int round;
+    for (round = 0; round < 2; round++) {
+        infer_context *c = ctx(m, 32, 1, round ? INFER_FULL_SHIFT : INFER_FULL_STOP, 1);
+        infer_request_params p = req_params("Once upon a time", 100, 0);
+        infer_request *r;
+        int n_prompt, n_gen;
+        char *t;
+        p.sampling.temperature = 0.8f; /* no end of generation that early */
+        r = infer_request_start(c, &p, &err);
+        cr_assert(r, "%s", err.msg);
+        while (infer_context_step(c, 1.0) > 0) {}
+        n_prompt = infer_request_prompt_tokens(r, NULL, 0);
+        n_gen = infer_request_tokens(r, NULL, 0);
+        t = text_of(r);
+        if (!round) {
+            cr_assert_eq(infer_request_status(r, &err), INFER_ERR_CONTEXT_FULL, "status %d", infer_request_status(r, NULL));
+            cr_assert(strstr(err.msg, "context is full"), "%s", err.msg);
+            /* every position used, one more token sampled (its text kept) */
+            cr_assert_eq(n_gen, 32 - n_prompt + 1, "%d prompt + %d generated in 32", n_prompt, n_gen);
+            cr_assert_eq(infer_seq_n_past(c, 0), 32);
+            cr_assert_gt(strlen(t), 10);
+        } else {
+            infer_token *all = (infer_token *)malloc(sizeof(infer_token) * 100);
+            infer_request_tokens(r, all, 100);
+            cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
+            /* past n_ctx: to n_predict or an end of generation */
+            cr_assert(n_gen == 100 || infer_model_is_eog(m, all[n_gen - 1]), "%d tokens", n_gen);
+            cr_assert_gt(n_prompt + n_gen, 32, "%d + %d tokens in 32 positions", n_prompt, n_gen);
+            cr_assert_leq(infer_seq_n_past(c, 0), 32);
+            free(all);
+        }
+        free(t);
+        infer_request_free(r);
+        infer_context_free(c);
+    }
+    /* infer_generate says so too */
+    {
+        infer_context *c = ctx(m, 8, 1, INFER_FULL_STOP, 1);
+        infer_sampler_params sp = greedy();
+        infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m));
+        sink out;
+        memset(&out, 0, sizeof out);
+        cr_assert_eq(infer_generate(c, s, "Once", 20, on_piece, &out, &err), INFER_ERR_CONTEXT_FULL);
+        cr_assert(strstr(err.msg, "context is full (8 positions)"), "%s", err.msg);
+        cr_assert_gt(out.n, 0, "no text before the context filled");
+        infer_sampler_free(s);
+        infer_context_free(c);
+    }
+    infer_model_free(m);
+}
+
+/* ---- output control --------------------------------------------------------- */
+
+Test(request, json_schema_output_and_top_probs) {
+    infer_model *m = load(MODEL);
+    infer_context *c = ctx(m, 256, 1, INFER_FULL_STOP, 1);
+    infer_request_params p = req_params("Once upon a time", 60, 0);
+    infer_request *r;
+    infer_error err;
+    tu_json *j;
+    char *t;
+    int i, n;
+    p.json_schema = "{\"type\":\"object\",\"properties\":{\"mood\":{\"enum\":[\"happy\",\"sad\"]},"
+                    "\"n\":{\"type\":\"integer\"}},\"required\":[\"mood\",\"n\"]}";
+    p.n_probs = 3;
+    p.sampling.temperature = 0.7f;
+    r = infer_request_start(c, &p, &err);
+    cr_assert(r, "%s", err.msg);
+    while (infer_context_step(c, 1.0) > 0) {}
+    t = text_of(r);
+    cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
+    j = tu_json_parse(t);
+    cr_assert(j && j->kind == TU_OBJ, "not a JSON object: %s", t);
+    cr_assert(tu_json_get(j, "mood") && tu_json_get(j, "mood")->kind == TU_STR, "%s", t);
+    cr_assert(!strcmp(tu_json_get(j, "mood")->str, "happy") || !strcmp(tu_json_get(j, "mood")->str, "sad"), "%s", t);
+    tu_json_free(j);
+    n = infer_request_tokens(r, NULL, 0);
+    for (i = 0; i < n; i++) {
+        infer_token_prob tp[3];
+        int k = infer_request_top_probs(r, i, tp, 3);
+        cr_assert(k >= 1 && k <= 3);
+        cr_assert(tp[0].p > 0 && tp[0].p <= 1.0001f);
+        if (k > 1) cr_assert_geq(tp[0].p, tp[1].p);
+    }
+    free(t);
+    infer_request_free(r);
+    /* bad parameters are refused at start */
+    p.grammar = "root ::= \"a\"";
+    cr_assert_null(infer_request_start(c, &p, &err));
+    cr_assert_eq(err.code, INFER_ERR_ARG);
+    p.grammar = NULL, p.json_schema = NULL, p.seq = 3;
+    cr_assert_null(infer_request_start(c, &p, &err));
+    /* a grammar is compiled when the request begins: a bad one ends it */
+    p.seq = 0, p.grammar = "root ::= (\"a\"";
+    r = infer_request_start(c, &p, &err);
+    cr_assert(r, "%s", err.msg);
+    while (infer_context_step(c, 0) > 0) {}
+    cr_assert(infer_request_done(r));
+    cr_assert_neq(infer_request_status(r, &err), INFER_OK);
+    cr_assert(strstr(err.msg, "grammar"), "%s", err.msg);
+    infer_request_free(r);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
+/* ---- the CLI ------------------------------------------------------------------ */
+
+Test(request, cli_says_when_the_context_is_full) {
+    char path[1024], cmd[2048], *out, *errs;
+    int status;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to run the CLI on");
+    tu_shared_path(path, sizeof path, MODEL);
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p Once -c 8 -n 20 --temp 0 2>/dev/null", INFER_CLI_PATH, path);
+    out = tu_run(cmd, &status);
+    cr_assert(out && strlen(out) > 5, "no text before the context filled: '%s'", out ? out : "");
+    cr_assert_neq(status, 0);
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p Once -c 8 -n 20 --temp 0 2>&1 >/dev/null", INFER_CLI_PATH, path);
+    errs = tu_run(cmd, &status);
+    cr_assert(errs);
+    cr_assert(status > 0 && status < 128, "status %d", status);
+    cr_assert(strstr(errs, "the context is full (8 positions)"), "stderr: %s", errs);
+    cr_assert_eq(strchr(errs, '\n'), errs + strlen(errs) - 1, "stderr is not one line: %s", errs);
+    free(out);
+    free(errs);
+    /* with --context-shift it goes on to -n; --stop ends it early */
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p Once -c 8 -n 20 --temp 0 --context-shift --json 2>/dev/null",
+             INFER_CLI_PATH, path);
+    out = tu_run(cmd, &status);
+    cr_assert_eq(status, 0, "%s", out);
+    {
+        tu_json *j = tu_json_parse(out);
+        cr_assert(j && tu_json_get(j, "tokens"), "%s", out);
+        cr_assert_eq(tu_json_get(j, "tokens")->n, 20, "%s", out);
+        tu_json_free(j);
+    }
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p 'Once upon a time' -n 60 --temp 0 --stop Lily 2>/dev/null",
+             INFER_CLI_PATH, path);
+    out = tu_run(cmd, &status);
+    cr_assert_eq(status, 0);
+    cr_assert(!strstr(out, "Lily") && strlen(out) > 10, "%s", out);
+    free(out);
+}
+
+Test(request, cli_output_control) {
+    char path[1024], cmd[4096], *out;
+    int status;
+    tu_json *j;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to run the CLI on");
+    tu_shared_path(path, sizeof path, MODEL);
+    /* --json-schema: the text is JSON the schema allows */
+    snprintf(cmd, sizeof cmd,
+             "'%s' run -m '%s' -p Once -n 60 --seed 3 --json-schema "
+             "'{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"required\":[\"n\"]}' 2>/dev/null",
+             INFER_CLI_PATH, path);
+    out = tu_run(cmd, &status);
+    cr_assert_eq(status, 0, "%s", out);
+    j = tu_json_parse(out);
+    cr_assert(j && j->kind == TU_OBJ && tu_json_get(j, "n") && tu_json_get(j, "n")->kind == TU_NUM, "%s", out);
+    tu_json_free(j);
+    free(out);
+    /* --n-probs with --json: per token, most probable first, the chosen one among them (greedy) */
+    snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p 'Once upon a time' -n 6 --temp 0 --n-probs 3 --json 2>/dev/null",
+             INFER_CLI_PATH, path);
+    out = tu_run(cmd, &status);
+    cr_assert_eq(status, 0, "%s", out);
+    j = tu_json_parse(out);
+    cr_assert(j && tu_json_get(j, "probs") && tu_json_get(j, "tokens"), "%s", out);
+    {
+        const tu_json *pr = tu_json_get(j, "probs"), *tk = tu_json_get(j, "tokens");
+        int i;
+        cr_assert_eq(pr->n, tk->n);
+        for (i = 0; i < pr->n; i++) {
+            const tu_json *row = &pr->items[i];
+            cr_assert(row->n >= 1 && row->n <= 3);
+            cr_assert_eq((int)tu_json_get(&row->items[0], "id")->num, (int)tk->items[i].num,
+                         "greedy token %d is not the most probable", i);
+            if (row->n > 1) cr_assert_geq(tu_json_get(&row->items[0], "p")->num, tu_json_get(&row->items[1], "p")->num);
+        }
+    }
+    tu_json_free(j);
+    free(out);
+    /* bad output flags: one line each */
+    {
+        static const char *bad[] = {"--grammar 'root ::= ('", "--grammar 'root ::= \"a\"' --json-schema '{}'",
+                                     "--logit-bias 99999+1", "--logit-bias 5", "--json-schema '{\"type\":'",
+                                     "--n-probs -1", "--stop ''", "--keep -2", "--grammar-file /nonexistent.gbnf"};
+        size_t k;
+        for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            char *err;
+            snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p Once -n 4 %s 2>&1 >/dev/null", INFER_CLI_PATH, path, bad[k]);
+            err = tu_run(cmd, &status);
+            cr_assert(status > 0 && status < 128, "%s: status %d", bad[k], status);
+            cr_assert(err && strlen(err) > 2 && strchr(err, '\n') == err + strlen(err) - 1, "%s: stderr '%s'", bad[k],
+                      err ? err : "");
+            free(err);
+        }
+    }
+    /* chat: --stop ends each reply before it */
+    snprintf(cmd, sizeof cmd, "printf 'Hello\\nAgain\\n' | '%s' chat -m '%s' -n 30 --temp 0 --stop e 2>/dev/null",
+             INFER_CLI_PATH, path);
+    out = tu_run(cmd, &status);
+    cr_assert_eq(status, 0, "%s", out);
+    cr_assert(!strchr(out, 'e'), "a reply went past its stop string: %s", out);
+    free(out);
+}
