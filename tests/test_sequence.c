@@ -539,3 +539,53 @@ Test(sequence, cli_embed) {
     free(out);
     remove("/tmp/infer_embed_lines.txt");
 }
+
+/* run --beams N: one beam is greedy's text; run --prompt-cache FILE: a
+   second run reuses the saved prompt and generates what a run without the
+   cache does. */
+Test(sequence, cli_beams_and_prompt_cache) {
+    char cmd[2048], model[1024];
+    char *greedy, *beam, *first, *second;
+    const char *cache = "/tmp/infer_test_prompt_cache.bin";
+    int st;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: the sequence tests need its models");
+    tu_shared_path(model, sizeof model, "models/stories260K.gguf");
+    remove(cache);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'Once upon a time' -n 16 --temp 0 2>/dev/null", INFER_CLI_PATH, model);
+    greedy = tu_run(cmd, &st);
+    cr_assert_eq(st, 0);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'Once upon a time' -n 16 --beams 1 2>/dev/null", INFER_CLI_PATH, model);
+    beam = tu_run(cmd, &st);
+    cr_assert_eq(st, 0);
+    cr_assert_str_eq(beam, greedy);
+    free(beam);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'Once upon a time' -n 16 --beams 3 --json 2>/dev/null", INFER_CLI_PATH, model);
+    beam = tu_run(cmd, &st);
+    cr_assert_eq(st, 0);
+    cr_assert(strstr(beam, "\"score\":") && strstr(beam, "\"beams\":3"), "%s", beam);
+    free(beam);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'Once upon a time' --beams 2 --stop x 2>&1", INFER_CLI_PATH, model);
+    beam = tu_run(cmd, &st);
+    cr_assert_neq(st, 0);
+    cr_assert(strstr(beam, "--beams"), "%s", beam);
+    free(beam);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'Once upon a time' -n 16 --temp 0 --prompt-cache %s 2>&1 >/dev/null",
+             INFER_CLI_PATH, model, cache);
+    first = tu_run(cmd, &st);
+    cr_assert_eq(st, 0);
+    cr_assert(strstr(first, "0 of "), "%s", first);
+    free(first);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'Once upon a time' -n 16 --temp 0 --prompt-cache %s 2>/dev/null",
+             INFER_CLI_PATH, model, cache);
+    second = tu_run(cmd, &st);
+    cr_assert_eq(st, 0);
+    cr_assert_str_eq(second, greedy);
+    free(second);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'Once upon a time' -n 4 --temp 0 --prompt-cache %s 2>&1 >/dev/null",
+             INFER_CLI_PATH, model, cache);
+    second = tu_run(cmd, &st);
+    cr_assert(strstr(second, "reused") && !strstr(second, " 0 of "), "%s", second);
+    free(second);
+    free(greedy);
+    remove(cache);
+}
