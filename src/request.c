@@ -111,6 +111,7 @@ struct infer__sched {
     /* (tokens, ms) of recent passes, the speed model */
     double smp_n[INFER__REQ_SAMPLES], smp_ms[INFER__REQ_SAMPLES];
     int n_smp, smp_pos;
+    unsigned rr;           /* the generating request a budget-cut pass starts with */
 };
 
 #if INFER__REQ_THREADS
@@ -519,6 +520,20 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
             infer__pass_release(s);
             return 1;
         }
+    }
+    /* a budget too small for a token of every generating request: as many
+       as fit (at least one), taking turns from pass to pass */
+    if (limit_ms >= 0 && n_gen > 1 && infer__sched_estimate(s, n_gen) > limit_ms) {
+        int fit = 1, kept = 0, j;
+        while (fit < n_gen && infer__sched_estimate(s, fit + 1) <= limit_ms) fit++;
+        for (j = 0; j < n; j++) {
+            i = (int)((s->rr + (unsigned)j) % (unsigned)n);
+            if (!s->take[i]) continue;
+            if (kept < fit) kept++;
+            else s->take[i] = 0;
+        }
+        s->rr++;
+        n_gen = fit;
     }
     /* how many prompt tokens this pass takes */
     k = INFER__MAX(0, INFER__MIN(left, n_batch - n_gen));
