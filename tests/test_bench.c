@@ -55,7 +55,7 @@ Test(bench, markdown_and_csv) {
     free(out);
     out = bench("-p 8 -n 0 -r 2 -o csv", &st);
     cr_assert_eq(st, 0);
-    cr_assert(strstr(out, "n_prompt,n_gen,n_parallel,avg_ts") != NULL, "csv header missing: %s", out);
+    cr_assert(strstr(out, "n_prompt,n_gen,n_depth,n_parallel,avg_ts") != NULL, "csv header missing: %s", out);
     cr_assert(strstr(out, ",8,0,") != NULL, "csv row for pp8 missing: %s", out);
     cr_assert(strstr(out, ",0,") == NULL || strstr(out, ",0,4,") == NULL, "no generation row was asked for");
     free(out);
@@ -81,6 +81,31 @@ Test(bench, parallel_sequences) {
     free(out);
     out = bench("--parallel 0", &st);
     cr_assert_neq(st, 0, "--parallel 0 must be refused");
+    free(out);
+}
+
+/* -d N: both tests with N tokens already in the context; the rows say so */
+Test(bench, depth) {
+    int st, i;
+    char *out;
+    tu_json *j;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no model to benchmark");
+    out = bench("-p 8 -n 4 -r 2 -d 40", &st);
+    cr_assert_eq(st, 0, "%s", out);
+    cr_assert(strstr(out, "| pp8 @ d40 |") && strstr(out, "| tg4 @ d40 |"), "rows missing: %s", out);
+    free(out);
+    out = bench("-p 8 -n 4 -r 2 -d 40 --parallel 2 -o json", &st);
+    cr_assert_eq(st, 0, "%s", out);
+    j = tu_json_parse(out);
+    cr_assert(j && j->kind == TU_ARR && j->n == 2, "%s", out);
+    for (i = 0; i < 2; i++) {
+        cr_assert_eq((int)tu_json_get(&j->items[i], "n_depth")->num, 40);
+        cr_assert_gt(tu_json_get(&j->items[i], "avg_ts")->num, 0);
+    }
+    tu_json_free(j);
+    free(out);
+    out = bench("-d -1", &st);
+    cr_assert_neq(st, 0, "-d -1 must be refused");
     free(out);
 }
 
