@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs what building and testing infer.h needs, where it is missing:
-# a C compiler, CMake, Python 3, stb_ds (libstb-dev) and Criterion, and for
+# a C compiler, CMake, Python 3, stb_ds (libstb-dev), Criterion, pkg-config, and for
 # the NEON test an aarch64 cross compiler and qemu-user.
 set -e
 need=""
@@ -10,6 +10,8 @@ command -v python3 >/dev/null 2>&1 || need="$need python3"
 [ -f /usr/include/stb/stb_ds.h ] || need="$need libstb-dev"
 [ -f /usr/include/criterion/criterion.h ] || need="$need libcriterion-dev"
 [ -d /usr/share/unicode ] || need="$need unicode-data"
+# the installed package's test builds with pkg-config too
+command -v pkg-config >/dev/null 2>&1 || need="$need pkgconf"
 # NEON kernels are tested cross-compiled for aarch64 and run under qemu-user
 # (tests/neon_check.sh).
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need="$need gcc-aarch64-linux-gnu"
