@@ -224,18 +224,15 @@ static CLI_MAYBE_UNUSED int cli_output_apply(const cli_output *o, infer_sampler 
     return ok;
 }
 
-/* Prints the last sample's o->n_probs most probable tokens (after bias and
-   grammar, at temperature 1) as one line: [probs] 'piece' 0.512 ... */
-static CLI_MAYBE_UNUSED void cli_output_print_probs(const cli_output *o, const infer_sampler *s,
-                                                    const infer_model *m, FILE *f) {
-    infer_token_prob top[CLI_MAX_PROBS];
-    int n = infer_sampler_top_probs(s, top, o->n_probs < CLI_MAX_PROBS ? o->n_probs : CLI_MAX_PROBS), i, k;
-    if (o->n_probs <= 0) return;
+/* Prints n most probable tokens as one line: [probs] 'piece' 0.512 ...
+   (pieces escaped; a control token, or one too long to show, as ''). */
+static CLI_MAYBE_UNUSED void cli_print_probs(FILE *f, const infer_model *m, const infer_token_prob *top, int n) {
+    int i, k;
     fprintf(f, "[probs]");
     for (i = 0; i < n; i++) {
         char piece[256];
         int len = infer_token_to_piece(m, top[i].id, piece, sizeof piece);
-        if (len < 0 || len > (int)sizeof piece) len = 0; /* a control token, or too long to show */
+        if (len < 0 || len > (int)sizeof piece) len = 0;
         fprintf(f, " '");
         for (k = 0; k < len; k++) {
             unsigned char c = (unsigned char)piece[k];
@@ -246,6 +243,15 @@ static CLI_MAYBE_UNUSED void cli_output_print_probs(const cli_output *o, const i
         fprintf(f, "' %.3f", top[i].p);
     }
     fputc('\n', f);
+}
+
+/* The last sample's o->n_probs most probable tokens (after bias and
+   grammar, at temperature 1), as cli_print_probs writes them. */
+static CLI_MAYBE_UNUSED void cli_output_print_probs(const cli_output *o, const infer_sampler *s,
+                                                    const infer_model *m, FILE *f) {
+    infer_token_prob top[CLI_MAX_PROBS];
+    if (o->n_probs <= 0) return;
+    cli_print_probs(f, m, top, infer_sampler_top_probs(s, top, o->n_probs < CLI_MAX_PROBS ? o->n_probs : CLI_MAX_PROBS));
 }
 
 #endif

@@ -198,25 +198,10 @@ int cli_output_request(const cli_output *o, const infer_model *m, infer_request_
     return 1;
 }
 
-/* Token i's top probabilities as cli.h prints them: [probs] 'piece' 0.512 ... */
+/* Token i's top probabilities, one line as cli.h prints them. */
 static void print_probs(const infer_request *r, const infer_model *m, int i, int n_probs, FILE *f) {
     infer_token_prob top[CLI_MAX_PROBS];
-    int n = infer_request_top_probs(r, i, top, n_probs < CLI_MAX_PROBS ? n_probs : CLI_MAX_PROBS), j, k;
-    fprintf(f, "[probs]");
-    for (j = 0; j < n; j++) {
-        char piece[256];
-        int len = infer_token_to_piece(m, top[j].id, piece, sizeof piece);
-        if (len < 0 || len > (int)sizeof piece) len = 0;
-        fprintf(f, " '");
-        for (k = 0; k < len; k++) {
-            unsigned char c = (unsigned char)piece[k];
-            if (c == '\'' || c == '\\') fprintf(f, "\\%c", c);
-            else if (c < 0x20 || c == 0x7f) fprintf(f, "\\x%02x", c);
-            else fputc(c, f);
-        }
-        fprintf(f, "' %.3f", top[j].p);
-    }
-    fputc('\n', f);
+    cli_print_probs(f, m, top, infer_request_top_probs(r, i, top, n_probs < CLI_MAX_PROBS ? n_probs : CLI_MAX_PROBS));
 }
 
 /* ---- run ---- */

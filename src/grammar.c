@@ -74,26 +74,33 @@ typedef struct infer__gp {
     infer__gp_set *sets;
 } infer__gp;
 
-static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
-static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) {
+/* A parse error of what: its message, at at's line and column of src
+   (at NULL: no place). Both parsers below report through it. */
+static void infer__fail_at(infer_error *err, const char *what, const char *src, const char *at, const char *fmt,
+                           va_list ap) {
     char msg[192];
-    va_list ap;
     int line = 1, col = 1;
     const char *q;
-    if (g->failed) return;
-    g->failed = 1;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     if (!at) {
-        infer__set_error(g->err, INFER_ERR_ARG, "grammar: %s", msg);
+        infer__set_error(err, INFER_ERR_ARG, "%s: %s", what, msg);
         return;
     }
-    for (q = g->src; q < at; q++) {
+    for (q = src; q < at; q++) {
         if (*q == '\n') line++, col = 1;
         else col++;
     }
-    infer__set_error(g->err, INFER_ERR_ARG, "grammar: %s at line %d, column %d", msg, line, col);
+    infer__set_error(err, INFER_ERR_ARG, "%s: %s at line %d, column %d", what, msg, line, col);
+}
+
+static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
+static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) {
+    va_list ap;
+    if (g->failed) return;
+    g->failed = 1;
+    va_start(ap, fmt);
+    infer__fail_at(g->err, "grammar", g->src, at, fmt, ap);
+    va_end(ap);
 }
 
 static int infer__gp_word(char c) {
@@ -1396,20 +1403,12 @@ typedef struct infer__jp {
 
 static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
 static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) {
-    char msg[192];
     va_list ap;
-    int line = 1, col = 1;
-    const char *q;
     if (j->failed) return;
     j->failed = 1;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    infer__fail_at(j->err, "JSON schema", j->src, at, fmt, ap);
     va_end(ap);
-    for (q = j->src; q < at; q++) {
-        if (*q == '\n') line++, col = 1;
-        else col++;
-    }
-    infer__set_error(j->err, INFER_ERR_ARG, "JSON schema: %s at line %d, column %d", msg, line, col);
 }
 
 static void infer__jv_free(infer__jv *v) {
