@@ -649,6 +649,13 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err);
    requests. */
 INFERDEF infer_request *infer_worker_start(infer_worker *w, infer_context *c, const infer_request_params *p,
                                            infer_error *err);
+/* How long the worker steps one context before it turns to new requests
+   and other contexts: ms > 0 (default 20) a time budget, prompt chunks
+   sized to it as infer_context_step(c, ms) does; ms <= 0 one pass at a
+   time with prompts in chunks of n_batch tokens (what a server wants: the
+   most throughput, and a prompt fed alone is always split the same way,
+   so its reply does not depend on timing). */
+INFERDEF void infer_worker_set_slice(infer_worker *w, double ms);
 /* Cancels every unfinished request of its contexts, stops its threads and
    frees it. The requests stay valid (done, INFER_ERR_CANCELLED where they
    were cut short) for infer_request_free; their contexts are stepped by

@@ -122,6 +122,7 @@ struct infer_worker {
     pthread_t *threads;
     int n_threads;
     int stop;
+    double slice_ms;   /* infer_worker_set_slice */
     infer__sched *head;
 };
 #else
@@ -1044,6 +1045,7 @@ static void *infer__worker_main(void *arg) {
     infer__mutex_lock(&w->mu);
     for (;;) {
         infer__sched *s, **sp, *pick = NULL;
+        double slice_ms = w->slice_ms;
         if (w->stop) break;
         for (s = w->head; s; s = s->wnext)
             if (!s->claimed && INFER__LOAD(&s->n_open) > 0) {
@@ -1066,7 +1068,7 @@ static void *infer__worker_main(void *arg) {
         infer__mutex_lock(&pick->mu);
         pick->stepping = 1;
         infer__mutex_unlock(&pick->mu);
-        infer__sched_step(pick, INFER__WORKER_SLICE_MS);
+        infer__sched_step(pick, slice_ms);
         infer__mutex_lock(&pick->mu);
         pick->stepping = 0;
         infer__cond_broadcast(&pick->cv);
@@ -1099,6 +1101,7 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
     infer__mutex_init(&w->mu);
     infer__cond_init(&w->wake);
     infer__cond_init(&w->idle);
+    w->slice_ms = INFER__WORKER_SLICE_MS;
     for (i = 0; i < n_threads; i++) {
         if (pthread_create(&w->threads[i], NULL, infer__worker_main, w) != 0) break;
         w->n_threads++;
@@ -1123,6 +1126,17 @@ INFERDEF infer_request *infer_worker_start(infer_worker *w, infer_context *c, co
         return NULL;
     }
     return infer__request_start(c, p, w, err);
+}
+
+INFERDEF void infer_worker_set_slice(infer_worker *w, double ms) {
+#if INFER__REQ_THREADS
+    if (!w) return;
+    infer__mutex_lock(&w->mu);
+    w->slice_ms = ms;
+    infer__mutex_unlock(&w->mu);
+#else
+    (void)w, (void)ms;
+#endif
 }
 
 INFERDEF void infer_worker_free(infer_worker *w) {
