@@ -12,6 +12,9 @@ int infer_cmd_quantize(int argc, char **argv);   /* infer_quantize.c */
 int infer_cmd_perplexity(int argc, char **argv); /* infer_perplexity.c */
 int infer_cmd_bench(int argc, char **argv);      /* infer_bench.c */
 int infer_cmd_embed(int argc, char **argv);      /* infer_embed.c */
+#ifdef INFER_CLI_SERVE
+int infer_cmd_serve(int argc, char **argv);      /* infer_serve.c, where libmicrohttpd and cJSON were found */
+#endif
 
 static const char *usage =
     "usage: infer COMMAND [options]\n"
@@ -631,6 +634,15 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "perplexity")) return infer_cmd_perplexity(argc, argv);
     if (!strcmp(cmd, "bench")) return infer_cmd_bench(argc, argv);
     if (!strcmp(cmd, "embed")) return infer_cmd_embed(argc, argv);
+#ifdef INFER_CLI_SERVE
+    if (!strcmp(cmd, "serve")) return infer_cmd_serve(argc, argv);
+#else
+    if (!strcmp(cmd, "serve")) {
+        fprintf(stderr, "infer: this build has no server: libmicrohttpd and cJSON were not found when it was "
+                        "configured (Debian: libmicrohttpd-dev libcjson-dev)\n");
+        return 1;
+    }
+#endif
     if (strcmp(cmd, "run") && strcmp(cmd, "eval") && strcmp(cmd, "tokenize") && strcmp(cmd, "info")) {
         fprintf(stderr, "infer: unknown command '%s' (see infer --help)\n", cmd);
         return 1;

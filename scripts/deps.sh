@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what building and testing infer.h needs, where it is missing:
-# a C compiler, CMake, Python 3, stb_ds (libstb-dev), Criterion, pkg-config, and for
-# the NEON test an aarch64 cross compiler and qemu-user.
+# a C compiler, CMake, Python 3, stb_ds (libstb-dev), Criterion, pkg-config, for
+# the NEON test an aarch64 cross compiler and qemu-user, and for the server
+# libmicrohttpd, cJSON, curl and the openai package.
 set -e
 need=""
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -17,6 +18,11 @@ command -v pkg-config >/dev/null 2>&1 || need="$need pkgconf"
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need="$need gcc-aarch64-linux-gnu"
 [ -f /usr/aarch64-linux-gnu/include/stdio.h ] || need="$need libc6-dev-arm64-cross"
 command -v qemu-aarch64 >/dev/null 2>&1 || need="$need qemu-user"
+# infer serve is built on libmicrohttpd and cJSON; its tests drive it with curl
+# (and the openai package, below)
+[ -f /usr/include/microhttpd.h ] || need="$need libmicrohttpd-dev"
+[ -f /usr/include/cjson/cJSON.h ] || need="$need libcjson-dev"
+command -v curl >/dev/null 2>&1 || need="$need curl"
 if [ -n "$need" ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -24,16 +30,25 @@ if [ -n "$need" ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $need >/dev/null
 fi
-# tests/check_quantized.py checks the quantizer's blocks with the PyPI gguf
-# package (and numpy); the quantize test fails without them.
-if ! python3 -c "import numpy, gguf" >/dev/null 2>&1; then
+# Python packages from PyPI, each where its module cannot be imported:
+# pip_need "MODULES" "PACKAGES".
+pip_need() {
+    python3 -c "import $1" >/dev/null 2>&1 && return 0
     if ! python3 -m pip --version >/dev/null 2>&1; then
         sudo=""
         [ "$(id -u)" = 0 ] || sudo="sudo"
         $sudo apt-get update -qq
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-pip >/dev/null
     fi
-    echo "installing: numpy gguf (pip)"
-    python3 -m pip install --quiet numpy gguf 2>/dev/null ||
-        python3 -m pip install --quiet --break-system-packages numpy gguf
-fi
+    echo "installing: $2 (pip)"
+    python3 -m pip install --quiet $2 2>/dev/null ||
+        python3 -m pip install --quiet --break-system-packages $2
+}
+# tests/check_quantized.py checks the quantizer's blocks with the gguf
+# package (and numpy); the quantize test fails without them.
+pip_need "numpy, gguf" "numpy gguf"
+# the server's tests are clients of OpenAI's API through its own package
+pip_need openai openai
+# bench/report.py draws its plots with matplotlib (bench_report fails
+# without it)
+pip_need matplotlib matplotlib

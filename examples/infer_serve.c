@@ -1,0 +1,1247 @@
+/* infer serve - an OpenAI-compatible HTTP server on libmicrohttpd and cJSON.
+
+   POST /v1/chat/completions and /v1/completions (streamed as server-sent
+   events with "stream": true), POST /v1/embeddings, GET /v1/models and
+   GET /health. Every completion runs as an infer_request on one sequence
+   of one context of --parallel sequences, which a background worker steps:
+   replies in flight decode together in one batched forward pass, and a new
+   request joins the running batch at the next pass. A request that finds
+   every sequence busy waits in a queue of --queue places; beyond it the
+   answer is 503. A client that disconnects cancels its request.
+
+   libmicrohttpd runs a thread per connection, so a handler may block while
+   its reply is generated; it watches its socket meanwhile to notice a
+   client that went away. Built only where both libraries are found
+   (CMakeLists.txt); infer.h itself needs neither. */
+#define _GNU_SOURCE /* POLLRDHUP */
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <math.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunused-function" /* cli.h's parsers this command does not use */
+#endif
+#include "cli.h"
+
+int infer_cmd_serve(int argc, char **argv);
+
+#if MHD_VERSION < 0x00097002
+typedef int mhd_result;
+#else
+typedef enum MHD_Result mhd_result;
+#endif
+
+#define SERVE_MAX_STOP 16
+
+/* ---- The server: one model, one context of n_slots sequences ---------- */
+
+typedef struct server {
+    infer_model *model;
+    infer_context *ctx;    /* n_slots sequences, stepped by worker */
+    infer_worker *worker;
+    infer_chat_template tmpl;
+    int n_ctx, n_slots, max_queue, n_threads;
+    size_t max_body;
+    const char *model_id, *api_key;
+    long created;          /* when it started: /v1/models' "created" */
+    /* slots: which sequences a request holds, and how many wait for one */
+    pthread_mutex_t mu;
+    pthread_cond_t slot_freed;
+    int *slot_busy, n_waiting, n_served;
+    /* infer_worker_start and infer_request_free, from one thread at a time */
+    pthread_mutex_t start_mu;
+    /* embeddings run in a context of their own, one at a time */
+    pthread_mutex_t embed_mu;
+    infer_context *embed_ctx;
+    int stopping;          /* atomic: set once, when the server stops */
+    unsigned long long seed_counter;
+} server;
+
+static int server_stopping(server *s) { return __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE); }
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* ---- UTF-8: a stream never splits a character, and JSON gets valid text -- */
+
+/* Length of the sequence starting with byte c, or 0 for a byte that cannot
+   start one. */
+static int utf8_len(unsigned char c) {
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c < 0xE0) return 2;
+    if (c >= 0xE0 && c < 0xF0) return 3;
+    if (c >= 0xF0 && c < 0xF5) return 4;
+    return 0;
+}
+
+/* n without a character cut short at its end (sent once the rest comes). */
+static size_t utf8_complete(const char *s, size_t n) {
+    size_t i = n, k;
+    for (k = 0; k < 4 && i > 0; k++) {
+        unsigned char c = (unsigned char)s[i - 1];
+        if ((c & 0xC0) != 0x80) {
+            int want = utf8_len(c);
+            return want > (int)(n - (i - 1)) ? i - 1 : n;
+        }
+        i--;
+    }
+    return n;
+}
+
+/* A NUL-terminated copy of s[0..n) with each byte that is not part of a
+   valid UTF-8 character replaced by U+FFFD (cJSON writes bytes as given). */
+static char *utf8_clean(const char *s, size_t n) {
+    char *out = (char *)malloc(n * 3 + 1), *o = out;
+    size_t i = 0;
+    if (!out) return NULL;
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        int len = utf8_len(c), k, ok = len > 0 && i + (size_t)len <= n;
+        for (k = 1; ok && k < len; k++) ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+        if (ok && len == 3 && c == 0xE0) ok = (unsigned char)s[i + 1] >= 0xA0;                /* overlong */
+        if (ok && len == 3 && c == 0xED) ok = (unsigned char)s[i + 1] < 0xA0;                 /* surrogate */
+        if (ok && len == 4 && c == 0xF0) ok = (unsigned char)s[i + 1] >= 0x90;                /* overlong */
+        if (ok && len == 4 && c == 0xF4) ok = (unsigned char)s[i + 1] < 0x90;                 /* > U+10FFFF */
+        if (ok && c == 0) ok = 0; /* a NUL would end the string early */
+        if (ok) {
+            memcpy(o, s + i, (size_t)len);
+            o += len;
+            i += (size_t)len;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+/* ---- Replies --------------------------------------------------------------- */
+
+/* Queues body (taken over) with its status and JSON content type. */
+static mhd_result send_body(struct MHD_Connection *con, unsigned status, char *body) {
+    struct MHD_Response *res;
+    mhd_result ret;
+    if (!body) return MHD_NO;
+    res = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!res) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(res, "Content-Type", "application/json");
+    if (status == 401) MHD_add_response_header(res, "WWW-Authenticate", "Bearer");
+    ret = MHD_queue_response(con, status, res);
+    MHD_destroy_response(res);
+    return ret;
+}
+
+static mhd_result send_json(struct MHD_Connection *con, unsigned status, cJSON *j) {
+    char *body = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return send_body(con, status, body);
+}
+
+/* OpenAI's error object: {"error": {"message", "type", "param", "code"}}. */
+static cJSON *error_object(unsigned status, const char *param, const char *code, const char *msg) {
+    cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
+    const char *type = status == 401 ? "authentication_error"
+                       : status == 404 ? "not_found_error"
+                       : status == 503 ? "server_overloaded"
+                       : status >= 500 ? "server_error"
+                                       : "invalid_request_error";
+    char *clean = utf8_clean(msg, strlen(msg));
+    cJSON_AddStringToObject(e, "message", clean ? clean : "error");
+    free(clean);
+    cJSON_AddStringToObject(e, "type", type);
+    if (param) cJSON_AddStringToObject(e, "param", param);
+    else cJSON_AddNullToObject(e, "param");
+    if (code) cJSON_AddStringToObject(e, "code", code);
+    else cJSON_AddNullToObject(e, "code");
+    return j;
+}
+
+static mhd_result send_error(struct MHD_Connection *con, unsigned status, const char *param, const char *code,
+                             const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return send_json(con, status, error_object(status, param, code, msg));
+}
+
+/* ---- Watching the client -------------------------------------------------- */
+
+/* Waits up to ms for the client's socket; 1 if the client has gone (closed
+   or reset its end). Data it sends early (a pipelined request) is left. */
+static int client_gone(int fd, int ms) {
+    struct pollfd p;
+    char c;
+    if (fd < 0) {
+        usleep((useconds_t)ms * 1000);
+        return 0;
+    }
+    p.fd = fd;
+    p.events = POLLIN | POLLRDHUP;
+    p.revents = 0;
+    if (poll(&p, 1, ms) <= 0) return 0;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
+    if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) return 1;
+    usleep((useconds_t)ms * 1000); /* readable but open: do not spin on it */
+    return 0;
+}
+
+static int connection_fd(struct MHD_Connection *con) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? (int)ci->connect_fd : -1;
+}
+
+/* ---- Slots ----------------------------------------------------------------- */
+
+/* A free sequence for a request: waits in the queue while all are busy
+   (watching the client); -1 with *status 503 when the queue is full, or -1
+   when the client left or the server stops. */
+static int slot_acquire(server *s, int fd, unsigned *status) {
+    int slot = -1, i;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        for (i = 0; i < s->n_slots && slot < 0; i++)
+            if (!s->slot_busy[i]) slot = i;
+        if (slot >= 0) {
+            s->slot_busy[slot] = 1;
+            break;
+        }
+        if (s->n_waiting >= s->max_queue) {
+            *status = 503;
+            break;
+        }
+        s->n_waiting++;
+        pthread_mutex_unlock(&s->mu);
+        /* not a condition wait: the client's socket must be watched too */
+        {
+            int gone = client_gone(fd, 5);
+            pthread_mutex_lock(&s->mu);
+            s->n_waiting--;
+            if (gone || server_stopping(s)) {
+                *status = 499;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return slot;
+}
+
+static void slot_release(server *s, int slot) {
+    pthread_mutex_lock(&s->mu);
+    s->slot_busy[slot] = 0;
+    s->n_served++;
+    pthread_cond_broadcast(&s->slot_freed);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- Reading a request's fields ------------------------------------------- */
+
+/* A field check that failed: its parameter name and message, for a 400. */
+typedef struct bad_field {
+    const char *param;
+    char msg[300];
+} bad_field;
+
+static int bad(bad_field *b, const char *param, const char *fmt, ...) {
+    va_list ap;
+    b->param = param;
+    va_start(ap, fmt);
+    vsnprintf(b->msg, sizeof b->msg, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* A present, non-null field of o, or NULL. */
+static cJSON *field(const cJSON *o, const char *name) {
+    cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
+    return f && !cJSON_IsNull(f) ? f : NULL;
+}
+
+static int read_number(const cJSON *o, const char *name, double lo, double hi, float *out, bad_field *b) {
+    cJSON *f = field(o, name);
+    if (!f) return 1;
+    if (!cJSON_IsNumber(f) || f->valuedouble < lo || f->valuedouble > hi)
+        return bad(b, name, "'%s' must be a number from %g to %g", name, lo, hi);
+    *out = (float)f->valuedouble;
+    return 1;
+}
+
+static int read_int(const cJSON *o, const char *name, double lo, double hi, int *out, bad_field *b) {
+    cJSON *f = field(o, name);
+    if (!f) return 1;
+    if (!cJSON_IsNumber(f) || f->valuedouble != (double)(long long)f->valuedouble || f->valuedouble < lo ||
+        f->valuedouble > hi)
+        return bad(b, name, "'%s' must be an integer from %.0f to %.0f", name, lo, hi);
+    *out = (int)f->valuedouble;
+    return 1;
+}
+
+/* What one completion asks for, from the body's fields. */
+typedef struct completion_call {
+    infer_request_params p;
+    const char *stop[SERVE_MAX_STOP];
+    char *schema;           /* response_format's schema, printed (owned) */
+    infer_token *bias_ids;  /* logit_bias (owned) */
+    float *bias;
+    int stream, include_usage, max_tokens;
+} completion_call;
+
+static void completion_call_free(completion_call *cc) {
+    free(cc->schema);
+    free(cc->bias_ids);
+    free(cc->bias);
+}
+
+/* The sampling and output fields both completion endpoints take. */
+static int read_completion_fields(server *s, const cJSON *body, completion_call *cc, bad_field *b) {
+    infer_sampler_params *sp = &cc->p.sampling;
+    cJSON *f;
+    int n = 1, seed_given = 0;
+    double seed = 0;
+    if (!read_number(body, "temperature", 0, 2, &sp->temperature, b) || !read_number(body, "top_p", 0, 1, &sp->top_p, b) ||
+        !read_int(body, "top_k", 0, 1e9, &sp->top_k, b) || !read_number(body, "min_p", 0, 1, &sp->min_p, b) ||
+        !read_number(body, "repeat_penalty", 0.01, 100, &sp->repeat_penalty, b) ||
+        !read_int(body, "max_tokens", 0, 1e9, &cc->max_tokens, b) ||
+        !read_int(body, "max_completion_tokens", 0, 1e9, &cc->max_tokens, b) || !read_int(body, "n", 1, 128, &n, b))
+        return 0;
+    if (sp->top_p <= 0) return bad(b, "top_p", "'top_p' must be above 0");
+    if (n != 1) return bad(b, "n", "only n = 1 is supported");
+    if ((f = field(body, "seed")) != NULL) {
+        if (!cJSON_IsNumber(f) || f->valuedouble != (double)(long long)f->valuedouble)
+            return bad(b, "seed", "'seed' must be an integer");
+        seed = f->valuedouble;
+        seed_given = 1;
+    }
+    if (seed_given) {
+        sp->seed = (uint64_t)(long long)seed;
+    } else { /* a reply of its own each time, as the API's default */
+        pthread_mutex_lock(&s->mu);
+        sp->seed = (uint64_t)time(NULL) * 6364136223846793005ULL + ++s->seed_counter * 1442695040888963407ULL;
+        pthread_mutex_unlock(&s->mu);
+    }
+    if ((f = field(body, "stream")) != NULL) {
+        if (!cJSON_IsBool(f)) return bad(b, "stream", "'stream' must be true or false");
+        cc->stream = cJSON_IsTrue(f);
+    }
+    if ((f = field(body, "stream_options")) != NULL) {
+        cJSON *u = field(f, "include_usage");
+        if (!cJSON_IsObject(f) || (u && !cJSON_IsBool(u)))
+            return bad(b, "stream_options", "'stream_options' must be an object with a boolean include_usage");
+        cc->include_usage = u && cJSON_IsTrue(u);
+    }
+    if ((f = field(body, "stop")) != NULL) {
+        if (cJSON_IsString(f)) {
+            cc->stop[cc->p.n_stop++] = f->valuestring;
+        } else if (cJSON_IsArray(f) && cJSON_GetArraySize(f) <= SERVE_MAX_STOP) {
+            cJSON *x;
+            cJSON_ArrayForEach(x, f) {
+                if (!cJSON_IsString(x) || !x->valuestring[0])
+                    return bad(b, "stop", "'stop' must be a string or an array of non-empty strings");
+                cc->stop[cc->p.n_stop++] = x->valuestring;
+            }
+        } else {
+            return bad(b, "stop", "'stop' must be a string or an array of at most %d strings", SERVE_MAX_STOP);
+        }
+        cc->p.stop = cc->stop;
+    }
+    if ((f = field(body, "logit_bias")) != NULL) {
+        cJSON *x;
+        int k = 0, n_bias = cJSON_GetArraySize(f);
+        if (!cJSON_IsObject(f)) return bad(b, "logit_bias", "'logit_bias' must be an object of token id: bias");
+        cc->bias_ids = (infer_token *)malloc(sizeof(infer_token) * (size_t)(n_bias + 1));
+        cc->bias = (float *)malloc(sizeof(float) * (size_t)(n_bias + 1));
+        if (!cc->bias_ids || !cc->bias) return bad(b, "logit_bias", "out of memory");
+        cJSON_ArrayForEach(x, f) {
+            char *end;
+            long id = strtol(x->string, &end, 10);
+            if (end == x->string || *end || id < 0 || id >= infer_model_n_vocab(s->model))
+                return bad(b, "logit_bias", "logit_bias: '%s' is not a token id of this model", x->string);
+            if (!cJSON_IsNumber(x) || x->valuedouble < -100 || x->valuedouble > 100)
+                return bad(b, "logit_bias", "logit_bias: the bias of token %ld must be a number from -100 to 100", id);
+            cc->bias_ids[k] = (infer_token)id;
+            /* -100 bans the token, as the API documents */
+            cc->bias[k++] = x->valuedouble <= -100 ? -INFINITY : (float)x->valuedouble;
+        }
+        cc->p.bias_ids = cc->bias_ids;
+        cc->p.bias = cc->bias;
+        cc->p.n_bias = k;
+    }
+    if ((f = field(body, "response_format")) != NULL) {
+        cJSON *type = cJSON_GetObjectItemCaseSensitive(f, "type");
+        if (!cJSON_IsObject(f) || !cJSON_IsString(type))
+            return bad(b, "response_format", "'response_format' must be an object with a type");
+        if (!strcmp(type->valuestring, "json_object")) {
+            cc->schema = strdup("{\"type\":\"object\"}");
+        } else if (!strcmp(type->valuestring, "json_schema")) {
+            cJSON *js = field(f, "json_schema"), *schema = js ? field(js, "schema") : NULL;
+            if (!schema || !(cJSON_IsObject(schema) || cJSON_IsBool(schema)))
+                return bad(b, "response_format", "response_format: json_schema.schema must be a JSON schema object");
+            cc->schema = cJSON_PrintUnformatted(schema);
+        } else if (strcmp(type->valuestring, "text")) {
+            return bad(b, "response_format", "response_format: type must be text, json_object or json_schema");
+        }
+        cc->p.json_schema = cc->schema;
+    }
+    if ((f = field(body, "logprobs")) != NULL && !(cJSON_IsBool(f) && cJSON_IsFalse(f)))
+        return bad(b, "logprobs", "logprobs are not supported by this server");
+    if ((f = field(body, "tools")) != NULL && cJSON_GetArraySize(f) > 0)
+        return bad(b, "tools", "tools are not supported by this server");
+    return 1;
+}
+
+/* The text of a message's content: a string, or text parts. Returns a
+   malloc'd string, or NULL (with b set). */
+static char *message_content(const cJSON *content, int i, bad_field *b) {
+    if (!content) return strdup("");
+    if (cJSON_IsString(content)) return strdup(content->valuestring);
+    if (cJSON_IsArray(content)) {
+        size_t len = 0;
+        cJSON *part;
+        char *out;
+        cJSON_ArrayForEach(part, content) {
+            cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+            cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+            if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
+                bad(b, "messages", "messages[%d].content: only text parts ({\"type\": \"text\", \"text\": ...}) are supported", i);
+                return NULL;
+            }
+            len += strlen(text->valuestring);
+        }
+        if (!(out = (char *)malloc(len + 1))) return NULL;
+        out[0] = 0;
+        cJSON_ArrayForEach(part, content) strcat(out, cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
+        return out;
+    }
+    bad(b, "messages", "messages[%d].content must be a string or an array of text parts", i);
+    return NULL;
+}
+
+/* The prompt of a chat: messages through the model's chat template, then
+   the assistant prompt. malloc'd, or NULL with b set. */
+static char *chat_prompt(server *s, const cJSON *messages, bad_field *b) {
+    int n = cJSON_GetArraySize(messages), i = 0, len;
+    infer_chat_message *msgs;
+    char **texts, *prompt = NULL;
+    cJSON *m;
+    if (!cJSON_IsArray(messages) || n < 1) {
+        bad(b, "messages", "'messages' must be a non-empty array of {role, content}");
+        return NULL;
+    }
+    msgs = (infer_chat_message *)calloc((size_t)n, sizeof *msgs);
+    texts = (char **)calloc((size_t)n, sizeof *texts);
+    if (!msgs || !texts) goto done;
+    cJSON_ArrayForEach(m, messages) {
+        cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
+            bad(b, "messages", "messages[%d] must be an object with a string role", i);
+            goto done;
+        }
+        if (!(texts[i] = message_content(field(m, "content"), i, b))) goto done;
+        /* "developer" is the API's newer name for the system role */
+        msgs[i].role = !strcmp(role->valuestring, "developer") ? "system" : role->valuestring;
+        msgs[i].content = texts[i];
+        i++;
+    }
+    len = infer_chat_format(&s->tmpl, msgs, n, 0, 1, NULL, 0);
+    if (len < 0 || !(prompt = (char *)malloc((size_t)len + 1))) {
+        bad(b, "messages", "the messages could not be formatted");
+        goto done;
+    }
+    infer_chat_format(&s->tmpl, msgs, n, 0, 1, prompt, (size_t)len + 1);
+done:
+    for (i = 0; texts && i < n; i++) free(texts[i]);
+    free(texts);
+    free(msgs);
+    return prompt;
+}
+
+/* ---- A completion in flight ----------------------------------------------- */
+
+typedef struct job {
+    server *s;
+    infer_request *r;
+    int slot, fd, chat, stream, include_usage, max_tokens;
+    int n_prompt;
+    char id[48];
+    long created;
+    double t0;
+    size_t sent;             /* bytes of the text already sent */
+    int stage;               /* streaming: 0 role, 1 text, 2 end chunks, 3 over */
+    char *out;               /* SSE bytes not yet handed to libmicrohttpd */
+    size_t out_len, out_pos, out_cap;
+    const char *path;
+} job;
+
+static void job_append(job *j, const char *p, size_t n) {
+    if (j->out_len + n + 1 > j->out_cap) {
+        size_t cap = (j->out_len + n + 1) * 2;
+        char *o = (char *)realloc(j->out, cap);
+        if (!o) return;
+        j->out = o;
+        j->out_cap = cap;
+    }
+    memcpy(j->out + j->out_len, p, n);
+    j->out_len += n;
+}
+
+/* Appends "data: <json>\n\n" and frees the object. */
+static void job_event(job *j, cJSON *ev) {
+    char *text = cJSON_PrintUnformatted(ev);
+    cJSON_Delete(ev);
+    if (!text) return;
+    job_append(j, "data: ", 6);
+    job_append(j, text, strlen(text));
+    job_append(j, "\n\n", 2);
+    free(text);
+}
+
+/* The text from byte `from` on, as it is now: malloc'd, its length in *n. */
+static char *request_text_from(const infer_request *r, size_t from, size_t *n) {
+    char small[512], *buf;
+    size_t len = infer_request_text(r, from, small, sizeof small);
+    if (len < sizeof small) {
+        buf = (char *)malloc(len + 1);
+        if (buf) memcpy(buf, small, len + 1);
+    } else {
+        buf = (char *)malloc(len + 1);
+        if (buf) len = infer_request_text(r, from, buf, len + 1), len = len > strlen(buf) ? strlen(buf) : len;
+    }
+    *n = buf ? len : 0;
+    return buf;
+}
+
+/* Tokens generated (an end-of-generation token left out), and whether the
+   reply ended by the model's choice or the token limit. */
+static int job_gen_tokens(const job *j, const char **finish) {
+    infer_token t[1];
+    int n = infer_request_tokens(j->r, NULL, 0), eog = 0;
+    infer_error err;
+    infer_status st = infer_request_status(j->r, &err);
+    if (n > 0) {
+        infer_token *all = (infer_token *)malloc(sizeof(infer_token) * (size_t)n);
+        if (all) {
+            infer_request_tokens(j->r, all, n);
+            t[0] = all[n - 1];
+            eog = infer_model_is_eog(j->s->model, t[0]);
+            free(all);
+        }
+    }
+    if (finish)
+        *finish = st == INFER_ERR_CONTEXT_FULL ? "length" : (!eog && n >= j->max_tokens) ? "length" : "stop";
+    return n - eog;
+}
+
+static cJSON *job_usage(const job *j, int n_gen) {
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddNumberToObject(u, "prompt_tokens", j->n_prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
+    cJSON_AddNumberToObject(u, "total_tokens", j->n_prompt + n_gen);
+    return u;
+}
+
+/* llama.cpp's server reports these beside usage; clients that know them
+   show speeds. */
+static cJSON *job_timings(const job *j) {
+    infer_metrics mt = infer_request_metrics(j->r);
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "prompt_n", mt.n_prompt_tokens);
+    cJSON_AddNumberToObject(t, "prompt_ms", mt.prompt_ms);
+    cJSON_AddNumberToObject(t, "prompt_per_second", mt.prompt_tps);
+    cJSON_AddNumberToObject(t, "predicted_n", mt.n_gen_tokens);
+    cJSON_AddNumberToObject(t, "predicted_ms", mt.gen_ms);
+    cJSON_AddNumberToObject(t, "predicted_per_second", mt.gen_tps);
+    cJSON_AddNumberToObject(t, "ttft_ms", mt.ttft_ms);
+    return t;
+}
+
+/* The frame every reply object shares: id, object, created, model. */
+static cJSON *job_object(const job *j, const char *object) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", j->id);
+    cJSON_AddStringToObject(o, "object", object);
+    cJSON_AddNumberToObject(o, "created", (double)j->created);
+    cJSON_AddStringToObject(o, "model", j->s->model_id);
+    return o;
+}
+
+/* One streamed choice: a chat delta (role and/or content) or a text piece,
+   with finish_reason when given. */
+static cJSON *job_chunk(const job *j, const char *role, const char *text, const char *finish) {
+    cJSON *o = job_object(j, j->chat ? "chat.completion.chunk" : "text_completion");
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", 0);
+    if (j->chat) {
+        cJSON *d = cJSON_AddObjectToObject(c, "delta");
+        if (role) cJSON_AddStringToObject(d, "role", role);
+        if (text) cJSON_AddStringToObject(d, "content", text);
+    } else {
+        cJSON_AddStringToObject(c, "text", text ? text : "");
+        cJSON_AddNullToObject(c, "logprobs");
+    }
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    cJSON_AddItemToArray(choices, c);
+    return o;
+}
+
+static void job_log(const job *j, unsigned status, const char *how) {
+    int n_gen = j->r ? job_gen_tokens(j, NULL) : 0;
+    fprintf(stderr, "infer serve: POST %s %u%s%s: %d prompt + %d generated tokens, %.0f ms (sequence %d)\n", j->path,
+            status, how ? " " : "", how ? how : "", j->n_prompt, n_gen, now_ms() - j->t0, j->slot);
+}
+
+/* Ends a job: cancels and frees its request, gives its sequence back. */
+static void job_free(job *j) {
+    if (!j) return;
+    if (j->r) {
+        infer_request_cancel(j->r);
+        pthread_mutex_lock(&j->s->start_mu);
+        infer_request_free(j->r);
+        pthread_mutex_unlock(&j->s->start_mu);
+    }
+    if (j->slot >= 0) slot_release(j->s, j->slot);
+    free(j->out);
+    free(j);
+}
+
+/* Streaming: the next events into j->out. 0 when there is nothing new yet. */
+static int job_stream_more(job *j) {
+    int done = infer_request_done(j->r);
+    size_t n, keep;
+    char *text, *clean;
+    if (j->stage == 0) {
+        if (j->chat) job_event(j, job_chunk(j, "assistant", "", NULL));
+        j->stage = 1;
+        return 1;
+    }
+    if (j->stage == 1) {
+        text = request_text_from(j->r, j->sent, &n);
+        if (!text) return 0;
+        keep = done ? n : utf8_complete(text, n);
+        if (keep > 0) {
+            clean = utf8_clean(text, keep);
+            if (clean) job_event(j, job_chunk(j, NULL, clean, NULL));
+            free(clean);
+            j->sent += keep;
+        }
+        free(text);
+        if (!done) return keep > 0;
+        j->stage = 2;
+    }
+    if (j->stage == 2) {
+        const char *finish;
+        infer_error err;
+        infer_status st = infer_request_status(j->r, &err);
+        int n_gen = job_gen_tokens(j, &finish);
+        if (st != INFER_OK && st != INFER_ERR_CONTEXT_FULL) {
+            /* the stream has begun: the error goes as an event of its own */
+            job_event(j, error_object(500, NULL, NULL, err.msg));
+        } else {
+            cJSON *last = job_chunk(j, NULL, NULL, finish);
+            job_event(j, last);
+            if (j->include_usage) {
+                cJSON *u = job_object(j, j->chat ? "chat.completion.chunk" : "text_completion");
+                cJSON_AddArrayToObject(u, "choices");
+                cJSON_AddItemToObject(u, "usage", job_usage(j, n_gen));
+                cJSON_AddItemToObject(u, "timings", job_timings(j));
+                job_event(j, u);
+            }
+        }
+        job_append(j, "data: [DONE]\n\n", 14);
+        job_log(j, 200, "streamed");
+        j->stage = 3;
+        return 1;
+    }
+    return 0;
+}
+
+/* libmicrohttpd's content reader for a stream: blocks (this connection's
+   own thread) until there is something to send, the reply is over, or the
+   client has gone. */
+static ssize_t job_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    job *j = (job *)cls;
+    (void)pos;
+    for (;;) {
+        if (j->out_pos < j->out_len) {
+            size_t n = j->out_len - j->out_pos;
+            if (n > max) n = max;
+            memcpy(buf, j->out + j->out_pos, n);
+            j->out_pos += n;
+            if (j->out_pos == j->out_len) j->out_pos = j->out_len = 0;
+            return (ssize_t)n;
+        }
+        if (j->stage == 3) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (job_stream_more(j)) continue;
+        if (client_gone(j->fd, 2) || server_stopping(j->s)) {
+            fprintf(stderr, "infer serve: POST %s: the client went away: request cancelled (sequence %d)\n", j->path,
+                    j->slot);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+}
+
+static void job_stream_free(void *cls) { job_free((job *)cls); }
+
+/* ---- The completion endpoints ---------------------------------------------- */
+
+static mhd_result serve_completion(server *s, struct MHD_Connection *con, const char *path, const char *body_text,
+                                   int chat) {
+    cJSON *body = cJSON_Parse(body_text), *f;
+    completion_call cc;
+    bad_field b = {NULL, {0}};
+    char *prompt = NULL;
+    job *j = NULL;
+    infer_error err;
+    unsigned status = 0;
+    mhd_result ret;
+    int n_prompt;
+    memset(&cc, 0, sizeof cc);
+    cc.p = infer_request_default_params();
+    cc.max_tokens = -1;
+    if (!body || !cJSON_IsObject(body)) {
+        cJSON_Delete(body);
+        return send_error(con, 400, NULL, "invalid_json", "the request body is not a JSON object");
+    }
+    if (!read_completion_fields(s, body, &cc, &b)) goto bad_request;
+    if (chat) {
+        if (!(prompt = chat_prompt(s, field(body, "messages"), &b))) goto bad_request;
+    } else {
+        f = field(body, "prompt");
+        if (cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 && cJSON_IsString(cJSON_GetArrayItem(f, 0)))
+            f = cJSON_GetArrayItem(f, 0);
+        if (!cJSON_IsString(f)) {
+            bad(&b, "prompt", "'prompt' must be a string");
+            goto bad_request;
+        }
+        if (cJSON_IsTrue(field(body, "echo"))) {
+            bad(&b, "echo", "echo is not supported by this server");
+            goto bad_request;
+        }
+        prompt = strdup(f->valuestring);
+        if (cc.max_tokens < 0) cc.max_tokens = 16; /* the API's default for text completions */
+    }
+    /* max_tokens is capped by what the context has left after the prompt */
+    n_prompt = infer_tokenize(s->model, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(s->model), 1);
+    if (n_prompt < 0) {
+        bad(&b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
+        goto bad_request;
+    }
+    if (n_prompt >= s->n_ctx) {
+        cJSON_Delete(body);
+        free(prompt);
+        completion_call_free(&cc);
+        return send_error(con, 400, chat ? "messages" : "prompt", "context_length_exceeded",
+                          "the prompt is %d tokens; this server's context holds %d", n_prompt, s->n_ctx);
+    }
+    if (cc.max_tokens < 0 || cc.max_tokens > s->n_ctx - n_prompt) cc.max_tokens = s->n_ctx - n_prompt;
+    cc.p.prompt = prompt;
+    cc.p.n_predict = cc.max_tokens;
+    cc.p.n_past = 0;
+
+    j = (job *)calloc(1, sizeof *j);
+    if (!j) {
+        status = 500;
+        goto fail;
+    }
+    j->s = s;
+    j->slot = -1;
+    j->fd = connection_fd(con);
+    j->chat = chat;
+    j->stream = cc.stream;
+    j->include_usage = cc.include_usage;
+    j->max_tokens = cc.max_tokens;
+    j->n_prompt = n_prompt;
+    j->created = (long)time(NULL);
+    j->t0 = now_ms();
+    j->path = path;
+    snprintf(j->id, sizeof j->id, "%s-%llx%04x", chat ? "chatcmpl" : "cmpl", (unsigned long long)cc.p.sampling.seed,
+             (unsigned)rand() & 0xffff);
+    if ((j->slot = slot_acquire(s, j->fd, &status)) < 0) goto fail;
+    cc.p.seq = j->slot;
+    pthread_mutex_lock(&s->start_mu);
+    j->r = infer_worker_start(s->worker, s->ctx, &cc.p, &err);
+    pthread_mutex_unlock(&s->start_mu);
+    if (!j->r) {
+        bad(&b, cc.schema ? "response_format" : NULL, "%s", err.msg);
+        goto bad_request;
+    }
+    cJSON_Delete(body);
+    body = NULL;
+    free(prompt);
+    prompt = NULL;
+    completion_call_free(&cc);
+
+    if (j->stream) {
+        struct MHD_Response *res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, job_stream_read, j,
+                                                                     job_stream_free);
+        if (!res) {
+            job_free(j);
+            return MHD_NO;
+        }
+        MHD_add_response_header(res, "Content-Type", "text/event-stream");
+        MHD_add_response_header(res, "Cache-Control", "no-cache");
+        ret = MHD_queue_response(con, 200, res);
+        MHD_destroy_response(res);
+        return ret;
+    }
+    /* not streamed: wait for the whole reply, watching the client */
+    while (!infer_request_done(j->r)) {
+        if (client_gone(j->fd, 2) || server_stopping(s)) {
+            fprintf(stderr, "infer serve: POST %s: the client went away: request cancelled (sequence %d)\n", path,
+                    j->slot);
+            job_free(j);
+            return MHD_NO;
+        }
+    }
+    {
+        infer_status st = infer_request_status(j->r, &err);
+        const char *finish;
+        int n_gen = job_gen_tokens(j, &finish);
+        size_t n;
+        char *text, *clean;
+        cJSON *o, *choices, *c;
+        if (st != INFER_OK && st != INFER_ERR_CONTEXT_FULL) {
+            job_log(j, st == INFER_ERR_ARG || st == INFER_ERR_FORMAT ? 400 : 500, NULL);
+            ret = send_error(con, st == INFER_ERR_ARG || st == INFER_ERR_FORMAT ? 400 : 500, NULL, NULL, "%s", err.msg);
+            job_free(j);
+            return ret;
+        }
+        text = request_text_from(j->r, 0, &n);
+        clean = text ? utf8_clean(text, n) : NULL;
+        free(text);
+        o = job_object(j, chat ? "chat.completion" : "text_completion");
+        choices = cJSON_AddArrayToObject(o, "choices");
+        c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "index", 0);
+        if (chat) {
+            cJSON *m = cJSON_AddObjectToObject(c, "message");
+            cJSON_AddStringToObject(m, "role", "assistant");
+            cJSON_AddStringToObject(m, "content", clean ? clean : "");
+        } else {
+            cJSON_AddStringToObject(c, "text", clean ? clean : "");
+            cJSON_AddNullToObject(c, "logprobs");
+        }
+        cJSON_AddStringToObject(c, "finish_reason", finish);
+        cJSON_AddItemToArray(choices, c);
+        cJSON_AddItemToObject(o, "usage", job_usage(j, n_gen));
+        cJSON_AddItemToObject(o, "timings", job_timings(j));
+        free(clean);
+        job_log(j, 200, NULL);
+        job_free(j);
+        return send_json(con, 200, o);
+    }
+
+bad_request:
+    status = 400;
+fail:
+    cJSON_Delete(body);
+    free(prompt);
+    completion_call_free(&cc);
+    if (j) job_free(j);
+    if (status == 499) return MHD_NO; /* the client left while waiting */
+    if (status == 503)
+        return send_error(con, 503, NULL, "queue_full", "every sequence is busy and the queue (%d) is full: try again later",
+                          s->max_queue);
+    if (status == 400) {
+        fprintf(stderr, "infer serve: POST %s 400: %s\n", path, b.msg);
+        return send_error(con, 400, b.param, NULL, "%s", b.msg);
+    }
+    return send_error(con, 500, NULL, NULL, "out of memory");
+}
+
+/* ---- Embeddings ---------------------------------------------------------------- */
+
+static const char base64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* The floats' little-endian bytes in base64 (the API's encoding_format
+   "base64", which the openai client asks for by default). */
+static char *base64_floats(const float *v, int n) {
+    const unsigned char *p = (const unsigned char *)v;
+    size_t len = (size_t)n * 4, i, o = 0;
+    char *out = (char *)malloc((len + 2) / 3 * 4 + 1);
+    if (!out) return NULL;
+    for (i = 0; i < len; i += 3) {
+        unsigned x = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < len ? p[i + 2] : 0);
+        out[o++] = base64_digits[x >> 18 & 63];
+        out[o++] = base64_digits[x >> 12 & 63];
+        out[o++] = i + 1 < len ? base64_digits[x >> 6 & 63] : '=';
+        out[o++] = i + 2 < len ? base64_digits[x & 63] : '=';
+    }
+    out[o] = 0;
+    return out;
+}
+
+static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const char *body_text) {
+    cJSON *body = cJSON_Parse(body_text), *input, *x, *o, *data;
+    const char *fmt = "float";
+    int n_in, i = 0, dim = infer_model_n_embd(s->model), n_tokens = 0;
+    float *e;
+    infer_error err;
+    if (!body || !cJSON_IsObject(body)) {
+        cJSON_Delete(body);
+        return send_error(con, 400, NULL, "invalid_json", "the request body is not a JSON object");
+    }
+    input = field(body, "input");
+    x = field(body, "encoding_format");
+    if (x) {
+        if (!cJSON_IsString(x) || (strcmp(x->valuestring, "float") && strcmp(x->valuestring, "base64"))) {
+            cJSON_Delete(body);
+            return send_error(con, 400, "encoding_format", NULL, "'encoding_format' must be float or base64");
+        }
+        fmt = x->valuestring;
+    }
+    n_in = cJSON_IsString(input) ? 1 : cJSON_IsArray(input) ? cJSON_GetArraySize(input) : 0;
+    if (cJSON_IsArray(input))
+        cJSON_ArrayForEach(x, input) if (!cJSON_IsString(x)) n_in = 0;
+    if (n_in < 1 || n_in > 256) {
+        cJSON_Delete(body);
+        return send_error(con, 400, "input", NULL, "'input' must be a string or an array of 1 to 256 strings");
+    }
+    if (!(e = (float *)malloc(sizeof(float) * (size_t)dim))) {
+        cJSON_Delete(body);
+        return send_error(con, 500, NULL, NULL, "out of memory");
+    }
+    o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "object", "list");
+    data = cJSON_AddArrayToObject(o, "data");
+    pthread_mutex_lock(&s->embed_mu);
+    if (!s->embed_ctx) { /* made on first use: a server that never embeds keeps the memory */
+        infer_context_params cp = infer_context_default_params();
+        cp.n_ctx = s->n_ctx;
+        cp.n_threads = s->n_threads;
+        s->embed_ctx = infer_context_new(s->model, &cp, &err);
+    }
+    for (x = cJSON_IsString(input) ? input : input->child; x && s->embed_ctx; x = cJSON_IsString(input) ? NULL : x->next, i++) {
+        const char *text = x->valuestring;
+        int nt = infer_tokenize(s->model, text, strlen(text), NULL, 0, infer_model_add_bos(s->model), 0);
+        cJSON *item;
+        if (nt > s->n_ctx) {
+            snprintf(err.msg, sizeof err.msg, "input %d is %d tokens; this server's context holds %d", i, nt, s->n_ctx);
+            break;
+        }
+        if (infer_embed(s->embed_ctx, 0, text, INFER_POOL_MEAN, 1, e, &err) != INFER_OK) break;
+        n_tokens += nt;
+        item = cJSON_CreateObject();
+        cJSON_AddStringToObject(item, "object", "embedding");
+        cJSON_AddNumberToObject(item, "index", i);
+        if (!strcmp(fmt, "base64")) {
+            char *b64 = base64_floats(e, dim);
+            cJSON_AddStringToObject(item, "embedding", b64 ? b64 : "");
+            free(b64);
+        } else {
+            cJSON *arr = cJSON_AddArrayToObject(item, "embedding");
+            int k;
+            for (k = 0; k < dim; k++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(e[k]));
+        }
+        cJSON_AddItemToArray(data, item);
+    }
+    pthread_mutex_unlock(&s->embed_mu);
+    free(e);
+    if (!s->embed_ctx || i < n_in) {
+        cJSON_Delete(o);
+        cJSON_Delete(body);
+        return send_error(con, s->embed_ctx ? 400 : 500, "input", NULL, "%s", err.msg);
+    }
+    cJSON_AddStringToObject(o, "model", s->model_id);
+    x = cJSON_AddObjectToObject(o, "usage");
+    cJSON_AddNumberToObject(x, "prompt_tokens", n_tokens);
+    cJSON_AddNumberToObject(x, "total_tokens", n_tokens);
+    cJSON_Delete(body);
+    fprintf(stderr, "infer serve: POST /v1/embeddings 200: %d inputs, %d tokens\n", n_in, n_tokens);
+    return send_json(con, 200, o);
+}
+
+/* ---- Routing ------------------------------------------------------------------ */
+
+static mhd_result serve_models(server *s, struct MHD_Connection *con) {
+    cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+    char desc[256];
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON_AddStringToObject(m, "id", s->model_id);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)s->created);
+    cJSON_AddStringToObject(m, "owned_by", "infer");
+    infer_model_describe(s->model, desc, sizeof desc);
+    cJSON_AddStringToObject(m, "description", desc);
+    cJSON_AddNumberToObject(m, "n_ctx", s->n_ctx);
+    cJSON_AddItemToArray(data, m);
+    return send_json(con, 200, o);
+}
+
+static mhd_result serve_health(server *s, struct MHD_Connection *con) {
+    cJSON *o = cJSON_CreateObject();
+    int busy = 0, i;
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < s->n_slots; i++) busy += s->slot_busy[i];
+    cJSON_AddStringToObject(o, "status", "ok");
+    cJSON_AddNumberToObject(o, "slots_idle", s->n_slots - busy);
+    cJSON_AddNumberToObject(o, "slots_processing", busy);
+    cJSON_AddNumberToObject(o, "requests_waiting", s->n_waiting);
+    cJSON_AddNumberToObject(o, "requests_served", s->n_served);
+    pthread_mutex_unlock(&s->mu);
+    return send_json(con, 200, o);
+}
+
+/* Compares in time independent of where the strings differ. */
+static int same_secret(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b), i;
+    unsigned diff = (unsigned)(la ^ lb);
+    for (i = 0; i < la; i++) diff |= (unsigned)(a[i] ^ b[lb ? i % lb : 0]);
+    return diff == 0;
+}
+
+/* A request's body as it arrives: kept up to max_body bytes. */
+typedef struct upload {
+    char *data;
+    size_t len, cap;
+    int too_big;
+} upload;
+
+static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *url, const char *method,
+                             const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
+    server *s = (server *)cls;
+    upload *u = (upload *)*con_cls;
+    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    (void)version;
+    if (!u) { /* the headers: set up for the body */
+        if (!(u = (upload *)calloc(1, sizeof *u))) return MHD_NO;
+        *con_cls = u;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!u->too_big && u->len + *upload_size <= s->max_body) {
+            if (u->len + *upload_size + 1 > u->cap) {
+                size_t cap = (u->len + *upload_size + 1) * 2;
+                char *d = (char *)realloc(u->data, cap > s->max_body + 1 ? s->max_body + 1 : cap);
+                if (!d) return MHD_NO;
+                u->data = d;
+                u->cap = cap > s->max_body + 1 ? s->max_body + 1 : cap;
+            }
+            memcpy(u->data + u->len, upload_data, *upload_size);
+            u->len += *upload_size;
+        } else {
+            u->too_big = 1; /* read and dropped: the answer is 413 */
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (u->data) u->data[u->len] = 0;
+
+    if (!strcmp(url, "/health") && get) return serve_health(s, con);
+    if (s->api_key) {
+        const char *auth = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
+        if (!auth || strncmp(auth, "Bearer ", 7) || !same_secret(auth + 7, s->api_key)) {
+            fprintf(stderr, "infer serve: %s %s 401: %s API key\n", method, url, auth ? "a wrong" : "no");
+            return send_error(con, 401, NULL, "invalid_api_key",
+                              auth ? "the API key is not valid" : "an API key is needed (Authorization: Bearer KEY)");
+        }
+    }
+    if (u->too_big)
+        return send_error(con, 413, NULL, "request_too_large", "the request body is larger than this server takes (%zu bytes)",
+                          s->max_body);
+    if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
+        if (get) return serve_models(s, con);
+    } else if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions")) {
+        if (post) return serve_completion(s, con, "/v1/chat/completions", u->data ? u->data : "", 1);
+    } else if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions")) {
+        if (post) return serve_completion(s, con, "/v1/completions", u->data ? u->data : "", 0);
+    } else if (!strcmp(url, "/v1/embeddings") || !strcmp(url, "/embeddings")) {
+        if (post) return serve_embeddings(s, con, u->data ? u->data : "");
+    } else if (strcmp(url, "/health")) {
+        return send_error(con, 404, NULL, "not_found", "there is no %s here", url);
+    }
+    return send_error(con, 405, NULL, "method_not_allowed", "%s does not take %s", url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    upload *u = (upload *)*con_cls;
+    (void)cls, (void)con, (void)toe;
+    if (u) {
+        free(u->data);
+        free(u);
+        *con_cls = NULL;
+    }
+}
+
+/* ---- The command ------------------------------------------------------------------- */
+
+static const char *serve_usage =
+    "usage: infer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX per sequence]\n"
+    "                   [-t THREADS] [--api-key KEY] [--alias NAME] [--queue N] [--max-body BYTES]\n"
+    "                   [--kv-type f16|q8_0]\n"
+    "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
+    "  GET /v1/models, /health. --parallel N replies decode together (default 4); --queue N more\n"
+    "  wait for a sequence (default 16), beyond that 503. --port 0 picks a free port (printed).\n"
+    "  --api-key KEY (or INFER_API_KEY): every request but /health needs Authorization: Bearer KEY.\n";
+
+static void on_signal(int sig) { (void)sig; }
+
+int infer_cmd_serve(int argc, char **argv) {
+    server s;
+    const char *model = NULL, *host = "127.0.0.1", *alias = NULL;
+    int port = 8080, i, rc = 1, sig, v6 = 0;
+    infer_model_params mp = infer_model_default_params();
+    infer_context_params cp = infer_context_default_params();
+    infer_error err;
+    struct MHD_Daemon *d = NULL;
+    struct addrinfo hints, *ai = NULL;
+    struct sockaddr_storage addr;
+    sigset_t sigs;
+    char desc[256];
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    memset(&s, 0, sizeof s);
+    s.n_slots = 4;
+    s.max_queue = 16;
+    s.max_body = 1 << 20;
+    s.n_threads = threads > 0 ? (int)threads : 1;
+    s.api_key = getenv("INFER_API_KEY");
+    if (s.api_key && !s.api_key[0]) s.api_key = NULL;
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = 1;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("%s", serve_usage);
+            return 0;
+        }
+        if (!v) return cli_fail("option %s needs a value", a);
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "--host")) host = v;
+        else if (!strcmp(a, "--alias")) alias = v;
+        else if (!strcmp(a, "--api-key")) s.api_key = v[0] ? v : NULL;
+        else if (!strcmp(a, "--port")) ok = cli_int(v, &port) && port >= 0 && port <= 65535;
+        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) ok = cli_int(v, &s.n_slots) && s.n_slots >= 1 && s.n_slots <= 256;
+        else if (!strcmp(a, "--queue")) ok = cli_int(v, &s.max_queue) && s.max_queue >= 0 && s.max_queue <= 100000;
+        else if (!strcmp(a, "-c")) ok = cli_int(v, &cp.n_ctx) && cp.n_ctx >= 8;
+        else if (!strcmp(a, "-t")) ok = cli_int(v, &s.n_threads) && s.n_threads >= 1 && s.n_threads <= 512;
+        else if (!strcmp(a, "--kv-type")) {
+            if (!cli_kv_type(v, &cp.kv_type)) return 1;
+        } else if (!strcmp(a, "--max-body")) {
+            int mb = 0;
+            ok = cli_int(v, &mb) && mb >= 1024;
+            s.max_body = (size_t)mb;
+        } else {
+            return cli_fail("unknown option %s for serve (infer serve --help)", a);
+        }
+        if (!ok) {
+            fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
+            return 1;
+        }
+        i++;
+    }
+    if (!model) return cli_fail("%s", "serve needs a model: infer serve -m MODEL.gguf");
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    if (getaddrinfo(host, NULL, &hints, &ai) || !ai || ai->ai_addrlen > sizeof addr) {
+        if (ai) freeaddrinfo(ai);
+        return cli_fail("cannot listen on host '%s': not an address of this machine", host);
+    }
+    memcpy(&addr, ai->ai_addr, ai->ai_addrlen);
+    v6 = ai->ai_family == AF_INET6;
+    freeaddrinfo(ai);
+    if (v6) ((struct sockaddr_in6 *)&addr)->sin6_port = htons((uint16_t)port);
+    else ((struct sockaddr_in *)&addr)->sin_port = htons((uint16_t)port);
+
+    if (!(s.model = infer_model_load(model, &mp, &err))) return cli_fail("%s", err.msg);
+    cp.n_seq = s.n_slots;
+    cp.n_threads = s.n_threads;
+    if (!(s.ctx = infer_context_new(s.model, &cp, &err))) {
+        cli_fail("%s", err.msg);
+        goto done;
+    }
+    s.n_ctx = infer_context_n_ctx(s.ctx);
+    s.tmpl = infer_chat_template_detect(s.model);
+    if (!(s.slot_busy = (int *)calloc((size_t)s.n_slots, sizeof(int)))) goto done;
+    if (alias) {
+        s.model_id = alias;
+    } else {
+        const char *slash = strrchr(model, '/');
+        s.model_id = slash ? slash + 1 : model;
+    }
+    s.created = (long)time(NULL);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.slot_freed, NULL);
+    pthread_mutex_init(&s.start_mu, NULL);
+    pthread_mutex_init(&s.embed_mu, NULL);
+    srand((unsigned)time(NULL));
+
+    /* SIGINT/SIGTERM are taken by sigwait below: blocked before any thread
+       starts, so every thread inherits the mask. SIGPIPE is ignored: a write
+       to a client that left must fail, not end the server. */
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    if (!(s.worker = infer_worker_new(1, &err))) {
+        cli_fail("%s", err.msg);
+        goto done;
+    }
+    /* one pass at a time, prompts in n_batch chunks: throughput, and a
+       prompt split the same way whenever it is fed alone */
+    infer_worker_set_slice(s.worker, 0);
+    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
+                             (v6 ? MHD_USE_IPv6 : 0),
+                         (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_CONNECTION_LIMIT,
+                         (unsigned)(s.n_slots + s.max_queue + 64), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+                         MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "infer: cannot listen on %s port %d: %s\n", host, port, errno ? strerror(errno) : "failed");
+        goto done;
+    }
+    {
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+        if (info) port = info->port;
+    }
+    infer_model_describe(s.model, desc, sizeof desc);
+    fprintf(stderr, "infer serve: %s, %d sequences of %d positions, chat template %s\n", desc, s.n_slots, s.n_ctx,
+            infer_chat_template_name(s.tmpl.kind));
+    fprintf(stderr, "infer serve: listening on http://%s%s%s:%d%s\n", v6 ? "[" : "", host, v6 ? "]" : "", port,
+            s.api_key ? " (API key required)" : "");
+    fflush(stderr);
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "infer serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    rc = 0;
+done:
+    __atomic_store_n(&s.stopping, 1, __ATOMIC_RELEASE);
+    if (d) MHD_stop_daemon(d); /* its threads see stopping and end their requests */
+    if (s.worker) infer_worker_free(s.worker);
+    if (s.embed_ctx) infer_context_free(s.embed_ctx);
+    if (s.ctx) infer_context_free(s.ctx);
+    if (s.model) infer_model_free(s.model);
+    if (s.slot_busy) {
+        pthread_mutex_destroy(&s.mu);
+        pthread_cond_destroy(&s.slot_freed);
+        pthread_mutex_destroy(&s.start_mu);
+        pthread_mutex_destroy(&s.embed_mu);
+    }
+    free(s.slot_busy);
+    return rc;
+}

@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""`infer serve` against real clients: the openai package and curl.
+
+Usage: server_check.py INFER_BIN MODEL
+
+Starts the server on a free port of 127.0.0.1 and checks what a client of
+OpenAI's API relies on: models, chat (plain and streamed, usage in the last
+chunk), text completions, embeddings, several clients at once, the API key,
+bad requests (400 with an OpenAI error object, 404, 405, 413), max_tokens
+capped by the context, the full queue (503) and a client that disconnects
+(its request cancelled, its sequence free again). The greedy replies are
+compared with what `infer chat` and `infer run` give for the same input.
+Exit 77 (skipped) when the model, the server or the openai package is
+absent, saying which.
+"""
+import base64
+import json
+import math
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+SKIP = 77
+KEY = "test-key-123"
+# SmolLM2's end-of-generation ids (<|endoftext|>, <|im_end|>): banned where a
+# reply must run to its limit
+EOG_IDS = [0, 2]
+
+
+def skip(why):
+    print("SKIPPED: " + why)
+    sys.exit(SKIP)
+
+
+class Server:
+    """`infer serve` on a free port; stop() sends SIGTERM and waits for a
+    clean exit (the ASan build's LeakSanitizer checks it then)."""
+
+    def __init__(self, infer, model, *args):
+        self.log_path = "server_check_%d_%d.log" % (os.getpid(), int(time.time() * 1000) % 100000)
+        self.log = open(self.log_path, "w+")
+        self.proc = subprocess.Popen([infer, "serve", "-m", model, "--port", "0", "-t", "2"] + list(args),
+                                     stdout=self.log, stderr=self.log)
+        deadline = time.time() + 120
+        self.port = None
+        while time.time() < deadline and self.port is None:
+            if self.proc.poll() is not None:
+                raise SystemExit("FAIL: the server exited at start:\n" + self.text())
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.text())
+            if m:
+                self.port = int(m.group(1))
+            else:
+                time.sleep(0.05)
+        if self.port is None:
+            self.proc.kill()
+            raise SystemExit("FAIL: the server did not start listening:\n" + self.text())
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def text(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            rc = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise SystemExit("FAIL: the server did not stop within 60 s of SIGTERM")
+        log = self.text()
+        self.log.close()
+        os.unlink(self.log_path)
+        if rc != 0:
+            raise SystemExit("FAIL: the server exited with %d after SIGTERM:\n%s" % (rc, log[-4000:]))
+        return log
+
+
+def curl(url, *args, body=None, key=KEY):
+    """(status, body text) of one curl call."""
+    cmd = ["curl", "-s", "-S", "-o", "-", "-w", "\n%{http_code}", url] + list(args)
+    if key:
+        cmd += ["-H", "Authorization: Bearer " + key]
+    if body is not None:
+        cmd += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
+    out = subprocess.run(cmd, input=body.encode() if isinstance(body, str) else body, capture_output=True, timeout=300)
+    text = out.stdout.decode("utf-8", "strict")
+    text, _, code = text.rpartition("\n")
+    return int(code), text
+
+
+failures = []
+
+
+def check(cond, what):
+    if cond:
+        print("ok   " + what)
+    else:
+        print("FAIL " + what)
+        failures.append(what)
+
+
+def openai_error(text, code=None, param=None):
+    """A body in OpenAI's error shape, with that code and param."""
+    try:
+        e = json.loads(text)["error"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return (isinstance(e.get("message"), str) and e["message"] and "type" in e and
+            (code is None or e.get("code") == code) and (param is None or e.get("param") == param))
+
+
+def cli(infer, *args, stdin=None):
+    out = subprocess.run([infer] + list(args), input=stdin, capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        raise SystemExit("FAIL: infer %s: %s" % (" ".join(args), out.stderr))
+    return out.stdout
+
+
+def main():
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    infer, model = sys.argv[1], sys.argv[2]
+    if not os.path.exists(model):
+        skip("%s is absent (python3 scripts/fetch_model.py fetches it)" % model)
+    probe = subprocess.run([infer, "serve", "--help"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        skip("this build has no server: " + probe.stderr.strip())
+    try:
+        import openai
+    except ImportError:
+        skip("the openai package is not installed (pip install openai)")
+    if subprocess.run(["curl", "--version"], capture_output=True).returncode != 0:
+        skip("curl is not installed")
+
+    srv = Server(infer, model, "--parallel", "4", "--queue", "8", "-c", "512", "--api-key", KEY,
+                 "--max-body", "65536", "--alias", "smollm")
+    try:
+        client = openai.OpenAI(base_url=srv.url + "/v1", api_key=KEY, max_retries=0, timeout=300)
+        check_basics(infer, model, srv, client, openai)
+        check_concurrent(srv, client)
+        check_bad_requests(srv, client, openai)
+    finally:
+        log = srv.stop()
+    check("stopping" in log, "SIGTERM stops the server cleanly")
+
+    # A server of one sequence and a queue of one: the full queue answers
+    # 503, and a client that leaves frees the sequence.
+    srv = Server(infer, model, "--parallel", "1", "--queue", "1", "-c", "2048")
+    try:
+        check_queue_and_disconnect(srv, openai)
+    finally:
+        log = srv.stop()
+    check("client went away" in log, "the server logged the cancelled request")
+
+    if failures:
+        print("%d checks failed: %s" % (len(failures), "; ".join(failures)))
+        sys.exit(1)
+    print("all server checks passed")
+
+
+def check_basics(infer, model, srv, client, openai):
+    code, text = curl(srv.url + "/health", key=None)
+    check(code == 200 and json.loads(text)["status"] == "ok", "GET /health needs no key and says ok")
+    models = client.models.list()
+    check([m.id for m in models.data] == ["smollm"], "GET /v1/models lists the model under its alias")
+
+    # Greedy chat: the same reply as `infer chat` gives the same message.
+    question = "What is the capital of France?"
+    r = client.chat.completions.create(model="smollm", messages=[{"role": "user", "content": question}],
+                                       max_tokens=24, temperature=0)
+    reply = r.choices[0].message.content
+    want = cli(infer, "chat", "-m", model, "--temp", "0", "-n", "24", "-c", "512", stdin=question + "\n").strip()
+    check(reply.strip() == want, "greedy chat equals infer chat's reply (%r)" % reply[:40])
+    check(r.choices[0].message.role == "assistant" and r.object == "chat.completion", "chat reply shape")
+    check(r.usage.completion_tokens <= 24 and r.usage.prompt_tokens > 5 and
+          r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens, "chat usage adds up")
+    check(r.choices[0].finish_reason == ("length" if r.usage.completion_tokens == 24 else "stop"),
+          "finish_reason is length at max_tokens, else stop")
+
+    # Streamed: the role first, then deltas that add up to the same text,
+    # a finish_reason, and usage in a last chunk with no choices.
+    stream = client.chat.completions.create(model="smollm", messages=[{"role": "user", "content": question}],
+                                            max_tokens=24, temperature=0, stream=True,
+                                            stream_options={"include_usage": True})
+    chunks = list(stream)
+    check(chunks[0].choices[0].delta.role == "assistant", "the first streamed chunk carries the role")
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    check(text == reply, "streamed deltas add up to the plain reply")
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    check(finishes == [r.choices[0].finish_reason], "one chunk has the finish_reason")
+    check(chunks[-1].choices == [] and chunks[-1].usage is not None and
+          chunks[-1].usage.completion_tokens == r.usage.completion_tokens, "usage comes in the last chunk")
+    check(len(set(c.id for c in chunks)) == 1, "every chunk has the stream's id")
+    code, raw = curl(srv.url + "/v1/chat/completions", "-N", body=json.dumps(
+        {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "stream": True}))
+    events = [e for e in raw.split("\n\n") if e]
+    check(code == 200 and all(e.startswith("data: ") for e in events) and events[-1] == "data: [DONE]",
+          "curl sees server-sent events ending in data: [DONE]")
+
+    # Text completions: the same text as `infer run`.
+    prompt = "Once upon a time"
+    c = client.completions.create(model="smollm", prompt=prompt, max_tokens=12, temperature=0)
+    want = cli(infer, "run", "-m", model, "-p", prompt, "-n", "12", "--temp", "0", "-c", "512")
+    check(c.choices[0].text == want, "greedy completion equals infer run's (%r)" % c.choices[0].text[:40])
+    c16 = client.completions.create(model="smollm", prompt=prompt, temperature=0)
+    check(c16.usage.completion_tokens == 16, "a completion without max_tokens makes 16 tokens, the API's default")
+
+    # Seeds: the same seed, the same sample; stop strings cut the text.
+    a = [client.chat.completions.create(model="smollm", messages=[{"role": "user", "content": "Tell me a story"}],
+                                        max_tokens=20, temperature=1.0, seed=42).choices[0].message.content
+         for _ in range(2)]
+    check(a[0] == a[1], "the same seed gives the same sampled reply")
+    s = client.completions.create(model="smollm", prompt="1, 2, 3, 4,", max_tokens=20, temperature=0, stop=[","])
+    check("," not in s.choices[0].text and s.choices[0].finish_reason == "stop", "a stop string ends the reply")
+
+    # response_format: a JSON schema the reply follows.
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "required": ["name", "age"]}
+    j = client.chat.completions.create(model="smollm", max_tokens=60, temperature=0.7, seed=3,
+                                       messages=[{"role": "user", "content": "Describe a person as JSON."}],
+                                       response_format={"type": "json_schema",
+                                                        "json_schema": {"name": "person", "schema": schema}})
+    try:
+        obj = json.loads(j.choices[0].message.content)
+        check(isinstance(obj.get("name"), str) and isinstance(obj.get("age"), int), "response_format follows the schema")
+    except ValueError:
+        check(False, "response_format gives JSON (got %r)" % j.choices[0].message.content)
+
+    # Embeddings: base64 (the client's default) and float, unit length,
+    # equal to `infer embed`'s.
+    e = client.embeddings.create(model="smollm", input=["hello world", "the cat sat"])
+    v = e.data[0].embedding
+    check(len(e.data) == 2 and abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-3, "embeddings are unit vectors")
+    cli_v = json.loads(cli(infer, "embed", "-m", model, "-p", "hello world"))["data"][0]["embedding"]
+    check(len(v) == len(cli_v) and max(abs(x - y) for x, y in zip(v, cli_v)) < 1e-4, "embedding equals infer embed's")
+    code, text = curl(srv.url + "/v1/embeddings", body=json.dumps({"input": "hello world", "encoding_format": "float"}))
+    f = json.loads(text)["data"][0]["embedding"]
+    check(code == 200 and max(abs(x - y) for x, y in zip(f, v)) < 1e-6, "float and base64 encodings agree")
+
+    # max_tokens beyond the context is capped by it.
+    big = client.completions.create(model="smollm", prompt="Count: 1 2 3", max_tokens=100000, temperature=0,
+                                    logit_bias={str(t): -100 for t in EOG_IDS})
+    check(big.usage.prompt_tokens + big.usage.completion_tokens == 512 and big.choices[0].finish_reason == "length",
+          "max_tokens is capped by the context: the reply fills it and ends with length")
+
+
+def check_concurrent(srv, client):
+    """Six clients at once (more than the four sequences: two wait in the
+    queue), every one answered; they overlapped in time."""
+    results, spans = {}, {}
+
+    def one(i):
+        t0 = time.time()
+        try:
+            stream = client.chat.completions.create(
+                model="smollm", messages=[{"role": "user", "content": "Write a poem about number %d" % i}],
+                max_tokens=32, temperature=0.8, seed=i, stream=True, stream_options={"include_usage": True})
+            chunks = list(stream)
+            results[i] = ("".join(c.choices[0].delta.content or "" for c in chunks if c.choices), chunks[-1].usage)
+        except Exception as ex:  # noqa: BLE001 - any failure is the finding
+            results[i] = ex
+        spans[i] = (t0, time.time())
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ok = [i for i, r in results.items() if isinstance(r, tuple) and r[0] and r[1].completion_tokens > 0]
+    check(len(ok) == 6, "six concurrent streaming clients all answered (%s)" %
+          [str(r)[:80] for r in results.values() if not isinstance(r, tuple)])
+    overlap = sum(1 for i in spans for k in spans if i < k and spans[i][0] < spans[k][1] and spans[k][0] < spans[i][1])
+    check(overlap >= 6, "the requests ran at the same time (%d overlapping pairs)" % overlap)
+
+
+def check_bad_requests(srv, client, openai):
+    chat = srv.url + "/v1/chat/completions"
+    cases = [
+        ("{not json", 400, "invalid_json", None, "malformed JSON"),
+        ("[1, 2]", 400, "invalid_json", None, "a body that is not an object"),
+        ('{"model": "x"}', 400, None, "messages", "no messages"),
+        ('{"messages": []}', 400, None, "messages", "empty messages"),
+        ('{"messages": [{"content": "hi"}]}', 400, None, "messages", "a message without a role"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}', 400, None, "temperature",
+         "a temperature that is not a number"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "max_tokens": -3}', 400, None, "max_tokens",
+         "negative max_tokens"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "n": 2}', 400, None, "n", "n = 2"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}', 400, None, "stream",
+         "stream that is not a boolean"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "stop": [1]}', 400, None, "stop", "a stop that is not text"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"999999": 1}}', 400, None, "logit_bias",
+         "a logit_bias token outside the vocabulary"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "xml"}}', 400, None,
+         "response_format", "an unknown response_format"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", '
+         '"json_schema": {"schema": {"type": "frobnicate"}}}}', 400, None, "response_format", "a schema it cannot read"),
+        ('{"messages": [{"role": "user", "content": "' + "word " * 600 + '"}]}', 400, "context_length_exceeded",
+         "messages", "a prompt longer than the context"),
+    ]
+    for body, status, code, param, what in cases:
+        got, text = curl(chat, body=body)
+        check(got == status and openai_error(text, code=code, param=param), "400 with an error object: " + what)
+    got, text = curl(srv.url + "/v1/completions", body='{"prompt": 5}')
+    check(got == 400 and openai_error(text, param="prompt"), "400: a completion prompt that is not text")
+    got, text = curl(srv.url + "/v1/embeddings", body='{"input": [1, 2]}')
+    check(got == 400 and openai_error(text, param="input"), "400: embeddings of token arrays")
+    got, text = curl(srv.url + "/v1/nothing", body="{}")
+    check(got == 404 and openai_error(text), "404 for an unknown path")
+    got, text = curl(chat)
+    check(got == 405 and openai_error(text), "405 for GET on a POST endpoint")
+    got, text = curl(chat, body='{"messages": [{"role": "user", "content": "' + "x" * 70000 + '"}]}')
+    check(got == 413 and openai_error(text), "413 for a body over --max-body")
+    got, text = curl(chat, body='{"messages": [{"role": "user", "content": "hi"}]}', key=None)
+    check(got == 401 and openai_error(text, code="invalid_api_key"), "401 without the API key")
+    got, text = curl(chat, body='{"messages": [{"role": "user", "content": "hi"}]}', key="wrong")
+    check(got == 401 and openai_error(text, code="invalid_api_key"), "401 with a wrong API key")
+    got, text = curl(srv.url + "/v1/models", key="test-key-12")
+    check(got == 401, "401 with a prefix of the key")
+    bad = openai.OpenAI(base_url=srv.url + "/v1", api_key="wrong", max_retries=0)
+    try:
+        bad.models.list()
+        check(False, "the openai client with a wrong key gets AuthenticationError")
+    except openai.AuthenticationError:
+        check(True, "the openai client with a wrong key gets AuthenticationError")
+    try:
+        client.chat.completions.create(model="smollm", messages=[{"role": "user", "content": "hi"}], n=3)
+        check(False, "the openai client gets BadRequestError for n = 3")
+    except openai.BadRequestError as ex:
+        check(ex.status_code == 400 and "n = 1" in str(ex), "the openai client gets BadRequestError for n = 3")
+    # The server still answers after all that.
+    r = client.chat.completions.create(model="smollm", messages=[{"role": "user", "content": "hi"}], max_tokens=4)
+    check(r.usage.completion_tokens >= 1, "the server answers normally after the bad requests")
+
+
+def check_queue_and_disconnect(srv, openai):
+    client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=300)
+    long_req = {"model": "m", "messages": [{"role": "user", "content": "Write a very long essay about the sea."}],
+                "max_tokens": 1500, "temperature": 1.0, "stream": True,
+                "logit_bias": {str(t): -100 for t in EOG_IDS}}
+
+    # The client that disconnects: reads a few events, then closes.
+    sock = socket.create_connection(("127.0.0.1", srv.port))
+    body = json.dumps(long_req).encode()
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    got = b""
+    while got.count(b"data: ") < 4:
+        part = sock.recv(4096)
+        if not part:
+            break
+        got += part
+    check(got.startswith(b"HTTP/1.1 200") and got.count(b"data: ") >= 4, "a long stream starts")
+    health = json.loads(curl(srv.url + "/health", key=None)[1])
+    check(health["slots_processing"] == 1, "its sequence is busy while it streams")
+
+    # Meanwhile one more waits in the queue and a third gets 503.
+    waiting = {}
+
+    def wait_one():
+        try:
+            waiting["r"] = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                                          max_tokens=4)
+        except Exception as ex:  # noqa: BLE001
+            waiting["r"] = ex
+
+    t = threading.Thread(target=wait_one)
+    t.start()
+    deadline = time.time() + 10
+    while time.time() < deadline and json.loads(curl(srv.url + "/health", key=None)[1])["requests_waiting"] < 1:
+        time.sleep(0.05)
+    try:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=4)
+        check(False, "the full queue answers 503")
+    except openai.APIStatusError as ex:
+        check(ex.status_code == 503, "the full queue answers 503 (got %d)" % ex.status_code)
+
+    t_close = time.time()
+    sock.close()
+    t.join(timeout=60)
+    r = waiting.get("r")
+    check(not isinstance(r, Exception) and r is not None and r.usage.completion_tokens >= 1 and
+          time.time() - t_close < 5, "closing the stream cancels it: the queued request runs at once")
+    health = json.loads(curl(srv.url + "/health", key=None)[1])
+    check(health["slots_processing"] == 0 and health["requests_waiting"] == 0, "the sequence is free again")
+
+
+if __name__ == "__main__":
+    main()
