@@ -40,29 +40,33 @@ cmake --build build-asan -j$jobs
 # the plain C kernels are left out here too: Gemma 3 270M's 262k-row output
 # in instrumented scalar code takes longer than a test may, and the scalar
 # kernels are under the sanitizers in test_kernels and test_quants_k.
+# server_load too: 30 s of 16 clients, whose figures mean something in
+# the optimised build; the server's own test (and its leaks) runs here.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -E '^(neon_qemu|test_reference_scalar)$')
+    -E '^(neon_qemu|test_reference_scalar|server_load)$')
 # ThreadSanitizer over the concurrency program (one model shared by
-# contexts on several threads, the background worker): Criterion's tests
-# do not start under TSan, so only that program is built here.
+# contexts on several threads, the background worker) and the server under
+# concurrent clients: Criterion's tests do not start under TSan, so only
+# those are built here.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON -DINFER_BUILD_TESTS=ON >/dev/null
-cmake --build build-tsan -j$jobs --target concurrency
-(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --no-tests=error --output-on-failure -R '^concurrency$')
+cmake --build build-tsan -j$jobs --target concurrency infer_cli
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --no-tests=error --output-on-failure -R '^(concurrency|server)$')
 # The CUDA variant (-DINFER_CUDA=ON), wherever nvcc is (CI has it but no
 # GPU): built, so it cannot rot, and the CPU tests run with it.
 # INFER_DEVICE=cpu stands in for auto, which would otherwise say on every
 # run that there is no GPU; test_cuda checks device selection itself and,
 # given a GPU, the GPU against the CPU. Left out here, as they test nothing
 # this build changes: neon_qemu (the NEON kernels under qemu), the
-# reference tests forced to each instruction set and thread count, and
-# compile_check (infer.h alone, INFER_CUDA included, whatever the build).
+# reference tests forced to each instruction set and thread count,
+# compile_check (infer.h alone, INFER_CUDA included, whatever the build) and
+# the server's load test.
 nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
 if [ -n "$nvcc" ]; then
     cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DINFER_CUDA=ON -DINFER_BUILD_TESTS=ON -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
     cmake --build build-cuda -j$jobs
     (cd build-cuda && INFER_DEVICE=cpu ctest --no-tests=error --output-on-failure -j$jobs \
-        -E '^(neon_qemu|test_reference_.+|compile_check)$')
+        -E '^(neon_qemu|test_reference_.+|compile_check|server_load)$')
 else
     echo "test.sh: no nvcc (PATH, /usr/local/cuda/bin): the CUDA build (-DINFER_CUDA=ON) is not checked"
 fi
