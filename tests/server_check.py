@@ -390,6 +390,23 @@ def check_queue_and_disconnect(srv, openai):
     health = json.loads(curl(srv.url + "/health", key=None)[1])
     check(health["slots_processing"] == 0 and health["requests_waiting"] == 0, "the sequence is free again")
 
+    # A client waiting for a whole (not streamed) reply that leaves.
+    plain = dict(long_req, stream=False)
+    body = json.dumps(plain).encode()
+    sock = socket.create_connection(("127.0.0.1", srv.port))
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    deadline = time.time() + 10
+    while time.time() < deadline and json.loads(curl(srv.url + "/health", key=None)[1])["slots_processing"] < 1:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    sock.close()
+    deadline = time.time() + 5
+    while time.time() < deadline and json.loads(curl(srv.url + "/health", key=None)[1])["slots_processing"] > 0:
+        time.sleep(0.05)
+    check(json.loads(curl(srv.url + "/health", key=None)[1])["slots_processing"] == 0,
+          "a client that leaves before a plain reply frees its sequence within 5 s")
+
 
 if __name__ == "__main__":
     main()
