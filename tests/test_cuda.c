@@ -475,6 +475,8 @@ Test(cuda, cli_device_flag) {
     snprintf(cmd, sizeof cmd, "'%s' run -m '%s' -p hi -n 2 --device cuda 2>&1 >/dev/null", INFER_CLI_PATH, model);
     out = tu_run(cmd, &st);
     cr_assert_not_null(out);
+    /* a build without CUDA can never run there */
+    if (!INFER_TEST_CUDA_BUILD) cr_expect_neq(st, 0, "--device cuda succeeded in a build without CUDA: %s", out);
     if (st != 0) {
         cr_expect_eq(count_char(out, '\n'), 1, "stderr is not one line:\n%s", out);
         cr_expect(strstr(out, "cuda") != NULL, "%s", out);
