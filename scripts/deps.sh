@@ -23,6 +23,8 @@ command -v qemu-aarch64 >/dev/null 2>&1 || need="$need qemu-user"
 [ -f /usr/include/microhttpd.h ] || need="$need libmicrohttpd-dev"
 [ -f /usr/include/cjson/cJSON.h ] || need="$need libcjson-dev"
 command -v curl >/dev/null 2>&1 || need="$need curl"
+# the CLI is run under valgrind's memcheck (tests/valgrind_check.sh)
+command -v valgrind >/dev/null 2>&1 || need="$need valgrind"
 if [ -n "$need" ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"

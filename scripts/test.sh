@@ -43,9 +43,10 @@ cmake --build build-asan -j$jobs
 # in instrumented scalar code takes longer than a test may, and the scalar
 # kernels are under the sanitizers in test_kernels and test_quants_k.
 # server_load too: 30 s of 16 clients, whose figures mean something in
-# the optimised build; the server's own test (and its leaks) runs here.
+# the optimised build; the server's own test (and its leaks) runs here. And
+# valgrind_cli: valgrind cannot run what AddressSanitizer instruments.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -E '^(neon_qemu|test_reference_scalar|server_load)$')
+    -E '^(neon_qemu|test_reference_scalar|server_load|valgrind_cli)$')
 # ThreadSanitizer over the concurrency program (one model shared by
 # contexts on several threads, the background worker) and the server under
 # concurrent clients: Criterion's tests do not start under TSan, so only
@@ -60,15 +61,15 @@ cmake --build build-tsan -j$jobs --target concurrency infer_cli
 # given a GPU, the GPU against the CPU. Left out here, as they test nothing
 # this build changes: neon_qemu (the NEON kernels under qemu), the
 # reference tests forced to each instruction set and thread count,
-# compile_check (infer.h alone, INFER_CUDA included, whatever the build) and
-# the server's load test.
+# compile_check (infer.h alone, INFER_CUDA included, whatever the build),
+# the server's load test and valgrind (the CPU build's ran it).
 nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
 if [ -n "$nvcc" ]; then
     cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DINFER_CUDA=ON -DINFER_BUILD_TESTS=ON -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
     cmake --build build-cuda -j$jobs
     (cd build-cuda && INFER_DEVICE=cpu ctest --no-tests=error --output-on-failure -j$jobs \
-        -E '^(neon_qemu|test_reference_.+|compile_check|server_load)$')
+        -E '^(neon_qemu|test_reference_.+|compile_check|server_load|valgrind_cli)$')
 else
     echo "test.sh: no nvcc (PATH, /usr/local/cuda/bin): the CUDA build (-DINFER_CUDA=ON) is not checked"
 fi
