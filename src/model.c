@@ -117,7 +117,8 @@ static int infer__model_fparam(infer_model *m, const char *suffix, float *out, i
         infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not a number", key);
         return 0;
     }
-    if (!(f == f) || f > FLT_MAX || f < (may_be_zero ? 0.0 : FLT_MIN)) {
+    /* NaN, the infinities, and tiny values whose reciprocals would be */
+    if (!(f == f) || f > FLT_MAX || f < (may_be_zero ? 0.0 : FLT_MIN) || (f > 0 && f < FLT_MIN)) {
         infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %g is out of range", key, f);
         return 0;
     }
@@ -455,12 +456,12 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
         infer__set_error(err, INFER_ERR_FORMAT, "model has no 2-D tensor token_embd.weight");
         return 0;
     }
-    m->n_vocab = (int)emb->ne[1];
-    if (m->n_vocab != infer__vocab_n_tokens(m->vocab)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "token_embd.weight has %d rows but the vocabulary %d tokens",
-                         m->n_vocab, infer__vocab_n_tokens(m->vocab));
+    if (emb->ne[1] != infer__vocab_n_tokens(m->vocab)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "token_embd.weight has %lld rows but the vocabulary %d tokens",
+                         (long long)emb->ne[1], infer__vocab_n_tokens(m->vocab));
         return 0;
     }
+    m->n_vocab = (int)emb->ne[1];
     m->tok_embd = infer__model_weight(m, "token_embd.weight", m->dim, m->n_vocab, 1, err, &ok);
     m->output_norm = infer__model_weight(m, "output_norm.weight", m->dim, 0, 1, err, &ok);
     m->output = infer__model_weight(m, "output.weight", m->dim, m->n_vocab, 0, err, &ok);
