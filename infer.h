@@ -1752,8 +1752,8 @@ static int infer__rd_str_fail(infer__reader *r, uint64_t len, const char *where)
     if (len == UINT64_MAX)
         return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the length of %s", where);
     return infer__rd_fail(r, INFER_ERR_FORMAT,
-                          "GGUF %s: string length %llu runs past the end of the file (%llu bytes left)", where,
-                          (unsigned long long)len, (unsigned long long)infer__rd_left(r));
+                          "GGUF corrupt: %s has a string length of %llu, past the end of the file (%llu bytes left)",
+                          where, (unsigned long long)len, (unsigned long long)infer__rd_left(r));
 }
 
 static size_t infer__gguf_scalar_size(infer_gguf_type t) {
@@ -1791,7 +1791,7 @@ static int infer__rd_kv(infer__reader *r, infer__kv *kv, uint64_t index) {
     kv->data = r->p;
     if (type == INFER_GGUF_STRING) {
         if (infer__rd_str(r, &s, &len)) return 1;
-        snprintf(where, sizeof where, "key %.*s", INFER__NAME_MAX_SHOWN, kv->key);
+        snprintf(where, sizeof where, "the value of key %.*s", INFER__NAME_MAX_SHOWN, kv->key);
         return infer__rd_str_fail(r, len, where);
     }
     if (type == INFER_GGUF_ARRAY) {
@@ -1807,14 +1807,15 @@ static int infer__rd_kv(infer__reader *r, infer__kv *kv, uint64_t index) {
             /* every element takes at least its 8-byte length */
             if (n > infer__rd_left(r) / 8)
                 return infer__rd_fail(r, INFER_ERR_FORMAT,
-                                      "GGUF key %.*s: array length %llu is more strings than the %llu bytes left hold",
+                                      "GGUF key %.*s: array length %llu (strings of 8 bytes or more) cannot fit in the %llu bytes left",
                                       INFER__NAME_MAX_SHOWN, kv->key, (unsigned long long)n,
                                       (unsigned long long)infer__rd_left(r));
             kv->strs = (infer__str *)infer__calloc((size_t)n, sizeof(infer__str));
             if (!kv->strs && n) return infer__rd_nomem(r);
             for (i = 0; i < n; i++)
                 if (!infer__rd_str(r, &kv->strs[i], &len)) {
-                    snprintf(where, sizeof where, "key %.*s[%llu]", INFER__NAME_MAX_SHOWN, kv->key, (unsigned long long)i);
+                    snprintf(where, sizeof where, "element %.*s[%llu]", INFER__NAME_MAX_SHOWN, kv->key,
+                             (unsigned long long)i);
                     return infer__rd_str_fail(r, len, where);
                 }
             return 1;
@@ -4812,8 +4813,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         return 0;
     }
     if ((int64_t)m->n_heads * m->head_dim > (1 << 20)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "%s: %d heads of %d values are out of range", m->arch, m->n_heads,
-                         m->head_dim);
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.attention.head_count %d times heads of %d values is out of range",
+                         m->arch, m->n_heads, m->head_dim);
         return 0;
     }
     m->q_dim = m->n_heads * m->head_dim;
@@ -4885,7 +4886,9 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         int gating = 1, required = (a->flags & INFER__A_MOE) != 0;
         int64_t v = -1;
         snprintf(key, sizeof key, "%s.expert_count", m->arch);
-        if (infer__gguf_get_int(m->gguf, key, &v) || required) {
+        /* present in any type (a float would not be read as a count: an error below) */
+        infer__gguf_get_int(m->gguf, key, &v);
+        if (infer__gguf_kv(m->gguf, key) || required) {
             if (v == 0) {
                 infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = 0: an experts model needs experts", key);
                 return 0;
@@ -5100,8 +5103,8 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
     /* every layer has its own tensors: a count the file cannot hold is a
        corrupt header, refused before allocating per-layer tables for it */
     if (m->n_layers > m->gguf->n_tensors) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model metadata claims %d layers but the file holds only %lld tensors",
-                         m->n_layers, (long long)m->gguf->n_tensors);
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.block_count = %d: more layers than the file's %lld tensors",
+                         m->arch, m->n_layers, (long long)m->gguf->n_tensors);
         return 0;
     }
     m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));

@@ -64,8 +64,8 @@ static int infer__rd_str_fail(infer__reader *r, uint64_t len, const char *where)
     if (len == UINT64_MAX)
         return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the length of %s", where);
     return infer__rd_fail(r, INFER_ERR_FORMAT,
-                          "GGUF %s: string length %llu runs past the end of the file (%llu bytes left)", where,
-                          (unsigned long long)len, (unsigned long long)infer__rd_left(r));
+                          "GGUF corrupt: %s has a string length of %llu, past the end of the file (%llu bytes left)",
+                          where, (unsigned long long)len, (unsigned long long)infer__rd_left(r));
 }
 
 static size_t infer__gguf_scalar_size(infer_gguf_type t) {
@@ -103,7 +103,7 @@ static int infer__rd_kv(infer__reader *r, infer__kv *kv, uint64_t index) {
     kv->data = r->p;
     if (type == INFER_GGUF_STRING) {
         if (infer__rd_str(r, &s, &len)) return 1;
-        snprintf(where, sizeof where, "key %.*s", INFER__NAME_MAX_SHOWN, kv->key);
+        snprintf(where, sizeof where, "the value of key %.*s", INFER__NAME_MAX_SHOWN, kv->key);
         return infer__rd_str_fail(r, len, where);
     }
     if (type == INFER_GGUF_ARRAY) {
@@ -119,14 +119,15 @@ static int infer__rd_kv(infer__reader *r, infer__kv *kv, uint64_t index) {
             /* every element takes at least its 8-byte length */
             if (n > infer__rd_left(r) / 8)
                 return infer__rd_fail(r, INFER_ERR_FORMAT,
-                                      "GGUF key %.*s: array length %llu is more strings than the %llu bytes left hold",
+                                      "GGUF key %.*s: array length %llu (strings of 8 bytes or more) cannot fit in the %llu bytes left",
                                       INFER__NAME_MAX_SHOWN, kv->key, (unsigned long long)n,
                                       (unsigned long long)infer__rd_left(r));
             kv->strs = (infer__str *)infer__calloc((size_t)n, sizeof(infer__str));
             if (!kv->strs && n) return infer__rd_nomem(r);
             for (i = 0; i < n; i++)
                 if (!infer__rd_str(r, &kv->strs[i], &len)) {
-                    snprintf(where, sizeof where, "key %.*s[%llu]", INFER__NAME_MAX_SHOWN, kv->key, (unsigned long long)i);
+                    snprintf(where, sizeof where, "element %.*s[%llu]", INFER__NAME_MAX_SHOWN, kv->key,
+                             (unsigned long long)i);
                     return infer__rd_str_fail(r, len, where);
                 }
             return 1;

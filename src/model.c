@@ -193,8 +193,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         return 0;
     }
     if ((int64_t)m->n_heads * m->head_dim > (1 << 20)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "%s: %d heads of %d values are out of range", m->arch, m->n_heads,
-                         m->head_dim);
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.attention.head_count %d times heads of %d values is out of range",
+                         m->arch, m->n_heads, m->head_dim);
         return 0;
     }
     m->q_dim = m->n_heads * m->head_dim;
@@ -266,7 +266,9 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         int gating = 1, required = (a->flags & INFER__A_MOE) != 0;
         int64_t v = -1;
         snprintf(key, sizeof key, "%s.expert_count", m->arch);
-        if (infer__gguf_get_int(m->gguf, key, &v) || required) {
+        /* present in any type (a float would not be read as a count: an error below) */
+        infer__gguf_get_int(m->gguf, key, &v);
+        if (infer__gguf_kv(m->gguf, key) || required) {
             if (v == 0) {
                 infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = 0: an experts model needs experts", key);
                 return 0;
@@ -481,8 +483,8 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
     /* every layer has its own tensors: a count the file cannot hold is a
        corrupt header, refused before allocating per-layer tables for it */
     if (m->n_layers > m->gguf->n_tensors) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model metadata claims %d layers but the file holds only %lld tensors",
-                         m->n_layers, (long long)m->gguf->n_tensors);
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.block_count = %d: more layers than the file's %lld tensors",
+                         m->arch, m->n_layers, (long long)m->gguf->n_tensors);
         return 0;
     }
     m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
