@@ -1,41 +1,71 @@
 /* gguf.c - reads a GGUF file: header, metadata, tensor table, data offsets.
    Every count, length and offset is checked against the bytes actually
-   there before it is used, so malformed files end in an error, never a
-   crash. Layout: magic "GGUF", u32 version, u64 n_tensors, u64 n_kv, the
-   key-value pairs, the tensor infos, padding to general.alignment, data. */
+   there before it is used, so malformed files end in an error naming the
+   field, never a crash. Layout: magic "GGUF", u32 version, u64 n_tensors,
+   u64 n_kv, the key-value pairs, the tensor infos, padding to
+   general.alignment, data. */
 #include "internal.h"
 
 typedef struct infer__reader {
-    const uint8_t *p, *end;
+    const uint8_t *p, *begin, *end;
     infer_error *err;
     int failed;
 } infer__reader;
 
-static int infer__rd_fail(infer__reader *r, const char *what) {
-    if (!r->failed) infer__set_error(r->err, INFER_ERR_FORMAT, "GGUF truncated or malformed: %s", what);
+/* Names from the file go into messages cut to this many bytes, so the
+   problem itself always fits in the 256-byte message. */
+#define INFER__NAME_MAX_SHOWN 96
+/* GGUF's limit on a tensor's name (llama.cpp refuses longer ones too). */
+#define INFER__GGUF_MAX_TENSOR_NAME 64
+
+static int infer__rd_fail(infer__reader *r, infer_status code, const char *fmt, ...) INFER__PRINTF(3, 4);
+static int infer__rd_fail(infer__reader *r, infer_status code, const char *fmt, ...) {
+    if (!r->failed && r->err) {
+        va_list ap;
+        char msg[sizeof r->err->msg];
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        infer__set_error(r->err, code, "%s", msg);
+    }
     r->failed = 1;
     return 0;
 }
 
-static int infer__rd_bytes(infer__reader *r, void *dst, size_t n, const char *what) {
-    if (r->failed) return 0;
-    if ((size_t)(r->end - r->p) < n) return infer__rd_fail(r, what);
-    if (dst) memcpy(dst, r->p, n);
+static int infer__rd_nomem(infer__reader *r) { return infer__rd_fail(r, INFER_ERR_NOMEM, "out of memory reading GGUF"); }
+
+static uint64_t infer__rd_left(const infer__reader *r) { return (uint64_t)(r->end - r->p); }
+
+/* Takes n bytes (copied to dst unless NULL); 0, with no message, when the
+   file ends first: the caller says what was cut off. */
+static int infer__rd_bytes(infer__reader *r, void *dst, uint64_t n) {
+    if (r->failed || infer__rd_left(r) < n) return 0;
+    if (dst) memcpy(dst, r->p, (size_t)n);
     r->p += n;
     return 1;
 }
 
-static int infer__rd_u32(infer__reader *r, uint32_t *v, const char *what) { return infer__rd_bytes(r, v, 4, what); }
-static int infer__rd_u64(infer__reader *r, uint64_t *v, const char *what) { return infer__rd_bytes(r, v, 8, what); }
+static int infer__rd_u32(infer__reader *r, uint32_t *v) { return infer__rd_bytes(r, v, 4); }
+static int infer__rd_u64(infer__reader *r, uint64_t *v) { return infer__rd_bytes(r, v, 8); }
 
-static int infer__rd_str(infer__reader *r, infer__str *s, const char *what) {
-    uint64_t n;
-    if (!infer__rd_u64(r, &n, what)) return 0;
-    if (n > (uint64_t)(r->end - r->p)) return infer__rd_fail(r, what);
+/* A string: u64 length, then the bytes. 0 when the length is cut off or
+   runs past the end (*len tells which: UINT64_MAX when cut off). */
+static int infer__rd_str(infer__reader *r, infer__str *s, uint64_t *len) {
+    *len = UINT64_MAX;
+    if (!infer__rd_u64(r, len) || *len > infer__rd_left(r)) return 0;
     s->p = (const char *)r->p;
-    s->n = n;
-    r->p += n;
+    s->n = *len;
+    r->p += *len;
     return 1;
+}
+
+/* The message for a string (named by where) that could not be read. */
+static int infer__rd_str_fail(infer__reader *r, uint64_t len, const char *where) {
+    if (len == UINT64_MAX)
+        return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the length of %s", where);
+    return infer__rd_fail(r, INFER_ERR_FORMAT,
+                          "GGUF corrupt: %s has a string length of %llu, past the end of the file (%llu bytes left)",
+                          where, (unsigned long long)len, (unsigned long long)infer__rd_left(r));
 }
 
 static size_t infer__gguf_scalar_size(infer_gguf_type t) {
@@ -54,102 +84,133 @@ static const char *infer__gguf_type_name(infer_gguf_type t) {
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
-static int infer__rd_kv(infer__reader *r, infer__kv *kv) {
-    infer__str key;
+static int infer__rd_kv(infer__reader *r, infer__kv *kv, uint64_t index) {
+    infer__str key, s;
     uint32_t type;
-    if (!infer__rd_str(r, &key, "metadata key")) return 0;
-    kv->key = infer__strndup(key.p, (size_t)key.n);
-    if (!kv->key) {
-        infer__set_error(r->err, INFER_ERR_NOMEM, "out of memory");
-        return r->failed = 1, 0;
+    uint64_t len;
+    size_t es;
+    char where[160];
+    if (!infer__rd_str(r, &key, &len)) {
+        snprintf(where, sizeof where, "the name of key #%llu", (unsigned long long)index);
+        return infer__rd_str_fail(r, len, where);
     }
-    if (!infer__rd_u32(r, &type, "metadata type")) return 0;
+    kv->key = infer__strndup(key.p, (size_t)key.n);
+    if (!kv->key) return infer__rd_nomem(r);
+    if (!infer__rd_u32(r, &type))
+        return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the type of key %.*s",
+                              INFER__NAME_MAX_SHOWN, kv->key);
     kv->type = (infer_gguf_type)type;
     kv->data = r->p;
     if (type == INFER_GGUF_STRING) {
-        infer__str s;
-        return infer__rd_str(r, &s, kv->key);
+        if (infer__rd_str(r, &s, &len)) return 1;
+        snprintf(where, sizeof where, "the value of key %.*s", INFER__NAME_MAX_SHOWN, kv->key);
+        return infer__rd_str_fail(r, len, where);
     }
     if (type == INFER_GGUF_ARRAY) {
         uint32_t et;
         uint64_t n, i;
-        size_t es;
-        if (!infer__rd_u32(r, &et, kv->key) || !infer__rd_u64(r, &n, kv->key)) return 0;
+        if (!infer__rd_u32(r, &et) || !infer__rd_u64(r, &n))
+            return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the array header of key %.*s",
+                                  INFER__NAME_MAX_SHOWN, kv->key);
         kv->arr_type = (infer_gguf_type)et;
         kv->arr_n = n;
         kv->data = r->p;
         if (et == INFER_GGUF_STRING) {
             /* every element takes at least its 8-byte length */
-            if (n > (uint64_t)(r->end - r->p) / 8) return infer__rd_fail(r, kv->key);
+            if (n > infer__rd_left(r) / 8)
+                return infer__rd_fail(r, INFER_ERR_FORMAT,
+                                      "GGUF key %.*s: array length %llu (strings of 8 bytes or more) cannot fit in the %llu bytes left",
+                                      INFER__NAME_MAX_SHOWN, kv->key, (unsigned long long)n,
+                                      (unsigned long long)infer__rd_left(r));
             kv->strs = (infer__str *)infer__calloc((size_t)n, sizeof(infer__str));
-            if (!kv->strs && n) {
-                infer__set_error(r->err, INFER_ERR_NOMEM, "out of memory");
-                return r->failed = 1, 0;
-            }
+            if (!kv->strs && n) return infer__rd_nomem(r);
             for (i = 0; i < n; i++)
-                if (!infer__rd_str(r, &kv->strs[i], kv->key)) return 0;
+                if (!infer__rd_str(r, &kv->strs[i], &len)) {
+                    snprintf(where, sizeof where, "element %.*s[%llu]", INFER__NAME_MAX_SHOWN, kv->key,
+                             (unsigned long long)i);
+                    return infer__rd_str_fail(r, len, where);
+                }
             return 1;
         }
         es = infer__gguf_scalar_size((infer_gguf_type)et);
-        if (!es) {
-            infer__set_error(r->err, INFER_ERR_FORMAT, "GGUF key %s: unsupported array element type %u", kv->key, et);
-            return r->failed = 1, 0;
-        }
-        if (n > (uint64_t)(r->end - r->p) / es) return infer__rd_fail(r, kv->key);
+        if (!es)
+            return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF key %.*s: unsupported array element type %u",
+                                  INFER__NAME_MAX_SHOWN, kv->key, et);
+        if (n > infer__rd_left(r) / es)
+            return infer__rd_fail(r, INFER_ERR_FORMAT,
+                                  "GGUF key %.*s: array length %llu of %s runs past the end of the file (%llu bytes left)",
+                                  INFER__NAME_MAX_SHOWN, kv->key, (unsigned long long)n,
+                                  infer__gguf_type_name((infer_gguf_type)et), (unsigned long long)infer__rd_left(r));
         r->p += n * es;
         return 1;
     }
-    if (!infer__gguf_scalar_size((infer_gguf_type)type)) {
-        infer__set_error(r->err, INFER_ERR_FORMAT, "GGUF key %s: unknown value type %u", kv->key, type);
-        return r->failed = 1, 0;
-    }
-    return infer__rd_bytes(r, NULL, infer__gguf_scalar_size((infer_gguf_type)type), kv->key);
+    es = infer__gguf_scalar_size((infer_gguf_type)type);
+    if (!es)
+        return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF key %.*s: unknown value type %u", INFER__NAME_MAX_SHOWN,
+                              kv->key, type);
+    if (!infer__rd_bytes(r, NULL, es))
+        return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the value of key %.*s",
+                              INFER__NAME_MAX_SHOWN, kv->key);
+    return 1;
 }
 
-static int infer__rd_tensor(infer__reader *r, infer__tensor *t) {
+static int infer__rd_tensor(infer__reader *r, infer__tensor *t, uint64_t index) {
     infer__str name;
     uint32_t n_dims, type;
-    uint64_t n_el = 1;
+    uint64_t n_el = 1, len, nbytes;
     int d;
     const infer__type_traits *tt;
-    if (!infer__rd_str(r, &name, "tensor name")) return 0;
+    if (!infer__rd_str(r, &name, &len)) {
+        char where[48];
+        snprintf(where, sizeof where, "the name of tensor #%llu", (unsigned long long)index);
+        return infer__rd_str_fail(r, len, where);
+    }
+    if (name.n > INFER__GGUF_MAX_TENSOR_NAME)
+        return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF tensor #%llu: name of %llu bytes is longer than GGUF's %d",
+                              (unsigned long long)index, (unsigned long long)name.n, INFER__GGUF_MAX_TENSOR_NAME);
     t->name = infer__strndup(name.p, (size_t)name.n);
-    if (!t->name) {
-        infer__set_error(r->err, INFER_ERR_NOMEM, "out of memory");
-        return r->failed = 1, 0;
-    }
-    if (!infer__rd_u32(r, &n_dims, t->name)) return 0;
-    if (n_dims < 1 || n_dims > 4) {
-        infer__set_error(r->err, INFER_ERR_FORMAT, "tensor %s: %u dimensions (1 to 4 allowed)", t->name, n_dims);
-        return r->failed = 1, 0;
-    }
+    if (!t->name) return infer__rd_nomem(r);
+    if (!infer__rd_u32(r, &n_dims))
+        return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the dimension count of tensor %s",
+                              t->name);
+    if (n_dims < 1 || n_dims > 4)
+        return infer__rd_fail(r, INFER_ERR_FORMAT, "tensor %s: %u dimensions (1 to 4 allowed)", t->name, n_dims);
     t->n_dims = (int)n_dims;
     for (d = 0; d < 4; d++) t->ne[d] = 1;
     for (d = 0; d < (int)n_dims; d++) {
         uint64_t ne;
-        if (!infer__rd_u64(r, &ne, t->name)) return 0;
-        if (ne == 0 || ne > ((uint64_t)1 << 40) || n_el > (((uint64_t)1 << 50) / ne)) {
-            infer__set_error(r->err, INFER_ERR_FORMAT, "tensor %s: absurd dimension %llu", t->name,
-                             (unsigned long long)ne);
-            return r->failed = 1, 0;
-        }
+        if (!infer__rd_u64(r, &ne))
+            return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside dimension %d of tensor %s",
+                                  d, t->name);
+        /* 2^40 per dimension and 2^50 in all are far beyond any model and
+           keep every product below, and every byte size, in 64 bits; a
+           negative int64 reads as huge here */
+        if (ne == 0 || ne > ((uint64_t)1 << 40))
+            return infer__rd_fail(r, INFER_ERR_FORMAT, "tensor %s: dimension %d = %lld is out of range (1 to 2^40)",
+                                  t->name, d, (long long)ne);
+        if (n_el > (((uint64_t)1 << 50) / ne))
+            return infer__rd_fail(r, INFER_ERR_FORMAT,
+                                  "tensor %s: the product of its dimensions overflows (more than 2^50 values)", t->name);
         t->ne[d] = (int64_t)ne;
         n_el *= ne;
     }
-    if (!infer__rd_u32(r, &type, t->name) || !infer__rd_u64(r, &t->offset, t->name)) return 0;
+    if (!infer__rd_u32(r, &type) || !infer__rd_u64(r, &t->offset))
+        return infer__rd_fail(r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the type or offset of tensor %s",
+                              t->name);
     t->type = (infer_type)type;
     tt = type < INFER_TYPE_COUNT ? infer__traits((infer_type)type) : NULL;
-    if (!tt || !tt->block_size) {
-        infer__set_error(r->err, INFER_ERR_UNSUPPORTED, "tensor %s: unknown tensor type %u", t->name, type);
-        return r->failed = 1, 0;
-    }
-    if (t->ne[0] % tt->block_size != 0) {
-        infer__set_error(r->err, INFER_ERR_FORMAT,
-                         "tensor %s: rows of %lld values are not a whole number of %d-value %s blocks", t->name,
-                         (long long)t->ne[0], tt->block_size, tt->name);
-        return r->failed = 1, 0;
-    }
-    t->nbytes = (size_t)(n_el / (uint64_t)tt->block_size * (uint64_t)tt->type_size);
+    if (!tt || !tt->block_size)
+        return infer__rd_fail(r, INFER_ERR_UNSUPPORTED, "tensor %s: unknown tensor type %u", t->name, type);
+    if (t->ne[0] % tt->block_size != 0)
+        return infer__rd_fail(r, INFER_ERR_FORMAT,
+                              "tensor %s: rows of %lld values are not a whole number of %d-value %s blocks", t->name,
+                              (long long)t->ne[0], tt->block_size, tt->name);
+    /* at most 2^50 / 1 blocks of a few hundred bytes: no overflow in 64 bits */
+    nbytes = n_el / (uint64_t)tt->block_size * (uint64_t)tt->type_size;
+    if (nbytes > (uint64_t)SIZE_MAX)
+        return infer__rd_fail(r, INFER_ERR_FORMAT, "tensor %s: %llu bytes do not fit this machine's memory", t->name,
+                              (unsigned long long)nbytes);
+    t->nbytes = (size_t)nbytes;
     return 1;
 }
 
@@ -164,81 +225,81 @@ static void infer__gguf_free_tables(infer_gguf *g) {
         for (i = 0; i < g->n_tensors; i++) INFER_FREE(g->tensors[i].name);
     INFER_FREE(g->kv);
     INFER_FREE(g->tensors);
+    INFER_FREE(g->kv_by_key);
+    INFER_FREE(g->tensor_by_name);
 }
 
-static int infer__gguf_parse(infer_gguf *g, infer_error *err) {
-    infer__reader r;
-    uint32_t version;
-    uint64_t n_tensors, n_kv, i;
-    const infer__kv *align_kv;
-    uint64_t pos;
-    r.p = g->blob.data;
-    r.end = g->blob.data + g->blob.size;
-    r.err = err;
-    r.failed = 0;
+static int infer__kv_ptr_cmp(const void *a, const void *b) {
+    return strcmp((*(const infer__kv *const *)a)->key, (*(const infer__kv *const *)b)->key);
+}
+static int infer__tensor_name_cmp(const void *a, const void *b) {
+    return strcmp((*(const infer__tensor *const *)a)->name, (*(const infer__tensor *const *)b)->name);
+}
+static int infer__tensor_offset_cmp(const void *a, const void *b) {
+    const infer__tensor *x = *(const infer__tensor *const *)a, *y = *(const infer__tensor *const *)b;
+    return (x->offset > y->offset) - (x->offset < y->offset);
+}
 
-    if (g->blob.size < 4 || memcmp(g->blob.data, "GGUF", 4) != 0) {
-        infer__set_error(err, INFER_ERR_FORMAT, "not a GGUF file (bad magic)");
-        return 0;
-    }
-    r.p += 4;
-    if (!infer__rd_u32(&r, &version, "version")) return 0;
-    if (version == 1) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "GGUF version 1 is not supported (only versions 2 and 3)");
-        return 0;
-    }
-    if (version != 2 && version != 3) {
-        if ((version & 0xffff) == 0 && version != 0)
-            infer__set_error(err, INFER_ERR_UNSUPPORTED, "big-endian GGUF files are not supported");
-        else
-            infer__set_error(err, INFER_ERR_UNSUPPORTED, "GGUF version %u is not supported (only 2 and 3)", version);
-        return 0;
-    }
-    g->version = version;
-    if (!infer__rd_u64(&r, &n_tensors, "tensor count") || !infer__rd_u64(&r, &n_kv, "metadata count")) return 0;
-    /* a key-value pair takes at least 13 bytes, a tensor info at least 28 */
-    if (n_kv > (uint64_t)(r.end - r.p) / 13 || n_tensors > (uint64_t)(r.end - r.p) / 28) {
-        infer__set_error(err, INFER_ERR_FORMAT, "GGUF header claims %llu tensors and %llu keys, more than the file holds",
-                         (unsigned long long)n_tensors, (unsigned long long)n_kv);
-        return 0;
-    }
-    g->kv = (infer__kv *)infer__calloc((size_t)n_kv, sizeof(infer__kv));
-    g->tensors = (infer__tensor *)infer__calloc((size_t)n_tensors, sizeof(infer__tensor));
-    if (!g->kv || !g->tensors) {
+/* Sorted indexes of the keys and tensor names: a name twice is refused
+   (which of two values would a reader take?), and lookups are binary
+   searches, so a file with very many keys or tensors cannot make loading
+   quadratic. */
+static int infer__gguf_index(infer_gguf *g, infer_error *err) {
+    int64_t i;
+    g->kv_by_key = (infer__kv **)infer__calloc((size_t)g->n_kv, sizeof *g->kv_by_key);
+    g->tensor_by_name = (infer__tensor **)infer__calloc((size_t)g->n_tensors, sizeof *g->tensor_by_name);
+    if (!g->kv_by_key || !g->tensor_by_name) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }
-    for (i = 0; i < n_kv; i++) {
-        g->n_kv = (int64_t)i + 1;
-        if (!infer__rd_kv(&r, &g->kv[i])) return 0;
-    }
-    for (i = 0; i < n_tensors; i++) {
-        g->n_tensors = (int64_t)i + 1;
-        if (!infer__rd_tensor(&r, &g->tensors[i])) return 0;
-    }
-
-    g->alignment = 32;
-    align_kv = infer__gguf_kv(g, "general.alignment");
-    if (align_kv) {
-        int64_t a = 0;
-        if (!infer__gguf_get_int(g, "general.alignment", &a) || a <= 0 || (a & (a - 1)) != 0 || a > (1 << 24)) {
-            infer__set_error(err, INFER_ERR_FORMAT, "general.alignment must be a power of two");
+    for (i = 0; i < g->n_kv; i++) g->kv_by_key[i] = &g->kv[i];
+    for (i = 0; i < g->n_tensors; i++) g->tensor_by_name[i] = &g->tensors[i];
+    if (g->n_kv > 1) qsort(g->kv_by_key, (size_t)g->n_kv, sizeof *g->kv_by_key, infer__kv_ptr_cmp);
+    if (g->n_tensors > 1)
+        qsort(g->tensor_by_name, (size_t)g->n_tensors, sizeof *g->tensor_by_name, infer__tensor_name_cmp);
+    for (i = 1; i < g->n_kv; i++)
+        if (!strcmp(g->kv_by_key[i - 1]->key, g->kv_by_key[i]->key)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "GGUF key %.*s appears twice", INFER__NAME_MAX_SHOWN,
+                             g->kv_by_key[i]->key);
             return 0;
         }
-        g->alignment = (uint64_t)a;
-    }
-    pos = (uint64_t)(r.p - g->blob.data);
-    g->data_offset = (pos + g->alignment - 1) / g->alignment * g->alignment;
-    g->has_data = g->data_offset <= g->blob.size;
+    for (i = 1; i < g->n_tensors; i++)
+        if (!strcmp(g->tensor_by_name[i - 1]->name, g->tensor_by_name[i]->name)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "tensor %s appears twice", g->tensor_by_name[i]->name);
+            return 0;
+        }
+    return 1;
+}
 
-    for (i = 0; i < n_tensors; i++) {
+/* general.alignment: a u32, a power of two and a multiple of 8 (GGUF's
+   rule; an odd one would put F32 weights at odd addresses). */
+static int infer__gguf_alignment(infer_gguf *g, infer_error *err) {
+    const infer__kv *kv = infer__gguf_kv(g, "general.alignment");
+    uint32_t a;
+    g->alignment = 32;
+    if (!kv) return 1;
+    if (kv->type != INFER_GGUF_UINT32) {
+        infer__set_error(err, INFER_ERR_FORMAT, "GGUF key general.alignment must be a u32, not %s",
+                         kv->type == INFER_GGUF_ARRAY ? "an array" : infer__gguf_type_name(kv->type));
+        return 0;
+    }
+    memcpy(&a, kv->data, 4);
+    if (a < 8 || a % 8 != 0 || (a & (a - 1)) != 0 || a > (1u << 24)) {
+        infer__set_error(err, INFER_ERR_FORMAT,
+                         "GGUF key general.alignment = %u: must be a power of two, a multiple of 8, at most 2^24", a);
+        return 0;
+    }
+    g->alignment = a;
+    return 1;
+}
+
+/* Each tensor's data: aligned, inside the file, and no two overlapping
+   (one tensor's bytes would be another's). */
+static int infer__gguf_place_tensors(infer_gguf *g, infer_error *err) {
+    int64_t i;
+    infer__tensor **by_offset;
+    for (i = 0; i < g->n_tensors; i++) {
         infer__tensor *t = &g->tensors[i];
-        uint64_t j;
-        for (j = 0; j < i; j++)
-            if (strcmp(g->tensors[j].name, t->name) == 0) {
-                infer__set_error(err, INFER_ERR_FORMAT, "tensor %s appears twice", t->name);
-                return 0;
-            }
         if (t->offset % g->alignment != 0) {
             infer__set_error(err, INFER_ERR_FORMAT, "tensor %s: offset %llu is not aligned to %llu", t->name,
                              (unsigned long long)t->offset, (unsigned long long)g->alignment);
@@ -252,8 +313,94 @@ static int infer__gguf_parse(infer_gguf *g, infer_error *err) {
         }
         t->data = g->blob.data + g->data_offset + t->offset;
     }
+    if (g->n_tensors < 2) return 1;
+    by_offset = (infer__tensor **)infer__calloc((size_t)g->n_tensors, sizeof *by_offset);
+    if (!by_offset) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    for (i = 0; i < g->n_tensors; i++) by_offset[i] = &g->tensors[i];
+    qsort(by_offset, (size_t)g->n_tensors, sizeof *by_offset, infer__tensor_offset_cmp);
+    for (i = 1; i < g->n_tensors; i++) {
+        const infer__tensor *a = by_offset[i - 1], *b = by_offset[i];
+        /* both lie inside the file (checked above): the sum cannot wrap */
+        if (a->offset + a->nbytes > b->offset) {
+            infer__set_error(err, INFER_ERR_FORMAT,
+                             "tensors %s and %s overlap: data at offsets %llu (%zu bytes) and %llu", a->name, b->name,
+                             (unsigned long long)a->offset, a->nbytes, (unsigned long long)b->offset);
+            INFER_FREE(by_offset);
+            return 0;
+        }
+    }
+    INFER_FREE(by_offset);
     return 1;
 }
+
+static int infer__gguf_parse(infer_gguf *g, infer_error *err) {
+    infer__reader r;
+    uint32_t version;
+    uint64_t n_tensors, n_kv, i;
+    uint64_t pos;
+    r.p = r.begin = g->blob.data;
+    r.end = g->blob.data + g->blob.size;
+    r.err = err;
+    r.failed = 0;
+
+    if (g->blob.size < 4 || memcmp(g->blob.data, "GGUF", 4) != 0) {
+        infer__set_error(err, INFER_ERR_FORMAT, "not a GGUF file (bad magic)");
+        return 0;
+    }
+    r.p += 4;
+    if (!infer__rd_u32(&r, &version))
+        return infer__rd_fail(&r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the version");
+    if (version == 1) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "GGUF version 1 is not supported (only versions 2 and 3)");
+        return 0;
+    }
+    if (version != 2 && version != 3) {
+        if ((version & 0xffff) == 0 && version != 0)
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "big-endian GGUF files are not supported");
+        else
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "GGUF version %u is not supported (only 2 and 3)", version);
+        return 0;
+    }
+    g->version = version;
+    if (!infer__rd_u64(&r, &n_tensors))
+        return infer__rd_fail(&r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the tensor count (n_tensors)");
+    if (!infer__rd_u64(&r, &n_kv))
+        return infer__rd_fail(&r, INFER_ERR_FORMAT, "GGUF truncated: the file ends inside the key count (n_kv)");
+    /* a key-value pair takes at least 13 bytes (name length, type, a
+       one-byte value), a tensor info at least 28 (name length, n_dims, one
+       dimension, type, offset): a count the rest of the file cannot hold
+       is refused before anything is allocated for it */
+    if (n_kv > infer__rd_left(&r) / 13)
+        return infer__rd_fail(&r, INFER_ERR_FORMAT, "GGUF header: key count n_kv = %llu cannot fit in the %llu bytes left",
+                              (unsigned long long)n_kv, (unsigned long long)infer__rd_left(&r));
+    if (n_tensors > infer__rd_left(&r) / 28 || n_tensors > (infer__rd_left(&r) - n_kv * 13) / 28)
+        return infer__rd_fail(&r, INFER_ERR_FORMAT,
+                              "GGUF header: tensor count n_tensors = %llu cannot fit in the %llu bytes left",
+                              (unsigned long long)n_tensors, (unsigned long long)infer__rd_left(&r));
+    g->kv = (infer__kv *)infer__calloc((size_t)n_kv, sizeof(infer__kv));
+    g->tensors = (infer__tensor *)infer__calloc((size_t)n_tensors, sizeof(infer__tensor));
+    if (!g->kv || !g->tensors) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    for (i = 0; i < n_kv; i++) {
+        g->n_kv = (int64_t)i + 1;
+        if (!infer__rd_kv(&r, &g->kv[i], i)) return 0;
+    }
+    for (i = 0; i < n_tensors; i++) {
+        g->n_tensors = (int64_t)i + 1;
+        if (!infer__rd_tensor(&r, &g->tensors[i], i)) return 0;
+    }
+    if (!infer__gguf_index(g, err) || !infer__gguf_alignment(g, err)) return 0;
+    pos = (uint64_t)(r.p - g->blob.data);
+    g->data_offset = (pos + g->alignment - 1) / g->alignment * g->alignment;
+    g->has_data = g->data_offset <= g->blob.size;
+    return infer__gguf_place_tensors(g, err);
+}
+
 
 static infer_gguf *infer__gguf_from_blob(infer__blob *blob, infer_error *err) {
     infer_gguf *g = (infer_gguf *)infer__calloc(1, sizeof *g);
@@ -309,9 +456,14 @@ INFERDEF infer_gguf_type infer_gguf_kv_type(const infer_gguf *g, int64_t i) {
 }
 
 INFERDEF int64_t infer_gguf_find_key(const infer_gguf *g, const char *key) {
-    int64_t i;
-    for (i = 0; i < g->n_kv; i++)
-        if (strcmp(g->kv[i].key, key) == 0) return i;
+    int64_t lo = 0, hi = g->n_kv; /* binary search of the sorted index */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(g->kv_by_key[mid]->key, key);
+        if (c == 0) return g->kv_by_key[mid] - g->kv;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return -1;
 }
 
@@ -337,8 +489,10 @@ static double infer__gguf_scalar(infer_gguf_type t, const uint8_t *p, int64_t *a
     case INFER_GGUF_INT32: iv = v.i32; break;
     case INFER_GGUF_UINT64: iv = v.u64 > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v.u64; break;
     case INFER_GGUF_INT64: iv = v.i64; break;
-    case INFER_GGUF_FLOAT32: dv = v.f32; iv = (int64_t)dv; if (as_int) *as_int = iv; return dv;
-    case INFER_GGUF_FLOAT64: dv = v.f64; iv = (int64_t)dv; if (as_int) *as_int = iv; return dv;
+    /* no integer from a float: NaN, an infinity or 1e300 has none (the
+       conversion would be undefined) */
+    case INFER_GGUF_FLOAT32: dv = v.f32; if (as_int) *as_int = 0; return dv;
+    case INFER_GGUF_FLOAT64: dv = v.f64; if (as_int) *as_int = 0; return dv;
     default: break;
     }
     if (as_int) *as_int = iv;
@@ -391,9 +545,14 @@ static const infer__tensor *infer__gguf_tensor(const infer_gguf *g, const char *
 INFERDEF int64_t infer_gguf_n_tensors(const infer_gguf *g) { return g->n_tensors; }
 
 INFERDEF int64_t infer_gguf_find_tensor(const infer_gguf *g, const char *name) {
-    int64_t i;
-    for (i = 0; i < g->n_tensors; i++)
-        if (strcmp(g->tensors[i].name, name) == 0) return i;
+    int64_t lo = 0, hi = g->n_tensors; /* binary search of the sorted index */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(g->tensor_by_name[mid]->name, name);
+        if (c == 0) return g->tensor_by_name[mid] - g->tensors;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return -1;
 }
 

@@ -192,6 +192,8 @@ struct infer_gguf {
     infer__kv *kv;
     int64_t n_tensors;
     infer__tensor *tensors;
+    infer__kv **kv_by_key;  /* the pairs sorted by key, for lookups */
+    infer__tensor **tensor_by_name; /* the tensors sorted by name, for lookups */
     int has_data;           /* the file reaches its data section */
 };
 

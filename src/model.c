@@ -117,7 +117,8 @@ static int infer__model_fparam(infer_model *m, const char *suffix, float *out, i
         infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not a number", key);
         return 0;
     }
-    if (!(f == f) || f > FLT_MAX || f < (may_be_zero ? 0.0 : FLT_MIN)) {
+    /* NaN, the infinities, and tiny values whose reciprocals would be */
+    if (!(f == f) || f > FLT_MAX || f < (may_be_zero ? 0.0 : FLT_MIN) || (f > 0 && f < FLT_MIN)) {
         infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %g is out of range", key, f);
         return 0;
     }
@@ -192,8 +193,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         return 0;
     }
     if ((int64_t)m->n_heads * m->head_dim > (1 << 20)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "%s: %d heads of %d values are out of range", m->arch, m->n_heads,
-                         m->head_dim);
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.attention.head_count %d times heads of %d values is out of range",
+                         m->arch, m->n_heads, m->head_dim);
         return 0;
     }
     m->q_dim = m->n_heads * m->head_dim;
@@ -265,7 +266,9 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         int gating = 1, required = (a->flags & INFER__A_MOE) != 0;
         int64_t v = -1;
         snprintf(key, sizeof key, "%s.expert_count", m->arch);
-        if (infer__gguf_get_int(m->gguf, key, &v) || required) {
+        /* present in any type (a float would not be read as a count: an error below) */
+        infer__gguf_get_int(m->gguf, key, &v);
+        if (infer__gguf_kv(m->gguf, key) || required) {
             if (v == 0) {
                 infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = 0: an experts model needs experts", key);
                 return 0;
@@ -455,12 +458,12 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
         infer__set_error(err, INFER_ERR_FORMAT, "model has no 2-D tensor token_embd.weight");
         return 0;
     }
-    m->n_vocab = (int)emb->ne[1];
-    if (m->n_vocab != infer__vocab_n_tokens(m->vocab)) {
-        infer__set_error(err, INFER_ERR_FORMAT, "token_embd.weight has %d rows but the vocabulary %d tokens",
-                         m->n_vocab, infer__vocab_n_tokens(m->vocab));
+    if (emb->ne[1] != infer__vocab_n_tokens(m->vocab)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "token_embd.weight has %lld rows but the vocabulary %d tokens",
+                         (long long)emb->ne[1], infer__vocab_n_tokens(m->vocab));
         return 0;
     }
+    m->n_vocab = (int)emb->ne[1];
     m->tok_embd = infer__model_weight(m, "token_embd.weight", m->dim, m->n_vocab, 1, err, &ok);
     m->output_norm = infer__model_weight(m, "output_norm.weight", m->dim, 0, 1, err, &ok);
     m->output = infer__model_weight(m, "output.weight", m->dim, m->n_vocab, 0, err, &ok);
@@ -480,8 +483,8 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
     /* every layer has its own tensors: a count the file cannot hold is a
        corrupt header, refused before allocating per-layer tables for it */
     if (m->n_layers > m->gguf->n_tensors) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model metadata claims %d layers but the file holds only %lld tensors",
-                         m->n_layers, (long long)m->gguf->n_tensors);
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.block_count = %d: more layers than the file's %lld tensors",
+                         m->arch, m->n_layers, (long long)m->gguf->n_tensors);
         return 0;
     }
     m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));

@@ -364,6 +364,44 @@ static int infer__eog_add(infer_vocab *v, infer_token t) {
     return 1;
 }
 
+/* Every tokenizer.ggml.*_token_id key (BOS, EOS, EOT, padding, FIM, ...)
+   names one of the n tokens, or is the "none" of its integer type: -1, or
+   all ones in an unsigned type. */
+static int infer__vocab_check_special_ids(const infer_gguf *g, int64_t n, infer_error *err) {
+    static const char prefix[] = "tokenizer.ggml.", suffix[] = "_token_id";
+    int64_t i;
+    for (i = 0; i < g->n_kv; i++) {
+        const infer__kv *kv = &g->kv[i];
+        size_t len = strlen(kv->key);
+        uint64_t u64 = 0;
+        int64_t id, none;
+        if (len < sizeof prefix - 1 + sizeof suffix - 1 || memcmp(kv->key, prefix, sizeof prefix - 1) != 0 ||
+            strcmp(kv->key + len - (sizeof suffix - 1), suffix) != 0)
+            continue;
+        if (!infer__gguf_get_int(g, kv->key, &id)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "vocab: %.96s is not an integer", kv->key);
+            return 0;
+        }
+        switch (kv->type) {
+        case INFER_GGUF_UINT8: none = UINT8_MAX; break;
+        case INFER_GGUF_UINT16: none = UINT16_MAX; break;
+        case INFER_GGUF_UINT32: none = UINT32_MAX; break;
+        case INFER_GGUF_UINT64: /* read as an int64 it is clamped: look at the bits */
+            memcpy(&u64, kv->data, 8);
+            none = u64 == UINT64_MAX ? id : -1;
+            break;
+        default: none = -1;
+        }
+        if (id == none) continue;
+        if (id < 0 || id >= n) {
+            infer__set_error(err, INFER_ERR_FORMAT, "vocab: %.96s = %lld is not a token (the vocabulary has %lld tokens)",
+                             kv->key, (long long)id, (long long)n);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     /* Tokens llama.cpp finds by their text when no key names them: the
        first present one of each list becomes that id and is forced to
@@ -492,7 +530,15 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
 
     /* one arena for all token texts and merge keys, each NUL-terminated;
        empty tokens become "[EMPTY_i]" as in llama.cpp */
-    for (i = 0; i < n; i++) arena_size += (size_t)ktok->strs[i].n + (ktok->strs[i].n ? 1 : 24);
+    for (i = 0; i < n; i++) {
+        /* lengths are ints inside the tokenizer; no real token comes near this */
+        if (ktok->strs[i].n > (1u << 20)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.tokens[%lld] is %llu bytes long (at most 2^20)",
+                             (long long)i, (unsigned long long)ktok->strs[i].n);
+            goto fail;
+        }
+        arena_size += (size_t)ktok->strs[i].n + (ktok->strs[i].n ? 1 : 24);
+    }
     for (i = 0; i < nm; i++) arena_size += (size_t)kmerge->strs[i].n + 2;
     v->arena = (char *)INFER_MALLOC(arena_size ? arena_size : 1);
     v->tokens = (infer__token_data *)infer__calloc((size_t)n, sizeof *v->tokens);
@@ -516,6 +562,10 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         t->text = dst;
         t->attr = INFER__ATTR_NORMAL;
         if (kscore) memcpy(&t->score, kscore->data + 4 * i, 4);
+        if (t->score != t->score) { /* merges would be ranked by a NaN */
+            infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.scores[%lld] is NaN", (long long)i);
+            goto fail;
+        }
         if (ktype) {
             int32_t tt;
             memcpy(&tt, ktype->data + 4 * i, 4);
@@ -550,8 +600,22 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         const char *sp = s->n > 1 ? (const char *)memchr(s->p + 1, ' ', (size_t)s->n - 1) : NULL;
         size_t a, b;
         ptrdiff_t idx = -1;
-        if (!sp) continue; /* llama.cpp files these under an empty pair no lookup can hit */
+        /* a merge joins two tokens of the vocabulary: anything else is a
+           table that does not belong to these tokens */
+        if (!sp) {
+            infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.merges[%lld] '%.*s' is not two tokens and a space",
+                             (long long)i, (int)INFER__MIN(s->n, 40), s->p);
+            goto fail;
+        }
         a = (size_t)(sp - s->p), b = (size_t)s->n - a - 1;
+        if (infer__tok_lookup(v, s->p, a) < 0 || infer__tok_lookup(v, sp + 1, b) < 0) {
+            int first_bad = infer__tok_lookup(v, s->p, a) < 0;
+            infer__set_error(err, INFER_ERR_FORMAT,
+                             "vocab: tokenizer.ggml.merges[%lld] '%.*s' names '%.*s', which is not a token", (long long)i,
+                             (int)INFER__MIN(s->n, 40), s->p, (int)INFER__MIN(first_bad ? a : b, 40),
+                             first_bad ? s->p : sp + 1);
+            goto fail;
+        }
         memcpy(dst, s->p, a);
         dst[a] = (char)0xff;
         memcpy(dst + a + 1, sp + 1, b);
@@ -565,8 +629,10 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         if ((int)(a + b) > v->max_merge_len) v->max_merge_len = (int)(a + b);
     }
 
-    /* special ids from the file; out-of-range values keep the default, as
-       llama.cpp does (files often carry -1 as "none") */
+    /* special ids from the file: each must be a token of the vocabulary or
+       the all-ones value that converters write for "none" (which keeps the
+       default, as llama.cpp does) */
+    if (!infer__vocab_check_special_ids(g, n, err)) goto fail;
     ids[0] = &v->bos, ids[1] = &v->eos, ids[2] = &v->unk;
     for (i = 0; i < 3; i++)
         if (infer__gguf_get_int(g, id_keys[i], &ival) && ival >= 0 && ival < n) *ids[i] = (infer_token)ival;

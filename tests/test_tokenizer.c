@@ -461,12 +461,58 @@ Test(tokenizer_bad, unknown_model) {
     expect_error(&b, "t5x");
 }
 
-/* Out-of-range special ids keep their defaults (llama.cpp's rule), invalid
-   UTF-8 in a token and in the input are harmless; a missing pre-tokenizer
-   means "default". */
+/* A special id outside the vocabulary is refused, naming its key; the
+   all-ones "none" that converters write keeps the default (llama.cpp's
+   rule). */
+Test(tokenizer_bad, special_id_outside_vocab) {
+    static const char *const keys[] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                       "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
+                                       "tokenizer.ggml.eot_token_id"};
+    size_t k;
+    for (k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        gbuf b = {0, 0, 0, 0};
+        g_kv_str(&b, "tokenizer.ggml.model", "llama");
+        g_kv_strs(&b, "tokenizer.ggml.tokens", tiny_tokens, 7);
+        g_kv_u32(&b, keys[k], 7);
+        expect_error(&b, keys[k]);
+    }
+    {
+        infer_error err;
+        unsigned char *mem;
+        gbuf b = {0, 0, 0, 0};
+        infer_model *m;
+        g_kv_str(&b, "tokenizer.ggml.model", "llama");
+        g_kv_strs(&b, "tokenizer.ggml.tokens", tiny_tokens, 7);
+        g_kv_u32(&b, "tokenizer.ggml.bos_token_id", UINT32_MAX);
+        g_kv_u32(&b, "tokenizer.ggml.padding_token_id", UINT32_MAX);
+        m = load_mem(&b, &err, &mem);
+        cr_assert_not_null(m, "%s", err.msg);
+        cr_assert_eq(infer_model_bos(m), 1, "\"none\" keeps the default BOS");
+        infer_model_free(m);
+        free(mem);
+    }
+}
+
+/* Merges must join two tokens of the vocabulary. */
+Test(tokenizer_bad, merges_not_of_this_vocab) {
+    static const char *const merges[][2] = {{"a zz", "zz"}, {"zz a", "zz"}, {"nospace", "nospace"}, {"a ", "merges[1]"}};
+    size_t k;
+    for (k = 0; k < sizeof merges / sizeof merges[0]; k++) {
+        const char *list[2];
+        gbuf b = {0, 0, 0, 0};
+        list[0] = "a b", list[1] = merges[k][0];
+        g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+        g_kv_strs(&b, "tokenizer.ggml.tokens", tiny_tokens, 7);
+        g_kv_strs(&b, "tokenizer.ggml.merges", list, 2);
+        expect_error(&b, merges[k][1]);
+    }
+}
+
+/* Invalid UTF-8 in a token and in the input is harmless; a missing
+   pre-tokenizer means "default". */
 Test(tokenizer_bad, odd_but_loadable) {
     static const char *const toks[] = {"<unk>", "<s>", "</s>", "a", "\xff\xfe", "b", "\xe2\x96\x81"};
-    static const char *const merges[] = {"a b", "nospace", "\xc4\xa0 a"};
+    static const char *const merges[] = {"a b", "\xff\xfe a"};
     infer_error err;
     unsigned char *mem;
     infer_token out[64];
@@ -475,7 +521,6 @@ Test(tokenizer_bad, odd_but_loadable) {
     infer_model *m;
     g_kv_str(&b, "tokenizer.ggml.model", "llama");
     g_kv_strs(&b, "tokenizer.ggml.tokens", toks, 7);
-    g_kv_u32(&b, "tokenizer.ggml.bos_token_id", 999);
     m = load_mem(&b, &err, &mem);
     cr_assert_not_null(m, "%s", err.msg);
     cr_assert_eq(infer_model_bos(m), 1);
@@ -487,7 +532,7 @@ Test(tokenizer_bad, odd_but_loadable) {
     memset(&b, 0, sizeof b);
     g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
     g_kv_strs(&b, "tokenizer.ggml.tokens", toks, 7);
-    g_kv_strs(&b, "tokenizer.ggml.merges", merges, 3);
+    g_kv_strs(&b, "tokenizer.ggml.merges", merges, 2);
     m = load_mem(&b, &err, &mem);
     cr_assert_not_null(m, "%s", err.msg);
     n = infer_tokenize(m, "ab a\xff b\xc3", 8, out, 64, 0, 1);
