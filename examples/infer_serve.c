@@ -525,9 +525,13 @@ static char *request_text_from(const infer_request *r, size_t from, size_t *n) {
     if (len < sizeof small) {
         buf = (char *)malloc(len + 1);
         if (buf) memcpy(buf, small, len + 1);
-    } else {
-        buf = (char *)malloc(len + 1);
-        if (buf) len = infer_request_text(r, from, buf, len + 1), len = len > strlen(buf) ? strlen(buf) : len;
+    } else { /* it may have grown since: keep what fits the room asked for */
+        size_t room = len, now;
+        buf = (char *)malloc(room + 1);
+        if (buf) {
+            now = infer_request_text(r, from, buf, room + 1);
+            len = now < room ? now : room;
+        }
     }
     *n = buf ? len : 0;
     return buf;
