@@ -47,6 +47,13 @@ cmake --build build-asan -j$jobs
 # valgrind_cli: valgrind cannot run what AddressSanitizer instruments.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs \
     -E '^(neon_qemu|test_reference_scalar|server_load|valgrind_cli)$')
+# Criterion counts a test whose worker leaked as passed (LeakSanitizer only
+# prints its report there), so the log is searched for such a report.
+if grep -q "ERROR: LeakSanitizer" build-asan/Testing/Temporary/LastTest.log; then
+    echo "test.sh: FAILED: LeakSanitizer found leaks in the sanitizer build:"
+    grep -B1 -A14 "ERROR: LeakSanitizer" build-asan/Testing/Temporary/LastTest.log | head -80
+    exit 1
+fi
 # ThreadSanitizer over the concurrency program (one model shared by
 # contexts on several threads, the background worker) and the server under
 # concurrent clients: Criterion's tests do not start under TSan, so only
