@@ -2030,9 +2030,16 @@ static double infer__gguf_scalar(infer_gguf_type t, const uint8_t *p, int64_t *a
     case INFER_GGUF_INT32: iv = v.i32; break;
     case INFER_GGUF_UINT64: iv = v.u64 > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v.u64; break;
     case INFER_GGUF_INT64: iv = v.i64; break;
-    case INFER_GGUF_FLOAT32: dv = v.f32; iv = (int64_t)dv; if (as_int) *as_int = iv; return dv;
-    case INFER_GGUF_FLOAT64: dv = v.f64; iv = (int64_t)dv; if (as_int) *as_int = iv; return dv;
+    case INFER_GGUF_FLOAT32: dv = v.f32; break;
+    case INFER_GGUF_FLOAT64: dv = v.f64; break;
     default: break;
+    }
+    if (t == INFER_GGUF_FLOAT32 || t == INFER_GGUF_FLOAT64) {
+        /* toward zero; NaN and values beyond int64_t (whose conversion is
+           undefined behaviour) saturate instead */
+        iv = dv != dv ? 0 : dv >= 9223372036854775807.0 ? INT64_MAX : dv <= -9223372036854775808.0 ? INT64_MIN : (int64_t)dv;
+        if (as_int) *as_int = iv;
+        return dv;
     }
     if (as_int) *as_int = iv;
     return (double)iv;
