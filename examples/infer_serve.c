@@ -293,8 +293,8 @@ static int read_number(const cJSON *o, const char *name, double lo, double hi, f
 static int read_int(const cJSON *o, const char *name, double lo, double hi, int *out, bad_field *b) {
     cJSON *f = field(o, name);
     if (!f) return 1;
-    if (!cJSON_IsNumber(f) || f->valuedouble != (double)(long long)f->valuedouble || f->valuedouble < lo ||
-        f->valuedouble > hi)
+    /* the range first: converting a double beyond long long is undefined */
+    if (!cJSON_IsNumber(f) || f->valuedouble < lo || f->valuedouble > hi || f->valuedouble != floor(f->valuedouble))
         return bad(b, name, "'%s' must be an integer from %.0f to %.0f", name, lo, hi);
     *out = (int)f->valuedouble;
     return 1;
@@ -333,7 +333,9 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
     if (sp->top_p <= 0) return bad(b, "top_p", "'top_p' must be above 0");
     if (n != 1) return bad(b, "n", "only n = 1 is supported");
     if ((f = field(body, "seed")) != NULL) {
-        if (!cJSON_IsNumber(f) || f->valuedouble != (double)(long long)f->valuedouble)
+        /* a 64-bit integer, checked before it is converted (beyond, undefined) */
+        if (!cJSON_IsNumber(f) || !(fabs(f->valuedouble) < 9223372036854775808.0) ||
+            f->valuedouble != floor(f->valuedouble))
             return bad(b, "seed", "'seed' must be an integer");
         seed = f->valuedouble;
         seed_given = 1;
