@@ -2834,6 +2834,9 @@ static infer_token infer__tok_lookup(const infer_vocab *v, const char *s, size_t
     ptrdiff_t idx = -1;
     infer_token id;
     if (!v->tok_map || n == 0 || n > (size_t)v->max_token_len) return -1;
+    /* the map's keys are C strings without a NUL: text with one would be
+       looked up cut short, and match a shorter token (or an empty one) */
+    if (memchr(s, 0, n)) return -1;
     if (n >= sizeof small) {
         key = (char *)INFER_MALLOC(n + 1);
         if (!key) return -1;
@@ -4677,6 +4680,15 @@ static const infer__tensor *infer__model_check(infer_model *m, const infer__tens
     tt = infer__traits(t->type);
     if (!tt->is_supported) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED, "tensor %s: weight format %s is not supported", t->name, tt->name);
+        *ok = 0;
+        return NULL;
+    }
+    /* the kernels read values and blocks' scales in place: a file with a
+       smaller general.alignment than 4 (or a caller's buffer) must not
+       put them at odd addresses */
+    if ((uintptr_t)t->data % 4 != 0) {
+        infer__set_error(err, INFER_ERR_FORMAT, "tensor %s: its data is not at a multiple of 4 bytes (general.alignment %llu)",
+                         t->name, (unsigned long long)m->gguf->alignment);
         *ok = 0;
         return NULL;
     }

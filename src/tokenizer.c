@@ -83,6 +83,9 @@ static infer_token infer__tok_lookup(const infer_vocab *v, const char *s, size_t
     ptrdiff_t idx = -1;
     infer_token id;
     if (!v->tok_map || n == 0 || n > (size_t)v->max_token_len) return -1;
+    /* the map's keys are C strings without a NUL: text with one would be
+       looked up cut short, and match a shorter token (or an empty one) */
+    if (memchr(s, 0, n)) return -1;
     if (n >= sizeof small) {
         key = (char *)INFER_MALLOC(n + 1);
         if (!key) return -1;
