@@ -945,7 +945,8 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
         cp.n_threads = s->n_threads;
         s->embed_ctx = infer_context_new(s->model, &cp, &err);
     }
-    for (x = cJSON_IsString(input) ? input : input->child; x && s->embed_ctx; x = cJSON_IsString(input) ? NULL : x->next, i++) {
+    x = cJSON_IsString(input) ? input : input->child; /* one string, or each of an array */
+    for (; x && s->embed_ctx; i++) {
         const char *text = x->valuestring;
         int nt = infer_tokenize(s->model, text, strlen(text), NULL, 0, infer_model_add_bos(s->model), 0);
         cJSON *item;
@@ -968,6 +969,7 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
             for (k = 0; k < dim; k++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(e[k]));
         }
         cJSON_AddItemToArray(data, item);
+        x = cJSON_IsString(input) ? NULL : x->next;
     }
     pthread_mutex_unlock(&s->embed_mu);
     free(e);

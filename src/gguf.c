@@ -455,16 +455,27 @@ INFERDEF infer_gguf_type infer_gguf_kv_type(const infer_gguf *g, int64_t i) {
     return i >= 0 && i < g->n_kv ? g->kv[i].type : (infer_gguf_type)-1;
 }
 
-INFERDEF int64_t infer_gguf_find_key(const infer_gguf *g, const char *key) {
-    int64_t lo = 0, hi = g->n_kv; /* binary search of the sorted index */
+/* Binary search of a sorted index (kv_by_key, tensor_by_name): the position
+   in it of the entry that name_of calls name, or -1. */
+static int64_t infer__index_find(const infer_gguf *g, int64_t n, const char *(*name_of)(const infer_gguf *, int64_t),
+                                 const char *name) {
+    int64_t lo = 0, hi = n;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(g->kv_by_key[mid]->key, key);
-        if (c == 0) return g->kv_by_key[mid] - g->kv;
+        int c = strcmp(name_of(g, mid), name);
+        if (c == 0) return mid;
         if (c < 0) lo = mid + 1;
         else hi = mid;
     }
     return -1;
+}
+
+static const char *infer__sorted_key(const infer_gguf *g, int64_t i) { return g->kv_by_key[i]->key; }
+static const char *infer__sorted_tensor(const infer_gguf *g, int64_t i) { return g->tensor_by_name[i]->name; }
+
+INFERDEF int64_t infer_gguf_find_key(const infer_gguf *g, const char *key) {
+    int64_t i = infer__index_find(g, g->n_kv, infer__sorted_key, key);
+    return i < 0 ? -1 : g->kv_by_key[i] - g->kv;
 }
 
 static const infer__kv *infer__gguf_kv(const infer_gguf *g, const char *key) {
@@ -545,15 +556,8 @@ static const infer__tensor *infer__gguf_tensor(const infer_gguf *g, const char *
 INFERDEF int64_t infer_gguf_n_tensors(const infer_gguf *g) { return g->n_tensors; }
 
 INFERDEF int64_t infer_gguf_find_tensor(const infer_gguf *g, const char *name) {
-    int64_t lo = 0, hi = g->n_tensors; /* binary search of the sorted index */
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(g->tensor_by_name[mid]->name, name);
-        if (c == 0) return g->tensor_by_name[mid] - g->tensors;
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return -1;
+    int64_t i = infer__index_find(g, g->n_tensors, infer__sorted_tensor, name);
+    return i < 0 ? -1 : g->tensor_by_name[i] - g->tensors;
 }
 
 INFERDEF int infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out) {

@@ -181,32 +181,14 @@ static uint8_t *dup_exact(const void *p, size_t n) {
     return c;
 }
 
-static int contains_ci(const char *hay, const char *needle) {
-    size_t i, j, n = strlen(needle);
-    for (i = 0; hay[i]; i++) {
-        for (j = 0; j < n && hay[i + j]; j++)
-            if (tolower((unsigned char)hay[i + j]) != tolower((unsigned char)needle[j])) break;
-        if (j == n) return 1;
-    }
-    return n == 0;
-}
 
-/* kw: NULL, or alternatives separated by '|', one of which the message names */
-static int names_any(const char *msg, const char *kw) {
-    char buf[256], *tok, *save = NULL;
-    if (!kw) return 1;
-    snprintf(buf, sizeof buf, "%s", kw);
-    for (tok = strtok_r(buf, "|", &save); tok; tok = strtok_r(NULL, "|", &save))
-        if (contains_ci(msg, tok)) return 1;
-    return 0;
-}
 
 static void check_err(const infer_error *err, const char *what, const char *via, const char *kw) {
     size_t len = strnlen(err->msg, sizeof err->msg);
     cr_assert_neq(err->code, INFER_OK, "%s (%s): refused but the error code is INFER_OK", what, via);
     cr_assert(len > 0 && len < sizeof err->msg, "%s (%s): empty or unterminated error message", what, via);
     cr_assert_null(strchr(err->msg, '\n'), "%s (%s): error message is not one line: %s", what, via, err->msg);
-    cr_assert(names_any(err->msg, kw), "%s (%s): error \"%s\" does not name the problem (%s)", what, via, err->msg,
+    cr_assert(tu_names_any(err->msg, kw), "%s (%s): error \"%s\" does not name the problem (%s)", what, via, err->msg,
               kw);
 }
 

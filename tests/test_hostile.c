@@ -87,26 +87,7 @@ static void assert_no_leaks(const char *what) {
 #endif
 }
 
-static int contains_ci(const char *hay, const char *needle) {
-    size_t i, j, n = strlen(needle);
-    for (i = 0; hay[i]; i++) {
-        for (j = 0; j < n && hay[i + j]; j++)
-            if (tolower((unsigned char)hay[i + j]) != tolower((unsigned char)needle[j])) break;
-        if (j == n) return 1;
-    }
-    return n == 0;
-}
 
-/* kw: alternatives separated by '|', one of which msg must contain; "*" or
-   "" accepts any */
-static int names_any(const char *msg, const char *kw) {
-    char buf[256], *tok, *save = NULL;
-    if (!kw[0] || !strcmp(kw, "*")) return 1;
-    snprintf(buf, sizeof buf, "%s", kw);
-    for (tok = strtok_r(buf, "|", &save); tok; tok = strtok_r(NULL, "|", &save))
-        if (contains_ci(msg, tok)) return 1;
-    return 0;
-}
 
 static void fail(tally *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(tally *t, const char *fmt, ...) {
@@ -126,7 +107,7 @@ static void check_refusal(tally *t, const void *obj, const infer_error *err, con
     else if (err->code == INFER_OK) fail(t, "%s: %s refused it with the code INFER_OK (\"%s\")", file, via, err->msg);
     else if (len == 0 || len == sizeof err->msg) fail(t, "%s: %s: empty or unterminated message", file, via);
     else if (strchr(err->msg, '\n')) fail(t, "%s: %s: the message is not one line: %s", file, via, err->msg);
-    else if (!names_any(err->msg, kw)) fail(t, "%s: %s: \"%s\" does not name %s", file, via, err->msg, kw);
+    else if (!tu_names_any(err->msg, kw)) fail(t, "%s: %s: \"%s\" does not name %s", file, via, err->msg, kw);
 }
 
 static infer_error fresh(void) {

@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700 /* popen */
 #include "testutil.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,4 +202,19 @@ char *tu_run(const char *cmd, int *status) {
     st = pclose(p);
     if (status) *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     return buf;
+}
+
+int tu_names_any(const char *msg, const char *kw) {
+    const char *alt = kw;
+    if (!kw || !kw[0] || !strcmp(kw, "*")) return 1;
+    while (*alt) {
+        size_t n = strcspn(alt, "|"), i, j;
+        for (i = 0; n && msg[i]; i++) {
+            for (j = 0; j < n && msg[i + j]; j++)
+                if (tolower((unsigned char)msg[i + j]) != tolower((unsigned char)alt[j])) break;
+            if (j == n) return 1;
+        }
+        alt += n + (alt[n] == '|');
+    }
+    return 0;
 }

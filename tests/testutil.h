@@ -31,5 +31,8 @@ const tu_json *tu_json_get(const tu_json *obj, const char *key);
 
 /* Runs a shell command, capturing stdout (and its exit status). */
 char *tu_run(const char *cmd, int *status);
+/* Whether msg names one of kw's alternatives (separated by '|'), case
+   aside; a NULL, "" or "*" kw accepts any message. */
+int tu_names_any(const char *msg, const char *kw);
 
 #endif
