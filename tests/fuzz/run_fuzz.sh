@@ -12,7 +12,7 @@ case $harness in
 gguf | model_load | chat_template) ;; # their seeds are the repository's
 *)
     if [ ! -d "$shared" ]; then
-        echo "fuzz_$harness: $shared is absent: skipped (its vocabularies are there)"
+        echo "fuzz_$harness: SKIPPED: $shared is absent (its vocabularies are there)"
         exit 77
     fi
     ;;
