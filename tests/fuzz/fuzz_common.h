@@ -30,7 +30,7 @@ static inline const char *fuzz_shared_dir(void) {
 static inline void fuzz_require_shared(const char *harness) {
     struct stat st;
     if (stat(fuzz_shared_dir(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "%s: %s is absent: skipped (its vocabularies are there)\n", harness, fuzz_shared_dir());
+        fprintf(stderr, "%s: SKIPPED: %s is absent (its vocabularies are there)\n", harness, fuzz_shared_dir());
         exit(77);
     }
 }
@@ -45,7 +45,7 @@ static inline infer_model *fuzz_load_vocab(const char *harness, const char *rel)
     mp.vocab_only = 1;
     snprintf(path, sizeof path, "%s/%s", fuzz_shared_dir(), rel);
     if (!(m = infer_model_load(path, &mp, &err))) {
-        fprintf(stderr, "%s: %s: %s: skipped\n", harness, path, err.msg);
+        fprintf(stderr, "%s: SKIPPED: %s: %s\n", harness, path, err.msg);
         exit(77);
     }
     return m;
