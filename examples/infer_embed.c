@@ -15,24 +15,6 @@
 
 int infer_cmd_embed(int argc, char **argv);
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long n;
-    if (!f) return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = (char *)malloc((size_t)n + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[n] = 0;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
 int infer_cmd_embed(int argc, char **argv) {
     const char *model = NULL, *text = NULL, *file = NULL, *out = "json";
     infer_pooling pool = INFER_POOL_MEAN;
@@ -81,7 +63,7 @@ int infer_cmd_embed(int argc, char **argv) {
     }
     if (!model) return cli_fail("%s", "no model given (-m MODEL)");
     if (!text == !file) return cli_fail("%s", "give one of -p TEXT or -f FILE");
-    if (file && !(buf = slurp(file))) return cli_fail("cannot read %s", file);
+    if (file && !(buf = cli_read_file(file))) return cli_fail("cannot read %s", file);
     m = infer_model_load(model, &mp, &err);
     if (m) c = infer_context_new(m, &cp, &err);
     if (!m || !c) {

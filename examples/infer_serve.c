@@ -78,7 +78,7 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-/* ---- UTF-8: a stream never splits a character, and JSON gets valid text -- */
+/* ---- UTF-8: JSON gets valid text ---------------------------------------- */
 
 /* Length of the sequence starting with byte c, or 0 for a byte that cannot
    start one. */
@@ -88,20 +88,6 @@ static int utf8_len(unsigned char c) {
     if (c >= 0xE0 && c < 0xF0) return 3;
     if (c >= 0xF0 && c < 0xF5) return 4;
     return 0;
-}
-
-/* n without a character cut short at its end (sent once the rest comes). */
-static size_t utf8_complete(const char *s, size_t n) {
-    size_t i = n, k;
-    for (k = 0; k < 4 && i > 0; k++) {
-        unsigned char c = (unsigned char)s[i - 1];
-        if ((c & 0xC0) != 0x80) {
-            int want = utf8_len(c);
-            return want > (int)(n - (i - 1)) ? i - 1 : n;
-        }
-        i--;
-    }
-    return n;
 }
 
 /* A NUL-terminated copy of s[0..n) with each byte that is not part of a
@@ -649,7 +635,7 @@ static int job_stream_more(job *j) {
     if (j->stage == 1) {
         text = request_text_from(j->r, j->sent, &n);
         if (!text) return 0;
-        keep = done ? n : utf8_complete(text, n);
+        keep = n; /* the request's detokenizer never ends its text inside a character */
         if (keep > 0) {
             clean = utf8_clean(text, keep);
             if (clean) job_event(j, job_chunk(j, NULL, clean, NULL));
