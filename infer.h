@@ -20,14 +20,17 @@
      INFERDEF             linkage of the API; default extern. Define
                           INFER_STATIC to make every function static.
      INFER_MALLOC(sz)     allocator overrides; define all three or none.
+                          A NULL from them is reported, never a crash:
+                          INFER_ERR_NOMEM, or NULL / -1 where a function
+                          has no status.
      INFER_REALLOC(p,sz)
      INFER_FREE(p)
      INFER_ASSERT(x)      internal invariant checks; default assert().
      INFER_NO_MMAP        read the model file into memory instead of mapping.
 
    STB_DS
-   infer.h uses stb_ds (Debian libstb-dev, <stb/stb_ds.h>) for the
-   token-to-id hash map and growable arrays, only inside the implementation.
+   infer.h uses stb_ds (Debian libstb-dev, <stb/stb_ds.h>) for growable
+   arrays, only inside the implementation.
    It compiles its own private copy of stb_ds's functions, renamed to
    infer__stbds_*, with STBDS_NO_SHORT_NAMES, so it never clashes with a
    program that uses stb_ds itself: such a program may define
@@ -223,7 +226,8 @@ typedef struct infer_detok {
     int n_pending;
 } infer_detok;
 /* Appends token t; writes the complete characters so far to out and returns
-   their length (at most size; out should hold 256 bytes). */
+   their length (at most size; out should hold 256 bytes). Allocates only
+   for a token longer than out, and returns -1 when that fails. */
 INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size);
 /* Flushes what is held back (an invalid or truncated sequence) as is. */
 INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size);
@@ -409,12 +413,14 @@ INFERDEF void infer_sampler_reset(infer_sampler *s);
    made first without it and kept if the grammar allows that token; only
    otherwise are the allowed tokens found (a walk over a trie of the
    vocabulary's texts) and the draw made again among them (banned ones
-   left out). */
+   left out). -1 also when the grammar ran out of memory (it then refuses
+   everything until a reset). */
 INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits);
 
 /* Added to the logits before anything else; -INFINITY bans a token. Replaces
-   any earlier bias; n = 0 removes it. */
-INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n);
+   any earlier bias; n = 0 removes it. INFER_ERR_NOMEM (and no bias) when
+   memory ran out. */
+INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n);
 
 /* Output control: a grammar in llama.cpp's GBNF (a .gbnf file's text),
    starting at rule root (NULL: "root"); the tokens' text comes from model
@@ -453,7 +459,8 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
    and temperature. Writes up to n, most probable first; returns how many
    (0 before a sample, after a reset or when nothing was allowed). Still
    valid after infer_sampler_accept. Where the grammar allowed the first
-   draw, its mask is made here, on request. */
+   draw, its mask is made here, on request. -1 when memory ran out (only
+   that mask, or n > 64, needs any). */
 typedef struct infer_token_prob {
     infer_token id;
     float p;
@@ -797,7 +804,8 @@ INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
 /* Formats messages[from..n) of the conversation msgs[0..n) as the template
    renders them, then, with add_assistant_prompt, the text that opens the
    assistant's reply. snprintf-style: writes at most size-1 bytes and a NUL,
-   returns the full length (or -1 on bad arguments).
+   returns the full length (or -1 on bad arguments, or when memory for a
+   long message's rewriting ran out).
    Each message's text depends only on the messages before it, so
      format(msgs, n, 0, a) == format(msgs, k, 0, 0) + format(msgs, n, k, a)
    for every k <= n: a chat can feed only what a new turn adds. A header
@@ -1102,6 +1110,18 @@ static void *infer__stbds_shmode_func(size_t elemsize, int mode);
 static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) INFER__PRINTF(3, 4);
 static void *infer__calloc(size_t n, size_t size);
 static char *infer__strndup(const char *s, size_t n);
+/* stb_ds arrays grow only through these: stb_ds's own growth writes
+   through the NULL a failed allocation gives. Each makes the room first
+   (0, the array as it was, when memory ran out), so the stb_ds macro that
+   follows never allocates. */
+static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity);
+#define infer__arr_fit(a, capacity) infer__arr_reserve((void **)&(a), sizeof *(a), (size_t)(capacity))
+#define infer__arr_room(a, n) infer__arr_reserve((void **)&(a), sizeof *(a), stbds_arrlenu(a) + (size_t)(n))
+#define infer__arr_push(a, v) (infer__arr_room(a, 1) ? (stbds_arrput(a, v), 1) : 0)
+#define infer__arr_setlen(a, n) \
+    (infer__arr_reserve((void **)&(a), sizeof *(a), (size_t)(n)) ? (stbds_arrsetlen(a, n), 1) : 0)
+/* n more elements at the end, uninitialized: their address, or NULL */
+#define infer__arr_addn(a, n) (infer__arr_room(a, n) ? stbds_arraddnptr(a, n) : NULL)
 static double infer__now_ms(void);
 static size_t infer__peak_rss_bytes(void);
 static float infer__fp16_to_fp32(uint16_t h);
@@ -1304,6 +1324,9 @@ static int infer__simd_avx512_install(infer__kernels *k);
 static int infer__simd_neon_install(infer__kernels *k);
 static void infer__vecmath_install(infer__kernels *k);
 
+/* ---- sampler.c ---- */
+static int infer__sampler_nomem(const infer_sampler *s);
+
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;
 static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err);
@@ -1503,6 +1526,21 @@ static char *infer__strndup(const char *s, size_t n) {
     memcpy(p, s, n);
     p[n] = 0;
     return p;
+}
+
+static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity) {
+    stbds_array_header *h = *a ? stbds_header(*a) : NULL;
+    size_t cap = h ? h->capacity : 0;
+    if (capacity <= cap) return 1;
+    /* stb_ds's growth: double, at least 4 */
+    cap = INFER__MAX(INFER__MAX(capacity, 2 * cap), 4);
+    if (cap > (SIZE_MAX - sizeof *h) / elem_size) return 0;
+    h = (stbds_array_header *)INFER_REALLOC(h, cap * elem_size + sizeof *h);
+    if (!h) return 0;
+    if (!*a) h->length = 0, h->hash_table = NULL, h->temp = 0;
+    h->capacity = cap;
+    *a = h + 1;
+    return 1;
 }
 
 static double infer__now_ms(void) {
@@ -2795,10 +2833,21 @@ enum {
     INFER__PRE_CHAMELEON
 };
 
-typedef struct infer__tok_entry {
-    char *key;
+/* A string -> int32 table, open addressing with linear probing, sized once
+   for the keys it will hold (the vocabulary's texts, its merge pairs): one
+   allocation, and lookups that never allocate. The keys stay in the
+   vocabulary's arena. A key may be looked up in two parts joined by a 0xff
+   byte (never in UTF-8): a merge pair, without writing it out first. */
+typedef struct infer__strmap_slot {
+    const char *key; /* NULL: empty */
+    uint32_t len;
     int32_t value;
-} infer__tok_entry;
+} infer__strmap_slot;
+
+typedef struct infer__strmap {
+    infer__strmap_slot *slots;
+    size_t mask;
+} infer__strmap;
 
 typedef struct infer__token_data {
     const char *text; /* NUL-terminated, in vocab->arena */
@@ -2812,8 +2861,8 @@ struct infer_vocab {
     int n_tokens;
     infer__token_data *tokens;
     char *arena;                  /* token texts, then merge keys */
-    infer__tok_entry *tok_map;    /* text -> id (stb_ds string hash) */
-    infer__tok_entry *merge_map;  /* "left\xffright" -> rank */
+    infer__strmap tok_map;        /* text -> id */
+    infer__strmap merge_map;      /* "left\xffright" -> rank */
     int max_token_len, max_merge_len;
     infer_token bos, eos, unk, eot, eom;
     int add_bos, add_space_prefix, ignore_merges;
@@ -2830,47 +2879,50 @@ struct infer_vocab {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Looks up a token by its bytes; -1 when absent. Read-only on the table (the
-   _ts variant), so one vocab can serve several threads. */
-static infer_token infer__tok_lookup(const infer_vocab *v, const char *s, size_t n) {
-    char small[256];
-    char *key = small;
-    ptrdiff_t idx = -1;
-    infer_token id;
-    if (!v->tok_map || n == 0 || n > (size_t)v->max_token_len) return -1;
-    /* the map's keys are C strings without a NUL: text with one would be
-       looked up cut short, and match a shorter token (or an empty one) */
-    if (memchr(s, 0, n)) return -1;
-    if (n >= sizeof small) {
-        key = (char *)INFER_MALLOC(n + 1);
-        if (!key) return -1;
+static int infer__strmap_init(infer__strmap *m, size_t n_keys) {
+    size_t cap = 16;
+    while (cap < 2 * n_keys) cap *= 2; /* at most half full */
+    m->slots = (infer__strmap_slot *)infer__calloc(cap, sizeof *m->slots);
+    m->mask = cap - 1;
+    return m->slots != NULL;
+}
+
+/* The slot of key a (then, where b is not NULL, a 0xff byte and b): the
+   key's, or the empty one where it would go. */
+static infer__strmap_slot *infer__strmap_slot_of(const infer__strmap *m, const char *a, size_t na, const char *b,
+                                                 size_t nb) {
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    size_t i, n = na + (b ? nb + 1 : 0);
+    for (i = 0; i < na; i++) h = (h ^ (unsigned char)a[i]) * 1099511628211ull;
+    if (b) {
+        h = (h ^ 0xffu) * 1099511628211ull;
+        for (i = 0; i < nb; i++) h = (h ^ (unsigned char)b[i]) * 1099511628211ull;
     }
-    memcpy(key, s, n);
-    key[n] = 0;
-    stbds_hmget_key_ts(v->tok_map, sizeof *v->tok_map, key, sizeof v->tok_map->key, &idx, STBDS_HM_STRING);
-    id = idx >= 0 ? v->tok_map[idx].value : -1;
-    if (key != small) INFER_FREE(key);
-    return id;
+    for (i = (size_t)h & m->mask;; i = (i + 1) & m->mask) {
+        const infer__strmap_slot *s = &m->slots[i];
+        if (!s->key) break;
+        if (s->len == n && !memcmp(s->key, a, na) &&
+            (!b || ((unsigned char)s->key[na] == 0xff && !memcmp(s->key + na + 1, b, nb))))
+            break;
+    }
+    return &m->slots[i];
+}
+
+/* Looks up a token by its bytes; -1 when absent. Text with a NUL inside
+   is never a token's (such tokens stay reachable by id only). Read-only,
+   so one vocab serves several threads. */
+static infer_token infer__tok_lookup(const infer_vocab *v, const char *s, size_t n) {
+    const infer__strmap_slot *slot;
+    if (!v->tok_map.slots || n == 0 || n > (size_t)v->max_token_len || memchr(s, 0, n)) return -1;
+    slot = infer__strmap_slot_of(&v->tok_map, s, n, NULL, 0);
+    return slot->key ? slot->value : -1;
 }
 
 static int infer__merge_rank(const infer_vocab *v, const char *a, size_t na, const char *b, size_t nb) {
-    char small[256];
-    char *key = small;
-    ptrdiff_t idx = -1;
-    int rank;
-    if (!v->merge_map || na + nb > (size_t)v->max_merge_len) return -1;
-    if (na + nb + 2 > sizeof small) {
-        key = (char *)INFER_MALLOC(na + nb + 2);
-        if (!key) return -1;
-    }
-    memcpy(key, a, na);
-    key[na] = (char)0xff; /* never in UTF-8, so the pair stays unambiguous */
-    memcpy(key + na + 1, b, nb);
-    key[na + nb + 1] = 0;
-    stbds_hmget_key_ts(v->merge_map, sizeof *v->merge_map, key, sizeof v->merge_map->key, &idx, STBDS_HM_STRING);
-    rank = idx >= 0 ? v->merge_map[idx].value : -1;
-    if (key != small) INFER_FREE(key);
-    return rank;
+    const infer__strmap_slot *slot;
+    if (!v->merge_map.slots || na + nb > (size_t)v->max_merge_len) return -1;
+    slot = infer__strmap_slot_of(&v->merge_map, a, na, b, nb);
+    return slot->key ? slot->value : -1;
 }
 
 /* Length of the UTF-8 sequence a lead byte announces (llama.cpp's
@@ -3021,8 +3073,8 @@ static int infer__pre_from_name(const char *s, size_t n, int *pre, int *ignore_m
 
 static void infer__vocab_free(infer_vocab *v) {
     if (!v) return;
-    stbds_shfree(v->tok_map);
-    stbds_shfree(v->merge_map);
+    INFER_FREE(v->tok_map.slots);
+    INFER_FREE(v->merge_map.slots);
     INFER_FREE(v->tokens);
     INFER_FREE(v->arena);
     INFER_FREE(v->special);
@@ -3300,7 +3352,8 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     for (i = 0; i < nm; i++) arena_size += (size_t)kmerge->strs[i].n + 2;
     v->arena = (char *)INFER_MALLOC(arena_size ? arena_size : 1);
     v->tokens = (infer__token_data *)infer__calloc((size_t)n, sizeof *v->tokens);
-    if (!v->arena || !v->tokens) {
+    if (!v->arena || !v->tokens || !infer__strmap_init(&v->tok_map, (size_t)n) ||
+        !infer__strmap_init(&v->merge_map, (size_t)nm)) {
         infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory for %lld tokens", (long long)n);
         goto fail;
     }
@@ -3340,7 +3393,10 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         if (t->len > v->max_token_len) v->max_token_len = t->len;
         /* a text with a NUL inside cannot be a C-string key; it stays
            reachable by id only */
-        if ((int32_t)strlen(dst) == t->len) stbds_shput(v->tok_map, dst, (int32_t)i);
+        if ((int32_t)strlen(dst) == t->len) {
+            infer__strmap_slot *slot = infer__strmap_slot_of(&v->tok_map, dst, (size_t)t->len, NULL, 0);
+            slot->key = dst, slot->len = (uint32_t)t->len, slot->value = (int32_t)i; /* a later twin wins */
+        }
     }
     /* SPM text can be merged piece by piece, split before each word's
        U+2581, when no token could span such a split: none holds U+2581 after
@@ -3357,7 +3413,7 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         char *dst = v->arena + pos;
         const char *sp = s->n > 1 ? (const char *)memchr(s->p + 1, ' ', (size_t)s->n - 1) : NULL;
         size_t a, b;
-        ptrdiff_t idx = -1;
+        infer__strmap_slot *slot;
         /* a merge joins two tokens of the vocabulary: anything else is a
            table that does not belong to these tokens */
         if (!sp) {
@@ -3379,10 +3435,9 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         memcpy(dst + a + 1, sp + 1, b);
         dst[a + 1 + b] = 0;
         if (strlen(dst) != a + 1 + b) continue;
-        /* the first occurrence of a pair keeps its rank */
-        if (v->merge_map) stbds_hmget_key_ts(v->merge_map, sizeof *v->merge_map, dst, sizeof v->merge_map->key, &idx, STBDS_HM_STRING);
-        if (idx >= 0) continue;
-        stbds_shput(v->merge_map, dst, (int32_t)i);
+        slot = infer__strmap_slot_of(&v->merge_map, dst, a + 1 + b, NULL, 0);
+        if (slot->key) continue; /* the first occurrence of a pair keeps its rank */
+        slot->key = dst, slot->len = (uint32_t)(a + 1 + b), slot->value = (int32_t)i;
         pos += a + b + 2;
         if ((int)(a + b) > v->max_merge_len) v->max_merge_len = (int)(a + b);
     }
@@ -3530,9 +3585,9 @@ static int infer__bigram_before(const infer__bigram *a, const infer__bigram *b, 
     return a->left < b->left;
 }
 
-static void infer__heap_push(infer__bigram **h, infer__bigram x, int spm) {
+static int infer__heap_push(infer__bigram **h, infer__bigram x, int spm) {
     size_t i;
-    stbds_arrput(*h, x);
+    if (!infer__arr_push(*h, x)) return 0;
     i = stbds_arrlenu(*h) - 1;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -3540,6 +3595,7 @@ static void infer__heap_push(infer__bigram **h, infer__bigram x, int spm) {
         x = (*h)[i], (*h)[i] = (*h)[p], (*h)[p] = x;
         i = p;
     }
+    return 1;
 }
 
 static infer__bigram infer__heap_pop(infer__bigram *h, int spm) {
@@ -3565,6 +3621,7 @@ typedef struct infer__work {
     uint32_t *cpts;
     unsigned char *flags;
     size_t *offs, *offs2;
+    int nomem; /* an allocation failed: the tokens are incomplete */
 } infer__work;
 
 static void infer__work_free(infer__work *w) {
@@ -3588,7 +3645,7 @@ static void infer__spm_try_bigram(const infer_vocab *v, infer__work *w, const ch
     b.score = v->tokens[t].score;
     b.rank = 0;
     b.left = left, b.right = right, b.size = n;
-    infer__heap_push(&w->heap, b, 1);
+    if (!infer__heap_push(&w->heap, b, 1)) w->nomem = 1;
 }
 
 static void infer__bpe_try_bigram(const infer_vocab *v, infer__work *w, const char *word, int left, int right);
@@ -3596,12 +3653,17 @@ static void infer__bpe_try_bigram(const infer_vocab *v, infer__work *w, const ch
 /* Splits text into UTF-8 characters, linked in w->syms, and merges
    neighbours best-first from a heap until no pair is a token (SPM: by
    score) or a merge (BPE: by rank). Returns the number of symbols; the
-   survivors are those with n > 0, in order from index 0. */
+   survivors are those with n > 0, in order from index 0. -1 (w->nomem)
+   when memory ran out. */
 static int infer__merge_symbols(const infer_vocab *v, infer__work *w, const char *text, size_t len, int spm) {
     size_t off = 0;
     int i, nsym;
     stbds_arrsetlen(w->syms, 0);
     stbds_arrsetlen(w->heap, 0);
+    if (!infer__arr_fit(w->syms, len)) { /* a symbol per byte at most */
+        w->nomem = 1;
+        return -1;
+    }
     while (off < len) {
         infer__sym s;
         s.off = off;
@@ -3615,7 +3677,7 @@ static int infer__merge_symbols(const infer_vocab *v, infer__work *w, const char
     for (i = 1; i < nsym; i++)
         if (spm) infer__spm_try_bigram(v, w, text, i - 1, i);
         else infer__bpe_try_bigram(v, w, text, i - 1, i);
-    while (stbds_arrlen(w->heap) > 0) {
+    while (stbds_arrlen(w->heap) > 0 && !w->nomem) {
         infer__bigram b = infer__heap_pop(w->heap, spm);
         infer__sym *l = &w->syms[b.left], *r = &w->syms[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
@@ -3631,7 +3693,7 @@ static int infer__merge_symbols(const infer_vocab *v, infer__work *w, const char
             infer__bpe_try_bigram(v, w, text, b.left, l->next);
         }
     }
-    return nsym;
+    return w->nomem ? -1 : nsym;
 }
 
 /* One SPM fragment (already escaped): merge the best-scoring adjacent pair
@@ -3673,6 +3735,7 @@ static void infer__spm_chunked(const infer_vocab *v, infer__work *w, const char 
         int sp = infer__is_sp(text, len, pos);
         if (sp && !prev_sp && pos - start >= 256) {
             infer__spm_tokenize(v, w, text + start, pos - start, out);
+            if (w->nomem) return;
             start = pos;
         }
         prev = pos;
@@ -4194,7 +4257,7 @@ static void infer__bpe_try_bigram(const infer_vocab *v, infer__work *w, const ch
     b.score = 0;
     b.rank = rank;
     b.left = left, b.right = right, b.size = l->n + r->n;
-    infer__heap_push(&w->heap, b, 0);
+    if (!infer__heap_push(&w->heap, b, 0)) w->nomem = 1;
 }
 
 /* Merges one byte-encoded word by merge rank and emits its tokens. */
@@ -4231,6 +4294,14 @@ static void infer__bpe_tokenize(const infer_vocab *v, infer__work *w, const char
     char enc[4];
     stbds_arrsetlen(w->cpts, 0);
     stbds_arrsetlen(w->flags, 0);
+    /* room for a code point per byte, and a piece per code point in each
+       split step (every piece holds at least one): the arrputs below and
+       the splitters' never allocate */
+    if (!infer__arr_fit(w->cpts, len) || !infer__arr_fit(w->flags, len) || !infer__arr_fit(w->offs, len + 1) ||
+        !infer__arr_fit(w->offs2, len + 1)) {
+        w->nomem = 1;
+        return;
+    }
     for (i = 0; i < len;) {
         uint32_t c = infer__utf8_decode((const unsigned char *)text, len, &i);
         stbds_arrput(w->cpts, c);
@@ -4267,10 +4338,15 @@ static void infer__bpe_tokenize(const infer_vocab *v, infer__work *w, const char
             for (q = 0; q < nb; q++) {
                 char e2[4];
                 size_t n2 = infer__utf8_encode(infer__byte_to_cp((unsigned char)enc[q]), e2), r;
+                if (!infer__arr_room(w->buf, n2)) {
+                    w->nomem = 1;
+                    return;
+                }
                 for (r = 0; r < n2; r++) stbds_arrput(w->buf, e2[r]);
             }
         }
         if (stbds_arrlenu(w->buf)) infer__bpe_word(v, w, w->buf, stbds_arrlenu(w->buf), out);
+        if (w->nomem) return;
         start = e;
     }
 }
@@ -4298,13 +4374,13 @@ static const char *infer__find(const char *hay, size_t n, const char *needle, si
 
 /* Splits raw fragments around every occurrence of the special tokens, the
    longest first (llama.cpp's tokenizer_st_partition). Without parse_special
-   only user-defined tokens are split out. */
+   only user-defined tokens are split out. NULL when memory ran out. */
 static infer__frag *infer__partition(const infer_vocab *v, const char *text, size_t len, int parse_special) {
     infer__frag *cur = NULL, *next = NULL, f;
     unsigned char *present = v->n_special ? (unsigned char *)infer__calloc((size_t)v->n_special, 1) : NULL;
     int s;
     f.tok = -1, f.off = 0, f.len = len;
-    stbds_arrput(cur, f);
+    if (!infer__arr_push(cur, f)) goto nomem;
     if (present) infer__special_present(v, text, len, present);
     for (s = 0; s < v->n_special; s++) {
         infer_token id = v->special[s];
@@ -4321,13 +4397,15 @@ static infer__frag *infer__partition(const infer_vocab *v, const char *text, siz
             size_t off = cur[i].off, n = cur[i].len;
             const char *m;
             if (cur[i].tok >= 0) {
-                stbds_arrput(next, cur[i]);
+                if (!infer__arr_push(next, cur[i])) goto nomem;
                 continue;
             }
             while (n > 0 && (m = infer__find(text + off, n, td->text, (size_t)td->len)) != NULL) {
                 size_t lo = (size_t)(m - text), ln = lo - off;
                 if (td->attr & INFER__ATTR_LSTRIP)
                     while (ln > 0 && infer__isspace_ascii(text[off + ln - 1])) ln--;
+                /* two pieces at most */
+                if (!infer__arr_room(next, 2)) goto nomem;
                 if (ln > 0) f.tok = -1, f.off = off, f.len = ln, stbds_arrput(next, f);
                 f.tok = id, f.off = lo, f.len = (size_t)td->len;
                 stbds_arrput(next, f);
@@ -4336,7 +4414,10 @@ static infer__frag *infer__partition(const infer_vocab *v, const char *text, siz
                 if (td->attr & INFER__ATTR_RSTRIP)
                     while (n > 0 && infer__isspace_ascii(text[off])) off++, n--;
             }
-            if (n > 0) f.tok = -1, f.off = off, f.len = n, stbds_arrput(next, f);
+            if (n > 0) {
+                f.tok = -1, f.off = off, f.len = n;
+                if (!infer__arr_push(next, f)) goto nomem;
+            }
         }
         {
             infer__frag *t = cur;
@@ -4346,6 +4427,11 @@ static infer__frag *infer__partition(const infer_vocab *v, const char *text, siz
     stbds_arrfree(next);
     INFER_FREE(present);
     return cur;
+nomem:
+    stbds_arrfree(cur);
+    stbds_arrfree(next);
+    INFER_FREE(present);
+    return NULL;
 }
 
 static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t len, infer_token *out, int max,
@@ -4360,8 +4446,8 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
     memset(&w, 0, sizeof w);
     if (add_bos && v->bos >= 0) infer__emit(&ob, v->bos);
     if (len == 0) return ob.n;
-    frags = infer__partition(v, text, len, parse_special);
-    for (i = 0; i < stbds_arrlenu(frags); i++) {
+    if (!(frags = infer__partition(v, text, len, parse_special))) return -1;
+    for (i = 0; i < stbds_arrlenu(frags) && !w.nomem; i++) {
         const infer__frag *f = &frags[i];
         if (f->tok >= 0) {
             infer__emit(&ob, f->tok);
@@ -4373,6 +4459,10 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
                that starts the input or follows a special token */
             size_t k;
             stbds_arrsetlen(w.buf, 0);
+            if (!infer__arr_fit(w.buf, f->len + 1)) {
+                w.nomem = 1;
+                break;
+            }
             if (v->add_space_prefix && prev_special) stbds_arrput(w.buf, ' ');
             for (k = 0; k < f->len; k++) stbds_arrput(w.buf, text[f->off + k]);
             {
@@ -4381,7 +4471,7 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
                 for (k = 0; k < n; k++) sp += w.buf[k] == ' ';
                 esc = (char *)INFER_MALLOC(n + 2 * sp + 1);
                 if (!esc) {
-                    ob.n = -1;
+                    w.nomem = 1;
                     break;
                 }
                 for (k = 0, sp = 0; k < n; k++) {
@@ -4401,7 +4491,7 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
     }
     stbds_arrfree(frags);
     infer__work_free(&w);
-    return ob.n;
+    return w.nomem ? -1 : ob.n;
 }
 
 /* ---- detokenizing -------------------------------------------------------- */
@@ -4506,27 +4596,20 @@ static int infer__utf8_incomplete_tail(const unsigned char *s, int n) {
 }
 
 INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size) {
-    char small[256];
-    char *piece = small;
-    unsigned char *all;
+    unsigned char *all = (unsigned char *)out;
     int n, total, keep, emit;
     if (!d || !m || !out || size < 0) return 0;
     n = infer_token_to_piece(m, t, NULL, 0);
     if (n < 0) return 0;
-    if (n > (int)sizeof small) {
-        piece = (char *)INFER_MALLOC((size_t)n);
-        if (!piece) return 0;
-    }
-    infer_token_to_piece(m, t, piece, n);
     total = d->n_pending + n;
-    all = (unsigned char *)INFER_MALLOC((size_t)total + 1);
-    if (!all) {
-        if (piece != small) INFER_FREE(piece);
-        return 0;
+    if (total <= size) { /* the pending bytes and the piece, in out */
+        memcpy(out, d->pending, (size_t)d->n_pending);
+        infer_token_to_piece(m, t, out + d->n_pending, n);
+    } else { /* a piece longer than out: put together on the heap */
+        if (!(all = (unsigned char *)INFER_MALLOC((size_t)total))) return -1;
+        memcpy(all, d->pending, (size_t)d->n_pending);
+        infer_token_to_piece(m, t, (char *)all + d->n_pending, n);
     }
-    memcpy(all, d->pending, (size_t)d->n_pending);
-    memcpy(all + d->n_pending, piece, (size_t)n);
-    if (piece != small) INFER_FREE(piece);
     keep = infer__utf8_incomplete_tail(all, total);
     emit = total - keep;
     if (emit > size) {
@@ -4534,10 +4617,10 @@ INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token 
         emit = size;
         while (emit > 0 && (all[emit] & 0xc0) == 0x80) emit--;
     }
-    memcpy(out, all, (size_t)emit);
+    if (all != (unsigned char *)out) memcpy(out, all, (size_t)emit);
     memcpy(d->pending, all + total - keep, (size_t)keep);
     d->n_pending = keep;
-    INFER_FREE(all);
+    if (all != (unsigned char *)out) INFER_FREE(all);
     return emit;
 }
 
@@ -12818,13 +12901,17 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
     if ((st = infer__make_room(c, err)) != INFER_OK) return st;
     /* the tokens in sequence order (each sequence's in the batch's order),
        each with its logits row or -1 */
-    stbds_arrsetlen(c->order, n);
-    stbds_arrsetlen(c->row_of, n);
-    stbds_arrsetlen(c->btok, n);
-    if (!c->order || !c->row_of || !c->btok) {
+    if (!infer__arr_setlen(c->order, n) || !infer__arr_setlen(c->row_of, n) || !infer__arr_setlen(c->btok, n)) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
         return INFER_ERR_NOMEM;
     }
+    /* each sequence's record of its tokens gets room for them now, so that
+       a pass never fails after its cache was written */
+    for (s = 0; s < c->n_seq; s++)
+        if (c->seqs[s].pending && !infer__arr_room(c->seqs[s].tokens, c->seqs[s].pending)) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
+            return INFER_ERR_NOMEM;
+        }
     for (done = 0, s = 0; s < c->n_seq; s++) {
         if (!c->seqs[s].pending) continue;
         for (i = 0; i < n; i++)
@@ -12894,8 +12981,7 @@ INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, 
     b.n = n;
     b.tokens = tokens;
     if (all_logits) {
-        stbds_arrsetlen(c->flags, n);
-        if (!c->flags) {
+        if (!infer__arr_setlen(c->flags, n)) {
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
             return INFER_ERR_NOMEM;
         }
@@ -13066,8 +13152,7 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
     if (!infer__seq_ok(c, src, err) || !infer__seq_ok(c, dst, err)) return INFER_ERR_ARG;
     if (src == dst) return INFER_OK;
     a = &c->seqs[src], b = &c->seqs[dst];
-    stbds_arrsetlen(b->tokens, a->n_past);
-    if (a->n_past && !b->tokens) {
+    if (!infer__arr_setlen(b->tokens, a->n_past)) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return INFER_ERR_NOMEM;
     }
@@ -13216,8 +13301,7 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
         return INFER_ERR_NOMEM;
     }
     q = &c->seqs[seq];
-    stbds_arrsetlen(q->tokens, h.n_past);
-    if (h.n_past && !q->tokens) {
+    if (!infer__arr_setlen(q->tokens, h.n_past)) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return INFER_ERR_NOMEM;
     }
@@ -13694,6 +13778,14 @@ static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* A failed allocation ends the parse like an error, with INFER_ERR_NOMEM;
+   the steps below do nothing once the parse has failed. */
+static void infer__gp_nomem(infer__gp *g) {
+    if (g->failed) return;
+    g->failed = 1;
+    infer__set_error(g->err, INFER_ERR_NOMEM, "grammar: out of memory");
+}
+
 static int infer__gp_word(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
@@ -13753,47 +13845,62 @@ static int infer__g_hex(char c) {
 static int infer__gp_rule_id(infer__gp *g, const char *name, size_t n, const char *at) {
     infer__gp_rule r;
     int i, count = (int)stbds_arrlen(g->rules);
+    if (g->failed) return -1;
     for (i = 0; i < count; i++)
         if (g->rules[i].name && strlen(g->rules[i].name) == n && !memcmp(g->rules[i].name, name, n)) return i;
     memset(&r, 0, sizeof r);
     r.name = infer__strndup(name, n);
     r.owner = count;
     r.at = at;
-    stbds_arrput(g->rules, r);
+    if (!r.name || !infer__arr_push(g->rules, r)) {
+        INFER_FREE(r.name);
+        infer__gp_nomem(g);
+        return -1;
+    }
     return count;
 }
 
 static int infer__gp_helper(infer__gp *g, const char *at, int star) {
     infer__gp_rule r;
+    if (g->failed) return -1;
     memset(&r, 0, sizeof r);
     r.owner = g->cur;
     r.star = star;
     r.defined = 1;
     r.at = at;
-    stbds_arrput(g->rules, r);
+    if (!infer__arr_push(g->rules, r)) {
+        infer__gp_nomem(g);
+        return -1;
+    }
     return (int)stbds_arrlen(g->rules) - 1;
 }
 
 static void infer__gp_emit(infer__gp *g, int rule, int type, int val) {
     infer__gel e;
+    if (g->failed) return;
     e.type = type;
     e.val = val;
-    stbds_arrput(g->rules[rule].body, e);
+    if (!infer__arr_push(g->rules[rule].body, e)) infer__gp_nomem(g);
 }
 
 static int infer__gp_set_new(infer__gp *g, int neg) {
     infer__gp_set s;
+    if (g->failed) return -1;
     s.r = NULL;
     s.neg = neg;
-    stbds_arrput(g->sets, s);
+    if (!infer__arr_push(g->sets, s)) {
+        infer__gp_nomem(g);
+        return -1;
+    }
     return (int)stbds_arrlen(g->sets) - 1;
 }
 
 static void infer__gp_set_add(infer__gp *g, int set, uint32_t lo, uint32_t hi) {
     infer__grange r;
+    if (g->failed) return;
     r.lo = lo;
     r.hi = hi;
-    stbds_arrput(g->sets[set].r, r);
+    if (!infer__arr_push(g->sets[set].r, r)) infer__gp_nomem(g);
 }
 
 /* A character of a literal or class: an escape or one UTF-8 character. */
@@ -13854,6 +13961,7 @@ static void infer__gp_literal(infer__gp *g, int rule) {
         else {
             s = infer__gp_set_new(g, 0);
             infer__gp_set_add(g, s, cp, cp);
+            if (g->failed) return;
             if (cp < 128) g->ascii_set[cp] = s;
         }
         infer__gp_emit(g, rule, INFER__GE_TERM, s);
@@ -13916,6 +14024,10 @@ static void infer__gp_repeat(infer__gp *g, int rule, int start, int min, int max
         return;
     }
     n = (int)stbds_arrlen(g->rules[rule].body) - start;
+    if (!infer__arr_fit(sym, n)) {
+        infer__gp_nomem(g);
+        return;
+    }
     for (k = 0; k < n; k++) stbds_arrput(sym, g->rules[rule].body[start + k]);
     stbds_arrsetlen(g->rules[rule].body, start);
     for (i = 0; i < min; i++)
@@ -14047,6 +14159,7 @@ static void infer__gp_grammar(infer__gp *g) {
             return;
         }
         r = infer__gp_rule_id(g, at, (size_t)(g->p - at), at);
+        if (g->failed) return;
         g->p = infer__gp_space(g->p, 0);
         if (strncmp(g->p, "::=", 3) != 0) {
             infer__gp_fail(g, g->p, "expecting '::=' after '%s'", g->rules[r].name);
@@ -14255,6 +14368,7 @@ typedef struct infer__gm {
     int *ht_off;
     uint32_t gen;
     int set_off, set_count;
+    int nomem; /* the arena could not grow: what it computed since is wrong */
 } infer__gm;
 
 /* A match state: a set (off < 0: none, nothing can follow) and the part
@@ -14295,7 +14409,10 @@ static int infer__gm_reserve(infer__gm *m, int k) {
     if (m->n + k <= m->cap) return 1;
     cap = INFER__MAX(m->cap * 2, m->n + k + 1024);
     p = (int *)INFER_REALLOC(m->pool, (size_t)cap * sizeof(int));
-    if (!p) return 0;
+    if (!p) {
+        m->nomem = 1;
+        return 0;
+    }
     m->pool = p;
     m->cap = cap;
     return 1;
@@ -14709,6 +14826,7 @@ static void infer__grammar_settle(infer__grammar *G, infer__gst st) {
 static void infer__grammar_reset(infer__grammar *G) {
     infer__gst st = G->start;
     G->m.n = 0;
+    G->m.nomem = 0;
     if (st.off >= 0) {
         memcpy(G->m.pool, G->init, (size_t)G->init_n * sizeof(int)); /* the arena holds at least this much */
         G->m.n = G->init_n;
@@ -14820,6 +14938,9 @@ oom:
 }
 
 static int infer__grammar_done(const infer__grammar *G) { return infer__gm_done(&G->m, &G->cur); }
+
+/* Whether memory ran out since the last reset: the state is then wrong. */
+static int infer__grammar_nomem(const infer__grammar *G) { return G->m.nomem; }
 
 /* Whether token t may come next: its bytes run through a copy of the state
    (end of generation: where the grammar may end). */
@@ -14943,6 +15064,7 @@ static void infer__grammar_snapshot(infer__grammar *G) {
         int *p = (int *)INFER_REALLOC(G->snap, (size_t)n * sizeof(int));
         if (!p) {
             G->snap_st.off = -1;
+            G->m.nomem = 1;
             return;
         }
         G->snap = p;
@@ -15002,6 +15124,12 @@ static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) {
     va_end(ap);
 }
 
+static void infer__jp_nomem(infer__jp *j) {
+    if (j->failed) return;
+    j->failed = 1;
+    infer__set_error(j->err, INFER_ERR_NOMEM, "JSON schema: out of memory");
+}
+
 static void infer__jv_free(infer__jv *v) {
     int i;
     INFER_FREE(v->s);
@@ -15015,6 +15143,7 @@ static void infer__jp_ws(infer__jp *j) {
     while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r') j->p++;
 }
 
+/* (4 bytes of room made by the caller) */
 static void infer__j_put_utf8(char **buf, uint32_t c) {
     if (c < 0x80) stbds_arrput(*buf, (char)c);
     else if (c < 0x800) {
@@ -15067,6 +15196,10 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
                 infer__jp_fail(j, q, "invalid UTF-8 in a string");
                 break;
             }
+            if (!infer__arr_room(buf, j->p - q)) {
+                infer__jp_nomem(j);
+                break;
+            }
             stbds_arrput(buf, *q);
             while (++q < j->p) stbds_arrput(buf, *q);
             continue;
@@ -15102,6 +15235,10 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
         default: infer__jp_fail(j, q, "bad escape in a string"); goto done;
         }
         j->p += 2;
+        if (!infer__arr_room(buf, 4)) {
+            infer__jp_nomem(j);
+            break;
+        }
         infer__j_put_utf8(&buf, c);
     }
 done:
@@ -15112,7 +15249,7 @@ done:
     *n = (size_t)stbds_arrlen(buf);
     out = infer__strndup(buf ? buf : "", *n);
     stbds_arrfree(buf);
-    if (!out) infer__jp_fail(j, at, "out of memory");
+    if (!out) infer__jp_nomem(j);
     return out;
 }
 
@@ -15146,13 +15283,21 @@ static void infer__jp_value(infer__jp *j, infer__jv *v) {
                     }
                     key = infer__jp_string(j, &kn);
                     if (!key) break;
-                    stbds_arrput(v->keys, key);
+                    if (!infer__arr_push(v->keys, key)) {
+                        INFER_FREE(key);
+                        infer__jp_nomem(j);
+                        break;
+                    }
                     infer__jp_ws(j);
                     if (*j->p != ':') {
                         infer__jp_fail(j, j->p, "expecting ':' after a key");
                         break;
                     }
                     j->p++;
+                }
+                if (!infer__arr_room(v->items, 1)) {
+                    infer__jp_nomem(j);
+                    break;
                 }
                 infer__jp_value(j, &item);
                 stbds_arrput(v->items, item); /* kept even when broken, to be freed */
@@ -15199,7 +15344,7 @@ static void infer__jp_value(infer__jp *j, infer__jv *v) {
         else {
             v->type = INFER__J_NUM;
             v->n = (size_t)(q - at);
-            v->s = infer__strndup(at, v->n);
+            if (!(v->s = infer__strndup(at, v->n))) infer__jp_nomem(j);
             j->p = q;
         }
     } else if (!*at) infer__jp_fail(j, at, "unexpected end, expecting a value");
@@ -15218,13 +15363,17 @@ static const infer__jv *infer__jv_get(const infer__jv *o, const char *key) {
 /* ---- JSON schema -> GBNF ------------------------------------------------------ */
 
 typedef struct infer__sb {
-    char *p; /* stbds */
+    char *p;   /* stbds */
+    int nomem; /* an append failed: the text is incomplete (checked where it is used) */
 } infer__sb;
 
 static void infer__sb_put(infer__sb *b, const char *s, size_t n) {
-    size_t i;
-    for (i = 0; i < n; i++) stbds_arrput(b->p, s[i]);
+    char *at;
+    if (!n || b->nomem) return;
+    if ((at = infer__arr_addn(b->p, n))) memcpy(at, s, n);
+    else b->nomem = 1;
 }
+static void infer__sb_putc(infer__sb *b, char c) { infer__sb_put(b, &c, 1); }
 static void infer__sb_puts(infer__sb *b, const char *s) { infer__sb_put(b, s, strlen(s)); }
 static void infer__sb_int(infer__sb *b, long v) {
     char t[32];
@@ -15235,12 +15384,12 @@ static void infer__sb_int(infer__sb *b, long v) {
 /* bytes as a GBNF string literal */
 static void infer__sb_literal(infer__sb *b, const char *s, size_t n) {
     size_t i;
-    stbds_arrput(b->p, '"');
+    infer__sb_putc(b, '"');
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') {
-            stbds_arrput(b->p, '\\');
-            stbds_arrput(b->p, (char)c);
+            infer__sb_putc(b, '\\');
+            infer__sb_putc(b, (char)c);
         } else if (c == '\n') infer__sb_puts(b, "\\n");
         else if (c == '\r') infer__sb_puts(b, "\\r");
         else if (c == '\t') infer__sb_puts(b, "\\t");
@@ -15248,20 +15397,20 @@ static void infer__sb_literal(infer__sb *b, const char *s, size_t n) {
             char t[8];
             snprintf(t, sizeof t, "\\x%02X", c);
             infer__sb_puts(b, t);
-        } else stbds_arrput(b->p, (char)c);
+        } else infer__sb_putc(b, (char)c);
     }
-    stbds_arrput(b->p, '"');
+    infer__sb_putc(b, '"');
 }
 
 /* a string as compact JSON text */
 static void infer__sb_json_string(infer__sb *b, const char *s, size_t n) {
     size_t i;
-    stbds_arrput(b->p, '"');
+    infer__sb_putc(b, '"');
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') {
-            stbds_arrput(b->p, '\\');
-            stbds_arrput(b->p, (char)c);
+            infer__sb_putc(b, '\\');
+            infer__sb_putc(b, (char)c);
         } else if (c == '\n') infer__sb_puts(b, "\\n");
         else if (c == '\r') infer__sb_puts(b, "\\r");
         else if (c == '\t') infer__sb_puts(b, "\\t");
@@ -15271,9 +15420,9 @@ static void infer__sb_json_string(infer__sb *b, const char *s, size_t n) {
             char t[8];
             snprintf(t, sizeof t, "\\u%04x", c);
             infer__sb_puts(b, t);
-        } else stbds_arrput(b->p, (char)c);
+        } else infer__sb_putc(b, (char)c);
     }
-    stbds_arrput(b->p, '"');
+    infer__sb_putc(b, '"');
 }
 
 /* a value as compact JSON text */
@@ -15285,16 +15434,16 @@ static void infer__sb_json(infer__sb *b, const infer__jv *v) {
     case INFER__J_NUM: infer__sb_put(b, v->s, v->n); break;
     case INFER__J_STR: infer__sb_json_string(b, v->s, v->n); break;
     default:
-        stbds_arrput(b->p, v->type == INFER__J_OBJ ? '{' : '[');
+        infer__sb_putc(b, v->type == INFER__J_OBJ ? '{' : '[');
         for (i = 0; i < n; i++) {
-            if (i) stbds_arrput(b->p, ',');
+            if (i) infer__sb_putc(b, ',');
             if (v->type == INFER__J_OBJ) {
                 infer__sb_json_string(b, v->keys[i], strlen(v->keys[i]));
-                stbds_arrput(b->p, ':');
+                infer__sb_putc(b, ':');
             }
             infer__sb_json(b, &v->items[i]);
         }
-        stbds_arrput(b->p, v->type == INFER__J_OBJ ? '}' : ']');
+        infer__sb_putc(b, v->type == INFER__J_OBJ ? '}' : ']');
     }
 }
 
@@ -15364,21 +15513,26 @@ static int infer__sg_new_rule(infer__sg *sg, const char *path, const char **name
         for (i = 0; i < INFER__SP_COUNT && !taken; i++) taken = !strcmp(infer__sp_name[i], buf);
         if (!taken) break;
     }
-    stbds_arrput(sg->names, infer__strndup(buf, strlen(buf)));
+    if (!infer__arr_room(sg->names, 1) || !infer__arr_room(sg->rules, 1) ||
+        !(*name = infer__strndup(buf, strlen(buf)))) {
+        infer__jp_nomem(sg->jp);
+        return -1;
+    }
+    stbds_arrput(sg->names, (char *)*name);
     stbds_arrput(sg->rules, NULL);
-    *name = sg->names[stbds_arrlen(sg->names) - 1];
     return (int)stbds_arrlen(sg->rules) - 1;
 }
 
 static const char *infer__sg_finish_rule(infer__sg *sg, int slot, const char *name, infer__sb *body) {
-    infer__sb line = {NULL};
+    infer__sb line = {NULL, 0};
     infer__sb_puts(&line, name);
     infer__sb_puts(&line, " ::= ");
     infer__sb_put(&line, body->p, (size_t)stbds_arrlen(body->p));
-    sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p));
+    if (slot < 0 || body->nomem || line.nomem || !(sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
+        infer__jp_nomem(sg->jp);
     stbds_arrfree(line.p);
     stbds_arrfree(body->p);
-    return name;
+    return sg->jp->failed ? NULL : name;
 }
 
 static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path);
@@ -15452,7 +15606,7 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
     const char *name = NULL;
     char **kv = NULL;
     unsigned char *isreq;
-    infer__sb body = {NULL};
+    infer__sb body = {NULL, 0};
     if (props->type != INFER__J_OBJ) {
         infer__jp_fail(sg->jp, props->at, "properties must be an object");
         return NULL;
@@ -15464,7 +15618,7 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
     n = (int)stbds_arrlen(props->keys);
     isreq = (unsigned char *)infer__calloc((size_t)n + 1, 1);
     if (!isreq) {
-        infer__jp_fail(sg->jp, s->at, "out of memory");
+        infer__jp_nomem(sg->jp);
         return NULL;
     }
     for (k = 0; req && k < (int)stbds_arrlen(req->items); k++) {
@@ -15482,7 +15636,7 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
     }
     slot = sg->jp->failed ? -1 : infer__sg_new_rule(sg, path, &name);
     for (i = 0; i < n && !sg->jp->failed; i++) {
-        infer__sb one = {NULL}, key = {NULL};
+        infer__sb one = {NULL, 0}, key = {NULL, 0};
         char sub[96];
         const char *val;
         snprintf(sub, sizeof sub, "%s-%s", path, props->keys[i]);
@@ -15492,8 +15646,10 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
         infer__sb_literal(&one, key.p, (size_t)stbds_arrlen(key.p));
         infer__sb_puts(&one, " space \":\" space ");
         infer__sb_puts(&one, val);
-        stbds_arrput(one.p, 0);
-        stbds_arrput(kv, infer__strndup(one.p, strlen(one.p)));
+        infer__sb_putc(&one, 0);
+        if (key.nomem || one.nomem || !infer__arr_room(kv, 1)) infer__jp_nomem(sg->jp);
+        else if (!(kv[stbds_arrlen(kv)] = infer__strndup(one.p, strlen(one.p)))) infer__jp_nomem(sg->jp);
+        else stbds_arrsetlen(kv, stbds_arrlen(kv) + 1);
         stbds_arrfree(one.p);
         stbds_arrfree(key.p);
     }
@@ -15514,7 +15670,7 @@ static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char 
                                   const char *path) {
     const char *name;
     int slot;
-    infer__sb body = {NULL};
+    infer__sb body = {NULL, 0};
     if (!strcmp(type, "string")) {
         long min = infer__sg_count(sg, s, "minLength", 0), max = infer__sg_count(sg, s, "maxLength", -1);
         if (min == -2 || max == -2) return NULL;
@@ -15583,7 +15739,7 @@ static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const cha
     const infer__jv *v;
     const char *name;
     int slot, i;
-    infer__sb body = {NULL};
+    infer__sb body = {NULL, 0};
     if (s->type == INFER__J_BOOL) { /* true: anything; false: nothing */
         if (s->b) return infer__sg_prim(sg, INFER__SP_VALUE);
         infer__jp_fail(sg->jp, s->at, "the schema false allows no value");
@@ -15610,10 +15766,11 @@ static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const cha
         slot = infer__sg_new_rule(sg, path, &name);
         infer__sb_puts(&body, "(");
         for (i = 0; i < n; i++) {
-            infer__sb text = {NULL};
+            infer__sb text = {NULL, 0};
             infer__sb_json(&text, one ? v : &v->items[i]);
             if (i) infer__sb_puts(&body, " | ");
             infer__sb_literal(&body, text.p, (size_t)stbds_arrlen(text.p));
+            body.nomem |= text.nomem;
             stbds_arrfree(text.p);
         }
         infer__sb_puts(&body, ") space");
@@ -15677,7 +15834,7 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
     infer__jp jp;
     infer__jv root;
     infer__sg sg;
-    infer__sb out = {NULL};
+    infer__sb out = {NULL, 0};
     const char *top = NULL;
     int i, len = -1;
     if (!schema) {
@@ -15694,10 +15851,14 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
     if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the schema");
     if (!jp.failed) top = infer__sg_schema(&sg, &root, "root");
     if (top && strcmp(top, "root") != 0) { /* a shared rule at the top */
-        infer__sb line = {NULL};
+        infer__sb line = {NULL, 0};
+        char *text;
         infer__sb_puts(&line, "root ::= ");
         infer__sb_puts(&line, top);
-        stbds_arrins(sg.rules, 0, infer__strndup(line.p, (size_t)stbds_arrlen(line.p)));
+        if (line.nomem || !infer__arr_room(sg.rules, 1) || !(text = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
+            infer__jp_nomem(&jp);
+        else
+            stbds_arrins(sg.rules, 0, text);
         stbds_arrfree(line.p);
     }
     if (!jp.failed) {
@@ -15719,7 +15880,10 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
                 infer__sb_puts(&out, "\n");
             }
         len = (int)stbds_arrlen(out.p);
-        if (buf && size) {
+        if (out.nomem) {
+            infer__jp_nomem(&jp);
+            len = -1;
+        } else if (buf && size) {
             size_t n = INFER__MIN((size_t)len, size - 1);
             if (n) memcpy(buf, out.p, n);
             buf[n] = 0;
@@ -15752,6 +15916,7 @@ static void infer__grammar_accept(struct infer__grammar *G, infer_token t);
 static int infer__grammar_mask(struct infer__grammar *G, unsigned char *allowed);
 static void infer__grammar_snapshot(struct infer__grammar *G);
 static int infer__grammar_mask_snapshot(const struct infer__grammar *G, unsigned char *allowed);
+static int infer__grammar_nomem(const struct infer__grammar *G);
 
 typedef struct infer__cand {
     infer_token id;
@@ -15839,13 +16004,13 @@ INFERDEF void infer_sampler_reset(infer_sampler *s) {
     if (s->grammar) infer__grammar_reset(s->grammar);
 }
 
-INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
+INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
     INFER_FREE(s->bias_id);
     INFER_FREE(s->bias);
     s->bias_id = NULL;
     s->bias = NULL;
     s->n_bias = 0;
-    if (n <= 0 || !ids || !bias) return;
+    if (n <= 0 || !ids || !bias) return INFER_OK;
     s->bias_id = (infer_token *)INFER_MALLOC((size_t)n * sizeof *ids);
     s->bias = (float *)INFER_MALLOC((size_t)n * sizeof *bias);
     if (!s->bias_id || !s->bias) {
@@ -15853,11 +16018,12 @@ INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *
         INFER_FREE(s->bias);
         s->bias_id = NULL;
         s->bias = NULL;
-        return;
+        return INFER_ERR_NOMEM;
     }
     memcpy(s->bias_id, ids, (size_t)n * sizeof *ids);
     memcpy(s->bias, bias, (size_t)n * sizeof *bias);
     s->n_bias = n;
+    return INFER_OK;
 }
 
 INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_model *m, const char *gbnf,
@@ -15895,6 +16061,9 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
     s->grammar = g;
     return INFER_OK;
 }
+
+/* Whether the grammar ran out of memory (request.c ends a request so). */
+static int infer__sampler_nomem(const infer_sampler *s) { return s->grammar && infer__grammar_nomem(s->grammar); }
 
 INFERDEF int infer_sampler_grammar_done(const infer_sampler *s) { return !s->grammar || infer__grammar_done(s->grammar); }
 
@@ -16026,12 +16195,16 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
        allows is taken (its mask is made only if top_probs asks). */
     infer__grammar_snapshot(s->grammar);
     tok = infer__sampler_draw(s, c, n);
-    if (infer__grammar_allows(s->grammar, tok)) {
+    if (infer__grammar_allows(s->grammar, tok) && !infer__grammar_nomem(s->grammar)) {
         s->mask_later = 1;
         return tok;
     }
     /* Else the draw again from what the grammar allows (banned tokens out) */
     infer__grammar_mask(s->grammar, s->allowed);
+    if (infer__grammar_nomem(s->grammar)) {
+        s->n_cand = 0;
+        return -1;
+    }
     for (i = k = 0; i < n; i++)
         if (s->allowed[c[i].id] && c[i].logit > -INFINITY) c[k++] = c[i];
     s->n_cand = k;
@@ -16042,38 +16215,27 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
 INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
     const infer__cand *c = s->cand;
     unsigned char *mask = NULL;
-    infer__cand *top;
+    infer__cand *top, small[64];
     int i, m = s->n_cand, k = 0;
     float mx = -INFINITY;
     double sum = 0;
     if (!out || n <= 0 || m <= 0) return 0;
-    if (s->mask_later) {
-        mask = (unsigned char *)INFER_MALLOC((size_t)s->n_vocab);
-        if (!mask || infer__grammar_mask_snapshot(s->grammar, mask) < 0) {
-            INFER_FREE(mask);
-            return 0;
-        }
-    }
+    /* (the grammar's mask goes in s->allowed, which the next sample makes
+       afresh where it needs it) */
+    if (s->mask_later && infer__grammar_mask_snapshot(s->grammar, mask = s->allowed) < 0) return -1;
     for (i = 0; i < m; i++)
         if ((!mask || mask[c[i].id]) && c[i].logit > mx) mx = c[i].logit;
-    if (mx == -INFINITY) {
-        INFER_FREE(mask);
-        return 0;
-    }
+    if (mx == -INFINITY) return 0;
     n = INFER__MIN(n, m);
-    top = (infer__cand *)INFER_MALLOC((size_t)n * sizeof *top);
-    if (!top) {
-        INFER_FREE(mask);
-        return 0;
-    }
+    top = n <= 64 ? small : (infer__cand *)INFER_MALLOC((size_t)n * sizeof *top);
+    if (!top) return -1;
     /* the n best: by insertion for a few (what a display asks for), else
        by sorting them all */
     if (n > 64) {
         infer__cand *all = (infer__cand *)INFER_MALLOC((size_t)m * sizeof *all);
         if (!all) {
-            INFER_FREE(top);
-            INFER_FREE(mask);
-            return 0;
+            INFER_FREE(top); /* (n > 64: on the heap) */
+            return -1;
         }
         for (i = 0; i < m; i++)
             if (!mask || mask[c[i].id]) {
@@ -16102,8 +16264,7 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
         out[i].id = top[i].id;
         out[i].p = (float)(exp((double)top[i].logit - mx) / sum);
     }
-    INFER_FREE(top);
-    INFER_FREE(mask);
+    if (top != small) INFER_FREE(top);
     return k;
 }
 
@@ -16516,22 +16677,28 @@ static double infer__sched_estimate(const infer__sched *s, int n) {
 
 /* ---- results: what callers read, changed under mu ---- */
 
-/* Appends released text. */
-static void infer__req_publish_text(infer_request *r, const char *p, size_t n) {
+/* Appends released text; 0 when memory ran out. */
+static int infer__req_publish_text(infer_request *r, const char *p, size_t n) {
     infer__sched *s = r->sched;
-    if (!n) return;
+    char *at;
+    if (!n) return 1;
     infer__mutex_lock(&s->mu);
-    memcpy(stbds_arraddnptr(r->text, n), p, n);
+    if ((at = infer__arr_addn(r->text, n))) memcpy(at, p, n);
     infer__mutex_unlock(&s->mu);
+    return at != NULL;
 }
 
 /* Adds held text and releases what cannot start a stop string. final: the
    text is complete (release all). Returns 1 when a stop string was found
-   (the text ends before it). */
+   (the text ends before it), -1 when memory ran out. */
 static int infer__req_text(infer_request *r, const char *p, size_t n, int final) {
     size_t nh, pos, keep;
     int i, stopped = 0;
-    if (n) memcpy(stbds_arraddnptr(r->hold, n), p, n);
+    if (n) {
+        char *at = infer__arr_addn(r->hold, n);
+        if (!at) return -1;
+        memcpy(at, p, n);
+    }
     nh = stbds_arrlen(r->hold);
     keep = nh;
     /* the earliest whole stop string ends it */
@@ -16553,10 +16720,10 @@ static int infer__req_text(infer_request *r, const char *p, size_t n, int final)
                 }
             }
     if (stopped || final) {
-        infer__req_publish_text(r, r->hold, keep);
+        if (!infer__req_publish_text(r, r->hold, keep)) return -1;
         stbds_arrsetlen(r->hold, 0);
     } else if (keep) {
-        infer__req_publish_text(r, r->hold, keep);
+        if (!infer__req_publish_text(r, r->hold, keep)) return -1;
         if (nh > keep) memmove(r->hold, r->hold + keep, nh - keep);
         stbds_arrsetlen(r->hold, nh - keep);
     }
@@ -16590,7 +16757,10 @@ static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
         infer_seq_truncate(s->c, r->seq, r->start_past);
     if (!r->text_done) {
         n = infer_detok_flush(&r->detok, piece, sizeof piece);
-        infer__req_text(r, piece, (size_t)n, 1);
+        if (infer__req_text(r, piece, (size_t)n, 1) < 0 && st == INFER_OK) {
+            st = INFER_ERR_NOMEM; /* its text would be incomplete */
+            msg = "out of memory for the request's text";
+        }
         r->text_done = 1;
     }
     r->has_pending = 0;
@@ -16637,15 +16807,24 @@ static int infer__req_begin(infer_request *r) {
         infer_token *copy = NULL;
         /* (never a memcpy of 0 bytes into a NULL array: the compiler may
            then take the array for non-NULL) */
-        if (t && r->n_past_req > 0 && n_tok >= r->n_past_req) memcpy(stbds_arraddnptr(copy, r->n_past_req), t, (size_t)r->n_past_req * sizeof *t);
+        if (t && r->n_past_req > 0 && n_tok >= r->n_past_req) {
+            /* room for what may be fed again, before the cache lets go of it */
+            if (!(copy = infer__arr_addn(copy, r->n_past_req)) || !infer__arr_fit(pre, r->n_past_req + 1)) {
+                stbds_arrfree(copy);
+                goto nomem;
+            }
+            memcpy(copy, t, (size_t)r->n_past_req * sizeof *t);
+        }
         kept = infer_seq_truncate(c, r->seq, r->n_past_req);
         if (kept < r->n_past_req && copy)
             memcpy(stbds_arraddnptr(pre, r->n_past_req - kept), copy + kept, (size_t)(r->n_past_req - kept) * sizeof *copy);
         stbds_arrfree(copy);
         past = kept;
     }
-    if ((past == 0 || r->bos_always) && infer_model_add_bos(m) && infer_model_bos(m) >= 0)
+    if ((past == 0 || r->bos_always) && infer_model_add_bos(m) && infer_model_bos(m) >= 0) {
+        if (!infer__arr_room(pre, 1)) goto nomem;
         stbds_arrins(pre, 0, infer_model_bos(m));
+    }
     if (!stbds_arrlen(r->prompt) && !stbds_arrlen(pre) && r->n_predict > 0) {
         /* nothing to feed: generate from the sequence's last position, its
            logits where kept, else its last token fed again */
@@ -16658,6 +16837,7 @@ static int infer__req_begin(infer_request *r) {
             int n_tok, kept;
             const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
             infer_token last = t && n_tok > 0 ? t[n_tok - 1] : -1;
+            if (!infer__arr_room(pre, n_tok + 1)) goto nomem;
             kept = infer_seq_truncate(c, r->seq, past - 1);
             if (kept == past - 1 && last >= 0) {
                 stbds_arrput(pre, last);
@@ -16668,10 +16848,14 @@ static int infer__req_begin(infer_request *r) {
         }
     }
     if (stbds_arrlen(pre)) {
+        int room;
         infer__mutex_lock(&s->mu);
-        stbds_arrinsn(r->prompt, 0, stbds_arrlen(pre));
-        memcpy(r->prompt, pre, stbds_arrlen(pre) * sizeof *pre);
+        if ((room = infer__arr_room(r->prompt, stbds_arrlen(pre)))) {
+            stbds_arrinsn(r->prompt, 0, stbds_arrlen(pre));
+            memcpy(r->prompt, pre, stbds_arrlen(pre) * sizeof *pre);
+        }
         infer__mutex_unlock(&s->mu);
+        if (!room) goto nomem;
     }
     stbds_arrfree(pre);
     n_prompt = (int)stbds_arrlen(r->prompt);
@@ -16692,6 +16876,10 @@ static int infer__req_begin(infer_request *r) {
         return 1;
     }
     return 1;
+nomem:
+    stbds_arrfree(pre);
+    infer__req_end(r, INFER_ERR_NOMEM, "out of memory for the prompt");
+    return 0;
 }
 
 /* Chooses the next token from logits l; returns 0 if r ended. */
@@ -16704,18 +16892,24 @@ static int infer__req_sample(infer_request *r, const float *l) {
     double now = infer__now_ms();
     r->state = INFER__RQ_GEN;
     if (t < 0) {
-        infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
+        if (infer__sampler_nomem(r->sampler)) infer__req_end(r, INFER_ERR_NOMEM, "out of memory in the sampler");
+        else infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
         return 0;
     }
     if (r->n_probs > 0) { /* before accept moves the grammar on; outside the lock */
         int k;
-        stbds_arrsetlen(r->top, r->n_probs);
-        k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs);
+        if (!infer__arr_setlen(r->top, r->n_probs)) goto nomem;
+        if ((k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs)) < 0) goto nomem;
         for (; k < r->n_probs; k++) r->top[k].id = -1, r->top[k].p = 0;
     }
     infer_sampler_accept(r->sampler, t);
+    if (infer__sampler_nomem(r->sampler)) goto nomem;
     r->n_sampled++;
     infer__mutex_lock(&s->mu);
+    if (!infer__arr_room(r->toks, 1) || !infer__arr_room(r->probs, r->n_probs)) {
+        infer__mutex_unlock(&s->mu);
+        goto nomem;
+    }
     stbds_arrput(r->toks, t);
     if (r->n_probs > 0) memcpy(stbds_arraddnptr(r->probs, r->n_probs), r->top, (size_t)r->n_probs * sizeof *r->top);
     infer__req_token_time(r, now);
@@ -16725,12 +16919,12 @@ static int infer__req_sample(infer_request *r, const float *l) {
         infer__req_end(r, INFER_OK, NULL);
         return 0;
     }
-    len = infer_detok_push(&r->detok, m, t, piece, sizeof piece);
-    stopped = infer__req_text(r, piece, (size_t)(len > 0 ? len : 0), 0);
+    if ((len = infer_detok_push(&r->detok, m, t, piece, sizeof piece)) < 0) goto nomem;
+    if ((stopped = infer__req_text(r, piece, (size_t)len, 0)) < 0) goto nomem;
     if (stopped || r->n_sampled >= r->n_predict) {
         if (!stopped) { /* the text is complete */
             len = infer_detok_flush(&r->detok, piece, sizeof piece);
-            infer__req_text(r, piece, (size_t)len, 1);
+            if (infer__req_text(r, piece, (size_t)len, 1) < 0) goto nomem;
         }
         r->text_done = 1;
         if (!r->feed_last) {
@@ -16742,6 +16936,10 @@ static int infer__req_sample(infer_request *r, const float *l) {
     r->pending = t;
     r->has_pending = 1;
     return 1;
+nomem:
+    r->text_done = 1; /* what it has stands; nothing more is added */
+    infer__req_end(r, INFER_ERR_NOMEM, "out of memory for the reply");
+    return 0;
 }
 
 /* ---- a pass: one forward pass over the open requests ---- */
@@ -16755,11 +16953,17 @@ static int infer__seq_first(infer_request *const *reqs, int i) {
     return 1;
 }
 
-/* Takes the open requests for a pass (marks them in_pass). */
+/* Takes the open requests for a pass (marks them in_pass); -1 when memory
+   for the pass ran out. */
 static int infer__pass_collect(infer__sched *s) {
     infer_request *r;
     stbds_arrsetlen(s->pass, 0);
     infer__mutex_lock(&s->mu);
+    /* room for every request, so the puts below never allocate */
+    if (!infer__arr_fit(s->pass, s->n_req) || !infer__arr_fit(s->take, s->n_req)) {
+        infer__mutex_unlock(&s->mu);
+        return -1;
+    }
     for (r = s->head; r; r = r->next)
         if (!r->done) {
             /* a cancelled one behind another of its sequence ends too */
@@ -16783,6 +16987,18 @@ static void infer__pass_release(infer__sched *s) {
     stbds_arrsetlen(s->pass, 0);
 }
 
+/* Memory for a pass ran out: every open request ends with NOMEM. */
+static void infer__sched_fail(infer__sched *s) {
+    for (;;) {
+        infer_request *r;
+        infer__mutex_lock(&s->mu);
+        for (r = s->head; r && r->done; r = r->next) {}
+        infer__mutex_unlock(&s->mu);
+        if (!r) return;
+        infer__req_end(r, INFER_ERR_NOMEM, "out of memory for a forward pass");
+    }
+}
+
 /* One forward pass. limit_ms: the time it may take (< 0: no limit, prompt
    chunks up to n_batch); first: it runs even if expected to take longer,
    with at least a minimal chunk. Returns 1 if a pass ran (or requests
@@ -16794,6 +17010,10 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     infer_error err;
     infer_status st;
     double t0 = infer__now_ms(), ms;
+    if (n < 0) {
+        infer__sched_fail(s);
+        return 1;
+    }
     if (!n) return 0;
     /* cancelled ones end; new ones begin; sampling from kept logits */
     for (i = 0; i < n; i++) {
@@ -16893,9 +17113,13 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         return progress;
     }
     /* the batch: the generating requests' tokens, then prompt chunks in start order */
-    stbds_arrsetlen(s->btok, n_gen + k);
-    stbds_arrsetlen(s->bseq, n_gen + k);
-    stbds_arrsetlen(s->blog, n_gen + k);
+    if (!infer__arr_setlen(s->btok, n_gen + k) || !infer__arr_setlen(s->bseq, n_gen + k) ||
+        !infer__arr_setlen(s->blog, n_gen + k)) {
+        for (i = 0; i < n; i++)
+            if (s->pass[i]) infer__req_end(s->pass[i], INFER_ERR_NOMEM, "out of memory for a forward pass");
+        infer__pass_release(s);
+        return 1;
+    }
     pos = 0;
     for (i = 0; i < n; i++) {
         infer_request *r = s->pass[i];
@@ -17074,7 +17298,10 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's sampler");
             return INFER_ERR_NOMEM;
         }
-        if (p->n_bias > 0) infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias);
+        if (p->n_bias > 0 && infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias) != INFER_OK) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's logit bias");
+            return INFER_ERR_NOMEM;
+        }
         /* the grammar's text now (a bad schema fails here); compiled against
            the vocabulary when the request begins, on the stepping thread,
            since that takes a while for a large vocabulary */
@@ -17083,7 +17310,8 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             int len = infer_json_schema_to_grammar(p->json_schema, NULL, 0, err);
             if (len < 0) return err ? err->code : INFER_ERR_ARG;
             r->gbnf = (char *)INFER_MALLOC((size_t)len + 1);
-            if (r->gbnf) infer_json_schema_to_grammar(p->json_schema, r->gbnf, (size_t)len + 1, err);
+            if (r->gbnf && infer_json_schema_to_grammar(p->json_schema, r->gbnf, (size_t)len + 1, err) != len)
+                return err ? err->code : INFER_ERR_NOMEM; /* (the second time only memory can fail) */
         }
         if ((p->grammar || p->json_schema) && !r->gbnf) {
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's grammar");
@@ -17107,14 +17335,13 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             r->n_stop++;
         }
     }
+    /* (the arguments are good, so tokenizing fails only for want of memory) */
     n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
+    if (n > 0 && infer__arr_setlen(r->prompt, n)) n = infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1);
+    else if (n > 0) n = -1;
     if (n < 0) {
-        infer__set_error(err, INFER_ERR_ARG, "the prompt could not be tokenized");
-        return INFER_ERR_ARG;
-    }
-    if (n > 0) {
-        stbds_arrsetlen(r->prompt, n);
-        infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory tokenizing the prompt");
+        return INFER_ERR_NOMEM;
     }
     return INFER_OK;
 }
@@ -17572,10 +17799,15 @@ static infer_status infer__generate(infer_context *c, infer_sampler *smp, const 
             m->n_gen_intervals += q->n_gen_intervals;
             m->gen_ms += q->gen_ms;
         }
-        if (stbds_arrlen(r.prompt))
-            memcpy(stbds_arraddnptr(c->prompt_tokens, stbds_arrlen(r.prompt)), r.prompt, stbds_arrlen(r.prompt) * sizeof *r.prompt);
-        if (stbds_arrlen(r.toks))
-            memcpy(stbds_arraddnptr(c->gen_tokens, stbds_arrlen(r.toks)), r.toks, stbds_arrlen(r.toks) * sizeof *r.toks);
+        if (!infer__arr_room(c->prompt_tokens, stbds_arrlen(r.prompt)) || !infer__arr_room(c->gen_tokens, stbds_arrlen(r.toks))) {
+            if (st == INFER_OK) infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the generated tokens' record");
+            st = INFER_ERR_NOMEM;
+        } else {
+            if (stbds_arrlen(r.prompt))
+                memcpy(stbds_arraddnptr(c->prompt_tokens, stbds_arrlen(r.prompt)), r.prompt, stbds_arrlen(r.prompt) * sizeof *r.prompt);
+            if (stbds_arrlen(r.toks))
+                memcpy(stbds_arraddnptr(c->gen_tokens, stbds_arrlen(r.toks)), r.toks, stbds_arrlen(r.toks) * sizeof *r.toks);
+        }
     }
     infer__req_free_fields(&r);
     stbds_arrfree(s.pass);
@@ -17825,6 +18057,7 @@ INFERDEF infer_chat_template infer_chat_template_detect(const infer_model *m) {
 typedef struct infer__chat_out {
     char *buf;
     size_t size, len;
+    int nomem; /* text was left out for want of memory */
 } infer__chat_out;
 
 static void infer__chat_put(infer__chat_out *o, const char *s, size_t n) {
@@ -17873,7 +18106,10 @@ static void infer__chat_put_cut_rstrip(infer__chat_out *o, const char *s, const 
     char small[512], *a = small;
     size_t n = strlen(s), i, j;
     int c;
-    if (n + 1 > sizeof small && !(a = (char *)INFER_MALLOC(n + 1))) return;
+    if (n + 1 > sizeof small && !(a = (char *)INFER_MALLOC(n + 1))) {
+        o->nomem = 1;
+        return;
+    }
     memcpy(a, s, n + 1);
     for (c = 0; c < ncut; c++) {
         size_t k = strlen(cut[c]);
@@ -18218,21 +18454,21 @@ INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_me
     if (!t || n < 0 || from < 0 || from > n || (n > 0 && !msgs) || (size > 0 && !buf)) return -1;
     for (i = 0; i < n; i++)
         if (!msgs[i].role || !msgs[i].content) return -1;
+    memset(&o, 0, sizeof o);
     o.buf = buf;
     o.size = size;
-    o.len = 0;
     for (i = from; i < n; i++) infer__chat_piece(t, msgs, i, &o);
     if (add_assistant_prompt) infer__chat_gen_prompt(t, msgs, n, &o);
     if (size > 0) buf[o.len < size ? o.len : size - 1] = 0;
-    return o.len > (size_t)INT_MAX ? -1 : (int)o.len;
+    return o.len > (size_t)INT_MAX || o.nomem ? -1 : (int)o.len;
 }
 
 INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size) {
     infer__chat_out o;
     if (!t || (size > 0 && !buf)) return -1;
+    memset(&o, 0, sizeof o);
     o.buf = buf;
     o.size = size;
-    o.len = 0;
     switch (t->kind) {
     case INFER_CHAT_CHATML:
     case INFER_CHAT_QWEN3:

@@ -197,7 +197,10 @@ static CLI_MAYBE_UNUSED int cli_output_apply(const cli_output *o, infer_sampler 
                     (int)o->bias_id[i], nv);
             return 0;
         }
-    infer_sampler_set_logit_bias(s, o->bias_id, o->bias, o->n_bias);
+    if (infer_sampler_set_logit_bias(s, o->bias_id, o->bias, o->n_bias) != INFER_OK) {
+        fprintf(stderr, "infer: --logit-bias: out of memory\n");
+        return 0;
+    }
     if (!n_src) return 1;
     if (n_src > 1) {
         fprintf(stderr, "infer: give only one of --grammar, --grammar-file, --json-schema, --json-schema-file\n");

@@ -78,14 +78,15 @@ cmake --build build-fuzz -j$jobs --target fuzz
 # this build changes: neon_qemu (the NEON kernels under qemu), the
 # reference tests forced to each instruction set and thread count,
 # compile_check (infer.h alone, INFER_CUDA included, whatever the build),
-# the server's load test and valgrind (the CPU build's ran it).
+# the server's load test, valgrind (the CPU build's ran it) and alloc_fail
+# (its own CPU-only copy of the implementation).
 nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
 if [ -n "$nvcc" ]; then
     cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DINFER_CUDA=ON -DINFER_BUILD_TESTS=ON -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
     cmake --build build-cuda -j$jobs
     (cd build-cuda && INFER_DEVICE=cpu ctest --no-tests=error --output-on-failure -j$jobs \
-        -E '^(neon_qemu|test_reference_.+|compile_check|server_load|valgrind_cli)$')
+        -E '^(neon_qemu|test_reference_.+|compile_check|server_load|valgrind_cli|alloc_fail)$')
 else
     echo "test.sh: no nvcc (PATH, /usr/local/cuda/bin): the CUDA build (-DINFER_CUDA=ON) is not checked"
 fi

@@ -181,6 +181,7 @@ INFERDEF infer_chat_template infer_chat_template_detect(const infer_model *m) {
 typedef struct infer__chat_out {
     char *buf;
     size_t size, len;
+    int nomem; /* text was left out for want of memory */
 } infer__chat_out;
 
 static void infer__chat_put(infer__chat_out *o, const char *s, size_t n) {
@@ -229,7 +230,10 @@ static void infer__chat_put_cut_rstrip(infer__chat_out *o, const char *s, const 
     char small[512], *a = small;
     size_t n = strlen(s), i, j;
     int c;
-    if (n + 1 > sizeof small && !(a = (char *)INFER_MALLOC(n + 1))) return;
+    if (n + 1 > sizeof small && !(a = (char *)INFER_MALLOC(n + 1))) {
+        o->nomem = 1;
+        return;
+    }
     memcpy(a, s, n + 1);
     for (c = 0; c < ncut; c++) {
         size_t k = strlen(cut[c]);
@@ -574,21 +578,21 @@ INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_me
     if (!t || n < 0 || from < 0 || from > n || (n > 0 && !msgs) || (size > 0 && !buf)) return -1;
     for (i = 0; i < n; i++)
         if (!msgs[i].role || !msgs[i].content) return -1;
+    memset(&o, 0, sizeof o);
     o.buf = buf;
     o.size = size;
-    o.len = 0;
     for (i = from; i < n; i++) infer__chat_piece(t, msgs, i, &o);
     if (add_assistant_prompt) infer__chat_gen_prompt(t, msgs, n, &o);
     if (size > 0) buf[o.len < size ? o.len : size - 1] = 0;
-    return o.len > (size_t)INT_MAX ? -1 : (int)o.len;
+    return o.len > (size_t)INT_MAX || o.nomem ? -1 : (int)o.len;
 }
 
 INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size) {
     infer__chat_out o;
     if (!t || (size > 0 && !buf)) return -1;
+    memset(&o, 0, sizeof o);
     o.buf = buf;
     o.size = size;
-    o.len = 0;
     switch (t->kind) {
     case INFER_CHAT_CHATML:
     case INFER_CHAT_QWEN3:

@@ -797,13 +797,17 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
     if ((st = infer__make_room(c, err)) != INFER_OK) return st;
     /* the tokens in sequence order (each sequence's in the batch's order),
        each with its logits row or -1 */
-    stbds_arrsetlen(c->order, n);
-    stbds_arrsetlen(c->row_of, n);
-    stbds_arrsetlen(c->btok, n);
-    if (!c->order || !c->row_of || !c->btok) {
+    if (!infer__arr_setlen(c->order, n) || !infer__arr_setlen(c->row_of, n) || !infer__arr_setlen(c->btok, n)) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
         return INFER_ERR_NOMEM;
     }
+    /* each sequence's record of its tokens gets room for them now, so that
+       a pass never fails after its cache was written */
+    for (s = 0; s < c->n_seq; s++)
+        if (c->seqs[s].pending && !infer__arr_room(c->seqs[s].tokens, c->seqs[s].pending)) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
+            return INFER_ERR_NOMEM;
+        }
     for (done = 0, s = 0; s < c->n_seq; s++) {
         if (!c->seqs[s].pending) continue;
         for (i = 0; i < n; i++)
@@ -873,8 +877,7 @@ INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, 
     b.n = n;
     b.tokens = tokens;
     if (all_logits) {
-        stbds_arrsetlen(c->flags, n);
-        if (!c->flags) {
+        if (!infer__arr_setlen(c->flags, n)) {
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a batch of %d tokens", n);
             return INFER_ERR_NOMEM;
         }

@@ -103,6 +103,14 @@ static void infer__gp_fail(infer__gp *g, const char *at, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* A failed allocation ends the parse like an error, with INFER_ERR_NOMEM;
+   the steps below do nothing once the parse has failed. */
+static void infer__gp_nomem(infer__gp *g) {
+    if (g->failed) return;
+    g->failed = 1;
+    infer__set_error(g->err, INFER_ERR_NOMEM, "grammar: out of memory");
+}
+
 static int infer__gp_word(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
@@ -162,47 +170,62 @@ static int infer__g_hex(char c) {
 static int infer__gp_rule_id(infer__gp *g, const char *name, size_t n, const char *at) {
     infer__gp_rule r;
     int i, count = (int)stbds_arrlen(g->rules);
+    if (g->failed) return -1;
     for (i = 0; i < count; i++)
         if (g->rules[i].name && strlen(g->rules[i].name) == n && !memcmp(g->rules[i].name, name, n)) return i;
     memset(&r, 0, sizeof r);
     r.name = infer__strndup(name, n);
     r.owner = count;
     r.at = at;
-    stbds_arrput(g->rules, r);
+    if (!r.name || !infer__arr_push(g->rules, r)) {
+        INFER_FREE(r.name);
+        infer__gp_nomem(g);
+        return -1;
+    }
     return count;
 }
 
 static int infer__gp_helper(infer__gp *g, const char *at, int star) {
     infer__gp_rule r;
+    if (g->failed) return -1;
     memset(&r, 0, sizeof r);
     r.owner = g->cur;
     r.star = star;
     r.defined = 1;
     r.at = at;
-    stbds_arrput(g->rules, r);
+    if (!infer__arr_push(g->rules, r)) {
+        infer__gp_nomem(g);
+        return -1;
+    }
     return (int)stbds_arrlen(g->rules) - 1;
 }
 
 static void infer__gp_emit(infer__gp *g, int rule, int type, int val) {
     infer__gel e;
+    if (g->failed) return;
     e.type = type;
     e.val = val;
-    stbds_arrput(g->rules[rule].body, e);
+    if (!infer__arr_push(g->rules[rule].body, e)) infer__gp_nomem(g);
 }
 
 static int infer__gp_set_new(infer__gp *g, int neg) {
     infer__gp_set s;
+    if (g->failed) return -1;
     s.r = NULL;
     s.neg = neg;
-    stbds_arrput(g->sets, s);
+    if (!infer__arr_push(g->sets, s)) {
+        infer__gp_nomem(g);
+        return -1;
+    }
     return (int)stbds_arrlen(g->sets) - 1;
 }
 
 static void infer__gp_set_add(infer__gp *g, int set, uint32_t lo, uint32_t hi) {
     infer__grange r;
+    if (g->failed) return;
     r.lo = lo;
     r.hi = hi;
-    stbds_arrput(g->sets[set].r, r);
+    if (!infer__arr_push(g->sets[set].r, r)) infer__gp_nomem(g);
 }
 
 /* A character of a literal or class: an escape or one UTF-8 character. */
@@ -263,6 +286,7 @@ static void infer__gp_literal(infer__gp *g, int rule) {
         else {
             s = infer__gp_set_new(g, 0);
             infer__gp_set_add(g, s, cp, cp);
+            if (g->failed) return;
             if (cp < 128) g->ascii_set[cp] = s;
         }
         infer__gp_emit(g, rule, INFER__GE_TERM, s);
@@ -325,6 +349,10 @@ static void infer__gp_repeat(infer__gp *g, int rule, int start, int min, int max
         return;
     }
     n = (int)stbds_arrlen(g->rules[rule].body) - start;
+    if (!infer__arr_fit(sym, n)) {
+        infer__gp_nomem(g);
+        return;
+    }
     for (k = 0; k < n; k++) stbds_arrput(sym, g->rules[rule].body[start + k]);
     stbds_arrsetlen(g->rules[rule].body, start);
     for (i = 0; i < min; i++)
@@ -456,6 +484,7 @@ static void infer__gp_grammar(infer__gp *g) {
             return;
         }
         r = infer__gp_rule_id(g, at, (size_t)(g->p - at), at);
+        if (g->failed) return;
         g->p = infer__gp_space(g->p, 0);
         if (strncmp(g->p, "::=", 3) != 0) {
             infer__gp_fail(g, g->p, "expecting '::=' after '%s'", g->rules[r].name);
@@ -664,6 +693,7 @@ typedef struct infer__gm {
     int *ht_off;
     uint32_t gen;
     int set_off, set_count;
+    int nomem; /* the arena could not grow: what it computed since is wrong */
 } infer__gm;
 
 /* A match state: a set (off < 0: none, nothing can follow) and the part
@@ -704,7 +734,10 @@ static int infer__gm_reserve(infer__gm *m, int k) {
     if (m->n + k <= m->cap) return 1;
     cap = INFER__MAX(m->cap * 2, m->n + k + 1024);
     p = (int *)INFER_REALLOC(m->pool, (size_t)cap * sizeof(int));
-    if (!p) return 0;
+    if (!p) {
+        m->nomem = 1;
+        return 0;
+    }
     m->pool = p;
     m->cap = cap;
     return 1;
@@ -1118,6 +1151,7 @@ static void infer__grammar_settle(infer__grammar *G, infer__gst st) {
 static void infer__grammar_reset(infer__grammar *G) {
     infer__gst st = G->start;
     G->m.n = 0;
+    G->m.nomem = 0;
     if (st.off >= 0) {
         memcpy(G->m.pool, G->init, (size_t)G->init_n * sizeof(int)); /* the arena holds at least this much */
         G->m.n = G->init_n;
@@ -1229,6 +1263,9 @@ oom:
 }
 
 static int infer__grammar_done(const infer__grammar *G) { return infer__gm_done(&G->m, &G->cur); }
+
+/* Whether memory ran out since the last reset: the state is then wrong. */
+static int infer__grammar_nomem(const infer__grammar *G) { return G->m.nomem; }
 
 /* Whether token t may come next: its bytes run through a copy of the state
    (end of generation: where the grammar may end). */
@@ -1352,6 +1389,7 @@ static void infer__grammar_snapshot(infer__grammar *G) {
         int *p = (int *)INFER_REALLOC(G->snap, (size_t)n * sizeof(int));
         if (!p) {
             G->snap_st.off = -1;
+            G->m.nomem = 1;
             return;
         }
         G->snap = p;
@@ -1411,6 +1449,12 @@ static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) {
     va_end(ap);
 }
 
+static void infer__jp_nomem(infer__jp *j) {
+    if (j->failed) return;
+    j->failed = 1;
+    infer__set_error(j->err, INFER_ERR_NOMEM, "JSON schema: out of memory");
+}
+
 static void infer__jv_free(infer__jv *v) {
     int i;
     INFER_FREE(v->s);
@@ -1424,6 +1468,7 @@ static void infer__jp_ws(infer__jp *j) {
     while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r') j->p++;
 }
 
+/* (4 bytes of room made by the caller) */
 static void infer__j_put_utf8(char **buf, uint32_t c) {
     if (c < 0x80) stbds_arrput(*buf, (char)c);
     else if (c < 0x800) {
@@ -1476,6 +1521,10 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
                 infer__jp_fail(j, q, "invalid UTF-8 in a string");
                 break;
             }
+            if (!infer__arr_room(buf, j->p - q)) {
+                infer__jp_nomem(j);
+                break;
+            }
             stbds_arrput(buf, *q);
             while (++q < j->p) stbds_arrput(buf, *q);
             continue;
@@ -1511,6 +1560,10 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
         default: infer__jp_fail(j, q, "bad escape in a string"); goto done;
         }
         j->p += 2;
+        if (!infer__arr_room(buf, 4)) {
+            infer__jp_nomem(j);
+            break;
+        }
         infer__j_put_utf8(&buf, c);
     }
 done:
@@ -1521,7 +1574,7 @@ done:
     *n = (size_t)stbds_arrlen(buf);
     out = infer__strndup(buf ? buf : "", *n);
     stbds_arrfree(buf);
-    if (!out) infer__jp_fail(j, at, "out of memory");
+    if (!out) infer__jp_nomem(j);
     return out;
 }
 
@@ -1555,13 +1608,21 @@ static void infer__jp_value(infer__jp *j, infer__jv *v) {
                     }
                     key = infer__jp_string(j, &kn);
                     if (!key) break;
-                    stbds_arrput(v->keys, key);
+                    if (!infer__arr_push(v->keys, key)) {
+                        INFER_FREE(key);
+                        infer__jp_nomem(j);
+                        break;
+                    }
                     infer__jp_ws(j);
                     if (*j->p != ':') {
                         infer__jp_fail(j, j->p, "expecting ':' after a key");
                         break;
                     }
                     j->p++;
+                }
+                if (!infer__arr_room(v->items, 1)) {
+                    infer__jp_nomem(j);
+                    break;
                 }
                 infer__jp_value(j, &item);
                 stbds_arrput(v->items, item); /* kept even when broken, to be freed */
@@ -1608,7 +1669,7 @@ static void infer__jp_value(infer__jp *j, infer__jv *v) {
         else {
             v->type = INFER__J_NUM;
             v->n = (size_t)(q - at);
-            v->s = infer__strndup(at, v->n);
+            if (!(v->s = infer__strndup(at, v->n))) infer__jp_nomem(j);
             j->p = q;
         }
     } else if (!*at) infer__jp_fail(j, at, "unexpected end, expecting a value");
@@ -1627,13 +1688,17 @@ static const infer__jv *infer__jv_get(const infer__jv *o, const char *key) {
 /* ---- JSON schema -> GBNF ------------------------------------------------------ */
 
 typedef struct infer__sb {
-    char *p; /* stbds */
+    char *p;   /* stbds */
+    int nomem; /* an append failed: the text is incomplete (checked where it is used) */
 } infer__sb;
 
 static void infer__sb_put(infer__sb *b, const char *s, size_t n) {
-    size_t i;
-    for (i = 0; i < n; i++) stbds_arrput(b->p, s[i]);
+    char *at;
+    if (!n || b->nomem) return;
+    if ((at = infer__arr_addn(b->p, n))) memcpy(at, s, n);
+    else b->nomem = 1;
 }
+static void infer__sb_putc(infer__sb *b, char c) { infer__sb_put(b, &c, 1); }
 static void infer__sb_puts(infer__sb *b, const char *s) { infer__sb_put(b, s, strlen(s)); }
 static void infer__sb_int(infer__sb *b, long v) {
     char t[32];
@@ -1644,12 +1709,12 @@ static void infer__sb_int(infer__sb *b, long v) {
 /* bytes as a GBNF string literal */
 static void infer__sb_literal(infer__sb *b, const char *s, size_t n) {
     size_t i;
-    stbds_arrput(b->p, '"');
+    infer__sb_putc(b, '"');
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') {
-            stbds_arrput(b->p, '\\');
-            stbds_arrput(b->p, (char)c);
+            infer__sb_putc(b, '\\');
+            infer__sb_putc(b, (char)c);
         } else if (c == '\n') infer__sb_puts(b, "\\n");
         else if (c == '\r') infer__sb_puts(b, "\\r");
         else if (c == '\t') infer__sb_puts(b, "\\t");
@@ -1657,20 +1722,20 @@ static void infer__sb_literal(infer__sb *b, const char *s, size_t n) {
             char t[8];
             snprintf(t, sizeof t, "\\x%02X", c);
             infer__sb_puts(b, t);
-        } else stbds_arrput(b->p, (char)c);
+        } else infer__sb_putc(b, (char)c);
     }
-    stbds_arrput(b->p, '"');
+    infer__sb_putc(b, '"');
 }
 
 /* a string as compact JSON text */
 static void infer__sb_json_string(infer__sb *b, const char *s, size_t n) {
     size_t i;
-    stbds_arrput(b->p, '"');
+    infer__sb_putc(b, '"');
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\') {
-            stbds_arrput(b->p, '\\');
-            stbds_arrput(b->p, (char)c);
+            infer__sb_putc(b, '\\');
+            infer__sb_putc(b, (char)c);
         } else if (c == '\n') infer__sb_puts(b, "\\n");
         else if (c == '\r') infer__sb_puts(b, "\\r");
         else if (c == '\t') infer__sb_puts(b, "\\t");
@@ -1680,9 +1745,9 @@ static void infer__sb_json_string(infer__sb *b, const char *s, size_t n) {
             char t[8];
             snprintf(t, sizeof t, "\\u%04x", c);
             infer__sb_puts(b, t);
-        } else stbds_arrput(b->p, (char)c);
+        } else infer__sb_putc(b, (char)c);
     }
-    stbds_arrput(b->p, '"');
+    infer__sb_putc(b, '"');
 }
 
 /* a value as compact JSON text */
@@ -1694,16 +1759,16 @@ static void infer__sb_json(infer__sb *b, const infer__jv *v) {
     case INFER__J_NUM: infer__sb_put(b, v->s, v->n); break;
     case INFER__J_STR: infer__sb_json_string(b, v->s, v->n); break;
     default:
-        stbds_arrput(b->p, v->type == INFER__J_OBJ ? '{' : '[');
+        infer__sb_putc(b, v->type == INFER__J_OBJ ? '{' : '[');
         for (i = 0; i < n; i++) {
-            if (i) stbds_arrput(b->p, ',');
+            if (i) infer__sb_putc(b, ',');
             if (v->type == INFER__J_OBJ) {
                 infer__sb_json_string(b, v->keys[i], strlen(v->keys[i]));
-                stbds_arrput(b->p, ':');
+                infer__sb_putc(b, ':');
             }
             infer__sb_json(b, &v->items[i]);
         }
-        stbds_arrput(b->p, v->type == INFER__J_OBJ ? '}' : ']');
+        infer__sb_putc(b, v->type == INFER__J_OBJ ? '}' : ']');
     }
 }
 
@@ -1773,21 +1838,26 @@ static int infer__sg_new_rule(infer__sg *sg, const char *path, const char **name
         for (i = 0; i < INFER__SP_COUNT && !taken; i++) taken = !strcmp(infer__sp_name[i], buf);
         if (!taken) break;
     }
-    stbds_arrput(sg->names, infer__strndup(buf, strlen(buf)));
+    if (!infer__arr_room(sg->names, 1) || !infer__arr_room(sg->rules, 1) ||
+        !(*name = infer__strndup(buf, strlen(buf)))) {
+        infer__jp_nomem(sg->jp);
+        return -1;
+    }
+    stbds_arrput(sg->names, (char *)*name);
     stbds_arrput(sg->rules, NULL);
-    *name = sg->names[stbds_arrlen(sg->names) - 1];
     return (int)stbds_arrlen(sg->rules) - 1;
 }
 
 static const char *infer__sg_finish_rule(infer__sg *sg, int slot, const char *name, infer__sb *body) {
-    infer__sb line = {NULL};
+    infer__sb line = {NULL, 0};
     infer__sb_puts(&line, name);
     infer__sb_puts(&line, " ::= ");
     infer__sb_put(&line, body->p, (size_t)stbds_arrlen(body->p));
-    sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p));
+    if (slot < 0 || body->nomem || line.nomem || !(sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
+        infer__jp_nomem(sg->jp);
     stbds_arrfree(line.p);
     stbds_arrfree(body->p);
-    return name;
+    return sg->jp->failed ? NULL : name;
 }
 
 static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path);
@@ -1861,7 +1931,7 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
     const char *name = NULL;
     char **kv = NULL;
     unsigned char *isreq;
-    infer__sb body = {NULL};
+    infer__sb body = {NULL, 0};
     if (props->type != INFER__J_OBJ) {
         infer__jp_fail(sg->jp, props->at, "properties must be an object");
         return NULL;
@@ -1873,7 +1943,7 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
     n = (int)stbds_arrlen(props->keys);
     isreq = (unsigned char *)infer__calloc((size_t)n + 1, 1);
     if (!isreq) {
-        infer__jp_fail(sg->jp, s->at, "out of memory");
+        infer__jp_nomem(sg->jp);
         return NULL;
     }
     for (k = 0; req && k < (int)stbds_arrlen(req->items); k++) {
@@ -1891,7 +1961,7 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
     }
     slot = sg->jp->failed ? -1 : infer__sg_new_rule(sg, path, &name);
     for (i = 0; i < n && !sg->jp->failed; i++) {
-        infer__sb one = {NULL}, key = {NULL};
+        infer__sb one = {NULL, 0}, key = {NULL, 0};
         char sub[96];
         const char *val;
         snprintf(sub, sizeof sub, "%s-%s", path, props->keys[i]);
@@ -1901,8 +1971,10 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
         infer__sb_literal(&one, key.p, (size_t)stbds_arrlen(key.p));
         infer__sb_puts(&one, " space \":\" space ");
         infer__sb_puts(&one, val);
-        stbds_arrput(one.p, 0);
-        stbds_arrput(kv, infer__strndup(one.p, strlen(one.p)));
+        infer__sb_putc(&one, 0);
+        if (key.nomem || one.nomem || !infer__arr_room(kv, 1)) infer__jp_nomem(sg->jp);
+        else if (!(kv[stbds_arrlen(kv)] = infer__strndup(one.p, strlen(one.p)))) infer__jp_nomem(sg->jp);
+        else stbds_arrsetlen(kv, stbds_arrlen(kv) + 1);
         stbds_arrfree(one.p);
         stbds_arrfree(key.p);
     }
@@ -1923,7 +1995,7 @@ static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char 
                                   const char *path) {
     const char *name;
     int slot;
-    infer__sb body = {NULL};
+    infer__sb body = {NULL, 0};
     if (!strcmp(type, "string")) {
         long min = infer__sg_count(sg, s, "minLength", 0), max = infer__sg_count(sg, s, "maxLength", -1);
         if (min == -2 || max == -2) return NULL;
@@ -1992,7 +2064,7 @@ static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const cha
     const infer__jv *v;
     const char *name;
     int slot, i;
-    infer__sb body = {NULL};
+    infer__sb body = {NULL, 0};
     if (s->type == INFER__J_BOOL) { /* true: anything; false: nothing */
         if (s->b) return infer__sg_prim(sg, INFER__SP_VALUE);
         infer__jp_fail(sg->jp, s->at, "the schema false allows no value");
@@ -2019,10 +2091,11 @@ static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const cha
         slot = infer__sg_new_rule(sg, path, &name);
         infer__sb_puts(&body, "(");
         for (i = 0; i < n; i++) {
-            infer__sb text = {NULL};
+            infer__sb text = {NULL, 0};
             infer__sb_json(&text, one ? v : &v->items[i]);
             if (i) infer__sb_puts(&body, " | ");
             infer__sb_literal(&body, text.p, (size_t)stbds_arrlen(text.p));
+            body.nomem |= text.nomem;
             stbds_arrfree(text.p);
         }
         infer__sb_puts(&body, ") space");
@@ -2086,7 +2159,7 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
     infer__jp jp;
     infer__jv root;
     infer__sg sg;
-    infer__sb out = {NULL};
+    infer__sb out = {NULL, 0};
     const char *top = NULL;
     int i, len = -1;
     if (!schema) {
@@ -2103,10 +2176,14 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
     if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the schema");
     if (!jp.failed) top = infer__sg_schema(&sg, &root, "root");
     if (top && strcmp(top, "root") != 0) { /* a shared rule at the top */
-        infer__sb line = {NULL};
+        infer__sb line = {NULL, 0};
+        char *text;
         infer__sb_puts(&line, "root ::= ");
         infer__sb_puts(&line, top);
-        stbds_arrins(sg.rules, 0, infer__strndup(line.p, (size_t)stbds_arrlen(line.p)));
+        if (line.nomem || !infer__arr_room(sg.rules, 1) || !(text = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
+            infer__jp_nomem(&jp);
+        else
+            stbds_arrins(sg.rules, 0, text);
         stbds_arrfree(line.p);
     }
     if (!jp.failed) {
@@ -2128,7 +2205,10 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
                 infer__sb_puts(&out, "\n");
             }
         len = (int)stbds_arrlen(out.p);
-        if (buf && size) {
+        if (out.nomem) {
+            infer__jp_nomem(&jp);
+            len = -1;
+        } else if (buf && size) {
             size_t n = INFER__MIN((size_t)len, size - 1);
             if (n) memcpy(buf, out.p, n);
             buf[n] = 0;

@@ -19,14 +19,17 @@
      INFERDEF             linkage of the API; default extern. Define
                           INFER_STATIC to make every function static.
      INFER_MALLOC(sz)     allocator overrides; define all three or none.
+                          A NULL from them is reported, never a crash:
+                          INFER_ERR_NOMEM, or NULL / -1 where a function
+                          has no status.
      INFER_REALLOC(p,sz)
      INFER_FREE(p)
      INFER_ASSERT(x)      internal invariant checks; default assert().
      INFER_NO_MMAP        read the model file into memory instead of mapping.
 
    STB_DS
-   infer.h uses stb_ds (Debian libstb-dev, <stb/stb_ds.h>) for the
-   token-to-id hash map and growable arrays, only inside the implementation.
+   infer.h uses stb_ds (Debian libstb-dev, <stb/stb_ds.h>) for growable
+   arrays, only inside the implementation.
    It compiles its own private copy of stb_ds's functions, renamed to
    infer__stbds_*, with STBDS_NO_SHORT_NAMES, so it never clashes with a
    program that uses stb_ds itself: such a program may define
@@ -222,7 +225,8 @@ typedef struct infer_detok {
     int n_pending;
 } infer_detok;
 /* Appends token t; writes the complete characters so far to out and returns
-   their length (at most size; out should hold 256 bytes). */
+   their length (at most size; out should hold 256 bytes). Allocates only
+   for a token longer than out, and returns -1 when that fails. */
 INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size);
 /* Flushes what is held back (an invalid or truncated sequence) as is. */
 INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size);
@@ -408,12 +412,14 @@ INFERDEF void infer_sampler_reset(infer_sampler *s);
    made first without it and kept if the grammar allows that token; only
    otherwise are the allowed tokens found (a walk over a trie of the
    vocabulary's texts) and the draw made again among them (banned ones
-   left out). */
+   left out). -1 also when the grammar ran out of memory (it then refuses
+   everything until a reset). */
 INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits);
 
 /* Added to the logits before anything else; -INFINITY bans a token. Replaces
-   any earlier bias; n = 0 removes it. */
-INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n);
+   any earlier bias; n = 0 removes it. INFER_ERR_NOMEM (and no bias) when
+   memory ran out. */
+INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n);
 
 /* Output control: a grammar in llama.cpp's GBNF (a .gbnf file's text),
    starting at rule root (NULL: "root"); the tokens' text comes from model
@@ -452,7 +458,8 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
    and temperature. Writes up to n, most probable first; returns how many
    (0 before a sample, after a reset or when nothing was allowed). Still
    valid after infer_sampler_accept. Where the grammar allowed the first
-   draw, its mask is made here, on request. */
+   draw, its mask is made here, on request. -1 when memory ran out (only
+   that mask, or n > 64, needs any). */
 typedef struct infer_token_prob {
     infer_token id;
     float p;
@@ -796,7 +803,8 @@ INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
 /* Formats messages[from..n) of the conversation msgs[0..n) as the template
    renders them, then, with add_assistant_prompt, the text that opens the
    assistant's reply. snprintf-style: writes at most size-1 bytes and a NUL,
-   returns the full length (or -1 on bad arguments).
+   returns the full length (or -1 on bad arguments, or when memory for a
+   long message's rewriting ran out).
    Each message's text depends only on the messages before it, so
      format(msgs, n, 0, a) == format(msgs, k, 0, 0) + format(msgs, n, k, a)
    for every k <= n: a chat can feed only what a new turn adds. A header

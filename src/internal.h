@@ -140,6 +140,18 @@ static void *infer__stbds_shmode_func(size_t elemsize, int mode);
 static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) INFER__PRINTF(3, 4);
 static void *infer__calloc(size_t n, size_t size);
 static char *infer__strndup(const char *s, size_t n);
+/* stb_ds arrays grow only through these: stb_ds's own growth writes
+   through the NULL a failed allocation gives. Each makes the room first
+   (0, the array as it was, when memory ran out), so the stb_ds macro that
+   follows never allocates. */
+static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity);
+#define infer__arr_fit(a, capacity) infer__arr_reserve((void **)&(a), sizeof *(a), (size_t)(capacity))
+#define infer__arr_room(a, n) infer__arr_reserve((void **)&(a), sizeof *(a), stbds_arrlenu(a) + (size_t)(n))
+#define infer__arr_push(a, v) (infer__arr_room(a, 1) ? (stbds_arrput(a, v), 1) : 0)
+#define infer__arr_setlen(a, n) \
+    (infer__arr_reserve((void **)&(a), sizeof *(a), (size_t)(n)) ? (stbds_arrsetlen(a, n), 1) : 0)
+/* n more elements at the end, uninitialized: their address, or NULL */
+#define infer__arr_addn(a, n) (infer__arr_room(a, n) ? stbds_arraddnptr(a, n) : NULL)
 static double infer__now_ms(void);
 static size_t infer__peak_rss_bytes(void);
 static float infer__fp16_to_fp32(uint16_t h);
@@ -341,6 +353,9 @@ static int infer__simd_avx2_install(infer__kernels *k);
 static int infer__simd_avx512_install(infer__kernels *k);
 static int infer__simd_neon_install(infer__kernels *k);
 static void infer__vecmath_install(infer__kernels *k);
+
+/* ---- sampler.c ---- */
+static int infer__sampler_nomem(const infer_sampler *s);
 
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;

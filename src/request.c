@@ -184,22 +184,28 @@ static double infer__sched_estimate(const infer__sched *s, int n) {
 
 /* ---- results: what callers read, changed under mu ---- */
 
-/* Appends released text. */
-static void infer__req_publish_text(infer_request *r, const char *p, size_t n) {
+/* Appends released text; 0 when memory ran out. */
+static int infer__req_publish_text(infer_request *r, const char *p, size_t n) {
     infer__sched *s = r->sched;
-    if (!n) return;
+    char *at;
+    if (!n) return 1;
     infer__mutex_lock(&s->mu);
-    memcpy(stbds_arraddnptr(r->text, n), p, n);
+    if ((at = infer__arr_addn(r->text, n))) memcpy(at, p, n);
     infer__mutex_unlock(&s->mu);
+    return at != NULL;
 }
 
 /* Adds held text and releases what cannot start a stop string. final: the
    text is complete (release all). Returns 1 when a stop string was found
-   (the text ends before it). */
+   (the text ends before it), -1 when memory ran out. */
 static int infer__req_text(infer_request *r, const char *p, size_t n, int final) {
     size_t nh, pos, keep;
     int i, stopped = 0;
-    if (n) memcpy(stbds_arraddnptr(r->hold, n), p, n);
+    if (n) {
+        char *at = infer__arr_addn(r->hold, n);
+        if (!at) return -1;
+        memcpy(at, p, n);
+    }
     nh = stbds_arrlen(r->hold);
     keep = nh;
     /* the earliest whole stop string ends it */
@@ -221,10 +227,10 @@ static int infer__req_text(infer_request *r, const char *p, size_t n, int final)
                 }
             }
     if (stopped || final) {
-        infer__req_publish_text(r, r->hold, keep);
+        if (!infer__req_publish_text(r, r->hold, keep)) return -1;
         stbds_arrsetlen(r->hold, 0);
     } else if (keep) {
-        infer__req_publish_text(r, r->hold, keep);
+        if (!infer__req_publish_text(r, r->hold, keep)) return -1;
         if (nh > keep) memmove(r->hold, r->hold + keep, nh - keep);
         stbds_arrsetlen(r->hold, nh - keep);
     }
@@ -258,7 +264,10 @@ static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
         infer_seq_truncate(s->c, r->seq, r->start_past);
     if (!r->text_done) {
         n = infer_detok_flush(&r->detok, piece, sizeof piece);
-        infer__req_text(r, piece, (size_t)n, 1);
+        if (infer__req_text(r, piece, (size_t)n, 1) < 0 && st == INFER_OK) {
+            st = INFER_ERR_NOMEM; /* its text would be incomplete */
+            msg = "out of memory for the request's text";
+        }
         r->text_done = 1;
     }
     r->has_pending = 0;
@@ -305,15 +314,24 @@ static int infer__req_begin(infer_request *r) {
         infer_token *copy = NULL;
         /* (never a memcpy of 0 bytes into a NULL array: the compiler may
            then take the array for non-NULL) */
-        if (t && r->n_past_req > 0 && n_tok >= r->n_past_req) memcpy(stbds_arraddnptr(copy, r->n_past_req), t, (size_t)r->n_past_req * sizeof *t);
+        if (t && r->n_past_req > 0 && n_tok >= r->n_past_req) {
+            /* room for what may be fed again, before the cache lets go of it */
+            if (!(copy = infer__arr_addn(copy, r->n_past_req)) || !infer__arr_fit(pre, r->n_past_req + 1)) {
+                stbds_arrfree(copy);
+                goto nomem;
+            }
+            memcpy(copy, t, (size_t)r->n_past_req * sizeof *t);
+        }
         kept = infer_seq_truncate(c, r->seq, r->n_past_req);
         if (kept < r->n_past_req && copy)
             memcpy(stbds_arraddnptr(pre, r->n_past_req - kept), copy + kept, (size_t)(r->n_past_req - kept) * sizeof *copy);
         stbds_arrfree(copy);
         past = kept;
     }
-    if ((past == 0 || r->bos_always) && infer_model_add_bos(m) && infer_model_bos(m) >= 0)
+    if ((past == 0 || r->bos_always) && infer_model_add_bos(m) && infer_model_bos(m) >= 0) {
+        if (!infer__arr_room(pre, 1)) goto nomem;
         stbds_arrins(pre, 0, infer_model_bos(m));
+    }
     if (!stbds_arrlen(r->prompt) && !stbds_arrlen(pre) && r->n_predict > 0) {
         /* nothing to feed: generate from the sequence's last position, its
            logits where kept, else its last token fed again */
@@ -326,6 +344,7 @@ static int infer__req_begin(infer_request *r) {
             int n_tok, kept;
             const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
             infer_token last = t && n_tok > 0 ? t[n_tok - 1] : -1;
+            if (!infer__arr_room(pre, n_tok + 1)) goto nomem;
             kept = infer_seq_truncate(c, r->seq, past - 1);
             if (kept == past - 1 && last >= 0) {
                 stbds_arrput(pre, last);
@@ -336,10 +355,14 @@ static int infer__req_begin(infer_request *r) {
         }
     }
     if (stbds_arrlen(pre)) {
+        int room;
         infer__mutex_lock(&s->mu);
-        stbds_arrinsn(r->prompt, 0, stbds_arrlen(pre));
-        memcpy(r->prompt, pre, stbds_arrlen(pre) * sizeof *pre);
+        if ((room = infer__arr_room(r->prompt, stbds_arrlen(pre)))) {
+            stbds_arrinsn(r->prompt, 0, stbds_arrlen(pre));
+            memcpy(r->prompt, pre, stbds_arrlen(pre) * sizeof *pre);
+        }
         infer__mutex_unlock(&s->mu);
+        if (!room) goto nomem;
     }
     stbds_arrfree(pre);
     n_prompt = (int)stbds_arrlen(r->prompt);
@@ -360,6 +383,10 @@ static int infer__req_begin(infer_request *r) {
         return 1;
     }
     return 1;
+nomem:
+    stbds_arrfree(pre);
+    infer__req_end(r, INFER_ERR_NOMEM, "out of memory for the prompt");
+    return 0;
 }
 
 /* Chooses the next token from logits l; returns 0 if r ended. */
@@ -372,18 +399,24 @@ static int infer__req_sample(infer_request *r, const float *l) {
     double now = infer__now_ms();
     r->state = INFER__RQ_GEN;
     if (t < 0) {
-        infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
+        if (infer__sampler_nomem(r->sampler)) infer__req_end(r, INFER_ERR_NOMEM, "out of memory in the sampler");
+        else infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
         return 0;
     }
     if (r->n_probs > 0) { /* before accept moves the grammar on; outside the lock */
         int k;
-        stbds_arrsetlen(r->top, r->n_probs);
-        k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs);
+        if (!infer__arr_setlen(r->top, r->n_probs)) goto nomem;
+        if ((k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs)) < 0) goto nomem;
         for (; k < r->n_probs; k++) r->top[k].id = -1, r->top[k].p = 0;
     }
     infer_sampler_accept(r->sampler, t);
+    if (infer__sampler_nomem(r->sampler)) goto nomem;
     r->n_sampled++;
     infer__mutex_lock(&s->mu);
+    if (!infer__arr_room(r->toks, 1) || !infer__arr_room(r->probs, r->n_probs)) {
+        infer__mutex_unlock(&s->mu);
+        goto nomem;
+    }
     stbds_arrput(r->toks, t);
     if (r->n_probs > 0) memcpy(stbds_arraddnptr(r->probs, r->n_probs), r->top, (size_t)r->n_probs * sizeof *r->top);
     infer__req_token_time(r, now);
@@ -393,12 +426,12 @@ static int infer__req_sample(infer_request *r, const float *l) {
         infer__req_end(r, INFER_OK, NULL);
         return 0;
     }
-    len = infer_detok_push(&r->detok, m, t, piece, sizeof piece);
-    stopped = infer__req_text(r, piece, (size_t)(len > 0 ? len : 0), 0);
+    if ((len = infer_detok_push(&r->detok, m, t, piece, sizeof piece)) < 0) goto nomem;
+    if ((stopped = infer__req_text(r, piece, (size_t)len, 0)) < 0) goto nomem;
     if (stopped || r->n_sampled >= r->n_predict) {
         if (!stopped) { /* the text is complete */
             len = infer_detok_flush(&r->detok, piece, sizeof piece);
-            infer__req_text(r, piece, (size_t)len, 1);
+            if (infer__req_text(r, piece, (size_t)len, 1) < 0) goto nomem;
         }
         r->text_done = 1;
         if (!r->feed_last) {
@@ -410,6 +443,10 @@ static int infer__req_sample(infer_request *r, const float *l) {
     r->pending = t;
     r->has_pending = 1;
     return 1;
+nomem:
+    r->text_done = 1; /* what it has stands; nothing more is added */
+    infer__req_end(r, INFER_ERR_NOMEM, "out of memory for the reply");
+    return 0;
 }
 
 /* ---- a pass: one forward pass over the open requests ---- */
@@ -423,11 +460,17 @@ static int infer__seq_first(infer_request *const *reqs, int i) {
     return 1;
 }
 
-/* Takes the open requests for a pass (marks them in_pass). */
+/* Takes the open requests for a pass (marks them in_pass); -1 when memory
+   for the pass ran out. */
 static int infer__pass_collect(infer__sched *s) {
     infer_request *r;
     stbds_arrsetlen(s->pass, 0);
     infer__mutex_lock(&s->mu);
+    /* room for every request, so the puts below never allocate */
+    if (!infer__arr_fit(s->pass, s->n_req) || !infer__arr_fit(s->take, s->n_req)) {
+        infer__mutex_unlock(&s->mu);
+        return -1;
+    }
     for (r = s->head; r; r = r->next)
         if (!r->done) {
             /* a cancelled one behind another of its sequence ends too */
@@ -451,6 +494,18 @@ static void infer__pass_release(infer__sched *s) {
     stbds_arrsetlen(s->pass, 0);
 }
 
+/* Memory for a pass ran out: every open request ends with NOMEM. */
+static void infer__sched_fail(infer__sched *s) {
+    for (;;) {
+        infer_request *r;
+        infer__mutex_lock(&s->mu);
+        for (r = s->head; r && r->done; r = r->next) {}
+        infer__mutex_unlock(&s->mu);
+        if (!r) return;
+        infer__req_end(r, INFER_ERR_NOMEM, "out of memory for a forward pass");
+    }
+}
+
 /* One forward pass. limit_ms: the time it may take (< 0: no limit, prompt
    chunks up to n_batch); first: it runs even if expected to take longer,
    with at least a minimal chunk. Returns 1 if a pass ran (or requests
@@ -462,6 +517,10 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     infer_error err;
     infer_status st;
     double t0 = infer__now_ms(), ms;
+    if (n < 0) {
+        infer__sched_fail(s);
+        return 1;
+    }
     if (!n) return 0;
     /* cancelled ones end; new ones begin; sampling from kept logits */
     for (i = 0; i < n; i++) {
@@ -561,9 +620,13 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         return progress;
     }
     /* the batch: the generating requests' tokens, then prompt chunks in start order */
-    stbds_arrsetlen(s->btok, n_gen + k);
-    stbds_arrsetlen(s->bseq, n_gen + k);
-    stbds_arrsetlen(s->blog, n_gen + k);
+    if (!infer__arr_setlen(s->btok, n_gen + k) || !infer__arr_setlen(s->bseq, n_gen + k) ||
+        !infer__arr_setlen(s->blog, n_gen + k)) {
+        for (i = 0; i < n; i++)
+            if (s->pass[i]) infer__req_end(s->pass[i], INFER_ERR_NOMEM, "out of memory for a forward pass");
+        infer__pass_release(s);
+        return 1;
+    }
     pos = 0;
     for (i = 0; i < n; i++) {
         infer_request *r = s->pass[i];
@@ -742,7 +805,10 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's sampler");
             return INFER_ERR_NOMEM;
         }
-        if (p->n_bias > 0) infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias);
+        if (p->n_bias > 0 && infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias) != INFER_OK) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's logit bias");
+            return INFER_ERR_NOMEM;
+        }
         /* the grammar's text now (a bad schema fails here); compiled against
            the vocabulary when the request begins, on the stepping thread,
            since that takes a while for a large vocabulary */
@@ -751,7 +817,8 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             int len = infer_json_schema_to_grammar(p->json_schema, NULL, 0, err);
             if (len < 0) return err ? err->code : INFER_ERR_ARG;
             r->gbnf = (char *)INFER_MALLOC((size_t)len + 1);
-            if (r->gbnf) infer_json_schema_to_grammar(p->json_schema, r->gbnf, (size_t)len + 1, err);
+            if (r->gbnf && infer_json_schema_to_grammar(p->json_schema, r->gbnf, (size_t)len + 1, err) != len)
+                return err ? err->code : INFER_ERR_NOMEM; /* (the second time only memory can fail) */
         }
         if ((p->grammar || p->json_schema) && !r->gbnf) {
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's grammar");
@@ -775,14 +842,13 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             r->n_stop++;
         }
     }
+    /* (the arguments are good, so tokenizing fails only for want of memory) */
     n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
+    if (n > 0 && infer__arr_setlen(r->prompt, n)) n = infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1);
+    else if (n > 0) n = -1;
     if (n < 0) {
-        infer__set_error(err, INFER_ERR_ARG, "the prompt could not be tokenized");
-        return INFER_ERR_ARG;
-    }
-    if (n > 0) {
-        stbds_arrsetlen(r->prompt, n);
-        infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory tokenizing the prompt");
+        return INFER_ERR_NOMEM;
     }
     return INFER_OK;
 }
@@ -1240,10 +1306,15 @@ static infer_status infer__generate(infer_context *c, infer_sampler *smp, const 
             m->n_gen_intervals += q->n_gen_intervals;
             m->gen_ms += q->gen_ms;
         }
-        if (stbds_arrlen(r.prompt))
-            memcpy(stbds_arraddnptr(c->prompt_tokens, stbds_arrlen(r.prompt)), r.prompt, stbds_arrlen(r.prompt) * sizeof *r.prompt);
-        if (stbds_arrlen(r.toks))
-            memcpy(stbds_arraddnptr(c->gen_tokens, stbds_arrlen(r.toks)), r.toks, stbds_arrlen(r.toks) * sizeof *r.toks);
+        if (!infer__arr_room(c->prompt_tokens, stbds_arrlen(r.prompt)) || !infer__arr_room(c->gen_tokens, stbds_arrlen(r.toks))) {
+            if (st == INFER_OK) infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the generated tokens' record");
+            st = INFER_ERR_NOMEM;
+        } else {
+            if (stbds_arrlen(r.prompt))
+                memcpy(stbds_arraddnptr(c->prompt_tokens, stbds_arrlen(r.prompt)), r.prompt, stbds_arrlen(r.prompt) * sizeof *r.prompt);
+            if (stbds_arrlen(r.toks))
+                memcpy(stbds_arraddnptr(c->gen_tokens, stbds_arrlen(r.toks)), r.toks, stbds_arrlen(r.toks) * sizeof *r.toks);
+        }
     }
     infer__req_free_fields(&r);
     stbds_arrfree(s.pass);

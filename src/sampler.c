@@ -16,6 +16,7 @@ static void infer__grammar_accept(struct infer__grammar *G, infer_token t);
 static int infer__grammar_mask(struct infer__grammar *G, unsigned char *allowed);
 static void infer__grammar_snapshot(struct infer__grammar *G);
 static int infer__grammar_mask_snapshot(const struct infer__grammar *G, unsigned char *allowed);
+static int infer__grammar_nomem(const struct infer__grammar *G);
 
 typedef struct infer__cand {
     infer_token id;
@@ -103,13 +104,13 @@ INFERDEF void infer_sampler_reset(infer_sampler *s) {
     if (s->grammar) infer__grammar_reset(s->grammar);
 }
 
-INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
+INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
     INFER_FREE(s->bias_id);
     INFER_FREE(s->bias);
     s->bias_id = NULL;
     s->bias = NULL;
     s->n_bias = 0;
-    if (n <= 0 || !ids || !bias) return;
+    if (n <= 0 || !ids || !bias) return INFER_OK;
     s->bias_id = (infer_token *)INFER_MALLOC((size_t)n * sizeof *ids);
     s->bias = (float *)INFER_MALLOC((size_t)n * sizeof *bias);
     if (!s->bias_id || !s->bias) {
@@ -117,11 +118,12 @@ INFERDEF void infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *
         INFER_FREE(s->bias);
         s->bias_id = NULL;
         s->bias = NULL;
-        return;
+        return INFER_ERR_NOMEM;
     }
     memcpy(s->bias_id, ids, (size_t)n * sizeof *ids);
     memcpy(s->bias, bias, (size_t)n * sizeof *bias);
     s->n_bias = n;
+    return INFER_OK;
 }
 
 INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_model *m, const char *gbnf,
@@ -159,6 +161,9 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
     s->grammar = g;
     return INFER_OK;
 }
+
+/* Whether the grammar ran out of memory (request.c ends a request so). */
+static int infer__sampler_nomem(const infer_sampler *s) { return s->grammar && infer__grammar_nomem(s->grammar); }
 
 INFERDEF int infer_sampler_grammar_done(const infer_sampler *s) { return !s->grammar || infer__grammar_done(s->grammar); }
 
@@ -290,12 +295,16 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
        allows is taken (its mask is made only if top_probs asks). */
     infer__grammar_snapshot(s->grammar);
     tok = infer__sampler_draw(s, c, n);
-    if (infer__grammar_allows(s->grammar, tok)) {
+    if (infer__grammar_allows(s->grammar, tok) && !infer__grammar_nomem(s->grammar)) {
         s->mask_later = 1;
         return tok;
     }
     /* Else the draw again from what the grammar allows (banned tokens out) */
     infer__grammar_mask(s->grammar, s->allowed);
+    if (infer__grammar_nomem(s->grammar)) {
+        s->n_cand = 0;
+        return -1;
+    }
     for (i = k = 0; i < n; i++)
         if (s->allowed[c[i].id] && c[i].logit > -INFINITY) c[k++] = c[i];
     s->n_cand = k;
@@ -306,38 +315,27 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
 INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
     const infer__cand *c = s->cand;
     unsigned char *mask = NULL;
-    infer__cand *top;
+    infer__cand *top, small[64];
     int i, m = s->n_cand, k = 0;
     float mx = -INFINITY;
     double sum = 0;
     if (!out || n <= 0 || m <= 0) return 0;
-    if (s->mask_later) {
-        mask = (unsigned char *)INFER_MALLOC((size_t)s->n_vocab);
-        if (!mask || infer__grammar_mask_snapshot(s->grammar, mask) < 0) {
-            INFER_FREE(mask);
-            return 0;
-        }
-    }
+    /* (the grammar's mask goes in s->allowed, which the next sample makes
+       afresh where it needs it) */
+    if (s->mask_later && infer__grammar_mask_snapshot(s->grammar, mask = s->allowed) < 0) return -1;
     for (i = 0; i < m; i++)
         if ((!mask || mask[c[i].id]) && c[i].logit > mx) mx = c[i].logit;
-    if (mx == -INFINITY) {
-        INFER_FREE(mask);
-        return 0;
-    }
+    if (mx == -INFINITY) return 0;
     n = INFER__MIN(n, m);
-    top = (infer__cand *)INFER_MALLOC((size_t)n * sizeof *top);
-    if (!top) {
-        INFER_FREE(mask);
-        return 0;
-    }
+    top = n <= 64 ? small : (infer__cand *)INFER_MALLOC((size_t)n * sizeof *top);
+    if (!top) return -1;
     /* the n best: by insertion for a few (what a display asks for), else
        by sorting them all */
     if (n > 64) {
         infer__cand *all = (infer__cand *)INFER_MALLOC((size_t)m * sizeof *all);
         if (!all) {
-            INFER_FREE(top);
-            INFER_FREE(mask);
-            return 0;
+            INFER_FREE(top); /* (n > 64: on the heap) */
+            return -1;
         }
         for (i = 0; i < m; i++)
             if (!mask || mask[c[i].id]) {
@@ -366,7 +364,6 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
         out[i].id = top[i].id;
         out[i].p = (float)(exp((double)top[i].logit - mx) / sum);
     }
-    INFER_FREE(top);
-    INFER_FREE(mask);
+    if (top != small) INFER_FREE(top);
     return k;
 }

@@ -152,8 +152,7 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
     if (!infer__seq_ok(c, src, err) || !infer__seq_ok(c, dst, err)) return INFER_ERR_ARG;
     if (src == dst) return INFER_OK;
     a = &c->seqs[src], b = &c->seqs[dst];
-    stbds_arrsetlen(b->tokens, a->n_past);
-    if (a->n_past && !b->tokens) {
+    if (!infer__arr_setlen(b->tokens, a->n_past)) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return INFER_ERR_NOMEM;
     }
@@ -302,8 +301,7 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
         return INFER_ERR_NOMEM;
     }
     q = &c->seqs[seq];
-    stbds_arrsetlen(q->tokens, h.n_past);
-    if (h.n_past && !q->tokens) {
+    if (!infer__arr_setlen(q->tokens, h.n_past)) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return INFER_ERR_NOMEM;
     }

@@ -40,10 +40,21 @@ enum {
     INFER__PRE_CHAMELEON
 };
 
-typedef struct infer__tok_entry {
-    char *key;
+/* A string -> int32 table, open addressing with linear probing, sized once
+   for the keys it will hold (the vocabulary's texts, its merge pairs): one
+   allocation, and lookups that never allocate. The keys stay in the
+   vocabulary's arena. A key may be looked up in two parts joined by a 0xff
+   byte (never in UTF-8): a merge pair, without writing it out first. */
+typedef struct infer__strmap_slot {
+    const char *key; /* NULL: empty */
+    uint32_t len;
     int32_t value;
-} infer__tok_entry;
+} infer__strmap_slot;
+
+typedef struct infer__strmap {
+    infer__strmap_slot *slots;
+    size_t mask;
+} infer__strmap;
 
 typedef struct infer__token_data {
     const char *text; /* NUL-terminated, in vocab->arena */
@@ -57,8 +68,8 @@ struct infer_vocab {
     int n_tokens;
     infer__token_data *tokens;
     char *arena;                  /* token texts, then merge keys */
-    infer__tok_entry *tok_map;    /* text -> id (stb_ds string hash) */
-    infer__tok_entry *merge_map;  /* "left\xffright" -> rank */
+    infer__strmap tok_map;        /* text -> id */
+    infer__strmap merge_map;      /* "left\xffright" -> rank */
     int max_token_len, max_merge_len;
     infer_token bos, eos, unk, eot, eom;
     int add_bos, add_space_prefix, ignore_merges;
@@ -75,47 +86,50 @@ struct infer_vocab {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Looks up a token by its bytes; -1 when absent. Read-only on the table (the
-   _ts variant), so one vocab can serve several threads. */
-static infer_token infer__tok_lookup(const infer_vocab *v, const char *s, size_t n) {
-    char small[256];
-    char *key = small;
-    ptrdiff_t idx = -1;
-    infer_token id;
-    if (!v->tok_map || n == 0 || n > (size_t)v->max_token_len) return -1;
-    /* the map's keys are C strings without a NUL: text with one would be
-       looked up cut short, and match a shorter token (or an empty one) */
-    if (memchr(s, 0, n)) return -1;
-    if (n >= sizeof small) {
-        key = (char *)INFER_MALLOC(n + 1);
-        if (!key) return -1;
+static int infer__strmap_init(infer__strmap *m, size_t n_keys) {
+    size_t cap = 16;
+    while (cap < 2 * n_keys) cap *= 2; /* at most half full */
+    m->slots = (infer__strmap_slot *)infer__calloc(cap, sizeof *m->slots);
+    m->mask = cap - 1;
+    return m->slots != NULL;
+}
+
+/* The slot of key a (then, where b is not NULL, a 0xff byte and b): the
+   key's, or the empty one where it would go. */
+static infer__strmap_slot *infer__strmap_slot_of(const infer__strmap *m, const char *a, size_t na, const char *b,
+                                                 size_t nb) {
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    size_t i, n = na + (b ? nb + 1 : 0);
+    for (i = 0; i < na; i++) h = (h ^ (unsigned char)a[i]) * 1099511628211ull;
+    if (b) {
+        h = (h ^ 0xffu) * 1099511628211ull;
+        for (i = 0; i < nb; i++) h = (h ^ (unsigned char)b[i]) * 1099511628211ull;
     }
-    memcpy(key, s, n);
-    key[n] = 0;
-    stbds_hmget_key_ts(v->tok_map, sizeof *v->tok_map, key, sizeof v->tok_map->key, &idx, STBDS_HM_STRING);
-    id = idx >= 0 ? v->tok_map[idx].value : -1;
-    if (key != small) INFER_FREE(key);
-    return id;
+    for (i = (size_t)h & m->mask;; i = (i + 1) & m->mask) {
+        const infer__strmap_slot *s = &m->slots[i];
+        if (!s->key) break;
+        if (s->len == n && !memcmp(s->key, a, na) &&
+            (!b || ((unsigned char)s->key[na] == 0xff && !memcmp(s->key + na + 1, b, nb))))
+            break;
+    }
+    return &m->slots[i];
+}
+
+/* Looks up a token by its bytes; -1 when absent. Text with a NUL inside
+   is never a token's (such tokens stay reachable by id only). Read-only,
+   so one vocab serves several threads. */
+static infer_token infer__tok_lookup(const infer_vocab *v, const char *s, size_t n) {
+    const infer__strmap_slot *slot;
+    if (!v->tok_map.slots || n == 0 || n > (size_t)v->max_token_len || memchr(s, 0, n)) return -1;
+    slot = infer__strmap_slot_of(&v->tok_map, s, n, NULL, 0);
+    return slot->key ? slot->value : -1;
 }
 
 static int infer__merge_rank(const infer_vocab *v, const char *a, size_t na, const char *b, size_t nb) {
-    char small[256];
-    char *key = small;
-    ptrdiff_t idx = -1;
-    int rank;
-    if (!v->merge_map || na + nb > (size_t)v->max_merge_len) return -1;
-    if (na + nb + 2 > sizeof small) {
-        key = (char *)INFER_MALLOC(na + nb + 2);
-        if (!key) return -1;
-    }
-    memcpy(key, a, na);
-    key[na] = (char)0xff; /* never in UTF-8, so the pair stays unambiguous */
-    memcpy(key + na + 1, b, nb);
-    key[na + nb + 1] = 0;
-    stbds_hmget_key_ts(v->merge_map, sizeof *v->merge_map, key, sizeof v->merge_map->key, &idx, STBDS_HM_STRING);
-    rank = idx >= 0 ? v->merge_map[idx].value : -1;
-    if (key != small) INFER_FREE(key);
-    return rank;
+    const infer__strmap_slot *slot;
+    if (!v->merge_map.slots || na + nb > (size_t)v->max_merge_len) return -1;
+    slot = infer__strmap_slot_of(&v->merge_map, a, na, b, nb);
+    return slot->key ? slot->value : -1;
 }
 
 /* Length of the UTF-8 sequence a lead byte announces (llama.cpp's
@@ -266,8 +280,8 @@ static int infer__pre_from_name(const char *s, size_t n, int *pre, int *ignore_m
 
 static void infer__vocab_free(infer_vocab *v) {
     if (!v) return;
-    stbds_shfree(v->tok_map);
-    stbds_shfree(v->merge_map);
+    INFER_FREE(v->tok_map.slots);
+    INFER_FREE(v->merge_map.slots);
     INFER_FREE(v->tokens);
     INFER_FREE(v->arena);
     INFER_FREE(v->special);
@@ -545,7 +559,8 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     for (i = 0; i < nm; i++) arena_size += (size_t)kmerge->strs[i].n + 2;
     v->arena = (char *)INFER_MALLOC(arena_size ? arena_size : 1);
     v->tokens = (infer__token_data *)infer__calloc((size_t)n, sizeof *v->tokens);
-    if (!v->arena || !v->tokens) {
+    if (!v->arena || !v->tokens || !infer__strmap_init(&v->tok_map, (size_t)n) ||
+        !infer__strmap_init(&v->merge_map, (size_t)nm)) {
         infer__set_error(err, INFER_ERR_NOMEM, "vocab: out of memory for %lld tokens", (long long)n);
         goto fail;
     }
@@ -585,7 +600,10 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         if (t->len > v->max_token_len) v->max_token_len = t->len;
         /* a text with a NUL inside cannot be a C-string key; it stays
            reachable by id only */
-        if ((int32_t)strlen(dst) == t->len) stbds_shput(v->tok_map, dst, (int32_t)i);
+        if ((int32_t)strlen(dst) == t->len) {
+            infer__strmap_slot *slot = infer__strmap_slot_of(&v->tok_map, dst, (size_t)t->len, NULL, 0);
+            slot->key = dst, slot->len = (uint32_t)t->len, slot->value = (int32_t)i; /* a later twin wins */
+        }
     }
     /* SPM text can be merged piece by piece, split before each word's
        U+2581, when no token could span such a split: none holds U+2581 after
@@ -602,7 +620,7 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         char *dst = v->arena + pos;
         const char *sp = s->n > 1 ? (const char *)memchr(s->p + 1, ' ', (size_t)s->n - 1) : NULL;
         size_t a, b;
-        ptrdiff_t idx = -1;
+        infer__strmap_slot *slot;
         /* a merge joins two tokens of the vocabulary: anything else is a
            table that does not belong to these tokens */
         if (!sp) {
@@ -624,10 +642,9 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         memcpy(dst + a + 1, sp + 1, b);
         dst[a + 1 + b] = 0;
         if (strlen(dst) != a + 1 + b) continue;
-        /* the first occurrence of a pair keeps its rank */
-        if (v->merge_map) stbds_hmget_key_ts(v->merge_map, sizeof *v->merge_map, dst, sizeof v->merge_map->key, &idx, STBDS_HM_STRING);
-        if (idx >= 0) continue;
-        stbds_shput(v->merge_map, dst, (int32_t)i);
+        slot = infer__strmap_slot_of(&v->merge_map, dst, a + 1 + b, NULL, 0);
+        if (slot->key) continue; /* the first occurrence of a pair keeps its rank */
+        slot->key = dst, slot->len = (uint32_t)(a + 1 + b), slot->value = (int32_t)i;
         pos += a + b + 2;
         if ((int)(a + b) > v->max_merge_len) v->max_merge_len = (int)(a + b);
     }
@@ -775,9 +792,9 @@ static int infer__bigram_before(const infer__bigram *a, const infer__bigram *b, 
     return a->left < b->left;
 }
 
-static void infer__heap_push(infer__bigram **h, infer__bigram x, int spm) {
+static int infer__heap_push(infer__bigram **h, infer__bigram x, int spm) {
     size_t i;
-    stbds_arrput(*h, x);
+    if (!infer__arr_push(*h, x)) return 0;
     i = stbds_arrlenu(*h) - 1;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -785,6 +802,7 @@ static void infer__heap_push(infer__bigram **h, infer__bigram x, int spm) {
         x = (*h)[i], (*h)[i] = (*h)[p], (*h)[p] = x;
         i = p;
     }
+    return 1;
 }
 
 static infer__bigram infer__heap_pop(infer__bigram *h, int spm) {
@@ -810,6 +828,7 @@ typedef struct infer__work {
     uint32_t *cpts;
     unsigned char *flags;
     size_t *offs, *offs2;
+    int nomem; /* an allocation failed: the tokens are incomplete */
 } infer__work;
 
 static void infer__work_free(infer__work *w) {
@@ -833,7 +852,7 @@ static void infer__spm_try_bigram(const infer_vocab *v, infer__work *w, const ch
     b.score = v->tokens[t].score;
     b.rank = 0;
     b.left = left, b.right = right, b.size = n;
-    infer__heap_push(&w->heap, b, 1);
+    if (!infer__heap_push(&w->heap, b, 1)) w->nomem = 1;
 }
 
 static void infer__bpe_try_bigram(const infer_vocab *v, infer__work *w, const char *word, int left, int right);
@@ -841,12 +860,17 @@ static void infer__bpe_try_bigram(const infer_vocab *v, infer__work *w, const ch
 /* Splits text into UTF-8 characters, linked in w->syms, and merges
    neighbours best-first from a heap until no pair is a token (SPM: by
    score) or a merge (BPE: by rank). Returns the number of symbols; the
-   survivors are those with n > 0, in order from index 0. */
+   survivors are those with n > 0, in order from index 0. -1 (w->nomem)
+   when memory ran out. */
 static int infer__merge_symbols(const infer_vocab *v, infer__work *w, const char *text, size_t len, int spm) {
     size_t off = 0;
     int i, nsym;
     stbds_arrsetlen(w->syms, 0);
     stbds_arrsetlen(w->heap, 0);
+    if (!infer__arr_fit(w->syms, len)) { /* a symbol per byte at most */
+        w->nomem = 1;
+        return -1;
+    }
     while (off < len) {
         infer__sym s;
         s.off = off;
@@ -860,7 +884,7 @@ static int infer__merge_symbols(const infer_vocab *v, infer__work *w, const char
     for (i = 1; i < nsym; i++)
         if (spm) infer__spm_try_bigram(v, w, text, i - 1, i);
         else infer__bpe_try_bigram(v, w, text, i - 1, i);
-    while (stbds_arrlen(w->heap) > 0) {
+    while (stbds_arrlen(w->heap) > 0 && !w->nomem) {
         infer__bigram b = infer__heap_pop(w->heap, spm);
         infer__sym *l = &w->syms[b.left], *r = &w->syms[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
@@ -876,7 +900,7 @@ static int infer__merge_symbols(const infer_vocab *v, infer__work *w, const char
             infer__bpe_try_bigram(v, w, text, b.left, l->next);
         }
     }
-    return nsym;
+    return w->nomem ? -1 : nsym;
 }
 
 /* One SPM fragment (already escaped): merge the best-scoring adjacent pair
@@ -918,6 +942,7 @@ static void infer__spm_chunked(const infer_vocab *v, infer__work *w, const char 
         int sp = infer__is_sp(text, len, pos);
         if (sp && !prev_sp && pos - start >= 256) {
             infer__spm_tokenize(v, w, text + start, pos - start, out);
+            if (w->nomem) return;
             start = pos;
         }
         prev = pos;
@@ -1439,7 +1464,7 @@ static void infer__bpe_try_bigram(const infer_vocab *v, infer__work *w, const ch
     b.score = 0;
     b.rank = rank;
     b.left = left, b.right = right, b.size = l->n + r->n;
-    infer__heap_push(&w->heap, b, 0);
+    if (!infer__heap_push(&w->heap, b, 0)) w->nomem = 1;
 }
 
 /* Merges one byte-encoded word by merge rank and emits its tokens. */
@@ -1476,6 +1501,14 @@ static void infer__bpe_tokenize(const infer_vocab *v, infer__work *w, const char
     char enc[4];
     stbds_arrsetlen(w->cpts, 0);
     stbds_arrsetlen(w->flags, 0);
+    /* room for a code point per byte, and a piece per code point in each
+       split step (every piece holds at least one): the arrputs below and
+       the splitters' never allocate */
+    if (!infer__arr_fit(w->cpts, len) || !infer__arr_fit(w->flags, len) || !infer__arr_fit(w->offs, len + 1) ||
+        !infer__arr_fit(w->offs2, len + 1)) {
+        w->nomem = 1;
+        return;
+    }
     for (i = 0; i < len;) {
         uint32_t c = infer__utf8_decode((const unsigned char *)text, len, &i);
         stbds_arrput(w->cpts, c);
@@ -1512,10 +1545,15 @@ static void infer__bpe_tokenize(const infer_vocab *v, infer__work *w, const char
             for (q = 0; q < nb; q++) {
                 char e2[4];
                 size_t n2 = infer__utf8_encode(infer__byte_to_cp((unsigned char)enc[q]), e2), r;
+                if (!infer__arr_room(w->buf, n2)) {
+                    w->nomem = 1;
+                    return;
+                }
                 for (r = 0; r < n2; r++) stbds_arrput(w->buf, e2[r]);
             }
         }
         if (stbds_arrlenu(w->buf)) infer__bpe_word(v, w, w->buf, stbds_arrlenu(w->buf), out);
+        if (w->nomem) return;
         start = e;
     }
 }
@@ -1543,13 +1581,13 @@ static const char *infer__find(const char *hay, size_t n, const char *needle, si
 
 /* Splits raw fragments around every occurrence of the special tokens, the
    longest first (llama.cpp's tokenizer_st_partition). Without parse_special
-   only user-defined tokens are split out. */
+   only user-defined tokens are split out. NULL when memory ran out. */
 static infer__frag *infer__partition(const infer_vocab *v, const char *text, size_t len, int parse_special) {
     infer__frag *cur = NULL, *next = NULL, f;
     unsigned char *present = v->n_special ? (unsigned char *)infer__calloc((size_t)v->n_special, 1) : NULL;
     int s;
     f.tok = -1, f.off = 0, f.len = len;
-    stbds_arrput(cur, f);
+    if (!infer__arr_push(cur, f)) goto nomem;
     if (present) infer__special_present(v, text, len, present);
     for (s = 0; s < v->n_special; s++) {
         infer_token id = v->special[s];
@@ -1566,13 +1604,15 @@ static infer__frag *infer__partition(const infer_vocab *v, const char *text, siz
             size_t off = cur[i].off, n = cur[i].len;
             const char *m;
             if (cur[i].tok >= 0) {
-                stbds_arrput(next, cur[i]);
+                if (!infer__arr_push(next, cur[i])) goto nomem;
                 continue;
             }
             while (n > 0 && (m = infer__find(text + off, n, td->text, (size_t)td->len)) != NULL) {
                 size_t lo = (size_t)(m - text), ln = lo - off;
                 if (td->attr & INFER__ATTR_LSTRIP)
                     while (ln > 0 && infer__isspace_ascii(text[off + ln - 1])) ln--;
+                /* two pieces at most */
+                if (!infer__arr_room(next, 2)) goto nomem;
                 if (ln > 0) f.tok = -1, f.off = off, f.len = ln, stbds_arrput(next, f);
                 f.tok = id, f.off = lo, f.len = (size_t)td->len;
                 stbds_arrput(next, f);
@@ -1581,7 +1621,10 @@ static infer__frag *infer__partition(const infer_vocab *v, const char *text, siz
                 if (td->attr & INFER__ATTR_RSTRIP)
                     while (n > 0 && infer__isspace_ascii(text[off])) off++, n--;
             }
-            if (n > 0) f.tok = -1, f.off = off, f.len = n, stbds_arrput(next, f);
+            if (n > 0) {
+                f.tok = -1, f.off = off, f.len = n;
+                if (!infer__arr_push(next, f)) goto nomem;
+            }
         }
         {
             infer__frag *t = cur;
@@ -1591,6 +1634,11 @@ static infer__frag *infer__partition(const infer_vocab *v, const char *text, siz
     stbds_arrfree(next);
     INFER_FREE(present);
     return cur;
+nomem:
+    stbds_arrfree(cur);
+    stbds_arrfree(next);
+    INFER_FREE(present);
+    return NULL;
 }
 
 static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t len, infer_token *out, int max,
@@ -1605,8 +1653,8 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
     memset(&w, 0, sizeof w);
     if (add_bos && v->bos >= 0) infer__emit(&ob, v->bos);
     if (len == 0) return ob.n;
-    frags = infer__partition(v, text, len, parse_special);
-    for (i = 0; i < stbds_arrlenu(frags); i++) {
+    if (!(frags = infer__partition(v, text, len, parse_special))) return -1;
+    for (i = 0; i < stbds_arrlenu(frags) && !w.nomem; i++) {
         const infer__frag *f = &frags[i];
         if (f->tok >= 0) {
             infer__emit(&ob, f->tok);
@@ -1618,6 +1666,10 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
                that starts the input or follows a special token */
             size_t k;
             stbds_arrsetlen(w.buf, 0);
+            if (!infer__arr_fit(w.buf, f->len + 1)) {
+                w.nomem = 1;
+                break;
+            }
             if (v->add_space_prefix && prev_special) stbds_arrput(w.buf, ' ');
             for (k = 0; k < f->len; k++) stbds_arrput(w.buf, text[f->off + k]);
             {
@@ -1626,7 +1678,7 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
                 for (k = 0; k < n; k++) sp += w.buf[k] == ' ';
                 esc = (char *)INFER_MALLOC(n + 2 * sp + 1);
                 if (!esc) {
-                    ob.n = -1;
+                    w.nomem = 1;
                     break;
                 }
                 for (k = 0, sp = 0; k < n; k++) {
@@ -1646,7 +1698,7 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
     }
     stbds_arrfree(frags);
     infer__work_free(&w);
-    return ob.n;
+    return w.nomem ? -1 : ob.n;
 }
 
 /* ---- detokenizing -------------------------------------------------------- */
@@ -1751,27 +1803,20 @@ static int infer__utf8_incomplete_tail(const unsigned char *s, int n) {
 }
 
 INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size) {
-    char small[256];
-    char *piece = small;
-    unsigned char *all;
+    unsigned char *all = (unsigned char *)out;
     int n, total, keep, emit;
     if (!d || !m || !out || size < 0) return 0;
     n = infer_token_to_piece(m, t, NULL, 0);
     if (n < 0) return 0;
-    if (n > (int)sizeof small) {
-        piece = (char *)INFER_MALLOC((size_t)n);
-        if (!piece) return 0;
-    }
-    infer_token_to_piece(m, t, piece, n);
     total = d->n_pending + n;
-    all = (unsigned char *)INFER_MALLOC((size_t)total + 1);
-    if (!all) {
-        if (piece != small) INFER_FREE(piece);
-        return 0;
+    if (total <= size) { /* the pending bytes and the piece, in out */
+        memcpy(out, d->pending, (size_t)d->n_pending);
+        infer_token_to_piece(m, t, out + d->n_pending, n);
+    } else { /* a piece longer than out: put together on the heap */
+        if (!(all = (unsigned char *)INFER_MALLOC((size_t)total))) return -1;
+        memcpy(all, d->pending, (size_t)d->n_pending);
+        infer_token_to_piece(m, t, (char *)all + d->n_pending, n);
     }
-    memcpy(all, d->pending, (size_t)d->n_pending);
-    memcpy(all + d->n_pending, piece, (size_t)n);
-    if (piece != small) INFER_FREE(piece);
     keep = infer__utf8_incomplete_tail(all, total);
     emit = total - keep;
     if (emit > size) {
@@ -1779,10 +1824,10 @@ INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token 
         emit = size;
         while (emit > 0 && (all[emit] & 0xc0) == 0x80) emit--;
     }
-    memcpy(out, all, (size_t)emit);
+    if (all != (unsigned char *)out) memcpy(out, all, (size_t)emit);
     memcpy(d->pending, all + total - keep, (size_t)keep);
     d->n_pending = keep;
-    INFER_FREE(all);
+    if (all != (unsigned char *)out) INFER_FREE(all);
     return emit;
 }
 

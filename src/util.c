@@ -32,6 +32,21 @@ static char *infer__strndup(const char *s, size_t n) {
     return p;
 }
 
+static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity) {
+    stbds_array_header *h = *a ? stbds_header(*a) : NULL;
+    size_t cap = h ? h->capacity : 0;
+    if (capacity <= cap) return 1;
+    /* stb_ds's growth: double, at least 4 */
+    cap = INFER__MAX(INFER__MAX(capacity, 2 * cap), 4);
+    if (cap > (SIZE_MAX - sizeof *h) / elem_size) return 0;
+    h = (stbds_array_header *)INFER_REALLOC(h, cap * elem_size + sizeof *h);
+    if (!h) return 0;
+    if (!*a) h->length = 0, h->hash_table = NULL, h->temp = 0;
+    h->capacity = cap;
+    *a = h + 1;
+    return 1;
+}
+
 static double infer__now_ms(void) {
 #if defined(_WIN32)
     LARGE_INTEGER f, c;
