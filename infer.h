@@ -1123,6 +1123,9 @@ static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity);
 /* n more elements at the end, uninitialized: their address, or NULL */
 #define infer__arr_addn(a, n) (infer__arr_room(a, n) ? stbds_arraddnptr(a, n) : NULL)
 static double infer__now_ms(void);
+/* 64-bit FNV-1a of n bytes, continuing from h (INFER__FNV_BASIS to start) */
+#define INFER__FNV_BASIS 0xcbf29ce484222325ull
+static uint64_t infer__fnv(uint64_t h, const void *p, size_t n);
 static size_t infer__peak_rss_bytes(void);
 static float infer__fp16_to_fp32(uint16_t h);
 static uint16_t infer__fp32_to_fp16(float f);
@@ -1526,6 +1529,13 @@ static char *infer__strndup(const char *s, size_t n) {
     memcpy(p, s, n);
     p[n] = 0;
     return p;
+}
+
+static uint64_t infer__fnv(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = (const uint8_t *)p;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
 }
 
 static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity) {
@@ -2891,13 +2901,9 @@ static int infer__strmap_init(infer__strmap *m, size_t n_keys) {
    key's, or the empty one where it would go. */
 static infer__strmap_slot *infer__strmap_slot_of(const infer__strmap *m, const char *a, size_t na, const char *b,
                                                  size_t nb) {
-    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    uint64_t h = infer__fnv(INFER__FNV_BASIS, a, na);
     size_t i, n = na + (b ? nb + 1 : 0);
-    for (i = 0; i < na; i++) h = (h ^ (unsigned char)a[i]) * 1099511628211ull;
-    if (b) {
-        h = (h ^ 0xffu) * 1099511628211ull;
-        for (i = 0; i < nb; i++) h = (h ^ (unsigned char)b[i]) * 1099511628211ull;
-    }
+    if (b) h = infer__fnv(infer__fnv(h, "\xff", 1), b, nb);
     for (i = (size_t)h & m->mask;; i = (i + 1) & m->mask) {
         const infer__strmap_slot *s = &m->slots[i];
         if (!s->key) break;
@@ -13179,14 +13185,8 @@ typedef struct infer__state_header {
 /* FNV-1a over the model's shape, its tensors' names, types and shapes,
    and sampled bytes of its embeddings and final norm: another model (or a
    fine-tune of the same shape) gives another value. */
-static uint64_t infer__fnv(uint64_t h, const void *p, size_t n) {
-    const uint8_t *b = (const uint8_t *)p;
-    size_t i;
-    for (i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
 static uint64_t infer__model_fingerprint(const infer_model *m) {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = INFER__FNV_BASIS;
     int64_t i;
     int dims[8];
     dims[0] = m->n_vocab, dims[1] = m->dim, dims[2] = m->n_layers, dims[3] = m->n_heads;
@@ -16987,15 +16987,16 @@ static void infer__pass_release(infer__sched *s) {
     stbds_arrsetlen(s->pass, 0);
 }
 
-/* Memory for a pass ran out: every open request ends with NOMEM. */
-static void infer__sched_fail(infer__sched *s) {
+/* Ends every open request of s with st (memory for a pass ran out, or
+   its worker is freed). */
+static void infer__sched_end_all(infer__sched *s, infer_status st, const char *msg) {
     for (;;) {
         infer_request *r;
         infer__mutex_lock(&s->mu);
         for (r = s->head; r && r->done; r = r->next) {}
         infer__mutex_unlock(&s->mu);
         if (!r) return;
-        infer__req_end(r, INFER_ERR_NOMEM, "out of memory for a forward pass");
+        infer__req_end(r, st, msg);
     }
 }
 
@@ -17011,7 +17012,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     infer_status st;
     double t0 = infer__now_ms(), ms;
     if (n < 0) {
-        infer__sched_fail(s);
+        infer__sched_end_all(s, INFER_ERR_NOMEM, "out of memory for a forward pass");
         return 1;
     }
     if (!n) return 0;
@@ -17337,8 +17338,7 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     }
     /* (the arguments are good, so tokenizing fails only for want of memory) */
     n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
-    if (n > 0 && infer__arr_setlen(r->prompt, n)) n = infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1);
-    else if (n > 0) n = -1;
+    if (n > 0) n = infer__arr_setlen(r->prompt, n) ? infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1) : -1;
     if (n < 0) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory tokenizing the prompt");
         return INFER_ERR_NOMEM;
@@ -17717,20 +17717,13 @@ INFERDEF void infer_worker_free(infer_worker *w) {
     for (i = 0; i < w->n_threads; i++) pthread_join(w->threads[i], NULL);
     /* the contexts go back to infer_context_step, their requests ended */
     while ((s = w->head)) {
-        infer_request *r;
         w->head = s->wnext;
         s->wnext = NULL;
         infer__mutex_lock(&s->mu);
         s->worker = NULL;
         s->claimed = 0;
         infer__mutex_unlock(&s->mu);
-        for (;;) {
-            infer__mutex_lock(&s->mu);
-            for (r = s->head; r && r->done; r = r->next) {}
-            infer__mutex_unlock(&s->mu);
-            if (!r) break;
-            infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled (its worker was freed)");
-        }
+        infer__sched_end_all(s, INFER_ERR_CANCELLED, "the request was cancelled (its worker was freed)");
     }
     infer__cond_destroy(&w->wake);
     infer__cond_destroy(&w->idle);

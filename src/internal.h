@@ -153,6 +153,9 @@ static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity);
 /* n more elements at the end, uninitialized: their address, or NULL */
 #define infer__arr_addn(a, n) (infer__arr_room(a, n) ? stbds_arraddnptr(a, n) : NULL)
 static double infer__now_ms(void);
+/* 64-bit FNV-1a of n bytes, continuing from h (INFER__FNV_BASIS to start) */
+#define INFER__FNV_BASIS 0xcbf29ce484222325ull
+static uint64_t infer__fnv(uint64_t h, const void *p, size_t n);
 static size_t infer__peak_rss_bytes(void);
 static float infer__fp16_to_fp32(uint16_t h);
 static uint16_t infer__fp32_to_fp16(float f);

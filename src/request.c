@@ -494,15 +494,16 @@ static void infer__pass_release(infer__sched *s) {
     stbds_arrsetlen(s->pass, 0);
 }
 
-/* Memory for a pass ran out: every open request ends with NOMEM. */
-static void infer__sched_fail(infer__sched *s) {
+/* Ends every open request of s with st (memory for a pass ran out, or
+   its worker is freed). */
+static void infer__sched_end_all(infer__sched *s, infer_status st, const char *msg) {
     for (;;) {
         infer_request *r;
         infer__mutex_lock(&s->mu);
         for (r = s->head; r && r->done; r = r->next) {}
         infer__mutex_unlock(&s->mu);
         if (!r) return;
-        infer__req_end(r, INFER_ERR_NOMEM, "out of memory for a forward pass");
+        infer__req_end(r, st, msg);
     }
 }
 
@@ -518,7 +519,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     infer_status st;
     double t0 = infer__now_ms(), ms;
     if (n < 0) {
-        infer__sched_fail(s);
+        infer__sched_end_all(s, INFER_ERR_NOMEM, "out of memory for a forward pass");
         return 1;
     }
     if (!n) return 0;
@@ -844,8 +845,7 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     }
     /* (the arguments are good, so tokenizing fails only for want of memory) */
     n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
-    if (n > 0 && infer__arr_setlen(r->prompt, n)) n = infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1);
-    else if (n > 0) n = -1;
+    if (n > 0) n = infer__arr_setlen(r->prompt, n) ? infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1) : -1;
     if (n < 0) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory tokenizing the prompt");
         return INFER_ERR_NOMEM;
@@ -1224,20 +1224,13 @@ INFERDEF void infer_worker_free(infer_worker *w) {
     for (i = 0; i < w->n_threads; i++) pthread_join(w->threads[i], NULL);
     /* the contexts go back to infer_context_step, their requests ended */
     while ((s = w->head)) {
-        infer_request *r;
         w->head = s->wnext;
         s->wnext = NULL;
         infer__mutex_lock(&s->mu);
         s->worker = NULL;
         s->claimed = 0;
         infer__mutex_unlock(&s->mu);
-        for (;;) {
-            infer__mutex_lock(&s->mu);
-            for (r = s->head; r && r->done; r = r->next) {}
-            infer__mutex_unlock(&s->mu);
-            if (!r) break;
-            infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled (its worker was freed)");
-        }
+        infer__sched_end_all(s, INFER_ERR_CANCELLED, "the request was cancelled (its worker was freed)");
     }
     infer__cond_destroy(&w->wake);
     infer__cond_destroy(&w->idle);

@@ -179,14 +179,8 @@ typedef struct infer__state_header {
 /* FNV-1a over the model's shape, its tensors' names, types and shapes,
    and sampled bytes of its embeddings and final norm: another model (or a
    fine-tune of the same shape) gives another value. */
-static uint64_t infer__fnv(uint64_t h, const void *p, size_t n) {
-    const uint8_t *b = (const uint8_t *)p;
-    size_t i;
-    for (i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
 static uint64_t infer__model_fingerprint(const infer_model *m) {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = INFER__FNV_BASIS;
     int64_t i;
     int dims[8];
     dims[0] = m->n_vocab, dims[1] = m->dim, dims[2] = m->n_layers, dims[3] = m->n_heads;

@@ -98,13 +98,9 @@ static int infer__strmap_init(infer__strmap *m, size_t n_keys) {
    key's, or the empty one where it would go. */
 static infer__strmap_slot *infer__strmap_slot_of(const infer__strmap *m, const char *a, size_t na, const char *b,
                                                  size_t nb) {
-    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    uint64_t h = infer__fnv(INFER__FNV_BASIS, a, na);
     size_t i, n = na + (b ? nb + 1 : 0);
-    for (i = 0; i < na; i++) h = (h ^ (unsigned char)a[i]) * 1099511628211ull;
-    if (b) {
-        h = (h ^ 0xffu) * 1099511628211ull;
-        for (i = 0; i < nb; i++) h = (h ^ (unsigned char)b[i]) * 1099511628211ull;
-    }
+    if (b) h = infer__fnv(infer__fnv(h, "\xff", 1), b, nb);
     for (i = (size_t)h & m->mask;; i = (i + 1) & m->mask) {
         const infer__strmap_slot *s = &m->slots[i];
         if (!s->key) break;

@@ -32,6 +32,13 @@ static char *infer__strndup(const char *s, size_t n) {
     return p;
 }
 
+static uint64_t infer__fnv(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = (const uint8_t *)p;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
 static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity) {
     stbds_array_header *h = *a ? stbds_header(*a) : NULL;
     size_t cap = h ? h->capacity : 0;

@@ -6,7 +6,6 @@
    so an over-read shows up under ASan. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
-#include <ctype.h>
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -180,8 +179,6 @@ static uint8_t *dup_exact(const void *p, size_t n) {
     if (n) memcpy(c, p, n);
     return c;
 }
-
-
 
 static void check_err(const infer_error *err, const char *what, const char *via, const char *kw) {
     size_t len = strnlen(err->msg, sizeof err->msg);

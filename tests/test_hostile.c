@@ -9,7 +9,6 @@
    The files of ../shared/bad are refused the same way. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
-#include <ctype.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -86,8 +85,6 @@ static void assert_no_leaks(const char *what) {
     (void)what;
 #endif
 }
-
-
 
 static void fail(tally *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(tally *t, const char *fmt, ...) {
