@@ -17,7 +17,7 @@ API = "infer_api.h"
 # Declarations shared with a backend compiled on its own (infer_cuda.cu
 # includes infer.h with INFER_BACKEND_INTERFACE): outside the
 # implementation's guard, with a guard of their own.
-INTERFACE_PARTS = ["backend.h"]
+INTERFACE_PARTS = ["model.h", "backend.h"]
 # Implementation parts in dependency order: each may use what stands above it
 # (internal.h declares what the parts share; every other header stands
 # before the first part that includes it, which build() checks).
@@ -46,7 +46,10 @@ PARTS = [
     "weights.c",
     "context.h",
     "attention.c",
+    "context.c",
+    "product.c",
     "forward.c",
+    "decode.c",
     "sequence.c",
     "embed.c",
     "gpu.c",

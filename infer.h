@@ -203,6 +203,10 @@ INFERDEF size_t infer_model_weight_bytes(const infer_model *m);
 INFERDEF infer_device infer_model_device(const infer_model *m);
 /* The GPU's name ("NVIDIA H100 ..., sm_90") for a CUDA model, else "cpu". */
 INFERDEF const char *infer_model_device_name(const infer_model *m);
+/* The memory bandwidth of a CUDA model's GPU in GB/s, as a copy kernel
+   reaches it (measured on the first call, a fraction of a second); 0 for
+   a CPU model. What generation's GB/s are compared with (infer bench). */
+INFERDEF double infer_model_device_bandwidth(infer_model *m);
 /* One-line summary: architecture, dims, layers, heads, vocab. */
 INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
 
@@ -835,111 +839,201 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
 #endif
 #endif /* INFER_H_INCLUDED */
 
+/* ==== src/model.h ==== */
+/* model.h - the model description: what model.c (with arch.c's rows)
+   makes of a GGUF file, and what both forward passes read, forward.c on
+   the CPU and infer_cuda.cu on a GPU. One description covers every
+   architecture: per-layer choices (head sizes, RoPE, sliding window) and
+   model-wide features (biases, extra norms, activation, scales,
+   soft-caps, experts) are data here, and each pass reads them; neither
+   asks which family a model is.
+
+   Visible with INFER_IMPLEMENTATION and also, alone, with
+   INFER_BACKEND_INTERFACE (how infer_cuda.cu includes infer.h). */
+#if (defined(INFER_IMPLEMENTATION) || defined(INFER_BACKEND_INTERFACE)) && !defined(INFER_MODEL_H_INCLUDED)
+#define INFER_MODEL_H_INCLUDED
+
+/* A tensor of the file (or a view of one): data points at its GGUF bytes
+   in host memory, rows of ne[0] values. */
+typedef struct infer__tensor {
+    char *name;
+    infer_type type;
+    int n_dims;
+    int64_t ne[4];
+    uint64_t offset;
+    size_t nbytes;
+    const void *data;       /* NULL in a vocab-only file */
+} infer__tensor;
+
+/* RoPE as one layer applies it (ggml's rope with YaRN and frequency
+   factors: theta_i = pos * base^(-2i/n_rot) / freqs[i], then scaled). */
+typedef struct infer__rope {
+    int n_rot;          /* rotated values per head (the first n_rot) */
+    int neox;           /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
+    float base;
+    float freq_scale;   /* 1 / the linear or YaRN factor */
+    float ext_factor;   /* YaRN's extrapolation mix (0: none) */
+    float attn_factor;  /* scales cos and sin (LongRoPE's, YaRN's magnitude) */
+    float beta_fast, beta_slow;
+    int n_ctx_orig;     /* YaRN's original context */
+    const float *freqs; /* n_rot/2 divisors of the angles, or NULL */
+    const float *freqs_long; /* LongRoPE: the divisors for contexts beyond n_ctx_orig, or NULL */
+} infer__rope;
+#define INFER__MAX_ROPES 2 /* distinct RoPEs in one model (sliding vs global layers) */
+
+typedef struct infer__layer {
+    /* attention; bq, bk, bv, bo, q_norm, k_norm and post_attn_norm may be NULL */
+    const infer__tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *post_attn_norm;
+    /* feed-forward: dense (w_gate, w_up, w_down) or experts (router and the
+       three stacked expert tensors); post_ffn_norm may be NULL */
+    const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    const infer__tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
+    int window; /* keys a query sees (sliding window), 0: all of them */
+    int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
+} infer__layer;
+
+typedef enum infer__act { INFER__ACT_SILU, INFER__ACT_GELU } infer__act;
+typedef enum infer__gating {
+    INFER__GATING_SOFTMAX,     /* softmax over all experts, then the top k */
+    INFER__GATING_SOFTMAX_TOPK /* the top k logits, then softmax over those */
+} infer__gating;
+
+struct infer_model {
+    infer_gguf *gguf;
+    struct infer_vocab *vocab;
+    char arch[32];
+    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
+    int q_dim, kv_dim;  /* n_heads * head_dim, n_kv_heads * head_dim */
+    int n_ctx_train, rope_dim;
+    float rope_base, norm_eps;
+    /* features, as data */
+    infer__act act;      /* of the gated feed-forward */
+    float embd_scale;    /* embeddings times this (gemma: sqrt(dim)), 0: no */
+    float attn_scale;    /* on the scores, or on q when attn_scale_q */
+    int attn_scale_q;    /* q is scaled before q.K (and rounded so) */
+    float attn_softcap;  /* scores become c * tanh(s / c), 0: no */
+    float final_softcap; /* logits likewise */
+    int n_expert, n_expert_used, expert_ffn;
+    infer__gating gating;
+    int expert_norm;     /* the chosen experts' weights renormalised to sum 1 */
+    int n_swa;           /* the sliding window of the layers that have one, 0: none */
+    infer__rope ropes[INFER__MAX_ROPES];
+    int n_ropes;
+    const infer__tensor *tok_embd, *output_norm, *output; /* output may be tok_embd (tied) */
+    const float *rope_freqs; /* the global layers' RoPE factors, or NULL */
+    infer__layer *layers;
+    infer__tensor *views; /* pieces of fused tensors (phi3's attn_qkv, gate+up) */
+    int n_views;
+    float *gelu_table;   /* GELU of every F16 value (llama.cpp's table), for GELU models */
+    unsigned char *bound; /* during load: which file tensors the model uses */
+    double load_ms;
+    infer_device device;  /* where the forward pass runs: CPU or CUDA (gpu.c) */
+    void *gpu;            /* the weights on the GPU (infer_cuda.cu), or NULL */
+    char *device_note;    /* why auto chose the CPU, joined to the vocab's warning */
+    /* weights.c: this CPU's kernels and the weights they repack, made
+       once and shared by every context (internal.h) */
+    struct infer__cpu_weights *cpu;
+};
+
+#endif /* INFER_MODEL_H_INCLUDED */
+
 /* ==== src/backend.h ==== */
 /* backend.h - the interface between the implementation and a backend that
-   runs the forward pass elsewhere (infer_cuda.cu, compiled by nvcc).
+   runs the forward pass on a GPU (infer_cuda.cu, compiled by nvcc).
 
-   The CPU forward pass (forward.c) is the implementation's own; a GPU
-   backend gets a plain description of the model (hyperparameters and
-   where each weight's GGUF bytes are, in their own format) and exports the
-   extern "C" entry points below. The implementation calls them only when
-   compiled with INFER_CUDA.
+   The backend reads the same model description as forward.c (model.h:
+   the arch.c row's features as data, the optional per-layer weights)
+   and the same KV cache layout as attention.c (below), and takes the
+   same steps under the same names; what it keeps on the device (the
+   weights in their GGUF formats, a context's scratch) stays behind these
+   entry points. The implementation calls them only when compiled with
+   INFER_CUDA.
 
    This part is visible with INFER_IMPLEMENTATION and also, alone, with
    INFER_BACKEND_INTERFACE: infer_cuda.cu includes infer.h that way, so it
    shares these declarations without compiling the implementation. */
 #if (defined(INFER_IMPLEMENTATION) || defined(INFER_BACKEND_INTERFACE)) && !defined(INFER_BACKEND_H_INCLUDED)
 #define INFER_BACKEND_H_INCLUDED
-#include <stdio.h> /* snprintf, for feature names */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* One weight as the file stores it: rows of ne0 values, ne1 rows (1 for a
-   vector), in GGUF type `type`; data points at nbytes of host memory. */
-typedef struct infer_backend_tensor {
-    const char *name; /* as in the file, for messages */
-    const void *data;
-    int type; /* infer_type */
-    int64_t ne0, ne1;
-    size_t nbytes;
-} infer_backend_tensor;
+/* The KV cache, one layout wherever it lives (host memory for the CPU's
+   pass, device memory for a GPU's): layer l keeps position p at slot
+   p % slots[l], every position or a ring of a sliding window plus a
+   batch. K as rows of kv_dim values per slot (F16 or Q8_0); V in F16
+   transposed (a row of slots per value), in Q8_0 like K. */
+typedef struct infer__kv_cache {
+    infer_type type; /* F16 or Q8_0 */
+    int n_layers, n_ctx, kv_dim, head_dim, n_seq;
+    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
+    int *slots;      /* per layer (host memory) */
+    uint8_t **k, **v; /* per sequence and layer (INFER__KV_AT), into mem (host arrays of pointers) */
+    uint8_t *mem;    /* the cache's bytes: on the device of `gpu`, else host memory */
+    size_t bytes;
+    void *gpu;       /* the GPU model whose device holds mem, or NULL */
+} infer__kv_cache;
+/* sequence s's cache of layer l: every sequence has a cache of its own */
+#define INFER__KV_AT(kv, s, l) ((size_t)(s) * (size_t)(kv)->n_layers + (size_t)(l))
 
-typedef struct infer_backend_layer {
-    infer_backend_tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
-} infer_backend_layer;
-
-/* The model description's features beyond the plain llama forward pass
-   (forward.c runs them all). A backend states the set it implements and
-   refuses a model that uses any other, naming it, so the CPU runs it:
-   a model never runs elsewhere as if it were plain llama. */
-enum {
-    INFER_BACKEND_F_NEOX = 1u << 0,        /* RoPE pairs (i, i + n_rot/2) */
-    INFER_BACKEND_F_QKV_BIAS = 1u << 1,    /* q, k, v or output biases */
-    INFER_BACKEND_F_QK_NORM = 1u << 2,     /* per-head RMSNorm of q and k */
-    INFER_BACKEND_F_POST_NORMS = 1u << 3,  /* RMSNorm on attention/FFN outputs */
-    INFER_BACKEND_F_GELU = 1u << 4,        /* GELU-gated feed-forward */
-    INFER_BACKEND_F_EMBD_SCALE = 1u << 5,  /* scaled embeddings */
-    INFER_BACKEND_F_ATTN_SCALE = 1u << 6,  /* an attention scale other than 1/sqrt(head size) on the scores */
-    INFER_BACKEND_F_SOFTCAP = 1u << 7,     /* soft-capped scores or logits */
-    INFER_BACKEND_F_SLIDING = 1u << 8,     /* sliding-window layers */
-    INFER_BACKEND_F_EXPERTS = 1u << 9,     /* mixture-of-experts feed-forward */
-    INFER_BACKEND_F_ROPE_LAYERS = 1u << 10, /* layers without RoPE, or with another base */
-    INFER_BACKEND_F_ROPE_SCALING = 1u << 11, /* linear, YaRN or LongRoPE scaling, an attention factor */
-    INFER_BACKEND_F_WIDE_Q = 1u << 12,     /* heads * head size differs from the model width */
-    INFER_BACKEND_F_COUNT = 13
-};
-
-/* Everything the llama forward pass reads, and which features beyond it
-   the model uses (features: INFER_BACKEND_F_* bits). */
-typedef struct infer_backend_model {
-    unsigned features;
-    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, rope_dim;
-    float rope_base, norm_eps;
-    const float *rope_freqs; /* rope_dim/2 divisors of the angles, or NULL */
-    infer_backend_tensor tok_embd, output_norm, output;
-    int output_is_tok_embd;  /* tied: output shares tok_embd's bytes */
-    const infer_backend_layer *layers; /* n_layers of them */
-} infer_backend_model;
+/* One forward pass as the implementation hands it over: n tokens (at most
+   the context's n_batch), token t of sequence seq[t] at position pos[t]
+   (each sequence's tokens in order and at consecutive positions);
+   rope: per token, per RoPE of the model (n_ropes), cos and sin of each
+   rotated pair (rope_dim floats), as forward.c computes them; the final
+   normed hidden state of the n_sel tokens sel[] (ascending) goes through
+   the output into logits (n_vocab floats a row, host memory), or, given
+   hidden, into hidden (dim floats a row) instead. should_stop, when not
+   NULL, is asked between layers (from this thread). */
+typedef struct infer_backend_batch {
+    const int32_t *tokens;
+    int n;
+    const int *pos, *seq;
+    const float *rope;
+    int n_sel;
+    const int *sel;
+    float *logits, *hidden;
+    int (*should_stop)(void *);
+    void *stop_user;
+} infer_backend_batch;
 
 /* Status of the entry points: 0 ok; UNSUPPORTED: this backend cannot run
-   the model (a weight format, a head size) and the CPU can; FAILED: the
-   device or its runtime failed (no GPU, out of memory, a kernel error). */
+   the model (a weight format without a GPU kernel) and the CPU can;
+   FAILED: the device or its runtime failed (no GPU, out of memory, a
+   kernel error); CANCELLED: should_stop said stop. */
 enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED = 2, INFER_BACKEND_CANCELLED = 3 };
+
+/* How infer_cuda_copy moves bytes. */
+enum { INFER_BACKEND_DEVICE_TO_DEVICE = 0, INFER_BACKEND_HOST_TO_DEVICE = 1, INFER_BACKEND_DEVICE_TO_HOST = 2 };
 
 /* ---- infer_cuda.cu ----
    Each writes a one-line reason into msg (size bytes) when it fails. */
 /* The number of CUDA devices; 0 (and why) when there is none. */
 int infer_cuda_device_count(char *msg, size_t size);
-/* The names of features' bits, "neox RoPE, q/k norms", for messages. */
-static inline void infer_backend_feature_names(unsigned features, char *buf, size_t size) {
-    static const char *const names[INFER_BACKEND_F_COUNT] = {
-        "NeoX RoPE", "biases", "q/k norms", "post-norms", "GELU", "scaled embeddings", "an attention scale",
-        "soft-capping", "sliding windows", "experts", "per-layer RoPE", "RoPE scaling", "query width != model width"};
-    size_t at = 0;
-    int i;
-    if (size) buf[0] = 0;
-    for (i = 0; i < INFER_BACKEND_F_COUNT && at < size; i++)
-        if (features & (1u << i)) at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", names[i]);
-}
-/* Uploads every weight once, in its GGUF format. *gpu_model is set on OK. */
-int infer_cuda_model_new(const infer_backend_model *desc, void **gpu_model, char *msg, size_t size);
+/* Uploads every weight the description binds, once, in its GGUF format.
+   *gpu_model is set on OK; the description must outlive it. */
+int infer_cuda_model_new(const infer_model *m, void **gpu_model, char *msg, size_t size);
 void infer_cuda_model_free(void *gpu_model);
 /* "NVIDIA H100 80GB HBM3, sm_90" */
 const char *infer_cuda_model_device_name(const void *gpu_model);
-/* A KV cache of n_ctx positions (F16) and scratch for n_batch tokens. */
-int infer_cuda_context_new(void *gpu_model, int n_ctx, int n_batch, void **gpu_ctx, size_t *bytes, char *msg,
-                           size_t size);
+/* Device memory (zeroed) for a context's KV cache; NULL when there is none. */
+void *infer_cuda_alloc(void *gpu_model, size_t bytes, char *msg, size_t size);
+void infer_cuda_free(void *gpu_model, void *p);
+/* n bytes, kind INFER_BACKEND_*; device ranges may overlap (as memmove). */
+int infer_cuda_copy(void *gpu_model, void *dst, const void *src, size_t n, int kind, char *msg, size_t size);
+/* The device's memory bandwidth as a copy kernel reaches it (GB/s), 0
+   when it cannot be measured. */
+double infer_cuda_bandwidth(void *gpu_model);
+/* A context's scratch for n_batch tokens over the KV cache kv (its mem
+   from infer_cuda_alloc; the description must outlive the context). */
+int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, int n_batch, void **gpu_ctx, size_t *bytes,
+                           char *msg, size_t size);
 void infer_cuda_context_free(void *gpu_ctx);
-/* Runs n (<= n_batch) tokens at positions pos0..; writes the logits of
-   rows first_logit..n-1 (n_vocab floats each) to host memory `logits`.
-   n == 1 replays a captured CUDA graph: one launch per token. With
-   should_stop, a batch of several tokens waits for each layer and asks it
-   (from this thread) before the next: non-zero returns
-   INFER_BACKEND_CANCELLED, the positions written past the caller's count. */
-int infer_cuda_forward(void *gpu_ctx, const int32_t *tokens, int n, int pos0, int first_logit, float *logits,
-                       int (*should_stop)(void *), void *stop_user, char *msg, size_t size);
+/* Runs one forward pass (infer_backend_batch). A batch where every
+   sequence has one token (a decode step of all of them) replays a CUDA
+   graph captured once for its size: one launch per step. */
+int infer_cuda_forward(void *gpu_ctx, const infer_backend_batch *b, char *msg, size_t size);
 
 #ifdef __cplusplus
 }
@@ -955,10 +1049,15 @@ static void infer__model_unplace(infer_model *m);
 /* A context of a GPU model gets its device half; 0 on error. */
 static int infer__context_attach(infer_context *c, infer_error *err);
 static void infer__context_detach(infer_context *c);
+/* The cache's memory, on the model's device where gpu is not NULL (see
+   infer__kv_cache): allocated zeroed, freed, and bytes moved with kind
+   INFER_BACKEND_* (host memory: memmove, memcpy). 0 / NULL on failure. */
+static void *infer__kv_mem_alloc(void *gpu, size_t bytes);
+static void infer__kv_mem_free(void *gpu, void *p);
+static int infer__kv_mem_copy(void *gpu, void *dst, const void *src, size_t n, int kind);
 /* The backend's forward pass for one batch (<= n_batch tokens, in runs of
-   sequences: see infer__forward): the CPU's infer__forward or the GPU's
-   (one sequence; no hidden states). INFER_ERR_CANCELLED where the abort
-   callback stopped it. */
+   sequences: see infer__forward): the CPU's infer__forward or the GPU's.
+   INFER_ERR_CANCELLED where the abort callback stopped it. */
 static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
                                            float *logits, float *hidden, infer_error *err);
 #endif
@@ -1158,15 +1257,6 @@ typedef struct infer__kv {
     infer__str *strs;       /* string arrays: each element, arr_n of them */
 } infer__kv;
 
-typedef struct infer__tensor {
-    char *name;
-    infer_type type;
-    int n_dims;
-    int64_t ne[4];
-    uint64_t offset;
-    size_t nbytes;
-    const void *data;       /* NULL in a vocab-only file */
-} infer__tensor;
 
 struct infer_gguf {
     infer__blob blob;
@@ -1344,80 +1434,11 @@ static int infer__vocab_tokenize(const infer_vocab *v, const char *text, size_t 
 static int infer__vocab_piece(const infer_vocab *v, infer_token t, char *buf, int size);
 static const char *infer__vocab_warning(const infer_vocab *v);
 
-/* ---- model.c (with arch.c): the model description the forward pass reads ----
-   One description covers every architecture: per-layer choices (head
-   sizes, RoPE, sliding window) and model-wide features (biases, extra
-   norms, activation, scales, soft-caps, experts) are data here, and the
-   forward pass reads them; it never asks which family a model is. */
-
-/* RoPE as one layer applies it (ggml's rope with YaRN and frequency
-   factors: theta_i = pos * base^(-2i/n_rot) / freqs[i], then scaled). */
-typedef struct infer__rope {
-    int n_rot;          /* rotated values per head (the first n_rot) */
-    int neox;           /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
-    float base;
-    float freq_scale;   /* 1 / the linear or YaRN factor */
-    float ext_factor;   /* YaRN's extrapolation mix (0: none) */
-    float attn_factor;  /* scales cos and sin (LongRoPE's, YaRN's magnitude) */
-    float beta_fast, beta_slow;
-    int n_ctx_orig;     /* YaRN's original context */
-    const float *freqs; /* n_rot/2 divisors of the angles, or NULL */
-    const float *freqs_long; /* LongRoPE: the divisors for contexts beyond n_ctx_orig, or NULL */
-} infer__rope;
-#define INFER__MAX_ROPES 2 /* distinct RoPEs in one model (sliding vs global layers) */
-
-typedef struct infer__layer {
-    /* attention; bq, bk, bv, bo, q_norm, k_norm and post_attn_norm may be NULL */
-    const infer__tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *post_attn_norm;
-    /* feed-forward: dense (w_gate, w_up, w_down) or experts (router and the
-       three stacked expert tensors); post_ffn_norm may be NULL */
-    const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
-    const infer__tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
-    int window; /* keys a query sees (sliding window), 0: all of them */
-    int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
-} infer__layer;
-
-typedef enum infer__act { INFER__ACT_SILU, INFER__ACT_GELU } infer__act;
-typedef enum infer__gating {
-    INFER__GATING_SOFTMAX,     /* softmax over all experts, then the top k */
-    INFER__GATING_SOFTMAX_TOPK /* the top k logits, then softmax over those */
-} infer__gating;
-
-struct infer_model {
-    infer_gguf *gguf;
-    infer_vocab *vocab;
-    char arch[32];
-    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
-    int q_dim, kv_dim;  /* n_heads * head_dim, n_kv_heads * head_dim */
-    int n_ctx_train, rope_dim;
-    float rope_base, norm_eps;
-    /* features, as data */
-    infer__act act;      /* of the gated feed-forward */
-    float embd_scale;    /* embeddings times this (gemma: sqrt(dim)), 0: no */
-    float attn_scale;    /* on the scores, or on q when attn_scale_q */
-    int attn_scale_q;    /* q is scaled before q.K (and rounded so) */
-    float attn_softcap;  /* scores become c * tanh(s / c), 0: no */
-    float final_softcap; /* logits likewise */
-    int n_expert, n_expert_used, expert_ffn;
-    infer__gating gating;
-    int expert_norm;     /* the chosen experts' weights renormalised to sum 1 */
-    int n_swa;           /* the sliding window of the layers that have one, 0: none */
-    infer__rope ropes[INFER__MAX_ROPES];
-    int n_ropes;
-    const infer__tensor *tok_embd, *output_norm, *output; /* output may be tok_embd (tied) */
-    const float *rope_freqs; /* the global layers' RoPE factors, or NULL */
-    infer__layer *layers;
-    infer__tensor *views; /* pieces of fused tensors (phi3's attn_qkv, gate+up) */
-    int n_views;
-    float *gelu_table;   /* GELU of every F16 value (llama.cpp's table), for GELU models */
-    unsigned char *bound; /* during load: which file tensors the model uses */
-    double load_ms;
-    infer_device device;  /* where the forward pass runs: CPU or CUDA (gpu.c) */
-    void *gpu;            /* the weights on the GPU (infer_cuda.cu), or NULL */
-    char *device_note;    /* why auto chose the CPU, joined to the vocab's warning */
-    /* weights.c: this CPU's kernels (INFER_ISA), chosen at load, and the
-       weights they repack, made once and shared by every context */
-    infer__kernels kern;
+/* ---- model.c (with arch.c): the model description (model.h) ---- */
+/* this CPU's kernels and the weights repacked for them (weights.c): the
+   CPU pass's part of a model, behind infer_model.cpu */
+struct infer__cpu_weights {
+    infer__kernels kern;  /* this CPU's kernels (INFER_ISA), chosen at load */
     uint8_t *packed_raw;  /* the arena holding every packed weight */
     size_t packed_bytes;
     const infer__tensor **packed_w; /* which weights are packed ... */
@@ -11468,38 +11489,40 @@ static int infer__weights_prepare(infer_model *m, infer_progress_fn progress, vo
     int *er = (int *)infer__calloc((size_t)cap, sizeof(int));
     size_t total = 0, done = 0;
     uint8_t *at;
-    if (!infer__kernels_select(&m->kern, err)) goto fail_quiet;
-    if (!w || !er) goto nomem;
+    struct infer__cpu_weights *cw = (struct infer__cpu_weights *)infer__calloc(1, sizeof *cw);
+    m->cpu = cw; /* freed with the model (infer__weights_free) */
+    if (!cw || !w || !er) goto nomem;
+    if (!infer__kernels_select(&cw->kern, err)) goto fail_quiet;
     if (m->device != INFER_DEVICE_CPU) goto done; /* a GPU's weights are its own */
     n = infer__weights_list(m, w, er);
     /* each tensor once (a shared output, a view bound twice) */
     for (i = 0; i < n; i++) {
         for (j = 0; j < i && w[j] != w[i]; j++) {}
-        if (j < i || !infer__weight_packs(&m->kern, w[i], er[i])) continue;
-        total += infer__weight_packed_bytes(&m->kern, w[i]);
-        m->n_packed++;
+        if (j < i || !infer__weight_packs(&cw->kern, w[i], er[i])) continue;
+        total += infer__weight_packed_bytes(&cw->kern, w[i]);
+        cw->n_packed++;
     }
     if (!total) goto done;
-    m->packed_w = (const infer__tensor **)infer__calloc((size_t)m->n_packed, sizeof *m->packed_w);
-    m->packed_at = (const uint8_t **)infer__calloc((size_t)m->n_packed, sizeof *m->packed_at);
+    cw->packed_w = (const infer__tensor **)infer__calloc((size_t)cw->n_packed, sizeof *cw->packed_w);
+    cw->packed_at = (const uint8_t **)infer__calloc((size_t)cw->n_packed, sizeof *cw->packed_at);
     /* one arena, aligned so the OS can back it with huge pages: generation
        streams it all once per token */
-    m->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
-    if (!m->packed_w || !m->packed_at || !m->packed_raw) goto nomem;
-    m->packed_bytes = total + INFER__PACK_ARENA_ALIGN;
-    at = m->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)m->packed_raw % INFER__PACK_ARENA_ALIGN);
+    cw->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
+    if (!cw->packed_w || !cw->packed_at || !cw->packed_raw) goto nomem;
+    cw->packed_bytes = total + INFER__PACK_ARENA_ALIGN;
+    at = cw->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)cw->packed_raw % INFER__PACK_ARENA_ALIGN);
     infer__advise_huge(at, total);
-    m->n_packed = 0;
+    cw->n_packed = 0;
     for (i = 0; i < n; i++) {
         const infer__tensor *t = w[i];
         for (j = 0; j < i && w[j] != t; j++) {}
-        if (j < i || !infer__weight_packs(&m->kern, t, er[i])) continue;
-        m->kern.pack[t->type](t->data, infer__row_size(t->type, t->ne[0]), t->ne[0], t->ne[1], at);
-        m->packed_w[m->n_packed] = t;
-        m->packed_at[m->n_packed++] = at;
+        if (j < i || !infer__weight_packs(&cw->kern, t, er[i])) continue;
+        cw->kern.pack[t->type](t->data, infer__row_size(t->type, t->ne[0]), t->ne[0], t->ne[1], at);
+        cw->packed_w[cw->n_packed] = t;
+        cw->packed_at[cw->n_packed++] = at;
         if (t != m->tok_embd) infer__blob_forget(&m->gguf->blob, t->data, t->nbytes);
-        at += infer__weight_packed_bytes(&m->kern, t);
-        done += infer__weight_packed_bytes(&m->kern, t);
+        at += infer__weight_packed_bytes(&cw->kern, t);
+        done += infer__weight_packed_bytes(&cw->kern, t);
         if (progress && progress(from + (1 - from) * (float)((double)done / (double)total), user)) {
             infer__set_error(err, INFER_ERR_CANCELLED, "loading cancelled by the progress callback");
             goto fail_quiet;
@@ -11519,24 +11542,27 @@ fail_quiet:
 
 /* w's packed copy, or NULL. */
 static const uint8_t *infer__weights_packed(const infer_model *m, const infer__tensor *w) {
+    const struct infer__cpu_weights *cw = m->cpu;
     int i;
-    for (i = 0; i < m->n_packed; i++)
-        if (m->packed_w[i] == w) return m->packed_at[i];
+    for (i = 0; cw && i < cw->n_packed; i++)
+        if (cw->packed_w[i] == w) return cw->packed_at[i];
     return NULL;
 }
 
 static void infer__weights_free(infer_model *m) {
-    INFER_FREE(m->packed_raw);
-    INFER_FREE(m->packed_w);
-    INFER_FREE(m->packed_at);
-    m->packed_raw = NULL, m->packed_w = NULL, m->packed_at = NULL;
-    m->n_packed = 0;
+    struct infer__cpu_weights *cw = m->cpu;
+    if (!cw) return;
+    INFER_FREE(cw->packed_raw);
+    INFER_FREE(cw->packed_w);
+    INFER_FREE(cw->packed_at);
+    INFER_FREE(cw);
+    m->cpu = NULL;
 }
 
 /* ==== src/context.h ==== */
 /* context.h - what a context holds (KV cache, scratch, the plan of
-   products) and what attention.c, forward.c and the parts after them
-   share about it. */
+   products) and what attention.c, context.c, product.c, forward.c,
+   decode.c and the parts after them share about it. */
 #ifndef INFER_CONTEXT_H
 #define INFER_CONTEXT_H
 
@@ -11544,21 +11570,7 @@ static void infer__weights_free(infer_model *m) {
 #define INFER__ATT_TILE 64 /* keys per tile */
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
 
-/* Layer l keeps position p at slot p % slots[l]: every position, or a ring
-   of a sliding window plus a batch. K as rows of kv_dim values per slot
-   (F16 or Q8_0); V in F16 transposed (a row of slots per value), in Q8_0
-   like K. */
-typedef struct infer__kv_cache {
-    infer_type type; /* F16 or Q8_0 */
-    int n_layers, n_ctx, kv_dim, head_dim, n_seq;
-    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
-    int *slots;      /* per layer */
-    uint8_t **k, **v; /* per sequence and layer (INFER__KV_AT), into mem */
-    uint8_t *mem;
-    size_t bytes;
-} infer__kv_cache;
-/* sequence s's cache of layer l: every sequence has a cache of its own */
-#define INFER__KV_AT(kv, s, l) ((size_t)(s) * (size_t)(kv)->n_layers + (size_t)(l))
+/* The cache itself (infer__kv_cache) is in backend.h: a GPU reads it too. */
 
 /* Per-worker scratch of attention (INFER__ATT_ROWS query rows). */
 typedef struct infer__attn_scratch {
@@ -11587,8 +11599,9 @@ typedef struct infer__attn_batch {
     int ldq, ldo;
 } infer__attn_batch;
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch, int n_seq,
-                          infer_error *err);
+/* gpu: the GPU model whose device holds the cache, or NULL (host memory) */
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, void *gpu, int n_ctx, int n_batch,
+                          int n_seq, infer_error *err);
 static void infer__kv_free(infer__kv_cache *kv);
 static size_t infer__kv_bytes(const infer__kv_cache *kv);
 /* hi: one past the highest position the sequence's cache has written */
@@ -11601,7 +11614,8 @@ static int infer__attn_n_items(const infer__attn_batch *b);
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
 static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
 
-/* ---- forward.c: the context and the forward pass ---- */
+/* ---- context.c, product.c, forward.c, decode.c: the context, its products,
+   the forward pass, decoding ---- */
 #define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
 
 /* A step of products that read the same input (q, k, v; gate, up): the
@@ -11683,6 +11697,7 @@ struct infer_context {
     /* one pass's tokens (n_batch): each one's position, the sequences'
        runs, and which rows go out as logits */
     int *pos, *sel;
+    int *seq_of;        /* each token's sequence (the GPU's pass reads it) */
     infer__group *groups;
     float *logits;      /* rows of n_vocab */
     int logit_cap_rows;
@@ -11696,11 +11711,36 @@ struct infer_context {
     infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
 };
 
-/* One forward pass of n (<= n_batch) tokens: n_groups runs of sequences
-   (c->groups), each token's position in c->pos; the final normed hidden
-   state of the n_sel tokens c->sel[] (ascending) goes through the output
-   into logits (n_vocab floats a row), or, given hidden, into hidden (dim
-   floats a row) instead. Returns 0, or 1 where the abort callback stopped
+/* context.c: asks the abort callback, and whether a request in the pass
+   was cancelled (worker 0 only). */
+static int infer__aborted(const infer_context *c);
+typedef struct infer__sched infer__sched;
+static int infer__sched_should_stop(const infer__sched *s); /* request.c */
+
+/* product.c: the products of the CPU pass (the plan's steps). Slot `slot`
+   of the packing arena (c->xq): xq_rows converted input rows. */
+static uint8_t *infer__xq_slot(const infer_context *c, int slot);
+/* Converts input rows t0..t1 (of n values, stride ldx) into each type the
+   product reads; row t lands at row t - base of the slot. */
+static void infer__product_convert(const infer_context *c, const infer__product *p, const float *x, int ldx, int t0,
+                                   int t1, int base);
+/* This worker's share of the rows of every op of the product, for n_tok
+   converted input rows (x: the f32 input, for ops that read it as is;
+   out0 replaces the first op's output). */
+static void infer__product_run(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+                               float *out0, int ith, int nth);
+/* The experts: token t's choice from its router logits (pos: its
+   position, for rt->margin), the batch's (token, expert) pairs sorted by
+   expert, and this worker's share of an experts product over the pairs. */
+static void infer__moe_choose(const infer_model *m, infer__moe_route *rt, int t, int pos);
+static void infer__moe_pairs(const infer_model *m, infer__moe_route *rt, int n_tok);
+static void infer__moe_product(const infer_context *c, const infer__product *p, int ith, int nth);
+
+/* forward.c: one forward pass of n (<= n_batch) tokens: n_groups runs of
+   sequences (c->groups), each token's position in c->pos; the final
+   normed hidden state of the n_sel tokens c->sel[] (ascending) goes
+   through the output into logits (n_vocab floats a row), or, given
+   hidden, into hidden (dim floats a row) instead. Returns 0, or 1 where the abort callback stopped
    it (then no sequence has advanced). */
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
                           float *hidden);
@@ -11708,13 +11748,9 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused);
-/* Room for rows of logits (n_vocab floats); 0 when memory runs out. */
+/* decode.c: room for rows of logits (n_vocab floats); 0 when memory runs
+   out. */
 static int infer__reserve_logits(infer_context *c, int rows);
-/* Asks the abort callback, and whether a request in the pass was
-   cancelled (worker 0 only). */
-static int infer__aborted(const infer_context *c);
-typedef struct infer__sched infer__sched;
-static int infer__sched_should_stop(const infer__sched *s); /* request.c */
 
 #endif /* INFER_CONTEXT_H */
 
@@ -11742,8 +11778,8 @@ static int infer__kv_layer_slots(int n_ctx, int n_batch, int window) {
     return window ? INFER__MIN(n_ctx, window + n_batch) : n_ctx;
 }
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch, int n_seq,
-                          infer_error *err) {
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, void *gpu, int n_ctx, int n_batch,
+                          int n_seq, infer_error *err) {
     int l, s;
     size_t total = 0, at = 0;
     memset(kv, 0, sizeof *kv);
@@ -11762,6 +11798,7 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->kv_dim = m->kv_dim;
     kv->head_dim = m->head_dim;
     kv->n_seq = n_seq;
+    kv->gpu = gpu;
     kv->k_row = infer__row_size(type, kv->kv_dim);
     kv->slots = (int *)infer__calloc((size_t)m->n_layers, sizeof(int));
     kv->k = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
@@ -11771,12 +11808,12 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
             kv->slots[l] = infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window);
             total += 2 * (size_t)kv->slots[l] * kv->k_row * n_seq;
         }
-        kv->mem = (uint8_t *)infer__calloc(total ? total : 1, 1);
+        kv->mem = (uint8_t *)infer__kv_mem_alloc(gpu, total ? total : 1);
     }
     if (!kv->mem) {
         infer__kv_free(kv);
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a KV cache of %d positions x %d sequences", n_ctx,
-                         n_seq);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of %s memory for a KV cache of %d positions x %d sequences",
+                         gpu ? "device" : "host", n_ctx, n_seq);
         return 0;
     }
     for (s = 0; s < n_seq; s++)
@@ -11792,7 +11829,7 @@ static void infer__kv_free(infer__kv_cache *kv) {
     INFER_FREE(kv->slots);
     INFER_FREE(kv->k);
     INFER_FREE(kv->v);
-    INFER_FREE(kv->mem);
+    if (kv->mem) infer__kv_mem_free(kv->gpu, kv->mem);
     memset(kv, 0, sizeof *kv);
 }
 
@@ -12108,24 +12145,12 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     }
 }
 
-/* ==== src/forward.c ==== */
-/* forward.c - the context (KV cache, scratch) and the forward pass over a
-   batch of tokens, for every architecture the model description covers.
-   Reads top to bottom like the paper: embed (scaled where the model says),
-   then per layer RMSNorm -> q, k, v (+ biases) -> per-head q/k norms ->
-   RoPE -> attention (sliding window, soft-capping) -> output (+ post-norm)
-   -> residual -> RMSNorm -> gated FFN (SiLU or GELU) or experts -> (post-
-   norm) -> residual, then the final norm, the output projection and any
-   logit soft-cap. Each optional step runs where the description has its
-   weights or value, never by family name.
-   The whole pass is one task of the thread pool: every worker runs the
-   steps below, splitting each step's work, and the workers meet at a
-   barrier between steps (per-token steps by tokens, products by rows,
-   attention by heads and token runs, experts by expert and rows).
-   The numerics follow llama.cpp's CPU path where it matters for matching
-   its outputs: activations converted to the weights' dot type, K and V
-   cached as F16, sums of squares in double, RoPE angles stepped by
-   multiplication, GELU through an F16 table. */
+/* ==== src/context.c ==== */
+/* context.c - a context: its sequences' KV cache, the CPU pass's scratch and plan of products.
+   The plan holds, per layer, each product step's weights (packed for the
+   context's kernels where they are) and the converted input each reads.
+   A context on the GPU keeps only the batch's bookkeeping and RoPE angles
+   here (its cache lives in device memory, its scratch in gpu.c's half). */
 
 INFERDEF infer_context_params infer_context_default_params(void) {
     infer_context_params p;
@@ -12235,12 +12260,6 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         infer__set_error(err, INFER_ERR_ARG, "context parameters out of range");
         return NULL;
     }
-    /* the GPU's cache is one sequence's, and stays where it is */
-    if (m->gpu && (params->n_seq > 1 || params->full_policy == INFER_FULL_SHIFT)) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a CUDA context holds one sequence and cannot shift it (n_seq %d%s)",
-                         params->n_seq, params->full_policy == INFER_FULL_SHIFT ? ", shift" : "");
-        return NULL;
-    }
     kv_type = params->kv_type == INFER_TYPE_F32 ? INFER_TYPE_F16 : params->kv_type;
     c = (infer_context *)infer__calloc(1, sizeof *c);
     if (!c) {
@@ -12248,7 +12267,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return NULL;
     }
     c->model = m;
-    c->kern = m->kern; /* the kernels the model's weights were packed for */
+    c->kern = m->cpu->kern; /* the kernels the model's weights were packed for */
     c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
     c->n_seq = params->n_seq ? params->n_seq : 1;
     c->n_batch = params->n_batch ? params->n_batch : 512;
@@ -12263,19 +12282,19 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     }
     for (l = 0; l < c->n_seq; l++) c->seqs[l].logit_row = -1;
     infer__context_rope_freqs(c);
-    if (!infer__context_attach(c, err)) { /* a GPU model: its cache and scratch there */
-        infer_context_free(c);
-        return NULL;
-    }
-    if (!c->gpu) { /* on the GPU, the cache is there */
+    {
         /* a context that shifts keeps every position of a sliding window's
            layer too: moving positions down needs the ones a ring drops */
         int ring_batch = c->full_policy == INFER_FULL_SHIFT ? c->n_ctx : INFER__MIN(c->n_batch, c->n_ctx);
-        if (!infer__kv_init(&c->kv, kv_type, m, c->n_ctx, ring_batch, c->n_seq, err)) {
+        if (!infer__kv_init(&c->kv, kv_type, m, m->gpu, c->n_ctx, ring_batch, c->n_seq, err)) {
             infer_context_free(c);
             return NULL;
         }
         c->bytes += infer__kv_bytes(&c->kv);
+    }
+    if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache */
+        infer_context_free(c);
+        return NULL;
     }
     c->pool = infer__pool_new(params->n_threads ? params->n_threads : 1);
     if (!c->pool) ok = 0;
@@ -12285,7 +12304,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
        fraction of a percent; routing (experts), soft-capped attention and
        scaled embeddings turn that into several (measured: synth gemma2 4%,
        Gemma 3 270M 7%), so such models take llama.cpp's order by default */
-    if (params->match_llama > 0 || (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0))) {
+    if (!c->gpu &&
+        (params->match_llama > 0 || (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0)))) {
         int t;
         c->match_llama = 1;
         for (t = 0; t < INFER_TYPE_COUNT; t++)
@@ -12294,6 +12314,20 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_ordered[INFER_TYPE_F16];
         c->kern.gemm[INFER_TYPE_F16] = NULL;
         c->kern.vec_dot[INFER_TYPE_F16] = c->kern.f16_dot_ordered;
+    }
+    /* the batch's bookkeeping and RoPE angles, which both passes read */
+    c->pos = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->sel = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->seq_of = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->groups = (infer__group *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(infer__group), &ok);
+    c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
+    if (c->gpu) { /* the rest is the CPU pass's scratch */
+        if (!ok) {
+            infer_context_free(c);
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a context of %d tokens", params->n_ctx);
+            return NULL;
+        }
+        return c;
     }
     pairs = moe ? c->n_batch * m->n_expert_used : 0;
     widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
@@ -12317,16 +12351,12 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->route.start = (int *)infer__ctx_alloc(c, (size_t)m->n_expert + 1, sizeof(int), &ok);
         c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
     }
-    c->pos = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
-    c->sel = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
-    c->groups = (infer__group *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(infer__group), &ok);
-    c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
     c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
     /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
     c->xq = infer__ctx_alloc(c, (size_t)c->xq_rows * INFER__MAX_FUSED, c->xq_row_max, &ok);
-    if (ok && !c->gpu && !infer__plan(c)) ok = 0; /* a GPU context never runs the CPU's products */
+    if (ok && !infer__plan(c)) ok = 0;
     if (!ok) {
         infer_context_free(c);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a context of %d tokens", params->n_ctx);
@@ -12362,6 +12392,7 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->plan);
     INFER_FREE(c->pos);
     INFER_FREE(c->sel);
+    INFER_FREE(c->seq_of);
     INFER_FREE(c->groups);
     INFER_FREE(c->logits);
     stbds_arrfree(c->row_of);
@@ -12386,68 +12417,16 @@ static int infer__aborted(const infer_context *c) {
     return (c->abort_fn && c->abort_fn(c->abort_user)) || (c->sched && infer__sched_should_stop(c->sched));
 }
 
-/* ---- the building blocks -------------------------------------------- */
-
-static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, const float *w, int n, float eps) {
-    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
-    int i;
-    for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
-}
-
-/* cos and sin of the angles of position pos, as ggml's rope computes them:
-   pair i turns by theta_i = pos * base^(-2i/n_rot) / freqs[i] (stepped by
-   multiplication), interpolated by freq_scale, mixed back toward the
-   unscaled angle by YaRN's ramp, and cos and sin scaled by the attention
-   factor. freqs may be NULL. */
-static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos) {
-    float theta = (float)pos, step = powf(r->base, -2.0f / (float)r->n_rot), lo = 0, hi = 0, mscale = r->attn_factor;
-    int i;
-    if (r->ext_factor != 0.0f) { /* YaRN's correction range of dimensions */
-        float den = 2 * logf(r->base), pi2 = 2 * 3.14159265358979323846f;
-        lo = floorf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_fast * pi2)) / den);
-        hi = ceilf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_slow * pi2)) / den);
-        lo = INFER__MAX(0.0f, lo);
-        hi = INFER__MIN((float)(r->n_rot - 1), hi);
-        mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
-    }
-    for (i = 0; i < r->n_rot; i += 2) {
-        float extrap = freqs ? theta / freqs[i / 2] : theta, a = r->freq_scale * extrap;
-        if (r->ext_factor != 0.0f) {
-            float y = ((float)(i / 2) - lo) / INFER__MAX(0.001f, hi - lo);
-            float mix = (1 - INFER__MIN(1.0f, INFER__MAX(0.0f, y))) * r->ext_factor;
-            a = a * (1 - mix) + extrap * mix;
-        }
-        cs[i] = cosf(a) * mscale;
-        cs[i + 1] = sinf(a) * mscale;
-        theta *= step;
-    }
-}
-
-/* Rotates the first n_rot values of one head: pairs (2i, 2i+1), or with
-   neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. */
-static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused) {
-    int i, half = n_rot / 2;
-    for (i = 0; i < n_rot; i += 2) {
-        int a = neox ? i / 2 : i, b = neox ? i / 2 + half : i + 1;
-        float x0 = x[a], x1 = x[b];
-        if (fused) { /* as llama.cpp's build contracts it */
-            x[a] = fmaf(x0, cs[i], -(x1 * cs[i + 1]));
-            x[b] = fmaf(x0, cs[i + 1], x1 * cs[i]);
-        } else {
-            x[a] = x0 * cs[i] - x1 * cs[i + 1];
-            x[b] = x0 * cs[i + 1] + x1 * cs[i];
-        }
-    }
-}
-
-/* x = cap * tanh(x / cap), as llama.cpp scales, takes tanh and scales back */
-static void infer__softcap(float *x, int n, float cap) {
-    float inv = 1.0f / cap;
-    int i;
-    for (i = 0; i < n; i++) x[i] = tanhf(x[i] * inv) * cap;
-}
-
-/* ---- products: Y[t] = W . X[t] for every token t ----------------------- */
+/* ==== src/product.c ==== */
+/* product.c - the CPU pass's products, Y[t] = W . X[t] for a batch's tokens, and the experts'.
+   A step's f32 input is first converted, row by row, into each activation
+   type its weights' dot product reads (as llama.cpp converts it): the
+   packing arena (c->xq: INFER__MAX_FUSED slots of xq_rows rows, a slot
+   per type) holds those rows. The workers then split the rows of every op
+   of the step in pieces of INFER__PACK_ROWS, multiplied by the packed
+   kernels where the weights are packed for this ISA, else by the unpacked
+   gemm or the vec_dot loop. Experts: the router's choice per token, the
+   (token, expert) pairs by expert, and each expert's rows over its pairs. */
 
 static uint8_t *infer__xq_slot(const infer_context *c, int slot) {
     return (uint8_t *)c->xq + (size_t)slot * c->xq_rows * c->xq_row_max;
@@ -12600,7 +12579,92 @@ static void infer__moe_product(const infer_context *c, const infer__product *p, 
     }
 }
 
-/* ---- the forward pass -------------------------------------------------- */
+/* ==== src/forward.c ==== */
+/* forward.c - the CPU's forward pass over a batch of tokens, as a list of named steps:
+   infer__embed; per layer infer__norm_rows (attn_norm), the q/k/v product,
+   infer__qk_prepare, infer__kv_store_rows, infer__attention, the output
+   product, infer__residual, infer__norm_rows (ffn_norm), infer__ffn or
+   infer__moe_ffn, infer__residual; then infer__output. infer_cuda.cu takes
+   the same steps under the same names (without infer__). An optional part
+   of a step runs where the model description has its weights or value,
+   never by family name.
+   The pass is one task of the thread pool: every worker runs every step on
+   its share (tokens, a product's rows, attention's work items, experts'
+   rows), and the workers meet at a barrier where a step reads what others
+   wrote. The numerics follow llama.cpp's CPU path where it matters for
+   matching it: sums of squares in double, RoPE angles stepped by
+   multiplication, GELU through an F16 table. */
+
+/* ---- the building blocks ------------------------------------------------ */
+
+static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, const float *w, int n, float eps) {
+    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
+    int i;
+    for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
+}
+
+/* cos and sin of the angles of position pos, as ggml's rope computes them:
+   pair i turns by theta_i = pos * base^(-2i/n_rot) / freqs[i] (stepped by
+   multiplication), interpolated by freq_scale, mixed back toward the
+   unscaled angle by YaRN's ramp, and cos and sin scaled by the attention
+   factor. freqs may be NULL. */
+static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos) {
+    float theta = (float)pos, step = powf(r->base, -2.0f / (float)r->n_rot), lo = 0, hi = 0, mscale = r->attn_factor;
+    int i;
+    if (r->ext_factor != 0.0f) { /* YaRN's correction range of dimensions */
+        float den = 2 * logf(r->base), pi2 = 2 * 3.14159265358979323846f;
+        lo = floorf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_fast * pi2)) / den);
+        hi = ceilf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_slow * pi2)) / den);
+        lo = INFER__MAX(0.0f, lo);
+        hi = INFER__MIN((float)(r->n_rot - 1), hi);
+        mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
+    }
+    for (i = 0; i < r->n_rot; i += 2) {
+        float extrap = freqs ? theta / freqs[i / 2] : theta, a = r->freq_scale * extrap;
+        if (r->ext_factor != 0.0f) {
+            float y = ((float)(i / 2) - lo) / INFER__MAX(0.001f, hi - lo);
+            float mix = (1 - INFER__MIN(1.0f, INFER__MAX(0.0f, y))) * r->ext_factor;
+            a = a * (1 - mix) + extrap * mix;
+        }
+        cs[i] = cosf(a) * mscale;
+        cs[i + 1] = sinf(a) * mscale;
+        theta *= step;
+    }
+}
+
+/* Rotates the first n_rot values of one head: pairs (2i, 2i+1), or with
+   neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. */
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused) {
+    int i, half = n_rot / 2;
+    for (i = 0; i < n_rot; i += 2) {
+        int a = neox ? i / 2 : i, b = neox ? i / 2 + half : i + 1;
+        float x0 = x[a], x1 = x[b];
+        if (fused) { /* as llama.cpp's build contracts it */
+            x[a] = fmaf(x0, cs[i], -(x1 * cs[i + 1]));
+            x[b] = fmaf(x0, cs[i + 1], x1 * cs[i]);
+        } else {
+            x[a] = x0 * cs[i] - x1 * cs[i + 1];
+            x[b] = x0 * cs[i + 1] + x1 * cs[i];
+        }
+    }
+}
+
+/* x = cap * tanh(x / cap), as llama.cpp scales, takes tanh and scales back */
+static void infer__softcap(float *x, int n, float cap) {
+    float inv = 1.0f / cap;
+    int i;
+    for (i = 0; i < n; i++) x[i] = tanhf(x[i] * inv) * cap;
+}
+
+/* The gated activation of n values: g = act(g) * u. */
+static void infer__act_mul(const infer_context *c, float *g, const float *u, int n) {
+    if (c->model->act == INFER__ACT_GELU)
+        c->kern.gelu_mul(g, u, n, c->model->gelu_table);
+    else
+        c->kern.silu_mul(g, u, n);
+}
+
+/* ---- the steps ---------------------------------------------------------- */
 
 typedef struct infer__pass {
     infer_context *c;
@@ -12611,23 +12675,154 @@ typedef struct infer__pass {
     int stop;      /* the abort callback said stop (worker 0 asks, all read after a barrier) */
 } infer__pass;
 
-/* The gated activation of n values: g = act(g) * u. */
-static void infer__act_mul(const infer_context *c, float *g, const float *u, int n) {
-    if (c->model->act == INFER__ACT_GELU)
-        c->kern.gelu_mul(g, u, n, c->model->gelu_table);
-    else
-        c->kern.silu_mul(g, u, n);
+/* Each token's RoPE angles (per RoPE of the model), which infer__qk_prepare
+   reads: the pass's setup, as gpu.c computes them for the GPU's pass. */
+static void infer__rope_table(infer_context *c, int t0, int t1) {
+    const infer_model *m = c->model;
+    int n_rot = m->rope_dim, t, r;
+    for (t = t0; t < t1; t++)
+        for (r = 0; r < m->n_ropes; r++)
+            infer__rope_angles(c->rope + ((size_t)r * c->n_batch + t) * n_rot, &m->ropes[r], c->rope_freqs[r], c->pos[t]);
 }
 
-/* The experts' feed-forward of the normed input xb (tokens t0..t1 are
-   this worker's), into xb: route, gather, gate/up, activation, down, and
-   each token's weighted sum in the order its experts were chosen. */
+/* 1. Tokens t0..t1's embedding rows into x, dequantized, times the
+   model's embedding scale where it has one. */
+static void infer__embed(infer_context *c, const infer__pass *ps, int t0, int t1) {
+    const infer_model *m = c->model;
+    int dim = m->dim, t, i;
+    size_t emb_row = infer__row_size(m->tok_embd->type, dim);
+    for (t = t0; t < t1; t++) {
+        float *x = c->x + (size_t)t * dim;
+        infer__traits(m->tok_embd->type)->to_float((const uint8_t *)m->tok_embd->data + (size_t)ps->tokens[t] * emb_row, x, dim);
+        if (m->embd_scale > 0)
+            for (i = 0; i < dim; i++) x[i] *= m->embd_scale;
+    }
+}
+
+/* 2, 9. Rows t0..t1 of x, RMS-normed with weight w, into xb. */
+static void infer__norm_rows(infer_context *c, const infer__tensor *w, int t0, int t1) {
+    const infer_model *m = c->model;
+    int dim = m->dim, t;
+    for (t = t0; t < t1; t++) {
+        float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
+        infer__rmsnorm(&c->kern, xb, x, (const float *)w->data, dim, m->norm_eps);
+    }
+}
+
+/* 4. Tokens t0..t1's q, k and v made ready for attention: the biases,
+   each q and k head RMS-normed, RoPE on q and k, q times the attention
+   scale where the model scales q. */
+static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, int t1) {
+    const infer_model *m = c->model;
+    int hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, n_rot = m->rope_dim, t, i;
+    int neox = L->rope >= 0 && m->ropes[L->rope].neox;
+    for (t = t0; t < t1; t++) {
+        float *q = c->q + (size_t)t * q_dim, *k = c->k + (size_t)t * kv_dim, *v = c->v + (size_t)t * kv_dim;
+        const float *cs = L->rope >= 0 ? c->rope + ((size_t)L->rope * c->n_batch + t) * n_rot : NULL;
+        if (L->bq) for (i = 0; i < q_dim; i++) q[i] += ((const float *)L->bq->data)[i];
+        if (L->bk) for (i = 0; i < kv_dim; i++) k[i] += ((const float *)L->bk->data)[i];
+        if (L->bv) for (i = 0; i < kv_dim; i++) v[i] += ((const float *)L->bv->data)[i];
+        for (i = 0; i < m->n_heads; i++) {
+            float *qh = q + (size_t)i * hd;
+            if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
+            if (cs) infer__rope_rotate(qh, cs, n_rot, neox, c->match_llama);
+        }
+        if (m->attn_scale_q)
+            for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
+        for (i = 0; i < m->n_kv_heads; i++) {
+            float *kh = k + (size_t)i * hd;
+            if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
+            if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama);
+        }
+    }
+}
+
+/* 5. Tokens t0..t1's k and v into layer l of their sequences' caches
+   (attention.c's infer__kv_store writes one position). */
+static void infer__kv_store_rows(infer_context *c, const infer__pass *ps, int l, int t0, int t1) {
+    int kv_dim = c->model->kv_dim, g, t;
+    for (g = 0; g < ps->n_groups; g++) {
+        const infer__group *G = &c->groups[g];
+        for (t = INFER__MAX(t0, G->start); t < INFER__MIN(t1, G->start + G->n); t++)
+            infer__kv_store(&c->kv, &c->kern, G->seq, l, c->pos[t], c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
+    }
+}
+
+/* 6. Layer l's attention over every sequence's run, into att: the work
+   items of all the runs handed out in one count (ps->next_item, set to 0
+   before the barrier ahead of this step); ith picks the worker's scratch. */
+static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith) {
+    const infer_model *m = c->model;
+    int q_dim = m->q_dim, g, first;
+    infer__attn_scratch scratch;
+    infer__attn_batch ab;
+    memset(&ab, 0, sizeof ab);
+    ab.ordered = c->match_llama && c->kv.type == INFER_TYPE_F16;
+    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, m->head_dim, ab.ordered);
+    ab.kv = &c->kv;
+    ab.kern = &c->kern;
+    ab.n_heads = m->n_heads;
+    ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
+    ab.softcap = m->attn_softcap;
+    ab.ldq = ab.ldo = q_dim;
+    ab.layer = l;
+    ab.window = m->layers[l].window;
+    for (g = 0, first = 0;;) { /* first: the count's index of run g's first item */
+        int item = infer__atomic_next(&ps->next_item);
+        for (; g < ps->n_groups; g++) {
+            const infer__group *G = &c->groups[g];
+            ab.seq = G->seq, ab.pos0 = G->pos0, ab.n_tok = G->n;
+            ab.q = c->q + (size_t)G->start * q_dim, ab.out = c->att + (size_t)G->start * q_dim;
+            if (item < first + infer__attn_n_items(&ab)) break;
+            first += infer__attn_n_items(&ab);
+        }
+        if (g == ps->n_groups) break;
+        if (ab.ordered) infer__attn_item_ordered(&ab, item - first, &scratch);
+        else infer__attn_item(&ab, item - first, &scratch);
+    }
+}
+
+/* 8, 11. A block's output in xb (all of it written: after a barrier) into
+   the residual stream of tokens t0..t1: the bias and the post-norm where
+   the layer has them, then x += xb. */
+static void infer__residual(infer_context *c, const infer__tensor *bias, const infer__tensor *post_norm, int t0,
+                            int t1) {
+    const infer_model *m = c->model;
+    int dim = m->dim, t, i;
+    for (t = t0; t < t1; t++) {
+        float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
+        if (bias) for (i = 0; i < dim; i++) xb[i] += ((const float *)bias->data)[i];
+        if (post_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)post_norm->data, dim, m->norm_eps);
+        for (i = 0; i < dim; i++) x[i] += xb[i];
+    }
+}
+
+/* 10. The dense feed-forward of the normed input xb, into xb:
+   down(act(gate(x)) * up(x)), the down product's rows split among the
+   workers (so a barrier comes before anyone reads them). */
+static void infer__ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
+    int dim = c->model->dim, ffn = c->model->ffn_dim, t;
+    infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
+    infer__pool_barrier(c->pool);
+    for (t = t0; t < t1; t++) infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+    infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
+}
+
+/* 10, in a layer of experts. Their feed-forward of the normed input xb
+   (tokens t0..t1 are this worker's), into xb: route, gather, gate/up,
+   activation, down, and each token's weighted sum in the order its
+   experts were chosen. */
 static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
     const infer_model *m = c->model;
     infer__moe_route *rt = &c->route;
     const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
     int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
     int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
+    infer__pool_barrier(c->pool); /* the router reads every token's xb */
     infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
     for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->pos[t]);
@@ -12662,153 +12857,23 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     }
 }
 
-/* Every worker runs this; t0..t1 are its tokens in the per-token steps. */
-static void infer__forward_worker(void *arg, int ith, int nth) {
-    infer__pass *ps = (infer__pass *)arg;
-    infer_context *c = ps->c;
+/* 12. The selected tokens' final norm, packed into rows 0..n_sel of xb,
+   out as hidden states, or through the output product into the logits,
+   soft-capped where the model says (each worker a share of the selected
+   rows, of the output's rows, then of the vocabulary). */
+static void infer__output(infer_context *c, const infer__pass *ps, int ith, int nth) {
     const infer_model *m = c->model;
-    int dim = m->dim, hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, ffn = m->ffn_dim, n_rot = m->rope_dim;
-    int n = ps->n, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, l, t, i, r, g, first;
-    size_t emb_row = infer__row_size(m->tok_embd->type, dim);
     const infer__product *out = &c->plan[(size_t)m->n_layers * INFER__P_PER_LAYER];
-    const infer__layer *prev = NULL;
-    infer__attn_scratch scratch;
-    infer__attn_batch ab;
-
-    memset(&ab, 0, sizeof ab);
-    ab.ordered = c->match_llama && c->kv.type == INFER_TYPE_F16;
-    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, hd, ab.ordered);
-    ab.kv = &c->kv;
-    ab.kern = &c->kern;
-    ab.n_heads = m->n_heads;
-    ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
-    ab.softcap = m->attn_softcap;
-    ab.ldq = ab.ldo = q_dim;
-
-    for (t = t0; t < t1; t++) {
-        float *x = c->x + (size_t)t * dim;
-        infer__traits(m->tok_embd->type)->to_float((const uint8_t *)m->tok_embd->data + (size_t)ps->tokens[t] * emb_row, x, dim);
-        if (m->embd_scale > 0)
-            for (i = 0; i < dim; i++) x[i] *= m->embd_scale;
-        for (r = 0; r < m->n_ropes; r++)
-            infer__rope_angles(c->rope + ((size_t)r * c->n_batch + t) * n_rot, &m->ropes[r], c->rope_freqs[r], c->pos[t]);
-    }
-
-    for (l = 0; l < m->n_layers; l++) {
-        const infer__layer *L = &m->layers[l];
-        const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
-        /* stopped between layers: nothing has advanced (the cells written
-           are past every sequence's end) */
-        if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
-
-        /* attention: q, k, v of the normed input */
-        for (t = t0; t < t1; t++) {
-            float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
-            if (prev) { /* the previous layer's feed-forward residual */
-                if (prev->post_ffn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)prev->post_ffn_norm->data, dim, m->norm_eps);
-                for (i = 0; i < dim; i++) x[i] += xb[i];
-            }
-            infer__rmsnorm(&c->kern, xb, x, (const float *)L->attn_norm->data, dim, m->norm_eps);
-        }
-        infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
-        for (t = t0; t < t1; t++) {
-            float *q = c->q + (size_t)t * q_dim, *k = c->k + (size_t)t * kv_dim, *v = c->v + (size_t)t * kv_dim;
-            const float *cs = L->rope >= 0 ? c->rope + ((size_t)L->rope * c->n_batch + t) * n_rot : NULL;
-            int neox = L->rope >= 0 && m->ropes[L->rope].neox;
-            if (L->bq) for (i = 0; i < q_dim; i++) q[i] += ((const float *)L->bq->data)[i];
-            if (L->bk) for (i = 0; i < kv_dim; i++) k[i] += ((const float *)L->bk->data)[i];
-            if (L->bv) for (i = 0; i < kv_dim; i++) v[i] += ((const float *)L->bv->data)[i];
-            for (i = 0; i < m->n_heads; i++) {
-                float *qh = q + (size_t)i * hd;
-                if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
-                if (cs) infer__rope_rotate(qh, cs, n_rot, neox, c->match_llama);
-            }
-            if (m->attn_scale_q)
-                for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
-            for (i = 0; i < m->n_kv_heads; i++) {
-                float *kh = k + (size_t)i * hd;
-                if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
-                if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama);
-            }
-        }
-        for (g = 0; g < ps->n_groups; g++) { /* each token's k and v to its sequence's cache */
-            const infer__group *G = &c->groups[g];
-            for (t = INFER__MAX(t0, G->start); t < INFER__MIN(t1, G->start + G->n); t++)
-                infer__kv_store(&c->kv, &c->kern, G->seq, l, c->pos[t], c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
-        }
-        if (ith == 0) ps->next_item = 0;
-        infer__pool_barrier(c->pool);
-        ab.layer = l;
-        ab.window = L->window;
-        /* the work items of every sequence's run, handed out in one count */
-        for (g = 0, first = 0;;) { /* first: the count's index of run g's first item */
-            int item = infer__atomic_next(&ps->next_item);
-            for (; g < ps->n_groups; g++) {
-                const infer__group *G = &c->groups[g];
-                ab.seq = G->seq, ab.pos0 = G->pos0, ab.n_tok = G->n;
-                ab.q = c->q + (size_t)G->start * q_dim, ab.out = c->att + (size_t)G->start * q_dim;
-                if (item < first + infer__attn_n_items(&ab)) break;
-                first += infer__attn_n_items(&ab);
-            }
-            if (g == ps->n_groups) break;
-            if (ab.ordered) infer__attn_item_ordered(&ab, item - first, &scratch);
-            else infer__attn_item(&ab, item - first, &scratch);
-        }
-        infer__pool_barrier(c->pool);
-        infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
-
-        /* feed-forward of the normed input: down(act(gate(x)) * up(x)), or experts */
-        for (t = t0; t < t1; t++) {
-            float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
-            if (L->bo) for (i = 0; i < dim; i++) xb[i] += ((const float *)L->bo->data)[i];
-            if (L->post_attn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)L->post_attn_norm->data, dim, m->norm_eps);
-            for (i = 0; i < dim; i++) x[i] += xb[i];
-            infer__rmsnorm(&c->kern, xb, x, (const float *)L->ffn_norm->data, dim, m->norm_eps);
-        }
-        if (L->ffn_router) {
-            infer__pool_barrier(c->pool);
-            infer__moe_ffn(c, P, n, t0, t1, ith, nth);
-        } else {
-            infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
-            infer__pool_barrier(c->pool);
-            infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
-            infer__pool_barrier(c->pool);
-            for (t = t0; t < t1; t++) infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
-            infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
-            infer__pool_barrier(c->pool);
-            infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
-        }
-        if (ith == 0) __atomic_store_n(&ps->stop, infer__aborted(c), __ATOMIC_RELAXED);
-        infer__pool_barrier(c->pool); /* orders the flag too: every worker reads the same */
-        prev = L;
-    }
-    if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
-
-    /* the last residual; then the selected tokens' final norm, packed into
-       rows 0..n_sel of xb, through the output (or out as hidden states) */
-    for (t = t0; t < t1; t++) {
-        float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
-        if (prev->post_ffn_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)prev->post_ffn_norm->data, dim, m->norm_eps);
-        for (i = 0; i < dim; i++) x[i] += xb[i];
-    }
+    int dim = m->dim, s0 = ps->n_sel * ith / nth, s1 = ps->n_sel * (ith + 1) / nth, j, t;
     if (!ps->n_sel) return;
-    infer__pool_barrier(c->pool);
-    {
-        int s0 = ps->n_sel * ith / nth, s1 = ps->n_sel * (ith + 1) / nth, j;
-        for (j = s0; j < s1; j++) {
-            float *xb = c->xb + (size_t)j * dim;
-            infer__rmsnorm(&c->kern, xb, c->x + (size_t)c->sel[j] * dim, (const float *)m->output_norm->data, dim, m->norm_eps);
-            if (ps->hidden) memcpy(ps->hidden + (size_t)j * dim, xb, (size_t)dim * sizeof(float));
-        }
-        if (ps->hidden) return;
-        infer__product_convert(c, out, c->xb, dim, s0, s1, 0);
+    infer__pool_barrier(c->pool); /* a selected token's row may be another worker's */
+    for (j = s0; j < s1; j++) {
+        float *xb = c->xb + (size_t)j * dim;
+        infer__rmsnorm(&c->kern, xb, c->x + (size_t)c->sel[j] * dim, (const float *)m->output_norm->data, dim, m->norm_eps);
+        if (ps->hidden) memcpy(ps->hidden + (size_t)j * dim, xb, (size_t)dim * sizeof(float));
     }
+    if (ps->hidden) return;
+    infer__product_convert(c, out, c->xb, dim, s0, s1, 0);
     infer__pool_barrier(c->pool);
     infer__product_run(c, out, c->xb, dim, ps->n_sel, ps->logits, ith, nth);
     if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
@@ -12816,6 +12881,54 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         infer__pool_barrier(c->pool);
         for (t = 0; t < ps->n_sel; t++) infer__softcap(ps->logits + (size_t)t * m->n_vocab + v0, v1 - v0, m->final_softcap);
     }
+}
+
+/* ---- the pass ----------------------------------------------------------- */
+
+/* Every worker runs this; t0..t1 are its tokens in the per-token steps. */
+static void infer__forward_worker(void *arg, int ith, int nth) {
+    infer__pass *ps = (infer__pass *)arg;
+    infer_context *c = ps->c;
+    const infer_model *m = c->model;
+    int n = ps->n, t0 = n * ith / nth, t1 = n * (ith + 1) / nth, dim = m->dim, q_dim = m->q_dim, l;
+
+    infer__rope_table(c, t0, t1);
+    infer__embed(c, ps, t0, t1);
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
+        /* stopped between layers: nothing has advanced (the cells written
+           are past every sequence's end) */
+        if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
+
+        /* attention */
+        infer__norm_rows(c, L->attn_norm, t0, t1);
+        infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
+        infer__qk_prepare(c, L, t0, t1);
+        infer__kv_store_rows(c, ps, l, t0, t1);
+        if (ith == 0) ps->next_item = 0; /* attention's count starts over */
+        infer__pool_barrier(c->pool);
+        infer__attention(c, ps, l, ith);
+        infer__pool_barrier(c->pool);
+        infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
+        infer__pool_barrier(c->pool);
+        infer__residual(c, L->bo, L->post_attn_norm, t0, t1);
+
+        /* feed-forward */
+        infer__norm_rows(c, L->ffn_norm, t0, t1);
+        if (L->ffn_router) infer__moe_ffn(c, P, n, t0, t1, ith, nth);
+        else infer__ffn(c, P, n, t0, t1, ith, nth);
+        if (ith == 0) __atomic_store_n(&ps->stop, infer__aborted(c), __ATOMIC_RELAXED);
+        infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */
+        infer__residual(c, NULL, L->post_ffn_norm, t0, t1);
+    }
+    if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
+    infer__output(c, ps, ith, nth);
 }
 
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
@@ -12833,6 +12946,13 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
     infer__pool_run(c->pool, infer__forward_worker, &ps);
     return ps.stop;
 }
+
+/* ==== src/decode.c ==== */
+/* decode.c - infer_decode and infer_decode_batch: a batch through forward passes into logits.
+   The batch's tokens are ordered in runs of sequences, room is made in
+   each sequence's cache (shifted, or refused, as the context's policy
+   says), passes of up to n_batch tokens run on the model's device, and a
+   failed pass puts the sequences back where the call found them. */
 
 static int infer__reserve_logits(infer_context *c, int rows) {
     if (rows > c->logit_cap_rows) {
@@ -12929,7 +13049,7 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
         c->row_of[t] = want ? n_rows++ : -1;
         c->btok[i] = b->tokens[t];
     }
-    if (!infer__reserve_logits(c, INFER__MAX(n_rows, 1) + (c->gpu ? c->n_batch : 0))) {
+    if (!infer__reserve_logits(c, INFER__MAX(n_rows, 1))) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for logits");
         return INFER_ERR_NOMEM;
     }
@@ -13040,7 +13160,7 @@ INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
     q = &c->seqs[seq];
     if (n_past < 0 || n_past >= q->n_past) return q->n_past;
     /* a sliding window's ring may have overwritten keys n_past would see */
-    if (!c->gpu && !infer__kv_can_rewind(&c->kv, c->model, q->hi, n_past)) n_past = 0;
+    if (!infer__kv_can_rewind(&c->kv, c->model, q->hi, n_past)) n_past = 0;
     q->n_past = n_past;
     q->hi = n_past;
     q->logit_row = -1;
@@ -13056,6 +13176,11 @@ static int infer__seq_unwrapped(const infer_context *c, const infer__seq *q) {
     for (l = 0; l < c->kv.n_layers; l++)
         if (c->kv.slots[l] < q->hi) return 0;
     return 1;
+}
+
+/* Bytes within the cache's memory, wherever it is (may overlap). */
+static int infer__kv_move(const infer_context *c, void *dst, const void *src, size_t n) {
+    return infer__kv_mem_copy(c->kv.gpu, dst, src, n, INFER_BACKEND_DEVICE_TO_DEVICE);
 }
 
 /* Rotates the keys of rows [0, n) of one layer's K (rows of kv_dim in the
@@ -13084,8 +13209,9 @@ static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, i
 
 INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1, infer_error *err) {
     infer__seq *q;
-    int l, d, moved, i;
+    int l, d, moved, i, ok = 1;
     float *row, *cs;
+    uint8_t *host = NULL; /* a device cache's moved keys, rotated here */
     if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
     q = &c->seqs[seq];
     if (p1 < 0 || p1 > q->n_past) p1 = q->n_past;
@@ -13098,10 +13224,6 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
         infer_seq_truncate(c, seq, p0);
         return INFER_OK;
     }
-    if (c->gpu) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "positions cannot be removed from a CUDA context's cache");
-        return INFER_ERR_UNSUPPORTED;
-    }
     if (!infer__seq_unwrapped(c, q)) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED,
                          "a sliding window's cache keeps only its window: make the context with INFER_FULL_SHIFT to "
@@ -13111,26 +13233,42 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     d = p1 - p0;
     moved = q->n_past - p1;
     row = (float *)INFER_MALLOC(((size_t)c->kv.kv_dim + (size_t)c->model->rope_dim + 2) * sizeof(float));
-    if (!row) {
+    if (c->kv.gpu && moved) host = (uint8_t *)INFER_MALLOC((size_t)moved * c->kv.k_row);
+    if (!row || (c->kv.gpu && moved && !host)) {
+        INFER_FREE(row);
+        INFER_FREE(host);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return INFER_ERR_NOMEM;
     }
     cs = row + c->kv.kv_dim;
-    for (l = 0; l < c->kv.n_layers; l++) {
-        size_t at = INFER__KV_AT(&c->kv, seq, l);
-        uint8_t *k = c->kv.k[at];
-        memmove(k + (size_t)p0 * c->kv.k_row, k + (size_t)p1 * c->kv.k_row, (size_t)moved * c->kv.k_row);
-        infer__rerope_rows(c, l, k + (size_t)p0 * c->kv.k_row, moved, -d, row, cs);
+    for (l = 0; l < c->kv.n_layers && ok; l++) {
+        size_t at = INFER__KV_AT(&c->kv, seq, l), kn = (size_t)moved * c->kv.k_row;
+        uint8_t *k = c->kv.k[at] + (size_t)p0 * c->kv.k_row;
+        ok = infer__kv_move(c, k, c->kv.k[at] + (size_t)p1 * c->kv.k_row, kn);
+        if (ok && host) { /* the device's keys turn on the host */
+            ok = infer__kv_mem_copy(c->kv.gpu, host, k, kn, INFER_BACKEND_DEVICE_TO_HOST);
+            if (ok) infer__rerope_rows(c, l, host, moved, -d, row, cs);
+            ok = ok && infer__kv_mem_copy(c->kv.gpu, k, host, kn, INFER_BACKEND_HOST_TO_DEVICE);
+        } else if (ok) {
+            infer__rerope_rows(c, l, k, moved, -d, row, cs);
+        }
         if (c->kv.type == INFER_TYPE_F16) { /* V transposed: a row of slots per value */
             uint16_t *v = (uint16_t *)c->kv.v[at];
-            for (i = 0; i < c->kv.kv_dim; i++)
-                memmove(v + (size_t)i * c->kv.slots[l] + p0, v + (size_t)i * c->kv.slots[l] + p1, (size_t)moved * 2);
-        } else {
+            for (i = 0; i < c->kv.kv_dim && ok; i++)
+                ok = infer__kv_move(c, v + (size_t)i * c->kv.slots[l] + p0, v + (size_t)i * c->kv.slots[l] + p1,
+                                    (size_t)moved * 2);
+        } else if (ok) {
             uint8_t *v = c->kv.v[at];
-            memmove(v + (size_t)p0 * c->kv.k_row, v + (size_t)p1 * c->kv.k_row, (size_t)moved * c->kv.k_row);
+            ok = infer__kv_move(c, v + (size_t)p0 * c->kv.k_row, v + (size_t)p1 * c->kv.k_row, kn);
         }
     }
     INFER_FREE(row);
+    INFER_FREE(host);
+    if (!ok) { /* the device failed: the sequence's cache is lost */
+        infer_seq_truncate(c, seq, 0);
+        infer__set_error(err, INFER_ERR_DEVICE, "moving positions of the KV cache on the device failed");
+        return INFER_ERR_DEVICE;
+    }
     memmove(q->tokens + p0, q->tokens + p1, (size_t)moved * sizeof(infer_token));
     q->n_past -= d;
     q->hi = q->n_past;
@@ -13138,18 +13276,20 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     return INFER_OK;
 }
 
-/* Slots [0, n) of sequence src's cache of layer l into dst's. */
-static void infer__kv_copy_slots(infer__kv_cache *kv, int src, int dst, int l, int n) {
+/* Slots [0, n) of sequence src's cache of layer l into dst's; 0 when the
+   device failed. */
+static int infer__kv_copy_slots(const infer_context *c, int src, int dst, int l, int n) {
+    const infer__kv_cache *kv = &c->kv;
     size_t a = INFER__KV_AT(kv, src, l), b = INFER__KV_AT(kv, dst, l);
-    memcpy(kv->k[b], kv->k[a], (size_t)n * kv->k_row);
+    int ok = infer__kv_move(c, kv->k[b], kv->k[a], (size_t)n * kv->k_row), i;
     if (kv->type == INFER_TYPE_F16) {
-        int i;
-        for (i = 0; i < kv->kv_dim; i++)
-            memcpy((uint16_t *)kv->v[b] + (size_t)i * kv->slots[l], (uint16_t *)kv->v[a] + (size_t)i * kv->slots[l],
-                   (size_t)n * 2);
-    } else {
-        memcpy(kv->v[b], kv->v[a], (size_t)n * kv->k_row);
+        for (i = 0; i < kv->kv_dim && ok; i++)
+            ok = infer__kv_move(c, (uint16_t *)kv->v[b] + (size_t)i * kv->slots[l],
+                                (uint16_t *)kv->v[a] + (size_t)i * kv->slots[l], (size_t)n * 2);
+    } else if (ok) {
+        ok = infer__kv_move(c, kv->v[b], kv->v[a], (size_t)n * kv->k_row);
     }
+    return ok;
 }
 
 INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_error *err) {
@@ -13162,7 +13302,12 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return INFER_ERR_NOMEM;
     }
-    for (l = 0; l < c->kv.n_layers; l++) infer__kv_copy_slots(&c->kv, src, dst, l, INFER__MIN(c->kv.slots[l], a->hi));
+    for (l = 0; l < c->kv.n_layers; l++)
+        if (!infer__kv_copy_slots(c, src, dst, l, INFER__MIN(c->kv.slots[l], a->hi))) {
+            infer_seq_truncate(c, dst, 0);
+            infer__set_error(err, INFER_ERR_DEVICE, "copying the KV cache on the device failed");
+            return INFER_ERR_DEVICE;
+        }
     if (a->n_past) memcpy(b->tokens, a->tokens, (size_t)a->n_past * sizeof(infer_token));
     b->n_past = a->n_past;
     b->hi = a->hi;
@@ -13213,7 +13358,7 @@ INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq) {
     const infer__seq *q;
     size_t n;
     int l;
-    if (!infer__seq_ok(c, seq, NULL) || c->gpu) return 0;
+    if (!infer__seq_ok(c, seq, NULL)) return 0;
     q = &c->seqs[seq];
     n = sizeof(infer__state_header) + (size_t)c->kv.n_layers * sizeof(int32_t) + (size_t)q->n_past * sizeof(infer_token);
     if (q->logit_row >= 0) n += (size_t)c->model->n_vocab * sizeof(float);
@@ -13244,13 +13389,17 @@ INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf,
     if (h.n_logits) memcpy(at, infer_seq_logits(c, seq), (size_t)h.n_logits * sizeof(float)), at += (size_t)h.n_logits * sizeof(float);
     for (l = 0; l < c->kv.n_layers; l++) {
         size_t a = INFER__KV_AT(&c->kv, seq, l);
-        int n = INFER__MIN(c->kv.slots[l], q->hi);
-        memcpy(at, c->kv.k[a], (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+        int n = INFER__MIN(c->kv.slots[l], q->hi), ok;
+        ok = infer__kv_mem_copy(c->kv.gpu, at, c->kv.k[a], (size_t)n * c->kv.k_row, INFER_BACKEND_DEVICE_TO_HOST);
+        at += (size_t)n * c->kv.k_row;
         if (c->kv.type == INFER_TYPE_F16)
-            for (i = 0; i < c->kv.kv_dim; i++)
-                memcpy(at, (uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], (size_t)n * 2), at += (size_t)n * 2;
-        else
-            memcpy(at, c->kv.v[a], (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+            for (i = 0; i < c->kv.kv_dim && ok; i++, at += (size_t)n * 2)
+                ok = infer__kv_mem_copy(c->kv.gpu, at, (uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], (size_t)n * 2,
+                                        INFER_BACKEND_DEVICE_TO_HOST);
+        else if (ok)
+            ok = infer__kv_mem_copy(c->kv.gpu, at, c->kv.v[a], (size_t)n * c->kv.k_row, INFER_BACKEND_DEVICE_TO_HOST),
+            at += (size_t)n * c->kv.k_row;
+        if (!ok) return 0; /* the device failed */
     }
     return (size_t)(at - (uint8_t *)buf);
 }
@@ -13262,10 +13411,6 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
     size_t need;
     int l, i;
     if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
-    if (c->gpu) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a CUDA context's state cannot be restored");
-        return INFER_ERR_UNSUPPORTED;
-    }
     if (!buf || size < sizeof h) goto bad;
     memcpy(&h, at, sizeof h), at += sizeof h;
     if (h.magic != INFER__STATE_MAGIC || h.version != INFER__STATE_VERSION) goto bad;
@@ -13321,13 +13466,23 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
     }
     for (l = 0; l < c->kv.n_layers; l++) {
         size_t a = INFER__KV_AT(&c->kv, seq, l);
-        int n = INFER__MIN(c->kv.slots[l], h.hi);
-        memcpy(c->kv.k[a], at, (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+        int n = INFER__MIN(c->kv.slots[l], h.hi), ok;
+        ok = infer__kv_mem_copy(c->kv.gpu, c->kv.k[a], at, (size_t)n * c->kv.k_row, INFER_BACKEND_HOST_TO_DEVICE);
+        at += (size_t)n * c->kv.k_row;
         if (c->kv.type == INFER_TYPE_F16)
-            for (i = 0; i < c->kv.kv_dim; i++)
-                memcpy((uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], at, (size_t)n * 2), at += (size_t)n * 2;
-        else
-            memcpy(c->kv.v[a], at, (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+            for (i = 0; i < c->kv.kv_dim && ok; i++, at += (size_t)n * 2)
+                ok = infer__kv_mem_copy(c->kv.gpu, (uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], at, (size_t)n * 2,
+                                        INFER_BACKEND_HOST_TO_DEVICE);
+        else if (ok)
+            ok = infer__kv_mem_copy(c->kv.gpu, c->kv.v[a], at, (size_t)n * c->kv.k_row, INFER_BACKEND_HOST_TO_DEVICE),
+            at += (size_t)n * c->kv.k_row;
+        if (!ok) {
+            stbds_arrsetlen(q->tokens, 0);
+            q->n_past = q->hi = 0;
+            q->logit_row = -1;
+            infer__set_error(err, INFER_ERR_DEVICE, "writing the state into the KV cache on the device failed");
+            return INFER_ERR_DEVICE;
+        }
     }
     q->n_past = h.n_past;
     q->hi = h.hi;
@@ -13392,10 +13547,6 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
         return INFER_ERR_ARG;
     }
-    if (c->gpu) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "embeddings are not available on the GPU yet");
-        return INFER_ERR_UNSUPPORTED;
-    }
     m = c->model;
     n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1);
     if (n <= 0) {
@@ -13452,8 +13603,9 @@ done:
 /* gpu.c - where the forward pass runs. Every build has the CPU's (forward.c);
    one compiled with INFER_CUDA can also hand a model to infer_cuda.cu
    through backend.h: the weights are uploaded once at load, each context
-   gets its KV cache and scratch on the GPU, and infer_decode's batches go
-   to infer_cuda_forward instead of infer__forward. */
+   gets its KV cache (attention.c's layout, in device memory) and scratch
+   on the GPU, and infer_decode's batches go to infer_cuda_forward instead
+   of infer__forward. */
 
 INFERDEF const char *infer_device_name(infer_device d) {
     switch (d) {
@@ -13493,53 +13645,10 @@ static int infer__model_note(infer_model *m, const char *why, infer_error *err) 
     return 1;
 }
 
-/* NULL (a weight the model does not have, such as an experts layer's dense
-   FFN) gives an empty one; the features tell the backend why. */
-static infer_backend_tensor infer__backend_tensor(const infer__tensor *t) {
-    infer_backend_tensor b;
-    memset(&b, 0, sizeof b);
-    if (!t) return b;
-    b.name = t->name;
-    b.data = t->data;
-    b.type = (int)t->type;
-    b.ne0 = t->ne[0];
-    b.ne1 = t->n_dims > 1 ? t->ne[1] : 1;
-    b.nbytes = t->nbytes;
-    return b;
-}
-
-/* The description's features beyond plain llama, as backend.h names them. */
-static unsigned infer__model_features(const infer_model *m) {
-    unsigned f = 0;
-    int l;
-    const infer__rope *r = &m->ropes[0];
-    if (r->neox) f |= INFER_BACKEND_F_NEOX;
-    if (m->act == INFER__ACT_GELU) f |= INFER_BACKEND_F_GELU;
-    if (m->embd_scale > 0) f |= INFER_BACKEND_F_EMBD_SCALE;
-    if (m->attn_scale_q || m->attn_scale != 1.0f / sqrtf((float)m->head_dim)) f |= INFER_BACKEND_F_ATTN_SCALE;
-    if (m->attn_softcap > 0 || m->final_softcap > 0) f |= INFER_BACKEND_F_SOFTCAP;
-    if (m->q_dim != m->dim) f |= INFER_BACKEND_F_WIDE_Q;
-    if (r->freq_scale != 1.0f || r->ext_factor != 0.0f || r->attn_factor != 1.0f || r->freqs_long ||
-        (r->freqs && r->freqs != m->rope_freqs))
-        f |= INFER_BACKEND_F_ROPE_SCALING;
-    for (l = 0; l < m->n_layers; l++) {
-        const infer__layer *L = &m->layers[l];
-        if (L->bq || L->bk || L->bv || L->bo) f |= INFER_BACKEND_F_QKV_BIAS;
-        if (L->q_norm || L->k_norm) f |= INFER_BACKEND_F_QK_NORM;
-        if (L->post_attn_norm || L->post_ffn_norm) f |= INFER_BACKEND_F_POST_NORMS;
-        if (L->window) f |= INFER_BACKEND_F_SLIDING;
-        if (L->ffn_router) f |= INFER_BACKEND_F_EXPERTS;
-        if (L->rope != 0) f |= INFER_BACKEND_F_ROPE_LAYERS;
-    }
-    return f;
-}
-
 static int infer__model_place(infer_model *m, infer_device want, infer_error *err) {
     const char *env = getenv("INFER_DEVICE");
-    infer_backend_model d;
-    infer_backend_layer *layers;
     char msg[256], why[400];
-    int l, rc;
+    int rc;
     m->device = INFER_DEVICE_CPU;
     if (want == INFER_DEVICE_AUTO && env && *env) {
         int e = infer_device_from_name(env);
@@ -13558,32 +13667,7 @@ static int infer__model_place(infer_model *m, infer_device want, infer_error *er
         snprintf(why, sizeof why, "no CUDA GPU is present (%s); running on the CPU", msg);
         return infer__model_note(m, why, err);
     }
-    layers = (infer_backend_layer *)infer__calloc((size_t)m->n_layers, sizeof *layers);
-    if (!layers) {
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
-        return 0;
-    }
-    memset(&d, 0, sizeof d);
-    d.features = infer__model_features(m);
-    d.n_vocab = m->n_vocab, d.dim = m->dim, d.n_layers = m->n_layers, d.n_heads = m->n_heads;
-    d.n_kv_heads = m->n_kv_heads, d.head_dim = m->head_dim, d.ffn_dim = m->ffn_dim, d.rope_dim = m->rope_dim;
-    d.rope_base = m->rope_base, d.norm_eps = m->norm_eps, d.rope_freqs = m->rope_freqs;
-    d.tok_embd = infer__backend_tensor(m->tok_embd);
-    d.output_norm = infer__backend_tensor(m->output_norm);
-    d.output = infer__backend_tensor(m->output);
-    d.output_is_tok_embd = m->output == m->tok_embd;
-    for (l = 0; l < m->n_layers; l++) {
-        const infer__layer *L = &m->layers[l];
-        infer_backend_layer *B = &layers[l];
-        B->attn_norm = infer__backend_tensor(L->attn_norm), B->ffn_norm = infer__backend_tensor(L->ffn_norm);
-        B->wq = infer__backend_tensor(L->wq), B->wk = infer__backend_tensor(L->wk);
-        B->wv = infer__backend_tensor(L->wv), B->wo = infer__backend_tensor(L->wo);
-        B->w_gate = infer__backend_tensor(L->w_gate), B->w_up = infer__backend_tensor(L->w_up);
-        B->w_down = infer__backend_tensor(L->w_down);
-    }
-    d.layers = layers;
-    rc = infer_cuda_model_new(&d, &m->gpu, msg, sizeof msg);
-    INFER_FREE(layers);
+    rc = infer_cuda_model_new(m, &m->gpu, msg, sizeof msg);
     if (rc == INFER_BACKEND_OK) {
         m->device = INFER_DEVICE_CUDA;
         return 1;
@@ -13607,7 +13691,7 @@ static int infer__context_attach(infer_context *c, infer_error *err) {
     char msg[256];
     size_t bytes = 0;
     if (!c->model->gpu) return 1;
-    if (infer_cuda_context_new(c->model->gpu, c->n_ctx, c->n_batch, &c->gpu, &bytes, msg, sizeof msg)) {
+    if (infer_cuda_context_new(c->model->gpu, &c->kv, c->n_batch, &c->gpu, &bytes, msg, sizeof msg)) {
         c->gpu = NULL;
         infer__set_error(err, INFER_ERR_DEVICE, "CUDA context of %d tokens: %s", c->n_ctx, msg);
         return 0;
@@ -13621,30 +13705,61 @@ static void infer__context_detach(infer_context *c) {
     c->gpu = NULL;
 }
 
+static void *infer__kv_mem_alloc(void *gpu, size_t bytes) {
+    char msg[256];
+    return gpu ? infer_cuda_alloc(gpu, bytes, msg, sizeof msg) : infer__calloc(bytes, 1);
+}
+
+static void infer__kv_mem_free(void *gpu, void *p) {
+    if (gpu) infer_cuda_free(gpu, p);
+    else INFER_FREE(p);
+}
+
+static int infer__kv_mem_copy(void *gpu, void *dst, const void *src, size_t n, int kind) {
+    char msg[256];
+    if (!n) return 1;
+    if (gpu) return infer_cuda_copy(gpu, dst, src, n, kind, msg, sizeof msg) == INFER_BACKEND_OK;
+    memmove(dst, src, n);
+    return 1;
+}
+
+INFERDEF double infer_model_device_bandwidth(infer_model *m) {
+    return m && m->gpu ? infer_cuda_bandwidth(m->gpu) : 0.0;
+}
+
+static int infer__backend_should_stop(void *c) { return infer__aborted((const infer_context *)c); }
+
+/* The GPU's pass: the batch as backend.h describes it (each token's
+   sequence from its run, RoPE's angles computed here as forward.c
+   computes them). */
+static infer_status infer__gpu_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
+                                       float *logits, float *hidden, infer_error *err) {
+    const infer_model *m = c->model;
+    infer_backend_batch b;
+    char msg[256];
+    int g, t, r, rc;
+    for (g = 0; g < n_groups; g++)
+        for (t = c->groups[g].start; t < c->groups[g].start + c->groups[g].n; t++) c->seq_of[t] = c->groups[g].seq;
+    for (t = 0; t < n; t++)
+        for (r = 0; r < m->n_ropes; r++)
+            infer__rope_angles(c->rope + ((size_t)t * m->n_ropes + r) * m->rope_dim, &m->ropes[r], c->rope_freqs[r],
+                               c->pos[t]);
+    memset(&b, 0, sizeof b);
+    b.tokens = tokens, b.n = n, b.pos = c->pos, b.seq = c->seq_of, b.rope = c->rope;
+    b.n_sel = n_sel, b.sel = c->sel, b.logits = logits, b.hidden = hidden;
+    b.should_stop = infer__backend_should_stop, b.stop_user = c;
+    rc = infer_cuda_forward(c->gpu, &b, msg, sizeof msg);
+    if (rc == INFER_BACKEND_CANCELLED) return INFER_ERR_CANCELLED;
+    if (rc) {
+        infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);
+        return INFER_ERR_DEVICE;
+    }
+    return INFER_OK;
+}
+
 static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
                                            float *logits, float *hidden, infer_error *err) {
-    if (c->gpu) {
-        /* one sequence: the rows from the first selected one on, then the selected ones packed */
-        int first = n_sel ? c->sel[0] : n, j;
-        char msg[256];
-        (void)n_groups;
-        if (hidden) {
-            infer__set_error(err, INFER_ERR_UNSUPPORTED, "embeddings are not available on the GPU yet");
-            return INFER_ERR_UNSUPPORTED;
-        }
-        int rc = infer_cuda_forward(c->gpu, tokens, n, c->pos[0], first, logits, c->abort_fn,
-                                    c->abort_user, msg, sizeof msg);
-        if (rc == INFER_BACKEND_CANCELLED) return INFER_ERR_CANCELLED;
-        if (rc) {
-            infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);
-            return INFER_ERR_DEVICE;
-        }
-        for (j = 0; j < n_sel; j++)
-            if (c->sel[j] - first != j)
-                memmove(logits + (size_t)j * c->model->n_vocab, logits + (size_t)(c->sel[j] - first) * c->model->n_vocab,
-                        (size_t)c->model->n_vocab * sizeof(float));
-        return INFER_OK;
-    }
+    if (c->gpu) return infer__gpu_forward(c, tokens, n, n_groups, n_sel, logits, hidden, err);
     return infer__forward(c, tokens, n, n_groups, n_sel, logits, hidden) ? INFER_ERR_CANCELLED : INFER_OK;
 }
 
@@ -13665,6 +13780,23 @@ static int infer__context_attach(infer_context *c, infer_error *err) {
     return 1;
 }
 static void infer__context_detach(infer_context *c) { (void)c; }
+static void *infer__kv_mem_alloc(void *gpu, size_t bytes) {
+    (void)gpu;
+    return infer__calloc(bytes, 1);
+}
+static void infer__kv_mem_free(void *gpu, void *p) {
+    (void)gpu;
+    INFER_FREE(p);
+}
+static int infer__kv_mem_copy(void *gpu, void *dst, const void *src, size_t n, int kind) {
+    (void)gpu, (void)kind;
+    if (n) memmove(dst, src, n);
+    return 1;
+}
+INFERDEF double infer_model_device_bandwidth(infer_model *m) {
+    (void)m;
+    return 0.0;
+}
 static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
                                            float *logits, float *hidden, infer_error *err) {
     (void)err;

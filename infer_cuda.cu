@@ -1,38 +1,43 @@
-/* infer_cuda.cu - the CUDA backend of infer.h: the llama forward pass on an
-   NVIDIA GPU, behind the entry points declared in infer.h's backend part
+/* infer_cuda.cu - the CUDA backend of infer.h: forward.c's pass on an
+   NVIDIA GPU, behind the entry points of infer.h's backend part
    (src/backend.h). Build: compile the implementation with INFER_CUDA and
-   link this file, compiled with nvcc (CMake: -DINFER_CUDA=ON).
+   link this file, compiled with nvcc, and cuBLAS (CMake: -DINFER_CUDA=ON).
 
-   What runs here, per batch of tokens:
-     embedding rows (dequantized from the file's format) -> per layer:
-     RMSNorm -> q, k, v products -> RoPE, K and V stored in the F16 cache ->
-     attention over the cache (tiles of 32 keys per warp, four warps a
-     head: the softmax's max and sum found online, then the probabilities
-     times the values) -> output product added to the residual -> RMSNorm
-     -> gate and up products -> SiLU(gate) * up -> down product added to
-     the residual -> final RMSNorm -> logits.
-   The weights are uploaded once, in their GGUF blocks; every product
-   dequantizes 32 values at a time in registers and accumulates in fp32
-   (one warp per output row; a prompt batch reuses each dequantized chunk
-   for 8 tokens). A single token (decode) replays a CUDA graph captured
-   once per context: the token and position are read from device memory,
-   so one token is one launch and one copy of the logits back.
-   The numerics follow forward.c: activations rounded to the format the
-   CPU dots each weight format with, RMSNorm (x * scale) * w, RoPE angles
-   stepped by multiplication and divided by rope_freqs, q and the softmax
-   probabilities rounded to F16 where they meet the F16 cache.
+   It reads the same model description as forward.c (model.h) and the
+   same KV cache layout as attention.c, and takes the same steps in the
+   same order under the same names (forward.c's infer__embed is embed
+   here, and so on):
+     embed -> per layer: norm_rows -> product (q, k, v) -> qk_prepare ->
+     kv_store (fused into qk_prepare's kernel) -> attention -> product (o)
+     -> residual -> norm_rows -> ffn (or moe_ffn) -> residual; then output.
+   Each step is one or two kernels over the batch's rows; the features of
+   an architecture are data the kernels are given (a bias pointer or NULL,
+   a window, a soft-cap, a RoPE table), never a family's name.
+
+   Products: prompts (PROMPT_MIN tokens or more) go to cuBLAS on tensor
+   cores (F16 or BF16 inputs, F32 accumulation; F32 weights in F32), a
+   quantized matrix dequantized to F16 into a reused scratch first; fewer
+   tokens go to a matrix-vector kernel that dequantizes in registers. The
+   activations are rounded first to the format the CPU dots the weights
+   with (llama.cpp's vec_dot_type), so the GPU stays within rounding of
+   the CPU and of llama.cpp. Attention works in tiles of keys shared by a
+   KV head's query heads, on tensor cores (wmma), with an online softmax;
+   the keys are split across blocks and merged (flash-decoding). A decode
+   step of every sequence replays a CUDA graph: one launch per step.
    tests/cuda_emu.h compiles this file for the CPU too (INFER_LAUNCH and
    INFER_DYNAMIC_SHARED are the two places that needs). */
 #define INFER_BACKEND_INTERFACE
 #include "infer.h"
 
 #ifndef INFER_CUDA_EMULATE /* tests/cuda_emu.h runs this file on the CPU */
+#include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 /* kernel<<<grid, block, shared, stream>>>(args), written so the emulation
    can take the same calls */
 #define INFER_LAUNCH(grid, block, shared, stream, ...) __VA_ARGS__<<<grid, block, shared, stream>>>
-#define INFER_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#define INFER_DYNAMIC_SHARED(type, name) extern __shared__ __align__(32) type name[]
 #endif
 #include <math.h>
 #include <stdarg.h>
@@ -58,9 +63,20 @@ static int ok(cudaError_t e, const char *what, char *msg, size_t size) {
     return 0;
 }
 
+static int blas_ok(cublasStatus_t e, const char *what, char *msg, size_t size) {
+    if (e == CUBLAS_STATUS_SUCCESS) return 1;
+    say(msg, size, "%s: cuBLAS status %d", what, (int)e);
+    return 0;
+}
+
 /* ---- the weight formats ------------------------------------------------ */
 
 /* Every format the backend reads; X(type) for each. */
+/* The block formats: their products run on int8 activations (dp4a). */
+#define INFER_CUDA_QUANT_TYPES(X)                                                                  \
+    X(INFER_TYPE_Q8_0) X(INFER_TYPE_Q4_0) X(INFER_TYPE_Q4_1) X(INFER_TYPE_Q5_0) X(INFER_TYPE_Q5_1) \
+    X(INFER_TYPE_IQ4_NL) X(INFER_TYPE_Q2_K) X(INFER_TYPE_Q3_K) X(INFER_TYPE_Q4_K) X(INFER_TYPE_Q5_K) \
+    X(INFER_TYPE_Q6_K) X(INFER_TYPE_IQ4_XS)
 #define INFER_CUDA_TYPES(X)                                                                        \
     X(INFER_TYPE_F32) X(INFER_TYPE_F16) X(INFER_TYPE_BF16) X(INFER_TYPE_Q8_0) X(INFER_TYPE_Q4_0)   \
     X(INFER_TYPE_Q4_1) X(INFER_TYPE_Q5_0) X(INFER_TYPE_Q5_1) X(INFER_TYPE_IQ4_NL)                  \
@@ -93,8 +109,23 @@ static int block_of(int type, int *bytes) {
    be static, INFER_STATIC, so this file keeps its own few). */
 static const char *type_name(int t) {
     switch (t) {
+    case INFER_TYPE_F32: return "F32";
+    case INFER_TYPE_F16: return "F16";
+    case INFER_TYPE_BF16: return "BF16";
+    case INFER_TYPE_Q4_0: return "Q4_0";
+    case INFER_TYPE_Q4_1: return "Q4_1";
+    case INFER_TYPE_Q5_0: return "Q5_0";
+    case INFER_TYPE_Q5_1: return "Q5_1";
+    case INFER_TYPE_Q8_0: return "Q8_0";
     case INFER_TYPE_Q8_1: return "Q8_1";
+    case INFER_TYPE_Q2_K: return "Q2_K";
+    case INFER_TYPE_Q3_K: return "Q3_K";
+    case INFER_TYPE_Q4_K: return "Q4_K";
+    case INFER_TYPE_Q5_K: return "Q5_K";
+    case INFER_TYPE_Q6_K: return "Q6_K";
     case INFER_TYPE_Q8_K: return "Q8_K";
+    case INFER_TYPE_IQ4_NL: return "IQ4_NL";
+    case INFER_TYPE_IQ4_XS: return "IQ4_XS";
     default: return "an unknown format";
     }
 }
@@ -296,7 +327,7 @@ template <> __device__ __forceinline__ void deq32<INFER_TYPE_IQ4_XS>(const uint8
     }
 }
 
-/* ---- kernels ----------------------------------------------------------- */
+/* ---- kernels: the building blocks ------------------------------------- */
 
 #define FULL_MASK 0xffffffffu
 
@@ -312,18 +343,266 @@ __device__ __forceinline__ float warp_max(float x) {
     return x;
 }
 
-/* Y[t][r] (+)= W[r] . X[t]: one warp per row r, NT tokens per block row;
-   lane l takes chunks l, l + 32, ... of 32 values, dequantizes each once
-   and dots it with every token's activations. */
+/* The sum of x over a block of up to 1024 threads (a multiple of 32), in
+   every thread. */
+__device__ float block_sum(float x) {
+    __shared__ float part[32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+    x = warp_sum(x);
+    __syncthreads(); /* part may still be read by an earlier call */
+    if (lane == 0) part[warp] = x;
+    __syncthreads();
+    x = lane < n_warps ? part[lane] : 0.0f;
+    return warp_sum(x);
+}
+
+__device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
+
+/* embed: X[t] = row tokens[t] of W, dequantized, times scale (0: none);
+   one block per token. */
+template <int T>
+__global__ void k_embed(const uint8_t *__restrict__ W, size_t row_bytes, int n, const int *__restrict__ tokens,
+                        float scale, float *__restrict__ X) {
+    const uint8_t *w = W + (size_t)tokens[blockIdx.x] * row_bytes;
+    float *x = X + (size_t)blockIdx.x * n;
+    for (int j = threadIdx.x; j < (n + 31) / 32; j += blockDim.x) {
+        float v[32];
+        int m = min(32, n - 32 * j);
+        deq32<T>(w, j, n, v);
+        for (int i = 0; i < m; i++) x[32 * j + i] = scale > 0.0f ? v[i] * scale : v[i];
+    }
+}
+
+/* norm_rows: Y[r] = (X[rows ? rows[r] : r] * 1/sqrt(mean(x^2) + eps)) * w,
+   one block per row. */
+__global__ void k_norm_rows(const float *__restrict__ X, const int *__restrict__ rows, const float *__restrict__ w,
+                            float *__restrict__ Y, int n, float eps) {
+    const float *x = X + (size_t)(rows ? rows[blockIdx.x] : (int)blockIdx.x) * n;
+    float *y = Y + (size_t)blockIdx.x * n;
+    float ss = 0.0f, scale;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += x[i] * x[i];
+    ss = block_sum(ss);
+    scale = 1.0f / sqrtf(ss / (float)n + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = (x[i] * scale) * w[i];
+}
+
+/* residual: x += post_norm(xb + bias), the bias and the norm where given;
+   one block per token. */
+__global__ void k_residual(float *__restrict__ X, float *__restrict__ XB, const float *__restrict__ bias,
+                           const float *__restrict__ norm, int n, float eps) {
+    float *x = X + (size_t)blockIdx.x * n, *xb = XB + (size_t)blockIdx.x * n;
+    float scale = 1.0f;
+    if (bias)
+        for (int i = threadIdx.x; i < n; i += blockDim.x) xb[i] += bias[i];
+    if (norm) {
+        float ss = 0.0f;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xb[i] * xb[i];
+        ss = block_sum(ss);
+        scale = 1.0f / sqrtf(ss / (float)n + eps);
+    }
+    for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] += norm ? (xb[i] * scale) * norm[i] : xb[i];
+}
+
+/* qk_prepare: one warp per head of one token (blockIdx.x), q heads first
+   then k heads (blockIdx.y): the bias, the head's RMSNorm, RoPE (cos and
+   sin of each pair from the batch's table; NULL: no RoPE on this layer),
+   and q times q_scale (1: none). kv_store fused in: a k head's warp
+   writes the rotated k, and v (with its bias), straight into the token's
+   sequence's cache at slot pos % slots (attention.c's layout: K rows in
+   F16 or Q8_0; V in F16 transposed, or Q8_0 rows, quantized as the CPU's
+   kernels do, a block of 32 across the warp's lanes). */
+#define QK_MAX_HD 256
+struct kv_dest {
+    const int *pos, *seq;
+    uint8_t *const *kc, *const *vc;
+    int layer, n_layers, slots, q8;
+    size_t k_row;
+};
+
+/* One head's hd values (lane + 32u, u < hd / 32 when q8) into a cache row. */
+__device__ __forceinline__ void store_head(uint8_t *row, int head, int hd, const float *v, int lane, int q8,
+                                           int transposed_slots, int slot) {
+    if (!q8) {
+        for (int i = lane; i < hd; i += 32) {
+            __half h = __float2half_rn(v[i]);
+            if (transposed_slots) ((__half *)row)[((size_t)head * hd + i) * transposed_slots + slot] = h;
+            else ((__half *)row)[(size_t)head * hd + i] = h;
+        }
+        return;
+    }
+    for (int u = 0; u < hd / 32; u++) {
+        uint8_t *blk = row + (size_t)34 * (head * hd / 32 + u);
+        float e = v[32 * u + lane], amax = warp_max(fabsf(e)), id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        __half dh = __float2half_rn(amax / 127.0f);
+        if (lane == 0) memcpy(blk, &dh, 2);
+        blk[2 + lane] = (uint8_t)(int8_t)nearbyintf(e * id);
+    }
+}
+
+__global__ void k_qk_prepare(float *__restrict__ Q, float *__restrict__ K, float *__restrict__ V, int q_dim, int kv_dim,
+                             int hd, const float *__restrict__ bq, const float *__restrict__ bk,
+                             const float *__restrict__ bv, const float *__restrict__ q_norm,
+                             const float *__restrict__ k_norm, float eps, const float *__restrict__ rope, int rope_stride,
+                             int n_rot, int neox, float q_scale, kv_dest kv) {
+    __shared__ float head[QK_MAX_HD], out[QK_MAX_HD];
+    int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, n_q = q_dim / hd, is_q = h < n_q, kh = h - n_q;
+    float *x = is_q ? Q + (size_t)t * q_dim + (size_t)h * hd : K + (size_t)t * kv_dim + (size_t)kh * hd;
+    const float *bias = is_q ? (bq ? bq + (size_t)h * hd : NULL) : (bk ? bk + (size_t)kh * hd : NULL);
+    const float *norm = is_q ? q_norm : k_norm;
+    float ss = 0.0f, scale = 1.0f;
+    for (int i = lane; i < hd; i += 32) {
+        float e = x[i] + (bias ? bias[i] : 0.0f);
+        head[i] = e;
+        ss += e * e;
+    }
+    if (norm) {
+        ss = warp_sum(ss);
+        scale = 1.0f / sqrtf(ss / (float)hd + eps);
+        for (int i = lane; i < hd; i += 32) head[i] = (head[i] * scale) * norm[i];
+    }
+    __syncwarp();
+    for (int i = lane; i < hd; i += 32) {
+        float e = head[i];
+        if (rope && i < n_rot) {
+            const float *cs = rope + (size_t)t * rope_stride;
+            int half = n_rot / 2, pair = neox ? i % half : i / 2, first = neox ? i < half : (i & 1) == 0;
+            int a = neox ? pair : 2 * pair, b = neox ? pair + half : 2 * pair + 1;
+            float c = cs[2 * pair], s = cs[2 * pair + 1], x0 = head[a], x1 = head[b];
+            e = first ? x0 * c - x1 * s : x0 * s + x1 * c;
+        }
+        out[i] = is_q ? e * q_scale : e;
+        x[i] = out[i];
+    }
+    if (is_q) return;
+    __syncwarp();
+    {
+        int slot = kv.pos[t] % kv.slots;
+        size_t at = (size_t)kv.seq[t] * kv.n_layers + kv.layer;
+        float *v = V + (size_t)t * kv_dim + (size_t)kh * hd;
+        store_head(kv.kc[at] + (size_t)slot * kv.k_row, kh, hd, out, lane, kv.q8, 0, 0);
+        for (int i = lane; i < hd; i += 32) head[i] = v[i] + (bv ? bv[(size_t)kh * hd + i] : 0.0f);
+        __syncwarp();
+        if (kv.q8) store_head(kv.vc[at] + (size_t)slot * kv.k_row, kh, hd, head, lane, 1, 0, 0);
+        else store_head(kv.vc[at], kh, hd, head, lane, 0, kv.slots, slot);
+    }
+}
+
+/* The activations a product's weights meet, as the CPU rounds them: it
+   converts them to the format its dot product for the weights takes
+   (llama.cpp's vec_dot_type), so the GPU does the same and stays within
+   rounding of the CPU instead of being more exact than both. Y[t] = X[t]
+   through that format, stored as O (float for the matrix-vector kernel,
+   half or bf16 for cuBLAS): one warp per group of 32 values (256 for
+   Q8_K), group blockIdx.x of token blockIdx.y. */
+enum { ACT_F32, ACT_F16, ACT_BF16, ACT_Q8_0, ACT_Q8_1, ACT_Q8_K };
+
+__device__ __forceinline__ float round_bf16(float v) {
+    if (v != v) return v; /* a NaN stays one */
+    unsigned u = __float_as_uint(v);
+    return __uint_as_float(((u + 0x7fffu + ((u >> 16) & 1)) >> 16) << 16);
+}
+
+template <typename O> __device__ __forceinline__ void store_act(O *y, float v);
+template <> __device__ __forceinline__ void store_act<float>(float *y, float v) { *y = v; }
+template <> __device__ __forceinline__ void store_act<__half>(__half *y, float v) { *y = __float2half_rn(v); }
+/* bf16 as its 16 bits (exact: v is a bf16 value already) */
+template <> __device__ __forceinline__ void store_act<unsigned short>(unsigned short *y, float v) {
+    *y = (unsigned short)(__float_as_uint(v) >> 16);
+}
+
+template <int A, typename O> __device__ void quant_act_row(const float *__restrict__ x, int n, O *__restrict__ y) {
+    int lane = threadIdx.x % 32;
+    if (A == ACT_F32 || A == ACT_F16 || A == ACT_BF16) {
+        int i = 32 * blockIdx.x + lane;
+        if (i < n) {
+            float v = x[i];
+            if (A == ACT_F16) v = round_f16(v);
+            else if (A == ACT_BF16) v = round_bf16(v);
+            store_act<O>(y + i, v);
+        }
+    } else if (A == ACT_Q8_0 || A == ACT_Q8_1) {
+        int i = 32 * blockIdx.x + lane;
+        float v = x[i], amax = warp_max(fabsf(v)), d, id, dq;
+        d = amax / 127.0f;
+        if (A == ACT_Q8_0) id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        else id = d != 0.0f ? 1.0f / d : 0.0f;
+        if (isinf(id)) id = 0.0f;
+        dq = round_f16(d); /* the scale is stored as F16 */
+        store_act<O>(y + i, (A == ACT_Q8_0 ? nearbyintf(v * id) : roundf(v * id)) * dq);
+    } else { /* Q8_K: 256 values, 8 a lane; the value of largest magnitude (the first of equals) becomes -127 */
+        int base = 256 * blockIdx.x;
+        float amax = 0.0f, mx = 0.0f, iscale;
+        int at = 1 << 30;
+        for (int k = 0; k < 8; k++) {
+            int i = base + 32 * k + lane;
+            float ax = fabsf(x[i]);
+            if (ax > amax) amax = ax, mx = x[i], at = i;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            float a2 = __shfl_xor_sync(FULL_MASK, amax, o), m2 = __shfl_xor_sync(FULL_MASK, mx, o);
+            int at2 = __shfl_xor_sync(FULL_MASK, at, o);
+            if (a2 > amax || (a2 == amax && at2 < at)) amax = a2, mx = m2, at = at2;
+        }
+        if (amax == 0.0f) {
+            for (int k = 0; k < 8; k++) store_act<O>(y + base + 32 * k + lane, 0.0f);
+            return;
+        }
+        iscale = -127.0f / mx; /* as quants_k.c's Q8_K */
+        for (int k = 0; k < 8; k++) {
+            int i = base + 32 * k + lane;
+            store_act<O>(y + i, (1.0f / iscale) * fminf(127.0f, rintf(iscale * x[i])));
+        }
+    }
+}
+
+template <int A, typename O>
+__global__ void k_quant_act(const float *__restrict__ X, int ldx, int n, int n_tok, O *__restrict__ Y) {
+    for (int t = blockIdx.y; t < n_tok; t += gridDim.y) quant_act_row<A, O>(X + (size_t)t * ldx, n, Y + (size_t)t * n);
+}
+
+/* A quantized matrix as F16 for cuBLAS: rows r0.. of W, n values each,
+   one thread per 32 values. */
+template <int T>
+__global__ void k_dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n, int rows,
+                              __half *__restrict__ out) {
+    int per_row = n / 32;
+    size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= (size_t)per_row * rows) return;
+    {
+        int r = (int)(j / per_row), c = (int)(j % per_row);
+        float v[32];
+        __half *o = out + (size_t)r * n + 32 * c;
+        deq32<T>(W + (size_t)r * row_bytes, c, n, v);
+#pragma unroll
+        for (int i = 0; i < 32; i++) o[i] = __float2half_rn(v[i]);
+    }
+}
+
+/* The matrix-vector product for a few tokens: Y[t][r] (+)= W[r] . X[t],
+   X already rounded (k_quant_act, floats). ROWS rows per warp, NT tokens
+   per block; lane l takes chunks l, l + 32, ... of 32 values, dequantizes
+   each once and dots it with every token's activations. With experts
+   (pair_expert not NULL), block column blockIdx.y is pair p: its expert's
+   rows (expert_rows each) times the activations of token pair_token[p]
+   (pair_token NULL: of row p), into Y's row p. */
 template <int T, int NT>
-__global__ void k_matmul(const uint8_t *__restrict__ W, size_t row_bytes, int n, int rows,
-                         const float *__restrict__ X, int ldx, int n_tok, float *__restrict__ Y, int ldy, int add) {
+__global__ void k_matvec(const uint8_t *__restrict__ W, size_t row_bytes, int n, int rows, const float *__restrict__ X,
+                         int ldx, int n_tok, float *__restrict__ Y, int ldy, int add, const int *__restrict__ pair_expert,
+                         const int *__restrict__ pair_token, int expert_rows) {
     int lane = threadIdx.x % 32, r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, t0 = blockIdx.y * NT;
     int n_chunks = (n + 31) / 32;
     float acc[NT];
     const uint8_t *w;
     if (r >= rows) return; /* the whole warp leaves together */
-    w = W + (size_t)r * row_bytes;
+    if (pair_expert) {
+        w = W + ((size_t)pair_expert[blockIdx.y] * expert_rows + r) * row_bytes;
+        X += (size_t)(pair_token ? pair_token[blockIdx.y] : (int)blockIdx.y) * ldx; /* NULL: pair p's own row */
+        Y += (size_t)blockIdx.y * ldy;
+        t0 = 0, n_tok = 1;
+    } else {
+        w = W + (size_t)r * row_bytes;
+    }
 #pragma unroll
     for (int t = 0; t < NT; t++) acc[t] = 0.0f;
     for (int j = lane; j < n_chunks; j += 32) {
@@ -355,286 +634,727 @@ __global__ void k_matmul(const uint8_t *__restrict__ W, size_t row_bytes, int n,
     }
 }
 
-/* X[t] = row ids[t] of W, dequantized: one block per token. */
-template <int T>
-__global__ void k_get_rows(const uint8_t *__restrict__ W, size_t row_bytes, int n, const int *__restrict__ ids,
-                           float *__restrict__ X) {
-    const uint8_t *w = W + (size_t)ids[blockIdx.x] * row_bytes;
-    float *x = X + (size_t)blockIdx.x * n;
-    for (int j = threadIdx.x; j < (n + 31) / 32; j += blockDim.x) {
-        float v[32];
-        int m = min(32, n - 32 * j);
-        deq32<T>(w, j, n, v);
-        for (int i = 0; i < m; i++) x[32 * j + i] = v[i];
+/* ---- generation's products: int8 dot products (dp4a) ------------------ */
+
+/* A few tokens' activations as the CPU's dot products take them (Q8_0,
+   Q8_1 or Q8_K): int8 values, and per 32 values a float4 of the scale
+   they are multiplied by (F16-rounded where the CPU's block stores it as
+   F16), and what a weight's offset multiplies: the values' sum times the
+   scale over each half of 16 (Q8_K's bsums), or over all 32 in .y (Q8_1's
+   s, F16 as the CPU stores it). Made once per layer input and format;
+   one warp per 32 values (Q8_0, Q8_1) or 256 (Q8_K). */
+template <int A>
+__global__ void k_act_q8(const float *__restrict__ X, int ldx, int n, int n_tok, int8_t *__restrict__ Q,
+                         float4 *__restrict__ M) {
+    int lane = threadIdx.x % 32;
+    for (int t = blockIdx.y; t < n_tok; t += gridDim.y) {
+        const float *x = X + (size_t)t * ldx;
+        int8_t *q = Q + (size_t)t * n;
+        float4 *meta = M + (size_t)t * (n / 32);
+        if (A == ACT_Q8_0 || A == ACT_Q8_1) {
+            int i = 32 * blockIdx.x + lane;
+            float v = x[i], amax = warp_max(fabsf(v)), d = amax / 127.0f, id;
+            int qi, sum;
+            if (A == ACT_Q8_0) id = amax != 0.0f ? 127.0f / amax : 0.0f;
+            else id = d != 0.0f ? 1.0f / d : 0.0f;
+            if (isinf(id)) id = 0.0f;
+            qi = (int)(A == ACT_Q8_0 ? nearbyintf(v * id) : roundf(v * id));
+            q[i] = (int8_t)qi;
+            sum = (int)warp_sum((float)qi); /* exact: at most 32 * 127 */
+            if (lane == 0) meta[blockIdx.x] = make_float4(round_f16(d), A == ACT_Q8_1 ? round_f16((float)sum * d) : 0.0f, 0.0f, 0.0f);
+        } else { /* Q8_K: the value of largest magnitude (the first of equals) becomes -127 */
+            int base = 256 * blockIdx.x, at = 1 << 30;
+            float amax = 0.0f, mx = 0.0f, iscale, d;
+            for (int k = 0; k < 8; k++) {
+                int i = base + 32 * k + lane;
+                float ax = fabsf(x[i]);
+                if (ax > amax) amax = ax, mx = x[i], at = i;
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) {
+                float a2 = __shfl_xor_sync(FULL_MASK, amax, o), m2 = __shfl_xor_sync(FULL_MASK, mx, o);
+                int at2 = __shfl_xor_sync(FULL_MASK, at, o);
+                if (a2 > amax || (a2 == amax && at2 < at)) amax = a2, mx = m2, at = at2;
+            }
+            iscale = amax != 0.0f ? -127.0f / mx : 0.0f;
+            d = amax != 0.0f ? 1.0f / iscale : 0.0f;
+            for (int k = 0; k < 8; k++) {
+                int i = base + 32 * k + lane, qi = amax != 0.0f ? (int)fminf(127.0f, rintf(iscale * x[i])) : 0;
+                /* the sums of each half of 16 lanes */
+                float s = (float)qi;
+                q[i] = (int8_t)qi;
+                s += __shfl_xor_sync(FULL_MASK, s, 1);
+                s += __shfl_xor_sync(FULL_MASK, s, 2);
+                s += __shfl_xor_sync(FULL_MASK, s, 4);
+                s += __shfl_xor_sync(FULL_MASK, s, 8);
+                {
+                    float s_hi = __shfl_sync(FULL_MASK, s, 16);
+                    if (lane == 0) meta[8 * blockIdx.x + k] = make_float4(d, s * d, s_hi * d, 0.0f);
+                }
+            }
+        }
     }
 }
 
-/* The sum of x over a block of up to 1024 threads (a multiple of 32), in
-   every thread. */
-__device__ float block_sum(float x) {
-    __shared__ float part[32];
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
-    x = warp_sum(x);
-    __syncthreads(); /* part may still be read by an earlier call */
-    if (lane == 0) part[warp] = x;
-    __syncthreads();
-    x = lane < n_warps ? part[lane] : 0.0f;
-    return warp_sum(x);
+/* deq8<T>(row, j, q, s, o): values 32j .. 32j+31 of a row in format T as
+   value = s.h * q + o.h for the half h (of 16) a value is in, q as 8 ints
+   of 4 packed int8 each (the dp4a operands). */
+__device__ __forceinline__ int pack4(int a, int b, int c, int d) {
+    return (a & 0xff) | (b & 0xff) << 8 | (c & 0xff) << 16 | (int)((unsigned)(d & 0xff) << 24);
+}
+template <int T> __device__ __forceinline__ void deq8(const uint8_t *row, int j, int *q, float2 &s, float2 &o);
+
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q8_0>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 34 * j;
+    float d = ld_half(b);
+#pragma unroll
+    for (int k = 0; k < 8; k++) q[k] = (int)ld_u32(b + 2 + 4 * k);
+    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q4_0>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 18 * j, *p = b + 2;
+    float d = ld_half(b);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        q[k] = pack4((p[4 * k] & 15) - 8, (p[4 * k + 1] & 15) - 8, (p[4 * k + 2] & 15) - 8, (p[4 * k + 3] & 15) - 8);
+        q[k + 4] = pack4((p[4 * k] >> 4) - 8, (p[4 * k + 1] >> 4) - 8, (p[4 * k + 2] >> 4) - 8, (p[4 * k + 3] >> 4) - 8);
+    }
+    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q4_1>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 20 * j, *p = b + 4;
+    float d = ld_half(b), m = ld_half(b + 2);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        q[k] = pack4(p[4 * k] & 15, p[4 * k + 1] & 15, p[4 * k + 2] & 15, p[4 * k + 3] & 15);
+        q[k + 4] = pack4(p[4 * k] >> 4, p[4 * k + 1] >> 4, p[4 * k + 2] >> 4, p[4 * k + 3] >> 4);
+    }
+    s = make_float2(d, d), o = make_float2(m, m);
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q5_0>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 22 * j, *p = b + 6;
+    unsigned qh = ld_u32(b + 2);
+    float d = ld_half(b);
+    int v[32];
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        v[i] = (int)((p[i] & 15) | ((qh >> i) & 1) << 4) - 16;
+        v[i + 16] = (int)((p[i] >> 4) | ((qh >> (i + 16)) & 1) << 4) - 16;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q5_1>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 24 * j, *p = b + 8;
+    unsigned qh = ld_u32(b + 4);
+    float d = ld_half(b), m = ld_half(b + 2);
+    int v[32];
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        v[i] = (int)((p[i] & 15) | ((qh >> i) & 1) << 4);
+        v[i + 16] = (int)((p[i] >> 4) | ((qh >> (i + 16)) & 1) << 4);
+    }
+#pragma unroll
+    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    s = make_float2(d, d), o = make_float2(m, m);
+}
+__constant__ signed char k_iq4nl_i8[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_IQ4_NL>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 18 * j, *p = b + 2;
+    float d = ld_half(b);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        q[k] = pack4(k_iq4nl_i8[p[4 * k] & 15], k_iq4nl_i8[p[4 * k + 1] & 15], k_iq4nl_i8[p[4 * k + 2] & 15],
+                     k_iq4nl_i8[p[4 * k + 3] & 15]);
+        q[k + 4] = pack4(k_iq4nl_i8[p[4 * k] >> 4], k_iq4nl_i8[p[4 * k + 1] >> 4], k_iq4nl_i8[p[4 * k + 2] >> 4],
+                         k_iq4nl_i8[p[4 * k + 3] >> 4]);
+    }
+    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q2_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 84 * (j / 8);
+    int c = j % 8, h = c / 4, shift = 2 * (c % 4);
+    const uint8_t *sc = b + 8 * h + 2 * (c % 4), *p = b + 16 + 32 * h;
+    float d = ld_half(b + 80), dmin = ld_half(b + 82);
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        q[k] = pack4((p[4 * k] >> shift) & 3, (p[4 * k + 1] >> shift) & 3, (p[4 * k + 2] >> shift) & 3,
+                     (p[4 * k + 3] >> shift) & 3);
+    s = make_float2(d * (sc[0] & 0xF), d * (sc[1] & 0xF));
+    o = make_float2(-dmin * (sc[0] >> 4), -dmin * (sc[1] >> 4));
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q3_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 110 * (j / 8);
+    int c = j % 8, h = c / 4, shift = 2 * (c % 4), hbit = 4 * h + c % 4;
+    const uint8_t *hm = b, *p = b + 32 + 32 * h, *sc = b + 96;
+    float d = ld_half(b + 108);
+    int v[32];
+#pragma unroll
+    for (int i = 0; i < 32; i++) v[i] = ((p[i] >> shift) & 3) - ((hm[i] >> hbit) & 1 ? 0 : 4);
+#pragma unroll
+    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    s = make_float2(d * q3k_scale(8 * h + 2 * (c % 4), sc), d * q3k_scale(8 * h + 2 * (c % 4) + 1, sc));
+    o = make_float2(0.0f, 0.0f);
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q4_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 144 * (j / 8);
+    int c = j % 8, sc, mn, shift = 4 * (c & 1);
+    const uint8_t *p = b + 16 + 32 * (c / 2);
+    float d = ld_half(b), dmin = ld_half(b + 2);
+    k4_scale_min(c, b + 4, &sc, &mn);
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        q[k] = pack4((p[4 * k] >> shift) & 15, (p[4 * k + 1] >> shift) & 15, (p[4 * k + 2] >> shift) & 15,
+                     (p[4 * k + 3] >> shift) & 15);
+    s = make_float2(d * sc, d * sc), o = make_float2(-dmin * mn, -dmin * mn);
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q5_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 176 * (j / 8);
+    int c = j % 8, sc, mn, shift = 4 * (c & 1);
+    const uint8_t *qh = b + 16, *p = b + 48 + 32 * (c / 2);
+    float d = ld_half(b), dmin = ld_half(b + 2);
+    int v[32];
+    k4_scale_min(c, b + 4, &sc, &mn);
+#pragma unroll
+    for (int i = 0; i < 32; i++) v[i] = ((p[i] >> shift) & 15) | ((qh[i] >> c) & 1) << 4;
+#pragma unroll
+    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    s = make_float2(d * sc, d * sc), o = make_float2(-dmin * mn, -dmin * mn);
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q6_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 210 * (j / 8);
+    int c = j % 8, h = c / 4, k2 = c % 4;
+    const uint8_t *ql = b + 64 * h + 32 * (k2 % 2), *qh = b + 128 + 32 * h;
+    const int8_t *sc = (const int8_t *)(b + 192) + 8 * h + 2 * k2;
+    int lshift = 4 * (k2 / 2), hshift = 2 * k2, v[32];
+    float d = ld_half(b + 208);
+#pragma unroll
+    for (int i = 0; i < 32; i++) v[i] = (((ql[i] >> lshift) & 0xF) | ((qh[i] >> hshift) & 3) << 4) - 32;
+#pragma unroll
+    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
+    s = make_float2(d * sc[0], d * sc[1]), o = make_float2(0.0f, 0.0f);
+}
+template <> __device__ __forceinline__ void deq8<INFER_TYPE_IQ4_XS>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const uint8_t *b = row + 136 * (j / 8);
+    int c = j % 8;
+    unsigned sh = (unsigned)(b[2] | b[3] << 8);
+    int scale = ((((b[4 + c / 2] >> (4 * (c % 2))) & 0xF) | ((sh >> (2 * c)) & 3) << 4)) - 32;
+    const uint8_t *p = b + 8 + 16 * c;
+    float dl = ld_half(b) * scale;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        q[k] = pack4(k_iq4nl_i8[p[4 * k] & 15], k_iq4nl_i8[p[4 * k + 1] & 15], k_iq4nl_i8[p[4 * k + 2] & 15],
+                     k_iq4nl_i8[p[4 * k + 3] & 15]);
+        q[k + 4] = pack4(k_iq4nl_i8[p[4 * k] >> 4], k_iq4nl_i8[p[4 * k + 1] >> 4], k_iq4nl_i8[p[4 * k + 2] >> 4],
+                         k_iq4nl_i8[p[4 * k + 3] >> 4]);
+    }
+    s = make_float2(dl, dl), o = make_float2(0.0f, 0.0f);
 }
 
-/* Y[row] = (X[row] * 1/sqrt(mean(X[row]^2) + eps)) * w: one block per row. */
-__global__ void k_rmsnorm(const float *__restrict__ X, const float *__restrict__ w, float *__restrict__ Y, int n,
-                          float eps) {
-    const float *x = X + (size_t)blockIdx.x * n;
-    float *y = Y + (size_t)blockIdx.x * n;
-    float ss = 0.0f, scale;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += x[i] * x[i];
-    ss = block_sum(ss);
-    scale = 1.0f / sqrtf(ss / (float)n + eps);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = (x[i] * scale) * w[i];
-}
-
-/* Element e of a row of heads (size hd) after RoPE at position pos: pairs
-   (2i, 2i+1) of the first n_rot values of each head turn by
-   pos * step^i / freqs[i], the angle stepped by multiplication as on the
-   CPU. */
-__device__ __forceinline__ float rope_at(const float *x, int e, int hd, int n_rot, int pos, float step,
-                                         const float *freqs) {
-    int i = e % hd, p = i / 2;
-    const float *pair;
-    float theta = (float)pos, a, c, s;
-    if (i >= n_rot) return x[e];
-    for (int k = 0; k < p; k++) theta *= step;
-    a = freqs ? theta / freqs[p] : theta;
-    c = cosf(a);
-    s = sinf(a);
-    pair = x + (e - i) + 2 * p;
-    return (i & 1) ? pair[0] * s + pair[1] * c : pair[0] * c - pair[1] * s;
-}
-
-/* Token t (one block each) at position pos[0] + t: q turned into QR; k
-   turned and v copied into the layer's F16 cache. */
-__global__ void k_rope_store(const float *__restrict__ Q, const float *__restrict__ K, const float *__restrict__ V,
-                             float *__restrict__ QR, __half *__restrict__ kc, __half *__restrict__ vc,
-                             const int *__restrict__ pos0, int dim, int kv_dim, int hd, int n_rot, float step,
-                             const float *__restrict__ freqs) {
-    int t = blockIdx.x, pos = pos0[0] + t;
-    const float *q = Q + (size_t)t * dim, *k = K + (size_t)t * kv_dim, *v = V + (size_t)t * kv_dim;
-    for (int e = threadIdx.x; e < dim; e += blockDim.x) QR[(size_t)t * dim + e] = rope_at(q, e, hd, n_rot, pos, step, freqs);
-    for (int e = threadIdx.x; e < kv_dim; e += blockDim.x) {
-        kc[(size_t)pos * kv_dim + e] = __float2half_rn(rope_at(k, e, hd, n_rot, pos, step, freqs));
-        vc[(size_t)pos * kv_dim + e] = __float2half_rn(v[e]);
+/* Y[t][r] (+)= W[r] . X[t] on int8 activations (k_act_q8): MV_ROWS rows
+   per warp, MV_LANES lanes a row, each lane a 32-value chunk at a time
+   (its int8 values decoded once, the activations read as two 128-bit
+   loads, 8 dp4a per token), the lanes of a row summed by shuffles. The
+   experts' pairs as k_matvec. */
+#define MV_ROWS 4
+#define MV_LANES (32 / MV_ROWS)
+template <int T, int NT>
+__global__ void k_matvec_q8(const uint8_t *__restrict__ W, size_t row_bytes, int n, int rows, const int8_t *__restrict__ AQ,
+                            const float4 *__restrict__ AM, int n_tok, float *__restrict__ Y, int ldy, int add,
+                            const int *__restrict__ pair_expert, const int *__restrict__ pair_token, int expert_rows) {
+    int lane = threadIdx.x % 32, sub = lane % MV_LANES;
+    int r = (blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * MV_ROWS + lane / MV_LANES, t0 = blockIdx.y * NT;
+    int n_chunks = n / 32, tok0 = 0;
+    float acc[NT];
+    const uint8_t *w;
+    if (pair_expert) {
+        w = W + ((size_t)pair_expert[blockIdx.y] * expert_rows + (r < rows ? r : 0)) * row_bytes;
+        tok0 = pair_token ? pair_token[blockIdx.y] : (int)blockIdx.y;
+        Y += (size_t)blockIdx.y * ldy;
+        t0 = 0, n_tok = 1;
+    } else {
+        w = W + (size_t)(r < rows ? r : 0) * row_bytes;
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    if (r < rows) /* a row past the end still shuffles with the others */
+        for (int j = sub; j < n_chunks; j += MV_LANES) {
+            int q[8];
+            float2 s, o;
+            deq8<T>(w, j, q, s, o);
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t0 + t < n_tok) {
+                    size_t tok = (size_t)(tok0 + t0 + t);
+                    const int4 *a = (const int4 *)(AQ + tok * n + 32 * j);
+                    int4 a0 = a[0], a1 = a[1];
+                    float4 m = AM[tok * (n / 32) + j];
+                    int lo = __dp4a(q[3], a0.w, __dp4a(q[2], a0.z, __dp4a(q[1], a0.y, __dp4a(q[0], a0.x, 0))));
+                    int hi = __dp4a(q[7], a1.w, __dp4a(q[6], a1.z, __dp4a(q[5], a1.y, __dp4a(q[4], a1.x, 0))));
+                    if (s.x == s.y) acc[t] += (float)(lo + hi) * (s.x * m.x);
+                    else acc[t] += (float)lo * (s.x * m.x) + (float)hi * (s.y * m.x);
+                    acc[t] += o.x * (m.y + (o.x == o.y ? m.z : 0.0f)) + (o.x == o.y ? 0.0f : o.y * m.z);
+                }
+            }
+        }
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        float v = acc[t];
+#pragma unroll
+        for (int off = MV_LANES / 2; off > 0; off >>= 1) v += __shfl_xor_sync(FULL_MASK, v, off);
+        if (sub == 0 && r < rows && t0 + t < n_tok) {
+            float *y = Y + (size_t)(t0 + t) * ldy + r;
+            *y = add ? *y + v : v;
+        }
     }
 }
 
+/* ffn's activation: G = act(G) * U over count values; GELU from the
+   F16-indexed table llama.cpp's CPU uses (gelu: the table, or NULL for
+   SiLU). */
+__global__ void k_act_mul(float *__restrict__ G, const float *__restrict__ U, size_t count,
+                          const float *__restrict__ gelu) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) {
+        float g = G[i];
+        if (gelu) g = g <= -10.0f ? 0.0f : g >= 10.0f ? g : gelu[__half_as_ushort(__float2half_rn(g))];
+        else g = g / (1.0f + expf(-g));
+        G[i] = g * U[i];
+    }
+}
+
+/* moe_ffn's routing, token t per thread: as forward.c's infer__moe_choose
+   (softmax over all experts or over the chosen, the top k in order with
+   ties to the lower index, renormalised where the model says). */
+#define MOE_MAX_EXPERTS 512
+__global__ void k_moe_choose(const float *__restrict__ logits, int n_tok, int n_expert, int k, int softmax_all,
+                             int softmax_topk, int renorm, int *__restrict__ expert, float *__restrict__ weight,
+                             int *__restrict__ pair_token) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_tok) return;
+    {
+        const float *lg = logits + (size_t)t * n_expert;
+        int *ex = expert + (size_t)t * k;
+        float *w = weight + (size_t)t * k, mx;
+        float probs[MOE_MAX_EXPERTS];
+        double sum = 0;
+        for (int e = 0; e < n_expert; e++) probs[e] = lg[e];
+        if (softmax_all) {
+            mx = probs[0];
+            for (int e = 1; e < n_expert; e++) mx = fmaxf(mx, probs[e]);
+            for (int e = 0; e < n_expert; e++) sum += (double)(probs[e] = expf(probs[e] - mx));
+            for (int e = 0; e < n_expert; e++) probs[e] *= (float)(1.0 / sum);
+        }
+        for (int j = 0; j < k; j++) {
+            int best = -1;
+            for (int e = 0; e < n_expert; e++) {
+                int taken = 0;
+                for (int i = 0; i < j; i++) taken |= ex[i] == e;
+                if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
+            }
+            ex[j] = best;
+            w[j] = probs[best];
+            pair_token[t * k + j] = t;
+        }
+        if (softmax_topk) {
+            mx = w[0];
+            for (int j = 1; j < k; j++) mx = fmaxf(mx, w[j]);
+            sum = 0;
+            for (int j = 0; j < k; j++) sum += (double)(w[j] = expf(w[j] - mx));
+            for (int j = 0; j < k; j++) w[j] *= (float)(1.0 / sum);
+        }
+        if (renorm) {
+            float total;
+            sum = 0;
+            for (int j = 0; j < k; j++) sum += (double)w[j];
+            total = (float)sum;
+            for (int j = 0; j < k; j++) w[j] /= total;
+        }
+    }
+}
+
+/* moe_ffn's sum: xb[t] = the token's experts' outputs, weighted, added in
+   the order they were chosen; one block per token. */
+__global__ void k_moe_sum(const float *__restrict__ Y, const float *__restrict__ weight, int k, int dim,
+                          float *__restrict__ XB) {
+    int t = blockIdx.x;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float o = 0.0f;
+        for (int j = 0; j < k; j++) {
+            float y = Y[((size_t)t * k + j) * dim + i] * weight[t * k + j];
+            o = j ? o + y : y;
+        }
+        XB[(size_t)t * dim + i] = o;
+    }
+}
+
+/* output's soft-cap: x = cap * tanh(x / cap) */
+__global__ void k_softcap(float *__restrict__ X, size_t count, float cap) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) X[i] = tanhf(X[i] * (1.0f / cap)) * cap;
+}
+
+/* Reads and writes n floats: what infer_cuda_bandwidth times. */
+__global__ void k_copy(const float4 *__restrict__ src, float4 *__restrict__ dst, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
+/* ---- attention: tiles of keys on tensor cores ------------------------- */
+
+/* A block takes ATT_ROWS query rows (one KV head's query heads for a few
+   tokens of one sequence, row = token * group + head within the group)
+   and one share (blockIdx.z of gridDim.z) of the keys they see, in tiles
+   of ATT_KEYS keys that every row of the block shares: K and V tiles come
+   into shared memory once (as F16), and S = Q K^T and P V run on tensor
+   cores (wmma, 16x16x16, F32 accumulation). Two phases, as attention.c
+   has them so that the GPU rounds where the CPU does: phase 0 finds each
+   row's softmax max and sum over the share (online, rescaled as the max
+   grows); phase 1 merges the shares' maxima and sums, makes the
+   probabilities normalised and rounded to F16, and adds P V over the
+   share. The merge kernel adds the shares (flash-decoding: a long cache
+   split across blocks). q is rounded to the cache's dot type, scores are
+   soft-capped then scaled. */
+#define ATT_ROWS 16
+#define ATT_KEYS 64
 #define ATT_WARPS 4
 #define ATT_MAX_HD 256
+#define ATT_ACC (ATT_MAX_HD / 16 / ATT_WARPS) /* output column tiles per warp, at most */
 
-/* Attention of token t (blockIdx.x) head h (blockIdx.y) over cache
-   positions 0 .. pos0[0] + t, in two passes over tiles of 32 keys, warp w
-   taking tiles w, w + 4, ...: the first finds each warp's running max and
-   sum of the softmax (online, rescaled as the max grows; each lane scores
-   one key of a tile), merged across the warps; the second scores the keys
-   again and adds the values weighted by the probabilities, normalised and
-   rounded to F16 as on the CPU (and in llama.cpp's CPU path), each lane
-   owning dimensions lane, lane + 32, ... */
-__device__ __forceinline__ float att_score(const float *q, const __half *k, int hd, float scale) {
-    float s = 0.0f;
-    for (int d = 0; d < hd; d++) s += q[d] * __half2float(k[d]);
-    return s * scale;
+/* The work items of a pass: per sequence run of the batch, one per
+   ATT_ROWS rows: its first token, the run's token count, its first row. */
+struct att_item {
+    int first, n_tok, r0;
+};
+
+/* Byte offsets in the dynamic shared memory (each 32-byte aligned, as
+   wmma's loads want). */
+struct att_layout {
+    int q, k, v, s, p, out, qd, kd, sb, stat, total;
+};
+__host__ __device__ inline att_layout att_shared(int hdp) {
+    att_layout L;
+    int at = 0;
+#define ATT_PUT(f, bytes) (L.f = at, at += ((bytes) + 31) / 32 * 32)
+    ATT_PUT(q, ATT_ROWS * hdp * 2);
+    ATT_PUT(k, ATT_KEYS * hdp * 2);
+    ATT_PUT(v, ATT_KEYS * hdp * 2);
+    ATT_PUT(s, ATT_ROWS * ATT_KEYS * 4);
+    ATT_PUT(p, ATT_ROWS * ATT_KEYS * 2);
+    ATT_PUT(out, ATT_ROWS * hdp * 4);
+    ATT_PUT(qd, ATT_ROWS * (hdp / 32 + 1) * 4); /* a Q8_0 cache: q's and the keys' block scales, */
+    ATT_PUT(kd, ATT_KEYS * (hdp / 32 + 1) * 4);
+    ATT_PUT(sb, ATT_ROWS * ATT_KEYS * 4);        /* and one block's integer scores */
+    ATT_PUT(stat, ATT_ROWS * 4 * 4); /* per row: max, sum, position, first key */
+#undef ATT_PUT
+    L.total = at;
+    return L;
 }
 
-__global__ void k_attention(const float *__restrict__ QR, const __half *__restrict__ kc,
-                            const __half *__restrict__ vc, float *__restrict__ out, const int *__restrict__ pos0,
-                            int dim, int kv_dim, int hd, int group, float scale) {
-    INFER_DYNAMIC_SHARED(float, sh); /* q[hd], then per warp: acc[hd], max, sum */
-    float *q = sh, *part = sh + hd;
-    int t = blockIdx.x, h = blockIdx.y, kvh = h / group;
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    int n_keys = pos0[0] + t + 1;
-    const __half *kh = kc + (size_t)kvh * hd, *vh = vc + (size_t)kvh * hd;
-    float *mine = part + (size_t)warp * (hd + 2);
-    float acc[ATT_MAX_HD / 32], mx = -INFINITY, sum = 0.0f, m_all = -INFINITY, inv = 0.0f;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) /* rounded to F16, as the CPU does */
-        q[d] = __half2float(__float2half_rn(QR[(size_t)t * dim + (size_t)h * hd + d]));
-    __syncthreads();
-    /* pass 1: max and sum */
-    for (int tile = 32 * warp; tile < n_keys; tile += 32 * ATT_WARPS) {
-        int p = tile + lane;
-        float s = p < n_keys ? att_score(q, kh + (size_t)p * kv_dim, hd, scale) : -INFINITY;
-        float m_new = fmaxf(mx, warp_max(s));
-        sum = sum * expf(mx - m_new) + warp_sum(p < n_keys ? expf(s - m_new) : 0.0f); /* 0 * sum at first */
-        mx = m_new;
+/* A share's part of the scratch: ATT_ROWS rows of hd outputs, then each
+   row's max and sum. */
+__device__ __forceinline__ float *att_part(float *part, int item, int kvh, int n_kvh, int share, int n_split, int hd) {
+    return part + (((size_t)item * n_kvh + kvh) * n_split + share) * ATT_ROWS * (hd + 2);
+}
+
+__global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, const att_item *__restrict__ items,
+                            const int *__restrict__ pos, const int *__restrict__ seq, uint8_t *const *__restrict__ kc,
+                            uint8_t *const *__restrict__ vc, int layer, int n_layers, int slots, int q8, size_t k_row,
+                            int group, int hd, int window, float scale, float softcap, float *__restrict__ part) {
+    INFER_DYNAMIC_SHARED(unsigned char, sh);
+    int hdp = (hd + 15) / 16 * 16, kvh = blockIdx.y, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    int n_split = (int)gridDim.z, n_kvh = (int)gridDim.y;
+    att_layout L = att_shared(hdp);
+    __half *sq = (__half *)(sh + L.q), *sk = (__half *)(sh + L.k), *sv = (__half *)(sh + L.v), *sp = (__half *)(sh + L.p);
+    float *ss = (float *)(sh + L.s), *sout = (float *)(sh + L.out);
+    float *sqd = (float *)(sh + L.qd), *skd = (float *)(sh + L.kd), *ssb = (float *)(sh + L.sb);
+    int nb = hd / 32; /* Q8_0 blocks of a head */
+    float *sm = (float *)(sh + L.stat), *sl = sm + ATT_ROWS;
+    int *spos = (int *)(sl + ATT_ROWS), *slo = spos + ATT_ROWS;
+    att_item it = items[blockIdx.x];
+    int n_rows = min(ATT_ROWS, it.n_tok * group - it.r0), s = seq[it.first];
+    size_t at = (size_t)s * n_layers + layer, head_k = q8 ? (size_t)kvh * hd / 32 * 34 : (size_t)kvh * hd * 2;
+    const uint8_t *kbase = kc[at] + head_k, *vbase = vc[at];
+    float *mine = att_part(part, blockIdx.x, kvh, n_kvh, blockIdx.z, n_split, hd);
+    int key_lo, key_hi, chunk, my_lo, my_hi;
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> fo[ATT_ACC];
+
+    /* the rows' queries (rounded as the CPU rounds q for q.K) and their key ranges */
+    for (int e = tid; e < ATT_ROWS * (hdp / 16); e += blockDim.x) {
+        int i = e / (hdp / 16), c = e % (hdp / 16);
+        const float *qrow = Q + (size_t)(it.first + (it.r0 + i) / group) * ldq + (size_t)(kvh * group + (it.r0 + i) % group) * hd;
+        float v[16];
+        for (int j = 0; j < 16; j++) v[j] = i < n_rows && 16 * c + j < hd ? qrow[16 * c + j] : 0.0f;
+        if (q8) { /* Q8_0 as the CPU's kernels make it (a block of 32 is two such pieces):
+                     the integers, exact in F16, and the block's scale */
+            float amax = 0.0f, id;
+            for (int d2 = 16 * c / 32 * 32; i < n_rows && d2 < 16 * c / 32 * 32 + 32; d2++) amax = fmaxf(amax, fabsf(qrow[d2]));
+            id = amax != 0.0f ? 127.0f / amax : 0.0f;
+            for (int j = 0; j < 16; j++) v[j] = nearbyintf(v[j] * id);
+            if (c % 2 == 0) sqd[i * (hdp / 32 + 1) + c / 2] = round_f16(amax / 127.0f);
+        }
+        for (int j = 0; j < 16; j++) sq[i * hdp + 16 * c + j] = __float2half_rn(v[j]);
     }
-    if (lane == 0) mine[hd] = mx, mine[hd + 1] = sum;
-    __syncthreads();
-    {
-        float l_all = 0.0f;
-        for (int w = 0; w < ATT_WARPS; w++) m_all = fmaxf(m_all, part[w * (hd + 2) + hd]);
-        for (int w = 0; w < ATT_WARPS; w++) /* a warp that saw no keys adds 0 */
-            l_all += part[w * (hd + 2) + hd + 1] * expf(part[w * (hd + 2) + hd] - m_all);
-        inv = 1.0f / l_all;
-    }
-    /* pass 2: probabilities times values */
-#pragma unroll
-    for (int i = 0; i < ATT_MAX_HD / 32; i++) acc[i] = 0.0f;
-    for (int tile = 32 * warp; tile < n_keys; tile += 32 * ATT_WARPS) {
-        int p = tile + lane, cnt = min(32, n_keys - tile);
-        float e = 0.0f;
-        if (p < n_keys)
-            e = __half2float(__float2half_rn(expf(att_score(q, kh + (size_t)p * kv_dim, hd, scale) - m_all) * inv));
-        for (int kk = 0; kk < cnt; kk++) {
-            float a = __shfl_sync(FULL_MASK, e, kk);
-            const __half *vr = vh + (size_t)(tile + kk) * kv_dim;
-#pragma unroll
-            for (int i = 0; i < ATT_MAX_HD / 32; i++) {
-                int d = lane + 32 * i;
-                if (d < hd) acc[i] += a * __half2float(vr[d]);
+    if (tid < ATT_ROWS) {
+        int p = tid < n_rows ? pos[it.first + (it.r0 + tid) / group] : -1;
+        spos[tid] = p;
+        slo[tid] = window && p >= 0 ? max(0, p - window + 1) : 0;
+        sm[tid] = -INFINITY;
+        sl[tid] = 0.0f;
+        if (phase == 1 && tid < n_rows) { /* every share's max and sum, merged */
+            float M = -INFINITY, l = 0.0f;
+            for (int z = 0; z < n_split; z++)
+                M = fmaxf(M, att_part(part, blockIdx.x, kvh, n_kvh, z, n_split, hd)[ATT_ROWS * hd + tid]);
+            for (int z = 0; z < n_split; z++) {
+                const float *pz = att_part(part, blockIdx.x, kvh, n_kvh, z, n_split, hd);
+                if (pz[ATT_ROWS * hd + tid] != -INFINITY) l += pz[ATT_ROWS * (hd + 1) + tid] * expf(pz[ATT_ROWS * hd + tid] - M);
             }
+            sm[tid] = M;
+            sl[tid] = l > 0.0f ? 1.0f / l : 0.0f; /* phase 1 keeps the inverse */
         }
     }
-    __syncthreads(); /* every warp has read the maxima and sums */
-#pragma unroll
-    for (int i = 0; i < ATT_MAX_HD / 32; i++) {
-        int d = lane + 32 * i;
-        if (d < hd) mine[d] = acc[i];
-    }
+    for (int u = 0; u < ATT_ACC; u++) nvcuda::wmma::fill_fragment(fo[u], 0.0f);
     __syncthreads();
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+    key_lo = slo[0];
+    key_hi = spos[n_rows - 1];
+    chunk = (key_hi - key_lo + 1 + n_split - 1) / n_split;
+    chunk = (chunk + ATT_KEYS - 1) / ATT_KEYS * ATT_KEYS;
+    my_lo = key_lo + (int)blockIdx.z * chunk;
+    my_hi = min(key_hi, my_lo + chunk - 1);
+
+    for (int k0 = my_lo; k0 <= my_hi; k0 += ATT_KEYS) {
+        /* the tile's K and (phase 1) V, a row per key, as F16 */
+        for (int e = tid; e < ATT_KEYS * hdp; e += blockDim.x) {
+            int j = e / hdp, d = e % hdp, p = k0 + j;
+            float kval = 0.0f;
+            if (p <= my_hi && d < hd) {
+                const uint8_t *kr = kbase + (size_t)(p % slots) * k_row;
+                if (q8) {
+                    kval = (float)(int8_t)kr[34 * (d / 32) + 2 + d % 32]; /* the integer; its scale apart */
+                    if (d % 32 == 0) skd[j * (hdp / 32 + 1) + d / 32] = ld_half(kr + 34 * (d / 32));
+                } else {
+                    kval = __half2float(((const __half *)kr)[d]);
+                }
+            }
+            sk[j * hdp + d] = __float2half_rn(kval);
+        }
+        if (phase == 1)
+            for (int e = tid; e < ATT_KEYS * hdp; e += blockDim.x) {
+                int j = e % ATT_KEYS, d = e / ATT_KEYS, p = k0 + j; /* keys fastest: V^T's rows are contiguous */
+                __half val = __float2half_rn(0.0f);
+                if (p <= my_hi && d < hd) {
+                    int slot = p % slots;
+                    if (q8) {
+                        const uint8_t *vr = vbase + (size_t)slot * k_row + (size_t)kvh * hd / 32 * 34;
+                        val = __float2half_rn(ld_half(vr + 34 * (d / 32)) * (float)(int8_t)vr[34 * (d / 32) + 2 + d % 32]);
+                    } else {
+                        val = ((const __half *)vbase)[((size_t)kvh * hd + d) * slots + slot];
+                    }
+                }
+                sv[j * hdp + d] = val;
+            }
+        __syncthreads();
+        /* S = Q K^T: warp w takes keys 16w .. 16w + 15; with a Q8_0 cache,
+           block by block of 32 (its integer sums exact in F32), each
+           scaled by q's and the key's scales as the CPU's dot does */
+        for (int b = 0; b < (q8 ? nb : 1); b++) {
+            nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> fs;
+            nvcuda::wmma::fill_fragment(fs, 0.0f);
+            for (int c = q8 ? 2 * b : 0; c < (q8 ? 2 * b + 2 : hdp / 16); c++) {
+                nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> fq;
+                nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, __half, nvcuda::wmma::col_major> fk;
+                nvcuda::wmma::load_matrix_sync(fq, sq + 16 * c, hdp);
+                nvcuda::wmma::load_matrix_sync(fk, sk + (size_t)16 * warp * hdp + 16 * c, hdp);
+                nvcuda::wmma::mma_sync(fs, fq, fk, fs);
+            }
+            nvcuda::wmma::store_matrix_sync((q8 ? ssb : ss) + 16 * warp, fs, ATT_KEYS, nvcuda::wmma::mem_row_major);
+            if (q8) {
+                __syncthreads();
+                for (int e = tid; e < ATT_ROWS * ATT_KEYS; e += blockDim.x) {
+                    int i = e / ATT_KEYS, j = e % ATT_KEYS;
+                    float part_b = ssb[e] * (sqd[i * (hdp / 32 + 1) + b] * skd[j * (hdp / 32 + 1) + b]);
+                    ss[e] = b ? ss[e] + part_b : part_b;
+                }
+                __syncthreads();
+            }
+        }
+        __syncthreads();
+        /* the softmax: warp w takes rows 4w .. 4w + 3, lanes the keys */
+        for (int i = ATT_ROWS / ATT_WARPS * warp; i < ATT_ROWS / ATT_WARPS * (warp + 1); i++) {
+            float x[ATT_KEYS / 32], mx = -INFINITY;
+#pragma unroll
+            for (int u = 0; u < ATT_KEYS / 32; u++) {
+                int p = k0 + lane + 32 * u;
+                float y = ss[i * ATT_KEYS + lane + 32 * u];
+                if (softcap > 0.0f) y = tanhf(y * (1.0f / softcap)) * softcap;
+                x[u] = p <= my_hi && p >= slo[i] && p <= spos[i] ? y * scale : -INFINITY;
+                mx = fmaxf(mx, x[u]);
+            }
+            if (phase == 0) { /* the running max and sum */
+                float m_old = sm[i], m_new = fmaxf(m_old, warp_max(mx)), sum = 0.0f;
+#pragma unroll
+                for (int u = 0; u < ATT_KEYS / 32; u++) sum += x[u] == -INFINITY ? 0.0f : expf(x[u] - m_new);
+                sum = warp_sum(sum);
+                if (lane == 0 && m_new != -INFINITY) sl[i] = sl[i] * expf(m_old - m_new) + sum, sm[i] = m_new;
+            } else { /* the probabilities, normalised and rounded to F16 */
+#pragma unroll
+                for (int u = 0; u < ATT_KEYS / 32; u++)
+                    sp[i * ATT_KEYS + lane + 32 * u] =
+                        __float2half_rn(x[u] == -INFINITY ? 0.0f : expf(x[u] - sm[i]) * sl[i]);
+            }
+        }
+        __syncthreads();
+        if (phase == 1) /* P V: warp w takes output columns 16w, 16(w + 4), ... */
+            for (int c = warp, u = 0; c < hdp / 16; c += ATT_WARPS, u++)
+                for (int kk = 0; kk < ATT_KEYS / 16; kk++) {
+                    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> fp;
+                    nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, __half, nvcuda::wmma::row_major> fv;
+                    nvcuda::wmma::load_matrix_sync(fp, sp + 16 * kk, ATT_KEYS);
+                    nvcuda::wmma::load_matrix_sync(fv, sv + (size_t)16 * kk * hdp + 16 * c, hdp);
+                    nvcuda::wmma::mma_sync(fo[u], fp, fv, fo[u]);
+                }
+        __syncthreads(); /* the tiles are read before the next ones come */
+    }
+    if (phase == 0) {
+        if (tid < ATT_ROWS) mine[ATT_ROWS * hd + tid] = sm[tid], mine[ATT_ROWS * (hd + 1) + tid] = sl[tid];
+        return;
+    }
+    for (int c = warp, u = 0; c < hdp / 16; c += ATT_WARPS, u++)
+        nvcuda::wmma::store_matrix_sync(sout + 16 * c, fo[u], hdp, nvcuda::wmma::mem_row_major);
+    __syncthreads();
+    for (int e = tid; e < ATT_ROWS * hd; e += blockDim.x) mine[e] = sout[(e / hd) * hdp + e % hd];
+}
+
+/* The shares of each row added: out = sum over z of share z's P V. */
+__global__ void k_attention_merge(const float *__restrict__ part, const att_item *__restrict__ items, int n_split,
+                                  int group, int hd, float *__restrict__ out, int ldo) {
+    att_item it = items[blockIdx.x];
+    int kvh = blockIdx.y, n_rows = min(ATT_ROWS, it.n_tok * group - it.r0);
+    const float *base = part + ((size_t)blockIdx.x * gridDim.y + kvh) * n_split * ATT_ROWS * (hd + 2);
+    for (int e = threadIdx.x; e < n_rows * hd; e += blockDim.x) {
+        int i = e / hd, d = e % hd;
         float o = 0.0f;
-        for (int w = 0; w < ATT_WARPS; w++) o += part[w * (hd + 2) + d];
-        out[(size_t)t * dim + (size_t)h * hd + d] = o;
-    }
-}
-
-/* The activations a product's weights meet, as the CPU rounds them: it
-   quantizes them to the format its dot product for the weights takes
-   (llama.cpp's vec_dot_type), so the GPU does the same and stays within
-   rounding of the CPU (and of llama.cpp) instead of being more exact than
-   both. Y[t] = X[t] through that format, as floats: one warp per group of
-   32 values (256 for Q8_K), group blockIdx.x of token blockIdx.y. */
-enum { ACT_F32, ACT_F16, ACT_BF16, ACT_Q8_0, ACT_Q8_1, ACT_Q8_K };
-
-template <int A> __device__ void quant_act_row(const float *__restrict__ x, int n, float *__restrict__ y) {
-    int lane = threadIdx.x % 32;
-    if (A == ACT_F16 || A == ACT_BF16) {
-        int i = 32 * blockIdx.x + lane;
-        if (i < n) {
-            float v = x[i];
-            if (A == ACT_F16) {
-                v = __half2float(__float2half_rn(v));
-            } else if (v == v) { /* bf16, rounded to nearest even (a NaN stays one) */
-                unsigned u = __float_as_uint(v);
-                v = __uint_as_float(((u + 0x7fffu + ((u >> 16) & 1)) >> 16) << 16);
-            }
-            y[i] = v;
-        }
-    } else if (A == ACT_Q8_0 || A == ACT_Q8_1) {
-        int i = 32 * blockIdx.x + lane;
-        float v = x[i], amax = fabsf(v), d, id, dq;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(FULL_MASK, amax, o));
-        d = amax / 127.0f;
-        if (A == ACT_Q8_0) id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        else id = d != 0.0f ? 1.0f / d : 0.0f;
-        if (isinf(id)) id = 0.0f;
-        dq = __half2float(__float2half_rn(d)); /* the scale is stored as F16 */
-        y[i] = (A == ACT_Q8_0 ? nearbyintf(v * id) : roundf(v * id)) * dq;
-    } else { /* Q8_K: 256 values, 8 a lane; the value of largest magnitude (the first of equals) becomes -127 */
-        int base = 256 * blockIdx.x;
-        float amax = 0.0f, mx = 0.0f, iscale;
-        int at = 1 << 30;
-        for (int k = 0; k < 8; k++) {
-            int i = base + 32 * k + lane;
-            float ax = fabsf(x[i]);
-            if (ax > amax) amax = ax, mx = x[i], at = i;
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            float a2 = __shfl_xor_sync(FULL_MASK, amax, o), m2 = __shfl_xor_sync(FULL_MASK, mx, o);
-            int at2 = (int)__shfl_xor_sync(FULL_MASK, (float)at, o);
-            if (a2 > amax || (a2 == amax && at2 < at)) amax = a2, mx = m2, at = at2;
-        }
-        if (amax == 0.0f) {
-            for (int k = 0; k < 8; k++) y[base + 32 * k + lane] = 0.0f;
-            return;
-        }
-        iscale = -127.0f / mx; /* as quants_k.c's Q8_K */
-        for (int k = 0; k < 8; k++) {
-            int i = base + 32 * k + lane;
-            y[i] = (1.0f / iscale) * fminf(127.0f, rintf(iscale * x[i]));
-        }
-    }
-}
-
-template <int A>
-__global__ void k_quant_act(const float *__restrict__ X, int ldx, int n, int n_tok, float *__restrict__ Y) {
-    for (int t = blockIdx.y; t < n_tok; t += gridDim.y) quant_act_row<A>(X + (size_t)t * ldx, n, Y + (size_t)t * n);
-}
-
-/* G = silu(G) * U */
-__global__ void k_silu_mul(float *__restrict__ G, const float *__restrict__ U, size_t n) {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) {
-        float g = G[i];
-        G[i] = g / (1.0f + expf(-g)) * U[i];
+        for (int z = 0; z < n_split; z++) o += base[(size_t)z * ATT_ROWS * (hd + 2) + i * hd + d];
+        out[(size_t)(it.first + (it.r0 + i) / group) * ldo + (size_t)(kvh * group + (it.r0 + i) % group) * hd + d] = o;
     }
 }
 
 /* ---- the model on the device ------------------------------------------- */
 
+/* Where one weight of the description lives on the device: its GGUF
+   bytes (matrices), or F32 values (norm weights, biases). */
 struct dev_tensor {
-    const uint8_t *p; /* device bytes, GGUF blocks */
-    int type, n, rows;
+    const infer__tensor *t; /* the description's tensor */
+    const uint8_t *p;
+    int type, n;
+    long long rows; /* all of them: an experts tensor stacks its experts */
     size_t row_bytes;
-};
-
-struct dev_layer {
-    dev_tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
 };
 
 struct gpu_model {
     int device;
     char name[300];
-    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, rope_dim;
-    float norm_eps, rope_step;
-    float *rope_freqs; /* device, or NULL */
-    dev_tensor tok_embd, output_norm, output;
-    dev_layer *layers;
-    void **allocs; /* every cudaMalloc, to free */
+    const infer_model *m;
+    dev_tensor *w; /* every weight the description binds, sorted by its tensor's address */
+    int n_w;
+    float *gelu; /* the GELU table, on the device, or NULL */
+    void **allocs; /* every cudaMalloc of the weights, to free */
     int n_allocs, cap_allocs;
+    double bandwidth; /* GB/s, once measured */
 };
 
-static int model_alloc(gpu_model *m, void **p, size_t bytes, char *msg, size_t size) {
-    if (m->n_allocs == m->cap_allocs) {
-        int cap = m->cap_allocs ? 2 * m->cap_allocs : 64;
-        void **a = (void **)realloc(m->allocs, (size_t)cap * sizeof *a);
+static int model_alloc(gpu_model *g, void **p, size_t bytes, char *msg, size_t size) {
+    if (g->n_allocs == g->cap_allocs) {
+        int cap = g->cap_allocs ? 2 * g->cap_allocs : 64;
+        void **a = (void **)realloc(g->allocs, (size_t)cap * sizeof *a);
         if (!a) return say(msg, size, "out of host memory"), 0;
-        m->allocs = a;
-        m->cap_allocs = cap;
+        g->allocs = a;
+        g->cap_allocs = cap;
     }
     if (!ok(cudaMalloc(p, bytes ? bytes : 1), "cudaMalloc", msg, size)) return 0;
-    m->allocs[m->n_allocs++] = *p;
+    g->allocs[g->n_allocs++] = *p;
     return 1;
 }
 
-/* Checks one weight and copies its bytes to the device. */
-static int upload(gpu_model *m, const infer_backend_tensor *t, dev_tensor *d, char *msg, size_t size) {
+/* The device copy of description tensor t (NULL for none). */
+static const dev_tensor *dev(const gpu_model *g, const infer__tensor *t) {
+    int lo = 0, hi = g->n_w - 1;
+    if (!t) return NULL;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (g->w[mid].t == t) return &g->w[mid];
+        if ((uintptr_t)g->w[mid].t < (uintptr_t)t) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return NULL;
+}
+
+/* A vector's F32 values on the device (NULL for none). */
+static const float *dev_vec(const gpu_model *g, const infer__tensor *t) {
+    const dev_tensor *d = dev(g, t);
+    return d ? (const float *)d->p : NULL;
+}
+
+static int by_address(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (const infer__tensor *const *)a, y = (uintptr_t) * (const infer__tensor *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int by_tensor(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const dev_tensor *)a)->t, y = (uintptr_t)((const dev_tensor *)b)->t;
+    return x < y ? -1 : x > y;
+}
+
+/* Each weight the description binds, once: the layers' (every field of
+   infer__layer), then the model's. Returns how many, written to out
+   (which holds 20 per layer and 3). */
+static int bound_tensors(const infer_model *m, const infer__tensor **out) {
+    int n = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        const infer__tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->bo,
+                                      L->q_norm, L->k_norm, L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up,
+                                      L->w_down, L->post_ffn_norm, L->ffn_router, L->gate_exps, L->up_exps};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            if (all[i]) out[n++] = all[i];
+        if (L->down_exps) out[n++] = L->down_exps;
+    }
+    out[n++] = m->tok_embd;
+    out[n++] = m->output_norm;
+    if (m->output != m->tok_embd) out[n++] = m->output;
+    return n;
+}
+
+/* Checks one weight and copies it to the device: a matrix in its GGUF
+   format (one this file reads), a vector as F32. */
+static int upload(gpu_model *g, const infer__tensor *t, dev_tensor *d, char *msg, size_t size) {
     int bytes, per = block_of(t->type, &bytes);
+    long long rows = 1;
     void *p;
-    if (!per) return say(msg, size, "tensor %s: format %s is not supported on CUDA", t->name, type_name(t->type)), 0;
-    if (t->ne0 % per || t->ne0 > (1 << 30) || t->ne1 > (1 << 30))
-        return say(msg, size, "tensor %s: rows of %lld values do not fit its blocks", t->name, (long long)t->ne0), 0;
+    for (int i = 1; i < t->n_dims; i++) rows *= t->ne[i];
+    d->t = t;
+    if (!per)
+        return say(msg, size, "tensor %s: format %s has no CUDA kernel", t->name, type_name(t->type)),
+               INFER_BACKEND_UNSUPPORTED;
+    if (t->ne[0] % per || t->ne[0] > (1 << 30))
+        return say(msg, size, "tensor %s: rows of %lld values do not fit its blocks", t->name, (long long)t->ne[0]),
+               INFER_BACKEND_UNSUPPORTED;
     d->type = t->type;
-    d->n = (int)t->ne0;
-    d->rows = (int)t->ne1;
-    d->row_bytes = (size_t)(t->ne0 / per) * (size_t)bytes;
-    if (d->row_bytes * (size_t)d->rows != t->nbytes)
-        return say(msg, size, "tensor %s: %zu bytes, expected %zu", t->name, t->nbytes, d->row_bytes * (size_t)d->rows), 0;
-    if (!model_alloc(m, &p, t->nbytes, msg, size)) return 0;
-    if (!ok(cudaMemcpy(p, t->data, t->nbytes, cudaMemcpyHostToDevice), "cudaMemcpy", msg, size)) return 0;
+    d->n = (int)t->ne[0];
+    d->rows = rows;
+    d->row_bytes = (size_t)(t->ne[0] / per) * (size_t)bytes;
+    if (t->n_dims == 1 && t->type != INFER_TYPE_F32)
+        return say(msg, size, "tensor %s: a vector in %s, not F32", t->name, type_name(t->type)),
+               INFER_BACKEND_UNSUPPORTED;
+    if (d->row_bytes * (size_t)rows != t->nbytes)
+        return say(msg, size, "tensor %s: %zu bytes, expected %zu", t->name, t->nbytes, d->row_bytes * (size_t)rows),
+               INFER_BACKEND_UNSUPPORTED;
+    if (!model_alloc(g, &p, t->nbytes, msg, size) ||
+        !ok(cudaMemcpy(p, t->data, t->nbytes, cudaMemcpyHostToDevice), "cudaMemcpy", msg, size))
+        return INFER_BACKEND_FAILED;
     d->p = (const uint8_t *)p;
-    return 1;
+    return INFER_BACKEND_OK;
 }
 
 extern "C" int infer_cuda_device_count(char *msg, size_t size) {
@@ -650,166 +1370,310 @@ extern "C" int infer_cuda_device_count(char *msg, size_t size) {
 }
 
 extern "C" void infer_cuda_model_free(void *gm) {
-    gpu_model *m = (gpu_model *)gm;
-    if (!m) return;
-    cudaSetDevice(m->device);
-    for (int i = 0; i < m->n_allocs; i++) cudaFree(m->allocs[i]);
-    free(m->allocs);
-    free(m->layers);
-    free(m);
+    gpu_model *g = (gpu_model *)gm;
+    if (!g) return;
+    cudaSetDevice(g->device);
+    for (int i = 0; i < g->n_allocs; i++) cudaFree(g->allocs[i]);
+    free(g->allocs);
+    free(g->w);
+    free(g);
 }
 
 extern "C" const char *infer_cuda_model_device_name(const void *gm) { return ((const gpu_model *)gm)->name; }
 
-/* The features beyond plain llama (backend.h) these kernels implement:
-   none yet, so every other architecture is refused and runs on the CPU. */
-#define INFER_CUDA_FEATURES 0u
-
-extern "C" int infer_cuda_model_new(const infer_backend_model *d, void **out, char *msg, size_t size) {
-    gpu_model *m;
+extern "C" int infer_cuda_model_new(const infer_model *m, void **out, char *msg, size_t size) {
+    gpu_model *g;
     cudaDeviceProp prop;
-    int bad = 0;
+    const infer__tensor **list;
+    int n, rc = INFER_BACKEND_OK;
     *out = NULL;
     /* what the kernels assume, checked before touching the device */
-    if (d->features & ~INFER_CUDA_FEATURES) {
-        char names[256];
-        infer_backend_feature_names(d->features & ~INFER_CUDA_FEATURES, names, sizeof names);
-        say(msg, size, "the model uses %s, which the CUDA backend does not run yet", names);
+    if (m->head_dim > ATT_MAX_HD || m->head_dim > QK_MAX_HD) {
+        say(msg, size, "head size %d is larger than the CUDA attention's %d", m->head_dim, ATT_MAX_HD);
         return INFER_BACKEND_UNSUPPORTED;
     }
-    if (d->head_dim > ATT_MAX_HD) {
-        say(msg, size, "head size %d is larger than the CUDA attention's %d", d->head_dim, ATT_MAX_HD);
+    if (m->n_expert > MOE_MAX_EXPERTS) {
+        say(msg, size, "%d experts, more than the CUDA routing's %d", m->n_expert, MOE_MAX_EXPERTS);
         return INFER_BACKEND_UNSUPPORTED;
     }
-    {
-        const infer_backend_tensor *all[3] = {&d->tok_embd, &d->output_norm, &d->output};
+    list = (const infer__tensor **)malloc(((size_t)m->n_layers * 21 + 3) * sizeof *list);
+    g = (gpu_model *)calloc(1, sizeof *g);
+    if (!list || !g) {
+        free(list);
+        free(g);
+        return say(msg, size, "out of host memory"), INFER_BACKEND_FAILED;
+    }
+    n = bound_tensors(m, list);
+    for (int i = 0; i < n; i++) { /* a format without a kernel is refused before anything is uploaded */
         int bytes;
-        for (int i = 0; i < 3 && !bad; i++)
-            if (!block_of(all[i]->type, &bytes)) bad = 1, say(msg, size, "tensor %s: format %s is not supported on CUDA", all[i]->name, type_name(all[i]->type));
-        for (int l = 0; l < d->n_layers && !bad; l++) {
-            const infer_backend_layer *L = &d->layers[l];
-            const infer_backend_tensor *w[9] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-                                                &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down};
-            for (int i = 0; i < 9 && !bad; i++)
-                if (!block_of(w[i]->type, &bytes)) bad = 1, say(msg, size, "tensor %s: format %s is not supported on CUDA", w[i]->name, type_name(w[i]->type));
+        if (!block_of(list[i]->type, &bytes)) {
+            say(msg, size, "tensor %s: format %s has no CUDA kernel", list[i]->name, type_name(list[i]->type));
+            free(list);
+            free(g);
+            return INFER_BACKEND_UNSUPPORTED;
         }
-        if (bad) return INFER_BACKEND_UNSUPPORTED;
     }
-    m = (gpu_model *)calloc(1, sizeof *m);
-    if (!m) return say(msg, size, "out of host memory"), INFER_BACKEND_FAILED;
-    m->layers = (dev_layer *)calloc((size_t)d->n_layers, sizeof *m->layers);
-    if (!m->layers) return infer_cuda_model_free(m), say(msg, size, "out of host memory"), INFER_BACKEND_FAILED;
-    m->device = 0;
-    if (!ok(cudaSetDevice(m->device), "cudaSetDevice", msg, size) ||
-        !ok(cudaGetDeviceProperties(&prop, m->device), "cudaGetDeviceProperties", msg, size)) {
-        infer_cuda_model_free(m);
+    g->m = m;
+    g->w = (dev_tensor *)calloc((size_t)n, sizeof *g->w);
+    if (!g->w) {
+        free(list);
+        infer_cuda_model_free(g);
+        return say(msg, size, "out of host memory"), INFER_BACKEND_FAILED;
+    }
+    g->device = 0;
+    if (!ok(cudaSetDevice(g->device), "cudaSetDevice", msg, size) ||
+        !ok(cudaGetDeviceProperties(&prop, g->device), "cudaGetDeviceProperties", msg, size)) {
+        free(list);
+        infer_cuda_model_free(g);
         return INFER_BACKEND_FAILED;
     }
-    snprintf(m->name, sizeof m->name, "%s, sm_%d%d", prop.name, prop.major, prop.minor);
-    m->n_vocab = d->n_vocab, m->dim = d->dim, m->n_layers = d->n_layers, m->n_heads = d->n_heads;
-    m->n_kv_heads = d->n_kv_heads, m->head_dim = d->head_dim, m->ffn_dim = d->ffn_dim, m->rope_dim = d->rope_dim;
-    m->norm_eps = d->norm_eps;
-    m->rope_step = powf(d->rope_base, -2.0f / (float)d->rope_dim); /* as forward.c computes it */
-    bad = !upload(m, &d->tok_embd, &m->tok_embd, msg, size) || !upload(m, &d->output_norm, &m->output_norm, msg, size);
-    if (!bad) {
-        if (d->output_is_tok_embd) m->output = m->tok_embd; /* tied: the same bytes, uploaded once */
-        else bad = !upload(m, &d->output, &m->output, msg, size);
+    snprintf(g->name, sizeof g->name, "%s, sm_%d%d", prop.name, prop.major, prop.minor);
+    qsort(list, (size_t)n, sizeof *list, by_address);
+    for (int i = 0; i < n && rc == INFER_BACKEND_OK; i++) {
+        if (i && list[i] == list[i - 1]) continue; /* bound twice (a shared tensor) */
+        rc = upload(g, list[i], &g->w[g->n_w++], msg, size);
     }
-    for (int l = 0; l < d->n_layers && !bad; l++) {
-        const infer_backend_layer *L = &d->layers[l];
-        dev_layer *G = &m->layers[l];
-        bad = !upload(m, &L->attn_norm, &G->attn_norm, msg, size) || !upload(m, &L->wq, &G->wq, msg, size) ||
-              !upload(m, &L->wk, &G->wk, msg, size) || !upload(m, &L->wv, &G->wv, msg, size) ||
-              !upload(m, &L->wo, &G->wo, msg, size) || !upload(m, &L->ffn_norm, &G->ffn_norm, msg, size) ||
-              !upload(m, &L->w_gate, &G->w_gate, msg, size) || !upload(m, &L->w_up, &G->w_up, msg, size) ||
-              !upload(m, &L->w_down, &G->w_down, msg, size);
-    }
-    if (!bad && d->rope_freqs) {
+    free(list);
+    if (rc == INFER_BACKEND_OK && m->gelu_table) {
         void *p;
-        size_t bytes = (size_t)(d->rope_dim / 2) * sizeof(float);
-        bad = !model_alloc(m, &p, bytes, msg, size) ||
-              !ok(cudaMemcpy(p, d->rope_freqs, bytes, cudaMemcpyHostToDevice), "cudaMemcpy", msg, size);
-        if (!bad) m->rope_freqs = (float *)p;
+        size_t bytes = 65536 * sizeof(float);
+        if (!model_alloc(g, &p, bytes, msg, size) ||
+            !ok(cudaMemcpy(p, m->gelu_table, bytes, cudaMemcpyHostToDevice), "cudaMemcpy", msg, size))
+            rc = INFER_BACKEND_FAILED;
+        g->gelu = (float *)p;
     }
-    if (bad) {
-        infer_cuda_model_free(m);
-        return INFER_BACKEND_FAILED;
+    if (rc != INFER_BACKEND_OK) {
+        infer_cuda_model_free(g);
+        return rc;
     }
-    *out = m;
+    qsort(g->w, (size_t)g->n_w, sizeof *g->w, by_tensor);
+    *out = g;
     return INFER_BACKEND_OK;
 }
 
-/* ---- a context: KV cache, scratch, the decode graph --------------------- */
+extern "C" void *infer_cuda_alloc(void *gm, size_t bytes, char *msg, size_t size) {
+    void *p = NULL;
+    if (!ok(cudaSetDevice(((gpu_model *)gm)->device), "cudaSetDevice", msg, size)) return NULL;
+    if (!ok(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc", msg, size)) return NULL;
+    if (!ok(cudaMemset(p, 0, bytes), "cudaMemset", msg, size)) {
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
 
-struct gpu_ctx {
-    gpu_model *m;
-    int n_ctx, n_batch;
-    cudaStream_t stream;
-    __half *k_cache, *v_cache;                      /* [layer][position][kv_dim] */
-    float *x, *xb, *q, *qr, *k, *v, *att, *hb, *hb2; /* a row per token */
-    float *xq;                                      /* a product's input as the CPU rounds it */
-    float *logits;                                  /* n_batch rows of n_vocab */
-    int *d_in, *h_in;     /* [0] position of the first token, [1..] the tokens; h_in pinned */
-    float *h_logits;      /* pinned: one row, the decode graph's output */
-    cudaGraph_t graph;
+extern "C" void infer_cuda_free(void *gm, void *p) {
+    cudaSetDevice(((gpu_model *)gm)->device);
+    cudaFree(p);
+}
+
+extern "C" int infer_cuda_copy(void *gm, void *dst, const void *src, size_t n, int kind, char *msg, size_t size) {
+    cudaMemcpyKind k = kind == INFER_BACKEND_HOST_TO_DEVICE   ? cudaMemcpyHostToDevice
+                       : kind == INFER_BACKEND_DEVICE_TO_HOST ? cudaMemcpyDeviceToHost
+                                                              : cudaMemcpyDeviceToDevice;
+    if (!ok(cudaSetDevice(((gpu_model *)gm)->device), "cudaSetDevice", msg, size)) return INFER_BACKEND_FAILED;
+    if (k == cudaMemcpyDeviceToDevice && (const char *)src < (const char *)dst + n &&
+        (const char *)dst < (const char *)src + n) { /* overlapping: through a copy of the source */
+        void *tmp = NULL;
+        int good = ok(cudaMalloc(&tmp, n), "cudaMalloc", msg, size) &&
+                   ok(cudaMemcpy(tmp, src, n, cudaMemcpyDeviceToDevice), "cudaMemcpy", msg, size) &&
+                   ok(cudaMemcpy(dst, tmp, n, cudaMemcpyDeviceToDevice), "cudaMemcpy", msg, size);
+        cudaFree(tmp);
+        return good ? INFER_BACKEND_OK : INFER_BACKEND_FAILED;
+    }
+    return ok(cudaMemcpy(dst, src, n, k), "cudaMemcpy", msg, size) ? INFER_BACKEND_OK : INFER_BACKEND_FAILED;
+}
+
+extern "C" double infer_cuda_bandwidth(void *gm) {
+    gpu_model *g = (gpu_model *)gm;
+#ifdef INFER_CUDA_EMULATE
+    size_t n = (size_t)1 << 20; /* the emulation measures the host's memory, briefly */
+#else
+    size_t n = (size_t)64 << 20; /* 256 MiB each way: far past any cache */
+#endif
+    float4 *a = NULL, *b = NULL;
+    cudaEvent_t e0, e1;
+    float ms = 0.0f, best = 0.0f;
+    if (g->bandwidth > 0) return g->bandwidth;
+    if (cudaSetDevice(g->device) != cudaSuccess || cudaMalloc((void **)&a, n * sizeof(float)) != cudaSuccess ||
+        cudaMalloc((void **)&b, n * sizeof(float)) != cudaSuccess) {
+        cudaFree(a);
+        cudaGetLastError();
+        return 0.0;
+    }
+    cudaMemset(a, 0, n * sizeof(float));
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    for (int rep = 0; rep < 5; rep++) { /* the best of five, the first a warm-up */
+        cudaEventRecord(e0, 0);
+        INFER_LAUNCH(1024, 256, 0, 0, k_copy)(a, b, n / 4);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (rep && ms > 0 && (best == 0.0f || ms < best)) best = ms;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    g->bandwidth = best > 0 ? 2.0 * (double)(n * sizeof(float)) / (best * 1e-3) / 1e9 : 0.0;
+    return g->bandwidth;
+}
+
+/* ---- a context: scratch, the batch's inputs, the decode graphs --------- */
+
+#ifndef PROMPT_MIN
+#define PROMPT_MIN 8 /* tokens from which a product goes to cuBLAS */
+#endif
+#define DEQUANT_MAX (16 << 20) /* values of a matrix dequantized at once for cuBLAS */
+#define DECODE_SPLIT 4    /* shares of the keys in a decode step's attention */
+#define MAX_GRAPHS 8      /* decode graphs kept per context, by batch size */
+
+struct decode_graph {
+    int n; /* tokens (one per sequence) */
     cudaGraphExec_t exec;
 };
+
+/* What c->act holds (a product's input x, rounded into a form): the
+   products that read the same input after it (q, k, v; gate, up) reuse
+   it; every other step forgets it. Decided while queueing, so a captured
+   graph holds the same choices. */
+struct act_held {
+    const float *x;
+    int form, n, n_tok;
+};
+enum { FORM_FLOAT, FORM_HALF, FORM_BF16, FORM_Q8 };
+
+struct gpu_ctx {
+    gpu_model *g;
+    const infer_model *m;
+    infer__kv_cache kv;          /* the layout (host copy; mem is on the device) */
+    uint8_t **d_k, **d_v;        /* the cache's pointers per sequence and layer, on the device */
+    int n_batch, n_items, pairs; /* tokens; attention work items; expert pairs (0: dense) */
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    /* activations, a row per token (per pair for experts) */
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *router, *route_w, *logits, *part;
+    int *route_e, *pair_token;
+    void *act;    /* a product's input as the CPU rounds it (floats, F16/BF16 for cuBLAS, or int8 and scales) */
+    struct act_held *held; /* what act holds now */
+    size_t act_rows_bytes; /* where the int8 form's scales start in act */
+    __half *wtmp; /* a quantized matrix dequantized for cuBLAS */
+    /* the batch's inputs, laid out by set_inputs: pinned on the host, then copied in one piece */
+    unsigned char *h_in, *d_in;
+    size_t in_bytes;
+    float *h_out; /* pinned: a decode graph's logits */
+    decode_graph graphs[MAX_GRAPHS];
+    int n_graphs;
+};
+
+/* Where the inputs of a batch of n tokens (n_sel selected, n_items
+   attention items) sit in the input block: tokens, pos, seq, sel, items,
+   then RoPE (per token, per RoPE, rope_dim floats). */
+struct inputs {
+    int tokens, pos, seq, sel, items, rope, bytes; /* byte offsets */
+};
+static inputs input_layout(const gpu_ctx *c, int n, int n_sel, int n_items) {
+    inputs in;
+    int at = 0;
+    in.tokens = at, at += n * 4;
+    in.pos = at, at += n * 4;
+    in.seq = at, at += n * 4;
+    in.sel = at, at += n_sel * 4;
+    in.items = at, at += n_items * (int)sizeof(att_item);
+    at = (at + 15) / 16 * 16;
+    in.rope = at, at += n * c->m->n_ropes * c->m->rope_dim * 4;
+    in.bytes = at;
+    return in;
+}
 
 extern "C" void infer_cuda_context_free(void *gc) {
     gpu_ctx *c = (gpu_ctx *)gc;
     if (!c) return;
-    cudaSetDevice(c->m->device);
-    if (c->exec) cudaGraphExecDestroy(c->exec);
-    if (c->graph) cudaGraphDestroy(c->graph);
+    cudaSetDevice(c->g->device);
+    for (int i = 0; i < c->n_graphs; i++) cudaGraphExecDestroy(c->graphs[i].exec);
+    if (c->blas) cublasDestroy(c->blas);
     if (c->stream) cudaStreamDestroy(c->stream);
-    cudaFree(c->k_cache);
-    cudaFree(c->v_cache);
-    cudaFree(c->x);
-    cudaFree(c->xb);
-    cudaFree(c->q);
-    cudaFree(c->qr);
-    cudaFree(c->k);
-    cudaFree(c->v);
-    cudaFree(c->att);
-    cudaFree(c->hb);
-    cudaFree(c->hb2);
-    cudaFree(c->xq);
-    cudaFree(c->logits);
-    cudaFree(c->d_in);
+    void *all[] = {c->d_k, c->d_v, c->x, c->xb, c->q, c->k, c->v, c->att, c->hb, c->hb2, c->moe_out, c->router,
+                   c->route_w, c->logits, c->part, c->route_e, c->pair_token, c->act, c->wtmp, c->d_in};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cudaFree(all[i]);
     cudaFreeHost(c->h_in);
-    cudaFreeHost(c->h_logits);
+    cudaFreeHost(c->h_out);
+    free(c->held);
     free(c);
 }
 
-extern "C" int infer_cuda_context_new(void *gm, int n_ctx, int n_batch, void **out, size_t *bytes, char *msg,
-                                      size_t size) {
-    gpu_model *m = (gpu_model *)gm;
+/* The most attention work items a batch of n tokens can make (runs of
+   several sequences, each cut into ATT_ROWS rows). */
+static int max_items(const infer_model *m, int n, int n_seq) {
+    int group = m->n_heads / m->n_kv_heads;
+    return (n * group + ATT_ROWS - 1) / ATT_ROWS + (n < n_seq ? n : n_seq);
+}
+
+extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n_batch, void **out, size_t *bytes,
+                                      char *msg, size_t size) {
+    gpu_model *g = (gpu_model *)gm;
+    const infer_model *m = g->m;
     gpu_ctx *c;
-    size_t kv_dim = (size_t)m->n_kv_heads * m->head_dim, nb = (size_t)n_batch, total = 0;
-    size_t cache = (size_t)m->n_layers * (size_t)n_ctx * kv_dim * sizeof(__half);
-    int good;
+    size_t nb = (size_t)n_batch, total = 0, widest, pairs, n_ptr = (size_t)kv->n_seq * kv->n_layers, wt = 0;
+    int good, hdp = (m->head_dim + 15) / 16 * 16, max_split;
     *out = NULL;
     c = (gpu_ctx *)calloc(1, sizeof *c);
-    if (!c) return say(msg, size, "out of host memory"), INFER_BACKEND_FAILED;
+    if (c) c->held = (act_held *)calloc(1, sizeof *c->held);
+    if (!c || !c->held) {
+        free(c);
+        return say(msg, size, "out of host memory"), INFER_BACKEND_FAILED;
+    }
+    c->g = g;
     c->m = m;
-    c->n_ctx = n_ctx;
+    c->kv = *kv;
     c->n_batch = n_batch;
-#define INFER_CUDA_ALLOC(field, n, type) \
-    (total += (n) * sizeof(type), ok(cudaMalloc((void **)&c->field, (n) * sizeof(type)), "cudaMalloc " #field, msg, size))
-    good = ok(cudaSetDevice(m->device), "cudaSetDevice", msg, size) &&
+    c->n_items = max_items(m, n_batch, kv->n_seq);
+    pairs = m->n_expert ? nb * m->n_expert_used : 0;
+    c->pairs = (int)pairs;
+    widest = (size_t)m->dim;
+    if ((size_t)m->q_dim > widest) widest = (size_t)m->q_dim;
+    if ((size_t)m->ffn_dim > widest) widest = (size_t)m->ffn_dim;
+    if ((size_t)m->expert_ffn > widest) widest = (size_t)m->expert_ffn;
+    for (int i = 0; i < g->n_w; i++) /* the largest piece of a quantized matrix cuBLAS gets */
+        if (g->w[i].type != INFER_TYPE_F32 && g->w[i].type != INFER_TYPE_F16 && g->w[i].type != INFER_TYPE_BF16 &&
+            g->w[i].t->n_dims == 2) {
+            size_t rows = DEQUANT_MAX / (size_t)g->w[i].n;
+            if (rows < 1) rows = 1;
+            if (rows > (size_t)g->w[i].rows) rows = (size_t)g->w[i].rows;
+            if (rows * (size_t)g->w[i].n > wt) wt = rows * (size_t)g->w[i].n;
+        }
+    max_split = DECODE_SPLIT;
+    {
+        size_t act_values = nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn;
+        c->act_rows_bytes = (act_values + 15) / 16 * 16; /* the int8 values, then the float4 scales */
+    }
+    c->in_bytes = (size_t)input_layout(c, n_batch, n_batch, c->n_items).bytes;
+#define CTX_ALLOC(field, n, type) \
+    (total += (n) * sizeof(type), ok(cudaMalloc((void **)&c->field, ((n) != 0 ? (n) : 1) * sizeof(type)), "cudaMalloc " #field, msg, size))
+    good = ok(cudaSetDevice(g->device), "cudaSetDevice", msg, size) &&
            ok(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreate", msg, size) &&
-           INFER_CUDA_ALLOC(k_cache, cache / sizeof(__half), __half) &&
-           INFER_CUDA_ALLOC(v_cache, cache / sizeof(__half), __half) &&
-           INFER_CUDA_ALLOC(x, nb * m->dim, float) && INFER_CUDA_ALLOC(xb, nb * m->dim, float) &&
-           INFER_CUDA_ALLOC(q, nb * m->dim, float) && INFER_CUDA_ALLOC(qr, nb * m->dim, float) &&
-           INFER_CUDA_ALLOC(k, nb * kv_dim, float) && INFER_CUDA_ALLOC(v, nb * kv_dim, float) &&
-           INFER_CUDA_ALLOC(att, nb * m->dim, float) && INFER_CUDA_ALLOC(hb, nb * m->ffn_dim, float) &&
-           INFER_CUDA_ALLOC(hb2, nb * m->ffn_dim, float) &&
-           INFER_CUDA_ALLOC(xq, nb * (size_t)(m->dim > m->ffn_dim ? m->dim : m->ffn_dim), float) && INFER_CUDA_ALLOC(logits, nb * m->n_vocab, float) &&
-           INFER_CUDA_ALLOC(d_in, nb + 1, int) &&
-           ok(cudaMallocHost((void **)&c->h_in, (nb + 1) * sizeof(int)), "cudaMallocHost", msg, size) &&
-           ok(cudaMallocHost((void **)&c->h_logits, (size_t)m->n_vocab * sizeof(float)), "cudaMallocHost", msg, size);
-#undef INFER_CUDA_ALLOC
+           blas_ok(cublasCreate(&c->blas), "cublasCreate", msg, size) &&
+           blas_ok(cublasSetStream(c->blas, c->stream), "cublasSetStream", msg, size) &&
+           CTX_ALLOC(d_k, n_ptr, uint8_t *) && CTX_ALLOC(d_v, n_ptr, uint8_t *) &&
+           ok(cudaMemcpy(c->d_k, kv->k, n_ptr * sizeof(uint8_t *), cudaMemcpyHostToDevice), "cudaMemcpy", msg, size) &&
+           ok(cudaMemcpy(c->d_v, kv->v, n_ptr * sizeof(uint8_t *), cudaMemcpyHostToDevice), "cudaMemcpy", msg, size) &&
+           CTX_ALLOC(x, nb * m->dim, float) && CTX_ALLOC(xb, nb * m->dim, float) &&
+           CTX_ALLOC(q, nb * m->q_dim, float) && CTX_ALLOC(k, nb * m->kv_dim, float) &&
+           CTX_ALLOC(v, nb * m->kv_dim, float) && CTX_ALLOC(att, nb * m->q_dim, float) &&
+           CTX_ALLOC(hb, (pairs ? pairs * m->expert_ffn : nb * m->ffn_dim), float) &&
+           CTX_ALLOC(hb2, (pairs ? pairs * m->expert_ffn : nb * m->ffn_dim), float) &&
+           CTX_ALLOC(moe_out, pairs * m->dim, float) && CTX_ALLOC(router, nb * m->n_expert, float) &&
+           CTX_ALLOC(route_w, pairs, float) && CTX_ALLOC(route_e, pairs, int) && CTX_ALLOC(pair_token, pairs, int) &&
+           CTX_ALLOC(logits, nb * m->n_vocab, float) &&
+           CTX_ALLOC(part, (size_t)c->n_items * m->n_kv_heads * max_split * ATT_ROWS * (m->head_dim + 2), float) &&
+           CTX_ALLOC(act, (nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn), float) && CTX_ALLOC(wtmp, wt, __half) && CTX_ALLOC(d_in, c->in_bytes, unsigned char) &&
+           ok(cudaMallocHost((void **)&c->h_in, c->in_bytes), "cudaMallocHost", msg, size) &&
+           ok(cudaMallocHost((void **)&c->h_out, (size_t)kv->n_seq * m->n_vocab * sizeof(float)), "cudaMallocHost", msg,
+              size) &&
+           ok(cudaFuncSetAttribute(k_attention, cudaFuncAttributeMaxDynamicSharedMemorySize, att_shared(hdp).total),
+              "cudaFuncSetAttribute", msg, size);
+#undef CTX_ALLOC
     if (!good) {
         infer_cuda_context_free(c);
         return INFER_BACKEND_FAILED;
@@ -819,19 +1683,7 @@ extern "C" int infer_cuda_context_new(void *gm, int n_ctx, int n_batch, void **o
     return INFER_BACKEND_OK;
 }
 
-template <int T>
-static void matmul_t(const dev_tensor &w, const float *x, int ldx, int n_tok, float *y, int ldy, int add,
-                     cudaStream_t s) {
-    const int warps = 4;
-    dim3 block(32 * warps);
-    if (n_tok == 1) {
-        dim3 grid((unsigned)((w.rows + warps - 1) / warps), 1);
-        INFER_LAUNCH(grid, block, 0, s, k_matmul<T, 1>)(w.p, w.row_bytes, w.n, w.rows, x, ldx, n_tok, y, ldy, add);
-    } else {
-        dim3 grid((unsigned)((w.rows + warps - 1) / warps), (unsigned)((n_tok + 7) / 8));
-        INFER_LAUNCH(grid, block, 0, s, k_matmul<T, 8>)(w.p, w.row_bytes, w.n, w.rows, x, ldx, n_tok, y, ldy, add);
-    }
-}
+/* ---- the steps ---------------------------------------------------------- */
 
 /* The activation format the CPU dots weights of this type with. */
 static int act_of(int type) {
@@ -846,149 +1698,441 @@ static int act_of(int type) {
     }
 }
 
-/* What the scratch buffer holds: x rounded through format act (products
-   that share an input and a format, q k v or gate up, round it once). */
-struct act_scratch {
-    float *p;
-    const float *x;
-    int act, n, n_tok;
-};
+/* Forgets what c->act holds: a step other than a product rewrote an input. */
+static void forget_act(const gpu_ctx *c) { c->held->x = NULL; }
 
-/* y[t] = w . x[t] (added to y when add) for n_tok rows; x is first
-   rounded through the activation format (into the scratch, n_tok rows of
-   w.n), as on the CPU. */
-static void matmul(const dev_tensor &w, const float *x, int ldx, int n_tok, float *y, int ldy, int add,
-                   act_scratch *sc, cudaStream_t s) {
-    int act = act_of(w.type), group = act == ACT_Q8_K ? 256 : 32;
-    dim3 qgrid((unsigned)((w.n + group - 1) / group), (unsigned)(n_tok < 65535 ? n_tok : 65535));
-    float *scratch = sc->p;
-    if (act != ACT_F32 && sc->x == x && sc->act == act && sc->n == w.n && sc->n_tok == n_tok) act = -act; /* there */
+/* Whether c->act holds x in this form already; if not, says it will. */
+static int act_ready(const gpu_ctx *c, const float *x, int form, int act, int n, int n_tok) {
+    act_held *h = c->held;
+    int f = form << 4 | act;
+    if (h->x == x && h->form == f && h->n == n && h->n_tok == n_tok) return 1;
+    h->x = x, h->form = f, h->n = n, h->n_tok = n_tok;
+    return 0;
+}
+
+/* x (n_tok rows of n, stride ldx) rounded through act into c->act as O. */
+template <typename O> static void quant_act(const gpu_ctx *c, int act, const float *x, int ldx, int n, int n_tok) {
+    int group = act == ACT_Q8_K ? 256 : 32;
+    dim3 grid((unsigned)((n + group - 1) / group), (unsigned)(n_tok < 65535 ? n_tok : 65535));
+    O *y = (O *)c->act;
+    if (act_ready(c, x, sizeof(O) == 4 ? FORM_FLOAT : act == ACT_BF16 ? FORM_BF16 : FORM_HALF, act, n, n_tok)) return;
     switch (act) {
-    case ACT_F16: INFER_LAUNCH(qgrid, 32, 0, s, k_quant_act<ACT_F16>)(x, ldx, w.n, n_tok, scratch); break;
-    case ACT_BF16: INFER_LAUNCH(qgrid, 32, 0, s, k_quant_act<ACT_BF16>)(x, ldx, w.n, n_tok, scratch); break;
-    case ACT_Q8_0: INFER_LAUNCH(qgrid, 32, 0, s, k_quant_act<ACT_Q8_0>)(x, ldx, w.n, n_tok, scratch); break;
-    case ACT_Q8_1: INFER_LAUNCH(qgrid, 32, 0, s, k_quant_act<ACT_Q8_1>)(x, ldx, w.n, n_tok, scratch); break;
-    case ACT_Q8_K: INFER_LAUNCH(qgrid, 32, 0, s, k_quant_act<ACT_Q8_K>)(x, ldx, w.n, n_tok, scratch); break;
-    default: break;
+    case ACT_F16: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_F16, O>)(x, ldx, n, n_tok, y); break;
+    case ACT_BF16: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_BF16, O>)(x, ldx, n, n_tok, y); break;
+    case ACT_Q8_0: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_0, O>)(x, ldx, n, n_tok, y); break;
+    case ACT_Q8_1: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_1, O>)(x, ldx, n, n_tok, y); break;
+    case ACT_Q8_K: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_K, O>)(x, ldx, n, n_tok, y); break;
+    default: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_F32, O>)(x, ldx, n, n_tok, y); break;
     }
-    if (act > 0) sc->x = x, sc->act = act, sc->n = w.n, sc->n_tok = n_tok;
-    if (act != ACT_F32) x = scratch, ldx = w.n;
-    switch (w.type) {
+}
+
+/* x's rows as int8 values and their scales (k_act_q8) in c->act. */
+static void quant_act_q8(const gpu_ctx *c, int act, const float *x, int ldx, int n, int n_tok) {
+    int group = act == ACT_Q8_K ? 256 : 32;
+    dim3 grid((unsigned)(n / group), (unsigned)(n_tok < 65535 ? n_tok : 65535));
+    int8_t *q = (int8_t *)c->act;
+    float4 *meta = (float4 *)((unsigned char *)c->act + c->act_rows_bytes);
+    if (act_ready(c, x, FORM_Q8, act, n, n_tok)) return;
+    switch (act) {
+    case ACT_Q8_0: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_0>)(x, ldx, n, n_tok, q, meta); break;
+    case ACT_Q8_1: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_1>)(x, ldx, n, n_tok, q, meta); break;
+    default: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_K>)(x, ldx, n, n_tok, q, meta); break;
+    }
+}
+
+template <int T>
+static void matvec_t(const gpu_ctx *c, const dev_tensor &w, int rows, const float *x, int ldx, int n_tok, float *y,
+                     int ldy, int add, const int *pair_expert, const int *pair_token, int n_pairs) {
+    const int warps = 4;
+    dim3 block(32 * warps);
+    if (pair_expert) {
+        dim3 grid((unsigned)((rows + warps - 1) / warps), (unsigned)n_pairs);
+        INFER_LAUNCH(grid, block, 0, c->stream, k_matvec<T, 1>)(w.p, w.row_bytes, w.n, rows, x, ldx, 1, y, ldy, add,
+                                                                pair_expert, pair_token, rows);
+    } else if (n_tok == 1) {
+        dim3 grid((unsigned)((rows + warps - 1) / warps), 1);
+        INFER_LAUNCH(grid, block, 0, c->stream, k_matvec<T, 1>)(w.p, w.row_bytes, w.n, rows, x, ldx, n_tok, y, ldy, add,
+                                                                nullptr, nullptr, 0);
+    } else {
+        dim3 grid((unsigned)((rows + warps - 1) / warps), (unsigned)((n_tok + 7) / 8));
+        INFER_LAUNCH(grid, block, 0, c->stream, k_matvec<T, 8>)(w.p, w.row_bytes, w.n, rows, x, ldx, n_tok, y, ldy, add,
+                                                                nullptr, nullptr, 0);
+    }
+}
+
+template <int T>
+static void matvec_q8_t(const gpu_ctx *c, const dev_tensor &w, int rows, int n_tok, float *y, int ldy, int add,
+                        const int *pair_expert, const int *pair_token, int n_pairs) {
+    const int warps = 4, per_block = warps * MV_ROWS;
+    const int8_t *q = (const int8_t *)c->act;
+    const float4 *meta = (const float4 *)((const unsigned char *)c->act + c->act_rows_bytes);
+    dim3 block(32 * warps);
+    if (pair_expert) {
+        dim3 grid((unsigned)((rows + per_block - 1) / per_block), (unsigned)n_pairs);
+        INFER_LAUNCH(grid, block, 0, c->stream, k_matvec_q8<T, 1>)(w.p, w.row_bytes, w.n, rows, q, meta, 1, y, ldy, add,
+                                                                   pair_expert, pair_token, rows);
+    } else if (n_tok == 1) {
+        dim3 grid((unsigned)((rows + per_block - 1) / per_block), 1);
+        INFER_LAUNCH(grid, block, 0, c->stream, k_matvec_q8<T, 1>)(w.p, w.row_bytes, w.n, rows, q, meta, n_tok, y, ldy,
+                                                                   add, nullptr, nullptr, 0);
+    } else {
+        dim3 grid((unsigned)((rows + per_block - 1) / per_block), (unsigned)((n_tok + 3) / 4));
+        INFER_LAUNCH(grid, block, 0, c->stream, k_matvec_q8<T, 4>)(w.p, w.row_bytes, w.n, rows, q, meta, n_tok, y, ldy,
+                                                                   add, nullptr, nullptr, 0);
+    }
+}
+
+/* Y[t] (+)= W . X[t] for a few tokens: a quantized W on int8 activations
+   (dp4a), F32, F16 and BF16 by the float kernel (X rounded into c->act
+   first); with pair_expert, each of n_pairs pairs multiplies its expert's
+   rows (rows each) by its token's row (pair_token NULL: by row p of x). */
+static void matvec(const gpu_ctx *c, const dev_tensor &w, int rows, const float *x, int ldx, int n_tok, float *y,
+                   int ldy, int add, const int *pair_expert, const int *pair_token, int n_pairs) {
+    int act = act_of(w.type), x_rows = pair_expert && !pair_token ? n_pairs : n_tok;
+    if (act == ACT_Q8_0 || act == ACT_Q8_1 || act == ACT_Q8_K) {
+        quant_act_q8(c, act, x, ldx, w.n, x_rows);
+        switch (w.type) {
 #define INFER_CUDA_CASE(t) \
-    case t: matmul_t<t>(w, x, ldx, n_tok, y, ldy, add, s); break;
-        INFER_CUDA_TYPES(INFER_CUDA_CASE)
+    case t: matvec_q8_t<t>(c, w, rows, n_tok, y, ldy, add, pair_expert, pair_token, n_pairs); break;
+            INFER_CUDA_QUANT_TYPES(INFER_CUDA_CASE)
 #undef INFER_CUDA_CASE
+        default: break;
+        }
+        return;
+    }
+    quant_act<float>(c, act, x, ldx, w.n, x_rows);
+    switch (w.type) {
+    case INFER_TYPE_F32: matvec_t<INFER_TYPE_F32>(c, w, rows, (const float *)c->act, w.n, n_tok, y, ldy, add, pair_expert, pair_token, n_pairs); break;
+    case INFER_TYPE_F16: matvec_t<INFER_TYPE_F16>(c, w, rows, (const float *)c->act, w.n, n_tok, y, ldy, add, pair_expert, pair_token, n_pairs); break;
+    case INFER_TYPE_BF16: matvec_t<INFER_TYPE_BF16>(c, w, rows, (const float *)c->act, w.n, n_tok, y, ldy, add, pair_expert, pair_token, n_pairs); break;
     default: break; /* refused at upload */
     }
 }
 
-static void get_rows(const dev_tensor &w, const int *ids, int n_tok, float *x, cudaStream_t s) {
+/* Y[t] (+)= W . X[t] by cuBLAS: W in F32, F16 or BF16 as it is, another
+   format dequantized to F16 a piece of rows at a time; X rounded as the
+   CPU rounds it, in W's (or F16's) type. */
+static int gemm(const gpu_ctx *c, const dev_tensor &w, const float *x, int ldx, int n_tok, float *y, int ldy, int add) {
+    int act = act_of(w.type), quantized = w.type != INFER_TYPE_F32 && w.type != INFER_TYPE_F16 && w.type != INFER_TYPE_BF16;
+    cudaDataType wt = w.type == INFER_TYPE_F32 ? CUDA_R_32F : w.type == INFER_TYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    float one = 1.0f, beta = add ? 1.0f : 0.0f;
+    long long per = quantized ? DEQUANT_MAX / w.n : w.rows;
+    if (per < 1) per = 1;
+    if (wt == CUDA_R_32F) quant_act<float>(c, act, x, ldx, w.n, n_tok);
+    else if (wt == CUDA_R_16BF) quant_act<unsigned short>(c, act, x, ldx, w.n, n_tok);
+    else quant_act<__half>(c, act, x, ldx, w.n, n_tok);
+    for (long long r0 = 0; r0 < w.rows; r0 += per) {
+        int rows = (int)(w.rows - r0 < per ? w.rows - r0 : per);
+        const void *a = w.p + (size_t)r0 * w.row_bytes;
+        if (quantized) {
+            size_t threads = (size_t)rows * (w.n / 32);
+            unsigned blocks = (unsigned)((threads + 255) / 256);
+            switch (w.type) {
+#define INFER_CUDA_CASE(t) \
+    case t: INFER_LAUNCH(blocks, 256, 0, c->stream, k_dequant_f16<t>)((const uint8_t *)a, w.row_bytes, w.n, rows, c->wtmp); break;
+                INFER_CUDA_TYPES(INFER_CUDA_CASE)
+#undef INFER_CUDA_CASE
+            default: break;
+            }
+            a = c->wtmp;
+        }
+        if (cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tok, w.n, &one, a, wt, w.n, c->act, wt, w.n, &beta,
+                         y + r0, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP) !=
+            CUBLAS_STATUS_SUCCESS)
+            return 0;
+    }
+    return 1;
+}
+
+/* product: Y[t] (+)= W . X[t] for n_tok rows: cuBLAS for a prompt, the
+   matrix-vector kernel for a few tokens. */
+static int product(const gpu_ctx *c, const infer__tensor *t, const float *x, int ldx, int n_tok, float *y, int ldy,
+                   int add) {
+    const dev_tensor &w = *dev(c->g, t);
+    if (n_tok >= PROMPT_MIN) return gemm(c, w, x, ldx, n_tok, y, ldy, add);
+    matvec(c, w, (int)w.rows, x, ldx, n_tok, y, ldy, add, NULL, NULL, 0);
+    return 1;
+}
+
+/* ffn: down(act(gate(x)) * up(x)): into xb, or added to x (out == x:
+   the residual in the product). */
+static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
+    const infer_model *m = c->m;
+    size_t count = (size_t)n * m->ffn_dim;
+    if (!product(c, L->w_gate, c->xb, m->dim, n, c->hb, m->ffn_dim, 0) ||
+        !product(c, L->w_up, c->xb, m->dim, n, c->hb2, m->ffn_dim, 0))
+        return 0;
+    forget_act(c);
+    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(c->hb, c->hb2, count, m->act == INFER__ACT_GELU ? c->g->gelu : NULL);
+    return product(c, L->w_down, c->hb, m->ffn_dim, n, out, m->dim, out == c->x);
+}
+
+/* moe_ffn: the router, each token's experts, their gate/up, activation and
+   down per (token, expert) pair, and the weighted sum, into xb. */
+static int moe_ffn(const gpu_ctx *c, const infer__layer *L, int n) {
+    const infer_model *m = c->m;
+    int k = m->n_expert_used, pairs = n * k;
+    size_t count = (size_t)pairs * m->expert_ffn;
+    if (!product(c, L->ffn_router, c->xb, m->dim, n, c->router, m->n_expert, 0)) return 0;
+    INFER_LAUNCH((unsigned)((n + 63) / 64), 64, 0, c->stream, k_moe_choose)(
+        c->router, n, m->n_expert, k, m->gating == INFER__GATING_SOFTMAX, m->gating == INFER__GATING_SOFTMAX_TOPK,
+        m->expert_norm, c->route_e, c->route_w, c->pair_token);
+    matvec(c, *dev(c->g, L->gate_exps), m->expert_ffn, c->xb, m->dim, n, c->hb, m->expert_ffn, 0, c->route_e,
+           c->pair_token, pairs);
+    matvec(c, *dev(c->g, L->up_exps), m->expert_ffn, c->xb, m->dim, n, c->hb2, m->expert_ffn, 0, c->route_e,
+           c->pair_token, pairs);
+    forget_act(c);
+    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(c->hb, c->hb2, count, m->act == INFER__ACT_GELU ? c->g->gelu : NULL);
+    /* down reads each pair's own row of hb */
+    matvec(c, *dev(c->g, L->down_exps), m->dim, c->hb, m->expert_ffn, pairs, c->moe_out, m->dim, 0, c->route_e, NULL,
+           pairs);
+    forget_act(c);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_moe_sum)(c->moe_out, c->route_w, k, m->dim, c->xb);
+    return 1;
+}
+
+/* ---- the forward pass -------------------------------------------------- */
+
+/* One pass's inputs on the device (in c->d_in) and its shape. */
+struct pass {
+    int n, n_sel, n_items, n_split;
+    const int *tokens, *pos, *seq, *sel;
+    const att_item *items;
+    const float *rope; /* per token: per RoPE, rope_dim floats (cos, sin of each pair) */
+};
+
+/* Writes the batch's inputs into the pinned block (the attention items
+   made here: per run of a sequence's tokens, one per ATT_ROWS rows) and
+   says where they will be on the device; returns the bytes to copy. */
+static size_t set_inputs(gpu_ctx *c, const infer_backend_batch *b, int n_split, pass *p) {
+    const infer_model *m = c->m;
+    int group = m->n_heads / m->n_kv_heads, n_items = 0, rope_n = m->n_ropes * m->rope_dim;
+    att_item items[1];
+    inputs in;
+    (void)items;
+    for (int t = 0; t < b->n;) { /* count the items first: they size the block */
+        int e = t;
+        while (e < b->n && b->seq[e] == b->seq[t]) e++;
+        n_items += ((e - t) * group + ATT_ROWS - 1) / ATT_ROWS;
+        t = e;
+    }
+    in = input_layout(c, b->n, b->n_sel, n_items);
+    memcpy(c->h_in + in.tokens, b->tokens, (size_t)b->n * 4);
+    memcpy(c->h_in + in.pos, b->pos, (size_t)b->n * 4);
+    memcpy(c->h_in + in.seq, b->seq, (size_t)b->n * 4);
+    memcpy(c->h_in + in.sel, b->sel, (size_t)b->n_sel * 4);
+    {
+        att_item *it = (att_item *)(c->h_in + in.items);
+        for (int t = 0; t < b->n;) {
+            int e = t;
+            while (e < b->n && b->seq[e] == b->seq[t]) e++;
+            for (int r0 = 0; r0 < (e - t) * group; r0 += ATT_ROWS, it++) it->first = t, it->n_tok = e - t, it->r0 = r0;
+            t = e;
+        }
+    }
+    memcpy(c->h_in + in.rope, b->rope, (size_t)b->n * rope_n * sizeof(float));
+    p->n = b->n, p->n_sel = b->n_sel, p->n_items = n_items, p->n_split = n_split;
+    p->tokens = (const int *)(c->d_in + in.tokens);
+    p->pos = (const int *)(c->d_in + in.pos);
+    p->seq = (const int *)(c->d_in + in.seq);
+    p->sel = (const int *)(c->d_in + in.sel);
+    p->items = (const att_item *)(c->d_in + in.items);
+    p->rope = (const float *)(c->d_in + in.rope);
+    return (size_t)in.bytes;
+}
+
+/* embed: the tokens' rows of the embedding, scaled where the model says */
+static void embed(const gpu_ctx *c, const pass *p) {
+    forget_act(c);
+    const dev_tensor &w = *dev(c->g, c->m->tok_embd);
     switch (w.type) {
 #define INFER_CUDA_CASE(t) \
-    case t: INFER_LAUNCH(n_tok, 128, 0, s, k_get_rows<t>)(w.p, w.row_bytes, w.n, ids, x); break;
+    case t: INFER_LAUNCH(p->n, 128, 0, c->stream, k_embed<t>)(w.p, w.row_bytes, w.n, p->tokens, c->m->embd_scale, c->x); break;
         INFER_CUDA_TYPES(INFER_CUDA_CASE)
 #undef INFER_CUDA_CASE
     default: break;
     }
 }
 
-/* Queues the forward pass of n tokens (ids and position in d_in) on the
-   context's stream; the logits of rows first_logit..n-1 land in c->logits.
-   Only kernel launches: the same calls run directly or under capture.
-   With should_stop (never under capture), each layer is waited for and the
-   callback asked before the next; returns 1 where it said stop. */
-static int enqueue_forward(gpu_ctx *c, int n, int first_logit, int (*should_stop)(void *), void *stop_user) {
-    const gpu_model *m = c->m;
-    cudaStream_t s = c->stream;
-    int dim = m->dim, hd = m->head_dim, kv_dim = m->n_kv_heads * hd, ffn = m->ffn_dim;
-    size_t att_shared = (size_t)(hd + ATT_WARPS * (hd + 2)) * sizeof(float);
-    float att_scale = 1.0f / sqrtf((float)hd);
-    act_scratch sc = {c->xq, NULL, ACT_F32, 0, 0};
-    get_rows(m->tok_embd, c->d_in + 1, n, c->x, s);
-    for (int l = 0; l < m->n_layers; l++) {
-        const dev_layer *L = &m->layers[l];
-        __half *kc = c->k_cache + (size_t)l * c->n_ctx * kv_dim, *vc = c->v_cache + (size_t)l * c->n_ctx * kv_dim;
-        INFER_LAUNCH(n, 256, 0, s, k_rmsnorm)(c->x, (const float *)L->attn_norm.p, c->xb, dim, m->norm_eps);
-        sc.x = NULL; /* every kernel but a product rewrites some product's input */
-        matmul(L->wq, c->xb, dim, n, c->q, dim, 0, &sc, s);
-        matmul(L->wk, c->xb, dim, n, c->k, kv_dim, 0, &sc, s);
-        matmul(L->wv, c->xb, dim, n, c->v, kv_dim, 0, &sc, s);
-        INFER_LAUNCH(n, 256, 0, s, k_rope_store)(c->q, c->k, c->v, c->qr, kc, vc, c->d_in, dim, kv_dim, hd, m->rope_dim,
-                                       m->rope_step, m->rope_freqs);
-        INFER_LAUNCH(dim3((unsigned)n, (unsigned)m->n_heads), 32 * ATT_WARPS, att_shared, s, k_attention)(
-            c->qr, kc, vc, c->att, c->d_in, dim, kv_dim, hd, m->n_heads / m->n_kv_heads, att_scale);
-        sc.x = NULL;
-        matmul(L->wo, c->att, dim, n, c->x, dim, 1, &sc, s);
-        INFER_LAUNCH(n, 256, 0, s, k_rmsnorm)(c->x, (const float *)L->ffn_norm.p, c->xb, dim, m->norm_eps);
-        sc.x = NULL;
-        matmul(L->w_gate, c->xb, dim, n, c->hb, ffn, 0, &sc, s);
-        matmul(L->w_up, c->xb, dim, n, c->hb2, ffn, 0, &sc, s);
-        {
-            size_t count = (size_t)n * ffn;
-            INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, s, k_silu_mul)(c->hb, c->hb2, count);
-        }
-        sc.x = NULL;
-        matmul(L->w_down, c->hb, ffn, n, c->x, dim, 1, &sc, s);
-        if (should_stop && (cudaStreamSynchronize(s) != cudaSuccess || should_stop(stop_user))) return 1;
-    }
-    if (first_logit < n) {
-        size_t off = (size_t)first_logit * dim;
-        INFER_LAUNCH(n - first_logit, 256, 0, s, k_rmsnorm)(c->x + off, (const float *)m->output_norm.p, c->xb + off, dim,
-                                                  m->norm_eps);
-        sc.x = NULL;
-        matmul(m->output, c->xb + off, dim, n - first_logit, c->logits, m->n_vocab, 0, &sc, s);
-    }
-    return 0;
+/* norm_rows: RMSNorm of n rows of x (rows[] of them, or the first n) into y */
+static void norm_rows(const gpu_ctx *c, const float *x, const int *rows, const infer__tensor *w, float *y, int n) {
+    forget_act(c);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_norm_rows)(x, rows, dev_vec(c->g, w), y, c->m->dim, c->m->norm_eps);
 }
 
-/* Captures one decode step (token and position copied in from h_in, the
-   logits out to h_logits) as a graph, once per context. */
-static int capture_decode(gpu_ctx *c, char *msg, size_t size) {
-    cudaStream_t s = c->stream;
-    if (!ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture", msg, size))
-        return 0;
-    cudaMemcpyAsync(c->d_in, c->h_in, 2 * sizeof(int), cudaMemcpyHostToDevice, s);
-    enqueue_forward(c, 1, 0, NULL, NULL);
-    cudaMemcpyAsync(c->h_logits, c->logits, (size_t)c->m->n_vocab * sizeof(float), cudaMemcpyDeviceToHost, s);
-    if (!ok(cudaStreamEndCapture(s, &c->graph), "cudaStreamEndCapture", msg, size)) return 0;
-    if (!ok(cudaGraphInstantiate(&c->exec, c->graph, 0), "cudaGraphInstantiate", msg, size)) {
-        c->exec = NULL;
-        return 0;
+/* qk_prepare: biases, q/k head norms, RoPE, q's scale; with kv_store
+   fused in (RoPE with the cache write): k and v go to each token's
+   sequence's cache */
+static void qk_prepare(const gpu_ctx *c, const infer__layer *L, int l, const pass *p) {
+    const infer_model *m = c->m;
+    const infer__kv_cache *kv = &c->kv;
+    const float *rope = L->rope >= 0 ? p->rope + (size_t)L->rope * m->rope_dim : NULL;
+    int neox = L->rope >= 0 && m->ropes[L->rope].neox;
+    kv_dest dest;
+    forget_act(c);
+    dest.pos = p->pos, dest.seq = p->seq, dest.kc = c->d_k, dest.vc = c->d_v, dest.layer = l;
+    dest.n_layers = kv->n_layers, dest.slots = kv->slots[l], dest.q8 = kv->type == INFER_TYPE_Q8_0, dest.k_row = kv->k_row;
+    INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)(m->n_heads + m->n_kv_heads)), 32, 0, c->stream, k_qk_prepare)(
+        c->q, c->k, c->v, m->q_dim, m->kv_dim, m->head_dim, dev_vec(c->g, L->bq), dev_vec(c->g, L->bk),
+        dev_vec(c->g, L->bv), dev_vec(c->g, L->q_norm), dev_vec(c->g, L->k_norm), m->norm_eps, rope,
+        m->n_ropes * m->rope_dim, m->rope_dim, neox, m->attn_scale_q ? m->attn_scale : 1.0f, dest);
+}
+
+/* attention: every item's rows over the keys they see, in n_split shares, merged */
+static void attention(const gpu_ctx *c, const infer__layer *L, int l, const pass *p) {
+    forget_act(c);
+    const infer_model *m = c->m;
+    const infer__kv_cache *kv = &c->kv;
+    int hdp = (m->head_dim + 15) / 16 * 16, group = m->n_heads / m->n_kv_heads;
+    dim3 grid((unsigned)p->n_items, (unsigned)m->n_kv_heads, (unsigned)p->n_split);
+    for (int phase = 0; phase < 2; phase++) /* each row's max and sum, then P V */
+        INFER_LAUNCH(grid, 32 * ATT_WARPS, (size_t)att_shared(hdp).total, c->stream, k_attention)(
+            phase, c->q, m->q_dim, p->items, p->pos, p->seq, c->d_k, c->d_v, l, kv->n_layers, kv->slots[l],
+            kv->type == INFER_TYPE_Q8_0, kv->k_row, group, m->head_dim, L->window,
+            m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, c->part);
+    INFER_LAUNCH(dim3((unsigned)p->n_items, (unsigned)m->n_kv_heads), 128, 0, c->stream, k_attention_merge)(
+        c->part, p->items, p->n_split, group, m->head_dim, c->att, m->q_dim);
+}
+
+/* residual: x += post_norm(xb + bias) */
+static void residual(const gpu_ctx *c, const infer__tensor *bias, const infer__tensor *post_norm, int n) {
+    forget_act(c);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_residual)(c->x, c->xb, dev_vec(c->g, bias), dev_vec(c->g, post_norm),
+                                                   c->m->dim, c->m->norm_eps);
+}
+
+/* output: the selected rows' final norm, then the logits (soft-capped) or,
+   given hidden, the normed rows themselves */
+static int output(const gpu_ctx *c, const pass *p, int hidden) {
+    const infer_model *m = c->m;
+    norm_rows(c, c->x, p->sel, m->output_norm, c->xb, p->n_sel);
+    if (hidden) return 1;
+    if (!product(c, m->output, c->xb, m->dim, p->n_sel, c->logits, m->n_vocab, 0)) return 0;
+    if (m->final_softcap > 0) {
+        size_t count = (size_t)p->n_sel * m->n_vocab;
+        INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_softcap)(c->logits, count, m->final_softcap);
     }
     return 1;
 }
 
-extern "C" int infer_cuda_forward(void *gc, const int32_t *tokens, int n, int pos0, int first_logit, float *logits,
-                                  int (*should_stop)(void *), void *stop_user, char *msg, size_t size) {
+/* Queues the pass on the context's stream: only launches (and cuBLAS
+   calls), so the same calls run directly or under a graph's capture.
+   With should_stop (never under capture), each layer is waited for and
+   the callback asked before the next. Returns INFER_BACKEND_*. */
+static int enqueue_forward(const gpu_ctx *c, const pass *p, int hidden, int (*should_stop)(void *), void *stop_user) {
+    const infer_model *m = c->m;
+    int n = p->n;
+    embed(c, p);
+    for (int l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n);
+        if (!product(c, L->wq, c->xb, m->dim, n, c->q, m->q_dim, 0) ||
+            !product(c, L->wk, c->xb, m->dim, n, c->k, m->kv_dim, 0) ||
+            !product(c, L->wv, c->xb, m->dim, n, c->v, m->kv_dim, 0))
+            return INFER_BACKEND_FAILED;
+        qk_prepare(c, L, l, p); /* and kv_store */
+        attention(c, L, l, p);
+        /* residual: added by the product itself where nothing comes between */
+        if (L->bo || L->post_attn_norm) {
+            if (!product(c, L->wo, c->att, m->q_dim, n, c->xb, m->dim, 0)) return INFER_BACKEND_FAILED;
+            residual(c, L->bo, L->post_attn_norm, n);
+        } else if (!product(c, L->wo, c->att, m->q_dim, n, c->x, m->dim, 1)) {
+            return INFER_BACKEND_FAILED;
+        }
+        norm_rows(c, c->x, NULL, L->ffn_norm, c->xb, n);
+        if (!(L->ffn_router ? moe_ffn(c, L, n) : ffn(c, L, n, L->post_ffn_norm ? c->xb : c->x)))
+            return INFER_BACKEND_FAILED;
+        if (L->ffn_router || L->post_ffn_norm) residual(c, NULL, L->post_ffn_norm, n);
+        if (should_stop && (cudaStreamSynchronize(c->stream) != cudaSuccess || should_stop(stop_user)))
+            return INFER_BACKEND_CANCELLED;
+    }
+    return p->n_sel && !output(c, p, hidden) ? INFER_BACKEND_FAILED : INFER_BACKEND_OK;
+}
+
+/* A decode step: every token a sequence of its own, each wanting logits. */
+static int is_decode(const gpu_ctx *c, const infer_backend_batch *b) {
+    if (b->hidden || b->n_sel != b->n || b->n > c->kv.n_seq) return 0;
+    for (int t = 1; t < b->n; t++)
+        if (b->seq[t] == b->seq[t - 1]) return 0;
+    return 1;
+}
+
+/* The decode graph for n tokens: captured once (the inputs copied in, the
+   pass, the logits copied out), then replayed. NULL on failure. */
+static cudaGraphExec_t decode_graph_for(gpu_ctx *c, const pass *p, size_t in_bytes, char *msg, size_t size) {
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    int rc;
+    for (int i = 0; i < c->n_graphs; i++)
+        if (c->graphs[i].n == p->n) return c->graphs[i].exec;
+    if (!ok(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture", msg, size))
+        return NULL;
+    cudaMemcpyAsync(c->d_in, c->h_in, in_bytes, cudaMemcpyHostToDevice, c->stream);
+    rc = enqueue_forward(c, p, 0, NULL, NULL);
+    cudaMemcpyAsync(c->h_out, c->logits, (size_t)p->n * c->m->n_vocab * sizeof(float), cudaMemcpyDeviceToHost,
+                    c->stream);
+    if (!ok(cudaStreamEndCapture(c->stream, &graph), "cudaStreamEndCapture", msg, size)) return NULL;
+    if (rc != INFER_BACKEND_OK) {
+        say(msg, size, "a product failed while the decode step was captured");
+        cudaGraphDestroy(graph);
+        return NULL;
+    }
+    if (!ok(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate", msg, size)) exec = NULL;
+    cudaGraphDestroy(graph);
+    if (!exec) return NULL;
+    if (c->n_graphs == MAX_GRAPHS) { /* the oldest goes */
+        cudaGraphExecDestroy(c->graphs[0].exec);
+        memmove(c->graphs, c->graphs + 1, (MAX_GRAPHS - 1) * sizeof c->graphs[0]);
+        c->n_graphs--;
+    }
+    c->graphs[c->n_graphs].n = p->n;
+    c->graphs[c->n_graphs++].exec = exec;
+    return exec;
+}
+
+extern "C" int infer_cuda_forward(void *gc, const infer_backend_batch *b, char *msg, size_t size) {
     gpu_ctx *c = (gpu_ctx *)gc;
-    const gpu_model *m = c->m;
-    if (n < 1 || n > c->n_batch || pos0 < 0 || pos0 + n > c->n_ctx || first_logit < 0 || first_logit > n) {
-        say(msg, size, "batch of %d tokens at position %d does not fit (batch %d, context %d)", n, pos0, c->n_batch,
-            c->n_ctx);
+    const infer_model *m = c->m;
+    pass p;
+    size_t in_bytes;
+    int rc;
+    if (b->n < 1 || b->n > c->n_batch || b->n_sel < 0 || b->n_sel > b->n) {
+        say(msg, size, "a batch of %d tokens (%d selected) does not fit the context's %d", b->n, b->n_sel, c->n_batch);
         return INFER_BACKEND_FAILED;
     }
-    if (!ok(cudaSetDevice(m->device), "cudaSetDevice", msg, size)) return INFER_BACKEND_FAILED;
-    c->h_in[0] = pos0;
-    memcpy(c->h_in + 1, tokens, (size_t)n * sizeof(int));
-    if (n == 1 && first_logit == 0) { /* decode: replay the graph */
-        if (!c->exec && !capture_decode(c, msg, size)) return INFER_BACKEND_FAILED;
-        if (!ok(cudaGraphLaunch(c->exec, c->stream), "cudaGraphLaunch", msg, size) ||
+    if (!ok(cudaSetDevice(c->g->device), "cudaSetDevice", msg, size)) return INFER_BACKEND_FAILED;
+    if (is_decode(c, b)) { /* one launch: the graph */
+        cudaGraphExec_t exec;
+        in_bytes = set_inputs(c, b, DECODE_SPLIT, &p);
+        exec = decode_graph_for(c, &p, in_bytes, msg, size);
+        if (!exec) return INFER_BACKEND_FAILED;
+        if (!ok(cudaGraphLaunch(exec, c->stream), "cudaGraphLaunch", msg, size) ||
             !ok(cudaStreamSynchronize(c->stream), "decode step", msg, size))
             return INFER_BACKEND_FAILED;
-        memcpy(logits, c->h_logits, (size_t)m->n_vocab * sizeof(float));
+        memcpy(b->logits, c->h_out, (size_t)b->n * m->n_vocab * sizeof(float));
         return INFER_BACKEND_OK;
     }
-    if (!ok(cudaMemcpyAsync(c->d_in, c->h_in, (size_t)(n + 1) * sizeof(int), cudaMemcpyHostToDevice, c->stream),
-            "cudaMemcpyAsync", msg, size))
+    in_bytes = set_inputs(c, b, 1, &p);
+    if (!ok(cudaMemcpyAsync(c->d_in, c->h_in, in_bytes, cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", msg, size))
         return INFER_BACKEND_FAILED;
-    if (enqueue_forward(c, n, first_logit, should_stop, stop_user)) {
+    rc = enqueue_forward(c, &p, b->hidden != NULL, b->should_stop, b->stop_user);
+    if (rc == INFER_BACKEND_CANCELLED) {
         say(msg, size, "cancelled");
-        return INFER_BACKEND_CANCELLED;
+        return rc;
+    }
+    if (rc != INFER_BACKEND_OK) {
+        say(msg, size, "a cuBLAS product failed");
+        return rc;
     }
     if (!ok(cudaGetLastError(), "kernel launch", msg, size)) return INFER_BACKEND_FAILED;
-    if (first_logit < n &&
-        !ok(cudaMemcpyAsync(logits, c->logits, (size_t)(n - first_logit) * m->n_vocab * sizeof(float),
-                            cudaMemcpyDeviceToHost, c->stream),
+    if (b->n_sel && b->hidden &&
+        !ok(cudaMemcpyAsync(b->hidden, c->xb, (size_t)b->n_sel * m->dim * sizeof(float), cudaMemcpyDeviceToHost,
+                            c->stream),
+            "cudaMemcpyAsync", msg, size))
+        return INFER_BACKEND_FAILED;
+    if (b->n_sel && !b->hidden &&
+        !ok(cudaMemcpyAsync(b->logits, c->logits, (size_t)b->n_sel * m->n_vocab * sizeof(float), cudaMemcpyDeviceToHost,
+                            c->stream),
             "cudaMemcpyAsync", msg, size))
         return INFER_BACKEND_FAILED;
     if (!ok(cudaStreamSynchronize(c->stream), "forward pass", msg, size)) return INFER_BACKEND_FAILED;

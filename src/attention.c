@@ -23,8 +23,8 @@ static int infer__kv_layer_slots(int n_ctx, int n_batch, int window) {
     return window ? INFER__MIN(n_ctx, window + n_batch) : n_ctx;
 }
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch, int n_seq,
-                          infer_error *err) {
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, void *gpu, int n_ctx, int n_batch,
+                          int n_seq, infer_error *err) {
     int l, s;
     size_t total = 0, at = 0;
     memset(kv, 0, sizeof *kv);
@@ -43,6 +43,7 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->kv_dim = m->kv_dim;
     kv->head_dim = m->head_dim;
     kv->n_seq = n_seq;
+    kv->gpu = gpu;
     kv->k_row = infer__row_size(type, kv->kv_dim);
     kv->slots = (int *)infer__calloc((size_t)m->n_layers, sizeof(int));
     kv->k = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
@@ -52,12 +53,12 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
             kv->slots[l] = infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window);
             total += 2 * (size_t)kv->slots[l] * kv->k_row * n_seq;
         }
-        kv->mem = (uint8_t *)infer__calloc(total ? total : 1, 1);
+        kv->mem = (uint8_t *)infer__kv_mem_alloc(gpu, total ? total : 1);
     }
     if (!kv->mem) {
         infer__kv_free(kv);
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a KV cache of %d positions x %d sequences", n_ctx,
-                         n_seq);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of %s memory for a KV cache of %d positions x %d sequences",
+                         gpu ? "device" : "host", n_ctx, n_seq);
         return 0;
     }
     for (s = 0; s < n_seq; s++)
@@ -73,7 +74,7 @@ static void infer__kv_free(infer__kv_cache *kv) {
     INFER_FREE(kv->slots);
     INFER_FREE(kv->k);
     INFER_FREE(kv->v);
-    INFER_FREE(kv->mem);
+    if (kv->mem) infer__kv_mem_free(kv->gpu, kv->mem);
     memset(kv, 0, sizeof *kv);
 }
 

@@ -1,11 +1,13 @@
 /* backend.h - the interface between the implementation and a backend that
-   runs the forward pass elsewhere (infer_cuda.cu, compiled by nvcc).
+   runs the forward pass on a GPU (infer_cuda.cu, compiled by nvcc).
 
-   The CPU forward pass (forward.c) is the implementation's own; a GPU
-   backend gets a plain description of the model (hyperparameters and
-   where each weight's GGUF bytes are, in their own format) and exports the
-   extern "C" entry points below. The implementation calls them only when
-   compiled with INFER_CUDA.
+   The backend reads the same model description as forward.c (model.h:
+   the arch.c row's features as data, the optional per-layer weights)
+   and the same KV cache layout as attention.c (below), and takes the
+   same steps under the same names; what it keeps on the device (the
+   weights in their GGUF formats, a context's scratch) stays behind these
+   entry points. The implementation calls them only when compiled with
+   INFER_CUDA.
 
    This part is visible with INFER_IMPLEMENTATION and also, alone, with
    INFER_BACKEND_INTERFACE: infer_cuda.cu includes infer.h that way, so it
@@ -13,96 +15,87 @@
 #if (defined(INFER_IMPLEMENTATION) || defined(INFER_BACKEND_INTERFACE)) && !defined(INFER_BACKEND_H_INCLUDED)
 #define INFER_BACKEND_H_INCLUDED
 #include "infer_api.h"
-#include <stdio.h> /* snprintf, for feature names */
+#include "model.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* One weight as the file stores it: rows of ne0 values, ne1 rows (1 for a
-   vector), in GGUF type `type`; data points at nbytes of host memory. */
-typedef struct infer_backend_tensor {
-    const char *name; /* as in the file, for messages */
-    const void *data;
-    int type; /* infer_type */
-    int64_t ne0, ne1;
-    size_t nbytes;
-} infer_backend_tensor;
+/* The KV cache, one layout wherever it lives (host memory for the CPU's
+   pass, device memory for a GPU's): layer l keeps position p at slot
+   p % slots[l], every position or a ring of a sliding window plus a
+   batch. K as rows of kv_dim values per slot (F16 or Q8_0); V in F16
+   transposed (a row of slots per value), in Q8_0 like K. */
+typedef struct infer__kv_cache {
+    infer_type type; /* F16 or Q8_0 */
+    int n_layers, n_ctx, kv_dim, head_dim, n_seq;
+    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
+    int *slots;      /* per layer (host memory) */
+    uint8_t **k, **v; /* per sequence and layer (INFER__KV_AT), into mem (host arrays of pointers) */
+    uint8_t *mem;    /* the cache's bytes: on the device of `gpu`, else host memory */
+    size_t bytes;
+    void *gpu;       /* the GPU model whose device holds mem, or NULL */
+} infer__kv_cache;
+/* sequence s's cache of layer l: every sequence has a cache of its own */
+#define INFER__KV_AT(kv, s, l) ((size_t)(s) * (size_t)(kv)->n_layers + (size_t)(l))
 
-typedef struct infer_backend_layer {
-    infer_backend_tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
-} infer_backend_layer;
-
-/* The model description's features beyond the plain llama forward pass
-   (forward.c runs them all). A backend states the set it implements and
-   refuses a model that uses any other, naming it, so the CPU runs it:
-   a model never runs elsewhere as if it were plain llama. */
-enum {
-    INFER_BACKEND_F_NEOX = 1u << 0,        /* RoPE pairs (i, i + n_rot/2) */
-    INFER_BACKEND_F_QKV_BIAS = 1u << 1,    /* q, k, v or output biases */
-    INFER_BACKEND_F_QK_NORM = 1u << 2,     /* per-head RMSNorm of q and k */
-    INFER_BACKEND_F_POST_NORMS = 1u << 3,  /* RMSNorm on attention/FFN outputs */
-    INFER_BACKEND_F_GELU = 1u << 4,        /* GELU-gated feed-forward */
-    INFER_BACKEND_F_EMBD_SCALE = 1u << 5,  /* scaled embeddings */
-    INFER_BACKEND_F_ATTN_SCALE = 1u << 6,  /* an attention scale other than 1/sqrt(head size) on the scores */
-    INFER_BACKEND_F_SOFTCAP = 1u << 7,     /* soft-capped scores or logits */
-    INFER_BACKEND_F_SLIDING = 1u << 8,     /* sliding-window layers */
-    INFER_BACKEND_F_EXPERTS = 1u << 9,     /* mixture-of-experts feed-forward */
-    INFER_BACKEND_F_ROPE_LAYERS = 1u << 10, /* layers without RoPE, or with another base */
-    INFER_BACKEND_F_ROPE_SCALING = 1u << 11, /* linear, YaRN or LongRoPE scaling, an attention factor */
-    INFER_BACKEND_F_WIDE_Q = 1u << 12,     /* heads * head size differs from the model width */
-    INFER_BACKEND_F_COUNT = 13
-};
-
-/* Everything the llama forward pass reads, and which features beyond it
-   the model uses (features: INFER_BACKEND_F_* bits). */
-typedef struct infer_backend_model {
-    unsigned features;
-    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, rope_dim;
-    float rope_base, norm_eps;
-    const float *rope_freqs; /* rope_dim/2 divisors of the angles, or NULL */
-    infer_backend_tensor tok_embd, output_norm, output;
-    int output_is_tok_embd;  /* tied: output shares tok_embd's bytes */
-    const infer_backend_layer *layers; /* n_layers of them */
-} infer_backend_model;
+/* One forward pass as the implementation hands it over: n tokens (at most
+   the context's n_batch), token t of sequence seq[t] at position pos[t]
+   (each sequence's tokens in order and at consecutive positions);
+   rope: per token, per RoPE of the model (n_ropes), cos and sin of each
+   rotated pair (rope_dim floats), as forward.c computes them; the final
+   normed hidden state of the n_sel tokens sel[] (ascending) goes through
+   the output into logits (n_vocab floats a row, host memory), or, given
+   hidden, into hidden (dim floats a row) instead. should_stop, when not
+   NULL, is asked between layers (from this thread). */
+typedef struct infer_backend_batch {
+    const int32_t *tokens;
+    int n;
+    const int *pos, *seq;
+    const float *rope;
+    int n_sel;
+    const int *sel;
+    float *logits, *hidden;
+    int (*should_stop)(void *);
+    void *stop_user;
+} infer_backend_batch;
 
 /* Status of the entry points: 0 ok; UNSUPPORTED: this backend cannot run
-   the model (a weight format, a head size) and the CPU can; FAILED: the
-   device or its runtime failed (no GPU, out of memory, a kernel error). */
+   the model (a weight format without a GPU kernel) and the CPU can;
+   FAILED: the device or its runtime failed (no GPU, out of memory, a
+   kernel error); CANCELLED: should_stop said stop. */
 enum { INFER_BACKEND_OK = 0, INFER_BACKEND_UNSUPPORTED = 1, INFER_BACKEND_FAILED = 2, INFER_BACKEND_CANCELLED = 3 };
+
+/* How infer_cuda_copy moves bytes. */
+enum { INFER_BACKEND_DEVICE_TO_DEVICE = 0, INFER_BACKEND_HOST_TO_DEVICE = 1, INFER_BACKEND_DEVICE_TO_HOST = 2 };
 
 /* ---- infer_cuda.cu ----
    Each writes a one-line reason into msg (size bytes) when it fails. */
 /* The number of CUDA devices; 0 (and why) when there is none. */
 int infer_cuda_device_count(char *msg, size_t size);
-/* The names of features' bits, "neox RoPE, q/k norms", for messages. */
-static inline void infer_backend_feature_names(unsigned features, char *buf, size_t size) {
-    static const char *const names[INFER_BACKEND_F_COUNT] = {
-        "NeoX RoPE", "biases", "q/k norms", "post-norms", "GELU", "scaled embeddings", "an attention scale",
-        "soft-capping", "sliding windows", "experts", "per-layer RoPE", "RoPE scaling", "query width != model width"};
-    size_t at = 0;
-    int i;
-    if (size) buf[0] = 0;
-    for (i = 0; i < INFER_BACKEND_F_COUNT && at < size; i++)
-        if (features & (1u << i)) at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "", names[i]);
-}
-/* Uploads every weight once, in its GGUF format. *gpu_model is set on OK. */
-int infer_cuda_model_new(const infer_backend_model *desc, void **gpu_model, char *msg, size_t size);
+/* Uploads every weight the description binds, once, in its GGUF format.
+   *gpu_model is set on OK; the description must outlive it. */
+int infer_cuda_model_new(const infer_model *m, void **gpu_model, char *msg, size_t size);
 void infer_cuda_model_free(void *gpu_model);
 /* "NVIDIA H100 80GB HBM3, sm_90" */
 const char *infer_cuda_model_device_name(const void *gpu_model);
-/* A KV cache of n_ctx positions (F16) and scratch for n_batch tokens. */
-int infer_cuda_context_new(void *gpu_model, int n_ctx, int n_batch, void **gpu_ctx, size_t *bytes, char *msg,
-                           size_t size);
+/* Device memory (zeroed) for a context's KV cache; NULL when there is none. */
+void *infer_cuda_alloc(void *gpu_model, size_t bytes, char *msg, size_t size);
+void infer_cuda_free(void *gpu_model, void *p);
+/* n bytes, kind INFER_BACKEND_*; device ranges may overlap (as memmove). */
+int infer_cuda_copy(void *gpu_model, void *dst, const void *src, size_t n, int kind, char *msg, size_t size);
+/* The device's memory bandwidth as a copy kernel reaches it (GB/s), 0
+   when it cannot be measured. */
+double infer_cuda_bandwidth(void *gpu_model);
+/* A context's scratch for n_batch tokens over the KV cache kv (its mem
+   from infer_cuda_alloc; the description must outlive the context). */
+int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, int n_batch, void **gpu_ctx, size_t *bytes,
+                           char *msg, size_t size);
 void infer_cuda_context_free(void *gpu_ctx);
-/* Runs n (<= n_batch) tokens at positions pos0..; writes the logits of
-   rows first_logit..n-1 (n_vocab floats each) to host memory `logits`.
-   n == 1 replays a captured CUDA graph: one launch per token. With
-   should_stop, a batch of several tokens waits for each layer and asks it
-   (from this thread) before the next: non-zero returns
-   INFER_BACKEND_CANCELLED, the positions written past the caller's count. */
-int infer_cuda_forward(void *gpu_ctx, const int32_t *tokens, int n, int pos0, int first_logit, float *logits,
-                       int (*should_stop)(void *), void *stop_user, char *msg, size_t size);
+/* Runs one forward pass (infer_backend_batch). A batch where every
+   sequence has one token (a decode step of all of them) replays a CUDA
+   graph captured once for its size: one launch per step. */
+int infer_cuda_forward(void *gpu_ctx, const infer_backend_batch *b, char *msg, size_t size);
 
 #ifdef __cplusplus
 }
@@ -118,10 +111,15 @@ static void infer__model_unplace(infer_model *m);
 /* A context of a GPU model gets its device half; 0 on error. */
 static int infer__context_attach(infer_context *c, infer_error *err);
 static void infer__context_detach(infer_context *c);
+/* The cache's memory, on the model's device where gpu is not NULL (see
+   infer__kv_cache): allocated zeroed, freed, and bytes moved with kind
+   INFER_BACKEND_* (host memory: memmove, memcpy). 0 / NULL on failure. */
+static void *infer__kv_mem_alloc(void *gpu, size_t bytes);
+static void infer__kv_mem_free(void *gpu, void *p);
+static int infer__kv_mem_copy(void *gpu, void *dst, const void *src, size_t n, int kind);
 /* The backend's forward pass for one batch (<= n_batch tokens, in runs of
-   sequences: see infer__forward): the CPU's infer__forward or the GPU's
-   (one sequence; no hidden states). INFER_ERR_CANCELLED where the abort
-   callback stopped it. */
+   sequences: see infer__forward): the CPU's infer__forward or the GPU's.
+   INFER_ERR_CANCELLED where the abort callback stopped it. */
 static infer_status infer__backend_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
                                            float *logits, float *hidden, infer_error *err);
 #endif

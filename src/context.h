@@ -1,6 +1,6 @@
 /* context.h - what a context holds (KV cache, scratch, the plan of
-   products) and what attention.c, forward.c and the parts after them
-   share about it. */
+   products) and what attention.c, context.c, product.c, forward.c,
+   decode.c and the parts after them share about it. */
 #ifndef INFER_CONTEXT_H
 #define INFER_CONTEXT_H
 #include "internal.h"
@@ -10,21 +10,7 @@
 #define INFER__ATT_TILE 64 /* keys per tile */
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
 
-/* Layer l keeps position p at slot p % slots[l]: every position, or a ring
-   of a sliding window plus a batch. K as rows of kv_dim values per slot
-   (F16 or Q8_0); V in F16 transposed (a row of slots per value), in Q8_0
-   like K. */
-typedef struct infer__kv_cache {
-    infer_type type; /* F16 or Q8_0 */
-    int n_layers, n_ctx, kv_dim, head_dim, n_seq;
-    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
-    int *slots;      /* per layer */
-    uint8_t **k, **v; /* per sequence and layer (INFER__KV_AT), into mem */
-    uint8_t *mem;
-    size_t bytes;
-} infer__kv_cache;
-/* sequence s's cache of layer l: every sequence has a cache of its own */
-#define INFER__KV_AT(kv, s, l) ((size_t)(s) * (size_t)(kv)->n_layers + (size_t)(l))
+/* The cache itself (infer__kv_cache) is in backend.h: a GPU reads it too. */
 
 /* Per-worker scratch of attention (INFER__ATT_ROWS query rows). */
 typedef struct infer__attn_scratch {
@@ -53,8 +39,9 @@ typedef struct infer__attn_batch {
     int ldq, ldo;
 } infer__attn_batch;
 
-static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, int n_ctx, int n_batch, int n_seq,
-                          infer_error *err);
+/* gpu: the GPU model whose device holds the cache, or NULL (host memory) */
+static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_model *m, void *gpu, int n_ctx, int n_batch,
+                          int n_seq, infer_error *err);
 static void infer__kv_free(infer__kv_cache *kv);
 static size_t infer__kv_bytes(const infer__kv_cache *kv);
 /* hi: one past the highest position the sequence's cache has written */
@@ -67,7 +54,8 @@ static int infer__attn_n_items(const infer__attn_batch *b);
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
 static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
 
-/* ---- forward.c: the context and the forward pass ---- */
+/* ---- context.c, product.c, forward.c, decode.c: the context, its products,
+   the forward pass, decoding ---- */
 #define INFER__MAX_FUSED 3 /* products sharing one input, run as one step */
 
 /* A step of products that read the same input (q, k, v; gate, up): the
@@ -149,6 +137,7 @@ struct infer_context {
     /* one pass's tokens (n_batch): each one's position, the sequences'
        runs, and which rows go out as logits */
     int *pos, *sel;
+    int *seq_of;        /* each token's sequence (the GPU's pass reads it) */
     infer__group *groups;
     float *logits;      /* rows of n_vocab */
     int logit_cap_rows;
@@ -162,11 +151,36 @@ struct infer_context {
     infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
 };
 
-/* One forward pass of n (<= n_batch) tokens: n_groups runs of sequences
-   (c->groups), each token's position in c->pos; the final normed hidden
-   state of the n_sel tokens c->sel[] (ascending) goes through the output
-   into logits (n_vocab floats a row), or, given hidden, into hidden (dim
-   floats a row) instead. Returns 0, or 1 where the abort callback stopped
+/* context.c: asks the abort callback, and whether a request in the pass
+   was cancelled (worker 0 only). */
+static int infer__aborted(const infer_context *c);
+typedef struct infer__sched infer__sched;
+static int infer__sched_should_stop(const infer__sched *s); /* request.c */
+
+/* product.c: the products of the CPU pass (the plan's steps). Slot `slot`
+   of the packing arena (c->xq): xq_rows converted input rows. */
+static uint8_t *infer__xq_slot(const infer_context *c, int slot);
+/* Converts input rows t0..t1 (of n values, stride ldx) into each type the
+   product reads; row t lands at row t - base of the slot. */
+static void infer__product_convert(const infer_context *c, const infer__product *p, const float *x, int ldx, int t0,
+                                   int t1, int base);
+/* This worker's share of the rows of every op of the product, for n_tok
+   converted input rows (x: the f32 input, for ops that read it as is;
+   out0 replaces the first op's output). */
+static void infer__product_run(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+                               float *out0, int ith, int nth);
+/* The experts: token t's choice from its router logits (pos: its
+   position, for rt->margin), the batch's (token, expert) pairs sorted by
+   expert, and this worker's share of an experts product over the pairs. */
+static void infer__moe_choose(const infer_model *m, infer__moe_route *rt, int t, int pos);
+static void infer__moe_pairs(const infer_model *m, infer__moe_route *rt, int n_tok);
+static void infer__moe_product(const infer_context *c, const infer__product *p, int ith, int nth);
+
+/* forward.c: one forward pass of n (<= n_batch) tokens: n_groups runs of
+   sequences (c->groups), each token's position in c->pos; the final
+   normed hidden state of the n_sel tokens c->sel[] (ascending) goes
+   through the output into logits (n_vocab floats a row), or, given
+   hidden, into hidden (dim floats a row) instead. Returns 0, or 1 where the abort callback stopped
    it (then no sequence has advanced). */
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
                           float *hidden);
@@ -174,12 +188,8 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused);
-/* Room for rows of logits (n_vocab floats); 0 when memory runs out. */
+/* decode.c: room for rows of logits (n_vocab floats); 0 when memory runs
+   out. */
 static int infer__reserve_logits(infer_context *c, int rows);
-/* Asks the abort callback, and whether a request in the pass was
-   cancelled (worker 0 only). */
-static int infer__aborted(const infer_context *c);
-typedef struct infer__sched infer__sched;
-static int infer__sched_should_stop(const infer__sched *s); /* request.c */
 
 #endif /* INFER_CONTEXT_H */

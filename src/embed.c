@@ -18,10 +18,6 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
         return INFER_ERR_ARG;
     }
-    if (c->gpu) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "embeddings are not available on the GPU yet");
-        return INFER_ERR_UNSUPPORTED;
-    }
     m = c->model;
     n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1);
     if (n <= 0) {

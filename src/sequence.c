@@ -34,7 +34,7 @@ INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
     q = &c->seqs[seq];
     if (n_past < 0 || n_past >= q->n_past) return q->n_past;
     /* a sliding window's ring may have overwritten keys n_past would see */
-    if (!c->gpu && !infer__kv_can_rewind(&c->kv, c->model, q->hi, n_past)) n_past = 0;
+    if (!infer__kv_can_rewind(&c->kv, c->model, q->hi, n_past)) n_past = 0;
     q->n_past = n_past;
     q->hi = n_past;
     q->logit_row = -1;
@@ -50,6 +50,11 @@ static int infer__seq_unwrapped(const infer_context *c, const infer__seq *q) {
     for (l = 0; l < c->kv.n_layers; l++)
         if (c->kv.slots[l] < q->hi) return 0;
     return 1;
+}
+
+/* Bytes within the cache's memory, wherever it is (may overlap). */
+static int infer__kv_move(const infer_context *c, void *dst, const void *src, size_t n) {
+    return infer__kv_mem_copy(c->kv.gpu, dst, src, n, INFER_BACKEND_DEVICE_TO_DEVICE);
 }
 
 /* Rotates the keys of rows [0, n) of one layer's K (rows of kv_dim in the
@@ -78,8 +83,9 @@ static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, i
 
 INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1, infer_error *err) {
     infer__seq *q;
-    int l, d, moved, i;
+    int l, d, moved, i, ok = 1;
     float *row, *cs;
+    uint8_t *host = NULL; /* a device cache's moved keys, rotated here */
     if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
     q = &c->seqs[seq];
     if (p1 < 0 || p1 > q->n_past) p1 = q->n_past;
@@ -92,10 +98,6 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
         infer_seq_truncate(c, seq, p0);
         return INFER_OK;
     }
-    if (c->gpu) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "positions cannot be removed from a CUDA context's cache");
-        return INFER_ERR_UNSUPPORTED;
-    }
     if (!infer__seq_unwrapped(c, q)) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED,
                          "a sliding window's cache keeps only its window: make the context with INFER_FULL_SHIFT to "
@@ -105,26 +107,42 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     d = p1 - p0;
     moved = q->n_past - p1;
     row = (float *)INFER_MALLOC(((size_t)c->kv.kv_dim + (size_t)c->model->rope_dim + 2) * sizeof(float));
-    if (!row) {
+    if (c->kv.gpu && moved) host = (uint8_t *)INFER_MALLOC((size_t)moved * c->kv.k_row);
+    if (!row || (c->kv.gpu && moved && !host)) {
+        INFER_FREE(row);
+        INFER_FREE(host);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return INFER_ERR_NOMEM;
     }
     cs = row + c->kv.kv_dim;
-    for (l = 0; l < c->kv.n_layers; l++) {
-        size_t at = INFER__KV_AT(&c->kv, seq, l);
-        uint8_t *k = c->kv.k[at];
-        memmove(k + (size_t)p0 * c->kv.k_row, k + (size_t)p1 * c->kv.k_row, (size_t)moved * c->kv.k_row);
-        infer__rerope_rows(c, l, k + (size_t)p0 * c->kv.k_row, moved, -d, row, cs);
+    for (l = 0; l < c->kv.n_layers && ok; l++) {
+        size_t at = INFER__KV_AT(&c->kv, seq, l), kn = (size_t)moved * c->kv.k_row;
+        uint8_t *k = c->kv.k[at] + (size_t)p0 * c->kv.k_row;
+        ok = infer__kv_move(c, k, c->kv.k[at] + (size_t)p1 * c->kv.k_row, kn);
+        if (ok && host) { /* the device's keys turn on the host */
+            ok = infer__kv_mem_copy(c->kv.gpu, host, k, kn, INFER_BACKEND_DEVICE_TO_HOST);
+            if (ok) infer__rerope_rows(c, l, host, moved, -d, row, cs);
+            ok = ok && infer__kv_mem_copy(c->kv.gpu, k, host, kn, INFER_BACKEND_HOST_TO_DEVICE);
+        } else if (ok) {
+            infer__rerope_rows(c, l, k, moved, -d, row, cs);
+        }
         if (c->kv.type == INFER_TYPE_F16) { /* V transposed: a row of slots per value */
             uint16_t *v = (uint16_t *)c->kv.v[at];
-            for (i = 0; i < c->kv.kv_dim; i++)
-                memmove(v + (size_t)i * c->kv.slots[l] + p0, v + (size_t)i * c->kv.slots[l] + p1, (size_t)moved * 2);
-        } else {
+            for (i = 0; i < c->kv.kv_dim && ok; i++)
+                ok = infer__kv_move(c, v + (size_t)i * c->kv.slots[l] + p0, v + (size_t)i * c->kv.slots[l] + p1,
+                                    (size_t)moved * 2);
+        } else if (ok) {
             uint8_t *v = c->kv.v[at];
-            memmove(v + (size_t)p0 * c->kv.k_row, v + (size_t)p1 * c->kv.k_row, (size_t)moved * c->kv.k_row);
+            ok = infer__kv_move(c, v + (size_t)p0 * c->kv.k_row, v + (size_t)p1 * c->kv.k_row, kn);
         }
     }
     INFER_FREE(row);
+    INFER_FREE(host);
+    if (!ok) { /* the device failed: the sequence's cache is lost */
+        infer_seq_truncate(c, seq, 0);
+        infer__set_error(err, INFER_ERR_DEVICE, "moving positions of the KV cache on the device failed");
+        return INFER_ERR_DEVICE;
+    }
     memmove(q->tokens + p0, q->tokens + p1, (size_t)moved * sizeof(infer_token));
     q->n_past -= d;
     q->hi = q->n_past;
@@ -132,18 +150,20 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     return INFER_OK;
 }
 
-/* Slots [0, n) of sequence src's cache of layer l into dst's. */
-static void infer__kv_copy_slots(infer__kv_cache *kv, int src, int dst, int l, int n) {
+/* Slots [0, n) of sequence src's cache of layer l into dst's; 0 when the
+   device failed. */
+static int infer__kv_copy_slots(const infer_context *c, int src, int dst, int l, int n) {
+    const infer__kv_cache *kv = &c->kv;
     size_t a = INFER__KV_AT(kv, src, l), b = INFER__KV_AT(kv, dst, l);
-    memcpy(kv->k[b], kv->k[a], (size_t)n * kv->k_row);
+    int ok = infer__kv_move(c, kv->k[b], kv->k[a], (size_t)n * kv->k_row), i;
     if (kv->type == INFER_TYPE_F16) {
-        int i;
-        for (i = 0; i < kv->kv_dim; i++)
-            memcpy((uint16_t *)kv->v[b] + (size_t)i * kv->slots[l], (uint16_t *)kv->v[a] + (size_t)i * kv->slots[l],
-                   (size_t)n * 2);
-    } else {
-        memcpy(kv->v[b], kv->v[a], (size_t)n * kv->k_row);
+        for (i = 0; i < kv->kv_dim && ok; i++)
+            ok = infer__kv_move(c, (uint16_t *)kv->v[b] + (size_t)i * kv->slots[l],
+                                (uint16_t *)kv->v[a] + (size_t)i * kv->slots[l], (size_t)n * 2);
+    } else if (ok) {
+        ok = infer__kv_move(c, kv->v[b], kv->v[a], (size_t)n * kv->k_row);
     }
+    return ok;
 }
 
 INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_error *err) {
@@ -156,7 +176,12 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return INFER_ERR_NOMEM;
     }
-    for (l = 0; l < c->kv.n_layers; l++) infer__kv_copy_slots(&c->kv, src, dst, l, INFER__MIN(c->kv.slots[l], a->hi));
+    for (l = 0; l < c->kv.n_layers; l++)
+        if (!infer__kv_copy_slots(c, src, dst, l, INFER__MIN(c->kv.slots[l], a->hi))) {
+            infer_seq_truncate(c, dst, 0);
+            infer__set_error(err, INFER_ERR_DEVICE, "copying the KV cache on the device failed");
+            return INFER_ERR_DEVICE;
+        }
     if (a->n_past) memcpy(b->tokens, a->tokens, (size_t)a->n_past * sizeof(infer_token));
     b->n_past = a->n_past;
     b->hi = a->hi;
@@ -207,7 +232,7 @@ INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq) {
     const infer__seq *q;
     size_t n;
     int l;
-    if (!infer__seq_ok(c, seq, NULL) || c->gpu) return 0;
+    if (!infer__seq_ok(c, seq, NULL)) return 0;
     q = &c->seqs[seq];
     n = sizeof(infer__state_header) + (size_t)c->kv.n_layers * sizeof(int32_t) + (size_t)q->n_past * sizeof(infer_token);
     if (q->logit_row >= 0) n += (size_t)c->model->n_vocab * sizeof(float);
@@ -238,13 +263,17 @@ INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf,
     if (h.n_logits) memcpy(at, infer_seq_logits(c, seq), (size_t)h.n_logits * sizeof(float)), at += (size_t)h.n_logits * sizeof(float);
     for (l = 0; l < c->kv.n_layers; l++) {
         size_t a = INFER__KV_AT(&c->kv, seq, l);
-        int n = INFER__MIN(c->kv.slots[l], q->hi);
-        memcpy(at, c->kv.k[a], (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+        int n = INFER__MIN(c->kv.slots[l], q->hi), ok;
+        ok = infer__kv_mem_copy(c->kv.gpu, at, c->kv.k[a], (size_t)n * c->kv.k_row, INFER_BACKEND_DEVICE_TO_HOST);
+        at += (size_t)n * c->kv.k_row;
         if (c->kv.type == INFER_TYPE_F16)
-            for (i = 0; i < c->kv.kv_dim; i++)
-                memcpy(at, (uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], (size_t)n * 2), at += (size_t)n * 2;
-        else
-            memcpy(at, c->kv.v[a], (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+            for (i = 0; i < c->kv.kv_dim && ok; i++, at += (size_t)n * 2)
+                ok = infer__kv_mem_copy(c->kv.gpu, at, (uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], (size_t)n * 2,
+                                        INFER_BACKEND_DEVICE_TO_HOST);
+        else if (ok)
+            ok = infer__kv_mem_copy(c->kv.gpu, at, c->kv.v[a], (size_t)n * c->kv.k_row, INFER_BACKEND_DEVICE_TO_HOST),
+            at += (size_t)n * c->kv.k_row;
+        if (!ok) return 0; /* the device failed */
     }
     return (size_t)(at - (uint8_t *)buf);
 }
@@ -256,10 +285,6 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
     size_t need;
     int l, i;
     if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
-    if (c->gpu) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a CUDA context's state cannot be restored");
-        return INFER_ERR_UNSUPPORTED;
-    }
     if (!buf || size < sizeof h) goto bad;
     memcpy(&h, at, sizeof h), at += sizeof h;
     if (h.magic != INFER__STATE_MAGIC || h.version != INFER__STATE_VERSION) goto bad;
@@ -315,13 +340,23 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
     }
     for (l = 0; l < c->kv.n_layers; l++) {
         size_t a = INFER__KV_AT(&c->kv, seq, l);
-        int n = INFER__MIN(c->kv.slots[l], h.hi);
-        memcpy(c->kv.k[a], at, (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+        int n = INFER__MIN(c->kv.slots[l], h.hi), ok;
+        ok = infer__kv_mem_copy(c->kv.gpu, c->kv.k[a], at, (size_t)n * c->kv.k_row, INFER_BACKEND_HOST_TO_DEVICE);
+        at += (size_t)n * c->kv.k_row;
         if (c->kv.type == INFER_TYPE_F16)
-            for (i = 0; i < c->kv.kv_dim; i++)
-                memcpy((uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], at, (size_t)n * 2), at += (size_t)n * 2;
-        else
-            memcpy(c->kv.v[a], at, (size_t)n * c->kv.k_row), at += (size_t)n * c->kv.k_row;
+            for (i = 0; i < c->kv.kv_dim && ok; i++, at += (size_t)n * 2)
+                ok = infer__kv_mem_copy(c->kv.gpu, (uint16_t *)c->kv.v[a] + (size_t)i * c->kv.slots[l], at, (size_t)n * 2,
+                                        INFER_BACKEND_HOST_TO_DEVICE);
+        else if (ok)
+            ok = infer__kv_mem_copy(c->kv.gpu, c->kv.v[a], at, (size_t)n * c->kv.k_row, INFER_BACKEND_HOST_TO_DEVICE),
+            at += (size_t)n * c->kv.k_row;
+        if (!ok) {
+            stbds_arrsetlen(q->tokens, 0);
+            q->n_past = q->hi = 0;
+            q->logit_row = -1;
+            infer__set_error(err, INFER_ERR_DEVICE, "writing the state into the KV cache on the device failed");
+            return INFER_ERR_DEVICE;
+        }
     }
     q->n_past = h.n_past;
     q->hi = h.hi;

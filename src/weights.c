@@ -50,38 +50,40 @@ static int infer__weights_prepare(infer_model *m, infer_progress_fn progress, vo
     int *er = (int *)infer__calloc((size_t)cap, sizeof(int));
     size_t total = 0, done = 0;
     uint8_t *at;
-    if (!infer__kernels_select(&m->kern, err)) goto fail_quiet;
-    if (!w || !er) goto nomem;
+    struct infer__cpu_weights *cw = (struct infer__cpu_weights *)infer__calloc(1, sizeof *cw);
+    m->cpu = cw; /* freed with the model (infer__weights_free) */
+    if (!cw || !w || !er) goto nomem;
+    if (!infer__kernels_select(&cw->kern, err)) goto fail_quiet;
     if (m->device != INFER_DEVICE_CPU) goto done; /* a GPU's weights are its own */
     n = infer__weights_list(m, w, er);
     /* each tensor once (a shared output, a view bound twice) */
     for (i = 0; i < n; i++) {
         for (j = 0; j < i && w[j] != w[i]; j++) {}
-        if (j < i || !infer__weight_packs(&m->kern, w[i], er[i])) continue;
-        total += infer__weight_packed_bytes(&m->kern, w[i]);
-        m->n_packed++;
+        if (j < i || !infer__weight_packs(&cw->kern, w[i], er[i])) continue;
+        total += infer__weight_packed_bytes(&cw->kern, w[i]);
+        cw->n_packed++;
     }
     if (!total) goto done;
-    m->packed_w = (const infer__tensor **)infer__calloc((size_t)m->n_packed, sizeof *m->packed_w);
-    m->packed_at = (const uint8_t **)infer__calloc((size_t)m->n_packed, sizeof *m->packed_at);
+    cw->packed_w = (const infer__tensor **)infer__calloc((size_t)cw->n_packed, sizeof *cw->packed_w);
+    cw->packed_at = (const uint8_t **)infer__calloc((size_t)cw->n_packed, sizeof *cw->packed_at);
     /* one arena, aligned so the OS can back it with huge pages: generation
        streams it all once per token */
-    m->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
-    if (!m->packed_w || !m->packed_at || !m->packed_raw) goto nomem;
-    m->packed_bytes = total + INFER__PACK_ARENA_ALIGN;
-    at = m->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)m->packed_raw % INFER__PACK_ARENA_ALIGN);
+    cw->packed_raw = (uint8_t *)INFER_MALLOC(total + INFER__PACK_ARENA_ALIGN);
+    if (!cw->packed_w || !cw->packed_at || !cw->packed_raw) goto nomem;
+    cw->packed_bytes = total + INFER__PACK_ARENA_ALIGN;
+    at = cw->packed_raw + (INFER__PACK_ARENA_ALIGN - (uintptr_t)cw->packed_raw % INFER__PACK_ARENA_ALIGN);
     infer__advise_huge(at, total);
-    m->n_packed = 0;
+    cw->n_packed = 0;
     for (i = 0; i < n; i++) {
         const infer__tensor *t = w[i];
         for (j = 0; j < i && w[j] != t; j++) {}
-        if (j < i || !infer__weight_packs(&m->kern, t, er[i])) continue;
-        m->kern.pack[t->type](t->data, infer__row_size(t->type, t->ne[0]), t->ne[0], t->ne[1], at);
-        m->packed_w[m->n_packed] = t;
-        m->packed_at[m->n_packed++] = at;
+        if (j < i || !infer__weight_packs(&cw->kern, t, er[i])) continue;
+        cw->kern.pack[t->type](t->data, infer__row_size(t->type, t->ne[0]), t->ne[0], t->ne[1], at);
+        cw->packed_w[cw->n_packed] = t;
+        cw->packed_at[cw->n_packed++] = at;
         if (t != m->tok_embd) infer__blob_forget(&m->gguf->blob, t->data, t->nbytes);
-        at += infer__weight_packed_bytes(&m->kern, t);
-        done += infer__weight_packed_bytes(&m->kern, t);
+        at += infer__weight_packed_bytes(&cw->kern, t);
+        done += infer__weight_packed_bytes(&cw->kern, t);
         if (progress && progress(from + (1 - from) * (float)((double)done / (double)total), user)) {
             infer__set_error(err, INFER_ERR_CANCELLED, "loading cancelled by the progress callback");
             goto fail_quiet;
@@ -101,16 +103,19 @@ fail_quiet:
 
 /* w's packed copy, or NULL. */
 static const uint8_t *infer__weights_packed(const infer_model *m, const infer__tensor *w) {
+    const struct infer__cpu_weights *cw = m->cpu;
     int i;
-    for (i = 0; i < m->n_packed; i++)
-        if (m->packed_w[i] == w) return m->packed_at[i];
+    for (i = 0; cw && i < cw->n_packed; i++)
+        if (cw->packed_w[i] == w) return cw->packed_at[i];
     return NULL;
 }
 
 static void infer__weights_free(infer_model *m) {
-    INFER_FREE(m->packed_raw);
-    INFER_FREE(m->packed_w);
-    INFER_FREE(m->packed_at);
-    m->packed_raw = NULL, m->packed_w = NULL, m->packed_at = NULL;
-    m->n_packed = 0;
+    struct infer__cpu_weights *cw = m->cpu;
+    if (!cw) return;
+    INFER_FREE(cw->packed_raw);
+    INFER_FREE(cw->packed_w);
+    INFER_FREE(cw->packed_at);
+    INFER_FREE(cw);
+    m->cpu = NULL;
 }

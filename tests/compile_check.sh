@@ -68,7 +68,9 @@ done
 cat > "$tmp/backend.c" <<'C'
 #define INFER_BACKEND_INTERFACE
 #include "infer.h"
-int backend_ok(const infer_backend_model *m) { return m->n_layers + INFER_BACKEND_UNSUPPORTED; }
+int backend_ok(const infer_model *m, const infer_backend_batch *b, const infer__kv_cache *kv) {
+    return m->n_layers + m->layers[0].window + b->n + kv->n_seq + INFER_BACKEND_UNSUPPORTED;
+}
 C
 for cc in gcc clang; do
     command -v $cc >/dev/null 2>&1 || continue

@@ -62,7 +62,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     model.n_layers = 1, model.head_dim = hd, model.kv_dim = kv_dim, model.layers = &layer;
     layer.window = window;
     /* a window's ring holds the window and one batch: here n_tok tokens */
-    cr_assert(infer__kv_init(&kv, kv_type, &model, n_ctx, n_tok, 1, &err), "%s", err.msg);
+    cr_assert(infer__kv_init(&kv, kv_type, &model, NULL, n_ctx, n_tok, 1, &err), "%s", err.msg);
     if (window) cr_assert_eq(kv.slots[0], window + n_tok < n_ctx ? window + n_tok : n_ctx);
     for (p = 0; p < pos0 + n_tok; p++) {
         for (i = 0; i < kv_dim; i++) kr[i] = 2 * g_uniform(), vr[i] = g_uniform();
@@ -169,10 +169,10 @@ Test(attention, kv_cache_types_refused_by_name) {
     memset(&model, 0, sizeof model);
     memset(&layer, 0, sizeof layer);
     model.n_layers = 1, model.head_dim = 64, model.kv_dim = 64, model.layers = &layer;
-    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q4_0, &model, 16, 16, 1, &err));
+    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q4_0, &model, NULL, 16, 16, 1, &err));
     cr_assert(strstr(err.msg, "F16 or Q8_0") != NULL, "%s", err.msg);
     model.head_dim = model.kv_dim = 8;
-    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q8_0, &model, 16, 16, 1, &err));
+    cr_assert_not(infer__kv_init(&kv, INFER_TYPE_Q8_0, &model, NULL, 16, 16, 1, &err));
     cr_assert(strstr(err.msg, "multiple of 32") != NULL, "%s", err.msg);
 }
 

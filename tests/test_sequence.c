@@ -405,15 +405,26 @@ Test(sequence, shared_model_threads) {
     infer_model_free(m);
 }
 
-/* Contexts share the model's packed weights: a context's own memory is its
-   cache and scratch, far below the weights. */
+/* Contexts share the model's packed weights (the CPU's: a model on the
+   GPU packs none): a context's own memory is its cache and scratch, far
+   below the weights. */
 Test(sequence, contexts_share_weights) {
-    infer_model *m = load("models/synth-256-q4_0.gguf");
-    infer_context *c1 = ctx(m, 64, 1, INFER_FULL_STOP, 0), *c2 = ctx(m, 64, 1, INFER_FULL_STOP, 0);
-    infer_metrics a = infer_context_metrics(c1), b = infer_context_metrics(c2);
-    cr_assert_gt(m->packed_bytes, 0, "this CPU's kernels pack Q4_0");
+    infer_model_params mp = infer_model_default_params();
+    infer_model *m;
+    infer_context *c1, *c2;
+    infer_metrics a, b;
+    char path[1024];
+    infer_error err;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: the sequence tests need its models");
+    tu_shared_path(path, sizeof path, "models/synth-256-q4_0.gguf");
+    mp.device = INFER_DEVICE_CPU;
+    m = infer_model_load(path, &mp, &err);
+    cr_assert(m, "%s", err.msg);
+    c1 = ctx(m, 64, 1, INFER_FULL_STOP, 0), c2 = ctx(m, 64, 1, INFER_FULL_STOP, 0);
+    a = infer_context_metrics(c1), b = infer_context_metrics(c2);
+    cr_assert_gt(m->cpu->packed_bytes, 0, "this CPU's kernels pack Q4_0");
     cr_assert_eq(a.context_bytes, b.context_bytes);
-    cr_assert_lt(a.context_bytes, m->packed_bytes / 2, "%zu vs %zu", a.context_bytes, m->packed_bytes);
+    cr_assert_lt(a.context_bytes, m->cpu->packed_bytes / 2, "%zu vs %zu", a.context_bytes, m->cpu->packed_bytes);
     cr_assert_eq(c1->plan[0].packed[0], c2->plan[0].packed[0]);
     infer_context_free(c1);
     infer_context_free(c2);

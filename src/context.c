@@ -1,0 +1,271 @@
+/* context.c - a context: its sequences' KV cache, the CPU pass's scratch and plan of products.
+   The plan holds, per layer, each product step's weights (packed for the
+   context's kernels where they are) and the converted input each reads.
+   A context on the GPU keeps only the batch's bookkeeping and RoPE angles
+   here (its cache lives in device memory, its scratch in gpu.c's half). */
+#include "context.h"
+
+INFERDEF infer_context_params infer_context_default_params(void) {
+    infer_context_params p;
+    memset(&p, 0, sizeof p);
+    return p;
+}
+
+static void *infer__ctx_alloc(infer_context *c, size_t n, size_t size, int *ok) {
+    void *p = infer__calloc(n ? n : 1, size);
+    if (!p) *ok = 0;
+    c->bytes += n * size;
+    return p;
+}
+
+/* Sets up a product step: which converted input each op reads. */
+static void infer__product_init(infer__product *p, int n_ops, const infer__tensor *const *w, float *const *y,
+                                const int *ldy) {
+    int i, j;
+    memset(p, 0, sizeof *p);
+    p->n_ops = n_ops;
+    for (i = 0; i < n_ops; i++) {
+        infer_type vt = infer__traits(w[i]->type)->vec_dot_type;
+        p->w[i] = w[i];
+        p->y[i] = y[i];
+        p->ldy[i] = ldy[i];
+        p->chunks += (w[i]->ne[1] + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS;
+        p->slot[i] = -1;
+        if (vt == INFER_TYPE_F32) continue;
+        for (j = 0; j < p->n_x && p->x_type[j] != vt; j++) {}
+        if (j == p->n_x) p->x_type[p->n_x++] = vt;
+        p->slot[i] = j;
+    }
+}
+
+/* Points the product's ops at the model's packed weights, where this
+   context's kernels multiply that layout (a context matching llama.cpp
+   may lack a packed kernel the model's default has). */
+static void infer__product_use_packed(const infer_context *c, infer__product *p) {
+    int i;
+    for (i = 0; i < p->n_ops; i++)
+        if (c->kern.gemm_packed[p->w[i]->type]) p->packed[i] = infer__weights_packed(c->model, p->w[i]);
+}
+
+static int infer__plan(infer_context *c) {
+    const infer_model *m = c->model;
+    int l, n_steps = m->n_layers * INFER__P_PER_LAYER + 1;
+    c->plan = (infer__product *)infer__calloc((size_t)n_steps, sizeof(infer__product));
+    if (!c->plan) return 0;
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        infer__product *p = c->plan + (size_t)l * INFER__P_PER_LAYER;
+        const infer__tensor *w[3];
+        float *y[3];
+        int ld[3];
+        w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
+        y[0] = c->q, y[1] = c->k, y[2] = c->v;
+        ld[0] = m->q_dim, ld[1] = ld[2] = m->kv_dim;
+        infer__product_init(&p[INFER__P_QKV], 3, w, y, ld);
+        infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
+        if (L->ffn_router) { /* experts: the router, then gate/up and down per expert */
+            infer__product_init(&p[INFER__P_ROUTER], 1, &L->ffn_router, &c->route.logits, &m->n_expert);
+            w[0] = L->gate_exps, w[1] = L->up_exps;
+            y[0] = c->hb, y[1] = c->hb2;
+            ld[0] = ld[1] = m->expert_ffn;
+            infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
+            infer__product_init(&p[INFER__P_DOWN], 1, &L->down_exps, &c->moe_out, &m->dim);
+            p[INFER__P_GATE_UP].expert_rows = m->expert_ffn;
+            p[INFER__P_DOWN].expert_rows = m->dim;
+        } else {
+            w[0] = L->w_gate, w[1] = L->w_up;
+            y[0] = c->hb, y[1] = c->hb2;
+            ld[0] = ld[1] = m->ffn_dim;
+            infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
+            infer__product_init(&p[INFER__P_DOWN], 1, &L->w_down, &c->xb, &m->dim);
+        }
+    }
+    /* the output's rows go straight to the caller's logits (set per pass) */
+    infer__product_init(&c->plan[n_steps - 1], 1, &m->output, &c->logits, &m->n_vocab);
+    for (l = 0; l < n_steps; l++) infer__product_use_packed(c, &c->plan[l]);
+    return 1;
+}
+
+/* The RoPE factors this context uses: LongRoPE's long ones when the
+   context is longer than the model's original one (as llama.cpp picks). */
+static void infer__context_rope_freqs(infer_context *c) {
+    const infer_model *m = c->model;
+    int r;
+    for (r = 0; r < m->n_ropes; r++) {
+        const infer__rope *rp = &m->ropes[r];
+        c->rope_freqs[r] = rp->freqs_long && c->n_ctx > rp->n_ctx_orig ? rp->freqs_long : rp->freqs;
+    }
+}
+
+INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_params *params, infer_error *err) {
+    infer_context_params defaults = infer_context_default_params();
+    infer_context *c;
+    infer_type kv_type;
+    int ok = 1, widest, pairs, moe = 0, l;
+    if (!m || !m->n_layers) {
+        infer__set_error(err, INFER_ERR_ARG, "a context needs a model with weights (not vocab-only)");
+        return NULL;
+    }
+    if (!params) params = &defaults;
+    if (params->n_ctx < 0 || params->n_batch < 0 || params->n_threads < 0 || params->n_threads > 512 ||
+        params->n_seq < 0 || params->n_seq > 4096 || params->n_keep < 0 ||
+        (params->full_policy != INFER_FULL_STOP && params->full_policy != INFER_FULL_SHIFT)) {
+        infer__set_error(err, INFER_ERR_ARG, "context parameters out of range");
+        return NULL;
+    }
+    kv_type = params->kv_type == INFER_TYPE_F32 ? INFER_TYPE_F16 : params->kv_type;
+    c = (infer_context *)infer__calloc(1, sizeof *c);
+    if (!c) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    c->model = m;
+    c->kern = m->cpu->kern; /* the kernels the model's weights were packed for */
+    c->n_ctx = params->n_ctx ? params->n_ctx : INFER__MIN(m->n_ctx_train, 4096);
+    c->n_seq = params->n_seq ? params->n_seq : 1;
+    c->n_batch = params->n_batch ? params->n_batch : 512;
+    c->n_batch = INFER__MIN(c->n_batch, c->n_ctx * c->n_seq);
+    c->full_policy = params->full_policy;
+    c->n_keep = INFER__MIN(params->n_keep, c->n_ctx / 2); /* shifting must free something */
+    c->seqs = (infer__seq *)infer__calloc((size_t)c->n_seq, sizeof(infer__seq));
+    if (!c->seqs) {
+        INFER_FREE(c);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (l = 0; l < c->n_seq; l++) c->seqs[l].logit_row = -1;
+    infer__context_rope_freqs(c);
+    {
+        /* a context that shifts keeps every position of a sliding window's
+           layer too: moving positions down needs the ones a ring drops */
+        int ring_batch = c->full_policy == INFER_FULL_SHIFT ? c->n_ctx : INFER__MIN(c->n_batch, c->n_ctx);
+        if (!infer__kv_init(&c->kv, kv_type, m, m->gpu, c->n_ctx, ring_batch, c->n_seq, err)) {
+            infer_context_free(c);
+            return NULL;
+        }
+        c->bytes += infer__kv_bytes(&c->kv);
+    }
+    if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache */
+        infer_context_free(c);
+        return NULL;
+    }
+    c->pool = infer__pool_new(params->n_threads ? params->n_threads : 1);
+    if (!c->pool) ok = 0;
+    c->n_threads = c->pool ? infer__pool_size(c->pool) : 1;
+    for (l = 0; l < m->n_layers; l++) moe |= m->layers[l].ffn_router != NULL;
+    /* prompts summed otherwise than llama.cpp sums them move logits by a
+       fraction of a percent; routing (experts), soft-capped attention and
+       scaled embeddings turn that into several (measured: synth gemma2 4%,
+       Gemma 3 270M 7%), so such models take llama.cpp's order by default */
+    if (!c->gpu &&
+        (params->match_llama > 0 || (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0)))) {
+        int t;
+        c->match_llama = 1;
+        for (t = 0; t < INFER_TYPE_COUNT; t++)
+            if (c->kern.gemm_packed_ordered[t]) c->kern.gemm_packed[t] = c->kern.gemm_packed_ordered[t];
+        /* F16 everywhere as one 16-lane dot: packed where that kernel exists */
+        c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_ordered[INFER_TYPE_F16];
+        c->kern.gemm[INFER_TYPE_F16] = NULL;
+        c->kern.vec_dot[INFER_TYPE_F16] = c->kern.f16_dot_ordered;
+    }
+    /* the batch's bookkeeping and RoPE angles, which both passes read */
+    c->pos = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->sel = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->seq_of = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
+    c->groups = (infer__group *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(infer__group), &ok);
+    c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
+    if (c->gpu) { /* the rest is the CPU pass's scratch */
+        if (!ok) {
+            infer_context_free(c);
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a context of %d tokens", params->n_ctx);
+            return NULL;
+        }
+        return c;
+    }
+    pairs = moe ? c->n_batch * m->n_expert_used : 0;
+    widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
+    c->xq_rows = INFER__MAX(c->n_batch, pairs);
+    c->x = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
+    c->xb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
+    c->q = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    c->k = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
+    c->v = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
+    c->att = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    c->hb = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
+                                      sizeof(float), &ok);
+    c->hb2 = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
+                                       sizeof(float), &ok);
+    if (moe) {
+        c->moe_out = (float *)infer__ctx_alloc(c, (size_t)pairs * m->dim, sizeof(float), &ok);
+        c->route.expert = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
+        c->route.weight = (float *)infer__ctx_alloc(c, (size_t)pairs, sizeof(float), &ok);
+        c->route.pair_of = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
+        c->route.pair_token = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
+        c->route.start = (int *)infer__ctx_alloc(c, (size_t)m->n_expert + 1, sizeof(int), &ok);
+        c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
+    }
+    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
+    c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
+    /* F16 (2 bytes a value) is the widest converted form */
+    c->xq_row_max = (size_t)widest * sizeof(uint16_t);
+    c->xq = infer__ctx_alloc(c, (size_t)c->xq_rows * INFER__MAX_FUSED, c->xq_row_max, &ok);
+    if (ok && !infer__plan(c)) ok = 0;
+    if (!ok) {
+        infer_context_free(c);
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a context of %d tokens", params->n_ctx);
+        return NULL;
+    }
+    return c;
+}
+
+INFERDEF void infer_context_free(infer_context *c) {
+    int l;
+    if (!c) return;
+    infer__context_detach(c);
+    infer__pool_free(c->pool);
+    infer__kv_free(&c->kv);
+    INFER_FREE(c->x);
+    INFER_FREE(c->xb);
+    INFER_FREE(c->q);
+    INFER_FREE(c->k);
+    INFER_FREE(c->v);
+    INFER_FREE(c->att);
+    INFER_FREE(c->hb);
+    INFER_FREE(c->hb2);
+    INFER_FREE(c->moe_out);
+    INFER_FREE(c->route.expert);
+    INFER_FREE(c->route.weight);
+    INFER_FREE(c->route.pair_of);
+    INFER_FREE(c->route.pair_token);
+    INFER_FREE(c->route.start);
+    INFER_FREE(c->route.logits);
+    INFER_FREE(c->rope);
+    INFER_FREE(c->attn_scratch);
+    INFER_FREE(c->xq);
+    INFER_FREE(c->plan);
+    INFER_FREE(c->pos);
+    INFER_FREE(c->sel);
+    INFER_FREE(c->seq_of);
+    INFER_FREE(c->groups);
+    INFER_FREE(c->logits);
+    stbds_arrfree(c->row_of);
+    stbds_arrfree(c->order);
+    stbds_arrfree(c->btok);
+    stbds_arrfree(c->flags);
+    for (l = 0; c->seqs && l < c->n_seq; l++) stbds_arrfree(c->seqs[l].tokens);
+    INFER_FREE(c->seqs);
+    stbds_arrfree(c->prompt_tokens);
+    stbds_arrfree(c->gen_tokens);
+    INFER_FREE(c);
+}
+
+INFERDEF int infer_context_n_ctx(const infer_context *c) { return c->n_ctx; }
+INFERDEF const char *infer_context_isa(const infer_context *c) { return infer__isa_name(c->kern.isa); }
+INFERDEF int infer_context_n_seq(const infer_context *c) { return c->n_seq; }
+INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void *user) {
+    c->abort_fn = fn;
+    c->abort_user = user;
+}
+static int infer__aborted(const infer_context *c) {
+    return (c->abort_fn && c->abort_fn(c->abort_user)) || (c->sched && infer__sched_should_stop(c->sched));
+}

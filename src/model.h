@@ -1,0 +1,97 @@
+/* model.h - the model description: what model.c (with arch.c's rows)
+   makes of a GGUF file, and what both forward passes read, forward.c on
+   the CPU and infer_cuda.cu on a GPU. One description covers every
+   architecture: per-layer choices (head sizes, RoPE, sliding window) and
+   model-wide features (biases, extra norms, activation, scales,
+   soft-caps, experts) are data here, and each pass reads them; neither
+   asks which family a model is.
+
+   Visible with INFER_IMPLEMENTATION and also, alone, with
+   INFER_BACKEND_INTERFACE (how infer_cuda.cu includes infer.h). */
+#if (defined(INFER_IMPLEMENTATION) || defined(INFER_BACKEND_INTERFACE)) && !defined(INFER_MODEL_H_INCLUDED)
+#define INFER_MODEL_H_INCLUDED
+#include "infer_api.h"
+
+/* A tensor of the file (or a view of one): data points at its GGUF bytes
+   in host memory, rows of ne[0] values. */
+typedef struct infer__tensor {
+    char *name;
+    infer_type type;
+    int n_dims;
+    int64_t ne[4];
+    uint64_t offset;
+    size_t nbytes;
+    const void *data;       /* NULL in a vocab-only file */
+} infer__tensor;
+
+/* RoPE as one layer applies it (ggml's rope with YaRN and frequency
+   factors: theta_i = pos * base^(-2i/n_rot) / freqs[i], then scaled). */
+typedef struct infer__rope {
+    int n_rot;          /* rotated values per head (the first n_rot) */
+    int neox;           /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
+    float base;
+    float freq_scale;   /* 1 / the linear or YaRN factor */
+    float ext_factor;   /* YaRN's extrapolation mix (0: none) */
+    float attn_factor;  /* scales cos and sin (LongRoPE's, YaRN's magnitude) */
+    float beta_fast, beta_slow;
+    int n_ctx_orig;     /* YaRN's original context */
+    const float *freqs; /* n_rot/2 divisors of the angles, or NULL */
+    const float *freqs_long; /* LongRoPE: the divisors for contexts beyond n_ctx_orig, or NULL */
+} infer__rope;
+#define INFER__MAX_ROPES 2 /* distinct RoPEs in one model (sliding vs global layers) */
+
+typedef struct infer__layer {
+    /* attention; bq, bk, bv, bo, q_norm, k_norm and post_attn_norm may be NULL */
+    const infer__tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *post_attn_norm;
+    /* feed-forward: dense (w_gate, w_up, w_down) or experts (router and the
+       three stacked expert tensors); post_ffn_norm may be NULL */
+    const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    const infer__tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
+    int window; /* keys a query sees (sliding window), 0: all of them */
+    int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
+} infer__layer;
+
+typedef enum infer__act { INFER__ACT_SILU, INFER__ACT_GELU } infer__act;
+typedef enum infer__gating {
+    INFER__GATING_SOFTMAX,     /* softmax over all experts, then the top k */
+    INFER__GATING_SOFTMAX_TOPK /* the top k logits, then softmax over those */
+} infer__gating;
+
+struct infer_model {
+    infer_gguf *gguf;
+    struct infer_vocab *vocab;
+    char arch[32];
+    int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
+    int q_dim, kv_dim;  /* n_heads * head_dim, n_kv_heads * head_dim */
+    int n_ctx_train, rope_dim;
+    float rope_base, norm_eps;
+    /* features, as data */
+    infer__act act;      /* of the gated feed-forward */
+    float embd_scale;    /* embeddings times this (gemma: sqrt(dim)), 0: no */
+    float attn_scale;    /* on the scores, or on q when attn_scale_q */
+    int attn_scale_q;    /* q is scaled before q.K (and rounded so) */
+    float attn_softcap;  /* scores become c * tanh(s / c), 0: no */
+    float final_softcap; /* logits likewise */
+    int n_expert, n_expert_used, expert_ffn;
+    infer__gating gating;
+    int expert_norm;     /* the chosen experts' weights renormalised to sum 1 */
+    int n_swa;           /* the sliding window of the layers that have one, 0: none */
+    infer__rope ropes[INFER__MAX_ROPES];
+    int n_ropes;
+    const infer__tensor *tok_embd, *output_norm, *output; /* output may be tok_embd (tied) */
+    const float *rope_freqs; /* the global layers' RoPE factors, or NULL */
+    infer__layer *layers;
+    infer__tensor *views; /* pieces of fused tensors (phi3's attn_qkv, gate+up) */
+    int n_views;
+    float *gelu_table;   /* GELU of every F16 value (llama.cpp's table), for GELU models */
+    unsigned char *bound; /* during load: which file tensors the model uses */
+    double load_ms;
+    infer_device device;  /* where the forward pass runs: CPU or CUDA (gpu.c) */
+    void *gpu;            /* the weights on the GPU (infer_cuda.cu), or NULL */
+    char *device_note;    /* why auto chose the CPU, joined to the vocab's warning */
+    /* weights.c: this CPU's kernels and the weights they repack, made
+       once and shared by every context (internal.h) */
+    struct infer__cpu_weights *cpu;
+};
+
+#endif /* INFER_MODEL_H_INCLUDED */
