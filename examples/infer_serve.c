@@ -1090,7 +1090,7 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls, 
 static const char *serve_usage =
     "usage: infer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX per sequence]\n"
     "                   [-t THREADS] [--api-key KEY] [--alias NAME] [--queue N] [--max-body BYTES]\n"
-    "                   [--kv-type f16|q8_0]\n"
+    "                   [--kv-type f16|q8_0] [--device cpu|cuda|auto]\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
     "  GET /v1/models, /health. --parallel N replies decode together (default 4); --queue N more\n"
     "  wait for a sequence (default 16), beyond that 503. --port 0 picks a free port (printed).\n"
@@ -1137,6 +1137,8 @@ int infer_cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "-t")) ok = cli_int(v, &s.n_threads) && s.n_threads >= 1 && s.n_threads <= 512;
         else if (!strcmp(a, "--kv-type")) {
             if (!cli_kv_type(v, &cp.kv_type)) return 1;
+        } else if (!strcmp(a, "--device")) {
+            if (!cli_device(v, &mp.device)) return 1;
         } else if (!strcmp(a, "--max-body")) {
             int mb = 0;
             ok = cli_int(v, &mb) && mb >= 1024;

@@ -18,7 +18,7 @@
    character's tokens per second.
 
      npc [-m MODEL] [--frames 1000] [--budget 4 | --workers 1] [--work 2]
-         [-t THREADS] [-c CTX] [--seed S] [--quiet]
+         [-t THREADS] [-c CTX] [--seed S] [--device cpu|cuda|auto] [--quiet]
 */
 #define _XOPEN_SOURCE 700 /* nanosleep, clock_gettime */
 #include <stdio.h>
@@ -74,6 +74,7 @@ typedef struct opts {
     int frames, workers, threads, n_ctx, quiet;
     double budget, work;
     unsigned long long seed;
+    infer_device device; /* auto unless --device */
 } opts;
 
 static double now_ms(void) {
@@ -160,6 +161,7 @@ static int parse(int argc, char **argv, opts *o) {
     o->threads = 2;
     o->n_ctx = 1024;
     o->seed = 1;
+    o->device = INFER_DEVICE_AUTO;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
@@ -180,6 +182,14 @@ static int parse(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "-t")) o->threads = (int)strtol(v, &end, 10);
         else if (!strcmp(a, "-c")) o->n_ctx = (int)strtol(v, &end, 10);
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, &end, 10);
+        else if (!strcmp(a, "--device")) {
+            int d = infer_device_from_name(v);
+            if (d < 0) {
+                fprintf(stderr, "npc: bad value '%s' for --device (cpu, cuda or auto)\n", v);
+                return 0;
+            }
+            o->device = (infer_device)d, end = (char *)v + strlen(v);
+        }
         else {
             fprintf(stderr, "npc: unknown option %s\n", a);
             return 0;
@@ -199,13 +209,15 @@ int main(int argc, char **argv) {
     infer_model *m;
     infer_context *c;
     infer_context_params cp = infer_context_default_params();
+    infer_model_params mp = infer_model_default_params();
     infer_worker *w = NULL;
     infer_chat_template tmpl;
     npc npcs[N_NPC];
     double *lib, t_run, total_lib = 0;
     int f, i, late = 0, rc = 0;
     if (!parse(argc, argv, &o)) return 1;
-    m = infer_model_load(o.model, NULL, &err);
+    mp.device = o.device;
+    m = infer_model_load(o.model, &mp, &err);
     if (!m) {
         fprintf(stderr, "npc: %s\n", err.msg);
         return 1;

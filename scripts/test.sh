@@ -71,25 +71,44 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
 cmake --build build-fuzz -j$jobs --target fuzz
 (cd build-fuzz && UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs -R '^fuzz_')
 # The CUDA variant (-DINFER_CUDA=ON), wherever nvcc is (CI has it but no
-# GPU): built, so it cannot rot, and the CPU tests run with it.
-# INFER_DEVICE=cpu stands in for auto, which would otherwise say on every
-# run that there is no GPU; test_cuda checks device selection itself and,
-# given a GPU, the GPU against the CPU. Left out here, as they test nothing
-# this build changes: neon_qemu (the NEON kernels under qemu), the
-# reference tests forced to each instruction set and thread count,
-# compile_check (infer.h alone, INFER_CUDA included, whatever the build),
-# the server's load test, valgrind (the CPU build's ran it) and alloc_fail
-# (its own CPU-only copy of the implementation).
+# GPU): built, so it cannot rot (nvcc with every warning an error), and
+# what differs in it tested: cuda_build_check (no warning for sm_80 and
+# sm_90, no register spills in the hot kernels, tensor cores or cuBLAS on
+# the prompt path: ptxas and the object, no GPU needed), test_cuda's device
+# selection and the CLI's --device (its GPU comparisons and gpu_apps skip,
+# saying so, without a GPU; on a lent GPU `ctest -R 'cuda|gpu'` runs them
+# all, test_gpu_reference included). The CPU's tests ran in the optimised
+# build and the emulated GPU's below, so they are not built again here.
 nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
 if [ -n "$nvcc" ]; then
     cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DINFER_CUDA=ON -DINFER_BUILD_TESTS=ON -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
-    cmake --build build-cuda -j$jobs
+    cmake --build build-cuda -j$jobs --target infer_cli npc test_cuda test_cuda_formats
     (cd build-cuda && INFER_DEVICE=cpu ctest --no-tests=error --output-on-failure -j$jobs \
-        -E '^(neon_qemu|test_reference_.+|compile_check|server_load|valgrind_cli|alloc_fail)$')
+        -R '^(test_cuda|test_cuda_formats|gpu_apps|cuda_build_check)$')
 else
     echo "test.sh: no nvcc (PATH, /usr/local/cuda/bin): the CUDA build (-DINFER_CUDA=ON) is not checked"
 fi
+# The whole suite once more with the GPU as the default device, the GPU
+# being infer_cuda.cu compiled for the CPU over tests/cuda_emu.h
+# (-DINFER_GPU_EMULATOR=ON: the library itself has the emulated GPU, so the
+# CLI, infer serve and npc too; INFER_DEVICE=cuda makes auto the GPU).
+# llama.cpp's references pass here on the GPU (test_reference), and
+# gpu_apps runs infer serve --device cuda --parallel 4 and npc --device
+# cuda. Left out, each for its reason: neon_qemu (its own aarch64 binaries
+# of the CPU pass under qemu), alloc_fail (its own CPU-only copy of the
+# implementation, with counting allocators), compile_check,
+# standalone_sources and install_package (compilers only, no model runs),
+# test_reference_<isa>/_threads_<n> (the CPU pass forced to an instruction
+# set or thread count: on the GPU each is test_reference again) and
+# test_gpu_reference (test_reference with auto, the same here),
+# valgrind_cli (valgrind does not follow the emulator's fibers, which
+# switch stacks) and server_load (30 s of timings, meaningless on an
+# emulated GPU; the server's own test runs).
+cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DINFER_GPU_EMULATOR=ON -DINFER_BUILD_TESTS=ON >/dev/null
+cmake --build build-emu -j$jobs
+(cd build-emu && INFER_DEVICE=cuda ctest --no-tests=error --output-on-failure -j$jobs \
+    -E '^(neon_qemu|alloc_fail|compile_check|standalone_sources|install_package|test_reference_.+|test_gpu_reference|valgrind_cli|server_load)$')
 # Every skip, named and counted; a test that skipped for want of ../shared
 # while ../shared is here fails the run.
-python3 scripts/skips.py ../shared optimised=build asan=build-asan tsan=build-tsan fuzz=build-fuzz cuda=build-cuda
+python3 scripts/skips.py ../shared optimised=build asan=build-asan tsan=build-tsan fuzz=build-fuzz cuda=build-cuda emulated-gpu=build-emu
