@@ -4,8 +4,11 @@
    to first token, load time, peak RSS, model bytes and the memory bandwidth
    generation achieves (model bytes read per token x tokens/s), and where
    it ran (--device cpu|cuda|auto: the device column; a GPU's name below
-   the table). --parallel N generates N sequences together, one token of
-   each per forward pass: the generation figure is then their aggregate.
+   the table). On a GPU, generation's GB/s are also given as a share of
+   the bandwidth a copy kernel reaches there (infer_model_device_bandwidth;
+   "-" on the CPU, whose ceiling bench/report.py measures instead).
+   --parallel N generates N sequences together, one token of each per
+   forward pass: the generation figure is then their aggregate.
    -d N (llama-bench's depth) measures both with N tokens already in the
    context (decoded first, untimed), where attention costs more. */
 #define _XOPEN_SOURCE 700 /* clock_gettime */
@@ -171,7 +174,7 @@ int infer_cmd_bench(int argc, char **argv) {
     bench_result res[2];
     const char *dev;
     infer_token *toks;
-    double warm, load_ms, gbs;
+    double warm, load_ms, gbs, dev_gbs;
     int n_tests = 0, t, r, nv, n_tok;
     size_t model_bytes, peak;
     if (!parse_args(argc, argv, &o)) return 1;
@@ -226,17 +229,22 @@ int infer_cmd_bench(int argc, char **argv) {
         n_tests++;
     }
     peak = infer_context_metrics(c).peak_rss_bytes;
+    dev_gbs = infer_model_device_bandwidth(m); /* measured after the runs, never during them; 0 on the CPU */
 
     if (!strcmp(o.output, "json")) printf("[\n");
     else if (!strcmp(o.output, "csv"))
-        printf("model_filename,model_size,n_threads,isa,device,n_prompt,n_gen,n_depth,n_parallel,avg_ts,stddev_ts,ttft_ms,load_ms,peak_rss,gen_gbs\n");
+        printf("model_filename,model_size,n_threads,isa,device,n_prompt,n_gen,n_depth,n_parallel,avg_ts,stddev_ts,ttft_ms,"
+               "load_ms,peak_rss,gen_gbs,device_gbs,gen_bw_share\n");
     else {
-        printf("| model | size | threads | isa | device | test | t/s |\n");
-        printf("| --- | ---: | ---: | --- | --- | ---: | ---: |\n");
+        printf("| model | size | threads | isa | device | test | t/s | GB/s | of bandwidth |\n");
+        printf("| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |\n");
     }
     for (t = 0; t < n_tests; t++) {
         bench_result *br = &res[t];
+        char share[32] = "-", gbs_text[32] = "-";
         gbs = br->n_gen ? br->avg / o.parallel * (double)model_bytes / 1e9 : 0; /* a pass reads the weights once */
+        if (br->n_gen) snprintf(gbs_text, sizeof gbs_text, "%.2f", gbs);
+        if (br->n_gen && dev_gbs > 0) snprintf(share, sizeof share, "%.6f", gbs / dev_gbs);
         if (!strcmp(o.output, "json")) {
             printf("  {\"model_filename\": \"%s\", \"model_size\": %zu, \"n_threads\": %d, \"isa\": \"%s\", "
                    "\"device\": \"%s\", \"device_name\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, "
@@ -244,20 +252,26 @@ int infer_cmd_bench(int argc, char **argv) {
                    o.model, model_bytes, o.threads, infer_context_isa(c), dev, infer_model_device_name(m),
                    br->n_prompt, br->n_gen, o.depth, br->n_gen ? o.parallel : 1, br->avg, br->stddev);
             for (r = 0; r < o.reps; r++) printf(r ? ", %.6f" : "%.6f", br->samples[r]);
-            printf("], \"ttft_ms\": %.3f, \"load_ms\": %.3f, \"peak_rss_bytes\": %zu, \"gen_gbs\": %.3f}%s\n",
-                   br->ttft_ms, load_ms, peak, gbs, t + 1 < n_tests ? "," : "");
+            /* device_gbs: the copy kernel's GB/s (0 on the CPU); gen_bw_share: gen_gbs / device_gbs, null
+               for a prompt row or where there is no device figure */
+            printf("], \"ttft_ms\": %.3f, \"load_ms\": %.3f, \"peak_rss_bytes\": %zu, \"gen_gbs\": %.3f, "
+                   "\"device_gbs\": %.3f, \"gen_bw_share\": %s}%s\n",
+                   br->ttft_ms, load_ms, peak, gbs, dev_gbs, strcmp(share, "-") ? share : "null",
+                   t + 1 < n_tests ? "," : "");
         } else if (!strcmp(o.output, "csv")) {
-            printf("%s,%zu,%d,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%zu,%.3f\n", o.model, model_bytes, o.threads,
-                   infer_context_isa(c), dev, br->n_prompt, br->n_gen, o.depth, br->n_gen ? o.parallel : 1, br->avg,
-                   br->stddev, br->ttft_ms, load_ms, peak, gbs);
+            printf("%s,%zu,%d,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.3f,%.3f,%zu,%.3f,%.3f,%s\n", o.model, model_bytes,
+                   o.threads, infer_context_isa(c), dev, br->n_prompt, br->n_gen, o.depth, br->n_gen ? o.parallel : 1,
+                   br->avg, br->stddev, br->ttft_ms, load_ms, peak, gbs, dev_gbs, strcmp(share, "-") ? share : "");
         } else {
             char test[32];
             if (br->n_prompt) snprintf(test, sizeof test, "pp%d", br->n_prompt);
             else if (o.parallel > 1) snprintf(test, sizeof test, "tg%d x%d", br->n_gen, o.parallel);
             else snprintf(test, sizeof test, "tg%d", br->n_gen);
             if (o.depth) snprintf(test + strlen(test), sizeof test - strlen(test), " @ d%d", o.depth);
-            printf("| %s | %.1f MiB | %d | %s | %s | %s | %.2f ± %.2f |\n", base_name(o.model),
-                   model_bytes / 1048576.0, o.threads, infer_context_isa(c), dev, test, br->avg, br->stddev);
+            if (strcmp(share, "-")) snprintf(share, sizeof share, "%.1f%%", 100 * gbs / dev_gbs);
+            printf("| %s | %.1f MiB | %d | %s | %s | %s | %.2f ± %.2f | %s | %s |\n", base_name(o.model),
+                   model_bytes / 1048576.0, o.threads, infer_context_isa(c), dev, test, br->avg, br->stddev, gbs_text,
+                   share);
         }
     }
     if (!strcmp(o.output, "json")) printf("]\n");
@@ -267,6 +281,7 @@ int infer_cmd_bench(int argc, char **argv) {
             if (res[t].n_prompt) printf(", time to first token (pp%d) %.2f ms", res[t].n_prompt, res[t].ttft_ms);
             if (res[t].n_gen) printf(", generation reads %.2f GB/s", res[t].avg / o.parallel * (double)model_bytes / 1e9);
         }
+        if (dev_gbs > 0) printf(", a copy kernel reaches %.1f GB/s on this GPU", dev_gbs);
         printf("\n");
     }
     for (t = 0; t < n_tests; t++) free(res[t].samples);
