@@ -79,6 +79,7 @@ class Row:
     load_ms: float = None
     rss_bytes: int = None
     series: str = ""   # the legend entry it is drawn under (set later)
+    device_gbs: float = 0.0  # infer bench on a GPU: the copy kernel's GB/s there (its ceiling)
 
     @property
     def test(self):
@@ -122,6 +123,7 @@ REQUIRED_KEYS = {"model_filename": str, "n_threads": int, "n_prompt": int, "n_ge
                  "avg_ts": float, "stddev_ts": float}
 OPTIONAL_KEYS = {"model_size": int, "n_depth": int, "n_parallel": int, "gen_gbs": float,
                  "ttft_ms": float, "load_ms": float, "peak_rss_bytes": int, "samples_ts": list,
+                 "device_gbs": float, "gen_bw_share": (float, type(None)),
                  "device": str, "device_name": str, "isa": str, "model_type": str,
                  "backends": str, "gpu_info": str, "n_gpu_layers": int}
 # Keys only llama-bench writes: infer's inputs holding them were put in the wrong place.
@@ -240,7 +242,8 @@ def load_rows(path, label, tool, peer_name, allow_llama_bench):
             threads=int(raw["n_threads"]), device=describe_device(raw), isa=raw.get("isa", ""),
             n_prompt=n_prompt, n_gen=n_gen, n_depth=int(raw.get("n_depth", 0)), n_parallel=n_parallel,
             avg=avg, std=float(raw["stddev_ts"]), samples=samples, gen_gbs=gen_gbs,
-            ttft_ms=raw.get("ttft_ms"), load_ms=raw.get("load_ms"), rss_bytes=raw.get("peak_rss_bytes")))
+            ttft_ms=raw.get("ttft_ms"), load_ms=raw.get("load_ms"), rss_bytes=raw.get("peak_rss_bytes"),
+            device_gbs=float(raw.get("device_gbs") or 0.0)))
     return rows
 
 
@@ -546,9 +549,14 @@ def plot_bandwidth(plt, rows, ceilings, palette, peer_name):
                      f"(on {html.escape(socket.gethostname())}): reading a {size >> 20} MiB array with numpy, "
                      f"{html.escape(how)}, the best of {repeats} tries (and of two ways). It is not necessarily "
                      "what the machine gave when the benchmarks ran; give a known figure with --bandwidth GBPS.")
-    else:
+    elif ceilings:
         given = ", ".join(f"{'every device' if k == '*' else k}: {v:g} GB/s" for k, v in ceilings.items())
         notes.append(f"Ceiling given with --bandwidth ({html.escape(given)}).")
+    for r in gen:  # a GPU's ceiling: what infer bench's copy kernel measured there, unless given
+        if r.device_kind != "cpu" and r.device_gbs > 0 and r.device_kind not in ceilings and "*" not in ceilings:
+            ceilings[r.device_kind] = r.device_gbs
+            notes.append(f"The {html.escape(r.device_kind)} ceiling, {r.device_gbs:.1f} GB/s, is what infer bench's "
+                         "copy kernel measured on that device.")
     drawn = [r for r in gen if ceilings.get(r.device_kind, ceilings.get("*"))]
     missing = sorted({r.device_kind for r in gen} - {r.device_kind for r in drawn})
     if missing:

@@ -1000,6 +1000,8 @@ static mhd_result serve_health(server *s, struct MHD_Connection *con) {
     cJSON_AddNumberToObject(o, "slots_processing", busy);
     cJSON_AddNumberToObject(o, "requests_waiting", s->n_waiting);
     cJSON_AddNumberToObject(o, "requests_served", s->n_served);
+    cJSON_AddStringToObject(o, "device", infer_device_name(infer_model_device(s->model)));
+    cJSON_AddStringToObject(o, "device_name", infer_model_device_name(s->model));
     pthread_mutex_unlock(&s->mu);
     return send_json(con, 200, o);
 }

@@ -939,7 +939,10 @@ struct cudaDeviceProp {
 enum { EMU_COUNT_KERNELS, EMU_COUNT_GRAPHS, EMU_COUNT_GRAPH_KERNELS, EMU_COUNT_CUBLAS, EMU_COUNT_MEMCPYS };
 static long long emu_counts[5];
 static int emu_in_graph;  /* a graph launch is running its work */
-static int emu_capturing; /* streams capturing in a mode that forbids synchronous calls */
+/* streams capturing in a mode that forbids synchronous calls: Global
+   mode in any thread, ThreadLocal mode in the thread that captures */
+static int emu_capturing;
+static thread_local int emu_capturing_here;
 extern "C" void infer_cuda_emu_counts(long long out[5]);
 extern "C" void infer_cuda_emu_reset_counts(void);
 
@@ -960,7 +963,7 @@ static std::map<void *, emu_alloc> emu_allocs;
 static size_t emu_allocated;
 
 static inline void emu_no_capture(const char *what) {
-    if (emu_capturing) {
+    if (emu_capturing || emu_capturing_here) {
         fprintf(stderr, "cuda_emu: %s while a stream captures a graph (CUDA refuses it during capture)\n", what);
         abort();
     }
@@ -1164,7 +1167,8 @@ static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
 }
 static inline cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
 static inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    if (s && s->capturing && s->mode != cudaStreamCaptureModeRelaxed) emu_capturing--;
+    if (s && s->capturing && s->mode == cudaStreamCaptureModeGlobal) emu_capturing--;
+    if (s && s->capturing && s->mode == cudaStreamCaptureModeThreadLocal) emu_capturing_here--;
     delete s;
     return cudaSuccess;
 }
@@ -1177,7 +1181,8 @@ static inline cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptu
     s->capturing = 1;
     s->mode = mode;
     s->ops.clear();
-    if (mode != cudaStreamCaptureModeRelaxed) emu_capturing++;
+    if (mode == cudaStreamCaptureModeGlobal) emu_capturing++;
+    if (mode == cudaStreamCaptureModeThreadLocal) emu_capturing_here++;
     return cudaSuccess;
 }
 static inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
@@ -1185,7 +1190,8 @@ static inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
     *g = new emu_graph();
     (*g)->ops.swap(s->ops);
     s->capturing = 0;
-    if (s->mode != cudaStreamCaptureModeRelaxed) emu_capturing--;
+    if (s->mode == cudaStreamCaptureModeGlobal) emu_capturing--;
+    if (s->mode == cudaStreamCaptureModeThreadLocal) emu_capturing_here--;
     return cudaSuccess;
 }
 static inline cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *st) {

@@ -131,8 +131,9 @@ def main():
         fail("/health on the GPU: %d" % code)
     got = four_at_once(gpu)
     gpu.stop()
-    if "cuda" not in json.dumps(health).lower() and "gpu" not in json.dumps(health).lower():
-        print("note: /health does not name the device: %s" % json.dumps(health))
+    if health.get("device") != "cuda":
+        fail("/health on the GPU server says device %r: %s" % (health.get("device"), json.dumps(health)))
+    print("ok   /health: device %s (%s)" % (health["device"], health.get("device_name")))
     for p, (cw, tw), (cg, tg) in zip(PROMPTS, want, got):
         if cw != 200 or cg != 200:
             fail("%r: status %d on the CPU, %d on the GPU (%s)" % (p, cw, cg, tg))

@@ -12,7 +12,8 @@ python=$1 infer=$2 src=$3 model=$4
     { echo "report_check: FAILED: $python lacks matplotlib or numpy (sh scripts/deps.sh installs them)"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-bench() { "$infer" bench -m "$model" -p 16 -n 8 -r 2 -t 2 -o json "$@"; }
+# on the CPU, whatever the build's default device: the page's CPU ceiling is checked below
+bench() { "$infer" bench -m "$model" -p 16 -n 8 -r 2 -t 2 -o json --device cpu "$@"; }
 bench -d 0 >"$tmp/depth0.json"
 bench -d 16 >"$tmp/depth16.json"
 bench -d 0 >"$tmp/again.json"
