@@ -510,6 +510,35 @@ template <> __device__ __forceinline__ void store_act<unsigned short>(unsigned s
     *y = (unsigned short)(__float_as_uint(v) >> 16);
 }
 
+/* Q8_0's and Q8_1's multiplier of a block whose largest magnitude is amax
+   (Q8_0's as the CPU's kernels: 127 / amax, rounded to nearest even;
+   Q8_1's as quants.c: 1 / d, rounded half away). */
+template <int A> __device__ __forceinline__ float q8_inverse(float amax) {
+    float d = amax / 127.0f, id = A == ACT_Q8_0 ? (amax != 0.0f ? 127.0f / amax : 0.0f) : (d != 0.0f ? 1.0f / d : 0.0f);
+    return isinf(id) ? 0.0f : id;
+}
+template <int A> __device__ __forceinline__ float q8_round(float v) { return A == ACT_Q8_0 ? nearbyintf(v) : roundf(v); }
+
+/* Q8_K's scale comes from the value of largest magnitude among 256 (8 a
+   lane, values base + 32k + lane; the first of equals): that value, in
+   every lane. */
+__device__ __forceinline__ float q8k_extreme(const float *x, int base, int lane) {
+    float amax = 0.0f, mx = 0.0f;
+    int at = 1 << 30;
+    for (int k = 0; k < 8; k++) {
+        int i = base + 32 * k + lane;
+        float ax = fabsf(x[i]);
+        if (ax > amax) amax = ax, mx = x[i], at = i;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        float a2 = __shfl_xor_sync(FULL_MASK, amax, o), m2 = __shfl_xor_sync(FULL_MASK, mx, o);
+        int at2 = __shfl_xor_sync(FULL_MASK, at, o);
+        if (a2 > amax || (a2 == amax && at2 < at)) amax = a2, mx = m2, at = at2;
+    }
+    return mx;
+}
+
 template <int A, typename O> __device__ void quant_act_row(const float *__restrict__ x, int n, O *__restrict__ y) {
     int lane = threadIdx.x % 32;
     if (A == ACT_F32 || A == ACT_F16 || A == ACT_BF16) {
@@ -522,28 +551,12 @@ template <int A, typename O> __device__ void quant_act_row(const float *__restri
         }
     } else if (A == ACT_Q8_0 || A == ACT_Q8_1) {
         int i = 32 * blockIdx.x + lane;
-        float v = x[i], amax = warp_max(fabsf(v)), d, id, dq;
-        d = amax / 127.0f;
-        if (A == ACT_Q8_0) id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        else id = d != 0.0f ? 1.0f / d : 0.0f;
-        if (isinf(id)) id = 0.0f;
-        dq = round_f16(d); /* the scale is stored as F16 */
-        store_act<O>(y + i, (A == ACT_Q8_0 ? nearbyintf(v * id) : roundf(v * id)) * dq);
-    } else { /* Q8_K: 256 values, 8 a lane; the value of largest magnitude (the first of equals) becomes -127 */
+        float v = x[i], amax = warp_max(fabsf(v));
+        /* the scale is stored as F16 */
+        store_act<O>(y + i, q8_round<A>(v * q8_inverse<A>(amax)) * round_f16(amax / 127.0f));
+    } else { /* Q8_K: 256 values, 8 a lane; the value of largest magnitude becomes -127 */
         int base = 256 * blockIdx.x;
-        float amax = 0.0f, mx = 0.0f, iscale;
-        int at = 1 << 30;
-        for (int k = 0; k < 8; k++) {
-            int i = base + 32 * k + lane;
-            float ax = fabsf(x[i]);
-            if (ax > amax) amax = ax, mx = x[i], at = i;
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            float a2 = __shfl_xor_sync(FULL_MASK, amax, o), m2 = __shfl_xor_sync(FULL_MASK, mx, o);
-            int at2 = __shfl_xor_sync(FULL_MASK, at, o);
-            if (a2 > amax || (a2 == amax && at2 < at)) amax = a2, mx = m2, at = at2;
-        }
+        float mx = q8k_extreme(x, base, lane), amax = fabsf(mx), iscale;
         if (amax == 0.0f) {
             for (int k = 0; k < 8; k++) store_act<O>(y + base + 32 * k + lane, 0.0f);
             return;
@@ -653,29 +666,14 @@ __global__ void k_act_q8(const float *__restrict__ X, int ldx, int n, int n_tok,
         float4 *meta = M + (size_t)t * (n / 32);
         if (A == ACT_Q8_0 || A == ACT_Q8_1) {
             int i = 32 * blockIdx.x + lane;
-            float v = x[i], amax = warp_max(fabsf(v)), d = amax / 127.0f, id;
-            int qi, sum;
-            if (A == ACT_Q8_0) id = amax != 0.0f ? 127.0f / amax : 0.0f;
-            else id = d != 0.0f ? 1.0f / d : 0.0f;
-            if (isinf(id)) id = 0.0f;
-            qi = (int)(A == ACT_Q8_0 ? nearbyintf(v * id) : roundf(v * id));
+            float v = x[i], amax = warp_max(fabsf(v)), d = amax / 127.0f;
+            int qi = (int)q8_round<A>(v * q8_inverse<A>(amax)), sum;
             q[i] = (int8_t)qi;
             sum = (int)warp_sum((float)qi); /* exact: at most 32 * 127 */
             if (lane == 0) meta[blockIdx.x] = make_float4(round_f16(d), A == ACT_Q8_1 ? round_f16((float)sum * d) : 0.0f, 0.0f, 0.0f);
         } else { /* Q8_K: the value of largest magnitude (the first of equals) becomes -127 */
-            int base = 256 * blockIdx.x, at = 1 << 30;
-            float amax = 0.0f, mx = 0.0f, iscale, d;
-            for (int k = 0; k < 8; k++) {
-                int i = base + 32 * k + lane;
-                float ax = fabsf(x[i]);
-                if (ax > amax) amax = ax, mx = x[i], at = i;
-            }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) {
-                float a2 = __shfl_xor_sync(FULL_MASK, amax, o), m2 = __shfl_xor_sync(FULL_MASK, mx, o);
-                int at2 = __shfl_xor_sync(FULL_MASK, at, o);
-                if (a2 > amax || (a2 == amax && at2 < at)) amax = a2, mx = m2, at = at2;
-            }
+            int base = 256 * blockIdx.x;
+            float mx = q8k_extreme(x, base, lane), amax = fabsf(mx), iscale, d;
             iscale = amax != 0.0f ? -127.0f / mx : 0.0f;
             d = amax != 0.0f ? 1.0f / iscale : 0.0f;
             for (int k = 0; k < 8; k++) {

@@ -20,8 +20,10 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_check import Server  # noqa: E402 (the server on a free port, its log, a clean stop)
 
 SKIP = 77
 PROMPTS = ["Once upon a time", "The little dog", "Lily and Tom went", "One day, a big bird"]
@@ -37,59 +39,27 @@ def fail(why):
     sys.exit(1)
 
 
-class Server:
-    """`infer serve` on a free port of 127.0.0.1."""
+def start(infer, model, device):
+    """infer serve on the device, four sequences (server_check.py's Server)."""
+    try:
+        srv = Server(infer, model, "--device", device, "--parallel", "4", "-c", "256")
+    except SystemExit as e:
+        if device == "cuda" and "no CUDA GPU" in str(e):
+            skip("no CUDA GPU here: " + str(e).strip().splitlines()[-1])
+        raise
+    return srv
 
-    def __init__(self, infer, model, device):
-        self.log_path = "gpu_apps_check_%d_%s.log" % (os.getpid(), device)
-        self.log = open(self.log_path, "w+")
-        self.proc = subprocess.Popen([infer, "serve", "-m", model, "--port", "0", "-t", "2", "--device", device,
-                                      "--parallel", "4", "-c", "256"], stdout=self.log, stderr=self.log)
-        deadline = time.time() + 300
-        self.port = None
-        while time.time() < deadline and self.port is None:
-            if self.proc.poll() is not None:
-                if device == "cuda" and "no CUDA GPU" in self.text():
-                    skip("no CUDA GPU here: " + self.text().strip().splitlines()[-1])
-                fail("the %s server exited at start:\n%s" % (device, self.text()))
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.text())
-            if m:
-                self.port = int(m.group(1))
-            else:
-                time.sleep(0.05)
-        if self.port is None:
-            self.proc.kill()
-            fail("the %s server did not start listening:\n%s" % (device, self.text()))
-        self.url = "http://127.0.0.1:%d" % self.port
 
-    def text(self):
-        self.log.flush()
-        with open(self.log_path) as f:
-            return f.read()
+def get(srv, path):
+    with urllib.request.urlopen(srv.url + path, timeout=600) as r:
+        return r.status, json.loads(r.read())
 
-    def get(self, path):
-        with urllib.request.urlopen(self.url + path, timeout=600) as r:
-            return r.status, json.loads(r.read())
 
-    def complete(self, prompt):
-        body = json.dumps({"prompt": prompt, "max_tokens": 12, "temperature": 0}).encode()
-        req = urllib.request.Request(self.url + "/v1/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=600) as r:
-            return r.status, json.loads(r.read())
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            rc = self.proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            fail("the server did not stop within 120 s of SIGTERM")
-        log = self.text()
-        self.log.close()
-        os.unlink(self.log_path)
-        if rc != 0:
-            fail("the server exited with %d after SIGTERM:\n%s" % (rc, log[-4000:]))
+def complete(srv, prompt):
+    body = json.dumps({"prompt": prompt, "max_tokens": 12, "temperature": 0}).encode()
+    req = urllib.request.Request(srv.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return r.status, json.loads(r.read())
 
 
 def four_at_once(srv):
@@ -98,7 +68,7 @@ def four_at_once(srv):
 
     def one(i):
         try:
-            code, body = srv.complete(PROMPTS[i])
+            code, body = complete(srv, PROMPTS[i])
             out[i] = (code, body["choices"][0]["text"])
         except Exception as e:  # noqa: BLE001 (any failure is the test's)
             out[i] = (0, repr(e))
@@ -122,11 +92,11 @@ def main():
     if "libmicrohttpd" in helptext.stdout + helptext.stderr and "usage" not in helptext.stdout:
         skip("this build has no infer serve (libmicrohttpd, cJSON)")
 
-    cpu = Server(infer, model, "cpu")
+    cpu = start(infer, model, "cpu")
     want = four_at_once(cpu)
     cpu.stop()
-    gpu = Server(infer, model, "cuda")
-    code, health = gpu.get("/health")
+    gpu = start(infer, model, "cuda")
+    code, health = get(gpu, "/health")
     if code != 200:
         fail("/health on the GPU: %d" % code)
     got = four_at_once(gpu)
