@@ -151,9 +151,19 @@ template <> __device__ __forceinline__ void deq32<INFER_TYPE_F32>(const uint8_t 
     for (int i = 0; i < 32; i++) v[i] = i < m ? r[i] : 0.0f;
 }
 
+/* F16 as half2 pairs (rows of an even length: 4-byte aligned) */
 template <> __device__ __forceinline__ void deq32<INFER_TYPE_F16>(const uint8_t *row, int j, int n, float *v) {
     const __half *r = (const __half *)row + 32 * j;
     int m = n - 32 * j;
+    if (m >= 32 && n % 2 == 0) {
+        const __half2 *r2 = (const __half2 *)r;
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            float2 f = __half22float2(r2[i]);
+            v[2 * i] = f.x, v[2 * i + 1] = f.y;
+        }
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < 32; i++) v[i] = i < m ? __half2float(r[i]) : 0.0f;
 }
@@ -520,15 +530,14 @@ template <int A> __device__ __forceinline__ float q8_inverse(float amax) {
 template <int A> __device__ __forceinline__ float q8_round(float v) { return A == ACT_Q8_0 ? nearbyintf(v) : roundf(v); }
 
 /* Q8_K's scale comes from the value of largest magnitude among 256 (8 a
-   lane, values base + 32k + lane; the first of equals): that value, in
-   every lane. */
-__device__ __forceinline__ float q8k_extreme(const float *x, int base, int lane) {
+   lane: v[k] is value base + 32k + lane; the first of equals): that
+   value, in every lane. */
+__device__ __forceinline__ float q8k_extreme_v(const float *v, int base, int lane) {
     float amax = 0.0f, mx = 0.0f;
     int at = 1 << 30;
     for (int k = 0; k < 8; k++) {
-        int i = base + 32 * k + lane;
-        float ax = fabsf(x[i]);
-        if (ax > amax) amax = ax, mx = x[i], at = i;
+        float ax = fabsf(v[k]);
+        if (ax > amax) amax = ax, mx = v[k], at = base + 32 * k + lane;
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -556,7 +565,9 @@ template <int A, typename O> __device__ void quant_act_row(const float *__restri
         store_act<O>(y + i, q8_round<A>(v * q8_inverse<A>(amax)) * round_f16(amax / 127.0f));
     } else { /* Q8_K: 256 values, 8 a lane; the value of largest magnitude becomes -127 */
         int base = 256 * blockIdx.x;
-        float mx = q8k_extreme(x, base, lane), amax = fabsf(mx), iscale;
+        float v8[8], mx, amax, iscale;
+        for (int k = 0; k < 8; k++) v8[k] = x[base + 32 * k + lane];
+        mx = q8k_extreme_v(v8, base, lane), amax = fabsf(mx);
         if (amax == 0.0f) {
             for (int k = 0; k < 8; k++) store_act<O>(y + base + 32 * k + lane, 0.0f);
             return;
@@ -656,42 +667,79 @@ __global__ void k_matvec(const uint8_t *__restrict__ W, size_t row_bytes, int n,
    scale over each half of 16 (Q8_K's bsums), or over all 32 in .y (Q8_1's
    s, F16 as the CPU stores it). Made once per layer input and format;
    one warp per 32 values (Q8_0, Q8_1) or 256 (Q8_K). */
+/* One chunk (32 values, or 256 for Q8_K) of a row x into int8 values q
+   and their scales (meta, a float4 per 32), by one warp. With glu, the
+   values are act(x) * u (ffn's activation, fused here: the down product's
+   input made as it is quantized; gelu: the GELU table, or NULL for SiLU). */
+__device__ __forceinline__ float glu_value(float g, float u, const float *gelu) {
+    if (gelu) g = g <= -10.0f ? 0.0f : g >= 10.0f ? g : gelu[__half_as_ushort(__float2half_rn(g))];
+    else g = g / (1.0f + expf(-g));
+    return g * u;
+}
+
 template <int A>
-__global__ void k_act_q8(const float *__restrict__ X, int ldx, int n, int n_tok, int8_t *__restrict__ Q,
-                         float4 *__restrict__ M) {
-    int lane = threadIdx.x % 32;
-    for (int t = blockIdx.y; t < n_tok; t += gridDim.y) {
-        const float *x = X + (size_t)t * ldx;
-        int8_t *q = Q + (size_t)t * n;
-        float4 *meta = M + (size_t)t * (n / 32);
-        if (A == ACT_Q8_0 || A == ACT_Q8_1) {
-            int i = 32 * blockIdx.x + lane;
-            float v = x[i], amax = warp_max(fabsf(v)), d = amax / 127.0f;
-            int qi = (int)q8_round<A>(v * q8_inverse<A>(amax)), sum;
+__device__ __forceinline__ void act_q8_chunk(const float *__restrict__ x, const float *__restrict__ u, const float *gelu,
+                                             int chunk, int lane, int8_t *__restrict__ q, float4 *__restrict__ meta) {
+    if (A == ACT_Q8_0 || A == ACT_Q8_1) {
+        int i = 32 * chunk + lane;
+        float v = u ? glu_value(x[i], u[i], gelu) : x[i], amax = warp_max(fabsf(v)), d = amax / 127.0f;
+        int qi = (int)q8_round<A>(v * q8_inverse<A>(amax)), sum;
+        q[i] = (int8_t)qi;
+        sum = (int)warp_sum((float)qi); /* exact: at most 32 * 127 */
+        if (lane == 0) meta[chunk] = make_float4(round_f16(d), A == ACT_Q8_1 ? round_f16((float)sum * d) : 0.0f, 0.0f, 0.0f);
+    } else { /* Q8_K: the value of largest magnitude (the first of equals) becomes -127 */
+        int base = 256 * chunk;
+        float v[8], mx, amax, iscale, d;
+        for (int k = 0; k < 8; k++) {
+            int i = base + 32 * k + lane;
+            v[k] = u ? glu_value(x[i], u[i], gelu) : x[i];
+        }
+        mx = q8k_extreme_v(v, base, lane), amax = fabsf(mx);
+        iscale = amax != 0.0f ? -127.0f / mx : 0.0f;
+        d = amax != 0.0f ? 1.0f / iscale : 0.0f;
+        for (int k = 0; k < 8; k++) {
+            int i = base + 32 * k + lane, qi = amax != 0.0f ? (int)fminf(127.0f, rintf(iscale * v[k])) : 0;
+            /* the sums of each half of 16 lanes */
+            float sm = (float)qi;
             q[i] = (int8_t)qi;
-            sum = (int)warp_sum((float)qi); /* exact: at most 32 * 127 */
-            if (lane == 0) meta[blockIdx.x] = make_float4(round_f16(d), A == ACT_Q8_1 ? round_f16((float)sum * d) : 0.0f, 0.0f, 0.0f);
-        } else { /* Q8_K: the value of largest magnitude (the first of equals) becomes -127 */
-            int base = 256 * blockIdx.x;
-            float mx = q8k_extreme(x, base, lane), amax = fabsf(mx), iscale, d;
-            iscale = amax != 0.0f ? -127.0f / mx : 0.0f;
-            d = amax != 0.0f ? 1.0f / iscale : 0.0f;
-            for (int k = 0; k < 8; k++) {
-                int i = base + 32 * k + lane, qi = amax != 0.0f ? (int)fminf(127.0f, rintf(iscale * x[i])) : 0;
-                /* the sums of each half of 16 lanes */
-                float s = (float)qi;
-                q[i] = (int8_t)qi;
-                s += __shfl_xor_sync(FULL_MASK, s, 1);
-                s += __shfl_xor_sync(FULL_MASK, s, 2);
-                s += __shfl_xor_sync(FULL_MASK, s, 4);
-                s += __shfl_xor_sync(FULL_MASK, s, 8);
-                {
-                    float s_hi = __shfl_sync(FULL_MASK, s, 16);
-                    if (lane == 0) meta[8 * blockIdx.x + k] = make_float4(d, s * d, s_hi * d, 0.0f);
-                }
+            sm += __shfl_xor_sync(FULL_MASK, sm, 1);
+            sm += __shfl_xor_sync(FULL_MASK, sm, 2);
+            sm += __shfl_xor_sync(FULL_MASK, sm, 4);
+            sm += __shfl_xor_sync(FULL_MASK, sm, 8);
+            {
+                float s_hi = __shfl_sync(FULL_MASK, sm, 16);
+                if (lane == 0) meta[8 * chunk + k] = make_float4(d, sm * d, s_hi * d, 0.0f);
             }
         }
     }
+}
+
+template <int A>
+__global__ void k_act_q8(const float *__restrict__ X, const float *__restrict__ U, const float *__restrict__ gelu,
+                         int ldx, int n, int n_tok, int8_t *__restrict__ Q, float4 *__restrict__ M) {
+    for (int t = blockIdx.y; t < n_tok; t += gridDim.y)
+        act_q8_chunk<A>(X + (size_t)t * ldx, U ? U + (size_t)t * ldx : NULL, gelu, blockIdx.x, threadIdx.x % 32,
+                        Q + (size_t)t * n, M + (size_t)t * (n / 32));
+}
+
+/* norm_rows with the quantization fused in (for a few tokens whose next
+   products take int8 activations): as k_norm_rows, then the block's warps
+   quantize the normed row (still written to Y, which the products of
+   another format read). */
+template <int A>
+__global__ void k_norm_rows_q8(const float *__restrict__ X, const int *__restrict__ rows, const float *__restrict__ w,
+                               float *__restrict__ Y, int n, float eps, int8_t *__restrict__ Q, float4 *__restrict__ M) {
+    const float *x = X + (size_t)(rows ? rows[blockIdx.x] : (int)blockIdx.x) * n;
+    float *y = Y + (size_t)blockIdx.x * n;
+    float ss = 0.0f, scale;
+    int group = A == ACT_Q8_K ? 256 : 32;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += x[i] * x[i];
+    ss = block_sum(ss);
+    scale = 1.0f / sqrtf(ss / (float)n + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = (x[i] * scale) * w[i];
+    __syncthreads();
+    for (int chunk = threadIdx.x / 32; chunk < n / group; chunk += blockDim.x / 32)
+        act_q8_chunk<A>(y, NULL, NULL, chunk, threadIdx.x % 32, Q + (size_t)blockIdx.x * n, M + (size_t)blockIdx.x * (n / 32));
 }
 
 /* deq8<T>(row, j, q, s, o): values 32j .. 32j+31 of a row in format T as
@@ -1696,6 +1744,8 @@ static int act_of(int type) {
     }
 }
 
+static int is_q8_act(int act) { return act == ACT_Q8_0 || act == ACT_Q8_1 || act == ACT_Q8_K; }
+
 /* Forgets what c->act holds: a step other than a product rewrote an input. */
 static void forget_act(const gpu_ctx *c) { c->held->x = NULL; }
 
@@ -1724,6 +1774,15 @@ template <typename O> static void quant_act(const gpu_ctx *c, int act, const flo
     }
 }
 
+static void launch_act_q8(const gpu_ctx *c, int act, dim3 grid, const float *x, const float *u, const float *gelu, int ldx,
+                          int n, int n_tok, int8_t *q, float4 *meta) {
+    switch (act) {
+    case ACT_Q8_0: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_0>)(x, u, gelu, ldx, n, n_tok, q, meta); break;
+    case ACT_Q8_1: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_1>)(x, u, gelu, ldx, n, n_tok, q, meta); break;
+    default: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_K>)(x, u, gelu, ldx, n, n_tok, q, meta); break;
+    }
+}
+
 /* x's rows as int8 values and their scales (k_act_q8) in c->act. */
 static void quant_act_q8(const gpu_ctx *c, int act, const float *x, int ldx, int n, int n_tok) {
     int group = act == ACT_Q8_K ? 256 : 32;
@@ -1731,11 +1790,19 @@ static void quant_act_q8(const gpu_ctx *c, int act, const float *x, int ldx, int
     int8_t *q = (int8_t *)c->act;
     float4 *meta = (float4 *)((unsigned char *)c->act + c->act_rows_bytes);
     if (act_ready(c, x, FORM_Q8, act, n, n_tok)) return;
-    switch (act) {
-    case ACT_Q8_0: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_0>)(x, ldx, n, n_tok, q, meta); break;
-    case ACT_Q8_1: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_1>)(x, ldx, n, n_tok, q, meta); break;
-    default: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_K>)(x, ldx, n, n_tok, q, meta); break;
-    }
+    launch_act_q8(c, act, grid, x, NULL, NULL, ldx, n, n_tok, q, meta);
+}
+
+/* ffn's activation fused into the quantization of down's input: act(g) * u
+   of n_tok rows of n (g, u: hb, hb2) as int8 values in c->act. */
+static void quant_act_q8_glu(const gpu_ctx *c, int act, const float *g, const float *u, int n, int n_tok) {
+    int group = act == ACT_Q8_K ? 256 : 32;
+    dim3 grid((unsigned)(n / group), (unsigned)(n_tok < 65535 ? n_tok : 65535));
+    int8_t *q = (int8_t *)c->act;
+    float4 *meta = (float4 *)((unsigned char *)c->act + c->act_rows_bytes);
+    forget_act(c);
+    launch_act_q8(c, act, grid, g, u, c->m->act == INFER__ACT_GELU ? c->g->gelu : NULL, n, n, n_tok, q, meta);
+    act_ready(c, g, FORM_Q8, act, n, n_tok); /* what down's product will look for */
 }
 
 template <int T>
@@ -1787,7 +1854,7 @@ static void matvec_q8_t(const gpu_ctx *c, const dev_tensor &w, int rows, int n_t
 static void matvec(const gpu_ctx *c, const dev_tensor &w, int rows, const float *x, int ldx, int n_tok, float *y,
                    int ldy, int add, const int *pair_expert, const int *pair_token, int n_pairs) {
     int act = act_of(w.type), x_rows = pair_expert && !pair_token ? n_pairs : n_tok;
-    if (act == ACT_Q8_0 || act == ACT_Q8_1 || act == ACT_Q8_K) {
+    if (is_q8_act(act)) {
         quant_act_q8(c, act, x, ldx, w.n, x_rows);
         switch (w.type) {
 #define INFER_CUDA_CASE(t) \
@@ -1857,11 +1924,17 @@ static int product(const gpu_ctx *c, const infer__tensor *t, const float *x, int
 static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
     const infer_model *m = c->m;
     size_t count = (size_t)n * m->ffn_dim;
+    int down_act = act_of(dev(c->g, L->w_down)->type);
     if (!product(c, L->w_gate, c->xb, m->dim, n, c->hb, m->ffn_dim, 0) ||
         !product(c, L->w_up, c->xb, m->dim, n, c->hb2, m->ffn_dim, 0))
         return 0;
-    forget_act(c);
-    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(c->hb, c->hb2, count, m->act == INFER__ACT_GELU ? c->g->gelu : NULL);
+    if (n < PROMPT_MIN && is_q8_act(down_act)) { /* the activation made as down's input is quantized */
+        quant_act_q8_glu(c, down_act, c->hb, c->hb2, m->ffn_dim, n);
+    } else {
+        forget_act(c);
+        INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(
+            c->hb, c->hb2, count, m->act == INFER__ACT_GELU ? c->g->gelu : NULL);
+    }
     return product(c, L->w_down, c->hb, m->ffn_dim, n, out, m->dim, out == c->x);
 }
 
@@ -1952,10 +2025,26 @@ static void embed(const gpu_ctx *c, const pass *p) {
     }
 }
 
-/* norm_rows: RMSNorm of n rows of x (rows[] of them, or the first n) into y */
-static void norm_rows(const gpu_ctx *c, const float *x, const int *rows, const infer__tensor *w, float *y, int n) {
+/* norm_rows: RMSNorm of n rows of x (rows[] of them, or the first n) into
+   y; next: the matrix the following product multiplies y by (or NULL) */
+static void norm_rows(const gpu_ctx *c, const float *x, const int *rows, const infer__tensor *w, float *y, int n,
+                      const infer__tensor *next) {
+    int act = next ? act_of(dev(c->g, next)->type) : ACT_F32, dim = c->m->dim;
+    int8_t *q = (int8_t *)c->act;
+    float4 *meta = (float4 *)((unsigned char *)c->act + c->act_rows_bytes);
     forget_act(c);
-    INFER_LAUNCH(n, 256, 0, c->stream, k_norm_rows)(x, rows, dev_vec(c->g, w), y, c->m->dim, c->m->norm_eps);
+    if (n >= PROMPT_MIN || !is_q8_act(act)) {
+        INFER_LAUNCH(n, 256, 0, c->stream, k_norm_rows)(x, rows, dev_vec(c->g, w), y, dim, c->m->norm_eps);
+        return;
+    }
+    /* a few tokens whose next product takes int8 activations: RMSNorm and
+       the quantization in one kernel */
+    switch (act) {
+    case ACT_Q8_0: INFER_LAUNCH(n, 256, 0, c->stream, k_norm_rows_q8<ACT_Q8_0>)(x, rows, dev_vec(c->g, w), y, dim, c->m->norm_eps, q, meta); break;
+    case ACT_Q8_1: INFER_LAUNCH(n, 256, 0, c->stream, k_norm_rows_q8<ACT_Q8_1>)(x, rows, dev_vec(c->g, w), y, dim, c->m->norm_eps, q, meta); break;
+    default: INFER_LAUNCH(n, 256, 0, c->stream, k_norm_rows_q8<ACT_Q8_K>)(x, rows, dev_vec(c->g, w), y, dim, c->m->norm_eps, q, meta); break;
+    }
+    act_ready(c, y, FORM_Q8, act, dim, n);
 }
 
 /* qk_prepare: biases, q/k head norms, RoPE, q's scale; with kv_store
@@ -2003,7 +2092,7 @@ static void residual(const gpu_ctx *c, const infer__tensor *bias, const infer__t
    given hidden, the normed rows themselves */
 static int output(const gpu_ctx *c, const pass *p, int hidden) {
     const infer_model *m = c->m;
-    norm_rows(c, c->x, p->sel, m->output_norm, c->xb, p->n_sel);
+    norm_rows(c, c->x, p->sel, m->output_norm, c->xb, p->n_sel, hidden ? NULL : m->output);
     if (hidden) return 1;
     if (!product(c, m->output, c->xb, m->dim, p->n_sel, c->logits, m->n_vocab, 0)) return 0;
     if (m->final_softcap > 0) {
@@ -2023,7 +2112,7 @@ static int enqueue_forward(const gpu_ctx *c, const pass *p, int hidden, int (*sh
     embed(c, p);
     for (int l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
-        norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n);
+        norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->wq);
         if (!product(c, L->wq, c->xb, m->dim, n, c->q, m->q_dim, 0) ||
             !product(c, L->wk, c->xb, m->dim, n, c->k, m->kv_dim, 0) ||
             !product(c, L->wv, c->xb, m->dim, n, c->v, m->kv_dim, 0))
@@ -2037,7 +2126,7 @@ static int enqueue_forward(const gpu_ctx *c, const pass *p, int hidden, int (*sh
         } else if (!product(c, L->wo, c->att, m->q_dim, n, c->x, m->dim, 1)) {
             return INFER_BACKEND_FAILED;
         }
-        norm_rows(c, c->x, NULL, L->ffn_norm, c->xb, n);
+        norm_rows(c, c->x, NULL, L->ffn_norm, c->xb, n, L->ffn_router ? L->ffn_router : L->w_gate);
         if (!(L->ffn_router ? moe_ffn(c, L, n) : ffn(c, L, n, L->post_ffn_norm ? c->xb : c->x)))
             return INFER_BACKEND_FAILED;
         if (L->ffn_router || L->post_ffn_norm) residual(c, NULL, L->post_ffn_norm, n);
