@@ -7,9 +7,10 @@
    same KV cache layout as attention.c, and takes the same steps in the
    same order under the same names (forward.c's infer__embed is embed
    here, and so on):
-     embed -> per layer: norm_rows -> product (q, k, v) -> qk_prepare ->
-     kv_store (fused into qk_prepare's kernel) -> attention -> product (o)
-     -> residual -> norm_rows -> ffn (or moe_ffn) -> residual; then output.
+     embed -> per layer: norm_rows -> product_run (q, k, v) -> qk_prepare
+     -> kv_store (fused into qk_prepare's kernel) -> attention ->
+     product_run (o) -> residual -> norm_rows -> ffn (or moe_ffn) ->
+     residual; then output.
    Each step is one or two kernels over the batch's rows; the features of
    an architecture are data the kernels are given (a bias pointer or NULL,
    a window, a soft-cap, a RoPE table), never a family's name.
@@ -1909,9 +1910,10 @@ static int gemm(const gpu_ctx *c, const dev_tensor &w, const float *x, int ldx, 
     return 1;
 }
 
-/* product: Y[t] (+)= W . X[t] for n_tok rows: cuBLAS for a prompt, the
+/* product_run: Y[t] (+)= W . X[t] for n_tok rows (the input rounded
+   first, forward.c's infer__product_convert): cuBLAS for a prompt, the
    matrix-vector kernel for a few tokens. */
-static int product(const gpu_ctx *c, const infer__tensor *t, const float *x, int ldx, int n_tok, float *y, int ldy,
+static int product_run(const gpu_ctx *c, const infer__tensor *t, const float *x, int ldx, int n_tok, float *y, int ldy,
                    int add) {
     const dev_tensor &w = *dev(c->g, t);
     if (n_tok >= PROMPT_MIN) return gemm(c, w, x, ldx, n_tok, y, ldy, add);
@@ -1925,8 +1927,8 @@ static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
     const infer_model *m = c->m;
     size_t count = (size_t)n * m->ffn_dim;
     int down_act = act_of(dev(c->g, L->w_down)->type);
-    if (!product(c, L->w_gate, c->xb, m->dim, n, c->hb, m->ffn_dim, 0) ||
-        !product(c, L->w_up, c->xb, m->dim, n, c->hb2, m->ffn_dim, 0))
+    if (!product_run(c, L->w_gate, c->xb, m->dim, n, c->hb, m->ffn_dim, 0) ||
+        !product_run(c, L->w_up, c->xb, m->dim, n, c->hb2, m->ffn_dim, 0))
         return 0;
     if (n < PROMPT_MIN && is_q8_act(down_act)) { /* the activation made as down's input is quantized */
         quant_act_q8_glu(c, down_act, c->hb, c->hb2, m->ffn_dim, n);
@@ -1935,7 +1937,7 @@ static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
         INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(
             c->hb, c->hb2, count, m->act == INFER__ACT_GELU ? c->g->gelu : NULL);
     }
-    return product(c, L->w_down, c->hb, m->ffn_dim, n, out, m->dim, out == c->x);
+    return product_run(c, L->w_down, c->hb, m->ffn_dim, n, out, m->dim, out == c->x);
 }
 
 /* moe_ffn: the router, each token's experts, their gate/up, activation and
@@ -1944,7 +1946,7 @@ static int moe_ffn(const gpu_ctx *c, const infer__layer *L, int n) {
     const infer_model *m = c->m;
     int k = m->n_expert_used, pairs = n * k;
     size_t count = (size_t)pairs * m->expert_ffn;
-    if (!product(c, L->ffn_router, c->xb, m->dim, n, c->router, m->n_expert, 0)) return 0;
+    if (!product_run(c, L->ffn_router, c->xb, m->dim, n, c->router, m->n_expert, 0)) return 0;
     INFER_LAUNCH((unsigned)((n + 63) / 64), 64, 0, c->stream, k_moe_choose)(
         c->router, n, m->n_expert, k, m->gating == INFER__GATING_SOFTMAX, m->gating == INFER__GATING_SOFTMAX_TOPK,
         m->expert_norm, c->route_e, c->route_w, c->pair_token);
@@ -2094,7 +2096,7 @@ static int output(const gpu_ctx *c, const pass *p, int hidden) {
     const infer_model *m = c->m;
     norm_rows(c, c->x, p->sel, m->output_norm, c->xb, p->n_sel, hidden ? NULL : m->output);
     if (hidden) return 1;
-    if (!product(c, m->output, c->xb, m->dim, p->n_sel, c->logits, m->n_vocab, 0)) return 0;
+    if (!product_run(c, m->output, c->xb, m->dim, p->n_sel, c->logits, m->n_vocab, 0)) return 0;
     if (m->final_softcap > 0) {
         size_t count = (size_t)p->n_sel * m->n_vocab;
         INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_softcap)(c->logits, count, m->final_softcap);
@@ -2113,17 +2115,17 @@ static int enqueue_forward(const gpu_ctx *c, const pass *p, int hidden, int (*sh
     for (int l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->wq);
-        if (!product(c, L->wq, c->xb, m->dim, n, c->q, m->q_dim, 0) ||
-            !product(c, L->wk, c->xb, m->dim, n, c->k, m->kv_dim, 0) ||
-            !product(c, L->wv, c->xb, m->dim, n, c->v, m->kv_dim, 0))
+        if (!product_run(c, L->wq, c->xb, m->dim, n, c->q, m->q_dim, 0) ||
+            !product_run(c, L->wk, c->xb, m->dim, n, c->k, m->kv_dim, 0) ||
+            !product_run(c, L->wv, c->xb, m->dim, n, c->v, m->kv_dim, 0))
             return INFER_BACKEND_FAILED;
         qk_prepare(c, L, l, p); /* and kv_store */
         attention(c, L, l, p);
         /* residual: added by the product itself where nothing comes between */
         if (L->bo || L->post_attn_norm) {
-            if (!product(c, L->wo, c->att, m->q_dim, n, c->xb, m->dim, 0)) return INFER_BACKEND_FAILED;
+            if (!product_run(c, L->wo, c->att, m->q_dim, n, c->xb, m->dim, 0)) return INFER_BACKEND_FAILED;
             residual(c, L->bo, L->post_attn_norm, n);
-        } else if (!product(c, L->wo, c->att, m->q_dim, n, c->x, m->dim, 1)) {
+        } else if (!product_run(c, L->wo, c->att, m->q_dim, n, c->x, m->dim, 1)) {
             return INFER_BACKEND_FAILED;
         }
         norm_rows(c, c->x, NULL, L->ffn_norm, c->xb, n, L->ffn_router ? L->ffn_router : L->w_gate);

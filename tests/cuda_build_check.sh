@@ -21,7 +21,7 @@
 # Exit status: 0 all passed, 1 a check failed, 77 (ctest's skip) no nvcc.
 
 # The kernels that must not spill: substrings of their mangled names.
-HOT_KERNELS="k_matvec k_attention k_norm_rows k_qk_prepare k_kv_store k_quant_act k_dequant_f16 k_residual k_act_mul"
+HOT_KERNELS="k_matvec k_attention k_norm_rows k_qk_prepare k_quant_act k_act_q8 k_dequant_f16 k_residual k_act_mul"
 # The cuBLAS entry points that run on tensor cores (nm -u of the object).
 BLAS_SYMBOLS="cublasGemmEx cublasGemmStridedBatchedEx cublasLt"
 
