@@ -549,7 +549,8 @@ __device__ __forceinline__ float q8k_extreme_v(const float *v, int base, int lan
     return mx;
 }
 
-template <int A, typename O> __device__ void quant_act_row(const float *__restrict__ x, int n, O *__restrict__ y) {
+template <int A, typename O>
+__device__ void quant_act_row(const float *__restrict__ x, int n, O *__restrict__ y, float inv) {
     int lane = threadIdx.x % 32;
     if (A == ACT_F32 || A == ACT_F16 || A == ACT_BF16) {
         int i = 32 * blockIdx.x + lane;
@@ -557,13 +558,13 @@ template <int A, typename O> __device__ void quant_act_row(const float *__restri
             float v = x[i];
             if (A == ACT_F16) v = round_f16(v);
             else if (A == ACT_BF16) v = round_bf16(v);
-            store_act<O>(y + i, v);
+            store_act<O>(y + i, v * inv);
         }
     } else if (A == ACT_Q8_0 || A == ACT_Q8_1) {
         int i = 32 * blockIdx.x + lane;
         float v = x[i], amax = warp_max(fabsf(v));
         /* the scale is stored as F16 */
-        store_act<O>(y + i, q8_round<A>(v * q8_inverse<A>(amax)) * round_f16(amax / 127.0f));
+        store_act<O>(y + i, q8_round<A>(v * q8_inverse<A>(amax)) * round_f16(amax / 127.0f) * inv);
     } else { /* Q8_K: 256 values, 8 a lane; the value of largest magnitude becomes -127 */
         int base = 256 * blockIdx.x;
         float v8[8], mx, amax, iscale;
@@ -576,14 +577,47 @@ template <int A, typename O> __device__ void quant_act_row(const float *__restri
         iscale = -127.0f / mx; /* as quants_k.c's Q8_K */
         for (int k = 0; k < 8; k++) {
             int i = base + 32 * k + lane;
-            store_act<O>(y + i, (1.0f / iscale) * fminf(127.0f, rintf(iscale * x[i])));
+            store_act<O>(y + i, (1.0f / iscale) * fminf(127.0f, rintf(iscale * x[i])) * inv);
         }
     }
 }
 
 template <int A, typename O>
-__global__ void k_quant_act(const float *__restrict__ X, int ldx, int n, int n_tok, O *__restrict__ Y) {
-    for (int t = blockIdx.y; t < n_tok; t += gridDim.y) quant_act_row<A, O>(X + (size_t)t * ldx, n, Y + (size_t)t * n);
+__global__ void k_quant_act(const float *__restrict__ X, int ldx, int n, int n_tok, O *__restrict__ Y,
+                            const float *__restrict__ S) {
+    for (int t = blockIdx.y; t < n_tok; t += gridDim.y)
+        quant_act_row<A, O>(X + (size_t)t * ldx, n, Y + (size_t)t * n, S ? 1.0f / S[t] : 1.0f);
+}
+
+/* F16 holds at most 65504: a prompt row whose values reach past 256 (Gemma's
+   special tokens reach the thousands) goes to cuBLAS divided by a power of
+   two, exactly, and its product is multiplied back (k_scale_rows).
+   S[t] = that power of two, 1 for every ordinary row. One block a row. */
+__global__ void k_row_scale(const float *__restrict__ X, int ldx, int n, float *__restrict__ S) {
+    __shared__ float part[32];
+    const float *x = X + (size_t)blockIdx.x * ldx;
+    float m = 0.0f;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) m = fmaxf(m, fabsf(x[i]));
+    m = warp_max(m);
+    if (lane == 0) part[warp] = m;
+    __syncthreads();
+    if (warp == 0) {
+        m = warp_max(lane < (int)blockDim.x / 32 ? part[lane] : 0.0f);
+        if (lane == 0) S[blockIdx.x] = m > 256.0f && m < INFINITY ? exp2f(ceilf(log2f(m)) - 8.0f) : 1.0f;
+    }
+}
+
+/* Y[t] (rows values each, stride ldy) = Y[t] * S[t], or with T, Y[t] +=
+   T[t] * S[t] (T's stride ldy too). */
+__global__ void k_scale_rows(float *__restrict__ Y, const float *__restrict__ T, int ldy, int rows, int n_tok,
+                             const float *__restrict__ S) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < (size_t)rows * n_tok) {
+        int t = (int)(i / rows), r = (int)(i % rows);
+        float *y = Y + (size_t)t * ldy + r;
+        *y = T ? *y + T[(size_t)t * ldy + r] * S[t] : *y * S[t];
+    }
 }
 
 /* A quantized matrix as F16 for cuBLAS: rows r0.. of W, n values each,
@@ -1606,6 +1640,7 @@ struct gpu_ctx {
     struct act_held *held; /* what act holds now */
     size_t act_rows_bytes; /* where the int8 form's scales start in act */
     __half *wtmp; /* a quantized matrix dequantized for cuBLAS */
+    float *row_scale; /* per token: what its F16 row for cuBLAS was divided by (k_row_scale) */
     /* the batch's inputs, laid out by set_inputs: pinned on the host, then copied in one piece */
     unsigned char *h_in, *d_in;
     size_t in_bytes;
@@ -1642,7 +1677,7 @@ extern "C" void infer_cuda_context_free(void *gc) {
     if (c->blas) cublasDestroy(c->blas);
     if (c->stream) cudaStreamDestroy(c->stream);
     void *all[] = {c->d_k, c->d_v, c->x, c->xb, c->q, c->k, c->v, c->att, c->hb, c->hb2, c->moe_out, c->router,
-                   c->route_w, c->logits, c->part, c->route_e, c->pair_token, c->act, c->wtmp, c->d_in};
+                   c->route_w, c->logits, c->part, c->route_e, c->pair_token, c->act, c->wtmp, c->row_scale, c->d_in};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cudaFree(all[i]);
     cudaFreeHost(c->h_in);
     cudaFreeHost(c->h_out);
@@ -1714,7 +1749,7 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n
            CTX_ALLOC(route_w, pairs, float) && CTX_ALLOC(route_e, pairs, int) && CTX_ALLOC(pair_token, pairs, int) &&
            CTX_ALLOC(logits, nb * m->n_vocab, float) &&
            CTX_ALLOC(part, (size_t)c->n_items * m->n_kv_heads * max_split * ATT_ROWS * (m->head_dim + 2), float) &&
-           CTX_ALLOC(act, (nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn), float) && CTX_ALLOC(wtmp, wt, __half) && CTX_ALLOC(d_in, c->in_bytes, unsigned char) &&
+           CTX_ALLOC(act, (nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn), float) && CTX_ALLOC(wtmp, wt, __half) && CTX_ALLOC(row_scale, nb, float) && CTX_ALLOC(d_in, c->in_bytes, unsigned char) &&
            ok(cudaMallocHost((void **)&c->h_in, c->in_bytes), "cudaMallocHost", msg, size) &&
            ok(cudaMallocHost((void **)&c->h_out, (size_t)kv->n_seq * m->n_vocab * sizeof(float)), "cudaMallocHost", msg,
               size) &&
@@ -1764,14 +1799,19 @@ template <typename O> static void quant_act(const gpu_ctx *c, int act, const flo
     int group = act == ACT_Q8_K ? 256 : 32;
     dim3 grid((unsigned)((n + group - 1) / group), (unsigned)(n_tok < 65535 ? n_tok : 65535));
     O *y = (O *)c->act;
+    const float *scale = NULL;
     if (act_ready(c, x, sizeof(O) == 4 ? FORM_FLOAT : act == ACT_BF16 ? FORM_BF16 : FORM_HALF, act, n, n_tok)) return;
+    if (sizeof(O) == 2 && act != ACT_BF16) { /* F16: each row's power of two first (k_row_scale) */
+        INFER_LAUNCH(n_tok, 256, 0, c->stream, k_row_scale)(x, ldx, n, c->row_scale);
+        scale = c->row_scale;
+    }
     switch (act) {
-    case ACT_F16: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_F16, O>)(x, ldx, n, n_tok, y); break;
-    case ACT_BF16: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_BF16, O>)(x, ldx, n, n_tok, y); break;
-    case ACT_Q8_0: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_0, O>)(x, ldx, n, n_tok, y); break;
-    case ACT_Q8_1: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_1, O>)(x, ldx, n, n_tok, y); break;
-    case ACT_Q8_K: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_K, O>)(x, ldx, n, n_tok, y); break;
-    default: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_F32, O>)(x, ldx, n, n_tok, y); break;
+    case ACT_F16: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_F16, O>)(x, ldx, n, n_tok, y, scale); break;
+    case ACT_BF16: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_BF16, O>)(x, ldx, n, n_tok, y, scale); break;
+    case ACT_Q8_0: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_0, O>)(x, ldx, n, n_tok, y, scale); break;
+    case ACT_Q8_1: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_1, O>)(x, ldx, n, n_tok, y, scale); break;
+    case ACT_Q8_K: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_K, O>)(x, ldx, n, n_tok, y, scale); break;
+    default: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_F32, O>)(x, ldx, n, n_tok, y, scale); break;
     }
 }
 
@@ -1883,7 +1923,9 @@ static int gemm(const gpu_ctx *c, const dev_tensor &w, const float *x, int ldx, 
     cudaDataType wt = w.type == INFER_TYPE_F32 ? CUDA_R_32F : w.type == INFER_TYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     float one = 1.0f, beta = add ? 1.0f : 0.0f;
     long long per = quantized ? DEQUANT_MAX / w.n : w.rows;
+    float *out = y; /* F16 inputs: into y, or xb for an add, then scaled back by k_scale_rows */
     if (per < 1) per = 1;
+    if (wt == CUDA_R_16F && add) out = c->xb, beta = 0.0f; /* (x is att or hb then: xb is free) */
     if (wt == CUDA_R_32F) quant_act<float>(c, act, x, ldx, w.n, n_tok);
     else if (wt == CUDA_R_16BF) quant_act<unsigned short>(c, act, x, ldx, w.n, n_tok);
     else quant_act<__half>(c, act, x, ldx, w.n, n_tok);
@@ -1903,9 +1945,14 @@ static int gemm(const gpu_ctx *c, const dev_tensor &w, const float *x, int ldx, 
             a = c->wtmp;
         }
         if (cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tok, w.n, &one, a, wt, w.n, c->act, wt, w.n, &beta,
-                         y + r0, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP) !=
+                         out + r0, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP) !=
             CUBLAS_STATUS_SUCCESS)
             return 0;
+    }
+    if (wt == CUDA_R_16F) {
+        size_t count = (size_t)w.rows * n_tok;
+        INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_scale_rows)(
+            y, add ? out : (const float *)NULL, ldy, (int)w.rows, n_tok, c->row_scale);
     }
     return 1;
 }
