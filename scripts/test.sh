@@ -93,9 +93,11 @@ fi
 # being infer_cuda.cu compiled for the CPU over tests/cuda_emu.h
 # (-DINFER_GPU_EMULATOR=ON: the library itself has the emulated GPU, so the
 # CLI, infer serve and npc too; INFER_DEVICE=cuda makes auto the GPU).
-# llama.cpp's references pass here on the GPU (test_reference), and
-# gpu_apps runs infer serve --device cuda --parallel 4 and npc --device
-# cuda. Left out, each for its reason: neon_qemu (its own aarch64 binaries
+# Tests that build their own static copy of the implementation
+# (infer_private.h: test_reference, test_arch, test_sequence, ...) run that
+# copy on the CPU here; test_cuda compares the emulated GPU with the CPU on
+# every reference model, and gpu_apps runs infer serve --device cuda
+# --parallel 4 and npc --device cuda. Left out, each for its reason: neon_qemu (its own aarch64 binaries
 # of the CPU pass under qemu), alloc_fail (its own CPU-only copy of the
 # implementation, with counting allocators), compile_check,
 # standalone_sources and install_package (compilers only, no model runs),
