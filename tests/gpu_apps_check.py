@@ -111,7 +111,7 @@ def main():
             fail("%r: the GPU answered %r, the CPU %r" % (p, tg, tw))
         print("ok   serve --device cuda --parallel 4: %r -> %r (as on the CPU)" % (p, tg))
 
-    run = subprocess.run([npc, "-m", model, "--device", "cuda", "--frames", "90", "--budget", "50", "--work", "0",
+    run = subprocess.run([npc, "-m", model, "--device", "cuda", "--frames", "300", "--budget", "100", "--work", "0",
                           "-c", "256", "-q"], capture_output=True, text=True, timeout=1200)
     if run.returncode != 0:
         fail("npc --device cuda exited with %d:\n%s%s" % (run.returncode, run.stdout[-2000:], run.stderr[-2000:]))
