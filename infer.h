@@ -282,6 +282,9 @@ INFERDEF int infer_context_n_past(const infer_context *c);
 INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Where its forward pass runs (its model's device). */
 INFERDEF infer_device infer_context_device(const infer_context *c);
+/* 1 when its passes sum in llama.cpp's order (infer_context_params.match_llama,
+   0 deciding by the model), on either device. */
+INFERDEF int infer_context_match_llama(const infer_context *c);
 /* Sequence 0: infer_seq_truncate(c, 0, n_past). */
 INFERDEF int infer_context_truncate(infer_context *c, int n_past);
 
@@ -994,6 +997,7 @@ typedef struct infer_backend_batch {
     int n_sel;
     const int *sel;
     float *logits, *hidden;
+    float *route_margin; /* per token, or NULL: its routing margin (infer__moe_route.margin) */
     int (*should_stop)(void *);
     void *stop_user;
 } infer_backend_batch;
@@ -1026,8 +1030,10 @@ int infer_cuda_copy(void *gpu_model, void *dst, const void *src, size_t n, int k
    when it cannot be measured. */
 double infer_cuda_bandwidth(void *gpu_model);
 /* A context's scratch for n_batch tokens over the KV cache kv (its mem
-   from infer_cuda_alloc; the description must outlive the context). */
-int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, int n_batch, void **gpu_ctx, size_t *bytes,
+   from infer_cuda_alloc; the description must outlive the context).
+   match_llama: sum as llama.cpp's CPU does (infer_context.match_llama). */
+int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, int n_batch, int match_llama, void **gpu_ctx,
+                           size_t *bytes,
                            char *msg, size_t size);
 void infer_cuda_context_free(void *gpu_ctx);
 /* Runs one forward pass (infer_backend_batch). A batch where every
@@ -12292,6 +12298,14 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         }
         c->bytes += infer__kv_bytes(&c->kv);
     }
+    for (l = 0; l < m->n_layers; l++) moe |= m->layers[l].ffn_router != NULL;
+    /* prompts summed otherwise than llama.cpp sums them move logits by a
+       fraction of a percent; routing (experts), soft-capped attention and
+       scaled embeddings turn that into several (measured: synth gemma2 4%,
+       Gemma 3 270M 7%), so such models take llama.cpp's order by default
+       (on the GPU too: see infer_cuda.cu's "llama.cpp's order") */
+    c->match_llama = params->match_llama > 0 ||
+                     (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0));
     if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache */
         infer_context_free(c);
         return NULL;
@@ -12299,15 +12313,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->pool = infer__pool_new(params->n_threads ? params->n_threads : 1);
     if (!c->pool) ok = 0;
     c->n_threads = c->pool ? infer__pool_size(c->pool) : 1;
-    for (l = 0; l < m->n_layers; l++) moe |= m->layers[l].ffn_router != NULL;
-    /* prompts summed otherwise than llama.cpp sums them move logits by a
-       fraction of a percent; routing (experts), soft-capped attention and
-       scaled embeddings turn that into several (measured: synth gemma2 4%,
-       Gemma 3 270M 7%), so such models take llama.cpp's order by default */
-    if (!c->gpu &&
-        (params->match_llama > 0 || (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0)))) {
+    if (!c->gpu && c->match_llama) {
         int t;
-        c->match_llama = 1;
         for (t = 0; t < INFER_TYPE_COUNT; t++)
             if (c->kern.gemm_packed_ordered[t]) c->kern.gemm_packed[t] = c->kern.gemm_packed_ordered[t];
         /* F16 everywhere as one 16-lane dot: packed where that kernel exists */
@@ -12409,6 +12416,7 @@ INFERDEF void infer_context_free(infer_context *c) {
 INFERDEF int infer_context_n_ctx(const infer_context *c) { return c->n_ctx; }
 INFERDEF const char *infer_context_isa(const infer_context *c) { return infer__isa_name(c->kern.isa); }
 INFERDEF int infer_context_n_seq(const infer_context *c) { return c->n_seq; }
+INFERDEF int infer_context_match_llama(const infer_context *c) { return c->match_llama; }
 INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void *user) {
     c->abort_fn = fn;
     c->abort_user = user;
@@ -13691,7 +13699,7 @@ static int infer__context_attach(infer_context *c, infer_error *err) {
     char msg[256];
     size_t bytes = 0;
     if (!c->model->gpu) return 1;
-    if (infer_cuda_context_new(c->model->gpu, &c->kv, c->n_batch, &c->gpu, &bytes, msg, sizeof msg)) {
+    if (infer_cuda_context_new(c->model->gpu, &c->kv, c->n_batch, c->match_llama, &c->gpu, &bytes, msg, sizeof msg)) {
         c->gpu = NULL;
         infer__set_error(err, INFER_ERR_DEVICE, "CUDA context of %d tokens: %s", c->n_ctx, msg);
         return 0;
@@ -13737,6 +13745,7 @@ static infer_status infer__gpu_forward(infer_context *c, const infer_token *toke
     const infer_model *m = c->model;
     infer_backend_batch b;
     char msg[256];
+    float *margin = NULL;
     int g, t, r, rc;
     for (g = 0; g < n_groups; g++)
         for (t = c->groups[g].start; t < c->groups[g].start + c->groups[g].n; t++) c->seq_of[t] = c->groups[g].seq;
@@ -13748,7 +13757,18 @@ static infer_status infer__gpu_forward(infer_context *c, const infer_token *toke
     b.tokens = tokens, b.n = n, b.pos = c->pos, b.seq = c->seq_of, b.rope = c->rope;
     b.n_sel = n_sel, b.sel = c->sel, b.logits = logits, b.hidden = hidden;
     b.should_stop = infer__backend_should_stop, b.stop_user = c;
+    if (c->route.margin) { /* tests ask for routing margins */
+        margin = (float *)INFER_MALLOC(sizeof(float) * (size_t)n);
+        if (!margin) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the routing margins");
+            return INFER_ERR_NOMEM;
+        }
+        b.route_margin = margin;
+    }
     rc = infer_cuda_forward(c->gpu, &b, msg, sizeof msg);
+    if (margin && !rc)
+        for (t = 0; t < n; t++) c->route.margin[c->pos[t]] = INFER__MIN(c->route.margin[c->pos[t]], margin[t]);
+    INFER_FREE(margin);
     if (rc == INFER_BACKEND_CANCELLED) return INFER_ERR_CANCELLED;
     if (rc) {
         infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);

@@ -354,18 +354,25 @@ __device__ __forceinline__ float warp_max(float x) {
     return x;
 }
 
-/* The sum of x over a block of up to 1024 threads (a multiple of 32), in
-   every thread. */
-__device__ float block_sum(float x) {
-    __shared__ float part[32];
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
-    x = warp_sum(x);
-    __syncthreads(); /* part may still be read by an earlier call */
-    if (lane == 0) part[warp] = x;
-    __syncthreads();
-    x = lane < n_warps ? part[lane] : 0.0f;
-    return warp_sum(x);
+/* RMSNorm's sums as the CPU's (infer__sum_squares): each square rounded
+   to float, summed in double, which leaves the order no say; then
+   1 / sqrt(mean + eps) in float. */
+__device__ __forceinline__ double warp_sum_d(double x) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(FULL_MASK, x, o);
+    return x;
 }
+__device__ double block_sum_d(double x) {
+    __shared__ double part_d[32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+    x = warp_sum_d(x);
+    __syncthreads(); /* part_d may still be read by an earlier call */
+    if (lane == 0) part_d[warp] = x;
+    __syncthreads();
+    x = lane < n_warps ? part_d[lane] : 0.0;
+    return warp_sum_d(x);
+}
+__device__ __forceinline__ float rms_scale(double ss, int n, float eps) { return 1.0f / sqrtf((float)(ss / n) + eps); }
 
 __device__ __forceinline__ float round_f16(float x) { return __half2float(__float2half_rn(x)); }
 
@@ -390,10 +397,10 @@ __global__ void k_norm_rows(const float *__restrict__ X, const int *__restrict__
                             float *__restrict__ Y, int n, float eps) {
     const float *x = X + (size_t)(rows ? rows[blockIdx.x] : (int)blockIdx.x) * n;
     float *y = Y + (size_t)blockIdx.x * n;
-    float ss = 0.0f, scale;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += x[i] * x[i];
-    ss = block_sum(ss);
-    scale = 1.0f / sqrtf(ss / (float)n + eps);
+    double ss = 0.0;
+    float scale;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)(x[i] * x[i]);
+    scale = rms_scale(block_sum_d(ss), n, eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = (x[i] * scale) * w[i];
 }
 
@@ -406,10 +413,9 @@ __global__ void k_residual(float *__restrict__ X, float *__restrict__ XB, const 
     if (bias)
         for (int i = threadIdx.x; i < n; i += blockDim.x) xb[i] += bias[i];
     if (norm) {
-        float ss = 0.0f;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xb[i] * xb[i];
-        ss = block_sum(ss);
-        scale = 1.0f / sqrtf(ss / (float)n + eps);
+        double ss = 0.0;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)(xb[i] * xb[i]);
+        scale = rms_scale(block_sum_d(ss), n, eps);
     }
     for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] += norm ? (xb[i] * scale) * norm[i] : xb[i];
 }
@@ -454,7 +460,7 @@ __global__ void k_qk_prepare(float *__restrict__ Q, float *__restrict__ K, float
                              int hd, const float *__restrict__ bq, const float *__restrict__ bk,
                              const float *__restrict__ bv, const float *__restrict__ q_norm,
                              const float *__restrict__ k_norm, float eps, const float *__restrict__ rope, int rope_stride,
-                             int n_rot, int neox, float q_scale, kv_dest kv) {
+                             int n_rot, int neox, int fused, float q_scale, kv_dest kv) {
     __shared__ float head[QK_MAX_HD], out[QK_MAX_HD];
     int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, n_q = q_dim / hd, is_q = h < n_q, kh = h - n_q;
     float *x = is_q ? Q + (size_t)t * q_dim + (size_t)h * hd : K + (size_t)t * kv_dim + (size_t)kh * hd;
@@ -479,7 +485,10 @@ __global__ void k_qk_prepare(float *__restrict__ Q, float *__restrict__ K, float
             int half = n_rot / 2, pair = neox ? i % half : i / 2, first = neox ? i < half : (i & 1) == 0;
             int a = neox ? pair : 2 * pair, b = neox ? pair + half : 2 * pair + 1;
             float c = cs[2 * pair], s = cs[2 * pair + 1], x0 = head[a], x1 = head[b];
-            e = first ? x0 * c - x1 * s : x0 * s + x1 * c;
+            if (fused) /* as llama.cpp's CPU build contracts it (a context that matches it) */
+                e = first ? fmaf(x0, c, -(x1 * s)) : fmaf(x0, s, x1 * c);
+            else
+                e = first ? x0 * c - x1 * s : x0 * s + x1 * c;
         }
         out[i] = is_q ? e * q_scale : e;
         x[i] = out[i];
@@ -589,6 +598,19 @@ __global__ void k_quant_act(const float *__restrict__ X, int ldx, int n, int n_t
         quant_act_row<A, O>(X + (size_t)t * ldx, n, Y + (size_t)t * n, S ? 1.0f / S[t] : 1.0f);
 }
 
+/* A prompt's rounded activations (floats) as two F16 parts for cuBLAS:
+   hi = F16(x / S[t]) and lo = F16(x / S[t] - hi) (S: k_row_scale's). */
+__global__ void k_split_f16(const float *__restrict__ X, int n, int n_tok, const float *__restrict__ S,
+                            __half *__restrict__ hi, __half *__restrict__ lo) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < (size_t)n * n_tok) {
+        float v = X[i] / S[i / n];
+        __half h = __float2half_rn(v);
+        hi[i] = h;
+        lo[i] = __float2half_rn(v - __half2float(h));
+    }
+}
+
 /* F16 holds at most 65504: a prompt row whose values reach past 256 (Gemma's
    special tokens reach the thousands) goes to cuBLAS divided by a power of
    two, exactly, and its product is multiplied back (k_scale_rows).
@@ -621,20 +643,25 @@ __global__ void k_scale_rows(float *__restrict__ Y, const float *__restrict__ T,
 }
 
 /* A quantized matrix as F16 for cuBLAS: rows r0.. of W, n values each,
-   one thread per 32 values. */
+   one thread per 32 values; each value v as hi = F16(v) in out and
+   lo = F16(v - hi) in lo. */
 template <int T>
 __global__ void k_dequant_f16(const uint8_t *__restrict__ W, size_t row_bytes, int n, int rows,
-                              __half *__restrict__ out) {
+                              __half *__restrict__ out, __half *__restrict__ lo) {
     int per_row = n / 32;
     size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= (size_t)per_row * rows) return;
     {
         int r = (int)(j / per_row), c = (int)(j % per_row);
         float v[32];
-        __half *o = out + (size_t)r * n + 32 * c;
+        __half *o = out + (size_t)r * n + 32 * c, *ol = lo + (size_t)r * n + 32 * c;
         deq32<T>(W + (size_t)r * row_bytes, c, n, v);
 #pragma unroll
-        for (int i = 0; i < 32; i++) o[i] = __float2half_rn(v[i]);
+        for (int i = 0; i < 32; i++) {
+            __half h = __float2half_rn(v[i]);
+            o[i] = h;
+            ol[i] = __float2half_rn(v[i] - __half2float(h));
+        }
     }
 }
 
@@ -766,11 +793,11 @@ __global__ void k_norm_rows_q8(const float *__restrict__ X, const int *__restric
                                float *__restrict__ Y, int n, float eps, int8_t *__restrict__ Q, float4 *__restrict__ M) {
     const float *x = X + (size_t)(rows ? rows[blockIdx.x] : (int)blockIdx.x) * n;
     float *y = Y + (size_t)blockIdx.x * n;
-    float ss = 0.0f, scale;
+    double ss = 0.0;
+    float scale;
     int group = A == ACT_Q8_K ? 256 : 32;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += x[i] * x[i];
-    ss = block_sum(ss);
-    scale = 1.0f / sqrtf(ss / (float)n + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)(x[i] * x[i]);
+    scale = rms_scale(block_sum_d(ss), n, eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = (x[i] * scale) * w[i];
     __syncthreads();
     for (int chunk = threadIdx.x / 32; chunk < n / group; chunk += blockDim.x / 32)
@@ -994,6 +1021,101 @@ __global__ void k_matvec_q8(const uint8_t *__restrict__ W, size_t row_bytes, int
 /* ffn's activation: G = act(G) * U over count values; GELU from the
    F16-indexed table llama.cpp's CPU uses (gelu: the table, or NULL for
    SiLU). */
+
+/* ---- the CPU's order for int8 products (a context that matches llama.cpp) ----
+   The formats Gemma-like models mix (Q8_0, Q5_0, Q4_K, Q6_K), summed as
+   the CPU's AVX-512 kernels (simd_avx512.c) sum them: every integer part
+   exact, each float chain in the same order. One thread per row and token,
+   the blocks in order: slow (and uncoalesced), exact. */
+
+/* value v of a row, as the integer the format stores (signed) */
+template <int T> __device__ __forceinline__ int raw_q(const uint8_t *row, int v);
+template <> __device__ __forceinline__ int raw_q<INFER_TYPE_Q8_0>(const uint8_t *row, int v) {
+    return (int)(int8_t)row[34 * (v / 32) + 2 + v % 32];
+}
+template <> __device__ __forceinline__ int raw_q<INFER_TYPE_Q5_0>(const uint8_t *row, int v) {
+    const uint8_t *b = row + 22 * (v / 32);
+    int i = v % 32;
+    unsigned qh = (unsigned)b[2] | (unsigned)b[3] << 8 | (unsigned)b[4] << 16 | (unsigned)b[5] << 24;
+    int lo = i < 16 ? b[6 + i] & 0x0f : b[6 + i - 16] >> 4;
+    return (lo | (int)((qh >> i) & 1) << 4) - 16;
+}
+/* Q4_K: sub-block s of 32 (of 8), unsigned 0..15 */
+template <> __device__ __forceinline__ int raw_q<INFER_TYPE_Q4_K>(const uint8_t *row, int v) {
+    const uint8_t *b = row + 144 * (v / 256);
+    int s = v % 256 / 32;
+    return (b[16 + 32 * (s / 2) + v % 32] >> (4 * (s & 1))) & 0x0f;
+}
+template <> __device__ __forceinline__ int raw_q<INFER_TYPE_Q6_K>(const uint8_t *row, int v) {
+    const uint8_t *b = row + 210 * (v / 256);
+    int s = v % 256 / 32, h = s / 4, k = s % 4, i = v % 32;
+    return (((b[64 * h + 32 * (k % 2) + i] >> (4 * (k / 2))) & 0x0f) | ((b[128 + 32 * h + i] >> (2 * k)) & 3) << 4) - 32;
+}
+
+template <int T>
+__global__ void k_matvec_q8_ordered(const uint8_t *__restrict__ W, size_t row_bytes, int n, int rows,
+                                    const int8_t *__restrict__ AQ, const float4 *__restrict__ AM, float *__restrict__ Y,
+                                    int ldy, int add) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    if (r >= rows) return;
+    const uint8_t *w = W + (size_t)r * row_bytes;
+    const int8_t *xq = AQ + (size_t)t * n;
+    const float4 *xm = AM + (size_t)t * (n / 32);
+    float out;
+    if (T == INFER_TYPE_Q8_0 || T == INFER_TYPE_Q5_0) {
+        /* eight lane sums (lane j: values 4j..4j+3 of each block), d_w * d_x
+           times each word's integer dot, then hsum_float_8 */
+        const int bytes = T == INFER_TYPE_Q8_0 ? 34 : 22;
+        float f[8];
+        for (int j = 0; j < 8; j++) f[j] = 0.0f;
+        for (int b = 0; b < n / 32; b++) {
+            float d = ld_half(w + (size_t)bytes * b) * xm[b].x;
+            for (int j = 0; j < 8; j++) {
+                int p = 0;
+                for (int i = 4 * j; i < 4 * j + 4; i++) p += raw_q<T>(w, 32 * b + i) * (int)xq[32 * b + i];
+                f[j] = fmaf(d, (float)p, f[j]);
+            }
+        }
+        out = ((f[0] + f[4]) + (f[2] + f[6])) + ((f[1] + f[5]) + (f[3] + f[7]));
+    } else if (T == INFER_TYPE_Q4_K) {
+        /* llama.cpp's repacked order: per block the scaled sub-block sums
+           as one integer times d * d_x into one chain, the mins' integer
+           times dmin * d_x into another, subtracted at the end */
+        float f = 0.0f, fm = 0.0f;
+        for (int b = 0; b < n / 256; b++) {
+            const uint8_t *blk = w + 144 * (size_t)b;
+            int is = 0, im = 0;
+            for (int s = 0; s < 8; s++) {
+                int p = 0, sx = 0, sc, mn;
+                for (int i = 0; i < 32; i++) {
+                    int v = 256 * b + 32 * s + i;
+                    p += raw_q<T>(w, v) * (int)xq[v], sx += xq[v];
+                }
+                k4_scale_min(s, blk + 4, &sc, &mn);
+                is += sc * p, im += mn * sx;
+            }
+            fm = fmaf((float)im, ld_half(blk + 2) * xm[8 * b].x, fm);
+            f = fmaf((float)is, ld_half(blk) * xm[8 * b].x, f);
+        }
+        out = f - fm;
+    } else { /* Q6_K: per block the 16 sub-blocks' integer sums times scale * d in one chain, then times d_x */
+        float f = 0.0f;
+        for (int b = 0; b < n / 256; b++) {
+            const uint8_t *blk = w + 210 * (size_t)b;
+            float d = ld_half(blk + 208), ba = 0.0f;
+            for (int j = 0; j < 16; j++) {
+                int p = 0;
+                for (int i = 0; i < 16; i++) p += raw_q<T>(w, 256 * b + 16 * j + i) * (int)xq[256 * b + 16 * j + i];
+                ba = fmaf((float)p, (float)(int8_t)blk[192 + j] * d, ba);
+            }
+            f = fmaf(ba, xm[8 * b].x, f);
+        }
+        out = f;
+    }
+    float *y = Y + (size_t)t * ldy + r;
+    *y = add ? *y + out : out;
+}
+
 __global__ void k_act_mul(float *__restrict__ G, const float *__restrict__ U, size_t count,
                           const float *__restrict__ gelu) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -1007,11 +1129,14 @@ __global__ void k_act_mul(float *__restrict__ G, const float *__restrict__ U, si
 
 /* moe_ffn's routing, token t per thread: as forward.c's infer__moe_choose
    (softmax over all experts or over the chosen, the top k in order with
-   ties to the lower index, renormalised where the model says). */
+   ties to the lower index, renormalised where the model says). Also the
+   routing margin: the least relative gap over the layers between the last
+   chosen expert's probability and the next one's (first: this is the
+   first routed layer), which tests read to excuse routing near-ties. */
 #define MOE_MAX_EXPERTS 512
 __global__ void k_moe_choose(const float *__restrict__ logits, int n_tok, int n_expert, int k, int softmax_all,
                              int softmax_topk, int renorm, int *__restrict__ expert, float *__restrict__ weight,
-                             int *__restrict__ pair_token) {
+                             int *__restrict__ pair_token, float *__restrict__ margin, int first) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_tok) return;
     {
@@ -1037,6 +1162,16 @@ __global__ void k_moe_choose(const float *__restrict__ logits, int n_tok, int n_
             ex[j] = best;
             w[j] = probs[best];
             pair_token[t * k + j] = t;
+        }
+        {
+            float next = -INFINITY, gap;
+            for (int e = 0; e < n_expert; e++) {
+                int taken = 0;
+                for (int i = 0; i < k; i++) taken |= ex[i] == e;
+                if (!taken) next = fmaxf(next, probs[e]);
+            }
+            gap = k < n_expert ? (w[k - 1] - next) / w[k - 1] : INFINITY;
+            margin[t] = first ? gap : fminf(margin[t], gap);
         }
         if (softmax_topk) {
             mx = w[0];
@@ -1108,6 +1243,171 @@ __global__ void k_copy(const float4 *__restrict__ src, float4 *__restrict__ dst,
 struct att_item {
     int first, n_tok, r0;
 };
+
+/* ---- attention in llama.cpp's order (a context that matches it) ----
+   attention.c's infer__attn_item_ordered, one warp per query row and head,
+   for an F16 cache: each score a 16-lane F16 dot (one token alone in its
+   sequence: the 64-lane one); the row's max; e^(s - max) summed in chunks
+   of 16 positions (each by the tree, into a double); each p = F16 of
+   e^(s - max) * (1 / sum); p.V per value in 16 lanes by position (64 when
+   alone), one fused chain per lane, then the tree. Slow, exact. */
+#define ORD_TILE 512 /* keys whose p a block holds at once */
+
+__device__ __forceinline__ float tree16(float *ln) {
+#pragma unroll
+    for (int l = 8; l >= 1; l /= 2)
+#pragma unroll
+        for (int i = 0; i < l; i++) ln[i] = ln[i] + ln[i + l];
+    return ln[0];
+}
+
+/* attention.c's infer__exp_llama: llama.cpp's vector exp */
+__device__ __forceinline__ float exp_llama(float x) {
+    const float shift = 12582912.0f;
+    float n = fmaf(x, 1.44269502f, shift) - shift;
+    float b = fmaf(-n, 1.42860677e-06f, fmaf(-n, 0.693145752f, x)), u = b * b;
+    float j = fmaf(fmaf(fmaf(0.00824739039f, b, 0.0418997668f), u, fmaf(0.166683957f, b, 0.499991268f)), u,
+                   fmaf(0.999999404f, b, 1.0f));
+    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+    return ldexpf(j, (int)n);
+}
+
+/* k . q, q's values F16 already: quants.h's infer__f16_dot_llama (16
+   lanes) or, vec or n not a multiple of 16, infer__f16_dot_llama_vec */
+__device__ float dot_f16_llama(const __half *k, const float *q, int n, int vec) {
+    float ln[16];
+    if (!vec && n % 16 == 0) {
+        for (int l = 0; l < 16; l++) ln[l] = 0.0f;
+        for (int i = 0; i < n; i += 16)
+            for (int l = 0; l < 16; l++) ln[l] = fmaf(__half2float(k[i + l]), q[i + l], ln[l]);
+        return tree16(ln);
+    }
+    int np = n - n % 64;
+    for (int l = 0; l < 16; l++) {
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        for (int i = 0; i < np; i += 64) {
+            a0 = fmaf(__half2float(k[i + l]), q[i + l], a0);
+            a1 = fmaf(__half2float(k[i + 16 + l]), q[i + 16 + l], a1);
+            a2 = fmaf(__half2float(k[i + 32 + l]), q[i + 32 + l], a2);
+            a3 = fmaf(__half2float(k[i + 48 + l]), q[i + 48 + l], a3);
+        }
+        ln[l] = (a0 + a2) + (a1 + a3);
+    }
+    double sum = (double)tree16(ln);
+    for (int i = np; i < n; i++) sum += (double)(__half2float(k[i]) * q[i]);
+    return (float)sum;
+}
+
+/* llama.cpp's order for F16 weights (a context that matches llama.cpp):
+   one thread an output, Y[t][r] (+)= W[r] . X[t], X's values F16 already.
+   vec, one token's order (ggml_vec_dot_f16): 64 accumulators over each 64
+   values, added 0+2 and 1+3, then the 16-lane tree, the values past the
+   last whole 64 added in double; else a batch's (tinyBLAS, n a multiple
+   of 16): 16 lanes by fused multiply-adds, then the tree. */
+__global__ void k_matvec_f16_ordered(const uint8_t *__restrict__ W, size_t row_bytes, int n, int rows,
+                                     const float *__restrict__ X, int ldx, float *__restrict__ Y, int ldy, int add,
+                                     int vec) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    if (r >= rows) return;
+    float out = dot_f16_llama((const __half *)(W + (size_t)r * row_bytes), X + (size_t)t * ldx, n, vec);
+    float *y = Y + (size_t)t * ldy + r;
+    *y = add ? *y + out : out;
+}
+
+/* One key's score: the dot, soft-capped (attention.c's infer__attn_softcap), scaled */
+__device__ __forceinline__ float ord_score(const uint8_t *krow, const float *q, int hd, int vec, float softcap,
+                                           float scale) {
+    float s = dot_f16_llama((const __half *)krow, q, hd, vec);
+    if (softcap > 0.0f) s = tanhf(s * (1.0f / softcap)) * softcap;
+    return s * scale;
+}
+
+/* Grid (tokens, heads), 32 threads; shared: q (hd), a tile's p (ORD_TILE)
+   and, unless vec, the 16 lanes of each value. vacc/vtail: the 64 lanes
+   and the double tail of each value where a token is alone (per sequence
+   and head). */
+__global__ void k_attention_ordered(const float *__restrict__ Q, int ldq, const int *__restrict__ pos,
+                                    const int *__restrict__ seq, int n_tok, uint8_t *const *kc, uint8_t *const *vc,
+                                    int layer, int n_layers, int slots, size_t k_row, int group, int hd, int window,
+                                    float scale, float softcap, float *__restrict__ vacc, double *__restrict__ vtail,
+                                    float *__restrict__ out, int ldo) {
+    INFER_DYNAMIC_SHARED(float, ord_sh);
+    int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, kvh = h / group, s = seq[t], p = pos[t];
+    int alone = (t == 0 || seq[t - 1] != s) && (t == n_tok - 1 || seq[t + 1] != s);
+    int vec = alone && group <= 16, nl = vec ? 64 : 16;
+    int lo = window ? max(0, p - window + 1) : 0, n_kv = (p + 1 + 31) / 32 * 32, np = n_kv - n_kv % 64;
+    size_t at = (size_t)s * n_layers + layer, head = (size_t)s * gridDim.y + h;
+    const uint8_t *kbase = kc[at] + (size_t)kvh * hd * sizeof(__half);
+    const __half *vbase = (const __half *)vc[at] + (size_t)kvh * hd * slots;
+    float *qx = ord_sh, *pt = ord_sh + hd, *acc = vec ? vacc + head * hd * 64 : pt + ORD_TILE;
+    double *tail = vtail + head * hd, sum = 0.0;
+    float m = -INFINITY, inv;
+    for (int i = lane; i < hd; i += 32) qx[i] = __half2float(__float2half_rn(Q[(size_t)t * ldq + (size_t)h * hd + i]));
+    for (int d = lane; d < hd; d += 32) { /* each lane owns values lane, lane + 32, ... */
+        for (int l = 0; l < nl; l++) acc[(size_t)d * nl + l] = 0.0f;
+        if (vec) tail[d] = 0.0;
+    }
+    __syncwarp();
+#define ORD_SCORE(kp) ord_score(kbase + (size_t)((kp) % slots) * k_row, qx, hd, vec, softcap, scale)
+    for (int kp = lo + lane; kp <= p; kp += 32) m = fmaxf(m, ORD_SCORE(kp));
+    m = warp_max(m);
+    /* the sum, a chunk of 16 positions a lane, added in order */
+    for (int c0 = lo / 16; c0 <= p / 16; c0 += 32) {
+        int c = c0 + lane;
+        float ch[16], cs = 0.0f;
+        if (c <= p / 16) {
+            for (int l = 0; l < 16; l++) {
+                int kp = 16 * c + l;
+                ch[l] = kp >= lo && kp <= p ? exp_llama(ORD_SCORE(kp) - m) : 0.0f;
+            }
+            cs = tree16(ch);
+        }
+        for (int i = 0; i < 32 && c0 + i <= p / 16; i++) sum += (double)__shfl_sync(FULL_MASK, cs, i);
+    }
+    inv = (float)(1.0 / sum);
+    /* p.V, a tile of positions at a time */
+    for (int a = lo / 16 * 16; a <= p; a += ORD_TILE) {
+        for (int j = lane; j < ORD_TILE; j += 32) {
+            int kp = a + j;
+            pt[j] = kp >= lo && kp <= p ? __half2float(__float2half_rn(exp_llama(ORD_SCORE(kp) - m) * inv)) : 0.0f;
+        }
+        __syncwarp();
+        for (int c = a; c < a + ORD_TILE && c <= p; c += 16) {
+            const float *pc = pt + (c - a);
+            for (int d = lane; d < hd; d += 32) {
+                const __half *vrow = vbase + (size_t)d * slots;
+                if (!vec || c < np) {
+                    float *ln = acc + (size_t)d * nl + (vec ? 16 * ((c / 16) % 4) : 0);
+                    for (int l = 0; l < 16; l++) {
+                        int kp = c + l;
+                        float v = kp >= lo && kp <= p ? __half2float(vrow[kp % slots]) : 0.0f;
+                        ln[l] = fmaf(v, pc[l], ln[l]);
+                    }
+                } else {
+                    for (int l = 0; l < 16; l++) {
+                        int kp = c + l;
+                        float v = kp >= lo && kp <= p ? __half2float(vrow[kp % slots]) : 0.0f;
+                        tail[d] += (double)(v * pc[l]);
+                    }
+                }
+            }
+        }
+        __syncwarp();
+    }
+#undef ORD_SCORE
+    for (int d = lane; d < hd; d += 32) {
+        float *ln = acc + (size_t)d * nl, r[16];
+        float o;
+        if (vec) {
+            for (int l = 0; l < 16; l++) r[l] = (ln[l] + ln[32 + l]) + (ln[16 + l] + ln[48 + l]);
+            o = (float)((double)tree16(r) + tail[d]);
+        } else {
+            for (int l = 0; l < 16; l++) r[l] = ln[l];
+            o = tree16(r);
+        }
+        out[(size_t)t * ldo + (size_t)h * hd + d] = o;
+    }
+}
 
 /* Byte offsets in the dynamic shared memory (each 32-byte aligned, as
    wmma's loads want). */
@@ -1623,7 +1923,7 @@ struct act_held {
     const float *x;
     int form, n, n_tok;
 };
-enum { FORM_FLOAT, FORM_HALF, FORM_BF16, FORM_Q8 };
+enum { FORM_FLOAT, FORM_HALF, FORM_BF16, FORM_Q8, FORM_SPLIT };
 
 struct gpu_ctx {
     gpu_model *g;
@@ -1631,15 +1931,19 @@ struct gpu_ctx {
     infer__kv_cache kv;          /* the layout (host copy; mem is on the device) */
     uint8_t **d_k, **d_v;        /* the cache's pointers per sequence and layer, on the device */
     int n_batch, n_items, pairs; /* tokens; attention work items; expert pairs (0: dense) */
+    int match;                   /* sums as llama.cpp's CPU does (match_llama) */
+    float *ord_acc;              /* with an F16 cache: k_attention_ordered's lanes (else NULL) */
+    double *ord_tail;
     cudaStream_t stream;
     cublasHandle_t blas;
     /* activations, a row per token (per pair for experts) */
-    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *router, *route_w, *logits, *part;
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *router, *route_w, *route_margin, *logits, *part;
     int *route_e, *pair_token;
     void *act;    /* a product's input as the CPU rounds it (floats, F16/BF16 for cuBLAS, or int8 and scales) */
     struct act_held *held; /* what act holds now */
     size_t act_rows_bytes; /* where the int8 form's scales start in act */
-    __half *wtmp; /* a quantized matrix dequantized for cuBLAS */
+    __half *wtmp; /* a quantized matrix dequantized for cuBLAS: hi parts, then lo parts */
+    __half *act2; /* a prompt's activations for a quantized matrix: hi parts, then lo parts */
     float *row_scale; /* per token: what its F16 row for cuBLAS was divided by (k_row_scale) */
     /* the batch's inputs, laid out by set_inputs: pinned on the host, then copied in one piece */
     unsigned char *h_in, *d_in;
@@ -1677,7 +1981,8 @@ extern "C" void infer_cuda_context_free(void *gc) {
     if (c->blas) cublasDestroy(c->blas);
     if (c->stream) cudaStreamDestroy(c->stream);
     void *all[] = {c->d_k, c->d_v, c->x, c->xb, c->q, c->k, c->v, c->att, c->hb, c->hb2, c->moe_out, c->router,
-                   c->route_w, c->logits, c->part, c->route_e, c->pair_token, c->act, c->wtmp, c->row_scale, c->d_in};
+                   c->route_w, c->route_margin, c->logits, c->part, c->route_e, c->pair_token, c->act, c->wtmp,
+                   c->row_scale, c->d_in, c->ord_acc, c->ord_tail, c->act2};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cudaFree(all[i]);
     cudaFreeHost(c->h_in);
     cudaFreeHost(c->h_out);
@@ -1692,8 +1997,8 @@ static int max_items(const infer_model *m, int n, int n_seq) {
     return (n * group + ATT_ROWS - 1) / ATT_ROWS + (n < n_seq ? n : n_seq);
 }
 
-extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n_batch, void **out, size_t *bytes,
-                                      char *msg, size_t size) {
+extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n_batch, int match_llama, void **out,
+                                      size_t *bytes, char *msg, size_t size) {
     gpu_model *g = (gpu_model *)gm;
     const infer_model *m = g->m;
     gpu_ctx *c;
@@ -1710,6 +2015,7 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n
     c->m = m;
     c->kv = *kv;
     c->n_batch = n_batch;
+    c->match = match_llama;
     c->n_items = max_items(m, n_batch, kv->n_seq);
     pairs = m->n_expert ? nb * m->n_expert_used : 0;
     c->pairs = (int)pairs;
@@ -1746,15 +2052,22 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n
            CTX_ALLOC(hb, (pairs ? pairs * m->expert_ffn : nb * m->ffn_dim), float) &&
            CTX_ALLOC(hb2, (pairs ? pairs * m->expert_ffn : nb * m->ffn_dim), float) &&
            CTX_ALLOC(moe_out, pairs * m->dim, float) && CTX_ALLOC(router, nb * m->n_expert, float) &&
-           CTX_ALLOC(route_w, pairs, float) && CTX_ALLOC(route_e, pairs, int) && CTX_ALLOC(pair_token, pairs, int) &&
+           CTX_ALLOC(route_w, pairs, float) &&
+           CTX_ALLOC(route_margin, (pairs ? nb : 0), float) && CTX_ALLOC(route_e, pairs, int) &&
+           CTX_ALLOC(pair_token, pairs, int) &&
            CTX_ALLOC(logits, nb * m->n_vocab, float) &&
            CTX_ALLOC(part, (size_t)c->n_items * m->n_kv_heads * max_split * ATT_ROWS * (m->head_dim + 2), float) &&
-           CTX_ALLOC(act, (nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn), float) && CTX_ALLOC(wtmp, wt, __half) && CTX_ALLOC(row_scale, nb, float) && CTX_ALLOC(d_in, c->in_bytes, unsigned char) &&
+           CTX_ALLOC(act, (nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn), float) && CTX_ALLOC(wtmp, 2 * wt, __half) &&
+           CTX_ALLOC(act2, 2 * nb * widest, __half) && CTX_ALLOC(row_scale, nb, float) && CTX_ALLOC(d_in, c->in_bytes, unsigned char) &&
            ok(cudaMallocHost((void **)&c->h_in, c->in_bytes), "cudaMallocHost", msg, size) &&
            ok(cudaMallocHost((void **)&c->h_out, (size_t)kv->n_seq * m->n_vocab * sizeof(float)), "cudaMallocHost", msg,
               size) &&
            ok(cudaFuncSetAttribute(k_attention, cudaFuncAttributeMaxDynamicSharedMemorySize, att_shared(hdp).total),
               "cudaFuncSetAttribute", msg, size);
+    if (good && match_llama && kv->type == INFER_TYPE_F16) { /* attention in llama.cpp's order */
+        size_t values = (size_t)kv->n_seq * m->n_heads * m->head_dim;
+        good = CTX_ALLOC(ord_acc, values * 64, float) && CTX_ALLOC(ord_tail, values, double);
+    }
 #undef CTX_ALLOC
     if (!good) {
         infer_cuda_context_free(c);
@@ -1888,6 +2201,21 @@ static void matvec_q8_t(const gpu_ctx *c, const dev_tensor &w, int rows, int n_t
     }
 }
 
+/* Whether a product of n_tok tokens goes to cuBLAS: a prompt's, unless the
+   context matches llama.cpp, whose products the CPU's kernels sum as
+   llama.cpp does: then quantized weights take the int8 kernel (block sums
+   exact integers, as the CPU's), F16 llama.cpp's order
+   (k_matvec_f16_ordered), F32 and BF16 the float kernel. */
+static int on_blas(const gpu_ctx *c, int n_tok) {
+    return n_tok >= PROMPT_MIN && !c->match;
+}
+
+/* The formats whose products a context matching llama.cpp sums in the
+   CPU's order (k_matvec_q8_ordered); the others keep the int8 kernel's. */
+static int ordered_q8(int type) {
+    return type == INFER_TYPE_Q8_0 || type == INFER_TYPE_Q5_0 || type == INFER_TYPE_Q4_K || type == INFER_TYPE_Q6_K;
+}
+
 /* Y[t] (+)= W . X[t] for a few tokens: a quantized W on int8 activations
    (dp4a), F32, F16 and BF16 by the float kernel (X rounded into c->act
    first); with pair_expert, each of n_pairs pairs multiplies its expert's
@@ -1897,6 +2225,18 @@ static void matvec(const gpu_ctx *c, const dev_tensor &w, int rows, const float 
     int act = act_of(w.type), x_rows = pair_expert && !pair_token ? n_pairs : n_tok;
     if (is_q8_act(act)) {
         quant_act_q8(c, act, x, ldx, w.n, x_rows);
+        if (c->match && !pair_expert && ordered_q8(w.type)) { /* the CPU's order */
+            const int8_t *q = (const int8_t *)c->act;
+            const float4 *meta = (const float4 *)((const unsigned char *)c->act + c->act_rows_bytes);
+            dim3 grid((unsigned)((rows + 127) / 128), (unsigned)n_tok);
+            switch (w.type) {
+            case INFER_TYPE_Q8_0: INFER_LAUNCH(grid, 128, 0, c->stream, k_matvec_q8_ordered<INFER_TYPE_Q8_0>)(w.p, w.row_bytes, w.n, rows, q, meta, y, ldy, add); break;
+            case INFER_TYPE_Q5_0: INFER_LAUNCH(grid, 128, 0, c->stream, k_matvec_q8_ordered<INFER_TYPE_Q5_0>)(w.p, w.row_bytes, w.n, rows, q, meta, y, ldy, add); break;
+            case INFER_TYPE_Q4_K: INFER_LAUNCH(grid, 128, 0, c->stream, k_matvec_q8_ordered<INFER_TYPE_Q4_K>)(w.p, w.row_bytes, w.n, rows, q, meta, y, ldy, add); break;
+            default: INFER_LAUNCH(grid, 128, 0, c->stream, k_matvec_q8_ordered<INFER_TYPE_Q6_K>)(w.p, w.row_bytes, w.n, rows, q, meta, y, ldy, add); break;
+            }
+            return;
+        }
         switch (w.type) {
 #define INFER_CUDA_CASE(t) \
     case t: matvec_q8_t<t>(c, w, rows, n_tok, y, ldy, add, pair_expert, pair_token, n_pairs); break;
@@ -1915,39 +2255,70 @@ static void matvec(const gpu_ctx *c, const dev_tensor &w, int rows, const float 
     }
 }
 
-/* Y[t] (+)= W . X[t] by cuBLAS: W in F32, F16 or BF16 as it is, another
-   format dequantized to F16 a piece of rows at a time; X rounded as the
-   CPU rounds it, in W's (or F16's) type. */
+/* Y[t] (+)= W . X[t] by cuBLAS (F16 or BF16 inputs on tensor cores, F32
+   sums): W in F32, F16 or BF16 as it is, X rounded as the CPU rounds it
+   into W's type (F16's: the CPU's F16 dot rounds X to F16 too). A
+   quantized W, a piece of rows at a time, and X through its integer
+   format would lose their exactness in F16 (a value of 8 bits times an
+   F16 scale needs 19): each is split into two F16 parts, hi + lo, and
+   three products sum hi.hi + hi.lo + lo.hi, about 22 bits. (One F16
+   product measured: synth-256-q8_0 1.16% of the logit range from
+   llama.cpp against its 1% tolerance, and a prompt 1.3% from the same
+   tokens one by one.) */
 static int gemm(const gpu_ctx *c, const dev_tensor &w, const float *x, int ldx, int n_tok, float *y, int ldy, int add) {
     int act = act_of(w.type), quantized = w.type != INFER_TYPE_F32 && w.type != INFER_TYPE_F16 && w.type != INFER_TYPE_BF16;
     cudaDataType wt = w.type == INFER_TYPE_F32 ? CUDA_R_32F : w.type == INFER_TYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     float one = 1.0f, beta = add ? 1.0f : 0.0f;
     long long per = quantized ? DEQUANT_MAX / w.n : w.rows;
     float *out = y; /* F16 inputs: into y, or xb for an add, then scaled back by k_scale_rows */
+    const void *xin = c->act, *xlo = NULL;
     if (per < 1) per = 1;
     if (wt == CUDA_R_16F && add) out = c->xb, beta = 0.0f; /* (x is att or hb then: xb is free) */
-    if (wt == CUDA_R_32F) quant_act<float>(c, act, x, ldx, w.n, n_tok);
-    else if (wt == CUDA_R_16BF) quant_act<unsigned short>(c, act, x, ldx, w.n, n_tok);
-    else quant_act<__half>(c, act, x, ldx, w.n, n_tok);
+    if (quantized) {
+        size_t count = (size_t)w.n * n_tok;
+        xin = c->act2, xlo = c->act2 + count;
+        if (!act_ready(c, x, FORM_SPLIT, act, w.n, n_tok)) {
+            int group = act == ACT_Q8_K ? 256 : 32;
+            dim3 grid((unsigned)((w.n + group - 1) / group), (unsigned)(n_tok < 65535 ? n_tok : 65535));
+            INFER_LAUNCH(n_tok, 256, 0, c->stream, k_row_scale)(x, ldx, w.n, c->row_scale);
+            switch (act) { /* rounded as the CPU's format, into c->act as floats, then split */
+            case ACT_Q8_0: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_0, float>)(x, ldx, w.n, n_tok, (float *)c->act, NULL); break;
+            case ACT_Q8_1: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_1, float>)(x, ldx, w.n, n_tok, (float *)c->act, NULL); break;
+            default: INFER_LAUNCH(grid, 32, 0, c->stream, k_quant_act<ACT_Q8_K, float>)(x, ldx, w.n, n_tok, (float *)c->act, NULL); break;
+            }
+            INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_split_f16)(
+                (const float *)c->act, w.n, n_tok, c->row_scale, c->act2, c->act2 + count);
+        }
+    } else if (wt == CUDA_R_32F) {
+        quant_act<float>(c, act, x, ldx, w.n, n_tok);
+    } else if (wt == CUDA_R_16BF) {
+        quant_act<unsigned short>(c, act, x, ldx, w.n, n_tok);
+    } else {
+        quant_act<__half>(c, act, x, ldx, w.n, n_tok);
+    }
     for (long long r0 = 0; r0 < w.rows; r0 += per) {
         int rows = (int)(w.rows - r0 < per ? w.rows - r0 : per);
-        const void *a = w.p + (size_t)r0 * w.row_bytes;
+        const void *a = w.p + (size_t)r0 * w.row_bytes, *alo = NULL;
         if (quantized) {
             size_t threads = (size_t)rows * (w.n / 32);
             unsigned blocks = (unsigned)((threads + 255) / 256);
+            __half *lo = c->wtmp + (size_t)rows * w.n;
             switch (w.type) {
 #define INFER_CUDA_CASE(t) \
-    case t: INFER_LAUNCH(blocks, 256, 0, c->stream, k_dequant_f16<t>)((const uint8_t *)a, w.row_bytes, w.n, rows, c->wtmp); break;
+    case t: INFER_LAUNCH(blocks, 256, 0, c->stream, k_dequant_f16<t>)((const uint8_t *)a, w.row_bytes, w.n, rows, c->wtmp, lo); break;
                 INFER_CUDA_TYPES(INFER_CUDA_CASE)
 #undef INFER_CUDA_CASE
             default: break;
             }
-            a = c->wtmp;
+            a = c->wtmp, alo = lo;
         }
-        if (cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tok, w.n, &one, a, wt, w.n, c->act, wt, w.n, &beta,
-                         out + r0, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP) !=
-            CUBLAS_STATUS_SUCCESS)
-            return 0;
+        /* hi.hi, then (a quantized W) + hi.lo + lo.hi */
+        const void *pa[3] = {a, a, alo}, *pb[3] = {xin, xlo, xin};
+        for (int k = 0; k < (quantized ? 3 : 1); k++)
+            if (cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, n_tok, w.n, &one, pa[k], wt, w.n, pb[k], wt, w.n,
+                             k ? &one : &beta, out + r0, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT_TENSOR_OP) != CUBLAS_STATUS_SUCCESS)
+                return 0;
     }
     if (wt == CUDA_R_16F) {
         size_t count = (size_t)w.rows * n_tok;
@@ -1963,7 +2334,14 @@ static int gemm(const gpu_ctx *c, const dev_tensor &w, const float *x, int ldx, 
 static int product_run(const gpu_ctx *c, const infer__tensor *t, const float *x, int ldx, int n_tok, float *y, int ldy,
                    int add) {
     const dev_tensor &w = *dev(c->g, t);
-    if (n_tok >= PROMPT_MIN) return gemm(c, w, x, ldx, n_tok, y, ldy, add);
+    if (on_blas(c, n_tok)) return gemm(c, w, x, ldx, n_tok, y, ldy, add);
+    if (c->match && w.type == INFER_TYPE_F16) {
+        dim3 grid((unsigned)((w.rows + 127) / 128), (unsigned)n_tok);
+        quant_act<float>(c, ACT_F16, x, ldx, w.n, n_tok);
+        INFER_LAUNCH(grid, 128, 0, c->stream, k_matvec_f16_ordered)(
+            w.p, w.row_bytes, w.n, (int)w.rows, (const float *)c->act, w.n, y, ldy, add, n_tok == 1 || w.n % 16);
+        return 1;
+    }
     matvec(c, w, (int)w.rows, x, ldx, n_tok, y, ldy, add, NULL, NULL, 0);
     return 1;
 }
@@ -1977,7 +2355,7 @@ static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
     if (!product_run(c, L->w_gate, c->xb, m->dim, n, c->hb, m->ffn_dim, 0) ||
         !product_run(c, L->w_up, c->xb, m->dim, n, c->hb2, m->ffn_dim, 0))
         return 0;
-    if (n < PROMPT_MIN && is_q8_act(down_act)) { /* the activation made as down's input is quantized */
+    if (!on_blas(c, n) && is_q8_act(down_act)) { /* down's input made quantized */
         quant_act_q8_glu(c, down_act, c->hb, c->hb2, m->ffn_dim, n);
     } else {
         forget_act(c);
@@ -1989,14 +2367,14 @@ static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
 
 /* moe_ffn: the router, each token's experts, their gate/up, activation and
    down per (token, expert) pair, and the weighted sum, into xb. */
-static int moe_ffn(const gpu_ctx *c, const infer__layer *L, int n) {
+static int moe_ffn(const gpu_ctx *c, const infer__layer *L, int n, int first) {
     const infer_model *m = c->m;
     int k = m->n_expert_used, pairs = n * k;
     size_t count = (size_t)pairs * m->expert_ffn;
     if (!product_run(c, L->ffn_router, c->xb, m->dim, n, c->router, m->n_expert, 0)) return 0;
     INFER_LAUNCH((unsigned)((n + 63) / 64), 64, 0, c->stream, k_moe_choose)(
         c->router, n, m->n_expert, k, m->gating == INFER__GATING_SOFTMAX, m->gating == INFER__GATING_SOFTMAX_TOPK,
-        m->expert_norm, c->route_e, c->route_w, c->pair_token);
+        m->expert_norm, c->route_e, c->route_w, c->pair_token, c->route_margin, first);
     matvec(c, *dev(c->g, L->gate_exps), m->expert_ffn, c->xb, m->dim, n, c->hb, m->expert_ffn, 0, c->route_e,
            c->pair_token, pairs);
     matvec(c, *dev(c->g, L->up_exps), m->expert_ffn, c->xb, m->dim, n, c->hb2, m->expert_ffn, 0, c->route_e,
@@ -2082,7 +2460,7 @@ static void norm_rows(const gpu_ctx *c, const float *x, const int *rows, const i
     int8_t *q = (int8_t *)c->act;
     float4 *meta = (float4 *)((unsigned char *)c->act + c->act_rows_bytes);
     forget_act(c);
-    if (n >= PROMPT_MIN || !is_q8_act(act)) {
+    if (on_blas(c, n) || !is_q8_act(act)) {
         INFER_LAUNCH(n, 256, 0, c->stream, k_norm_rows)(x, rows, dev_vec(c->g, w), y, dim, c->m->norm_eps);
         return;
     }
@@ -2111,7 +2489,7 @@ static void qk_prepare(const gpu_ctx *c, const infer__layer *L, int l, const pas
     INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)(m->n_heads + m->n_kv_heads)), 32, 0, c->stream, k_qk_prepare)(
         c->q, c->k, c->v, m->q_dim, m->kv_dim, m->head_dim, dev_vec(c->g, L->bq), dev_vec(c->g, L->bk),
         dev_vec(c->g, L->bv), dev_vec(c->g, L->q_norm), dev_vec(c->g, L->k_norm), m->norm_eps, rope,
-        m->n_ropes * m->rope_dim, m->rope_dim, neox, m->attn_scale_q ? m->attn_scale : 1.0f, dest);
+        m->n_ropes * m->rope_dim, m->rope_dim, neox, c->match, m->attn_scale_q ? m->attn_scale : 1.0f, dest);
 }
 
 /* attention: every item's rows over the keys they see, in n_split shares, merged */
@@ -2120,6 +2498,14 @@ static void attention(const gpu_ctx *c, const infer__layer *L, int l, const pass
     const infer_model *m = c->m;
     const infer__kv_cache *kv = &c->kv;
     int hdp = (m->head_dim + 15) / 16 * 16, group = m->n_heads / m->n_kv_heads;
+    if (c->ord_acc) { /* llama.cpp's order */
+        size_t shared = (size_t)(m->head_dim + ORD_TILE + 16 * m->head_dim) * sizeof(float);
+        INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)m->n_heads), 32, shared, c->stream, k_attention_ordered)(
+            c->q, m->q_dim, p->pos, p->seq, p->n, c->d_k, c->d_v, l, kv->n_layers, kv->slots[l], kv->k_row, group,
+            m->head_dim, L->window, m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, c->ord_acc, c->ord_tail,
+            c->att, m->q_dim);
+        return;
+    }
     dim3 grid((unsigned)p->n_items, (unsigned)m->n_kv_heads, (unsigned)p->n_split);
     for (int phase = 0; phase < 2; phase++) /* each row's max and sum, then P V */
         INFER_LAUNCH(grid, 32 * ATT_WARPS, (size_t)att_shared(hdp).total, c->stream, k_attention)(
@@ -2157,7 +2543,7 @@ static int output(const gpu_ctx *c, const pass *p, int hidden) {
    the callback asked before the next. Returns INFER_BACKEND_*. */
 static int enqueue_forward(const gpu_ctx *c, const pass *p, int hidden, int (*should_stop)(void *), void *stop_user) {
     const infer_model *m = c->m;
-    int n = p->n;
+    int n = p->n, routed = 0;
     embed(c, p);
     for (int l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
@@ -2176,7 +2562,7 @@ static int enqueue_forward(const gpu_ctx *c, const pass *p, int hidden, int (*sh
             return INFER_BACKEND_FAILED;
         }
         norm_rows(c, c->x, NULL, L->ffn_norm, c->xb, n, L->ffn_router ? L->ffn_router : L->w_gate);
-        if (!(L->ffn_router ? moe_ffn(c, L, n) : ffn(c, L, n, L->post_ffn_norm ? c->xb : c->x)))
+        if (!(L->ffn_router ? moe_ffn(c, L, n, !routed++) : ffn(c, L, n, L->post_ffn_norm ? c->xb : c->x)))
             return INFER_BACKEND_FAILED;
         if (L->ffn_router || L->post_ffn_norm) residual(c, NULL, L->post_ffn_norm, n);
         if (should_stop && (cudaStreamSynchronize(c->stream) != cudaSuccess || should_stop(stop_user)))
@@ -2226,6 +2612,19 @@ static cudaGraphExec_t decode_graph_for(gpu_ctx *c, const pass *p, size_t in_byt
     return exec;
 }
 
+/* The pass's routing margins into b->route_margin, where asked (tests). */
+static int copy_margins(const gpu_ctx *c, const infer_backend_batch *b, char *msg, size_t size) {
+    if (!b->route_margin) return INFER_BACKEND_OK;
+    if (!c->route_margin) {
+        for (int t = 0; t < b->n; t++) b->route_margin[t] = INFINITY;
+        return INFER_BACKEND_OK;
+    }
+    return ok(cudaMemcpy(b->route_margin, c->route_margin, (size_t)b->n * sizeof(float), cudaMemcpyDeviceToHost),
+              "cudaMemcpy", msg, size)
+               ? INFER_BACKEND_OK
+               : INFER_BACKEND_FAILED;
+}
+
 extern "C" int infer_cuda_forward(void *gc, const infer_backend_batch *b, char *msg, size_t size) {
     gpu_ctx *c = (gpu_ctx *)gc;
     const infer_model *m = c->m;
@@ -2246,7 +2645,7 @@ extern "C" int infer_cuda_forward(void *gc, const infer_backend_batch *b, char *
             !ok(cudaStreamSynchronize(c->stream), "decode step", msg, size))
             return INFER_BACKEND_FAILED;
         memcpy(b->logits, c->h_out, (size_t)b->n * m->n_vocab * sizeof(float));
-        return INFER_BACKEND_OK;
+        return copy_margins(c, b, msg, size);
     }
     in_bytes = set_inputs(c, b, 1, &p);
     if (!ok(cudaMemcpyAsync(c->d_in, c->h_in, in_bytes, cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", msg, size))
@@ -2272,5 +2671,5 @@ extern "C" int infer_cuda_forward(void *gc, const infer_backend_batch *b, char *
             "cudaMemcpyAsync", msg, size))
         return INFER_BACKEND_FAILED;
     if (!ok(cudaStreamSynchronize(c->stream), "forward pass", msg, size)) return INFER_BACKEND_FAILED;
-    return INFER_BACKEND_OK;
+    return copy_margins(c, b, msg, size);
 }

@@ -93,10 +93,12 @@ fi
 # being infer_cuda.cu compiled for the CPU over tests/cuda_emu.h
 # (-DINFER_GPU_EMULATOR=ON: the library itself has the emulated GPU, so the
 # CLI, infer serve and npc too; INFER_DEVICE=cuda makes auto the GPU).
-# Tests that build their own static copy of the implementation
-# (infer_private.h: test_reference, test_arch, test_sequence, ...) run that
-# copy on the CPU here; test_cuda compares the emulated GPU with the CPU on
-# every reference model, and gpu_apps runs infer serve --device cuda
+# The tests that build their own static copy of the implementation
+# (infer_private.h) and run forward passes (test_reference, test_arch,
+# test_sequence, test_grammar) get the CUDA backend in that copy too, so
+# test_reference checks llama.cpp's references on the emulated GPU (every
+# model; Gemma 3 270M where models/ has it); test_cuda compares the
+# emulated GPU with the CPU on every reference model, and gpu_apps runs infer serve --device cuda
 # --parallel 4 and npc --device cuda. Left out, each for its reason: neon_qemu (its own aarch64 binaries
 # of the CPU pass under qemu), alloc_fail (its own CPU-only copy of the
 # implementation, with counting allocators), compile_check,

@@ -56,6 +56,7 @@ typedef struct infer_backend_batch {
     int n_sel;
     const int *sel;
     float *logits, *hidden;
+    float *route_margin; /* per token, or NULL: its routing margin (infer__moe_route.margin) */
     int (*should_stop)(void *);
     void *stop_user;
 } infer_backend_batch;
@@ -88,8 +89,10 @@ int infer_cuda_copy(void *gpu_model, void *dst, const void *src, size_t n, int k
    when it cannot be measured. */
 double infer_cuda_bandwidth(void *gpu_model);
 /* A context's scratch for n_batch tokens over the KV cache kv (its mem
-   from infer_cuda_alloc; the description must outlive the context). */
-int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, int n_batch, void **gpu_ctx, size_t *bytes,
+   from infer_cuda_alloc; the description must outlive the context).
+   match_llama: sum as llama.cpp's CPU does (infer_context.match_llama). */
+int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, int n_batch, int match_llama, void **gpu_ctx,
+                           size_t *bytes,
                            char *msg, size_t size);
 void infer_cuda_context_free(void *gpu_ctx);
 /* Runs one forward pass (infer_backend_batch). A batch where every

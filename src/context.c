@@ -145,6 +145,14 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         }
         c->bytes += infer__kv_bytes(&c->kv);
     }
+    for (l = 0; l < m->n_layers; l++) moe |= m->layers[l].ffn_router != NULL;
+    /* prompts summed otherwise than llama.cpp sums them move logits by a
+       fraction of a percent; routing (experts), soft-capped attention and
+       scaled embeddings turn that into several (measured: synth gemma2 4%,
+       Gemma 3 270M 7%), so such models take llama.cpp's order by default
+       (on the GPU too: see infer_cuda.cu's "llama.cpp's order") */
+    c->match_llama = params->match_llama > 0 ||
+                     (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0));
     if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache */
         infer_context_free(c);
         return NULL;
@@ -152,15 +160,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->pool = infer__pool_new(params->n_threads ? params->n_threads : 1);
     if (!c->pool) ok = 0;
     c->n_threads = c->pool ? infer__pool_size(c->pool) : 1;
-    for (l = 0; l < m->n_layers; l++) moe |= m->layers[l].ffn_router != NULL;
-    /* prompts summed otherwise than llama.cpp sums them move logits by a
-       fraction of a percent; routing (experts), soft-capped attention and
-       scaled embeddings turn that into several (measured: synth gemma2 4%,
-       Gemma 3 270M 7%), so such models take llama.cpp's order by default */
-    if (!c->gpu &&
-        (params->match_llama > 0 || (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0)))) {
+    if (!c->gpu && c->match_llama) {
         int t;
-        c->match_llama = 1;
         for (t = 0; t < INFER_TYPE_COUNT; t++)
             if (c->kern.gemm_packed_ordered[t]) c->kern.gemm_packed[t] = c->kern.gemm_packed_ordered[t];
         /* F16 everywhere as one 16-lane dot: packed where that kernel exists */
@@ -262,6 +263,7 @@ INFERDEF void infer_context_free(infer_context *c) {
 INFERDEF int infer_context_n_ctx(const infer_context *c) { return c->n_ctx; }
 INFERDEF const char *infer_context_isa(const infer_context *c) { return infer__isa_name(c->kern.isa); }
 INFERDEF int infer_context_n_seq(const infer_context *c) { return c->n_seq; }
+INFERDEF int infer_context_match_llama(const infer_context *c) { return c->match_llama; }
 INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void *user) {
     c->abort_fn = fn;
     c->abort_user = user;

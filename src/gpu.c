@@ -90,7 +90,7 @@ static int infer__context_attach(infer_context *c, infer_error *err) {
     char msg[256];
     size_t bytes = 0;
     if (!c->model->gpu) return 1;
-    if (infer_cuda_context_new(c->model->gpu, &c->kv, c->n_batch, &c->gpu, &bytes, msg, sizeof msg)) {
+    if (infer_cuda_context_new(c->model->gpu, &c->kv, c->n_batch, c->match_llama, &c->gpu, &bytes, msg, sizeof msg)) {
         c->gpu = NULL;
         infer__set_error(err, INFER_ERR_DEVICE, "CUDA context of %d tokens: %s", c->n_ctx, msg);
         return 0;
@@ -136,6 +136,7 @@ static infer_status infer__gpu_forward(infer_context *c, const infer_token *toke
     const infer_model *m = c->model;
     infer_backend_batch b;
     char msg[256];
+    float *margin = NULL;
     int g, t, r, rc;
     for (g = 0; g < n_groups; g++)
         for (t = c->groups[g].start; t < c->groups[g].start + c->groups[g].n; t++) c->seq_of[t] = c->groups[g].seq;
@@ -147,7 +148,18 @@ static infer_status infer__gpu_forward(infer_context *c, const infer_token *toke
     b.tokens = tokens, b.n = n, b.pos = c->pos, b.seq = c->seq_of, b.rope = c->rope;
     b.n_sel = n_sel, b.sel = c->sel, b.logits = logits, b.hidden = hidden;
     b.should_stop = infer__backend_should_stop, b.stop_user = c;
+    if (c->route.margin) { /* tests ask for routing margins */
+        margin = (float *)INFER_MALLOC(sizeof(float) * (size_t)n);
+        if (!margin) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the routing margins");
+            return INFER_ERR_NOMEM;
+        }
+        b.route_margin = margin;
+    }
     rc = infer_cuda_forward(c->gpu, &b, msg, sizeof msg);
+    if (margin && !rc)
+        for (t = 0; t < n; t++) c->route.margin[c->pos[t]] = INFER__MIN(c->route.margin[c->pos[t]], margin[t]);
+    INFER_FREE(margin);
     if (rc == INFER_BACKEND_CANCELLED) return INFER_ERR_CANCELLED;
     if (rc) {
         infer__set_error(err, INFER_ERR_DEVICE, "CUDA forward pass: %s", msg);

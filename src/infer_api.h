@@ -281,6 +281,9 @@ INFERDEF int infer_context_n_past(const infer_context *c);
 INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Where its forward pass runs (its model's device). */
 INFERDEF infer_device infer_context_device(const infer_context *c);
+/* 1 when its passes sum in llama.cpp's order (infer_context_params.match_llama,
+   0 deciding by the model), on either device. */
+INFERDEF int infer_context_match_llama(const infer_context *c);
 /* Sequence 0: infer_seq_truncate(c, 0, n_past). */
 INFERDEF int infer_context_truncate(infer_context *c, int n_past);
 

@@ -88,6 +88,7 @@ Test(sequence, batch_matches_alone) {
         infer_token next[2];
         int s2[2] = {0, 2};
         const infer_token *ts;
+        double d;
         int k, nt;
         for (k = 0; k < 2; k++) {
             const infer_token *orig = k ? b : a;
@@ -98,7 +99,8 @@ Test(sequence, batch_matches_alone) {
             cr_assert_eq(memcmp(ts, orig, sizeof(infer_token) * no), 0);
             cr_assert_eq(infer_decode(alone, ts, nt, 0, &err), INFER_OK, "%s", err.msg);
             memcpy(ref, infer_get_logits(alone, -1), sizeof(float) * nv);
-            cr_assert_lt(rel_diff(ref, infer_seq_logits(c, s2[k]), nv), 1e-4, "sequence %d, step %d", s2[k], step);
+            d = rel_diff(ref, infer_seq_logits(c, s2[k]), nv);
+            cr_assert_lt(d, 1e-4, "sequence %d, step %d: %.2e of the range", s2[k], step, d);
             next[k] = argmax(ref, nv);
         }
         batch.n = 2, batch.tokens = next, batch.seq = s2;
