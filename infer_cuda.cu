@@ -1261,17 +1261,6 @@ __device__ __forceinline__ float tree16(float *ln) {
     return ln[0];
 }
 
-/* attention.c's infer__exp_llama: llama.cpp's vector exp */
-__device__ __forceinline__ float exp_llama(float x) {
-    const float shift = 12582912.0f;
-    float n = fmaf(x, 1.44269502f, shift) - shift;
-    float b = fmaf(-n, 1.42860677e-06f, fmaf(-n, 0.693145752f, x)), u = b * b;
-    float j = fmaf(fmaf(fmaf(0.00824739039f, b, 0.0418997668f), u, fmaf(0.166683957f, b, 0.499991268f)), u,
-                   fmaf(0.999999404f, b, 1.0f));
-    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
-    return ldexpf(j, (int)n);
-}
-
 /* k . q, q's values F16 already: quants.h's infer__f16_dot_llama (16
    lanes) or, vec or n not a multiple of 16, infer__f16_dot_llama_vec */
 __device__ float dot_f16_llama(const __half *k, const float *q, int n, int vec) {
@@ -1358,7 +1347,7 @@ __global__ void k_attention_ordered(const float *__restrict__ Q, int ldq, const 
         if (c <= p / 16) {
             for (int l = 0; l < 16; l++) {
                 int kp = 16 * c + l;
-                ch[l] = kp >= lo && kp <= p ? exp_llama(ORD_SCORE(kp) - m) : 0.0f;
+                ch[l] = kp >= lo && kp <= p ? infer__exp_llama(ORD_SCORE(kp) - m) : 0.0f;
             }
             cs = tree16(ch);
         }
@@ -1369,7 +1358,7 @@ __global__ void k_attention_ordered(const float *__restrict__ Q, int ldq, const 
     for (int a = lo / 16 * 16; a <= p; a += ORD_TILE) {
         for (int j = lane; j < ORD_TILE; j += 32) {
             int kp = a + j;
-            pt[j] = kp >= lo && kp <= p ? __half2float(__float2half_rn(exp_llama(ORD_SCORE(kp) - m) * inv)) : 0.0f;
+            pt[j] = kp >= lo && kp <= p ? __half2float(__float2half_rn(infer__exp_llama(ORD_SCORE(kp) - m) * inv)) : 0.0f;
         }
         __syncwarp();
         for (int c = a; c < a + ORD_TILE && c <= p; c += 16) {

@@ -257,20 +257,6 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     }
 }
 
-/* e^x as llama.cpp's AVX-512 softmax has it (ggml_v_expf): x = n ln2 + b
-   with ln2 in two parts, e^b by a degree-5 polynomial in Estrin's form,
-   times 2^n; 0 or inf where |n| > 192. The constants are the floats
-   0x1.8p23, 1/ln2, ln2's parts and the polynomial's, in decimal for C++. */
-static float infer__exp_llama(float x) {
-    const float shift = 12582912.0f;
-    float n = fmaf(x, 1.44269502f, shift) - shift;
-    float b = fmaf(-n, 1.42860677e-06f, fmaf(-n, 0.693145752f, x)), u = b * b;
-    float j = fmaf(fmaf(fmaf(0.00824739039f, b, 0.0418997668f), u, fmaf(0.166683957f, b, 0.499991268f)), u,
-                   fmaf(0.999999404f, b, 1.0f));
-    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
-    return ldexpf(j, (int)n);
-}
-
 /* Work item i in llama.cpp's order, for an F16 cache (contexts that match
    it). llama.cpp lays a sequence's keys in cells by position and:
    scores each with a 16-lane F16 dot; takes the row's max; sums e^(s - max)

@@ -16,10 +16,32 @@
 #define INFER_BACKEND_H_INCLUDED
 #include "infer_api.h"
 #include "model.h"
+#include <math.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#ifdef __CUDACC__ /* a function both the CPU's pass and the GPU's kernels call */
+#define INFER__HD __host__ __device__
+#else
+#define INFER__HD
+#endif
+
+/* e^x as llama.cpp's AVX-512 softmax has it (ggml_v_expf): x = n ln2 + b
+   with ln2 in two parts, e^b by a degree-5 polynomial in Estrin's form,
+   times 2^n; 0 or inf where |n| > 192. The constants are the floats
+   0x1.8p23, 1/ln2, ln2's parts and the polynomial's, in decimal for C++. Both
+   passes' attention use it: the GPU's too (INFER__HD), when it matches llama.cpp. */
+INFER__HD static inline float infer__exp_llama(float x) {
+    const float shift = 12582912.0f;
+    float n = fmaf(x, 1.44269502f, shift) - shift;
+    float b = fmaf(-n, 1.42860677e-06f, fmaf(-n, 0.693145752f, x)), u = b * b;
+    float j = fmaf(fmaf(fmaf(0.00824739039f, b, 0.0418997668f), u, fmaf(0.166683957f, b, 0.499991268f)), u,
+                   fmaf(0.999999404f, b, 1.0f));
+    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+    return ldexpf(j, (int)n);
+}
 
 /* The KV cache, one layout wherever it lives (host memory for the CPU's
    pass, device memory for a GPU's): layer l keeps position p at slot
