@@ -54,6 +54,7 @@ PARTS = [
     "embed.c",
     "gpu.c",
     "grammar.c",
+    "schema.c",
     "sampler.c",
     "generate.c",
     "beam.c",

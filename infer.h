@@ -13834,8 +13834,9 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
 #endif
 
 /* ==== src/grammar.c ==== */
-/* grammar.c - GBNF grammars (llama.cpp's format) and JSON schemas compiled
-   to them: parsing, the matcher, and the mask of tokens that may come next.
+/* grammar.c - GBNF grammars (llama.cpp's format): parsing, the matcher, and
+   the mask of tokens that may come next (schema.c writes JSON schemas as
+   GBNF).
 
    A grammar compiles to one array of elements: each rule's alternatives,
    separated by ALT and closed by END, hold character sets (TERM) and rule
@@ -15253,6 +15254,11 @@ static int infer__grammar_mask_snapshot(const infer__grammar *G, unsigned char *
     infer__gwalk_free(&w);
     return count;
 }
+
+/* ==== src/schema.c ==== */
+/* schema.c - JSON schemas compiled to GBNF grammars: the schema's JSON text
+   parsed, then each schema written as rules (infer_json_schema_to_grammar),
+   which grammar.c compiles like any other grammar. */
 
 /* ---- JSON (the schema's text) ------------------------------------------------ */
 
