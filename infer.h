@@ -1445,6 +1445,14 @@ static int infer__simd_avx512_install(infer__kernels *k);
 static int infer__simd_neon_install(infer__kernels *k);
 static void infer__vecmath_install(infer__kernels *k);
 
+/* ---- grammar.c: what schema.c shares with the GBNF parser ---- */
+#define INFER__G_MAX_REPEAT 4096 /* bounds of x{m,n} */
+static void infer__fail_at(infer_error *err, const char *what, const char *src, const char *at, const char *fmt,
+                           va_list ap);
+static int infer__gp_word(char c);
+static int infer__g_utf8(const char **p, uint32_t *cp);
+static int infer__g_hex(char c);
+
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
 
@@ -13869,7 +13877,6 @@ typedef struct infer__grules {
     infer__grange *ranges;
 } infer__grules;
 
-#define INFER__G_MAX_REPEAT 4096 /* bounds of x{m,n} */
 #define INFER__G_MAX_STACKS 1024 /* stacks in one state; more are dropped (ambiguity run wild) */
 #define INFER__G_MAX_DEPTH 1024  /* elements on one stack; a deeper one is dropped */
 #define INFER__G_HT 4096         /* slots of the table that deduplicates stacks (> 2 * MAX_STACKS) */

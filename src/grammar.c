@@ -34,7 +34,6 @@ typedef struct infer__grules {
     infer__grange *ranges;
 } infer__grules;
 
-#define INFER__G_MAX_REPEAT 4096 /* bounds of x{m,n} */
 #define INFER__G_MAX_STACKS 1024 /* stacks in one state; more are dropped (ambiguity run wild) */
 #define INFER__G_MAX_DEPTH 1024  /* elements on one stack; a deeper one is dropped */
 #define INFER__G_HT 4096         /* slots of the table that deduplicates stacks (> 2 * MAX_STACKS) */

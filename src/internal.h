@@ -349,6 +349,14 @@ static int infer__simd_avx512_install(infer__kernels *k);
 static int infer__simd_neon_install(infer__kernels *k);
 static void infer__vecmath_install(infer__kernels *k);
 
+/* ---- grammar.c: what schema.c shares with the GBNF parser ---- */
+#define INFER__G_MAX_REPEAT 4096 /* bounds of x{m,n} */
+static void infer__fail_at(infer_error *err, const char *what, const char *src, const char *at, const char *fmt,
+                           va_list ap);
+static int infer__gp_word(char c);
+static int infer__g_utf8(const char **p, uint32_t *cp);
+static int infer__g_hex(char c);
+
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
 
