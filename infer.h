@@ -420,8 +420,9 @@ INFERDEF void infer_sampler_reset(infer_sampler *s);
    made first without it and kept if the grammar allows that token; only
    otherwise are the allowed tokens found (a walk over a trie of the
    vocabulary's texts) and the draw made again among them (banned ones
-   left out). -1 also when the grammar ran out of memory (it then refuses
-   everything until a reset). */
+   left out). -1 also when the logit bias bans (-INFINITY) every token, or
+   every token the grammar allows, and when the grammar ran out of memory
+   (it then refuses everything until a reset). */
 INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits);
 
 /* Added to the logits before anything else; -INFINITY bans a token. Replaces
@@ -1455,6 +1456,9 @@ static int infer__g_hex(char c);
 
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
+/* why infer_sampler_sample last returned -1 */
+enum { INFER__NONE_BANNED = 1, INFER__NONE_BANNED_HERE, INFER__NONE_GRAMMAR, INFER__NONE_NOMEM };
+static int infer__sampler_none_why(const infer_sampler *s);
 
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;
@@ -16109,6 +16113,7 @@ struct infer_sampler {
     infer_token *bias_id;
     float *bias;
     int n_bias;
+    int none_why;         /* why the last sample chose nothing: INFER__NONE_* */
     struct infer__grammar *grammar;
     unsigned char *allowed; /* n_vocab, with a grammar */
 };
@@ -16237,6 +16242,7 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
 
 /* Whether the grammar ran out of memory (request.c ends a request so). */
 static int infer__sampler_nomem(const infer_sampler *s) { return s->grammar && infer__grammar_nomem(s->grammar); }
+static int infer__sampler_none_why(const infer_sampler *s) { return s->none_why; }
 
 INFERDEF int infer_sampler_grammar_done(const infer_sampler *s) { return !s->grammar || infer__grammar_done(s->grammar); }
 
@@ -16296,6 +16302,8 @@ static void infer__cand_sort(infer__cand *c, infer__cand *tmp, int n) {
 
 /* Greedy, or top-k -> top-p -> min-p -> temperature -> a draw, from the
    n candidates c (reordered). */
+/* -1 when every candidate is banned (-INFINITY): there is nothing to draw,
+   and drawing one of them anyway would generate a banned token. */
 static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) {
     int i, best = 0;
     double sum, r, acc;
@@ -16303,9 +16311,10 @@ static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) 
     if (s->p.temperature <= 0) {
         for (i = 1; i < n; i++)
             if (c[i].logit > c[best].logit) best = i;
-        return c[best].id;
+        return c[best].logit > -INFINITY ? c[best].id : -1;
     }
     infer__cand_sort(c, s->tmp, n);
+    if (!(c[0].logit > -INFINITY)) return -1;
     if (s->p.top_k > 0 && s->p.top_k < n) n = s->p.top_k;
     mx = c[0].logit;
     if (s->p.top_p < 1.0f) {
@@ -16363,12 +16372,13 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
     }
     s->n_cand = n;
     s->mask_later = 0;
+    s->none_why = INFER__NONE_BANNED;
     if (!s->grammar) return infer__sampler_draw(s, c, n);
     /* The cheap way first: a token drawn without the grammar that it
        allows is taken (its mask is made only if top_probs asks). */
     infer__grammar_snapshot(s->grammar);
     tok = infer__sampler_draw(s, c, n);
-    if (infer__grammar_allows(s->grammar, tok) && !infer__grammar_nomem(s->grammar)) {
+    if (tok >= 0 && infer__grammar_allows(s->grammar, tok) && !infer__grammar_nomem(s->grammar)) {
         s->mask_later = 1;
         return tok;
     }
@@ -16376,10 +16386,15 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
     infer__grammar_mask(s->grammar, s->allowed);
     if (infer__grammar_nomem(s->grammar)) {
         s->n_cand = 0;
+        s->none_why = INFER__NONE_NOMEM;
         return -1;
     }
+    s->none_why = INFER__NONE_GRAMMAR;
     for (i = k = 0; i < n; i++)
-        if (s->allowed[c[i].id] && c[i].logit > -INFINITY) c[k++] = c[i];
+        if (s->allowed[c[i].id]) {
+            s->none_why = INFER__NONE_BANNED_HERE; /* the grammar allows some */
+            if (c[i].logit > -INFINITY) c[k++] = c[i];
+        }
     s->n_cand = k;
     if (!k) return -1;
     return infer__sampler_draw(s, c, k);
@@ -17065,8 +17080,15 @@ static int infer__req_sample(infer_request *r, const float *l) {
     double now = infer__now_ms();
     r->state = INFER__RQ_GEN;
     if (t < 0) {
-        if (infer__sampler_nomem(r->sampler)) infer__req_end(r, INFER_ERR_NOMEM, "out of memory in the sampler");
-        else infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
+        int why = infer__sampler_none_why(r->sampler);
+        if (why == INFER__NONE_NOMEM || infer__sampler_nomem(r->sampler))
+            infer__req_end(r, INFER_ERR_NOMEM, "out of memory in the sampler");
+        else if (why == INFER__NONE_GRAMMAR)
+            infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
+        else
+            infer__req_end(r, INFER_ERR_ARG,
+                           why == INFER__NONE_BANNED_HERE ? "logit_bias bans every token the grammar allows here"
+                                                          : "logit_bias bans every token");
         return 0;
     }
     if (r->n_probs > 0) { /* before accept moves the grammar on; outside the lock */

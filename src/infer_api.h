@@ -419,8 +419,9 @@ INFERDEF void infer_sampler_reset(infer_sampler *s);
    made first without it and kept if the grammar allows that token; only
    otherwise are the allowed tokens found (a walk over a trie of the
    vocabulary's texts) and the draw made again among them (banned ones
-   left out). -1 also when the grammar ran out of memory (it then refuses
-   everything until a reset). */
+   left out). -1 also when the logit bias bans (-INFINITY) every token, or
+   every token the grammar allows, and when the grammar ran out of memory
+   (it then refuses everything until a reset). */
 INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits);
 
 /* Added to the logits before anything else; -INFINITY bans a token. Replaces

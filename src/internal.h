@@ -359,6 +359,9 @@ static int infer__g_hex(char c);
 
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
+/* why infer_sampler_sample last returned -1 */
+enum { INFER__NONE_BANNED = 1, INFER__NONE_BANNED_HERE, INFER__NONE_GRAMMAR, INFER__NONE_NOMEM };
+static int infer__sampler_none_why(const infer_sampler *s);
 
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;

@@ -399,8 +399,15 @@ static int infer__req_sample(infer_request *r, const float *l) {
     double now = infer__now_ms();
     r->state = INFER__RQ_GEN;
     if (t < 0) {
-        if (infer__sampler_nomem(r->sampler)) infer__req_end(r, INFER_ERR_NOMEM, "out of memory in the sampler");
-        else infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
+        int why = infer__sampler_none_why(r->sampler);
+        if (why == INFER__NONE_NOMEM || infer__sampler_nomem(r->sampler))
+            infer__req_end(r, INFER_ERR_NOMEM, "out of memory in the sampler");
+        else if (why == INFER__NONE_GRAMMAR)
+            infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");
+        else
+            infer__req_end(r, INFER_ERR_ARG,
+                           why == INFER__NONE_BANNED_HERE ? "logit_bias bans every token the grammar allows here"
+                                                          : "logit_bias bans every token");
         return 0;
     }
     if (r->n_probs > 0) { /* before accept moves the grammar on; outside the lock */

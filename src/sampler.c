@@ -36,6 +36,7 @@ struct infer_sampler {
     infer_token *bias_id;
     float *bias;
     int n_bias;
+    int none_why;         /* why the last sample chose nothing: INFER__NONE_* */
     struct infer__grammar *grammar;
     unsigned char *allowed; /* n_vocab, with a grammar */
 };
@@ -164,6 +165,7 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
 
 /* Whether the grammar ran out of memory (request.c ends a request so). */
 static int infer__sampler_nomem(const infer_sampler *s) { return s->grammar && infer__grammar_nomem(s->grammar); }
+static int infer__sampler_none_why(const infer_sampler *s) { return s->none_why; }
 
 INFERDEF int infer_sampler_grammar_done(const infer_sampler *s) { return !s->grammar || infer__grammar_done(s->grammar); }
 
@@ -223,6 +225,8 @@ static void infer__cand_sort(infer__cand *c, infer__cand *tmp, int n) {
 
 /* Greedy, or top-k -> top-p -> min-p -> temperature -> a draw, from the
    n candidates c (reordered). */
+/* -1 when every candidate is banned (-INFINITY): there is nothing to draw,
+   and drawing one of them anyway would generate a banned token. */
 static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) {
     int i, best = 0;
     double sum, r, acc;
@@ -230,9 +234,10 @@ static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) 
     if (s->p.temperature <= 0) {
         for (i = 1; i < n; i++)
             if (c[i].logit > c[best].logit) best = i;
-        return c[best].id;
+        return c[best].logit > -INFINITY ? c[best].id : -1;
     }
     infer__cand_sort(c, s->tmp, n);
+    if (!(c[0].logit > -INFINITY)) return -1;
     if (s->p.top_k > 0 && s->p.top_k < n) n = s->p.top_k;
     mx = c[0].logit;
     if (s->p.top_p < 1.0f) {
@@ -290,12 +295,13 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
     }
     s->n_cand = n;
     s->mask_later = 0;
+    s->none_why = INFER__NONE_BANNED;
     if (!s->grammar) return infer__sampler_draw(s, c, n);
     /* The cheap way first: a token drawn without the grammar that it
        allows is taken (its mask is made only if top_probs asks). */
     infer__grammar_snapshot(s->grammar);
     tok = infer__sampler_draw(s, c, n);
-    if (infer__grammar_allows(s->grammar, tok) && !infer__grammar_nomem(s->grammar)) {
+    if (tok >= 0 && infer__grammar_allows(s->grammar, tok) && !infer__grammar_nomem(s->grammar)) {
         s->mask_later = 1;
         return tok;
     }
@@ -303,10 +309,15 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
     infer__grammar_mask(s->grammar, s->allowed);
     if (infer__grammar_nomem(s->grammar)) {
         s->n_cand = 0;
+        s->none_why = INFER__NONE_NOMEM;
         return -1;
     }
+    s->none_why = INFER__NONE_GRAMMAR;
     for (i = k = 0; i < n; i++)
-        if (s->allowed[c[i].id] && c[i].logit > -INFINITY) c[k++] = c[i];
+        if (s->allowed[c[i].id]) {
+            s->none_why = INFER__NONE_BANNED_HERE; /* the grammar allows some */
+            if (c[i].logit > -INFINITY) c[k++] = c[i];
+        }
     s->n_cand = k;
     if (!k) return -1;
     return infer__sampler_draw(s, c, k);

@@ -609,6 +609,32 @@ Test(request, context_full_stops_or_shifts) {
     infer_model_free(m);
 }
 
+/* logit_bias that bans every token ends the request with an error that
+   says so, before any banned token is generated */
+Test(request, logit_bias_banning_every_token_is_an_error) {
+    infer_model *m = load(MODEL);
+    infer_context *c = ctx(m, 64, 1, INFER_FULL_STOP, 1);
+    int n = infer_model_n_vocab(m), i;
+    infer_token *ids = (infer_token *)malloc(sizeof(infer_token) * (size_t)n);
+    float *bias = (float *)malloc(sizeof(float) * (size_t)n);
+    infer_request_params p = req_params("Once upon a time", 10, 0);
+    infer_request *r;
+    infer_error err;
+    for (i = 0; i < n; i++) ids[i] = i, bias[i] = -INFINITY;
+    p.bias_ids = ids, p.bias = bias, p.n_bias = n;
+    r = infer_request_start(c, &p, &err);
+    cr_assert(r, "%s", err.msg);
+    while (infer_context_step(c, 1.0) > 0) {}
+    cr_assert_eq(infer_request_status(r, &err), INFER_ERR_ARG, "status %d", infer_request_status(r, NULL));
+    cr_assert(strstr(err.msg, "logit_bias bans every token"), "%s", err.msg);
+    cr_assert_eq(infer_request_tokens(r, NULL, 0), 0, "%d banned tokens generated", infer_request_tokens(r, NULL, 0));
+    infer_request_free(r);
+    free(ids);
+    free(bias);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
 /* ---- output control --------------------------------------------------------- */
 
 Test(request, json_schema_output_and_top_probs) {

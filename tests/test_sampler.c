@@ -404,3 +404,29 @@ Test(sampler, temperature_follows_softmax) {
         cr_assert_gt(chi, 100.0, "draws at temperature 0.5 look like temperature 1 (chi-square %.1f)", chi);
     }
 }
+
+/* A bias that bans every token leaves nothing to draw: -1, greedy or not,
+   never one of the banned tokens. */
+Test(sampler, bias_banning_every_token_draws_nothing) {
+    enum { N = 64 };
+    float l[N], bias[N];
+    infer_token ids[N];
+    int i, round;
+    random_logits(l, N, 4.0f);
+    for (i = 0; i < N; i++) ids[i] = i, bias[i] = -INFINITY;
+    for (round = 0; round < 2; round++) {
+        infer_sampler_params p = round ? plain(1.0f, 3) : infer_sampler_default_params();
+        infer_sampler *s;
+        if (!round) p.temperature = 0;
+        s = infer_sampler_new(&p, N);
+        cr_assert_eq(infer_sampler_set_logit_bias(s, ids, bias, N), INFER_OK);
+        cr_assert_eq(infer_sampler_sample(s, l), -1, "a token drawn with every token banned (%s)",
+                     round ? "temperature 1" : "greedy");
+        /* one left unbanned is the only choice */
+        bias[N - 5] = 0;
+        cr_assert_eq(infer_sampler_set_logit_bias(s, ids, bias, N), INFER_OK);
+        for (i = 0; i < 20; i++) cr_assert_eq(infer_sampler_sample(s, l), N - 5);
+        bias[N - 5] = -INFINITY;
+        infer_sampler_free(s);
+    }
+}
