@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -919,7 +920,16 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
         /* The schema's grammar made here, its size checked first: a short
            schema can make a long grammar (optional properties: quadratic),
            and compiling one takes time and memory growing faster than it. */
-        int len = infer_json_schema_to_grammar(cc.schema, NULL, 0, &err);
+        int len;
+#if defined(__linux__) && defined(SYS_gettid)
+        /* Making and compiling it (infer_worker_start) is this thread's
+           work, done at a lower priority than the batch's threads: on a
+           machine of few cores it would slow every reply meanwhile. Nice is
+           per thread on Linux; it stays (an unprivileged thread cannot raise
+           it again), which only slows this connection's own parsing. */
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+#endif
+        len = infer_json_schema_to_grammar(cc.schema, NULL, 0, &err);
         if (len < 0) {
             bad(&b, "response_format", "%s", err.msg);
             goto bad_request;
