@@ -221,6 +221,7 @@ static mhd_result send_error(struct MHD_Connection *con, unsigned status, const 
 typedef struct client_watch {
     int fd;
     int may_probe;     /* HTTP/1.1 and nothing of the reply sent yet */
+    int fin_ends;      /* a FIN alone means gone (HTTP/1.0: no 1xx to probe with) */
     int fin;           /* the client sent a FIN */
     double last_probe; /* now_ms() of the last interim reply */
 } client_watch;
@@ -243,6 +244,7 @@ static int client_gone(client_watch *w, int ms) {
         if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return 1;
         if (!w->fin) {
             if ((p.revents & POLLRDHUP) || recv(w->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+                if (w->fin_ends) return 1;
                 w->fin = 1;
             } else {
                 usleep((useconds_t)ms * 1000); /* readable but open: do not spin on it */
@@ -959,6 +961,7 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
     j->con = con;
     j->watch.fd = connection_fd(con);
     j->watch.may_probe = http11;
+    j->watch.fin_ends = !http11;
     j->chat = chat;
     j->stream = cc.stream;
     j->include_usage = cc.include_usage;
@@ -993,7 +996,7 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
         }
         MHD_add_response_header(res, "Content-Type", "text/event-stream");
         MHD_add_response_header(res, "Cache-Control", "no-cache");
-        j->watch.may_probe = 0; /* the reply begins: from now on write errors tell */
+        j->watch.may_probe = j->watch.fin_ends = 0; /* the reply begins: from now on write errors tell */
         connection_timeout(con, SERVE_SEND_TIMEOUT_S);
         ret = MHD_queue_response(con, 200, res);
         MHD_destroy_response(res);
