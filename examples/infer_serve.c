@@ -11,8 +11,12 @@
 
    libmicrohttpd runs a thread per connection, so a handler may block while
    its reply is generated; it watches its socket meanwhile to notice a
-   client that went away. Built only where both libraries are found
-   (CMakeLists.txt); infer.h itself needs neither. */
+   client that went away. Connections are many (--max-connections) and
+   cheap; the model is guarded by the sequences and the queue. A request
+   must arrive whole within --read-timeout seconds of its connection's
+   start (or of the previous reply's end): a watchdog cuts slow ones. The
+   time a reply takes is not limited by it. Built only where both libraries
+   are found (CMakeLists.txt); infer.h itself needs neither. */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -27,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +51,20 @@ typedef enum MHD_Result mhd_result;
 #endif
 
 #define SERVE_MAX_STOP 16
+/* A reply whose client accepts no byte for this long is dropped. */
+#define SERVE_SEND_TIMEOUT_S 60u
+
+/* One open connection: whether a request is arriving and by when it must
+   have arrived. Listed from libmicrohttpd's STARTED notice to its CLOSED
+   one, which comes before the socket is closed (daemon.c in 0.9.75), so the
+   watchdog never shuts down a descriptor another connection reuses. */
+typedef struct conn {
+    int fd;
+    int reading;      /* a request (headers or body) is arriving */
+    int cut;          /* the watchdog shut it down */
+    double deadline;  /* now_ms() by which the request must be in */
+    struct conn *prev, *next;
+} conn;
 
 /* ---- The server: one model, one context of n_slots sequences ---------- */
 
@@ -61,11 +81,18 @@ typedef struct server {
     pthread_mutex_t mu;
     pthread_cond_t slot_freed;
     int *slot_busy, n_waiting, n_served;
-    /* infer_worker_start and infer_request_free, from one thread at a time */
-    pthread_mutex_t start_mu;
     /* embeddings run in a context of their own, one at a time */
     pthread_mutex_t embed_mu;
     infer_context *embed_ctx;
+    /* hostile clients: limits and time-outs (serve_usage) */
+    unsigned read_timeout, max_connections;
+    size_t max_schema, max_grammar;
+    int max_messages;
+    /* every open connection, for the watchdog that cuts slow requests */
+    pthread_mutex_t conn_mu;
+    conn *conns;
+    pthread_t watchdog;
+    int watchdog_started;
     int stopping;          /* atomic: set once, when the server stops */
     unsigned long long seed_counter;
 } server;
@@ -121,6 +148,13 @@ static char *utf8_clean(const char *s, size_t n) {
 
 /* ---- Replies --------------------------------------------------------------- */
 
+/* libmicrohttpd's inactivity limit for con, its clock restarted (setting
+   the limit restarts the clock only where it was 0: connection.c). */
+static void connection_timeout(struct MHD_Connection *con, unsigned secs) {
+    MHD_set_connection_option(con, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    MHD_set_connection_option(con, MHD_CONNECTION_OPTION_TIMEOUT, secs);
+}
+
 /* Queues body (taken over) with its status and JSON content type. */
 static mhd_result send_body(struct MHD_Connection *con, unsigned status, char *body) {
     struct MHD_Response *res;
@@ -133,6 +167,9 @@ static mhd_result send_body(struct MHD_Connection *con, unsigned status, char *b
     }
     MHD_add_response_header(res, "Content-Type", "application/json");
     if (status == 401) MHD_add_response_header(res, "WWW-Authenticate", "Bearer");
+    /* the clock starts now: a reply that took longer than the read
+       time-out to make is still sent */
+    connection_timeout(con, SERVE_SEND_TIMEOUT_S);
     ret = MHD_queue_response(con, status, res);
     MHD_destroy_response(res);
     return ret;
@@ -175,22 +212,52 @@ static mhd_result send_error(struct MHD_Connection *con, unsigned status, const 
 
 /* ---- Watching the client -------------------------------------------------- */
 
+/* A client's socket as a handler watches it. A FIN is either a client that
+   closed (gone) or one that only half-closed after sending its request (it
+   still reads the reply). To tell them apart, an interim "100 Continue" is
+   written, at most once a second, while no byte of the reply has been: a
+   closed socket answers it with a reset (HTTP/1.1 clients skip 1xx replies
+   before the final one). Later, write errors tell. */
+typedef struct client_watch {
+    int fd;
+    int may_probe;     /* HTTP/1.1 and nothing of the reply sent yet */
+    int fin_ends;      /* a FIN alone means gone (HTTP/1.0: no 1xx to probe with) */
+    int fin;           /* the client sent a FIN */
+    double last_probe; /* now_ms() of the last interim reply */
+} client_watch;
+
 /* Waits up to ms for the client's socket; 1 if the client has gone (closed
    or reset its end). Data it sends early (a pipelined request) is left. */
-static int client_gone(int fd, int ms) {
+static int client_gone(client_watch *w, int ms) {
+    static const char interim[] = "HTTP/1.1 100 Continue\r\n\r\n";
     struct pollfd p;
     char c;
-    if (fd < 0) {
+    if (w->fd < 0) {
         usleep((useconds_t)ms * 1000);
         return 0;
     }
-    p.fd = fd;
-    p.events = POLLIN | POLLRDHUP;
+    p.fd = w->fd;
+    /* after a FIN it is readable for ever: then only errors are waited for */
+    p.events = w->fin ? 0 : POLLIN | POLLRDHUP;
     p.revents = 0;
-    if (poll(&p, 1, ms) <= 0) return 0;
-    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
-    if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) return 1;
-    usleep((useconds_t)ms * 1000); /* readable but open: do not spin on it */
+    if (poll(&p, 1, ms) > 0) {
+        if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return 1;
+        if (!w->fin) {
+            if ((p.revents & POLLRDHUP) || recv(w->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+                if (w->fin_ends) return 1;
+                w->fin = 1;
+            } else {
+                usleep((useconds_t)ms * 1000); /* readable but open: do not spin on it */
+                return 0;
+            }
+        }
+    }
+    if (w->fin && w->may_probe && now_ms() - w->last_probe >= 1000) {
+        ssize_t n = send(w->fd, interim, sizeof interim - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        w->last_probe = now_ms();
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return 1; /* EPIPE, ECONNRESET */
+        if (n >= 0 && n < (ssize_t)sizeof interim - 1) w->may_probe = 0; /* never half an interim reply again */
+    }
     return 0;
 }
 
@@ -199,12 +266,82 @@ static int connection_fd(struct MHD_Connection *con) {
     return ci ? (int)ci->connect_fd : -1;
 }
 
+/* ---- Connections and the read time-out -------------------------------------- */
+
+static conn *conn_of(struct MHD_Connection *con) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? (conn *)ci->socket_context : NULL;
+}
+
+/* A request begins to arrive (reading: its deadline starts now) or has
+   arrived whole (its reply is not the watchdog's business). */
+static void conn_reading(server *s, struct MHD_Connection *con, int reading) {
+    conn *c = conn_of(con);
+    if (!c) return;
+    pthread_mutex_lock(&s->conn_mu);
+    c->reading = reading;
+    if (reading) c->deadline = now_ms() + s->read_timeout * 1e3;
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *con, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    server *s = (server *)cls;
+    conn *c = (conn *)*socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        /* without a record only libmicrohttpd's inactivity limit cuts it */
+        if (!(c = (conn *)calloc(1, sizeof *c))) return;
+        c->fd = connection_fd(con);
+        c->reading = 1;
+        c->deadline = now_ms() + s->read_timeout * 1e3;
+        pthread_mutex_lock(&s->conn_mu);
+        c->next = s->conns;
+        if (s->conns) s->conns->prev = c;
+        s->conns = c;
+        pthread_mutex_unlock(&s->conn_mu);
+        *socket_context = c;
+    } else if (c) { /* MHD_CONNECTION_NOTIFY_CLOSED: its socket is still open */
+        pthread_mutex_lock(&s->conn_mu);
+        if (c->prev) c->prev->next = c->next;
+        else s->conns = c->next;
+        if (c->next) c->next->prev = c->prev;
+        pthread_mutex_unlock(&s->conn_mu);
+        free(c);
+        *socket_context = NULL;
+    }
+}
+
+/* Shuts down the sockets of requests past their deadline: libmicrohttpd's
+   own limit is on inactivity, which a byte a second never reaches. Its
+   thread then sees the socket end and closes the connection. */
+static void *watchdog_main(void *arg) {
+    server *s = (server *)arg;
+    while (!server_stopping(s)) {
+        double now = now_ms();
+        int n_cut = 0;
+        conn *c;
+        pthread_mutex_lock(&s->conn_mu);
+        for (c = s->conns; c; c = c->next)
+            if (c->reading && !c->cut && now > c->deadline) {
+                shutdown(c->fd, SHUT_RDWR);
+                c->cut = 1;
+                n_cut++;
+            }
+        pthread_mutex_unlock(&s->conn_mu);
+        if (n_cut)
+            fprintf(stderr, "infer serve: %d connection%s cut: no whole request within the read time-out (%u s)\n",
+                    n_cut, n_cut > 1 ? "s" : "", s->read_timeout);
+        usleep(200 * 1000);
+    }
+    return NULL;
+}
+
 /* ---- Slots ----------------------------------------------------------------- */
 
 /* A free sequence for a request: waits in the queue while all are busy
    (watching the client); -1 with *status 503 when the queue is full, or -1
    when the client left or the server stops. */
-static int slot_acquire(server *s, int fd, unsigned *status) {
+static int slot_acquire(server *s, client_watch *w, unsigned *status) {
     int slot = -1, i;
     pthread_mutex_lock(&s->mu);
     for (;;) {
@@ -222,7 +359,7 @@ static int slot_acquire(server *s, int fd, unsigned *status) {
         pthread_mutex_unlock(&s->mu);
         /* not a condition wait: the client's socket must be watched too */
         {
-            int gone = client_gone(fd, 5);
+            int gone = client_gone(w, 5);
             pthread_mutex_lock(&s->mu);
             s->n_waiting--;
             if (gone || server_stopping(s)) {
@@ -344,9 +481,14 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
         cc->include_usage = u && cJSON_IsTrue(u);
     }
     if ((f = field(body, "stop")) != NULL) {
+        if (cJSON_IsArray(f) && cJSON_GetArraySize(f) > SERVE_MAX_STOP) {
+            b->code = "too_many_stop_strings";
+            return bad(b, "stop", "'stop' has %d strings; this server takes at most %d", cJSON_GetArraySize(f),
+                       SERVE_MAX_STOP);
+        }
         if (cJSON_IsString(f)) {
             cc->stop[cc->p.n_stop++] = f->valuestring;
-        } else if (cJSON_IsArray(f) && cJSON_GetArraySize(f) <= SERVE_MAX_STOP) {
+        } else if (cJSON_IsArray(f)) {
             cJSON *x;
             cJSON_ArrayForEach(x, f) {
                 if (!cJSON_IsString(x) || !x->valuestring[0])
@@ -362,6 +504,11 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
         cJSON *x;
         int k = 0, n_bias = cJSON_GetArraySize(f);
         if (!cJSON_IsObject(f)) return bad(b, "logit_bias", "'logit_bias' must be an object of token id: bias");
+        if (n_bias > infer_model_n_vocab(s->model)) { /* (each id once at most) */
+            b->code = "too_many_logit_bias";
+            return bad(b, "logit_bias", "'logit_bias' has %d entries; this server takes at most %d (the model's vocabulary)",
+                       n_bias, infer_model_n_vocab(s->model));
+        }
         cc->bias_ids = (infer_token *)malloc(sizeof(infer_token) * (size_t)(n_bias + 1));
         cc->bias = (float *)malloc(sizeof(float) * (size_t)(n_bias + 1));
         if (!cc->bias_ids || !cc->bias) return bad(b, "logit_bias", "out of memory");
@@ -391,6 +538,11 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
             if (!schema || !(cJSON_IsObject(schema) || cJSON_IsBool(schema)))
                 return bad(b, "response_format", "response_format: json_schema.schema must be a JSON schema object");
             cc->schema = cJSON_PrintUnformatted(schema);
+            if (cc->schema && s->max_schema && strlen(cc->schema) > s->max_schema) { /* (0: no limit) */
+                b->code = "schema_too_large";
+                return bad(b, "response_format", "response_format: the JSON schema is %zu bytes; this server takes at most %zu (--max-schema)",
+                           strlen(cc->schema), s->max_schema);
+            }
         } else if (strcmp(type->valuestring, "text")) {
             return bad(b, "response_format", "response_format: type must be text, json_object or json_schema");
         }
@@ -441,6 +593,11 @@ static char *chat_prompt(server *s, const cJSON *messages, bad_field *b) {
         bad(b, "messages", "'messages' must be a non-empty array of {role, content}");
         return NULL;
     }
+    if (s->max_messages && n > s->max_messages) { /* (0: no limit) */
+        bad(b, "messages", "'messages' has %d messages; this server takes at most %d (--max-messages)", n, s->max_messages);
+        b->code = "too_many_messages";
+        return NULL;
+    }
     msgs = (infer_chat_message *)calloc((size_t)n, sizeof *msgs);
     texts = (char **)calloc((size_t)n, sizeof *texts);
     if (!msgs || !texts) goto done;
@@ -474,7 +631,9 @@ done:
 typedef struct job {
     server *s;
     infer_request *r;
-    int slot, fd, chat, stream, include_usage, max_tokens;
+    struct MHD_Connection *con;
+    client_watch watch;
+    int slot, chat, stream, include_usage, max_tokens;
     int n_prompt;
     char id[48];
     long created;
@@ -613,9 +772,7 @@ static void job_free(job *j) {
     if (!j) return;
     if (j->r) {
         infer_request_cancel(j->r);
-        pthread_mutex_lock(&j->s->start_mu);
-        infer_request_free(j->r);
-        pthread_mutex_unlock(&j->s->start_mu);
+        infer_request_free(j->r); /* (from any thread: request.c locks what it shares) */
     }
     if (j->slot >= 0) slot_release(j->s, j->slot);
     free(j->out);
@@ -685,12 +842,13 @@ static ssize_t job_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             if (n > max) n = max;
             memcpy(buf, j->out + j->out_pos, n);
             j->out_pos += n;
+            connection_timeout(j->con, SERVE_SEND_TIMEOUT_S); /* the client has that long to take it */
             if (j->out_pos == j->out_len) j->out_pos = j->out_len = 0;
             return (ssize_t)n;
         }
         if (j->stage == 3) return MHD_CONTENT_READER_END_OF_STREAM;
         if (job_stream_more(j)) continue;
-        if (client_gone(j->fd, 2) || server_stopping(j->s)) {
+        if (client_gone(&j->watch, 2) || server_stopping(j->s)) {
             fprintf(stderr, "infer serve: POST %s: the client went away: request cancelled (sequence %d)\n", j->path,
                     j->slot);
             return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -750,16 +908,48 @@ static int completion_from_body(server *s, const char *body_text, int chat, comp
 }
 
 static mhd_result serve_completion(server *s, struct MHD_Connection *con, const char *path, const char *body_text,
-                                   int chat) {
+                                   int chat, int http11) {
     completion_call cc;
     bad_field b = {NULL, {0}, NULL};
-    char *prompt = NULL;
+    char *prompt = NULL, *gbnf = NULL;
     job *j = NULL;
     infer_error err;
     unsigned status = 0;
     mhd_result ret;
     int n_prompt = 0;
     if (!completion_from_body(s, body_text, chat, &cc, &prompt, &n_prompt, &b)) goto bad_request;
+    if (cc.schema) {
+        /* The schema's grammar made here, its size checked first: a short
+           schema can make a long grammar (optional properties: quadratic),
+           and compiling one takes time and memory growing faster than it. */
+        int len;
+#if defined(__linux__) && defined(SYS_gettid)
+        /* Making and compiling it (infer_worker_start) is this thread's
+           work, done at a lower priority than the batch's threads: on a
+           machine of few cores it would slow every reply meanwhile. Nice is
+           per thread on Linux; it stays (an unprivileged thread cannot raise
+           it again), which only slows this connection's own parsing. */
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+#endif
+        len = infer_json_schema_to_grammar(cc.schema, NULL, 0, &err);
+        if (len < 0) {
+            bad(&b, "response_format", "%s", err.msg);
+            goto bad_request;
+        }
+        if ((size_t)len > s->max_grammar) {
+            bad(&b, "response_format", "response_format: the schema's grammar is %d bytes; this server takes at most %zu (--max-grammar)",
+                len, s->max_grammar);
+            b.code = "schema_too_complex";
+            goto bad_request;
+        }
+        if (!(gbnf = (char *)malloc((size_t)len + 1)) ||
+            infer_json_schema_to_grammar(cc.schema, gbnf, (size_t)len + 1, &err) != len) {
+            status = 500;
+            goto fail;
+        }
+        cc.p.grammar = gbnf;
+        cc.p.json_schema = NULL;
+    }
 
     j = (job *)calloc(1, sizeof *j);
     if (!j) {
@@ -768,7 +958,10 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
     }
     j->s = s;
     j->slot = -1;
-    j->fd = connection_fd(con);
+    j->con = con;
+    j->watch.fd = connection_fd(con);
+    j->watch.may_probe = http11;
+    j->watch.fin_ends = !http11;
     j->chat = chat;
     j->stream = cc.stream;
     j->include_usage = cc.include_usage;
@@ -779,17 +972,19 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
     j->path = path;
     snprintf(j->id, sizeof j->id, "%s-%llx%04x", chat ? "chatcmpl" : "cmpl", (unsigned long long)cc.p.sampling.seed,
              (unsigned)rand() & 0xffff);
-    if ((j->slot = slot_acquire(s, j->fd, &status)) < 0) goto fail;
+    if ((j->slot = slot_acquire(s, &j->watch, &status)) < 0) goto fail;
     cc.p.seq = j->slot;
-    pthread_mutex_lock(&s->start_mu);
+    /* no lock of ours: a large schema's grammar is compiled here, on this
+       connection's thread, while other requests start and step */
     j->r = infer_worker_start(s->worker, s->ctx, &cc.p, &err);
-    pthread_mutex_unlock(&s->start_mu);
     if (!j->r) {
         bad(&b, cc.schema ? "response_format" : NULL, "%s", err.msg);
         goto bad_request;
     }
     free(prompt);
     prompt = NULL;
+    free(gbnf);
+    gbnf = NULL;
     completion_call_free(&cc);
 
     if (j->stream) {
@@ -801,13 +996,15 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
         }
         MHD_add_response_header(res, "Content-Type", "text/event-stream");
         MHD_add_response_header(res, "Cache-Control", "no-cache");
+        j->watch.may_probe = j->watch.fin_ends = 0; /* the reply begins: from now on write errors tell */
+        connection_timeout(con, SERVE_SEND_TIMEOUT_S);
         ret = MHD_queue_response(con, 200, res);
         MHD_destroy_response(res);
         return ret;
     }
     /* not streamed: wait for the whole reply, watching the client */
     while (!infer_request_done(j->r)) {
-        if (client_gone(j->fd, 2) || server_stopping(s)) {
+        if (client_gone(&j->watch, 2) || server_stopping(s)) {
             fprintf(stderr, "infer serve: POST %s: the client went away: request cancelled (sequence %d)\n", path,
                     j->slot);
             job_free(j);
@@ -856,6 +1053,7 @@ bad_request:
     status = 400;
 fail:
     free(prompt);
+    free(gbnf);
     completion_call_free(&cc);
     if (j) job_free(j);
     if (status == 499) return MHD_NO; /* the client left while waiting */
@@ -1026,7 +1224,7 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
     server *s = (server *)cls;
     upload *u = (upload *)*con_cls;
     int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-    (void)version;
+    int http11 = !strcmp(version, MHD_HTTP_VERSION_1_1); /* 1xx replies are for HTTP/1.1 clients only */
     if (!u) { /* the headers: set up for the body */
         if (!(u = (upload *)calloc(1, sizeof *u))) return MHD_NO;
         *con_cls = u;
@@ -1050,6 +1248,7 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
         return MHD_YES;
     }
     if (u->data) u->data[u->len] = 0;
+    conn_reading(s, con, 0); /* arrived whole: the reply takes what time it takes */
 
     if (!strcmp(url, "/health") && get) return serve_health(s, con);
     if (s->api_key) {
@@ -1066,9 +1265,9 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
     if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
         if (get) return serve_models(s, con);
     } else if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions")) {
-        if (post) return serve_completion(s, con, "/v1/chat/completions", u->data ? u->data : "", 1);
+        if (post) return serve_completion(s, con, "/v1/chat/completions", u->data ? u->data : "", 1, http11);
     } else if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions")) {
-        if (post) return serve_completion(s, con, "/v1/completions", u->data ? u->data : "", 0);
+        if (post) return serve_completion(s, con, "/v1/completions", u->data ? u->data : "", 0, http11);
     } else if (!strcmp(url, "/v1/embeddings") || !strcmp(url, "/embeddings")) {
         if (post) return serve_embeddings(s, con, u->data ? u->data : "");
     } else if (strcmp(url, "/health")) {
@@ -1078,8 +1277,12 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
 }
 
 static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    server *s = (server *)cls;
     upload *u = (upload *)*con_cls;
-    (void)cls, (void)con, (void)toe;
+    (void)toe;
+    /* kept alive, the next request has the read time-out from now */
+    connection_timeout(con, s->read_timeout);
+    conn_reading(s, con, 1);
     if (u) {
         free(u->data);
         free(u);
@@ -1092,11 +1295,20 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls, 
 static const char *serve_usage =
     "usage: infer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX per sequence]\n"
     "                   [-t THREADS] [--api-key KEY] [--alias NAME] [--queue N] [--max-body BYTES]\n"
-    "                   [--kv-type f16|q8_0] [--device cpu|cuda|auto]\n"
+    "                   [--kv-type f16|q8_0] [--device cpu|cuda|auto] [--max-connections N]\n"
+    "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
+    "                   [--max-messages N]\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
     "  GET /v1/models, /health. --parallel N replies decode together (default 4); --queue N more\n"
     "  wait for a sequence (default 16), beyond that 503. --port 0 picks a free port (printed).\n"
-    "  --api-key KEY (or INFER_API_KEY): every request but /health needs Authorization: Bearer KEY.\n";
+    "  --api-key KEY (or INFER_API_KEY): every request but /health needs Authorization: Bearer KEY.\n"
+    "  --max-connections N open at once (default 1000); --read-timeout SECS for a request's headers\n"
+    "  and body to arrive, from the connection's start or the previous reply's end (default 10); a\n"
+    "  reply may take any time, but one the client stops reading for 60 s is dropped. Per request:\n"
+    "  --max-body BYTES (default 1048576), --max-schema BYTES of response_format's schema (default\n"
+    "  524288) and --max-grammar BYTES of the GBNF grammar made from it (default 8388608: about 5 s\n"
+    "  to compile), --max-messages N (default 1024), 16 stop strings, logit_bias entries up to the\n"
+    "  vocabulary's size; beyond, 400 (413 for the body).\n";
 
 static void on_signal(int sig) { (void)sig; }
 
@@ -1117,6 +1329,11 @@ int infer_cmd_serve(int argc, char **argv) {
     s.n_slots = 4;
     s.max_queue = 16;
     s.max_body = 1 << 20;
+    s.max_connections = 1000;
+    s.read_timeout = 10;
+    s.max_schema = 512 << 10;
+    s.max_grammar = 8 << 20;
+    s.max_messages = 1024;
     s.n_threads = threads > 0 ? (int)threads : 1;
     s.api_key = getenv("INFER_API_KEY");
     if (s.api_key && !s.api_key[0]) s.api_key = NULL;
@@ -1145,6 +1362,24 @@ int infer_cmd_serve(int argc, char **argv) {
             int mb = 0;
             ok = cli_int(v, &mb) && mb >= 1024;
             s.max_body = (size_t)mb;
+        } else if (!strcmp(a, "--max-schema")) {
+            int ms = 0;
+            ok = cli_int(v, &ms) && ms >= 2;
+            s.max_schema = (size_t)ms;
+        } else if (!strcmp(a, "--max-grammar")) {
+            int mg = 0;
+            ok = cli_int(v, &mg) && mg >= 64;
+            s.max_grammar = (size_t)mg;
+        } else if (!strcmp(a, "--max-connections")) {
+            int mc = 0;
+            ok = cli_int(v, &mc) && mc >= 1 && mc <= 1000000;
+            s.max_connections = (unsigned)mc;
+        } else if (!strcmp(a, "--read-timeout")) {
+            int rt = 0;
+            ok = cli_int(v, &rt) && rt >= 1 && rt <= 86400;
+            s.read_timeout = (unsigned)rt;
+        } else if (!strcmp(a, "--max-messages")) {
+            ok = cli_int(v, &s.max_messages) && s.max_messages >= 1;
         } else {
             return cli_fail("unknown option %s for serve (infer serve --help)", a);
         }
@@ -1188,9 +1423,20 @@ int infer_cmd_serve(int argc, char **argv) {
     s.created = (long)time(NULL);
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.slot_freed, NULL);
-    pthread_mutex_init(&s.start_mu, NULL);
     pthread_mutex_init(&s.embed_mu, NULL);
+    pthread_mutex_init(&s.conn_mu, NULL);
     srand((unsigned)time(NULL));
+    { /* a descriptor per connection: the soft limit raised where it is short */
+        struct rlimit rl;
+        rlim_t want = (rlim_t)s.max_connections + 256;
+        if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+            rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+            if (rl.rlim_cur < want)
+                fprintf(stderr, "infer serve: warning: %lu file descriptors allowed; --max-connections %u needs about %lu\n",
+                        (unsigned long)rl.rlim_cur, s.max_connections, (unsigned long)want);
+        }
+    }
 
     /* SIGINT/SIGTERM are taken by sigwait below: blocked before any thread
        starts, so every thread inherits the mask. SIGPIPE is ignored: a write
@@ -1212,13 +1458,18 @@ int infer_cmd_serve(int argc, char **argv) {
     d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
                              (v6 ? MHD_USE_IPv6 : 0),
                          (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)(s.n_slots + s.max_queue + 64), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
-                         MHD_OPTION_END);
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+                         &s, MHD_OPTION_CONNECTION_LIMIT, s.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+                         s.read_timeout, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "infer: cannot listen on %s port %d: %s\n", host, port, errno ? strerror(errno) : "failed");
         goto done;
     }
+    if (pthread_create(&s.watchdog, NULL, watchdog_main, &s)) {
+        fprintf(stderr, "infer: cannot start the connection watchdog\n");
+        goto done;
+    }
+    s.watchdog_started = 1;
     {
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
         if (info) port = info->port;
@@ -1234,6 +1485,7 @@ int infer_cmd_serve(int argc, char **argv) {
     rc = 0;
 done:
     __atomic_store_n(&s.stopping, 1, __ATOMIC_RELEASE);
+    if (s.watchdog_started) pthread_join(s.watchdog, NULL);
     if (d) MHD_stop_daemon(d); /* its threads see stopping and end their requests */
     if (s.worker) infer_worker_free(s.worker);
     if (s.embed_ctx) infer_context_free(s.embed_ctx);
@@ -1242,8 +1494,8 @@ done:
     if (s.slot_busy) {
         pthread_mutex_destroy(&s.mu);
         pthread_cond_destroy(&s.slot_freed);
-        pthread_mutex_destroy(&s.start_mu);
         pthread_mutex_destroy(&s.embed_mu);
+        pthread_mutex_destroy(&s.conn_mu);
     }
     free(s.slot_busy);
     return rc;

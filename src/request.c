@@ -75,7 +75,8 @@ struct infer_request {
     infer_detok detok;
     char *hold;          /* stb array: text that may start a stop string */
     infer_token_prob *top; /* stb array: the last token's top probabilities */
-    char *gbnf;          /* the grammar, compiled when the request begins */
+    char *gbnf;          /* the grammar, compiled when the request begins (a
+                            worker's request compiles it as it starts) */
     char **stop;         /* copies of the stop strings */
     int n_stop;
     double t_start, t_prompt0, t_last;
@@ -117,6 +118,10 @@ struct infer__sched {
 #if INFER__REQ_THREADS
 struct infer_worker {
     infer__mutex mu;
+    /* a context's scheduler made, joined or freed as requests start and
+       are freed on any thread: held for that bookkeeping only (a request's
+       heavy setup, its grammar, is done before taking it) */
+    infer__mutex life_mu;
     infer__cond wake;  /* work arrived, or stop */
     infer__cond idle;  /* a thread let go of a context */
     pthread_t *threads;
@@ -818,7 +823,8 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             return INFER_ERR_NOMEM;
         }
         /* the grammar's text now (a bad schema fails here); compiled against
-           the vocabulary when the request begins, on the stepping thread,
+           the vocabulary as a worker's request starts (infer__request_start)
+           or, stepped by infer_context_step, when it begins,
            since that takes a while for a large vocabulary */
         if (p->grammar) r->gbnf = infer__strndup(p->grammar, strlen(p->grammar));
         if (p->json_schema) {
@@ -884,41 +890,22 @@ INFERDEF infer_request_params infer_request_default_params(void) {
     return p;
 }
 
-static infer_request *infer__request_start(infer_context *c, const infer_request_params *p, infer_worker *w,
-                                           infer_error *err) {
-    infer_request_params d = infer_request_default_params();
-    infer__sched *s;
-    infer_request *r;
-    if (!c) {
-        infer__set_error(err, INFER_ERR_ARG, "infer_request_start needs a context");
-        return NULL;
-    }
-    if (!p) p = &d;
-    s = infer__ctx_sched(c);
+/* r joins c's scheduler (made if c has none), and the worker's list with
+   it. For a worker, called under its life_mu. */
+static infer_status infer__request_join(infer_context *c, infer_request *r, infer_worker *w, infer_error *err) {
+    infer__sched *s = infer__ctx_sched(c);
     if (w && s && s->worker && s->worker != w) {
         infer__set_error(err, INFER_ERR_ARG, "the context's requests are already stepped by another worker");
-        return NULL;
+        return INFER_ERR_ARG;
     }
     if (w && s && !s->worker && s->n_req > 0) {
         infer__set_error(err, INFER_ERR_ARG, "the context has requests stepped by infer_context_step: free them first");
-        return NULL;
-    }
-    r = (infer_request *)infer__calloc(1, sizeof *r);
-    if (!r) {
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a request");
-        return NULL;
-    }
-    if (infer__req_init(r, c, p, NULL, err) != INFER_OK) {
-        infer__req_free_fields(r);
-        INFER_FREE(r);
-        return NULL;
+        return INFER_ERR_ARG;
     }
     s = infer__sched_of(c);
     if (!s) {
-        infer__req_free_fields(r);
-        INFER_FREE(r);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a request");
-        return NULL;
+        return INFER_ERR_NOMEM;
     }
 #if INFER__REQ_THREADS
     if (w && !s->worker) {
@@ -941,6 +928,46 @@ static infer_request *infer__request_start(infer_context *c, const infer_request
         infer__mutex_unlock(&sw->mu);
     }
 #endif
+    return INFER_OK;
+}
+
+static infer_request *infer__request_start(infer_context *c, const infer_request_params *p, infer_worker *w,
+                                           infer_error *err) {
+    infer_request_params d = infer_request_default_params();
+    infer_request *r;
+    infer_status st;
+    if (!c) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_request_start needs a context");
+        return NULL;
+    }
+    if (!p) p = &d;
+    r = (infer_request *)infer__calloc(1, sizeof *r);
+    if (!r) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a request");
+        return NULL;
+    }
+    st = infer__req_init(r, c, p, NULL, err);
+#if INFER__REQ_THREADS
+    /* A worker's request compiles its grammar here, on the caller's thread:
+       on the stepping thread it would stall every request of the batch (a
+       large schema's takes seconds). A game loop's stays in its frame step. */
+    if (st == INFER_OK && w && r->gbnf) {
+        st = infer_sampler_set_grammar(r->sampler, c->model, r->gbnf, NULL, err);
+        INFER_FREE(r->gbnf);
+        r->gbnf = NULL;
+    }
+    if (st == INFER_OK && w) {
+        infer__mutex_lock(&w->life_mu);
+        st = infer__request_join(c, r, w, err);
+        infer__mutex_unlock(&w->life_mu);
+    }
+#endif
+    if (st == INFER_OK && !w) st = infer__request_join(c, r, w, err);
+    if (st != INFER_OK) {
+        infer__req_free_fields(r);
+        INFER_FREE(r);
+        return NULL;
+    }
     return r;
 }
 
@@ -1068,13 +1095,11 @@ INFERDEF void infer_request_cancel(infer_request *r) {
     infer__mutex_unlock(&r->sched->mu);
 }
 
-INFERDEF void infer_request_free(infer_request *r) {
-    infer__sched *s;
+static void infer__request_free(infer_request *r) {
+    infer__sched *s = r->sched;
     infer_request **pp;
     int last;
     infer_worker *w;
-    if (!r) return;
-    s = r->sched;
     INFER__STORE(&r->cancel, 1);
     infer__mutex_lock(&s->mu);
     /* a stepper ends it at its next pass (a pass it is in stops between
@@ -1108,6 +1133,23 @@ INFERDEF void infer_request_free(infer_request *r) {
     (void)w;
 #endif
     infer__sched_free(s);
+}
+
+INFERDEF void infer_request_free(infer_request *r) {
+#if INFER__REQ_THREADS
+    infer_worker *w;
+    if (!r) return;
+    /* a worker's requests start and end on any thread: the scheduler they
+       share is made and freed under the worker's life_mu */
+    infer__mutex_lock(&r->sched->mu);
+    w = r->sched->worker;
+    infer__mutex_unlock(&r->sched->mu);
+    if (w) infer__mutex_lock(&w->life_mu);
+    infer__request_free(r);
+    if (w) infer__mutex_unlock(&w->life_mu);
+#else
+    if (r) infer__request_free(r);
+#endif
 }
 
 /* ---- the worker ---- */
@@ -1172,6 +1214,7 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
         return NULL;
     }
     infer__mutex_init(&w->mu);
+    infer__mutex_init(&w->life_mu);
     infer__cond_init(&w->wake);
     infer__cond_init(&w->idle);
     w->slice_ms = INFER__WORKER_SLICE_MS;
@@ -1242,6 +1285,7 @@ INFERDEF void infer_worker_free(infer_worker *w) {
     infer__cond_destroy(&w->wake);
     infer__cond_destroy(&w->idle);
     infer__mutex_destroy(&w->mu);
+    infer__mutex_destroy(&w->life_mu);
     INFER_FREE(w->threads);
     INFER_FREE(w);
 #else
