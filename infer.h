@@ -15669,6 +15669,10 @@ static const unsigned infer__sp_uses[INFER__SP_COUNT] = {
 /* The produced grammar's text is refused past this size: conversion is
    linear in the schema, but a schema may be large. */
 #define INFER__SCHEMA_MAX_GRAMMAR (8 << 20)
+/* grammar.c writes x{m,n} out as copies: the repeated items of the whole
+   grammar, multiplied out, are bounded too (a short schema of many
+   "maxLength": 4096 would otherwise cost gigabytes there). */
+#define INFER__SCHEMA_MAX_EXPANDED (1 << 20)
 
 /* a rule name taken, and the number to try next for names made from it */
 typedef struct infer__sg_name {
@@ -15683,6 +15687,7 @@ typedef struct infer__sg {
     infer__sg_name *taken;  /* open-addressed hash table of every name in use */
     size_t taken_cap, taken_n;
     size_t size;            /* bytes of the rules written so far */
+    double expanded;        /* items repeated so far, multiplied out */
     unsigned used;          /* shared rules used, as bits */
 } infer__sg;
 
@@ -15780,6 +15785,15 @@ static const char *infer__sg_finish_rule(infer__sg *sg, int slot, const char *na
 }
 
 static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path);
+
+/* Counts items a repetition will copy; 0 (an error) past the budget. */
+static int infer__sg_expand(infer__sg *sg, const infer__jv *at, double items) {
+    sg->expanded += items;
+    if (sg->expanded <= INFER__SCHEMA_MAX_EXPANDED) return 1;
+    infer__jp_fail(sg->jp, at->at, "the grammar would repeat over %d items in all (the schema repetition limit)",
+                   INFER__SCHEMA_MAX_EXPANDED);
+    return 0;
+}
 
 /* A non-negative whole number keyword (minLength, maxItems ...), or def
    when absent; -2 after an error. */
@@ -16472,6 +16486,10 @@ static const char *infer__sg_pattern(infer__sg *sg, const infer__jv *s, const in
     }
     infer__sb_puts(&body, ") \"\\\"\" space");
     infer__sg_prim(sg, INFER__SP_SPACE);
+    if (!infer__sg_expand(sg, v, weight)) {
+        stbds_arrfree(body.p);
+        return NULL;
+    }
     slot = infer__sg_new_rule(sg, path, &name);
     return infer__sg_finish_rule(sg, slot, name, &body);
 }
@@ -16706,6 +16724,7 @@ static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char 
             infer__jp_fail(sg->jp, s->at, "maxLength is below minLength");
             return NULL;
         }
+        if (!infer__sg_expand(sg, s, (double)(max < 0 ? min + 1 : max))) return NULL;
         slot = infer__sg_new_rule(sg, path, &name);
         infer__sb_puts(&body, "\"\\\"\" char");
         infer__sb_repeat(&body, min, max);
@@ -16758,6 +16777,7 @@ static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char 
             infer__jp_fail(sg->jp, s->at, "maxItems is below minItems");
             return NULL;
         }
+        if (!infer__sg_expand(sg, s, (double)(max < 0 ? min + 1 : max))) return NULL;
         if (!items && min == 0 && max < 0) return infer__sg_prim(sg, INFER__SP_ARRAY); /* any array */
         if (items && items->type == INFER__J_ARR) {
             infer__jp_fail(sg->jp, items->at, "items as an array (a tuple) is not supported");

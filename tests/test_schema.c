@@ -202,6 +202,29 @@ Test(schema, grammar_size_budget) {
     free(s);
 }
 
+Test(schema, repetition_budget) {
+    /* 300 strings of up to 4096 characters: grammar.c would copy char
+       1.2 million times */
+    char *s = (char *)malloc(300 * 64 + 64), *p = s;
+    int i;
+    cr_assert_not_null(s);
+    p += sprintf(p, "{\"type\":\"object\",\"properties\":{");
+    for (i = 0; i < 300; i++) p += sprintf(p, "%s\"s%d\":{\"type\":\"string\",\"maxLength\":4096}", i ? "," : "", i);
+    sprintf(p, "}}");
+    expect_refused(s, "schema repetition limit");
+    free(s);
+    /* twelve patterns of 90,000 repeated items each */
+    expect_refused("{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^(a{1000}){90}$\"},{\"type\":\"string\","
+                   "\"pattern\":\"^(a{1000}){90}$\"},{\"type\":\"string\",\"pattern\":\"^(a{1000}){90}$\"},"
+                   "{\"type\":\"string\",\"pattern\":\"^(a{1000}){90}$\"},{\"type\":\"string\",\"pattern\":"
+                   "\"^(a{1000}){90}$\"},{\"type\":\"string\",\"pattern\":\"^(a{1000}){90}$\"},{\"type\":"
+                   "\"string\",\"pattern\":\"^(a{1000}){90}$\"},{\"type\":\"string\",\"pattern\":"
+                   "\"^(a{1000}){90}$\"},{\"type\":\"string\",\"pattern\":\"^(a{1000}){90}$\"},{\"type\":"
+                   "\"string\",\"pattern\":\"^(a{1000}){90}$\"},{\"type\":\"string\",\"pattern\":"
+                   "\"^(a{1000}){90}$\"},{\"type\":\"string\",\"pattern\":\"^(a{1000}){90}$\"}]}",
+                   "schema repetition limit");
+}
+
 /* ---- integers ------------------------------------------------------------------------- */
 
 static void check_int_range(const char *schema, long lo, long hi) {
