@@ -15673,6 +15673,9 @@ static const unsigned infer__sp_uses[INFER__SP_COUNT] = {
    grammar, multiplied out, are bounded too (a short schema of many
    "maxLength": 4096 would otherwise cost gigabytes there). */
 #define INFER__SCHEMA_MAX_EXPANDED (1 << 20)
+/* Optional properties make chains of rules as long as their number, which
+   grammar.c walks recursively (and its matcher reaches about 2000 links). */
+#define INFER__SCHEMA_MAX_OPTIONAL 4096
 
 /* a rule name taken, and the number to try next for names made from it */
 typedef struct infer__sg_name {
@@ -16612,7 +16615,7 @@ static void infer__sg_props(infer__sg *sg, infer__sb *b, char **kv, const unsign
 
 static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const infer__jv *props, const char *path) {
     const infer__jv *req = infer__jv_get(s, "required");
-    int n, i, slot;
+    int n, i, k, slot;
     const char *name = NULL;
     char **kv = NULL;
     unsigned char *isreq;
@@ -16632,6 +16635,13 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
         return NULL;
     }
     if (!infer__sg_required(sg, props, req, isreq)) {
+        INFER_FREE(isreq);
+        return NULL;
+    }
+    for (i = k = 0; i < n; i++) k += !isreq[i];
+    if (k > INFER__SCHEMA_MAX_OPTIONAL) { /* each is a link of a chain of rules */
+        infer__jp_fail(sg->jp, props->at, "over %d optional properties in one object are not supported",
+                       INFER__SCHEMA_MAX_OPTIONAL);
         INFER_FREE(isreq);
         return NULL;
     }

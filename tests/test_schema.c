@@ -116,6 +116,18 @@ Test(schema, many_optional_properties_linear, .timeout = 30) {
     free(schema);
 }
 
+Test(schema, optional_properties_bounded) {
+    const int n = 5000;
+    char *schema = (char *)malloc((size_t)n * 16 + 64), *p = schema;
+    int i;
+    cr_assert_not_null(schema);
+    p += sprintf(p, "{\"type\":\"object\",\"properties\":{");
+    for (i = 0; i < n; i++) p += sprintf(p, "%s\"p%d\":{}", i ? "," : "", i);
+    sprintf(p, "}}");
+    expect_refused(schema, "over 4096 optional properties");
+    free(schema);
+}
+
 Test(schema, every_subset_of_optional_properties) {
     const int n = 300;
     char schema[300 * 40], inst[300 * 16], *p = schema;
