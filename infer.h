@@ -15282,8 +15282,13 @@ typedef struct infer__jv {
     int b;                   /* BOOL */
     struct infer__jv *items; /* stbds: ARR elements, OBJ values */
     char **keys;             /* stbds: OBJ keys, decoded */
+    size_t *key_lens;        /* stbds: their lengths (a key may hold "\u0000") */
     const char *at;          /* where it starts in the schema text */
 } infer__jv;
+
+/* JSON nested deeper than this is refused: the parser and the schema walk
+   recurse once per level, so this bounds their stack. */
+#define INFER__JSON_MAX_DEPTH 256
 
 typedef struct infer__jp {
     const char *src, *p;
@@ -15314,6 +15319,7 @@ static void infer__jv_free(infer__jv *v) {
     stbds_arrfree(v->items);
     for (i = 0; i < (int)stbds_arrlen(v->keys); i++) INFER_FREE(v->keys[i]);
     stbds_arrfree(v->keys);
+    stbds_arrfree(v->key_lens);
 }
 
 static void infer__jp_ws(infer__jp *j) {
@@ -15436,8 +15442,9 @@ static void infer__jp_value(infer__jp *j, infer__jv *v) {
     at = j->p;
     memset(v, 0, sizeof *v);
     v->at = at;
-    if (++j->depth > 64) {
-        infer__jp_fail(j, at, "nested too deeply");
+    if (++j->depth > INFER__JSON_MAX_DEPTH) {
+        infer__jp_fail(j, at, "JSON nested deeper than %d levels (the nesting limit)", INFER__JSON_MAX_DEPTH);
+        j->depth--;
         return;
     }
     if (*at == '{' || *at == '[') {
@@ -15460,11 +15467,12 @@ static void infer__jp_value(infer__jp *j, infer__jv *v) {
                     }
                     key = infer__jp_string(j, &kn);
                     if (!key) break;
-                    if (!infer__arr_push(v->keys, key)) {
+                    if (!infer__arr_room(v->key_lens, 1) || !infer__arr_push(v->keys, key)) {
                         INFER_FREE(key);
                         infer__jp_nomem(j);
                         break;
                     }
+                    stbds_arrput(v->key_lens, kn);
                     infer__jp_ws(j);
                     if (*j->p != ':') {
                         infer__jp_fail(j, j->p, "expecting ':' after a key");
@@ -15529,11 +15537,12 @@ static void infer__jp_value(infer__jp *j, infer__jv *v) {
     j->depth--;
 }
 
+/* A schema keyword's value (schemas hold few keys: a scan is enough). */
 static const infer__jv *infer__jv_get(const infer__jv *o, const char *key) {
-    int i;
+    size_t i, n = strlen(key);
     if (o->type != INFER__J_OBJ) return NULL;
-    for (i = 0; i < (int)stbds_arrlen(o->keys); i++)
-        if (!strcmp(o->keys[i], key)) return &o->items[i];
+    for (i = 0; i < stbds_arrlenu(o->keys); i++)
+        if (o->key_lens[i] == n && !memcmp(o->keys[i], key, n)) return &o->items[i];
     return NULL;
 }
 
@@ -15615,7 +15624,7 @@ static void infer__sb_json(infer__sb *b, const infer__jv *v) {
         for (i = 0; i < n; i++) {
             if (i) infer__sb_putc(b, ',');
             if (v->type == INFER__J_OBJ) {
-                infer__sb_json_string(b, v->keys[i], strlen(v->keys[i]));
+                infer__sb_json_string(b, v->keys[i], v->key_lens[i]);
                 infer__sb_putc(b, ':');
             }
             infer__sb_json(b, &v->items[i]);
@@ -15661,11 +15670,32 @@ static const unsigned infer__sp_uses[INFER__SP_COUNT] = {
     1u << INFER__SP_SPACE | 1u << INFER__SP_STRING | 1u << INFER__SP_VALUE,
     1u << INFER__SP_SPACE | 1u << INFER__SP_VALUE};
 
+/* The produced grammar's text is refused past this size: conversion is
+   linear in the schema, but a schema may be large. */
+#define INFER__SCHEMA_MAX_GRAMMAR (8 << 20)
+/* grammar.c writes x{m,n} out as copies: the repeated items of the whole
+   grammar, multiplied out, are bounded too (a short schema of many
+   "maxLength": 4096 would otherwise cost gigabytes there). */
+#define INFER__SCHEMA_MAX_EXPANDED (1 << 20)
+/* Optional properties make chains of rules as long as their number, which
+   grammar.c walks recursively (and its matcher reaches about 2000 links). */
+#define INFER__SCHEMA_MAX_OPTIONAL 4096
+
+/* a rule name taken, and the number to try next for names made from it */
+typedef struct infer__sg_name {
+    const char *name;
+    int next;
+} infer__sg_name;
+
 typedef struct infer__sg {
-    infer__jp *jp; /* for errors: positions in the schema text */
-    char **rules;  /* stbds: each rule's line, in order (the root first) */
-    char **names;  /* stbds: the names of the schema's own rules */
-    unsigned used; /* shared rules used, as bits */
+    infer__jp *jp;          /* for errors: positions in the schema text */
+    char **rules;           /* stbds: each rule's line, in order (the root first) */
+    char **names;           /* stbds: the names of the schema's own rules (owned) */
+    infer__sg_name *taken;  /* open-addressed hash table of every name in use */
+    size_t taken_cap, taken_n;
+    size_t size;            /* bytes of the rules written so far */
+    double expanded;        /* items repeated so far, multiplied out */
+    unsigned used;          /* shared rules used, as bits */
 } infer__sg;
 
 static const char *infer__sg_prim(infer__sg *sg, int which) {
@@ -15673,39 +15703,88 @@ static const char *infer__sg_prim(infer__sg *sg, int which) {
     return infer__sp_name[which];
 }
 
+static size_t infer__sg_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The slot of name in the table: where it is, or the empty one it would take. */
+static size_t infer__sg_find(const infer__sg *sg, const char *name) {
+    size_t i = infer__sg_hash(name) & (sg->taken_cap - 1);
+    while (sg->taken[i].name && strcmp(sg->taken[i].name, name)) i = (i + 1) & (sg->taken_cap - 1);
+    return i;
+}
+
+/* Marks name as taken (it must not be); 0 when out of memory. */
+static int infer__sg_take(infer__sg *sg, const char *name) {
+    if ((sg->taken_n + 1) * 2 > sg->taken_cap) { /* grow, keeping it at most half full */
+        infer__sg_name *old = sg->taken;
+        size_t i, cap = sg->taken_cap ? 2 * sg->taken_cap : 64, old_cap = sg->taken_cap;
+        if (!(sg->taken = (infer__sg_name *)infer__calloc(cap, sizeof *sg->taken))) {
+            sg->taken = old;
+            return 0;
+        }
+        sg->taken_cap = cap;
+        for (i = 0; i < old_cap; i++)
+            if (old[i].name) sg->taken[infer__sg_find(sg, old[i].name)] = old[i];
+        INFER_FREE(old);
+    }
+    sg->taken[infer__sg_find(sg, name)].name = name;
+    sg->taken[infer__sg_find(sg, name)].next = 2;
+    sg->taken_n++;
+    return 1;
+}
+
 /* A new rule's slot (its line is filled in later, so rules come out in the
    order the schema reads) and its name: path with characters GBNF names
-   cannot hold made '-', and a number added if taken. */
+   cannot hold made '-', cut to 48 characters, and "-k" added if taken. The
+   table remembers the next k of each name, so that many paths alike (keys
+   sharing a long prefix) cost no rescans. */
 static int infer__sg_new_rule(infer__sg *sg, const char *path, const char **name) {
-    char buf[96];
-    int i, k, n, taken;
-    for (k = 1;; k++) {
-        n = snprintf(buf, sizeof buf - 16, "%s", path);
-        if (n > (int)sizeof buf - 17) n = (int)sizeof buf - 17;
-        for (i = 0; i < n; i++)
-            if (!infer__gp_word(buf[i])) buf[i] = '-';
-        if (k > 1) snprintf(buf + n, 16, "-%d", k);
-        taken = 0;
-        for (i = 0; i < (int)stbds_arrlen(sg->names) && !taken; i++) taken = !strcmp(sg->names[i], buf);
-        for (i = 0; i < INFER__SP_COUNT && !taken; i++) taken = !strcmp(infer__sp_name[i], buf);
-        if (!taken) break;
+    char base[64], buf[80], *copy;
+    size_t i, n = strlen(path), slot;
+    int k;
+    if (sg->jp->failed) return -1;
+    if (n > 48) n = 48;
+    for (i = 0; i < n; i++) base[i] = infer__gp_word(path[i]) ? path[i] : '-';
+    base[n] = 0;
+    memcpy(buf, base, n + 1);
+    if (sg->taken_cap && sg->taken[slot = infer__sg_find(sg, base)].name) {
+        for (k = sg->taken[slot].next;; k++) {
+            snprintf(buf, sizeof buf, "%s-%d", base, k);
+            if (!sg->taken[infer__sg_find(sg, buf)].name) break;
+        }
+        sg->taken[slot].next = k + 1;
     }
-    if (!infer__arr_room(sg->names, 1) || !infer__arr_room(sg->rules, 1) ||
-        !(*name = infer__strndup(buf, strlen(buf)))) {
+    if (!infer__arr_room(sg->names, 1) || !infer__arr_room(sg->rules, 1) || !(copy = infer__strndup(buf, strlen(buf)))) {
         infer__jp_nomem(sg->jp);
         return -1;
     }
-    stbds_arrput(sg->names, (char *)*name);
+    stbds_arrput(sg->names, copy);
+    if (!infer__sg_take(sg, copy)) {
+        infer__jp_nomem(sg->jp);
+        return -1;
+    }
+    *name = copy;
     stbds_arrput(sg->rules, NULL);
     return (int)stbds_arrlen(sg->rules) - 1;
 }
 
 static const char *infer__sg_finish_rule(infer__sg *sg, int slot, const char *name, infer__sb *body) {
     infer__sb line = {NULL, 0};
+    if (sg->jp->failed || slot < 0) {
+        stbds_arrfree(body->p);
+        return NULL;
+    }
     infer__sb_puts(&line, name);
     infer__sb_puts(&line, " ::= ");
     infer__sb_put(&line, body->p, (size_t)stbds_arrlen(body->p));
-    if (slot < 0 || body->nomem || line.nomem || !(sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
+    sg->size += stbds_arrlenu(line.p) + 1;
+    if (sg->size > INFER__SCHEMA_MAX_GRAMMAR)
+        infer__jp_fail(sg->jp, NULL, "the grammar would be over %d bytes (the schema grammar size limit)",
+                       INFER__SCHEMA_MAX_GRAMMAR);
+    else if (body->nomem || line.nomem || !(sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
         infer__jp_nomem(sg->jp);
     stbds_arrfree(line.p);
     stbds_arrfree(body->p);
@@ -15713,6 +15792,15 @@ static const char *infer__sg_finish_rule(infer__sg *sg, int slot, const char *na
 }
 
 static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path);
+
+/* Counts items a repetition will copy; 0 (an error) past the budget. */
+static int infer__sg_expand(infer__sg *sg, const infer__jv *at, double items) {
+    sg->expanded += items;
+    if (sg->expanded <= INFER__SCHEMA_MAX_EXPANDED) return 1;
+    infer__jp_fail(sg->jp, at->at, "the grammar would repeat over %d items in all (the schema repetition limit)",
+                   INFER__SCHEMA_MAX_EXPANDED);
+    return 0;
+}
 
 /* A non-negative whole number keyword (minLength, maxItems ...), or def
    when absent; -2 after an error. */
@@ -15749,32 +15837,784 @@ static void infer__sb_repeat(infer__sb *b, long min, long max) {
     }
 }
 
-/* The properties from i on of an object: first set, none written yet
-   (each optional one may be the first); else each after a comma. */
-static void infer__sg_props(infer__sb *b, char **kv, const unsigned char *req, int i, int n, int first) {
-    if (i == n) return;
-    if (!first) {
-        for (; i < n; i++) {
-            infer__sb_puts(b, req[i] ? " \",\" space " : " (\",\" space ");
-            infer__sb_puts(b, kv[i]);
-            if (!req[i]) infer__sb_puts(b, ")?");
-        }
+/* ---- integers in a range -------------------------------------------------------- */
+
+/* Bounds are kept below 10^18 in magnitude (exact in a long long); a side
+   left open allows as many digits as the plain integer rule (16), or as
+   the other bound has. */
+#define INFER__SG_INT_LIMIT 1000000000000000000LL
+
+static int infer__sg_ndigits(long long v) {
+    int n = 1;
+    while (v >= 10) v /= 10, n++;
+    return n;
+}
+
+static long long infer__sg_pow10(int n) {
+    long long v = 1;
+    while (n-- > 0) v *= 10;
+    return v;
+}
+
+/* The decimal strings from x to y, both len digits long (x <= y), as a
+   GBNF sequence: a shared first digit is written and the rest recursed
+   into; else the first digit of x followed by x's rest up to 9...9, the
+   digits between followed by anything, and the first digit of y followed
+   by 0...0 up to y's rest (the ends merged into the middle when their rest
+   is all 0s or all 9s). Only the two edges recurse, each once per digit. */
+static void infer__sb_digit_range(infer__sb *b, const char *x, const char *y, int len) {
+    static const char nines[] = "9999999999999999999999", zeros[] = "0000000000000000000000";
+    int low_full, high_full, lo_d, hi_d, alts = 0;
+    if (len <= 0) return;
+    if (x[0] == y[0]) {
+        infer__sb_putc(b, '"');
+        infer__sb_putc(b, x[0]);
+        infer__sb_putc(b, '"');
+        if (len > 1) infer__sb_putc(b, ' ');
+        infer__sb_digit_range(b, x + 1, y + 1, len - 1);
         return;
     }
-    if (req[i]) {
-        infer__sb_puts(b, " ");
-        infer__sb_puts(b, kv[i]);
-        infer__sg_props(b, kv, req, i + 1, n, 0);
-    } else {
-        infer__sb_puts(b, " (");
-        infer__sb_puts(b, kv[i]);
-        infer__sg_props(b, kv, req, i + 1, n, 0);
-        if (i + 1 < n) {
-            infer__sb_puts(b, " |");
-            infer__sg_props(b, kv, req, i + 1, n, 1);
-            infer__sb_puts(b, ")");
-        } else infer__sb_puts(b, ")?");
+    low_full = !strncmp(x + 1, zeros, (size_t)len - 1);
+    high_full = !strncmp(y + 1, nines, (size_t)len - 1);
+    lo_d = x[0] - '0' + !low_full;
+    hi_d = y[0] - '0' - !high_full;
+    infer__sb_putc(b, '(');
+    if (!low_full) {
+        infer__sb_putc(b, '"');
+        infer__sb_putc(b, x[0]);
+        infer__sb_puts(b, "\" ");
+        infer__sb_digit_range(b, x + 1, nines, len - 1);
+        alts++;
     }
+    if (lo_d <= hi_d) {
+        char t[16];
+        if (alts++) infer__sb_puts(b, " | ");
+        if (lo_d == hi_d) snprintf(t, sizeof t, "\"%d\"", lo_d);
+        else snprintf(t, sizeof t, "[%d-%d]", lo_d, hi_d);
+        infer__sb_puts(b, t);
+        if (len > 1) {
+            infer__sb_puts(b, " [0-9]");
+            if (len > 2) infer__sb_repeat(b, len - 1, len - 1);
+        }
+    }
+    if (!high_full) {
+        if (alts++) infer__sb_puts(b, " | ");
+        infer__sb_putc(b, '"');
+        infer__sb_putc(b, y[0]);
+        infer__sb_puts(b, "\" ");
+        infer__sb_digit_range(b, zeros, y + 1, len - 1);
+    }
+    infer__sb_putc(b, ')');
+}
+
+/* The numbers from a to b (0 <= a <= b), without leading zeros, as GBNF
+   alternatives: one range of each length of digits. */
+static void infer__sb_natural_range(infer__sb *b, long long a, long long bmax) {
+    int d, da = infer__sg_ndigits(a), db = infer__sg_ndigits(bmax);
+    for (d = da; d <= db; d++) {
+        char x[24], y[24];
+        long long lo = d == da ? a : infer__sg_pow10(d - 1), hi = d == db ? bmax : infer__sg_pow10(d) - 1;
+        snprintf(x, sizeof x, "%lld", lo);
+        snprintf(y, sizeof y, "%lld", hi);
+        if (d > da) infer__sb_puts(b, " | ");
+        infer__sb_digit_range(b, x, y, d);
+    }
+}
+
+/* A bound keyword of an integer: *lo raised (or *hi lowered) to it when
+   present. minimum/maximum take an exclusive flag (draft 4's boolean form);
+   exclusiveMinimum/Maximum as numbers are exclusive. 0 after an error. */
+static int infer__sg_int_bound(infer__sg *sg, const infer__jv *v, const char *key, int is_max, int exclusive,
+                               long long *lo, long long *hi) {
+    const char *q, *digits;
+    long long b;
+    if (!v) return 1;
+    if (v->type != INFER__J_NUM) {
+        infer__jp_fail(sg->jp, v->at, "%s must be a number", key);
+        return 0;
+    }
+    digits = v->s + (*v->s == '-');
+    for (q = digits; *q >= '0' && *q <= '9'; q++) {}
+    if (!*q && q - digits <= 18) { /* a plain integer: exact */
+        b = strtoll(v->s, NULL, 10);
+        if (exclusive) b += is_max ? -1 : 1;
+    } else {
+        double d = strtod(v->s, NULL);
+        if (!(fabs(d) < (double)INFER__SG_INT_LIMIT)) {
+            infer__jp_fail(sg->jp, v->at, "%s beyond 10^18 in magnitude is not supported", key);
+            return 0;
+        }
+        if (is_max) b = (long long)(exclusive ? ceil(d) - 1 : floor(d));
+        else b = (long long)(exclusive ? floor(d) + 1 : ceil(d));
+    }
+    if (b <= -INFER__SG_INT_LIMIT || b >= INFER__SG_INT_LIMIT) {
+        infer__jp_fail(sg->jp, v->at, "%s beyond 10^18 in magnitude is not supported", key);
+        return 0;
+    }
+    if (is_max) *hi = INFER__MIN(*hi, b);
+    else *lo = INFER__MAX(*lo, b);
+    return 1;
+}
+
+/* type "integer": the shared rule, or with minimum/maximum and their
+   exclusive forms an exact rule over the digits ("-0" is not written). */
+static const char *infer__sg_integer(infer__sg *sg, const infer__jv *s, const char *path) {
+    const infer__jv *min = infer__jv_get(s, "minimum"), *max = infer__jv_get(s, "maximum");
+    const infer__jv *xmin = infer__jv_get(s, "exclusiveMinimum"), *xmax = infer__jv_get(s, "exclusiveMaximum");
+    long long lo = -INFER__SG_INT_LIMIT, hi = INFER__SG_INT_LIMIT; /* open */
+    int xmin_flag = xmin && xmin->type == INFER__J_BOOL, xmax_flag = xmax && xmax->type == INFER__J_BOOL;
+    const char *name;
+    int slot, alts = 0;
+    infer__sb body = {NULL, 0};
+    if (!infer__sg_int_bound(sg, min, "minimum", 0, xmin_flag && xmin->b, &lo, &hi) ||
+        !infer__sg_int_bound(sg, max, "maximum", 1, xmax_flag && xmax->b, &lo, &hi) ||
+        !infer__sg_int_bound(sg, xmin_flag ? NULL : xmin, "exclusiveMinimum", 0, 1, &lo, &hi) ||
+        !infer__sg_int_bound(sg, xmax_flag ? NULL : xmax, "exclusiveMaximum", 1, 1, &lo, &hi))
+        return NULL;
+    if (lo == -INFER__SG_INT_LIMIT && hi == INFER__SG_INT_LIMIT) return infer__sg_prim(sg, INFER__SP_INTEGER);
+    if (lo == -INFER__SG_INT_LIMIT) /* open below: 16 digits, or as many as hi has */
+        lo = -(infer__sg_pow10(INFER__MAX(16, infer__sg_ndigits(hi < 0 ? -hi : hi))) - 1);
+    if (hi == INFER__SG_INT_LIMIT) hi = infer__sg_pow10(INFER__MAX(16, infer__sg_ndigits(lo < 0 ? -lo : lo))) - 1;
+    if (lo > hi) {
+        infer__jp_fail(sg->jp, s->at, "minimum and maximum leave no integer");
+        return NULL;
+    }
+    slot = infer__sg_new_rule(sg, path, &name);
+    infer__sb_puts(&body, "(");
+    if (lo < 0) {
+        infer__sb_puts(&body, "\"-\" (");
+        infer__sb_natural_range(&body, hi < 0 ? -hi : 1, -lo);
+        infer__sb_puts(&body, ")");
+        alts++;
+    }
+    if (hi >= 0) {
+        if (alts) infer__sb_puts(&body, " | ");
+        infer__sb_natural_range(&body, lo > 0 ? lo : 0, hi);
+    }
+    infer__sb_puts(&body, ") space");
+    infer__sg_prim(sg, INFER__SP_SPACE);
+    return infer__sg_finish_rule(sg, slot, name, &body);
+}
+
+/* ---- patterns: regular expressions as GBNF ------------------------------------- */
+
+/* The pattern subset a grammar can express: literals, escapes (\d \w \s
+   \D \W \S, \t \n \r \f \v \0, \xHH, \uHHHH, escaped punctuation), '.',
+   classes with ranges and negation, groups ( ) and (?: ), alternation,
+   quantifiers * + ? {m} {m,} {m,n}, and ^ / $ at the ends of a top-level
+   alternative. The grammar writes JSON text, so '"', '\' and control
+   characters are written JSON-escaped where a pattern names them; what a
+   complement stands for ('.', [^...], \D \W \S) leaves them out. */
+#define INFER__RX_MAX_DEPTH 32         /* nested groups */
+#define INFER__RX_MAX_WEIGHT 100000.0  /* characters matched, repetitions multiplied out */
+
+typedef struct infer__rx {
+    infer__sg *sg;
+    const infer__jv *v; /* the pattern: errors point at it */
+    const char *p, *end;
+    int depth;
+} infer__rx;
+
+static void infer__rx_fail(infer__rx *rx, const char *what, const char *at) {
+    infer__jp_fail(rx->sg->jp, rx->v->at, "pattern: %s is not supported (at offset %d of the pattern)", what,
+                   (int)(at - rx->v->s));
+}
+
+typedef struct infer__rx_range {
+    uint32_t lo, hi;
+} infer__rx_range;
+
+typedef struct infer__rx_set {
+    infer__rx_range *r; /* stbds */
+    int nomem;
+} infer__rx_set;
+
+static void infer__rx_add(infer__rx_set *set, uint32_t lo, uint32_t hi) {
+    infer__rx_range g;
+    g.lo = lo;
+    g.hi = hi;
+    if (!infer__arr_push(set->r, g)) set->nomem = 1;
+}
+
+static int infer__rx_range_cmp(const void *a, const void *b) {
+    const infer__rx_range *x = (const infer__rx_range *)a, *y = (const infer__rx_range *)b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* sorted, overlaps and neighbours merged */
+static void infer__rx_normalize(infer__rx_set *set) {
+    size_t i, n = stbds_arrlenu(set->r), out = 0;
+    if (!n) return;
+    qsort(set->r, n, sizeof *set->r, infer__rx_range_cmp);
+    for (i = 1; i < n; i++) {
+        if (set->r[i].lo <= set->r[out].hi + 1) set->r[out].hi = INFER__MAX(set->r[out].hi, set->r[i].hi);
+        else set->r[++out] = set->r[i];
+    }
+    stbds_arrsetlen(set->r, out + 1);
+}
+
+/* What a complement may produce: none of '"', '\', control characters,
+   surrogates (they are left out here, then complemented away). */
+static void infer__rx_add_unwritable(infer__rx_set *set) {
+    infer__rx_add(set, 0, 0x1F);
+    infer__rx_add(set, '"', '"');
+    infer__rx_add(set, '\\', '\\');
+    infer__rx_add(set, 0xD800, 0xDFFF);
+}
+
+/* set := the code points not in set (nor unwritable) */
+static void infer__rx_complement(infer__rx_set *set) {
+    infer__rx_set out = {NULL, 0};
+    uint32_t next = 0;
+    size_t i;
+    infer__rx_add_unwritable(set);
+    infer__rx_normalize(set);
+    for (i = 0; i < stbds_arrlenu(set->r); i++) {
+        if (set->r[i].lo > next) infer__rx_add(&out, next, set->r[i].lo - 1);
+        next = set->r[i].hi + 1;
+    }
+    if (next <= 0x10FFFF) infer__rx_add(&out, next, 0x10FFFF);
+    stbds_arrfree(set->r);
+    set->r = out.r;
+    set->nomem |= out.nomem;
+}
+
+/* \d \w \s and their complements into set; 0 when c names none */
+static int infer__rx_shorthand(infer__rx_set *set, char c) {
+    infer__rx_set one = {NULL, 0};
+    size_t i;
+    switch (c == 'D' || c == 'W' || c == 'S' ? c + ('a' - 'A') : c) {
+    case 'd': infer__rx_add(&one, '0', '9'); break;
+    case 'w':
+        infer__rx_add(&one, '0', '9');
+        infer__rx_add(&one, 'A', 'Z');
+        infer__rx_add(&one, 'a', 'z');
+        infer__rx_add(&one, '_', '_');
+        break;
+    case 's': /* ASCII white space and the common Unicode ones */
+        infer__rx_add(&one, '\t', '\r');
+        infer__rx_add(&one, ' ', ' ');
+        infer__rx_add(&one, 0xA0, 0xA0);
+        infer__rx_add(&one, 0x2028, 0x2029);
+        infer__rx_add(&one, 0xFEFF, 0xFEFF);
+        break;
+    default: return 0;
+    }
+    if (c == 'D' || c == 'W' || c == 'S') infer__rx_complement(&one);
+    for (i = 0; i < stbds_arrlenu(one.r); i++) infer__rx_add(set, one.r[i].lo, one.r[i].hi);
+    set->nomem |= one.nomem;
+    stbds_arrfree(one.r);
+    return 1;
+}
+
+/* A code point as JSON text writes it inside a string, as a GBNF literal. */
+static void infer__rx_put_char(infer__sb *b, uint32_t c) {
+    char t[8];
+    infer__sb text = {NULL, 0};
+    if (c < 0x20 || c == '"' || c == '\\') {
+        infer__sb_json_string(&text, t, (size_t)(t[0] = (char)c, 1));
+        infer__sb_literal(b, text.p + 1, stbds_arrlenu(text.p) - 2); /* its quotes left out */
+        b->nomem |= text.nomem;
+        stbds_arrfree(text.p);
+        return;
+    }
+    {
+        char *u = NULL;
+        if (!infer__arr_room(u, 4)) {
+            b->nomem = 1;
+            return;
+        }
+        infer__j_put_utf8(&u, c);
+        infer__sb_literal(b, u, stbds_arrlenu(u));
+        stbds_arrfree(u);
+    }
+}
+
+static void infer__rx_put_class_char(infer__sb *b, uint32_t c) {
+    char t[16];
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) snprintf(t, sizeof t, "%c", (char)c);
+    else if (c < 0x100) snprintf(t, sizeof t, "\\x%02X", (unsigned)c);
+    else if (c < 0x10000) snprintf(t, sizeof t, "\\u%04X", (unsigned)c);
+    else snprintf(t, sizeof t, "\\U%08X", (unsigned)c);
+    infer__sb_puts(b, t);
+}
+
+/* A set as GBNF: a class of what JSON writes as itself, and an
+   alternative for each of '"', '\' and the control characters in it,
+   written escaped. 0 when it holds nothing. */
+static int infer__rx_put_set(infer__sb *b, infer__rx_set *set) {
+    infer__sb plain = {NULL, 0};
+    int alts = 0, any_plain = 0;
+    size_t i;
+    uint32_t c;
+    infer__rx_normalize(set);
+    infer__sb_putc(&plain, '[');
+    for (i = 0; i < stbds_arrlenu(set->r); i++) {
+        infer__rx_range r = set->r[i];
+        /* the ranges, with the escaped characters and surrogates cut out */
+        uint32_t cuts[4][2] = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}, {0xD800, 0xDFFF}};
+        uint32_t lo = r.lo;
+        int k;
+        for (k = 0; k <= 4 && lo <= r.hi; k++) {
+            uint32_t stop = k < 4 ? cuts[k][0] : 0x110000;
+            if (k < 4 && cuts[k][1] < lo) continue;
+            if (lo < stop) {
+                uint32_t hi = INFER__MIN(r.hi, stop - 1);
+                infer__rx_put_class_char(&plain, lo);
+                if (hi > lo) {
+                    infer__sb_putc(&plain, '-');
+                    infer__rx_put_class_char(&plain, hi);
+                }
+                any_plain = 1;
+            }
+            if (k < 4) lo = INFER__MAX(lo, cuts[k][1] + 1);
+        }
+    }
+    infer__sb_putc(&plain, ']');
+    infer__sb_putc(b, '(');
+    if (any_plain) {
+        infer__sb_put(b, plain.p, stbds_arrlenu(plain.p));
+        alts++;
+    }
+    b->nomem |= plain.nomem | set->nomem;
+    stbds_arrfree(plain.p);
+    for (i = 0; i < stbds_arrlenu(set->r); i++) /* the characters written escaped */
+        for (c = set->r[i].lo; c <= INFER__MIN(set->r[i].hi, (uint32_t)'\\'); c++)
+            if (c < 0x20 || c == '"' || c == '\\') {
+                if (alts++) infer__sb_puts(b, " | ");
+                infer__rx_put_char(b, c);
+            }
+    infer__sb_putc(b, ')');
+    return alts > 0;
+}
+
+/* A character or escape of the pattern at rx->p, into *c, or (a
+   shorthand) into set with *c = UINT32_MAX. in_class: inside [...]. */
+static int infer__rx_char(infer__rx *rx, int in_class, uint32_t *c, infer__rx_set *set) {
+    const char *at = rx->p;
+    char e;
+    if (*rx->p != '\\') {
+        if (!infer__g_utf8(&rx->p, c)) { /* the pattern was decoded: only a NUL stops it */
+            *c = 0;
+            rx->p++;
+        }
+        return 1;
+    }
+    if (rx->p + 1 >= rx->end) {
+        infer__rx_fail(rx, "a '\\' at the end", at);
+        return 0;
+    }
+    e = rx->p[1];
+    rx->p += 2;
+    if (infer__rx_shorthand(set, e)) {
+        *c = UINT32_MAX;
+        return 1;
+    }
+    switch (e) {
+    case 't': *c = '\t'; return 1;
+    case 'n': *c = '\n'; return 1;
+    case 'r': *c = '\r'; return 1;
+    case 'f': *c = '\f'; return 1;
+    case 'v': *c = '\v'; return 1;
+    case '0':
+        if (rx->p < rx->end && *rx->p >= '0' && *rx->p <= '9') break;
+        *c = 0;
+        return 1;
+    case 'b':
+        if (in_class) {
+            *c = '\b';
+            return 1;
+        }
+        infer__rx_fail(rx, "a word boundary '\\b'", at);
+        return 0;
+    case 'x':
+    case 'u': {
+        int i, n = e == 'x' ? 2 : 4;
+        *c = 0;
+        for (i = 0; i < n; i++) {
+            int h = rx->p + i < rx->end ? infer__g_hex(rx->p[i]) : -1;
+            if (h < 0) {
+                infer__rx_fail(rx, e == 'x' ? "a '\\x' without 2 hex digits" : "a '\\u' without 4 hex digits", at);
+                return 0;
+            }
+            *c = *c << 4 | (uint32_t)h;
+        }
+        rx->p += n;
+        return 1;
+    }
+    default:
+        if (!((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9')) && (unsigned char)e < 0x80) {
+            *c = (uint32_t)(unsigned char)e; /* escaped punctuation: itself */
+            return 1;
+        }
+    }
+    if (e >= '1' && e <= '9') infer__rx_fail(rx, "a backreference", at);
+    else if (e == 'k') infer__rx_fail(rx, "a named backreference '\\k'", at);
+    else if (e == 'p' || e == 'P') infer__rx_fail(rx, "a Unicode property escape '\\p'", at);
+    else if (e == 'B') infer__rx_fail(rx, "a non-boundary '\\B'", at);
+    else if (e == 'c') infer__rx_fail(rx, "a control escape '\\c'", at);
+    else infer__rx_fail(rx, "this escape", at);
+    return 0;
+}
+
+/* [...] at rx->p, into set */
+static int infer__rx_class(infer__rx *rx, infer__rx_set *set) {
+    const char *at = rx->p++;
+    int neg = 0;
+    if (rx->p < rx->end && *rx->p == '^') neg = 1, rx->p++;
+    while (rx->p < rx->end && *rx->p != ']') {
+        uint32_t lo, hi;
+        const char *item = rx->p;
+        if (!infer__rx_char(rx, 1, &lo, set)) return 0;
+        if (rx->p + 1 < rx->end && rx->p[0] == '-' && rx->p[1] != ']') {
+            rx->p++;
+            if (!infer__rx_char(rx, 1, &hi, set)) return 0;
+            if (lo == UINT32_MAX || hi == UINT32_MAX || hi < lo) {
+                infer__rx_fail(rx, "a bad range in a class", item);
+                return 0;
+            }
+            infer__rx_add(set, lo, hi);
+        } else if (lo != UINT32_MAX) infer__rx_add(set, lo, lo);
+    }
+    if (rx->p >= rx->end) {
+        infer__rx_fail(rx, "an unterminated '['", at);
+        return 0;
+    }
+    rx->p++;
+    if (neg) infer__rx_complement(set);
+    return 1;
+}
+
+static int infer__rx_alternates(infer__rx *rx, infer__sb *b, int *nullable, double *weight);
+
+/* An item (a character, set or group) at rx->p as GBNF into b. */
+static int infer__rx_atom(infer__rx *rx, infer__sb *b, int *nullable, double *weight) {
+    const char *at = rx->p;
+    infer__rx_set set = {NULL, 0};
+    uint32_t c = UINT32_MAX;
+    int ok = 1;
+    *nullable = 0;
+    *weight = 1;
+    if (*at == '(') {
+        rx->p++;
+        if (rx->p < rx->end && *rx->p == '?') {
+            if (rx->p + 1 < rx->end && rx->p[1] == ':') rx->p += 2;
+            else {
+                const char *what = "a '(?' group";
+                if (rx->p[1] == '=' || rx->p[1] == '!') what = "a lookahead";
+                else if (rx->p[1] == '<' && (rx->p[2] == '=' || rx->p[2] == '!')) what = "a lookbehind";
+                else if (rx->p[1] == '<') what = "a named group";
+                infer__rx_fail(rx, what, at);
+                return 0;
+            }
+        }
+        if (++rx->depth > INFER__RX_MAX_DEPTH) {
+            infer__rx_fail(rx, "groups nested over 32 deep", at);
+            return 0;
+        }
+        infer__sb_putc(b, '(');
+        if (!infer__rx_alternates(rx, b, nullable, weight)) return 0;
+        rx->depth--;
+        if (rx->p >= rx->end || *rx->p != ')') {
+            infer__rx_fail(rx, "an unclosed '('", at);
+            return 0;
+        }
+        rx->p++;
+        infer__sb_putc(b, ')');
+        return 1;
+    }
+    if (*at == '[') ok = infer__rx_class(rx, &set);
+    else if (*at == '.') {
+        rx->p++;
+        infer__rx_add(&set, '\n', '\n');
+        infer__rx_add(&set, '\r', '\r');
+        infer__rx_add(&set, 0x2028, 0x2029);
+        infer__rx_complement(&set);
+    } else if (*at == '*' || *at == '+' || *at == '?' || *at == '{') {
+        infer__rx_fail(rx, "a quantifier with nothing to repeat", at);
+        ok = 0;
+    } else if (*at == ')') {
+        infer__rx_fail(rx, "an unmatched ')'", at);
+        ok = 0;
+    } else if (*at == '^' || *at == '$') {
+        infer__rx_fail(rx, "an anchor '^' or '$' inside the pattern (only at the ends of its alternatives)", at);
+        ok = 0;
+    } else ok = infer__rx_char(rx, 0, &c, &set);
+    if (ok && c != UINT32_MAX) infer__rx_put_char(b, c);
+    else if (ok && !infer__rx_put_set(b, &set)) {
+        infer__rx_fail(rx, "a class that matches no character JSON can write", at);
+        ok = 0;
+    }
+    stbds_arrfree(set.r);
+    return ok;
+}
+
+/* A quantifier at rx->p, if any: 1 and its bounds (max -1: none). */
+static int infer__rx_quantifier(infer__rx *rx, long *min, long *max) {
+    const char *q = rx->p;
+    if (q >= rx->end) return 0;
+    if (*q == '*' || *q == '+' || *q == '?') {
+        *min = *q == '+';
+        *max = *q == '?' ? 1 : -1;
+        rx->p++;
+        return 1;
+    }
+    if (*q != '{') return 0;
+    for (*min = 0, q++; q < rx->end && *q >= '0' && *q <= '9'; q++) *min = INFER__MIN(*min * 10 + (*q - '0'), 1L << 30);
+    if (q == rx->p + 1) return -1;
+    *max = *min;
+    if (q < rx->end && *q == ',') {
+        const char *d = ++q;
+        for (*max = 0; q < rx->end && *q >= '0' && *q <= '9'; q++) *max = INFER__MIN(*max * 10 + (*q - '0'), 1L << 30);
+        if (q == d) *max = -1;
+    }
+    if (q >= rx->end || *q != '}') return -1;
+    rx->p = q + 1;
+    return 1;
+}
+
+/* Items up to '|', ')' or the end. top: a top-level alternative, whose
+   ends may hold ^ and $ (else any characters may come before or after). */
+static int infer__rx_sequence(infer__rx *rx, infer__sb *b, int *nullable, double *weight, int top) {
+    int items = 0, start_anchor = 0, end_anchor = 0;
+    *nullable = 1;
+    *weight = 0;
+    if (top && rx->p < rx->end && *rx->p == '^') start_anchor = 1, rx->p++;
+    if (top && !start_anchor) {
+        infer__sb_puts(b, "char* ");
+        infer__sg_prim(rx->sg, INFER__SP_CHAR);
+    }
+    while (rx->p < rx->end && *rx->p != '|' && *rx->p != ')') {
+        infer__sb item = {NULL, 0};
+        const char *at = rx->p;
+        long min, max;
+        int item_null, q;
+        double item_weight;
+        if (top && *rx->p == '$' && (rx->p + 1 == rx->end || rx->p[1] == '|')) {
+            rx->p++;
+            end_anchor = 1;
+            break;
+        }
+        if (!infer__rx_atom(rx, &item, &item_null, &item_weight)) {
+            stbds_arrfree(item.p);
+            return 0;
+        }
+        q = infer__rx_quantifier(rx, &min, &max);
+        if (q < 0) {
+            infer__rx_fail(rx, "a '{' that is not a quantifier {m,n}", rx->p);
+            stbds_arrfree(item.p);
+            return 0;
+        }
+        if (q > 0 && rx->p < rx->end && *rx->p == '?') {
+            infer__rx_fail(rx, "a lazy quantifier", at);
+            stbds_arrfree(item.p);
+            return 0;
+        }
+        if (q > 0 && (min > INFER__G_MAX_REPEAT || max > INFER__G_MAX_REPEAT || (max >= 0 && max < min))) {
+            infer__rx_fail(rx, "a repetition count over 4096 (or below its minimum)", at);
+            stbds_arrfree(item.p);
+            return 0;
+        }
+        if (q > 0 && item_null && max < 0) {
+            infer__rx_fail(rx, "an unbounded repetition of what can match nothing", at);
+            stbds_arrfree(item.p);
+            return 0;
+        }
+        if (items++) infer__sb_putc(b, ' ');
+        if (q > 0) {
+            infer__sb_putc(b, '(');
+            infer__sb_put(b, item.p, stbds_arrlenu(item.p));
+            infer__sb_putc(b, ')');
+            infer__sb_repeat(b, min, max);
+            item_weight *= (double)(max < 0 ? min + 1 : INFER__MAX(max, 1));
+            item_null |= min == 0;
+        } else infer__sb_put(b, item.p, stbds_arrlenu(item.p));
+        b->nomem |= item.nomem;
+        stbds_arrfree(item.p);
+        *nullable &= item_null;
+        *weight += item_weight;
+        if (*weight > INFER__RX_MAX_WEIGHT) {
+            infer__rx_fail(rx, "a pattern this large once its repetitions are multiplied out (over 100000 items)", at);
+            return 0;
+        }
+    }
+    if (!items) infer__sb_puts(b, "\"\"");
+    if (top && !end_anchor) infer__sb_puts(b, " char*");
+    return 1;
+}
+
+static int infer__rx_alternates(infer__rx *rx, infer__sb *b, int *nullable, double *weight) {
+    int top = rx->depth == 0, n, first = 1;
+    double w;
+    *nullable = 0;
+    *weight = 0;
+    for (;;) {
+        if (!first) {
+            rx->p++; /* the '|' */
+            infer__sb_puts(b, " | ");
+        }
+        first = 0;
+        if (!infer__rx_sequence(rx, b, &n, &w, top)) return 0;
+        *nullable |= n;
+        *weight += w;
+        if (rx->p >= rx->end || *rx->p != '|') break;
+    }
+    if (top && rx->p < rx->end) {
+        infer__rx_fail(rx, "an unmatched ')'", rx->p);
+        return 0;
+    }
+    return 1;
+}
+
+/* type "string" with a pattern: a rule for the JSON string. */
+static const char *infer__sg_pattern(infer__sg *sg, const infer__jv *s, const infer__jv *v, const char *path) {
+    infer__rx rx;
+    infer__sb body = {NULL, 0};
+    const char *name;
+    int slot, nullable;
+    double weight;
+    if (v->type != INFER__J_STR) {
+        infer__jp_fail(sg->jp, v->at, "pattern must be a string");
+        return NULL;
+    }
+    if (infer__jv_get(s, "minLength") || infer__jv_get(s, "maxLength")) {
+        infer__jp_fail(sg->jp, v->at, "pattern together with minLength/maxLength is not supported");
+        return NULL;
+    }
+    memset(&rx, 0, sizeof rx);
+    rx.sg = sg;
+    rx.v = v;
+    rx.p = v->s;
+    rx.end = v->s + v->n;
+    infer__sb_puts(&body, "\"\\\"\" (");
+    if (!infer__rx_alternates(&rx, &body, &nullable, &weight)) {
+        stbds_arrfree(body.p);
+        return NULL;
+    }
+    infer__sb_puts(&body, ") \"\\\"\" space");
+    infer__sg_prim(sg, INFER__SP_SPACE);
+    if (!infer__sg_expand(sg, v, weight)) {
+        stbds_arrfree(body.p);
+        return NULL;
+    }
+    slot = infer__sg_new_rule(sg, path, &name);
+    return infer__sg_finish_rule(sg, slot, name, &body);
+}
+
+/* ---- objects ------------------------------------------------------------------ */
+
+typedef struct infer__sg_key {
+    const char *s;
+    size_t n;
+    int i;
+} infer__sg_key;
+
+static int infer__sg_key_cmp(const void *a, const void *b) {
+    const infer__sg_key *x = (const infer__sg_key *)a, *y = (const infer__sg_key *)b;
+    if (x->n != y->n) return x->n < y->n ? -1 : 1;
+    return memcmp(x->s, y->s, x->n);
+}
+
+/* Sets isreq[i] for each property named in required (looked up in the
+   keys sorted, so that thousands of them cost n log n). 0 after an error. */
+static int infer__sg_required(infer__sg *sg, const infer__jv *props, const infer__jv *req, unsigned char *isreq) {
+    size_t k, n = stbds_arrlenu(props->keys);
+    infer__sg_key *sorted;
+    if (!req || !stbds_arrlenu(req->items)) return 1;
+    if (!(sorted = (infer__sg_key *)infer__calloc(n + 1, sizeof *sorted))) {
+        infer__jp_nomem(sg->jp);
+        return 0;
+    }
+    for (k = 0; k < n; k++) {
+        sorted[k].s = props->keys[k];
+        sorted[k].n = props->key_lens[k];
+        sorted[k].i = (int)k;
+    }
+    qsort(sorted, n, sizeof *sorted, infer__sg_key_cmp);
+    for (k = 0; k < stbds_arrlenu(req->items); k++) {
+        const infer__jv *r = &req->items[k];
+        infer__sg_key want, *hit;
+        if (r->type != INFER__J_STR) {
+            infer__jp_fail(sg->jp, r->at, "required must be an array of names");
+            break;
+        }
+        want.s = r->s;
+        want.n = r->n;
+        hit = n ? (infer__sg_key *)bsearch(&want, sorted, n, sizeof *sorted, infer__sg_key_cmp) : NULL;
+        if (!hit) {
+            infer__jp_fail(sg->jp, r->at, "required property '%s' is not in properties", r->s);
+            break;
+        }
+        isreq[hit->i] = 1;
+    }
+    INFER_FREE(sorted);
+    return !sg->jp->failed;
+}
+
+/* The properties as written in order, each optional one present or not.
+   With f the first required one (n: none), two chains of rules:
+     alts_k ::= kv_k rest_(k+1) | alts_(k+1)   (the first written is k or later)
+     rest_k ::= "" | "," space alts_k           (after one: more, or the end)
+   where alts_f ::= kv_f tail (the properties after f, each after a comma,
+   optional ones in ( )?) and rest_k has no "" while f is still to come.
+   Each kv is written once, so the text is linear in n; "" comes first so
+   that the end is never the alternative a bounded matcher crowds out. */
+static void infer__sg_props(infer__sg *sg, infer__sb *b, char **kv, const unsigned char *req, int n,
+                            const char *path) {
+    const char **alts = NULL, **rest = NULL;
+    int *alts_slot = NULL, *rest_slot = NULL;
+    infer__sb tail = {NULL, 0};
+    char sub[96];
+    int f, i;
+    for (f = 0; f < n && !req[f]; f++) {}
+    for (i = f + 1; i < n; i++) {
+        infer__sb_puts(&tail, req[i] ? " \",\" space " : " (\",\" space ");
+        infer__sb_puts(&tail, kv[i]);
+        if (!req[i]) infer__sb_puts(&tail, ")?");
+    }
+    if (f == 0) { /* the first one is required: all inline */
+        if (n) infer__sb_puts(b, " "), infer__sb_puts(b, kv[0]);
+        infer__sb_put(b, tail.p, stbds_arrlenu(tail.p));
+        b->nomem |= tail.nomem;
+        stbds_arrfree(tail.p);
+        return;
+    }
+    alts = (const char **)infer__calloc((size_t)n + 1, sizeof *alts);
+    rest = (const char **)infer__calloc((size_t)n + 1, sizeof *rest);
+    alts_slot = (int *)infer__calloc((size_t)n + 1, sizeof *alts_slot);
+    rest_slot = (int *)infer__calloc((size_t)n + 1, sizeof *rest_slot);
+    if (!alts || !rest || !alts_slot || !rest_slot) infer__jp_nomem(sg->jp);
+    for (i = 0; i <= f && i < n && !sg->jp->failed; i++) { /* names first: each rule names the next */
+        snprintf(sub, sizeof sub, "%.48s-alts", path);
+        alts_slot[i] = infer__sg_new_rule(sg, sub, &alts[i]);
+        snprintf(sub, sizeof sub, "%.48s-rest", path);
+        if (i > 0) rest_slot[i] = infer__sg_new_rule(sg, sub, &rest[i]);
+    }
+    for (i = 0; i <= f && i < n && !sg->jp->failed; i++) {
+        infer__sb one = {NULL, 0};
+        infer__sb_puts(&one, kv[i]);
+        if (i == f) infer__sb_put(&one, tail.p, stbds_arrlenu(tail.p));
+        else {
+            if (i + 1 < n) infer__sb_puts(&one, " "), infer__sb_puts(&one, rest[i + 1]);
+            if (i + 1 < n) infer__sb_puts(&one, " | "), infer__sb_puts(&one, alts[i + 1]);
+        }
+        one.nomem |= tail.nomem;
+        infer__sg_finish_rule(sg, alts_slot[i], alts[i], &one);
+        if (i == 0 || sg->jp->failed) continue;
+        infer__sb_puts(&one, i <= f && f < n ? "\",\" space " : "\"\" | \",\" space ");
+        infer__sb_puts(&one, alts[i]);
+        infer__sg_finish_rule(sg, rest_slot[i], rest[i], &one);
+    }
+    if (!sg->jp->failed) {
+        infer__sb_puts(b, f == n ? " (\"\" | " : " ");
+        infer__sb_puts(b, alts[0]);
+        if (f == n) infer__sb_puts(b, ")");
+    }
+    stbds_arrfree(tail.p);
+    INFER_FREE(alts);
+    INFER_FREE(rest);
+    INFER_FREE(alts_slot);
+    INFER_FREE(rest_slot);
 }
 
 static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const infer__jv *props, const char *path) {
@@ -15798,28 +16638,26 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
         infer__jp_nomem(sg->jp);
         return NULL;
     }
-    for (k = 0; req && k < (int)stbds_arrlen(req->items); k++) {
-        const infer__jv *r = &req->items[k];
-        if (r->type != INFER__J_STR) {
-            infer__jp_fail(sg->jp, r->at, "required must be an array of names");
-            break;
-        }
-        for (i = 0; i < n && strcmp(props->keys[i], r->s); i++) {}
-        if (i == n) {
-            infer__jp_fail(sg->jp, r->at, "required property '%s' is not in properties", r->s);
-            break;
-        }
-        isreq[i] = 1;
+    if (!infer__sg_required(sg, props, req, isreq)) {
+        INFER_FREE(isreq);
+        return NULL;
     }
-    slot = sg->jp->failed ? -1 : infer__sg_new_rule(sg, path, &name);
+    for (i = k = 0; i < n; i++) k += !isreq[i];
+    if (k > INFER__SCHEMA_MAX_OPTIONAL) { /* each is a link of a chain of rules */
+        infer__jp_fail(sg->jp, props->at, "over %d optional properties in one object are not supported",
+                       INFER__SCHEMA_MAX_OPTIONAL);
+        INFER_FREE(isreq);
+        return NULL;
+    }
+    slot = infer__sg_new_rule(sg, path, &name);
     for (i = 0; i < n && !sg->jp->failed; i++) {
         infer__sb one = {NULL, 0}, key = {NULL, 0};
         char sub[96];
         const char *val;
-        snprintf(sub, sizeof sub, "%s-%s", path, props->keys[i]);
+        snprintf(sub, sizeof sub, "%.48s-%s", path, props->keys[i]);
         val = infer__sg_schema(sg, &props->items[i], sub);
         if (!val) break;
-        infer__sb_json_string(&key, props->keys[i], strlen(props->keys[i]));
+        infer__sb_json_string(&key, props->keys[i], props->key_lens[i]);
         infer__sb_literal(&one, key.p, (size_t)stbds_arrlen(key.p));
         infer__sb_puts(&one, " space \":\" space ");
         infer__sb_puts(&one, val);
@@ -15832,15 +16670,55 @@ static const char *infer__sg_object(infer__sg *sg, const infer__jv *s, const inf
     }
     if (!sg->jp->failed) {
         infer__sb_puts(&body, "\"{\" space");
-        infer__sg_props(&body, kv, isreq, 0, n, 1);
+        infer__sg_props(sg, &body, kv, isreq, n, path);
         infer__sb_puts(&body, " \"}\" space");
         infer__sg_prim(sg, INFER__SP_SPACE);
         infer__sg_finish_rule(sg, slot, name, &body);
-    }
+    } else stbds_arrfree(body.p);
     for (i = 0; i < (int)stbds_arrlen(kv); i++) INFER_FREE(kv[i]);
     stbds_arrfree(kv);
     INFER_FREE(isreq);
     return sg->jp->failed ? NULL : name;
+}
+
+/* ---- schemas ------------------------------------------------------------------- */
+
+/* Assertions no grammar here expresses: refused, never ignored (a reply
+   could break them). Annotations and unknown keywords are ignored. */
+static const char *const infer__sg_refused[] = {
+    "multipleOf", "minProperties", "maxProperties", "patternProperties", "propertyNames", "not", "if", "then",
+    "else", "dependentRequired", "dependentSchemas", "dependencies", "contains", "minContains", "maxContains",
+    "prefixItems", "additionalItems", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+    "$recursiveRef", "contentSchema"};
+
+/* assertions that need a type to say what they apply to */
+static const char *const infer__sg_typed[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                              "pattern", "minLength", "maxLength", "minItems", "maxItems",
+                                              "required"};
+
+static int infer__sg_check_keywords(infer__sg *sg, const infer__jv *s) {
+    size_t i, k;
+    for (i = 0; i < stbds_arrlenu(s->keys); i++) {
+        const char *key = s->keys[i];
+        const infer__jv *v = &s->items[i];
+        if (strlen(key) != s->key_lens[i]) continue;
+        for (k = 0; k < sizeof infer__sg_refused / sizeof *infer__sg_refused; k++)
+            if (!strcmp(key, infer__sg_refused[k])) {
+                infer__jp_fail(sg->jp, v->at, "%s is not supported", key);
+                return 0;
+            }
+        if (!strcmp(key, "uniqueItems") && !(v->type == INFER__J_BOOL && !v->b)) {
+            infer__jp_fail(sg->jp, v->at, "uniqueItems is not supported");
+            return 0;
+        }
+        /* extra properties are never written: only "none" or "any" can be honoured */
+        if (!strcmp(key, "additionalProperties") && v->type != INFER__J_BOOL &&
+            !(v->type == INFER__J_OBJ && !stbds_arrlenu(v->keys))) {
+            infer__jp_fail(sg->jp, v->at, "additionalProperties as a schema is not supported");
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char *type, const char *at,
@@ -15849,13 +16727,18 @@ static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char 
     int slot;
     infer__sb body = {NULL, 0};
     if (!strcmp(type, "string")) {
-        long min = infer__sg_count(sg, s, "minLength", 0), max = infer__sg_count(sg, s, "maxLength", -1);
+        const infer__jv *pattern = infer__jv_get(s, "pattern");
+        long min, max;
+        if (pattern) return infer__sg_pattern(sg, s, pattern, path);
+        min = infer__sg_count(sg, s, "minLength", 0);
+        max = infer__sg_count(sg, s, "maxLength", -1);
         if (min == -2 || max == -2) return NULL;
         if (min == 0 && max < 0) return infer__sg_prim(sg, INFER__SP_STRING);
         if (max >= 0 && max < min) {
             infer__jp_fail(sg->jp, s->at, "maxLength is below minLength");
             return NULL;
         }
+        if (!infer__sg_expand(sg, s, (double)(max < 0 ? min + 1 : max))) return NULL;
         slot = infer__sg_new_rule(sg, path, &name);
         infer__sb_puts(&body, "\"\\\"\" char");
         infer__sb_repeat(&body, min, max);
@@ -15864,13 +16747,38 @@ static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char 
         infer__sg_prim(sg, INFER__SP_SPACE);
         return infer__sg_finish_rule(sg, slot, name, &body);
     }
-    if (!strcmp(type, "number")) return infer__sg_prim(sg, INFER__SP_NUMBER);
-    if (!strcmp(type, "integer")) return infer__sg_prim(sg, INFER__SP_INTEGER);
+    if (!strcmp(type, "number")) {
+        static const char *const bounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+        int k;
+        for (k = 0; k < 4; k++) {
+            const infer__jv *v = infer__jv_get(s, bounds[k]);
+            if (v && v->type != INFER__J_BOOL) {
+                infer__jp_fail(sg->jp, v->at, "%s on type number is not supported (only on integers)", bounds[k]);
+                return NULL;
+            }
+        }
+        return infer__sg_prim(sg, INFER__SP_NUMBER);
+    }
+    if (!strcmp(type, "integer")) return infer__sg_integer(sg, s, path);
     if (!strcmp(type, "boolean")) return infer__sg_prim(sg, INFER__SP_BOOLEAN);
     if (!strcmp(type, "null")) return infer__sg_prim(sg, INFER__SP_NULL);
     if (!strcmp(type, "object")) {
-        const infer__jv *props = infer__jv_get(s, "properties");
-        if (!props) return infer__sg_prim(sg, INFER__SP_OBJECT); /* any object */
+        infer__jv none; /* properties {}: no property */
+        const infer__jv *props = infer__jv_get(s, "properties"), *extra = infer__jv_get(s, "additionalProperties");
+        const infer__jv *req = infer__jv_get(s, "required");
+        memset(&none, 0, sizeof none);
+        if (!props && extra && extra->type == INFER__J_BOOL && !extra->b) {
+            none.type = INFER__J_OBJ;
+            none.at = extra->at;
+            props = &none;
+        }
+        if (!props) {
+            if (req && req->type == INFER__J_ARR && stbds_arrlenu(req->items)) {
+                infer__jp_fail(sg->jp, req->at, "required without properties is not supported");
+                return NULL;
+            }
+            return infer__sg_prim(sg, INFER__SP_OBJECT); /* any object */
+        }
         return infer__sg_object(sg, s, props, path);
     }
     if (!strcmp(type, "array")) {
@@ -15883,13 +16791,14 @@ static const char *infer__sg_type(infer__sg *sg, const infer__jv *s, const char 
             infer__jp_fail(sg->jp, s->at, "maxItems is below minItems");
             return NULL;
         }
+        if (!infer__sg_expand(sg, s, (double)(max < 0 ? min + 1 : max))) return NULL;
         if (!items && min == 0 && max < 0) return infer__sg_prim(sg, INFER__SP_ARRAY); /* any array */
         if (items && items->type == INFER__J_ARR) {
             infer__jp_fail(sg->jp, items->at, "items as an array (a tuple) is not supported");
             return NULL;
         }
         slot = infer__sg_new_rule(sg, path, &name);
-        snprintf(sub, sizeof sub, "%s-item", path);
+        snprintf(sub, sizeof sub, "%.48s-item", path);
         item = items ? infer__sg_schema(sg, items, sub) : infer__sg_prim(sg, INFER__SP_VALUE);
         if (!item) return NULL;
         infer__sg_prim(sg, INFER__SP_SPACE);
@@ -15926,6 +16835,7 @@ static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const cha
         infer__jp_fail(sg->jp, s->at, "a schema must be an object");
         return NULL;
     }
+    if (!infer__sg_check_keywords(sg, s)) return NULL;
     if ((v = infer__jv_get(s, "$ref")) != NULL) {
         infer__jp_fail(sg->jp, v->at, "$ref is not supported");
         return NULL;
@@ -16004,6 +16914,11 @@ static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const cha
     }
     if (infer__jv_get(s, "properties")) return infer__sg_type(sg, s, "object", s->at, path);
     if (infer__jv_get(s, "items")) return infer__sg_type(sg, s, "array", s->at, path);
+    for (i = 0; i < (int)(sizeof infer__sg_typed / sizeof *infer__sg_typed); i++)
+        if ((v = infer__jv_get(s, infer__sg_typed[i])) != NULL) {
+            infer__jp_fail(sg->jp, v->at, "%s without a type is not supported", infer__sg_typed[i]);
+            return NULL;
+        }
     return infer__sg_prim(sg, INFER__SP_VALUE);
 }
 
@@ -16023,6 +16938,8 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
     jp.src = jp.p = schema;
     jp.err = err;
     sg.jp = &jp;
+    for (i = 0; i < INFER__SP_COUNT; i++) /* the shared rules' names are taken */
+        if (!infer__sg_take(&sg, infer__sp_name[i])) infer__jp_nomem(&jp);
     infer__jp_value(&jp, &root);
     infer__jp_ws(&jp);
     if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the schema");
@@ -16070,6 +16987,7 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
     stbds_arrfree(sg.rules);
     for (i = 0; i < (int)stbds_arrlen(sg.names); i++) INFER_FREE(sg.names[i]);
     stbds_arrfree(sg.names);
+    INFER_FREE(sg.taken);
     stbds_arrfree(out.p);
     infer__jv_free(&root);
     return len;

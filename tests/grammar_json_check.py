@@ -3,7 +3,8 @@
 Python's json module and validate against the schema (the subset that
 infer_json_schema_to_grammar supports, validated by hand here: type, enum,
 const, anyOf/oneOf, properties/required with no other keys, items,
-minItems/maxItems, minLength/maxLength).
+minItems/maxItems, minLength/maxLength, pattern, minimum/maximum and their
+exclusive forms).
 
     python3 grammar_json_check.py SCHEMA_FILE REPLIES_FILE
 
@@ -12,6 +13,7 @@ JSON text cannot hold raw. Prints "checked N replies, all valid" and exits
 0, or prints each failure and exits 1.
 """
 import json
+import re
 import sys
 
 
@@ -97,6 +99,19 @@ def validate(v, s, path="$"):
             errors.append("%s: %r is shorter than minLength" % (path, v))
         if "maxLength" in s and len(v) > s["maxLength"]:
             errors.append("%s: %r is longer than maxLength" % (path, v))
+        # the pattern subset schema.c supports reads the same in Python's re
+        if "pattern" in s and not re.search(s["pattern"], v):
+            errors.append("%s: %r does not match the pattern %r" % (path, v, s["pattern"]))
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        for key, fails in (("minimum", lambda b: v < b), ("maximum", lambda b: v > b),
+                           ("exclusiveMinimum", lambda b: v <= b), ("exclusiveMaximum", lambda b: v >= b)):
+            bound = s.get(key)
+            if isinstance(bound, bool):  # draft 4: makes minimum/maximum exclusive
+                continue
+            if key in ("minimum", "maximum") and s.get("exclusive" + key[0].upper() + key[1:]) is True:
+                fails = (lambda b: v <= b) if key == "minimum" else (lambda b: v >= b)
+            if bound is not None and fails(bound):
+                errors.append("%s: %r breaks %s %r" % (path, v, key, bound))
     return errors
 
 
