@@ -213,19 +213,20 @@ typedef struct infer__state_header {
    fraction of one. Not cryptographic: it catches damage, not forgery. */
 static uint64_t infer__state_hash(uint64_t h, const uint8_t *p, size_t n) {
     const uint64_t prime = 0x100000001b3ull, mul = 0x9e3779b97f4a7c15ull;
-    uint64_t lane[4], w;
-    size_t i, k;
-    lane[0] = h, lane[1] = h ^ mul, lane[2] = h + mul, lane[3] = ~h;
-    for (i = 0; i + 32 <= n; i += 32)
-        for (k = 0; k < 4; k++) {
-            memcpy(&w, p + i + 8 * k, 8);
-            lane[k] = (lane[k] ^ w) * prime;
-            lane[k] ^= lane[k] >> 29;
-        }
-    h = lane[0];
-    for (k = 1; k < 4; k++) h = (h ^ (lane[k] * mul)) * prime, h ^= h >> 31;
-    h = infer__fnv(h, p + i, n - i);         /* the tail, under 32 bytes */
-    h = infer__fnv(h, &n, sizeof n);         /* the length: a truncation changes it */
+    uint64_t l0 = h, l1 = h ^ mul, l2 = h + mul, l3 = ~h, w0, w1, w2, w3;
+    size_t i;
+    /* four named lanes, not an array: they stay in registers */
+    for (i = 0; i + 32 <= n; i += 32) {
+        memcpy(&w0, p + i, 8), memcpy(&w1, p + i + 8, 8), memcpy(&w2, p + i + 16, 8), memcpy(&w3, p + i + 24, 8);
+        l0 = (l0 ^ w0) * prime, l1 = (l1 ^ w1) * prime, l2 = (l2 ^ w2) * prime, l3 = (l3 ^ w3) * prime;
+        l0 ^= l0 >> 29, l1 ^= l1 >> 29, l2 ^= l2 >> 29, l3 ^= l3 >> 29;
+    }
+    h = l0;
+    h = (h ^ (l1 * mul)) * prime, h ^= h >> 31;
+    h = (h ^ (l2 * mul)) * prime, h ^= h >> 31;
+    h = (h ^ (l3 * mul)) * prime, h ^= h >> 31;
+    h = infer__fnv(h, p + i, n - i);          /* the tail, under 32 bytes */
+    h = infer__fnv(h, &n, sizeof n);          /* the length: a truncation changes it */
     h ^= h >> 33, h *= 0xff51afd7ed558ccdull; /* a final mix: every input bit reaches every output bit */
     h ^= h >> 33, h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 33);
@@ -254,8 +255,16 @@ static int infer__state_cache_finite(infer_type type, const uint8_t *p, size_t n
         return 1;
     }
     if (type == INFER_TYPE_F16) {
-        int bad = 0;
-        for (i = 0; i + 2 <= n; i += 2) {
+        /* four halves a word: a half is NaN or infinite when its exponent
+           bits are all ones, i.e. when its lane of ~w & mask is zero, which
+           subtracting 1 from every lane shows in the lane's top bit */
+        const uint64_t mask = 0x7c007c007c007c00ull, ones = 0x0001000100010001ull, tops = 0x8000800080008000ull;
+        uint64_t w, bad = 0;
+        for (i = 0; i + 8 <= n; i += 8) {
+            memcpy(&w, p + i, 8);
+            bad |= ((~w & mask) - ones) & tops;
+        }
+        for (; i + 2 <= n; i += 2) {
             memcpy(&v, p + i, 2);
             bad |= (v & 0x7c00) == 0x7c00;
         }
