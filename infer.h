@@ -1695,21 +1695,49 @@ static uint16_t infer__fp32_to_bf16(float f) {
 
 /* ---- a file's bytes ---------------------------------------------------- */
 
+#if defined(_WIN32)
+#include <sys/stat.h>
+#endif
+
+/* What a file of mode m is, for an error that says why it is refused. */
+#if !defined(_WIN32)
+static const char *infer__file_kind(unsigned m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "a special file";
+}
+#endif
+
+/* A model or state file, whole: mapped, or read (INFER_NO_MMAP, Windows).
+   Only a regular file is read: a FIFO, a device (/dev/zero) or a
+   directory is refused before a byte is read, as its size says nothing. */
 static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) {
-    FILE *f;
-    long sz;
     memset(b, 0, sizeof *b);
-#if !defined(_WIN32) && !defined(INFER_NO_MMAP)
+#if !defined(_WIN32)
     {
         struct stat st;
-        int fd = open(path, O_RDONLY);
+        /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer */
+        int fd = open(path, O_RDONLY | O_NONBLOCK);
         if (fd < 0) {
             infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
             return 0;
         }
-        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fstat(fd, &st) != 0) {
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s: %s", path, strerror(errno));
             close(fd);
-            infer__set_error(err, INFER_ERR_IO, "%s is not a regular file", path);
+            return 0;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            infer__set_error(err, INFER_ERR_IO, "%s is %s, not a regular file", path, infer__file_kind((unsigned)st.st_mode));
+            close(fd);
+            return 0;
+        }
+        if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+            close(fd);
+            infer__set_error(err, INFER_ERR_IO, "%s is too large to map on this machine", path);
             return 0;
         }
         b->size = (size_t)st.st_size;
@@ -1718,6 +1746,7 @@ static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) 
             b->data = (const uint8_t *)"";
             return 1;
         }
+#if !defined(INFER_NO_MMAP)
         {
             void *p = mmap(NULL, b->size, PROT_READ, MAP_SHARED, fd, 0);
             close(fd);
@@ -1729,34 +1758,75 @@ static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) 
             b->kind = 1;
             return 1;
         }
+#else
+        size_t got = 0;
+        b->data = (const uint8_t *)INFER_MALLOC(b->size);
+        if (!b->data) {
+            close(fd);
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
+            return 0;
+        }
+        /* a regular file: O_NONBLOCK changes nothing for it */
+        while (got < b->size) {
+            ssize_t r = read(fd, (uint8_t *)b->data + got, b->size - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        close(fd);
+        if (got != b->size) {
+            INFER_FREE((void *)b->data);
+            b->data = NULL;
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s (it changed while being read?)", path);
+            return 0;
+        }
+        b->kind = 2;
+        return 1;
+#endif
+    }
+#else
+    {
+        struct _stat64 st;
+        FILE *f;
+        long sz;
+        if (_stat64(path, &st) != 0) {
+            infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+            return 0;
+        }
+        if ((st.st_mode & _S_IFMT) != _S_IFREG) {
+            infer__set_error(err, INFER_ERR_IO, "%s is %s, not a regular file", path,
+                             (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "a device");
+            return 0;
+        }
+        f = fopen(path, "rb");
+        if (!f) {
+            infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+            return 0;
+        }
+        if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+            fclose(f);
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
+            return 0;
+        }
+        b->data = (const uint8_t *)INFER_MALLOC((size_t)sz ? (size_t)sz : 1);
+        if (!b->data) {
+            fclose(f);
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
+            return 0;
+        }
+        if (fread((void *)b->data, 1, (size_t)sz, f) != (size_t)sz) {
+            fclose(f);
+            INFER_FREE((void *)b->data);
+            b->data = NULL;
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
+            return 0;
+        }
+        fclose(f);
+        b->size = (size_t)sz;
+        b->kind = 2;
+        return 1;
     }
 #endif
-    f = fopen(path, "rb");
-    if (!f) {
-        infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        return 0;
-    }
-    if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
-        return 0;
-    }
-    b->data = (const uint8_t *)INFER_MALLOC((size_t)sz ? (size_t)sz : 1);
-    if (!b->data) {
-        fclose(f);
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
-        return 0;
-    }
-    if (fread((void *)b->data, 1, (size_t)sz, f) != (size_t)sz) {
-        fclose(f);
-        INFER_FREE((void *)b->data);
-        infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
-        return 0;
-    }
-    fclose(f);
-    b->size = (size_t)sz;
-    b->kind = 2;
-    return 1;
 }
 
 static void infer__blob_close(infer__blob *b) {
@@ -13345,15 +13415,87 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
 
 /* ---- state ---------------------------------------------------------------- */
 
+#if !defined(_WIN32)
+static const char *infer__file_kind(unsigned mode); /* util.c */
+#endif
+
 #define INFER__STATE_MAGIC 0x53464e49u /* "INFS" */
-#define INFER__STATE_VERSION 1u
+/* 2: a checksum over the whole state in the header */
+#define INFER__STATE_VERSION 2u
 
 typedef struct infer__state_header {
     uint32_t magic, version;
-    uint64_t model;   /* infer__model_fingerprint */
+    uint64_t model;    /* infer__model_fingerprint */
+    uint64_t checksum; /* infer__state_checksum */
     int32_t n_ctx, kv_type, n_layers, kv_dim;
     int32_t n_past, hi, n_logits, n_slot_layers;
 } infer__state_header;
+
+/* A 64-bit hash of n bytes, continuing from h: four lanes of 8-byte words
+   (each lane xor, multiply, fold its high bits down), so that a state of
+   hundreds of MB hashes at several bytes a cycle rather than FNV-1a's
+   fraction of one. Not cryptographic: it catches damage, not forgery. */
+static uint64_t infer__state_hash(uint64_t h, const uint8_t *p, size_t n) {
+    const uint64_t prime = 0x100000001b3ull, mul = 0x9e3779b97f4a7c15ull;
+    uint64_t l0 = h, l1 = h ^ mul, l2 = h + mul, l3 = ~h, w0, w1, w2, w3;
+    size_t i;
+    /* four named lanes, not an array: they stay in registers */
+    for (i = 0; i + 32 <= n; i += 32) {
+        memcpy(&w0, p + i, 8), memcpy(&w1, p + i + 8, 8), memcpy(&w2, p + i + 16, 8), memcpy(&w3, p + i + 24, 8);
+        l0 = (l0 ^ w0) * prime, l1 = (l1 ^ w1) * prime, l2 = (l2 ^ w2) * prime, l3 = (l3 ^ w3) * prime;
+        l0 ^= l0 >> 29, l1 ^= l1 >> 29, l2 ^= l2 >> 29, l3 ^= l3 >> 29;
+    }
+    h = l0;
+    h = (h ^ (l1 * mul)) * prime, h ^= h >> 31;
+    h = (h ^ (l2 * mul)) * prime, h ^= h >> 31;
+    h = (h ^ (l3 * mul)) * prime, h ^= h >> 31;
+    h = infer__fnv(h, p + i, n - i);          /* the tail, under 32 bytes */
+    h = infer__fnv(h, &n, sizeof n);          /* the length: a truncation changes it */
+    h ^= h >> 33, h *= 0xff51afd7ed558ccdull; /* a final mix: every input bit reaches every output bit */
+    h ^= h >> 33, h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
+/* The checksum of the state of size bytes at buf (at least a header): its
+   header with the checksum field zeroed, then everything after it. */
+static uint64_t infer__state_checksum(const uint8_t *buf, size_t size) {
+    infer__state_header h;
+    memcpy(&h, buf, sizeof h);
+    h.checksum = 0;
+    return infer__state_hash(infer__state_hash(INFER__FNV_BASIS, (const uint8_t *)&h, sizeof h), buf + sizeof h,
+                             size - sizeof h);
+}
+
+/* Whether n cache bytes of format type hold only finite values: F16's
+   halves, Q8_0's block scales (its int8 quants are always finite). */
+static int infer__state_cache_finite(infer_type type, const uint8_t *p, size_t n) {
+    size_t i;
+    uint16_t v;
+    if (type == INFER_TYPE_Q8_0) {
+        for (i = 0; i + 34 <= n; i += 34) {
+            memcpy(&v, p + i, 2);
+            if ((v & 0x7c00) == 0x7c00) return 0;
+        }
+        return 1;
+    }
+    if (type == INFER_TYPE_F16) {
+        /* four halves a word: a half is NaN or infinite when its exponent
+           bits are all ones, i.e. when its lane of ~w & mask is zero, which
+           subtracting 1 from every lane shows in the lane's top bit */
+        const uint64_t mask = 0x7c007c007c007c00ull, ones = 0x0001000100010001ull, tops = 0x8000800080008000ull;
+        uint64_t w, bad = 0;
+        for (i = 0; i + 8 <= n; i += 8) {
+            memcpy(&w, p + i, 8);
+            bad |= ((~w & mask) - ones) & tops;
+        }
+        for (; i + 2 <= n; i += 2) {
+            memcpy(&v, p + i, 2);
+            bad |= (v & 0x7c00) == 0x7c00;
+        }
+        return !bad;
+    }
+    return 0; /* a format this reader does not know */
+}
 
 /* FNV-1a over the model's shape, its tensors' names, types and shapes,
    and sampled bytes of its embeddings and final norm: another model (or a
@@ -13429,19 +13571,32 @@ INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf,
             at += (size_t)n * c->kv.k_row;
         if (!ok) return 0; /* the device failed */
     }
-    return (size_t)(at - (uint8_t *)buf);
+    h.checksum = infer__state_checksum((const uint8_t *)buf, need);
+    memcpy(buf, &h, sizeof h);
+    return need;
 }
 
 INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void *buf, size_t size, infer_error *err) {
     const uint8_t *at = (const uint8_t *)buf;
+    const uint8_t *tokens, *logits, *cache;
     infer__state_header h;
     infer__seq *q;
-    size_t need;
+    size_t need, cache_bytes = 0;
     int l, i;
     if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
     if (!buf || size < sizeof h) goto bad;
     memcpy(&h, at, sizeof h), at += sizeof h;
-    if (h.magic != INFER__STATE_MAGIC || h.version != INFER__STATE_VERSION) goto bad;
+    if (h.magic != INFER__STATE_MAGIC) goto bad;
+    if (h.version != INFER__STATE_VERSION) {
+        infer__set_error(err, INFER_ERR_FORMAT, "the state is in format %u; this version of infer.h reads format %u",
+                         (unsigned)h.version, (unsigned)INFER__STATE_VERSION);
+        return INFER_ERR_FORMAT;
+    }
+    /* nothing of the state is used before its checksum holds */
+    if (h.checksum != infer__state_checksum(at - sizeof h, size)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "the state is damaged or truncated: its checksum does not match its bytes");
+        return INFER_ERR_FORMAT;
+    }
     if (h.model != infer__model_fingerprint(c->model) || h.n_layers != c->kv.n_layers || h.kv_dim != c->kv.kv_dim) {
         infer__set_error(err, INFER_ERR_ARG, "the state is from another model");
         return INFER_ERR_ARG;
@@ -13467,8 +13622,36 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
         }
     }
     need += (size_t)h.n_past * sizeof(infer_token) + (size_t)h.n_logits * sizeof(float);
-    for (l = 0; l < c->kv.n_layers; l++) need += infer__state_layer_bytes(&c->kv, l, h.hi);
-    if (size != need) goto bad;
+    for (l = 0; l < c->kv.n_layers; l++) cache_bytes += infer__state_layer_bytes(&c->kv, l, h.hi);
+    if (size != need + cache_bytes) goto bad;
+    tokens = at;
+    logits = tokens + (size_t)h.n_past * sizeof(infer_token);
+    cache = logits + (size_t)h.n_logits * sizeof(float);
+
+    /* every value is checked before the sequence changes: a refused state leaves it as it was */
+    for (i = 0; i < h.n_past; i++) {
+        infer_token t;
+        memcpy(&t, tokens + (size_t)i * sizeof t, sizeof t);
+        if (t < 0 || t >= c->model->n_vocab) {
+            infer__set_error(err, INFER_ERR_FORMAT, "the state's token %d (%d) is outside the model's vocabulary of %d",
+                             i, (int)t, c->model->n_vocab);
+            return INFER_ERR_FORMAT;
+        }
+    }
+    for (i = 0; i < h.n_logits; i++) {
+        float v;
+        memcpy(&v, logits + (size_t)i * sizeof v, sizeof v);
+        if (!isfinite(v)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "the state's logits hold a NaN or infinity (token %d)", i);
+            return INFER_ERR_FORMAT;
+        }
+    }
+    if (!infer__state_cache_finite(c->kv.type, cache, cache_bytes)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "the state's KV cache (%s) holds a NaN or infinity",
+                         infer_type_name(c->kv.type));
+        return INFER_ERR_FORMAT;
+    }
+
     if (h.n_logits && !infer__reserve_logits(c, 1)) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for logits");
         return INFER_ERR_NOMEM;
@@ -13478,20 +13661,16 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return INFER_ERR_NOMEM;
     }
-    memcpy(q->tokens, at, (size_t)h.n_past * sizeof(infer_token)), at += (size_t)h.n_past * sizeof(infer_token);
-    for (i = 0; i < h.n_past; i++)
-        if (q->tokens[i] < 0 || q->tokens[i] >= c->model->n_vocab) {
-            stbds_arrsetlen(q->tokens, 0);
-            q->n_past = q->hi = 0;
-            goto bad;
-        }
+    /* an empty sequence's tokens may be NULL: memcpy must not see it even for 0 bytes */
+    if (h.n_past) memcpy(q->tokens, tokens, (size_t)h.n_past * sizeof(infer_token));
     /* the logits take row 0; every other sequence's row is gone */
     for (i = 0; i < c->n_seq; i++) c->seqs[i].logit_row = -1;
     stbds_arrsetlen(c->row_of, 0);
     if (h.n_logits) {
-        memcpy(c->logits, at, (size_t)h.n_logits * sizeof(float)), at += (size_t)h.n_logits * sizeof(float);
+        memcpy(c->logits, logits, (size_t)h.n_logits * sizeof(float));
         q->logit_row = 0;
     }
+    at = cache;
     for (l = 0; l < c->kv.n_layers; l++) {
         size_t a = INFER__KV_AT(&c->kv, seq, l);
         int n = INFER__MIN(c->kv.slots[l], h.hi), ok;
@@ -13523,7 +13702,6 @@ bad:
 INFERDEF infer_status infer_seq_state_save_file(const infer_context *c, int seq, const char *path, infer_error *err) {
     size_t n = infer_seq_state_size(c, seq);
     void *buf;
-    FILE *f;
     int ok;
     if (!n) {
         infer__set_error(err, INFER_ERR_ARG, "sequence %d has no state to save here", seq);
@@ -13534,13 +13712,48 @@ INFERDEF infer_status infer_seq_state_save_file(const infer_context *c, int seq,
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a state of %zu bytes", n);
         return INFER_ERR_NOMEM;
     }
-    infer_seq_state_save(c, seq, buf, n);
-    f = fopen(path, "wb");
-    ok = f && fwrite(buf, 1, n, f) == n;
-    if (f && fclose(f)) ok = 0;
+    ok = infer_seq_state_save(c, seq, buf, n) == n;
+    if (!ok) {
+        INFER_FREE(buf);
+        infer__set_error(err, INFER_ERR_DEVICE, "reading the KV cache from the device failed");
+        return INFER_ERR_DEVICE;
+    }
+#if !defined(_WIN32)
+    {
+        /* a state goes to a regular file only: O_NONBLOCK so that a FIFO
+           without a reader fails at once rather than waits, fstat to
+           refuse a FIFO with one (or a device) before writing */
+        struct stat st;
+        size_t done = 0;
+        int fd;
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            INFER_FREE(buf);
+            infer__set_error(err, INFER_ERR_IO, "cannot write %s: it is %s, not a regular file", path,
+                             infer__file_kind((unsigned)st.st_mode));
+            return INFER_ERR_IO;
+        }
+        errno = 0;
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0666);
+        ok = fd >= 0 && fstat(fd, &st) == 0;
+        if (ok && !S_ISREG(st.st_mode)) ok = 0, errno = 0; /* it became one since the stat */
+        while (ok && done < n) {
+            ssize_t w = write(fd, (const uint8_t *)buf + done, n - done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) ok = 0;
+            else done += (size_t)w;
+        }
+        if (fd >= 0 && close(fd) != 0) ok = 0;
+    }
+#else
+    {
+        FILE *f = fopen(path, "wb");
+        ok = f && fwrite(buf, 1, n, f) == n;
+        if (f && fclose(f)) ok = 0;
+    }
+#endif
     INFER_FREE(buf);
     if (!ok) {
-        infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, errno ? strerror(errno) : "not a regular file");
         return INFER_ERR_IO;
     }
     return INFER_OK;

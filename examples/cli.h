@@ -6,6 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if !defined(_WIN32)
+/* open, fstat, read: a file is checked as regular before a byte is read
+   (the including file defines _XOPEN_SOURCE for them under -std=c99) */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#else
+#include <sys/stat.h>
+#endif
 
 #include "infer.h"
 
@@ -151,32 +160,145 @@ static CLI_MAYBE_UNUSED int cli_output_option(const char *a, const char *v, cli_
     return 1;
 }
 
-/* A whole file, NUL-terminated, or NULL. Caller frees. */
-static CLI_MAYBE_UNUSED char *cli_read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL, *p;
-    size_t n = 0, cap = 0, got;
-    int bad = 0;
-    if (!f) return NULL;
-    do {
-        if (cap - n < 4096) {
-            if (!(p = (char *)realloc(buf, cap * 2 + 8192))) {
-                bad = 1;
-                break;
-            }
-            buf = p;
-            cap = cap * 2 + 8192;
-        }
-        got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-    } while (got);
-    bad |= ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
+/* Size caps of the files the commands read whole into memory: past them
+   a file is refused rather than read (a runaway file, or a device such as
+   /dev/zero, must not take all memory). */
+#define CLI_TEXT_FILE_MAX ((size_t)64 << 20) /* grammars, schemas, prompts, texts to tokenize or embed */
+
+/* Why a path that exists is no regular file, or NULL when it is one (or
+   cannot be looked at; opening it then says why). Never opens it. */
+static CLI_MAYBE_UNUSED const char *cli_not_regular(const char *path) {
+#if !defined(_WIN32)
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
+    return S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+                                                                                                      : "not a regular file";
+#else
+    struct _stat64 st;
+    if (_stat64(path, &st) != 0 || (st.st_mode & _S_IFMT) == _S_IFREG) return NULL;
+    return (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "a device";
+#endif
+}
+
+/* The whole of the regular file at path, NUL-terminated (its length, less
+   the NUL, in *len when len is not NULL), or NULL with a one-line
+   "infer: ..." error printed. what names the file for the errors ("a
+   grammar file"); a file over cap bytes is refused, the error naming the
+   cap. A FIFO, device or directory is refused without waiting on it.
+   Caller frees. */
+static CLI_MAYBE_UNUSED char *cli_read_file(const char *path, size_t cap, const char *what, size_t *len) {
+    char *buf;
+    size_t n = 0, size;
+    const char *kind;
+#if !defined(_WIN32)
+    struct stat st;
+    /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+        fprintf(stderr, "infer: cannot open %s (%s): %s\n", path, what, strerror(errno));
         return NULL;
     }
+    if (fstat(fd, &st) != 0) {
+        fprintf(stderr, "infer: cannot read %s (%s): %s\n", path, what, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+                                                                                                      : "a special file";
+        fprintf(stderr, "infer: %s is %s, not a regular file (%s)\n", path, kind, what);
+        close(fd);
+        return NULL;
+    }
+    if ((unsigned long long)st.st_size > (unsigned long long)cap) {
+        fprintf(stderr, "infer: %s is larger than %zu MiB, the limit for %s\n", path, cap >> 20, what);
+        close(fd);
+        return NULL;
+    }
+    size = (size_t)st.st_size;
+    if (!(buf = (char *)malloc(size + 1))) {
+        fprintf(stderr, "infer: out of memory reading %s\n", path);
+        close(fd);
+        return NULL;
+    }
+    /* reads to the end, not to st_size: a file that grows meanwhile still stops at cap */
+    for (;;) {
+        ssize_t r = read(fd, buf + n, size + 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            fprintf(stderr, "infer: cannot read %s (%s): %s\n", path, what, strerror(errno));
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+        if (n == size + 1) { /* it grew: take more, up to the cap */
+            char *p;
+            if (size >= cap) {
+                fprintf(stderr, "infer: %s is larger than %zu MiB, the limit for %s\n", path, cap >> 20, what);
+                free(buf);
+                close(fd);
+                return NULL;
+            }
+            size = size * 2 + 4096 < cap ? size * 2 + 4096 : cap;
+            if (!(p = (char *)realloc(buf, size + 1))) {
+                fprintf(stderr, "infer: out of memory reading %s\n", path);
+                free(buf);
+                close(fd);
+                return NULL;
+            }
+            buf = p;
+        }
+    }
+    close(fd);
+#else
+    FILE *f;
+    size_t got;
+    if ((kind = cli_not_regular(path)) != NULL) {
+        fprintf(stderr, "infer: %s is %s, not a regular file (%s)\n", path, kind, what);
+        return NULL;
+    }
+    if (!(f = fopen(path, "rb"))) {
+        fprintf(stderr, "infer: cannot open %s (%s): %s\n", path, what, strerror(errno));
+        return NULL;
+    }
+    size = 65536;
+    if (!(buf = (char *)malloc(size + 1))) {
+        fclose(f);
+        fprintf(stderr, "infer: out of memory reading %s\n", path);
+        return NULL;
+    }
+    while ((got = fread(buf + n, 1, size + 1 - n, f)) > 0) {
+        n += got;
+        if (n == size + 1) {
+            char *p;
+            if (size >= cap) {
+                fprintf(stderr, "infer: %s is larger than %zu MiB, the limit for %s\n", path, cap >> 20, what);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            size = size * 2 < cap ? size * 2 : cap;
+            if (!(p = (char *)realloc(buf, size + 1))) {
+                fprintf(stderr, "infer: out of memory reading %s\n", path);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = p;
+        }
+    }
+    if (ferror(f)) {
+        fprintf(stderr, "infer: cannot read %s (%s)\n", path, what);
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+#endif
     buf[n] = 0;
+    if (len) *len = n;
     return buf;
 }
 
@@ -206,10 +328,8 @@ static CLI_MAYBE_UNUSED int cli_output_apply(const cli_output *o, infer_sampler 
         fprintf(stderr, "infer: give only one of --grammar, --grammar-file, --json-schema, --json-schema-file\n");
         return 0;
     }
-    if (file && !(text = cli_read_file(src))) {
-        fprintf(stderr, "infer: cannot read %s: %s\n", src, strerror(errno));
+    if (file && !(text = cli_read_file(src, CLI_TEXT_FILE_MAX, schema ? "a JSON schema file" : "a grammar file", NULL)))
         return 0;
-    }
     if (schema) {
         const char *sch = file ? text : src;
         int n = infer_json_schema_to_grammar(sch, NULL, 0, &err);

@@ -1,5 +1,6 @@
 /* infer - the command-line tool: run, eval, tokenize, info.
    Every error is one line on stderr and a non-zero exit. */
+#define _XOPEN_SOURCE 700 /* open, fstat (cli.h reads only regular files) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,10 +189,9 @@ int cli_output_request(const cli_output *o, const infer_model *m, infer_request_
         fprintf(stderr, "infer: give only one of --grammar, --grammar-file, --json-schema, --json-schema-file\n");
         return 0;
     }
-    if (file && !(*owned = cli_read_file(file))) {
-        fprintf(stderr, "infer: cannot read %s: %s\n", file, strerror(errno));
+    if (file && !(*owned = cli_read_file(file, CLI_TEXT_FILE_MAX, o->grammar_file ? "a grammar file" : "a JSON schema file",
+                                         NULL)))
         return 0;
-    }
     p->grammar = o->grammar ? o->grammar : o->grammar_file ? *owned : NULL;
     p->json_schema = o->json_schema ? o->json_schema : o->json_schema_file ? *owned : NULL;
     p->bias_ids = o->bias_id;
@@ -304,7 +304,13 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
     int n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1), k = 0, nc = 0;
     infer_token *t;
     const infer_token *cached;
+    const char *kind = cli_not_regular(o->prompt_cache);
     if (n <= 0) return cli_fail("%s", "--prompt-cache needs a prompt");
+    /* it is read and then written: a FIFO or device would wait or never end */
+    if (kind) {
+        fprintf(stderr, "infer: --prompt-cache %s is %s, not a regular file\n", o->prompt_cache, kind);
+        return 1;
+    }
     t = (infer_token *)malloc(sizeof *t * (size_t)n);
     if (!t) return cli_fail("%s", "out of memory");
     infer_tokenize(m, text, strlen(text), t, n, infer_model_add_bos(m), 1);
@@ -518,29 +524,6 @@ static int cmd_eval(const options *o) {
 
 /* ---- tokenize ---- */
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0, r;
-    if (!f) return NULL;
-    do {
-        if (n == cap) {
-            char *b = (char *)realloc(buf, cap = cap ? cap * 2 : 65536);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = b;
-        }
-        r = fread(buf + n, 1, cap - n, f);
-        n += r;
-    } while (r > 0);
-    fclose(f);
-    *len = n;
-    return buf ? buf : (char *)calloc(1, 1);
-}
-
 static int cmd_tokenize(const options *o) {
     infer_model *m;
     char *text;
@@ -549,8 +532,8 @@ static int cmd_tokenize(const options *o) {
     int n, i, bos;
     if (!o->prompt == !o->file) return cli_fail("%s", "tokenize needs one of -p TEXT or --file PATH");
     if (o->file) {
-        text = read_file(o->file, &len);
-        if (!text) return cli_fail("cannot read %s", o->file);
+        text = cli_read_file(o->file, CLI_TEXT_FILE_MAX, "a text to tokenize", &len);
+        if (!text) return 1;
     } else {
         len = strlen(o->prompt);
         text = (char *)malloc(len + 1);

@@ -3,6 +3,7 @@
    Prints the embedding of each text (the -p text, or each non-empty line
    of FILE): by default mean-pooled and of unit length, as JSON in the
    shape of OpenAI's embeddings list, or one line of numbers per text. */
+#define _XOPEN_SOURCE 700 /* open, fstat (cli.h reads only regular files) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,7 @@ int infer_cmd_embed(int argc, char **argv) {
     }
     if (!model) return cli_fail("%s", "no model given (-m MODEL)");
     if (!text == !file) return cli_fail("%s", "give one of -p TEXT or -f FILE");
-    if (file && !(buf = cli_read_file(file))) return cli_fail("cannot read %s", file);
+    if (file && !(buf = cli_read_file(file, CLI_TEXT_FILE_MAX, "a text to embed", NULL))) return 1;
     m = infer_model_load(model, &mp, &err);
     if (m) c = infer_context_new(m, &cp, &err);
     if (!m || !c) {

@@ -135,21 +135,49 @@ static uint16_t infer__fp32_to_bf16(float f) {
 
 /* ---- a file's bytes ---------------------------------------------------- */
 
+#if defined(_WIN32)
+#include <sys/stat.h>
+#endif
+
+/* What a file of mode m is, for an error that says why it is refused. */
+#if !defined(_WIN32)
+static const char *infer__file_kind(unsigned m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "a special file";
+}
+#endif
+
+/* A model or state file, whole: mapped, or read (INFER_NO_MMAP, Windows).
+   Only a regular file is read: a FIFO, a device (/dev/zero) or a
+   directory is refused before a byte is read, as its size says nothing. */
 static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) {
-    FILE *f;
-    long sz;
     memset(b, 0, sizeof *b);
-#if !defined(_WIN32) && !defined(INFER_NO_MMAP)
+#if !defined(_WIN32)
     {
         struct stat st;
-        int fd = open(path, O_RDONLY);
+        /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer */
+        int fd = open(path, O_RDONLY | O_NONBLOCK);
         if (fd < 0) {
             infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
             return 0;
         }
-        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fstat(fd, &st) != 0) {
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s: %s", path, strerror(errno));
             close(fd);
-            infer__set_error(err, INFER_ERR_IO, "%s is not a regular file", path);
+            return 0;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            infer__set_error(err, INFER_ERR_IO, "%s is %s, not a regular file", path, infer__file_kind((unsigned)st.st_mode));
+            close(fd);
+            return 0;
+        }
+        if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+            close(fd);
+            infer__set_error(err, INFER_ERR_IO, "%s is too large to map on this machine", path);
             return 0;
         }
         b->size = (size_t)st.st_size;
@@ -158,6 +186,7 @@ static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) 
             b->data = (const uint8_t *)"";
             return 1;
         }
+#if !defined(INFER_NO_MMAP)
         {
             void *p = mmap(NULL, b->size, PROT_READ, MAP_SHARED, fd, 0);
             close(fd);
@@ -169,34 +198,75 @@ static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) 
             b->kind = 1;
             return 1;
         }
+#else
+        size_t got = 0;
+        b->data = (const uint8_t *)INFER_MALLOC(b->size);
+        if (!b->data) {
+            close(fd);
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
+            return 0;
+        }
+        /* a regular file: O_NONBLOCK changes nothing for it */
+        while (got < b->size) {
+            ssize_t r = read(fd, (uint8_t *)b->data + got, b->size - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        close(fd);
+        if (got != b->size) {
+            INFER_FREE((void *)b->data);
+            b->data = NULL;
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s (it changed while being read?)", path);
+            return 0;
+        }
+        b->kind = 2;
+        return 1;
+#endif
+    }
+#else
+    {
+        struct _stat64 st;
+        FILE *f;
+        long sz;
+        if (_stat64(path, &st) != 0) {
+            infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+            return 0;
+        }
+        if ((st.st_mode & _S_IFMT) != _S_IFREG) {
+            infer__set_error(err, INFER_ERR_IO, "%s is %s, not a regular file", path,
+                             (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "a device");
+            return 0;
+        }
+        f = fopen(path, "rb");
+        if (!f) {
+            infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+            return 0;
+        }
+        if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+            fclose(f);
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
+            return 0;
+        }
+        b->data = (const uint8_t *)INFER_MALLOC((size_t)sz ? (size_t)sz : 1);
+        if (!b->data) {
+            fclose(f);
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
+            return 0;
+        }
+        if (fread((void *)b->data, 1, (size_t)sz, f) != (size_t)sz) {
+            fclose(f);
+            INFER_FREE((void *)b->data);
+            b->data = NULL;
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
+            return 0;
+        }
+        fclose(f);
+        b->size = (size_t)sz;
+        b->kind = 2;
+        return 1;
     }
 #endif
-    f = fopen(path, "rb");
-    if (!f) {
-        infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        return 0;
-    }
-    if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
-        return 0;
-    }
-    b->data = (const uint8_t *)INFER_MALLOC((size_t)sz ? (size_t)sz : 1);
-    if (!b->data) {
-        fclose(f);
-        infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
-        return 0;
-    }
-    if (fread((void *)b->data, 1, (size_t)sz, f) != (size_t)sz) {
-        fclose(f);
-        INFER_FREE((void *)b->data);
-        infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
-        return 0;
-    }
-    fclose(f);
-    b->size = (size_t)sz;
-    b->kind = 2;
-    return 1;
 }
 
 static void infer__blob_close(infer__blob *b) {

@@ -124,6 +124,8 @@ def main():
             chat = 1 if os.path.basename(path).startswith('chat') else 0
             for kind in (0, 7, 15):  # chatml, llama3, qwen3
                 write(out, '%s-%d' % (os.path.basename(path), kind), bytes([chat | kind << 1]) + body)
+    elif harness == 'state':
+        pass  # saved states: the harness writes them (INFER_FUZZ_STATE_SEEDS, run_fuzz.sh)
     else:
         sys.exit('make_seeds.py: no harness %s' % harness)
 

@@ -20,10 +20,12 @@ esac
 rm -rf "$work"
 mkdir -p "$work/corpus"
 "$python" "$src/tests/fuzz/make_seeds.py" "$harness" "$work/seeds" "$src" "$shared"
+# saved states are written by the harness itself, from its own model and contexts
+[ "$harness" = state ] && INFER_FUZZ_STATE_SEEDS="$work/seeds" "$fuzzer"
 # the longest input worth mutating: GGUF files' headers, short texts
 case $harness in
 gguf) max_len=65536 ;;
-model_load) max_len=32768 ;;
+model_load | state) max_len=32768 ;;
 chat_template | serve_request) max_len=8192 ;;
 *) max_len=4096 ;;
 esac
