@@ -1452,6 +1452,10 @@ static void infer__fail_at(infer_error *err, const char *what, const char *src, 
 static int infer__gp_word(char c);
 static int infer__g_utf8(const char **p, uint32_t *cp);
 static int infer__g_hex(char c);
+/* Where infer__grammar_nomem is set because a limit of the matcher was
+   exceeded (not memory): which, as a one-line message; else NULL. */
+struct infer__grammar;
+static const char *infer__grammar_limit(const struct infer__grammar *G);
 
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
@@ -13890,6 +13894,7 @@ typedef struct infer__grules {
 #define INFER__G_MAX_DEPTH 65536
 #define INFER__G_MAX_STACKS 65536
 #define INFER__G_MAX_POOL_INTS (1 << 27) /* 512 MiB of stacks */
+#define INFER__G_MAX_STEPS 33554432     /* rule expansions for one character (ambiguity run wild) */
 #define INFER__G_STR_(x) #x
 #define INFER__G_STR(x) INFER__G_STR_(x) /* a limit's number in a message */
 #define INFER__G_HT 4096 /* the first size of the table that deduplicates stacks (it grows) */
@@ -14728,9 +14733,11 @@ typedef struct infer__gm {
     int frames_cap;
     uint32_t *ht_gen;
     int *ht_off;
-    int ht_size; /* a power of two, grown to stay at most half full */
+    int ht_size;  /* a power of two, grown to stay at most half full */
+    int set_room; /* stacks a set may hold before the table grows (or the limit) */
     uint32_t gen;
     int set_off, set_count;
+    long steps; /* rule expansions for the set being built */
     int nomem; /* the arena could not grow: what it computed since is wrong */
     const char *limit; /* likewise for a limit that was exceeded: which */
 } infer__gm;
@@ -14762,6 +14769,7 @@ static int infer__gm_init(infer__gm *m, const infer__grules *g) {
     m->tmp_cap = 1024;
     m->frames_cap = 256;
     m->ht_size = INFER__G_HT;
+    m->set_room = INFER__MIN(INFER__G_HT / 2, m->max_stacks);
     m->pool = (int *)INFER_MALLOC((size_t)m->cap * sizeof(int));
     m->tmp = (int *)INFER_MALLOC((size_t)m->tmp_cap * sizeof(int));
     m->frames = (infer__gframe *)INFER_MALLOC((size_t)m->frames_cap * sizeof *m->frames);
@@ -14857,6 +14865,7 @@ static int infer__gm_ht_grow(infer__gm *m) {
     m->ht_gen = gen;
     m->ht_off = off;
     m->ht_size = size;
+    m->set_room = INFER__MIN(size / 2, m->max_stacks);
     for (k = 0, o = m->set_off + 2; k < m->set_count; k++, o += m->pool[o] + 2) {
         int slot = m->pool[o + 1] & (size - 1);
         while (gen[slot] == m->gen) slot = (slot + 1) & (size - 1);
@@ -14879,18 +14888,18 @@ static void infer__gm_add(infer__gm *m, const int *s, int len) {
             return;
         slot = (slot + 1) & (m->ht_size - 1);
     }
-    if (m->set_count >= m->max_stacks) {
-        infer__gm_limit(m, "the grammar is more ambiguous than the matcher allows (a state of more than "
-                           INFER__G_STR(INFER__G_MAX_STACKS) " stacks or the grammar's element count, "
-                           "infer.h's limit)");
-        return;
-    }
-    if (!infer__gm_reserve(m, len + 2)) return;
-    if (2 * (m->set_count + 1) > m->ht_size) {
+    if (m->set_count >= m->set_room) { /* the table half full, or the limit */
+        if (m->set_count >= m->max_stacks) {
+            infer__gm_limit(m, "the grammar is more ambiguous than the matcher allows (a state of more than "
+                               INFER__G_STR(INFER__G_MAX_STACKS) " stacks or the grammar's element count, "
+                               "infer.h's limit)");
+            return;
+        }
         if (!infer__gm_ht_grow(m)) return;
         slot = (int)(h & (uint32_t)(m->ht_size - 1));
         while (m->ht_gen[slot] == m->gen) slot = (slot + 1) & (m->ht_size - 1);
     }
+    if (!infer__gm_reserve(m, len + 2)) return;
     o = m->n;
     m->pool[o] = len;
     m->pool[o + 1] = (int)h;
@@ -14906,6 +14915,7 @@ static int infer__gm_begin(infer__gm *m) {
     m->set_off = m->n;
     m->n += 2;
     m->set_count = 0;
+    m->steps = 0;
     if (++m->gen == 0) { /* wrapped: old stamps could match again */
         memset(m->ht_gen, 0, (size_t)m->ht_size * sizeof(uint32_t));
         m->gen = 1;
@@ -14954,37 +14964,55 @@ static int infer__gm_frames_grow(infer__gm *m) {
    terminates because left recursion is refused. */
 static void infer__gm_expand(infer__gm *m, int len) {
     const infer__grules *g = m->g;
-    int depth = 0;
+    int depth = 0, a = 0, a_end = 0, base = 0; /* the innermost frame's, kept out of memory */
     for (;;) {
-        infer__gframe *f;
-        int q;
         /* the stack tmp[0..len): added, or a frame to expand its top */
         if (len == 0 || g->el[m->tmp[len - 1]].type == INFER__GE_TERM) infer__gm_add(m, m->tmp, len);
-        else if (depth < m->frames_cap || infer__gm_frames_grow(m)) {
+        else if (m->limit || m->nomem) return; /* the state is wrong already: no more work */
+        else if (++m->steps > INFER__G_MAX_STEPS) {
+            infer__gm_limit(m, "the grammar's matcher would take more than " INFER__G_STR(INFER__G_MAX_STEPS)
+                               " steps for one character (infer.h's limit)");
+            return;
+        } else if (depth < m->frames_cap || infer__gm_frames_grow(m)) {
             int p = m->tmp[len - 1], r = g->el[p].val;
-            f = &m->frames[depth++];
+            infer__gframe *f = &m->frames[depth];
+            if (depth) m->frames[depth - 1].a = a;
+            depth++;
             f->len = len;
             f->p = p;
-            f->base = len - 1;
-            if (!infer__gm_is_end(g, p + 1)) m->tmp[f->base++] = p + 1;
-            f->a = g->alt_first[r];
-            f->a_end = g->alt_first[r + 1];
+            base = len - 1;
+            if (!infer__gm_is_end(g, p + 1)) m->tmp[base++] = p + 1;
+            f->base = base;
+            a = g->alt_first[r];
+            f->a_end = a_end = g->alt_first[r + 1];
         } /* else flagged: the state is wrong */
-    next:
-        /* back to the innermost frame with alternatives left: its next one */
+        if (!depth) return;
+        /* the innermost frame's next alternative; one that starts with a
+           character set is added here (the common case, kept cheap) */
         for (;;) {
-            if (!depth) return;
-            f = &m->frames[depth - 1];
-            if (f->a < f->a_end) break;
-            m->tmp[f->len - 1] = f->p;
-            depth--;
+            int q;
+            if (a == a_end) {
+                const infer__gframe *f = &m->frames[--depth];
+                m->tmp[f->len - 1] = f->p;
+                if (!depth) return;
+                a = f[-1].a;
+                a_end = f[-1].a_end;
+                base = f[-1].base;
+                continue;
+            }
+            q = g->alt_pos[a++];
+            if (infer__gm_is_end(g, q)) {
+                len = base;
+                break;
+            }
+            if (base >= m->tmp_cap && !infer__gm_tmp_fit(m, base + 1)) continue; /* flagged */
+            m->tmp[base] = q;
+            if (g->el[q].type == INFER__GE_TERM) infer__gm_add(m, m->tmp, base + 1);
+            else {
+                len = base + 1;
+                break;
+            }
         }
-        q = g->alt_pos[f->a++];
-        if (infer__gm_is_end(g, q)) len = f->base;
-        else if (infer__gm_tmp_fit(m, f->base + 1)) {
-            m->tmp[f->base] = q;
-            len = f->base + 1;
-        } else goto next; /* flagged: the state is wrong */
     }
 }
 
@@ -15000,7 +15028,7 @@ static int infer__gm_advance(infer__gm *m, int off, uint32_t cp) {
         int len = m->pool[i];
         if (len > 0) {
             int top = m->pool[i + 1 + len];
-            if (infer__gm_in(g, g->el[top].val, cp) && infer__gm_tmp_fit(m, len)) {
+            if (infer__gm_in(g, g->el[top].val, cp) && (len <= m->tmp_cap || infer__gm_tmp_fit(m, len))) {
                 int l = len - 1;
                 memcpy(m->tmp, m->pool + i + 2, (size_t)l * sizeof(int));
                 if (!infer__gm_is_end(g, top + 1)) m->tmp[l++] = top + 1;
@@ -15362,6 +15390,12 @@ static infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab,
     /* the start state, kept to reset to */
     memset(&G->start, 0, sizeof G->start);
     G->start.off = infer__gm_start(&G->m);
+    if (G->m.nomem) goto oom;
+    if (G->m.limit) { /* the start state alone is past the matcher's limits */
+        infer__set_error(err, INFER_ERR_ARG, "grammar: %s", G->m.limit);
+        infer__grammar_free(G);
+        return NULL;
+    }
     if (G->start.off >= 0) {
         G->init_n = G->m.n;
         G->init = (int *)INFER_MALLOC((size_t)G->init_n * sizeof(int));
@@ -15570,6 +15604,7 @@ static int infer__grammar_mask_snapshot(const infer__grammar *G, unsigned char *
             if (G->snap_n) memcpy(m.pool, G->snap, (size_t)G->snap_n * sizeof(int));
             m.n = G->snap_n;
             count = infer__grammar_walk(G, &m, &G->snap_st, &w, allowed, 1);
+            if (m.nomem || m.limit) count = -1;
         }
         infer__gm_free(&m);
     }

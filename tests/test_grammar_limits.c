@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
+
 /* ---- a growing string -------------------------------------------------------- */
 
 typedef struct text {
@@ -329,4 +331,73 @@ Test(grammar_limits, ambiguity_to_the_limit_and_past) {
     }
     free(t.p);
     free(s.p);
+}
+
+/* ("a"? | "b"?){0,60}: each of the 60 steps may match nothing two ways, so
+   expanding the start naively takes 2^60 steps. The matcher stops at its
+   step limit and says so (it used to hang). */
+Test(grammar_limits, exponential_expansion_stops_at_the_step_limit, .timeout = 60) {
+    infer__grules *g = compile_ok("root ::= (\"a\"? | \"b\"?){0,60} \"z\"");
+    const char *why = NULL;
+    cr_expect_eq(infer__grules_match_why(g, "z", 1, &why), -2);
+    cr_expect(why && strstr(why, "steps for one character"), "limit: %s", why ? why : "(none)");
+    infer__grules_free(g);
+    /* a few such steps are fine */
+    g = compile_ok("root ::= (\"a\"? | \"b\"?){0,12} \"z\"");
+    cr_expect_eq(infer__grules_match(g, "abz", 3), 1);
+    cr_expect_eq(infer__grules_match(g, "z", 1), 1);
+    cr_expect_eq(infer__grules_match(g, "y", 1), -1);
+    infer__grules_free(g);
+}
+
+static infer_model *load_vocab(const char *path) {
+    infer_error err;
+    infer_model_params mp = infer_model_default_params();
+    mp.vocab_only = 1;
+    return infer_model_load(path, &mp, &err);
+}
+
+/* Through the sampler: a grammar whose start state is already past the
+   matcher's limit is refused naming it; one that passes it during
+   generation stops the sampler with the limit named (where it used to
+   drop stacks and go on with another language). */
+Test(grammar_limits, sampler_reports_the_matcher_limit) {
+    char path[1024];
+    infer_model *m;
+    infer_sampler_params sp = infer_sampler_default_params();
+    infer_sampler *s;
+    infer_error err;
+    text t = {0};
+    infer_token a = -1;
+    int i, nv, k = 17;
+    char buf[8];
+    tu_shared_path(path, sizeof path, "models/stories260K.gguf");
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: no vocabulary to test with");
+    m = load_vocab(path);
+    cr_assert_not_null(m);
+    nv = infer_model_n_vocab(m);
+    for (i = 0; i < nv && a < 0; i++)
+        if (infer_token_to_piece(m, i, buf, sizeof buf) == 1 && buf[0] == 'a' && !infer_model_is_eog(m, i)) a = i;
+    cr_assert_geq(a, 0, "no token 'a'");
+    s = infer_sampler_new(&sp, nv);
+    /* 2^17 stacks at the start: r_k ::= r_(k-1) "b" | r_(k-1) "c" */
+    putf(&t, "root ::= r%d\nr0 ::= \"a\"\n", k);
+    for (i = 1; i <= k; i++) putf(&t, "r%d ::= r%d \"b\" | r%d \"c\"\n", i, i - 1, i - 1);
+    memset(&err, 0, sizeof err);
+    cr_expect_eq(infer_sampler_set_grammar(s, m, t.p, NULL, &err), INFER_ERR_ARG);
+    cr_expect(strstr(err.msg, "stacks") && strstr(err.msg, "infer.h's limit"), "%s", err.msg);
+    /* 2^17 stacks after 16 a's */
+    t.n = 0;
+    putf(&t, "root ::= r%d\nr0 ::= \"a\"\n", k);
+    for (i = 1; i <= k; i++) putf(&t, "r%d ::= \"a\" r%d \"b\" | \"a\" r%d \"c\"\n", i, i - 1, i - 1);
+    cr_assert_eq(infer_sampler_set_grammar(s, m, t.p, NULL, &err), INFER_OK, "%s", err.msg);
+    for (i = 0; i < k - 2; i++) infer_sampler_accept(s, a); /* 2^15 ways, each with r1's 2 alternatives */
+    cr_expect_not(infer__sampler_nomem(s), "2^16 stacks are within the limit");
+    infer_sampler_accept(s, a);
+    cr_expect(infer__sampler_nomem(s), "2^17 stacks: the sampler must stop");
+    cr_expect(infer__grammar_limit(s->grammar) && strstr(infer__grammar_limit(s->grammar), "stacks"),
+              "the limit is named: %s", infer__grammar_limit(s->grammar) ? infer__grammar_limit(s->grammar) : "");
+    infer_sampler_free(s);
+    infer_model_free(m);
+    free(t.p);
 }
