@@ -1453,6 +1453,10 @@ static void infer__fail_at(infer_error *err, const char *what, const char *src, 
 static int infer__gp_word(char c);
 static int infer__g_utf8(const char **p, uint32_t *cp);
 static int infer__g_hex(char c);
+/* Where infer__grammar_nomem is set because a limit of the matcher was
+   exceeded (not memory): which, as a one-line message; else NULL. */
+struct infer__grammar;
+static const char *infer__grammar_limit(const struct infer__grammar *G);
 
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
@@ -14094,9 +14098,23 @@ typedef struct infer__grules {
     infer__grange *ranges;
 } infer__grules;
 
-#define INFER__G_MAX_STACKS 1024 /* stacks in one state; more are dropped (ambiguity run wild) */
-#define INFER__G_MAX_DEPTH 1024  /* elements on one stack; a deeper one is dropped */
-#define INFER__G_HT 4096         /* slots of the table that deduplicates stacks (> 2 * MAX_STACKS) */
+/* Limits, each refused with an error that names it (none drops anything
+   silently). The compiled grammar: elements (rule ends included) and
+   character-set ranges; groups nested in the text. The matcher: a stack
+   may be as deep, and a state hold as many stacks, as the larger of its
+   constant and the grammar's element count (a stack deeper than that
+   repeats a position: recursion the text itself nests); its arena of
+   stacks is bounded too. */
+#define INFER__G_MAX_ELEMENTS (1 << 20)
+#define INFER__G_MAX_RANGES (1 << 20)
+#define INFER__G_MAX_NEST 10000
+#define INFER__G_MAX_DEPTH 65536
+#define INFER__G_MAX_STACKS 65536
+#define INFER__G_MAX_POOL_INTS (1 << 27) /* 512 MiB of stacks */
+#define INFER__G_MAX_STEPS 33554432     /* rule expansions for one character (ambiguity run wild) */
+#define INFER__G_STR_(x) #x
+#define INFER__G_STR(x) INFER__G_STR_(x) /* a limit's number in a message */
+#define INFER__G_HT 4096 /* the first size of the table that deduplicates stacks (it grows) */
 
 static void infer__grules_free(infer__grules *g) {
     if (!g) return;
@@ -14132,6 +14150,9 @@ typedef struct infer__gp {
     int ascii_set[128]; /* the one-character set of each ASCII character, once made */
     infer__gp_rule *rules;
     infer__gp_set *sets;
+    long n_el, n_ranges; /* what the compiled grammar will hold so far, for the budget */
+    int *name_slot;      /* open addressing: named rules' ids by their name's hash, -1 empty */
+    int name_cap, n_named;
 } infer__gp;
 
 /* A parse error of what: its message, at at's line and column of src
@@ -14227,22 +14248,100 @@ static int infer__g_hex(char c) {
     return -1;
 }
 
-static int infer__gp_rule_id(infer__gp *g, const char *name, size_t n, const char *at) {
-    infer__gp_rule r;
-    int i, count = (int)stbds_arrlen(g->rules);
-    if (g->failed) return -1;
-    for (i = 0; i < count; i++)
-        if (g->rules[i].name && strlen(g->rules[i].name) == n && !memcmp(g->rules[i].name, name, n)) return i;
-    memset(&r, 0, sizeof r);
-    r.name = infer__strndup(name, n);
-    r.owner = count;
-    r.at = at;
-    if (!r.name || !infer__arr_push(g->rules, r)) {
-        INFER_FREE(r.name);
+static uint32_t infer__gp_name_hash(const char *name, size_t n) {
+    uint32_t h = 2166136261u;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
+    return h;
+}
+
+/* Counts an element (or a rule's end) against the budget: 0, the parse
+   failed, when it would go past it. */
+static int infer__gp_budget(infer__gp *g, long n_el, long n_ranges) {
+    if (g->failed) return 0;
+    g->n_el += n_el;
+    g->n_ranges += n_ranges;
+    if (g->n_el > INFER__G_MAX_ELEMENTS) {
+        infer__gp_fail(g, NULL, "the grammar expands to more than %d elements (infer.h's limit)",
+                       INFER__G_MAX_ELEMENTS);
+        return 0;
+    }
+    if (g->n_ranges > INFER__G_MAX_RANGES) {
+        infer__gp_fail(g, NULL, "the grammar's character sets hold more than %d ranges (infer.h's limit)",
+                       INFER__G_MAX_RANGES);
+        return 0;
+    }
+    return 1;
+}
+
+/* Adds a rule (its end counted against the budget); its id, or -1. */
+static int infer__gp_rule_add(infer__gp *g, const infer__gp_rule *r) {
+    if (!infer__gp_budget(g, 1, 0)) return -1;
+    if (!infer__arr_push(g->rules, *r)) {
         infer__gp_nomem(g);
         return -1;
     }
-    return count;
+    return (int)stbds_arrlen(g->rules) - 1;
+}
+
+/* The slot of name in the table of named rules: its rule's, or the empty
+   one where it would go. */
+static int infer__gp_name_slot(const infer__gp *g, const char *name, size_t n) {
+    int slot = (int)(infer__gp_name_hash(name, n) & (uint32_t)(g->name_cap - 1));
+    for (;; slot = (slot + 1) & (g->name_cap - 1)) {
+        int id = g->name_slot[slot];
+        const char *s;
+        if (id < 0) return slot;
+        s = g->rules[id].name;
+        if (!strncmp(s, name, n) && !s[n]) return slot;
+    }
+}
+
+/* The named rule's id, or -1 when there is none. */
+static int infer__gp_rule_find(const infer__gp *g, const char *name, size_t n) {
+    return g->name_cap ? g->name_slot[infer__gp_name_slot(g, name, n)] : -1;
+}
+
+/* The id of the rule named name[0..n), made (undefined, first referred to
+   at `at`) when new. A hash table finds it: grammars may name many rules. */
+static int infer__gp_rule_id(infer__gp *g, const char *name, size_t n, const char *at) {
+    infer__gp_rule r;
+    int id, slot;
+    if (g->failed) return -1;
+    if ((id = infer__gp_rule_find(g, name, n)) >= 0) return id;
+    if (2 * (g->n_named + 1) > g->name_cap) { /* grow, keeping it at most half full */
+        int cap = g->name_cap ? 2 * g->name_cap : 64, k, *old = g->name_slot, old_cap = g->name_cap;
+        int *slots = (int *)INFER_MALLOC((size_t)cap * sizeof(int));
+        if (!slots) {
+            infer__gp_nomem(g);
+            return -1;
+        }
+        for (k = 0; k < cap; k++) slots[k] = -1;
+        g->name_slot = slots;
+        g->name_cap = cap;
+        for (k = 0; k < old_cap; k++)
+            if (old[k] >= 0) {
+                const char *s = g->rules[old[k]].name;
+                slots[infer__gp_name_slot(g, s, strlen(s))] = old[k];
+            }
+        INFER_FREE(old);
+    }
+    memset(&r, 0, sizeof r);
+    r.name = infer__strndup(name, n);
+    r.owner = (int)stbds_arrlen(g->rules);
+    r.at = at;
+    if (!r.name) {
+        infer__gp_nomem(g);
+        return -1;
+    }
+    if ((id = infer__gp_rule_add(g, &r)) < 0) {
+        INFER_FREE(r.name);
+        return -1;
+    }
+    slot = infer__gp_name_slot(g, name, n);
+    g->name_slot[slot] = id;
+    g->n_named++;
+    return id;
 }
 
 static int infer__gp_helper(infer__gp *g, const char *at, int star) {
@@ -14253,16 +14352,12 @@ static int infer__gp_helper(infer__gp *g, const char *at, int star) {
     r.star = star;
     r.defined = 1;
     r.at = at;
-    if (!infer__arr_push(g->rules, r)) {
-        infer__gp_nomem(g);
-        return -1;
-    }
-    return (int)stbds_arrlen(g->rules) - 1;
+    return infer__gp_rule_add(g, &r);
 }
 
 static void infer__gp_emit(infer__gp *g, int rule, int type, int val) {
     infer__gel e;
-    if (g->failed) return;
+    if (!infer__gp_budget(g, 1, 0)) return;
     e.type = type;
     e.val = val;
     if (!infer__arr_push(g->rules[rule].body, e)) infer__gp_nomem(g);
@@ -14270,7 +14365,7 @@ static void infer__gp_emit(infer__gp *g, int rule, int type, int val) {
 
 static int infer__gp_set_new(infer__gp *g, int neg) {
     infer__gp_set s;
-    if (g->failed) return -1;
+    if (!infer__gp_budget(g, 0, 1)) return -1; /* room for a complement */
     s.r = NULL;
     s.neg = neg;
     if (!infer__arr_push(g->sets, s)) {
@@ -14282,7 +14377,7 @@ static int infer__gp_set_new(infer__gp *g, int neg) {
 
 static void infer__gp_set_add(infer__gp *g, int set, uint32_t lo, uint32_t hi) {
     infer__grange r;
-    if (g->failed) return;
+    if (!infer__gp_budget(g, 0, 1)) return;
     r.lo = lo;
     r.hi = hi;
     if (!infer__arr_push(g->sets[set].r, r)) infer__gp_nomem(g);
@@ -14396,10 +14491,13 @@ static int infer__gp_count(infer__gp *g, int *out) {
 /* Rewrites the symbol body[start..] of rule as it repeated min to max
    (-1: no limit) times: min copies, then a helper rule
    r ::= x r |  for no limit, or a chain r_k ::= x r_(k-1) |  for k up to
-   max - min optional ones (both recurse on the right: stacks stay flat). */
+   max - min optional ones (both recurse on the right: stacks stay flat).
+   A symbol of several elements (a literal) copied more than once goes in a
+   helper rule of its own first, so that each copy is one reference: the
+   grammar grows with the count, not with the count times the literal. */
 static void infer__gp_repeat(infer__gp *g, int rule, int start, int min, int max, const char *at) {
     infer__gel *sym = NULL;
-    int n, i, k, prev = -1;
+    int n, i, k, prev = -1, copies;
     if (min > INFER__G_MAX_REPEAT || max > INFER__G_MAX_REPEAT) {
         infer__gp_fail(g, at, "repetition count over %d", INFER__G_MAX_REPEAT);
         return;
@@ -14415,6 +14513,15 @@ static void infer__gp_repeat(infer__gp *g, int rule, int start, int min, int max
     }
     for (k = 0; k < n; k++) stbds_arrput(sym, g->rules[rule].body[start + k]);
     stbds_arrsetlen(g->rules[rule].body, start);
+    g->n_el -= n;
+    copies = min + (max < 0 ? 1 : max - min);
+    if (n > 1 && copies > 1) {
+        int h = infer__gp_helper(g, at, 0);
+        for (k = 0; k < n; k++) infer__gp_emit(g, h, sym[k].type, sym[k].val);
+        n = 1;
+        sym[0].type = INFER__GE_REF;
+        sym[0].val = h;
+    }
     for (i = 0; i < min; i++)
         for (k = 0; k < n; k++) infer__gp_emit(g, rule, sym[k].type, sym[k].val);
     if (max < 0) {
@@ -14436,19 +14543,28 @@ static void infer__gp_repeat(infer__gp *g, int rule, int start, int min, int max
     stbds_arrfree(sym);
 }
 
-static void infer__gp_alternates(infer__gp *g, int rule, int nested);
+/* A group being parsed: the rule it was opened in, where its reference
+   goes there, and its '('. */
+typedef struct infer__gp_group {
+    int rule, start;
+    const char *at;
+} infer__gp_group;
 
-/* Items up to '|', ')', the end, or (outside parentheses) a line that
-   starts the next rule: a line break elsewhere continues the rule. */
-static void infer__gp_sequence(infer__gp *g, int rule, int nested) {
-    int start = -1;
+/* A rule's alternatives: items up to '|', the end, or (outside
+   parentheses) a line that starts the next rule (a line break elsewhere
+   continues the rule). A group becomes a helper rule; groups open are
+   kept on a stack of their own, not the C stack, so deep nesting cannot
+   overflow it, and are bounded by INFER__G_MAX_NEST. */
+static void infer__gp_alternates(infer__gp *g, int rule) {
+    infer__gp_group *groups = NULL;
+    int start = -1; /* where the last item starts, for a repetition */
     while (!g->failed) {
         const char *at;
         char c;
-        int len;
+        int len, nested = stbds_arrlen(groups) > 0;
         if (!nested && (*g->p == '\n' || *g->p == '\r')) {
             const char *q = infer__gp_space(g->p, 1);
-            if (!*q || infer__gp_is_def(q)) return;
+            if (!*q || infer__gp_is_def(q)) break;
             g->p = q;
         }
         at = g->p;
@@ -14476,22 +14592,44 @@ static void infer__gp_sequence(infer__gp *g, int rule, int nested) {
             start = len;
             infer__gp_emit(g, rule, INFER__GE_REF, id);
         } else if (c == '(') {
-            int sub = infer__gp_helper(g, at, 0);
-            start = len;
-            g->p = infer__gp_space(g->p + 1, 1);
-            infer__gp_alternates(g, sub, 1);
-            if (g->failed) return;
-            if (*g->p != ')') {
-                infer__gp_fail(g, at, "'(' is never closed");
-                return;
+            infer__gp_group grp;
+            int sub;
+            if (stbds_arrlen(groups) >= INFER__G_MAX_NEST) {
+                infer__gp_fail(g, at, "groups nested deeper than %d (infer.h's limit)", INFER__G_MAX_NEST);
+                break;
             }
+            sub = infer__gp_helper(g, at, 0);
+            grp.rule = rule;
+            grp.start = len;
+            grp.at = at;
+            if (g->failed) break;
+            if (!infer__arr_push(groups, grp)) {
+                infer__gp_nomem(g);
+                break;
+            }
+            rule = sub;
+            start = -1;
+            g->p = infer__gp_space(g->p + 1, 1);
+            continue;
+        } else if (c == ')' && nested) {
+            infer__gp_group grp = stbds_arrpop(groups);
+            int sub = rule;
+            rule = grp.rule;
+            start = grp.start;
             g->p++;
             infer__gp_emit(g, rule, INFER__GE_REF, sub);
+        } else if (c == '|') {
+            infer__gp_emit(g, rule, INFER__GE_ALT, 0);
+            start = -1;
+            /* outside parentheses the loop's top decides about a line break
+               (an empty last alternative when the next line starts a rule) */
+            g->p = infer__gp_space(g->p + 1, nested);
+            continue;
         } else if (c == '*' || c == '+' || c == '?' || c == '{') {
             int min = 0, max = -1;
             if (start < 0) {
                 infer__gp_fail(g, at, "'%c' follows nothing it could repeat", c);
-                return;
+                break;
             }
             if (c == '+') min = 1;
             else if (c == '?') max = 1;
@@ -14500,7 +14638,7 @@ static void infer__gp_sequence(infer__gp *g, int rule, int nested) {
                 g->p = infer__gp_space(g->p, 0);
                 if (!infer__gp_count(g, &min)) {
                     infer__gp_fail(g, at, "expecting a number after '{'");
-                    return;
+                    break;
                 }
                 g->p = infer__gp_space(g->p, 0);
                 max = min;
@@ -14511,26 +14649,20 @@ static void infer__gp_sequence(infer__gp *g, int rule, int nested) {
                 }
                 if (*g->p != '}') {
                     infer__gp_fail(g, at, "expecting '}' to close the repetition");
-                    return;
+                    break;
                 }
                 g->p++;
             }
             infer__gp_repeat(g, rule, start, min, max, at);
-        } else return;
-        if (g->failed) return;
-        g->p = infer__gp_space(g->p, nested);
+        } else if (nested) {
+            /* the innermost group open */
+            infer__gp_fail(g, groups[stbds_arrlen(groups) - 1].at, "'(' is never closed");
+            break;
+        } else break;
+        if (g->failed) break;
+        g->p = infer__gp_space(g->p, stbds_arrlen(groups) > 0);
     }
-}
-
-static void infer__gp_alternates(infer__gp *g, int rule, int nested) {
-    infer__gp_sequence(g, rule, nested);
-    while (!g->failed && *g->p == '|') {
-        infer__gp_emit(g, rule, INFER__GE_ALT, 0);
-        /* outside parentheses the sequence decides about a line break (an
-           empty last alternative when the next line starts a rule) */
-        g->p = infer__gp_space(g->p + 1, nested);
-        infer__gp_sequence(g, rule, nested);
-    }
+    stbds_arrfree(groups);
 }
 
 static void infer__gp_grammar(infer__gp *g) {
@@ -14558,7 +14690,7 @@ static void infer__gp_grammar(infer__gp *g) {
         g->rules[r].at = at;
         g->cur = r;
         g->p = infer__gp_space(g->p + 3, 0);
-        infer__gp_alternates(g, r, 0);
+        infer__gp_alternates(g, r);
         if (g->failed) return;
         if (*g->p && *g->p != '\n' && *g->p != '\r') {
             infer__gp_fail(g, g->p, "unexpected '%c'", *g->p);
@@ -14573,23 +14705,98 @@ static int infer__grange_cmp(const void *a, const void *b) {
     return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* Whether rule r can reach itself before matching a character; visit
-   state per rule: 0 not seen, 1 on the path, 2 done. Returns the rule on
-   a cycle, or -1. */
-static int infer__gp_left_cycle(const infer__grules *g, const unsigned char *nullable, unsigned char *state, int r) {
-    int a;
-    state[r] = 1;
-    for (a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
+/* Which rules can match nothing, in time linear in the grammar: each
+   alternative waits at its first element not known to match nothing; when
+   that rule turns out to match nothing, the alternative moves on. 0 when
+   out of memory. */
+static int infer__gp_nullable(const infer__grules *c, unsigned char *nullable) {
+    int n_alt = c->alt_first[c->n_rules], r, a, w, n_queue = 0;
+    int *pos = (int *)INFER_MALLOC(((size_t)n_alt * 3 + (size_t)c->n_rules * 2) * sizeof(int));
+    int *next, *owner, *waiting, *queue;
+    if (!pos) return 0;
+    next = pos + n_alt;           /* the next alternative waiting on the same rule */
+    owner = next + n_alt;         /* the alternative's rule */
+    waiting = owner + n_alt;      /* per rule: the first alternative waiting on it, -1 none */
+    queue = waiting + c->n_rules; /* rules found to match nothing, waiters left to move */
+    for (r = 0; r < c->n_rules; r++) {
+        waiting[r] = -1;
+        for (a = c->alt_first[r]; a < c->alt_first[r + 1]; a++) pos[a] = c->alt_pos[a], owner[a] = r;
+    }
+    /* every alternative once, then those woken by a rule found nullable */
+    for (a = 0;;) {
         int p;
-        for (p = g->alt_pos[a]; g->el[p].type == INFER__GE_REF; p++) {
-            int s = g->el[p].val, c;
-            if (state[s] == 1) return s;
-            if (!state[s] && (c = infer__gp_left_cycle(g, nullable, state, s)) >= 0) return c;
-            if (!nullable[s]) break;
+        if (a < n_alt) w = a++;
+        else if (n_queue) {
+            int s = queue[n_queue - 1];
+            if ((w = waiting[s]) < 0) {
+                n_queue--;
+                continue;
+            }
+            waiting[s] = next[w];
+        } else break;
+        for (p = pos[w]; c->el[p].type == INFER__GE_REF && nullable[c->el[p].val]; p++) {}
+        pos[w] = p;
+        if (c->el[p].type == INFER__GE_END || c->el[p].type == INFER__GE_ALT) {
+            if (!nullable[owner[w]]) {
+                nullable[owner[w]] = 1;
+                queue[n_queue++] = owner[w];
+            }
+        } else if (c->el[p].type == INFER__GE_REF) {
+            next[w] = waiting[c->el[p].val];
+            waiting[c->el[p].val] = w;
         }
     }
-    state[r] = 2;
-    return -1;
+    INFER_FREE(pos);
+    return 1;
+}
+
+/* A rule that reaches itself before matching a character (through rules
+   that can match nothing), or -1: a depth-first search with a stack of its
+   own (state per rule: 0 not seen, 1 on the path, 2 done). */
+static int infer__gp_left_cycle(const infer__grules *c, const unsigned char *nullable, unsigned char *state) {
+    typedef struct {
+        int rule, a, p;
+    } frame;
+    frame *stack = (frame *)INFER_MALLOC(((size_t)c->n_rules + 1) * sizeof *stack);
+    int root, sp, bad = -1;
+    if (!stack) return -2;
+    for (root = 0; root < c->n_rules && bad < 0; root++) {
+        if (state[root]) continue;
+        state[root] = 1;
+        stack[0].rule = root;
+        stack[0].a = c->alt_first[root];
+        stack[0].p = c->alt_pos[stack[0].a];
+        sp = 1;
+        while (sp > 0) {
+            frame *f = &stack[sp - 1];
+            int end = c->alt_first[f->rule + 1], s;
+            if (f->a >= end) {
+                state[f->rule] = 2;
+                sp--;
+                continue;
+            }
+            if (c->el[f->p].type != INFER__GE_REF) {
+                if (++f->a < end) f->p = c->alt_pos[f->a];
+                continue;
+            }
+            s = c->el[f->p].val;
+            if (nullable[s]) f->p++; /* what follows comes first too */
+            else if (++f->a < end) f->p = c->alt_pos[f->a];
+            if (state[s] == 1) {
+                bad = s;
+                break;
+            }
+            if (!state[s]) {
+                state[s] = 1;
+                stack[sp].rule = s;
+                stack[sp].a = c->alt_first[s];
+                stack[sp].p = c->alt_pos[stack[sp].a];
+                sp++;
+            }
+        }
+    }
+    INFER_FREE(stack);
+    return bad;
 }
 
 /* Checks the parsed rules and flattens them into a compiled grammar. */
@@ -14604,9 +14811,7 @@ static infer__grules *infer__gp_finish(infer__gp *g, const char *root) {
         }
     c = (infer__grules *)infer__calloc(1, sizeof *c);
     if (!c) goto oom;
-    c->root = -1;
-    for (r = 0; r < n; r++)
-        if (g->rules[r].name && !strcmp(g->rules[r].name, root)) c->root = r;
+    c->root = infer__gp_rule_find(g, root, strlen(root));
     if (c->root < 0) {
         infer__grules_free(c);
         infer__gp_fail(g, NULL, "no rule named '%s' to start from", root);
@@ -14679,22 +14884,9 @@ static infer__grules *infer__gp_finish(infer__gp *g, const char *root) {
     nullable = (unsigned char *)infer__calloc((size_t)n, 2);
     if (!nullable) goto oom;
     state = nullable + n;
-    for (k = 1; k;) {
-        k = 0;
-        for (r = 0; r < n; r++) {
-            int a;
-            if (nullable[r]) continue;
-            for (a = c->alt_first[r]; a < c->alt_first[r + 1] && !nullable[r]; a++) {
-                int p = c->alt_pos[a];
-                while (c->el[p].type == INFER__GE_REF && nullable[c->el[p].val]) p++;
-                if (c->el[p].type == INFER__GE_END || c->el[p].type == INFER__GE_ALT) nullable[r] = 1, k = 1;
-            }
-        }
-    }
-    bad = -1;
-    for (r = 0; r < n && bad < 0; r++)
-        if (!state[r]) bad = infer__gp_left_cycle(c, nullable, state, r);
+    bad = infer__gp_nullable(c, nullable) ? infer__gp_left_cycle(c, nullable, state) : -2;
     INFER_FREE(nullable);
+    if (bad == -2) goto oom;
     if (bad >= 0) {
         const infer__gp_rule *b = &g->rules[bad];
         if (b->star)
@@ -14733,6 +14925,7 @@ static infer__grules *infer__gbnf_compile(const char *text, const char *root, in
         stbds_arrfree(g.rules[i].body);
     }
     stbds_arrfree(g.rules);
+    INFER_FREE(g.name_slot);
     for (i = 0; i < (int)stbds_arrlen(g.sets); i++) stbds_arrfree(g.sets[i].r);
     stbds_arrfree(g.sets);
     return c;
@@ -14743,17 +14936,27 @@ static infer__grules *infer__gbnf_compile(const char *text, const char *root, in
 /* Stack sets live in an arena of ints, each as [n_stacks, ints in all]
    followed by its stacks, each [length, hash, positions bottom to top].
    A walk over the token trie keeps one set per depth, last in first out. */
+typedef struct infer__gframe {
+    int len, p, base, a, a_end; /* an expansion of the reference p on top of a stack len long */
+} infer__gframe;
+
 typedef struct infer__gm {
     const infer__grules *g;
     int *pool;
     int n, cap;
-    int *tmp; /* a stack being expanded: INFER__G_MAX_DEPTH + 1 */
-    int calls; /* nested expansions now running */
+    int *tmp; /* a stack being expanded: tmp_cap ints, grown up to max_depth + 1 */
+    int tmp_cap, max_depth, max_stacks;
+    infer__gframe *frames; /* the expansions running (a stack of their own, not the C stack) */
+    int frames_cap;
     uint32_t *ht_gen;
     int *ht_off;
+    int ht_size;  /* a power of two, grown to stay at most half full */
+    int set_room; /* stacks a set may hold before the table grows (or the limit) */
     uint32_t gen;
     int set_off, set_count;
+    long steps; /* rule expansions for the set being built */
     int nomem; /* the arena could not grow: what it computed since is wrong */
+    const char *limit; /* likewise for a limit that was exceeded: which */
 } infer__gm;
 
 /* A match state: a set (off < 0: none, nothing can follow) and the part
@@ -14768,6 +14971,7 @@ typedef struct infer__gst {
 static void infer__gm_free(infer__gm *m) {
     INFER_FREE(m->pool);
     INFER_FREE(m->tmp);
+    INFER_FREE(m->frames);
     INFER_FREE(m->ht_gen);
     INFER_FREE(m->ht_off);
     memset(m, 0, sizeof *m);
@@ -14777,22 +14981,38 @@ static int infer__gm_init(infer__gm *m, const infer__grules *g) {
     memset(m, 0, sizeof *m);
     m->g = g;
     m->cap = 4096;
+    m->max_depth = INFER__MAX(INFER__G_MAX_DEPTH, g->n_el);
+    m->max_stacks = INFER__MAX(INFER__G_MAX_STACKS, g->n_el);
+    m->tmp_cap = 1024;
+    m->frames_cap = 256;
+    m->ht_size = INFER__G_HT;
+    m->set_room = INFER__MIN(INFER__G_HT / 2, m->max_stacks);
     m->pool = (int *)INFER_MALLOC((size_t)m->cap * sizeof(int));
-    m->tmp = (int *)INFER_MALLOC((INFER__G_MAX_DEPTH + 1) * sizeof(int));
+    m->tmp = (int *)INFER_MALLOC((size_t)m->tmp_cap * sizeof(int));
+    m->frames = (infer__gframe *)INFER_MALLOC((size_t)m->frames_cap * sizeof *m->frames);
     m->ht_gen = (uint32_t *)infer__calloc(INFER__G_HT, sizeof(uint32_t));
     m->ht_off = (int *)infer__calloc(INFER__G_HT, sizeof(int));
-    if (!m->pool || !m->tmp || !m->ht_gen || !m->ht_off) {
+    if (!m->pool || !m->tmp || !m->frames || !m->ht_gen || !m->ht_off) {
         infer__gm_free(m);
         return 0;
     }
     return 1;
 }
 
+/* Marks the state wrong because a limit was exceeded (the first one named). */
+static void infer__gm_limit(infer__gm *m, const char *which) {
+    if (!m->limit) m->limit = which;
+}
+
 static int infer__gm_reserve(infer__gm *m, int k) {
     int cap;
     int *p;
     if (m->n + k <= m->cap) return 1;
-    cap = INFER__MAX(m->cap * 2, m->n + k + 1024);
+    if ((long)m->n + k > INFER__G_MAX_POOL_INTS) {
+        infer__gm_limit(m, "the grammar's matcher needs more than 512 MiB of stacks (infer.h's limit)");
+        return 0;
+    }
+    cap = (int)INFER__MIN(INFER__MAX((long)m->cap * 2, (long)m->n + k + 1024), (long)INFER__G_MAX_POOL_INTS);
     p = (int *)INFER_REALLOC(m->pool, (size_t)cap * sizeof(int));
     if (!p) {
         m->nomem = 1;
@@ -14800,6 +15020,28 @@ static int infer__gm_reserve(infer__gm *m, int k) {
     }
     m->pool = p;
     m->cap = cap;
+    return 1;
+}
+
+/* Room in tmp for a stack of need elements: 0 (flagged) past max_depth. */
+static int infer__gm_tmp_fit(infer__gm *m, int need) {
+    int cap;
+    int *p;
+    if (need <= m->tmp_cap) return 1;
+    if (need > m->max_depth) {
+        infer__gm_limit(m, "the text nests deeper than the grammar's matcher allows (a stack of more than "
+                           INFER__G_STR(INFER__G_MAX_DEPTH) " elements or the grammar's element count, "
+                           "infer.h's limit)");
+        return 0;
+    }
+    cap = (int)INFER__MIN(INFER__MAX((long)m->tmp_cap * 2, (long)need), (long)m->max_depth);
+    p = (int *)INFER_REALLOC(m->tmp, (size_t)cap * sizeof(int));
+    if (!p) {
+        m->nomem = 1;
+        return 0;
+    }
+    m->tmp = p;
+    m->tmp_cap = cap;
     return 1;
 }
 
@@ -14823,20 +15065,58 @@ static int infer__gm_overlaps(const infer__grules *g, int set, uint32_t lo, uint
     return 0;
 }
 
+/* Doubles the table that deduplicates stacks, the set being built moved
+   into it. */
+static int infer__gm_ht_grow(infer__gm *m) {
+    int size = m->ht_size * 2, k, o;
+    uint32_t *gen = (uint32_t *)infer__calloc((size_t)size, sizeof(uint32_t));
+    int *off = (int *)infer__calloc((size_t)size, sizeof(int));
+    if (!gen || !off) {
+        INFER_FREE(gen);
+        INFER_FREE(off);
+        m->nomem = 1;
+        return 0;
+    }
+    INFER_FREE(m->ht_gen);
+    INFER_FREE(m->ht_off);
+    m->ht_gen = gen;
+    m->ht_off = off;
+    m->ht_size = size;
+    m->set_room = INFER__MIN(size / 2, m->max_stacks);
+    for (k = 0, o = m->set_off + 2; k < m->set_count; k++, o += m->pool[o] + 2) {
+        int slot = m->pool[o + 1] & (size - 1);
+        while (gen[slot] == m->gen) slot = (slot + 1) & (size - 1);
+        gen[slot] = m->gen;
+        off[slot] = o;
+    }
+    return 1;
+}
+
 /* Adds stack s to the set being built, unless it holds it already. */
 static void infer__gm_add(infer__gm *m, const int *s, int len) {
     uint32_t h = 2166136261u;
     int i, slot, o;
     for (i = 0; i < len; i++) h = (h ^ (uint32_t)s[i]) * 16777619u;
     h &= 0x7fffffff;
-    slot = (int)(h & (INFER__G_HT - 1));
+    slot = (int)(h & (uint32_t)(m->ht_size - 1));
     while (m->ht_gen[slot] == m->gen) {
         o = m->ht_off[slot];
         if (m->pool[o] == len && m->pool[o + 1] == (int)h && !memcmp(m->pool + o + 2, s, (size_t)len * sizeof(int)))
             return;
-        slot = (slot + 1) & (INFER__G_HT - 1);
+        slot = (slot + 1) & (m->ht_size - 1);
     }
-    if (m->set_count >= INFER__G_MAX_STACKS || !infer__gm_reserve(m, len + 2)) return;
+    if (m->set_count >= m->set_room) { /* the table half full, or the limit */
+        if (m->set_count >= m->max_stacks) {
+            infer__gm_limit(m, "the grammar is more ambiguous than the matcher allows (a state of more than "
+                               INFER__G_STR(INFER__G_MAX_STACKS) " stacks or the grammar's element count, "
+                               "infer.h's limit)");
+            return;
+        }
+        if (!infer__gm_ht_grow(m)) return;
+        slot = (int)(h & (uint32_t)(m->ht_size - 1));
+        while (m->ht_gen[slot] == m->gen) slot = (slot + 1) & (m->ht_size - 1);
+    }
+    if (!infer__gm_reserve(m, len + 2)) return;
     o = m->n;
     m->pool[o] = len;
     m->pool[o + 1] = (int)h;
@@ -14852,8 +15132,9 @@ static int infer__gm_begin(infer__gm *m) {
     m->set_off = m->n;
     m->n += 2;
     m->set_count = 0;
+    m->steps = 0;
     if (++m->gen == 0) { /* wrapped: old stamps could match again */
-        memset(m->ht_gen, 0, INFER__G_HT * sizeof(uint32_t));
+        memset(m->ht_gen, 0, (size_t)m->ht_size * sizeof(uint32_t));
         m->gen = 1;
     }
     return 1;
@@ -14871,40 +15152,85 @@ static int infer__gm_end(infer__gm *m) {
     return m->set_off;
 }
 
-/* Expands stack s[0..len) until its top is a character set (or it is
-   empty) and adds the results: a rule reference on top is replaced by
+/* Room for one more frame of infer__gm_expand: 0 (flagged) past
+   4 * max_depth of them. */
+static int infer__gm_frames_grow(infer__gm *m) {
+    long cap = INFER__MIN(2L * m->frames_cap, 4L * m->max_depth);
+    infer__gframe *f;
+    if (m->frames_cap >= cap) {
+        infer__gm_limit(m, "the grammar's matcher would expand rules nested deeper than 4 times its stack "
+                           "limit (infer.h's limit)");
+        return 0;
+    }
+    f = (infer__gframe *)INFER_REALLOC(m->frames, (size_t)cap * sizeof *f);
+    if (!f) {
+        m->nomem = 1;
+        return 0;
+    }
+    m->frames = f;
+    m->frames_cap = (int)cap;
+    return 1;
+}
+
+/* Expands the stack tmp[0..len) until its top is a character set (or it
+   is empty) and adds the results: a rule reference on top is replaced by
    what follows it (unless it ends its alternative) and, on that, each of
-   the rule's alternatives. s has room for INFER__G_MAX_DEPTH + 1 and is
-   as it was on return. Terminates because left recursion is refused. */
-static void infer__gm_expand(infer__gm *m, int *s, int len) {
+   the rule's alternatives. tmp[0..len) is as it was on return. A
+   depth-first search with a stack of frames of its own (one per reference
+   being expanded), so that deep grammars cannot overflow the C stack;
+   terminates because left recursion is refused. */
+static void infer__gm_expand(infer__gm *m, int len) {
     const infer__grules *g = m->g;
-    int p, base, r, a;
-    if (len == 0) {
-        infer__gm_add(m, s, 0);
-        return;
-    }
-    p = s[len - 1];
-    if (g->el[p].type == INFER__GE_TERM) {
-        infer__gm_add(m, s, len);
-        return;
-    }
-    r = g->el[p].val;
-    base = len - 1;
-    if (!infer__gm_is_end(g, p + 1)) s[base++] = p + 1;
-    /* a chain of rules that can match nothing recurses deep: bounded too */
-    if (base < INFER__G_MAX_DEPTH && m->calls < 2 * INFER__G_MAX_DEPTH) {
-        m->calls++;
-        for (a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
-            int q = g->alt_pos[a];
-            if (infer__gm_is_end(g, q)) infer__gm_expand(m, s, base);
+    int depth = 0, a = 0, a_end = 0, base = 0; /* the innermost frame's, kept out of memory */
+    for (;;) {
+        /* the stack tmp[0..len): added, or a frame to expand its top */
+        if (len == 0 || g->el[m->tmp[len - 1]].type == INFER__GE_TERM) infer__gm_add(m, m->tmp, len);
+        else if (m->limit || m->nomem) return; /* the state is wrong already: no more work */
+        else if (++m->steps > INFER__G_MAX_STEPS) {
+            infer__gm_limit(m, "the grammar's matcher would take more than " INFER__G_STR(INFER__G_MAX_STEPS)
+                               " steps for one character (infer.h's limit)");
+            return;
+        } else if (depth < m->frames_cap || infer__gm_frames_grow(m)) {
+            int p = m->tmp[len - 1], r = g->el[p].val;
+            infer__gframe *f = &m->frames[depth];
+            if (depth) m->frames[depth - 1].a = a;
+            depth++;
+            f->len = len;
+            f->p = p;
+            base = len - 1;
+            if (!infer__gm_is_end(g, p + 1)) m->tmp[base++] = p + 1;
+            f->base = base;
+            a = g->alt_first[r];
+            f->a_end = a_end = g->alt_first[r + 1];
+        } /* else flagged: the state is wrong */
+        if (!depth) return;
+        /* the innermost frame's next alternative; one that starts with a
+           character set is added here (the common case, kept cheap) */
+        for (;;) {
+            int q;
+            if (a == a_end) {
+                const infer__gframe *f = &m->frames[--depth];
+                m->tmp[f->len - 1] = f->p;
+                if (!depth) return;
+                a = f[-1].a;
+                a_end = f[-1].a_end;
+                base = f[-1].base;
+                continue;
+            }
+            q = g->alt_pos[a++];
+            if (infer__gm_is_end(g, q)) {
+                len = base;
+                break;
+            }
+            if (base >= m->tmp_cap && !infer__gm_tmp_fit(m, base + 1)) continue; /* flagged */
+            m->tmp[base] = q;
+            if (g->el[q].type == INFER__GE_TERM) infer__gm_add(m, m->tmp, base + 1);
             else {
-                s[base] = q;
-                infer__gm_expand(m, s, base + 1);
+                len = base + 1;
+                break;
             }
         }
-        m->calls--;
     }
-    s[len - 1] = p;
 }
 
 /* The set of the stacks of set `off` that match code point cp, moved past
@@ -14918,13 +15244,12 @@ static int infer__gm_advance(infer__gm *m, int off, uint32_t cp) {
     for (k = 0; k < n_st; k++) {
         int len = m->pool[i];
         if (len > 0) {
-            const int *st = m->pool + i + 2;
-            int top = st[len - 1];
-            if (infer__gm_in(g, g->el[top].val, cp)) {
+            int top = m->pool[i + 1 + len];
+            if (infer__gm_in(g, g->el[top].val, cp) && (len <= m->tmp_cap || infer__gm_tmp_fit(m, len))) {
                 int l = len - 1;
-                memcpy(m->tmp, st, (size_t)l * sizeof(int));
+                memcpy(m->tmp, m->pool + i + 2, (size_t)l * sizeof(int));
                 if (!infer__gm_is_end(g, top + 1)) m->tmp[l++] = top + 1;
-                infer__gm_expand(m, m->tmp, l); /* may move the pool: st is not used after */
+                infer__gm_expand(m, l); /* may move the pool */
             }
         }
         i += len + 2;
@@ -14942,7 +15267,7 @@ static int infer__gm_start(infer__gm *m) {
         if (infer__gm_is_end(g, q)) infer__gm_add(m, m->tmp, 0);
         else {
             m->tmp[0] = q;
-            infer__gm_expand(m, m->tmp, 1);
+            infer__gm_expand(m, 1);
         }
     }
     return infer__gm_end(m);
@@ -15051,17 +15376,28 @@ static int infer__gm_feed(infer__gm *m, infer__gst *st, const char *bytes, size_
 
 /* Whole-text match (for tests and checks): 1 if text is a complete
    sentence of the grammar, 0 if it is a proper prefix of one, -1 if no
-   sentence starts with it. */
-INFER__UNUSED static int infer__grules_match(const infer__grules *g, const char *text, size_t n) {
+   sentence starts with it; -2 if memory ran out or a limit of the
+   matcher was exceeded (then, with limit, which: NULL when memory). */
+INFER__UNUSED static int infer__grules_match_why(const infer__grules *g, const char *text, size_t n,
+                                                  const char **limit) {
     infer__gm m;
     infer__gst st;
     int r;
-    if (!infer__gm_init(&m, g)) return -1;
+    if (limit) *limit = NULL;
+    if (!infer__gm_init(&m, g)) return -2;
     memset(&st, 0, sizeof st);
     st.off = infer__gm_start(&m);
     r = infer__gm_feed(&m, &st, text, n) ? infer__gm_done(&m, &st) : -1;
+    if (m.nomem || m.limit) {
+        if (limit) *limit = m.limit;
+        r = -2;
+    }
     infer__gm_free(&m);
     return r;
+}
+
+INFER__UNUSED static int infer__grules_match(const infer__grules *g, const char *text, size_t n) {
+    return infer__grules_match_why(g, text, n, NULL);
 }
 
 /* Scratch of a walk over the trie: the state at each depth, and two
@@ -15212,6 +15548,7 @@ static void infer__grammar_reset(infer__grammar *G) {
     infer__gst st = G->start;
     G->m.n = 0;
     G->m.nomem = 0;
+    G->m.limit = NULL;
     if (st.off >= 0) {
         memcpy(G->m.pool, G->init, (size_t)G->init_n * sizeof(int)); /* the arena holds at least this much */
         G->m.n = G->init_n;
@@ -15270,6 +15607,12 @@ static infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab,
     /* the start state, kept to reset to */
     memset(&G->start, 0, sizeof G->start);
     G->start.off = infer__gm_start(&G->m);
+    if (G->m.nomem) goto oom;
+    if (G->m.limit) { /* the start state alone is past the matcher's limits */
+        infer__set_error(err, INFER_ERR_ARG, "grammar: %s", G->m.limit);
+        infer__grammar_free(G);
+        return NULL;
+    }
     if (G->start.off >= 0) {
         G->init_n = G->m.n;
         G->init = (int *)INFER_MALLOC((size_t)G->init_n * sizeof(int));
@@ -15324,8 +15667,14 @@ oom:
 
 static int infer__grammar_done(const infer__grammar *G) { return infer__gm_done(&G->m, &G->cur); }
 
-/* Whether memory ran out since the last reset: the state is then wrong. */
-static int infer__grammar_nomem(const infer__grammar *G) { return G->m.nomem; }
+/* Whether memory ran out, or a limit of the matcher was exceeded, since the
+   last reset: the state is then wrong (infer__grammar_limit says which
+   limit). */
+static int infer__grammar_nomem(const infer__grammar *G) { return G->m.nomem || G->m.limit; }
+
+/* The limit infer__grammar_nomem stands for, a one-line message; NULL when
+   it is memory that ran out (or nothing went wrong). */
+INFER__UNUSED static const char *infer__grammar_limit(const infer__grammar *G) { return G->m.limit; }
 
 /* Whether token t may come next: its bytes run through a copy of the state
    (end of generation: where the grammar may end). */
@@ -15472,6 +15821,7 @@ static int infer__grammar_mask_snapshot(const infer__grammar *G, unsigned char *
             if (G->snap_n) memcpy(m.pool, G->snap, (size_t)G->snap_n * sizeof(int));
             m.n = G->snap_n;
             count = infer__grammar_walk(G, &m, &G->snap_st, &w, allowed, 1);
+            if (m.nomem || m.limit) count = -1;
         }
         infer__gm_free(&m);
     }

@@ -356,6 +356,10 @@ static void infer__fail_at(infer_error *err, const char *what, const char *src, 
 static int infer__gp_word(char c);
 static int infer__g_utf8(const char **p, uint32_t *cp);
 static int infer__g_hex(char c);
+/* Where infer__grammar_nomem is set because a limit of the matcher was
+   exceeded (not memory): which, as a one-line message; else NULL. */
+struct infer__grammar;
+static const char *infer__grammar_limit(const struct infer__grammar *G);
 
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
