@@ -346,7 +346,11 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
 
 /* A sequence's state is its tokens, the used part of its KV cache and its
    last logits, with a header naming the model, n_ctx and cache format: a
-   state from another model or context size is refused. */
+   state from another model or context size is refused. A checksum covers
+   every byte, and a state is checked whole before it is used: a damaged
+   one, or one with tokens outside the vocabulary or NaN/infinite logits or
+   cache values, is refused (INFER_ERR_FORMAT) and the sequence left as it
+   was. An empty sequence has a state too. */
 INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq);
 /* Writes the state into buf; returns the bytes written, or 0 when size is
    smaller than infer_seq_state_size. */
@@ -662,7 +666,10 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err);
 /* infer_request_start, and the context goes to w: from now on w steps all
    of its requests (also ones started with infer_request_start) until the
    last is freed. While any is unfinished, use the context only through
-   requests. */
+   requests. The request's grammar or JSON schema is compiled here, on the
+   caller's thread, before it joins the batch (a large one never stalls the
+   others). infer_worker_start and infer_request_free of a worker's
+   requests may be called from any threads at once. */
 INFERDEF infer_request *infer_worker_start(infer_worker *w, infer_context *c, const infer_request_params *p,
                                            infer_error *err);
 /* How long the worker steps one context before it turns to new requests
@@ -1460,6 +1467,7 @@ static const char *infer__grammar_limit(const struct infer__grammar *G);
 
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
+static const char *infer__sampler_grammar_limit(const infer_sampler *s);
 /* why infer_sampler_sample last returned -1 */
 enum { INFER__NONE_BANNED = 1, INFER__NONE_BANNED_HERE, INFER__NONE_GRAMMAR, INFER__NONE_NOMEM };
 static int infer__sampler_none_why(const infer_sampler *s);
@@ -16240,8 +16248,9 @@ static const unsigned infer__sp_uses[INFER__SP_COUNT] = {
    grammar, multiplied out, are bounded too (a short schema of many
    "maxLength": 4096 would otherwise cost gigabytes there). */
 #define INFER__SCHEMA_MAX_EXPANDED (1 << 20)
-/* Optional properties make chains of rules as long as their number, which
-   grammar.c walks recursively (and its matcher reaches about 2000 links). */
+/* Optional properties make chains of rules as long as their number, and
+   after "{" each is a stack the matcher keeps: a stated bound per object,
+   well inside the matcher's own limits (grammar.c). */
 #define INFER__SCHEMA_MAX_OPTIONAL 4096
 
 /* a rule name taken, and the number to try next for names made from it */
@@ -17723,6 +17732,11 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
 
 /* Whether the grammar ran out of memory (request.c ends a request so). */
 static int infer__sampler_nomem(const infer_sampler *s) { return s->grammar && infer__grammar_nomem(s->grammar); }
+/* the matcher's limit that stopped the grammar (a one-line message), or NULL
+   (then infer__sampler_nomem means memory) */
+static const char *infer__sampler_grammar_limit(const infer_sampler *s) {
+    return s->grammar ? infer__grammar_limit(s->grammar) : NULL;
+}
 static int infer__sampler_none_why(const infer_sampler *s) { return s->none_why; }
 
 INFERDEF int infer_sampler_grammar_done(const infer_sampler *s) { return !s->grammar || infer__grammar_done(s->grammar); }
@@ -18567,7 +18581,10 @@ static int infer__req_sample(infer_request *r, const float *l) {
     r->state = INFER__RQ_GEN;
     if (t < 0) {
         int why = infer__sampler_none_why(r->sampler);
-        if (why == INFER__NONE_NOMEM || infer__sampler_nomem(r->sampler))
+        const char *limit = infer__sampler_grammar_limit(r->sampler);
+        if (limit) /* the grammar went past a stated limit of the matcher */
+            infer__req_end(r, INFER_ERR_ARG, limit);
+        else if (why == INFER__NONE_NOMEM || infer__sampler_nomem(r->sampler))
             infer__req_end(r, INFER_ERR_NOMEM, "out of memory in the sampler");
         else if (why == INFER__NONE_GRAMMAR)
             infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");

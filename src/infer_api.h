@@ -345,7 +345,11 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
 
 /* A sequence's state is its tokens, the used part of its KV cache and its
    last logits, with a header naming the model, n_ctx and cache format: a
-   state from another model or context size is refused. */
+   state from another model or context size is refused. A checksum covers
+   every byte, and a state is checked whole before it is used: a damaged
+   one, or one with tokens outside the vocabulary or NaN/infinite logits or
+   cache values, is refused (INFER_ERR_FORMAT) and the sequence left as it
+   was. An empty sequence has a state too. */
 INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq);
 /* Writes the state into buf; returns the bytes written, or 0 when size is
    smaller than infer_seq_state_size. */
@@ -661,7 +665,10 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err);
 /* infer_request_start, and the context goes to w: from now on w steps all
    of its requests (also ones started with infer_request_start) until the
    last is freed. While any is unfinished, use the context only through
-   requests. */
+   requests. The request's grammar or JSON schema is compiled here, on the
+   caller's thread, before it joins the batch (a large one never stalls the
+   others). infer_worker_start and infer_request_free of a worker's
+   requests may be called from any threads at once. */
 INFERDEF infer_request *infer_worker_start(infer_worker *w, infer_context *c, const infer_request_params *p,
                                            infer_error *err);
 /* How long the worker steps one context before it turns to new requests

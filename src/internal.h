@@ -363,6 +363,7 @@ static const char *infer__grammar_limit(const struct infer__grammar *G);
 
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
+static const char *infer__sampler_grammar_limit(const infer_sampler *s);
 /* why infer_sampler_sample last returned -1 */
 enum { INFER__NONE_BANNED = 1, INFER__NONE_BANNED_HERE, INFER__NONE_GRAMMAR, INFER__NONE_NOMEM };
 static int infer__sampler_none_why(const infer_sampler *s);

@@ -405,7 +405,10 @@ static int infer__req_sample(infer_request *r, const float *l) {
     r->state = INFER__RQ_GEN;
     if (t < 0) {
         int why = infer__sampler_none_why(r->sampler);
-        if (why == INFER__NONE_NOMEM || infer__sampler_nomem(r->sampler))
+        const char *limit = infer__sampler_grammar_limit(r->sampler);
+        if (limit) /* the grammar went past a stated limit of the matcher */
+            infer__req_end(r, INFER_ERR_ARG, limit);
+        else if (why == INFER__NONE_NOMEM || infer__sampler_nomem(r->sampler))
             infer__req_end(r, INFER_ERR_NOMEM, "out of memory in the sampler");
         else if (why == INFER__NONE_GRAMMAR)
             infer__req_end(r, INFER_ERR_ARG, "the grammar allows no token here");

@@ -165,6 +165,11 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
 
 /* Whether the grammar ran out of memory (request.c ends a request so). */
 static int infer__sampler_nomem(const infer_sampler *s) { return s->grammar && infer__grammar_nomem(s->grammar); }
+/* the matcher's limit that stopped the grammar (a one-line message), or NULL
+   (then infer__sampler_nomem means memory) */
+static const char *infer__sampler_grammar_limit(const infer_sampler *s) {
+    return s->grammar ? infer__grammar_limit(s->grammar) : NULL;
+}
 static int infer__sampler_none_why(const infer_sampler *s) { return s->none_why; }
 
 INFERDEF int infer_sampler_grammar_done(const infer_sampler *s) { return !s->grammar || infer__grammar_done(s->grammar); }

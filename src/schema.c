@@ -409,8 +409,9 @@ static const unsigned infer__sp_uses[INFER__SP_COUNT] = {
    grammar, multiplied out, are bounded too (a short schema of many
    "maxLength": 4096 would otherwise cost gigabytes there). */
 #define INFER__SCHEMA_MAX_EXPANDED (1 << 20)
-/* Optional properties make chains of rules as long as their number, which
-   grammar.c walks recursively (and its matcher reaches about 2000 links). */
+/* Optional properties make chains of rules as long as their number, and
+   after "{" each is a stack the matcher keeps: a stated bound per object,
+   well inside the matcher's own limits (grammar.c). */
 #define INFER__SCHEMA_MAX_OPTIONAL 4096
 
 /* a rule name taken, and the number to try next for names made from it */

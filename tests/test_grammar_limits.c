@@ -397,6 +397,13 @@ Test(grammar_limits, sampler_reports_the_matcher_limit) {
     cr_expect(infer__sampler_nomem(s), "2^17 stacks: the sampler must stop");
     cr_expect(infer__grammar_limit(s->grammar) && strstr(infer__grammar_limit(s->grammar), "stacks"),
               "the limit is named: %s", infer__grammar_limit(s->grammar) ? infer__grammar_limit(s->grammar) : "");
+    /* what a request reports then: the limit, not "out of memory" */
+    cr_expect(infer__sampler_grammar_limit(s) && strstr(infer__sampler_grammar_limit(s), "stacks"));
+    {
+        float *l = (float *)calloc((size_t)nv, sizeof(float));
+        cr_expect_eq(infer_sampler_sample(s, l), -1, "a token sampled past the matcher's limit");
+        free(l);
+    }
     infer_sampler_free(s);
     infer_model_free(m);
     free(t.p);

@@ -18,6 +18,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     fuzz_server.model = fuzz_load_vocab("fuzz_serve_request", "tokenizer/ggml-vocab-qwen2.gguf");
     fuzz_server.n_ctx = 512;
     fuzz_server.n_slots = 1;
+    /* the server's default per-request limits, so they are fuzzed too */
+    fuzz_server.max_schema = 512 << 10;
+    fuzz_server.max_grammar = 8 << 20;
+    fuzz_server.max_messages = 1024;
     pthread_mutex_init(&fuzz_server.mu, NULL);
     return 0;
 }
