@@ -424,7 +424,12 @@ Test(sequence, contexts_share_weights) {
     cr_assert(m, "%s", err.msg);
     c1 = ctx(m, 64, 1, INFER_FULL_STOP, 0), c2 = ctx(m, 64, 1, INFER_FULL_STOP, 0);
     a = infer_context_metrics(c1), b = infer_context_metrics(c2);
-    cr_assert_gt(m->cpu->packed_bytes, 0, "this CPU's kernels pack Q4_0");
+    if (m->cpu->packed_bytes == 0) { /* AVX2 and the plain C kernels read Q4_0 as it is */
+        infer_context_free(c1);
+        infer_context_free(c2);
+        infer_model_free(m);
+        cr_skip_test("this CPU's kernels pack no Q4_0 (AVX2 or plain C): no packed weights to share");
+    }
     cr_assert_eq(a.context_bytes, b.context_bytes);
     cr_assert_lt(a.context_bytes, m->cpu->packed_bytes / 2, "%zu vs %zu", a.context_bytes, m->cpu->packed_bytes);
     cr_assert_eq(c1->plan[0].packed[0], c2->plan[0].packed[0]);
@@ -454,9 +459,14 @@ Test(sequence, load_progress) {
     m = infer_model_load(path, &p, &err);
     cr_assert(m, "%s", err.msg);
     cr_assert_eq(state[0], 1.0f);
-    cr_assert_gt(state[1], 2);
-    infer_model_free(m);
-    state[0] = state[1] = 0, state[2] = 0.5f;
+    /* where the kernels repack weights (AVX-512), the repacking reports as
+       it goes; where they read them as they are, load reports twice */
+    cr_assert_gt(state[1], m->cpu->packed_bytes ? 2 : 1);
+    {
+        int repacks = m->cpu->packed_bytes > 0;
+        infer_model_free(m);
+        state[0] = state[1] = 0, state[2] = repacks ? 0.5f : 0.05f;
+    }
     cr_assert_null(infer_model_load(path, &p, &err));
     cr_assert_eq(err.code, INFER_ERR_CANCELLED);
     cr_assert_lt(state[0], 1.0f);
