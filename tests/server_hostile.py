@@ -14,6 +14,8 @@
    --max-schema, or whose grammar is over --max-grammar, more than 16 stop strings, more logit_bias entries than
    the vocabulary has, more messages than --max-messages; a 1,500-property
    schema is within the limit.
+   And while a request with 1,500 optional properties is converted and
+   compiled, /health and a greedy completion still answer within 2 s.
 4. (With SmolLM2) replies that take longer than the read time-out, and a
    streamed one whose first token comes later than it, are not cut.
 
@@ -307,6 +309,36 @@ def check_limits(port):
     check(st == 200, "a 1,500-property schema is within the limits (%s in %.1f s)" % (st if st else r, dt))
 
 
+# ---- 3b. a large schema beside simple requests ---------------------------------------
+
+def check_schema_stall(port):
+    """While a request with 1,500 optional properties is being converted and
+    compiled (its grammar on its own thread, off every shared lock), /health
+    and a greedy completion answer within 2 s. (Before, its conversion held
+    the lock every new request needs, for about 80 s.)"""
+    opt = schema_of(1500, required=False)
+    got = {}
+
+    def big():
+        got["r"] = request(port, "POST", "/v1/completions", {"prompt": PROMPT, "max_tokens": 4, "response_format": {
+            "type": "json_schema", "json_schema": {"name": "opt", "schema": opt}}}, 300)
+
+    th = threading.Thread(target=big)
+    th.start()
+    time.sleep(0.05)
+    worst = 0.0
+    for _ in range(3):
+        st_h, _, dt_h = request(port, "GET", "/health")
+        st_c, _, dt_c = greedy(port)
+        check(st_h == 200 and st_c == 200, "/health and a completion answer beside a 1,500-optional-property schema "
+              "(%s %s)" % (st_h, st_c))
+        worst = max(worst, dt_h, dt_c)
+    th.join(300)
+    st, r, dt = got.get("r", (None, "no answer", 0))
+    check(worst < ANSWER_S, "beside it, /health and completions answer within %.0f s (slowest %.2f s)" % (ANSWER_S, worst))
+    check(st == 200, "the 1,500-optional-property schema request itself succeeds (%s in %.1f s)" % (st if st else r, dt))
+
+
 # ---- 4. long replies and the read time-out ------------------------------------------
 
 def check_long_replies(infer, smollm2):
@@ -368,6 +400,7 @@ def main():
         check_pressure(srv.port)
         check_half_close(srv.port)
         check_limits(srv.port)
+        check_schema_stall(srv.port)
     finally:
         log = srv.stop()
     check("cut: no whole request within the read time-out" in log, "the server logged the connections it cut")
