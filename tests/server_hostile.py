@@ -33,6 +33,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import server_check  # noqa: E402  (its Server)
+
 SKIP = 77
 READ_TIMEOUT = 5      # --read-timeout of the server under pressure
 CUT_SLACK = 3.0       # seconds beyond it a cut may take
@@ -51,33 +54,10 @@ def check(cond, what):
         failures.append(what)
 
 
-class Server:
-    """`infer serve` on a free port, its output in a file (never a pipe
-    that could fill up)."""
-
-    def __init__(self, infer, model, *args):
-        self.log_path = "server_hostile_%d_%d.log" % (os.getpid(), int(time.time() * 1000) % 100000)
-        self.log = open(self.log_path, "w+")
-        self.proc = subprocess.Popen([infer, "serve", "-m", model, "--port", "0", "-t", "2"] + list(args),
-                                     stdout=self.log, stderr=self.log)
-        deadline = time.time() + 120
-        self.port = None
-        while time.time() < deadline and self.port is None:
-            if self.proc.poll() is not None:
-                raise SystemExit("FAIL: the server exited at start:\n" + self.text())
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.text())
-            if m:
-                self.port = int(m.group(1))
-            else:
-                time.sleep(0.05)
-        if self.port is None:
-            self.proc.kill()
-            raise SystemExit("FAIL: the server did not start listening:\n" + self.text())
-
-    def text(self):
-        self.log.flush()
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
+class Server(server_check.Server):
+    """server_check's `infer serve` on a free port; stop() records a
+    failed SIGTERM as a failed check (and returns the log) instead of
+    ending the run, so the later checks still report."""
 
     def stop(self):
         self.proc.terminate()
