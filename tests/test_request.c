@@ -203,10 +203,13 @@ static step_stats step_times(infer_model *m, const char *prompt, double budget) 
 }
 
 /* A step lasts its budget, or one pass where that is longer: never much
-   more. Timing on a shared machine is noisy, so the bound (budget + two of
-   the longest passes seen) must hold in one of three runs; every run must
-   keep within budget + four of them, which a step that ignored its budget
-   (a whole reply's worth of passes) still breaks. */
+   more. Timing on a shared machine is noisy (CI saw one step of a run held
+   up 100 ms while other tests ran), so the bound on the longest step
+   (budget + two of the longest passes seen) must hold in one of three
+   runs; in every run the median step must keep within budget + four of
+   them, which a step that ignored its budget (a whole reply's worth of
+   passes, so few and long steps) still breaks, and one stalled step does
+   not. */
 Test(request, steps_keep_to_the_budget) {
     infer_model *m = load(MODEL);
     char *prompt = long_prompt(2);
@@ -221,8 +224,8 @@ Test(request, steps_keep_to_the_budget) {
     for (i = 0; i < 3; i++) {
         st = step_times(m, prompt, budget);
         if (st.worst > budget + 2 * one.worst + 1.0) over++;
-        cr_assert_lt(st.worst, budget + 4 * one.worst + 50.0, "a %g ms step took %.2f ms (a pass: up to %.2f ms)",
-                     budget, st.worst, one.worst);
+        cr_assert_lt(st.median, budget + 4 * one.worst + 1.0,
+                     "half the %g ms steps took over %.2f ms (a pass: up to %.2f ms)", budget, st.median, one.worst);
         /* several passes to a step where they fit */
         cr_assert_geq(st.most_tokens, 2, "a %g ms step never made two tokens (a pass takes %.3f ms)", budget,
                       one.median);
