@@ -223,6 +223,11 @@ INFERDEF int infer_tokenize(const infer_model *m, const char *text, size_t len,
    for an id out of range. Not NUL-terminated. */
 INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size);
 
+/* s[0..n) with every byte that is not part of a valid UTF-8 character
+   (and every NUL) replaced by U+FFFD, into out (room for 3 * n + 1 bytes),
+   NUL-terminated: text any JSON writer accepts. Returns its length. */
+INFERDEF size_t infer_utf8_clean(const char *s, size_t n, char *out);
+
 /* Streaming detokenizer: holds back the bytes of an unfinished UTF-8
    character so a stream never splits one. */
 typedef struct infer_detok {
@@ -1453,13 +1458,20 @@ static int infer__simd_avx512_install(infer__kernels *k);
 static int infer__simd_neon_install(infer__kernels *k);
 static void infer__vecmath_install(infer__kernels *k);
 
-/* ---- grammar.c: what schema.c shares with the GBNF parser ---- */
+/* ---- utf8.c ---- */
+static int infer__utf8_lead(unsigned b, int *lo, int *hi, uint32_t *bits);
+static int infer__utf8_next(const char *s, size_t n, uint32_t *cp);
+static size_t infer__utf8_len(unsigned char c);
+static uint32_t infer__utf8_decode(const unsigned char *s, size_t n, size_t *i);
+static size_t infer__utf8_encode(uint32_t cp, char *out);
+
+/* ---- gbnf.c: what schema.c shares with the GBNF parser ---- */
 #define INFER__G_MAX_REPEAT 4096 /* bounds of x{m,n} */
 static void infer__fail_at(infer_error *err, const char *what, const char *src, const char *at, const char *fmt,
                            va_list ap);
 static int infer__gp_word(char c);
-static int infer__g_utf8(const char **p, uint32_t *cp);
 static int infer__g_hex(char c);
+/* ---- grammar.c ---- */
 /* Where infer__grammar_nomem is set because a limit of the matcher was
    exceeded (not memory): which, as a one-line message; else NULL. */
 struct infer__grammar;
@@ -2945,6 +2957,132 @@ static unsigned infer__unicode_flags(uint32_t c) {
     return infer__unicode_ranges[lo] & 0xffu;
 }
 
+/* ==== src/utf8.c ==== */
+/* utf8.c - UTF-8 for every part: lead bytes, strict and lenient decoding,
+   encoding, and text cleaned of invalid bytes (for JSON). */
+
+/* Strict: the continuation bytes lead byte b needs (0 for ASCII), or -1 for
+   a byte that cannot start a character. *lo..*hi is the range of the first
+   continuation byte (so no overlong forms, surrogates or values past
+   U+10FFFF ever decode); *bits holds b's value bits. */
+static int infer__utf8_lead(unsigned b, int *lo, int *hi, uint32_t *bits) {
+    *lo = 0x80, *hi = 0xBF;
+    if (b < 0x80) return *bits = b, 0;
+    if (b >= 0xC2 && b <= 0xDF) return *bits = b & 0x1F, 1;
+    if (b >= 0xE0 && b <= 0xEF) {
+        if (b == 0xE0) *lo = 0xA0; /* overlong */
+        if (b == 0xED) *hi = 0x9F; /* surrogates */
+        return *bits = b & 0x0F, 2;
+    }
+    if (b >= 0xF0 && b <= 0xF4) {
+        if (b == 0xF0) *lo = 0x90; /* overlong */
+        if (b == 0xF4) *hi = 0x8F; /* past U+10FFFF */
+        return *bits = b & 0x07, 3;
+    }
+    return -1;
+}
+
+/* Strict: the length of the valid character at s (n bytes there), its code
+   point in *cp; 0 when it is invalid or cut short. A NUL-terminated string
+   may pass n = 4: its NUL stops the check, being no continuation byte. */
+static int infer__utf8_next(const char *s, size_t n, uint32_t *cp) {
+    const unsigned char *u = (const unsigned char *)s;
+    int lo, hi, need, i;
+    uint32_t c;
+    if (n == 0 || (need = infer__utf8_lead(u[0], &lo, &hi, &c)) < 0 || (size_t)need >= n) return 0;
+    for (i = 1; i <= need; i++) {
+        if (u[i] < (i == 1 ? lo : 0x80) || u[i] > (i == 1 ? hi : 0xBF)) return 0;
+        c = c << 6 | (u[i] & 0x3F);
+    }
+    *cp = c;
+    return need + 1;
+}
+
+/* Length of the UTF-8 sequence a lead byte announces (llama.cpp's
+   unicode_len_utf8: continuation and invalid bytes count as 1). */
+static size_t infer__utf8_len(unsigned char c) {
+    static const unsigned char lookup[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return lookup[c >> 4];
+}
+
+/* Decodes one code point at s[*i]; an invalid sequence yields U+FFFD and
+   consumes one byte, as llama.cpp's unicode_cpts_from_utf8. */
+static uint32_t infer__utf8_decode(const unsigned char *s, size_t n, size_t *i) {
+    size_t k = *i;
+    unsigned c = s[k];
+    uint32_t cp;
+    size_t need, j;
+    if (c < 0x80) {
+        *i = k + 1;
+        return c;
+    }
+    if ((c & 0xe0) == 0xc0) need = 1, cp = c & 0x1f;
+    else if ((c & 0xf0) == 0xe0) need = 2, cp = c & 0x0f;
+    else if ((c & 0xf8) == 0xf0) need = 3, cp = c & 0x07;
+    else need = 0, cp = 0;
+    if (need == 0 || k + need >= n) {
+        *i = k + 1;
+        return 0xfffd;
+    }
+    for (j = 1; j <= need; j++) {
+        if ((s[k + j] & 0xc0) != 0x80) {
+            *i = k + 1;
+            return 0xfffd;
+        }
+        cp = (cp << 6) | (s[k + j] & 0x3f);
+    }
+    /* llama.cpp would throw re-encoding these; treat them as invalid */
+    if (cp > 0x10ffff) {
+        *i = k + 1;
+        return 0xfffd;
+    }
+    *i = k + need + 1;
+    return cp;
+}
+
+static size_t infer__utf8_encode(uint32_t cp, char *out) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+INFERDEF size_t infer_utf8_clean(const char *s, size_t n, char *out) {
+    char *o = out;
+    size_t i = 0;
+    while (i < n) {
+        uint32_t cp;
+        int len = infer__utf8_next(s + i, n - i, &cp);
+        if (len > 0 && cp != 0) {
+            memcpy(o, s + i, (size_t)len);
+            o += len;
+            i += (size_t)len;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    *o = 0;
+    return (size_t)(o - out);
+}
+
 /* ==== src/tokenizer.c ==== */
 /* tokenizer.c - SentencePiece-style ("llama") and byte-level BPE ("gpt2")
    tokenizers that reproduce llama.cpp's (llama-vocab.cpp, Feb 2025) output
@@ -3072,71 +3210,6 @@ static int infer__merge_rank(const infer_vocab *v, const char *a, size_t na, con
     if (!v->merge_map.slots || na + nb > (size_t)v->max_merge_len) return -1;
     slot = infer__strmap_slot_of(&v->merge_map, a, na, b, nb);
     return slot->key ? slot->value : -1;
-}
-
-/* Length of the UTF-8 sequence a lead byte announces (llama.cpp's
-   unicode_len_utf8: continuation and invalid bytes count as 1). */
-static size_t infer__utf8_len(unsigned char c) {
-    static const unsigned char lookup[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-    return lookup[c >> 4];
-}
-
-/* Decodes one code point at s[*i]; an invalid sequence yields U+FFFD and
-   consumes one byte, as llama.cpp's unicode_cpts_from_utf8. */
-static uint32_t infer__utf8_decode(const unsigned char *s, size_t n, size_t *i) {
-    size_t k = *i;
-    unsigned c = s[k];
-    uint32_t cp;
-    size_t need, j;
-    if (c < 0x80) {
-        *i = k + 1;
-        return c;
-    }
-    if ((c & 0xe0) == 0xc0) need = 1, cp = c & 0x1f;
-    else if ((c & 0xf0) == 0xe0) need = 2, cp = c & 0x0f;
-    else if ((c & 0xf8) == 0xf0) need = 3, cp = c & 0x07;
-    else need = 0, cp = 0;
-    if (need == 0 || k + need >= n) {
-        *i = k + 1;
-        return 0xfffd;
-    }
-    for (j = 1; j <= need; j++) {
-        if ((s[k + j] & 0xc0) != 0x80) {
-            *i = k + 1;
-            return 0xfffd;
-        }
-        cp = (cp << 6) | (s[k + j] & 0x3f);
-    }
-    /* llama.cpp would throw re-encoding these; treat them as invalid */
-    if (cp > 0x10ffff) {
-        *i = k + 1;
-        return 0xfffd;
-    }
-    *i = k + need + 1;
-    return cp;
-}
-
-static size_t infer__utf8_encode(uint32_t cp, char *out) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xc0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3f));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xe0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
 }
 
 /* GPT-2's byte <-> code point table: printable bytes map to themselves, the
@@ -14070,20 +14143,11 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
 
 #endif
 
-/* ==== src/grammar.c ==== */
-/* grammar.c - GBNF grammars (llama.cpp's format): parsing, the matcher, and
-   the mask of tokens that may come next (schema.c writes JSON schemas as
-   GBNF).
-
-   A grammar compiles to one array of elements: each rule's alternatives,
-   separated by ALT and closed by END, hold character sets (TERM) and rule
-   references (REF). Repetitions become helper rules (x* is r ::= x r | ),
-   so the matcher knows only sequences and alternatives. The matcher is a
-   pushdown automaton, as llama.cpp's: a state is a set of stacks of element
-   positions, each stack's top a character set the next code point must
-   match; an empty stack means the grammar may end there. Text is matched
-   as Unicode code points decoded from the tokens' bytes, a character split
-   across tokens carried as a partial state. */
+/* ==== src/gbnf.h ==== */
+/* gbnf.h - a compiled GBNF grammar, as gbnf.c writes it and grammar.c's
+   matcher reads it: elements, rules, character sets, and their limits. */
+#ifndef INFER_GBNF_H
+#define INFER_GBNF_H
 
 enum { INFER__GE_END = 0, INFER__GE_ALT, INFER__GE_REF, INFER__GE_TERM };
 
@@ -14123,6 +14187,21 @@ typedef struct infer__grules {
 #define INFER__G_STR_(x) #x
 #define INFER__G_STR(x) INFER__G_STR_(x) /* a limit's number in a message */
 #define INFER__G_HT 4096 /* the first size of the table that deduplicates stacks (it grows) */
+
+static void infer__grules_free(infer__grules *g);
+/* Parses GBNF text; NULL with err set (INFER_ERR_ARG: a one-line message
+   naming the problem and where it is). */
+static infer__grules *infer__gbnf_compile(const char *text, const char *root, infer_error *err);
+#endif /* INFER_GBNF_H */
+
+/* ==== src/gbnf.c ==== */
+/* gbnf.c - GBNF text (llama.cpp's grammar format) compiled to rules.
+
+   A grammar compiles to one array of elements: each rule's alternatives,
+   separated by ALT and closed by END, hold character sets (TERM) and rule
+   references (REF). Repetitions become helper rules (x* is r ::= x r | ),
+   so grammar.c's matcher knows only sequences and alternatives. The
+   parser keeps open groups on a heap stack, never the C stack. */
 
 static void infer__grules_free(infer__grules *g) {
     if (!g) return;
@@ -14222,31 +14301,6 @@ static int infer__gp_is_def(const char *q) {
     if (q == s) return 0;
     q = infer__gp_space(q, 0);
     return q[0] == ':' && q[1] == ':' && q[2] == '=';
-}
-
-/* One UTF-8 character (strict: no overlong forms, surrogates or values past
-   U+10FFFF); advances *p. 0, *p unmoved, for an invalid one. */
-static int infer__g_utf8(const char **p, uint32_t *cp) {
-    const unsigned char *s = (const unsigned char *)*p;
-    uint32_t c = s[0];
-    int n, i;
-    if (c < 0x80) {
-        *cp = c;
-        *p += 1;
-        return 1;
-    }
-    if (c >= 0xC2 && c <= 0xDF) n = 1, c &= 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) n = 2, c &= 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) n = 3, c &= 0x07;
-    else return 0;
-    for (i = 1; i <= n; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        c = c << 6 | (s[i] & 0x3F);
-    }
-    if ((n == 2 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) || (n == 3 && (c < 0x10000 || c > 0x10FFFF))) return 0;
-    *cp = c;
-    *p += n + 1;
-    return 1;
 }
 
 static int infer__g_hex(char c) {
@@ -14395,6 +14449,7 @@ static void infer__gp_set_add(infer__gp *g, int set, uint32_t lo, uint32_t hi) {
 static uint32_t infer__gp_char(infer__gp *g) {
     const char *at = g->p;
     uint32_t cp = 0;
+    int len;
     if (*g->p == '\\') {
         char e = g->p[1];
         int nhex = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0, i;
@@ -14430,7 +14485,9 @@ static uint32_t infer__gp_char(infer__gp *g) {
         g->p += 2;
         return cp;
     }
-    if (!infer__g_utf8(&g->p, &cp)) infer__gp_fail(g, at, "invalid UTF-8");
+    len = infer__utf8_next(g->p, 4, &cp);
+    if (!len) infer__gp_fail(g, at, "invalid UTF-8");
+    else g->p += len;
     return cp;
 }
 
@@ -14939,6 +14996,16 @@ static infer__grules *infer__gbnf_compile(const char *text, const char *root, in
     return c;
 }
 
+/* ==== src/grammar.c ==== */
+/* grammar.c - the GBNF matcher, and the mask of tokens that may come next
+   (gbnf.c compiles the text; schema.c writes JSON schemas as GBNF).
+
+   The matcher is a pushdown automaton, as llama.cpp's: a state is a set of
+   stacks of element positions, each stack's top a character set the next
+   code point must match; an empty stack means the grammar may end there.
+   Text is matched as Unicode code points decoded from the tokens' bytes, a
+   character split across tokens carried as a partial state. */
+
 /* ---- the matcher ------------------------------------------------------------ */
 
 /* Stack sets live in an arena of ints, each as [n_stacks, ints in all]
@@ -15306,22 +15373,14 @@ static int infer__gm_partial_ok(const infer__gm *m, const infer__gst *st) {
    surrogates or values past U+10FFFF). */
 static int infer__gm_utf8(const infer__gst *in, unsigned b, infer__gst *out, uint32_t *cp) {
     int remain, lo = 0x80, hi = 0xBF;
-    uint32_t c;
+    uint32_t c = 0;
     if (in->remain == 0) {
-        if (b < 0x80) {
-            *cp = b;
+        remain = infer__utf8_lead(b, &lo, &hi, &c);
+        if (remain < 0) return -1;
+        if (remain == 0) {
+            *cp = c;
             return 1;
         }
-        if (b >= 0xC2 && b <= 0xDF) remain = 1, c = b & 0x1F;
-        else if (b >= 0xE0 && b <= 0xEF) {
-            remain = 2, c = b & 0x0F;
-            if (b == 0xE0) lo = 0xA0; /* no overlong forms */
-            if (b == 0xED) hi = 0x9F; /* no surrogates */
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            remain = 3, c = b & 0x07;
-            if (b == 0xF0) lo = 0x90;
-            if (b == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
-        } else return -1;
     } else {
         if ((int)b < in->lo || (int)b > in->hi) return -1;
         c = in->cp << 6 | (b & 0x3F);
@@ -15350,7 +15409,7 @@ static int infer__gm_step(infer__gm *m, const infer__gst *in, unsigned b, infer_
     if (r < 0) return 0;
     if (r == 0) return infer__gm_partial_ok(m, out);
     out->off = infer__gm_advance(m, in->off, cp);
-    out->remain = 0;
+    out->remain = 0, out->cp = 0, out->lo = out->hi = 0; /* no character half read */
     return out->off >= 0;
 }
 
@@ -15899,20 +15958,9 @@ static void infer__jp_ws(infer__jp *j) {
 
 /* (4 bytes of room made by the caller) */
 static void infer__j_put_utf8(char **buf, uint32_t c) {
-    if (c < 0x80) stbds_arrput(*buf, (char)c);
-    else if (c < 0x800) {
-        stbds_arrput(*buf, (char)(0xC0 | c >> 6));
-        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-        stbds_arrput(*buf, (char)(0xE0 | c >> 12));
-        stbds_arrput(*buf, (char)(0x80 | ((c >> 6) & 0x3F)));
-        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
-    } else {
-        stbds_arrput(*buf, (char)(0xF0 | c >> 18));
-        stbds_arrput(*buf, (char)(0x80 | ((c >> 12) & 0x3F)));
-        stbds_arrput(*buf, (char)(0x80 | ((c >> 6) & 0x3F)));
-        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
-    }
+    char enc[4];
+    size_t n = infer__utf8_encode(c, enc), i;
+    for (i = 0; i < n; i++) stbds_arrput(*buf, enc[i]);
 }
 
 static int infer__jp_hex4(const char *p, uint32_t *out) {
@@ -15933,6 +15981,7 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
     for (;;) {
         const char *q = j->p;
         uint32_t c;
+        int len;
         if (!*q) {
             infer__jp_fail(j, at, "unterminated string");
             break;
@@ -15946,10 +15995,11 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
             break;
         }
         if (*q != '\\') {
-            if (!infer__g_utf8(&j->p, &c)) {
+            if (!(len = infer__utf8_next(j->p, 4, &c))) {
                 infer__jp_fail(j, q, "invalid UTF-8 in a string");
                 break;
             }
+            j->p += len;
             if (!infer__arr_room(buf, j->p - q)) {
                 infer__jp_nomem(j);
                 break;
@@ -16765,8 +16815,10 @@ static int infer__rx_put_set(infer__sb *b, infer__rx_set *set) {
 static int infer__rx_char(infer__rx *rx, int in_class, uint32_t *c, infer__rx_set *set) {
     const char *at = rx->p;
     char e;
+    int len;
     if (*rx->p != '\\') {
-        if (!infer__g_utf8(&rx->p, c)) { /* the pattern was decoded: only a NUL stops it */
+        if ((len = infer__utf8_next(rx->p, 4, c))) rx->p += len;
+        else { /* the pattern was decoded: only a NUL stops it */
             *c = 0;
             rx->p++;
         }

@@ -107,42 +107,11 @@ static double now_ms(void) {
 
 /* ---- UTF-8: JSON gets valid text ---------------------------------------- */
 
-/* Length of the sequence starting with byte c, or 0 for a byte that cannot
-   start one. */
-static int utf8_len(unsigned char c) {
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c < 0xE0) return 2;
-    if (c >= 0xE0 && c < 0xF0) return 3;
-    if (c >= 0xF0 && c < 0xF5) return 4;
-    return 0;
-}
-
 /* A NUL-terminated copy of s[0..n) with each byte that is not part of a
    valid UTF-8 character replaced by U+FFFD (cJSON writes bytes as given). */
 static char *utf8_clean(const char *s, size_t n) {
-    char *out = (char *)malloc(n * 3 + 1), *o = out;
-    size_t i = 0;
-    if (!out) return NULL;
-    while (i < n) {
-        unsigned char c = (unsigned char)s[i];
-        int len = utf8_len(c), k, ok = len > 0 && i + (size_t)len <= n;
-        for (k = 1; ok && k < len; k++) ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
-        if (ok && len == 3 && c == 0xE0) ok = (unsigned char)s[i + 1] >= 0xA0;                /* overlong */
-        if (ok && len == 3 && c == 0xED) ok = (unsigned char)s[i + 1] < 0xA0;                 /* surrogate */
-        if (ok && len == 4 && c == 0xF0) ok = (unsigned char)s[i + 1] >= 0x90;                /* overlong */
-        if (ok && len == 4 && c == 0xF4) ok = (unsigned char)s[i + 1] < 0x90;                 /* > U+10FFFF */
-        if (ok && c == 0) ok = 0; /* a NUL would end the string early */
-        if (ok) {
-            memcpy(o, s + i, (size_t)len);
-            o += len;
-            i += (size_t)len;
-        } else {
-            memcpy(o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-        }
-    }
-    *o = 0;
+    char *out = (char *)malloc(n * 3 + 1);
+    if (out) infer_utf8_clean(s, n, out);
     return out;
 }
 

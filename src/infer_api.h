@@ -222,6 +222,11 @@ INFERDEF int infer_tokenize(const infer_model *m, const char *text, size_t len,
    for an id out of range. Not NUL-terminated. */
 INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size);
 
+/* s[0..n) with every byte that is not part of a valid UTF-8 character
+   (and every NUL) replaced by U+FFFD, into out (room for 3 * n + 1 bytes),
+   NUL-terminated: text any JSON writer accepts. Returns its length. */
+INFERDEF size_t infer_utf8_clean(const char *s, size_t n, char *out);
+
 /* Streaming detokenizer: holds back the bytes of an unfinished UTF-8
    character so a stream never splits one. */
 typedef struct infer_detok {

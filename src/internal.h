@@ -349,13 +349,20 @@ static int infer__simd_avx512_install(infer__kernels *k);
 static int infer__simd_neon_install(infer__kernels *k);
 static void infer__vecmath_install(infer__kernels *k);
 
-/* ---- grammar.c: what schema.c shares with the GBNF parser ---- */
+/* ---- utf8.c ---- */
+static int infer__utf8_lead(unsigned b, int *lo, int *hi, uint32_t *bits);
+static int infer__utf8_next(const char *s, size_t n, uint32_t *cp);
+static size_t infer__utf8_len(unsigned char c);
+static uint32_t infer__utf8_decode(const unsigned char *s, size_t n, size_t *i);
+static size_t infer__utf8_encode(uint32_t cp, char *out);
+
+/* ---- gbnf.c: what schema.c shares with the GBNF parser ---- */
 #define INFER__G_MAX_REPEAT 4096 /* bounds of x{m,n} */
 static void infer__fail_at(infer_error *err, const char *what, const char *src, const char *at, const char *fmt,
                            va_list ap);
 static int infer__gp_word(char c);
-static int infer__g_utf8(const char **p, uint32_t *cp);
 static int infer__g_hex(char c);
+/* ---- grammar.c ---- */
 /* Where infer__grammar_nomem is set because a limit of the matcher was
    exceeded (not memory): which, as a one-line message; else NULL. */
 struct infer__grammar;

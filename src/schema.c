@@ -60,20 +60,9 @@ static void infer__jp_ws(infer__jp *j) {
 
 /* (4 bytes of room made by the caller) */
 static void infer__j_put_utf8(char **buf, uint32_t c) {
-    if (c < 0x80) stbds_arrput(*buf, (char)c);
-    else if (c < 0x800) {
-        stbds_arrput(*buf, (char)(0xC0 | c >> 6));
-        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-        stbds_arrput(*buf, (char)(0xE0 | c >> 12));
-        stbds_arrput(*buf, (char)(0x80 | ((c >> 6) & 0x3F)));
-        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
-    } else {
-        stbds_arrput(*buf, (char)(0xF0 | c >> 18));
-        stbds_arrput(*buf, (char)(0x80 | ((c >> 12) & 0x3F)));
-        stbds_arrput(*buf, (char)(0x80 | ((c >> 6) & 0x3F)));
-        stbds_arrput(*buf, (char)(0x80 | (c & 0x3F)));
-    }
+    char enc[4];
+    size_t n = infer__utf8_encode(c, enc), i;
+    for (i = 0; i < n; i++) stbds_arrput(*buf, enc[i]);
 }
 
 static int infer__jp_hex4(const char *p, uint32_t *out) {
@@ -94,6 +83,7 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
     for (;;) {
         const char *q = j->p;
         uint32_t c;
+        int len;
         if (!*q) {
             infer__jp_fail(j, at, "unterminated string");
             break;
@@ -107,10 +97,11 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
             break;
         }
         if (*q != '\\') {
-            if (!infer__g_utf8(&j->p, &c)) {
+            if (!(len = infer__utf8_next(j->p, 4, &c))) {
                 infer__jp_fail(j, q, "invalid UTF-8 in a string");
                 break;
             }
+            j->p += len;
             if (!infer__arr_room(buf, j->p - q)) {
                 infer__jp_nomem(j);
                 break;
@@ -926,8 +917,10 @@ static int infer__rx_put_set(infer__sb *b, infer__rx_set *set) {
 static int infer__rx_char(infer__rx *rx, int in_class, uint32_t *c, infer__rx_set *set) {
     const char *at = rx->p;
     char e;
+    int len;
     if (*rx->p != '\\') {
-        if (!infer__g_utf8(&rx->p, c)) { /* the pattern was decoded: only a NUL stops it */
+        if ((len = infer__utf8_next(rx->p, 4, c))) rx->p += len;
+        else { /* the pattern was decoded: only a NUL stops it */
             *c = 0;
             rx->p++;
         }

@@ -860,3 +860,30 @@ Test(tokenizer, end_of_generation_tokens) {
         infer_model_free(m);
     }
 }
+
+/* infer_utf8_clean keeps valid characters and replaces each byte of an
+   invalid one (overlong, surrogate, past U+10FFFF, cut short, NUL) with
+   U+FFFD: what a JSON writer may be given. */
+Test(tokenizer, utf8_clean_replaces_invalid_bytes) {
+    static const struct {
+        const char *in;
+        size_t n;
+        const char *want;
+    } cases[] = {
+        {"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", 14, "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"},
+        {"\xC0\xAF", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"},                     /* overlong '/' */
+        {"\xE0\x80\xAF", 3, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},     /* overlong, 3 bytes */
+        {"\xED\xA0\x80", 3, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},     /* a surrogate */
+        {"\xF4\x90\x80\x80", 4, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* past U+10FFFF */
+        {"a\xE2\x82", 3, "a\xEF\xBF\xBD\xEF\xBF\xBD"},                   /* cut short */
+        {"a\0b", 3, "a\xEF\xBF\xBD" "b"},                                /* NUL */
+        {"\xF4\x8F\xBF\xBF", 4, "\xF4\x8F\xBF\xBF"},                     /* U+10FFFF itself */
+    };
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        size_t n = infer_utf8_clean(cases[i].in, cases[i].n, out);
+        cr_assert_eq(n, strlen(cases[i].want), "case %zu: length %zu", i, n);
+        cr_assert_str_eq(out, cases[i].want, "case %zu", i);
+    }
+}
