@@ -59,6 +59,13 @@
 #ifndef INFER_H_INCLUDED
 #define INFER_H_INCLUDED
 
+/* This header's version; infer_version() says which one was compiled in
+   (the two differ when a program's header and its implementation do). */
+#define INFER_VERSION_MAJOR 0
+#define INFER_VERSION_MINOR 24
+#define INFER_VERSION_PATCH 0
+#define INFER_VERSION "0.24.0"
+
 /* The implementation needs POSIX (mmap, clock_gettime, pthreads), which a
    strict -std=c99 hides unless asked for before the first system header. */
 #if defined(INFER_IMPLEMENTATION) && defined(__STRICT_ANSI__) && !defined(_XOPEN_SOURCE) && \
@@ -90,6 +97,9 @@ typedef struct infer_model infer_model;
 typedef struct infer_context infer_context;
 typedef struct infer_sampler infer_sampler;
 typedef struct infer_gguf infer_gguf;
+
+/* The implementation's version, INFER_VERSION as it was compiled: "0.24.0". */
+INFERDEF const char *infer_version(void);
 
 typedef enum infer_status {
     INFER_OK = 0,
@@ -376,6 +386,10 @@ INFERDEF int infer_model_n_embd(const infer_model *m);
    before and after. */
 INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
                                   float *out, infer_error *err);
+/* infer_embed of tokens already tokenized (ids below infer_model_n_vocab;
+   no BOS is added): what a client that tokenizes for itself sends. */
+INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_token *tokens, int n_tokens,
+                                         infer_pooling pool, int normalize, float *out, infer_error *err);
 
 /* ---- Beam search ------------------------------------------------------ */
 
@@ -1584,6 +1598,8 @@ static int infer__atomic_next(int *v);
 
 /* ==== src/util.c ==== */
 /* util.c - errors, allocation, clocks, half-precision conversion, file mapping. */
+
+INFERDEF const char *infer_version(void) { return INFER_VERSION; }
 
 static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) {
     va_list ap;
@@ -13862,19 +13878,14 @@ INFERDEF int infer_model_n_embd(const infer_model *m) { return m->dim; }
 
 INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
                                   float *out, infer_error *err) {
-    const infer_model *m;
-    infer_token *toks = NULL;
-    float *hidden = NULL;
-    infer_status st = INFER_OK;
-    int n, done, i, t;
-    double norm = 0, *acc = NULL;
-    if (!c || !text || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOL_MEAN && pool != INFER_POOL_LAST &&
-                                                              pool != INFER_POOL_FIRST)) {
+    infer_token *toks;
+    infer_status st;
+    int n;
+    if (!c || !text) {
         infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
         return INFER_ERR_ARG;
     }
-    m = c->model;
-    n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1);
+    n = infer_tokenize(c->model, text, strlen(text), NULL, 0, infer_model_add_bos(c->model), 1);
     if (n <= 0) {
         infer__set_error(err, INFER_ERR_ARG, "the text is empty and the model adds no BOS token");
         return INFER_ERR_ARG;
@@ -13883,15 +13894,50 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         infer__set_error(err, INFER_ERR_CONTEXT_FULL, "the text is %d tokens; the context has %d positions", n, c->n_ctx);
         return INFER_ERR_CONTEXT_FULL;
     }
-    toks = (infer_token *)INFER_MALLOC((size_t)n * sizeof(infer_token));
+    if (!(toks = (infer_token *)INFER_MALLOC((size_t)n * sizeof(infer_token)))) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for an embedding of %d tokens", n);
+        return INFER_ERR_NOMEM;
+    }
+    infer_tokenize(c->model, text, strlen(text), toks, n, infer_model_add_bos(c->model), 1);
+    st = infer_embed_tokens(c, seq, toks, n, pool, normalize, out, err);
+    INFER_FREE(toks);
+    return st;
+}
+
+INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_token *toks, int n,
+                                         infer_pooling pool, int normalize, float *out, infer_error *err) {
+    const infer_model *m;
+    float *hidden = NULL;
+    infer_status st = INFER_OK;
+    int done, i, t;
+    double norm = 0, *acc = NULL;
+    if (!c || !toks || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOL_MEAN && pool != INFER_POOL_LAST &&
+                                                              pool != INFER_POOL_FIRST)) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
+        return INFER_ERR_ARG;
+    }
+    m = c->model;
+    if (n <= 0) {
+        infer__set_error(err, INFER_ERR_ARG, "there are no tokens to embed");
+        return INFER_ERR_ARG;
+    }
+    if (n > c->n_ctx) {
+        infer__set_error(err, INFER_ERR_CONTEXT_FULL, "the text is %d tokens; the context has %d positions", n, c->n_ctx);
+        return INFER_ERR_CONTEXT_FULL;
+    }
+    for (t = 0; t < n; t++)
+        if (toks[t] < 0 || toks[t] >= infer_model_n_vocab(m)) {
+            infer__set_error(err, INFER_ERR_ARG, "token %d is %d, outside the vocabulary (0 to %d)", t, (int)toks[t],
+                             infer_model_n_vocab(m) - 1);
+            return INFER_ERR_ARG;
+        }
     hidden = (float *)INFER_MALLOC((size_t)c->n_batch * m->dim * sizeof(float));
     acc = (double *)infer__calloc((size_t)m->dim, sizeof(double));
-    if (!toks || !hidden || !acc) {
+    if (!hidden || !acc) {
         st = INFER_ERR_NOMEM;
         infer__set_error(err, st, "out of memory for an embedding of %d tokens", n);
         goto done;
     }
-    infer_tokenize(m, text, strlen(text), toks, n, infer_model_add_bos(m), 1);
     infer_seq_truncate(c, seq, 0);
     /* every token's hidden state, pass by pass, summed or picked */
     for (done = 0; done < n; done += c->n_batch) {
@@ -13919,7 +13965,6 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         for (i = 0; i < m->dim; i++) out[i] = (float)(out[i] / sqrt(norm));
 done:
     infer_seq_truncate(c, seq, 0);
-    INFER_FREE(toks);
     INFER_FREE(hidden);
     INFER_FREE(acc);
     return st;

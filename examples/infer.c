@@ -1,4 +1,5 @@
-/* infer - the command-line tool: run, eval, tokenize, info.
+/* infer - the command-line tool: run, eval, tokenize, info, and the
+   commands of infer_*.c (chat, quantize, perplexity, bench, embed, serve).
    Every error is one line on stderr and a non-zero exit. */
 #define _XOPEN_SOURCE 700 /* open, fstat (cli.h reads only regular files) */
 #include <errno.h>
@@ -18,8 +19,8 @@ int infer_cmd_serve(int argc, char **argv);      /* infer_serve.c, where libmicr
 #endif
 
 static const char *usage =
-    "usage: infer COMMAND [options]\n"
-    "  run       -m MODEL [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
+    "usage: infer COMMAND [options]   (infer COMMAND --help for some; infer --version)\n"
+    "  run       -m MODEL [-p PROMPT | -f FILE] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
     "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--json] [--device D]\n"
     "            [--kv-type f16|q8_0] [--stop STR]... [--context-shift] [--keep N]\n"
     "            [--grammar GBNF | --grammar-file F | --json-schema S | --json-schema-file F]\n"
@@ -39,6 +40,10 @@ static const char *usage =
     "            [--parallel N]\n"
     "  embed     -m MODEL (-p TEXT | -f FILE) [--pooling mean|last|first] [--no-normalize] [-o json|text]\n"
     "            [--kv-type f16|q8_0]\n"
+    "  serve     -m MODEL [--host H] [--port P] [--parallel N] ...   an OpenAI-compatible server\n"
+    "            (see infer serve --help)\n"
+    "  version   this build's version (also infer --version)\n"
+    "  -f FILE: the prompt read from FILE (run), as -p gives it\n"
     "  --kv-type T: the KV cache's format, f16 (the default) or q8_0 (half the memory)\n"
     "  --think off: Qwen3 and SmolLM3 answer without reasoning (chat; on is the default)\n"
     "  --stop STR: end the reply at STR (not printed); may be given several times (run, chat)\n"
@@ -339,14 +344,14 @@ static int cmd_run(const options *o) {
     infer_error err;
     infer_context_params cp = infer_context_default_params();
     infer_request_params rp = infer_request_default_params();
-    infer_model *m = load(o, 0);
+    infer_model *m;
     infer_context *c;
     infer_request *r;
     infer_metrics mt;
     char *text = NULL, *owned = NULL;
     size_t printed = 0, len = 0;
     int rc = 0, probs_shown = 0;
-    if (!m) return 1;
+    if (!(m = load(o, 0))) return 1;
     cp.n_threads = o->threads;
     cp.n_ctx = o->n_ctx;
     cp.kv_type = o->kv_type;
@@ -612,6 +617,10 @@ int main(int argc, char **argv) {
         fputs(usage, cmd ? stdout : stderr);
         return cmd ? 0 : 1;
     }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("infer %s (infer.h)\n", infer_version());
+        return 0;
+    }
     if (!strcmp(cmd, "chat")) return infer_cmd_chat(argc, argv);
     if (!strcmp(cmd, "quantize")) return infer_cmd_quantize(argc, argv);
     if (!strcmp(cmd, "perplexity")) return infer_cmd_perplexity(argc, argv);
@@ -631,7 +640,21 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!parse_options(argc, argv, &o)) return 1;
-    if (!strcmp(cmd, "run")) return cmd_run(&o);
+    if (o.file && (!strcmp(cmd, "eval") || !strcmp(cmd, "info")))
+        return cli_fail("-f/--file is not an option of %s (run and tokenize read text from a file)", cmd);
+    if (!strcmp(cmd, "run")) {
+        char *prompt_file = NULL;
+        size_t len;
+        int rc;
+        if (o.file && o.prompt) return cli_fail("%s", "give one of -p PROMPT or -f FILE");
+        /* read before the model loads: a wrong path fails at once */
+        if (o.file && !(o.prompt = prompt_file = cli_read_file(o.file, CLI_TEXT_FILE_MAX, "a prompt file", &len))) return 1;
+        /* the newline an editor ends a file with is not part of the prompt (llama.cpp drops it too) */
+        if (prompt_file && len && prompt_file[len - 1] == '\n') prompt_file[len - 1] = 0;
+        rc = cmd_run(&o);
+        free(prompt_file);
+        return rc;
+    }
     if (!strcmp(cmd, "eval")) return cmd_eval(&o);
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(&o);
     return cmd_info(&o);

@@ -1,8 +1,12 @@
 /* infer embed -m MODEL (-p TEXT | -f FILE) [--pooling mean|last|first]
    [--no-normalize] [-o json|text] [-t THREADS] [-c CTX]
-   Prints the embedding of each text (the -p text, or each non-empty line
-   of FILE): by default mean-pooled and of unit length, as JSON in the
-   shape of OpenAI's embeddings list, or one line of numbers per text. */
+   Prints the embedding of each text (the -p text, or each line of FILE):
+   by default mean-pooled and of unit length, as JSON in the shape of
+   OpenAI's embeddings list, or one line of numbers per text.
+   Every line of FILE is embedded, empty ones too (as llama.cpp's embedding
+   example does), so output i is always line i + 1: an empty line gets the
+   embedding of the empty text (its BOS token), and where the model adds no
+   BOS token that is an error naming the line, never a line skipped. */
 #define _XOPEN_SOURCE 700 /* open, fstat (cli.h reads only regular files) */
 #include <errno.h>
 #include <stdio.h>
@@ -75,14 +79,15 @@ int infer_cmd_embed(int argc, char **argv) {
     e = (float *)malloc(sizeof(float) * (size_t)dim);
     if (!e) goto done;
     if (!strcmp(out, "json")) printf("{\"object\": \"list\", \"model\": \"%s\", \"data\": [", model);
-    for (line = buf ? buf : (char *)text; line; line = next) {
+    for (line = buf ? (*buf ? buf : NULL) : (char *)text; line; line = next) { /* an empty file has no lines */
         int k;
         next = buf ? strchr(line, '\n') : NULL;
         if (next) *next++ = 0;
-        if (buf && !*line) continue;
+        if (next && !*next) next = NULL; /* the newline ending the file ends its last line */
         if (infer_embed(c, 0, line, pool, normalize, e, &err) != INFER_OK) {
             if (!strcmp(out, "json")) printf("]}\n");
-            fprintf(stderr, "infer: %s\n", err.msg);
+            if (buf) fprintf(stderr, "infer: %s line %d: %s\n", file, n_texts + 1, err.msg);
+            else fprintf(stderr, "infer: %s\n", err.msg);
             goto done;
         }
         if (!strcmp(out, "json")) {

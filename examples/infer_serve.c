@@ -1,8 +1,8 @@
 /* infer serve - an OpenAI-compatible HTTP server on libmicrohttpd and cJSON.
 
    POST /v1/chat/completions and /v1/completions (streamed as server-sent
-   events with "stream": true), POST /v1/embeddings, GET /v1/models and
-   GET /health. Every completion runs as an infer_request on one sequence
+   events with "stream": true), POST /v1/embeddings, GET /v1/models,
+   GET /v1/models/{id} and GET /health. Every completion runs as an infer_request on one sequence
    of one context of --parallel sequences, which a background worker steps:
    replies in flight decode together in one batched forward pass, and a new
    request joins the running batch at the next pass. A request that finds
@@ -94,6 +94,7 @@ typedef struct server {
     pthread_t watchdog;
     int watchdog_started;
     int stopping;          /* atomic: set once, when the server stops */
+    int listening;         /* atomic: the daemon started (mhd_log prints from then on) */
     unsigned long long seed_counter;
 } server;
 
@@ -574,6 +575,13 @@ static char *chat_prompt(server *s, const cJSON *messages, bad_field *b) {
         cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
             bad(b, "messages", "messages[%d] must be an object with a string role", i);
+            goto done;
+        }
+        /* the API's roles; a template given another would show it to the model as if it were one */
+        if (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "developer") &&
+            strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant") && strcmp(role->valuestring, "tool")) {
+            bad(b, "messages", "messages[%d].role '%.64s' is not one of system, developer, user, assistant, tool", i,
+                role->valuestring);
             goto done;
         }
         if (!(texts[i] = message_content(field(m, "content"), i, b))) goto done;
@@ -1058,10 +1066,79 @@ static char *base64_floats(const float *v, int n) {
     return out;
 }
 
+/* One item of an embeddings request's input: a text, or token ids as a
+   client that tokenizes for itself sends them (langchain's OpenAIEmbeddings
+   does by default). */
+typedef struct embed_input {
+    const char *text;  /* NULL for tokens */
+    infer_token *toks; /* malloc'd */
+    int n_toks;
+} embed_input;
+
+/* The token ids of array a, each checked to be one of the model's n_vocab;
+   into in. Returns 0 with msg set when one is not. */
+static int embed_token_list(const cJSON *a, int index, int n_vocab, embed_input *in, char *msg, size_t size) {
+    const cJSON *t;
+    int n = cJSON_GetArraySize(a), k = 0;
+    if (n < 1) return snprintf(msg, size, "input %d is an empty token list", index), 0;
+    if (!(in->toks = (infer_token *)malloc(sizeof *in->toks * (size_t)n))) return snprintf(msg, size, "out of memory"), 0;
+    cJSON_ArrayForEach(t, a) {
+        double v = cJSON_IsNumber(t) ? t->valuedouble : -1;
+        if (!cJSON_IsNumber(t) || v != (double)(long)v || v < 0 || v >= n_vocab)
+            return snprintf(msg, size, "input %d, token %d is not a token id of this model (0 to %d)", index, k, n_vocab - 1),
+                   0;
+        in->toks[k++] = (infer_token)v;
+    }
+    in->n_toks = n;
+    return 1;
+}
+
+static void embed_inputs_free(embed_input *in, int n) {
+    int i;
+    for (i = 0; in && i < n; i++) free(in[i].toks);
+    free(in);
+}
+
+/* 'input' as OpenAI takes it: a string, an array of strings, an array of
+   token ids, or an array of arrays of token ids. Returns the count (1 to
+   256) with *out calloc'd, or 0 with msg set and nothing held. */
+static int embed_inputs(const cJSON *input, int n_vocab, embed_input **out, char *msg, size_t size) {
+    static const char *shape = "'input' must be a string, an array of 1 to 256 strings, an array of token ids, "
+                               "or an array of 1 to 256 arrays of token ids";
+    const cJSON *x;
+    int n, i = 0, ids = cJSON_IsArray(input) && cJSON_IsNumber(input->child);
+    *out = NULL;
+    n = cJSON_IsString(input) || ids ? 1 : cJSON_IsArray(input) ? cJSON_GetArraySize(input) : 0;
+    if (n < 1 || n > 256) return snprintf(msg, size, "%s", shape), 0;
+    if (!(*out = (embed_input *)calloc((size_t)n, sizeof **out))) return snprintf(msg, size, "out of memory"), 0;
+    if (cJSON_IsString(input)) {
+        (*out)[0].text = input->valuestring;
+        return 1;
+    }
+    if (ids) {
+        if (embed_token_list(input, 0, n_vocab, &(*out)[0], msg, size)) return 1;
+        embed_inputs_free(*out, 1);
+        return *out = NULL, 0;
+    }
+    cJSON_ArrayForEach(x, input) {
+        int ok = 1;
+        if (cJSON_IsString(x)) (*out)[i].text = x->valuestring;
+        else if (!cJSON_IsArray(x)) ok = 0, snprintf(msg, size, "%s", shape);
+        else ok = embed_token_list(x, i, n_vocab, &(*out)[i], msg, size);
+        if (!ok) {
+            embed_inputs_free(*out, n);
+            return *out = NULL, 0;
+        }
+        i++;
+    }
+    return n;
+}
+
 static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const char *body_text) {
     cJSON *body = cJSON_Parse(body_text), *input, *x, *o, *data;
     const char *fmt = "float";
     int n_in, i = 0, dim = infer_model_n_embd(s->model), n_tokens = 0;
+    embed_input *in = NULL;
     float *e;
     infer_error err;
     if (!body || !cJSON_IsObject(body)) {
@@ -1077,14 +1154,18 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
         }
         fmt = x->valuestring;
     }
-    n_in = cJSON_IsString(input) ? 1 : cJSON_IsArray(input) ? cJSON_GetArraySize(input) : 0;
-    if (cJSON_IsArray(input))
-        cJSON_ArrayForEach(x, input) if (!cJSON_IsString(x)) n_in = 0;
-    if (n_in < 1 || n_in > 256) {
+    /* the model's embeddings have one size: a request for it is granted, any other refused, not truncated */
+    x = field(body, "dimensions");
+    if (x && (!cJSON_IsNumber(x) || x->valuedouble != dim)) {
         cJSON_Delete(body);
-        return send_error(con, 400, "input", NULL, "'input' must be a string or an array of 1 to 256 strings");
+        return send_error(con, 400, "dimensions", NULL, "'dimensions' must be %d, the size of this model's embeddings", dim);
+    }
+    if (!(n_in = embed_inputs(input, infer_model_n_vocab(s->model), &in, err.msg, sizeof err.msg))) {
+        cJSON_Delete(body);
+        return send_error(con, 400, "input", NULL, "%s", err.msg);
     }
     if (!(e = (float *)malloc(sizeof(float) * (size_t)dim))) {
+        embed_inputs_free(in, n_in);
         cJSON_Delete(body);
         return send_error(con, 500, NULL, NULL, "out of memory");
     }
@@ -1098,16 +1179,18 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
         cp.n_threads = s->n_threads;
         s->embed_ctx = infer_context_new(s->model, &cp, &err);
     }
-    x = cJSON_IsString(input) ? input : input->child; /* one string, or each of an array */
-    for (; x && s->embed_ctx; i++) {
-        const char *text = x->valuestring;
-        int nt = infer_tokenize(s->model, text, strlen(text), NULL, 0, infer_model_add_bos(s->model), 0);
+    for (; i < n_in && s->embed_ctx; i++) {
+        const char *text = in[i].text;
+        int nt = text ? infer_tokenize(s->model, text, strlen(text), NULL, 0, infer_model_add_bos(s->model), 0)
+                      : in[i].n_toks;
         cJSON *item;
         if (nt > s->n_ctx) {
             snprintf(err.msg, sizeof err.msg, "input %d is %d tokens; this server's context holds %d", i, nt, s->n_ctx);
             break;
         }
-        if (infer_embed(s->embed_ctx, 0, text, INFER_POOL_MEAN, 1, e, &err) != INFER_OK) break;
+        if ((text ? infer_embed(s->embed_ctx, 0, text, INFER_POOL_MEAN, 1, e, &err)
+                  : infer_embed_tokens(s->embed_ctx, 0, in[i].toks, nt, INFER_POOL_MEAN, 1, e, &err)) != INFER_OK)
+            break;
         n_tokens += nt;
         item = cJSON_CreateObject();
         cJSON_AddStringToObject(item, "object", "embedding");
@@ -1122,10 +1205,10 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
             for (k = 0; k < dim; k++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(e[k]));
         }
         cJSON_AddItemToArray(data, item);
-        x = cJSON_IsString(input) ? NULL : x->next;
     }
     pthread_mutex_unlock(&s->embed_mu);
     free(e);
+    embed_inputs_free(in, n_in);
     if (!s->embed_ctx || i < n_in) {
         cJSON_Delete(o);
         cJSON_Delete(body);
@@ -1142,10 +1225,11 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
 
 /* ---- Routing ------------------------------------------------------------------ */
 
-static mhd_result serve_models(server *s, struct MHD_Connection *con) {
-    cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+/* The served model as OpenAI describes one: GET /v1/models' item, and
+   GET /v1/models/{id}'s answer. */
+static cJSON *model_object(server *s) {
+    cJSON *m = cJSON_CreateObject();
     char desc[256];
-    cJSON_AddStringToObject(o, "object", "list");
     cJSON_AddStringToObject(m, "id", s->model_id);
     cJSON_AddStringToObject(m, "object", "model");
     cJSON_AddNumberToObject(m, "created", (double)s->created);
@@ -1153,8 +1237,22 @@ static mhd_result serve_models(server *s, struct MHD_Connection *con) {
     infer_model_describe(s->model, desc, sizeof desc);
     cJSON_AddStringToObject(m, "description", desc);
     cJSON_AddNumberToObject(m, "n_ctx", s->n_ctx);
-    cJSON_AddItemToArray(data, m);
+    return m;
+}
+
+static mhd_result serve_models(server *s, struct MHD_Connection *con) {
+    cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data");
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON_AddItemToArray(data, model_object(s));
     return send_json(con, 200, o);
+}
+
+/* GET /v1/models/{id}: id as libmicrohttpd gives the path, percent-decoded */
+static mhd_result serve_model(server *s, struct MHD_Connection *con, const char *id) {
+    if (strcmp(id, s->model_id))
+        return send_error(con, 404, "model", "model_not_found", "the model '%s' does not exist; this server has '%s'", id,
+                          s->model_id);
+    return send_json(con, 200, model_object(s));
 }
 
 static mhd_result serve_health(server *s, struct MHD_Connection *con) {
@@ -1163,6 +1261,7 @@ static mhd_result serve_health(server *s, struct MHD_Connection *con) {
     pthread_mutex_lock(&s->mu);
     for (i = 0; i < s->n_slots; i++) busy += s->slot_busy[i];
     cJSON_AddStringToObject(o, "status", "ok");
+    cJSON_AddStringToObject(o, "version", infer_version());
     cJSON_AddNumberToObject(o, "slots_idle", s->n_slots - busy);
     cJSON_AddNumberToObject(o, "slots_processing", busy);
     cJSON_AddNumberToObject(o, "requests_waiting", s->n_waiting);
@@ -1233,6 +1332,8 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
                           s->max_body);
     if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
         if (get) return serve_models(s, con);
+    } else if (!strncmp(url, "/v1/models/", 11) || !strncmp(url, "/models/", 8)) {
+        if (get) return serve_model(s, con, url + (url[1] == 'v' ? 11 : 8));
     } else if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions")) {
         if (post) return serve_completion(s, con, "/v1/chat/completions", u->data ? u->data : "", 1, http11);
     } else if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions")) {
@@ -1261,6 +1362,15 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls, 
 
 /* ---- The command ------------------------------------------------------------------- */
 
+/* libmicrohttpd's messages: dropped while the daemon starts (a failure to
+   start is infer's one line, which names the reason), printed after. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+    server *s = (server *)cls;
+    if (!__atomic_load_n(&s->listening, __ATOMIC_ACQUIRE)) return;
+    fputs("infer serve: libmicrohttpd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
 static const char *serve_usage =
     "usage: infer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX per sequence]\n"
     "                   [-t THREADS] [--api-key KEY] [--alias NAME] [--queue N] [--max-body BYTES]\n"
@@ -1268,7 +1378,7 @@ static const char *serve_usage =
     "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
     "                   [--max-messages N]\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
-    "  GET /v1/models, /health. --parallel N replies decode together (default 4); --queue N more\n"
+    "  GET /v1/models[/ID], /health. --parallel N replies decode together (default 4); --queue N more\n"
     "  wait for a sequence (default 16), beyond that 503. --port 0 picks a free port (printed).\n"
     "  --api-key KEY (or INFER_API_KEY): every request but /health needs Authorization: Bearer KEY.\n"
     "  --max-connections N open at once (default 1000); --read-timeout SECS for a request's headers\n"
@@ -1426,7 +1536,8 @@ int infer_cmd_serve(int argc, char **argv) {
     infer_worker_set_slice(s.worker, 0);
     d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
                              (v6 ? MHD_USE_IPv6 : 0),
-                         (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                         (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &s,
+                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
                          &s, MHD_OPTION_CONNECTION_LIMIT, s.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
                          s.read_timeout, MHD_OPTION_END);
@@ -1434,6 +1545,7 @@ int infer_cmd_serve(int argc, char **argv) {
         fprintf(stderr, "infer: cannot listen on %s port %d: %s\n", host, port, errno ? strerror(errno) : "failed");
         goto done;
     }
+    __atomic_store_n(&s.listening, 1, __ATOMIC_RELEASE);
     if (pthread_create(&s.watchdog, NULL, watchdog_main, &s)) {
         fprintf(stderr, "infer: cannot start the connection watchdog\n");
         goto done;

@@ -7,19 +7,14 @@ INFERDEF int infer_model_n_embd(const infer_model *m) { return m->dim; }
 
 INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
                                   float *out, infer_error *err) {
-    const infer_model *m;
-    infer_token *toks = NULL;
-    float *hidden = NULL;
-    infer_status st = INFER_OK;
-    int n, done, i, t;
-    double norm = 0, *acc = NULL;
-    if (!c || !text || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOL_MEAN && pool != INFER_POOL_LAST &&
-                                                              pool != INFER_POOL_FIRST)) {
+    infer_token *toks;
+    infer_status st;
+    int n;
+    if (!c || !text) {
         infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
         return INFER_ERR_ARG;
     }
-    m = c->model;
-    n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1);
+    n = infer_tokenize(c->model, text, strlen(text), NULL, 0, infer_model_add_bos(c->model), 1);
     if (n <= 0) {
         infer__set_error(err, INFER_ERR_ARG, "the text is empty and the model adds no BOS token");
         return INFER_ERR_ARG;
@@ -28,15 +23,50 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         infer__set_error(err, INFER_ERR_CONTEXT_FULL, "the text is %d tokens; the context has %d positions", n, c->n_ctx);
         return INFER_ERR_CONTEXT_FULL;
     }
-    toks = (infer_token *)INFER_MALLOC((size_t)n * sizeof(infer_token));
+    if (!(toks = (infer_token *)INFER_MALLOC((size_t)n * sizeof(infer_token)))) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for an embedding of %d tokens", n);
+        return INFER_ERR_NOMEM;
+    }
+    infer_tokenize(c->model, text, strlen(text), toks, n, infer_model_add_bos(c->model), 1);
+    st = infer_embed_tokens(c, seq, toks, n, pool, normalize, out, err);
+    INFER_FREE(toks);
+    return st;
+}
+
+INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_token *toks, int n,
+                                         infer_pooling pool, int normalize, float *out, infer_error *err) {
+    const infer_model *m;
+    float *hidden = NULL;
+    infer_status st = INFER_OK;
+    int done, i, t;
+    double norm = 0, *acc = NULL;
+    if (!c || !toks || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOL_MEAN && pool != INFER_POOL_LAST &&
+                                                              pool != INFER_POOL_FIRST)) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
+        return INFER_ERR_ARG;
+    }
+    m = c->model;
+    if (n <= 0) {
+        infer__set_error(err, INFER_ERR_ARG, "there are no tokens to embed");
+        return INFER_ERR_ARG;
+    }
+    if (n > c->n_ctx) {
+        infer__set_error(err, INFER_ERR_CONTEXT_FULL, "the text is %d tokens; the context has %d positions", n, c->n_ctx);
+        return INFER_ERR_CONTEXT_FULL;
+    }
+    for (t = 0; t < n; t++)
+        if (toks[t] < 0 || toks[t] >= infer_model_n_vocab(m)) {
+            infer__set_error(err, INFER_ERR_ARG, "token %d is %d, outside the vocabulary (0 to %d)", t, (int)toks[t],
+                             infer_model_n_vocab(m) - 1);
+            return INFER_ERR_ARG;
+        }
     hidden = (float *)INFER_MALLOC((size_t)c->n_batch * m->dim * sizeof(float));
     acc = (double *)infer__calloc((size_t)m->dim, sizeof(double));
-    if (!toks || !hidden || !acc) {
+    if (!hidden || !acc) {
         st = INFER_ERR_NOMEM;
         infer__set_error(err, st, "out of memory for an embedding of %d tokens", n);
         goto done;
     }
-    infer_tokenize(m, text, strlen(text), toks, n, infer_model_add_bos(m), 1);
     infer_seq_truncate(c, seq, 0);
     /* every token's hidden state, pass by pass, summed or picked */
     for (done = 0; done < n; done += c->n_batch) {
@@ -64,7 +94,6 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         for (i = 0; i < m->dim; i++) out[i] = (float)(out[i] / sqrt(norm));
 done:
     infer_seq_truncate(c, seq, 0);
-    INFER_FREE(toks);
     INFER_FREE(hidden);
     INFER_FREE(acc);
     return st;

@@ -58,6 +58,13 @@
 #ifndef INFER_H_INCLUDED
 #define INFER_H_INCLUDED
 
+/* This header's version; infer_version() says which one was compiled in
+   (the two differ when a program's header and its implementation do). */
+#define INFER_VERSION_MAJOR 0
+#define INFER_VERSION_MINOR 24
+#define INFER_VERSION_PATCH 0
+#define INFER_VERSION "0.24.0"
+
 /* The implementation needs POSIX (mmap, clock_gettime, pthreads), which a
    strict -std=c99 hides unless asked for before the first system header. */
 #if defined(INFER_IMPLEMENTATION) && defined(__STRICT_ANSI__) && !defined(_XOPEN_SOURCE) && \
@@ -89,6 +96,9 @@ typedef struct infer_model infer_model;
 typedef struct infer_context infer_context;
 typedef struct infer_sampler infer_sampler;
 typedef struct infer_gguf infer_gguf;
+
+/* The implementation's version, INFER_VERSION as it was compiled: "0.24.0". */
+INFERDEF const char *infer_version(void);
 
 typedef enum infer_status {
     INFER_OK = 0,
@@ -375,6 +385,10 @@ INFERDEF int infer_model_n_embd(const infer_model *m);
    before and after. */
 INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, infer_pooling pool, int normalize,
                                   float *out, infer_error *err);
+/* infer_embed of tokens already tokenized (ids below infer_model_n_vocab;
+   no BOS is added): what a client that tokenizes for itself sends. */
+INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_token *tokens, int n_tokens,
+                                         infer_pooling pool, int normalize, float *out, infer_error *err);
 
 /* ---- Beam search ------------------------------------------------------ */
 

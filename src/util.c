@@ -1,6 +1,8 @@
 /* util.c - errors, allocation, clocks, half-precision conversion, file mapping. */
 #include "internal.h"
 
+INFERDEF const char *infer_version(void) { return INFER_VERSION; }
+
 static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) {
     va_list ap;
     if (!err) return;

@@ -145,6 +145,7 @@ def main():
         check_basics(infer, model, srv, client, openai)
         check_concurrent(srv, client)
         check_bad_requests(srv, client, openai)
+        check_real_clients(infer, model, srv, client, openai)
     finally:
         log = srv.stop()
     check("stopping" in log, "SIGTERM stops the server cleanly")
@@ -309,8 +310,8 @@ def check_bad_requests(srv, client, openai):
         check(got == status and openai_error(text, code=code, param=param), "400 with an error object: " + what)
     got, text = curl(srv.url + "/v1/completions", body='{"prompt": 5}')
     check(got == 400 and openai_error(text, param="prompt"), "400: a completion prompt that is not text")
-    got, text = curl(srv.url + "/v1/embeddings", body='{"input": [1, 2]}')
-    check(got == 400 and openai_error(text, param="input"), "400: embeddings of token arrays")
+    got, text = curl(srv.url + "/v1/embeddings", body='{"input": [[1, 2], 5]}')
+    check(got == 400 and openai_error(text, param="input"), "400: embeddings of token lists mixed with a bare id")
     got, text = curl(srv.url + "/v1/nothing", body="{}")
     check(got == 404 and openai_error(text), "404 for an unknown path")
     got, text = curl(chat)
@@ -337,6 +338,70 @@ def check_bad_requests(srv, client, openai):
     # The server still answers after all that.
     r = client.chat.completions.create(model="smollm", messages=[{"role": "user", "content": "hi"}], max_tokens=4)
     check(r.usage.completion_tokens >= 1, "the server answers normally after the bad requests")
+
+
+def check_real_clients(infer, model, srv, client, openai):
+    """What litellm, langchain-openai, instructor and the llm CLI send:
+    token-id embeddings, dimensions, models.retrieve, roles; and a second
+    server on a busy port."""
+    version = cli(infer, "--version").strip()
+    code, text = curl(srv.url + "/health", key=None)
+    check(code == 200 and "infer " + json.loads(text).get("version", "?") + " (infer.h)" == version,
+          "GET /health gives the version infer --version prints (%s)" % version)
+
+    # GET /v1/models/{id}: the list's item, or OpenAI's 404
+    m = client.models.retrieve("smollm")
+    listed = client.models.list().data[0]
+    check(m.id == "smollm" and m.object == "model" and m.model_dump() == listed.model_dump(),
+          "models.retrieve gives the item GET /v1/models lists")
+    try:
+        client.models.retrieve("gpt-4o")
+        check(False, "models.retrieve of another model: NotFoundError")
+    except openai.NotFoundError as ex:
+        check(ex.status_code == 404 and "gpt-4o" in str(ex), "models.retrieve of another model: NotFoundError")
+    got, text = curl(srv.url + "/v1/models/gpt-4o")
+    check(got == 404 and openai_error(text, code="model_not_found"), "404 model_not_found for an unknown model id")
+
+    # embeddings of token ids (langchain's OpenAIEmbeddings sends them): the
+    # text's own tokens embed as the text does
+    ids = [int(t) for t in cli(infer, "tokenize", "-m", model, "-p", "hello world").split()]
+    by_text = client.embeddings.create(model="smollm", input="hello world").data[0].embedding
+    by_ids = client.embeddings.create(model="smollm", input=ids).data
+    check(len(by_ids) == 1 and max(abs(x - y) for x, y in zip(by_ids[0].embedding, by_text)) < 1e-5,
+          "a token list embeds as its text")
+    two = client.embeddings.create(model="smollm", input=[ids, ids[:1]])
+    check([d.index for d in two.data] == [0, 1] and two.usage.prompt_tokens == len(ids) + 1,
+          "a list of token lists: one embedding each")
+    for bad_input, what in (([[1, 49152]], "a token id past the vocabulary"), ([-1], "a negative token id"),
+                            ([1.5], "a token id that is not an integer"), ([[]], "an empty token list")):
+        try:
+            client.embeddings.create(model="smollm", input=bad_input)
+            check(False, "embeddings: 400 for " + what)
+        except openai.BadRequestError as ex:
+            check(ex.status_code == 400 and ex.body.get("param") == "input", "embeddings: 400 for " + what)
+    d = client.embeddings.create(model="smollm", input="hi", dimensions=len(by_text))
+    check(len(d.data[0].embedding) == len(by_text), "dimensions equal to the model's size is accepted")
+    try:
+        client.embeddings.create(model="smollm", input="hi", dimensions=64)
+        check(False, "dimensions 64: BadRequestError naming it")
+    except openai.BadRequestError as ex:
+        check(ex.body.get("param") == "dimensions" and "dimensions" in str(ex), "dimensions 64: BadRequestError naming it")
+
+    # roles: developer is system; an unknown one is refused, named
+    r = client.chat.completions.create(model="smollm", max_tokens=2, messages=[
+        {"role": "developer", "content": "Be brief."}, {"role": "user", "content": "hi"}])
+    check(r.usage.completion_tokens >= 1, "the developer role is taken")
+    try:
+        client.chat.completions.create(model="smollm", max_tokens=2, messages=[{"role": "wizard", "content": "hi"}])
+        check(False, "an unknown role: BadRequestError naming it")
+    except openai.BadRequestError as ex:
+        check(ex.body.get("param") == "messages" and "wizard" in str(ex), "an unknown role: BadRequestError naming it")
+
+    # a second server on the same port: infer's one line, exit 1
+    out = subprocess.run([infer, "serve", "-m", model, "--port", str(srv.port), "-t", "1"], capture_output=True,
+                         text=True, timeout=120)
+    check(out.returncode == 1 and out.stderr.count("\n") == 1 and str(srv.port) in out.stderr,
+          "a busy port: exit 1 and one line (got %d: %r)" % (out.returncode, out.stderr))
 
 
 def check_queue_and_disconnect(srv, openai):

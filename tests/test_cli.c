@@ -554,3 +554,105 @@ Test(cli, chat_runs_on_newer_architectures) {
         free(out);
     }
 }
+
+/* ---- version, help, -f ------------------------------------------------------- */
+
+Test(cli, version_and_help_name_every_command) {
+    static const char *const commands[] = {"run", "eval", "tokenize", "info", "chat", "quantize", "perplexity",
+                                           "bench", "embed", "serve", "version"};
+    const char *args[] = {"--version", "version"};
+    char want[64], *out;
+    int status, i;
+    cr_assert_str_eq(infer_version(), INFER_VERSION, "the library's version is not its header's");
+    snprintf(want, sizeof want, "infer %s (infer.h)\n", INFER_VERSION);
+    for (i = 0; i < 2; i++) {
+        out = cli_stdout(args[i], &status);
+        cr_assert_eq(status, 0, "infer %s: exit %d", args[i], status);
+        cr_assert_str_eq(out, want, "infer %s", args[i]);
+        free(out);
+    }
+    out = cli_stdout("--help", &status);
+    cr_assert_eq(status, 0);
+    for (i = 0; i < (int)(sizeof commands / sizeof commands[0]); i++) {
+        char line[32];
+        snprintf(line, sizeof line, "\n  %s ", commands[i]);
+        cr_assert(strstr(out, line), "infer --help does not list %s:\n%s", commands[i], out);
+    }
+    free(out);
+}
+
+Test(cli, run_reads_the_prompt_from_a_file) {
+    static const char prompt[] = "Once upon a time\n"; /* the final newline is not part of the prompt */
+    char *path = write_temp(prompt, sizeof prompt - 1), args[1024], *err;
+    tu_json *from_file, *from_arg;
+    const tu_json *a, *b;
+    int i, status;
+    need_shared();
+    snprintf(args, sizeof args, "-f %s -n 8 --temp 0", path);
+    from_file = run_json(args, NULL);
+    from_arg = run_json("-p \"Once upon a time\" -n 8 --temp 0", NULL);
+    a = field(from_file, "prompt_tokens", TU_ARR);
+    b = field(from_arg, "prompt_tokens", TU_ARR);
+    cr_assert_eq(a->n, b->n, "-f: %d prompt tokens, -p: %d", a->n, b->n);
+    for (i = 0; i < a->n; i++) cr_assert_eq(a->items[i].num, b->items[i].num, "prompt token %d", i);
+    cr_assert_str_eq(field(from_file, "text", TU_STR)->str, field(from_arg, "text", TU_STR)->str);
+
+    /* a missing file: one line naming it, exit 1, before any model loads */
+    snprintf(args, sizeof args, "run -m %s -f /nonexistent/dir/prompt.txt", model_path());
+    expect_one_line_error(args, "/nonexistent/dir/prompt.txt");
+    err = cli_stderr(args, &status);
+    cr_assert_eq(status, 1, "exit %d", status);
+    cr_assert_null(strstr(err, "empty"), "%s", err);
+    free(err);
+    snprintf(args, sizeof args, "run -m %s -p hi -f %s", model_path(), path);
+    expect_one_line_error(args, "-p|-f");
+    snprintf(args, sizeof args, "eval -m %s --tokens 1 -f %s", model_path(), path);
+    expect_one_line_error(args, "-f");
+    snprintf(args, sizeof args, "chat -m %s -f %s", model_path(), path); /* chat reads its turns from stdin */
+    expect_one_line_error(args, "-f");
+    tu_json_free(from_file);
+    tu_json_free(from_arg);
+    unlink(path);
+    free(path);
+}
+
+/* `infer embed -f`: output i is line i + 1, an empty line included (the
+   embedding of the empty text: stories260K adds a BOS token). */
+Test(cli, embed_file_keeps_every_line) {
+    static const char text[] = "Once upon a time\n\nthe end\n";
+    char *path = write_temp(text, sizeof text - 1), args[1024], *lines, *empty, *first, *p;
+    tu_json *root;
+    const tu_json *data;
+    int status, i, n = 0;
+    need_shared();
+    snprintf(args, sizeof args, "embed -m %s -f %s", model_path(), path);
+    p = cli_stdout(args, &status);
+    cr_assert_eq(status, 0, "infer %s: exit %d", args, status);
+    root = tu_json_parse(p);
+    cr_assert_not_null(root, "not JSON: %.300s", p);
+    data = field(root, "data", TU_ARR);
+    cr_assert_eq(data->n, 3, "%d embeddings for 3 lines", data->n);
+    for (i = 0; i < 3; i++) cr_assert_eq((int)field(&data->items[i], "index", TU_NUM)->num, i);
+    tu_json_free(root);
+    free(p);
+
+    snprintf(args, sizeof args, "embed -m %s -f %s -o text", model_path(), path);
+    lines = cli_stdout(args, &status);
+    cr_assert_eq(status, 0);
+    snprintf(args, sizeof args, "embed -m %s -p '' -o text", model_path());
+    empty = cli_stdout(args, &status);
+    cr_assert_eq(status, 0);
+    snprintf(args, sizeof args, "embed -m %s -p 'Once upon a time' -o text", model_path());
+    first = cli_stdout(args, &status);
+    cr_assert_eq(status, 0);
+    for (p = lines; *p; p++) n += *p == '\n';
+    cr_assert_eq(n, 3, "%d lines of output for 3 lines:\n%s", n, lines);
+    cr_assert_eq(strncmp(lines, first, strlen(first)), 0, "line 1 is not the embedding of its text");
+    p = strchr(lines, '\n') + 1;
+    cr_assert_eq(strncmp(p, empty, strlen(empty)), 0, "line 2 is not the embedding of the empty text");
+    free(lines);
+    free(empty);
+    free(first);
+    unlink(path);
+    free(path);
+}
