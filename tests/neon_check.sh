@@ -26,7 +26,8 @@
 # windows whose ring the prompt's batches wrap, per-layer RoPE, q/k norms):
 # about 8 minutes in all on a 2-core machine (every long reference: about
 # 19). NEON_CHECK_LONG=all runs every one, NEON_CHECK_LONG="NAME..."
-# those models', NEON_CHECK_LONG=none none.
+# those models', NEON_CHECK_LONG=none none. NEON_CHECK_GEMMA=0 leaves
+# Gemma 3 270M out (its two references: about 270 s).
 # A summary line per model gives its worst error under NEON.
 # Exits 77 (CTest's skip) only when the cross compiler or qemu is absent;
 # scripts/deps.sh installs them. NEON_CHECK_ONLY=substring checks only the
@@ -317,7 +318,9 @@ for model in "$shared"/models/*.gguf "$shared"/arch/*.gguf; do
     check "$model"
 done
 gemma=$src/models/gemma-3-270m-q4_k_m.gguf
-if [ -f "$gemma" ]; then
+if [ "${NEON_CHECK_GEMMA-1}" = 0 ]; then
+    echo "gemma-3-270m-q4_k_m: left out (NEON_CHECK_GEMMA=0)"
+elif [ -f "$gemma" ]; then
     # llama.cpp's own CPU paths for it pick different greedy tokens up to
     # 0.2 apart (../shared/README.md): its near-ties are wider
     check "$gemma" -n 0.2
