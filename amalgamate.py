@@ -55,6 +55,7 @@ PARTS = [
     "gpu.c",
     "grammar.c",
     "schema.c",
+    "jinja.c",
     "sampler.c",
     "generate.c",
     "beam.c",
