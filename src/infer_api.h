@@ -872,6 +872,11 @@ INFERDEF infer_jinja_limits infer_jinja_default_limits(void);
    newlines made spaces); else 0. */
 INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json,
                                   const infer_jinja_limits *limits, int *raised, infer_error *err);
+/* The model's Jinja chat template (GGUF tokenizer.chat_template), malloc'd
+   (free() it), or NULL where it has none; bos and eos (may be NULL) get
+   the texts of its BOS and EOS tokens, "" where it has none (cut to fit). */
+INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
+                                              size_t eos_size);
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,7 @@
 /* ---- values ---------------------------------------------------------------- */
 
 enum {
-    JJ_UNDEF = 0, JJ_NONE, JJ_BOOL, JJ_INT, JJ_FLOAT, JJ_STR, JJ_LIST, JJ_DICT, JJ_NS, JJ_FUNC, JJ_MACRO
+    JJ_UNDEF = 0, JJ_NONE, JJ_BOOL, JJ_INT, JJ_FLOAT, JJ_STR, JJ_LIST, JJ_DICT, JJ_NS, JJ_FUNC, JJ_MACRO, JJ_LOOP
 };
 /* flags of a value */
 #define JJ_MARKUP 1 /* STR: |safe (markup + str escapes the str) */
@@ -29,6 +29,7 @@ typedef struct jj_list jj_list;
 typedef struct jj_dict jj_dict;
 typedef struct jj_func jj_func;
 typedef struct jj_node jj_node;
+typedef struct jj_loop jj_loop;
 
 typedef struct jj_val {
     unsigned char type, flags;
@@ -40,6 +41,7 @@ typedef struct jj_val {
         jj_dict *d; /* DICT, NS */
         jj_func *fn;
         jj_node *macro;
+        jj_loop *loop;
     } u;
 } jj_val;
 
@@ -54,6 +56,12 @@ struct jj_list {
 struct jj_dict {
     jj_val *k, *v;
     size_t n, cap;
+};
+/* a for loop's "loop": one per loop, updated in place as jinja2's
+   LoopContext is (so an iteration allocates nothing) */
+struct jj_loop {
+    jj_list *items;
+    size_t i;
 };
 /* a builtin: a global function, or a method bound to self */
 struct jj_func {
@@ -344,13 +352,14 @@ static int jj_equal(const jj_val *a, const jj_val *b) {
     case JJ_NS: return a->u.d == b->u.d;
     case JJ_FUNC: return a->u.fn == b->u.fn;
     case JJ_MACRO: return a->u.macro == b->u.macro;
+    case JJ_LOOP: return a->u.loop == b->u.loop;
     default: return 0;
     }
 }
 
 static const char *jj_type_name(const jj_val *v) {
     static const char *names[] = {"Undefined", "NoneType", "bool", "int", "float", "str", "list", "dict",
-                                  "Namespace", "builtin_function_or_method", "Macro"};
+                                  "Namespace", "builtin_function_or_method", "Macro", "LoopContext"};
     if (v->type == JJ_LIST && (v->flags & JJ_LAZY)) return "generator";
     if (v->type == JJ_LIST && (v->flags & JJ_TUPLE)) return "tuple";
     return names[v->type];
@@ -491,6 +500,7 @@ static void jj_put_str(jj_r *r, jj_buf *b, const jj_val *v) {
     case JJ_NS: jj_puts(r, b, "<Namespace>"); break;
     case JJ_FUNC: jj_puts(r, b, "<built-in method>"); break;
     case JJ_MACRO: jj_puts(r, b, "<Macro>"); break;
+    case JJ_LOOP: jj_puts(r, b, "<LoopContext>"); break;
     }
 }
 
@@ -1874,8 +1884,13 @@ static jj_val jj_concat2(jj_r *r, const jj_str *a, const jj_str *b) {
     jj_val v;
     if (a->len + b->len > r->lim.max_output || a->len + b->len < a->len)
         jj_fail(r, "string longer than the output limit (%zu bytes)", r->lim.max_output);
-    v = jj_str_val(r, a->s, a->len + b->len);
+    v.type = JJ_STR;
+    v.flags = 0;
+    v.u.s = (jj_str *)jj_alloc(r, sizeof *v.u.s + a->len + b->len);
+    v.u.s->len = a->len + b->len;
+    memcpy(v.u.s->s, a->s, a->len);
     memcpy(v.u.s->s + a->len, b->s, b->len);
+    v.u.s->s[v.u.s->len] = 0;
     return v;
 }
 
@@ -2151,6 +2166,10 @@ static jj_val jj_call_method(jj_r *r, const jj_func *fn, const jj_args *a) {
     for (mut = jj_mutating; *mut; mut++)
         if (!strcmp(m, *mut) && (self->type == JJ_LIST || self->type == JJ_DICT))
             jj_fail(r, "SecurityError: access to attribute '%s' of '%s' object is unsafe", m, jj_type_name(self));
+    if (self->type == JJ_LOOP && !strcmp(m, "cycle")) {
+        if (!a->npos) jj_fail(r, "TypeError: no items for cycling given");
+        return a->pos[self->u.loop->i % (size_t)a->npos];
+    }
     if (self->type == JJ_STR) {
         const jj_str *s = self->u.s;
         if (!strcmp(m, "strip")) return jj_strip(r, self, jj_arg_str(r, a, 0, "chars", m), 3);
@@ -2309,6 +2328,23 @@ static jj_val jj_getattr(jj_r *r, const jj_val *obj, const jj_str *name) {
     if (obj->type == JJ_UNDEF) jj_undef_fail(r, obj, name->s);
     if (name->len && name->s[0] == '_') return jj_undef(NULL); /* the sandbox hides these */
     if (jj_has_method(obj, name->s)) return jj_func_val(r, name->s, *obj);
+    if (obj->type == JJ_LOOP) {
+        const jj_list *items = obj->u.loop->items;
+        size_t i = obj->u.loop->i, n = items->n;
+        const char *k = name->s;
+        if (!strcmp(k, "index0")) return jj_int((int64_t)i);
+        if (!strcmp(k, "index")) return jj_int((int64_t)i + 1);
+        if (!strcmp(k, "revindex0")) return jj_int((int64_t)(n - i - 1));
+        if (!strcmp(k, "revindex")) return jj_int((int64_t)(n - i));
+        if (!strcmp(k, "first")) return jj_bool(i == 0);
+        if (!strcmp(k, "last")) return jj_bool(i + 1 == n);
+        if (!strcmp(k, "length")) return jj_int((int64_t)n);
+        if (!strcmp(k, "depth")) return jj_int(1);
+        if (!strcmp(k, "depth0")) return jj_int(0);
+        if (!strcmp(k, "previtem")) return i > 0 ? items->v[i - 1] : jj_undef(NULL);
+        if (!strcmp(k, "nextitem")) return i + 1 < n ? items->v[i + 1] : jj_undef(NULL);
+        if (!strcmp(k, "cycle")) return jj_func_val(r, "cycle", *obj);
+    }
     if (obj->type == JJ_DICT || obj->type == JJ_NS) {
         at = jj_dict_find_s(obj->u.d, name->s, name->len);
         if (at >= 0) return obj->u.d->v[at];
@@ -2801,7 +2837,8 @@ static jj_val jj_range(jj_r *r, const jj_args *a) {
     if (step > 0) n = stop > start ? (int64_t)(((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1) : 0;
     else n = start > stop ? (int64_t)(((uint64_t)start - (uint64_t)stop - 1) / (uint64_t)-step + 1) : 0;
     if (n < 0 || (uint64_t)n > r->lim.max_memory / sizeof(jj_val) || (n > r->lim.max_steps))
-        jj_fail(r, "range of %lld items exceeds the limits", (long long)n);
+        jj_fail(r, "range of %lld items: over the step limit (%ld) or the memory limit (%zu bytes)", (long long)n,
+                r->lim.max_steps, r->lim.max_memory);
     l = jj_new_list(r, (size_t)n, 0);
     for (i = 0; i < n; i++) l.u.l->v[i] = jj_int(start + i * step);
     l.u.l->n = (size_t)n;
@@ -3000,29 +3037,12 @@ static void jj_bind(jj_r *r, jj_scope *s, jj_node *target, jj_val v) {
     }
 }
 
-static void jj_loop_var(jj_r *r, jj_scope *s, jj_list *items, size_t i) {
-    jj_val loop = jj_new_dict(r, JJ_DICT);
-    size_t n = items->n;
-#define JJ_LOOP_SET(k, val) jj_dict_set(r, loop.u.d, jj_cstr(r, k), val)
-    JJ_LOOP_SET("index0", jj_int((int64_t)i));
-    JJ_LOOP_SET("index", jj_int((int64_t)i + 1));
-    JJ_LOOP_SET("revindex0", jj_int((int64_t)(n - i - 1)));
-    JJ_LOOP_SET("revindex", jj_int((int64_t)(n - i)));
-    JJ_LOOP_SET("first", jj_bool(i == 0));
-    JJ_LOOP_SET("last", jj_bool(i + 1 == n));
-    JJ_LOOP_SET("length", jj_int((int64_t)n));
-    JJ_LOOP_SET("depth", jj_int(1));
-    JJ_LOOP_SET("depth0", jj_int(0));
-    JJ_LOOP_SET("previtem", i > 0 ? items->v[i - 1] : jj_undef(NULL));
-    JJ_LOOP_SET("nextitem", i + 1 < n ? items->v[i + 1] : jj_undef(NULL));
-#undef JJ_LOOP_SET
-    jj_assign(r, s, jj_newstr(r, "loop", 4), loop);
-}
-
 static int jj_exec_for(jj_r *r, jj_scope *outer, jj_node *x) {
     jj_val seq = jj_eval(r, outer, x->kid[1]);
     jj_list *items = jj_iter(r, &seq);
     jj_scope *s = jj_new_scope(r, outer);
+    jj_loop *state = (jj_loop *)jj_alloc(r, sizeof *state);
+    jj_val loop;
     size_t i;
     if (x->kid[4]) { /* for x in y if cond: the filter comes first, loop.* counts what passes */
         jj_val kept = jj_new_list(r, items->n, 0);
@@ -3035,11 +3055,16 @@ static int jj_exec_for(jj_r *r, jj_scope *outer, jj_node *x) {
         }
         items = kept.u.l;
     }
+    state->items = items;
+    loop.type = JJ_LOOP;
+    loop.flags = 0;
+    loop.u.loop = state;
+    jj_assign(r, s, jj_newstr(r, "loop", 4), loop);
     for (i = 0; i < items->n; i++) {
         int flow;
         jj_step(r);
         jj_bind(r, s, x->kid[0], items->v[i]);
-        jj_loop_var(r, s, items, i);
+        state->i = i;
         flow = jj_exec(r, s, x->kid[2]);
         if (flow == JJ_BREAK) break;
     }
@@ -3120,7 +3145,7 @@ INFERDEF infer_jinja_limits infer_jinja_default_limits(void) {
 INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json, const infer_jinja_limits *limits,
                                   int *raised, infer_error *err) {
     jj_r *r;
-    char *result = NULL;
+    char *volatile result = NULL; /* set between setjmp and a longjmp */
     if (raised) *raised = 0;
     if (!template_text) {
         infer__set_error(err, INFER_ERR_ARG, "no template");
@@ -3176,4 +3201,28 @@ INFERDEF char *infer_jinja_render(const char *template_text, const char *context
     jj_free_all(r);
     INFER_FREE(r);
     return result;
+}
+
+/* The text of token id (control tokens as written in the vocabulary), or "". */
+static void jj_token_text(const infer_gguf *g, int64_t id, char *dst, size_t size) {
+    const infer__kv *kv = infer__gguf_kv(g, "tokenizer.ggml.tokens");
+    size_t n = 0;
+    if (id >= 0 && kv && kv->type == INFER_GGUF_ARRAY && kv->strs && (uint64_t)id < kv->arr_n && kv->strs[id].n > 0)
+        n = INFER__MIN((size_t)kv->strs[id].n, size - 1);
+    if (n) memcpy(dst, kv->strs[id].p, n);
+    dst[n] = 0;
+}
+
+INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
+                                              size_t eos_size) {
+    const infer_gguf *g = m ? infer_model_gguf(m) : NULL;
+    infer__str s;
+    char *text = NULL;
+    if (bos && bos_size) bos[0] = 0;
+    if (eos && eos_size) eos[0] = 0;
+    if (!g) return NULL;
+    if (bos && bos_size) jj_token_text(g, infer_model_bos(m), bos, bos_size);
+    if (eos && eos_size) jj_token_text(g, infer_model_eos(m), eos, eos_size);
+    if (infer__gguf_get_str(g, "tokenizer.chat_template", &s)) text = infer__strndup(s.p, (size_t)s.n);
+    return text;
 }
