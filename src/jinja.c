@@ -2692,7 +2692,7 @@ static infer__jj_val infer__jj_attr_path(infer__jj_r *r, const infer__jj_val *x,
     infer__jj_val cur = *x;
     const char *p = path->s, *end = path->s + path->len;
     while (p <= end) {
-        const char *dot = memchr(p, '.', (size_t)(end - p));
+        const char *dot = (const char *)memchr(p, '.', (size_t)(end - p));
         size_t n = dot ? (size_t)(dot - p) : (size_t)(end - p);
         infer__jj_val key = infer__jj_str_val(r, p, n);
         if (n && infer__jj_digit(p[0])) key = infer__jj_int(strtoll(key.u.s->s, NULL, 10));
