@@ -854,7 +854,9 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
    instant, 2026-11-25 00:00:00, so renderings are reproducible).
    A hostile template ends with a one-line error within these limits: */
 typedef struct infer_jinja_limits {
-    long max_steps;    /* loop iterations and macro calls in one render (1,000,000) */
+    long max_steps;    /* loop iterations and macro calls in one render, searches and
+                          comparisons counted too, one step per 16 items or 256
+                          bytes they visit (1,000,000) */
     int max_depth;     /* nesting while parsing, and while evaluating: expressions,
                           blocks and macro recursion together (256) */
     size_t max_output; /* bytes of output, and of any one string (16 MiB) */
@@ -17731,6 +17733,17 @@ static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) {
     longjmp(r->fail, 1);
 }
 
+/* Searches and comparisons cost steps too (one per 16 items or 256 bytes
+   visited), so a loop repeating one over a huge value ends at the step
+   limit instead of running for hours. */
+static void infer__jj_work(infer__jj_r *r, size_t items, size_t bytes) {
+    r->steps += (long)(items >> 4) + (long)(bytes >> 8);
+    if (r->steps > r->lim.max_steps)
+        infer__jj_fail(r, "step limit exceeded (%ld loop iterations, calls and searches)", r->lim.max_steps);
+}
+
+static const char *infer__jj_memmem(infer__jj_r *r, const char *h, size_t hn, const char *n, size_t nn);
+
 static void *infer__jj_alloc(infer__jj_r *r, size_t size) {
     infer__jj_chunk *c = r->chunks;
     size_t align = sizeof c->data[0], need = (size + align - 1) / align * align;
@@ -17896,6 +17909,7 @@ static int infer__jj_equal_flat(infer__jj_r *r, const infer__jj_val *a, const in
 /* index of key in d, or -1 */
 static long infer__jj_dict_find(infer__jj_r *r, const infer__jj_dict *d, const infer__jj_val *key) {
     size_t i;
+    infer__jj_work(r, d->n, 0);
     for (i = 0; i < d->n; i++)
         if (infer__jj_equal(r, &d->k[i], key)) return (long)i;
     return -1;
@@ -17963,6 +17977,8 @@ static int infer__jj_equal(infer__jj_r *r, const infer__jj_val *a, const infer__
 
 static int infer__jj_equal_flat(infer__jj_r *r, const infer__jj_val *a, const infer__jj_val *b) {
     size_t i;
+    if (a->type == b->type && a->type == INFER__JJ_STR) infer__jj_work(r, 0, a->u.s->len);
+    if (a->type == b->type && a->type == INFER__JJ_LIST) infer__jj_work(r, a->u.l->n, 0);
     if (infer__jj_is_num(a) && infer__jj_is_num(b)) {
         if (a->type != INFER__JJ_FLOAT && b->type != INFER__JJ_FLOAT) return a->u.i == b->u.i;
         return infer__jj_num(a) == infer__jj_num(b);
@@ -19525,13 +19541,15 @@ static infer__jj_scope *infer__jj_new_scope(infer__jj_r *r, infer__jj_scope *par
 }
 
 /* UTF-8 code points: count, and the byte offset of the i-th */
-static size_t infer__jj_cp_count(const infer__jj_str *s) {
+static size_t infer__jj_cp_count(infer__jj_r *r, const infer__jj_str *s) {
     size_t i, n = 0;
+    infer__jj_work(r, 0, s->len);
     for (i = 0; i < s->len; i++) n += ((unsigned char)s->s[i] & 0xc0) != 0x80;
     return n;
 }
-static size_t infer__jj_cp_offset(const infer__jj_str *s, size_t cp) {
+static size_t infer__jj_cp_offset(infer__jj_r *r, const infer__jj_str *s, size_t cp) {
     size_t i, n = 0;
+    infer__jj_work(r, 0, s->len);
     for (i = 0; i < s->len; i++)
         if (((unsigned char)s->s[i] & 0xc0) != 0x80) {
             if (n == cp) return i;
@@ -19559,7 +19577,7 @@ static infer__jj_list *infer__jj_iter(infer__jj_r *r, const infer__jj_val *v) {
         return l.u.l;
     case INFER__JJ_STR: {
         const infer__jj_str *s = v->u.s;
-        l = infer__jj_new_list(r, infer__jj_cp_count(s), 0);
+        l = infer__jj_new_list(r, infer__jj_cp_count(r, s), 0);
         for (i = 0; i < s->len;) {
             size_t j = i + 1;
             while (j < s->len && ((unsigned char)s->s[j] & 0xc0) == 0x80) j++;
@@ -19576,7 +19594,7 @@ static infer__jj_list *infer__jj_iter(infer__jj_r *r, const infer__jj_val *v) {
 static int64_t infer__jj_length(infer__jj_r *r, const infer__jj_val *v) {
     switch (v->type) {
     case INFER__JJ_UNDEF: return 0;
-    case INFER__JJ_STR: return (int64_t)infer__jj_cp_count(v->u.s);
+    case INFER__JJ_STR: return (int64_t)infer__jj_cp_count(r, v->u.s);
     case INFER__JJ_LIST:
         if (v->flags & INFER__JJ_LAZY) infer__jj_fail(r, "TypeError: object of type 'generator' has no len()");
         return (int64_t)v->u.l->n;
@@ -19593,7 +19611,9 @@ static int infer__jj_cmp(infer__jj_r *r, const infer__jj_val *a, const infer__jj
     }
     if (a->type == INFER__JJ_STR && b->type == INFER__JJ_STR) {
         size_t n = INFER__MIN(a->u.s->len, b->u.s->len);
-        int c = memcmp(a->u.s->s, b->u.s->s, n);
+        int c;
+        infer__jj_work(r, 0, n);
+        c = memcmp(a->u.s->s, b->u.s->s, n);
         if (c) return c < 0 ? -1 : 1;
         return a->u.s->len < b->u.s->len ? -1 : a->u.s->len > b->u.s->len;
     }
@@ -19617,16 +19637,14 @@ static int infer__jj_cmp(infer__jj_r *r, const infer__jj_val *a, const infer__jj
 
 static int infer__jj_contains(infer__jj_r *r, const infer__jj_val *hay, const infer__jj_val *needle) {
     size_t i;
+    if (hay->type == INFER__JJ_STR) infer__jj_work(r, 0, hay->u.s->len);
+    if (hay->type == INFER__JJ_LIST) infer__jj_work(r, hay->u.l->n, 0);
     switch (hay->type) {
     case INFER__JJ_STR:
         if (needle->type != INFER__JJ_STR)
             infer__jj_fail(r, "TypeError: 'in <string>' requires string as left operand, not %s",
                            infer__jj_type_name(needle));
-        if (!needle->u.s->len) return 1;
-        if (needle->u.s->len > hay->u.s->len) return 0;
-        for (i = 0; i + needle->u.s->len <= hay->u.s->len; i++)
-            if (!memcmp(hay->u.s->s + i, needle->u.s->s, needle->u.s->len)) return 1;
-        return 0;
+        return infer__jj_memmem(r, hay->u.s->s, hay->u.s->len, needle->u.s->s, needle->u.s->len) != NULL;
     case INFER__JJ_LIST:
         for (i = 0; i < hay->u.l->n; i++)
             if (infer__jj_equal(r, &hay->u.l->v[i], needle)) return 1;
@@ -19835,6 +19853,7 @@ static int infer__jj_is_ws_char(char c) {
 
 /* str.strip family: which 1 left, 2 right, 3 both */
 static infer__jj_val infer__jj_strip(infer__jj_r *r, const infer__jj_val *self, const infer__jj_str *chars, int which) {
+    infer__jj_work(r, 0, chars ? self->u.s->len * chars->len : 0);
     const infer__jj_str *s = self->u.s;
     size_t b = 0, e = s->len;
     infer__jj_val v;
@@ -19849,12 +19868,19 @@ static infer__jj_val infer__jj_strip(infer__jj_r *r, const infer__jj_val *self, 
     return v;
 }
 
-static const char *infer__jj_memmem(const char *h, size_t hn, const char *n, size_t nn) {
-    size_t i;
+/* The first n[0..nn) in h[0..hn), or NULL; what it scans costs steps. */
+static const char *infer__jj_memmem(infer__jj_r *r, const char *h, size_t hn, const char *n, size_t nn) {
+    size_t i, scanned = hn;
+    const char *at = NULL;
     if (!nn) return h;
     for (i = 0; i + nn <= hn; i++)
-        if (h[i] == n[0] && !memcmp(h + i, n, nn)) return h + i;
-    return NULL;
+        if (h[i] == n[0] && !memcmp(h + i, n, nn)) {
+            at = h + i;
+            scanned = i + nn;
+            break;
+        }
+    infer__jj_work(r, 0, scanned + scanned / 16 * nn);
+    return at;
 }
 
 static infer__jj_val infer__jj_split(infer__jj_r *r, const infer__jj_str *s, const infer__jj_str *sep,
@@ -19865,7 +19891,7 @@ static infer__jj_val infer__jj_split(infer__jj_r *r, const infer__jj_str *s, con
         const char *p = s->s, *end = s->s + s->len, *at;
         if (!sep->len) infer__jj_fail(r, "ValueError: empty separator");
         while ((maxsplit < 0 || (int64_t)l.u.l->n < maxsplit) &&
-               (at = infer__jj_memmem(p, (size_t)(end - p), sep->s, sep->len))) {
+               (at = infer__jj_memmem(r, p, (size_t)(end - p), sep->s, sep->len))) {
             infer__jj_list_push(r, l.u.l, infer__jj_str_val(r, p, (size_t)(at - p)));
             p = at + sep->len;
         }
@@ -19907,7 +19933,7 @@ static infer__jj_val infer__jj_replace(infer__jj_r *r, const infer__jj_str *s, c
         }
         return infer__jj_buf_val(r, &b);
     }
-    while ((count < 0 || done < count) && (at = infer__jj_memmem(p, (size_t)(end - p), old->s, old->len))) {
+    while ((count < 0 || done < count) && (at = infer__jj_memmem(r, p, (size_t)(end - p), old->s, old->len))) {
         infer__jj_put(r, &b, p, (size_t)(at - p));
         infer__jj_put(r, &b, new_->s, new_->len);
         p = at + old->len;
@@ -19995,7 +20021,7 @@ static infer__jj_val infer__jj_call_method(infer__jj_r *r, const infer__jj_func 
             const char *at = NULL, *p;
             int64_t count = 0;
             if (!sub) infer__jj_fail(r, "TypeError: %s() takes a string argument", m);
-            for (p = s->s; (p = infer__jj_memmem(p, (size_t)(s->s + s->len - p), sub->s, sub->len));) {
+            for (p = s->s; (p = infer__jj_memmem(r, p, (size_t)(s->s + s->len - p), sub->s, sub->len));) {
                 if (!at || m[0] == 'r') at = p;
                 count++;
                 if (m[0] != 'r' && m[0] != 'c') break;
@@ -20173,13 +20199,13 @@ static infer__jj_val infer__jj_getitem(infer__jj_r *r, const infer__jj_val *obj,
         if (at >= 0) return obj->u.d->v[at];
     } else if ((obj->type == INFER__JJ_LIST && !(obj->flags & INFER__JJ_LAZY)) || obj->type == INFER__JJ_STR) {
         if (key->type == INFER__JJ_INT || key->type == INFER__JJ_BOOL) {
-            int64_t n = obj->type == INFER__JJ_LIST ? (int64_t)obj->u.l->n : (int64_t)infer__jj_cp_count(obj->u.s),
+            int64_t n = obj->type == INFER__JJ_LIST ? (int64_t)obj->u.l->n : (int64_t)infer__jj_cp_count(r, obj->u.s),
                     i = key->u.i;
             if (i < 0) i += n;
             if (i < 0 || i >= n) return infer__jj_undef(NULL);
             if (obj->type == INFER__JJ_LIST) return obj->u.l->v[i];
             {
-                size_t b = infer__jj_cp_offset(obj->u.s, (size_t)i), e = infer__jj_cp_offset(obj->u.s, (size_t)i + 1);
+                size_t b = infer__jj_cp_offset(r, obj->u.s, (size_t)i), e = infer__jj_cp_offset(r, obj->u.s, (size_t)i + 1);
                 return infer__jj_str_val(r, obj->u.s->s + b, e - b);
             }
         }
@@ -20201,7 +20227,7 @@ static infer__jj_val infer__jj_slice(infer__jj_r *r, const infer__jj_val *obj, c
          : (infer__jj_fail(r, "TypeError: slice indices must be integers or None"), 0))
     if (step && step->type != INFER__JJ_NONE) st = INFER__JJ_SLICE_INT(step);
     if (!st) infer__jj_fail(r, "ValueError: slice step cannot be zero");
-    n = obj->type == INFER__JJ_LIST ? (int64_t)obj->u.l->n : (int64_t)infer__jj_cp_count(obj->u.s);
+    n = obj->type == INFER__JJ_LIST ? (int64_t)obj->u.l->n : (int64_t)infer__jj_cp_count(r, obj->u.s);
     if (start && start->type != INFER__JJ_NONE) {
         b = INFER__JJ_SLICE_INT(start);
         if (b < 0) b += n;
@@ -20224,10 +20250,15 @@ static infer__jj_val infer__jj_slice(infer__jj_r *r, const infer__jj_val *obj, c
     } else {
         infer__jj_buf buf = {0, 0, 0};
         const infer__jj_str *s = obj->u.s;
-        int ascii = infer__jj_cp_count(s) == s->len;
+        size_t ncp = infer__jj_cp_count(r, s), *offs = NULL, k = 0, at;
+        if (ncp != s->len) { /* code point offsets, found once */
+            offs = (size_t *)infer__jj_alloc(r, (ncp + 1) * sizeof *offs);
+            for (at = 0; at < s->len; at++)
+                if (((unsigned char)s->s[at] & 0xc0) != 0x80) offs[k++] = at;
+            offs[ncp] = s->len;
+        }
         for (i = b; st > 0 ? i < e : i > e; i += st) {
-            size_t ob = ascii ? (size_t)i : infer__jj_cp_offset(s, (size_t)i),
-                   oe = ascii ? ob + 1 : infer__jj_cp_offset(s, (size_t)i + 1);
+            size_t ob = offs ? offs[i] : (size_t)i, oe = offs ? offs[i + 1] : ob + 1;
             infer__jj_put(r, &buf, s->s + ob, oe - ob);
         }
         out = infer__jj_buf_val(r, &buf);

@@ -853,7 +853,9 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
    instant, 2026-11-25 00:00:00, so renderings are reproducible).
    A hostile template ends with a one-line error within these limits: */
 typedef struct infer_jinja_limits {
-    long max_steps;    /* loop iterations and macro calls in one render (1,000,000) */
+    long max_steps;    /* loop iterations and macro calls in one render, searches and
+                          comparisons counted too, one step per 16 items or 256
+                          bytes they visit (1,000,000) */
     int max_depth;     /* nesting while parsing, and while evaluating: expressions,
                           blocks and macro recursion together (256) */
     size_t max_output; /* bytes of output, and of any one string (16 MiB) */

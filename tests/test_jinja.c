@@ -231,6 +231,15 @@ Test(jinja_limits, nested_loops_hit_the_step_limit) {
                  NULL, "step limit");
 }
 
+Test(jinja_limits, repeated_searches_of_a_huge_value_hit_the_step_limit) {
+    expect_error("{% set s = 'ab' * 8000000 %}{% for i in range(1000000) %}{% if 'zz' in s %}x{% endif %}{% endfor %}",
+                 NULL, "step limit");
+    expect_error("{% set s = 'é' * 4000000 %}{% for i in range(1000000) %}{{ s|length }}{% endfor %}", NULL,
+                 "step limit");
+    expect_error("{% set l = range(900000)|list %}{% for i in range(1000000) %}{% if l == l %}{% endif %}{% endfor %}",
+                 NULL, "step limit");
+}
+
 Test(jinja_limits, steps_are_settable) {
     infer_jinja_limits lim = infer_jinja_default_limits();
     lim.max_steps = 10;
