@@ -20033,11 +20033,9 @@ static infer__jj_val infer__jj_call_method(infer__jj_r *r, const infer__jj_func 
                 if (m[0] == 'i' || m[1] == 'i') infer__jj_fail(r, "ValueError: substring not found");
                 return infer__jj_int(-1);
             }
-            {
-                infer__jj_str pre;
-                size_t k, n = 0;
-                pre.len = (size_t)(at - s->s);
-                for (k = 0; k < pre.len; k++) n += ((unsigned char)s->s[k] & 0xc0) != 0x80;
+            { /* Python counts code points */
+                size_t k, n = 0, prefix = (size_t)(at - s->s);
+                for (k = 0; k < prefix; k++) n += ((unsigned char)s->s[k] & 0xc0) != 0x80;
                 return infer__jj_int((int64_t)n);
             }
         }
