@@ -14,6 +14,7 @@ int infer_cmd_quantize(int argc, char **argv);   /* infer_quantize.c */
 int infer_cmd_perplexity(int argc, char **argv); /* infer_perplexity.c */
 int infer_cmd_bench(int argc, char **argv);      /* infer_bench.c */
 int infer_cmd_embed(int argc, char **argv);      /* infer_embed.c */
+int infer_cmd_template(int argc, char **argv);   /* infer_template.c */
 #ifdef INFER_CLI_SERVE
 int infer_cmd_serve(int argc, char **argv);      /* infer_serve.c, where libmicrohttpd and cJSON were found */
 #endif
@@ -42,6 +43,7 @@ static const char *usage =
     "            [--kv-type f16|q8_0]\n"
     "  serve     -m MODEL [--host H] [--port P] [--parallel N] ...   an OpenAI-compatible server\n"
     "            (see infer serve --help)\n"
+    "  template  (--template FILE | -m MODEL) --conversation FILE.json   (the chat template's text, rendered)\n"
     "  version   this build's version (also infer --version)\n"
     "  -f FILE: the prompt read from FILE (run), as -p gives it\n"
     "  --kv-type T: the KV cache's format, f16 (the default) or q8_0 (half the memory)\n"
@@ -626,6 +628,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "perplexity")) return infer_cmd_perplexity(argc, argv);
     if (!strcmp(cmd, "bench")) return infer_cmd_bench(argc, argv);
     if (!strcmp(cmd, "embed")) return infer_cmd_embed(argc, argv);
+    if (!strcmp(cmd, "template")) return infer_cmd_template(argc, argv);
 #ifdef INFER_CLI_SERVE
     if (!strcmp(cmd, "serve")) return infer_cmd_serve(argc, argv);
 #else

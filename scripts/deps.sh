@@ -55,6 +55,9 @@ pip_need() {
 pip_need "numpy, gguf" "numpy gguf"
 # the server's tests are clients of OpenAI's API through its own package
 pip_need openai openai
+# tests/template_models_check.py renders each model's chat template with
+# jinja2 itself, to compare with infer.h's interpreter
+pip_need jinja2 jinja2
 # bench/report.py draws its plots with matplotlib (bench_report fails
 # without it)
 pip_need matplotlib matplotlib

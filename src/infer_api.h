@@ -863,6 +863,42 @@ INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_me
    snprintf-style like infer_chat_format. */
 INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size);
 
+/* A sandboxed Jinja interpreter for chat templates (the template text as a
+   model ships it): jinja2's ImmutableSandboxedEnvironment with trim_blocks,
+   lstrip_blocks and loop controls, as transformers' apply_chat_template
+   renders, with Python's printing (None, True, repr of lists and dicts),
+   json.dumps as tojson (ensure_ascii=False by default), string methods,
+   slices, namespace(), macros, raise_exception() and strftime_now() (a fixed
+   instant, 2026-11-25 00:00:00, so renderings are reproducible).
+   A hostile template ends with a one-line error within these limits: */
+typedef struct infer_jinja_limits {
+    long max_steps;    /* loop iterations and macro calls in one render, searches and
+                          comparisons counted too, one step per 16 items or 256
+                          bytes they visit (1,000,000) */
+    int max_depth;     /* nesting while parsing, and while evaluating: expressions,
+                          blocks and macro recursion together (256) */
+    size_t max_output; /* bytes of output, and of any one string (16 MiB) */
+    size_t max_memory; /* bytes of all values of one render together (256 MiB) */
+} infer_jinja_limits;
+
+INFERDEF infer_jinja_limits infer_jinja_default_limits(void);
+/* Renders template_text with the variables of context_json, a JSON object
+   (NULL or "": none), e.g. {"messages": [...], "tools": [...],
+   "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>"};
+   limits NULL: the defaults. Returns the text (malloc'd, NUL-terminated;
+   free() it), or NULL with err set: INFER_ERR_ARG with a one-line message
+   for a template that does not parse or fails while rendering (a limit
+   included). *raised (may be NULL) is 1 where the template called
+   raise_exception(msg): err->msg is then exactly msg (cut at 255 bytes,
+   newlines made spaces); else 0. */
+INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json,
+                                  const infer_jinja_limits *limits, int *raised, infer_error *err);
+/* The model's Jinja chat template (GGUF tokenizer.chat_template), malloc'd
+   (free() it), or NULL where it has none; bos and eos (may be NULL) get
+   the texts of its BOS and EOS tokens, "" where it has none (cut to fit). */
+INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
+                                              size_t eos_size);
+
 #ifdef __cplusplus
 }
 #endif

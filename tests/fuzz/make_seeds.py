@@ -124,6 +124,27 @@ def main():
             chat = 1 if os.path.basename(path).startswith('chat') else 0
             for kind in (0, 7, 15):  # chatml, llama3, qwen3
                 write(out, '%s-%d' % (os.path.basename(path), kind), bytes([chat | kind << 1]) + body)
+    elif harness == 'jinja':
+        # a template, a NUL, the context's JSON: the repository's snippets, and
+        # ../shared's chat templates with each conversation of its corpus
+        for path in sorted(glob.glob(os.path.join(seeds, 'jinja', '*.jinja'))):
+            ctx = path[:-len('.jinja')] + '.json'
+            ctx = open(ctx, 'rb').read() if os.path.exists(ctx) else b'{}'
+            write(out, os.path.basename(path), open(path, 'rb').read() + b'\0' + ctx)
+        templates = sorted(glob.glob(os.path.join(shared, 'templates', '*.jinja')))
+        convs_path = os.path.join(shared, 'templates', 'conversations.json')
+        if templates and os.path.exists(convs_path):
+            import json
+            convs = json.load(open(convs_path, encoding='utf-8'))
+            for i, path in enumerate(templates):
+                c = convs[i % len(convs)]
+                ctx = {'messages': c['messages'], 'add_generation_prompt': c['add_generation_prompt'],
+                       'bos_token': '<s>', 'eos_token': '</s>'}
+                if 'tools' in c:
+                    ctx['tools'] = c['tools']
+                ctx.update(c.get('kwargs', {}))
+                write(out, 'template-' + os.path.basename(path),
+                      open(path, 'rb').read() + b'\0' + json.dumps(ctx).encode())
     elif harness == 'state':
         pass  # saved states: the harness writes them (INFER_FUZZ_STATE_SEEDS, run_fuzz.sh)
     else:

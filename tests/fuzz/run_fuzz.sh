@@ -9,7 +9,7 @@
 set -e
 fuzzer=$1 harness=$2 src=$3 shared=$4 work=$5 seconds=$6 python=${7:-python3}
 case $harness in
-gguf | model_load | chat_template) ;; # their seeds are the repository's
+gguf | model_load | chat_template | jinja) ;; # their seeds are the repository's
 *)
     if [ ! -d "$shared" ]; then
         echo "fuzz_$harness: SKIPPED: $shared is absent (its vocabularies are there)"
@@ -26,7 +26,7 @@ mkdir -p "$work/corpus"
 case $harness in
 gguf) max_len=65536 ;;
 model_load | state) max_len=32768 ;;
-chat_template | serve_request) max_len=8192 ;;
+chat_template | serve_request | jinja) max_len=8192 ;;
 *) max_len=4096 ;;
 esac
 set -- "$work/corpus" "$work/seeds"
