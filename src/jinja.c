@@ -606,11 +606,12 @@ static void infer__jj_put_json_str(infer__jj_r *r, infer__jj_buf *b, const char 
             } else if (c >= 0x80 && ensure_ascii) {
                 const char *p = s + i;
                 uint32_t cp;
-                int len = infer__g_utf8(&p, &cp);
+                int len = infer__utf8_next(p, n - i, &cp);
                 if (len <= 0) {
                     cp = 0xfffd;
-                    p = s + i + 1;
+                    len = 1;
                 }
+                p += len;
                 if (cp >= 0x10000) {
                     cp -= 0x10000;
                     snprintf(t, sizeof t, "\\u%04x\\u%04x", 0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
@@ -744,26 +745,7 @@ static void infer__jj_jp_ws(infer__jj_jp *j) {
 
 static void infer__jj_put_utf8(infer__jj_r *r, infer__jj_buf *b, uint32_t cp) {
     char t[4];
-    size_t n;
-    if (cp < 0x80) {
-        t[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        t[0] = (char)(0xc0 | cp >> 6);
-        t[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        t[0] = (char)(0xe0 | cp >> 12);
-        t[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-        t[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        t[0] = (char)(0xf0 | cp >> 18);
-        t[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-        t[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-        t[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
+    size_t n = infer__utf8_encode(cp, t);
     infer__jj_put(r, b, t, n);
 }
 
