@@ -73,6 +73,10 @@ typedef struct server {
     infer_context *ctx;    /* n_slots sequences, stepped by worker */
     infer_worker *worker;
     infer_chat_template tmpl;
+    /* the Jinja chat template chats go through: the model's own, or
+       --chat-template-file's; NULL: the built-in format tmpl */
+    char *jinja;
+    char bos[64], eos[64]; /* the model's BOS and EOS texts, for the template */
     int n_ctx, n_slots, max_queue, n_threads;
     size_t max_body;
     const char *model_id, *api_key;
@@ -552,9 +556,63 @@ static char *message_content(const cJSON *content, int i, bad_field *b) {
     return NULL;
 }
 
+/* The prompt of a chat through the Jinja template s->jinja, as transformers'
+   apply_chat_template renders it: the request's messages as given (the
+   "developer" role as "system", which templates know),
+   add_generation_prompt, the model's BOS and EOS texts, and the keys of
+   chat_template_kwargs (e.g. enable_thinking) beside them. A BOS the text
+   opens with is dropped where tokenizing adds one. malloc'd, or NULL with b
+   set (the template's own message where it raises). */
+static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messages, bad_field *b) {
+    cJSON *vars = cJSON_CreateObject(), *msgs = cJSON_Duplicate(messages, 1), *m, *kw = field(body, "chat_template_kwargs");
+    char *json = NULL, *text = NULL;
+    infer_error err;
+    int raised = 0;
+    if (!vars || !msgs) {
+        cJSON_Delete(msgs);
+        goto done;
+    }
+    cJSON_ArrayForEach(m, msgs) {
+        cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (cJSON_IsString(role) && !strcmp(role->valuestring, "developer"))
+            cJSON_ReplaceItemInObjectCaseSensitive(m, "role", cJSON_CreateString("system"));
+    }
+    cJSON_AddItemToObject(vars, "messages", msgs);
+    cJSON_AddBoolToObject(vars, "add_generation_prompt", 1);
+    cJSON_AddStringToObject(vars, "bos_token", s->bos);
+    cJSON_AddStringToObject(vars, "eos_token", s->eos);
+    if (kw && !cJSON_IsNull(kw)) {
+        cJSON *k;
+        if (!cJSON_IsObject(kw)) {
+            bad(b, "chat_template_kwargs", "'chat_template_kwargs' must be an object");
+            goto done;
+        }
+        cJSON_ArrayForEach(k, kw) {
+            if (cJSON_GetObjectItemCaseSensitive(vars, k->string)) {
+                bad(b, "chat_template_kwargs", "chat_template_kwargs may not set '%.64s'", k->string);
+                goto done;
+            }
+            cJSON_AddItemToObject(vars, k->string, cJSON_Duplicate(k, 1));
+        }
+    }
+    if (!(json = cJSON_PrintUnformatted(vars))) goto done;
+    if (!(text = infer_jinja_render(s->jinja, json, NULL, &raised, &err))) {
+        if (err.code == INFER_ERR_NOMEM) goto done;
+        bad(b, "messages", "%s%s", raised ? "" : "the chat template: ", err.msg);
+        goto done;
+    }
+    if (s->bos[0] && infer_model_add_bos(s->model) && !strncmp(text, s->bos, strlen(s->bos)))
+        memmove(text, text + strlen(s->bos), strlen(text) - strlen(s->bos) + 1);
+done:
+    if (!text && !b->msg[0]) bad(b, "messages", "the messages could not be formatted");
+    cJSON_Delete(vars);
+    free(json);
+    return text;
+}
+
 /* The prompt of a chat: messages through the model's chat template, then
    the assistant prompt. malloc'd, or NULL with b set. */
-static char *chat_prompt(server *s, const cJSON *messages, bad_field *b) {
+static char *chat_prompt(server *s, const cJSON *body, const cJSON *messages, bad_field *b) {
     int n = cJSON_GetArraySize(messages), i = 0, len;
     infer_chat_message *msgs;
     char **texts, *prompt = NULL;
@@ -589,6 +647,10 @@ static char *chat_prompt(server *s, const cJSON *messages, bad_field *b) {
         msgs[i].role = !strcmp(role->valuestring, "developer") ? "system" : role->valuestring;
         msgs[i].content = texts[i];
         i++;
+    }
+    if (s->jinja) {
+        prompt = chat_prompt_jinja(s, body, messages, b);
+        goto done;
     }
     len = infer_chat_format(&s->tmpl, msgs, n, 0, 1, NULL, 0);
     if (len < 0 || !(prompt = (char *)malloc((size_t)len + 1))) {
@@ -858,7 +920,7 @@ static int completion_from_body(server *s, const char *body_text, int chat, comp
     }
     if (!read_completion_fields(s, cc->body, cc, b)) return 0;
     if (chat) {
-        if (!(*prompt = chat_prompt(s, field(cc->body, "messages"), b))) return 0;
+        if (!(*prompt = chat_prompt(s, cc->body, field(cc->body, "messages"), b))) return 0;
     } else {
         f = field(cc->body, "prompt");
         if (cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 && cJSON_IsString(cJSON_GetArrayItem(f, 0)))
@@ -1376,7 +1438,7 @@ static const char *serve_usage =
     "                   [-t THREADS] [--api-key KEY] [--alias NAME] [--queue N] [--max-body BYTES]\n"
     "                   [--kv-type f16|q8_0] [--device cpu|cuda|auto] [--max-connections N]\n"
     "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
-    "                   [--max-messages N]\n"
+    "                   [--max-messages N] [--chat-template-file FILE]\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
     "  GET /v1/models[/ID], /health. --parallel N replies decode together (default 4); --queue N more\n"
     "  wait for a sequence (default 16), beyond that 503. --port 0 picks a free port (printed).\n"
@@ -1387,13 +1449,15 @@ static const char *serve_usage =
     "  --max-body BYTES (default 1048576), --max-schema BYTES of response_format's schema (default\n"
     "  524288) and --max-grammar BYTES of the GBNF grammar made from it (default 8388608: about 5 s\n"
     "  to compile), --max-messages N (default 1024), 16 stop strings, logit_bias entries up to the\n"
-    "  vocabulary's size; beyond, 400 (413 for the body).\n";
+    "  vocabulary's size; beyond, 400 (413 for the body).\n"
+    "  Chats go through the model's own Jinja chat template (tokenizer.chat_template), or FILE's;\n"
+    "  chat_template_kwargs pass to it. Without one, the built-in format the template names.\n";
 
 static void on_signal(int sig) { (void)sig; }
 
 int infer_cmd_serve(int argc, char **argv) {
     server s;
-    const char *model = NULL, *host = "127.0.0.1", *alias = NULL;
+    const char *model = NULL, *host = "127.0.0.1", *alias = NULL, *template_file = NULL;
     int port = 8080, i, rc = 1, sig, v6 = 0;
     infer_model_params mp = infer_model_default_params();
     infer_context_params cp = infer_context_default_params();
@@ -1457,6 +1521,8 @@ int infer_cmd_serve(int argc, char **argv) {
             int rt = 0;
             ok = cli_int(v, &rt) && rt >= 1 && rt <= 86400;
             s.read_timeout = (unsigned)rt;
+        } else if (!strcmp(a, "--chat-template-file")) {
+            template_file = v;
         } else if (!strcmp(a, "--max-messages")) {
             ok = cli_int(v, &s.max_messages) && s.max_messages >= 1;
         } else {
@@ -1492,6 +1558,33 @@ int infer_cmd_serve(int argc, char **argv) {
     }
     s.n_ctx = infer_context_n_ctx(s.ctx);
     s.tmpl = infer_chat_template_detect(s.model);
+    { /* chats go through the model's own Jinja template, or the file's;
+         one that cannot render a plain conversation falls back to the
+         built-in format (a file's is an error) */
+        char *own = infer_model_chat_template_text(s.model, s.bos, sizeof s.bos, s.eos, sizeof s.eos), *out;
+        static const char probe[] =
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"add_generation_prompt\": true}";
+        int raised = 0;
+        if (template_file) {
+            free(own);
+            if (!(own = cli_read_file(template_file, 1 << 20, "a chat template file", NULL))) goto done;
+        }
+        if (own && !(out = infer_jinja_render(own, probe, NULL, &raised, &err))) {
+            if (template_file) {
+                fprintf(stderr, "infer: %s: the chat template cannot render a one-message chat: %s\n", template_file,
+                        err.msg);
+                free(own);
+                goto done;
+            }
+            fprintf(stderr, "infer serve: warning: the model's chat template cannot render a one-message chat (%s): "
+                    "the built-in %s format is used\n", err.msg, infer_chat_template_name(s.tmpl.kind));
+            free(own);
+            own = NULL;
+        } else if (own) {
+            free(out);
+        }
+        s.jinja = own;
+    }
     if (!(s.slot_busy = (int *)calloc((size_t)s.n_slots, sizeof(int)))) goto done;
     if (alias) {
         s.model_id = alias;
@@ -1557,7 +1650,7 @@ int infer_cmd_serve(int argc, char **argv) {
     }
     infer_model_describe(s.model, desc, sizeof desc);
     fprintf(stderr, "infer serve: %s, %d sequences of %d positions, chat template %s\n", desc, s.n_slots, s.n_ctx,
-            infer_chat_template_name(s.tmpl.kind));
+            s.jinja ? (template_file ? template_file : "the model's own (Jinja)") : infer_chat_template_name(s.tmpl.kind));
     fprintf(stderr, "infer serve: listening on http://%s%s%s:%d%s\n", v6 ? "[" : "", host, v6 ? "]" : "", port,
             s.api_key ? " (API key required)" : "");
     fflush(stderr);
@@ -1579,5 +1672,6 @@ done:
         pthread_mutex_destroy(&s.conn_mu);
     }
     free(s.slot_busy);
+    free(s.jinja);
     return rc;
 }

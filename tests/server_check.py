@@ -150,6 +150,8 @@ def main():
         log = srv.stop()
     check("stopping" in log, "SIGTERM stops the server cleanly")
 
+    check_chat_template_file(infer, model, openai)
+
     # A server of one sequence and a queue of one: the full queue answers
     # 503, and a client that leaves frees the sequence.
     srv = Server(infer, model, "--parallel", "1", "--queue", "1", "-c", "2048")
@@ -471,6 +473,57 @@ def check_queue_and_disconnect(srv, openai):
         time.sleep(0.05)
     check(json.loads(curl(srv.url + "/health", key=None)[1])["slots_processing"] == 0,
           "a client that leaves before a plain reply frees its sequence within 5 s")
+
+
+
+def check_chat_template_file(infer, model, openai):
+    """--chat-template-file: chats go through that Jinja text, with
+    chat_template_kwargs as its variables and its raise_exception as a 400;
+    one that cannot render a plain chat stops the server at start."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.jinja")
+        with open(path, "w") as f:
+            f.write("{% if messages|length > 2 %}{{ raise_exception('Only one question, please.') }}{% endif %}"
+                    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                    "{% if note is defined %}<|im_start|>system\n{{ note }}<|im_end|>\n{% endif %}"
+                    "<|im_start|>assistant\n")
+        srv = Server(infer, model, "--chat-template-file", path, "-c", "512")
+        try:
+            check("chat template " + path in srv.text(), "the server names its --chat-template-file")
+            client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=300)
+            msgs = [{"role": "user", "content": "Name a colour."}]
+            plain = client.chat.completions.create(model="m", max_tokens=1, temperature=0, messages=msgs)
+            noted = client.chat.completions.create(model="m", max_tokens=1, temperature=0, messages=msgs,
+                                                   extra_body={"chat_template_kwargs": {"note": "Answer in French."}})
+            # the template's text: user turn, then the assistant prompt (the
+            # template's one final newline dropped, as jinja2 does)
+            check(plain.usage.prompt_tokens == len(cli_tokens(infer, model, "<|im_start|>user\nName a colour."
+                                                              "<|im_end|>\n<|im_start|>assistant")),
+                  "a chat's prompt is what --chat-template-file renders (%d tokens)" % plain.usage.prompt_tokens)
+            check(noted.usage.prompt_tokens > plain.usage.prompt_tokens,
+                  "chat_template_kwargs reach the template (%d tokens against %d)" %
+                  (noted.usage.prompt_tokens, plain.usage.prompt_tokens))
+            try:
+                client.chat.completions.create(model="m", max_tokens=1, messages=msgs * 3)
+                check(False, "the template's raise_exception is a 400 with its message")
+            except openai.BadRequestError as ex:
+                check("Only one question, please." in str(ex), "the template's raise_exception is a 400 with its message")
+        finally:
+            srv.stop()
+        with open(path, "w") as f:
+            f.write("{{ raise_exception('never') }}")
+        out = subprocess.run([infer, "serve", "-m", model, "--port", "0", "--chat-template-file", path],
+                             capture_output=True, text=True, timeout=120)
+        check(out.returncode == 1 and out.stderr.count("\n") == 1 and "never" in out.stderr,
+              "a template that cannot render a chat stops the server at start, in one line (%r)" % out.stderr)
+
+
+def cli_tokens(infer, model, text):
+    """text's tokens, special tokens parsed, as infer tokenize gives them."""
+    out = subprocess.run([infer, "tokenize", "-m", model, "-p", text, "--special"], capture_output=True, text=True,
+                         timeout=120)
+    return out.stdout.split()
 
 
 if __name__ == "__main__":
