@@ -11882,6 +11882,9 @@ typedef struct infer__seq {
     int hi;              /* one past the highest position written (a ring's rewind checks it) */
     infer_token *tokens; /* stb_ds array: the token at each position */
     int logit_row;       /* the row of its last position in logits, or -1 */
+    int inexact;         /* 1 + the first position whose cache a removal from
+                            the middle (a context shift) left unlike a fresh
+                            prefill's (prompt reuse keeps no more); 0: none */
     /* infer_decode_batch's bookkeeping: tokens in this batch, the last
        one's index, n_past when the call began */
     int pending, last, start_past;
@@ -13377,6 +13380,7 @@ INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
     q->n_past = n_past;
     q->hi = n_past;
     q->logit_row = -1;
+    if (q->inexact && n_past < q->inexact) q->inexact = 0; /* what is left was made as a prefill makes it */
     stbds_arrsetlen(q->tokens, n_past);
     return n_past;
 }
@@ -13445,6 +13449,8 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     }
     d = p1 - p0;
     moved = q->n_past - p1;
+    /* the moved positions' values were made seeing the removed ones */
+    if (!q->inexact || p0 + 1 < q->inexact) q->inexact = p0 + 1;
     row = (float *)INFER_MALLOC(((size_t)c->kv.kv_dim + (size_t)c->model->rope_dim + 2) * sizeof(float));
     if (c->kv.gpu && moved) host = (uint8_t *)INFER_MALLOC((size_t)moved * c->kv.k_row);
     if (!row || (c->kv.gpu && moved && !host)) {
@@ -13525,6 +13531,7 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
     b->n_past = a->n_past;
     b->hi = a->hi;
     b->logit_row = a->logit_row;
+    b->inexact = a->inexact;
     return INFER_OK;
 }
 
@@ -13808,6 +13815,7 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
     }
     q->n_past = h.n_past;
     q->hi = h.hi;
+    q->inexact = 0; /* (a state does not say whether it was shifted: taken as prefilled) */
     return INFER_OK;
 bad:
     infer__set_error(err, INFER_ERR_FORMAT, "not a state saved by this version of infer.h (or truncated)");
@@ -18603,6 +18611,7 @@ static int infer__req_reuse(infer_request *r, int *past) {
            t[common] == (common < bos ? infer_model_bos(m) : r->prompt[common - bos]))
         common++;
     if (common >= n_full) common = n_full - 1; /* the last token is fed again for its logits */
+    if (c->seqs[r->seq].inexact) common = INFER__MIN(common, c->seqs[r->seq].inexact - 1);
     if (common <= 0) return 0;
     kept = infer_seq_truncate(c, r->seq, common); /* a sliding window may keep less */
     *past = kept;

@@ -316,6 +316,7 @@ static int infer__req_reuse(infer_request *r, int *past) {
            t[common] == (common < bos ? infer_model_bos(m) : r->prompt[common - bos]))
         common++;
     if (common >= n_full) common = n_full - 1; /* the last token is fed again for its logits */
+    if (c->seqs[r->seq].inexact) common = INFER__MIN(common, c->seqs[r->seq].inexact - 1);
     if (common <= 0) return 0;
     kept = infer_seq_truncate(c, r->seq, common); /* a sliding window may keep less */
     *past = kept;

@@ -664,6 +664,41 @@ Test(request, prompt_reuse_keeps_only_the_common_prefix) {
     infer_model_free(m);
 }
 
+/* After a context shift the positions past n_keep were made seeing what
+   the shift dropped: a prompt that matches them reuses only n_keep. */
+Test(request, prompt_reuse_stops_at_a_shift) {
+    infer_model *m = load(MODEL);
+    infer_context_params cp = infer_context_default_params();
+    infer_request_params p = req_params("Once upon a time", 60, 0);
+    infer_context *c;
+    infer_request *r1, *r2;
+    infer_token toks[64];
+    const infer_token *held;
+    infer_error err;
+    char *t;
+    int n_held;
+    cp.n_ctx = 32, cp.n_seq = 1, cp.full_policy = INFER_FULL_SHIFT, cp.n_keep = 4, cp.n_threads = 1;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert(c, "%s", err.msg);
+    p.n_past = 0;
+    p.sampling.temperature = 0.8f; /* no end of generation that early */
+    t = run_request(c, &p, &r1);
+    free(t);
+    cr_assert_gt(infer_request_prompt_tokens(r1, NULL, 0) + infer_request_tokens(r1, NULL, 0), 32, "no shift happened");
+    /* the sequence's own tokens as the next prompt (BOS left out) */
+    held = infer_seq_tokens(c, 0, &n_held);
+    cr_assert(n_held > 5 && n_held <= 32 && held[0] == infer_model_bos(m));
+    memcpy(toks, held + 1, (size_t)(n_held - 1) * sizeof *toks);
+    p.prompt = NULL, p.prompt_tokens = toks, p.n_prompt_tokens = n_held - 1, p.n_predict = 4;
+    t = run_request(c, &p, &r2);
+    cr_assert_eq(infer_request_cached_tokens(r2), 4, "%d cached past a shift (n_keep 4)", infer_request_cached_tokens(r2));
+    free(t);
+    infer_request_free(r1);
+    infer_request_free(r2);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
 /* Three sequences of one context, a worker, both turns at once. Prompts
    given as tokens, as a server passes them. */
 Test(request, prompt_reuse_in_parallel_sequences) {
