@@ -591,7 +591,8 @@ typedef struct infer_request_params {
     const char *prompt;
     int seq;                 /* the sequence it continues: 0 .. n_seq-1 */
     int n_past;              /* -1 (default): the sequence as it is; else first
-                                infer_seq_truncate(c, seq, n_past) (0: afresh) */
+                                infer_seq_truncate(c, seq, n_past) (0: afresh,
+                                but see cache_prompt) */
     int n_predict;           /* most tokens generated (default 256); 0: only
                                 feed the prompt */
     infer_sampler_params sampling; /* default infer_sampler_default_params() */
@@ -611,6 +612,16 @@ typedef struct infer_request_params {
     const infer_token *bias_ids; /* logit bias (infer_sampler_set_logit_bias) */
     const float *bias;
     int n_bias;
+    /* The prompt as tokens (used instead of prompt when not NULL): what
+       infer_tokenize gives without BOS (special tokens parsed); BOS is put
+       in front where the text's would be. Copied at start. */
+    const infer_token *prompt_tokens;
+    int n_prompt_tokens;
+    /* Prompt reuse (default 1; llama.cpp's cache_prompt): a request with
+       n_past 0 keeps the part of the sequence's cache that its prompt
+       starts with (at least one prompt token is fed again, for logits) and
+       feeds only the rest. 0: the sequence is emptied as n_past 0 says. */
+    int cache_prompt;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);
@@ -659,6 +670,9 @@ INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *ou
 /* Generated token i's most probable tokens (params n_probs): up to n into
    out, most probable first; returns how many (0 without n_probs). */
 INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n);
+/* Prompt tokens (BOS included) taken from the sequence's cache instead of
+   fed (cache_prompt); 0 until the request begins. */
+INFERDEF int infer_request_cached_tokens(const infer_request *r);
 /* Its timings: ttft_ms from infer_request_start (waiting included), prompt_ms
    the passes that fed the prompt, the token intervals in wall time
    (between steps included). */
@@ -11904,6 +11918,9 @@ typedef struct infer__seq {
     int hi;              /* one past the highest position written (a ring's rewind checks it) */
     infer_token *tokens; /* stb_ds array: the token at each position */
     int logit_row;       /* the row of its last position in logits, or -1 */
+    int inexact;         /* 1 + the first position whose cache a removal from
+                            the middle (a context shift) left unlike a fresh
+                            prefill's (prompt reuse keeps no more); 0: none */
     /* infer_decode_batch's bookkeeping: tokens in this batch, the last
        one's index, n_past when the call began */
     int pending, last, start_past;
@@ -13399,6 +13416,7 @@ INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
     q->n_past = n_past;
     q->hi = n_past;
     q->logit_row = -1;
+    if (q->inexact && n_past < q->inexact) q->inexact = 0; /* what is left was made as a prefill makes it */
     stbds_arrsetlen(q->tokens, n_past);
     return n_past;
 }
@@ -13467,6 +13485,8 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     }
     d = p1 - p0;
     moved = q->n_past - p1;
+    /* the moved positions' values were made seeing the removed ones */
+    if (!q->inexact || p0 + 1 < q->inexact) q->inexact = p0 + 1;
     row = (float *)INFER_MALLOC(((size_t)c->kv.kv_dim + (size_t)c->model->rope_dim + 2) * sizeof(float));
     if (c->kv.gpu && moved) host = (uint8_t *)INFER_MALLOC((size_t)moved * c->kv.k_row);
     if (!row || (c->kv.gpu && moved && !host)) {
@@ -13547,6 +13567,7 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
     b->n_past = a->n_past;
     b->hi = a->hi;
     b->logit_row = a->logit_row;
+    b->inexact = a->inexact;
     return INFER_OK;
 }
 
@@ -13830,6 +13851,7 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
     }
     q->n_past = h.n_past;
     q->hi = h.hi;
+    q->inexact = 0; /* (a state does not say whether it was shifted: taken as prefilled) */
     return INFER_OK;
 bad:
     infer__set_error(err, INFER_ERR_FORMAT, "not a state saved by this version of infer.h (or truncated)");
@@ -21879,7 +21901,9 @@ struct infer_request {
     int own_sampler;
     int bos_always;      /* infer_generate: BOS before every prompt, as it always did */
     int feed_last;       /* feed the last generated token too (requests; not infer_generate) */
-    int fed;             /* prompt tokens fed */
+    int fed;             /* prompt tokens fed (or found in the cache) */
+    int cache_prompt;    /* n_past 0 keeps the cached prefix of the prompt */
+    int skip;            /* prompt tokens found in the cache, not fed */
     int start_past;      /* the sequence's positions when the prompt began */
     int has_pending;     /* a sampled token waits to be fed */
     infer_token pending;
@@ -21902,6 +21926,7 @@ struct infer_request {
     char *text;          /* stb array */
     infer_token *toks;   /* stb array */
     infer_token_prob *probs; /* stb array, n_probs per token */
+    int n_cached;        /* positions (BOS included) the prompt found cached */
     infer_metrics metrics;
 };
 
@@ -22109,6 +22134,36 @@ static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
 
 /* ---- one request's steps ---- */
 
+/* Prompt reuse: truncates r's sequence (*past positions) to the longest
+   prefix its tokens share with [BOS] + prompt, always leaving one prompt
+   token to feed (its logits give the first token). Returns 1 with *past
+   and r->skip set where anything was kept; 0 (sequence untouched) where
+   nothing matched. */
+static int infer__req_reuse(infer_request *r, int *past) {
+    infer__sched *s = r->sched;
+    infer_context *c = s->c;
+    const infer_model *m = c->model;
+    int bos = infer_model_add_bos(m) && infer_model_bos(m) >= 0, n_prompt = (int)stbds_arrlen(r->prompt);
+    int n_full = bos + n_prompt, n_tok = 0, common = 0, kept;
+    const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
+    if (!t || n_full == 0) return 0;
+    n_tok = INFER__MIN(n_tok, *past);
+    while (common < n_tok && common < n_full &&
+           t[common] == (common < bos ? infer_model_bos(m) : r->prompt[common - bos]))
+        common++;
+    if (common >= n_full) common = n_full - 1; /* the last token is fed again for its logits */
+    if (c->seqs[r->seq].inexact) common = INFER__MIN(common, c->seqs[r->seq].inexact - 1);
+    if (common <= 0) return 0;
+    kept = infer_seq_truncate(c, r->seq, common); /* a sliding window may keep less */
+    *past = kept;
+    /* kept 0: BOS and the whole prompt are fed, as for an empty sequence */
+    r->skip = INFER__MAX(kept - bos, 0);
+    infer__mutex_lock(&s->mu);
+    r->n_cached = kept;
+    infer__mutex_unlock(&s->mu);
+    return 1;
+}
+
 /* The prompt begins: the sequence set as asked, BOS where due, the tokens
    to re-feed where the sequence lost some. Returns 0 if r ended. */
 static int infer__req_begin(infer_request *r) {
@@ -22126,7 +22181,9 @@ static int infer__req_begin(infer_request *r) {
             return 0;
         }
     }
-    if (r->n_past_req >= 0 && r->n_past_req < past) {
+    if (r->n_past_req == 0 && r->cache_prompt && past > 0 && infer__req_reuse(r, &past)) {
+        /* the sequence keeps the prompt's cached prefix */
+    } else if (r->n_past_req >= 0 && r->n_past_req < past) {
         /* positions a sliding window lost come back by feeding them again */
         int n_tok, kept;
         const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
@@ -22186,9 +22243,10 @@ static int infer__req_begin(infer_request *r) {
     stbds_arrfree(pre);
     n_prompt = (int)stbds_arrlen(r->prompt);
     r->start_past = past;
-    r->fed = 0;
+    r->fed = r->skip;
     r->t_prompt0 = infer__now_ms();
     for (i = 0; i < n_prompt; i++) infer_sampler_accept_prompt(r->sampler, r->prompt[i]);
+    n_prompt -= r->skip; /* the tokens to feed */
     if (n_prompt > n_ctx - past && (c->full_policy == INFER_FULL_STOP || n_prompt > n_ctx)) {
         snprintf(msg, sizeof msg, "the prompt is %d tokens but the context has room for %d", n_prompt,
                  INFER__MAX(n_ctx - past, 0));
@@ -22525,7 +22583,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         pos += s->take[i];
         if (r->fed == (int)stbds_arrlen(r->prompt)) {
             infer__mutex_lock(&s->mu);
-            r->metrics.n_prompt_tokens = r->fed;
+            r->metrics.n_prompt_tokens = r->fed - r->skip;
             r->metrics.prompt_ms = infer__now_ms() - r->t_prompt0;
             infer__mutex_unlock(&s->mu);
             if (r->n_predict <= 0) infer__req_end(r, INFER_OK, NULL);
@@ -22623,6 +22681,7 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     r->n_past_req = p->n_past;
     r->n_predict = p->n_predict;
     r->n_probs = p->n_probs;
+    r->cache_prompt = p->cache_prompt;
     r->feed_last = 1;
     r->status = INFER_OK;
     r->t_start = infer__now_ms();
@@ -22673,6 +22732,27 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             r->n_stop++;
         }
     }
+    if (p->prompt_tokens) {
+        int n_vocab = infer_model_n_vocab(m);
+        if (p->n_prompt_tokens < 0) {
+            infer__set_error(err, INFER_ERR_ARG, "n_prompt_tokens is %d", p->n_prompt_tokens);
+            return INFER_ERR_ARG;
+        }
+        for (i = 0; i < p->n_prompt_tokens; i++)
+            if (p->prompt_tokens[i] < 0 || p->prompt_tokens[i] >= n_vocab) {
+                infer__set_error(err, INFER_ERR_ARG, "prompt token %d is %d, outside the vocabulary (%d)", i,
+                                 (int)p->prompt_tokens[i], n_vocab);
+                return INFER_ERR_ARG;
+            }
+        if (p->n_prompt_tokens > 0) {
+            if (!infer__arr_setlen(r->prompt, p->n_prompt_tokens)) {
+                infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the prompt");
+                return INFER_ERR_NOMEM;
+            }
+            memcpy(r->prompt, p->prompt_tokens, (size_t)p->n_prompt_tokens * sizeof *r->prompt);
+        }
+        return INFER_OK;
+    }
     /* (the arguments are good, so tokenizing fails only for want of memory) */
     n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
     if (n > 0) n = infer__arr_setlen(r->prompt, n) ? infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1) : -1;
@@ -22703,6 +22783,7 @@ INFERDEF infer_request_params infer_request_default_params(void) {
     memset(&p, 0, sizeof p);
     p.n_past = -1;
     p.n_predict = 256;
+    p.cache_prompt = 1;
     p.sampling = infer_sampler_default_params();
     return p;
 }
@@ -22873,6 +22954,14 @@ INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_
             if (r->probs[(size_t)i * r->n_probs + j].id >= 0) out[k++] = r->probs[(size_t)i * r->n_probs + j];
     infer__mutex_unlock(&r->sched->mu);
     return k;
+}
+
+INFERDEF int infer_request_cached_tokens(const infer_request *r) {
+    int n;
+    infer__mutex_lock(&r->sched->mu);
+    n = r->n_cached;
+    infer__mutex_unlock(&r->sched->mu);
+    return n;
 }
 
 INFERDEF infer_metrics infer_request_metrics(const infer_request *r) {

@@ -312,15 +312,33 @@ static void *watchdog_main(void *arg) {
 
 /* ---- Slots ----------------------------------------------------------------- */
 
-/* A free sequence for a request: waits in the queue while all are busy
-   (watching the client); -1 with *status 503 when the queue is full, or -1
-   when the client left or the server stops. */
-static int slot_acquire(server *s, client_watch *w, unsigned *status) {
+/* Positions of a free sequence's cache that [BOS] + tokens starts with.
+   (Its tokens change only under a request, and a free one has none.) */
+static int slot_common_prefix(const server *s, int slot, const infer_token *tokens, int n) {
+    int n_seq, bos = infer_model_add_bos(s->model) && infer_model_bos(s->model) >= 0, k = 0;
+    const infer_token *t = infer_seq_tokens(s->ctx, slot, &n_seq);
+    if (!t) return 0;
+    if (n_seq > infer_seq_n_past(s->ctx, slot)) n_seq = infer_seq_n_past(s->ctx, slot);
+    while (k < n_seq && k < bos + n && t[k] == (k < bos ? infer_model_bos(s->model) : tokens[k - bos])) k++;
+    return k;
+}
+
+/* A free sequence for a request: the one whose cache shares the longest
+   prefix with its prompt (the request reuses it), else the emptiest (the
+   others keep theirs). Waits in the queue while all are busy (watching the
+   client); -1 with *status 503 when the queue is full, or -1 when the
+   client left or the server stops. */
+static int slot_acquire(server *s, client_watch *w, const infer_token *tokens, int n_tokens, unsigned *status) {
     int slot = -1, i;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        for (i = 0; i < s->n_slots && slot < 0; i++)
-            if (!s->slot_busy[i]) slot = i;
+        int best = -1, best_past = 0;
+        for (i = 0; i < s->n_slots; i++)
+            if (!s->slot_busy[i]) {
+                int common = slot_common_prefix(s, i, tokens, n_tokens), past = infer_seq_n_past(s->ctx, i);
+                if (slot < 0 || common > best || (common == best && past < best_past))
+                    slot = i, best = common, best_past = past;
+            }
         if (slot >= 0) {
             s->slot_busy[slot] = 1;
             break;
@@ -405,11 +423,13 @@ typedef struct completion_call {
     char *schema;           /* response_format's schema, printed (owned) */
     infer_token *bias_ids;  /* logit_bias (owned) */
     float *bias;
+    infer_token *tokens;    /* the prompt's tokens, BOS left to the request (owned): cc.p.prompt_tokens */
     int stream, include_usage, max_tokens;
 } completion_call;
 
 static void completion_call_free(completion_call *cc) {
     cJSON_Delete(cc->body);
+    free(cc->tokens);
     free(cc->schema);
     free(cc->bias_ids);
     free(cc->bias);
@@ -447,6 +467,10 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
     if ((f = field(body, "stream")) != NULL) {
         if (!cJSON_IsBool(f)) return bad(b, "stream", "'stream' must be true or false");
         cc->stream = cJSON_IsTrue(f);
+    }
+    if ((f = field(body, "cache_prompt")) != NULL) { /* llama.cpp's: reuse the cached prompt prefix (default true) */
+        if (!cJSON_IsBool(f)) return bad(b, "cache_prompt", "'cache_prompt' must be true or false");
+        cc->p.cache_prompt = cJSON_IsTrue(f);
     }
     if ((f = field(body, "stream_options")) != NULL) {
         cJSON *u = field(f, "include_usage");
@@ -748,10 +772,13 @@ static int job_gen_tokens(const job *j, const char **finish) {
 }
 
 static cJSON *job_usage(const job *j, int n_gen) {
-    cJSON *u = cJSON_CreateObject();
+    cJSON *u = cJSON_CreateObject(), *d;
     cJSON_AddNumberToObject(u, "prompt_tokens", j->n_prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
     cJSON_AddNumberToObject(u, "total_tokens", j->n_prompt + n_gen);
+    /* OpenAI's field: prompt tokens found in the sequence's cache, not fed */
+    d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", infer_request_cached_tokens(j->r));
     return u;
 }
 
@@ -930,9 +957,19 @@ static int completion_from_body(server *s, const char *body_text, int chat, comp
         *prompt = strdup(f->valuestring);
         if (cc->max_tokens < 0) cc->max_tokens = 16; /* the API's default for text completions */
     }
-    /* max_tokens is capped by what the context has left after the prompt */
-    *n_prompt = infer_tokenize(s->model, *prompt, strlen(*prompt), NULL, 0, infer_model_add_bos(s->model), 1);
-    if (*n_prompt < 0) return bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
+    /* tokenized once: counted here, passed to the request as tokens (BOS
+       is the request's to add); max_tokens is capped by what the context
+       has left after the prompt */
+    {
+        int n = infer_tokenize(s->model, *prompt, strlen(*prompt), NULL, 0, 0, 1);
+        if (n < 0) return bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
+        if (n > 0 && (!(cc->tokens = (infer_token *)malloc(sizeof(infer_token) * (size_t)n)) ||
+                      infer_tokenize(s->model, *prompt, strlen(*prompt), cc->tokens, n, 0, 1) != n))
+            return bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
+        cc->p.prompt_tokens = cc->tokens;
+        cc->p.n_prompt_tokens = n;
+        *n_prompt = n + (infer_model_add_bos(s->model) && infer_model_bos(s->model) >= 0);
+    }
     if (*n_prompt >= s->n_ctx) {
         bad(b, chat ? "messages" : "prompt", "the prompt is %d tokens; this server's context holds %d", *n_prompt,
             s->n_ctx);
@@ -1011,7 +1048,7 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
     j->path = path;
     snprintf(j->id, sizeof j->id, "%s-%llx%04x", chat ? "chatcmpl" : "cmpl", (unsigned long long)cc.p.sampling.seed,
              (unsigned)rand() & 0xffff);
-    if ((j->slot = slot_acquire(s, &j->watch, &status)) < 0) goto fail;
+    if ((j->slot = slot_acquire(s, &j->watch, cc.p.prompt_tokens, cc.p.n_prompt_tokens, &status)) < 0) goto fail;
     cc.p.seq = j->slot;
     /* no lock of ours: a large schema's grammar is compiled here, on this
        connection's thread, while other requests start and step */

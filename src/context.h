@@ -97,6 +97,9 @@ typedef struct infer__seq {
     int hi;              /* one past the highest position written (a ring's rewind checks it) */
     infer_token *tokens; /* stb_ds array: the token at each position */
     int logit_row;       /* the row of its last position in logits, or -1 */
+    int inexact;         /* 1 + the first position whose cache a removal from
+                            the middle (a context shift) left unlike a fresh
+                            prefill's (prompt reuse keeps no more); 0: none */
     /* infer_decode_batch's bookkeeping: tokens in this batch, the last
        one's index, n_past when the call began */
     int pending, last, start_past;

@@ -590,7 +590,8 @@ typedef struct infer_request_params {
     const char *prompt;
     int seq;                 /* the sequence it continues: 0 .. n_seq-1 */
     int n_past;              /* -1 (default): the sequence as it is; else first
-                                infer_seq_truncate(c, seq, n_past) (0: afresh) */
+                                infer_seq_truncate(c, seq, n_past) (0: afresh,
+                                but see cache_prompt) */
     int n_predict;           /* most tokens generated (default 256); 0: only
                                 feed the prompt */
     infer_sampler_params sampling; /* default infer_sampler_default_params() */
@@ -610,6 +611,16 @@ typedef struct infer_request_params {
     const infer_token *bias_ids; /* logit bias (infer_sampler_set_logit_bias) */
     const float *bias;
     int n_bias;
+    /* The prompt as tokens (used instead of prompt when not NULL): what
+       infer_tokenize gives without BOS (special tokens parsed); BOS is put
+       in front where the text's would be. Copied at start. */
+    const infer_token *prompt_tokens;
+    int n_prompt_tokens;
+    /* Prompt reuse (default 1; llama.cpp's cache_prompt): a request with
+       n_past 0 keeps the part of the sequence's cache that its prompt
+       starts with (at least one prompt token is fed again, for logits) and
+       feeds only the rest. 0: the sequence is emptied as n_past 0 says. */
+    int cache_prompt;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);
@@ -658,6 +669,9 @@ INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *ou
 /* Generated token i's most probable tokens (params n_probs): up to n into
    out, most probable first; returns how many (0 without n_probs). */
 INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n);
+/* Prompt tokens (BOS included) taken from the sequence's cache instead of
+   fed (cache_prompt); 0 until the request begins. */
+INFERDEF int infer_request_cached_tokens(const infer_request *r);
 /* Its timings: ttft_ms from infer_request_start (waiting included), prompt_ms
    the passes that fed the prompt, the token intervals in wall time
    (between steps included). */

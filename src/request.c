@@ -65,7 +65,9 @@ struct infer_request {
     int own_sampler;
     int bos_always;      /* infer_generate: BOS before every prompt, as it always did */
     int feed_last;       /* feed the last generated token too (requests; not infer_generate) */
-    int fed;             /* prompt tokens fed */
+    int fed;             /* prompt tokens fed (or found in the cache) */
+    int cache_prompt;    /* n_past 0 keeps the cached prefix of the prompt */
+    int skip;            /* prompt tokens found in the cache, not fed */
     int start_past;      /* the sequence's positions when the prompt began */
     int has_pending;     /* a sampled token waits to be fed */
     infer_token pending;
@@ -88,6 +90,7 @@ struct infer_request {
     char *text;          /* stb array */
     infer_token *toks;   /* stb array */
     infer_token_prob *probs; /* stb array, n_probs per token */
+    int n_cached;        /* positions (BOS included) the prompt found cached */
     infer_metrics metrics;
 };
 
@@ -295,6 +298,36 @@ static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
 
 /* ---- one request's steps ---- */
 
+/* Prompt reuse: truncates r's sequence (*past positions) to the longest
+   prefix its tokens share with [BOS] + prompt, always leaving one prompt
+   token to feed (its logits give the first token). Returns 1 with *past
+   and r->skip set where anything was kept; 0 (sequence untouched) where
+   nothing matched. */
+static int infer__req_reuse(infer_request *r, int *past) {
+    infer__sched *s = r->sched;
+    infer_context *c = s->c;
+    const infer_model *m = c->model;
+    int bos = infer_model_add_bos(m) && infer_model_bos(m) >= 0, n_prompt = (int)stbds_arrlen(r->prompt);
+    int n_full = bos + n_prompt, n_tok = 0, common = 0, kept;
+    const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
+    if (!t || n_full == 0) return 0;
+    n_tok = INFER__MIN(n_tok, *past);
+    while (common < n_tok && common < n_full &&
+           t[common] == (common < bos ? infer_model_bos(m) : r->prompt[common - bos]))
+        common++;
+    if (common >= n_full) common = n_full - 1; /* the last token is fed again for its logits */
+    if (c->seqs[r->seq].inexact) common = INFER__MIN(common, c->seqs[r->seq].inexact - 1);
+    if (common <= 0) return 0;
+    kept = infer_seq_truncate(c, r->seq, common); /* a sliding window may keep less */
+    *past = kept;
+    /* kept 0: BOS and the whole prompt are fed, as for an empty sequence */
+    r->skip = INFER__MAX(kept - bos, 0);
+    infer__mutex_lock(&s->mu);
+    r->n_cached = kept;
+    infer__mutex_unlock(&s->mu);
+    return 1;
+}
+
 /* The prompt begins: the sequence set as asked, BOS where due, the tokens
    to re-feed where the sequence lost some. Returns 0 if r ended. */
 static int infer__req_begin(infer_request *r) {
@@ -312,7 +345,9 @@ static int infer__req_begin(infer_request *r) {
             return 0;
         }
     }
-    if (r->n_past_req >= 0 && r->n_past_req < past) {
+    if (r->n_past_req == 0 && r->cache_prompt && past > 0 && infer__req_reuse(r, &past)) {
+        /* the sequence keeps the prompt's cached prefix */
+    } else if (r->n_past_req >= 0 && r->n_past_req < past) {
         /* positions a sliding window lost come back by feeding them again */
         int n_tok, kept;
         const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
@@ -372,9 +407,10 @@ static int infer__req_begin(infer_request *r) {
     stbds_arrfree(pre);
     n_prompt = (int)stbds_arrlen(r->prompt);
     r->start_past = past;
-    r->fed = 0;
+    r->fed = r->skip;
     r->t_prompt0 = infer__now_ms();
     for (i = 0; i < n_prompt; i++) infer_sampler_accept_prompt(r->sampler, r->prompt[i]);
+    n_prompt -= r->skip; /* the tokens to feed */
     if (n_prompt > n_ctx - past && (c->full_policy == INFER_FULL_STOP || n_prompt > n_ctx)) {
         snprintf(msg, sizeof msg, "the prompt is %d tokens but the context has room for %d", n_prompt,
                  INFER__MAX(n_ctx - past, 0));
@@ -711,7 +747,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         pos += s->take[i];
         if (r->fed == (int)stbds_arrlen(r->prompt)) {
             infer__mutex_lock(&s->mu);
-            r->metrics.n_prompt_tokens = r->fed;
+            r->metrics.n_prompt_tokens = r->fed - r->skip;
             r->metrics.prompt_ms = infer__now_ms() - r->t_prompt0;
             infer__mutex_unlock(&s->mu);
             if (r->n_predict <= 0) infer__req_end(r, INFER_OK, NULL);
@@ -809,6 +845,7 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     r->n_past_req = p->n_past;
     r->n_predict = p->n_predict;
     r->n_probs = p->n_probs;
+    r->cache_prompt = p->cache_prompt;
     r->feed_last = 1;
     r->status = INFER_OK;
     r->t_start = infer__now_ms();
@@ -859,6 +896,27 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             r->n_stop++;
         }
     }
+    if (p->prompt_tokens) {
+        int n_vocab = infer_model_n_vocab(m);
+        if (p->n_prompt_tokens < 0) {
+            infer__set_error(err, INFER_ERR_ARG, "n_prompt_tokens is %d", p->n_prompt_tokens);
+            return INFER_ERR_ARG;
+        }
+        for (i = 0; i < p->n_prompt_tokens; i++)
+            if (p->prompt_tokens[i] < 0 || p->prompt_tokens[i] >= n_vocab) {
+                infer__set_error(err, INFER_ERR_ARG, "prompt token %d is %d, outside the vocabulary (%d)", i,
+                                 (int)p->prompt_tokens[i], n_vocab);
+                return INFER_ERR_ARG;
+            }
+        if (p->n_prompt_tokens > 0) {
+            if (!infer__arr_setlen(r->prompt, p->n_prompt_tokens)) {
+                infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the prompt");
+                return INFER_ERR_NOMEM;
+            }
+            memcpy(r->prompt, p->prompt_tokens, (size_t)p->n_prompt_tokens * sizeof *r->prompt);
+        }
+        return INFER_OK;
+    }
     /* (the arguments are good, so tokenizing fails only for want of memory) */
     n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
     if (n > 0) n = infer__arr_setlen(r->prompt, n) ? infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1) : -1;
@@ -889,6 +947,7 @@ INFERDEF infer_request_params infer_request_default_params(void) {
     memset(&p, 0, sizeof p);
     p.n_past = -1;
     p.n_predict = 256;
+    p.cache_prompt = 1;
     p.sampling = infer_sampler_default_params();
     return p;
 }
@@ -1059,6 +1118,14 @@ INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_
             if (r->probs[(size_t)i * r->n_probs + j].id >= 0) out[k++] = r->probs[(size_t)i * r->n_probs + j];
     infer__mutex_unlock(&r->sched->mu);
     return k;
+}
+
+INFERDEF int infer_request_cached_tokens(const infer_request *r) {
+    int n;
+    infer__mutex_lock(&r->sched->mu);
+    n = r->n_cached;
+    infer__mutex_unlock(&r->sched->mu);
+    return n;
 }
 
 INFERDEF infer_metrics infer_request_metrics(const infer_request *r) {

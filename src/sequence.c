@@ -38,6 +38,7 @@ INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
     q->n_past = n_past;
     q->hi = n_past;
     q->logit_row = -1;
+    if (q->inexact && n_past < q->inexact) q->inexact = 0; /* what is left was made as a prefill makes it */
     stbds_arrsetlen(q->tokens, n_past);
     return n_past;
 }
@@ -106,6 +107,8 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     }
     d = p1 - p0;
     moved = q->n_past - p1;
+    /* the moved positions' values were made seeing the removed ones */
+    if (!q->inexact || p0 + 1 < q->inexact) q->inexact = p0 + 1;
     row = (float *)INFER_MALLOC(((size_t)c->kv.kv_dim + (size_t)c->model->rope_dim + 2) * sizeof(float));
     if (c->kv.gpu && moved) host = (uint8_t *)INFER_MALLOC((size_t)moved * c->kv.k_row);
     if (!row || (c->kv.gpu && moved && !host)) {
@@ -186,6 +189,7 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
     b->n_past = a->n_past;
     b->hi = a->hi;
     b->logit_row = a->logit_row;
+    b->inexact = a->inexact;
     return INFER_OK;
 }
 
@@ -469,6 +473,7 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
     }
     q->n_past = h.n_past;
     q->hi = h.hi;
+    q->inexact = 0; /* (a state does not say whether it was shifted: taken as prefilled) */
     return INFER_OK;
 bad:
     infer__set_error(err, INFER_ERR_FORMAT, "not a state saved by this version of infer.h (or truncated)");

@@ -146,6 +146,7 @@ def main():
         check_concurrent(srv, client)
         check_bad_requests(srv, client, openai)
         check_real_clients(infer, model, srv, client, openai)
+        check_prompt_reuse(srv, client)
     finally:
         log = srv.stop()
     check("stopping" in log, "SIGTERM stops the server cleanly")
@@ -404,6 +405,43 @@ def check_real_clients(infer, model, srv, client, openai):
                          text=True, timeout=120)
     check(out.returncode == 1 and out.stderr.count("\n") == 1 and str(srv.port) in out.stderr,
           "a busy port: exit 1 and one line (got %d: %r)" % (out.returncode, out.stderr))
+
+
+def check_prompt_reuse(srv, client):
+    """A conversation's second turn finds its first turn in a sequence's
+    cache (usage.prompt_tokens_details.cached_tokens) and replies as
+    without it (cache_prompt false, llama.cpp's field)."""
+    def cached(usage):
+        d = usage.prompt_tokens_details
+        return d.cached_tokens if d is not None else None
+
+    first = [{"role": "user", "content": "Name three colours of the rainbow."}]
+    r1 = client.chat.completions.create(model="smollm", messages=first, max_tokens=32, temperature=0)
+    second = first + [{"role": "assistant", "content": r1.choices[0].message.content},
+                      {"role": "user", "content": "And two more?"}]
+    r2 = client.chat.completions.create(model="smollm", messages=second, max_tokens=32, temperature=0)
+    check(cached(r2.usage) is not None and cached(r2.usage) > r1.usage.prompt_tokens // 2,
+          "the second turn reuses the first's cache (%s of %d prompt tokens)" % (cached(r2.usage), r2.usage.prompt_tokens))
+    fresh = client.chat.completions.create(model="smollm", messages=second, max_tokens=32, temperature=0,
+                                           extra_body={"cache_prompt": False})
+    check(cached(fresh.usage) == 0, "cache_prompt false reuses nothing (%s)" % cached(fresh.usage))
+    check(fresh.choices[0].message.content == r2.choices[0].message.content,
+          "the reply with reuse equals the reply without (%r)" % r2.choices[0].message.content[:40])
+    # streamed: cached_tokens in the usage chunk; the same prompt again has
+    # all but its last token cached
+    chunks = list(client.chat.completions.create(model="smollm", messages=second, max_tokens=32, temperature=0,
+                                                 stream=True, stream_options={"include_usage": True}))
+    u = chunks[-1].usage
+    check(u is not None and cached(u) == u.prompt_tokens - 1,
+          "a repeated prompt streams usage with all but one token cached (%s)" % (u and cached(u)))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    check(text == r2.choices[0].message.content, "the streamed reply with reuse is the same")
+    # text completions: the field too
+    p = "The quick brown fox jumps over the lazy dog. " * 4
+    c1 = client.completions.create(model="smollm", prompt=p, max_tokens=8, temperature=0)
+    c2 = client.completions.create(model="smollm", prompt=p + c1.choices[0].text, max_tokens=8, temperature=0)
+    check(cached(c2.usage) is not None and cached(c2.usage) >= c1.usage.prompt_tokens - 1,
+          "a completion extending the last reuses its prompt (%s of %d)" % (cached(c2.usage), c2.usage.prompt_tokens))
 
 
 def check_queue_and_disconnect(srv, openai):

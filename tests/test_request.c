@@ -556,6 +556,207 @@ Test(request, freeing_a_worker_with_running_requests) {
     infer_model_free(m);
 }
 
+/* ---- prompt reuse (cache_prompt) -------------------------------------------- */
+
+/* [BOS] + tokens of text, as a request feeds them; returns the count */
+static int full_tokens(const infer_model *m, const char *text, infer_token *out, int max) {
+    int n = infer_tokenize(m, text, strlen(text), out, max, infer_model_add_bos(m), 1);
+    cr_assert(n > 0 && n <= max, "tokenizing gave %d", n);
+    return n;
+}
+
+/* Runs r to its end on c (no worker) and returns its text (malloc'd). */
+static char *run_request(infer_context *c, const infer_request_params *p, infer_request **out) {
+    infer_error err;
+    infer_request *r = infer_request_start(c, p, &err);
+    char *t;
+    cr_assert(r, "%s", err.msg);
+    while (infer_context_step(c, 5.0) > 0) {}
+    cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
+    t = text_of(r);
+    *out = r;
+    return t;
+}
+
+Test(request, prompt_reuse_extends_the_last_reply) {
+    infer_model *m = load(MODEL);
+    infer_context *c = ctx(m, 512, 1, INFER_FULL_STOP, 1);
+    infer_request_params p = req_params(story, 30, 0);
+    infer_request *r1, *r2;
+    char *t1, *t2, *prompt2;
+    sink want;
+    int n_cached, n_story, n_prompt2;
+    infer_token toks[1024];
+    p.n_past = 0;
+    t1 = run_request(c, &p, &r1);
+    cr_assert_eq(infer_request_cached_tokens(r1), 0, "an empty sequence has nothing cached");
+    /* the next turn: the story, its reply, more */
+    prompt2 = (char *)malloc(strlen(story) + strlen(t1) + 32);
+    sprintf(prompt2, "%s%s And then", story, t1);
+    p.prompt = prompt2;
+    t2 = run_request(c, &p, &r2);
+    n_cached = infer_request_cached_tokens(r2);
+    n_story = full_tokens(m, story, toks, 1024);
+    n_prompt2 = full_tokens(m, prompt2, toks, 1024);
+    /* (the story's last token may merge with the reply's first) */
+    cr_assert_geq(n_cached, n_story - 1, "%d cached of a %d-token story", n_cached, n_story);
+    cr_assert_lt(n_cached, n_prompt2);
+    cr_assert_eq(infer_request_metrics(r2).n_prompt_tokens, n_prompt2 - n_cached, "the cached part was fed again");
+    generate_text(m, prompt2, 30, &want);
+    cr_assert_str_eq(t2, want.buf, "reusing the cache changed the reply");
+    infer_request_free(r1);
+    infer_request_free(r2);
+    /* the same prompt again: all but its last token cached, the same reply */
+    {
+        infer_request *r3;
+        char *t3 = run_request(c, &p, &r3);
+        cr_assert_eq(infer_request_cached_tokens(r3), n_prompt2 - 1);
+        cr_assert_str_eq(t3, want.buf);
+        free(t3);
+        infer_request_free(r3);
+    }
+    /* cache_prompt 0: fed afresh */
+    {
+        infer_request *r4;
+        char *t4;
+        p.cache_prompt = 0;
+        t4 = run_request(c, &p, &r4);
+        cr_assert_eq(infer_request_cached_tokens(r4), 0);
+        cr_assert_eq(infer_request_metrics(r4).n_prompt_tokens, n_prompt2);
+        cr_assert_str_eq(t4, want.buf);
+        free(t4);
+        infer_request_free(r4);
+    }
+    free(t1);
+    free(t2);
+    free(prompt2);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
+Test(request, prompt_reuse_keeps_only_the_common_prefix) {
+    infer_model *m = load(MODEL);
+    infer_context *c = ctx(m, 512, 1, INFER_FULL_STOP, 1);
+    infer_request_params p = req_params(story, 10, 0);
+    const char *other = "Once upon a time, there was a big dog named Max.";
+    infer_token a[1024], b[1024];
+    infer_request *r1, *r2;
+    char *t1, *t2;
+    sink want;
+    int na, nb, common = 0;
+    p.n_past = 0;
+    t1 = run_request(c, &p, &r1);
+    na = full_tokens(m, story, a, 1024);
+    nb = full_tokens(m, other, b, 1024);
+    while (common < na && common < nb && a[common] == b[common]) common++;
+    cr_assert(common > 1 && common < nb, "the test's prompts share %d tokens", common);
+    p.prompt = other;
+    p.n_predict = 30;
+    t2 = run_request(c, &p, &r2);
+    cr_assert_eq(infer_request_cached_tokens(r2), common);
+    generate_text(m, other, 30, &want);
+    cr_assert_str_eq(t2, want.buf, "reusing the common prefix changed the reply");
+    free(t1);
+    free(t2);
+    infer_request_free(r1);
+    infer_request_free(r2);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
+/* After a context shift the positions past n_keep were made seeing what
+   the shift dropped: a prompt that matches them reuses only n_keep. */
+Test(request, prompt_reuse_stops_at_a_shift) {
+    infer_model *m = load(MODEL);
+    infer_context_params cp = infer_context_default_params();
+    infer_request_params p = req_params("Once upon a time", 60, 0);
+    infer_context *c;
+    infer_request *r1, *r2;
+    infer_token toks[64];
+    const infer_token *held;
+    infer_error err;
+    char *t;
+    int n_held;
+    cp.n_ctx = 32, cp.n_seq = 1, cp.full_policy = INFER_FULL_SHIFT, cp.n_keep = 4, cp.n_threads = 1;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert(c, "%s", err.msg);
+    p.n_past = 0;
+    p.sampling.temperature = 0.8f; /* no end of generation that early */
+    t = run_request(c, &p, &r1);
+    free(t);
+    cr_assert_gt(infer_request_prompt_tokens(r1, NULL, 0) + infer_request_tokens(r1, NULL, 0), 32, "no shift happened");
+    /* the sequence's own tokens as the next prompt (BOS left out) */
+    held = infer_seq_tokens(c, 0, &n_held);
+    cr_assert(n_held > 5 && n_held <= 32 && held[0] == infer_model_bos(m));
+    memcpy(toks, held + 1, (size_t)(n_held - 1) * sizeof *toks);
+    p.prompt = NULL, p.prompt_tokens = toks, p.n_prompt_tokens = n_held - 1, p.n_predict = 4;
+    t = run_request(c, &p, &r2);
+    cr_assert_eq(infer_request_cached_tokens(r2), 4, "%d cached past a shift (n_keep 4)", infer_request_cached_tokens(r2));
+    free(t);
+    infer_request_free(r1);
+    infer_request_free(r2);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
+/* Three sequences of one context, a worker, both turns at once. Prompts
+   given as tokens, as a server passes them. */
+Test(request, prompt_reuse_in_parallel_sequences) {
+    infer_model *m = load(MODEL);
+    infer_context *c = ctx(m, 256, 3, INFER_FULL_STOP, 1);
+    infer_worker *w;
+    infer_request *r[6];
+    infer_error err;
+    char *second[3];
+    int i;
+    w = infer_worker_new(1, &err);
+    cr_assert(w, "%s", err.msg);
+    for (i = 0; i < 3; i++) {
+        infer_request_params p = req_params(openings[i], 20, i);
+        p.n_past = 0;
+        r[i] = infer_worker_start(w, c, &p, &err);
+        cr_assert(r[i], "%s", err.msg);
+    }
+    wait_all(r, 3);
+    for (i = 0; i < 3; i++) {
+        char *t = text_of(r[i]);
+        infer_token toks[512];
+        int n;
+        infer_request_params p = req_params(NULL, 20, i);
+        second[i] = (char *)malloc(strlen(openings[i]) + strlen(t) + 16);
+        sprintf(second[i], "%s%s Then", openings[i], t);
+        free(t);
+        n = infer_tokenize(m, second[i], strlen(second[i]), toks, 512, 0, 1);
+        cr_assert(n > 0);
+        p.prompt_tokens = toks, p.n_prompt_tokens = n, p.n_past = 0;
+        r[3 + i] = infer_worker_start(w, c, &p, &err);
+        cr_assert(r[3 + i], "%s", err.msg);
+    }
+    wait_all(r + 3, 3);
+    for (i = 0; i < 3; i++) {
+        sink want;
+        char *t = text_of(r[3 + i]);
+        cr_assert_eq(infer_request_status(r[3 + i], &err), INFER_OK, "%s", err.msg);
+        cr_assert_gt(infer_request_cached_tokens(r[3 + i]), 1, "sequence %d reused nothing", i);
+        generate_text(m, second[i], 20, &want);
+        cr_assert_str_eq(t, want.buf, "sequence %d: reuse changed the reply", i);
+        free(t);
+        free(second[i]);
+    }
+    for (i = 0; i < 6; i++) infer_request_free(r[i]);
+    /* a token outside the vocabulary is refused at start */
+    {
+        infer_token bad = infer_model_n_vocab(m);
+        infer_request_params p = req_params(NULL, 5, 0);
+        p.prompt_tokens = &bad, p.n_prompt_tokens = 1;
+        cr_assert_null(infer_request_start(c, &p, &err));
+        cr_assert(strstr(err.msg, "outside the vocabulary"), "%s", err.msg);
+    }
+    infer_worker_free(w);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
 /* ---- the context-full policies -------------------------------------------- */
 
 Test(request, context_full_stops_or_shifts) {
