@@ -548,8 +548,9 @@ Test(sequence, cli_embed) {
     j = tu_json_parse(out);
     cr_assert(j, "%s", out);
     data = tu_json_get(j, "data");
-    cr_assert(data && data->n == 2);
-    data = tu_json_get(&data->items[1], "embedding");
+    /* every line, the empty one too (output i is line i + 1) */
+    cr_assert(data && data->n == 3, "%d embeddings for 3 lines", data ? data->n : -1);
+    data = tu_json_get(&data->items[2], "embedding");
     cr_assert(data && data->n > 0);
     for (i = 0; i < data->n; i++) norm += data->items[i].num * data->items[i].num;
     cr_assert_float_eq(norm, 1.0, 1e-4);
