@@ -58,6 +58,7 @@ PARTS = [
     "gbnf.c",
     "grammar.c",
     "schema.c",
+    "toolcall.c",
     "sampler.c",
     "generate.c",
     "beam.c",
