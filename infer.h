@@ -943,6 +943,7 @@ typedef struct infer_tool_call {
 typedef struct infer_output_result {
     const char *content;           /* "" for none */
     const char *reasoning_content; /* "" for none */
+    size_t content_len, reasoning_len; /* their lengths (a reply may hold NUL bytes) */
     const infer_tool_call *calls;
     int n_calls;
     int n_malformed; /* calls whose text did not parse: kept as content, markers and all */
@@ -18732,6 +18733,8 @@ INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_del
     if (result && !p->nomem) {
         result->content = infer__tc_cstr(p, &p->content);
         result->reasoning_content = infer__tc_cstr(p, &p->reasoning);
+        result->content_len = stbds_arrlenu(p->content.p);
+        result->reasoning_len = stbds_arrlenu(p->reasoning.p);
         result->calls = p->pub_calls;
         result->n_calls = (int)stbds_arrlen(p->pub_calls);
         result->n_malformed = p->n_malformed;

@@ -942,6 +942,7 @@ typedef struct infer_tool_call {
 typedef struct infer_output_result {
     const char *content;           /* "" for none */
     const char *reasoning_content; /* "" for none */
+    size_t content_len, reasoning_len; /* their lengths (a reply may hold NUL bytes) */
     const infer_tool_call *calls;
     int n_calls;
     int n_malformed; /* calls whose text did not parse: kept as content, markers and all */

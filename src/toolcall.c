@@ -939,6 +939,8 @@ INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_del
     if (result && !p->nomem) {
         result->content = infer__tc_cstr(p, &p->content);
         result->reasoning_content = infer__tc_cstr(p, &p->reasoning);
+        result->content_len = stbds_arrlenu(p->content.p);
+        result->reasoning_len = stbds_arrlenu(p->reasoning.p);
         result->calls = p->pub_calls;
         result->n_calls = (int)stbds_arrlen(p->pub_calls);
         result->n_malformed = p->n_malformed;
