@@ -885,15 +885,18 @@ typedef enum infer_tool_format {
                                 is reasoning, <|START_RESPONSE|> and <|END_RESPONSE|> are dropped */
     INFER_TOOLS_FUNCTIONARY, /* functionary v3.1: <function=name>{..}</function> */
     INFER_TOOLS_FIREFUNCTION, /* firefunction v2: functools[{"name", "arguments"}, ..] */
+    INFER_TOOLS_NEMOTRON,    /* Nemotron Nano v2: <TOOLCALL>[{"name", "arguments"}, ..]</TOOLCALL> */
+    INFER_TOOLS_APERTUS,     /* Apertus: <|tools_prefix|>[{"name": {..arguments..}}, ..]<|tools_suffix|> */
     INFER_TOOLS_COUNT
 } infer_tool_format;
 
 /* The format a chat template's text writes tool calls in, from the markers
    it holds; INFER_TOOLS_NONE where it has none it knows (or text is NULL),
-   INFER_TOOLS_GENERIC where it mentions tools without a known syntax. */
+   INFER_TOOLS_GENERIC where it mentions tools without a known syntax
+   (Seed-OSS's <seed:tool_call> with XML parameters is not parsed). */
 INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
 /* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
-   "deepseek-r1", "command-r", "functionary", "firefunction" */
+   "deepseek-r1", "command-r", "functionary", "firefunction", "nemotron", "apertus" */
 INFERDEF const char *infer_tool_format_name(infer_tool_format f);
 /* The strings that open a tool call in format f (e.g. "<tool_call>"), a
    NULL-terminated static list, for a grammar applied lazily once one is

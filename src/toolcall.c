@@ -19,7 +19,9 @@ enum {
     INFER__K_CMDR,        /* <|START_ACTION|> ... <|END_ACTION|> */
     INFER__K_FUNCTIONARY, /* <function=name>{..}</function> */
     INFER__K_FIRE,        /* functools[..] */
-    INFER__K_GENERIC      /* { at the start: one JSON object */
+    INFER__K_GENERIC,     /* { at the start: one JSON object */
+    INFER__K_NEMOTRON,    /* <TOOLCALL>[..]</TOOLCALL> */
+    INFER__K_APERTUS      /* <|tools_prefix|>[{"name": {..}}]<|tools_suffix|> */
 };
 
 typedef struct infer__tc_marker {
@@ -47,6 +49,8 @@ static const infer__tc_marker infer__tc_cmdr[] = {{"<|START_ACTION|>", INFER__K_
                                                   {NULL, 0}};
 static const infer__tc_marker infer__tc_functionary[] = {{"<function=", INFER__K_FUNCTIONARY}, {NULL, 0}};
 static const infer__tc_marker infer__tc_fire[] = {{"functools[", INFER__K_FIRE}, {NULL, 0}};
+static const infer__tc_marker infer__tc_nemotron[] = {{"<TOOLCALL>", INFER__K_NEMOTRON}, {NULL, 0}};
+static const infer__tc_marker infer__tc_apertus_m[] = {{"<|tools_prefix|>", INFER__K_APERTUS}, {NULL, 0}};
 
 static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     switch (f) {
@@ -58,6 +62,8 @@ static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     case INFER_TOOLS_COMMAND_R: return infer__tc_cmdr;
     case INFER_TOOLS_FUNCTIONARY: return infer__tc_functionary;
     case INFER_TOOLS_FIREFUNCTION: return infer__tc_fire;
+    case INFER_TOOLS_NEMOTRON: return infer__tc_nemotron;
+    case INFER_TOOLS_APERTUS: return infer__tc_apertus_m;
     default: return infer__tc_none;
     }
 }
@@ -73,6 +79,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     static const char *const functionary[] = {"<function=", NULL};
     static const char *const fire[] = {"functools[", NULL};
     static const char *const generic[] = {"{", NULL};
+    static const char *const nemotron[] = {"<TOOLCALL>", NULL};
+    static const char *const apertus[] = {"<|tools_prefix|>", NULL};
     switch (f) {
     case INFER_TOOLS_GENERIC: return generic;
     case INFER_TOOLS_HERMES: return hermes;
@@ -83,6 +91,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     case INFER_TOOLS_COMMAND_R: return cmdr;
     case INFER_TOOLS_FUNCTIONARY: return functionary;
     case INFER_TOOLS_FIREFUNCTION: return fire;
+    case INFER_TOOLS_NEMOTRON: return nemotron;
+    case INFER_TOOLS_APERTUS: return apertus;
     default: return none;
     }
 }
@@ -90,12 +100,15 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
 INFERDEF const char *infer_tool_format_name(infer_tool_format f) {
     static const char *const names[INFER_TOOLS_COUNT] = {"none",      "generic",     "hermes",    "llama3",
                                                          "mistral",   "phi4-mini",   "deepseek-r1", "command-r",
-                                                         "functionary", "firefunction"};
+                                                         "functionary", "firefunction", "nemotron",  "apertus"};
     return (int)f >= 0 && f < INFER_TOOLS_COUNT ? names[f] : "unknown";
 }
 
 INFERDEF infer_tool_format infer_tool_format_detect(const char *t) {
     if (!t) return INFER_TOOLS_NONE;
+    if (strstr(t, "<seed:tool_call>")) return INFER_TOOLS_GENERIC; /* XML parameters: not parsed */
+    if (strstr(t, "<TOOLCALL>")) return INFER_TOOLS_NEMOTRON;
+    if (strstr(t, "<|tools_prefix|>")) return INFER_TOOLS_APERTUS;
     if (strstr(t, "<tool_call>")) return INFER_TOOLS_HERMES;
     if (strstr(t, "[TOOL_CALLS]")) return INFER_TOOLS_MISTRAL;
     if (strstr(t, "tool\xE2\x96\x81" "calls\xE2\x96\x81" "begin") || strstr(t, "tool\xE2\x96\x81" "call\xE2\x96\x81" "begin"))
@@ -606,6 +619,25 @@ static int infer__tc_generic(infer_output_parser *p, const char *s, size_t n) {
     return ok;
 }
 
+/* Apertus's list of {"name": {arguments}} objects */
+static int infer__tc_apertus(infer_output_parser *p, const char *s, size_t n) {
+    infer__jv v;
+    int ok = 1, i;
+    if (!infer__tc_parse(p, s, n, &v)) return 0;
+    if (v.type != INFER__J_ARR || !stbds_arrlen(v.items)) ok = 0;
+    for (i = 0; ok && i < (int)stbds_arrlen(v.items); i++) {
+        const infer__jv *o = &v.items[i];
+        infer__sb a = {NULL, 0};
+        ok = o->type == INFER__J_OBJ && stbds_arrlen(o->keys) == 1 && o->key_lens[0] > 0 &&
+             infer__tc_args(p, &o->items[0], &a) && !a.nomem &&
+             infer__tc_add(p, o->keys[0], o->key_lens[0], a.p, stbds_arrlenu(a.p), NULL, 0);
+        if (a.nomem) p->nomem = 1;
+        stbds_arrfree(a.p);
+    }
+    infer__jv_free(&v);
+    return ok;
+}
+
 /* The call's text b[body..body_end) into calls: 1 done, 2 it was a
    response (content given out), 0 not a call (the calls it made undone). */
 static int infer__tc_parse_call(infer_output_parser *p, size_t body, size_t body_end) {
@@ -624,6 +656,8 @@ static int infer__tc_parse_call(infer_output_parser *p, size_t body, size_t body
     case INFER__K_DS_CALLS: ok = infer__tc_ds_calls(p, s, n); break;
     case INFER__K_DS_CALL: ok = infer__tc_ds_one(p, s, n); break;
     case INFER__K_GENERIC: ok = infer__tc_generic(p, s, n); break;
+    case INFER__K_NEMOTRON: ok = infer__tc_json_calls(p, s, n, 1, "name", infer__tc_args_keys, NULL); break;
+    case INFER__K_APERTUS: ok = infer__tc_apertus(p, s, n); break;
     case INFER__K_FUNCTIONARY: {
         const char *gt = (const char *)memchr(s, '>', n);
         infer__jv v;
@@ -679,6 +713,8 @@ static int infer__tc_call_end(infer_output_parser *p, int final, size_t *body_en
     case INFER__K_FUNCTIONARY: close = "</function>"; break;
     case INFER__K_DS_CALLS: close = INFER__DS_CALLS_END; break;
     case INFER__K_DS_CALL: close = INFER__DS_CALL_END; break;
+    case INFER__K_NEMOTRON: close = "</TOOLCALL>"; break;
+    case INFER__K_APERTUS: close = "<|tools_suffix|>"; break;
     case INFER__K_PYTAG: break;
     case INFER__K_MISTRAL:
         if (!p->json_seen) {

@@ -275,6 +275,18 @@ Test(toolcall, functionary_firefunction_generic) {
     check_all(cs, N(cs));
 }
 
+Test(toolcall, nemotron_apertus) {
+    static const tc_case cs[] = {
+        {INFER_TOOLS_NEMOTRON, 0, "Checking.\n<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"arguments\": {}}]</TOOLCALL>",
+         "Checking.", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
+        {INFER_TOOLS_NEMOTRON, 0, "<TOOLCALL>[{\"name\": \"a\", ]</TOOLCALL>", "<TOOLCALL>[{\"name\": \"a\", ]</TOOLCALL>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOLS_APERTUS, 0, "<|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"b\": {}}]<|tools_suffix|>",
+         "", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
+        {INFER_TOOLS_APERTUS, 0, "<|tools_prefix|>[{\"a\": {}, \"b\": {}}]<|tools_suffix|>", "<|tools_prefix|>[{\"a\": {}, \"b\": {}}]<|tools_suffix|>", NULL, 0, {0}, {0}, {0}, 1},
+    };
+    check_all(cs, N(cs));
+}
+
 /* A reply that opens a call and is cut short: in_call while it is open. */
 Test(toolcall, in_call) {
     infer_error err;
@@ -344,6 +356,9 @@ Test(toolcall, detect) {
         {"meetkai-functionary-medium-v3.1.jinja", INFER_TOOLS_FUNCTIONARY},
         {"google-gemma-2-2b-it.jinja", INFER_TOOLS_NONE},
         {"microsoft-Phi-3.5-mini-instruct.jinja", INFER_TOOLS_NONE},
+        {"NVIDIA-Nemotron-Nano-v2.jinja", INFER_TOOLS_NEMOTRON},
+        {"Apertus-8B-Instruct.jinja", INFER_TOOLS_APERTUS},
+        {"ByteDance-Seed-OSS.jinja", INFER_TOOLS_GENERIC},
     };
     int i, found = 0;
     for (i = 0; i < N(ts); i++) {

@@ -123,7 +123,7 @@ def main():
         for path in sorted(glob.glob(os.path.join(seeds, 'toolcall', '*.txt'))):
             name = os.path.basename(path)
             f, r = int(name[1:name.index('r')]), int(name[name.index('r') + 1])
-            write(out, name, bytes([f + 10 * r, 5]) + open(path, 'rb').read())
+            write(out, name, bytes([f | r << 4, 5]) + open(path, 'rb').read())
     elif harness == 'serve_request':
         for path in sorted(glob.glob(os.path.join(seeds, 'serve', '*.json'))):
             body = open(path, 'rb').read()

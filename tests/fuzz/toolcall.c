@@ -1,5 +1,6 @@
 /* Fuzzes the reply parser (infer_output_parser, toolcall.c). The first
-   byte picks the tool format and the reasoning mode, the second seeds the
+   byte picks the tool format (its low 4 bits, modulo the number of
+   formats) and the reasoning mode (bits 4 and 5), the second seeds the
    piece sizes; the rest is the reply. It is parsed whole and in pieces:
    the two results must be the same, and the deltas put together must be
    the result. */
@@ -77,8 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     infer_tool_format f;
     int reasoning, i;
     if (size < 2) return 0;
-    f = (infer_tool_format)(data[0] % INFER_TOOLS_COUNT);
-    reasoning = (data[0] / INFER_TOOLS_COUNT) % 3;
+    f = (infer_tool_format)((data[0] & 15) % INFER_TOOLS_COUNT);
+    reasoning = (data[0] >> 4 & 3) % 3;
     run(&a, f, reasoning, data + 2, size - 2, 0);
     run(&b, f, reasoning, data + 2, size - 2, 1u + data[1]);
     FUZZ_CHECK(a.nc == b.nc && !memcmp(a.content, b.content, a.nc), "content depends on the pieces");
