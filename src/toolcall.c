@@ -717,8 +717,8 @@ static int infer__tc_call_end(infer_output_parser *p, int final, size_t *body_en
     case INFER__K_APERTUS: close = "<|tools_suffix|>"; break;
     case INFER__K_PYTAG: break;
     case INFER__K_MISTRAL:
-        if (!p->json_seen) {
-            /* a list, or name[ARGS] then the object */
+        if (!p->json_seen && p->json_from == p->body_at) {
+            /* a list, or name[ARGS] then the object (found once: json_from moves past it) */
             size_t i = p->body_at, a;
             while (i < p->n && infer__tc_ws(p->buf[i])) i++;
             if (i < p->n && p->buf[i] != '[') {
