@@ -878,7 +878,9 @@ typedef enum infer_tool_format {
                                 <|python_tag|> then such JSON, name.call(k="v", ..) or code */
     INFER_TOOLS_MISTRAL,     /* [TOOL_CALLS][{"name", "arguments", "id"?}, ..] and the newer
                                 [TOOL_CALLS]name[CALL_ID]id[ARGS]{..} ([CALL_ID] optional) */
-    INFER_TOOLS_PHI4_MINI,   /* <|tool_call|>[{"name", "arguments"}, ..]<|/tool_call|> */
+    INFER_TOOLS_PHI4_MINI,   /* <|tool_call|>[{"name", "arguments"}, ..]<|/tool_call|> (Phi-4-mini's
+                                template writes only the tool list, <|tool|>..<|/tool|>: this is
+                                the model card's call syntax) */
     INFER_TOOLS_DEEPSEEK_R1, /* <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n
                                 ```json\n{..}\n```<｜tool▁call▁end｜>..<｜tool▁calls▁end｜> */
     INFER_TOOLS_COMMAND_R,   /* Command R7B: <|START_ACTION|>[{"tool_call_id", "tool_name",
@@ -915,8 +917,9 @@ enum {
 
 /* One piece of a tool call, as OpenAI's streaming tool_calls deltas: a
    call's first piece has its id and name, later ones only more of the
-   arguments' text. (This parser gives each call in one piece, once it is
-   complete: id, name and all of the arguments.) */
+   arguments' text. This parser gives each call in one piece, once it is
+   complete and its JSON parsed (so nothing is given out that a malformed
+   call would take back): id, name and all of the arguments. */
 typedef struct infer_tool_call_delta {
     int index;             /* which call of the reply: 0, 1, ... */
     const char *id;        /* NULL after the call's first piece */
