@@ -310,6 +310,37 @@ Test(toolcall, in_call) {
     cr_assert_eq(err.code, INFER_ERR_ARG);
 }
 
+/* Every proper beginning of a marker is held back, not given out, until
+   the text shows it is not one; then it comes out whole. */
+Test(toolcall, partial_markers_held) {
+    int f;
+    for (f = 0; f < INFER_TOOLS_COUNT; f++) {
+        const char *const *t;
+        for (t = infer_tool_format_triggers((infer_tool_format)f); *t; t++) {
+            size_t k, n = strlen(*t);
+            if ((*t)[0] == '{') continue; /* JSON triggers: only at the start of a reply */
+            for (k = 1; k < n; k++) {
+                infer_error err;
+                infer_output_parser *p = infer_output_parser_new((infer_tool_format)f, 0, &err);
+                infer_output_delta d;
+                infer_output_result r;
+                char text[64];
+                cr_assert_eq(infer_output_parser_push(p, "ok ", 3, &d, &err), 0);
+                cr_assert_str_eq(d.content, "ok");
+                cr_assert_eq(infer_output_parser_push(p, *t, k, &d, &err), 0);
+                cr_assert_eq(d.content_len, 0, "%s: %.*s given out: [%s]", infer_tool_format_name((infer_tool_format)f),
+                             (int)k, *t, d.content);
+                cr_assert_eq(infer_output_parser_push(p, "\x01", 1, &d, &err), 0);
+                snprintf(text, sizeof text, " %.*s\x01", (int)k, *t);
+                cr_assert_str_eq(d.content, text);
+                cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), 0);
+                cr_assert_eq(r.n_calls, 0);
+                infer_output_parser_free(p);
+            }
+        }
+    }
+}
+
 Test(toolcall, triggers_and_names) {
     int f;
     for (f = 0; f < INFER_TOOLS_COUNT; f++) {
