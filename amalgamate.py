@@ -59,6 +59,7 @@ PARTS = [
     "grammar.c",
     "schema.c",
     "jinja.c",
+    "toolcall.c",
     "sampler.c",
     "generate.c",
     "beam.c",

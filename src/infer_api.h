@@ -913,6 +913,123 @@ INFERDEF char *infer_jinja_render(const char *template_text, const char *context
 INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
                                               size_t eos_size);
 
+/* ---- Tool calls and reasoning ---------------------------------------------- */
+
+/* How a model writes tool calls in its reply, as its chat template renders
+   an assistant's tool_calls. */
+typedef enum infer_tool_format {
+    INFER_TOOLS_NONE = 0,    /* no tool calls: all text is content */
+    INFER_TOOLS_GENERIC,     /* a reply that is one JSON object: {"tool_call": {"name", "arguments"}},
+                                {"tool_calls": [...]} or {"response": "text"} (llama.cpp's generic) */
+    INFER_TOOLS_HERMES,      /* <tool_call>{"name": .., "arguments": {..}}</tool_call> (Qwen 2.5/3, Hermes) */
+    INFER_TOOLS_LLAMA3,      /* Llama 3.1+: a reply that opens with {"name": .., "parameters": {..}};
+                                <|python_tag|> then such JSON, name.call(k="v", ..) or code */
+    INFER_TOOLS_MISTRAL,     /* [TOOL_CALLS][{"name", "arguments", "id"?}, ..] and the newer
+                                [TOOL_CALLS]name[CALL_ID]id[ARGS]{..} ([CALL_ID] optional) */
+    INFER_TOOLS_PHI4_MINI,   /* <|tool_call|>[{"name", "arguments"}, ..]<|/tool_call|> (Phi-4-mini's
+                                template writes only the tool list, <|tool|>..<|/tool|>: this is
+                                the model card's call syntax) */
+    INFER_TOOLS_DEEPSEEK_R1, /* <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n
+                                ```json\n{..}\n```<｜tool▁call▁end｜>..<｜tool▁calls▁end｜> */
+    INFER_TOOLS_COMMAND_R,   /* Command R7B: <|START_ACTION|>[{"tool_call_id", "tool_name",
+                                "parameters"}]<|END_ACTION|>; <|START_THINKING|>..<|END_THINKING|>
+                                is reasoning, <|START_RESPONSE|> and <|END_RESPONSE|> are dropped */
+    INFER_TOOLS_FUNCTIONARY, /* functionary v3.1: <function=name>{..}</function> */
+    INFER_TOOLS_FIREFUNCTION, /* firefunction v2: functools[{"name", "arguments"}, ..] */
+    INFER_TOOLS_NEMOTRON,    /* Nemotron Nano v2: <TOOLCALL>[{"name", "arguments"}, ..]</TOOLCALL> */
+    INFER_TOOLS_APERTUS,     /* Apertus: <|tools_prefix|>[{"name": {..arguments..}}, ..]<|tools_suffix|> */
+    INFER_TOOLS_COUNT
+} infer_tool_format;
+
+/* The format a chat template's text writes tool calls in, from the markers
+   it holds; INFER_TOOLS_NONE where it has none it knows (or text is NULL),
+   INFER_TOOLS_GENERIC where it mentions tools without a known syntax
+   (Seed-OSS's <seed:tool_call> with XML parameters is not parsed). */
+INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
+/* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
+   "deepseek-r1", "command-r", "functionary", "firefunction", "nemotron", "apertus" */
+INFERDEF const char *infer_tool_format_name(infer_tool_format f);
+/* The strings that open a tool call in format f (e.g. "<tool_call>"), a
+   NULL-terminated static list, for a grammar applied lazily once one is
+   generated. Llama 3's and the generic format's JSON triggers open a call
+   only at the start of the reply. */
+INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
+
+/* The reasoning part of a reply, infer_output_parser_new's `reasoning`. */
+enum {
+    INFER_REASONING_NONE = 0, /* no reasoning: <think> is content */
+    INFER_REASONING_AUTO = 1, /* a reply that opens with <think> reasons up to </think> */
+    INFER_REASONING_OPEN = 2  /* the prompt opened <think> (DeepSeek R1's ends with "<think>\n"):
+                                 the reply is reasoning up to </think> (a repeated <think> dropped) */
+};
+
+/* One piece of a tool call, as OpenAI's streaming tool_calls deltas: a
+   call's first piece has its id and name, later ones only more of the
+   arguments' text. This parser gives each call in one piece, once it is
+   complete and its JSON parsed (so nothing is given out that a malformed
+   call would take back): id, name and all of the arguments. */
+typedef struct infer_tool_call_delta {
+    int index;             /* which call of the reply: 0, 1, ... */
+    const char *id;        /* NULL after the call's first piece */
+    const char *name;      /* NULL after the call's first piece */
+    const char *arguments; /* more of the arguments' JSON text (may be "") */
+} infer_tool_call_delta;
+
+/* What a push made newly certain. The texts are NUL-terminated too; all of
+   it stays valid until the parser's next call. */
+typedef struct infer_output_delta {
+    const char *content;   /* more of the reply's content ("" for none) */
+    size_t content_len;
+    const char *reasoning; /* more of its reasoning ("" for none) */
+    size_t reasoning_len;
+    const infer_tool_call_delta *calls;
+    int n_calls;
+} infer_output_delta;
+
+typedef struct infer_tool_call {
+    const char *id;        /* the format's own where it has one, else "call_" and 9 letters and digits
+                              from a hash of the call and its index (Mistral: the 9 alone) */
+    const char *name;
+    const char *arguments; /* compact JSON text, an object ("{}" where the call gave none) */
+} infer_tool_call;
+
+/* The whole reply, split. Valid until infer_output_parser_free. */
+typedef struct infer_output_result {
+    const char *content;           /* "" for none */
+    const char *reasoning_content; /* "" for none */
+    size_t content_len, reasoning_len; /* their lengths (a reply may hold NUL bytes) */
+    const infer_tool_call *calls;
+    int n_calls;
+    int n_malformed; /* calls whose text did not parse: kept as content, markers and all */
+} infer_output_result;
+
+/* Splits a model's reply, pushed as it is generated, into content,
+   reasoning and tool calls. Text is given out once certain, never taken
+   back: text that may begin a marker ("<tool" of "<tool_call>"), a call
+   not yet complete, and blanks that may end up trailing are held until
+   decided, as is the end of an incomplete UTF-8 character. Blanks at the
+   start and end of the content, of the reasoning, and around markers are
+   dropped. Pushing a reply in any pieces gives the same result, and the
+   deltas put together are the result.
+   A call whose JSON does not parse (or an unfinished one at the end) is
+   not an error: its text, markers and all, becomes content, counted in
+   n_malformed. Markers are found outside calls and reasoning only. */
+typedef struct infer_output_parser infer_output_parser;
+INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, int reasoning, infer_error *err);
+/* Adds n bytes of the reply; *out (may be NULL) receives what became
+   certain. 0, or -1 when memory ran out or after finish (err says which;
+   the parser can only be freed then). */
+INFERDEF int infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
+                                      infer_error *err);
+/* The reply is complete: *last (may be NULL) receives what was held back,
+   *result the whole reply. 0, or -1 as push. */
+INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last, infer_output_result *result,
+                                        infer_error *err);
+/* 1 while a tool call's marker has been seen and the call is not complete
+   (what follows is held back), else 0. */
+INFERDEF int infer_output_parser_in_call(const infer_output_parser *p);
+INFERDEF void infer_output_parser_free(infer_output_parser *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -368,6 +368,52 @@ static int infer__g_hex(char c);
 struct infer__grammar;
 static const char *infer__grammar_limit(const struct infer__grammar *G);
 
+/* ---- schema.c: JSON text parsed into values, and values written back ---- */
+enum { INFER__J_NULL = 0, INFER__J_BOOL, INFER__J_NUM, INFER__J_STR, INFER__J_ARR, INFER__J_OBJ };
+
+typedef struct infer__jv {
+    int type;
+    char *s;                 /* STR: the text decoded (UTF-8); NUM: as written */
+    size_t n;
+    int b;                   /* BOOL */
+    struct infer__jv *items; /* stbds: ARR elements, OBJ values */
+    char **keys;             /* stbds: OBJ keys, decoded */
+    size_t *key_lens;        /* stbds: their lengths (a key may hold "\u0000") */
+    const char *at;          /* where it starts in the schema text */
+} infer__jv;
+
+/* JSON nested deeper than this is refused: the parser and the schema walk
+   recurse once per level, so this bounds their stack. */
+#define INFER__JSON_MAX_DEPTH 256
+
+typedef struct infer__jp {
+    const char *src, *p;
+    infer_error *err;
+    int failed, depth;
+    const char *what; /* names the text in errors; NULL: "JSON schema" */
+} infer__jp;
+
+/* parses one value at j->p (NUL-terminated text), leading blanks skipped;
+   on failure j->failed is set (and j->err filled in); free v either way */
+static void infer__jp_value(infer__jp *j, infer__jv *v);
+static void infer__jp_ws(infer__jp *j);
+static void infer__jv_free(infer__jv *v);
+/* an object's value for key, or NULL */
+static const infer__jv *infer__jv_get(const infer__jv *o, const char *key);
+
+/* a growing byte string (stbds) */
+typedef struct infer__sb {
+    char *p;   /* stbds */
+    int nomem; /* an append failed: the text is incomplete (checked where it is used) */
+} infer__sb;
+
+static void infer__sb_put(infer__sb *b, const char *s, size_t n);
+static void infer__sb_putc(infer__sb *b, char c);
+static void infer__sb_puts(infer__sb *b, const char *s);
+/* a string, a value as compact JSON text */
+static void infer__sb_json_string(infer__sb *b, const char *s, size_t n);
+static void infer__sb_json(infer__sb *b, const infer__jv *v);
+
 /* ---- sampler.c ---- */
 static int infer__sampler_nomem(const infer_sampler *s);
 static const char *infer__sampler_grammar_limit(const infer_sampler *s);

@@ -5,43 +5,20 @@
 
 /* ---- JSON (the schema's text) ------------------------------------------------ */
 
-enum { INFER__J_NULL = 0, INFER__J_BOOL, INFER__J_NUM, INFER__J_STR, INFER__J_ARR, INFER__J_OBJ };
-
-typedef struct infer__jv {
-    int type;
-    char *s;                 /* STR: the text decoded (UTF-8); NUM: as written */
-    size_t n;
-    int b;                   /* BOOL */
-    struct infer__jv *items; /* stbds: ARR elements, OBJ values */
-    char **keys;             /* stbds: OBJ keys, decoded */
-    size_t *key_lens;        /* stbds: their lengths (a key may hold "\u0000") */
-    const char *at;          /* where it starts in the schema text */
-} infer__jv;
-
-/* JSON nested deeper than this is refused: the parser and the schema walk
-   recurse once per level, so this bounds their stack. */
-#define INFER__JSON_MAX_DEPTH 256
-
-typedef struct infer__jp {
-    const char *src, *p;
-    infer_error *err;
-    int failed, depth;
-} infer__jp;
-
 static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
 static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) {
     va_list ap;
     if (j->failed) return;
     j->failed = 1;
     va_start(ap, fmt);
-    infer__fail_at(j->err, "JSON schema", j->src, at, fmt, ap);
+    infer__fail_at(j->err, j->what ? j->what : "JSON schema", j->src, at, fmt, ap);
     va_end(ap);
 }
 
 static void infer__jp_nomem(infer__jp *j) {
     if (j->failed) return;
     j->failed = 1;
-    infer__set_error(j->err, INFER_ERR_NOMEM, "JSON schema: out of memory");
+    infer__set_error(j->err, INFER_ERR_NOMEM, "%s: out of memory", j->what ? j->what : "JSON schema");
 }
 
 static void infer__jv_free(infer__jv *v) {
@@ -270,11 +247,6 @@ static const infer__jv *infer__jv_get(const infer__jv *o, const char *key) {
 }
 
 /* ---- JSON schema -> GBNF ------------------------------------------------------ */
-
-typedef struct infer__sb {
-    char *p;   /* stbds */
-    int nomem; /* an append failed: the text is incomplete (checked where it is used) */
-} infer__sb;
 
 static void infer__sb_put(infer__sb *b, const char *s, size_t n) {
     char *at;

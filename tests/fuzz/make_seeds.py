@@ -118,6 +118,12 @@ def main():
     elif harness == 'grammar':
         for path in sorted(glob.glob(os.path.join(seeds, 'grammar', '*'))):
             write(out, os.path.basename(path), bytes([1 if path.endswith('.json') else 0]) + open(path, 'rb').read())
+    elif harness == 'toolcall':
+        # seeds/toolcall/fFrR-name.txt: a reply of tool format F (infer_tool_format) with reasoning mode R
+        for path in sorted(glob.glob(os.path.join(seeds, 'toolcall', '*.txt'))):
+            name = os.path.basename(path)
+            f, r = int(name[1:name.index('r')]), int(name[name.index('r') + 1])
+            write(out, name, bytes([f | r << 4, 5]) + open(path, 'rb').read())
     elif harness == 'serve_request':
         for path in sorted(glob.glob(os.path.join(seeds, 'serve', '*.json'))):
             body = open(path, 'rb').read()

@@ -9,7 +9,7 @@
 set -e
 fuzzer=$1 harness=$2 src=$3 shared=$4 work=$5 seconds=$6 python=${7:-python3}
 case $harness in
-gguf | model_load | chat_template | jinja) ;; # their seeds are the repository's
+gguf | model_load | chat_template | jinja | toolcall) ;; # their seeds are the repository's
 *)
     if [ ! -d "$shared" ]; then
         echo "fuzz_$harness: SKIPPED: $shared is absent (its vocabularies are there)"

@@ -1,0 +1,1018 @@
+/* toolcall.c - a model's reply split into content, reasoning and tool calls,
+   as it is generated (infer_output_parser), for the tool-call syntaxes the
+   chat templates render (infer_tool_format). Calls are JSON, parsed by
+   schema.c's parser and written back compact. */
+#include "internal.h"
+
+/* ---- formats: markers and triggers ------------------------------------------ */
+
+/* What a marker found in content opens. */
+enum {
+    INFER__K_DROP,        /* nothing: the marker is dropped */
+    INFER__K_HERMES,      /* <tool_call> ... </tool_call> */
+    INFER__K_PYTAG,       /* <|python_tag|> ... end of the reply */
+    INFER__K_L3JSON,      /* {"name" at the start: one JSON object */
+    INFER__K_MISTRAL,     /* [TOOL_CALLS] [..] or name[ARGS]{..} */
+    INFER__K_PHI,         /* <|tool_call|> ... <|/tool_call|> */
+    INFER__K_DS_CALLS,    /* <｜tool▁calls▁begin｜> ... <｜tool▁calls▁end｜> */
+    INFER__K_DS_CALL,     /* <｜tool▁call▁begin｜> ... <｜tool▁call▁end｜> */
+    INFER__K_CMDR,        /* <|START_ACTION|> ... <|END_ACTION|> */
+    INFER__K_FUNCTIONARY, /* <function=name>{..}</function> */
+    INFER__K_FIRE,        /* functools[..] */
+    INFER__K_GENERIC,     /* { at the start: one JSON object */
+    INFER__K_NEMOTRON,    /* <TOOLCALL>[..]</TOOLCALL> */
+    INFER__K_APERTUS      /* <|tools_prefix|>[{"name": {..}}]<|tools_suffix|> */
+};
+
+typedef struct infer__tc_marker {
+    const char *text;
+    int kind;
+} infer__tc_marker;
+
+#define INFER__DS_CALLS_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define INFER__DS_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define INFER__DS_CALL_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define INFER__DS_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define INFER__DS_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>"
+
+/* the markers found anywhere in content, per format, ending with {NULL} */
+static const infer__tc_marker infer__tc_none[] = {{NULL, 0}};
+static const infer__tc_marker infer__tc_hermes[] = {{"<tool_call>", INFER__K_HERMES}, {NULL, 0}};
+static const infer__tc_marker infer__tc_llama3[] = {{"<|python_tag|>", INFER__K_PYTAG}, {NULL, 0}};
+static const infer__tc_marker infer__tc_mistral_m[] = {{"[TOOL_CALLS]", INFER__K_MISTRAL}, {NULL, 0}};
+static const infer__tc_marker infer__tc_phi[] = {{"<|tool_call|>", INFER__K_PHI}, {NULL, 0}};
+static const infer__tc_marker infer__tc_ds[] = {
+    {INFER__DS_CALLS_BEGIN, INFER__K_DS_CALLS}, {INFER__DS_CALL_BEGIN, INFER__K_DS_CALL}, {NULL, 0}};
+static const infer__tc_marker infer__tc_cmdr[] = {{"<|START_ACTION|>", INFER__K_CMDR},
+                                                  {"<|START_RESPONSE|>", INFER__K_DROP},
+                                                  {"<|END_RESPONSE|>", INFER__K_DROP},
+                                                  {NULL, 0}};
+static const infer__tc_marker infer__tc_functionary[] = {{"<function=", INFER__K_FUNCTIONARY}, {NULL, 0}};
+static const infer__tc_marker infer__tc_fire[] = {{"functools[", INFER__K_FIRE}, {NULL, 0}};
+static const infer__tc_marker infer__tc_nemotron[] = {{"<TOOLCALL>", INFER__K_NEMOTRON}, {NULL, 0}};
+static const infer__tc_marker infer__tc_apertus_m[] = {{"<|tools_prefix|>", INFER__K_APERTUS}, {NULL, 0}};
+
+static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
+    switch (f) {
+    case INFER_TOOLS_HERMES: return infer__tc_hermes;
+    case INFER_TOOLS_LLAMA3: return infer__tc_llama3;
+    case INFER_TOOLS_MISTRAL: return infer__tc_mistral_m;
+    case INFER_TOOLS_PHI4_MINI: return infer__tc_phi;
+    case INFER_TOOLS_DEEPSEEK_R1: return infer__tc_ds;
+    case INFER_TOOLS_COMMAND_R: return infer__tc_cmdr;
+    case INFER_TOOLS_FUNCTIONARY: return infer__tc_functionary;
+    case INFER_TOOLS_FIREFUNCTION: return infer__tc_fire;
+    case INFER_TOOLS_NEMOTRON: return infer__tc_nemotron;
+    case INFER_TOOLS_APERTUS: return infer__tc_apertus_m;
+    default: return infer__tc_none;
+    }
+}
+
+INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
+    static const char *const none[] = {NULL};
+    static const char *const hermes[] = {"<tool_call>", NULL};
+    static const char *const llama3[] = {"<|python_tag|>", "{\"name\"", "{ \"name\"", NULL};
+    static const char *const mistral[] = {"[TOOL_CALLS]", NULL};
+    static const char *const phi[] = {"<|tool_call|>", NULL};
+    static const char *const ds[] = {INFER__DS_CALLS_BEGIN, INFER__DS_CALL_BEGIN, NULL};
+    static const char *const cmdr[] = {"<|START_ACTION|>", NULL};
+    static const char *const functionary[] = {"<function=", NULL};
+    static const char *const fire[] = {"functools[", NULL};
+    static const char *const generic[] = {"{", NULL};
+    static const char *const nemotron[] = {"<TOOLCALL>", NULL};
+    static const char *const apertus[] = {"<|tools_prefix|>", NULL};
+    switch (f) {
+    case INFER_TOOLS_GENERIC: return generic;
+    case INFER_TOOLS_HERMES: return hermes;
+    case INFER_TOOLS_LLAMA3: return llama3;
+    case INFER_TOOLS_MISTRAL: return mistral;
+    case INFER_TOOLS_PHI4_MINI: return phi;
+    case INFER_TOOLS_DEEPSEEK_R1: return ds;
+    case INFER_TOOLS_COMMAND_R: return cmdr;
+    case INFER_TOOLS_FUNCTIONARY: return functionary;
+    case INFER_TOOLS_FIREFUNCTION: return fire;
+    case INFER_TOOLS_NEMOTRON: return nemotron;
+    case INFER_TOOLS_APERTUS: return apertus;
+    default: return none;
+    }
+}
+
+INFERDEF const char *infer_tool_format_name(infer_tool_format f) {
+    static const char *const names[INFER_TOOLS_COUNT] = {"none",      "generic",     "hermes",    "llama3",
+                                                         "mistral",   "phi4-mini",   "deepseek-r1", "command-r",
+                                                         "functionary", "firefunction", "nemotron",  "apertus"};
+    return (int)f >= 0 && f < INFER_TOOLS_COUNT ? names[f] : "unknown";
+}
+
+INFERDEF infer_tool_format infer_tool_format_detect(const char *t) {
+    if (!t) return INFER_TOOLS_NONE;
+    if (strstr(t, "<seed:tool_call>")) return INFER_TOOLS_GENERIC; /* XML parameters: not parsed */
+    if (strstr(t, "<TOOLCALL>")) return INFER_TOOLS_NEMOTRON;
+    if (strstr(t, "<|tools_prefix|>")) return INFER_TOOLS_APERTUS;
+    if (strstr(t, "<tool_call>")) return INFER_TOOLS_HERMES;
+    if (strstr(t, "[TOOL_CALLS]")) return INFER_TOOLS_MISTRAL;
+    if (strstr(t, "tool\xE2\x96\x81" "calls\xE2\x96\x81" "begin") || strstr(t, "tool\xE2\x96\x81" "call\xE2\x96\x81" "begin"))
+        return INFER_TOOLS_DEEPSEEK_R1;
+    if (strstr(t, "<|START_ACTION|>")) return INFER_TOOLS_COMMAND_R;
+    if (strstr(t, "functools[")) return INFER_TOOLS_FIREFUNCTION;
+    if (strstr(t, "<function=")) return INFER_TOOLS_FUNCTIONARY;
+    if (strstr(t, "<|python_tag|>") || (strstr(t, "<|start_header_id|>") && strstr(t, "\"parameters\"")))
+        return INFER_TOOLS_LLAMA3;
+    if (strstr(t, "<|tool_call|>") || (strstr(t, "<|tool|>") && strstr(t, "<|/tool|>"))) return INFER_TOOLS_PHI4_MINI;
+    if (strstr(t, "tools") || strstr(t, "tool_calls")) return INFER_TOOLS_GENERIC;
+    return INFER_TOOLS_NONE;
+}
+
+/* ---- the parser ------------------------------------------------------------- */
+
+enum { INFER__TC_START, INFER__TC_CONTENT, INFER__TC_REASON, INFER__TC_CALL };
+
+typedef struct infer__tc_call {
+    char *id, *name, *args;
+} infer__tc_call;
+
+struct infer_output_parser {
+    infer_tool_format fmt;
+    int reasoning_mode;
+    const infer__tc_marker *markers;
+    const char *think_open, *think_close;
+    char *buf; /* stbds: the reply so far, and a NUL past its end */
+    size_t n;  /* its length */
+    size_t pos; /* decided up to here */
+    int state;
+    int think_seen; /* the reasoning's opening was looked for */
+    /* the call being read: its marker's start, what follows the marker */
+    size_t call_at, body_at;
+    int call_kind;
+    /* resumable scans of the call's text: searching for a marker from
+       `scan`, and a JSON value's brackets from json_at */
+    size_t scan, json_at, json_from;
+    int json_depth, json_str, json_esc, json_seen;
+    int content_started, reasoning_started;
+    infer__sb held_ws; /* blanks after the last text given out, held */
+    infer__sb content, reasoning, d_content, d_reasoning;
+    infer__tc_call *calls;          /* stbds */
+    infer_tool_call_delta *d_calls; /* stbds */
+    infer_tool_call *pub_calls;     /* stbds, at finish */
+    int n_malformed;
+    int nomem, finished;
+};
+
+static int infer__tc_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* first occurrence of m (len ml) in b[from..n), or (size_t)-1 */
+static size_t infer__tc_find(const char *b, size_t from, size_t n, const char *m, size_t ml) {
+    size_t i;
+    if (ml == 0 || n < ml) return (size_t)-1;
+    for (i = from; i + ml <= n; i++) {
+        const char *q = (const char *)memchr(b + i, m[0], n - ml + 1 - i);
+        if (!q) return (size_t)-1;
+        i = (size_t)(q - b);
+        if (!memcmp(q, m, ml)) return i;
+    }
+    return (size_t)-1;
+}
+
+/* the longest end of b[from..n) that is a proper beginning of m */
+static size_t infer__tc_partial(const char *b, size_t from, size_t n, const char *m) {
+    size_t ml = strlen(m), k = INFER__MIN(ml - 1, n - from);
+    for (; k > 0; k--)
+        if (!memcmp(b + n - k, m, k)) return k;
+    return 0;
+}
+
+/* where an incomplete UTF-8 character at the end of s[0..n) starts, else n */
+static size_t infer__tc_utf8_cut(const char *s, size_t n) {
+    size_t j = n;
+    while (j > 0 && n - j < 4 && ((unsigned char)s[j - 1] & 0xC0) == 0x80) j--;
+    if (j > 0 && (unsigned char)s[j - 1] >= 0xC0 && n - (j - 1) < infer__utf8_len((unsigned char)s[j - 1]))
+        return j - 1;
+    return n;
+}
+
+static void infer__tc_put(infer_output_parser *p, infer__sb *b, const char *s, size_t n) {
+    infer__sb_put(b, s, n);
+    if (b->nomem) p->nomem = 1;
+}
+
+/* text of the content (which 0) or reasoning (1), decided: leading blanks
+   dropped, trailing ones held until more text follows */
+static void infer__tc_emit(infer_output_parser *p, int which, const char *s, size_t n) {
+    int *started = which ? &p->reasoning_started : &p->content_started;
+    infer__sb *whole = which ? &p->reasoning : &p->content, *delta = which ? &p->d_reasoning : &p->d_content;
+    size_t t = 0;
+    if (!*started)
+        while (n && infer__tc_ws(*s)) s++, n--;
+    if (!n) return;
+    while (t < n && infer__tc_ws(s[n - 1 - t])) t++;
+    if (t < n) {
+        size_t h = stbds_arrlenu(p->held_ws.p);
+        infer__tc_put(p, whole, p->held_ws.p, h);
+        infer__tc_put(p, delta, p->held_ws.p, h);
+        if (p->held_ws.p) stbds_arrsetlen(p->held_ws.p, 0);
+        infer__tc_put(p, whole, s, n - t);
+        infer__tc_put(p, delta, s, n - t);
+        *started = 1;
+    }
+    infer__tc_put(p, &p->held_ws, s + n - t, t);
+}
+
+static void infer__tc_drop_ws(infer_output_parser *p) {
+    if (p->held_ws.p) stbds_arrsetlen(p->held_ws.p, 0);
+}
+
+/* a NUL-terminated view of b (stays valid until b grows) */
+static const char *infer__tc_cstr(infer_output_parser *p, infer__sb *b) {
+    if (!infer__arr_room(b->p, 1)) {
+        p->nomem = 1;
+        return "";
+    }
+    b->p[stbds_arrlenu(b->p)] = 0;
+    return b->p;
+}
+
+/* ---- JSON pieces ---- */
+
+/* Scans p->buf from p->json_at for the end of a JSON array or object that
+   starts at json_from (blanks before it skipped): 1 found (p->json_at just
+   past it), 0 not yet, -1 the text there does not start one. */
+static int infer__tc_json_scan(infer_output_parser *p) {
+    const char *b = p->buf;
+    size_t i = p->json_at;
+    if (!p->json_seen) {
+        while (i < p->n && infer__tc_ws(b[i])) i++;
+        p->json_at = i;
+        if (i == p->n) return 0;
+        if (b[i] != '{' && b[i] != '[') return -1;
+        p->json_seen = 1;
+    }
+    for (; i < p->n; i++) {
+        char c = b[i];
+        if (p->json_str) {
+            if (p->json_esc) p->json_esc = 0;
+            else if (c == '\\') p->json_esc = 1;
+            else if (c == '"') p->json_str = 0;
+        } else if (c == '"') p->json_str = 1;
+        else if (c == '{' || c == '[') p->json_depth++;
+        else if (c == '}' || c == ']') {
+            if (--p->json_depth == 0) {
+                p->json_at = i + 1;
+                return 1;
+            }
+        }
+    }
+    p->json_at = i;
+    return 0;
+}
+
+static void infer__tc_json_reset(infer_output_parser *p, size_t from) {
+    p->json_from = p->json_at = from;
+    p->json_depth = p->json_str = p->json_esc = p->json_seen = 0;
+}
+
+/* parses s[0..n) as one JSON value (blanks around it allowed): 1, or 0 */
+static int infer__tc_parse(infer_output_parser *p, const char *s, size_t n, infer__jv *v) {
+    infer__jp j;
+    char *t = infer__strndup(s, n);
+    int ok;
+    memset(v, 0, sizeof *v);
+    if (!t) {
+        p->nomem = 1;
+        return 0;
+    }
+    memset(&j, 0, sizeof j);
+    j.src = j.p = t;
+    j.what = "tool call";
+    infer__jp_value(&j, v);
+    if (!j.failed) infer__jp_ws(&j);
+    ok = !j.failed && j.p == t + n; /* also refuses a NUL inside */
+    if (!ok) {
+        infer__jv_free(v);
+        memset(v, 0, sizeof *v);
+    }
+    INFER_FREE(t);
+    return ok;
+}
+
+/* Adds a call (id may be NULL: one is made). 1, or 0 when out of memory. */
+static int infer__tc_add(infer_output_parser *p, const char *name, size_t name_len, const char *args,
+                         size_t args_len, const char *id, size_t id_len) {
+    infer__tc_call c;
+    char made[24];
+    if (!id) {
+        static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        uint64_t h = infer__fnv(INFER__FNV_BASIS, name, name_len);
+        int k = (int)stbds_arrlen(p->calls), i, o = 0;
+        h = infer__fnv(h, args, args_len);
+        h = infer__fnv(h, &k, sizeof k);
+        if (p->fmt != INFER_TOOLS_MISTRAL) {
+            memcpy(made, "call_", 5);
+            o = 5;
+        }
+        for (i = 0; i < 9; i++) {
+            made[o + i] = digits[h % 62];
+            h = (h / 62) ^ (h << 7);
+        }
+        made[o + 9] = 0;
+        id = made;
+        id_len = strlen(made);
+    }
+    c.id = infer__strndup(id, id_len);
+    c.name = infer__strndup(name, name_len);
+    c.args = infer__strndup(args, args_len);
+    if (!c.id || !c.name || !c.args || !infer__arr_push(p->calls, c)) {
+        INFER_FREE(c.id);
+        INFER_FREE(c.name);
+        INFER_FREE(c.args);
+        p->nomem = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* Arguments as compact JSON text: an object, or a string holding one;
+   NULL (none given) is "{}". 1, or 0 when they are neither. */
+static int infer__tc_args(infer_output_parser *p, const infer__jv *a, infer__sb *out) {
+    if (!a || a->type == INFER__J_NULL) infer__sb_puts(out, "{}");
+    else if (a->type == INFER__J_OBJ) infer__sb_json(out, a);
+    else if (a->type == INFER__J_STR) {
+        infer__jv v;
+        if (!infer__tc_parse(p, a->s, a->n, &v)) return 0;
+        if (v.type == INFER__J_OBJ) infer__sb_json(out, &v);
+        infer__jv_free(&v);
+        if (v.type != INFER__J_OBJ) return 0;
+    } else return 0;
+    return 1;
+}
+
+/* A call from an object's keys: name_key, the first of args_keys present,
+   id_key (may be NULL). 1, or 0 when it is not one. */
+static int infer__tc_from_obj(infer_output_parser *p, const infer__jv *o, const char *name_key,
+                              const char *const *args_keys, const char *id_key) {
+    const infer__jv *name = infer__jv_get(o, name_key), *args = NULL, *id = id_key ? infer__jv_get(o, id_key) : NULL;
+    infer__sb a = {NULL, 0};
+    int ok;
+    for (; *args_keys && !args; args_keys++) args = infer__jv_get(o, *args_keys);
+    if (!name || name->type != INFER__J_STR || !name->n) return 0;
+    if (id && id->type != INFER__J_STR && id->type != INFER__J_NUM) id = NULL;
+    if (id && !id->n) id = NULL;
+    ok = infer__tc_args(p, args, &a) && !a.nomem &&
+         infer__tc_add(p, name->s, name->n, a.p ? a.p : "", stbds_arrlenu(a.p), id ? id->s : NULL, id ? id->n : 0);
+    if (a.nomem) p->nomem = 1;
+    stbds_arrfree(a.p);
+    return ok;
+}
+
+static const char *const infer__tc_args_keys[] = {"arguments", "parameters", NULL};
+
+/* s[0..n) as JSON: one call object, or (list_ok) an array of them */
+static int infer__tc_json_calls(infer_output_parser *p, const char *s, size_t n, int list_ok, const char *name_key,
+                                const char *const *args_keys, const char *id_key) {
+    infer__jv v;
+    int ok = 1, i;
+    if (!infer__tc_parse(p, s, n, &v)) return 0;
+    if (v.type == INFER__J_OBJ) ok = infer__tc_from_obj(p, &v, name_key, args_keys, id_key);
+    else if (v.type == INFER__J_ARR && list_ok && stbds_arrlen(v.items) > 0)
+        for (i = 0; ok && i < (int)stbds_arrlen(v.items); i++)
+            ok = v.items[i].type == INFER__J_OBJ && infer__tc_from_obj(p, &v.items[i], name_key, args_keys, id_key);
+    else ok = 0;
+    infer__jv_free(&v);
+    return ok;
+}
+
+/* s[0..n) without blanks at either end */
+static void infer__tc_trim(const char **s, size_t *n) {
+    while (*n && infer__tc_ws(**s)) (*s)++, (*n)--;
+    while (*n && infer__tc_ws((*s)[*n - 1])) (*n)--;
+}
+
+static int infer__tc_ident(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == '.';
+}
+
+/* Llama 3's builtin call: name.call(key="value", n=1, ...) into args as a
+   JSON object; 1, or 0 where s is not one */
+static int infer__tc_pycall(infer_output_parser *p, const char *s, size_t n, size_t *name_len, infer__sb *args) {
+    size_t i = 0;
+    const char *dot;
+    int first = 1;
+    while (i < n && infer__tc_ident(s[i])) i++;
+    if (i + 1 > n || s[i] != '(') return 0;
+    dot = (const char *)memchr(s, '.', i);
+    if (!dot || i < 6 || memcmp(s + i - 5, ".call", 5)) return 0;
+    *name_len = i - 5;
+    if (!*name_len) return 0;
+    infer__sb_putc(args, '{');
+    for (i++;;) {
+        size_t k0;
+        while (i < n && infer__tc_ws(s[i])) i++;
+        if (i < n && s[i] == ')') break;
+        if (!first) {
+            if (i >= n || s[i] != ',') return 0;
+            i++;
+            while (i < n && infer__tc_ws(s[i])) i++;
+            if (i < n && s[i] == ')') break;
+        }
+        k0 = i;
+        while (i < n && infer__tc_ident(s[i]) && s[i] != '.' && s[i] != '-') i++;
+        if (i == k0) return 0;
+        if (!first) infer__sb_putc(args, ',');
+        first = 0;
+        infer__sb_json_string(args, s + k0, i - k0);
+        infer__sb_putc(args, ':');
+        while (i < n && infer__tc_ws(s[i])) i++;
+        if (i >= n || s[i] != '=') return 0;
+        for (i++; i < n && infer__tc_ws(s[i]); i++) {}
+        if (i < n && (s[i] == '"' || s[i] == '\'')) {
+            char q = s[i];
+            infer__sb v = {NULL, 0};
+            for (i++; i < n && s[i] != q; i++) {
+                char c = s[i];
+                if (c == '\\' && i + 1 < n) {
+                    c = s[++i];
+                    if (c == 'n') c = '\n';
+                    else if (c == 't') c = '\t';
+                }
+                infer__sb_putc(&v, c);
+            }
+            if (i >= n) {
+                stbds_arrfree(v.p);
+                return 0;
+            }
+            i++;
+            if (v.nomem) p->nomem = 1;
+            infer__sb_json_string(args, v.p ? v.p : "", stbds_arrlenu(v.p));
+            stbds_arrfree(v.p);
+        } else {
+            size_t v0 = i;
+            infer__jv jv;
+            while (i < n && s[i] != ',' && s[i] != ')') i++;
+            if (i - v0 == 4 && !memcmp(s + v0, "True", 4)) infer__sb_puts(args, "true");
+            else if (i - v0 == 5 && !memcmp(s + v0, "False", 5)) infer__sb_puts(args, "false");
+            else if (i - v0 == 4 && !memcmp(s + v0, "None", 4)) infer__sb_puts(args, "null");
+            else if (infer__tc_parse(p, s + v0, i - v0, &jv) && jv.type == INFER__J_NUM) {
+                infer__sb_json(args, &jv);
+                infer__jv_free(&jv);
+            } else {
+                infer__jv_free(&jv);
+                return 0;
+            }
+        }
+    }
+    for (i++; i < n && infer__tc_ws(s[i]); i++) {}
+    if (i != n) return 0;
+    infer__sb_putc(args, '}');
+    return 1;
+}
+
+/* <|python_tag|>'s text: JSON calls (separated by ';'), a builtin call, or code */
+static int infer__tc_pytag(infer_output_parser *p, const char *s, size_t n) {
+    size_t name_len;
+    infer__sb a = {NULL, 0};
+    int ok;
+    infer__tc_trim(&s, &n);
+    if (n && s[0] == '{') {
+        size_t i = 0;
+        while (i < n) {
+            size_t j, depth = 0;
+            int str = 0, esc = 0;
+            for (j = i; j < n; j++) {
+                char c = s[j];
+                if (str) {
+                    if (esc) esc = 0;
+                    else if (c == '\\') esc = 1;
+                    else if (c == '"') str = 0;
+                } else if (c == '"') str = 1;
+                else if (c == '{' || c == '[') depth++;
+                else if ((c == '}' || c == ']') && --depth == 0) break;
+            }
+            if (j == n) return 0;
+            if (!infer__tc_json_calls(p, s + i, j + 1 - i, 0, "name", infer__tc_args_keys, NULL)) return 0;
+            for (i = j + 1; i < n && (infer__tc_ws(s[i]) || s[i] == ';'); i++) {}
+            if (i < n && s[i] != '{') return 0;
+        }
+        return 1;
+    }
+    if (infer__tc_pycall(p, s, n, &name_len, &a) && !a.nomem) {
+        ok = infer__tc_add(p, s, name_len, a.p, stbds_arrlenu(a.p), NULL, 0);
+        stbds_arrfree(a.p);
+        return ok;
+    }
+    stbds_arrfree(a.p);
+    a.p = NULL;
+    a.nomem = 0;
+    if (!n) return 0;
+    infer__sb_puts(&a, "{\"code\":");
+    infer__sb_json_string(&a, s, n);
+    infer__sb_putc(&a, '}');
+    ok = !a.nomem && infer__tc_add(p, "python", 6, a.p, stbds_arrlenu(a.p), NULL, 0);
+    if (a.nomem) p->nomem = 1;
+    stbds_arrfree(a.p);
+    return ok;
+}
+
+/* one DeepSeek R1 call: TYPE<｜tool▁sep｜>NAME\n```json\n{..}\n``` */
+static int infer__tc_ds_one(infer_output_parser *p, const char *s, size_t n) {
+    size_t sl = strlen(INFER__DS_SEP), at = infer__tc_find(s, 0, n, INFER__DS_SEP, sl), nl;
+    const char *name, *args;
+    size_t name_len, args_len;
+    if (at == (size_t)-1) return 0;
+    name = s + at + sl;
+    nl = n - (at + sl);
+    {
+        const char *e = (const char *)memchr(name, '\n', nl);
+        name_len = e ? (size_t)(e - name) : nl;
+    }
+    args = name + name_len;
+    args_len = nl - name_len;
+    infer__tc_trim(&name, &name_len);
+    infer__tc_trim(&args, &args_len);
+    if (!name_len) return 0;
+    if (args_len >= 3 && !memcmp(args, "```", 3)) {
+        args += 3;
+        args_len -= 3;
+        if (args_len >= 4 && !memcmp(args, "json", 4)) args += 4, args_len -= 4;
+        if (args_len < 3 || memcmp(args + args_len - 3, "```", 3)) return 0;
+        args_len -= 3;
+    }
+    {
+        infer__jv v;
+        infer__sb a = {NULL, 0};
+        int ok;
+        if (!infer__tc_parse(p, args, args_len, &v)) return 0;
+        ok = infer__tc_args(p, &v, &a) && !a.nomem &&
+             infer__tc_add(p, name, name_len, a.p, stbds_arrlenu(a.p), NULL, 0);
+        if (a.nomem) p->nomem = 1;
+        infer__jv_free(&v);
+        stbds_arrfree(a.p);
+        return ok;
+    }
+}
+
+static int infer__tc_ds_calls(infer_output_parser *p, const char *s, size_t n) {
+    size_t bl = strlen(INFER__DS_CALL_BEGIN), el = strlen(INFER__DS_CALL_END), i = 0;
+    int any = 0;
+    for (;;) {
+        size_t b, e;
+        while (i < n && infer__tc_ws(s[i])) i++;
+        if (i == n) return any;
+        b = infer__tc_find(s, i, n, INFER__DS_CALL_BEGIN, bl);
+        if (b != i) return 0;
+        e = infer__tc_find(s, b + bl, n, INFER__DS_CALL_END, el);
+        if (e == (size_t)-1) e = n; /* the last one unclosed at the end */
+        if (!infer__tc_ds_one(p, s + b + bl, e - b - bl)) return 0;
+        any = 1;
+        i = e == n ? n : e + el;
+    }
+}
+
+/* Mistral's [TOOL_CALLS] text: a JSON list, or name[CALL_ID]id[ARGS]{..} */
+static int infer__tc_mistral(infer_output_parser *p, const char *s, size_t n) {
+    static const char *const keys[] = {"arguments", "parameters", NULL};
+    size_t ai, ci, name_len, id_len = 0;
+    const char *id = NULL;
+    infer__tc_trim(&s, &n);
+    if (n && s[0] == '[') return infer__tc_json_calls(p, s, n, 1, "name", keys, "id");
+    ai = infer__tc_find(s, 0, n, "[ARGS]", 6);
+    if (ai == (size_t)-1) return 0;
+    ci = infer__tc_find(s, 0, ai, "[CALL_ID]", 9);
+    name_len = ci == (size_t)-1 ? ai : ci;
+    if (ci != (size_t)-1) {
+        id = s + ci + 9;
+        id_len = ai - ci - 9;
+        infer__tc_trim(&id, &id_len);
+        if (!id_len) id = NULL;
+    }
+    infer__tc_trim(&s, &name_len);
+    if (!name_len) return 0;
+    {
+        infer__jv v;
+        infer__sb a = {NULL, 0};
+        int ok;
+        if (!infer__tc_parse(p, s + ai + 6, n - ai - 6, &v)) return 0;
+        ok = infer__tc_args(p, &v, &a) && !a.nomem &&
+             infer__tc_add(p, s, name_len, a.p, stbds_arrlenu(a.p), id, id_len);
+        if (a.nomem) p->nomem = 1;
+        infer__jv_free(&v);
+        stbds_arrfree(a.p);
+        return ok;
+    }
+}
+
+/* the generic format's reply object: 1 calls, 2 a response (content), 0 neither */
+static int infer__tc_generic(infer_output_parser *p, const char *s, size_t n) {
+    infer__jv v;
+    const infer__jv *x;
+    int ok = 0, i;
+    if (!infer__tc_parse(p, s, n, &v)) return 0;
+    if ((x = infer__jv_get(&v, "tool_calls")) && x->type == INFER__J_ARR && stbds_arrlen(x->items) > 0) {
+        for (ok = 1, i = 0; ok && i < (int)stbds_arrlen(x->items); i++)
+            ok = infer__tc_from_obj(p, &x->items[i], "name", infer__tc_args_keys, "id");
+    } else if ((x = infer__jv_get(&v, "tool_call")) && x->type == INFER__J_OBJ)
+        ok = infer__tc_from_obj(p, x, "name", infer__tc_args_keys, "id");
+    else if ((x = infer__jv_get(&v, "response")) && x->type == INFER__J_STR) {
+        infer__tc_emit(p, 0, x->s, x->n);
+        ok = 2;
+    }
+    infer__jv_free(&v);
+    return ok;
+}
+
+/* Apertus's list of {"name": {arguments}} objects */
+static int infer__tc_apertus(infer_output_parser *p, const char *s, size_t n) {
+    infer__jv v;
+    int ok = 1, i;
+    if (!infer__tc_parse(p, s, n, &v)) return 0;
+    if (v.type != INFER__J_ARR || !stbds_arrlen(v.items)) ok = 0;
+    for (i = 0; ok && i < (int)stbds_arrlen(v.items); i++) {
+        const infer__jv *o = &v.items[i];
+        infer__sb a = {NULL, 0};
+        ok = o->type == INFER__J_OBJ && stbds_arrlen(o->keys) == 1 && o->key_lens[0] > 0 &&
+             infer__tc_args(p, &o->items[0], &a) && !a.nomem &&
+             infer__tc_add(p, o->keys[0], o->key_lens[0], a.p, stbds_arrlenu(a.p), NULL, 0);
+        if (a.nomem) p->nomem = 1;
+        stbds_arrfree(a.p);
+    }
+    infer__jv_free(&v);
+    return ok;
+}
+
+/* The call's text b[body..body_end) into calls: 1 done, 2 it was a
+   response (content given out), 0 not a call (the calls it made undone). */
+static int infer__tc_parse_call(infer_output_parser *p, size_t body, size_t body_end) {
+    static const char *const cmdr_keys[] = {"parameters", "arguments", NULL};
+    const char *s = p->buf + body;
+    size_t n = body_end - body;
+    int before = (int)stbds_arrlen(p->calls), ok = 0;
+    switch (p->call_kind) {
+    case INFER__K_HERMES:
+    case INFER__K_L3JSON: ok = infer__tc_json_calls(p, s, n, 0, "name", infer__tc_args_keys, NULL); break;
+    case INFER__K_PHI: ok = infer__tc_json_calls(p, s, n, 1, "name", infer__tc_args_keys, NULL); break;
+    case INFER__K_FIRE: ok = infer__tc_json_calls(p, s - 1, n + 1, 1, "name", infer__tc_args_keys, NULL); break;
+    case INFER__K_CMDR: ok = infer__tc_json_calls(p, s, n, 1, "tool_name", cmdr_keys, "tool_call_id"); break;
+    case INFER__K_PYTAG: ok = infer__tc_pytag(p, s, n); break;
+    case INFER__K_MISTRAL: ok = infer__tc_mistral(p, s, n); break;
+    case INFER__K_DS_CALLS: ok = infer__tc_ds_calls(p, s, n); break;
+    case INFER__K_DS_CALL: ok = infer__tc_ds_one(p, s, n); break;
+    case INFER__K_GENERIC: ok = infer__tc_generic(p, s, n); break;
+    case INFER__K_NEMOTRON: ok = infer__tc_json_calls(p, s, n, 1, "name", infer__tc_args_keys, NULL); break;
+    case INFER__K_APERTUS: ok = infer__tc_apertus(p, s, n); break;
+    case INFER__K_FUNCTIONARY: {
+        const char *gt = (const char *)memchr(s, '>', n);
+        infer__jv v;
+        infer__sb a = {NULL, 0};
+        size_t name_len = gt ? (size_t)(gt - s) : 0, k;
+        for (k = 0; k < name_len && infer__tc_ident(s[k]); k++) {}
+        if (!gt || !name_len || k != name_len) break;
+        if (!infer__tc_parse(p, gt + 1, n - name_len - 1, &v)) {
+            const char *r = gt + 1;
+            size_t rn = n - name_len - 1;
+            infer__tc_trim(&r, &rn);
+            if (rn) break; /* nothing at all: no arguments */
+        }
+        ok = infer__tc_args(p, &v, &a) && !a.nomem && infer__tc_add(p, s, name_len, a.p, stbds_arrlenu(a.p), NULL, 0);
+        if (a.nomem) p->nomem = 1;
+        infer__jv_free(&v);
+        stbds_arrfree(a.p);
+        break;
+    }
+    default: break;
+    }
+    if (ok != 1) /* undo a list's calls made before one failed */
+        while ((int)stbds_arrlen(p->calls) > before) {
+            infer__tc_call c = stbds_arrpop(p->calls);
+            INFER_FREE(c.id);
+            INFER_FREE(c.name);
+            INFER_FREE(c.args);
+        }
+    else {
+        int i;
+        for (i = before; i < (int)stbds_arrlen(p->calls); i++) {
+            infer_tool_call_delta d;
+            d.index = i;
+            d.id = p->calls[i].id;
+            d.name = p->calls[i].name;
+            d.arguments = p->calls[i].args;
+            if (!infer__arr_push(p->d_calls, d)) p->nomem = 1;
+        }
+    }
+    return ok;
+}
+
+/* Where the call that opened at body_at ends: 1 with *body_end (its text's
+   end) and *end (past its closing marker), 0 not yet known, -1 not a call
+   after all. At the end of the reply (final), an open call ends there. */
+static int infer__tc_call_end(infer_output_parser *p, int final, size_t *body_end, size_t *end) {
+    const char *close = NULL;
+    int r;
+    switch (p->call_kind) {
+    case INFER__K_HERMES: close = "</tool_call>"; break;
+    case INFER__K_PHI: close = "<|/tool_call|>"; break;
+    case INFER__K_CMDR: close = "<|END_ACTION|>"; break;
+    case INFER__K_FUNCTIONARY: close = "</function>"; break;
+    case INFER__K_DS_CALLS: close = INFER__DS_CALLS_END; break;
+    case INFER__K_DS_CALL: close = INFER__DS_CALL_END; break;
+    case INFER__K_NEMOTRON: close = "</TOOLCALL>"; break;
+    case INFER__K_APERTUS: close = "<|tools_suffix|>"; break;
+    case INFER__K_PYTAG: break;
+    case INFER__K_MISTRAL:
+        if (!p->json_seen && p->json_from == p->body_at) {
+            /* a list, or name[ARGS] then the object (found once: json_from moves past it) */
+            size_t i = p->body_at, a;
+            while (i < p->n && infer__tc_ws(p->buf[i])) i++;
+            if (i < p->n && p->buf[i] != '[') {
+                a = infer__tc_find(p->buf, p->scan, p->n, "[ARGS]", 6);
+                if (a == (size_t)-1) {
+                    p->scan = p->n > p->body_at + 5 ? p->n - 5 : p->body_at;
+                    break;
+                }
+                infer__tc_json_reset(p, a + 6);
+            } else if (i == p->n) break;
+        }
+        /* fall through */
+    case INFER__K_L3JSON:
+    case INFER__K_GENERIC:
+    case INFER__K_FIRE:
+        r = infer__tc_json_scan(p);
+        if (r < 0) return -1;
+        if (r > 0) {
+            *body_end = *end = p->json_at;
+            return 1;
+        }
+        break;
+    default: break;
+    }
+    if (close) {
+        size_t cl = strlen(close), at = infer__tc_find(p->buf, p->scan, p->n, close, cl);
+        if (at != (size_t)-1) {
+            *body_end = at;
+            *end = at + cl;
+            return 1;
+        }
+        p->scan = p->n > p->body_at + cl ? p->n - cl + 1 : p->body_at;
+    }
+    if (final) {
+        *body_end = *end = p->n;
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 where b[0..n) begins {"name", 0 where it does not, -1 not yet known */
+static int infer__tc_l3_start(const char *b, size_t n) {
+    size_t i = 1;
+    const char *key = "\"name\"";
+    if (!n) return -1;
+    if (b[0] != '{') return 0;
+    while (i < n && infer__tc_ws(b[i])) i++;
+    for (; *key; key++, i++) {
+        if (i == n) return -1;
+        if (b[i] != *key) return 0;
+    }
+    return 1;
+}
+
+static void infer__tc_open_call(infer_output_parser *p, size_t at, size_t body, int kind) {
+    p->state = INFER__TC_CALL;
+    p->call_at = at;
+    p->body_at = p->scan = body;
+    p->call_kind = kind;
+    infer__tc_json_reset(p, body);
+    if (kind == INFER__K_FIRE) infer__tc_json_reset(p, body - 1); /* the marker's '[' opens the list */
+    infer__tc_drop_ws(p);
+}
+
+/* Decides what it can of buf[pos..n). */
+static void infer__tc_advance(infer_output_parser *p, int final) {
+    while (!p->nomem) {
+        const char *b = p->buf;
+        size_t n = p->n;
+        if (p->state == INFER__TC_START) {
+            while (p->pos < n && infer__tc_ws(b[p->pos])) p->pos++;
+            if (!p->think_seen && p->reasoning_mode) {
+                size_t tl = strlen(p->think_open), k = INFER__MIN(tl, n - p->pos);
+                if (!memcmp(b + p->pos, p->think_open, k)) {
+                    if (k < tl) {
+                        if (!final) return;
+                    } else {
+                        p->pos += tl;
+                        p->think_seen = 1;
+                        p->state = INFER__TC_REASON;
+                        continue;
+                    }
+                }
+                p->think_seen = 1;
+                if (p->reasoning_mode == INFER_REASONING_OPEN) {
+                    p->state = INFER__TC_REASON;
+                    continue;
+                }
+            }
+            p->think_seen = 1;
+            p->state = INFER__TC_CONTENT;
+        } else if (p->state == INFER__TC_REASON) {
+            size_t cl = strlen(p->think_close), at = infer__tc_find(b, p->pos, n, p->think_close, cl), end;
+            if (at != (size_t)-1) {
+                infer__tc_emit(p, 1, b + p->pos, at - p->pos);
+                infer__tc_drop_ws(p);
+                p->pos = at + cl;
+                p->state = INFER__TC_START;
+                continue;
+            }
+            end = final ? n : n - infer__tc_partial(b, p->pos, n, p->think_close);
+            if (!final) end = p->pos + infer__tc_utf8_cut(b + p->pos, end - p->pos);
+            infer__tc_emit(p, 1, b + p->pos, end - p->pos);
+            p->pos = end;
+            if (final) infer__tc_drop_ws(p);
+            return;
+        } else if (p->state == INFER__TC_CONTENT) {
+            const infer__tc_marker *m, *best = NULL;
+            size_t best_at = (size_t)-1, end, hold = 0;
+            if (!p->content_started && (p->fmt == INFER_TOOLS_LLAMA3 || p->fmt == INFER_TOOLS_GENERIC)) {
+                size_t i = p->pos;
+                int r;
+                /* Llama 3 may separate its calls with ';' */
+                while (i < n && (infer__tc_ws(b[i]) || (b[i] == ';' && stbds_arrlen(p->calls) > 0))) i++;
+                if (i == n && !final) return;
+                r = p->fmt == INFER_TOOLS_GENERIC ? (i < n ? b[i] == '{' : -1) : infer__tc_l3_start(b + i, n - i);
+                if (r < 0 && !final) return;
+                if (r > 0) {
+                    p->pos = i;
+                    infer__tc_open_call(p, i, i, p->fmt == INFER_TOOLS_GENERIC ? INFER__K_GENERIC : INFER__K_L3JSON);
+                    continue;
+                }
+            }
+            for (m = p->markers; m->text; m++) {
+                size_t at = infer__tc_find(b, p->pos, n, m->text, strlen(m->text));
+                if (at < best_at) best_at = at, best = m;
+                if (!final) hold = INFER__MAX(hold, infer__tc_partial(b, p->pos, n, m->text));
+            }
+            if (best) {
+                infer__tc_emit(p, 0, b + p->pos, best_at - p->pos);
+                infer__tc_drop_ws(p);
+                p->pos = best_at + strlen(best->text);
+                if (best->kind != INFER__K_DROP) infer__tc_open_call(p, best_at, p->pos, best->kind);
+                continue;
+            }
+            end = n - hold;
+            if (!final) end = p->pos + infer__tc_utf8_cut(b + p->pos, end - p->pos);
+            infer__tc_emit(p, 0, b + p->pos, end - p->pos);
+            p->pos = end;
+            if (final) infer__tc_drop_ws(p);
+            return;
+        } else { /* a call */
+            size_t body_end = 0, end = 0;
+            int r = infer__tc_call_end(p, final, &body_end, &end), ok;
+            if (r == 0) return;
+            if (r < 0) { /* the marker alone, as text */
+                end = p->body_at;
+                ok = 0;
+            } else ok = infer__tc_parse_call(p, p->body_at, body_end);
+            if (!ok) {
+                if (r > 0) p->n_malformed++;
+                infer__tc_emit(p, 0, b + p->call_at, end - p->call_at);
+            }
+            p->pos = end;
+            p->state = INFER__TC_CONTENT;
+        }
+    }
+}
+
+INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, int reasoning, infer_error *err) {
+    infer_output_parser *p;
+    if ((int)f < 0 || f >= INFER_TOOLS_COUNT || reasoning < 0 || reasoning > INFER_REASONING_OPEN) {
+        infer__set_error(err, INFER_ERR_ARG, "output parser: unknown tool format %d or reasoning mode %d", (int)f,
+                         reasoning);
+        return NULL;
+    }
+    p = (infer_output_parser *)infer__calloc(1, sizeof *p);
+    if (!p || !infer__arr_setlen(p->buf, 1)) {
+        INFER_FREE(p);
+        infer__set_error(err, INFER_ERR_NOMEM, "output parser: out of memory");
+        return NULL;
+    }
+    p->buf[0] = 0;
+    p->fmt = f;
+    p->reasoning_mode = reasoning;
+    p->markers = infer__tc_markers(f);
+    p->think_open = f == INFER_TOOLS_COMMAND_R ? "<|START_THINKING|>" : "<think>";
+    p->think_close = f == INFER_TOOLS_COMMAND_R ? "<|END_THINKING|>" : "</think>";
+    p->state = INFER__TC_START;
+    return p;
+}
+
+static void infer__tc_delta(infer_output_parser *p, infer_output_delta *out) {
+    if (!out) return;
+    out->content = infer__tc_cstr(p, &p->d_content);
+    out->content_len = stbds_arrlenu(p->d_content.p);
+    out->reasoning = infer__tc_cstr(p, &p->d_reasoning);
+    out->reasoning_len = stbds_arrlenu(p->d_reasoning.p);
+    out->calls = p->d_calls;
+    out->n_calls = (int)stbds_arrlen(p->d_calls);
+    if (p->nomem) memset(out, 0, sizeof *out), out->content = out->reasoning = "";
+}
+
+static int infer__tc_begin(infer_output_parser *p, infer_output_delta *out, infer_error *err) {
+    if (out) {
+        memset(out, 0, sizeof *out);
+        out->content = out->reasoning = "";
+    }
+    if (!p || p->finished || p->nomem) {
+        infer__set_error(err, p && p->nomem ? INFER_ERR_NOMEM : INFER_ERR_ARG, "output parser: %s",
+                         !p ? "no parser" : p->nomem ? "out of memory" : "the reply was finished");
+        return 0;
+    }
+    if (p->d_content.p) stbds_arrsetlen(p->d_content.p, 0);
+    if (p->d_reasoning.p) stbds_arrsetlen(p->d_reasoning.p, 0);
+    if (p->d_calls) stbds_arrsetlen(p->d_calls, 0);
+    return 1;
+}
+
+INFERDEF int infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
+                                      infer_error *err) {
+    if (!infer__tc_begin(p, out, err)) return -1;
+    if (n && !text) {
+        infer__set_error(err, INFER_ERR_ARG, "output parser: no text");
+        return -1;
+    }
+    if (n) {
+        if (!infer__arr_setlen(p->buf, p->n + n + 1)) p->nomem = 1;
+        else {
+            memcpy(p->buf + p->n, text, n);
+            p->n += n;
+            p->buf[p->n] = 0;
+            infer__tc_advance(p, 0);
+        }
+    }
+    if (p->nomem) {
+        infer__set_error(err, INFER_ERR_NOMEM, "output parser: out of memory");
+        return -1;
+    }
+    infer__tc_delta(p, out);
+    return 0;
+}
+
+INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last, infer_output_result *result,
+                                        infer_error *err) {
+    int i;
+    if (result) {
+        memset(result, 0, sizeof *result);
+        result->content = result->reasoning_content = "";
+    }
+    if (!infer__tc_begin(p, last, err)) return -1;
+    infer__tc_advance(p, 1);
+    infer__tc_drop_ws(p);
+    p->finished = 1;
+    if (!p->nomem && infer__arr_fit(p->pub_calls, stbds_arrlen(p->calls)))
+        for (i = 0; i < (int)stbds_arrlen(p->calls); i++) {
+            infer_tool_call c;
+            c.id = p->calls[i].id;
+            c.name = p->calls[i].name;
+            c.arguments = p->calls[i].args;
+            stbds_arrput(p->pub_calls, c);
+        }
+    else p->nomem = 1;
+    if (result && !p->nomem) {
+        result->content = infer__tc_cstr(p, &p->content);
+        result->reasoning_content = infer__tc_cstr(p, &p->reasoning);
+        result->content_len = stbds_arrlenu(p->content.p);
+        result->reasoning_len = stbds_arrlenu(p->reasoning.p);
+        result->calls = p->pub_calls;
+        result->n_calls = (int)stbds_arrlen(p->pub_calls);
+        result->n_malformed = p->n_malformed;
+    }
+    if (p->nomem) {
+        if (result) {
+            memset(result, 0, sizeof *result);
+            result->content = result->reasoning_content = "";
+        }
+        infer__set_error(err, INFER_ERR_NOMEM, "output parser: out of memory");
+        return -1;
+    }
+    infer__tc_delta(p, last);
+    return 0;
+}
+
+INFERDEF int infer_output_parser_in_call(const infer_output_parser *p) {
+    return p && !p->finished && p->state == INFER__TC_CALL;
+}
+
+INFERDEF void infer_output_parser_free(infer_output_parser *p) {
+    int i;
+    if (!p) return;
+    for (i = 0; i < (int)stbds_arrlen(p->calls); i++) {
+        INFER_FREE(p->calls[i].id);
+        INFER_FREE(p->calls[i].name);
+        INFER_FREE(p->calls[i].args);
+    }
+    stbds_arrfree(p->calls);
+    stbds_arrfree(p->d_calls);
+    stbds_arrfree(p->pub_calls);
+    stbds_arrfree(p->buf);
+    stbds_arrfree(p->held_ws.p);
+    stbds_arrfree(p->content.p);
+    stbds_arrfree(p->reasoning.p);
+    stbds_arrfree(p->d_content.p);
+    stbds_arrfree(p->d_reasoning.p);
+    INFER_FREE(p);
+}

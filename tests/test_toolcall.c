@@ -1,0 +1,405 @@
+/* test_toolcall.c - replies split into content, reasoning and tool calls
+   (toolcall.c): each format's calls, parallel calls, content around them,
+   reasoning, malformed calls kept as content, text that only looks like a
+   marker, and format detection from the chat templates in ../shared.
+   Every case is parsed whole, a byte at a time and in random pieces: the
+   results must be the same, and the deltas put together must be the result. */
+#include "infer.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tc_case {
+    infer_tool_format fmt;
+    int reasoning;
+    const char *text;
+    const char *content, *reasoning_content;
+    int n_calls;
+    const char *names[3], *args[3], *ids[3]; /* ids: NULL = a made one */
+    int n_malformed;
+} tc_case;
+
+typedef struct tc_out {
+    char content[4096], reasoning[4096];
+    char names[3][128], args[3][1024], ids[3][64];
+    int n_calls, n_malformed;
+} tc_out;
+
+static void cat(char *dst, size_t size, const char *s, size_t n) {
+    size_t l = strlen(dst);
+    cr_assert_lt(l + n, size);
+    memcpy(dst + l, s, n);
+    dst[l + n] = 0;
+}
+
+/* A delta's text must never hold a whole marker of the format. */
+static void no_marker(infer_tool_format f, const char *s, const char *input) {
+    const char *const *t;
+    for (t = infer_tool_format_triggers(f); *t; t++)
+        if ((*t)[0] != '{') cr_assert_null(strstr(s, *t), "a delta holds %s: [%s] (input %s)", *t, s, input);
+}
+
+/* Parses c->text in pieces: step 0 whole, 1 a byte at a time, else random
+   pieces of 1..step bytes (seeded). Checks the deltas against the result. */
+static void parse(const tc_case *c, int step, unsigned seed, tc_out *o) {
+    infer_error err;
+    infer_output_parser *p = infer_output_parser_new(c->fmt, c->reasoning, &err);
+    infer_output_delta d;
+    infer_output_result r;
+    size_t n = strlen(c->text), at = 0;
+    char dc[4096] = "", dr[4096] = "", da[3][1024] = {"", "", ""};
+    int i, seen = 0;
+    cr_assert_not_null(p, "%s", err.msg);
+    memset(o, 0, sizeof *o);
+    srand(seed);
+    while (at < n) {
+        size_t k = step == 0 ? n : step == 1 ? 1 : 1 + (size_t)rand() % (size_t)step;
+        if (k > n - at) k = n - at;
+        cr_assert_eq(infer_output_parser_push(p, c->text + at, k, &d, &err), 0, "%s", err.msg);
+        at += k;
+        cr_assert_eq(strlen(d.content), d.content_len);
+        if (c->n_malformed == 0) no_marker(c->fmt, d.content, c->text);
+        cat(dc, sizeof dc, d.content, d.content_len);
+        cat(dr, sizeof dr, d.reasoning, d.reasoning_len);
+        for (i = 0; i < d.n_calls; i++) {
+            cr_assert_lt(d.calls[i].index, 3);
+            cr_assert_eq(d.calls[i].index, seen, "calls come in order");
+            cr_assert_not_null(d.calls[i].id);
+            cr_assert_not_null(d.calls[i].name);
+            cat(da[d.calls[i].index], sizeof da[0], d.calls[i].arguments, strlen(d.calls[i].arguments));
+            seen++;
+        }
+    }
+    cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(infer_output_parser_push(p, "x", 1, NULL, &err), -1, "push after finish");
+    cr_assert_eq(infer_output_parser_in_call(p), 0);
+    cat(dc, sizeof dc, d.content, d.content_len);
+    cat(dr, sizeof dr, d.reasoning, d.reasoning_len);
+    for (i = 0; i < d.n_calls; i++) {
+        cr_assert_eq(d.calls[i].index, seen);
+        cat(da[d.calls[i].index], sizeof da[0], d.calls[i].arguments, strlen(d.calls[i].arguments));
+        seen++;
+    }
+    cr_assert_str_eq(dc, r.content, "content deltas [%s] vs result [%s] (%s)", dc, r.content, c->text);
+    cr_assert_str_eq(dr, r.reasoning_content, "reasoning deltas vs result (%s)", c->text);
+    cr_assert_eq(seen, r.n_calls);
+    cr_assert_leq(r.n_calls, 3);
+    snprintf(o->content, sizeof o->content, "%s", r.content);
+    snprintf(o->reasoning, sizeof o->reasoning, "%s", r.reasoning_content);
+    o->n_calls = r.n_calls;
+    o->n_malformed = r.n_malformed;
+    for (i = 0; i < r.n_calls; i++) {
+        cr_assert_str_eq(da[i], r.calls[i].arguments);
+        snprintf(o->names[i], sizeof o->names[i], "%s", r.calls[i].name);
+        snprintf(o->args[i], sizeof o->args[i], "%s", r.calls[i].arguments);
+        snprintf(o->ids[i], sizeof o->ids[i], "%s", r.calls[i].id);
+    }
+    infer_output_parser_free(p);
+}
+
+static void check(const tc_case *c) {
+    tc_out whole, o;
+    int i, step;
+    parse(c, 0, 0, &whole);
+    cr_assert_str_eq(whole.content, c->content, "content [%s], expected [%s] (%s)", whole.content, c->content,
+                     c->text);
+    cr_assert_str_eq(whole.reasoning, c->reasoning_content ? c->reasoning_content : "", "reasoning [%s] (%s)",
+                     whole.reasoning, c->text);
+    cr_assert_eq(whole.n_calls, c->n_calls, "%d calls, expected %d (%s)", whole.n_calls, c->n_calls, c->text);
+    cr_assert_eq(whole.n_malformed, c->n_malformed, "%d malformed (%s)", whole.n_malformed, c->text);
+    for (i = 0; i < c->n_calls; i++) {
+        cr_assert_str_eq(whole.names[i], c->names[i]);
+        cr_assert_str_eq(whole.args[i], c->args[i], "args [%s] expected [%s]", whole.args[i], c->args[i]);
+        if (c->ids[i]) cr_assert_str_eq(whole.ids[i], c->ids[i]);
+        else cr_assert(strlen(whole.ids[i]) >= 9, "id [%s]", whole.ids[i]);
+        if (i) cr_assert_str_neq(whole.ids[i], whole.ids[i - 1], "ids differ");
+    }
+    for (step = 1; step <= 9; step += 2) {
+        unsigned seed;
+        for (seed = 1; seed <= (step == 1 ? 1u : 6u); seed++) {
+            parse(c, step, seed, &o);
+            cr_assert_str_eq(o.content, whole.content, "step %d seed %u: [%s] vs [%s]", step, seed, o.content,
+                             whole.content);
+            cr_assert_str_eq(o.reasoning, whole.reasoning);
+            cr_assert_eq(o.n_calls, whole.n_calls, "step %d seed %u", step, seed);
+            cr_assert_eq(o.n_malformed, whole.n_malformed);
+            for (i = 0; i < o.n_calls; i++) {
+                cr_assert_str_eq(o.names[i], whole.names[i]);
+                cr_assert_str_eq(o.args[i], whole.args[i]);
+                cr_assert_str_eq(o.ids[i], whole.ids[i]);
+            }
+        }
+    }
+}
+
+static void check_all(const tc_case *cs, int n) {
+    int i;
+    for (i = 0; i < n; i++) check(&cs[i]);
+}
+
+#define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define WEATHER "{\"city\":\"Paris\",\"unit\":\"c\"}"
+
+Test(toolcall, none) {
+    static const tc_case cs[] = {
+        {INFER_TOOLS_NONE, 0, "Hello <tool_call>{\"name\":\"x\"}</tool_call> there\n\n", "Hello <tool_call>{\"name\":\"x\"}</tool_call> there", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOLS_NONE, 0, "  \n", "", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOLS_NONE, 0, "", "", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOLS_NONE, 0, "caf\xC3\xA9 \xE2\x82\xAC!", "caf\xC3\xA9 \xE2\x82\xAC!", NULL, 0, {0}, {0}, {0}, 0},
+    };
+    check_all(cs, N(cs));
+}
+
+Test(toolcall, hermes) {
+    static const tc_case cs[] = {
+        /* one call, arguments normalised */
+        {INFER_TOOLS_HERMES, 0, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>",
+         "", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        /* content before, two parallel calls, content after */
+        {INFER_TOOLS_HERMES, 0, "Let me check.\n\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": [1, 2.5e3, true, null]}}\n</tool_call>\n<tool_call>\n{\"arguments\": \"{\\\"y\\\": \\\"\\u00e9\\\"}\", \"name\": \"b\"}\n</tool_call>\nDone.",
+         "Let me check.\nDone.", NULL, 2, {"a", "b"}, {"{\"x\":[1,2.5e3,true,null]}", "{\"y\":\"\xC3\xA9\"}"}, {0}, 0},
+        /* no arguments */
+        {INFER_TOOLS_HERMES, 0, "<tool_call>{\"name\":\"now\"}</tool_call>", "", NULL, 1, {"now"}, {"{}"}, {0}, 0},
+        /* malformed JSON: kept as content */
+        {INFER_TOOLS_HERMES, 0, "Hi <tool_call>{\"name\": \"a\", \"arguments\": {\"x\": }</tool_call> bye",
+         "Hi<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": }</tool_call> bye", NULL, 0, {0}, {0}, {0}, 1},
+        /* no name */
+        {INFER_TOOLS_HERMES, 0, "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"arguments\": {}}</tool_call>", NULL, 0, {0}, {0}, {0}, 1},
+        /* marker-like text that is not a marker */
+        {INFER_TOOLS_HERMES, 0, "a <tool and <tool_cal> and <tool_call", "a <tool and <tool_cal> and <tool_call", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOLS_HERMES, 0, "x < y, <b>bold</b> <tool", "x < y, <b>bold</b> <tool", NULL, 0, {0}, {0}, {0}, 0},
+        /* unclosed at the end but complete JSON: a call */
+        {INFER_TOOLS_HERMES, 0, "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n", "", NULL, 1, {"a"}, {"{}"}, {0}, 0},
+        /* reasoning (Qwen3), then a call */
+        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "<think>\nThe user wants weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>",
+         "", "The user wants weather.", 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        /* empty reasoning (enable_thinking=false) */
+        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "<think>\n\n</think>\n\nHello!", "Hello!", "", 0, {0}, {0}, {0}, 0},
+        /* no <think>: all content */
+        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "Hello <think> x", "Hello <think> x", "", 0, {0}, {0}, {0}, 0},
+        /* a call inside reasoning is reasoning */
+        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "<think><tool_call>{\"name\":\"a\"}</tool_call></think>ok", "ok", "<tool_call>{\"name\":\"a\"}</tool_call>", 0, {0}, {0}, {0}, 0},
+        /* reasoning never closed */
+        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "<think>hmm, </thi", "", "hmm, </thi", 0, {0}, {0}, {0}, 0},
+    };
+    check_all(cs, N(cs));
+}
+
+Test(toolcall, llama3) {
+    static const tc_case cs[] = {
+        {INFER_TOOLS_LLAMA3, 0, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"c\"}}", "", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        {INFER_TOOLS_LLAMA3, 0, "  { \"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"k\": 1}}", "", NULL, 2, {"a", "b"}, {"{}", "{\"k\":1}"}, {0}, 0},
+        /* JSON that is not a call, and JSON later in the text: content */
+        {INFER_TOOLS_LLAMA3, 0, "{\"answer\": 42}", "{\"answer\": 42}", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOLS_LLAMA3, 0, "Sure: {\"name\": \"a\", \"parameters\": {}}", "Sure: {\"name\": \"a\", \"parameters\": {}}", NULL, 0, {0}, {0}, {0}, 0},
+        /* malformed */
+        {INFER_TOOLS_LLAMA3, 0, "{\"name\": \"a\", \"parameters\": {\"x\": 1", "{\"name\": \"a\", \"parameters\": {\"x\": 1", NULL, 0, {0}, {0}, {0}, 1},
+        /* <|python_tag|>: JSON, a builtin, code */
+        {INFER_TOOLS_LLAMA3, 0, "<|python_tag|>{\"name\": \"a\", \"parameters\": {\"q\": \"x\"}}", "", NULL, 1, {"a"}, {"{\"q\":\"x\"}"}, {0}, 0},
+        {INFER_TOOLS_LLAMA3, 0, "<|python_tag|>brave_search.call(query=\"weather in \\\"Paris\\\"\", n=3, safe=True)", "", NULL, 1, {"brave_search"}, {"{\"query\":\"weather in \\\"Paris\\\"\",\"n\":3,\"safe\":true}"}, {0}, 0},
+        {INFER_TOOLS_LLAMA3, 0, "Running it.<|python_tag|>print(1 + 1)\n", "Running it.", NULL, 1, {"python"}, {"{\"code\":\"print(1 + 1)\"}"}, {0}, 0},
+        {INFER_TOOLS_LLAMA3, 0, "<|python_ta", "<|python_ta", NULL, 0, {0}, {0}, {0}, 0},
+    };
+    check_all(cs, N(cs));
+}
+
+Test(toolcall, mistral) {
+    static const tc_case cs[] = {
+        {INFER_TOOLS_MISTRAL, 0, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}, \"id\": \"abcDEF123\"}, {\"name\": \"b\", \"arguments\": {}}]",
+         "", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {"abcDEF123", NULL}, 0},
+        {INFER_TOOLS_MISTRAL, 0, "I'll look.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"unit\": \"c\"}[TOOL_CALLS]b[CALL_ID]x1y2z3w4v[ARGS]{}",
+         "I'll look.", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {NULL, "x1y2z3w4v"}, 0},
+        {INFER_TOOLS_MISTRAL, 0, "[TOOL_CALLS]a[ARGS]{\"x\": }", "[TOOL_CALLS]a[ARGS]{\"x\": }", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOLS_MISTRAL, 0, "[TOOL_CALL] is not [TOOL_", "[TOOL_CALL] is not [TOOL_", NULL, 0, {0}, {0}, {0}, 0},
+    };
+    check_all(cs, N(cs));
+}
+
+Test(toolcall, phi4_mini) {
+    static const tc_case cs[] = {
+        {INFER_TOOLS_PHI4_MINI, 0, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"parameters\": {\"k\": \"v\"}}]<|/tool_call|>",
+         "", NULL, 2, {"get_weather", "b"}, {WEATHER, "{\"k\":\"v\"}"}, {0}, 0},
+        {INFER_TOOLS_PHI4_MINI, 0, "ok <|tool_call|>{\"name\": \"a\", \"arguments\": {}}<|/tool_call|>", "ok", NULL, 1, {"a"}, {"{}"}, {0}, 0},
+        {INFER_TOOLS_PHI4_MINI, 0, "<|tool_call|>[{\"name\": 1}]<|/tool_call|>", "<|tool_call|>[{\"name\": 1}]<|/tool_call|>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOLS_PHI4_MINI, 0, "<|tool|> <|tool_", "<|tool|> <|tool_", NULL, 0, {0}, {0}, {0}, 0},
+    };
+    check_all(cs, N(cs));
+}
+
+#define DS_CALLS "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define DS_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define DS_CALL "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define DS_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define DS_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>"
+
+Test(toolcall, deepseek_r1) {
+    static const tc_case cs[] = {
+        /* the prompt opened <think> */
+        {INFER_TOOLS_DEEPSEEK_R1, INFER_REASONING_OPEN, "Okay, weather.\n</think>\n\n" DS_CALLS DS_CALL "function" DS_SEP "get_weather\n```json\n{\"city\": \"Paris\", \"unit\": \"c\"}\n```" DS_CALL_END DS_CALL "function" DS_SEP "b\n```json\n{}\n```" DS_CALL_END DS_CALLS_END,
+         "", "Okay, weather.", 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
+        {INFER_TOOLS_DEEPSEEK_R1, INFER_REASONING_OPEN, "<think>\nhmm\n</think>Hi " DS_CALL "function" DS_SEP "a\n```json\n{\"q\": 1}\n```" DS_CALL_END,
+         "Hi", "hmm", 1, {"a"}, {"{\"q\":1}"}, {0}, 0},
+        {INFER_TOOLS_DEEPSEEK_R1, INFER_REASONING_OPEN, "x</think>" DS_CALLS DS_CALL "function" DS_SEP "a\n```json\n{\"q\": \n```" DS_CALL_END DS_CALLS_END,
+         DS_CALLS DS_CALL "function" DS_SEP "a\n```json\n{\"q\": \n```" DS_CALL_END DS_CALLS_END, "x", 0, {0}, {0}, {0}, 1},
+        {INFER_TOOLS_DEEPSEEK_R1, 0, "<\xEF\xBD\x9Ctool and <\xEF\xBD\x9C", "<\xEF\xBD\x9Ctool and <\xEF\xBD\x9C", NULL, 0, {0}, {0}, {0}, 0},
+    };
+    check_all(cs, N(cs));
+}
+
+Test(toolcall, command_r) {
+    static const tc_case cs[] = {
+        {INFER_TOOLS_COMMAND_R, INFER_REASONING_AUTO, "<|START_THINKING|>I will look up the weather.<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"c\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"b\", \"parameters\": {}}\n]<|END_ACTION|>",
+         "", "I will look up the weather.", 2, {"get_weather", "b"}, {WEATHER, "{}"}, {"0", "1"}, 0},
+        {INFER_TOOLS_COMMAND_R, INFER_REASONING_AUTO, "<|START_RESPONSE|>It is sunny.<|END_RESPONSE|>", "It is sunny.", "", 0, {0}, {0}, {0}, 0},
+        {INFER_TOOLS_COMMAND_R, 0, "<|START_ACTION|>[{\"tool_name\": \"a\"}, {\"x\": 1}]<|END_ACTION|>", "<|START_ACTION|>[{\"tool_name\": \"a\"}, {\"x\": 1}]<|END_ACTION|>", NULL, 0, {0}, {0}, {0}, 1},
+    };
+    check_all(cs, N(cs));
+}
+
+Test(toolcall, functionary_firefunction_generic) {
+    static const tc_case cs[] = {
+        {INFER_TOOLS_FUNCTIONARY, 0, "Checking.<function=get_weather>{\"city\": \"Paris\", \"unit\": \"c\"}</function><function=now></function>",
+         "Checking.", NULL, 2, {"get_weather", "now"}, {WEATHER, "{}"}, {0}, 0},
+        {INFER_TOOLS_FUNCTIONARY, 0, "<function=a b>{}</function>", "<function=a b>{}</function>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOLS_FIREFUNCTION, 0, "functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"arguments\": {}}]",
+         "", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
+        {INFER_TOOLS_FIREFUNCTION, 0, "functools are nice", "functools are nice", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOLS_GENERIC, 0, "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}, \"id\": \"c1\"}]}",
+         "", NULL, 1, {"get_weather"}, {WEATHER}, {"c1"}, 0},
+        {INFER_TOOLS_GENERIC, 0, "{\"tool_call\": {\"name\": \"a\", \"arguments\": {}}}", "", NULL, 1, {"a"}, {"{}"}, {0}, 0},
+        {INFER_TOOLS_GENERIC, 0, "{\"response\": \"Hello there\"}", "Hello there", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOLS_GENERIC, 0, "Plain text {\"a\": 1}", "Plain text {\"a\": 1}", NULL, 0, {0}, {0}, {0}, 0},
+    };
+    check_all(cs, N(cs));
+}
+
+Test(toolcall, nemotron_apertus) {
+    static const tc_case cs[] = {
+        {INFER_TOOLS_NEMOTRON, 0, "Checking.\n<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"arguments\": {}}]</TOOLCALL>",
+         "Checking.", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
+        {INFER_TOOLS_NEMOTRON, 0, "<TOOLCALL>[{\"name\": \"a\", ]</TOOLCALL>", "<TOOLCALL>[{\"name\": \"a\", ]</TOOLCALL>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOLS_APERTUS, 0, "<|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"b\": {}}]<|tools_suffix|>",
+         "", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
+        {INFER_TOOLS_APERTUS, 0, "<|tools_prefix|>[{\"a\": {}, \"b\": {}}]<|tools_suffix|>", "<|tools_prefix|>[{\"a\": {}, \"b\": {}}]<|tools_suffix|>", NULL, 0, {0}, {0}, {0}, 1},
+    };
+    check_all(cs, N(cs));
+}
+
+/* A reply that opens a call and is cut short: in_call while it is open. */
+Test(toolcall, in_call) {
+    infer_error err;
+    infer_output_parser *p = infer_output_parser_new(INFER_TOOLS_HERMES, 0, &err);
+    infer_output_delta d;
+    infer_output_result r;
+    cr_assert_eq(infer_output_parser_push(p, "Hi <tool", 8, &d, &err), 0);
+    cr_assert_str_eq(d.content, "Hi");
+    cr_assert_eq(infer_output_parser_in_call(p), 0);
+    cr_assert_eq(infer_output_parser_push(p, "_call>{\"na", 10, &d, &err), 0);
+    cr_assert_eq(d.content_len, 0);
+    cr_assert_eq(infer_output_parser_in_call(p), 1);
+    cr_assert_eq(infer_output_parser_push(p, "me\": \"f\"}</tool_call>", 21, &d, &err), 0);
+    cr_assert_eq(infer_output_parser_in_call(p), 0);
+    cr_assert_eq(d.n_calls, 1);
+    cr_assert_str_eq(d.calls[0].name, "f");
+    cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), 0);
+    cr_assert_eq(r.n_calls, 1);
+    infer_output_parser_free(p);
+    cr_assert_null(infer_output_parser_new((infer_tool_format)99, 0, &err));
+    cr_assert_eq(err.code, INFER_ERR_ARG);
+}
+
+/* Every proper beginning of a marker is held back, not given out, until
+   the text shows it is not one; then it comes out whole. */
+Test(toolcall, partial_markers_held) {
+    int f;
+    for (f = 0; f < INFER_TOOLS_COUNT; f++) {
+        const char *const *t;
+        for (t = infer_tool_format_triggers((infer_tool_format)f); *t; t++) {
+            size_t k, n = strlen(*t);
+            if ((*t)[0] == '{') continue; /* JSON triggers: only at the start of a reply */
+            for (k = 1; k < n; k++) {
+                infer_error err;
+                infer_output_parser *p = infer_output_parser_new((infer_tool_format)f, 0, &err);
+                infer_output_delta d;
+                infer_output_result r;
+                char text[64];
+                cr_assert_eq(infer_output_parser_push(p, "ok ", 3, &d, &err), 0);
+                cr_assert_str_eq(d.content, "ok");
+                cr_assert_eq(infer_output_parser_push(p, *t, k, &d, &err), 0);
+                cr_assert_eq(d.content_len, 0, "%s: %.*s given out: [%s]", infer_tool_format_name((infer_tool_format)f),
+                             (int)k, *t, d.content);
+                cr_assert_eq(infer_output_parser_push(p, "\x01", 1, &d, &err), 0);
+                snprintf(text, sizeof text, " %.*s\x01", (int)k, *t);
+                cr_assert_str_eq(d.content, text);
+                cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), 0);
+                cr_assert_eq(r.n_calls, 0);
+                infer_output_parser_free(p);
+            }
+        }
+    }
+}
+
+Test(toolcall, triggers_and_names) {
+    int f;
+    for (f = 0; f < INFER_TOOLS_COUNT; f++) {
+        cr_assert_not_null(infer_tool_format_triggers((infer_tool_format)f));
+        cr_assert_str_neq(infer_tool_format_name((infer_tool_format)f), "unknown");
+    }
+    cr_assert_str_eq(infer_tool_format_triggers(INFER_TOOLS_HERMES)[0], "<tool_call>");
+    cr_assert_null(infer_tool_format_triggers(INFER_TOOLS_NONE)[0]);
+}
+
+static char *read_template(const char *name) {
+    char path[1024];
+    FILE *f;
+    long n;
+    char *s;
+    snprintf(path, sizeof path, "%s/templates/%s", INFER_SHARED_DIR, name);
+    if (!(f = fopen(path, "rb"))) return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    s = (char *)malloc((size_t)n + 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+Test(toolcall, detect) {
+    static const struct {
+        const char *file;
+        infer_tool_format f;
+    } ts[] = {
+        {"Qwen-Qwen3-0.6B.jinja", INFER_TOOLS_HERMES},
+        {"Qwen-Qwen2.5-7B-Instruct.jinja", INFER_TOOLS_HERMES},
+        {"meta-llama-Llama-3.1-8B-Instruct.jinja", INFER_TOOLS_LLAMA3},
+        {"meta-llama-Llama-3.2-3B-Instruct.jinja", INFER_TOOLS_LLAMA3},
+        {"Mistral-Small-3.2-24B-Instruct-2506.jinja", INFER_TOOLS_MISTRAL},
+        {"unsloth-mistral-Devstral-Small-2507.jinja", INFER_TOOLS_MISTRAL},
+        {"microsoft-Phi-4-mini-instruct.jinja", INFER_TOOLS_PHI4_MINI},
+        {"llama-cpp-deepseek-r1.jinja", INFER_TOOLS_DEEPSEEK_R1},
+        {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", INFER_TOOLS_DEEPSEEK_R1},
+        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", INFER_TOOLS_COMMAND_R},
+        {"fireworks-ai-llama-3-firefunction-v2.jinja", INFER_TOOLS_FIREFUNCTION},
+        {"meetkai-functionary-medium-v3.1.jinja", INFER_TOOLS_FUNCTIONARY},
+        {"google-gemma-2-2b-it.jinja", INFER_TOOLS_NONE},
+        {"microsoft-Phi-3.5-mini-instruct.jinja", INFER_TOOLS_NONE},
+        {"NVIDIA-Nemotron-Nano-v2.jinja", INFER_TOOLS_NEMOTRON},
+        {"Apertus-8B-Instruct.jinja", INFER_TOOLS_APERTUS},
+        {"ByteDance-Seed-OSS.jinja", INFER_TOOLS_GENERIC},
+    };
+    int i, found = 0;
+    for (i = 0; i < N(ts); i++) {
+        char *t = read_template(ts[i].file);
+        if (!t) continue;
+        found++;
+        cr_expect_eq(infer_tool_format_detect(t), ts[i].f, "%s: %s, expected %s", ts[i].file,
+                     infer_tool_format_name(infer_tool_format_detect(t)), infer_tool_format_name(ts[i].f));
+        free(t);
+    }
+    cr_assert_eq(infer_tool_format_detect(NULL), INFER_TOOLS_NONE);
+    if (!found) cr_skip_test("no templates in %s/templates", INFER_SHARED_DIR);
+}
