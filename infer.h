@@ -17970,6 +17970,7 @@ typedef struct infer__jj_r {
     int depth;
     infer__jj_scope *root;
     infer__jj_buf *out; /* where text goes now */
+    infer__jv context;  /* the context's JSON as parsed (freed after the render) */
 } infer__jj_r;
 
 static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) INFER__PRINTF(2, 3);
@@ -18591,165 +18592,44 @@ static void infer__jj_put_json(infer__jj_r *r, infer__jj_buf *b, const infer__jj
     r->depth--;
 }
 
-typedef struct infer__jj_jp {
-    infer__jj_r *r;
-    const char *p;
-} infer__jj_jp;
-
-static void infer__jj_jp_ws(infer__jj_jp *j) {
-    while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r') j->p++;
-}
-
 static void infer__jj_put_utf8(infer__jj_r *r, infer__jj_buf *b, uint32_t cp) {
     char t[4];
     size_t n = infer__utf8_encode(cp, t);
     infer__jj_put(r, b, t, n);
 }
 
-static int infer__jj_hex4(const char *p, uint32_t *out) {
-    int i, d;
-    *out = 0;
-    for (i = 0; i < 4; i++) {
-        if ((d = infer__g_hex(p[i])) < 0) return 0;
-        *out = *out << 4 | (uint32_t)d;
-    }
-    return 1;
-}
-
-static infer__jj_val infer__jj_jp_value(infer__jj_jp *j);
-
-static infer__jj_val infer__jj_jp_string(infer__jj_jp *j) {
-    infer__jj_buf b = {0, 0, 0};
-    j->p++;
-    for (;;) {
-        unsigned char c = (unsigned char)*j->p;
-        if (!c) infer__jj_fail(j->r, "context JSON: unterminated string");
-        if (c == '"') break;
-        if (c < 0x20) infer__jj_fail(j->r, "context JSON: control character in a string");
-        if (c != '\\') {
-            const char *s = j->p;
-            while (*j->p && *j->p != '"' && *j->p != '\\' && (unsigned char)*j->p >= 0x20) j->p++;
-            infer__jj_put(j->r, &b, s, (size_t)(j->p - s));
-            continue;
-        }
-        j->p++;
-        switch (*j->p) {
-        case '"': infer__jj_putc(j->r, &b, '"'); break;
-        case '\\': infer__jj_putc(j->r, &b, '\\'); break;
-        case '/': infer__jj_putc(j->r, &b, '/'); break;
-        case 'b': infer__jj_putc(j->r, &b, '\b'); break;
-        case 'f': infer__jj_putc(j->r, &b, '\f'); break;
-        case 'n': infer__jj_putc(j->r, &b, '\n'); break;
-        case 'r': infer__jj_putc(j->r, &b, '\r'); break;
-        case 't': infer__jj_putc(j->r, &b, '\t'); break;
-        case 'u': {
-            uint32_t cp, lo;
-            if (!infer__jj_hex4(j->p + 1, &cp)) infer__jj_fail(j->r, "context JSON: bad \\u escape");
-            j->p += 4;
-            if (cp >= 0xd800 && cp < 0xdc00 && j->p[1] == '\\' && j->p[2] == 'u' && infer__jj_hex4(j->p + 3, &lo) &&
-                lo >= 0xdc00 && lo < 0xe000) {
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                j->p += 6;
-            }
-            infer__jj_put_utf8(j->r, &b, cp);
-            break;
-        }
-        default: infer__jj_fail(j->r, "context JSON: bad escape");
-        }
-        j->p++;
-    }
-    j->p++;
-    return infer__jj_buf_val(j->r, &b);
-}
-
-static infer__jj_val infer__jj_jp_value(infer__jj_jp *j) {
-    infer__jj_r *r = j->r;
+/* The context's JSON, parsed by schema.c's reader, as template values:
+   integers that fit in 64 bits as ints, other numbers as floats (as
+   Python's json module reads them), a repeated key's last value kept. */
+static infer__jj_val infer__jj_from_json(infer__jj_r *r, const infer__jv *j) {
     infer__jj_val v;
-    infer__jj_jp_ws(j);
+    size_t i, n;
     if (++r->depth > r->lim.max_depth) infer__jj_fail(r, "context JSON nested deeper than %d", r->lim.max_depth);
-    if (*j->p == '{') {
-        v = infer__jj_new_dict(r, INFER__JJ_DICT);
-        j->p++;
-        infer__jj_jp_ws(j);
-        if (*j->p == '}')
-            j->p++;
-        else
-            for (;;) {
-                infer__jj_val k, x;
-                infer__jj_jp_ws(j);
-                if (*j->p != '"') infer__jj_fail(r, "context JSON: expected a key");
-                k = infer__jj_jp_string(j);
-                infer__jj_jp_ws(j);
-                if (*j->p++ != ':') infer__jj_fail(r, "context JSON: expected ':'");
-                x = infer__jj_jp_value(j);
-                infer__jj_dict_set(r, v.u.d, k, x);
-                infer__jj_jp_ws(j);
-                if (*j->p == ',') {
-                    j->p++;
-                    continue;
-                }
-                if (*j->p == '}') {
-                    j->p++;
-                    break;
-                }
-                infer__jj_fail(r, "context JSON: expected ',' or '}'");
-            }
-    } else if (*j->p == '[') {
-        v = infer__jj_new_list(r, 0, 0);
-        j->p++;
-        infer__jj_jp_ws(j);
-        if (*j->p == ']')
-            j->p++;
-        else
-            for (;;) {
-                infer__jj_list_push(r, v.u.l, infer__jj_jp_value(j));
-                infer__jj_jp_ws(j);
-                if (*j->p == ',') {
-                    j->p++;
-                    continue;
-                }
-                if (*j->p == ']') {
-                    j->p++;
-                    break;
-                }
-                infer__jj_fail(r, "context JSON: expected ',' or ']'");
-            }
-    } else if (*j->p == '"') {
-        v = infer__jj_jp_string(j);
-    } else if (!strncmp(j->p, "true", 4)) {
-        j->p += 4;
-        v = infer__jj_bool(1);
-    } else if (!strncmp(j->p, "false", 5)) {
-        j->p += 5;
-        v = infer__jj_bool(0);
-    } else if (!strncmp(j->p, "null", 4)) {
-        j->p += 4;
-        v = infer__jj_none();
-    } else if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9')) {
-        const char *s = j->p;
-        int is_float = 0;
+    switch (j->type) {
+    case INFER__J_NULL: v = infer__jj_none(); break;
+    case INFER__J_BOOL: v = infer__jj_bool(j->b); break;
+    case INFER__J_STR: v = infer__jj_str_val(r, j->s ? j->s : "", j->n); break;
+    case INFER__J_NUM: {
         char *end;
-        if (*j->p == '-') j->p++;
-        while ((*j->p >= '0' && *j->p <= '9') || *j->p == '.' || *j->p == 'e' || *j->p == 'E' ||
-               ((*j->p == '+' || *j->p == '-') && (j->p[-1] == 'e' || j->p[-1] == 'E'))) {
-            if (*j->p == '.' || *j->p == 'e' || *j->p == 'E') is_float = 1;
-            j->p++;
-        }
-        if (!is_float) {
-            long long x;
-            errno = 0;
-            x = strtoll(s, &end, 10);
-            if (errno || end != j->p)
-                is_float = 1;
-            else
-                v = infer__jj_int(x);
-        }
-        if (is_float) {
-            v = infer__jj_float(strtod(s, &end));
-            if (end != j->p) infer__jj_fail(r, "context JSON: bad number");
-        }
-    } else
-        infer__jj_fail(r, "context JSON: unexpected character");
+        long long x;
+        errno = 0;
+        x = strtoll(j->s, &end, 10);
+        if (!errno && (size_t)(end - j->s) == j->n) v = infer__jj_int(x);
+        else v = infer__jj_float(strtod(j->s, &end));
+        break;
+    }
+    case INFER__J_ARR:
+        v = infer__jj_new_list(r, 0, 0);
+        n = (size_t)stbds_arrlen(j->items);
+        for (i = 0; i < n; i++) infer__jj_list_push(r, v.u.l, infer__jj_from_json(r, &j->items[i]));
+        break;
+    default:
+        v = infer__jj_new_dict(r, INFER__JJ_DICT);
+        n = (size_t)stbds_arrlen(j->items);
+        for (i = 0; i < n; i++)
+            infer__jj_dict_set(r, v.u.d, infer__jj_str_val(r, j->keys[i], j->key_lens[i]),
+                               infer__jj_from_json(r, &j->items[i]));
+    }
     r->depth--;
     return v;
 }
@@ -21311,13 +21191,20 @@ INFERDEF char *infer_jinja_render(const char *template_text, const char *context
         body = infer__jj_p_body(&P, NULL);
         r->root = infer__jj_new_scope(r, NULL);
         if (context_json && *context_json) {
-            infer__jj_jp j;
-            j.r = r;
-            j.p = context_json;
-            ctx = infer__jj_jp_value(&j);
-            infer__jj_jp_ws(&j);
-            if (*j.p) infer__jj_fail(r, "context JSON: text after the value");
-            if (ctx.type != INFER__JJ_DICT) infer__jj_fail(r, "context JSON: not an object");
+            infer__jp j;
+            infer_error jerr;
+            memset(&j, 0, sizeof j);
+            j.src = j.p = context_json;
+            j.err = &jerr;
+            j.what = "context JSON";
+            infer__jp_value(&j, &r->context); /* freed below, whatever happens */
+            if (!j.failed) {
+                infer__jp_ws(&j);
+                if (*j.p) infer__jj_fail(r, "context JSON: text after the value");
+            }
+            if (j.failed) infer__jj_fail(r, "%s", jerr.msg);
+            if (r->context.type != INFER__J_OBJ) infer__jj_fail(r, "context JSON: not an object");
+            ctx = infer__jj_from_json(r, &r->context);
             for (i = 0; i < ctx.u.d->n; i++) infer__jj_assign(r, r->root, ctx.u.d->k[i].u.s, ctx.u.d->v[i]);
         }
         r->depth = 0;
@@ -21331,6 +21218,7 @@ INFERDEF char *infer_jinja_render(const char *template_text, const char *context
         if (raised) *raised = r->raised;
         infer__set_error(err, INFER_ERR_ARG, "%s", r->msg);
     }
+    infer__jv_free(&r->context);
     infer__jj_free_all(r);
     INFER_FREE(r);
     return result;
