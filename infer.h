@@ -8424,15 +8424,30 @@ INFER__UNUSED static size_t infer__pack_offset(const infer__kernels *k, infer_ty
 #ifdef INFER__HAVE_X86
 #include <immintrin.h>
 
-#define INFER__AVX2 __attribute__((target("avx2,fma,f16c"), unused))
-#define INFER__AVX2_INLINE static inline __attribute__((target("avx2,fma,f16c"), always_inline, unused))
+/* Under ThreadSanitizer the kernels go uninstrumented: each reads shared
+ * weights and writes rows its own thread owns, and instrumented they make a
+ * token about 300 times slower (SmolLM2 at 1.6 s a token), too slow for the
+ * server's test. The hand-offs between threads (threads.c) stay checked. */
+#if defined(__SANITIZE_THREAD__)
+#define INFER__NO_TSAN no_sanitize_thread,
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define INFER__NO_TSAN no_sanitize("thread"),
+#endif
+#endif
+#ifndef INFER__NO_TSAN
+#define INFER__NO_TSAN
+#endif
+
+#define INFER__AVX2 __attribute__((target("avx2,fma,f16c"), INFER__NO_TSAN unused))
+#define INFER__AVX2_INLINE static inline __attribute__((target("avx2,fma,f16c"), INFER__NO_TSAN always_inline, unused))
 #define INFER__AVX512_ISA "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
-#define INFER__AVX512 __attribute__((target(INFER__AVX512_ISA), unused))
-#define INFER__AVX512_INLINE static inline __attribute__((target(INFER__AVX512_ISA), always_inline, unused))
-#define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), unused))
-#define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), always_inline, unused))
-#define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), unused))
-#define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), always_inline, unused))
+#define INFER__AVX512 __attribute__((target(INFER__AVX512_ISA), INFER__NO_TSAN unused))
+#define INFER__AVX512_INLINE static inline __attribute__((target(INFER__AVX512_ISA), INFER__NO_TSAN always_inline, unused))
+#define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), INFER__NO_TSAN unused))
+#define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), INFER__NO_TSAN always_inline, unused))
+#define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), INFER__NO_TSAN unused))
+#define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), INFER__NO_TSAN always_inline, unused))
 
 INFER__AVX2_INLINE float infer__avx2_hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

