@@ -60,6 +60,7 @@ PARTS = [
     "schema.c",
     "jinja.c",
     "toolcall.c",
+    "toolgrammar.c",
     "sampler.c",
     "generate.c",
     "beam.c",

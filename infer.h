@@ -622,6 +622,17 @@ typedef struct infer_request_params {
        starts with (at least one prompt token is fed again, for logits) and
        feeds only the rest. 0: the sequence is emptied as n_past 0 says. */
     int cache_prompt;
+    /* A lazy grammar (llama.cpp's grammar triggers): with grammar or
+       json_schema, the reply is free text until one of these strings
+       appears in it; the grammar then applies from the string's first byte
+       (having read it and what its token added) to the end. A string that
+       opens with '^' triggers only at the reply's start, blanks before it
+       allowed ("^{" for a reply that is one JSON object). Where the grammar
+       refuses the text it would read, it is dropped and the reply stays
+       free. What tool_choice "auto" wants: infer_tool_format_triggers and
+       infer_tool_call_grammar. Copied at start. */
+    const char *const *grammar_triggers;
+    int n_grammar_triggers;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);
@@ -955,6 +966,23 @@ INFERDEF const char *infer_tool_format_name(infer_tool_format f);
    generated. Llama 3's and the generic format's JSON triggers open a call
    only at the start of the reply. */
 INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
+
+/* A GBNF grammar (root rule "root") that admits exactly a tool call in
+   format f, its arguments matching the tool's parameters (a JSON schema,
+   as response_format takes; a tool without one takes any object): what a
+   request with tool_choice "required" or a named function samples under,
+   or what it switches on lazily at one of infer_tool_format_triggers(f)
+   (infer_request_params.grammar_triggers). tools_json is OpenAI's list,
+   [{"type": "function", "function": {"name", "description", "parameters"}}]
+   (bare {"name", "parameters"} too); name (may be NULL) keeps that tool
+   only. parallel: one call or more, where the format writes several (Llama
+   3's writes one). INFER_TOOLS_NONE and _GENERIC give the generic format's
+   {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
+   parallel). snprintf-style: the grammar's length, or -1 with err set (a
+   list that is not JSON, a tool without a name, no tool of that name, a
+   parameters schema the converter refuses). */
+INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
+                                     char *buf, size_t size, infer_error *err);
 
 /* The reasoning part of a reply, infer_output_parser_new's `reasoning`. */
 enum {
@@ -1704,7 +1732,34 @@ static void infer__sb_puts(infer__sb *b, const char *s);
 static void infer__sb_json_string(infer__sb *b, const char *s, size_t n);
 static void infer__sb_json(infer__sb *b, const infer__jv *v);
 
+/* The shared rules of schema grammars (space, string, ...), numbered. */
+enum {
+    INFER__SP_SPACE, INFER__SP_STRING, INFER__SP_CHAR, INFER__SP_INTEGRAL, INFER__SP_INTEGER, INFER__SP_NUMBER,
+    INFER__SP_BOOLEAN, INFER__SP_NULL, INFER__SP_VALUE, INFER__SP_OBJECT, INFER__SP_ARRAY, INFER__SP_COUNT
+};
+/* GBNF rules of several schemas in one grammar, appended to *out:
+   schemas[i]'s top rule named names[i] (its other rules named after it),
+   the shared rules once, with those `also` asks for (1u << INFER__SP_...)
+   for the caller's own rules. 0, or -1 with jp->failed (jp->err set). */
+static int infer__schema_rules(infer__jp *jp, const infer__jv *const *schemas, const char *const *names, int n,
+                               unsigned also, infer__sb *out);
+/* b's text into buf, snprintf-style; its length */
+static int infer__sb_give(const infer__sb *b, char *buf, size_t size);
+static void infer__sb_literal(infer__sb *b, const char *s, size_t n);
+static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
+
+static void infer__jp_nomem(infer__jp *j);
+
+/* ---- toolcall.c: DeepSeek R1's tool-call markers (fullwidth bars, ▁) ---- */
+#define INFER__DS_CALLS_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define INFER__DS_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define INFER__DS_CALL_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define INFER__DS_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define INFER__DS_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>"
+
 /* ---- sampler.c ---- */
+static void infer__sampler_grammar_wait(infer_sampler *s);
+static int infer__sampler_grammar_wake(infer_sampler *s, const char *text, size_t n);
 static int infer__sampler_nomem(const infer_sampler *s);
 static const char *infer__sampler_grammar_limit(const infer_sampler *s);
 /* why infer_sampler_sample last returned -1 */
@@ -16051,6 +16106,20 @@ static void infer__grammar_accept(infer__grammar *G, infer_token t) {
     infer__grammar_settle(G, st);
 }
 
+/* Moves the grammar past text that is no one token's (a lazy grammar's
+   trigger and what followed it); 0, leaving the state as it was, where the
+   grammar refuses it. */
+static int infer__grammar_accept_text(infer__grammar *G, const char *text, size_t n) {
+    infer__gst st = G->cur;
+    int n0 = G->m.n;
+    if (!infer__gm_feed(&G->m, &st, text, n) || G->m.nomem || G->m.limit) {
+        G->m.n = n0;
+        return 0;
+    }
+    infer__grammar_settle(G, st);
+    return 1;
+}
+
 /* The walk with the tables; -1 (allowed half made) when they overflow. */
 static int infer__grammar_walk_memo(const infer__grammar *G, infer__gm *m, const infer__gst *start, infer__gwalk *w,
                                     unsigned char *allowed, int count) {
@@ -16184,7 +16253,6 @@ static int infer__grammar_mask_snapshot(const infer__grammar *G, unsigned char *
 
 /* ---- JSON (the schema's text) ------------------------------------------------ */
 
-static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
 static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) {
     va_list ap;
     if (j->failed) return;
@@ -16511,10 +16579,7 @@ static void infer__sb_json(infer__sb *b, const infer__jv *v) {
    (with what it uses). Whitespace is bounded (one space, or a line break
    and up to 20 blanks) and numbers have at most 16 digits before the point
    and 16 after, so a model cannot ramble on in them. */
-enum {
-    INFER__SP_SPACE, INFER__SP_STRING, INFER__SP_CHAR, INFER__SP_INTEGRAL, INFER__SP_INTEGER, INFER__SP_NUMBER,
-    INFER__SP_BOOLEAN, INFER__SP_NULL, INFER__SP_VALUE, INFER__SP_OBJECT, INFER__SP_ARRAY, INFER__SP_COUNT
-};
+/* (The INFER__SP_ numbering is in internal.h.) */
 static const char *const infer__sp_name[INFER__SP_COUNT] = {"space", "string", "char", "integral", "integer", "number",
                                                            "boolean", "null", "value", "object", "array"};
 static const char *const infer__sp_rule[INFER__SP_COUNT] = {
@@ -17799,42 +17864,38 @@ static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const cha
     return infer__sg_prim(sg, INFER__SP_VALUE);
 }
 
-INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
-    infer__jp jp;
-    infer__jv root;
+/* The rules of several schemas at once, appended to *out: schemas[i]'s
+   top rule is named names[i] (its other rules after it), the shared rules
+   (space, string, ...) come once at the end, with those `also` asks for
+   (1u << INFER__SP_...) for rules of the caller's that use them. Errors
+   (jp->failed) point into jp's text. 0, or -1. */
+static int infer__schema_rules(infer__jp *jp, const infer__jv *const *schemas, const char *const *names, int n,
+                               unsigned also, infer__sb *out) {
     infer__sg sg;
-    infer__sb out = {NULL, 0};
-    const char *top = NULL;
-    int i, len = -1;
-    if (!schema) {
-        infer__set_error(err, INFER_ERR_ARG, "JSON schema: no schema given");
-        return -1;
-    }
-    memset(&jp, 0, sizeof jp);
+    int i, k;
     memset(&sg, 0, sizeof sg);
-    jp.src = jp.p = schema;
-    jp.err = err;
-    sg.jp = &jp;
-    for (i = 0; i < INFER__SP_COUNT; i++) /* the shared rules' names are taken */
-        if (!infer__sg_take(&sg, infer__sp_name[i])) infer__jp_nomem(&jp);
-    infer__jp_value(&jp, &root);
-    infer__jp_ws(&jp);
-    if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the schema");
-    if (!jp.failed) top = infer__sg_schema(&sg, &root, "root");
-    if (top && strcmp(top, "root") != 0) { /* a shared rule at the top */
-        infer__sb line = {NULL, 0};
-        char *text;
-        infer__sb_puts(&line, "root ::= ");
-        infer__sb_puts(&line, top);
-        if (line.nomem || !infer__arr_room(sg.rules, 1) || !(text = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
-            infer__jp_nomem(&jp);
-        else
-            stbds_arrins(sg.rules, 0, text);
-        stbds_arrfree(line.p);
+    sg.jp = jp;
+    for (k = 0; k < INFER__SP_COUNT; k++) /* the shared rules' names are taken */
+        if (!infer__sg_take(&sg, infer__sp_name[k])) infer__jp_nomem(jp);
+    for (i = 0; i < n && !jp->failed; i++) {
+        int first = (int)stbds_arrlen(sg.rules);
+        const char *top = infer__sg_schema(&sg, schemas[i], names[i]);
+        if (top && strcmp(top, names[i]) != 0) { /* a shared rule at the top */
+            infer__sb line = {NULL, 0};
+            char *text;
+            infer__sb_puts(&line, names[i]);
+            infer__sb_puts(&line, " ::= ");
+            infer__sb_puts(&line, top);
+            if (line.nomem || !infer__arr_room(sg.rules, 1) ||
+                !(text = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
+                infer__jp_nomem(jp);
+            else
+                stbds_arrins(sg.rules, first, text);
+            stbds_arrfree(line.p);
+        }
     }
-    if (!jp.failed) {
-        unsigned used = sg.used, prev = 0;
-        int k;
+    if (!jp->failed) {
+        unsigned used = sg.used | also, prev = 0;
         while (used != prev) { /* what the shared rules use in turn */
             prev = used;
             for (k = 0; k < INFER__SP_COUNT; k++)
@@ -17842,29 +17903,53 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
         }
         for (i = 0; i < (int)stbds_arrlen(sg.rules); i++) {
             if (!sg.rules[i]) continue;
-            infer__sb_puts(&out, sg.rules[i]);
-            infer__sb_puts(&out, "\n");
+            infer__sb_puts(out, sg.rules[i]);
+            infer__sb_puts(out, "\n");
         }
         for (k = 0; k < INFER__SP_COUNT; k++)
             if (used & 1u << k) {
-                infer__sb_puts(&out, infer__sp_rule[k]);
-                infer__sb_puts(&out, "\n");
+                infer__sb_puts(out, infer__sp_rule[k]);
+                infer__sb_puts(out, "\n");
             }
-        len = (int)stbds_arrlen(out.p);
-        if (out.nomem) {
-            infer__jp_nomem(&jp);
-            len = -1;
-        } else if (buf && size) {
-            size_t n = INFER__MIN((size_t)len, size - 1);
-            if (n) memcpy(buf, out.p, n);
-            buf[n] = 0;
-        }
+        if (out->nomem) infer__jp_nomem(jp);
     }
     for (i = 0; i < (int)stbds_arrlen(sg.rules); i++) INFER_FREE(sg.rules[i]);
     stbds_arrfree(sg.rules);
     for (i = 0; i < (int)stbds_arrlen(sg.names); i++) INFER_FREE(sg.names[i]);
     stbds_arrfree(sg.names);
     INFER_FREE(sg.taken);
+    return jp->failed ? -1 : 0;
+}
+
+/* snprintf-style: text (length len) into buf */
+static int infer__sb_give(const infer__sb *b, char *buf, size_t size) {
+    int len = (int)stbds_arrlen(b->p);
+    if (buf && size) {
+        size_t n = INFER__MIN((size_t)len, size - 1);
+        if (n) memcpy(buf, b->p, n);
+        buf[n] = 0;
+    }
+    return len;
+}
+
+INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
+    infer__jp jp;
+    infer__jv root;
+    infer__sb out = {NULL, 0};
+    const infer__jv *top = &root;
+    const char *name = "root";
+    int len = -1;
+    if (!schema) {
+        infer__set_error(err, INFER_ERR_ARG, "JSON schema: no schema given");
+        return -1;
+    }
+    memset(&jp, 0, sizeof jp);
+    jp.src = jp.p = schema;
+    jp.err = err;
+    infer__jp_value(&jp, &root);
+    infer__jp_ws(&jp);
+    if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the schema");
+    if (!jp.failed && infer__schema_rules(&jp, &top, &name, 1, 0, &out) == 0) len = infer__sb_give(&out, buf, size);
     stbds_arrfree(out.p);
     infer__jv_free(&root);
     return len;
@@ -21294,12 +21379,6 @@ typedef struct infer__tc_marker {
     int kind;
 } infer__tc_marker;
 
-#define INFER__DS_CALLS_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"
-#define INFER__DS_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
-#define INFER__DS_CALL_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
-#define INFER__DS_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
-#define INFER__DS_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>"
-
 /* the markers found anywhere in content, per format, ending with {NULL} */
 static const infer__tc_marker infer__tc_none[] = {{NULL, 0}};
 static const infer__tc_marker infer__tc_hermes[] = {{"<tool_call>", INFER__K_HERMES}, {NULL, 0}};
@@ -22282,6 +22361,232 @@ INFERDEF void infer_output_parser_free(infer_output_parser *p) {
     INFER_FREE(p);
 }
 
+/* ==== src/toolgrammar.c ==== */
+/* toolgrammar.c - the grammar that forces a well-formed tool call
+   (infer_tool_call_grammar): a format's markers around the call, whose
+   arguments match the tool's parameters schema (schema.c writes those). */
+
+typedef struct infer__tg_tool {
+    const char *name; /* decoded, NUL-terminated (owned by the parsed list) */
+    size_t name_len;
+    const infer__jv *params; /* its parameters schema */
+} infer__tg_tool;
+
+/* a JSON string as a GBNF literal: "\"name\"" */
+static void infer__tg_json_lit(infer__sb *b, const char *s, size_t n) {
+    infer__sb json = {NULL, 0};
+    infer__sb_json_string(&json, s, n);
+    if (json.nomem) b->nomem = 1;
+    else infer__sb_literal(b, json.p, (size_t)stbds_arrlen(json.p));
+    stbds_arrfree(json.p);
+}
+
+/* ` "{" space "\"key\"" space ":" space ` */
+static void infer__tg_key(infer__sb *b, const char *key, int first) {
+    infer__sb_puts(b, first ? "\"{\" space " : "\",\" space ");
+    infer__tg_json_lit(b, key, strlen(key));
+    infer__sb_puts(b, " space \":\" space ");
+}
+
+/* The call of tool i as the format writes one (its arguments rule is
+   tool-args-i), as a rule's body. */
+static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_tool *t, int i) {
+    char args[32];
+    snprintf(args, sizeof args, " tool-args-%d ", i);
+    switch (f) {
+    case INFER_TOOLS_FUNCTIONARY: /* <function=name>{..}</function> */
+        infer__sb_puts(b, "\"<function=\" ");
+        infer__sb_literal(b, t->name, t->name_len);
+        infer__sb_puts(b, " \">\"");
+        infer__sb_puts(b, args);
+        infer__sb_puts(b, "\"</function>\"");
+        return;
+    case INFER_TOOLS_DEEPSEEK_R1: { /* begin function sep name ```json {..} ``` end */
+        infer__sb head = {NULL, 0};
+        infer__sb_puts(&head, INFER__DS_CALL_BEGIN "function" INFER__DS_SEP);
+        infer__sb_put(&head, t->name, t->name_len);
+        infer__sb_puts(&head, "\n```json\n");
+        if (head.nomem) b->nomem = 1;
+        else infer__sb_literal(b, head.p, (size_t)stbds_arrlen(head.p));
+        stbds_arrfree(head.p);
+        infer__sb_puts(b, args);
+        infer__sb_literal(b, "\n```" INFER__DS_CALL_END, strlen("\n```" INFER__DS_CALL_END));
+        return;
+    }
+    case INFER_TOOLS_APERTUS: /* {"name": {..}} */
+        infer__sb_puts(b, "\"{\" space ");
+        infer__tg_json_lit(b, t->name, t->name_len);
+        infer__sb_puts(b, " space \":\" space");
+        infer__sb_puts(b, args);
+        infer__sb_puts(b, "\"}\" space");
+        return;
+    case INFER_TOOLS_COMMAND_R: /* {"tool_call_id": "0", "tool_name": name, "parameters": {..}} */
+        infer__tg_key(b, "tool_call_id", 1);
+        infer__sb_puts(b, "\"\\\"\" [0-9]{1,4} \"\\\"\" space ");
+        infer__tg_key(b, "tool_name", 0);
+        infer__tg_json_lit(b, t->name, t->name_len);
+        infer__sb_puts(b, " space ");
+        infer__tg_key(b, "parameters", 0);
+        infer__sb_puts(b, args);
+        infer__sb_puts(b, "\"}\" space");
+        return;
+    default: /* {"name": name, "arguments": {..}} (Llama 3: "parameters") */
+        infer__tg_key(b, "name", 1);
+        infer__tg_json_lit(b, t->name, t->name_len);
+        infer__sb_puts(b, " space ");
+        infer__tg_key(b, f == INFER_TOOLS_LLAMA3 ? "parameters" : "arguments", 0);
+        infer__sb_puts(b, args);
+        infer__sb_puts(b, "\"}\" space");
+        return;
+    }
+}
+
+/* The root rule: the calls with the format's markers around them. */
+static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
+    const char *list = parallel ? "tool-list ::= \"[\" space tool-item (\",\" space tool-item)* \"]\" space\n"
+                                : "tool-list ::= \"[\" space tool-item \"]\" space\n";
+    switch (f) {
+    case INFER_TOOLS_HERMES:
+        infer__sb_puts(b, parallel ? "root ::= tool-tagged (\"\\n\" tool-tagged)*\n" : "root ::= tool-tagged\n");
+        infer__sb_puts(b, "tool-tagged ::= \"<tool_call>\\n\" tool-item \"\\n</tool_call>\"\n");
+        return;
+    case INFER_TOOLS_LLAMA3: /* one call a reply */
+        infer__sb_puts(b, "root ::= tool-item\n");
+        return;
+    case INFER_TOOLS_FUNCTIONARY:
+        infer__sb_puts(b, parallel ? "root ::= tool-item (\"\\n\"? tool-item)*\n" : "root ::= tool-item\n");
+        return;
+    case INFER_TOOLS_DEEPSEEK_R1:
+        infer__sb_puts(b, "root ::= ");
+        infer__sb_literal(b, INFER__DS_CALLS_BEGIN, strlen(INFER__DS_CALLS_BEGIN));
+        infer__sb_puts(b, parallel ? " tool-item (\"\\n\"? tool-item)* " : " tool-item ");
+        infer__sb_literal(b, INFER__DS_CALLS_END, strlen(INFER__DS_CALLS_END));
+        infer__sb_puts(b, "\n");
+        return;
+    case INFER_TOOLS_MISTRAL: infer__sb_puts(b, "root ::= \"[TOOL_CALLS]\" tool-list\n"); break;
+    case INFER_TOOLS_PHI4_MINI: infer__sb_puts(b, "root ::= \"<|tool_call|>\" tool-list \"<|/tool_call|>\"\n"); break;
+    case INFER_TOOLS_NEMOTRON: infer__sb_puts(b, "root ::= \"<TOOLCALL>\" tool-list \"</TOOLCALL>\"\n"); break;
+    case INFER_TOOLS_FIREFUNCTION: infer__sb_puts(b, "root ::= \"functools\" tool-list\n"); break;
+    case INFER_TOOLS_COMMAND_R:
+        infer__sb_puts(b, "root ::= \"<|START_ACTION|>\" tool-list \"<|END_ACTION|>\"\n");
+        break;
+    case INFER_TOOLS_APERTUS:
+        infer__sb_puts(b, "root ::= \"<|tools_prefix|>\" tool-list \"<|tools_suffix|>\"\n");
+        break;
+    default: /* generic: {"tool_calls": [..]} or {"tool_call": {..}} */
+        infer__sb_puts(b, "root ::= ");
+        infer__tg_key(b, "tool_call", 1);
+        infer__sb_puts(b, "tool-item \"}\" space");
+        if (!parallel) {
+            infer__sb_puts(b, "\n");
+            return;
+        }
+        infer__sb_puts(b, " | ");
+        infer__tg_key(b, "tool_calls", 1);
+        infer__sb_puts(b, "tool-list \"}\" space\n");
+        break;
+    }
+    infer__sb_puts(b, list);
+}
+
+INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
+                                     char *buf, size_t size, infer_error *err) {
+    static const char any_object[] = "{\"type\": \"object\"}";
+    infer__jp jp, jo;
+    infer__jv list, object;
+    infer__tg_tool *tools = NULL;
+    const infer__jv **schemas = NULL;
+    char **names = NULL;
+    infer__sb out = {NULL, 0};
+    int i, n = 0, len = -1;
+    if (!tools_json || (int)f < 0 || f >= INFER_TOOLS_COUNT) {
+        infer__set_error(err, INFER_ERR_ARG, "tool call grammar: no tools, or an unknown format");
+        return -1;
+    }
+    memset(&jp, 0, sizeof jp);
+    memset(&jo, 0, sizeof jo);
+    memset(&object, 0, sizeof object);
+    jp.src = jp.p = tools_json;
+    jp.err = err;
+    jp.what = "tools";
+    jo.src = jo.p = any_object;
+    jo.err = err;
+    infer__jp_value(&jp, &list);
+    infer__jp_ws(&jp);
+    if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the list");
+    if (!jp.failed && list.type != INFER__J_ARR) infer__jp_fail(&jp, list.at, "tools must be a list");
+    if (!jp.failed) infer__jp_value(&jo, &object);
+    for (i = 0; !jp.failed && !jo.failed && i < (int)stbds_arrlen(list.items); i++) {
+        const infer__jv *t = &list.items[i], *fn = infer__jv_get(t, "function"), *nm, *params;
+        if (fn && fn->type == INFER__J_OBJ) t = fn; /* OpenAI's {"type": "function", "function": {..}} */
+        nm = infer__jv_get(t, "name");
+        if (t->type != INFER__J_OBJ || !nm || nm->type != INFER__J_STR || !nm->n) {
+            infer__jp_fail(&jp, t->at, "tool %d has no name", i);
+            break;
+        }
+        if (name && strcmp(name, nm->s) != 0) continue;
+        params = infer__jv_get(t, "parameters");
+        if (!infer__arr_room(tools, 1)) {
+            infer__jp_nomem(&jp);
+            break;
+        }
+        {
+            infer__tg_tool tool = {nm->s, nm->n, params && params->type == INFER__J_OBJ ? params : &object};
+            stbds_arrput(tools, tool);
+        }
+    }
+    n = (int)stbds_arrlen(tools);
+    if (!jp.failed && !jo.failed && n == 0)
+        infer__jp_fail(&jp, NULL, name ? "no tool is named %s" : "the list has no tools", name ? name : "");
+    if (!jp.failed && !jo.failed) {
+        if (!infer__arr_room(schemas, n) || !infer__arr_room(names, n)) infer__jp_nomem(&jp);
+        for (i = 0; !jp.failed && i < n; i++) {
+            char nm[32], *copy;
+            snprintf(nm, sizeof nm, "tool-args-%d", i);
+            if (!(copy = infer__strndup(nm, strlen(nm)))) {
+                infer__jp_nomem(&jp);
+                break;
+            }
+            stbds_arrput(names, copy);
+            stbds_arrput(schemas, tools[i].params);
+        }
+    }
+    if (!jp.failed && !jo.failed) {
+        infer__tg_root(&out, f, parallel);
+        infer__sb_puts(&out, "tool-item ::= ");
+        for (i = 0; i < n; i++) {
+            infer__sb_puts(&out, i ? " | " : "");
+            infer__sb_puts(&out, "tool-item-");
+            {
+                char k[16];
+                snprintf(k, sizeof k, "%d", i);
+                infer__sb_puts(&out, k);
+            }
+        }
+        infer__sb_puts(&out, "\n");
+        for (i = 0; i < n; i++) {
+            char k[32];
+            snprintf(k, sizeof k, "tool-item-%d ::= ", i);
+            infer__sb_puts(&out, k);
+            infer__tg_item(&out, f, &tools[i], i);
+            infer__sb_puts(&out, "\n");
+        }
+        if (infer__schema_rules(&jp, schemas, (const char *const *)names, n,
+                                1u << INFER__SP_SPACE | 1u << INFER__SP_STRING, &out) == 0) {
+            if (out.nomem) infer__jp_nomem(&jp);
+            else len = infer__sb_give(&out, buf, size);
+        }
+    }
+    for (i = 0; i < (int)stbds_arrlen(names); i++) INFER_FREE(names[i]);
+    stbds_arrfree(names);
+    stbds_arrfree(schemas);
+    stbds_arrfree(tools);
+    stbds_arrfree(out.p);
+    infer__jv_free(&list);
+    infer__jv_free(&object);
+    return len;
+}
+
 /* ==== src/sampler.c ==== */
 /* sampler.c - choosing the next token from logits: logit bias, repetition
    penalty, the grammar's mask, then greedy, or top-k -> top-p -> min-p ->
@@ -22297,6 +22602,7 @@ static void infer__grammar_reset(struct infer__grammar *G);
 static int infer__grammar_done(const struct infer__grammar *G);
 static int infer__grammar_allows(struct infer__grammar *G, infer_token t);
 static void infer__grammar_accept(struct infer__grammar *G, infer_token t);
+static int infer__grammar_accept_text(struct infer__grammar *G, const char *text, size_t n);
 static int infer__grammar_mask(struct infer__grammar *G, unsigned char *allowed);
 static void infer__grammar_snapshot(struct infer__grammar *G);
 static int infer__grammar_mask_snapshot(const struct infer__grammar *G, unsigned char *allowed);
@@ -22322,6 +22628,7 @@ struct infer_sampler {
     int n_bias;
     int none_why;         /* why the last sample chose nothing: INFER__NONE_* */
     struct infer__grammar *grammar;
+    struct infer__grammar *waiting; /* a lazy grammar not yet applied (infer__sampler_grammar_wait) */
     unsigned char *allowed; /* n_vocab, with a grammar */
 };
 
@@ -22365,6 +22672,7 @@ INFERDEF void infer_sampler_free(infer_sampler *s) {
     INFER_FREE(s->bias_id);
     INFER_FREE(s->bias);
     infer__grammar_free(s->grammar);
+    infer__grammar_free(s->waiting);
     INFER_FREE(s->allowed);
     INFER_FREE(s);
 }
@@ -22387,6 +22695,7 @@ INFERDEF void infer_sampler_reset(infer_sampler *s) {
     s->n_cand = 0;
     s->mask_later = 0;
     if (s->grammar) infer__grammar_reset(s->grammar);
+    if (s->waiting) infer__grammar_reset(s->waiting);
 }
 
 INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
@@ -22420,7 +22729,8 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
         return INFER_ERR_ARG;
     }
     infer__grammar_free(s->grammar);
-    s->grammar = NULL;
+    infer__grammar_free(s->waiting);
+    s->grammar = s->waiting = NULL;
     s->mask_later = 0;
     s->n_cand = 0; /* the last distribution was another grammar's */
     if (!gbnf) return INFER_OK;
@@ -22445,6 +22755,32 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
     }
     s->grammar = g;
     return INFER_OK;
+}
+
+/* A lazy grammar (request.c's grammar_triggers): the grammar set waits,
+   not applied, until infer__sampler_grammar_wake. */
+static void infer__sampler_grammar_wait(infer_sampler *s) {
+    if (!s->grammar) return;
+    s->waiting = s->grammar;
+    s->grammar = NULL;
+    s->mask_later = 0;
+}
+
+/* The waiting grammar applies from now on, having first read text (the
+   trigger and what followed it). 1, or 0 where it refuses text: it is then
+   dropped, and sampling stays free. */
+static int infer__sampler_grammar_wake(infer_sampler *s, const char *text, size_t n) {
+    struct infer__grammar *g = s->waiting;
+    if (!g) return 0;
+    s->waiting = NULL;
+    if (!infer__grammar_accept_text(g, text, n)) {
+        infer__grammar_free(g);
+        return 0;
+    }
+    s->grammar = g;
+    s->mask_later = 0;
+    s->n_cand = 0;
+    return 1;
 }
 
 /* Whether the grammar ran out of memory (request.c ends a request so). */
@@ -22974,6 +23310,10 @@ struct infer_request {
                             worker's request compiles it as it starts) */
     char **stop;         /* copies of the stop strings */
     int n_stop;
+    char **triggers;     /* copies of a lazy grammar's triggers */
+    int n_triggers;
+    int lazy;            /* the grammar waits for a trigger */
+    char *reply;         /* stb array: the reply's text while the grammar waits */
     double t_start, t_prompt0, t_last;
     /* what callers read: under mu */
     infer_token *prompt; /* stb array; BOS put in front when the prompt begins */
@@ -23237,6 +23577,7 @@ static int infer__req_begin(infer_request *r) {
             infer__req_end(r, e.code ? e.code : INFER_ERR_ARG, e.msg);
             return 0;
         }
+        if (r->lazy) infer__sampler_grammar_wait(r->sampler);
     }
     if (r->n_past_req == 0 && r->cache_prompt && past > 0 && infer__req_reuse(r, &past)) {
         /* the sequence keeps the prompt's cached prefix */
@@ -23323,6 +23664,42 @@ nomem:
     return 0;
 }
 
+/* A lazy grammar: adds a piece of the reply and looks for a trigger in
+   it; at the first, the grammar wakes having read the reply from there
+   (what was before stays free text). -1 when memory ran out. */
+static int infer__req_trigger(infer_request *r, const char *piece, size_t n) {
+    size_t old = stbds_arrlenu(r->reply), len, lead = 0, at = (size_t)-1;
+    int i;
+    if (!infer__arr_room(r->reply, (int)n)) return -1;
+    if (n) memcpy(stbds_arraddnptr(r->reply, n), piece, n);
+    len = stbds_arrlenu(r->reply);
+    while (lead < len && (r->reply[lead] == ' ' || r->reply[lead] == '\n' || r->reply[lead] == '\t' ||
+                          r->reply[lead] == '\r'))
+        lead++;
+    for (i = 0; i < r->n_triggers; i++) {
+        const char *t = r->triggers[i];
+        size_t tn = strlen(t), from, k;
+        if (*t == '^') { /* at the reply's start only */
+            tn--;
+            if (len - lead >= tn && !memcmp(r->reply + lead, t + 1, tn) && lead < at) at = lead;
+            continue;
+        }
+        /* where it may end in the new text: from tn - 1 bytes before it */
+        from = old >= tn ? old - tn + 1 : 0;
+        for (k = from; k + tn <= len && k < at; k++)
+            if (!memcmp(r->reply + k, t, tn)) {
+                at = k;
+                break;
+            }
+    }
+    if (at == (size_t)-1) return 0;
+    r->lazy = 0;
+    infer__sampler_grammar_wake(r->sampler, r->reply + at, len - at); /* (refused: the reply stays free) */
+    stbds_arrfree(r->reply);
+    r->reply = NULL;
+    return 0;
+}
+
 /* Chooses the next token from logits l; returns 0 if r ended. */
 static int infer__req_sample(infer_request *r, const float *l) {
     infer__sched *s = r->sched;
@@ -23371,6 +23748,7 @@ static int infer__req_sample(infer_request *r, const float *l) {
         return 0;
     }
     if ((len = infer_detok_push(&r->detok, m, t, piece, sizeof piece)) < 0) goto nomem;
+    if (r->lazy && infer__req_trigger(r, piece, (size_t)len) < 0) goto nomem;
     if ((stopped = infer__req_text(r, piece, (size_t)len, 0)) < 0) goto nomem;
     if (stopped || r->n_sampled >= r->n_predict) {
         if (!stopped) { /* the text is complete */
@@ -23706,6 +24084,9 @@ static void infer__req_free_fields(infer_request *r) {
     INFER_FREE(r->gbnf);
     for (i = 0; i < r->n_stop; i++) INFER_FREE(r->stop[i]);
     INFER_FREE(r->stop);
+    for (i = 0; i < r->n_triggers; i++) INFER_FREE(r->triggers[i]);
+    INFER_FREE(r->triggers);
+    stbds_arrfree(r->reply);
     stbds_arrfree(r->hold);
     stbds_arrfree(r->top);
     stbds_arrfree(r->prompt);
@@ -23771,6 +24152,26 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's grammar");
             return INFER_ERR_NOMEM;
         }
+    }
+    if (p->n_grammar_triggers > 0 && r->gbnf) {
+        if (!p->grammar_triggers) {
+            infer__set_error(err, INFER_ERR_ARG, "n_grammar_triggers without grammar_triggers");
+            return INFER_ERR_ARG;
+        }
+        if (!(r->triggers = (char **)infer__calloc((size_t)p->n_grammar_triggers, sizeof *r->triggers))) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the grammar's triggers");
+            return INFER_ERR_NOMEM;
+        }
+        for (i = 0; i < p->n_grammar_triggers; i++) {
+            const char *t = p->grammar_triggers[i] ? p->grammar_triggers[i] : "";
+            if (!*t || !strcmp(t, "^")) continue; /* an empty string triggers nothing */
+            if (!(r->triggers[r->n_triggers] = infer__strndup(t, strlen(t)))) {
+                infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the grammar's triggers");
+                return INFER_ERR_NOMEM;
+            }
+            r->n_triggers++;
+        }
+        r->lazy = 1;
     }
     if (p->n_stop > 0) {
         r->stop = (char **)infer__calloc((size_t)p->n_stop, sizeof *r->stop);
@@ -23908,6 +24309,7 @@ static infer_request *infer__request_start(infer_context *c, const infer_request
        large schema's takes seconds). A game loop's stays in its frame step. */
     if (st == INFER_OK && w && r->gbnf) {
         st = infer_sampler_set_grammar(r->sampler, c->model, r->gbnf, NULL, err);
+        if (r->lazy) infer__sampler_grammar_wait(r->sampler);
         INFER_FREE(r->gbnf);
         r->gbnf = NULL;
     }

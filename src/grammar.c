@@ -773,6 +773,20 @@ static void infer__grammar_accept(infer__grammar *G, infer_token t) {
     infer__grammar_settle(G, st);
 }
 
+/* Moves the grammar past text that is no one token's (a lazy grammar's
+   trigger and what followed it); 0, leaving the state as it was, where the
+   grammar refuses it. */
+static int infer__grammar_accept_text(infer__grammar *G, const char *text, size_t n) {
+    infer__gst st = G->cur;
+    int n0 = G->m.n;
+    if (!infer__gm_feed(&G->m, &st, text, n) || G->m.nomem || G->m.limit) {
+        G->m.n = n0;
+        return 0;
+    }
+    infer__grammar_settle(G, st);
+    return 1;
+}
+
 /* The walk with the tables; -1 (allowed half made) when they overflow. */
 static int infer__grammar_walk_memo(const infer__grammar *G, infer__gm *m, const infer__gst *start, infer__gwalk *w,
                                     unsigned char *allowed, int count) {

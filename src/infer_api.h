@@ -621,6 +621,17 @@ typedef struct infer_request_params {
        starts with (at least one prompt token is fed again, for logits) and
        feeds only the rest. 0: the sequence is emptied as n_past 0 says. */
     int cache_prompt;
+    /* A lazy grammar (llama.cpp's grammar triggers): with grammar or
+       json_schema, the reply is free text until one of these strings
+       appears in it; the grammar then applies from the string's first byte
+       (having read it and what its token added) to the end. A string that
+       opens with '^' triggers only at the reply's start, blanks before it
+       allowed ("^{" for a reply that is one JSON object). Where the grammar
+       refuses the text it would read, it is dropped and the reply stays
+       free. What tool_choice "auto" wants: infer_tool_format_triggers and
+       infer_tool_call_grammar. Copied at start. */
+    const char *const *grammar_triggers;
+    int n_grammar_triggers;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);
@@ -954,6 +965,23 @@ INFERDEF const char *infer_tool_format_name(infer_tool_format f);
    generated. Llama 3's and the generic format's JSON triggers open a call
    only at the start of the reply. */
 INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
+
+/* A GBNF grammar (root rule "root") that admits exactly a tool call in
+   format f, its arguments matching the tool's parameters (a JSON schema,
+   as response_format takes; a tool without one takes any object): what a
+   request with tool_choice "required" or a named function samples under,
+   or what it switches on lazily at one of infer_tool_format_triggers(f)
+   (infer_request_params.grammar_triggers). tools_json is OpenAI's list,
+   [{"type": "function", "function": {"name", "description", "parameters"}}]
+   (bare {"name", "parameters"} too); name (may be NULL) keeps that tool
+   only. parallel: one call or more, where the format writes several (Llama
+   3's writes one). INFER_TOOLS_NONE and _GENERIC give the generic format's
+   {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
+   parallel). snprintf-style: the grammar's length, or -1 with err set (a
+   list that is not JSON, a tool without a name, no tool of that name, a
+   parameters schema the converter refuses). */
+INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
+                                     char *buf, size_t size, infer_error *err);
 
 /* The reasoning part of a reply, infer_output_parser_new's `reasoning`. */
 enum {

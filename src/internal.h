@@ -414,7 +414,34 @@ static void infer__sb_puts(infer__sb *b, const char *s);
 static void infer__sb_json_string(infer__sb *b, const char *s, size_t n);
 static void infer__sb_json(infer__sb *b, const infer__jv *v);
 
+/* The shared rules of schema grammars (space, string, ...), numbered. */
+enum {
+    INFER__SP_SPACE, INFER__SP_STRING, INFER__SP_CHAR, INFER__SP_INTEGRAL, INFER__SP_INTEGER, INFER__SP_NUMBER,
+    INFER__SP_BOOLEAN, INFER__SP_NULL, INFER__SP_VALUE, INFER__SP_OBJECT, INFER__SP_ARRAY, INFER__SP_COUNT
+};
+/* GBNF rules of several schemas in one grammar, appended to *out:
+   schemas[i]'s top rule named names[i] (its other rules named after it),
+   the shared rules once, with those `also` asks for (1u << INFER__SP_...)
+   for the caller's own rules. 0, or -1 with jp->failed (jp->err set). */
+static int infer__schema_rules(infer__jp *jp, const infer__jv *const *schemas, const char *const *names, int n,
+                               unsigned also, infer__sb *out);
+/* b's text into buf, snprintf-style; its length */
+static int infer__sb_give(const infer__sb *b, char *buf, size_t size);
+static void infer__sb_literal(infer__sb *b, const char *s, size_t n);
+static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
+
+static void infer__jp_nomem(infer__jp *j);
+
+/* ---- toolcall.c: DeepSeek R1's tool-call markers (fullwidth bars, ▁) ---- */
+#define INFER__DS_CALLS_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define INFER__DS_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define INFER__DS_CALL_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define INFER__DS_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define INFER__DS_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>"
+
 /* ---- sampler.c ---- */
+static void infer__sampler_grammar_wait(infer_sampler *s);
+static int infer__sampler_grammar_wake(infer_sampler *s, const char *text, size_t n);
 static int infer__sampler_nomem(const infer_sampler *s);
 static const char *infer__sampler_grammar_limit(const infer_sampler *s);
 /* why infer_sampler_sample last returned -1 */

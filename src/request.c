@@ -81,6 +81,10 @@ struct infer_request {
                             worker's request compiles it as it starts) */
     char **stop;         /* copies of the stop strings */
     int n_stop;
+    char **triggers;     /* copies of a lazy grammar's triggers */
+    int n_triggers;
+    int lazy;            /* the grammar waits for a trigger */
+    char *reply;         /* stb array: the reply's text while the grammar waits */
     double t_start, t_prompt0, t_last;
     /* what callers read: under mu */
     infer_token *prompt; /* stb array; BOS put in front when the prompt begins */
@@ -344,6 +348,7 @@ static int infer__req_begin(infer_request *r) {
             infer__req_end(r, e.code ? e.code : INFER_ERR_ARG, e.msg);
             return 0;
         }
+        if (r->lazy) infer__sampler_grammar_wait(r->sampler);
     }
     if (r->n_past_req == 0 && r->cache_prompt && past > 0 && infer__req_reuse(r, &past)) {
         /* the sequence keeps the prompt's cached prefix */
@@ -430,6 +435,42 @@ nomem:
     return 0;
 }
 
+/* A lazy grammar: adds a piece of the reply and looks for a trigger in
+   it; at the first, the grammar wakes having read the reply from there
+   (what was before stays free text). -1 when memory ran out. */
+static int infer__req_trigger(infer_request *r, const char *piece, size_t n) {
+    size_t old = stbds_arrlenu(r->reply), len, lead = 0, at = (size_t)-1;
+    int i;
+    if (!infer__arr_room(r->reply, (int)n)) return -1;
+    if (n) memcpy(stbds_arraddnptr(r->reply, n), piece, n);
+    len = stbds_arrlenu(r->reply);
+    while (lead < len && (r->reply[lead] == ' ' || r->reply[lead] == '\n' || r->reply[lead] == '\t' ||
+                          r->reply[lead] == '\r'))
+        lead++;
+    for (i = 0; i < r->n_triggers; i++) {
+        const char *t = r->triggers[i];
+        size_t tn = strlen(t), from, k;
+        if (*t == '^') { /* at the reply's start only */
+            tn--;
+            if (len - lead >= tn && !memcmp(r->reply + lead, t + 1, tn) && lead < at) at = lead;
+            continue;
+        }
+        /* where it may end in the new text: from tn - 1 bytes before it */
+        from = old >= tn ? old - tn + 1 : 0;
+        for (k = from; k + tn <= len && k < at; k++)
+            if (!memcmp(r->reply + k, t, tn)) {
+                at = k;
+                break;
+            }
+    }
+    if (at == (size_t)-1) return 0;
+    r->lazy = 0;
+    infer__sampler_grammar_wake(r->sampler, r->reply + at, len - at); /* (refused: the reply stays free) */
+    stbds_arrfree(r->reply);
+    r->reply = NULL;
+    return 0;
+}
+
 /* Chooses the next token from logits l; returns 0 if r ended. */
 static int infer__req_sample(infer_request *r, const float *l) {
     infer__sched *s = r->sched;
@@ -478,6 +519,7 @@ static int infer__req_sample(infer_request *r, const float *l) {
         return 0;
     }
     if ((len = infer_detok_push(&r->detok, m, t, piece, sizeof piece)) < 0) goto nomem;
+    if (r->lazy && infer__req_trigger(r, piece, (size_t)len) < 0) goto nomem;
     if ((stopped = infer__req_text(r, piece, (size_t)len, 0)) < 0) goto nomem;
     if (stopped || r->n_sampled >= r->n_predict) {
         if (!stopped) { /* the text is complete */
@@ -813,6 +855,9 @@ static void infer__req_free_fields(infer_request *r) {
     INFER_FREE(r->gbnf);
     for (i = 0; i < r->n_stop; i++) INFER_FREE(r->stop[i]);
     INFER_FREE(r->stop);
+    for (i = 0; i < r->n_triggers; i++) INFER_FREE(r->triggers[i]);
+    INFER_FREE(r->triggers);
+    stbds_arrfree(r->reply);
     stbds_arrfree(r->hold);
     stbds_arrfree(r->top);
     stbds_arrfree(r->prompt);
@@ -878,6 +923,26 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's grammar");
             return INFER_ERR_NOMEM;
         }
+    }
+    if (p->n_grammar_triggers > 0 && r->gbnf) {
+        if (!p->grammar_triggers) {
+            infer__set_error(err, INFER_ERR_ARG, "n_grammar_triggers without grammar_triggers");
+            return INFER_ERR_ARG;
+        }
+        if (!(r->triggers = (char **)infer__calloc((size_t)p->n_grammar_triggers, sizeof *r->triggers))) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the grammar's triggers");
+            return INFER_ERR_NOMEM;
+        }
+        for (i = 0; i < p->n_grammar_triggers; i++) {
+            const char *t = p->grammar_triggers[i] ? p->grammar_triggers[i] : "";
+            if (!*t || !strcmp(t, "^")) continue; /* an empty string triggers nothing */
+            if (!(r->triggers[r->n_triggers] = infer__strndup(t, strlen(t)))) {
+                infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the grammar's triggers");
+                return INFER_ERR_NOMEM;
+            }
+            r->n_triggers++;
+        }
+        r->lazy = 1;
     }
     if (p->n_stop > 0) {
         r->stop = (char **)infer__calloc((size_t)p->n_stop, sizeof *r->stop);
@@ -1015,6 +1080,7 @@ static infer_request *infer__request_start(infer_context *c, const infer_request
        large schema's takes seconds). A game loop's stays in its frame step. */
     if (st == INFER_OK && w && r->gbnf) {
         st = infer_sampler_set_grammar(r->sampler, c->model, r->gbnf, NULL, err);
+        if (r->lazy) infer__sampler_grammar_wait(r->sampler);
         INFER_FREE(r->gbnf);
         r->gbnf = NULL;
     }

@@ -13,6 +13,7 @@ static void infer__grammar_reset(struct infer__grammar *G);
 static int infer__grammar_done(const struct infer__grammar *G);
 static int infer__grammar_allows(struct infer__grammar *G, infer_token t);
 static void infer__grammar_accept(struct infer__grammar *G, infer_token t);
+static int infer__grammar_accept_text(struct infer__grammar *G, const char *text, size_t n);
 static int infer__grammar_mask(struct infer__grammar *G, unsigned char *allowed);
 static void infer__grammar_snapshot(struct infer__grammar *G);
 static int infer__grammar_mask_snapshot(const struct infer__grammar *G, unsigned char *allowed);
@@ -38,6 +39,7 @@ struct infer_sampler {
     int n_bias;
     int none_why;         /* why the last sample chose nothing: INFER__NONE_* */
     struct infer__grammar *grammar;
+    struct infer__grammar *waiting; /* a lazy grammar not yet applied (infer__sampler_grammar_wait) */
     unsigned char *allowed; /* n_vocab, with a grammar */
 };
 
@@ -81,6 +83,7 @@ INFERDEF void infer_sampler_free(infer_sampler *s) {
     INFER_FREE(s->bias_id);
     INFER_FREE(s->bias);
     infer__grammar_free(s->grammar);
+    infer__grammar_free(s->waiting);
     INFER_FREE(s->allowed);
     INFER_FREE(s);
 }
@@ -103,6 +106,7 @@ INFERDEF void infer_sampler_reset(infer_sampler *s) {
     s->n_cand = 0;
     s->mask_later = 0;
     if (s->grammar) infer__grammar_reset(s->grammar);
+    if (s->waiting) infer__grammar_reset(s->waiting);
 }
 
 INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
@@ -136,7 +140,8 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
         return INFER_ERR_ARG;
     }
     infer__grammar_free(s->grammar);
-    s->grammar = NULL;
+    infer__grammar_free(s->waiting);
+    s->grammar = s->waiting = NULL;
     s->mask_later = 0;
     s->n_cand = 0; /* the last distribution was another grammar's */
     if (!gbnf) return INFER_OK;
@@ -161,6 +166,32 @@ INFERDEF infer_status infer_sampler_set_grammar(infer_sampler *s, const infer_mo
     }
     s->grammar = g;
     return INFER_OK;
+}
+
+/* A lazy grammar (request.c's grammar_triggers): the grammar set waits,
+   not applied, until infer__sampler_grammar_wake. */
+static void infer__sampler_grammar_wait(infer_sampler *s) {
+    if (!s->grammar) return;
+    s->waiting = s->grammar;
+    s->grammar = NULL;
+    s->mask_later = 0;
+}
+
+/* The waiting grammar applies from now on, having first read text (the
+   trigger and what followed it). 1, or 0 where it refuses text: it is then
+   dropped, and sampling stays free. */
+static int infer__sampler_grammar_wake(infer_sampler *s, const char *text, size_t n) {
+    struct infer__grammar *g = s->waiting;
+    if (!g) return 0;
+    s->waiting = NULL;
+    if (!infer__grammar_accept_text(g, text, n)) {
+        infer__grammar_free(g);
+        return 0;
+    }
+    s->grammar = g;
+    s->mask_later = 0;
+    s->n_cand = 0;
+    return 1;
 }
 
 /* Whether the grammar ran out of memory (request.c ends a request so). */

@@ -5,7 +5,6 @@
 
 /* ---- JSON (the schema's text) ------------------------------------------------ */
 
-static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
 static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) {
     va_list ap;
     if (j->failed) return;
@@ -332,10 +331,7 @@ static void infer__sb_json(infer__sb *b, const infer__jv *v) {
    (with what it uses). Whitespace is bounded (one space, or a line break
    and up to 20 blanks) and numbers have at most 16 digits before the point
    and 16 after, so a model cannot ramble on in them. */
-enum {
-    INFER__SP_SPACE, INFER__SP_STRING, INFER__SP_CHAR, INFER__SP_INTEGRAL, INFER__SP_INTEGER, INFER__SP_NUMBER,
-    INFER__SP_BOOLEAN, INFER__SP_NULL, INFER__SP_VALUE, INFER__SP_OBJECT, INFER__SP_ARRAY, INFER__SP_COUNT
-};
+/* (The INFER__SP_ numbering is in internal.h.) */
 static const char *const infer__sp_name[INFER__SP_COUNT] = {"space", "string", "char", "integral", "integer", "number",
                                                            "boolean", "null", "value", "object", "array"};
 static const char *const infer__sp_rule[INFER__SP_COUNT] = {
@@ -1620,42 +1616,38 @@ static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const cha
     return infer__sg_prim(sg, INFER__SP_VALUE);
 }
 
-INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
-    infer__jp jp;
-    infer__jv root;
+/* The rules of several schemas at once, appended to *out: schemas[i]'s
+   top rule is named names[i] (its other rules after it), the shared rules
+   (space, string, ...) come once at the end, with those `also` asks for
+   (1u << INFER__SP_...) for rules of the caller's that use them. Errors
+   (jp->failed) point into jp's text. 0, or -1. */
+static int infer__schema_rules(infer__jp *jp, const infer__jv *const *schemas, const char *const *names, int n,
+                               unsigned also, infer__sb *out) {
     infer__sg sg;
-    infer__sb out = {NULL, 0};
-    const char *top = NULL;
-    int i, len = -1;
-    if (!schema) {
-        infer__set_error(err, INFER_ERR_ARG, "JSON schema: no schema given");
-        return -1;
-    }
-    memset(&jp, 0, sizeof jp);
+    int i, k;
     memset(&sg, 0, sizeof sg);
-    jp.src = jp.p = schema;
-    jp.err = err;
-    sg.jp = &jp;
-    for (i = 0; i < INFER__SP_COUNT; i++) /* the shared rules' names are taken */
-        if (!infer__sg_take(&sg, infer__sp_name[i])) infer__jp_nomem(&jp);
-    infer__jp_value(&jp, &root);
-    infer__jp_ws(&jp);
-    if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the schema");
-    if (!jp.failed) top = infer__sg_schema(&sg, &root, "root");
-    if (top && strcmp(top, "root") != 0) { /* a shared rule at the top */
-        infer__sb line = {NULL, 0};
-        char *text;
-        infer__sb_puts(&line, "root ::= ");
-        infer__sb_puts(&line, top);
-        if (line.nomem || !infer__arr_room(sg.rules, 1) || !(text = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
-            infer__jp_nomem(&jp);
-        else
-            stbds_arrins(sg.rules, 0, text);
-        stbds_arrfree(line.p);
+    sg.jp = jp;
+    for (k = 0; k < INFER__SP_COUNT; k++) /* the shared rules' names are taken */
+        if (!infer__sg_take(&sg, infer__sp_name[k])) infer__jp_nomem(jp);
+    for (i = 0; i < n && !jp->failed; i++) {
+        int first = (int)stbds_arrlen(sg.rules);
+        const char *top = infer__sg_schema(&sg, schemas[i], names[i]);
+        if (top && strcmp(top, names[i]) != 0) { /* a shared rule at the top */
+            infer__sb line = {NULL, 0};
+            char *text;
+            infer__sb_puts(&line, names[i]);
+            infer__sb_puts(&line, " ::= ");
+            infer__sb_puts(&line, top);
+            if (line.nomem || !infer__arr_room(sg.rules, 1) ||
+                !(text = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
+                infer__jp_nomem(jp);
+            else
+                stbds_arrins(sg.rules, first, text);
+            stbds_arrfree(line.p);
+        }
     }
-    if (!jp.failed) {
-        unsigned used = sg.used, prev = 0;
-        int k;
+    if (!jp->failed) {
+        unsigned used = sg.used | also, prev = 0;
         while (used != prev) { /* what the shared rules use in turn */
             prev = used;
             for (k = 0; k < INFER__SP_COUNT; k++)
@@ -1663,29 +1655,53 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
         }
         for (i = 0; i < (int)stbds_arrlen(sg.rules); i++) {
             if (!sg.rules[i]) continue;
-            infer__sb_puts(&out, sg.rules[i]);
-            infer__sb_puts(&out, "\n");
+            infer__sb_puts(out, sg.rules[i]);
+            infer__sb_puts(out, "\n");
         }
         for (k = 0; k < INFER__SP_COUNT; k++)
             if (used & 1u << k) {
-                infer__sb_puts(&out, infer__sp_rule[k]);
-                infer__sb_puts(&out, "\n");
+                infer__sb_puts(out, infer__sp_rule[k]);
+                infer__sb_puts(out, "\n");
             }
-        len = (int)stbds_arrlen(out.p);
-        if (out.nomem) {
-            infer__jp_nomem(&jp);
-            len = -1;
-        } else if (buf && size) {
-            size_t n = INFER__MIN((size_t)len, size - 1);
-            if (n) memcpy(buf, out.p, n);
-            buf[n] = 0;
-        }
+        if (out->nomem) infer__jp_nomem(jp);
     }
     for (i = 0; i < (int)stbds_arrlen(sg.rules); i++) INFER_FREE(sg.rules[i]);
     stbds_arrfree(sg.rules);
     for (i = 0; i < (int)stbds_arrlen(sg.names); i++) INFER_FREE(sg.names[i]);
     stbds_arrfree(sg.names);
     INFER_FREE(sg.taken);
+    return jp->failed ? -1 : 0;
+}
+
+/* snprintf-style: text (length len) into buf */
+static int infer__sb_give(const infer__sb *b, char *buf, size_t size) {
+    int len = (int)stbds_arrlen(b->p);
+    if (buf && size) {
+        size_t n = INFER__MIN((size_t)len, size - 1);
+        if (n) memcpy(buf, b->p, n);
+        buf[n] = 0;
+    }
+    return len;
+}
+
+INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
+    infer__jp jp;
+    infer__jv root;
+    infer__sb out = {NULL, 0};
+    const infer__jv *top = &root;
+    const char *name = "root";
+    int len = -1;
+    if (!schema) {
+        infer__set_error(err, INFER_ERR_ARG, "JSON schema: no schema given");
+        return -1;
+    }
+    memset(&jp, 0, sizeof jp);
+    jp.src = jp.p = schema;
+    jp.err = err;
+    infer__jp_value(&jp, &root);
+    infer__jp_ws(&jp);
+    if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the schema");
+    if (!jp.failed && infer__schema_rules(&jp, &top, &name, 1, 0, &out) == 0) len = infer__sb_give(&out, buf, size);
     stbds_arrfree(out.p);
     infer__jv_free(&root);
     return len;

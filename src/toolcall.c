@@ -29,12 +29,6 @@ typedef struct infer__tc_marker {
     int kind;
 } infer__tc_marker;
 
-#define INFER__DS_CALLS_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"
-#define INFER__DS_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
-#define INFER__DS_CALL_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
-#define INFER__DS_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
-#define INFER__DS_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>"
-
 /* the markers found anywhere in content, per format, ending with {NULL} */
 static const infer__tc_marker infer__tc_none[] = {{NULL, 0}};
 static const infer__tc_marker infer__tc_hermes[] = {{"<tool_call>", INFER__K_HERMES}, {NULL, 0}};

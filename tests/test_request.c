@@ -7,6 +7,7 @@
    JSON-schema output; the CLI's context-full line. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -889,6 +890,70 @@ Test(request, json_schema_output_and_top_probs) {
     cr_assert_neq(infer_request_status(r, &err), INFER_OK);
     cr_assert(strstr(err.msg, "grammar"), "%s", err.msg);
     infer_request_free(r);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
+/* A request with a lazy grammar (grammar_triggers) on c; its text. */
+static char *lazy_text(infer_context *c, const char *grammar, const char *trigger) {
+    infer_request_params p = req_params("Once upon a time", 40, 0);
+    infer_request *r;
+    char *t;
+    const char *triggers[1];
+    triggers[0] = trigger;
+    p.n_past = 0;
+    p.grammar = grammar;
+    p.grammar_triggers = trigger ? triggers : NULL;
+    p.n_grammar_triggers = trigger ? 1 : 0;
+    t = run_request(c, &p, &r);
+    infer_request_free(r);
+    return t;
+}
+
+Test(request, lazy_grammar_waits_for_its_trigger) {
+    infer_model *m = load(MODEL);
+    infer_context *c = ctx(m, 256, 1, INFER_FULL_STOP, 1);
+    sink free_text;
+    char trigger[64], grammar[256], start[80], *t, *word;
+    size_t at, wl;
+    generate_text(m, "Once upon a time", 40, &free_text);
+    /* the trigger: the free reply's third word, with its space */
+    word = free_text.buf;
+    for (at = 0; at < 3; at++) {
+        word = strchr(word + 1, ' ');
+        cr_assert(word, "a reply of fewer than four words: %s", free_text.buf);
+    }
+    for (wl = 1; word[wl] && word[wl] != ' ' && isalpha((unsigned char)word[wl]); wl++) {}
+    cr_assert(wl > 1 && wl < 40, "%s", free_text.buf);
+    memcpy(trigger, word, wl);
+    trigger[wl] = 0;
+    at = (size_t)(word - free_text.buf);
+    snprintf(grammar, sizeof grammar, "root ::= \"%s\" [a-z,.]{0,3} \" and the end\"", trigger);
+    /* free text up to the trigger, then the grammar's */
+    t = lazy_text(c, grammar, trigger);
+    cr_assert_eq(strncmp(t, free_text.buf, at), 0, "the text before the trigger changed:\n%s\n%s", t, free_text.buf);
+    cr_assert_eq(strncmp(t + at, trigger, wl), 0, "%s", t);
+    cr_assert(strlen(t) > at + wl + 12 && !strcmp(t + strlen(t) - 12, " and the end"), "%s", t);
+    free(t);
+    /* the same grammar from the start: its text from the first byte */
+    t = lazy_text(c, grammar, NULL);
+    cr_assert_eq(strncmp(t, trigger, wl), 0, "%s", t);
+    free(t);
+    /* "^": only at the reply's start, where the trigger is not: free */
+    snprintf(start, sizeof start, "^%s", trigger);
+    t = lazy_text(c, grammar, start);
+    cr_assert_str_eq(t, free_text.buf);
+    free(t);
+    /* ... and where it is: the grammar from the start */
+    snprintf(start, sizeof start, "^%.*s", (int)strcspn(free_text.buf + 1, " ") + 1, free_text.buf);
+    snprintf(grammar, sizeof grammar, "root ::= \"%s\" \" the end\"", start + 1);
+    t = lazy_text(c, grammar, start);
+    cr_assert(!strncmp(t, start + 1, strlen(start + 1)) && strstr(t, " the end"), "%s", t);
+    free(t);
+    /* a grammar that refuses the trigger's text is dropped: free text */
+    t = lazy_text(c, "root ::= \"zzz\"", trigger);
+    cr_assert_str_eq(t, free_text.buf);
+    free(t);
     infer_context_free(c);
     infer_model_free(m);
 }

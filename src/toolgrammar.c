@@ -1,0 +1,225 @@
+/* toolgrammar.c - the grammar that forces a well-formed tool call
+   (infer_tool_call_grammar): a format's markers around the call, whose
+   arguments match the tool's parameters schema (schema.c writes those). */
+#include "internal.h"
+
+typedef struct infer__tg_tool {
+    const char *name; /* decoded, NUL-terminated (owned by the parsed list) */
+    size_t name_len;
+    const infer__jv *params; /* its parameters schema */
+} infer__tg_tool;
+
+/* a JSON string as a GBNF literal: "\"name\"" */
+static void infer__tg_json_lit(infer__sb *b, const char *s, size_t n) {
+    infer__sb json = {NULL, 0};
+    infer__sb_json_string(&json, s, n);
+    if (json.nomem) b->nomem = 1;
+    else infer__sb_literal(b, json.p, (size_t)stbds_arrlen(json.p));
+    stbds_arrfree(json.p);
+}
+
+/* ` "{" space "\"key\"" space ":" space ` */
+static void infer__tg_key(infer__sb *b, const char *key, int first) {
+    infer__sb_puts(b, first ? "\"{\" space " : "\",\" space ");
+    infer__tg_json_lit(b, key, strlen(key));
+    infer__sb_puts(b, " space \":\" space ");
+}
+
+/* The call of tool i as the format writes one (its arguments rule is
+   tool-args-i), as a rule's body. */
+static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_tool *t, int i) {
+    char args[32];
+    snprintf(args, sizeof args, " tool-args-%d ", i);
+    switch (f) {
+    case INFER_TOOLS_FUNCTIONARY: /* <function=name>{..}</function> */
+        infer__sb_puts(b, "\"<function=\" ");
+        infer__sb_literal(b, t->name, t->name_len);
+        infer__sb_puts(b, " \">\"");
+        infer__sb_puts(b, args);
+        infer__sb_puts(b, "\"</function>\"");
+        return;
+    case INFER_TOOLS_DEEPSEEK_R1: { /* begin function sep name ```json {..} ``` end */
+        infer__sb head = {NULL, 0};
+        infer__sb_puts(&head, INFER__DS_CALL_BEGIN "function" INFER__DS_SEP);
+        infer__sb_put(&head, t->name, t->name_len);
+        infer__sb_puts(&head, "\n```json\n");
+        if (head.nomem) b->nomem = 1;
+        else infer__sb_literal(b, head.p, (size_t)stbds_arrlen(head.p));
+        stbds_arrfree(head.p);
+        infer__sb_puts(b, args);
+        infer__sb_literal(b, "\n```" INFER__DS_CALL_END, strlen("\n```" INFER__DS_CALL_END));
+        return;
+    }
+    case INFER_TOOLS_APERTUS: /* {"name": {..}} */
+        infer__sb_puts(b, "\"{\" space ");
+        infer__tg_json_lit(b, t->name, t->name_len);
+        infer__sb_puts(b, " space \":\" space");
+        infer__sb_puts(b, args);
+        infer__sb_puts(b, "\"}\" space");
+        return;
+    case INFER_TOOLS_COMMAND_R: /* {"tool_call_id": "0", "tool_name": name, "parameters": {..}} */
+        infer__tg_key(b, "tool_call_id", 1);
+        infer__sb_puts(b, "\"\\\"\" [0-9]{1,4} \"\\\"\" space ");
+        infer__tg_key(b, "tool_name", 0);
+        infer__tg_json_lit(b, t->name, t->name_len);
+        infer__sb_puts(b, " space ");
+        infer__tg_key(b, "parameters", 0);
+        infer__sb_puts(b, args);
+        infer__sb_puts(b, "\"}\" space");
+        return;
+    default: /* {"name": name, "arguments": {..}} (Llama 3: "parameters") */
+        infer__tg_key(b, "name", 1);
+        infer__tg_json_lit(b, t->name, t->name_len);
+        infer__sb_puts(b, " space ");
+        infer__tg_key(b, f == INFER_TOOLS_LLAMA3 ? "parameters" : "arguments", 0);
+        infer__sb_puts(b, args);
+        infer__sb_puts(b, "\"}\" space");
+        return;
+    }
+}
+
+/* The root rule: the calls with the format's markers around them. */
+static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
+    const char *list = parallel ? "tool-list ::= \"[\" space tool-item (\",\" space tool-item)* \"]\" space\n"
+                                : "tool-list ::= \"[\" space tool-item \"]\" space\n";
+    switch (f) {
+    case INFER_TOOLS_HERMES:
+        infer__sb_puts(b, parallel ? "root ::= tool-tagged (\"\\n\" tool-tagged)*\n" : "root ::= tool-tagged\n");
+        infer__sb_puts(b, "tool-tagged ::= \"<tool_call>\\n\" tool-item \"\\n</tool_call>\"\n");
+        return;
+    case INFER_TOOLS_LLAMA3: /* one call a reply */
+        infer__sb_puts(b, "root ::= tool-item\n");
+        return;
+    case INFER_TOOLS_FUNCTIONARY:
+        infer__sb_puts(b, parallel ? "root ::= tool-item (\"\\n\"? tool-item)*\n" : "root ::= tool-item\n");
+        return;
+    case INFER_TOOLS_DEEPSEEK_R1:
+        infer__sb_puts(b, "root ::= ");
+        infer__sb_literal(b, INFER__DS_CALLS_BEGIN, strlen(INFER__DS_CALLS_BEGIN));
+        infer__sb_puts(b, parallel ? " tool-item (\"\\n\"? tool-item)* " : " tool-item ");
+        infer__sb_literal(b, INFER__DS_CALLS_END, strlen(INFER__DS_CALLS_END));
+        infer__sb_puts(b, "\n");
+        return;
+    case INFER_TOOLS_MISTRAL: infer__sb_puts(b, "root ::= \"[TOOL_CALLS]\" tool-list\n"); break;
+    case INFER_TOOLS_PHI4_MINI: infer__sb_puts(b, "root ::= \"<|tool_call|>\" tool-list \"<|/tool_call|>\"\n"); break;
+    case INFER_TOOLS_NEMOTRON: infer__sb_puts(b, "root ::= \"<TOOLCALL>\" tool-list \"</TOOLCALL>\"\n"); break;
+    case INFER_TOOLS_FIREFUNCTION: infer__sb_puts(b, "root ::= \"functools\" tool-list\n"); break;
+    case INFER_TOOLS_COMMAND_R:
+        infer__sb_puts(b, "root ::= \"<|START_ACTION|>\" tool-list \"<|END_ACTION|>\"\n");
+        break;
+    case INFER_TOOLS_APERTUS:
+        infer__sb_puts(b, "root ::= \"<|tools_prefix|>\" tool-list \"<|tools_suffix|>\"\n");
+        break;
+    default: /* generic: {"tool_calls": [..]} or {"tool_call": {..}} */
+        infer__sb_puts(b, "root ::= ");
+        infer__tg_key(b, "tool_call", 1);
+        infer__sb_puts(b, "tool-item \"}\" space");
+        if (!parallel) {
+            infer__sb_puts(b, "\n");
+            return;
+        }
+        infer__sb_puts(b, " | ");
+        infer__tg_key(b, "tool_calls", 1);
+        infer__sb_puts(b, "tool-list \"}\" space\n");
+        break;
+    }
+    infer__sb_puts(b, list);
+}
+
+INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
+                                     char *buf, size_t size, infer_error *err) {
+    static const char any_object[] = "{\"type\": \"object\"}";
+    infer__jp jp, jo;
+    infer__jv list, object;
+    infer__tg_tool *tools = NULL;
+    const infer__jv **schemas = NULL;
+    char **names = NULL;
+    infer__sb out = {NULL, 0};
+    int i, n = 0, len = -1;
+    if (!tools_json || (int)f < 0 || f >= INFER_TOOLS_COUNT) {
+        infer__set_error(err, INFER_ERR_ARG, "tool call grammar: no tools, or an unknown format");
+        return -1;
+    }
+    memset(&jp, 0, sizeof jp);
+    memset(&jo, 0, sizeof jo);
+    memset(&object, 0, sizeof object);
+    jp.src = jp.p = tools_json;
+    jp.err = err;
+    jp.what = "tools";
+    jo.src = jo.p = any_object;
+    jo.err = err;
+    infer__jp_value(&jp, &list);
+    infer__jp_ws(&jp);
+    if (!jp.failed && *jp.p) infer__jp_fail(&jp, jp.p, "unexpected text after the list");
+    if (!jp.failed && list.type != INFER__J_ARR) infer__jp_fail(&jp, list.at, "tools must be a list");
+    if (!jp.failed) infer__jp_value(&jo, &object);
+    for (i = 0; !jp.failed && !jo.failed && i < (int)stbds_arrlen(list.items); i++) {
+        const infer__jv *t = &list.items[i], *fn = infer__jv_get(t, "function"), *nm, *params;
+        if (fn && fn->type == INFER__J_OBJ) t = fn; /* OpenAI's {"type": "function", "function": {..}} */
+        nm = infer__jv_get(t, "name");
+        if (t->type != INFER__J_OBJ || !nm || nm->type != INFER__J_STR || !nm->n) {
+            infer__jp_fail(&jp, t->at, "tool %d has no name", i);
+            break;
+        }
+        if (name && strcmp(name, nm->s) != 0) continue;
+        params = infer__jv_get(t, "parameters");
+        if (!infer__arr_room(tools, 1)) {
+            infer__jp_nomem(&jp);
+            break;
+        }
+        {
+            infer__tg_tool tool = {nm->s, nm->n, params && params->type == INFER__J_OBJ ? params : &object};
+            stbds_arrput(tools, tool);
+        }
+    }
+    n = (int)stbds_arrlen(tools);
+    if (!jp.failed && !jo.failed && n == 0)
+        infer__jp_fail(&jp, NULL, name ? "no tool is named %s" : "the list has no tools", name ? name : "");
+    if (!jp.failed && !jo.failed) {
+        if (!infer__arr_room(schemas, n) || !infer__arr_room(names, n)) infer__jp_nomem(&jp);
+        for (i = 0; !jp.failed && i < n; i++) {
+            char nm[32], *copy;
+            snprintf(nm, sizeof nm, "tool-args-%d", i);
+            if (!(copy = infer__strndup(nm, strlen(nm)))) {
+                infer__jp_nomem(&jp);
+                break;
+            }
+            stbds_arrput(names, copy);
+            stbds_arrput(schemas, tools[i].params);
+        }
+    }
+    if (!jp.failed && !jo.failed) {
+        infer__tg_root(&out, f, parallel);
+        infer__sb_puts(&out, "tool-item ::= ");
+        for (i = 0; i < n; i++) {
+            infer__sb_puts(&out, i ? " | " : "");
+            infer__sb_puts(&out, "tool-item-");
+            {
+                char k[16];
+                snprintf(k, sizeof k, "%d", i);
+                infer__sb_puts(&out, k);
+            }
+        }
+        infer__sb_puts(&out, "\n");
+        for (i = 0; i < n; i++) {
+            char k[32];
+            snprintf(k, sizeof k, "tool-item-%d ::= ", i);
+            infer__sb_puts(&out, k);
+            infer__tg_item(&out, f, &tools[i], i);
+            infer__sb_puts(&out, "\n");
+        }
+        if (infer__schema_rules(&jp, schemas, (const char *const *)names, n,
+                                1u << INFER__SP_SPACE | 1u << INFER__SP_STRING, &out) == 0) {
+            if (out.nomem) infer__jp_nomem(&jp);
+            else len = infer__sb_give(&out, buf, size);
+        }
+    }
+    for (i = 0; i < (int)stbds_arrlen(names); i++) INFER_FREE(names[i]);
+    stbds_arrfree(names);
+    stbds_arrfree(schemas);
+    stbds_arrfree(tools);
+    stbds_arrfree(out.p);
+    infer__jv_free(&list);
+    infer__jv_free(&object);
+    return len;
+}

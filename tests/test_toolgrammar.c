@@ -1,0 +1,188 @@
+/* test_toolgrammar.c - the grammars that force tool calls
+   (infer_tool_call_grammar): in every format, a call as the format writes
+   it matches, and the reply parser (toolcall.c) reads it back as that call;
+   calls with wrong arguments, of an unknown tool, of another tool than the
+   one named, or two where one is asked, do not match; bad tool lists are
+   refused with a message. */
+#include "infer_private.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char tools[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather now\","
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"},"
+    " \"unit\": {\"enum\": [\"c\", \"f\"]}}, \"required\": [\"city\"]}}},"
+    " {\"type\": \"function\", \"function\": {\"name\": \"add\", \"parameters\": {\"type\": \"object\","
+    " \"properties\": {\"a\": {\"type\": \"integer\"}, \"b\": {\"type\": \"integer\"}},"
+    " \"required\": [\"a\", \"b\"], \"additionalProperties\": false}}},"
+    " {\"name\": \"now\"}]";
+
+static infer__grules *compile(infer_tool_format f, const char *name, int parallel) {
+    infer_error err;
+    int n;
+    char *g;
+    infer__grules *r;
+    memset(&err, 0, sizeof err);
+    n = infer_tool_call_grammar(f, tools, name, parallel, NULL, 0, &err);
+    cr_assert_geq(n, 0, "%s: %s", infer_tool_format_name(f), err.msg);
+    g = (char *)malloc((size_t)n + 1);
+    cr_assert_not_null(g);
+    cr_assert_eq(infer_tool_call_grammar(f, tools, name, parallel, g, (size_t)n + 1, &err), n);
+    r = infer__gbnf_compile(g, "root", &err);
+    cr_assert_not_null(r, "%s: grammar refused: %s\n%s", infer_tool_format_name(f), err.msg, g);
+    free(g);
+    return r;
+}
+
+static int match(const infer__grules *g, const char *text) { return infer__grules_match(g, text, strlen(text)); }
+
+/* text parses as calls of these names with these arguments (compact JSON) */
+static void parses_as(infer_tool_format f, const char *text, int n, const char *const *names,
+                      const char *const *args) {
+    infer_error err;
+    infer_output_result res;
+    infer_output_parser *p = infer_output_parser_new(f, INFER_REASONING_NONE, &err);
+    int i;
+    cr_assert_not_null(p);
+    cr_assert_eq(infer_output_parser_push(p, text, strlen(text), NULL, &err), 0);
+    cr_assert_eq(infer_output_parser_finish(p, NULL, &res, &err), 0);
+    cr_expect_eq(res.n_calls, n, "%s: %d calls in %s", infer_tool_format_name(f), res.n_calls, text);
+    cr_expect_eq(res.n_malformed, 0, "%s: malformed %s", infer_tool_format_name(f), text);
+    cr_expect_str_empty(res.content, "%s: content '%s'", infer_tool_format_name(f), res.content);
+    for (i = 0; i < n && i < res.n_calls; i++) {
+        cr_expect_str_eq(res.calls[i].name, names[i], "%s", infer_tool_format_name(f));
+        cr_expect_str_eq(res.calls[i].arguments, args[i], "%s", infer_tool_format_name(f));
+    }
+    infer_output_parser_free(p);
+}
+
+#define DS_CALLS_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define DS_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define DS_CALL_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
+#define DS_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
+#define DS_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>"
+
+/* One call of get_weather and one of add, as each format writes them: %s
+   is where the arguments go (W, A below), in a printf format with the
+   call written twice for the parallel case. */
+typedef struct fmt_case {
+    infer_tool_format f;
+    const char *one;  /* get_weather alone, arguments %s */
+    const char *two;  /* get_weather then add: %s %s (NULL: the format writes one call) */
+    const char *bad_name; /* a call of a tool not in the list */
+} fmt_case;
+
+static const fmt_case cases[] = {
+    {INFER_TOOLS_GENERIC, "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": %s}}",
+     "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]}",
+     "{\"tool_call\": {\"name\": \"rm\", \"arguments\": {}}}"},
+    {INFER_TOOLS_HERMES, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": %s}\n</tool_call>",
+     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": %s}\n</tool_call>\n"
+     "<tool_call>\n{\"name\": \"add\", \"arguments\": %s}\n</tool_call>",
+     "<tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call>"},
+    {INFER_TOOLS_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": %s}", NULL,
+     "{\"name\": \"rm\", \"parameters\": {}}"},
+    {INFER_TOOLS_MISTRAL, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": %s}]",
+     "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]",
+     "[TOOL_CALLS][{\"name\": \"rm\", \"arguments\": {}}]"},
+    {INFER_TOOLS_PHI4_MINI, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": %s}]<|/tool_call|>",
+     "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]"
+     "<|/tool_call|>",
+     "<|tool_call|>[{\"name\": \"rm\", \"arguments\": {}}]<|/tool_call|>"},
+    {INFER_TOOLS_DEEPSEEK_R1,
+     DS_CALLS_BEGIN DS_CALL_BEGIN "function" DS_SEP "get_weather\n```json\n%s\n```" DS_CALL_END DS_CALLS_END,
+     DS_CALLS_BEGIN DS_CALL_BEGIN "function" DS_SEP "get_weather\n```json\n%s\n```" DS_CALL_END "\n" DS_CALL_BEGIN
+     "function" DS_SEP "add\n```json\n%s\n```" DS_CALL_END DS_CALLS_END,
+     DS_CALLS_BEGIN DS_CALL_BEGIN "function" DS_SEP "rm\n```json\n{}\n```" DS_CALL_END DS_CALLS_END},
+    {INFER_TOOLS_COMMAND_R,
+     "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": %s}]<|END_ACTION|>",
+     "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": %s}, "
+     "{\"tool_call_id\": \"1\", \"tool_name\": \"add\", \"parameters\": %s}]<|END_ACTION|>",
+     "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"rm\", \"parameters\": {}}]<|END_ACTION|>"},
+    {INFER_TOOLS_FUNCTIONARY, "<function=get_weather>%s</function>",
+     "<function=get_weather>%s</function><function=add>%s</function>", "<function=rm>{}</function>"},
+    {INFER_TOOLS_FIREFUNCTION, "functools[{\"name\": \"get_weather\", \"arguments\": %s}]",
+     "functools[{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]",
+     "functools[{\"name\": \"rm\", \"arguments\": {}}]"},
+    {INFER_TOOLS_NEMOTRON, "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": %s}]</TOOLCALL>",
+     "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]</TOOLCALL>",
+     "<TOOLCALL>[{\"name\": \"rm\", \"arguments\": {}}]</TOOLCALL>"},
+    {INFER_TOOLS_APERTUS, "<|tools_prefix|>[{\"get_weather\": %s}]<|tools_suffix|>",
+     "<|tools_prefix|>[{\"get_weather\": %s}, {\"add\": %s}]<|tools_suffix|>",
+     "<|tools_prefix|>[{\"rm\": {}}]<|tools_suffix|>"},
+};
+
+static const char W[] = "{\"city\": \"Paris\", \"unit\": \"c\"}", W_COMPACT[] = "{\"city\":\"Paris\",\"unit\":\"c\"}";
+static const char A[] = "{\"a\": 1, \"b\": 2}", A_COMPACT[] = "{\"a\":1,\"b\":2}";
+/* arguments the schemas refuse: a number for a string, a missing required
+   key, a key additionalProperties false forbids, a value outside the enum */
+static const char *const W_BAD[] = {"{\"city\": 3}", "{\"unit\": \"c\"}", "{\"city\": \"Paris\", \"unit\": \"k\"}"};
+static const char A_BAD[] = "{\"a\": 1, \"b\": 2, \"c\": 3}";
+
+Test(toolgrammar, every_format_matches_its_calls_and_parses_back) {
+    char text[1024];
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const fmt_case *c = &cases[i];
+        const char *name = infer_tool_format_name(c->f);
+        infer__grules *one = compile(c->f, NULL, 0), *par = compile(c->f, NULL, 1), *named = compile(c->f, "add", 0);
+        const char *names1[] = {"get_weather"}, *args1[] = {W_COMPACT};
+        const char *names2[] = {"get_weather", "add"}, *args2[] = {W_COMPACT, A_COMPACT};
+        size_t k;
+        snprintf(text, sizeof text, c->one, W);
+        cr_expect_eq(match(one, text), 1, "%s: refuses %s", name, text);
+        cr_expect_eq(match(par, text), 1, "%s (parallel): refuses %s", name, text);
+        cr_expect_neq(match(named, text), 1, "%s named add: accepts %s", name, text);
+        parses_as(c->f, text, 1, names1, args1);
+        for (k = 0; k < sizeof W_BAD / sizeof *W_BAD; k++) {
+            snprintf(text, sizeof text, c->one, W_BAD[k]);
+            cr_expect_neq(match(one, text), 1, "%s: accepts %s", name, text);
+        }
+        snprintf(text, sizeof text, "%s trailing", c->one);
+        cr_expect_neq(match(one, text), 1, "%s: accepts text after the call", name);
+        cr_expect_neq(match(one, c->bad_name), 1, "%s: accepts an unknown tool: %s", name, c->bad_name);
+        if (c->two) {
+            snprintf(text, sizeof text, c->two, W, A);
+            cr_expect_eq(match(par, text), 1, "%s (parallel): refuses %s", name, text);
+            cr_expect_neq(match(one, text), 1, "%s: accepts two calls: %s", name, text);
+            parses_as(c->f, text, 2, names2, args2);
+            snprintf(text, sizeof text, c->two, W, A_BAD);
+            cr_expect_neq(match(par, text), 1, "%s (parallel): accepts %s", name, text);
+        }
+        infer__grules_free(one);
+        infer__grules_free(par);
+        infer__grules_free(named);
+    }
+}
+
+Test(toolgrammar, named_tool_only_and_tool_without_parameters) {
+    infer__grules *g = compile(INFER_TOOLS_HERMES, "add", 0), *now = compile(INFER_TOOLS_HERMES, "now", 0);
+    cr_expect_eq(match(g, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": -2}}\n</tool_call>"), 1);
+    cr_expect_neq(match(g, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1.5, \"b\": 2}}\n</tool_call>"), 1);
+    /* a tool without parameters takes any object, and only an object */
+    cr_expect_eq(match(now, "<tool_call>\n{\"name\": \"now\", \"arguments\": {\"tz\": [1, \"x\"]}}\n</tool_call>"), 1);
+    cr_expect_neq(match(now, "<tool_call>\n{\"name\": \"now\", \"arguments\": 3}\n</tool_call>"), 1);
+    infer__grules_free(g);
+    infer__grules_free(now);
+}
+
+static void refused(const char *list, const char *name, const char *want) {
+    infer_error err;
+    memset(&err, 0, sizeof err);
+    cr_expect_eq(infer_tool_call_grammar(INFER_TOOLS_HERMES, list, name, 0, NULL, 0, &err), -1, "accepted %s", list);
+    cr_expect(strstr(err.msg, want) != NULL, "message '%s' does not say '%s'", err.msg, want);
+    cr_expect(strchr(err.msg, '\n') == NULL, "message of more than one line: %s", err.msg);
+}
+
+Test(toolgrammar, bad_lists_refused) {
+    refused("[{\"name\": ", NULL, "tools");
+    refused("{\"name\": \"x\"}", NULL, "must be a list");
+    refused("[]", NULL, "no tools");
+    refused("[{\"type\": \"function\", \"function\": {\"description\": \"x\"}}]", NULL, "no name");
+    refused(tools, "rm", "no tool is named rm");
+    refused("[{\"name\": \"x\", \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": {\"$ref\": \"#/x\"}}}}]",
+            NULL, "$ref");
+}
