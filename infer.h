@@ -497,6 +497,10 @@ typedef struct infer_token_prob {
     float p;
 } infer_token_prob;
 INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n);
+/* Token t's probability in that same distribution (0 where it was not
+   allowed or before a sample; -1 when memory for the grammar's mask ran
+   out): what the API's logprobs report for the token sampled. */
+INFERDEF float infer_sampler_token_prob(const infer_sampler *s, infer_token t);
 
 /* ---- Generation and metrics ---------------------------------------------- */
 
@@ -681,6 +685,10 @@ INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *ou
 /* Generated token i's most probable tokens (params n_probs): up to n into
    out, most probable first; returns how many (0 without n_probs). */
 INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n);
+/* Generated token i's own probability in the distribution it was drawn
+   from (as infer_sampler_token_prob; kept with n_probs > 0), or -1 without
+   n_probs or for an i not generated. */
+INFERDEF float infer_request_token_prob(const infer_request *r, int i);
 /* Prompt tokens (BOS included) taken from the sequence's cache instead of
    fed (cache_prompt); 0 until the request begins. */
 INFERDEF int infer_request_cached_tokens(const infer_request *r);
@@ -22948,6 +22956,25 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
     return infer__sampler_draw(s, c, k);
 }
 
+INFERDEF float infer_sampler_token_prob(const infer_sampler *s, infer_token t) {
+    const infer__cand *c = s->cand;
+    unsigned char *mask = NULL;
+    int i, m = s->n_cand;
+    float mx = -INFINITY, lt = -INFINITY;
+    double sum = 0;
+    if (m <= 0) return 0;
+    if (s->mask_later && infer__grammar_mask_snapshot(s->grammar, mask = s->allowed) < 0) return -1;
+    for (i = 0; i < m; i++)
+        if ((!mask || mask[c[i].id]) && c[i].logit > mx) mx = c[i].logit;
+    if (mx == -INFINITY) return 0;
+    for (i = 0; i < m; i++)
+        if (!mask || mask[c[i].id]) {
+            sum += exp((double)c[i].logit - mx);
+            if (c[i].id == t) lt = c[i].logit;
+        }
+    return lt == -INFINITY ? 0.0f : (float)(exp((double)lt - mx) / sum);
+}
+
 INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
     const infer__cand *c = s->cand;
     unsigned char *mask = NULL;
@@ -23323,6 +23350,7 @@ struct infer_request {
     char *text;          /* stb array */
     infer_token *toks;   /* stb array */
     infer_token_prob *probs; /* stb array, n_probs per token */
+    float *chosen_p;     /* stb array: each generated token's own probability (with n_probs) */
     int n_cached;        /* positions (BOS included) the prompt found cached */
     infer_metrics metrics;
 };
@@ -23707,6 +23735,7 @@ static int infer__req_sample(infer_request *r, const float *l) {
     char piece[256];
     infer_token t = infer_sampler_sample(r->sampler, l);
     int len, stopped;
+    float chosen = 0;
     double now = infer__now_ms();
     r->state = INFER__RQ_GEN;
     if (t < 0) {
@@ -23729,17 +23758,22 @@ static int infer__req_sample(infer_request *r, const float *l) {
         if (!infer__arr_setlen(r->top, r->n_probs)) goto nomem;
         if ((k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs)) < 0) goto nomem;
         for (; k < r->n_probs; k++) r->top[k].id = -1, r->top[k].p = 0;
+        if ((chosen = infer_sampler_token_prob(r->sampler, t)) < 0) goto nomem;
     }
     infer_sampler_accept(r->sampler, t);
     if (infer__sampler_nomem(r->sampler)) goto nomem;
     r->n_sampled++;
     infer__mutex_lock(&s->mu);
-    if (!infer__arr_room(r->toks, 1) || !infer__arr_room(r->probs, r->n_probs)) {
+    if (!infer__arr_room(r->toks, 1) || !infer__arr_room(r->probs, r->n_probs) ||
+        (r->n_probs > 0 && !infer__arr_room(r->chosen_p, 1))) {
         infer__mutex_unlock(&s->mu);
         goto nomem;
     }
     stbds_arrput(r->toks, t);
-    if (r->n_probs > 0) memcpy(stbds_arraddnptr(r->probs, r->n_probs), r->top, (size_t)r->n_probs * sizeof *r->top);
+    if (r->n_probs > 0) {
+        memcpy(stbds_arraddnptr(r->probs, r->n_probs), r->top, (size_t)r->n_probs * sizeof *r->top);
+        stbds_arrput(r->chosen_p, chosen);
+    }
     infer__req_token_time(r, now);
     r->metrics.context_bytes = s->c->bytes;
     infer__mutex_unlock(&s->mu);
@@ -24093,6 +24127,7 @@ static void infer__req_free_fields(infer_request *r) {
     stbds_arrfree(r->text);
     stbds_arrfree(r->toks);
     stbds_arrfree(r->probs);
+    stbds_arrfree(r->chosen_p);
 }
 
 /* Fills r from p (everything copied); r->sched set by the caller. */
@@ -24413,6 +24448,14 @@ INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_
             if (r->probs[(size_t)i * r->n_probs + j].id >= 0) out[k++] = r->probs[(size_t)i * r->n_probs + j];
     infer__mutex_unlock(&r->sched->mu);
     return k;
+}
+
+INFERDEF float infer_request_token_prob(const infer_request *r, int i) {
+    float p = -1;
+    infer__mutex_lock(&r->sched->mu);
+    if (i >= 0 && i < (int)stbds_arrlen(r->chosen_p)) p = r->chosen_p[i];
+    infer__mutex_unlock(&r->sched->mu);
+    return p;
 }
 
 INFERDEF int infer_request_cached_tokens(const infer_request *r) {

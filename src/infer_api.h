@@ -496,6 +496,10 @@ typedef struct infer_token_prob {
     float p;
 } infer_token_prob;
 INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n);
+/* Token t's probability in that same distribution (0 where it was not
+   allowed or before a sample; -1 when memory for the grammar's mask ran
+   out): what the API's logprobs report for the token sampled. */
+INFERDEF float infer_sampler_token_prob(const infer_sampler *s, infer_token t);
 
 /* ---- Generation and metrics ---------------------------------------------- */
 
@@ -680,6 +684,10 @@ INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *ou
 /* Generated token i's most probable tokens (params n_probs): up to n into
    out, most probable first; returns how many (0 without n_probs). */
 INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n);
+/* Generated token i's own probability in the distribution it was drawn
+   from (as infer_sampler_token_prob; kept with n_probs > 0), or -1 without
+   n_probs or for an i not generated. */
+INFERDEF float infer_request_token_prob(const infer_request *r, int i);
 /* Prompt tokens (BOS included) taken from the sequence's cache instead of
    fed (cache_prompt); 0 until the request begins. */
 INFERDEF int infer_request_cached_tokens(const infer_request *r);

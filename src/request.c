@@ -94,6 +94,7 @@ struct infer_request {
     char *text;          /* stb array */
     infer_token *toks;   /* stb array */
     infer_token_prob *probs; /* stb array, n_probs per token */
+    float *chosen_p;     /* stb array: each generated token's own probability (with n_probs) */
     int n_cached;        /* positions (BOS included) the prompt found cached */
     infer_metrics metrics;
 };
@@ -478,6 +479,7 @@ static int infer__req_sample(infer_request *r, const float *l) {
     char piece[256];
     infer_token t = infer_sampler_sample(r->sampler, l);
     int len, stopped;
+    float chosen = 0;
     double now = infer__now_ms();
     r->state = INFER__RQ_GEN;
     if (t < 0) {
@@ -500,17 +502,22 @@ static int infer__req_sample(infer_request *r, const float *l) {
         if (!infer__arr_setlen(r->top, r->n_probs)) goto nomem;
         if ((k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs)) < 0) goto nomem;
         for (; k < r->n_probs; k++) r->top[k].id = -1, r->top[k].p = 0;
+        if ((chosen = infer_sampler_token_prob(r->sampler, t)) < 0) goto nomem;
     }
     infer_sampler_accept(r->sampler, t);
     if (infer__sampler_nomem(r->sampler)) goto nomem;
     r->n_sampled++;
     infer__mutex_lock(&s->mu);
-    if (!infer__arr_room(r->toks, 1) || !infer__arr_room(r->probs, r->n_probs)) {
+    if (!infer__arr_room(r->toks, 1) || !infer__arr_room(r->probs, r->n_probs) ||
+        (r->n_probs > 0 && !infer__arr_room(r->chosen_p, 1))) {
         infer__mutex_unlock(&s->mu);
         goto nomem;
     }
     stbds_arrput(r->toks, t);
-    if (r->n_probs > 0) memcpy(stbds_arraddnptr(r->probs, r->n_probs), r->top, (size_t)r->n_probs * sizeof *r->top);
+    if (r->n_probs > 0) {
+        memcpy(stbds_arraddnptr(r->probs, r->n_probs), r->top, (size_t)r->n_probs * sizeof *r->top);
+        stbds_arrput(r->chosen_p, chosen);
+    }
     infer__req_token_time(r, now);
     r->metrics.context_bytes = s->c->bytes;
     infer__mutex_unlock(&s->mu);
@@ -864,6 +871,7 @@ static void infer__req_free_fields(infer_request *r) {
     stbds_arrfree(r->text);
     stbds_arrfree(r->toks);
     stbds_arrfree(r->probs);
+    stbds_arrfree(r->chosen_p);
 }
 
 /* Fills r from p (everything copied); r->sched set by the caller. */
@@ -1184,6 +1192,14 @@ INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_
             if (r->probs[(size_t)i * r->n_probs + j].id >= 0) out[k++] = r->probs[(size_t)i * r->n_probs + j];
     infer__mutex_unlock(&r->sched->mu);
     return k;
+}
+
+INFERDEF float infer_request_token_prob(const infer_request *r, int i) {
+    float p = -1;
+    infer__mutex_lock(&r->sched->mu);
+    if (i >= 0 && i < (int)stbds_arrlen(r->chosen_p)) p = r->chosen_p[i];
+    infer__mutex_unlock(&r->sched->mu);
+    return p;
 }
 
 INFERDEF int infer_request_cached_tokens(const infer_request *r) {

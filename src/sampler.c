@@ -359,6 +359,25 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
     return infer__sampler_draw(s, c, k);
 }
 
+INFERDEF float infer_sampler_token_prob(const infer_sampler *s, infer_token t) {
+    const infer__cand *c = s->cand;
+    unsigned char *mask = NULL;
+    int i, m = s->n_cand;
+    float mx = -INFINITY, lt = -INFINITY;
+    double sum = 0;
+    if (m <= 0) return 0;
+    if (s->mask_later && infer__grammar_mask_snapshot(s->grammar, mask = s->allowed) < 0) return -1;
+    for (i = 0; i < m; i++)
+        if ((!mask || mask[c[i].id]) && c[i].logit > mx) mx = c[i].logit;
+    if (mx == -INFINITY) return 0;
+    for (i = 0; i < m; i++)
+        if (!mask || mask[c[i].id]) {
+            sum += exp((double)c[i].logit - mx);
+            if (c[i].id == t) lt = c[i].logit;
+        }
+    return lt == -INFINITY ? 0.0f : (float)(exp((double)lt - mx) / sum);
+}
+
 INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
     const infer__cand *c = s->cand;
     unsigned char *mask = NULL;

@@ -872,7 +872,17 @@ Test(request, json_schema_output_and_top_probs) {
         cr_assert(k >= 1 && k <= 3);
         cr_assert(tp[0].p > 0 && tp[0].p <= 1.0001f);
         if (k > 1) cr_assert_geq(tp[0].p, tp[1].p);
+        {   /* the sampled token's own probability: in (0, 1], the top list's where it is there */
+            infer_token tok[256];
+            float own = infer_request_token_prob(r, i);
+            int j;
+            cr_assert(infer_request_tokens(r, tok, 256) == n);
+            cr_assert(own > 0 && own <= 1.0001f, "token %d: %f", i, own);
+            for (j = 0; j < k; j++)
+                if (tp[j].id == tok[i]) cr_assert_float_eq(own, tp[j].p, 1e-5f);
+        }
     }
+    cr_assert_eq(infer_request_token_prob(r, n), -1.0f);
     free(t);
     infer_request_free(r);
     /* bad parameters are refused at start */
