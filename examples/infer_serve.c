@@ -41,6 +41,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* cli.h's parsers this command does not use */
 #endif
 #include "cli.h"
+#include "serve_tools.h"
 
 int infer_cmd_serve(int argc, char **argv);
 
@@ -77,6 +78,11 @@ typedef struct server {
        --chat-template-file's; NULL: the built-in format tmpl */
     char *jinja;
     char bos[64], eos[64]; /* the model's BOS and EOS texts, for the template */
+    /* how the template writes tool calls (INFER_TOOLS_NONE: it knows no
+       tools, which are then described to the model in the system message and
+       called in the generic format), and whether it writes <think> */
+    infer_tool_format tool_fmt;
+    int think;
     int n_ctx, n_slots, max_queue, n_threads;
     size_t max_body;
     const char *model_id, *api_key;
@@ -425,10 +431,19 @@ typedef struct completion_call {
     float *bias;
     infer_token *tokens;    /* the prompt's tokens, BOS left to the request (owned): cc.p.prompt_tokens */
     int stream, include_usage, max_tokens;
+    int chat;
+    serve_tools tools;      /* a chat's tools and tool_choice */
+    char *tool_gbnf;        /* the grammar that forces or lazily shapes a call (owned) */
+    int parse;              /* the reply is split into content, reasoning and tool calls */
+    infer_tool_format parse_fmt;
+    int reasoning;          /* INFER_REASONING_* of the parser */
+    int logprobs, top_logprobs;
 } completion_call;
 
 static void completion_call_free(completion_call *cc) {
     cJSON_Delete(cc->body);
+    serve_tools_free(&cc->tools);
+    free(cc->tool_gbnf);
     free(cc->tokens);
     free(cc->schema);
     free(cc->bias_ids);
@@ -546,10 +561,34 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
         }
         cc->p.json_schema = cc->schema;
     }
-    if ((f = field(body, "logprobs")) != NULL && !(cJSON_IsBool(f) && cJSON_IsFalse(f)))
-        return bad(b, "logprobs", "logprobs are not supported by this server");
-    if ((f = field(body, "tools")) != NULL && cJSON_GetArraySize(f) > 0)
-        return bad(b, "tools", "tools are not supported by this server");
+    if ((f = field(body, "grammar")) != NULL) { /* llama.cpp's: a GBNF grammar the reply follows */
+        if (!cJSON_IsString(f)) return bad(b, "grammar", "'grammar' must be a GBNF grammar's text");
+        if (cc->schema) return bad(b, "grammar", "'grammar' and response_format cannot be used together");
+        if (strlen(f->valuestring) > s->max_grammar) {
+            b->code = "grammar_too_large";
+            return bad(b, "grammar", "'grammar' is %zu bytes; this server takes at most %zu (--max-grammar)",
+                       strlen(f->valuestring), s->max_grammar);
+        }
+        if (f->valuestring[0]) cc->p.grammar = f->valuestring;
+    }
+    /* logprobs: a chat's true/false and top_logprobs (0-20); a text
+       completion's number of top tokens (0-5) */
+    if ((f = field(body, "logprobs")) != NULL) {
+        if (cc->chat) {
+            if (!cJSON_IsBool(f)) return bad(b, "logprobs", "'logprobs' must be true or false");
+            cc->logprobs = cJSON_IsTrue(f);
+        } else {
+            if (!read_int(body, "logprobs", 0, 5, &cc->top_logprobs, b)) return 0;
+            cc->logprobs = 1;
+        }
+    }
+    if (cc->chat && field(body, "top_logprobs")) {
+        if (!read_int(body, "top_logprobs", 0, 20, &cc->top_logprobs, b)) return 0;
+        if (!cc->logprobs) return bad(b, "top_logprobs", "'top_logprobs' needs logprobs true");
+    }
+    if (cc->logprobs) cc->p.n_probs = cc->top_logprobs > 0 ? cc->top_logprobs : 1;
+    if (!cc->chat && (f = field(body, "tools")) != NULL)
+        return bad(b, "tools", "tools are for chat completions (/v1/chat/completions)");
     return 1;
 }
 
@@ -587,8 +626,10 @@ static char *message_content(const cJSON *content, int i, bad_field *b) {
    chat_template_kwargs (e.g. enable_thinking) beside them. A BOS the text
    opens with is dropped where tokenizing adds one. malloc'd, or NULL with b
    set (the template's own message where it raises). */
-static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messages, bad_field *b) {
-    cJSON *vars = cJSON_CreateObject(), *msgs = cJSON_Duplicate(messages, 1), *m, *kw = field(body, "chat_template_kwargs");
+static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messages, const serve_tools *tools,
+                               bad_field *b) {
+    cJSON *vars = cJSON_CreateObject(), *m, *kw = field(body, "chat_template_kwargs");
+    cJSON *msgs = serve_tools_messages(messages, tools, s->tool_fmt == INFER_TOOLS_NONE);
     char *json = NULL, *text = NULL;
     infer_error err;
     int raised = 0;
@@ -602,6 +643,8 @@ static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messag
             cJSON_ReplaceItemInObjectCaseSensitive(m, "role", cJSON_CreateString("system"));
     }
     cJSON_AddItemToObject(vars, "messages", msgs);
+    if (serve_tools_active(tools) && s->tool_fmt != INFER_TOOLS_NONE)
+        cJSON_AddItemToObject(vars, "tools", cJSON_Duplicate(field(body, "tools"), 1));
     cJSON_AddBoolToObject(vars, "add_generation_prompt", 1);
     cJSON_AddStringToObject(vars, "bos_token", s->bos);
     cJSON_AddStringToObject(vars, "eos_token", s->eos);
@@ -636,11 +679,11 @@ done:
 
 /* The prompt of a chat: messages through the model's chat template, then
    the assistant prompt. malloc'd, or NULL with b set. */
-static char *chat_prompt(server *s, const cJSON *body, const cJSON *messages, bad_field *b) {
+static char *chat_prompt(server *s, const cJSON *body, const cJSON *messages, const serve_tools *tools, bad_field *b) {
     int n = cJSON_GetArraySize(messages), i = 0, len;
     infer_chat_message *msgs;
     char **texts, *prompt = NULL;
-    cJSON *m;
+    cJSON *m, *told = NULL;
     if (!cJSON_IsArray(messages) || n < 1) {
         bad(b, "messages", "'messages' must be a non-empty array of {role, content}");
         return NULL;
@@ -673,8 +716,28 @@ static char *chat_prompt(server *s, const cJSON *body, const cJSON *messages, ba
         i++;
     }
     if (s->jinja) {
-        prompt = chat_prompt_jinja(s, body, messages, b);
+        prompt = chat_prompt_jinja(s, body, messages, tools, b);
         goto done;
+    }
+    if (serve_tools_active(tools) || cJSON_GetObjectItemCaseSensitive(body, "tools")) {
+        /* the built-in formats know no tools: told in the system message,
+           calls written as the generic format's JSON (a message more) */
+        for (i = 0; i < n; i++) free(texts[i]);
+        free(texts);
+        free(msgs);
+        if (!(told = serve_tools_messages(messages, tools, 1))) return NULL;
+        n = cJSON_GetArraySize(told);
+        msgs = (infer_chat_message *)calloc((size_t)n, sizeof *msgs);
+        texts = (char **)calloc((size_t)n, sizeof *texts);
+        if (!msgs || !texts) goto done;
+        i = 0;
+        cJSON_ArrayForEach(m, told) {
+            cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+            if (!(texts[i] = message_content(field(m, "content"), i, b))) goto done;
+            msgs[i].role = !strcmp(role->valuestring, "developer") ? "system" : role->valuestring;
+            msgs[i].content = texts[i];
+            i++;
+        }
     }
     len = infer_chat_format(&s->tmpl, msgs, n, 0, 1, NULL, 0);
     if (len < 0 || !(prompt = (char *)malloc((size_t)len + 1))) {
@@ -686,6 +749,7 @@ done:
     for (i = 0; texts && i < n; i++) free(texts[i]);
     free(texts);
     free(msgs);
+    cJSON_Delete(told);
     return prompt;
 }
 
@@ -706,6 +770,11 @@ typedef struct job {
     char *out;               /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_len, out_pos, out_cap;
     const char *path;
+    infer_output_parser *parser; /* a chat's reply split (tools, reasoning), or NULL */
+    int n_calls;             /* tool calls streamed so far */
+    int logprobs, top_logprobs;
+    int lp_sent;             /* streaming: tokens whose logprobs went out */
+    size_t lp_offset;        /* text completions: the text offset of the next */
 } job;
 
 static void job_append(job *j, const char *p, size_t n) {
@@ -807,24 +876,58 @@ static cJSON *job_object(const job *j, const char *object) {
     return o;
 }
 
-/* One streamed choice: a chat delta (role and/or content) or a text piece,
-   with finish_reason when given. */
-static cJSON *job_chunk(const job *j, const char *role, const char *text, const char *finish) {
+/* The logprobs of generated tokens [from, to): a chat's {"content": [..]}
+   or a text completion's object; JSON null without logprobs. */
+static cJSON *job_logprobs(const job *j, int from, int to) {
+    cJSON *o;
+    if (!j->logprobs) return cJSON_CreateNull();
+    if (!j->chat) return serve_logprobs_text(j->s->model, j->r, from, to, j->top_logprobs, j->lp_offset);
+    o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "content", serve_logprobs_content(j->s->model, j->r, from, to, j->top_logprobs));
+    return o;
+}
+
+/* Streaming: the logprobs of the tokens generated since the last chunk. */
+static cJSON *job_logprobs_more(job *j) {
+    int n = infer_request_tokens(j->r, NULL, 0);
+    cJSON *lp = job_logprobs(j, j->lp_sent, n);
+    if (j->logprobs && !j->chat) { /* the next chunk's offsets follow these tokens' text */
+        cJSON *t;
+        cJSON_ArrayForEach(t, cJSON_GetObjectItem(lp, "tokens")) j->lp_offset += strlen(t->valuestring);
+    }
+    j->lp_sent = n;
+    return lp;
+}
+
+/* One streamed choice: a chat delta (owned; NULL: an empty one) or a text
+   piece, with finish_reason when given and logprobs (owned) when not NULL. */
+static cJSON *job_chunk_delta(const job *j, cJSON *delta, const char *text, const char *finish, cJSON *logprobs) {
     cJSON *o = job_object(j, j->chat ? "chat.completion.chunk" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "index", 0);
     if (j->chat) {
-        cJSON *d = cJSON_AddObjectToObject(c, "delta");
-        if (role) cJSON_AddStringToObject(d, "role", role);
-        if (text) cJSON_AddStringToObject(d, "content", text);
+        cJSON_AddItemToObject(c, "delta", delta ? delta : cJSON_CreateObject());
+        if (logprobs) cJSON_AddItemToObject(c, "logprobs", logprobs);
     } else {
+        cJSON_Delete(delta);
         cJSON_AddStringToObject(c, "text", text ? text : "");
-        cJSON_AddNullToObject(c, "logprobs");
+        cJSON_AddItemToObject(c, "logprobs", logprobs ? logprobs : cJSON_CreateNull());
     }
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     cJSON_AddItemToArray(choices, c);
     return o;
+}
+
+/* A chat delta (role and/or content) or a text piece. */
+static cJSON *job_chunk(const job *j, const char *role, const char *text, const char *finish) {
+    cJSON *d = NULL;
+    if (j->chat) {
+        d = cJSON_CreateObject();
+        if (role) cJSON_AddStringToObject(d, "role", role);
+        if (text) cJSON_AddStringToObject(d, "content", text);
+    }
+    return job_chunk_delta(j, d, text, finish, NULL);
 }
 
 static void job_log(const job *j, unsigned status, const char *how) {
@@ -841,6 +944,7 @@ static void job_free(job *j) {
         infer_request_free(j->r); /* (from any thread: request.c locks what it shares) */
     }
     if (j->slot >= 0) slot_release(j->s, j->slot);
+    infer_output_parser_free(j->parser);
     free(j->out);
     free(j);
 }
@@ -859,9 +963,28 @@ static int job_stream_more(job *j) {
         text = request_text_from(j->r, j->sent, &n);
         if (!text) return 0;
         keep = n; /* the request's detokenizer never ends its text inside a character */
-        if (keep > 0) {
+        if (keep > 0 && j->parser) {
+            /* split: what became certain of content, reasoning and calls */
+            infer_output_delta d;
+            infer_error err;
+            cJSON *delta = cJSON_CreateObject();
+            if (infer_output_parser_push(j->parser, text, keep, &d, &err) == 0 && serve_delta_fill(delta, &d)) {
+                if (d.n_calls) j->n_calls = d.calls[d.n_calls - 1].index + 1;
+                job_event(j, job_chunk_delta(j, delta, NULL, NULL, j->logprobs ? job_logprobs_more(j) : NULL));
+            } else {
+                cJSON_Delete(delta);
+            }
+            j->sent += keep;
+        } else if (keep > 0) {
             clean = utf8_clean(text, keep);
-            if (clean) job_event(j, job_chunk(j, NULL, clean, NULL));
+            if (clean) {
+                cJSON *d = NULL;
+                if (j->chat) {
+                    d = cJSON_CreateObject();
+                    cJSON_AddStringToObject(d, "content", clean);
+                }
+                job_event(j, job_chunk_delta(j, d, clean, NULL, j->logprobs ? job_logprobs_more(j) : NULL));
+            }
             free(clean);
             j->sent += keep;
         }
@@ -878,7 +1001,21 @@ static int job_stream_more(job *j) {
             /* the stream has begun: the error goes as an event of its own */
             job_event(j, error_object(500, NULL, NULL, err.msg));
         } else {
-            cJSON *last = job_chunk(j, NULL, NULL, finish);
+            cJSON *last;
+            if (j->parser) { /* what the parser held back, and whether the reply called tools */
+                infer_output_delta d;
+                infer_output_result res;
+                cJSON *delta = cJSON_CreateObject();
+                if (infer_output_parser_finish(j->parser, &d, &res, &err) == 0) {
+                    if (serve_delta_fill(delta, &d)) {
+                        job_event(j, job_chunk_delta(j, delta, NULL, NULL, j->logprobs ? job_logprobs_more(j) : NULL));
+                        delta = NULL;
+                    }
+                    if (res.n_calls > 0) finish = "tool_calls";
+                }
+                cJSON_Delete(delta);
+            }
+            last = job_chunk(j, NULL, NULL, finish);
             job_event(j, last);
             if (j->include_usage) {
                 cJSON *u = job_object(j, j->chat ? "chat.completion.chunk" : "text_completion");
@@ -926,6 +1063,22 @@ static void job_stream_free(void *cls) { job_free((job *)cls); }
 
 /* ---- The completion endpoints ---------------------------------------------- */
 
+/* How a chat's reply is split: the tool format where tools are on (the
+   generic one for a template that knows none); reasoning where the
+   template writes <think> (its prompt ending in an open one: the reply
+   begins inside it, as DeepSeek R1's and Qwen3's with thinking forced). */
+static void chat_reply_parsing(const server *s, completion_call *cc, const char *prompt) {
+    size_t n = strlen(prompt);
+    while (n > 0 && (prompt[n - 1] == '\n' || prompt[n - 1] == ' ')) n--;
+    cc->parse_fmt = INFER_TOOLS_NONE;
+    if (serve_tools_active(&cc->tools))
+        cc->parse_fmt = s->tool_fmt == INFER_TOOLS_NONE || !s->jinja ? INFER_TOOLS_GENERIC : s->tool_fmt;
+    cc->reasoning = INFER_REASONING_NONE;
+    if (s->think && s->jinja)
+        cc->reasoning = n >= 7 && !memcmp(prompt + n - 7, "<think>", 7) ? INFER_REASONING_OPEN : INFER_REASONING_AUTO;
+    cc->parse = cc->parse_fmt != INFER_TOOLS_NONE || cc->reasoning != INFER_REASONING_NONE;
+}
+
 /* A completion's body as its request's parameters: the fields read, the
    prompt (a chat's messages through the template) made and tokenized to
    check that it fits the context, max_tokens capped by what is left. No
@@ -945,9 +1098,17 @@ static int completion_from_body(server *s, const char *body_text, int chat, comp
         b->code = "invalid_json";
         return 0;
     }
+    cc->chat = chat;
     if (!read_completion_fields(s, cc->body, cc, b)) return 0;
     if (chat) {
-        if (!(*prompt = chat_prompt(s, cc->body, field(cc->body, "messages"), b))) return 0;
+        const char *param = NULL;
+        char msg[300];
+        if (!serve_tools_read(cc->body, &cc->tools, &param, msg, sizeof msg)) return bad(b, param, "%s", msg);
+        if (serve_tools_active(&cc->tools) && (cc->schema || cc->p.grammar))
+            return bad(b, cc->schema ? "response_format" : "grammar",
+                       "%s and tools cannot be used together", cc->schema ? "response_format" : "grammar");
+        if (!(*prompt = chat_prompt(s, cc->body, field(cc->body, "messages"), &cc->tools, b))) return 0;
+        chat_reply_parsing(s, cc, *prompt);
     } else {
         f = field(cc->body, "prompt");
         if (cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 && cJSON_IsString(cJSON_GetArrayItem(f, 0)))
@@ -983,6 +1144,48 @@ static int completion_from_body(server *s, const char *body_text, int chat, comp
     return 1;
 }
 
+/* A chat's tool grammar into cc.p: forced from the first token with
+   tool_choice required or named (after the reasoning, where the prompt
+   opened it), lazily at the format's triggers with auto. 1, or 0 with b
+   set (a 400) or *status 500. */
+static int tool_grammar(server *s, completion_call *cc, bad_field *b, unsigned *status) {
+    const char *const *triggers;
+    static const char *const think_end[] = {"</think>"};
+    int n_triggers;
+    char msg[300];
+    cc->tool_gbnf = serve_tools_grammar(&cc->tools, cc->parse_fmt, &triggers, &n_triggers, msg, sizeof msg);
+    if (!cc->tool_gbnf) {
+        if (!strcmp(msg, "out of memory")) *status = 500;
+        return bad(b, "tools", "%s", msg);
+    }
+    if (cc->reasoning == INFER_REASONING_OPEN && !triggers && !strncmp(cc->tool_gbnf, "root ::= ", 9)) {
+        /* the reply begins inside <think>: free until it closes, then the call */
+        static const char head[] = "root ::= \"</think>\" [ \\n]{0,4} tool-root\ntool-";
+        size_t n = strlen(cc->tool_gbnf);
+        char *g = (char *)malloc(sizeof head + n);
+        if (!g) {
+            *status = 500;
+            return 0;
+        }
+        memcpy(g, head, sizeof head - 1);
+        memcpy(g + sizeof head - 1, cc->tool_gbnf, n + 1);
+        free(cc->tool_gbnf);
+        cc->tool_gbnf = g;
+        triggers = think_end;
+        n_triggers = 1;
+    }
+    if (strlen(cc->tool_gbnf) > s->max_grammar) {
+        b->code = "tools_too_complex";
+        return bad(b, "tools", "tools: the grammar of their calls is %zu bytes; this server takes at most %zu (--max-grammar)",
+                   strlen(cc->tool_gbnf), s->max_grammar);
+    }
+    cc->p.grammar = cc->tool_gbnf;
+    cc->p.json_schema = NULL;
+    cc->p.grammar_triggers = triggers;
+    cc->p.n_grammar_triggers = n_triggers;
+    return 1;
+}
+
 static mhd_result serve_completion(server *s, struct MHD_Connection *con, const char *path, const char *body_text,
                                    int chat, int http11) {
     completion_call cc;
@@ -994,19 +1197,19 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
     mhd_result ret;
     int n_prompt = 0;
     if (!completion_from_body(s, body_text, chat, &cc, &prompt, &n_prompt, &b)) goto bad_request;
+#if defined(__linux__) && defined(SYS_gettid)
+    /* Making and compiling a grammar (infer_worker_start) is this thread's
+       work, done at a lower priority than the batch's threads: on a
+       machine of few cores it would slow every reply meanwhile. Nice is
+       per thread on Linux; it stays (an unprivileged thread cannot raise
+       it again), which only slows this connection's own parsing. */
+    if (cc.schema || cc.p.grammar || serve_tools_active(&cc.tools)) setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+#endif
     if (cc.schema) {
         /* The schema's grammar made here, its size checked first: a short
            schema can make a long grammar (optional properties: quadratic),
            and compiling one takes time and memory growing faster than it. */
         int len;
-#if defined(__linux__) && defined(SYS_gettid)
-        /* Making and compiling it (infer_worker_start) is this thread's
-           work, done at a lower priority than the batch's threads: on a
-           machine of few cores it would slow every reply meanwhile. Nice is
-           per thread on Linux; it stays (an unprivileged thread cannot raise
-           it again), which only slows this connection's own parsing. */
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
-#endif
         len = infer_json_schema_to_grammar(cc.schema, NULL, 0, &err);
         if (len < 0) {
             bad(&b, "response_format", "%s", err.msg);
@@ -1025,6 +1228,10 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
         }
         cc.p.grammar = gbnf;
         cc.p.json_schema = NULL;
+    }
+    if (chat && serve_tools_active(&cc.tools) && !tool_grammar(s, &cc, &b, &status)) {
+        if (status) goto fail;
+        goto bad_request;
     }
 
     j = (job *)calloc(1, sizeof *j);
@@ -1046,6 +1253,12 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
     j->created = (long)time(NULL);
     j->t0 = now_ms();
     j->path = path;
+    j->logprobs = cc.logprobs;
+    j->top_logprobs = cc.top_logprobs;
+    if (cc.parse && !(j->parser = infer_output_parser_new(cc.parse_fmt, cc.reasoning, &err))) {
+        status = 500;
+        goto fail;
+    }
     snprintf(j->id, sizeof j->id, "%s-%llx%04x", chat ? "chatcmpl" : "cmpl", (unsigned long long)cc.p.sampling.seed,
              (unsigned)rand() & 0xffff);
     if ((j->slot = slot_acquire(s, &j->watch, cc.p.prompt_tokens, cc.p.n_prompt_tokens, &status)) < 0) goto fail;
@@ -1102,19 +1315,38 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
         }
         text = request_text_from(j->r, 0, &n);
         clean = text ? utf8_clean(text, n) : NULL;
-        free(text);
         o = job_object(j, chat ? "chat.completion" : "text_completion");
         choices = cJSON_AddArrayToObject(o, "choices");
         c = cJSON_CreateObject();
         cJSON_AddNumberToObject(c, "index", 0);
         if (chat) {
             cJSON *m = cJSON_AddObjectToObject(c, "message");
+            infer_output_result res;
             cJSON_AddStringToObject(m, "role", "assistant");
-            cJSON_AddStringToObject(m, "content", clean ? clean : "");
+            if (j->parser && text && infer_output_parser_push(j->parser, text, n, NULL, &err) == 0 &&
+                infer_output_parser_finish(j->parser, NULL, &res, &err) == 0) {
+                char *part = utf8_clean(res.content, res.content_len);
+                if (res.content_len || !res.n_calls) cJSON_AddStringToObject(m, "content", part ? part : "");
+                else cJSON_AddNullToObject(m, "content"); /* the API's for a reply of calls only */
+                free(part);
+                if (res.reasoning_len) {
+                    part = utf8_clean(res.reasoning_content, res.reasoning_len);
+                    cJSON_AddStringToObject(m, "reasoning_content", part ? part : "");
+                    free(part);
+                }
+                if (res.n_calls > 0) {
+                    cJSON_AddItemToObject(m, "tool_calls", serve_tool_calls_json(res.calls, res.n_calls));
+                    finish = "tool_calls";
+                }
+            } else {
+                cJSON_AddStringToObject(m, "content", clean ? clean : "");
+            }
+            cJSON_AddItemToObject(c, "logprobs", job_logprobs(j, 0, infer_request_tokens(j->r, NULL, 0)));
         } else {
             cJSON_AddStringToObject(c, "text", clean ? clean : "");
-            cJSON_AddNullToObject(c, "logprobs");
+            cJSON_AddItemToObject(c, "logprobs", job_logprobs(j, 0, infer_request_tokens(j->r, NULL, 0)));
         }
+        free(text);
         cJSON_AddStringToObject(c, "finish_reason", finish);
         cJSON_AddItemToArray(choices, c);
         cJSON_AddItemToObject(o, "usage", job_usage(j, n_gen));
@@ -1621,6 +1853,8 @@ int infer_cmd_serve(int argc, char **argv) {
             free(out);
         }
         s.jinja = own;
+        s.tool_fmt = infer_tool_format_detect(own);
+        s.think = own && strstr(own, "<think>") != NULL;
     }
     if (!(s.slot_busy = (int *)calloc((size_t)s.n_slots, sizeof(int)))) goto done;
     if (alias) {
@@ -1686,8 +1920,10 @@ int infer_cmd_serve(int argc, char **argv) {
         if (info) port = info->port;
     }
     infer_model_describe(s.model, desc, sizeof desc);
-    fprintf(stderr, "infer serve: %s, %d sequences of %d positions, chat template %s\n", desc, s.n_slots, s.n_ctx,
-            s.jinja ? (template_file ? template_file : "the model's own (Jinja)") : infer_chat_template_name(s.tmpl.kind));
+    fprintf(stderr, "infer serve: %s, %d sequences of %d positions, chat template %s, tools %s%s\n", desc, s.n_slots,
+            s.n_ctx, s.jinja ? (template_file ? template_file : "the model's own (Jinja)") : infer_chat_template_name(s.tmpl.kind),
+            s.jinja && s.tool_fmt != INFER_TOOLS_NONE ? infer_tool_format_name(s.tool_fmt) : "described, generic calls",
+            s.think ? ", reasoning <think>" : "");
     fprintf(stderr, "infer serve: listening on http://%s%s%s:%d%s\n", v6 ? "[" : "", host, v6 ? "]" : "", port,
             s.api_key ? " (API key required)" : "");
     fflush(stderr);

@@ -55,6 +55,8 @@ pip_need() {
 pip_need "numpy, gguf" "numpy gguf"
 # the server's tests are clients of OpenAI's API through its own package
 pip_need openai openai
+# ... and tests/server_tools.py validates tool calls' arguments with jsonschema
+pip_need jsonschema jsonschema
 # tests/template_models_check.py renders each model's chat template with
 # jinja2 itself, to compare with infer.h's interpreter
 pip_need jinja2 jinja2
