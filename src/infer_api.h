@@ -636,6 +636,24 @@ typedef struct infer_request_params {
        infer_tool_call_grammar. Copied at start. */
     const char *const *grammar_triggers;
     int n_grammar_triggers;
+    /* Several replies to one prompt (the API's n): once the prompt is fed,
+       before the first token is sampled, the sequence is copied into each
+       of these (infer_seq_copy, on the thread that steps the context).
+       They must hold no unfinished request. A request with n_predict 0 and
+       copy_to, then one request on each sequence with the same prompt
+       (cache_prompt finds it whole), samples n replies of one prefill. */
+    const int *copy_to;
+    int n_copy_to;
+    /* A thinking budget: with reasoning_budget >= 0, a reply still in its
+       reasoning after that many tokens is made to close it: "\n" and
+       reasoning_end ("</think>" where NULL) and "\n\n" come next, then the
+       reply goes on freely. In its reasoning: the prompt opened it
+       (reasoning_open 1), or the reply began with "<think>"; until
+       reasoning_end appears. Not with a grammar (which decides the text
+       itself). -1 (default): no budget. */
+    int reasoning_budget;
+    int reasoning_open;
+    const char *reasoning_end;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);

@@ -84,7 +84,12 @@ struct infer_request {
     char **triggers;     /* copies of a lazy grammar's triggers */
     int n_triggers;
     int lazy;            /* the grammar waits for a trigger */
-    char *reply;         /* stb array: the reply's text while the grammar waits */
+    char *reply;         /* stb array: the reply's text while the grammar waits or the budget runs */
+    int *copy_to;        /* sequences the prompt's cache is copied into */
+    int n_copy_to;
+    int budget;          /* the thinking budget (-1: none) while it runs */
+    int thinking;        /* 1: in the reasoning; -1: not (or no longer) */
+    char *think_end;     /* what closes the reasoning */
     double t_start, t_prompt0, t_last;
     /* what callers read: under mu */
     infer_token *prompt; /* stb array; BOS put in front when the prompt begins */
@@ -472,6 +477,67 @@ static int infer__req_trigger(infer_request *r, const char *piece, size_t n) {
     return 0;
 }
 
+/* The prompt is fed: the sequence copied into copy_to's. 0 if r ended
+   (a copy failed). */
+static int infer__req_copy_out(infer_request *r) {
+    int i;
+    infer_error e;
+    for (i = 0; i < r->n_copy_to; i++)
+        if (infer_seq_copy(r->sched->c, r->seq, r->copy_to[i], &e) != INFER_OK) {
+            infer__req_end(r, e.code, e.msg);
+            return 0;
+        }
+    r->n_copy_to = 0;
+    return 1;
+}
+
+/* The thinking budget: adds a piece of the reply, and where the reasoning
+   is still open after the budget's tokens, a grammar that closes it (then
+   anything). -1 when memory ran out. */
+static int infer__req_budget(infer_request *r, const char *piece, size_t n) {
+    size_t len, lead = 0, end_n = strlen(r->think_end);
+    if (!infer__arr_room(r->reply, (int)n)) return -1;
+    if (n) memcpy(stbds_arraddnptr(r->reply, n), piece, n);
+    len = stbds_arrlenu(r->reply);
+    while (lead < len && strchr(" \t\r\n", r->reply[lead])) lead++;
+    if (r->thinking == 0) { /* does the reply open a reasoning? */
+        if (len - lead >= 7) r->thinking = !memcmp(r->reply + lead, "<think>", 7) ? 1 : -1;
+        else if (lead < len && memcmp(r->reply + lead, "<think>", len - lead)) r->thinking = -1;
+    }
+    if (r->thinking == 1) { /* closed already? (searched in what may hold it) */
+        size_t k, from = len >= n + end_n ? len - n - end_n : 0;
+        for (k = from; k + end_n <= len; k++)
+            if (!memcmp(r->reply + k, r->think_end, end_n)) r->thinking = -1;
+    }
+    if (r->thinking == -1) {
+        r->budget = -1;
+    } else if (r->thinking == 1 && r->n_sampled >= r->budget) {
+        /* the GBNF literal of the closing text, escaped */
+        infer__sb g = {NULL, 0};
+        infer_error e;
+        infer__sb_puts(&g, "root ::= \"\\n\" ");
+        infer__sb_literal(&g, r->think_end, end_n);
+        infer__sb_puts(&g, " \"\\n\\n\" rest\nrest ::= [^\\x00]*\n");
+        infer__sb_putc(&g, 0);
+        r->budget = -1;
+        if (g.nomem) {
+            stbds_arrfree(g.p);
+            return -1;
+        }
+        memset(&e, 0, sizeof e);
+        if (infer_sampler_set_grammar(r->sampler, r->sched->c->model, g.p, NULL, &e) != INFER_OK) {
+            stbds_arrfree(g.p);
+            return e.code == INFER_ERR_NOMEM ? -1 : 0;
+        }
+        stbds_arrfree(g.p);
+    }
+    if (r->budget < 0 && !r->lazy) {
+        stbds_arrfree(r->reply);
+        r->reply = NULL;
+    }
+    return 0;
+}
+
 /* Chooses the next token from logits l; returns 0 if r ended. */
 static int infer__req_sample(infer_request *r, const float *l) {
     infer__sched *s = r->sched;
@@ -527,6 +593,7 @@ static int infer__req_sample(infer_request *r, const float *l) {
     }
     if ((len = infer_detok_push(&r->detok, m, t, piece, sizeof piece)) < 0) goto nomem;
     if (r->lazy && infer__req_trigger(r, piece, (size_t)len) < 0) goto nomem;
+    if (r->budget >= 0 && infer__req_budget(r, piece, (size_t)len) < 0) goto nomem;
     if ((stopped = infer__req_text(r, piece, (size_t)len, 0)) < 0) goto nomem;
     if (stopped || r->n_sampled >= r->n_predict) {
         if (!stopped) { /* the text is complete */
@@ -639,6 +706,10 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         if (r->state == INFER__RQ_GEN && !r->has_pending) {
             /* an empty prompt: from the sequence's own logits */
             const float *l = infer_seq_logits(c, r->seq);
+            if (r->n_copy_to && !infer__req_copy_out(r)) {
+                progress = 1;
+                continue;
+            }
             if (r->n_predict <= 0) {
                 infer__req_end(r, INFER_OK, NULL);
                 progress = 1;
@@ -799,6 +870,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
             r->metrics.n_prompt_tokens = r->fed - r->skip;
             r->metrics.prompt_ms = infer__now_ms() - r->t_prompt0;
             infer__mutex_unlock(&s->mu);
+            if (r->n_copy_to && !infer__req_copy_out(r)) continue;
             if (r->n_predict <= 0) infer__req_end(r, INFER_OK, NULL);
             else infer__req_sample(r, infer_get_logits(c, pos - 1));
         }
@@ -865,6 +937,8 @@ static void infer__req_free_fields(infer_request *r) {
     for (i = 0; i < r->n_triggers; i++) INFER_FREE(r->triggers[i]);
     INFER_FREE(r->triggers);
     stbds_arrfree(r->reply);
+    INFER_FREE(r->copy_to);
+    INFER_FREE(r->think_end);
     stbds_arrfree(r->hold);
     stbds_arrfree(r->top);
     stbds_arrfree(r->prompt);
@@ -952,6 +1026,34 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
         }
         r->lazy = 1;
     }
+    if (p->n_copy_to > 0) {
+        if (!p->copy_to) {
+            infer__set_error(err, INFER_ERR_ARG, "n_copy_to without copy_to");
+            return INFER_ERR_ARG;
+        }
+        for (i = 0; i < p->n_copy_to; i++)
+            if (p->copy_to[i] < 0 || p->copy_to[i] >= infer_context_n_seq(c) || p->copy_to[i] == p->seq) {
+                infer__set_error(err, INFER_ERR_ARG, "copy_to: sequence %d is outside the context's %d or the request's own",
+                                 p->copy_to[i], infer_context_n_seq(c));
+                return INFER_ERR_ARG;
+            }
+        if (!(r->copy_to = (int *)INFER_MALLOC(sizeof(int) * (size_t)p->n_copy_to))) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for copy_to");
+            return INFER_ERR_NOMEM;
+        }
+        memcpy(r->copy_to, p->copy_to, sizeof(int) * (size_t)p->n_copy_to);
+        r->n_copy_to = p->n_copy_to;
+    }
+    r->budget = -1;
+    if (p->reasoning_budget >= 0 && !r->gbnf) {
+        const char *end = p->reasoning_end && *p->reasoning_end ? p->reasoning_end : "</think>";
+        if (!(r->think_end = infer__strndup(end, strlen(end)))) {
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for reasoning_end");
+            return INFER_ERR_NOMEM;
+        }
+        r->budget = p->reasoning_budget;
+        r->thinking = p->reasoning_open ? 1 : 0; /* 0: not known until the reply starts */
+    }
     if (p->n_stop > 0) {
         r->stop = (char **)infer__calloc((size_t)p->n_stop, sizeof *r->stop);
         if (!r->stop) {
@@ -1021,6 +1123,7 @@ INFERDEF infer_request_params infer_request_default_params(void) {
     p.n_past = -1;
     p.n_predict = 256;
     p.cache_prompt = 1;
+    p.reasoning_budget = -1;
     p.sampling = infer_sampler_default_params();
     return p;
 }

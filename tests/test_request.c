@@ -968,6 +968,91 @@ Test(request, lazy_grammar_waits_for_its_trigger) {
     infer_model_free(m);
 }
 
+Test(request, copy_to_shares_one_prefill) {
+    infer_model *m = load(MODEL);
+    infer_context *c = ctx(m, 512, 3, INFER_FULL_STOP, 1);
+    infer_request_params p = req_params(story, 0, 0);
+    infer_request *r, *rs[3];
+    infer_error err;
+    sink want;
+    int to[2] = {1, 2}, bad[1] = {0}, i, n_prompt;
+    infer_token toks[1024];
+    char *t;
+    n_prompt = full_tokens(m, story, toks, 1024);
+    p.n_past = 0;
+    p.copy_to = bad, p.n_copy_to = 1; /* its own sequence: refused */
+    cr_assert_null(infer_request_start(c, &p, &err));
+    p.copy_to = to, p.n_copy_to = 2;
+    t = run_request(c, &p, &r);
+    free(t);
+    infer_request_free(r);
+    for (i = 0; i < 3; i++) cr_assert_eq(infer_seq_n_past(c, i), n_prompt, "sequence %d", i);
+    generate_text(m, story, 20, &want);
+    for (i = 0; i < 3; i++) {
+        infer_request_params q = req_params(story, 20, i);
+        q.n_past = 0;
+        rs[i] = infer_request_start(c, &q, &err);
+        cr_assert(rs[i], "%s", err.msg);
+    }
+    while (infer_context_step(c, 5.0) > 0) {}
+    for (i = 0; i < 3; i++) {
+        t = text_of(rs[i]);
+        cr_assert_eq(infer_request_cached_tokens(rs[i]), n_prompt - 1, "sequence %d fed its prompt again", i);
+        cr_assert_str_eq(t, want.buf, "sequence %d", i);
+        free(t);
+        infer_request_free(rs[i]);
+    }
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
+/* A request with a thinking budget on c; its text. */
+static char *budget_text(infer_context *c, int budget, int open, const char *end) {
+    infer_request_params p = req_params("Once upon a time", 30, 0);
+    infer_request *r;
+    char *t;
+    p.n_past = 0;
+    p.reasoning_budget = budget;
+    p.reasoning_open = open;
+    p.reasoning_end = end;
+    t = run_request(c, &p, &r);
+    infer_request_free(r);
+    return t;
+}
+
+Test(request, thinking_budget_closes_the_reasoning) {
+    infer_model *m = load(MODEL);
+    infer_context *c = ctx(m, 256, 1, INFER_FULL_STOP, 1);
+    sink free_text;
+    infer_request_params p = req_params("Once upon a time", 5, 0);
+    infer_request *r;
+    char *five, *t, first[32];
+    generate_text(m, "Once upon a time", 30, &free_text);
+    p.n_past = 0;
+    five = run_request(c, &p, &r); /* the first 5 tokens' text */
+    infer_request_free(r);
+    /* opened by the prompt: after 5 tokens, the end is written */
+    t = budget_text(c, 5, 1, NULL);
+    cr_assert(!strncmp(t, five, strlen(five)) && !strncmp(t + strlen(five), "\n</think>\n\n", strlen("\n</think>\n\n")),
+              "%s\n(the first five tokens: %s)", t, five);
+    free(t);
+    t = budget_text(c, 5, 1, "[END]"); /* another end */
+    cr_assert(!strncmp(t + strlen(five), "\n[END]\n\n", strlen("\n[END]\n\n")), "%s", t);
+    free(t);
+    /* not opened (the reply does not begin with <think>): free */
+    t = budget_text(c, 5, 0, NULL);
+    cr_assert_str_eq(t, free_text.buf);
+    free(t);
+    /* closed before the budget ran out (its end is the reply's first word): free */
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(free_text.buf + 1, " ,.") + 1, free_text.buf);
+    t = budget_text(c, 25, 1, first);
+    cr_assert_str_eq(t, free_text.buf, "end '%s'", first);
+    free(t);
+    free(five);
+    infer_context_free(c);
+    infer_model_free(m);
+}
+
 /* ---- the CLI ------------------------------------------------------------------ */
 
 Test(request, cli_says_when_the_context_is_full) {
