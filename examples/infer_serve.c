@@ -41,6 +41,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* cli.h's parsers this command does not use */
 #endif
 #include "cli.h"
+#include "serve_anthropic.h"
 #include "serve_tools.h"
 
 int infer_cmd_serve(int argc, char **argv);
@@ -52,6 +53,7 @@ typedef enum MHD_Result mhd_result;
 #endif
 
 #define SERVE_MAX_STOP 16
+#define SERVE_MAX_N 16 /* replies to one prompt (the API's n) */
 /* A reply whose client accepts no byte for this long is dropped. */
 #define SERVE_SEND_TIMEOUT_S 60u
 
@@ -83,6 +85,7 @@ typedef struct server {
        called in the generic format), and whether it writes <think> */
     infer_tool_format tool_fmt;
     int think;
+    int reasoning_budget;  /* --reasoning-budget: a request's default (-1: none) */
     int n_ctx, n_slots, max_queue, n_threads;
     size_t max_body;
     const char *model_id, *api_key;
@@ -329,17 +332,21 @@ static int slot_common_prefix(const server *s, int slot, const infer_token *toke
     return k;
 }
 
-/* A free sequence for a request: the one whose cache shares the longest
-   prefix with its prompt (the request reuses it), else the emptiest (the
-   others keep theirs). Waits in the queue while all are busy (watching the
-   client); -1 with *status 503 when the queue is full, or -1 when the
-   client left or the server stops. */
-static int slot_acquire(server *s, client_watch *w, const infer_token *tokens, int n_tokens, unsigned *status) {
-    int slot = -1, i;
+/* n free sequences for a request, taken together (so that requests of
+   several never hold some each and wait for more): first the one whose
+   cache shares the longest prefix with its prompt (the request reuses it),
+   else the emptiest (the others keep theirs); then the emptiest others.
+   Waits in the queue while too few are free (watching the client); -1 with
+   *status 503 when the queue is full, or -1 when the client left or the
+   server stops; else slots[0..n) and 0. */
+static int slot_acquire(server *s, client_watch *w, const infer_token *tokens, int n_tokens, int n, int *slots,
+                        unsigned *status) {
+    int slot = -1, i, k;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        int best = -1, best_past = 0;
-        for (i = 0; i < s->n_slots; i++)
+        int best = -1, best_past = 0, n_free = 0;
+        for (i = 0; i < s->n_slots; i++) n_free += !s->slot_busy[i];
+        for (i = 0; i < s->n_slots && n_free >= n; i++)
             if (!s->slot_busy[i]) {
                 int common = slot_common_prefix(s, i, tokens, n_tokens), past = infer_seq_n_past(s->ctx, i);
                 if (slot < 0 || common > best || (common == best && past < best_past))
@@ -347,6 +354,15 @@ static int slot_acquire(server *s, client_watch *w, const infer_token *tokens, i
             }
         if (slot >= 0) {
             s->slot_busy[slot] = 1;
+            slots[0] = slot;
+            for (k = 1; k < n; k++) { /* the emptiest of the rest */
+                int pick = -1;
+                for (i = 0; i < s->n_slots; i++)
+                    if (!s->slot_busy[i] && (pick < 0 || infer_seq_n_past(s->ctx, i) < infer_seq_n_past(s->ctx, pick)))
+                        pick = i;
+                s->slot_busy[pick] = 1;
+                slots[k] = pick;
+            }
             break;
         }
         if (s->n_waiting >= s->max_queue) {
@@ -367,7 +383,7 @@ static int slot_acquire(server *s, client_watch *w, const infer_token *tokens, i
         }
     }
     pthread_mutex_unlock(&s->mu);
-    return slot;
+    return slot < 0 ? -1 : 0;
 }
 
 static void slot_release(server *s, int slot) {
@@ -438,6 +454,8 @@ typedef struct completion_call {
     infer_tool_format parse_fmt;
     int reasoning;          /* INFER_REASONING_* of the parser */
     int logprobs, top_logprobs;
+    int n;                  /* replies (the API's n) */
+    int reasoning_budget;   /* tokens of reasoning before its end is forced (-1: none) */
 } completion_call;
 
 static void completion_call_free(completion_call *cc) {
@@ -463,7 +481,13 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
         !read_int(body, "max_completion_tokens", 0, 1e9, &cc->max_tokens, b) || !read_int(body, "n", 1, 128, &n, b))
         return 0;
     if (sp->top_p <= 0) return bad(b, "top_p", "'top_p' must be above 0");
-    if (n != 1) return bad(b, "n", "only n = 1 is supported");
+    /* n replies run on n sequences at once */
+    if (n > s->n_slots || n > SERVE_MAX_N)
+        return bad(b, "n", "n = %d: this server runs at most %d replies at once (--parallel)", n,
+                   s->n_slots < SERVE_MAX_N ? s->n_slots : SERVE_MAX_N);
+    cc->n = n;
+    cc->reasoning_budget = s->reasoning_budget;
+    if (!read_int(body, "reasoning_budget", -1, 1e9, &cc->reasoning_budget, b)) return 0;
     if ((f = field(body, "seed")) != NULL) {
         /* a 64-bit integer, checked before it is converted (beyond, undefined) */
         if (!cJSON_IsNumber(f) || !(fabs(f->valuedouble) < 9223372036854775808.0) ||
@@ -755,26 +779,38 @@ done:
 
 /* ---- A completion in flight ----------------------------------------------- */
 
+/* The API a completion answers in: OpenAI's, or Anthropic's Messages. */
+enum { SERVE_API_OPENAI, SERVE_API_ANTHROPIC };
+
+/* One of a completion's n replies: its request on its sequence, and what
+   of it went out. */
+typedef struct choice {
+    infer_request *r;
+    int slot;
+    size_t sent;                 /* bytes of the text already sent */
+    infer_output_parser *parser; /* a chat's reply split (tools, reasoning), or NULL */
+    int lp_sent;                 /* streaming: tokens whose logprobs went out */
+    size_t lp_offset;            /* text completions: the text offset of the next */
+    int ended;                   /* streaming: its last chunk went out */
+} choice;
+
 typedef struct job {
     server *s;
-    infer_request *r;
     struct MHD_Connection *con;
     client_watch watch;
-    int slot, chat, stream, include_usage, max_tokens;
+    int api, chat, stream, include_usage, max_tokens;
     int n_prompt;
     char id[48];
     long created;
     double t0;
-    size_t sent;             /* bytes of the text already sent */
-    int stage;               /* streaming: 0 role, 1 text, 2 end chunks, 3 over */
+    int stage;               /* streaming: 0 opening, 1 text, 2 end, 3 over */
     char *out;               /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_len, out_pos, out_cap;
     const char *path;
-    infer_output_parser *parser; /* a chat's reply split (tools, reasoning), or NULL */
-    int n_calls;             /* tool calls streamed so far */
     int logprobs, top_logprobs;
-    int lp_sent;             /* streaming: tokens whose logprobs went out */
-    size_t lp_offset;        /* text completions: the text offset of the next */
+    int n;                   /* choices */
+    choice ch[SERVE_MAX_N];
+    anthropic_blocks blocks; /* Anthropic's stream: its content blocks so far */
 } job;
 
 static void job_append(job *j, const char *p, size_t n) {
@@ -819,17 +855,29 @@ static char *request_text_from(const infer_request *r, size_t from, size_t *n) {
     return buf;
 }
 
-/* Tokens generated (an end-of-generation token left out), and whether the
-   reply ended by the model's choice or the token limit. */
-static int job_gen_tokens(const job *j, const char **finish) {
+
+/* Appends "event: <name>\ndata: <json>\n\n" (Anthropic's events) and frees
+   the object. */
+static void job_event_named(void *ctx, const char *name, cJSON *ev) {
+    job *j = (job *)ctx;
+    job_append(j, "event: ", 7);
+    job_append(j, name, strlen(name));
+    job_append(j, "\n", 1);
+    job_event(j, ev);
+}
+
+/* Choice i's tokens generated (an end-of-generation token left out), and
+   whether it ended by the model's choice or the token limit. */
+static int job_gen_tokens(const job *j, int i, const char **finish) {
     infer_token t[1];
-    int n = infer_request_tokens(j->r, NULL, 0), eog = 0;
+    const infer_request *r = j->ch[i].r;
+    int n = infer_request_tokens(r, NULL, 0), eog = 0;
     infer_error err;
-    infer_status st = infer_request_status(j->r, &err);
+    infer_status st = infer_request_status(r, &err);
     if (n > 0) {
         infer_token *all = (infer_token *)malloc(sizeof(infer_token) * (size_t)n);
         if (all) {
-            infer_request_tokens(j->r, all, n);
+            infer_request_tokens(r, all, n);
             t[0] = all[n - 1];
             eog = infer_model_is_eog(j->s->model, t[0]);
             free(all);
@@ -840,21 +888,30 @@ static int job_gen_tokens(const job *j, const char **finish) {
     return n - eog;
 }
 
-static cJSON *job_usage(const job *j, int n_gen) {
+/* every choice's generated tokens together */
+static int job_gen_total(const job *j) {
+    int i, n = 0;
+    for (i = 0; i < j->n; i++)
+        if (j->ch[i].r) n += job_gen_tokens(j, i, NULL);
+    return n;
+}
+
+static cJSON *job_usage(const job *j) {
     cJSON *u = cJSON_CreateObject(), *d;
+    int n_gen = job_gen_total(j);
     cJSON_AddNumberToObject(u, "prompt_tokens", j->n_prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
     cJSON_AddNumberToObject(u, "total_tokens", j->n_prompt + n_gen);
     /* OpenAI's field: prompt tokens found in the sequence's cache, not fed */
     d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
-    cJSON_AddNumberToObject(d, "cached_tokens", infer_request_cached_tokens(j->r));
+    cJSON_AddNumberToObject(d, "cached_tokens", infer_request_cached_tokens(j->ch[0].r));
     return u;
 }
 
 /* llama.cpp's server reports these beside usage; clients that know them
-   show speeds. */
+   show speeds. (The first choice's.) */
 static cJSON *job_timings(const job *j) {
-    infer_metrics mt = infer_request_metrics(j->r);
+    infer_metrics mt = infer_request_metrics(j->ch[0].r);
     cJSON *t = cJSON_CreateObject();
     cJSON_AddNumberToObject(t, "prompt_n", mt.n_prompt_tokens);
     cJSON_AddNumberToObject(t, "prompt_ms", mt.prompt_ms);
@@ -876,35 +933,42 @@ static cJSON *job_object(const job *j, const char *object) {
     return o;
 }
 
-/* The logprobs of generated tokens [from, to): a chat's {"content": [..]}
-   or a text completion's object; JSON null without logprobs. */
-static cJSON *job_logprobs(const job *j, int from, int to) {
+/* The logprobs of choice i's generated tokens [from, to): a chat's
+   {"content": [..]} or a text completion's object; JSON null without
+   logprobs. */
+static cJSON *job_logprobs(const job *j, int i, int from, int to) {
     cJSON *o;
     if (!j->logprobs) return cJSON_CreateNull();
-    if (!j->chat) return serve_logprobs_text(j->s->model, j->r, from, to, j->top_logprobs, j->lp_offset);
+    if (!j->chat) return serve_logprobs_text(j->s->model, j->ch[i].r, from, to, j->top_logprobs, j->ch[i].lp_offset);
     o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "content", serve_logprobs_content(j->s->model, j->r, from, to, j->top_logprobs));
+    cJSON_AddItemToObject(o, "content", serve_logprobs_content(j->s->model, j->ch[i].r, from, to, j->top_logprobs));
     return o;
 }
 
-/* Streaming: the logprobs of the tokens generated since the last chunk. */
-static cJSON *job_logprobs_more(job *j) {
-    int n = infer_request_tokens(j->r, NULL, 0);
-    cJSON *lp = job_logprobs(j, j->lp_sent, n);
-    if (j->logprobs && !j->chat) { /* the next chunk's offsets follow these tokens' text */
+/* Streaming: the logprobs of choice i's tokens generated since its last
+   chunk, or NULL without logprobs. */
+static cJSON *job_logprobs_more(job *j, int i) {
+    choice *c = &j->ch[i];
+    int n;
+    cJSON *lp;
+    if (!j->logprobs) return NULL;
+    n = infer_request_tokens(c->r, NULL, 0);
+    lp = job_logprobs(j, i, c->lp_sent, n);
+    if (!j->chat) { /* the next chunk's offsets follow these tokens' text */
         cJSON *t;
-        cJSON_ArrayForEach(t, cJSON_GetObjectItem(lp, "tokens")) j->lp_offset += strlen(t->valuestring);
+        cJSON_ArrayForEach(t, cJSON_GetObjectItem(lp, "tokens")) c->lp_offset += strlen(t->valuestring);
     }
-    j->lp_sent = n;
+    c->lp_sent = n;
     return lp;
 }
 
-/* One streamed choice: a chat delta (owned; NULL: an empty one) or a text
-   piece, with finish_reason when given and logprobs (owned) when not NULL. */
-static cJSON *job_chunk_delta(const job *j, cJSON *delta, const char *text, const char *finish, cJSON *logprobs) {
+/* One streamed choice i: a chat delta (owned; NULL: an empty one) or a
+   text piece, with finish_reason when given and logprobs (owned) when not
+   NULL. */
+static cJSON *job_chunk_delta(const job *j, int i, cJSON *delta, const char *text, const char *finish, cJSON *logprobs) {
     cJSON *o = job_object(j, j->chat ? "chat.completion.chunk" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNumberToObject(c, "index", i);
     if (j->chat) {
         cJSON_AddItemToObject(c, "delta", delta ? delta : cJSON_CreateObject());
         if (logprobs) cJSON_AddItemToObject(c, "logprobs", logprobs);
@@ -919,113 +983,161 @@ static cJSON *job_chunk_delta(const job *j, cJSON *delta, const char *text, cons
     return o;
 }
 
-/* A chat delta (role and/or content) or a text piece. */
-static cJSON *job_chunk(const job *j, const char *role, const char *text, const char *finish) {
-    cJSON *d = NULL;
-    if (j->chat) {
-        d = cJSON_CreateObject();
-        if (role) cJSON_AddStringToObject(d, "role", role);
-        if (text) cJSON_AddStringToObject(d, "content", text);
-    }
-    return job_chunk_delta(j, d, text, finish, NULL);
-}
-
 static void job_log(const job *j, unsigned status, const char *how) {
-    int n_gen = j->r ? job_gen_tokens(j, NULL) : 0;
-    fprintf(stderr, "infer serve: POST %s %u%s%s: %d prompt + %d generated tokens, %.0f ms (sequence %d)\n", j->path,
-            status, how ? " " : "", how ? how : "", j->n_prompt, n_gen, now_ms() - j->t0, j->slot);
+    int n_gen = j->n && j->ch[0].r ? job_gen_total(j) : 0;
+    fprintf(stderr, "infer serve: POST %s %u%s%s: %d prompt + %d generated tokens, %.0f ms (sequence %d%s)\n", j->path,
+            status, how ? " " : "", how ? how : "", j->n_prompt, n_gen, now_ms() - j->t0, j->n ? j->ch[0].slot : -1,
+            j->n > 1 ? " and more" : "");
 }
 
-/* Ends a job: cancels and frees its request, gives its sequence back. */
+/* Ends a job: cancels and frees its requests, gives its sequences back. */
 static void job_free(job *j) {
+    int i;
     if (!j) return;
-    if (j->r) {
-        infer_request_cancel(j->r);
-        infer_request_free(j->r); /* (from any thread: request.c locks what it shares) */
+    for (i = 0; i < j->n; i++) {
+        choice *c = &j->ch[i];
+        if (c->r) {
+            infer_request_cancel(c->r);
+            infer_request_free(c->r); /* (from any thread: request.c locks what it shares) */
+        }
+        if (c->slot >= 0) slot_release(j->s, c->slot);
+        infer_output_parser_free(c->parser);
     }
-    if (j->slot >= 0) slot_release(j->s, j->slot);
-    infer_output_parser_free(j->parser);
     free(j->out);
     free(j);
 }
 
+/* Streams choice i's new text: what its parser made certain, or the text
+   as it is. Returns whether anything went out. */
+static int job_stream_text(job *j, int i, const char *text, size_t n) {
+    choice *c = &j->ch[i];
+    if (c->parser) { /* split: what became certain of content, reasoning and calls */
+        infer_output_delta d;
+        infer_error err;
+        cJSON *delta;
+        if (infer_output_parser_push(c->parser, text, n, &d, &err) != 0) return 0;
+        if (j->api == SERVE_API_ANTHROPIC) return anthropic_stream_delta(&j->blocks, &d, job_event_named, j);
+        delta = cJSON_CreateObject();
+        if (!serve_delta_fill(delta, &d)) {
+            cJSON_Delete(delta);
+            return 0;
+        }
+        job_event(j, job_chunk_delta(j, i, delta, NULL, NULL, job_logprobs_more(j, i)));
+        return 1;
+    } else {
+        char *clean = utf8_clean(text, n);
+        cJSON *d = NULL;
+        if (!clean) return 0;
+        if (j->chat) {
+            d = cJSON_CreateObject();
+            cJSON_AddStringToObject(d, "content", clean);
+        }
+        job_event(j, job_chunk_delta(j, i, d, clean, NULL, job_logprobs_more(j, i)));
+        free(clean);
+        return 1;
+    }
+}
+
+/* Streams choice i's end: what its parser held back, then its
+   finish_reason (tool_calls where it called tools). */
+static void job_stream_end(job *j, int i) {
+    choice *c = &j->ch[i];
+    const char *finish;
+    infer_error err;
+    job_gen_tokens(j, i, &finish);
+    if (c->parser) {
+        infer_output_delta d;
+        infer_output_result res;
+        if (infer_output_parser_finish(c->parser, &d, &res, &err) == 0) {
+            if (j->api == SERVE_API_ANTHROPIC) {
+                anthropic_stream_delta(&j->blocks, &d, job_event_named, j);
+            } else {
+                cJSON *delta = cJSON_CreateObject();
+                if (serve_delta_fill(delta, &d))
+                    job_event(j, job_chunk_delta(j, i, delta, NULL, NULL, job_logprobs_more(j, i)));
+                else
+                    cJSON_Delete(delta);
+            }
+            if (res.n_calls > 0) finish = "tool_calls";
+        }
+    }
+    if (j->api == SERVE_API_ANTHROPIC)
+        anthropic_stream_end(&j->blocks, finish, job_gen_tokens(j, i, NULL), job_event_named, j);
+    else
+        job_event(j, job_chunk_delta(j, i, NULL, NULL, finish, NULL));
+    c->ended = 1;
+}
+
 /* Streaming: the next events into j->out. 0 when there is nothing new yet. */
 static int job_stream_more(job *j) {
-    int done = infer_request_done(j->r);
-    size_t n, keep;
-    char *text, *clean;
+    int i, any = 0, open = 0;
     if (j->stage == 0) {
-        if (j->chat) job_event(j, job_chunk(j, "assistant", "", NULL));
+        if (j->api == SERVE_API_ANTHROPIC)
+            anthropic_stream_start(j->id, j->s->model_id, j->n_prompt, infer_request_cached_tokens(j->ch[0].r),
+                                   job_event_named, j);
+        else if (j->chat)
+            for (i = 0; i < j->n; i++) {
+                cJSON *d = cJSON_CreateObject();
+                cJSON_AddStringToObject(d, "role", "assistant");
+                cJSON_AddStringToObject(d, "content", "");
+                job_event(j, job_chunk_delta(j, i, d, NULL, NULL, NULL));
+            }
         j->stage = 1;
         return 1;
     }
     if (j->stage == 1) {
-        text = request_text_from(j->r, j->sent, &n);
-        if (!text) return 0;
-        keep = n; /* the request's detokenizer never ends its text inside a character */
-        if (keep > 0 && j->parser) {
-            /* split: what became certain of content, reasoning and calls */
-            infer_output_delta d;
+        for (i = 0; i < j->n; i++) {
+            choice *c = &j->ch[i];
+            int done;
+            size_t n;
+            char *text;
             infer_error err;
-            cJSON *delta = cJSON_CreateObject();
-            if (infer_output_parser_push(j->parser, text, keep, &d, &err) == 0 && serve_delta_fill(delta, &d)) {
-                if (d.n_calls) j->n_calls = d.calls[d.n_calls - 1].index + 1;
-                job_event(j, job_chunk_delta(j, delta, NULL, NULL, j->logprobs ? job_logprobs_more(j) : NULL));
-            } else {
-                cJSON_Delete(delta);
+            infer_status st;
+            if (c->ended) continue;
+            done = infer_request_done(c->r);
+            if (!(text = request_text_from(c->r, c->sent, &n))) {
+                open++;
+                continue;
             }
-            j->sent += keep;
-        } else if (keep > 0) {
-            clean = utf8_clean(text, keep);
-            if (clean) {
-                cJSON *d = NULL;
-                if (j->chat) {
-                    d = cJSON_CreateObject();
-                    cJSON_AddStringToObject(d, "content", clean);
-                }
-                job_event(j, job_chunk_delta(j, d, clean, NULL, j->logprobs ? job_logprobs_more(j) : NULL));
+            /* the request's detokenizer never ends its text inside a character */
+            if (n > 0) {
+                any |= job_stream_text(j, i, text, n);
+                c->sent += n;
             }
-            free(clean);
-            j->sent += keep;
+            free(text);
+            if (!done) {
+                open++;
+                continue;
+            }
+            st = infer_request_status(c->r, &err);
+            if (st != INFER_OK && st != INFER_ERR_CONTEXT_FULL) {
+                /* the stream has begun: the error goes as an event of its own, and ends it */
+                if (j->api == SERVE_API_ANTHROPIC)
+                    job_event_named(j, "error", anthropic_error_object("api_error", err.msg));
+                else
+                    job_event(j, error_object(500, NULL, NULL, err.msg));
+                if (j->api == SERVE_API_OPENAI) job_append(j, "data: [DONE]\n\n", 14);
+                job_log(j, 200, "streamed, ended by an error");
+                j->stage = 3;
+                return 1;
+            }
+            job_stream_end(j, i);
+            any = 1;
         }
-        free(text);
-        if (!done) return keep > 0;
+        if (open) return any;
         j->stage = 2;
     }
     if (j->stage == 2) {
-        const char *finish;
-        infer_error err;
-        infer_status st = infer_request_status(j->r, &err);
-        int n_gen = job_gen_tokens(j, &finish);
-        if (st != INFER_OK && st != INFER_ERR_CONTEXT_FULL) {
-            /* the stream has begun: the error goes as an event of its own */
-            job_event(j, error_object(500, NULL, NULL, err.msg));
-        } else {
-            cJSON *last;
-            if (j->parser) { /* what the parser held back, and whether the reply called tools */
-                infer_output_delta d;
-                infer_output_result res;
-                cJSON *delta = cJSON_CreateObject();
-                if (infer_output_parser_finish(j->parser, &d, &res, &err) == 0) {
-                    if (serve_delta_fill(delta, &d)) {
-                        job_event(j, job_chunk_delta(j, delta, NULL, NULL, j->logprobs ? job_logprobs_more(j) : NULL));
-                        delta = NULL;
-                    }
-                    if (res.n_calls > 0) finish = "tool_calls";
-                }
-                cJSON_Delete(delta);
-            }
-            last = job_chunk(j, NULL, NULL, finish);
-            job_event(j, last);
+        if (j->api == SERVE_API_OPENAI) {
             if (j->include_usage) {
                 cJSON *u = job_object(j, j->chat ? "chat.completion.chunk" : "text_completion");
                 cJSON_AddArrayToObject(u, "choices");
-                cJSON_AddItemToObject(u, "usage", job_usage(j, n_gen));
+                cJSON_AddItemToObject(u, "usage", job_usage(j));
                 cJSON_AddItemToObject(u, "timings", job_timings(j));
                 job_event(j, u);
             }
+            job_append(j, "data: [DONE]\n\n", 14);
         }
-        job_append(j, "data: [DONE]\n\n", 14);
         job_log(j, 200, "streamed");
         j->stage = 3;
         return 1;
@@ -1053,7 +1165,7 @@ static ssize_t job_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (job_stream_more(j)) continue;
         if (client_gone(&j->watch, 2) || server_stopping(j->s)) {
             fprintf(stderr, "infer serve: POST %s: the client went away: request cancelled (sequence %d)\n", j->path,
-                    j->slot);
+                    j->ch[0].slot);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
@@ -1186,8 +1298,161 @@ static int tool_grammar(server *s, completion_call *cc, bad_field *b, unsigned *
     return 1;
 }
 
-static mhd_result serve_completion(server *s, struct MHD_Connection *con, const char *path, const char *body_text,
-                                   int chat, int http11) {
+
+/* Choice i's whole reply, split by its parser where it has one: *res, and
+   1; else 0 (the text as it is, in *text). *text is malloc'd (free it). */
+static int job_reply(job *j, int i, char **text, size_t *n, infer_output_result *res) {
+    choice *c = &j->ch[i];
+    infer_error err;
+    *text = request_text_from(c->r, 0, n);
+    return c->parser && *text && infer_output_parser_push(c->parser, *text, *n, NULL, &err) == 0 &&
+           infer_output_parser_finish(c->parser, NULL, res, &err) == 0;
+}
+
+/* Choice i of a finished job, OpenAI's way: a chat's message (content,
+   reasoning_content, tool_calls) or a text completion's text. */
+static cJSON *job_choice_json(job *j, int i) {
+    const char *finish;
+    size_t n;
+    char *text, *clean;
+    infer_output_result res;
+    int parsed = job_reply(j, i, &text, &n, &res);
+    cJSON *c = cJSON_CreateObject();
+    job_gen_tokens(j, i, &finish);
+    clean = text ? utf8_clean(text, n) : NULL;
+    cJSON_AddNumberToObject(c, "index", i);
+    if (j->chat) {
+        cJSON *m = cJSON_AddObjectToObject(c, "message");
+        cJSON_AddStringToObject(m, "role", "assistant");
+        if (parsed) {
+            char *part = utf8_clean(res.content, res.content_len);
+            if (res.content_len || !res.n_calls) cJSON_AddStringToObject(m, "content", part ? part : "");
+            else cJSON_AddNullToObject(m, "content"); /* the API's for a reply of calls only */
+            free(part);
+            if (res.reasoning_len) {
+                part = utf8_clean(res.reasoning_content, res.reasoning_len);
+                cJSON_AddStringToObject(m, "reasoning_content", part ? part : "");
+                free(part);
+            }
+            if (res.n_calls > 0) {
+                cJSON_AddItemToObject(m, "tool_calls", serve_tool_calls_json(res.calls, res.n_calls));
+                finish = "tool_calls";
+            }
+        } else {
+            cJSON_AddStringToObject(m, "content", clean ? clean : "");
+        }
+    } else {
+        cJSON_AddStringToObject(c, "text", clean ? clean : "");
+    }
+    cJSON_AddItemToObject(c, "logprobs", job_logprobs(j, i, 0, infer_request_tokens(j->ch[i].r, NULL, 0)));
+    cJSON_AddStringToObject(c, "finish_reason", finish);
+    free(text);
+    free(clean);
+    return c;
+}
+
+/* The whole reply of a finished job, in its API's shape. */
+static cJSON *job_reply_json(job *j) {
+    cJSON *o;
+    int i;
+    if (j->api == SERVE_API_ANTHROPIC) {
+        const char *finish;
+        size_t n;
+        char *text;
+        infer_output_result res;
+        int parsed = job_reply(j, 0, &text, &n, &res), n_gen = job_gen_tokens(j, 0, &finish);
+        if (!parsed) {
+            memset(&res, 0, sizeof res);
+            res.content = text ? text : "";
+            res.content_len = text ? n : 0;
+            res.reasoning_content = "";
+        }
+        o = anthropic_message(j->id, j->s->model_id, &res, finish, j->n_prompt, n_gen,
+                              infer_request_cached_tokens(j->ch[0].r));
+        free(text);
+        return o;
+    }
+    o = job_object(j, j->chat ? "chat.completion" : "text_completion");
+    {
+        cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+        for (i = 0; i < j->n; i++) cJSON_AddItemToArray(choices, job_choice_json(j, i));
+    }
+    cJSON_AddItemToObject(o, "usage", job_usage(j));
+    cJSON_AddItemToObject(o, "timings", job_timings(j));
+    return o;
+}
+
+/* Waits for r, watching the client. 0 when the client left or the server
+   stops (r is not freed). */
+static int job_wait(job *j, infer_request *r) {
+    while (!infer_request_done(r))
+        if (client_gone(&j->watch, 2) || server_stopping(j->s)) {
+            fprintf(stderr, "infer serve: POST %s: the client went away: request cancelled (sequence %d)\n", j->path,
+                    j->ch[0].slot);
+            return 0;
+        }
+    return 1;
+}
+
+/* Starts the job's n requests on its sequences. With n > 1 the prompt is
+   fed once, on the first, and copied into the others (copy_to); each then
+   finds it whole in its cache. 1, or 0 with *status (499: the client left)
+   or b set. */
+static int job_start(job *j, completion_call *cc, bad_field *b, unsigned *status) {
+    server *s = j->s;
+    infer_error err;
+    int i;
+    if (j->n > 1) {
+        infer_request_params pre = cc->p;
+        infer_request *r;
+        int to[SERVE_MAX_N];
+        for (i = 1; i < j->n; i++) to[i - 1] = j->ch[i].slot;
+        pre.seq = j->ch[0].slot;
+        pre.n_predict = 0;
+        pre.grammar = NULL, pre.json_schema = NULL, pre.n_grammar_triggers = 0, pre.n_probs = 0;
+        pre.copy_to = to, pre.n_copy_to = j->n - 1;
+        if (!(r = infer_worker_start(s->worker, s->ctx, &pre, &err))) return bad(b, NULL, "%s", err.msg);
+        if (!job_wait(j, r)) {
+            infer_request_cancel(r);
+            infer_request_free(r);
+            *status = 499;
+            return 0;
+        }
+        if (infer_request_status(r, &err) != INFER_OK) {
+            infer_request_free(r);
+            return bad(b, NULL, "%s", err.msg);
+        }
+        infer_request_free(r);
+    }
+    for (i = 0; i < j->n; i++) {
+        infer_request_params p = cc->p;
+        p.seq = j->ch[i].slot;
+        p.sampling.seed += (uint64_t)i; /* n samples, not one n times */
+        if (cc->parse && !(j->ch[i].parser = infer_output_parser_new(cc->parse_fmt, cc->reasoning, &err))) {
+            *status = 500;
+            return 0;
+        }
+        /* no lock of ours: a large schema's grammar is compiled here, on this
+           connection's thread, while other requests start and step */
+        if (!(j->ch[i].r = infer_worker_start(s->worker, s->ctx, &p, &err)))
+            return bad(b, cc->schema ? "response_format" : NULL, "%s", err.msg);
+    }
+    return 1;
+}
+
+/* An error reply in the job's API's shape. */
+static mhd_result send_api_error(struct MHD_Connection *con, int api, unsigned status, const char *param,
+                                 const char *code, const char *msg) {
+    if (api == SERVE_API_ANTHROPIC)
+        return send_json(con, status, anthropic_error(status == 400 ? "invalid_request_error"
+                                                      : status == 503 ? "overloaded_error" : "api_error", msg));
+    return send_error(con, status, param, code, "%s", msg);
+}
+
+/* A completion: body_text in the API's shape (an Anthropic body already
+   made an OpenAI chat's), answered in it. */
+static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, const char *path, const char *body_text,
+                                       int chat, int http11, int api) {
     completion_call cc;
     bad_field b = {NULL, {0}, NULL};
     char *prompt = NULL, *gbnf = NULL;
@@ -1195,8 +1460,12 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
     infer_error err;
     unsigned status = 0;
     mhd_result ret;
-    int n_prompt = 0;
+    int n_prompt = 0, i;
     if (!completion_from_body(s, body_text, chat, &cc, &prompt, &n_prompt, &b)) goto bad_request;
+    if (api == SERVE_API_ANTHROPIC && !cc.parse) { /* content blocks: always split */
+        cc.parse = 1;
+        cc.parse_fmt = INFER_TOOLS_NONE;
+    }
 #if defined(__linux__) && defined(SYS_gettid)
     /* Making and compiling a grammar (infer_worker_start) is this thread's
        work, done at a lower priority than the batch's threads: on a
@@ -1233,6 +1502,10 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
         if (status) goto fail;
         goto bad_request;
     }
+    if (cc.reasoning_budget >= 0 && cc.reasoning != INFER_REASONING_NONE) {
+        cc.p.reasoning_budget = cc.reasoning_budget;
+        cc.p.reasoning_open = cc.reasoning == INFER_REASONING_OPEN;
+    }
 
     j = (job *)calloc(1, sizeof *j);
     if (!j) {
@@ -1240,7 +1513,9 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
         goto fail;
     }
     j->s = s;
-    j->slot = -1;
+    j->api = api;
+    j->n = cc.n;
+    for (i = 0; i < SERVE_MAX_N; i++) j->ch[i].slot = -1;
     j->con = con;
     j->watch.fd = connection_fd(con);
     j->watch.may_probe = http11;
@@ -1255,19 +1530,16 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
     j->path = path;
     j->logprobs = cc.logprobs;
     j->top_logprobs = cc.top_logprobs;
-    if (cc.parse && !(j->parser = infer_output_parser_new(cc.parse_fmt, cc.reasoning, &err))) {
-        status = 500;
-        goto fail;
-    }
-    snprintf(j->id, sizeof j->id, "%s-%llx%04x", chat ? "chatcmpl" : "cmpl", (unsigned long long)cc.p.sampling.seed,
+    snprintf(j->id, sizeof j->id, "%s-%llx%04x",
+             api == SERVE_API_ANTHROPIC ? "msg" : chat ? "chatcmpl" : "cmpl", (unsigned long long)cc.p.sampling.seed,
              (unsigned)rand() & 0xffff);
-    if ((j->slot = slot_acquire(s, &j->watch, cc.p.prompt_tokens, cc.p.n_prompt_tokens, &status)) < 0) goto fail;
-    cc.p.seq = j->slot;
-    /* no lock of ours: a large schema's grammar is compiled here, on this
-       connection's thread, while other requests start and step */
-    j->r = infer_worker_start(s->worker, s->ctx, &cc.p, &err);
-    if (!j->r) {
-        bad(&b, cc.schema ? "response_format" : NULL, "%s", err.msg);
+    {
+        int slots[SERVE_MAX_N];
+        if (slot_acquire(s, &j->watch, cc.p.prompt_tokens, cc.p.n_prompt_tokens, j->n, slots, &status) < 0) goto fail;
+        for (i = 0; i < j->n; i++) j->ch[i].slot = slots[i];
+    }
+    if (!job_start(j, &cc, &b, &status)) {
+        if (status) goto fail;
         goto bad_request;
     }
     free(prompt);
@@ -1292,66 +1564,23 @@ static mhd_result serve_completion(server *s, struct MHD_Connection *con, const 
         return ret;
     }
     /* not streamed: wait for the whole reply, watching the client */
-    while (!infer_request_done(j->r)) {
-        if (client_gone(&j->watch, 2) || server_stopping(s)) {
-            fprintf(stderr, "infer serve: POST %s: the client went away: request cancelled (sequence %d)\n", path,
-                    j->slot);
+    for (i = 0; i < j->n; i++)
+        if (!job_wait(j, j->ch[i].r)) {
             job_free(j);
             return MHD_NO;
         }
-    }
-    {
-        infer_status st = infer_request_status(j->r, &err);
-        const char *finish;
-        int n_gen = job_gen_tokens(j, &finish);
-        size_t n;
-        char *text, *clean;
-        cJSON *o, *choices, *c;
+    for (i = 0; i < j->n; i++) {
+        infer_status st = infer_request_status(j->ch[i].r, &err);
         if (st != INFER_OK && st != INFER_ERR_CONTEXT_FULL) {
-            job_log(j, st == INFER_ERR_ARG || st == INFER_ERR_FORMAT ? 400 : 500, NULL);
-            ret = send_error(con, st == INFER_ERR_ARG || st == INFER_ERR_FORMAT ? 400 : 500, NULL, NULL, "%s", err.msg);
+            unsigned code = st == INFER_ERR_ARG || st == INFER_ERR_FORMAT ? 400 : 500;
+            job_log(j, code, NULL);
+            ret = send_api_error(con, api, code, NULL, NULL, err.msg);
             job_free(j);
             return ret;
         }
-        text = request_text_from(j->r, 0, &n);
-        clean = text ? utf8_clean(text, n) : NULL;
-        o = job_object(j, chat ? "chat.completion" : "text_completion");
-        choices = cJSON_AddArrayToObject(o, "choices");
-        c = cJSON_CreateObject();
-        cJSON_AddNumberToObject(c, "index", 0);
-        if (chat) {
-            cJSON *m = cJSON_AddObjectToObject(c, "message");
-            infer_output_result res;
-            cJSON_AddStringToObject(m, "role", "assistant");
-            if (j->parser && text && infer_output_parser_push(j->parser, text, n, NULL, &err) == 0 &&
-                infer_output_parser_finish(j->parser, NULL, &res, &err) == 0) {
-                char *part = utf8_clean(res.content, res.content_len);
-                if (res.content_len || !res.n_calls) cJSON_AddStringToObject(m, "content", part ? part : "");
-                else cJSON_AddNullToObject(m, "content"); /* the API's for a reply of calls only */
-                free(part);
-                if (res.reasoning_len) {
-                    part = utf8_clean(res.reasoning_content, res.reasoning_len);
-                    cJSON_AddStringToObject(m, "reasoning_content", part ? part : "");
-                    free(part);
-                }
-                if (res.n_calls > 0) {
-                    cJSON_AddItemToObject(m, "tool_calls", serve_tool_calls_json(res.calls, res.n_calls));
-                    finish = "tool_calls";
-                }
-            } else {
-                cJSON_AddStringToObject(m, "content", clean ? clean : "");
-            }
-            cJSON_AddItemToObject(c, "logprobs", job_logprobs(j, 0, infer_request_tokens(j->r, NULL, 0)));
-        } else {
-            cJSON_AddStringToObject(c, "text", clean ? clean : "");
-            cJSON_AddItemToObject(c, "logprobs", job_logprobs(j, 0, infer_request_tokens(j->r, NULL, 0)));
-        }
-        free(text);
-        cJSON_AddStringToObject(c, "finish_reason", finish);
-        cJSON_AddItemToArray(choices, c);
-        cJSON_AddItemToObject(o, "usage", job_usage(j, n_gen));
-        cJSON_AddItemToObject(o, "timings", job_timings(j));
-        free(clean);
+    }
+    {
+        cJSON *o = job_reply_json(j);
         job_log(j, 200, NULL);
         job_free(j);
         return send_json(con, 200, o);
@@ -1365,14 +1594,44 @@ fail:
     completion_call_free(&cc);
     if (j) job_free(j);
     if (status == 499) return MHD_NO; /* the client left while waiting */
-    if (status == 503)
-        return send_error(con, 503, NULL, "queue_full", "every sequence is busy and the queue (%d) is full: try again later",
-                          s->max_queue);
+    if (status == 503) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "every sequence is busy and the queue (%d) is full: try again later", s->max_queue);
+        return send_api_error(con, api, 503, NULL, "queue_full", msg);
+    }
     if (status == 400) {
         if (!b.code) fprintf(stderr, "infer serve: POST %s 400: %s\n", path, b.msg);
-        return send_error(con, 400, b.param, b.code, "%s", b.msg);
+        return send_api_error(con, api, 400, b.param, b.code, b.msg);
     }
-    return send_error(con, 500, NULL, NULL, "out of memory");
+    return send_api_error(con, api, 500, NULL, NULL, "out of memory");
+}
+
+static mhd_result serve_completion(server *s, struct MHD_Connection *con, const char *path, const char *body_text,
+                                   int chat, int http11) {
+    return serve_completion_api(s, con, path, body_text, chat, http11, SERVE_API_OPENAI);
+}
+
+/* Anthropic's Messages API: the body made an OpenAI chat's, answered in
+   Anthropic's shapes (serve_anthropic.c). */
+static mhd_result serve_messages(server *s, struct MHD_Connection *con, const char *body_text, int http11) {
+    cJSON *body = cJSON_Parse(body_text), *chat;
+    const char *param = NULL;
+    char msg[300] = "", *text;
+    mhd_result ret;
+    if (!body) return send_json(con, 400, anthropic_error("invalid_request_error", "the request body is not JSON"));
+    chat = anthropic_to_chat(body, &param, msg, sizeof msg);
+    cJSON_Delete(body);
+    if (!chat) {
+        fprintf(stderr, "infer serve: POST /v1/messages 400: %s\n", msg[0] ? msg : "out of memory");
+        return send_json(con, msg[0] ? 400 : 500, anthropic_error(msg[0] ? "invalid_request_error" : "api_error",
+                                                                  msg[0] ? msg : "out of memory"));
+    }
+    text = cJSON_PrintUnformatted(chat);
+    cJSON_Delete(chat);
+    if (!text) return send_json(con, 500, anthropic_error("api_error", "out of memory"));
+    ret = serve_completion_api(s, con, "/v1/messages", text, 1, http11, SERVE_API_ANTHROPIC);
+    cJSON_free(text);
+    return ret;
 }
 
 /* ---- Embeddings ---------------------------------------------------------------- */
@@ -1651,8 +1910,13 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
 
     if (!strcmp(url, "/health") && get) return serve_health(s, con);
     if (s->api_key) {
+        /* OpenAI's clients send Authorization: Bearer KEY; Anthropic's, x-api-key: KEY */
         const char *auth = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
-        if (!auth || strncmp(auth, "Bearer ", 7) || !same_secret(auth + 7, s->api_key)) {
+        const char *xkey = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "x-api-key");
+        if (xkey && !auth && same_secret(xkey, s->api_key)) {
+            /* accepted */
+        } else if (!auth || strncmp(auth, "Bearer ", 7) || !same_secret(auth + 7, s->api_key)) {
+            if (!auth) auth = xkey;
             fprintf(stderr, "infer serve: %s %s 401: %s API key\n", method, url, auth ? "a wrong" : "no");
             return send_error(con, 401, NULL, "invalid_api_key",
                               auth ? "the API key is not valid" : "an API key is needed (Authorization: Bearer KEY)");
@@ -1669,6 +1933,8 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
         if (post) return serve_completion(s, con, "/v1/chat/completions", u->data ? u->data : "", 1, http11);
     } else if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions")) {
         if (post) return serve_completion(s, con, "/v1/completions", u->data ? u->data : "", 0, http11);
+    } else if (!strcmp(url, "/v1/messages")) {
+        if (post) return serve_messages(s, con, u->data ? u->data : "", http11);
     } else if (!strcmp(url, "/v1/embeddings") || !strcmp(url, "/embeddings")) {
         if (post) return serve_embeddings(s, con, u->data ? u->data : "");
     } else if (strcmp(url, "/health")) {
@@ -1707,11 +1973,16 @@ static const char *serve_usage =
     "                   [-t THREADS] [--api-key KEY] [--alias NAME] [--queue N] [--max-body BYTES]\n"
     "                   [--kv-type f16|q8_0] [--device cpu|cuda|auto] [--max-connections N]\n"
     "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
-    "                   [--max-messages N] [--chat-template-file FILE]\n"
+    "                   [--max-messages N] [--chat-template-file FILE] [--reasoning-budget N]\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
-    "  GET /v1/models[/ID], /health. --parallel N replies decode together (default 4); --queue N more\n"
+    "  GET /v1/models[/ID], /health; and Anthropic's POST /v1/messages. Chats take tools and\n"
+    "  tool_choice (calls forced or shaped by a grammar), n (up to --parallel), logprobs, and give\n"
+    "  reasoning_content apart; --reasoning-budget N (or a request's reasoning_budget, Anthropic's\n"
+    "  thinking.budget_tokens) ends reasoning after N tokens (default -1: never).\n"
+    "  --parallel N replies decode together (default 4); --queue N more\n"
     "  wait for a sequence (default 16), beyond that 503. --port 0 picks a free port (printed).\n"
-    "  --api-key KEY (or INFER_API_KEY): every request but /health needs Authorization: Bearer KEY.\n"
+    "  --api-key KEY (or INFER_API_KEY): every request but /health needs Authorization: Bearer KEY\n"
+    "  (or x-api-key: KEY).\n"
     "  --max-connections N open at once (default 1000); --read-timeout SECS for a request's headers\n"
     "  and body to arrive, from the connection's start or the previous reply's end (default 10); a\n"
     "  reply may take any time, but one the client stops reading for 60 s is dropped. Per request:\n"
@@ -1745,6 +2016,7 @@ int infer_cmd_serve(int argc, char **argv) {
     s.read_timeout = 10;
     s.max_schema = 512 << 10;
     s.max_grammar = 8 << 20;
+    s.reasoning_budget = -1;
     s.max_messages = 1024;
     s.n_threads = threads > 0 ? (int)threads : 1;
     s.api_key = getenv("INFER_API_KEY");
@@ -1778,6 +2050,8 @@ int infer_cmd_serve(int argc, char **argv) {
             int ms = 0;
             ok = cli_int(v, &ms) && ms >= 2;
             s.max_schema = (size_t)ms;
+        } else if (!strcmp(a, "--reasoning-budget")) {
+            ok = cli_int(v, &s.reasoning_budget) && s.reasoning_budget >= -1;
         } else if (!strcmp(a, "--max-grammar")) {
             int mg = 0;
             ok = cli_int(v, &mg) && mg >= 64;

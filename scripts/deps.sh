@@ -57,6 +57,8 @@ pip_need "numpy, gguf" "numpy gguf"
 pip_need openai openai
 # ... and tests/server_tools.py validates tool calls' arguments with jsonschema
 pip_need jsonschema jsonschema
+# ... and /v1/messages is tested with Anthropic's own package
+pip_need anthropic anthropic
 # tests/template_models_check.py renders each model's chat template with
 # jinja2 itself, to compare with infer.h's interpreter
 pip_need jinja2 jinja2

@@ -295,7 +295,7 @@ def check_bad_requests(srv, client, openai):
          "a temperature that is not a number"),
         ('{"messages": [{"role": "user", "content": "hi"}], "max_tokens": -3}', 400, None, "max_tokens",
          "negative max_tokens"),
-        ('{"messages": [{"role": "user", "content": "hi"}], "n": 2}', 400, None, "n", "n = 2"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "n": 5}', 400, None, "n", "n = 5 beyond --parallel 4"),
         ('{"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}', 400, None, "stream",
          "stream that is not a boolean"),
         ('{"messages": [{"role": "user", "content": "hi"}], "stop": [1]}', 400, None, "stop", "a stop that is not text"),
@@ -334,10 +334,11 @@ def check_bad_requests(srv, client, openai):
     except openai.AuthenticationError:
         check(True, "the openai client with a wrong key gets AuthenticationError")
     try:
-        client.chat.completions.create(model="smollm", messages=[{"role": "user", "content": "hi"}], n=3)
-        check(False, "the openai client gets BadRequestError for n = 3")
+        client.chat.completions.create(model="smollm", messages=[{"role": "user", "content": "hi"}], n=9)
+        check(False, "the openai client gets BadRequestError for n = 9 (beyond --parallel)")
     except openai.BadRequestError as ex:
-        check(ex.status_code == 400 and "n = 1" in str(ex), "the openai client gets BadRequestError for n = 3")
+        check(ex.status_code == 400 and "--parallel" in str(ex),
+              "the openai client gets BadRequestError for n = 9 (beyond --parallel)")
     # The server still answers after all that.
     r = client.chat.completions.create(model="smollm", messages=[{"role": "user", "content": "hi"}], max_tokens=4)
     check(r.usage.completion_tokens >= 1, "the server answers normally after the bad requests")

@@ -3,8 +3,9 @@
 (tool_choice required, named and auto, streamed and not: the streamed
 deltas, put together as a client does, equal the plain reply, and the
 arguments validate against the tool's schema), a tool result's round trip,
-parallel_tool_calls, reasoning_content (Qwen3's template), logprobs, and
-the 400s for bad tools.
+parallel_tool_calls, reasoning_content (Qwen3's template) and a reasoning
+budget (DeepSeek R1's), logprobs, n > 1, Anthropic's Messages API through
+the anthropic package, and the 400s for bad tools.
 
 SmolLM2-135M-Instruct is not trained for tools: forced calls (required,
 named) must still be valid, through the grammar. Its own template knows no
@@ -193,6 +194,99 @@ def check_logprobs(client):
           "logprobs: a text completion's tokens, top_logprobs and text_offset")
 
 
+def check_n(client, jsonschema):
+    """n replies to one prompt: fed once, copied into n sequences"""
+    one = client.chat.completions.create(model="m", messages=ASK, temperature=0, max_tokens=12)
+    r = client.chat.completions.create(model="m", messages=ASK, temperature=0, max_tokens=12, n=3)
+    check([c.index for c in r.choices] == [0, 1, 2] and
+          all(c.message.content == one.choices[0].message.content for c in r.choices),
+          "n = 3, greedy: three replies, each the n = 1 reply (%r)" % [c.message.content[:20] for c in r.choices])
+    check(r.usage.prompt_tokens == one.usage.prompt_tokens and
+          r.usage.completion_tokens == 3 * one.usage.completion_tokens,
+          "n = 3: the prompt counted once, the replies' tokens together (%d, %d)" %
+          (r.usage.prompt_tokens, r.usage.completion_tokens))
+    kw = dict(model="m", messages=ASK, temperature=1.0, seed=11, max_tokens=16, n=3)
+    r = client.chat.completions.create(**kw)
+    texts = [c.message.content for c in r.choices]
+    check(len(set(texts)) >= 2, "n = 3, sampled: the replies differ (%r)" % [t[:20] for t in texts])
+    streamed_texts = ["", "", ""]
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        for c in chunk.choices:
+            streamed_texts[c.index] += c.delta.content or ""
+    check(streamed_texts == texts, "n = 3 streamed: each choice's deltas add up to its plain reply")
+    r = client.chat.completions.create(model="m", messages=ASK, tools=TOOLS, tool_choice="required", temperature=0.8,
+                                       seed=2, max_tokens=120, n=2)
+    check(len(r.choices) == 2 and all(c.finish_reason == "tool_calls" and c.message.tool_calls and
+                                      all(valid_call(x, jsonschema) for x in plain_calls(c.message))
+                                      for c in r.choices), "n = 2 with tool_choice required: valid calls in each")
+
+
+def check_anthropic(url, anthropic, jsonschema, openai_client):
+    """Anthropic's Messages API through the anthropic package"""
+    client = anthropic.Anthropic(base_url=url, api_key="none", max_retries=0, timeout=300)
+    system = "You are a helpful assistant."
+    # (temperature goes in extra_body: this package's create() no longer names it)
+    kw = dict(model="m", max_tokens=16, system=system, messages=ASK, extra_body={"temperature": 0})
+    m = client.messages.create(**kw)
+    text = "".join(b.text for b in m.content if b.type == "text")
+    o = openai_client.chat.completions.create(model="m", max_tokens=16, temperature=0,
+                                              messages=[{"role": "system", "content": system}] + ASK)
+    check(m.type == "message" and m.role == "assistant" and text == o.choices[0].message.content.strip() and
+          m.stop_reason in ("end_turn", "max_tokens") and m.usage.output_tokens == o.usage.completion_tokens,
+          "anthropic: messages.create answers as the same OpenAI chat does (%r)" % text[:40])
+    with client.messages.stream(**kw) as stream:
+        s_text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    check(s_text == text and final.stop_reason == m.stop_reason, "anthropic: the stream's text equals the plain reply")
+    tools = [{"name": t["function"]["name"], "description": t["function"]["description"],
+              "input_schema": t["function"]["parameters"]} for t in TOOLS]
+    tkw = dict(model="m", max_tokens=120, messages=ASK, tools=tools, tool_choice={"type": "any"},
+               extra_body={"temperature": 0})
+    m = client.messages.create(**tkw)
+    uses = [b for b in m.content if b.type == "tool_use"]
+    ok = bool(uses) and m.stop_reason == "tool_use"
+    for u in uses:
+        try:
+            jsonschema.validate(u.input, schema_of(u.name))
+        except (jsonschema.ValidationError, StopIteration):
+            ok = False
+    check(ok, "anthropic: tool_choice any gives tool_use blocks whose input validates (%s)" %
+          [(u.name, u.input) for u in uses])
+    with client.messages.stream(**tkw) as stream:
+        final = stream.get_final_message()
+    s_uses = [(b.name, b.input) for b in final.content if b.type == "tool_use"]
+    check(s_uses == [(u.name, u.input) for u in uses], "anthropic: streamed tool_use blocks equal the plain reply")
+    m2 = client.messages.create(model="m", max_tokens=20, extra_body={"temperature": 0}, tools=tools, messages=ASK + [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": uses[0].id, "name": uses[0].name,
+                                           "input": uses[0].input}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": uses[0].id,
+                                      "content": "21 degrees and sunny"}]}])
+    check(m2.content and m2.stop_reason in ("end_turn", "max_tokens", "tool_use"),
+          "anthropic: a tool_result round trip is answered (%s)" % m2.stop_reason)
+    try:
+        client.messages.create(model="m", max_tokens=4, messages=[{"role": "robot", "content": "hi"}])
+        check(False, "anthropic: a bad role is a 400")
+    except anthropic.BadRequestError as ex:
+        check(ex.body.get("type") == "error" and ex.body["error"]["type"] == "invalid_request_error",
+              "anthropic: a bad role is a 400 in Anthropic's error shape")
+
+
+def check_reasoning_budget(client, anthropic_client):
+    """DeepSeek R1's template opens <think> in the prompt: the reply reasons
+    until </think>; with a budget of 4 tokens the end is forced after them"""
+    kw = dict(model="m", messages=[{"role": "user", "content": "Why is the sky blue?"}], temperature=0, max_tokens=40)
+    free = client.chat.completions.create(**kw)
+    cut = client.chat.completions.create(extra_body={"reasoning_budget": 4}, **kw)
+    r_free = (free.choices[0].message.model_extra or {}).get("reasoning_content") or ""
+    r_cut = (cut.choices[0].message.model_extra or {}).get("reasoning_content") or ""
+    check(len(r_free) > len(r_cut) > 0 and r_free.startswith(r_cut),
+          "reasoning_budget 4: the reasoning is cut after 4 tokens (%r of %r)" % (r_cut, r_free[:60]))
+    m = anthropic_client.messages.create(model="m", max_tokens=40, extra_body={"temperature": 0}, messages=kw["messages"],
+                                         thinking={"type": "enabled", "budget_tokens": 1024})
+    check(m.content and m.content[0].type == "thinking" and m.content[0].thinking,
+          "anthropic: the reasoning is a thinking block (%r)" % (m.content[0].type if m.content else None))
+
+
 def check_bad(client, openai):
     cases = [
         (dict(tools=[{"type": "function"}]), "tools", "a tool without a function"),
@@ -220,16 +314,19 @@ def main():
     if not os.path.exists(model):
         server_check.skip("%s is absent (python3 scripts/fetch_model.py fetches it)" % model)
     try:
-        import openai
+        import anthropic
         import jsonschema
+        import openai
     except ImportError as ex:
-        server_check.skip("a package is missing (%s): pip install openai jsonschema" % ex)
-    srv = Server(infer, model, "--parallel", "2", "-c", "2048")
+        server_check.skip("a package is missing (%s): pip install openai anthropic jsonschema" % ex)
+    srv = Server(infer, model, "--parallel", "3", "-c", "2048")
     try:
         client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=300)
         check_tools(client, "SmolLM2's own template (generic calls)", jsonschema)
         check_round_trip(client, "SmolLM2's own template")
         check_logprobs(client)
+        check_n(client, jsonschema)
+        check_anthropic(srv.url, anthropic, jsonschema, client)
         check_bad(client, openai)
     finally:
         srv.stop()
@@ -244,6 +341,13 @@ def main():
             check_tools(client, "Qwen3's template (Hermes calls)", jsonschema)
             check_round_trip(client, "Qwen3's template")
             check_reasoning(client)
+        finally:
+            srv.stop()
+        r1 = os.path.join(shared, "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja")
+        srv = Server(infer, model, "--parallel", "2", "-c", "2048", "--chat-template-file", r1)
+        try:
+            client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=300)
+            check_reasoning_budget(client, anthropic.Anthropic(base_url=srv.url, api_key="none", max_retries=0))
         finally:
             srv.stop()
     if server_check.failures:
