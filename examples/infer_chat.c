@@ -8,6 +8,14 @@
    drops an earlier reply's reasoning), the next turn takes the cache back to
    before that reply and feeds it again as the template writes it.
    --think off asks Qwen3 and SmolLM3 for answers without reasoning.
+   A template that writes <think> (Qwen3, SmolLM3, DeepSeek R1 distills)
+   has each reply split by infer_output_parser: the reasoning is shown
+   apart from the answer (see chat_usage), only the answer goes into the
+   conversation, and --reasoning-budget N closes the reasoning after N
+   tokens. --chat-template-file FILE (or --jinja, the model's own template)
+   formats the chat through the Jinja interpreter instead of the built-in
+   formats: each turn renders the whole conversation and the request's
+   prompt reuse feeds only what the cache does not hold yet.
    Each reply is a request (infer_request_start) stepped one forward pass
    at a time: --stop strings end it, and with --context-shift a full
    context drops its older half (after --keep positions) and goes on. */
@@ -21,6 +29,32 @@
 #include "cli.h"
 
 int infer_cmd_chat(int argc, char **argv);
+
+static const char *const chat_usage =
+    "usage: infer chat -m MODEL [options]   (user turns from stdin, one a line; EOF ends the chat)\n"
+    "  --system TEXT          a system message first\n"
+    "  -n N                   most tokens per reply (256)\n"
+    "  -t THREADS, -c CTX, --device D, --kv-type f16|q8_0, --temp T, --top-k K, --top-p P,\n"
+    "  --min-p P, --repeat-penalty R, --seed S, --stop STR..., --context-shift, --keep N,\n"
+    "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N   as infer run\n"
+    "  --think on|off         off: Qwen3 and SmolLM3 answer without reasoning (also a Jinja\n"
+    "                         template's enable_thinking)\n"
+    "  --reasoning show|hide  a reply's reasoning (<think>...</think>, where the template writes\n"
+    "                         one) is shown apart from the answer (show, the default) or not at\n"
+    "                         all (hide). On a terminal it comes first on stdout, dimmed (not\n"
+    "                         under NO_COLOR), after \"[reasoning] \"; when stdout is not a\n"
+    "                         terminal it goes to stderr, each of its lines after \"[reasoning] \",\n"
+    "                         so stdout holds only the answers.\n"
+    "                         Only the answer is kept in the conversation.\n"
+    "  --reasoning-budget N   a reply still reasoning after N tokens is made to close its\n"
+    "                         reasoning (\"</think>\") and answer (not with --grammar or\n"
+    "                         --json-schema, which decide the text themselves)\n"
+    "  --chat-template-file F format the chat with the Jinja template in F (messages,\n"
+    "                         add_generation_prompt, bos_token, eos_token) instead of the\n"
+    "                         built-in format recognized from the model's template\n"
+    "  --jinja                the same with the model's own template (tokenizer.chat_template)\n"
+    "  A template that fails or calls raise_exception ends the chat with its one-line error\n"
+    "  (exit 1).\n";
 int cli_output_request(const cli_output *o, const infer_model *m, infer_request_params *p, char **owned); /* infer.c */
 
 #define CHAT_MAX_STOP 16
@@ -35,8 +69,13 @@ typedef struct chat_opts {
     infer_type kv_type;
     infer_sampler_params sp;
     int no_think; /* --think off */
+    int hide_reasoning;         /* --reasoning hide */
+    int reasoning_budget;       /* --reasoning-budget (-1: none) */
+    const char *template_file;  /* --chat-template-file */
+    int jinja_own;              /* --jinja */
 } chat_opts;
 
+/* 1: parsed; 0: a bad command line (said on stderr); 2: --help was printed. */
 static int chat_parse(int argc, char **argv, chat_opts *o) {
     int i;
     memset(o, 0, sizeof *o);
@@ -44,15 +83,22 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
     o->threads = 2;
     o->device = INFER_DEVICE_AUTO;
     o->sp = infer_sampler_default_params();
-    for (i = 2; i < argc; i += 2) { /* every option but --context-shift takes a value */
+    o->reasoning_budget = -1;
+    for (i = 2; i < argc; i += 2) { /* every option but --context-shift, --jinja and --help takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
         static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
                                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
-                                           "--device", "--kv-type", "--think", "--stop", "--keep"};
+                                           "--device", "--kv-type", "--think", "--stop", "--keep",
+                                           "--reasoning", "--reasoning-budget", "--chat-template-file"};
         size_t k;
-        if (!strcmp(a, "--context-shift")) {
-            o->shift = 1;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(chat_usage, stdout);
+            return 2;
+        }
+        if (!strcmp(a, "--context-shift") || !strcmp(a, "--jinja")) {
+            if (a[2] == 'c') o->shift = 1;
+            else o->jinja_own = 1;
             i--;
             continue;
         }
@@ -78,7 +124,12 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
             if (o->n_stop == CHAT_MAX_STOP) return cli_fail("%s", "at most 16 --stop strings"), 0;
             ok = *v != 0;
             o->stop[o->n_stop++] = v;
-        } else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
+        } else if (!strcmp(a, "--reasoning")) {
+            ok = !strcmp(v, "show") || !strcmp(v, "hide");
+            o->hide_reasoning = !strcmp(v, "hide");
+        } else if (!strcmp(a, "--reasoning-budget")) ok = cli_int(v, &o->reasoning_budget) && o->reasoning_budget >= 0;
+        else if (!strcmp(a, "--chat-template-file")) o->template_file = v;
+        else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
         else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
@@ -89,6 +140,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         }
     }
     if (!o->model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
+    if (o->template_file && o->jinja_own) return cli_fail("%s", "give only one of --chat-template-file and --jinja"), 0;
     return 1;
 }
 
@@ -148,6 +200,13 @@ typedef struct chat_state {
     infer_request_params base; /* each reply's output control */
     int n_turns;
     int shifted;     /* the context dropped positions: back_past no longer holds */
+    char *jinja;     /* a Jinja template's text (--chat-template-file, --jinja), or NULL:
+                        the built-in format tmpl */
+    char bos[64], eos[64]; /* the model's BOS and EOS texts, for the Jinja template */
+    char *held;      /* Jinja: the text the cache holds (the last prompt and reply) */
+    int split;       /* replies go through infer_output_parser (the template writes <think>) */
+    int out_tty;     /* stdout is a terminal: reasoning shown there, before the answer */
+    int faint;       /* ... dimmed (ANSI faint; not under NO_COLOR) */
 } chat_state;
 
 static int chat_push(chat_state *st, const char *role, const char *content, size_t len) {
@@ -174,6 +233,112 @@ static char *chat_format(const chat_state *st, int n, int from, int add) {
     char *s = len >= 0 ? (char *)malloc((size_t)len + 1) : NULL;
     if (s) infer_chat_format(&st->tmpl, st->msgs, n, from, add, s, (size_t)len + 1);
     return s;
+}
+
+/* s as a JSON string (quoted, escaped) onto out. */
+static int chat_json_string(chat_str *out, const char *s) {
+    static const char hex[] = "0123456789abcdef";
+    int ok = chat_append(out, "\"", 1);
+    for (; ok && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        char esc[7] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15], 0};
+        if (ch == '"' || ch == '\\') esc[1] = (char)ch, ok = chat_append(out, esc, 2);
+        else if (ch < 0x20) ok = chat_append(out, esc, 6);
+        else ok = chat_append(out, s, 1);
+    }
+    return ok && chat_append(out, "\"", 1);
+}
+
+/* The conversation so far (the first n messages), then the assistant
+   prompt, rendered by the Jinja template as transformers'
+   apply_chat_template would: {"messages", "add_generation_prompt": true,
+   "bos_token", "eos_token"} (and "enable_thinking": false with --think
+   off). A BOS the text opens with is dropped where tokenizing adds one.
+   malloc'd, or NULL with the one-line error printed. */
+static char *chat_render(const chat_state *st, int n) {
+    chat_str vars = {NULL, 0, 0};
+    infer_error err;
+    int raised = 0, ok, i;
+    char *text;
+    size_t nb = strlen(st->bos);
+    ok = chat_append(&vars, "{\"messages\": [", 14);
+    for (i = 0; ok && i < n; i++)
+        ok = chat_append(&vars, i ? ", {\"role\": " : "{\"role\": ", i ? 11 : 9) && chat_json_string(&vars, st->msgs[i].role) &&
+             chat_append(&vars, ", \"content\": ", 13) && chat_json_string(&vars, st->msgs[i].content) &&
+             chat_append(&vars, "}", 1);
+    ok = ok && chat_append(&vars, "], \"add_generation_prompt\": true, \"bos_token\": ", 47) &&
+         chat_json_string(&vars, st->bos) && chat_append(&vars, ", \"eos_token\": ", 15) &&
+         chat_json_string(&vars, st->eos);
+    if (ok && st->o->no_think) ok = chat_append(&vars, ", \"enable_thinking\": false", 26);
+    if (!ok || !chat_append(&vars, "}", 1)) {
+        free(vars.p);
+        fprintf(stderr, "infer: out of memory\n");
+        return NULL;
+    }
+    text = infer_jinja_render(st->jinja, vars.p, NULL, &raised, &err);
+    free(vars.p);
+    if (!text) {
+        if (err.code == INFER_ERR_NOMEM) fprintf(stderr, "infer: out of memory\n");
+        else if (raised) fprintf(stderr, "infer: the chat template raised an exception: %s\n", err.msg);
+        else fprintf(stderr, "infer: the chat template: %s\n", err.msg);
+        return NULL;
+    }
+    /* the request puts BOS in front itself: a second one would differ from
+       what the model was trained on */
+    if (nb && infer_model_add_bos(st->m) && !strncmp(text, st->bos, nb)) memmove(text, text + nb, strlen(text) - nb + 1);
+    return text;
+}
+
+/* 1 where a prompt ends inside an open <think> (blanks after it aside):
+   the reply then begins in its reasoning (DeepSeek R1's templates, a
+   template with thinking forced). */
+static int chat_opens_think(const char *prompt) {
+    size_t n = strlen(prompt);
+    while (n && (prompt[n - 1] == ' ' || prompt[n - 1] == '\n' || prompt[n - 1] == '\r' || prompt[n - 1] == '\t')) n--;
+    return n >= 7 && !memcmp(prompt + n - 7, "<think>", 7);
+}
+
+/* Writes one reply's parts as they become certain: the reasoning apart
+   from the answer, as chat_usage describes. */
+typedef struct chat_printer {
+    const chat_state *st;
+    int in_reasoning; /* the reasoning's opening was written, its end not yet */
+    int line_start;   /* (stderr) the next reasoning byte begins a line */
+} chat_printer;
+
+static void chat_print_reasoning(chat_printer *pr, const char *s, size_t n) {
+    size_t i;
+    if (!n || pr->st->o->hide_reasoning) return;
+    if (pr->st->out_tty) { /* before the answer on the terminal, dimmed */
+        if (!pr->in_reasoning) fputs(pr->st->faint ? "\033[2m[reasoning] " : "[reasoning] ", stdout);
+        pr->in_reasoning = 1;
+        fwrite(s, 1, n, stdout);
+        fflush(stdout);
+        return;
+    }
+    /* on stderr, every line marked, so that a log can be read (or grepped) apart */
+    if (!pr->in_reasoning) pr->line_start = 1;
+    pr->in_reasoning = 1;
+    for (i = 0; i < n; i++) {
+        if (pr->line_start) fputs("[reasoning] ", stderr);
+        fputc(s[i], stderr);
+        pr->line_start = s[i] == '\n';
+    }
+    fflush(stderr);
+}
+
+static void chat_end_reasoning(chat_printer *pr) {
+    if (!pr->in_reasoning) return;
+    if (pr->st->out_tty) fputs(pr->st->faint ? "\033[0m\n" : "\n", stdout), fflush(stdout);
+    else if (!pr->line_start) fputc('\n', stderr), fflush(stderr);
+    pr->in_reasoning = 0;
+}
+
+static void chat_print_content(chat_printer *pr, const char *s, size_t n) {
+    if (!n) return;
+    chat_end_reasoning(pr);
+    fwrite(s, 1, n, stdout);
+    fflush(stdout);
 }
 
 /* The cache holds the last reply as it was generated: the assistant prompt,
@@ -223,80 +388,148 @@ static char *chat_turn_text(const chat_state *st) {
     return text;
 }
 
+/* Bytes a and b share from their start. */
+static size_t chat_common_prefix(const char *a, const char *b) {
+    size_t n = 0;
+    while (a[n] && a[n] == b[n]) n++;
+    return n;
+}
+
 /* Runs one turn for the last (user) message. Returns 0 to go on, 1 when the
    context is full (said on stderr), -1 on an error. */
-static int chat_turn(chat_state *st, int n_predict, int tty) {
+static int chat_turn(chat_state *st, int n_predict) {
     infer_error err;
     infer_request_params rp;
     infer_request *r;
     chat_str reply = {NULL, 0, 0};
-    char *text;
-    infer_token *toks = NULL;
-    size_t printed = 0;
-    int n_shown = 0, n, add_bos, n_ctx = infer_context_n_ctx(st->c), full = 0, n_gen, past0;
-    int n_gp = infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_msgs, 1, NULL, 0), n_a;
+    chat_printer pr;
+    infer_output_parser *parser = NULL;
+    infer_output_delta delta;
+    infer_output_result res;
+    char *text, *full = NULL, *answer = NULL;
+    size_t printed = 0, answer_len = 0;
+    int n_shown = 0, n, add_bos, n_ctx = infer_context_n_ctx(st->c), full_ctx = 0, n_gen, past0, n_read, ok = 1;
+    /* from_start: the prompt is the whole conversation, fed with n_past 0
+       (the cache's prefix of it kept by prompt reuse) */
+    int from_start = 0, reasoning = INFER_REASONING_NONE;
     infer_status status;
-    chat_rewrite_reply(st);
-    st->back_past = infer_context_n_past(st->c);
-    st->back_fed = st->n_fed;
-    st->back_open = st->reply_open;
-    text = chat_turn_text(st);
-    if (!text) return fprintf(stderr, "infer: out of memory\n"), -1;
-    add_bos = infer_context_n_past(st->c) == 0 && infer_model_add_bos(st->m);
+    memset(&pr, 0, sizeof pr);
+    pr.st = st;
+    if (st->jinja) {
+        /* the whole conversation, rendered afresh: a template may write an
+           earlier turn otherwise once a later one follows (drop its
+           reasoning); prompt reuse then feeds again from the first token
+           that differs */
+        if (!(full = chat_render(st, st->n_msgs))) return -1;
+        if (!st->shifted) {
+            text = full;
+            from_start = 1;
+        } else {
+            /* after a context shift the cache no longer begins with the
+               conversation: only the text past what it holds is fed on (where
+               the template rewrote that text, the cache keeps it as it was) */
+            text = full + chat_common_prefix(st->held ? st->held : "", full);
+        }
+        text = strdup(text);
+        if (!text) return free(full), fprintf(stderr, "infer: out of memory\n"), -1;
+        add_bos = from_start && infer_model_add_bos(st->m);
+    } else {
+        int n_gp = infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_msgs, 1, NULL, 0), n_a;
+        infer_token *toks = NULL;
+        chat_rewrite_reply(st);
+        st->back_past = infer_context_n_past(st->c);
+        st->back_fed = st->n_fed;
+        st->back_open = st->reply_open;
+        text = chat_turn_text(st);
+        if (!text) return fprintf(stderr, "infer: out of memory\n"), -1;
+        add_bos = infer_context_n_past(st->c) == 0 && infer_model_add_bos(st->m);
+        n = infer_tokenize(st->m, text, strlen(text), NULL, 0, add_bos, 1);
+        if (n < 0 || !(toks = (infer_token *)malloc(((size_t)n + 1) * sizeof *toks))) {
+            free(text);
+            return fprintf(stderr, "infer: the turn could not be tokenized\n"), -1;
+        }
+        infer_tokenize(st->m, text, strlen(text), toks, n, add_bos, 1);
+        /* where the assistant prompt begins, if it begins on a token boundary
+           (its own tokens end the turn's): a reply fed again starts there */
+        n_a = n_gp > 0 && (size_t)n_gp <= strlen(text)
+                  ? infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, NULL, 0, add_bos, 1)
+                  : -1;
+        if (n_a >= 0 && n_a <= n) {
+            infer_token *a = (infer_token *)malloc(((size_t)n_a + 1) * sizeof *a);
+            if (a && infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, a, n_a, add_bos, 1) == n_a &&
+                !memcmp(a, toks, (size_t)n_a * sizeof *a)) {
+                st->back_past += n_a;
+                st->back_fed = st->n_msgs;
+                st->back_open = 0;
+            }
+            free(a);
+        }
+        free(toks);
+    }
     n = infer_tokenize(st->m, text, strlen(text), NULL, 0, add_bos, 1);
-    if (n < 0 || !(toks = (infer_token *)malloc(((size_t)n + 1) * sizeof *toks))) {
-        free(text);
+    if (n < 0) {
+        free(text), free(full);
         return fprintf(stderr, "infer: the turn could not be tokenized\n"), -1;
     }
-    infer_tokenize(st->m, text, strlen(text), toks, n, add_bos, 1);
-    /* where the assistant prompt begins, if it begins on a token boundary
-       (its own tokens end the turn's): a reply fed again starts there */
-    n_a = n_gp > 0 && (size_t)n_gp <= strlen(text) ? infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, NULL, 0, add_bos, 1)
-                                                   : -1;
-    if (n_a >= 0 && n_a <= n) {
-        infer_token *a = (infer_token *)malloc(((size_t)n_a + 1) * sizeof *a);
-        if (a && infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, a, n_a, add_bos, 1) == n_a &&
-            !memcmp(a, toks, (size_t)n_a * sizeof *a)) {
-            st->back_past += n_a;
-            st->back_fed = st->n_msgs;
-            st->back_open = 0;
-        }
-        free(a);
-    }
-    free(toks);
     /* room for the turn and at least one reply token (a context that
        shifts makes room itself) */
-    if (!st->o->shift && infer_context_n_past(st->c) + n + 1 > n_ctx) {
-        free(text);
-        fprintf(stderr, "infer: the context is full (%d of %d tokens used; this turn needs %d more): ending the chat\n",
-                infer_context_n_past(st->c), n_ctx, n);
+    if (!st->o->shift && (from_start ? 0 : infer_context_n_past(st->c)) + n + 1 > n_ctx) {
+        if (from_start)
+            fprintf(stderr, "infer: the context is full (the conversation takes %d tokens of %d): ending the chat\n", n,
+                    n_ctx);
+        else
+            fprintf(stderr,
+                    "infer: the context is full (%d of %d tokens used; this turn needs %d more): ending the chat\n",
+                    infer_context_n_past(st->c), n_ctx, n);
+        free(text), free(full);
         return 1;
+    }
+    /* a template that writes <think>: the reply's reasoning is split off,
+       from its first byte where the prompt left <think> open */
+    if (st->split || st->o->reasoning_budget >= 0)
+        reasoning = chat_opens_think(full ? full : text) ? INFER_REASONING_OPEN : INFER_REASONING_AUTO;
+    if (reasoning != INFER_REASONING_NONE && !(parser = infer_output_parser_new(INFER_TOOLS_NONE, reasoning, &err))) {
+        free(text), free(full);
+        return fprintf(stderr, "infer: %s\n", err.msg), -1;
     }
     /* the reply: a request on the cache, stepped a forward pass at a time */
     rp = st->base;
     rp.prompt = text;
+    if (from_start) rp.n_past = 0;
     rp.n_predict = n_predict;
     rp.sampling = st->o->sp;
     rp.sampling.seed += (uint64_t)st->n_turns++; /* each turn draws afresh */
     rp.stop = st->o->stop;
     rp.n_stop = st->o->n_stop;
-    past0 = infer_context_n_past(st->c);
+    rp.reasoning_budget = st->o->reasoning_budget;
+    rp.reasoning_open = reasoning == INFER_REASONING_OPEN;
+    past0 = from_start ? 0 : infer_context_n_past(st->c);
     r = infer_request_start(st->c, &rp, &err);
     free(text);
-    if (!r) return fprintf(stderr, "infer: %s\n", err.msg), -1;
+    if (!r) {
+        infer_output_parser_free(parser);
+        free(full);
+        return fprintf(stderr, "infer: %s\n", err.msg), -1;
+    }
     st->n_fed = st->n_msgs;
     for (;;) {
         int left = infer_context_step(st->c, 0);
         size_t len = infer_request_text(r, printed, NULL, 0);
-        if (len) {
+        if (len && ok) {
             char *p = (char *)malloc(len + 1);
-            if (!p) break; /* the reply ends short; the request is freed below */
-            infer_request_text(r, printed, p, len + 1);
-            fwrite(p, 1, len, stdout);
-            fflush(stdout);
-            chat_append(&reply, p, len);
-            printed += len;
-            free(p);
+            if (!p) ok = 0; /* out of memory: said once the request ends */
+            else {
+                infer_request_text(r, printed, p, len + 1);
+                if (!chat_append(&reply, p, len)) ok = 0;
+                printed += len;
+                if (!parser) fwrite(p, 1, len, stdout), fflush(stdout);
+                else if (infer_output_parser_push(parser, p, len, &delta, &err) == 0) {
+                    chat_print_reasoning(&pr, delta.reasoning, delta.reasoning_len);
+                    chat_print_content(&pr, delta.content, delta.content_len);
+                } else ok = 0;
+                free(p);
+            }
+            if (!ok) infer_request_cancel(r);
         }
         if (st->o->out.n_probs > 0) /* each token's most probable ones, on stderr */
             for (; n_shown < infer_request_tokens(r, NULL, 0); n_shown++) {
@@ -324,25 +557,51 @@ static int chat_turn(chat_state *st, int n_predict, int tty) {
         }
     }
     if (st->o->shift && infer_context_n_past(st->c) != past0 + n + n_gen) st->shifted = 1;
+    n_read = n - (from_start ? infer_request_cached_tokens(r) : 0);
     infer_request_free(r);
+    if (parser) { /* what was held back, and the answer alone for the conversation */
+        if (ok && infer_output_parser_finish(parser, &delta, &res, &err) == 0) {
+            chat_print_reasoning(&pr, delta.reasoning, delta.reasoning_len);
+            chat_print_content(&pr, delta.content, delta.content_len);
+            if ((answer = (char *)malloc(res.content_len + 1)) != NULL) {
+                memcpy(answer, res.content, res.content_len);
+                answer_len = res.content_len;
+            }
+        }
+        chat_end_reasoning(&pr);
+        infer_output_parser_free(parser);
+        if (!answer) ok = 0;
+    }
     fputc('\n', stdout);
     fflush(stdout);
-    if (status == INFER_ERR_CONTEXT_FULL) full = 1;
-    else if (status != INFER_OK) {
-        free(reply.p);
-        return fprintf(stderr, "infer: %s\n", err.msg), -1;
+    if (ok && st->jinja) { /* what the cache holds now, for a turn after a context shift */
+        free(st->held);
+        if ((st->held = (char *)malloc(strlen(full) + reply.n + 1)) != NULL) {
+            memcpy(st->held, full, strlen(full));
+            memcpy(st->held + strlen(full), reply.p ? reply.p : "", reply.n);
+            st->held[strlen(full) + reply.n] = 0;
+        } else ok = 0;
     }
-    if (!chat_push(st, "assistant", reply.p ? reply.p : "", reply.n)) {
-        free(reply.p);
+    free(full);
+    if (!ok) {
+        free(reply.p), free(answer);
         return fprintf(stderr, "infer: out of memory\n"), -1;
     }
-    free(reply.p);
+    if (status == INFER_ERR_CONTEXT_FULL) full_ctx = 1;
+    else if (status != INFER_OK) {
+        free(reply.p), free(answer);
+        return fprintf(stderr, "infer: %s\n", err.msg), -1;
+    }
+    if (!chat_push(st, "assistant", answer ? answer : reply.p ? reply.p : "", answer ? answer_len : reply.n)) {
+        free(reply.p), free(answer);
+        return fprintf(stderr, "infer: out of memory\n"), -1;
+    }
+    free(reply.p), free(answer);
     st->n_fed = st->n_msgs;
     st->reply_open = 1;
-    (void)tty;
-    fprintf(stderr, "[%d tokens read, %d generated, %d of %d in context]\n", n, n_gen,
-            infer_context_n_past(st->c), n_ctx);
-    if (full) {
+    fprintf(stderr, "[%d tokens read, %d generated, %d of %d in context]\n", n_read, n_gen, infer_context_n_past(st->c),
+            n_ctx);
+    if (full_ctx) {
         fprintf(stderr, "infer: the context is full (%d tokens): ending the chat\n", n_ctx);
         return 1;
     }
@@ -356,8 +615,9 @@ int infer_cmd_chat(int argc, char **argv) {
     infer_model_params mp = infer_model_default_params();
     infer_context_params cp = infer_context_default_params();
     int rc = 0, tty, i;
-    char *line, *owned = NULL;
-    if (!chat_parse(argc, argv, &o)) return 1;
+    char *line, *owned = NULL, *own = NULL;
+    if ((rc = chat_parse(argc, argv, &o)) != 1) return rc == 2 ? 0 : 1;
+    rc = 0;
     memset(&st, 0, sizeof st);
     mp.device = o.device;
     st.m = infer_model_load(o.model, &mp, &err);
@@ -379,13 +639,48 @@ int infer_cmd_chat(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    st.tmpl = infer_chat_template_detect(st.m);
-    st.tmpl.no_think = o.no_think;
-    if (st.tmpl.fallback)
-        fprintf(stderr, "infer: warning: the model's chat template is missing or not recognized; using ChatML\n");
+    own = infer_model_chat_template_text(st.m, st.bos, sizeof st.bos, st.eos, sizeof st.eos);
+    if (o.template_file) {
+        if (!(st.jinja = cli_read_file(o.template_file, CLI_TEXT_FILE_MAX, "a chat template", NULL))) {
+            rc = 1;
+            goto done;
+        }
+    } else if (o.jinja_own) {
+        if (!own) {
+            rc = cli_fail("--jinja: %s has no chat template (tokenizer.chat_template)", o.model);
+            goto done;
+        }
+        st.jinja = own;
+        own = NULL;
+    } else {
+        st.tmpl = infer_chat_template_detect(st.m);
+        st.tmpl.no_think = o.no_think;
+        if (st.tmpl.fallback)
+            fprintf(stderr, "infer: warning: the model's chat template is missing or not recognized; using ChatML\n");
+    }
+    /* replies are split where the template writes reasoning ("<think>",
+       or R1's "</think>" alone): the Jinja one, else the model's own */
+    st.split = strstr(st.jinja ? st.jinja : own ? own : "", "think>") != NULL;
+    st.out_tty = isatty(1);
+    st.faint = st.out_tty && !getenv("NO_COLOR");
     if (o.system && !chat_push(&st, "system", o.system, strlen(o.system))) {
         rc = cli_fail("%s", "out of memory");
         goto done;
+    }
+    if (st.jinja) { /* a template that cannot render a first turn fails now, not after one is typed */
+        char *probe;
+        if (!chat_push(&st, "user", "Hello", 5)) {
+            rc = cli_fail("%s", "out of memory");
+            goto done;
+        }
+        probe = chat_render(&st, st.n_msgs);
+        st.n_msgs--;
+        free((void *)st.msgs[st.n_msgs].content);
+        if (!probe) {
+            rc = 1;
+            goto done;
+        }
+        free(probe);
     }
     tty = isatty(0);
     for (;;) {
@@ -403,12 +698,15 @@ int infer_cmd_chat(int argc, char **argv) {
             break;
         }
         free(line);
-        r = chat_turn(&st, o.n_predict, tty);
+        r = chat_turn(&st, o.n_predict);
         if (r < 0) rc = 1;
         if (r) break;
     }
 done:
     free(owned);
+    free(own);
+    free(st.jinja);
+    free(st.held);
     for (i = 0; i < st.n_msgs; i++) free((void *)st.msgs[i].content);
     free(st.msgs);
     infer_context_free(st.c);

@@ -2,7 +2,10 @@
    template text, conversations formatted exactly as the Jinja templates
    render them, incremental formatting equal to the suffix of the whole, the
    ChatML fallback; `infer chat` over a pipe; the KV cache reused across turns
-   giving the same logits as re-reading the whole conversation.
+   giving the same logits as re-reading the whole conversation; `infer chat
+   --chat-template-file` (SmolLM2's template from a file replying as the
+   built-in format, a template's errors), its reasoning shown apart from the
+   answer and cut by --reasoning-budget.
 
    The expected strings below were made by rendering the real templates with
    Python's jinja2 (as transformers does: trim_blocks, lstrip_blocks), with
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -606,4 +610,148 @@ Test(chat, kv_cache_reused_across_turns) {
     infer_sampler_free(s);
     infer_context_free(c);
     infer_model_free(m);
+}
+
+/* ---- infer chat: Jinja templates from a file, reasoning apart ---- */
+
+/* A file of the test's own in the temporary directory, holding text; its
+   path in path. */
+static void write_temp(char *path, size_t size, const char *name, const char *text) {
+    FILE *f;
+    snprintf(path, size, "/tmp/infer_test_chat_%ld_%s", (long)getpid(), name);
+    f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* `infer chat` with the turns piped in and extra arguments; stdout returned,
+   stderr in *err (both malloc'd), the exit status in *status. */
+static char *chat_cli(const char *model, const char *turns, const char *args, char **err, int *status) {
+    char cmd[4096], errpath[256];
+    char *out;
+    snprintf(errpath, sizeof errpath, "/tmp/infer_test_chat_%ld_stderr", (long)getpid());
+    snprintf(cmd, sizeof cmd, "printf '%s' | '%s' chat -m '%s' %s 2>'%s'", turns, INFER_CLI_PATH, model, args, errpath);
+    out = tu_run(cmd, status);
+    cr_assert_not_null(out);
+    *err = tu_read_file(errpath, NULL);
+    cr_assert_not_null(*err);
+    remove(errpath);
+    return out;
+}
+
+#define SMOLLM2_PATH INFER_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+/* SmolLM2's own template from a file renders the chat as the built-in
+   ChatML format does (its default system message included), so greedy
+   replies are the same over two turns: the second turn renders the whole
+   conversation again and prompt reuse feeds only what it adds. */
+Test(chat, cli_template_file_replies_as_the_builtin_format) {
+    char tpl[256], args[512];
+    char *a, *b, *ea, *eb;
+    int sa = -1, sb = -1;
+    FILE *f = fopen(SMOLLM2_PATH, "rb");
+    if (!f) cr_skip_test("%s is absent (scripts/test.sh fetches it)", SMOLLM2_PATH);
+    fclose(f);
+    write_temp(tpl, sizeof tpl, "smollm2.jinja", templates[14].text);
+    a = chat_cli(SMOLLM2_PATH, "Hello\\nWhat is 2+2?\\n", "-n 16 --temp 0", &ea, &sa);
+    snprintf(args, sizeof args, "-n 16 --temp 0 --chat-template-file '%s'", tpl);
+    b = chat_cli(SMOLLM2_PATH, "Hello\\nWhat is 2+2?\\n", args, &eb, &sb);
+    cr_expect_eq(sa, 0, "%s", ea);
+    cr_expect_eq(sb, 0, "%s", eb);
+    cr_expect_eq(count_sub(a, "\n"), 2, "two replies expected:\n%s", a);
+    cr_expect_gt(strlen(a), 2, "replies expected:\n%s", a);
+    cr_expect_str_eq(b, a, "the template file's replies differ from the built-in format's");
+    cr_expect_eq(count_sub(eb, " in context]"), 2, "%s", eb);
+    remove(tpl);
+    free(a), free(b), free(ea), free(eb);
+}
+
+/* A template that raises, or does not parse: one line of error, exit 1,
+   before a turn is read. */
+Test(chat, cli_template_file_errors) {
+    static const struct { const char *text, *says; } cases[] = {
+        {"{{ raise_exception('Only user turns, please') }}", "Only user turns, please"},
+        {"{% for m in messages %}{{ m.content }", "chat template"},
+    };
+    char model[512], tpl[256], args[512];
+    size_t i;
+    need_shared();
+    tu_shared_path(model, sizeof model, "models/stories260K.gguf");
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out, *err;
+        int status = -1;
+        write_temp(tpl, sizeof tpl, "bad.jinja", cases[i].text);
+        snprintf(args, sizeof args, "-n 4 --chat-template-file '%s'", tpl);
+        out = chat_cli(model, "Hello\\n", args, &err, &status);
+        cr_expect_eq(status, 1, "case %zu: exit %d, stderr: %s", i, status, err);
+        cr_expect_eq(count_sub(err, "\n"), 1, "case %zu: one line of error expected:\n%s", i, err);
+        cr_expect(!strncmp(err, "infer: ", 7) && strstr(err, cases[i].says), "case %zu: %s", i, err);
+        cr_expect_str_eq(out, "", "case %zu: nothing on stdout expected", i);
+        free(out), free(err);
+        remove(tpl);
+    }
+}
+
+/* A template whose assistant prompt opens <think>: each reply is reasoning
+   until </think>. stories260K never writes one, so without a budget the
+   whole reply is reasoning (on stderr, every line after "[reasoning] ") and
+   the answers on stdout are empty; --reasoning-budget 3 closes the
+   reasoning after 3 tokens and an answer follows it on stdout, with no
+   think marker in it. --reasoning hide drops the reasoning only. */
+Test(chat, cli_reasoning_apart_and_its_budget) {
+    static const char think_template[] =
+        "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>\\n' }}{% endif %}";
+    char model[512], tpl[256], args[512];
+    char *free_out, *free_err, *cut_out, *cut_err, *hid_out, *hid_err;
+    const char *line;
+    int status = -1, n_lines = 0;
+    need_shared();
+    tu_shared_path(model, sizeof model, "models/stories260K.gguf");
+    write_temp(tpl, sizeof tpl, "think.jinja", think_template);
+
+    snprintf(args, sizeof args, "-n 16 --temp 0 --chat-template-file '%s'", tpl);
+    free_out = chat_cli(model, "Hello\\nTell me a story\\n", args, &free_err, &status);
+    cr_expect_eq(status, 0, "%s", free_err);
+    cr_expect_str_eq(free_out, "\n\n", "all reasoning, no answers expected; stderr:\n%s", free_err);
+    cr_expect_geq(count_sub(free_err, "[reasoning] "), 2, "%s", free_err);
+
+    snprintf(args, sizeof args, "-n 16 --temp 0 --chat-template-file '%s' --reasoning-budget 3", tpl);
+    cut_out = chat_cli(model, "Hello\\nTell me a story\\n", args, &cut_err, &status);
+    cr_expect_eq(status, 0, "%s", cut_err);
+    cr_expect_eq(count_sub(cut_out, "\n"), 2, "two answers, one line each expected:\n%s", cut_out);
+    for (line = cut_out; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL, n_lines++)
+        cr_expect_neq(*line, '\n', "answer %d is empty: the reasoning was not closed\nstdout: %s\nstderr: %s", n_lines,
+                      cut_out, cut_err);
+    cr_expect(!strstr(cut_out, "think>"), "a think marker in the answers:\n%s", cut_out);
+    cr_expect_geq(count_sub(cut_err, "[reasoning] "), 2, "the reasoning apart on stderr expected:\n%s", cut_err);
+    /* every stderr line is reasoning, or a turn's summary ("[N tokens read, ...]") */
+    for (line = cut_err; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        cr_expect(!strncmp(line, "[reasoning] ", 12) || (line[0] == '[' && line[1] >= '0' && line[1] <= '9'),
+                  "stray stderr line: %.60s", line);
+    cr_expect_lt(strlen(cut_err), strlen(free_err), "3 tokens of reasoning should be shorter than 16");
+
+    snprintf(args, sizeof args, "-n 16 --temp 0 --chat-template-file '%s' --reasoning-budget 3 --reasoning hide", tpl);
+    hid_out = chat_cli(model, "Hello\\nTell me a story\\n", args, &hid_err, &status);
+    cr_expect_eq(status, 0, "%s", hid_err);
+    cr_expect_str_eq(hid_out, cut_out, "hiding the reasoning changed the answers");
+    cr_expect(!strstr(hid_err, "[reasoning]"), "%s", hid_err);
+    cr_expect_eq(count_sub(hid_err, " in context]"), 2, "%s", hid_err);
+    remove(tpl);
+    free(free_out), free(free_err), free(cut_out), free(cut_err), free(hid_out), free(hid_err);
+}
+
+Test(chat, cli_help_names_the_options) {
+    char cmd[1024];
+    char *out;
+    int status = -1;
+    snprintf(cmd, sizeof cmd, "'%s' chat --help", INFER_CLI_PATH);
+    out = tu_run(cmd, &status);
+    cr_assert_not_null(out);
+    cr_expect_eq(status, 0);
+    cr_expect(strstr(out, "--reasoning show|hide") && strstr(out, "--reasoning-budget N") &&
+                  strstr(out, "--chat-template-file") && strstr(out, "--jinja"),
+              "%s", out);
+    free(out);
 }
