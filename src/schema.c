@@ -74,8 +74,11 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
         }
         if (*q != '\\') {
             if (!(len = infer__utf8_next(j->p, 4, &c))) {
-                infer__jp_fail(j, q, "invalid UTF-8 in a string");
-                break;
+                if (!j->raw_bytes) {
+                    infer__jp_fail(j, q, "invalid UTF-8 in a string");
+                    break;
+                }
+                len = 1; /* the byte as it is */
             }
             j->p += len;
             if (!infer__arr_room(buf, j->p - q)) {
