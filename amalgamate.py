@@ -66,6 +66,7 @@ PARTS = [
     "beam.c",
     "request.c",
     "perplexity.c",
+    "chat_formats.c",
     "chat.c",
 ]
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')

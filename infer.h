@@ -888,9 +888,12 @@ INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, con
 INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
 /* Formats messages[from..n) of the conversation msgs[0..n) as the template
    renders them, then, with add_assistant_prompt, the text that opens the
-   assistant's reply. snprintf-style: writes at most size-1 bytes and a NUL,
-   returns the full length (or -1 on bad arguments, or when memory for a
-   long message's rewriting ran out).
+   assistant's reply. Each format is a short Jinja text of infer.h's own,
+   run by the interpreter below (infer_jinja_render) with the variables
+   messages, add_generation_prompt, bos_token, eos_token and t's settings;
+   message bytes reach it as they are, UTF-8 or not.
+   snprintf-style: writes at most size-1 bytes and a NUL, returns the full
+   length (or -1 on bad arguments, or when memory ran out).
    Each message's text depends only on the messages before it, so
      format(msgs, n, 0, a) == format(msgs, k, 0, 0) + format(msgs, n, k, a)
    for every k <= n: a chat can feed only what a new turn adds. A header
@@ -1735,6 +1738,8 @@ typedef struct infer__jp {
     infer_error *err;
     int failed, depth;
     const char *what; /* names the text in errors; NULL: "JSON schema" */
+    int raw_bytes;    /* 1: bytes of a string that are not UTF-8 are kept as they
+                         are (text the caller gave, e.g. chat.c's messages) */
 } infer__jp;
 
 /* parses one value at j->p (NUL-terminated text), leading blanks skipped;
@@ -1775,6 +1780,16 @@ static void infer__sb_literal(infer__sb *b, const char *s, size_t n);
 static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
 
 static void infer__jp_nomem(infer__jp *j);
+
+/* ---- jinja.c ---- */
+/* infer_jinja_render for texts infer.h trusts (the built-in chat formats):
+   the context's strings may hold bytes that are not UTF-8, kept as they are. */
+static char *infer__jinja_render_raw(const char *template_text, const char *context_json,
+                                     const infer_jinja_limits *limits, infer_error *err);
+
+/* ---- chat_formats.c ---- */
+/* the built-in format of kind k as a Jinja text (ChatML's for an unknown k) */
+static const char *infer__chat_format_text(infer_chat_kind k);
 
 /* ---- toolcall.c: DeepSeek R1's tool-call markers (fullwidth bars, ▁) ---- */
 #define INFER__DS_CALLS_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"
@@ -16346,10 +16361,25 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
             infer__jp_fail(j, q, "control character in a string");
             break;
         }
+        if ((unsigned char)*q < 0x80 && *q != '\\') { /* a run of ASCII, copied at once */
+            const char *e = q;
+            char *at;
+            while ((unsigned char)*e >= 0x20 && (unsigned char)*e < 0x80 && *e != '"' && *e != '\\') e++;
+            if (!(at = infer__arr_addn(buf, e - q))) {
+                infer__jp_nomem(j);
+                break;
+            }
+            memcpy(at, q, (size_t)(e - q));
+            j->p = e;
+            continue;
+        }
         if (*q != '\\') {
             if (!(len = infer__utf8_next(j->p, 4, &c))) {
-                infer__jp_fail(j, q, "invalid UTF-8 in a string");
-                break;
+                if (!j->raw_bytes) {
+                    infer__jp_fail(j, q, "invalid UTF-8 in a string");
+                    break;
+                }
+                len = 1; /* the byte as it is */
             }
             j->p += len;
             if (!infer__arr_room(buf, j->p - q)) {
@@ -16558,10 +16588,16 @@ static void infer__sb_literal(infer__sb *b, const char *s, size_t n) {
 
 /* a string as compact JSON text */
 static void infer__sb_json_string(infer__sb *b, const char *s, size_t n) {
-    size_t i;
+    size_t i, run;
     infer__sb_putc(b, '"');
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        for (run = i; run < n && (unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\'; run++) {}
+        if (run > i) { /* bytes written as they are, at once (a chat's messages are mostly these) */
+            infer__sb_put(b, s + i, run - i);
+            i = run - 1;
+            continue;
+        }
         if (c == '"' || c == '\\') {
             infer__sb_putc(b, '\\');
             infer__sb_putc(b, (char)c);
@@ -21281,8 +21317,10 @@ INFERDEF infer_jinja_limits infer_jinja_default_limits(void) {
     return l;
 }
 
-INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json, const infer_jinja_limits *limits,
-                                  int *raised, infer_error *err) {
+/* infer_jinja_render; raw_bytes: the context's strings may hold bytes that
+   are not UTF-8 (kept as they are) */
+static char *infer__jj_render(const char *template_text, const char *context_json, const infer_jinja_limits *limits,
+                              int raw_bytes, int *raised, infer_error *err) {
     infer__jj_r *r;
     char *volatile result = NULL; /* set between setjmp and a longjmp */
     if (raised) *raised = 0;
@@ -21323,6 +21361,7 @@ INFERDEF char *infer_jinja_render(const char *template_text, const char *context
             j.src = j.p = context_json;
             j.err = &jerr;
             j.what = "context JSON";
+            j.raw_bytes = raw_bytes;
             infer__jp_value(&j, &r->context); /* freed below, whatever happens */
             if (!j.failed) {
                 infer__jp_ws(&j);
@@ -21348,6 +21387,16 @@ INFERDEF char *infer_jinja_render(const char *template_text, const char *context
     infer__jj_free_all(r);
     INFER_FREE(r);
     return result;
+}
+
+INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json, const infer_jinja_limits *limits,
+                                  int *raised, infer_error *err) {
+    return infer__jj_render(template_text, context_json, limits, 0, raised, err);
+}
+
+static char *infer__jinja_render_raw(const char *template_text, const char *context_json,
+                                     const infer_jinja_limits *limits, infer_error *err) {
+    return infer__jj_render(template_text, context_json, limits, 1, NULL, err);
 }
 
 /* The text of token id (control tokens as written in the vocabulary), or "". */
@@ -24954,10 +25003,295 @@ INFERDEF double infer_perplexity_value(const infer_perplexity *acc, double *unce
     return ppl;
 }
 
+/* ==== src/chat_formats.c ==== */
+/* chat_formats.c - the built-in chat formats as Jinja texts: one per
+   infer_chat_kind, rendered by jinja.c's interpreter like a model's own
+   template, so chat formatting has one path (chat.c builds the context).
+
+   Each text sees: messages (a list of {role, content}),
+   add_generation_prompt, bos_token, eos_token, and the template's settings:
+   default_system (ChatML's system message when there is none), date
+   (Llama 3.1's and SmolLM3's "Today Date"), no_think (Qwen3, SmolLM3).
+   Every message's text depends only on the messages before it: chat.c
+   renders messages from k on as the whole minus the rendering up to k.
+   Newlines in the texts only follow block tags ("%}", removed as
+   trim_blocks does) or "-}}", so only '\n' in string literals is output.
+   "Trim" below is strip(' \t\n\r\v\f'): the ASCII blanks the formats
+   always stripped (Jinja's trim would also take \x1c..\x1f). */
+
+#define INFER__CF_BLANKS "' \\t\\n\\r\\v\\f'"
+
+/* <|im_start|>role\ntext<|im_end|>\n; the template's default system
+   message first where the conversation has none */
+static const char infer__cf_chatml[] =
+    "{% for m in messages %}\n"
+    "{% if loop.first and m.role != 'system' and default_system %}\n"
+    "{{- '<|im_start|>system\\n' + default_system + '<|im_end|>\\n' -}}\n"
+    "{% endif %}\n"
+    "{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' -}}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+/* Llama-2-chat: the system message inside the first [INST], BOS before
+   every later one; other roles are not written */
+static const char infer__cf_llama2[] =
+    "{% set has_system = messages[0].role == 'system' if messages else false %}\n"
+    "{% set state = namespace(seen_user=false) %}\n"
+    "{% for m in messages %}\n"
+    "{% if m.role == 'user' %}\n"
+    "{% if state.seen_user %}{{ bos_token }}{% endif %}\n"
+    "{% if not state.seen_user and has_system %}\n"
+    /* Python's strip() of the whole: its start is <<SYS>> */
+    "{{- '[INST] <<SYS>>\\n' + messages[0].content + '\\n<</SYS>>\\n\\n' + m.content.rstrip(" INFER__CF_BLANKS
+    ") + ' [/INST]' -}}\n"
+    "{% else %}\n"
+    "{{- '[INST] ' + m.content.strip(" INFER__CF_BLANKS ") + ' [/INST]' -}}\n"
+    "{% endif %}\n"
+    "{% set state.seen_user = true %}\n"
+    "{% elif m.role == 'assistant' %}\n"
+    "{{- ' ' + m.content.strip(" INFER__CF_BLANKS ") + ' ' + eos_token -}}\n"
+    "{% endif %}\n"
+    "{% endfor %}";
+
+/* The [INST] formats without a system role: the system message heads the
+   first user turn. open, sep (after the system text), close and the
+   assistant's lead differ from one Mistral version to the next. */
+#define INFER__CF_MISTRAL(open, sep, close, lead, reply)                                               \
+    "{% set has_system = messages[0].role == 'system' if messages else false %}\n"                   \
+    "{% set state = namespace(seen_user=false) %}\n"                                                 \
+    "{% for m in messages %}\n"                                                                      \
+    "{% if m.role == 'user' %}\n"                                                                    \
+    "{{- '" open "' -}}\n"                                                                           \
+    "{% if not state.seen_user and has_system %}{{ messages[0].content + '" sep "' }}{% endif %}\n"  \
+    "{{- m.content + '" close "' -}}\n"                                                              \
+    "{% set state.seen_user = true %}\n"                                                             \
+    "{% elif m.role == 'assistant' %}\n"                                                             \
+    "{{- '" lead "' + " reply " + eos_token -}}\n"                                                   \
+    "{% endif %}\n"                                                                                  \
+    "{% endfor %}"
+
+static const char infer__cf_mistral[] = INFER__CF_MISTRAL("[INST] ", "\\n", " [/INST]", "", "m.content");
+static const char infer__cf_mistral_v1[] = INFER__CF_MISTRAL(" [INST] ", "\\n\\n", " [/INST]", " ", "m.content");
+static const char infer__cf_mistral_v3[] =
+    INFER__CF_MISTRAL("[INST] ", "\\n\\n", "[/INST]", " ", "m.content.strip(" INFER__CF_BLANKS ")");
+static const char infer__cf_mistral_v3_tekken[] = INFER__CF_MISTRAL("[INST]", "\\n\\n", "[/INST]", "", "m.content");
+
+/* Mistral v7: a system role of its own; space is " " (v7) or "" (tekken) */
+#define INFER__CF_MISTRAL_V7(space)                                                       \
+    "{% for m in messages %}\n"                                                           \
+    "{% if m.role == 'system' %}\n"                                                       \
+    "{{- '[SYSTEM_PROMPT]" space "' + m.content + '[/SYSTEM_PROMPT]' -}}\n"               \
+    "{% elif m.role == 'user' %}\n"                                                       \
+    "{{- '[INST]" space "' + m.content + '[/INST]' -}}\n"                                 \
+    "{% elif m.role == 'assistant' %}\n"                                                  \
+    "{{- '" space "' + m.content + eos_token -}}\n"                                       \
+    "{% endif %}\n"                                                                       \
+    "{% endfor %}"
+
+static const char infer__cf_mistral_v7[] = INFER__CF_MISTRAL_V7(" ");
+static const char infer__cf_mistral_v7_tekken[] = INFER__CF_MISTRAL_V7("");
+
+/* Llama 3: every role as given, the text trimmed */
+#define INFER__CF_LLAMA3_MESSAGE \
+    "{{- '<|start_header_id|>' + m.role + '<|end_header_id|>\\n\\n' + m.content.strip(" INFER__CF_BLANKS \
+    ") + '<|eot_id|>' -}}\n"
+#define INFER__CF_LLAMA3_PROMPT \
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"
+
+static const char infer__cf_llama3[] = "{% for m in messages %}\n" INFER__CF_LLAMA3_MESSAGE "{% endfor %}\n"
+                                       INFER__CF_LLAMA3_PROMPT;
+
+/* Llama 3.1: a system turn with the dates always opens the conversation,
+   the system message (trimmed) ending it */
+static const char infer__cf_llama31[] =
+    "{% if messages %}\n"
+    "{{- '<|start_header_id|>system<|end_header_id|>\\n\\nCutting Knowledge Date: December 2023\\nToday Date: '"
+    " + date + '\\n\\n' -}}\n"
+    "{% if messages[0].role == 'system' %}{{ messages[0].content.strip(" INFER__CF_BLANKS ") }}{% endif %}\n"
+    "{{- '<|eot_id|>' -}}\n"
+    "{% endif %}\n"
+    "{% for m in messages %}\n"
+    "{% if not (loop.first and m.role == 'system') %}\n" INFER__CF_LLAMA3_MESSAGE "{% endif %}\n"
+    "{% endfor %}\n" INFER__CF_LLAMA3_PROMPT;
+
+/* Gemma: no system role; the system messages just before a user turn head
+   it, each followed by a blank line (as Gemma 3 writes its one) */
+static const char infer__cf_gemma[] =
+    "{% set state = namespace(system='') %}\n"
+    "{% for m in messages %}\n"
+    "{% if m.role == 'system' %}\n"
+    "{% set state.system = state.system + m.content + '\\n\\n' %}\n"
+    "{% else %}\n"
+    "{% if m.role == 'assistant' %}\n"
+    "{{- '<start_of_turn>model\\n' -}}\n"
+    "{% else %}\n"
+    "{{- '<start_of_turn>' + m.role + '\\n' + state.system -}}\n"
+    "{% endif %}\n"
+    "{{- m.content.strip(" INFER__CF_BLANKS ") + '<end_of_turn>\\n' -}}\n"
+    "{% set state.system = '' %}\n"
+    "{% endif %}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
+
+/* Phi-3, Phi-3.5 (which skips an empty system message) */
+static const char infer__cf_phi3[] =
+    "{% for m in messages %}\n"
+    "{% if not (m.role == 'system' and m.content == '') %}\n"
+    "{{- '<|' + m.role + '|>\\n' + m.content + '<|end|>\\n' -}}\n"
+    "{% endif %}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}";
+
+static const char infer__cf_zephyr[] =
+    "{% for m in messages %}\n"
+    "{{- '<|' + m.role + '|>\\n' + m.content + eos_token + '\\n' -}}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}";
+
+/* deepseek-coder-instruct: its own system text when none is given; every
+   role but system and user is a response */
+static const char infer__cf_deepseek[] =
+    "{% for m in messages %}\n"
+    "{% if loop.first and m.role != 'system' %}\n"
+    "{{- 'You are an AI programming assistant, utilizing the Deepseek Coder model, developed by Deepseek Company, "
+    "and you only answer questions related to computer science. For politically sensitive questions, security and "
+    "privacy issues, and other non-computer science questions, you will refuse to answer\\n' -}}\n"
+    "{% endif %}\n"
+    "{% if m.role == 'system' %}\n"
+    "{{- m.content -}}\n"
+    "{% elif m.role == 'user' %}\n"
+    "{{- '### Instruction:\\n' + m.content + '\\n' -}}\n"
+    "{% else %}\n"
+    "{{- '### Response:\\n' + m.content + '\\n<|EOT|>\\n' -}}\n"
+    "{% endif %}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '### Response:\\n' }}{% endif %}";
+
+static const char infer__cf_deepseek2[] =
+    "{% for m in messages %}\n"
+    "{% if m.role == 'system' %}\n"
+    "{{- m.content + '\\n\\n' -}}\n"
+    "{% elif m.role == 'user' %}\n"
+    "{{- 'User: ' + m.content + '\\n\\n' -}}\n"
+    "{% elif m.role == 'assistant' %}\n"
+    "{{- 'Assistant: ' + m.content + eos_token -}}\n"
+    "{% endif %}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}";
+
+/* DeepSeek-V3/R1: the markers' bars are U+FF5C (fullwidth) */
+#define INFER__CF_DS3_USER "<\xef\xbd\x9cUser\xef\xbd\x9c>"
+#define INFER__CF_DS3_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
+static const char infer__cf_deepseek3[] =
+    "{% for m in messages %}\n"
+    "{% if m.role == 'system' %}\n"
+    "{{- m.content -}}\n"
+    "{% elif m.role == 'user' %}\n"
+    "{{- '" INFER__CF_DS3_USER "' + m.content -}}\n"
+    "{% elif m.role == 'assistant' %}\n"
+    "{{- '" INFER__CF_DS3_ASSISTANT "' + m.content + eos_token -}}\n"
+    "{% endif %}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '" INFER__CF_DS3_ASSISTANT "' }}{% endif %}";
+
+/* Qwen3: ChatML; an assistant message loses its reasoning (the text up to
+   the last </think>, then leading newlines), as the template writes one a
+   user message follows */
+static const char infer__cf_qwen3[] =
+    "{% for m in messages %}\n"
+    "{% if m.role == 'assistant' and '</think>' in m.content %}\n"
+    "{{- '<|im_start|>assistant\\n' + m.content.split('</think>')[-1].lstrip('\\n') + '<|im_end|>\\n' -}}\n"
+    "{% else %}\n"
+    "{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' -}}\n"
+    "{% endif %}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}\n"
+    "{{- '<|im_start|>assistant\\n' -}}\n"
+    "{% if no_think %}{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}\n"
+    "{% endif %}";
+
+static const char infer__cf_phi4[] =
+    "{% for m in messages %}\n"
+    "{{- '<|im_start|>' + m.role + '<|im_sep|>' + m.content + '<|im_end|>' -}}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant<|im_sep|>' }}{% endif %}";
+
+static const char infer__cf_phi4_mini[] =
+    "{% for m in messages %}\n"
+    "{{- '<|' + m.role + '|>' + m.content + '<|end|>' -}}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}";
+
+/* SmolLM3: ChatML under a "## Metadata" system header (left open, without
+   <|im_end|>, as its template renders it without tools); the system
+   message's "/no_think" or "/think" sets the reasoning mode, else no_think
+   does; "/system_override" makes the system message the whole header.
+   Other roles than user and assistant are not written. */
+static const char infer__cf_smollm3[] =
+    "{% set system = messages[0].content if messages and messages[0].role == 'system' else none %}\n"
+    "{% set quiet = system is not none and '/no_think' in system"
+    " or no_think and not (system is not none and '/think' in system) %}\n"
+    "{% if messages %}\n"
+    "{{- '<|im_start|>system\\n' -}}\n"
+    "{% if system is not none and '/system_override' in system %}\n"
+    "{{- system.replace('/no_think', '').replace('/think', '').replace('/system_override', '').rstrip("
+    INFER__CF_BLANKS ") + '<|im_end|>\\n' -}}\n"
+    "{% else %}\n"
+    "{{- '## Metadata\\n\\nKnowledge Cutoff Date: June 2025\\nToday Date: ' + date + '\\nReasoning Mode: ' -}}\n"
+    "{{- ('/no_think' if quiet else '/think') + '\\n\\n## Custom Instructions\\n\\n' -}}\n"
+    "{% set custom = system.replace('/no_think', '').replace('/think', '').rstrip(" INFER__CF_BLANKS
+    ") if system is not none else '' %}\n"
+    "{% if custom %}\n"
+    "{{- custom -}}\n"
+    "{% elif quiet %}\n"
+    "{{- 'You are a helpful AI assistant named SmolLM, trained by Hugging Face.' -}}\n"
+    "{% else %}\n"
+    "{{- 'You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an assistant involves "
+    "thoroughly exploring questions through a systematic thinking process before providing the final precise and "
+    "accurate solutions. This requires engaging in a comprehensive cycle of analysis, summarizing, exploration, "
+    "reassessment, reflection, backtracking, and iteration to develop well-considered thinking process. Please "
+    "structure your response into two main sections: Thought and Solution using the specified format: <think> "
+    "Thought section </think> Solution section. In the Thought section, detail your reasoning process in steps. "
+    "Each step should include detailed considerations such as analysing questions, summarizing relevant findings, "
+    "brainstorming new ideas, verifying the accuracy of the current steps, refining any errors, and revisiting "
+    "previous steps. In the Solution section, based on various attempts, explorations, and reflections from the "
+    "Thought section, systematically present the final solution that you deem correct. The Solution section should "
+    "be logical, accurate, and concise and detail necessary steps needed to reach the conclusion.' -}}\n"
+    "{% endif %}\n"
+    "{{- '\\n\\n' -}}\n"
+    "{% endif %}\n"
+    "{% endif %}\n"
+    "{% for m in messages %}\n"
+    "{% if m.role == 'user' %}\n"
+    "{{- '<|im_start|>user\\n' + m.content + '<|im_end|>\\n' -}}\n"
+    "{% elif m.role == 'assistant' %}\n"
+    "{{- '<|im_start|>assistant\\n' -}}\n"
+    "{% if quiet %}{{ '<think>\\n\\n</think>\\n' }}{% endif %}\n"
+    "{{- m.content.lstrip('\\n') + '<|im_end|>\\n' -}}\n"
+    "{% endif %}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}\n"
+    "{{- '<|im_start|>assistant\\n' -}}\n"
+    "{% if quiet %}{{ '<think>\\n\\n</think>\\n' }}{% endif %}\n"
+    "{% endif %}";
+
+static const char *const infer__chat_format_texts[INFER_CHAT_COUNT] = {
+    infer__cf_chatml,     infer__cf_llama2,     infer__cf_mistral,       infer__cf_mistral_v1,
+    infer__cf_mistral_v3, infer__cf_mistral_v3_tekken, infer__cf_mistral_v7, infer__cf_llama3,
+    infer__cf_gemma,      infer__cf_phi3,       infer__cf_zephyr,        infer__cf_deepseek,
+    infer__cf_deepseek2,  infer__cf_deepseek3,  infer__cf_llama31,       infer__cf_qwen3,
+    infer__cf_phi4,       infer__cf_phi4_mini,  infer__cf_smollm3,       infer__cf_mistral_v7_tekken,
+};
+
+static const char *infer__chat_format_text(infer_chat_kind k) {
+    return (int)k >= 0 && k < INFER_CHAT_COUNT ? infer__chat_format_texts[k] : infer__cf_chatml;
+}
+
 /* ==== src/chat.c ==== */
 /* chat.c - chat templates: recognizing the model's tokenizer.chat_template
-   by its text and formatting a conversation the way that template renders
-   it, message by message, so that a chat can feed only the new messages. */
+   by its text, and formatting a conversation as that template renders it:
+   the format's Jinja text (chat_formats.c) run by jinja.c's interpreter,
+   message by message, so that a chat can feed only the new messages. */
 
 static const char *const infer__chat_names[INFER_CHAT_COUNT] = {
     "chatml",     "llama2",      "mistral",   "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
@@ -25132,442 +25466,107 @@ INFERDEF infer_chat_template infer_chat_template_detect(const infer_model *m) {
     return t;
 }
 
-/* ---- formatting ---- */
+/* ---- formatting: the kind's Jinja text (chat_formats.c), rendered ---- */
 
-typedef struct infer__chat_out {
-    char *buf;
-    size_t size, len;
-    int nomem; /* text was left out for want of memory */
-} infer__chat_out;
-
-static void infer__chat_put(infer__chat_out *o, const char *s, size_t n) {
-    if (o->buf && o->len < o->size) {
-        size_t room = o->size - o->len;
-        memcpy(o->buf + o->len, s, n < room ? n : room);
-    }
-    o->len += n;
+/* length of a template field (a C string that should end within its array) */
+static size_t infer__chat_field_len(const char *s, size_t size) {
+    const char *end = (const char *)memchr(s, 0, size);
+    return end ? (size_t)(end - s) : size;
 }
 
-static void infer__chat_puts(infer__chat_out *o, const char *s) { infer__chat_put(o, s, strlen(s)); }
-
-static int infer__chat_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-/* s without leading and trailing whitespace (as Jinja's trim / Python's strip) */
-static void infer__chat_put_trim(infer__chat_out *o, const char *s) {
-    size_t n = strlen(s);
-    while (n && infer__chat_space(*s)) s++, n--;
-    while (n && infer__chat_space(s[n - 1])) n--;
-    infer__chat_put(o, s, n);
+static void infer__chat_json_key(infer__sb *b, const char *key, const char *s, size_t n) {
+    infer__sb_putc(b, ',');
+    infer__sb_json_string(b, key, strlen(key));
+    infer__sb_putc(b, ':');
+    infer__sb_json_string(b, s, n);
 }
 
-static void infer__chat_put_trimmed_right(infer__chat_out *o, const char *s) {
-    size_t n = strlen(s);
-    while (n && infer__chat_space(s[n - 1])) n--;
-    infer__chat_put(o, s, n);
-}
-
-static int infer__chat_is(const infer_chat_message *m, const char *role) { return !strcmp(m->role, role); }
-
-/* Index of the first message of role r at or after from, below i, or -1. */
-static int infer__chat_first_of(const infer_chat_message *msgs, int n, const char *role) {
+/* The kind's text rendered for msgs[0..n) (malloc'd, NUL-terminated), or
+   NULL when memory ran out. The context's strings are the caller's bytes
+   as they are, UTF-8 or not (JSON-escaped, read back raw). */
+static char *infer__chat_render(const infer_chat_template *t, const infer_chat_message *msgs, int n, int add,
+                                size_t *len) {
+    infer__sb ctx = {NULL, 0};
+    infer_jinja_limits lim = infer_jinja_default_limits();
+    infer_error err;
+    char *out = NULL;
     int i;
-    for (i = 0; i < n; i++)
-        if (infer__chat_is(&msgs[i], role)) return i;
-    return -1;
-}
-
-/* 1 if needle occurs in the C string s */
-static int infer__chat_in(const char *s, const char *needle) { return infer__chat_has(s, strlen(s), needle); }
-
-/* Writes s with every occurrence of each cut[] removed, the first cut
-   everywhere before the next (Python's s.replace(a, "").replace(b, "")),
-   then without trailing whitespace (rstrip). */
-static void infer__chat_put_cut_rstrip(infer__chat_out *o, const char *s, const char *const *cut, int ncut) {
-    char small[512], *a = small;
-    size_t n = strlen(s), i, j;
-    int c;
-    if (n + 1 > sizeof small && !(a = (char *)INFER_MALLOC(n + 1))) {
-        o->nomem = 1;
-        return;
+    infer__sb_puts(&ctx, "{\"messages\":[");
+    for (i = 0; i < n; i++) {
+        infer__sb_puts(&ctx, i ? ",{\"role\":" : "{\"role\":");
+        infer__sb_json_string(&ctx, msgs[i].role, strlen(msgs[i].role));
+        infer__sb_puts(&ctx, ",\"content\":");
+        infer__sb_json_string(&ctx, msgs[i].content, strlen(msgs[i].content));
+        infer__sb_putc(&ctx, '}');
     }
-    memcpy(a, s, n + 1);
-    for (c = 0; c < ncut; c++) {
-        size_t k = strlen(cut[c]);
-        for (i = 0, j = 0; i < n;) {
-            if (k && i + k <= n && !memcmp(a + i, cut[c], k)) i += k;
-            else a[j++] = a[i++];
-        }
-        n = j;
-    }
-    while (n && infer__chat_space(a[n - 1])) n--;
-    infer__chat_put(o, a, n);
-    if (a != small) INFER_FREE(a);
-}
-
-/* An assistant message as Qwen3 writes one from history: the text after
-   the last </think>, leading newlines dropped. */
-static void infer__chat_put_answer(infer__chat_out *o, const char *s) {
-    const char *p = s, *q;
-    while ((q = strstr(p, "</think>")) != NULL) p = q + 8;
-    if (p != s)
-        while (*p == '\n') p++;
-    infer__chat_puts(o, p);
-}
-
-static void infer__chat_put_lstrip_nl(infer__chat_out *o, const char *s) {
-    while (*s == '\n') s++;
-    infer__chat_puts(o, s);
-}
-
-/* SmolLM3's instructions when the system message gives none, thinking */
-static const char infer__chat_smollm3_think[] =
-    "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an assistant involves "
-    "thoroughly exploring questions through a systematic thinking process before providing the final precise and "
-    "accurate solutions. This requires engaging in a comprehensive cycle of analysis, summarizing, exploration, "
-    "reassessment, reflection, backtracking, and iteration to develop well-considered thinking process. Please "
-    "structure your response into two main sections: Thought and Solution using the specified format: <think> "
-    "Thought section </think> Solution section. In the Thought section, detail your reasoning process in steps. "
-    "Each step should include detailed considerations such as analysing questions, summarizing relevant findings, "
-    "brainstorming new ideas, verifying the accuracy of the current steps, refining any errors, and revisiting "
-    "previous steps. In the Solution section, based on various attempts, explorations, and reflections from the "
-    "Thought section, systematically present the final solution that you deem correct. The Solution section should "
-    "be logical, accurate, and concise and detail necessary steps needed to reach the conclusion.";
-
-/* SmolLM3's reasoning mode: "/no_think" or "/think" in the system message,
-   else the template's default (enable_thinking). */
-static int infer__chat_smollm3_no_think(const infer_chat_template *t, const infer_chat_message *msgs) {
-    if (infer__chat_is(&msgs[0], "system")) {
-        if (infer__chat_in(msgs[0].content, "/no_think")) return 1;
-        if (infer__chat_in(msgs[0].content, "/think")) return 0;
-    }
-    return t->no_think != 0;
-}
-
-/* SmolLM3's system header. Without tools its template leaves it open: no
-   <|im_end|> follows (a quirk of the template, kept as it renders). */
-static void infer__chat_smollm3_header(const infer_chat_template *t, const infer_chat_message *msgs, infer__chat_out *o) {
-    /* cutting "/system_override" after the others and a rstrip is the
-       same as cutting all three, then one rstrip (none holds a space) */
-    static const char *const cuts[] = {"/no_think", "/think", "/system_override"};
-    int sys = infer__chat_is(&msgs[0], "system"), no_think = infer__chat_smollm3_no_think(t, msgs);
-    infer__chat_puts(o, "<|im_start|>system\n");
-    if (sys && infer__chat_in(msgs[0].content, "/system_override")) { /* the system message alone */
-        infer__chat_put_cut_rstrip(o, msgs[0].content, cuts, 3);
-        infer__chat_puts(o, "<|im_end|>\n");
-        return;
-    }
-    infer__chat_puts(o, "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: ");
-    infer__chat_puts(o, t->date);
-    infer__chat_puts(o, no_think ? "\nReasoning Mode: /no_think\n\n" : "\nReasoning Mode: /think\n\n");
-    infer__chat_puts(o, "## Custom Instructions\n\n");
-    {
-        size_t before = o->len;
-        if (sys) infer__chat_put_cut_rstrip(o, msgs[0].content, cuts, 2);
-        if (o->len == before)
-            infer__chat_puts(o, no_think ? "You are a helpful AI assistant named SmolLM, trained by Hugging Face."
-                                         : infer__chat_smollm3_think);
-    }
-    infer__chat_puts(o, "\n\n");
-}
-
-static void infer__chat_llama3_msg(infer__chat_out *o, const infer_chat_message *m) {
-    infer__chat_puts(o, "<|start_header_id|>");
-    infer__chat_puts(o, m->role);
-    infer__chat_puts(o, "<|end_header_id|>\n\n");
-    infer__chat_put_trim(o, m->content);
-    infer__chat_puts(o, "<|eot_id|>");
-}
-
-/* Writes message i of msgs (its rendering depends only on msgs[0..i]). */
-static void infer__chat_piece(const infer_chat_template *t, const infer_chat_message *msgs, int i, infer__chat_out *o) {
-    const infer_chat_message *m = &msgs[i];
-    int sys = infer__chat_is(m, "system"), user = infer__chat_is(m, "user"), asst = infer__chat_is(m, "assistant");
-    int has_sys = infer__chat_is(&msgs[0], "system");
-    int first_user = user && infer__chat_first_of(msgs, i + 1, "user") == i;
-    switch (t->kind) {
-    case INFER_CHAT_CHATML:
-    default:
-        if (i == 0 && !sys && t->default_system[0]) {
-            infer__chat_puts(o, "<|im_start|>system\n");
-            infer__chat_puts(o, t->default_system);
-            infer__chat_puts(o, "<|im_end|>\n");
-        }
-        infer__chat_puts(o, "<|im_start|>");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "\n");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|im_end|>\n");
-        break;
-    case INFER_CHAT_QWEN3:
-        infer__chat_puts(o, "<|im_start|>");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "\n");
-        if (asst) infer__chat_put_answer(o, m->content);
-        else infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|im_end|>\n");
-        break;
-    case INFER_CHAT_SMOLLM3: /* system: only in the header; other roles: none */
-        if (i == 0) infer__chat_smollm3_header(t, msgs, o);
-        if (user) {
-            infer__chat_puts(o, "<|im_start|>user\n");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "<|im_end|>\n");
-        } else if (asst) {
-            infer__chat_puts(o, "<|im_start|>assistant\n");
-            if (infer__chat_smollm3_no_think(t, msgs)) infer__chat_puts(o, "<think>\n\n</think>\n");
-            infer__chat_put_lstrip_nl(o, m->content);
-            infer__chat_puts(o, "<|im_end|>\n");
-        }
-        break;
-    case INFER_CHAT_PHI4:
-        infer__chat_puts(o, "<|im_start|>");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "<|im_sep|>");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|im_end|>");
-        break;
-    case INFER_CHAT_PHI4_MINI:
-        infer__chat_puts(o, "<|");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "|>");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|end|>");
-        break;
-    case INFER_CHAT_LLAMA31:
-        /* a system turn always comes first, with the dates; the system
-           message (trimmed) ends it */
-        if (i == 0) {
-            infer__chat_puts(o, "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: ");
-            infer__chat_puts(o, t->date);
-            infer__chat_puts(o, "\n\n");
-            if (sys) infer__chat_put_trim(o, m->content);
-            infer__chat_puts(o, "<|eot_id|>");
-            if (sys) break;
-        }
-        infer__chat_llama3_msg(o, m);
-        break;
-    case INFER_CHAT_LLAMA3: infer__chat_llama3_msg(o, m); break;
-    case INFER_CHAT_PHI3:
-        if (sys && !m->content[0]) break; /* Phi-3.5 skips an empty system message */
-        infer__chat_puts(o, "<|");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "|>\n");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|end|>\n");
-        break;
-    case INFER_CHAT_ZEPHYR:
-        infer__chat_puts(o, "<|");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "|>\n");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, t->eos);
-        infer__chat_puts(o, "\n");
-        break;
-    case INFER_CHAT_GEMMA: {
-        /* no system role: system text goes at the top of the next user turn */
-        int j;
-        if (sys) break;
-        infer__chat_puts(o, "<start_of_turn>");
-        infer__chat_puts(o, asst ? "model" : m->role);
-        infer__chat_puts(o, "\n");
-        if (!asst) { /* as Gemma 3: the system text as it is, then a blank line */
-            for (j = i - 1; j >= 0 && infer__chat_is(&msgs[j], "system"); j--) {}
-            for (j++; j < i; j++) infer__chat_puts(o, msgs[j].content), infer__chat_puts(o, "\n\n");
-        }
-        infer__chat_put_trim(o, m->content);
-        infer__chat_puts(o, "<end_of_turn>\n");
-        break;
-    }
-    case INFER_CHAT_LLAMA2: /* Llama-2-chat: <<SYS>> inside the first [INST], BOS before each later one */
-        if (user) {
-            const char *c = m->content;
-            if (!first_user) infer__chat_puts(o, t->bos);
-            infer__chat_puts(o, "[INST] ");
-            if (first_user && has_sys && i > 0) {
-                infer__chat_puts(o, "<<SYS>>\n");
-                infer__chat_puts(o, msgs[0].content);
-                infer__chat_puts(o, "\n<</SYS>>\n\n");
-                infer__chat_put_trimmed_right(o, c); /* strip() of the whole: its start is <<SYS>> */
-            } else {
-                infer__chat_put_trim(o, c);
-            }
-            infer__chat_puts(o, " [/INST]");
-        } else if (asst) {
-            infer__chat_puts(o, " ");
-            infer__chat_put_trim(o, m->content);
-            infer__chat_puts(o, " ");
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    case INFER_CHAT_MISTRAL: /* [INST] x [/INST]; no system role: its text heads the first turn */
-        if (user) {
-            infer__chat_puts(o, "[INST] ");
-            if (first_user && has_sys && i > 0) {
-                infer__chat_puts(o, msgs[0].content);
-                infer__chat_puts(o, "\n");
-            }
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, " [/INST]");
-        } else if (asst) {
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    case INFER_CHAT_MISTRAL_V1:
-    case INFER_CHAT_MISTRAL_V3:
-    case INFER_CHAT_MISTRAL_V3_TEKKEN: {
-        int v1 = t->kind == INFER_CHAT_MISTRAL_V1, tekken = t->kind == INFER_CHAT_MISTRAL_V3_TEKKEN;
-        if (user) {
-            infer__chat_puts(o, v1 ? " [INST] " : tekken ? "[INST]" : "[INST] ");
-            if (first_user && has_sys && i > 0) {
-                infer__chat_puts(o, msgs[0].content);
-                infer__chat_puts(o, "\n\n");
-            }
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, v1 ? " [/INST]" : "[/INST]");
-        } else if (asst) {
-            if (!tekken) infer__chat_puts(o, " ");
-            if (t->kind == INFER_CHAT_MISTRAL_V3) infer__chat_put_trim(o, m->content);
-            else infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    }
-    case INFER_CHAT_MISTRAL_V7:
-    case INFER_CHAT_MISTRAL_V7_TEKKEN: {
-        const char *sp = t->kind == INFER_CHAT_MISTRAL_V7 ? " " : "";
-        if (sys) {
-            infer__chat_puts(o, "[SYSTEM_PROMPT]");
-            infer__chat_puts(o, sp);
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "[/SYSTEM_PROMPT]");
-        } else if (user) {
-            infer__chat_puts(o, "[INST]");
-            infer__chat_puts(o, sp);
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "[/INST]");
-        } else if (asst) {
-            infer__chat_puts(o, sp);
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    }
-    case INFER_CHAT_DEEPSEEK: /* deepseek-coder-instruct: its own system text when none is given */
-        if (i == 0 && !sys)
-            infer__chat_puts(o, "You are an AI programming assistant, utilizing the Deepseek Coder model, developed by "
-                                "Deepseek Company, and you only answer questions related to computer science. For "
-                                "politically sensitive questions, security and privacy issues, and other non-computer "
-                                "science questions, you will refuse to answer\n");
-        if (sys) {
-            infer__chat_puts(o, m->content);
-        } else if (user) {
-            infer__chat_puts(o, "### Instruction:\n");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "\n");
-        } else {
-            infer__chat_puts(o, "### Response:\n");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "\n<|EOT|>\n");
-        }
-        break;
-    case INFER_CHAT_DEEPSEEK2:
-        if (sys) {
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "\n\n");
-        } else if (user) {
-            infer__chat_puts(o, "User: ");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "\n\n");
-        } else if (asst) {
-            infer__chat_puts(o, "Assistant: ");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    case INFER_CHAT_DEEPSEEK3:
-        if (sys) {
-            infer__chat_puts(o, m->content);
-        } else if (user) {
-            infer__chat_puts(o, "<\xef\xbd\x9cUser\xef\xbd\x9c>");
-            infer__chat_puts(o, m->content);
-        } else if (asst) {
-            infer__chat_puts(o, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    }
-}
-
-/* Writes the text that starts the assistant's reply (after the last message). */
-static void infer__chat_gen_prompt(const infer_chat_template *t, const infer_chat_message *msgs, int n,
-                                   infer__chat_out *o) {
-    switch (t->kind) {
-    case INFER_CHAT_CHATML: infer__chat_puts(o, "<|im_start|>assistant\n"); break;
-    case INFER_CHAT_QWEN3:
-        infer__chat_puts(o, "<|im_start|>assistant\n");
-        if (t->no_think) infer__chat_puts(o, "<think>\n\n</think>\n\n");
-        break;
-    case INFER_CHAT_SMOLLM3:
-        infer__chat_puts(o, "<|im_start|>assistant\n");
-        if (n > 0 ? infer__chat_smollm3_no_think(t, msgs) : t->no_think) infer__chat_puts(o, "<think>\n\n</think>\n");
-        break;
-    case INFER_CHAT_PHI4: infer__chat_puts(o, "<|im_start|>assistant<|im_sep|>"); break;
-    case INFER_CHAT_PHI4_MINI: infer__chat_puts(o, "<|assistant|>"); break;
-    case INFER_CHAT_LLAMA3:
-    case INFER_CHAT_LLAMA31: infer__chat_puts(o, "<|start_header_id|>assistant<|end_header_id|>\n\n"); break;
-    case INFER_CHAT_PHI3:
-    case INFER_CHAT_ZEPHYR: infer__chat_puts(o, "<|assistant|>\n"); break;
-    case INFER_CHAT_GEMMA: infer__chat_puts(o, "<start_of_turn>model\n"); break;
-    case INFER_CHAT_DEEPSEEK: infer__chat_puts(o, "### Response:\n"); break;
-    case INFER_CHAT_DEEPSEEK2: infer__chat_puts(o, "Assistant:"); break;
-    case INFER_CHAT_DEEPSEEK3: infer__chat_puts(o, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"); break;
-    default: break; /* Llama 2 and Mistral: [/INST] already ends the user turn */
-    }
+    infer__sb_puts(&ctx, add ? "],\"add_generation_prompt\":true" : "],\"add_generation_prompt\":false");
+    infer__sb_puts(&ctx, t->no_think ? ",\"no_think\":true" : ",\"no_think\":false");
+    infer__chat_json_key(&ctx, "bos_token", t->bos, infer__chat_field_len(t->bos, sizeof t->bos));
+    infer__chat_json_key(&ctx, "eos_token", t->eos, infer__chat_field_len(t->eos, sizeof t->eos));
+    infer__chat_json_key(&ctx, "default_system", t->default_system,
+                         infer__chat_field_len(t->default_system, sizeof t->default_system));
+    infer__chat_json_key(&ctx, "date", t->date, infer__chat_field_len(t->date, sizeof t->date));
+    infer__sb_puts(&ctx, "}");
+    infer__sb_putc(&ctx, 0);
+    /* The built-in texts are trusted and do work linear in the
+       conversation: it alone bounds their steps, output and memory (the
+       defaults, made for templates from files, would refuse a chat of more
+       than 16 MiB, which the formats always wrote). */
+    lim.max_steps = LONG_MAX;
+    lim.max_output = INT_MAX;
+    lim.max_memory = (size_t)-1;
+    if (!ctx.nomem) out = infer__jinja_render_raw(infer__chat_format_text(t->kind), ctx.p, &lim, &err);
+    stbds_arrfree(ctx.p);
+    if (out) *len = strlen(out);
+    return out;
 }
 
 INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
                                int add_assistant_prompt, char *buf, size_t size) {
-    infer__chat_out o;
-    int i;
+    char *whole = NULL, *head = NULL;
+    size_t whole_len = 0, head_len = 0;
+    int len = -1, i;
     if (!t || n < 0 || from < 0 || from > n || (n > 0 && !msgs) || (size > 0 && !buf)) return -1;
     for (i = 0; i < n; i++)
         if (!msgs[i].role || !msgs[i].content) return -1;
-    memset(&o, 0, sizeof o);
-    o.buf = buf;
-    o.size = size;
-    for (i = from; i < n; i++) infer__chat_piece(t, msgs, i, &o);
-    if (add_assistant_prompt) infer__chat_gen_prompt(t, msgs, n, &o);
-    if (size > 0) buf[o.len < size ? o.len : size - 1] = 0;
-    return o.len > (size_t)INT_MAX || o.nomem ? -1 : (int)o.len;
+    if (from == n && !add_assistant_prompt) len = 0; /* nothing new */
+    else if ((whole = infer__chat_render(t, msgs, n, add_assistant_prompt, &whole_len)) != NULL) {
+        /* messages from `from` on: the whole less the rendering up to there,
+           which every built-in text makes a prefix of it */
+        if (from > 0) head = infer__chat_render(t, msgs, from, 0, &head_len);
+        if ((from == 0 || head) && head_len <= whole_len && !memcmp(whole, head ? head : "", head_len) &&
+            whole_len - head_len <= (size_t)INT_MAX)
+            len = (int)(whole_len - head_len);
+    }
+    if (size > 0) {
+        size_t k = len > 0 ? ((size_t)len < size ? (size_t)len : size - 1) : 0;
+        if (k) memcpy(buf, whole + head_len, k);
+        buf[k] = 0;
+    }
+    INFER_FREE(whole);
+    INFER_FREE(head);
+    return len;
 }
 
 INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size) {
-    infer__chat_out o;
+    const char *end = NULL, *after_eos = ""; /* end NULL: the EOS, then after_eos */
     if (!t || (size > 0 && !buf)) return -1;
-    memset(&o, 0, sizeof o);
-    o.buf = buf;
-    o.size = size;
     switch (t->kind) {
     case INFER_CHAT_CHATML:
     case INFER_CHAT_QWEN3:
-    case INFER_CHAT_SMOLLM3: infer__chat_puts(&o, "<|im_end|>\n"); break;
-    case INFER_CHAT_PHI4: infer__chat_puts(&o, "<|im_end|>"); break;
-    case INFER_CHAT_PHI4_MINI: infer__chat_puts(&o, "<|end|>"); break;
+    case INFER_CHAT_SMOLLM3: end = "<|im_end|>\n"; break;
+    case INFER_CHAT_PHI4: end = "<|im_end|>"; break;
+    case INFER_CHAT_PHI4_MINI: end = "<|end|>"; break;
     case INFER_CHAT_LLAMA3:
-    case INFER_CHAT_LLAMA31: infer__chat_puts(&o, "<|eot_id|>"); break;
-    case INFER_CHAT_PHI3: infer__chat_puts(&o, "<|end|>\n"); break;
-    case INFER_CHAT_GEMMA: infer__chat_puts(&o, "<end_of_turn>\n"); break;
-    case INFER_CHAT_DEEPSEEK: infer__chat_puts(&o, "\n<|EOT|>\n"); break;
-    case INFER_CHAT_ZEPHYR:
-        infer__chat_puts(&o, t->eos);
-        infer__chat_puts(&o, "\n");
-        break;
-    default: infer__chat_puts(&o, t->eos); break;
+    case INFER_CHAT_LLAMA31: end = "<|eot_id|>"; break;
+    case INFER_CHAT_PHI3: end = "<|end|>\n"; break;
+    case INFER_CHAT_GEMMA: end = "<end_of_turn>\n"; break;
+    case INFER_CHAT_DEEPSEEK: end = "\n<|EOT|>\n"; break;
+    case INFER_CHAT_ZEPHYR: after_eos = "\n"; break;
+    default: break;
     }
-    if (size > 0) buf[o.len < size ? o.len : size - 1] = 0;
-    return (int)o.len;
+    if (end) return snprintf(buf, size, "%s", end);
+    return snprintf(buf, size, "%.*s%s", (int)infer__chat_field_len(t->eos, sizeof t->eos), t->eos, after_eos);
 }
 
 #endif /* INFER_IMPLEMENTATION */

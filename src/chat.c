@@ -1,6 +1,7 @@
 /* chat.c - chat templates: recognizing the model's tokenizer.chat_template
-   by its text and formatting a conversation the way that template renders
-   it, message by message, so that a chat can feed only the new messages. */
+   by its text, and formatting a conversation as that template renders it:
+   the format's Jinja text (chat_formats.c) run by jinja.c's interpreter,
+   message by message, so that a chat can feed only the new messages. */
 #include "internal.h"
 
 static const char *const infer__chat_names[INFER_CHAT_COUNT] = {
@@ -176,440 +177,105 @@ INFERDEF infer_chat_template infer_chat_template_detect(const infer_model *m) {
     return t;
 }
 
-/* ---- formatting ---- */
+/* ---- formatting: the kind's Jinja text (chat_formats.c), rendered ---- */
 
-typedef struct infer__chat_out {
-    char *buf;
-    size_t size, len;
-    int nomem; /* text was left out for want of memory */
-} infer__chat_out;
-
-static void infer__chat_put(infer__chat_out *o, const char *s, size_t n) {
-    if (o->buf && o->len < o->size) {
-        size_t room = o->size - o->len;
-        memcpy(o->buf + o->len, s, n < room ? n : room);
-    }
-    o->len += n;
+/* length of a template field (a C string that should end within its array) */
+static size_t infer__chat_field_len(const char *s, size_t size) {
+    const char *end = (const char *)memchr(s, 0, size);
+    return end ? (size_t)(end - s) : size;
 }
 
-static void infer__chat_puts(infer__chat_out *o, const char *s) { infer__chat_put(o, s, strlen(s)); }
-
-static int infer__chat_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-/* s without leading and trailing whitespace (as Jinja's trim / Python's strip) */
-static void infer__chat_put_trim(infer__chat_out *o, const char *s) {
-    size_t n = strlen(s);
-    while (n && infer__chat_space(*s)) s++, n--;
-    while (n && infer__chat_space(s[n - 1])) n--;
-    infer__chat_put(o, s, n);
+static void infer__chat_json_key(infer__sb *b, const char *key, const char *s, size_t n) {
+    infer__sb_putc(b, ',');
+    infer__sb_json_string(b, key, strlen(key));
+    infer__sb_putc(b, ':');
+    infer__sb_json_string(b, s, n);
 }
 
-static void infer__chat_put_trimmed_right(infer__chat_out *o, const char *s) {
-    size_t n = strlen(s);
-    while (n && infer__chat_space(s[n - 1])) n--;
-    infer__chat_put(o, s, n);
-}
-
-static int infer__chat_is(const infer_chat_message *m, const char *role) { return !strcmp(m->role, role); }
-
-/* Index of the first message of role r at or after from, below i, or -1. */
-static int infer__chat_first_of(const infer_chat_message *msgs, int n, const char *role) {
+/* The kind's text rendered for msgs[0..n) (malloc'd, NUL-terminated), or
+   NULL when memory ran out. The context's strings are the caller's bytes
+   as they are, UTF-8 or not (JSON-escaped, read back raw). */
+static char *infer__chat_render(const infer_chat_template *t, const infer_chat_message *msgs, int n, int add,
+                                size_t *len) {
+    infer__sb ctx = {NULL, 0};
+    infer_jinja_limits lim = infer_jinja_default_limits();
+    infer_error err;
+    char *out = NULL;
     int i;
-    for (i = 0; i < n; i++)
-        if (infer__chat_is(&msgs[i], role)) return i;
-    return -1;
-}
-
-/* 1 if needle occurs in the C string s */
-static int infer__chat_in(const char *s, const char *needle) { return infer__chat_has(s, strlen(s), needle); }
-
-/* Writes s with every occurrence of each cut[] removed, the first cut
-   everywhere before the next (Python's s.replace(a, "").replace(b, "")),
-   then without trailing whitespace (rstrip). */
-static void infer__chat_put_cut_rstrip(infer__chat_out *o, const char *s, const char *const *cut, int ncut) {
-    char small[512], *a = small;
-    size_t n = strlen(s), i, j;
-    int c;
-    if (n + 1 > sizeof small && !(a = (char *)INFER_MALLOC(n + 1))) {
-        o->nomem = 1;
-        return;
+    infer__sb_puts(&ctx, "{\"messages\":[");
+    for (i = 0; i < n; i++) {
+        infer__sb_puts(&ctx, i ? ",{\"role\":" : "{\"role\":");
+        infer__sb_json_string(&ctx, msgs[i].role, strlen(msgs[i].role));
+        infer__sb_puts(&ctx, ",\"content\":");
+        infer__sb_json_string(&ctx, msgs[i].content, strlen(msgs[i].content));
+        infer__sb_putc(&ctx, '}');
     }
-    memcpy(a, s, n + 1);
-    for (c = 0; c < ncut; c++) {
-        size_t k = strlen(cut[c]);
-        for (i = 0, j = 0; i < n;) {
-            if (k && i + k <= n && !memcmp(a + i, cut[c], k)) i += k;
-            else a[j++] = a[i++];
-        }
-        n = j;
-    }
-    while (n && infer__chat_space(a[n - 1])) n--;
-    infer__chat_put(o, a, n);
-    if (a != small) INFER_FREE(a);
-}
-
-/* An assistant message as Qwen3 writes one from history: the text after
-   the last </think>, leading newlines dropped. */
-static void infer__chat_put_answer(infer__chat_out *o, const char *s) {
-    const char *p = s, *q;
-    while ((q = strstr(p, "</think>")) != NULL) p = q + 8;
-    if (p != s)
-        while (*p == '\n') p++;
-    infer__chat_puts(o, p);
-}
-
-static void infer__chat_put_lstrip_nl(infer__chat_out *o, const char *s) {
-    while (*s == '\n') s++;
-    infer__chat_puts(o, s);
-}
-
-/* SmolLM3's instructions when the system message gives none, thinking */
-static const char infer__chat_smollm3_think[] =
-    "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an assistant involves "
-    "thoroughly exploring questions through a systematic thinking process before providing the final precise and "
-    "accurate solutions. This requires engaging in a comprehensive cycle of analysis, summarizing, exploration, "
-    "reassessment, reflection, backtracking, and iteration to develop well-considered thinking process. Please "
-    "structure your response into two main sections: Thought and Solution using the specified format: <think> "
-    "Thought section </think> Solution section. In the Thought section, detail your reasoning process in steps. "
-    "Each step should include detailed considerations such as analysing questions, summarizing relevant findings, "
-    "brainstorming new ideas, verifying the accuracy of the current steps, refining any errors, and revisiting "
-    "previous steps. In the Solution section, based on various attempts, explorations, and reflections from the "
-    "Thought section, systematically present the final solution that you deem correct. The Solution section should "
-    "be logical, accurate, and concise and detail necessary steps needed to reach the conclusion.";
-
-/* SmolLM3's reasoning mode: "/no_think" or "/think" in the system message,
-   else the template's default (enable_thinking). */
-static int infer__chat_smollm3_no_think(const infer_chat_template *t, const infer_chat_message *msgs) {
-    if (infer__chat_is(&msgs[0], "system")) {
-        if (infer__chat_in(msgs[0].content, "/no_think")) return 1;
-        if (infer__chat_in(msgs[0].content, "/think")) return 0;
-    }
-    return t->no_think != 0;
-}
-
-/* SmolLM3's system header. Without tools its template leaves it open: no
-   <|im_end|> follows (a quirk of the template, kept as it renders). */
-static void infer__chat_smollm3_header(const infer_chat_template *t, const infer_chat_message *msgs, infer__chat_out *o) {
-    /* cutting "/system_override" after the others and a rstrip is the
-       same as cutting all three, then one rstrip (none holds a space) */
-    static const char *const cuts[] = {"/no_think", "/think", "/system_override"};
-    int sys = infer__chat_is(&msgs[0], "system"), no_think = infer__chat_smollm3_no_think(t, msgs);
-    infer__chat_puts(o, "<|im_start|>system\n");
-    if (sys && infer__chat_in(msgs[0].content, "/system_override")) { /* the system message alone */
-        infer__chat_put_cut_rstrip(o, msgs[0].content, cuts, 3);
-        infer__chat_puts(o, "<|im_end|>\n");
-        return;
-    }
-    infer__chat_puts(o, "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: ");
-    infer__chat_puts(o, t->date);
-    infer__chat_puts(o, no_think ? "\nReasoning Mode: /no_think\n\n" : "\nReasoning Mode: /think\n\n");
-    infer__chat_puts(o, "## Custom Instructions\n\n");
-    {
-        size_t before = o->len;
-        if (sys) infer__chat_put_cut_rstrip(o, msgs[0].content, cuts, 2);
-        if (o->len == before)
-            infer__chat_puts(o, no_think ? "You are a helpful AI assistant named SmolLM, trained by Hugging Face."
-                                         : infer__chat_smollm3_think);
-    }
-    infer__chat_puts(o, "\n\n");
-}
-
-static void infer__chat_llama3_msg(infer__chat_out *o, const infer_chat_message *m) {
-    infer__chat_puts(o, "<|start_header_id|>");
-    infer__chat_puts(o, m->role);
-    infer__chat_puts(o, "<|end_header_id|>\n\n");
-    infer__chat_put_trim(o, m->content);
-    infer__chat_puts(o, "<|eot_id|>");
-}
-
-/* Writes message i of msgs (its rendering depends only on msgs[0..i]). */
-static void infer__chat_piece(const infer_chat_template *t, const infer_chat_message *msgs, int i, infer__chat_out *o) {
-    const infer_chat_message *m = &msgs[i];
-    int sys = infer__chat_is(m, "system"), user = infer__chat_is(m, "user"), asst = infer__chat_is(m, "assistant");
-    int has_sys = infer__chat_is(&msgs[0], "system");
-    int first_user = user && infer__chat_first_of(msgs, i + 1, "user") == i;
-    switch (t->kind) {
-    case INFER_CHAT_CHATML:
-    default:
-        if (i == 0 && !sys && t->default_system[0]) {
-            infer__chat_puts(o, "<|im_start|>system\n");
-            infer__chat_puts(o, t->default_system);
-            infer__chat_puts(o, "<|im_end|>\n");
-        }
-        infer__chat_puts(o, "<|im_start|>");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "\n");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|im_end|>\n");
-        break;
-    case INFER_CHAT_QWEN3:
-        infer__chat_puts(o, "<|im_start|>");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "\n");
-        if (asst) infer__chat_put_answer(o, m->content);
-        else infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|im_end|>\n");
-        break;
-    case INFER_CHAT_SMOLLM3: /* system: only in the header; other roles: none */
-        if (i == 0) infer__chat_smollm3_header(t, msgs, o);
-        if (user) {
-            infer__chat_puts(o, "<|im_start|>user\n");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "<|im_end|>\n");
-        } else if (asst) {
-            infer__chat_puts(o, "<|im_start|>assistant\n");
-            if (infer__chat_smollm3_no_think(t, msgs)) infer__chat_puts(o, "<think>\n\n</think>\n");
-            infer__chat_put_lstrip_nl(o, m->content);
-            infer__chat_puts(o, "<|im_end|>\n");
-        }
-        break;
-    case INFER_CHAT_PHI4:
-        infer__chat_puts(o, "<|im_start|>");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "<|im_sep|>");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|im_end|>");
-        break;
-    case INFER_CHAT_PHI4_MINI:
-        infer__chat_puts(o, "<|");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "|>");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|end|>");
-        break;
-    case INFER_CHAT_LLAMA31:
-        /* a system turn always comes first, with the dates; the system
-           message (trimmed) ends it */
-        if (i == 0) {
-            infer__chat_puts(o, "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: ");
-            infer__chat_puts(o, t->date);
-            infer__chat_puts(o, "\n\n");
-            if (sys) infer__chat_put_trim(o, m->content);
-            infer__chat_puts(o, "<|eot_id|>");
-            if (sys) break;
-        }
-        infer__chat_llama3_msg(o, m);
-        break;
-    case INFER_CHAT_LLAMA3: infer__chat_llama3_msg(o, m); break;
-    case INFER_CHAT_PHI3:
-        if (sys && !m->content[0]) break; /* Phi-3.5 skips an empty system message */
-        infer__chat_puts(o, "<|");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "|>\n");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, "<|end|>\n");
-        break;
-    case INFER_CHAT_ZEPHYR:
-        infer__chat_puts(o, "<|");
-        infer__chat_puts(o, m->role);
-        infer__chat_puts(o, "|>\n");
-        infer__chat_puts(o, m->content);
-        infer__chat_puts(o, t->eos);
-        infer__chat_puts(o, "\n");
-        break;
-    case INFER_CHAT_GEMMA: {
-        /* no system role: system text goes at the top of the next user turn */
-        int j;
-        if (sys) break;
-        infer__chat_puts(o, "<start_of_turn>");
-        infer__chat_puts(o, asst ? "model" : m->role);
-        infer__chat_puts(o, "\n");
-        if (!asst) { /* as Gemma 3: the system text as it is, then a blank line */
-            for (j = i - 1; j >= 0 && infer__chat_is(&msgs[j], "system"); j--) {}
-            for (j++; j < i; j++) infer__chat_puts(o, msgs[j].content), infer__chat_puts(o, "\n\n");
-        }
-        infer__chat_put_trim(o, m->content);
-        infer__chat_puts(o, "<end_of_turn>\n");
-        break;
-    }
-    case INFER_CHAT_LLAMA2: /* Llama-2-chat: <<SYS>> inside the first [INST], BOS before each later one */
-        if (user) {
-            const char *c = m->content;
-            if (!first_user) infer__chat_puts(o, t->bos);
-            infer__chat_puts(o, "[INST] ");
-            if (first_user && has_sys && i > 0) {
-                infer__chat_puts(o, "<<SYS>>\n");
-                infer__chat_puts(o, msgs[0].content);
-                infer__chat_puts(o, "\n<</SYS>>\n\n");
-                infer__chat_put_trimmed_right(o, c); /* strip() of the whole: its start is <<SYS>> */
-            } else {
-                infer__chat_put_trim(o, c);
-            }
-            infer__chat_puts(o, " [/INST]");
-        } else if (asst) {
-            infer__chat_puts(o, " ");
-            infer__chat_put_trim(o, m->content);
-            infer__chat_puts(o, " ");
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    case INFER_CHAT_MISTRAL: /* [INST] x [/INST]; no system role: its text heads the first turn */
-        if (user) {
-            infer__chat_puts(o, "[INST] ");
-            if (first_user && has_sys && i > 0) {
-                infer__chat_puts(o, msgs[0].content);
-                infer__chat_puts(o, "\n");
-            }
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, " [/INST]");
-        } else if (asst) {
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    case INFER_CHAT_MISTRAL_V1:
-    case INFER_CHAT_MISTRAL_V3:
-    case INFER_CHAT_MISTRAL_V3_TEKKEN: {
-        int v1 = t->kind == INFER_CHAT_MISTRAL_V1, tekken = t->kind == INFER_CHAT_MISTRAL_V3_TEKKEN;
-        if (user) {
-            infer__chat_puts(o, v1 ? " [INST] " : tekken ? "[INST]" : "[INST] ");
-            if (first_user && has_sys && i > 0) {
-                infer__chat_puts(o, msgs[0].content);
-                infer__chat_puts(o, "\n\n");
-            }
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, v1 ? " [/INST]" : "[/INST]");
-        } else if (asst) {
-            if (!tekken) infer__chat_puts(o, " ");
-            if (t->kind == INFER_CHAT_MISTRAL_V3) infer__chat_put_trim(o, m->content);
-            else infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    }
-    case INFER_CHAT_MISTRAL_V7:
-    case INFER_CHAT_MISTRAL_V7_TEKKEN: {
-        const char *sp = t->kind == INFER_CHAT_MISTRAL_V7 ? " " : "";
-        if (sys) {
-            infer__chat_puts(o, "[SYSTEM_PROMPT]");
-            infer__chat_puts(o, sp);
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "[/SYSTEM_PROMPT]");
-        } else if (user) {
-            infer__chat_puts(o, "[INST]");
-            infer__chat_puts(o, sp);
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "[/INST]");
-        } else if (asst) {
-            infer__chat_puts(o, sp);
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    }
-    case INFER_CHAT_DEEPSEEK: /* deepseek-coder-instruct: its own system text when none is given */
-        if (i == 0 && !sys)
-            infer__chat_puts(o, "You are an AI programming assistant, utilizing the Deepseek Coder model, developed by "
-                                "Deepseek Company, and you only answer questions related to computer science. For "
-                                "politically sensitive questions, security and privacy issues, and other non-computer "
-                                "science questions, you will refuse to answer\n");
-        if (sys) {
-            infer__chat_puts(o, m->content);
-        } else if (user) {
-            infer__chat_puts(o, "### Instruction:\n");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "\n");
-        } else {
-            infer__chat_puts(o, "### Response:\n");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "\n<|EOT|>\n");
-        }
-        break;
-    case INFER_CHAT_DEEPSEEK2:
-        if (sys) {
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "\n\n");
-        } else if (user) {
-            infer__chat_puts(o, "User: ");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, "\n\n");
-        } else if (asst) {
-            infer__chat_puts(o, "Assistant: ");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    case INFER_CHAT_DEEPSEEK3:
-        if (sys) {
-            infer__chat_puts(o, m->content);
-        } else if (user) {
-            infer__chat_puts(o, "<\xef\xbd\x9cUser\xef\xbd\x9c>");
-            infer__chat_puts(o, m->content);
-        } else if (asst) {
-            infer__chat_puts(o, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>");
-            infer__chat_puts(o, m->content);
-            infer__chat_puts(o, t->eos);
-        }
-        break;
-    }
-}
-
-/* Writes the text that starts the assistant's reply (after the last message). */
-static void infer__chat_gen_prompt(const infer_chat_template *t, const infer_chat_message *msgs, int n,
-                                   infer__chat_out *o) {
-    switch (t->kind) {
-    case INFER_CHAT_CHATML: infer__chat_puts(o, "<|im_start|>assistant\n"); break;
-    case INFER_CHAT_QWEN3:
-        infer__chat_puts(o, "<|im_start|>assistant\n");
-        if (t->no_think) infer__chat_puts(o, "<think>\n\n</think>\n\n");
-        break;
-    case INFER_CHAT_SMOLLM3:
-        infer__chat_puts(o, "<|im_start|>assistant\n");
-        if (n > 0 ? infer__chat_smollm3_no_think(t, msgs) : t->no_think) infer__chat_puts(o, "<think>\n\n</think>\n");
-        break;
-    case INFER_CHAT_PHI4: infer__chat_puts(o, "<|im_start|>assistant<|im_sep|>"); break;
-    case INFER_CHAT_PHI4_MINI: infer__chat_puts(o, "<|assistant|>"); break;
-    case INFER_CHAT_LLAMA3:
-    case INFER_CHAT_LLAMA31: infer__chat_puts(o, "<|start_header_id|>assistant<|end_header_id|>\n\n"); break;
-    case INFER_CHAT_PHI3:
-    case INFER_CHAT_ZEPHYR: infer__chat_puts(o, "<|assistant|>\n"); break;
-    case INFER_CHAT_GEMMA: infer__chat_puts(o, "<start_of_turn>model\n"); break;
-    case INFER_CHAT_DEEPSEEK: infer__chat_puts(o, "### Response:\n"); break;
-    case INFER_CHAT_DEEPSEEK2: infer__chat_puts(o, "Assistant:"); break;
-    case INFER_CHAT_DEEPSEEK3: infer__chat_puts(o, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"); break;
-    default: break; /* Llama 2 and Mistral: [/INST] already ends the user turn */
-    }
+    infer__sb_puts(&ctx, add ? "],\"add_generation_prompt\":true" : "],\"add_generation_prompt\":false");
+    infer__sb_puts(&ctx, t->no_think ? ",\"no_think\":true" : ",\"no_think\":false");
+    infer__chat_json_key(&ctx, "bos_token", t->bos, infer__chat_field_len(t->bos, sizeof t->bos));
+    infer__chat_json_key(&ctx, "eos_token", t->eos, infer__chat_field_len(t->eos, sizeof t->eos));
+    infer__chat_json_key(&ctx, "default_system", t->default_system,
+                         infer__chat_field_len(t->default_system, sizeof t->default_system));
+    infer__chat_json_key(&ctx, "date", t->date, infer__chat_field_len(t->date, sizeof t->date));
+    infer__sb_puts(&ctx, "}");
+    infer__sb_putc(&ctx, 0);
+    /* The built-in texts are trusted and do work linear in the
+       conversation: it alone bounds their steps, output and memory (the
+       defaults, made for templates from files, would refuse a chat of more
+       than 16 MiB, which the formats always wrote). */
+    lim.max_steps = LONG_MAX;
+    lim.max_output = INT_MAX;
+    lim.max_memory = (size_t)-1;
+    if (!ctx.nomem) out = infer__jinja_render_raw(infer__chat_format_text(t->kind), ctx.p, &lim, &err);
+    stbds_arrfree(ctx.p);
+    if (out) *len = strlen(out);
+    return out;
 }
 
 INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
                                int add_assistant_prompt, char *buf, size_t size) {
-    infer__chat_out o;
-    int i;
+    char *whole = NULL, *head = NULL;
+    size_t whole_len = 0, head_len = 0;
+    int len = -1, i;
     if (!t || n < 0 || from < 0 || from > n || (n > 0 && !msgs) || (size > 0 && !buf)) return -1;
     for (i = 0; i < n; i++)
         if (!msgs[i].role || !msgs[i].content) return -1;
-    memset(&o, 0, sizeof o);
-    o.buf = buf;
-    o.size = size;
-    for (i = from; i < n; i++) infer__chat_piece(t, msgs, i, &o);
-    if (add_assistant_prompt) infer__chat_gen_prompt(t, msgs, n, &o);
-    if (size > 0) buf[o.len < size ? o.len : size - 1] = 0;
-    return o.len > (size_t)INT_MAX || o.nomem ? -1 : (int)o.len;
+    if (from == n && !add_assistant_prompt) len = 0; /* nothing new */
+    else if ((whole = infer__chat_render(t, msgs, n, add_assistant_prompt, &whole_len)) != NULL) {
+        /* messages from `from` on: the whole less the rendering up to there,
+           which every built-in text makes a prefix of it */
+        if (from > 0) head = infer__chat_render(t, msgs, from, 0, &head_len);
+        if ((from == 0 || head) && head_len <= whole_len && !memcmp(whole, head ? head : "", head_len) &&
+            whole_len - head_len <= (size_t)INT_MAX)
+            len = (int)(whole_len - head_len);
+    }
+    if (size > 0) {
+        size_t k = len > 0 ? ((size_t)len < size ? (size_t)len : size - 1) : 0;
+        if (k) memcpy(buf, whole + head_len, k);
+        buf[k] = 0;
+    }
+    INFER_FREE(whole);
+    INFER_FREE(head);
+    return len;
 }
 
 INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size) {
-    infer__chat_out o;
+    const char *end = NULL, *after_eos = ""; /* end NULL: the EOS, then after_eos */
     if (!t || (size > 0 && !buf)) return -1;
-    memset(&o, 0, sizeof o);
-    o.buf = buf;
-    o.size = size;
     switch (t->kind) {
     case INFER_CHAT_CHATML:
     case INFER_CHAT_QWEN3:
-    case INFER_CHAT_SMOLLM3: infer__chat_puts(&o, "<|im_end|>\n"); break;
-    case INFER_CHAT_PHI4: infer__chat_puts(&o, "<|im_end|>"); break;
-    case INFER_CHAT_PHI4_MINI: infer__chat_puts(&o, "<|end|>"); break;
+    case INFER_CHAT_SMOLLM3: end = "<|im_end|>\n"; break;
+    case INFER_CHAT_PHI4: end = "<|im_end|>"; break;
+    case INFER_CHAT_PHI4_MINI: end = "<|end|>"; break;
     case INFER_CHAT_LLAMA3:
-    case INFER_CHAT_LLAMA31: infer__chat_puts(&o, "<|eot_id|>"); break;
-    case INFER_CHAT_PHI3: infer__chat_puts(&o, "<|end|>\n"); break;
-    case INFER_CHAT_GEMMA: infer__chat_puts(&o, "<end_of_turn>\n"); break;
-    case INFER_CHAT_DEEPSEEK: infer__chat_puts(&o, "\n<|EOT|>\n"); break;
-    case INFER_CHAT_ZEPHYR:
-        infer__chat_puts(&o, t->eos);
-        infer__chat_puts(&o, "\n");
-        break;
-    default: infer__chat_puts(&o, t->eos); break;
+    case INFER_CHAT_LLAMA31: end = "<|eot_id|>"; break;
+    case INFER_CHAT_PHI3: end = "<|end|>\n"; break;
+    case INFER_CHAT_GEMMA: end = "<end_of_turn>\n"; break;
+    case INFER_CHAT_DEEPSEEK: end = "\n<|EOT|>\n"; break;
+    case INFER_CHAT_ZEPHYR: after_eos = "\n"; break;
+    default: break;
     }
-    if (size > 0) buf[o.len < size ? o.len : size - 1] = 0;
-    return (int)o.len;
+    if (end) return snprintf(buf, size, "%s", end);
+    return snprintf(buf, size, "%.*s%s", (int)infer__chat_field_len(t->eos, sizeof t->eos), t->eos, after_eos);
 }

@@ -887,9 +887,12 @@ INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, con
 INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
 /* Formats messages[from..n) of the conversation msgs[0..n) as the template
    renders them, then, with add_assistant_prompt, the text that opens the
-   assistant's reply. snprintf-style: writes at most size-1 bytes and a NUL,
-   returns the full length (or -1 on bad arguments, or when memory for a
-   long message's rewriting ran out).
+   assistant's reply. Each format is a short Jinja text of infer.h's own,
+   run by the interpreter below (infer_jinja_render) with the variables
+   messages, add_generation_prompt, bos_token, eos_token and t's settings;
+   message bytes reach it as they are, UTF-8 or not.
+   snprintf-style: writes at most size-1 bytes and a NUL, returns the full
+   length (or -1 on bad arguments, or when memory ran out).
    Each message's text depends only on the messages before it, so
      format(msgs, n, 0, a) == format(msgs, k, 0, 0) + format(msgs, n, k, a)
    for every k <= n: a chat can feed only what a new turn adds. A header

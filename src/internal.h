@@ -391,6 +391,8 @@ typedef struct infer__jp {
     infer_error *err;
     int failed, depth;
     const char *what; /* names the text in errors; NULL: "JSON schema" */
+    int raw_bytes;    /* 1: bytes of a string that are not UTF-8 are kept as they
+                         are (text the caller gave, e.g. chat.c's messages) */
 } infer__jp;
 
 /* parses one value at j->p (NUL-terminated text), leading blanks skipped;
@@ -431,6 +433,16 @@ static void infer__sb_literal(infer__sb *b, const char *s, size_t n);
 static void infer__jp_fail(infer__jp *j, const char *at, const char *fmt, ...) INFER__PRINTF(3, 4);
 
 static void infer__jp_nomem(infer__jp *j);
+
+/* ---- jinja.c ---- */
+/* infer_jinja_render for texts infer.h trusts (the built-in chat formats):
+   the context's strings may hold bytes that are not UTF-8, kept as they are. */
+static char *infer__jinja_render_raw(const char *template_text, const char *context_json,
+                                     const infer_jinja_limits *limits, infer_error *err);
+
+/* ---- chat_formats.c ---- */
+/* the built-in format of kind k as a Jinja text (ChatML's for an unknown k) */
+static const char *infer__chat_format_text(infer_chat_kind k);
 
 /* ---- toolcall.c: DeepSeek R1's tool-call markers (fullwidth bars, ▁) ---- */
 #define INFER__DS_CALLS_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"

@@ -3298,8 +3298,10 @@ INFERDEF infer_jinja_limits infer_jinja_default_limits(void) {
     return l;
 }
 
-INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json, const infer_jinja_limits *limits,
-                                  int *raised, infer_error *err) {
+/* infer_jinja_render; raw_bytes: the context's strings may hold bytes that
+   are not UTF-8 (kept as they are) */
+static char *infer__jj_render(const char *template_text, const char *context_json, const infer_jinja_limits *limits,
+                              int raw_bytes, int *raised, infer_error *err) {
     infer__jj_r *r;
     char *volatile result = NULL; /* set between setjmp and a longjmp */
     if (raised) *raised = 0;
@@ -3340,6 +3342,7 @@ INFERDEF char *infer_jinja_render(const char *template_text, const char *context
             j.src = j.p = context_json;
             j.err = &jerr;
             j.what = "context JSON";
+            j.raw_bytes = raw_bytes;
             infer__jp_value(&j, &r->context); /* freed below, whatever happens */
             if (!j.failed) {
                 infer__jp_ws(&j);
@@ -3365,6 +3368,16 @@ INFERDEF char *infer_jinja_render(const char *template_text, const char *context
     infer__jj_free_all(r);
     INFER_FREE(r);
     return result;
+}
+
+INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json, const infer_jinja_limits *limits,
+                                  int *raised, infer_error *err) {
+    return infer__jj_render(template_text, context_json, limits, 0, raised, err);
+}
+
+static char *infer__jinja_render_raw(const char *template_text, const char *context_json,
+                                     const infer_jinja_limits *limits, infer_error *err) {
+    return infer__jj_render(template_text, context_json, limits, 1, NULL, err);
 }
 
 /* The text of token id (control tokens as written in the vocabulary), or "". */

@@ -72,10 +72,25 @@ static char *infer__jp_string(infer__jp *j, size_t *n) {
             infer__jp_fail(j, q, "control character in a string");
             break;
         }
+        if ((unsigned char)*q < 0x80 && *q != '\\') { /* a run of ASCII, copied at once */
+            const char *e = q;
+            char *at;
+            while ((unsigned char)*e >= 0x20 && (unsigned char)*e < 0x80 && *e != '"' && *e != '\\') e++;
+            if (!(at = infer__arr_addn(buf, e - q))) {
+                infer__jp_nomem(j);
+                break;
+            }
+            memcpy(at, q, (size_t)(e - q));
+            j->p = e;
+            continue;
+        }
         if (*q != '\\') {
             if (!(len = infer__utf8_next(j->p, 4, &c))) {
-                infer__jp_fail(j, q, "invalid UTF-8 in a string");
-                break;
+                if (!j->raw_bytes) {
+                    infer__jp_fail(j, q, "invalid UTF-8 in a string");
+                    break;
+                }
+                len = 1; /* the byte as it is */
             }
             j->p += len;
             if (!infer__arr_room(buf, j->p - q)) {
@@ -284,10 +299,16 @@ static void infer__sb_literal(infer__sb *b, const char *s, size_t n) {
 
 /* a string as compact JSON text */
 static void infer__sb_json_string(infer__sb *b, const char *s, size_t n) {
-    size_t i;
+    size_t i, run;
     infer__sb_putc(b, '"');
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        for (run = i; run < n && (unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\'; run++) {}
+        if (run > i) { /* bytes written as they are, at once (a chat's messages are mostly these) */
+            infer__sb_put(b, s + i, run - i);
+            i = run - 1;
+            continue;
+        }
         if (c == '"' || c == '\\') {
             infer__sb_putc(b, '\\');
             infer__sb_putc(b, (char)c);

@@ -245,6 +245,402 @@ Test(chat, incremental_formatting_is_the_suffix_of_the_whole) {
         }
 }
 
+/* Every format is a Jinja text run by the interpreter (chat_formats.c).
+   These strings are what the C formatter that came before it wrote for this
+   conversation (system, several turns, empty messages, quotes, tabs,
+   newlines, a control character, accents, CJK, an emoji), kept so that the
+   texts go on rendering the formats byte for byte. */
+static const infer_chat_message varied[] = {
+    {"system", "Be \"brief\".\nReally. \t"},
+    {"user", "Hi!\tWhat's 2+2?"},
+    {"assistant", "<think>\nhmm\n</think>\n\n  It's 4. é中"},
+    {"user", ""},
+    {"assistant", ""},
+    {"user", "  Thanks 🙂 \"quoted\" \\ back\x01slash\n"}};
+static const struct {
+    const char *kind, *expected;
+} varied_expected[] = {
+    {"chatml",
+        "<|im_start|>system\n"
+        "Be \"brief\".\n"
+        "Really. \t<|im_end|>\n"
+        "<|im_start|>user\n"
+        "Hi!\tWhat's 2+2?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+        "<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中<|im_end|>\n"
+        "<|im_start|>user\n"
+        "<|im_end|>\n"
+        "<|im_start|>assistant\n"
+        "<|im_end|>\n"
+        "<|im_start|>user\n"
+        "  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "<|im_end|>\n"
+        "<|im_start|>assistant\n"},
+    {"llama2",
+        "[INST] <<SYS>>\n"
+        "Be \"brief\".\n"
+        "Really. \t\n"
+        "<</SYS>>\n"
+        "\n"
+        "Hi!\tWhat's 2+2? [/INST] <think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中 </s><s>[INST]  [/INST]  </s><s>[INST] Thanks 🙂 \"quoted\" \\ back\x01" "slash [/INST]"},
+    {"mistral",
+        "[INST] Be \"brief\".\n"
+        "Really. \t\n"
+        "Hi!\tWhat's 2+2? [/INST]<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中</s>[INST]  [/INST]</s>[INST]   Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        " [/INST]"},
+    {"mistral-v1",
+        " [INST] Be \"brief\".\n"
+        "Really. \t\n"
+        "\n"
+        "Hi!\tWhat's 2+2? [/INST] <think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中</s> [INST]  [/INST] </s> [INST]   Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        " [/INST]"},
+    {"mistral-v3",
+        "[INST] Be \"brief\".\n"
+        "Really. \t\n"
+        "\n"
+        "Hi!\tWhat's 2+2?[/INST] <think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中</s>[INST] [/INST] </s>[INST]   Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "[/INST]"},
+    {"mistral-v3-tekken",
+        "[INST]Be \"brief\".\n"
+        "Really. \t\n"
+        "\n"
+        "Hi!\tWhat's 2+2?[/INST]<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中</s>[INST][/INST]</s>[INST]  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "[/INST]"},
+    {"mistral-v7",
+        "[SYSTEM_PROMPT] Be \"brief\".\n"
+        "Really. \t[/SYSTEM_PROMPT][INST] Hi!\tWhat's 2+2?[/INST] <think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中</s>[INST] [/INST] </s>[INST]   Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "[/INST]"},
+    {"llama3",
+        "<|start_header_id|>system<|end_header_id|>\n"
+        "\n"
+        "Be \"brief\".\n"
+        "Really.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+        "\n"
+        "Hi!\tWhat's 2+2?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+        "\n"
+        "<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+        "\n"
+        "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+        "\n"
+        "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+        "\n"
+        "Thanks 🙂 \"quoted\" \\ back\x01" "slash<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+        "\n"},
+    {"gemma",
+        "<start_of_turn>user\n"
+        "Be \"brief\".\n"
+        "Really. \t\n"
+        "\n"
+        "Hi!\tWhat's 2+2?<end_of_turn>\n"
+        "<start_of_turn>model\n"
+        "<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中<end_of_turn>\n"
+        "<start_of_turn>user\n"
+        "<end_of_turn>\n"
+        "<start_of_turn>model\n"
+        "<end_of_turn>\n"
+        "<start_of_turn>user\n"
+        "Thanks 🙂 \"quoted\" \\ back\x01" "slash<end_of_turn>\n"
+        "<start_of_turn>model\n"},
+    {"phi3",
+        "<|system|>\n"
+        "Be \"brief\".\n"
+        "Really. \t<|end|>\n"
+        "<|user|>\n"
+        "Hi!\tWhat's 2+2?<|end|>\n"
+        "<|assistant|>\n"
+        "<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中<|end|>\n"
+        "<|user|>\n"
+        "<|end|>\n"
+        "<|assistant|>\n"
+        "<|end|>\n"
+        "<|user|>\n"
+        "  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "<|end|>\n"
+        "<|assistant|>\n"},
+    {"zephyr",
+        "<|system|>\n"
+        "Be \"brief\".\n"
+        "Really. \t</s>\n"
+        "<|user|>\n"
+        "Hi!\tWhat's 2+2?</s>\n"
+        "<|assistant|>\n"
+        "<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中</s>\n"
+        "<|user|>\n"
+        "</s>\n"
+        "<|assistant|>\n"
+        "</s>\n"
+        "<|user|>\n"
+        "  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "</s>\n"
+        "<|assistant|>\n"},
+    {"deepseek",
+        "Be \"brief\".\n"
+        "Really. \t### Instruction:\n"
+        "Hi!\tWhat's 2+2?\n"
+        "### Response:\n"
+        "<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中\n"
+        "<|EOT|>\n"
+        "### Instruction:\n"
+        "\n"
+        "### Response:\n"
+        "\n"
+        "<|EOT|>\n"
+        "### Instruction:\n"
+        "  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "\n"
+        "### Response:\n"},
+    {"deepseek2",
+        "Be \"brief\".\n"
+        "Really. \t\n"
+        "\n"
+        "User: Hi!\tWhat's 2+2?\n"
+        "\n"
+        "Assistant: <think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中</s>User: \n"
+        "\n"
+        "Assistant: </s>User:   Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "\n"
+        "\n"
+        "Assistant:"},
+    {"deepseek3",
+        "Be \"brief\".\n"
+        "Really. \t<｜User｜>Hi!\tWhat's 2+2?<｜Assistant｜><think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中</s><｜User｜><｜Assistant｜></s><｜User｜>  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "<｜Assistant｜>"},
+    {"llama3.1",
+        "<|start_header_id|>system<|end_header_id|>\n"
+        "\n"
+        "Cutting Knowledge Date: December 2023\n"
+        "Today Date: 1 Jan 2025\n"
+        "\n"
+        "Be \"brief\".\n"
+        "Really.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+        "\n"
+        "Hi!\tWhat's 2+2?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+        "\n"
+        "<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+        "\n"
+        "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+        "\n"
+        "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+        "\n"
+        "Thanks 🙂 \"quoted\" \\ back\x01" "slash<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+        "\n"},
+    {"qwen3",
+        "<|im_start|>system\n"
+        "Be \"brief\".\n"
+        "Really. \t<|im_end|>\n"
+        "<|im_start|>user\n"
+        "Hi!\tWhat's 2+2?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+        "  It's 4. é中<|im_end|>\n"
+        "<|im_start|>user\n"
+        "<|im_end|>\n"
+        "<|im_start|>assistant\n"
+        "<|im_end|>\n"
+        "<|im_start|>user\n"
+        "  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "<|im_end|>\n"
+        "<|im_start|>assistant\n"},
+    {"phi4",
+        "<|im_start|>system<|im_sep|>Be \"brief\".\n"
+        "Really. \t<|im_end|><|im_start|>user<|im_sep|>Hi!\tWhat's 2+2?<|im_end|><|im_start|>assistant<|im_sep|><think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中<|im_end|><|im_start|>user<|im_sep|><|im_end|><|im_start|>assistant<|im_sep|><|im_end|><|im_start|>user<|im_sep|>  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "<|im_end|><|im_start|>assistant<|im_sep|>"},
+    {"phi4-mini",
+        "<|system|>Be \"brief\".\n"
+        "Really. \t<|end|><|user|>Hi!\tWhat's 2+2?<|end|><|assistant|><think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中<|end|><|user|><|end|><|assistant|><|end|><|user|>  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "<|end|><|assistant|>"},
+    {"smollm3",
+        "<|im_start|>system\n"
+        "## Metadata\n"
+        "\n"
+        "Knowledge Cutoff Date: June 2025\n"
+        "Today Date: 1 Jan 2025\n"
+        "Reasoning Mode: /think\n"
+        "\n"
+        "## Custom Instructions\n"
+        "\n"
+        "Be \"brief\".\n"
+        "Really.\n"
+        "\n"
+        "<|im_start|>user\n"
+        "Hi!\tWhat's 2+2?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+        "<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中<|im_end|>\n"
+        "<|im_start|>user\n"
+        "<|im_end|>\n"
+        "<|im_start|>assistant\n"
+        "<|im_end|>\n"
+        "<|im_start|>user\n"
+        "  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "<|im_end|>\n"
+        "<|im_start|>assistant\n"},
+    {"mistral-v7-tekken",
+        "[SYSTEM_PROMPT]Be \"brief\".\n"
+        "Really. \t[/SYSTEM_PROMPT][INST]Hi!\tWhat's 2+2?[/INST]<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中</s>[INST][/INST]</s>[INST]  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
+        "[/INST]"},
+};
+
+Test(chat, every_format_writes_what_the_c_formatter_wrote) {
+    size_t i;
+    cr_assert_eq(sizeof varied_expected / sizeof varied_expected[0], (size_t)INFER_CHAT_COUNT);
+    for (i = 0; i < sizeof varied_expected / sizeof varied_expected[0]; i++) {
+        infer_chat_template t = infer_chat_template_from_text(varied_expected[i].kind, NULL, NULL);
+        char small[8], *s;
+        int len;
+        cr_assert_eq(t.fallback, 0, "%s", varied_expected[i].kind);
+        strcpy(t.date, "1 Jan 2025");
+        s = format(&t, varied, 6, 0, 1);
+        cr_expect_str_eq(s, varied_expected[i].expected, "%s", varied_expected[i].kind);
+        /* snprintf-style: a short buffer gets the start, the length is the whole's */
+        len = infer_chat_format(&t, varied, 6, 0, 1, small, sizeof small);
+        cr_expect_eq(len, (int)strlen(s), "%s", varied_expected[i].kind);
+        cr_expect(strlen(small) == sizeof small - 1 && !strncmp(small, s, sizeof small - 1), "%s: %s",
+                  varied_expected[i].kind, small);
+        free(s);
+    }
+}
+
+/* The context the texts render reaches them as JSON: quotes, backslashes,
+   control characters and bytes that are not UTF-8 come back as they were,
+   in roles and the BOS/EOS texts too, and the arguments are checked. */
+Test(chat, message_bytes_reach_the_text_as_they_are) {
+    static const char odd[] = "\xff\xfe \xc3( \"q\" \\ \x01\x1f\x7f{{ x }}{% if %}\ttab\nline\x1c";
+    infer_chat_message m[2] = {{"user", odd}, {"assistant", odd}};
+    infer_chat_message odd_role = {"\xe9\"role\\", odd};
+    char buf[512];
+    int k;
+    for (k = 0; k < INFER_CHAT_COUNT; k++) {
+        infer_chat_template t =
+            infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), "<\xff\"b>", "</\x01\xc3>");
+        char *s = format(&t, m, 2, 0, 1);
+        cr_expect(strstr(s, odd) != NULL, "%s: %s", infer_chat_template_name((infer_chat_kind)k), s);
+        if (k == INFER_CHAT_ZEPHYR || k == INFER_CHAT_MISTRAL || k == INFER_CHAT_DEEPSEEK2)
+            cr_expect(strstr(s, "</\x01\xc3>") != NULL, "%s: %s", infer_chat_template_name((infer_chat_kind)k), s);
+        free(s);
+    }
+    {
+        infer_chat_template t = infer_chat_template_from_text("chatml", NULL, NULL);
+        cr_expect_eq(infer_chat_format(&t, &odd_role, 1, 0, 0, buf, sizeof buf), (int)(strlen(odd) + 31));
+        cr_expect_str_eq(buf, "<|im_start|>\xe9\"role\\\n\xff\xfe \xc3( \"q\" \\ \x01\x1f\x7f{{ x }}{% if %}\ttab\nline\x1c"
+                              "<|im_end|>\n");
+        cr_expect_eq(infer_chat_format(NULL, m, 2, 0, 1, buf, sizeof buf), -1);
+        cr_expect_eq(infer_chat_format(&t, m, 2, 3, 1, buf, sizeof buf), -1);
+        cr_expect_eq(infer_chat_format(&t, m, 2, 0, 1, NULL, 4), -1);
+        m[1].content = NULL;
+        cr_expect_eq(infer_chat_format(&t, m, 2, 0, 1, buf, sizeof buf), -1);
+    }
+}
+
+/* The built-in texts are trusted: the interpreter's limits for templates
+   from files (steps, 16 MiB of output) do not cut a long chat short. */
+Test(chat, long_conversations_are_formatted_whole) {
+    enum { N = 2001 };
+    static infer_chat_message m[N];
+    size_t big_len = (size_t)17 << 20;
+    char *big = (char *)malloc(big_len + 1), *s;
+    int i, k;
+    cr_assert_not_null(big);
+    for (i = 0; i < N; i++) {
+        m[i].role = i == 0 ? "system" : i % 2 ? "user" : "assistant";
+        m[i].content = i % 2 ? "What should I wear today?" : "Something warm: a coat and a scarf.";
+    }
+    for (k = 0; k < INFER_CHAT_COUNT; k++) {
+        infer_chat_template t = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), NULL, NULL);
+        char *whole = format(&t, m, N, 0, 1), *head = format(&t, m, N - 1, 0, 0), *tail = format(&t, m, N, N - 1, 1);
+        cr_expect_gt(strlen(whole), (size_t)N * 25, "%s", infer_chat_template_name((infer_chat_kind)k));
+        cr_expect(!strncmp(whole, head, strlen(head)) && !strcmp(whole + strlen(head), tail), "%s",
+                  infer_chat_template_name((infer_chat_kind)k));
+        free(whole), free(head), free(tail);
+    }
+    memset(big, 'a', big_len);
+    big[big_len] = 0;
+    {
+        infer_chat_template t = infer_chat_template_from_text("llama3", NULL, NULL);
+        infer_chat_message one = {"user", big};
+        s = format(&t, &one, 1, 0, 0);
+        cr_expect_eq(strlen(s), big_len + 52);
+        cr_expect(!strncmp(s, "<|start_header_id|>user<|end_header_id|>\n\naaa", 45) &&
+                  !strcmp(s + strlen(s) - 11, "a<|eot_id|>"));
+        free(s);
+    }
+    free(big);
+}
+
 /* Qwen3 drops the reasoning of earlier replies and, asked for no thinking,
    opens the reply with an empty think block (enable_thinking=false). */
 Test(chat, qwen3_reasoning) {
