@@ -3,7 +3,8 @@
    it matches, and the reply parser (toolcall.c) reads it back as that call;
    calls with wrong arguments, of an unknown tool, of another tool than the
    one named, or two where one is asked, do not match; bad tool lists are
-   refused with a message. */
+   refused with a message; and models never trained for tools (../shared's)
+   give valid calls when the call is forced. */
 #include "infer_private.h"
 
 #include <criterion/criterion.h>
@@ -185,4 +186,72 @@ Test(toolgrammar, bad_lists_refused) {
     refused(tools, "rm", "no tool is named rm");
     refused("[{\"name\": \"x\", \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": {\"$ref\": \"#/x\"}}}}]",
             NULL, "$ref");
+}
+
+/* ---- forced calls from models never trained for tools ------------------------------ */
+
+#include "testutil.h"
+
+/* A tool whose call is bounded (an enum, a one-digit integer): a forced
+   call always completes, whatever the model's preferences. */
+static const char bounded_tools[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"set_mode\", \"parameters\": {\"type\": \"object\","
+    " \"properties\": {\"mode\": {\"enum\": [\"calm\", \"alert\", \"angry\"]}, \"level\": {\"type\": \"integer\","
+    " \"minimum\": 0, \"maximum\": 9}}, \"required\": [\"mode\", \"level\"], \"additionalProperties\": false}}}]";
+
+Test(toolgrammar, forced_calls_from_the_shared_models_are_valid) {
+    static const char *const models[] = {"models/stories260K.gguf", "arch/synth-llama3-f16.gguf",
+                                         "arch/synth-qwen3-f16.gguf", "arch/synth-gemma3-f16.gguf",
+                                         "arch/synth-phi3-f16.gguf", "arch/synth-smollm3-f16.gguf"};
+    size_t i;
+    int n;
+    char *g;
+    infer_error err;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: its models are needed");
+    memset(&err, 0, sizeof err);
+    n = infer_tool_call_grammar(INFER_TOOLS_GENERIC, bounded_tools, NULL, 0, NULL, 0, &err);
+    cr_assert_geq(n, 0, "%s", err.msg);
+    g = (char *)malloc((size_t)n + 1);
+    cr_assert_not_null(g);
+    infer_tool_call_grammar(INFER_TOOLS_GENERIC, bounded_tools, NULL, 0, g, (size_t)n + 1, &err);
+    for (i = 0; i < sizeof models / sizeof *models; i++) {
+        char path[1024], text[4096];
+        infer_model *m;
+        infer_context *c;
+        infer_context_params cp = infer_context_default_params();
+        infer_request_params p = infer_request_default_params();
+        infer_request *r;
+        infer_output_parser *parser;
+        infer_output_result res;
+        tu_shared_path(path, sizeof path, models[i]);
+        m = infer_model_load(path, NULL, &err);
+        cr_assert(m, "%s: %s", models[i], err.msg);
+        cp.n_ctx = 1024;
+        c = infer_context_new(m, &cp, &err);
+        cr_assert(c, "%s", err.msg);
+        p.prompt = "Set the mode with a tool.";
+        p.n_predict = 600;
+        p.grammar = g;
+        p.sampling.temperature = 0.8f;
+        p.sampling.seed = 7 + i;
+        r = infer_request_start(c, &p, &err);
+        cr_assert(r, "%s: %s", models[i], err.msg);
+        while (infer_context_step(c, 0) > 0) {}
+        cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s: %s", models[i], err.msg);
+        infer_request_text(r, 0, text, sizeof text);
+        parser = infer_output_parser_new(INFER_TOOLS_GENERIC, INFER_REASONING_NONE, &err);
+        cr_assert(parser && infer_output_parser_push(parser, text, strlen(text), NULL, &err) == 0 &&
+                  infer_output_parser_finish(parser, NULL, &res, &err) == 0);
+        cr_expect(res.n_calls == 1 && res.n_malformed == 0 && !strcmp(res.calls[0].name, "set_mode") &&
+                      (strstr(res.calls[0].arguments, "\"mode\":\"calm\"") ||
+                       strstr(res.calls[0].arguments, "\"mode\":\"alert\"") ||
+                       strstr(res.calls[0].arguments, "\"mode\":\"angry\"")) &&
+                      strstr(res.calls[0].arguments, "\"level\":"),
+                  "%s: not one valid call: %s", models[i], text);
+        infer_output_parser_free(parser);
+        infer_request_free(r);
+        infer_context_free(c);
+        infer_model_free(m);
+    }
+    free(g);
 }
