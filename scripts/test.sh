@@ -54,9 +54,14 @@ cmake --build build-asan -j$jobs
 # kernels are under the sanitizers in test_kernels and test_quants_k.
 # server_load too: 30 s of 16 clients, whose figures mean something in
 # the optimised build; the server's own test (and its leaks) runs here. And
-# valgrind_cli: valgrind cannot run what AddressSanitizer instruments.
+# valgrind_cli: valgrind cannot run what AddressSanitizer instruments. The
+# reference tests forced to one instruction set or to 4 threads also (some
+# 5 minutes each here): test_reference runs the best set this CPU has, the
+# kernels of every set it has are under the sanitizers in test_kernels and
+# test_quants_k, and test_reference_threads_1 and _3 split the work
+# otherwise.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -E '^(neon_qemu|test_reference_scalar|server_load|valgrind_cli)$')
+    -E '^(neon_qemu|test_reference_scalar|test_reference_avx2|test_reference_avx512|test_reference_threads_4|server_load|valgrind_cli)$')
 # Criterion counts a test whose worker leaked as passed (LeakSanitizer only
 # prints its report there), so the log is searched for such a report.
 if grep -q "ERROR: LeakSanitizer" build-asan/Testing/Temporary/LastTest.log; then
