@@ -131,7 +131,7 @@ took "the CUDA build"
 # set or thread count: on the GPU each is test_reference again) and
 # test_gpu_reference (test_reference with auto, the same here),
 # valgrind_cli (valgrind does not follow the emulator's fibers, which
-# switch stacks), server, server_load and server_hostile (SmolLM2 at about a second a token
+# switch stacks), server, server_load, server_hostile and server_tools (SmolLM2 at about a second a token
 # on the emulated GPU outlasts the openai client's time-outs, measured: 427
 # s and a time-out; gpu_apps runs infer serve --device cuda on the
 # emulated GPU instead, and test_cuda runs a real model of that size,
@@ -139,7 +139,7 @@ took "the CUDA build"
 cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DINFER_GPU_EMULATOR=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-emu -j$jobs
 (cd build-emu && INFER_DEVICE=cuda INFER_TEST_SKIP_LONG=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -E '^(neon_qemu|alloc_fail|compile_check|standalone_sources|install_package|test_reference_.+|test_gpu_reference|valgrind_cli|server|server_load|server_hostile)$')
+    -E '^(neon_qemu|alloc_fail|compile_check|standalone_sources|install_package|test_reference_.+|test_gpu_reference|valgrind_cli|server|server_load|server_hostile|server_tools)$')
 took "the emulated GPU"
 # Every skip, named and counted; a test that skipped for want of ../shared
 # while ../shared is here fails the run.
