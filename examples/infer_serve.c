@@ -1113,7 +1113,7 @@ static int job_stream_more(job *j) {
             if (st != INFER_OK && st != INFER_ERR_CONTEXT_FULL) {
                 /* the stream has begun: the error goes as an event of its own, and ends it */
                 if (j->api == SERVE_API_ANTHROPIC)
-                    job_event_named(j, "error", anthropic_error_object("api_error", err.msg));
+                    job_event_named(j, "error", anthropic_error("api_error", err.msg));
                 else
                     job_event(j, error_object(500, NULL, NULL, err.msg));
                 if (j->api == SERVE_API_OPENAI) job_append(j, "data: [DONE]\n\n", 14);

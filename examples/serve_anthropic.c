@@ -303,7 +303,7 @@ cJSON *anthropic_message(const char *id, const char *model, const infer_output_r
     return o;
 }
 
-cJSON *anthropic_error_object(const char *type, const char *msg) {
+cJSON *anthropic_error(const char *type, const char *msg) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "type", "error");
     cJSON *in = cJSON_AddObjectToObject(e, "error");
@@ -311,8 +311,6 @@ cJSON *anthropic_error_object(const char *type, const char *msg) {
     cJSON_AddStringToObject(in, "message", msg);
     return e;
 }
-
-cJSON *anthropic_error(const char *type, const char *msg) { return anthropic_error_object(type, msg); }
 
 /* ---- the stream ---------------------------------------------------------------- */
 

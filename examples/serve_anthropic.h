@@ -37,8 +37,7 @@ void anthropic_stream_end(anthropic_blocks *b, const char *finish, int output_to
 /* The whole reply as Anthropic's message object. */
 cJSON *anthropic_message(const char *id, const char *model, const infer_output_result *res, const char *finish,
                          int input_tokens, int output_tokens, int cached);
-/* {"type": "error", "error": {"type", "message"}}, and its inner object */
+/* {"type": "error", "error": {"type", "message"}} */
 cJSON *anthropic_error(const char *type, const char *msg);
-cJSON *anthropic_error_object(const char *type, const char *msg);
 
 #endif
