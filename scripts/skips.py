@@ -5,7 +5,9 @@ Usage: skips.py SHARED_DIR STAGE=BUILD_DIR...
 
 A skip is a Criterion "[SKIP] suite::test: why" line (the tests run with
 --verbose) or a script's "SKIPPED: why" line (those exit 77), in
-BUILD_DIR/Testing/Temporary/LastTest.log. Prints one line per skip and a
+BUILD_DIR/Testing/Temporary/LastTest.log; not Criterion's "Test is disabled"
+lines, which are the tests of test_internals that another entry's --filter
+runs (no test here is disabled by hand). Prints one line per skip and a
 count. Exits 1 when SHARED_DIR exists but a test skipped for want of it:
 the data tests must run wherever their data is.
 """
@@ -32,7 +34,7 @@ def skips_in(log_path):
                 in_output = False
                 continue
             m = SKIP_LINE.search(line.rstrip("\n")) if in_output else None
-            if m and test:
+            if m and test and not (m.group(1) or "").endswith(": Test is disabled"):
                 found.append((test, (m.group(1) or m.group(2)).strip()))
     return found
 

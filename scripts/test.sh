@@ -41,9 +41,15 @@ took "set-up (packages, models)"
 # INFER_BUILD_TESTS=ON said each time: build/ may hold demo.sh's
 # configuration, which leaves the tests out; and every ctest here says
 # --no-tests=error, so a configuration that found no tests fails the run.
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINFER_BUILD_TESTS=ON >/dev/null
+# The emulated GPU's own tests (test_cuda_emu, test_cuda_formats_emu) are
+# left to the INFER_GPU_EMULATOR stage below, which runs them on it. Where
+# this CPU lacks AVX-512, test_reference's best set is AVX2: forced to it,
+# test_reference_avx2 would be test_reference again.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DINFER_BUILD_TESTS=ON -DINFER_TEST_EMULATED_GPU=OFF >/dev/null
 cmake --build build -j$jobs
-(cd build && ctest --no-tests=error --output-on-failure -j$jobs)
+same_isa=test_reference_avx512
+grep -q avx512f /proc/cpuinfo 2>/dev/null || same_isa=test_reference_avx2
+(cd build && ctest --no-tests=error --output-on-failure -j$jobs -E "^$same_isa\$")
 took "the optimised build and its tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_SANITIZE=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-asan -j$jobs
@@ -55,13 +61,17 @@ cmake --build build-asan -j$jobs
 # server_load too: 30 s of 16 clients, whose figures mean something in
 # the optimised build; the server's own test (and its leaks) runs here. And
 # valgrind_cli: valgrind cannot run what AddressSanitizer instruments. The
-# reference tests forced to one instruction set or to 4 threads also (some
-# 5 minutes each here): test_reference runs the best set this CPU has, the
-# kernels of every set it has are under the sanitizers in test_kernels and
-# test_quants_k, and test_reference_threads_1 and _3 split the work
-# otherwise.
+# reference tests forced to one instruction set or to 1 or 3 threads also
+# (4 to 5 minutes each here): test_reference runs the best set this CPU
+# has on 2 threads, and the kernels of every set it has are under the
+# sanitizers in test_kernels and test_quants_k. server_tools too (SmolLM2's
+# generations at sanitizer speed, beyond its clients' time-outs): its
+# parsers (the Jinja interpreter, the reply parser, the request's JSON)
+# are fuzzed under the same sanitizers below. And the compilers' checks
+# (compile_check, standalone_sources, install_package), which run no code
+# of ours that the optimised stage did not.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -E '^(neon_qemu|test_reference_scalar|test_reference_avx2|test_reference_avx512|test_reference_threads_4|server_load|valgrind_cli)$')
+    -E '^(neon_qemu|test_reference_scalar|test_reference_avx2|test_reference_avx512|test_reference_threads_1|test_reference_threads_3|server_load|server_tools|valgrind_cli|compile_check|standalone_sources|install_package)$')
 # Criterion counts a test whose worker leaked as passed (LeakSanitizer only
 # prints its report there), so the log is searched for such a report.
 if grep -q "ERROR: LeakSanitizer" build-asan/Testing/Temporary/LastTest.log; then
@@ -79,11 +89,12 @@ cmake --build build-tsan -j$jobs --target concurrency infer_cli
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --no-tests=error --output-on-failure -R '^(concurrency|server)$')
 took "ThreadSanitizer"
 # Coverage-guided fuzzing (libFuzzer, clang): every harness of tests/fuzz
-# for its bounded time (60 s, two at a time) on a fresh seed corpus under
+# for its bounded time (30 s here, two at a time; 60 s is the build's
+# default: INFER_FUZZ_SECONDS) on a fresh seed corpus under
 # AddressSanitizer and UndefinedBehaviorSanitizer, its regression inputs
 # first; any crash, leak or time-out fails the run (the input is left in
 # build-fuzz/tests/fuzz/run-NAME/). Only the harnesses are built there.
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_FUZZ=ON -DINFER_BUILD_TESTS=OFF >/dev/null
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_FUZZ=ON -DINFER_BUILD_TESTS=OFF -DINFER_FUZZ_SECONDS=30 >/dev/null
 cmake --build build-fuzz -j$jobs --target fuzz
 (cd build-fuzz && UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs -R '^fuzz_')
 took "fuzzing"
@@ -107,39 +118,35 @@ else
     echo "test.sh: no nvcc (PATH, /usr/local/cuda/bin): the CUDA build (-DINFER_CUDA=ON) is not checked"
 fi
 took "the CUDA build"
-# The whole suite once more with the GPU as the default device, the GPU
-# being infer_cuda.cu compiled for the CPU over tests/cuda_emu.h
+# The tests that run models, once more with the GPU as the default device,
+# the GPU being infer_cuda.cu compiled for the CPU over tests/cuda_emu.h
 # (-DINFER_GPU_EMULATOR=ON: the library itself has the emulated GPU, so the
-# CLI, infer serve and npc too; INFER_DEVICE=cuda makes auto the GPU).
-# The tests that build their own static copy of the implementation
-# (infer_private.h) and run forward passes (test_reference, test_arch,
-# test_sequence) get the CUDA backend in that copy too (not test_grammar:
-# grammars run on the CPU on either device, and its SmolLM2 generations
-# outlast its time-out emulated), so
-# test_reference checks llama.cpp's references on the emulated GPU (every
-# model; Gemma 3 270M where models/ has it) in a shorter form here: without
-# the 1,000-token .long references (INFER_TEST_SKIP_LONG; about 14 minutes
-# of emulation with them, which this run cannot spare; the full form by
-# hand: cd build-emu && INFER_DEVICE=cuda ctest -R '^test_reference$');
-# test_cuda compares the
-# emulated GPU with the CPU on every reference model, and gpu_apps runs infer serve --device cuda
-# --parallel 4 and npc --device cuda. Left out, each for its reason: neon_qemu (its own aarch64 binaries
-# of the CPU pass under qemu), alloc_fail (its own CPU-only copy of the
-# implementation, with counting allocators), compile_check,
-# standalone_sources and install_package (compilers only, no model runs),
-# test_reference_<isa>/_threads_<n> (the CPU pass forced to an instruction
-# set or thread count: on the GPU each is test_reference again) and
-# test_gpu_reference (test_reference with auto, the same here),
-# valgrind_cli (valgrind does not follow the emulator's fibers, which
-# switch stacks), server, server_load, server_hostile and server_tools (SmolLM2 at about a second a token
-# on the emulated GPU outlasts the openai client's time-outs, measured: 427
-# s and a time-out; gpu_apps runs infer serve --device cuda on the
-# emulated GPU instead, and test_cuda runs a real model of that size,
-# Gemma 3 270M, there). long_run makes 2,000 tokens here, not 10,000.
+# CLI, infer serve and npc too; INFER_DEVICE=cuda makes auto the GPU). Only
+# their programs are built. test_internals (the tests with their own copy
+# of the implementation) gets the CUDA backend in that copy too, so
+# test_arch, test_sequence, test_state and test_reference run on the GPU;
+# test_reference checks llama.cpp's references there (every model; Gemma 3
+# 270M where models/ has it) in a shorter form: without the 1,000-token
+# .long references (INFER_TEST_SKIP_LONG; about 14 minutes of emulation
+# with them; the full form by hand: cd build-emu && INFER_DEVICE=cuda ctest
+# -R '^test_reference$'). test_cuda compares the emulated GPU with the CPU
+# on every reference model, test_cuda_formats every weight format, and
+# gpu_apps runs infer serve --device cuda --parallel 4 and npc --device
+# cuda. Not here: the tests of parts that run on the CPU whatever the
+# device (GGUF, tokenizers, templates, grammars, samplers, kernels,
+# quantizing, files), which the stages above ran; the forced instruction
+# sets and thread counts (on the GPU each is test_reference again);
+# neon_qemu, alloc_fail and valgrind_cli (CPU-only programs or tools that
+# do not follow the emulator's fibers); and the server's tests (SmolLM2 at
+# about a second a token emulated outlasts the openai client's time-outs,
+# measured: 427 s and a time-out; gpu_apps runs infer serve on the
+# emulated GPU instead, and test_cuda a real model of that size, Gemma 3
+# 270M). long_run makes 2,000 tokens here, not 10,000.
 cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DINFER_GPU_EMULATOR=ON -DINFER_BUILD_TESTS=ON >/dev/null
-cmake --build build-emu -j$jobs
+cmake --build build-emu -j$jobs --target infer_cli npc test_internals test_arch_quantized test_bench test_chat \
+    test_cli test_cuda test_cuda_formats test_hostile test_perplexity test_request long_run concurrency
 (cd build-emu && INFER_DEVICE=cuda INFER_TEST_SKIP_LONG=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -E '^(neon_qemu|alloc_fail|compile_check|standalone_sources|install_package|test_reference_.+|test_gpu_reference|valgrind_cli|server|server_load|server_hostile|server_tools)$')
+    -R '^(test_arch|test_sequence|test_state|test_reference|test_arch_quantized|test_bench|test_chat|test_cli|test_cuda|test_cuda_formats|test_hostile|test_perplexity|test_request|long_run|concurrency|gpu_apps)$')
 took "the emulated GPU"
 # Every skip, named and counted; a test that skipped for want of ../shared
 # while ../shared is here fails the run.
