@@ -1,12 +1,12 @@
 /* long_run - a long chat on a small context that shifts: many more tokens
    than the context holds, turn after turn, through the request API.
 
-       long_run MODEL [TOKENS (10000)] [N_CTX (256)] [THREADS (2)]
+       long_run MODEL [TOKENS (10000)] [N_CTX (256)] [THREADS (2)] [EVERY (1000)]
 
    Each turn is a user message in the model's chat format and a reply of up
    to 200 tokens with end-of-generation banned, so replies run to their
    limit; the context (INFER_FULL_SHIFT, the first turn's positions kept)
-   drops its older half whenever it fills. Every 1000 generated tokens it
+   drops its older half whenever it fills. Every EVERY generated tokens it
    prints the tokens/s of that stretch and the resident memory. It fails
    (exit 1, one line) on any error, a sequence longer than the context, or
    memory that grows after the first stretch by more than 2 MiB; speed is
@@ -44,7 +44,8 @@ static const char *topics[] = {"the sea", "a dragon", "the moon", "a small cat",
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : NULL;
     int target = argc > 2 ? atoi(argv[2]) : 10000, n_ctx = argc > 3 ? atoi(argv[3]) : 256;
-    int threads = argc > 4 ? atoi(argv[4]) : 2, generated = 0, turn = 0, next_report = 1000, shifts = 0;
+    int threads = argc > 4 ? atoi(argv[4]) : 2, generated = 0, turn = 0, shifts = 0;
+    int every = argc > 5 && atoi(argv[5]) > 0 ? atoi(argv[5]) : 1000, next_report = every; /* tokens between RSS samples */
     infer_model_params mp = infer_model_default_params();
     infer_context_params cp = infer_context_default_params();
     infer_model *m;
@@ -133,17 +134,17 @@ int main(int argc, char **argv) {
             if (!rss_first) rss_first = rss;
             if (rss > rss_max) rss_max = rss;
             printf("long_run: %6d tokens, turn %3d: %7.1f tokens/s over the last stretch, RSS %.1f MiB, %d shifts\n",
-                   generated, turn, 1000.0 / dt, rss / 1048576.0, shifts);
+                   generated, turn, every / dt, rss / 1048576.0, shifts);
             fflush(stdout);
             t_stretch = now_s();
-            next_report += 1000;
+            next_report += every;
         }
     }
     infer_context_free(c);
     infer_model_free(m);
-    printf("long_run: %d tokens in %d turns of a %d-position context, %d shifts; RSS %.1f MiB after the first 1000 "
+    printf("long_run: %d tokens in %d turns of a %d-position context, %d shifts; RSS %.1f MiB after the first %d "
            "tokens, at most %.1f MiB after\n",
-           generated, turn, n_ctx, shifts, rss_first / 1048576.0, rss_max / 1048576.0);
+           generated, turn, n_ctx, shifts, rss_first / 1048576.0, every, rss_max / 1048576.0);
     if (shifts < 1) {
         fprintf(stderr, "long_run: FAILED: the context never shifted\n");
         return 1;
