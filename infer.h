@@ -1682,6 +1682,14 @@ typedef struct infer__kernels {
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_mul)(float *g, const float *u, int n, const float *table);
     double (*sum_squares)(const float *x, int n);
+    /* attention's softmax over one row of a key tile, the keys j in
+       [lo, hi) being those the row sees, x[j] = s[j] * scale: stats takes
+       them into the row's running max *m and sum *l (the sum rescaled
+       when the max grows); probs writes p[j] = F16(e^(x[j] - m) * inv)
+       for j < n, 0 for the keys not seen (normalised before rounding, as
+       llama.cpp has them) */
+    void (*softmax_stats)(const float *s, int lo, int hi, float scale, float *m, float *l);
+    void (*softmax_probs)(const float *s, int n, int lo, int hi, float scale, float m, float inv, uint16_t *p);
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */
@@ -11572,6 +11580,32 @@ static double infer__sum_squares_ref(const float *x, int n) {
     return ss;
 }
 
+/* The keys' running max over [lo, hi) of s scaled, from m. */
+static float infer__scaled_max_ref(const float *s, int lo, int hi, float scale, float m) {
+    int j;
+    for (j = lo; j < hi; j++) m = INFER__MAX(m, s[j] * scale);
+    return m;
+}
+
+/* The tile's sum in double, added to the running sum rescaled to the new
+   max (its own statement for each rounding, as attention.c had them). */
+static void infer__softmax_stats_ref(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    float mx;
+    double sum = 0;
+    int j;
+    if (lo >= hi) return;
+    mx = infer__scaled_max_ref(s, lo, hi, scale, *m);
+    for (j = lo; j < hi; j++) sum += expf(s[j] * scale - mx);
+    *l = (float)((double)*l * expf(*m - mx) + sum);
+    *m = mx;
+}
+
+static void infer__softmax_probs_ref(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                     uint16_t *p) {
+    int j;
+    for (j = 0; j < n; j++) p[j] = j >= lo && j < hi ? infer__fp32_to_fp16(expf(s[j] * scale - m) * inv) : 0;
+}
+
 /* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
    p.V in llama.cpp's lanes); written so compilers vectorise it */
 static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
@@ -11614,6 +11648,54 @@ INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
     return _mm512_scalef_ps(p, n);
+}
+
+/* Attention's softmax of a key tile (infer__kernels.softmax_stats and
+   _probs) in 16 lanes: the keys outside [lo, hi) masked. */
+INFER__AVX512_INLINE __mmask16 infer__avx512_seen(int j, int lo, int hi) {
+    __m512i at = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(j));
+    return _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(hi));
+}
+
+INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY), vmx;
+    __m512d sum = _mm512_setzero_pd();
+    float mx;
+    int j;
+    if (lo >= hi) return;
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
+    }
+    mx = INFER__MAX(*m, _mm512_reduce_max_ps(vmax));
+    vmx = _mm512_set1_ps(mx);
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs), vmx)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    *l = (float)((double)*l * expf(*m - mx) + _mm512_reduce_add_pd(sum));
+    *m = mx;
+}
+
+INFER__AVX512 static void infer__avx512_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                      uint16_t *p) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m), vinv = _mm512_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi), in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(seen & in, s + j), vs);
+        __m512 e = _mm512_maskz_mov_ps(seen & in, _mm512_mul_ps(infer__avx512_exp(_mm512_sub_ps(x, vm)), vinv));
+        __m256i h = _mm512_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (in == 0xFFFF) {
+            _mm256_storeu_si256((__m256i *)(void *)(p + j), h);
+        } else {
+            uint16_t tmp[16];
+            _mm256_storeu_si256((__m256i *)(void *)tmp, h);
+            memcpy(p + j, tmp, (size_t)(n - j) * sizeof *p);
+        }
+    }
 }
 
 INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n) {
@@ -11673,6 +11755,68 @@ INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
                                 _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
 
+/* The same in 8 lanes. */
+INFER__AVX2_INLINE __m256 infer__avx2_seen(int j, int lo, int hi) {
+    __m256i at = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(j));
+    return _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_cmpgt_epi32(at, _mm256_set1_epi32(lo - 1)), _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), at)));
+}
+
+/* s[j..j+8) where j + 8 may pass n: the keys past it read as 0 */
+INFER__AVX2_INLINE __m256 infer__avx2_load_upto(const float *s, int j, int n) {
+    float tmp[8] = {0};
+    if (n - j >= 8) return _mm256_loadu_ps(s + j);
+    memcpy(tmp, s + j, (size_t)(n - j) * sizeof *s);
+    return _mm256_loadu_ps(tmp);
+}
+
+INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY), vmx;
+    __m256d sum = _mm256_setzero_pd();
+    float mx, t[8];
+    double d[4];
+    int j;
+    if (lo >= hi) return;
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
+    }
+    _mm256_storeu_ps(t, vmax);
+    mx = *m;
+    for (j = 0; j < 8; j++) mx = INFER__MAX(mx, t[j]);
+    vmx = _mm256_set1_ps(mx);
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    _mm256_storeu_pd(d, sum);
+    *l = (float)((double)*l * expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
+    *m = mx;
+}
+
+INFER__AVX2 static void infer__avx2_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                  uint16_t *p) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vinv = _mm256_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, _mm256_mul_ps(infer__avx2_exp(_mm256_sub_ps(x, vm)), vinv));
+        __m128i h = _mm256_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (n - j >= 8) {
+            _mm_storeu_si128((__m128i *)(void *)(p + j), h);
+        } else {
+            uint16_t t16[8];
+            _mm_storeu_si128((__m128i *)(void *)t16, h);
+            memcpy(p + j, t16, (size_t)(n - j) * sizeof *p);
+        }
+    }
+}
+
 INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -11716,18 +11860,24 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
+    k->softmax_stats = infer__softmax_stats_ref;
+    k->softmax_probs = infer__softmax_probs_ref;
 #ifdef INFER__HAVE_X86
     if (k->isa == INFER__ISA_AVX2) {
         k->lanes16_fma = infer__avx2_lanes16_fma;
         k->silu_mul = infer__avx2_silu_mul;
         k->gelu_mul = infer__avx2_gelu_mul;
         k->sum_squares = infer__avx2_sum_squares;
+        k->softmax_stats = infer__avx2_softmax_stats;
+        k->softmax_probs = infer__avx2_softmax_probs;
     }
     if (k->isa == INFER__ISA_AVX512) {
         k->lanes16_fma = infer__avx512_lanes16_fma;
         k->silu_mul = infer__avx512_silu_mul;
         k->gelu_mul = infer__avx512_gelu_mul;
         k->sum_squares = infer__avx512_sum_squares;
+        k->softmax_stats = infer__avx2_softmax_stats; /* the 16-lane versions below are not yet run on a CPU */
+        k->softmax_probs = infer__avx2_softmax_probs;
     }
 #endif
 }
@@ -12104,6 +12254,17 @@ static void infer__weights_free(infer_model *m) {
 /* ---- attention.c: the KV cache and attention over it ---- */
 #define INFER__ATT_TILE 64 /* keys per tile */
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
+/* A pass of a few tokens deep in its context splits each item's keys into
+   up to INFER__ATT_SPLITS runs, so that every worker streams the cache
+   (flash-decoding): see infer__attn_item. The runs keep their scores in
+   the context (infer_context.attn_scores), at most INFER__ATT_SCORES
+   floats: tokens x heads x the context's positions. */
+#define INFER__ATT_SPLITS 8
+#define INFER__ATT_SPLIT_TOKENS 16
+#define INFER__ATT_SCORES (1 << 20)
+/* scores an unsplit item keeps between its passes (rows x keys) */
+#define INFER__ATT_KEPT (1 << 14)
+#define INFER__ATT_SPLIT_KEYS 256 /* keys per run, at least */
 
 /* The cache itself (infer__kv_cache) is in backend.h: a GPU reads it too. */
 
@@ -12113,6 +12274,7 @@ typedef struct infer__attn_scratch {
     float *s, *acc, *pv, *m, *l;
     uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
     float *vrow;
+    float *kept;      /* an item's scores between its passes */
     /* llama.cpp's order only: p.V's 16 key lanes per row and value, a
        chunk of 16 keys' V values and probabilities, the rows' sums */
     float *lanes, *vchunk, *pchunk;
@@ -12132,6 +12294,15 @@ typedef struct infer__attn_batch {
     const float *q;
     float *out;
     int ldq, ldo;
+    /* keys split into n_splits runs (1: not split, out written), in
+       phase 1 (scores and stats) or 2 (p.V; 0 when not split); the
+       partial results of token t, head h, run r at part + ((t * n_heads
+       + h) * n_splits + r) * (head_dim + 2): max, sum, p.V; the scores of
+       token t, head h at scores + (t * n_heads + h) * scores_ld, by key
+       from the item's first */
+    int n_splits, phase;
+    float *part, *scores;
+    size_t scores_ld;
 } infer__attn_batch;
 
 /* gpu: the GPU model whose device holds the cache, or NULL (host memory) */
@@ -12146,7 +12317,11 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
 static size_t infer__attn_scratch_floats(int head_dim, int ordered);
 static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered);
 static int infer__attn_n_items(const infer__attn_batch *b);
+/* item < infer__attn_n_items(b) * b->n_splits: run item % n_splits of the
+   keys of item / n_splits */
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
+static void infer__attn_merge(const float *part, int n_heads, int head_dim, int n_splits, int t0, int t1, float *out,
+                              int ldo);
 static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
 
 /* ---- context.c, product.c, forward.c, decode.c: the context, its products,
@@ -12226,6 +12401,9 @@ struct infer_context {
     const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
     float *attn_scratch; /* per worker */
     size_t attn_scratch_n;
+    float *attn_part;   /* split attention's partial results (infer__attn_batch.part) */
+    float *attn_scores; /* and its scores (.scores, rows of n_ctx) */
+    int attn_split_tokens; /* the most tokens a pass may have to be split: what attn_scores holds */
     int match_llama; /* sums in llama.cpp's order (infer_context_params.match_llama) */
     void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_rows rows */
     size_t xq_row_max;  /* bytes of one converted row, largest case */
@@ -12401,8 +12579,9 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
 
 static size_t infer__attn_scratch_floats(int head_dim, int ordered) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
-    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p and vt (halves), vrow */
-    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd;
+    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p and vt (halves), vrow, kept scores */
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd +
+               INFER__ATT_KEPT;
     /* lanes, vchunk, pchunk, sum (doubles) */
     if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
     return n;
@@ -12419,6 +12598,7 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->p = (uint16_t *)base, base += rows * tile / 2;
     sc->vt = (uint16_t *)base, base += hd * tile / 2;
     sc->vrow = base, base += hd;
+    sc->kept = base, base += INFER__ATT_KEPT;
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
     if (ordered) {
@@ -12463,62 +12643,87 @@ static void infer__attn_softcap(float *s, int n, float cap) {
 }
 
 /* Work item i: one KV head and a run of tokens, the latest tokens (the most
-   keys) first so the workers finish together. Keys are visited by
-   position, in tiles that never cross the end of a layer's ring; with a
-   sliding window, tiles wholly before it are skipped. */
+   keys) first so the workers finish together; the query heads of a GQA
+   group are rows of one item, so they share each K and V tile read. Keys
+   are visited by position, in tiles that never cross the end of a layer's
+   ring; with a sliding window, tiles wholly before it are skipped. Two
+   passes, so that the probabilities are normalised before they are
+   rounded to F16, as llama.cpp has them: the scores of each tile and each
+   row's running max and sum (kernels.softmax_stats), then the
+   probabilities (kernels.softmax_probs) times V. The second pass reads
+   the scores the first kept where they fit (INFER__ATT_KEPT floats), so
+   K is read once; else it makes them again.
+   Split (b->n_splits > 1), item i is run i % n_splits of the keys, in two
+   phases with a barrier between: phase 1 keeps its scores in b->scores and
+   leaves its rows' max and sum in b->part; phase 2 merges every run's max
+   and sum, and leaves its share of p.V, which infer__attn_merge adds up. */
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
-    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads;
+    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads, split = b->n_splits > 1;
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
-    int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
+    int run = item % b->n_splits, kvh = item / b->n_splits % n_kv_heads, blk = n_blocks - 1 - item / b->n_splits / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
-    int slots = kv->slots[b->layer], w = b->window, pass;
-    int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d;
+    int slots = kv->slots[b->layer], w = b->window;
+    int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
+    int n_keys = key_hi - key_lo, k0, i, j, d, pass, r;
+    int keep = split || (size_t)nq * n_keys <= INFER__ATT_KEPT;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
+    size_t p_row = ((size_t)hd + 2) * b->n_splits;
     const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
     float scale = b->scale;
+#define INFER__ATT_T(i) (t0 + (i) / group)                  /* row i's token */
+#define INFER__ATT_H(i) (kvh * group + (i) % group)         /* and head */
+#define INFER__ATT_PART(i) (b->part + ((size_t)INFER__ATT_T(i) * b->n_heads + INFER__ATT_H(i)) * p_row)
+#define INFER__ATT_KEPT_ROW(i) /* row i's kept scores, by key from key_lo */ \
+    (split ? b->scores + ((size_t)INFER__ATT_T(i) * b->n_heads + INFER__ATT_H(i)) * b->scores_ld : sc->kept + (size_t)(i) * n_keys)
 
+    if (split) { /* this run's share of the keys, whole tiles */
+        int tiles = (n_keys + INFER__ATT_TILE - 1) / INFER__ATT_TILE;
+        a = key_lo + tiles * run / b->n_splits * INFER__ATT_TILE;
+        e = INFER__MIN(key_hi, key_lo + tiles * (run + 1) / b->n_splits * INFER__ATT_TILE);
+    }
     /* rows i = (token - t0) * group + head within the group */
     for (i = 0; i < nq; i++) {
-        const float *q = b->q + (size_t)(t0 + i / group) * b->ldq + (size_t)(kvh * group + i % group) * hd;
+        const float *q = b->q + (size_t)INFER__ATT_T(i) * b->ldq + (size_t)INFER__ATT_H(i) * hd;
         kern->from_float[qt](q, sc->qx + (size_t)i * q_row, hd);
         sc->m[i] = -INFINITY;
         sc->l[i] = 0;
     }
+    if (b->phase == 2) { /* every run's max and sum, merged */
+        for (i = 0; i < nq; i++) {
+            const float *pt = INFER__ATT_PART(i);
+            double l = 0;
+            for (r = 0; r < b->n_splits; r++) sc->m[i] = INFER__MAX(sc->m[i], pt[r * (hd + 2)]);
+            for (r = 0; r < b->n_splits; r++)
+                if (pt[r * (hd + 2) + 1] > 0) l += (double)pt[r * (hd + 2) + 1] * expf(pt[r * (hd + 2)] - sc->m[i]);
+            sc->l[i] = (float)l;
+        }
+    }
     memset(sc->acc, 0, (size_t)nq * hd * sizeof(float));
 
-    /* pass 0: each row's softmax max and sum, online over the key tiles;
-       pass 1: the probabilities, normalised and rounded to F16 as llama.cpp
-       has them, times V (the scores made again unless one tile held them) */
-    for (pass = 0; pass < 2; pass++) {
-        int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
-        for (k0 = key_lo; k0 < key_hi;) {
-            int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot);
-            if (pass == 0 || !one_tile) {
+    for (pass = b->phase == 2 ? 1 : 0; pass < (b->phase == 1 ? 1 : 2); pass++) {
+        for (k0 = a; k0 < e;) {
+            int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, e - k0), slots - slot);
+            if (pass == 0 || !keep) {
                 infer__rows_dot(kern, kv->type, hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
                                 sc->s, INFER__ATT_TILE);
                 if (b->softcap > 0)
                     for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
             }
             for (i = 0; i < nq; i++) {
-                const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
-                int p = b->pos0 + t0 + i / group; /* this row's position: it sees keys (p - w, p] */
+                int p = b->pos0 + INFER__ATT_T(i); /* this row's position: it sees keys (p - w, p] */
                 int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
+                const float *srow = sc->s + (size_t)i * INFER__ATT_TILE;
                 if (pass == 0) {
-                    float mx = sc->m[i];
-                    double sum = 0;
-                    if (lo >= hi) continue;
-                    for (j = lo; j < hi; j++) mx = INFER__MAX(mx, s[j] * scale);
-                    for (j = lo; j < hi; j++) sum += expf(s[j] * scale - mx);
-                    sc->l[i] = (float)((double)sc->l[i] * expf(sc->m[i] - mx) + sum);
-                    sc->m[i] = mx;
+                    kern->softmax_stats(srow, lo, hi, scale, &sc->m[i], &sc->l[i]);
+                    if (keep) memcpy(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), srow, (size_t)kt * sizeof(float));
                 } else {
-                    uint16_t *pr = sc->p + (size_t)i * INFER__ATT_TILE;
-                    float mx = sc->m[i], inv = (float)(1.0 / (double)sc->l[i]);
-                    for (j = 0; j < kt; j++)
-                        pr[j] = j >= lo && j < hi ? infer__fp32_to_fp16(expf(s[j] * scale - mx) * inv) : 0;
+                    if (keep) srow = INFER__ATT_KEPT_ROW(i) + (k0 - key_lo);
+                    kern->softmax_probs(srow, kt, lo, INFER__MAX(lo, hi), scale, sc->m[i],
+                                        sc->l[i] > 0 ? (float)(1.0 / (double)sc->l[i]) : 0.0f,
+                                        sc->p + (size_t)i * INFER__ATT_TILE);
                 }
             }
             if (pass == 1) {
@@ -12545,9 +12750,37 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     }
 
     for (i = 0; i < nq; i++) {
-        float *out = b->out + (size_t)(t0 + i / group) * b->ldo + (size_t)(kvh * group + i % group) * hd;
-        for (d = 0; d < hd; d++) out[d] = sc->acc[(size_t)i * hd + d];
+        if (b->phase == 1) { /* this run's max and sum */
+            float *pt = INFER__ATT_PART(i) + (size_t)run * (hd + 2);
+            pt[0] = sc->m[i];
+            pt[1] = sc->l[i];
+        } else if (b->phase == 2) { /* its share of p.V */
+            memcpy(INFER__ATT_PART(i) + (size_t)run * (hd + 2) + 2, sc->acc + (size_t)i * hd, (size_t)hd * sizeof(float));
+        } else {
+            memcpy(b->out + (size_t)INFER__ATT_T(i) * b->ldo + (size_t)INFER__ATT_H(i) * hd, sc->acc + (size_t)i * hd,
+                   (size_t)hd * sizeof(float));
+        }
     }
+#undef INFER__ATT_T
+#undef INFER__ATT_H
+#undef INFER__ATT_PART
+#undef INFER__ATT_KEPT_ROW
+}
+
+/* Tokens t0..t1 of a batch whose keys were split (infer__attn_batch.part):
+   each head's runs' shares of p.V added up, into out (row stride ldo). */
+static void infer__attn_merge(const float *part, int n_heads, int head_dim, int n_splits, int t0, int t1, float *out,
+                              int ldo) {
+    size_t stride = (size_t)head_dim + 2;
+    int t, h, r, d;
+    for (t = t0; t < t1; t++)
+        for (h = 0; h < n_heads; h++) {
+            const float *p = part + ((size_t)t * n_heads + h) * n_splits * stride;
+            float *o = out + (size_t)t * ldo + (size_t)h * head_dim;
+            for (d = 0; d < head_dim; d++) o[d] = p[2 + d];
+            for (r = 1; r < n_splits; r++)
+                for (d = 0; d < head_dim; d++) o[d] += p[r * stride + 2 + d];
+        }
 }
 
 /* Work item i in llama.cpp's order, for an F16 cache (contexts that match
@@ -12878,6 +13111,14 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     }
     c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
+    /* split attention (a worker or more to share it): as many tokens as
+       INFER__ATT_SCORES holds the scores of, up to INFER__ATT_SPLIT_TOKENS */
+    c->attn_split_tokens = c->n_threads < 2 ? 0 : INFER__MIN(INFER__ATT_SPLIT_TOKENS, INFER__ATT_SCORES / (m->n_heads * c->n_ctx));
+    if (c->attn_split_tokens > 0) {
+        c->attn_part = (float *)infer__ctx_alloc(
+            c, (size_t)c->attn_split_tokens * m->n_heads * INFER__ATT_SPLITS * ((size_t)m->head_dim + 2), sizeof(float), &ok);
+        c->attn_scores = (float *)infer__ctx_alloc(c, (size_t)c->attn_split_tokens * m->n_heads * c->n_ctx, sizeof(float), &ok);
+    }
     /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
     c->xq = infer__ctx_alloc(c, (size_t)c->xq_rows * INFER__MAX_FUSED, c->xq_row_max, &ok);
@@ -12913,6 +13154,8 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->route.logits);
     INFER_FREE(c->rope);
     INFER_FREE(c->attn_scratch);
+    INFER_FREE(c->attn_part);
+    INFER_FREE(c->attn_scores);
     INFER_FREE(c->xq);
     INFER_FREE(c->plan);
     INFER_FREE(c->pos);
@@ -13197,7 +13440,9 @@ typedef struct infer__pass {
     const infer_token *tokens;
     int n, n_groups, n_sel;
     float *logits, *hidden;
-    int next_item; /* attention work handed out so far */
+    int next_item;   /* attention work handed out so far */
+    int next_item2;  /* and in its second phase, when split */
+    int attn_splits; /* runs each attention item's keys are split into (infer__attn_batch.n_splits) */
     int stop;      /* the abort callback said stop (worker 0 asks, all read after a barrier) */
 } infer__pass;
 
@@ -13276,8 +13521,9 @@ static void infer__kv_store_rows(infer_context *c, const infer__pass *ps, int l,
 
 /* 6. Layer l's attention over every sequence's run, into att: the work
    items of all the runs handed out in one count (ps->next_item, set to 0
-   before the barrier ahead of this step); ith picks the worker's scratch. */
-static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith) {
+   before the barrier ahead of this step; next_item2 in phase 2 of a split
+   pass); ith picks the worker's scratch. */
+static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, int phase) {
     const infer_model *m = c->model;
     int q_dim = m->q_dim, g, first;
     infer__attn_scratch scratch;
@@ -13293,14 +13539,21 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith) 
     ab.ldq = ab.ldo = q_dim;
     ab.layer = l;
     ab.window = m->layers[l].window;
+    ab.n_splits = ps->attn_splits;
+    ab.phase = phase;
+    ab.scores_ld = (size_t)c->n_ctx;
     for (g = 0, first = 0;;) { /* first: the count's index of run g's first item */
-        int item = infer__atomic_next(&ps->next_item);
+        int item = infer__atomic_next(phase == 2 ? &ps->next_item2 : &ps->next_item);
         for (; g < ps->n_groups; g++) {
             const infer__group *G = &c->groups[g];
             ab.seq = G->seq, ab.pos0 = G->pos0, ab.n_tok = G->n;
             ab.q = c->q + (size_t)G->start * q_dim, ab.out = c->att + (size_t)G->start * q_dim;
-            if (item < first + infer__attn_n_items(&ab)) break;
-            first += infer__attn_n_items(&ab);
+            if (phase) {
+                ab.part = c->attn_part + (size_t)G->start * m->n_heads * ab.n_splits * ((size_t)m->head_dim + 2);
+                ab.scores = c->attn_scores + (size_t)G->start * m->n_heads * ab.scores_ld;
+            }
+            if (item < first + infer__attn_n_items(&ab) * ab.n_splits) break;
+            first += infer__attn_n_items(&ab) * ab.n_splits;
         }
         if (g == ps->n_groups) break;
         if (ab.ordered) infer__attn_item_ordered(&ab, item - first, &scratch);
@@ -13435,10 +13688,16 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         infer__pool_barrier(c->pool);
         infer__qk_prepare(c, L, t0, t1);
         infer__kv_store_rows(c, ps, l, t0, t1);
-        if (ith == 0) ps->next_item = 0; /* attention's count starts over */
+        if (ith == 0) ps->next_item = ps->next_item2 = 0; /* attention's counts start over */
         infer__pool_barrier(c->pool);
-        infer__attention(c, ps, l, ith);
+        infer__attention(c, ps, l, ith, ps->attn_splits > 1);
         infer__pool_barrier(c->pool);
+        if (ps->attn_splits > 1) { /* split: each run's p.V, once every run's max and sum are in */
+            infer__attention(c, ps, l, ith, 2);
+            infer__pool_barrier(c->pool);
+        }
+        if (ps->attn_splits > 1)
+            infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
         infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
         infer__pool_barrier(c->pool);
         infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
@@ -13457,6 +13716,30 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
     infer__output(c, ps, ith, nth);
 }
 
+/* How many runs to split each attention item's keys into for a pass of n
+   tokens (infer__attn_item): with few tokens (generation, a short batch)
+   deep in a context,
+   the items (a KV head and a block of tokens each) are fewer than the
+   workers can share evenly, so each is split into runs of at least
+   INFER__ATT_SPLIT_KEYS keys, up to INFER__ATT_SPLITS, while the items
+   number under four a worker. */
+static int infer__attn_split_runs(const infer_context *c, int n, int n_groups) {
+    const infer_model *m = c->model;
+    int g, keys = 0, items = 0, runs;
+    if (n > c->attn_split_tokens) return 1;
+    if (c->match_llama && c->kv.type == INFER_TYPE_F16) return 1; /* llama.cpp's order: one run */
+    for (g = 0; g < n_groups; g++) {
+        const infer__group *G = &c->groups[g];
+        int per = INFER__MAX(1, INFER__ATT_ROWS / (m->n_heads / m->n_kv_heads));
+        keys = INFER__MAX(keys, G->pos0 + G->n);
+        if (G->pos0 + G->n > c->n_ctx) return 1; /* past what attn_scores' rows hold */
+        items += (G->n + per - 1) / per * m->n_kv_heads;
+    }
+    if (items >= 4 * c->n_threads) return 1;
+    runs = INFER__MIN(INFER__ATT_SPLITS, keys / INFER__ATT_SPLIT_KEYS);
+    return INFER__MAX(1, INFER__MIN(runs, (4 * c->n_threads + items - 1) / items));
+}
+
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
                           float *hidden) {
     infer__pass ps;
@@ -13469,6 +13752,7 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
     ps.hidden = hidden;
     ps.next_item = 0;
     ps.stop = 0;
+    ps.attn_splits = infer__attn_split_runs(c, n, n_groups);
     infer__pool_run(c->pool, infer__forward_worker, &ps);
     return ps.stop;
 }

@@ -71,7 +71,7 @@ cmake --build build-asan -j$jobs
 # (compile_check, standalone_sources, install_package), which run no code
 # of ours that the optimised stage did not.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -E '^(neon_qemu|test_reference_scalar|test_reference_avx2|test_reference_avx512|test_reference_threads_1|test_reference_threads_3|server_load|server_tools|valgrind_cli|compile_check|standalone_sources|install_package)$')
+    -E '^(neon_qemu|test_reference_scalar|test_reference_avx2|test_reference_avx512|test_reference_threads_1|test_reference_threads_3|server_load|server_tools|test_depth|valgrind_cli|compile_check|standalone_sources|install_package)$')
 # Criterion counts a test whose worker leaked as passed (LeakSanitizer only
 # prints its report there), so the log is searched for such a report.
 if grep -q "ERROR: LeakSanitizer" build-asan/Testing/Temporary/LastTest.log; then

@@ -108,8 +108,9 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
 
 static size_t infer__attn_scratch_floats(int head_dim, int ordered) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
-    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p and vt (halves), vrow */
-    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd;
+    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p and vt (halves), vrow, kept scores */
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd +
+               INFER__ATT_KEPT;
     /* lanes, vchunk, pchunk, sum (doubles) */
     if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
     return n;
@@ -126,6 +127,7 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->p = (uint16_t *)base, base += rows * tile / 2;
     sc->vt = (uint16_t *)base, base += hd * tile / 2;
     sc->vrow = base, base += hd;
+    sc->kept = base, base += INFER__ATT_KEPT;
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
     if (ordered) {
@@ -170,62 +172,87 @@ static void infer__attn_softcap(float *s, int n, float cap) {
 }
 
 /* Work item i: one KV head and a run of tokens, the latest tokens (the most
-   keys) first so the workers finish together. Keys are visited by
-   position, in tiles that never cross the end of a layer's ring; with a
-   sliding window, tiles wholly before it are skipped. */
+   keys) first so the workers finish together; the query heads of a GQA
+   group are rows of one item, so they share each K and V tile read. Keys
+   are visited by position, in tiles that never cross the end of a layer's
+   ring; with a sliding window, tiles wholly before it are skipped. Two
+   passes, so that the probabilities are normalised before they are
+   rounded to F16, as llama.cpp has them: the scores of each tile and each
+   row's running max and sum (kernels.softmax_stats), then the
+   probabilities (kernels.softmax_probs) times V. The second pass reads
+   the scores the first kept where they fit (INFER__ATT_KEPT floats), so
+   K is read once; else it makes them again.
+   Split (b->n_splits > 1), item i is run i % n_splits of the keys, in two
+   phases with a barrier between: phase 1 keeps its scores in b->scores and
+   leaves its rows' max and sum in b->part; phase 2 merges every run's max
+   and sum, and leaves its share of p.V, which infer__attn_merge adds up. */
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
-    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads;
+    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads, split = b->n_splits > 1;
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
-    int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
+    int run = item % b->n_splits, kvh = item / b->n_splits % n_kv_heads, blk = n_blocks - 1 - item / b->n_splits / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
-    int slots = kv->slots[b->layer], w = b->window, pass;
-    int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d;
+    int slots = kv->slots[b->layer], w = b->window;
+    int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
+    int n_keys = key_hi - key_lo, k0, i, j, d, pass, r;
+    int keep = split || (size_t)nq * n_keys <= INFER__ATT_KEPT;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
+    size_t p_row = ((size_t)hd + 2) * b->n_splits;
     const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
     float scale = b->scale;
+#define INFER__ATT_T(i) (t0 + (i) / group)                  /* row i's token */
+#define INFER__ATT_H(i) (kvh * group + (i) % group)         /* and head */
+#define INFER__ATT_PART(i) (b->part + ((size_t)INFER__ATT_T(i) * b->n_heads + INFER__ATT_H(i)) * p_row)
+#define INFER__ATT_KEPT_ROW(i) /* row i's kept scores, by key from key_lo */ \
+    (split ? b->scores + ((size_t)INFER__ATT_T(i) * b->n_heads + INFER__ATT_H(i)) * b->scores_ld : sc->kept + (size_t)(i) * n_keys)
 
+    if (split) { /* this run's share of the keys, whole tiles */
+        int tiles = (n_keys + INFER__ATT_TILE - 1) / INFER__ATT_TILE;
+        a = key_lo + tiles * run / b->n_splits * INFER__ATT_TILE;
+        e = INFER__MIN(key_hi, key_lo + tiles * (run + 1) / b->n_splits * INFER__ATT_TILE);
+    }
     /* rows i = (token - t0) * group + head within the group */
     for (i = 0; i < nq; i++) {
-        const float *q = b->q + (size_t)(t0 + i / group) * b->ldq + (size_t)(kvh * group + i % group) * hd;
+        const float *q = b->q + (size_t)INFER__ATT_T(i) * b->ldq + (size_t)INFER__ATT_H(i) * hd;
         kern->from_float[qt](q, sc->qx + (size_t)i * q_row, hd);
         sc->m[i] = -INFINITY;
         sc->l[i] = 0;
     }
+    if (b->phase == 2) { /* every run's max and sum, merged */
+        for (i = 0; i < nq; i++) {
+            const float *pt = INFER__ATT_PART(i);
+            double l = 0;
+            for (r = 0; r < b->n_splits; r++) sc->m[i] = INFER__MAX(sc->m[i], pt[r * (hd + 2)]);
+            for (r = 0; r < b->n_splits; r++)
+                if (pt[r * (hd + 2) + 1] > 0) l += (double)pt[r * (hd + 2) + 1] * expf(pt[r * (hd + 2)] - sc->m[i]);
+            sc->l[i] = (float)l;
+        }
+    }
     memset(sc->acc, 0, (size_t)nq * hd * sizeof(float));
 
-    /* pass 0: each row's softmax max and sum, online over the key tiles;
-       pass 1: the probabilities, normalised and rounded to F16 as llama.cpp
-       has them, times V (the scores made again unless one tile held them) */
-    for (pass = 0; pass < 2; pass++) {
-        int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
-        for (k0 = key_lo; k0 < key_hi;) {
-            int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot);
-            if (pass == 0 || !one_tile) {
+    for (pass = b->phase == 2 ? 1 : 0; pass < (b->phase == 1 ? 1 : 2); pass++) {
+        for (k0 = a; k0 < e;) {
+            int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, e - k0), slots - slot);
+            if (pass == 0 || !keep) {
                 infer__rows_dot(kern, kv->type, hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
                                 sc->s, INFER__ATT_TILE);
                 if (b->softcap > 0)
                     for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
             }
             for (i = 0; i < nq; i++) {
-                const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
-                int p = b->pos0 + t0 + i / group; /* this row's position: it sees keys (p - w, p] */
+                int p = b->pos0 + INFER__ATT_T(i); /* this row's position: it sees keys (p - w, p] */
                 int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
+                const float *srow = sc->s + (size_t)i * INFER__ATT_TILE;
                 if (pass == 0) {
-                    float mx = sc->m[i];
-                    double sum = 0;
-                    if (lo >= hi) continue;
-                    for (j = lo; j < hi; j++) mx = INFER__MAX(mx, s[j] * scale);
-                    for (j = lo; j < hi; j++) sum += expf(s[j] * scale - mx);
-                    sc->l[i] = (float)((double)sc->l[i] * expf(sc->m[i] - mx) + sum);
-                    sc->m[i] = mx;
+                    kern->softmax_stats(srow, lo, hi, scale, &sc->m[i], &sc->l[i]);
+                    if (keep) memcpy(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), srow, (size_t)kt * sizeof(float));
                 } else {
-                    uint16_t *pr = sc->p + (size_t)i * INFER__ATT_TILE;
-                    float mx = sc->m[i], inv = (float)(1.0 / (double)sc->l[i]);
-                    for (j = 0; j < kt; j++)
-                        pr[j] = j >= lo && j < hi ? infer__fp32_to_fp16(expf(s[j] * scale - mx) * inv) : 0;
+                    if (keep) srow = INFER__ATT_KEPT_ROW(i) + (k0 - key_lo);
+                    kern->softmax_probs(srow, kt, lo, INFER__MAX(lo, hi), scale, sc->m[i],
+                                        sc->l[i] > 0 ? (float)(1.0 / (double)sc->l[i]) : 0.0f,
+                                        sc->p + (size_t)i * INFER__ATT_TILE);
                 }
             }
             if (pass == 1) {
@@ -252,9 +279,37 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     }
 
     for (i = 0; i < nq; i++) {
-        float *out = b->out + (size_t)(t0 + i / group) * b->ldo + (size_t)(kvh * group + i % group) * hd;
-        for (d = 0; d < hd; d++) out[d] = sc->acc[(size_t)i * hd + d];
+        if (b->phase == 1) { /* this run's max and sum */
+            float *pt = INFER__ATT_PART(i) + (size_t)run * (hd + 2);
+            pt[0] = sc->m[i];
+            pt[1] = sc->l[i];
+        } else if (b->phase == 2) { /* its share of p.V */
+            memcpy(INFER__ATT_PART(i) + (size_t)run * (hd + 2) + 2, sc->acc + (size_t)i * hd, (size_t)hd * sizeof(float));
+        } else {
+            memcpy(b->out + (size_t)INFER__ATT_T(i) * b->ldo + (size_t)INFER__ATT_H(i) * hd, sc->acc + (size_t)i * hd,
+                   (size_t)hd * sizeof(float));
+        }
     }
+#undef INFER__ATT_T
+#undef INFER__ATT_H
+#undef INFER__ATT_PART
+#undef INFER__ATT_KEPT_ROW
+}
+
+/* Tokens t0..t1 of a batch whose keys were split (infer__attn_batch.part):
+   each head's runs' shares of p.V added up, into out (row stride ldo). */
+static void infer__attn_merge(const float *part, int n_heads, int head_dim, int n_splits, int t0, int t1, float *out,
+                              int ldo) {
+    size_t stride = (size_t)head_dim + 2;
+    int t, h, r, d;
+    for (t = t0; t < t1; t++)
+        for (h = 0; h < n_heads; h++) {
+            const float *p = part + ((size_t)t * n_heads + h) * n_splits * stride;
+            float *o = out + (size_t)t * ldo + (size_t)h * head_dim;
+            for (d = 0; d < head_dim; d++) o[d] = p[2 + d];
+            for (r = 1; r < n_splits; r++)
+                for (d = 0; d < head_dim; d++) o[d] += p[r * stride + 2 + d];
+        }
 }
 
 /* Work item i in llama.cpp's order, for an F16 cache (contexts that match

@@ -207,6 +207,14 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     }
     c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
+    /* split attention (a worker or more to share it): as many tokens as
+       INFER__ATT_SCORES holds the scores of, up to INFER__ATT_SPLIT_TOKENS */
+    c->attn_split_tokens = c->n_threads < 2 ? 0 : INFER__MIN(INFER__ATT_SPLIT_TOKENS, INFER__ATT_SCORES / (m->n_heads * c->n_ctx));
+    if (c->attn_split_tokens > 0) {
+        c->attn_part = (float *)infer__ctx_alloc(
+            c, (size_t)c->attn_split_tokens * m->n_heads * INFER__ATT_SPLITS * ((size_t)m->head_dim + 2), sizeof(float), &ok);
+        c->attn_scores = (float *)infer__ctx_alloc(c, (size_t)c->attn_split_tokens * m->n_heads * c->n_ctx, sizeof(float), &ok);
+    }
     /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
     c->xq = infer__ctx_alloc(c, (size_t)c->xq_rows * INFER__MAX_FUSED, c->xq_row_max, &ok);
@@ -242,6 +250,8 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->route.logits);
     INFER_FREE(c->rope);
     INFER_FREE(c->attn_scratch);
+    INFER_FREE(c->attn_part);
+    INFER_FREE(c->attn_scores);
     INFER_FREE(c->xq);
     INFER_FREE(c->plan);
     INFER_FREE(c->pos);

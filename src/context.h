@@ -9,6 +9,17 @@
 /* ---- attention.c: the KV cache and attention over it ---- */
 #define INFER__ATT_TILE 64 /* keys per tile */
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
+/* A pass of a few tokens deep in its context splits each item's keys into
+   up to INFER__ATT_SPLITS runs, so that every worker streams the cache
+   (flash-decoding): see infer__attn_item. The runs keep their scores in
+   the context (infer_context.attn_scores), at most INFER__ATT_SCORES
+   floats: tokens x heads x the context's positions. */
+#define INFER__ATT_SPLITS 8
+#define INFER__ATT_SPLIT_TOKENS 16
+#define INFER__ATT_SCORES (1 << 20)
+/* scores an unsplit item keeps between its passes (rows x keys) */
+#define INFER__ATT_KEPT (1 << 14)
+#define INFER__ATT_SPLIT_KEYS 256 /* keys per run, at least */
 
 /* The cache itself (infer__kv_cache) is in backend.h: a GPU reads it too. */
 
@@ -18,6 +29,7 @@ typedef struct infer__attn_scratch {
     float *s, *acc, *pv, *m, *l;
     uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
     float *vrow;
+    float *kept;      /* an item's scores between its passes */
     /* llama.cpp's order only: p.V's 16 key lanes per row and value, a
        chunk of 16 keys' V values and probabilities, the rows' sums */
     float *lanes, *vchunk, *pchunk;
@@ -37,6 +49,15 @@ typedef struct infer__attn_batch {
     const float *q;
     float *out;
     int ldq, ldo;
+    /* keys split into n_splits runs (1: not split, out written), in
+       phase 1 (scores and stats) or 2 (p.V; 0 when not split); the
+       partial results of token t, head h, run r at part + ((t * n_heads
+       + h) * n_splits + r) * (head_dim + 2): max, sum, p.V; the scores of
+       token t, head h at scores + (t * n_heads + h) * scores_ld, by key
+       from the item's first */
+    int n_splits, phase;
+    float *part, *scores;
+    size_t scores_ld;
 } infer__attn_batch;
 
 /* gpu: the GPU model whose device holds the cache, or NULL (host memory) */
@@ -51,7 +72,11 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
 static size_t infer__attn_scratch_floats(int head_dim, int ordered);
 static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered);
 static int infer__attn_n_items(const infer__attn_batch *b);
+/* item < infer__attn_n_items(b) * b->n_splits: run item % n_splits of the
+   keys of item / n_splits */
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
+static void infer__attn_merge(const float *part, int n_heads, int head_dim, int n_splits, int t0, int t1, float *out,
+                              int ldo);
 static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc);
 
 /* ---- context.c, product.c, forward.c, decode.c: the context, its products,
@@ -131,6 +156,9 @@ struct infer_context {
     const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
     float *attn_scratch; /* per worker */
     size_t attn_scratch_n;
+    float *attn_part;   /* split attention's partial results (infer__attn_batch.part) */
+    float *attn_scores; /* and its scores (.scores, rows of n_ctx) */
+    int attn_split_tokens; /* the most tokens a pass may have to be split: what attn_scores holds */
     int match_llama; /* sums in llama.cpp's order (infer_context_params.match_llama) */
     void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_rows rows */
     size_t xq_row_max;  /* bytes of one converted row, largest case */

@@ -90,7 +90,9 @@ typedef struct infer__pass {
     const infer_token *tokens;
     int n, n_groups, n_sel;
     float *logits, *hidden;
-    int next_item; /* attention work handed out so far */
+    int next_item;   /* attention work handed out so far */
+    int next_item2;  /* and in its second phase, when split */
+    int attn_splits; /* runs each attention item's keys are split into (infer__attn_batch.n_splits) */
     int stop;      /* the abort callback said stop (worker 0 asks, all read after a barrier) */
 } infer__pass;
 
@@ -169,8 +171,9 @@ static void infer__kv_store_rows(infer_context *c, const infer__pass *ps, int l,
 
 /* 6. Layer l's attention over every sequence's run, into att: the work
    items of all the runs handed out in one count (ps->next_item, set to 0
-   before the barrier ahead of this step); ith picks the worker's scratch. */
-static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith) {
+   before the barrier ahead of this step; next_item2 in phase 2 of a split
+   pass); ith picks the worker's scratch. */
+static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, int phase) {
     const infer_model *m = c->model;
     int q_dim = m->q_dim, g, first;
     infer__attn_scratch scratch;
@@ -186,14 +189,21 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith) 
     ab.ldq = ab.ldo = q_dim;
     ab.layer = l;
     ab.window = m->layers[l].window;
+    ab.n_splits = ps->attn_splits;
+    ab.phase = phase;
+    ab.scores_ld = (size_t)c->n_ctx;
     for (g = 0, first = 0;;) { /* first: the count's index of run g's first item */
-        int item = infer__atomic_next(&ps->next_item);
+        int item = infer__atomic_next(phase == 2 ? &ps->next_item2 : &ps->next_item);
         for (; g < ps->n_groups; g++) {
             const infer__group *G = &c->groups[g];
             ab.seq = G->seq, ab.pos0 = G->pos0, ab.n_tok = G->n;
             ab.q = c->q + (size_t)G->start * q_dim, ab.out = c->att + (size_t)G->start * q_dim;
-            if (item < first + infer__attn_n_items(&ab)) break;
-            first += infer__attn_n_items(&ab);
+            if (phase) {
+                ab.part = c->attn_part + (size_t)G->start * m->n_heads * ab.n_splits * ((size_t)m->head_dim + 2);
+                ab.scores = c->attn_scores + (size_t)G->start * m->n_heads * ab.scores_ld;
+            }
+            if (item < first + infer__attn_n_items(&ab) * ab.n_splits) break;
+            first += infer__attn_n_items(&ab) * ab.n_splits;
         }
         if (g == ps->n_groups) break;
         if (ab.ordered) infer__attn_item_ordered(&ab, item - first, &scratch);
@@ -328,10 +338,16 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         infer__pool_barrier(c->pool);
         infer__qk_prepare(c, L, t0, t1);
         infer__kv_store_rows(c, ps, l, t0, t1);
-        if (ith == 0) ps->next_item = 0; /* attention's count starts over */
+        if (ith == 0) ps->next_item = ps->next_item2 = 0; /* attention's counts start over */
         infer__pool_barrier(c->pool);
-        infer__attention(c, ps, l, ith);
+        infer__attention(c, ps, l, ith, ps->attn_splits > 1);
         infer__pool_barrier(c->pool);
+        if (ps->attn_splits > 1) { /* split: each run's p.V, once every run's max and sum are in */
+            infer__attention(c, ps, l, ith, 2);
+            infer__pool_barrier(c->pool);
+        }
+        if (ps->attn_splits > 1)
+            infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
         infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
         infer__pool_barrier(c->pool);
         infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
@@ -350,6 +366,30 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
     infer__output(c, ps, ith, nth);
 }
 
+/* How many runs to split each attention item's keys into for a pass of n
+   tokens (infer__attn_item): with few tokens (generation, a short batch)
+   deep in a context,
+   the items (a KV head and a block of tokens each) are fewer than the
+   workers can share evenly, so each is split into runs of at least
+   INFER__ATT_SPLIT_KEYS keys, up to INFER__ATT_SPLITS, while the items
+   number under four a worker. */
+static int infer__attn_split_runs(const infer_context *c, int n, int n_groups) {
+    const infer_model *m = c->model;
+    int g, keys = 0, items = 0, runs;
+    if (n > c->attn_split_tokens) return 1;
+    if (c->match_llama && c->kv.type == INFER_TYPE_F16) return 1; /* llama.cpp's order: one run */
+    for (g = 0; g < n_groups; g++) {
+        const infer__group *G = &c->groups[g];
+        int per = INFER__MAX(1, INFER__ATT_ROWS / (m->n_heads / m->n_kv_heads));
+        keys = INFER__MAX(keys, G->pos0 + G->n);
+        if (G->pos0 + G->n > c->n_ctx) return 1; /* past what attn_scores' rows hold */
+        items += (G->n + per - 1) / per * m->n_kv_heads;
+    }
+    if (items >= 4 * c->n_threads) return 1;
+    runs = INFER__MIN(INFER__ATT_SPLITS, keys / INFER__ATT_SPLIT_KEYS);
+    return INFER__MAX(1, INFER__MIN(runs, (4 * c->n_threads + items - 1) / items));
+}
+
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
                           float *hidden) {
     infer__pass ps;
@@ -362,6 +402,7 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
     ps.hidden = hidden;
     ps.next_item = 0;
     ps.stop = 0;
+    ps.attn_splits = infer__attn_split_runs(c, n, n_groups);
     infer__pool_run(c->pool, infer__forward_worker, &ps);
     return ps.stop;
 }

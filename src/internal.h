@@ -335,6 +335,14 @@ typedef struct infer__kernels {
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_mul)(float *g, const float *u, int n, const float *table);
     double (*sum_squares)(const float *x, int n);
+    /* attention's softmax over one row of a key tile, the keys j in
+       [lo, hi) being those the row sees, x[j] = s[j] * scale: stats takes
+       them into the row's running max *m and sum *l (the sum rescaled
+       when the max grows); probs writes p[j] = F16(e^(x[j] - m) * inv)
+       for j < n, 0 for the keys not seen (normalised before rounding, as
+       llama.cpp has them) */
+    void (*softmax_stats)(const float *s, int lo, int hi, float scale, float *m, float *l);
+    void (*softmax_probs)(const float *s, int n, int lo, int hi, float scale, float m, float inv, uint16_t *p);
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */

@@ -33,6 +33,32 @@ static double infer__sum_squares_ref(const float *x, int n) {
     return ss;
 }
 
+/* The keys' running max over [lo, hi) of s scaled, from m. */
+static float infer__scaled_max_ref(const float *s, int lo, int hi, float scale, float m) {
+    int j;
+    for (j = lo; j < hi; j++) m = INFER__MAX(m, s[j] * scale);
+    return m;
+}
+
+/* The tile's sum in double, added to the running sum rescaled to the new
+   max (its own statement for each rounding, as attention.c had them). */
+static void infer__softmax_stats_ref(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    float mx;
+    double sum = 0;
+    int j;
+    if (lo >= hi) return;
+    mx = infer__scaled_max_ref(s, lo, hi, scale, *m);
+    for (j = lo; j < hi; j++) sum += expf(s[j] * scale - mx);
+    *l = (float)((double)*l * expf(*m - mx) + sum);
+    *m = mx;
+}
+
+static void infer__softmax_probs_ref(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                     uint16_t *p) {
+    int j;
+    for (j = 0; j < n; j++) p[j] = j >= lo && j < hi ? infer__fp32_to_fp16(expf(s[j] * scale - m) * inv) : 0;
+}
+
 /* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
    p.V in llama.cpp's lanes); written so compilers vectorise it */
 static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
@@ -75,6 +101,54 @@ INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
     return _mm512_scalef_ps(p, n);
+}
+
+/* Attention's softmax of a key tile (infer__kernels.softmax_stats and
+   _probs) in 16 lanes: the keys outside [lo, hi) masked. */
+INFER__AVX512_INLINE __mmask16 infer__avx512_seen(int j, int lo, int hi) {
+    __m512i at = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(j));
+    return _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(hi));
+}
+
+INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY), vmx;
+    __m512d sum = _mm512_setzero_pd();
+    float mx;
+    int j;
+    if (lo >= hi) return;
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
+    }
+    mx = INFER__MAX(*m, _mm512_reduce_max_ps(vmax));
+    vmx = _mm512_set1_ps(mx);
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs), vmx)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    *l = (float)((double)*l * expf(*m - mx) + _mm512_reduce_add_pd(sum));
+    *m = mx;
+}
+
+INFER__AVX512 static void infer__avx512_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                      uint16_t *p) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m), vinv = _mm512_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi), in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(seen & in, s + j), vs);
+        __m512 e = _mm512_maskz_mov_ps(seen & in, _mm512_mul_ps(infer__avx512_exp(_mm512_sub_ps(x, vm)), vinv));
+        __m256i h = _mm512_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (in == 0xFFFF) {
+            _mm256_storeu_si256((__m256i *)(void *)(p + j), h);
+        } else {
+            uint16_t tmp[16];
+            _mm256_storeu_si256((__m256i *)(void *)tmp, h);
+            memcpy(p + j, tmp, (size_t)(n - j) * sizeof *p);
+        }
+    }
 }
 
 INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n) {
@@ -134,6 +208,68 @@ INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
                                 _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
 
+/* The same in 8 lanes. */
+INFER__AVX2_INLINE __m256 infer__avx2_seen(int j, int lo, int hi) {
+    __m256i at = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(j));
+    return _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_cmpgt_epi32(at, _mm256_set1_epi32(lo - 1)), _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), at)));
+}
+
+/* s[j..j+8) where j + 8 may pass n: the keys past it read as 0 */
+INFER__AVX2_INLINE __m256 infer__avx2_load_upto(const float *s, int j, int n) {
+    float tmp[8] = {0};
+    if (n - j >= 8) return _mm256_loadu_ps(s + j);
+    memcpy(tmp, s + j, (size_t)(n - j) * sizeof *s);
+    return _mm256_loadu_ps(tmp);
+}
+
+INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY), vmx;
+    __m256d sum = _mm256_setzero_pd();
+    float mx, t[8];
+    double d[4];
+    int j;
+    if (lo >= hi) return;
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
+    }
+    _mm256_storeu_ps(t, vmax);
+    mx = *m;
+    for (j = 0; j < 8; j++) mx = INFER__MAX(mx, t[j]);
+    vmx = _mm256_set1_ps(mx);
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    _mm256_storeu_pd(d, sum);
+    *l = (float)((double)*l * expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
+    *m = mx;
+}
+
+INFER__AVX2 static void infer__avx2_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                  uint16_t *p) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vinv = _mm256_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, _mm256_mul_ps(infer__avx2_exp(_mm256_sub_ps(x, vm)), vinv));
+        __m128i h = _mm256_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (n - j >= 8) {
+            _mm_storeu_si128((__m128i *)(void *)(p + j), h);
+        } else {
+            uint16_t t16[8];
+            _mm_storeu_si128((__m128i *)(void *)t16, h);
+            memcpy(p + j, t16, (size_t)(n - j) * sizeof *p);
+        }
+    }
+}
+
 INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -177,18 +313,24 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
+    k->softmax_stats = infer__softmax_stats_ref;
+    k->softmax_probs = infer__softmax_probs_ref;
 #ifdef INFER__HAVE_X86
     if (k->isa == INFER__ISA_AVX2) {
         k->lanes16_fma = infer__avx2_lanes16_fma;
         k->silu_mul = infer__avx2_silu_mul;
         k->gelu_mul = infer__avx2_gelu_mul;
         k->sum_squares = infer__avx2_sum_squares;
+        k->softmax_stats = infer__avx2_softmax_stats;
+        k->softmax_probs = infer__avx2_softmax_probs;
     }
     if (k->isa == INFER__ISA_AVX512) {
         k->lanes16_fma = infer__avx512_lanes16_fma;
         k->silu_mul = infer__avx512_silu_mul;
         k->gelu_mul = infer__avx512_gelu_mul;
         k->sum_squares = infer__avx512_sum_squares;
+        k->softmax_stats = infer__avx2_softmax_stats; /* the 16-lane versions below are not yet run on a CPU */
+        k->softmax_probs = infer__avx2_softmax_probs;
     }
 #endif
 }

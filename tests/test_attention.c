@@ -37,9 +37,11 @@ static float *cached(const infer__kv_cache *kv, int v_side, int from, int n) {
 }
 
 /* One shape: n_kv_heads heads of hd values, group query heads each, n_tok
-   tokens after pos0 cached ones. Returns the worst error over the bound. */
+   tokens after pos0 cached ones, the keys split into `splits` runs merged
+   after (flash-decoding; 1: one run). Returns the worst error over the
+   bound. */
 static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_kv_heads, int hd, int group, int pos0,
-                          int n_tok, int window, float softcap, int ordered) {
+                          int n_tok, int window, float softcap, int ordered, int splits) {
     int n_heads = n_kv_heads * group, kv_dim = n_kv_heads * hd, dim = n_heads * hd, n_ctx = pos0 + n_tok + 3;
     infer__kv_cache kv;
     infer_model model;
@@ -53,6 +55,9 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     float *qd = (float *)malloc(sizeof(float) * hd);
     uint8_t *qx = (uint8_t *)malloc((size_t)hd * 4);
     double *s = (double *)malloc(sizeof(double) * n_ctx), worst = 0;
+    float *part = (float *)malloc(sizeof(float) * (size_t)n_tok * n_heads * splits * (hd + 2));
+    float *scores = (float *)malloc(sizeof(float) * (size_t)n_tok * n_heads * n_ctx);
+    int phase;
     float *kf, *vf;
     infer_type qt = infer__traits(kv_type)->vec_dot_type;
     int p, i, t, h, d, item;
@@ -75,9 +80,15 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     b.window = window, b.scale = 1.0f / sqrtf((float)hd), b.softcap = softcap;
     b.q = q, b.out = out, b.ldq = b.ldo = dim;
     b.ordered = ordered;
-    for (item = 0; item < infer__attn_n_items(&b); item++)
-        if (ordered) infer__attn_item_ordered(&b, item, &sc);
-        else infer__attn_item(&b, item, &sc);
+    b.n_splits = splits, b.part = part, b.scores = scores, b.scores_ld = (size_t)n_ctx;
+    /* split: every run's phase 1, then every run's phase 2, then the merge */
+    for (phase = splits > 1; phase <= (splits > 1 ? 2 : 0); phase++) {
+        b.phase = phase;
+        for (item = 0; item < infer__attn_n_items(&b) * splits; item++)
+            if (ordered) infer__attn_item_ordered(&b, item, &sc);
+            else infer__attn_item(&b, item, &sc);
+    }
+    if (splits > 1) infer__attn_merge(part, n_heads, hd, splits, 0, n_tok, out, dim);
     kf = cached(&kv, 0, window && pos0 > window ? pos0 - window : 0, pos0 + n_tok);
     vf = cached(&kv, 1, window && pos0 > window ? pos0 - window : 0, pos0 + n_tok);
 
@@ -110,24 +121,27 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
             }
         }
     infer__kv_free(&kv);
-    free(q), free(out), free(kr), free(vr), free(scratch), free(qd), free(qx), free(s), free(kf), free(vf);
+    free(q), free(out), free(kr), free(vr), free(scratch), free(qd), free(qx), free(s), free(kf), free(vf), free(part), free(scores);
     return worst;
 }
 
 /* Every shape {n_kv_heads, head_dim, group, pos0, n_tok, window, softcap}
    against the plain attention, on every instruction set and both caches,
-   and for F16 in llama.cpp's order too (infer__attn_item_ordered). */
+   for F16 in llama.cpp's order too (infer__attn_item_ordered), and with
+   the keys split into 3 and 8 runs (flash-decoding's merge). */
 static void check_shapes(const int (*shapes)[7], int n_shapes) {
-    infer_type types[] = {INFER_TYPE_F16, INFER_TYPE_Q8_0, INFER_TYPE_F16};
-    const char *what[] = {"", "", " (llama.cpp's order)"};
+    infer_type types[] = {INFER_TYPE_F16, INFER_TYPE_Q8_0, INFER_TYPE_F16, INFER_TYPE_F16, INFER_TYPE_Q8_0};
+    const char *what[] = {"", "", " (llama.cpp's order)", " (keys in 3 runs)", " (keys in 8 runs)"};
+    int splits[] = {1, 1, 1, 3, 8};
     int isa, ti, si, n_run = 0;
     for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
         infer__kernels kern;
         if (!infer__kernels_install(&kern, (infer__isa)isa)) continue;
-        for (ti = 0; ti < 3; ti++)
+        for (ti = 0; ti < 5; ti++)
             for (si = 0; si < n_shapes; si++) {
                 const int *sh = shapes[si];
-                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], (float)sh[6], ti == 2);
+                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], (float)sh[6], ti == 2,
+                                       splits[ti]);
                 cr_expect(w <= 1.0,
                           "%s, %s cache%s, %d KV heads of %d, group %d, %d tokens after %d, window %d, softcap %d: "
                           "error %.2f x bound",
@@ -144,7 +158,7 @@ Test(attention, tiled_kernel_matches_plain_attention) {
         /* n_kv_heads, head_dim, group, pos0, n_tok, window, softcap */
         {1, 64, 1, 0, 1, 0, 0},    {2, 64, 3, 0, 5, 0, 0},     {2, 64, 3, 0, 70, 0, 0},  {1, 64, 4, 130, 1, 0, 0},
         {3, 64, 3, 63, 2, 0, 0},   {2, 32, 2, 200, 17, 0, 0},  {2, 128, 1, 10, 130, 0, 0}, {4, 64, 8, 64, 64, 0, 0},
-        {1, 96, 2, 127, 3, 0, 0},
+        {1, 96, 2, 127, 3, 0, 0},  {3, 64, 3, 1500, 1, 0, 0}, {3, 64, 3, 1000, 4, 0, 0},
     };
     check_shapes(shapes, (int)(sizeof shapes / sizeof shapes[0]));
 }

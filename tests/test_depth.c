@@ -1,0 +1,140 @@
+/* test_depth.c - attention deep in a context, on real models: 4,096 tokens
+   of README.md decoded, then the next tokens one at a time from that same
+   cache (a saved state loaded into each context) by
+   - the fast path on 2 workers, which splits each head's keys between
+     them (flash-decoding);
+   - the fast path on 1 worker (not split);
+   - the reference mode (match_llama: llama.cpp's order of every sum).
+   How far apart may they be? Their attention agrees to rounding (1e-7 of
+   its values, test_attention), but the products quantize activations to
+   8 bits, and a value that rounding moves across a quantization step
+   moves the residual stream by a step's worth; 4,096 tokens deep, such a
+   flip in one layer was measured to grow to 2.2-2.6% of the logits' range
+   at the last (SmolLM2; prompts chunked differently do the same, 1.5-2%).
+   So each pair must agree to within 5% of the range in every step, and on
+   the most probable token in all but one of them. On SmolLM2 (F16 cache)
+   and Gemma 3 270M (sliding windows, its own reference mode), from
+   models/ (python3 scripts/fetch_model.py [gemma3]); each skips, saying
+   so, where its model is absent. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer.h"
+#include "testutil.h"
+
+#define DEPTH 4096
+#define STEPS 8
+
+/* The worst |a - b| over the logits, as a share of a's range. */
+static int argmax(const float *a, int n) {
+    int i, best = 0;
+    for (i = 1; i < n; i++)
+        if (a[i] > a[best]) best = i;
+    return best;
+}
+
+static double worst_share(const float *a, const float *b, int n) {
+    float lo = a[0], hi = a[0];
+    double worst = 0;
+    int i;
+    for (i = 0; i < n; i++) {
+        lo = fminf(lo, a[i]), hi = fmaxf(hi, a[i]);
+        if (fabs((double)a[i] - b[i]) > worst) worst = fabs((double)a[i] - b[i]);
+    }
+    return hi > lo ? worst / (hi - lo) : worst;
+}
+
+static infer_context *context(infer_model *m, int threads, int match_llama) {
+    infer_context_params cp = infer_context_default_params();
+    infer_error err;
+    infer_context *c;
+    cp.n_ctx = DEPTH + STEPS + 8;
+    cp.n_threads = threads;
+    cp.match_llama = match_llama;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    return c;
+}
+
+static void check_depth(const char *file) {
+    char path[1024];
+    infer_error err;
+    infer_model *m;
+    infer_context *split, *one, *ref;
+    infer_token *toks;
+    char *text;
+    size_t len, state_size;
+    void *state;
+    int n, nv, i;
+    double worst_split = 0, worst_ref = 0;
+    int same_split = 0, same_ref = 0;
+    FILE *f;
+    snprintf(path, sizeof path, "%s/models/%s", INFER_SOURCE_DIR, file);
+    if (!(f = fopen(path, "rb"))) cr_skip_test("%s is absent (python3 scripts/fetch_model.py fetches it)", path);
+    fclose(f);
+    m = infer_model_load(path, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/README.md", INFER_SOURCE_DIR);
+    text = tu_read_file(path, &len);
+    cr_assert_not_null(text);
+    n = infer_tokenize(m, text, len, NULL, 0, infer_model_add_bos(m), 0);
+    cr_assert_gt(n, DEPTH + STEPS, "README.md is %d tokens, fewer than %d", n, DEPTH + STEPS);
+    toks = (infer_token *)malloc(sizeof *toks * (size_t)n);
+    infer_tokenize(m, text, len, toks, n, infer_model_add_bos(m), 0);
+    nv = infer_model_n_vocab(m);
+
+    split = context(m, 2, -1);
+    cr_assert_eq(infer_decode(split, toks, DEPTH, 0, &err), INFER_OK, "%s", err.msg);
+    state_size = infer_seq_state_size(split, 0);
+    state = malloc(state_size);
+    cr_assert_eq(infer_seq_state_save(split, 0, state, state_size), state_size);
+    one = context(m, 1, -1);
+    ref = context(m, 2, 1);
+    cr_assert_eq(infer_seq_state_load(one, 0, state, state_size, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_seq_state_load(ref, 0, state, state_size, &err), INFER_OK, "%s", err.msg);
+    cr_assert(infer_context_match_llama(ref) && !infer_context_match_llama(split));
+
+    for (i = 0; i < STEPS; i++) {
+        const float *a, *b, *c;
+        double w;
+        cr_assert_eq(infer_decode(split, toks + DEPTH + i, 1, 0, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_decode(one, toks + DEPTH + i, 1, 0, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_decode(ref, toks + DEPTH + i, 1, 0, &err), INFER_OK, "%s", err.msg);
+        a = infer_get_logits(split, -1), b = infer_get_logits(one, -1), c = infer_get_logits(ref, -1);
+        w = worst_share(b, a, nv);
+        if (w > worst_split) worst_split = w;
+        w = worst_share(c, a, nv);
+        if (w > worst_ref) worst_ref = w;
+        same_split += argmax(a, nv) == argmax(b, nv);
+        same_ref += argmax(a, nv) == argmax(c, nv);
+    }
+    cr_log_info("%s at depth %d, %d steps: split vs one worker %.4f%% of the range, the same top token %d times; "
+                "fast vs reference mode %.4f%%, %d times",
+                file, DEPTH, STEPS, 100 * worst_split, same_split, 100 * worst_ref, same_ref);
+    cr_expect_leq(worst_split, 0.05, "%s: split and unsplit attention differ by %.4f%% of the range", file,
+                  100 * worst_split);
+    cr_expect_leq(worst_ref, 0.05, "%s: the fast path and the reference mode differ by %.4f%% of the range", file,
+                  100 * worst_ref);
+    cr_expect_geq(same_split, STEPS - 1, "%s: split and unsplit agree on the top token %d times of %d", file, same_split,
+                  STEPS);
+    cr_expect_geq(same_ref, STEPS - 1, "%s: the fast path and the reference mode agree on the top token %d times of %d",
+                  file, same_ref, STEPS);
+    infer_context_free(split);
+    infer_context_free(one);
+    infer_context_free(ref);
+    infer_model_free(m);
+    free(state);
+    free(toks);
+    free(text);
+}
+
+Test(depth, smollm2_fast_split_and_reference_agree, .timeout = 600) {
+    check_depth("SmolLM2-135M-Instruct.Q4_1.gguf");
+}
+
+Test(depth, gemma3_fast_split_and_reference_agree, .timeout = 600) {
+    check_depth("gemma-3-270m-q4_k_m.gguf");
+}
