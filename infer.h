@@ -181,11 +181,29 @@ typedef enum infer_device { INFER_DEVICE_CPU = 0, INFER_DEVICE_CUDA, INFER_DEVIC
    non-zero to cancel the load (it then fails with INFER_ERR_CANCELLED). */
 typedef int (*infer_progress_fn)(float fraction, void *user);
 
+/* How RoPE positions reach past the context a model was trained on
+   (infer_model_params.rope_scaling). FILE: as the GGUF says (most say
+   none). LINEAR: every position divided by rope_scale, so rope_scale
+   times the trained context looks like the trained one, at a cost in
+   short-range precision. YARN: the low frequencies stretched by
+   rope_scale, the high ones (short-range detail) kept, a ramp between,
+   and attention sharpened to match: what most long-context fine-tunes
+   use, and better than LINEAR without one. */
+typedef enum infer_rope_scaling {
+    INFER_ROPE_SCALING_FILE = 0,
+    INFER_ROPE_SCALING_NONE,
+    INFER_ROPE_SCALING_LINEAR,
+    INFER_ROPE_SCALING_YARN
+} infer_rope_scaling;
+
 typedef struct infer_model_params {
     int vocab_only;        /* load metadata and tokenizer only */
     infer_device device;   /* default AUTO */
     infer_progress_fn progress; /* may be NULL */
     void *progress_user;
+    infer_rope_scaling rope_scaling; /* default FILE */
+    float rope_scale;      /* LINEAR, YARN: the factor (>= 1), e.g. the context
+                              wanted / infer_model_n_ctx_train */
 } infer_model_params;
 
 /* "cpu", "cuda", "auto"; and back (-1 for an unknown name). */
@@ -309,6 +327,12 @@ INFERDEF int infer_context_truncate(infer_context *c, int n_past);
    callback may read a flag another thread sets. fn NULL removes it. */
 typedef int (*infer_abort_fn)(void *user);
 INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void *user);
+/* Called by infer_decode and infer_decode_batch after each pass of a batch
+   longer than n_batch (a long prompt), from the calling thread, with the
+   share of the batch done (the last call 1.0); return non-zero to stop it,
+   as the abort callback does. fn NULL removes it. Requests have their own
+   (infer_request_params.progress). */
+INFERDEF void infer_context_set_progress(infer_context *c, infer_progress_fn fn, void *user);
 
 /* Runs the model on n tokens of sequence 0, appending them to its cache:
    infer_decode_batch with every token in sequence 0. all_logits: keep the
@@ -626,6 +650,12 @@ typedef struct infer_request_params {
        starts with (at least one prompt token is fed again, for logits) and
        feeds only the rest. 0: the sequence is emptied as n_past 0 says. */
     int cache_prompt;
+    /* Called on the thread that steps the context after each chunk of the
+       prompt is fed, with the share fed so far (a reused prefix counts as
+       fed; the last call 1.0): a long prompt's progress. Return non-zero
+       to cancel the request. NULL: none. */
+    infer_progress_fn progress;
+    void *progress_user;
     /* A lazy grammar (llama.cpp's grammar triggers): with grammar or
        json_schema, the reply is free text until one of these strings
        appears in it; the grammar then applies from the string's first byte
@@ -5442,6 +5472,26 @@ static int infer__model_rope_scaling(infer_model *m, infer__rope *r, infer_error
     return 1;
 }
 
+/* The caller's RoPE scaling over the file's (infer_model_params.rope_scaling):
+   the global layers' only, as the file's (sliding layers see short ranges). */
+static int infer__model_rope_override(infer_model *m, const infer_model_params *p, infer_error *err) {
+    infer__rope *r = &m->ropes[0];
+    if (p->rope_scaling == INFER_ROPE_SCALING_FILE) return 1;
+    if (p->rope_scaling < INFER_ROPE_SCALING_FILE || p->rope_scaling > INFER_ROPE_SCALING_YARN) {
+        infer__set_error(err, INFER_ERR_ARG, "rope_scaling %d is not one of infer_rope_scaling's", (int)p->rope_scaling);
+        return 0;
+    }
+    if (p->rope_scaling != INFER_ROPE_SCALING_NONE && !(p->rope_scale >= 1.0f && p->rope_scale <= 1024.0f)) {
+        infer__set_error(err, INFER_ERR_ARG, "rope_scale %g is outside 1..1024 (linear and YaRN scaling need a factor)",
+                         (double)p->rope_scale);
+        return 0;
+    }
+    r->freq_scale = p->rope_scaling == INFER_ROPE_SCALING_NONE ? 1.0f : 1.0f / p->rope_scale;
+    r->ext_factor = p->rope_scaling == INFER_ROPE_SCALING_YARN ? 1.0f : 0.0f;
+    r->attn_factor = 1.0f;
+    return 1;
+}
+
 static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
     int k_len = 0, v_len = 0;
     infer__rope *r = &m->ropes[0];
@@ -5845,7 +5895,9 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
             goto fail;
         }
         const infer__arch *a = infer__model_arch(m, err);
-        if (!a || !infer__model_load_hparams(m, a, err) || !infer__model_bind_weights(m, a, err)) goto fail;
+        if (!a || !infer__model_load_hparams(m, a, err) || !infer__model_rope_override(m, params, err) ||
+            !infer__model_bind_weights(m, a, err))
+            goto fail;
         if (params->progress && params->progress(0.1f, params->progress_user)) goto cancelled;
         if (!infer__model_place(m, params->device, err)) goto fail;
         /* the CPU's kernels read their own layouts: made here, once */
@@ -12389,6 +12441,8 @@ struct infer_context {
     int n_keep;
     infer_abort_fn abort_fn;
     void *abort_user;
+    infer_progress_fn progress_fn; /* infer_context_set_progress */
+    void *progress_user;
     struct infer__sched *sched; /* request.c's scheduler of this context's requests, or NULL */
     void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;
@@ -13182,6 +13236,10 @@ INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void 
     c->abort_fn = fn;
     c->abort_user = user;
 }
+INFERDEF void infer_context_set_progress(infer_context *c, infer_progress_fn fn, void *user) {
+    c->progress_fn = fn;
+    c->progress_user = user;
+}
 static int infer__aborted(const infer_context *c) {
     return (c->abort_fn && c->abort_fn(c->abort_user)) || (c->sched && infer__sched_should_stop(c->sched));
 }
@@ -13894,9 +13952,11 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
             q->n_past += c->groups[t].n;
             q->hi = INFER__MAX(q->hi, q->n_past);
         }
+        if (n > c->n_batch && c->progress_fn && c->progress_fn((float)(done + nb) / (float)n, c->progress_user))
+            st = INFER_ERR_CANCELLED;
     }
     if (st != INFER_OK) {
-        if (st == INFER_ERR_CANCELLED) infer__set_error(err, st, "cancelled by the abort callback");
+        if (st == INFER_ERR_CANCELLED) infer__set_error(err, st, "cancelled by the abort or progress callback");
         infer__rollback(c);
         stbds_arrsetlen(c->row_of, 0);
         return st;
@@ -23664,6 +23724,8 @@ struct infer_request {
     infer__sched *sched;
     infer_request *next; /* the scheduler's list, in start order (under mu) */
     int seq, n_past_req, n_predict, n_probs;
+    infer_progress_fn progress; /* infer_request_params.progress */
+    void *progress_user;
     int cancel;          /* atomic: infer_request_cancel asked */
     int in_pass;         /* under mu: the stepping thread is working on it */
     /* progress: the stepping thread's */
@@ -24472,6 +24534,10 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         if (!r || !s->take[i] || r->state != INFER__RQ_PROMPT) continue;
         r->fed += s->take[i];
         pos += s->take[i];
+        if (r->progress && r->progress((float)r->fed / (float)stbds_arrlen(r->prompt), r->progress_user)) {
+            infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled by its progress callback");
+            continue;
+        }
         if (r->fed == (int)stbds_arrlen(r->prompt)) {
             infer__mutex_lock(&s->mu);
             r->metrics.n_prompt_tokens = r->fed - r->skip;
@@ -24661,6 +24727,8 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
         r->budget = p->reasoning_budget;
         r->thinking = p->reasoning_open ? 1 : 0; /* 0: not known until the reply starts */
     }
+    r->progress = p->progress;
+    r->progress_user = p->progress_user;
     if (p->n_stop > 0) {
         r->stop = (char **)infer__calloc((size_t)p->n_stop, sizeof *r->stop);
         if (!r->stop) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #if !defined(_WIN32)
 /* open, fstat, read: a file is checked as regular before a byte is read
    (the including file defines _XOPEN_SOURCE for them under -std=c99) */
@@ -375,6 +376,100 @@ static CLI_MAYBE_UNUSED void cli_output_print_probs(const cli_output *o, const i
     infer_token_prob top[CLI_MAX_PROBS];
     if (o->n_probs <= 0) return;
     cli_print_probs(f, m, top, infer_sampler_top_probs(s, top, o->n_probs < CLI_MAX_PROBS ? o->n_probs : CLI_MAX_PROBS));
+}
+
+/* When a is a RoPE scaling flag (--rope-scaling none|linear|yarn,
+   --rope-scale F), parses v into mp, sets *ok, and returns 1; else 0. */
+static CLI_MAYBE_UNUSED int cli_rope_option(const char *a, const char *v, infer_model_params *mp, int *ok) {
+    if (!strcmp(a, "--rope-scaling")) {
+        *ok = 1;
+        if (!strcmp(v, "none")) mp->rope_scaling = INFER_ROPE_SCALING_NONE;
+        else if (!strcmp(v, "linear")) mp->rope_scaling = INFER_ROPE_SCALING_LINEAR;
+        else if (!strcmp(v, "yarn")) mp->rope_scaling = INFER_ROPE_SCALING_YARN;
+        else {
+            fprintf(stderr, "infer: bad value '%s' for --rope-scaling (none, linear or yarn)\n", v);
+            *ok = -1; /* said */
+        }
+        return 1;
+    }
+    if (!strcmp(a, "--rope-scale")) {
+        *ok = cli_float(v, &mp->rope_scale) && mp->rope_scale >= 1 && mp->rope_scale <= 1024;
+        return 1;
+    }
+    return 0;
+}
+
+/* --rope-scale without --rope-scaling means YaRN (--rope-scaling linear or
+   yarn without --rope-scale: the library's one-line error at loading). */
+static CLI_MAYBE_UNUSED void cli_rope_defaults(infer_model_params *mp) {
+    if (mp->rope_scale > 0 && mp->rope_scaling == INFER_ROPE_SCALING_FILE) mp->rope_scaling = INFER_ROPE_SCALING_YARN;
+}
+
+/* Warns, on stderr, when a context of n_ctx positions is past what the
+   model was trained on and no RoPE scaling was asked for: what the
+   positions past it do, and what --rope-scaling would do instead. */
+static CLI_MAYBE_UNUSED void cli_context_warning(const infer_model *m, int n_ctx, const infer_model_params *mp) {
+    int trained = infer_model_n_ctx_train(m);
+    double factor;
+    if (n_ctx <= trained || trained <= 0 || mp->rope_scaling != INFER_ROPE_SCALING_FILE) return;
+    factor = (double)n_ctx / trained;
+    fprintf(stderr,
+            "infer: warning: -c %d is past the model's trained context (context_length %d): it never saw "
+            "positions past %d, and its output there may lose its thread. --rope-scaling yarn --rope-scale %.4g "
+            "would stretch its slow RoPE frequencies %.4gx to fit, keeping the fast ones (short-range detail); "
+            "--rope-scaling linear divides every position by %.4g instead (coarser). Either costs some quality "
+            "within the trained context; a model fine-tuned for long contexts says so in its GGUF.\n",
+            n_ctx, trained, trained, factor, factor, factor);
+}
+
+/* A long prompt's progress on stderr (infer_request_params.progress for
+   run, chat and serve): a line once the prompt has taken CLI_PROGRESS_S
+   seconds, then at most one every CLI_PROGRESS_S, and the last; a terminal
+   sees one line rewritten in place. cli_progress_begin before the
+   request starts; label says whose prompt. */
+#define CLI_PROGRESS_S 2.0
+typedef struct cli_progress {
+    const char *label;
+    double t0, last;
+    int shown, tty;
+} cli_progress;
+
+static double cli_seconds(void) {
+#if !defined(_WIN32)
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+#else
+    return (double)clock() / CLOCKS_PER_SEC;
+#endif
+}
+
+static CLI_MAYBE_UNUSED void cli_progress_begin(cli_progress *p, const char *label) {
+    p->label = label;
+    p->t0 = p->last = cli_seconds();
+    p->shown = 0;
+#if !defined(_WIN32)
+    p->tty = isatty(2);
+#else
+    p->tty = 0;
+#endif
+}
+
+static CLI_MAYBE_UNUSED int cli_progress_report(float share, void *user) {
+    cli_progress *p = (cli_progress *)user;
+    double now = cli_seconds(), spent = now - p->t0;
+    int last = share >= 1.0f;
+    if (!last && now - p->last < CLI_PROGRESS_S) return 0;
+    if (last && !p->shown) return 0; /* a prompt that never took long */
+    p->last = now;
+    p->shown = 1;
+    if (last)
+        fprintf(stderr, "%sinfer: %s: read in %.1f s%s\n", p->tty ? "\r" : "", p->label, spent, p->tty ? "\033[K" : "");
+    else
+        fprintf(stderr, "%sinfer: %s: %.0f%% read in %.0f s, about %.0f s left%s", p->tty ? "\r" : "", p->label,
+                100.0 * share, spent, share > 0 ? spent * (1.0 - share) / share : 0.0, p->tty ? "\033[K" : "\n");
+    fflush(stderr);
+    return 0;
 }
 
 #endif

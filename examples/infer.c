@@ -26,7 +26,7 @@ static const char *usage =
     "            [--kv-type f16|q8_0] [--stop STR]... [--context-shift] [--keep N]\n"
     "            [--grammar GBNF | --grammar-file F | --json-schema S | --json-schema-file F]\n"
     "            [--logit-bias ID(+|-)B]... [--n-probs N] [--prompt-cache FILE]\n"
-    "            [--beams N [--length-penalty L]]\n"
+    "            [--beams N [--length-penalty L]] [--rope-scaling none|linear|yarn] [--rope-scale F]\n"
     "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS] [--device D]\n"
     "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
     "  info      -m MODEL [--device D]\n"
@@ -35,6 +35,7 @@ static const char *usage =
     "            [--kv-type f16|q8_0] [--think on|off] [--stop STR]... [--context-shift] [--keep N]\n"
     "            [--grammar ... | --json-schema ... | --logit-bias ... as run]\n"
     "            [--reasoning show|hide] [--reasoning-budget N] [--chat-template-file F | --jinja]\n"
+    "            [--rope-scaling ... --rope-scale ... as run]\n"
     "            (see infer chat --help)\n"
     "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
     "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
@@ -47,6 +48,9 @@ static const char *usage =
     "            (see infer serve --help)\n"
     "  template  (--template FILE | -m MODEL) --conversation FILE.json   (the chat template's text, rendered)\n"
     "  version   this build's version (also infer --version)\n"
+    ;
+/* (two strings: C99 compilers need take no literal longer than 4,095 characters) */
+static const char *usage_options =
     "  -f FILE: the prompt read from FILE (run), as -p gives it\n"
     "  --kv-type T: the KV cache's format, f16 (the default) or q8_0 (half the memory)\n"
     "  --think off: Qwen3 and SmolLM3 answer without reasoning (chat; on is the default)\n"
@@ -66,6 +70,10 @@ static const char *usage =
     "            sum(log p) / length^L (default 1) (run)\n"
     "  --context-shift: when the context is full, drop the older half of it (after --keep N\n"
     "            positions) and go on, instead of stopping with an error (run, chat)\n"
+    "  --rope-scaling linear|yarn --rope-scale F: reach F times the model's trained context\n"
+    "            (-c past it warns): linear divides positions by F, YaRN stretches the slow\n"
+    "            RoPE frequencies only; none: no scaling even where the GGUF sets one (run, chat, serve)\n"
+    "  A prompt that takes over 2 s to read shows its progress on stderr (run, chat, serve)\n"
     "  --device D: where the forward pass runs: cpu, cuda or auto (the default: the GPU when\n"
     "            this build has CUDA and one is present, else the CPU)\n";
 
@@ -82,6 +90,7 @@ typedef struct options {
     infer_device device;
     infer_type kv_type;
     infer_sampler_params sp;
+    infer_model_params rope; /* --rope-scaling, --rope-scale: its rope fields */
 } options;
 
 /* The options that take a value. */
@@ -89,7 +98,8 @@ static int known_option(const char *a) {
     static const char *const opts[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "--tokens", "-n",
                                        "-t", "--threads", "-c", "--ctx", "--temp", "--top-k", "--top-p",
                                        "--min-p", "--repeat-penalty", "--seed", "--device", "--kv-type",
-                                       "--stop", "--keep", "--beams", "--length-penalty", "--prompt-cache"};
+                                       "--stop", "--keep", "--beams", "--length-penalty", "--prompt-cache",
+                                       "--rope-scaling", "--rope-scale"};
     size_t i;
     for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (!strcmp(a, opts[i])) return 1;
@@ -138,6 +148,8 @@ static int parse_options(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
         else if (cli_sampling_option(a, v, &o->sp, &ok)) {
+        } else if (cli_rope_option(a, v, &o->rope, &ok)) {
+            if (ok < 0) return 0;
         } else return cli_fail("unknown option %s (see infer --help)", a), 0;
         if (!ok) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
@@ -145,6 +157,7 @@ static int parse_options(int argc, char **argv, options *o) {
         }
         i += takes;
     }
+    cli_rope_defaults(&o->rope);
     if (!o->model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
     return 1;
 }
@@ -177,6 +190,8 @@ static infer_model *load(const options *o, int vocab_only) {
     infer_model *m;
     mp.vocab_only = vocab_only;
     mp.device = o->device;
+    mp.rope_scaling = o->rope.rope_scaling;
+    mp.rope_scale = o->rope.rope_scale;
     m = infer_model_load(o->model, &mp, &err);
     if (!m) fprintf(stderr, "infer: %s\n", err.msg);
     else if (infer_model_warning(m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(m));
@@ -316,6 +331,7 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
     infer_error err;
     const char *text = o->prompt ? o->prompt : "";
     int n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1), k = 0, nc = 0;
+    cli_progress prog;
     infer_token *t;
     const infer_token *cached;
     const char *kind = cli_not_regular(o->prompt_cache);
@@ -339,6 +355,8 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
     } else if (err.code != INFER_ERR_IO) {
         fprintf(stderr, "infer: warning: %s: %s; the prompt is decoded afresh\n", o->prompt_cache, err.msg);
     }
+    cli_progress_begin(&prog, "prompt");
+    infer_context_set_progress(c, cli_progress_report, &prog);
     if (k < n && infer_context_n_past(c) < n && infer_decode(c, t + k, n - k, 0, &err) != INFER_OK) {
         free(t);
         return cli_fail("%s", err.msg);
@@ -360,6 +378,7 @@ static int cmd_run(const options *o) {
     char *text = NULL, *owned = NULL;
     size_t printed = 0, len = 0;
     int rc = 0, probs_shown = 0;
+    cli_progress prog;
     if (!(m = load(o, 0))) return 1;
     cp.n_threads = o->threads;
     cp.n_ctx = o->n_ctx;
@@ -378,6 +397,7 @@ static int cmd_run(const options *o) {
         infer_model_free(m);
         return 1;
     }
+    cli_context_warning(m, infer_context_n_ctx(c), &o->rope);
     if (o->beams || (o->prompt_cache && prompt_cache(o, m, c))) {
         rc = o->beams ? run_beams(o, m, c) : 1;
         infer_context_free(c);
@@ -390,6 +410,9 @@ static int cmd_run(const options *o) {
     rp.sampling = o->sp;
     rp.stop = o->stop;
     rp.n_stop = o->n_stop;
+    rp.progress = cli_progress_report;
+    rp.progress_user = &prog;
+    cli_progress_begin(&prog, "prompt");
     if (!cli_output_request(&o->out, m, &rp, &owned)) {
         infer_context_free(c);
         infer_model_free(m);
@@ -624,6 +647,7 @@ int main(int argc, char **argv) {
     const char *cmd = argc > 1 ? argv[1] : NULL;
     if (!cmd || !strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage, cmd ? stdout : stderr);
+        fputs(usage_options, cmd ? stdout : stderr);
         return cmd ? 0 : 1;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {

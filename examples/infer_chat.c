@@ -36,6 +36,7 @@ static const char *const chat_usage =
     "  -n N                   most tokens per reply (256)\n"
     "  -t THREADS, -c CTX, --device D, --kv-type f16|q8_0, --temp T, --top-k K, --top-p P,\n"
     "  --min-p P, --repeat-penalty R, --seed S, --stop STR..., --context-shift, --keep N,\n"
+    "  --rope-scaling none|linear|yarn, --rope-scale F (as run: infer --help),\n"
     "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N   as infer run\n"
     "  --think on|off         off: Qwen3 and SmolLM3 answer without reasoning (also a Jinja\n"
     "                         template's enable_thinking)\n"
@@ -73,6 +74,7 @@ typedef struct chat_opts {
     int reasoning_budget;       /* --reasoning-budget (-1: none) */
     const char *template_file;  /* --chat-template-file */
     int jinja_own;              /* --jinja */
+    infer_model_params rope;    /* --rope-scaling, --rope-scale: its rope fields */
 } chat_opts;
 
 /* 1: parsed; 0: a bad command line (said on stderr); 2: --help was printed. */
@@ -90,7 +92,8 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
                                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
                                            "--device", "--kv-type", "--think", "--stop", "--keep",
-                                           "--reasoning", "--reasoning-budget", "--chat-template-file"};
+                                           "--reasoning", "--reasoning-budget", "--chat-template-file",
+                                           "--rope-scaling", "--rope-scale"};
         size_t k;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(chat_usage, stdout);
@@ -133,12 +136,15 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
-        else cli_sampling_option(a, v, &o->sp, &ok);
+        else if (cli_rope_option(a, v, &o->rope, &ok)) {
+            if (ok < 0) return 0;
+        } else cli_sampling_option(a, v, &o->sp, &ok);
         if (!ok) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
             return 0;
         }
     }
+    cli_rope_defaults(&o->rope);
     if (!o->model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
     if (o->template_file && o->jinja_own) return cli_fail("%s", "give only one of --chat-template-file and --jinja"), 0;
     return 1;
@@ -409,6 +415,7 @@ static int chat_turn(chat_state *st, int n_predict) {
     char *text, *full = NULL, *answer = NULL;
     size_t printed = 0, answer_len = 0;
     int n_shown = 0, n, add_bos, n_ctx = infer_context_n_ctx(st->c), full_ctx = 0, n_gen, past0, n_read, ok = 1;
+    cli_progress prog;
     /* from_start: the prompt is the whole conversation, fed with n_past 0
        (the cache's prefix of it kept by prompt reuse) */
     int from_start = 0, reasoning = INFER_REASONING_NONE;
@@ -504,6 +511,9 @@ static int chat_turn(chat_state *st, int n_predict) {
     rp.reasoning_budget = st->o->reasoning_budget;
     rp.reasoning_open = reasoning == INFER_REASONING_OPEN;
     past0 = from_start ? 0 : infer_context_n_past(st->c);
+    cli_progress_begin(&prog, "prompt");
+    rp.progress = cli_progress_report;
+    rp.progress_user = &prog;
     r = infer_request_start(st->c, &rp, &err);
     free(text);
     if (!r) {
@@ -620,6 +630,8 @@ int infer_cmd_chat(int argc, char **argv) {
     rc = 0;
     memset(&st, 0, sizeof st);
     mp.device = o.device;
+    mp.rope_scaling = o.rope.rope_scaling;
+    mp.rope_scale = o.rope.rope_scale;
     st.m = infer_model_load(o.model, &mp, &err);
     if (!st.m) return cli_fail("%s", err.msg);
     if (infer_model_warning(st.m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(st.m));
@@ -634,6 +646,7 @@ int infer_cmd_chat(int argc, char **argv) {
         infer_model_free(st.m);
         return cli_fail("%s", err.msg);
     }
+    cli_context_warning(st.m, infer_context_n_ctx(st.c), &o.rope);
     st.base = infer_request_default_params();
     if (!cli_output_request(&o.out, st.m, &st.base, &owned)) {
         rc = 1;

@@ -811,6 +811,8 @@ typedef struct job {
     int n;                   /* choices */
     choice ch[SERVE_MAX_N];
     anthropic_blocks blocks; /* Anthropic's stream: its content blocks so far */
+    cli_progress progress;   /* its first choice's prompt, on stderr when long */
+    char progress_label[80];
 } job;
 
 static void job_append(job *j, const char *p, size_t n) {
@@ -1427,6 +1429,12 @@ static int job_start(job *j, completion_call *cc, bad_field *b, unsigned *status
     for (i = 0; i < j->n; i++) {
         infer_request_params p = cc->p;
         p.seq = j->ch[i].slot;
+        if (i == 0) { /* the others' prompts are the first's, copied */
+            snprintf(j->progress_label, sizeof j->progress_label, "%s (sequence %d): prompt", j->id, p.seq);
+            cli_progress_begin(&j->progress, j->progress_label);
+            p.progress = cli_progress_report;
+            p.progress_user = &j->progress;
+        }
         p.sampling.seed += (uint64_t)i; /* n samples, not one n times */
         if (cc->parse && !(j->ch[i].parser = infer_output_parser_new(cc->parse_fmt, cc->reasoning, &err))) {
             *status = 500;
@@ -1974,6 +1982,8 @@ static const char *serve_usage =
     "                   [--kv-type f16|q8_0] [--device cpu|cuda|auto] [--max-connections N]\n"
     "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
     "                   [--max-messages N] [--chat-template-file FILE] [--reasoning-budget N]\n"
+    "                   [--rope-scaling none|linear|yarn] [--rope-scale F]   (as run: infer --help)\n"
+    "  A prompt that takes over 2 s to read shows its progress on stderr.\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
     "  GET /v1/models[/ID], /health; and Anthropic's POST /v1/messages. Chats take tools and\n"
     "  tool_choice (calls forced or shaped by a grammar), n (up to --parallel), logprobs, and give\n"
@@ -2037,6 +2047,9 @@ int infer_cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) ok = cli_int(v, &s.n_slots) && s.n_slots >= 1 && s.n_slots <= 256;
         else if (!strcmp(a, "--queue")) ok = cli_int(v, &s.max_queue) && s.max_queue >= 0 && s.max_queue <= 100000;
         else if (!strcmp(a, "-c")) ok = cli_int(v, &cp.n_ctx) && cp.n_ctx >= 8;
+        else if (cli_rope_option(a, v, &mp, &ok)) {
+            if (ok < 0) return 1;
+        }
         else if (!strcmp(a, "-t")) ok = cli_int(v, &s.n_threads) && s.n_threads >= 1 && s.n_threads <= 512;
         else if (!strcmp(a, "--kv-type")) {
             if (!cli_kv_type(v, &cp.kv_type)) return 1;
@@ -2078,6 +2091,7 @@ int infer_cmd_serve(int argc, char **argv) {
         i++;
     }
     if (!model) return cli_fail("%s", "serve needs a model: infer serve -m MODEL.gguf");
+    cli_rope_defaults(&mp);
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -2100,6 +2114,7 @@ int infer_cmd_serve(int argc, char **argv) {
         goto done;
     }
     s.n_ctx = infer_context_n_ctx(s.ctx);
+    cli_context_warning(s.model, s.n_ctx, &mp);
     s.tmpl = infer_chat_template_detect(s.model);
     { /* chats go through the model's own Jinja template, or the file's;
          one that cannot render a plain conversation falls back to the

@@ -278,6 +278,10 @@ INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void 
     c->abort_fn = fn;
     c->abort_user = user;
 }
+INFERDEF void infer_context_set_progress(infer_context *c, infer_progress_fn fn, void *user) {
+    c->progress_fn = fn;
+    c->progress_user = user;
+}
 static int infer__aborted(const infer_context *c) {
     return (c->abort_fn && c->abort_fn(c->abort_user)) || (c->sched && infer__sched_should_stop(c->sched));
 }

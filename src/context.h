@@ -144,6 +144,8 @@ struct infer_context {
     int n_keep;
     infer_abort_fn abort_fn;
     void *abort_user;
+    infer_progress_fn progress_fn; /* infer_context_set_progress */
+    void *progress_user;
     struct infer__sched *sched; /* request.c's scheduler of this context's requests, or NULL */
     void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;

@@ -135,9 +135,11 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
             q->n_past += c->groups[t].n;
             q->hi = INFER__MAX(q->hi, q->n_past);
         }
+        if (n > c->n_batch && c->progress_fn && c->progress_fn((float)(done + nb) / (float)n, c->progress_user))
+            st = INFER_ERR_CANCELLED;
     }
     if (st != INFER_OK) {
-        if (st == INFER_ERR_CANCELLED) infer__set_error(err, st, "cancelled by the abort callback");
+        if (st == INFER_ERR_CANCELLED) infer__set_error(err, st, "cancelled by the abort or progress callback");
         infer__rollback(c);
         stbds_arrsetlen(c->row_of, 0);
         return st;

@@ -180,11 +180,29 @@ typedef enum infer_device { INFER_DEVICE_CPU = 0, INFER_DEVICE_CUDA, INFER_DEVIC
    non-zero to cancel the load (it then fails with INFER_ERR_CANCELLED). */
 typedef int (*infer_progress_fn)(float fraction, void *user);
 
+/* How RoPE positions reach past the context a model was trained on
+   (infer_model_params.rope_scaling). FILE: as the GGUF says (most say
+   none). LINEAR: every position divided by rope_scale, so rope_scale
+   times the trained context looks like the trained one, at a cost in
+   short-range precision. YARN: the low frequencies stretched by
+   rope_scale, the high ones (short-range detail) kept, a ramp between,
+   and attention sharpened to match: what most long-context fine-tunes
+   use, and better than LINEAR without one. */
+typedef enum infer_rope_scaling {
+    INFER_ROPE_SCALING_FILE = 0,
+    INFER_ROPE_SCALING_NONE,
+    INFER_ROPE_SCALING_LINEAR,
+    INFER_ROPE_SCALING_YARN
+} infer_rope_scaling;
+
 typedef struct infer_model_params {
     int vocab_only;        /* load metadata and tokenizer only */
     infer_device device;   /* default AUTO */
     infer_progress_fn progress; /* may be NULL */
     void *progress_user;
+    infer_rope_scaling rope_scaling; /* default FILE */
+    float rope_scale;      /* LINEAR, YARN: the factor (>= 1), e.g. the context
+                              wanted / infer_model_n_ctx_train */
 } infer_model_params;
 
 /* "cpu", "cuda", "auto"; and back (-1 for an unknown name). */
@@ -308,6 +326,12 @@ INFERDEF int infer_context_truncate(infer_context *c, int n_past);
    callback may read a flag another thread sets. fn NULL removes it. */
 typedef int (*infer_abort_fn)(void *user);
 INFERDEF void infer_context_set_abort(infer_context *c, infer_abort_fn fn, void *user);
+/* Called by infer_decode and infer_decode_batch after each pass of a batch
+   longer than n_batch (a long prompt), from the calling thread, with the
+   share of the batch done (the last call 1.0); return non-zero to stop it,
+   as the abort callback does. fn NULL removes it. Requests have their own
+   (infer_request_params.progress). */
+INFERDEF void infer_context_set_progress(infer_context *c, infer_progress_fn fn, void *user);
 
 /* Runs the model on n tokens of sequence 0, appending them to its cache:
    infer_decode_batch with every token in sequence 0. all_logits: keep the
@@ -625,6 +649,12 @@ typedef struct infer_request_params {
        starts with (at least one prompt token is fed again, for logits) and
        feeds only the rest. 0: the sequence is emptied as n_past 0 says. */
     int cache_prompt;
+    /* Called on the thread that steps the context after each chunk of the
+       prompt is fed, with the share fed so far (a reused prefix counts as
+       fed; the last call 1.0): a long prompt's progress. Return non-zero
+       to cancel the request. NULL: none. */
+    infer_progress_fn progress;
+    void *progress_user;
     /* A lazy grammar (llama.cpp's grammar triggers): with grammar or
        json_schema, the reply is free text until one of these strings
        appears in it; the grammar then applies from the string's first byte

@@ -170,6 +170,26 @@ static int infer__model_rope_scaling(infer_model *m, infer__rope *r, infer_error
     return 1;
 }
 
+/* The caller's RoPE scaling over the file's (infer_model_params.rope_scaling):
+   the global layers' only, as the file's (sliding layers see short ranges). */
+static int infer__model_rope_override(infer_model *m, const infer_model_params *p, infer_error *err) {
+    infer__rope *r = &m->ropes[0];
+    if (p->rope_scaling == INFER_ROPE_SCALING_FILE) return 1;
+    if (p->rope_scaling < INFER_ROPE_SCALING_FILE || p->rope_scaling > INFER_ROPE_SCALING_YARN) {
+        infer__set_error(err, INFER_ERR_ARG, "rope_scaling %d is not one of infer_rope_scaling's", (int)p->rope_scaling);
+        return 0;
+    }
+    if (p->rope_scaling != INFER_ROPE_SCALING_NONE && !(p->rope_scale >= 1.0f && p->rope_scale <= 1024.0f)) {
+        infer__set_error(err, INFER_ERR_ARG, "rope_scale %g is outside 1..1024 (linear and YaRN scaling need a factor)",
+                         (double)p->rope_scale);
+        return 0;
+    }
+    r->freq_scale = p->rope_scaling == INFER_ROPE_SCALING_NONE ? 1.0f : 1.0f / p->rope_scale;
+    r->ext_factor = p->rope_scaling == INFER_ROPE_SCALING_YARN ? 1.0f : 0.0f;
+    r->attn_factor = 1.0f;
+    return 1;
+}
+
 static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
     int k_len = 0, v_len = 0;
     infer__rope *r = &m->ropes[0];
@@ -573,7 +593,9 @@ static infer_model *infer__model_from_gguf(infer_gguf *g, const infer_model_para
             goto fail;
         }
         const infer__arch *a = infer__model_arch(m, err);
-        if (!a || !infer__model_load_hparams(m, a, err) || !infer__model_bind_weights(m, a, err)) goto fail;
+        if (!a || !infer__model_load_hparams(m, a, err) || !infer__model_rope_override(m, params, err) ||
+            !infer__model_bind_weights(m, a, err))
+            goto fail;
         if (params->progress && params->progress(0.1f, params->progress_user)) goto cancelled;
         if (!infer__model_place(m, params->device, err)) goto fail;
         /* the CPU's kernels read their own layouts: made here, once */

@@ -57,6 +57,8 @@ struct infer_request {
     infer__sched *sched;
     infer_request *next; /* the scheduler's list, in start order (under mu) */
     int seq, n_past_req, n_predict, n_probs;
+    infer_progress_fn progress; /* infer_request_params.progress */
+    void *progress_user;
     int cancel;          /* atomic: infer_request_cancel asked */
     int in_pass;         /* under mu: the stepping thread is working on it */
     /* progress: the stepping thread's */
@@ -865,6 +867,10 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         if (!r || !s->take[i] || r->state != INFER__RQ_PROMPT) continue;
         r->fed += s->take[i];
         pos += s->take[i];
+        if (r->progress && r->progress((float)r->fed / (float)stbds_arrlen(r->prompt), r->progress_user)) {
+            infer__req_end(r, INFER_ERR_CANCELLED, "the request was cancelled by its progress callback");
+            continue;
+        }
         if (r->fed == (int)stbds_arrlen(r->prompt)) {
             infer__mutex_lock(&s->mu);
             r->metrics.n_prompt_tokens = r->fed - r->skip;
@@ -1054,6 +1060,8 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
         r->budget = p->reasoning_budget;
         r->thinking = p->reasoning_open ? 1 : 0; /* 0: not known until the reply starts */
     }
+    r->progress = p->progress;
+    r->progress_user = p->progress_user;
     if (p->n_stop > 0) {
         r->stop = (char **)infer__calloc((size_t)p->n_stop, sizeof *r->stop);
         if (!r->stop) {
