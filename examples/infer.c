@@ -26,7 +26,7 @@ static const char *usage =
     "            [--kv-type f16|q8_0] [--stop STR]... [--context-shift] [--keep N]\n"
     "            [--grammar GBNF | --grammar-file F | --json-schema S | --json-schema-file F]\n"
     "            [--logit-bias ID(+|-)B]... [--n-probs N] [--prompt-cache FILE]\n"
-    "            [--beams N [--length-penalty L]]\n"
+    "            [--beams N [--length-penalty L]] [--lookup N]\n"
     "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS] [--device D]\n"
     "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
     "  info      -m MODEL [--device D]\n"
@@ -64,6 +64,8 @@ static const char *usage =
     "            then save the prompt's state there (run)\n"
     "  --beams N: beam search of N beams instead of sampling; --length-penalty L: score\n"
     "            sum(log p) / length^L (default 1) (run)\n"
+    "  --lookup N: speculative decoding: draft up to N tokens a pass by prompt lookup (the\n"
+    "            context's own earlier tokens), verified in the same pass; output unchanged (run)\n"
     "  --context-shift: when the context is full, drop the older half of it (after --keep N\n"
     "            positions) and go on, instead of stopping with an error (run, chat)\n"
     "  --device D: where the forward pass runs: cpu, cuda or auto (the default: the GPU when\n"
@@ -75,7 +77,7 @@ typedef struct options {
     const char *model, *prompt, *file, *tokens;
     int n_predict, threads, n_ctx, json, no_bos, special;
     const char *stop[MAX_STOP];
-    int n_stop, shift, keep, beams;
+    int n_stop, shift, keep, beams, lookup;
     float length_penalty;
     const char *prompt_cache;
     cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
@@ -89,7 +91,8 @@ static int known_option(const char *a) {
     static const char *const opts[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "--tokens", "-n",
                                        "-t", "--threads", "-c", "--ctx", "--temp", "--top-k", "--top-p",
                                        "--min-p", "--repeat-penalty", "--seed", "--device", "--kv-type",
-                                       "--stop", "--keep", "--beams", "--length-penalty", "--prompt-cache"};
+                                       "--stop", "--keep", "--beams", "--length-penalty", "--prompt-cache",
+                                       "--lookup"};
     size_t i;
     for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (!strcmp(a, opts[i])) return 1;
@@ -127,6 +130,7 @@ static int parse_options(int argc, char **argv, options *o) {
             ok = *v != 0;
             o->stop[o->n_stop++] = v;
         } else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
+        else if (!strcmp(a, "--lookup")) ok = cli_int(v, &o->lookup) && o->lookup >= 0 && o->lookup <= 64;
         else if (!strcmp(a, "--beams")) ok = cli_int(v, &o->beams) && o->beams >= 1 && o->beams <= 64;
         else if (!strcmp(a, "--length-penalty")) ok = cli_float(v, &o->length_penalty);
         else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
@@ -249,16 +253,19 @@ static void print_metrics(FILE *f, const infer_metrics *mt, int json) {
                 "{\"load_ms\":%.3f,\"prompt_tokens\":%d,\"prompt_ms\":%.3f,\"prompt_tps\":%.2f,\"ttft_ms\":%.3f,"
                 "\"generated_tokens\":%d,\"gen_ms\":%.3f,\"gen_tps\":%.2f,\"token_ms_min\":%.3f,"
                 "\"token_ms_avg\":%.3f,\"token_ms_max\":%.3f,\"model_bytes\":%zu,\"context_bytes\":%zu,"
-                "\"peak_rss_bytes\":%zu}",
+                "\"peak_rss_bytes\":%zu,\"draft_tokens\":%d,\"draft_accepted\":%d}",
                 mt->load_ms, mt->n_prompt_tokens, mt->prompt_ms, mt->prompt_tps, mt->ttft_ms, mt->n_gen_tokens,
                 mt->gen_ms, mt->gen_tps, mt->token_ms_min, mt->token_ms_avg, mt->token_ms_max, mt->model_bytes,
-                mt->context_bytes, mt->peak_rss_bytes);
+                mt->context_bytes, mt->peak_rss_bytes, mt->n_draft_tokens, mt->n_draft_accepted);
         return;
     }
     fprintf(f, "\n\nload %.1f ms | prompt %d tokens in %.1f ms (%.1f t/s) | first token after %.1f ms\n",
             mt->load_ms, mt->n_prompt_tokens, mt->prompt_ms, mt->prompt_tps, mt->ttft_ms);
     fprintf(f, "generated %d tokens in %.1f ms (%.1f t/s), per token min %.2f avg %.2f max %.2f ms\n",
             mt->n_gen_tokens, mt->gen_ms, mt->gen_tps, mt->token_ms_min, mt->token_ms_avg, mt->token_ms_max);
+    if (mt->n_draft_tokens > 0)
+        fprintf(f, "speculation: %d draft tokens, %d accepted (acceptance rate %.1f%%)\n", mt->n_draft_tokens,
+                mt->n_draft_accepted, 100.0 * mt->n_draft_accepted / mt->n_draft_tokens);
     fprintf(f, "memory: weights %.1f MiB, context %.1f MiB, peak RSS %.1f MiB\n", mt->model_bytes / 1048576.0,
             mt->context_bytes / 1048576.0, mt->peak_rss_bytes / 1048576.0);
 }
@@ -368,9 +375,9 @@ static int cmd_run(const options *o) {
     cp.n_keep = o->keep;
     cp.n_seq = o->beams > 1 ? o->beams : 1;
     if (o->beams && (o->out.grammar || o->out.grammar_file || o->out.json_schema || o->out.json_schema_file ||
-                     o->n_stop || o->out.n_probs || o->prompt_cache)) {
+                     o->n_stop || o->out.n_probs || o->prompt_cache || o->lookup)) {
         infer_model_free(m);
-        return cli_fail("%s", "--beams does not combine with grammars, --stop, --n-probs or --prompt-cache");
+        return cli_fail("%s", "--beams does not combine with grammars, --stop, --n-probs, --prompt-cache or --lookup");
     }
     c = infer_context_new(m, &cp, &err);
     if (!c) {
@@ -387,6 +394,7 @@ static int cmd_run(const options *o) {
     rp.prompt = o->prompt_cache ? "" : o->prompt ? o->prompt : "";
     if (o->prompt_cache) rp.n_past = -1; /* continue the decoded prompt */
     rp.n_predict = o->n_predict;
+    rp.lookup = o->lookup;
     rp.sampling = o->sp;
     rp.stop = o->stop;
     rp.n_stop = o->n_stop;

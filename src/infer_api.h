@@ -515,6 +515,11 @@ typedef struct infer_metrics {
     double gen_ms;
     double gen_tps;
     double token_ms_min, token_ms_avg, token_ms_max;
+    /* speculative decoding (infer_request_params.lookup): draft tokens fed
+       for verification, and those the model agreed with (each one a token
+       gained without a pass of its own) */
+    int n_draft_tokens;
+    int n_draft_accepted;
     size_t model_bytes;        /* weights (mapped or loaded) */
     size_t context_bytes;      /* KV cache and scratch of the context */
     size_t peak_rss_bytes;     /* process peak resident set, 0 if unknown */
@@ -654,6 +659,18 @@ typedef struct infer_request_params {
     int reasoning_budget;
     int reasoning_open;
     const char *reasoning_end;
+    /* Speculative decoding by prompt lookup: each pass that feeds a
+       generated token also feeds up to `lookup` draft tokens, those that
+       followed the latest earlier occurrence of the sequence's last 3 (or
+       2, or 1) tokens, and samples through them in order, keeping the
+       draft while the sampler draws its tokens (the rejected positions
+       leave the cache). The output is what it would be without it: the
+       same tokens with greedy sampling, the same distribution (and with a
+       seed, the same draws) otherwise; see speculate.c. Gains where the
+       reply repeats its context (editing a text, code, JSON): several
+       tokens a pass. infer_request_metrics counts drafted and accepted
+       tokens. 0 (default): off. */
+    int lookup;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);

@@ -460,6 +460,9 @@ static const char *infer__sampler_grammar_limit(const infer_sampler *s);
 enum { INFER__NONE_BANNED = 1, INFER__NONE_BANNED_HERE, INFER__NONE_GRAMMAR, INFER__NONE_NOMEM };
 static int infer__sampler_none_why(const infer_sampler *s);
 
+/* ---- speculate.c: drafts for speculative decoding (request.c verifies them) ---- */
+static int infer__spec_lookup(const infer_token *hist, int n_hist, int ngram_max, int max_draft, infer_token *out);
+
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;
 static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err);
