@@ -666,8 +666,12 @@ typedef struct infer_request_params {
        2, or 1) tokens, and samples through them in order, keeping the
        draft while the sampler draws its tokens (the rejected positions
        leave the cache). The output is what it would be without it: the
-       same tokens with greedy sampling, the same distribution (and with a
-       seed, the same draws) otherwise; see speculate.c. Gains where the
+       same tokens with greedy sampling, the same distribution otherwise
+       (see speculate.c), up to the last bits in which a pass of several
+       tokens sums differently from one-token passes (as parallel
+       sequences' passes do): only a near-tie can go the other way, and a
+       seeded sampled reply may differ where such a difference moves a
+       draw. Not with beam search. Gains where the
        reply repeats its context (editing a text, code, JSON): several
        tokens a pass. infer_request_metrics counts drafted and accepted
        tokens. 0 (default): off. */
@@ -23362,10 +23366,14 @@ done:
    removed, renormalised". Drawing t from p and accepting exactly when
    t == x does that: P(t = x) = p(x), and given t != x, t follows p without
    x renormalised. So each token is one draw from the distribution it would
-   have had without speculation (the sampler's penalties, grammar and
-   random sequence advanced by accepted tokens only), and with a seed the
-   same draws are made. A draft model that drafts greedily is deterministic
-   too, so the same holds for it. */
+   have had without speculation, the sampler's penalties, grammar and
+   random sequence advanced by kept tokens only (a grammar needs no special
+   case: each row is sampled under the grammar's state after the tokens
+   before it). A draft model that drafts greedily is deterministic too, so
+   the same holds for it. The one difference: a pass of several tokens
+   sums some products in another order than a one-token pass (the batched
+   kernels), so the logits may differ in their last bits and a near-tie,
+   or a seeded draw that falls on a boundary, can go the other way. */
 
 /* Prompt lookup (n-gram) drafting: the tokens that followed the most
    recent earlier occurrence of the last n tokens of hist[0..n_hist), for

@@ -665,8 +665,12 @@ typedef struct infer_request_params {
        2, or 1) tokens, and samples through them in order, keeping the
        draft while the sampler draws its tokens (the rejected positions
        leave the cache). The output is what it would be without it: the
-       same tokens with greedy sampling, the same distribution (and with a
-       seed, the same draws) otherwise; see speculate.c. Gains where the
+       same tokens with greedy sampling, the same distribution otherwise
+       (see speculate.c), up to the last bits in which a pass of several
+       tokens sums differently from one-token passes (as parallel
+       sequences' passes do): only a near-tie can go the other way, and a
+       seeded sampled reply may differ where such a difference moves a
+       draw. Not with beam search. Gains where the
        reply repeats its context (editing a text, code, JSON): several
        tokens a pass. infer_request_metrics counts drafted and accepted
        tokens. 0 (default): off. */

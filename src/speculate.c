@@ -18,10 +18,14 @@
    removed, renormalised". Drawing t from p and accepting exactly when
    t == x does that: P(t = x) = p(x), and given t != x, t follows p without
    x renormalised. So each token is one draw from the distribution it would
-   have had without speculation (the sampler's penalties, grammar and
-   random sequence advanced by accepted tokens only), and with a seed the
-   same draws are made. A draft model that drafts greedily is deterministic
-   too, so the same holds for it. */
+   have had without speculation, the sampler's penalties, grammar and
+   random sequence advanced by kept tokens only (a grammar needs no special
+   case: each row is sampled under the grammar's state after the tokens
+   before it). A draft model that drafts greedily is deterministic too, so
+   the same holds for it. The one difference: a pass of several tokens
+   sums some products in another order than a one-token pass (the batched
+   kernels), so the logits may differ in their last bits and a near-tie,
+   or a seeded draw that falls on a boundary, can go the other way. */
 #include "context.h"
 
 /* Prompt lookup (n-gram) drafting: the tokens that followed the most
