@@ -36,7 +36,7 @@ static const char *const chat_usage =
     "  -n N                   most tokens per reply (256)\n"
     "  -t THREADS, -c CTX, --device D, --kv-type f16|q8_0, --temp T, --top-k K, --top-p P,\n"
     "  --min-p P, --repeat-penalty R, --seed S, --stop STR..., --context-shift, --keep N,\n"
-    "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N   as infer run\n"
+    "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N, --lookup N   as infer run\n"
     "  --think on|off         off: Qwen3 and SmolLM3 answer without reasoning (also a Jinja\n"
     "                         template's enable_thinking)\n"
     "  --reasoning show|hide  a reply's reasoning (<think>...</think>, where the template writes\n"
@@ -73,6 +73,7 @@ typedef struct chat_opts {
     int reasoning_budget;       /* --reasoning-budget (-1: none) */
     const char *template_file;  /* --chat-template-file */
     int jinja_own;              /* --jinja */
+    int lookup;                 /* --lookup: speculative decoding's draft tokens (0: none) */
 } chat_opts;
 
 /* 1: parsed; 0: a bad command line (said on stderr); 2: --help was printed. */
@@ -90,7 +91,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
                                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
                                            "--device", "--kv-type", "--think", "--stop", "--keep",
-                                           "--reasoning", "--reasoning-budget", "--chat-template-file"};
+                                           "--reasoning", "--reasoning-budget", "--chat-template-file", "--lookup"};
         size_t k;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(chat_usage, stdout);
@@ -130,6 +131,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         } else if (!strcmp(a, "--reasoning-budget")) ok = cli_int(v, &o->reasoning_budget) && o->reasoning_budget >= 0;
         else if (!strcmp(a, "--chat-template-file")) o->template_file = v;
         else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
+        else if (!strcmp(a, "--lookup")) ok = cli_int(v, &o->lookup) && o->lookup >= 0 && o->lookup <= 64;
         else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
@@ -502,6 +504,7 @@ static int chat_turn(chat_state *st, int n_predict) {
     rp.stop = st->o->stop;
     rp.n_stop = st->o->n_stop;
     rp.reasoning_budget = st->o->reasoning_budget;
+    rp.lookup = st->o->lookup;
     rp.reasoning_open = reasoning == INFER_REASONING_OPEN;
     past0 = from_start ? 0 : infer_context_n_past(st->c);
     r = infer_request_start(st->c, &rp, &err);
