@@ -676,6 +676,16 @@ typedef struct infer_request_params {
        tokens a pass. infer_request_metrics counts drafted and accepted
        tokens. 0 (default): off. */
     int lookup;
+    /* Speculative decoding by a draft model: a context of a smaller model
+       of the same vocabulary (refused otherwise), whose sequence `seq`
+       (the request's own number) is made to hold what the request's
+       sequence holds, then drafts draft_n tokens greedily, one pass each,
+       verified as lookup's are; both caches roll back what is rejected.
+       It replaces lookup. The draft context belongs to the thread that
+       steps the request while it runs (no other use of it meanwhile) and
+       must outlive the request. NULL (default): none. */
+    infer_context *draft;
+    int draft_n;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);
@@ -1830,6 +1840,8 @@ static int infer__sampler_none_why(const infer_sampler *s);
 
 /* ---- speculate.c: drafts for speculative decoding (request.c verifies them) ---- */
 static int infer__spec_lookup(const infer_token *hist, int n_hist, int ngram_max, int max_draft, infer_token *out);
+static int infer__spec_draft_model(infer_context *dc, int seq, const infer_token *hist, int n_hist, int max_draft,
+                                   infer_token *out, infer_error *err);
 
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;
@@ -23397,6 +23409,56 @@ static int infer__spec_lookup(const infer_token *hist, int n_hist, int ngram_max
     return 0;
 }
 
+/* Feeds tokens[0..n) to sequence seq of c in passes of at most 64 tokens,
+   the last one's logits kept. */
+static infer_status infer__spec_feed(infer_context *c, int seq, const infer_token *tokens, int n, infer_error *err) {
+    int seqs[64], i, at;
+    for (i = 0; i < 64; i++) seqs[i] = seq;
+    for (at = 0; at < n; at += 64) {
+        infer_batch b;
+        infer_status st;
+        b.n = INFER__MIN(64, n - at);
+        b.tokens = tokens + at;
+        b.seq = seqs;
+        b.logits = NULL; /* the last token's */
+        if ((st = infer_decode_batch(c, &b, err)) != INFER_OK) return st;
+    }
+    return INFER_OK;
+}
+
+/* A draft model's proposal: sequence seq of the draft context dc is made
+   to hold hist[0..n_hist) (what it already shares with hist kept, the
+   rest fed), then its greedy tokens are decoded one by one, up to
+   max_draft of them (fewer where its context has no room, or after an
+   end-of-generation token), into out. Greedy keeps the draft
+   deterministic (see the rule above). Returns how many; 0 where the draft
+   context fails (err set), which costs the request nothing but the
+   speed-up. Its cache then holds hist and the draft but the last token:
+   the next call keeps what the target accepted. */
+static int infer__spec_draft_model(infer_context *dc, int seq, const infer_token *hist, int n_hist, int max_draft,
+                                   infer_token *out, infer_error *err) {
+    const infer_model *dm = dc->model;
+    int n_tok = 0, common = 0, kept, n = 0, n_vocab = infer_model_n_vocab(dm), i;
+    const infer_token *t = infer_seq_tokens(dc, seq, &n_tok);
+    if (n_hist <= 0 || max_draft <= 0) return 0;
+    while (t && common < n_tok && common < n_hist && t[common] == hist[common]) common++;
+    if (common >= n_hist) common = n_hist - 1; /* the last token is fed again for its logits */
+    kept = infer_seq_truncate(dc, seq, common); /* (a sliding window may keep less) */
+    max_draft = INFER__MIN(max_draft, infer_context_n_ctx(dc) - n_hist);
+    if (max_draft <= 0 || infer__spec_feed(dc, seq, hist + kept, n_hist - kept, err) != INFER_OK) return 0;
+    while (n < max_draft) {
+        const float *l = infer_seq_logits(dc, seq);
+        infer_token best = 0;
+        if (!l) break;
+        for (i = 1; i < n_vocab; i++)
+            if (l[i] > l[best]) best = i;
+        out[n++] = best;
+        if (n == max_draft || infer_model_is_eog(dm, best)) break;
+        if (infer__spec_feed(dc, seq, &best, 1, err) != INFER_OK) break;
+    }
+    return n;
+}
+
 /* ==== src/request.c ==== */
 /* request.c - generation in steps: requests a game loop advances within a
    time budget, or a worker thread advances while the caller polls.
@@ -23489,7 +23551,8 @@ struct infer_request {
     int budget;          /* the thinking budget (-1: none) while it runs */
     int thinking;        /* 1: in the reasoning; -1: not (or no longer) */
     char *think_end;     /* what closes the reasoning */
-    int lookup;          /* speculation: most draft tokens a pass (0: none) */
+    int spec_max;        /* speculation: most draft tokens a pass (lookup or draft_n; 0: none) */
+    infer_context *draft_ctx; /* a draft model's context (its sequence seq), or NULL */
     infer_token *draft;  /* stb array: the draft the running pass verifies */
     infer_token *hist;   /* stb array: the sequence's tokens and the pending one, to draft from */
     double t_start, t_prompt0, t_last;
@@ -24029,7 +24092,7 @@ static int infer__req_draft(infer_request *r, int room) {
     int n_past = infer_seq_n_past(c, r->seq), n_tok = 0, n;
     const infer_token *t;
     stbds_arrsetlen(r->draft, 0);
-    n = INFER__MIN(INFER__MIN(r->lookup, room), infer_context_n_ctx(c) - n_past - 1);
+    n = INFER__MIN(INFER__MIN(r->spec_max, room), infer_context_n_ctx(c) - n_past - 1);
     n = INFER__MIN(n, r->n_predict - r->n_sampled - 1); /* past that, no token would be drawn for it */
     if (n <= 0 || r->ending || !r->has_pending) return 0;
     while (n > 0 && !infer__kv_can_rewind(&c->kv, c->model, n_past + 1 + n, n_past + 1)) n--;
@@ -24041,7 +24104,12 @@ static int infer__req_draft(infer_request *r, int room) {
     }
     if (n_tok > 0) memcpy(r->hist, t, (size_t)n_tok * sizeof *t);
     r->hist[n_tok] = r->pending;
-    n = infer__spec_lookup(r->hist, n_tok + 1, 3, n, r->draft);
+    if (r->draft_ctx) {
+        infer_error e;
+        n = infer__spec_draft_model(r->draft_ctx, r->seq, r->hist, n_tok + 1, n, r->draft, &e);
+    } else {
+        n = infer__spec_lookup(r->hist, n_tok + 1, 3, n, r->draft);
+    }
     stbds_arrsetlen(r->draft, n);
     return n;
 }
@@ -24237,7 +24305,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     /* drafts for the generating requests that speculate, within the batch */
     for (i = 0; i < n; i++) {
         infer_request *r = s->pass[i];
-        if (!r || !s->take[i] || r->state != INFER__RQ_GEN || !r->lookup) continue;
+        if (!r || !s->take[i] || r->state != INFER__RQ_GEN || !r->spec_max) continue;
         s->take[i] += infer__req_draft(r, n_batch - n_gen - n_draft);
         n_draft += s->take[i] - 1;
     }
@@ -24457,7 +24525,22 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     r->n_predict = p->n_predict;
     r->n_probs = p->n_probs;
     r->cache_prompt = p->cache_prompt;
-    r->lookup = INFER__MAX(p->lookup, 0);
+    r->spec_max = INFER__MAX(p->lookup, 0);
+    if (p->draft) {
+        if (p->draft == c || infer_model_n_vocab(p->draft->model) != infer_model_n_vocab(m)) {
+            infer__set_error(err, INFER_ERR_ARG, p->draft == c ? "the draft context is the request's own"
+                             : "the draft model's vocabulary (%d tokens) is not the model's (%d)",
+                             infer_model_n_vocab(p->draft->model), infer_model_n_vocab(m));
+            return INFER_ERR_ARG;
+        }
+        if (p->seq >= infer_context_n_seq(p->draft)) {
+            infer__set_error(err, INFER_ERR_ARG, "the draft context has %d sequences; the request's is %d",
+                             infer_context_n_seq(p->draft), p->seq);
+            return INFER_ERR_ARG;
+        }
+        r->draft_ctx = p->draft;
+        r->spec_max = INFER__MAX(p->draft_n, 0);
+    }
     r->feed_last = 1;
     r->status = INFER_OK;
     r->t_start = infer__now_ms();

@@ -26,7 +26,7 @@ static const char *usage =
     "            [--kv-type f16|q8_0] [--stop STR]... [--context-shift] [--keep N]\n"
     "            [--grammar GBNF | --grammar-file F | --json-schema S | --json-schema-file F]\n"
     "            [--logit-bias ID(+|-)B]... [--n-probs N] [--prompt-cache FILE]\n"
-    "            [--beams N [--length-penalty L]] [--lookup N]\n"
+    "            [--beams N [--length-penalty L]] [--lookup N | --draft MODEL [--draft-n N]]\n"
     "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS] [--device D]\n"
     "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
     "  info      -m MODEL [--device D]\n"
@@ -47,6 +47,9 @@ static const char *usage =
     "            (see infer serve --help)\n"
     "  template  (--template FILE | -m MODEL) --conversation FILE.json   (the chat template's text, rendered)\n"
     "  version   this build's version (also infer --version)\n"
+    ;
+/* (two strings: C99 compilers need take only 4095 bytes in one) */
+static const char *usage_flags =
     "  -f FILE: the prompt read from FILE (run), as -p gives it\n"
     "  --kv-type T: the KV cache's format, f16 (the default) or q8_0 (half the memory)\n"
     "  --think off: Qwen3 and SmolLM3 answer without reasoning (chat; on is the default)\n"
@@ -67,6 +70,8 @@ static const char *usage =
     "  --lookup N: speculative decoding: draft up to N tokens a pass by prompt lookup (the\n"
     "            context's own earlier tokens), verified in the same pass; output unchanged (run, chat; bench:\n"
     "            a paragraph rewrite's tokens/s with and without it, and the acceptance rate)\n"
+    "  --draft MODEL: speculative decoding with a draft model of the same vocabulary, run\n"
+    "            in its own context, drafting --draft-n N tokens (default 4) greedily (run)\n"
     "  --context-shift: when the context is full, drop the older half of it (after --keep N\n"
     "            positions) and go on, instead of stopping with an error (run, chat)\n"
     "  --device D: where the forward pass runs: cpu, cuda or auto (the default: the GPU when\n"
@@ -78,7 +83,8 @@ typedef struct options {
     const char *model, *prompt, *file, *tokens;
     int n_predict, threads, n_ctx, json, no_bos, special;
     const char *stop[MAX_STOP];
-    int n_stop, shift, keep, beams, lookup;
+    int n_stop, shift, keep, beams, lookup, draft_n;
+    const char *draft; /* --draft MODEL */
     float length_penalty;
     const char *prompt_cache;
     cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
@@ -93,7 +99,7 @@ static int known_option(const char *a) {
                                        "-t", "--threads", "-c", "--ctx", "--temp", "--top-k", "--top-p",
                                        "--min-p", "--repeat-penalty", "--seed", "--device", "--kv-type",
                                        "--stop", "--keep", "--beams", "--length-penalty", "--prompt-cache",
-                                       "--lookup"};
+                                       "--lookup", "--draft", "--draft-n"};
     size_t i;
     for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (!strcmp(a, opts[i])) return 1;
@@ -132,6 +138,8 @@ static int parse_options(int argc, char **argv, options *o) {
             o->stop[o->n_stop++] = v;
         } else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
         else if (!strcmp(a, "--lookup")) ok = cli_int(v, &o->lookup) && o->lookup >= 0 && o->lookup <= 64;
+        else if (!strcmp(a, "--draft")) o->draft = v;
+        else if (!strcmp(a, "--draft-n")) ok = cli_int(v, &o->draft_n) && o->draft_n >= 1 && o->draft_n <= 64;
         else if (!strcmp(a, "--beams")) ok = cli_int(v, &o->beams) && o->beams >= 1 && o->beams <= 64;
         else if (!strcmp(a, "--length-penalty")) ok = cli_float(v, &o->length_penalty);
         else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
@@ -357,8 +365,39 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
     return 0;
 }
 
+/* --draft: the draft model and its context (as long as the target's);
+   NULL with the one-line error printed. */
+static infer_model *load_draft(const options *o, const infer_model *target, int n_ctx, infer_context **dc) {
+    infer_error err;
+    infer_model_params mp = infer_model_default_params();
+    infer_context_params cp = infer_context_default_params();
+    infer_model *dm;
+    mp.device = o->device;
+    if (!(dm = infer_model_load(o->draft, &mp, &err))) {
+        fprintf(stderr, "infer: --draft: %s\n", err.msg);
+        return NULL;
+    }
+    if (infer_model_n_vocab(dm) != infer_model_n_vocab(target)) {
+        fprintf(stderr, "infer: --draft: the draft model has %d tokens in its vocabulary, the model %d: they must be the same\n",
+                infer_model_n_vocab(dm), infer_model_n_vocab(target));
+        infer_model_free(dm);
+        return NULL;
+    }
+    cp.n_threads = o->threads;
+    cp.n_ctx = n_ctx;
+    cp.kv_type = o->kv_type;
+    if (!(*dc = infer_context_new(dm, &cp, &err))) {
+        fprintf(stderr, "infer: --draft: %s\n", err.msg);
+        infer_model_free(dm);
+        return NULL;
+    }
+    return dm;
+}
+
 static int cmd_run(const options *o) {
     infer_error err;
+    infer_model *dm = NULL;
+    infer_context *dc = NULL;
     infer_context_params cp = infer_context_default_params();
     infer_request_params rp = infer_request_default_params();
     infer_model *m;
@@ -376,9 +415,9 @@ static int cmd_run(const options *o) {
     cp.n_keep = o->keep;
     cp.n_seq = o->beams > 1 ? o->beams : 1;
     if (o->beams && (o->out.grammar || o->out.grammar_file || o->out.json_schema || o->out.json_schema_file ||
-                     o->n_stop || o->out.n_probs || o->prompt_cache || o->lookup)) {
+                     o->n_stop || o->out.n_probs || o->prompt_cache || o->lookup || o->draft)) {
         infer_model_free(m);
-        return cli_fail("%s", "--beams does not combine with grammars, --stop, --n-probs, --prompt-cache or --lookup");
+        return cli_fail("%s", "--beams does not combine with grammars, --stop, --n-probs, --prompt-cache, --lookup or --draft");
     }
     c = infer_context_new(m, &cp, &err);
     if (!c) {
@@ -404,10 +443,22 @@ static int cmd_run(const options *o) {
         infer_model_free(m);
         return 1;
     }
+    if (o->draft) {
+        if (!(dm = load_draft(o, m, infer_context_n_ctx(c), &dc))) {
+            free(owned);
+            infer_context_free(c);
+            infer_model_free(m);
+            return 1;
+        }
+        rp.draft = dc;
+        rp.draft_n = o->draft_n ? o->draft_n : 4;
+    }
     r = infer_request_start(c, &rp, &err);
     free(owned);
     if (!r) {
         fprintf(stderr, "infer: %s\n", err.msg);
+        infer_context_free(dc);
+        infer_model_free(dm);
         infer_context_free(c);
         infer_model_free(m);
         return 1;
@@ -482,6 +533,8 @@ static int cmd_run(const options *o) {
     }
     free(text);
     infer_request_free(r);
+    infer_context_free(dc);
+    infer_model_free(dm);
     infer_context_free(c);
     infer_model_free(m);
     return rc;
@@ -633,6 +686,7 @@ int main(int argc, char **argv) {
     const char *cmd = argc > 1 ? argv[1] : NULL;
     if (!cmd || !strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage, cmd ? stdout : stderr);
+        fputs(usage_flags, cmd ? stdout : stderr);
         return cmd ? 0 : 1;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {

@@ -675,6 +675,16 @@ typedef struct infer_request_params {
        tokens a pass. infer_request_metrics counts drafted and accepted
        tokens. 0 (default): off. */
     int lookup;
+    /* Speculative decoding by a draft model: a context of a smaller model
+       of the same vocabulary (refused otherwise), whose sequence `seq`
+       (the request's own number) is made to hold what the request's
+       sequence holds, then drafts draft_n tokens greedily, one pass each,
+       verified as lookup's are; both caches roll back what is rejected.
+       It replaces lookup. The draft context belongs to the thread that
+       steps the request while it runs (no other use of it meanwhile) and
+       must outlive the request. NULL (default): none. */
+    infer_context *draft;
+    int draft_n;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);

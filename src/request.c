@@ -90,7 +90,8 @@ struct infer_request {
     int budget;          /* the thinking budget (-1: none) while it runs */
     int thinking;        /* 1: in the reasoning; -1: not (or no longer) */
     char *think_end;     /* what closes the reasoning */
-    int lookup;          /* speculation: most draft tokens a pass (0: none) */
+    int spec_max;        /* speculation: most draft tokens a pass (lookup or draft_n; 0: none) */
+    infer_context *draft_ctx; /* a draft model's context (its sequence seq), or NULL */
     infer_token *draft;  /* stb array: the draft the running pass verifies */
     infer_token *hist;   /* stb array: the sequence's tokens and the pending one, to draft from */
     double t_start, t_prompt0, t_last;
@@ -630,7 +631,7 @@ static int infer__req_draft(infer_request *r, int room) {
     int n_past = infer_seq_n_past(c, r->seq), n_tok = 0, n;
     const infer_token *t;
     stbds_arrsetlen(r->draft, 0);
-    n = INFER__MIN(INFER__MIN(r->lookup, room), infer_context_n_ctx(c) - n_past - 1);
+    n = INFER__MIN(INFER__MIN(r->spec_max, room), infer_context_n_ctx(c) - n_past - 1);
     n = INFER__MIN(n, r->n_predict - r->n_sampled - 1); /* past that, no token would be drawn for it */
     if (n <= 0 || r->ending || !r->has_pending) return 0;
     while (n > 0 && !infer__kv_can_rewind(&c->kv, c->model, n_past + 1 + n, n_past + 1)) n--;
@@ -642,7 +643,12 @@ static int infer__req_draft(infer_request *r, int room) {
     }
     if (n_tok > 0) memcpy(r->hist, t, (size_t)n_tok * sizeof *t);
     r->hist[n_tok] = r->pending;
-    n = infer__spec_lookup(r->hist, n_tok + 1, 3, n, r->draft);
+    if (r->draft_ctx) {
+        infer_error e;
+        n = infer__spec_draft_model(r->draft_ctx, r->seq, r->hist, n_tok + 1, n, r->draft, &e);
+    } else {
+        n = infer__spec_lookup(r->hist, n_tok + 1, 3, n, r->draft);
+    }
     stbds_arrsetlen(r->draft, n);
     return n;
 }
@@ -838,7 +844,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     /* drafts for the generating requests that speculate, within the batch */
     for (i = 0; i < n; i++) {
         infer_request *r = s->pass[i];
-        if (!r || !s->take[i] || r->state != INFER__RQ_GEN || !r->lookup) continue;
+        if (!r || !s->take[i] || r->state != INFER__RQ_GEN || !r->spec_max) continue;
         s->take[i] += infer__req_draft(r, n_batch - n_gen - n_draft);
         n_draft += s->take[i] - 1;
     }
@@ -1058,7 +1064,22 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     r->n_predict = p->n_predict;
     r->n_probs = p->n_probs;
     r->cache_prompt = p->cache_prompt;
-    r->lookup = INFER__MAX(p->lookup, 0);
+    r->spec_max = INFER__MAX(p->lookup, 0);
+    if (p->draft) {
+        if (p->draft == c || infer_model_n_vocab(p->draft->model) != infer_model_n_vocab(m)) {
+            infer__set_error(err, INFER_ERR_ARG, p->draft == c ? "the draft context is the request's own"
+                             : "the draft model's vocabulary (%d tokens) is not the model's (%d)",
+                             infer_model_n_vocab(p->draft->model), infer_model_n_vocab(m));
+            return INFER_ERR_ARG;
+        }
+        if (p->seq >= infer_context_n_seq(p->draft)) {
+            infer__set_error(err, INFER_ERR_ARG, "the draft context has %d sequences; the request's is %d",
+                             infer_context_n_seq(p->draft), p->seq);
+            return INFER_ERR_ARG;
+        }
+        r->draft_ctx = p->draft;
+        r->spec_max = INFER__MAX(p->draft_n, 0);
+    }
     r->feed_last = 1;
     r->status = INFER_OK;
     r->t_start = infer__now_ms();

@@ -49,3 +49,53 @@ static int infer__spec_lookup(const infer_token *hist, int n_hist, int ngram_max
     }
     return 0;
 }
+
+/* Feeds tokens[0..n) to sequence seq of c in passes of at most 64 tokens,
+   the last one's logits kept. */
+static infer_status infer__spec_feed(infer_context *c, int seq, const infer_token *tokens, int n, infer_error *err) {
+    int seqs[64], i, at;
+    for (i = 0; i < 64; i++) seqs[i] = seq;
+    for (at = 0; at < n; at += 64) {
+        infer_batch b;
+        infer_status st;
+        b.n = INFER__MIN(64, n - at);
+        b.tokens = tokens + at;
+        b.seq = seqs;
+        b.logits = NULL; /* the last token's */
+        if ((st = infer_decode_batch(c, &b, err)) != INFER_OK) return st;
+    }
+    return INFER_OK;
+}
+
+/* A draft model's proposal: sequence seq of the draft context dc is made
+   to hold hist[0..n_hist) (what it already shares with hist kept, the
+   rest fed), then its greedy tokens are decoded one by one, up to
+   max_draft of them (fewer where its context has no room, or after an
+   end-of-generation token), into out. Greedy keeps the draft
+   deterministic (see the rule above). Returns how many; 0 where the draft
+   context fails (err set), which costs the request nothing but the
+   speed-up. Its cache then holds hist and the draft but the last token:
+   the next call keeps what the target accepted. */
+static int infer__spec_draft_model(infer_context *dc, int seq, const infer_token *hist, int n_hist, int max_draft,
+                                   infer_token *out, infer_error *err) {
+    const infer_model *dm = dc->model;
+    int n_tok = 0, common = 0, kept, n = 0, n_vocab = infer_model_n_vocab(dm), i;
+    const infer_token *t = infer_seq_tokens(dc, seq, &n_tok);
+    if (n_hist <= 0 || max_draft <= 0) return 0;
+    while (t && common < n_tok && common < n_hist && t[common] == hist[common]) common++;
+    if (common >= n_hist) common = n_hist - 1; /* the last token is fed again for its logits */
+    kept = infer_seq_truncate(dc, seq, common); /* (a sliding window may keep less) */
+    max_draft = INFER__MIN(max_draft, infer_context_n_ctx(dc) - n_hist);
+    if (max_draft <= 0 || infer__spec_feed(dc, seq, hist + kept, n_hist - kept, err) != INFER_OK) return 0;
+    while (n < max_draft) {
+        const float *l = infer_seq_logits(dc, seq);
+        infer_token best = 0;
+        if (!l) break;
+        for (i = 1; i < n_vocab; i++)
+            if (l[i] > l[best]) best = i;
+        out[n++] = best;
+        if (n == max_draft || infer_model_is_eog(dm, best)) break;
+        if (infer__spec_feed(dc, seq, &best, 1, err) != INFER_OK) break;
+    }
+    return n;
+}

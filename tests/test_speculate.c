@@ -4,13 +4,15 @@
    distribution as it is; requests with lookup give the same greedy tokens
    as without it, on SmolLM2 (a paragraph rewritten, where drafts are
    accepted) and on several sequences of one context at once, and the
-   cache keeps exactly the tokens a reply without speculation leaves. */
+   cache keeps exactly the tokens a reply without speculation leaves; so
+   does a draft model (bench/make_model.py's pair of one vocabulary). */
 #define _XOPEN_SOURCE 700
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "infer_private.h"
 #include "testutil.h"
@@ -226,4 +228,152 @@ Test(speculate, parallel_sequences_keep_their_replies_and_caches) {
     cr_expect_gt(accepted, 0, "no draft token was accepted (%d drafted)", drafted);
     infer_model_free(m);
     free(a);
+}
+
+/* ---- a draft model ---- */
+
+/* bench/make_model.py's test-draft and test-target shapes (one synthetic
+   vocabulary, random weights) into dir; 0 where Python lacks numpy or gguf. */
+static int spec_make_pair(char *dir, size_t size) {
+    char cmd[2048], *out;
+    int status;
+    snprintf(dir, size, "/tmp/infer_spec_XXXXXX");
+    cr_assert(mkdtemp(dir), "mkdtemp failed");
+    snprintf(cmd, sizeof cmd,
+             "python3 '%s/bench/make_model.py' test-draft f32 -o '%s/draft.gguf' >/dev/null 2>&1 && "
+             "python3 '%s/bench/make_model.py' test-target f32 --seed 2 -o '%s/target.gguf' >/dev/null 2>&1",
+             INFER_SOURCE_DIR, dir, INFER_SOURCE_DIR, dir);
+    out = tu_run(cmd, &status);
+    free(out);
+    return status == 0;
+}
+
+static void spec_remove_pair(const char *dir) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/draft.gguf", dir);
+    remove(p);
+    snprintf(p, sizeof p, "%s/target.gguf", dir);
+    remove(p);
+    rmdir(dir);
+}
+
+/* Two turns on each of two sequences stepped together (the second turn
+   continues the first's cache), greedy, with the draft context dc (NULL:
+   none): the tokens of every reply into toks[turn][seq], the sequences'
+   caches into cache[seq]. Returns the draft tokens fed. */
+static int spec_two_turns(infer_model *m, infer_context *dc, int draft_n, spec_reply toks[2][2], spec_reply cache[2]) {
+    static const char *const prompts[2][2] = {{"hello world", "the quick brown fox"}, {" and then", " again and again"}};
+    infer_context_params cp = infer_context_default_params();
+    infer_error err;
+    infer_context *c;
+    int turn, i, drafted = 0;
+    cp.n_ctx = 512, cp.n_seq = 2, cp.n_threads = 2;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert(c, "%s", err.msg);
+    for (turn = 0; turn < 2; turn++) {
+        infer_request *r[2];
+        for (i = 0; i < 2; i++) {
+            infer_request_params p = infer_request_default_params();
+            p.prompt = prompts[turn][i];
+            p.seq = i;
+            p.n_predict = 40 + 10 * i;
+            p.sampling.temperature = 0;
+            p.draft = dc;
+            p.draft_n = draft_n;
+            r[i] = infer_request_start(c, &p, &err);
+            cr_assert(r[i], "%s", err.msg);
+        }
+        while (infer_context_step(c, 0) > 0) {}
+        for (i = 0; i < 2; i++) {
+            cr_assert_eq(infer_request_status(r[i], &err), INFER_OK, "%s", err.msg);
+            toks[turn][i].n = infer_request_tokens(r[i], toks[turn][i].toks, 512);
+            drafted += infer_request_metrics(r[i]).n_draft_tokens;
+            infer_request_free(r[i]);
+        }
+    }
+    for (i = 0; i < 2; i++) {
+        const infer_token *t = infer_seq_tokens(c, i, &cache[i].n_seq);
+        cr_assert(cache[i].n_seq <= 4096);
+        memcpy(cache[i].seq_toks, t, (size_t)cache[i].n_seq * sizeof *t);
+    }
+    infer_context_free(c);
+    return drafted;
+}
+
+/* A draft model of random weights agrees with its target rarely, so this
+   shows correctness, not speed: every reply and cache as without it. A
+   draft of another vocabulary is refused. */
+Test(speculate, draft_model_keeps_the_greedy_replies) {
+    char dir[64], path[1024];
+    infer_context_params cp = infer_context_default_params();
+    infer_request_params p = infer_request_default_params();
+    infer_error err;
+    infer_model *m, *dm, *other;
+    infer_context *dc, *oc;
+    spec_reply(*a)[2] = (spec_reply(*)[2])calloc(2, sizeof *a), (*b)[2] = (spec_reply(*)[2])calloc(2, sizeof *b);
+    spec_reply *ca = (spec_reply *)calloc(4, sizeof *ca), *cb = ca + 2;
+    int turn, i, j, drafted;
+    cr_assert(a && b && ca);
+    if (!spec_make_pair(dir, sizeof dir)) {
+        spec_remove_pair(dir);
+        free(a), free(b), free(ca);
+        cr_skip_test("bench/make_model.py could not write the test models (Python's numpy and gguf needed)");
+    }
+    snprintf(path, sizeof path, "%s/target.gguf", dir);
+    m = infer_model_load(path, NULL, &err);
+    cr_assert(m, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/draft.gguf", dir);
+    dm = infer_model_load(path, NULL, &err);
+    cr_assert(dm, "%s", err.msg);
+    cp.n_ctx = 512, cp.n_seq = 2, cp.n_threads = 1;
+    dc = infer_context_new(dm, &cp, &err);
+    cr_assert(dc, "%s", err.msg);
+    cr_assert_eq(spec_two_turns(m, NULL, 0, a, ca), 0);
+    drafted = spec_two_turns(m, dc, 4, b, cb);
+    cr_expect_gt(drafted, 0, "the draft model drafted nothing");
+    for (turn = 0; turn < 2; turn++)
+        for (i = 0; i < 2; i++) {
+            cr_assert_eq(a[turn][i].n, b[turn][i].n, "turn %d, sequence %d: %d tokens without the draft, %d with it",
+                         turn, i, a[turn][i].n, b[turn][i].n);
+            for (j = 0; j < a[turn][i].n; j++)
+                cr_assert_eq(a[turn][i].toks[j], b[turn][i].toks[j], "turn %d, sequence %d: token %d differs", turn, i, j);
+        }
+    for (i = 0; i < 2; i++) {
+        cr_assert_eq(ca[i].n_seq, cb[i].n_seq, "sequence %d's cache: %d positions without the draft, %d with it", i,
+                     ca[i].n_seq, cb[i].n_seq);
+        for (j = 0; j < ca[i].n_seq; j++) cr_assert_eq(ca[i].seq_toks[j], cb[i].seq_toks[j]);
+    }
+    /* another vocabulary (2048 tokens, not 512) */
+    if (tu_have_shared()) {
+        tu_shared_path(path, sizeof path, "models/tinystories-656k-f32.gguf");
+        other = infer_model_load(path, NULL, &err);
+        cr_assert(other, "%s", err.msg);
+        oc = infer_context_new(other, NULL, &err);
+        cr_assert(oc, "%s", err.msg);
+        {
+            infer_context *c = infer_context_new(m, NULL, &err);
+            cr_assert(c, "%s", err.msg);
+            p.prompt = "hello";
+            p.draft = oc;
+            p.draft_n = 4;
+            cr_expect_null(infer_request_start(c, &p, &err), "a draft of another vocabulary was taken");
+            cr_expect_eq(err.code, INFER_ERR_ARG);
+            cr_expect(strstr(err.msg, "vocabulary"), "%s", err.msg);
+            p.draft = dc;
+            p.seq = 0;
+            {
+                infer_request *r = infer_request_start(c, &p, &err);
+                cr_expect_not_null(r, "the same vocabulary refused: %s", err.msg);
+                infer_request_free(r);
+            }
+            infer_context_free(c);
+        }
+        infer_context_free(oc);
+        infer_model_free(other);
+    }
+    infer_context_free(dc);
+    infer_model_free(dm);
+    infer_model_free(m);
+    spec_remove_pair(dir);
+    free(a), free(b), free(ca);
 }
