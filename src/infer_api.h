@@ -662,7 +662,7 @@ typedef struct infer_request_params {
     /* Speculative decoding by prompt lookup: each pass that feeds a
        generated token also feeds up to `lookup` draft tokens, those that
        followed the latest earlier occurrence of the sequence's last 3 (or
-       2, or 1) tokens, and samples through them in order, keeping the
+       2) tokens, and samples through them in order, keeping the
        draft while the sampler draws its tokens (the rejected positions
        leave the cache). The output is what it would be without it: the
        same tokens with greedy sampling, the same distribution otherwise

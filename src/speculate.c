@@ -30,13 +30,14 @@
 
 /* Prompt lookup (n-gram) drafting: the tokens that followed the most
    recent earlier occurrence of the last n tokens of hist[0..n_hist), for
-   n from ngram_max down to 1 (a longer match predicts better, a shorter
-   one more often); up to max_draft of them into out. Returns how many (0:
-   no earlier occurrence, or nothing to propose). */
-static int infer__spec_lookup(const infer_token *hist, int n_hist, int ngram_max, int max_draft, infer_token *out) {
+   n from ngram_max down to ngram_min (a longer match predicts better, a
+   shorter one more often); up to max_draft of them into out. Returns how
+   many (0: no earlier occurrence, or nothing to propose). */
+static int infer__spec_lookup(const infer_token *hist, int n_hist, int ngram_min, int ngram_max, int max_draft,
+                              infer_token *out) {
     int ng, i, j, n;
     if (!hist || max_draft <= 0) return 0;
-    for (ng = INFER__MIN(ngram_max, n_hist - 1); ng >= 1; ng--) {
+    for (ng = INFER__MIN(ngram_max, n_hist - 1); ng >= INFER__MAX(ngram_min, 1); ng--) {
         const infer_token *tail = hist + n_hist - ng;
         /* from the latest start that leaves a token after the match */
         for (i = n_hist - ng - 1; i >= 0; i--) {

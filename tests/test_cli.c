@@ -448,8 +448,8 @@ Test(cli, run_lookup_keeps_the_greedy_tokens) {
     const tu_json *mt;
     char args[1024], *err;
     need_shared();
-    a = run_json("-p \"Once upon a time, there was a little girl named Lily. Lily\" -n 60 --temp 0", NULL);
-    b = run_json("-p \"Once upon a time, there was a little girl named Lily. Lily\" -n 60 --temp 0 --lookup 5", NULL);
+    a = run_json("-p \"Tom had a red ball. Tom liked the red ball. One day, Tom\" -n 60 --temp 0", NULL);
+    b = run_json("-p \"Tom had a red ball. Tom liked the red ball. One day, Tom\" -n 60 --temp 0 --lookup 5", NULL);
     token_list(a, ta, &na);
     token_list(b, tb, &nb);
     cr_assert_eq(na, nb);
@@ -460,7 +460,7 @@ Test(cli, run_lookup_keeps_the_greedy_tokens) {
     cr_expect_eq(field(field(a, "metrics", TU_OBJ), "draft_tokens", TU_NUM)->num, 0);
     tu_json_free(a);
     tu_json_free(b);
-    snprintf(args, sizeof args, "run -m %s -p \"Once upon a time, there was a little girl named Lily. Lily\" -n 60 "
+    snprintf(args, sizeof args, "run -m %s -p \"Tom had a red ball. Tom liked the red ball. One day, Tom\" -n 60 "
              "--temp 0 --lookup 5", model_path());
     err = cli_stderr(args, &status);
     cr_assert_eq(status, 0, "%s", err);

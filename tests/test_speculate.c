@@ -22,7 +22,7 @@
 /* ---- the draft proposal, on token arrays ---- */
 
 static int spec_lookup(const infer_token *h, int n, int max, infer_token *out) {
-    return infer__spec_lookup(h, n, 3, max, out);
+    return infer__spec_lookup(h, n, 1, 3, max, out);
 }
 
 Test(speculate, lookup_proposes_what_followed_the_latest_match) {
@@ -49,6 +49,8 @@ Test(speculate, lookup_falls_back_to_shorter_ngrams) {
     n = spec_lookup(one, 5, 4, out);
     cr_assert_eq(n, 4);
     cr_expect(out[0] == 40 && out[1] == 41 && out[2] == 9 && out[3] == 8);
+    cr_expect_eq(infer__spec_lookup(one, 5, 2, 3, 4, out), 0, "a match of one token where two are asked for");
+    cr_expect_eq(infer__spec_lookup(h, (int)(sizeof h / sizeof h[0]), 2, 3, 4, out), 4, "(6 7) is a match of two");
     cr_expect_eq(spec_lookup(none, 4, 4, out), 0, "no token recurs: no draft");
     cr_expect_eq(spec_lookup(none, 1, 4, out), 0);
     cr_expect_eq(spec_lookup(none, 0, 4, out), 0);
