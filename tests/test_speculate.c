@@ -114,12 +114,13 @@ typedef struct spec_reply {
     infer_token seq_toks[4096]; /* what the sequence's cache holds afterwards */
     int n_seq;
     infer_metrics mt;
+    char text[4096];
 } spec_reply;
 
 /* Greedy replies to prompts[i] on sequence i of one context, stepped
    together, with drafts of up to `lookup` tokens. */
-static void spec_run(infer_model *m, const char *const *prompts, int n_req, int n_predict, int lookup,
-                     spec_reply *out) {
+static void spec_run_grammar(infer_model *m, const char *const *prompts, int n_req, int n_predict, int lookup,
+                             const char *grammar, const char *stop, spec_reply *out) {
     infer_context_params cp = infer_context_default_params();
     infer_request *r[4];
     infer_error err;
@@ -136,6 +137,9 @@ static void spec_run(infer_model *m, const char *const *prompts, int n_req, int 
         p.n_predict = n_predict;
         p.sampling.temperature = 0;
         p.lookup = lookup;
+        p.grammar = grammar;
+        p.stop = &stop;
+        p.n_stop = stop ? 1 : 0;
         r[i] = infer_request_start(c, &p, &err);
         cr_assert(r[i], "%s", err.msg);
     }
@@ -146,6 +150,7 @@ static void spec_run(infer_model *m, const char *const *prompts, int n_req, int 
         out[i].n = infer_request_tokens(r[i], out[i].toks, 512);
         cr_assert(out[i].n <= 512);
         out[i].mt = infer_request_metrics(r[i]);
+        cr_assert_lt(infer_request_text(r[i], 0, out[i].text, sizeof out[i].text), sizeof out[i].text);
         t = infer_seq_tokens(c, i, &out[i].n_seq);
         cr_assert(out[i].n_seq <= 4096);
         memcpy(out[i].seq_toks, t, (size_t)out[i].n_seq * sizeof *t);
@@ -154,10 +159,16 @@ static void spec_run(infer_model *m, const char *const *prompts, int n_req, int 
     infer_context_free(c);
 }
 
+static void spec_run(infer_model *m, const char *const *prompts, int n_req, int n_predict, int lookup,
+                     spec_reply *out) {
+    spec_run_grammar(m, prompts, n_req, n_predict, lookup, NULL, NULL, out);
+}
+
 static void spec_expect_same(const spec_reply *a, const spec_reply *b, const char *what) {
     int i;
     cr_assert_eq(a->n, b->n, "%s: %d tokens without lookup, %d with it", what, a->n, b->n);
     for (i = 0; i < a->n; i++) cr_assert_eq(a->toks[i], b->toks[i], "%s: token %d differs", what, i);
+    cr_assert_str_eq(a->text, b->text, "%s: the text differs", what);
     cr_assert_eq(a->n_seq, b->n_seq, "%s: the cache holds %d positions without lookup, %d with it", what, a->n_seq,
                  b->n_seq);
     for (i = 0; i < a->n_seq; i++) cr_assert_eq(a->seq_toks[i], b->seq_toks[i], "%s: cached token %d differs", what, i);
@@ -378,4 +389,37 @@ Test(speculate, draft_model_keeps_the_greedy_replies) {
     infer_model_free(m);
     spec_remove_pair(dir);
     free(a), free(b), free(ca);
+}
+
+/* Under a grammar each row is sampled in the grammar's state after the
+   tokens before it, so a draft changes nothing there either; and a stop
+   string met inside an accepted draft ends the reply where it would. */
+Test(speculate, grammar_and_stop_strings_hold_under_drafts) {
+    static const char *const prompt = "Tom had a red ball. Tom liked the red ball. One day, Tom";
+    static const char *const gbnf = "root ::= (\" Tom\" | \" the\" | \" red\" | \" ball\" | \" had\" | \" a\" | \".\")+\n";
+    char path[1024];
+    infer_error err;
+    infer_model *m;
+    spec_reply *a = (spec_reply *)calloc(2, sizeof *a), *b = a + 1;
+    if (!tu_have_shared()) {
+        free(a);
+        cr_skip_test("../shared is absent: no model to speculate with");
+    }
+    cr_assert(a);
+    tu_shared_path(path, sizeof path, "models/stories260K.gguf");
+    m = infer_model_load(path, NULL, &err);
+    cr_assert(m, "%s", err.msg);
+    spec_run_grammar(m, &prompt, 1, 60, 0, gbnf, NULL, a);
+    spec_run_grammar(m, &prompt, 1, 60, 6, gbnf, NULL, b);
+    spec_expect_same(a, b, "under a grammar");
+    cr_expect_gt(b->mt.n_draft_accepted, 0, "no draft token was accepted under the grammar (%d drafted)",
+                 b->mt.n_draft_tokens);
+    /* "... He wanted to play with the ball": the reply stops there, in a
+       stretch it copies from itself, the rest of the draft dropped */
+    spec_run_grammar(m, &prompt, 1, 120, 0, NULL, "the ball", a);
+    spec_run_grammar(m, &prompt, 1, 120, 6, NULL, "the ball", b);
+    cr_assert_lt(a->n, 120, "the stop string never came: the test needs another");
+    spec_expect_same(a, b, "with a stop string");
+    infer_model_free(m);
+    free(a);
 }
