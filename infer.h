@@ -24308,11 +24308,16 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         s->rr++;
         n_gen = fit;
     }
-    /* drafts for the generating requests that speculate, within the batch */
+    /* drafts for the generating requests that speculate, within the batch
+       and, stepped within a budget, within what the budget is expected to
+       hold (a draft never makes a pass overrun it) */
+    k = n_batch - n_gen;
+    if (limit_ms >= 0 && infer__sched_estimate(s, n_gen) >= 0)
+        while (k > 0 && infer__sched_estimate(s, n_gen + k) > limit_ms) k--;
     for (i = 0; i < n; i++) {
         infer_request *r = s->pass[i];
-        if (!r || !s->take[i] || r->state != INFER__RQ_GEN || !r->spec_max) continue;
-        s->take[i] += infer__req_draft(r, n_batch - n_gen - n_draft);
+        if (!r || !s->take[i] || r->state != INFER__RQ_GEN || !r->spec_max || n_draft >= k) continue;
+        s->take[i] += infer__req_draft(r, k - n_draft);
         n_draft += s->take[i] - 1;
     }
     n_gen += n_draft; /* from here on: the generating requests' tokens */
