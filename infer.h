@@ -679,9 +679,9 @@ typedef struct infer_request_params {
     /* Speculative decoding by a draft model: a context of a smaller model
        of the same vocabulary (refused otherwise), whose sequence `seq`
        (the request's own number) is made to hold what the request's
-       sequence holds, then drafts draft_n tokens greedily, one pass each,
-       verified as lookup's are; both caches roll back what is rejected.
-       It replaces lookup. The draft context belongs to the thread that
+       sequence holds, then drafts draft_n tokens (0: none) greedily, one
+       pass each, verified as lookup's are; both caches roll back what is
+       rejected. It replaces lookup. The draft context belongs to the thread that
        steps the request while it runs (no other use of it meanwhile) and
        must outlive the request. NULL (default): none. */
     infer_context *draft;
