@@ -64,6 +64,7 @@ PARTS = [
     "sampler.c",
     "generate.c",
     "beam.c",
+    "speculate.c",
     "request.c",
     "perplexity.c",
     "chat_formats.c",

@@ -540,6 +540,11 @@ typedef struct infer_metrics {
     double gen_ms;
     double gen_tps;
     double token_ms_min, token_ms_avg, token_ms_max;
+    /* speculative decoding (infer_request_params.lookup): draft tokens fed
+       for verification, and those the model agreed with (each one a token
+       gained without a pass of its own) */
+    int n_draft_tokens;
+    int n_draft_accepted;
     size_t model_bytes;        /* weights (mapped or loaded) */
     size_t context_bytes;      /* KV cache and scratch of the context */
     size_t peak_rss_bytes;     /* process peak resident set, 0 if unknown */
@@ -685,6 +690,32 @@ typedef struct infer_request_params {
     int reasoning_budget;
     int reasoning_open;
     const char *reasoning_end;
+    /* Speculative decoding by prompt lookup: each pass that feeds a
+       generated token also feeds up to `lookup` draft tokens, those that
+       followed the latest earlier occurrence of the sequence's last 3 (or
+       2) tokens, and samples through them in order, keeping the
+       draft while the sampler draws its tokens (the rejected positions
+       leave the cache). The output is what it would be without it: the
+       same tokens with greedy sampling, the same distribution otherwise
+       (see speculate.c), up to the last bits in which a pass of several
+       tokens sums differently from one-token passes (as parallel
+       sequences' passes do): only a near-tie can go the other way, and a
+       seeded sampled reply may differ where such a difference moves a
+       draw. Not with beam search. Gains where the
+       reply repeats its context (editing a text, code, JSON): several
+       tokens a pass. infer_request_metrics counts drafted and accepted
+       tokens. 0 (default): off. */
+    int lookup;
+    /* Speculative decoding by a draft model: a context of a smaller model
+       of the same vocabulary (refused otherwise), whose sequence `seq`
+       (the request's own number) is made to hold what the request's
+       sequence holds, then drafts draft_n tokens (0: none) greedily, one
+       pass each, verified as lookup's are; both caches roll back what is
+       rejected. It replaces lookup. The draft context belongs to the thread that
+       steps the request while it runs (no other use of it meanwhile) and
+       must outlive the request. NULL (default): none. */
+    infer_context *draft;
+    int draft_n;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);
@@ -1844,6 +1875,12 @@ static const char *infer__sampler_grammar_limit(const infer_sampler *s);
 /* why infer_sampler_sample last returned -1 */
 enum { INFER__NONE_BANNED = 1, INFER__NONE_BANNED_HERE, INFER__NONE_GRAMMAR, INFER__NONE_NOMEM };
 static int infer__sampler_none_why(const infer_sampler *s);
+
+/* ---- speculate.c: drafts for speculative decoding (request.c verifies them) ---- */
+static int infer__spec_lookup(const infer_token *hist, int n_hist, int ngram_min, int ngram_max, int max_draft,
+                              infer_token *out);
+static int infer__spec_draft_model(infer_context *dc, int seq, const infer_token *hist, int n_hist, int max_draft,
+                                   infer_token *out, infer_error *err);
 
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;
@@ -23665,6 +23702,109 @@ done:
     return result;
 }
 
+/* ==== src/speculate.c ==== */
+/* speculate.c - speculative decoding's drafts: tokens proposed cheaply,
+   then verified by the model in one forward pass (request.c feeds a
+   request's pending token and its draft together, logits kept at every
+   position, and samples through them).
+
+   Why the output does not change. Position j's logits (after the pending
+   token and draft[0..j)) are exactly those one-token decoding would have
+   had there once draft[0..j) were accepted, so request.c samples token j
+   from them with the request's own sampler, as without a draft, and goes
+   on to position j + 1 only where that token is draft[j]. For a greedy
+   sampler that is the longest prefix of the draft the model agrees with,
+   plus the model's own next token: the output is the same token for token.
+   With sampling, it is the standard rejection rule (Leviathan et al.
+   2023, Chen et al. 2023) for a draft that is deterministic: its q puts
+   all mass on the draft token x, so the rule "accept x with probability
+   min(1, p(x)/q(x)) = p(x), else sample from max(0, p - q) renormalised"
+   reads "accept x with probability p(x), else sample from p with x
+   removed, renormalised". Drawing t from p and accepting exactly when
+   t == x does that: P(t = x) = p(x), and given t != x, t follows p without
+   x renormalised. So each token is one draw from the distribution it would
+   have had without speculation, the sampler's penalties, grammar and
+   random sequence advanced by kept tokens only (a grammar needs no special
+   case: each row is sampled under the grammar's state after the tokens
+   before it). A draft model that drafts greedily is deterministic too, so
+   the same holds for it. The one difference: a pass of several tokens
+   sums some products in another order than a one-token pass (the batched
+   kernels), so the logits may differ in their last bits and a near-tie,
+   or a seeded draw that falls on a boundary, can go the other way. */
+
+/* Prompt lookup (n-gram) drafting: the tokens that followed the most
+   recent earlier occurrence of the last n tokens of hist[0..n_hist), for
+   n from ngram_max down to ngram_min (a longer match predicts better, a
+   shorter one more often); up to max_draft of them into out. Returns how
+   many (0: no earlier occurrence, or nothing to propose). */
+static int infer__spec_lookup(const infer_token *hist, int n_hist, int ngram_min, int ngram_max, int max_draft,
+                              infer_token *out) {
+    int ng, i, j, n;
+    if (!hist || max_draft <= 0) return 0;
+    for (ng = INFER__MIN(ngram_max, n_hist - 1); ng >= INFER__MAX(ngram_min, 1); ng--) {
+        const infer_token *tail = hist + n_hist - ng;
+        /* from the latest start that leaves a token after the match */
+        for (i = n_hist - ng - 1; i >= 0; i--) {
+            for (j = 0; j < ng && hist[i + j] == tail[j]; j++) {}
+            if (j < ng) continue;
+            n = INFER__MIN(max_draft, n_hist - (i + ng));
+            memcpy(out, hist + i + ng, (size_t)n * sizeof *out);
+            return n;
+        }
+    }
+    return 0;
+}
+
+/* Feeds tokens[0..n) to sequence seq of c in passes of at most 64 tokens,
+   the last one's logits kept. */
+static infer_status infer__spec_feed(infer_context *c, int seq, const infer_token *tokens, int n, infer_error *err) {
+    int seqs[64], i, at;
+    for (i = 0; i < 64; i++) seqs[i] = seq;
+    for (at = 0; at < n; at += 64) {
+        infer_batch b;
+        infer_status st;
+        b.n = INFER__MIN(64, n - at);
+        b.tokens = tokens + at;
+        b.seq = seqs;
+        b.logits = NULL; /* the last token's */
+        if ((st = infer_decode_batch(c, &b, err)) != INFER_OK) return st;
+    }
+    return INFER_OK;
+}
+
+/* A draft model's proposal: sequence seq of the draft context dc is made
+   to hold hist[0..n_hist) (what it already shares with hist kept, the
+   rest fed), then its greedy tokens are decoded one by one, up to
+   max_draft of them (fewer where its context has no room, or after an
+   end-of-generation token), into out. Greedy keeps the draft
+   deterministic (see the rule above). Returns how many; 0 where the draft
+   context fails (err set), which costs the request nothing but the
+   speed-up. Its cache then holds hist and the draft but the last token:
+   the next call keeps what the target accepted. */
+static int infer__spec_draft_model(infer_context *dc, int seq, const infer_token *hist, int n_hist, int max_draft,
+                                   infer_token *out, infer_error *err) {
+    const infer_model *dm = dc->model;
+    int n_tok = 0, common = 0, kept, n = 0, n_vocab = infer_model_n_vocab(dm), i;
+    const infer_token *t = infer_seq_tokens(dc, seq, &n_tok);
+    if (n_hist <= 0 || max_draft <= 0) return 0;
+    while (t && common < n_tok && common < n_hist && t[common] == hist[common]) common++;
+    if (common >= n_hist) common = n_hist - 1; /* the last token is fed again for its logits */
+    kept = infer_seq_truncate(dc, seq, common); /* (a sliding window may keep less) */
+    max_draft = INFER__MIN(max_draft, infer_context_n_ctx(dc) - n_hist);
+    if (max_draft <= 0 || infer__spec_feed(dc, seq, hist + kept, n_hist - kept, err) != INFER_OK) return 0;
+    while (n < max_draft) {
+        const float *l = infer_seq_logits(dc, seq);
+        infer_token best = 0;
+        if (!l) break;
+        for (i = 1; i < n_vocab; i++)
+            if (l[i] > l[best]) best = i;
+        out[n++] = best;
+        if (n == max_draft || infer_model_is_eog(dm, best)) break;
+        if (infer__spec_feed(dc, seq, &best, 1, err) != INFER_OK) break;
+    }
+    return n;
+}
+
 /* ==== src/request.c ==== */
 /* request.c - generation in steps: requests a game loop advances within a
    time budget, or a worker thread advances while the caller polls.
@@ -23759,6 +23899,10 @@ struct infer_request {
     int budget;          /* the thinking budget (-1: none) while it runs */
     int thinking;        /* 1: in the reasoning; -1: not (or no longer) */
     char *think_end;     /* what closes the reasoning */
+    int spec_max;        /* speculation: most draft tokens a pass (lookup or draft_n; 0: none) */
+    infer_context *draft_ctx; /* a draft model's context (its sequence seq), or NULL */
+    infer_token *draft;  /* stb array: the draft the running pass verifies */
+    infer_token *hist;   /* stb array: the sequence's tokens and the pending one, to draft from */
     double t_start, t_prompt0, t_last;
     /* what callers read: under mu */
     infer_token *prompt; /* stb array; BOS put in front when the prompt begins */
@@ -24285,6 +24429,79 @@ nomem:
     return 0;
 }
 
+/* ---- speculation: a draft fed with the pending token, then verified ---- */
+
+/* Fills r->draft for a pass that feeds r's pending token: at most room
+   tokens, none past the context's end (a shift would move what the
+   verification rolls back) or n_predict, and none a sliding window's cache
+   could not roll back. Returns how many; 0 without speculation or a match. */
+static int infer__req_draft(infer_request *r, int room) {
+    infer_context *c = r->sched->c;
+    int n_past = infer_seq_n_past(c, r->seq), n_tok = 0, n;
+    const infer_token *t;
+    stbds_arrsetlen(r->draft, 0);
+    n = INFER__MIN(INFER__MIN(r->spec_max, room), infer_context_n_ctx(c) - n_past - 1);
+    n = INFER__MIN(n, r->n_predict - r->n_sampled - 1); /* past that, no token would be drawn for it */
+    if (n <= 0 || r->ending || !r->has_pending) return 0;
+    while (n > 0 && !infer__kv_can_rewind(&c->kv, c->model, n_past + 1 + n, n_past + 1)) n--;
+    t = infer_seq_tokens(c, r->seq, &n_tok);
+    /* (memory for the history and the draft; without it, no draft) */
+    if (n <= 0 || !infer__arr_setlen(r->hist, n_tok + 1) || !infer__arr_setlen(r->draft, n)) {
+        stbds_arrsetlen(r->draft, 0);
+        return 0;
+    }
+    if (n_tok > 0) memcpy(r->hist, t, (size_t)n_tok * sizeof *t);
+    r->hist[n_tok] = r->pending;
+    if (r->draft_ctx) {
+        infer_error e;
+        n = infer__spec_draft_model(r->draft_ctx, r->seq, r->hist, n_tok + 1, n, r->draft, &e);
+    } else {
+        /* matches of 3 tokens, else 2: a lone recurring token ("the", a
+           comma) predicts what follows too seldom to pay for its pass (on
+           SmolLM2 rewriting a paragraph, acceptance 38% with single-token
+           matches and a loss of speed, 52% without) */
+        n = infer__spec_lookup(r->hist, n_tok + 1, 2, 3, n, r->draft);
+    }
+    stbds_arrsetlen(r->draft, n);
+    return n;
+}
+
+/* The pass fed r's pending token and its draft at logits rows pos..: row
+   pos + j follows the pending token and draft[0..j). Samples from each
+   row in turn as without a draft, going on while the token drawn is the
+   draft's next (already in the cache); then rolls the cache back to the
+   tokens kept, the last one drawn pending as usual. */
+static void infer__req_verify(infer_request *r, int pos) {
+    infer__sched *s = r->sched;
+    infer_context *c = s->c;
+    int n = (int)stbds_arrlen(r->draft), j, keep, accepted = 0, alive = 1, n_past;
+    for (j = 0;; j++) {
+        if (!infer__req_sample(r, infer_get_logits(c, pos + j))) {
+            alive = 0; /* ended: the token drawn is not kept */
+            keep = j + 1;
+            break;
+        }
+        if (j == n || r->pending != r->draft[j]) {
+            keep = j + 1; /* the token drawn is fed by the next pass */
+            break;
+        }
+        accepted++;
+        r->has_pending = 0; /* it is in the cache already */
+        if (r->ending) {
+            keep = j + 2;
+            break;
+        }
+    }
+    n_past = infer_seq_n_past(c, r->seq);
+    if (n + 1 > keep) infer_seq_truncate(c, r->seq, n_past - (n + 1 - keep));
+    infer__mutex_lock(&s->mu);
+    r->metrics.n_draft_tokens += n;
+    r->metrics.n_draft_accepted += accepted;
+    infer__mutex_unlock(&s->mu);
+    stbds_arrsetlen(r->draft, 0);
+    if (alive && r->ending && !r->has_pending) infer__req_end(r, INFER_OK, NULL);
+}
+
 /* ---- a pass: one forward pass over the open requests ---- */
 
 /* Whether the pass's request i may take part: the first open request of its
@@ -24350,6 +24567,7 @@ static void infer__sched_end_all(infer__sched *s, infer_status st, const char *m
 static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     infer_context *c = s->c;
     int n_batch = c->n_batch, n = infer__pass_collect(s), i, n_gen = 0, n_prompt = 0, left = 0, k, pos, progress = 0;
+    int n_draft = 0;
     infer_batch b;
     infer_error err;
     infer_status st;
@@ -24436,6 +24654,19 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         s->rr++;
         n_gen = fit;
     }
+    /* drafts for the generating requests that speculate, within the batch
+       and, stepped within a budget, within what the budget is expected to
+       hold (a draft never makes a pass overrun it) */
+    k = n_batch - n_gen;
+    if (limit_ms >= 0 && infer__sched_estimate(s, n_gen) >= 0)
+        while (k > 0 && infer__sched_estimate(s, n_gen + k) > limit_ms) k--;
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        if (!r || !s->take[i] || r->state != INFER__RQ_GEN || !r->spec_max || n_draft >= k) continue;
+        s->take[i] += infer__req_draft(r, k - n_draft);
+        n_draft += s->take[i] - 1;
+    }
+    n_gen += n_draft; /* from here on: the generating requests' tokens */
     /* how many prompt tokens this pass takes */
     k = INFER__MAX(0, INFER__MIN(left, n_batch - n_gen));
     if (k > 0 && limit_ms >= 0) {
@@ -24471,11 +24702,17 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     pos = 0;
     for (i = 0; i < n; i++) {
         infer_request *r = s->pass[i];
+        int j;
         if (!r || !s->take[i]) continue;
         s->btok[pos] = r->pending;
         s->bseq[pos] = r->seq;
         s->blog[pos] = !r->ending;
         pos++;
+        for (j = 1; j < s->take[i]; j++, pos++) { /* its draft, every row's logits kept */
+            s->btok[pos] = r->draft[j - 1];
+            s->bseq[pos] = r->seq;
+            s->blog[pos] = 1;
+        }
     }
     for (i = 0; i < n && pos < n_gen + k; i++) {
         infer_request *r = s->pass[i];
@@ -24526,8 +24763,9 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         if (!r || !s->take[i] || r->state != INFER__RQ_GEN) continue;
         r->has_pending = 0;
         if (r->ending) infer__req_end(r, INFER_OK, NULL);
+        else if (s->take[i] > 1) infer__req_verify(r, pos);
         else infer__req_sample(r, infer_get_logits(c, pos));
-        pos++;
+        pos += s->take[i];
     }
     for (i = 0; i < n; i++) {
         infer_request *r = s->pass[i];
@@ -24612,6 +24850,8 @@ static void infer__req_free_fields(infer_request *r) {
     stbds_arrfree(r->reply);
     INFER_FREE(r->copy_to);
     INFER_FREE(r->think_end);
+    stbds_arrfree(r->draft);
+    stbds_arrfree(r->hist);
     stbds_arrfree(r->hold);
     stbds_arrfree(r->top);
     stbds_arrfree(r->prompt);
@@ -24646,6 +24886,22 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     r->n_predict = p->n_predict;
     r->n_probs = p->n_probs;
     r->cache_prompt = p->cache_prompt;
+    r->spec_max = INFER__MAX(p->lookup, 0);
+    if (p->draft) {
+        if (p->draft == c || infer_model_n_vocab(p->draft->model) != infer_model_n_vocab(m)) {
+            infer__set_error(err, INFER_ERR_ARG, p->draft == c ? "the draft context is the request's own"
+                             : "the draft model's vocabulary (%d tokens) is not the model's (%d)",
+                             infer_model_n_vocab(p->draft->model), infer_model_n_vocab(m));
+            return INFER_ERR_ARG;
+        }
+        if (p->seq >= infer_context_n_seq(p->draft)) {
+            infer__set_error(err, INFER_ERR_ARG, "the draft context has %d sequences; the request's is %d",
+                             infer_context_n_seq(p->draft), p->seq);
+            return INFER_ERR_ARG;
+        }
+        r->draft_ctx = p->draft;
+        r->spec_max = INFER__MAX(p->draft_n, 0);
+    }
     r->feed_last = 1;
     r->status = INFER_OK;
     r->t_start = infer__now_ms();

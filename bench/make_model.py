@@ -3,7 +3,8 @@
 
     python3 bench/make_model.py SHAPE TYPE [-o models/NAME.gguf]
 
-SHAPE: smollm-135m, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b
+SHAPE: smollm-135m, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b; test-draft and
+       test-target, two small shapes of one vocabulary (speculation's tests)
 TYPE:  f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (written directly), or
        any type `infer quantize` takes (q4_k, q5_k, q6_k, q4_k_m, q5_k_m):
        the F16 model is written first and then quantized with build/infer.
@@ -34,6 +35,9 @@ SHAPES = {
     "tinyllama-1.1b": dict(dim=2048, layers=22, heads=32, kv=4, ffn=5632, vocab=32000, tied=False, rope=10000.0, arch="llama"),
     "llama-3.2-1b": dict(dim=2048, layers=16, heads=32, kv=8, ffn=8192, vocab=128256, tied=True, rope=500000.0, arch="llama"),
     "qwen2.5-0.5b": dict(dim=896, layers=24, heads=14, kv=2, ffn=4864, vocab=151936, tied=True, rope=1000000.0, arch="qwen2"),
+    # a pair of one (synthetic) vocabulary for tests: a draft and its target
+    "test-draft": dict(dim=128, layers=2, heads=4, kv=2, ffn=256, vocab=512, tied=True, rope=10000.0, arch="llama"),
+    "test-target": dict(dim=256, layers=4, heads=4, kv=4, ffn=512, vocab=512, tied=False, rope=10000.0, arch="llama"),
 }
 DIRECT = {
     "f32": gguf.GGMLQuantizationType.F32,

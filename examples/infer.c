@@ -26,7 +26,8 @@ static const char *usage =
     "            [--kv-type f16|q8_0] [--stop STR]... [--context-shift] [--keep N]\n"
     "            [--grammar GBNF | --grammar-file F | --json-schema S | --json-schema-file F]\n"
     "            [--logit-bias ID(+|-)B]... [--n-probs N] [--prompt-cache FILE]\n"
-    "            [--beams N [--length-penalty L]] [--rope-scaling none|linear|yarn] [--rope-scale F]\n"
+    "            [--beams N [--length-penalty L]] [--lookup N | --draft MODEL [--draft-n N]]\n"
+    "            [--rope-scaling none|linear|yarn] [--rope-scale F]\n"
     "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS] [--device D]\n"
     "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
     "  info      -m MODEL [--device D]\n"
@@ -34,14 +35,14 @@ static const char *usage =
     "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--device D]   (user turns from stdin)\n"
     "            [--kv-type f16|q8_0] [--think on|off] [--stop STR]... [--context-shift] [--keep N]\n"
     "            [--grammar ... | --json-schema ... | --logit-bias ... as run]\n"
-    "            [--reasoning show|hide] [--reasoning-budget N] [--chat-template-file F | --jinja]\n"
+    "            [--reasoning show|hide] [--reasoning-budget N] [--chat-template-file F | --jinja] [--lookup N]\n"
     "            [--rope-scaling ... --rope-scale ... as run]\n"
     "            (see infer chat --help)\n"
     "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
     "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
     "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device D]\n"
     "  bench     -m MODEL [-p 128] [-n 64] [-r 5] [-d DEPTH] [-t THREADS] [-o md|json|csv] [--device D]\n"
-    "            [--parallel N]\n"
+    "            [--parallel N] [--lookup N]\n"
     "  embed     -m MODEL (-p TEXT | -f FILE) [--pooling mean|last|first] [--no-normalize] [-o json|text]\n"
     "            [--kv-type f16|q8_0]\n"
     "  serve     -m MODEL [--host H] [--port P] [--parallel N] ...   an OpenAI-compatible server\n"
@@ -68,6 +69,11 @@ static const char *usage_options =
     "            then save the prompt's state there (run)\n"
     "  --beams N: beam search of N beams instead of sampling; --length-penalty L: score\n"
     "            sum(log p) / length^L (default 1) (run)\n"
+    "  --lookup N: speculative decoding: draft up to N tokens a pass by prompt lookup (the\n"
+    "            context's own earlier tokens), verified in the same pass; output unchanged (run, chat; bench:\n"
+    "            a paragraph rewrite's tokens/s with and without it, and the acceptance rate)\n"
+    "  --draft MODEL: speculative decoding with a draft model of the same vocabulary, run\n"
+    "            in its own context, drafting --draft-n N tokens (default 4) greedily (run)\n"
     "  --context-shift: when the context is full, drop the older half of it (after --keep N\n"
     "            positions) and go on, instead of stopping with an error (run, chat)\n"
     "  --rope-scaling linear|yarn --rope-scale F: reach F times the model's trained context\n"
@@ -83,7 +89,8 @@ typedef struct options {
     const char *model, *prompt, *file, *tokens;
     int n_predict, threads, n_ctx, json, no_bos, special;
     const char *stop[MAX_STOP];
-    int n_stop, shift, keep, beams;
+    int n_stop, shift, keep, beams, lookup, draft_n;
+    const char *draft; /* --draft MODEL */
     float length_penalty;
     const char *prompt_cache;
     cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
@@ -99,7 +106,7 @@ static int known_option(const char *a) {
                                        "-t", "--threads", "-c", "--ctx", "--temp", "--top-k", "--top-p",
                                        "--min-p", "--repeat-penalty", "--seed", "--device", "--kv-type",
                                        "--stop", "--keep", "--beams", "--length-penalty", "--prompt-cache",
-                                       "--rope-scaling", "--rope-scale"};
+                                       "--rope-scaling", "--rope-scale", "--lookup", "--draft", "--draft-n"};
     size_t i;
     for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
         if (!strcmp(a, opts[i])) return 1;
@@ -137,6 +144,9 @@ static int parse_options(int argc, char **argv, options *o) {
             ok = *v != 0;
             o->stop[o->n_stop++] = v;
         } else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
+        else if (!strcmp(a, "--lookup")) ok = cli_int(v, &o->lookup) && o->lookup >= 0 && o->lookup <= 64;
+        else if (!strcmp(a, "--draft")) o->draft = v;
+        else if (!strcmp(a, "--draft-n")) ok = cli_int(v, &o->draft_n) && o->draft_n >= 1 && o->draft_n <= 64;
         else if (!strcmp(a, "--beams")) ok = cli_int(v, &o->beams) && o->beams >= 1 && o->beams <= 64;
         else if (!strcmp(a, "--length-penalty")) ok = cli_float(v, &o->length_penalty);
         else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
@@ -264,16 +274,19 @@ static void print_metrics(FILE *f, const infer_metrics *mt, int json) {
                 "{\"load_ms\":%.3f,\"prompt_tokens\":%d,\"prompt_ms\":%.3f,\"prompt_tps\":%.2f,\"ttft_ms\":%.3f,"
                 "\"generated_tokens\":%d,\"gen_ms\":%.3f,\"gen_tps\":%.2f,\"token_ms_min\":%.3f,"
                 "\"token_ms_avg\":%.3f,\"token_ms_max\":%.3f,\"model_bytes\":%zu,\"context_bytes\":%zu,"
-                "\"peak_rss_bytes\":%zu}",
+                "\"peak_rss_bytes\":%zu,\"draft_tokens\":%d,\"draft_accepted\":%d}",
                 mt->load_ms, mt->n_prompt_tokens, mt->prompt_ms, mt->prompt_tps, mt->ttft_ms, mt->n_gen_tokens,
                 mt->gen_ms, mt->gen_tps, mt->token_ms_min, mt->token_ms_avg, mt->token_ms_max, mt->model_bytes,
-                mt->context_bytes, mt->peak_rss_bytes);
+                mt->context_bytes, mt->peak_rss_bytes, mt->n_draft_tokens, mt->n_draft_accepted);
         return;
     }
     fprintf(f, "\n\nload %.1f ms | prompt %d tokens in %.1f ms (%.1f t/s) | first token after %.1f ms\n",
             mt->load_ms, mt->n_prompt_tokens, mt->prompt_ms, mt->prompt_tps, mt->ttft_ms);
     fprintf(f, "generated %d tokens in %.1f ms (%.1f t/s), per token min %.2f avg %.2f max %.2f ms\n",
             mt->n_gen_tokens, mt->gen_ms, mt->gen_tps, mt->token_ms_min, mt->token_ms_avg, mt->token_ms_max);
+    if (mt->n_draft_tokens > 0)
+        fprintf(f, "speculation: %d draft tokens, %d accepted (acceptance rate %.1f%%)\n", mt->n_draft_tokens,
+                mt->n_draft_accepted, 100.0 * mt->n_draft_accepted / mt->n_draft_tokens);
     fprintf(f, "memory: weights %.1f MiB, context %.1f MiB, peak RSS %.1f MiB\n", mt->model_bytes / 1048576.0,
             mt->context_bytes / 1048576.0, mt->peak_rss_bytes / 1048576.0);
 }
@@ -367,8 +380,39 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
     return 0;
 }
 
+/* --draft: the draft model and its context (as long as the target's);
+   NULL with the one-line error printed. */
+static infer_model *load_draft(const options *o, const infer_model *target, int n_ctx, infer_context **dc) {
+    infer_error err;
+    infer_model_params mp = infer_model_default_params();
+    infer_context_params cp = infer_context_default_params();
+    infer_model *dm;
+    mp.device = o->device;
+    if (!(dm = infer_model_load(o->draft, &mp, &err))) {
+        fprintf(stderr, "infer: --draft: %s\n", err.msg);
+        return NULL;
+    }
+    if (infer_model_n_vocab(dm) != infer_model_n_vocab(target)) {
+        fprintf(stderr, "infer: --draft: the draft model has %d tokens in its vocabulary, the model %d: they must be the same\n",
+                infer_model_n_vocab(dm), infer_model_n_vocab(target));
+        infer_model_free(dm);
+        return NULL;
+    }
+    cp.n_threads = o->threads;
+    cp.n_ctx = n_ctx;
+    cp.kv_type = o->kv_type;
+    if (!(*dc = infer_context_new(dm, &cp, &err))) {
+        fprintf(stderr, "infer: --draft: %s\n", err.msg);
+        infer_model_free(dm);
+        return NULL;
+    }
+    return dm;
+}
+
 static int cmd_run(const options *o) {
     infer_error err;
+    infer_model *dm = NULL;
+    infer_context *dc = NULL;
     infer_context_params cp = infer_context_default_params();
     infer_request_params rp = infer_request_default_params();
     infer_model *m;
@@ -387,9 +431,9 @@ static int cmd_run(const options *o) {
     cp.n_keep = o->keep;
     cp.n_seq = o->beams > 1 ? o->beams : 1;
     if (o->beams && (o->out.grammar || o->out.grammar_file || o->out.json_schema || o->out.json_schema_file ||
-                     o->n_stop || o->out.n_probs || o->prompt_cache)) {
+                     o->n_stop || o->out.n_probs || o->prompt_cache || o->lookup || o->draft)) {
         infer_model_free(m);
-        return cli_fail("%s", "--beams does not combine with grammars, --stop, --n-probs or --prompt-cache");
+        return cli_fail("%s", "--beams does not combine with grammars, --stop, --n-probs, --prompt-cache, --lookup or --draft");
     }
     c = infer_context_new(m, &cp, &err);
     if (!c) {
@@ -407,6 +451,7 @@ static int cmd_run(const options *o) {
     rp.prompt = o->prompt_cache ? "" : o->prompt ? o->prompt : "";
     if (o->prompt_cache) rp.n_past = -1; /* continue the decoded prompt */
     rp.n_predict = o->n_predict;
+    rp.lookup = o->lookup;
     rp.sampling = o->sp;
     rp.stop = o->stop;
     rp.n_stop = o->n_stop;
@@ -418,10 +463,22 @@ static int cmd_run(const options *o) {
         infer_model_free(m);
         return 1;
     }
+    if (o->draft) {
+        if (!(dm = load_draft(o, m, infer_context_n_ctx(c), &dc))) {
+            free(owned);
+            infer_context_free(c);
+            infer_model_free(m);
+            return 1;
+        }
+        rp.draft = dc;
+        rp.draft_n = o->draft_n ? o->draft_n : 4;
+    }
     r = infer_request_start(c, &rp, &err);
     free(owned);
     if (!r) {
         fprintf(stderr, "infer: %s\n", err.msg);
+        infer_context_free(dc);
+        infer_model_free(dm);
         infer_context_free(c);
         infer_model_free(m);
         return 1;
@@ -496,6 +553,8 @@ static int cmd_run(const options *o) {
     }
     free(text);
     infer_request_free(r);
+    infer_context_free(dc);
+    infer_model_free(dm);
     infer_context_free(c);
     infer_model_free(m);
     return rc;

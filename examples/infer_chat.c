@@ -37,7 +37,7 @@ static const char *const chat_usage =
     "  -t THREADS, -c CTX, --device D, --kv-type f16|q8_0, --temp T, --top-k K, --top-p P,\n"
     "  --min-p P, --repeat-penalty R, --seed S, --stop STR..., --context-shift, --keep N,\n"
     "  --rope-scaling none|linear|yarn, --rope-scale F (as run: infer --help),\n"
-    "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N   as infer run\n"
+    "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N, --lookup N   as infer run\n"
     "  --think on|off         off: Qwen3 and SmolLM3 answer without reasoning (also a Jinja\n"
     "                         template's enable_thinking)\n"
     "  --reasoning show|hide  a reply's reasoning (<think>...</think>, where the template writes\n"
@@ -75,6 +75,7 @@ typedef struct chat_opts {
     const char *template_file;  /* --chat-template-file */
     int jinja_own;              /* --jinja */
     infer_model_params rope;    /* --rope-scaling, --rope-scale: its rope fields */
+    int lookup;                 /* --lookup: speculative decoding's draft tokens (0: none) */
 } chat_opts;
 
 /* 1: parsed; 0: a bad command line (said on stderr); 2: --help was printed. */
@@ -92,7 +93,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
                                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
                                            "--device", "--kv-type", "--think", "--stop", "--keep",
-                                           "--reasoning", "--reasoning-budget", "--chat-template-file",
+                                           "--reasoning", "--reasoning-budget", "--chat-template-file", "--lookup",
                                            "--rope-scaling", "--rope-scale"};
         size_t k;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -133,6 +134,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         } else if (!strcmp(a, "--reasoning-budget")) ok = cli_int(v, &o->reasoning_budget) && o->reasoning_budget >= 0;
         else if (!strcmp(a, "--chat-template-file")) o->template_file = v;
         else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
+        else if (!strcmp(a, "--lookup")) ok = cli_int(v, &o->lookup) && o->lookup >= 0 && o->lookup <= 64;
         else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
@@ -509,6 +511,7 @@ static int chat_turn(chat_state *st, int n_predict) {
     rp.stop = st->o->stop;
     rp.n_stop = st->o->n_stop;
     rp.reasoning_budget = st->o->reasoning_budget;
+    rp.lookup = st->o->lookup;
     rp.reasoning_open = reasoning == INFER_REASONING_OPEN;
     past0 = from_start ? 0 : infer_context_n_past(st->c);
     cli_progress_begin(&prog, "prompt");

@@ -86,6 +86,7 @@ typedef struct server {
     infer_tool_format tool_fmt;
     int think;
     int reasoning_budget;  /* --reasoning-budget: a request's default (-1: none) */
+    int lookup;            /* --lookup: a request's default speculative draft by prompt lookup (0: none) */
     int n_ctx, n_slots, max_queue, n_threads;
     size_t max_body;
     const char *model_id, *api_key;
@@ -488,6 +489,17 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
     cc->n = n;
     cc->reasoning_budget = s->reasoning_budget;
     if (!read_int(body, "reasoning_budget", -1, 1e9, &cc->reasoning_budget, b)) return 0;
+    /* speculative decoding: {"lookup": N} drafts up to N tokens a pass by
+       prompt lookup (0: none); the server's --lookup where not given */
+    cc->p.lookup = s->lookup;
+    if ((f = field(body, "speculative")) != NULL) {
+        const cJSON *k;
+        if (!cJSON_IsObject(f)) return bad(b, "speculative", "'speculative' must be an object such as {\"lookup\": 8}");
+        cJSON_ArrayForEach(k, f) if (strcmp(k->string, "lookup"))
+            return bad(b, "speculative", "'speculative' takes only \"lookup\" (prompt lookup's draft tokens), not \"%.64s\"",
+                       k->string);
+        if (!read_int(f, "lookup", 0, 64, &cc->p.lookup, b)) return 0;
+    }
     if ((f = field(body, "seed")) != NULL) {
         /* a 64-bit integer, checked before it is converted (beyond, undefined) */
         if (!cJSON_IsNumber(f) || !(fabs(f->valuedouble) < 9223372036854775808.0) ||
@@ -922,6 +934,10 @@ static cJSON *job_timings(const job *j) {
     cJSON_AddNumberToObject(t, "predicted_ms", mt.gen_ms);
     cJSON_AddNumberToObject(t, "predicted_per_second", mt.gen_tps);
     cJSON_AddNumberToObject(t, "ttft_ms", mt.ttft_ms);
+    if (mt.n_draft_tokens > 0) { /* speculative decoding (llama.cpp's names) */
+        cJSON_AddNumberToObject(t, "draft_n", mt.n_draft_tokens);
+        cJSON_AddNumberToObject(t, "draft_n_accepted", mt.n_draft_accepted);
+    }
     return t;
 }
 
@@ -1981,7 +1997,7 @@ static const char *serve_usage =
     "                   [-t THREADS] [--api-key KEY] [--alias NAME] [--queue N] [--max-body BYTES]\n"
     "                   [--kv-type f16|q8_0] [--device cpu|cuda|auto] [--max-connections N]\n"
     "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
-    "                   [--max-messages N] [--chat-template-file FILE] [--reasoning-budget N]\n"
+    "                   [--max-messages N] [--chat-template-file FILE] [--reasoning-budget N] [--lookup N]\n"
     "                   [--rope-scaling none|linear|yarn] [--rope-scale F]   (as run: infer --help)\n"
     "  A prompt that takes over 2 s to read shows its progress on stderr.\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
@@ -1989,6 +2005,9 @@ static const char *serve_usage =
     "  tool_choice (calls forced or shaped by a grammar), n (up to --parallel), logprobs, and give\n"
     "  reasoning_content apart; --reasoning-budget N (or a request's reasoning_budget, Anthropic's\n"
     "  thinking.budget_tokens) ends reasoning after N tokens (default -1: never).\n"
+    "  --lookup N: speculative decoding, each reply drafting up to N tokens a pass by prompt lookup\n"
+    "  (its output unchanged; default 0: none); a request's \"speculative\": {\"lookup\": N} sets its own.\n"
+    "  The timings then count draft_n and draft_n_accepted.\n"
     "  --parallel N replies decode together (default 4); --queue N more\n"
     "  wait for a sequence (default 16), beyond that 503. --port 0 picks a free port (printed).\n"
     "  --api-key KEY (or INFER_API_KEY): every request but /health needs Authorization: Bearer KEY\n"
@@ -2065,6 +2084,8 @@ int infer_cmd_serve(int argc, char **argv) {
             s.max_schema = (size_t)ms;
         } else if (!strcmp(a, "--reasoning-budget")) {
             ok = cli_int(v, &s.reasoning_budget) && s.reasoning_budget >= -1;
+        } else if (!strcmp(a, "--lookup")) {
+            ok = cli_int(v, &s.lookup) && s.lookup >= 0 && s.lookup <= 64;
         } else if (!strcmp(a, "--max-grammar")) {
             int mg = 0;
             ok = cli_int(v, &mg) && mg >= 64;

@@ -539,6 +539,11 @@ typedef struct infer_metrics {
     double gen_ms;
     double gen_tps;
     double token_ms_min, token_ms_avg, token_ms_max;
+    /* speculative decoding (infer_request_params.lookup): draft tokens fed
+       for verification, and those the model agreed with (each one a token
+       gained without a pass of its own) */
+    int n_draft_tokens;
+    int n_draft_accepted;
     size_t model_bytes;        /* weights (mapped or loaded) */
     size_t context_bytes;      /* KV cache and scratch of the context */
     size_t peak_rss_bytes;     /* process peak resident set, 0 if unknown */
@@ -684,6 +689,32 @@ typedef struct infer_request_params {
     int reasoning_budget;
     int reasoning_open;
     const char *reasoning_end;
+    /* Speculative decoding by prompt lookup: each pass that feeds a
+       generated token also feeds up to `lookup` draft tokens, those that
+       followed the latest earlier occurrence of the sequence's last 3 (or
+       2) tokens, and samples through them in order, keeping the
+       draft while the sampler draws its tokens (the rejected positions
+       leave the cache). The output is what it would be without it: the
+       same tokens with greedy sampling, the same distribution otherwise
+       (see speculate.c), up to the last bits in which a pass of several
+       tokens sums differently from one-token passes (as parallel
+       sequences' passes do): only a near-tie can go the other way, and a
+       seeded sampled reply may differ where such a difference moves a
+       draw. Not with beam search. Gains where the
+       reply repeats its context (editing a text, code, JSON): several
+       tokens a pass. infer_request_metrics counts drafted and accepted
+       tokens. 0 (default): off. */
+    int lookup;
+    /* Speculative decoding by a draft model: a context of a smaller model
+       of the same vocabulary (refused otherwise), whose sequence `seq`
+       (the request's own number) is made to hold what the request's
+       sequence holds, then drafts draft_n tokens (0: none) greedily, one
+       pass each, verified as lookup's are; both caches roll back what is
+       rejected. It replaces lookup. The draft context belongs to the thread that
+       steps the request while it runs (no other use of it meanwhile) and
+       must outlive the request. NULL (default): none. */
+    infer_context *draft;
+    int draft_n;
 } infer_request_params;
 
 INFERDEF infer_request_params infer_request_default_params(void);

@@ -468,6 +468,12 @@ static const char *infer__sampler_grammar_limit(const infer_sampler *s);
 enum { INFER__NONE_BANNED = 1, INFER__NONE_BANNED_HERE, INFER__NONE_GRAMMAR, INFER__NONE_NOMEM };
 static int infer__sampler_none_why(const infer_sampler *s);
 
+/* ---- speculate.c: drafts for speculative decoding (request.c verifies them) ---- */
+static int infer__spec_lookup(const infer_token *hist, int n_hist, int ngram_min, int ngram_max, int max_draft,
+                              infer_token *out);
+static int infer__spec_draft_model(infer_context *dc, int seq, const infer_token *hist, int n_hist, int max_draft,
+                                   infer_token *out, infer_error *err);
+
 /* ---- tokenizer.c ---- */
 typedef struct infer_vocab infer_vocab;
 static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err);

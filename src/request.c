@@ -92,6 +92,10 @@ struct infer_request {
     int budget;          /* the thinking budget (-1: none) while it runs */
     int thinking;        /* 1: in the reasoning; -1: not (or no longer) */
     char *think_end;     /* what closes the reasoning */
+    int spec_max;        /* speculation: most draft tokens a pass (lookup or draft_n; 0: none) */
+    infer_context *draft_ctx; /* a draft model's context (its sequence seq), or NULL */
+    infer_token *draft;  /* stb array: the draft the running pass verifies */
+    infer_token *hist;   /* stb array: the sequence's tokens and the pending one, to draft from */
     double t_start, t_prompt0, t_last;
     /* what callers read: under mu */
     infer_token *prompt; /* stb array; BOS put in front when the prompt begins */
@@ -618,6 +622,79 @@ nomem:
     return 0;
 }
 
+/* ---- speculation: a draft fed with the pending token, then verified ---- */
+
+/* Fills r->draft for a pass that feeds r's pending token: at most room
+   tokens, none past the context's end (a shift would move what the
+   verification rolls back) or n_predict, and none a sliding window's cache
+   could not roll back. Returns how many; 0 without speculation or a match. */
+static int infer__req_draft(infer_request *r, int room) {
+    infer_context *c = r->sched->c;
+    int n_past = infer_seq_n_past(c, r->seq), n_tok = 0, n;
+    const infer_token *t;
+    stbds_arrsetlen(r->draft, 0);
+    n = INFER__MIN(INFER__MIN(r->spec_max, room), infer_context_n_ctx(c) - n_past - 1);
+    n = INFER__MIN(n, r->n_predict - r->n_sampled - 1); /* past that, no token would be drawn for it */
+    if (n <= 0 || r->ending || !r->has_pending) return 0;
+    while (n > 0 && !infer__kv_can_rewind(&c->kv, c->model, n_past + 1 + n, n_past + 1)) n--;
+    t = infer_seq_tokens(c, r->seq, &n_tok);
+    /* (memory for the history and the draft; without it, no draft) */
+    if (n <= 0 || !infer__arr_setlen(r->hist, n_tok + 1) || !infer__arr_setlen(r->draft, n)) {
+        stbds_arrsetlen(r->draft, 0);
+        return 0;
+    }
+    if (n_tok > 0) memcpy(r->hist, t, (size_t)n_tok * sizeof *t);
+    r->hist[n_tok] = r->pending;
+    if (r->draft_ctx) {
+        infer_error e;
+        n = infer__spec_draft_model(r->draft_ctx, r->seq, r->hist, n_tok + 1, n, r->draft, &e);
+    } else {
+        /* matches of 3 tokens, else 2: a lone recurring token ("the", a
+           comma) predicts what follows too seldom to pay for its pass (on
+           SmolLM2 rewriting a paragraph, acceptance 38% with single-token
+           matches and a loss of speed, 52% without) */
+        n = infer__spec_lookup(r->hist, n_tok + 1, 2, 3, n, r->draft);
+    }
+    stbds_arrsetlen(r->draft, n);
+    return n;
+}
+
+/* The pass fed r's pending token and its draft at logits rows pos..: row
+   pos + j follows the pending token and draft[0..j). Samples from each
+   row in turn as without a draft, going on while the token drawn is the
+   draft's next (already in the cache); then rolls the cache back to the
+   tokens kept, the last one drawn pending as usual. */
+static void infer__req_verify(infer_request *r, int pos) {
+    infer__sched *s = r->sched;
+    infer_context *c = s->c;
+    int n = (int)stbds_arrlen(r->draft), j, keep, accepted = 0, alive = 1, n_past;
+    for (j = 0;; j++) {
+        if (!infer__req_sample(r, infer_get_logits(c, pos + j))) {
+            alive = 0; /* ended: the token drawn is not kept */
+            keep = j + 1;
+            break;
+        }
+        if (j == n || r->pending != r->draft[j]) {
+            keep = j + 1; /* the token drawn is fed by the next pass */
+            break;
+        }
+        accepted++;
+        r->has_pending = 0; /* it is in the cache already */
+        if (r->ending) {
+            keep = j + 2;
+            break;
+        }
+    }
+    n_past = infer_seq_n_past(c, r->seq);
+    if (n + 1 > keep) infer_seq_truncate(c, r->seq, n_past - (n + 1 - keep));
+    infer__mutex_lock(&s->mu);
+    r->metrics.n_draft_tokens += n;
+    r->metrics.n_draft_accepted += accepted;
+    infer__mutex_unlock(&s->mu);
+    stbds_arrsetlen(r->draft, 0);
+    if (alive && r->ending && !r->has_pending) infer__req_end(r, INFER_OK, NULL);
+}
+
 /* ---- a pass: one forward pass over the open requests ---- */
 
 /* Whether the pass's request i may take part: the first open request of its
@@ -683,6 +760,7 @@ static void infer__sched_end_all(infer__sched *s, infer_status st, const char *m
 static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     infer_context *c = s->c;
     int n_batch = c->n_batch, n = infer__pass_collect(s), i, n_gen = 0, n_prompt = 0, left = 0, k, pos, progress = 0;
+    int n_draft = 0;
     infer_batch b;
     infer_error err;
     infer_status st;
@@ -769,6 +847,19 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         s->rr++;
         n_gen = fit;
     }
+    /* drafts for the generating requests that speculate, within the batch
+       and, stepped within a budget, within what the budget is expected to
+       hold (a draft never makes a pass overrun it) */
+    k = n_batch - n_gen;
+    if (limit_ms >= 0 && infer__sched_estimate(s, n_gen) >= 0)
+        while (k > 0 && infer__sched_estimate(s, n_gen + k) > limit_ms) k--;
+    for (i = 0; i < n; i++) {
+        infer_request *r = s->pass[i];
+        if (!r || !s->take[i] || r->state != INFER__RQ_GEN || !r->spec_max || n_draft >= k) continue;
+        s->take[i] += infer__req_draft(r, k - n_draft);
+        n_draft += s->take[i] - 1;
+    }
+    n_gen += n_draft; /* from here on: the generating requests' tokens */
     /* how many prompt tokens this pass takes */
     k = INFER__MAX(0, INFER__MIN(left, n_batch - n_gen));
     if (k > 0 && limit_ms >= 0) {
@@ -804,11 +895,17 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
     pos = 0;
     for (i = 0; i < n; i++) {
         infer_request *r = s->pass[i];
+        int j;
         if (!r || !s->take[i]) continue;
         s->btok[pos] = r->pending;
         s->bseq[pos] = r->seq;
         s->blog[pos] = !r->ending;
         pos++;
+        for (j = 1; j < s->take[i]; j++, pos++) { /* its draft, every row's logits kept */
+            s->btok[pos] = r->draft[j - 1];
+            s->bseq[pos] = r->seq;
+            s->blog[pos] = 1;
+        }
     }
     for (i = 0; i < n && pos < n_gen + k; i++) {
         infer_request *r = s->pass[i];
@@ -859,8 +956,9 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         if (!r || !s->take[i] || r->state != INFER__RQ_GEN) continue;
         r->has_pending = 0;
         if (r->ending) infer__req_end(r, INFER_OK, NULL);
+        else if (s->take[i] > 1) infer__req_verify(r, pos);
         else infer__req_sample(r, infer_get_logits(c, pos));
-        pos++;
+        pos += s->take[i];
     }
     for (i = 0; i < n; i++) {
         infer_request *r = s->pass[i];
@@ -945,6 +1043,8 @@ static void infer__req_free_fields(infer_request *r) {
     stbds_arrfree(r->reply);
     INFER_FREE(r->copy_to);
     INFER_FREE(r->think_end);
+    stbds_arrfree(r->draft);
+    stbds_arrfree(r->hist);
     stbds_arrfree(r->hold);
     stbds_arrfree(r->top);
     stbds_arrfree(r->prompt);
@@ -979,6 +1079,22 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     r->n_predict = p->n_predict;
     r->n_probs = p->n_probs;
     r->cache_prompt = p->cache_prompt;
+    r->spec_max = INFER__MAX(p->lookup, 0);
+    if (p->draft) {
+        if (p->draft == c || infer_model_n_vocab(p->draft->model) != infer_model_n_vocab(m)) {
+            infer__set_error(err, INFER_ERR_ARG, p->draft == c ? "the draft context is the request's own"
+                             : "the draft model's vocabulary (%d tokens) is not the model's (%d)",
+                             infer_model_n_vocab(p->draft->model), infer_model_n_vocab(m));
+            return INFER_ERR_ARG;
+        }
+        if (p->seq >= infer_context_n_seq(p->draft)) {
+            infer__set_error(err, INFER_ERR_ARG, "the draft context has %d sequences; the request's is %d",
+                             infer_context_n_seq(p->draft), p->seq);
+            return INFER_ERR_ARG;
+        }
+        r->draft_ctx = p->draft;
+        r->spec_max = INFER__MAX(p->draft_n, 0);
+    }
     r->feed_last = 1;
     r->status = INFER_OK;
     r->t_start = infer__now_ms();

@@ -147,6 +147,7 @@ def main():
         check_bad_requests(srv, client, openai)
         check_real_clients(infer, model, srv, client, openai)
         check_prompt_reuse(srv, client)
+        check_speculative(srv)
     finally:
         log = srv.stop()
     check("stopping" in log, "SIGTERM stops the server cleanly")
@@ -305,6 +306,12 @@ def check_bad_requests(srv, client, openai):
          "response_format", "an unknown response_format"),
         ('{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", '
          '"json_schema": {"schema": {"type": "frobnicate"}}}}', 400, None, "response_format", "a schema it cannot read"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "speculative": 8}', 400, None, "speculative",
+         "speculative that is not an object"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "speculative": {"draft": 1}}', 400, None, "speculative",
+         "speculative with a field it does not take"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "speculative": {"lookup": 65}}', 400, None, "lookup",
+         "a lookup beyond 64"),
         ('{"messages": [{"role": "user", "content": "' + "word " * 600 + '"}]}', 400, "context_length_exceeded",
          "messages", "a prompt longer than the context"),
     ]
@@ -443,6 +450,29 @@ def check_prompt_reuse(srv, client):
     c2 = client.completions.create(model="smollm", prompt=p + c1.choices[0].text, max_tokens=8, temperature=0)
     check(cached(c2.usage) is not None and cached(c2.usage) >= c1.usage.prompt_tokens - 1,
           "a completion extending the last reuses its prompt (%s of %d)" % (cached(c2.usage), c2.usage.prompt_tokens))
+
+
+def check_speculative(srv):
+    """A request's "speculative": {"lookup": N}: the same greedy reply as
+    without, its drafts counted in the timings (a paragraph to rewrite, so
+    some are accepted)."""
+    para = ("The old lighthouse stood at the edge of the cliff for more then two hundred years. Every night the "
+            "keeper climbed the narrow stairs, lit the great lamp and watched the ships pass safely.")
+    msgs = [{"role": "user", "content": "Rewrite this paragraph with small changes:\n\n" + para}]
+    replies = []
+    for extra in ({}, {"speculative": {"lookup": 8}}):
+        body = dict(messages=msgs, max_tokens=40, temperature=0, **extra)
+        got, text = curl(srv.url + "/v1/chat/completions", body=json.dumps(body))
+        check(got == 200, "a chat with %s answers" % (extra or "no speculation"))
+        replies.append(json.loads(text) if got == 200 else {})
+    plain, spec = replies
+    content = [r.get("choices", [{}])[0].get("message", {}).get("content") for r in replies]
+    check(content[0] is not None and content[0] == content[1],
+          "speculative lookup keeps the greedy reply (%r)" % (content[0] or "")[:40])
+    t = spec.get("timings", {})
+    check(t.get("draft_n", 0) > 0 and 0 < t.get("draft_n_accepted", 0) <= t["draft_n"],
+          "the timings count drafted and accepted tokens (%s of %s)" % (t.get("draft_n_accepted"), t.get("draft_n")))
+    check("draft_n" not in plain.get("timings", {}), "no draft counts without speculation")
 
 
 def check_queue_and_disconnect(srv, openai):

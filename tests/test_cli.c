@@ -141,6 +141,10 @@ Test(cli, bad_flags_and_values) {
         {"run -m %s -p hi --kv-type q8_0", "multiple of 32"}, /* stories260K's heads are 8 values */
         {"chat -m %s --kv-type f32", "--kv-type"},
         {"bench -m %s --kv-type bf16", "--kv-type"},
+        {"run -m %s --lookup -1", "--lookup"},
+        {"run -m %s --lookup 65", "--lookup"},
+        {"run -m %s --lookup 4 --beams 2", "--lookup"},
+        {"bench -m %s --lookup 99", "--lookup"},
         {"eval -m %s", "--tokens"},
         {"eval -m %s --tokens 'one two'", "one"},
         {"eval -m %s --tokens ''", "--tokens|token"},
@@ -433,6 +437,35 @@ Test(cli, run_seeded_sampling_is_reproducible) {
     }
     cr_assert(differs, "seeds 1 to 4 all gave seed 42's tokens");
     tu_json_free(a);
+}
+
+/* --lookup: the same greedy tokens, drafts counted in the metrics (a
+   story that repeats its phrases, so some are accepted), and the text
+   line's acceptance rate. */
+Test(cli, run_lookup_keeps_the_greedy_tokens) {
+    tu_json *a, *b;
+    int ta[64], tb[64], na, nb, status;
+    const tu_json *mt;
+    char args[1024], *err;
+    need_shared();
+    a = run_json("-p \"Tom had a red ball. Tom liked the red ball. One day, Tom\" -n 60 --temp 0", NULL);
+    b = run_json("-p \"Tom had a red ball. Tom liked the red ball. One day, Tom\" -n 60 --temp 0 --lookup 5", NULL);
+    token_list(a, ta, &na);
+    token_list(b, tb, &nb);
+    cr_assert_eq(na, nb);
+    cr_assert_eq(memcmp(ta, tb, sizeof(int) * (size_t)(na < 64 ? na : 64)), 0, "--lookup changed the greedy tokens");
+    mt = field(b, "metrics", TU_OBJ);
+    cr_expect_gt(field(mt, "draft_tokens", TU_NUM)->num, 0, "nothing was drafted");
+    cr_expect_gt(field(mt, "draft_accepted", TU_NUM)->num, 0, "no draft token was accepted");
+    cr_expect_eq(field(field(a, "metrics", TU_OBJ), "draft_tokens", TU_NUM)->num, 0);
+    tu_json_free(a);
+    tu_json_free(b);
+    snprintf(args, sizeof args, "run -m %s -p \"Tom had a red ball. Tom liked the red ball. One day, Tom\" -n 60 "
+             "--temp 0 --lookup 5", model_path());
+    err = cli_stderr(args, &status);
+    cr_assert_eq(status, 0, "%s", err);
+    cr_expect(strstr(err, "acceptance rate"), "no acceptance rate in the timing lines:\n%s", err);
+    free(err);
 }
 
 /* ---- tokenize ------------------------------------------------------------------- */

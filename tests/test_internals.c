@@ -84,6 +84,8 @@
 
 #include "test_sequence.c"
 
+#include "test_speculate.c"
+
 #define check simd__check
 #include "test_simd.c"
 #undef check
