@@ -8755,7 +8755,10 @@ INFER__AVX2 static float infer__avx2_f16_dot(int n, const void *w, const void *x
 }
 
 /* F16 GEMM: a tile of up to 3 rows x 3 tokens, 8 values a step, each row
-   and token widened once per tile; the tail of n % 8 in scalar */
+   and token widened once per tile; the tail of n % 8 as one more step,
+   zero-padded, so that value i is summed in lane i % 8 at step i / 8
+   whatever n is: attention's p.V over a tile cut at the pass's last key
+   then gives a token the sums it gets alone (zeros add exactly) */
 INFER__AVX2_INLINE void infer__avx2_f16_tile(int R, int T, int n, const uint16_t *w, size_t w_stride,
                                               const uint16_t *x, size_t x_stride, float *y, size_t ldy) {
 #define INFER__F16_BODY(R, T)                                                                                         \
@@ -8771,15 +8774,21 @@ INFER__AVX2_INLINE void infer__avx2_f16_tile(int R, int T, int n, const uint16_t
                 for (r_ = 0; r_ < R; r_++) acc[r_][t_] = _mm256_fmadd_ps(wv[r_], xv_, acc[r_][t_]);                   \
             }                                                                                                         \
         }                                                                                                             \
-        for (t_ = 0; t_ < T; t_++)                                                                                    \
+        if (i_ < n) {                                                                                                 \
+            uint16_t pad_[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                              \
             for (r_ = 0; r_ < R; r_++) {                                                                              \
-                const uint16_t *a_ = (const uint16_t *)((const uint8_t *)w + r_ * w_stride);                          \
-                const uint16_t *b_ = (const uint16_t *)((const uint8_t *)x + t_ * x_stride);                          \
-                float s_ = infer__avx2_hsum(acc[r_][t_]);                                                             \
-                int k_;                                                                                               \
-                for (k_ = i_; k_ < n; k_++) s_ += infer__fp16_to_fp32(a_[k_]) * infer__fp16_to_fp32(b_[k_]);         \
-                y[(size_t)t_ * ldy + r_] = s_;                                                                        \
+                memcpy(pad_, (const uint16_t *)((const uint8_t *)w + r_ * w_stride) + i_, (size_t)(n - i_) * 2);      \
+                wv[r_] = INFER__LOADH(pad_);                                                                          \
             }                                                                                                         \
+            for (t_ = 0; t_ < T; t_++) {                                                                              \
+                __m256 xv_;                                                                                           \
+                memcpy(pad_, (const uint16_t *)((const uint8_t *)x + t_ * x_stride) + i_, (size_t)(n - i_) * 2);      \
+                xv_ = INFER__LOADH(pad_);                                                                             \
+                for (r_ = 0; r_ < R; r_++) acc[r_][t_] = _mm256_fmadd_ps(wv[r_], xv_, acc[r_][t_]);                   \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (t_ = 0; t_ < T; t_++)                                                                                    \
+            for (r_ = 0; r_ < R; r_++) y[(size_t)t_ * ldy + r_] = infer__avx2_hsum(acc[r_][t_]);                      \
     } while (0)
     if (R == 3 && T == 3) { INFER__F16_BODY(3, 3); return; }
     if (R == 3 && T == 2) { INFER__F16_BODY(3, 2); return; }
@@ -12343,17 +12352,20 @@ static void infer__weights_free(infer_model *m) {
 /* ---- attention.c: the KV cache and attention over it ---- */
 #define INFER__ATT_TILE 64 /* keys per tile */
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
-/* A pass of a few tokens deep in its context splits each item's keys into
-   up to INFER__ATT_SPLITS runs, so that every worker streams the cache
-   (flash-decoding): see infer__attn_item. The runs keep their scores in
-   the context (infer_context.attn_scores), at most INFER__ATT_SCORES
-   floats: tokens x heads x the context's positions. */
+/* A pass of a few tokens past the first run of keys splits each item's
+   keys into runs, so that every worker streams the cache
+   (flash-decoding): see infer__attn_item. The runs are fixed positions,
+   INFER__ATT_SPLITS of them over the context (infer_context.attn_split_len
+   keys each), so a token's sums are the same whatever else its pass holds
+   and on any number of workers: a draft verified in one pass gives the
+   logits one-token passes give. The runs keep their scores in the context
+   (infer_context.attn_scores), at most INFER__ATT_SCORES floats: tokens x
+   heads x the context's positions. */
 #define INFER__ATT_SPLITS 8
 #define INFER__ATT_SPLIT_TOKENS 16
-#define INFER__ATT_SCORES (1 << 20)
+#define INFER__ATT_SCORES (1 << 22)
 /* scores an unsplit item keeps between its passes (rows x keys) */
 #define INFER__ATT_KEPT (1 << 14)
-#define INFER__ATT_SPLIT_KEYS 256 /* keys per run, at least */
 
 /* The cache itself (infer__kv_cache) is in backend.h: a GPU reads it too. */
 
@@ -12390,6 +12402,7 @@ typedef struct infer__attn_batch {
        token t, head h at scores + (t * n_heads + h) * scores_ld, by key
        from the item's first */
     int n_splits, phase;
+    int split_len; /* keys per run: run r is positions [r * split_len, (r + 1) * split_len) */
     float *part, *scores;
     size_t scores_ld;
 } infer__attn_batch;
@@ -12495,6 +12508,7 @@ struct infer_context {
     float *attn_part;   /* split attention's partial results (infer__attn_batch.part) */
     float *attn_scores; /* and its scores (.scores, rows of n_ctx) */
     int attn_split_tokens; /* the most tokens a pass may have to be split: what attn_scores holds */
+    int attn_split_len;    /* keys per run of a split pass (infer__attn_batch.split_len) */
     int match_llama; /* sums in llama.cpp's order (infer_context_params.match_llama) */
     void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_rows rows */
     size_t xq_row_max;  /* bytes of one converted row, largest case */
@@ -12704,7 +12718,8 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
 static void infer__rows_dot(const infer__kernels *kern, infer_type wt, int n, const void *w, size_t w_stride,
                             int n_rows, const void *x, size_t x_stride, int n_tok, float *y, size_t ldy) {
     int r, t;
-    if (kern->gemm[wt] && n_tok > 1) {
+    /* one token too (a row alone sums as it does among others) */
+    if (kern->gemm[wt]) {
         kern->gemm[wt](n, w, w_stride, n_rows, x, x_stride, n_tok, y, ldy);
         return;
     }
@@ -12770,10 +12785,9 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
 #define INFER__ATT_KEPT_ROW(i) /* row i's kept scores, by key from key_lo */ \
     (split ? b->scores + ((size_t)INFER__ATT_T(i) * b->n_heads + INFER__ATT_H(i)) * b->scores_ld : sc->kept + (size_t)(i) * n_keys)
 
-    if (split) { /* this run's share of the keys, whole tiles */
-        int tiles = (n_keys + INFER__ATT_TILE - 1) / INFER__ATT_TILE;
-        a = key_lo + tiles * run / b->n_splits * INFER__ATT_TILE;
-        e = INFER__MIN(key_hi, key_lo + tiles * (run + 1) / b->n_splits * INFER__ATT_TILE);
+    if (split) { /* this run's positions (none: a max of -inf, a sum and p.V of 0) */
+        a = INFER__MAX(key_lo, run * b->split_len);
+        e = INFER__MIN(key_hi, (run + 1) * b->split_len);
     }
     /* rows i = (token - t0) * group + head within the group */
     for (i = 0; i < nq; i++) {
@@ -13202,9 +13216,12 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     }
     c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
-    /* split attention (a worker or more to share it): as many tokens as
-       INFER__ATT_SCORES holds the scores of, up to INFER__ATT_SPLIT_TOKENS */
-    c->attn_split_tokens = c->n_threads < 2 ? 0 : INFER__MIN(INFER__ATT_SPLIT_TOKENS, INFER__ATT_SCORES / (m->n_heads * c->n_ctx));
+    /* split attention: as many tokens as INFER__ATT_SCORES holds the scores
+       of, up to INFER__ATT_SPLIT_TOKENS, on one worker too (its sums are
+       every worker count's); runs of whole tiles, INFER__ATT_SPLITS of them
+       cover the context */
+    c->attn_split_tokens = INFER__MIN(INFER__ATT_SPLIT_TOKENS, INFER__ATT_SCORES / (m->n_heads * c->n_ctx));
+    c->attn_split_len = INFER__ATT_TILE * ((c->n_ctx + INFER__ATT_TILE * INFER__ATT_SPLITS - 1) / (INFER__ATT_TILE * INFER__ATT_SPLITS));
     if (c->attn_split_tokens > 0) {
         c->attn_part = (float *)infer__ctx_alloc(
             c, (size_t)c->attn_split_tokens * m->n_heads * INFER__ATT_SPLITS * ((size_t)m->head_dim + 2), sizeof(float), &ok);
@@ -13635,6 +13652,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     ab.layer = l;
     ab.window = m->layers[l].window;
     ab.n_splits = ps->attn_splits;
+    ab.split_len = c->attn_split_len;
     ab.phase = phase;
     ab.scores_ld = (size_t)c->n_ctx;
     for (g = 0, first = 0;;) { /* first: the count's index of run g's first item */
@@ -13812,27 +13830,21 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 }
 
 /* How many runs to split each attention item's keys into for a pass of n
-   tokens (infer__attn_item): with few tokens (generation, a short batch)
-   deep in a context,
-   the items (a KV head and a block of tokens each) are fewer than the
-   workers can share evenly, so each is split into runs of at least
-   INFER__ATT_SPLIT_KEYS keys, up to INFER__ATT_SPLITS, while the items
-   number under four a worker. */
+   tokens (infer__attn_item): with few tokens (generation, a draft's
+   verification) past the first run, the runs that hold keys (the items, a
+   KV head and a block of tokens each, are too few to share among the
+   workers). A token whose keys all lie in the first run has the sums of
+   an unsplit pass, so splitting or not never changes a token's logits. */
 static int infer__attn_split_runs(const infer_context *c, int n, int n_groups) {
-    const infer_model *m = c->model;
-    int g, keys = 0, items = 0, runs;
+    int g, keys = 0;
     if (n > c->attn_split_tokens) return 1;
     if (c->match_llama && c->kv.type == INFER_TYPE_F16) return 1; /* llama.cpp's order: one run */
     for (g = 0; g < n_groups; g++) {
         const infer__group *G = &c->groups[g];
-        int per = INFER__MAX(1, INFER__ATT_ROWS / (m->n_heads / m->n_kv_heads));
         keys = INFER__MAX(keys, G->pos0 + G->n);
         if (G->pos0 + G->n > c->n_ctx) return 1; /* past what attn_scores' rows hold */
-        items += (G->n + per - 1) / per * m->n_kv_heads;
     }
-    if (items >= 4 * c->n_threads) return 1;
-    runs = INFER__MIN(INFER__ATT_SPLITS, keys / INFER__ATT_SPLIT_KEYS);
-    return INFER__MAX(1, INFER__MIN(runs, (4 * c->n_threads + items - 1) / items));
+    return INFER__MIN(INFER__ATT_SPLITS, (keys + c->attn_split_len - 1) / c->attn_split_len);
 }
 
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
@@ -24442,6 +24454,9 @@ static int infer__req_draft(infer_request *r, int room) {
     stbds_arrsetlen(r->draft, 0);
     n = INFER__MIN(INFER__MIN(r->spec_max, room), infer_context_n_ctx(c) - n_past - 1);
     n = INFER__MIN(n, r->n_predict - r->n_sampled - 1); /* past that, no token would be drawn for it */
+    /* a pass that splits its attention as one token's does (a verification
+       longer would sum its keys otherwise: logits unlike one-token passes') */
+    n = INFER__MIN(n, c->attn_split_tokens - 1);
     if (n <= 0 || r->ending || !r->has_pending) return 0;
     while (n > 0 && !infer__kv_can_rewind(&c->kv, c->model, n_past + 1 + n, n_past + 1)) n--;
     t = infer_seq_tokens(c, r->seq, &n_tok);

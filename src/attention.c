@@ -142,7 +142,8 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
 static void infer__rows_dot(const infer__kernels *kern, infer_type wt, int n, const void *w, size_t w_stride,
                             int n_rows, const void *x, size_t x_stride, int n_tok, float *y, size_t ldy) {
     int r, t;
-    if (kern->gemm[wt] && n_tok > 1) {
+    /* one token too (a row alone sums as it does among others) */
+    if (kern->gemm[wt]) {
         kern->gemm[wt](n, w, w_stride, n_rows, x, x_stride, n_tok, y, ldy);
         return;
     }
@@ -208,10 +209,9 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
 #define INFER__ATT_KEPT_ROW(i) /* row i's kept scores, by key from key_lo */ \
     (split ? b->scores + ((size_t)INFER__ATT_T(i) * b->n_heads + INFER__ATT_H(i)) * b->scores_ld : sc->kept + (size_t)(i) * n_keys)
 
-    if (split) { /* this run's share of the keys, whole tiles */
-        int tiles = (n_keys + INFER__ATT_TILE - 1) / INFER__ATT_TILE;
-        a = key_lo + tiles * run / b->n_splits * INFER__ATT_TILE;
-        e = INFER__MIN(key_hi, key_lo + tiles * (run + 1) / b->n_splits * INFER__ATT_TILE);
+    if (split) { /* this run's positions (none: a max of -inf, a sum and p.V of 0) */
+        a = INFER__MAX(key_lo, run * b->split_len);
+        e = INFER__MIN(key_hi, (run + 1) * b->split_len);
     }
     /* rows i = (token - t0) * group + head within the group */
     for (i = 0; i < nq; i++) {

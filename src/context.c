@@ -207,9 +207,12 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     }
     c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
-    /* split attention (a worker or more to share it): as many tokens as
-       INFER__ATT_SCORES holds the scores of, up to INFER__ATT_SPLIT_TOKENS */
-    c->attn_split_tokens = c->n_threads < 2 ? 0 : INFER__MIN(INFER__ATT_SPLIT_TOKENS, INFER__ATT_SCORES / (m->n_heads * c->n_ctx));
+    /* split attention: as many tokens as INFER__ATT_SCORES holds the scores
+       of, up to INFER__ATT_SPLIT_TOKENS, on one worker too (its sums are
+       every worker count's); runs of whole tiles, INFER__ATT_SPLITS of them
+       cover the context */
+    c->attn_split_tokens = INFER__MIN(INFER__ATT_SPLIT_TOKENS, INFER__ATT_SCORES / (m->n_heads * c->n_ctx));
+    c->attn_split_len = INFER__ATT_TILE * ((c->n_ctx + INFER__ATT_TILE * INFER__ATT_SPLITS - 1) / (INFER__ATT_TILE * INFER__ATT_SPLITS));
     if (c->attn_split_tokens > 0) {
         c->attn_part = (float *)infer__ctx_alloc(
             c, (size_t)c->attn_split_tokens * m->n_heads * INFER__ATT_SPLITS * ((size_t)m->head_dim + 2), sizeof(float), &ok);

@@ -9,17 +9,20 @@
 /* ---- attention.c: the KV cache and attention over it ---- */
 #define INFER__ATT_TILE 64 /* keys per tile */
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
-/* A pass of a few tokens deep in its context splits each item's keys into
-   up to INFER__ATT_SPLITS runs, so that every worker streams the cache
-   (flash-decoding): see infer__attn_item. The runs keep their scores in
-   the context (infer_context.attn_scores), at most INFER__ATT_SCORES
-   floats: tokens x heads x the context's positions. */
+/* A pass of a few tokens past the first run of keys splits each item's
+   keys into runs, so that every worker streams the cache
+   (flash-decoding): see infer__attn_item. The runs are fixed positions,
+   INFER__ATT_SPLITS of them over the context (infer_context.attn_split_len
+   keys each), so a token's sums are the same whatever else its pass holds
+   and on any number of workers: a draft verified in one pass gives the
+   logits one-token passes give. The runs keep their scores in the context
+   (infer_context.attn_scores), at most INFER__ATT_SCORES floats: tokens x
+   heads x the context's positions. */
 #define INFER__ATT_SPLITS 8
 #define INFER__ATT_SPLIT_TOKENS 16
-#define INFER__ATT_SCORES (1 << 20)
+#define INFER__ATT_SCORES (1 << 22)
 /* scores an unsplit item keeps between its passes (rows x keys) */
 #define INFER__ATT_KEPT (1 << 14)
-#define INFER__ATT_SPLIT_KEYS 256 /* keys per run, at least */
 
 /* The cache itself (infer__kv_cache) is in backend.h: a GPU reads it too. */
 
@@ -56,6 +59,7 @@ typedef struct infer__attn_batch {
        token t, head h at scores + (t * n_heads + h) * scores_ld, by key
        from the item's first */
     int n_splits, phase;
+    int split_len; /* keys per run: run r is positions [r * split_len, (r + 1) * split_len) */
     float *part, *scores;
     size_t scores_ld;
 } infer__attn_batch;
@@ -161,6 +165,7 @@ struct infer_context {
     float *attn_part;   /* split attention's partial results (infer__attn_batch.part) */
     float *attn_scores; /* and its scores (.scores, rows of n_ctx) */
     int attn_split_tokens; /* the most tokens a pass may have to be split: what attn_scores holds */
+    int attn_split_len;    /* keys per run of a split pass (infer__attn_batch.split_len) */
     int match_llama; /* sums in llama.cpp's order (infer_context_params.match_llama) */
     void *xq;           /* converted inputs: INFER__MAX_FUSED slots of n_rows rows */
     size_t xq_row_max;  /* bytes of one converted row, largest case */

@@ -190,6 +190,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     ab.layer = l;
     ab.window = m->layers[l].window;
     ab.n_splits = ps->attn_splits;
+    ab.split_len = c->attn_split_len;
     ab.phase = phase;
     ab.scores_ld = (size_t)c->n_ctx;
     for (g = 0, first = 0;;) { /* first: the count's index of run g's first item */
@@ -367,27 +368,21 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 }
 
 /* How many runs to split each attention item's keys into for a pass of n
-   tokens (infer__attn_item): with few tokens (generation, a short batch)
-   deep in a context,
-   the items (a KV head and a block of tokens each) are fewer than the
-   workers can share evenly, so each is split into runs of at least
-   INFER__ATT_SPLIT_KEYS keys, up to INFER__ATT_SPLITS, while the items
-   number under four a worker. */
+   tokens (infer__attn_item): with few tokens (generation, a draft's
+   verification) past the first run, the runs that hold keys (the items, a
+   KV head and a block of tokens each, are too few to share among the
+   workers). A token whose keys all lie in the first run has the sums of
+   an unsplit pass, so splitting or not never changes a token's logits. */
 static int infer__attn_split_runs(const infer_context *c, int n, int n_groups) {
-    const infer_model *m = c->model;
-    int g, keys = 0, items = 0, runs;
+    int g, keys = 0;
     if (n > c->attn_split_tokens) return 1;
     if (c->match_llama && c->kv.type == INFER_TYPE_F16) return 1; /* llama.cpp's order: one run */
     for (g = 0; g < n_groups; g++) {
         const infer__group *G = &c->groups[g];
-        int per = INFER__MAX(1, INFER__ATT_ROWS / (m->n_heads / m->n_kv_heads));
         keys = INFER__MAX(keys, G->pos0 + G->n);
         if (G->pos0 + G->n > c->n_ctx) return 1; /* past what attn_scores' rows hold */
-        items += (G->n + per - 1) / per * m->n_kv_heads;
     }
-    if (items >= 4 * c->n_threads) return 1;
-    runs = INFER__MIN(INFER__ATT_SPLITS, keys / INFER__ATT_SPLIT_KEYS);
-    return INFER__MAX(1, INFER__MIN(runs, (4 * c->n_threads + items - 1) / items));
+    return INFER__MIN(INFER__ATT_SPLITS, (keys + c->attn_split_len - 1) / c->attn_split_len);
 }
 
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,

@@ -64,7 +64,10 @@ INFER__AVX2 static float infer__avx2_f16_dot(int n, const void *w, const void *x
 }
 
 /* F16 GEMM: a tile of up to 3 rows x 3 tokens, 8 values a step, each row
-   and token widened once per tile; the tail of n % 8 in scalar */
+   and token widened once per tile; the tail of n % 8 as one more step,
+   zero-padded, so that value i is summed in lane i % 8 at step i / 8
+   whatever n is: attention's p.V over a tile cut at the pass's last key
+   then gives a token the sums it gets alone (zeros add exactly) */
 INFER__AVX2_INLINE void infer__avx2_f16_tile(int R, int T, int n, const uint16_t *w, size_t w_stride,
                                               const uint16_t *x, size_t x_stride, float *y, size_t ldy) {
 #define INFER__F16_BODY(R, T)                                                                                         \
@@ -80,15 +83,21 @@ INFER__AVX2_INLINE void infer__avx2_f16_tile(int R, int T, int n, const uint16_t
                 for (r_ = 0; r_ < R; r_++) acc[r_][t_] = _mm256_fmadd_ps(wv[r_], xv_, acc[r_][t_]);                   \
             }                                                                                                         \
         }                                                                                                             \
-        for (t_ = 0; t_ < T; t_++)                                                                                    \
+        if (i_ < n) {                                                                                                 \
+            uint16_t pad_[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                              \
             for (r_ = 0; r_ < R; r_++) {                                                                              \
-                const uint16_t *a_ = (const uint16_t *)((const uint8_t *)w + r_ * w_stride);                          \
-                const uint16_t *b_ = (const uint16_t *)((const uint8_t *)x + t_ * x_stride);                          \
-                float s_ = infer__avx2_hsum(acc[r_][t_]);                                                             \
-                int k_;                                                                                               \
-                for (k_ = i_; k_ < n; k_++) s_ += infer__fp16_to_fp32(a_[k_]) * infer__fp16_to_fp32(b_[k_]);         \
-                y[(size_t)t_ * ldy + r_] = s_;                                                                        \
+                memcpy(pad_, (const uint16_t *)((const uint8_t *)w + r_ * w_stride) + i_, (size_t)(n - i_) * 2);      \
+                wv[r_] = INFER__LOADH(pad_);                                                                          \
             }                                                                                                         \
+            for (t_ = 0; t_ < T; t_++) {                                                                              \
+                __m256 xv_;                                                                                           \
+                memcpy(pad_, (const uint16_t *)((const uint8_t *)x + t_ * x_stride) + i_, (size_t)(n - i_) * 2);      \
+                xv_ = INFER__LOADH(pad_);                                                                             \
+                for (r_ = 0; r_ < R; r_++) acc[r_][t_] = _mm256_fmadd_ps(wv[r_], xv_, acc[r_][t_]);                   \
+            }                                                                                                         \
+        }                                                                                                             \
+        for (t_ = 0; t_ < T; t_++)                                                                                    \
+            for (r_ = 0; r_ < R; r_++) y[(size_t)t_ * ldy + r_] = infer__avx2_hsum(acc[r_][t_]);                      \
     } while (0)
     if (R == 3 && T == 3) { INFER__F16_BODY(3, 3); return; }
     if (R == 3 && T == 2) { INFER__F16_BODY(3, 2); return; }

@@ -81,6 +81,8 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     b.q = q, b.out = out, b.ldq = b.ldo = dim;
     b.ordered = ordered;
     b.n_splits = splits, b.part = part, b.scores = scores, b.scores_ld = (size_t)n_ctx;
+    /* runs of whole tiles, `splits` of them over the context, as a context has them */
+    b.split_len = INFER__ATT_TILE * ((n_ctx + INFER__ATT_TILE * splits - 1) / (INFER__ATT_TILE * splits));
     /* split: every run's phase 1, then every run's phase 2, then the merge */
     for (phase = splits > 1; phase <= (splits > 1 ? 2 : 0); phase++) {
         b.phase = phase;
