@@ -24454,9 +24454,10 @@ static int infer__req_draft(infer_request *r, int room) {
     stbds_arrsetlen(r->draft, 0);
     n = INFER__MIN(INFER__MIN(r->spec_max, room), infer_context_n_ctx(c) - n_past - 1);
     n = INFER__MIN(n, r->n_predict - r->n_sampled - 1); /* past that, no token would be drawn for it */
-    /* a pass that splits its attention as one token's does (a verification
-       longer would sum its keys otherwise: logits unlike one-token passes') */
-    n = INFER__MIN(n, c->attn_split_tokens - 1);
+    /* on the CPU, a pass that splits its attention as one token's does (a
+       verification longer would sum its keys otherwise: logits unlike
+       one-token passes') */
+    if (!c->gpu) n = INFER__MIN(n, c->attn_split_tokens - 1);
     if (n <= 0 || r->ending || !r->has_pending) return 0;
     while (n > 0 && !infer__kv_can_rewind(&c->kv, c->model, n_past + 1 + n, n_past + 1)) n--;
     t = infer_seq_tokens(c, r->seq, &n_tok);
