@@ -55,6 +55,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->threads = 2;
     o->parallel = 1;
     o->depth = 0;
+    o->lookup = 0;
     o->device = INFER_DEVICE_AUTO;
     o->kv_type = INFER_TYPE_F16;
     for (i = 2; i < argc; i++) {
