@@ -205,6 +205,18 @@ static char *cli_stderr(const char *args, int *status) {
     return tu_run(cmd, status);
 }
 
+/* `infer run` on model path with flags fails with one line naming what. */
+static void expect_one_line_error(const char *path, const char *flags, const char *what) {
+    char args[1400];
+    char *out;
+    int status;
+    snprintf(args, sizeof args, "run -m '%s' -p x %s", path, flags);
+    out = cli_stderr(args, &status);
+    cr_assert_neq(status, 0, "%s", flags);
+    cr_assert(strstr(out, what) && strchr(out, '\n') == out + strlen(out) - 1, "%s: %s", flags, out);
+    free(out);
+}
+
 Test(progress, cli_warns_past_the_trained_context) {
     infer_model *m = load(NULL);
     char path[1024], args[1400];
@@ -231,19 +243,7 @@ Test(progress, cli_warns_past_the_trained_context) {
     cr_assert_null(strstr(out, "trained context"), "%s", out);
     free(out);
     /* bad values: one line, a failing status */
-    snprintf(args, sizeof args, "run -m '%s' -p x --rope-scaling cubic", path);
-    out = cli_stderr(args, &status);
-    cr_assert_neq(status, 0);
-    cr_assert(strstr(out, "--rope-scaling") && strchr(out, '\n') == out + strlen(out) - 1, "%s", out);
-    free(out);
-    snprintf(args, sizeof args, "run -m '%s' -p x --rope-scale 0.5", path);
-    out = cli_stderr(args, &status);
-    cr_assert_neq(status, 0);
-    cr_assert(strstr(out, "--rope-scale") && strchr(out, '\n') == out + strlen(out) - 1, "%s", out);
-    free(out);
-    snprintf(args, sizeof args, "run -m '%s' -p x --rope-scaling linear", path);
-    out = cli_stderr(args, &status);
-    cr_assert_neq(status, 0);
-    cr_assert(strstr(out, "rope_scale") && strchr(out, '\n') == out + strlen(out) - 1, "%s", out);
-    free(out);
+    expect_one_line_error(path, "--rope-scaling cubic", "--rope-scaling");
+    expect_one_line_error(path, "--rope-scale 0.5", "--rope-scale");
+    expect_one_line_error(path, "--rope-scaling linear", "rope_scale");
 }
