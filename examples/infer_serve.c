@@ -7,7 +7,11 @@
    replies in flight decode together in one batched forward pass, and a new
    request joins the running batch at the next pass. A request that finds
    every sequence busy waits in a queue of --queue places; beyond it the
-   answer is 503. A client that disconnects cancels its request.
+   answer is 503. A client that disconnects cancels its request. With
+   --draft, a draft model's context of as many sequences (and positions)
+   mirrors the server's: a request on sequence i drafts in the draft
+   context's sequence i, which the worker brings to the request's tokens
+   each pass it drafts for.
 
    libmicrohttpd runs a thread per connection, so a handler may block while
    its reply is generated; it watches its socket meanwhile to notice a
@@ -87,6 +91,13 @@ typedef struct server {
     int think;
     int reasoning_budget;  /* --reasoning-budget: a request's default (-1: none) */
     int lookup;            /* --lookup: a request's default speculative draft by prompt lookup (0: none) */
+    /* --draft: a draft model and its context of n_slots sequences of n_ctx
+       positions (a request's sequence i drafts in its sequence i, stepped
+       by the worker with the request), and --draft-n: a request's default
+       draft length (0: the draft model unused) */
+    infer_model *draft_model;
+    infer_context *draft_ctx;
+    int draft_n;
     int n_ctx, n_slots, max_queue, n_threads;
     size_t max_body;
     const char *model_id, *api_key;
@@ -490,15 +501,26 @@ static int read_completion_fields(server *s, const cJSON *body, completion_call 
     cc->reasoning_budget = s->reasoning_budget;
     if (!read_int(body, "reasoning_budget", -1, 1e9, &cc->reasoning_budget, b)) return 0;
     /* speculative decoding: {"lookup": N} drafts up to N tokens a pass by
-       prompt lookup (0: none); the server's --lookup where not given */
+       prompt lookup (0: none), {"draft_n": N} up to N by --draft's model
+       (0: not it); the server's --lookup and --draft-n where not given.
+       Where the draft model drafts, lookup is not used (the library's rule) */
     cc->p.lookup = s->lookup;
-    if ((f = field(body, "speculative")) != NULL) {
-        const cJSON *k;
-        if (!cJSON_IsObject(f)) return bad(b, "speculative", "'speculative' must be an object such as {\"lookup\": 8}");
-        cJSON_ArrayForEach(k, f) if (strcmp(k->string, "lookup"))
-            return bad(b, "speculative", "'speculative' takes only \"lookup\" (prompt lookup's draft tokens), not \"%.64s\"",
-                       k->string);
-        if (!read_int(f, "lookup", 0, 64, &cc->p.lookup, b)) return 0;
+    {
+        int draft_n = s->draft_ctx ? s->draft_n : 0;
+        if ((f = field(body, "speculative")) != NULL) {
+            const cJSON *k;
+            if (!cJSON_IsObject(f)) return bad(b, "speculative", "'speculative' must be an object such as {\"lookup\": 8}");
+            cJSON_ArrayForEach(k, f) if (strcmp(k->string, "lookup") && strcmp(k->string, "draft_n"))
+                return bad(b, "speculative", "'speculative' takes only \"lookup\" (prompt lookup's draft tokens) and "
+                           "\"draft_n\" (the draft model's), not \"%.64s\"", k->string);
+            if (!read_int(f, "lookup", 0, 64, &cc->p.lookup, b) || !read_int(f, "draft_n", 0, 64, &draft_n, b)) return 0;
+            if (draft_n > 0 && !s->draft_ctx)
+                return bad(b, "draft_n", "'draft_n' needs a draft model: this server was started without --draft");
+        }
+        if (draft_n > 0) {
+            cc->p.draft = s->draft_ctx;
+            cc->p.draft_n = draft_n;
+        }
     }
     if ((f = field(body, "seed")) != NULL) {
         /* a 64-bit integer, checked before it is converted (beyond, undefined) */
@@ -1998,7 +2020,8 @@ static const char *serve_usage =
     "                   [--kv-type f16|q8_0] [--device cpu|cuda|auto] [--max-connections N]\n"
     "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
     "                   [--max-messages N] [--chat-template-file FILE] [--reasoning-budget N] [--lookup N]\n"
-    "                   [--rope-scaling none|linear|yarn] [--rope-scale F]   (as run: infer --help)\n"
+    "                   [--draft MODEL [--draft-n N]] [--rope-scaling none|linear|yarn] [--rope-scale F]\n"
+    "                   (as run: infer --help)\n"
     "  A prompt that takes over 2 s to read shows its progress on stderr.\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
     "  GET /v1/models[/ID], /health; and Anthropic's POST /v1/messages. Chats take tools and\n"
@@ -2007,7 +2030,9 @@ static const char *serve_usage =
     "  thinking.budget_tokens) ends reasoning after N tokens (default -1: never).\n"
     "  --lookup N: speculative decoding, each reply drafting up to N tokens a pass by prompt lookup\n"
     "  (its output unchanged; default 0: none); a request's \"speculative\": {\"lookup\": N} sets its own.\n"
-    "  The timings then count draft_n and draft_n_accepted.\n"
+    "  --draft MODEL: a draft model of the same vocabulary drafts --draft-n N tokens a pass (default 4)\n"
+    "  instead, in a context of its own with as many sequences; a request's \"speculative\":\n"
+    "  {\"draft_n\": N} sets its own (0: no draft). The timings then count draft_n and draft_n_accepted.\n"
     "  --parallel N replies decode together (default 4); --queue N more\n"
     "  wait for a sequence (default 16), beyond that 503. --port 0 picks a free port (printed).\n"
     "  --api-key KEY (or INFER_API_KEY): every request but /health needs Authorization: Bearer KEY\n"
@@ -2026,7 +2051,7 @@ static void on_signal(int sig) { (void)sig; }
 
 int infer_cmd_serve(int argc, char **argv) {
     server s;
-    const char *model = NULL, *host = "127.0.0.1", *alias = NULL, *template_file = NULL;
+    const char *model = NULL, *host = "127.0.0.1", *alias = NULL, *template_file = NULL, *draft = NULL;
     int port = 8080, i, rc = 1, sig, v6 = 0;
     infer_model_params mp = infer_model_default_params();
     infer_context_params cp = infer_context_default_params();
@@ -2086,6 +2111,10 @@ int infer_cmd_serve(int argc, char **argv) {
             ok = cli_int(v, &s.reasoning_budget) && s.reasoning_budget >= -1;
         } else if (!strcmp(a, "--lookup")) {
             ok = cli_int(v, &s.lookup) && s.lookup >= 0 && s.lookup <= 64;
+        } else if (!strcmp(a, "--draft")) {
+            draft = v;
+        } else if (!strcmp(a, "--draft-n")) {
+            ok = cli_int(v, &s.draft_n) && s.draft_n >= 1 && s.draft_n <= 64;
         } else if (!strcmp(a, "--max-grammar")) {
             int mg = 0;
             ok = cli_int(v, &mg) && mg >= 64;
@@ -2112,6 +2141,8 @@ int infer_cmd_serve(int argc, char **argv) {
         i++;
     }
     if (!model) return cli_fail("%s", "serve needs a model: infer serve -m MODEL.gguf");
+    if (s.draft_n && !draft) return cli_fail("%s", "--draft-n needs a draft model: --draft MODEL");
+    if (!s.draft_n) s.draft_n = 4;
     cli_rope_defaults(&mp);
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -2136,6 +2167,24 @@ int infer_cmd_serve(int argc, char **argv) {
     }
     s.n_ctx = infer_context_n_ctx(s.ctx);
     cli_context_warning(s.model, s.n_ctx, &mp);
+    if (draft) { /* the draft model's context: the server's sequences and positions */
+        infer_model_params dmp = infer_model_default_params();
+        dmp.device = mp.device;
+        if (!(s.draft_model = infer_model_load(draft, &dmp, &err))) {
+            fprintf(stderr, "infer: --draft: %s\n", err.msg);
+            goto done;
+        }
+        if (infer_model_n_vocab(s.draft_model) != infer_model_n_vocab(s.model)) {
+            fprintf(stderr, "infer: --draft: the draft model has %d tokens in its vocabulary, the model %d: they must be "
+                    "the same\n", infer_model_n_vocab(s.draft_model), infer_model_n_vocab(s.model));
+            goto done;
+        }
+        cp.n_ctx = s.n_ctx;
+        if (!(s.draft_ctx = infer_context_new(s.draft_model, &cp, &err))) {
+            fprintf(stderr, "infer: --draft: %s\n", err.msg);
+            goto done;
+        }
+    }
     s.tmpl = infer_chat_template_detect(s.model);
     { /* chats go through the model's own Jinja template, or the file's;
          one that cannot render a plain conversation falls back to the
@@ -2234,6 +2283,11 @@ int infer_cmd_serve(int argc, char **argv) {
             s.n_ctx, s.jinja ? (template_file ? template_file : "the model's own (Jinja)") : infer_chat_template_name(s.tmpl.kind),
             s.jinja && s.tool_fmt != INFER_TOOLS_NONE ? infer_tool_format_name(s.tool_fmt) : "described, generic calls",
             s.think ? ", reasoning <think>" : "");
+    if (s.draft_ctx) {
+        infer_model_describe(s.draft_model, desc, sizeof desc);
+        fprintf(stderr, "infer serve: draft model %s, %d sequences, up to %d draft tokens a pass\n", desc, s.n_slots,
+                s.draft_n);
+    }
     fprintf(stderr, "infer serve: listening on http://%s%s%s:%d%s\n", v6 ? "[" : "", host, v6 ? "]" : "", port,
             s.api_key ? " (API key required)" : "");
     fflush(stderr);
@@ -2248,6 +2302,8 @@ done:
     if (s.embed_ctx) infer_context_free(s.embed_ctx);
     if (s.ctx) infer_context_free(s.ctx);
     if (s.model) infer_model_free(s.model);
+    if (s.draft_ctx) infer_context_free(s.draft_ctx);
+    if (s.draft_model) infer_model_free(s.draft_model);
     if (s.slot_busy) {
         pthread_mutex_destroy(&s.mu);
         pthread_cond_destroy(&s.slot_freed);

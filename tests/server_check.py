@@ -153,6 +153,7 @@ def main():
     check("stopping" in log, "SIGTERM stops the server cleanly")
 
     check_chat_template_file(infer, model, openai)
+    check_draft_model(infer, model)
 
     # A server of one sequence and a queue of one: the full queue answers
     # 503, and a client that leaves frees the sequence.
@@ -312,6 +313,8 @@ def check_bad_requests(srv, client, openai):
          "speculative with a field it does not take"),
         ('{"messages": [{"role": "user", "content": "hi"}], "speculative": {"lookup": 65}}', 400, None, "lookup",
          "a lookup beyond 64"),
+        ('{"messages": [{"role": "user", "content": "hi"}], "speculative": {"draft_n": 2}}', 400, None, "draft_n",
+         "a draft_n on a server without --draft"),
         ('{"messages": [{"role": "user", "content": "' + "word " * 600 + '"}]}', 400, "context_length_exceeded",
          "messages", "a prompt longer than the context"),
     ]
@@ -473,6 +476,63 @@ def check_speculative(srv):
     check(t.get("draft_n", 0) > 0 and 0 < t.get("draft_n_accepted", 0) <= t["draft_n"],
           "the timings count drafted and accepted tokens (%s of %s)" % (t.get("draft_n_accepted"), t.get("draft_n")))
     check("draft_n" not in plain.get("timings", {}), "no draft counts without speculation")
+
+
+def check_draft_model(infer, model):
+    """--draft: bench/make_model.py's test-draft and test-target (one
+    synthetic vocabulary, random weights): greedy replies the same with the
+    draft and without (draft_n 0), two at once on two sequences too, the
+    drafts counted in the timings; a bad draft_n is a 400; a draft model of
+    another vocabulary (SmolLM2's) stops the server at start, in one line."""
+    import tempfile
+    make = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "make_model.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        draft, target = os.path.join(tmp, "draft.gguf"), os.path.join(tmp, "target.gguf")
+        made = [subprocess.run([sys.executable, make, shape, "f32", "--seed", seed, "-o", path], capture_output=True,
+                               timeout=120).returncode == 0
+                for shape, seed, path in (("test-draft", "1", draft), ("test-target", "2", target))]
+        if not all(made):
+            print("skip --draft checks: bench/make_model.py needs numpy and gguf")
+            return
+        out = subprocess.run([infer, "serve", "-m", target, "--port", "0", "--draft", model], capture_output=True,
+                             text=True, timeout=120)
+        check(out.returncode == 1 and out.stderr.count("\n") == 1 and "vocabulary" in out.stderr,
+              "a draft model of another vocabulary stops the server at start, in one line (%r)" % out.stderr)
+        srv = Server(infer, target, "--draft", draft, "--draft-n", "4", "--parallel", "2", "-c", "256")
+        try:
+            check("draft model" in srv.text(), "the server names its draft model")
+            url = srv.url + "/v1/completions"
+
+            def complete(prompt, spec, out, i):
+                body = {"prompt": prompt, "max_tokens": 32, "temperature": 0}
+                if spec is not None:
+                    body["speculative"] = spec
+                got, text = curl(url, body=json.dumps(body), key=None)
+                out[i] = json.loads(text) if got == 200 else {}
+
+            prompts = ["hello world the quick", "once upon a time there"]
+            plain, drafted = [None, None], [None, None]
+            for i, p in enumerate(prompts):
+                complete(p, {"draft_n": 0}, plain, i)
+            # the two drafted replies at once: each on its sequence of both contexts
+            ts = [threading.Thread(target=complete, args=(p, None, drafted, i)) for i, p in enumerate(prompts)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(timeout=120)
+            text = [[(r or {}).get("choices", [{}])[0].get("text") for r in rs] for rs in (plain, drafted)]
+            check(text[0][0] is not None and text[0] == text[1],
+                  "the draft model keeps greedy replies, two at once (%r)" % (text[0][0] or "")[:24])
+            t = [(r or {}).get("timings", {}) for r in drafted]
+            check(all(x.get("draft_n", 0) > 0 and 0 <= x.get("draft_n_accepted", -1) <= x["draft_n"] for x in t),
+                  "the timings count the draft model's tokens (%s)" % [(x.get("draft_n_accepted"), x.get("draft_n"))
+                                                                        for x in t])
+            check("draft_n" not in (plain[0] or {}).get("timings", {"draft_n": 1}),
+                  "draft_n 0: no draft for that request")
+            got, text = curl(url, body='{"prompt": "hi", "speculative": {"draft_n": 65}}', key=None)
+            check(got == 400 and openai_error(text, param="draft_n"), "400 for a draft_n beyond 64")
+        finally:
+            srv.stop()
 
 
 def check_queue_and_disconnect(srv, openai):
