@@ -15,7 +15,10 @@
    small changes (the model's chat format), n tokens generated greedily
    without speculation and with prompt lookup drafting up to N tokens,
    reported as tokens/s of each, the speed-up and the drafts' acceptance
-   rate (a table after the other in md; on stderr with -o json|csv). */
+   rate (a table after the other in md; on stderr with -o json|csv).
+   --draft MODEL [--draft-n N] times the same reply with a draft model of
+   the same vocabulary drafting N tokens a pass (default 4), in a context
+   of its own: a row of that table too, alone or beside --lookup's. */
 #define _XOPEN_SOURCE 700 /* clock_gettime */
 #include <errno.h>
 #include <math.h>
@@ -33,8 +36,8 @@ static double now_ms(void) {
 }
 
 typedef struct bench_opts {
-    const char *model, *output;
-    int n_prompt, n_gen, reps, threads, parallel, depth, lookup;
+    const char *model, *output, *draft;
+    int n_prompt, n_gen, reps, threads, parallel, depth, lookup, draft_n;
     infer_device device;
     infer_type kv_type;
 } bench_opts;
@@ -56,6 +59,8 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
     o->parallel = 1;
     o->depth = 0;
     o->lookup = 0;
+    o->draft = NULL;
+    o->draft_n = 0;
     o->device = INFER_DEVICE_AUTO;
     o->kv_type = INFER_TYPE_F16;
     for (i = 2; i < argc; i++) {
@@ -68,6 +73,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             return 0;
         }
         if (!strcmp(a, "-m")) o->model = v, is_num = 0;
+        else if (!strcmp(a, "--draft")) o->draft = v, is_num = 0;
         else if (!strcmp(a, "-o")) o->output = v, is_num = 0;
         else if (!strcmp(a, "--device")) {
             int d = infer_device_from_name(v);
@@ -86,7 +92,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             is_num = 0;
         }
         else if (strcmp(a, "-p") && strcmp(a, "-n") && strcmp(a, "-r") && strcmp(a, "-t") && strcmp(a, "--parallel") &&
-                 strcmp(a, "-d") && strcmp(a, "--lookup")) {
+                 strcmp(a, "-d") && strcmp(a, "--lookup") && strcmp(a, "--draft-n")) {
             fprintf(stderr, "infer: unknown option %s for bench\n", a);
             return 0;
         }
@@ -95,7 +101,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             n = strtol(v, &end, 10);
             if (errno || end == v || *end || n < 0 || n > 1000000 || (!strcmp(a, "-r") && n < 1) ||
                 (!strcmp(a, "-t") && (n < 1 || n > 256)) || (!strcmp(a, "--parallel") && (n < 1 || n > 256)) ||
-                (!strcmp(a, "--lookup") && n > 64)) {
+                (!strcmp(a, "--lookup") && n > 64) || (!strcmp(a, "--draft-n") && (n < 1 || n > 64))) {
                 fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
                 return 0;
             }
@@ -105,6 +111,7 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             else if (!strcmp(a, "--parallel")) o->parallel = (int)n;
             else if (!strcmp(a, "-d")) o->depth = (int)n;
             else if (!strcmp(a, "--lookup")) o->lookup = (int)n;
+            else if (!strcmp(a, "--draft-n")) o->draft_n = (int)n;
             else o->threads = (int)n;
         }
         i++;
@@ -113,6 +120,11 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         fprintf(stderr, "infer: no model given (-m MODEL)\n");
         return 0;
     }
+    if (o->draft_n && !o->draft) {
+        fprintf(stderr, "infer: --draft-n needs a draft model: --draft MODEL\n");
+        return 0;
+    }
+    if (o->draft && !o->draft_n) o->draft_n = 4;
     if (strcmp(o->output, "md") && strcmp(o->output, "json") && strcmp(o->output, "csv")) {
         fprintf(stderr, "infer: bad value '%s' for -o (md, json or csv)\n", o->output);
         return 0;
@@ -172,7 +184,7 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
-/* --lookup: what speculation gains where a reply repeats its prompt. */
+/* --lookup and --draft: what speculation gains where a reply repeats its prompt. */
 static const char *edit_request =
     "Rewrite this paragraph with small changes, fixing the spelling:\n\n"
     "The old lighthouse stood at the edge of the cliff for more then two hundred years. Every night the keeper "
@@ -183,16 +195,17 @@ static const char *edit_request =
     "evening.";
 
 /* The edit prompt's reply, o->n_gen tokens greedily, o->reps times (after
-   a warm-up) with drafts of up to `lookup` tokens: mean tokens/s into *tps
-   (their spread into *sd), the drafts' acceptance into *acc (0..1, -1 with
-   none drafted). 0 on failure (err set). */
-static int bench_edit(infer_model *m, const bench_opts *o, int lookup, double *tps, double *sd, double *acc,
-                      infer_error *err) {
+   a warm-up) with drafts of up to `lookup` tokens by prompt lookup, or with
+   dm (non-NULL) drafting o->draft_n tokens in a context of its own: mean
+   tokens/s into *tps (their spread into *sd), the drafts' acceptance into
+   *acc (0..1, -1 with none drafted). 0 on failure (err set). */
+static int bench_edit(infer_model *m, const bench_opts *o, int lookup, infer_model *dm, double *tps, double *sd,
+                      double *acc, infer_error *err) {
     infer_context_params cp = infer_context_default_params();
     infer_chat_template tpl = infer_chat_template_detect(m);
     infer_chat_message msg = {"user", edit_request};
     char prompt[4096];
-    infer_context *c;
+    infer_context *c, *dc = NULL;
     double s = 0, ss = 0, *v = (double *)calloc((size_t)o->reps, sizeof *v);
     int r, drafted = 0, accepted = 0;
     if (!v || infer_chat_format(&tpl, &msg, 1, 0, 1, prompt, sizeof prompt) >= (int)sizeof prompt) {
@@ -207,6 +220,11 @@ static int bench_edit(infer_model *m, const bench_opts *o, int lookup, double *t
         free(v);
         return 0;
     }
+    if (dm && !(dc = infer_context_new(dm, &cp, err))) { /* the draft's: as long as the model's */
+        infer_context_free(c);
+        free(v);
+        return 0;
+    }
     for (r = -1; r < o->reps; r++) { /* r = -1: the warm-up */
         infer_request_params p = infer_request_default_params();
         infer_request *q;
@@ -216,6 +234,8 @@ static int bench_edit(infer_model *m, const bench_opts *o, int lookup, double *t
         p.n_predict = o->n_gen;
         p.sampling.temperature = 0;
         p.lookup = lookup;
+        p.draft = dc; /* (its sequence 0 keeps the prompt too: the model's is cached) */
+        p.draft_n = dc ? o->draft_n : 0;
         if (!(q = infer_request_start(c, &p, err))) break;
         while (infer_context_step(c, 0) > 0) {}
         if (infer_request_status(q, err) != INFER_OK) {
@@ -231,6 +251,7 @@ static int bench_edit(infer_model *m, const bench_opts *o, int lookup, double *t
         accepted += mt.n_draft_accepted;
     }
     infer_context_free(c);
+    infer_context_free(dc);
     if (r < o->reps) {
         free(v);
         return 0;
@@ -243,31 +264,43 @@ static int bench_edit(infer_model *m, const bench_opts *o, int lookup, double *t
     return 1;
 }
 
-/* The --lookup table: the edit prompt's reply without and with speculation. */
-static int bench_lookup(infer_model *m, const bench_opts *o, infer_error *err) {
-    double tps[2], sd[2], acc[2];
+/* The speculation table: the edit prompt's reply without speculation,
+   with --lookup's prompt lookup and with --draft's model (dm), each that
+   is asked for. */
+static int bench_lookup(infer_model *m, infer_model *dm, const bench_opts *o, infer_error *err) {
+    double tps[3], sd[3], acc[3];
     int i, n_gen = o->n_gen > 0 ? o->n_gen : 64;
     bench_opts q = *o;
     FILE *f = strcmp(o->output, "md") ? stderr : stdout;
     q.n_gen = n_gen;
-    for (i = 0; i < 2; i++)
-        if (!bench_edit(m, &q, i ? o->lookup : 0, &tps[i], &sd[i], &acc[i], err)) return 0;
-    fprintf(f, "\n| model | test | lookup | t/s | acceptance |\n| --- | --- | ---: | ---: | ---: |\n");
-    for (i = 0; i < 2; i++) {
-        char a[32] = "-";
-        if (i && acc[i] >= 0) snprintf(a, sizeof a, "%.1f%%", 100 * acc[i]);
-        fprintf(f, "| %s | edit tg%d | %d | %.2f ± %.2f | %s |\n", base_name(o->model), n_gen, i ? o->lookup : 0,
-                tps[i], sd[i], a);
+    for (i = 0; i < 3; i++) {
+        if ((i == 1 && !o->lookup) || (i == 2 && !dm)) continue;
+        if (!bench_edit(m, &q, i == 1 ? o->lookup : 0, i == 2 ? dm : NULL, &tps[i], &sd[i], &acc[i], err)) return 0;
     }
-    fprintf(f, "\nprompt lookup (up to %d draft tokens) on a paragraph rewrite: %.2fx the tokens/s\n", o->lookup,
-            tps[0] > 0 ? tps[1] / tps[0] : 0);
+    fprintf(f, "\n| model | test | speculation | t/s | acceptance | speed-up |\n"
+               "| --- | --- | --- | ---: | ---: | ---: |\n");
+    for (i = 0; i < 3; i++) {
+        char a[32] = "-", how[160] = "none";
+        if ((i == 1 && !o->lookup) || (i == 2 && !dm)) continue;
+        if (i && acc[i] >= 0) snprintf(a, sizeof a, "%.1f%%", 100 * acc[i]);
+        if (i == 1) snprintf(how, sizeof how, "lookup %d", o->lookup);
+        if (i == 2) snprintf(how, sizeof how, "draft %s, %d", base_name(o->draft), o->draft_n);
+        fprintf(f, "| %s | edit tg%d | %s | %.2f ± %.2f | %s | %.2fx |\n", base_name(o->model), n_gen, how, tps[i], sd[i],
+                a, tps[0] > 0 ? tps[i] / tps[0] : 0);
+    }
+    if (o->lookup)
+        fprintf(f, "\nprompt lookup (up to %d draft tokens) on a paragraph rewrite: %.2fx the tokens/s\n", o->lookup,
+                tps[0] > 0 ? tps[1] / tps[0] : 0);
+    if (dm)
+        fprintf(f, "%sdraft model %s (%d draft tokens) on a paragraph rewrite: %.2fx the tokens/s\n", o->lookup ? "" : "\n",
+                base_name(o->draft), o->draft_n, tps[0] > 0 ? tps[2] / tps[0] : 0);
     return 1;
 }
 
 int infer_cmd_bench(int argc, char **argv) {
     bench_opts o;
     infer_error err;
-    infer_model *m;
+    infer_model *m, *dm = NULL;
     infer_context *c;
     infer_context_params cp = infer_context_default_params();
     infer_model_params mp = infer_model_default_params();
@@ -285,6 +318,22 @@ int infer_cmd_bench(int argc, char **argv) {
         return 1;
     }
     if (infer_model_warning(m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(m));
+    if (o.draft) { /* --draft: refused before anything is timed */
+        infer_model_params dmp = infer_model_default_params();
+        dmp.device = o.device;
+        if (!(dm = infer_model_load(o.draft, &dmp, &err))) {
+            fprintf(stderr, "infer: --draft: %s\n", err.msg);
+            infer_model_free(m);
+            return 1;
+        }
+        if (infer_model_n_vocab(dm) != infer_model_n_vocab(m)) {
+            fprintf(stderr, "infer: --draft: the draft model has %d tokens in its vocabulary, the model %d: they must be "
+                    "the same\n", infer_model_n_vocab(dm), infer_model_n_vocab(m));
+            infer_model_free(dm);
+            infer_model_free(m);
+            return 1;
+        }
+    }
     dev = infer_device_name(infer_model_device(m));
     load_ms = infer_model_load_ms(m);
     model_bytes = infer_model_weight_bytes(m);
@@ -302,6 +351,8 @@ int infer_cmd_bench(int argc, char **argv) {
     toks = (infer_token *)malloc(sizeof *toks * (size_t)n_tok);
     if (!c || !toks) {
         fprintf(stderr, "infer: %s\n", c ? "out of memory" : err.msg);
+        infer_context_free(c);
+        infer_model_free(dm);
         infer_model_free(m);
         free(toks);
         return 1;
@@ -384,10 +435,11 @@ int infer_cmd_bench(int argc, char **argv) {
         if (dev_gbs > 0) printf(", a copy kernel reaches %.1f GB/s on this GPU", dev_gbs);
         printf("\n");
     }
-    if (o.lookup > 0 && !bench_lookup(m, &o, &err)) goto fail;
+    if ((o.lookup > 0 || dm) && !bench_lookup(m, dm, &o, &err)) goto fail;
     for (t = 0; t < n_tests; t++) free(res[t].samples);
     free(toks);
     infer_context_free(c);
+    infer_model_free(dm);
     infer_model_free(m);
     return 0;
 fail:
@@ -395,6 +447,7 @@ fail:
     for (t = 0; t < 2; t++) free(res[t].samples);
     free(toks);
     infer_context_free(c);
+    infer_model_free(dm);
     infer_model_free(m);
     return 1;
 }

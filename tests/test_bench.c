@@ -1,9 +1,11 @@
 /* test_bench.c - `infer bench` works and reports what it promises (the
    figures themselves are measured, never asserted: speed is not a test). */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -113,6 +115,62 @@ Test(bench, depth) {
     out = bench("-d -1", &st);
     cr_assert_neq(st, 0, "-d -1 must be refused");
     free(out);
+}
+
+/* --draft: the paragraph rewrite with a draft model drafting, beside
+   --lookup's row or alone, on bench/make_model.py's test-target and
+   test-draft (random weights: little is accepted, so only that the rows
+   are there and their figures parse is asserted); a draft model of another
+   vocabulary is refused in one line. */
+Test(bench, draft_model_rows) {
+    char dir[] = "/tmp/infer_bench_draft_XXXXXX", cmd[4096], other[1024], *out, *row;
+    int st;
+    double tps, sd, acc, up;
+    cr_assert(mkdtemp(dir), "mkdtemp failed");
+    snprintf(cmd, sizeof cmd,
+             "python3 '%s/bench/make_model.py' test-draft f32 -o '%s/draft.gguf' >/dev/null 2>&1 && "
+             "python3 '%s/bench/make_model.py' test-target f32 --seed 2 -o '%s/target.gguf' >/dev/null 2>&1",
+             INFER_SOURCE_DIR, dir, INFER_SOURCE_DIR, dir);
+    out = tu_run(cmd, &st);
+    free(out);
+    if (st != 0) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        free(tu_run(cmd, &st));
+        cr_skip_test("bench/make_model.py needs numpy and gguf");
+    }
+    snprintf(cmd, sizeof cmd, "'%s' bench -m '%s/target.gguf' --draft '%s/draft.gguf' --draft-n 3 --lookup 4 "
+             "-p 0 -n 12 -r 2 -t 2 2>&1", INFER_CLI_PATH, dir, dir);
+    out = tu_run(cmd, &st);
+    cr_assert_eq(st, 0, "%s", out);
+    cr_assert(strstr(out, "| speculation | t/s | acceptance | speed-up |"), "no speculation table: %s", out);
+    cr_assert(strstr(out, "| edit tg12 | none |") && strstr(out, "| edit tg12 | lookup 4 |"), "rows missing: %s", out);
+    row = strstr(out, "| edit tg12 | draft draft.gguf, 3 |");
+    cr_assert(row, "no draft model row: %s", out);
+    cr_assert_eq(sscanf(row, "| edit tg12 | draft draft.gguf, 3 | %lf ± %lf | %lf%% | %lfx |", &tps, &sd, &acc, &up), 4,
+                 "the draft row's figures: %s", row);
+    cr_expect(tps > 0 && sd >= 0 && acc >= 0 && acc <= 100 && up > 0, "%s", row);
+    cr_assert(strstr(out, "draft model draft.gguf (3 draft tokens) on a paragraph rewrite:"), "%s", out);
+    free(out);
+    /* alone: no lookup row */
+    snprintf(cmd, sizeof cmd, "'%s' bench -m '%s/target.gguf' --draft '%s/draft.gguf' -p 0 -n 8 -r 1 -t 2 2>&1",
+             INFER_CLI_PATH, dir, dir);
+    out = tu_run(cmd, &st);
+    cr_assert_eq(st, 0, "%s", out);
+    cr_assert(strstr(out, "| draft draft.gguf, 4 |") && !strstr(out, "| lookup"), "%s", out);
+    free(out);
+    /* a draft of another vocabulary: SmolLM2's (49,152 tokens), where
+       scripts/test.sh fetched it */
+    snprintf(other, sizeof other, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", INFER_SOURCE_DIR);
+    if (access(other, R_OK) == 0) {
+        snprintf(cmd, sizeof cmd, "'%s' bench -m '%s/target.gguf' --draft '%s' -p 0 -n 4 -r 1 2>&1", INFER_CLI_PATH,
+                 dir, other);
+        out = tu_run(cmd, &st);
+        cr_expect_neq(st, 0, "a draft model of another vocabulary must be refused");
+        cr_expect(strstr(out, "vocabulary") && strchr(out, '\n') == out + strlen(out) - 1, "not one line: %s", out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    free(tu_run(cmd, &st));
 }
 
 Test(bench, bad_flags_fail_cleanly) {
