@@ -285,7 +285,9 @@ typedef struct infer_context_params {
     int n_threads;    /* 0 = 1 */
     int n_seq;        /* sequences (conversations) with a cache of their own; 0 = 1 */
     infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
-                           means) or INFER_TYPE_Q8_0, half the memory */
+                           means), INFER_TYPE_Q8_0 (about half the memory) or
+                           INFER_TYPE_Q4_0 (about a quarter; CPU only); the
+                           quantized ones need heads of a multiple of 32 */
     int match_llama;  /* 1: sum prompts' products in llama.cpp's order too
                          (as one token always is), to its last bit where the
                          formats allow: F16 multiplied exactly (not as block
@@ -1751,6 +1753,13 @@ typedef struct infer__kernels {
        llama.cpp has them) */
     void (*softmax_stats)(const float *s, int lo, int hi, float scale, float *m, float *l);
     void (*softmax_probs)(const float *s, int n, int lo, int hi, float scale, float m, float inv, uint16_t *p);
+    /* attention's p.V from a quantized V (a Q8_0 or Q4_0 cache, indexed by
+       the format; NULL for others): acc[i hd + d] += p_ij * V_j[d] for
+       rows i < nq, keys j < kt, V_j the row at v + j v_stride, p_ij the
+       F16 p[i ldp + j]; each product fused as (p_ij * block scale) * q,
+       key by key, so every ISA sums alike */
+    void (*pv_quant[INFER_TYPE_COUNT])(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp,
+                                       int nq, float *acc);
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */
@@ -11712,6 +11721,45 @@ static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const flo
         for (l = 0; l < 16; l++) acc[as * d + l] = fmaf(v[16 * d + l], p[l], acc[as * d + l]);
 }
 
+/* Attention's p.V from a quantized cache (infer__kernels.pv_quant): key by
+   key, each block's values times (p * scale), fused into acc; a key a row
+   does not see (p = 0) adds nothing and is skipped. */
+static void infer__pv_q8_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp, int nq,
+                               float *acc) {
+    int i, j, b, d;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q8_0 *row = (const infer__block_q8_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (i = 0; i < nq; i++) {
+            float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
+            if (pij == 0) continue;
+            for (b = 0; b < hd / 32; b++) {
+                float c = pij * infer__fp16_to_fp32(row[b].d);
+                for (d = 0; d < 32; d++) a[32 * b + d] = fmaf(c, (float)row[b].qs[d], a[32 * b + d]);
+            }
+        }
+    }
+}
+
+/* Q4_0: value d of a block is its nibble (low ones first) minus 8 */
+static void infer__pv_q4_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp, int nq,
+                               float *acc) {
+    int i, j, b, d;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q4_0 *row = (const infer__block_q4_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (i = 0; i < nq; i++) {
+            float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
+            if (pij == 0) continue;
+            for (b = 0; b < hd / 32; b++) {
+                float c = pij * infer__fp16_to_fp32(row[b].d);
+                for (d = 0; d < 16; d++) {
+                    a[32 * b + d] = fmaf(c, (float)((row[b].qs[d] & 15) - 8), a[32 * b + d]);
+                    a[32 * b + 16 + d] = fmaf(c, (float)((row[b].qs[d] >> 4) - 8), a[32 * b + 16 + d]);
+                }
+            }
+        }
+    }
+}
+
 #ifdef INFER__HAVE_X86
 INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
     __m512 pv = _mm512_loadu_ps(p);
@@ -11726,6 +11774,53 @@ INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float 
         float *a = acc + (size_t)as * d;
         _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
         _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
+    }
+}
+
+/* 32 values of a block, as four vectors of 8, into acc rows: a[i] += c_i * q */
+INFER__AVX2_INLINE void infer__avx2_pv_block(const __m256 q[4], int j, const uint16_t *p, size_t ldp, int nq, float d,
+                                             float *acc, int hd) {
+    int i, k;
+    for (i = 0; i < nq; i++) {
+        float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
+        __m256 c;
+        if (pij == 0) continue;
+        c = _mm256_set1_ps(pij * d);
+        for (k = 0; k < 4; k++) _mm256_storeu_ps(a + 8 * k, _mm256_fmadd_ps(c, q[k], _mm256_loadu_ps(a + 8 * k)));
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q8_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    int j, b, k;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q8_0 *row = (const infer__block_q8_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (b = 0; b < hd / 32; b++) {
+            __m256 q[4];
+            for (k = 0; k < 4; k++)
+                q[k] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row[b].qs + 8 * k))));
+            infer__avx2_pv_block(q, j, p, ldp, nq, infer__fp16_to_fp32(row[b].d), acc + 32 * b, hd);
+        }
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q4_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    const __m128i low = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    int j, b;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q4_0 *row = (const infer__block_q4_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (b = 0; b < hd / 32; b++) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)row[b].qs);
+            __m128i lo = _mm_sub_epi8(_mm_and_si128(x, low), eight);
+            __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low), eight);
+            __m256 q[4];
+            q[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+            q[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+            q[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+            q[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+            infer__avx2_pv_block(q, j, p, ldp, nq, infer__fp16_to_fp32(row[b].d), acc + 32 * b, hd);
+        }
     }
 }
 
@@ -11960,7 +12055,13 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->softmax_stats = infer__softmax_stats_ref;
     k->softmax_probs = infer__softmax_probs_ref;
+    k->pv_quant[INFER_TYPE_Q8_0] = infer__pv_q8_0_ref;
+    k->pv_quant[INFER_TYPE_Q4_0] = infer__pv_q4_0_ref;
 #ifdef INFER__HAVE_X86
+    if (k->isa == INFER__ISA_AVX2 || k->isa == INFER__ISA_AVX512) { /* 8 lanes hold a block's quarter: AVX-512 gains nothing */
+        k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
+        k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+    }
     if (k->isa == INFER__ISA_AVX2) {
         k->lanes16_fma = infer__avx2_lanes16_fma;
         k->silu_mul = infer__avx2_silu_mul;
@@ -12001,7 +12102,9 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
     for (t = 0; t < INFER_TYPE_COUNT; t++) {
         const infer__type_traits *tt = infer__traits((infer_type)t);
         k->vec_dot[t] = tt->vec_dot;
-        k->from_float[t] = tt->from_float;
+        /* a format with no activation form (Q4_0) still quantizes a row:
+           the KV cache's keys and values */
+        k->from_float[t] = tt->from_float ? tt->from_float : tt->quantize;
     }
     k->isa = isa;
     k->f16_dot_ordered = infer__traits(INFER_TYPE_F16)->vec_dot; /* the plain C one sums in that order */
@@ -12373,8 +12476,7 @@ static void infer__weights_free(infer_model *m) {
 typedef struct infer__attn_scratch {
     uint8_t *qx;      /* query rows in K's dot type */
     float *s, *acc, *pv, *m, *l;
-    uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
-    float *vrow;
+    uint16_t *p;      /* probabilities in F16 */
     float *kept;      /* an item's scores between its passes */
     /* llama.cpp's order only: p.V's 16 key lanes per row and value, a
        chunk of 16 keys' V values and probabilities, the rows' sums */
@@ -12579,11 +12681,12 @@ static int infer__reserve_logits(infer_context *c, int rows);
 /* attention.c - the KV cache and causal attention over it: keys in tiles
    with an online softmax, so a worker's memory is O(tile) at any context
    length, and both products (q.K and p.V) are batched kernel calls.
-   Layout: K as rows of kv_dim values per position (F16 or Q8_0). V in F16
-   is kept transposed, a row of positions per value, so p.V is a product of
-   rows like every other; V in Q8_0 is kept like K and transposed into F16
-   one tile at a time.
-   Numerics follow llama.cpp: q is converted to K's dot type (F16 or Q8_0),
+   Layout: K as rows of kv_dim values per position (F16, Q8_0 or Q4_0). V
+   in F16 is kept transposed, a row of positions per value, so p.V is a
+   product of rows like every other; a quantized V is kept like K and read
+   as it is, key by key (kernels.pv_quant), so it costs no more than F16.
+   Numerics follow llama.cpp: q is converted to K's dot type (F16 or Q8_0,
+   so a quantized K is an integer dot product),
    softmax runs in f32 on the scaled scores, and the probabilities meet V
    normalised and rounded to F16. So a first pass over the tiles finds each
    row's max and sum (online, rescaling as the max grows) and a second makes
@@ -12604,13 +12707,17 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     int l, s;
     size_t total = 0, at = 0;
     memset(kv, 0, sizeof *kv);
-    if (type != INFER_TYPE_F16 && type != INFER_TYPE_Q8_0) {
-        infer__set_error(err, INFER_ERR_ARG, "the KV cache can be F16 or Q8_0, not %s", infer__traits(type)->name);
+    if (type != INFER_TYPE_F16 && type != INFER_TYPE_Q8_0 && type != INFER_TYPE_Q4_0) {
+        infer__set_error(err, INFER_ERR_ARG, "the KV cache can be F16, Q8_0 or Q4_0, not %s", infer__traits(type)->name);
         return 0;
     }
-    if (type == INFER_TYPE_Q8_0 && m->head_dim % 32) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a Q8_0 KV cache needs heads of a multiple of 32 values, not %d",
-                         m->head_dim);
+    if (type != INFER_TYPE_F16 && m->head_dim % 32) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a %s KV cache needs heads of a multiple of 32 values, not %d",
+                         infer__traits(type)->name, m->head_dim);
+        return 0;
+    }
+    if (type == INFER_TYPE_Q4_0 && gpu) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a Q4_0 KV cache runs on the CPU only (a GPU's is F16 or Q8_0)");
         return 0;
     }
     kv->type = type;
@@ -12684,9 +12791,8 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
 
 static size_t infer__attn_scratch_floats(int head_dim, int ordered) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
-    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p and vt (halves), vrow, kept scores */
-    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd +
-               INFER__ATT_KEPT;
+    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p (halves), kept scores */
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + INFER__ATT_KEPT;
     /* lanes, vchunk, pchunk, sum (doubles) */
     if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
     return n;
@@ -12701,8 +12807,6 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->m = base, base += rows;
     sc->l = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
-    sc->vt = (uint16_t *)base, base += hd * tile / 2;
-    sc->vrow = base, base += hd;
     sc->kept = base, base += INFER__ATT_KEPT;
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
@@ -12772,7 +12876,7 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
     int slots = kv->slots[b->layer], w = b->window;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
-    int n_keys = key_hi - key_lo, k0, i, j, d, pass, r;
+    int n_keys = key_hi - key_lo, k0, i, pass, r;
     int keep = split || (size_t)nq * n_keys <= INFER__ATT_KEPT;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
@@ -12831,24 +12935,14 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                                         sc->p + (size_t)i * INFER__ATT_TILE);
                 }
             }
-            if (pass == 1) {
-                const uint16_t *vt;
-                size_t vt_stride;
-                if (kv->type == INFER_TYPE_F16) {
-                    vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
-                    vt_stride = (size_t)slots * sizeof(uint16_t);
-                } else {
-                    const uint8_t *vbase = kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
-                    for (j = 0; j < kt; j++) {
-                        infer__traits(kv->type)->to_float(vbase + (size_t)(slot + j) * kv->k_row, sc->vrow, hd);
-                        for (d = 0; d < hd; d++) sc->vt[(size_t)d * INFER__ATT_TILE + j] = infer__fp32_to_fp16(sc->vrow[d]);
-                    }
-                    vt = sc->vt;
-                    vt_stride = INFER__ATT_TILE * sizeof(uint16_t);
-                }
-                infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, vt_stride, hd, sc->p, INFER__ATT_TILE * sizeof(uint16_t),
-                                nq, sc->pv, (size_t)hd);
+            if (pass == 1 && kv->type == INFER_TYPE_F16) {
+                const uint16_t *vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
+                infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, (size_t)slots * sizeof(uint16_t), hd, sc->p,
+                                INFER__ATT_TILE * sizeof(uint16_t), nq, sc->pv, (size_t)hd);
                 for (i = 0; i < nq * hd; i++) sc->acc[i] += sc->pv[i];
+            } else if (pass == 1) { /* a quantized V, read as it is kept */
+                kern->pv_quant[kv->type](hd, kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + head_off + (size_t)slot * kv->k_row,
+                                         kv->k_row, kt, sc->p, INFER__ATT_TILE, nq, sc->acc);
             }
             k0 += kt;
         }
@@ -14292,12 +14386,13 @@ static uint64_t infer__state_checksum(const uint8_t *buf, size_t size) {
 }
 
 /* Whether n cache bytes of format type hold only finite values: F16's
-   halves, Q8_0's block scales (its int8 quants are always finite). */
+   halves, Q8_0's and Q4_0's block scales (their integer quants are always
+   finite). */
 static int infer__state_cache_finite(infer_type type, const uint8_t *p, size_t n) {
-    size_t i;
+    size_t i, block = type == INFER_TYPE_Q8_0 ? 34 : 18;
     uint16_t v;
-    if (type == INFER_TYPE_Q8_0) {
-        for (i = 0; i + 34 <= n; i += 34) {
+    if (type == INFER_TYPE_Q8_0 || type == INFER_TYPE_Q4_0) {
+        for (i = 0; i + block <= n; i += block) {
             memcpy(&v, p + i, 2);
             if ((v & 0x7c00) == 0x7c00) return 0;
         }

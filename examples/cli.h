@@ -60,13 +60,14 @@ static int cli_device(const char *v, infer_device *d) {
     return 1;
 }
 
-/* --kv-type NAME: f16 or q8_0, the KV cache's format; 0 (with the
+/* --kv-type NAME: f16, q8_0 or q4_0, the KV cache's format; 0 (with the
    one-line error printed) for another name. */
 static int cli_kv_type(const char *v, infer_type *t) {
     if (!strcmp(v, "f16")) *t = INFER_TYPE_F16;
     else if (!strcmp(v, "q8_0")) *t = INFER_TYPE_Q8_0;
+    else if (!strcmp(v, "q4_0")) *t = INFER_TYPE_Q4_0;
     else {
-        fprintf(stderr, "infer: bad value '%s' for --kv-type (f16 or q8_0)\n", v);
+        fprintf(stderr, "infer: bad value '%s' for --kv-type (f16, q8_0 or q4_0)\n", v);
         return 0;
     }
     return 1;

@@ -34,7 +34,7 @@ static const char *const chat_usage =
     "usage: infer chat -m MODEL [options]   (user turns from stdin, one a line; EOF ends the chat)\n"
     "  --system TEXT          a system message first\n"
     "  -n N                   most tokens per reply (256)\n"
-    "  -t THREADS, -c CTX, --device D, --kv-type f16|q8_0, --temp T, --top-k K, --top-p P,\n"
+    "  -t THREADS, -c CTX, --device D, --kv-type f16|q8_0|q4_0, --temp T, --top-k K, --top-p P,\n"
     "  --min-p P, --repeat-penalty R, --seed S, --stop STR..., --context-shift, --keep N,\n"
     "  --rope-scaling none|linear|yarn, --rope-scale F (as run: infer --help),\n"
     "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N, --lookup N   as infer run\n"

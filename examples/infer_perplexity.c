@@ -52,11 +52,13 @@ int infer_cmd_perplexity(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: infer perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device cpu|cuda|auto]\n");
+            printf("usage: infer perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device cpu|cuda|auto]\n"
+                   "                        [--kv-type f16|q8_0|q4_0]\n");
             return 0;
         }
         if (strcmp(a, "-m") && strcmp(a, "--model") && strcmp(a, "-f") && strcmp(a, "--file") && strcmp(a, "-c") &&
-            strcmp(a, "--ctx") && strcmp(a, "-t") && strcmp(a, "--threads") && strcmp(a, "--chunks") && strcmp(a, "--device")) {
+            strcmp(a, "--ctx") && strcmp(a, "-t") && strcmp(a, "--threads") && strcmp(a, "--chunks") && strcmp(a, "--device") &&
+            strcmp(a, "--kv-type")) {
             fprintf(stderr, "infer: unknown option %s (see infer perplexity --help)\n", a);
             return 1;
         }
@@ -68,7 +70,9 @@ int infer_cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) file = v;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = ppl_int(v, 4, 1 << 20, &n_ctx);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = ppl_int(v, 1, 256, &threads);
-        else if (!strcmp(a, "--device")) {
+        else if (!strcmp(a, "--kv-type")) {
+            if (!cli_kv_type(v, &cp.kv_type)) return 1;
+        } else if (!strcmp(a, "--device")) {
             int d = infer_device_from_name(v);
             ok = d >= 0;
             mp.device = ok ? (infer_device)d : mp.device;

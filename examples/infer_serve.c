@@ -2017,7 +2017,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 static const char *serve_usage =
     "usage: infer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX per sequence]\n"
     "                   [-t THREADS] [--api-key KEY] [--alias NAME] [--queue N] [--max-body BYTES]\n"
-    "                   [--kv-type f16|q8_0] [--device cpu|cuda|auto] [--max-connections N]\n"
+    "                   [--kv-type f16|q8_0|q4_0] [--device cpu|cuda|auto] [--max-connections N]\n"
     "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
     "                   [--max-messages N] [--chat-template-file FILE] [--reasoning-budget N] [--lookup N]\n"
     "                   [--draft MODEL [--draft-n N]] [--rope-scaling none|linear|yarn] [--rope-scale F]\n"

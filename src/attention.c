@@ -1,11 +1,12 @@
 /* attention.c - the KV cache and causal attention over it: keys in tiles
    with an online softmax, so a worker's memory is O(tile) at any context
    length, and both products (q.K and p.V) are batched kernel calls.
-   Layout: K as rows of kv_dim values per position (F16 or Q8_0). V in F16
-   is kept transposed, a row of positions per value, so p.V is a product of
-   rows like every other; V in Q8_0 is kept like K and transposed into F16
-   one tile at a time.
-   Numerics follow llama.cpp: q is converted to K's dot type (F16 or Q8_0),
+   Layout: K as rows of kv_dim values per position (F16, Q8_0 or Q4_0). V
+   in F16 is kept transposed, a row of positions per value, so p.V is a
+   product of rows like every other; a quantized V is kept like K and read
+   as it is, key by key (kernels.pv_quant), so it costs no more than F16.
+   Numerics follow llama.cpp: q is converted to K's dot type (F16 or Q8_0,
+   so a quantized K is an integer dot product),
    softmax runs in f32 on the scaled scores, and the probabilities meet V
    normalised and rounded to F16. So a first pass over the tiles finds each
    row's max and sum (online, rescaling as the max grows) and a second makes
@@ -28,13 +29,17 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     int l, s;
     size_t total = 0, at = 0;
     memset(kv, 0, sizeof *kv);
-    if (type != INFER_TYPE_F16 && type != INFER_TYPE_Q8_0) {
-        infer__set_error(err, INFER_ERR_ARG, "the KV cache can be F16 or Q8_0, not %s", infer__traits(type)->name);
+    if (type != INFER_TYPE_F16 && type != INFER_TYPE_Q8_0 && type != INFER_TYPE_Q4_0) {
+        infer__set_error(err, INFER_ERR_ARG, "the KV cache can be F16, Q8_0 or Q4_0, not %s", infer__traits(type)->name);
         return 0;
     }
-    if (type == INFER_TYPE_Q8_0 && m->head_dim % 32) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a Q8_0 KV cache needs heads of a multiple of 32 values, not %d",
-                         m->head_dim);
+    if (type != INFER_TYPE_F16 && m->head_dim % 32) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a %s KV cache needs heads of a multiple of 32 values, not %d",
+                         infer__traits(type)->name, m->head_dim);
+        return 0;
+    }
+    if (type == INFER_TYPE_Q4_0 && gpu) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a Q4_0 KV cache runs on the CPU only (a GPU's is F16 or Q8_0)");
         return 0;
     }
     kv->type = type;
@@ -108,9 +113,8 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
 
 static size_t infer__attn_scratch_floats(int head_dim, int ordered) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
-    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p and vt (halves), vrow, kept scores */
-    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + hd * tile / 2 + hd +
-               INFER__ATT_KEPT;
+    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p (halves), kept scores */
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + INFER__ATT_KEPT;
     /* lanes, vchunk, pchunk, sum (doubles) */
     if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
     return n;
@@ -125,8 +129,6 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->m = base, base += rows;
     sc->l = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
-    sc->vt = (uint16_t *)base, base += hd * tile / 2;
-    sc->vrow = base, base += hd;
     sc->kept = base, base += INFER__ATT_KEPT;
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
@@ -196,7 +198,7 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
     int slots = kv->slots[b->layer], w = b->window;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
-    int n_keys = key_hi - key_lo, k0, i, j, d, pass, r;
+    int n_keys = key_hi - key_lo, k0, i, pass, r;
     int keep = split || (size_t)nq * n_keys <= INFER__ATT_KEPT;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
@@ -255,24 +257,14 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                                         sc->p + (size_t)i * INFER__ATT_TILE);
                 }
             }
-            if (pass == 1) {
-                const uint16_t *vt;
-                size_t vt_stride;
-                if (kv->type == INFER_TYPE_F16) {
-                    vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
-                    vt_stride = (size_t)slots * sizeof(uint16_t);
-                } else {
-                    const uint8_t *vbase = kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
-                    for (j = 0; j < kt; j++) {
-                        infer__traits(kv->type)->to_float(vbase + (size_t)(slot + j) * kv->k_row, sc->vrow, hd);
-                        for (d = 0; d < hd; d++) sc->vt[(size_t)d * INFER__ATT_TILE + j] = infer__fp32_to_fp16(sc->vrow[d]);
-                    }
-                    vt = sc->vt;
-                    vt_stride = INFER__ATT_TILE * sizeof(uint16_t);
-                }
-                infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, vt_stride, hd, sc->p, INFER__ATT_TILE * sizeof(uint16_t),
-                                nq, sc->pv, (size_t)hd);
+            if (pass == 1 && kv->type == INFER_TYPE_F16) {
+                const uint16_t *vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
+                infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, (size_t)slots * sizeof(uint16_t), hd, sc->p,
+                                INFER__ATT_TILE * sizeof(uint16_t), nq, sc->pv, (size_t)hd);
                 for (i = 0; i < nq * hd; i++) sc->acc[i] += sc->pv[i];
+            } else if (pass == 1) { /* a quantized V, read as it is kept */
+                kern->pv_quant[kv->type](hd, kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + head_off + (size_t)slot * kv->k_row,
+                                         kv->k_row, kt, sc->p, INFER__ATT_TILE, nq, sc->acc);
             }
             k0 += kt;
         }

@@ -30,8 +30,7 @@
 typedef struct infer__attn_scratch {
     uint8_t *qx;      /* query rows in K's dot type */
     float *s, *acc, *pv, *m, *l;
-    uint16_t *p, *vt; /* probabilities in F16; a transposed V tile (Q8_0 cache) */
-    float *vrow;
+    uint16_t *p;      /* probabilities in F16 */
     float *kept;      /* an item's scores between its passes */
     /* llama.cpp's order only: p.V's 16 key lanes per row and value, a
        chunk of 16 keys' V values and probabilities, the rows' sums */

@@ -20,7 +20,9 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
     for (t = 0; t < INFER_TYPE_COUNT; t++) {
         const infer__type_traits *tt = infer__traits((infer_type)t);
         k->vec_dot[t] = tt->vec_dot;
-        k->from_float[t] = tt->from_float;
+        /* a format with no activation form (Q4_0) still quantizes a row:
+           the KV cache's keys and values */
+        k->from_float[t] = tt->from_float ? tt->from_float : tt->quantize;
     }
     k->isa = isa;
     k->f16_dot_ordered = infer__traits(INFER_TYPE_F16)->vec_dot; /* the plain C one sums in that order */

@@ -284,7 +284,9 @@ typedef struct infer_context_params {
     int n_threads;    /* 0 = 1 */
     int n_seq;        /* sequences (conversations) with a cache of their own; 0 = 1 */
     infer_type kv_type; /* the KV cache's format: INFER_TYPE_F16 (also what 0
-                           means) or INFER_TYPE_Q8_0, half the memory */
+                           means), INFER_TYPE_Q8_0 (about half the memory) or
+                           INFER_TYPE_Q4_0 (about a quarter; CPU only); the
+                           quantized ones need heads of a multiple of 32 */
     int match_llama;  /* 1: sum prompts' products in llama.cpp's order too
                          (as one token always is), to its last bit where the
                          formats allow: F16 multiplied exactly (not as block

@@ -343,6 +343,13 @@ typedef struct infer__kernels {
        llama.cpp has them) */
     void (*softmax_stats)(const float *s, int lo, int hi, float scale, float *m, float *l);
     void (*softmax_probs)(const float *s, int n, int lo, int hi, float scale, float m, float inv, uint16_t *p);
+    /* attention's p.V from a quantized V (a Q8_0 or Q4_0 cache, indexed by
+       the format; NULL for others): acc[i hd + d] += p_ij * V_j[d] for
+       rows i < nq, keys j < kt, V_j the row at v + j v_stride, p_ij the
+       F16 p[i ldp + j]; each product fused as (p_ij * block scale) * q,
+       key by key, so every ISA sums alike */
+    void (*pv_quant[INFER_TYPE_COUNT])(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp,
+                                       int nq, float *acc);
 } infer__kernels;
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */

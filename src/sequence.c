@@ -247,12 +247,13 @@ static uint64_t infer__state_checksum(const uint8_t *buf, size_t size) {
 }
 
 /* Whether n cache bytes of format type hold only finite values: F16's
-   halves, Q8_0's block scales (its int8 quants are always finite). */
+   halves, Q8_0's and Q4_0's block scales (their integer quants are always
+   finite). */
 static int infer__state_cache_finite(infer_type type, const uint8_t *p, size_t n) {
-    size_t i;
+    size_t i, block = type == INFER_TYPE_Q8_0 ? 34 : 18;
     uint16_t v;
-    if (type == INFER_TYPE_Q8_0) {
-        for (i = 0; i + 34 <= n; i += 34) {
+    if (type == INFER_TYPE_Q8_0 || type == INFER_TYPE_Q4_0) {
+        for (i = 0; i + block <= n; i += block) {
             memcpy(&v, p + i, 2);
             if ((v & 0x7c00) == 0x7c00) return 0;
         }

@@ -5,6 +5,7 @@
    exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
    polynomial, then scaling by 2^n), within about 2 ulp of expf. */
 #include "internal.h"
+#include "quants.h"
 #include "simd_x86.h"
 
 /* g[i] = silu(g[i]) * u[i] */
@@ -67,6 +68,45 @@ static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const flo
         for (l = 0; l < 16; l++) acc[as * d + l] = fmaf(v[16 * d + l], p[l], acc[as * d + l]);
 }
 
+/* Attention's p.V from a quantized cache (infer__kernels.pv_quant): key by
+   key, each block's values times (p * scale), fused into acc; a key a row
+   does not see (p = 0) adds nothing and is skipped. */
+static void infer__pv_q8_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp, int nq,
+                               float *acc) {
+    int i, j, b, d;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q8_0 *row = (const infer__block_q8_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (i = 0; i < nq; i++) {
+            float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
+            if (pij == 0) continue;
+            for (b = 0; b < hd / 32; b++) {
+                float c = pij * infer__fp16_to_fp32(row[b].d);
+                for (d = 0; d < 32; d++) a[32 * b + d] = fmaf(c, (float)row[b].qs[d], a[32 * b + d]);
+            }
+        }
+    }
+}
+
+/* Q4_0: value d of a block is its nibble (low ones first) minus 8 */
+static void infer__pv_q4_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp, int nq,
+                               float *acc) {
+    int i, j, b, d;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q4_0 *row = (const infer__block_q4_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (i = 0; i < nq; i++) {
+            float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
+            if (pij == 0) continue;
+            for (b = 0; b < hd / 32; b++) {
+                float c = pij * infer__fp16_to_fp32(row[b].d);
+                for (d = 0; d < 16; d++) {
+                    a[32 * b + d] = fmaf(c, (float)((row[b].qs[d] & 15) - 8), a[32 * b + d]);
+                    a[32 * b + 16 + d] = fmaf(c, (float)((row[b].qs[d] >> 4) - 8), a[32 * b + 16 + d]);
+                }
+            }
+        }
+    }
+}
+
 #ifdef INFER__HAVE_X86
 INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
     __m512 pv = _mm512_loadu_ps(p);
@@ -81,6 +121,53 @@ INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float 
         float *a = acc + (size_t)as * d;
         _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
         _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
+    }
+}
+
+/* 32 values of a block, as four vectors of 8, into acc rows: a[i] += c_i * q */
+INFER__AVX2_INLINE void infer__avx2_pv_block(const __m256 q[4], int j, const uint16_t *p, size_t ldp, int nq, float d,
+                                             float *acc, int hd) {
+    int i, k;
+    for (i = 0; i < nq; i++) {
+        float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
+        __m256 c;
+        if (pij == 0) continue;
+        c = _mm256_set1_ps(pij * d);
+        for (k = 0; k < 4; k++) _mm256_storeu_ps(a + 8 * k, _mm256_fmadd_ps(c, q[k], _mm256_loadu_ps(a + 8 * k)));
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q8_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    int j, b, k;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q8_0 *row = (const infer__block_q8_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (b = 0; b < hd / 32; b++) {
+            __m256 q[4];
+            for (k = 0; k < 4; k++)
+                q[k] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row[b].qs + 8 * k))));
+            infer__avx2_pv_block(q, j, p, ldp, nq, infer__fp16_to_fp32(row[b].d), acc + 32 * b, hd);
+        }
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q4_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    const __m128i low = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    int j, b;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q4_0 *row = (const infer__block_q4_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (b = 0; b < hd / 32; b++) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)row[b].qs);
+            __m128i lo = _mm_sub_epi8(_mm_and_si128(x, low), eight);
+            __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low), eight);
+            __m256 q[4];
+            q[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+            q[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+            q[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+            q[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+            infer__avx2_pv_block(q, j, p, ldp, nq, infer__fp16_to_fp32(row[b].d), acc + 32 * b, hd);
+        }
     }
 }
 
@@ -315,7 +402,13 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->softmax_stats = infer__softmax_stats_ref;
     k->softmax_probs = infer__softmax_probs_ref;
+    k->pv_quant[INFER_TYPE_Q8_0] = infer__pv_q8_0_ref;
+    k->pv_quant[INFER_TYPE_Q4_0] = infer__pv_q4_0_ref;
 #ifdef INFER__HAVE_X86
+    if (k->isa == INFER__ISA_AVX2 || k->isa == INFER__ISA_AVX512) { /* 8 lanes hold a block's quarter: AVX-512 gains nothing */
+        k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
+        k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+    }
     if (k->isa == INFER__ISA_AVX2) {
         k->lanes16_fma = infer__avx2_lanes16_fma;
         k->silu_mul = infer__avx2_silu_mul;

@@ -137,7 +137,7 @@ Test(cli, bad_flags_and_values) {
         {"run -m %s --seed xyz", "xyz"},
         {"run -m %s -t 0", "-t"},
         {"run -m %s -c -5", "-c"},
-        {"run -m %s --kv-type q4_0", "--kv-type"},
+        {"run -m %s --kv-type q5_0", "--kv-type"},
         {"run -m %s -p hi --kv-type q8_0", "multiple of 32"}, /* stories260K's heads are 8 values */
         {"chat -m %s --kv-type f32", "--kv-type"},
         {"bench -m %s --kv-type bf16", "--kv-type"},

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t g_rng = 0x0123456789abcdefull;
 static float g_uniform(void) {
@@ -44,4 +45,45 @@ Test(vecmath, every_isa_matches_plain_c) {
             }
     }
     cr_assert_gt(n_run, 0);
+}
+
+/* Attention's p.V from a quantized V (kernels.pv_quant): every ISA gives
+   the plain C sums to the bit (each product fused the same way, key by
+   key), zero probabilities included, and writes no row past nq. */
+Test(vecmath, pv_quant_every_isa_to_the_bit) {
+    static const infer_type types[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q4_0};
+    enum { HD = 96, KT = 37, NQ = 5, LDP = 40 };
+    infer__kernels ref, k;
+    float vf[HD], init[NQ * HD], *want = (float *)malloc(sizeof(float) * NQ * HD);
+    float *got = (float *)malloc(sizeof(float) * (NQ + 1) * HD);
+    uint16_t p[NQ * LDP];
+    int isa, ti, i, j, n_run = 0;
+    cr_assert(infer__kernels_install(&ref, INFER__ISA_SCALAR));
+    for (i = 0; i < NQ * LDP; i++) p[i] = infer__fp32_to_fp16(i % 7 == 3 ? 0.0f : 0.5f * (g_uniform() + 1.0f));
+    for (ti = 0; ti < 2; ti++) {
+        size_t row = infer__row_size(types[ti], HD);
+        uint8_t *v = (uint8_t *)malloc(row * KT);
+        for (j = 0; j < KT; j++) {
+            for (i = 0; i < HD; i++) vf[i] = 3.0f * g_uniform();
+            ref.from_float[types[ti]](vf, v + (size_t)j * row, HD);
+        }
+        for (i = 0; i < NQ * HD; i++) init[i] = g_uniform();
+        for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
+            if (!infer__kernels_install(&k, (infer__isa)isa)) continue;
+            memcpy(got, init, sizeof(float) * NQ * HD); /* the accumulators start where a tile left them */
+            got[NQ * HD] = 12345.0f;
+            k.pv_quant[types[ti]](HD, v, row, KT, p, LDP, NQ, got);
+            if (isa == INFER__ISA_SCALAR) {
+                memcpy(want, got, sizeof(float) * NQ * HD);
+                continue;
+            }
+            cr_expect_eq(memcmp(got, want, sizeof(float) * NQ * HD), 0, "%s, %s: p.V differs from plain C",
+                         infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name);
+            cr_expect_eq(got[NQ * HD], 12345.0f, "%s wrote past its rows", infer__isa_name((infer__isa)isa));
+            n_run++;
+        }
+        free(v);
+    }
+    free(want), free(got);
+    cr_assert_gt(n_run, 0, "this CPU has no vector ISA to hold against plain C");
 }
