@@ -84,11 +84,11 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             o->device = (infer_device)d;
             is_num = 0;
         } else if (!strcmp(a, "--kv-type")) {
-            if (strcmp(v, "f16") && strcmp(v, "q8_0")) {
-                fprintf(stderr, "infer: bad value '%s' for --kv-type (f16 or q8_0)\n", v);
+            if (strcmp(v, "f16") && strcmp(v, "q8_0") && strcmp(v, "q4_0")) {
+                fprintf(stderr, "infer: bad value '%s' for --kv-type (f16, q8_0 or q4_0)\n", v);
                 return 0;
             }
-            o->kv_type = strcmp(v, "f16") ? INFER_TYPE_Q8_0 : INFER_TYPE_F16;
+            o->kv_type = !strcmp(v, "q8_0") ? INFER_TYPE_Q8_0 : !strcmp(v, "q4_0") ? INFER_TYPE_Q4_0 : INFER_TYPE_F16;
             is_num = 0;
         }
         else if (strcmp(a, "-p") && strcmp(a, "-n") && strcmp(a, "-r") && strcmp(a, "-t") && strcmp(a, "--parallel") &&
@@ -141,8 +141,10 @@ static void stats(bench_result *r, int n) {
     r->stddev = n > 1 ? sqrt(ss / (n - 1)) : 0;
 }
 
-/* One repetition: a fresh cache holding `depth` tokens (decoded untimed,
-   copied to every sequence), then either p tokens in one batch or n
+/* One repetition: a cache holding `depth` tokens (decoded untimed, copied
+   to every sequence; decoded once, then each repetition cuts the cache
+   back to them, which leaves the same keys as decoding them again), then
+   either p tokens in one batch or n
    tokens one by one (after a BOS where the depth is 0, as llama-bench
    does), in each of `parallel` sequences together. Returns tokens/s (all
    sequences'). */
@@ -152,13 +154,14 @@ static double run_once(infer_context *c, const infer_token *toks, int depth, int
     int seq[256], i, s;
     infer_batch b;
     double t0, t1;
-    for (s = 0; s < parallel; s++) infer_seq_truncate(c, s, 0), seq[s] = s;
-    if (depth) {
+    int have = depth && infer_seq_n_past(c, 0) >= depth; /* the depth, from the last repetition */
+    for (s = 0; s < parallel; s++) infer_seq_truncate(c, s, have ? depth : 0), seq[s] = s;
+    if (depth && !have) {
         if (infer_decode(c, toks, depth, 0, err)) return -1;
         for (s = 1; s < parallel; s++)
             if (infer_seq_copy(c, 0, s, err)) return -1;
-        toks += depth;
     }
+    toks += depth;
     t0 = now_ms();
     if (n_prompt) {
         if (infer_decode(c, toks, n_prompt, 0, err)) return -1;
