@@ -573,6 +573,10 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
                                      infer_error *err);
 INFERDEF infer_metrics infer_context_metrics(const infer_context *c);
 INFERDEF void infer_context_reset_metrics(infer_context *c);
+/* Bytes of KV cache one token at position pos reads in attention: every
+   layer's K and V rows it sees (a sliding layer's window at most); with
+   the weights' bytes, what a generated token costs in memory traffic. */
+INFERDEF size_t infer_context_kv_read_bytes(const infer_context *c, int pos);
 /* The tokens infer_generate last read and wrote. */
 INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, int *n);
 INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n);
@@ -12453,7 +12457,11 @@ static void infer__weights_free(infer_model *m) {
 #define INFER_CONTEXT_H
 
 /* ---- attention.c: the KV cache and attention over it ---- */
-#define INFER__ATT_TILE 64 /* keys per tile */
+#ifndef INFER__ATT_TILE
+/* keys per tile: long enough that a token's products are long rows (V is
+   read a run of 512 bytes per value at a time) and few calls */
+#define INFER__ATT_TILE 256
+#endif
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
 /* A pass of a few tokens past the first run of keys splits each item's
    keys into runs, so that every worker streams the cache
@@ -12467,8 +12475,13 @@ static void infer__weights_free(infer_model *m) {
 #define INFER__ATT_SPLITS 8
 #define INFER__ATT_SPLIT_TOKENS 16
 #define INFER__ATT_SCORES (1 << 22)
-/* scores an unsplit item keeps between its passes (rows x keys) */
-#define INFER__ATT_KEPT (1 << 14)
+/* scores an unsplit item keeps between its passes (rows x keys), at most:
+   a prompt's item of 64 rows keeps them over 16k keys, so deep prompts
+   make their scores once (a worker's scratch: rows x the context's
+   positions where that is less) */
+#ifndef INFER__ATT_KEPT
+#define INFER__ATT_KEPT (1 << 20)
+#endif
 
 /* The cache itself (infer__kv_cache) is in backend.h: a GPU reads it too. */
 
@@ -12478,6 +12491,7 @@ typedef struct infer__attn_scratch {
     float *s, *acc, *pv, *m, *l;
     uint16_t *p;      /* probabilities in F16 */
     float *kept;      /* an item's scores between its passes */
+    size_t n_kept;    /* floats there */
     /* llama.cpp's order only: p.V's 16 key lanes per row and value, a
        chunk of 16 keys' V values and probabilities, the rows' sums */
     float *lanes, *vchunk, *pchunk;
@@ -12518,8 +12532,8 @@ static size_t infer__kv_bytes(const infer__kv_cache *kv);
 static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int hi, int n_past);
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
                             const float *v);
-static size_t infer__attn_scratch_floats(int head_dim, int ordered);
-static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered);
+static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx);
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered, int n_ctx);
 static int infer__attn_n_items(const infer__attn_batch *b);
 /* item < infer__attn_n_items(b) * b->n_splits: run item % n_splits of the
    keys of item / n_splits */
@@ -12789,16 +12803,21 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
     }
 }
 
-static size_t infer__attn_scratch_floats(int head_dim, int ordered) {
+/* Scores a worker keeps for a context of n_ctx positions. */
+static size_t infer__attn_kept_floats(int n_ctx) {
+    return INFER__MIN((size_t)INFER__ATT_KEPT, (size_t)INFER__ATT_ROWS * (size_t)n_ctx);
+}
+
+static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
     /* qx (at most 4 bytes a value), s, acc, pv, m, l, p (halves), kept scores */
-    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + INFER__ATT_KEPT;
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx);
     /* lanes, vchunk, pchunk, sum (doubles) */
     if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
     return n;
 }
 
-static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered) {
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered, int n_ctx) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
     sc->qx = (uint8_t *)base, base += rows * hd;
     sc->s = base, base += rows * tile;
@@ -12807,7 +12826,7 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->m = base, base += rows;
     sc->l = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
-    sc->kept = base, base += INFER__ATT_KEPT;
+    sc->kept = base, sc->n_kept = infer__attn_kept_floats(n_ctx), base += sc->n_kept;
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
     if (ordered) {
@@ -12861,7 +12880,7 @@ static void infer__attn_softcap(float *s, int n, float cap) {
    rounded to F16, as llama.cpp has them: the scores of each tile and each
    row's running max and sum (kernels.softmax_stats), then the
    probabilities (kernels.softmax_probs) times V. The second pass reads
-   the scores the first kept where they fit (INFER__ATT_KEPT floats), so
+   the scores the first kept where they fit (sc->n_kept floats), so
    K is read once; else it makes them again.
    Split (b->n_splits > 1), item i is run i % n_splits of the keys, in two
    phases with a barrier between: phase 1 keeps its scores in b->scores and
@@ -12877,7 +12896,7 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int slots = kv->slots[b->layer], w = b->window;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
     int n_keys = key_hi - key_lo, k0, i, pass, r;
-    int keep = split || (size_t)nq * n_keys <= INFER__ATT_KEPT;
+    int keep = split || (size_t)nq * n_keys <= sc->n_kept;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     size_t p_row = ((size_t)hd + 2) * b->n_splits;
@@ -13308,7 +13327,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->route.start = (int *)infer__ctx_alloc(c, (size_t)m->n_expert + 1, sizeof(int), &ok);
         c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
     }
-    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
+    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16, c->n_ctx);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
     /* split attention: as many tokens as INFER__ATT_SCORES holds the scores
        of, up to INFER__ATT_SPLIT_TOKENS, on one worker too (its sums are
@@ -13736,7 +13755,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     infer__attn_batch ab;
     memset(&ab, 0, sizeof ab);
     ab.ordered = c->match_llama && c->kv.type == INFER_TYPE_F16;
-    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, m->head_dim, ab.ordered);
+    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, m->head_dim, ab.ordered, c->n_ctx);
     ab.kv = &c->kv;
     ab.kern = &c->kern;
     ab.n_heads = m->n_heads;
@@ -23602,6 +23621,18 @@ INFERDEF infer_metrics infer_context_metrics(const infer_context *c) {
     m.gen_tps = m.gen_ms > 0 ? m.n_gen_intervals * 1000.0 / m.gen_ms : 0;
     m.token_ms_avg = m.n_gen_intervals ? m.gen_ms / m.n_gen_intervals : 0;
     return m;
+}
+
+INFERDEF size_t infer_context_kv_read_bytes(const infer_context *c, int pos) {
+    size_t total = 0;
+    int l;
+    if (!c || pos < 0) return 0;
+    for (l = 0; l < c->model->n_layers; l++) {
+        int w = c->model->layers[l].window, seen = pos + 1;
+        if (w && seen > w) seen = w;
+        total += 2 * (size_t)seen * c->kv.k_row;
+    }
+    return total;
 }
 
 INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, int *n) {

@@ -539,6 +539,14 @@ def plot_bandwidth(plt, rows, ceilings, palette, peer_name):
         raise NoData("No generation results (tg tests) with a known model size were given (infer's FILEs, "
                      "or --peer).")
     notes = []
+    if ceilings:
+        given = ", ".join(f"{'every device' if k == '*' else k}: {v:g} GB/s" for k, v in ceilings.items())
+        notes.append(f"Ceiling given with --bandwidth ({html.escape(given)}).")
+    measured = [r.device_gbs for r in gen if r.device_kind == "cpu" and r.device_gbs > 0]
+    if measured and not any(k in ceilings for k in ("*", "cpu")):
+        ceilings["cpu"] = max(measured)
+        notes.append(f"The CPU ceiling, {max(measured):.1f} GB/s, is the best read bandwidth infer bench measured "
+                     "after its runs (as many threads as the run reading a 512 MiB buffer).")
     if not any(k in ceilings for k in ("*", "cpu")) and any(r.device_kind == "cpu" for r in gen):
         try:
             gbps, how, size, repeats = measure_read_bandwidth()
@@ -549,9 +557,6 @@ def plot_bandwidth(plt, rows, ceilings, palette, peer_name):
                      f"(on {html.escape(socket.gethostname())}): reading a {size >> 20} MiB array with numpy, "
                      f"{html.escape(how)}, the best of {repeats} tries (and of two ways). It is not necessarily "
                      "what the machine gave when the benchmarks ran; give a known figure with --bandwidth GBPS.")
-    elif ceilings:
-        given = ", ".join(f"{'every device' if k == '*' else k}: {v:g} GB/s" for k, v in ceilings.items())
-        notes.append(f"Ceiling given with --bandwidth ({html.escape(given)}).")
     for r in gen:  # a GPU's ceiling: what infer bench's copy kernel measured there, unless given
         if r.device_kind != "cpu" and r.device_gbs > 0 and r.device_kind not in ceilings and "*" not in ceilings:
             ceilings[r.device_kind] = r.device_gbs
@@ -596,8 +601,9 @@ def plot_bandwidth(plt, rows, ceilings, palette, peer_name):
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
     fig.tight_layout()
-    notes.insert(0, "Achieved GB/s: infer's gen_gbs (the weights' bytes, read once per forward pass, × passes/s); "
-                 f"for {html.escape(peer_name)}'s rows, model_size × tokens/s. Whiskers: the tokens/s stddev. "
+    notes.insert(0, "Achieved GB/s: infer's gen_gbs (the bytes a forward pass reads, the weights once and at depth "
+                 f"the KV cache, × passes/s); for {html.escape(peer_name)}'s rows, model_size × tokens/s (the "
+                 "weights only, so a deep row of theirs shows less than it reads). Whiskers: the tokens/s stddev. "
                  "Dashed line: the ceiling.")
     return fig, " ".join(notes)
 

@@ -2,11 +2,13 @@
    in one batch, and generation of n tokens one at a time, each repeated r
    times after a warm-up, reported as mean +/- stddev tokens/s. Also: time
    to first token, load time, peak RSS, model bytes and the memory bandwidth
-   generation achieves (model bytes read per token x tokens/s), and where
-   it ran (--device cpu|cuda|auto: the device column; a GPU's name below
-   the table). On a GPU, generation's GB/s are also given as a share of
-   the bandwidth a copy kernel reaches there (infer_model_device_bandwidth;
-   "-" on the CPU, whose ceiling bench/report.py measures instead).
+   generation achieves (the bytes a token reads, the weights' and at depth
+   the KV cache's, x tokens/s), and where it ran (--device cpu|cuda|auto:
+   the device column; a GPU's name below the table). Generation's GB/s are
+   also given as a share of the device's bandwidth: on a GPU what a copy
+   kernel reaches there (infer_model_device_bandwidth), on the CPU what
+   reading a 512 MiB buffer with as many threads reaches (measured after
+   the runs, the best of 5).
    --parallel N generates N sequences together, one token of each per
    forward pass: the generation figure is then their aggregate.
    -d N (llama-bench's depth) measures both with N tokens already in the
@@ -19,9 +21,11 @@
    --draft MODEL [--draft-n N] times the same reply with a draft model of
    the same vocabulary drafting N tokens a pass (default 4), in a context
    of its own: a row of that table too, alone or beside --lookup's. */
-#define _XOPEN_SOURCE 700 /* clock_gettime */
+#define _XOPEN_SOURCE 700 /* clock_gettime, pthread barriers */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,87 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+/* The CPU's read bandwidth: threads sum their shares of one buffer
+   together (a barrier starts and ends each pass), the best of several
+   passes. The threads wait at a gate until every one has started, so the
+   barrier counts only those that did. */
+typedef struct read_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int open;
+    pthread_barrier_t pass;
+} read_gate;
+
+typedef struct read_share {
+    const uint64_t *p;
+    size_t n;
+    int passes;
+    read_gate *gate;
+    double *ms;     /* each pass's time, written by the first share's thread */
+    uint64_t sum;   /* kept, so the reads are not optimised away */
+} read_share;
+
+static void *read_worker(void *arg) {
+    read_share *r = (read_share *)arg;
+    int pass;
+    pthread_mutex_lock(&r->gate->mu);
+    while (!r->gate->open) pthread_cond_wait(&r->gate->cv, &r->gate->mu);
+    pthread_mutex_unlock(&r->gate->mu);
+    for (pass = 0; pass < r->passes; pass++) {
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        size_t i;
+        double t0;
+        pthread_barrier_wait(&r->gate->pass);
+        t0 = now_ms();
+        for (i = 0; i + 4 <= r->n; i += 4) s0 += r->p[i], s1 += r->p[i + 1], s2 += r->p[i + 2], s3 += r->p[i + 3];
+        r->sum += s0 + s1 + s2 + s3;
+        pthread_barrier_wait(&r->gate->pass); /* every share read: the pass's end */
+        if (r->ms) r->ms[pass] = now_ms() - t0;
+    }
+    return NULL;
+}
+
+/* GB/s with up to `threads` threads (fewer where one cannot be started),
+   or 0 where the buffer cannot be had. */
+static double cpu_read_gbs(int threads) {
+    enum { PASSES = 5, MAX_THREADS = 256 };
+    size_t words = ((size_t)512 << 20) / sizeof(uint64_t), per, i;
+    uint64_t *buf = (uint64_t *)malloc(words * sizeof(uint64_t));
+    read_share shares[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    read_gate gate;
+    double ms[PASSES], best = 0;
+    int t, n = 1;
+    if (!buf) return 0;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads < 1) threads = 1;
+    for (i = 0; i < words; i++) buf[i] = i; /* touched: the pages are real */
+    per = words / (size_t)threads;
+    pthread_mutex_init(&gate.mu, NULL);
+    pthread_cond_init(&gate.cv, NULL);
+    gate.open = 0;
+    for (t = 0; t < threads; t++) {
+        read_share *r = &shares[t];
+        r->p = buf + (size_t)t * per, r->n = per, r->passes = PASSES, r->gate = &gate;
+        r->ms = t ? NULL : ms, r->sum = 0;
+    }
+    for (t = 1; t < threads && !pthread_create(&tid[t], NULL, read_worker, &shares[t]); t++) n++;
+    pthread_barrier_init(&gate.pass, NULL, (unsigned)n);
+    pthread_mutex_lock(&gate.mu);
+    gate.open = 1;
+    pthread_cond_broadcast(&gate.cv);
+    pthread_mutex_unlock(&gate.mu);
+    read_worker(&shares[0]);
+    for (t = 1; t < n; t++) pthread_join(tid[t], NULL);
+    for (t = 0; t < PASSES; t++)
+        if (best == 0 || ms[t] < best) best = ms[t];
+    pthread_barrier_destroy(&gate.pass);
+    pthread_cond_destroy(&gate.cv);
+    pthread_mutex_destroy(&gate.mu);
+    free(buf);
+    return best > 0 ? (double)per * n * sizeof(uint64_t) / (best / 1000.0) / 1e9 : 0;
 }
 
 typedef struct bench_opts {
@@ -383,7 +468,8 @@ int infer_cmd_bench(int argc, char **argv) {
         n_tests++;
     }
     peak = infer_context_metrics(c).peak_rss_bytes;
-    dev_gbs = infer_model_device_bandwidth(m); /* measured after the runs, never during them; 0 on the CPU */
+    /* measured after the runs, never during them */
+    dev_gbs = infer_model_device(m) == INFER_DEVICE_CPU ? cpu_read_gbs(o.threads) : infer_model_device_bandwidth(m);
 
     if (!strcmp(o.output, "json")) printf("[\n");
     else if (!strcmp(o.output, "csv"))
@@ -396,7 +482,11 @@ int infer_cmd_bench(int argc, char **argv) {
     for (t = 0; t < n_tests; t++) {
         bench_result *br = &res[t];
         char share[32] = "-", gbs_text[32] = "-";
-        gbs = br->n_gen ? br->avg / o.parallel * (double)model_bytes / 1e9 : 0; /* a pass reads the weights once */
+        /* a pass reads the weights once, and each sequence's KV cache (at its
+           middle position in the run) */
+        gbs = br->n_gen ? br->avg / o.parallel *
+                              ((double)model_bytes + (double)o.parallel * infer_context_kv_read_bytes(c, o.depth + br->n_gen / 2)) / 1e9
+                        : 0;
         if (br->n_gen) snprintf(gbs_text, sizeof gbs_text, "%.2f", gbs);
         if (br->n_gen && dev_gbs > 0) snprintf(share, sizeof share, "%.6f", gbs / dev_gbs);
         if (!strcmp(o.output, "json")) {
@@ -406,8 +496,8 @@ int infer_cmd_bench(int argc, char **argv) {
                    o.model, model_bytes, o.threads, infer_context_isa(c), dev, infer_model_device_name(m),
                    br->n_prompt, br->n_gen, o.depth, br->n_gen ? o.parallel : 1, br->avg, br->stddev);
             for (r = 0; r < o.reps; r++) printf(r ? ", %.6f" : "%.6f", br->samples[r]);
-            /* device_gbs: the copy kernel's GB/s (0 on the CPU); gen_bw_share: gen_gbs / device_gbs, null
-               for a prompt row or where there is no device figure */
+            /* device_gbs: the device's bandwidth (a GPU's copy kernel, the CPU's read); gen_bw_share:
+               gen_gbs / device_gbs, null for a prompt row or where there is no device figure */
             printf("], \"ttft_ms\": %.3f, \"load_ms\": %.3f, \"peak_rss_bytes\": %zu, \"gen_gbs\": %.3f, "
                    "\"device_gbs\": %.3f, \"gen_bw_share\": %s}%s\n",
                    br->ttft_ms, load_ms, peak, gbs, dev_gbs, strcmp(share, "-") ? share : "null",

@@ -111,16 +111,21 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
     }
 }
 
-static size_t infer__attn_scratch_floats(int head_dim, int ordered) {
+/* Scores a worker keeps for a context of n_ctx positions. */
+static size_t infer__attn_kept_floats(int n_ctx) {
+    return INFER__MIN((size_t)INFER__ATT_KEPT, (size_t)INFER__ATT_ROWS * (size_t)n_ctx);
+}
+
+static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
     /* qx (at most 4 bytes a value), s, acc, pv, m, l, p (halves), kept scores */
-    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + INFER__ATT_KEPT;
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx);
     /* lanes, vchunk, pchunk, sum (doubles) */
     if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
     return n;
 }
 
-static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered) {
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered, int n_ctx) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
     sc->qx = (uint8_t *)base, base += rows * hd;
     sc->s = base, base += rows * tile;
@@ -129,7 +134,7 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->m = base, base += rows;
     sc->l = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
-    sc->kept = base, base += INFER__ATT_KEPT;
+    sc->kept = base, sc->n_kept = infer__attn_kept_floats(n_ctx), base += sc->n_kept;
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
     if (ordered) {
@@ -183,7 +188,7 @@ static void infer__attn_softcap(float *s, int n, float cap) {
    rounded to F16, as llama.cpp has them: the scores of each tile and each
    row's running max and sum (kernels.softmax_stats), then the
    probabilities (kernels.softmax_probs) times V. The second pass reads
-   the scores the first kept where they fit (INFER__ATT_KEPT floats), so
+   the scores the first kept where they fit (sc->n_kept floats), so
    K is read once; else it makes them again.
    Split (b->n_splits > 1), item i is run i % n_splits of the keys, in two
    phases with a barrier between: phase 1 keeps its scores in b->scores and
@@ -199,7 +204,7 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int slots = kv->slots[b->layer], w = b->window;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
     int n_keys = key_hi - key_lo, k0, i, pass, r;
-    int keep = split || (size_t)nq * n_keys <= INFER__ATT_KEPT;
+    int keep = split || (size_t)nq * n_keys <= sc->n_kept;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     size_t p_row = ((size_t)hd + 2) * b->n_splits;

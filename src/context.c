@@ -205,7 +205,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->route.start = (int *)infer__ctx_alloc(c, (size_t)m->n_expert + 1, sizeof(int), &ok);
         c->route.logits = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_expert, sizeof(float), &ok);
     }
-    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16);
+    c->attn_scratch_n = infer__attn_scratch_floats(m->head_dim, c->match_llama && c->kv.type == INFER_TYPE_F16, c->n_ctx);
     c->attn_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->attn_scratch_n, sizeof(float), &ok);
     /* split attention: as many tokens as INFER__ATT_SCORES holds the scores
        of, up to INFER__ATT_SPLIT_TOKENS, on one worker too (its sums are

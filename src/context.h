@@ -7,7 +7,11 @@
 #include "backend.h"
 
 /* ---- attention.c: the KV cache and attention over it ---- */
-#define INFER__ATT_TILE 64 /* keys per tile */
+#ifndef INFER__ATT_TILE
+/* keys per tile: long enough that a token's products are long rows (V is
+   read a run of 512 bytes per value at a time) and few calls */
+#define INFER__ATT_TILE 256
+#endif
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
 /* A pass of a few tokens past the first run of keys splits each item's
    keys into runs, so that every worker streams the cache
@@ -21,8 +25,13 @@
 #define INFER__ATT_SPLITS 8
 #define INFER__ATT_SPLIT_TOKENS 16
 #define INFER__ATT_SCORES (1 << 22)
-/* scores an unsplit item keeps between its passes (rows x keys) */
-#define INFER__ATT_KEPT (1 << 14)
+/* scores an unsplit item keeps between its passes (rows x keys), at most:
+   a prompt's item of 64 rows keeps them over 16k keys, so deep prompts
+   make their scores once (a worker's scratch: rows x the context's
+   positions where that is less) */
+#ifndef INFER__ATT_KEPT
+#define INFER__ATT_KEPT (1 << 20)
+#endif
 
 /* The cache itself (infer__kv_cache) is in backend.h: a GPU reads it too. */
 
@@ -32,6 +41,7 @@ typedef struct infer__attn_scratch {
     float *s, *acc, *pv, *m, *l;
     uint16_t *p;      /* probabilities in F16 */
     float *kept;      /* an item's scores between its passes */
+    size_t n_kept;    /* floats there */
     /* llama.cpp's order only: p.V's 16 key lanes per row and value, a
        chunk of 16 keys' V values and probabilities, the rows' sums */
     float *lanes, *vchunk, *pchunk;
@@ -72,8 +82,8 @@ static size_t infer__kv_bytes(const infer__kv_cache *kv);
 static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int hi, int n_past);
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
                             const float *v);
-static size_t infer__attn_scratch_floats(int head_dim, int ordered);
-static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered);
+static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx);
+static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered, int n_ctx);
 static int infer__attn_n_items(const infer__attn_batch *b);
 /* item < infer__attn_n_items(b) * b->n_splits: run item % n_splits of the
    keys of item / n_splits */

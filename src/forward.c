@@ -180,7 +180,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     infer__attn_batch ab;
     memset(&ab, 0, sizeof ab);
     ab.ordered = c->match_llama && c->kv.type == INFER_TYPE_F16;
-    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, m->head_dim, ab.ordered);
+    infer__attn_scratch_carve(&scratch, c->attn_scratch + (size_t)ith * c->attn_scratch_n, m->head_dim, ab.ordered, c->n_ctx);
     ab.kv = &c->kv;
     ab.kern = &c->kern;
     ab.n_heads = m->n_heads;

@@ -16,6 +16,18 @@ INFERDEF infer_metrics infer_context_metrics(const infer_context *c) {
     return m;
 }
 
+INFERDEF size_t infer_context_kv_read_bytes(const infer_context *c, int pos) {
+    size_t total = 0;
+    int l;
+    if (!c || pos < 0) return 0;
+    for (l = 0; l < c->model->n_layers; l++) {
+        int w = c->model->layers[l].window, seen = pos + 1;
+        if (w && seen > w) seen = w;
+        total += 2 * (size_t)seen * c->kv.k_row;
+    }
+    return total;
+}
+
 INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, int *n) {
     if (n) *n = (int)stbds_arrlen(c->prompt_tokens);
     return c->prompt_tokens;

@@ -572,6 +572,10 @@ INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const c
                                      infer_error *err);
 INFERDEF infer_metrics infer_context_metrics(const infer_context *c);
 INFERDEF void infer_context_reset_metrics(infer_context *c);
+/* Bytes of KV cache one token at position pos reads in attention: every
+   layer's K and V rows it sees (a sliding layer's window at most); with
+   the weights' bytes, what a generated token costs in memory traffic. */
+INFERDEF size_t infer_context_kv_read_bytes(const infer_context *c, int pos);
 /* The tokens infer_generate last read and wrote. */
 INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, int *n);
 INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n);

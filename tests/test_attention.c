@@ -51,7 +51,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     infer__attn_scratch sc;
     float *q = (float *)malloc(sizeof(float) * n_tok * dim), *out = (float *)malloc(sizeof(float) * n_tok * dim);
     float *kr = (float *)malloc(sizeof(float) * kv_dim), *vr = (float *)malloc(sizeof(float) * kv_dim);
-    float *scratch = (float *)malloc(sizeof(float) * infer__attn_scratch_floats(hd, ordered));
+    float *scratch = (float *)malloc(sizeof(float) * infer__attn_scratch_floats(hd, ordered, n_ctx));
     float *qd = (float *)malloc(sizeof(float) * hd);
     uint8_t *qx = (uint8_t *)malloc((size_t)hd * 4);
     double *s = (double *)malloc(sizeof(double) * n_ctx), worst = 0;
@@ -75,7 +75,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     }
     for (i = 0; i < n_tok * dim; i++) q[i] = 2 * g_uniform();
     memset(out, 0, sizeof(float) * n_tok * dim);
-    infer__attn_scratch_carve(&sc, scratch, hd, ordered);
+    infer__attn_scratch_carve(&sc, scratch, hd, ordered, n_ctx);
     b.kv = &kv, b.kern = kern, b.seq = 0, b.layer = 0, b.pos0 = pos0, b.n_tok = n_tok, b.n_heads = n_heads;
     b.window = window, b.scale = 1.0f / sqrtf((float)hd), b.softcap = softcap;
     b.q = q, b.out = out, b.ldq = b.ldo = dim;
@@ -217,6 +217,10 @@ Test(attention, sliding_window_cache_memory) {
     cr_assert_eq(c->kv.bytes, (size_t)(3 * 32768 + 15 * (512 + 512)) * 2 * infer__row_size(INFER_TYPE_F16, m->kv_dim));
     cr_log_info("Gemma 3 270M KV cache at 32768 positions: %.1f MiB (every layer full: %.1f MiB)",
                 c->kv.bytes / 1048576.0, full / 1048576.0);
+    /* what a token reads: every key of the 3 global layers, at most the window of the 15 sliding ones */
+    cr_assert_eq(infer_context_kv_read_bytes(c, 9999), (size_t)(3 * 10000 + 15 * 512) * 2 * infer__row_size(INFER_TYPE_F16, m->kv_dim));
+    cr_assert_eq(infer_context_kv_read_bytes(c, 99), (size_t)18 * 100 * 2 * infer__row_size(INFER_TYPE_F16, m->kv_dim));
+    cr_assert_eq(infer_context_kv_read_bytes(c, -1), 0);
     infer_context_free(c);
     infer_model_free(m);
 }

@@ -43,6 +43,16 @@ Test(bench, json_has_llama_bench_fields) {
     }
     cr_assert_gt(tu_json_get(&j->items[0], "ttft_ms")->num, 0);
     cr_assert_gt(tu_json_get(&j->items[1], "gen_gbs")->num, 0);
+    /* the device's bandwidth, measured (the CPU's read of a buffer), and generation's share of it */
+    cr_assert_gt(tu_json_get(&j->items[1], "device_gbs")->num, 0.1);
+    cr_assert_eq(tu_json_get(&j->items[1], "gen_bw_share")->kind, TU_NUM);
+    {
+        double share = tu_json_get(&j->items[1], "gen_bw_share")->num,
+               want = tu_json_get(&j->items[1], "gen_gbs")->num / tu_json_get(&j->items[1], "device_gbs")->num;
+        cr_assert(share > want * 0.98 - 1e-3 && share < want * 1.02 + 1e-3, "share %g, gen_gbs / device_gbs %g", share,
+                  want);
+    }
+    cr_assert_eq(tu_json_get(&j->items[0], "gen_bw_share")->kind, TU_NULL, "a prompt row has no share");
     tu_json_free(j);
     free(out);
 }
