@@ -124,29 +124,49 @@ INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float 
     }
 }
 
-/* 32 values of a block, as four vectors of 8, into acc rows: a[i] += c_i * q */
-INFER__AVX2_INLINE void infer__avx2_pv_block(const __m256 q[4], int j, const uint16_t *p, size_t ldp, int nq, float d,
-                                             float *acc, int hd) {
-    int i, k;
+/* One block column of up to 64 keys, dequantized (vals[32 j + d], scale[j]),
+   into every row: a row's 32 sums stay in registers over the keys, each
+   product fused as (p * scale) * q in key order, as the plain C has it.
+   A key of p = 0 adds an exact zero, so it need not be skipped. */
+INFER__AVX2_INLINE void infer__avx2_pv_rows(const float *vals, const float *scale, int n, const uint16_t *p, size_t ldp,
+                                            int nq, float *acc, int hd) {
+    float c[64];
+    int i, j;
     for (i = 0; i < nq; i++) {
-        float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
-        __m256 c;
-        if (pij == 0) continue;
-        c = _mm256_set1_ps(pij * d);
-        for (k = 0; k < 4; k++) _mm256_storeu_ps(a + 8 * k, _mm256_fmadd_ps(c, q[k], _mm256_loadu_ps(a + 8 * k)));
+        const uint16_t *pr = p + (size_t)i * ldp;
+        float *a = acc + (size_t)i * hd;
+        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
+        for (j = 0; j + 8 <= n; j += 8)
+            _mm256_storeu_ps(c + j, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pr + j))),
+                                                  _mm256_loadu_ps(scale + j)));
+        for (; j < n; j++) c[j] = infer__fp16_to_fp32(pr[j]) * scale[j];
+        for (j = 0; j < n; j++) {
+            __m256 cj = _mm256_broadcast_ss(c + j);
+            const float *q = vals + 32 * j;
+            a0 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q), a0);
+            a1 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 8), a1);
+            a2 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 16), a2);
+            a3 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 24), a3);
+        }
+        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
     }
 }
 
 INFER__AVX2 static void infer__avx2_pv_q8_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
                                             size_t ldp, int nq, float *acc) {
-    int j, b, k;
-    for (j = 0; j < kt; j++) {
-        const infer__block_q8_0 *row = (const infer__block_q8_0 *)(const void *)(v + (size_t)j * v_stride);
+    float vals[64 * 32], scale[64];
+    int j0, j, b, k;
+    for (j0 = 0; j0 < kt; j0 += 64) {
+        int n = INFER__MIN(64, kt - j0);
         for (b = 0; b < hd / 32; b++) {
-            __m256 q[4];
-            for (k = 0; k < 4; k++)
-                q[k] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row[b].qs + 8 * k))));
-            infer__avx2_pv_block(q, j, p, ldp, nq, infer__fp16_to_fp32(row[b].d), acc + 32 * b, hd);
+            for (j = 0; j < n; j++) {
+                const infer__block_q8_0 *blk = (const infer__block_q8_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
+                for (k = 0; k < 4; k++)
+                    _mm256_storeu_ps(vals + 32 * j + 8 * k, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                                _mm_loadl_epi64((const __m128i *)(const void *)(blk->qs + 8 * k)))));
+                scale[j] = infer__fp16_to_fp32(blk->d);
+            }
+            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
         }
     }
 }
@@ -154,19 +174,24 @@ INFER__AVX2 static void infer__avx2_pv_q8_0(int hd, const uint8_t *v, size_t v_s
 INFER__AVX2 static void infer__avx2_pv_q4_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
                                             size_t ldp, int nq, float *acc) {
     const __m128i low = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
-    int j, b;
-    for (j = 0; j < kt; j++) {
-        const infer__block_q4_0 *row = (const infer__block_q4_0 *)(const void *)(v + (size_t)j * v_stride);
+    float vals[64 * 32], scale[64];
+    int j0, j, b;
+    for (j0 = 0; j0 < kt; j0 += 64) {
+        int n = INFER__MIN(64, kt - j0);
         for (b = 0; b < hd / 32; b++) {
-            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)row[b].qs);
-            __m128i lo = _mm_sub_epi8(_mm_and_si128(x, low), eight);
-            __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low), eight);
-            __m256 q[4];
-            q[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
-            q[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
-            q[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
-            q[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
-            infer__avx2_pv_block(q, j, p, ldp, nq, infer__fp16_to_fp32(row[b].d), acc + 32 * b, hd);
+            for (j = 0; j < n; j++) {
+                const infer__block_q4_0 *blk = (const infer__block_q4_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
+                __m128i x = _mm_loadu_si128((const __m128i *)(const void *)blk->qs);
+                __m128i lo = _mm_sub_epi8(_mm_and_si128(x, low), eight);
+                __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low), eight);
+                float *o = vals + 32 * j;
+                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)));
+                _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))));
+                _mm256_storeu_ps(o + 16, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)));
+                _mm256_storeu_ps(o + 24, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))));
+                scale[j] = infer__fp16_to_fp32(blk->d);
+            }
+            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
         }
     }
 }
