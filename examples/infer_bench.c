@@ -523,9 +523,15 @@ int infer_cmd_bench(int argc, char **argv) {
         printf("\ndevice %s, load %.1f ms, peak RSS %.1f MiB", infer_model_device_name(m), load_ms, peak / 1048576.0);
         for (t = 0; t < n_tests; t++) {
             if (res[t].n_prompt) printf(", time to first token (pp%d) %.2f ms", res[t].n_prompt, res[t].ttft_ms);
-            if (res[t].n_gen) printf(", generation reads %.2f GB/s", res[t].avg / o.parallel * (double)model_bytes / 1e9);
+            if (res[t].n_gen)
+                printf(", generation reads %.2f GB/s",
+                       res[t].avg / o.parallel *
+                           ((double)model_bytes + (double)o.parallel * infer_context_kv_read_bytes(c, o.depth + res[t].n_gen / 2)) / 1e9);
         }
-        if (dev_gbs > 0) printf(", a copy kernel reaches %.1f GB/s on this GPU", dev_gbs);
+        if (dev_gbs > 0)
+            printf(infer_model_device(m) == INFER_DEVICE_CPU ? ", reading memory reaches %.1f GB/s on this CPU"
+                                                             : ", a copy kernel reaches %.1f GB/s on this GPU",
+                   dev_gbs);
         printf("\n");
     }
     if ((o.lookup > 0 || dm) && !bench_lookup(m, dm, &o, &err)) goto fail;
