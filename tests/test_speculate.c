@@ -249,22 +249,6 @@ Test(speculate, parallel_sequences_keep_their_replies_and_caches) {
 
 /* ---- a draft model ---- */
 
-/* bench/make_model.py's test-draft and test-target shapes (one synthetic
-   vocabulary, random weights) into dir; 0 where Python lacks numpy or gguf. */
-static int spec_make_pair(char *dir, size_t size) {
-    char cmd[2048], *out;
-    int status;
-    snprintf(dir, size, "/tmp/infer_spec_XXXXXX");
-    cr_assert(mkdtemp(dir), "mkdtemp failed");
-    snprintf(cmd, sizeof cmd,
-             "python3 '%s/bench/make_model.py' test-draft f32 -o '%s/draft.gguf' >/dev/null 2>&1 && "
-             "python3 '%s/bench/make_model.py' test-target f32 --seed 2 -o '%s/target.gguf' >/dev/null 2>&1",
-             INFER_SOURCE_DIR, dir, INFER_SOURCE_DIR, dir);
-    out = tu_run(cmd, &status);
-    free(out);
-    return status == 0;
-}
-
 static void spec_remove_pair(const char *dir) {
     char p[1024];
     snprintf(p, sizeof p, "%s/draft.gguf", dir);
@@ -331,7 +315,7 @@ Test(speculate, draft_model_keeps_the_greedy_replies) {
     spec_reply *ca = (spec_reply *)calloc(4, sizeof *ca), *cb = ca + 2;
     int turn, i, j, drafted;
     cr_assert(a && b && ca);
-    if (!spec_make_pair(dir, sizeof dir)) {
+    if (!tu_make_draft_pair(dir, sizeof dir)) {
         spec_remove_pair(dir);
         free(a), free(b), free(ca);
         cr_skip_test("bench/make_model.py could not write the test models (Python's numpy and gguf needed)");

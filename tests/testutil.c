@@ -218,3 +218,17 @@ int tu_names_any(const char *msg, const char *kw) {
     }
     return 0;
 }
+
+int tu_make_draft_pair(char *dir, size_t size) {
+    char cmd[2048], *out;
+    int status;
+    snprintf(dir, size, "/tmp/infer_draft_XXXXXX");
+    if (!mkdtemp(dir)) return 0;
+    snprintf(cmd, sizeof cmd,
+             "python3 '%s/bench/make_model.py' test-draft f32 -o '%s/draft.gguf' >/dev/null 2>&1 && "
+             "python3 '%s/bench/make_model.py' test-target f32 --seed 2 -o '%s/target.gguf' >/dev/null 2>&1",
+             INFER_SOURCE_DIR, dir, INFER_SOURCE_DIR, dir);
+    out = tu_run(cmd, &status);
+    free(out);
+    return status == 0;
+}

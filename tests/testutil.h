@@ -31,6 +31,10 @@ const tu_json *tu_json_get(const tu_json *obj, const char *key);
 
 /* Runs a shell command, capturing stdout (and its exit status). */
 char *tu_run(const char *cmd, int *status);
+/* bench/make_model.py's test-draft and test-target (one vocabulary) into a
+   new directory dir (size bytes) as draft.gguf and target.gguf; 0 where
+   they could not be made (numpy or gguf missing). */
+int tu_make_draft_pair(char *dir, size_t size);
 /* Whether msg names one of kw's alternatives (separated by '|'), case
    aside; a NULL, "" or "*" kw accepts any message. */
 int tu_names_any(const char *msg, const char *kw);
