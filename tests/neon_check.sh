@@ -263,7 +263,7 @@ int main(int argc, char **argv) {
 }
 C
 # (testutil.c, the tests' JSON reader, is not written for -pedantic)
-$cc -std=c99 -O2 -DINFER_SHARED_DIR="\"$shared\"" -I"$src" -c "$src/tests/testutil.c" -o "$tmp/testutil.o"
+$cc -std=c99 -O2 -DINFER_SHARED_DIR="\"$shared\"" -DINFER_SOURCE_DIR="\"$src\"" -I"$src" -c "$src/tests/testutil.c" -o "$tmp/testutil.o"
 $cc $flags "$tmp/neon_ref.c" "$tmp/testutil.o" -o "$tmp/neon_ref" -lm -lpthread
 
 # the format's tolerance (../shared/README.md), from the file name

@@ -219,6 +219,13 @@ int tu_names_any(const char *msg, const char *kw) {
     return 0;
 }
 
+/* The project's root, where bench/make_model.py lies; every build of the
+   tests names it (CMake, neon_check.sh), and one that does not finds no
+   script and makes no pair. */
+#ifndef INFER_SOURCE_DIR
+#define INFER_SOURCE_DIR "."
+#endif
+
 int tu_make_draft_pair(char *dir, size_t size) {
     char cmd[2048], *out;
     int status;
