@@ -1448,6 +1448,17 @@ __global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, con
     const uint8_t *kbase = kc[at] + head_k, *vbase = vc[at];
     float *mine = att_part(part, blockIdx.x, kvh, n_kvh, blockIdx.z, n_split, hd);
     int key_lo, key_hi, chunk, my_lo, my_hi;
+    { /* a share past the rows' keys (a decode grid split for a longer context) has nothing: an empty share, at once */
+        int p0 = pos[it.first + it.r0 / group], p1 = pos[it.first + (it.r0 + n_rows - 1) / group];
+        key_lo = window ? max(0, p0 - window + 1) : 0;
+        chunk = ((p1 - key_lo + 1 + n_split - 1) / n_split + ATT_KEYS - 1) / ATT_KEYS * ATT_KEYS;
+        if (key_lo + (int)blockIdx.z * chunk > p1) {
+            if (phase == 0 && tid < ATT_ROWS) mine[ATT_ROWS * hd + tid] = -INFINITY, mine[ATT_ROWS * (hd + 1) + tid] = 0.0f;
+            if (phase == 1)
+                for (int e = tid; e < ATT_ROWS * hd; e += blockDim.x) mine[e] = 0.0f;
+            return;
+        }
+    }
     nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> fo[ATT_ACC];
 
     /* the rows' queries (rounded as the CPU rounds q for q.K) and their key ranges */
@@ -1632,6 +1643,7 @@ struct gpu_model {
     void **allocs; /* every cudaMalloc of the weights, to free */
     int n_allocs, cap_allocs;
     double bandwidth; /* GB/s, once measured */
+    int n_sm;         /* its multiprocessors: a decode step's attention fills them */
 };
 
 static int model_alloc(gpu_model *g, void **p, size_t bytes, char *msg, size_t size) {
@@ -1798,6 +1810,7 @@ extern "C" int infer_cuda_model_new(const infer_model *m, void **out, char *msg,
         return INFER_BACKEND_FAILED;
     }
     snprintf(g->name, sizeof g->name, "%s, sm_%d%d", prop.name, prop.major, prop.minor);
+    g->n_sm = prop.multiProcessorCount;
     qsort(list, (size_t)n, sizeof *list, by_address);
     for (int i = 0; i < n && rc == INFER_BACKEND_OK; i++) {
         if (i && list[i] == list[i - 1]) continue; /* bound twice (a shared tensor) */
@@ -1896,7 +1909,7 @@ extern "C" double infer_cuda_bandwidth(void *gm) {
 #define PROMPT_MIN 8 /* tokens from which a product goes to cuBLAS */
 #endif
 #define DEQUANT_MAX (16 << 20) /* values of a matrix dequantized at once for cuBLAS */
-#define DECODE_SPLIT 4    /* shares of the keys in a decode step's attention */
+#define DECODE_SPLIT_MAX 32 /* shares of the keys in a decode step's attention, at most */
 #define MAX_GRAPHS 8      /* decode graphs kept per context, by batch size */
 
 struct decode_graph {
@@ -1986,13 +1999,34 @@ static int max_items(const infer_model *m, int n, int n_seq) {
     return (n * group + ATT_ROWS - 1) / ATT_ROWS + (n < n_seq ? n : n_seq);
 }
 
+/* A decode step's shares of the keys (flash-decoding): a token alone has a
+   block per KV head, a handful on a GPU of a hundred multiprocessors, so
+   its keys are split until the blocks fill them (a share past the context's
+   keys leaves at once). A prompt has blocks enough and takes one share. */
+static int decode_split(const gpu_model *g, int n_items) {
+    int blocks = n_items * g->m->n_kv_heads, s = (g->n_sm + blocks - 1) / blocks;
+    return s < 1 ? 1 : s > DECODE_SPLIT_MAX ? DECODE_SPLIT_MAX : s;
+}
+
+/* The attention scratch's shares: a prompt's items one each, or a decode
+   step of n sequences (ceil(group / ATT_ROWS) items a token) split. */
+static size_t att_shares(const gpu_model *g, int n_items, int n_batch, int n_seq) {
+    int per_tok = (g->m->n_heads / g->m->n_kv_heads + ATT_ROWS - 1) / ATT_ROWS;
+    size_t most = (size_t)n_items;
+    for (int n = 1; n <= n_batch && n <= n_seq; n++) {
+        size_t shares = (size_t)n * per_tok * decode_split(g, n * per_tok);
+        if (shares > most) most = shares;
+    }
+    return most;
+}
+
 extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n_batch, int match_llama, void **out,
                                       size_t *bytes, char *msg, size_t size) {
     gpu_model *g = (gpu_model *)gm;
     const infer_model *m = g->m;
     gpu_ctx *c;
     size_t nb = (size_t)n_batch, total = 0, widest, pairs, n_ptr = (size_t)kv->n_seq * kv->n_layers, wt = 0;
-    int good, hdp = (m->head_dim + 15) / 16 * 16, max_split;
+    int good, hdp = (m->head_dim + 15) / 16 * 16;
     *out = NULL;
     c = (gpu_ctx *)calloc(1, sizeof *c);
     if (c) c->held = (act_held *)calloc(1, sizeof *c->held);
@@ -2020,7 +2054,6 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n
             if (rows > (size_t)g->w[i].rows) rows = (size_t)g->w[i].rows;
             if (rows * (size_t)g->w[i].n > wt) wt = rows * (size_t)g->w[i].n;
         }
-    max_split = DECODE_SPLIT;
     {
         size_t act_values = nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn;
         c->act_rows_bytes = (act_values + 15) / 16 * 16; /* the int8 values, then the float4 scales */
@@ -2045,7 +2078,7 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n
            CTX_ALLOC(route_margin, (pairs ? nb : 0), float) && CTX_ALLOC(route_e, pairs, int) &&
            CTX_ALLOC(pair_token, pairs, int) &&
            CTX_ALLOC(logits, nb * m->n_vocab, float) &&
-           CTX_ALLOC(part, (size_t)c->n_items * m->n_kv_heads * max_split * ATT_ROWS * (m->head_dim + 2), float) &&
+           CTX_ALLOC(part, att_shares(g, c->n_items, n_batch, kv->n_seq) * m->n_kv_heads * ATT_ROWS * (m->head_dim + 2), float) &&
            CTX_ALLOC(act, (nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn), float) && CTX_ALLOC(wtmp, 2 * wt, __half) &&
            CTX_ALLOC(act2, 2 * nb * widest, __half) && CTX_ALLOC(row_scale, nb, float) && CTX_ALLOC(d_in, c->in_bytes, unsigned char) &&
            ok(cudaMallocHost((void **)&c->h_in, c->in_bytes), "cudaMallocHost", msg, size) &&
@@ -2391,7 +2424,7 @@ struct pass {
 /* Writes the batch's inputs into the pinned block (the attention items
    made here: per run of a sequence's tokens, one per ATT_ROWS rows) and
    says where they will be on the device; returns the bytes to copy. */
-static size_t set_inputs(gpu_ctx *c, const infer_backend_batch *b, int n_split, pass *p) {
+static size_t set_inputs(gpu_ctx *c, const infer_backend_batch *b, int decode, pass *p) {
     const infer_model *m = c->m;
     int group = m->n_heads / m->n_kv_heads, n_items = 0, rope_n = m->n_ropes * m->rope_dim;
     att_item items[1];
@@ -2418,7 +2451,7 @@ static size_t set_inputs(gpu_ctx *c, const infer_backend_batch *b, int n_split, 
         }
     }
     memcpy(c->h_in + in.rope, b->rope, (size_t)b->n * rope_n * sizeof(float));
-    p->n = b->n, p->n_sel = b->n_sel, p->n_items = n_items, p->n_split = n_split;
+    p->n = b->n, p->n_sel = b->n_sel, p->n_items = n_items, p->n_split = decode ? decode_split(c->g, n_items) : 1;
     p->tokens = (const int *)(c->d_in + in.tokens);
     p->pos = (const int *)(c->d_in + in.pos);
     p->seq = (const int *)(c->d_in + in.seq);
@@ -2627,7 +2660,7 @@ extern "C" int infer_cuda_forward(void *gc, const infer_backend_batch *b, char *
     if (!ok(cudaSetDevice(c->g->device), "cudaSetDevice", msg, size)) return INFER_BACKEND_FAILED;
     if (is_decode(c, b)) { /* one launch: the graph */
         cudaGraphExec_t exec;
-        in_bytes = set_inputs(c, b, DECODE_SPLIT, &p);
+        in_bytes = set_inputs(c, b, 1, &p);
         exec = decode_graph_for(c, &p, in_bytes, msg, size);
         if (!exec) return INFER_BACKEND_FAILED;
         if (!ok(cudaGraphLaunch(exec, c->stream), "cudaGraphLaunch", msg, size) ||
@@ -2636,7 +2669,7 @@ extern "C" int infer_cuda_forward(void *gc, const infer_backend_batch *b, char *
         memcpy(b->logits, c->h_out, (size_t)b->n * m->n_vocab * sizeof(float));
         return copy_margins(c, b, msg, size);
     }
-    in_bytes = set_inputs(c, b, 1, &p);
+    in_bytes = set_inputs(c, b, 0, &p);
     if (!ok(cudaMemcpyAsync(c->d_in, c->h_in, in_bytes, cudaMemcpyHostToDevice, c->stream), "cudaMemcpyAsync", msg, size))
         return INFER_BACKEND_FAILED;
     rc = enqueue_forward(c, &p, b->hidden != NULL, b->should_stop, b->stop_user);
