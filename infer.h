@@ -8984,6 +8984,106 @@ INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *
     return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
 }
 
+/* ---- Q4_0 and Q4_1 packed (pack.h): 16 rows a group, two vectors of 8 ----
+   Word j of a block holds 4 values of each row (low nibbles: the row's
+   values 4j.., high: 16 + 4j..); each is dotted with the token's matching
+   4 bytes, broadcast, by maddubs, and a block's 8 pair sums add up in 16
+   bits (Q4_0: u * x - 8 * x, at most 2032 a pair; Q4_1: u * x, 3810), so
+   each row's integer sum is vec_dot's. A row's blocks go into one chain,
+   sum * (d * dx) (+ m * s for Q4_1) added block after block, as pack.c's
+   references do. A group's bytes are one stream: a row at a time, or two
+   rows side by side, kept the memory less busy (AVX2, 2 threads). */
+#define INFER__AVX2_PK_TMAX 4
+INFER__AVX2_INLINE void infer__avx2_pk_q4_tile(const int T, const int q1, int nb, const uint8_t *gp, const uint8_t *x,
+                                               size_t x_stride, float *y, size_t ldy, int nr) {
+    __m256 fa[INFER__AVX2_PK_TMAX], fb[INFER__AVX2_PK_TMAX];
+    const __m256i m4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8), ones = _mm256_set1_epi16(1);
+    const size_t xb_size = q1 ? sizeof(infer__block_q8_1) : sizeof(infer__block_q8_0), xq_at = q1 ? 4 : 2;
+    int b, j, t;
+    for (t = 0; t < T; t++) fa[t] = fb[t] = _mm256_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *q = q1 ? gp + (size_t)b * INFER__PACK_Q4_1_BLOCK : gp + infer__pack_q_at(b, 16);
+        const uint8_t *d = q1 ? q + 256 : gp + infer__pack_d_at(b, 16);
+        __m256 da = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d));
+        __m256 db = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16)));
+        __m256i sa[INFER__AVX2_PK_TMAX], sb[INFER__AVX2_PK_TMAX];
+        for (t = 0; t < T; t++) sa[t] = sb[t] = _mm256_setzero_si256();
+        for (j = 0; j < 4; j++) {
+            __m256i va = _mm256_loadu_si256((const __m256i *)(q + 64 * j));
+            __m256i vb = _mm256_loadu_si256((const __m256i *)(q + 64 * j + 32));
+            __m256i la = _mm256_and_si256(va, m4), ha = _mm256_and_si256(_mm256_srli_epi16(va, 4), m4);
+            __m256i lb = _mm256_and_si256(vb, m4), hb = _mm256_and_si256(_mm256_srli_epi16(vb, 4), m4);
+            for (t = 0; t < T; t++) {
+                const uint8_t *xq = x + (size_t)t * x_stride + (size_t)b * xb_size + xq_at;
+                int32_t wl, wh;
+                __m256i xl, xh, pa, pb;
+                memcpy(&wl, xq + 4 * j, 4);
+                memcpy(&wh, xq + 16 + 4 * j, 4);
+                xl = _mm256_set1_epi32(wl), xh = _mm256_set1_epi32(wh);
+                pa = _mm256_add_epi16(_mm256_maddubs_epi16(la, xl), _mm256_maddubs_epi16(ha, xh));
+                pb = _mm256_add_epi16(_mm256_maddubs_epi16(lb, xl), _mm256_maddubs_epi16(hb, xh));
+                if (!q1) { /* the values count from 0: 8 * x back */
+                    __m256i e = _mm256_add_epi16(_mm256_maddubs_epi16(eight, xl), _mm256_maddubs_epi16(eight, xh));
+                    pa = _mm256_sub_epi16(pa, e), pb = _mm256_sub_epi16(pb, e);
+                }
+                sa[t] = _mm256_add_epi16(sa[t], pa), sb[t] = _mm256_add_epi16(sb[t], pb);
+            }
+        }
+        for (t = 0; t < T; t++) {
+            const uint8_t *xb = x + (size_t)t * x_stride + (size_t)b * xb_size; /* fp16 d (and s) first */
+            uint16_t dx, sx;
+            __m256 vx, ta, tb;
+            memcpy(&dx, xb, 2);
+            vx = _mm256_set1_ps(INFER__XH(dx));
+            ta = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sa[t], ones)), _mm256_mul_ps(da, vx));
+            tb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sb[t], ones)), _mm256_mul_ps(db, vx));
+            if (q1) { /* + m * s */
+                __m256 vs;
+                memcpy(&sx, xb + 2, 2);
+                vs = _mm256_set1_ps(INFER__XH(sx));
+                ta = _mm256_add_ps(ta, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 32))), vs));
+                tb = _mm256_add_ps(tb, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 48))), vs));
+            }
+            fa[t] = _mm256_add_ps(fa[t], ta), fb[t] = _mm256_add_ps(fb[t], tb);
+        }
+    }
+    for (t = 0; t < T; t++) {
+        float out[INFER__PACK_ROWS];
+        _mm256_storeu_ps(out, fa[t]);
+        _mm256_storeu_ps(out + 8, fb[t]);
+        memcpy(y + (size_t)t * ldy, out, (size_t)nr * sizeof(float));
+    }
+}
+
+INFER__AVX2_INLINE void infer__avx2_pk_q4(const int q1, int n, const void *packed, int n_rows, const void *x,
+                                          size_t x_stride, int n_tok, float *y, size_t ldy) {
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, t;
+    size_t gbytes = q1 ? infer__pack_q_1_group_bytes(n, 0) : infer__pack_group_bytes(n, 16);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int nr = INFER__MIN(INFER__PACK_ROWS, n_rows - g * INFER__PACK_ROWS);
+        for (t = 0; t < n_tok; t += INFER__AVX2_PK_TMAX) {
+            const uint8_t *xt = (const uint8_t *)x + (size_t)t * x_stride;
+            float *yt = y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS;
+            switch (INFER__MIN(INFER__AVX2_PK_TMAX, n_tok - t)) { /* T a constant in each: the loops unroll */
+            case 1: infer__avx2_pk_q4_tile(1, q1, nb, gp, xt, x_stride, yt, ldy, nr); break;
+            case 2: infer__avx2_pk_q4_tile(2, q1, nb, gp, xt, x_stride, yt, ldy, nr); break;
+            case 3: infer__avx2_pk_q4_tile(3, q1, nb, gp, xt, x_stride, yt, ldy, nr); break;
+            default: infer__avx2_pk_q4_tile(4, q1, nb, gp, xt, x_stride, yt, ldy, nr); break;
+            }
+        }
+    }
+}
+INFER__AVX2 static void infer__avx2_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__avx2_pk_q4(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX2 static void infer__avx2_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__avx2_pk_q4(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+#undef INFER__AVX2_PK_TMAX
+
 /* ---- GEMM: a tile of up to 3 weight rows x 3 tokens in registers ----
    Each row's block is unpacked once per tile, each token's once, instead of
    once per product; the sums are the vec_dot kernels', block by block. Q8_0
@@ -9376,6 +9476,12 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = infer__avx2_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = infer__avx2_q4_0_dot;
+    k->pack_size[INFER_TYPE_Q4_0] = infer__pack_q4_0_size;
+    k->pack[INFER_TYPE_Q4_0] = infer__pack_q4_0;
+    k->gemm_packed[INFER_TYPE_Q4_0] = infer__avx2_q4_0_gemm_packed;
+    k->pack_size[INFER_TYPE_Q4_1] = infer__pack_q4_1_size;
+    k->pack[INFER_TYPE_Q4_1] = infer__pack_q4_1;
+    k->gemm_packed[INFER_TYPE_Q4_1] = infer__avx2_q4_1_gemm_packed;
     k->vec_dot[INFER_TYPE_Q4_1] = infer__avx2_q4_1_dot;
     k->vec_dot[INFER_TYPE_Q5_0] = infer__avx2_q5_0_dot;
     k->vec_dot[INFER_TYPE_Q5_1] = infer__avx2_q5_1_dot;

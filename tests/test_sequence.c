@@ -424,14 +424,17 @@ Test(sequence, contexts_share_weights) {
     cr_assert(m, "%s", err.msg);
     c1 = ctx(m, 64, 1, INFER_FULL_STOP, 0), c2 = ctx(m, 64, 1, INFER_FULL_STOP, 0);
     a = infer_context_metrics(c1), b = infer_context_metrics(c2);
-    if (m->cpu->packed_bytes == 0) { /* AVX2 and the plain C kernels read Q4_0 as it is */
+    if (m->cpu->packed_bytes == 0) { /* the plain C and NEON kernels read Q4_0 as it is */
         infer_context_free(c1);
         infer_context_free(c2);
         infer_model_free(m);
-        cr_skip_test("this CPU's kernels pack no Q4_0 (AVX2 or plain C): no packed weights to share");
+        cr_skip_test("this CPU's kernels pack no Q4_0 (plain C, NEON): no packed weights to share");
     }
     cr_assert_eq(a.context_bytes, b.context_bytes);
-    cr_assert_lt(a.context_bytes, m->cpu->packed_bytes / 2, "%zu vs %zu", a.context_bytes, m->cpu->packed_bytes);
+    /* synth-256 is small: its 3 MB of weights against a context of 64
+       positions (1.6 MB on AVX2), most of it the logits' and the batch's
+       scratch; a context that copied the weights would hold more than they */
+    cr_assert_lt(a.context_bytes, m->cpu->packed_bytes, "%zu vs %zu", a.context_bytes, m->cpu->packed_bytes);
     cr_assert_eq(c1->plan[0].packed[0], c2->plan[0].packed[0]);
     infer_context_free(c1);
     infer_context_free(c2);
