@@ -45,6 +45,13 @@ typedef struct infer__gp {
     long n_el, n_ranges; /* what the compiled grammar will hold so far, for the budget */
     int *name_slot;      /* open addressing: named rules' ids by their name's hash, -1 empty */
     int name_cap, n_named;
+    /* The last repetition made: rule's body from start to end is sym (one
+       element) repeated min to max times; rule -1 for none. A group that
+       holds just that is the repetition, for a quantifier after it. */
+    struct {
+        int rule, start, end, min, max;
+        infer__gel sym;
+    } rep, group_rep; /* group_rep: rule's element at start is a reference to such a group */
 } infer__gp;
 
 /* A parse error of what: its message, at at's line and column of src
@@ -410,7 +417,45 @@ static void infer__gp_repeat(infer__gp *g, int rule, int start, int min, int max
         }
         infer__gp_emit(g, rule, INFER__GE_REF, prev);
     }
+    g->rep.rule = n == 1 && !g->failed ? rule : -1;
+    g->rep.start = start;
+    g->rep.end = (int)stbds_arrlen(g->rules[rule].body);
+    g->rep.min = min;
+    g->rep.max = max;
+    if (n == 1) g->rep.sym = sym[0];
     stbds_arrfree(sym);
+}
+
+/* Whether infer__gp_repeat takes these bounds. */
+static int infer__gp_bounds_ok(int min, int max) {
+    return min <= INFER__G_MAX_REPEAT && max <= INFER__G_MAX_REPEAT && (max < 0 || max >= min);
+}
+
+/* Reads one quantifier at g->p (*, +, ?, {m}, {m,}, {m,n}): its bounds,
+   max -1 for none; 0 (failed) on a malformed one. */
+static int infer__gp_quantifier(infer__gp *g, const char *at, int *min, int *max) {
+    char c = *g->p++;
+    *min = c == '+' ? 1 : 0;
+    *max = c == '?' ? 1 : -1;
+    if (c != '{') return 1;
+    g->p = infer__gp_space(g->p, 0);
+    if (!infer__gp_count(g, min)) {
+        infer__gp_fail(g, at, "expecting a number after '{'");
+        return 0;
+    }
+    g->p = infer__gp_space(g->p, 0);
+    *max = *min;
+    if (*g->p == ',') {
+        g->p = infer__gp_space(g->p + 1, 0);
+        if (!infer__gp_count(g, max)) *max = -1;
+        g->p = infer__gp_space(g->p, 0);
+    }
+    if (*g->p != '}') {
+        infer__gp_fail(g, at, "expecting '}' to close the repetition");
+        return 0;
+    }
+    g->p++;
+    return 1;
 }
 
 /* A group being parsed: the rule it was opened in, where its reference
@@ -488,6 +533,13 @@ static void infer__gp_alternates(infer__gp *g, int rule) {
             start = grp.start;
             g->p++;
             infer__gp_emit(g, rule, INFER__GE_REF, sub);
+            g->group_rep = g->rep;
+            g->group_rep.rule = -1;
+            if (g->rep.rule == sub && g->rep.start == 0 && g->rep.end == (int)stbds_arrlen(g->rules[sub].body)) {
+                g->group_rep.rule = rule;
+                g->group_rep.start = start;
+                g->group_rep.end = sub; /* the reference's target */
+            }
         } else if (c == '|') {
             infer__gp_emit(g, rule, INFER__GE_ALT, 0);
             start = -1;
@@ -496,33 +548,51 @@ static void infer__gp_alternates(infer__gp *g, int rule) {
             g->p = infer__gp_space(g->p + 1, nested);
             continue;
         } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-            int min = 0, max = -1;
+            int min = 0, max = 0, min2, max2, have = 0;
+            const char *q = g->p;
+            infer__gel *body;
             if (start < 0) {
                 infer__gp_fail(g, at, "'%c' follows nothing it could repeat", c);
                 break;
             }
-            if (c == '+') min = 1;
-            else if (c == '?') max = 1;
-            g->p++;
-            if (c == '{') {
-                g->p = infer__gp_space(g->p, 0);
-                if (!infer__gp_count(g, &min)) {
-                    infer__gp_fail(g, at, "expecting a number after '{'");
-                    break;
-                }
-                g->p = infer__gp_space(g->p, 0);
-                max = min;
-                if (*g->p == ',') {
-                    g->p = infer__gp_space(g->p + 1, 0);
-                    if (!infer__gp_count(g, &max)) max = -1;
-                    g->p = infer__gp_space(g->p, 0);
-                }
-                if (*g->p != '}') {
-                    infer__gp_fail(g, at, "expecting '}' to close the repetition");
-                    break;
-                }
-                g->p++;
+            /* x{a,b}{c,d} with a <= 1 is x{a*c,b*d} (x++ is x+, x?* is x*,
+               ((x)+)+ is x+): one repetition, where nesting them would make
+               the matcher's stacks as many as 2^depth (each level's loop
+               reachable two ways). A group that is one repetition gives
+               its element back for that. */
+            body = g->rules[rule].body;
+            if (g->group_rep.rule == rule && g->group_rep.start == start && len == start + 1 &&
+                body[start].type == INFER__GE_REF && body[start].val == g->group_rep.end && g->group_rep.min <= 1 &&
+                infer__gp_bounds_ok(g->group_rep.min, g->group_rep.max)) {
+                stbds_arrsetlen(g->rules[rule].body, start);
+                g->n_el--;
+                infer__gp_emit(g, rule, g->group_rep.sym.type, g->group_rep.sym.val);
+                min = g->group_rep.min;
+                max = g->group_rep.max;
+                have = 1;
             }
+            g->group_rep.rule = -1;
+            for (;; q = infer__gp_space(g->p, stbds_arrlen(groups) > 0)) {
+                if (*q != '*' && *q != '+' && *q != '?' && *q != '{') break;
+                if (have && (min > 1 || !infer__gp_bounds_ok(min, max))) break; /* repeat says why */
+                g->p = q;
+                if (!infer__gp_quantifier(g, q, &min2, &max2)) break;
+                if (!have) {
+                    min = min2, max = max2, have = 1;
+                    continue;
+                }
+                if (!infer__gp_bounds_ok(min2, max2) ||
+                    (max2 >= 0 && max >= 0 && (long)max * max2 > INFER__G_MAX_REPEAT)) {
+                    infer__gp_repeat(g, rule, start, min, max, at); /* kept nested */
+                    if (g->failed) break;
+                    at = q;
+                    min = min2, max = max2;
+                    continue;
+                }
+                min *= min2;
+                max = max < 0 || max2 < 0 ? -1 : max * max2;
+            }
+            if (g->failed) break;
             infer__gp_repeat(g, rule, start, min, max, at);
         } else if (nested) {
             /* the innermost group open */
@@ -787,6 +857,7 @@ static infer__grules *infer__gbnf_compile(const char *text, const char *root, in
     g.src = text;
     g.err = err;
     g.any_set = -1;
+    g.rep.rule = g.group_rep.rule = -1;
     for (i = 0; i < 128; i++) g.ascii_set[i] = -1;
     infer__gp_grammar(&g);
     if (!g.failed) c = infer__gp_finish(&g, root ? root : "root");

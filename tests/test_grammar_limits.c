@@ -350,6 +350,35 @@ Test(grammar_limits, exponential_expansion_stops_at_the_step_limit, .timeout = 6
     infer__grules_free(g);
 }
 
+/* [a-z]+ inside 40 groups each repeated again: nested, each level's loop
+   is reachable two ways and a character's state held 2^40 stacks (the
+   fuzzer's find: the matcher ran into its step limit, taking seconds).
+   Quantifiers on quantifiers are one repetition now, written directly or
+   through groups, so the text matches at once. */
+Test(grammar_limits, nested_quantifiers_are_one_repetition) {
+    text t = {0};
+    infer__grules *g;
+    const char *why = NULL;
+    infer_error err;
+    int i;
+    puts_n(&t, "root ::= \"- \" ", 1);
+    puts_n(&t, "(", 40);
+    puts_n(&t, "[a-z ]", 1);
+    for (i = 0; i < 40; i++) put(&t, i % 3 ? ")+" : ")*", 2);
+    puts_n(&t, " \"\\n\"\nother ::= [a-z ]+++++++++++++++++++++++++++++++++++++++++ \".\"\n", 1);
+    g = compile_ok(t.p);
+    cr_expect_eq(infer__grules_match_why(g, "- a list of words\n", 18, &why), 1, "limit: %s", why ? why : "(none)");
+    cr_expect_eq(infer__grules_match(g, "- \n", 3), 1, "an outer * lets the list be empty");
+    cr_expect_eq(infer__grules_match(g, "- A\n", 4), -1);
+    infer__grules_free(g);
+    g = infer__gbnf_compile(t.p, "other", &err);
+    cr_assert_not_null(g, "%s", err.msg);
+    cr_expect_eq(infer__grules_match_why(g, "abc.", 4, &why), 1, "limit: %s", why ? why : "(none)");
+    cr_expect_eq(infer__grules_match(g, ".", 1), -1, "+ of + still needs one");
+    infer__grules_free(g);
+    free(t.p);
+}
+
 static infer_model *load_vocab(const char *path) {
     infer_error err;
     infer_model_params mp = infer_model_default_params();
