@@ -19,8 +19,14 @@
 
 #include "infer.h"
 
+#if defined(__GNUC__)
+#define CLI_MAYBE_UNUSED __attribute__((unused)) /* a command uses some of them */
+#else
+#define CLI_MAYBE_UNUSED
+#endif
+
 /* Prints "infer: " fmt (with one string argument) and a newline; returns 1. */
-static int cli_fail(const char *fmt, const char *arg) {
+static CLI_MAYBE_UNUSED int cli_fail(const char *fmt, const char *arg) {
     fprintf(stderr, "infer: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n");
@@ -28,7 +34,7 @@ static int cli_fail(const char *fmt, const char *arg) {
 }
 
 /* The whole of s as a number, or 0. */
-static int cli_int(const char *s, int *out) {
+static CLI_MAYBE_UNUSED int cli_int(const char *s, int *out) {
     char *end;
     long v;
     errno = 0;
@@ -38,7 +44,7 @@ static int cli_int(const char *s, int *out) {
     return 1;
 }
 
-static int cli_float(const char *s, float *out) {
+static CLI_MAYBE_UNUSED int cli_float(const char *s, float *out) {
     char *end;
     double v;
     errno = 0;
@@ -50,7 +56,7 @@ static int cli_float(const char *s, float *out) {
 
 /* --device NAME: cpu, cuda or auto; 0 (with the one-line error printed)
    for another name. */
-static int cli_device(const char *v, infer_device *d) {
+static CLI_MAYBE_UNUSED int cli_device(const char *v, infer_device *d) {
     int x = infer_device_from_name(v);
     if (x < 0) {
         fprintf(stderr, "infer: bad value '%s' for --device (cpu, cuda or auto)\n", v);
@@ -62,7 +68,7 @@ static int cli_device(const char *v, infer_device *d) {
 
 /* --kv-type NAME: f16, q8_0 or q4_0, the KV cache's format; 0 (with the
    one-line error printed) for another name. */
-static int cli_kv_type(const char *v, infer_type *t) {
+static CLI_MAYBE_UNUSED int cli_kv_type(const char *v, infer_type *t) {
     if (!strcmp(v, "f16")) *t = INFER_TYPE_F16;
     else if (!strcmp(v, "q8_0")) *t = INFER_TYPE_Q8_0;
     else if (!strcmp(v, "q4_0")) *t = INFER_TYPE_Q4_0;
@@ -76,7 +82,7 @@ static int cli_kv_type(const char *v, infer_type *t) {
 /* When a is a sampling flag (--temp --top-k --top-p --min-p
    --repeat-penalty --seed), parses its value v into sp, sets *ok to whether
    the value was valid, and returns 1; else returns 0. */
-static int cli_sampling_option(const char *a, const char *v, infer_sampler_params *sp, int *ok) {
+static CLI_MAYBE_UNUSED int cli_sampling_option(const char *a, const char *v, infer_sampler_params *sp, int *ok) {
     if (!strcmp(a, "--temp")) *ok = cli_float(v, &sp->temperature) && sp->temperature >= 0;
     else if (!strcmp(a, "--top-k")) *ok = cli_int(v, &sp->top_k);
     else if (!strcmp(a, "--top-p")) *ok = cli_float(v, &sp->top_p) && sp->top_p > 0 && sp->top_p <= 1;
@@ -94,12 +100,6 @@ static int cli_sampling_option(const char *a, const char *v, infer_sampler_param
 }
 
 /* ---- output control: grammar, JSON schema, logit bias, top probabilities ---- */
-
-#if defined(__GNUC__)
-#define CLI_MAYBE_UNUSED __attribute__((unused)) /* until a command uses them */
-#else
-#define CLI_MAYBE_UNUSED
-#endif
 
 #define CLI_MAX_BIAS 256
 #define CLI_MAX_PROBS 64
@@ -435,7 +435,39 @@ typedef struct cli_progress {
     int shown, tty;
 } cli_progress;
 
-static double cli_seconds(void) {
+/* --draft: the draft model, of the target's vocabulary, and where dc is
+   given its context (n_ctx, as long as the target's); NULL with the
+   one-line error printed. */
+static CLI_MAYBE_UNUSED infer_model *cli_load_draft(const char *path, infer_device device, const infer_model *target,
+                                                   int threads, int n_ctx, infer_type kv_type, infer_context **dc) {
+    infer_error err;
+    infer_model_params mp = infer_model_default_params();
+    infer_context_params cp = infer_context_default_params();
+    infer_model *dm;
+    mp.device = device;
+    if (!(dm = infer_model_load(path, &mp, &err))) {
+        fprintf(stderr, "infer: --draft: %s\n", err.msg);
+        return NULL;
+    }
+    if (infer_model_n_vocab(dm) != infer_model_n_vocab(target)) {
+        fprintf(stderr, "infer: --draft: the draft model has %d tokens in its vocabulary, the model %d: they must be the same\n",
+                infer_model_n_vocab(dm), infer_model_n_vocab(target));
+        infer_model_free(dm);
+        return NULL;
+    }
+    if (!dc) return dm;
+    cp.n_threads = threads;
+    cp.n_ctx = n_ctx;
+    cp.kv_type = kv_type;
+    if (!(*dc = infer_context_new(dm, &cp, &err))) {
+        fprintf(stderr, "infer: --draft: %s\n", err.msg);
+        infer_model_free(dm);
+        return NULL;
+    }
+    return dm;
+}
+
+static CLI_MAYBE_UNUSED double cli_seconds(void) {
 #if !defined(_WIN32)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

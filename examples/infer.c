@@ -35,8 +35,8 @@ static const char *usage =
     "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--device D]   (user turns from stdin)\n"
     "            [--kv-type f16|q8_0|q4_0] [--think on|off] [--stop STR]... [--context-shift] [--keep N]\n"
     "            [--grammar ... | --json-schema ... | --logit-bias ... as run]\n"
-    "            [--reasoning show|hide] [--reasoning-budget N] [--chat-template-file F | --jinja] [--lookup N]\n"
-    "            [--rope-scaling ... --rope-scale ... as run]\n"
+    "            [--reasoning show|hide] [--reasoning-budget N] [--chat-template-file F | --jinja]\n"
+    "            [--lookup N | --draft MODEL [--draft-n N]] [--rope-scaling ... --rope-scale ... as run]\n"
     "            (see infer chat --help)\n"
     "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
     "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
@@ -381,35 +381,6 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
     return 0;
 }
 
-/* --draft: the draft model and its context (as long as the target's);
-   NULL with the one-line error printed. */
-static infer_model *load_draft(const options *o, const infer_model *target, int n_ctx, infer_context **dc) {
-    infer_error err;
-    infer_model_params mp = infer_model_default_params();
-    infer_context_params cp = infer_context_default_params();
-    infer_model *dm;
-    mp.device = o->device;
-    if (!(dm = infer_model_load(o->draft, &mp, &err))) {
-        fprintf(stderr, "infer: --draft: %s\n", err.msg);
-        return NULL;
-    }
-    if (infer_model_n_vocab(dm) != infer_model_n_vocab(target)) {
-        fprintf(stderr, "infer: --draft: the draft model has %d tokens in its vocabulary, the model %d: they must be the same\n",
-                infer_model_n_vocab(dm), infer_model_n_vocab(target));
-        infer_model_free(dm);
-        return NULL;
-    }
-    cp.n_threads = o->threads;
-    cp.n_ctx = n_ctx;
-    cp.kv_type = o->kv_type;
-    if (!(*dc = infer_context_new(dm, &cp, &err))) {
-        fprintf(stderr, "infer: --draft: %s\n", err.msg);
-        infer_model_free(dm);
-        return NULL;
-    }
-    return dm;
-}
-
 static int cmd_run(const options *o) {
     infer_error err;
     infer_model *dm = NULL;
@@ -424,6 +395,8 @@ static int cmd_run(const options *o) {
     size_t printed = 0, len = 0;
     int rc = 0, probs_shown = 0;
     cli_progress prog;
+    if (o->lookup && o->draft) return cli_fail("%s", "give only one of --lookup and --draft");
+    if (o->draft_n && !o->draft) return cli_fail("%s", "--draft-n needs --draft MODEL");
     if (!(m = load(o, 0))) return 1;
     cp.n_threads = o->threads;
     cp.n_ctx = o->n_ctx;
@@ -465,7 +438,7 @@ static int cmd_run(const options *o) {
         return 1;
     }
     if (o->draft) {
-        if (!(dm = load_draft(o, m, infer_context_n_ctx(c), &dc))) {
+        if (!(dm = cli_load_draft(o->draft, o->device, m, o->threads, infer_context_n_ctx(c), o->kv_type, &dc))) {
             free(owned);
             infer_context_free(c);
             infer_model_free(m);

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "infer.h"
+#include "cli.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -406,21 +406,9 @@ int infer_cmd_bench(int argc, char **argv) {
         return 1;
     }
     if (infer_model_warning(m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(m));
-    if (o.draft) { /* --draft: refused before anything is timed */
-        infer_model_params dmp = infer_model_default_params();
-        dmp.device = o.device;
-        if (!(dm = infer_model_load(o.draft, &dmp, &err))) {
-            fprintf(stderr, "infer: --draft: %s\n", err.msg);
-            infer_model_free(m);
-            return 1;
-        }
-        if (infer_model_n_vocab(dm) != infer_model_n_vocab(m)) {
-            fprintf(stderr, "infer: --draft: the draft model has %d tokens in its vocabulary, the model %d: they must be "
-                    "the same\n", infer_model_n_vocab(dm), infer_model_n_vocab(m));
-            infer_model_free(dm);
-            infer_model_free(m);
-            return 1;
-        }
+    if (o.draft && !(dm = cli_load_draft(o.draft, o.device, m, o.threads, 0, o.kv_type, NULL))) {
+        infer_model_free(m); /* --draft: refused before anything is timed */
+        return 1;
     }
     dev = infer_device_name(infer_model_device(m));
     load_ms = infer_model_load_ms(m);

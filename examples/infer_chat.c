@@ -37,7 +37,9 @@ static const char *const chat_usage =
     "  -t THREADS, -c CTX, --device D, --kv-type f16|q8_0|q4_0, --temp T, --top-k K, --top-p P,\n"
     "  --min-p P, --repeat-penalty R, --seed S, --stop STR..., --context-shift, --keep N,\n"
     "  --rope-scaling none|linear|yarn, --rope-scale F (as run: infer --help),\n"
-    "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N, --lookup N   as infer run\n"
+    "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N, --lookup N,\n"
+    "  --draft MODEL [--draft-n N]   as infer run (the draft model follows the conversation\n"
+    "                         in a context of its own, as long as the chat's)\n"
     "  --think on|off         off: Qwen3 and SmolLM3 answer without reasoning (also a Jinja\n"
     "                         template's enable_thinking)\n"
     "  --reasoning show|hide  a reply's reasoning (<think>...</think>, where the template writes\n"
@@ -76,6 +78,8 @@ typedef struct chat_opts {
     int jinja_own;              /* --jinja */
     infer_model_params rope;    /* --rope-scaling, --rope-scale: its rope fields */
     int lookup;                 /* --lookup: speculative decoding's draft tokens (0: none) */
+    const char *draft;          /* --draft: a draft model's file (NULL: none) */
+    int draft_n;                /* --draft-n: its tokens a pass (0: the default, 4) */
 } chat_opts;
 
 /* 1: parsed; 0: a bad command line (said on stderr); 2: --help was printed. */
@@ -94,7 +98,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
                                            "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
                                            "--device", "--kv-type", "--think", "--stop", "--keep",
                                            "--reasoning", "--reasoning-budget", "--chat-template-file", "--lookup",
-                                           "--rope-scaling", "--rope-scale"};
+                                           "--rope-scaling", "--rope-scale", "--draft", "--draft-n"};
         size_t k;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(chat_usage, stdout);
@@ -135,6 +139,8 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         else if (!strcmp(a, "--chat-template-file")) o->template_file = v;
         else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
         else if (!strcmp(a, "--lookup")) ok = cli_int(v, &o->lookup) && o->lookup >= 0 && o->lookup <= 64;
+        else if (!strcmp(a, "--draft")) o->draft = v;
+        else if (!strcmp(a, "--draft-n")) ok = cli_int(v, &o->draft_n) && o->draft_n >= 1 && o->draft_n <= 64;
         else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
@@ -149,6 +155,8 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
     cli_rope_defaults(&o->rope);
     if (!o->model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
     if (o->template_file && o->jinja_own) return cli_fail("%s", "give only one of --chat-template-file and --jinja"), 0;
+    if (o->draft_n && !o->draft) return cli_fail("%s", "--draft-n needs --draft MODEL"), 0;
+    if (o->draft && o->lookup) return cli_fail("%s", "give only one of --lookup and --draft"), 0;
     return 1;
 }
 
@@ -195,6 +203,8 @@ static int chat_append(chat_str *s, const char *p, size_t n) {
 typedef struct chat_state {
     infer_model *m;
     infer_context *c;
+    infer_model *draft_m; /* --draft, and its context */
+    infer_context *draft_c;
     infer_chat_template tmpl;
     infer_chat_message *msgs;
     int n_msgs, cap_msgs;
@@ -414,6 +424,7 @@ static int chat_turn(chat_state *st, int n_predict) {
     infer_output_parser *parser = NULL;
     infer_output_delta delta;
     infer_output_result res;
+    infer_metrics metrics;
     char *text, *full = NULL, *answer = NULL;
     size_t printed = 0, answer_len = 0;
     int n_shown = 0, n, add_bos, n_ctx = infer_context_n_ctx(st->c), full_ctx = 0, n_gen, past0, n_read, ok = 1;
@@ -512,6 +523,8 @@ static int chat_turn(chat_state *st, int n_predict) {
     rp.n_stop = st->o->n_stop;
     rp.reasoning_budget = st->o->reasoning_budget;
     rp.lookup = st->o->lookup;
+    rp.draft = st->draft_c;
+    rp.draft_n = st->draft_c ? (st->o->draft_n ? st->o->draft_n : 4) : 0;
     rp.reasoning_open = reasoning == INFER_REASONING_OPEN;
     past0 = from_start ? 0 : infer_context_n_past(st->c);
     cli_progress_begin(&prog, "prompt");
@@ -571,6 +584,7 @@ static int chat_turn(chat_state *st, int n_predict) {
     }
     if (st->o->shift && infer_context_n_past(st->c) != past0 + n + n_gen) st->shifted = 1;
     n_read = n - (from_start ? infer_request_cached_tokens(r) : 0);
+    metrics = infer_request_metrics(r);
     infer_request_free(r);
     if (parser) { /* what was held back, and the answer alone for the conversation */
         if (ok && infer_output_parser_finish(parser, &delta, &res, &err) == 0) {
@@ -612,8 +626,11 @@ static int chat_turn(chat_state *st, int n_predict) {
     free(reply.p), free(answer);
     st->n_fed = st->n_msgs;
     st->reply_open = 1;
-    fprintf(stderr, "[%d tokens read, %d generated, %d of %d in context]\n", n_read, n_gen, infer_context_n_past(st->c),
+    fprintf(stderr, "[%d tokens read, %d generated, %d of %d in context", n_read, n_gen, infer_context_n_past(st->c),
             n_ctx);
+    if (metrics.n_draft_tokens > 0) /* --lookup, --draft */
+        fprintf(stderr, ", %d of %d drafted accepted", metrics.n_draft_accepted, metrics.n_draft_tokens);
+    fprintf(stderr, "]\n");
     if (full_ctx) {
         fprintf(stderr, "infer: the context is full (%d tokens): ending the chat\n", n_ctx);
         return 1;
@@ -650,6 +667,11 @@ int infer_cmd_chat(int argc, char **argv) {
         return cli_fail("%s", err.msg);
     }
     cli_context_warning(st.m, infer_context_n_ctx(st.c), &o.rope);
+    if (o.draft && !(st.draft_m = cli_load_draft(o.draft, o.device, st.m, o.threads, infer_context_n_ctx(st.c),
+                                                 o.kv_type, &st.draft_c))) {
+        rc = 1;
+        goto done;
+    }
     st.base = infer_request_default_params();
     if (!cli_output_request(&o.out, st.m, &st.base, &owned)) {
         rc = 1;
@@ -725,6 +747,8 @@ done:
     free(st.held);
     for (i = 0; i < st.n_msgs; i++) free((void *)st.msgs[i].content);
     free(st.msgs);
+    infer_context_free(st.draft_c);
+    infer_model_free(st.draft_m);
     infer_context_free(st.c);
     infer_model_free(st.m);
     return rc;

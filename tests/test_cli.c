@@ -591,6 +591,69 @@ Test(cli, chat_runs_on_newer_architectures) {
     }
 }
 
+/* `infer chat --draft`: bench/make_model.py's test-target with test-draft
+   (one vocabulary, random weights) over three turns, greedy: the replies
+   are byte for byte those without a draft, the draft model follows the
+   conversation (each turn's line counts drafted tokens), and the flags'
+   misuses are refused in one line. */
+Test(cli, chat_with_a_draft_model_keeps_the_greedy_replies) {
+    char dir[64], cmd[4096], *plain, *drafted, *err, *p;
+    int st = tu_make_draft_pair(dir, sizeof dir) ? 0 : 1, turns = 0;
+    static const char *const turns_in = "printf 'Hello there\\nTell me a story about the sea and the wind.\\nThanks\\n'";
+    if (st != 0) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        free(tu_run(cmd, &st));
+        cr_skip_test("bench/make_model.py needs numpy and gguf");
+    }
+    snprintf(cmd, sizeof cmd, "%s | '%s' chat -m '%s/target.gguf' -n 16 --temp 0 -c 512 2>/dev/null", turns_in,
+             INFER_CLI_PATH, dir);
+    plain = tu_run(cmd, &st);
+    cr_assert_eq(st, 0, "%s", plain);
+    snprintf(cmd, sizeof cmd, "%s | '%s' chat -m '%s/target.gguf' -n 16 --temp 0 -c 512 --draft '%s/draft.gguf' "
+             "--draft-n 3 2>/dev/null", turns_in, INFER_CLI_PATH, dir, dir);
+    drafted = tu_run(cmd, &st);
+    cr_assert_eq(st, 0, "%s", drafted);
+    cr_assert(strlen(plain) > 3, "no replies: '%s'", plain);
+    cr_expect_str_eq(drafted, plain, "the replies changed under a draft model");
+    snprintf(cmd, sizeof cmd, "%s | '%s' chat -m '%s/target.gguf' -n 16 --temp 0 -c 512 --draft '%s/draft.gguf' "
+             "--draft-n 3 2>&1 >/dev/null", turns_in, INFER_CLI_PATH, dir, dir);
+    err = tu_run(cmd, &st);
+    cr_assert_eq(st, 0, "%s", err);
+    for (p = err; (p = strstr(p, " drafted accepted]")) != NULL; p++) {
+        const char *q = p;
+        int a = -1, d = -1;
+        while (q > err && q[-1] != ',') q--;
+        cr_assert_eq(sscanf(q, " %d of %d", &a, &d), 2, "%s", err);
+        cr_expect(d > 0 && a >= 0 && a <= d, "turn %d: %d of %d drafted accepted", turns + 1, a, d);
+        turns++;
+    }
+    cr_expect_eq(turns, 3, "each turn reports its drafts:\n%s", err);
+    free(plain), free(drafted), free(err);
+    /* misuses: one line each, nothing run */
+    {
+        static const char *const bad[][2] = {
+            {"--draft-n 3", "--draft-n needs --draft"},
+            {"--lookup 2 --draft DIR/draft.gguf", "only one of --lookup and --draft"},
+            {"--draft DIR/none.gguf", "none.gguf"},
+            {"--draft DIR/draft.gguf --draft-n 0", "--draft-n"},
+        };
+        size_t k;
+        for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            char flags[512], *o, *d = strstr(bad[k][0], "DIR");
+            if (d) snprintf(flags, sizeof flags, "%.*s%s%s", (int)(d - bad[k][0]), bad[k][0], dir, d + 3);
+            else snprintf(flags, sizeof flags, "%s", bad[k][0]);
+            snprintf(cmd, sizeof cmd, "echo hi | '%s' chat -m '%s/target.gguf' %s 2>&1 >/dev/null", INFER_CLI_PATH,
+                     dir, flags);
+            o = tu_run(cmd, &st);
+            cr_expect_neq(st, 0, "%s: accepted", flags);
+            cr_expect(strstr(o, bad[k][1]) && strchr(o, '\n') == o + strlen(o) - 1, "%s: %s", flags, o);
+            free(o);
+        }
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    free(tu_run(cmd, &st));
+}
+
 /* ---- version, help, -f ------------------------------------------------------- */
 
 Test(cli, version_and_help_name_every_command) {
