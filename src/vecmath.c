@@ -124,22 +124,47 @@ INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float 
     }
 }
 
+/* Row i's p * scale for the n keys of a block column, into c. */
+INFER__AVX2_INLINE void infer__avx2_pv_coef(const uint16_t *pr, const float *scale, int n, float *c) {
+    int j;
+    for (j = 0; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(c + j, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pr + j))),
+                                              _mm256_loadu_ps(scale + j)));
+    for (; j < n; j++) c[j] = infer__fp16_to_fp32(pr[j]) * scale[j];
+}
+
 /* One block column of up to 64 keys, dequantized (vals[32 j + d], scale[j]),
    into every row: a row's 32 sums stay in registers over the keys, each
    product fused as (p * scale) * q in key order, as the plain C has it.
+   Two rows at a time share each key's values loaded (one row's FMAs were
+   bound by the loads); each row's arithmetic is the same either way.
    A key of p = 0 adds an exact zero, so it need not be skipped. */
 INFER__AVX2_INLINE void infer__avx2_pv_rows(const float *vals, const float *scale, int n, const uint16_t *p, size_t ldp,
                                             int nq, float *acc, int hd) {
-    float c[64];
-    int i, j;
-    for (i = 0; i < nq; i++) {
-        const uint16_t *pr = p + (size_t)i * ldp;
+    float c[64], e[64];
+    int i = 0, j;
+    for (; i + 2 <= nq; i += 2) {
+        float *a = acc + (size_t)i * hd, *b = a + hd;
+        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16), b3 = _mm256_loadu_ps(b + 24);
+        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
+        infer__avx2_pv_coef(p + (size_t)(i + 1) * ldp, scale, n, e);
+        for (j = 0; j < n; j++) {
+            __m256 cj = _mm256_broadcast_ss(c + j), ej = _mm256_broadcast_ss(e + j);
+            const float *q = vals + 32 * j;
+            __m256 q0 = _mm256_loadu_ps(q), q1 = _mm256_loadu_ps(q + 8), q2 = _mm256_loadu_ps(q + 16), q3 = _mm256_loadu_ps(q + 24);
+            a0 = _mm256_fmadd_ps(cj, q0, a0), b0 = _mm256_fmadd_ps(ej, q0, b0);
+            a1 = _mm256_fmadd_ps(cj, q1, a1), b1 = _mm256_fmadd_ps(ej, q1, b1);
+            a2 = _mm256_fmadd_ps(cj, q2, a2), b2 = _mm256_fmadd_ps(ej, q2, b2);
+            a3 = _mm256_fmadd_ps(cj, q3, a3), b3 = _mm256_fmadd_ps(ej, q3, b3);
+        }
+        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
+        _mm256_storeu_ps(b, b0), _mm256_storeu_ps(b + 8, b1), _mm256_storeu_ps(b + 16, b2), _mm256_storeu_ps(b + 24, b3);
+    }
+    for (; i < nq; i++) {
         float *a = acc + (size_t)i * hd;
         __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
-        for (j = 0; j + 8 <= n; j += 8)
-            _mm256_storeu_ps(c + j, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pr + j))),
-                                                  _mm256_loadu_ps(scale + j)));
-        for (; j < n; j++) c[j] = infer__fp16_to_fp32(pr[j]) * scale[j];
+        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
         for (j = 0; j < n; j++) {
             __m256 cj = _mm256_broadcast_ss(c + j);
             const float *q = vals + 32 * j;
