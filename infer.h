@@ -15769,16 +15769,34 @@ static void infer__gp_alternates(infer__gp *g, int rule) {
         } else if (c == ')' && nested) {
             infer__gp_group grp = stbds_arrpop(groups);
             int sub = rule;
+            int sub_len = (int)stbds_arrlen(g->rules[sub].body);
             rule = grp.rule;
             start = grp.start;
             g->p++;
-            infer__gp_emit(g, rule, INFER__GE_REF, sub);
-            g->group_rep = g->rep;
-            g->group_rep.rule = -1;
-            if (g->rep.rule == sub && g->rep.start == 0 && g->rep.end == (int)stbds_arrlen(g->rules[sub].body)) {
-                g->group_rep.rule = rule;
-                g->group_rep.start = start;
-                g->group_rep.end = sub; /* the reference's target */
+            if (sub_len == 1 && g->rules[sub].body[0].type != INFER__GE_ALT) {
+                /* (e) is e: its element itself (a group that is a group
+                   repeated, ((x)+), stays foldable so) */
+                infer__gel e = g->rules[sub].body[0];
+                infer__gp_emit(g, rule, e.type, e.val);
+                if (g->rep.rule == sub && g->rep.start == 0 && g->rep.end == 1 && e.type == INFER__GE_REF) {
+                    g->group_rep = g->rep; /* ("a"?): the repetition's one reference */
+                    g->group_rep.end = e.val;
+                } else if (!(g->group_rep.rule == sub && g->group_rep.start == 0 && e.type == INFER__GE_REF &&
+                             e.val == g->group_rep.end))
+                    g->group_rep.rule = -1;
+                if (g->group_rep.rule >= 0) {
+                    g->group_rep.rule = rule;
+                    g->group_rep.start = start;
+                }
+            } else {
+                infer__gp_emit(g, rule, INFER__GE_REF, sub);
+                g->group_rep = g->rep;
+                g->group_rep.rule = -1;
+                if (g->rep.rule == sub && g->rep.start == 0 && g->rep.end == sub_len) {
+                    g->group_rep.rule = rule;
+                    g->group_rep.start = start;
+                    g->group_rep.end = sub; /* the reference's target */
+                }
             }
         } else if (c == '|') {
             infer__gp_emit(g, rule, INFER__GE_ALT, 0);

@@ -208,6 +208,8 @@ Test(grammar, matcher_accepts_and_refuses) {
         {"root ::= ((\"x\")+)+ \"y\"", "y", -1},
         {"root ::= ((\"x\")+)+ \"y\"", "xxxy", 1},
         {"root ::= (\"a\"?)* \"b\"", "aab", 1}, /* a* (llama.cpp refuses it: a nullable repetition) */
+        {"root ::= (((\"ab\"))){2} \"c\"", "ababc", 1},
+        {"root ::= (((\"ab\"))){2} \"c\"", "abc", -1},
         {UNICODE_G, "\xc3\xa9\xc3\x9f.", 1},
         {UNICODE_G, "\xc3\xa8.", -1},       /* è is not in the grammar */
         {UNICODE_G, "\xe4\xb8", 0},         /* half of 中: a prefix */

@@ -376,6 +376,17 @@ Test(grammar_limits, nested_quantifiers_are_one_repetition) {
     cr_expect_eq(infer__grules_match_why(g, "abc.", 4, &why), 1, "limit: %s", why ? why : "(none)");
     cr_expect_eq(infer__grules_match(g, ".", 1), -1, "+ of + still needs one");
     infer__grules_free(g);
+    /* the same through doubled parentheses, ((x))+: (e) is e */
+    t.n = 0;
+    puts_n(&t, "root ::= ", 1);
+    puts_n(&t, "((", 20);
+    puts_n(&t, "[a-z ]", 1);
+    puts_n(&t, "))+", 20);
+    puts_n(&t, " \".\"\n", 1);
+    g = compile_ok(t.p);
+    cr_expect_eq(infer__grules_match_why(g, "a few words.", 12, &why), 1, "limit: %s", why ? why : "(none)");
+    cr_expect_eq(infer__grules_match(g, ".", 1), -1);
+    infer__grules_free(g);
     free(t.p);
 }
 
