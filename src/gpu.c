@@ -106,7 +106,7 @@ static void infer__context_detach(infer_context *c) {
 
 static void *infer__kv_mem_alloc(void *gpu, size_t bytes) {
     char msg[256];
-    return gpu ? infer_cuda_alloc(gpu, bytes, msg, sizeof msg) : infer__calloc(bytes, 1);
+    return gpu ? infer_cuda_alloc(gpu, bytes, msg, sizeof msg) : infer__calloc_huge(bytes);
 }
 
 static void infer__kv_mem_free(void *gpu, void *p) {
@@ -193,7 +193,7 @@ static int infer__context_attach(infer_context *c, infer_error *err) {
 static void infer__context_detach(infer_context *c) { (void)c; }
 static void *infer__kv_mem_alloc(void *gpu, size_t bytes) {
     (void)gpu;
-    return infer__calloc(bytes, 1);
+    return infer__calloc_huge(bytes);
 }
 static void infer__kv_mem_free(void *gpu, void *p) {
     (void)gpu;

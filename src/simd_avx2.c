@@ -112,9 +112,104 @@ INFER__AVX2_INLINE void infer__avx2_f16_tile(int R, int T, int n, const uint16_t
 #undef INFER__F16_BODY
 }
 
+/* Four rows' sums of 8 lanes, each in infer__avx2_hsum's order (halves
+   added, then lanes 0+2 and 1+3, then those two), as one vector. */
+INFER__AVX2_INLINE __m128 infer__avx2_hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    __m256 h02 = _mm256_add_ps(_mm256_permute2f128_ps(a0, a2, 0x20), _mm256_permute2f128_ps(a0, a2, 0x31));
+    __m256 h13 = _mm256_add_ps(_mm256_permute2f128_ps(a1, a3, 0x20), _mm256_permute2f128_ps(a1, a3, 0x31));
+    __m256 q = _mm256_add_ps(_mm256_shuffle_ps(h02, h13, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(h02, h13, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 s = _mm256_hadd_ps(q, q); /* sums 0 1 0 1 | 2 3 2 3 */
+    return _mm_shuffle_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1), _MM_SHUFFLE(1, 0, 1, 0));
+}
+
+/* F16 GEMM for n up to INFER__F16_WIDE (attention's shapes: q.K over a
+   head, p.V over a tile of keys): tokens 3 at a time are widened to F32
+   once, zero-padded to whole steps, and rows go 4 at a time, each row
+   widened once a step for the three tokens; the rows of a tile are fetched
+   ahead (V's rows, a few hundred keys long, are too short a stream for
+   the hardware's prefetcher). The sums are infer__avx2_f16_tile's, bit
+   for bit: value i in lane i % 8 at step i / 8, then hsum's order. */
+#define INFER__F16_WIDE 512
+INFER__AVX2 static void infer__avx2_f16_gemm_wide(int n, const uint8_t *w, size_t w_stride, int n_rows, const uint8_t *x,
+                                                  size_t x_stride, int n_tok, float *y, size_t ldy) {
+    float xf[3 * INFER__F16_WIDE];
+    int n8 = n / 8 * 8, n_pad = (n + 7) / 8 * 8, t0, t, r, i, c;
+    for (t0 = 0; t0 < n_tok; t0 += 3) {
+        int nt = INFER__MIN(3, n_tok - t0);
+        float *yt = y + (size_t)t0 * ldy;
+        for (t = 0; t < nt; t++) {
+            const uint16_t *xt = (const uint16_t *)(x + (size_t)(t0 + t) * x_stride);
+            uint16_t pad[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (i = 0; i < n8; i += 8) _mm256_storeu_ps(xf + t * n_pad + i, INFER__LOADH(xt + i));
+            if (n8 < n) {
+                memcpy(pad, xt + n8, (size_t)(n - n8) * 2);
+                _mm256_storeu_ps(xf + t * n_pad + n8, INFER__LOADH(pad));
+            }
+        }
+/* one step of 8 values: row c's vector k times each token's */
+#define INFER__F16_WIDE_FMA(NT, c, k)                                                                                 \
+    do {                                                                                                              \
+        __m256 k_ = (k);                                                                                              \
+        a0##c = _mm256_fmadd_ps(k_, x0, a0##c);                                                                       \
+        if (NT > 1) a1##c = _mm256_fmadd_ps(k_, x1, a1##c);                                                           \
+        if (NT > 2) a2##c = _mm256_fmadd_ps(k_, x2, a2##c);                                                           \
+    } while (0)
+#define INFER__F16_WIDE_BODY(NT)                                                                                      \
+    do {                                                                                                              \
+        for (r = 0; r + 4 <= n_rows; r += 4) {                                                                        \
+            const uint8_t *w0 = w + (size_t)r * w_stride, *w1 = w0 + w_stride, *w2 = w1 + w_stride, *w3 = w2 + w_stride; \
+            __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00;       \
+            __m256 a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, x0, x1 = a00, x2 = a00;                     \
+            for (c = 16; c < 16 + 4; c++) /* past the last row too: a prefetch never faults */                            \
+                for (i = 0; i < n * 2; i += 64) _mm_prefetch((const char *)w0 + c * w_stride + i, _MM_HINT_T0);       \
+            for (i = 0; i < n8; i += 8) {                                                                             \
+                x0 = _mm256_loadu_ps(xf + i);                                                                         \
+                if (NT > 1) x1 = _mm256_loadu_ps(xf + n_pad + i);                                                     \
+                if (NT > 2) x2 = _mm256_loadu_ps(xf + 2 * n_pad + i);                                                 \
+                INFER__F16_WIDE_FMA(NT, 0, INFER__LOADH((const uint16_t *)w0 + i));                                   \
+                INFER__F16_WIDE_FMA(NT, 1, INFER__LOADH((const uint16_t *)w1 + i));                                   \
+                INFER__F16_WIDE_FMA(NT, 2, INFER__LOADH((const uint16_t *)w2 + i));                                   \
+                INFER__F16_WIDE_FMA(NT, 3, INFER__LOADH((const uint16_t *)w3 + i));                                   \
+            }                                                                                                         \
+            if (n8 < n) { /* the last, partial step: zeros past n */                                                  \
+                uint16_t p_[4][8];                                                                                    \
+                memset(p_, 0, sizeof p_);                                                                             \
+                memcpy(p_[0], (const uint16_t *)w0 + n8, (size_t)(n - n8) * 2);                                       \
+                memcpy(p_[1], (const uint16_t *)w1 + n8, (size_t)(n - n8) * 2);                                       \
+                memcpy(p_[2], (const uint16_t *)w2 + n8, (size_t)(n - n8) * 2);                                       \
+                memcpy(p_[3], (const uint16_t *)w3 + n8, (size_t)(n - n8) * 2);                                       \
+                x0 = _mm256_loadu_ps(xf + n8);                                                                        \
+                if (NT > 1) x1 = _mm256_loadu_ps(xf + n_pad + n8);                                                    \
+                if (NT > 2) x2 = _mm256_loadu_ps(xf + 2 * n_pad + n8);                                                \
+                INFER__F16_WIDE_FMA(NT, 0, INFER__LOADH(p_[0]));                                                      \
+                INFER__F16_WIDE_FMA(NT, 1, INFER__LOADH(p_[1]));                                                      \
+                INFER__F16_WIDE_FMA(NT, 2, INFER__LOADH(p_[2]));                                                      \
+                INFER__F16_WIDE_FMA(NT, 3, INFER__LOADH(p_[3]));                                                      \
+            }                                                                                                         \
+            _mm_storeu_ps(yt + r, infer__avx2_hsum4(a00, a01, a02, a03));                                             \
+            if (NT > 1) _mm_storeu_ps(yt + ldy + r, infer__avx2_hsum4(a10, a11, a12, a13));                           \
+            if (NT > 2) _mm_storeu_ps(yt + 2 * ldy + r, infer__avx2_hsum4(a20, a21, a22, a23));                       \
+        }                                                                                                             \
+    } while (0)
+        if (nt == 3) INFER__F16_WIDE_BODY(3);
+        else if (nt == 2) INFER__F16_WIDE_BODY(2);
+        else INFER__F16_WIDE_BODY(1);
+#undef INFER__F16_WIDE_BODY
+#undef INFER__F16_WIDE_FMA
+        for (r = n_rows / 4 * 4; r < n_rows; r++) /* the last rows, one by one */
+            infer__avx2_f16_tile(1, nt, n, (const uint16_t *)(w + (size_t)r * w_stride), w_stride,
+                                 (const uint16_t *)(x + (size_t)t0 * x_stride), x_stride, yt + r, ldy);
+    }
+}
+
 INFER__AVX2 static void infer__avx2_f16_gemm(int n, const void *w, size_t w_stride, int n_rows, const void *x,
                                              size_t x_stride, int n_tok, float *y, size_t ldy) {
     int r, t;
+    if (n <= INFER__F16_WIDE) {
+        infer__avx2_f16_gemm_wide(n, (const uint8_t *)w, w_stride, n_rows, (const uint8_t *)x, x_stride, n_tok, y, ldy);
+        return;
+    }
     for (r = 0; r < n_rows; r += 3)
         for (t = 0; t < n_tok; t += 3)
             infer__avx2_f16_tile(INFER__MIN(3, n_rows - r), INFER__MIN(3, n_tok - t), n,

@@ -314,3 +314,19 @@ static void infer__advise_huge(void *p, size_t len) {
 #endif
 }
 
+/* Zeroed memory for a large buffer read in long strides (the KV cache):
+   the whole huge pages inside it are asked for before it is first touched,
+   so the OS can back them so (a head's keys are a few lines in every 4 KiB
+   page; with small pages each costs a TLB miss). */
+static void *infer__calloc_huge(size_t bytes) {
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uint8_t *p = (uint8_t *)INFER_MALLOC(bytes ? bytes : 1);
+    uintptr_t lo, hi;
+    if (!p) return NULL;
+    lo = ((uintptr_t)p + huge - 1) / huge * huge;
+    hi = ((uintptr_t)p + bytes) / huge * huge;
+    if (hi > lo) infer__advise_huge((void *)lo, (size_t)(hi - lo));
+    memset(p, 0, bytes);
+    return p;
+}
+
