@@ -1587,6 +1587,7 @@ static int infer__blob_open(infer__blob *b, const char *path, infer_error *err);
 static void infer__blob_close(infer__blob *b);
 static void infer__blob_forget(const infer__blob *b, const void *p, size_t len);
 static void infer__advise_huge(void *p, size_t len);
+static void *infer__calloc_huge(size_t bytes);
 
 /* ---- gguf.c ---- */
 typedef struct infer__str {
