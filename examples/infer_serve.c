@@ -2,7 +2,10 @@
 
    POST /v1/chat/completions and /v1/completions (streamed as server-sent
    events with "stream": true), POST /v1/embeddings, GET /v1/models,
-   GET /v1/models/{id} and GET /health. Every completion runs as an infer_request on one sequence
+   GET /v1/models/{id}, Anthropic's POST /v1/messages; for operators
+   GET /health, /ready, /metrics (Prometheus' text format: serve_metrics.c)
+   and /slots (each sequence's state, cached tokens and their hash). Every
+   completion runs as an infer_request on one sequence
    of one context of --parallel sequences, which a background worker steps:
    replies in flight decode together in one batched forward pass, and a new
    request joins the running batch at the next pass. A request that finds
@@ -11,7 +14,19 @@
    --draft, a draft model's context of as many sequences (and positions)
    mirrors the server's: a request on sequence i drafts in the draft
    context's sequence i, which the worker brings to the request's tokens
-   each pass it drafts for.
+   each pass it drafts for. A request's "user" (or "session_id") is
+   remembered by the sequence it ran on, which that user's next request
+   prefers.
+
+   As a replica behind a load balancer: it listens before it loads the
+   model (/health answers 200 at once, /ready 503 until the model is in,
+   everything else 503), so an orchestrator sees it alive and waits for it.
+   SIGTERM or SIGINT drains it: the listening socket is closed, requests
+   on open connections get 503 with Connection: close, and the replies in
+   flight finish, for up to --drain-timeout seconds, after which they are
+   cancelled (a stream ends with an error event); then it exits with 0. A
+   second signal exits at once. Each completion and embeddings request
+   gets one access-log line on stderr (on_completed).
 
    libmicrohttpd runs a thread per connection, so a handler may block while
    its reply is generated; it watches its socket meanwhile to notice a
@@ -46,6 +61,7 @@
 #endif
 #include "cli.h"
 #include "serve_anthropic.h"
+#include "serve_metrics.h"
 #include "serve_tools.h"
 
 int infer_cmd_serve(int argc, char **argv);
@@ -60,18 +76,43 @@ typedef enum MHD_Result mhd_result;
 #define SERVE_MAX_N 16 /* replies to one prompt (the API's n) */
 /* A reply whose client accepts no byte for this long is dropped. */
 #define SERVE_SEND_TIMEOUT_S 60u
+/* A request's "user" (or "session_id"): longer ones are a 400 */
+#define SERVE_USER_MAX 256
+
+struct server;
 
 /* One open connection: whether a request is arriving and by when it must
    have arrived. Listed from libmicrohttpd's STARTED notice to its CLOSED
    one, which comes before the socket is closed (daemon.c in 0.9.75), so the
-   watchdog never shuts down a descriptor another connection reuses. */
+   watchdog never shuts down a descriptor another connection reuses. Its
+   current request's record (requests on a connection come one at a time)
+   is what the metrics count and the access log prints. */
 typedef struct conn {
+    struct server *s;
     int fd;
     int reading;      /* a request (headers or body) is arriving */
     int cut;          /* the watchdog shut it down */
     double deadline;  /* now_ms() by which the request must be in */
     struct conn *prev, *next;
+    /* the current request */
+    serve_route route;
+    char method[8];
+    unsigned status;  /* of the reply queued (0: none yet) */
+    double t0;        /* now_ms() when its headers came */
+    char user[SERVE_USER_MAX + 1];
+    int has_user;
+    int n_prompt, n_generated;
 } conn;
+
+/* Per sequence: who used it last, and what its cache held when a request
+   took it (shown by /slots until that request has tokens to show). */
+typedef struct slot_info {
+    char user[SERVE_USER_MAX + 1];
+    int has_user;
+    infer_request *r;        /* the request running on it, or NULL */
+    int taken_n;             /* its cached positions when taken */
+    unsigned long long taken_hash;
+} slot_info;
 
 /* ---- The server: one model, one context of n_slots sequences ---------- */
 
@@ -121,9 +162,21 @@ typedef struct server {
     int stopping;          /* atomic: set once, when the server stops */
     int listening;         /* atomic: the daemon started (mhd_log prints from then on) */
     unsigned long long seed_counter;
+    /* a load balancer's replica: loading, then ready; draining after
+       SIGTERM, cancelling once --drain-timeout has passed (all atomic) */
+    int ready, draining, cancelling;
+    int load_cancel;       /* atomic: a signal came while loading */
+    double load_seconds;
+    int n_inflight;        /* under mu: model requests accepted and not yet over */
+    struct job *jobs;      /* under mu: every completion in progress (the drain cancels them) */
+    slot_info *slots;      /* under mu */
+    serve_metrics metrics;
 } server;
 
 static int server_stopping(server *s) { return __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE); }
+static int server_ready(server *s) { return __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE); }
+static int server_draining(server *s) { return __atomic_load_n(&s->draining, __ATOMIC_ACQUIRE); }
+static int server_cancelling(server *s) { return __atomic_load_n(&s->cancelling, __ATOMIC_ACQUIRE); }
 
 static double now_ms(void) {
     struct timespec t;
@@ -150,8 +203,24 @@ static void connection_timeout(struct MHD_Connection *con, unsigned secs) {
     MHD_set_connection_option(con, MHD_CONNECTION_OPTION_TIMEOUT, secs);
 }
 
-/* Queues body (taken over) with its status and JSON content type. */
-static mhd_result send_body(struct MHD_Connection *con, unsigned status, char *body) {
+static conn *conn_of(struct MHD_Connection *con);
+
+/* Every reply goes out here: counted by the metrics as it is queued (so a
+   client that has its reply finds it counted), its status kept for the
+   access log. While draining, the connection is closed after it: the
+   client's next request goes to another replica. */
+static mhd_result queue_reply(struct MHD_Connection *con, unsigned status, struct MHD_Response *res) {
+    conn *c = conn_of(con);
+    if (c) {
+        c->status = status;
+        serve_metrics_reply(&c->s->metrics, c->route, status);
+        if (server_draining(c->s)) MHD_add_response_header(res, MHD_HTTP_HEADER_CONNECTION, "close");
+    }
+    return MHD_queue_response(con, status, res);
+}
+
+/* Queues body (taken over) with its status and content type. */
+static mhd_result send_text(struct MHD_Connection *con, unsigned status, char *body, const char *type) {
     struct MHD_Response *res;
     mhd_result ret;
     if (!body) return MHD_NO;
@@ -160,14 +229,18 @@ static mhd_result send_body(struct MHD_Connection *con, unsigned status, char *b
         free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(res, "Content-Type", "application/json");
+    MHD_add_response_header(res, "Content-Type", type);
     if (status == 401) MHD_add_response_header(res, "WWW-Authenticate", "Bearer");
     /* the clock starts now: a reply that took longer than the read
        time-out to make is still sent */
     connection_timeout(con, SERVE_SEND_TIMEOUT_S);
-    ret = MHD_queue_response(con, status, res);
+    ret = queue_reply(con, status, res);
     MHD_destroy_response(res);
     return ret;
+}
+
+static mhd_result send_body(struct MHD_Connection *con, unsigned status, char *body) {
+    return send_text(con, status, body, "application/json");
 }
 
 static mhd_result send_json(struct MHD_Connection *con, unsigned status, cJSON *j) {
@@ -286,6 +359,7 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         /* without a record only libmicrohttpd's inactivity limit cuts it */
         if (!(c = (conn *)calloc(1, sizeof *c))) return;
+        c->s = s;
         c->fd = connection_fd(con);
         c->reading = 1;
         c->deadline = now_ms() + s->read_timeout * 1e3;
@@ -344,40 +418,77 @@ static int slot_common_prefix(const server *s, int slot, const infer_token *toke
     return k;
 }
 
+/* FNV-1a, 64 bits, over the ids' 4 bytes each, least significant first:
+   /slots' prefix_hash, equal for equal caches. */
+static unsigned long long tokens_hash(const infer_token *t, int n) {
+    unsigned long long h = 0xcbf29ce484222325ULL;
+    int i, b;
+    for (i = 0; i < n; i++)
+        for (b = 0; b < 4; b++) {
+            h ^= ((uint32_t)t[i] >> (8 * b)) & 0xff;
+            h *= 0x100000001b3ULL;
+        }
+    return h;
+}
+
+/* A free sequence's cached positions and their hash (under mu: its tokens
+   change only under a request). */
+static int slot_cached(const server *s, int slot, unsigned long long *hash) {
+    int n = 0;
+    const infer_token *t = infer_seq_tokens(s->ctx, slot, &n);
+    if (!t) n = 0;
+    if (n > infer_seq_n_past(s->ctx, slot)) n = infer_seq_n_past(s->ctx, slot);
+    *hash = tokens_hash(t, n);
+    return n;
+}
+
+/* Takes a free sequence for a request of user (NULL: none), under mu. */
+static void slot_take(server *s, int slot, const char *user) {
+    slot_info *si = &s->slots[slot];
+    s->slot_busy[slot] = 1;
+    si->taken_n = slot_cached(s, slot, &si->taken_hash);
+    si->has_user = user != NULL;
+    snprintf(si->user, sizeof si->user, "%s", user ? user : "");
+}
+
 /* n free sequences for a request, taken together (so that requests of
-   several never hold some each and wait for more): first the one whose
-   cache shares the longest prefix with its prompt (the request reuses it),
-   else the emptiest (the others keep theirs); then the emptiest others.
-   Waits in the queue while too few are free (watching the client); -1 with
-   *status 503 when the queue is full, or -1 when the client left or the
-   server stops; else slots[0..n) and 0. */
-static int slot_acquire(server *s, client_watch *w, const infer_token *tokens, int n_tokens, int n, int *slots,
-                        unsigned *status) {
+   several never hold some each and wait for more): first the one the
+   request's user ran on last (a session comes back to its cache), else the
+   one whose cache shares the longest prefix with its prompt (the request
+   reuses it), else the emptiest (the others keep theirs); then the
+   emptiest others. Waits in the queue while too few are free (watching
+   the client); -1 with *status 503 when the queue is full or the drain
+   cancels it, or -1 when the client left or the server stops; else
+   slots[0..n) and 0. */
+static int slot_acquire(server *s, client_watch *w, const infer_token *tokens, int n_tokens, const char *user, int n,
+                        int *slots, unsigned *status) {
     int slot = -1, i, k;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        int best = -1, best_past = 0, n_free = 0;
+        int best = -1, best_past = 0, best_mine = 0, n_free = 0;
         for (i = 0; i < s->n_slots; i++) n_free += !s->slot_busy[i];
         for (i = 0; i < s->n_slots && n_free >= n; i++)
             if (!s->slot_busy[i]) {
                 int common = slot_common_prefix(s, i, tokens, n_tokens), past = infer_seq_n_past(s->ctx, i);
-                if (slot < 0 || common > best || (common == best && past < best_past))
-                    slot = i, best = common, best_past = past;
+                int mine = user && s->slots[i].has_user && !strcmp(s->slots[i].user, user);
+                if (slot < 0 || mine > best_mine ||
+                    (mine == best_mine && (common > best || (common == best && past < best_past))))
+                    slot = i, best = common, best_past = past, best_mine = mine;
             }
         if (slot >= 0) {
-            s->slot_busy[slot] = 1;
+            slot_take(s, slot, user);
             slots[0] = slot;
             for (k = 1; k < n; k++) { /* the emptiest of the rest */
                 int pick = -1;
                 for (i = 0; i < s->n_slots; i++)
                     if (!s->slot_busy[i] && (pick < 0 || infer_seq_n_past(s->ctx, i) < infer_seq_n_past(s->ctx, pick)))
                         pick = i;
-                s->slot_busy[pick] = 1;
+                slot_take(s, pick, user);
                 slots[k] = pick;
             }
             break;
         }
-        if (s->n_waiting >= s->max_queue) {
+        if (s->n_waiting >= s->max_queue || server_cancelling(s)) {
             *status = 503;
             break;
         }
@@ -468,6 +579,7 @@ typedef struct completion_call {
     int logprobs, top_logprobs;
     int n;                  /* replies (the API's n) */
     int reasoning_budget;   /* tokens of reasoning before its end is forced (-1: none) */
+    const char *user;       /* "user" or "session_id" (into body), or NULL */
 } completion_call;
 
 static void completion_call_free(completion_call *cc) {
@@ -480,12 +592,30 @@ static void completion_call_free(completion_call *cc) {
     free(cc->bias);
 }
 
+/* A request's user: OpenAI's "user" field, else "session_id" (the name
+   some clients of sticky sessions use). *user is NULL without either, or
+   points into body. 0 with b set for one that is not a short string. */
+static int read_user(const cJSON *body, const char **user, bad_field *b) {
+    static const char *const names[] = {"user", "session_id"};
+    int i;
+    *user = NULL;
+    for (i = 0; i < 2 && !*user; i++) {
+        cJSON *f = field(body, names[i]);
+        if (!f) continue;
+        if (!cJSON_IsString(f) || strlen(f->valuestring) > SERVE_USER_MAX)
+            return bad(b, names[i], "'%s' must be a string of at most %d bytes", names[i], SERVE_USER_MAX);
+        *user = f->valuestring;
+    }
+    return 1;
+}
+
 /* The sampling and output fields both completion endpoints take. */
 static int read_completion_fields(server *s, const cJSON *body, completion_call *cc, bad_field *b) {
     infer_sampler_params *sp = &cc->p.sampling;
     cJSON *f;
     int n = 1, seed_given = 0;
     double seed = 0;
+    if (!read_user(body, &cc->user, b)) return 0;
     if (!read_number(body, "temperature", 0, 2, &sp->temperature, b) || !read_number(body, "top_p", 0, 1, &sp->top_p, b) ||
         !read_int(body, "top_k", 0, 1e9, &sp->top_k, b) || !read_number(body, "min_p", 0, 1, &sp->min_p, b) ||
         !read_number(body, "repeat_penalty", 0.01, 100, &sp->repeat_penalty, b) ||
@@ -847,6 +977,9 @@ typedef struct job {
     anthropic_blocks blocks; /* Anthropic's stream: its content blocks so far */
     cli_progress progress;   /* its first choice's prompt, on stderr when long */
     char progress_label[80];
+    struct job *prev, *next; /* in s->jobs (listed) */
+    int listed;
+    int accounted;           /* its tokens and timings went to the metrics */
 } job;
 
 static void job_append(job *j, const char *p, size_t n) {
@@ -1023,17 +1156,44 @@ static cJSON *job_chunk_delta(const job *j, int i, cJSON *delta, const char *tex
     return o;
 }
 
-static void job_log(const job *j, unsigned status, const char *how) {
-    int n_gen = j->n && j->ch[0].r ? job_gen_total(j) : 0;
-    fprintf(stderr, "infer serve: POST %s %u%s%s: %d prompt + %d generated tokens, %.0f ms (sequence %d%s)\n", j->path,
-            status, how ? " " : "", how ? how : "", j->n_prompt, n_gen, now_ms() - j->t0, j->n ? j->ch[0].slot : -1,
-            j->n > 1 ? " and more" : "");
+/* Once per job, when its reply is over or cut: its tokens and timings to
+   the metrics and, with_conn (on the connection's own thread, which is
+   there), its counts to the access log's record. */
+static void job_account(job *j, int with_conn) {
+    infer_metrics mt;
+    int n_gen;
+    if (j->accounted || !j->n || !j->ch[0].r) return;
+    j->accounted = 1;
+    n_gen = job_gen_total(j);
+    mt = infer_request_metrics(j->ch[0].r);
+    serve_metrics_tokens(&j->s->metrics, j->n_prompt, n_gen);
+    serve_metrics_completion(&j->s->metrics, mt.n_gen_tokens > 0 ? mt.ttft_ms / 1e3 : -1,
+                             mt.n_gen_intervals > 0 ? mt.token_ms_avg / 1e3 : -1, infer_request_cached_tokens(j->ch[0].r));
+    if (with_conn) {
+        conn *c = conn_of(j->con);
+        if (c) c->n_generated = n_gen;
+    }
 }
+
+/* The message of a reply that the drain's time-out cut. */
+static const char drain_cancelled[] = "the server is shutting down: this reply was cancelled (--drain-timeout)";
 
 /* Ends a job: cancels and frees its requests, gives its sequences back. */
 static void job_free(job *j) {
+    server *s;
     int i;
     if (!j) return;
+    s = j->s;
+    job_account(j, 0); /* (a reply cut short: its connection may be gone) */
+    pthread_mutex_lock(&s->mu);
+    if (j->listed) { /* the drain cancels it no longer */
+        if (j->prev) j->prev->next = j->next;
+        else s->jobs = j->next;
+        if (j->next) j->next->prev = j->prev;
+    }
+    for (i = 0; i < j->n; i++)
+        if (j->ch[i].slot >= 0) s->slots[j->ch[i].slot].r = NULL;
+    pthread_mutex_unlock(&s->mu);
     for (i = 0; i < j->n; i++) {
         choice *c = &j->ch[i];
         if (c->r) {
@@ -1152,12 +1312,14 @@ static int job_stream_more(job *j) {
             st = infer_request_status(c->r, &err);
             if (st != INFER_OK && st != INFER_ERR_CONTEXT_FULL) {
                 /* the stream has begun: the error goes as an event of its own, and ends it */
+                const char *msg = st == INFER_ERR_CANCELLED && server_cancelling(j->s) ? drain_cancelled : err.msg;
                 if (j->api == SERVE_API_ANTHROPIC)
-                    job_event_named(j, "error", anthropic_error("api_error", err.msg));
+                    job_event_named(j, "error", anthropic_error(msg == drain_cancelled ? "overloaded_error" : "api_error", msg));
                 else
-                    job_event(j, error_object(500, NULL, NULL, err.msg));
+                    job_event(j, error_object(msg == drain_cancelled ? 503 : 500, NULL, NULL, msg));
                 if (j->api == SERVE_API_OPENAI) job_append(j, "data: [DONE]\n\n", 14);
-                job_log(j, 200, "streamed, ended by an error");
+                if (msg != drain_cancelled) fprintf(stderr, "infer serve: POST %s: the stream ended by an error: %s\n", j->path, msg);
+                job_account(j, 1);
                 j->stage = 3;
                 return 1;
             }
@@ -1178,7 +1340,7 @@ static int job_stream_more(job *j) {
             }
             job_append(j, "data: [DONE]\n\n", 14);
         }
-        job_log(j, 200, "streamed");
+        job_account(j, 1);
         j->stage = 3;
         return 1;
     }
@@ -1206,6 +1368,7 @@ static ssize_t job_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (client_gone(&j->watch, 2) || server_stopping(j->s)) {
             fprintf(stderr, "infer serve: POST %s: the client went away: request cancelled (sequence %d)\n", j->path,
                     j->ch[0].slot);
+            job_account(j, 1);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
@@ -1423,14 +1586,18 @@ static cJSON *job_reply_json(job *j) {
 }
 
 /* Waits for r, watching the client. 0 when the client left or the server
-   stops (r is not freed). */
+   stops (r is not freed). Once the drain's time-out has passed, r is
+   cancelled (and ends so). */
 static int job_wait(job *j, infer_request *r) {
-    while (!infer_request_done(r))
+    while (!infer_request_done(r)) {
         if (client_gone(&j->watch, 2) || server_stopping(j->s)) {
             fprintf(stderr, "infer serve: POST %s: the client went away: request cancelled (sequence %d)\n", j->path,
                     j->ch[0].slot);
+            job_account(j, 1);
             return 0;
         }
+        if (server_cancelling(j->s)) infer_request_cancel(r);
+    }
     return 1;
 }
 
@@ -1480,8 +1647,16 @@ static int job_start(job *j, completion_call *cc, bad_field *b, unsigned *status
         }
         /* no lock of ours: a large schema's grammar is compiled here, on this
            connection's thread, while other requests start and step */
-        if (!(j->ch[i].r = infer_worker_start(s->worker, s->ctx, &p, &err)))
-            return bad(b, cc->schema ? "response_format" : NULL, "%s", err.msg);
+        {
+            infer_request *r = infer_worker_start(s->worker, s->ctx, &p, &err);
+            if (!r) return bad(b, cc->schema ? "response_format" : NULL, "%s", err.msg);
+            /* listed where the drain and /slots find it */
+            pthread_mutex_lock(&s->mu);
+            j->ch[i].r = r;
+            s->slots[p.seq].r = r;
+            if (server_cancelling(s)) infer_request_cancel(r); /* the drain's time-out passed as it started */
+            pthread_mutex_unlock(&s->mu);
+        }
     }
     return 1;
 }
@@ -1506,8 +1681,18 @@ static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, co
     infer_error err;
     unsigned status = 0;
     mhd_result ret;
-    int n_prompt = 0, i;
-    if (!completion_from_body(s, body_text, chat, &cc, &prompt, &n_prompt, &b)) goto bad_request;
+    int n_prompt = 0, i, ok = completion_from_body(s, body_text, chat, &cc, &prompt, &n_prompt, &b);
+    {   /* for the access log */
+        conn *c = conn_of(con);
+        const char *user = NULL;
+        bad_field ignored;
+        if (c && cc.body && read_user(cc.body, &user, &ignored) && user) {
+            snprintf(c->user, sizeof c->user, "%s", user);
+            c->has_user = 1;
+        }
+        if (c) c->n_prompt = ok ? n_prompt : 0;
+    }
+    if (!ok) goto bad_request;
     if (api == SERVE_API_ANTHROPIC && !cc.parse) { /* content blocks: always split */
         cc.parse = 1;
         cc.parse_fmt = INFER_TOOLS_NONE;
@@ -1579,9 +1764,16 @@ static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, co
     snprintf(j->id, sizeof j->id, "%s-%llx%04x",
              api == SERVE_API_ANTHROPIC ? "msg" : chat ? "chatcmpl" : "cmpl", (unsigned long long)cc.p.sampling.seed,
              (unsigned)rand() & 0xffff);
+    pthread_mutex_lock(&s->mu); /* in progress: listed for the drain */
+    j->next = s->jobs;
+    if (s->jobs) s->jobs->prev = j;
+    s->jobs = j;
+    j->listed = 1;
+    pthread_mutex_unlock(&s->mu);
     {
         int slots[SERVE_MAX_N];
-        if (slot_acquire(s, &j->watch, cc.p.prompt_tokens, cc.p.n_prompt_tokens, j->n, slots, &status) < 0) goto fail;
+        if (slot_acquire(s, &j->watch, cc.p.prompt_tokens, cc.p.n_prompt_tokens, cc.user, j->n, slots, &status) < 0)
+            goto fail;
         for (i = 0; i < j->n; i++) j->ch[i].slot = slots[i];
     }
     if (!job_start(j, &cc, &b, &status)) {
@@ -1605,7 +1797,7 @@ static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, co
         MHD_add_response_header(res, "Cache-Control", "no-cache");
         j->watch.may_probe = j->watch.fin_ends = 0; /* the reply begins: from now on write errors tell */
         connection_timeout(con, SERVE_SEND_TIMEOUT_S);
-        ret = MHD_queue_response(con, 200, res);
+        ret = queue_reply(con, 200, res);
         MHD_destroy_response(res);
         return ret;
     }
@@ -1618,16 +1810,17 @@ static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, co
     for (i = 0; i < j->n; i++) {
         infer_status st = infer_request_status(j->ch[i].r, &err);
         if (st != INFER_OK && st != INFER_ERR_CONTEXT_FULL) {
-            unsigned code = st == INFER_ERR_ARG || st == INFER_ERR_FORMAT ? 400 : 500;
-            job_log(j, code, NULL);
-            ret = send_api_error(con, api, code, NULL, NULL, err.msg);
+            int cut = st == INFER_ERR_CANCELLED && server_cancelling(s);
+            unsigned code = cut ? 503 : st == INFER_ERR_ARG || st == INFER_ERR_FORMAT ? 400 : 500;
+            job_account(j, 1);
+            ret = send_api_error(con, api, code, NULL, cut ? "server_shutting_down" : NULL, cut ? drain_cancelled : err.msg);
             job_free(j);
             return ret;
         }
     }
     {
         cJSON *o = job_reply_json(j);
-        job_log(j, 200, NULL);
+        job_account(j, 1);
         job_free(j);
         return send_json(con, 200, o);
     }
@@ -1640,6 +1833,8 @@ fail:
     completion_call_free(&cc);
     if (j) job_free(j);
     if (status == 499) return MHD_NO; /* the client left while waiting */
+    if (server_cancelling(s)) /* (a 400 too: the request that fed n replies' prompt was cancelled) */
+        return send_api_error(con, api, 503, NULL, "server_shutting_down", drain_cancelled);
     if (status == 503) {
         char msg[128];
         snprintf(msg, sizeof msg, "every sequence is busy and the queue (%d) is full: try again later", s->max_queue);
@@ -1666,6 +1861,10 @@ static mhd_result serve_messages(server *s, struct MHD_Connection *con, const ch
     mhd_result ret;
     if (!body) return send_json(con, 400, anthropic_error("invalid_request_error", "the request body is not JSON"));
     chat = anthropic_to_chat(body, &param, msg, sizeof msg);
+    if (chat) { /* Anthropic's metadata.user_id is the request's user (sessions, the access log) */
+        cJSON *meta = field(body, "metadata"), *uid = cJSON_IsObject(meta) ? field(meta, "user_id") : NULL;
+        if (uid) cJSON_AddItemToObject(chat, "user", cJSON_Duplicate(uid, 1));
+    }
     cJSON_Delete(body);
     if (!chat) {
         fprintf(stderr, "infer serve: POST /v1/messages 400: %s\n", msg[0] ? msg : "out of memory");
@@ -1777,9 +1976,20 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
     embed_input *in = NULL;
     float *e;
     infer_error err;
+    conn *c = conn_of(con);
+    const char *user = NULL;
+    bad_field b;
     if (!body || !cJSON_IsObject(body)) {
         cJSON_Delete(body);
         return send_error(con, 400, NULL, "invalid_json", "the request body is not a JSON object");
+    }
+    if (!read_user(body, &user, &b)) {
+        cJSON_Delete(body);
+        return send_error(con, 400, b.param, NULL, "%s", b.msg);
+    }
+    if (c && user) { /* for the access log */
+        snprintf(c->user, sizeof c->user, "%s", user);
+        c->has_user = 1;
     }
     input = field(body, "input");
     x = field(body, "encoding_format");
@@ -1855,7 +2065,8 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
     cJSON_AddNumberToObject(x, "prompt_tokens", n_tokens);
     cJSON_AddNumberToObject(x, "total_tokens", n_tokens);
     cJSON_Delete(body);
-    fprintf(stderr, "infer serve: POST /v1/embeddings 200: %d inputs, %d tokens\n", n_in, n_tokens);
+    serve_metrics_tokens(&s->metrics, n_tokens, 0);
+    if (c) c->n_prompt = n_tokens;
     return send_json(con, 200, o);
 }
 
@@ -1891,9 +2102,15 @@ static mhd_result serve_model(server *s, struct MHD_Connection *con, const char 
     return send_json(con, 200, model_object(s));
 }
 
+/* GET /health: the process answers (200 from the start, while loading
+   too: {"status": "ok"}); once loaded, the sequences and the device. */
 static mhd_result serve_health(server *s, struct MHD_Connection *con) {
     cJSON *o = cJSON_CreateObject();
     int busy = 0, i;
+    if (!server_ready(s)) {
+        cJSON_AddStringToObject(o, "status", "ok");
+        return send_json(con, 200, o);
+    }
     pthread_mutex_lock(&s->mu);
     for (i = 0; i < s->n_slots; i++) busy += s->slot_busy[i];
     cJSON_AddStringToObject(o, "status", "ok");
@@ -1906,6 +2123,97 @@ static mhd_result serve_health(server *s, struct MHD_Connection *con) {
     cJSON_AddStringToObject(o, "device_name", infer_model_device_name(s->model));
     pthread_mutex_unlock(&s->mu);
     return send_json(con, 200, o);
+}
+
+/* GET /ready: whether a load balancer should send requests here: 200
+   {"status": "ready"}, or 503 {"status": "loading"} or "draining". */
+static mhd_result serve_ready(server *s, struct MHD_Connection *con) {
+    cJSON *o = cJSON_CreateObject();
+    const char *state = server_draining(s) ? "draining" : server_ready(s) ? "ready" : "loading";
+    cJSON_AddStringToObject(o, "status", state);
+    return send_json(con, strcmp(state, "ready") ? 503 : 200, o);
+}
+
+/* Sequence i's cached positions and their hash, under mu: a free one's
+   cache; a busy one's request, its prompt and the tokens generated so far
+   (the cache it is filling); else what the cache held when taken. */
+static int slot_now(server *s, int i, unsigned long long *hash) {
+    slot_info *si = &s->slots[i];
+    infer_token *t;
+    int n_prompt, n_gen, n, got;
+    if (!s->slot_busy[i]) return slot_cached(s, i, hash);
+    *hash = si->taken_hash;
+    if (!si->r) return si->taken_n;
+    n_prompt = infer_request_prompt_tokens(si->r, NULL, 0);
+    n_gen = infer_request_tokens(si->r, NULL, 0);
+    if (n_prompt + n_gen == 0 || !(t = (infer_token *)malloc(sizeof *t * (size_t)(n_prompt + n_gen)))) return si->taken_n;
+    /* (there may be more by now: the counts first asked for are kept) */
+    if ((got = infer_request_prompt_tokens(si->r, t, n_prompt)) < n_prompt) n_prompt = got;
+    if ((got = infer_request_tokens(si->r, t + n_prompt, n_gen)) < n_gen) n_gen = got;
+    n = n_prompt + n_gen;
+    if (n_gen > 0 && infer_model_is_eog(s->model, t[n - 1])) n--; /* an end of generation is not kept */
+    *hash = tokens_hash(t, n);
+    free(t);
+    return n;
+}
+
+/* The gauges of /metrics, as things are now. */
+static void server_gauges(server *s, serve_gauges *g) {
+    int i;
+    memset(g, 0, sizeof *g);
+    g->ready = server_ready(s);
+    g->draining = server_draining(s);
+    pthread_mutex_lock(&s->mu);
+    g->queue_length = s->n_waiting;
+    for (i = 0; i < s->n_slots; i++) {
+        unsigned long long hash;
+        g->busy += s->slot_busy[i];
+        if (g->ready) g->kv_tokens += slot_now(s, i, &hash);
+    }
+    g->idle = s->n_slots - g->busy;
+    pthread_mutex_unlock(&s->mu);
+    if (g->ready) {
+        g->kv_capacity = (long long)s->n_ctx * s->n_slots;
+        g->load_seconds = s->load_seconds;
+    }
+}
+
+/* GET /metrics: Prometheus' text format (serve_metrics.c). */
+static mhd_result serve_metrics_page(server *s, struct MHD_Connection *con) {
+    serve_gauges g;
+    char *text;
+    server_gauges(s, &g);
+    if (!(text = serve_metrics_text(&s->metrics, &g))) return send_error(con, 500, NULL, NULL, "out of memory");
+    return send_text(con, 200, text, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+/* GET /slots: per sequence, its state, what its cache holds (the count
+   and a hash that equal caches share) and the last request's user. */
+static mhd_result serve_slots(server *s, struct MHD_Connection *con) {
+    cJSON *a = cJSON_CreateArray();
+    int i;
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < s->n_slots; i++) {
+        cJSON *o = cJSON_CreateObject();
+        unsigned long long hash;
+        char hex[17];
+        int n = slot_now(s, i, &hash);
+        snprintf(hex, sizeof hex, "%016llx", hash);
+        cJSON_AddNumberToObject(o, "id", i);
+        cJSON_AddStringToObject(o, "state", s->slot_busy[i] ? "busy" : "idle");
+        cJSON_AddNumberToObject(o, "n_cached", n);
+        cJSON_AddStringToObject(o, "prefix_hash", hex);
+        if (s->slots[i].has_user) {
+            char *clean = utf8_clean(s->slots[i].user, strlen(s->slots[i].user));
+            cJSON_AddStringToObject(o, "user", clean ? clean : "");
+            free(clean);
+        } else {
+            cJSON_AddNullToObject(o, "user");
+        }
+        cJSON_AddItemToArray(a, o);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return send_json(con, 200, a);
 }
 
 /* Compares in time independent of where the strings differ. */
@@ -1921,7 +2229,15 @@ typedef struct upload {
     char *data;
     size_t len, cap;
     int too_big;
+    int logged;    /* past the loading and draining gates: the access log has it */
+    int inflight;  /* counted in s->n_inflight (a model request accepted) */
 } upload;
+
+/* Whether a route's requests run the model: counted in flight (the drain
+   waits for them) and written to the access log. */
+static int route_uses_model(serve_route r) {
+    return r == SERVE_ROUTE_CHAT || r == SERVE_ROUTE_COMPLETIONS || r == SERVE_ROUTE_MESSAGES || r == SERVE_ROUTE_EMBEDDINGS;
+}
 
 static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *url, const char *method,
                              const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
@@ -1929,9 +2245,20 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
     upload *u = (upload *)*con_cls;
     int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     int http11 = !strcmp(version, MHD_HTTP_VERSION_1_1); /* 1xx replies are for HTTP/1.1 clients only */
-    if (!u) { /* the headers: set up for the body */
+    serve_route route = serve_route_of(url);
+    if (!u) { /* the headers: set up for the body, and the request's record */
+        conn *c = conn_of(con);
         if (!(u = (upload *)calloc(1, sizeof *u))) return MHD_NO;
         *con_cls = u;
+        if (c) {
+            c->route = route;
+            snprintf(c->method, sizeof c->method, "%s", method);
+            c->status = 0;
+            c->t0 = now_ms();
+            c->user[0] = 0;
+            c->has_user = 0;
+            c->n_prompt = c->n_generated = 0;
+        }
         return MHD_YES;
     }
     if (*upload_size) {
@@ -1954,7 +2281,13 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
     if (u->data) u->data[u->len] = 0;
     conn_reading(s, con, 0); /* arrived whole: the reply takes what time it takes */
 
-    if (!strcmp(url, "/health") && get) return serve_health(s, con);
+    /* for orchestrators and scrapers: no key, answered while loading and draining */
+    if (route == SERVE_ROUTE_HEALTH || route == SERVE_ROUTE_READY || route == SERVE_ROUTE_METRICS) {
+        if (!get) return send_error(con, 405, NULL, "method_not_allowed", "%s does not take %s", url, method);
+        return route == SERVE_ROUTE_HEALTH ? serve_health(s, con)
+               : route == SERVE_ROUTE_READY ? serve_ready(s, con)
+                                            : serve_metrics_page(s, con);
+    }
     if (s->api_key) {
         /* OpenAI's clients send Authorization: Bearer KEY; Anthropic's, x-api-key: KEY */
         const char *auth = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
@@ -1968,35 +2301,89 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
                               auth ? "the API key is not valid" : "an API key is needed (Authorization: Bearer KEY)");
         }
     }
+    if (!server_ready(s))
+        return send_error(con, 503, NULL, "model_loading", "the model is loading: try again once /ready answers 200");
+    /* accepted (counted in flight) unless the drain has begun, atomically
+       with its start: the drain never misses a request it should wait for */
+    pthread_mutex_lock(&s->mu);
+    if (!server_draining(s) && route_uses_model(route)) {
+        s->n_inflight++;
+        u->inflight = 1;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (server_draining(s) && !u->inflight)
+        return send_error(con, 503, NULL, "server_shutting_down", "the server is shutting down: send the request elsewhere");
+    u->logged = 1; /* (a request refused above was not served here: a balancer sends it on) */
     if (u->too_big)
         return send_error(con, 413, NULL, "request_too_large", "the request body is larger than this server takes (%zu bytes)",
                           s->max_body);
-    if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
+    switch (route) {
+    case SERVE_ROUTE_MODELS:
         if (get) return serve_models(s, con);
-    } else if (!strncmp(url, "/v1/models/", 11) || !strncmp(url, "/models/", 8)) {
+        break;
+    case SERVE_ROUTE_MODEL:
         if (get) return serve_model(s, con, url + (url[1] == 'v' ? 11 : 8));
-    } else if (!strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions")) {
+        break;
+    case SERVE_ROUTE_CHAT:
         if (post) return serve_completion(s, con, "/v1/chat/completions", u->data ? u->data : "", 1, http11);
-    } else if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions")) {
+        break;
+    case SERVE_ROUTE_COMPLETIONS:
         if (post) return serve_completion(s, con, "/v1/completions", u->data ? u->data : "", 0, http11);
-    } else if (!strcmp(url, "/v1/messages")) {
+        break;
+    case SERVE_ROUTE_MESSAGES:
         if (post) return serve_messages(s, con, u->data ? u->data : "", http11);
-    } else if (!strcmp(url, "/v1/embeddings") || !strcmp(url, "/embeddings")) {
+        break;
+    case SERVE_ROUTE_EMBEDDINGS:
         if (post) return serve_embeddings(s, con, u->data ? u->data : "");
-    } else if (strcmp(url, "/health")) {
+        break;
+    case SERVE_ROUTE_SLOTS:
+        if (get) return serve_slots(s, con);
+        break;
+    default:
         return send_error(con, 404, NULL, "not_found", "there is no %s here", url);
     }
     return send_error(con, 405, NULL, "method_not_allowed", "%s does not take %s", url, method);
 }
 
+/* A user as the access log prints it: one field (a byte that is not
+   printable ASCII, a space or '%' percent-encoded), "-" for none. */
+static void log_user(const conn *c, char *out, size_t size) {
+    const unsigned char *p = (const unsigned char *)c->user;
+    size_t o = 0;
+    if (!c->has_user || !*p) {
+        snprintf(out, size, "-");
+        return;
+    }
+    for (; *p && o + 4 <= size; p++)
+        if (*p > 32 && *p < 127 && *p != '%') out[o++] = (char)*p;
+        else o += (size_t)snprintf(out + o, size - o, "%%%02X", *p);
+    out[o] = 0;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe) {
     server *s = (server *)cls;
     upload *u = (upload *)*con_cls;
+    conn *c = conn_of(con);
     (void)toe;
+    /* the access log: one line per model request served, its reply over
+       (a status of 499: none was sent, the client having left) */
+    if (c && u && u->logged && route_uses_model(c->route)) {
+        char user[3 * SERVE_USER_MAX + 1];
+        log_user(c, user, sizeof user);
+        fprintf(stderr, "infer serve: %s %s %u user=%s prompt=%d generated=%d %.0f ms\n", c->method,
+                serve_route_name(c->route), c->status ? c->status : 499, user, c->n_prompt, c->n_generated,
+                now_ms() - c->t0);
+        c->route = SERVE_ROUTE_OTHER;
+    }
     /* kept alive, the next request has the read time-out from now */
     connection_timeout(con, s->read_timeout);
     conn_reading(s, con, 1);
     if (u) {
+        if (u->inflight) { /* (after its log line: the drain may end the process once none are left) */
+            pthread_mutex_lock(&s->mu);
+            s->n_inflight--;
+            pthread_mutex_unlock(&s->mu);
+        }
         free(u->data);
         free(u);
         *con_cls = NULL;
@@ -2021,10 +2408,11 @@ static const char *serve_usage =
     "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
     "                   [--max-messages N] [--chat-template-file FILE] [--reasoning-budget N] [--lookup N]\n"
     "                   [--draft MODEL [--draft-n N]] [--rope-scaling none|linear|yarn] [--rope-scale F]\n"
+    "                   [--drain-timeout SECS]\n"
     "                   (as run: infer --help)\n"
     "  A prompt that takes over 2 s to read shows its progress on stderr.\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
-    "  GET /v1/models[/ID], /health; and Anthropic's POST /v1/messages. Chats take tools and\n"
+    "  GET /v1/models[/ID]; and Anthropic's POST /v1/messages. Chats take tools and\n"
     "  tool_choice (calls forced or shaped by a grammar), n (up to --parallel), logprobs, and give\n"
     "  reasoning_content apart; --reasoning-budget N (or a request's reasoning_budget, Anthropic's\n"
     "  thinking.budget_tokens) ends reasoning after N tokens (default -1: never).\n"
@@ -2035,8 +2423,9 @@ static const char *serve_usage =
     "  {\"draft_n\": N} sets its own (0: no draft). The timings then count draft_n and draft_n_accepted.\n"
     "  --parallel N replies decode together (default 4); --queue N more\n"
     "  wait for a sequence (default 16), beyond that 503. --port 0 picks a free port (printed).\n"
-    "  --api-key KEY (or INFER_API_KEY): every request but /health needs Authorization: Bearer KEY\n"
-    "  (or x-api-key: KEY).\n"
+    "  A request's \"user\" (or \"session_id\") goes back to the sequence it last ran on where that is free.\n"
+    "  --api-key KEY (or INFER_API_KEY): every request but /health, /ready and /metrics needs\n"
+    "  Authorization: Bearer KEY (or x-api-key: KEY).\n"
     "  --max-connections N open at once (default 1000); --read-timeout SECS for a request's headers\n"
     "  and body to arrive, from the connection's start or the previous reply's end (default 10); a\n"
     "  reply may take any time, but one the client stops reading for 60 s is dropped. Per request:\n"
@@ -2045,21 +2434,216 @@ static const char *serve_usage =
     "  to compile), --max-messages N (default 1024), 16 stop strings, logit_bias entries up to the\n"
     "  vocabulary's size; beyond, 400 (413 for the body).\n"
     "  Chats go through the model's own Jinja chat template (tokenizer.chat_template), or FILE's;\n"
-    "  chat_template_kwargs pass to it. Without one, the built-in format the template names.\n";
+    "  chat_template_kwargs pass to it. Without one, the built-in format the template names.\n"
+    "  Behind a load balancer: it listens before it loads the model (its address on stdout).\n"
+    "  GET /health: 200 from the start; GET /ready: 200 once loaded, 503 while loading or draining\n"
+    "  (every other path 503 while loading); GET /metrics: Prometheus' text format; GET /slots:\n"
+    "  each sequence's state, cached tokens, their hash and last user. SIGTERM or SIGINT drains:\n"
+    "  no new connections, 503 and Connection: close to new requests, the replies in flight finish\n"
+    "  within --drain-timeout SECS (default 30; 0: cancelled at once) or are cancelled, then exit 0;\n"
+    "  a second signal exits at once (1). One access-log line per model request on stderr:\n"
+    "  METHOD PATH STATUS user=USER prompt=N generated=N MS ms.\n";
 
 static void on_signal(int sig) { (void)sig; }
 
+static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+/* What the loader thread is given and reports. */
+typedef struct serve_load {
+    server *s;
+    const char *model, *draft, *template_file;
+    infer_model_params mp;
+    infer_context_params cp;
+    int ok;
+    int done; /* atomic */
+} serve_load;
+
+/* The model loads' progress: a signal while loading cancels them. */
+static int load_progress(float fraction, void *user) {
+    (void)fraction;
+    return __atomic_load_n(&((server *)user)->load_cancel, __ATOMIC_ACQUIRE);
+}
+
+static int load_cancelled(const server *s) { return __atomic_load_n(&s->load_cancel, __ATOMIC_ACQUIRE); }
+
+/* The model, its context, the draft model's, the chat template and the
+   worker into s. 0 on failure, said in one line (nothing said where a
+   signal cancelled it). */
+static int server_load(serve_load *l) {
+    server *s = l->s;
+    infer_error err;
+    const char *delay = getenv("INFER_SERVE_LOAD_DELAY_MS");
+    /* A test hook (tests/server_observe.py): the load takes that many ms
+       longer, so that the loading state is seen without racing a small
+       model's load. */
+    if (delay) {
+        double until = now_ms() + (double)atoi(delay);
+        while (now_ms() < until && !load_cancelled(s)) usleep(10 * 1000);
+    }
+    l->mp.progress = load_progress;
+    l->mp.progress_user = s;
+    if (load_cancelled(s)) return 0;
+    if (!(s->model = infer_model_load(l->model, &l->mp, &err))) {
+        if (err.code != INFER_ERR_CANCELLED) cli_fail("%s", err.msg);
+        return 0;
+    }
+    l->cp.n_seq = s->n_slots;
+    l->cp.n_threads = s->n_threads;
+    if (!(s->ctx = infer_context_new(s->model, &l->cp, &err))) return cli_fail("%s", err.msg), 0;
+    s->n_ctx = infer_context_n_ctx(s->ctx);
+    cli_context_warning(s->model, s->n_ctx, &l->mp);
+    if (l->draft) { /* the draft model's context: the server's sequences and positions */
+        infer_model_params dmp = infer_model_default_params();
+        dmp.device = l->mp.device;
+        dmp.progress = load_progress;
+        dmp.progress_user = s;
+        if (!(s->draft_model = infer_model_load(l->draft, &dmp, &err))) {
+            if (err.code != INFER_ERR_CANCELLED) fprintf(stderr, "infer: --draft: %s\n", err.msg);
+            return 0;
+        }
+        if (infer_model_n_vocab(s->draft_model) != infer_model_n_vocab(s->model)) {
+            fprintf(stderr, "infer: --draft: the draft model has %d tokens in its vocabulary, the model %d: they must be "
+                    "the same\n", infer_model_n_vocab(s->draft_model), infer_model_n_vocab(s->model));
+            return 0;
+        }
+        l->cp.n_ctx = s->n_ctx;
+        if (!(s->draft_ctx = infer_context_new(s->draft_model, &l->cp, &err))) {
+            fprintf(stderr, "infer: --draft: %s\n", err.msg);
+            return 0;
+        }
+    }
+    s->tmpl = infer_chat_template_detect(s->model);
+    { /* chats go through the model's own Jinja template, or the file's;
+         one that cannot render a plain conversation falls back to the
+         built-in format (a file's is an error) */
+        char *own = infer_model_chat_template_text(s->model, s->bos, sizeof s->bos, s->eos, sizeof s->eos), *out;
+        static const char probe[] =
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"add_generation_prompt\": true}";
+        int raised = 0;
+        if (l->template_file) {
+            free(own);
+            if (!(own = cli_read_file(l->template_file, 1 << 20, "a chat template file", NULL))) return 0;
+        }
+        if (own && !(out = infer_jinja_render(own, probe, NULL, &raised, &err))) {
+            if (l->template_file) {
+                fprintf(stderr, "infer: %s: the chat template cannot render a one-message chat: %s\n", l->template_file,
+                        err.msg);
+                free(own);
+                return 0;
+            }
+            fprintf(stderr, "infer serve: warning: the model's chat template cannot render a one-message chat (%s): "
+                    "the built-in %s format is used\n", err.msg, infer_chat_template_name(s->tmpl.kind));
+            free(own);
+            own = NULL;
+        } else if (own) {
+            free(out);
+        }
+        s->jinja = own;
+        s->tool_fmt = infer_tool_format_detect(own);
+        s->think = own && strstr(own, "<think>") != NULL;
+    }
+    if (!(s->worker = infer_worker_new(1, &err))) return cli_fail("%s", err.msg), 0;
+    /* one pass at a time, prompts in n_batch chunks: throughput, and a
+       prompt split the same way whenever it is fed alone */
+    infer_worker_set_slice(s->worker, 0);
+    return 1;
+}
+
+static void *load_main(void *arg) {
+    serve_load *l = (serve_load *)arg;
+    double t0 = now_ms();
+    l->ok = server_load(l);
+    l->s->load_seconds = (now_ms() - t0) / 1e3;
+    __atomic_store_n(&l->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The next SIGINT or SIGTERM within ms, or 0. */
+static int signal_wait(const sigset_t *sigs, int ms) {
+    struct timespec t;
+    int sig;
+    t.tv_sec = ms / 1000;
+    t.tv_nsec = (long)(ms % 1000) * 1000000L;
+    sig = sigtimedwait(sigs, NULL, &t);
+    return sig == SIGINT || sig == SIGTERM ? sig : 0;
+}
+
+static int inflight_now(server *s) {
+    int n;
+    pthread_mutex_lock(&s->mu);
+    n = s->n_inflight;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* Cancels every completion in progress; returns how many there are. */
+static int jobs_cancel(server *s) {
+    job *j;
+    int n = 0, i;
+    pthread_mutex_lock(&s->mu);
+    for (j = s->jobs; j; j = j->next, n++)
+        for (i = 0; i < j->n; i++)
+            if (j->ch[i].r) infer_request_cancel(j->ch[i].r);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* After the first signal (sig): no new connections, no new requests on
+   open ones, and the replies in flight finish for up to timeout_s seconds,
+   then are cancelled. Returns when none is left; a second signal ends the
+   process at once. *listen_fd: the listening socket, which the caller
+   closes after MHD_stop_daemon (libmicrohttpd's rule for quiescing). */
+static void server_drain(server *s, struct MHD_Daemon *d, MHD_socket *listen_fd, int sig, const sigset_t *sigs,
+                         int timeout_s) {
+    double start = now_ms(), give_up = 0;
+    int n, cancelled = -1, again;
+    /* libmicrohttpd stops accepting, and the socket stops listening: a new
+       connection is refused at once (not left waiting in the backlog), so
+       the balancer tries another replica */
+    *listen_fd = MHD_quiesce_daemon(d);
+    if (*listen_fd != MHD_INVALID_SOCKET) shutdown(*listen_fd, SHUT_RDWR);
+    pthread_mutex_lock(&s->mu); /* (with the count: a request is either counted or refused) */
+    __atomic_store_n(&s->draining, 1, __ATOMIC_RELEASE);
+    n = s->n_inflight;
+    pthread_mutex_unlock(&s->mu);
+    fprintf(stderr, "infer serve: %s: draining %d repl%s (up to %d s)\n", signal_name(sig), n, n == 1 ? "y" : "ies",
+            timeout_s);
+    while ((n = inflight_now(s)) > 0) {
+        if (cancelled < 0 && now_ms() - start >= timeout_s * 1e3) {
+            __atomic_store_n(&s->cancelling, 1, __ATOMIC_RELEASE);
+            cancelled = jobs_cancel(s);
+            fprintf(stderr, "infer serve: the drain time-out (%d s) passed: cancelled %d repl%s\n", timeout_s, cancelled,
+                    cancelled == 1 ? "y" : "ies");
+            /* a cancelled reply still sends its end; one whose client reads
+               nothing more is cut by the stop after this */
+            give_up = now_ms() + 5000;
+        } else if (cancelled >= 0) {
+            jobs_cancel(s); /* (one that was starting the last time) */
+            if (now_ms() > give_up) break;
+        }
+        if ((again = signal_wait(sigs, 20)) != 0) {
+            fprintf(stderr, "infer serve: %s again: exiting at once, %d repl%s unfinished\n", signal_name(again), n,
+                    n == 1 ? "y" : "ies");
+            _exit(1);
+        }
+    }
+    fprintf(stderr, "infer serve: drained in %.1f s%s: stopping\n", (now_ms() - start) / 1e3,
+            n > 0 ? " (replies still sending are cut)" : "");
+}
+
 int infer_cmd_serve(int argc, char **argv) {
     server s;
+    serve_load load;
     const char *model = NULL, *host = "127.0.0.1", *alias = NULL, *template_file = NULL, *draft = NULL;
-    int port = 8080, i, rc = 1, sig, v6 = 0;
+    int port = 8080, i, rc = 1, sig, v6 = 0, drain_timeout = 30, stop_sig = 0;
     infer_model_params mp = infer_model_default_params();
     infer_context_params cp = infer_context_default_params();
-    infer_error err;
     struct MHD_Daemon *d = NULL;
+    MHD_socket listen_fd = MHD_INVALID_SOCKET;
     struct addrinfo hints, *ai = NULL;
     struct sockaddr_storage addr;
     sigset_t sigs;
+    pthread_t loader;
     char desc[256];
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     memset(&s, 0, sizeof s);
@@ -2131,6 +2715,8 @@ int infer_cmd_serve(int argc, char **argv) {
             template_file = v;
         } else if (!strcmp(a, "--max-messages")) {
             ok = cli_int(v, &s.max_messages) && s.max_messages >= 1;
+        } else if (!strcmp(a, "--drain-timeout")) {
+            ok = cli_int(v, &drain_timeout) && drain_timeout >= 0 && drain_timeout <= 86400;
         } else {
             return cli_fail("unknown option %s for serve (infer serve --help)", a);
         }
@@ -2158,64 +2744,14 @@ int infer_cmd_serve(int argc, char **argv) {
     if (v6) ((struct sockaddr_in6 *)&addr)->sin6_port = htons((uint16_t)port);
     else ((struct sockaddr_in *)&addr)->sin_port = htons((uint16_t)port);
 
-    if (!(s.model = infer_model_load(model, &mp, &err))) return cli_fail("%s", err.msg);
-    cp.n_seq = s.n_slots;
-    cp.n_threads = s.n_threads;
-    if (!(s.ctx = infer_context_new(s.model, &cp, &err))) {
-        cli_fail("%s", err.msg);
-        goto done;
+    /* what the handlers use while the model loads */
+    s.slot_busy = (int *)calloc((size_t)s.n_slots, sizeof(int));
+    s.slots = (slot_info *)calloc((size_t)s.n_slots, sizeof(slot_info));
+    if (!s.slot_busy || !s.slots) {
+        free(s.slot_busy);
+        free(s.slots);
+        return cli_fail("%s", "out of memory");
     }
-    s.n_ctx = infer_context_n_ctx(s.ctx);
-    cli_context_warning(s.model, s.n_ctx, &mp);
-    if (draft) { /* the draft model's context: the server's sequences and positions */
-        infer_model_params dmp = infer_model_default_params();
-        dmp.device = mp.device;
-        if (!(s.draft_model = infer_model_load(draft, &dmp, &err))) {
-            fprintf(stderr, "infer: --draft: %s\n", err.msg);
-            goto done;
-        }
-        if (infer_model_n_vocab(s.draft_model) != infer_model_n_vocab(s.model)) {
-            fprintf(stderr, "infer: --draft: the draft model has %d tokens in its vocabulary, the model %d: they must be "
-                    "the same\n", infer_model_n_vocab(s.draft_model), infer_model_n_vocab(s.model));
-            goto done;
-        }
-        cp.n_ctx = s.n_ctx;
-        if (!(s.draft_ctx = infer_context_new(s.draft_model, &cp, &err))) {
-            fprintf(stderr, "infer: --draft: %s\n", err.msg);
-            goto done;
-        }
-    }
-    s.tmpl = infer_chat_template_detect(s.model);
-    { /* chats go through the model's own Jinja template, or the file's;
-         one that cannot render a plain conversation falls back to the
-         built-in format (a file's is an error) */
-        char *own = infer_model_chat_template_text(s.model, s.bos, sizeof s.bos, s.eos, sizeof s.eos), *out;
-        static const char probe[] =
-            "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"add_generation_prompt\": true}";
-        int raised = 0;
-        if (template_file) {
-            free(own);
-            if (!(own = cli_read_file(template_file, 1 << 20, "a chat template file", NULL))) goto done;
-        }
-        if (own && !(out = infer_jinja_render(own, probe, NULL, &raised, &err))) {
-            if (template_file) {
-                fprintf(stderr, "infer: %s: the chat template cannot render a one-message chat: %s\n", template_file,
-                        err.msg);
-                free(own);
-                goto done;
-            }
-            fprintf(stderr, "infer serve: warning: the model's chat template cannot render a one-message chat (%s): "
-                    "the built-in %s format is used\n", err.msg, infer_chat_template_name(s.tmpl.kind));
-            free(own);
-            own = NULL;
-        } else if (own) {
-            free(out);
-        }
-        s.jinja = own;
-        s.tool_fmt = infer_tool_format_detect(own);
-        s.think = own && strstr(own, "<think>") != NULL;
-    }
-    if (!(s.slot_busy = (int *)calloc((size_t)s.n_slots, sizeof(int)))) goto done;
     if (alias) {
         s.model_id = alias;
     } else {
@@ -2227,6 +2763,7 @@ int infer_cmd_serve(int argc, char **argv) {
     pthread_cond_init(&s.slot_freed, NULL);
     pthread_mutex_init(&s.embed_mu, NULL);
     pthread_mutex_init(&s.conn_mu, NULL);
+    serve_metrics_init(&s.metrics);
     srand((unsigned)time(NULL));
     { /* a descriptor per connection: the soft limit raised where it is short */
         struct rlimit rl;
@@ -2250,15 +2787,9 @@ int infer_cmd_serve(int argc, char **argv) {
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    if (!(s.worker = infer_worker_new(1, &err))) {
-        cli_fail("%s", err.msg);
-        goto done;
-    }
-    /* one pass at a time, prompts in n_batch chunks: throughput, and a
-       prompt split the same way whenever it is fed alone */
-    infer_worker_set_slice(s.worker, 0);
+    /* listening first (MHD_USE_ITC: the drain quiesces it) */
     d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
-                             (v6 ? MHD_USE_IPv6 : 0),
+                             MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0),
                          (uint16_t)port, NULL, NULL, on_request, &s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &s,
                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
@@ -2278,6 +2809,40 @@ int infer_cmd_serve(int argc, char **argv) {
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
         if (info) port = info->port;
     }
+    /* on stdout: stderr stays one line where the load fails */
+    printf("infer serve: http://%s%s%s:%d: loading %s (/health answers; /ready says 503 until it is loaded)\n",
+           v6 ? "[" : "", host, v6 ? "]" : "", port, model);
+    fflush(stdout);
+
+    /* the load on a thread of its own: this one takes the signals meanwhile */
+    memset(&load, 0, sizeof load);
+    load.s = &s;
+    load.model = model;
+    load.draft = draft;
+    load.template_file = template_file;
+    load.mp = mp;
+    load.cp = cp;
+    if (pthread_create(&loader, NULL, load_main, &load)) {
+        fprintf(stderr, "infer: cannot start the model's loader\n");
+        goto done;
+    }
+    while (!__atomic_load_n(&load.done, __ATOMIC_ACQUIRE)) {
+        if (!(sig = signal_wait(&sigs, 20))) continue;
+        if (stop_sig) {
+            fprintf(stderr, "infer serve: %s again: exiting at once\n", signal_name(sig));
+            _exit(1);
+        }
+        stop_sig = sig;
+        __atomic_store_n(&s.load_cancel, 1, __ATOMIC_RELEASE);
+        fprintf(stderr, "infer serve: %s while loading: stopping\n", signal_name(sig));
+    }
+    pthread_join(loader, NULL);
+    if (stop_sig) {
+        rc = 0;
+        goto done;
+    }
+    if (!load.ok) goto done;
+    __atomic_store_n(&s.ready, 1, __ATOMIC_RELEASE);
     infer_model_describe(s.model, desc, sizeof desc);
     fprintf(stderr, "infer serve: %s, %d sequences of %d positions, chat template %s, tools %s%s\n", desc, s.n_slots,
             s.n_ctx, s.jinja ? (template_file ? template_file : "the model's own (Jinja)") : infer_chat_template_name(s.tmpl.kind),
@@ -2288,29 +2853,31 @@ int infer_cmd_serve(int argc, char **argv) {
         fprintf(stderr, "infer serve: draft model %s, %d sequences, up to %d draft tokens a pass\n", desc, s.n_slots,
                 s.draft_n);
     }
-    fprintf(stderr, "infer serve: listening on http://%s%s%s:%d%s\n", v6 ? "[" : "", host, v6 ? "]" : "", port,
-            s.api_key ? " (API key required)" : "");
+    /* (the line scripts wait for: from here requests are served) */
+    fprintf(stderr, "infer serve: listening on http://%s%s%s:%d%s; ready, loaded in %.2f s\n", v6 ? "[" : "", host,
+            v6 ? "]" : "", port, s.api_key ? " (API key required)" : "", s.load_seconds);
     fflush(stderr);
     sigwait(&sigs, &sig);
-    fprintf(stderr, "infer serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server_drain(&s, d, &listen_fd, sig, &sigs, drain_timeout);
     rc = 0;
 done:
     __atomic_store_n(&s.stopping, 1, __ATOMIC_RELEASE);
     if (s.watchdog_started) pthread_join(s.watchdog, NULL);
     if (d) MHD_stop_daemon(d); /* its threads see stopping and end their requests */
+    if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
     if (s.worker) infer_worker_free(s.worker);
     if (s.embed_ctx) infer_context_free(s.embed_ctx);
     if (s.ctx) infer_context_free(s.ctx);
     if (s.model) infer_model_free(s.model);
     if (s.draft_ctx) infer_context_free(s.draft_ctx);
     if (s.draft_model) infer_model_free(s.draft_model);
-    if (s.slot_busy) {
-        pthread_mutex_destroy(&s.mu);
-        pthread_cond_destroy(&s.slot_freed);
-        pthread_mutex_destroy(&s.embed_mu);
-        pthread_mutex_destroy(&s.conn_mu);
-    }
+    pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.slot_freed);
+    pthread_mutex_destroy(&s.embed_mu);
+    pthread_mutex_destroy(&s.conn_mu);
+    serve_metrics_destroy(&s.metrics);
     free(s.slot_busy);
+    free(s.slots);
     free(s.jinja);
     return rc;
 }
