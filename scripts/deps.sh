@@ -2,8 +2,8 @@
 # Installs what building and testing infer.h needs, where it is missing:
 # a C compiler, CMake, Python 3, stb_ds (libstb-dev), Criterion, pkg-config, for
 # the NEON test an aarch64 cross compiler and qemu-user, and for the server
-# libmicrohttpd, cJSON, curl and the openai package; for the fuzzing
-# harnesses clang with libFuzzer.
+# libmicrohttpd, cJSON, curl, the openai package and nginx (in front of
+# replicas); for the fuzzing harnesses clang with libFuzzer.
 set -e
 need=""
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -36,6 +36,38 @@ if [ -n "$need" ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $need >/dev/null
 fi
+# tests/server_replicas.py puts three servers behind nginx, which it runs
+# unprivileged with a configuration of its own. Debian's package would also
+# start nginx as a system service on port 80, and fail to install where
+# that port is taken: a policy-rc.d that forbids every start (exit 101,
+# which invoke-rc.d and deb-systemd-invoke both obey) holds it back while
+# the package installs, and goes after, unless one was there already. On a
+# systemd host the unit is disabled too, so that a reboot does not start it.
+# (/usr/sbin is not on every user's PATH, hence the second test.)
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    echo "installing: nginx (not started as a service)"
+    own_policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+        $sudo chmod 755 /usr/sbin/policy-rc.d
+        own_policy=1
+    fi
+    nginx_rc=0
+    $sudo apt-get update -qq || nginx_rc=$?
+    [ $nginx_rc != 0 ] || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nginx >/dev/null || nginx_rc=$?
+    [ -z "$own_policy" ] || $sudo rm -f /usr/sbin/policy-rc.d
+    [ $nginx_rc = 0 ] || exit $nginx_rc
+    if [ -d /run/systemd/system ]; then
+        $sudo systemctl disable --quiet nginx 2>/dev/null || true
+    fi
+    # a policy that was there before may have let the service start: it is
+    # ours (nginx was absent), so it is stopped
+    if [ -s /run/nginx.pid ]; then
+        $sudo /usr/sbin/nginx -s stop 2>/dev/null || true
+    fi
+fi
 # Python packages from PyPI, each where its module cannot be imported:
 # pip_need "MODULES" "PACKAGES".
 pip_need() {
@@ -65,3 +97,6 @@ pip_need jinja2 jinja2
 # bench/report.py draws its plots with matplotlib (bench_report fails
 # without it)
 pip_need matplotlib matplotlib
+# infer serve's /metrics is read with Prometheus' own parser (the Python
+# client's text parser), so the format is checked by what scrapes it
+pip_need prometheus_client prometheus_client

@@ -59,7 +59,8 @@ cmake --build build-asan -j$jobs
 # in instrumented scalar code takes longer than a test may, and the scalar
 # kernels are under the sanitizers in test_kernels and test_quants_k.
 # server_load too: 30 s of 16 clients, whose figures mean something in
-# the optimised build; the server's own test (and its leaks) runs here. And
+# the optimised build (and server_replicas, its latencies and the timing of
+# its drain and kill likewise); the server's own test (and its leaks) runs here. And
 # valgrind_cli: valgrind cannot run what AddressSanitizer instruments. The
 # reference tests forced to one instruction set or to 1 or 3 threads also
 # (4 to 5 minutes each here): test_reference runs the best set this CPU
@@ -75,7 +76,7 @@ cmake --build build-asan -j$jobs
 # (compile_check, standalone_sources, install_package), which run no code
 # of ours that the optimised stage did not.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 INFER_TEST_SKIP_LONG=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -E '^(neon_qemu|test_reference_scalar|test_reference_avx2|test_reference_avx512|test_reference_threads_1|test_reference_threads_3|server_load|server_tools|test_depth|valgrind_cli|compile_check|standalone_sources|install_package)$')
+    -E '^(neon_qemu|test_reference_scalar|test_reference_avx2|test_reference_avx512|test_reference_threads_1|test_reference_threads_3|server_load|server_replicas|server_tools|test_depth|valgrind_cli|compile_check|standalone_sources|install_package)$')
 # Criterion counts a test whose worker leaked as passed (LeakSanitizer only
 # prints its report there), so the log is searched for such a report.
 if grep -q "ERROR: LeakSanitizer" build-asan/Testing/Temporary/LastTest.log; then
