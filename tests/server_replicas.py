@@ -96,7 +96,9 @@ class Replica:
         while self.port is None:
             if self.proc.poll() is not None:
                 fail("replica %s exited at start:\n%s" % (self.name, self.text()[-3000:]))
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.text())
+            # the port is printed as it starts listening, before the model
+            # loads ("http://127.0.0.1:PORT: loading"), and again once ready
+            m = re.search(r"http://127\.0\.0\.1:(\d+)", self.text())
             if m:
                 self.port = int(m.group(1))
                 self.url = "http://127.0.0.1:%d" % self.port
@@ -112,6 +114,8 @@ class Replica:
                 if json.loads(body).get("status") != "ready":
                     fail("replica %s: /ready 200 says %s" % (self.name, body))
                 return
+            if status == 503 and json.loads(body).get("status") != "loading":
+                fail("replica %s: /ready 503 while it loads says %s" % (self.name, body))
             if status not in (503, None):
                 fail("replica %s: /ready answered %s %s" % (self.name, status, body))
             if self.proc.poll() is not None or time.time() > deadline:
