@@ -18,7 +18,8 @@ Checks, on SmolLM2 (replies long enough to be caught in flight):
 - the drain: SIGTERM during a stream (it finishes whole, a new connection
   is refused, requests on open connections get 503 with Connection: close,
   exit 0); --drain-timeout 1 cutting a long reply (the server says it
-  cancelled 1, exit 0); a second SIGTERM exiting at once.
+  cancelled 1, exit 0); a second SIGTERM exiting at once; SIGTERM while
+  loading ending the load.
 Exit 77 (skipped) when the model, the server or prometheus_client is
 absent, saying which.
 """
@@ -504,6 +505,19 @@ def check_second_signal(infer, model):
         srv.close()
 
 
+def check_signal_while_loading(infer, model):
+    srv = Server(infer, model, env={"INFER_SERVE_LOAD_DELAY_MS": "20000"})
+    try:
+        check(srv.call("GET", "/ready", key=None)[0] == 503, "a long load: /ready 503")
+        t0 = time.time()
+        srv.proc.send_signal(signal.SIGTERM)
+        rc = srv.wait_exit(10)
+        check(rc == 0 and time.time() - t0 < 3 and "SIGTERM while loading: stopping" in srv.text(),
+              "SIGTERM while loading stops the load and exits 0 at once (%s after %.2f s)" % (rc, time.time() - t0))
+    finally:
+        srv.close()
+
+
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
@@ -522,6 +536,7 @@ def main():
     check_drain(infer, model)
     check_drain_timeout(infer, model)
     check_second_signal(infer, model)
+    check_signal_while_loading(infer, model)
     if failures:
         print("%d checks failed: %s" % (len(failures), "; ".join(failures)))
         sys.exit(1)
