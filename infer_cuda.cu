@@ -426,24 +426,48 @@ __global__ void k_residual(float *__restrict__ X, float *__restrict__ XB, const 
    and q times q_scale (1: none). kv_store fused in: a k head's warp
    writes the rotated k, and v (with its bias), straight into the token's
    sequence's cache at slot pos % slots (attention.c's layout: K rows in
-   F16 or Q8_0; V in F16 transposed, or Q8_0 rows, quantized as the CPU's
-   kernels do, a block of 32 across the warp's lanes). */
+   F16, Q8_0 or Q4_0; V in F16 transposed, or Q8_0 or Q4_0 rows, quantized
+   as the CPU's kernels do, a block of 32 across the warp's lanes). */
 #define QK_MAX_HD 256
+/* A cache's format (kv_dest.kvq, k_attention's kvq). */
+enum { KV_F16 = 0, KV_Q8_0 = 1, KV_Q4_0 = 2 };
 struct kv_dest {
     const int *pos, *seq;
     uint8_t *const *kc, *const *vc;
-    int layer, n_layers, slots, q8;
+    int layer, n_layers, slots, kvq;
     size_t k_row;
 };
 
-/* One head's hd values (lane + 32u, u < hd / 32 when q8) into a cache row. */
-__device__ __forceinline__ void store_head(uint8_t *row, int head, int hd, const float *v, int lane, int q8,
+/* A quantized cache's block of 32 values: its bytes, and value j's integer
+   (Q4_0: nibbles j and j + 16 share byte j, offset by 8). */
+__host__ __device__ __forceinline__ int kv_block_bytes(int kvq) { return kvq == KV_Q4_0 ? 18 : 34; }
+__device__ __forceinline__ int kv_int(const uint8_t *blk, int j, int kvq) {
+    if (kvq == KV_Q4_0) return (j < 16 ? blk[2 + j] & 0xF : blk[2 + j - 16] >> 4) - 8;
+    return (int8_t)blk[2 + j];
+}
+
+/* One head's hd values (lane + 32u, u < hd / 32 when quantized) into a cache row. */
+__device__ __forceinline__ void store_head(uint8_t *row, int head, int hd, const float *v, int lane, int kvq,
                                            int transposed_slots, int slot) {
-    if (!q8) {
+    if (kvq == KV_F16) {
         for (int i = lane; i < hd; i += 32) {
             __half h = __float2half_rn(v[i]);
             if (transposed_slots) ((__half *)row)[((size_t)head * hd + i) * transposed_slots + slot] = h;
             else ((__half *)row)[(size_t)head * hd + i] = h;
+        }
+        return;
+    }
+    if (kvq == KV_Q4_0) { /* as infer__quantize_row_q4_0: the first value of largest magnitude m is -8 */
+        for (int u = 0; u < hd / 32; u++) {
+            uint8_t *blk = row + (size_t)18 * (head * hd / 32 + u);
+            float e = v[32 * u + lane], amax = warp_max(fabsf(e));
+            int first = __ffs(__ballot_sync(FULL_MASK, fabsf(e) == amax)) - 1;
+            float m = amax != 0.0f ? __shfl_sync(FULL_MASK, e, first) : 0.0f; /* (all zeros: +0, as the CPU's) */
+            float d = m / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            int q = min(15, (int)(e * id + 8.5f)), hi = __shfl_down_sync(FULL_MASK, q, 16);
+            __half dh = __float2half_rn(d);
+            if (lane == 0) memcpy(blk, &dh, 2);
+            if (lane < 16) blk[2 + lane] = (uint8_t)(q | hi << 4);
         }
         return;
     }
@@ -499,11 +523,11 @@ __global__ void k_qk_prepare(float *__restrict__ Q, float *__restrict__ K, float
         int slot = kv.pos[t] % kv.slots;
         size_t at = (size_t)kv.seq[t] * kv.n_layers + kv.layer;
         float *v = V + (size_t)t * kv_dim + (size_t)kh * hd;
-        store_head(kv.kc[at] + (size_t)slot * kv.k_row, kh, hd, out, lane, kv.q8, 0, 0);
+        store_head(kv.kc[at] + (size_t)slot * kv.k_row, kh, hd, out, lane, kv.kvq, 0, 0);
         for (int i = lane; i < hd; i += 32) head[i] = v[i] + (bv ? bv[(size_t)kh * hd + i] : 0.0f);
         __syncwarp();
-        if (kv.q8) store_head(kv.vc[at] + (size_t)slot * kv.k_row, kh, hd, head, lane, 1, 0, 0);
-        else store_head(kv.vc[at], kh, hd, head, lane, 0, kv.slots, slot);
+        if (kv.kvq != KV_F16) store_head(kv.vc[at] + (size_t)slot * kv.k_row, kh, hd, head, lane, kv.kvq, 0, 0);
+        else store_head(kv.vc[at], kh, hd, head, lane, KV_F16, kv.slots, slot);
     }
 }
 
@@ -1430,7 +1454,7 @@ __device__ __forceinline__ float *att_part(float *part, int item, int kvh, int n
 
 __global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, const att_item *__restrict__ items,
                             const int *__restrict__ pos, const int *__restrict__ seq, uint8_t *const *__restrict__ kc,
-                            uint8_t *const *__restrict__ vc, int layer, int n_layers, int slots, int q8, size_t k_row,
+                            uint8_t *const *__restrict__ vc, int layer, int n_layers, int slots, int kvq, size_t k_row,
                             int group, int hd, int window, float scale, float softcap, float *__restrict__ part) {
     INFER_DYNAMIC_SHARED(unsigned char, sh);
     int hdp = (hd + 15) / 16 * 16, kvh = blockIdx.y, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -1439,12 +1463,12 @@ __global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, con
     __half *sq = (__half *)(sh + L.q), *sk = (__half *)(sh + L.k), *sv = (__half *)(sh + L.v), *sp = (__half *)(sh + L.p);
     float *ss = (float *)(sh + L.s), *sout = (float *)(sh + L.out);
     float *sqd = (float *)(sh + L.qd), *skd = (float *)(sh + L.kd), *ssb = (float *)(sh + L.sb);
-    int nb = hd / 32; /* Q8_0 blocks of a head */
+    int nb = hd / 32, q8 = kvq != KV_F16, bb = kv_block_bytes(kvq); /* a quantized cache's blocks of a head */
     float *sm = (float *)(sh + L.stat), *sl = sm + ATT_ROWS;
     int *spos = (int *)(sl + ATT_ROWS), *slo = spos + ATT_ROWS;
     att_item it = items[blockIdx.x];
     int n_rows = min(ATT_ROWS, it.n_tok * group - it.r0), s = seq[it.first];
-    size_t at = (size_t)s * n_layers + layer, head_k = q8 ? (size_t)kvh * hd / 32 * 34 : (size_t)kvh * hd * 2;
+    size_t at = (size_t)s * n_layers + layer, head_k = q8 ? (size_t)kvh * hd / 32 * bb : (size_t)kvh * hd * 2;
     const uint8_t *kbase = kc[at] + head_k, *vbase = vc[at];
     float *mine = att_part(part, blockIdx.x, kvh, n_kvh, blockIdx.z, n_split, hd);
     int key_lo, key_hi, chunk, my_lo, my_hi;
@@ -1512,8 +1536,8 @@ __global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, con
             if (p <= my_hi && d < hd) {
                 const uint8_t *kr = kbase + (size_t)(p % slots) * k_row;
                 if (q8) {
-                    kval = (float)(int8_t)kr[34 * (d / 32) + 2 + d % 32]; /* the integer; its scale apart */
-                    if (d % 32 == 0) skd[j * (hdp / 32 + 1) + d / 32] = ld_half(kr + 34 * (d / 32));
+                    kval = (float)kv_int(kr + bb * (d / 32), d % 32, kvq); /* the integer; its scale apart */
+                    if (d % 32 == 0) skd[j * (hdp / 32 + 1) + d / 32] = ld_half(kr + bb * (d / 32));
                 } else {
                     kval = __half2float(((const __half *)kr)[d]);
                 }
@@ -1527,8 +1551,8 @@ __global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, con
                 if (p <= my_hi && d < hd) {
                     int slot = p % slots;
                     if (q8) {
-                        const uint8_t *vr = vbase + (size_t)slot * k_row + (size_t)kvh * hd / 32 * 34;
-                        val = __float2half_rn(ld_half(vr + 34 * (d / 32)) * (float)(int8_t)vr[34 * (d / 32) + 2 + d % 32]);
+                        const uint8_t *vr = vbase + (size_t)slot * k_row + (size_t)kvh * hd / 32 * bb;
+                        val = __float2half_rn(ld_half(vr + bb * (d / 32)) * (float)kv_int(vr + bb * (d / 32), d % 32, kvq));
                     } else {
                         val = ((const __half *)vbase)[((size_t)kvh * hd + d) * slots + slot];
                     }
@@ -2496,6 +2520,9 @@ static void norm_rows(const gpu_ctx *c, const float *x, const int *rows, const i
     act_ready(c, y, FORM_Q8, act, dim, n);
 }
 
+/* A cache's format code for the kernels (KV_F16, KV_Q8_0, KV_Q4_0). */
+static int kv_format(infer_type t) { return t == INFER_TYPE_Q8_0 ? KV_Q8_0 : t == INFER_TYPE_Q4_0 ? KV_Q4_0 : KV_F16; }
+
 /* qk_prepare: biases, q/k head norms, RoPE, q's scale; with kv_store
    fused in (RoPE with the cache write): k and v go to each token's
    sequence's cache */
@@ -2507,7 +2534,7 @@ static void qk_prepare(const gpu_ctx *c, const infer__layer *L, int l, const pas
     kv_dest dest;
     forget_act(c);
     dest.pos = p->pos, dest.seq = p->seq, dest.kc = c->d_k, dest.vc = c->d_v, dest.layer = l;
-    dest.n_layers = kv->n_layers, dest.slots = kv->slots[l], dest.q8 = kv->type == INFER_TYPE_Q8_0, dest.k_row = kv->k_row;
+    dest.n_layers = kv->n_layers, dest.slots = kv->slots[l], dest.kvq = kv_format(kv->type), dest.k_row = kv->k_row;
     INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)(m->n_heads + m->n_kv_heads)), 32, 0, c->stream, k_qk_prepare)(
         c->q, c->k, c->v, m->q_dim, m->kv_dim, m->head_dim, dev_vec(c->g, L->bq), dev_vec(c->g, L->bk),
         dev_vec(c->g, L->bv), dev_vec(c->g, L->q_norm), dev_vec(c->g, L->k_norm), m->norm_eps, rope,
@@ -2532,7 +2559,7 @@ static void attention(const gpu_ctx *c, const infer__layer *L, int l, const pass
     for (int phase = 0; phase < 2; phase++) /* each row's max and sum, then P V */
         INFER_LAUNCH(grid, 32 * ATT_WARPS, (size_t)att_shared(hdp).total, c->stream, k_attention)(
             phase, c->q, m->q_dim, p->items, p->pos, p->seq, c->d_k, c->d_v, l, kv->n_layers, kv->slots[l],
-            kv->type == INFER_TYPE_Q8_0, kv->k_row, group, m->head_dim, L->window,
+            kv_format(kv->type), kv->k_row, group, m->head_dim, L->window,
             m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, c->part);
     INFER_LAUNCH(dim3((unsigned)p->n_items, (unsigned)m->n_kv_heads), 128, 0, c->stream, k_attention_merge)(
         c->part, p->items, p->n_split, group, m->head_dim, c->att, m->q_dim);

@@ -38,10 +38,6 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
                          infer__traits(type)->name, m->head_dim);
         return 0;
     }
-    if (type == INFER_TYPE_Q4_0 && gpu) {
-        infer__set_error(err, INFER_ERR_UNSUPPORTED, "a Q4_0 KV cache runs on the CPU only (a GPU's is F16 or Q8_0)");
-        return 0;
-    }
     kv->type = type;
     kv->n_layers = m->n_layers;
     kv->n_ctx = n_ctx;

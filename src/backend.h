@@ -46,12 +46,12 @@ INFER__HD static inline float infer__exp_llama(float x) {
 /* The KV cache, one layout wherever it lives (host memory for the CPU's
    pass, device memory for a GPU's): layer l keeps position p at slot
    p % slots[l], every position or a ring of a sliding window plus a
-   batch. K as rows of kv_dim values per slot (F16 or Q8_0); V in F16
-   transposed (a row of slots per value), in Q8_0 like K. */
+   batch. K as rows of kv_dim values per slot (F16, Q8_0 or Q4_0); V in
+   F16 transposed (a row of slots per value), quantized like K. */
 typedef struct infer__kv_cache {
-    infer_type type; /* F16 or Q8_0 */
+    infer_type type; /* F16, Q8_0 or Q4_0 */
     int n_layers, n_ctx, kv_dim, head_dim, n_seq;
-    size_t k_row;    /* bytes of one position's K (or Q8_0 V) */
+    size_t k_row;    /* bytes of one position's K (or quantized V) */
     int *slots;      /* per layer (host memory) */
     uint8_t **k, **v; /* per sequence and layer (INFER__KV_AT), into mem (host arrays of pointers) */
     uint8_t *mem;    /* the cache's bytes: on the device of `gpu`, else host memory */

@@ -15,7 +15,7 @@
    - sequences: three sequences, their prompts interleaved in one
      infer_decode_batch, then steps of one token each (the emulated build
      checks a step is one graph launch and nothing else);
-   - kv_q8_0: the Q8_0 KV cache;
+   - kv_quantized: the Q8_0 and Q4_0 KV caches;
    - seq_ops: infer_seq_copy, infer_seq_remove (keys re-rotated on the
      host), infer_seq_truncate, each followed by decoding;
    - context_shift: INFER_FULL_SHIFT past the end of a small context;
@@ -745,10 +745,11 @@ static struct criterion_test_params small_params(const small_case *src, size_t n
     return cr_make_param_array(small_case, p, n, free_cases);
 }
 
-static const char *kv_name(int t) { return t == INFER_TYPE_Q8_0 ? "Q8_0" : "F16"; }
+static const char *kv_name(int t) { return t == INFER_TYPE_Q8_0 ? "Q8_0" : t == INFER_TYPE_Q4_0 ? "Q4_0" : "F16"; }
 
 #define F16 INFER_TYPE_F16
 #define Q8 INFER_TYPE_Q8_0
+#define Q4 INFER_TYPE_Q4_0
 
 /* Steps of generation in the tests below (fewer in the slow emulation). */
 #define STEPS (EMULATED ? 4 : 16)
@@ -849,10 +850,10 @@ ParameterizedTestParameters(cuda, sequences) {
 }
 ParameterizedTest(small_case *sc, cuda, sequences, .timeout = 600) { run_sequences(sc); }
 
-/* The Q8_0 KV cache on both devices: a prompt of 12 tokens in one batch
+/* The Q8_0 and Q4_0 KV caches on both devices: a prompt of 12 tokens in one batch
    (cuBLAS) and in batches of 7 (the matrix-vector kernels), then STEPS
    greedy steps in each. */
-static void run_kv_q8_0(const small_case *sc) {
+static void run_kv_quantized(const small_case *sc) {
     infer_context_params cp = infer_context_default_params();
     infer_token toks[12];
     infer_context *g7;
@@ -901,14 +902,16 @@ static void run_kv_q8_0(const small_case *sc) {
     pair_free(&p);
 }
 
-ParameterizedTestParameters(cuda, kv_q8_0) {
+ParameterizedTestParameters(cuda, kv_quantized) {
     static const small_case c[] = {
         {"models/synth-256-q8_0.gguf", Q8, 0},
         {"arch/synth-gemma3-f16.gguf", Q8, 0},
+        {"models/synth-256-q8_0.gguf", Q4, 0},
+        {"arch/synth-gemma3-f16.gguf", Q4, 0},
     };
     return small_params(c, sizeof c / sizeof c[0]);
 }
-ParameterizedTest(small_case *sc, cuda, kv_q8_0, .timeout = 600) { run_kv_q8_0(sc); }
+ParameterizedTest(small_case *sc, cuda, kv_quantized, .timeout = 600) { run_kv_quantized(sc); }
 
 /* The sequence operations on both devices, each followed by decoding: a
    prompt in sequence 0, copied to 1, different continuations in each (one
