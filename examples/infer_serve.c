@@ -977,6 +977,7 @@ typedef struct job {
     anthropic_blocks blocks; /* Anthropic's stream: its content blocks so far */
     cli_progress progress;   /* its first choice's prompt, on stderr when long */
     char progress_label[80];
+    double t_start;          /* now_ms() when its first choice's request started */
     struct job *prev, *next; /* in s->jobs (listed) */
     int listed;
     int accounted;           /* its tokens and timings went to the metrics */
@@ -1167,7 +1168,9 @@ static void job_account(job *j, int with_conn) {
     n_gen = job_gen_total(j);
     mt = infer_request_metrics(j->ch[0].r);
     serve_metrics_tokens(&j->s->metrics, j->n_prompt, n_gen);
-    serve_metrics_completion(&j->s->metrics, mt.n_gen_tokens > 0 ? mt.ttft_ms / 1e3 : -1,
+    /* time to first token from the request's arrival: its wait for a
+       sequence (and n replies' shared prompt) counted as a client sees it */
+    serve_metrics_completion(&j->s->metrics, mt.n_gen_tokens > 0 ? (j->t_start - j->t0 + mt.ttft_ms) / 1e3 : -1,
                              mt.n_gen_intervals > 0 ? mt.token_ms_avg / 1e3 : -1, infer_request_cached_tokens(j->ch[0].r));
     if (with_conn) {
         conn *c = conn_of(j->con);
@@ -1648,7 +1651,9 @@ static int job_start(job *j, completion_call *cc, bad_field *b, unsigned *status
         /* no lock of ours: a large schema's grammar is compiled here, on this
            connection's thread, while other requests start and step */
         {
-            infer_request *r = infer_worker_start(s->worker, s->ctx, &p, &err);
+            infer_request *r;
+            if (i == 0) j->t_start = now_ms();
+            r = infer_worker_start(s->worker, s->ctx, &p, &err);
             if (!r) return bad(b, cc->schema ? "response_format" : NULL, "%s", err.msg);
             /* listed where the drain and /slots find it */
             pthread_mutex_lock(&s->mu);

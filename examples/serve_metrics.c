@@ -29,9 +29,9 @@ serve_route serve_route_of(const char *url) {
 
 const char *serve_route_name(serve_route r) { return (unsigned)r < SERVE_ROUTE_COUNT ? route_names[r] : "other"; }
 
-/* Time to first token: from a request's start (its wait for the batch
+/* Time to first token: from a request's arrival (its wait for a sequence
    included) to its first token; from a few ms (a cached prompt on a small
-   model) to a minute (a long prompt on a slow machine). */
+   model) to a minute (a long prompt on a slow machine, a long queue). */
 static const double ttft_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 /* Time per output token after the first: a token takes from about a
    millisecond (a small model on a GPU) to a second. */
@@ -158,7 +158,7 @@ char *serve_metrics_text(serve_metrics *m, const serve_gauges *g) {
     family(&p, "infer_generated_tokens_total", "counter", "Tokens generated (as usage.completion_tokens counts them).");
     put(&p, "infer_generated_tokens_total %llu\n", m->generated_tokens);
     histogram_put(&p, "infer_time_to_first_token_seconds",
-                  "From a completion's start (its wait for the batch included) to its first token.", &m->ttft);
+                  "From a completion's arrival (its wait for a sequence included) to its first token.", &m->ttft);
     histogram_put(&p, "infer_time_per_output_token_seconds",
                   "A completion's mean time between its generated tokens, after the first.", &m->tpot);
     family(&p, "infer_prompt_cache_hits_total", "counter", "Completions that reused a cached prompt prefix.");
