@@ -12885,6 +12885,7 @@ struct infer_context {
     void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;
     int n_threads;
+    int product_next;   /* a product's chunks handed out past the workers' fixed shares (product.c) */
     infer__kernels kern; /* the kernels of the chosen instruction set */
     infer__kv_cache kv;
     /* activations of one batch, a row per token (per pair for experts) */
@@ -12933,10 +12934,13 @@ static uint8_t *infer__xq_slot(const infer_context *c, int slot);
    product reads; row t lands at row t - base of the slot. */
 static void infer__product_convert(const infer_context *c, const infer__product *p, const float *x, int ldx, int t0,
                                    int t1, int base);
-/* This worker's share of the rows of every op of the product, for n_tok
+/* Each worker's part of the rows of every op of the product, for n_tok
    converted input rows (x: the f32 input, for ops that read it as is;
-   out0 replaces the first op's output). */
-static void infer__product_run(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+   out0 replaces the first op's output): a fixed share, then chunks
+   handed out from c->product_next, which worker 0 starts over
+   (infer__product_ready) before the barrier ahead of each product. */
+static void infer__product_ready(infer_context *c, int ith);
+static void infer__product_run(infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
                                float *out0, int ith, int nth);
 /* The experts: token t's choice from its router logits (pos: its
    position, for rt->margin), the batch's (token, expert) pairs sorted by
@@ -13731,12 +13735,12 @@ static void infer__product_rows(const infer_context *c, const infer__product *p,
         for (j = 0; j < n_tok; j++) y[(size_t)j * ldy + r] = vec_dot(n, wr, xq + (size_t)j * xq_row);
 }
 
-/* This worker's share of the rows of every op of the product, in pieces of
-   INFER__PACK_ROWS rows, for n_tok converted input rows (x: the f32 input,
+/* Chunks c0..c1 of the product (INFER__PACK_ROWS-row pieces of its ops,
+   one after another), for n_tok converted input rows (x: the f32 input,
    for ops that read it as is; out0 replaces the first op's output). */
-static void infer__product_run(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
-                               float *out0, int ith, int nth) {
-    int64_t c0 = p->chunks * ith / nth, c1 = p->chunks * (ith + 1) / nth, base = 0;
+static void infer__product_chunks(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+                                  float *out0, int64_t c0, int64_t c1) {
+    int64_t base = 0;
     int o;
     for (o = 0; o < p->n_ops && base < c1; o++) {
         const infer__tensor *w = p->w[o];
@@ -13751,6 +13755,27 @@ static void infer__product_run(const infer_context *c, const infer__product *p, 
         }
         base += n_chunks;
     }
+}
+
+/* Worker 0 starts the count of handed-out chunks over, before the barrier
+   ahead of a product (the last product's count was done with at the
+   barrier after it). */
+static void infer__product_ready(infer_context *c, int ith) {
+    if (ith == 0) c->product_next = 0;
+}
+
+/* This worker's part of the product: a fixed share of the first three
+   quarters of the chunks, then single chunks of the last quarter as it
+   asks for them. A worker slowed by the machine (or by the memory it
+   shares) then leaves the tail to the others instead of keeping them at
+   the barrier; the fixed part costs no counting. Any worker computes a
+   row as any other would, so the result does not depend on who did it. */
+static void infer__product_run(infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+                               float *out0, int ith, int nth) {
+    int64_t fixed = nth > 1 ? p->chunks - p->chunks / 4 : p->chunks, ch;
+    infer__product_chunks(c, p, x, ldx, n_tok, out0, fixed * ith / nth, fixed * (ith + 1) / nth);
+    while ((ch = fixed + infer__atomic_next(&c->product_next)) < p->chunks)
+        infer__product_chunks(c, p, x, ldx, n_tok, out0, ch, ch + 1);
 }
 
 /* ---- experts ------------------------------------------------------------ */
@@ -14076,11 +14101,13 @@ static void infer__residual(infer_context *c, const infer__tensor *bias, const i
 static void infer__ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
     int dim = c->model->dim, ffn = c->model->ffn_dim, t;
     infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
+    infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
     infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
     for (t = t0; t < t1; t++) infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
     infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
+    infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
     infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
 }
@@ -14095,6 +14122,7 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
     int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
     int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
+    infer__product_ready(c, ith);
     infer__pool_barrier(c->pool); /* the router reads every token's xb */
     infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
@@ -14147,6 +14175,7 @@ static void infer__output(infer_context *c, const infer__pass *ps, int ith, int 
     }
     if (ps->hidden) return;
     infer__product_convert(c, out, c->xb, dim, s0, s1, 0);
+    infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
     infer__product_run(c, out, c->xb, dim, ps->n_sel, ps->logits, ith, nth);
     if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
@@ -14177,6 +14206,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         /* attention */
         infer__norm_rows(c, L->attn_norm, t0, t1);
         infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
+        infer__product_ready(c, ith);
         infer__pool_barrier(c->pool);
         infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
         infer__pool_barrier(c->pool);
@@ -14193,6 +14223,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         if (ps->attn_splits > 1)
             infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
         infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
+        infer__product_ready(c, ith);
         infer__pool_barrier(c->pool);
         infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
         infer__pool_barrier(c->pool);

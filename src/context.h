@@ -163,6 +163,7 @@ struct infer_context {
     void *gpu;          /* the GPU half of a CUDA model's context (gpu.c), or NULL */
     infer__pool *pool;
     int n_threads;
+    int product_next;   /* a product's chunks handed out past the workers' fixed shares (product.c) */
     infer__kernels kern; /* the kernels of the chosen instruction set */
     infer__kv_cache kv;
     /* activations of one batch, a row per token (per pair for experts) */
@@ -211,10 +212,13 @@ static uint8_t *infer__xq_slot(const infer_context *c, int slot);
    product reads; row t lands at row t - base of the slot. */
 static void infer__product_convert(const infer_context *c, const infer__product *p, const float *x, int ldx, int t0,
                                    int t1, int base);
-/* This worker's share of the rows of every op of the product, for n_tok
+/* Each worker's part of the rows of every op of the product, for n_tok
    converted input rows (x: the f32 input, for ops that read it as is;
-   out0 replaces the first op's output). */
-static void infer__product_run(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+   out0 replaces the first op's output): a fixed share, then chunks
+   handed out from c->product_next, which worker 0 starts over
+   (infer__product_ready) before the barrier ahead of each product. */
+static void infer__product_ready(infer_context *c, int ith);
+static void infer__product_run(infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
                                float *out0, int ith, int nth);
 /* The experts: token t's choice from its router logits (pos: its
    position, for rt->margin), the batch's (token, expert) pairs sorted by

@@ -233,11 +233,13 @@ static void infer__residual(infer_context *c, const infer__tensor *bias, const i
 static void infer__ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
     int dim = c->model->dim, ffn = c->model->ffn_dim, t;
     infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
+    infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
     infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
     for (t = t0; t < t1; t++) infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
     infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
+    infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
     infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
 }
@@ -252,6 +254,7 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
     int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
     int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
+    infer__product_ready(c, ith);
     infer__pool_barrier(c->pool); /* the router reads every token's xb */
     infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
@@ -304,6 +307,7 @@ static void infer__output(infer_context *c, const infer__pass *ps, int ith, int 
     }
     if (ps->hidden) return;
     infer__product_convert(c, out, c->xb, dim, s0, s1, 0);
+    infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
     infer__product_run(c, out, c->xb, dim, ps->n_sel, ps->logits, ith, nth);
     if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
@@ -334,6 +338,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         /* attention */
         infer__norm_rows(c, L->attn_norm, t0, t1);
         infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
+        infer__product_ready(c, ith);
         infer__pool_barrier(c->pool);
         infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
         infer__pool_barrier(c->pool);
@@ -350,6 +355,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         if (ps->attn_splits > 1)
             infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
         infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
+        infer__product_ready(c, ith);
         infer__pool_barrier(c->pool);
         infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
         infer__pool_barrier(c->pool);

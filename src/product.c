@@ -50,12 +50,12 @@ static void infer__product_rows(const infer_context *c, const infer__product *p,
         for (j = 0; j < n_tok; j++) y[(size_t)j * ldy + r] = vec_dot(n, wr, xq + (size_t)j * xq_row);
 }
 
-/* This worker's share of the rows of every op of the product, in pieces of
-   INFER__PACK_ROWS rows, for n_tok converted input rows (x: the f32 input,
+/* Chunks c0..c1 of the product (INFER__PACK_ROWS-row pieces of its ops,
+   one after another), for n_tok converted input rows (x: the f32 input,
    for ops that read it as is; out0 replaces the first op's output). */
-static void infer__product_run(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
-                               float *out0, int ith, int nth) {
-    int64_t c0 = p->chunks * ith / nth, c1 = p->chunks * (ith + 1) / nth, base = 0;
+static void infer__product_chunks(const infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+                                  float *out0, int64_t c0, int64_t c1) {
+    int64_t base = 0;
     int o;
     for (o = 0; o < p->n_ops && base < c1; o++) {
         const infer__tensor *w = p->w[o];
@@ -70,6 +70,27 @@ static void infer__product_run(const infer_context *c, const infer__product *p, 
         }
         base += n_chunks;
     }
+}
+
+/* Worker 0 starts the count of handed-out chunks over, before the barrier
+   ahead of a product (the last product's count was done with at the
+   barrier after it). */
+static void infer__product_ready(infer_context *c, int ith) {
+    if (ith == 0) c->product_next = 0;
+}
+
+/* This worker's part of the product: a fixed share of the first three
+   quarters of the chunks, then single chunks of the last quarter as it
+   asks for them. A worker slowed by the machine (or by the memory it
+   shares) then leaves the tail to the others instead of keeping them at
+   the barrier; the fixed part costs no counting. Any worker computes a
+   row as any other would, so the result does not depend on who did it. */
+static void infer__product_run(infer_context *c, const infer__product *p, const float *x, int ldx, int n_tok,
+                               float *out0, int ith, int nth) {
+    int64_t fixed = nth > 1 ? p->chunks - p->chunks / 4 : p->chunks, ch;
+    infer__product_chunks(c, p, x, ldx, n_tok, out0, fixed * ith / nth, fixed * (ith + 1) / nth);
+    while ((ch = fixed + infer__atomic_next(&c->product_next)) < p->chunks)
+        infer__product_chunks(c, p, x, ldx, n_tok, out0, ch, ch + 1);
 }
 
 /* ---- experts ------------------------------------------------------------ */
