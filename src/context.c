@@ -164,6 +164,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         int t;
         for (t = 0; t < INFER_TYPE_COUNT; t++)
             if (c->kern.gemm_packed_ordered[t]) c->kern.gemm_packed[t] = c->kern.gemm_packed_ordered[t];
+        for (t = 0; t < INFER_TYPE_COUNT; t++)
+            if (c->kern.gemm_unordered[t]) c->kern.gemm[t] = NULL;
         /* F16 everywhere as one 16-lane dot: packed where that kernel exists */
         c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_ordered[INFER_TYPE_F16];
         c->kern.gemm[INFER_TYPE_F16] = NULL;

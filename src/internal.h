@@ -313,6 +313,10 @@ typedef struct infer__kernels {
     infer__vec_dot_fn vec_dot[INFER_TYPE_COUNT];       /* by weight type */
     infer__from_float_fn from_float[INFER_TYPE_COUNT]; /* by activation type */
     infer__gemm_fn gemm[INFER_TYPE_COUNT];             /* by weight type; NULL: the vec_dot loop */
+    /* by weight type: gemm sums a block's products in another order than
+       vec_dot (NEON's smmla tiles: one integer per block, scaled once);
+       contexts that match llama.cpp use the vec_dot loop instead */
+    unsigned char gemm_unordered[INFER_TYPE_COUNT];
     /* by weight type; NULL: no packed form (use gemm/vec_dot): see pack.c */
     infer__pack_size_fn pack_size[INFER_TYPE_COUNT];
     infer__pack_fn pack[INFER_TYPE_COUNT];

@@ -1,8 +1,10 @@
 /* simd_neon.c - ARM NEON (AArch64) versions of the kernels, with the
    dotprod extension (sdot: four int8 products summed into an int32 lane)
-   where the CPU has it: compiled with a target attribute and chosen at run
-   time from the kernel's hwcaps. Same numerics as simd_avx2.c: equal to the
-   scalar reference up to float summation order, quantizers byte-exact. */
+   where the CPU has it, and prompt tiles on the i8mm extension (smmla: a
+   2x2 tile of int8 dot products) where it has that: each compiled with a
+   target attribute and chosen at run time from the kernel's hwcaps. Same
+   numerics as simd_avx2.c: equal to the scalar reference up to float
+   summation order, quantizers byte-exact. */
 #include "internal.h"
 #include "quants.h"
 
@@ -12,6 +14,12 @@
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
+#endif
+#ifndef AT_HWCAP2
+#define AT_HWCAP2 26
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
 #endif
 #endif
 
@@ -542,6 +550,361 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
 
 INFER__NEON_K_KERNELS(, __attribute__((unused)), INFER__NEON_PDOT)
 INFER__NEON_K_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
+
+/* ---- i8mm: prompt tiles with smmla ----
+   smmla multiplies a 2x8 int8 matrix by the transpose of another 2x8 one
+   into a 2x2 int32 tile: with two weight rows in one operand and two
+   tokens' activations in the other, one instruction gives the four dot
+   products (row, token) of 8 values. The tiles below take rows in pairs
+   and tokens in pairs (an odd last row or token is paired with itself and
+   the copy's results dropped), a row pair's blocks unpacked once for up to
+   INFER__NEON_MM_TOK tokens. */
+#define INFER__NEON_MM_TOK 8
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+#define INFER__NEON_I8MM __attribute__((unused))
+#elif defined(__clang__)
+#define INFER__NEON_I8MM __attribute__((target("i8mm"), unused))
+#elif defined(__ARM_FEATURE_DOTPROD)
+/* a baseline of Armv8.2 or later: add i8mm to it (naming an older arch
+   here would make this function's target less than the helpers') */
+#define INFER__NEON_I8MM __attribute__((target("+i8mm"), unused))
+#else
+#define INFER__NEON_I8MM __attribute__((target("arch=armv8.2-a+dotprod+i8mm"), unused))
+#endif
+#if defined(__clang__) && !defined(__ARM_FEATURE_MATMUL_INT8) && __clang_major__ < 16
+/* as INFER__NEON_SDOT: older clang declares vmmlaq_s32 only for a file
+   that targets i8mm as a whole */
+#define INFER__NEON_MMLA(acc, a, b) ((int32x4_t)__builtin_neon_vmmlaq_v((int8x16_t)(acc), (int8x16_t)(a), (int8x16_t)(b), 34))
+#else
+#define INFER__NEON_MMLA(acc, a, b) vmmlaq_s32((acc), (a), (b))
+#endif
+
+/* rows a and b (16 int8 each) as two smmla operands: a[0..7] b[0..7] and
+   a[8..15] b[8..15] */
+INFER__NEON_INLINE void infer__neon_pair_rows(int8x16_t a, int8x16_t b, int8x16_t out[2]) {
+    int64x2_t a64 = vreinterpretq_s64_s8(a), b64 = vreinterpretq_s64_s8(b);
+    out[0] = vreinterpretq_s8_s64(vzip1q_s64(a64, b64));
+    out[1] = vreinterpretq_s8_s64(vzip2q_s64(a64, b64));
+}
+
+/* the 2x2 tile of 32 values: w[0..3] two rows' paired operands, x[0..3]
+   two tokens'; lanes (row 0, token 0), (0, 1), (1, 0), (1, 1) */
+#define INFER__NEON_MM32(w, x)                                                                                      \
+    INFER__NEON_MMLA(INFER__NEON_MMLA(INFER__NEON_MMLA(INFER__NEON_MMLA(vdupq_n_s32(0), (w)[0], (x)[0]), (w)[1], (x)[1]), \
+                                      (w)[2], (x)[2]),                                                                 \
+                     (w)[3], (x)[3])
+
+/* rows r, r + 1 of a gemm's output tile (tokens t, t + 1 in its lanes) to
+   y, the copies of an odd last row or token left out */
+INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_rows, int t, int n_tok, float32x4_t v) {
+    float lane[4];
+    vst1q_f32(lane, v);
+    y[(size_t)t * ldy + r] = lane[0];
+    if (t + 1 < n_tok) y[(size_t)(t + 1) * ldy + r] = lane[1];
+    if (r + 1 < n_rows) {
+        y[(size_t)t * ldy + r + 1] = lane[2];
+        if (t + 1 < n_tok) y[(size_t)(t + 1) * ldy + r + 1] = lane[3];
+    }
+}
+
+/* The 32-value block formats. Each block's integer dot comes whole out of
+   smmla, so it is scaled once per block, not per four products as in
+   vec_dot (llama.cpp's x86 order): the same products summed otherwise,
+   which is why contexts that match llama.cpp leave these tiles
+   (gemm_unordered). DECODE(block, lo, hi) gives a weight block's 32 values
+   as int8 (what vec_dot dots with the activations); a format with a min
+   (Q4_1, Q5_1) adds WMIN(weight block) * XSUM(activation block) per block
+   as vec_dot does (the others: 0). */
+#define INFER__NEON_MM_BLOCK_GEMM(NAME, WBLK, XBLK, DECODE, WMIN, XSUM)                                             \
+    INFER__NEON_I8MM static void NAME(int n, const void *w, size_t w_stride, int n_rows, const void *xv,          \
+                                      size_t x_stride, int n_tok, float *y, size_t ldy) {                          \
+        int nb = n / 32, r, t0, b, p, i;                                                                           \
+        for (r = 0; r < n_rows; r += 2) {                                                                          \
+            const WBLK *w0 = (const WBLK *)((const uint8_t *)w + (size_t)r * w_stride);                           \
+            const WBLK *w1 = r + 1 < n_rows ? (const WBLK *)((const uint8_t *)w0 + w_stride) : w0;                 \
+            for (t0 = 0; t0 < n_tok; t0 += INFER__NEON_MM_TOK) {                                                   \
+                int nt = INFER__MIN(INFER__NEON_MM_TOK, n_tok - t0), np = (nt + 1) / 2;                            \
+                const XBLK *xt[INFER__NEON_MM_TOK];                                                                \
+                float32x4_t acc[INFER__NEON_MM_TOK / 2], ms[INFER__NEON_MM_TOK / 2];                               \
+                for (i = 0; i < 2 * np; i++)                                                                       \
+                    xt[i] = (const XBLK *)((const uint8_t *)xv + (size_t)(t0 + INFER__MIN(i, nt - 1)) * x_stride); \
+                for (p = 0; p < np; p++) acc[p] = ms[p] = vdupq_n_f32(0);                                          \
+                for (b = 0; b < nb; b++) {                                                                         \
+                    int8x16_t lo0, hi0, lo1, hi1, wp[4];                                                           \
+                    float32x4_t wd = vcombine_f32(vdup_n_f32(INFER__NH(w0[b].d)), vdup_n_f32(INFER__NH(w1[b].d))); \
+                    float32x4_t wm = vcombine_f32(vdup_n_f32(WMIN(&w0[b])), vdup_n_f32(WMIN(&w1[b])));             \
+                    DECODE(&w0[b], lo0, hi0);                                                                      \
+                    DECODE(&w1[b], lo1, hi1);                                                                      \
+                    infer__neon_pair_rows(lo0, lo1, wp);                                                           \
+                    infer__neon_pair_rows(hi0, hi1, wp + 2);                                                       \
+                    for (p = 0; p < np; p++) {                                                                     \
+                        const XBLK *xa = &xt[2 * p][b], *xb = &xt[2 * p + 1][b];                                   \
+                        int8x16_t xp[4];                                                                           \
+                        float32x2_t xd = {INFER__NH(xa->d), INFER__NH(xb->d)}, xs = {XSUM(xa), XSUM(xb)};          \
+                        infer__neon_pair_rows(vld1q_s8(xa->qs), vld1q_s8(xb->qs), xp);                             \
+                        infer__neon_pair_rows(vld1q_s8(xa->qs + 16), vld1q_s8(xb->qs + 16), xp + 2);               \
+                        acc[p] = vfmaq_f32(acc[p], vcvtq_f32_s32(INFER__NEON_MM32(wp, xp)),                        \
+                                           vmulq_f32(wd, vcombine_f32(xd, xd)));                                   \
+                        ms[p] = vmlaq_f32(ms[p], wm, vcombine_f32(xs, xs));                                        \
+                    }                                                                                              \
+                }                                                                                                  \
+                for (p = 0; p < np; p++)                                                                           \
+                    infer__neon_mm_store(y, ldy, r, n_rows, t0 + 2 * p, n_tok, vaddq_f32(acc[p], ms[p]));          \
+            }                                                                                                      \
+        }                                                                                                          \
+    }
+#define INFER__MM_NOMIN(blk) 0.0f
+#define INFER__MM_MIN(blk) INFER__NH((blk)->m)
+#define INFER__MM_XSUM(blk) INFER__NH((blk)->s)
+#define INFER__MM_Q8_0(a, lo, hi) (lo = vld1q_s8((a)->qs), hi = vld1q_s8((a)->qs + 16))
+#define INFER__MM_Q4_0(a, lo, hi)                                                                                  \
+    (lo = vsubq_s8(INFER__NIB_LO(vld1q_u8((a)->qs)), vdupq_n_s8(8)), hi = vsubq_s8(INFER__NIB_HI(vld1q_u8((a)->qs)), vdupq_n_s8(8)))
+#define INFER__MM_Q4_1(a, lo, hi) (lo = INFER__NIB_LO(vld1q_u8((a)->qs)), hi = INFER__NIB_HI(vld1q_u8((a)->qs)))
+#define INFER__MM_Q5_0(a, lo, hi)                                                                                  \
+    (infer__neon_fifth_bits((a)->qh, &lo, &hi), lo = vsubq_s8(vorrq_s8(INFER__NIB_LO(vld1q_u8((a)->qs)), lo), vdupq_n_s8(16)), \
+     hi = vsubq_s8(vorrq_s8(INFER__NIB_HI(vld1q_u8((a)->qs)), hi), vdupq_n_s8(16)))
+#define INFER__MM_Q5_1(a, lo, hi)                                                                                  \
+    (infer__neon_fifth_bits((a)->qh, &lo, &hi), lo = vorrq_s8(INFER__NIB_LO(vld1q_u8((a)->qs)), lo),                 \
+     hi = vorrq_s8(INFER__NIB_HI(vld1q_u8((a)->qs)), hi))
+#define INFER__MM_IQ4_NL(a, lo, hi)                                                                                \
+    (lo = vqtbl1q_s8(vld1q_s8(infer__neon_iq4_grid), vandq_u8(vld1q_u8((a)->qs), vdupq_n_u8(0x0f))),                \
+     hi = vqtbl1q_s8(vld1q_s8(infer__neon_iq4_grid), vshrq_n_u8(vld1q_u8((a)->qs), 4)))
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q8_0_gemm, infer__block_q8_0, infer__block_q8_0, INFER__MM_Q8_0, INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_0_gemm, infer__block_q4_0, infer__block_q8_0, INFER__MM_Q4_0, INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_1_gemm, infer__block_q4_1, infer__block_q8_1, INFER__MM_Q4_1, INFER__MM_MIN, INFER__MM_XSUM)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_0_gemm, infer__block_q5_0, infer__block_q8_0, INFER__MM_Q5_0, INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_1_gemm, infer__block_q5_1, infer__block_q8_1, INFER__MM_Q5_1, INFER__MM_MIN, INFER__MM_XSUM)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_iq4_nl_gemm, infer__block_iq4_nl, infer__block_q8_0, INFER__MM_IQ4_NL, INFER__MM_NOMIN, INFER__MM_NOMIN)
+#undef INFER__NEON_MM_BLOCK_GEMM
+#undef INFER__MM_NOMIN
+#undef INFER__MM_MIN
+#undef INFER__MM_XSUM
+#undef INFER__MM_Q8_0
+#undef INFER__MM_Q4_0
+#undef INFER__MM_Q4_1
+#undef INFER__MM_Q5_0
+#undef INFER__MM_Q5_1
+#undef INFER__MM_IQ4_NL
+
+/* The K-quants and IQ4_XS: a super-block unpacked to 256 int8 values, a
+   scale per 16 values and (Q2_K, Q4_K, Q5_K) a min per 16, which give
+   vec_dot's integers sumi = sum_g sc[g] (q . y over group g) and
+   summ = sum_g mn[g] bsums[g]; these are scaled as vec_dot scales them,
+   so the tiles give vec_dot's results exactly. */
+typedef struct infer__neon_kblock {
+    int8_t q[INFER__QK_K];
+    int32_t sc[16];
+    int16_t mn[16];
+    float d, dmin;
+} infer__neon_kblock;
+enum { INFER__NK_Q2_K, INFER__NK_Q3_K, INFER__NK_Q4_K, INFER__NK_Q5_K, INFER__NK_Q6_K, INFER__NK_IQ4_XS };
+
+INFER__NEON_INLINE void infer__neon_unpack_q2_K(const infer__block_q2_K *a, infer__neon_kblock *o) {
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    int h, j, g;
+    for (h = 0; h < 2; h++) {
+        uint8x16_t q0 = vld1q_u8(a->qs + 32 * h), q1 = vld1q_u8(a->qs + 32 * h + 16);
+        for (j = 0; j < 4; j++) {
+            vst1q_s8(o->q + 128 * h + 32 * j, INFER__U2S(vandq_u8(q0, m3)));
+            vst1q_s8(o->q + 128 * h + 32 * j + 16, INFER__U2S(vandq_u8(q1, m3)));
+            q0 = vshrq_n_u8(q0, 2);
+            q1 = vshrq_n_u8(q1, 2);
+        }
+    }
+    for (g = 0; g < 16; g++) o->sc[g] = a->scales[g] & 0xF, o->mn[g] = (int16_t)(a->scales[g] >> 4);
+    o->d = infer__fp16_to_fp32(a->d), o->dmin = infer__fp16_to_fp32(a->dmin);
+}
+
+INFER__NEON_INLINE void infer__neon_unpack_q3_K(const infer__block_q3_K *a, infer__neon_kblock *o) {
+    const uint8x16_t m3 = vdupq_n_u8(3), one = vdupq_n_u8(1);
+    const int8x16_t k4 = vdupq_n_s8(4);
+    uint8x16_t hm0 = vld1q_u8(a->hmask), hm1 = vld1q_u8(a->hmask + 16);
+    int h, j, g;
+    for (h = 0; h < 2; h++) {
+        uint8x16_t q0 = vld1q_u8(a->qs + 32 * h), q1 = vld1q_u8(a->qs + 32 * h + 16);
+        for (j = 0; j < 4; j++) {
+            vst1q_s8(o->q + 128 * h + 32 * j,
+                     vsubq_s8(INFER__U2S(vorrq_u8(vandq_u8(q0, m3), vshlq_n_u8(vandq_u8(hm0, one), 2))), k4));
+            vst1q_s8(o->q + 128 * h + 32 * j + 16,
+                     vsubq_s8(INFER__U2S(vorrq_u8(vandq_u8(q1, m3), vshlq_n_u8(vandq_u8(hm1, one), 2))), k4));
+            q0 = vshrq_n_u8(q0, 2);
+            q1 = vshrq_n_u8(q1, 2);
+            hm0 = vshrq_n_u8(hm0, 1);
+            hm1 = vshrq_n_u8(hm1, 1);
+        }
+    }
+    for (g = 0; g < 16; g++) o->sc[g] = infer__scale_q3_K(g, a->scales), o->mn[g] = 0;
+    o->d = infer__fp16_to_fp32(a->d), o->dmin = 0;
+}
+
+/* Q4_K and Q5_K (qh: Q5_K's fifth bits, or NULL) */
+INFER__NEON_INLINE void infer__neon_unpack_q45_K(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
+                                                 infer__neon_kblock *o) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), one = vdupq_n_u8(1), two = vdupq_n_u8(2);
+    uint8x16_t h0 = qh ? vld1q_u8(qh) : vdupq_n_u8(0), h1 = qh ? vld1q_u8(qh + 16) : vdupq_n_u8(0);
+    uint8_t sm[16];
+    int j, g;
+    for (j = 0; j < 4; j++) {
+        uint8x16_t q0 = vld1q_u8(qs + 32 * j), q1 = vld1q_u8(qs + 32 * j + 16);
+        vst1q_s8(o->q + 64 * j, INFER__U2S(vorrq_u8(vandq_u8(q0, m4), vshlq_n_u8(vandq_u8(h0, one), 4))));
+        vst1q_s8(o->q + 64 * j + 16, INFER__U2S(vorrq_u8(vandq_u8(q1, m4), vshlq_n_u8(vandq_u8(h1, one), 4))));
+        vst1q_s8(o->q + 64 * j + 32, INFER__U2S(vorrq_u8(vshrq_n_u8(q0, 4), vshlq_n_u8(vandq_u8(h0, two), 3))));
+        vst1q_s8(o->q + 64 * j + 48, INFER__U2S(vorrq_u8(vshrq_n_u8(q1, 4), vshlq_n_u8(vandq_u8(h1, two), 3))));
+        h0 = vshrq_n_u8(h0, 2);
+        h1 = vshrq_n_u8(h1, 2);
+    }
+    infer__neon_k4_scales(scales, sm);
+    for (g = 0; g < 16; g++) o->sc[g] = sm[g / 2], o->mn[g] = sm[8 + g / 2];
+}
+
+INFER__NEON_INLINE void infer__neon_unpack_q6_K(const infer__block_q6_K *a, infer__neon_kblock *o) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m2 = vdupq_n_u8(3);
+    const int8x16_t k32 = vdupq_n_s8(32);
+    int h, k, g;
+    for (h = 0; h < 2; h++) {
+        const uint8_t *ql = a->ql + 64 * h;
+        uint8x16_t L[4], H0 = vld1q_u8(a->qh + 32 * h), H1 = vld1q_u8(a->qh + 32 * h + 16);
+        L[0] = vld1q_u8(ql), L[1] = vld1q_u8(ql + 16), L[2] = vld1q_u8(ql + 32), L[3] = vld1q_u8(ql + 48);
+        for (k = 0; k < 4; k++) {
+            uint8x16_t lo0 = k < 2 ? vandq_u8(L[2 * k], m4) : vshrq_n_u8(L[2 * (k - 2)], 4);
+            uint8x16_t lo1 = k < 2 ? vandq_u8(L[2 * k + 1], m4) : vshrq_n_u8(L[2 * (k - 2) + 1], 4);
+            vst1q_s8(o->q + 128 * h + 32 * k, vsubq_s8(INFER__U2S(vorrq_u8(lo0, vshlq_n_u8(vandq_u8(H0, m2), 4))), k32));
+            vst1q_s8(o->q + 128 * h + 32 * k + 16, vsubq_s8(INFER__U2S(vorrq_u8(lo1, vshlq_n_u8(vandq_u8(H1, m2), 4))), k32));
+            H0 = vshrq_n_u8(H0, 2);
+            H1 = vshrq_n_u8(H1, 2);
+        }
+    }
+    for (g = 0; g < 16; g++) o->sc[g] = a->scales[g], o->mn[g] = 0;
+    o->d = infer__fp16_to_fp32(a->d), o->dmin = 0;
+}
+
+INFER__NEON_INLINE void infer__neon_unpack_iq4_xs(const infer__block_iq4_xs *a, infer__neon_kblock *o) {
+    const int8x16_t grid = vld1q_s8(infer__neon_iq4_grid);
+    int k;
+    for (k = 0; k < 8; k++) {
+        uint8x16_t q = vld1q_u8(a->qs + 16 * k);
+        int ls = (((a->scales_l[k / 2] >> (4 * (k % 2))) & 0xF) | ((a->scales_h >> (2 * k)) & 3) << 4) - 32;
+        vst1q_s8(o->q + 32 * k, vqtbl1q_s8(grid, vandq_u8(q, vdupq_n_u8(0x0f))));
+        vst1q_s8(o->q + 32 * k + 16, vqtbl1q_s8(grid, vshrq_n_u8(q, 4)));
+        o->sc[2 * k] = o->sc[2 * k + 1] = ls;
+        o->mn[2 * k] = o->mn[2 * k + 1] = 0;
+    }
+    o->d = infer__fp16_to_fp32(a->d), o->dmin = 0;
+}
+
+INFER__NEON_INLINE void infer__neon_unpack_k(int kind, const uint8_t *blk, infer__neon_kblock *o) {
+    switch (kind) {
+    case INFER__NK_Q2_K: infer__neon_unpack_q2_K((const infer__block_q2_K *)(const void *)blk, o); break;
+    case INFER__NK_Q3_K: infer__neon_unpack_q3_K((const infer__block_q3_K *)(const void *)blk, o); break;
+    case INFER__NK_Q4_K: {
+        const infer__block_q4_K *a = (const infer__block_q4_K *)(const void *)blk;
+        infer__neon_unpack_q45_K(a->scales, a->qs, NULL, o);
+        o->d = infer__fp16_to_fp32(a->d), o->dmin = infer__fp16_to_fp32(a->dmin);
+        break;
+    }
+    case INFER__NK_Q5_K: {
+        const infer__block_q5_K *a = (const infer__block_q5_K *)(const void *)blk;
+        infer__neon_unpack_q45_K(a->scales, a->qs, a->qh, o);
+        o->d = infer__fp16_to_fp32(a->d), o->dmin = infer__fp16_to_fp32(a->dmin);
+        break;
+    }
+    case INFER__NK_Q6_K: infer__neon_unpack_q6_K((const infer__block_q6_K *)(const void *)blk, o); break;
+    default: infer__neon_unpack_iq4_xs((const infer__block_iq4_xs *)(const void *)blk, o); break;
+    }
+}
+
+INFER__NEON_INLINE int infer__neon_dot16_s16(const int16_t *a, const int16_t *b) {
+    int16x8_t a0 = vld1q_s16(a), a1 = vld1q_s16(a + 8), b0 = vld1q_s16(b), b1 = vld1q_s16(b + 8);
+    int32x4_t s = vmull_s16(vget_low_s16(a0), vget_low_s16(b0));
+    s = vmlal_high_s16(s, a0, b0);
+    s = vmlal_s16(s, vget_low_s16(a1), vget_low_s16(b1));
+    return vaddvq_s32(vmlal_high_s16(s, a1, b1));
+}
+
+/* the block's integers into the running sums, in vec_dot's float order
+   (accm: Q4_K's mins, a chain of their own) */
+INFER__NEON_INLINE void infer__neon_k_scale(int kind, float *s, float *accm, int sumi, int summ, float xd,
+                                            const infer__neon_kblock *o) {
+    switch (kind) {
+    case INFER__NK_Q2_K:
+    case INFER__NK_Q5_K: *s += xd * o->d * sumi - xd * o->dmin * summ; break;
+    case INFER__NK_Q4_K:
+        *s = fmaf((float)sumi, o->d * xd, *s);
+        *accm = fmaf((float)summ, o->dmin * xd, *accm);
+        break;
+    case INFER__NK_IQ4_XS: *s += o->d * xd * sumi; break;
+    default: *s += xd * o->d * sumi; break;
+    }
+}
+
+INFER__NEON_I8MM static inline __attribute__((always_inline)) void
+infer__neonmm_k_gemm(int kind, size_t block_bytes, int n, const void *w, size_t w_stride, int n_rows, const void *xv,
+                     size_t x_stride, int n_tok, float *y, size_t ldy) {
+    int nb = n / INFER__QK_K, r, t0, b, p, i, g;
+    int has_mins = kind == INFER__NK_Q2_K || kind == INFER__NK_Q4_K || kind == INFER__NK_Q5_K;
+    infer__neon_kblock kb[2];
+    int8x16_t wp[32];
+    int32x4_t sc[16];
+    for (r = 0; r < n_rows; r += 2) {
+        const uint8_t *w0 = (const uint8_t *)w + (size_t)r * w_stride, *w1 = r + 1 < n_rows ? w0 + w_stride : w0;
+        for (t0 = 0; t0 < n_tok; t0 += INFER__NEON_MM_TOK) {
+            int nt = INFER__MIN(INFER__NEON_MM_TOK, n_tok - t0), np = (nt + 1) / 2;
+            const infer__block_q8_K *xt[INFER__NEON_MM_TOK];
+            float s[INFER__NEON_MM_TOK][2], accm[INFER__NEON_MM_TOK][2];
+            for (i = 0; i < 2 * np; i++) {
+                xt[i] = (const infer__block_q8_K *)((const uint8_t *)xv + (size_t)(t0 + INFER__MIN(i, nt - 1)) * x_stride);
+                s[i][0] = s[i][1] = accm[i][0] = accm[i][1] = 0;
+            }
+            for (b = 0; b < nb; b++) {
+                infer__neon_unpack_k(kind, w0 + (size_t)b * block_bytes, &kb[0]);
+                infer__neon_unpack_k(kind, w1 + (size_t)b * block_bytes, &kb[1]);
+                for (g = 0; g < 16; g++) {
+                    int32_t s4[4];
+                    s4[0] = s4[1] = kb[0].sc[g], s4[2] = s4[3] = kb[1].sc[g];
+                    sc[g] = vld1q_s32(s4);
+                    infer__neon_pair_rows(vld1q_s8(kb[0].q + 16 * g), vld1q_s8(kb[1].q + 16 * g), wp + 2 * g);
+                }
+                for (p = 0; p < np; p++) {
+                    const infer__block_q8_K *x2[2];
+                    int32x4_t sumi = vdupq_n_s32(0);
+                    int32_t lane[4];
+                    int rr, tt;
+                    x2[0] = &xt[2 * p][b], x2[1] = &xt[2 * p + 1][b];
+                    for (g = 0; g < 16; g++) {
+                        int8x16_t xp[2];
+                        infer__neon_pair_rows(vld1q_s8(x2[0]->qs + 16 * g), vld1q_s8(x2[1]->qs + 16 * g), xp);
+                        sumi = vmlaq_s32(sumi, INFER__NEON_MMLA(INFER__NEON_MMLA(vdupq_n_s32(0), wp[2 * g], xp[0]), wp[2 * g + 1], xp[1]),
+                                         sc[g]);
+                    }
+                    vst1q_s32(lane, sumi);
+                    for (rr = 0; rr < 2; rr++)
+                        for (tt = 0; tt < 2; tt++)
+                            infer__neon_k_scale(kind, &s[2 * p + tt][rr], &accm[2 * p + tt][rr], lane[2 * rr + tt],
+                                                has_mins ? infer__neon_dot16_s16(kb[rr].mn, x2[tt]->bsums) : 0,
+                                                x2[tt]->d, &kb[rr]);
+                }
+            }
+            for (i = 0; i < nt; i++) {
+                y[(size_t)(t0 + i) * ldy + r] = s[i][0] - accm[i][0];
+                if (r + 1 < n_rows) y[(size_t)(t0 + i) * ldy + r + 1] = s[i][1] - accm[i][1];
+            }
+        }
+    }
+}
+#define INFER__NEON_MM_K_GEMM(NAME, KIND, BLK)                                                                       \
+    INFER__NEON_I8MM static void NAME(int n, const void *w, size_t w_stride, int n_rows, const void *x,            \
+                                      size_t x_stride, int n_tok, float *y, size_t ldy) {                          \
+        infer__neonmm_k_gemm(KIND, sizeof(BLK), n, w, w_stride, n_rows, x, x_stride, n_tok, y, ldy);              \
+    }
+INFER__NEON_MM_K_GEMM(infer__neonmm_q2_K_gemm, INFER__NK_Q2_K, infer__block_q2_K)
+INFER__NEON_MM_K_GEMM(infer__neonmm_q3_K_gemm, INFER__NK_Q3_K, infer__block_q3_K)
+INFER__NEON_MM_K_GEMM(infer__neonmm_q4_K_gemm, INFER__NK_Q4_K, infer__block_q4_K)
+INFER__NEON_MM_K_GEMM(infer__neonmm_q5_K_gemm, INFER__NK_Q5_K, infer__block_q5_K)
+INFER__NEON_MM_K_GEMM(infer__neonmm_q6_K_gemm, INFER__NK_Q6_K, infer__block_q6_K)
+INFER__NEON_MM_K_GEMM(infer__neonmm_iq4_xs_gemm, INFER__NK_IQ4_XS, infer__block_iq4_xs)
+#undef INFER__NEON_MM_K_GEMM
+#undef INFER__NEON_MM32
+#undef INFER__NEON_MMLA
 #undef INFER__NEON_K_KERNELS
 #undef INFER__U2S
 #undef INFER__NEON_SDOT
@@ -549,6 +912,17 @@ INFER__NEON_K_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
 #undef INFER__NIB_LO
 #undef INFER__NIB_HI
 #undef INFER__NH
+
+/* the int8 matrix multiply (smmla) */
+static int infer__neon_has_i8mm(void) {
+#if defined(__linux__)
+    return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#elif defined(__ARM_FEATURE_MATMUL_INT8)
+    return 1;
+#else
+    return 0;
+#endif
+}
 
 static int infer__neon_has_dotprod(void) {
 #if defined(__linux__)
@@ -585,6 +959,24 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = dp ? infer__neondp_q6_K_dot : infer__neon_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = dp ? infer__neondp_iq4_nl_dot : infer__neon_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = dp ? infer__neondp_iq4_xs_dot : infer__neon_iq4_xs_dot;
+    if (infer__neon_has_i8mm()) { /* prompts: smmla tiles */
+        static const infer_type unordered[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q4_0, INFER_TYPE_Q4_1,
+                                               INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_IQ4_NL};
+        size_t i;
+        k->gemm[INFER_TYPE_Q8_0] = infer__neonmm_q8_0_gemm;
+        k->gemm[INFER_TYPE_Q4_0] = infer__neonmm_q4_0_gemm;
+        k->gemm[INFER_TYPE_Q4_1] = infer__neonmm_q4_1_gemm;
+        k->gemm[INFER_TYPE_Q5_0] = infer__neonmm_q5_0_gemm;
+        k->gemm[INFER_TYPE_Q5_1] = infer__neonmm_q5_1_gemm;
+        k->gemm[INFER_TYPE_IQ4_NL] = infer__neonmm_iq4_nl_gemm;
+        k->gemm[INFER_TYPE_Q2_K] = infer__neonmm_q2_K_gemm;
+        k->gemm[INFER_TYPE_Q3_K] = infer__neonmm_q3_K_gemm;
+        k->gemm[INFER_TYPE_Q4_K] = infer__neonmm_q4_K_gemm;
+        k->gemm[INFER_TYPE_Q5_K] = infer__neonmm_q5_K_gemm;
+        k->gemm[INFER_TYPE_Q6_K] = infer__neonmm_q6_K_gemm;
+        k->gemm[INFER_TYPE_IQ4_XS] = infer__neonmm_iq4_xs_gemm;
+        for (i = 0; i < sizeof unordered / sizeof unordered[0]; i++) k->gemm_unordered[unordered[i]] = 1;
+    }
     return 1;
 #else
     (void)k;

@@ -1,11 +1,16 @@
 #!/bin/sh
 # The NEON kernels for real: cross-compiles for aarch64 (Debian's
-# aarch64-linux-gnu-gcc, static) and runs under qemu-user:
-#  1. tests/simd_selftest.c: every NEON kernel against the scalar reference,
-#     on a CPU with the dotprod extension (-cpu max) and on one without
-#     (-cpu cortex-a53);
-#  2. the forward pass with INFER_ISA=neon on every model in ../shared/models
-#     and ../shared/arch, on each of its references, and on Gemma 3 270M
+# aarch64-linux-gnu-gcc, static) and runs under qemu-user on three CPU
+# models, which must report these extensions (a tiny getauxval check in
+# the self-test prints them):
+#   -cpu max         dotprod and i8mm: sdot dot products, smmla prompt tiles
+#   -cpu cortex-a76  dotprod only: sdot, prompts through the vec_dot loop
+#   -cpu cortex-a53  neither: the plain NEON dot products, the vec_dot loop
+#  1. tests/simd_selftest.c on all three: every NEON kernel (dot products,
+#     and the smmla tiles where i8mm is there) against the scalar reference;
+#  2. the forward pass with INFER_ISA=neon under -cpu max on every model in
+#     ../shared/models and ../shared/arch, on each of its references, and on
+#     Gemma 3 270M
 #     where models/gemma-3-270m-q4_k_m.gguf has been fetched (python3
 #     scripts/fetch_model.py gemma3; skipped, saying so, where it is absent).
 #     The driver below checks as test_reference.c does, by
@@ -28,7 +33,17 @@
 # 19). NEON_CHECK_LONG=all runs every one, NEON_CHECK_LONG="NAME..."
 # those models', NEON_CHECK_LONG=none none. NEON_CHECK_GEMMA=0 leaves
 # Gemma 3 270M out (its two references: about 270 s).
-# A summary line per model gives its worst error under NEON.
+#  3. the same under the fallback CPUs, cortex-a76 and cortex-a53, in a
+#     short form: only the models of ../shared/models in integer formats
+#     (the float kernels are the same on every tier), with their short
+#     references, about 30 s a CPU (NEON_CHECK_FALLBACK_MODELS="NAME..."
+#     names others). The full form, every model as on max, long references
+#     as NEON_CHECK_LONG says: NEON_CHECK_FALLBACK_FULL=1 (about 6 more
+#     minutes a CPU with NEON_CHECK_LONG=none);
+#     NEON_CHECK_FALLBACK_CPUS="" leaves the fallbacks out.
+# Each model's first reference prints the paths its NEON context takes
+# (sdot or plain dot products; the formats whose prompts run on smmla
+# tiles). A summary line per CPU model and model gives its worst error.
 # Exits 77 (CTest's skip) only when the cross compiler or qemu is absent;
 # scripts/deps.sh installs them. NEON_CHECK_ONLY=substring checks only the
 # models whose name contains it (the kernels still run); NEON_THREADS sets
@@ -51,9 +66,17 @@ flags="-std=c99 -O2 -Wall -Wextra -pedantic -Werror -static -I$src -I$src/tests"
 start=$(date +%s)
 
 $cc $flags "$src/tests/simd_selftest.c" -o "$tmp/simd_selftest" -lm -lpthread
-for cpu in max cortex-a53; do
+# each CPU model with the extensions it must report (a qemu that gave
+# cortex-a76 i8mm, or max none, would leave a path unchecked)
+for spec in max:yes:yes cortex-a76:yes:no cortex-a53:no:no; do
+    cpu=${spec%%:*} want=${spec#*:}
     echo "== kernels under qemu-aarch64 -cpu $cpu"
-    $qemu -cpu $cpu "$tmp/simd_selftest"
+    $qemu -cpu $cpu "$tmp/simd_selftest" | tee "$tmp/selftest.out"
+    got="$(sed -n 's/^dotprod: \([a-z]*\).*/\1/p' "$tmp/selftest.out"):$(sed -n 's/^i8mm: \([a-z]*\).*/\1/p' "$tmp/selftest.out")"
+    if [ "$got" != "$want" ]; then
+        echo "FAIL: -cpu $cpu reports dotprod:i8mm $got, expected $want"
+        exit 1
+    fi
 done
 
 if [ ! -d "$shared/models" ]; then
@@ -66,8 +89,8 @@ cat > "$tmp/neon_ref.c" <<'C'
 /* neon_ref [-s] [-n NEAR_TIE] MODEL TOL REF.json...: checks MODEL against
    llama.cpp's references as test_reference.c does, with INFER_ISA=neon;
    with -s also with INFER_ISA=scalar, comparing the two (always on a
-   failure). Prints a line per reference and "worst W" for the model;
-   exits 1 if any reference fails. */
+   failure). Prints the kernel paths taken, a line per reference and
+   "worst W" for the model; exits 1 if any reference fails. */
 #define _POSIX_C_SOURCE 200112L /* setenv */
 #include "infer_private.h"
 #include <math.h>
@@ -113,6 +136,24 @@ static int argmax(const float *l, int nv) {
     return b;
 }
 
+/* which kernels a NEON context runs for this model: the dot products
+   (sdot or plain) and, for prompts, the smmla tiles by format or the
+   vec_dot loop (or that a context matching llama.cpp left the tiles) */
+static void print_paths(infer_model *m, const infer_context *c) {
+    char tiles[256] = "", loop[256] = "";
+    int t;
+    for (t = 0; t < INFER_TYPE_COUNT; t++) {
+        int64_t i, used = 0;
+        for (i = 0; i < m->gguf->n_tensors; i++) used |= m->gguf->tensors[i].type == (infer_type)t && m->gguf->tensors[i].ne[1] > 1;
+        if (!used || infer__traits((infer_type)t)->block_size == 1) continue;
+        if (c->kern.gemm[t]) snprintf(tiles + strlen(tiles), sizeof tiles - strlen(tiles), " %s", infer_type_name((infer_type)t));
+        else snprintf(loop + strlen(loop), sizeof loop - strlen(loop), " %s", infer_type_name((infer_type)t));
+    }
+    printf("  paths: dot products %s; prompts: smmla tiles for:%s; vec_dot loop for:%s%s\n",
+           infer__neon_has_dotprod() ? "sdot" : "plain NEON", *tiles ? tiles : " -", *loop ? loop : " -",
+           c->match_llama && infer__neon_has_i8mm() ? " (matches llama.cpp: 32-value formats leave the tiles)" : "");
+}
+
 /* One reference with the instruction set isa; 0 if it could not run. */
 static int run(infer_model *m, const tu_json *ref, const char *isa, float tol, float near_tie, int keep, result *r) {
     const tu_json *prompt = tu_json_get(ref, "prompt"), *ptoks = tu_json_get(ref, "prompt_tokens"),
@@ -139,7 +180,11 @@ static int run(infer_model *m, const tu_json *ref, const char *isa, float tol, f
         return 0;
     }
     for (s = 0; s + 1 < ng; s++) toks[np + s] = (infer_token)gtoks->items[s].num;
-    setenv("INFER_ISA", isa, 1);
+    if (strcmp(infer__isa_name(m->cpu->kern.isa), isa)) { /* the model's kernels, chosen at its load */
+        snprintf(r->why, sizeof r->why, "the model runs %s, not %s", infer__isa_name(m->cpu->kern.isa), isa);
+        free(toks), free(ours);
+        return 0;
+    }
     cp.n_threads = th && atoi(th) > 0 ? atoi(th) : 2;
     cp.n_ctx = np + ng + 8;
     c = infer_context_new(m, &cp, &err);
@@ -148,6 +193,7 @@ static int run(infer_model *m, const tu_json *ref, const char *isa, float tol, f
         free(toks), free(ours);
         return 0;
     }
+    if (keep == 2) print_paths(m, c);
     if (m->n_expert) {
         c->route.margin = (float *)malloc(sizeof(float) * (size_t)cp.n_ctx);
         for (i = 0; i < cp.n_ctx; i++) c->route.margin[i] = INFINITY;
@@ -204,17 +250,21 @@ static int ok(const result *r) { return !r->bad_logits && !r->greedy_bad && !r->
 
 int main(int argc, char **argv) {
     infer_error err;
-    infer_model *m;
+    infer_model *m, *ms = NULL;
+    const char *model_path;
     float tol, near_tie = 0.1f;
     double worst = 0;
-    int a = 1, scalar = 0, fails = 0;
+    int a = 1, scalar = 0, fails = 0, first = 1;
     while (a < argc && argv[a][0] == '-') {
         if (!strcmp(argv[a], "-s")) scalar = 1, a++;
         else if (!strcmp(argv[a], "-n") && a + 1 < argc) near_tie = (float)atof(argv[a + 1]), a += 2;
         else return fprintf(stderr, "neon_ref: unknown option %s\n", argv[a]), 2;
     }
     if (argc - a < 3) return fprintf(stderr, "usage: neon_ref [-s] [-n NEAR_TIE] MODEL TOL REF...\n"), 2;
-    m = infer_model_load(argv[a], NULL, &err);
+    /* INFER_ISA is read when a model loads: a second copy runs scalar */
+    setenv("INFER_ISA", "neon", 1);
+    model_path = argv[a];
+    m = infer_model_load(model_path, NULL, &err);
     if (!m) return fprintf(stderr, "neon_ref: %s: %s\n", argv[a], err.msg), 1;
     tol = (float)atof(argv[a + 1]);
     for (a += 2; a < argc; a++) {
@@ -229,14 +279,20 @@ int main(int argc, char **argv) {
             fails++;
             continue;
         }
-        ran = run(m, ref, "neon", tol, near_tie, 1, &rn);
+        ran = run(m, ref, "neon", tol, near_tie, first ? 2 : 1, &rn);
+        first = 0;
         good = ran && ok(&rn);
         if (ran && rn.worst > worst) worst = rn.worst;
         printf("%-34s neon: worst %.3f%% of range (limit %.1f%%), greedy same %d/%d steps, %d clear steps forced, "
                "%d routing near-ties", name, 100 * rn.worst, 100 * tol, rn.greedy_same, rn.n_greedy, rn.forced,
                rn.routed_ties);
         if (!good) vs = 1; /* is it NEON's? */
-        if (ran && vs && run(m, ref, "scalar", tol, near_tie, 1, &rs)) {
+        if (ran && vs && !ms) {
+            setenv("INFER_ISA", "scalar", 1);
+            ms = infer_model_load(model_path, NULL, &err);
+            if (!ms) printf("(scalar copy: %s) ", err.msg);
+        }
+        if (ran && vs && ms && run(ms, ref, "scalar", tol, near_tie, 1, &rs)) {
             double d = 0, rel = 0;
             size_t i, j;
             for (i = 0; i < (size_t)rn.n_rows && i < (size_t)rs.n_rows; i++) {
@@ -259,6 +315,7 @@ int main(int argc, char **argv) {
     }
     printf("worst %.3f%%\n", 100 * worst);
     infer_model_free(m);
+    if (ms) infer_model_free(ms);
     return fails ? 1 : 0;
 }
 C
@@ -307,13 +364,14 @@ check() { # MODEL_PATH [driver options]: the model's references
         return 0
     fi
     t0=$(date +%s)
-    if $qemu -cpu max "$tmp/neon_ref" "$@" > "$tmp/out"; then st=ok; else st=FAIL; fails=$((fails + 1)); fi
+    if $qemu -cpu $cpu "$tmp/neon_ref" "$@" > "$tmp/out"; then st=ok; else st=FAIL; fails=$((fails + 1)); fi
     grep -v '^worst ' "$tmp/out" || true
-    summary="$summary$(printf '\n  %-26s %7s  %s (%ds)%s' "$name" \
+    summary="$summary$(printf '\n  %-12s %-26s %7s  %s (%ds)%s' "$cpu" "$name" \
         "$(sed -n 's/^worst //p' "$tmp/out")" $st $(($(date +%s) - t0)) "$note")"
 }
 
-echo "== forward pass under qemu-aarch64 -cpu max, INFER_ISA=neon against llama.cpp"
+cpu=max
+echo "== forward pass under qemu-aarch64 -cpu max (sdot, smmla prompt tiles), INFER_ISA=neon against llama.cpp"
 for model in "$shared"/models/*.gguf "$shared"/arch/*.gguf; do
     check "$model"
 done
@@ -327,7 +385,38 @@ elif [ -f "$gemma" ]; then
 else
     echo "gemma-3-270m-q4_k_m: $gemma is absent, skipped (python3 scripts/fetch_model.py gemma3 fetches it)"
 fi
-echo "== worst error per model under NEON (share of the logit range):$summary"
+# The fallbacks: prompts through the vec_dot loop, with sdot (cortex-a76)
+# and without (cortex-a53). The short form: only the models of
+# ../shared/models in integer formats (the float kernels are the same on
+# every tier), their short references.
+if [ -n "${NEON_CHECK_FALLBACK_MODELS+set}" ]; then
+    fallback_models=$NEON_CHECK_FALLBACK_MODELS
+else
+    fallback_models=
+    for model in "$shared"/models/*.gguf; do
+        name=$(basename "$model" .gguf)
+        case $name in stories260K | *-f32 | *-f16 | *-bf16) ;; *) fallback_models="$fallback_models $name" ;; esac
+    done
+fi
+for cpu in ${NEON_CHECK_FALLBACK_CPUS-cortex-a76 cortex-a53}; do
+    if [ "${NEON_CHECK_FALLBACK_FULL-0}" = 1 ]; then
+        echo "== forward pass under qemu-aarch64 -cpu $cpu, every model"
+        for model in "$shared"/models/*.gguf "$shared"/arch/*.gguf; do
+            check "$model"
+        done
+    else
+        echo "== forward pass under qemu-aarch64 -cpu $cpu, short form:$fallback_models"
+        for name in $fallback_models; do
+            if [ -f "$shared/models/$name.gguf" ]; then
+                check "$shared/models/$name.gguf"
+            else
+                echo "$name: not in $shared/models, skipped"
+            fi
+        done
+    fi
+done
+
+echo "== worst error per CPU model and model under NEON (share of the logit range):$summary"
 echo "(neon_check.sh took $(($(date +%s) - start)) s)"
 [ $fails = 0 ] || { echo "$fails model(s) failed"; exit 1; }
 echo "neon forward pass: ok"

@@ -15,7 +15,10 @@
    - vec_dot: equal up to float summation order. The bound is
      (n/8 + 32) * 2^-23 * sum |w_i * x_i| (reassociated float sums of the
      terms), plus n * FLT_MIN * (1 + max|w|) * (1 + max|x|) for dpbf16ps,
-     which reads subnormal inputs as zero. */
+     which reads subnormal inputs as zero;
+   - gemm (prompt tiles, AVX2's and NEON's smmla ones): each output within
+     that bound of the scalar vec_dot, and NEON's K-quant tiles bit for bit
+     equal to NEON's own vec_dot. */
 #include "infer_private.h"
 
 #include <float.h>
@@ -308,6 +311,74 @@ static void st_check_dot(st_counts *c, const char *isa, const infer__kernels *re
             }
 }
 
+/* one weight format's gemm (a prompt tile): every output y[t][r] against
+   the scalar vec_dot of row r and token t within vec_dot's bound; with
+   exact (a vec_dot the tile claims to reproduce), bit for bit equal to it.
+   5 rows and 11 tokens: odd rows and tokens left over from pairs and from
+   the token groups; rows and tokens of mixed kinds; ldy wider than the
+   rows, the gaps checked untouched. */
+static void st_check_gemm(st_counts *c, const char *isa, const infer__kernels *ref, infer__gemm_fn gemm,
+                          infer__vec_dot_fn exact, infer_type t) {
+    enum { ROWS = 5, TOKS = 11, LDY = ROWS + 3 };
+    const infer__type_traits *tt = infer__traits(t);
+    infer_type vt = tt->vec_dot_type;
+    static const int lens[] = {32, 96, 256, 512, 1024};
+    int li, rep, r, j, i;
+    if (!gemm) return;
+    for (li = 0; li < (int)(sizeof lens / sizeof lens[0]); li++)
+        for (rep = 0; rep < 3; rep++) {
+            int n = lens[li];
+            size_t wrow = infer__row_size(t, n), xrow;
+            uint8_t *w, *xq;
+            float *x, *wf, *xf, y[TOKS * LDY];
+            if (n % tt->block_size) continue;
+            xrow = vt == INFER_TYPE_F32 ? (size_t)n * 4 : infer__row_size(vt, n);
+            w = (uint8_t *)malloc(wrow * ROWS);
+            xq = (uint8_t *)malloc(xrow * TOKS + 4);
+            x = (float *)malloc((size_t)n * sizeof(float));
+            wf = (float *)malloc((size_t)n * ROWS * sizeof(float));
+            xf = (float *)malloc((size_t)n * TOKS * sizeof(float));
+            for (r = 0; r < ROWS; r++) {
+                st_fill_w(t, w + r * wrow, n, (r + rep) % ST_W_KINDS);
+                tt->to_float(w + r * wrow, wf + (size_t)r * n, n);
+            }
+            for (j = 0; j < TOKS; j++) {
+                st_fill_x(x, n, (j + 2 * rep) % ST_X_KINDS);
+                if (vt == INFER_TYPE_F32) memcpy(xq + j * xrow, x, (size_t)n * 4);
+                else ref->from_float[vt](x, xq + j * xrow, n);
+                if (vt == INFER_TYPE_F32) memcpy(xf + (size_t)j * n, x, (size_t)n * 4);
+                else st_x_values(vt, xq + j * xrow, n, xf + (size_t)j * n);
+            }
+            for (i = 0; i < TOKS * LDY; i++) y[i] = 12345.0f;
+            gemm(n, w, wrow, ROWS, xq, xrow, TOKS, y, LDY);
+            for (j = 0; j < TOKS; j++)
+                for (r = 0; r < LDY; r++) {
+                    double sumabs = 0, tol;
+                    float want, got = y[j * LDY + r];
+                    c->checks++;
+                    if (r >= ROWS) {
+                        if (got != 12345.0f) st_fail(c, "%s gemm %s n=%d: wrote y[%d][%d], past its %d rows", isa,
+                                                     infer_type_name(t), n, j, r, ROWS);
+                        continue;
+                    }
+                    for (i = 0; i < n; i++) sumabs += fabs((double)wf[(size_t)r * n + i] * xf[(size_t)j * n + i]);
+                    sumabs += st_min_terms(t, w + r * wrow, xq + j * xrow, xf + (size_t)j * n, n);
+                    tol = (n / 8 + 32) * ldexp(1.0, -23) * sumabs;
+                    want = ref->vec_dot[t](n, w + r * wrow, xq + j * xrow);
+                    if (isnan(want) || isnan(got) || fabs((double)want - got) > tol)
+                        st_fail(c, "%s gemm %s n=%d row %d token %d: %.9g, scalar %.9g (allowed %.3g)", isa,
+                                infer_type_name(t), n, r, j, got, want, tol);
+                    else if (exact) {
+                        float e = exact(n, w + r * wrow, xq + j * xrow);
+                        if (memcmp(&e, &got, sizeof e))
+                            st_fail(c, "%s gemm %s n=%d row %d token %d: %.9g, not its vec_dot's %.9g", isa,
+                                    infer_type_name(t), n, r, j, got, e);
+                    }
+                }
+            free(w), free(xq), free(x), free(wf), free(xf);
+        }
+}
+
 static const infer_type st_weight_types[] = {
     INFER_TYPE_F32,  INFER_TYPE_F16,  INFER_TYPE_BF16, INFER_TYPE_Q8_0,   INFER_TYPE_Q4_0,  INFER_TYPE_Q4_1, INFER_TYPE_Q5_0,
     INFER_TYPE_Q5_1, INFER_TYPE_Q2_K, INFER_TYPE_Q3_K, INFER_TYPE_Q4_K,   INFER_TYPE_Q5_K,  INFER_TYPE_Q6_K,
@@ -336,6 +407,7 @@ static int st_check(int t, int *n_isa, int *n_checks) {
             daz = t == INFER_TYPE_BF16 && k.vec_dot[t] == infer__avx512bf16_bf16_dot;
 #endif
             st_check_dot(&c, name, &ref, k.vec_dot[t], (infer_type)t, daz);
+            st_check_gemm(&c, name, &ref, k.gemm[t], NULL, (infer_type)t);
         }
         if (c.checks > before) found++;
     }
@@ -374,6 +446,12 @@ static int st_check(int t, int *n_isa, int *n_checks) {
             if (c.checks > before) found++;
         }
     }
+    /* the smmla tiles (installed above where the CPU has i8mm): the K
+       formats' give their vec_dot's results exactly */
+    if (t >= 0 && infer__neon_has_i8mm() && infer__kernels_install(&k, INFER__ISA_NEON) && k.gemm[t]) {
+        if (!k.gemm_unordered[t] && infer__traits((infer_type)t)->block_size == INFER__QK_K)
+            st_check_gemm(&c, "neon(i8mm) = its vec_dot", &ref, k.gemm[t], k.vec_dot[t], (infer_type)t);
+    }
 #endif
     if (n_isa) *n_isa = found;
     if (n_checks) *n_checks = c.checks;
@@ -398,7 +476,10 @@ int main(void) {
         memset(&err, 0, sizeof err);
         if (infer__kernels_select(&k, &err)) printf("best ISA here: %s\n", infer__isa_name(k.isa));
 #ifdef INFER__HAVE_NEON
-        printf("dotprod: %s\n", infer__neon_has_dotprod() ? "yes" : "no");
+        printf("dotprod: %s (vec_dot: the %s kernels)\n", infer__neon_has_dotprod() ? "yes" : "no",
+               infer__neon_has_dotprod() ? "sdot" : "plain NEON");
+        printf("i8mm: %s (prompts: %s)\n", infer__neon_has_i8mm() ? "yes" : "no",
+               infer__neon_has_i8mm() ? "the smmla tiles, checked above" : "the vec_dot loop");
 #endif
     }
     printf("%d passed, %d failed\n", total - fails, fails);
