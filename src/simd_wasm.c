@@ -1,0 +1,348 @@
+/* simd_wasm.c - WebAssembly SIMD128 versions of the kernels, for a build
+   with emcc -msimd128 (examples/web/). WebAssembly has no run-time feature
+   detection: a module either validates with SIMD128 or not at all, so the
+   table is chosen at compile time (__wasm_simd128__). Same numerics as
+   simd_neon.c: equal to the scalar reference up to float summation order,
+   quantizers byte-exact. SIMD128 has no fused multiply-add (only the
+   relaxed-SIMD proposal does), so the block kernels multiply, then add. */
+#include "internal.h"
+#include "quants.h"
+
+#if defined(__wasm_simd128__)
+#define INFER__HAVE_WASM_SIMD 1
+#include <wasm_simd128.h>
+
+#define INFER__WASM_INLINE static inline __attribute__((always_inline, unused))
+
+INFER__WASM_INLINE float infer__wasm_hsum(v128_t v) {
+    return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 2)) +
+           (wasm_f32x4_extract_lane(v, 1) + wasm_f32x4_extract_lane(v, 3));
+}
+INFER__WASM_INLINE int infer__wasm_hsum_i32(v128_t v) {
+    return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) + wasm_i32x4_extract_lane(v, 2) +
+           wasm_i32x4_extract_lane(v, 3);
+}
+INFER__WASM_INLINE float infer__wasm_hmax(v128_t v) {
+    float a = wasm_f32x4_extract_lane(v, 0), b = wasm_f32x4_extract_lane(v, 1);
+    float c = wasm_f32x4_extract_lane(v, 2), d = wasm_f32x4_extract_lane(v, 3);
+    a = a > b ? a : b;
+    c = c > d ? c : d;
+    return a > c ? a : c;
+}
+
+/* int32 lane j = a[4j..4j+3] . b[4j..4j+3] of two int8x16: the grouping of
+   NEON's sdot and of llama.cpp's x86 lanes, so the float sums that follow
+   add up in the same order as theirs */
+INFER__WASM_INLINE v128_t infer__wasm_dot4(v128_t a, v128_t b) {
+    v128_t lo = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_low_i8x16(b));
+    v128_t hi = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_high_i8x16(b));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(lo, hi, 0, 2, 4, 6), wasm_i32x4_shuffle(lo, hi, 1, 3, 5, 7));
+}
+
+/* ---- float formats ---- */
+
+static float infer__wasm_f32_dot(int n, const void *w, const void *x) {
+    const float *a = (const float *)w, *b = (const float *)x;
+    v128_t s0 = wasm_f32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    float s;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(wasm_v128_load(a + i), wasm_v128_load(b + i)));
+        s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(wasm_v128_load(a + i + 4), wasm_v128_load(b + i + 4)));
+        s2 = wasm_f32x4_add(s2, wasm_f32x4_mul(wasm_v128_load(a + i + 8), wasm_v128_load(b + i + 8)));
+        s3 = wasm_f32x4_add(s3, wasm_f32x4_mul(wasm_v128_load(a + i + 12), wasm_v128_load(b + i + 12)));
+    }
+    for (; i + 4 <= n; i += 4) s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(wasm_v128_load(a + i), wasm_v128_load(b + i)));
+    s = infer__wasm_hsum(wasm_f32x4_add(wasm_f32x4_add(s0, s1), wasm_f32x4_add(s2, s3)));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* four halves to floats, exactly: the half's exponent and mantissa shifted
+   into a float's and scaled by 2^112 (which also makes subnormal halves
+   right), infinities and NaNs given the float's all-ones exponent, then
+   the sign. No SIMD128 instruction converts halves. */
+INFER__WASM_INLINE v128_t infer__wasm_load_f16(const uint16_t *p) {
+    v128_t h = wasm_u32x4_load16x4(p);
+    v128_t mag = wasm_v128_and(h, wasm_i32x4_splat(0x7fff));
+    v128_t f = wasm_f32x4_mul(wasm_i32x4_shl(mag, 13), wasm_f32x4_splat(0x1p112f));
+    v128_t special = wasm_i32x4_ge(mag, wasm_i32x4_splat(0x7c00));
+    f = wasm_v128_bitselect(wasm_v128_or(wasm_i32x4_shl(mag, 13), wasm_i32x4_splat(0x7f800000)), f, special);
+    return wasm_v128_or(f, wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16));
+}
+
+static float infer__wasm_f16_dot(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    v128_t s0 = wasm_f32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    float s;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(infer__wasm_load_f16(a + i), infer__wasm_load_f16(b + i)));
+        s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(infer__wasm_load_f16(a + i + 4), infer__wasm_load_f16(b + i + 4)));
+        s2 = wasm_f32x4_add(s2, wasm_f32x4_mul(infer__wasm_load_f16(a + i + 8), infer__wasm_load_f16(b + i + 8)));
+        s3 = wasm_f32x4_add(s3, wasm_f32x4_mul(infer__wasm_load_f16(a + i + 12), infer__wasm_load_f16(b + i + 12)));
+    }
+    for (; i + 4 <= n; i += 4)
+        s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(infer__wasm_load_f16(a + i), infer__wasm_load_f16(b + i)));
+    s = infer__wasm_hsum(wasm_f32x4_add(wasm_f32x4_add(s0, s1), wasm_f32x4_add(s2, s3)));
+    for (; i < n; i++) s += infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]);
+    return s;
+}
+
+/* ---- 8-bit activations ---- */
+
+INFER__WASM_INLINE float infer__wasm_amax32(const v128_t v[8]) {
+    v128_t m = wasm_f32x4_abs(v[0]);
+    int j;
+    for (j = 1; j < 8; j++) m = wasm_f32x4_max(m, wasm_f32x4_abs(v[j]));
+    return infer__wasm_hmax(m);
+}
+/* eight vectors of int32 in -127..127 to 32 int8 */
+INFER__WASM_INLINE void infer__wasm_store32(int8_t *out, const v128_t q[8]) {
+    v128_t h0 = wasm_i16x8_narrow_i32x4(q[0], q[1]), h1 = wasm_i16x8_narrow_i32x4(q[2], q[3]);
+    v128_t h2 = wasm_i16x8_narrow_i32x4(q[4], q[5]), h3 = wasm_i16x8_narrow_i32x4(q[6], q[7]);
+    wasm_v128_store(out, wasm_i8x16_narrow_i16x8(h0, h1));
+    wasm_v128_store(out + 16, wasm_i8x16_narrow_i16x8(h2, h3));
+}
+
+static void infer__wasm_q8_0_from_float(const float *src, void *dst, int64_t n) {
+    infer__block_q8_0 *y = (infer__block_q8_0 *)dst;
+    int64_t b;
+    for (b = 0; b < n / 32; b++, src += 32) {
+        v128_t v[8], q[8];
+        float amax, id;
+        int j;
+        for (j = 0; j < 8; j++) v[j] = wasm_v128_load(src + 4 * j);
+        amax = infer__wasm_amax32(v);
+        y[b].d = infer__fp32_to_fp16(amax / 127.0f);
+        id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        if (isinf(id)) id = 0.0f; /* a subnormal amax, as quants.c */
+        /* f32x4.nearest rounds ties to even: nearbyintf in the default mode */
+        for (j = 0; j < 8; j++)
+            q[j] = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(wasm_f32x4_mul(v[j], wasm_f32x4_splat(id))));
+        infer__wasm_store32(y[b].qs, q);
+    }
+}
+
+/* roundf (ties away from zero), which SIMD128 lacks: truncate, then one
+   step away from zero where the part cut off was at least a half (the
+   difference of a float and its truncation is exact) */
+INFER__WASM_INLINE v128_t infer__wasm_round_away(v128_t v) {
+    v128_t t = wasm_f32x4_trunc(v);
+    v128_t up = wasm_f32x4_ge(wasm_f32x4_abs(wasm_f32x4_sub(v, t)), wasm_f32x4_splat(0.5f));
+    v128_t step = wasm_v128_or(wasm_f32x4_splat(1.0f), wasm_v128_and(v, wasm_i32x4_splat((int32_t)0x80000000u)));
+    return wasm_f32x4_add(t, wasm_v128_and(up, step));
+}
+
+static void infer__wasm_q8_1_from_float(const float *src, void *dst, int64_t n) {
+    infer__block_q8_1 *y = (infer__block_q8_1 *)dst;
+    int64_t b;
+    for (b = 0; b < n / 32; b++, src += 32) {
+        v128_t v[8], q[8], s = wasm_i32x4_splat(0);
+        float amax, d, id;
+        int j;
+        for (j = 0; j < 8; j++) v[j] = wasm_v128_load(src + 4 * j);
+        amax = infer__wasm_amax32(v);
+        d = amax / 127.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        if (isinf(id)) id = 0.0f;
+        for (j = 0; j < 8; j++) {
+            q[j] = wasm_i32x4_trunc_sat_f32x4(infer__wasm_round_away(wasm_f32x4_mul(v[j], wasm_f32x4_splat(id))));
+            s = wasm_i32x4_add(s, q[j]);
+        }
+        y[b].d = infer__fp32_to_fp16(d);
+        y[b].s = infer__fp32_to_fp16((float)infer__wasm_hsum_i32(s) * d);
+        infer__wasm_store32(y[b].qs, q);
+    }
+}
+
+static void infer__wasm_q8_K_from_float(const float *x, void *dst, int64_t n) {
+    infer__block_q8_K *y = (infer__block_q8_K *)dst;
+    int64_t b;
+    for (b = 0; b < n / INFER__QK_K; b++, x += INFER__QK_K) {
+        v128_t m = wasm_f32x4_splat(0);
+        float amax, max = 0, iscale;
+        int j, k;
+        for (j = 0; j < INFER__QK_K; j += 4) m = wasm_f32x4_max(m, wasm_f32x4_abs(wasm_v128_load(x + j)));
+        amax = infer__wasm_hmax(m);
+        if (amax == 0.0f) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        for (j = 0; j < INFER__QK_K; j++) /* the first value of largest magnitude */
+            if (fabsf(x[j]) == amax) {
+                max = x[j];
+                break;
+            }
+        iscale = -127.0f / max;
+        for (j = 0; j < INFER__QK_K; j += 32) {
+            v128_t q[8], s0 = wasm_i32x4_splat(0), s1 = s0;
+            for (k = 0; k < 8; k++)
+                q[k] = wasm_i32x4_min(wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(
+                                          wasm_f32x4_mul(wasm_v128_load(x + j + 4 * k), wasm_f32x4_splat(iscale)))),
+                                      wasm_i32x4_splat(127));
+            for (k = 0; k < 4; k++) {
+                s0 = wasm_i32x4_add(s0, q[k]);
+                s1 = wasm_i32x4_add(s1, q[k + 4]);
+            }
+            y[b].bsums[j / 16] = (int16_t)infer__wasm_hsum_i32(s0);
+            y[b].bsums[j / 16 + 1] = (int16_t)infer__wasm_hsum_i32(s1);
+            infer__wasm_store32(y[b].qs + j, q);
+        }
+        y[b].d = 1 / iscale;
+    }
+}
+
+/* ---- 32-value block formats ----
+   As simd_neon.c: eight float lanes, lane j holding bytes 4j..4j+3 of each
+   block (lo: bytes 0..15, hi: 16..31), each block's integer sums times its
+   scale, then the 8-to-1 sum. */
+
+#define INFER__WH(x) infer__fp16_to_fp32(x)
+#define INFER__WNIB_LO(q) wasm_v128_and((q), wasm_i8x16_splat(0x0f))
+#define INFER__WNIB_HI(q) wasm_u8x16_shr((q), 4)
+#define INFER__WACC(acc, ints, d) wasm_f32x4_add((acc), wasm_f32x4_mul(wasm_f32x4_convert_i32x4(ints), (d)))
+
+static float infer__wasm_q8_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
+    v128_t lo = wasm_f32x4_splat(0), hi = lo;
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        v128_t d = wasm_f32x4_splat(INFER__WH(a[b].d) * INFER__WH(x[b].d));
+        lo = INFER__WACC(lo, infer__wasm_dot4(wasm_v128_load(a[b].qs), wasm_v128_load(x[b].qs)), d);
+        hi = INFER__WACC(hi, infer__wasm_dot4(wasm_v128_load(a[b].qs + 16), wasm_v128_load(x[b].qs + 16)), d);
+    }
+    return infer__wasm_hsum(wasm_f32x4_add(hi, lo));
+}
+
+static float infer__wasm_q4_0_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    v128_t lo = wasm_f32x4_splat(0), hi = lo;
+    const v128_t off = wasm_i8x16_splat(8);
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        v128_t q = wasm_v128_load(a[b].qs);
+        v128_t d = wasm_f32x4_splat(INFER__WH(a[b].d) * INFER__WH(x[b].d));
+        lo = INFER__WACC(lo, infer__wasm_dot4(wasm_i8x16_sub(INFER__WNIB_LO(q), off), wasm_v128_load(x[b].qs)), d);
+        hi = INFER__WACC(hi, infer__wasm_dot4(wasm_i8x16_sub(INFER__WNIB_HI(q), off), wasm_v128_load(x[b].qs + 16)), d);
+    }
+    return infer__wasm_hsum(wasm_f32x4_add(hi, lo));
+}
+
+static float infer__wasm_q4_1_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
+    v128_t lo = wasm_f32x4_splat(0), hi = lo;
+    float ms = 0;
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        v128_t q = wasm_v128_load(a[b].qs);
+        v128_t d = wasm_f32x4_splat(INFER__WH(a[b].d) * INFER__WH(x[b].d));
+        lo = INFER__WACC(lo, infer__wasm_dot4(INFER__WNIB_LO(q), wasm_v128_load(x[b].qs)), d);
+        hi = INFER__WACC(hi, infer__wasm_dot4(INFER__WNIB_HI(q), wasm_v128_load(x[b].qs + 16)), d);
+        ms += INFER__WH(a[b].m) * INFER__WH(x[b].s);
+    }
+    return infer__wasm_hsum(wasm_f32x4_add(hi, lo)) + ms;
+}
+
+/* ---- K-quants ----
+   Integer sums per super-block, scaled once in the reference's float
+   order, so these give the scalar kernels' results exactly. */
+
+/* Q4_K's 8 six-bit scales (bytes 0..7) and mins (8..15) */
+static void infer__wasm_k4_scales(const uint8_t *packed, uint8_t out[16]) {
+    uint32_t u[4];
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t mins_lo;
+    memcpy(u, packed, 12);
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+    memcpy(out, u, 16);
+}
+
+static float infer__wasm_q4_K_dot(int n, const void *w, const void *xv) {
+    const infer__block_q4_K *a = (const infer__block_q4_K *)w;
+    const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
+    float s = 0, accm = 0; /* llama.cpp's repacked Q4_K order, as simd_neon.c */
+    int b, j;
+    for (b = 0; b < n / INFER__QK_K; b++) {
+        uint8_t sm[16];
+        const uint8_t *q = a[b].qs;
+        const int8_t *y = x[b].qs;
+        const int16_t *bs = x[b].bsums;
+        int sumi = 0, summ = 0;
+        infer__wasm_k4_scales(a[b].scales, sm);
+        for (j = 0; j < 4; j++, q += 32, y += 64) {
+            v128_t q0 = wasm_v128_load(q), q1 = wasm_v128_load(q + 16);
+            v128_t p1 = wasm_i32x4_add(infer__wasm_dot4(INFER__WNIB_LO(q0), wasm_v128_load(y)),
+                                       infer__wasm_dot4(INFER__WNIB_LO(q1), wasm_v128_load(y + 16)));
+            v128_t p2 = wasm_i32x4_add(infer__wasm_dot4(INFER__WNIB_HI(q0), wasm_v128_load(y + 32)),
+                                       infer__wasm_dot4(INFER__WNIB_HI(q1), wasm_v128_load(y + 48)));
+            sumi += sm[2 * j] * infer__wasm_hsum_i32(p1) + sm[2 * j + 1] * infer__wasm_hsum_i32(p2);
+            summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) + sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);
+        }
+        s = fmaf((float)sumi, infer__fp16_to_fp32(a[b].d) * x[b].d, s);
+        accm = fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, accm);
+    }
+    return s - accm;
+}
+
+static float infer__wasm_q6_K_dot(int n, const void *w, const void *xv) {
+    const infer__block_q6_K *a = (const infer__block_q6_K *)w;
+    const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
+    const v128_t m4 = wasm_i8x16_splat(0x0f), m2 = wasm_i8x16_splat(3), k32 = wasm_i8x16_splat(32);
+    float s = 0;
+    int b, h, k;
+    for (b = 0; b < n / INFER__QK_K; b++) {
+        const int8_t *y = x[b].qs;
+        int sumi = 0;
+        for (h = 0; h < 2; h++) {
+            const uint8_t *ql = a[b].ql + 64 * h;
+            v128_t L[4], H0 = wasm_v128_load(a[b].qh + 32 * h), H1 = wasm_v128_load(a[b].qh + 32 * h + 16);
+            L[0] = wasm_v128_load(ql), L[1] = wasm_v128_load(ql + 16);
+            L[2] = wasm_v128_load(ql + 32), L[3] = wasm_v128_load(ql + 48);
+            for (k = 0; k < 4; k++, y += 32) {
+                /* values 0..31 of this quarter: the low nibbles of L[0..1], then of
+                   L[2..3], then their high nibbles; two bits of qh on top */
+                v128_t lo0 = k < 2 ? wasm_v128_and(L[2 * k], m4) : wasm_u8x16_shr(L[2 * (k - 2)], 4);
+                v128_t lo1 = k < 2 ? wasm_v128_and(L[2 * k + 1], m4) : wasm_u8x16_shr(L[2 * (k - 2) + 1], 4);
+                v128_t v0 = wasm_i8x16_sub(wasm_v128_or(lo0, wasm_i8x16_shl(wasm_v128_and(H0, m2), 4)), k32);
+                v128_t v1 = wasm_i8x16_sub(wasm_v128_or(lo1, wasm_i8x16_shl(wasm_v128_and(H1, m2), 4)), k32);
+                sumi += a[b].scales[8 * h + 2 * k] * infer__wasm_hsum_i32(infer__wasm_dot4(v0, wasm_v128_load(y))) +
+                        a[b].scales[8 * h + 2 * k + 1] * infer__wasm_hsum_i32(infer__wasm_dot4(v1, wasm_v128_load(y + 16)));
+                H0 = wasm_u8x16_shr(H0, 2);
+                H1 = wasm_u8x16_shr(H1, 2);
+            }
+        }
+        s += x[b].d * infer__fp16_to_fp32(a[b].d) * sumi;
+    }
+    return s;
+}
+#undef INFER__WH
+#undef INFER__WNIB_LO
+#undef INFER__WNIB_HI
+#undef INFER__WACC
+#endif /* __wasm_simd128__ */
+
+static int infer__simd_wasm_install(infer__kernels *k) {
+#ifdef INFER__HAVE_WASM_SIMD
+    k->vec_dot[INFER_TYPE_F32] = infer__wasm_f32_dot;
+    k->vec_dot[INFER_TYPE_F16] = infer__wasm_f16_dot;
+    k->vec_dot[INFER_TYPE_Q8_0] = infer__wasm_q8_0_dot;
+    k->vec_dot[INFER_TYPE_Q4_0] = infer__wasm_q4_0_dot;
+    k->vec_dot[INFER_TYPE_Q4_1] = infer__wasm_q4_1_dot;
+    k->vec_dot[INFER_TYPE_Q4_K] = infer__wasm_q4_K_dot;
+    k->vec_dot[INFER_TYPE_Q6_K] = infer__wasm_q6_K_dot;
+    k->from_float[INFER_TYPE_Q8_0] = infer__wasm_q8_0_from_float;
+    k->from_float[INFER_TYPE_Q8_1] = infer__wasm_q8_1_from_float;
+    k->from_float[INFER_TYPE_Q8_K] = infer__wasm_q8_K_from_float;
+    return 1;
+#else
+    (void)k;
+    return 0;
+#endif
+}
