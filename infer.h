@@ -11884,10 +11884,15 @@ static int infer__simd_neon_install(infer__kernels *k) {
 /* simd_wasm.c - WebAssembly SIMD128 versions of the kernels, for a build
    with emcc -msimd128 (examples/web/). WebAssembly has no run-time feature
    detection: a module either validates with SIMD128 or not at all, so the
-   table is chosen at compile time (__wasm_simd128__). Same numerics as
-   simd_neon.c: equal to the scalar reference up to float summation order,
-   quantizers byte-exact. SIMD128 has no fused multiply-add (only the
-   relaxed-SIMD proposal does), so the block kernels multiply, then add. */
+   table is chosen at compile time (__wasm_simd128__). The dots of F16,
+   Q8_0, Q4_0, Q4_1, Q4_K and Q6_K sum in the scalar kernels' order and give
+   their results (F32 sums in lanes, not in a double); quantizers are
+   byte-exact. SIMD128 has no fused multiply-add (only the relaxed-SIMD
+   proposal has), so where the scalar kernel fuses, the product is either
+   exact in a float or taken in a double. Bit-equal results matter here:
+   the browser's greedy tokens are checked against the native build's,
+   and a near-tie (SmolLM2 has one 0.03 apart in its first 24 tokens)
+   follows the last bit. */
 
 #if defined(__wasm_simd128__)
 #define INFER__HAVE_WASM_SIMD 1
@@ -11952,22 +11957,24 @@ INFER__WASM_INLINE v128_t infer__wasm_load_f16(const uint16_t *p) {
     return wasm_v128_or(f, wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16));
 }
 
+/* quants.c's order (llama.cpp's): lane l of 16 takes values i + l, then
+   infer__sum16_tree. A product of two halves is exact in a float, so a
+   multiply and an add round as its fused multiply-add does: the same
+   result to the bit. */
 static float infer__wasm_f16_dot(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     v128_t s0 = wasm_f32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
+    float lane[16];
+    int i;
+    if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n);
+    for (i = 0; i < n; i += 16) {
         s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(infer__wasm_load_f16(a + i), infer__wasm_load_f16(b + i)));
         s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(infer__wasm_load_f16(a + i + 4), infer__wasm_load_f16(b + i + 4)));
         s2 = wasm_f32x4_add(s2, wasm_f32x4_mul(infer__wasm_load_f16(a + i + 8), infer__wasm_load_f16(b + i + 8)));
         s3 = wasm_f32x4_add(s3, wasm_f32x4_mul(infer__wasm_load_f16(a + i + 12), infer__wasm_load_f16(b + i + 12)));
     }
-    for (; i + 4 <= n; i += 4)
-        s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(infer__wasm_load_f16(a + i), infer__wasm_load_f16(b + i)));
-    s = infer__wasm_hsum(wasm_f32x4_add(wasm_f32x4_add(s0, s1), wasm_f32x4_add(s2, s3)));
-    for (; i < n; i++) s += infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]);
-    return s;
+    wasm_v128_store(lane, s0), wasm_v128_store(lane + 4, s1), wasm_v128_store(lane + 8, s2), wasm_v128_store(lane + 12, s3);
+    return infer__sum16_tree(lane);
 }
 
 /* ---- 8-bit activations ---- */
@@ -12075,56 +12082,102 @@ static void infer__wasm_q8_K_from_float(const float *x, void *dst, int64_t n) {
 }
 
 /* ---- 32-value block formats ----
-   As simd_neon.c: eight float lanes, lane j holding bytes 4j..4j+3 of each
-   block (lo: bytes 0..15, hi: 16..31), each block's integer sums times its
-   scale, then the 8-to-1 sum. */
+   Integer products in SIMD, summed in the scalar kernels' float order. */
 
 #define INFER__WH(x) infer__fp16_to_fp32(x)
 #define INFER__WNIB_LO(q) wasm_v128_and((q), wasm_i8x16_splat(0x0f))
 #define INFER__WNIB_HI(q) wasm_u8x16_shr((q), 4)
-#define INFER__WACC(acc, ints, d) wasm_f32x4_add((acc), wasm_f32x4_mul(wasm_f32x4_convert_i32x4(ints), (d)))
 
+/* acc + d * ints in four lanes, rounded once as fmaf rounds: the product
+   of a float and an integer of at most 17 bits is exact in a double, and
+   so is, almost always, its sum with acc (a double rounding could differ
+   only where that sum is not exact and its rounding lands on a float's
+   halfway point) */
+INFER__WASM_INLINE v128_t infer__wasm_fma_i32(v128_t acc, v128_t ints, v128_t d2) {
+    v128_t lo = wasm_f64x2_add(wasm_f64x2_mul(wasm_f64x2_convert_low_i32x4(ints), d2), wasm_f64x2_promote_low_f32x4(acc));
+    v128_t hi = wasm_f64x2_add(wasm_f64x2_mul(wasm_f64x2_convert_low_i32x4(wasm_i32x4_shuffle(ints, ints, 2, 3, 2, 3)), d2),
+                               wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(acc, acc, 2, 3, 2, 3)));
+    return wasm_i32x4_shuffle(wasm_f32x4_demote_f64x2_zero(lo), wasm_f32x4_demote_f64x2_zero(hi), 0, 1, 4, 5);
+}
+
+/* quants.c's order: eight lanes (bytes 4l..4l+3 of each block), each
+   block added by a fused multiply-add of its scale, then infer__hsum8 */
 static float infer__wasm_q8_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
     v128_t lo = wasm_f32x4_splat(0), hi = lo;
+    float acc[8];
     int b, nb = n / 32;
     for (b = 0; b < nb; b++) {
-        v128_t d = wasm_f32x4_splat(INFER__WH(a[b].d) * INFER__WH(x[b].d));
-        lo = INFER__WACC(lo, infer__wasm_dot4(wasm_v128_load(a[b].qs), wasm_v128_load(x[b].qs)), d);
-        hi = INFER__WACC(hi, infer__wasm_dot4(wasm_v128_load(a[b].qs + 16), wasm_v128_load(x[b].qs + 16)), d);
+        v128_t d = wasm_f64x2_splat((double)(INFER__WH(a[b].d) * INFER__WH(x[b].d)));
+        lo = infer__wasm_fma_i32(lo, infer__wasm_dot4(wasm_v128_load(a[b].qs), wasm_v128_load(x[b].qs)), d);
+        hi = infer__wasm_fma_i32(hi, infer__wasm_dot4(wasm_v128_load(a[b].qs + 16), wasm_v128_load(x[b].qs + 16)), d);
     }
-    return infer__wasm_hsum(wasm_f32x4_add(hi, lo));
+    wasm_v128_store(acc, lo), wasm_v128_store(acc + 4, hi);
+    return infer__hsum8(acc);
+}
+
+/* Q4_0 and Q4_1 sum as quants.c's scalar kernels do: each block's
+   integer sum times its scale, added to the total block after block.
+   Without a fused multiply-add, lanes of float sums (simd_neon.c's order)
+   rounded differently enough to flip a near-tie of SmolLM2's greedy
+   choice; this order gives the scalar kernels' results to the bit. The
+   block sums are made four blocks at a time: a 4x4 transpose of their
+   lanes, then one multiply for the four scales. */
+INFER__WASM_INLINE v128_t infer__wasm_hsum4_i32(v128_t a, v128_t b, v128_t c, v128_t d) {
+    v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+    v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+
+INFER__WASM_INLINE v128_t infer__wasm_q4_0_block(const infer__block_q4_0 *a, const infer__block_q8_0 *x) {
+    const v128_t off = wasm_i8x16_splat(8);
+    v128_t q = wasm_v128_load(a->qs);
+    return wasm_i32x4_add(infer__wasm_dot4(wasm_i8x16_sub(INFER__WNIB_LO(q), off), wasm_v128_load(x->qs)),
+                          infer__wasm_dot4(wasm_i8x16_sub(INFER__WNIB_HI(q), off), wasm_v128_load(x->qs + 16)));
 }
 
 static float infer__wasm_q4_0_dot(int n, const void *w, const void *xv) {
     const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
     const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    v128_t lo = wasm_f32x4_splat(0), hi = lo;
-    const v128_t off = wasm_i8x16_splat(8);
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        v128_t q = wasm_v128_load(a[b].qs);
-        v128_t d = wasm_f32x4_splat(INFER__WH(a[b].d) * INFER__WH(x[b].d));
-        lo = INFER__WACC(lo, infer__wasm_dot4(wasm_i8x16_sub(INFER__WNIB_LO(q), off), wasm_v128_load(x[b].qs)), d);
-        hi = INFER__WACC(hi, infer__wasm_dot4(wasm_i8x16_sub(INFER__WNIB_HI(q), off), wasm_v128_load(x[b].qs + 16)), d);
+    float s = 0, t[4];
+    int b = 0, nb = n / 32;
+    for (; b + 4 <= nb; b += 4) {
+        v128_t sums = infer__wasm_hsum4_i32(infer__wasm_q4_0_block(a + b, x + b), infer__wasm_q4_0_block(a + b + 1, x + b + 1),
+                                            infer__wasm_q4_0_block(a + b + 2, x + b + 2), infer__wasm_q4_0_block(a + b + 3, x + b + 3));
+        v128_t d = wasm_f32x4_make(INFER__WH(a[b].d) * INFER__WH(x[b].d), INFER__WH(a[b + 1].d) * INFER__WH(x[b + 1].d),
+                                   INFER__WH(a[b + 2].d) * INFER__WH(x[b + 2].d), INFER__WH(a[b + 3].d) * INFER__WH(x[b + 3].d));
+        wasm_v128_store(t, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d));
+        s += t[0], s += t[1], s += t[2], s += t[3];
     }
-    return infer__wasm_hsum(wasm_f32x4_add(hi, lo));
+    for (; b < nb; b++) s += infer__wasm_hsum_i32(infer__wasm_q4_0_block(a + b, x + b)) * (INFER__WH(a[b].d) * INFER__WH(x[b].d));
+    return s;
+}
+
+INFER__WASM_INLINE v128_t infer__wasm_q4_1_block(const infer__block_q4_1 *a, const infer__block_q8_1 *x) {
+    v128_t q = wasm_v128_load(a->qs);
+    return wasm_i32x4_add(infer__wasm_dot4(INFER__WNIB_LO(q), wasm_v128_load(x->qs)),
+                          infer__wasm_dot4(INFER__WNIB_HI(q), wasm_v128_load(x->qs + 16)));
 }
 
 static float infer__wasm_q4_1_dot(int n, const void *w, const void *xv) {
     const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
     const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    v128_t lo = wasm_f32x4_splat(0), hi = lo;
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        v128_t q = wasm_v128_load(a[b].qs);
-        v128_t d = wasm_f32x4_splat(INFER__WH(a[b].d) * INFER__WH(x[b].d));
-        lo = INFER__WACC(lo, infer__wasm_dot4(INFER__WNIB_LO(q), wasm_v128_load(x[b].qs)), d);
-        hi = INFER__WACC(hi, infer__wasm_dot4(INFER__WNIB_HI(q), wasm_v128_load(x[b].qs + 16)), d);
-        ms += INFER__WH(a[b].m) * INFER__WH(x[b].s);
+    float s = 0, t[4];
+    int b = 0, nb = n / 32;
+    for (; b + 4 <= nb; b += 4) {
+        v128_t sums = infer__wasm_hsum4_i32(infer__wasm_q4_1_block(a + b, x + b), infer__wasm_q4_1_block(a + b + 1, x + b + 1),
+                                            infer__wasm_q4_1_block(a + b + 2, x + b + 2), infer__wasm_q4_1_block(a + b + 3, x + b + 3));
+        v128_t d = wasm_f32x4_make(INFER__WH(a[b].d) * INFER__WH(x[b].d), INFER__WH(a[b + 1].d) * INFER__WH(x[b + 1].d),
+                                   INFER__WH(a[b + 2].d) * INFER__WH(x[b + 2].d), INFER__WH(a[b + 3].d) * INFER__WH(x[b + 3].d));
+        v128_t m = wasm_f32x4_make(INFER__WH(a[b].m) * INFER__WH(x[b].s), INFER__WH(a[b + 1].m) * INFER__WH(x[b + 1].s),
+                                   INFER__WH(a[b + 2].m) * INFER__WH(x[b + 2].s), INFER__WH(a[b + 3].m) * INFER__WH(x[b + 3].s));
+        wasm_v128_store(t, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d), m));
+        s += t[0], s += t[1], s += t[2], s += t[3];
     }
-    return infer__wasm_hsum(wasm_f32x4_add(hi, lo)) + ms;
+    for (; b < nb; b++)
+        s += infer__wasm_hsum_i32(infer__wasm_q4_1_block(a + b, x + b)) * (INFER__WH(a[b].d) * INFER__WH(x[b].d)) +
+             INFER__WH(a[b].m) * INFER__WH(x[b].s);
+    return s;
 }
 
 /* ---- K-quants ----
@@ -12206,7 +12259,6 @@ static float infer__wasm_q6_K_dot(int n, const void *w, const void *xv) {
 #undef INFER__WH
 #undef INFER__WNIB_LO
 #undef INFER__WNIB_HI
-#undef INFER__WACC
 #endif /* __wasm_simd128__ */
 
 static int infer__simd_wasm_install(infer__kernels *k) {
