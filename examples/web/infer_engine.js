@@ -10,8 +10,9 @@
      engine.cancel();  // from a callback or another event: stops the reply
      engine.free();
 
-   A reply is made a forward pass at a time, the event loop getting a turn
-   between passes, so a cancel (a worker's message) is seen mid-reply. */
+   A reply is made a forward pass at a time (or more: stepMs), the event
+   loop getting a turn in between, so a cancel (a worker's message) is
+   seen mid-reply. */
 (function (root) {
     'use strict';
 
@@ -92,10 +93,12 @@
         /* Generates a reply to prompt (the model's special tokens parsed).
            Options: nPredict (256), temperature (0: greedy), seed, grammar
            (GBNF) or jsonSchema (a JSON schema's text), onToken(piece) with
-           each new piece of text. Resolves to { text, tokens, cancelled,
+           each new piece of text, stepMs: how long the model runs before
+           the event loop gets a turn (0, the default: one forward pass,
+           so a token a piece and a cancel seen within a token). Resolves to { text, tokens, cancelled,
            metrics }; rejects with the library's message. */
         async complete(prompt, opts = {}) {
-            const { nPredict = 256, temperature = 0, seed = 0, grammar = '', jsonSchema = '', onToken = null } = opts;
+            const { nPredict = 256, temperature = 0, seed = 0, grammar = '', jsonSchema = '', onToken = null, stepMs = 0 } = opts;
             this.need('complete');
             if (this.running) throw new Error('complete: a reply is already being generated');
             const args = [this.string(prompt), this.string(grammar), this.string(jsonSchema)];
@@ -108,7 +111,7 @@
             try {
                 for (;;) {
                     if (this.cancelRequested) this.mod._iw_cancel(this.session);
-                    const more = this.mod._iw_step(this.session, 0); // one forward pass
+                    const more = this.mod._iw_step(this.session, stepMs);
                     const piece = this.mod.UTF8ToString(this.mod._iw_text(this.session));
                     if (piece) {
                         text += piece;
