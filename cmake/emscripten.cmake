@@ -13,6 +13,12 @@ list(APPEND _infer_em_roots /usr/share/emscripten /usr/lib/emscripten)
 foreach(_root IN LISTS _infer_em_roots)
   if(_root AND EXISTS "${_root}/cmake/Modules/Platform/Emscripten.cmake")
     include("${_root}/cmake/Modules/Platform/Emscripten.cmake")
+    # Debian's emcc runs its JavaScript optimizer under node with Debian's
+    # node-acorn, which a node from elsewhere (NodeSource's) does not look
+    # for: the link is told where it is
+    if(EXISTS /usr/share/nodejs/acorn)
+      set(CMAKE_C_LINKER_LAUNCHER ${CMAKE_COMMAND} -E env NODE_PATH=/usr/share/nodejs)
+    endif()
     return()
   endif()
 endforeach()

@@ -26,6 +26,7 @@ if (!webDir || !cli || !models.length) {
 }
 for (const f of ['infer_web.js', 'infer_web_st.js', 'infer_engine.js'])
     if (!fs.existsSync(path.join(webDir, f))) skip(`${webDir}/${f} is missing (sh scripts/wasm.sh builds the module)`);
+if (!fs.existsSync(cli)) skip(`${cli}, the native CLI to compare with, is absent (build it: cmake --build build --target infer_cli)`);
 const present = models.filter((m) => fs.existsSync(m));
 for (const m of models) if (!present.includes(m)) console.log(`${m}: absent, left out`);
 if (!present.length) skip('none of the models is here (../shared/models, models/)');

@@ -163,6 +163,8 @@ def main():
     for f in ("index.html", "infer.js", "infer_worker.js", "infer_web.js", "infer_web_st.js"):
         if not os.path.exists(os.path.join(web_dir, f)):
             skip("%s/%s is missing (sh scripts/wasm.sh builds the module and the page)" % (web_dir, f))
+    if not os.path.exists(cli):
+        skip("%s, the native CLI to compare with, is absent (cmake --build build --target infer_cli)" % cli)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium or not os.path.exists(CHROMEDRIVER):
         skip("chromium or %s is not installed (sh scripts/deps.sh installs them)" % CHROMEDRIVER)
