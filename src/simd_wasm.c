@@ -299,6 +299,51 @@ static float infer__wasm_q4_1_dot(int n, const void *w, const void *xv) {
     return s;
 }
 
+/* The prompt tile: a row of Q4_0 or Q4_1 weights against four tokens at a
+   time, each block's nibbles unpacked once for the four, the tokens in
+   the lanes of one float vector. Each lane adds its token's block terms
+   in block order, as the vec_dot above and the scalar kernel do: the same
+   results to the bit, with a quarter of the unpacking and one vector add
+   for four tokens' totals. Tokens left over (fewer than four) go through
+   vec_dot. */
+#define INFER__WASM_GEMM(NAME, WBLOCK, XBLOCK, BLOCKSUM, MINS, DOT)                                              \
+    static void NAME(int n, const void *w, size_t w_stride, int n_rows, const void *x, size_t x_stride, int n_tok, \
+                     float *y, size_t ldy) {                                                                      \
+        int nb = n / 32, r, t, b, k;                                                                              \
+        for (r = 0; r < n_rows; r++) {                                                                            \
+            const WBLOCK *a = (const WBLOCK *)((const uint8_t *)w + (size_t)r * w_stride);                        \
+            for (t = 0; t + 4 <= n_tok; t += 4) {                                                                 \
+                const XBLOCK *xs[4];                                                                              \
+                v128_t s = wasm_f32x4_splat(0);                                                                   \
+                float out[4];                                                                                     \
+                for (k = 0; k < 4; k++) xs[k] = (const XBLOCK *)((const uint8_t *)x + (size_t)(t + k) * x_stride); \
+                for (b = 0; b < nb; b++) {                                                                        \
+                    v128_t sums = infer__wasm_hsum4_i32(BLOCKSUM(a + b, xs[0] + b), BLOCKSUM(a + b, xs[1] + b),   \
+                                                        BLOCKSUM(a + b, xs[2] + b), BLOCKSUM(a + b, xs[3] + b));  \
+                    float da = INFER__WH(a[b].d);                                                                 \
+                    v128_t d = wasm_f32x4_make(da * INFER__WH(xs[0][b].d), da * INFER__WH(xs[1][b].d),            \
+                                               da * INFER__WH(xs[2][b].d), da * INFER__WH(xs[3][b].d));           \
+                    s = wasm_f32x4_add(s, MINS(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d), a + b, xs, b)); \
+                }                                                                                                 \
+                wasm_v128_store(out, s);                                                                          \
+                for (k = 0; k < 4; k++) y[(size_t)(t + k) * ldy + r] = out[k];                                   \
+            }                                                                                                     \
+            for (; t < n_tok; t++) y[(size_t)t * ldy + r] = DOT(n, a, (const uint8_t *)x + (size_t)t * x_stride); \
+        }                                                                                                         \
+    }
+#define INFER__WASM_NO_MINS(v, a, xs, b) (v)
+/* Q4_1's m * s terms, added to the scaled sums as the scalar kernel adds them */
+#define INFER__WASM_Q4_1_MINS(v, a, xs, b)                                                                        \
+    wasm_f32x4_add((v), wasm_f32x4_make(INFER__WH((a)->m) * INFER__WH(xs[0][b].s), INFER__WH((a)->m) * INFER__WH(xs[1][b].s), \
+                                        INFER__WH((a)->m) * INFER__WH(xs[2][b].s), INFER__WH((a)->m) * INFER__WH(xs[3][b].s)))
+INFER__WASM_GEMM(infer__wasm_q4_0_gemm, infer__block_q4_0, infer__block_q8_0, infer__wasm_q4_0_block, INFER__WASM_NO_MINS,
+                 infer__wasm_q4_0_dot)
+INFER__WASM_GEMM(infer__wasm_q4_1_gemm, infer__block_q4_1, infer__block_q8_1, infer__wasm_q4_1_block, INFER__WASM_Q4_1_MINS,
+                 infer__wasm_q4_1_dot)
+#undef INFER__WASM_GEMM
+#undef INFER__WASM_NO_MINS
+#undef INFER__WASM_Q4_1_MINS
+
 /* ---- K-quants ----
    Integer sums per super-block, scaled once in the reference's float
    order, so these give the scalar kernels' results exactly. */
@@ -387,6 +432,8 @@ static int infer__simd_wasm_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q8_0] = infer__wasm_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = infer__wasm_q4_0_dot;
     k->vec_dot[INFER_TYPE_Q4_1] = infer__wasm_q4_1_dot;
+    k->gemm[INFER_TYPE_Q4_0] = infer__wasm_q4_0_gemm;
+    k->gemm[INFER_TYPE_Q4_1] = infer__wasm_q4_1_gemm;
     k->vec_dot[INFER_TYPE_Q4_K] = infer__wasm_q4_K_dot;
     k->vec_dot[INFER_TYPE_Q6_K] = infer__wasm_q6_K_dot;
     k->from_float[INFER_TYPE_Q8_0] = infer__wasm_q8_0_from_float;
