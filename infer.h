@@ -11948,19 +11948,18 @@ static float infer__wasm_f32_dot(int n, const void *w, const void *x) {
    into a float's and scaled by 2^112 (which also makes subnormal halves
    right), infinities and NaNs given the float's all-ones exponent, then
    the sign. No SIMD128 instruction converts halves. */
-INFER__WASM_INLINE v128_t infer__wasm_load_f16(const uint16_t *p) {
-    v128_t h = wasm_u32x4_load16x4(p);
+INFER__WASM_INLINE v128_t infer__wasm_f16_to_f32(v128_t h) {
     v128_t mag = wasm_v128_and(h, wasm_i32x4_splat(0x7fff));
     v128_t f = wasm_f32x4_mul(wasm_i32x4_shl(mag, 13), wasm_f32x4_splat(0x1p112f));
     v128_t special = wasm_i32x4_ge(mag, wasm_i32x4_splat(0x7c00));
     f = wasm_v128_bitselect(wasm_v128_or(wasm_i32x4_shl(mag, 13), wasm_i32x4_splat(0x7f800000)), f, special);
     return wasm_v128_or(f, wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16));
 }
+INFER__WASM_INLINE v128_t infer__wasm_load_f16(const uint16_t *p) { return infer__wasm_f16_to_f32(wasm_u32x4_load16x4(p)); }
+/* four scattered halves (block scales) as floats: a scalar conversion
+   each cost more than a block's integer products */
+#define INFER__WH4(a, b, c, d) infer__wasm_f16_to_f32(wasm_i32x4_make((a), (b), (c), (d)))
 
-/* quants.c's order (llama.cpp's): lane l of 16 takes values i + l, then
-   infer__sum16_tree. A product of two halves is exact in a float, so a
-   multiply and an add round as its fused multiply-add does: the same
-   result to the bit. */
 static float infer__wasm_f16_dot(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     v128_t s0 = wasm_f32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
@@ -12107,8 +12106,13 @@ static float infer__wasm_q8_0_dot(int n, const void *w, const void *xv) {
     v128_t lo = wasm_f32x4_splat(0), hi = lo;
     float acc[8];
     int b, nb = n / 32;
+    float dd[4];
     for (b = 0; b < nb; b++) {
-        v128_t d = wasm_f64x2_splat((double)(INFER__WH(a[b].d) * INFER__WH(x[b].d)));
+        v128_t d;
+        if (b % 4 == 0 && b + 4 <= nb) /* four blocks' scales converted at once */
+            wasm_v128_store(dd, wasm_f32x4_mul(INFER__WH4(a[b].d, a[b + 1].d, a[b + 2].d, a[b + 3].d),
+                                               INFER__WH4(x[b].d, x[b + 1].d, x[b + 2].d, x[b + 3].d)));
+        d = wasm_f64x2_splat((double)(b < nb / 4 * 4 ? dd[b % 4] : INFER__WH(a[b].d) * INFER__WH(x[b].d)));
         lo = infer__wasm_fma_i32(lo, infer__wasm_dot4(wasm_v128_load(a[b].qs), wasm_v128_load(x[b].qs)), d);
         hi = infer__wasm_fma_i32(hi, infer__wasm_dot4(wasm_v128_load(a[b].qs + 16), wasm_v128_load(x[b].qs + 16)), d);
     }
@@ -12129,11 +12133,21 @@ INFER__WASM_INLINE v128_t infer__wasm_hsum4_i32(v128_t a, v128_t b, v128_t c, v1
     return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
 }
 
+/* A block's 32 products in four int32 lanes whose sum is the block's:
+   products as int16 (|w| <= 15, |x| <= 127), the four halves added (at
+   most 4 * 15 * 127, no overflow), then pairs widened. Which bytes land
+   in which lane does not matter here: only the block's total is used. */
+INFER__WASM_INLINE v128_t infer__wasm_nibble_block(v128_t lo, v128_t hi, const int8_t *x) {
+    v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 16);
+    v128_t p = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(lo, x0), wasm_i16x8_extmul_high_i8x16(lo, x0)),
+                              wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(hi, x1), wasm_i16x8_extmul_high_i8x16(hi, x1)));
+    return wasm_i32x4_extadd_pairwise_i16x8(p);
+}
+
 INFER__WASM_INLINE v128_t infer__wasm_q4_0_block(const infer__block_q4_0 *a, const infer__block_q8_0 *x) {
     const v128_t off = wasm_i8x16_splat(8);
     v128_t q = wasm_v128_load(a->qs);
-    return wasm_i32x4_add(infer__wasm_dot4(wasm_i8x16_sub(INFER__WNIB_LO(q), off), wasm_v128_load(x->qs)),
-                          infer__wasm_dot4(wasm_i8x16_sub(INFER__WNIB_HI(q), off), wasm_v128_load(x->qs + 16)));
+    return infer__wasm_nibble_block(wasm_i8x16_sub(INFER__WNIB_LO(q), off), wasm_i8x16_sub(INFER__WNIB_HI(q), off), x->qs);
 }
 
 static float infer__wasm_q4_0_dot(int n, const void *w, const void *xv) {
@@ -12144,8 +12158,8 @@ static float infer__wasm_q4_0_dot(int n, const void *w, const void *xv) {
     for (; b + 4 <= nb; b += 4) {
         v128_t sums = infer__wasm_hsum4_i32(infer__wasm_q4_0_block(a + b, x + b), infer__wasm_q4_0_block(a + b + 1, x + b + 1),
                                             infer__wasm_q4_0_block(a + b + 2, x + b + 2), infer__wasm_q4_0_block(a + b + 3, x + b + 3));
-        v128_t d = wasm_f32x4_make(INFER__WH(a[b].d) * INFER__WH(x[b].d), INFER__WH(a[b + 1].d) * INFER__WH(x[b + 1].d),
-                                   INFER__WH(a[b + 2].d) * INFER__WH(x[b + 2].d), INFER__WH(a[b + 3].d) * INFER__WH(x[b + 3].d));
+        v128_t d = wasm_f32x4_mul(INFER__WH4(a[b].d, a[b + 1].d, a[b + 2].d, a[b + 3].d),
+                                  INFER__WH4(x[b].d, x[b + 1].d, x[b + 2].d, x[b + 3].d));
         wasm_v128_store(t, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d));
         s += t[0], s += t[1], s += t[2], s += t[3];
     }
@@ -12155,8 +12169,7 @@ static float infer__wasm_q4_0_dot(int n, const void *w, const void *xv) {
 
 INFER__WASM_INLINE v128_t infer__wasm_q4_1_block(const infer__block_q4_1 *a, const infer__block_q8_1 *x) {
     v128_t q = wasm_v128_load(a->qs);
-    return wasm_i32x4_add(infer__wasm_dot4(INFER__WNIB_LO(q), wasm_v128_load(x->qs)),
-                          infer__wasm_dot4(INFER__WNIB_HI(q), wasm_v128_load(x->qs + 16)));
+    return infer__wasm_nibble_block(INFER__WNIB_LO(q), INFER__WNIB_HI(q), x->qs);
 }
 
 static float infer__wasm_q4_1_dot(int n, const void *w, const void *xv) {
@@ -12167,10 +12180,10 @@ static float infer__wasm_q4_1_dot(int n, const void *w, const void *xv) {
     for (; b + 4 <= nb; b += 4) {
         v128_t sums = infer__wasm_hsum4_i32(infer__wasm_q4_1_block(a + b, x + b), infer__wasm_q4_1_block(a + b + 1, x + b + 1),
                                             infer__wasm_q4_1_block(a + b + 2, x + b + 2), infer__wasm_q4_1_block(a + b + 3, x + b + 3));
-        v128_t d = wasm_f32x4_make(INFER__WH(a[b].d) * INFER__WH(x[b].d), INFER__WH(a[b + 1].d) * INFER__WH(x[b + 1].d),
-                                   INFER__WH(a[b + 2].d) * INFER__WH(x[b + 2].d), INFER__WH(a[b + 3].d) * INFER__WH(x[b + 3].d));
-        v128_t m = wasm_f32x4_make(INFER__WH(a[b].m) * INFER__WH(x[b].s), INFER__WH(a[b + 1].m) * INFER__WH(x[b + 1].s),
-                                   INFER__WH(a[b + 2].m) * INFER__WH(x[b + 2].s), INFER__WH(a[b + 3].m) * INFER__WH(x[b + 3].s));
+        v128_t d = wasm_f32x4_mul(INFER__WH4(a[b].d, a[b + 1].d, a[b + 2].d, a[b + 3].d),
+                                  INFER__WH4(x[b].d, x[b + 1].d, x[b + 2].d, x[b + 3].d));
+        v128_t m = wasm_f32x4_mul(INFER__WH4(a[b].m, a[b + 1].m, a[b + 2].m, a[b + 3].m),
+                                  INFER__WH4(x[b].s, x[b + 1].s, x[b + 2].s, x[b + 3].s));
         wasm_v128_store(t, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d), m));
         s += t[0], s += t[1], s += t[2], s += t[3];
     }
@@ -12201,9 +12214,8 @@ static float infer__wasm_q4_1_dot(int n, const void *w, const void *xv) {
                 for (b = 0; b < nb; b++) {                                                                        \
                     v128_t sums = infer__wasm_hsum4_i32(BLOCKSUM(a + b, xs[0] + b), BLOCKSUM(a + b, xs[1] + b),   \
                                                         BLOCKSUM(a + b, xs[2] + b), BLOCKSUM(a + b, xs[3] + b));  \
-                    float da = INFER__WH(a[b].d);                                                                 \
-                    v128_t d = wasm_f32x4_make(da * INFER__WH(xs[0][b].d), da * INFER__WH(xs[1][b].d),            \
-                                               da * INFER__WH(xs[2][b].d), da * INFER__WH(xs[3][b].d));           \
+                    v128_t d = wasm_f32x4_mul(wasm_f32x4_splat(INFER__WH(a[b].d)),                                \
+                                              INFER__WH4(xs[0][b].d, xs[1][b].d, xs[2][b].d, xs[3][b].d));        \
                     s = wasm_f32x4_add(s, MINS(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d), a + b, xs, b)); \
                 }                                                                                                 \
                 wasm_v128_store(out, s);                                                                          \
@@ -12215,8 +12227,8 @@ static float infer__wasm_q4_1_dot(int n, const void *w, const void *xv) {
 #define INFER__WASM_NO_MINS(v, a, xs, b) (v)
 /* Q4_1's m * s terms, added to the scaled sums as the scalar kernel adds them */
 #define INFER__WASM_Q4_1_MINS(v, a, xs, b)                                                                        \
-    wasm_f32x4_add((v), wasm_f32x4_make(INFER__WH((a)->m) * INFER__WH(xs[0][b].s), INFER__WH((a)->m) * INFER__WH(xs[1][b].s), \
-                                        INFER__WH((a)->m) * INFER__WH(xs[2][b].s), INFER__WH((a)->m) * INFER__WH(xs[3][b].s)))
+    wasm_f32x4_add((v), wasm_f32x4_mul(wasm_f32x4_splat(INFER__WH((a)->m)),                                       \
+                                       INFER__WH4(xs[0][b].s, xs[1][b].s, xs[2][b].s, xs[3][b].s)))
 INFER__WASM_GEMM(infer__wasm_q4_0_gemm, infer__block_q4_0, infer__block_q8_0, infer__wasm_q4_0_block, INFER__WASM_NO_MINS,
                  infer__wasm_q4_0_dot)
 INFER__WASM_GEMM(infer__wasm_q4_1_gemm, infer__block_q4_1, infer__block_q8_1, infer__wasm_q4_1_block, INFER__WASM_Q4_1_MINS,
@@ -12302,6 +12314,7 @@ static float infer__wasm_q6_K_dot(int n, const void *w, const void *xv) {
     return s;
 }
 #undef INFER__WH
+#undef INFER__WH4
 #undef INFER__WNIB_LO
 #undef INFER__WNIB_HI
 #endif /* __wasm_simd128__ */
