@@ -41,6 +41,7 @@ PARTS = [
     "simd_avx2.c",
     "simd_avx512.c",
     "simd_neon.c",
+    "simd_wasm.c",
     "vecmath.c",
     "cpu.c",
     "threads.c",

@@ -3,7 +3,9 @@
 # a C compiler, CMake, Python 3, stb_ds (libstb-dev), Criterion, pkg-config, for
 # the NEON test an aarch64 cross compiler and qemu-user, and for the server
 # libmicrohttpd, cJSON, curl, the openai package and nginx (in front of
-# replicas); for the fuzzing harnesses clang with libFuzzer.
+# replicas); for the fuzzing harnesses clang with libFuzzer; for the
+# WebAssembly build Emscripten, Node.js, Chromium, its chromedriver and
+# selenium.
 set -e
 need=""
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -29,6 +31,13 @@ command -v valgrind >/dev/null 2>&1 || need="$need valgrind"
 # the fuzzing harnesses: clang with libFuzzer and its sanitizers
 command -v clang >/dev/null 2>&1 || need="$need clang"
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || need="$need libclang-rt-dev"
+# the WebAssembly build (scripts/wasm.sh): Debian's Emscripten; its module
+# is tested under Node.js and in headless Chromium driven through
+# chromedriver (tests/node_check.mjs, tests/web_check.py)
+command -v emcc >/dev/null 2>&1 || need="$need emscripten"
+command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || need="$need nodejs"
+command -v chromium >/dev/null 2>&1 || need="$need chromium"
+[ -x /usr/bin/chromedriver ] || need="$need chromium-driver"
 if [ -n "$need" ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -97,6 +106,9 @@ pip_need jinja2 jinja2
 # bench/report.py draws its plots with matplotlib (bench_report fails
 # without it)
 pip_need matplotlib matplotlib
+# tests/web_check.py drives Chromium with Selenium (Debian's chromedriver;
+# Selenium Manager downloads nothing)
+pip_need selenium selenium
 # infer serve's /metrics is read with Prometheus' own parser (the Python
 # client's text parser), so the format is checked by what scrapes it
 pip_need prometheus_client prometheus_client

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds infer.h and runs every test, twice: an optimised build, and a debug
-# build under AddressSanitizer and UndefinedBehaviorSanitizer (and a third
+# build under AddressSanitizer and UndefinedBehaviorSanitizer; the
+# WebAssembly build and its tests in Node.js and headless Chromium (and a third
 # time with CUDA where nvcc is, below); the concurrency program once more
 # under ThreadSanitizer; and every fuzzing harness of tests/fuzz for a
 # minute (clang's libFuzzer). Installs what it needs first, and
@@ -51,6 +52,14 @@ same_isa=test_reference_avx512
 grep -q avx512f /proc/cpuinfo 2>/dev/null || same_isa=test_reference_avx2
 (cd build && ctest --no-tests=error --output-on-failure -j$jobs -E "^$same_isa\$")
 took "the optimised build and its tests"
+# The WebAssembly build (scripts/wasm.sh: examples/web/ with Emscripten, the
+# module with threads and the one without) and its tests (label wasm):
+# the SIMD128 kernels against the scalar ones under node, the module under
+# node and the page in headless Chromium, both comparing greedy tokens
+# with build/infer's for the same prompts.
+INFER_SKIP_DEPS=1 sh scripts/wasm.sh build-wasm "$(pwd)/build/infer" >/dev/null
+(cd build-wasm && ctest --no-tests=error --output-on-failure -L wasm)
+took "the WebAssembly build"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_SANITIZE=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-asan -j$jobs
 # neon_qemu cross-compiles and runs its own binaries, which the sanitizers
@@ -160,4 +169,4 @@ cmake --build build-emu -j$jobs --target infer_cli npc test_internals test_arch_
 took "the emulated GPU"
 # Every skip, named and counted; a test that skipped for want of ../shared
 # while ../shared is here fails the run.
-python3 scripts/skips.py ../shared optimised=build asan=build-asan tsan=build-tsan fuzz=build-fuzz cuda=build-cuda emulated-gpu=build-emu
+python3 scripts/skips.py ../shared optimised=build wasm=build-wasm asan=build-asan tsan=build-tsan fuzz=build-fuzz cuda=build-cuda emulated-gpu=build-emu

@@ -1,6 +1,6 @@
 /* cpu.c - which kernels run here: the best instruction set the CPU has,
-   found once per context, or the one the INFER_ISA environment variable
-   forces (scalar, avx2, avx512, neon) for tests and benchmarks. */
+   found once per model as it loads (its contexts share it), or the one the INFER_ISA environment variable
+   forces (scalar, avx2, avx512, neon, wasm) for tests and benchmarks. */
 #include "internal.h"
 #include "quants.h"
 
@@ -10,7 +10,7 @@ static float infer__f16_dot_vec(int n, const void *w, const void *x) {
 }
 
 static const char *infer__isa_name(infer__isa isa) {
-    static const char *names[] = {"scalar", "avx2", "avx512", "neon"};
+    static const char *names[] = {"scalar", "avx2", "avx512", "neon", "wasm"};
     return (unsigned)isa < INFER__ISA_COUNT ? names[isa] : "?";
 }
 
@@ -32,6 +32,7 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
     case INFER__ISA_AVX2: ok = infer__simd_avx2_install(k); break;
     case INFER__ISA_AVX512: ok = infer__simd_avx512_install(k); break;
     case INFER__ISA_NEON: ok = infer__simd_neon_install(k); break;
+    case INFER__ISA_WASM: ok = infer__simd_wasm_install(k); break; /* SIMD128: only where compiled for it */
     default: ok = 0;
     }
     if (ok) infer__vecmath_install(k);
@@ -45,7 +46,7 @@ static int infer__kernels_select(infer__kernels *k, infer_error *err) {
         for (isa = 0; isa < INFER__ISA_COUNT; isa++)
             if (!strcmp(want, infer__isa_name((infer__isa)isa))) break;
         if (isa == INFER__ISA_COUNT) {
-            infer__set_error(err, INFER_ERR_ARG, "INFER_ISA=%s is not one of scalar, avx2, avx512, neon", want);
+            infer__set_error(err, INFER_ERR_ARG, "INFER_ISA=%s is not one of scalar, avx2, avx512, neon, wasm", want);
             return 0;
         }
         if (!infer__kernels_install(k, (infer__isa)isa)) {

@@ -312,7 +312,7 @@ INFERDEF int infer_context_n_ctx(const infer_context *c);
 INFERDEF int infer_context_n_seq(const infer_context *c);
 /* Sequence 0's positions used (infer_seq_n_past(c, 0)). */
 INFERDEF int infer_context_n_past(const infer_context *c);
-/* The instruction set its kernels use: scalar, avx2, avx512 or neon. */
+/* The instruction set its kernels use: scalar, avx2, avx512, neon or wasm. */
 INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Where its forward pass runs (its model's device). */
 INFERDEF infer_device infer_context_device(const infer_context *c);

@@ -271,7 +271,7 @@ static float infer__iq4_xs_dot(int n, const void *w, const void *x);
 /* ---- cpu.c: the kernels a context uses, per instruction set ----
    Starts as the scalar reference of quants.c; the chosen ISA's simd_*.c
    overwrites the entries it implements. */
-typedef enum infer__isa { INFER__ISA_SCALAR, INFER__ISA_AVX2, INFER__ISA_AVX512, INFER__ISA_NEON, INFER__ISA_COUNT } infer__isa;
+typedef enum infer__isa { INFER__ISA_SCALAR, INFER__ISA_AVX2, INFER__ISA_AVX512, INFER__ISA_NEON, INFER__ISA_WASM, INFER__ISA_COUNT } infer__isa;
 typedef float (*infer__vec_dot_fn)(int n, const void *w, const void *x);
 typedef void (*infer__from_float_fn)(const float *src, void *dst, int64_t n);
 /* y[t * ldy + r] = vec_dot(n, w + r * w_stride, x + t * x_stride) for
@@ -367,6 +367,7 @@ static size_t infer__pack_offset(const infer__kernels *k, infer_type t, int64_t 
 static int infer__simd_avx2_install(infer__kernels *k);
 static int infer__simd_avx512_install(infer__kernels *k);
 static int infer__simd_neon_install(infer__kernels *k);
+static int infer__simd_wasm_install(infer__kernels *k);
 static void infer__vecmath_install(infer__kernels *k);
 
 /* ---- utf8.c ---- */

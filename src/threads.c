@@ -31,6 +31,16 @@ static int infer__atomic_next(int *v) { return (*v)++; }
 #define INFER__PAUSE() ((void)0)
 #endif
 
+/* Emscripten 3.1's condition variable (musl's, over its futex) was seen
+   to miss wake-ups: a worker then slept out its 100 ms slice, and a token
+   of stories260K took 300 ms on two threads. There idle workers wait on
+   the generation word itself (Atomics.wait) and the publisher wakes them
+   by it (Atomics.notify), which wakes at once. */
+#if defined(__EMSCRIPTEN_PTHREADS__)
+#include <emscripten/threading.h>
+#define INFER__FUTEX_POOL 1
+#endif
+
 #define INFER__SPINS_BEFORE_YIELD 64
 #define INFER__SPINS_BEFORE_SLEEP (1 << 16)
 
@@ -66,11 +76,18 @@ static unsigned infer__pool_wait(infer__pool *p, unsigned seen) {
         }
         /* sequentially consistent on both sides (here and in pool_run), so
            either we see the new generation or the publisher sees us asleep */
+#ifdef INFER__FUTEX_POOL
+        __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&p->generation, __ATOMIC_SEQ_CST) == seen)
+            emscripten_futex_wait(&p->generation, seen, INFINITY); /* returns at once if it moved on */
+        __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+#else
         pthread_mutex_lock(&p->mu);
         __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
         while (__atomic_load_n(&p->generation, __ATOMIC_SEQ_CST) == seen) pthread_cond_wait(&p->wake, &p->mu);
         __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
         pthread_mutex_unlock(&p->mu);
+#endif
         spins = 0;
     }
     return g;
@@ -119,9 +136,13 @@ static infer__pool *infer__pool_new(int n_threads) {
 /* Publishes the next generation and wakes sleepers. */
 static void infer__pool_publish(infer__pool *p) {
     __atomic_add_fetch(&p->generation, 1, __ATOMIC_RELEASE);
+#ifdef INFER__FUTEX_POOL
+    emscripten_futex_wake(&p->generation, INT_MAX);
+#else
     pthread_mutex_lock(&p->mu);
     if (p->sleepers) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
+#endif
 }
 
 static void infer__pool_free(infer__pool *p) {
@@ -150,9 +171,13 @@ static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg) {
     /* the mutex is only touched when someone sleeps */
     __atomic_add_fetch(&p->generation, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST)) {
+#ifdef INFER__FUTEX_POOL
+        emscripten_futex_wake(&p->generation, INT_MAX);
+#else
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
+#endif
     }
     fn(arg, 0, p->n);
     while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0)
