@@ -13216,8 +13216,9 @@ static void infer__vecmath_install(infer__kernels *k) {
 
 /* ==== src/cpu.c ==== */
 /* cpu.c - which kernels run here: the best instruction set the CPU has,
-   found once per model as it loads (its contexts share it), or the one the INFER_ISA environment variable
-   forces (scalar, avx2, avx512, neon, wasm) for tests and benchmarks. */
+   found once per model as it loads (its contexts share it), or the one
+   the INFER_ISA environment variable forces (scalar, avx2, avx512, neon,
+   wasm) for tests and benchmarks. */
 
 /* one token's F16 dot in llama.cpp's order, plain C */
 static float infer__f16_dot_vec(int n, const void *w, const void *x) {

@@ -1,6 +1,7 @@
 /* cpu.c - which kernels run here: the best instruction set the CPU has,
-   found once per model as it loads (its contexts share it), or the one the INFER_ISA environment variable
-   forces (scalar, avx2, avx512, neon, wasm) for tests and benchmarks. */
+   found once per model as it loads (its contexts share it), or the one
+   the INFER_ISA environment variable forces (scalar, avx2, avx512, neon,
+   wasm) for tests and benchmarks. */
 #include "internal.h"
 #include "quants.h"
 
