@@ -103,6 +103,21 @@ static void infer__scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
     }
 }
 
+/* All 8 of Q4_K/Q5_K's six-bit scales (bytes 0..7) and mins (8..15) at
+   once, word by word: the SIMD kernels load them as one vector. */
+static void infer__k4_scales(const uint8_t *packed, uint8_t out[16]) {
+    uint32_t u[4];
+    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+    uint32_t mins_lo;
+    memcpy(u, packed, 12);
+    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+    mins_lo = u[1] & k1;
+    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+    u[2] = mins_lo;
+    u[0] &= k1;
+    memcpy(out, u, 16);
+}
+
 /* Q3_K sub-block j's scale (offset removed): low 4 bits in a nibble of the
    first 8 bytes, high 2 bits in bytes 8..11. */
 static int infer__scale_q3_K(int j, const uint8_t *s) {

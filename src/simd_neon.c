@@ -348,20 +348,6 @@ static void infer__neon_q8_K_from_float(const float *x, void *dst, int64_t n) {
     }
 }
 
-/* Q4_K/Q5_K's 8 six-bit scales (bytes 0..7) and mins (8..15) */
-static void infer__neon_k4_scales(const uint8_t *packed, uint8_t out[16]) {
-    uint32_t u[4];
-    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-    uint32_t mins_lo;
-    memcpy(u, packed, 12);
-    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-    mins_lo = u[1] & k1;
-    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-    u[2] = mins_lo;
-    u[0] &= k1;
-    memcpy(out, u, 16);
-}
-
 static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 #define INFER__U2S(v) vreinterpretq_s8_u8(v)
@@ -434,7 +420,7 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
             const int8_t *y = x[b].qs;                                                                           \
             const int16_t *bs = x[b].bsums;                                                                      \
             int sumi = 0, summ = 0;                                                                              \
-            infer__neon_k4_scales(a[b].scales, sm);                                                              \
+            infer__k4_scales(a[b].scales, sm);                                                                   \
             for (j = 0; j < 4; j++, q += 32, y += 64) {                                                          \
                 uint8x16_t q0 = vld1q_u8(q), q1 = vld1q_u8(q + 16);                                              \
                 int32x4_t p1 = DOT(DOT(vdupq_n_s32(0), INFER__U2S(vandq_u8(q0, m4)), vld1q_s8(y)),               \
@@ -464,7 +450,7 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
             const int16_t *bs = x[b].bsums;                                                                      \
             uint8x16_t h0 = vld1q_u8(a[b].qh), h1 = vld1q_u8(a[b].qh + 16);                                      \
             int sumi = 0, summ = 0;                                                                              \
-            infer__neon_k4_scales(a[b].scales, sm);                                                              \
+            infer__k4_scales(a[b].scales, sm);                                                                   \
             for (j = 0; j < 4; j++, q += 32, y += 64) {                                                          \
                 uint8x16_t q0 = vld1q_u8(q), q1 = vld1q_u8(q + 16);                                              \
                 uint8x16_t l0 = vorrq_u8(vandq_u8(q0, m4), vshlq_n_u8(vandq_u8(h0, one), 4));                    \
@@ -753,7 +739,7 @@ INFER__NEON_INLINE void infer__neon_unpack_q45_K(const uint8_t *scales, const ui
         h0 = vshrq_n_u8(h0, 2);
         h1 = vshrq_n_u8(h1, 2);
     }
-    infer__neon_k4_scales(scales, sm);
+    infer__k4_scales(scales, sm);
     for (g = 0; g < 16; g++) o->sc[g] = sm[g / 2], o->mn[g] = sm[8 + g / 2];
 }
 

@@ -269,48 +269,45 @@ INFER__WASM_INLINE v128_t infer__wasm_q4_0_block(const infer__block_q4_0 *a, con
     return infer__wasm_nibble_block(wasm_i8x16_sub(INFER__WNIB_LO(q), off), wasm_i8x16_sub(INFER__WNIB_HI(q), off), x->qs);
 }
 
-static float infer__wasm_q4_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    float s = 0, t[4];
-    int b = 0, nb = n / 32;
-    for (; b + 4 <= nb; b += 4) {
-        v128_t sums = infer__wasm_hsum4_i32(infer__wasm_q4_0_block(a + b, x + b), infer__wasm_q4_0_block(a + b + 1, x + b + 1),
-                                            infer__wasm_q4_0_block(a + b + 2, x + b + 2), infer__wasm_q4_0_block(a + b + 3, x + b + 3));
-        v128_t d = wasm_f32x4_mul(INFER__WH4(a[b].d, a[b + 1].d, a[b + 2].d, a[b + 3].d),
-                                  INFER__WH4(x[b].d, x[b + 1].d, x[b + 2].d, x[b + 3].d));
-        wasm_v128_store(t, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d));
-        s += t[0], s += t[1], s += t[2], s += t[3];
-    }
-    for (; b < nb; b++) s += infer__wasm_hsum_i32(infer__wasm_q4_0_block(a + b, x + b)) * (INFER__WH(a[b].d) * INFER__WH(x[b].d));
-    return s;
-}
-
 INFER__WASM_INLINE v128_t infer__wasm_q4_1_block(const infer__block_q4_1 *a, const infer__block_q8_1 *x) {
     v128_t q = wasm_v128_load(a->qs);
     return infer__wasm_nibble_block(INFER__WNIB_LO(q), INFER__WNIB_HI(q), x->qs);
 }
 
-static float infer__wasm_q4_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    float s = 0, t[4];
-    int b = 0, nb = n / 32;
-    for (; b + 4 <= nb; b += 4) {
-        v128_t sums = infer__wasm_hsum4_i32(infer__wasm_q4_1_block(a + b, x + b), infer__wasm_q4_1_block(a + b + 1, x + b + 1),
-                                            infer__wasm_q4_1_block(a + b + 2, x + b + 2), infer__wasm_q4_1_block(a + b + 3, x + b + 3));
-        v128_t d = wasm_f32x4_mul(INFER__WH4(a[b].d, a[b + 1].d, a[b + 2].d, a[b + 3].d),
-                                  INFER__WH4(x[b].d, x[b + 1].d, x[b + 2].d, x[b + 3].d));
-        v128_t m = wasm_f32x4_mul(INFER__WH4(a[b].m, a[b + 1].m, a[b + 2].m, a[b + 3].m),
-                                  INFER__WH4(x[b].s, x[b + 1].s, x[b + 2].s, x[b + 3].s));
-        wasm_v128_store(t, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d), m));
-        s += t[0], s += t[1], s += t[2], s += t[3];
+/* vec_dot of Q4_0 or Q4_1: four blocks' sums at a time, each scaled and
+   (Q4_1) given its m * s term, then added to the total block by block */
+#define INFER__WASM_NIBBLE_DOT(NAME, WBLOCK, XBLOCK, BLOCKSUM, MINS4, MINS1)                                     \
+    static float NAME(int n, const void *w, const void *xv) {                                                    \
+        const WBLOCK *a = (const WBLOCK *)w;                                                                      \
+        const XBLOCK *x = (const XBLOCK *)xv;                                                                     \
+        float s = 0, t[4];                                                                                        \
+        int b = 0, nb = n / 32;                                                                                   \
+        for (; b + 4 <= nb; b += 4) {                                                                             \
+            v128_t sums = infer__wasm_hsum4_i32(BLOCKSUM(a + b, x + b), BLOCKSUM(a + b + 1, x + b + 1),           \
+                                                BLOCKSUM(a + b + 2, x + b + 2), BLOCKSUM(a + b + 3, x + b + 3));  \
+            v128_t d = wasm_f32x4_mul(INFER__WH4(a[b].d, a[b + 1].d, a[b + 2].d, a[b + 3].d),                    \
+                                      INFER__WH4(x[b].d, x[b + 1].d, x[b + 2].d, x[b + 3].d));                    \
+            wasm_v128_store(t, MINS4(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d), a + b, x + b));          \
+            s += t[0], s += t[1], s += t[2], s += t[3];                                                           \
+        }                                                                                                         \
+        for (; b < nb; b++)                                                                                       \
+            s += MINS1(infer__wasm_hsum_i32(BLOCKSUM(a + b, x + b)) * (INFER__WH(a[b].d) * INFER__WH(x[b].d)), a + b, \
+                       x + b);                                                                                    \
+        return s;                                                                                                 \
     }
-    for (; b < nb; b++)
-        s += infer__wasm_hsum_i32(infer__wasm_q4_1_block(a + b, x + b)) * (INFER__WH(a[b].d) * INFER__WH(x[b].d)) +
-             INFER__WH(a[b].m) * INFER__WH(x[b].s);
-    return s;
-}
+#define INFER__WASM_DOT_NO_MINS(v, a, x) (v)
+#define INFER__WASM_DOT_Q4_1_MINS4(v, a, x)                                                                       \
+    wasm_f32x4_add((v), wasm_f32x4_mul(INFER__WH4((a)[0].m, (a)[1].m, (a)[2].m, (a)[3].m),                       \
+                                       INFER__WH4((x)[0].s, (x)[1].s, (x)[2].s, (x)[3].s)))
+#define INFER__WASM_DOT_Q4_1_MINS1(v, a, x) ((v) + INFER__WH((a)->m) * INFER__WH((x)->s))
+INFER__WASM_NIBBLE_DOT(infer__wasm_q4_0_dot, infer__block_q4_0, infer__block_q8_0, infer__wasm_q4_0_block,
+                       INFER__WASM_DOT_NO_MINS, INFER__WASM_DOT_NO_MINS)
+INFER__WASM_NIBBLE_DOT(infer__wasm_q4_1_dot, infer__block_q4_1, infer__block_q8_1, infer__wasm_q4_1_block,
+                       INFER__WASM_DOT_Q4_1_MINS4, INFER__WASM_DOT_Q4_1_MINS1)
+#undef INFER__WASM_NIBBLE_DOT
+#undef INFER__WASM_DOT_NO_MINS
+#undef INFER__WASM_DOT_Q4_1_MINS4
+#undef INFER__WASM_DOT_Q4_1_MINS1
 
 /* The prompt tile: a row of Q4_0 or Q4_1 weights against four tokens at a
    time, each block's nibbles unpacked once for the four, the tokens in
@@ -360,20 +357,6 @@ INFER__WASM_GEMM(infer__wasm_q4_1_gemm, infer__block_q4_1, infer__block_q8_1, in
    Integer sums per super-block, scaled once in the reference's float
    order, so these give the scalar kernels' results exactly. */
 
-/* Q4_K's 8 six-bit scales (bytes 0..7) and mins (8..15) */
-static void infer__wasm_k4_scales(const uint8_t *packed, uint8_t out[16]) {
-    uint32_t u[4];
-    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-    uint32_t mins_lo;
-    memcpy(u, packed, 12);
-    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-    mins_lo = u[1] & k1;
-    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-    u[2] = mins_lo;
-    u[0] &= k1;
-    memcpy(out, u, 16);
-}
-
 static float infer__wasm_q4_K_dot(int n, const void *w, const void *xv) {
     const infer__block_q4_K *a = (const infer__block_q4_K *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
@@ -385,7 +368,7 @@ static float infer__wasm_q4_K_dot(int n, const void *w, const void *xv) {
         const int8_t *y = x[b].qs;
         const int16_t *bs = x[b].bsums;
         int sumi = 0, summ = 0;
-        infer__wasm_k4_scales(a[b].scales, sm);
+        infer__k4_scales(a[b].scales, sm);
         for (j = 0; j < 4; j++, q += 32, y += 64) {
             v128_t q0 = wasm_v128_load(q), q1 = wasm_v128_load(q + 16);
             v128_t p1 = wasm_i32x4_add(infer__wasm_dot4(INFER__WNIB_LO(q0), wasm_v128_load(y)),

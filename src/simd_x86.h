@@ -63,19 +63,6 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
 }
 
-/* Q4_K/Q5_K's 8 six-bit scales (bytes 0..7) and mins (8..15) */
-static void infer__k4_scales(const uint8_t *packed, uint8_t out[16]) {
-    uint32_t u[4];
-    const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-    uint32_t mins_lo;
-    memcpy(u, packed, 12);
-    u[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-    mins_lo = u[1] & k1;
-    u[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-    u[2] = mins_lo;
-    u[0] &= k1;
-    memcpy(out, u, 16);
-}
 #endif /* INFER__HAVE_X86 */
 
 #endif /* INFER_SIMD_X86_H */
