@@ -161,10 +161,11 @@ Test(request, budget_stepping_matches_generate) {
     infer_model_free(m);
 }
 
-/* One request run to its end with the given budget: the largest and the
-   median step's time, and the most tokens one step generated. */
+/* One request run to its end with the given budget: the largest, the 90th
+   percentile and the median step's time, and the most tokens one step
+   generated. */
 typedef struct step_stats {
-    double worst, median;
+    double worst, p90, median;
     int n_steps, most_tokens;
 } step_stats;
 
@@ -196,6 +197,7 @@ static step_stats step_times(infer_model *m, const char *prompt, double budget) 
     } while (left > 0 && st.n_steps < 4096);
     qsort(times, (size_t)st.n_steps, sizeof *times, cmp_double);
     st.median = times[st.n_steps / 2];
+    st.p90 = times[(st.n_steps - 1) * 9 / 10]; /* below the longest where n >= 10 */
     cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_request_tokens(r, NULL, 0), 64, "the reply ended early: pick another prompt");
     infer_request_free(r);
@@ -204,13 +206,14 @@ static step_stats step_times(infer_model *m, const char *prompt, double budget) 
 }
 
 /* A step lasts its budget, or one pass where that is longer: never much
-   more. Timing on a shared machine is noisy (CI saw one step of a run held
-   up 100 ms while other tests ran), so the bound on the longest step
-   (budget + two of the longest passes seen) must hold in one of three
-   runs; in every run the median step must keep within budget + four of
-   them, which a step that ignored its budget (a whole reply's worth of
-   passes, so few and long steps) still breaks, and one stalled step does
-   not. */
+   more. Timing on a shared machine is noisy: CI saw one step of a run held
+   up 100 ms while other tests ran, and later a step of each of three runs
+   held up over 5 ms (the process descheduled while a parallel test
+   quantized). So the bound of budget + two of the longest passes seen is
+   put on the 90th-percentile step, in one of three runs; in every run the
+   median step must keep within budget + four of them. A step that ignored
+   its budget (a whole reply's worth of passes, so few and long steps)
+   breaks both, and a few stalled steps break neither. */
 Test(request, steps_keep_to_the_budget) {
     infer_model *m = load(MODEL);
     char *prompt = long_prompt(2);
@@ -224,7 +227,7 @@ Test(request, steps_keep_to_the_budget) {
     budget = fmax(2.0, 6 * one.median);
     for (i = 0; i < 3; i++) {
         st = step_times(m, prompt, budget);
-        if (st.worst > budget + 2 * one.worst + 1.0) over++;
+        if (st.p90 > budget + 2 * one.worst + 1.0) over++;
         cr_assert_lt(st.median, budget + 4 * one.worst + 1.0,
                      "half the %g ms steps took over %.2f ms (a pass: up to %.2f ms)", budget, st.median, one.worst);
         /* several passes to a step where they fit */
@@ -233,9 +236,9 @@ Test(request, steps_keep_to_the_budget) {
         cr_assert_lt(st.n_steps, one.n_steps);
     }
     if (getenv("TEST_REQUEST_VERBOSE"))
-        fprintf(stderr, "one pass: median %.3f ms, worst %.3f ms (%d steps); %.2f ms budget: worst step %.3f ms (%d steps)\n",
-                one.median, one.worst, one.n_steps, budget, st.worst, st.n_steps);
-    cr_assert_lt(over, 3, "every run overran %g ms + 2 x %.2f ms", budget, one.worst);
+        fprintf(stderr, "one pass: median %.3f ms, worst %.3f ms (%d steps); %.2f ms budget: worst step %.3f ms, 90th percentile %.3f ms (%d steps)\n",
+                one.median, one.worst, one.n_steps, budget, st.worst, st.p90, st.n_steps);
+    cr_assert_lt(over, 3, "in every run a tenth of the steps overran %g ms + 2 x %.2f ms", budget, one.worst);
     free(prompt);
     infer_model_free(m);
 }
