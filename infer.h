@@ -1762,6 +1762,20 @@ typedef struct infer__kernels {
        llama.cpp has them) */
     void (*softmax_stats)(const float *s, int lo, int hi, float scale, float *m, float *l);
     void (*softmax_probs)(const float *s, int n, int lo, int hi, float scale, float m, float inv, uint16_t *p);
+    /* the same softmax with e^x once a score, in llama.cpp's order, for a
+       row whose scores are all kept: scaled_max returns max(m, x[j]) over
+       [lo, hi); softmax_exp writes s[j] = e^(x[j] - m) in place for j in
+       [lo, hi), 0 for the rest of [0, n), and returns their sum in
+       double; probs_f16 writes p[j] = F16(e[j] * inv) for j < n */
+    /* attention's q.K over a tile of an F16 cache for many query rows
+       (NULL where the ISA has none): s[i lds + j] = q_i . k_j for i < nq,
+       j < kt; work holds hd x (kt rounded up to 16) + (nq + 8) x hd
+       floats */
+    void (*qk_f16)(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
+                   float *s, size_t lds, float *work);
+    float (*scaled_max)(const float *s, int lo, int hi, float scale, float m);
+    double (*softmax_exp)(float *s, int n, int lo, int hi, float scale, float m);
+    void (*probs_f16)(const float *e, int n, float inv, uint16_t *p);
     /* attention's p.V from a quantized V (a Q8_0 or Q4_0 cache, indexed by
        the format; NULL for others): acc[i hd + d] += p_ij * V_j[d] for
        rows i < nq, keys j < kt, V_j the row at v + j v_stride, p_ij the
@@ -8858,10 +8872,19 @@ INFER__AVX2_INLINE __m128 infer__avx2_hsum4(__m256 a0, __m256 a1, __m256 a2, __m
    the hardware's prefetcher). The sums are infer__avx2_f16_tile's, bit
    for bit: value i in lane i % 8 at step i / 8, then hsum's order. */
 #define INFER__F16_WIDE 512
+#ifndef INFER__F16_AHEAD
+#define INFER__F16_AHEAD 8192
+#endif
+#ifndef INFER__F16_AHEAD_MAX
+#define INFER__F16_AHEAD_MAX 64
+#endif
 INFER__AVX2 static void infer__avx2_f16_gemm_wide(int n, const uint8_t *w, size_t w_stride, int n_rows, const uint8_t *x,
                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
     float xf[3 * INFER__F16_WIDE];
     int n8 = n / 8 * 8, n_pad = (n + 7) / 8 * 8, t0, t, r, i, c;
+    /* rows fetched ahead: about INFER__F16_AHEAD bytes of them, so that a
+       key's short row (q.K) is asked for as early as V's long one */
+    int ahead = INFER__MAX(16, INFER__MIN(INFER__F16_AHEAD_MAX, INFER__F16_AHEAD / (2 * n)));
     for (t0 = 0; t0 < n_tok; t0 += 3) {
         int nt = INFER__MIN(3, n_tok - t0);
         float *yt = y + (size_t)t0 * ldy;
@@ -8888,7 +8911,7 @@ INFER__AVX2 static void infer__avx2_f16_gemm_wide(int n, const uint8_t *w, size_
             const uint8_t *w0 = w + (size_t)r * w_stride, *w1 = w0 + w_stride, *w2 = w1 + w_stride, *w3 = w2 + w_stride; \
             __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00;       \
             __m256 a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, x0, x1 = a00, x2 = a00;                     \
-            for (c = 16; c < 16 + 4; c++) /* past the last row too: a prefetch never faults */                            \
+            for (c = ahead; c < ahead + 4; c++) /* past the last row too: a prefetch never faults */                      \
                 for (i = 0; i < n * 2; i += 64) _mm_prefetch((const char *)w0 + c * w_stride + i, _MM_HINT_T0);       \
             for (i = 0; i < n8; i += 8) {                                                                             \
                 x0 = _mm256_loadu_ps(xf + i);                                                                         \
@@ -8943,6 +8966,74 @@ INFER__AVX2 static void infer__avx2_f16_gemm(int n, const void *w, size_t w_stri
                                  (const uint16_t *)((const uint8_t *)w + (size_t)r * w_stride), w_stride,
                                  (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride), x_stride,
                                  y + (size_t)t * ldy + r, ldy);
+}
+
+/* Attention's q.K for a prompt's many rows (infer__kernels.qk_f16): the
+   tile's keys widened to F32 once and laid dim by dim in panels of 16
+   keys (8 x 8 transposes), then 6 query rows x 16 keys in registers, each dim's q value broadcast:
+   every product fused in dim order, no lanes to sum across, and a key row
+   widened once for all of an item's rows rather than once for every three. */
+#define INFER__QK_ROWS 6
+INFER__AVX2 static void infer__avx2_qk_f16(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q,
+                                           size_t q_stride, int nq, float *s, size_t lds, float *work) {
+    int kp = (kt + 15) / 16 * 16, j, d, i, t;
+    /* kd: key j's dim d at (j / 16) 16 hd + 16 d + j % 16, so a panel is read in order; qf[i hd + d], rows padded to 6 */
+    float *kd = work, *qf = work + (size_t)hd * kp;
+    for (j = 0; j < kp; j += 8)
+        for (d = 0; d < hd; d += 8) {
+            __m256 r[8], u[8], v[8];
+            for (i = 0; i < 8; i++)
+                r[i] = j + i < kt ? INFER__LOADH(k + (size_t)(j + i) * k_stride + (size_t)d * 2) : _mm256_setzero_ps();
+            for (i = 0; i < 8; i += 2) {
+                u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (i = 0; i < 8; i += 4) {
+                v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+                v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+                v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+                v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+            }
+            /* v[0..3]: dims 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of keys 0-3; v[4..7] of keys 4-7 */
+            for (i = 0; i < 4; i++) {
+                float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
+                _mm256_storeu_ps(at + (size_t)(d + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
+                _mm256_storeu_ps(at + (size_t)(d + 4 + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
+            }
+        }
+    for (i = 0; i < (nq + INFER__QK_ROWS - 1) / INFER__QK_ROWS * INFER__QK_ROWS; i++)
+        for (d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(qf + (size_t)i * hd + d, i < nq ? INFER__LOADH(q + (size_t)i * q_stride / 2 + d) : _mm256_setzero_ps());
+    for (i = 0; i < nq; i += INFER__QK_ROWS)
+        for (j = 0; j < kp; j += 16) {
+            const float *q0 = qf + (size_t)i * hd, *panel = kd + (size_t)j * hd;
+            __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
+            __m256 a30 = a00, a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00;
+            float tail[16];
+            for (d = 0; d < hd; d++) {
+                __m256 k0 = _mm256_loadu_ps(panel + 16 * d), k1 = _mm256_loadu_ps(panel + 16 * d + 8), b;
+                b = _mm256_broadcast_ss(q0 + d), a00 = _mm256_fmadd_ps(b, k0, a00), a01 = _mm256_fmadd_ps(b, k1, a01);
+                b = _mm256_broadcast_ss(q0 + hd + d), a10 = _mm256_fmadd_ps(b, k0, a10), a11 = _mm256_fmadd_ps(b, k1, a11);
+                b = _mm256_broadcast_ss(q0 + 2 * hd + d), a20 = _mm256_fmadd_ps(b, k0, a20), a21 = _mm256_fmadd_ps(b, k1, a21);
+                b = _mm256_broadcast_ss(q0 + 3 * hd + d), a30 = _mm256_fmadd_ps(b, k0, a30), a31 = _mm256_fmadd_ps(b, k1, a31);
+                b = _mm256_broadcast_ss(q0 + 4 * hd + d), a40 = _mm256_fmadd_ps(b, k0, a40), a41 = _mm256_fmadd_ps(b, k1, a41);
+                b = _mm256_broadcast_ss(q0 + 5 * hd + d), a50 = _mm256_fmadd_ps(b, k0, a50), a51 = _mm256_fmadd_ps(b, k1, a51);
+            }
+            {
+                __m256 acc[INFER__QK_ROWS][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}, {a40, a41}, {a50, a51}};
+                for (t = 0; t < INFER__QK_ROWS && i + t < nq; t++) {
+                    float *y = s + (size_t)(i + t) * lds + j;
+                    if (kt - j >= 16) {
+                        _mm256_storeu_ps(y, acc[t][0]);
+                        _mm256_storeu_ps(y + 8, acc[t][1]);
+                    } else {
+                        _mm256_storeu_ps(tail, acc[t][0]);
+                        _mm256_storeu_ps(tail + 8, acc[t][1]);
+                        memcpy(y, tail, (size_t)(kt - j) * sizeof(float));
+                    }
+                }
+            }
+        }
 }
 
 INFER__AVX2 static void infer__avx2_f16_from_float(const float *src, void *dst, int64_t n) {
@@ -9596,6 +9687,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
     k->gemm[INFER_TYPE_F16] = infer__avx2_f16_gemm;
+    k->qk_f16 = infer__avx2_qk_f16;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = infer__avx2_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = infer__avx2_q4_0_dot;
@@ -12767,6 +12859,22 @@ static void infer__softmax_probs_ref(const float *s, int n, int lo, int hi, floa
     for (j = 0; j < n; j++) p[j] = j >= lo && j < hi ? infer__fp32_to_fp16(expf(s[j] * scale - m) * inv) : 0;
 }
 
+static double infer__softmax_exp_ref(float *s, int n, int lo, int hi, float scale, float m) {
+    double sum = 0;
+    int j;
+    for (j = 0; j < n; j++) {
+        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
+        s[j] = j >= lo && j < hi ? expf(x - m) : 0.0f;
+        sum += s[j];
+    }
+    return sum;
+}
+
+static void infer__probs_f16_ref(const float *e, int n, float inv, uint16_t *p) {
+    int j;
+    for (j = 0; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
+}
+
 /* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
    p.V in llama.cpp's lanes); written so compilers vectorise it */
 static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
@@ -13095,6 +13203,52 @@ INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi
     *m = mx;
 }
 
+INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY);
+    float t[8];
+    int j;
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
+    }
+    _mm256_storeu_ps(t, vmax);
+    for (j = 0; j < 8; j++) m = INFER__MAX(m, t[j]);
+    return m;
+}
+
+INFER__AVX2 static double infer__avx2_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
+    __m256d sum = _mm256_setzero_pd();
+    double d[4];
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vm)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        if (n - j >= 8) {
+            _mm256_storeu_ps(s + j, e);
+        } else {
+            float t[8];
+            _mm256_storeu_ps(t, e);
+            memcpy(s + j, t, (size_t)(n - j) * sizeof *s);
+        }
+    }
+    _mm256_storeu_pd(d, sum);
+    return (d[0] + d[1]) + (d[2] + d[3]);
+}
+
+INFER__AVX2 static void infer__avx2_probs_f16(const float *e, int n, float inv, uint16_t *p) {
+    __m256 vinv = _mm256_set1_ps(inv);
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm_storeu_si128((__m128i *)(void *)(p + j),
+                         _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(e + j), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
+}
+
 INFER__AVX2 static void infer__avx2_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
                                                   uint16_t *p) {
     __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vinv = _mm256_set1_ps(inv);
@@ -13159,12 +13313,18 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->softmax_stats = infer__softmax_stats_ref;
     k->softmax_probs = infer__softmax_probs_ref;
+    k->scaled_max = infer__scaled_max_ref;
+    k->softmax_exp = infer__softmax_exp_ref;
+    k->probs_f16 = infer__probs_f16_ref;
     k->pv_quant[INFER_TYPE_Q8_0] = infer__pv_q8_0_ref;
     k->pv_quant[INFER_TYPE_Q4_0] = infer__pv_q4_0_ref;
 #ifdef INFER__HAVE_X86
     if (k->isa == INFER__ISA_AVX2 || k->isa == INFER__ISA_AVX512) { /* 8 lanes hold a block's quarter: AVX-512 gains nothing */
         k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
         k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+        k->scaled_max = infer__avx2_scaled_max;
+        k->softmax_exp = infer__avx2_softmax_exp;
+        k->probs_f16 = infer__avx2_probs_f16;
     }
     if (k->isa == INFER__ISA_AVX2) {
         k->lanes16_fma = infer__avx2_lanes16_fma;
@@ -13616,6 +13776,8 @@ static void infer__weights_free(infer_model *m) {
 typedef struct infer__attn_scratch {
     uint8_t *qx;      /* query rows in K's dot type */
     float *s, *acc, *pv, *m, *l;
+    float *inv;       /* rows' 1 / sum, where their scores are kept whole */
+    float *qk_work;   /* kernels.qk_f16's */
     uint16_t *p;      /* probabilities in F16 */
     float *kept;      /* an item's scores between its passes */
     size_t n_kept;    /* floats there */
@@ -13937,10 +14099,11 @@ static size_t infer__attn_kept_floats(int n_ctx) {
 
 static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
-    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p (halves), kept scores */
-    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx);
-    /* lanes, vchunk, pchunk, sum (doubles) */
-    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
+    /* qx (at most 4 bytes a value), s, acc, pv, m, l, inv, p (halves), kept scores, qk_work */
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 3 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx) +
+               hd * tile + (rows + 8) * hd;
+    /* lanes, vchunk, pchunk, sum (doubles, 8-byte aligned), with a float to spare for that */
+    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows + 1;
     return n;
 }
 
@@ -13952,12 +14115,15 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->pv = base, base += rows * hd;
     sc->m = base, base += rows;
     sc->l = base, base += rows;
+    sc->inv = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
     sc->kept = base, sc->n_kept = infer__attn_kept_floats(n_ctx), base += sc->n_kept;
+    sc->qk_work = base, base += hd * tile + (rows + 8) * hd;
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
     if (ordered) {
-        sc->sum = (double *)(void *)base, base += 2 * rows; /* 8-byte aligned: every size above is even */
+        if ((uintptr_t)base % sizeof(double)) base++; /* 8-byte aligned */
+        sc->sum = (double *)(void *)base, base += 2 * rows;
         sc->lanes = base, base += rows * hd * 16;
         sc->vchunk = base, base += hd * 16;
         sc->pchunk = base;
@@ -14008,7 +14174,11 @@ static void infer__attn_softcap(float *s, int n, float cap) {
    row's running max and sum (kernels.softmax_stats), then the
    probabilities (kernels.softmax_probs) times V. The second pass reads
    the scores the first kept where they fit (sc->n_kept floats), so
-   K is read once; else it makes them again.
+   K is read once; else it makes them again. Kept whole, a row takes e^x
+   once a score, in llama.cpp's order: the first pass finds only the max
+   (kernels.scaled_max), then the kept scores become e^(x - max) with
+   their sum (kernels.softmax_exp), and the second pass scales them by
+   1 / sum (kernels.probs_f16).
    Split (b->n_splits > 1), item i is run i % n_splits of the keys, in two
    phases with a barrier between: phase 1 keeps its scores in b->scores and
    leaves its rows' max and sum in b->part; phase 2 merges every run's max
@@ -14024,6 +14194,11 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
     int n_keys = key_hi - key_lo, k0, i, pass, r;
     int keep = split || (size_t)nq * n_keys <= sc->n_kept;
+    int once = keep && !split; /* e^x once a score: max, then e and sum, then e / sum */
+    /* q.K by the kernel that widens each key once for all of an item's rows
+       (a prompt's many); for any rows, so that passes of any size sum alike
+       (split ones too, by the product of rows) */
+    int qk_wide = !split && kv->type == INFER_TYPE_F16 && kern->qk_f16 && hd % 8 == 0;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     size_t p_row = ((size_t)hd + 2) * b->n_splits;
@@ -14062,8 +14237,12 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
         for (k0 = a; k0 < e;) {
             int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, e - k0), slots - slot);
             if (pass == 0 || !keep) {
-                infer__rows_dot(kern, kv->type, hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
-                                sc->s, INFER__ATT_TILE);
+                if (qk_wide)
+                    kern->qk_f16(hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, (const uint16_t *)(const void *)sc->qx,
+                                 q_row, nq, sc->s, INFER__ATT_TILE, sc->qk_work);
+                else
+                    infer__rows_dot(kern, kv->type, hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
+                                    sc->s, INFER__ATT_TILE);
                 if (b->softcap > 0)
                     for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
             }
@@ -14072,8 +14251,11 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                 int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
                 const float *srow = sc->s + (size_t)i * INFER__ATT_TILE;
                 if (pass == 0) {
-                    kern->softmax_stats(srow, lo, hi, scale, &sc->m[i], &sc->l[i]);
+                    if (once) sc->m[i] = kern->scaled_max(srow, lo, hi, scale, sc->m[i]);
+                    else kern->softmax_stats(srow, lo, hi, scale, &sc->m[i], &sc->l[i]);
                     if (keep) memcpy(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), srow, (size_t)kt * sizeof(float));
+                } else if (once) { /* the row's e^(x - max), kept */
+                    kern->probs_f16(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), kt, sc->inv[i], sc->p + (size_t)i * INFER__ATT_TILE);
                 } else {
                     if (keep) srow = INFER__ATT_KEPT_ROW(i) + (k0 - key_lo);
                     kern->softmax_probs(srow, kt, lo, INFER__MAX(lo, hi), scale, sc->m[i],
@@ -14092,6 +14274,13 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
             }
             k0 += kt;
         }
+        if (pass == 0 && once) /* each row's kept scores become e^(x - max), and their sum */
+            for (i = 0; i < nq; i++) {
+                int p = b->pos0 + INFER__ATT_T(i), lo = w ? INFER__MAX(0, p - w + 1 - key_lo) : 0;
+                double sum = kern->softmax_exp(INFER__ATT_KEPT_ROW(i), n_keys, lo, INFER__MIN(n_keys, p + 1 - key_lo), scale,
+                                               sc->m[i]);
+                sc->inv[i] = sum > 0 ? (float)(1.0 / sum) : 0.0f;
+            }
     }
 
     for (i = 0; i < nq; i++) {
@@ -14419,6 +14608,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_ordered[INFER_TYPE_F16];
         c->kern.gemm[INFER_TYPE_F16] = NULL;
         c->kern.vec_dot[INFER_TYPE_F16] = c->kern.f16_dot_ordered;
+        c->kern.qk_f16 = NULL;
     }
     /* the batch's bookkeeping and RoPE angles, which both passes read */
     c->pos = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);

@@ -114,10 +114,11 @@ static size_t infer__attn_kept_floats(int n_ctx) {
 
 static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
-    /* qx (at most 4 bytes a value), s, acc, pv, m, l, p (halves), kept scores */
-    size_t n = rows * hd + rows * tile + 2 * rows * hd + 2 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx);
-    /* lanes, vchunk, pchunk, sum (doubles) */
-    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows;
+    /* qx (at most 4 bytes a value), s, acc, pv, m, l, inv, p (halves), kept scores, qk_work */
+    size_t n = rows * hd + rows * tile + 2 * rows * hd + 3 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx) +
+               hd * tile + (rows + 8) * hd;
+    /* lanes, vchunk, pchunk, sum (doubles, 8-byte aligned), with a float to spare for that */
+    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows + 1;
     return n;
 }
 
@@ -129,12 +130,15 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->pv = base, base += rows * hd;
     sc->m = base, base += rows;
     sc->l = base, base += rows;
+    sc->inv = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
     sc->kept = base, sc->n_kept = infer__attn_kept_floats(n_ctx), base += sc->n_kept;
+    sc->qk_work = base, base += hd * tile + (rows + 8) * hd;
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
     if (ordered) {
-        sc->sum = (double *)(void *)base, base += 2 * rows; /* 8-byte aligned: every size above is even */
+        if ((uintptr_t)base % sizeof(double)) base++; /* 8-byte aligned */
+        sc->sum = (double *)(void *)base, base += 2 * rows;
         sc->lanes = base, base += rows * hd * 16;
         sc->vchunk = base, base += hd * 16;
         sc->pchunk = base;
@@ -185,7 +189,11 @@ static void infer__attn_softcap(float *s, int n, float cap) {
    row's running max and sum (kernels.softmax_stats), then the
    probabilities (kernels.softmax_probs) times V. The second pass reads
    the scores the first kept where they fit (sc->n_kept floats), so
-   K is read once; else it makes them again.
+   K is read once; else it makes them again. Kept whole, a row takes e^x
+   once a score, in llama.cpp's order: the first pass finds only the max
+   (kernels.scaled_max), then the kept scores become e^(x - max) with
+   their sum (kernels.softmax_exp), and the second pass scales them by
+   1 / sum (kernels.probs_f16).
    Split (b->n_splits > 1), item i is run i % n_splits of the keys, in two
    phases with a barrier between: phase 1 keeps its scores in b->scores and
    leaves its rows' max and sum in b->part; phase 2 merges every run's max
@@ -201,6 +209,11 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
     int n_keys = key_hi - key_lo, k0, i, pass, r;
     int keep = split || (size_t)nq * n_keys <= sc->n_kept;
+    int once = keep && !split; /* e^x once a score: max, then e and sum, then e / sum */
+    /* q.K by the kernel that widens each key once for all of an item's rows
+       (a prompt's many); for any rows, so that passes of any size sum alike
+       (split ones too, by the product of rows) */
+    int qk_wide = !split && kv->type == INFER_TYPE_F16 && kern->qk_f16 && hd % 8 == 0;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     size_t p_row = ((size_t)hd + 2) * b->n_splits;
@@ -239,8 +252,12 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
         for (k0 = a; k0 < e;) {
             int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, e - k0), slots - slot);
             if (pass == 0 || !keep) {
-                infer__rows_dot(kern, kv->type, hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
-                                sc->s, INFER__ATT_TILE);
+                if (qk_wide)
+                    kern->qk_f16(hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, (const uint16_t *)(const void *)sc->qx,
+                                 q_row, nq, sc->s, INFER__ATT_TILE, sc->qk_work);
+                else
+                    infer__rows_dot(kern, kv->type, hd, kbase + (size_t)slot * kv->k_row, kv->k_row, kt, sc->qx, q_row, nq,
+                                    sc->s, INFER__ATT_TILE);
                 if (b->softcap > 0)
                     for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
             }
@@ -249,8 +266,11 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                 int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
                 const float *srow = sc->s + (size_t)i * INFER__ATT_TILE;
                 if (pass == 0) {
-                    kern->softmax_stats(srow, lo, hi, scale, &sc->m[i], &sc->l[i]);
+                    if (once) sc->m[i] = kern->scaled_max(srow, lo, hi, scale, sc->m[i]);
+                    else kern->softmax_stats(srow, lo, hi, scale, &sc->m[i], &sc->l[i]);
                     if (keep) memcpy(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), srow, (size_t)kt * sizeof(float));
+                } else if (once) { /* the row's e^(x - max), kept */
+                    kern->probs_f16(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), kt, sc->inv[i], sc->p + (size_t)i * INFER__ATT_TILE);
                 } else {
                     if (keep) srow = INFER__ATT_KEPT_ROW(i) + (k0 - key_lo);
                     kern->softmax_probs(srow, kt, lo, INFER__MAX(lo, hi), scale, sc->m[i],
@@ -269,6 +289,13 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
             }
             k0 += kt;
         }
+        if (pass == 0 && once) /* each row's kept scores become e^(x - max), and their sum */
+            for (i = 0; i < nq; i++) {
+                int p = b->pos0 + INFER__ATT_T(i), lo = w ? INFER__MAX(0, p - w + 1 - key_lo) : 0;
+                double sum = kern->softmax_exp(INFER__ATT_KEPT_ROW(i), n_keys, lo, INFER__MIN(n_keys, p + 1 - key_lo), scale,
+                                               sc->m[i]);
+                sc->inv[i] = sum > 0 ? (float)(1.0 / sum) : 0.0f;
+            }
     }
 
     for (i = 0; i < nq; i++) {

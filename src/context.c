@@ -170,6 +170,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->kern.gemm_packed[INFER_TYPE_F16] = c->kern.gemm_packed_ordered[INFER_TYPE_F16];
         c->kern.gemm[INFER_TYPE_F16] = NULL;
         c->kern.vec_dot[INFER_TYPE_F16] = c->kern.f16_dot_ordered;
+        c->kern.qk_f16 = NULL;
     }
     /* the batch's bookkeeping and RoPE angles, which both passes read */
     c->pos = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);

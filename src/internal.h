@@ -348,6 +348,20 @@ typedef struct infer__kernels {
        llama.cpp has them) */
     void (*softmax_stats)(const float *s, int lo, int hi, float scale, float *m, float *l);
     void (*softmax_probs)(const float *s, int n, int lo, int hi, float scale, float m, float inv, uint16_t *p);
+    /* the same softmax with e^x once a score, in llama.cpp's order, for a
+       row whose scores are all kept: scaled_max returns max(m, x[j]) over
+       [lo, hi); softmax_exp writes s[j] = e^(x[j] - m) in place for j in
+       [lo, hi), 0 for the rest of [0, n), and returns their sum in
+       double; probs_f16 writes p[j] = F16(e[j] * inv) for j < n */
+    /* attention's q.K over a tile of an F16 cache for many query rows
+       (NULL where the ISA has none): s[i lds + j] = q_i . k_j for i < nq,
+       j < kt; work holds hd x (kt rounded up to 16) + (nq + 8) x hd
+       floats */
+    void (*qk_f16)(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
+                   float *s, size_t lds, float *work);
+    float (*scaled_max)(const float *s, int lo, int hi, float scale, float m);
+    double (*softmax_exp)(float *s, int n, int lo, int hi, float scale, float m);
+    void (*probs_f16)(const float *e, int n, float inv, uint16_t *p);
     /* attention's p.V from a quantized V (a Q8_0 or Q4_0 cache, indexed by
        the format; NULL for others): acc[i hd + d] += p_ij * V_j[d] for
        rows i < nq, keys j < kt, V_j the row at v + j v_stride, p_ij the

@@ -131,10 +131,19 @@ INFER__AVX2_INLINE __m128 infer__avx2_hsum4(__m256 a0, __m256 a1, __m256 a2, __m
    the hardware's prefetcher). The sums are infer__avx2_f16_tile's, bit
    for bit: value i in lane i % 8 at step i / 8, then hsum's order. */
 #define INFER__F16_WIDE 512
+#ifndef INFER__F16_AHEAD
+#define INFER__F16_AHEAD 8192
+#endif
+#ifndef INFER__F16_AHEAD_MAX
+#define INFER__F16_AHEAD_MAX 64
+#endif
 INFER__AVX2 static void infer__avx2_f16_gemm_wide(int n, const uint8_t *w, size_t w_stride, int n_rows, const uint8_t *x,
                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
     float xf[3 * INFER__F16_WIDE];
     int n8 = n / 8 * 8, n_pad = (n + 7) / 8 * 8, t0, t, r, i, c;
+    /* rows fetched ahead: about INFER__F16_AHEAD bytes of them, so that a
+       key's short row (q.K) is asked for as early as V's long one */
+    int ahead = INFER__MAX(16, INFER__MIN(INFER__F16_AHEAD_MAX, INFER__F16_AHEAD / (2 * n)));
     for (t0 = 0; t0 < n_tok; t0 += 3) {
         int nt = INFER__MIN(3, n_tok - t0);
         float *yt = y + (size_t)t0 * ldy;
@@ -161,7 +170,7 @@ INFER__AVX2 static void infer__avx2_f16_gemm_wide(int n, const uint8_t *w, size_
             const uint8_t *w0 = w + (size_t)r * w_stride, *w1 = w0 + w_stride, *w2 = w1 + w_stride, *w3 = w2 + w_stride; \
             __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00;       \
             __m256 a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, x0, x1 = a00, x2 = a00;                     \
-            for (c = 16; c < 16 + 4; c++) /* past the last row too: a prefetch never faults */                            \
+            for (c = ahead; c < ahead + 4; c++) /* past the last row too: a prefetch never faults */                      \
                 for (i = 0; i < n * 2; i += 64) _mm_prefetch((const char *)w0 + c * w_stride + i, _MM_HINT_T0);       \
             for (i = 0; i < n8; i += 8) {                                                                             \
                 x0 = _mm256_loadu_ps(xf + i);                                                                         \
@@ -216,6 +225,74 @@ INFER__AVX2 static void infer__avx2_f16_gemm(int n, const void *w, size_t w_stri
                                  (const uint16_t *)((const uint8_t *)w + (size_t)r * w_stride), w_stride,
                                  (const uint16_t *)((const uint8_t *)x + (size_t)t * x_stride), x_stride,
                                  y + (size_t)t * ldy + r, ldy);
+}
+
+/* Attention's q.K for a prompt's many rows (infer__kernels.qk_f16): the
+   tile's keys widened to F32 once and laid dim by dim in panels of 16
+   keys (8 x 8 transposes), then 6 query rows x 16 keys in registers, each dim's q value broadcast:
+   every product fused in dim order, no lanes to sum across, and a key row
+   widened once for all of an item's rows rather than once for every three. */
+#define INFER__QK_ROWS 6
+INFER__AVX2 static void infer__avx2_qk_f16(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q,
+                                           size_t q_stride, int nq, float *s, size_t lds, float *work) {
+    int kp = (kt + 15) / 16 * 16, j, d, i, t;
+    /* kd: key j's dim d at (j / 16) 16 hd + 16 d + j % 16, so a panel is read in order; qf[i hd + d], rows padded to 6 */
+    float *kd = work, *qf = work + (size_t)hd * kp;
+    for (j = 0; j < kp; j += 8)
+        for (d = 0; d < hd; d += 8) {
+            __m256 r[8], u[8], v[8];
+            for (i = 0; i < 8; i++)
+                r[i] = j + i < kt ? INFER__LOADH(k + (size_t)(j + i) * k_stride + (size_t)d * 2) : _mm256_setzero_ps();
+            for (i = 0; i < 8; i += 2) {
+                u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (i = 0; i < 8; i += 4) {
+                v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+                v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+                v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+                v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+            }
+            /* v[0..3]: dims 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of keys 0-3; v[4..7] of keys 4-7 */
+            for (i = 0; i < 4; i++) {
+                float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
+                _mm256_storeu_ps(at + (size_t)(d + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
+                _mm256_storeu_ps(at + (size_t)(d + 4 + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
+            }
+        }
+    for (i = 0; i < (nq + INFER__QK_ROWS - 1) / INFER__QK_ROWS * INFER__QK_ROWS; i++)
+        for (d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(qf + (size_t)i * hd + d, i < nq ? INFER__LOADH(q + (size_t)i * q_stride / 2 + d) : _mm256_setzero_ps());
+    for (i = 0; i < nq; i += INFER__QK_ROWS)
+        for (j = 0; j < kp; j += 16) {
+            const float *q0 = qf + (size_t)i * hd, *panel = kd + (size_t)j * hd;
+            __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
+            __m256 a30 = a00, a31 = a00, a40 = a00, a41 = a00, a50 = a00, a51 = a00;
+            float tail[16];
+            for (d = 0; d < hd; d++) {
+                __m256 k0 = _mm256_loadu_ps(panel + 16 * d), k1 = _mm256_loadu_ps(panel + 16 * d + 8), b;
+                b = _mm256_broadcast_ss(q0 + d), a00 = _mm256_fmadd_ps(b, k0, a00), a01 = _mm256_fmadd_ps(b, k1, a01);
+                b = _mm256_broadcast_ss(q0 + hd + d), a10 = _mm256_fmadd_ps(b, k0, a10), a11 = _mm256_fmadd_ps(b, k1, a11);
+                b = _mm256_broadcast_ss(q0 + 2 * hd + d), a20 = _mm256_fmadd_ps(b, k0, a20), a21 = _mm256_fmadd_ps(b, k1, a21);
+                b = _mm256_broadcast_ss(q0 + 3 * hd + d), a30 = _mm256_fmadd_ps(b, k0, a30), a31 = _mm256_fmadd_ps(b, k1, a31);
+                b = _mm256_broadcast_ss(q0 + 4 * hd + d), a40 = _mm256_fmadd_ps(b, k0, a40), a41 = _mm256_fmadd_ps(b, k1, a41);
+                b = _mm256_broadcast_ss(q0 + 5 * hd + d), a50 = _mm256_fmadd_ps(b, k0, a50), a51 = _mm256_fmadd_ps(b, k1, a51);
+            }
+            {
+                __m256 acc[INFER__QK_ROWS][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}, {a40, a41}, {a50, a51}};
+                for (t = 0; t < INFER__QK_ROWS && i + t < nq; t++) {
+                    float *y = s + (size_t)(i + t) * lds + j;
+                    if (kt - j >= 16) {
+                        _mm256_storeu_ps(y, acc[t][0]);
+                        _mm256_storeu_ps(y + 8, acc[t][1]);
+                    } else {
+                        _mm256_storeu_ps(tail, acc[t][0]);
+                        _mm256_storeu_ps(tail + 8, acc[t][1]);
+                        memcpy(y, tail, (size_t)(kt - j) * sizeof(float));
+                    }
+                }
+            }
+        }
 }
 
 INFER__AVX2 static void infer__avx2_f16_from_float(const float *src, void *dst, int64_t n) {
@@ -869,6 +946,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
     k->gemm[INFER_TYPE_F16] = infer__avx2_f16_gemm;
+    k->qk_f16 = infer__avx2_qk_f16;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = infer__avx2_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = infer__avx2_q4_0_dot;

@@ -60,6 +60,22 @@ static void infer__softmax_probs_ref(const float *s, int n, int lo, int hi, floa
     for (j = 0; j < n; j++) p[j] = j >= lo && j < hi ? infer__fp32_to_fp16(expf(s[j] * scale - m) * inv) : 0;
 }
 
+static double infer__softmax_exp_ref(float *s, int n, int lo, int hi, float scale, float m) {
+    double sum = 0;
+    int j;
+    for (j = 0; j < n; j++) {
+        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
+        s[j] = j >= lo && j < hi ? expf(x - m) : 0.0f;
+        sum += s[j];
+    }
+    return sum;
+}
+
+static void infer__probs_f16_ref(const float *e, int n, float inv, uint16_t *p) {
+    int j;
+    for (j = 0; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
+}
+
 /* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
    p.V in llama.cpp's lanes); written so compilers vectorise it */
 static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
@@ -388,6 +404,52 @@ INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi
     *m = mx;
 }
 
+INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY);
+    float t[8];
+    int j;
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
+    }
+    _mm256_storeu_ps(t, vmax);
+    for (j = 0; j < 8; j++) m = INFER__MAX(m, t[j]);
+    return m;
+}
+
+INFER__AVX2 static double infer__avx2_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
+    __m256d sum = _mm256_setzero_pd();
+    double d[4];
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vm)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        if (n - j >= 8) {
+            _mm256_storeu_ps(s + j, e);
+        } else {
+            float t[8];
+            _mm256_storeu_ps(t, e);
+            memcpy(s + j, t, (size_t)(n - j) * sizeof *s);
+        }
+    }
+    _mm256_storeu_pd(d, sum);
+    return (d[0] + d[1]) + (d[2] + d[3]);
+}
+
+INFER__AVX2 static void infer__avx2_probs_f16(const float *e, int n, float inv, uint16_t *p) {
+    __m256 vinv = _mm256_set1_ps(inv);
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm_storeu_si128((__m128i *)(void *)(p + j),
+                         _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(e + j), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
+}
+
 INFER__AVX2 static void infer__avx2_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
                                                   uint16_t *p) {
     __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vinv = _mm256_set1_ps(inv);
@@ -452,12 +514,18 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->softmax_stats = infer__softmax_stats_ref;
     k->softmax_probs = infer__softmax_probs_ref;
+    k->scaled_max = infer__scaled_max_ref;
+    k->softmax_exp = infer__softmax_exp_ref;
+    k->probs_f16 = infer__probs_f16_ref;
     k->pv_quant[INFER_TYPE_Q8_0] = infer__pv_q8_0_ref;
     k->pv_quant[INFER_TYPE_Q4_0] = infer__pv_q4_0_ref;
 #ifdef INFER__HAVE_X86
     if (k->isa == INFER__ISA_AVX2 || k->isa == INFER__ISA_AVX512) { /* 8 lanes hold a block's quarter: AVX-512 gains nothing */
         k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
         k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+        k->scaled_max = infer__avx2_scaled_max;
+        k->softmax_exp = infer__avx2_softmax_exp;
+        k->probs_f16 = infer__avx2_probs_f16;
     }
     if (k->isa == INFER__ISA_AVX2) {
         k->lanes16_fma = infer__avx2_lanes16_fma;

@@ -1,6 +1,8 @@
 /* test_vecmath.c - the elementwise kernels of every instruction set against
    the plain C ones: SiLU-gated product within a few ulp (exp is a
-   polynomial there, not libm's), sums of squares to double rounding. */
+   polynomial there, not libm's), sums of squares to double rounding; and
+   attention's kernels: p.V from a quantized cache to the bit, q.K for a
+   prompt within F32 rounding. */
 #include "infer_private.h"
 
 #include <criterion/criterion.h>
@@ -86,4 +88,49 @@ Test(vecmath, pv_quant_every_isa_to_the_bit) {
     }
     free(want), free(got);
     cr_assert_gt(n_run, 0, "this CPU has no vector ISA to hold against plain C");
+}
+
+/* Attention's q.K for a prompt (kernels.qk_f16) against F16 dots in
+   double, over odd tile widths, row counts and head sizes: within F32
+   rounding of the sum, and nothing written past a row's kt scores. */
+Test(vecmath, qk_f16_matches_the_dot) {
+    enum { TILE = 256, LDS = TILE + 8, MAXHD = 128, MAXQ = 64 };
+    static const int hds[] = {64, 80, 128}, kts[] = {1, 7, 16, 33, 200, 256}, nqs[] = {1, 3, 8, 13, 64};
+    uint16_t *kh = (uint16_t *)malloc(sizeof(uint16_t) * TILE * 3 * MAXHD), *qh = (uint16_t *)malloc(sizeof(uint16_t) * MAXQ * MAXHD);
+    float *s = (float *)malloc(sizeof(float) * MAXQ * LDS), *work = (float *)malloc(sizeof(float) * (MAXHD * TILE + (MAXQ + 8) * MAXHD));
+    infer__kernels k;
+    int isa, a, b, c, i, j, d, n_run = 0;
+    for (i = 0; i < TILE * 3 * MAXHD; i++) kh[i] = infer__fp32_to_fp16(2.0f * g_uniform());
+    for (i = 0; i < MAXQ * MAXHD; i++) qh[i] = infer__fp32_to_fp16(2.0f * g_uniform());
+    for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
+        if (!infer__kernels_install(&k, (infer__isa)isa) || !k.qk_f16) continue;
+        for (a = 0; a < 3; a++)
+            for (b = 0; b < 6; b++)
+                for (c = 0; c < 5; c++) {
+                    int hd = hds[a], kt = kts[b], nq = nqs[c];
+                    size_t k_stride = (size_t)3 * hd * 2; /* a head's keys inside rows of three heads */
+                    for (i = 0; i < nq * LDS; i++) s[i] = -7.0f;
+                    k.qk_f16(hd, (const uint8_t *)(kh + hd), k_stride, kt, qh, (size_t)MAXHD * 2, nq, s, LDS, work);
+                    for (i = 0; i < nq; i++)
+                        for (j = 0; j < LDS; j++) {
+                            double want = 0, mag = 0;
+                            if (j >= kt) {
+                                cr_assert_eq(s[i * LDS + j], -7.0f, "%s hd %d kt %d nq %d: wrote row %d's score %d",
+                                             infer__isa_name((infer__isa)isa), hd, kt, nq, i, j);
+                                continue;
+                            }
+                            for (d = 0; d < hd; d++) {
+                                double x = (double)infer__fp16_to_fp32(qh[i * MAXHD + d]) *
+                                           infer__fp16_to_fp32(kh[hd + j * 3 * hd + d]);
+                                want += x, mag += fabs(x);
+                            }
+                            cr_assert(fabs(s[i * LDS + j] - want) <= hd * 6e-8 * mag + 1e-30, /* n ulp of the sum: F32 rounding */
+                                      "%s hd %d kt %d nq %d: q%d.k%d = %.9g, want %.9g", infer__isa_name((infer__isa)isa), hd,
+                                      kt, nq, i, j, s[i * LDS + j], want);
+                        }
+                    n_run++;
+                }
+    }
+    free(kh), free(qh), free(s), free(work);
+    if (!n_run) cr_skip_test("no instruction set of this CPU has kernels.qk_f16");
 }
