@@ -1767,10 +1767,11 @@ typedef struct infer__kernels {
        [lo, hi); softmax_exp writes s[j] = e^(x[j] - m) in place for j in
        [lo, hi), 0 for the rest of [0, n), and returns their sum in
        double; probs_f16 writes p[j] = F16(e[j] * inv) for j < n */
-    /* attention's q.K over a tile of an F16 cache for many query rows
-       (NULL where the ISA has none): s[i lds + j] = q_i . k_j for i < nq,
-       j < kt; work holds hd x (kt rounded up to 16) + (nq + 8) x hd
-       floats */
+    /* attention's q.K over a tile of an F16 cache for many query rows:
+       s[i lds + j] = q_i . k_j for i < nq, j < kt, summed in dim order by
+       every ISA (plain C where it has no kernel of its own), so scores
+       match across ISAs bit for bit; work holds hd x (kt rounded up to 16)
+       + (nq + 8) x hd floats */
     void (*qk_f16)(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
                    float *s, size_t lds, float *work);
     float (*scaled_max)(const float *s, int lo, int hi, float scale, float m);
@@ -12452,6 +12453,44 @@ static float infer__wasm_f16_dot(int n, const void *w, const void *x) {
     return infer__sum16_tree(lane);
 }
 
+/* Attention's q.K (infer__kernels.qk_f16), the plain C kernel's layout and
+   sums: keys widened into panels of 16, dim by dim, then 2 query rows x
+   16 keys, each dim's q value splatted. A product of halves is exact, so
+   multiply then add is the other ISAs' fused sum, bit for bit. */
+static void infer__wasm_qk_f16(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
+                               float *s, size_t lds, float *work) {
+    int kp = (kt + 15) / 16 * 16, i, j, d, t;
+    float *kd = work, *qf = work + (size_t)hd * kp;
+    for (j = 0; j < kp; j++) {
+        const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)j * k_stride);
+        float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16, w[4];
+        for (d = 0; d + 4 <= hd; d += 4) {
+            wasm_v128_store(w, j < kt ? infer__wasm_load_f16(kj + d) : wasm_f32x4_splat(0));
+            at[16 * d] = w[0], at[16 * (d + 1)] = w[1], at[16 * (d + 2)] = w[2], at[16 * (d + 3)] = w[3];
+        }
+        for (; d < hd; d++) at[16 * d] = j < kt ? infer__fp16_to_fp32(kj[d]) : 0.0f;
+    }
+    for (i = 0; i < (nq + 1) / 2 * 2; i++)
+        for (d = 0; d < hd; d++) qf[(size_t)i * hd + d] = i < nq ? infer__fp16_to_fp32(q[(size_t)i * q_stride / 2 + d]) : 0.0f;
+    for (i = 0; i < nq; i += 2)
+        for (j = 0; j < kt; j += 16) {
+            const float *panel = kd + (size_t)j * hd, *q0 = qf + (size_t)i * hd, *q1 = q0 + hd;
+            v128_t a[2][4], kv[4], b;
+            float out[2][16];
+            for (t = 0; t < 4; t++) a[0][t] = a[1][t] = wasm_f32x4_splat(0);
+            for (d = 0; d < hd; d++) {
+                for (t = 0; t < 4; t++) kv[t] = wasm_v128_load(panel + 16 * d + 4 * t);
+                b = wasm_f32x4_splat(q0[d]);
+                for (t = 0; t < 4; t++) a[0][t] = wasm_f32x4_add(a[0][t], wasm_f32x4_mul(b, kv[t]));
+                b = wasm_f32x4_splat(q1[d]);
+                for (t = 0; t < 4; t++) a[1][t] = wasm_f32x4_add(a[1][t], wasm_f32x4_mul(b, kv[t]));
+            }
+            for (t = 0; t < 4; t++) wasm_v128_store(out[0] + 4 * t, a[0][t]), wasm_v128_store(out[1] + 4 * t, a[1][t]);
+            for (t = 0; t < 2 && i + t < nq; t++)
+                memcpy(s + (size_t)(i + t) * lds + j, out[t], (size_t)INFER__MIN(16, kt - j) * sizeof(float));
+        }
+}
+
 /* ---- 8-bit activations ---- */
 
 INFER__WASM_INLINE float infer__wasm_amax32(const v128_t v[8]) {
@@ -12782,6 +12821,7 @@ static int infer__simd_wasm_install(infer__kernels *k) {
 #ifdef INFER__HAVE_WASM_SIMD
     k->vec_dot[INFER_TYPE_F32] = infer__wasm_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__wasm_f16_dot;
+    k->qk_f16 = infer__wasm_qk_f16;
     k->vec_dot[INFER_TYPE_Q8_0] = infer__wasm_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = infer__wasm_q4_0_dot;
     k->vec_dot[INFER_TYPE_Q4_1] = infer__wasm_q4_1_dot;
@@ -12873,6 +12913,34 @@ static double infer__softmax_exp_ref(float *s, int n, int lo, int hi, float scal
 static void infer__probs_f16_ref(const float *e, int n, float inv, uint16_t *p) {
     int j;
     for (j = 0; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
+}
+
+/* Attention's q.K over a tile of an F16 cache (infer__kernels.qk_f16) for
+   any ISA without its own: keys widened once into panels of 16, dim by
+   dim (key j's dim d at (j / 16) 16 hd + 16 d + j % 16), then each score
+   summed in dim order. An F16 x F16 product is exact in float, so a fused
+   multiply-add and a multiply then add round alike: every ISA's qk_f16
+   gives the same scores, bit for bit. The inner loop runs across 16 keys,
+   which compilers vectorise without reordering a sum. */
+static void infer__qk_f16_ref(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
+                              float *s, size_t lds, float *work) {
+    int kp = (kt + 15) / 16 * 16, i, j, d, l;
+    float *kd = work, *qf = work + (size_t)hd * kp;
+    for (j = 0; j < kp; j++) {
+        const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)j * k_stride);
+        float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
+        for (d = 0; d < hd; d++) at[16 * d] = j < kt ? infer__fp16_to_fp32(kj[d]) : 0.0f;
+    }
+    for (i = 0; i < nq; i++)
+        for (d = 0; d < hd; d++) qf[(size_t)i * hd + d] = infer__fp16_to_fp32(q[(size_t)i * q_stride / 2 + d]);
+    for (i = 0; i < nq; i++)
+        for (j = 0; j < kt; j += 16) {
+            const float *panel = kd + (size_t)j * hd, *qi = qf + (size_t)i * hd;
+            float acc[16] = {0};
+            for (d = 0; d < hd; d++)
+                for (l = 0; l < 16; l++) acc[l] += qi[d] * panel[16 * d + l];
+            memcpy(s + (size_t)i * lds + j, acc, (size_t)INFER__MIN(16, kt - j) * sizeof(float));
+        }
 }
 
 /* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
@@ -13316,6 +13384,7 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->scaled_max = infer__scaled_max_ref;
     k->softmax_exp = infer__softmax_exp_ref;
     k->probs_f16 = infer__probs_f16_ref;
+    if (!k->qk_f16) k->qk_f16 = infer__qk_f16_ref; /* the ISA's, where it has one */
     k->pv_quant[INFER_TYPE_Q8_0] = infer__pv_q8_0_ref;
     k->pv_quant[INFER_TYPE_Q4_0] = infer__pv_q4_0_ref;
 #ifdef INFER__HAVE_X86

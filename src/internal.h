@@ -353,10 +353,11 @@ typedef struct infer__kernels {
        [lo, hi); softmax_exp writes s[j] = e^(x[j] - m) in place for j in
        [lo, hi), 0 for the rest of [0, n), and returns their sum in
        double; probs_f16 writes p[j] = F16(e[j] * inv) for j < n */
-    /* attention's q.K over a tile of an F16 cache for many query rows
-       (NULL where the ISA has none): s[i lds + j] = q_i . k_j for i < nq,
-       j < kt; work holds hd x (kt rounded up to 16) + (nq + 8) x hd
-       floats */
+    /* attention's q.K over a tile of an F16 cache for many query rows:
+       s[i lds + j] = q_i . k_j for i < nq, j < kt, summed in dim order by
+       every ISA (plain C where it has no kernel of its own), so scores
+       match across ISAs bit for bit; work holds hd x (kt rounded up to 16)
+       + (nq + 8) x hd floats */
     void (*qk_f16)(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
                    float *s, size_t lds, float *work);
     float (*scaled_max)(const float *s, int lo, int hi, float scale, float m);

@@ -95,6 +95,44 @@ static float infer__wasm_f16_dot(int n, const void *w, const void *x) {
     return infer__sum16_tree(lane);
 }
 
+/* Attention's q.K (infer__kernels.qk_f16), the plain C kernel's layout and
+   sums: keys widened into panels of 16, dim by dim, then 2 query rows x
+   16 keys, each dim's q value splatted. A product of halves is exact, so
+   multiply then add is the other ISAs' fused sum, bit for bit. */
+static void infer__wasm_qk_f16(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
+                               float *s, size_t lds, float *work) {
+    int kp = (kt + 15) / 16 * 16, i, j, d, t;
+    float *kd = work, *qf = work + (size_t)hd * kp;
+    for (j = 0; j < kp; j++) {
+        const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)j * k_stride);
+        float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16, w[4];
+        for (d = 0; d + 4 <= hd; d += 4) {
+            wasm_v128_store(w, j < kt ? infer__wasm_load_f16(kj + d) : wasm_f32x4_splat(0));
+            at[16 * d] = w[0], at[16 * (d + 1)] = w[1], at[16 * (d + 2)] = w[2], at[16 * (d + 3)] = w[3];
+        }
+        for (; d < hd; d++) at[16 * d] = j < kt ? infer__fp16_to_fp32(kj[d]) : 0.0f;
+    }
+    for (i = 0; i < (nq + 1) / 2 * 2; i++)
+        for (d = 0; d < hd; d++) qf[(size_t)i * hd + d] = i < nq ? infer__fp16_to_fp32(q[(size_t)i * q_stride / 2 + d]) : 0.0f;
+    for (i = 0; i < nq; i += 2)
+        for (j = 0; j < kt; j += 16) {
+            const float *panel = kd + (size_t)j * hd, *q0 = qf + (size_t)i * hd, *q1 = q0 + hd;
+            v128_t a[2][4], kv[4], b;
+            float out[2][16];
+            for (t = 0; t < 4; t++) a[0][t] = a[1][t] = wasm_f32x4_splat(0);
+            for (d = 0; d < hd; d++) {
+                for (t = 0; t < 4; t++) kv[t] = wasm_v128_load(panel + 16 * d + 4 * t);
+                b = wasm_f32x4_splat(q0[d]);
+                for (t = 0; t < 4; t++) a[0][t] = wasm_f32x4_add(a[0][t], wasm_f32x4_mul(b, kv[t]));
+                b = wasm_f32x4_splat(q1[d]);
+                for (t = 0; t < 4; t++) a[1][t] = wasm_f32x4_add(a[1][t], wasm_f32x4_mul(b, kv[t]));
+            }
+            for (t = 0; t < 4; t++) wasm_v128_store(out[0] + 4 * t, a[0][t]), wasm_v128_store(out[1] + 4 * t, a[1][t]);
+            for (t = 0; t < 2 && i + t < nq; t++)
+                memcpy(s + (size_t)(i + t) * lds + j, out[t], (size_t)INFER__MIN(16, kt - j) * sizeof(float));
+        }
+}
+
 /* ---- 8-bit activations ---- */
 
 INFER__WASM_INLINE float infer__wasm_amax32(const v128_t v[8]) {
@@ -425,6 +463,7 @@ static int infer__simd_wasm_install(infer__kernels *k) {
 #ifdef INFER__HAVE_WASM_SIMD
     k->vec_dot[INFER_TYPE_F32] = infer__wasm_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__wasm_f16_dot;
+    k->qk_f16 = infer__wasm_qk_f16;
     k->vec_dot[INFER_TYPE_Q8_0] = infer__wasm_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = infer__wasm_q4_0_dot;
     k->vec_dot[INFER_TYPE_Q4_1] = infer__wasm_q4_1_dot;

@@ -76,6 +76,34 @@ static void infer__probs_f16_ref(const float *e, int n, float inv, uint16_t *p) 
     for (j = 0; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
 }
 
+/* Attention's q.K over a tile of an F16 cache (infer__kernels.qk_f16) for
+   any ISA without its own: keys widened once into panels of 16, dim by
+   dim (key j's dim d at (j / 16) 16 hd + 16 d + j % 16), then each score
+   summed in dim order. An F16 x F16 product is exact in float, so a fused
+   multiply-add and a multiply then add round alike: every ISA's qk_f16
+   gives the same scores, bit for bit. The inner loop runs across 16 keys,
+   which compilers vectorise without reordering a sum. */
+static void infer__qk_f16_ref(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
+                              float *s, size_t lds, float *work) {
+    int kp = (kt + 15) / 16 * 16, i, j, d, l;
+    float *kd = work, *qf = work + (size_t)hd * kp;
+    for (j = 0; j < kp; j++) {
+        const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)j * k_stride);
+        float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
+        for (d = 0; d < hd; d++) at[16 * d] = j < kt ? infer__fp16_to_fp32(kj[d]) : 0.0f;
+    }
+    for (i = 0; i < nq; i++)
+        for (d = 0; d < hd; d++) qf[(size_t)i * hd + d] = infer__fp16_to_fp32(q[(size_t)i * q_stride / 2 + d]);
+    for (i = 0; i < nq; i++)
+        for (j = 0; j < kt; j += 16) {
+            const float *panel = kd + (size_t)j * hd, *qi = qf + (size_t)i * hd;
+            float acc[16] = {0};
+            for (d = 0; d < hd; d++)
+                for (l = 0; l < 16; l++) acc[l] += qi[d] * panel[16 * d + l];
+            memcpy(s + (size_t)i * lds + j, acc, (size_t)INFER__MIN(16, kt - j) * sizeof(float));
+        }
+}
+
 /* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
    p.V in llama.cpp's lanes); written so compilers vectorise it */
 static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
@@ -517,6 +545,7 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->scaled_max = infer__scaled_max_ref;
     k->softmax_exp = infer__softmax_exp_ref;
     k->probs_f16 = infer__probs_f16_ref;
+    if (!k->qk_f16) k->qk_f16 = infer__qk_f16_ref; /* the ISA's, where it has one */
     k->pv_quant[INFER_TYPE_Q8_0] = infer__pv_q8_0_ref;
     k->pv_quant[INFER_TYPE_Q4_0] = infer__pv_q4_0_ref;
 #ifdef INFER__HAVE_X86

@@ -92,14 +92,17 @@ Test(vecmath, pv_quant_every_isa_to_the_bit) {
 
 /* Attention's q.K for a prompt (kernels.qk_f16) against F16 dots in
    double, over odd tile widths, row counts and head sizes: within F32
-   rounding of the sum, and nothing written past a row's kt scores. */
+   rounding of the sum, nothing written past a row's kt scores, and every
+   ISA's scores the plain C kernel's bit for bit (so the browser's greedy
+   tokens are native's). */
 Test(vecmath, qk_f16_matches_the_dot) {
     enum { TILE = 256, LDS = TILE + 8, MAXHD = 128, MAXQ = 64 };
     static const int hds[] = {64, 80, 128}, kts[] = {1, 7, 16, 33, 200, 256}, nqs[] = {1, 3, 8, 13, 64};
     uint16_t *kh = (uint16_t *)malloc(sizeof(uint16_t) * TILE * 3 * MAXHD), *qh = (uint16_t *)malloc(sizeof(uint16_t) * MAXQ * MAXHD);
-    float *s = (float *)malloc(sizeof(float) * MAXQ * LDS), *work = (float *)malloc(sizeof(float) * (MAXHD * TILE + (MAXQ + 8) * MAXHD));
-    infer__kernels k;
+    float *s = (float *)malloc(sizeof(float) * MAXQ * LDS), *s0 = (float *)malloc(sizeof(float) * MAXQ * LDS), *work = (float *)malloc(sizeof(float) * (MAXHD * TILE + (MAXQ + 8) * MAXHD));
+    infer__kernels k, plain;
     int isa, a, b, c, i, j, d, n_run = 0;
+    cr_assert(infer__kernels_install(&plain, INFER__ISA_SCALAR) && plain.qk_f16, "plain C has no qk_f16");
     for (i = 0; i < TILE * 3 * MAXHD; i++) kh[i] = infer__fp32_to_fp16(2.0f * g_uniform());
     for (i = 0; i < MAXQ * MAXHD; i++) qh[i] = infer__fp32_to_fp16(2.0f * g_uniform());
     for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
@@ -111,6 +114,7 @@ Test(vecmath, qk_f16_matches_the_dot) {
                     size_t k_stride = (size_t)3 * hd * 2; /* a head's keys inside rows of three heads */
                     for (i = 0; i < nq * LDS; i++) s[i] = -7.0f;
                     k.qk_f16(hd, (const uint8_t *)(kh + hd), k_stride, kt, qh, (size_t)MAXHD * 2, nq, s, LDS, work);
+                    plain.qk_f16(hd, (const uint8_t *)(kh + hd), k_stride, kt, qh, (size_t)MAXHD * 2, nq, s0, LDS, work);
                     for (i = 0; i < nq; i++)
                         for (j = 0; j < LDS; j++) {
                             double want = 0, mag = 0;
@@ -127,10 +131,13 @@ Test(vecmath, qk_f16_matches_the_dot) {
                             cr_assert(fabs(s[i * LDS + j] - want) <= hd * 6e-8 * mag + 1e-30, /* n ulp of the sum: F32 rounding */
                                       "%s hd %d kt %d nq %d: q%d.k%d = %.9g, want %.9g", infer__isa_name((infer__isa)isa), hd,
                                       kt, nq, i, j, s[i * LDS + j], want);
+                            cr_assert(!memcmp(&s[i * LDS + j], &s0[i * LDS + j], sizeof(float)),
+                                      "%s hd %d kt %d nq %d: q%d.k%d = %.9g, plain C's %.9g", infer__isa_name((infer__isa)isa),
+                                      hd, kt, nq, i, j, s[i * LDS + j], s0[i * LDS + j]);
                         }
                     n_run++;
                 }
     }
-    free(kh), free(qh), free(s), free(work);
+    free(kh), free(qh), free(s), free(s0), free(work);
     if (!n_run) cr_skip_test("no instruction set of this CPU has kernels.qk_f16");
 }
