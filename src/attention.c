@@ -117,9 +117,11 @@ static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx) {
     /* qx (at most 4 bytes a value), s, acc, pv, m, l, inv, p (halves), kept scores, qk_work */
     size_t n = rows * hd + rows * tile + 2 * rows * hd + 3 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx) +
                hd * tile + (rows + 8) * hd;
-    /* lanes, vchunk, pchunk, sum (doubles, 8-byte aligned), with a float to spare for that */
-    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows + 1;
-    return n;
+    /* lanes, vchunk, pchunk, sum (doubles, 8-byte aligned), with two floats to spare for that */
+    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows + 2;
+    /* even, so that every worker's share starts 8-byte aligned (the
+       ordered pass keeps doubles in acc) */
+    return (n + 1) / 2 * 2;
 }
 
 static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered, int n_ctx) {
