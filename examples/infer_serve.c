@@ -91,6 +91,8 @@ typedef struct conn {
     struct server *s;
     int fd;
     int reading;      /* a request (headers or body) is arriving */
+    int requests;     /* requests whose headers came on it */
+    int fresh;        /* counted in server.n_fresh: its first request is not yet accepted or refused */
     int cut;          /* the watchdog shut it down */
     double deadline;  /* now_ms() by which the request must be in */
     struct conn *prev, *next;
@@ -168,6 +170,7 @@ typedef struct server {
     int load_cancel;       /* atomic: a signal came while loading */
     double load_seconds;
     int n_inflight;        /* under mu: model requests accepted and not yet over */
+    int n_fresh;           /* under conn_mu: connections whose first request is not yet accepted or refused */
     struct job *jobs;      /* under mu: every completion in progress (the drain cancels them) */
     slot_info *slots;      /* under mu */
     serve_metrics metrics;
@@ -363,7 +366,9 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
         c->fd = connection_fd(con);
         c->reading = 1;
         c->deadline = now_ms() + s->read_timeout * 1e3;
+        c->fresh = 1;
         pthread_mutex_lock(&s->conn_mu);
+        s->n_fresh++;
         c->next = s->conns;
         if (s->conns) s->conns->prev = c;
         s->conns = c;
@@ -371,6 +376,7 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
         *socket_context = c;
     } else if (c) { /* MHD_CONNECTION_NOTIFY_CLOSED: its socket is still open */
         pthread_mutex_lock(&s->conn_mu);
+        if (c->fresh) s->n_fresh--;
         if (c->prev) c->prev->next = c->next;
         else s->conns = c->next;
         if (c->next) c->next->prev = c->prev;
@@ -2238,6 +2244,31 @@ typedef struct upload {
     int inflight;  /* counted in s->n_inflight (a model request accepted) */
 } upload;
 
+/* A connection's first request is served even when it arrives during the
+   drain: the connection was accepted before the drain stopped accepting,
+   so a balancer sent the request here and will not resend a POST. The
+   drain waits a moment for such requests (conn_settle, server_drain).
+   Later requests on a kept-alive connection are refused with 503. */
+static int conn_first_request(server *s, struct MHD_Connection *con) {
+    conn *c = conn_of(con);
+    int first;
+    if (!c) return 0;
+    pthread_mutex_lock(&s->conn_mu);
+    first = c->requests++ == 0;
+    pthread_mutex_unlock(&s->conn_mu);
+    return first;
+}
+
+/* The connection's first request is accepted (counted in flight) or
+   refused: the drain need not wait for it any more. */
+static void conn_settle(server *s, struct MHD_Connection *con) {
+    conn *c = conn_of(con);
+    if (!c) return;
+    pthread_mutex_lock(&s->conn_mu);
+    if (c->fresh) c->fresh = 0, s->n_fresh--;
+    pthread_mutex_unlock(&s->conn_mu);
+}
+
 /* Whether a route's requests run the model: counted in flight (the drain
    waits for them) and written to the access log. */
 static int route_uses_model(serve_route r) {
@@ -2250,6 +2281,7 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
     upload *u = (upload *)*con_cls;
     int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     int http11 = !strcmp(version, MHD_HTTP_VERSION_1_1); /* 1xx replies are for HTTP/1.1 clients only */
+    int first;
     serve_route route = serve_route_of(url);
     if (!u) { /* the headers: set up for the body, and the request's record */
         conn *c = conn_of(con);
@@ -2285,6 +2317,8 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
     }
     if (u->data) u->data[u->len] = 0;
     conn_reading(s, con, 0); /* arrived whole: the reply takes what time it takes */
+    first = conn_first_request(s, con);
+    if (!route_uses_model(route)) conn_settle(s, con);
 
     /* for orchestrators and scrapers: no key, answered while loading and draining */
     if (route == SERVE_ROUTE_HEALTH || route == SERVE_ROUTE_READY || route == SERVE_ROUTE_METRICS) {
@@ -2311,12 +2345,13 @@ static mhd_result on_request(void *cls, struct MHD_Connection *con, const char *
     /* accepted (counted in flight) unless the drain has begun, atomically
        with its start: the drain never misses a request it should wait for */
     pthread_mutex_lock(&s->mu);
-    if (!server_draining(s) && route_uses_model(route)) {
+    if ((!server_draining(s) || first) && route_uses_model(route)) {
         s->n_inflight++;
         u->inflight = 1;
     }
     pthread_mutex_unlock(&s->mu);
-    if (server_draining(s) && !u->inflight)
+    conn_settle(s, con); /* after the count: the drain reads the fresh, then the in-flight */
+    if (server_draining(s) && !u->inflight && !first)
         return send_error(con, 503, NULL, "server_shutting_down", "the server is shutting down: send the request elsewhere");
     u->logged = 1; /* (a request refused above was not served here: a balancer sends it on) */
     if (u->too_big)
@@ -2574,6 +2609,18 @@ static int signal_wait(const sigset_t *sigs, int ms) {
     return sig == SIGINT || sig == SIGTERM ? sig : 0;
 }
 
+/* How long the drain waits for a connection accepted before it to bring
+   its first request (one that brings none is left to the read time-out). */
+#define SERVE_FRESH_WAIT_MS 2000
+
+static int fresh_now(server *s) {
+    int n;
+    pthread_mutex_lock(&s->conn_mu);
+    n = s->n_fresh;
+    pthread_mutex_unlock(&s->conn_mu);
+    return n;
+}
+
 static int inflight_now(server *s) {
     int n;
     pthread_mutex_lock(&s->mu);
@@ -2614,7 +2661,11 @@ static void server_drain(server *s, struct MHD_Daemon *d, MHD_socket *listen_fd,
     pthread_mutex_unlock(&s->mu);
     fprintf(stderr, "infer serve: %s: draining %d repl%s (up to %d s)\n", signal_name(sig), n, n == 1 ? "y" : "ies",
             timeout_s);
-    while ((n = inflight_now(s)) > 0) {
+    for (;;) {
+        /* the fresh connections first: a first request is counted in flight
+           before its connection stops being fresh, so none slips between */
+        int fresh = fresh_now(s);
+        if ((n = inflight_now(s)) == 0 && (fresh == 0 || now_ms() - start >= SERVE_FRESH_WAIT_MS)) break;
         if (cancelled < 0 && now_ms() - start >= timeout_s * 1e3) {
             __atomic_store_n(&s->cancelling, 1, __ATOMIC_RELEASE);
             cancelled = jobs_cancel(s);

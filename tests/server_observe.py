@@ -434,6 +434,9 @@ def check_drain(infer, model):
         keep = [srv.connection(), srv.connection()]
         for k in keep:  # opened before the drain
             check(srv.call("GET", "/health", conn=k)[0] == 200, "a kept-alive connection")
+        fresh = srv.connection()  # accepted before the drain, its first request sent during it (a balancer's race)
+        fresh.connect()
+        time.sleep(0.5)
         t0 = time.time()
         srv.proc.send_signal(signal.SIGTERM)
         check(srv.wait_log(r"infer serve: SIGTERM: draining 1 reply \(up to 300 s\)", 10),
@@ -452,6 +455,10 @@ def check_drain(infer, model):
         status, headers, text = srv.call("POST", "/v1/chat/completions", chat("hi", 2), conn=keep[1], key=None)
         check(status == 503 and "shutting down" in json.loads(text)["error"]["message"] and
               headers.get("connection") == "close", "draining: a new request on an open connection: 503, Connection: close")
+        status, headers, text = srv.call("POST", "/v1/chat/completions", chat("hi", 2), conn=fresh, key=None)
+        check(status == 200 and json.loads(text)["usage"]["completion_tokens"] == 2,
+              "draining: the first request on a connection accepted before the drain is served, not refused "
+              "(a balancer sent it here and does not resend a POST): %d" % status)
         st.over.wait(300)
         usage = st.usage()
         check(st.done and not st.errors() and st.finish() == "length" and usage and usage["completion_tokens"] == 200,
