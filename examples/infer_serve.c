@@ -2613,21 +2613,16 @@ static int signal_wait(const sigset_t *sigs, int ms) {
    its first request (one that brings none is left to the read time-out). */
 #define SERVE_FRESH_WAIT_MS 2000
 
-static int fresh_now(server *s) {
+/* A count read under the mutex that guards it. */
+static int count_under(pthread_mutex_t *mu, const int *count) {
     int n;
-    pthread_mutex_lock(&s->conn_mu);
-    n = s->n_fresh;
-    pthread_mutex_unlock(&s->conn_mu);
+    pthread_mutex_lock(mu);
+    n = *count;
+    pthread_mutex_unlock(mu);
     return n;
 }
-
-static int inflight_now(server *s) {
-    int n;
-    pthread_mutex_lock(&s->mu);
-    n = s->n_inflight;
-    pthread_mutex_unlock(&s->mu);
-    return n;
-}
+static int fresh_now(server *s) { return count_under(&s->conn_mu, &s->n_fresh); }
+static int inflight_now(server *s) { return count_under(&s->mu, &s->n_inflight); }
 
 /* Cancels every completion in progress; returns how many there are. */
 static int jobs_cancel(server *s) {
