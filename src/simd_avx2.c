@@ -555,9 +555,118 @@ INFER__AVX2 static void infer__avx2_q4_1_gemm_packed(int n, const void *packed, 
                                                      size_t x_stride, int n_tok, float *y, size_t ldy) {
     infer__avx2_pk_q4(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
+/* ---- Q8_0 packed (pack.h: AVX-512's layout, the bytes + 128) ----
+   AVX2 has no product of two signed bytes, so each vector of weights goes
+   back to signed (xor 0x80), its sign moves onto the token's broadcast
+   word and maddubs meets |w| (a pair at most 2 * 128 * 127, inside int16);
+   madd widens the pairs, so lane r holds row r's dot of word j. A row's 8
+   words add up in 32 bits, the block's integer dot, and sum * (d * dx)
+   goes into one chain a row, block after block (pack.c's Q4_0 order): a
+   token alone sums as it does in a batch. The weights' sign and |w| are
+   made once a vector for T tokens, which is most of the gain over the
+   unpacked tiles (their 8 lane sums a row and token are llama.cpp's order,
+   kept for contexts that ask for it: infer__avx2_q8_0_gemm_ordered). */
+INFER__AVX2_INLINE __m256i infer__avx2_pk_q8_word(__m256i v, __m256i a, const int8_t *xq) {
+    int32_t w;
+    memcpy(&w, xq, 4);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(_mm256_set1_epi32(w), v)), _mm256_set1_epi16(1));
+}
+INFER__AVX2_INLINE void infer__avx2_pk_q8_tile(const int T, int nb, const uint8_t *gp, const uint8_t *x, size_t x_stride,
+                                               float *y, size_t ldy, int nr) {
+    __m256 fa[INFER__AVX2_PK_TMAX], fb[INFER__AVX2_PK_TMAX];
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    int b, j, t;
+    for (t = 0; t < T; t++) fa[t] = fb[t] = _mm256_setzero_ps();
+    for (b = 0; b < nb; b++) {
+        const uint8_t *q = gp + infer__pack_q_at(b, 32), *d = gp + infer__pack_d_at(b, 32);
+        __m256i sa[INFER__AVX2_PK_TMAX], sb[INFER__AVX2_PK_TMAX];
+        __m256 da, db;
+        for (t = 0; t < T; t++) sa[t] = sb[t] = _mm256_setzero_si256();
+        for (j = 0; j < 8; j++) {
+            __m256i va = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + 64 * j)), flip);
+            __m256i vb = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + 64 * j + 32)), flip);
+            __m256i aa = _mm256_abs_epi8(va), ab = _mm256_abs_epi8(vb);
+            for (t = 0; t < T; t++) {
+                const infer__block_q8_0 *xb = (const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b;
+                sa[t] = _mm256_add_epi32(sa[t], infer__avx2_pk_q8_word(va, aa, xb->qs + 4 * j));
+                sb[t] = _mm256_add_epi32(sb[t], infer__avx2_pk_q8_word(vb, ab, xb->qs + 4 * j));
+            }
+        }
+        da = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d));
+        db = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16)));
+        for (t = 0; t < T; t++) {
+            __m256 vx = _mm256_set1_ps(INFER__XH(((const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b)->d));
+            fa[t] = _mm256_add_ps(fa[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sa[t]), _mm256_mul_ps(da, vx)));
+            fb[t] = _mm256_add_ps(fb[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sb[t]), _mm256_mul_ps(db, vx)));
+        }
+    }
+    for (t = 0; t < T; t++) {
+        float out[INFER__PACK_ROWS];
+        _mm256_storeu_ps(out, fa[t]);
+        _mm256_storeu_ps(out + 8, fb[t]);
+        memcpy(y + (size_t)t * ldy, out, (size_t)nr * sizeof(float));
+    }
+}
+INFER__AVX2 static void infer__avx2_q8_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, t;
+    size_t gbytes = infer__pack_group_bytes(n, 32);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int nr = INFER__MIN(INFER__PACK_ROWS, n_rows - g * INFER__PACK_ROWS);
+        for (t = 0; t < n_tok; t += INFER__AVX2_PK_TMAX) {
+            const uint8_t *xt = (const uint8_t *)x + (size_t)t * x_stride;
+            float *yt = y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS;
+            switch (INFER__MIN(INFER__AVX2_PK_TMAX, n_tok - t)) {
+            case 1: infer__avx2_pk_q8_tile(1, nb, gp, xt, x_stride, yt, ldy, nr); break;
+            case 2: infer__avx2_pk_q8_tile(2, nb, gp, xt, x_stride, yt, ldy, nr); break;
+            case 3: infer__avx2_pk_q8_tile(3, nb, gp, xt, x_stride, yt, ldy, nr); break;
+            default: infer__avx2_pk_q8_tile(4, nb, gp, xt, x_stride, yt, ldy, nr); break;
+            }
+        }
+    }
+}
+
+/* Packed Q8_0 in llama.cpp's order (gemm_packed_ordered): its vec_dot's
+   eight lane sums a row (lane j: word j's dot times d * dx, one fused
+   multiply-add a block), then hsum_float_8's order; half a group (8 rows)
+   at a time, so the 8 sums stay in registers, a token at a time while the
+   group stays in cache. Bit for bit the scalar vec_dot. */
+INFER__AVX2 static void infer__avx2_q8_0_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
+                                                             size_t x_stride, int n_tok, float *y, size_t ldy) {
+    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, t, h, b, j;
+    size_t gbytes = infer__pack_group_bytes(n, 32);
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (g = 0; g < ng; g++) {
+        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
+        int nr = INFER__MIN(INFER__PACK_ROWS, n_rows - g * INFER__PACK_ROWS);
+        for (t = 0; t < n_tok; t++) {
+            const infer__block_q8_0 *xt = (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)t * x_stride);
+            for (h = 0; h < 2 && 8 * h < nr; h++) {
+                __m256 f[8], s;
+                float out[8];
+                for (j = 0; j < 8; j++) f[j] = _mm256_setzero_ps();
+                for (b = 0; b < nb; b++) {
+                    const uint8_t *q = gp + infer__pack_q_at(b, 32) + 32 * h;
+                    __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(gp + infer__pack_d_at(b, 32) + 16 * h))),
+                                              _mm256_set1_ps(INFER__XH(xt[b].d)));
+                    for (j = 0; j < 8; j++) {
+                        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + 64 * j)), flip);
+                        f[j] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(infer__avx2_pk_q8_word(v, _mm256_abs_epi8(v), xt[b].qs + 4 * j)), f[j]);
+                    }
+                }
+                s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(f[4], f[0]), _mm256_add_ps(f[6], f[2])),
+                                  _mm256_add_ps(_mm256_add_ps(f[5], f[1]), _mm256_add_ps(f[7], f[3])));
+                _mm256_storeu_ps(out, s);
+                memcpy(y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS + 8 * h, out,
+                       (size_t)INFER__MIN(8, nr - 8 * h) * sizeof(float));
+            }
+        }
+    }
+}
 #undef INFER__AVX2_PK_TMAX
 
-/* ---- GEMM: a tile of up to 3 weight rows x 3 tokens in registers ----
+/* ---- GEMM: a tile of up to 3 weight rows x 3 tokens in registers ---- of up to 3 weight rows x 3 tokens in registers ----
    Each row's block is unpacked once per tile, each token's once, instead of
    once per product; the sums are the vec_dot kernels', block by block. Q8_0
    moves the weight's sign onto the activation per product; Q4_0 and Q5_0
@@ -956,6 +1065,10 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->pack_size[INFER_TYPE_Q4_1] = infer__pack_q4_1_size;
     k->pack[INFER_TYPE_Q4_1] = infer__pack_q4_1;
     k->gemm_packed[INFER_TYPE_Q4_1] = infer__avx2_q4_1_gemm_packed;
+    k->pack_size[INFER_TYPE_Q8_0] = infer__pack_q8_0_size;
+    k->pack[INFER_TYPE_Q8_0] = infer__pack_q8_0;
+    k->gemm_packed[INFER_TYPE_Q8_0] = infer__avx2_q8_0_gemm_packed;
+    k->gemm_packed_ordered[INFER_TYPE_Q8_0] = infer__avx2_q8_0_gemm_packed_ordered;
     k->vec_dot[INFER_TYPE_Q4_1] = infer__avx2_q4_1_dot;
     k->vec_dot[INFER_TYPE_Q5_0] = infer__avx2_q5_0_dot;
     k->vec_dot[INFER_TYPE_Q5_1] = infer__avx2_q5_1_dot;
