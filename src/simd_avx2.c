@@ -528,33 +528,6 @@ INFER__AVX2_INLINE void infer__avx2_pk_q4_tile(const int T, const int q1, int nb
     }
 }
 
-INFER__AVX2_INLINE void infer__avx2_pk_q4(const int q1, int n, const void *packed, int n_rows, const void *x,
-                                          size_t x_stride, int n_tok, float *y, size_t ldy) {
-    int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, t;
-    size_t gbytes = q1 ? infer__pack_q_1_group_bytes(n, 0) : infer__pack_group_bytes(n, 16);
-    for (g = 0; g < ng; g++) {
-        const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
-        int nr = INFER__MIN(INFER__PACK_ROWS, n_rows - g * INFER__PACK_ROWS);
-        for (t = 0; t < n_tok; t += INFER__AVX2_PK_TMAX) {
-            const uint8_t *xt = (const uint8_t *)x + (size_t)t * x_stride;
-            float *yt = y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS;
-            switch (INFER__MIN(INFER__AVX2_PK_TMAX, n_tok - t)) { /* T a constant in each: the loops unroll */
-            case 1: infer__avx2_pk_q4_tile(1, q1, nb, gp, xt, x_stride, yt, ldy, nr); break;
-            case 2: infer__avx2_pk_q4_tile(2, q1, nb, gp, xt, x_stride, yt, ldy, nr); break;
-            case 3: infer__avx2_pk_q4_tile(3, q1, nb, gp, xt, x_stride, yt, ldy, nr); break;
-            default: infer__avx2_pk_q4_tile(4, q1, nb, gp, xt, x_stride, yt, ldy, nr); break;
-            }
-        }
-    }
-}
-INFER__AVX2 static void infer__avx2_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_q4(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX2 static void infer__avx2_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_q4(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
 /* ---- Q8_0 packed (pack.h: AVX-512's layout, the bytes + 128) ----
    AVX2 has no product of two signed bytes, so each vector of weights goes
    back to signed (xor 0x80), its sign moves onto the token's broadcast
@@ -607,24 +580,50 @@ INFER__AVX2_INLINE void infer__avx2_pk_q8_tile(const int T, int nb, const uint8_
         memcpy(y + (size_t)t * ldy, out, (size_t)nr * sizeof(float));
     }
 }
-INFER__AVX2 static void infer__avx2_q8_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
+/* A packed product a group and up to 4 tokens at a time; kind: 0 Q4_0, 1
+   Q4_1, 2 Q8_0 (a constant where it is inlined). */
+INFER__AVX2_INLINE void infer__avx2_pk_drive(const int kind, int n, const void *packed, int n_rows, const void *x,
+                                          size_t x_stride, int n_tok, float *y, size_t ldy) {
     int nb = n / 32, ng = (n_rows + INFER__PACK_ROWS - 1) / INFER__PACK_ROWS, g, t;
-    size_t gbytes = infer__pack_group_bytes(n, 32);
+    size_t gbytes = kind == 1 ? infer__pack_q_1_group_bytes(n, 0) : infer__pack_group_bytes(n, kind == 2 ? 32 : 16);
     for (g = 0; g < ng; g++) {
         const uint8_t *gp = (const uint8_t *)packed + (size_t)g * gbytes;
         int nr = INFER__MIN(INFER__PACK_ROWS, n_rows - g * INFER__PACK_ROWS);
         for (t = 0; t < n_tok; t += INFER__AVX2_PK_TMAX) {
             const uint8_t *xt = (const uint8_t *)x + (size_t)t * x_stride;
             float *yt = y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS;
-            switch (INFER__MIN(INFER__AVX2_PK_TMAX, n_tok - t)) {
-            case 1: infer__avx2_pk_q8_tile(1, nb, gp, xt, x_stride, yt, ldy, nr); break;
-            case 2: infer__avx2_pk_q8_tile(2, nb, gp, xt, x_stride, yt, ldy, nr); break;
-            case 3: infer__avx2_pk_q8_tile(3, nb, gp, xt, x_stride, yt, ldy, nr); break;
-            default: infer__avx2_pk_q8_tile(4, nb, gp, xt, x_stride, yt, ldy, nr); break;
+            switch (INFER__MIN(INFER__AVX2_PK_TMAX, n_tok - t)) { /* T a constant in each: the loops unroll */
+            case 1:
+                if (kind == 2) infer__avx2_pk_q8_tile(1, nb, gp, xt, x_stride, yt, ldy, nr);
+                else infer__avx2_pk_q4_tile(1, kind, nb, gp, xt, x_stride, yt, ldy, nr);
+                break;
+            case 2:
+                if (kind == 2) infer__avx2_pk_q8_tile(2, nb, gp, xt, x_stride, yt, ldy, nr);
+                else infer__avx2_pk_q4_tile(2, kind, nb, gp, xt, x_stride, yt, ldy, nr);
+                break;
+            case 3:
+                if (kind == 2) infer__avx2_pk_q8_tile(3, nb, gp, xt, x_stride, yt, ldy, nr);
+                else infer__avx2_pk_q4_tile(3, kind, nb, gp, xt, x_stride, yt, ldy, nr);
+                break;
+            default:
+                if (kind == 2) infer__avx2_pk_q8_tile(4, nb, gp, xt, x_stride, yt, ldy, nr);
+                else infer__avx2_pk_q4_tile(4, kind, nb, gp, xt, x_stride, yt, ldy, nr);
+                break;
             }
         }
     }
+}
+INFER__AVX2 static void infer__avx2_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__avx2_pk_drive(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX2 static void infer__avx2_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__avx2_pk_drive(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
+}
+INFER__AVX2 static void infer__avx2_q8_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
+                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
+    infer__avx2_pk_drive(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
 
 /* Packed Q8_0 in llama.cpp's order (gemm_packed_ordered): its vec_dot's
