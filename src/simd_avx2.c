@@ -130,13 +130,6 @@ INFER__AVX2_INLINE __m128 infer__avx2_hsum4(__m256 a0, __m256 a1, __m256 a2, __m
    ahead (V's rows, a few hundred keys long, are too short a stream for
    the hardware's prefetcher). The sums are infer__avx2_f16_tile's, bit
    for bit: value i in lane i % 8 at step i / 8, then hsum's order. */
-#define INFER__F16_WIDE 512
-#ifndef INFER__F16_AHEAD
-#define INFER__F16_AHEAD 8192
-#endif
-#ifndef INFER__F16_AHEAD_MAX
-#define INFER__F16_AHEAD_MAX 64
-#endif
 INFER__AVX2 static void infer__avx2_f16_gemm_wide(int n, const uint8_t *w, size_t w_stride, int n_rows, const uint8_t *x,
                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
     float xf[3 * INFER__F16_WIDE];

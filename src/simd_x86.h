@@ -31,6 +31,19 @@
 #define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), INFER__NO_TSAN unused))
 #define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), INFER__NO_TSAN always_inline, unused))
 
+/* F16 products short enough (attention's: q.K over a head, p.V over a tile
+   of keys) for the "wide" kernels: the tokens widened to F32 once, rows
+   fetched ahead about INFER__F16_AHEAD bytes (16 to INFER__F16_AHEAD_MAX
+   rows), since V's rows, a few hundred keys long, are too short a stream
+   for the hardware's prefetcher */
+#define INFER__F16_WIDE 512
+#ifndef INFER__F16_AHEAD
+#define INFER__F16_AHEAD 8192
+#endif
+#ifndef INFER__F16_AHEAD_MAX
+#define INFER__F16_AHEAD_MAX 64
+#endif
+
 INFER__AVX2_INLINE float infer__avx2_hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
