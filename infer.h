@@ -10735,9 +10735,10 @@ INFER__AVX512VNNI static void infer__vnni_q5_0_gemm_packed(int n, const void *pa
 }
 
 /* Batches in llama.cpp's order (gemm_packed_ordered, for contexts that ask
-   for it, and the default's few-token passes): as the one-token kernels above, eight lane sums per row and
-   token, block after block in one chain, then its hsum_float_8; T tokens
-   share each weight vector. About twice the work of the tiles above. */
+   for it, and the default's passes of a few tokens): as the one-token
+   kernels above, eight lane sums per row and token, block after block in
+   one chain, then its hsum_float_8; T tokens share each weight vector.
+   About twice the work of the tiles above. */
 #define INFER__PKO_TMAX 3
 #define INFER__PKO_AUX 1536 /* (token, block) entries: d_x and 8 lane corrections (54 KiB) */
 #define INFER__PKO_GROUPS 4 /* groups a long batch takes together (their weights stay in cache) */
