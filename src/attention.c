@@ -197,9 +197,12 @@ static void infer__attn_softcap(float *s, int n, float cap) {
    their sum (kernels.softmax_exp), and the second pass scales them by
    1 / sum (kernels.probs_f16).
    Split (b->n_splits > 1), item i is run i % n_splits of the keys, in two
-   phases with a barrier between: phase 1 keeps its scores in b->scores and
-   leaves its rows' max and sum in b->part; phase 2 merges every run's max
-   and sum, and leaves its share of p.V, which infer__attn_merge adds up. */
+   phases with a barrier between: phase 1 keeps its scores, made
+   e^(x - the run's max), in b->scores and leaves that max and their sum
+   in b->part; phase 2 merges every run's max and sum, scales its run's
+   by e^(its max - the row's) / the row's sum (1 / sum where one run holds
+   all of a row's keys, as unsplit), and leaves its share of p.V, which
+   infer__attn_merge adds up. */
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
@@ -211,7 +214,8 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
     int n_keys = key_hi - key_lo, k0, i, pass, r;
     int keep = split || (size_t)nq * n_keys <= sc->n_kept;
-    int once = keep && !split; /* e^x once a score: max, then e and sum, then e / sum */
+    int once = keep; /* e^x once a score: max, then e and sum, then e / sum */
+    double run_sum[INFER__ATT_ROWS]; /* phase 1: each row's sum of e^(x - max) over this run */
     /* q.K by the kernel that widens each key once for all of an item's rows
        (a prompt's many), for any row count, so that passes of any size sum
        alike; split passes (one token's, by thread) keep the product of rows,
@@ -220,7 +224,7 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int qk_wide = !split && kv->type == INFER_TYPE_F16 && kern->qk_f16 && hd % 8 == 0;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
-    size_t p_row = ((size_t)hd + 2) * b->n_splits;
+    size_t p_stride = (size_t)hd + INFER__ATT_PART_HEAD, p_row = p_stride * b->n_splits;
     const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
     float scale = b->scale;
 #define INFER__ATT_T(i) (t0 + (i) / group)                  /* row i's token */
@@ -240,14 +244,18 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
         sc->m[i] = -INFINITY;
         sc->l[i] = 0;
     }
-    if (b->phase == 2) { /* every run's max and sum, merged */
+    if (b->phase == 2) { /* every run's max and sum, merged: this run's e^(x - its max) scaled to the whole row's */
         for (i = 0; i < nq; i++) {
             const float *pt = INFER__ATT_PART(i);
-            double l = 0;
-            for (r = 0; r < b->n_splits; r++) sc->m[i] = INFER__MAX(sc->m[i], pt[r * (hd + 2)]);
-            for (r = 0; r < b->n_splits; r++)
-                if (pt[r * (hd + 2) + 1] > 0) l += (double)pt[r * (hd + 2) + 1] * expf(pt[r * (hd + 2)] - sc->m[i]);
-            sc->l[i] = (float)l;
+            double l = 0, lr;
+            float mx = -INFINITY;
+            for (r = 0; r < b->n_splits; r++) mx = INFER__MAX(mx, pt[r * p_stride]);
+            for (r = 0; r < b->n_splits; r++) {
+                memcpy(&lr, pt + r * p_stride + 1, sizeof lr);
+                if (lr > 0) l += lr * expf(pt[r * p_stride] - mx);
+            }
+            /* a row whose keys all lie in one run: (float)(1 / sum), as unsplit */
+            sc->inv[i] = l > 0 ? (float)((double)expf(pt[run * p_stride] - mx) / l) : 0.0f;
         }
     }
     memset(sc->acc, 0, (size_t)nq * hd * sizeof(float));
@@ -293,22 +301,25 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
             }
             k0 += kt;
         }
-        if (pass == 0 && once) /* each row's kept scores become e^(x - max), and their sum */
+        if (pass == 0 && once) /* each row's kept scores (this run's) become e^(x - max), and their sum */
             for (i = 0; i < nq; i++) {
-                int p = b->pos0 + INFER__ATT_T(i), lo = w ? INFER__MAX(0, p - w + 1 - key_lo) : 0;
-                double sum = kern->softmax_exp(INFER__ATT_KEPT_ROW(i), n_keys, lo, INFER__MIN(n_keys, p + 1 - key_lo), scale,
-                                               sc->m[i]);
+                int p = b->pos0 + INFER__ATT_T(i), lo = w ? INFER__MAX(0, p - w + 1 - a) : 0;
+                double sum = e > a ? kern->softmax_exp(INFER__ATT_KEPT_ROW(i) + (a - key_lo), e - a, lo,
+                                                       INFER__MIN(e - a, p + 1 - a), scale, sc->m[i])
+                                   : 0.0;
+                run_sum[i] = sum;
                 sc->inv[i] = sum > 0 ? (float)(1.0 / sum) : 0.0f;
             }
     }
 
     for (i = 0; i < nq; i++) {
         if (b->phase == 1) { /* this run's max and sum */
-            float *pt = INFER__ATT_PART(i) + (size_t)run * (hd + 2);
+            float *pt = INFER__ATT_PART(i) + (size_t)run * p_stride;
             pt[0] = sc->m[i];
-            pt[1] = sc->l[i];
+            memcpy(pt + 1, &run_sum[i], sizeof run_sum[i]);
         } else if (b->phase == 2) { /* its share of p.V */
-            memcpy(INFER__ATT_PART(i) + (size_t)run * (hd + 2) + 2, sc->acc + (size_t)i * hd, (size_t)hd * sizeof(float));
+            memcpy(INFER__ATT_PART(i) + (size_t)run * p_stride + INFER__ATT_PART_HEAD, sc->acc + (size_t)i * hd,
+                   (size_t)hd * sizeof(float));
         } else {
             memcpy(b->out + (size_t)INFER__ATT_T(i) * b->ldo + (size_t)INFER__ATT_H(i) * hd, sc->acc + (size_t)i * hd,
                    (size_t)hd * sizeof(float));
@@ -324,15 +335,15 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
    each head's runs' shares of p.V added up, into out (row stride ldo). */
 static void infer__attn_merge(const float *part, int n_heads, int head_dim, int n_splits, int t0, int t1, float *out,
                               int ldo) {
-    size_t stride = (size_t)head_dim + 2;
+    size_t stride = (size_t)head_dim + INFER__ATT_PART_HEAD;
     int t, h, r, d;
     for (t = t0; t < t1; t++)
         for (h = 0; h < n_heads; h++) {
             const float *p = part + ((size_t)t * n_heads + h) * n_splits * stride;
             float *o = out + (size_t)t * ldo + (size_t)h * head_dim;
-            for (d = 0; d < head_dim; d++) o[d] = p[2 + d];
+            for (d = 0; d < head_dim; d++) o[d] = p[INFER__ATT_PART_HEAD + d];
             for (r = 1; r < n_splits; r++)
-                for (d = 0; d < head_dim; d++) o[d] += p[r * stride + 2 + d];
+                for (d = 0; d < head_dim; d++) o[d] += p[r * stride + INFER__ATT_PART_HEAD + d];
         }
 }
 

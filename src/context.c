@@ -218,7 +218,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->attn_split_len = INFER__ATT_TILE * ((c->n_ctx + INFER__ATT_TILE * INFER__ATT_SPLITS - 1) / (INFER__ATT_TILE * INFER__ATT_SPLITS));
     if (c->attn_split_tokens > 0) {
         c->attn_part = (float *)infer__ctx_alloc(
-            c, (size_t)c->attn_split_tokens * m->n_heads * INFER__ATT_SPLITS * ((size_t)m->head_dim + 2), sizeof(float), &ok);
+            c, (size_t)c->attn_split_tokens * m->n_heads * INFER__ATT_SPLITS * ((size_t)m->head_dim + INFER__ATT_PART_HEAD), sizeof(float), &ok);
         c->attn_scores = (float *)infer__ctx_alloc(c, (size_t)c->attn_split_tokens * m->n_heads * c->n_ctx, sizeof(float), &ok);
     }
     /* F16 (2 bytes a value) is the widest converted form */

@@ -25,6 +25,7 @@
 #define INFER__ATT_SPLITS 8
 #define INFER__ATT_SPLIT_TOKENS 16
 #define INFER__ATT_SCORES (1 << 22)
+#define INFER__ATT_PART_HEAD 3 /* floats before a run's p.V in its partial result: max, sum (a double) */
 /* scores an unsplit item keeps between its passes (rows x keys), at most:
    a prompt's item of 64 rows keeps them over 16k keys, so deep prompts
    make their scores once (a worker's scratch: rows x the context's
@@ -66,7 +67,8 @@ typedef struct infer__attn_batch {
     /* keys split into n_splits runs (1: not split, out written), in
        phase 1 (scores and stats) or 2 (p.V; 0 when not split); the
        partial results of token t, head h, run r at part + ((t * n_heads
-       + h) * n_splits + r) * (head_dim + 2): max, sum, p.V; the scores of
+       + h) * n_splits + r) * (head_dim + INFER__ATT_PART_HEAD): max, sum
+       (a double in two floats' room), p.V; the scores of
        token t, head h at scores + (t * n_heads + h) * scores_ld, by key
        from the item's first */
     int n_splits, phase;

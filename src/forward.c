@@ -200,7 +200,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
             ab.seq = G->seq, ab.pos0 = G->pos0, ab.n_tok = G->n;
             ab.q = c->q + (size_t)G->start * q_dim, ab.out = c->att + (size_t)G->start * q_dim;
             if (phase) {
-                ab.part = c->attn_part + (size_t)G->start * m->n_heads * ab.n_splits * ((size_t)m->head_dim + 2);
+                ab.part = c->attn_part + (size_t)G->start * m->n_heads * ab.n_splits * ((size_t)m->head_dim + INFER__ATT_PART_HEAD);
                 ab.scores = c->attn_scores + (size_t)G->start * m->n_heads * ab.scores_ld;
             }
             if (item < first + infer__attn_n_items(&ab) * ab.n_splits) break;

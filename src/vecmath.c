@@ -332,6 +332,45 @@ INFER__AVX512 static void infer__avx512_softmax_probs(const float *s, int n, int
     }
 }
 
+/* A row's softmax with its scores kept whole (kernels.scaled_max,
+   softmax_exp and probs_f16) in 16 lanes; e's sum in 2 x 8 double lanes. */
+INFER__AVX512 static float infer__avx512_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY);
+    int j;
+    if (lo >= hi) return m;
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
+    }
+    return INFER__MAX(m, _mm512_reduce_max_ps(vmax));
+}
+
+INFER__AVX512 static double infer__avx512_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m);
+    __m512d sum = _mm512_setzero_pd();
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1), seen = infer__avx512_seen(j, lo, hi) & in;
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(in, s + j), vs);
+        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(x, vm)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+        _mm512_mask_storeu_ps(s + j, in, e);
+    }
+    return _mm512_reduce_add_pd(sum);
+}
+
+INFER__AVX512 static void infer__avx512_probs_f16(const float *e, int n, float inv, uint16_t *p) {
+    __m512 vinv = _mm512_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(in, e + j), vinv),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_mask_storeu_epi16(p + j, in, h);
+    }
+}
+
 INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n) {
     int i;
     for (i = 0; i < n; i += 16) {
@@ -571,6 +610,9 @@ static void infer__vecmath_install(infer__kernels *k) {
         k->sum_squares = infer__avx512_sum_squares;
         k->softmax_stats = infer__avx2_softmax_stats; /* the 16-lane versions below are not yet run on a CPU */
         k->softmax_probs = infer__avx2_softmax_probs;
+        k->scaled_max = infer__avx512_scaled_max;
+        k->softmax_exp = infer__avx512_softmax_exp;
+        k->probs_f16 = infer__avx512_probs_f16;
     }
 #endif
 }

@@ -55,7 +55,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     float *qd = (float *)malloc(sizeof(float) * hd);
     uint8_t *qx = (uint8_t *)malloc((size_t)hd * 4);
     double *s = (double *)malloc(sizeof(double) * n_ctx), worst = 0;
-    float *part = (float *)malloc(sizeof(float) * (size_t)n_tok * n_heads * splits * (hd + 2));
+    float *part = (float *)malloc(sizeof(float) * (size_t)n_tok * n_heads * splits * (hd + INFER__ATT_PART_HEAD));
     float *scores = (float *)malloc(sizeof(float) * (size_t)n_tok * n_heads * n_ctx);
     int phase;
     float *kf, *vf;

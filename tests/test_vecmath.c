@@ -141,3 +141,53 @@ Test(vecmath, qk_f16_matches_the_dot) {
     free(kh), free(qh), free(s), free(s0), free(work);
     if (!n_run) cr_skip_test("no instruction set of this CPU has kernels.qk_f16");
 }
+
+/* Attention's softmax of a row kept whole (kernels.scaled_max,
+   softmax_exp, probs_f16) on every ISA against plain C: the max exact;
+   e^(x - max) within a few ulp, 0 outside [lo, hi); the sum to double
+   rounding of those; probabilities within one F16 step; nothing written
+   past n. Windows that start mid-vector and rows that see nothing too. */
+Test(vecmath, softmax_kept_rows_every_isa) {
+    static const int lens[] = {1, 7, 16, 17, 40, 256, 301};
+    infer__kernels k;
+    int isa, li, wi, i, n_run = 0;
+    for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
+        if (!infer__kernels_install(&k, (infer__isa)isa)) continue;
+        for (li = 0; li < (int)(sizeof lens / sizeof lens[0]); li++)
+            for (wi = 0; wi < 4; wi++) {
+                const char *name = infer__isa_name((infer__isa)isa);
+                int n = lens[li], lo = wi == 1 ? n / 3 : wi == 3 ? n : 0, hi = wi == 2 ? n - n / 4 : n;
+                float *s = (float *)malloc(sizeof(float) * (n + 1)), *x = (float *)malloc(sizeof(float) * n);
+                uint16_t *p = (uint16_t *)malloc(sizeof(uint16_t) * (n + 1));
+                float scale = 0.125f, m = -INFINITY, want_m = -INFINITY, inv;
+                double sum, want_sum = 0;
+                for (i = 0; i < n; i++) x[i] = s[i] = 40.0f * g_uniform();
+                s[n] = 12345.0f, p[n] = 0x1234;
+                for (i = lo; i < hi; i++) want_m = fmaxf(want_m, x[i] * scale);
+                m = k.scaled_max(s, lo, hi, scale, m);
+                cr_expect_eq(m, want_m, "%s n=%d [%d,%d): max %g, want %g", name, n, lo, hi, m, want_m);
+                cr_expect_eq(k.scaled_max(s, lo, hi, scale, 1e30f), 1e30f, "%s: the running max is kept", name);
+                sum = k.softmax_exp(s, n, lo, hi, scale, m);
+                for (i = 0; i < n; i++) {
+                    float want = i >= lo && i < hi ? expf(x[i] * scale - m) : 0.0f;
+                    want_sum += want;
+                    cr_expect(fabsf(s[i] - want) <= 4e-7f * want, "%s n=%d [%d,%d): e[%d] = %g, want %g", name, n, lo, hi,
+                              i, s[i], want);
+                }
+                cr_expect(fabs(sum - want_sum) <= 1e-6 * want_sum, "%s n=%d: sum %.17g, want %.17g", name, n, sum,
+                          want_sum);
+                cr_expect_eq(s[n], 12345.0f, "%s wrote past n=%d", name, n);
+                inv = sum > 0 ? (float)(1.0 / sum) : 0.0f;
+                k.probs_f16(s, n, inv, p);
+                for (i = 0; i < n; i++) {
+                    float want = s[i] * inv, got = infer__fp16_to_fp32(p[i]);
+                    cr_expect(fabsf(got - want) <= fmaxf(want / 1024.0f, 6e-8f), "%s n=%d: p[%d] = %g, want %g", name, n,
+                              i, got, want);
+                }
+                cr_expect_eq(p[n], 0x1234, "%s wrote a probability past n=%d", name, n);
+                free(s), free(x), free(p);
+                n_run++;
+            }
+    }
+    cr_assert_gt(n_run, 0);
+}
