@@ -114,6 +114,37 @@ Test(sequence, batch_matches_alone) {
     infer_model_free(m);
 }
 
+/* At the end of attention's first run of keys: 8 tokens from position 506
+   of a 4,096-token context (runs of 512 keys, two tiles) in one pass,
+   split in two runs, give each token the logits it gets alone, to the bit
+   (alone, the first six are unsplit passes, the last two split ones). A
+   token whose keys all lie in the first run is summed as an unsplit pass
+   sums it: what a draft verified across that boundary rests on. */
+Test(sequence, split_pass_matches_unsplit_at_the_first_run) {
+    infer_model *m = load(MODEL);
+    infer_context *one = ctx(m, 4096, 1, INFER_FULL_STOP, 0), *batch = ctx(m, 4096, 1, INFER_FULL_STOP, 0);
+    infer_token tok[514];
+    int i, nv = infer_model_n_vocab(m);
+    infer_error err;
+    float *alone = (float *)malloc(sizeof(float) * nv * 8);
+    for (i = 0; i < 514; i++) tok[i] = (infer_token)(1 + (i * 37 + i / 5) % (nv - 1));
+    cr_assert_eq(infer_decode(one, tok, 506, 0, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_decode(batch, tok, 506, 0, &err), INFER_OK, "%s", err.msg);
+    for (i = 0; i < 8; i++) {
+        cr_assert_eq(infer_decode(one, tok + 506 + i, 1, 0, &err), INFER_OK, "%s", err.msg);
+        memcpy(alone + (size_t)i * nv, infer_get_logits(one, -1), sizeof(float) * nv);
+    }
+    cr_assert_eq(infer_decode(batch, tok + 506, 8, 1, &err), INFER_OK, "%s", err.msg);
+    for (i = 0; i < 8; i++)
+        cr_expect_eq(memcmp(alone + (size_t)i * nv, infer_get_logits(batch, i), sizeof(float) * nv), 0,
+                     "position %d: alone and in a pass of 8 differ by %.3g of the range", 506 + i,
+                     rel_diff(alone + (size_t)i * nv, infer_get_logits(batch, i), nv));
+    free(alone);
+    infer_context_free(batch);
+    infer_context_free(one);
+    infer_model_free(m);
+}
+
 /* A copied sequence continues exactly as its source. */
 Test(sequence, copy) {
     infer_model *m = load(MODEL);
