@@ -13375,17 +13375,24 @@ INFER__AVX512_INLINE __mmask16 infer__avx512_seen(int j, int lo, int hi) {
     return _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(hi));
 }
 
-INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
-    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY), vmx;
-    __m512d sum = _mm512_setzero_pd();
-    float mx;
+INFER__AVX512 static float infer__avx512_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY);
     int j;
-    if (lo >= hi) return;
+    if (lo >= hi) return m;
     for (j = lo - lo % 16; j < hi; j += 16) {
         __mmask16 seen = infer__avx512_seen(j, lo, hi);
         vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
     }
-    mx = INFER__MAX(*m, _mm512_reduce_max_ps(vmax));
+    return INFER__MAX(m, _mm512_reduce_max_ps(vmax));
+}
+
+INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m512 vs = _mm512_set1_ps(scale), vmx;
+    __m512d sum = _mm512_setzero_pd();
+    float mx;
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx512_scaled_max(s, lo, hi, scale, *m);
     vmx = _mm512_set1_ps(mx);
     for (j = lo - lo % 16; j < hi; j += 16) {
         __mmask16 seen = infer__avx512_seen(j, lo, hi);
@@ -13416,18 +13423,9 @@ INFER__AVX512 static void infer__avx512_softmax_probs(const float *s, int n, int
     }
 }
 
-/* A row's softmax with its scores kept whole (kernels.scaled_max,
-   softmax_exp and probs_f16) in 16 lanes; e's sum in 2 x 8 double lanes. */
-INFER__AVX512 static float infer__avx512_scaled_max(const float *s, int lo, int hi, float scale, float m) {
-    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY);
-    int j;
-    if (lo >= hi) return m;
-    for (j = lo - lo % 16; j < hi; j += 16) {
-        __mmask16 seen = infer__avx512_seen(j, lo, hi);
-        vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
-    }
-    return INFER__MAX(m, _mm512_reduce_max_ps(vmax));
-}
+/* A row's softmax with its scores kept whole (kernels.softmax_exp and
+   probs_f16; scaled_max is above) in 16 lanes; e's sum in 2 x 8 double
+   lanes. */
 
 INFER__AVX512 static double infer__avx512_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
     __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m);
@@ -13527,34 +13525,6 @@ INFER__AVX2_INLINE __m256 infer__avx2_load_upto(const float *s, int j, int n) {
     return _mm256_loadu_ps(tmp);
 }
 
-INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
-    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY), vmx;
-    __m256d sum = _mm256_setzero_pd();
-    float mx, t[8];
-    double d[4];
-    int j;
-    if (lo >= hi) return;
-    for (j = lo; j < hi; j += 8) {
-        __m256 seen = infer__avx2_seen(j, lo, hi);
-        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
-        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
-    }
-    _mm256_storeu_ps(t, vmax);
-    mx = *m;
-    for (j = 0; j < 8; j++) mx = INFER__MAX(mx, t[j]);
-    vmx = _mm256_set1_ps(mx);
-    for (j = lo; j < hi; j += 8) {
-        __m256 seen = infer__avx2_seen(j, lo, hi);
-        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
-        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
-        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    }
-    _mm256_storeu_pd(d, sum);
-    *l = (float)((double)*l * expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
-    *m = mx;
-}
-
 INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, float scale, float m) {
     __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY);
     float t[8];
@@ -13568,6 +13538,28 @@ INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, 
     for (j = 0; j < 8; j++) m = INFER__MAX(m, t[j]);
     return m;
 }
+
+INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m256 vs = _mm256_set1_ps(scale), vmx;
+    __m256d sum = _mm256_setzero_pd();
+    float mx;
+    double d[4];
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx2_scaled_max(s, lo, hi, scale, *m);
+    vmx = _mm256_set1_ps(mx);
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    _mm256_storeu_pd(d, sum);
+    *l = (float)((double)*l * expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
+    *m = mx;
+}
+
 
 INFER__AVX2 static double infer__avx2_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
     __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
@@ -14556,8 +14548,8 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int slots = kv->slots[b->layer], w = b->window;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
     int n_keys = key_hi - key_lo, k0, i, pass, r;
+    /* kept whole (split runs always): e^x once a score, max, then e and sum, then e / sum */
     int keep = split || (size_t)nq * n_keys <= sc->n_kept;
-    int once = keep; /* e^x once a score: max, then e and sum, then e / sum */
     double run_sum[INFER__ATT_ROWS]; /* phase 1: each row's sum of e^(x - max) over this run */
     /* q.K by the kernel that widens each key once for all of an item's rows
        (a prompt's many), for any row count, so that passes of any size sum
@@ -14621,10 +14613,10 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                 int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
                 const float *srow = sc->s + (size_t)i * INFER__ATT_TILE;
                 if (pass == 0) {
-                    if (once) sc->m[i] = kern->scaled_max(srow, lo, hi, scale, sc->m[i]);
+                    if (keep) sc->m[i] = kern->scaled_max(srow, lo, hi, scale, sc->m[i]);
                     else kern->softmax_stats(srow, lo, hi, scale, &sc->m[i], &sc->l[i]);
                     if (keep) memcpy(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), srow, (size_t)kt * sizeof(float));
-                } else if (once) { /* the row's e^(x - max), kept */
+                } else if (keep) { /* the row's e^(x - max), kept */
                     kern->probs_f16(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), kt, sc->inv[i], sc->p + (size_t)i * INFER__ATT_TILE);
                 } else {
                     if (keep) srow = INFER__ATT_KEPT_ROW(i) + (k0 - key_lo);
@@ -14644,7 +14636,7 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
             }
             k0 += kt;
         }
-        if (pass == 0 && once) /* each row's kept scores (this run's) become e^(x - max), and their sum */
+        if (pass == 0 && keep) /* each row's kept scores (this run's) become e^(x - max), and their sum */
             for (i = 0; i < nq; i++) {
                 int p = b->pos0 + INFER__ATT_T(i), lo = w ? INFER__MAX(0, p - w + 1 - a) : 0;
                 double sum = e > a ? kern->softmax_exp(INFER__ATT_KEPT_ROW(i) + (a - key_lo), e - a, lo,

@@ -213,8 +213,8 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     int slots = kv->slots[b->layer], w = b->window;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, a = key_lo, e = key_hi;
     int n_keys = key_hi - key_lo, k0, i, pass, r;
+    /* kept whole (split runs always): e^x once a score, max, then e and sum, then e / sum */
     int keep = split || (size_t)nq * n_keys <= sc->n_kept;
-    int once = keep; /* e^x once a score: max, then e and sum, then e / sum */
     double run_sum[INFER__ATT_ROWS]; /* phase 1: each row's sum of e^(x - max) over this run */
     /* q.K by the kernel that widens each key once for all of an item's rows
        (a prompt's many), for any row count, so that passes of any size sum
@@ -278,10 +278,10 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                 int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
                 const float *srow = sc->s + (size_t)i * INFER__ATT_TILE;
                 if (pass == 0) {
-                    if (once) sc->m[i] = kern->scaled_max(srow, lo, hi, scale, sc->m[i]);
+                    if (keep) sc->m[i] = kern->scaled_max(srow, lo, hi, scale, sc->m[i]);
                     else kern->softmax_stats(srow, lo, hi, scale, &sc->m[i], &sc->l[i]);
                     if (keep) memcpy(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), srow, (size_t)kt * sizeof(float));
-                } else if (once) { /* the row's e^(x - max), kept */
+                } else if (keep) { /* the row's e^(x - max), kept */
                     kern->probs_f16(INFER__ATT_KEPT_ROW(i) + (k0 - key_lo), kt, sc->inv[i], sc->p + (size_t)i * INFER__ATT_TILE);
                 } else {
                     if (keep) srow = INFER__ATT_KEPT_ROW(i) + (k0 - key_lo);
@@ -301,7 +301,7 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
             }
             k0 += kt;
         }
-        if (pass == 0 && once) /* each row's kept scores (this run's) become e^(x - max), and their sum */
+        if (pass == 0 && keep) /* each row's kept scores (this run's) become e^(x - max), and their sum */
             for (i = 0; i < nq; i++) {
                 int p = b->pos0 + INFER__ATT_T(i), lo = w ? INFER__MAX(0, p - w + 1 - a) : 0;
                 double sum = e > a ? kern->softmax_exp(INFER__ATT_KEPT_ROW(i) + (a - key_lo), e - a, lo,

@@ -291,17 +291,24 @@ INFER__AVX512_INLINE __mmask16 infer__avx512_seen(int j, int lo, int hi) {
     return _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(hi));
 }
 
-INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
-    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY), vmx;
-    __m512d sum = _mm512_setzero_pd();
-    float mx;
+INFER__AVX512 static float infer__avx512_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY);
     int j;
-    if (lo >= hi) return;
+    if (lo >= hi) return m;
     for (j = lo - lo % 16; j < hi; j += 16) {
         __mmask16 seen = infer__avx512_seen(j, lo, hi);
         vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
     }
-    mx = INFER__MAX(*m, _mm512_reduce_max_ps(vmax));
+    return INFER__MAX(m, _mm512_reduce_max_ps(vmax));
+}
+
+INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m512 vs = _mm512_set1_ps(scale), vmx;
+    __m512d sum = _mm512_setzero_pd();
+    float mx;
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx512_scaled_max(s, lo, hi, scale, *m);
     vmx = _mm512_set1_ps(mx);
     for (j = lo - lo % 16; j < hi; j += 16) {
         __mmask16 seen = infer__avx512_seen(j, lo, hi);
@@ -332,18 +339,9 @@ INFER__AVX512 static void infer__avx512_softmax_probs(const float *s, int n, int
     }
 }
 
-/* A row's softmax with its scores kept whole (kernels.scaled_max,
-   softmax_exp and probs_f16) in 16 lanes; e's sum in 2 x 8 double lanes. */
-INFER__AVX512 static float infer__avx512_scaled_max(const float *s, int lo, int hi, float scale, float m) {
-    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY);
-    int j;
-    if (lo >= hi) return m;
-    for (j = lo - lo % 16; j < hi; j += 16) {
-        __mmask16 seen = infer__avx512_seen(j, lo, hi);
-        vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
-    }
-    return INFER__MAX(m, _mm512_reduce_max_ps(vmax));
-}
+/* A row's softmax with its scores kept whole (kernels.softmax_exp and
+   probs_f16; scaled_max is above) in 16 lanes; e's sum in 2 x 8 double
+   lanes. */
 
 INFER__AVX512 static double infer__avx512_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
     __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m);
@@ -443,34 +441,6 @@ INFER__AVX2_INLINE __m256 infer__avx2_load_upto(const float *s, int j, int n) {
     return _mm256_loadu_ps(tmp);
 }
 
-INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
-    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY), vmx;
-    __m256d sum = _mm256_setzero_pd();
-    float mx, t[8];
-    double d[4];
-    int j;
-    if (lo >= hi) return;
-    for (j = lo; j < hi; j += 8) {
-        __m256 seen = infer__avx2_seen(j, lo, hi);
-        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
-        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
-    }
-    _mm256_storeu_ps(t, vmax);
-    mx = *m;
-    for (j = 0; j < 8; j++) mx = INFER__MAX(mx, t[j]);
-    vmx = _mm256_set1_ps(mx);
-    for (j = lo; j < hi; j += 8) {
-        __m256 seen = infer__avx2_seen(j, lo, hi);
-        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
-        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
-        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    }
-    _mm256_storeu_pd(d, sum);
-    *l = (float)((double)*l * expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
-    *m = mx;
-}
-
 INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, float scale, float m) {
     __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY);
     float t[8];
@@ -484,6 +454,28 @@ INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, 
     for (j = 0; j < 8; j++) m = INFER__MAX(m, t[j]);
     return m;
 }
+
+INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m256 vs = _mm256_set1_ps(scale), vmx;
+    __m256d sum = _mm256_setzero_pd();
+    float mx;
+    double d[4];
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx2_scaled_max(s, lo, hi, scale, *m);
+    vmx = _mm256_set1_ps(mx);
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    _mm256_storeu_pd(d, sum);
+    *l = (float)((double)*l * expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
+    *m = mx;
+}
+
 
 INFER__AVX2 static double infer__avx2_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
     __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
