@@ -14554,9 +14554,11 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     /* q.K by the kernel that widens each key once for all of an item's rows
        (a prompt's many), for any row count, so that passes of any size sum
        alike; split passes (one token's, by thread) keep the product of rows,
-       which was as fast there. hd % 8 for AVX2's, on every ISA so that all
-       choose alike. */
-    int qk_wide = !split && kv->type == INFER_TYPE_F16 && kern->qk_f16 && hd % 8 == 0;
+       which was as fast there, but for the first run: a token whose keys
+       all lie there scores them as an unsplit pass does, so a pass that
+       crosses the run's end gives it the logits it has alone. hd % 8 for
+       AVX2's, on every ISA so that all choose alike. */
+    int qk_wide = (!split || run == 0) && kv->type == INFER_TYPE_F16 && kern->qk_f16 && hd % 8 == 0;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     size_t p_stride = (size_t)hd + INFER__ATT_PART_HEAD, p_row = p_stride * b->n_splits;

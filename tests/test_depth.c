@@ -155,3 +155,51 @@ Test(depth, smollm2_fast_split_and_reference_agree, .timeout = 600) {
 Test(depth, gemma3_fast_split_and_reference_agree, .timeout = 600) {
     check_depth("gemma-3-270m-q4_k_m.gguf", 0);
 }
+
+/* A pass that crosses the end of the split passes' first run of keys (512
+   positions in a context of 4,096): each token whose keys all lie in the
+   first run is split there but must score them as it does alone, unsplit,
+   so that a draft verified across that end keeps greedy replies. On a
+   real model (64-value heads): q.K's kernels sum a score in different
+   orders, which tinystories' 16-value heads hide. */
+Test(depth, smollm2_pass_across_the_first_run_matches_alone, .timeout = 300) {
+    enum { N_CTX = 4096, AT = 506, N = 8 };
+    char path[1024];
+    infer_context_params cp = infer_context_default_params();
+    infer_error err;
+    infer_model *m;
+    infer_context *one, *pass;
+    infer_token toks[AT + N];
+    float *alone;
+    int i, nv;
+    FILE *f;
+    snprintf(path, sizeof path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", INFER_SOURCE_DIR);
+    if (!(f = fopen(path, "rb"))) cr_skip_test("%s is absent (python3 scripts/fetch_model.py fetches it)", path);
+    fclose(f);
+    m = infer_model_load(path, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    nv = infer_model_n_vocab(m);
+    for (i = 0; i < AT + N; i++) toks[i] = (infer_token)(1 + (i * 37 + i / 5) % (nv - 1));
+    cp.n_ctx = N_CTX;
+    cp.n_threads = 2;
+    one = infer_context_new(m, &cp, &err);
+    cr_assert_not_null(one, "%s", err.msg);
+    pass = infer_context_new(m, &cp, &err);
+    cr_assert_not_null(pass, "%s", err.msg);
+    cr_assert_eq(infer_decode(one, toks, AT, 0, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_decode(pass, toks, AT, 0, &err), INFER_OK, "%s", err.msg);
+    alone = (float *)malloc(sizeof(float) * (size_t)nv * N);
+    for (i = 0; i < N; i++) {
+        cr_assert_eq(infer_decode(one, toks + AT + i, 1, 0, &err), INFER_OK, "%s", err.msg);
+        memcpy(alone + (size_t)i * nv, infer_get_logits(one, -1), sizeof(float) * (size_t)nv);
+    }
+    cr_assert_eq(infer_decode(pass, toks + AT, N, 1, &err), INFER_OK, "%s", err.msg);
+    for (i = 0; i < N; i++)
+        cr_expect_eq(memcmp(alone + (size_t)i * nv, infer_get_logits(pass, i), sizeof(float) * (size_t)nv), 0,
+                     "position %d: alone and in a pass of %d differ by %.4f%% of the range", AT + i, N,
+                     100 * worst_share(alone + (size_t)i * nv, infer_get_logits(pass, i), nv));
+    free(alone);
+    infer_context_free(pass);
+    infer_context_free(one);
+    infer_model_free(m);
+}
