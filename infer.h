@@ -8752,6 +8752,43 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
 }
 
+/* Attention's q.K kernels' operands (infer__kernels.qk_f16), widened to F32
+   in work: key j's dim d at (j / 16) 16 hd + 16 d + j % 16 (panels of 16
+   keys, dim by dim, by 8 x 8 transposes; keys past kt zero, to kt rounded
+   up to 16), then the query rows at hd (kt rounded up to 16), row i's dim d
+   at i hd + d, zero rows up to nq rounded up to pad. */
+#define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+INFER__AVX2_INLINE void infer__x86_qk_widen(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q,
+                                            size_t q_stride, int nq, int pad, float *work) {
+    int kp = (kt + 15) / 16 * 16, j, d, i;
+    float *kd = work, *qf = work + (size_t)hd * kp;
+    for (j = 0; j < kp; j += 8)
+        for (d = 0; d < hd; d += 8) {
+            __m256 r[8], u[8], v[8];
+            for (i = 0; i < 8; i++)
+                r[i] = j + i < kt ? INFER__LOADH(k + (size_t)(j + i) * k_stride + (size_t)d * 2) : _mm256_setzero_ps();
+            for (i = 0; i < 8; i += 2) {
+                u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+                u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (i = 0; i < 8; i += 4) {
+                v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+                v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+                v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+                v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+            }
+            /* v[0..3]: dims 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of keys 0-3; v[4..7] of keys 4-7 */
+            for (i = 0; i < 4; i++) {
+                float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
+                _mm256_storeu_ps(at + (size_t)(d + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
+                _mm256_storeu_ps(at + (size_t)(d + 4 + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
+            }
+        }
+    for (i = 0; i < (nq + pad - 1) / pad * pad; i++)
+        for (d = 0; d < hd; d += 8)
+            _mm256_storeu_ps(qf + (size_t)i * hd + d, i < nq ? INFER__LOADH(q + (size_t)i * q_stride / 2 + d) : _mm256_setzero_ps());
+}
+
 #endif /* INFER__HAVE_X86 */
 
 #endif /* INFER_SIMD_X86_H */
@@ -8784,7 +8821,6 @@ INFER__AVX2 static float infer__avx2_f32_dot(int n, const void *w, const void *x
     return s;
 }
 
-#define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 /* llama.cpp's F16 order as AVX-512 runs it: lanes 0-7 and 8-15 in two
    chains, then the tree (infer__f16_dot_llama) */
 INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const void *x) {
@@ -8977,40 +9013,15 @@ INFER__AVX2 static void infer__avx2_f16_gemm(int n, const void *w, size_t w_stri
 
 /* Attention's q.K for a prompt's many rows (infer__kernels.qk_f16): the
    tile's keys widened to F32 once and laid dim by dim in panels of 16
-   keys (8 x 8 transposes), then 6 query rows x 16 keys in registers, each dim's q value broadcast:
+   keys (infer__x86_qk_widen), then 6 query rows x 16 keys in registers, each dim's q value broadcast:
    every product fused in dim order, no lanes to sum across, and a key row
    widened once for all of an item's rows rather than once for every three. */
 #define INFER__QK_ROWS 6
 INFER__AVX2 static void infer__avx2_qk_f16(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q,
                                            size_t q_stride, int nq, float *s, size_t lds, float *work) {
     int kp = (kt + 15) / 16 * 16, j, d, i, t;
-    /* kd: key j's dim d at (j / 16) 16 hd + 16 d + j % 16, so a panel is read in order; qf[i hd + d], rows padded to 6 */
-    float *kd = work, *qf = work + (size_t)hd * kp;
-    for (j = 0; j < kp; j += 8)
-        for (d = 0; d < hd; d += 8) {
-            __m256 r[8], u[8], v[8];
-            for (i = 0; i < 8; i++)
-                r[i] = j + i < kt ? INFER__LOADH(k + (size_t)(j + i) * k_stride + (size_t)d * 2) : _mm256_setzero_ps();
-            for (i = 0; i < 8; i += 2) {
-                u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-                u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-            }
-            for (i = 0; i < 8; i += 4) {
-                v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-                v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-                v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-                v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-            }
-            /* v[0..3]: dims 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of keys 0-3; v[4..7] of keys 4-7 */
-            for (i = 0; i < 4; i++) {
-                float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
-                _mm256_storeu_ps(at + (size_t)(d + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
-                _mm256_storeu_ps(at + (size_t)(d + 4 + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
-            }
-        }
-    for (i = 0; i < (nq + INFER__QK_ROWS - 1) / INFER__QK_ROWS * INFER__QK_ROWS; i++)
-        for (d = 0; d < hd; d += 8)
-            _mm256_storeu_ps(qf + (size_t)i * hd + d, i < nq ? INFER__LOADH(q + (size_t)i * q_stride / 2 + d) : _mm256_setzero_ps());
+    float *qf = work + (size_t)hd * kp, *kd = work;
+    infer__x86_qk_widen(hd, k, k_stride, kt, q, q_stride, nq, INFER__QK_ROWS, work);
     for (i = 0; i < nq; i += INFER__QK_ROWS)
         for (j = 0; j < kp; j += 16) {
             const float *q0 = qf + (size_t)i * hd, *panel = kd + (size_t)j * hd;
@@ -10065,6 +10076,53 @@ INFER__AVX512 static void infer__avx512_f16_gemm_wide(int n, const uint8_t *w, s
         case 3: infer__avx512_f16_wide_rows(3, n, w, w_stride, n_rows, xf, n_pad, ahead, y + (size_t)t0 * ldy, ldy); break;
         case 2: infer__avx512_f16_wide_rows(2, n, w, w_stride, n_rows, xf, n_pad, ahead, y + (size_t)t0 * ldy, ldy); break;
         default: infer__avx512_f16_wide_rows(1, n, w, w_stride, n_rows, xf, n_pad, ahead, y + (size_t)t0 * ldy, ldy); break;
+        }
+    }
+}
+
+/* Attention's q.K for a prompt's many rows (infer__kernels.qk_f16): the
+   operands widened as AVX2's kernel has them (infer__x86_qk_widen), then R
+   query rows x 32 keys in registers (two panels of 16), each dim's q value
+   broadcast; every score fused in dim order, as every ISA's qk_f16 is. */
+#define INFER__QK512_ROWS 12
+INFER__AVX512_INLINE void infer__avx512_qk_block(const int R, const int P, int hd, const float *qf, const float *panel,
+                                                  int n_rows, int n_keys, float *s, size_t lds) {
+    __m512 acc[INFER__QK512_ROWS][2];
+    int r, d, c;
+    for (r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (d = 0; d < hd; d++) {
+        __m512 k0 = _mm512_loadu_ps(panel + 16 * d), k1 = P > 1 ? _mm512_loadu_ps(panel + 16 * hd + 16 * d) : k0;
+        for (r = 0; r < R; r++) {
+            __m512 b = _mm512_set1_ps(qf[(size_t)r * hd + d]);
+            acc[r][0] = _mm512_fmadd_ps(b, k0, acc[r][0]);
+            if (P > 1) acc[r][1] = _mm512_fmadd_ps(b, k1, acc[r][1]);
+        }
+    }
+    for (r = 0; r < R && r < n_rows; r++)
+        for (c = 0; c < P && 16 * c < n_keys; c++) {
+            int m = INFER__MIN(16, n_keys - 16 * c);
+            _mm512_mask_storeu_ps(s + (size_t)r * lds + 16 * c, (__mmask16)(m == 16 ? 0xffff : (1u << m) - 1), acc[r][c]);
+        }
+}
+
+INFER__AVX512 static void infer__avx512_qk_f16(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q,
+                                               size_t q_stride, int nq, float *s, size_t lds, float *work) {
+    int kp = (kt + 15) / 16 * 16, i, j, left, R = 4;
+    const float *kd = work, *qf = work + (size_t)hd * kp;
+    infer__x86_qk_widen(hd, k, k_stride, kt, q, q_stride, nq, 4, work);
+    for (i = 0; i < nq; i += R) {
+        /* rows in blocks of 12, the last in 4, 8 or 12 (rows past nq are zeros, not stored) */
+        left = nq - i, R = left > 8 ? 12 : left > 4 ? 8 : 4;
+        for (j = 0; j < kp; j += 32) {
+            const float *qi = qf + (size_t)i * hd, *panel = kd + (size_t)j * hd;
+            float *y = s + (size_t)i * lds + j;
+            int P = kp - j >= 32 ? 2 : 1;
+            if (R == 12 && P == 2) infer__avx512_qk_block(12, 2, hd, qi, panel, left, kt - j, y, lds);
+            else if (R == 12) infer__avx512_qk_block(12, 1, hd, qi, panel, left, kt - j, y, lds);
+            else if (R == 8 && P == 2) infer__avx512_qk_block(8, 2, hd, qi, panel, left, kt - j, y, lds);
+            else if (R == 8) infer__avx512_qk_block(8, 1, hd, qi, panel, left, kt - j, y, lds);
+            else if (P == 2) infer__avx512_qk_block(4, 2, hd, qi, panel, left, kt - j, y, lds);
+            else infer__avx512_qk_block(4, 1, hd, qi, panel, left, kt - j, y, lds);
         }
     }
 }
@@ -11572,6 +11630,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
+    k->qk_f16 = infer__avx512_qk_f16;
     k->pack_size[INFER_TYPE_F16] = infer__pack_f16_size;
     k->pack[INFER_TYPE_F16] = infer__pack_f16;
     k->gemm_packed[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed;

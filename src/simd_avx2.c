@@ -29,7 +29,6 @@ INFER__AVX2 static float infer__avx2_f32_dot(int n, const void *w, const void *x
     return s;
 }
 
-#define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 /* llama.cpp's F16 order as AVX-512 runs it: lanes 0-7 and 8-15 in two
    chains, then the tree (infer__f16_dot_llama) */
 INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const void *x) {
@@ -222,40 +221,15 @@ INFER__AVX2 static void infer__avx2_f16_gemm(int n, const void *w, size_t w_stri
 
 /* Attention's q.K for a prompt's many rows (infer__kernels.qk_f16): the
    tile's keys widened to F32 once and laid dim by dim in panels of 16
-   keys (8 x 8 transposes), then 6 query rows x 16 keys in registers, each dim's q value broadcast:
+   keys (infer__x86_qk_widen), then 6 query rows x 16 keys in registers, each dim's q value broadcast:
    every product fused in dim order, no lanes to sum across, and a key row
    widened once for all of an item's rows rather than once for every three. */
 #define INFER__QK_ROWS 6
 INFER__AVX2 static void infer__avx2_qk_f16(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q,
                                            size_t q_stride, int nq, float *s, size_t lds, float *work) {
     int kp = (kt + 15) / 16 * 16, j, d, i, t;
-    /* kd: key j's dim d at (j / 16) 16 hd + 16 d + j % 16, so a panel is read in order; qf[i hd + d], rows padded to 6 */
-    float *kd = work, *qf = work + (size_t)hd * kp;
-    for (j = 0; j < kp; j += 8)
-        for (d = 0; d < hd; d += 8) {
-            __m256 r[8], u[8], v[8];
-            for (i = 0; i < 8; i++)
-                r[i] = j + i < kt ? INFER__LOADH(k + (size_t)(j + i) * k_stride + (size_t)d * 2) : _mm256_setzero_ps();
-            for (i = 0; i < 8; i += 2) {
-                u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-                u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-            }
-            for (i = 0; i < 8; i += 4) {
-                v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-                v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-                v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-                v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-            }
-            /* v[0..3]: dims 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of keys 0-3; v[4..7] of keys 4-7 */
-            for (i = 0; i < 4; i++) {
-                float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
-                _mm256_storeu_ps(at + (size_t)(d + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
-                _mm256_storeu_ps(at + (size_t)(d + 4 + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
-            }
-        }
-    for (i = 0; i < (nq + INFER__QK_ROWS - 1) / INFER__QK_ROWS * INFER__QK_ROWS; i++)
-        for (d = 0; d < hd; d += 8)
-            _mm256_storeu_ps(qf + (size_t)i * hd + d, i < nq ? INFER__LOADH(q + (size_t)i * q_stride / 2 + d) : _mm256_setzero_ps());
+    float *qf = work + (size_t)hd * kp, *kd = work;
+    infer__x86_qk_widen(hd, k, k_stride, kt, q, q_stride, nq, INFER__QK_ROWS, work);
     for (i = 0; i < nq; i += INFER__QK_ROWS)
         for (j = 0; j < kp; j += 16) {
             const float *q0 = qf + (size_t)i * hd, *panel = kd + (size_t)j * hd;

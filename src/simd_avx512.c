@@ -225,6 +225,53 @@ INFER__AVX512 static void infer__avx512_f16_gemm_wide(int n, const uint8_t *w, s
     }
 }
 
+/* Attention's q.K for a prompt's many rows (infer__kernels.qk_f16): the
+   operands widened as AVX2's kernel has them (infer__x86_qk_widen), then R
+   query rows x 32 keys in registers (two panels of 16), each dim's q value
+   broadcast; every score fused in dim order, as every ISA's qk_f16 is. */
+#define INFER__QK512_ROWS 12
+INFER__AVX512_INLINE void infer__avx512_qk_block(const int R, const int P, int hd, const float *qf, const float *panel,
+                                                  int n_rows, int n_keys, float *s, size_t lds) {
+    __m512 acc[INFER__QK512_ROWS][2];
+    int r, d, c;
+    for (r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (d = 0; d < hd; d++) {
+        __m512 k0 = _mm512_loadu_ps(panel + 16 * d), k1 = P > 1 ? _mm512_loadu_ps(panel + 16 * hd + 16 * d) : k0;
+        for (r = 0; r < R; r++) {
+            __m512 b = _mm512_set1_ps(qf[(size_t)r * hd + d]);
+            acc[r][0] = _mm512_fmadd_ps(b, k0, acc[r][0]);
+            if (P > 1) acc[r][1] = _mm512_fmadd_ps(b, k1, acc[r][1]);
+        }
+    }
+    for (r = 0; r < R && r < n_rows; r++)
+        for (c = 0; c < P && 16 * c < n_keys; c++) {
+            int m = INFER__MIN(16, n_keys - 16 * c);
+            _mm512_mask_storeu_ps(s + (size_t)r * lds + 16 * c, (__mmask16)(m == 16 ? 0xffff : (1u << m) - 1), acc[r][c]);
+        }
+}
+
+INFER__AVX512 static void infer__avx512_qk_f16(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q,
+                                               size_t q_stride, int nq, float *s, size_t lds, float *work) {
+    int kp = (kt + 15) / 16 * 16, i, j, left, R = 4;
+    const float *kd = work, *qf = work + (size_t)hd * kp;
+    infer__x86_qk_widen(hd, k, k_stride, kt, q, q_stride, nq, 4, work);
+    for (i = 0; i < nq; i += R) {
+        /* rows in blocks of 12, the last in 4, 8 or 12 (rows past nq are zeros, not stored) */
+        left = nq - i, R = left > 8 ? 12 : left > 4 ? 8 : 4;
+        for (j = 0; j < kp; j += 32) {
+            const float *qi = qf + (size_t)i * hd, *panel = kd + (size_t)j * hd;
+            float *y = s + (size_t)i * lds + j;
+            int P = kp - j >= 32 ? 2 : 1;
+            if (R == 12 && P == 2) infer__avx512_qk_block(12, 2, hd, qi, panel, left, kt - j, y, lds);
+            else if (R == 12) infer__avx512_qk_block(12, 1, hd, qi, panel, left, kt - j, y, lds);
+            else if (R == 8 && P == 2) infer__avx512_qk_block(8, 2, hd, qi, panel, left, kt - j, y, lds);
+            else if (R == 8) infer__avx512_qk_block(8, 1, hd, qi, panel, left, kt - j, y, lds);
+            else if (P == 2) infer__avx512_qk_block(4, 2, hd, qi, panel, left, kt - j, y, lds);
+            else infer__avx512_qk_block(4, 1, hd, qi, panel, left, kt - j, y, lds);
+        }
+    }
+}
+
 INFER__AVX512 static void infer__avx512_f16_gemm(int n, const void *w, size_t w_stride, int n_rows, const void *x,
                                                  size_t x_stride, int n_tok, float *y, size_t ldy) {
     int r, t;
@@ -1728,6 +1775,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
+    k->qk_f16 = infer__avx512_qk_f16;
     k->pack_size[INFER_TYPE_F16] = infer__pack_f16_size;
     k->pack[INFER_TYPE_F16] = infer__pack_f16;
     k->gemm_packed[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed;

@@ -97,7 +97,7 @@ Test(vecmath, pv_quant_every_isa_to_the_bit) {
    tokens are native's). */
 Test(vecmath, qk_f16_matches_the_dot) {
     enum { TILE = 256, LDS = TILE + 8, MAXHD = 128, MAXQ = 64 };
-    static const int hds[] = {64, 80, 128}, kts[] = {1, 7, 16, 33, 200, 256}, nqs[] = {1, 3, 8, 13, 64};
+    static const int hds[] = {64, 80, 128}, kts[] = {1, 7, 16, 33, 200, 256}, nqs[] = {1, 3, 8, 10, 13, 64};
     uint16_t *kh = (uint16_t *)malloc(sizeof(uint16_t) * TILE * 3 * MAXHD), *qh = (uint16_t *)malloc(sizeof(uint16_t) * MAXQ * MAXHD);
     float *s = (float *)malloc(sizeof(float) * MAXQ * LDS), *s0 = (float *)malloc(sizeof(float) * MAXQ * LDS), *work = (float *)malloc(sizeof(float) * (MAXHD * TILE + (MAXQ + 8) * MAXHD));
     infer__kernels k, plain;
@@ -109,7 +109,7 @@ Test(vecmath, qk_f16_matches_the_dot) {
         if (!infer__kernels_install(&k, (infer__isa)isa) || !k.qk_f16) continue;
         for (a = 0; a < 3; a++)
             for (b = 0; b < 6; b++)
-                for (c = 0; c < 5; c++) {
+                for (c = 0; c < 6; c++) {
                     int hd = hds[a], kt = kts[b], nq = nqs[c];
                     size_t k_stride = (size_t)3 * hd * 2; /* a head's keys inside rows of three heads */
                     for (i = 0; i < nq * LDS; i++) s[i] = -7.0f;
