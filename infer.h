@@ -1774,6 +1774,14 @@ typedef struct infer__kernels {
        + (nq + 8) x hd floats */
     void (*qk_f16)(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
                    float *s, size_t lds, float *work);
+    /* attention's p.V over a tile of an F16 cache's V (kept a row of
+       positions per value: value d of key j at vt[d vt_stride + j]) for many
+       rows, added on: acc[i hd + d] += p_i[j] v_j[d] for j = 0, 1, .. kt - 1
+       in that order, one fused sum a value (so the same whatever nq); hd % 16
+       == 0; work holds hd x kt + nq x (kt rounded up to 16) floats. NULL
+       where an ISA has none (the F16 product of rows serves) */
+    void (*pv_f16)(int hd, const uint16_t *vt, size_t vt_stride, int kt, const uint16_t *p, size_t p_stride, int nq,
+                   float *acc, float *work);
     float (*scaled_max)(const float *s, int lo, int hi, float scale, float m);
     double (*softmax_exp)(float *s, int n, int lo, int hi, float scale, float m);
     void (*probs_f16)(const float *e, int n, float inv, uint16_t *p);
@@ -8752,37 +8760,61 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
 }
 
+/* 8 rows of 8 F16 values transposed to F32: out[c] is value c of rows 0-7.
+   Row r is at src + r stride; rows from n on are zeros, and values from
+   m on (m < 8: a tail, read no further) are zeros. */
+#define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+INFER__AVX2_INLINE void infer__x86_t8x8_f16(const uint8_t *src, size_t stride, int n, int m, __m256 out[8]) {
+    __m256 r[8], u[8], v[8];
+    int i;
+#pragma GCC unroll 8
+    for (i = 0; i < 8; i++) {
+        if (i >= n) {
+            r[i] = _mm256_setzero_ps();
+        } else if (m >= 8) {
+            r[i] = INFER__LOADH(src + (size_t)i * stride);
+        } else {
+            uint16_t t[8] = {0};
+            memcpy(t, src + (size_t)i * stride, (size_t)m * 2);
+            r[i] = INFER__LOADH(t);
+        }
+    }
+#pragma GCC unroll 4
+    for (i = 0; i < 8; i += 2) {
+        u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 2
+    for (i = 0; i < 8; i += 4) {
+        v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    /* v[0..3]: values 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of rows 0-3; v[4..7] of rows 4-7 */
+#pragma GCC unroll 4
+    for (i = 0; i < 4; i++) {
+        out[i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x20);
+        out[4 + i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x31);
+    }
+}
+
 /* Attention's q.K kernels' operands (infer__kernels.qk_f16), widened to F32
    in work: key j's dim d at (j / 16) 16 hd + 16 d + j % 16 (panels of 16
-   keys, dim by dim, by 8 x 8 transposes; keys past kt zero, to kt rounded
-   up to 16), then the query rows at hd (kt rounded up to 16), row i's dim d
-   at i hd + d, zero rows up to nq rounded up to pad. */
-#define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+   keys, dim by dim; keys past kt zero, to kt rounded up to 16), then the
+   query rows at hd (kt rounded up to 16), row i's dim d at i hd + d, zero
+   rows up to nq rounded up to pad. */
 INFER__AVX2_INLINE void infer__x86_qk_widen(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q,
                                             size_t q_stride, int nq, int pad, float *work) {
     int kp = (kt + 15) / 16 * 16, j, d, i;
     float *kd = work, *qf = work + (size_t)hd * kp;
     for (j = 0; j < kp; j += 8)
         for (d = 0; d < hd; d += 8) {
-            __m256 r[8], u[8], v[8];
-            for (i = 0; i < 8; i++)
-                r[i] = j + i < kt ? INFER__LOADH(k + (size_t)(j + i) * k_stride + (size_t)d * 2) : _mm256_setzero_ps();
-            for (i = 0; i < 8; i += 2) {
-                u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-                u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-            }
-            for (i = 0; i < 8; i += 4) {
-                v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-                v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-                v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-                v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-            }
-            /* v[0..3]: dims 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of keys 0-3; v[4..7] of keys 4-7 */
-            for (i = 0; i < 4; i++) {
-                float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
-                _mm256_storeu_ps(at + (size_t)(d + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
-                _mm256_storeu_ps(at + (size_t)(d + 4 + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
-            }
+            __m256 col[8];
+            float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
+            infer__x86_t8x8_f16(k + (size_t)j * k_stride + (size_t)d * 2, k_stride, kt - j, 8, col);
+#pragma GCC unroll 8
+            for (i = 0; i < 8; i++) _mm256_storeu_ps(at + (size_t)(d + i) * 16, col[i]);
         }
     for (i = 0; i < (nq + pad - 1) / pad * pad; i++)
         for (d = 0; d < hd; d += 8)
@@ -10089,9 +10121,11 @@ INFER__AVX512_INLINE void infer__avx512_qk_block(const int R, const int P, int h
                                                   int n_rows, int n_keys, float *s, size_t lds) {
     __m512 acc[INFER__QK512_ROWS][2];
     int r, d, c;
+#pragma GCC unroll 12
     for (r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (d = 0; d < hd; d++) {
         __m512 k0 = _mm512_loadu_ps(panel + 16 * d), k1 = P > 1 ? _mm512_loadu_ps(panel + 16 * hd + 16 * d) : k0;
+#pragma GCC unroll 12
         for (r = 0; r < R; r++) {
             __m512 b = _mm512_set1_ps(qf[(size_t)r * hd + d]);
             acc[r][0] = _mm512_fmadd_ps(b, k0, acc[r][0]);
@@ -10123,6 +10157,78 @@ INFER__AVX512 static void infer__avx512_qk_f16(int hd, const uint8_t *k, size_t 
             else if (R == 8) infer__avx512_qk_block(8, 1, hd, qi, panel, left, kt - j, y, lds);
             else if (P == 2) infer__avx512_qk_block(4, 2, hd, qi, panel, left, kt - j, y, lds);
             else infer__avx512_qk_block(4, 1, hd, qi, panel, left, kt - j, y, lds);
+        }
+    }
+}
+
+/* Attention's p.V for a prompt's many rows (infer__kernels.pv_f16): the
+   tile of V widened to F32 once, key by key in panels of 16 values (8 x 8
+   transposes of V's rows), and the probabilities to F32; then R rows x P
+   panels in registers, each key's probability broadcast, the keys in order:
+   one fused sum a value, no lanes to sum across. */
+#define INFER__PV512_ROWS 6
+INFER__AVX512_INLINE void infer__avx512_pv_block(const int R, const int P, int hd, int kt, const float *vd, const float *pf,
+                                                  int ldp, float *acc) {
+    __m512 a[INFER__PV512_ROWS][4];
+    int r, c, j;
+#pragma GCC unroll 8
+    for (r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (c = 0; c < P; c++) a[r][c] = _mm512_loadu_ps(acc + (size_t)r * hd + 16 * c);
+    for (j = 0; j < kt; j++) {
+        __m512 v[4];
+#pragma GCC unroll 4
+        for (c = 0; c < P; c++) v[c] = _mm512_loadu_ps(vd + (size_t)c * 16 * kt + 16 * (size_t)j);
+#pragma GCC unroll 8
+        for (r = 0; r < R; r++) {
+            __m512 b = _mm512_set1_ps(pf[(size_t)r * ldp + j]);
+#pragma GCC unroll 4
+            for (c = 0; c < P; c++) a[r][c] = _mm512_fmadd_ps(b, v[c], a[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (c = 0; c < P; c++) _mm512_storeu_ps(acc + (size_t)r * hd + 16 * c, a[r][c]);
+}
+
+INFER__AVX512 static void infer__avx512_pv_f16(int hd, const uint16_t *vt, size_t vt_stride, int kt, const uint16_t *p,
+                                               size_t p_stride, int nq, float *acc, float *work) {
+    int ldp = (kt + 15) / 16 * 16, d, j, c, i, n;
+    float *vd = work, *pf = work + (size_t)hd * kt;
+    /* vd: key j's value d at (d / 16) 16 kt + 16 j + d % 16 */
+    for (d = 0; d < hd; d += 8)
+        for (j = 0; j < kt; j += 8) {
+            __m256 col[8];
+            float *at = vd + (size_t)(d / 16) * 16 * kt + d % 16;
+            infer__x86_t8x8_f16((const uint8_t *)(vt + (size_t)d * vt_stride + j), vt_stride * 2, 8, kt - j, col);
+            for (c = 0; c < 8 && j + c < kt; c++) _mm256_storeu_ps(at + 16 * (size_t)(j + c), col[c]);
+        }
+    for (i = 0; i < nq; i++)
+        for (j = 0; j < kt; j += 16) {
+            __mmask16 m = (__mmask16)(kt - j >= 16 ? 0xffff : (1u << (kt - j)) - 1);
+            _mm512_storeu_ps(pf + (size_t)i * ldp + j, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + (size_t)i * p_stride + j)));
+        }
+    for (i = 0; i < nq; i += n) {
+        n = INFER__MIN(INFER__PV512_ROWS, nq - i);
+        for (c = 0; c < hd / 16; c += 4) {
+            const float *v = vd + (size_t)c * 16 * kt, *pr = pf + (size_t)i * ldp;
+            float *ac = acc + (size_t)i * hd + 16 * c;
+#define INFER__PV512_CASE(RR)                                                                            \
+    case RR:                                                                                             \
+        switch (INFER__MIN(4, hd / 16 - c)) {                                                            \
+        case 1: infer__avx512_pv_block(RR, 1, hd, kt, v, pr, ldp, ac); break;                            \
+        case 2: infer__avx512_pv_block(RR, 2, hd, kt, v, pr, ldp, ac); break;                            \
+        case 3: infer__avx512_pv_block(RR, 3, hd, kt, v, pr, ldp, ac); break;                            \
+        default: infer__avx512_pv_block(RR, 4, hd, kt, v, pr, ldp, ac); break;                           \
+        }                                                                                                \
+        break;
+            switch (n) {
+                INFER__PV512_CASE(1) INFER__PV512_CASE(2) INFER__PV512_CASE(3) INFER__PV512_CASE(4) INFER__PV512_CASE(5)
+            default:
+                INFER__PV512_CASE(6)
+            }
+#undef INFER__PV512_CASE
         }
     }
 }
@@ -11631,6 +11737,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
     k->qk_f16 = infer__avx512_qk_f16;
+    k->pv_f16 = infer__avx512_pv_f16;
     k->pack_size[INFER_TYPE_F16] = infer__pack_f16_size;
     k->pack[INFER_TYPE_F16] = infer__pack_f16;
     k->gemm_packed[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed;
@@ -14185,7 +14292,7 @@ typedef struct infer__attn_scratch {
     uint8_t *qx;      /* query rows in K's dot type */
     float *s, *acc, *pv, *m, *l;
     float *inv;       /* rows' 1 / sum, where their scores are kept whole */
-    float *qk_work;   /* kernels.qk_f16's */
+    float *qk_work;   /* kernels.qk_f16's and pv_f16's */
     uint16_t *p;      /* probabilities in F16 */
     float *kept;      /* an item's scores between its passes */
     size_t n_kept;    /* floats there */
@@ -14508,9 +14615,9 @@ static size_t infer__attn_kept_floats(int n_ctx) {
 
 static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
-    /* qx (at most 4 bytes a value), s, acc, pv, m, l, inv, p (halves), kept scores, qk_work */
+    /* qx (at most 4 bytes a value), s, acc, pv, m, l, inv, p (halves), kept scores, qk_work (qk_f16's and pv_f16's) */
     size_t n = rows * hd + rows * tile + 2 * rows * hd + 3 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx) +
-               hd * tile + (rows + 8) * hd;
+               hd * tile + (rows + 8) * INFER__MAX(hd, tile);
     /* lanes, vchunk, pchunk, sum (doubles, 8-byte aligned), with two floats to spare for that */
     if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows + 2;
     /* even, so that every worker's share starts 8-byte aligned (the
@@ -14529,7 +14636,7 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->inv = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
     sc->kept = base, sc->n_kept = infer__attn_kept_floats(n_ctx), base += sc->n_kept;
-    sc->qk_work = base, base += hd * tile + (rows + 8) * hd;
+    sc->qk_work = base, base += hd * tile + (rows + 8) * INFER__MAX(hd, tile);
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
     if (ordered) {
@@ -14616,8 +14723,10 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
        which was as fast there, but for the first run: a token whose keys
        all lie there scores them as an unsplit pass does, so a pass that
        crosses the run's end gives it the logits it has alone. hd % 8 for
-       AVX2's, on every ISA so that all choose alike. */
+       AVX2's, on every ISA so that all choose alike. p.V likewise, where
+       the ISA has a kernel for many rows (kernels.pv_f16). */
     int qk_wide = (!split || run == 0) && kv->type == INFER_TYPE_F16 && kern->qk_f16 && hd % 8 == 0;
+    int pv_wide = (!split || run == 0) && kv->type == INFER_TYPE_F16 && kern->pv_f16 && hd % 16 == 0;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     size_t p_stride = (size_t)hd + INFER__ATT_PART_HEAD, p_row = p_stride * b->n_splits;
@@ -14686,7 +14795,10 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                                         sc->p + (size_t)i * INFER__ATT_TILE);
                 }
             }
-            if (pass == 1 && kv->type == INFER_TYPE_F16) {
+            if (pass == 1 && pv_wide) {
+                const uint16_t *vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
+                kern->pv_f16(hd, vt, (size_t)slots, kt, sc->p, INFER__ATT_TILE, nq, sc->acc, sc->qk_work);
+            } else if (pass == 1 && kv->type == INFER_TYPE_F16) {
                 const uint16_t *vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
                 infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, (size_t)slots * sizeof(uint16_t), hd, sc->p,
                                 INFER__ATT_TILE * sizeof(uint16_t), nq, sc->pv, (size_t)hd);

@@ -114,9 +114,9 @@ static size_t infer__attn_kept_floats(int n_ctx) {
 
 static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx) {
     size_t rows = INFER__ATT_ROWS, hd = (size_t)head_dim, tile = INFER__ATT_TILE;
-    /* qx (at most 4 bytes a value), s, acc, pv, m, l, inv, p (halves), kept scores, qk_work */
+    /* qx (at most 4 bytes a value), s, acc, pv, m, l, inv, p (halves), kept scores, qk_work (qk_f16's and pv_f16's) */
     size_t n = rows * hd + rows * tile + 2 * rows * hd + 3 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx) +
-               hd * tile + (rows + 8) * hd;
+               hd * tile + (rows + 8) * INFER__MAX(hd, tile);
     /* lanes, vchunk, pchunk, sum (doubles, 8-byte aligned), with two floats to spare for that */
     if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows + 2;
     /* even, so that every worker's share starts 8-byte aligned (the
@@ -135,7 +135,7 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
     sc->inv = base, base += rows;
     sc->p = (uint16_t *)base, base += rows * tile / 2;
     sc->kept = base, sc->n_kept = infer__attn_kept_floats(n_ctx), base += sc->n_kept;
-    sc->qk_work = base, base += hd * tile + (rows + 8) * hd;
+    sc->qk_work = base, base += hd * tile + (rows + 8) * INFER__MAX(hd, tile);
     sc->lanes = sc->vchunk = sc->pchunk = NULL;
     sc->sum = NULL;
     if (ordered) {
@@ -222,8 +222,10 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
        which was as fast there, but for the first run: a token whose keys
        all lie there scores them as an unsplit pass does, so a pass that
        crosses the run's end gives it the logits it has alone. hd % 8 for
-       AVX2's, on every ISA so that all choose alike. */
+       AVX2's, on every ISA so that all choose alike. p.V likewise, where
+       the ISA has a kernel for many rows (kernels.pv_f16). */
     int qk_wide = (!split || run == 0) && kv->type == INFER_TYPE_F16 && kern->qk_f16 && hd % 8 == 0;
+    int pv_wide = (!split || run == 0) && kv->type == INFER_TYPE_F16 && kern->pv_f16 && hd % 16 == 0;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     size_t p_stride = (size_t)hd + INFER__ATT_PART_HEAD, p_row = p_stride * b->n_splits;
@@ -292,7 +294,10 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                                         sc->p + (size_t)i * INFER__ATT_TILE);
                 }
             }
-            if (pass == 1 && kv->type == INFER_TYPE_F16) {
+            if (pass == 1 && pv_wide) {
+                const uint16_t *vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
+                kern->pv_f16(hd, vt, (size_t)slots, kt, sc->p, INFER__ATT_TILE, nq, sc->acc, sc->qk_work);
+            } else if (pass == 1 && kv->type == INFER_TYPE_F16) {
                 const uint16_t *vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
                 infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, (size_t)slots * sizeof(uint16_t), hd, sc->p,
                                 INFER__ATT_TILE * sizeof(uint16_t), nq, sc->pv, (size_t)hd);

@@ -41,7 +41,7 @@ typedef struct infer__attn_scratch {
     uint8_t *qx;      /* query rows in K's dot type */
     float *s, *acc, *pv, *m, *l;
     float *inv;       /* rows' 1 / sum, where their scores are kept whole */
-    float *qk_work;   /* kernels.qk_f16's */
+    float *qk_work;   /* kernels.qk_f16's and pv_f16's */
     uint16_t *p;      /* probabilities in F16 */
     float *kept;      /* an item's scores between its passes */
     size_t n_kept;    /* floats there */

@@ -360,6 +360,14 @@ typedef struct infer__kernels {
        + (nq + 8) x hd floats */
     void (*qk_f16)(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
                    float *s, size_t lds, float *work);
+    /* attention's p.V over a tile of an F16 cache's V (kept a row of
+       positions per value: value d of key j at vt[d vt_stride + j]) for many
+       rows, added on: acc[i hd + d] += p_i[j] v_j[d] for j = 0, 1, .. kt - 1
+       in that order, one fused sum a value (so the same whatever nq); hd % 16
+       == 0; work holds hd x kt + nq x (kt rounded up to 16) floats. NULL
+       where an ISA has none (the F16 product of rows serves) */
+    void (*pv_f16)(int hd, const uint16_t *vt, size_t vt_stride, int kt, const uint16_t *p, size_t p_stride, int nq,
+                   float *acc, float *work);
     float (*scaled_max)(const float *s, int lo, int hi, float scale, float m);
     double (*softmax_exp)(float *s, int n, int lo, int hi, float scale, float m);
     void (*probs_f16)(const float *e, int n, float inv, uint16_t *p);

@@ -234,9 +234,11 @@ INFER__AVX512_INLINE void infer__avx512_qk_block(const int R, const int P, int h
                                                   int n_rows, int n_keys, float *s, size_t lds) {
     __m512 acc[INFER__QK512_ROWS][2];
     int r, d, c;
+#pragma GCC unroll 12
     for (r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (d = 0; d < hd; d++) {
         __m512 k0 = _mm512_loadu_ps(panel + 16 * d), k1 = P > 1 ? _mm512_loadu_ps(panel + 16 * hd + 16 * d) : k0;
+#pragma GCC unroll 12
         for (r = 0; r < R; r++) {
             __m512 b = _mm512_set1_ps(qf[(size_t)r * hd + d]);
             acc[r][0] = _mm512_fmadd_ps(b, k0, acc[r][0]);
@@ -268,6 +270,78 @@ INFER__AVX512 static void infer__avx512_qk_f16(int hd, const uint8_t *k, size_t 
             else if (R == 8) infer__avx512_qk_block(8, 1, hd, qi, panel, left, kt - j, y, lds);
             else if (P == 2) infer__avx512_qk_block(4, 2, hd, qi, panel, left, kt - j, y, lds);
             else infer__avx512_qk_block(4, 1, hd, qi, panel, left, kt - j, y, lds);
+        }
+    }
+}
+
+/* Attention's p.V for a prompt's many rows (infer__kernels.pv_f16): the
+   tile of V widened to F32 once, key by key in panels of 16 values (8 x 8
+   transposes of V's rows), and the probabilities to F32; then R rows x P
+   panels in registers, each key's probability broadcast, the keys in order:
+   one fused sum a value, no lanes to sum across. */
+#define INFER__PV512_ROWS 6
+INFER__AVX512_INLINE void infer__avx512_pv_block(const int R, const int P, int hd, int kt, const float *vd, const float *pf,
+                                                  int ldp, float *acc) {
+    __m512 a[INFER__PV512_ROWS][4];
+    int r, c, j;
+#pragma GCC unroll 8
+    for (r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (c = 0; c < P; c++) a[r][c] = _mm512_loadu_ps(acc + (size_t)r * hd + 16 * c);
+    for (j = 0; j < kt; j++) {
+        __m512 v[4];
+#pragma GCC unroll 4
+        for (c = 0; c < P; c++) v[c] = _mm512_loadu_ps(vd + (size_t)c * 16 * kt + 16 * (size_t)j);
+#pragma GCC unroll 8
+        for (r = 0; r < R; r++) {
+            __m512 b = _mm512_set1_ps(pf[(size_t)r * ldp + j]);
+#pragma GCC unroll 4
+            for (c = 0; c < P; c++) a[r][c] = _mm512_fmadd_ps(b, v[c], a[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (c = 0; c < P; c++) _mm512_storeu_ps(acc + (size_t)r * hd + 16 * c, a[r][c]);
+}
+
+INFER__AVX512 static void infer__avx512_pv_f16(int hd, const uint16_t *vt, size_t vt_stride, int kt, const uint16_t *p,
+                                               size_t p_stride, int nq, float *acc, float *work) {
+    int ldp = (kt + 15) / 16 * 16, d, j, c, i, n;
+    float *vd = work, *pf = work + (size_t)hd * kt;
+    /* vd: key j's value d at (d / 16) 16 kt + 16 j + d % 16 */
+    for (d = 0; d < hd; d += 8)
+        for (j = 0; j < kt; j += 8) {
+            __m256 col[8];
+            float *at = vd + (size_t)(d / 16) * 16 * kt + d % 16;
+            infer__x86_t8x8_f16((const uint8_t *)(vt + (size_t)d * vt_stride + j), vt_stride * 2, 8, kt - j, col);
+            for (c = 0; c < 8 && j + c < kt; c++) _mm256_storeu_ps(at + 16 * (size_t)(j + c), col[c]);
+        }
+    for (i = 0; i < nq; i++)
+        for (j = 0; j < kt; j += 16) {
+            __mmask16 m = (__mmask16)(kt - j >= 16 ? 0xffff : (1u << (kt - j)) - 1);
+            _mm512_storeu_ps(pf + (size_t)i * ldp + j, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + (size_t)i * p_stride + j)));
+        }
+    for (i = 0; i < nq; i += n) {
+        n = INFER__MIN(INFER__PV512_ROWS, nq - i);
+        for (c = 0; c < hd / 16; c += 4) {
+            const float *v = vd + (size_t)c * 16 * kt, *pr = pf + (size_t)i * ldp;
+            float *ac = acc + (size_t)i * hd + 16 * c;
+#define INFER__PV512_CASE(RR)                                                                            \
+    case RR:                                                                                             \
+        switch (INFER__MIN(4, hd / 16 - c)) {                                                            \
+        case 1: infer__avx512_pv_block(RR, 1, hd, kt, v, pr, ldp, ac); break;                            \
+        case 2: infer__avx512_pv_block(RR, 2, hd, kt, v, pr, ldp, ac); break;                            \
+        case 3: infer__avx512_pv_block(RR, 3, hd, kt, v, pr, ldp, ac); break;                            \
+        default: infer__avx512_pv_block(RR, 4, hd, kt, v, pr, ldp, ac); break;                           \
+        }                                                                                                \
+        break;
+            switch (n) {
+                INFER__PV512_CASE(1) INFER__PV512_CASE(2) INFER__PV512_CASE(3) INFER__PV512_CASE(4) INFER__PV512_CASE(5)
+            default:
+                INFER__PV512_CASE(6)
+            }
+#undef INFER__PV512_CASE
         }
     }
 }
@@ -1776,6 +1850,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
     k->qk_f16 = infer__avx512_qk_f16;
+    k->pv_f16 = infer__avx512_pv_f16;
     k->pack_size[INFER_TYPE_F16] = infer__pack_f16_size;
     k->pack[INFER_TYPE_F16] = infer__pack_f16;
     k->gemm_packed[INFER_TYPE_F16] = infer__avx512_f16_gemm_packed;

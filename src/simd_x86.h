@@ -76,37 +76,61 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
 }
 
+/* 8 rows of 8 F16 values transposed to F32: out[c] is value c of rows 0-7.
+   Row r is at src + r stride; rows from n on are zeros, and values from
+   m on (m < 8: a tail, read no further) are zeros. */
+#define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+INFER__AVX2_INLINE void infer__x86_t8x8_f16(const uint8_t *src, size_t stride, int n, int m, __m256 out[8]) {
+    __m256 r[8], u[8], v[8];
+    int i;
+#pragma GCC unroll 8
+    for (i = 0; i < 8; i++) {
+        if (i >= n) {
+            r[i] = _mm256_setzero_ps();
+        } else if (m >= 8) {
+            r[i] = INFER__LOADH(src + (size_t)i * stride);
+        } else {
+            uint16_t t[8] = {0};
+            memcpy(t, src + (size_t)i * stride, (size_t)m * 2);
+            r[i] = INFER__LOADH(t);
+        }
+    }
+#pragma GCC unroll 4
+    for (i = 0; i < 8; i += 2) {
+        u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 2
+    for (i = 0; i < 8; i += 4) {
+        v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    /* v[0..3]: values 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of rows 0-3; v[4..7] of rows 4-7 */
+#pragma GCC unroll 4
+    for (i = 0; i < 4; i++) {
+        out[i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x20);
+        out[4 + i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x31);
+    }
+}
+
 /* Attention's q.K kernels' operands (infer__kernels.qk_f16), widened to F32
    in work: key j's dim d at (j / 16) 16 hd + 16 d + j % 16 (panels of 16
-   keys, dim by dim, by 8 x 8 transposes; keys past kt zero, to kt rounded
-   up to 16), then the query rows at hd (kt rounded up to 16), row i's dim d
-   at i hd + d, zero rows up to nq rounded up to pad. */
-#define INFER__LOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+   keys, dim by dim; keys past kt zero, to kt rounded up to 16), then the
+   query rows at hd (kt rounded up to 16), row i's dim d at i hd + d, zero
+   rows up to nq rounded up to pad. */
 INFER__AVX2_INLINE void infer__x86_qk_widen(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q,
                                             size_t q_stride, int nq, int pad, float *work) {
     int kp = (kt + 15) / 16 * 16, j, d, i;
     float *kd = work, *qf = work + (size_t)hd * kp;
     for (j = 0; j < kp; j += 8)
         for (d = 0; d < hd; d += 8) {
-            __m256 r[8], u[8], v[8];
-            for (i = 0; i < 8; i++)
-                r[i] = j + i < kt ? INFER__LOADH(k + (size_t)(j + i) * k_stride + (size_t)d * 2) : _mm256_setzero_ps();
-            for (i = 0; i < 8; i += 2) {
-                u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-                u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-            }
-            for (i = 0; i < 8; i += 4) {
-                v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-                v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-                v[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-                v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-            }
-            /* v[0..3]: dims 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of keys 0-3; v[4..7] of keys 4-7 */
-            for (i = 0; i < 4; i++) {
-                float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
-                _mm256_storeu_ps(at + (size_t)(d + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x20));
-                _mm256_storeu_ps(at + (size_t)(d + 4 + i) * 16, _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
-            }
+            __m256 col[8];
+            float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
+            infer__x86_t8x8_f16(k + (size_t)j * k_stride + (size_t)d * 2, k_stride, kt - j, 8, col);
+#pragma GCC unroll 8
+            for (i = 0; i < 8; i++) _mm256_storeu_ps(at + (size_t)(d + i) * 16, col[i]);
         }
     for (i = 0; i < (nq + pad - 1) / pad * pad; i++)
         for (d = 0; d < hd; d += 8)

@@ -142,6 +142,52 @@ Test(vecmath, qk_f16_matches_the_dot) {
     if (!n_run) cr_skip_test("no instruction set of this CPU has kernels.qk_f16");
 }
 
+/* Attention's p.V for a prompt's rows (kernels.pv_f16, where an ISA has
+   it) against the plain sum it promises: acc[i hd + d] plus p_i[j] v_j[d]
+   for j in order, one F32 add a key (F16 x F16 products are exact, so fused
+   or not alike), to the bit; rows past nq untouched. The tile ends at its
+   buffer's end, so a read past kt is one past the allocation (ASan). */
+Test(vecmath, pv_f16_sums_keys_in_order) {
+    enum { STRIDE = 300, MAXHD = 128, MAXQ = 64, LDP = 264 };
+    static const int hds[] = {64, 80, 128}, kts[] = {1, 7, 8, 9, 16, 33, 200, 256}, nqs[] = {1, 3, 6, 7, 13, 64};
+    uint16_t *vt = (uint16_t *)malloc(sizeof(uint16_t) * MAXHD * STRIDE), *p = (uint16_t *)malloc(sizeof(uint16_t) * MAXQ * LDP);
+    float *acc = (float *)malloc(sizeof(float) * (MAXQ + 1) * MAXHD), *want = (float *)malloc(sizeof(float) * (MAXQ + 1) * MAXHD);
+    float *work = (float *)malloc(sizeof(float) * (MAXHD * 256 + MAXQ * 256));
+    infer__kernels k;
+    int isa, a, b, c, i, j, d, n_run = 0;
+    for (i = 0; i < MAXHD * STRIDE; i++) vt[i] = infer__fp32_to_fp16(2.0f * g_uniform());
+    for (i = 0; i < MAXQ * LDP; i++) p[i] = infer__fp32_to_fp16(0.5f + 0.5f * g_uniform());
+    for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
+        if (!infer__kernels_install(&k, (infer__isa)isa) || !k.pv_f16) continue;
+        for (a = 0; a < 3; a++)
+            for (b = 0; b < 8; b++)
+                for (c = 0; c < 6; c++) {
+                    int hd = hds[a], kt = kts[b], nq = nqs[c];
+                    /* hd rows of STRIDE positions, the tile the last kt of each */
+                    const uint16_t *tile = vt + (MAXHD - hd) * STRIDE + (STRIDE - kt);
+                    for (i = 0; i < (nq + 1) * hd; i++) acc[i] = want[i] = 3.0f * g_uniform();
+                    for (i = 0; i < nq; i++)
+                        for (d = 0; d < hd; d++) {
+                            float s = want[i * hd + d];
+                            for (j = 0; j < kt; j++) {
+                                float pv = infer__fp16_to_fp32(p[i * LDP + j]) * infer__fp16_to_fp32(tile[(size_t)d * STRIDE + j]);
+                                s = s + pv;
+                            }
+                            want[i * hd + d] = s;
+                        }
+                    k.pv_f16(hd, tile, STRIDE, kt, p, LDP, nq, acc, work);
+                    for (i = 0; i <= nq; i++)
+                        for (d = 0; d < hd; d++)
+                            cr_assert(!memcmp(&acc[i * hd + d], &want[i * hd + d], sizeof(float)),
+                                      "%s hd %d kt %d nq %d: row %d value %d = %.9g, want %.9g%s", infer__isa_name((infer__isa)isa),
+                                      hd, kt, nq, i, d, acc[i * hd + d], want[i * hd + d], i == nq ? " (a row past nq)" : "");
+                    n_run++;
+                }
+    }
+    free(vt), free(p), free(acc), free(want), free(work);
+    if (!n_run) cr_skip_test("no instruction set of this CPU has kernels.pv_f16");
+}
+
 /* Attention's softmax of a row kept whole (kernels.scaled_max,
    softmax_exp, probs_f16) on every ISA against plain C: the max exact;
    e^(x - max) within a few ulp, 0 outside [lo, hi); the sum to double
