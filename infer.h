@@ -14725,8 +14725,8 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
        crosses the run's end gives it the logits it has alone. hd % 8 for
        AVX2's, on every ISA so that all choose alike. p.V likewise, where
        the ISA has a kernel for many rows (kernels.pv_f16). */
-    int qk_wide = (!split || run == 0) && kv->type == INFER_TYPE_F16 && kern->qk_f16 && hd % 8 == 0;
-    int pv_wide = (!split || run == 0) && kv->type == INFER_TYPE_F16 && kern->pv_f16 && hd % 16 == 0;
+    int wide = (!split || run == 0) && kv->type == INFER_TYPE_F16;
+    int qk_wide = wide && kern->qk_f16 && hd % 8 == 0, pv_wide = wide && kern->pv_f16 && hd % 16 == 0;
     infer_type qt = infer__traits(kv->type)->vec_dot_type;
     size_t q_row = infer__row_size(qt, hd), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     size_t p_stride = (size_t)hd + INFER__ATT_PART_HEAD, p_row = p_stride * b->n_splits;
@@ -14795,14 +14795,15 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                                         sc->p + (size_t)i * INFER__ATT_TILE);
                 }
             }
-            if (pass == 1 && pv_wide) {
+            if (pass == 1 && kv->type == INFER_TYPE_F16) {
                 const uint16_t *vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
-                kern->pv_f16(hd, vt, (size_t)slots, kt, sc->p, INFER__ATT_TILE, nq, sc->acc, sc->qk_work);
-            } else if (pass == 1 && kv->type == INFER_TYPE_F16) {
-                const uint16_t *vt = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots + slot;
-                infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, (size_t)slots * sizeof(uint16_t), hd, sc->p,
-                                INFER__ATT_TILE * sizeof(uint16_t), nq, sc->pv, (size_t)hd);
-                for (i = 0; i < nq * hd; i++) sc->acc[i] += sc->pv[i];
+                if (pv_wide) {
+                    kern->pv_f16(hd, vt, (size_t)slots, kt, sc->p, INFER__ATT_TILE, nq, sc->acc, sc->qk_work);
+                } else {
+                    infer__rows_dot(kern, INFER_TYPE_F16, kt, vt, (size_t)slots * sizeof(uint16_t), hd, sc->p,
+                                    INFER__ATT_TILE * sizeof(uint16_t), nq, sc->pv, (size_t)hd);
+                    for (i = 0; i < nq * hd; i++) sc->acc[i] += sc->pv[i];
+                }
             } else if (pass == 1) { /* a quantized V, read as it is kept */
                 kern->pv_quant[kv->type](hd, kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + head_off + (size_t)slot * kv->k_row,
                                          kv->k_row, kt, sc->p, INFER__ATT_TILE, nq, sc->acc);
