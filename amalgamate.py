@@ -70,6 +70,7 @@ PARTS = [
     "perplexity.c",
     "chat_formats.c",
     "chat.c",
+    "abi.c",
 ]
 LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')
 

@@ -76,13 +76,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The API's linkage. This is the one place outside platform.h that tests
+   the compiler and OS: it must be settled before anything else is
+   declared. INFER_SHARED_BUILD: compiling infer.dll / libinfer.so, every
+   function exported; INFER_SHARED: a program that links that library
+   (Windows imports it); INFER_STATIC: all static; else plain extern. */
 #ifndef INFERDEF
-#ifdef INFER_STATIC
+#if defined(INFER_STATIC)
 #if defined(__GNUC__)
 #define INFERDEF static __attribute__((unused)) /* a program need not call them all */
 #else
 #define INFERDEF static
 #endif
+#elif defined(INFER_SHARED_BUILD) && (defined(_WIN32) || defined(__CYGWIN__))
+#define INFERDEF extern __declspec(dllexport)
+#elif defined(INFER_SHARED_BUILD) && defined(__GNUC__)
+#define INFERDEF extern __attribute__((visibility("default")))
+#elif defined(INFER_SHARED) && (defined(_WIN32) || defined(__CYGWIN__))
+#define INFERDEF extern __declspec(dllimport)
 #else
 #define INFERDEF extern
 #endif
@@ -1154,6 +1165,60 @@ INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_del
    (what follows is held back), else 0. */
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p);
 INFERDEF void infer_output_parser_free(infer_output_parser *p);
+
+/* ---- For bindings (C#, Python, any FFI) --------------------------------- */
+
+/* Bindings load infer.dll / libinfer.so and declare the API themselves, so
+   they call nothing that passes a struct by value and check, once, that
+   the library is the one they were written for: infer_abi_version() must
+   equal the INFER_ABI_VERSION they were written against (it changes
+   whenever a public struct or signature does), and infer_struct_size()
+   must equal the size of their own copy of each struct they use. C
+   programs may call these too. */
+#define INFER_ABI_VERSION 1
+INFERDEF int infer_abi_version(void);
+
+typedef enum infer_struct_id {
+    INFER_STRUCT_ERROR = 0,
+    INFER_STRUCT_MODEL_PARAMS,
+    INFER_STRUCT_CONTEXT_PARAMS,
+    INFER_STRUCT_BATCH,
+    INFER_STRUCT_SAMPLER_PARAMS,
+    INFER_STRUCT_TOKEN_PROB,
+    INFER_STRUCT_METRICS,
+    INFER_STRUCT_REQUEST_PARAMS,
+    INFER_STRUCT_BEAM_PARAMS,
+    INFER_STRUCT_QUANTIZE_PARAMS,
+    INFER_STRUCT_CHAT_TEMPLATE,
+    INFER_STRUCT_CHAT_MESSAGE,
+    INFER_STRUCT_JINJA_LIMITS,
+    INFER_STRUCT_DETOK,
+    INFER_STRUCT_COUNT
+} infer_struct_id;
+/* sizeof the struct as this library was compiled; 0 for an unknown id. */
+INFERDEF size_t infer_struct_size(infer_struct_id id);
+
+/* The defaults of each params struct, written into *p (the *_default_params
+   functions' values, without a struct returned by value). */
+INFERDEF void infer_model_params_init(infer_model_params *p);
+INFERDEF void infer_context_params_init(infer_context_params *p);
+INFERDEF void infer_sampler_params_init(infer_sampler_params *p);
+INFERDEF void infer_request_params_init(infer_request_params *p);
+INFERDEF void infer_beam_params_init(infer_beam_params *p);
+INFERDEF void infer_quantize_params_init(infer_quantize_params *p);
+INFERDEF void infer_jinja_limits_init(infer_jinja_limits *p);
+/* infer_context_metrics, infer_request_metrics, infer_chat_template_detect
+   and infer_chat_template_from_text, their result written into *out. */
+INFERDEF void infer_context_metrics_into(const infer_context *c, infer_metrics *out);
+INFERDEF void infer_request_metrics_into(const infer_request *r, infer_metrics *out);
+INFERDEF void infer_chat_template_detect_into(const infer_model *m, infer_chat_template *out);
+INFERDEF void infer_chat_template_from_text_into(const char *text, const char *bos, const char *eos,
+                                                 infer_chat_template *out);
+/* Frees memory this library returned for the caller to free
+   (infer_jinja_render, infer_model_chat_template_text) with the allocator
+   it was built with (INFER_FREE): what a binding, which cannot reach the
+   library's free(), must call. NULL does nothing. */
+INFERDEF void infer_free(void *p);
 
 #ifdef __cplusplus
 }
@@ -28292,6 +28357,78 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
     }
     if (end) return snprintf(buf, size, "%s", end);
     return snprintf(buf, size, "%.*s%s", (int)infer__chat_field_len(t->eos, sizeof t->eos), t->eos, after_eos);
+}
+
+/* ==== src/abi.c ==== */
+/* abi.c - what a binding calls instead of what it cannot: params filled
+   through pointers, results written into the caller's struct, the size of
+   each public struct and the ABI's version, and the library's own free. */
+
+INFERDEF int infer_abi_version(void) { return INFER_ABI_VERSION; }
+
+INFERDEF size_t infer_struct_size(infer_struct_id id) {
+    switch (id) {
+    case INFER_STRUCT_ERROR: return sizeof(infer_error);
+    case INFER_STRUCT_MODEL_PARAMS: return sizeof(infer_model_params);
+    case INFER_STRUCT_CONTEXT_PARAMS: return sizeof(infer_context_params);
+    case INFER_STRUCT_BATCH: return sizeof(infer_batch);
+    case INFER_STRUCT_SAMPLER_PARAMS: return sizeof(infer_sampler_params);
+    case INFER_STRUCT_TOKEN_PROB: return sizeof(infer_token_prob);
+    case INFER_STRUCT_METRICS: return sizeof(infer_metrics);
+    case INFER_STRUCT_REQUEST_PARAMS: return sizeof(infer_request_params);
+    case INFER_STRUCT_BEAM_PARAMS: return sizeof(infer_beam_params);
+    case INFER_STRUCT_QUANTIZE_PARAMS: return sizeof(infer_quantize_params);
+    case INFER_STRUCT_CHAT_TEMPLATE: return sizeof(infer_chat_template);
+    case INFER_STRUCT_CHAT_MESSAGE: return sizeof(infer_chat_message);
+    case INFER_STRUCT_JINJA_LIMITS: return sizeof(infer_jinja_limits);
+    case INFER_STRUCT_DETOK: return sizeof(infer_detok);
+    default: return 0;
+    }
+}
+
+INFERDEF void infer_model_params_init(infer_model_params *p) {
+    if (p) *p = infer_model_default_params();
+}
+INFERDEF void infer_context_params_init(infer_context_params *p) {
+    if (p) *p = infer_context_default_params();
+}
+INFERDEF void infer_sampler_params_init(infer_sampler_params *p) {
+    if (p) *p = infer_sampler_default_params();
+}
+INFERDEF void infer_request_params_init(infer_request_params *p) {
+    if (p) *p = infer_request_default_params();
+}
+INFERDEF void infer_beam_params_init(infer_beam_params *p) {
+    if (p) *p = infer_beam_default_params();
+}
+INFERDEF void infer_quantize_params_init(infer_quantize_params *p) {
+    if (p) *p = infer_quantize_default_params();
+}
+INFERDEF void infer_jinja_limits_init(infer_jinja_limits *p) {
+    if (p) *p = infer_jinja_default_limits();
+}
+
+/* NULL in: zeros out (a binding's handle may be closed already) */
+INFERDEF void infer_context_metrics_into(const infer_context *c, infer_metrics *out) {
+    if (!out) return;
+    if (c) *out = infer_context_metrics(c);
+    else memset(out, 0, sizeof *out);
+}
+INFERDEF void infer_request_metrics_into(const infer_request *r, infer_metrics *out) {
+    if (!out) return;
+    if (r) *out = infer_request_metrics(r);
+    else memset(out, 0, sizeof *out);
+}
+INFERDEF void infer_chat_template_detect_into(const infer_model *m, infer_chat_template *out) {
+    if (out) *out = infer_chat_template_detect(m);
+}
+INFERDEF void infer_chat_template_from_text_into(const char *text, const char *bos, const char *eos,
+                                                 infer_chat_template *out) {
+    if (out) *out = infer_chat_template_from_text(text, bos, eos);
+}
+
+INFERDEF void infer_free(void *p) {
+    if (p) INFER_FREE(p);
 }
 
 #endif /* INFER_IMPLEMENTATION */

@@ -75,13 +75,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The API's linkage. This is the one place outside platform.h that tests
+   the compiler and OS: it must be settled before anything else is
+   declared. INFER_SHARED_BUILD: compiling infer.dll / libinfer.so, every
+   function exported; INFER_SHARED: a program that links that library
+   (Windows imports it); INFER_STATIC: all static; else plain extern. */
 #ifndef INFERDEF
-#ifdef INFER_STATIC
+#if defined(INFER_STATIC)
 #if defined(__GNUC__)
 #define INFERDEF static __attribute__((unused)) /* a program need not call them all */
 #else
 #define INFERDEF static
 #endif
+#elif defined(INFER_SHARED_BUILD) && (defined(_WIN32) || defined(__CYGWIN__))
+#define INFERDEF extern __declspec(dllexport)
+#elif defined(INFER_SHARED_BUILD) && defined(__GNUC__)
+#define INFERDEF extern __attribute__((visibility("default")))
+#elif defined(INFER_SHARED) && (defined(_WIN32) || defined(__CYGWIN__))
+#define INFERDEF extern __declspec(dllimport)
 #else
 #define INFERDEF extern
 #endif
@@ -1153,6 +1164,60 @@ INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_del
    (what follows is held back), else 0. */
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p);
 INFERDEF void infer_output_parser_free(infer_output_parser *p);
+
+/* ---- For bindings (C#, Python, any FFI) --------------------------------- */
+
+/* Bindings load infer.dll / libinfer.so and declare the API themselves, so
+   they call nothing that passes a struct by value and check, once, that
+   the library is the one they were written for: infer_abi_version() must
+   equal the INFER_ABI_VERSION they were written against (it changes
+   whenever a public struct or signature does), and infer_struct_size()
+   must equal the size of their own copy of each struct they use. C
+   programs may call these too. */
+#define INFER_ABI_VERSION 1
+INFERDEF int infer_abi_version(void);
+
+typedef enum infer_struct_id {
+    INFER_STRUCT_ERROR = 0,
+    INFER_STRUCT_MODEL_PARAMS,
+    INFER_STRUCT_CONTEXT_PARAMS,
+    INFER_STRUCT_BATCH,
+    INFER_STRUCT_SAMPLER_PARAMS,
+    INFER_STRUCT_TOKEN_PROB,
+    INFER_STRUCT_METRICS,
+    INFER_STRUCT_REQUEST_PARAMS,
+    INFER_STRUCT_BEAM_PARAMS,
+    INFER_STRUCT_QUANTIZE_PARAMS,
+    INFER_STRUCT_CHAT_TEMPLATE,
+    INFER_STRUCT_CHAT_MESSAGE,
+    INFER_STRUCT_JINJA_LIMITS,
+    INFER_STRUCT_DETOK,
+    INFER_STRUCT_COUNT
+} infer_struct_id;
+/* sizeof the struct as this library was compiled; 0 for an unknown id. */
+INFERDEF size_t infer_struct_size(infer_struct_id id);
+
+/* The defaults of each params struct, written into *p (the *_default_params
+   functions' values, without a struct returned by value). */
+INFERDEF void infer_model_params_init(infer_model_params *p);
+INFERDEF void infer_context_params_init(infer_context_params *p);
+INFERDEF void infer_sampler_params_init(infer_sampler_params *p);
+INFERDEF void infer_request_params_init(infer_request_params *p);
+INFERDEF void infer_beam_params_init(infer_beam_params *p);
+INFERDEF void infer_quantize_params_init(infer_quantize_params *p);
+INFERDEF void infer_jinja_limits_init(infer_jinja_limits *p);
+/* infer_context_metrics, infer_request_metrics, infer_chat_template_detect
+   and infer_chat_template_from_text, their result written into *out. */
+INFERDEF void infer_context_metrics_into(const infer_context *c, infer_metrics *out);
+INFERDEF void infer_request_metrics_into(const infer_request *r, infer_metrics *out);
+INFERDEF void infer_chat_template_detect_into(const infer_model *m, infer_chat_template *out);
+INFERDEF void infer_chat_template_from_text_into(const char *text, const char *bos, const char *eos,
+                                                 infer_chat_template *out);
+/* Frees memory this library returned for the caller to free
+   (infer_jinja_render, infer_model_chat_template_text) with the allocator
+   it was built with (INFER_FREE): what a binding, which cannot reach the
+   library's free(), must call. NULL does nothing. */
+INFERDEF void infer_free(void *p);
 
 #ifdef __cplusplus
 }
