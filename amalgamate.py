@@ -22,8 +22,10 @@ INTERFACE_PARTS = ["model.h", "backend.h"]
 # (internal.h declares what the parts share; every other header stands
 # before the first part that includes it, which build() checks).
 PARTS = [
+    "platform.h",
     "internal.h",
     "util.c",
+    "platform.c",
     "gguf.c",
     "unicode.h",
     "unicode.c",

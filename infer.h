@@ -5,7 +5,8 @@
    USAGE
    In exactly one C or C++ file:
        #define INFER_IMPLEMENTATION
-   Everywhere else just #include "infer.h". Link with -lm -lpthread.
+   Everywhere else just #include "infer.h". Link with -lm -lpthread on
+   Linux and Android (nothing on macOS; Windows needs kernel32 only).
 
        infer_error err;
        infer_model *m = infer_model_load("model.gguf", NULL, &err);
@@ -40,10 +41,17 @@
    INFER_STB_DS_HEADER to another path if stb_ds.h lives elsewhere.
 
    STRICT C
-   The implementation uses POSIX (mmap, clock_gettime, pthreads). Under a
-   strict -std=c99 it asks for it with _XOPEN_SOURCE, which only works if
-   infer.h comes before every system header in that one file; otherwise
-   define _XOPEN_SOURCE 700 (or _GNU_SOURCE) at the top of the file yourself.
+   The implementation uses POSIX on Unix (mmap, clock_gettime, pthreads)
+   and Win32 on Windows (file mappings, SRW locks, threads), all in its
+   platform layer. Under a strict -std=c99 it asks for POSIX with
+   _XOPEN_SOURCE, which only works if infer.h comes before every system
+   header in that one file; otherwise define _XOPEN_SOURCE 700 (or
+   _GNU_SOURCE) at the top of the file yourself.
+
+   WINDOWS
+   MinGW-w64 and MSVC-like compilers (cl, clang-cl) build it with no
+   extra flags or libraries; the AVX2 and AVX-512 kernels are chosen at
+   run time as elsewhere. Paths are UTF-8.
 
    THREADS AND STATE
    No global mutable state. A model is read-only once loaded (its weights
@@ -67,7 +75,8 @@
 #define INFER_VERSION "0.24.0"
 
 /* The implementation needs POSIX (mmap, clock_gettime, pthreads), which a
-   strict -std=c99 hides unless asked for before the first system header. */
+   strict -std=c99 hides unless asked for before the first system header
+   (so here, not in platform.h: stddef.h below is the first). */
 #if defined(INFER_IMPLEMENTATION) && defined(__STRICT_ANSI__) && !defined(_XOPEN_SOURCE) && \
     !defined(_GNU_SOURCE) && !defined(_WIN32)
 #define _XOPEN_SOURCE 700
@@ -1478,6 +1487,408 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
 #if defined(INFER_IMPLEMENTATION) && !defined(INFER_IMPLEMENTATION_DONE)
 #define INFER_IMPLEMENTATION_DONE
 
+/* ==== src/platform.h ==== */
+/* platform.h - the one place that knows the OS and the compiler: system
+   headers, attributes and pragmas, atomics, threads and locks, the CPU's
+   count and features, files by UTF-8 path, mapping, time and memory, each
+   behind one name (platform.c has the bodies). Windows (MSVC, clang-cl,
+   MinGW-w64) and POSIX (Linux, Android, macOS, Emscripten). No other part
+   of the implementation tests _WIN32, _MSC_VER or __GNUC__.
+
+   Two compiler families are told apart. GNU: GCC and clang, also clang-cl,
+   for attributes (clang needs target attributes for intrinsics, whatever
+   its driver). MSVC: _MSC_VER, clang-cl included, for builtins, atomics
+   and CPU features, so that clang in MSVC mode compiles the branches cl.exe
+   takes (the only MSVC-like compiler on Linux). */
+#ifndef INFER_PLATFORM_H
+#define INFER_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+/* ---- which compiler, which OS ---- */
+#if defined(__GNUC__) || defined(__clang__)
+#define INFER__GNU 1
+#endif
+#if defined(_MSC_VER)
+#define INFER__MSVC 1
+#endif
+#if defined(_WIN32)
+#define INFER__WINDOWS 1
+#endif
+
+#if defined(INFER__WINDOWS)
+/* the slim windows.h: no min/max macros, GDI, RPC or OLE, whose names
+   (small, interface, near, ERROR) would reach the user's file too */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#ifndef NOGDI
+#define NOGDI
+#endif
+#include <windows.h>
+#include <process.h> /* _beginthreadex */
+#include <psapi.h>   /* K32GetProcessMemoryInfo, in kernel32 itself */
+#else
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if defined(__linux__) || defined(__ANDROID__)
+#include <sys/auxv.h> /* getauxval: the ARM kernels' features */
+#endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+#endif
+#if defined(__EMSCRIPTEN_PTHREADS__)
+#include <emscripten/threading.h>
+#endif
+#if defined(INFER__MSVC)
+#include <intrin.h>
+#endif
+
+/* ---- attributes ---- */
+#if defined(INFER__GNU)
+#define INFER__UNUSED __attribute__((unused))
+#if defined(__MINGW_PRINTF_FORMAT)
+/* MinGW: the C library's printf (gnu_printf with its ANSI stdio, the
+   -std=c99 default, where %zu works; else Microsoft's) */
+#define INFER__PRINTF(f, a) __attribute__((format(__MINGW_PRINTF_FORMAT, f, a)))
+#else
+#define INFER__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#endif
+#define INFER__NORETURN __attribute__((noreturn))
+#define INFER__FORCE_INLINE static inline __attribute__((always_inline, unused))
+#elif defined(INFER__MSVC)
+#define INFER__UNUSED
+#define INFER__PRINTF(f, a)
+#define INFER__NORETURN __declspec(noreturn)
+#define INFER__FORCE_INLINE static __forceinline
+#else
+#define INFER__UNUSED
+#define INFER__PRINTF(f, a)
+#define INFER__NORETURN
+#define INFER__FORCE_INLINE static inline
+#endif
+
+/* A loop unrolled n times, where the compiler takes the hint (GCC and
+   clang; MSVC has no such pragma for C). */
+#define INFER__PRAGMA(x) _Pragma(#x)
+#if defined(INFER__GNU)
+#define INFER__UNROLL(n) INFER__PRAGMA(GCC unroll n)
+#else
+#define INFER__UNROLL(n)
+#endif
+
+/* Around stb_ds's implementation: its own warnings silenced. */
+#if defined(INFER__GNU)
+#define INFER__THIRD_PARTY_BEGIN                                                                                   \
+    INFER__PRAGMA(GCC diagnostic push)                                                                             \
+    INFER__PRAGMA(GCC diagnostic ignored "-Wsign-compare")                                                         \
+    INFER__PRAGMA(GCC diagnostic ignored "-Wunused-function") INFER__PRAGMA(GCC diagnostic ignored "-Wpedantic")
+#define INFER__THIRD_PARTY_END INFER__PRAGMA(GCC diagnostic pop)
+#elif defined(INFER__MSVC)
+#define INFER__THIRD_PARTY_BEGIN __pragma(warning(push)) __pragma(warning(disable : 4018 4244 4267 4505 4702))
+#define INFER__THIRD_PARTY_END __pragma(warning(pop))
+#else
+#define INFER__THIRD_PARTY_BEGIN
+#define INFER__THIRD_PARTY_END
+#endif
+
+/* ---- vector instruction sets: which this compiler can build ----
+   The kernels are compiled for every set the compiler knows and chosen at
+   run time by infer__cpu_has (cpu.c), so the build needs no -m flags. GCC
+   and clang need each function marked with its target (INFER__TARGET);
+   MSVC compiles every intrinsic anywhere and needs none. */
+#if (defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)) &&                         \
+    (defined(INFER__GNU) || defined(INFER__MSVC))
+#define INFER__HAVE_X86 1
+#endif
+#if (defined(__aarch64__) && defined(INFER__GNU)) || (defined(_M_ARM64) && defined(INFER__MSVC))
+#define INFER__HAVE_NEON 1
+#endif
+
+/* Under ThreadSanitizer the kernels go uninstrumented: each reads shared
+   weights and writes rows its own thread owns, and instrumented they make a
+   token about 300 times slower (SmolLM2 at 1.6 s a token), too slow for the
+   server's test. The hand-offs between threads (threads.c) stay checked. */
+#if defined(__SANITIZE_THREAD__)
+#define INFER__NO_TSAN no_sanitize_thread,
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define INFER__NO_TSAN no_sanitize("thread"),
+#endif
+#endif
+#ifndef INFER__NO_TSAN
+#define INFER__NO_TSAN
+#endif
+
+/* A kernel for instruction set isa ("avx2,fma,f16c"), and a helper inlined
+   into such kernels. */
+#if defined(INFER__GNU)
+#define INFER__TARGET(isa) __attribute__((target(isa), INFER__NO_TSAN unused))
+#define INFER__TARGET_INLINE(isa) static inline __attribute__((target(isa), INFER__NO_TSAN always_inline, unused))
+#else
+#define INFER__TARGET(isa)
+#define INFER__TARGET_INLINE(isa) INFER__FORCE_INLINE
+#endif
+
+/* NEON's optional extensions: dotprod (sdot) and i8mm (smmla). A function
+   using them is marked with these where the baseline lacks them. Older
+   clang (before 16) declares their intrinsics only for a file that targets
+   them as a whole, so there its builtins stand in (allowed inside a
+   function with the target attribute). */
+#if defined(INFER__HAVE_NEON)
+#if defined(__ARM_FEATURE_DOTPROD) || !defined(INFER__GNU)
+#define INFER__TARGET_DOTPROD INFER__UNUSED
+#elif defined(__clang__)
+#define INFER__TARGET_DOTPROD __attribute__((target("dotprod"), unused))
+#else
+#define INFER__TARGET_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod"), unused))
+#endif
+#if defined(__ARM_FEATURE_MATMUL_INT8) || !defined(INFER__GNU)
+#define INFER__TARGET_I8MM INFER__UNUSED
+#elif defined(__clang__)
+#define INFER__TARGET_I8MM __attribute__((target("i8mm"), unused))
+#elif defined(__ARM_FEATURE_DOTPROD)
+/* a baseline of Armv8.2 or later: add i8mm to it (naming an older arch
+   here would make this function's target less than the helpers') */
+#define INFER__TARGET_I8MM __attribute__((target("+i8mm"), unused))
+#else
+#define INFER__TARGET_I8MM __attribute__((target("arch=armv8.2-a+dotprod+i8mm"), unused))
+#endif
+#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD) && __clang_major__ < 16
+#define INFER__NEON_SDOT(acc, a, b) ((int32x4_t)__builtin_neon_vdotq_v((int8x16_t)(acc), (int8x16_t)(a), (int8x16_t)(b), 34))
+#else
+#define INFER__NEON_SDOT(acc, a, b) vdotq_s32((acc), (a), (b))
+#endif
+#if defined(__clang__) && !defined(__ARM_FEATURE_MATMUL_INT8) && __clang_major__ < 16
+#define INFER__NEON_MMLA(acc, a, b) ((int32x4_t)__builtin_neon_vmmlaq_v((int8x16_t)(acc), (int8x16_t)(a), (int8x16_t)(b), 34))
+#else
+#define INFER__NEON_MMLA(acc, a, b) vmmlaq_s32((acc), (a), (b))
+#endif
+#endif
+
+/* What the CPU can run (and the OS saves the registers of): the x86
+   features by cpuid and XCR0, ARM's by the kernel's hwcaps (Linux,
+   Android), sysctl (Apple) or IsProcessorFeaturePresent (Windows). */
+typedef enum infer__cpu_feature {
+    INFER__CPU_AVX2, /* with FMA and F16C */
+    INFER__CPU_AVX512, /* F, BW, VL and DQ */
+    INFER__CPU_AVX512_VNNI,
+    INFER__CPU_AVX512_BF16,
+    INFER__CPU_DOTPROD, /* ARM's sdot */
+    INFER__CPU_I8MM     /* ARM's smmla */
+} infer__cpu_feature;
+static int infer__cpu_has(infer__cpu_feature f);
+/* Logical processors this process may run on (at least 1). */
+static int infer__cpu_count(void);
+
+/* The index of the lowest set bit of a non-zero x. */
+#if defined(INFER__MSVC)
+INFER__FORCE_INLINE int infer__ctz(unsigned x) {
+    unsigned long i;
+    _BitScanForward(&i, x);
+    return (int)i;
+}
+#elif defined(INFER__GNU)
+INFER__FORCE_INLINE int infer__ctz(unsigned x) { return __builtin_ctz(x); }
+#else
+INFER__FORCE_INLINE int infer__ctz(unsigned x) {
+    int i = 0;
+    while (!(x & 1u)) x >>= 1, i++;
+    return i;
+}
+#endif
+
+/* ---- atomics on int ----
+   The orders are C11's. With MSVC: on x86 and x64 every aligned load
+   acquires and every store releases already (a compiler barrier keeps the
+   order), interlocked operations are full barriers; on ARM64 a barrier
+   (dmb) follows an acquiring load and precedes a releasing store.
+   Compilers with neither (and no threads) get plain accesses. */
+enum { INFER__RELAXED, INFER__ACQUIRE, INFER__RELEASE, INFER__SEQ_CST };
+#if defined(INFER__MSVC)
+#define INFER__ATOMICS 1
+INFER__FORCE_INLINE int infer__atomic_load(const int *p, int order) {
+#if defined(_M_ARM64)
+    /* a load, then a barrier (dmb ish: 0xB) so nothing later moves above it */
+    int v = __iso_volatile_load32((const volatile __int32 *)p);
+    if (order != INFER__RELAXED) __dmb(0xB);
+    return v;
+#else
+    int v = __iso_volatile_load32((const volatile __int32 *)p);
+    (void)order;
+    _ReadWriteBarrier();
+    return v;
+#endif
+}
+INFER__FORCE_INLINE void infer__atomic_store(int *p, int v, int order) {
+    if (order == INFER__SEQ_CST) {
+        InterlockedExchange((volatile long *)p, v);
+        return;
+    }
+#if defined(_M_ARM64)
+    if (order != INFER__RELAXED) __dmb(0xB); /* nothing earlier moves below the store */
+#else
+    _ReadWriteBarrier();
+#endif
+    __iso_volatile_store32((volatile __int32 *)p, v);
+}
+/* adds v; returns the value before */
+INFER__FORCE_INLINE int infer__atomic_fetch_add(int *p, int v, int order) {
+    (void)order;
+    return (int)InterlockedExchangeAdd((volatile long *)p, v);
+}
+#elif defined(INFER__GNU)
+#define INFER__ATOMICS 1
+/* each order its own builtin call: the switch folds away where the order
+   is a constant, which it always is here */
+INFER__FORCE_INLINE int infer__atomic_load(const int *p, int order) {
+    switch (order) {
+    case INFER__RELAXED: return __atomic_load_n(p, __ATOMIC_RELAXED);
+    case INFER__ACQUIRE: return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    default: return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+    }
+}
+INFER__FORCE_INLINE void infer__atomic_store(int *p, int v, int order) {
+    switch (order) {
+    case INFER__RELAXED: __atomic_store_n(p, v, __ATOMIC_RELAXED); break;
+    case INFER__RELEASE: __atomic_store_n(p, v, __ATOMIC_RELEASE); break;
+    default: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); break;
+    }
+}
+INFER__FORCE_INLINE int infer__atomic_fetch_add(int *p, int v, int order) {
+    switch (order) {
+    case INFER__RELAXED: return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    case INFER__ACQUIRE: return __atomic_fetch_add(p, v, __ATOMIC_ACQUIRE);
+    case INFER__RELEASE: return __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+    default: return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+    }
+}
+#else
+INFER__FORCE_INLINE int infer__atomic_load(const int *p, int order) { return (void)order, *p; }
+INFER__FORCE_INLINE void infer__atomic_store(int *p, int v, int order) { (void)order, *p = v; }
+INFER__FORCE_INLINE int infer__atomic_fetch_add(int *p, int v, int order) {
+    int old = *p;
+    (void)order;
+    *p = (int)((unsigned)old + (unsigned)v);
+    return old;
+}
+#endif
+
+/* A spinning thread's hint to the core (pause, yield), and giving up the
+   rest of its time slice. */
+#if defined(INFER__MSVC) && (defined(_M_X64) || defined(_M_IX86))
+#define INFER__CPU_RELAX() _mm_pause()
+#elif defined(INFER__MSVC) && defined(_M_ARM64)
+#define INFER__CPU_RELAX() __yield()
+#elif defined(INFER__GNU) && (defined(__x86_64__) || defined(__i386__))
+#define INFER__CPU_RELAX() __builtin_ia32_pause()
+#elif defined(INFER__GNU) && defined(__aarch64__)
+#define INFER__CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define INFER__CPU_RELAX() ((void)0)
+#endif
+static void infer__thread_yield(void);
+
+/* ---- threads and locks ----
+   INFER__THREADS: threads can be made (Win32 or POSIX threads, and atomics
+   to hand work between them); without, everything runs on the caller's. */
+#if defined(INFER__WINDOWS) && defined(INFER__ATOMICS)
+#define INFER__THREADS 1
+typedef HANDLE infer__thread;
+typedef SRWLOCK infer__mutex;
+typedef CONDITION_VARIABLE infer__cond;
+#elif !defined(INFER__WINDOWS) && defined(INFER__ATOMICS)
+#define INFER__THREADS 1
+typedef pthread_t infer__thread;
+typedef pthread_mutex_t infer__mutex;
+typedef pthread_cond_t infer__cond;
+#else
+#define INFER__THREADS 0
+typedef int infer__thread;
+typedef int infer__mutex;
+typedef int infer__cond;
+#endif
+/* Starts fn(arg) on a new thread: 1, or 0 where it could not. */
+static int infer__thread_start(infer__thread *t, void (*fn)(void *), void *arg);
+static void infer__thread_join(infer__thread t);
+static void infer__mutex_init(infer__mutex *m);
+static void infer__mutex_destroy(infer__mutex *m);
+static void infer__mutex_lock(infer__mutex *m);
+static void infer__mutex_unlock(infer__mutex *m);
+static void infer__cond_init(infer__cond *c);
+static void infer__cond_destroy(infer__cond *c);
+static void infer__cond_wait(infer__cond *c, infer__mutex *m);
+static void infer__cond_broadcast(infer__cond *c);
+
+/* Sleeping until a word changes: the thread pool's idle workers. A futex
+   where the platform's condition variable is not to be trusted
+   (Emscripten's, see platform.c), else a lock and a condition variable. */
+typedef struct infer__waiter {
+    infer__mutex mu;
+    infer__cond cv;
+} infer__waiter;
+static void infer__waiter_init(infer__waiter *w);
+static void infer__waiter_destroy(infer__waiter *w);
+/* Returns once *word (read with sequential consistency) is not seen. */
+static void infer__waiter_wait(infer__waiter *w, int *word, int seen);
+/* Wakes every waiter; call after changing *word. */
+static void infer__waiter_wake(infer__waiter *w, int *word);
+
+/* ---- time and memory ---- */
+/* A monotonic clock in milliseconds. */
+static double infer__now_ms(void);
+/* The local time of t, as localtime_r (0 where it cannot be had). */
+static int infer__local_time(time_t t, struct tm *out);
+/* The process's peak resident set (working set on Windows), 0 if unknown. */
+static size_t infer__peak_rss_bytes(void);
+/* Asks for huge pages behind [p, p + len) where the OS has them on request
+   (Linux's transparent huge pages on "madvise"). */
+static void infer__advise_huge(void *p, size_t len);
+/* Zeroed memory for a large buffer read in long strides (the KV cache),
+   with the huge pages inside it asked for before it is first touched. */
+static void *infer__calloc_huge(size_t bytes);
+
+/* ---- files: paths are UTF-8 everywhere ---- */
+/* A file's bytes: mapped, read into memory, or borrowed from the caller. */
+typedef struct infer__blob {
+    const uint8_t *data;
+    size_t size;
+    int kind; /* INFER__BLOB_* */
+} infer__blob;
+enum { INFER__BLOB_BORROWED, INFER__BLOB_MAPPED, INFER__BLOB_HEAP };
+/* A model or state file, whole: mapped (read with INFER_NO_MMAP). Only a
+   regular file is read: a FIFO, a device or a directory is refused before
+   a byte is read, as its size says nothing. */
+static int infer__blob_open(infer__blob *b, const char *path, infer_error *err);
+static void infer__blob_close(infer__blob *b);
+/* Lets the pages of [p, p + len) of a mapped file go from this process's
+   memory (they come back from the file if read again): for weights whose
+   reader is a repacked copy. Nothing for memory the blob does not map. */
+static void infer__blob_forget(const infer__blob *b, const void *p, size_t len);
+/* fopen by a UTF-8 path. */
+static FILE *infer__fopen(const char *path, const char *mode);
+/* Writes n bytes as the whole of the regular file at path (made or
+   emptied first); a FIFO, a device or a directory is refused without
+   waiting for a reader. 1, or 0 with err set. */
+static int infer__file_write(const char *path, const void *data, size_t n, infer_error *err);
+/* 1 where both paths name one existing file (a link or another spelling
+   of it included). */
+static int infer__same_file(const char *a, const char *b);
+
+#endif /* INFER_PLATFORM_H */
+
 /* ==== src/internal.h ==== */
 /* internal.h - the implementation's prelude: system headers, configuration
    macros, stb_ds, and the declarations the parts below share.
@@ -1497,19 +1908,6 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(_WIN32)
-#include <windows.h>
-#else
-#include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-#endif
 
 #if defined(INFER_MALLOC) && defined(INFER_REALLOC) && defined(INFER_FREE)
 /* all three given */
@@ -1579,16 +1977,9 @@ static void *infer__stbds_shmode_func(size_t elemsize, int mode);
 #undef STB_DS_IMPLEMENTATION
 #endif
 #define STB_DS_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wpedantic"
-#endif
+INFER__THIRD_PARTY_BEGIN
 #include INFER_STB_DS_HEADER
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+INFER__THIRD_PARTY_END
 #undef STB_DS_IMPLEMENTATION
 #ifdef INFER__STB_DS_WAS_IMPL
 #define STB_DS_IMPLEMENTATION
@@ -1597,24 +1988,6 @@ static void *infer__stbds_shmode_func(size_t elemsize, int mode);
 
 #define INFER__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define INFER__MAX(a, b) ((a) > (b) ? (a) : (b))
-
-#if defined(__GNUC__)
-#define INFER__UNUSED __attribute__((unused))
-#define INFER__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define INFER__UNUSED
-#define INFER__PRINTF(f, a)
-#endif
-
-/* The vector instruction sets this compiler can target; simd_*.c and
-   vecmath.c compile their kernels only here, and use them only where the
-   CPU has them (cpu.c). */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define INFER__HAVE_X86 1
-#endif
-#if defined(__aarch64__) && defined(__GNUC__)
-#define INFER__HAVE_NEON 1
-#endif
 
 /* ---- util.c ---- */
 static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) INFER__PRINTF(3, 4);
@@ -1632,27 +2005,13 @@ static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity);
     (infer__arr_reserve((void **)&(a), sizeof *(a), (size_t)(n)) ? (stbds_arrsetlen(a, n), 1) : 0)
 /* n more elements at the end, uninitialized: their address, or NULL */
 #define infer__arr_addn(a, n) (infer__arr_room(a, n) ? stbds_arraddnptr(a, n) : NULL)
-static double infer__now_ms(void);
 /* 64-bit FNV-1a of n bytes, continuing from h (INFER__FNV_BASIS to start) */
 #define INFER__FNV_BASIS 0xcbf29ce484222325ull
 static uint64_t infer__fnv(uint64_t h, const void *p, size_t n);
-static size_t infer__peak_rss_bytes(void);
 static float infer__fp16_to_fp32(uint16_t h);
 static uint16_t infer__fp32_to_fp16(float f);
 static float infer__bf16_to_fp32(uint16_t h);
 static uint16_t infer__fp32_to_bf16(float f);
-
-/* A file's bytes: mapped, read into memory, or borrowed from the caller. */
-typedef struct infer__blob {
-    const uint8_t *data;
-    size_t size;
-    int kind; /* 0 borrowed, 1 mapped, 2 heap */
-} infer__blob;
-static int infer__blob_open(infer__blob *b, const char *path, infer_error *err);
-static void infer__blob_close(infer__blob *b);
-static void infer__blob_forget(const infer__blob *b, const void *p, size_t len);
-static void infer__advise_huge(void *p, size_t len);
-static void *infer__calloc_huge(size_t bytes);
 
 /* ---- gguf.c ---- */
 typedef struct infer__str {
@@ -2088,7 +2447,7 @@ static int infer__atomic_next(int *v);
 #endif /* INFER_INTERNAL_H */
 
 /* ==== src/util.c ==== */
-/* util.c - errors, allocation, clocks, half-precision conversion, file mapping. */
+/* util.c - errors, allocation, hashing, stb_ds growth, half-precision conversion. */
 
 INFERDEF const char *infer_version(void) { return INFER_VERSION; }
 
@@ -2145,33 +2504,6 @@ static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity) {
     return 1;
 }
 
-static double infer__now_ms(void) {
-#if defined(_WIN32)
-    LARGE_INTEGER f, c;
-    QueryPerformanceFrequency(&f);
-    QueryPerformanceCounter(&c);
-    return 1000.0 * (double)c.QuadPart / (double)f.QuadPart;
-#else
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-#endif
-}
-
-static size_t infer__peak_rss_bytes(void) {
-#if defined(_WIN32)
-    return 0;
-#else
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-#if defined(__APPLE__)
-    return (size_t)ru.ru_maxrss;
-#else
-    return (size_t)ru.ru_maxrss * 1024;
-#endif
-#endif
-}
-
 /* IEEE half and bfloat16 conversions, bit-exact with round-to-nearest-even
    (what the F16C instructions and llama.cpp's converters give). */
 static float infer__bits_to_f32(uint32_t u) {
@@ -2224,14 +2556,378 @@ static uint16_t infer__fp32_to_bf16(float f) {
     return (uint16_t)((u + (0x7fff + ((u >> 16) & 1))) >> 16);
 }
 
-/* ---- a file's bytes ---------------------------------------------------- */
+/* ==== src/platform.c ==== */
+/* platform.c - the bodies of platform.h's calls, one branch per OS (and
+   per compiler where the CPU is asked). */
 
-#if defined(_WIN32)
-#include <sys/stat.h>
+/* ---- the CPU ------------------------------------------------------------ */
+
+#if defined(INFER__HAVE_X86)
+#if defined(INFER__GNU) && !defined(INFER__MSVC)
+#include <cpuid.h>
+#endif
+/* cpuid leaf, subleaf: eax, ebx, ecx, edx into r */
+static void infer__cpuid(unsigned leaf, unsigned sub, unsigned r[4]) {
+#if defined(INFER__MSVC)
+    int v[4];
+    __cpuidex(v, (int)leaf, (int)sub);
+    r[0] = (unsigned)v[0], r[1] = (unsigned)v[1], r[2] = (unsigned)v[2], r[3] = (unsigned)v[3];
+#else
+    __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+#endif
+}
+/* XCR0: the register state the OS saves (bits 1-2 SSE and AVX, 5-7
+   AVX-512's); only to be read where cpuid says OSXSAVE */
+static uint64_t infer__xcr0(void) {
+#if defined(INFER__MSVC)
+    return (uint64_t)_xgetbv(0);
+#else
+    unsigned lo, hi;
+    __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+#endif
+}
 #endif
 
+static int infer__cpu_has(infer__cpu_feature f) {
+#if defined(INFER__HAVE_X86)
+    unsigned r1[4], r7[4], r71[4] = {0, 0, 0, 0}, max;
+    uint64_t xcr0;
+    int avx, avx512;
+    infer__cpuid(0, 0, r1);
+    max = r1[0];
+    if (max < 7) return 0;
+    infer__cpuid(1, 0, r1);
+    if (!(r1[2] & (1u << 27))) return 0; /* OSXSAVE: no XCR0, no AVX */
+    xcr0 = infer__xcr0();
+    infer__cpuid(7, 0, r7);
+    if (r7[0] >= 1) infer__cpuid(7, 1, r71);
+    avx = (xcr0 & 0x6) == 0x6 && (r1[2] & (1u << 28)) && (r1[2] & (1u << 12)) && (r1[2] & (1u << 29)) &&
+          (r7[1] & (1u << 5)); /* AVX, FMA, F16C, AVX2 */
+    avx512 = avx && (xcr0 & 0xe6) == 0xe6 && (r7[1] & (1u << 16)) && (r7[1] & (1u << 17)) &&
+             (r7[1] & (1u << 30)) && (r7[1] & (1u << 31)); /* F, DQ, BW, VL */
+    switch (f) {
+    case INFER__CPU_AVX2: return avx;
+    case INFER__CPU_AVX512: return avx512;
+    case INFER__CPU_AVX512_VNNI: return avx512 && (r7[2] & (1u << 11));
+    case INFER__CPU_AVX512_BF16: return avx512 && (r71[0] & (1u << 5));
+    default: return 0;
+    }
+#elif defined(INFER__HAVE_NEON)
+#if defined(__linux__) || defined(__ANDROID__)
+    /* HWCAP_ASIMDDP, and AT_HWCAP2's HWCAP2_I8MM (older headers lack the names) */
+    if (f == INFER__CPU_DOTPROD) return (getauxval(16 /* AT_HWCAP */) & (1ul << 20)) != 0;
+    if (f == INFER__CPU_I8MM) return (getauxval(26 /* AT_HWCAP2 */) & (1ul << 13)) != 0;
+    return 0;
+#elif defined(__APPLE__)
+    int on = 0;
+    size_t n = sizeof on;
+    if (f == INFER__CPU_DOTPROD) return sysctlbyname("hw.optional.arm.FEAT_DotProd", &on, &n, NULL, 0) == 0 && on;
+    if (f == INFER__CPU_I8MM) return sysctlbyname("hw.optional.arm.FEAT_I8MM", &on, &n, NULL, 0) == 0 && on;
+    return 0;
+#elif defined(INFER__WINDOWS) && defined(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE)
+    if (f == INFER__CPU_DOTPROD) return IsProcessorFeaturePresent(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE) != 0;
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+    if (f == INFER__CPU_I8MM) return 1;
+#endif
+    return 0;
+#else
+    /* what the compiler was told the CPU has */
+#if defined(__ARM_FEATURE_DOTPROD)
+    if (f == INFER__CPU_DOTPROD) return 1;
+#endif
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+    if (f == INFER__CPU_I8MM) return 1;
+#endif
+    return 0;
+#endif
+#else
+    (void)f;
+    return 0;
+#endif
+}
+
+static int infer__cpu_count(void) {
+#if defined(INFER__WINDOWS)
+    DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+    return n > 0 ? (int)INFER__MIN(n, 1024) : 1;
+#elif defined(_SC_NPROCESSORS_ONLN)
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)INFER__MIN(n, 1024) : 1;
+#else
+    return 1;
+#endif
+}
+
+/* ---- threads and locks --------------------------------------------------- */
+
+static void infer__thread_yield(void) {
+#if defined(INFER__WINDOWS)
+    SwitchToThread();
+#elif INFER__THREADS
+    sched_yield();
+#endif
+}
+
+#if INFER__THREADS
+/* what a new thread runs: the function and its argument, handed over on
+   the heap (each OS calls its own signature) */
+typedef struct infer__thread_start_arg {
+    void (*fn)(void *);
+    void *arg;
+} infer__thread_start_arg;
+#if defined(INFER__WINDOWS)
+static unsigned __stdcall infer__thread_main(void *v) {
+#else
+static void *infer__thread_main(void *v) {
+#endif
+    infer__thread_start_arg a = *(infer__thread_start_arg *)v;
+    INFER_FREE(v);
+    a.fn(a.arg);
+    return 0;
+}
+#endif
+
+static int infer__thread_start(infer__thread *t, void (*fn)(void *), void *arg) {
+#if INFER__THREADS
+    infer__thread_start_arg *a = (infer__thread_start_arg *)INFER_MALLOC(sizeof *a);
+    if (!a) return 0;
+    a->fn = fn;
+    a->arg = arg;
+#if defined(INFER__WINDOWS)
+    /* _beginthreadex rather than CreateThread: the C runtime's per-thread
+       state is set up (and freed) with the thread */
+    *t = (HANDLE)_beginthreadex(NULL, 0, infer__thread_main, a, 0, NULL);
+    if (*t) return 1;
+#else
+    if (pthread_create(t, NULL, infer__thread_main, a) == 0) return 1;
+#endif
+    INFER_FREE(a);
+    return 0;
+#else
+    (void)t, (void)fn, (void)arg;
+    return 0;
+#endif
+}
+
+static void infer__thread_join(infer__thread t) {
+#if defined(INFER__WINDOWS) && INFER__THREADS
+    WaitForSingleObject(t, INFINITE);
+    CloseHandle(t);
+#elif INFER__THREADS
+    pthread_join(t, NULL);
+#else
+    (void)t;
+#endif
+}
+
+#if defined(INFER__WINDOWS) && INFER__THREADS
+/* Slim reader/writer locks (exclusive only) and condition variables: no
+   handle to close, no allocation, no library beyond kernel32 */
+static void infer__mutex_init(infer__mutex *m) { InitializeSRWLock(m); }
+static void infer__mutex_destroy(infer__mutex *m) { (void)m; }
+static void infer__mutex_lock(infer__mutex *m) { AcquireSRWLockExclusive(m); }
+static void infer__mutex_unlock(infer__mutex *m) { ReleaseSRWLockExclusive(m); }
+static void infer__cond_init(infer__cond *c) { InitializeConditionVariable(c); }
+static void infer__cond_destroy(infer__cond *c) { (void)c; }
+static void infer__cond_wait(infer__cond *c, infer__mutex *m) { SleepConditionVariableSRW(c, m, INFINITE, 0); }
+static void infer__cond_broadcast(infer__cond *c) { WakeAllConditionVariable(c); }
+#elif INFER__THREADS
+static void infer__mutex_init(infer__mutex *m) { pthread_mutex_init(m, NULL); }
+static void infer__mutex_destroy(infer__mutex *m) { pthread_mutex_destroy(m); }
+static void infer__mutex_lock(infer__mutex *m) { pthread_mutex_lock(m); }
+static void infer__mutex_unlock(infer__mutex *m) { pthread_mutex_unlock(m); }
+static void infer__cond_init(infer__cond *c) { pthread_cond_init(c, NULL); }
+static void infer__cond_destroy(infer__cond *c) { pthread_cond_destroy(c); }
+static void infer__cond_wait(infer__cond *c, infer__mutex *m) { pthread_cond_wait(c, m); }
+static void infer__cond_broadcast(infer__cond *c) { pthread_cond_broadcast(c); }
+#else
+/* one thread: nothing to lock, and a wait would wait for ever */
+static void infer__mutex_init(infer__mutex *m) { *m = 0; }
+static void infer__mutex_destroy(infer__mutex *m) { (void)m; }
+static void infer__mutex_lock(infer__mutex *m) { (void)m; }
+static void infer__mutex_unlock(infer__mutex *m) { (void)m; }
+static void infer__cond_init(infer__cond *c) { *c = 0; }
+static void infer__cond_destroy(infer__cond *c) { (void)c; }
+static void infer__cond_wait(infer__cond *c, infer__mutex *m) { (void)c, (void)m; }
+static void infer__cond_broadcast(infer__cond *c) { (void)c; }
+#endif
+
+/* Emscripten 3.1's condition variable (musl's, over its futex) was seen
+   to miss wake-ups: a worker then slept out its 100 ms slice, and a token
+   of stories260K took 300 ms on two threads. There waiters wait on the
+   word itself (Atomics.wait) and wakers wake by it (Atomics.notify). */
+static void infer__waiter_init(infer__waiter *w) {
+    infer__mutex_init(&w->mu);
+    infer__cond_init(&w->cv);
+}
+static void infer__waiter_destroy(infer__waiter *w) {
+    infer__mutex_destroy(&w->mu);
+    infer__cond_destroy(&w->cv);
+}
+static void infer__waiter_wait(infer__waiter *w, int *word, int seen) {
+#if defined(__EMSCRIPTEN_PTHREADS__)
+    (void)w;
+    while (infer__atomic_load(word, INFER__SEQ_CST) == seen)
+        emscripten_futex_wait(word, (uint32_t)seen, INFINITY); /* returns at once if it moved on */
+#else
+    infer__mutex_lock(&w->mu);
+    while (infer__atomic_load(word, INFER__SEQ_CST) == seen) infer__cond_wait(&w->cv, &w->mu);
+    infer__mutex_unlock(&w->mu);
+#endif
+}
+static void infer__waiter_wake(infer__waiter *w, int *word) {
+#if defined(__EMSCRIPTEN_PTHREADS__)
+    (void)w;
+    emscripten_futex_wake(word, INT_MAX);
+#else
+    /* under the lock: a waiter between its check and its sleep holds it */
+    (void)word;
+    infer__mutex_lock(&w->mu);
+    infer__cond_broadcast(&w->cv);
+    infer__mutex_unlock(&w->mu);
+#endif
+}
+
+/* ---- time and memory ----------------------------------------------------- */
+
+static double infer__now_ms(void) {
+#if defined(INFER__WINDOWS)
+    LARGE_INTEGER f, c;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&c);
+    return 1000.0 * (double)c.QuadPart / (double)f.QuadPart;
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+#endif
+}
+
+static int infer__local_time(time_t t, struct tm *out) {
+#if defined(INFER__WINDOWS)
+    return localtime_s(out, &t) == 0;
+#else
+    return localtime_r(&t, out) != NULL;
+#endif
+}
+
+static size_t infer__peak_rss_bytes(void) {
+#if defined(INFER__WINDOWS)
+    PROCESS_MEMORY_COUNTERS pmc;
+    memset(&pmc, 0, sizeof pmc);
+    pmc.cb = sizeof pmc;
+    if (!K32GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof pmc)) return 0;
+    return (size_t)pmc.PeakWorkingSetSize;
+#elif defined(__EMSCRIPTEN__)
+    return 0;
+#else
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+#if defined(__APPLE__)
+    return (size_t)ru.ru_maxrss;
+#else
+    return (size_t)ru.ru_maxrss * 1024;
+#endif
+#endif
+}
+
+#if defined(__linux__) && !defined(INFER_NO_MMAP) && !defined(MADV_DONTNEED)
+/* strict C99 hides madvise; this is Linux's declaration and value */
+#define MADV_DONTNEED 4
+#ifdef __cplusplus
+extern "C" int madvise(void *addr, size_t len, int advice);
+#else
+int madvise(void *addr, size_t len, int advice);
+#endif
+#endif
+
+static void infer__advise_huge(void *p, size_t len) {
+#if defined(__linux__) && !defined(INFER_NO_MMAP)
+    madvise(p, len, 14 /* MADV_HUGEPAGE */);
+#else
+    /* Windows' large pages need a privilege (SeLockMemoryPrivilege) that a
+       game's user does not have; macOS has no such request */
+    (void)p, (void)len;
+#endif
+}
+
+static void *infer__calloc_huge(size_t bytes) {
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uint8_t *p = (uint8_t *)INFER_MALLOC(bytes ? bytes : 1);
+    uintptr_t lo, hi;
+    if (!p) return NULL;
+    lo = ((uintptr_t)p + huge - 1) / huge * huge;
+    hi = ((uintptr_t)p + bytes) / huge * huge;
+    if (hi > lo) infer__advise_huge((void *)lo, (size_t)(hi - lo));
+    memset(p, 0, bytes);
+    return p;
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+#if defined(INFER__WINDOWS)
+/* A UTF-8 path as the wide string the W calls take, on the heap; NULL
+   where it is not UTF-8 or memory ran out. */
+static wchar_t *infer__wide_path(const char *path) {
+    int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, NULL, 0);
+    wchar_t *w;
+    if (n <= 0) return NULL;
+    w = (wchar_t *)INFER_MALLOC((size_t)n * sizeof *w);
+    if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, w, n) != n) {
+        INFER_FREE(w);
+        w = NULL;
+    }
+    return w;
+}
+
+/* The reason for GetLastError's code, in the words strerror gives on
+   POSIX (so that a message reads the same on every OS). */
+static const char *infer__win_reason(DWORD e) {
+    switch (e) {
+    case ERROR_FILE_NOT_FOUND:
+    case ERROR_PATH_NOT_FOUND:
+    case ERROR_INVALID_NAME:
+    case ERROR_BAD_NETPATH: return "No such file or directory";
+    case ERROR_ACCESS_DENIED:
+    case ERROR_SHARING_VIOLATION:
+    case ERROR_LOCK_VIOLATION: return "Permission denied";
+    case ERROR_NOT_ENOUGH_MEMORY:
+    case ERROR_OUTOFMEMORY:
+    case ERROR_COMMITMENT_LIMIT: return "Cannot allocate memory";
+    case ERROR_DISK_FULL:
+    case ERROR_HANDLE_DISK_FULL: return "No space left on device";
+    case ERROR_FILENAME_EXCED_RANGE: return "File name too long";
+    default: return "Input/output error";
+    }
+}
+
+/* The file at a wide path, opened for reading with its kind checked:
+   INVALID_HANDLE_VALUE and err set where it cannot be read or is not a
+   regular file. */
+static HANDLE infer__win_open_regular(const wchar_t *w, const char *path, infer_error *err) {
+    DWORD attr = GetFileAttributesW(w);
+    HANDLE h;
+    if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY)) {
+        infer__set_error(err, INFER_ERR_IO, "%s is a directory, not a regular file", path);
+        return INVALID_HANDLE_VALUE;
+    }
+    /* others may read it, rename it or delete it meanwhile, as on POSIX */
+    h = CreateFileW(w, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+                    FILE_ATTRIBUTE_NORMAL, NULL);
+    if (h == INVALID_HANDLE_VALUE) {
+        infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, infer__win_reason(GetLastError()));
+        return h;
+    }
+    if (GetFileType(h) != FILE_TYPE_DISK) {
+        CloseHandle(h);
+        infer__set_error(err, INFER_ERR_IO, "%s is a device or a pipe, not a regular file", path);
+        return INVALID_HANDLE_VALUE;
+    }
+    return h;
+}
+#else
 /* What a file of mode m is, for an error that says why it is refused. */
-#if !defined(_WIN32)
 static const char *infer__file_kind(unsigned m) {
     if (S_ISDIR(m)) return "a directory";
     if (S_ISFIFO(m)) return "a FIFO";
@@ -2242,12 +2938,79 @@ static const char *infer__file_kind(unsigned m) {
 }
 #endif
 
-/* A model or state file, whole: mapped, or read (INFER_NO_MMAP, Windows).
-   Only a regular file is read: a FIFO, a device (/dev/zero) or a
-   directory is refused before a byte is read, as its size says nothing. */
 static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) {
     memset(b, 0, sizeof *b);
-#if !defined(_WIN32)
+#if defined(INFER__WINDOWS)
+    {
+        wchar_t *w = infer__wide_path(path);
+        LARGE_INTEGER size;
+        HANDLE h;
+        if (!w) {
+            infer__set_error(err, INFER_ERR_IO, "cannot open %s: the path is not UTF-8 (or memory ran out)", path);
+            return 0;
+        }
+        h = infer__win_open_regular(w, path, err);
+        INFER_FREE(w);
+        if (h == INVALID_HANDLE_VALUE) return 0;
+        if (!GetFileSizeEx(h, &size) || size.QuadPart < 0) {
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s: %s", path, infer__win_reason(GetLastError()));
+            CloseHandle(h);
+            return 0;
+        }
+        if ((uint64_t)size.QuadPart > (uint64_t)SIZE_MAX) {
+            CloseHandle(h);
+            infer__set_error(err, INFER_ERR_IO, "%s is too large to map on this machine", path);
+            return 0;
+        }
+        b->size = (size_t)size.QuadPart;
+        if (b->size == 0) { /* nothing to map (a mapping of 0 bytes is an error) */
+            CloseHandle(h);
+            b->data = (const uint8_t *)"";
+            return 1;
+        }
+#if !defined(INFER_NO_MMAP)
+        {
+            /* the view keeps the mapping, and the mapping the file, open */
+            HANDLE map = CreateFileMappingW(h, NULL, PAGE_READONLY, 0, 0, NULL);
+            void *p = map ? MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0) : NULL;
+            DWORD e = GetLastError();
+            if (map) CloseHandle(map);
+            CloseHandle(h);
+            if (!p) {
+                infer__set_error(err, INFER_ERR_IO, "cannot map %s: %s", path, infer__win_reason(e));
+                return 0;
+            }
+            b->data = (const uint8_t *)p;
+            b->kind = INFER__BLOB_MAPPED;
+            return 1;
+        }
+#else
+        {
+            size_t got = 0;
+            b->data = (const uint8_t *)INFER_MALLOC(b->size);
+            if (!b->data) {
+                CloseHandle(h);
+                infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
+                return 0;
+            }
+            while (got < b->size) { /* ReadFile takes at most 4 GiB - 1 at a time */
+                DWORD want = (DWORD)INFER__MIN(b->size - got, (size_t)1 << 30), r = 0;
+                if (!ReadFile(h, (uint8_t *)b->data + got, want, &r, NULL) || r == 0) break;
+                got += r;
+            }
+            CloseHandle(h);
+            if (got != b->size) {
+                INFER_FREE((void *)b->data);
+                b->data = NULL;
+                infer__set_error(err, INFER_ERR_IO, "cannot read %s (it changed while being read?)", path);
+                return 0;
+            }
+            b->kind = INFER__BLOB_HEAP;
+            return 1;
+        }
+#endif
+    }
+#else
     {
         struct stat st;
         /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer */
@@ -2286,137 +3049,186 @@ static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) 
                 return 0;
             }
             b->data = (const uint8_t *)p;
-            b->kind = 1;
+            b->kind = INFER__BLOB_MAPPED;
             return 1;
         }
 #else
-        size_t got = 0;
-        b->data = (const uint8_t *)INFER_MALLOC(b->size);
-        if (!b->data) {
+        {
+            size_t got = 0;
+            b->data = (const uint8_t *)INFER_MALLOC(b->size);
+            if (!b->data) {
+                close(fd);
+                infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
+                return 0;
+            }
+            /* a regular file: O_NONBLOCK changes nothing for it */
+            while (got < b->size) {
+                ssize_t r = read(fd, (uint8_t *)b->data + got, b->size - got);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) break;
+                got += (size_t)r;
+            }
             close(fd);
-            infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
-            return 0;
+            if (got != b->size) {
+                INFER_FREE((void *)b->data);
+                b->data = NULL;
+                infer__set_error(err, INFER_ERR_IO, "cannot read %s (it changed while being read?)", path);
+                return 0;
+            }
+            b->kind = INFER__BLOB_HEAP;
+            return 1;
         }
-        /* a regular file: O_NONBLOCK changes nothing for it */
-        while (got < b->size) {
-            ssize_t r = read(fd, (uint8_t *)b->data + got, b->size - got);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) break;
-            got += (size_t)r;
-        }
-        close(fd);
-        if (got != b->size) {
-            INFER_FREE((void *)b->data);
-            b->data = NULL;
-            infer__set_error(err, INFER_ERR_IO, "cannot read %s (it changed while being read?)", path);
-            return 0;
-        }
-        b->kind = 2;
-        return 1;
 #endif
-    }
-#else
-    {
-        struct _stat64 st;
-        FILE *f;
-        long sz;
-        if (_stat64(path, &st) != 0) {
-            infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-            return 0;
-        }
-        if ((st.st_mode & _S_IFMT) != _S_IFREG) {
-            infer__set_error(err, INFER_ERR_IO, "%s is %s, not a regular file", path,
-                             (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "a device");
-            return 0;
-        }
-        f = fopen(path, "rb");
-        if (!f) {
-            infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-            return 0;
-        }
-        if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-            fclose(f);
-            infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
-            return 0;
-        }
-        b->data = (const uint8_t *)INFER_MALLOC((size_t)sz ? (size_t)sz : 1);
-        if (!b->data) {
-            fclose(f);
-            infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
-            return 0;
-        }
-        if (fread((void *)b->data, 1, (size_t)sz, f) != (size_t)sz) {
-            fclose(f);
-            INFER_FREE((void *)b->data);
-            b->data = NULL;
-            infer__set_error(err, INFER_ERR_IO, "cannot read %s", path);
-            return 0;
-        }
-        fclose(f);
-        b->size = (size_t)sz;
-        b->kind = 2;
-        return 1;
     }
 #endif
 }
 
 static void infer__blob_close(infer__blob *b) {
-#if !defined(_WIN32) && !defined(INFER_NO_MMAP)
-    if (b->kind == 1) munmap((void *)b->data, b->size);
+#if !defined(INFER_NO_MMAP)
+    if (b->kind == INFER__BLOB_MAPPED) {
+#if defined(INFER__WINDOWS)
+        UnmapViewOfFile((void *)b->data);
+#else
+        munmap((void *)b->data, b->size);
 #endif
-    if (b->kind == 2) INFER_FREE((void *)b->data);
+    }
+#endif
+    if (b->kind == INFER__BLOB_HEAP) INFER_FREE((void *)b->data);
     memset(b, 0, sizeof *b);
 }
 
-/* Lets the pages of [p, p + len) of a mapped file go from this process's
-   memory (they come back from the page cache if read again): for weights
-   whose reader is a repacked copy. Nothing for memory the blob does not map
-   (a caller may have pointed a tensor elsewhere). */
-#if defined(__linux__) && !defined(INFER_NO_MMAP) && !defined(MADV_DONTNEED)
-/* strict C99 hides madvise; this is Linux's declaration and value */
-#define MADV_DONTNEED 4
-#ifdef __cplusplus
-extern "C" int madvise(void *addr, size_t len, int advice);
-#else
-int madvise(void *addr, size_t len, int advice);
-#endif
-#endif
 static void infer__blob_forget(const infer__blob *b, const void *p, size_t len) {
-#if defined(MADV_DONTNEED) && !defined(INFER_NO_MMAP)
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)p + page - 1) / page * page;
-    uintptr_t hi = ((uintptr_t)p + len) / page * page;
+#if !defined(INFER_NO_MMAP) && (defined(MADV_DONTNEED) || defined(INFER__WINDOWS))
+#if defined(INFER__WINDOWS)
+    uintptr_t page = 4096;
+#else
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+#endif
+    uintptr_t lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + len) / page * page;
     uintptr_t start = (uintptr_t)b->data, at = (uintptr_t)p;
-    if (b->kind == 1 && at >= start && len <= b->size && at - start <= b->size - len && hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    if (b->kind != INFER__BLOB_MAPPED || at < start || len > b->size || at - start > b->size - len || hi <= lo) return;
+#if defined(INFER__WINDOWS)
+    /* unlocking pages that are not locked takes them out of the working
+       set (and fails, as documented, with ERROR_NOT_LOCKED) */
+    VirtualUnlock((void *)lo, hi - lo);
+#else
+    madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#endif
 #else
     (void)b, (void)p, (void)len;
 #endif
 }
 
-/* Asks for huge pages behind [p, p + len) (Linux's transparent huge pages,
-   where they are on "madvise"): fewer TLB misses when weights stream by. */
-static void infer__advise_huge(void *p, size_t len) {
-#if defined(__linux__) && !defined(INFER_NO_MMAP)
-    madvise(p, len, 14 /* MADV_HUGEPAGE */);
+static FILE *infer__fopen(const char *path, const char *mode) {
+#if defined(INFER__WINDOWS)
+    wchar_t *w = infer__wide_path(path), wmode[8];
+    FILE *f = NULL;
+    size_t i;
+    for (i = 0; mode[i] && i + 1 < sizeof wmode / sizeof wmode[0]; i++) wmode[i] = (wchar_t)(unsigned char)mode[i];
+    wmode[i] = 0;
+    if (w) f = _wfopen(w, wmode);
+    INFER_FREE(w);
+    return f;
 #else
-    (void)p, (void)len;
+    return fopen(path, mode);
 #endif
 }
 
-/* Zeroed memory for a large buffer read in long strides (the KV cache):
-   the whole huge pages inside it are asked for before it is first touched,
-   so the OS can back them so (a head's keys are a few lines in every 4 KiB
-   page; with small pages each costs a TLB miss). */
-static void *infer__calloc_huge(size_t bytes) {
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uint8_t *p = (uint8_t *)INFER_MALLOC(bytes ? bytes : 1);
-    uintptr_t lo, hi;
-    if (!p) return NULL;
-    lo = ((uintptr_t)p + huge - 1) / huge * huge;
-    hi = ((uintptr_t)p + bytes) / huge * huge;
-    if (hi > lo) infer__advise_huge((void *)lo, (size_t)(hi - lo));
-    memset(p, 0, bytes);
-    return p;
+static int infer__file_write(const char *path, const void *data, size_t n, infer_error *err) {
+#if defined(INFER__WINDOWS)
+    wchar_t *w = infer__wide_path(path);
+    DWORD attr;
+    HANDLE h;
+    size_t done = 0;
+    int ok;
+    if (!w) {
+        infer__set_error(err, INFER_ERR_IO, "cannot write %s: the path is not UTF-8 (or memory ran out)", path);
+        return 0;
+    }
+    attr = GetFileAttributesW(w);
+    if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY)) {
+        INFER_FREE(w);
+        infer__set_error(err, INFER_ERR_IO, "cannot write %s: it is a directory, not a regular file", path);
+        return 0;
+    }
+    /* OPEN_ALWAYS, then the type, then truncation: a device or pipe name
+       (NUL, \\.\pipe\...) is opened but refused before a byte goes to it */
+    h = CreateFileW(w, GENERIC_WRITE, 0, NULL, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+    INFER_FREE(w);
+    if (h == INVALID_HANDLE_VALUE) {
+        infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, infer__win_reason(GetLastError()));
+        return 0;
+    }
+    if (GetFileType(h) != FILE_TYPE_DISK) {
+        CloseHandle(h);
+        infer__set_error(err, INFER_ERR_IO, "cannot write %s: it is a device or a pipe, not a regular file", path);
+        return 0;
+    }
+    ok = SetEndOfFile(h) != 0; /* at offset 0: emptied */
+    while (ok && done < n) {
+        DWORD want = (DWORD)INFER__MIN(n - done, (size_t)1 << 30), wrote = 0;
+        ok = WriteFile(h, (const uint8_t *)data + done, want, &wrote, NULL) && wrote > 0;
+        done += wrote;
+    }
+    if (!ok) infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, infer__win_reason(GetLastError()));
+    if (!CloseHandle(h) && ok) {
+        ok = 0;
+        infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, infer__win_reason(GetLastError()));
+    }
+    return ok;
+#else
+    /* O_NONBLOCK so that a FIFO without a reader fails at once rather than
+       waits, fstat to refuse one with a reader (or a device) before writing */
+    struct stat st;
+    size_t done = 0;
+    int fd, ok;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        infer__set_error(err, INFER_ERR_IO, "cannot write %s: it is %s, not a regular file", path,
+                         infer__file_kind((unsigned)st.st_mode));
+        return 0;
+    }
+    errno = 0;
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0666);
+    ok = fd >= 0 && fstat(fd, &st) == 0;
+    if (ok && !S_ISREG(st.st_mode)) ok = 0, errno = 0; /* it became one since the stat */
+    while (ok && done < n) {
+        ssize_t wr = write(fd, (const uint8_t *)data + done, n - done);
+        if (wr < 0 && errno == EINTR) continue;
+        if (wr <= 0) ok = 0;
+        else done += (size_t)wr;
+    }
+    if (fd >= 0 && close(fd) != 0) ok = 0;
+    if (!ok) infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, errno ? strerror(errno) : "not a regular file");
+    return ok;
+#endif
+}
+
+static int infer__same_file(const char *a, const char *b) {
+#if defined(INFER__WINDOWS)
+    /* the volume and the file's index on it, as st_dev and st_ino */
+    BY_HANDLE_FILE_INFORMATION ia, ib;
+    HANDLE h[2] = {INVALID_HANDLE_VALUE, INVALID_HANDLE_VALUE};
+    const char *p[2];
+    int i, same = 0;
+    p[0] = a, p[1] = b;
+    for (i = 0; i < 2; i++) {
+        wchar_t *w = infer__wide_path(p[i]);
+        if (w)
+            h[i] = CreateFileW(w, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING,
+                               FILE_FLAG_BACKUP_SEMANTICS, NULL);
+        INFER_FREE(w);
+    }
+    if (h[0] != INVALID_HANDLE_VALUE && h[1] != INVALID_HANDLE_VALUE && GetFileInformationByHandle(h[0], &ia) &&
+        GetFileInformationByHandle(h[1], &ib))
+        same = ia.dwVolumeSerialNumber == ib.dwVolumeSerialNumber && ia.nFileIndexHigh == ib.nFileIndexHigh &&
+               ia.nFileIndexLow == ib.nFileIndexLow;
+    for (i = 0; i < 2; i++)
+        if (h[i] != INVALID_HANDLE_VALUE) CloseHandle(h[i]);
+    return same;
+#else
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+#endif
 }
 
 /* ==== src/gguf.c ==== */
@@ -7952,15 +8764,6 @@ static void infer__qz_worker(void *arg, int ith, int nth) {
     }
 }
 
-static int infer__qz_n_cpus(void) {
-#if defined(_SC_NPROCESSORS_ONLN)
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)INFER__MIN(n, 256) : 1;
-#else
-    return 1;
-#endif
-}
-
 /* Values converted per chunk: bounds the memory of the output buffer. */
 #define INFER__QZ_CHUNK_VALUES ((int64_t)1 << 22)
 
@@ -7986,15 +8789,10 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
         infer__set_error(err, INFER_ERR_ARG, "infer_quantize: bad arguments");
         return INFER_ERR_ARG;
     }
-#if !defined(_WIN32)
-    {
-        struct stat a, b;
-        if (stat(in_path, &a) == 0 && stat(out_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-            infer__set_error(err, INFER_ERR_ARG, "output %s is the input file", out_path);
-            return INFER_ERR_ARG;
-        }
+    if (infer__same_file(in_path, out_path)) {
+        infer__set_error(err, INFER_ERR_ARG, "output %s is the input file", out_path);
+        return INFER_ERR_ARG;
     }
-#endif
     g = infer_gguf_open(in_path, err);
     if (!g) return err ? err->code : INFER_ERR_IO;
     if (!g->has_data || g->n_tensors == 0) {
@@ -8027,7 +8825,7 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
         }
     }
 
-    nth = params->n_threads ? params->n_threads : infer__qz_n_cpus();
+    nth = params->n_threads ? params->n_threads : infer__cpu_count();
     pool = infer__pool_new(nth);
     if (!pool) goto nomem;
     nth = infer__pool_size(pool);
@@ -8039,7 +8837,7 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
         if (!out_buf || !scratch) goto nomem;
     }
 
-    w.f = fopen(out_path, "wb");
+    w.f = infer__fopen(out_path, "wb");
     if (!w.f) {
         infer__set_error(err, INFER_ERR_IO, "cannot create %s: %s", out_path, strerror(errno));
         st = INFER_ERR_IO;
@@ -8755,30 +9553,18 @@ INFER__UNUSED static size_t infer__pack_offset(const infer__kernels *k, infer_ty
 #ifdef INFER__HAVE_X86
 #include <immintrin.h>
 
-/* Under ThreadSanitizer the kernels go uninstrumented: each reads shared
- * weights and writes rows its own thread owns, and instrumented they make a
- * token about 300 times slower (SmolLM2 at 1.6 s a token), too slow for the
- * server's test. The hand-offs between threads (threads.c) stay checked. */
-#if defined(__SANITIZE_THREAD__)
-#define INFER__NO_TSAN no_sanitize_thread,
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define INFER__NO_TSAN no_sanitize("thread"),
-#endif
-#endif
-#ifndef INFER__NO_TSAN
-#define INFER__NO_TSAN
-#endif
-
-#define INFER__AVX2 __attribute__((target("avx2,fma,f16c"), INFER__NO_TSAN unused))
-#define INFER__AVX2_INLINE static inline __attribute__((target("avx2,fma,f16c"), INFER__NO_TSAN always_inline, unused))
+/* each kernel marked with its instruction set (platform.h), chosen at run
+   time by cpu.c */
+#define INFER__AVX2_ISA "avx2,fma,f16c"
+#define INFER__AVX2 INFER__TARGET(INFER__AVX2_ISA)
+#define INFER__AVX2_INLINE INFER__TARGET_INLINE(INFER__AVX2_ISA)
 #define INFER__AVX512_ISA "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
-#define INFER__AVX512 __attribute__((target(INFER__AVX512_ISA), INFER__NO_TSAN unused))
-#define INFER__AVX512_INLINE static inline __attribute__((target(INFER__AVX512_ISA), INFER__NO_TSAN always_inline, unused))
-#define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), INFER__NO_TSAN unused))
-#define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), INFER__NO_TSAN always_inline, unused))
-#define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), INFER__NO_TSAN unused))
-#define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), INFER__NO_TSAN always_inline, unused))
+#define INFER__AVX512 INFER__TARGET(INFER__AVX512_ISA)
+#define INFER__AVX512_INLINE INFER__TARGET_INLINE(INFER__AVX512_ISA)
+#define INFER__AVX512VNNI INFER__TARGET(INFER__AVX512_ISA ",avx512vnni")
+#define INFER__AVX512VNNI_INLINE INFER__TARGET_INLINE(INFER__AVX512_ISA ",avx512vnni")
+#define INFER__AVX512BF16 INFER__TARGET(INFER__AVX512_ISA ",avx512bf16")
+#define INFER__AVX512BF16_INLINE INFER__TARGET_INLINE(INFER__AVX512_ISA ",avx512bf16")
 
 /* F16 products short enough (attention's: q.K over a head, p.V over a tile
    of keys) for the "wide" kernels: the tokens widened to F32 once, rows
@@ -8832,7 +9618,7 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
 INFER__AVX2_INLINE void infer__x86_t8x8_f16(const uint8_t *src, size_t stride, int n, int m, __m256 out[8]) {
     __m256 r[8], u[8], v[8];
     int i;
-#pragma GCC unroll 8
+    INFER__UNROLL(8)
     for (i = 0; i < 8; i++) {
         if (i >= n) {
             r[i] = _mm256_setzero_ps();
@@ -8844,12 +9630,12 @@ INFER__AVX2_INLINE void infer__x86_t8x8_f16(const uint8_t *src, size_t stride, i
             r[i] = INFER__LOADH(t);
         }
     }
-#pragma GCC unroll 4
+    INFER__UNROLL(4)
     for (i = 0; i < 8; i += 2) {
         u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
         u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     }
-#pragma GCC unroll 2
+    INFER__UNROLL(2)
     for (i = 0; i < 8; i += 4) {
         v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
         v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
@@ -8857,7 +9643,7 @@ INFER__AVX2_INLINE void infer__x86_t8x8_f16(const uint8_t *src, size_t stride, i
         v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
     }
     /* v[0..3]: values 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of rows 0-3; v[4..7] of rows 4-7 */
-#pragma GCC unroll 4
+    INFER__UNROLL(4)
     for (i = 0; i < 4; i++) {
         out[i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x20);
         out[4 + i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x31);
@@ -8878,7 +9664,7 @@ INFER__AVX2_INLINE void infer__x86_qk_widen(int hd, const uint8_t *k, size_t k_s
             __m256 col[8];
             float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
             infer__x86_t8x8_f16(k + (size_t)j * k_stride + (size_t)d * 2, k_stride, kt - j, 8, col);
-#pragma GCC unroll 8
+            INFER__UNROLL(8)
             for (i = 0; i < 8; i++) _mm256_storeu_ps(at + (size_t)(d + i) * 16, col[i]);
         }
     for (i = 0; i < (nq + pad - 1) / pad * pad; i++)
@@ -9694,7 +10480,7 @@ INFER__AVX2 static void infer__avx2_q8_K_from_float(const float *x, void *dst, i
             int mask = _mm256_movemask_ps(
                 _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
             if (mask) {
-                max = x[j + __builtin_ctz((unsigned)mask)];
+                max = x[j + infer__ctz((unsigned)mask)];
                 break;
             }
         }
@@ -9908,8 +10694,7 @@ INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void
 
 static int infer__simd_avx2_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
-    /* F16C: every CPU with AVX2 has it (clang 14 cannot ask for it by name) */
+    if (!infer__cpu_has(INFER__CPU_AVX2)) return 0; /* with FMA and F16C */
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
@@ -10186,11 +10971,11 @@ INFER__AVX512_INLINE void infer__avx512_qk_block(const int R, const int P, int h
                                                   int n_rows, int n_keys, float *s, size_t lds) {
     __m512 acc[INFER__QK512_ROWS][2];
     int r, d, c;
-#pragma GCC unroll 12
+    INFER__UNROLL(12)
     for (r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (d = 0; d < hd; d++) {
         __m512 k0 = _mm512_loadu_ps(panel + 16 * d), k1 = P > 1 ? _mm512_loadu_ps(panel + 16 * hd + 16 * d) : k0;
-#pragma GCC unroll 12
+        INFER__UNROLL(12)
         for (r = 0; r < R; r++) {
             __m512 b = _mm512_set1_ps(qf[(size_t)r * hd + d]);
             acc[r][0] = _mm512_fmadd_ps(b, k0, acc[r][0]);
@@ -10236,24 +11021,24 @@ INFER__AVX512_INLINE void infer__avx512_pv_block(const int R, const int P, int h
                                                   int ldp, float *acc) {
     __m512 a[INFER__PV512_ROWS][4];
     int r, c, j;
-#pragma GCC unroll 8
+    INFER__UNROLL(8)
     for (r = 0; r < R; r++)
-#pragma GCC unroll 4
+        INFER__UNROLL(4)
         for (c = 0; c < P; c++) a[r][c] = _mm512_loadu_ps(acc + (size_t)r * hd + 16 * c);
     for (j = 0; j < kt; j++) {
         __m512 v[4];
-#pragma GCC unroll 4
+        INFER__UNROLL(4)
         for (c = 0; c < P; c++) v[c] = _mm512_loadu_ps(vd + (size_t)c * 16 * kt + 16 * (size_t)j);
-#pragma GCC unroll 8
+        INFER__UNROLL(8)
         for (r = 0; r < R; r++) {
             __m512 b = _mm512_set1_ps(pf[(size_t)r * ldp + j]);
-#pragma GCC unroll 4
+            INFER__UNROLL(4)
             for (c = 0; c < P; c++) a[r][c] = _mm512_fmadd_ps(b, v[c], a[r][c]);
         }
     }
-#pragma GCC unroll 8
+    INFER__UNROLL(8)
     for (r = 0; r < R; r++)
-#pragma GCC unroll 4
+        INFER__UNROLL(4)
         for (c = 0; c < P; c++) _mm512_storeu_ps(acc + (size_t)r * hd + 16 * c, a[r][c]);
 }
 
@@ -10979,18 +11764,18 @@ INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb,
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     int b, j, t;
     /* unrolled so the 8 * T sums stay in registers */
-#pragma GCC unroll 8
+    INFER__UNROLL(8)
     for (j = 0; j < 8; j++)
-#pragma GCC unroll 3
+        INFER__UNROLL(3)
         for (t = 0; t < T; t++) f[t][j] = _mm512_setzero_ps();
     for (b = 0; b < nb; b++) {
         const uint8_t *o = Q5 ? gp + (size_t)b * INFER__PACK_Q5_0_BLOCK : gp + infer__pack_q_at(b, 32);
         const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
         const int32_t *cb = cx + (size_t)b * 8;
         __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(Q5 ? o + 320 : gp + infer__pack_d_at(b, 32))));
-#pragma GCC unroll 3
+        INFER__UNROLL(3)
         for (t = 0; t < T; t++) d[t] = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b]));
-#pragma GCC unroll 8
+        INFER__UNROLL(8)
         for (j = 0; j < 8; j++) {
             __m512i wv;
             if (Q5) {
@@ -10999,7 +11784,7 @@ INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb,
             } else {
                 wv = _mm512_loadu_si512((const void *)(o + 64 * j));
             }
-#pragma GCC unroll 3
+            INFER__UNROLL(3)
             for (t = 0; t < T; t++) {
                 __m512i sj = _mm512_dpbusd_epi32(_mm512_set1_epi32(cb[(size_t)t * aux_stride * 8 + j]), wv,
                                                  infer__pk_bcast(xq + t * x_stride + (Q5 ? 16 * (j >> 2) + 4 * (j & 3) : 4 * j)));
@@ -11525,16 +12310,16 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed_ordered(int n, const voi
         for (t = 0; t < n_tok; t++) {
             const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
             __m512 acc[16];
-#pragma GCC unroll 16
+            INFER__UNROLL(16)
             for (l = 0; l < 16; l++) acc[l] = _mm512_setzero_ps();
             for (k = 0; k < n; k += 16)
-#pragma GCC unroll 16
+                INFER__UNROLL(16)
                 for (l = 0; l < 16; l++)
                     acc[l] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)(k + l) * 16))),
                                              _mm512_set1_ps(infer__fp16_to_fp32(x[k + l])), acc[l]);
-#pragma GCC unroll 4
+            INFER__UNROLL(4)
             for (l = 8; l >= 1; l /= 2)
-#pragma GCC unroll 8
+                INFER__UNROLL(8)
                 for (k = 0; k < l; k++) acc[k] = _mm512_add_ps(acc[k], acc[k + l]);
             _mm512_mask_storeu_ps(y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS, m, acc[0]);
         }
@@ -11635,7 +12420,7 @@ INFER__AVX512VNNI_INLINE void infer__pki_tile(const int R, const int T, int nb, 
             __m512i xv = infer__pk_bcast((const uint8_t *)(x + t * INFER__F16I_SLICE));
             for (r = 0; r < R; r++) s[r][t] = _mm512_madd_epi16(w[r * INFER__PKI_WQ], xv);
         }
-#pragma GCC unroll 32
+        INFER__UNROLL(32)
         for (p = 1; p < 32; p++) {
             const __m512i w0 = w[p], w1 = w[R > 1 ? INFER__PKI_WQ + p : p];
             for (t = 0; t < T; t++) {
@@ -11793,9 +12578,7 @@ INFER__AVX512BF16 static void infer__avx512bf16_bf16_gemm_packed(int n, const vo
 
 static int infer__simd_avx512_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
-        return 0;
+    if (!infer__cpu_has(INFER__CPU_AVX512)) return 0;
     /* what AVX2 has, AVX-512 machines have too; replace what is faster here */
     if (!infer__simd_avx2_install(k)) return 0;
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
@@ -11812,7 +12595,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
-    if (__builtin_cpu_supports("avx512vnni")) {
+    if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;
         k->vec_dot[INFER_TYPE_Q4_1] = infer__vnni_q4_1_dot;
@@ -11849,7 +12632,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->gemm_packed_ordered[INFER_TYPE_Q5_1] = infer__vnni_q5_1_gemm_packed_ordered;
         k->gemm_packed_ordered[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm_packed_ordered;
     }
-    if (__builtin_cpu_supports("avx512bf16")) {
+    if (infer__cpu_has(INFER__CPU_AVX512_BF16)) {
         k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
         k->pack_size[INFER_TYPE_BF16] = infer__pack_bf16_size;
         k->pack[INFER_TYPE_BF16] = infer__pack_bf16;
@@ -11873,27 +12656,10 @@ static int infer__simd_avx512_install(infer__kernels *k) {
 
 #ifdef INFER__HAVE_NEON
 #include <arm_neon.h>
-#if defined(__linux__)
-#include <sys/auxv.h>
-#ifndef HWCAP_ASIMDDP
-#define HWCAP_ASIMDDP (1 << 20)
-#endif
-#ifndef AT_HWCAP2
-#define AT_HWCAP2 26
-#endif
-#ifndef HWCAP2_I8MM
-#define HWCAP2_I8MM (1 << 13)
-#endif
-#endif
 
-#define INFER__NEON_INLINE static inline __attribute__((always_inline, unused))
-#if defined(__ARM_FEATURE_DOTPROD)
-#define INFER__NEON_DOTPROD __attribute__((unused))
-#elif defined(__clang__)
-#define INFER__NEON_DOTPROD __attribute__((target("dotprod"), unused))
-#else
-#define INFER__NEON_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod"), unused))
-#endif
+#define INFER__NEON_INLINE INFER__FORCE_INLINE
+/* dotprod and i8mm as platform.h marks them */
+#define INFER__NEON_DOTPROD INFER__TARGET_DOTPROD
 
 /* ---- float formats ---- */
 
@@ -12082,13 +12848,6 @@ INFER__NEON_INLINE float infer__neon_hsum8(float32x4_t lo, float32x4_t hi) {
     float32x4_t r = vaddq_f32(hi, lo);
     return (vgetq_lane_f32(r, 0) + vgetq_lane_f32(r, 2)) + (vgetq_lane_f32(r, 1) + vgetq_lane_f32(r, 3));
 }
-#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD) && __clang_major__ < 16
-/* older clang declares vdotq_s32 only when the whole file targets dotprod;
-   its builtin is allowed in a function with the target attribute */
-#define INFER__NEON_SDOT(acc, a, b) ((int32x4_t)__builtin_neon_vdotq_v((int8x16_t)(acc), (int8x16_t)(a), (int8x16_t)(b), 34))
-#else
-#define INFER__NEON_SDOT(acc, a, b) vdotq_s32((acc), (a), (b))
-#endif
 #define INFER__NEON_PDOT(acc, a, b) infer__neon_dot_plain((acc), (a), (b))
 #define INFER__NH(x) infer__fp16_to_fp32(x)
 
@@ -12168,7 +12927,7 @@ INFER__NEON_INLINE float infer__neon_hsum8(float32x4_t lo, float32x4_t hi) {
         return infer__neon_hsum8(lo, hi) + ms;                                                                  \
     }
 
-INFER__NEON_BLOCK_KERNELS(, __attribute__((unused)), INFER__NEON_PDOT)
+INFER__NEON_BLOCK_KERNELS(, INFER__UNUSED, INFER__NEON_PDOT)
 INFER__NEON_BLOCK_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
 #undef INFER__NEON_BLOCK_KERNELS
 
@@ -12397,7 +13156,7 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
         return s;                                                                                                \
     }
 
-INFER__NEON_K_KERNELS(, __attribute__((unused)), INFER__NEON_PDOT)
+INFER__NEON_K_KERNELS(, INFER__UNUSED, INFER__NEON_PDOT)
 INFER__NEON_K_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
 
 /* ---- i8mm: prompt tiles with smmla ----
@@ -12409,24 +13168,7 @@ INFER__NEON_K_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
    the copy's results dropped), a row pair's blocks unpacked once for up to
    INFER__NEON_MM_TOK tokens. */
 #define INFER__NEON_MM_TOK 8
-#if defined(__ARM_FEATURE_MATMUL_INT8)
-#define INFER__NEON_I8MM __attribute__((unused))
-#elif defined(__clang__)
-#define INFER__NEON_I8MM __attribute__((target("i8mm"), unused))
-#elif defined(__ARM_FEATURE_DOTPROD)
-/* a baseline of Armv8.2 or later: add i8mm to it (naming an older arch
-   here would make this function's target less than the helpers') */
-#define INFER__NEON_I8MM __attribute__((target("+i8mm"), unused))
-#else
-#define INFER__NEON_I8MM __attribute__((target("arch=armv8.2-a+dotprod+i8mm"), unused))
-#endif
-#if defined(__clang__) && !defined(__ARM_FEATURE_MATMUL_INT8) && __clang_major__ < 16
-/* as INFER__NEON_SDOT: older clang declares vmmlaq_s32 only for a file
-   that targets i8mm as a whole */
-#define INFER__NEON_MMLA(acc, a, b) ((int32x4_t)__builtin_neon_vmmlaq_v((int8x16_t)(acc), (int8x16_t)(a), (int8x16_t)(b), 34))
-#else
-#define INFER__NEON_MMLA(acc, a, b) vmmlaq_s32((acc), (a), (b))
-#endif
+#define INFER__NEON_I8MM INFER__TARGET_I8MM
 
 /* rows a and b (16 int8 each) as two smmla operands: a[0..7] b[0..7] and
    a[8..15] b[8..15] */
@@ -12686,7 +13428,7 @@ INFER__NEON_INLINE void infer__neon_k_scale(int kind, float *s, float *accm, int
     }
 }
 
-INFER__NEON_I8MM static inline __attribute__((always_inline)) void
+INFER__NEON_I8MM INFER__FORCE_INLINE void
 infer__neonmm_k_gemm(int kind, size_t block_bytes, int n, const void *w, size_t w_stride, int n_rows, const void *xv,
                      size_t x_stride, int n_tok, float *y, size_t ldy) {
     int nb = n / INFER__QK_K, r, t0, b, p, i, g;
@@ -12753,40 +13495,18 @@ INFER__NEON_MM_K_GEMM(infer__neonmm_q6_K_gemm, INFER__NK_Q6_K, infer__block_q6_K
 INFER__NEON_MM_K_GEMM(infer__neonmm_iq4_xs_gemm, INFER__NK_IQ4_XS, infer__block_iq4_xs)
 #undef INFER__NEON_MM_K_GEMM
 #undef INFER__NEON_MM32
-#undef INFER__NEON_MMLA
 #undef INFER__NEON_K_KERNELS
 #undef INFER__U2S
-#undef INFER__NEON_SDOT
 #undef INFER__NEON_PDOT
 #undef INFER__NIB_LO
 #undef INFER__NIB_HI
 #undef INFER__NH
 
-/* the int8 matrix multiply (smmla) */
-static int infer__neon_has_i8mm(void) {
-#if defined(__linux__)
-    return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
-#elif defined(__ARM_FEATURE_MATMUL_INT8)
-    return 1;
-#else
-    return 0;
-#endif
-}
-
-static int infer__neon_has_dotprod(void) {
-#if defined(__linux__)
-    return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-#elif defined(__ARM_FEATURE_DOTPROD)
-    return 1;
-#else
-    return 0;
-#endif
-}
 #endif /* INFER__HAVE_NEON */
 
 static int infer__simd_neon_install(infer__kernels *k) {
 #ifdef INFER__HAVE_NEON
-    int dp = infer__neon_has_dotprod();
+    int dp = infer__cpu_has(INFER__CPU_DOTPROD);
     k->vec_dot[INFER_TYPE_F32] = infer__neon_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__neon_f16_dot;
     k->f16_dot_ordered = infer__neon_f16_dot_ordered;
@@ -12808,7 +13528,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = dp ? infer__neondp_q6_K_dot : infer__neon_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = dp ? infer__neondp_iq4_nl_dot : infer__neon_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = dp ? infer__neondp_iq4_xs_dot : infer__neon_iq4_xs_dot;
-    if (infer__neon_has_i8mm()) { /* prompts: smmla tiles */
+    if (infer__cpu_has(INFER__CPU_I8MM)) { /* prompts: smmla tiles */
         static const infer_type unordered[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q4_0, INFER_TYPE_Q4_1,
                                                INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_IQ4_NL};
         size_t i;
@@ -12851,7 +13571,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
 #define INFER__HAVE_WASM_SIMD 1
 #include <wasm_simd128.h>
 
-#define INFER__WASM_INLINE static inline __attribute__((always_inline, unused))
+#define INFER__WASM_INLINE INFER__FORCE_INLINE
 
 INFER__WASM_INLINE float infer__wasm_hsum(v128_t v) {
     return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 2)) +
@@ -13993,58 +14713,23 @@ static int infer__kernels_select(infer__kernels *k, infer_error *err) {
    An op is a few microseconds during generation, so handing it out and
    waiting for it must cost less than that: workers spin on an atomic
    counter (yielding now and then, in case threads outnumber cores) and only
-   fall asleep on a condition variable after a long idle spell. */
-
-#if defined(_WIN32) || !defined(__GNUC__)
-/* No pool here yet: everything runs on the calling thread. */
-struct infer__pool { int n; };
-static infer__pool *infer__pool_new(int n_threads) {
-    infer__pool *p = (infer__pool *)infer__calloc(1, sizeof *p);
-    (void)n_threads;
-    if (p) p->n = 1;
-    return p;
-}
-static void infer__pool_free(infer__pool *p) { INFER_FREE(p); }
-static int infer__pool_size(const infer__pool *p) { return p->n; }
-static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg) { (void)p; fn(arg, 0, 1); }
-static void infer__pool_barrier(infer__pool *p) { (void)p; }
-static int infer__atomic_next(int *v) { return (*v)++; }
-#else
-
-#if defined(__x86_64__) || defined(__i386__)
-#define INFER__PAUSE() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define INFER__PAUSE() __asm__ __volatile__("yield")
-#else
-#define INFER__PAUSE() ((void)0)
-#endif
-
-/* Emscripten 3.1's condition variable (musl's, over its futex) was seen
-   to miss wake-ups: a worker then slept out its 100 ms slice, and a token
-   of stories260K took 300 ms on two threads. There idle workers wait on
-   the generation word itself (Atomics.wait) and the publisher wakes them
-   by it (Atomics.notify), which wakes at once. */
-#if defined(__EMSCRIPTEN_PTHREADS__)
-#include <emscripten/threading.h>
-#define INFER__FUTEX_POOL 1
-#endif
+   fall asleep (platform.h's waiter) after a long idle spell. */
 
 #define INFER__SPINS_BEFORE_YIELD 64
 #define INFER__SPINS_BEFORE_SLEEP (1 << 16)
 
 struct infer__pool {
     int n;
-    pthread_t *threads;
+    infer__thread *threads;
     infer__task_fn fn;
     void *arg;
-    unsigned generation; /* bumped (release) once fn/arg are published */
-    int pending;         /* workers that have not finished the current op */
+    int generation; /* bumped (release) once fn/arg are published */
+    int pending;    /* workers that have not finished the current op */
     int stop;
-    int sleepers;        /* workers waiting on wake, under mu */
-    int bar_count;       /* workers at the barrier in this phase */
-    unsigned bar_phase;  /* bumped when the last one arrives */
-    pthread_mutex_t mu;
-    pthread_cond_t wake;
+    int sleepers;   /* workers asleep on wake, or about to be */
+    int bar_count;  /* workers at the barrier in this phase */
+    int bar_phase;  /* bumped when the last one arrives */
+    infer__waiter wake;
 };
 
 typedef struct infer__worker_arg {
@@ -14052,45 +14737,43 @@ typedef struct infer__worker_arg {
     int ith;
 } infer__worker_arg;
 
+/* a counter's next value, wrapping (as the atomic adds do) */
+static int infer__wrap_inc(int v) { return (int)((unsigned)v + 1u); }
+
+static void infer__spin(long *spins) {
+    if (++*spins % INFER__SPINS_BEFORE_YIELD == 0) infer__thread_yield();
+    else INFER__CPU_RELAX();
+}
+
 /* Waits until the generation differs from seen; returns the new one. */
-static unsigned infer__pool_wait(infer__pool *p, unsigned seen) {
-    unsigned g;
+static int infer__pool_wait(infer__pool *p, int seen) {
+    int g;
     long spins = 0;
-    while ((g = __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE)) == seen) {
-        if (++spins < INFER__SPINS_BEFORE_SLEEP) {
-            if (spins % INFER__SPINS_BEFORE_YIELD == 0) sched_yield();
-            else INFER__PAUSE();
+    while ((g = infer__atomic_load(&p->generation, INFER__ACQUIRE)) == seen) {
+        if (spins < INFER__SPINS_BEFORE_SLEEP) {
+            infer__spin(&spins);
             continue;
         }
         /* sequentially consistent on both sides (here and in pool_run), so
            either we see the new generation or the publisher sees us asleep */
-#ifdef INFER__FUTEX_POOL
-        __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&p->generation, __ATOMIC_SEQ_CST) == seen)
-            emscripten_futex_wait(&p->generation, seen, INFINITY); /* returns at once if it moved on */
-        __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-#else
-        pthread_mutex_lock(&p->mu);
-        __atomic_add_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&p->generation, __ATOMIC_SEQ_CST) == seen) pthread_cond_wait(&p->wake, &p->mu);
-        __atomic_sub_fetch(&p->sleepers, 1, __ATOMIC_SEQ_CST);
-        pthread_mutex_unlock(&p->mu);
-#endif
+        infer__atomic_fetch_add(&p->sleepers, 1, INFER__SEQ_CST);
+        infer__waiter_wait(&p->wake, &p->generation, seen);
+        infer__atomic_fetch_add(&p->sleepers, -1, INFER__SEQ_CST);
         spins = 0;
     }
     return g;
 }
 
-static void *infer__worker(void *v) {
+static void infer__worker(void *v) {
     infer__worker_arg wa = *(infer__worker_arg *)v;
     infer__pool *p = wa.pool;
-    unsigned seen = 0;
+    int seen = 0;
     INFER_FREE(v);
     for (;;) {
         seen = infer__pool_wait(p, seen);
-        if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) return NULL;
+        if (infer__atomic_load(&p->stop, INFER__ACQUIRE)) return;
         p->fn(p->arg, wa.ith, p->n);
-        __atomic_sub_fetch(&p->pending, 1, __ATOMIC_RELEASE);
+        infer__atomic_fetch_add(&p->pending, -1, INFER__RELEASE);
     }
 }
 
@@ -14098,11 +14781,10 @@ static infer__pool *infer__pool_new(int n_threads) {
     infer__pool *p = (infer__pool *)infer__calloc(1, sizeof *p);
     int i;
     if (!p) return NULL;
-    if (n_threads < 1) n_threads = 1;
+    if (n_threads < 1 || !INFER__THREADS) n_threads = 1;
     p->n = n_threads;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->wake, NULL);
-    p->threads = (pthread_t *)infer__calloc((size_t)n_threads, sizeof(pthread_t));
+    infer__waiter_init(&p->wake);
+    p->threads = (infer__thread *)infer__calloc((size_t)n_threads, sizeof(infer__thread));
     if (!p->threads) {
         p->n = 1;
         return p;
@@ -14112,7 +14794,7 @@ static infer__pool *infer__pool_new(int n_threads) {
         if (!wa) break;
         wa->pool = p;
         wa->ith = i;
-        if (pthread_create(&p->threads[i], NULL, infer__worker, wa) != 0) {
+        if (!infer__thread_start(&p->threads[i], infer__worker, wa)) {
             INFER_FREE(wa);
             break;
         }
@@ -14121,26 +14803,14 @@ static infer__pool *infer__pool_new(int n_threads) {
     return p;
 }
 
-/* Publishes the next generation and wakes sleepers. */
-static void infer__pool_publish(infer__pool *p) {
-    __atomic_add_fetch(&p->generation, 1, __ATOMIC_RELEASE);
-#ifdef INFER__FUTEX_POOL
-    emscripten_futex_wake(&p->generation, INT_MAX);
-#else
-    pthread_mutex_lock(&p->mu);
-    if (p->sleepers) pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-#endif
-}
-
 static void infer__pool_free(infer__pool *p) {
     int i;
     if (!p) return;
-    __atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
-    infer__pool_publish(p);
-    for (i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->wake);
+    infer__atomic_store(&p->stop, 1, INFER__RELEASE);
+    infer__atomic_fetch_add(&p->generation, 1, INFER__SEQ_CST);
+    infer__waiter_wake(&p->wake, &p->generation);
+    for (i = 1; i < p->n; i++) infer__thread_join(p->threads[i]);
+    infer__waiter_destroy(&p->wake);
     INFER_FREE(p->threads);
     INFER_FREE(p);
 }
@@ -14155,43 +14825,30 @@ static void infer__pool_run(infer__pool *p, infer__task_fn fn, void *arg) {
     }
     p->fn = fn;
     p->arg = arg;
-    __atomic_store_n(&p->pending, p->n - 1, __ATOMIC_RELAXED);
-    /* the mutex is only touched when someone sleeps */
-    __atomic_add_fetch(&p->generation, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST)) {
-#ifdef INFER__FUTEX_POOL
-        emscripten_futex_wake(&p->generation, INT_MAX);
-#else
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->wake);
-        pthread_mutex_unlock(&p->mu);
-#endif
-    }
+    infer__atomic_store(&p->pending, p->n - 1, INFER__RELAXED);
+    /* the waiter's lock is only touched when someone sleeps */
+    infer__atomic_fetch_add(&p->generation, 1, INFER__SEQ_CST);
+    if (infer__atomic_load(&p->sleepers, INFER__SEQ_CST)) infer__waiter_wake(&p->wake, &p->generation);
     fn(arg, 0, p->n);
-    while (__atomic_load_n(&p->pending, __ATOMIC_ACQUIRE) > 0)
-        if (++spins % INFER__SPINS_BEFORE_YIELD == 0) sched_yield();
-        else INFER__PAUSE();
+    while (infer__atomic_load(&p->pending, INFER__ACQUIRE) > 0) infer__spin(&spins);
 }
 
 /* A task's steps meet here: the last worker to arrive opens the next phase.
    Workers spin (yielding now and then) since a step lasts microseconds. */
 static void infer__pool_barrier(infer__pool *p) {
-    unsigned phase;
+    int phase;
     long spins = 0;
     if (p->n == 1) return;
-    phase = __atomic_load_n(&p->bar_phase, __ATOMIC_ACQUIRE);
-    if (__atomic_add_fetch(&p->bar_count, 1, __ATOMIC_ACQ_REL) == p->n) {
-        __atomic_store_n(&p->bar_count, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&p->bar_phase, phase + 1, __ATOMIC_RELEASE);
+    phase = infer__atomic_load(&p->bar_phase, INFER__ACQUIRE);
+    if (infer__atomic_fetch_add(&p->bar_count, 1, INFER__SEQ_CST) + 1 == p->n) {
+        infer__atomic_store(&p->bar_count, 0, INFER__RELAXED);
+        infer__atomic_store(&p->bar_phase, infer__wrap_inc(phase), INFER__RELEASE);
         return;
     }
-    while (__atomic_load_n(&p->bar_phase, __ATOMIC_ACQUIRE) == phase)
-        if (++spins % INFER__SPINS_BEFORE_YIELD == 0) sched_yield();
-        else INFER__PAUSE();
+    while (infer__atomic_load(&p->bar_phase, INFER__ACQUIRE) == phase) infer__spin(&spins);
 }
 
-static int infer__atomic_next(int *v) { return __atomic_fetch_add(v, 1, __ATOMIC_RELAXED); }
-#endif
+static int infer__atomic_next(int *v) { return infer__atomic_fetch_add(v, 1, INFER__RELAXED); }
 
 /* ==== src/weights.c ==== */
 /* weights.c - the weights prepared once per model for this CPU's kernels:
@@ -15852,7 +16509,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
         /* stopped between layers: nothing has advanced (the cells written
            are past every sequence's end) */
-        if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
+        if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
 
         /* attention */
         infer__norm_rows(c, L->attn_norm, t0, t1);
@@ -15884,11 +16541,11 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         infer__norm_rows(c, L->ffn_norm, t0, t1);
         if (L->ffn_router) infer__moe_ffn(c, P, n, t0, t1, ith, nth);
         else infer__ffn(c, P, n, t0, t1, ith, nth);
-        if (ith == 0) __atomic_store_n(&ps->stop, infer__aborted(c), __ATOMIC_RELAXED);
+        if (ith == 0) infer__atomic_store(&ps->stop, infer__aborted(c), INFER__RELAXED);
         infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */
         infer__residual(c, NULL, L->post_ffn_norm, t0, t1);
     }
-    if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
+    if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
     infer__output(c, ps, ith, nth);
 }
 
@@ -16303,9 +16960,6 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
 
 /* ---- state ---------------------------------------------------------------- */
 
-#if !defined(_WIN32)
-static const char *infer__file_kind(unsigned mode); /* util.c */
-#endif
 
 #define INFER__STATE_MAGIC 0x53464e49u /* "INFS" */
 /* 2: a checksum over the whole state in the header */
@@ -16608,45 +17262,9 @@ INFERDEF infer_status infer_seq_state_save_file(const infer_context *c, int seq,
         infer__set_error(err, INFER_ERR_DEVICE, "reading the KV cache from the device failed");
         return INFER_ERR_DEVICE;
     }
-#if !defined(_WIN32)
-    {
-        /* a state goes to a regular file only: O_NONBLOCK so that a FIFO
-           without a reader fails at once rather than waits, fstat to
-           refuse a FIFO with one (or a device) before writing */
-        struct stat st;
-        size_t done = 0;
-        int fd;
-        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-            INFER_FREE(buf);
-            infer__set_error(err, INFER_ERR_IO, "cannot write %s: it is %s, not a regular file", path,
-                             infer__file_kind((unsigned)st.st_mode));
-            return INFER_ERR_IO;
-        }
-        errno = 0;
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0666);
-        ok = fd >= 0 && fstat(fd, &st) == 0;
-        if (ok && !S_ISREG(st.st_mode)) ok = 0, errno = 0; /* it became one since the stat */
-        while (ok && done < n) {
-            ssize_t w = write(fd, (const uint8_t *)buf + done, n - done);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) ok = 0;
-            else done += (size_t)w;
-        }
-        if (fd >= 0 && close(fd) != 0) ok = 0;
-    }
-#else
-    {
-        FILE *f = fopen(path, "wb");
-        ok = f && fwrite(buf, 1, n, f) == n;
-        if (f && fclose(f)) ok = 0;
-    }
-#endif
+    ok = infer__file_write(path, buf, n, err); /* a regular file only */
     INFER_FREE(buf);
-    if (!ok) {
-        infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, errno ? strerror(errno) : "not a regular file");
-        return INFER_ERR_IO;
-    }
-    return INFER_OK;
+    return ok ? INFER_OK : INFER_ERR_IO;
 }
 
 INFERDEF infer_status infer_seq_state_load_file(infer_context *c, int seq, const char *path, infer_error *err) {
@@ -20682,10 +21300,7 @@ typedef struct infer__jj_r {
     infer__jv context;  /* the context's JSON as parsed (freed after the render) */
 } infer__jj_r;
 
-static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) INFER__PRINTF(2, 3);
-#if defined(__GNUC__)
-static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) __attribute__((noreturn));
-#endif
+INFER__NORETURN static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) INFER__PRINTF(2, 3);
 static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) {
     va_list ap;
     char *nl;
@@ -25998,37 +26613,11 @@ static int infer__spec_draft_model(infer_context *dc, int seq, const infer_token
    What callers read (text, tokens, status) changes only under the
    scheduler's mutex, held for copies, never across a forward pass. */
 
-#if defined(_WIN32) || !defined(__GNUC__)
-/* No threads here (as threads.c): a request is stepped by its caller, and
-   workers are refused. */
-#define INFER__REQ_THREADS 0
-typedef int infer__mutex;
-typedef int infer__cond;
-#define infer__mutex_init(m) (*(m) = 0)
-#define infer__mutex_destroy(m) ((void)(m))
-#define infer__mutex_lock(m) ((void)(m))
-#define infer__mutex_unlock(m) ((void)(m))
-#define infer__cond_init(cv) (*(cv) = 0)
-#define infer__cond_destroy(cv) ((void)(cv))
-#define infer__cond_wait(cv, m) ((void)(cv), (void)(m))
-#define infer__cond_broadcast(cv) ((void)(cv))
-#define INFER__LOAD(p) (*(p))
-#define INFER__STORE(p, v) (*(p) = (v))
-#else
-#define INFER__REQ_THREADS 1
-typedef pthread_mutex_t infer__mutex;
-typedef pthread_cond_t infer__cond;
-#define infer__mutex_init(m) pthread_mutex_init(m, NULL)
-#define infer__mutex_destroy(m) pthread_mutex_destroy(m)
-#define infer__mutex_lock(m) pthread_mutex_lock(m)
-#define infer__mutex_unlock(m) pthread_mutex_unlock(m)
-#define infer__cond_init(cv) pthread_cond_init(cv, NULL)
-#define infer__cond_destroy(cv) pthread_cond_destroy(cv)
-#define infer__cond_wait(cv, m) pthread_cond_wait(cv, m)
-#define infer__cond_broadcast(cv) pthread_cond_broadcast(cv)
-#define INFER__LOAD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
-#define INFER__STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
-#endif
+/* Workers need threads (platform.h): where there are none, a request is
+   stepped by its caller, and workers are refused. */
+#define INFER__REQ_THREADS INFER__THREADS
+#define INFER__LOAD(p) infer__atomic_load(p, INFER__ACQUIRE)
+#define INFER__STORE(p, v) infer__atomic_store(p, v, INFER__RELEASE)
 
 #define INFER__REQ_MIN_CHUNK 8    /* prompt tokens the smallest pass still takes */
 #define INFER__REQ_FIRST_CHUNK 16 /* prompt tokens of a pass before any speed is known */
@@ -26128,7 +26717,7 @@ struct infer_worker {
     infer__mutex life_mu;
     infer__cond wake;  /* work arrived, or stop */
     infer__cond idle;  /* a thread let go of a context */
-    pthread_t *threads;
+    infer__thread *threads;
     int n_threads;
     int stop;
     double slice_ms;   /* infer_worker_set_slice */
@@ -27523,7 +28112,7 @@ INFERDEF void infer_request_free(infer_request *r) {
 /* ---- the worker ---- */
 
 #if INFER__REQ_THREADS
-static void *infer__worker_main(void *arg) {
+static void infer__worker_main(void *arg) {
     infer_worker *w = (infer_worker *)arg;
     infer__mutex_lock(&w->mu);
     for (;;) {
@@ -27562,7 +28151,6 @@ static void *infer__worker_main(void *arg) {
         infer__cond_broadcast(&w->idle);
     }
     infer__mutex_unlock(&w->mu);
-    return NULL;
 }
 #endif
 
@@ -27575,7 +28163,7 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
         return NULL;
     }
     w = (infer_worker *)infer__calloc(1, sizeof *w);
-    if (w) w->threads = (pthread_t *)infer__calloc((size_t)n_threads, sizeof *w->threads);
+    if (w) w->threads = (infer__thread *)infer__calloc((size_t)n_threads, sizeof *w->threads);
     if (!w || !w->threads) {
         INFER_FREE(w);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a worker");
@@ -27587,7 +28175,7 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
     infer__cond_init(&w->idle);
     w->slice_ms = INFER__WORKER_SLICE_MS;
     for (i = 0; i < n_threads; i++) {
-        if (pthread_create(&w->threads[i], NULL, infer__worker_main, w) != 0) break;
+        if (!infer__thread_start(&w->threads[i], infer__worker_main, w)) break;
         w->n_threads++;
     }
     if (!w->n_threads) {
@@ -27598,7 +28186,7 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
     return w;
 #else
     (void)n_threads;
-    infer__set_error(err, INFER_ERR_UNSUPPORTED, "workers need POSIX threads, which this build lacks");
+    infer__set_error(err, INFER_ERR_UNSUPPORTED, "workers need threads, which this build lacks");
     return NULL;
 #endif
 }
@@ -27639,7 +28227,7 @@ INFERDEF void infer_worker_free(infer_worker *w) {
     }
     infer__cond_broadcast(&w->wake);
     infer__mutex_unlock(&w->mu);
-    for (i = 0; i < w->n_threads; i++) pthread_join(w->threads[i], NULL);
+    for (i = 0; i < w->n_threads; i++) infer__thread_join(w->threads[i]);
     /* the contexts go back to infer_context_step, their requests ended */
     while ((s = w->head)) {
         w->head = s->wnext;
@@ -28204,7 +28792,7 @@ static void infer__chat_date(const char *t, size_t n, const char *clock_fmt, con
     if (on_clock) {
         time_t now = time(NULL);
         struct tm tm;
-        if (localtime_r(&now, &tm) && strftime(dst, size, fmt, &tm) > 0) return;
+        if (infer__local_time(now, &tm) && strftime(dst, size, fmt, &tm) > 0) return;
     }
     if (!infer__chat_literal_after(t, n, "date_string = ", dst, size)) infer__chat_copy(dst, size, def, strlen(def));
 }

@@ -125,7 +125,7 @@ static void infer__chat_date(const char *t, size_t n, const char *clock_fmt, con
     if (on_clock) {
         time_t now = time(NULL);
         struct tm tm;
-        if (localtime_r(&now, &tm) && strftime(dst, size, fmt, &tm) > 0) return;
+        if (infer__local_time(now, &tm) && strftime(dst, size, fmt, &tm) > 0) return;
     }
     if (!infer__chat_literal_after(t, n, "date_string = ", dst, size)) infer__chat_copy(dst, size, def, strlen(def));
 }

@@ -333,7 +333,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
         /* stopped between layers: nothing has advanced (the cells written
            are past every sequence's end) */
-        if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
+        if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
 
         /* attention */
         infer__norm_rows(c, L->attn_norm, t0, t1);
@@ -365,11 +365,11 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         infer__norm_rows(c, L->ffn_norm, t0, t1);
         if (L->ffn_router) infer__moe_ffn(c, P, n, t0, t1, ith, nth);
         else infer__ffn(c, P, n, t0, t1, ith, nth);
-        if (ith == 0) __atomic_store_n(&ps->stop, infer__aborted(c), __ATOMIC_RELAXED);
+        if (ith == 0) infer__atomic_store(&ps->stop, infer__aborted(c), INFER__RELAXED);
         infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */
         infer__residual(c, NULL, L->post_ffn_norm, t0, t1);
     }
-    if (__atomic_load_n(&ps->stop, __ATOMIC_RELAXED)) return;
+    if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
     infer__output(c, ps, ith, nth);
 }
 

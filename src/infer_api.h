@@ -4,7 +4,8 @@
    In exactly one C or C++ file:
        #define INFER_IMPLEMENTATION
        #include "infer.h"
-   Everywhere else just #include "infer.h". Link with -lm -lpthread.
+   Everywhere else just #include "infer.h". Link with -lm -lpthread on
+   Linux and Android (nothing on macOS; Windows needs kernel32 only).
 
        infer_error err;
        infer_model *m = infer_model_load("model.gguf", NULL, &err);
@@ -39,10 +40,17 @@
    INFER_STB_DS_HEADER to another path if stb_ds.h lives elsewhere.
 
    STRICT C
-   The implementation uses POSIX (mmap, clock_gettime, pthreads). Under a
-   strict -std=c99 it asks for it with _XOPEN_SOURCE, which only works if
-   infer.h comes before every system header in that one file; otherwise
-   define _XOPEN_SOURCE 700 (or _GNU_SOURCE) at the top of the file yourself.
+   The implementation uses POSIX on Unix (mmap, clock_gettime, pthreads)
+   and Win32 on Windows (file mappings, SRW locks, threads), all in its
+   platform layer. Under a strict -std=c99 it asks for POSIX with
+   _XOPEN_SOURCE, which only works if infer.h comes before every system
+   header in that one file; otherwise define _XOPEN_SOURCE 700 (or
+   _GNU_SOURCE) at the top of the file yourself.
+
+   WINDOWS
+   MinGW-w64 and MSVC-like compilers (cl, clang-cl) build it with no
+   extra flags or libraries; the AVX2 and AVX-512 kernels are chosen at
+   run time as elsewhere. Paths are UTF-8.
 
    THREADS AND STATE
    No global mutable state. A model is read-only once loaded (its weights
@@ -66,7 +74,8 @@
 #define INFER_VERSION "0.24.0"
 
 /* The implementation needs POSIX (mmap, clock_gettime, pthreads), which a
-   strict -std=c99 hides unless asked for before the first system header. */
+   strict -std=c99 hides unless asked for before the first system header
+   (so here, not in platform.h: stddef.h below is the first). */
 #if defined(INFER_IMPLEMENTATION) && defined(__STRICT_ANSI__) && !defined(_XOPEN_SOURCE) && \
     !defined(_GNU_SOURCE) && !defined(_WIN32)
 #define _XOPEN_SOURCE 700

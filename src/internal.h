@@ -9,6 +9,7 @@
 #endif
 #include "infer_api.h"
 #include "model.h"
+#include "platform.h"
 
 #include <errno.h>
 #include <float.h>
@@ -18,19 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(_WIN32)
-#include <windows.h>
-#else
-#include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-#endif
 
 #if defined(INFER_MALLOC) && defined(INFER_REALLOC) && defined(INFER_FREE)
 /* all three given */
@@ -100,16 +88,9 @@ static void *infer__stbds_shmode_func(size_t elemsize, int mode);
 #undef STB_DS_IMPLEMENTATION
 #endif
 #define STB_DS_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wpedantic"
-#endif
+INFER__THIRD_PARTY_BEGIN
 #include INFER_STB_DS_HEADER
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+INFER__THIRD_PARTY_END
 #undef STB_DS_IMPLEMENTATION
 #ifdef INFER__STB_DS_WAS_IMPL
 #define STB_DS_IMPLEMENTATION
@@ -118,24 +99,6 @@ static void *infer__stbds_shmode_func(size_t elemsize, int mode);
 
 #define INFER__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define INFER__MAX(a, b) ((a) > (b) ? (a) : (b))
-
-#if defined(__GNUC__)
-#define INFER__UNUSED __attribute__((unused))
-#define INFER__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define INFER__UNUSED
-#define INFER__PRINTF(f, a)
-#endif
-
-/* The vector instruction sets this compiler can target; simd_*.c and
-   vecmath.c compile their kernels only here, and use them only where the
-   CPU has them (cpu.c). */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define INFER__HAVE_X86 1
-#endif
-#if defined(__aarch64__) && defined(__GNUC__)
-#define INFER__HAVE_NEON 1
-#endif
 
 /* ---- util.c ---- */
 static void infer__set_error(infer_error *err, infer_status code, const char *fmt, ...) INFER__PRINTF(3, 4);
@@ -153,27 +116,13 @@ static int infer__arr_reserve(void **a, size_t elem_size, size_t capacity);
     (infer__arr_reserve((void **)&(a), sizeof *(a), (size_t)(n)) ? (stbds_arrsetlen(a, n), 1) : 0)
 /* n more elements at the end, uninitialized: their address, or NULL */
 #define infer__arr_addn(a, n) (infer__arr_room(a, n) ? stbds_arraddnptr(a, n) : NULL)
-static double infer__now_ms(void);
 /* 64-bit FNV-1a of n bytes, continuing from h (INFER__FNV_BASIS to start) */
 #define INFER__FNV_BASIS 0xcbf29ce484222325ull
 static uint64_t infer__fnv(uint64_t h, const void *p, size_t n);
-static size_t infer__peak_rss_bytes(void);
 static float infer__fp16_to_fp32(uint16_t h);
 static uint16_t infer__fp32_to_fp16(float f);
 static float infer__bf16_to_fp32(uint16_t h);
 static uint16_t infer__fp32_to_bf16(float f);
-
-/* A file's bytes: mapped, read into memory, or borrowed from the caller. */
-typedef struct infer__blob {
-    const uint8_t *data;
-    size_t size;
-    int kind; /* 0 borrowed, 1 mapped, 2 heap */
-} infer__blob;
-static int infer__blob_open(infer__blob *b, const char *path, infer_error *err);
-static void infer__blob_close(infer__blob *b);
-static void infer__blob_forget(const infer__blob *b, const void *p, size_t len);
-static void infer__advise_huge(void *p, size_t len);
-static void *infer__calloc_huge(size_t bytes);
 
 /* ---- gguf.c ---- */
 typedef struct infer__str {

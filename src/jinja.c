@@ -116,10 +116,7 @@ typedef struct infer__jj_r {
     infer__jv context;  /* the context's JSON as parsed (freed after the render) */
 } infer__jj_r;
 
-static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) INFER__PRINTF(2, 3);
-#if defined(__GNUC__)
-static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) __attribute__((noreturn));
-#endif
+INFER__NORETURN static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) INFER__PRINTF(2, 3);
 static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) {
     va_list ap;
     char *nl;

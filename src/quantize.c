@@ -369,15 +369,6 @@ static void infer__qz_worker(void *arg, int ith, int nth) {
     }
 }
 
-static int infer__qz_n_cpus(void) {
-#if defined(_SC_NPROCESSORS_ONLN)
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)INFER__MIN(n, 256) : 1;
-#else
-    return 1;
-#endif
-}
-
 /* Values converted per chunk: bounds the memory of the output buffer. */
 #define INFER__QZ_CHUNK_VALUES ((int64_t)1 << 22)
 
@@ -403,15 +394,10 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
         infer__set_error(err, INFER_ERR_ARG, "infer_quantize: bad arguments");
         return INFER_ERR_ARG;
     }
-#if !defined(_WIN32)
-    {
-        struct stat a, b;
-        if (stat(in_path, &a) == 0 && stat(out_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-            infer__set_error(err, INFER_ERR_ARG, "output %s is the input file", out_path);
-            return INFER_ERR_ARG;
-        }
+    if (infer__same_file(in_path, out_path)) {
+        infer__set_error(err, INFER_ERR_ARG, "output %s is the input file", out_path);
+        return INFER_ERR_ARG;
     }
-#endif
     g = infer_gguf_open(in_path, err);
     if (!g) return err ? err->code : INFER_ERR_IO;
     if (!g->has_data || g->n_tensors == 0) {
@@ -444,7 +430,7 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
         }
     }
 
-    nth = params->n_threads ? params->n_threads : infer__qz_n_cpus();
+    nth = params->n_threads ? params->n_threads : infer__cpu_count();
     pool = infer__pool_new(nth);
     if (!pool) goto nomem;
     nth = infer__pool_size(pool);
@@ -456,7 +442,7 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
         if (!out_buf || !scratch) goto nomem;
     }
 
-    w.f = fopen(out_path, "wb");
+    w.f = infer__fopen(out_path, "wb");
     if (!w.f) {
         infer__set_error(err, INFER_ERR_IO, "cannot create %s: %s", out_path, strerror(errno));
         st = INFER_ERR_IO;

@@ -13,37 +13,11 @@
    scheduler's mutex, held for copies, never across a forward pass. */
 #include "context.h"
 
-#if defined(_WIN32) || !defined(__GNUC__)
-/* No threads here (as threads.c): a request is stepped by its caller, and
-   workers are refused. */
-#define INFER__REQ_THREADS 0
-typedef int infer__mutex;
-typedef int infer__cond;
-#define infer__mutex_init(m) (*(m) = 0)
-#define infer__mutex_destroy(m) ((void)(m))
-#define infer__mutex_lock(m) ((void)(m))
-#define infer__mutex_unlock(m) ((void)(m))
-#define infer__cond_init(cv) (*(cv) = 0)
-#define infer__cond_destroy(cv) ((void)(cv))
-#define infer__cond_wait(cv, m) ((void)(cv), (void)(m))
-#define infer__cond_broadcast(cv) ((void)(cv))
-#define INFER__LOAD(p) (*(p))
-#define INFER__STORE(p, v) (*(p) = (v))
-#else
-#define INFER__REQ_THREADS 1
-typedef pthread_mutex_t infer__mutex;
-typedef pthread_cond_t infer__cond;
-#define infer__mutex_init(m) pthread_mutex_init(m, NULL)
-#define infer__mutex_destroy(m) pthread_mutex_destroy(m)
-#define infer__mutex_lock(m) pthread_mutex_lock(m)
-#define infer__mutex_unlock(m) pthread_mutex_unlock(m)
-#define infer__cond_init(cv) pthread_cond_init(cv, NULL)
-#define infer__cond_destroy(cv) pthread_cond_destroy(cv)
-#define infer__cond_wait(cv, m) pthread_cond_wait(cv, m)
-#define infer__cond_broadcast(cv) pthread_cond_broadcast(cv)
-#define INFER__LOAD(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
-#define INFER__STORE(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
-#endif
+/* Workers need threads (platform.h): where there are none, a request is
+   stepped by its caller, and workers are refused. */
+#define INFER__REQ_THREADS INFER__THREADS
+#define INFER__LOAD(p) infer__atomic_load(p, INFER__ACQUIRE)
+#define INFER__STORE(p, v) infer__atomic_store(p, v, INFER__RELEASE)
 
 #define INFER__REQ_MIN_CHUNK 8    /* prompt tokens the smallest pass still takes */
 #define INFER__REQ_FIRST_CHUNK 16 /* prompt tokens of a pass before any speed is known */
@@ -143,7 +117,7 @@ struct infer_worker {
     infer__mutex life_mu;
     infer__cond wake;  /* work arrived, or stop */
     infer__cond idle;  /* a thread let go of a context */
-    pthread_t *threads;
+    infer__thread *threads;
     int n_threads;
     int stop;
     double slice_ms;   /* infer_worker_set_slice */
@@ -1538,7 +1512,7 @@ INFERDEF void infer_request_free(infer_request *r) {
 /* ---- the worker ---- */
 
 #if INFER__REQ_THREADS
-static void *infer__worker_main(void *arg) {
+static void infer__worker_main(void *arg) {
     infer_worker *w = (infer_worker *)arg;
     infer__mutex_lock(&w->mu);
     for (;;) {
@@ -1577,7 +1551,6 @@ static void *infer__worker_main(void *arg) {
         infer__cond_broadcast(&w->idle);
     }
     infer__mutex_unlock(&w->mu);
-    return NULL;
 }
 #endif
 
@@ -1590,7 +1563,7 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
         return NULL;
     }
     w = (infer_worker *)infer__calloc(1, sizeof *w);
-    if (w) w->threads = (pthread_t *)infer__calloc((size_t)n_threads, sizeof *w->threads);
+    if (w) w->threads = (infer__thread *)infer__calloc((size_t)n_threads, sizeof *w->threads);
     if (!w || !w->threads) {
         INFER_FREE(w);
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a worker");
@@ -1602,7 +1575,7 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
     infer__cond_init(&w->idle);
     w->slice_ms = INFER__WORKER_SLICE_MS;
     for (i = 0; i < n_threads; i++) {
-        if (pthread_create(&w->threads[i], NULL, infer__worker_main, w) != 0) break;
+        if (!infer__thread_start(&w->threads[i], infer__worker_main, w)) break;
         w->n_threads++;
     }
     if (!w->n_threads) {
@@ -1613,7 +1586,7 @@ INFERDEF infer_worker *infer_worker_new(int n_threads, infer_error *err) {
     return w;
 #else
     (void)n_threads;
-    infer__set_error(err, INFER_ERR_UNSUPPORTED, "workers need POSIX threads, which this build lacks");
+    infer__set_error(err, INFER_ERR_UNSUPPORTED, "workers need threads, which this build lacks");
     return NULL;
 #endif
 }
@@ -1654,7 +1627,7 @@ INFERDEF void infer_worker_free(infer_worker *w) {
     }
     infer__cond_broadcast(&w->wake);
     infer__mutex_unlock(&w->mu);
-    for (i = 0; i < w->n_threads; i++) pthread_join(w->threads[i], NULL);
+    for (i = 0; i < w->n_threads; i++) infer__thread_join(w->threads[i]);
     /* the contexts go back to infer_context_step, their requests ended */
     while ((s = w->head)) {
         w->head = s->wnext;

@@ -195,9 +195,6 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
 
 /* ---- state ---------------------------------------------------------------- */
 
-#if !defined(_WIN32)
-static const char *infer__file_kind(unsigned mode); /* util.c */
-#endif
 
 #define INFER__STATE_MAGIC 0x53464e49u /* "INFS" */
 /* 2: a checksum over the whole state in the header */
@@ -500,45 +497,9 @@ INFERDEF infer_status infer_seq_state_save_file(const infer_context *c, int seq,
         infer__set_error(err, INFER_ERR_DEVICE, "reading the KV cache from the device failed");
         return INFER_ERR_DEVICE;
     }
-#if !defined(_WIN32)
-    {
-        /* a state goes to a regular file only: O_NONBLOCK so that a FIFO
-           without a reader fails at once rather than waits, fstat to
-           refuse a FIFO with one (or a device) before writing */
-        struct stat st;
-        size_t done = 0;
-        int fd;
-        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-            INFER_FREE(buf);
-            infer__set_error(err, INFER_ERR_IO, "cannot write %s: it is %s, not a regular file", path,
-                             infer__file_kind((unsigned)st.st_mode));
-            return INFER_ERR_IO;
-        }
-        errno = 0;
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0666);
-        ok = fd >= 0 && fstat(fd, &st) == 0;
-        if (ok && !S_ISREG(st.st_mode)) ok = 0, errno = 0; /* it became one since the stat */
-        while (ok && done < n) {
-            ssize_t w = write(fd, (const uint8_t *)buf + done, n - done);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) ok = 0;
-            else done += (size_t)w;
-        }
-        if (fd >= 0 && close(fd) != 0) ok = 0;
-    }
-#else
-    {
-        FILE *f = fopen(path, "wb");
-        ok = f && fwrite(buf, 1, n, f) == n;
-        if (f && fclose(f)) ok = 0;
-    }
-#endif
+    ok = infer__file_write(path, buf, n, err); /* a regular file only */
     INFER_FREE(buf);
-    if (!ok) {
-        infer__set_error(err, INFER_ERR_IO, "cannot write %s: %s", path, errno ? strerror(errno) : "not a regular file");
-        return INFER_ERR_IO;
-    }
-    return INFER_OK;
+    return ok ? INFER_OK : INFER_ERR_IO;
 }
 
 INFERDEF infer_status infer_seq_state_load_file(infer_context *c, int seq, const char *path, infer_error *err) {

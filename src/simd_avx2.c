@@ -805,7 +805,7 @@ INFER__AVX2 static void infer__avx2_q8_K_from_float(const float *x, void *dst, i
             int mask = _mm256_movemask_ps(
                 _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
             if (mask) {
-                max = x[j + __builtin_ctz((unsigned)mask)];
+                max = x[j + infer__ctz((unsigned)mask)];
                 break;
             }
         }
@@ -1019,8 +1019,7 @@ INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void
 
 static int infer__simd_avx2_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
-    /* F16C: every CPU with AVX2 has it (clang 14 cannot ask for it by name) */
+    if (!infer__cpu_has(INFER__CPU_AVX2)) return 0; /* with FMA and F16C */
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;

@@ -234,11 +234,11 @@ INFER__AVX512_INLINE void infer__avx512_qk_block(const int R, const int P, int h
                                                   int n_rows, int n_keys, float *s, size_t lds) {
     __m512 acc[INFER__QK512_ROWS][2];
     int r, d, c;
-#pragma GCC unroll 12
+    INFER__UNROLL(12)
     for (r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (d = 0; d < hd; d++) {
         __m512 k0 = _mm512_loadu_ps(panel + 16 * d), k1 = P > 1 ? _mm512_loadu_ps(panel + 16 * hd + 16 * d) : k0;
-#pragma GCC unroll 12
+        INFER__UNROLL(12)
         for (r = 0; r < R; r++) {
             __m512 b = _mm512_set1_ps(qf[(size_t)r * hd + d]);
             acc[r][0] = _mm512_fmadd_ps(b, k0, acc[r][0]);
@@ -284,24 +284,24 @@ INFER__AVX512_INLINE void infer__avx512_pv_block(const int R, const int P, int h
                                                   int ldp, float *acc) {
     __m512 a[INFER__PV512_ROWS][4];
     int r, c, j;
-#pragma GCC unroll 8
+    INFER__UNROLL(8)
     for (r = 0; r < R; r++)
-#pragma GCC unroll 4
+        INFER__UNROLL(4)
         for (c = 0; c < P; c++) a[r][c] = _mm512_loadu_ps(acc + (size_t)r * hd + 16 * c);
     for (j = 0; j < kt; j++) {
         __m512 v[4];
-#pragma GCC unroll 4
+        INFER__UNROLL(4)
         for (c = 0; c < P; c++) v[c] = _mm512_loadu_ps(vd + (size_t)c * 16 * kt + 16 * (size_t)j);
-#pragma GCC unroll 8
+        INFER__UNROLL(8)
         for (r = 0; r < R; r++) {
             __m512 b = _mm512_set1_ps(pf[(size_t)r * ldp + j]);
-#pragma GCC unroll 4
+            INFER__UNROLL(4)
             for (c = 0; c < P; c++) a[r][c] = _mm512_fmadd_ps(b, v[c], a[r][c]);
         }
     }
-#pragma GCC unroll 8
+    INFER__UNROLL(8)
     for (r = 0; r < R; r++)
-#pragma GCC unroll 4
+        INFER__UNROLL(4)
         for (c = 0; c < P; c++) _mm512_storeu_ps(acc + (size_t)r * hd + 16 * c, a[r][c]);
 }
 
@@ -1027,18 +1027,18 @@ INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb,
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     int b, j, t;
     /* unrolled so the 8 * T sums stay in registers */
-#pragma GCC unroll 8
+    INFER__UNROLL(8)
     for (j = 0; j < 8; j++)
-#pragma GCC unroll 3
+        INFER__UNROLL(3)
         for (t = 0; t < T; t++) f[t][j] = _mm512_setzero_ps();
     for (b = 0; b < nb; b++) {
         const uint8_t *o = Q5 ? gp + (size_t)b * INFER__PACK_Q5_0_BLOCK : gp + infer__pack_q_at(b, 32);
         const uint8_t *xq = x + (size_t)b * sizeof(infer__block_q8_0) + 2;
         const int32_t *cb = cx + (size_t)b * 8;
         __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(Q5 ? o + 320 : gp + infer__pack_d_at(b, 32))));
-#pragma GCC unroll 3
+        INFER__UNROLL(3)
         for (t = 0; t < T; t++) d[t] = _mm512_mul_ps(dw, _mm512_set1_ps(dx[t * aux_stride + b]));
-#pragma GCC unroll 8
+        INFER__UNROLL(8)
         for (j = 0; j < 8; j++) {
             __m512i wv;
             if (Q5) {
@@ -1047,7 +1047,7 @@ INFER__AVX512VNNI_INLINE void infer__pko_tile(const int Q5, const int T, int nb,
             } else {
                 wv = _mm512_loadu_si512((const void *)(o + 64 * j));
             }
-#pragma GCC unroll 3
+            INFER__UNROLL(3)
             for (t = 0; t < T; t++) {
                 __m512i sj = _mm512_dpbusd_epi32(_mm512_set1_epi32(cb[(size_t)t * aux_stride * 8 + j]), wv,
                                                  infer__pk_bcast(xq + t * x_stride + (Q5 ? 16 * (j >> 2) + 4 * (j & 3) : 4 * j)));
@@ -1573,16 +1573,16 @@ INFER__AVX512 static void infer__avx512_f16_gemm_packed_ordered(int n, const voi
         for (t = 0; t < n_tok; t++) {
             const uint16_t *x = (const uint16_t *)((const uint8_t *)xv + (size_t)t * x_stride);
             __m512 acc[16];
-#pragma GCC unroll 16
+            INFER__UNROLL(16)
             for (l = 0; l < 16; l++) acc[l] = _mm512_setzero_ps();
             for (k = 0; k < n; k += 16)
-#pragma GCC unroll 16
+                INFER__UNROLL(16)
                 for (l = 0; l < 16; l++)
                     acc[l] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(gw + (size_t)(k + l) * 16))),
                                              _mm512_set1_ps(infer__fp16_to_fp32(x[k + l])), acc[l]);
-#pragma GCC unroll 4
+            INFER__UNROLL(4)
             for (l = 8; l >= 1; l /= 2)
-#pragma GCC unroll 8
+                INFER__UNROLL(8)
                 for (k = 0; k < l; k++) acc[k] = _mm512_add_ps(acc[k], acc[k + l]);
             _mm512_mask_storeu_ps(y + (size_t)t * ldy + (size_t)g * INFER__PACK_ROWS, m, acc[0]);
         }
@@ -1683,7 +1683,7 @@ INFER__AVX512VNNI_INLINE void infer__pki_tile(const int R, const int T, int nb, 
             __m512i xv = infer__pk_bcast((const uint8_t *)(x + t * INFER__F16I_SLICE));
             for (r = 0; r < R; r++) s[r][t] = _mm512_madd_epi16(w[r * INFER__PKI_WQ], xv);
         }
-#pragma GCC unroll 32
+        INFER__UNROLL(32)
         for (p = 1; p < 32; p++) {
             const __m512i w0 = w[p], w1 = w[R > 1 ? INFER__PKI_WQ + p : p];
             for (t = 0; t < T; t++) {
@@ -1841,9 +1841,7 @@ INFER__AVX512BF16 static void infer__avx512bf16_bf16_gemm_packed(int n, const vo
 
 static int infer__simd_avx512_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
-        return 0;
+    if (!infer__cpu_has(INFER__CPU_AVX512)) return 0;
     /* what AVX2 has, AVX-512 machines have too; replace what is faster here */
     if (!infer__simd_avx2_install(k)) return 0;
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
@@ -1860,7 +1858,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
-    if (__builtin_cpu_supports("avx512vnni")) {
+    if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;
         k->vec_dot[INFER_TYPE_Q4_1] = infer__vnni_q4_1_dot;
@@ -1897,7 +1895,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
         k->gemm_packed_ordered[INFER_TYPE_Q5_1] = infer__vnni_q5_1_gemm_packed_ordered;
         k->gemm_packed_ordered[INFER_TYPE_Q4_K] = infer__vnni_q4_K_gemm_packed_ordered;
     }
-    if (__builtin_cpu_supports("avx512bf16")) {
+    if (infer__cpu_has(INFER__CPU_AVX512_BF16)) {
         k->vec_dot[INFER_TYPE_BF16] = infer__avx512bf16_bf16_dot;
         k->pack_size[INFER_TYPE_BF16] = infer__pack_bf16_size;
         k->pack[INFER_TYPE_BF16] = infer__pack_bf16;

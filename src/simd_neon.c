@@ -10,27 +10,10 @@
 
 #ifdef INFER__HAVE_NEON
 #include <arm_neon.h>
-#if defined(__linux__)
-#include <sys/auxv.h>
-#ifndef HWCAP_ASIMDDP
-#define HWCAP_ASIMDDP (1 << 20)
-#endif
-#ifndef AT_HWCAP2
-#define AT_HWCAP2 26
-#endif
-#ifndef HWCAP2_I8MM
-#define HWCAP2_I8MM (1 << 13)
-#endif
-#endif
 
-#define INFER__NEON_INLINE static inline __attribute__((always_inline, unused))
-#if defined(__ARM_FEATURE_DOTPROD)
-#define INFER__NEON_DOTPROD __attribute__((unused))
-#elif defined(__clang__)
-#define INFER__NEON_DOTPROD __attribute__((target("dotprod"), unused))
-#else
-#define INFER__NEON_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod"), unused))
-#endif
+#define INFER__NEON_INLINE INFER__FORCE_INLINE
+/* dotprod and i8mm as platform.h marks them */
+#define INFER__NEON_DOTPROD INFER__TARGET_DOTPROD
 
 /* ---- float formats ---- */
 
@@ -219,13 +202,6 @@ INFER__NEON_INLINE float infer__neon_hsum8(float32x4_t lo, float32x4_t hi) {
     float32x4_t r = vaddq_f32(hi, lo);
     return (vgetq_lane_f32(r, 0) + vgetq_lane_f32(r, 2)) + (vgetq_lane_f32(r, 1) + vgetq_lane_f32(r, 3));
 }
-#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD) && __clang_major__ < 16
-/* older clang declares vdotq_s32 only when the whole file targets dotprod;
-   its builtin is allowed in a function with the target attribute */
-#define INFER__NEON_SDOT(acc, a, b) ((int32x4_t)__builtin_neon_vdotq_v((int8x16_t)(acc), (int8x16_t)(a), (int8x16_t)(b), 34))
-#else
-#define INFER__NEON_SDOT(acc, a, b) vdotq_s32((acc), (a), (b))
-#endif
 #define INFER__NEON_PDOT(acc, a, b) infer__neon_dot_plain((acc), (a), (b))
 #define INFER__NH(x) infer__fp16_to_fp32(x)
 
@@ -305,7 +281,7 @@ INFER__NEON_INLINE float infer__neon_hsum8(float32x4_t lo, float32x4_t hi) {
         return infer__neon_hsum8(lo, hi) + ms;                                                                  \
     }
 
-INFER__NEON_BLOCK_KERNELS(, __attribute__((unused)), INFER__NEON_PDOT)
+INFER__NEON_BLOCK_KERNELS(, INFER__UNUSED, INFER__NEON_PDOT)
 INFER__NEON_BLOCK_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
 #undef INFER__NEON_BLOCK_KERNELS
 
@@ -534,7 +510,7 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
         return s;                                                                                                \
     }
 
-INFER__NEON_K_KERNELS(, __attribute__((unused)), INFER__NEON_PDOT)
+INFER__NEON_K_KERNELS(, INFER__UNUSED, INFER__NEON_PDOT)
 INFER__NEON_K_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
 
 /* ---- i8mm: prompt tiles with smmla ----
@@ -546,24 +522,7 @@ INFER__NEON_K_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
    the copy's results dropped), a row pair's blocks unpacked once for up to
    INFER__NEON_MM_TOK tokens. */
 #define INFER__NEON_MM_TOK 8
-#if defined(__ARM_FEATURE_MATMUL_INT8)
-#define INFER__NEON_I8MM __attribute__((unused))
-#elif defined(__clang__)
-#define INFER__NEON_I8MM __attribute__((target("i8mm"), unused))
-#elif defined(__ARM_FEATURE_DOTPROD)
-/* a baseline of Armv8.2 or later: add i8mm to it (naming an older arch
-   here would make this function's target less than the helpers') */
-#define INFER__NEON_I8MM __attribute__((target("+i8mm"), unused))
-#else
-#define INFER__NEON_I8MM __attribute__((target("arch=armv8.2-a+dotprod+i8mm"), unused))
-#endif
-#if defined(__clang__) && !defined(__ARM_FEATURE_MATMUL_INT8) && __clang_major__ < 16
-/* as INFER__NEON_SDOT: older clang declares vmmlaq_s32 only for a file
-   that targets i8mm as a whole */
-#define INFER__NEON_MMLA(acc, a, b) ((int32x4_t)__builtin_neon_vmmlaq_v((int8x16_t)(acc), (int8x16_t)(a), (int8x16_t)(b), 34))
-#else
-#define INFER__NEON_MMLA(acc, a, b) vmmlaq_s32((acc), (a), (b))
-#endif
+#define INFER__NEON_I8MM INFER__TARGET_I8MM
 
 /* rows a and b (16 int8 each) as two smmla operands: a[0..7] b[0..7] and
    a[8..15] b[8..15] */
@@ -823,7 +782,7 @@ INFER__NEON_INLINE void infer__neon_k_scale(int kind, float *s, float *accm, int
     }
 }
 
-INFER__NEON_I8MM static inline __attribute__((always_inline)) void
+INFER__NEON_I8MM INFER__FORCE_INLINE void
 infer__neonmm_k_gemm(int kind, size_t block_bytes, int n, const void *w, size_t w_stride, int n_rows, const void *xv,
                      size_t x_stride, int n_tok, float *y, size_t ldy) {
     int nb = n / INFER__QK_K, r, t0, b, p, i, g;
@@ -890,40 +849,18 @@ INFER__NEON_MM_K_GEMM(infer__neonmm_q6_K_gemm, INFER__NK_Q6_K, infer__block_q6_K
 INFER__NEON_MM_K_GEMM(infer__neonmm_iq4_xs_gemm, INFER__NK_IQ4_XS, infer__block_iq4_xs)
 #undef INFER__NEON_MM_K_GEMM
 #undef INFER__NEON_MM32
-#undef INFER__NEON_MMLA
 #undef INFER__NEON_K_KERNELS
 #undef INFER__U2S
-#undef INFER__NEON_SDOT
 #undef INFER__NEON_PDOT
 #undef INFER__NIB_LO
 #undef INFER__NIB_HI
 #undef INFER__NH
 
-/* the int8 matrix multiply (smmla) */
-static int infer__neon_has_i8mm(void) {
-#if defined(__linux__)
-    return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
-#elif defined(__ARM_FEATURE_MATMUL_INT8)
-    return 1;
-#else
-    return 0;
-#endif
-}
-
-static int infer__neon_has_dotprod(void) {
-#if defined(__linux__)
-    return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-#elif defined(__ARM_FEATURE_DOTPROD)
-    return 1;
-#else
-    return 0;
-#endif
-}
 #endif /* INFER__HAVE_NEON */
 
 static int infer__simd_neon_install(infer__kernels *k) {
 #ifdef INFER__HAVE_NEON
-    int dp = infer__neon_has_dotprod();
+    int dp = infer__cpu_has(INFER__CPU_DOTPROD);
     k->vec_dot[INFER_TYPE_F32] = infer__neon_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__neon_f16_dot;
     k->f16_dot_ordered = infer__neon_f16_dot_ordered;
@@ -945,7 +882,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = dp ? infer__neondp_q6_K_dot : infer__neon_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = dp ? infer__neondp_iq4_nl_dot : infer__neon_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = dp ? infer__neondp_iq4_xs_dot : infer__neon_iq4_xs_dot;
-    if (infer__neon_has_i8mm()) { /* prompts: smmla tiles */
+    if (infer__cpu_has(INFER__CPU_I8MM)) { /* prompts: smmla tiles */
         static const infer_type unordered[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q4_0, INFER_TYPE_Q4_1,
                                                INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_IQ4_NL};
         size_t i;

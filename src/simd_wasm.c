@@ -17,7 +17,7 @@
 #define INFER__HAVE_WASM_SIMD 1
 #include <wasm_simd128.h>
 
-#define INFER__WASM_INLINE static inline __attribute__((always_inline, unused))
+#define INFER__WASM_INLINE INFER__FORCE_INLINE
 
 INFER__WASM_INLINE float infer__wasm_hsum(v128_t v) {
     return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 2)) +

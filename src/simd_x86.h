@@ -6,30 +6,18 @@
 #ifdef INFER__HAVE_X86
 #include <immintrin.h>
 
-/* Under ThreadSanitizer the kernels go uninstrumented: each reads shared
- * weights and writes rows its own thread owns, and instrumented they make a
- * token about 300 times slower (SmolLM2 at 1.6 s a token), too slow for the
- * server's test. The hand-offs between threads (threads.c) stay checked. */
-#if defined(__SANITIZE_THREAD__)
-#define INFER__NO_TSAN no_sanitize_thread,
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define INFER__NO_TSAN no_sanitize("thread"),
-#endif
-#endif
-#ifndef INFER__NO_TSAN
-#define INFER__NO_TSAN
-#endif
-
-#define INFER__AVX2 __attribute__((target("avx2,fma,f16c"), INFER__NO_TSAN unused))
-#define INFER__AVX2_INLINE static inline __attribute__((target("avx2,fma,f16c"), INFER__NO_TSAN always_inline, unused))
+/* each kernel marked with its instruction set (platform.h), chosen at run
+   time by cpu.c */
+#define INFER__AVX2_ISA "avx2,fma,f16c"
+#define INFER__AVX2 INFER__TARGET(INFER__AVX2_ISA)
+#define INFER__AVX2_INLINE INFER__TARGET_INLINE(INFER__AVX2_ISA)
 #define INFER__AVX512_ISA "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
-#define INFER__AVX512 __attribute__((target(INFER__AVX512_ISA), INFER__NO_TSAN unused))
-#define INFER__AVX512_INLINE static inline __attribute__((target(INFER__AVX512_ISA), INFER__NO_TSAN always_inline, unused))
-#define INFER__AVX512VNNI __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), INFER__NO_TSAN unused))
-#define INFER__AVX512VNNI_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512vnni"), INFER__NO_TSAN always_inline, unused))
-#define INFER__AVX512BF16 __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), INFER__NO_TSAN unused))
-#define INFER__AVX512BF16_INLINE static inline __attribute__((target(INFER__AVX512_ISA ",avx512bf16"), INFER__NO_TSAN always_inline, unused))
+#define INFER__AVX512 INFER__TARGET(INFER__AVX512_ISA)
+#define INFER__AVX512_INLINE INFER__TARGET_INLINE(INFER__AVX512_ISA)
+#define INFER__AVX512VNNI INFER__TARGET(INFER__AVX512_ISA ",avx512vnni")
+#define INFER__AVX512VNNI_INLINE INFER__TARGET_INLINE(INFER__AVX512_ISA ",avx512vnni")
+#define INFER__AVX512BF16 INFER__TARGET(INFER__AVX512_ISA ",avx512bf16")
+#define INFER__AVX512BF16_INLINE INFER__TARGET_INLINE(INFER__AVX512_ISA ",avx512bf16")
 
 /* F16 products short enough (attention's: q.K over a head, p.V over a tile
    of keys) for the "wide" kernels: the tokens widened to F32 once, rows
@@ -83,7 +71,7 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
 INFER__AVX2_INLINE void infer__x86_t8x8_f16(const uint8_t *src, size_t stride, int n, int m, __m256 out[8]) {
     __m256 r[8], u[8], v[8];
     int i;
-#pragma GCC unroll 8
+    INFER__UNROLL(8)
     for (i = 0; i < 8; i++) {
         if (i >= n) {
             r[i] = _mm256_setzero_ps();
@@ -95,12 +83,12 @@ INFER__AVX2_INLINE void infer__x86_t8x8_f16(const uint8_t *src, size_t stride, i
             r[i] = INFER__LOADH(t);
         }
     }
-#pragma GCC unroll 4
+    INFER__UNROLL(4)
     for (i = 0; i < 8; i += 2) {
         u[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
         u[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     }
-#pragma GCC unroll 2
+    INFER__UNROLL(2)
     for (i = 0; i < 8; i += 4) {
         v[i] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
         v[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
@@ -108,7 +96,7 @@ INFER__AVX2_INLINE void infer__x86_t8x8_f16(const uint8_t *src, size_t stride, i
         v[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
     }
     /* v[0..3]: values 0, 1, 2, 3 (| 4 5 6 7 in the high halves) of rows 0-3; v[4..7] of rows 4-7 */
-#pragma GCC unroll 4
+    INFER__UNROLL(4)
     for (i = 0; i < 4; i++) {
         out[i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x20);
         out[4 + i] = _mm256_permute2f128_ps(v[i], v[i + 4], 0x31);
@@ -129,7 +117,7 @@ INFER__AVX2_INLINE void infer__x86_qk_widen(int hd, const uint8_t *k, size_t k_s
             __m256 col[8];
             float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
             infer__x86_t8x8_f16(k + (size_t)j * k_stride + (size_t)d * 2, k_stride, kt - j, 8, col);
-#pragma GCC unroll 8
+            INFER__UNROLL(8)
             for (i = 0; i < 8; i++) _mm256_storeu_ps(at + (size_t)(d + i) * 16, col[i]);
         }
     for (i = 0; i < (nq + pad - 1) / pad * pad; i++)

@@ -150,8 +150,8 @@ static void print_paths(infer_model *m, const infer_context *c) {
         else snprintf(loop + strlen(loop), sizeof loop - strlen(loop), " %s", infer_type_name((infer_type)t));
     }
     printf("  paths: dot products %s; prompts: smmla tiles for:%s; vec_dot loop for:%s%s\n",
-           infer__neon_has_dotprod() ? "sdot" : "plain NEON", *tiles ? tiles : " -", *loop ? loop : " -",
-           c->match_llama && infer__neon_has_i8mm() ? " (matches llama.cpp: 32-value formats leave the tiles)" : "");
+           infer__cpu_has(INFER__CPU_DOTPROD) ? "sdot" : "plain NEON", *tiles ? tiles : " -", *loop ? loop : " -",
+           c->match_llama && infer__cpu_has(INFER__CPU_I8MM) ? " (matches llama.cpp: 32-value formats leave the tiles)" : "");
 }
 
 /* One reference with the instruction set isa; 0 if it could not run. */

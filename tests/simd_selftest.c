@@ -440,15 +440,15 @@ static int st_check(int t, int *n_isa, int *n_checks) {
         default: break;
         }
         if (plain) {
-            st_check_dot(&c, infer__neon_has_dotprod() ? "neon(no dotprod)" : "neon(dotprod)", &ref,
-                         infer__neon_has_dotprod() ? plain : NULL, (infer_type)t, 0);
-            if (!infer__neon_has_dotprod()) (void)dp; /* sdot would trap here */
+            st_check_dot(&c, infer__cpu_has(INFER__CPU_DOTPROD) ? "neon(no dotprod)" : "neon(dotprod)", &ref,
+                         infer__cpu_has(INFER__CPU_DOTPROD) ? plain : NULL, (infer_type)t, 0);
+            if (!infer__cpu_has(INFER__CPU_DOTPROD)) (void)dp; /* sdot would trap here */
             if (c.checks > before) found++;
         }
     }
     /* the smmla tiles (installed above where the CPU has i8mm): the K
        formats' give their vec_dot's results exactly */
-    if (t >= 0 && infer__neon_has_i8mm() && infer__kernels_install(&k, INFER__ISA_NEON) && k.gemm[t]) {
+    if (t >= 0 && infer__cpu_has(INFER__CPU_I8MM) && infer__kernels_install(&k, INFER__ISA_NEON) && k.gemm[t]) {
         if (!k.gemm_unordered[t] && infer__traits((infer_type)t)->block_size == INFER__QK_K)
             st_check_gemm(&c, "neon(i8mm) = its vec_dot", &ref, k.gemm[t], k.vec_dot[t], (infer_type)t);
     }
@@ -476,10 +476,10 @@ int main(void) {
         memset(&err, 0, sizeof err);
         if (infer__kernels_select(&k, &err)) printf("best ISA here: %s\n", infer__isa_name(k.isa));
 #ifdef INFER__HAVE_NEON
-        printf("dotprod: %s (vec_dot: the %s kernels)\n", infer__neon_has_dotprod() ? "yes" : "no",
-               infer__neon_has_dotprod() ? "sdot" : "plain NEON");
-        printf("i8mm: %s (prompts: %s)\n", infer__neon_has_i8mm() ? "yes" : "no",
-               infer__neon_has_i8mm() ? "the smmla tiles, checked above" : "the vec_dot loop");
+        printf("dotprod: %s (vec_dot: the %s kernels)\n", infer__cpu_has(INFER__CPU_DOTPROD) ? "yes" : "no",
+               infer__cpu_has(INFER__CPU_DOTPROD) ? "sdot" : "plain NEON");
+        printf("i8mm: %s (prompts: %s)\n", infer__cpu_has(INFER__CPU_I8MM) ? "yes" : "no",
+               infer__cpu_has(INFER__CPU_I8MM) ? "the smmla tiles, checked above" : "the vec_dot loop");
 #endif
     }
     printf("%d passed, %d failed\n", total - fails, fails);
