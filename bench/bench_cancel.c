@@ -5,41 +5,43 @@
        bench_cancel MODEL [P=512] [THREADS=2] [RUNS=10] */
 #define _XOPEN_SOURCE 700
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "infer.h"
+#include "../examples/os.h"
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return os_now_ms(); }
 
 typedef struct flag {
+    os_mutex mu;
     int set;
     double at;
 } flag;
 
-static int should_stop(void *user) { return __atomic_load_n(&((flag *)user)->set, __ATOMIC_ACQUIRE); }
+static int should_stop(void *user) {
+    flag *f = (flag *)user;
+    int set;
+    os_mutex_lock(&f->mu);
+    set = f->set;
+    os_mutex_unlock(&f->mu);
+    return set;
+}
 
 typedef struct canceller {
     flag *f;
     double delay_ms;
 } canceller;
 
-static void *cancel_later(void *arg) {
+static void cancel_later(void *arg) {
     canceller *k = (canceller *)arg;
-    struct timespec ts;
-    ts.tv_sec = (time_t)(k->delay_ms / 1000);
-    ts.tv_nsec = (long)(fmod(k->delay_ms, 1000.0) * 1e6);
-    nanosleep(&ts, NULL);
+    os_sleep_ms(k->delay_ms);
+    os_mutex_lock(&k->f->mu);
     k->f->at = now_ms();
-    __atomic_store_n(&k->f->set, 1, __ATOMIC_RELEASE);
-    return NULL;
+    k->f->set = 1;
+    os_mutex_unlock(&k->f->mu);
 }
 
 int main(int argc, char **argv) {
@@ -84,19 +86,25 @@ int main(int argc, char **argv) {
     }
     layer_ms = full / n_layers;
     for (r = 0; r < runs; r++) {
-        flag f = {0, 0};
+        flag f;
         canceller k;
-        pthread_t th;
+        os_thread th;
         double done;
         infer_status st;
+        os_mutex_init(&f.mu);
+        f.set = 0, f.at = 0;
         k.f = &f;
         k.delay_ms = full * (0.1 + 0.8 * rand() / (double)RAND_MAX);
         infer_context_truncate(c, 0);
         infer_context_set_abort(c, should_stop, &f);
-        pthread_create(&th, NULL, cancel_later, &k);
+        if (!os_thread_start(&th, cancel_later, &k)) {
+            fprintf(stderr, "bench_cancel: cannot start a thread\n");
+            return 1;
+        }
         st = infer_decode(c, toks, n, 0, &err);
         done = now_ms();
-        pthread_join(th, NULL);
+        os_thread_join(th);
+        os_mutex_destroy(&f.mu);
         if (st == INFER_ERR_CANCELLED) {
             double lat = done - f.at;
             cancelled++;

@@ -16,12 +16,9 @@
 #include <time.h>
 
 #include "infer.h"
+#include "../examples/os.h"
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return os_now_ms(); }
 
 /* a long string, so a reply runs on for the tokens asked */
 static const char *const SCHEMA =

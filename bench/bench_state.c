@@ -11,12 +11,9 @@
 #include <time.h>
 
 #include "infer.h"
+#include "../examples/os.h"
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return os_now_ms(); }
 
 static void mean_sd(const double *x, int n, double *mean, double *sd) {
     double s = 0, ss = 0;

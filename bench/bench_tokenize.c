@@ -15,15 +15,12 @@
 #include <time.h>
 
 #include "infer.h"
+#include "../examples/os.h"
 
 #define RUNS 5
 #define TARGET (1 << 20)
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return os_now_ms() / 1e3; }
 
 static int append_file(char **buf, size_t *n, size_t *cap, const char *path) {
     FILE *f = fopen(path, "rb");

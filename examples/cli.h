@@ -7,19 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if !defined(_WIN32)
+
 /* open, fstat, read: a file is checked as regular before a byte is read
    (the including file defines _XOPEN_SOURCE for them under -std=c99) */
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#else
-#include <sys/stat.h>
-#endif
+#include "os.h"
 
 #include "infer.h"
 
-#if defined(__GNUC__)
+#if defined(__GNUC__) || defined(__clang__)
 #define CLI_MAYBE_UNUSED __attribute__((unused)) /* a command uses some of them */
 #else
 #define CLI_MAYBE_UNUSED
@@ -169,18 +164,7 @@ static CLI_MAYBE_UNUSED int cli_output_option(const char *a, const char *v, cli_
 
 /* Why a path that exists is no regular file, or NULL when it is one (or
    cannot be looked at; opening it then says why). Never opens it. */
-static CLI_MAYBE_UNUSED const char *cli_not_regular(const char *path) {
-#if !defined(_WIN32)
-    struct stat st;
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
-    return S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
-                                                                                                      : "not a regular file";
-#else
-    struct _stat64 st;
-    if (_stat64(path, &st) != 0 || (st.st_mode & _S_IFMT) == _S_IFREG) return NULL;
-    return (st.st_mode & _S_IFMT) == _S_IFDIR ? "a directory" : "a device";
-#endif
-}
+#define cli_not_regular os_not_regular
 
 /* The whole of the regular file at path, NUL-terminated (its length, less
    the NUL, in *len when len is not NULL), or NULL with a one-line
@@ -261,7 +245,7 @@ static CLI_MAYBE_UNUSED char *cli_read_file(const char *path, size_t cap, const 
         fprintf(stderr, "infer: %s is %s, not a regular file (%s)\n", path, kind, what);
         return NULL;
     }
-    if (!(f = fopen(path, "rb"))) {
+    if (!(f = os_fopen(path, "rb"))) {
         fprintf(stderr, "infer: cannot open %s (%s): %s\n", path, what, strerror(errno));
         return NULL;
     }
@@ -467,25 +451,13 @@ static CLI_MAYBE_UNUSED infer_model *cli_load_draft(const char *path, infer_devi
     return dm;
 }
 
-static CLI_MAYBE_UNUSED double cli_seconds(void) {
-#if !defined(_WIN32)
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-#else
-    return (double)clock() / CLOCKS_PER_SEC;
-#endif
-}
+static CLI_MAYBE_UNUSED double cli_seconds(void) { return os_now_ms() / 1e3; }
 
 static CLI_MAYBE_UNUSED void cli_progress_begin(cli_progress *p, const char *label) {
     p->label = label;
     p->t0 = p->last = cli_seconds();
     p->shown = 0;
-#if !defined(_WIN32)
-    p->tty = isatty(2);
-#else
-    p->tty = 0;
-#endif
+    p->tty = os_isatty(2);
 }
 
 static CLI_MAYBE_UNUSED int cli_progress_report(float share, void *user) {

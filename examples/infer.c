@@ -677,7 +677,9 @@ static int cmd_info(const options *o) {
 
 int main(int argc, char **argv) {
     options o;
-    const char *cmd = argc > 1 ? argv[1] : NULL;
+    const char *cmd;
+    os_init_main(&argc, &argv); /* UTF-8 arguments, binary streams (Windows) */
+    cmd = argc > 1 ? argv[1] : NULL;
     if (!cmd || !strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage, cmd ? stdout : stderr);
         fputs(usage_options, cmd ? stdout : stderr);

@@ -21,10 +21,9 @@
    --draft MODEL [--draft-n N] times the same reply with a draft model of
    the same vocabulary drafting N tokens a pass (default 4), in a context
    of its own: a row of that table too, alone or beside --lookup's. */
-#define _XOPEN_SOURCE 700 /* clock_gettime, pthread barriers */
+#define _XOPEN_SOURCE 700 /* clock_gettime (os.h) */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,21 +32,17 @@
 
 #include "cli.h"
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return os_now_ms(); }
 
 /* The CPU's read bandwidth: threads sum their shares of one buffer
    together (a barrier starts and ends each pass), the best of several
    passes. The threads wait at a gate until every one has started, so the
    barrier counts only those that did. */
 typedef struct read_gate {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    os_mutex mu;
+    os_cond cv;
     int open;
-    pthread_barrier_t pass;
+    os_barrier pass;
 } read_gate;
 
 typedef struct read_share {
@@ -59,24 +54,23 @@ typedef struct read_share {
     uint64_t sum;   /* kept, so the reads are not optimised away */
 } read_share;
 
-static void *read_worker(void *arg) {
+static void read_worker(void *arg) {
     read_share *r = (read_share *)arg;
     int pass;
-    pthread_mutex_lock(&r->gate->mu);
-    while (!r->gate->open) pthread_cond_wait(&r->gate->cv, &r->gate->mu);
-    pthread_mutex_unlock(&r->gate->mu);
+    os_mutex_lock(&r->gate->mu);
+    while (!r->gate->open) os_cond_wait(&r->gate->cv, &r->gate->mu);
+    os_mutex_unlock(&r->gate->mu);
     for (pass = 0; pass < r->passes; pass++) {
         uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
         size_t i;
         double t0;
-        pthread_barrier_wait(&r->gate->pass);
+        os_barrier_wait(&r->gate->pass);
         t0 = now_ms();
         for (i = 0; i + 4 <= r->n; i += 4) s0 += r->p[i], s1 += r->p[i + 1], s2 += r->p[i + 2], s3 += r->p[i + 3];
         r->sum += s0 + s1 + s2 + s3;
-        pthread_barrier_wait(&r->gate->pass); /* every share read: the pass's end */
+        os_barrier_wait(&r->gate->pass); /* every share read: the pass's end */
         if (r->ms) r->ms[pass] = now_ms() - t0;
     }
-    return NULL;
 }
 
 /* GB/s with up to `threads` threads (fewer where one cannot be started),
@@ -86,7 +80,7 @@ static double cpu_read_gbs(int threads) {
     size_t words = ((size_t)512 << 20) / sizeof(uint64_t), per, i;
     uint64_t *buf = (uint64_t *)malloc(words * sizeof(uint64_t));
     read_share shares[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
+    os_thread tid[MAX_THREADS];
     read_gate gate;
     double ms[PASSES], best = 0;
     int t, n = 1;
@@ -95,27 +89,27 @@ static double cpu_read_gbs(int threads) {
     if (threads < 1) threads = 1;
     for (i = 0; i < words; i++) buf[i] = i; /* touched: the pages are real */
     per = words / (size_t)threads;
-    pthread_mutex_init(&gate.mu, NULL);
-    pthread_cond_init(&gate.cv, NULL);
+    os_mutex_init(&gate.mu);
+    os_cond_init(&gate.cv);
     gate.open = 0;
     for (t = 0; t < threads; t++) {
         read_share *r = &shares[t];
         r->p = buf + (size_t)t * per, r->n = per, r->passes = PASSES, r->gate = &gate;
         r->ms = t ? NULL : ms, r->sum = 0;
     }
-    for (t = 1; t < threads && !pthread_create(&tid[t], NULL, read_worker, &shares[t]); t++) n++;
-    pthread_barrier_init(&gate.pass, NULL, (unsigned)n);
-    pthread_mutex_lock(&gate.mu);
+    for (t = 1; t < threads && os_thread_start(&tid[t], read_worker, &shares[t]); t++) n++;
+    os_barrier_init(&gate.pass, n);
+    os_mutex_lock(&gate.mu);
     gate.open = 1;
-    pthread_cond_broadcast(&gate.cv);
-    pthread_mutex_unlock(&gate.mu);
+    os_cond_broadcast(&gate.cv);
+    os_mutex_unlock(&gate.mu);
     read_worker(&shares[0]);
-    for (t = 1; t < n; t++) pthread_join(tid[t], NULL);
+    for (t = 1; t < n; t++) os_thread_join(tid[t]);
     for (t = 0; t < PASSES; t++)
         if (best == 0 || ms[t] < best) best = ms[t];
-    pthread_barrier_destroy(&gate.pass);
-    pthread_cond_destroy(&gate.cv);
-    pthread_mutex_destroy(&gate.mu);
+    os_barrier_destroy(&gate.pass);
+    os_cond_destroy(&gate.cv);
+    os_mutex_destroy(&gate.mu);
     free(buf);
     return best > 0 ? (double)per * n * sizeof(uint64_t) / (best / 1000.0) / 1e9 : 0;
 }

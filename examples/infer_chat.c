@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 
@@ -699,7 +698,7 @@ int infer_cmd_chat(int argc, char **argv) {
     /* replies are split where the template writes reasoning ("<think>",
        or R1's "</think>" alone): the Jinja one, else the model's own */
     st.split = strstr(st.jinja ? st.jinja : own ? own : "", "think>") != NULL;
-    st.out_tty = isatty(1);
+    st.out_tty = os_isatty(1);
     st.faint = st.out_tty && !getenv("NO_COLOR");
     if (o.system && !chat_push(&st, "system", o.system, strlen(o.system))) {
         rc = cli_fail("%s", "out of memory");
@@ -720,7 +719,7 @@ int infer_cmd_chat(int argc, char **argv) {
         }
         free(probe);
     }
-    tty = isatty(0);
+    tty = os_isatty(0);
     for (;;) {
         int r;
         if (tty) fputs("> ", stdout), fflush(stdout);

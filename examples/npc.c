@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "infer.h"
+#include "os.h"
 
 #define N_NPC 4
 #define FRAME_MS (1000.0 / 60.0)
@@ -77,21 +78,9 @@ typedef struct opts {
     infer_device device; /* auto unless --device */
 } opts;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return os_now_ms(); }
 
-static void sleep_until(double t) {
-    double d = t - now_ms();
-    if (d > 0) {
-        struct timespec ts;
-        ts.tv_sec = (time_t)(d / 1e3);
-        ts.tv_nsec = (long)((d - ts.tv_sec * 1e3) * 1e6);
-        nanosleep(&ts, NULL);
-    }
-}
+static void sleep_until(double t) { os_sleep_ms(t - now_ms()); }
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -207,6 +196,7 @@ int main(int argc, char **argv) {
     opts o;
     infer_error err;
     infer_model *m;
+    os_init_main(&argc, &argv);
     infer_context *c;
     infer_context_params cp = infer_context_default_params();
     infer_model_params mp = infer_model_default_params();

@@ -10,13 +10,13 @@
    without ../shared.
        concurrency SHARED_DIR */
 #define _XOPEN_SOURCE 700
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "infer.h"
+#include "../examples/os.h" /* threads on POSIX and Windows */
 
 #define N_GEN 24
 
@@ -35,7 +35,7 @@ static infer_token argmax(const float *x, int n) {
     return best;
 }
 
-static void *generate(void *arg) {
+static void generate(void *arg) {
     job *j = (job *)arg;
     infer_context_params p = infer_context_default_params();
     infer_context *c;
@@ -44,7 +44,7 @@ static void *generate(void *arg) {
     p.n_ctx = 128, p.n_threads = j->n_threads;
     j->ok = 0;
     c = infer_context_new(j->m, &p, NULL);
-    if (!c) return NULL;
+    if (!c) return;
     n = infer_tokenize(j->m, j->prompt, strlen(j->prompt), toks, 256, 1, 0);
     j->ok = n > 0 && infer_decode(c, toks, n, 0, NULL) == INFER_OK;
     for (i = 0; i < N_GEN && j->ok; i++) {
@@ -52,7 +52,6 @@ static void *generate(void *arg) {
         j->ok = infer_decode(c, &j->out[i], 1, 0, NULL) == INFER_OK;
     }
     infer_context_free(c);
-    return NULL;
 }
 
 static int fail(const char *what) {
@@ -63,30 +62,49 @@ static int fail(const char *what) {
 /* ---- the background worker: requests polled and cancelled from other threads ---- */
 
 #define N_REQ 4
+/* the requests the poller sees, and whether it goes on: under g_mu */
+static os_mutex g_mu;
 static infer_request *g_req[N_REQ];
 static int g_polling;
 
-static void *poll_all(void *unused) {
+static void set_polling(int on) {
+    os_mutex_lock(&g_mu);
+    g_polling = on;
+    os_mutex_unlock(&g_mu);
+}
+
+static void set_req(int i, infer_request *r) {
+    os_mutex_lock(&g_mu);
+    g_req[i] = r;
+    os_mutex_unlock(&g_mu);
+}
+
+/* polls every request while g_polling; the lock is held across a poll, so
+   a request is never freed under it (the test takes it to free one) */
+static void poll_all(void *unused) {
     char buf[512];
-    int i;
+    int i, on = 1;
     (void)unused;
-    while (__atomic_load_n(&g_polling, __ATOMIC_ACQUIRE))
+    while (on) {
+        os_mutex_lock(&g_mu);
         for (i = 0; i < N_REQ; i++) {
-            infer_request *r = __atomic_load_n(&g_req[i], __ATOMIC_ACQUIRE);
+            infer_request *r = g_req[i];
+            infer_metrics mt;
             if (!r) continue;
             infer_request_text(r, 0, buf, sizeof buf);
             infer_request_done(r);
             infer_request_tokens(r, NULL, 0);
-            infer_request_metrics(r);
+            mt = infer_request_metrics(r);
+            (void)mt;
         }
-    return NULL;
+        on = g_polling;
+        os_mutex_unlock(&g_mu);
+    }
 }
 
-static void *cancel_soon(void *r) {
-    struct timespec ts = {0, 2000000};
-    nanosleep(&ts, NULL);
+static void cancel_soon(void *r) {
+    os_sleep_ms(2);
     infer_request_cancel((infer_request *)r);
-    return NULL;
 }
 
 /* Two contexts (one of three sequences) on one model, four requests on a
@@ -105,10 +123,10 @@ static const char *worker_rounds(infer_model *m) {
     if (!c3 || !c1) return "contexts";
     for (round = 0; round < 3; round++) {
         infer_worker *w = infer_worker_new(2, &err);
-        pthread_t poller, canceller;
+        os_thread poller, canceller;
         if (!w) return "infer_worker_new";
-        __atomic_store_n(&g_polling, 1, __ATOMIC_RELEASE);
-        pthread_create(&poller, NULL, poll_all, NULL);
+        set_polling(1);
+        if (!os_thread_start(&poller, poll_all, NULL)) return "a thread";
         for (i = 0; i < N_REQ; i++) {
             infer_request_params p = infer_request_default_params();
             infer_request *r;
@@ -119,20 +137,19 @@ static const char *worker_rounds(infer_model *m) {
             if (i == 1) p.json_schema = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}";
             r = infer_worker_start(w, i < 3 ? c3 : c1, &p, &err);
             if (!r) return "infer_worker_start";
-            __atomic_store_n(&g_req[i], r, __ATOMIC_RELEASE);
+            set_req(i, r);
         }
-        pthread_create(&canceller, NULL, cancel_soon, g_req[2]);
+        if (!os_thread_start(&canceller, cancel_soon, g_req[2])) return "a thread";
         for (;;) { /* the last round does not wait: freeing the worker cancels */
             int done = 1;
-            struct timespec ts = {0, 500000};
             for (i = 0; i < N_REQ; i++) done &= infer_request_done(g_req[i]);
             if (done || round == 2) break;
-            nanosleep(&ts, NULL);
+            os_sleep_ms(0.5);
         }
-        pthread_join(canceller, NULL);
+        os_thread_join(canceller);
         infer_worker_free(w);
-        __atomic_store_n(&g_polling, 0, __ATOMIC_RELEASE);
-        pthread_join(poller, NULL);
+        set_polling(0);
+        os_thread_join(poller);
         for (i = 0; i < N_REQ; i++) {
             infer_request *r = g_req[i];
             infer_error rerr;
@@ -143,7 +160,7 @@ static const char *worker_rounds(infer_model *m) {
             if (round < 2 && i != 2 && (st != INFER_OK || infer_request_tokens(r, NULL, 0) < 1))
                 return "a request the worker ran to its end failed";
             if (st != INFER_OK && st != INFER_ERR_CANCELLED) return "a request ended with an unexpected status";
-            __atomic_store_n(&g_req[i], NULL, __ATOMIC_RELEASE);
+            set_req(i, NULL);
             infer_request_free(r);
         }
     }
@@ -158,8 +175,10 @@ int main(int argc, char **argv) {
     infer_error err;
     infer_model *m;
     job solo[2], both[2];
-    pthread_t th[2];
+    os_thread th[2];
     int i, pool;
+    os_init_main(&argc, &argv);
+    os_mutex_init(&g_mu);
     if (argc < 2) return fail("usage: concurrency SHARED_DIR");
     snprintf(path, sizeof path, "%s/models/tinystories-656k-q8_0.gguf", argv[1]);
     m = infer_model_load(path, NULL, &err);
@@ -177,8 +196,8 @@ int main(int argc, char **argv) {
             if (!solo[i].ok) return fail("generation alone");
         }
         for (i = 0; i < 2; i++)
-            if (pthread_create(&th[i], NULL, generate, &both[i])) return fail("pthread_create");
-        for (i = 0; i < 2; i++) pthread_join(th[i], NULL);
+            if (!os_thread_start(&th[i], generate, &both[i])) return fail("a thread could not start");
+        for (i = 0; i < 2; i++) os_thread_join(th[i]);
         for (i = 0; i < 2; i++)
             if (!both[i].ok || memcmp(solo[i].out, both[i].out, sizeof solo[i].out))
                 return fail("two threads on one model gave other tokens than each alone");
