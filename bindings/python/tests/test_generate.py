@@ -82,8 +82,9 @@ def test_tokenize_roundtrip(smol):
     text = "Hello, world! Ünïcödé ☃ and <|im_end|> as text"
     ids = m.tokenize(text, add_bos=False)
     assert m.detokenize(ids) == text
-    assert m.tokenize("<|im_end|>", add_bos=False, special=True) == [m.eos] or m.is_eog(
-        m.tokenize("<|im_end|>", add_bos=False, special=True)[0])
+    special = m.tokenize("<|im_end|>", add_bos=False, special=True)
+    assert len(special) == 1 and m.is_eog(special[0])
+    assert len(m.tokenize("<|im_end|>", add_bos=False)) > 1  # as plain text
     long_text = "word " * 3000  # more tokens than the first guess of room
     assert len(m.tokenize(long_text, add_bos=False)) >= 3000
 
@@ -93,7 +94,7 @@ def test_model_facts(smol):
     assert m.n_vocab == 49152 and m.n_embd == 576
     assert m.n_ctx_train > 0
     assert m.description.startswith("llama:")
-    assert m.device == "cpu"
+    assert m.device in ("cpu", "cuda")
     assert c.n_ctx > 0 and c.n_seq == 1 and c.n_threads == THREADS
     assert c.isa in ("scalar", "avx2", "avx512", "neon", "wasm")
     metrics = c.metrics()
