@@ -153,3 +153,22 @@ def test_bad_arguments(smol):
     with pytest.raises(infer.InferError) as e:
         m.context(n_seq=-5, n_ctx=-1)
     assert str(e.value)
+
+
+def test_stream_and_context_collected_together(smollm2):
+    """A Stream and its Context in one garbage cycle: whichever finalizer
+    runs first, the request is freed before the context, once."""
+    for first in ("stream", "context"):
+        m = infer.Model(smollm2)
+        c = m.context(n_threads=THREADS)
+        s = c.stream(PROMPT, 8, temperature=0)
+        next(s)
+        holder = {"c": c, "s": s}
+        holder["self"] = holder  # a cycle
+        if first == "context":
+            c.close()  # as a finalizer running first would
+            assert list(s) == [] and s.done
+        del c, s, holder
+        gc.collect()
+        m.close()
+        assert m._handle is None

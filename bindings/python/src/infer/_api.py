@@ -500,6 +500,9 @@ class Context:
         self._free_fn = lib.infer_context_free
         self._busy = threading.Lock()
         self._stream = None  # weak reference to the open Stream
+        # its request: owned here, so that close() can free it even where
+        # the Stream is already unreachable (collected in the same cycle)
+        self._active_req = None
         p = ContextParams()
         lib.infer_context_params_init(ctypes.byref(p))
         p.n_ctx, p.n_batch, p.n_seq, p.n_keep = n_ctx, n_batch, n_seq, n_keep
@@ -542,6 +545,11 @@ class Context:
         stream = self._stream() if self._stream is not None else None
         if stream is not None:
             stream.close()
+        if self._active_req:  # a request must go before its context
+            req, self._active_req = self._active_req, None
+            self._lib.infer_request_free(req)
+            self._stream = None
+            self._leave()
         if not self._handle:
             return
         if not self._busy.acquire(blocking=False):
@@ -738,6 +746,7 @@ class Context:
         except BaseException:
             self._leave()
             raise
+        self._active_req = r
         s = Stream(self, r)
         self._stream = weakref.ref(s)
         return s
@@ -808,7 +817,8 @@ class Stream:
         lib = self._lib
         while not self._done:
             r = self._req
-            if r is None:
+            if r is None or r != self._ctx._active_req:  # closed, or its context closed
+                self._done, self._req = True, None
                 raise StopIteration
             lib.infer_context_step(self._ctx._handle, 0.0)  # one forward pass
             piece = self._take()
@@ -847,16 +857,18 @@ class Stream:
         """Frees the request (cancelled if unfinished) and the Context."""
         self._done = True
         r, self._req = self._req, None
-        if r is None:
+        ctx = self._ctx
+        if r is None or r != ctx._active_req:  # the context freed it already
             return
         try:
             self._tokens = self._read_tokens(r)
             self._cached = self._lib.infer_request_cached_tokens(r)
             self._metrics = self._read_metrics(r)
         finally:
+            ctx._active_req = None
+            ctx._stream = None
             self._free_fn(r)
-            self._ctx._stream = None
-            self._ctx._leave()
+            ctx._leave()
 
     def _read_metrics(self, r):
         m = Metrics()
