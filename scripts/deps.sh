@@ -112,3 +112,7 @@ pip_need selenium selenium
 # infer serve's /metrics is read with Prometheus' own parser (the Python
 # client's text parser), so the format is checked by what scrapes it
 pip_need prometheus_client prometheus_client
+# the Python binding's tests (bindings/python, CTest python_binding) run
+# under pytest; setuptools before 70.1 builds its wheel with the wheel package
+pip_need pytest pytest
+pip_need wheel wheel
