@@ -30,7 +30,11 @@ LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 DYLD_LIBRARY_PATH="$libdir${DYLD_LIBRARY_PATH:+:$DYLD_LIBRARY_PATH}"
 MONO_PATH="$out"
 export LD_LIBRARY_PATH DYLD_LIBRARY_PATH MONO_PATH
-mono --debug "$out/InferTests.exe" --cli "$cli" --shared "$shared" --smollm2 "$smollm2" --tmp "$out/tmp"
+# a stand-in library of another ABI, which the binding must refuse
+fake=""
+mkdir -p "$out/fake"
+if cc -shared -fPIC -o "$out/fake/libinfer.so" "$here/tests/fake_infer.c" 2>/dev/null; then fake="--fake-lib $out/fake"; fi
+mono --debug "$out/InferTests.exe" --cli "$cli" --shared "$shared" --smollm2 "$smollm2" --tmp "$out/tmp" $fake
 # the sample, stepped and with a worker, until each character has replied
 # once (at most 30 s of frames): every reply must match the schema
 mono --debug "$out/Npc.exe" -m "$smollm2" --frames 1800 --replies 1 --check

@@ -1,5 +1,6 @@
 // InferTests.cs - the C# binding's tests, a console program for Mono:
 //     mono InferTests.exe --cli build/infer --shared ../shared --smollm2 models/SmolLM2-135M-Instruct.Q4_1.gguf --tmp DIR
+//         [--fake-lib DIR]   (DIR holds tests/fake_infer.c built as libinfer.so)
 // Prints one line per check; exits 1 if any failed, 0 otherwise. No network.
 // bindings/csharp/test.sh builds and runs it (CTest: csharp_binding).
 using System;
@@ -18,7 +19,7 @@ static class InferTests
     const string Prompt = "Once upon a time";
     const int NGreedy = 24;
 
-    static string cli, shared, smollm2, tmp;
+    static string cli, shared, smollm2, tmp, fakeLib;
     static int failures;
     static readonly Dictionary<string, byte[]> cliText = new Dictionary<string, byte[]>();
 
@@ -115,7 +116,7 @@ static class InferTests
     static void AbiChecks()
     {
         InferLibrary.EnsureCompatible();
-        Check(InferLibrary.Version == "0.24.0" || InferLibrary.Version.Length > 0, "a version string");
+        Check(System.Text.RegularExpressions.Regex.IsMatch(InferLibrary.Version, @"^\d+\.\d+\.\d+$"), "a version: " + InferLibrary.Version);
         Func<int, long> real = id => (long)infer_struct_size(id).ToUInt64();
         Check(InferLibrary.Check(InferLibrary.AbiVersion, real) == null, "the library matches the binding");
         string v = InferLibrary.Check(InferLibrary.AbiVersion + 1, real);
@@ -124,6 +125,43 @@ static class InferTests
         Check(s != null && s.Contains("RequestParams is " + (real(7) + 8) + " bytes in the library"), "a wrong struct size is named: " + s);
         foreach (var kv in InferLibrary.Mirrored)
             Check(real(kv.Key) == Marshal.SizeOf(kv.Value), kv.Value.Name + " has the library's size");
+
+        // in a process of its own: no library at all, and a library of
+        // another ABI version or other struct sizes (tests/fake_infer.c)
+        string none = Probe(null, null);
+        Check(none.Contains("was not found"), "without the library: " + none);
+        if (fakeLib == null)
+        {
+            Console.WriteLine("     the fake library was not built (no C compiler): its checks skipped");
+            return;
+        }
+        string other = Probe(fakeLib, "999");
+        Check(other.Contains("has ABI version 999, this binding was written for " + InferLibrary.AbiVersion), "another ABI version: " + other);
+        string sizes = Probe(fakeLib, InferLibrary.AbiVersion.ToString());
+        Check(sizes.Contains("does not match this binding") && sizes.Contains("RequestParams is 0 bytes in the library"),
+              "other struct sizes: " + sizes);
+    }
+
+    // This program again with --probe, the library looked for in libDir
+    // only: what InferLibrary.EnsureCompatible threw.
+    static string Probe(string libDir, string abi)
+    {
+        var self = System.Reflection.Assembly.GetExecutingAssembly().Location;
+        var psi = new ProcessStartInfo("mono", Quote(self) + " --probe x")
+        {
+            UseShellExecute = false,
+            RedirectStandardOutput = true,
+        };
+        psi.EnvironmentVariables["LD_LIBRARY_PATH"] = libDir ?? Path.Combine(tmp, "no-library-here");
+        psi.EnvironmentVariables["DYLD_LIBRARY_PATH"] = libDir ?? Path.Combine(tmp, "no-library-here");
+        if (abi != null) psi.EnvironmentVariables["FAKE_INFER_ABI"] = abi;
+        using (var p = Process.Start(psi))
+        {
+            string o = p.StandardOutput.ReadToEnd();
+            p.WaitForExit();
+            Check(p.ExitCode == 0, "the probe was not refused: " + o);
+            return o.Trim();
+        }
     }
 
     static List<string> GreedyModels()
@@ -668,6 +706,20 @@ static class InferTests
 
     static int Main(string[] args)
     {
+        if (args.Length > 0 && args[0] == "--probe")
+        {
+            try
+            {
+                InferLibrary.EnsureCompatible();
+                Console.WriteLine("accepted " + InferLibrary.Version);
+                return 1;
+            }
+            catch (InferLibraryException e)
+            {
+                Console.WriteLine(e.Message);
+                return 0;
+            }
+        }
         for (int i = 0; i + 1 < args.Length; i += 2)
         {
             switch (args[i])
@@ -676,6 +728,7 @@ static class InferTests
             case "--shared": shared = args[i + 1]; break;
             case "--smollm2": smollm2 = args[i + 1]; break;
             case "--tmp": tmp = args[i + 1]; break;
+            case "--fake-lib": fakeLib = args[i + 1]; break;
             default:
                 Console.Error.WriteLine("InferTests: unknown option " + args[i]);
                 return 2;
