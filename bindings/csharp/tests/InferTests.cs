@@ -173,6 +173,10 @@ static class InferTests
             if (Directory.Exists(d)) files.AddRange(Directory.GetFiles(d, "*.gguf").OrderBy(f => f, StringComparer.Ordinal));
         }
         files.Add(smollm2);
+        // Gemma 3 270M, a real model of 262k tokens, where scripts/test.sh put it beside SmolLM2
+        string gemma = Path.Combine(Path.GetDirectoryName(Path.GetFullPath(smollm2)), "gemma-3-270m-q4_k_m.gguf");
+        if (File.Exists(gemma)) files.Add(gemma);
+        else Console.WriteLine("     " + gemma + " is absent: not compared");
         return files;
     }
 
