@@ -5,7 +5,7 @@
 # libmicrohttpd, cJSON, curl, the openai package and nginx (in front of
 # replicas); for the fuzzing harnesses clang with libFuzzer; for the
 # WebAssembly build Emscripten, Node.js, Chromium, its chromedriver and
-# selenium.
+# selenium; for the C# binding Mono.
 set -e
 need=""
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -38,6 +38,11 @@ command -v emcc >/dev/null 2>&1 || need="$need emscripten"
 command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || need="$need nodejs"
 command -v chromium >/dev/null 2>&1 || need="$need chromium"
 [ -x /usr/bin/chromedriver ] || need="$need chromium-driver"
+# the C# binding's test (bindings/csharp/test.sh): Debian's Mono, its
+# compiler (mcs) and runtime; the binding needs only mscorlib, its tests
+# System and System.Core, which come with them
+command -v mcs >/dev/null 2>&1 || need="$need mono-mcs"
+command -v mono >/dev/null 2>&1 || need="$need mono-runtime"
 if [ -n "$need" ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
