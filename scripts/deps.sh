@@ -5,7 +5,8 @@
 # libmicrohttpd, cJSON, curl, the openai package and nginx (in front of
 # replicas); for the fuzzing harnesses clang with libFuzzer; for the
 # WebAssembly build Emscripten, Node.js, Chromium, its chromedriver and
-# selenium; for the C# binding Mono.
+# selenium; for the C# binding Mono; for the Windows build MinGW-w64, Wine
+# and its headers; for the Python binding pytest.
 set -e
 need=""
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -43,6 +44,12 @@ command -v chromium >/dev/null 2>&1 || need="$need chromium"
 # System and System.Core, which come with them
 command -v mcs >/dev/null 2>&1 || need="$need mono-mcs"
 command -v mono >/dev/null 2>&1 || need="$need mono-runtime"
+# the Windows build (cmake/mingw-w64.cmake) and its tests under Wine
+# (tests/windows_check.py); Wine's Windows headers for the MSVC-mode
+# compile (tests/msvc_check.sh)
+command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need="$need gcc-mingw-w64-x86-64"
+command -v wine >/dev/null 2>&1 || need="$need wine wine64"
+[ -f /usr/include/wine/wine/windows/windows.h ] || need="$need libwine-dev"
 if [ -n "$need" ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -1,6 +1,8 @@
 #!/bin/sh
-# Builds infer.h and runs every test, twice: an optimised build, and a debug
-# build under AddressSanitizer and UndefinedBehaviorSanitizer; the
+# Builds infer.h and runs every test, twice: an optimised build (the C# and
+# Python bindings' tests among them), and a debug build under
+# AddressSanitizer and UndefinedBehaviorSanitizer; the Windows build
+# (MinGW-w64) and its tests under Wine; the
 # WebAssembly build and its tests in Node.js and headless Chromium (and a third
 # time with CUDA where nvcc is, below); the concurrency program once more
 # under ThreadSanitizer; and every fuzzing harness of tests/fuzz for a
@@ -52,6 +54,18 @@ same_isa=test_reference_avx512
 grep -q avx512f /proc/cpuinfo 2>/dev/null || same_isa=test_reference_avx2
 (cd build && ctest --no-tests=error --output-on-failure -j$jobs -E "^$same_isa\$")
 took "the optimised build and its tests"
+# The Windows build: MinGW-w64 (cmake/mingw-w64.cmake) cross-builds the
+# library (infer.dll too), the CLI, npc and the plain test programs
+# (Criterion does not cross-build), and tests/windows_check.py runs them
+# under Wine beside the optimised build above: no DLL to ship, the pool's
+# threads, workers, the model mapped, UTF-8 paths, a file past 4 GiB, and
+# every ../shared reference model's tokens and logits bit for bit equal to
+# build/'s on each instruction set this CPU has.
+cmake -S . -B build-win -DCMAKE_TOOLCHAIN_FILE=cmake/mingw-w64.cmake -DCMAKE_BUILD_TYPE=Release -DINFER_BUILD_TESTS=ON \
+    -DINFER_NATIVE_BUILD="$(pwd)/build" >/dev/null
+cmake --build build-win -j$jobs --target infer_cli npc infer_shared platform_check logits_check concurrency
+(cd build-win && ctest --no-tests=error --output-on-failure)
+took "the Windows build under Wine"
 # The WebAssembly build (scripts/wasm.sh: examples/web/ with Emscripten, the
 # module with threads and the one without) and its tests (label wasm):
 # the SIMD128 kernels against the scalar ones under node, the module under
@@ -82,10 +96,11 @@ cmake --build build-asan -j$jobs
 # optimised stage, on every instruction set this CPU has, and test_depth
 # and test_attention take attention past 4,096 keys there; under the
 # sanitizers they cost minutes the CI run has not got). And the compilers' checks
-# (compile_check, standalone_sources, install_package), which run no code
-# of ours that the optimised stage did not.
+# (compile_check, standalone_sources, install_package, msvc_check,
+# platform_grep), which run no code of ours that the optimised stage did
+# not.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 INFER_TEST_SKIP_LONG=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -E '^(neon_qemu|test_reference_scalar|test_reference_avx2|test_reference_avx512|test_reference_threads_1|test_reference_threads_3|server_load|server_replicas|server_tools|test_depth|valgrind_cli|compile_check|standalone_sources|install_package)$')
+    -E '^(neon_qemu|test_reference_scalar|test_reference_avx2|test_reference_avx512|test_reference_threads_1|test_reference_threads_3|server_load|server_replicas|server_tools|test_depth|valgrind_cli|compile_check|standalone_sources|install_package|msvc_check|platform_grep)$')
 # Criterion counts a test whose worker leaked as passed (LeakSanitizer only
 # prints its report there), so the log is searched for such a report.
 if grep -q "ERROR: LeakSanitizer" build-asan/Testing/Temporary/LastTest.log; then
@@ -169,4 +184,4 @@ cmake --build build-emu -j$jobs --target infer_cli npc test_internals test_arch_
 took "the emulated GPU"
 # Every skip, named and counted; a test that skipped for want of ../shared
 # while ../shared is here fails the run.
-python3 scripts/skips.py ../shared optimised=build wasm=build-wasm asan=build-asan tsan=build-tsan fuzz=build-fuzz cuda=build-cuda emulated-gpu=build-emu
+python3 scripts/skips.py ../shared optimised=build windows=build-win wasm=build-wasm asan=build-asan tsan=build-tsan fuzz=build-fuzz cuda=build-cuda emulated-gpu=build-emu
