@@ -5,7 +5,7 @@
     python3 amalgamate.py --check  # exits 1 if infer.h is not what src/ makes
 
 The public API comes first; everything after it is compiled only where
-INFER_IMPLEMENTATION is defined. Lines that include one of src/'s own
+INFER_IMPLEMENTATION is defined; LICENSE's text ends the file. Lines that include one of src/'s own
 headers are dropped, since the parts are pasted in order.
 """
 import os
@@ -102,6 +102,10 @@ def build():
     ]
     out += ["\n" + part(p, [API] + INTERFACE_PARTS + PARTS[:i]) for i, p in enumerate(PARTS)]
     out.append("\n#endif /* INFER_IMPLEMENTATION */\n")
+    # the licence at the end, as stb puts its own: LICENSE, word for word
+    with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as f:
+        licence = f.read().strip("\n")
+    out.append("\n/*\n" + "\n".join(("   " + l).rstrip() for l in licence.splitlines()) + "\n*/\n")
     return "".join(out)
 
 

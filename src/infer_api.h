@@ -62,6 +62,9 @@
    ERRORS
    Functions that can fail take an infer_error* (may be NULL) and return
    NULL or a non-zero infer_status; err->msg is one line naming the problem.
+
+   LICENSE
+   MIT: the text is at the end of this file.
 */
 #ifndef INFER_H_INCLUDED
 #define INFER_H_INCLUDED
