@@ -1,7 +1,11 @@
 /* Built outside the tree against the installed infer.h: loads a model,
    generates a few tokens greedily and prints them.
-       outside MODEL */
+       outside MODEL
+   With infer::shared (which defines INFER_SHARED) it calls the installed
+   shared library instead of compiling the implementation. */
+#ifndef INFER_SHARED
 #define INFER_IMPLEMENTATION
+#endif
 #include "infer.h"
 #include <stdio.h>
 
