@@ -842,7 +842,9 @@ INFERDEF void infer_worker_set_slice(infer_worker *w, double ms);
 /* Cancels every unfinished request of its contexts, stops its threads and
    frees it. The requests stay valid (done, INFER_ERR_CANCELLED where they
    were cut short) for infer_request_free; their contexts are stepped by
-   infer_context_step again. */
+   infer_context_step again. No other thread may start or free this
+   worker's requests meanwhile (freeing a context's last request unlinks
+   the context from the worker this walks). */
 INFERDEF void infer_worker_free(infer_worker *w);
 
 /* ---- Quantizing ---------------------------------------------------------- */
