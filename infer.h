@@ -1019,7 +1019,7 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
    instant, 2026-11-25 00:00:00, so renderings are reproducible).
    A hostile template ends with a one-line error within these limits: */
 typedef struct infer_jinja_limits {
-    long max_steps;    /* loop iterations and macro calls in one render, searches and
+    int64_t max_steps; /* loop iterations and macro calls in one render, searches and
                           comparisons counted too, one step per 16 items or 256
                           bytes they visit (1,000,000) */
     int max_depth;     /* nesting while parsing, and while evaluating: expressions,
@@ -21298,7 +21298,7 @@ typedef struct infer__jj_r {
     infer__jj_chunk *chunks;
     size_t mem_used;
     infer_jinja_limits lim;
-    long steps;
+    int64_t steps;
     int depth;
     infer__jj_scope *root;
     infer__jj_buf *out; /* where text goes now */
@@ -21321,9 +21321,9 @@ static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) {
    visited), so a loop repeating one over a huge value ends at the step
    limit instead of running for hours. */
 static void infer__jj_work(infer__jj_r *r, size_t items, size_t bytes) {
-    r->steps += (long)(items >> 4) + (long)(bytes >> 8);
+    r->steps += (int64_t)(items >> 4) + (int64_t)(bytes >> 8);
     if (r->steps > r->lim.max_steps)
-        infer__jj_fail(r, "step limit exceeded (%ld loop iterations, calls and searches)", r->lim.max_steps);
+        infer__jj_fail(r, "step limit exceeded (%lld loop iterations, calls and searches)", (long long)r->lim.max_steps);
 }
 
 static const char *infer__jj_memmem(infer__jj_r *r, const char *h, size_t hn, const char *n, size_t nn);
@@ -22959,7 +22959,7 @@ static int infer__jj_exec(infer__jj_r *r, infer__jj_scope *s, infer__jj_node *x)
 
 static void infer__jj_step(infer__jj_r *r) {
     if (++r->steps > r->lim.max_steps)
-        infer__jj_fail(r, "step limit exceeded (%ld loop iterations and calls)", r->lim.max_steps);
+        infer__jj_fail(r, "step limit exceeded (%lld loop iterations and calls)", (long long)r->lim.max_steps);
 }
 
 static infer__jj_val infer__jj_lookup(infer__jj_scope *s, infer__jj_str *name) {
@@ -24157,8 +24157,8 @@ static infer__jj_val infer__jj_range(infer__jj_r *r, const infer__jj_args *a) {
     else
         n = start > stop ? (int64_t)(((uint64_t)start - (uint64_t)stop - 1) / (uint64_t)-step + 1) : 0;
     if (n < 0 || (uint64_t)n > r->lim.max_memory / sizeof(infer__jj_val) || (n > r->lim.max_steps))
-        infer__jj_fail(r, "range of %lld items: over the step limit (%ld) or the memory limit (%zu bytes)",
-                       (long long)n, r->lim.max_steps, r->lim.max_memory);
+        infer__jj_fail(r, "range of %lld items: over the step limit (%lld) or the memory limit (%zu bytes)",
+                       (long long)n, (long long)r->lim.max_steps, r->lim.max_memory);
     l = infer__jj_new_list(r, (size_t)n, 0);
     for (i = 0; i < n; i++) l.u.l->v[i] = infer__jj_int(start + i * step);
     l.u.l->n = (size_t)n;
@@ -28895,7 +28895,7 @@ static char *infer__chat_render(const infer_chat_template *t, const infer_chat_m
        conversation: it alone bounds their steps, output and memory (the
        defaults, made for templates from files, would refuse a chat of more
        than 16 MiB, which the formats always wrote). */
-    lim.max_steps = LONG_MAX;
+    lim.max_steps = INT64_MAX;
     lim.max_output = INT_MAX;
     lim.max_memory = (size_t)-1;
     if (!ctx.nomem) out = infer__jinja_render_raw(infer__chat_format_text(t->kind), ctx.p, &lim, &err);

@@ -223,7 +223,7 @@ static char *infer__chat_render(const infer_chat_template *t, const infer_chat_m
        conversation: it alone bounds their steps, output and memory (the
        defaults, made for templates from files, would refuse a chat of more
        than 16 MiB, which the formats always wrote). */
-    lim.max_steps = LONG_MAX;
+    lim.max_steps = INT64_MAX;
     lim.max_output = INT_MAX;
     lim.max_memory = (size_t)-1;
     if (!ctx.nomem) out = infer__jinja_render_raw(infer__chat_format_text(t->kind), ctx.p, &lim, &err);

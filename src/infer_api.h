@@ -1018,7 +1018,7 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
    instant, 2026-11-25 00:00:00, so renderings are reproducible).
    A hostile template ends with a one-line error within these limits: */
 typedef struct infer_jinja_limits {
-    long max_steps;    /* loop iterations and macro calls in one render, searches and
+    int64_t max_steps; /* loop iterations and macro calls in one render, searches and
                           comparisons counted too, one step per 16 items or 256
                           bytes they visit (1,000,000) */
     int max_depth;     /* nesting while parsing, and while evaluating: expressions,

@@ -109,7 +109,7 @@ typedef struct infer__jj_r {
     infer__jj_chunk *chunks;
     size_t mem_used;
     infer_jinja_limits lim;
-    long steps;
+    int64_t steps;
     int depth;
     infer__jj_scope *root;
     infer__jj_buf *out; /* where text goes now */
@@ -132,9 +132,9 @@ static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) {
    visited), so a loop repeating one over a huge value ends at the step
    limit instead of running for hours. */
 static void infer__jj_work(infer__jj_r *r, size_t items, size_t bytes) {
-    r->steps += (long)(items >> 4) + (long)(bytes >> 8);
+    r->steps += (int64_t)(items >> 4) + (int64_t)(bytes >> 8);
     if (r->steps > r->lim.max_steps)
-        infer__jj_fail(r, "step limit exceeded (%ld loop iterations, calls and searches)", r->lim.max_steps);
+        infer__jj_fail(r, "step limit exceeded (%lld loop iterations, calls and searches)", (long long)r->lim.max_steps);
 }
 
 static const char *infer__jj_memmem(infer__jj_r *r, const char *h, size_t hn, const char *n, size_t nn);
@@ -1770,7 +1770,7 @@ static int infer__jj_exec(infer__jj_r *r, infer__jj_scope *s, infer__jj_node *x)
 
 static void infer__jj_step(infer__jj_r *r) {
     if (++r->steps > r->lim.max_steps)
-        infer__jj_fail(r, "step limit exceeded (%ld loop iterations and calls)", r->lim.max_steps);
+        infer__jj_fail(r, "step limit exceeded (%lld loop iterations and calls)", (long long)r->lim.max_steps);
 }
 
 static infer__jj_val infer__jj_lookup(infer__jj_scope *s, infer__jj_str *name) {
@@ -2968,8 +2968,8 @@ static infer__jj_val infer__jj_range(infer__jj_r *r, const infer__jj_args *a) {
     else
         n = start > stop ? (int64_t)(((uint64_t)start - (uint64_t)stop - 1) / (uint64_t)-step + 1) : 0;
     if (n < 0 || (uint64_t)n > r->lim.max_memory / sizeof(infer__jj_val) || (n > r->lim.max_steps))
-        infer__jj_fail(r, "range of %lld items: over the step limit (%ld) or the memory limit (%zu bytes)",
-                       (long long)n, r->lim.max_steps, r->lim.max_memory);
+        infer__jj_fail(r, "range of %lld items: over the step limit (%lld) or the memory limit (%zu bytes)",
+                       (long long)n, (long long)r->lim.max_steps, r->lim.max_memory);
     l = infer__jj_new_list(r, (size_t)n, 0);
     for (i = 0; i < n; i++) l.u.l->v[i] = infer__jj_int(start + i * step);
     l.u.l->n = (size_t)n;
