@@ -249,9 +249,11 @@ static OS_MAYBE_UNUSED const char *os_not_regular(const char *path) {
 
 /* At the top of main: on Windows, argv again in UTF-8 (from the wide
    command line; the C runtime's is in the ANSI code page, which cannot
-   spell most names), the standard streams binary (bytes out as the model
-   made them, "\n" not "\r\n", as on POSIX), and a console shown UTF-8.
-   Elsewhere nothing. The new argv lives until the program ends. */
+   spell most names), stdout and stderr binary (bytes out as the model
+   made them, "\n" not "\r\n", as on POSIX), and a console's code pages
+   UTF-8. stdin stays text: a console's lines end "\r\n", which text mode
+   reads as "\n". Elsewhere nothing. The new argv lives until the program
+   ends. */
 static OS_MAYBE_UNUSED void os_init_main(int *argc, char ***argv) {
 #if defined(_WIN32)
     int n = 0, i;
@@ -264,10 +266,10 @@ static OS_MAYBE_UNUSED void os_init_main(int *argc, char ***argv) {
     }
     if (a && i == n) *argc = n, *argv = a; /* else the runtime's, as they were */
     if (w) LocalFree(w);
-    _setmode(_fileno(stdin), _O_BINARY);
     _setmode(_fileno(stdout), _O_BINARY);
     _setmode(_fileno(stderr), _O_BINARY);
     SetConsoleOutputCP(CP_UTF8);
+    SetConsoleCP(CP_UTF8);
 #else
     (void)argc, (void)argv;
 #endif
