@@ -24,6 +24,7 @@ INTERFACE_PARTS = ["model.h", "backend.h"]
 PARTS = [
     "internal.h",
     "util.c",
+    "mathfn.c",
     "gguf.c",
     "unicode.h",
     "unicode.c",

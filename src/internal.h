@@ -175,6 +175,24 @@ static void infer__blob_forget(const infer__blob *b, const void *p, size_t len);
 static void infer__advise_huge(void *p, size_t len);
 static void *infer__calloc_huge(size_t bytes);
 
+/* ---- mathfn.c: the engine's own transcendental functions ----
+   The same bits on every C library and compiler (glibc, MinGW, Microsoft's
+   and emscripten's libm round differently): what reaches the logits or a
+   sampled token calls these, not the C library's. Float ones within 1 ulp,
+   double ones within about 1 ulp, C99's special values. */
+static float infer__expf(float x);
+static float infer__logf(float x);
+static float infer__powf(float x, float y);
+static void infer__sincosf(float x, float *sin_x, float *cos_x);
+static float infer__sinf(float x);
+static float infer__cosf(float x);
+static float infer__tanhf(float x);
+/* x * y + z rounded once, as C99's fmaf (MinGW's is not) */
+static float infer__fmaf(float x, float y, float z);
+static double infer__exp(double x);
+static double infer__log(double x);
+static double infer__pow(double x, double y);
+
 /* ---- gguf.c ---- */
 typedef struct infer__str {
     const char *p; /* not NUL-terminated; points into the file */
