@@ -26122,10 +26122,10 @@ static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) 
     mx = c[0].logit;
     if (s->p.top_p < 1.0f) {
         sum = 0;
-        for (i = 0; i < n; i++) sum += exp((double)c[i].logit - mx);
+        for (i = 0; i < n; i++) sum += infer__exp((double)c[i].logit - mx);
         acc = 0;
         for (i = 0; i < n; i++) {
-            acc += exp((double)c[i].logit - mx) / sum;
+            acc += infer__exp((double)c[i].logit - mx) / sum;
             if (acc >= s->p.top_p) {
                 n = i + 1;
                 break;
@@ -26134,7 +26134,7 @@ static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) 
     }
     if (s->p.min_p > 0) {
         /* keep p >= min_p * p_max, i.e. logit >= max + log(min_p) */
-        float cut = mx + logf(s->p.min_p);
+        float cut = mx + infer__logf(s->p.min_p);
         for (i = 1; i < n; i++)
             if (c[i].logit < cut) {
                 n = i;
@@ -26142,11 +26142,11 @@ static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) 
             }
     }
     sum = 0;
-    for (i = 0; i < n; i++) sum += exp(((double)c[i].logit - mx) / s->p.temperature);
+    for (i = 0; i < n; i++) sum += infer__exp(((double)c[i].logit - mx) / s->p.temperature);
     r = infer__rng_uniform(&s->rng) * sum;
     acc = 0;
     for (i = 0; i < n; i++) {
-        acc += exp(((double)c[i].logit - mx) / s->p.temperature);
+        acc += infer__exp(((double)c[i].logit - mx) / s->p.temperature);
         if (r < acc) return c[i].id;
     }
     return c[n - 1].id;
@@ -26216,10 +26216,10 @@ INFERDEF float infer_sampler_token_prob(const infer_sampler *s, infer_token t) {
     if (mx == -INFINITY) return 0;
     for (i = 0; i < m; i++)
         if (!mask || mask[c[i].id]) {
-            sum += exp((double)c[i].logit - mx);
+            sum += infer__exp((double)c[i].logit - mx);
             if (c[i].id == t) lt = c[i].logit;
         }
-    return lt == -INFINITY ? 0.0f : (float)(exp((double)lt - mx) / sum);
+    return lt == -INFINITY ? 0.0f : (float)(infer__exp((double)lt - mx) / sum);
 }
 
 INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
@@ -26249,7 +26249,7 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
         }
         for (i = 0; i < m; i++)
             if (!mask || mask[c[i].id]) {
-                sum += exp((double)c[i].logit - mx);
+                sum += infer__exp((double)c[i].logit - mx);
                 all[k++] = c[i];
             }
         qsort(all, (size_t)k, sizeof *all, infer__cand_desc);
@@ -26260,7 +26260,7 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
         for (i = 0; i < m; i++) {
             int j;
             if (mask && !mask[c[i].id]) continue;
-            sum += exp((double)c[i].logit - mx);
+            sum += infer__exp((double)c[i].logit - mx);
             if (k == n && infer__cand_desc(&c[i], &top[k - 1]) >= 0) continue;
             j = k < n ? k++ : n - 1;
             while (j > 0 && infer__cand_desc(&c[i], &top[j - 1]) < 0) {
@@ -26272,7 +26272,7 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
     }
     for (i = 0; i < k; i++) {
         out[i].id = top[i].id;
-        out[i].p = (float)(exp((double)top[i].logit - mx) / sum);
+        out[i].p = (float)(infer__exp((double)top[i].logit - mx) / sum);
     }
     if (top != small) INFER_FREE(top);
     return k;
@@ -26372,7 +26372,7 @@ static void infer__beam_top(const float *logits, int n_vocab, int k, int parent,
     double mx = logits[0], z = 0;
     int i, j, n = 0;
     for (i = 1; i < n_vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
-    for (i = 0; i < n_vocab; i++) z += exp((double)logits[i] - mx);
+    for (i = 0; i < n_vocab; i++) z += infer__exp((double)logits[i] - mx);
     for (i = 0; i < n_vocab; i++) { /* insertion into a list of k, best first */
         float v = logits[i];
         if (n == k && v <= logits[out[k - 1].tok]) continue;
@@ -26381,7 +26381,7 @@ static void infer__beam_top(const float *logits, int n_vocab, int k, int parent,
     }
     for (j = 0; j < n; j++) {
         out[j].parent = parent;
-        out[j].sum = base + ((double)logits[out[j].tok] - mx - log(z));
+        out[j].sum = base + ((double)logits[out[j].tok] - mx - infer__log(z));
     }
 }
 
@@ -26445,7 +26445,7 @@ INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer
             const infer__beam *par = &live[cand[j].parent];
             int eog = infer_model_is_eog(m, cand[j].tok), len = par->n + 1;
             if (eog || len == p->n_predict) { /* a finished hypothesis */
-                double sc = cand[j].sum / pow((double)len, (double)p->length_penalty);
+                double sc = cand[j].sum / infer__pow((double)len, (double)p->length_penalty);
                 int keep = eog ? par->n : len;
                 if (sc > best_score) {
                     best_score = sc;
@@ -28405,8 +28405,8 @@ INFERDEF infer_status infer_perplexity_chunk(infer_context *c, const infer_token
         double sum = 0, v;
         int j;
         for (j = 1; j < n_vocab; j++) max = INFER__MAX(max, l[j]);
-        for (j = 0; j < n_vocab; j++) sum += expf(l[j] - max);
-        v = -((double)(l[tok[i + 1]] - max) - log(sum));
+        for (j = 0; j < n_vocab; j++) sum += infer__expf(l[j] - max);
+        v = -((double)(l[tok[i + 1]] - max) - infer__log(sum));
         acc->nll += v;
         acc->nll2 += v * v;
         acc->count++;
@@ -28420,7 +28420,7 @@ INFERDEF double infer_perplexity_value(const infer_perplexity *acc, double *unce
     if (uncertainty) *uncertainty = 0;
     if (!acc || acc->count <= 0) return 0;
     mean = acc->nll / (double)acc->count;
-    ppl = exp(mean);
+    ppl = infer__exp(mean);
     var = acc->nll2 / (double)acc->count - mean * mean;
     if (uncertainty && acc->count > 1 && var > 0) *uncertainty = ppl * sqrt(var / (double)(acc->count - 1));
     return ppl;
