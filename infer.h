@@ -3288,9 +3288,12 @@ static int infer__kv_ptr_cmp(const void *a, const void *b) {
 static int infer__tensor_name_cmp(const void *a, const void *b) {
     return strcmp((*(const infer__tensor *const *)a)->name, (*(const infer__tensor *const *)b)->name);
 }
+/* by offset, ties in file order: which two an overlap error names must
+   not depend on the C library's qsort */
 static int infer__tensor_offset_cmp(const void *a, const void *b) {
     const infer__tensor *x = *(const infer__tensor *const *)a, *y = *(const infer__tensor *const *)b;
-    return (x->offset > y->offset) - (x->offset < y->offset);
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return (x > y) - (x < y); /* both point into g->tensors */
 }
 
 /* Sorted indexes of the keys and tensor names: a name twice is refused
@@ -20699,6 +20702,14 @@ static int infer__sg_key_cmp(const void *a, const void *b) {
     return memcmp(x->s, y->s, x->n);
 }
 
+/* the keys' order for qsort: a name written twice by where it stands, so
+   that every C library's qsort leaves the same order */
+static int infer__sg_key_order(const void *a, const void *b) {
+    const infer__sg_key *x = (const infer__sg_key *)a, *y = (const infer__sg_key *)b;
+    int c = infer__sg_key_cmp(a, b);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
 /* Sets isreq[i] for each property named in required (looked up in the
    keys sorted, so that thousands of them cost n log n). 0 after an error. */
 static int infer__sg_required(infer__sg *sg, const infer__jv *props, const infer__jv *req, unsigned char *isreq) {
@@ -20714,7 +20725,7 @@ static int infer__sg_required(infer__sg *sg, const infer__jv *props, const infer
         sorted[k].n = props->key_lens[k];
         sorted[k].i = (int)k;
     }
-    qsort(sorted, n, sizeof *sorted, infer__sg_key_cmp);
+    qsort(sorted, n, sizeof *sorted, infer__sg_key_order);
     for (k = 0; k < stbds_arrlenu(req->items); k++) {
         const infer__jv *r = &req->items[k];
         infer__sg_key want, *hit;
@@ -20729,6 +20740,8 @@ static int infer__sg_required(infer__sg *sg, const infer__jv *props, const infer
             infer__jp_fail(sg->jp, r->at, "required property '%s' is not in properties", r->s);
             break;
         }
+        /* a name written twice: the first (bsearch may find either) */
+        while (hit > sorted && !infer__sg_key_cmp(hit - 1, &want)) hit--;
         isreq[hit->i] = 1;
     }
     INFER_FREE(sorted);
@@ -26059,20 +26072,24 @@ static uint64_t infer__rng_next(uint64_t *state) {
 
 static double infer__rng_uniform(uint64_t *state) { return (double)(infer__rng_next(state) >> 11) * (1.0 / 9007199254740992.0); }
 
-static int infer__cand_desc(const void *a, const void *b) {
-    float x = ((const infer__cand *)a)->logit, y = ((const infer__cand *)b)->logit;
-    if (x != y) return x < y ? 1 : -1;
-    return ((const infer__cand *)a)->id - ((const infer__cand *)b)->id; /* stable order on ties */
-}
-
 /* The logit as an unsigned key that orders as infer__cand_desc: larger
-   logits first (-0 as +0, which compare equal). */
+   logits first (-0 as +0, which compare equal; a nan by its bits). */
 static uint32_t infer__cand_key(float f) {
     uint32_t u;
     if (f == 0) f = 0;
     memcpy(&u, &f, sizeof u);
     u = (u & 0x80000000u) ? ~u : u | 0x80000000u; /* ascending */
     return ~u;
+}
+
+/* A total order (by key, then id), nan included: glibc's qsort (a merge
+   sort) and Microsoft's (a quicksort) give the same order, and it is the
+   radix sort's. */
+static int infer__cand_desc(const void *a, const void *b) {
+    const infer__cand *x = (const infer__cand *)a, *y = (const infer__cand *)b;
+    uint32_t kx = infer__cand_key(x->logit), ky = infer__cand_key(y->logit);
+    if (kx != ky) return kx < ky ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id); /* ties by id */
 }
 
 /* Sorts c[0..n) into the order qsort with infer__cand_desc gives (ties

@@ -215,20 +215,24 @@ static uint64_t infer__rng_next(uint64_t *state) {
 
 static double infer__rng_uniform(uint64_t *state) { return (double)(infer__rng_next(state) >> 11) * (1.0 / 9007199254740992.0); }
 
-static int infer__cand_desc(const void *a, const void *b) {
-    float x = ((const infer__cand *)a)->logit, y = ((const infer__cand *)b)->logit;
-    if (x != y) return x < y ? 1 : -1;
-    return ((const infer__cand *)a)->id - ((const infer__cand *)b)->id; /* stable order on ties */
-}
-
 /* The logit as an unsigned key that orders as infer__cand_desc: larger
-   logits first (-0 as +0, which compare equal). */
+   logits first (-0 as +0, which compare equal; a nan by its bits). */
 static uint32_t infer__cand_key(float f) {
     uint32_t u;
     if (f == 0) f = 0;
     memcpy(&u, &f, sizeof u);
     u = (u & 0x80000000u) ? ~u : u | 0x80000000u; /* ascending */
     return ~u;
+}
+
+/* A total order (by key, then id), nan included: glibc's qsort (a merge
+   sort) and Microsoft's (a quicksort) give the same order, and it is the
+   radix sort's. */
+static int infer__cand_desc(const void *a, const void *b) {
+    const infer__cand *x = (const infer__cand *)a, *y = (const infer__cand *)b;
+    uint32_t kx = infer__cand_key(x->logit), ky = infer__cand_key(y->logit);
+    if (kx != ky) return kx < ky ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id); /* ties by id */
 }
 
 /* Sorts c[0..n) into the order qsort with infer__cand_desc gives (ties
