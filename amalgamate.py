@@ -26,6 +26,7 @@ PARTS = [
     "internal.h",
     "util.c",
     "platform.c",
+    "mathfn.c",
     "gguf.c",
     "unicode.h",
     "unicode.c",

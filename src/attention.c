@@ -178,7 +178,7 @@ static int infer__attn_n_items(const infer__attn_batch *b) {
 static void infer__attn_softcap(float *s, int n, float cap) {
     float inv = 1.0f / cap;
     int j;
-    for (j = 0; j < n; j++) s[j] = tanhf(s[j] * inv) * cap;
+    for (j = 0; j < n; j++) s[j] = infer__tanhf(s[j] * inv) * cap;
 }
 
 /* Work item i: one KV head and a run of tokens, the latest tokens (the most
@@ -256,10 +256,10 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
             for (r = 0; r < b->n_splits; r++) mx = INFER__MAX(mx, pt[r * p_stride]);
             for (r = 0; r < b->n_splits; r++) {
                 memcpy(&lr, pt + r * p_stride + 1, sizeof lr);
-                if (lr > 0) l += lr * expf(pt[r * p_stride] - mx);
+                if (lr > 0) l += lr * infer__expf(pt[r * p_stride] - mx);
             }
             /* a row whose keys all lie in one run: (float)(1 / sum), as unsplit */
-            sc->inv[i] = l > 0 ? (float)((double)expf(pt[run * p_stride] - mx) / l) : 0.0f;
+            sc->inv[i] = l > 0 ? (float)((double)infer__expf(pt[run * p_stride] - mx) / l) : 0.0f;
         }
     }
     memset(sc->acc, 0, (size_t)nq * hd * sizeof(float));

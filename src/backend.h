@@ -28,6 +28,15 @@ extern "C" {
 #define INFER__HD
 #endif
 
+/* fmaf for infer__exp_llama: on the CPU mathfn.c's (the C library's is not
+   correctly rounded everywhere: MinGW's), on a GPU its instruction. */
+#if defined(INFER_IMPLEMENTATION) && !defined(__CUDACC__)
+static float infer__fmaf(float x, float y, float z);
+#define INFER__FMAF_HD infer__fmaf
+#else
+#define INFER__FMAF_HD fmaf
+#endif
+
 /* e^x as llama.cpp's AVX-512 softmax has it (ggml_v_expf): x = n ln2 + b
    with ln2 in two parts, e^b by a degree-5 polynomial in Estrin's form,
    times 2^n; 0 or inf where |n| > 192. The constants are the floats
@@ -35,10 +44,11 @@ extern "C" {
    passes' attention use it: the GPU's too (INFER__HD), when it matches llama.cpp. */
 INFER__HD static inline float infer__exp_llama(float x) {
     const float shift = 12582912.0f;
-    float n = fmaf(x, 1.44269502f, shift) - shift;
-    float b = fmaf(-n, 1.42860677e-06f, fmaf(-n, 0.693145752f, x)), u = b * b;
-    float j = fmaf(fmaf(fmaf(0.00824739039f, b, 0.0418997668f), u, fmaf(0.166683957f, b, 0.499991268f)), u,
-                   fmaf(0.999999404f, b, 1.0f));
+    float n = INFER__FMAF_HD(x, 1.44269502f, shift) - shift;
+    float b = INFER__FMAF_HD(-n, 1.42860677e-06f, INFER__FMAF_HD(-n, 0.693145752f, x)), u = b * b;
+    float j = INFER__FMAF_HD(INFER__FMAF_HD(INFER__FMAF_HD(0.00824739039f, b, 0.0418997668f), u,
+                                            INFER__FMAF_HD(0.166683957f, b, 0.499991268f)),
+                             u, INFER__FMAF_HD(0.999999404f, b, 1.0f));
     if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
     return ldexpf(j, (int)n);
 }

@@ -38,7 +38,7 @@ static void infer__beam_top(const float *logits, int n_vocab, int k, int parent,
     double mx = logits[0], z = 0;
     int i, j, n = 0;
     for (i = 1; i < n_vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
-    for (i = 0; i < n_vocab; i++) z += exp((double)logits[i] - mx);
+    for (i = 0; i < n_vocab; i++) z += infer__exp((double)logits[i] - mx);
     for (i = 0; i < n_vocab; i++) { /* insertion into a list of k, best first */
         float v = logits[i];
         if (n == k && v <= logits[out[k - 1].tok]) continue;
@@ -47,7 +47,7 @@ static void infer__beam_top(const float *logits, int n_vocab, int k, int parent,
     }
     for (j = 0; j < n; j++) {
         out[j].parent = parent;
-        out[j].sum = base + ((double)logits[out[j].tok] - mx - log(z));
+        out[j].sum = base + ((double)logits[out[j].tok] - mx - infer__log(z));
     }
 }
 
@@ -111,7 +111,7 @@ INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer
             const infer__beam *par = &live[cand[j].parent];
             int eog = infer_model_is_eog(m, cand[j].tok), len = par->n + 1;
             if (eog || len == p->n_predict) { /* a finished hypothesis */
-                double sc = cand[j].sum / pow((double)len, (double)p->length_penalty);
+                double sc = cand[j].sum / infer__pow((double)len, (double)p->length_penalty);
                 int keep = eog ? par->n : len;
                 if (sc > best_score) {
                     best_score = sc;

@@ -28,25 +28,26 @@ static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, 
    unscaled angle by YaRN's ramp, and cos and sin scaled by the attention
    factor. freqs may be NULL. */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos) {
-    float theta = (float)pos, step = powf(r->base, -2.0f / (float)r->n_rot), lo = 0, hi = 0, mscale = r->attn_factor;
+    float theta = (float)pos, step = infer__powf(r->base, -2.0f / (float)r->n_rot), lo = 0, hi = 0, mscale = r->attn_factor;
     int i;
     if (r->ext_factor != 0.0f) { /* YaRN's correction range of dimensions */
-        float den = 2 * logf(r->base), pi2 = 2 * 3.14159265358979323846f;
-        lo = floorf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_fast * pi2)) / den);
-        hi = ceilf((float)r->n_rot * logf((float)r->n_ctx_orig / (r->beta_slow * pi2)) / den);
+        float den = 2 * infer__logf(r->base), pi2 = 2 * 3.14159265358979323846f;
+        lo = floorf((float)r->n_rot * infer__logf((float)r->n_ctx_orig / (r->beta_fast * pi2)) / den);
+        hi = ceilf((float)r->n_rot * infer__logf((float)r->n_ctx_orig / (r->beta_slow * pi2)) / den);
         lo = INFER__MAX(0.0f, lo);
         hi = INFER__MIN((float)(r->n_rot - 1), hi);
-        mscale *= 1.0f + 0.1f * logf(1.0f / r->freq_scale);
+        mscale *= 1.0f + 0.1f * infer__logf(1.0f / r->freq_scale);
     }
     for (i = 0; i < r->n_rot; i += 2) {
-        float extrap = freqs ? theta / freqs[i / 2] : theta, a = r->freq_scale * extrap;
+        float extrap = freqs ? theta / freqs[i / 2] : theta, a = r->freq_scale * extrap, sa, ca;
         if (r->ext_factor != 0.0f) {
             float y = ((float)(i / 2) - lo) / INFER__MAX(0.001f, hi - lo);
             float mix = (1 - INFER__MIN(1.0f, INFER__MAX(0.0f, y))) * r->ext_factor;
             a = a * (1 - mix) + extrap * mix;
         }
-        cs[i] = cosf(a) * mscale;
-        cs[i + 1] = sinf(a) * mscale;
+        infer__sincosf(a, &sa, &ca);
+        cs[i] = ca * mscale;
+        cs[i + 1] = sa * mscale;
         theta *= step;
     }
 }
@@ -59,8 +60,8 @@ static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, i
         int a = neox ? i / 2 : i, b = neox ? i / 2 + half : i + 1;
         float x0 = x[a], x1 = x[b];
         if (fused) { /* as llama.cpp's build contracts it */
-            x[a] = fmaf(x0, cs[i], -(x1 * cs[i + 1]));
-            x[b] = fmaf(x0, cs[i + 1], x1 * cs[i]);
+            x[a] = infer__fmaf(x0, cs[i], -(x1 * cs[i + 1]));
+            x[b] = infer__fmaf(x0, cs[i + 1], x1 * cs[i]);
         } else {
             x[a] = x0 * cs[i] - x1 * cs[i + 1];
             x[b] = x0 * cs[i + 1] + x1 * cs[i];
@@ -72,7 +73,7 @@ static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, i
 static void infer__softcap(float *x, int n, float cap) {
     float inv = 1.0f / cap;
     int i;
-    for (i = 0; i < n; i++) x[i] = tanhf(x[i] * inv) * cap;
+    for (i = 0; i < n; i++) x[i] = infer__tanhf(x[i] * inv) * cap;
 }
 
 /* The gated activation of n values: g = act(g) * u. */

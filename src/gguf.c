@@ -235,9 +235,12 @@ static int infer__kv_ptr_cmp(const void *a, const void *b) {
 static int infer__tensor_name_cmp(const void *a, const void *b) {
     return strcmp((*(const infer__tensor *const *)a)->name, (*(const infer__tensor *const *)b)->name);
 }
+/* by offset, ties in file order: which two an overlap error names must
+   not depend on the C library's qsort */
 static int infer__tensor_offset_cmp(const void *a, const void *b) {
     const infer__tensor *x = *(const infer__tensor *const *)a, *y = *(const infer__tensor *const *)b;
-    return (x->offset > y->offset) - (x->offset < y->offset);
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return (x > y) - (x < y); /* both point into g->tensors */
 }
 
 /* Sorted indexes of the keys and tensor names: a name twice is refused

@@ -124,6 +124,24 @@ static uint16_t infer__fp32_to_fp16(float f);
 static float infer__bf16_to_fp32(uint16_t h);
 static uint16_t infer__fp32_to_bf16(float f);
 
+/* ---- mathfn.c: the engine's own transcendental functions ----
+   The same bits on every C library and compiler (glibc, MinGW, Microsoft's
+   and emscripten's libm round differently): what reaches the logits or a
+   sampled token calls these, not the C library's. Float ones within 1 ulp,
+   double ones within about 1 ulp, C99's special values. */
+static float infer__expf(float x);
+static float infer__logf(float x);
+static float infer__powf(float x, float y);
+static void infer__sincosf(float x, float *sin_x, float *cos_x);
+static float infer__sinf(float x);
+static float infer__cosf(float x);
+static float infer__tanhf(float x);
+/* x * y + z rounded once, as C99's fmaf (MinGW's is not) */
+static float infer__fmaf(float x, float y, float z);
+static double infer__exp(double x);
+static double infer__log(double x);
+static double infer__pow(double x, double y);
+
 /* ---- gguf.c ---- */
 typedef struct infer__str {
     const char *p; /* not NUL-terminated; points into the file */

@@ -468,7 +468,7 @@ static int infer__model_gelu_table(infer_model *m, infer_error *err) {
     for (h = 0; h < 65536; h++) {
         float x = infer__fp16_to_fp32((uint16_t)h);
         /* llama.cpp builds it with contracted arithmetic: 1 + a x^2 as an fma */
-        float g = 0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * fmaf(0.044715f * x, x, 1.0f)));
+        float g = 0.5f * x * (1.0f + infer__tanhf(0.79788456080286535587989211986876f * x * infer__fmaf(0.044715f * x, x, 1.0f)));
         m->gelu_table[h] = infer__fp16_to_fp32(infer__fp32_to_fp16(g));
     }
     return 1;

@@ -67,7 +67,7 @@ static void infer__pack_ref_32(int n, const void *packed, int n_rows, const void
                             lane_sum += (v - 128) * x[b].qs[4 * j + i];
                     }
                     if (!q4)
-                        lanes[j] = fmaf(infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d), (float)lane_sum, lanes[j]);
+                        lanes[j] = infer__fmaf(infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d), (float)lane_sum, lanes[j]);
                 }
                 s += sum * (infer__fp16_to_fp32(d) * infer__fp16_to_fp32(x[b].d));
             }
@@ -137,8 +137,8 @@ INFER__UNUSED static void infer__pack_ref_q5_0(int n, const void *packed, int n_
                         hi[j] += ((int)((v >> 4) | ((mhi >> bit) & 1) << 4) - 16) * x[b].qs[16 + 4 * j + i];
                     }
                 for (j = 0; j < 4; j++) {
-                    lanes[j] = fmaf(dd, (float)lo[j], lanes[j]);
-                    lanes[4 + j] = fmaf(dd, (float)hi[j], lanes[4 + j]);
+                    lanes[j] = infer__fmaf(dd, (float)lo[j], lanes[j]);
+                    lanes[4 + j] = infer__fmaf(dd, (float)hi[j], lanes[4 + j]);
                 }
             }
             y[(size_t)t * ldy + r] = infer__hsum8(lanes);
@@ -319,8 +319,8 @@ INFER__UNUSED static void infer__pack_ref_q4_K(int n, const void *packed, int n_
                 }
                 memcpy(&d, o + 384 + 2 * lane, 2);
                 memcpy(&dmin, o + 416 + 2 * lane, 2);
-                s = fmaf((float)sumi, infer__fp16_to_fp32(d) * x[b].d, s);
-                sm = fmaf((float)summ, infer__fp16_to_fp32(dmin) * x[b].d, sm);
+                s = infer__fmaf((float)sumi, infer__fp16_to_fp32(d) * x[b].d, s);
+                sm = infer__fmaf((float)summ, infer__fp16_to_fp32(dmin) * x[b].d, sm);
             }
             y[(size_t)t * ldy + r] = s - sm;
         }
@@ -420,7 +420,7 @@ INFER__UNUSED static void infer__pack_ref_f16_i16(int n, const void *packed, int
                 sw = infer__f16i_block(wf, nv, 11, qw);
                 sx = infer__f16i_block(xf, nv, 12, qx);
                 for (i = 0; i < nv; i++) sum += qw[i] * qx[i]; /* |sum| < 64 * 4095 * 8191 < 2^31 */
-                acc = fmaf((float)sum, sw * sx, acc);
+                acc = infer__fmaf((float)sum, sw * sx, acc);
                 if ((b + 64) % INFER__F16I_SLICE == 0 || b + 64 >= n) {
                     total = b < INFER__F16I_SLICE ? acc : total + acc;
                     acc = 0;

@@ -31,8 +31,8 @@ INFERDEF infer_status infer_perplexity_chunk(infer_context *c, const infer_token
         double sum = 0, v;
         int j;
         for (j = 1; j < n_vocab; j++) max = INFER__MAX(max, l[j]);
-        for (j = 0; j < n_vocab; j++) sum += expf(l[j] - max);
-        v = -((double)(l[tok[i + 1]] - max) - log(sum));
+        for (j = 0; j < n_vocab; j++) sum += infer__expf(l[j] - max);
+        v = -((double)(l[tok[i + 1]] - max) - infer__log(sum));
         acc->nll += v;
         acc->nll2 += v * v;
         acc->count++;
@@ -46,7 +46,7 @@ INFERDEF double infer_perplexity_value(const infer_perplexity *acc, double *unce
     if (uncertainty) *uncertainty = 0;
     if (!acc || acc->count <= 0) return 0;
     mean = acc->nll / (double)acc->count;
-    ppl = exp(mean);
+    ppl = infer__exp(mean);
     var = acc->nll2 / (double)acc->count - mean * mean;
     if (uncertainty && acc->count > 1 && var > 0) *uncertainty = ppl * sqrt(var / (double)(acc->count - 1));
     return ppl;

@@ -106,7 +106,7 @@ static void infer__moe_choose(const infer_model *m, infer__moe_route *rt, int t,
     for (e = 0; e < m->n_expert; e++) probs[e] = lg[e];
     if (m->gating == INFER__GATING_SOFTMAX) {
         for (mx = probs[0], e = 1; e < m->n_expert; e++) mx = INFER__MAX(mx, probs[e]);
-        for (e = 0; e < m->n_expert; e++) sum += (double)(probs[e] = expf(probs[e] - mx));
+        for (e = 0; e < m->n_expert; e++) sum += (double)(probs[e] = infer__expf(probs[e] - mx));
         for (e = 0; e < m->n_expert; e++) probs[e] *= (float)(1.0 / sum);
     }
     for (j = 0; j < k; j++) {
@@ -130,7 +130,7 @@ static void infer__moe_choose(const infer_model *m, infer__moe_route *rt, int t,
     }
     if (m->gating == INFER__GATING_SOFTMAX_TOPK) {
         for (mx = w[0], j = 1; j < k; j++) mx = INFER__MAX(mx, w[j]);
-        for (sum = 0, j = 0; j < k; j++) sum += (double)(w[j] = expf(w[j] - mx));
+        for (sum = 0, j = 0; j < k; j++) sum += (double)(w[j] = infer__expf(w[j] - mx));
         for (j = 0; j < k; j++) w[j] *= (float)(1.0 / sum);
     }
     if (m->expert_norm) {

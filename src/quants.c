@@ -95,7 +95,7 @@ static float infer__q8_0_dot(int n, const void *w, const void *xv) {
         for (l = 0; l < 8; l++) {
             int sum = 0;
             for (j = 4 * l; j < 4 * l + 4; j++) sum += a[b].qs[j] * x[b].qs[j];
-            acc[l] = fmaf(d, (float)sum, acc[l]);
+            acc[l] = infer__fmaf(d, (float)sum, acc[l]);
         }
     }
     return infer__hsum8(acc);
@@ -211,7 +211,7 @@ static float infer__q5_0_dot(int n, const void *w, const void *xv) {
         for (l = 0; l < 8; l++) {
             int sum = 0;
             for (j = 4 * l; j < 4 * l + 4; j++) sum += v[j] * x[b].qs[j];
-            acc[l] = fmaf(d, (float)sum, acc[l]);
+            acc[l] = infer__fmaf(d, (float)sum, acc[l]);
         }
     }
     return infer__hsum8(acc);

@@ -161,7 +161,7 @@ INFER__UNUSED static float infer__f16_dot_llama_vec(const uint16_t *a, size_t a_
     double sum;
     int i, l, np = n - n % 64;
     for (i = 0; i < np; i++)
-        acc[i % 64] = fmaf(infer__fp16_to_fp32(a[(size_t)i * a_stride]), infer__fp16_to_fp32(b[i]), acc[i % 64]);
+        acc[i % 64] = infer__fmaf(infer__fp16_to_fp32(a[(size_t)i * a_stride]), infer__fp16_to_fp32(b[i]), acc[i % 64]);
     for (l = 0; l < 16; l++) acc[l] = (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]);
     sum = (double)infer__sum16_tree(acc);
     for (i = np; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[(size_t)i * a_stride]) * infer__fp16_to_fp32(b[i]));
@@ -178,7 +178,7 @@ INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stri
     if (n % 16) return infer__f16_dot_llama_vec(a, a_stride, b, n);
     for (i = 0; i < n; i += 16)
         for (l = 0; l < 16; l++)
-            lane[l] = fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
+            lane[l] = infer__fmaf(infer__fp16_to_fp32(a[(size_t)(i + l) * a_stride]), infer__fp16_to_fp32(b[i + l]), lane[l]);
     return infer__sum16_tree(lane);
 }
 

@@ -192,8 +192,8 @@ static float infer__q4_K_dot(int n, const void *w, const void *xv) {
             sumi += sc1 * s1 + sc2 * s2;
             summ += m1 * (bs[4 * j] + bs[4 * j + 1]) + m2 * (bs[4 * j + 2] + bs[4 * j + 3]);
         }
-        acc = fmaf((float)sumi, infer__fp16_to_fp32(a[b].d) * x[b].d, acc);
-        accm = fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, accm);
+        acc = infer__fmaf((float)sumi, infer__fp16_to_fp32(a[b].d) * x[b].d, acc);
+        accm = infer__fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, accm);
     }
     return acc - accm;
 }

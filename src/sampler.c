@@ -215,20 +215,24 @@ static uint64_t infer__rng_next(uint64_t *state) {
 
 static double infer__rng_uniform(uint64_t *state) { return (double)(infer__rng_next(state) >> 11) * (1.0 / 9007199254740992.0); }
 
-static int infer__cand_desc(const void *a, const void *b) {
-    float x = ((const infer__cand *)a)->logit, y = ((const infer__cand *)b)->logit;
-    if (x != y) return x < y ? 1 : -1;
-    return ((const infer__cand *)a)->id - ((const infer__cand *)b)->id; /* stable order on ties */
-}
-
 /* The logit as an unsigned key that orders as infer__cand_desc: larger
-   logits first (-0 as +0, which compare equal). */
+   logits first (-0 as +0, which compare equal; a nan by its bits). */
 static uint32_t infer__cand_key(float f) {
     uint32_t u;
     if (f == 0) f = 0;
     memcpy(&u, &f, sizeof u);
     u = (u & 0x80000000u) ? ~u : u | 0x80000000u; /* ascending */
     return ~u;
+}
+
+/* A total order (by key, then id), nan included: glibc's qsort (a merge
+   sort) and Microsoft's (a quicksort) give the same order, and it is the
+   radix sort's. */
+static int infer__cand_desc(const void *a, const void *b) {
+    const infer__cand *x = (const infer__cand *)a, *y = (const infer__cand *)b;
+    uint32_t kx = infer__cand_key(x->logit), ky = infer__cand_key(y->logit);
+    if (kx != ky) return kx < ky ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id); /* ties by id */
 }
 
 /* Sorts c[0..n) into the order qsort with infer__cand_desc gives (ties
@@ -278,10 +282,10 @@ static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) 
     mx = c[0].logit;
     if (s->p.top_p < 1.0f) {
         sum = 0;
-        for (i = 0; i < n; i++) sum += exp((double)c[i].logit - mx);
+        for (i = 0; i < n; i++) sum += infer__exp((double)c[i].logit - mx);
         acc = 0;
         for (i = 0; i < n; i++) {
-            acc += exp((double)c[i].logit - mx) / sum;
+            acc += infer__exp((double)c[i].logit - mx) / sum;
             if (acc >= s->p.top_p) {
                 n = i + 1;
                 break;
@@ -290,7 +294,7 @@ static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) 
     }
     if (s->p.min_p > 0) {
         /* keep p >= min_p * p_max, i.e. logit >= max + log(min_p) */
-        float cut = mx + logf(s->p.min_p);
+        float cut = mx + infer__logf(s->p.min_p);
         for (i = 1; i < n; i++)
             if (c[i].logit < cut) {
                 n = i;
@@ -298,11 +302,11 @@ static infer_token infer__sampler_draw(infer_sampler *s, infer__cand *c, int n) 
             }
     }
     sum = 0;
-    for (i = 0; i < n; i++) sum += exp(((double)c[i].logit - mx) / s->p.temperature);
+    for (i = 0; i < n; i++) sum += infer__exp(((double)c[i].logit - mx) / s->p.temperature);
     r = infer__rng_uniform(&s->rng) * sum;
     acc = 0;
     for (i = 0; i < n; i++) {
-        acc += exp(((double)c[i].logit - mx) / s->p.temperature);
+        acc += infer__exp(((double)c[i].logit - mx) / s->p.temperature);
         if (r < acc) return c[i].id;
     }
     return c[n - 1].id;
@@ -372,10 +376,10 @@ INFERDEF float infer_sampler_token_prob(const infer_sampler *s, infer_token t) {
     if (mx == -INFINITY) return 0;
     for (i = 0; i < m; i++)
         if (!mask || mask[c[i].id]) {
-            sum += exp((double)c[i].logit - mx);
+            sum += infer__exp((double)c[i].logit - mx);
             if (c[i].id == t) lt = c[i].logit;
         }
-    return lt == -INFINITY ? 0.0f : (float)(exp((double)lt - mx) / sum);
+    return lt == -INFINITY ? 0.0f : (float)(infer__exp((double)lt - mx) / sum);
 }
 
 INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
@@ -405,7 +409,7 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
         }
         for (i = 0; i < m; i++)
             if (!mask || mask[c[i].id]) {
-                sum += exp((double)c[i].logit - mx);
+                sum += infer__exp((double)c[i].logit - mx);
                 all[k++] = c[i];
             }
         qsort(all, (size_t)k, sizeof *all, infer__cand_desc);
@@ -416,7 +420,7 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
         for (i = 0; i < m; i++) {
             int j;
             if (mask && !mask[c[i].id]) continue;
-            sum += exp((double)c[i].logit - mx);
+            sum += infer__exp((double)c[i].logit - mx);
             if (k == n && infer__cand_desc(&c[i], &top[k - 1]) >= 0) continue;
             j = k < n ? k++ : n - 1;
             while (j > 0 && infer__cand_desc(&c[i], &top[j - 1]) < 0) {
@@ -428,7 +432,7 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
     }
     for (i = 0; i < k; i++) {
         out[i].id = top[i].id;
-        out[i].p = (float)(exp((double)top[i].logit - mx) / sum);
+        out[i].p = (float)(infer__exp((double)top[i].logit - mx) / sum);
     }
     if (top != small) INFER_FREE(top);
     return k;

@@ -1230,6 +1230,14 @@ static int infer__sg_key_cmp(const void *a, const void *b) {
     return memcmp(x->s, y->s, x->n);
 }
 
+/* the keys' order for qsort: a name written twice by where it stands, so
+   that every C library's qsort leaves the same order */
+static int infer__sg_key_order(const void *a, const void *b) {
+    const infer__sg_key *x = (const infer__sg_key *)a, *y = (const infer__sg_key *)b;
+    int c = infer__sg_key_cmp(a, b);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
 /* Sets isreq[i] for each property named in required (looked up in the
    keys sorted, so that thousands of them cost n log n). 0 after an error. */
 static int infer__sg_required(infer__sg *sg, const infer__jv *props, const infer__jv *req, unsigned char *isreq) {
@@ -1245,7 +1253,7 @@ static int infer__sg_required(infer__sg *sg, const infer__jv *props, const infer
         sorted[k].n = props->key_lens[k];
         sorted[k].i = (int)k;
     }
-    qsort(sorted, n, sizeof *sorted, infer__sg_key_cmp);
+    qsort(sorted, n, sizeof *sorted, infer__sg_key_order);
     for (k = 0; k < stbds_arrlenu(req->items); k++) {
         const infer__jv *r = &req->items[k];
         infer__sg_key want, *hit;
@@ -1260,6 +1268,8 @@ static int infer__sg_required(infer__sg *sg, const infer__jv *props, const infer
             infer__jp_fail(sg->jp, r->at, "required property '%s' is not in properties", r->s);
             break;
         }
+        /* a name written twice: the first (bsearch may find either) */
+        while (hit > sorted && !infer__sg_key_cmp(hit - 1, &want)) hit--;
         isreq[hit->i] = 1;
     }
     INFER_FREE(sorted);

@@ -416,8 +416,8 @@ static float infer__wasm_q4_K_dot(int n, const void *w, const void *xv) {
             sumi += sm[2 * j] * infer__wasm_hsum_i32(p1) + sm[2 * j + 1] * infer__wasm_hsum_i32(p2);
             summ += sm[8 + 2 * j] * (bs[4 * j] + bs[4 * j + 1]) + sm[8 + 2 * j + 1] * (bs[4 * j + 2] + bs[4 * j + 3]);
         }
-        s = fmaf((float)sumi, infer__fp16_to_fp32(a[b].d) * x[b].d, s);
-        accm = fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, accm);
+        s = infer__fmaf((float)sumi, infer__fp16_to_fp32(a[b].d) * x[b].d, s);
+        accm = infer__fmaf((float)summ, infer__fp16_to_fp32(a[b].dmin) * x[b].d, accm);
     }
     return s - accm;
 }

@@ -11,7 +11,7 @@
 /* g[i] = silu(g[i]) * u[i] */
 static void infer__silu_mul_ref(float *g, const float *u, int n) {
     int i;
-    for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + infer__expf(-g[i])) * u[i];
 }
 
 /* g[i] = gelu(g[i]) * u[i], GELU as llama.cpp's CPU computes it: looked up
@@ -49,15 +49,15 @@ static void infer__softmax_stats_ref(const float *s, int lo, int hi, float scale
     int j;
     if (lo >= hi) return;
     mx = infer__scaled_max_ref(s, lo, hi, scale, *m);
-    for (j = lo; j < hi; j++) sum += expf(s[j] * scale - mx);
-    *l = (float)((double)*l * expf(*m - mx) + sum);
+    for (j = lo; j < hi; j++) sum += infer__expf(s[j] * scale - mx);
+    *l = (float)((double)*l * infer__expf(*m - mx) + sum);
     *m = mx;
 }
 
 static void infer__softmax_probs_ref(const float *s, int n, int lo, int hi, float scale, float m, float inv,
                                      uint16_t *p) {
     int j;
-    for (j = 0; j < n; j++) p[j] = j >= lo && j < hi ? infer__fp32_to_fp16(expf(s[j] * scale - m) * inv) : 0;
+    for (j = 0; j < n; j++) p[j] = j >= lo && j < hi ? infer__fp32_to_fp16(infer__expf(s[j] * scale - m) * inv) : 0;
 }
 
 static double infer__softmax_exp_ref(float *s, int n, int lo, int hi, float scale, float m) {
@@ -65,7 +65,7 @@ static double infer__softmax_exp_ref(float *s, int n, int lo, int hi, float scal
     int j;
     for (j = 0; j < n; j++) {
         float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
-        s[j] = j >= lo && j < hi ? expf(x - m) : 0.0f;
+        s[j] = j >= lo && j < hi ? infer__expf(x - m) : 0.0f;
         sum += s[j];
     }
     return sum;
@@ -109,7 +109,7 @@ static void infer__qk_f16_ref(int hd, const uint8_t *k, size_t k_stride, int kt,
 static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
     int d, l;
     for (d = 0; d < n; d++)
-        for (l = 0; l < 16; l++) acc[as * d + l] = fmaf(v[16 * d + l], p[l], acc[as * d + l]);
+        for (l = 0; l < 16; l++) acc[as * d + l] = infer__fmaf(v[16 * d + l], p[l], acc[as * d + l]);
 }
 
 /* Attention's p.V from a quantized cache (infer__kernels.pv_quant): key by
@@ -125,7 +125,7 @@ static void infer__pv_q8_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt
             if (pij == 0) continue;
             for (b = 0; b < hd / 32; b++) {
                 float c = pij * infer__fp16_to_fp32(row[b].d);
-                for (d = 0; d < 32; d++) a[32 * b + d] = fmaf(c, (float)row[b].qs[d], a[32 * b + d]);
+                for (d = 0; d < 32; d++) a[32 * b + d] = infer__fmaf(c, (float)row[b].qs[d], a[32 * b + d]);
             }
         }
     }
@@ -143,8 +143,8 @@ static void infer__pv_q4_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt
             for (b = 0; b < hd / 32; b++) {
                 float c = pij * infer__fp16_to_fp32(row[b].d);
                 for (d = 0; d < 16; d++) {
-                    a[32 * b + d] = fmaf(c, (float)((row[b].qs[d] & 15) - 8), a[32 * b + d]);
-                    a[32 * b + 16 + d] = fmaf(c, (float)((row[b].qs[d] >> 4) - 8), a[32 * b + 16 + d]);
+                    a[32 * b + d] = infer__fmaf(c, (float)((row[b].qs[d] & 15) - 8), a[32 * b + d]);
+                    a[32 * b + 16 + d] = infer__fmaf(c, (float)((row[b].qs[d] >> 4) - 8), a[32 * b + 16 + d]);
                 }
             }
         }
@@ -316,7 +316,7 @@ INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, in
         sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
         sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
     }
-    *l = (float)((double)*l * expf(*m - mx) + _mm512_reduce_add_pd(sum));
+    *l = (float)((double)*l * infer__expf(*m - mx) + _mm512_reduce_add_pd(sum));
     *m = mx;
 }
 
@@ -472,7 +472,7 @@ INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi
         sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
     }
     _mm256_storeu_pd(d, sum);
-    *l = (float)((double)*l * expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
+    *l = (float)((double)*l * infer__expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
     *m = mx;
 }
 

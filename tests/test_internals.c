@@ -50,6 +50,8 @@
 #include "test_kernels.c"
 #undef rng_next
 
+#include "test_mathfn.c"
+
 #define g_rng pack__g_rng
 #define g_normal pack__g_normal
 #define check pack__check
