@@ -1619,6 +1619,35 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
 #define INFER__THIRD_PARTY_END
 #endif
 
+/* ---- floating point as written ----
+   mathfn.c's functions must round every step as written: a multiply and
+   add fused into one rounding (FMA contraction) gives other bits. GCC
+   contracts across statements in GNU modes on a CPU with FMA (not under
+   -std=c99): its functions go between INFER__EXACT_FP_BEGIN and _END.
+   clang contracts within an expression, unless told per block:
+   INFER__EXACT_FP opens each function's body. MSVC's pragma lasts to the
+   end of the file (off is its default anyway). */
+#if defined(__clang__)
+#define INFER__EXACT_FP _Pragma("STDC FP_CONTRACT OFF")
+#else
+#define INFER__EXACT_FP
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && defined(__FP_FAST_FMA) && !defined(__STRICT_ANSI__)
+#define INFER__EXACT_FP_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"fp-contract=off\")")
+#define INFER__EXACT_FP_END _Pragma("GCC pop_options")
+#elif defined(INFER__MSVC) && !defined(__clang__)
+#define INFER__EXACT_FP_BEGIN __pragma(fp_contract(off))
+#define INFER__EXACT_FP_END
+#else
+#define INFER__EXACT_FP_BEGIN
+#define INFER__EXACT_FP_END
+#endif
+/* The CPU's fused multiply-add, where the compiler targets one: one
+   rounding, as C99's fmaf (infer__fmaf does it in software elsewhere) */
+#if defined(INFER__GNU) && defined(__FP_FAST_FMAF)
+#define INFER__HW_FMAF(x, y, z) __builtin_fmaf(x, y, z)
+#endif
+
 /* ---- vector instruction sets: which this compiler can build ----
    The kernels are compiled for every set the compiler knows and chosen at
    run time by infer__cpu_has (cpu.c), so the build needs no -m flags. GCC
@@ -2045,6 +2074,8 @@ static float infer__fmaf(float x, float y, float z);
 static double infer__exp(double x);
 static double infer__log(double x);
 static double infer__pow(double x, double y);
+/* to nearest, halves away from zero, as C99's roundf (MinGW's is not) */
+static float infer__roundf(float x);
 
 /* ---- gguf.c ---- */
 typedef struct infer__str {
@@ -3265,7 +3296,7 @@ static int infer__same_file(const char *a, const char *b) {
 }
 
 /* ==== src/mathfn.c ==== */
-/* mathfn.c - the engine's own exp, log, pow, sin, cos, tanh and fma, so that every C library gives the same logits. */
+/* mathfn.c - the engine's own exp, log, pow, sin, cos, tanh, fma and roundf, so that every C library gives the same logits. */
 /* glibc, MinGW's and Microsoft's libm round expf, tanhf, sinf, powf, ...
    differently (MinGW's fmaf is not even correctly rounded), so the same
    prompt gave other text on Windows than on Linux. These use only IEEE
@@ -3288,27 +3319,12 @@ static int infer__same_file(const char *a, const char *b) {
    Tables and constants are from tools/gen_mathfn.py, as decimals of at
    most 17 digits, which an Annex F compiler converts exactly.
    A fused multiply-add would round differently: each rounding step is its
-   own statement (clang's default contracts only within one), clang is
-   told FP_CONTRACT OFF, and GCC, which contracts across statements in GNU
-   modes on a CPU with FMA, gets -ffp-contract=off for these functions
-   there (in the project's -std=c99 it does not contract; MSVC's pragma,
-   which lasts to the end of the file, is its default anyway). Not
-   covered: -ffast-math, an explicit -ffp-contract=fast (clang's ignores
+   own statement, and platform.h's INFER__EXACT_FP* keep every compiler
+   from contracting here (clang's FP_CONTRACT OFF, GCC's
+   -ffp-contract=off in GNU modes, MSVC's fp_contract). Not covered: -ffast-math, an explicit -ffp-contract=fast (clang's ignores
    the pragma), and x87 arithmetic (FLT_EVAL_METHOD 2). */
 
-#if defined(__clang__)
-#define INFER__MATH_STRICT _Pragma("STDC FP_CONTRACT OFF")
-#else
-#define INFER__MATH_STRICT
-#endif
-#if defined(__GNUC__) && !defined(__clang__) && defined(__FP_FAST_FMA) && !defined(__STRICT_ANSI__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#define INFER__MATH_POP_OPTIONS
-#endif
-#if defined(_MSC_VER) && !defined(__clang__)
-#pragma fp_contract(off)
-#endif
+INFER__EXACT_FP_BEGIN /* platform.h: no contraction in these functions */
 
 static uint64_t infer__math_bits(double x) {
     uint64_t u;
@@ -3342,10 +3358,10 @@ static float infer__math_to_float(double d) {
 /* ---- fma ---------------------------------------------------------------- */
 
 static float infer__fmaf(float x, float y, float z) {
-#if defined(__GNUC__) && defined(__FP_FAST_FMAF)
-    return __builtin_fmaf(x, y, z); /* the CPU's instruction: correctly rounded as well */
+#if defined(INFER__HW_FMAF)
+    return INFER__HW_FMAF(x, y, z); /* the CPU's instruction: correctly rounded as well */
 #else
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     double p = (double)x * (double)y; /* exact: 24 + 24 bits fit in 53 */
     double zd = z, s = p + zd, bp, bz, e;
     uint64_t u = infer__math_bits(s);
@@ -3412,7 +3428,7 @@ static const double infer__exp2_32[32][2] = {
 #define INFER__MATH_LN2_32_LO 5.145609244655338e-14
 
 static float infer__expf(float x) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     uint32_t ax = infer__math_fbits(x) & 0x7fffffffu;
     double z, kd, r, r2, a, b, t;
     uint64_t ki;
@@ -3447,7 +3463,7 @@ static float infer__expf(float x) {
 
 /* e^(xh + xl), |xl| tiny against xh (a double-double exponent: pow's) */
 static double infer__exp_dd(double xh, double xl) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     double z, kd, t, c, r, r2, a, b, d, th, v;
     uint64_t ki;
     int m;
@@ -3646,7 +3662,7 @@ static const double infer__log_128[128][3] = {
 
 /* log x as hi + *lo for a finite x > 0 (within about 2^-63 of it) */
 static double infer__log_dd(double x, double *lo) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     uint64_t u = infer__math_bits(x);
     const double *c;
     double m, mh, a, b, rh, rl, hh, hl, sh, sl, r2, p, q, w, kh, s1, s2, s3, e1, e2, e3, l, hi;
@@ -3751,7 +3767,7 @@ static int infer__math_parity(double y) {
 /* x^y with C99's special cases (Annex F.9.4.4), e^(y log x) from log in two
    doubles: within about 1 ulp. */
 static double infer__pow(double x, double y) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     double ax = fabs(x), sign = 1.0, lh, ll, p, yh, yl, lhh, lhl, e, w, th, tl;
     int odd;
     if (y == 0 || x == 1) return 1.0;
@@ -3837,7 +3853,7 @@ static double infer__math_reduce(uint32_t ax, unsigned *q) {
 /* sin and cos of x, within 1 ulp; large arguments (RoPE's at long
    positions: 1e5 radians and more) reduced exactly as small ones. */
 static void infer__sincosf(float x, float *sin_x, float *cos_x) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     uint32_t ax = infer__math_fbits(x) & 0x7fffffffu;
     unsigned q = 0;
     double r, r2, s, c, t;
@@ -3906,7 +3922,7 @@ INFER__UNUSED static float infer__cosf(float x) {
 /* ---- tanh --------------------------------------------------------------- */
 
 static float infer__tanhf(float x) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     uint32_t ax = infer__math_fbits(x) & 0x7fffffffu;
     double a, e, d;
     if (ax >= 0x41200000u) {                /* |x| >= 10: 1 - tanh under 2^-28 rounds to 1 */
@@ -3928,10 +3944,20 @@ static float infer__tanhf(float x) {
     return (float)(x < 0 ? -e : e);
 }
 
-#ifdef INFER__MATH_POP_OPTIONS
-#pragma GCC pop_options
-#undef INFER__MATH_POP_OPTIONS
-#endif
+/* ---- round ---------------------------------------------------------------
+   To the nearest integer, halves away from zero (C99's roundf): MinGW's
+   rounds 0.49999997f up to 1 (it adds 0.5 and truncates), which moved the
+   activations' Q8 blocks, and so SmolLM2's logits, on Windows. For |x| <
+   2^23 the truncation is exact as an int32 and x - t, its fraction, too. */
+static float infer__roundf(float x) {
+    float a = x < 0 ? -x : x, t;
+    if (!(a < 8388608.0f)) return x; /* an integer already, or inf, nan */
+    t = (float)(int32_t)a;
+    if (a - t >= 0.5f) t += 1.0f;
+    return x < 0 ? -t : x == 0 ? x : t; /* -0.3 to -0, and -0 kept */
+}
+
+INFER__EXACT_FP_END
 
 /* ==== src/gguf.c ==== */
 /* gguf.c - reads a GGUF file: header, metadata, tensor table, data offsets.
@@ -7957,7 +7983,7 @@ static void infer__q8_1_from_float(const float *src, void *dst, int64_t n) {
         id = d != 0.0f ? 1.0f / d : 0.0f;
         if (isinf(id)) id = 0.0f; /* as in Q8_0 */
         for (j = 0; j < INFER__QK; j++) {
-            y[b].qs[j] = (int8_t)roundf(src[j] * id);
+            y[b].qs[j] = (int8_t)infer__roundf(src[j] * id);
             sum += y[b].qs[j];
         }
         y[b].d = infer__fp32_to_fp16(d);
@@ -8184,7 +8210,7 @@ static void infer__quantize_row_q8_0(const float *x, void *dst, int64_t n) {
         d = amax / 127;
         id = d != 0.0f ? 1 / d : 0.0f;
         y[b].d = infer__fp32_to_fp16(d);
-        for (j = 0; j < INFER__QK; j++) y[b].qs[j] = (int8_t)roundf(x[j] * id);
+        for (j = 0; j < INFER__QK; j++) y[b].qs[j] = (int8_t)infer__roundf(x[j] * id);
     }
 }
 

@@ -141,6 +141,8 @@ static float infer__fmaf(float x, float y, float z);
 static double infer__exp(double x);
 static double infer__log(double x);
 static double infer__pow(double x, double y);
+/* to nearest, halves away from zero, as C99's roundf (MinGW's is not) */
+static float infer__roundf(float x);
 
 /* ---- gguf.c ---- */
 typedef struct infer__str {

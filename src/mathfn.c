@@ -1,4 +1,4 @@
-/* mathfn.c - the engine's own exp, log, pow, sin, cos, tanh and fma, so that every C library gives the same logits. */
+/* mathfn.c - the engine's own exp, log, pow, sin, cos, tanh, fma and roundf, so that every C library gives the same logits. */
 /* glibc, MinGW's and Microsoft's libm round expf, tanhf, sinf, powf, ...
    differently (MinGW's fmaf is not even correctly rounded), so the same
    prompt gave other text on Windows than on Linux. These use only IEEE
@@ -21,28 +21,13 @@
    Tables and constants are from tools/gen_mathfn.py, as decimals of at
    most 17 digits, which an Annex F compiler converts exactly.
    A fused multiply-add would round differently: each rounding step is its
-   own statement (clang's default contracts only within one), clang is
-   told FP_CONTRACT OFF, and GCC, which contracts across statements in GNU
-   modes on a CPU with FMA, gets -ffp-contract=off for these functions
-   there (in the project's -std=c99 it does not contract; MSVC's pragma,
-   which lasts to the end of the file, is its default anyway). Not
-   covered: -ffast-math, an explicit -ffp-contract=fast (clang's ignores
+   own statement, and platform.h's INFER__EXACT_FP* keep every compiler
+   from contracting here (clang's FP_CONTRACT OFF, GCC's
+   -ffp-contract=off in GNU modes, MSVC's fp_contract). Not covered: -ffast-math, an explicit -ffp-contract=fast (clang's ignores
    the pragma), and x87 arithmetic (FLT_EVAL_METHOD 2). */
 #include "internal.h"
 
-#if defined(__clang__)
-#define INFER__MATH_STRICT _Pragma("STDC FP_CONTRACT OFF")
-#else
-#define INFER__MATH_STRICT
-#endif
-#if defined(__GNUC__) && !defined(__clang__) && defined(__FP_FAST_FMA) && !defined(__STRICT_ANSI__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#define INFER__MATH_POP_OPTIONS
-#endif
-#if defined(_MSC_VER) && !defined(__clang__)
-#pragma fp_contract(off)
-#endif
+INFER__EXACT_FP_BEGIN /* platform.h: no contraction in these functions */
 
 static uint64_t infer__math_bits(double x) {
     uint64_t u;
@@ -76,10 +61,10 @@ static float infer__math_to_float(double d) {
 /* ---- fma ---------------------------------------------------------------- */
 
 static float infer__fmaf(float x, float y, float z) {
-#if defined(__GNUC__) && defined(__FP_FAST_FMAF)
-    return __builtin_fmaf(x, y, z); /* the CPU's instruction: correctly rounded as well */
+#if defined(INFER__HW_FMAF)
+    return INFER__HW_FMAF(x, y, z); /* the CPU's instruction: correctly rounded as well */
 #else
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     double p = (double)x * (double)y; /* exact: 24 + 24 bits fit in 53 */
     double zd = z, s = p + zd, bp, bz, e;
     uint64_t u = infer__math_bits(s);
@@ -146,7 +131,7 @@ static const double infer__exp2_32[32][2] = {
 #define INFER__MATH_LN2_32_LO 5.145609244655338e-14
 
 static float infer__expf(float x) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     uint32_t ax = infer__math_fbits(x) & 0x7fffffffu;
     double z, kd, r, r2, a, b, t;
     uint64_t ki;
@@ -181,7 +166,7 @@ static float infer__expf(float x) {
 
 /* e^(xh + xl), |xl| tiny against xh (a double-double exponent: pow's) */
 static double infer__exp_dd(double xh, double xl) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     double z, kd, t, c, r, r2, a, b, d, th, v;
     uint64_t ki;
     int m;
@@ -380,7 +365,7 @@ static const double infer__log_128[128][3] = {
 
 /* log x as hi + *lo for a finite x > 0 (within about 2^-63 of it) */
 static double infer__log_dd(double x, double *lo) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     uint64_t u = infer__math_bits(x);
     const double *c;
     double m, mh, a, b, rh, rl, hh, hl, sh, sl, r2, p, q, w, kh, s1, s2, s3, e1, e2, e3, l, hi;
@@ -485,7 +470,7 @@ static int infer__math_parity(double y) {
 /* x^y with C99's special cases (Annex F.9.4.4), e^(y log x) from log in two
    doubles: within about 1 ulp. */
 static double infer__pow(double x, double y) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     double ax = fabs(x), sign = 1.0, lh, ll, p, yh, yl, lhh, lhl, e, w, th, tl;
     int odd;
     if (y == 0 || x == 1) return 1.0;
@@ -571,7 +556,7 @@ static double infer__math_reduce(uint32_t ax, unsigned *q) {
 /* sin and cos of x, within 1 ulp; large arguments (RoPE's at long
    positions: 1e5 radians and more) reduced exactly as small ones. */
 static void infer__sincosf(float x, float *sin_x, float *cos_x) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     uint32_t ax = infer__math_fbits(x) & 0x7fffffffu;
     unsigned q = 0;
     double r, r2, s, c, t;
@@ -640,7 +625,7 @@ INFER__UNUSED static float infer__cosf(float x) {
 /* ---- tanh --------------------------------------------------------------- */
 
 static float infer__tanhf(float x) {
-    INFER__MATH_STRICT
+    INFER__EXACT_FP
     uint32_t ax = infer__math_fbits(x) & 0x7fffffffu;
     double a, e, d;
     if (ax >= 0x41200000u) {                /* |x| >= 10: 1 - tanh under 2^-28 rounds to 1 */
@@ -662,7 +647,17 @@ static float infer__tanhf(float x) {
     return (float)(x < 0 ? -e : e);
 }
 
-#ifdef INFER__MATH_POP_OPTIONS
-#pragma GCC pop_options
-#undef INFER__MATH_POP_OPTIONS
-#endif
+/* ---- round ---------------------------------------------------------------
+   To the nearest integer, halves away from zero (C99's roundf): MinGW's
+   rounds 0.49999997f up to 1 (it adds 0.5 and truncates), which moved the
+   activations' Q8 blocks, and so SmolLM2's logits, on Windows. For |x| <
+   2^23 the truncation is exact as an int32 and x - t, its fraction, too. */
+static float infer__roundf(float x) {
+    float a = x < 0 ? -x : x, t;
+    if (!(a < 8388608.0f)) return x; /* an integer already, or inf, nan */
+    t = (float)(int32_t)a;
+    if (a - t >= 0.5f) t += 1.0f;
+    return x < 0 ? -t : x == 0 ? x : t; /* -0.3 to -0, and -0 kept */
+}
+
+INFER__EXACT_FP_END

@@ -115,6 +115,35 @@
 #define INFER__THIRD_PARTY_END
 #endif
 
+/* ---- floating point as written ----
+   mathfn.c's functions must round every step as written: a multiply and
+   add fused into one rounding (FMA contraction) gives other bits. GCC
+   contracts across statements in GNU modes on a CPU with FMA (not under
+   -std=c99): its functions go between INFER__EXACT_FP_BEGIN and _END.
+   clang contracts within an expression, unless told per block:
+   INFER__EXACT_FP opens each function's body. MSVC's pragma lasts to the
+   end of the file (off is its default anyway). */
+#if defined(__clang__)
+#define INFER__EXACT_FP _Pragma("STDC FP_CONTRACT OFF")
+#else
+#define INFER__EXACT_FP
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && defined(__FP_FAST_FMA) && !defined(__STRICT_ANSI__)
+#define INFER__EXACT_FP_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"fp-contract=off\")")
+#define INFER__EXACT_FP_END _Pragma("GCC pop_options")
+#elif defined(INFER__MSVC) && !defined(__clang__)
+#define INFER__EXACT_FP_BEGIN __pragma(fp_contract(off))
+#define INFER__EXACT_FP_END
+#else
+#define INFER__EXACT_FP_BEGIN
+#define INFER__EXACT_FP_END
+#endif
+/* The CPU's fused multiply-add, where the compiler targets one: one
+   rounding, as C99's fmaf (infer__fmaf does it in software elsewhere) */
+#if defined(INFER__GNU) && defined(__FP_FAST_FMAF)
+#define INFER__HW_FMAF(x, y, z) __builtin_fmaf(x, y, z)
+#endif
+
 /* ---- vector instruction sets: which this compiler can build ----
    The kernels are compiled for every set the compiler knows and chosen at
    run time by infer__cpu_has (cpu.c), so the build needs no -m flags. GCC

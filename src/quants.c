@@ -121,7 +121,7 @@ static void infer__q8_1_from_float(const float *src, void *dst, int64_t n) {
         id = d != 0.0f ? 1.0f / d : 0.0f;
         if (isinf(id)) id = 0.0f; /* as in Q8_0 */
         for (j = 0; j < INFER__QK; j++) {
-            y[b].qs[j] = (int8_t)roundf(src[j] * id);
+            y[b].qs[j] = (int8_t)infer__roundf(src[j] * id);
             sum += y[b].qs[j];
         }
         y[b].d = infer__fp32_to_fp16(d);
@@ -348,7 +348,7 @@ static void infer__quantize_row_q8_0(const float *x, void *dst, int64_t n) {
         d = amax / 127;
         id = d != 0.0f ? 1 / d : 0.0f;
         y[b].d = infer__fp32_to_fp16(d);
-        for (j = 0; j < INFER__QK; j++) y[b].qs[j] = (int8_t)roundf(x[j] * id);
+        for (j = 0; j < INFER__QK; j++) y[b].qs[j] = (int8_t)infer__roundf(x[j] * id);
     }
 }
 

@@ -367,3 +367,24 @@ Test(mathfn, same_bits_everywhere) {
         cr_expect(h[i] == want[i], "%s: hash %016llx, want %016llx", names[i], (unsigned long long)h[i],
                   (unsigned long long)want[i]);
 }
+
+/* roundf: halves away from zero, the rest to nearest, against
+   the C library's (glibc's is right; MinGW's rounded 0.49999997f up) over
+   a sweep, and the cases that tell a plain x + 0.5 apart */
+Test(mathfn, roundf_halves_away_from_zero) {
+    static const float cases[] = {0.49999997f, -0.49999997f, 0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 8388607.5f,
+                                  8388608.0f, 16777217.0f, 0.0f, -0.0f, -0.3f, 1e-40f};
+    uint32_t u;
+    size_t i;
+    int bad = 0;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert(mf_same(infer__roundf(cases[i]), roundf(cases[i])), "roundf(%.9g): %.9g, want %.9g", cases[i],
+                  infer__roundf(cases[i]), roundf(cases[i]));
+    }
+    cr_assert(infer__roundf(INFINITY) == INFINITY && infer__roundf(NAN) != infer__roundf(NAN));
+    for (u = 0; u < 0xff800000u; u += 1009) {
+        float x = mf_float(u);
+        bad += !mf_same(infer__roundf(x), roundf(x)) + !mf_same(infer__roundf(-x), roundf(-x));
+    }
+    cr_assert_eq(bad, 0, "%d floats round otherwise than glibc's roundf", bad);
+}
