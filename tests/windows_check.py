@@ -255,8 +255,12 @@ def main():
     bench_model = smollm2 if os.path.exists(smollm2) else stories
     tmp = tempfile.mkdtemp(prefix="windows_check.")
     # one Wine server for every program here, rather than one started (and
-    # Wine's services with it) for each
+    # Wine's services with it) for each; the services start with the first
+    # program, and keep its standard streams: that one's go nowhere, so
+    # that the later ones' pipes close when they end
     subprocess.run(["wineserver", "-p"], env=WINE_ENV)
+    subprocess.run(["wine", exe, "--version"], env=WINE_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=600)
     try:
         t_start = time.time()
         # 1. no DLL of MinGW's (or ours) to ship
