@@ -152,13 +152,15 @@ static char *template_text(const char *name) {
 Test(jinja, references) {
     char path[1024], *convs_text, *refs_text, *line, *next;
     tu_json *convs;
-    int checked = 0, mismatches = 0, renders = 0, raises = 0, runtime = 0;
+    int checked = 0, mismatches = 0, renders = 0, raises = 0, runtime = 0, lines = 0;
     if (!tu_have_shared()) cr_skip_test("../shared is absent: no templates/references.jsonl to check against");
     tu_shared_path(path, sizeof path, "templates/conversations.json");
     cr_assert((convs_text = tu_read_file(path, NULL)), "%s", path);
     cr_assert((convs = tu_json_parse(convs_text)));
     tu_shared_path(path, sizeof path, "templates/references.jsonl");
     cr_assert((refs_text = tu_read_file(path, NULL)), "%s", path);
+    for (line = refs_text; *line; line++) lines += *line == '\n' && line[1] && line[1] != '\n';
+    lines += *refs_text && *refs_text != '\n';
     for (line = refs_text; line && *line; line = next) {
         tu_json *ref;
         const tu_json *conv, *want, *error, *kind;
@@ -217,7 +219,10 @@ Test(jinja, references) {
     cr_log_info("jinja references: %d checked (%d renderings, %d raise_exception, %d runtime errors), %d mismatches",
                 checked, renders, raises, runtime, mismatches);
     cr_expect_eq(mismatches, 0, "%d of %d reference pairs differ (each logged above)", mismatches, checked);
-    cr_expect_eq(checked, 280, "%d pairs checked, README.md says 280", checked);
+    /* every pair of the file, and at least the 280 it had in November 2026
+       (../shared only grows: 350 in December, with LFM2.5's and Qwen3.5's) */
+    cr_expect_eq(checked, lines, "%d pairs checked of the file's %d", checked, lines);
+    cr_expect_geq(checked, 280, "%d pairs checked, fewer than the 280 of November 2026", checked);
     tu_json_free(convs);
     free(convs_text);
     free(refs_text);
