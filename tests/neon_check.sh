@@ -265,7 +265,10 @@ int main(int argc, char **argv) {
     setenv("INFER_ISA", "neon", 1);
     model_path = argv[a];
     m = infer_model_load(model_path, NULL, &err);
-    if (!m) return fprintf(stderr, "neon_ref: %s: %s\n", argv[a], err.msg), 1;
+    if (!m) { /* 3: a valid model of an architecture or format this build does not run yet */
+        printf("%s\n", err.msg);
+        return err.code == INFER_ERR_UNSUPPORTED ? 3 : 1;
+    }
     tol = (float)atof(argv[a + 1]);
     for (a += 2; a < argc; a++) {
         const char *name = strrchr(argv[a], '/') ? strrchr(argv[a], '/') + 1 : argv[a];
@@ -364,7 +367,16 @@ check() { # MODEL_PATH [driver options]: the model's references
         return 0
     fi
     t0=$(date +%s)
-    if $qemu -cpu $cpu "$tmp/neon_ref" "$@" > "$tmp/out"; then st=ok; else st=FAIL; fails=$((fails + 1)); fi
+    rc=0
+    $qemu -cpu $cpu "$tmp/neon_ref" "$@" > "$tmp/out" || rc=$?
+    if [ $rc = 0 ]; then st=ok
+    elif [ $rc = 3 ]; then
+        # an architecture (or weight format) infer.h does not run yet, as
+        # on x86, where test_reference's list of models leaves it out
+        echo "neon_check: $name: SKIPPED: not supported by this build: $(cat "$tmp/out")"
+        summary="$summary$(printf '\n  %-12s %-26s %7s  %s' "$cpu" "$name" "" "not supported")"
+        return 0
+    else st=FAIL; fails=$((fails + 1)); fi
     grep -v '^worst ' "$tmp/out" || true
     summary="$summary$(printf '\n  %-12s %-26s %7s  %s (%ds)%s' "$cpu" "$name" \
         "$(sed -n 's/^worst //p' "$tmp/out")" $st $(($(date +%s) - t0)) "$note")"
