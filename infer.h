@@ -1380,16 +1380,18 @@ static float infer__fmaf(float x, float y, float z);
    times 2^n; 0 or inf where |n| > 192. The constants are the floats
    0x1.8p23, 1/ln2, ln2's parts and the polynomial's, in decimal for C++. Both
    passes' attention use it: the GPU's too (INFER__HD), when it matches llama.cpp. */
-INFER__HD static inline float infer__exp_llama(float x) {
-    const float shift = 12582912.0f;
-    float n = INFER__FMAF_HD(x, 1.44269502f, shift) - shift;
-    float b = INFER__FMAF_HD(-n, 1.42860677e-06f, INFER__FMAF_HD(-n, 0.693145752f, x)), u = b * b;
-    float j = INFER__FMAF_HD(INFER__FMAF_HD(INFER__FMAF_HD(0.00824739039f, b, 0.0418997668f), u,
-                                            INFER__FMAF_HD(0.166683957f, b, 0.499991268f)),
-                             u, INFER__FMAF_HD(0.999999404f, b, 1.0f));
-    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+/* its body with FMA as the fused multiply-add (each correctly rounded, so
+   every FMA gives the same bits: the CPU's kernels pass the instruction
+   where the CPU has one, infer__exp_llama the portable one) */
+#define INFER__EXP_LLAMA_BODY(x, FMA)                                                                              \
+    const float shift = 12582912.0f;                                                                               \
+    float n = FMA(x, 1.44269502f, shift) - shift;                                                                  \
+    float b = FMA(-n, 1.42860677e-06f, FMA(-n, 0.693145752f, x)), u = b * b;                                      \
+    float j = FMA(FMA(FMA(0.00824739039f, b, 0.0418997668f), u, FMA(0.166683957f, b, 0.499991268f)), u,            \
+                  FMA(0.999999404f, b, 1.0f));                                                                     \
+    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;                                                           \
     return ldexpf(j, (int)n);
-}
+INFER__HD static inline float infer__exp_llama(float x) { INFER__EXP_LLAMA_BODY(x, INFER__FMAF_HD) }
 
 /* The KV cache, one layout wherever it lives (host memory for the CPU's
    pass, device memory for a GPU's): layer l keeps position p at slot
@@ -2237,6 +2239,11 @@ typedef struct infer__kernels {
     infer__vec_dot_fn f16_dot_ordered;
     infer__vec_dot_fn f16_dot_ordered1; /* for one token: infer__f16_dot_llama_vec */
     void (*lanes16_fma)(float *acc, int as, const float *v, const float *p, int n);
+    /* x * y + z rounded once, and infer__exp_llama: the CPU's fused
+       multiply-add where it has one (the same bits as mathfn.c's software
+       one, which the other ISAs call) */
+    float (*fmaf)(float x, float y, float z);
+    float (*exp_llama)(float x);
     /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
@@ -15331,12 +15338,25 @@ INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
 }
 #endif
 
+static float infer__fmaf_ref(float x, float y, float z) { return infer__fmaf(x, y, z); }
+static float infer__exp_llama_ref(float x) { return infer__exp_llama(x); }
+#ifdef INFER__HAVE_X86
+/* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
+INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
+}
+INFER__AVX2 static float infer__avx2_fmaf(float x, float y, float z) { return infer__avx2_fma1(x, y, z); }
+INFER__AVX2 static float infer__avx2_exp_llama(float x) { INFER__EXP_LLAMA_BODY(x, infer__avx2_fma1) }
+#endif
+
 /* After the ISA's kernels are in: the elementwise math for that ISA. */
 static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
+    k->fmaf = infer__fmaf_ref;
+    k->exp_llama = infer__exp_llama_ref;
     k->softmax_stats = infer__softmax_stats_ref;
     k->softmax_probs = infer__softmax_probs_ref;
     k->scaled_max = infer__scaled_max_ref;
@@ -15349,6 +15369,8 @@ static void infer__vecmath_install(infer__kernels *k) {
     if (k->isa == INFER__ISA_AVX2 || k->isa == INFER__ISA_AVX512) { /* 8 lanes hold a block's quarter: AVX-512 gains nothing */
         k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
         k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+        k->fmaf = infer__avx2_fmaf;
+        k->exp_llama = infer__avx2_exp_llama;
         k->scaled_max = infer__avx2_scaled_max;
         k->softmax_exp = infer__avx2_softmax_exp;
         k->probs_f16 = infer__avx2_probs_f16;
@@ -15946,7 +15968,7 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
 /* RoPE (forward.c): cos and sin of position pos's angles; rotating one
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
-static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused);
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused);
 /* decode.c: room for rows of logits (n_vocab floats); 0 when memory runs
    out. */
 static int infer__reserve_logits(infer_context *c, int rows);
@@ -16373,7 +16395,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                             continue;
                         }
                         float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
-                        ch[(k0 + j) % 16] = infer__exp_llama(x - sc->m[i]);
+                        ch[(k0 + j) % 16] = kern->exp_llama(x - sc->m[i]);
                         if ((k0 + j) % 16 == 15 || k0 + j == p) { /* a chunk's end, or the row's last key */
                             sc->sum[i] += (double)infer__sum16_tree(ch);
                             memset(ch, 0, 16 * sizeof(float));
@@ -16398,7 +16420,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     for (l = 0; l < 16; l++) pc[l] = 0;
                     for (j = lo; j < hi; j++, any = 1) {
                         float x = s[j - k0] * scale;
-                        pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(infer__exp_llama(x - sc->m[i]) * inv));
+                        pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(kern->exp_llama(x - sc->m[i]) * inv));
                     }
                     if (!any) continue;
                     if (!vec || c0 < np) { /* with one token: 16 of the 64 lanes */
@@ -16960,15 +16982,17 @@ static void infer__rope_angles(float *cs, const infer__rope *r, const float *fre
 }
 
 /* Rotates the first n_rot values of one head: pairs (2i, 2i+1), or with
-   neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. */
-static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused) {
+   neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. fused:
+   the kernels whose fmaf contracts each as llama.cpp's build does; NULL:
+   a multiply and an add. */
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused) {
     int i, half = n_rot / 2;
     for (i = 0; i < n_rot; i += 2) {
         int a = neox ? i / 2 : i, b = neox ? i / 2 + half : i + 1;
         float x0 = x[a], x1 = x[b];
-        if (fused) { /* as llama.cpp's build contracts it */
-            x[a] = infer__fmaf(x0, cs[i], -(x1 * cs[i + 1]));
-            x[b] = infer__fmaf(x0, cs[i + 1], x1 * cs[i]);
+        if (fused) {
+            x[a] = fused->fmaf(x0, cs[i], -(x1 * cs[i + 1]));
+            x[b] = fused->fmaf(x0, cs[i + 1], x1 * cs[i]);
         } else {
             x[a] = x0 * cs[i] - x1 * cs[i + 1];
             x[b] = x0 * cs[i + 1] + x1 * cs[i];
@@ -17054,14 +17078,14 @@ static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, i
         for (i = 0; i < m->n_heads; i++) {
             float *qh = q + (size_t)i * hd;
             if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
-            if (cs) infer__rope_rotate(qh, cs, n_rot, neox, c->match_llama);
+            if (cs) infer__rope_rotate(qh, cs, n_rot, neox, c->match_llama ? &c->kern : NULL);
         }
         if (m->attn_scale_q)
             for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
         for (i = 0; i < m->n_kv_heads; i++) {
             float *kh = k + (size_t)i * hd;
             if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
-            if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama);
+            if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama ? &c->kern : NULL);
         }
     }
 }
@@ -17574,7 +17598,7 @@ static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, i
     for (i = 0; i < n; i++) {
         uint8_t *at = k + (size_t)i * c->kv.k_row;
         infer__traits(c->kv.type)->to_float(at, row, c->kv.kv_dim);
-        for (h = 0; h < m->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * m->head_dim, cs, r->n_rot, r->neox, 0);
+        for (h = 0; h < m->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * m->head_dim, cs, r->n_rot, r->neox, NULL);
         c->kern.from_float[c->kv.type](row, at, c->kv.kv_dim);
     }
 }

@@ -419,7 +419,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                             continue;
                         }
                         float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
-                        ch[(k0 + j) % 16] = infer__exp_llama(x - sc->m[i]);
+                        ch[(k0 + j) % 16] = kern->exp_llama(x - sc->m[i]);
                         if ((k0 + j) % 16 == 15 || k0 + j == p) { /* a chunk's end, or the row's last key */
                             sc->sum[i] += (double)infer__sum16_tree(ch);
                             memset(ch, 0, 16 * sizeof(float));
@@ -444,7 +444,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     for (l = 0; l < 16; l++) pc[l] = 0;
                     for (j = lo; j < hi; j++, any = 1) {
                         float x = s[j - k0] * scale;
-                        pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(infer__exp_llama(x - sc->m[i]) * inv));
+                        pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(kern->exp_llama(x - sc->m[i]) * inv));
                     }
                     if (!any) continue;
                     if (!vec || c0 < np) { /* with one token: 16 of the 64 lanes */

@@ -42,16 +42,18 @@ static float infer__fmaf(float x, float y, float z);
    times 2^n; 0 or inf where |n| > 192. The constants are the floats
    0x1.8p23, 1/ln2, ln2's parts and the polynomial's, in decimal for C++. Both
    passes' attention use it: the GPU's too (INFER__HD), when it matches llama.cpp. */
-INFER__HD static inline float infer__exp_llama(float x) {
-    const float shift = 12582912.0f;
-    float n = INFER__FMAF_HD(x, 1.44269502f, shift) - shift;
-    float b = INFER__FMAF_HD(-n, 1.42860677e-06f, INFER__FMAF_HD(-n, 0.693145752f, x)), u = b * b;
-    float j = INFER__FMAF_HD(INFER__FMAF_HD(INFER__FMAF_HD(0.00824739039f, b, 0.0418997668f), u,
-                                            INFER__FMAF_HD(0.166683957f, b, 0.499991268f)),
-                             u, INFER__FMAF_HD(0.999999404f, b, 1.0f));
-    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+/* its body with FMA as the fused multiply-add (each correctly rounded, so
+   every FMA gives the same bits: the CPU's kernels pass the instruction
+   where the CPU has one, infer__exp_llama the portable one) */
+#define INFER__EXP_LLAMA_BODY(x, FMA)                                                                              \
+    const float shift = 12582912.0f;                                                                               \
+    float n = FMA(x, 1.44269502f, shift) - shift;                                                                  \
+    float b = FMA(-n, 1.42860677e-06f, FMA(-n, 0.693145752f, x)), u = b * b;                                      \
+    float j = FMA(FMA(FMA(0.00824739039f, b, 0.0418997668f), u, FMA(0.166683957f, b, 0.499991268f)), u,            \
+                  FMA(0.999999404f, b, 1.0f));                                                                     \
+    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;                                                           \
     return ldexpf(j, (int)n);
-}
+INFER__HD static inline float infer__exp_llama(float x) { INFER__EXP_LLAMA_BODY(x, INFER__FMAF_HD) }
 
 /* The KV cache, one layout wherever it lives (host memory for the CPU's
    pass, device memory for a GPU's): layer l keeps position p at slot

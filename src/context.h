@@ -242,7 +242,7 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
 /* RoPE (forward.c): cos and sin of position pos's angles; rotating one
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
-static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused);
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused);
 /* decode.c: room for rows of logits (n_vocab floats); 0 when memory runs
    out. */
 static int infer__reserve_logits(infer_context *c, int rows);

@@ -53,15 +53,17 @@ static void infer__rope_angles(float *cs, const infer__rope *r, const float *fre
 }
 
 /* Rotates the first n_rot values of one head: pairs (2i, 2i+1), or with
-   neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. */
-static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, int fused) {
+   neox pairs (i, i + n_rot/2); pair i turns by the angle at cs[2i]. fused:
+   the kernels whose fmaf contracts each as llama.cpp's build does; NULL:
+   a multiply and an add. */
+static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused) {
     int i, half = n_rot / 2;
     for (i = 0; i < n_rot; i += 2) {
         int a = neox ? i / 2 : i, b = neox ? i / 2 + half : i + 1;
         float x0 = x[a], x1 = x[b];
-        if (fused) { /* as llama.cpp's build contracts it */
-            x[a] = infer__fmaf(x0, cs[i], -(x1 * cs[i + 1]));
-            x[b] = infer__fmaf(x0, cs[i + 1], x1 * cs[i]);
+        if (fused) {
+            x[a] = fused->fmaf(x0, cs[i], -(x1 * cs[i + 1]));
+            x[b] = fused->fmaf(x0, cs[i + 1], x1 * cs[i]);
         } else {
             x[a] = x0 * cs[i] - x1 * cs[i + 1];
             x[b] = x0 * cs[i + 1] + x1 * cs[i];
@@ -147,14 +149,14 @@ static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, i
         for (i = 0; i < m->n_heads; i++) {
             float *qh = q + (size_t)i * hd;
             if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
-            if (cs) infer__rope_rotate(qh, cs, n_rot, neox, c->match_llama);
+            if (cs) infer__rope_rotate(qh, cs, n_rot, neox, c->match_llama ? &c->kern : NULL);
         }
         if (m->attn_scale_q)
             for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
         for (i = 0; i < m->n_kv_heads; i++) {
             float *kh = k + (size_t)i * hd;
             if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
-            if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama);
+            if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama ? &c->kern : NULL);
         }
     }
 }

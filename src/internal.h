@@ -304,6 +304,11 @@ typedef struct infer__kernels {
     infer__vec_dot_fn f16_dot_ordered;
     infer__vec_dot_fn f16_dot_ordered1; /* for one token: infer__f16_dot_llama_vec */
     void (*lanes16_fma)(float *acc, int as, const float *v, const float *p, int n);
+    /* x * y + z rounded once, and infer__exp_llama: the CPU's fused
+       multiply-add where it has one (the same bits as mathfn.c's software
+       one, which the other ISAs call) */
+    float (*fmaf)(float x, float y, float z);
+    float (*exp_llama)(float x);
     /* elementwise math (vecmath.c): g = silu(g) * u; g = gelu(g) * u with
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);

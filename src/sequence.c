@@ -77,7 +77,7 @@ static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, i
     for (i = 0; i < n; i++) {
         uint8_t *at = k + (size_t)i * c->kv.k_row;
         infer__traits(c->kv.type)->to_float(at, row, c->kv.kv_dim);
-        for (h = 0; h < m->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * m->head_dim, cs, r->n_rot, r->neox, 0);
+        for (h = 0; h < m->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * m->head_dim, cs, r->n_rot, r->neox, NULL);
         c->kern.from_float[c->kv.type](row, at, c->kv.kv_dim);
     }
 }

@@ -565,12 +565,25 @@ INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
 }
 #endif
 
+static float infer__fmaf_ref(float x, float y, float z) { return infer__fmaf(x, y, z); }
+static float infer__exp_llama_ref(float x) { return infer__exp_llama(x); }
+#ifdef INFER__HAVE_X86
+/* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
+INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
+}
+INFER__AVX2 static float infer__avx2_fmaf(float x, float y, float z) { return infer__avx2_fma1(x, y, z); }
+INFER__AVX2 static float infer__avx2_exp_llama(float x) { INFER__EXP_LLAMA_BODY(x, infer__avx2_fma1) }
+#endif
+
 /* After the ISA's kernels are in: the elementwise math for that ISA. */
 static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
+    k->fmaf = infer__fmaf_ref;
+    k->exp_llama = infer__exp_llama_ref;
     k->softmax_stats = infer__softmax_stats_ref;
     k->softmax_probs = infer__softmax_probs_ref;
     k->scaled_max = infer__scaled_max_ref;
@@ -583,6 +596,8 @@ static void infer__vecmath_install(infer__kernels *k) {
     if (k->isa == INFER__ISA_AVX2 || k->isa == INFER__ISA_AVX512) { /* 8 lanes hold a block's quarter: AVX-512 gains nothing */
         k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
         k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+        k->fmaf = infer__avx2_fmaf;
+        k->exp_llama = infer__avx2_exp_llama;
         k->scaled_max = infer__avx2_scaled_max;
         k->softmax_exp = infer__avx2_softmax_exp;
         k->probs_f16 = infer__avx2_probs_f16;
