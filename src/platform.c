@@ -380,161 +380,148 @@ static const char *infer__file_kind(unsigned m) {
 }
 #endif
 
-static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) {
-    memset(b, 0, sizeof *b);
+/* A file being read, as each OS holds one: opened (a regular file only,
+   with its size), mapped whole, read in pieces (INFER_NO_MMAP), closed.
+   blob_open below is the same on every OS over these. */
 #if defined(INFER__WINDOWS)
-    {
-        wchar_t *w = infer__wide_path(path);
-        LARGE_INTEGER size;
-        HANDLE h;
-        if (!w) {
-            infer__set_error(err, INFER_ERR_IO, "cannot open %s: the path is not UTF-8 (or memory ran out)", path);
-            return 0;
-        }
-        h = infer__win_open_regular(w, path, err);
-        INFER_FREE(w);
-        if (h == INVALID_HANDLE_VALUE) return 0;
-        if (!GetFileSizeEx(h, &size) || size.QuadPart < 0) {
-            infer__set_error(err, INFER_ERR_IO, "cannot read %s: %s", path, infer__win_reason(GetLastError()));
-            CloseHandle(h);
-            return 0;
-        }
-        if ((uint64_t)size.QuadPart > (uint64_t)SIZE_MAX) {
-            CloseHandle(h);
-            infer__set_error(err, INFER_ERR_IO, "%s is too large to map on this machine", path);
-            return 0;
-        }
-        b->size = (size_t)size.QuadPart;
-        if (b->size == 0) { /* nothing to map (a mapping of 0 bytes is an error) */
-            CloseHandle(h);
-            b->data = (const uint8_t *)"";
-            return 1;
-        }
-#if !defined(INFER_NO_MMAP)
-        {
-            /* the view keeps the mapping, and the mapping the file, open */
-            HANDLE map = CreateFileMappingW(h, NULL, PAGE_READONLY, 0, 0, NULL);
-            void *p = map ? MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0) : NULL;
-            DWORD e = GetLastError();
-            if (map) CloseHandle(map);
-            CloseHandle(h);
-            if (!p) {
-                infer__set_error(err, INFER_ERR_IO, "cannot map %s: %s", path, infer__win_reason(e));
-                return 0;
-            }
-            b->data = (const uint8_t *)p;
-            b->kind = INFER__BLOB_MAPPED;
-            return 1;
-        }
-#else
-        {
-            size_t got = 0;
-            b->data = (const uint8_t *)INFER_MALLOC(b->size);
-            if (!b->data) {
-                CloseHandle(h);
-                infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
-                return 0;
-            }
-            while (got < b->size) { /* ReadFile takes at most 4 GiB - 1 at a time */
-                DWORD want = (DWORD)INFER__MIN(b->size - got, (size_t)1 << 30), r = 0;
-                if (!ReadFile(h, (uint8_t *)b->data + got, want, &r, NULL) || r == 0) break;
-                got += r;
-            }
-            CloseHandle(h);
-            if (got != b->size) {
-                INFER_FREE((void *)b->data);
-                b->data = NULL;
-                infer__set_error(err, INFER_ERR_IO, "cannot read %s (it changed while being read?)", path);
-                return 0;
-            }
-            b->kind = INFER__BLOB_HEAP;
-            return 1;
-        }
-#endif
+typedef HANDLE infer__fd;
+static int infer__fd_open(const char *path, infer__fd *fd, uint64_t *size, infer_error *err) {
+    wchar_t *w = infer__wide_path(path);
+    LARGE_INTEGER n;
+    if (!w) {
+        infer__set_error(err, INFER_ERR_IO, "cannot open %s: the path is not UTF-8 (or memory ran out)", path);
+        return 0;
     }
+    *fd = infer__win_open_regular(w, path, err);
+    INFER_FREE(w);
+    if (*fd == INVALID_HANDLE_VALUE) return 0;
+    if (!GetFileSizeEx(*fd, &n) || n.QuadPart < 0) {
+        infer__set_error(err, INFER_ERR_IO, "cannot read %s: %s", path, infer__win_reason(GetLastError()));
+        CloseHandle(*fd);
+        return 0;
+    }
+    *size = (uint64_t)n.QuadPart;
+    return 1;
+}
+static void infer__fd_close(infer__fd fd) { CloseHandle(fd); }
+/* the view keeps the mapping, and the mapping the file, open */
+INFER__UNUSED static void *infer__fd_map(infer__fd fd, size_t size, const char *path, infer_error *err) {
+    HANDLE map = CreateFileMappingW(fd, NULL, PAGE_READONLY, 0, 0, NULL);
+    void *p = map ? MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0) : NULL;
+    DWORD e = GetLastError();
+    (void)size;
+    if (map) CloseHandle(map);
+    if (!p) infer__set_error(err, INFER_ERR_IO, "cannot map %s: %s", path, infer__win_reason(e));
+    return p;
+}
+static void infer__unmap(const void *p, size_t size) {
+    (void)size;
+    UnmapViewOfFile(p);
+}
+/* bytes read (ReadFile takes under 4 GiB at a time), 0 at the end, -1 on an error */
+INFER__UNUSED static long long infer__fd_read(infer__fd fd, void *buf, size_t n) {
+    DWORD r = 0;
+    if (!ReadFile(fd, buf, (DWORD)INFER__MIN(n, (size_t)1 << 30), &r, NULL)) return -1;
+    return (long long)r;
+}
+#else
+typedef int infer__fd;
+static int infer__fd_open(const char *path, infer__fd *fd, uint64_t *size, infer_error *err) {
+    struct stat st;
+    /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer (and
+       changes nothing for a regular file) */
+    *fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (*fd < 0) {
+        infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        return 0;
+    }
+    if (fstat(*fd, &st) != 0) {
+        infer__set_error(err, INFER_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+        close(*fd);
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        infer__set_error(err, INFER_ERR_IO, "%s is %s, not a regular file", path, infer__file_kind((unsigned)st.st_mode));
+        close(*fd);
+        return 0;
+    }
+    *size = (uint64_t)st.st_size;
+    return 1;
+}
+static void infer__fd_close(infer__fd fd) { close(fd); }
+INFER__UNUSED static void *infer__fd_map(infer__fd fd, size_t size, const char *path, infer_error *err) {
+#if !defined(INFER_NO_MMAP)
+    void *p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) return p;
+    infer__set_error(err, INFER_ERR_IO, "cannot map %s: %s", path, strerror(errno));
+#else
+    (void)fd, (void)size, (void)path, (void)err;
+#endif
+    return NULL;
+}
+static void infer__unmap(const void *p, size_t size) {
+#if !defined(INFER_NO_MMAP)
+    munmap((void *)p, size);
+#else
+    (void)p, (void)size;
+#endif
+}
+INFER__UNUSED static long long infer__fd_read(infer__fd fd, void *buf, size_t n) {
+    ssize_t r;
+    do r = read(fd, buf, n);
+    while (r < 0 && errno == EINTR);
+    return (long long)r;
+}
+#endif
+
+static int infer__blob_open(infer__blob *b, const char *path, infer_error *err) {
+    infer__fd fd;
+    uint64_t size;
+    memset(b, 0, sizeof *b);
+    if (!infer__fd_open(path, &fd, &size, err)) return 0;
+    if (size > (uint64_t)SIZE_MAX) {
+        infer__fd_close(fd);
+        infer__set_error(err, INFER_ERR_IO, "%s is too large to map on this machine", path);
+        return 0;
+    }
+    b->size = (size_t)size;
+    if (b->size == 0) { /* nothing to map (Windows refuses a mapping of 0 bytes) */
+        infer__fd_close(fd);
+        b->data = (const uint8_t *)"";
+        return 1;
+    }
+#if !defined(INFER_NO_MMAP)
+    b->data = (const uint8_t *)infer__fd_map(fd, b->size, path, err);
+    infer__fd_close(fd);
+    if (!b->data) return 0;
+    b->kind = INFER__BLOB_MAPPED;
+    return 1;
 #else
     {
-        struct stat st;
-        /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer */
-        int fd = open(path, O_RDONLY | O_NONBLOCK);
-        if (fd < 0) {
-            infer__set_error(err, INFER_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        size_t got = 0;
+        long long r = 1;
+        b->data = (const uint8_t *)INFER_MALLOC(b->size);
+        if (!b->data) {
+            infer__fd_close(fd);
+            infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
             return 0;
         }
-        if (fstat(fd, &st) != 0) {
-            infer__set_error(err, INFER_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-            close(fd);
+        while (got < b->size && (r = infer__fd_read(fd, (uint8_t *)b->data + got, b->size - got)) > 0) got += (size_t)r;
+        infer__fd_close(fd);
+        if (got != b->size) {
+            INFER_FREE((void *)b->data);
+            b->data = NULL;
+            infer__set_error(err, INFER_ERR_IO, "cannot read %s (it changed while being read?)", path);
             return 0;
         }
-        if (!S_ISREG(st.st_mode)) {
-            infer__set_error(err, INFER_ERR_IO, "%s is %s, not a regular file", path, infer__file_kind((unsigned)st.st_mode));
-            close(fd);
-            return 0;
-        }
-        if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
-            close(fd);
-            infer__set_error(err, INFER_ERR_IO, "%s is too large to map on this machine", path);
-            return 0;
-        }
-        b->size = (size_t)st.st_size;
-        if (b->size == 0) {
-            close(fd);
-            b->data = (const uint8_t *)"";
-            return 1;
-        }
-#if !defined(INFER_NO_MMAP)
-        {
-            void *p = mmap(NULL, b->size, PROT_READ, MAP_SHARED, fd, 0);
-            close(fd);
-            if (p == MAP_FAILED) {
-                infer__set_error(err, INFER_ERR_IO, "cannot map %s: %s", path, strerror(errno));
-                return 0;
-            }
-            b->data = (const uint8_t *)p;
-            b->kind = INFER__BLOB_MAPPED;
-            return 1;
-        }
-#else
-        {
-            size_t got = 0;
-            b->data = (const uint8_t *)INFER_MALLOC(b->size);
-            if (!b->data) {
-                close(fd);
-                infer__set_error(err, INFER_ERR_NOMEM, "out of memory reading %s", path);
-                return 0;
-            }
-            /* a regular file: O_NONBLOCK changes nothing for it */
-            while (got < b->size) {
-                ssize_t r = read(fd, (uint8_t *)b->data + got, b->size - got);
-                if (r < 0 && errno == EINTR) continue;
-                if (r <= 0) break;
-                got += (size_t)r;
-            }
-            close(fd);
-            if (got != b->size) {
-                INFER_FREE((void *)b->data);
-                b->data = NULL;
-                infer__set_error(err, INFER_ERR_IO, "cannot read %s (it changed while being read?)", path);
-                return 0;
-            }
-            b->kind = INFER__BLOB_HEAP;
-            return 1;
-        }
-#endif
+        b->kind = INFER__BLOB_HEAP;
+        return 1;
     }
 #endif
 }
 
 static void infer__blob_close(infer__blob *b) {
-#if !defined(INFER_NO_MMAP)
-    if (b->kind == INFER__BLOB_MAPPED) {
-#if defined(INFER__WINDOWS)
-        UnmapViewOfFile((void *)b->data);
-#else
-        munmap((void *)b->data, b->size);
-#endif
-    }
-#endif
+    if (b->kind == INFER__BLOB_MAPPED) infer__unmap(b->data, b->size);
     if (b->kind == INFER__BLOB_HEAP) INFER_FREE((void *)b->data);
     memset(b, 0, sizeof *b);
 }

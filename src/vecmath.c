@@ -5,6 +5,7 @@
    exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
    polynomial, then scaling by 2^n), within about 2 ulp of expf. */
 #include "internal.h"
+#include "backend.h"
 #include "quants.h"
 #include "simd_x86.h"
 
