@@ -237,7 +237,7 @@ Test(mathfn, fmaf_correctly_rounded) {
         if (q & 1) { /* z next to -x y: cancellation, the rounding of the small rest */
             uint32_t p = mf_fbits(x * y) + (uint32_t)(q >> 1 & 7) - 3u;
             z = (q & 16) ? mf_float(p) : -mf_float(p);
-        } else if (q & 2) { /* z far below x y: a tie broken by it */
+        } else if ((q & 2) && x * y != 0.0f && isfinite(x * y)) { /* z far below x y: a tie broken by it */
             z = ldexpf((q & 4) ? 1.0f : -1.0f, ilogbf(x * y) - 24 - (int)(q >> 8 & 63));
         } else {
             z = mf_float(((uint32_t)(q >> 8) & 0x807fffffu) | (uint32_t)(1 + (q >> 40 & 0xff) % 253) << 23);
