@@ -73,9 +73,9 @@
 /* This header's version; infer_version() says which one was compiled in
    (the two differ when a program's header and its implementation do). */
 #define INFER_VERSION_MAJOR 0
-#define INFER_VERSION_MINOR 24
+#define INFER_VERSION_MINOR 25
 #define INFER_VERSION_PATCH 0
-#define INFER_VERSION "0.24.0"
+#define INFER_VERSION "0.25.0"
 
 /* The implementation needs POSIX (mmap, clock_gettime, pthreads), which a
    strict -std=c99 hides unless asked for before the first system header
@@ -110,6 +110,19 @@
 #define INFERDEF extern
 #endif
 #endif
+/* Marks the old names kept one release (see the end of this header); a
+   program that defines INFER_NO_DEPRECATED_WARNINGS silences it. */
+#ifndef INFER_DEPRECATED
+#if defined(INFER_NO_DEPRECATED_WARNINGS)
+#define INFER_DEPRECATED
+#elif defined(__GNUC__)
+#define INFER_DEPRECATED __attribute__((deprecated))
+#elif defined(_MSC_VER)
+#define INFER_DEPRECATED __declspec(deprecated)
+#else
+#define INFER_DEPRECATED
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -121,7 +134,7 @@ typedef struct infer_context infer_context;
 typedef struct infer_sampler infer_sampler;
 typedef struct infer_gguf infer_gguf;
 
-/* The implementation's version, INFER_VERSION as it was compiled: "0.24.0". */
+/* The implementation's version, INFER_VERSION as it was compiled: "0.25.0". */
 INFERDEF const char *infer_version(void);
 
 typedef enum infer_status {
@@ -334,8 +347,6 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
 INFERDEF void infer_context_free(infer_context *c);
 INFERDEF int infer_context_n_ctx(const infer_context *c);
 INFERDEF int infer_context_n_seq(const infer_context *c);
-/* Sequence 0's positions used (infer_seq_n_past(c, 0)). */
-INFERDEF int infer_context_n_past(const infer_context *c);
 /* The instruction set its kernels use: scalar, avx2, avx512, neon or wasm. */
 INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Where its forward pass runs (its model's device). */
@@ -343,8 +354,6 @@ INFERDEF infer_device infer_context_device(const infer_context *c);
 /* 1 when its passes sum in llama.cpp's order (infer_context_params.match_llama,
    0 deciding by the model), on either device. */
 INFERDEF int infer_context_match_llama(const infer_context *c);
-/* Sequence 0: infer_seq_truncate(c, 0, n_past). */
-INFERDEF int infer_context_truncate(infer_context *c, int n_past);
 
 /* Called between layers of every forward pass (from the thread that called
    infer_decode); return non-zero to stop it: the call then returns
@@ -384,7 +393,7 @@ typedef struct infer_batch {
 INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b, infer_error *err);
 /* Logits (n_vocab floats) of token i of the last decode; i = -1 is the
    last token. NULL when that token's logits were not kept. */
-INFERDEF const float *infer_get_logits(const infer_context *c, int i);
+INFERDEF const float *infer_context_logits(const infer_context *c, int i);
 
 /* ---- Sequences: several conversations in one context ------------------- */
 
@@ -426,7 +435,7 @@ INFERDEF infer_status infer_seq_state_load_file(infer_context *c, int seq, const
 
 /* ---- Embeddings ------------------------------------------------------- */
 
-typedef enum infer_pooling { INFER_POOL_MEAN = 0, INFER_POOL_LAST, INFER_POOL_FIRST } infer_pooling;
+typedef enum infer_pooling { INFER_POOLING_MEAN = 0, INFER_POOLING_LAST, INFER_POOLING_FIRST } infer_pooling;
 /* Length of an embedding: the model's hidden size. */
 INFERDEF int infer_model_n_embd(const infer_model *m);
 /* The final hidden state (after the output norm) of text's tokens, pooled
@@ -1051,32 +1060,32 @@ INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, s
 /* How a model writes tool calls in its reply, as its chat template renders
    an assistant's tool_calls. */
 typedef enum infer_tool_format {
-    INFER_TOOLS_NONE = 0,    /* no tool calls: all text is content */
-    INFER_TOOLS_GENERIC,     /* a reply that is one JSON object: {"tool_call": {"name", "arguments"}},
+    INFER_TOOL_FORMAT_NONE = 0,    /* no tool calls: all text is content */
+    INFER_TOOL_FORMAT_GENERIC,     /* a reply that is one JSON object: {"tool_call": {"name", "arguments"}},
                                 {"tool_calls": [...]} or {"response": "text"} (llama.cpp's generic) */
-    INFER_TOOLS_HERMES,      /* <tool_call>{"name": .., "arguments": {..}}</tool_call> (Qwen 2.5/3, Hermes) */
-    INFER_TOOLS_LLAMA3,      /* Llama 3.1+: a reply that opens with {"name": .., "parameters": {..}};
+    INFER_TOOL_FORMAT_HERMES,      /* <tool_call>{"name": .., "arguments": {..}}</tool_call> (Qwen 2.5/3, Hermes) */
+    INFER_TOOL_FORMAT_LLAMA3,      /* Llama 3.1+: a reply that opens with {"name": .., "parameters": {..}};
                                 <|python_tag|> then such JSON, name.call(k="v", ..) or code */
-    INFER_TOOLS_MISTRAL,     /* [TOOL_CALLS][{"name", "arguments", "id"?}, ..] and the newer
+    INFER_TOOL_FORMAT_MISTRAL,     /* [TOOL_CALLS][{"name", "arguments", "id"?}, ..] and the newer
                                 [TOOL_CALLS]name[CALL_ID]id[ARGS]{..} ([CALL_ID] optional) */
-    INFER_TOOLS_PHI4_MINI,   /* <|tool_call|>[{"name", "arguments"}, ..]<|/tool_call|> (Phi-4-mini's
+    INFER_TOOL_FORMAT_PHI4_MINI,   /* <|tool_call|>[{"name", "arguments"}, ..]<|/tool_call|> (Phi-4-mini's
                                 template writes only the tool list, <|tool|>..<|/tool|>: this is
                                 the model card's call syntax) */
-    INFER_TOOLS_DEEPSEEK_R1, /* <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n
+    INFER_TOOL_FORMAT_DEEPSEEK_R1, /* <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n
                                 ```json\n{..}\n```<｜tool▁call▁end｜>..<｜tool▁calls▁end｜> */
-    INFER_TOOLS_COMMAND_R,   /* Command R7B: <|START_ACTION|>[{"tool_call_id", "tool_name",
+    INFER_TOOL_FORMAT_COMMAND_R,   /* Command R7B: <|START_ACTION|>[{"tool_call_id", "tool_name",
                                 "parameters"}]<|END_ACTION|>; <|START_THINKING|>..<|END_THINKING|>
                                 is reasoning, <|START_RESPONSE|> and <|END_RESPONSE|> are dropped */
-    INFER_TOOLS_FUNCTIONARY, /* functionary v3.1: <function=name>{..}</function> */
-    INFER_TOOLS_FIREFUNCTION, /* firefunction v2: functools[{"name", "arguments"}, ..] */
-    INFER_TOOLS_NEMOTRON,    /* Nemotron Nano v2: <TOOLCALL>[{"name", "arguments"}, ..]</TOOLCALL> */
-    INFER_TOOLS_APERTUS,     /* Apertus: <|tools_prefix|>[{"name": {..arguments..}}, ..]<|tools_suffix|> */
-    INFER_TOOLS_COUNT
+    INFER_TOOL_FORMAT_FUNCTIONARY, /* functionary v3.1: <function=name>{..}</function> */
+    INFER_TOOL_FORMAT_FIREFUNCTION, /* firefunction v2: functools[{"name", "arguments"}, ..] */
+    INFER_TOOL_FORMAT_NEMOTRON,    /* Nemotron Nano v2: <TOOLCALL>[{"name", "arguments"}, ..]</TOOLCALL> */
+    INFER_TOOL_FORMAT_APERTUS,     /* Apertus: <|tools_prefix|>[{"name": {..arguments..}}, ..]<|tools_suffix|> */
+    INFER_TOOL_FORMAT_COUNT
 } infer_tool_format;
 
 /* The format a chat template's text writes tool calls in, from the markers
-   it holds; INFER_TOOLS_NONE where it has none it knows (or text is NULL),
-   INFER_TOOLS_GENERIC where it mentions tools without a known syntax
+   it holds; INFER_TOOL_FORMAT_NONE where it has none it knows (or text is NULL),
+   INFER_TOOL_FORMAT_GENERIC where it mentions tools without a known syntax
    (Seed-OSS's <seed:tool_call> with XML parameters is not parsed). */
 INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
 /* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
@@ -1097,7 +1106,7 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    [{"type": "function", "function": {"name", "description", "parameters"}}]
    (bare {"name", "parameters"} too); name (may be NULL) keeps that tool
    only. parallel: one call or more, where the format writes several (Llama
-   3's writes one). INFER_TOOLS_NONE and _GENERIC give the generic format's
+   3's writes one). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
    parallel). snprintf-style: the grammar's length, or -1 with err set (a
    list that is not JSON, a tool without a name, no tool of that name, a
@@ -1106,12 +1115,12 @@ INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json
                                      char *buf, size_t size, infer_error *err);
 
 /* The reasoning part of a reply, infer_output_parser_new's `reasoning`. */
-enum {
+typedef enum infer_reasoning {
     INFER_REASONING_NONE = 0, /* no reasoning: <think> is content */
     INFER_REASONING_AUTO = 1, /* a reply that opens with <think> reasons up to </think> */
     INFER_REASONING_OPEN = 2  /* the prompt opened <think> (DeepSeek R1's ends with "<think>\n"):
                                  the reply is reasoning up to </think> (a repeated <think> dropped) */
-};
+} infer_reasoning;
 
 /* One piece of a tool call, as OpenAI's streaming tool_calls deltas: a
    call's first piece has its id and name, later ones only more of the
@@ -1165,7 +1174,7 @@ typedef struct infer_output_result {
    not an error: its text, markers and all, becomes content, counted in
    n_malformed. Markers are found outside calls and reasoning only. */
 typedef struct infer_output_parser infer_output_parser;
-INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, int reasoning, infer_error *err);
+INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, infer_reasoning reasoning, infer_error *err);
 /* Adds n bytes of the reply; *out (may be NULL) receives what became
    certain. 0, or -1 when memory ran out or after finish (err says which;
    the parser can only be freed then). */
@@ -1189,7 +1198,7 @@ INFERDEF void infer_output_parser_free(infer_output_parser *p);
    whenever a public struct or signature does), and infer_struct_size()
    must equal the size of their own copy of each struct they use. C
    programs may call these too. */
-#define INFER_ABI_VERSION 1
+#define INFER_ABI_VERSION 2
 INFERDEF int infer_abi_version(void);
 
 typedef enum infer_struct_id {
@@ -1233,6 +1242,33 @@ INFERDEF void infer_chat_template_from_text_into(const char *text, const char *b
    it was built with (INFER_FREE): what a binding, which cannot reach the
    library's free(), must call. NULL does nothing. */
 INFERDEF void infer_free(void *p);
+
+/* ---- Deprecated in 0.25, removed in 0.26 --------------------------------- */
+
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_n_past(c, 0). */
+INFER_DEPRECATED INFERDEF int infer_context_n_past(const infer_context *c);
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past). */
+INFER_DEPRECATED INFERDEF int infer_context_truncate(infer_context *c, int n_past);
+/* Deprecated in 0.25, removed in 0.26: use infer_context_logits. */
+INFER_DEPRECATED INFERDEF const float *infer_get_logits(const infer_context *c, int i);
+/* Deprecated in 0.25, removed in 0.26: use INFER_POOLING_* and
+   INFER_TOOL_FORMAT_* (the constants of infer_pooling, infer_tool_format). */
+#define INFER_POOL_MEAN INFER_POOLING_MEAN
+#define INFER_POOL_LAST INFER_POOLING_LAST
+#define INFER_POOL_FIRST INFER_POOLING_FIRST
+#define INFER_TOOLS_NONE INFER_TOOL_FORMAT_NONE
+#define INFER_TOOLS_GENERIC INFER_TOOL_FORMAT_GENERIC
+#define INFER_TOOLS_HERMES INFER_TOOL_FORMAT_HERMES
+#define INFER_TOOLS_LLAMA3 INFER_TOOL_FORMAT_LLAMA3
+#define INFER_TOOLS_MISTRAL INFER_TOOL_FORMAT_MISTRAL
+#define INFER_TOOLS_PHI4_MINI INFER_TOOL_FORMAT_PHI4_MINI
+#define INFER_TOOLS_DEEPSEEK_R1 INFER_TOOL_FORMAT_DEEPSEEK_R1
+#define INFER_TOOLS_COMMAND_R INFER_TOOL_FORMAT_COMMAND_R
+#define INFER_TOOLS_FUNCTIONARY INFER_TOOL_FORMAT_FUNCTIONARY
+#define INFER_TOOLS_FIREFUNCTION INFER_TOOL_FORMAT_FIREFUNCTION
+#define INFER_TOOLS_NEMOTRON INFER_TOOL_FORMAT_NEMOTRON
+#define INFER_TOOLS_APERTUS INFER_TOOL_FORMAT_APERTUS
+#define INFER_TOOLS_COUNT INFER_TOOL_FORMAT_COUNT
 
 #ifdef __cplusplus
 }
@@ -17499,12 +17535,14 @@ INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, 
     return infer_decode_batch(c, &b, err);
 }
 
-INFERDEF const float *infer_get_logits(const infer_context *c, int i) {
+INFERDEF const float *infer_context_logits(const infer_context *c, int i) {
     int n = (int)stbds_arrlen(c->row_of);
     if (i < 0) i = n + i;
     if (i < 0 || i >= n || c->row_of[i] < 0) return NULL;
     return c->logits + (size_t)c->row_of[i] * c->model->n_vocab;
 }
+/* Deprecated in 0.25, removed in 0.26: use infer_context_logits. */
+INFERDEF const float *infer_get_logits(const infer_context *c, int i) { return infer_context_logits(c, i); }
 
 /* ==== src/sequence.c ==== */
 /* sequence.c - the sequences of a context: reading them, truncating,
@@ -17520,6 +17558,7 @@ static int infer__seq_ok(const infer_context *c, int seq, infer_error *err) {
 INFERDEF int infer_seq_n_past(const infer_context *c, int seq) {
     return infer__seq_ok(c, seq, NULL) ? c->seqs[seq].n_past : 0;
 }
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_n_past(c, 0). */
 INFERDEF int infer_context_n_past(const infer_context *c) { return infer_seq_n_past(c, 0); }
 
 INFERDEF const float *infer_seq_logits(const infer_context *c, int seq) {
@@ -17550,6 +17589,7 @@ INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
     stbds_arrsetlen(q->tokens, n_past);
     return n_past;
 }
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past). */
 INFERDEF int infer_context_truncate(infer_context *c, int n_past) { return infer_seq_truncate(c, 0, n_past); }
 
 /* Whether the sequence's cache holds each of its positions at slot =
@@ -18061,8 +18101,8 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
     infer_status st = INFER_OK;
     int done, i, t;
     double norm = 0, *acc = NULL;
-    if (!c || !toks || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOL_MEAN && pool != INFER_POOL_LAST &&
-                                                              pool != INFER_POOL_FIRST)) {
+    if (!c || !toks || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOLING_MEAN && pool != INFER_POOLING_LAST &&
+                                                              pool != INFER_POOLING_FIRST)) {
         infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
         return INFER_ERR_ARG;
     }
@@ -18103,12 +18143,12 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
         c->seqs[seq].n_past = c->seqs[seq].hi = done + nb;
         for (t = 0; t < nb; t++) {
             int p = done + t;
-            if (pool == INFER_POOL_MEAN || (pool == INFER_POOL_FIRST && p == 0) || (pool == INFER_POOL_LAST && p == n - 1))
+            if (pool == INFER_POOLING_MEAN || (pool == INFER_POOLING_FIRST && p == 0) || (pool == INFER_POOLING_LAST && p == n - 1))
                 for (i = 0; i < m->dim; i++) acc[i] += hidden[(size_t)t * m->dim + i];
         }
     }
     for (i = 0; i < m->dim; i++) {
-        out[i] = (float)(pool == INFER_POOL_MEAN ? acc[i] / n : acc[i]);
+        out[i] = (float)(pool == INFER_POOLING_MEAN ? acc[i] / n : acc[i]);
         norm += (double)out[i] * out[i];
     }
     if (normalize && norm > 0)
@@ -25388,16 +25428,16 @@ static const infer__tc_marker infer__tc_apertus_m[] = {{"<|tools_prefix|>", INFE
 
 static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     switch (f) {
-    case INFER_TOOLS_HERMES: return infer__tc_hermes;
-    case INFER_TOOLS_LLAMA3: return infer__tc_llama3;
-    case INFER_TOOLS_MISTRAL: return infer__tc_mistral_m;
-    case INFER_TOOLS_PHI4_MINI: return infer__tc_phi;
-    case INFER_TOOLS_DEEPSEEK_R1: return infer__tc_ds;
-    case INFER_TOOLS_COMMAND_R: return infer__tc_cmdr;
-    case INFER_TOOLS_FUNCTIONARY: return infer__tc_functionary;
-    case INFER_TOOLS_FIREFUNCTION: return infer__tc_fire;
-    case INFER_TOOLS_NEMOTRON: return infer__tc_nemotron;
-    case INFER_TOOLS_APERTUS: return infer__tc_apertus_m;
+    case INFER_TOOL_FORMAT_HERMES: return infer__tc_hermes;
+    case INFER_TOOL_FORMAT_LLAMA3: return infer__tc_llama3;
+    case INFER_TOOL_FORMAT_MISTRAL: return infer__tc_mistral_m;
+    case INFER_TOOL_FORMAT_PHI4_MINI: return infer__tc_phi;
+    case INFER_TOOL_FORMAT_DEEPSEEK_R1: return infer__tc_ds;
+    case INFER_TOOL_FORMAT_COMMAND_R: return infer__tc_cmdr;
+    case INFER_TOOL_FORMAT_FUNCTIONARY: return infer__tc_functionary;
+    case INFER_TOOL_FORMAT_FIREFUNCTION: return infer__tc_fire;
+    case INFER_TOOL_FORMAT_NEMOTRON: return infer__tc_nemotron;
+    case INFER_TOOL_FORMAT_APERTUS: return infer__tc_apertus_m;
     default: return infer__tc_none;
     }
 }
@@ -25416,45 +25456,45 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     static const char *const nemotron[] = {"<TOOLCALL>", NULL};
     static const char *const apertus[] = {"<|tools_prefix|>", NULL};
     switch (f) {
-    case INFER_TOOLS_GENERIC: return generic;
-    case INFER_TOOLS_HERMES: return hermes;
-    case INFER_TOOLS_LLAMA3: return llama3;
-    case INFER_TOOLS_MISTRAL: return mistral;
-    case INFER_TOOLS_PHI4_MINI: return phi;
-    case INFER_TOOLS_DEEPSEEK_R1: return ds;
-    case INFER_TOOLS_COMMAND_R: return cmdr;
-    case INFER_TOOLS_FUNCTIONARY: return functionary;
-    case INFER_TOOLS_FIREFUNCTION: return fire;
-    case INFER_TOOLS_NEMOTRON: return nemotron;
-    case INFER_TOOLS_APERTUS: return apertus;
+    case INFER_TOOL_FORMAT_GENERIC: return generic;
+    case INFER_TOOL_FORMAT_HERMES: return hermes;
+    case INFER_TOOL_FORMAT_LLAMA3: return llama3;
+    case INFER_TOOL_FORMAT_MISTRAL: return mistral;
+    case INFER_TOOL_FORMAT_PHI4_MINI: return phi;
+    case INFER_TOOL_FORMAT_DEEPSEEK_R1: return ds;
+    case INFER_TOOL_FORMAT_COMMAND_R: return cmdr;
+    case INFER_TOOL_FORMAT_FUNCTIONARY: return functionary;
+    case INFER_TOOL_FORMAT_FIREFUNCTION: return fire;
+    case INFER_TOOL_FORMAT_NEMOTRON: return nemotron;
+    case INFER_TOOL_FORMAT_APERTUS: return apertus;
     default: return none;
     }
 }
 
 INFERDEF const char *infer_tool_format_name(infer_tool_format f) {
-    static const char *const names[INFER_TOOLS_COUNT] = {"none",      "generic",     "hermes",    "llama3",
+    static const char *const names[INFER_TOOL_FORMAT_COUNT] = {"none",      "generic",     "hermes",    "llama3",
                                                          "mistral",   "phi4-mini",   "deepseek-r1", "command-r",
                                                          "functionary", "firefunction", "nemotron",  "apertus"};
-    return (int)f >= 0 && f < INFER_TOOLS_COUNT ? names[f] : "unknown";
+    return (int)f >= 0 && f < INFER_TOOL_FORMAT_COUNT ? names[f] : "unknown";
 }
 
 INFERDEF infer_tool_format infer_tool_format_detect(const char *t) {
-    if (!t) return INFER_TOOLS_NONE;
-    if (strstr(t, "<seed:tool_call>")) return INFER_TOOLS_GENERIC; /* XML parameters: not parsed */
-    if (strstr(t, "<TOOLCALL>")) return INFER_TOOLS_NEMOTRON;
-    if (strstr(t, "<|tools_prefix|>")) return INFER_TOOLS_APERTUS;
-    if (strstr(t, "<tool_call>")) return INFER_TOOLS_HERMES;
-    if (strstr(t, "[TOOL_CALLS]")) return INFER_TOOLS_MISTRAL;
+    if (!t) return INFER_TOOL_FORMAT_NONE;
+    if (strstr(t, "<seed:tool_call>")) return INFER_TOOL_FORMAT_GENERIC; /* XML parameters: not parsed */
+    if (strstr(t, "<TOOLCALL>")) return INFER_TOOL_FORMAT_NEMOTRON;
+    if (strstr(t, "<|tools_prefix|>")) return INFER_TOOL_FORMAT_APERTUS;
+    if (strstr(t, "<tool_call>")) return INFER_TOOL_FORMAT_HERMES;
+    if (strstr(t, "[TOOL_CALLS]")) return INFER_TOOL_FORMAT_MISTRAL;
     if (strstr(t, "tool\xE2\x96\x81" "calls\xE2\x96\x81" "begin") || strstr(t, "tool\xE2\x96\x81" "call\xE2\x96\x81" "begin"))
-        return INFER_TOOLS_DEEPSEEK_R1;
-    if (strstr(t, "<|START_ACTION|>")) return INFER_TOOLS_COMMAND_R;
-    if (strstr(t, "functools[")) return INFER_TOOLS_FIREFUNCTION;
-    if (strstr(t, "<function=")) return INFER_TOOLS_FUNCTIONARY;
+        return INFER_TOOL_FORMAT_DEEPSEEK_R1;
+    if (strstr(t, "<|START_ACTION|>")) return INFER_TOOL_FORMAT_COMMAND_R;
+    if (strstr(t, "functools[")) return INFER_TOOL_FORMAT_FIREFUNCTION;
+    if (strstr(t, "<function=")) return INFER_TOOL_FORMAT_FUNCTIONARY;
     if (strstr(t, "<|python_tag|>") || (strstr(t, "<|start_header_id|>") && strstr(t, "\"parameters\"")))
-        return INFER_TOOLS_LLAMA3;
-    if (strstr(t, "<|tool_call|>") || (strstr(t, "<|tool|>") && strstr(t, "<|/tool|>"))) return INFER_TOOLS_PHI4_MINI;
-    if (strstr(t, "tools") || strstr(t, "tool_calls")) return INFER_TOOLS_GENERIC;
-    return INFER_TOOLS_NONE;
+        return INFER_TOOL_FORMAT_LLAMA3;
+    if (strstr(t, "<|tool_call|>") || (strstr(t, "<|tool|>") && strstr(t, "<|/tool|>"))) return INFER_TOOL_FORMAT_PHI4_MINI;
+    if (strstr(t, "tools") || strstr(t, "tool_calls")) return INFER_TOOL_FORMAT_GENERIC;
+    return INFER_TOOL_FORMAT_NONE;
 }
 
 /* ---- the parser ------------------------------------------------------------- */
@@ -25639,7 +25679,7 @@ static int infer__tc_add(infer_output_parser *p, const char *name, size_t name_l
         int k = (int)stbds_arrlen(p->calls), i, o = 0;
         h = infer__fnv(h, args, args_len);
         h = infer__fnv(h, &k, sizeof k);
-        if (p->fmt != INFER_TOOLS_MISTRAL) {
+        if (p->fmt != INFER_TOOL_FORMAT_MISTRAL) {
             memcpy(made, "call_", 5);
             o = 5;
         }
@@ -26162,17 +26202,17 @@ static void infer__tc_advance(infer_output_parser *p, int final) {
         } else if (p->state == INFER__TC_CONTENT) {
             const infer__tc_marker *m, *best = NULL;
             size_t best_at = (size_t)-1, end, hold = 0;
-            if (!p->content_started && (p->fmt == INFER_TOOLS_LLAMA3 || p->fmt == INFER_TOOLS_GENERIC)) {
+            if (!p->content_started && (p->fmt == INFER_TOOL_FORMAT_LLAMA3 || p->fmt == INFER_TOOL_FORMAT_GENERIC)) {
                 size_t i = p->pos;
                 int r;
                 /* Llama 3 may separate its calls with ';' */
                 while (i < n && (infer__tc_ws(b[i]) || (b[i] == ';' && stbds_arrlen(p->calls) > 0))) i++;
                 if (i == n && !final) return;
-                r = p->fmt == INFER_TOOLS_GENERIC ? (i < n ? b[i] == '{' : -1) : infer__tc_l3_start(b + i, n - i);
+                r = p->fmt == INFER_TOOL_FORMAT_GENERIC ? (i < n ? b[i] == '{' : -1) : infer__tc_l3_start(b + i, n - i);
                 if (r < 0 && !final) return;
                 if (r > 0) {
                     p->pos = i;
-                    infer__tc_open_call(p, i, i, p->fmt == INFER_TOOLS_GENERIC ? INFER__K_GENERIC : INFER__K_L3JSON);
+                    infer__tc_open_call(p, i, i, p->fmt == INFER_TOOL_FORMAT_GENERIC ? INFER__K_GENERIC : INFER__K_L3JSON);
                     continue;
                 }
             }
@@ -26212,9 +26252,9 @@ static void infer__tc_advance(infer_output_parser *p, int final) {
     }
 }
 
-INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, int reasoning, infer_error *err) {
+INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, infer_reasoning reasoning, infer_error *err) {
     infer_output_parser *p;
-    if ((int)f < 0 || f >= INFER_TOOLS_COUNT || reasoning < 0 || reasoning > INFER_REASONING_OPEN) {
+    if ((int)f < 0 || f >= INFER_TOOL_FORMAT_COUNT || (int)reasoning < 0 || reasoning > INFER_REASONING_OPEN) {
         infer__set_error(err, INFER_ERR_ARG, "output parser: unknown tool format %d or reasoning mode %d", (int)f,
                          reasoning);
         return NULL;
@@ -26229,8 +26269,8 @@ INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, int r
     p->fmt = f;
     p->reasoning_mode = reasoning;
     p->markers = infer__tc_markers(f);
-    p->think_open = f == INFER_TOOLS_COMMAND_R ? "<|START_THINKING|>" : "<think>";
-    p->think_close = f == INFER_TOOLS_COMMAND_R ? "<|END_THINKING|>" : "</think>";
+    p->think_open = f == INFER_TOOL_FORMAT_COMMAND_R ? "<|START_THINKING|>" : "<think>";
+    p->think_close = f == INFER_TOOL_FORMAT_COMMAND_R ? "<|END_THINKING|>" : "</think>";
     p->state = INFER__TC_START;
     return p;
 }
@@ -26384,14 +26424,14 @@ static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_to
     char args[32];
     snprintf(args, sizeof args, " tool-args-%d ", i);
     switch (f) {
-    case INFER_TOOLS_FUNCTIONARY: /* <function=name>{..}</function> */
+    case INFER_TOOL_FORMAT_FUNCTIONARY: /* <function=name>{..}</function> */
         infer__sb_puts(b, "\"<function=\" ");
         infer__sb_literal(b, t->name, t->name_len);
         infer__sb_puts(b, " \">\"");
         infer__sb_puts(b, args);
         infer__sb_puts(b, "\"</function>\"");
         return;
-    case INFER_TOOLS_DEEPSEEK_R1: { /* begin function sep name ```json {..} ``` end */
+    case INFER_TOOL_FORMAT_DEEPSEEK_R1: { /* begin function sep name ```json {..} ``` end */
         infer__sb head = {NULL, 0};
         infer__sb_puts(&head, INFER__DS_CALL_BEGIN "function" INFER__DS_SEP);
         infer__sb_put(&head, t->name, t->name_len);
@@ -26403,14 +26443,14 @@ static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_to
         infer__sb_literal(b, "\n```" INFER__DS_CALL_END, strlen("\n```" INFER__DS_CALL_END));
         return;
     }
-    case INFER_TOOLS_APERTUS: /* {"name": {..}} */
+    case INFER_TOOL_FORMAT_APERTUS: /* {"name": {..}} */
         infer__sb_puts(b, "\"{\" space ");
         infer__tg_json_lit(b, t->name, t->name_len);
         infer__sb_puts(b, " space \":\" space");
         infer__sb_puts(b, args);
         infer__sb_puts(b, "\"}\" space");
         return;
-    case INFER_TOOLS_COMMAND_R: /* {"tool_call_id": "0", "tool_name": name, "parameters": {..}} */
+    case INFER_TOOL_FORMAT_COMMAND_R: /* {"tool_call_id": "0", "tool_name": name, "parameters": {..}} */
         infer__tg_key(b, "tool_call_id", 1);
         infer__sb_puts(b, "\"\\\"\" [0-9]{1,4} \"\\\"\" space ");
         infer__tg_key(b, "tool_name", 0);
@@ -26424,7 +26464,7 @@ static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_to
         infer__tg_key(b, "name", 1);
         infer__tg_json_lit(b, t->name, t->name_len);
         infer__sb_puts(b, " space ");
-        infer__tg_key(b, f == INFER_TOOLS_LLAMA3 ? "parameters" : "arguments", 0);
+        infer__tg_key(b, f == INFER_TOOL_FORMAT_LLAMA3 ? "parameters" : "arguments", 0);
         infer__sb_puts(b, args);
         infer__sb_puts(b, "\"}\" space");
         return;
@@ -26436,31 +26476,31 @@ static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
     const char *list = parallel ? "tool-list ::= \"[\" space tool-item (\",\" space tool-item)* \"]\" space\n"
                                 : "tool-list ::= \"[\" space tool-item \"]\" space\n";
     switch (f) {
-    case INFER_TOOLS_HERMES:
+    case INFER_TOOL_FORMAT_HERMES:
         infer__sb_puts(b, parallel ? "root ::= tool-tagged (\"\\n\" tool-tagged)*\n" : "root ::= tool-tagged\n");
         infer__sb_puts(b, "tool-tagged ::= \"<tool_call>\\n\" tool-item \"\\n</tool_call>\"\n");
         return;
-    case INFER_TOOLS_LLAMA3: /* one call a reply */
+    case INFER_TOOL_FORMAT_LLAMA3: /* one call a reply */
         infer__sb_puts(b, "root ::= tool-item\n");
         return;
-    case INFER_TOOLS_FUNCTIONARY:
+    case INFER_TOOL_FORMAT_FUNCTIONARY:
         infer__sb_puts(b, parallel ? "root ::= tool-item (\"\\n\"? tool-item)*\n" : "root ::= tool-item\n");
         return;
-    case INFER_TOOLS_DEEPSEEK_R1:
+    case INFER_TOOL_FORMAT_DEEPSEEK_R1:
         infer__sb_puts(b, "root ::= ");
         infer__sb_literal(b, INFER__DS_CALLS_BEGIN, strlen(INFER__DS_CALLS_BEGIN));
         infer__sb_puts(b, parallel ? " tool-item (\"\\n\"? tool-item)* " : " tool-item ");
         infer__sb_literal(b, INFER__DS_CALLS_END, strlen(INFER__DS_CALLS_END));
         infer__sb_puts(b, "\n");
         return;
-    case INFER_TOOLS_MISTRAL: infer__sb_puts(b, "root ::= \"[TOOL_CALLS]\" tool-list\n"); break;
-    case INFER_TOOLS_PHI4_MINI: infer__sb_puts(b, "root ::= \"<|tool_call|>\" tool-list \"<|/tool_call|>\"\n"); break;
-    case INFER_TOOLS_NEMOTRON: infer__sb_puts(b, "root ::= \"<TOOLCALL>\" tool-list \"</TOOLCALL>\"\n"); break;
-    case INFER_TOOLS_FIREFUNCTION: infer__sb_puts(b, "root ::= \"functools\" tool-list\n"); break;
-    case INFER_TOOLS_COMMAND_R:
+    case INFER_TOOL_FORMAT_MISTRAL: infer__sb_puts(b, "root ::= \"[TOOL_CALLS]\" tool-list\n"); break;
+    case INFER_TOOL_FORMAT_PHI4_MINI: infer__sb_puts(b, "root ::= \"<|tool_call|>\" tool-list \"<|/tool_call|>\"\n"); break;
+    case INFER_TOOL_FORMAT_NEMOTRON: infer__sb_puts(b, "root ::= \"<TOOLCALL>\" tool-list \"</TOOLCALL>\"\n"); break;
+    case INFER_TOOL_FORMAT_FIREFUNCTION: infer__sb_puts(b, "root ::= \"functools\" tool-list\n"); break;
+    case INFER_TOOL_FORMAT_COMMAND_R:
         infer__sb_puts(b, "root ::= \"<|START_ACTION|>\" tool-list \"<|END_ACTION|>\"\n");
         break;
-    case INFER_TOOLS_APERTUS:
+    case INFER_TOOL_FORMAT_APERTUS:
         infer__sb_puts(b, "root ::= \"<|tools_prefix|>\" tool-list \"<|tools_suffix|>\"\n");
         break;
     default: /* generic: {"tool_calls": [..]} or {"tool_call": {..}} */
@@ -26489,7 +26529,7 @@ INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json
     char **names = NULL;
     infer__sb out = {NULL, 0};
     int i, n = 0, len = -1;
-    if (!tools_json || (int)f < 0 || f >= INFER_TOOLS_COUNT) {
+    if (!tools_json || (int)f < 0 || f >= INFER_TOOL_FORMAT_COUNT) {
         infer__set_error(err, INFER_ERR_ARG, "tool call grammar: no tools, or an unknown format");
         return -1;
     }
@@ -28004,7 +28044,7 @@ static void infer__req_verify(infer_request *r, int pos) {
     infer_context *c = s->c;
     int n = (int)stbds_arrlen(r->draft), j, keep, accepted = 0, alive = 1, n_past;
     for (j = 0;; j++) {
-        if (!infer__req_sample(r, infer_get_logits(c, pos + j))) {
+        if (!infer__req_sample(r, infer_context_logits(c, pos + j))) {
             alive = 0; /* ended: the token drawn is not kept */
             keep = j + 1;
             break;
@@ -28292,7 +28332,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         r->has_pending = 0;
         if (r->ending) infer__req_end(r, INFER_OK, NULL);
         else if (s->take[i] > 1) infer__req_verify(r, pos);
-        else infer__req_sample(r, infer_get_logits(c, pos));
+        else infer__req_sample(r, infer_context_logits(c, pos));
         pos += s->take[i];
     }
     for (i = 0; i < n; i++) {
@@ -28311,7 +28351,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
             infer__mutex_unlock(&s->mu);
             if (r->n_copy_to && !infer__req_copy_out(r)) continue;
             if (r->n_predict <= 0) infer__req_end(r, INFER_OK, NULL);
-            else infer__req_sample(r, infer_get_logits(c, pos - 1));
+            else infer__req_sample(r, infer_context_logits(c, pos - 1));
         }
     }
     ms = infer__now_ms() - t0;
@@ -29108,11 +29148,11 @@ INFERDEF infer_status infer_perplexity_chunk(infer_context *c, const infer_token
     }
     memcpy(tok, tokens, (size_t)n * sizeof *tok);
     if (infer_model_add_bos(m) && infer_model_bos(m) >= 0) tok[0] = infer_model_bos(m);
-    infer_context_truncate(c, 0);
+    infer_seq_truncate(c, 0, 0);
     st = infer_decode(c, tok, n, 1, err);
     first = n / 2;
     for (i = first; st == INFER_OK && i < n - 1; i++) {
-        const float *l = infer_get_logits(c, i);
+        const float *l = infer_context_logits(c, i);
         float max = l[0];
         double sum = 0, v;
         int j;

@@ -76,8 +76,8 @@ int main(int argc, char **argv) {
     if (n_prompt <= 0 || n_prompt > 1024) return fprintf(stderr, "prompt too long\n"), 1;
     if (infer_decode(c, toks, n_prompt, 0, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
     logits0 = (float *)malloc((size_t)nv * sizeof *logits0);
-    memcpy(logits0, infer_get_logits(c, -1), (size_t)nv * sizeof *logits0);
-    n_past = infer_context_n_past(c);
+    memcpy(logits0, infer_context_logits(c, -1), (size_t)nv * sizeof *logits0);
+    n_past = infer_seq_n_past(c, 0);
     for (r = 0; r < runs; r++)
         for (mode = 0; mode < 3; mode++) {
             infer_sampler_params sp = infer_sampler_default_params();
@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
                 if (infer_sampler_set_grammar(s, m, gbnf, NULL, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
                 if (mode == 1) build_ms[r] = now_ms() - t0;
             }
-            infer_context_truncate(c, n_past);
+            infer_seq_truncate(c, 0, n_past);
             t0 = now_ms();
             for (i = 0; i < n_tok; i++) {
                 double a = now_ms();
@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
                 ts += now_ms() - a;
                 if (t < 0 || infer_model_is_eog(m, t)) break;
                 if (infer_decode(c, &t, 1, 0, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
-                logits = infer_get_logits(c, -1);
+                logits = infer_context_logits(c, -1);
             }
             t1 = now_ms();
             tps[mode][r] = i * 1000.0 / (t1 - t0);

@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         for (j = 0; j < 32; j++) {
-            const float *lg = infer_get_logits(c[i], -1);
+            const float *lg = infer_context_logits(c[i], -1);
             int k, best = 0;
             for (k = 1; k < infer_model_n_vocab(m); k++)
                 if (lg[k] > lg[best]) best = k;

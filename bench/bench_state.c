@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < n; i++) toks[i] = rand() % nv;
     for (r = 0; r < runs; r++) {
         double t0 = now_ms();
-        infer_context_truncate(a, 0);
+        infer_seq_truncate(a, 0, 0);
         if (infer_decode(a, toks, n, 0, &err)) {
             fprintf(stderr, "bench_state: %s\n", err.msg);
             return 1;
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
     }
     infer_decode(a, &next, 1, 0, &err);
     infer_decode(b, &next, 1, 0, &err);
-    same = !memcmp(infer_get_logits(a, -1), infer_get_logits(b, -1), sizeof(float) * nv);
+    same = !memcmp(infer_context_logits(a, -1), infer_context_logits(b, -1), sizeof(float) * nv);
     mean_sd(dec, runs, &md, &sd);
     mean_sd(mem, runs, &mm, &sm);
     mean_sd(fil, runs, &mf, &sf);

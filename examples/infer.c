@@ -371,7 +371,7 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
     }
     cli_progress_begin(&prog, "prompt");
     infer_context_set_progress(c, cli_progress_report, &prog);
-    if (k < n && infer_context_n_past(c) < n && infer_decode(c, t + k, n - k, 0, &err) != INFER_OK) {
+    if (k < n && infer_seq_n_past(c, 0) < n && infer_decode(c, t + k, n - k, 0, &err) != INFER_OK) {
         free(t);
         return cli_fail("%s", err.msg);
     }
@@ -579,7 +579,7 @@ static int cmd_eval(const options *o) {
         int nv = infer_model_n_vocab(m);
         printf("{\"logits\":[");
         for (i = 0; i < n; i++) {
-            const float *l = infer_get_logits(c, i);
+            const float *l = infer_context_logits(c, i);
             printf(i ? ",[" : "[");
             for (j = 0; j < nv; j++) printf(j ? ",%.9g" : "%.9g", l[j]);
             printf("]");

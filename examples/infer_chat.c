@@ -379,12 +379,12 @@ static void chat_rewrite_reply(chat_state *st) {
     }
     free(gen), free(hist), free(eot);
     if (same) return;
-    infer_context_truncate(st->c, st->back_past);
-    if (infer_context_n_past(st->c) == st->back_past) {
+    infer_seq_truncate(st->c, 0, st->back_past);
+    if (infer_seq_n_past(st->c, 0) == st->back_past) {
         st->n_fed = st->back_fed;
         st->reply_open = st->back_open;
     } else {
-        infer_context_truncate(st->c, 0);
+        infer_seq_truncate(st->c, 0, 0);
         st->n_fed = 0;
         st->reply_open = 0;
     }
@@ -430,7 +430,8 @@ static int chat_turn(chat_state *st, int n_predict) {
     cli_progress prog;
     /* from_start: the prompt is the whole conversation, fed with n_past 0
        (the cache's prefix of it kept by prompt reuse) */
-    int from_start = 0, reasoning = INFER_REASONING_NONE;
+    int from_start = 0;
+    infer_reasoning reasoning = INFER_REASONING_NONE;
     infer_status status;
     memset(&pr, 0, sizeof pr);
     pr.st = st;
@@ -456,12 +457,12 @@ static int chat_turn(chat_state *st, int n_predict) {
         int n_gp = infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_msgs, 1, NULL, 0), n_a;
         infer_token *toks = NULL;
         chat_rewrite_reply(st);
-        st->back_past = infer_context_n_past(st->c);
+        st->back_past = infer_seq_n_past(st->c, 0);
         st->back_fed = st->n_fed;
         st->back_open = st->reply_open;
         text = chat_turn_text(st);
         if (!text) return fprintf(stderr, "infer: out of memory\n"), -1;
-        add_bos = infer_context_n_past(st->c) == 0 && infer_model_add_bos(st->m);
+        add_bos = infer_seq_n_past(st->c, 0) == 0 && infer_model_add_bos(st->m);
         n = infer_tokenize(st->m, text, strlen(text), NULL, 0, add_bos, 1);
         if (n < 0 || !(toks = (infer_token *)malloc(((size_t)n + 1) * sizeof *toks))) {
             free(text);
@@ -492,14 +493,14 @@ static int chat_turn(chat_state *st, int n_predict) {
     }
     /* room for the turn and at least one reply token (a context that
        shifts makes room itself) */
-    if (!st->o->shift && (from_start ? 0 : infer_context_n_past(st->c)) + n + 1 > n_ctx) {
+    if (!st->o->shift && (from_start ? 0 : infer_seq_n_past(st->c, 0)) + n + 1 > n_ctx) {
         if (from_start)
             fprintf(stderr, "infer: the context is full (the conversation takes %d tokens of %d): ending the chat\n", n,
                     n_ctx);
         else
             fprintf(stderr,
                     "infer: the context is full (%d of %d tokens used; this turn needs %d more): ending the chat\n",
-                    infer_context_n_past(st->c), n_ctx, n);
+                    infer_seq_n_past(st->c, 0), n_ctx, n);
         free(text), free(full);
         return 1;
     }
@@ -507,7 +508,7 @@ static int chat_turn(chat_state *st, int n_predict) {
        from its first byte where the prompt left <think> open */
     if (st->split || st->o->reasoning_budget >= 0)
         reasoning = chat_opens_think(full ? full : text) ? INFER_REASONING_OPEN : INFER_REASONING_AUTO;
-    if (reasoning != INFER_REASONING_NONE && !(parser = infer_output_parser_new(INFER_TOOLS_NONE, reasoning, &err))) {
+    if (reasoning != INFER_REASONING_NONE && !(parser = infer_output_parser_new(INFER_TOOL_FORMAT_NONE, reasoning, &err))) {
         free(text), free(full);
         return fprintf(stderr, "infer: %s\n", err.msg), -1;
     }
@@ -525,7 +526,7 @@ static int chat_turn(chat_state *st, int n_predict) {
     rp.draft = st->draft_c;
     rp.draft_n = st->draft_c ? (st->o->draft_n ? st->o->draft_n : 4) : 0;
     rp.reasoning_open = reasoning == INFER_REASONING_OPEN;
-    past0 = from_start ? 0 : infer_context_n_past(st->c);
+    past0 = from_start ? 0 : infer_seq_n_past(st->c, 0);
     cli_progress_begin(&prog, "prompt");
     rp.progress = cli_progress_report;
     rp.progress_user = &prog;
@@ -581,7 +582,7 @@ static int chat_turn(chat_state *st, int n_predict) {
             free(all);
         }
     }
-    if (st->o->shift && infer_context_n_past(st->c) != past0 + n + n_gen) st->shifted = 1;
+    if (st->o->shift && infer_seq_n_past(st->c, 0) != past0 + n + n_gen) st->shifted = 1;
     n_read = n - (from_start ? infer_request_cached_tokens(r) : 0);
     metrics = infer_request_metrics(r);
     infer_request_free(r);
@@ -625,7 +626,7 @@ static int chat_turn(chat_state *st, int n_predict) {
     free(reply.p), free(answer);
     st->n_fed = st->n_msgs;
     st->reply_open = 1;
-    fprintf(stderr, "[%d tokens read, %d generated, %d of %d in context", n_read, n_gen, infer_context_n_past(st->c),
+    fprintf(stderr, "[%d tokens read, %d generated, %d of %d in context", n_read, n_gen, infer_seq_n_past(st->c, 0),
             n_ctx);
     if (metrics.n_draft_tokens > 0) /* --lookup, --draft */
         fprintf(stderr, ", %d of %d drafted accepted", metrics.n_draft_accepted, metrics.n_draft_tokens);

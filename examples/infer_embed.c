@@ -22,7 +22,7 @@ int infer_cmd_embed(int argc, char **argv);
 
 int infer_cmd_embed(int argc, char **argv) {
     const char *model = NULL, *text = NULL, *file = NULL, *out = "json";
-    infer_pooling pool = INFER_POOL_MEAN;
+    infer_pooling pool = INFER_POOLING_MEAN;
     int normalize = 1, i, n_texts = 0, rc = 1, dim;
     infer_model_params mp = infer_model_default_params();
     infer_context_params cp = infer_context_default_params();
@@ -51,9 +51,9 @@ int infer_cmd_embed(int argc, char **argv) {
             if (strcmp(v, "json") && strcmp(v, "text")) return cli_fail("bad value '%s' for -o (json or text)", v);
             out = v;
         } else if (!strcmp(a, "--pooling")) {
-            if (!strcmp(v, "mean")) pool = INFER_POOL_MEAN;
-            else if (!strcmp(v, "last")) pool = INFER_POOL_LAST;
-            else if (!strcmp(v, "first") || !strcmp(v, "cls")) pool = INFER_POOL_FIRST;
+            if (!strcmp(v, "mean")) pool = INFER_POOLING_MEAN;
+            else if (!strcmp(v, "last")) pool = INFER_POOLING_LAST;
+            else if (!strcmp(v, "first") || !strcmp(v, "cls")) pool = INFER_POOLING_FIRST;
             else return cli_fail("bad value '%s' for --pooling (mean, last or first)", v);
         } else if (!strcmp(a, "-t")) {
             if (!cli_int(v, &cp.n_threads) || cp.n_threads < 1 || cp.n_threads > 512) return cli_fail("bad value '%s' for -t", v);

@@ -127,7 +127,7 @@ typedef struct server {
        --chat-template-file's; NULL: the built-in format tmpl */
     char *jinja;
     char bos[64], eos[64]; /* the model's BOS and EOS texts, for the template */
-    /* how the template writes tool calls (INFER_TOOLS_NONE: it knows no
+    /* how the template writes tool calls (INFER_TOOL_FORMAT_NONE: it knows no
        tools, which are then described to the model in the system message and
        called in the generic format), and whether it writes <think> */
     infer_tool_format tool_fmt;
@@ -581,7 +581,7 @@ typedef struct completion_call {
     char *tool_gbnf;        /* the grammar that forces or lazily shapes a call (owned) */
     int parse;              /* the reply is split into content, reasoning and tool calls */
     infer_tool_format parse_fmt;
-    int reasoning;          /* INFER_REASONING_* of the parser */
+    infer_reasoning reasoning; /* of the parser */
     int logprobs, top_logprobs;
     int n;                  /* replies (the API's n) */
     int reasoning_budget;   /* tokens of reasoning before its end is forced (-1: none) */
@@ -823,7 +823,7 @@ static char *message_content(const cJSON *content, int i, bad_field *b) {
 static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messages, const serve_tools *tools,
                                bad_field *b) {
     cJSON *vars = cJSON_CreateObject(), *m, *kw = field(body, "chat_template_kwargs");
-    cJSON *msgs = serve_tools_messages(messages, tools, s->tool_fmt == INFER_TOOLS_NONE);
+    cJSON *msgs = serve_tools_messages(messages, tools, s->tool_fmt == INFER_TOOL_FORMAT_NONE);
     char *json = NULL, *text = NULL;
     infer_error err;
     int raised = 0;
@@ -837,7 +837,7 @@ static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messag
             cJSON_ReplaceItemInObjectCaseSensitive(m, "role", cJSON_CreateString("system"));
     }
     cJSON_AddItemToObject(vars, "messages", msgs);
-    if (serve_tools_active(tools) && s->tool_fmt != INFER_TOOLS_NONE)
+    if (serve_tools_active(tools) && s->tool_fmt != INFER_TOOL_FORMAT_NONE)
         cJSON_AddItemToObject(vars, "tools", cJSON_Duplicate(field(body, "tools"), 1));
     cJSON_AddBoolToObject(vars, "add_generation_prompt", 1);
     cJSON_AddStringToObject(vars, "bos_token", s->bos);
@@ -1394,13 +1394,13 @@ static void job_stream_free(void *cls) { job_free((job *)cls); }
 static void chat_reply_parsing(const server *s, completion_call *cc, const char *prompt) {
     size_t n = strlen(prompt);
     while (n > 0 && (prompt[n - 1] == '\n' || prompt[n - 1] == ' ')) n--;
-    cc->parse_fmt = INFER_TOOLS_NONE;
+    cc->parse_fmt = INFER_TOOL_FORMAT_NONE;
     if (serve_tools_active(&cc->tools))
-        cc->parse_fmt = s->tool_fmt == INFER_TOOLS_NONE || !s->jinja ? INFER_TOOLS_GENERIC : s->tool_fmt;
+        cc->parse_fmt = s->tool_fmt == INFER_TOOL_FORMAT_NONE || !s->jinja ? INFER_TOOL_FORMAT_GENERIC : s->tool_fmt;
     cc->reasoning = INFER_REASONING_NONE;
     if (s->think && s->jinja)
         cc->reasoning = n >= 7 && !memcmp(prompt + n - 7, "<think>", 7) ? INFER_REASONING_OPEN : INFER_REASONING_AUTO;
-    cc->parse = cc->parse_fmt != INFER_TOOLS_NONE || cc->reasoning != INFER_REASONING_NONE;
+    cc->parse = cc->parse_fmt != INFER_TOOL_FORMAT_NONE || cc->reasoning != INFER_REASONING_NONE;
 }
 
 /* A completion's body as its request's parameters: the fields read, the
@@ -1706,7 +1706,7 @@ static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, co
     if (!ok) goto bad_request;
     if (api == SERVE_API_ANTHROPIC && !cc.parse) { /* content blocks: always split */
         cc.parse = 1;
-        cc.parse_fmt = INFER_TOOLS_NONE;
+        cc.parse_fmt = INFER_TOOL_FORMAT_NONE;
     }
 #if defined(__linux__) && defined(SYS_gettid)
     /* Making and compiling a grammar (infer_worker_start) is this thread's
@@ -2045,8 +2045,8 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
             snprintf(err.msg, sizeof err.msg, "input %d is %d tokens; this server's context holds %d", i, nt, s->n_ctx);
             break;
         }
-        if ((text ? infer_embed(s->embed_ctx, 0, text, INFER_POOL_MEAN, 1, e, &err)
-                  : infer_embed_tokens(s->embed_ctx, 0, in[i].toks, nt, INFER_POOL_MEAN, 1, e, &err)) != INFER_OK)
+        if ((text ? infer_embed(s->embed_ctx, 0, text, INFER_POOLING_MEAN, 1, e, &err)
+                  : infer_embed_tokens(s->embed_ctx, 0, in[i].toks, nt, INFER_POOLING_MEAN, 1, e, &err)) != INFER_OK)
             break;
         n_tokens += nt;
         item = cJSON_CreateObject();
@@ -2898,7 +2898,7 @@ int infer_cmd_serve(int argc, char **argv) {
     infer_model_describe(s.model, desc, sizeof desc);
     fprintf(stderr, "infer serve: %s, %d sequences of %d positions, chat template %s, tools %s%s\n", desc, s.n_slots,
             s.n_ctx, s.jinja ? (template_file ? template_file : "the model's own (Jinja)") : infer_chat_template_name(s.tmpl.kind),
-            s.jinja && s.tool_fmt != INFER_TOOLS_NONE ? infer_tool_format_name(s.tool_fmt) : "described, generic calls",
+            s.jinja && s.tool_fmt != INFER_TOOL_FORMAT_NONE ? infer_tool_format_name(s.tool_fmt) : "described, generic calls",
             s.think ? ", reasoning <think>" : "");
     if (s.draft_ctx) {
         infer_model_describe(s.draft_model, desc, sizeof desc);

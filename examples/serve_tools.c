@@ -190,11 +190,11 @@ static const char *const *lazy_triggers(infer_tool_format f, int *n) {
     static const char *const llama3[] = {"<|python_tag|>", "^{\"name\"", "^{ \"name\""};
     static const char *const generic[] = {"^{"};
     const char *const *t;
-    if (f == INFER_TOOLS_LLAMA3) {
+    if (f == INFER_TOOL_FORMAT_LLAMA3) {
         *n = 3;
         return llama3;
     }
-    if (f == INFER_TOOLS_GENERIC || f == INFER_TOOLS_NONE) {
+    if (f == INFER_TOOL_FORMAT_GENERIC || f == INFER_TOOL_FORMAT_NONE) {
         *n = 1;
         return generic;
     }

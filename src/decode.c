@@ -170,9 +170,11 @@ INFERDEF infer_status infer_decode(infer_context *c, const infer_token *tokens, 
     return infer_decode_batch(c, &b, err);
 }
 
-INFERDEF const float *infer_get_logits(const infer_context *c, int i) {
+INFERDEF const float *infer_context_logits(const infer_context *c, int i) {
     int n = (int)stbds_arrlen(c->row_of);
     if (i < 0) i = n + i;
     if (i < 0 || i >= n || c->row_of[i] < 0) return NULL;
     return c->logits + (size_t)c->row_of[i] * c->model->n_vocab;
 }
+/* Deprecated in 0.25, removed in 0.26: use infer_context_logits. */
+INFERDEF const float *infer_get_logits(const infer_context *c, int i) { return infer_context_logits(c, i); }

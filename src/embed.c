@@ -40,8 +40,8 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
     infer_status st = INFER_OK;
     int done, i, t;
     double norm = 0, *acc = NULL;
-    if (!c || !toks || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOL_MEAN && pool != INFER_POOL_LAST &&
-                                                              pool != INFER_POOL_FIRST)) {
+    if (!c || !toks || !out || seq < 0 || seq >= c->n_seq || (pool != INFER_POOLING_MEAN && pool != INFER_POOLING_LAST &&
+                                                              pool != INFER_POOLING_FIRST)) {
         infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
         return INFER_ERR_ARG;
     }
@@ -82,12 +82,12 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
         c->seqs[seq].n_past = c->seqs[seq].hi = done + nb;
         for (t = 0; t < nb; t++) {
             int p = done + t;
-            if (pool == INFER_POOL_MEAN || (pool == INFER_POOL_FIRST && p == 0) || (pool == INFER_POOL_LAST && p == n - 1))
+            if (pool == INFER_POOLING_MEAN || (pool == INFER_POOLING_FIRST && p == 0) || (pool == INFER_POOLING_LAST && p == n - 1))
                 for (i = 0; i < m->dim; i++) acc[i] += hidden[(size_t)t * m->dim + i];
         }
     }
     for (i = 0; i < m->dim; i++) {
-        out[i] = (float)(pool == INFER_POOL_MEAN ? acc[i] / n : acc[i]);
+        out[i] = (float)(pool == INFER_POOLING_MEAN ? acc[i] / n : acc[i]);
         norm += (double)out[i] * out[i];
     }
     if (normalize && norm > 0)

@@ -72,9 +72,9 @@
 /* This header's version; infer_version() says which one was compiled in
    (the two differ when a program's header and its implementation do). */
 #define INFER_VERSION_MAJOR 0
-#define INFER_VERSION_MINOR 24
+#define INFER_VERSION_MINOR 25
 #define INFER_VERSION_PATCH 0
-#define INFER_VERSION "0.24.0"
+#define INFER_VERSION "0.25.0"
 
 /* The implementation needs POSIX (mmap, clock_gettime, pthreads), which a
    strict -std=c99 hides unless asked for before the first system header
@@ -109,6 +109,19 @@
 #define INFERDEF extern
 #endif
 #endif
+/* Marks the old names kept one release (see the end of this header); a
+   program that defines INFER_NO_DEPRECATED_WARNINGS silences it. */
+#ifndef INFER_DEPRECATED
+#if defined(INFER_NO_DEPRECATED_WARNINGS)
+#define INFER_DEPRECATED
+#elif defined(__GNUC__)
+#define INFER_DEPRECATED __attribute__((deprecated))
+#elif defined(_MSC_VER)
+#define INFER_DEPRECATED __declspec(deprecated)
+#else
+#define INFER_DEPRECATED
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,7 +133,7 @@ typedef struct infer_context infer_context;
 typedef struct infer_sampler infer_sampler;
 typedef struct infer_gguf infer_gguf;
 
-/* The implementation's version, INFER_VERSION as it was compiled: "0.24.0". */
+/* The implementation's version, INFER_VERSION as it was compiled: "0.25.0". */
 INFERDEF const char *infer_version(void);
 
 typedef enum infer_status {
@@ -333,8 +346,6 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
 INFERDEF void infer_context_free(infer_context *c);
 INFERDEF int infer_context_n_ctx(const infer_context *c);
 INFERDEF int infer_context_n_seq(const infer_context *c);
-/* Sequence 0's positions used (infer_seq_n_past(c, 0)). */
-INFERDEF int infer_context_n_past(const infer_context *c);
 /* The instruction set its kernels use: scalar, avx2, avx512, neon or wasm. */
 INFERDEF const char *infer_context_isa(const infer_context *c);
 /* Where its forward pass runs (its model's device). */
@@ -342,8 +353,6 @@ INFERDEF infer_device infer_context_device(const infer_context *c);
 /* 1 when its passes sum in llama.cpp's order (infer_context_params.match_llama,
    0 deciding by the model), on either device. */
 INFERDEF int infer_context_match_llama(const infer_context *c);
-/* Sequence 0: infer_seq_truncate(c, 0, n_past). */
-INFERDEF int infer_context_truncate(infer_context *c, int n_past);
 
 /* Called between layers of every forward pass (from the thread that called
    infer_decode); return non-zero to stop it: the call then returns
@@ -383,7 +392,7 @@ typedef struct infer_batch {
 INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b, infer_error *err);
 /* Logits (n_vocab floats) of token i of the last decode; i = -1 is the
    last token. NULL when that token's logits were not kept. */
-INFERDEF const float *infer_get_logits(const infer_context *c, int i);
+INFERDEF const float *infer_context_logits(const infer_context *c, int i);
 
 /* ---- Sequences: several conversations in one context ------------------- */
 
@@ -425,7 +434,7 @@ INFERDEF infer_status infer_seq_state_load_file(infer_context *c, int seq, const
 
 /* ---- Embeddings ------------------------------------------------------- */
 
-typedef enum infer_pooling { INFER_POOL_MEAN = 0, INFER_POOL_LAST, INFER_POOL_FIRST } infer_pooling;
+typedef enum infer_pooling { INFER_POOLING_MEAN = 0, INFER_POOLING_LAST, INFER_POOLING_FIRST } infer_pooling;
 /* Length of an embedding: the model's hidden size. */
 INFERDEF int infer_model_n_embd(const infer_model *m);
 /* The final hidden state (after the output norm) of text's tokens, pooled
@@ -1050,32 +1059,32 @@ INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, s
 /* How a model writes tool calls in its reply, as its chat template renders
    an assistant's tool_calls. */
 typedef enum infer_tool_format {
-    INFER_TOOLS_NONE = 0,    /* no tool calls: all text is content */
-    INFER_TOOLS_GENERIC,     /* a reply that is one JSON object: {"tool_call": {"name", "arguments"}},
+    INFER_TOOL_FORMAT_NONE = 0,    /* no tool calls: all text is content */
+    INFER_TOOL_FORMAT_GENERIC,     /* a reply that is one JSON object: {"tool_call": {"name", "arguments"}},
                                 {"tool_calls": [...]} or {"response": "text"} (llama.cpp's generic) */
-    INFER_TOOLS_HERMES,      /* <tool_call>{"name": .., "arguments": {..}}</tool_call> (Qwen 2.5/3, Hermes) */
-    INFER_TOOLS_LLAMA3,      /* Llama 3.1+: a reply that opens with {"name": .., "parameters": {..}};
+    INFER_TOOL_FORMAT_HERMES,      /* <tool_call>{"name": .., "arguments": {..}}</tool_call> (Qwen 2.5/3, Hermes) */
+    INFER_TOOL_FORMAT_LLAMA3,      /* Llama 3.1+: a reply that opens with {"name": .., "parameters": {..}};
                                 <|python_tag|> then such JSON, name.call(k="v", ..) or code */
-    INFER_TOOLS_MISTRAL,     /* [TOOL_CALLS][{"name", "arguments", "id"?}, ..] and the newer
+    INFER_TOOL_FORMAT_MISTRAL,     /* [TOOL_CALLS][{"name", "arguments", "id"?}, ..] and the newer
                                 [TOOL_CALLS]name[CALL_ID]id[ARGS]{..} ([CALL_ID] optional) */
-    INFER_TOOLS_PHI4_MINI,   /* <|tool_call|>[{"name", "arguments"}, ..]<|/tool_call|> (Phi-4-mini's
+    INFER_TOOL_FORMAT_PHI4_MINI,   /* <|tool_call|>[{"name", "arguments"}, ..]<|/tool_call|> (Phi-4-mini's
                                 template writes only the tool list, <|tool|>..<|/tool|>: this is
                                 the model card's call syntax) */
-    INFER_TOOLS_DEEPSEEK_R1, /* <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n
+    INFER_TOOL_FORMAT_DEEPSEEK_R1, /* <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>name\n
                                 ```json\n{..}\n```<｜tool▁call▁end｜>..<｜tool▁calls▁end｜> */
-    INFER_TOOLS_COMMAND_R,   /* Command R7B: <|START_ACTION|>[{"tool_call_id", "tool_name",
+    INFER_TOOL_FORMAT_COMMAND_R,   /* Command R7B: <|START_ACTION|>[{"tool_call_id", "tool_name",
                                 "parameters"}]<|END_ACTION|>; <|START_THINKING|>..<|END_THINKING|>
                                 is reasoning, <|START_RESPONSE|> and <|END_RESPONSE|> are dropped */
-    INFER_TOOLS_FUNCTIONARY, /* functionary v3.1: <function=name>{..}</function> */
-    INFER_TOOLS_FIREFUNCTION, /* firefunction v2: functools[{"name", "arguments"}, ..] */
-    INFER_TOOLS_NEMOTRON,    /* Nemotron Nano v2: <TOOLCALL>[{"name", "arguments"}, ..]</TOOLCALL> */
-    INFER_TOOLS_APERTUS,     /* Apertus: <|tools_prefix|>[{"name": {..arguments..}}, ..]<|tools_suffix|> */
-    INFER_TOOLS_COUNT
+    INFER_TOOL_FORMAT_FUNCTIONARY, /* functionary v3.1: <function=name>{..}</function> */
+    INFER_TOOL_FORMAT_FIREFUNCTION, /* firefunction v2: functools[{"name", "arguments"}, ..] */
+    INFER_TOOL_FORMAT_NEMOTRON,    /* Nemotron Nano v2: <TOOLCALL>[{"name", "arguments"}, ..]</TOOLCALL> */
+    INFER_TOOL_FORMAT_APERTUS,     /* Apertus: <|tools_prefix|>[{"name": {..arguments..}}, ..]<|tools_suffix|> */
+    INFER_TOOL_FORMAT_COUNT
 } infer_tool_format;
 
 /* The format a chat template's text writes tool calls in, from the markers
-   it holds; INFER_TOOLS_NONE where it has none it knows (or text is NULL),
-   INFER_TOOLS_GENERIC where it mentions tools without a known syntax
+   it holds; INFER_TOOL_FORMAT_NONE where it has none it knows (or text is NULL),
+   INFER_TOOL_FORMAT_GENERIC where it mentions tools without a known syntax
    (Seed-OSS's <seed:tool_call> with XML parameters is not parsed). */
 INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
 /* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
@@ -1096,7 +1105,7 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    [{"type": "function", "function": {"name", "description", "parameters"}}]
    (bare {"name", "parameters"} too); name (may be NULL) keeps that tool
    only. parallel: one call or more, where the format writes several (Llama
-   3's writes one). INFER_TOOLS_NONE and _GENERIC give the generic format's
+   3's writes one). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
    parallel). snprintf-style: the grammar's length, or -1 with err set (a
    list that is not JSON, a tool without a name, no tool of that name, a
@@ -1105,12 +1114,12 @@ INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json
                                      char *buf, size_t size, infer_error *err);
 
 /* The reasoning part of a reply, infer_output_parser_new's `reasoning`. */
-enum {
+typedef enum infer_reasoning {
     INFER_REASONING_NONE = 0, /* no reasoning: <think> is content */
     INFER_REASONING_AUTO = 1, /* a reply that opens with <think> reasons up to </think> */
     INFER_REASONING_OPEN = 2  /* the prompt opened <think> (DeepSeek R1's ends with "<think>\n"):
                                  the reply is reasoning up to </think> (a repeated <think> dropped) */
-};
+} infer_reasoning;
 
 /* One piece of a tool call, as OpenAI's streaming tool_calls deltas: a
    call's first piece has its id and name, later ones only more of the
@@ -1164,7 +1173,7 @@ typedef struct infer_output_result {
    not an error: its text, markers and all, becomes content, counted in
    n_malformed. Markers are found outside calls and reasoning only. */
 typedef struct infer_output_parser infer_output_parser;
-INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, int reasoning, infer_error *err);
+INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, infer_reasoning reasoning, infer_error *err);
 /* Adds n bytes of the reply; *out (may be NULL) receives what became
    certain. 0, or -1 when memory ran out or after finish (err says which;
    the parser can only be freed then). */
@@ -1188,7 +1197,7 @@ INFERDEF void infer_output_parser_free(infer_output_parser *p);
    whenever a public struct or signature does), and infer_struct_size()
    must equal the size of their own copy of each struct they use. C
    programs may call these too. */
-#define INFER_ABI_VERSION 1
+#define INFER_ABI_VERSION 2
 INFERDEF int infer_abi_version(void);
 
 typedef enum infer_struct_id {
@@ -1232,6 +1241,33 @@ INFERDEF void infer_chat_template_from_text_into(const char *text, const char *b
    it was built with (INFER_FREE): what a binding, which cannot reach the
    library's free(), must call. NULL does nothing. */
 INFERDEF void infer_free(void *p);
+
+/* ---- Deprecated in 0.25, removed in 0.26 --------------------------------- */
+
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_n_past(c, 0). */
+INFER_DEPRECATED INFERDEF int infer_context_n_past(const infer_context *c);
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past). */
+INFER_DEPRECATED INFERDEF int infer_context_truncate(infer_context *c, int n_past);
+/* Deprecated in 0.25, removed in 0.26: use infer_context_logits. */
+INFER_DEPRECATED INFERDEF const float *infer_get_logits(const infer_context *c, int i);
+/* Deprecated in 0.25, removed in 0.26: use INFER_POOLING_* and
+   INFER_TOOL_FORMAT_* (the constants of infer_pooling, infer_tool_format). */
+#define INFER_POOL_MEAN INFER_POOLING_MEAN
+#define INFER_POOL_LAST INFER_POOLING_LAST
+#define INFER_POOL_FIRST INFER_POOLING_FIRST
+#define INFER_TOOLS_NONE INFER_TOOL_FORMAT_NONE
+#define INFER_TOOLS_GENERIC INFER_TOOL_FORMAT_GENERIC
+#define INFER_TOOLS_HERMES INFER_TOOL_FORMAT_HERMES
+#define INFER_TOOLS_LLAMA3 INFER_TOOL_FORMAT_LLAMA3
+#define INFER_TOOLS_MISTRAL INFER_TOOL_FORMAT_MISTRAL
+#define INFER_TOOLS_PHI4_MINI INFER_TOOL_FORMAT_PHI4_MINI
+#define INFER_TOOLS_DEEPSEEK_R1 INFER_TOOL_FORMAT_DEEPSEEK_R1
+#define INFER_TOOLS_COMMAND_R INFER_TOOL_FORMAT_COMMAND_R
+#define INFER_TOOLS_FUNCTIONARY INFER_TOOL_FORMAT_FUNCTIONARY
+#define INFER_TOOLS_FIREFUNCTION INFER_TOOL_FORMAT_FIREFUNCTION
+#define INFER_TOOLS_NEMOTRON INFER_TOOL_FORMAT_NEMOTRON
+#define INFER_TOOLS_APERTUS INFER_TOOL_FORMAT_APERTUS
+#define INFER_TOOLS_COUNT INFER_TOOL_FORMAT_COUNT
 
 #ifdef __cplusplus
 }

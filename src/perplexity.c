@@ -22,11 +22,11 @@ INFERDEF infer_status infer_perplexity_chunk(infer_context *c, const infer_token
     }
     memcpy(tok, tokens, (size_t)n * sizeof *tok);
     if (infer_model_add_bos(m) && infer_model_bos(m) >= 0) tok[0] = infer_model_bos(m);
-    infer_context_truncate(c, 0);
+    infer_seq_truncate(c, 0, 0);
     st = infer_decode(c, tok, n, 1, err);
     first = n / 2;
     for (i = first; st == INFER_OK && i < n - 1; i++) {
-        const float *l = infer_get_logits(c, i);
+        const float *l = infer_context_logits(c, i);
         float max = l[0];
         double sum = 0, v;
         int j;

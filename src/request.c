@@ -647,7 +647,7 @@ static void infer__req_verify(infer_request *r, int pos) {
     infer_context *c = s->c;
     int n = (int)stbds_arrlen(r->draft), j, keep, accepted = 0, alive = 1, n_past;
     for (j = 0;; j++) {
-        if (!infer__req_sample(r, infer_get_logits(c, pos + j))) {
+        if (!infer__req_sample(r, infer_context_logits(c, pos + j))) {
             alive = 0; /* ended: the token drawn is not kept */
             keep = j + 1;
             break;
@@ -935,7 +935,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         r->has_pending = 0;
         if (r->ending) infer__req_end(r, INFER_OK, NULL);
         else if (s->take[i] > 1) infer__req_verify(r, pos);
-        else infer__req_sample(r, infer_get_logits(c, pos));
+        else infer__req_sample(r, infer_context_logits(c, pos));
         pos += s->take[i];
     }
     for (i = 0; i < n; i++) {
@@ -954,7 +954,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
             infer__mutex_unlock(&s->mu);
             if (r->n_copy_to && !infer__req_copy_out(r)) continue;
             if (r->n_predict <= 0) infer__req_end(r, INFER_OK, NULL);
-            else infer__req_sample(r, infer_get_logits(c, pos - 1));
+            else infer__req_sample(r, infer_context_logits(c, pos - 1));
         }
     }
     ms = infer__now_ms() - t0;

@@ -12,6 +12,7 @@ static int infer__seq_ok(const infer_context *c, int seq, infer_error *err) {
 INFERDEF int infer_seq_n_past(const infer_context *c, int seq) {
     return infer__seq_ok(c, seq, NULL) ? c->seqs[seq].n_past : 0;
 }
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_n_past(c, 0). */
 INFERDEF int infer_context_n_past(const infer_context *c) { return infer_seq_n_past(c, 0); }
 
 INFERDEF const float *infer_seq_logits(const infer_context *c, int seq) {
@@ -42,6 +43,7 @@ INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
     stbds_arrsetlen(q->tokens, n_past);
     return n_past;
 }
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past). */
 INFERDEF int infer_context_truncate(infer_context *c, int n_past) { return infer_seq_truncate(c, 0, n_past); }
 
 /* Whether the sequence's cache holds each of its positions at slot =

@@ -48,16 +48,16 @@ static const infer__tc_marker infer__tc_apertus_m[] = {{"<|tools_prefix|>", INFE
 
 static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     switch (f) {
-    case INFER_TOOLS_HERMES: return infer__tc_hermes;
-    case INFER_TOOLS_LLAMA3: return infer__tc_llama3;
-    case INFER_TOOLS_MISTRAL: return infer__tc_mistral_m;
-    case INFER_TOOLS_PHI4_MINI: return infer__tc_phi;
-    case INFER_TOOLS_DEEPSEEK_R1: return infer__tc_ds;
-    case INFER_TOOLS_COMMAND_R: return infer__tc_cmdr;
-    case INFER_TOOLS_FUNCTIONARY: return infer__tc_functionary;
-    case INFER_TOOLS_FIREFUNCTION: return infer__tc_fire;
-    case INFER_TOOLS_NEMOTRON: return infer__tc_nemotron;
-    case INFER_TOOLS_APERTUS: return infer__tc_apertus_m;
+    case INFER_TOOL_FORMAT_HERMES: return infer__tc_hermes;
+    case INFER_TOOL_FORMAT_LLAMA3: return infer__tc_llama3;
+    case INFER_TOOL_FORMAT_MISTRAL: return infer__tc_mistral_m;
+    case INFER_TOOL_FORMAT_PHI4_MINI: return infer__tc_phi;
+    case INFER_TOOL_FORMAT_DEEPSEEK_R1: return infer__tc_ds;
+    case INFER_TOOL_FORMAT_COMMAND_R: return infer__tc_cmdr;
+    case INFER_TOOL_FORMAT_FUNCTIONARY: return infer__tc_functionary;
+    case INFER_TOOL_FORMAT_FIREFUNCTION: return infer__tc_fire;
+    case INFER_TOOL_FORMAT_NEMOTRON: return infer__tc_nemotron;
+    case INFER_TOOL_FORMAT_APERTUS: return infer__tc_apertus_m;
     default: return infer__tc_none;
     }
 }
@@ -76,45 +76,45 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     static const char *const nemotron[] = {"<TOOLCALL>", NULL};
     static const char *const apertus[] = {"<|tools_prefix|>", NULL};
     switch (f) {
-    case INFER_TOOLS_GENERIC: return generic;
-    case INFER_TOOLS_HERMES: return hermes;
-    case INFER_TOOLS_LLAMA3: return llama3;
-    case INFER_TOOLS_MISTRAL: return mistral;
-    case INFER_TOOLS_PHI4_MINI: return phi;
-    case INFER_TOOLS_DEEPSEEK_R1: return ds;
-    case INFER_TOOLS_COMMAND_R: return cmdr;
-    case INFER_TOOLS_FUNCTIONARY: return functionary;
-    case INFER_TOOLS_FIREFUNCTION: return fire;
-    case INFER_TOOLS_NEMOTRON: return nemotron;
-    case INFER_TOOLS_APERTUS: return apertus;
+    case INFER_TOOL_FORMAT_GENERIC: return generic;
+    case INFER_TOOL_FORMAT_HERMES: return hermes;
+    case INFER_TOOL_FORMAT_LLAMA3: return llama3;
+    case INFER_TOOL_FORMAT_MISTRAL: return mistral;
+    case INFER_TOOL_FORMAT_PHI4_MINI: return phi;
+    case INFER_TOOL_FORMAT_DEEPSEEK_R1: return ds;
+    case INFER_TOOL_FORMAT_COMMAND_R: return cmdr;
+    case INFER_TOOL_FORMAT_FUNCTIONARY: return functionary;
+    case INFER_TOOL_FORMAT_FIREFUNCTION: return fire;
+    case INFER_TOOL_FORMAT_NEMOTRON: return nemotron;
+    case INFER_TOOL_FORMAT_APERTUS: return apertus;
     default: return none;
     }
 }
 
 INFERDEF const char *infer_tool_format_name(infer_tool_format f) {
-    static const char *const names[INFER_TOOLS_COUNT] = {"none",      "generic",     "hermes",    "llama3",
+    static const char *const names[INFER_TOOL_FORMAT_COUNT] = {"none",      "generic",     "hermes",    "llama3",
                                                          "mistral",   "phi4-mini",   "deepseek-r1", "command-r",
                                                          "functionary", "firefunction", "nemotron",  "apertus"};
-    return (int)f >= 0 && f < INFER_TOOLS_COUNT ? names[f] : "unknown";
+    return (int)f >= 0 && f < INFER_TOOL_FORMAT_COUNT ? names[f] : "unknown";
 }
 
 INFERDEF infer_tool_format infer_tool_format_detect(const char *t) {
-    if (!t) return INFER_TOOLS_NONE;
-    if (strstr(t, "<seed:tool_call>")) return INFER_TOOLS_GENERIC; /* XML parameters: not parsed */
-    if (strstr(t, "<TOOLCALL>")) return INFER_TOOLS_NEMOTRON;
-    if (strstr(t, "<|tools_prefix|>")) return INFER_TOOLS_APERTUS;
-    if (strstr(t, "<tool_call>")) return INFER_TOOLS_HERMES;
-    if (strstr(t, "[TOOL_CALLS]")) return INFER_TOOLS_MISTRAL;
+    if (!t) return INFER_TOOL_FORMAT_NONE;
+    if (strstr(t, "<seed:tool_call>")) return INFER_TOOL_FORMAT_GENERIC; /* XML parameters: not parsed */
+    if (strstr(t, "<TOOLCALL>")) return INFER_TOOL_FORMAT_NEMOTRON;
+    if (strstr(t, "<|tools_prefix|>")) return INFER_TOOL_FORMAT_APERTUS;
+    if (strstr(t, "<tool_call>")) return INFER_TOOL_FORMAT_HERMES;
+    if (strstr(t, "[TOOL_CALLS]")) return INFER_TOOL_FORMAT_MISTRAL;
     if (strstr(t, "tool\xE2\x96\x81" "calls\xE2\x96\x81" "begin") || strstr(t, "tool\xE2\x96\x81" "call\xE2\x96\x81" "begin"))
-        return INFER_TOOLS_DEEPSEEK_R1;
-    if (strstr(t, "<|START_ACTION|>")) return INFER_TOOLS_COMMAND_R;
-    if (strstr(t, "functools[")) return INFER_TOOLS_FIREFUNCTION;
-    if (strstr(t, "<function=")) return INFER_TOOLS_FUNCTIONARY;
+        return INFER_TOOL_FORMAT_DEEPSEEK_R1;
+    if (strstr(t, "<|START_ACTION|>")) return INFER_TOOL_FORMAT_COMMAND_R;
+    if (strstr(t, "functools[")) return INFER_TOOL_FORMAT_FIREFUNCTION;
+    if (strstr(t, "<function=")) return INFER_TOOL_FORMAT_FUNCTIONARY;
     if (strstr(t, "<|python_tag|>") || (strstr(t, "<|start_header_id|>") && strstr(t, "\"parameters\"")))
-        return INFER_TOOLS_LLAMA3;
-    if (strstr(t, "<|tool_call|>") || (strstr(t, "<|tool|>") && strstr(t, "<|/tool|>"))) return INFER_TOOLS_PHI4_MINI;
-    if (strstr(t, "tools") || strstr(t, "tool_calls")) return INFER_TOOLS_GENERIC;
-    return INFER_TOOLS_NONE;
+        return INFER_TOOL_FORMAT_LLAMA3;
+    if (strstr(t, "<|tool_call|>") || (strstr(t, "<|tool|>") && strstr(t, "<|/tool|>"))) return INFER_TOOL_FORMAT_PHI4_MINI;
+    if (strstr(t, "tools") || strstr(t, "tool_calls")) return INFER_TOOL_FORMAT_GENERIC;
+    return INFER_TOOL_FORMAT_NONE;
 }
 
 /* ---- the parser ------------------------------------------------------------- */
@@ -299,7 +299,7 @@ static int infer__tc_add(infer_output_parser *p, const char *name, size_t name_l
         int k = (int)stbds_arrlen(p->calls), i, o = 0;
         h = infer__fnv(h, args, args_len);
         h = infer__fnv(h, &k, sizeof k);
-        if (p->fmt != INFER_TOOLS_MISTRAL) {
+        if (p->fmt != INFER_TOOL_FORMAT_MISTRAL) {
             memcpy(made, "call_", 5);
             o = 5;
         }
@@ -822,17 +822,17 @@ static void infer__tc_advance(infer_output_parser *p, int final) {
         } else if (p->state == INFER__TC_CONTENT) {
             const infer__tc_marker *m, *best = NULL;
             size_t best_at = (size_t)-1, end, hold = 0;
-            if (!p->content_started && (p->fmt == INFER_TOOLS_LLAMA3 || p->fmt == INFER_TOOLS_GENERIC)) {
+            if (!p->content_started && (p->fmt == INFER_TOOL_FORMAT_LLAMA3 || p->fmt == INFER_TOOL_FORMAT_GENERIC)) {
                 size_t i = p->pos;
                 int r;
                 /* Llama 3 may separate its calls with ';' */
                 while (i < n && (infer__tc_ws(b[i]) || (b[i] == ';' && stbds_arrlen(p->calls) > 0))) i++;
                 if (i == n && !final) return;
-                r = p->fmt == INFER_TOOLS_GENERIC ? (i < n ? b[i] == '{' : -1) : infer__tc_l3_start(b + i, n - i);
+                r = p->fmt == INFER_TOOL_FORMAT_GENERIC ? (i < n ? b[i] == '{' : -1) : infer__tc_l3_start(b + i, n - i);
                 if (r < 0 && !final) return;
                 if (r > 0) {
                     p->pos = i;
-                    infer__tc_open_call(p, i, i, p->fmt == INFER_TOOLS_GENERIC ? INFER__K_GENERIC : INFER__K_L3JSON);
+                    infer__tc_open_call(p, i, i, p->fmt == INFER_TOOL_FORMAT_GENERIC ? INFER__K_GENERIC : INFER__K_L3JSON);
                     continue;
                 }
             }
@@ -872,9 +872,9 @@ static void infer__tc_advance(infer_output_parser *p, int final) {
     }
 }
 
-INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, int reasoning, infer_error *err) {
+INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, infer_reasoning reasoning, infer_error *err) {
     infer_output_parser *p;
-    if ((int)f < 0 || f >= INFER_TOOLS_COUNT || reasoning < 0 || reasoning > INFER_REASONING_OPEN) {
+    if ((int)f < 0 || f >= INFER_TOOL_FORMAT_COUNT || (int)reasoning < 0 || reasoning > INFER_REASONING_OPEN) {
         infer__set_error(err, INFER_ERR_ARG, "output parser: unknown tool format %d or reasoning mode %d", (int)f,
                          reasoning);
         return NULL;
@@ -889,8 +889,8 @@ INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, int r
     p->fmt = f;
     p->reasoning_mode = reasoning;
     p->markers = infer__tc_markers(f);
-    p->think_open = f == INFER_TOOLS_COMMAND_R ? "<|START_THINKING|>" : "<think>";
-    p->think_close = f == INFER_TOOLS_COMMAND_R ? "<|END_THINKING|>" : "</think>";
+    p->think_open = f == INFER_TOOL_FORMAT_COMMAND_R ? "<|START_THINKING|>" : "<think>";
+    p->think_close = f == INFER_TOOL_FORMAT_COMMAND_R ? "<|END_THINKING|>" : "</think>";
     p->state = INFER__TC_START;
     return p;
 }

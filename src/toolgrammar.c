@@ -31,14 +31,14 @@ static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_to
     char args[32];
     snprintf(args, sizeof args, " tool-args-%d ", i);
     switch (f) {
-    case INFER_TOOLS_FUNCTIONARY: /* <function=name>{..}</function> */
+    case INFER_TOOL_FORMAT_FUNCTIONARY: /* <function=name>{..}</function> */
         infer__sb_puts(b, "\"<function=\" ");
         infer__sb_literal(b, t->name, t->name_len);
         infer__sb_puts(b, " \">\"");
         infer__sb_puts(b, args);
         infer__sb_puts(b, "\"</function>\"");
         return;
-    case INFER_TOOLS_DEEPSEEK_R1: { /* begin function sep name ```json {..} ``` end */
+    case INFER_TOOL_FORMAT_DEEPSEEK_R1: { /* begin function sep name ```json {..} ``` end */
         infer__sb head = {NULL, 0};
         infer__sb_puts(&head, INFER__DS_CALL_BEGIN "function" INFER__DS_SEP);
         infer__sb_put(&head, t->name, t->name_len);
@@ -50,14 +50,14 @@ static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_to
         infer__sb_literal(b, "\n```" INFER__DS_CALL_END, strlen("\n```" INFER__DS_CALL_END));
         return;
     }
-    case INFER_TOOLS_APERTUS: /* {"name": {..}} */
+    case INFER_TOOL_FORMAT_APERTUS: /* {"name": {..}} */
         infer__sb_puts(b, "\"{\" space ");
         infer__tg_json_lit(b, t->name, t->name_len);
         infer__sb_puts(b, " space \":\" space");
         infer__sb_puts(b, args);
         infer__sb_puts(b, "\"}\" space");
         return;
-    case INFER_TOOLS_COMMAND_R: /* {"tool_call_id": "0", "tool_name": name, "parameters": {..}} */
+    case INFER_TOOL_FORMAT_COMMAND_R: /* {"tool_call_id": "0", "tool_name": name, "parameters": {..}} */
         infer__tg_key(b, "tool_call_id", 1);
         infer__sb_puts(b, "\"\\\"\" [0-9]{1,4} \"\\\"\" space ");
         infer__tg_key(b, "tool_name", 0);
@@ -71,7 +71,7 @@ static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_to
         infer__tg_key(b, "name", 1);
         infer__tg_json_lit(b, t->name, t->name_len);
         infer__sb_puts(b, " space ");
-        infer__tg_key(b, f == INFER_TOOLS_LLAMA3 ? "parameters" : "arguments", 0);
+        infer__tg_key(b, f == INFER_TOOL_FORMAT_LLAMA3 ? "parameters" : "arguments", 0);
         infer__sb_puts(b, args);
         infer__sb_puts(b, "\"}\" space");
         return;
@@ -83,31 +83,31 @@ static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
     const char *list = parallel ? "tool-list ::= \"[\" space tool-item (\",\" space tool-item)* \"]\" space\n"
                                 : "tool-list ::= \"[\" space tool-item \"]\" space\n";
     switch (f) {
-    case INFER_TOOLS_HERMES:
+    case INFER_TOOL_FORMAT_HERMES:
         infer__sb_puts(b, parallel ? "root ::= tool-tagged (\"\\n\" tool-tagged)*\n" : "root ::= tool-tagged\n");
         infer__sb_puts(b, "tool-tagged ::= \"<tool_call>\\n\" tool-item \"\\n</tool_call>\"\n");
         return;
-    case INFER_TOOLS_LLAMA3: /* one call a reply */
+    case INFER_TOOL_FORMAT_LLAMA3: /* one call a reply */
         infer__sb_puts(b, "root ::= tool-item\n");
         return;
-    case INFER_TOOLS_FUNCTIONARY:
+    case INFER_TOOL_FORMAT_FUNCTIONARY:
         infer__sb_puts(b, parallel ? "root ::= tool-item (\"\\n\"? tool-item)*\n" : "root ::= tool-item\n");
         return;
-    case INFER_TOOLS_DEEPSEEK_R1:
+    case INFER_TOOL_FORMAT_DEEPSEEK_R1:
         infer__sb_puts(b, "root ::= ");
         infer__sb_literal(b, INFER__DS_CALLS_BEGIN, strlen(INFER__DS_CALLS_BEGIN));
         infer__sb_puts(b, parallel ? " tool-item (\"\\n\"? tool-item)* " : " tool-item ");
         infer__sb_literal(b, INFER__DS_CALLS_END, strlen(INFER__DS_CALLS_END));
         infer__sb_puts(b, "\n");
         return;
-    case INFER_TOOLS_MISTRAL: infer__sb_puts(b, "root ::= \"[TOOL_CALLS]\" tool-list\n"); break;
-    case INFER_TOOLS_PHI4_MINI: infer__sb_puts(b, "root ::= \"<|tool_call|>\" tool-list \"<|/tool_call|>\"\n"); break;
-    case INFER_TOOLS_NEMOTRON: infer__sb_puts(b, "root ::= \"<TOOLCALL>\" tool-list \"</TOOLCALL>\"\n"); break;
-    case INFER_TOOLS_FIREFUNCTION: infer__sb_puts(b, "root ::= \"functools\" tool-list\n"); break;
-    case INFER_TOOLS_COMMAND_R:
+    case INFER_TOOL_FORMAT_MISTRAL: infer__sb_puts(b, "root ::= \"[TOOL_CALLS]\" tool-list\n"); break;
+    case INFER_TOOL_FORMAT_PHI4_MINI: infer__sb_puts(b, "root ::= \"<|tool_call|>\" tool-list \"<|/tool_call|>\"\n"); break;
+    case INFER_TOOL_FORMAT_NEMOTRON: infer__sb_puts(b, "root ::= \"<TOOLCALL>\" tool-list \"</TOOLCALL>\"\n"); break;
+    case INFER_TOOL_FORMAT_FIREFUNCTION: infer__sb_puts(b, "root ::= \"functools\" tool-list\n"); break;
+    case INFER_TOOL_FORMAT_COMMAND_R:
         infer__sb_puts(b, "root ::= \"<|START_ACTION|>\" tool-list \"<|END_ACTION|>\"\n");
         break;
-    case INFER_TOOLS_APERTUS:
+    case INFER_TOOL_FORMAT_APERTUS:
         infer__sb_puts(b, "root ::= \"<|tools_prefix|>\" tool-list \"<|tools_suffix|>\"\n");
         break;
     default: /* generic: {"tool_calls": [..]} or {"tool_call": {..}} */
@@ -136,7 +136,7 @@ INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json
     char **names = NULL;
     infer__sb out = {NULL, 0};
     int i, n = 0, len = -1;
-    if (!tools_json || (int)f < 0 || f >= INFER_TOOLS_COUNT) {
+    if (!tools_json || (int)f < 0 || f >= INFER_TOOL_FORMAT_COUNT) {
         infer__set_error(err, INFER_ERR_ARG, "tool call grammar: no tools, or an unknown format");
         return -1;
     }

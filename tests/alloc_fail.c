@@ -150,8 +150,8 @@ static void model_pass(const char *path, const char *quant_path, pass_output *o,
         step_failed(ps, "infer_decode", st, &err);
         goto done;
     }
-    out_add(o, infer_get_logits(c, -1), 4 * sizeof(float));
-    infer_context_truncate(c, 0);
+    out_add(o, infer_context_logits(c, -1), 4 * sizeof(float));
+    infer_seq_truncate(c, 0, 0);
     {
         infer_sampler_params sp = infer_sampler_default_params();
         sp.temperature = 0;

@@ -48,7 +48,7 @@ static void generate(void *arg) {
     n = infer_tokenize(j->m, j->prompt, strlen(j->prompt), toks, 256, 1, 0);
     j->ok = n > 0 && infer_decode(c, toks, n, 0, NULL) == INFER_OK;
     for (i = 0; i < N_GEN && j->ok; i++) {
-        j->out[i] = argmax(infer_get_logits(c, -1), nv);
+        j->out[i] = argmax(infer_context_logits(c, -1), nv);
         j->ok = infer_decode(c, &j->out[i], 1, 0, NULL) == INFER_OK;
     }
     infer_context_free(c);

@@ -129,13 +129,13 @@ ParameterizedTest(format_case *fc, cuda_formats, format, .timeout = 600) {
     cr_assert_eq(infer_decode(cc, toks, 6, 1, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_decode(gc, toks, 6, 1, &err), INFER_OK, "GPU: %s", err.msg);
     for (i = 0; i < 6; i++) {
-        w = compare(infer_get_logits(cc, i), infer_get_logits(gc, i), nv, fc->tol, name, i);
+        w = compare(infer_context_logits(cc, i), infer_context_logits(gc, i), nv, fc->tol, name, i);
         worst = w > worst ? w : worst;
     }
     for (i = 6; i < 9; i++) {
         cr_assert_eq(infer_decode(cc, &toks[i], 1, 0, &err), INFER_OK, "%s", err.msg);
         cr_assert_eq(infer_decode(gc, &toks[i], 1, 0, &err), INFER_OK, "GPU: %s", err.msg);
-        w = compare(infer_get_logits(cc, -1), infer_get_logits(gc, -1), nv, fc->tol, name, i);
+        w = compare(infer_context_logits(cc, -1), infer_context_logits(gc, -1), nv, fc->tol, name, i);
         worst = w > worst ? w : worst;
     }
     cr_log_info("%s: worst GPU-CPU difference %.3f%% of range (limit %.0f%%)", name, 100 * worst,

@@ -77,11 +77,11 @@ static int run_job(const char *model_path, int n_greedy, int special, const char
         goto done;
     }
     for (i = 0; i < n; i++) {
-        const float *l = infer_get_logits(c, i);
+        const float *l = infer_context_logits(c, i);
         printf("prompt %d: top %d, logits %016llx\n", i, argmax(l, nv), hash_floats(l, nv));
     }
     for (i = 0; i < n_greedy; i++) {
-        const float *l = infer_get_logits(c, -1);
+        const float *l = infer_context_logits(c, -1);
         t = (infer_token)argmax(l, nv);
         printf("greedy %d: token %d, logits %016llx\n", i, (int)t, hash_floats(l, nv));
         if (infer_model_is_eog(m, t)) break;

@@ -201,13 +201,13 @@ static int run(infer_model *m, const tu_json *ref, const char *isa, float tol, f
     if (keep) r->rows = (float *)malloc(sizeof(float) * (size_t)nv * (size_t)(np + ng));
     if (infer_decode(c, toks, np, 1, &err) != INFER_OK) goto fail;
     for (i = 0; i < np; i++) {
-        const float *l = infer_get_logits(c, i);
+        const float *l = infer_context_logits(c, i);
         if (keep) memcpy(r->rows + (size_t)r->n_rows++ * nv, l, sizeof(float) * (size_t)nv);
         if (c->route.margin && c->route.margin[i] < ROUTING_NEAR_TIE) r->routed_ties++;
         else check_logits(r, l, nv, &ptop->items[i], tol, i);
     }
     for (s = 0; s < ng; s++) {
-        const float *l = infer_get_logits(c, -1);
+        const float *l = infer_context_logits(c, -1);
         const tu_json *top = &gtop->items[s];
         int want = (int)gtoks->items[s].num, best = argmax(l, nv);
         double gap = top->n >= 2 ? top->items[0].items[1].num - top->items[1].items[1].num : 1e9;

@@ -84,12 +84,12 @@ static float *run(infer_model *m, infer_token *toks, int np, int gen) {
     c = infer_context_new(m, &cp, &err);
     cr_assert_not_null(c, "%s", err.msg);
     cr_assert_eq(infer_decode(c, toks, np, 1, &err), INFER_OK, "%s", err.msg);
-    for (i = 0; i < np; i++) memcpy(rows + (size_t)i * nv, infer_get_logits(c, i), sizeof(float) * (size_t)nv);
+    for (i = 0; i < np; i++) memcpy(rows + (size_t)i * nv, infer_context_logits(c, i), sizeof(float) * (size_t)nv);
     for (s = 0; s < STEPS; s++) {
         const float *l = rows + (size_t)(np - 1 + s) * nv;
         if (gen) range_of(l, nv, &best, &gap), toks[np + s] = best;
         cr_assert_eq(infer_decode(c, &toks[np + s], 1, 0, &err), INFER_OK, "%s", err.msg);
-        memcpy(rows + (size_t)(np + s) * nv, infer_get_logits(c, -1), sizeof(float) * (size_t)nv);
+        memcpy(rows + (size_t)(np + s) * nv, infer_context_logits(c, -1), sizeof(float) * (size_t)nv);
     }
     infer_context_free(c);
     return rows;

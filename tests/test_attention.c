@@ -264,7 +264,7 @@ static void check_cache_type(infer_type type, double tol) {
     cr_assert_lt(infer_context_metrics(c).context_bytes, infer_context_metrics(c16).context_bytes);
     cr_assert_eq(infer_decode(c, toks, np, 1, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < np; i++) {
-        const float *l = infer_get_logits(c, i);
+        const float *l = infer_context_logits(c, i);
         const tu_json *top = &ptop->items[i];
         float lo = l[0], hi = l[0];
         for (j = 1; j < nv; j++) lo = l[j] < lo ? l[j] : lo, hi = l[j] > hi ? l[j] : hi;

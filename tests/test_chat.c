@@ -963,18 +963,18 @@ Test(chat, kv_cache_reused_across_turns) {
     k = add_tokens(m, text, infer_model_add_bos(m), &all, &n_all);
     free(text);
     cr_assert_eq(infer_decode(c, all, k, 0, &err), INFER_OK, "%s", err.msg);
-    cr_assert_eq(infer_context_n_past(c), k);
+    cr_assert_eq(infer_seq_n_past(c, 0), k);
     for (i = 0; i < 8; i++) { /* a short reply */
-        tok = infer_sampler_sample(s, infer_get_logits(c, -1));
+        tok = infer_sampler_sample(s, infer_context_logits(c, -1));
         if (infer_model_is_eog(m, tok)) break;
         all = (infer_token *)realloc(all, (size_t)(n_all + 1) * sizeof *all);
         all[n_all++] = tok;
         cr_assert_eq(infer_decode(c, &tok, 1, 0, &err), INFER_OK, "%s", err.msg);
     }
-    cr_assert_eq(infer_context_n_past(c), n_all);
+    cr_assert_eq(infer_seq_n_past(c, 0), n_all);
 
     /* turn 2: end of the reply + the new user message + assistant prompt */
-    past = infer_context_n_past(c);
+    past = infer_seq_n_past(c, 0);
     {
         char eot[64];
         int ne = infer_chat_end_of_turn(&t, eot, sizeof eot);
@@ -987,9 +987,9 @@ Test(chat, kv_cache_reused_across_turns) {
     k = add_tokens(m, text, 0, &all, &n_all);
     free(text);
     cr_assert_eq(infer_decode(c, all + n_all - k, k, 0, &err), INFER_OK, "%s", err.msg);
-    cr_expect_eq(infer_context_n_past(c), past + k, "the second turn decoded %d tokens onto %d",
-                 infer_context_n_past(c) - past, past);
-    a = infer_get_logits(c, -1);
+    cr_expect_eq(infer_seq_n_past(c, 0), past + k, "the second turn decoded %d tokens onto %d",
+                 infer_seq_n_past(c, 0) - past, past);
+    a = infer_context_logits(c, -1);
     inc = (float *)malloc((size_t)nv * sizeof *inc);
     memcpy(inc, a, (size_t)nv * sizeof *inc);
 
@@ -997,7 +997,7 @@ Test(chat, kv_cache_reused_across_turns) {
     c2 = infer_context_new(m, NULL, &err);
     cr_assert_not_null(c2, "%s", err.msg);
     cr_assert_eq(infer_decode(c2, all, n_all, 0, &err), INFER_OK, "%s", err.msg);
-    b = infer_get_logits(c2, -1);
+    b = infer_context_logits(c2, -1);
     for (i = 0; i < nv; i++) cr_assert_float_eq(inc[i], b[i], 1e-3f, "logit %d: %g vs %g", i, inc[i], b[i]);
 
     free(inc);

@@ -281,7 +281,7 @@ Test(cli, eval_json_matches_library) {
     cr_assert_not_null(c, "%s", err.msg);
     cr_assert_eq(infer_decode(c, toks, 3, 1, &err), INFER_OK, "%s", err.msg);
     for (r = 0; r < 3; r++) {
-        const float *l = infer_get_logits(c, r);
+        const float *l = infer_context_logits(c, r);
         const tu_json *row = &rows->items[r];
         cr_assert_not_null(l);
         cr_assert_eq(row->kind, TU_ARR);
@@ -359,7 +359,7 @@ Test(cli, run_greedy_json_matches_library) {
     cr_assert_not_null(c, "%s", err.msg);
     cr_assert_eq(infer_decode(c, ptoks, np, 0, &err), INFER_OK, "%s", err.msg);
     for (ng = 0; ng < 16; ng++) {
-        const float *l = infer_get_logits(c, -1);
+        const float *l = infer_context_logits(c, -1);
         int b = 0, j;
         for (j = 1; j < nv; j++)
             if (l[j] > l[b]) b = j;

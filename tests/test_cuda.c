@@ -218,7 +218,7 @@ static void compare_one(infer_model *cpu, infer_model *gpu, const char *ref_path
     cr_expect_eq(emu_count(EMU_CUBLAS), 0, "%s: batches of 7 went to cuBLAS", ref_path);
 #endif
     for (i = 0; i < np; i++) {
-        double w = compare_row(infer_get_logits(cc, i), infer_get_logits(gc, i), nv, tol, ref_path, i);
+        double w = compare_row(infer_context_logits(cc, i), infer_context_logits(gc, i), nv, tol, ref_path, i);
         if (w > worst) worst = w;
     }
     if (gb) {
@@ -233,7 +233,7 @@ static void compare_one(infer_model *cpu, infer_model *gpu, const char *ref_path
 #endif
         worst_blas = 0;
         for (i = 0; i < np; i++) {
-            double w = compare_row_as(infer_get_logits(cc, i), infer_get_logits(gb, i), nv, tol, what, i, experts);
+            double w = compare_row_as(infer_context_logits(cc, i), infer_context_logits(gb, i), nv, tol, what, i, experts);
             if (experts && w > tol) {
                 flips++;
                 cr_log_info("%s: position %d differs by %.2f%% of range: a routing near-tie chosen otherwise", what, i,
@@ -256,8 +256,8 @@ static void compare_one(infer_model *cpu, infer_model *gpu, const char *ref_path
         double w;
         cr_assert_eq(infer_decode(cc, &toks[i], 1, 0, &err), INFER_OK, "%s", err.msg);
         cr_assert_eq(infer_decode(gc, &toks[i], 1, 0, &err), INFER_OK, "GPU: %s", err.msg);
-        c = infer_get_logits(cc, -1);
-        g = infer_get_logits(gc, -1);
+        c = infer_context_logits(cc, -1);
+        g = infer_context_logits(gc, -1);
         w = compare_row(c, g, nv, tol, ref_path, i);
         if (w > worst) worst = w;
         {
@@ -398,13 +398,13 @@ Test(cuda, long_context, .timeout = 900) {
     cr_assert_eq(infer_decode(cc, toks, 140, 1, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_decode(gc, toks, 140, 1, &err), INFER_OK, "GPU: %s", err.msg);
     for (i = 0; i < 140; i++) {
-        w = compare_row(infer_get_logits(cc, i), infer_get_logits(gc, i), nv, 0.01f, "stories260K long", i);
+        w = compare_row(infer_context_logits(cc, i), infer_context_logits(gc, i), nv, 0.01f, "stories260K long", i);
         worst = w > worst ? w : worst;
     }
     for (i = 140; i < 146; i++) {
         cr_assert_eq(infer_decode(cc, &toks[i], 1, 0, &err), INFER_OK, "%s", err.msg);
         cr_assert_eq(infer_decode(gc, &toks[i], 1, 0, &err), INFER_OK, "GPU: %s", err.msg);
-        w = compare_row(infer_get_logits(cc, -1), infer_get_logits(gc, -1), nv, 0.01f, "stories260K long", i);
+        w = compare_row(infer_context_logits(cc, -1), infer_context_logits(gc, -1), nv, 0.01f, "stories260K long", i);
         worst = w > worst ? w : worst;
     }
     cr_log_info("stories260K, 146 positions: worst GPU-CPU difference %.3f%% of range", 100 * worst);
@@ -433,12 +433,12 @@ Test(cuda, contexts_and_truncation) {
     cr_assert(a && b, "%s", err.msg);
     for (i = 0; i < 6; i++) cr_assert_eq(infer_decode(a, &toks[i], 1, 0, &err), INFER_OK, "%s", err.msg);
     first = (float *)malloc(sizeof(float) * (size_t)nv);
-    memcpy(first, infer_get_logits(a, -1), sizeof(float) * (size_t)nv);
+    memcpy(first, infer_context_logits(a, -1), sizeof(float) * (size_t)nv);
     cr_assert_eq(infer_decode(b, toks, 6, 0, &err), INFER_OK, "%s", err.msg);
-    for (i = 0; i < nv; i++) cr_assert_float_eq(infer_get_logits(b, -1)[i], first[i], 1e-3f + 1e-3f * fabsf(first[i]));
-    infer_context_truncate(a, 3);
+    for (i = 0; i < nv; i++) cr_assert_float_eq(infer_context_logits(b, -1)[i], first[i], 1e-3f + 1e-3f * fabsf(first[i]));
+    infer_seq_truncate(a, 0, 3);
     for (i = 3; i < 6; i++) cr_assert_eq(infer_decode(a, &toks[i], 1, 0, &err), INFER_OK, "%s", err.msg);
-    for (i = 0; i < nv; i++) cr_assert_float_eq(infer_get_logits(a, -1)[i], first[i], 1e-5f + 1e-5f * fabsf(first[i]));
+    for (i = 0; i < nv; i++) cr_assert_float_eq(infer_context_logits(a, -1)[i], first[i], 1e-5f + 1e-5f * fabsf(first[i]));
     free(first);
     infer_context_free(a);
     infer_context_free(b);
@@ -465,12 +465,12 @@ Test(cuda, abort_between_layers) {
     cr_assert(a && b, "%s", err.msg);
     infer_context_set_abort(a, stop_after, &left);
     cr_assert_eq(infer_decode(a, toks, 6, 0, &err), INFER_ERR_CANCELLED);
-    cr_assert_eq(infer_context_n_past(a), 0);
+    cr_assert_eq(infer_seq_n_past(a, 0), 0);
     cr_assert_eq(left, -1, "asked before the pass and after each layer until it said stop");
     left = 1000;
     cr_assert_eq(infer_decode(a, toks, 6, 0, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_decode(b, toks, 6, 0, &err), INFER_OK, "%s", err.msg);
-    for (i = 0; i < nv; i++) cr_assert_eq(infer_get_logits(a, -1)[i], infer_get_logits(b, -1)[i]);
+    for (i = 0; i < nv; i++) cr_assert_eq(infer_context_logits(a, -1)[i], infer_context_logits(b, -1)[i]);
     infer_context_free(a);
     infer_context_free(b);
     infer_model_free(m);
@@ -718,7 +718,7 @@ static void pair_cmp_seq(pair *p, int seq, const char *what) {
 static void pair_cmp_rows(pair *p, int n, const char *what) {
     int i;
     for (i = 0; i < n; i++) {
-        const float *c = infer_get_logits(p->cc, i), *g = infer_get_logits(p->gc, i);
+        const float *c = infer_context_logits(p->cc, i), *g = infer_context_logits(p->gc, i);
         cr_assert_eq(c == NULL, g == NULL, "%s, %s: token %d: logits kept on one device only", p->name, what, i);
         if (c) pair_cmp(p, c, g, what, i);
     }
@@ -1184,8 +1184,8 @@ static void run_embed(const small_case *sc) {
     n = infer_model_n_embd(p.cpu);
     ec = (float *)calloc((size_t)n, sizeof *ec);
     eg = (float *)calloc((size_t)n, sizeof *eg);
-    cr_assert_eq(infer_embed(p.cc, 0, text, INFER_POOL_MEAN, 1, ec, &err), INFER_OK, "%s", err.msg);
-    cr_assert_eq(infer_embed(p.gc, 0, text, INFER_POOL_MEAN, 1, eg, &err), INFER_OK, "GPU: %s", err.msg);
+    cr_assert_eq(infer_embed(p.cc, 0, text, INFER_POOLING_MEAN, 1, ec, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_embed(p.gc, 0, text, INFER_POOLING_MEAN, 1, eg, &err), INFER_OK, "GPU: %s", err.msg);
     for (i = 0; i < n; i++) {
         cr_assert(isfinite(eg[i]), "%s: GPU embedding[%d] = %f", p.name, i, eg[i]);
         dot += (double)ec[i] * eg[i], nc += (double)ec[i] * ec[i], ng += (double)eg[i] * eg[i];

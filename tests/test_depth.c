@@ -112,8 +112,8 @@ static void check_depth(const char *file, int exact_batch) {
         cr_assert_eq(infer_decode(split, toks + DEPTH + i, 1, 0, &err), INFER_OK, "%s", err.msg);
         cr_assert_eq(infer_decode(one, toks + DEPTH + i, 1, 0, &err), INFER_OK, "%s", err.msg);
         cr_assert_eq(infer_decode(ref, toks + DEPTH + i, 1, 0, &err), INFER_OK, "%s", err.msg);
-        a = infer_get_logits(split, -1), b = infer_get_logits(one, -1), c = infer_get_logits(ref, -1);
-        d = infer_get_logits(batch, i);
+        a = infer_context_logits(split, -1), b = infer_context_logits(one, -1), c = infer_context_logits(ref, -1);
+        d = infer_context_logits(batch, i);
         w = worst_share(b, a, nv);
         if (w > worst_split) worst_split = w;
         w = worst_share(d, a, nv);
@@ -191,13 +191,13 @@ Test(depth, smollm2_pass_across_the_first_run_matches_alone, .timeout = 300) {
     alone = (float *)malloc(sizeof(float) * (size_t)nv * N);
     for (i = 0; i < N; i++) {
         cr_assert_eq(infer_decode(one, toks + AT + i, 1, 0, &err), INFER_OK, "%s", err.msg);
-        memcpy(alone + (size_t)i * nv, infer_get_logits(one, -1), sizeof(float) * (size_t)nv);
+        memcpy(alone + (size_t)i * nv, infer_context_logits(one, -1), sizeof(float) * (size_t)nv);
     }
     cr_assert_eq(infer_decode(pass, toks + AT, N, 1, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < N; i++)
-        cr_expect_eq(memcmp(alone + (size_t)i * nv, infer_get_logits(pass, i), sizeof(float) * (size_t)nv), 0,
+        cr_expect_eq(memcmp(alone + (size_t)i * nv, infer_context_logits(pass, i), sizeof(float) * (size_t)nv), 0,
                      "position %d: alone and in a pass of %d differ by %.4f%% of the range", AT + i, N,
-                     100 * worst_share(alone + (size_t)i * nv, infer_get_logits(pass, i), nv));
+                     100 * worst_share(alone + (size_t)i * nv, infer_context_logits(pass, i), nv));
     free(alone);
     infer_context_free(pass);
     infer_context_free(one);

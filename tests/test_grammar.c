@@ -797,11 +797,11 @@ Test(grammar, generation_follows_the_grammar) {
             sp.seed = (uint64_t)seed;
             s = infer_sampler_new(&sp, nv);
             cr_assert_eq(infer_sampler_set_grammar(s, m, grammars[gi], NULL, &err), INFER_OK, "%s", err.msg);
-            infer_context_truncate(c, 0);
+            infer_seq_truncate(c, 0, 0);
             cr_assert_eq(infer_decode(c, &bos, 1, 0, &err), INFER_OK, "%s", err.msg);
             for (i = 0; i < 400; i++) {
                 int len;
-                tok = infer_sampler_sample(s, infer_get_logits(c, -1));
+                tok = infer_sampler_sample(s, infer_context_logits(c, -1));
                 cr_assert_geq(tok, 0, "grammar %d seed %d: nothing allowed after '%.*s'", gi, seed, n, text);
                 infer_sampler_accept(s, tok);
                 if (infer_model_is_eog(m, tok)) {
@@ -986,10 +986,10 @@ Test(grammar, json_schema_replies_validate, .timeout = 1800) {
         n = infer_tokenize(m, prompt, strlen(prompt), toks, 512, infer_model_add_bos(m), 1);
         cr_assert(n > 0 && n < 512);
         /* the prompt once; each reply starts again from its end */
-        infer_context_truncate(c, 0);
+        infer_seq_truncate(c, 0, 0);
         cr_assert_eq(infer_decode(c, toks, n, 0, &err), INFER_OK, "%s", err.msg);
-        memcpy(logits0, infer_get_logits(c, -1), (size_t)nv * sizeof *logits0);
-        n_past = infer_context_n_past(c);
+        memcpy(logits0, infer_context_logits(c, -1), (size_t)nv * sizeof *logits0);
+        n_past = infer_seq_n_past(c, 0);
         for (r = 0; r < N_REPLIES / 10; r++) {
             infer_sampler_params sp = infer_sampler_default_params();
             infer_sampler *s;
@@ -1002,7 +1002,7 @@ Test(grammar, json_schema_replies_validate, .timeout = 1800) {
             sp.seed = 1000 + (uint64_t)seed;
             s = infer_sampler_new(&sp, nv);
             cr_assert_eq(infer_sampler_set_grammar(s, m, gbnf, NULL, &err), INFER_OK, "%s", err.msg);
-            cr_assert_eq(infer_context_truncate(c, n_past), n_past);
+            cr_assert_eq(infer_seq_truncate(c, 0, n_past), n_past);
             if (seed) fputc(0x1e, out);
             for (i = 0; i < 512; i++) {
                 char piece[256];
@@ -1017,7 +1017,7 @@ Test(grammar, json_schema_replies_validate, .timeout = 1800) {
                 len = infer_token_to_piece(m, tok, piece, sizeof piece);
                 if (len > 0) fwrite(piece, 1, (size_t)len, out);
                 cr_assert_eq(infer_decode(c, &tok, 1, 0, &err), INFER_OK, "%s", err.msg);
-                logits = infer_get_logits(c, -1);
+                logits = infer_context_logits(c, -1);
             }
             complete += ended;
             total_tokens += i;

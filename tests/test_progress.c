@@ -81,17 +81,17 @@ Test(progress, decode_reports_each_pass_and_cancels) {
     cr_assert_eq(infer_decode(c, t, 8, 0, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(s.n, 0);
     /* cancelled at the third pass: nothing of the call stays */
-    infer_context_truncate(c, 0);
+    infer_seq_truncate(c, 0, 0);
     memset(&s, 0, sizeof s);
     s.cancel_at = 3;
     cr_assert_eq(infer_decode(c, t, 50, 0, &err), INFER_ERR_CANCELLED);
     cr_assert(tu_names_any(err.msg, "progress"), "%s", err.msg);
-    cr_assert_eq(infer_context_n_past(c), 0);
+    cr_assert_eq(infer_seq_n_past(c, 0), 0);
     /* and the context works as a fresh one */
     infer_context_set_progress(c, NULL, NULL);
     cr_assert_eq(infer_decode(c, t, 50, 0, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_decode(fresh, t, 50, 0, &err), INFER_OK, "%s", err.msg);
-    for (i = 0; i < nv; i++) cr_assert_eq(infer_get_logits(c, -1)[i], infer_get_logits(fresh, -1)[i]);
+    for (i = 0; i < nv; i++) cr_assert_eq(infer_context_logits(c, -1)[i], infer_context_logits(fresh, -1)[i]);
     infer_context_free(c);
     infer_context_free(fresh);
     infer_model_free(m);
@@ -145,7 +145,7 @@ static float *logits_after(infer_model *m, const infer_token *t, int n) {
     infer_error err;
     float *out = (float *)malloc(sizeof(float) * (size_t)infer_model_n_vocab(m));
     cr_assert_eq(infer_decode(c, t, n, 0, &err), INFER_OK, "%s", err.msg);
-    memcpy(out, infer_get_logits(c, -1), sizeof(float) * (size_t)infer_model_n_vocab(m));
+    memcpy(out, infer_context_logits(c, -1), sizeof(float) * (size_t)infer_model_n_vocab(m));
     infer_context_free(c);
     return out;
 }

@@ -731,7 +731,7 @@ static double logit_error(infer_model *a, infer_model *b, const infer_token *tok
     cr_assert_eq(infer_decode(ca, toks, n, 1, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_decode(cb, toks, n, 1, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < n; i++) {
-        const float *la = infer_get_logits(ca, i), *lb = infer_get_logits(cb, i);
+        const float *la = infer_context_logits(ca, i), *lb = infer_context_logits(cb, i);
         float lo = la[0], hi = la[0];
         double d = 0;
         for (j = 0; j < nv; j++) {

@@ -134,11 +134,11 @@ static void check_one(const ref_case *rc, const char *ref_path) {
     cr_assert_eq(infer_decode(c, toks, np, 1, &err), INFER_OK, "%s", err.msg);
     if (c->route.margin)
         for (i = 0; i < np; i++) checked += c->route.margin[i] < ROUTING_NEAR_TIE ? (routed_ties++, 0) :
-                                            check_logits(infer_get_logits(c, i), nv, &ptop->items[i], rc->tol, ref_path, i, &worst);
+                                            check_logits(infer_context_logits(c, i), nv, &ptop->items[i], rc->tol, ref_path, i, &worst);
     else
-        for (i = 0; i < np; i++) checked += check_logits(infer_get_logits(c, i), nv, &ptop->items[i], rc->tol, ref_path, i, &worst);
+        for (i = 0; i < np; i++) checked += check_logits(infer_context_logits(c, i), nv, &ptop->items[i], rc->tol, ref_path, i, &worst);
     for (s = 0; s < ng; s++) {
-        const float *l = infer_get_logits(c, -1);
+        const float *l = infer_context_logits(c, -1);
         const tu_json *top = &gtop->items[s];
         int best = 0, j, want = (int)gtoks->items[s].num;
         float lo = l[0], hi = l[0];

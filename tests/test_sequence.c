@@ -93,20 +93,20 @@ Test(sequence, batch_matches_alone) {
         for (k = 0; k < 2; k++) {
             const infer_token *orig = k ? b : a;
             int no = k ? nb : na;
-            infer_context_truncate(alone, 0);
+            infer_seq_truncate(alone, 0, 0);
             ts = infer_seq_tokens(c, s2[k], &nt);
             cr_assert_eq(nt, no + step);
             cr_assert_eq(memcmp(ts, orig, sizeof(infer_token) * no), 0);
             cr_assert_eq(infer_decode(alone, ts, nt, 0, &err), INFER_OK, "%s", err.msg);
-            memcpy(ref, infer_get_logits(alone, -1), sizeof(float) * nv);
+            memcpy(ref, infer_context_logits(alone, -1), sizeof(float) * nv);
             d = rel_diff(ref, infer_seq_logits(c, s2[k]), nv);
             cr_assert_lt(d, 1e-4, "sequence %d, step %d: %.2e of the range", s2[k], step, d);
             next[k] = argmax(ref, nv);
         }
         batch.n = 2, batch.tokens = next, batch.seq = s2;
         cr_assert_eq(infer_decode_batch(c, &batch, &err), INFER_OK, "%s", err.msg);
-        cr_assert_not_null(infer_get_logits(c, 0));
-        cr_assert_eq(infer_get_logits(c, 1), infer_seq_logits(c, 2));
+        cr_assert_not_null(infer_context_logits(c, 0));
+        cr_assert_eq(infer_context_logits(c, 1), infer_seq_logits(c, 2));
     }
     free(ref);
     infer_context_free(alone);
@@ -143,13 +143,13 @@ Test(sequence, split_pass_matches_unsplit_at_the_first_run) {
     cr_assert_eq(infer_decode(batch, tok, 506, 0, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < 8; i++) {
         cr_assert_eq(infer_decode(one, tok + 506 + i, 1, 0, &err), INFER_OK, "%s", err.msg);
-        memcpy(alone + (size_t)i * nv, infer_get_logits(one, -1), sizeof(float) * nv);
+        memcpy(alone + (size_t)i * nv, infer_context_logits(one, -1), sizeof(float) * nv);
     }
     cr_assert_eq(infer_decode(batch, tok + 506, 8, 1, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < 8; i++)
-        cr_expect_eq(memcmp(alone + (size_t)i * nv, infer_get_logits(batch, i), sizeof(float) * nv), 0,
+        cr_expect_eq(memcmp(alone + (size_t)i * nv, infer_context_logits(batch, i), sizeof(float) * nv), 0,
                      "position %d: alone and in a pass of 8 differ by %.3g of the range", 506 + i,
-                     rel_diff(alone + (size_t)i * nv, infer_get_logits(batch, i), nv));
+                     rel_diff(alone + (size_t)i * nv, infer_context_logits(batch, i), nv));
     free(alone);
     infer_context_free(batch);
     infer_context_free(one);
@@ -169,9 +169,9 @@ Test(sequence, copy) {
     cr_assert_eq(infer_decode(c, a, na, 0, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_seq_copy(c, 0, 1, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_seq_n_past(c, 1), na);
-    t = argmax(infer_get_logits(c, -1), nv);
+    t = argmax(infer_context_logits(c, -1), nv);
     cr_assert_eq(infer_decode(c, &t, 1, 0, &err), INFER_OK, "%s", err.msg);
-    memcpy(ref, infer_get_logits(c, -1), sizeof(float) * nv);
+    memcpy(ref, infer_context_logits(c, -1), sizeof(float) * nv);
     memset(&b, 0, sizeof b);
     b.n = 1, b.tokens = &t, b.seq = &s1;
     cr_assert_eq(infer_decode_batch(c, &b, &err), INFER_OK, "%s", err.msg);
@@ -217,12 +217,12 @@ Test(sequence, remove_rotates_keys) {
     cr_assert_eq(infer_decode(fresh, kept, nk, 0, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_decode(c, a, na, 0, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_seq_remove(c, 0, 4, 9, &err), INFER_OK, "%s", err.msg);
-    cr_assert_eq(infer_context_n_past(c), nk);
+    cr_assert_eq(infer_seq_n_past(c, 0), nk);
     cr_assert_eq(memcmp(infer_seq_tokens(c, 0, NULL), kept, sizeof(infer_token) * nk), 0);
     d_shift = layer0_key_diff(c, fresh, 4, nk);
     cr_assert_lt(d_shift, 4e-3, "%g", d_shift);
     /* the same removal with the keys left unrotated, by hand */
-    infer_context_truncate(c, 0);
+    infer_seq_truncate(c, 0, 0);
     cr_assert_eq(infer_decode(c, a, na, 0, &err), INFER_OK, "%s", err.msg);
     for (l = 0; l < c->kv.n_layers; l++) {
         size_t at = INFER__KV_AT(&c->kv, 0, l);
@@ -233,7 +233,7 @@ Test(sequence, remove_rotates_keys) {
     /* the shifted context goes on decoding */
     cr_assert_eq(infer_decode(c, a, 2, 0, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_seq_remove(c, 0, 0, -1, &err), INFER_OK, "%s", err.msg);
-    cr_assert_eq(infer_context_n_past(c), 0);
+    cr_assert_eq(infer_seq_n_past(c, 0), 0);
     cr_assert_neq(infer_seq_remove(c, 0, 3, 1, &err), INFER_OK);
     infer_context_free(fresh);
     infer_context_free(c);
@@ -253,9 +253,9 @@ Test(sequence, context_full_policies) {
     cr_assert_eq(infer_decode(shift, a, na, 0, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < 100; i++) {
         infer_status st;
-        t = argmax(infer_get_logits(shift, -1), nv);
+        t = argmax(infer_context_logits(shift, -1), nv);
         cr_assert_eq(infer_decode(shift, &t, 1, 0, &err), INFER_OK, "step %d: %s", i, err.msg);
-        cr_assert_leq(infer_context_n_past(shift), 16);
+        cr_assert_leq(infer_seq_n_past(shift, 0), 16);
         cr_assert_eq(memcmp(infer_seq_tokens(shift, 0, NULL), a, 4 * sizeof(infer_token)), 0, "n_keep kept");
         t = 1;
         st = infer_decode(stop, &t, 1, 0, &err);
@@ -264,7 +264,7 @@ Test(sequence, context_full_policies) {
         } else {
             cr_assert_eq(st, INFER_ERR_CONTEXT_FULL);
             cr_assert(strstr(err.msg, "context is full"), "%s", err.msg);
-            cr_assert_eq(infer_context_n_past(stop), 16);
+            cr_assert_eq(infer_seq_n_past(stop, 0), 16);
         }
     }
     /* a batch larger than what shifting can free is refused */
@@ -301,13 +301,13 @@ Test(sequence, state_save_restore) {
     cr_assert_eq(infer_seq_state_save(c, 0, buf, n), n);
     cr_assert_eq(infer_seq_state_save_file(c, 0, path, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_seq_state_load(d, 0, buf, n, &err), INFER_OK, "%s", err.msg);
-    cr_assert_eq(infer_context_n_past(d), na);
-    cr_assert_eq(memcmp(infer_seq_logits(d, 0), infer_get_logits(c, -1), sizeof(float) * nv), 0);
-    t = argmax(infer_get_logits(c, -1), nv);
+    cr_assert_eq(infer_seq_n_past(d, 0), na);
+    cr_assert_eq(memcmp(infer_seq_logits(d, 0), infer_context_logits(c, -1), sizeof(float) * nv), 0);
+    t = argmax(infer_context_logits(c, -1), nv);
     cr_assert_eq(infer_decode(c, &t, 1, 0, &err), INFER_OK, "%s", err.msg);
-    memcpy(ref, infer_get_logits(c, -1), sizeof(float) * nv);
+    memcpy(ref, infer_context_logits(c, -1), sizeof(float) * nv);
     cr_assert_eq(infer_decode(d, &t, 1, 0, &err), INFER_OK, "%s", err.msg);
-    cr_assert_eq(memcmp(ref, infer_get_logits(d, -1), sizeof(float) * nv), 0);
+    cr_assert_eq(memcmp(ref, infer_context_logits(d, -1), sizeof(float) * nv), 0);
     /* from the file into another sequence of the first context */
     cr_assert_eq(infer_seq_state_load_file(c, 1, path, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(infer_seq_n_past(c, 1), na);
@@ -347,7 +347,7 @@ Test(sequence, abort_between_layers) {
     infer_context_set_abort(c, abort_after, &left);
     cr_assert_eq(infer_decode(c, a + 3, na - 3, 0, &err), INFER_ERR_CANCELLED);
     cr_assert(strstr(err.msg, "cancel"), "%s", err.msg);
-    cr_assert_eq(infer_context_n_past(c), 3);
+    cr_assert_eq(infer_seq_n_past(c, 0), 3);
     /* asked once before the pass and once per layer: it stopped after two */
     cr_assert_eq(left, -1);
     left = 1000;
@@ -356,7 +356,7 @@ Test(sequence, abort_between_layers) {
     cr_assert_eq(calls, 1 + m->n_layers, "%d calls", calls);
     infer_context_set_abort(c, NULL, NULL);
     cr_assert_eq(infer_decode(fresh, a, na, 0, &err), INFER_OK, "%s", err.msg);
-    cr_assert_eq(memcmp(infer_get_logits(fresh, -1), infer_get_logits(c, -1), sizeof(float) * nv), 0);
+    cr_assert_eq(memcmp(infer_context_logits(fresh, -1), infer_context_logits(c, -1), sizeof(float) * nv), 0);
     infer_context_free(fresh);
     infer_context_free(c);
     infer_model_free(m);
@@ -374,16 +374,16 @@ Test(sequence, embeddings) {
     infer_token a[256];
     infer_error err;
     double norm = 0, dot = 0;
-    cr_assert_eq(infer_embed(c, 0, text, INFER_POOL_MEAN, 1, e1, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_embed(c, 0, text, INFER_POOLING_MEAN, 1, e1, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < dim; i++) norm += (double)e1[i] * e1[i];
     cr_assert_float_eq(norm, 1.0, 1e-5);
-    cr_assert_eq(infer_context_n_past(c), 0);
-    cr_assert_eq(infer_embed(c, 0, text, INFER_POOL_MEAN, 1, e2, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_seq_n_past(c, 0), 0);
+    cr_assert_eq(infer_embed(c, 0, text, INFER_POOLING_MEAN, 1, e2, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(memcmp(e1, e2, sizeof(float) * dim), 0);
-    cr_assert_eq(infer_embed(c, 0, "A fish swam in the blue sea.", INFER_POOL_MEAN, 1, e2, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_embed(c, 0, "A fish swam in the blue sea.", INFER_POOLING_MEAN, 1, e2, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < dim; i++) dot += (double)e1[i] * e2[i];
     cr_assert_lt(dot, 0.9999);
-    cr_assert_eq(infer_embed(c, 0, text, INFER_POOL_LAST, 0, e1, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_embed(c, 0, text, INFER_POOLING_LAST, 0, e1, &err), INFER_OK, "%s", err.msg);
     tokens_of(m, text, a, &na);
     cr_assert_eq(infer_decode(c, a, na, 0, &err), INFER_OK, "%s", err.msg);
     for (r = 0; r < nv; r++) {
@@ -393,8 +393,8 @@ Test(sequence, embeddings) {
         for (i = 0; i < dim; i++) s += (double)row[i] * e1[i];
         logits[r] = (float)s;
     }
-    cr_assert_lt(rel_diff(infer_get_logits(c, -1), logits, nv), 0.02);
-    cr_assert_neq(infer_embed(c, 3, text, INFER_POOL_MEAN, 1, e1, &err), INFER_OK);
+    cr_assert_lt(rel_diff(infer_context_logits(c, -1), logits, nv), 0.02);
+    cr_assert_neq(infer_embed(c, 3, text, INFER_POOLING_MEAN, 1, e1, &err), INFER_OK);
     free(e1), free(e2), free(row), free(logits);
     infer_context_free(c);
     infer_model_free(m);
@@ -421,7 +421,7 @@ static void *generate_job(void *arg) {
     n = infer_tokenize(j->m, j->prompt, strlen(j->prompt), a, 256, 1, 0);
     j->ok = infer_decode(c, a, n, 0, NULL) == INFER_OK;
     for (i = 0; i < 32 && j->ok; i++) {
-        j->out[i] = argmax(infer_get_logits(c, -1), nv);
+        j->out[i] = argmax(infer_context_logits(c, -1), nv);
         j->ok = infer_decode(c, &j->out[i], 1, 0, NULL) == INFER_OK;
     }
     infer_context_free(c);
@@ -521,10 +521,10 @@ Test(sequence, load_progress) {
 static double forced_sum(infer_context *c, const infer_token *prompt, int np, const infer_token *gen, int ng) {
     int nv = infer_model_n_vocab(c->model), i, j;
     double sum = 0;
-    infer_context_truncate(c, 0);
+    infer_seq_truncate(c, 0, 0);
     cr_assert_eq(infer_decode(c, prompt, np, 0, NULL), INFER_OK);
     for (i = 0; i < ng; i++) {
-        const float *lg = infer_get_logits(c, -1);
+        const float *lg = infer_context_logits(c, -1);
         double mx = lg[0], z = 0;
         for (j = 1; j < nv; j++) mx = fmax(mx, lg[j]);
         for (j = 0; j < nv; j++) z += exp(lg[j] - mx);
@@ -549,7 +549,7 @@ Test(sequence, beam_search) {
     np = infer_tokenize(m, prompt, strlen(prompt), pt, 256, infer_model_add_bos(m), 1);
     cr_assert_eq(infer_decode(c, pt, np, 0, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < 16; i++) {
-        greedy[i] = argmax(infer_get_logits(c, -1), nv);
+        greedy[i] = argmax(infer_context_logits(c, -1), nv);
         cr_assert_not(infer_model_is_eog(m, greedy[i]), "the greedy run ends early: pick another prompt");
         cr_assert_eq(infer_decode(c, &greedy[i], 1, 0, &err), INFER_OK, "%s", err.msg);
     }

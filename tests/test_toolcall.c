@@ -13,7 +13,7 @@
 
 typedef struct tc_case {
     infer_tool_format fmt;
-    int reasoning;
+    infer_reasoning reasoning;
     const char *text;
     const char *content, *reasoning_content;
     int n_calls;
@@ -144,10 +144,10 @@ static void check_all(const tc_case *cs, int n) {
 
 Test(toolcall, none) {
     static const tc_case cs[] = {
-        {INFER_TOOLS_NONE, 0, "Hello <tool_call>{\"name\":\"x\"}</tool_call> there\n\n", "Hello <tool_call>{\"name\":\"x\"}</tool_call> there", NULL, 0, {0}, {0}, {0}, 0},
-        {INFER_TOOLS_NONE, 0, "  \n", "", NULL, 0, {0}, {0}, {0}, 0},
-        {INFER_TOOLS_NONE, 0, "", "", NULL, 0, {0}, {0}, {0}, 0},
-        {INFER_TOOLS_NONE, 0, "caf\xC3\xA9 \xE2\x82\xAC!", "caf\xC3\xA9 \xE2\x82\xAC!", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_NONE, 0, "Hello <tool_call>{\"name\":\"x\"}</tool_call> there\n\n", "Hello <tool_call>{\"name\":\"x\"}</tool_call> there", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_NONE, 0, "  \n", "", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_NONE, 0, "", "", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_NONE, 0, "caf\xC3\xA9 \xE2\x82\xAC!", "caf\xC3\xA9 \xE2\x82\xAC!", NULL, 0, {0}, {0}, {0}, 0},
     };
     check_all(cs, N(cs));
 }
@@ -155,75 +155,75 @@ Test(toolcall, none) {
 Test(toolcall, hermes) {
     static const tc_case cs[] = {
         /* one call, arguments normalised */
-        {INFER_TOOLS_HERMES, 0, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>",
+        {INFER_TOOL_FORMAT_HERMES, 0, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>",
          "", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
         /* content before, two parallel calls, content after */
-        {INFER_TOOLS_HERMES, 0, "Let me check.\n\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": [1, 2.5e3, true, null]}}\n</tool_call>\n<tool_call>\n{\"arguments\": \"{\\\"y\\\": \\\"\\u00e9\\\"}\", \"name\": \"b\"}\n</tool_call>\nDone.",
+        {INFER_TOOL_FORMAT_HERMES, 0, "Let me check.\n\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": [1, 2.5e3, true, null]}}\n</tool_call>\n<tool_call>\n{\"arguments\": \"{\\\"y\\\": \\\"\\u00e9\\\"}\", \"name\": \"b\"}\n</tool_call>\nDone.",
          "Let me check.\nDone.", NULL, 2, {"a", "b"}, {"{\"x\":[1,2.5e3,true,null]}", "{\"y\":\"\xC3\xA9\"}"}, {0}, 0},
         /* no arguments */
-        {INFER_TOOLS_HERMES, 0, "<tool_call>{\"name\":\"now\"}</tool_call>", "", NULL, 1, {"now"}, {"{}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_HERMES, 0, "<tool_call>{\"name\":\"now\"}</tool_call>", "", NULL, 1, {"now"}, {"{}"}, {0}, 0},
         /* malformed JSON: kept as content */
-        {INFER_TOOLS_HERMES, 0, "Hi <tool_call>{\"name\": \"a\", \"arguments\": {\"x\": }</tool_call> bye",
+        {INFER_TOOL_FORMAT_HERMES, 0, "Hi <tool_call>{\"name\": \"a\", \"arguments\": {\"x\": }</tool_call> bye",
          "Hi<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": }</tool_call> bye", NULL, 0, {0}, {0}, {0}, 1},
         /* no name */
-        {INFER_TOOLS_HERMES, 0, "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"arguments\": {}}</tool_call>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_HERMES, 0, "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"arguments\": {}}</tool_call>", NULL, 0, {0}, {0}, {0}, 1},
         /* marker-like text that is not a marker */
-        {INFER_TOOLS_HERMES, 0, "a <tool and <tool_cal> and <tool_call", "a <tool and <tool_cal> and <tool_call", NULL, 0, {0}, {0}, {0}, 0},
-        {INFER_TOOLS_HERMES, 0, "x < y, <b>bold</b> <tool", "x < y, <b>bold</b> <tool", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_HERMES, 0, "a <tool and <tool_cal> and <tool_call", "a <tool and <tool_cal> and <tool_call", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_HERMES, 0, "x < y, <b>bold</b> <tool", "x < y, <b>bold</b> <tool", NULL, 0, {0}, {0}, {0}, 0},
         /* unclosed at the end but complete JSON: a call */
-        {INFER_TOOLS_HERMES, 0, "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n", "", NULL, 1, {"a"}, {"{}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_HERMES, 0, "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n", "", NULL, 1, {"a"}, {"{}"}, {0}, 0},
         /* reasoning (Qwen3), then a call */
-        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "<think>\nThe user wants weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>",
+        {INFER_TOOL_FORMAT_HERMES, INFER_REASONING_AUTO, "<think>\nThe user wants weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>",
          "", "The user wants weather.", 1, {"get_weather"}, {WEATHER}, {0}, 0},
         /* empty reasoning (enable_thinking=false) */
-        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "<think>\n\n</think>\n\nHello!", "Hello!", "", 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_HERMES, INFER_REASONING_AUTO, "<think>\n\n</think>\n\nHello!", "Hello!", "", 0, {0}, {0}, {0}, 0},
         /* no <think>: all content */
-        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "Hello <think> x", "Hello <think> x", "", 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_HERMES, INFER_REASONING_AUTO, "Hello <think> x", "Hello <think> x", "", 0, {0}, {0}, {0}, 0},
         /* a call inside reasoning is reasoning */
-        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "<think><tool_call>{\"name\":\"a\"}</tool_call></think>ok", "ok", "<tool_call>{\"name\":\"a\"}</tool_call>", 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_HERMES, INFER_REASONING_AUTO, "<think><tool_call>{\"name\":\"a\"}</tool_call></think>ok", "ok", "<tool_call>{\"name\":\"a\"}</tool_call>", 0, {0}, {0}, {0}, 0},
         /* reasoning never closed */
-        {INFER_TOOLS_HERMES, INFER_REASONING_AUTO, "<think>hmm, </thi", "", "hmm, </thi", 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_HERMES, INFER_REASONING_AUTO, "<think>hmm, </thi", "", "hmm, </thi", 0, {0}, {0}, {0}, 0},
     };
     check_all(cs, N(cs));
 }
 
 Test(toolcall, llama3) {
     static const tc_case cs[] = {
-        {INFER_TOOLS_LLAMA3, 0, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"c\"}}", "", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
-        {INFER_TOOLS_LLAMA3, 0, "  { \"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"k\": 1}}", "", NULL, 2, {"a", "b"}, {"{}", "{\"k\":1}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_LLAMA3, 0, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"c\"}}", "", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        {INFER_TOOL_FORMAT_LLAMA3, 0, "  { \"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"k\": 1}}", "", NULL, 2, {"a", "b"}, {"{}", "{\"k\":1}"}, {0}, 0},
         /* JSON that is not a call, and JSON later in the text: content */
-        {INFER_TOOLS_LLAMA3, 0, "{\"answer\": 42}", "{\"answer\": 42}", NULL, 0, {0}, {0}, {0}, 0},
-        {INFER_TOOLS_LLAMA3, 0, "Sure: {\"name\": \"a\", \"parameters\": {}}", "Sure: {\"name\": \"a\", \"parameters\": {}}", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_LLAMA3, 0, "{\"answer\": 42}", "{\"answer\": 42}", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_LLAMA3, 0, "Sure: {\"name\": \"a\", \"parameters\": {}}", "Sure: {\"name\": \"a\", \"parameters\": {}}", NULL, 0, {0}, {0}, {0}, 0},
         /* malformed */
-        {INFER_TOOLS_LLAMA3, 0, "{\"name\": \"a\", \"parameters\": {\"x\": 1", "{\"name\": \"a\", \"parameters\": {\"x\": 1", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_LLAMA3, 0, "{\"name\": \"a\", \"parameters\": {\"x\": 1", "{\"name\": \"a\", \"parameters\": {\"x\": 1", NULL, 0, {0}, {0}, {0}, 1},
         /* <|python_tag|>: JSON, a builtin, code */
-        {INFER_TOOLS_LLAMA3, 0, "<|python_tag|>{\"name\": \"a\", \"parameters\": {\"q\": \"x\"}}", "", NULL, 1, {"a"}, {"{\"q\":\"x\"}"}, {0}, 0},
-        {INFER_TOOLS_LLAMA3, 0, "<|python_tag|>brave_search.call(query=\"weather in \\\"Paris\\\"\", n=3, safe=True)", "", NULL, 1, {"brave_search"}, {"{\"query\":\"weather in \\\"Paris\\\"\",\"n\":3,\"safe\":true}"}, {0}, 0},
-        {INFER_TOOLS_LLAMA3, 0, "Running it.<|python_tag|>print(1 + 1)\n", "Running it.", NULL, 1, {"python"}, {"{\"code\":\"print(1 + 1)\"}"}, {0}, 0},
-        {INFER_TOOLS_LLAMA3, 0, "<|python_ta", "<|python_ta", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_LLAMA3, 0, "<|python_tag|>{\"name\": \"a\", \"parameters\": {\"q\": \"x\"}}", "", NULL, 1, {"a"}, {"{\"q\":\"x\"}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_LLAMA3, 0, "<|python_tag|>brave_search.call(query=\"weather in \\\"Paris\\\"\", n=3, safe=True)", "", NULL, 1, {"brave_search"}, {"{\"query\":\"weather in \\\"Paris\\\"\",\"n\":3,\"safe\":true}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_LLAMA3, 0, "Running it.<|python_tag|>print(1 + 1)\n", "Running it.", NULL, 1, {"python"}, {"{\"code\":\"print(1 + 1)\"}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_LLAMA3, 0, "<|python_ta", "<|python_ta", NULL, 0, {0}, {0}, {0}, 0},
     };
     check_all(cs, N(cs));
 }
 
 Test(toolcall, mistral) {
     static const tc_case cs[] = {
-        {INFER_TOOLS_MISTRAL, 0, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}, \"id\": \"abcDEF123\"}, {\"name\": \"b\", \"arguments\": {}}]",
+        {INFER_TOOL_FORMAT_MISTRAL, 0, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}, \"id\": \"abcDEF123\"}, {\"name\": \"b\", \"arguments\": {}}]",
          "", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {"abcDEF123", NULL}, 0},
-        {INFER_TOOLS_MISTRAL, 0, "I'll look.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"unit\": \"c\"}[TOOL_CALLS]b[CALL_ID]x1y2z3w4v[ARGS]{}",
+        {INFER_TOOL_FORMAT_MISTRAL, 0, "I'll look.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"unit\": \"c\"}[TOOL_CALLS]b[CALL_ID]x1y2z3w4v[ARGS]{}",
          "I'll look.", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {NULL, "x1y2z3w4v"}, 0},
-        {INFER_TOOLS_MISTRAL, 0, "[TOOL_CALLS]a[ARGS]{\"x\": }", "[TOOL_CALLS]a[ARGS]{\"x\": }", NULL, 0, {0}, {0}, {0}, 1},
-        {INFER_TOOLS_MISTRAL, 0, "[TOOL_CALL] is not [TOOL_", "[TOOL_CALL] is not [TOOL_", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_MISTRAL, 0, "[TOOL_CALLS]a[ARGS]{\"x\": }", "[TOOL_CALLS]a[ARGS]{\"x\": }", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_MISTRAL, 0, "[TOOL_CALL] is not [TOOL_", "[TOOL_CALL] is not [TOOL_", NULL, 0, {0}, {0}, {0}, 0},
     };
     check_all(cs, N(cs));
 }
 
 Test(toolcall, phi4_mini) {
     static const tc_case cs[] = {
-        {INFER_TOOLS_PHI4_MINI, 0, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"parameters\": {\"k\": \"v\"}}]<|/tool_call|>",
+        {INFER_TOOL_FORMAT_PHI4_MINI, 0, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"parameters\": {\"k\": \"v\"}}]<|/tool_call|>",
          "", NULL, 2, {"get_weather", "b"}, {WEATHER, "{\"k\":\"v\"}"}, {0}, 0},
-        {INFER_TOOLS_PHI4_MINI, 0, "ok <|tool_call|>{\"name\": \"a\", \"arguments\": {}}<|/tool_call|>", "ok", NULL, 1, {"a"}, {"{}"}, {0}, 0},
-        {INFER_TOOLS_PHI4_MINI, 0, "<|tool_call|>[{\"name\": 1}]<|/tool_call|>", "<|tool_call|>[{\"name\": 1}]<|/tool_call|>", NULL, 0, {0}, {0}, {0}, 1},
-        {INFER_TOOLS_PHI4_MINI, 0, "<|tool|> <|tool_", "<|tool|> <|tool_", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_PHI4_MINI, 0, "ok <|tool_call|>{\"name\": \"a\", \"arguments\": {}}<|/tool_call|>", "ok", NULL, 1, {"a"}, {"{}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_PHI4_MINI, 0, "<|tool_call|>[{\"name\": 1}]<|/tool_call|>", "<|tool_call|>[{\"name\": 1}]<|/tool_call|>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_PHI4_MINI, 0, "<|tool|> <|tool_", "<|tool|> <|tool_", NULL, 0, {0}, {0}, {0}, 0},
     };
     check_all(cs, N(cs));
 }
@@ -237,52 +237,52 @@ Test(toolcall, phi4_mini) {
 Test(toolcall, deepseek_r1) {
     static const tc_case cs[] = {
         /* the prompt opened <think> */
-        {INFER_TOOLS_DEEPSEEK_R1, INFER_REASONING_OPEN, "Okay, weather.\n</think>\n\n" DS_CALLS DS_CALL "function" DS_SEP "get_weather\n```json\n{\"city\": \"Paris\", \"unit\": \"c\"}\n```" DS_CALL_END DS_CALL "function" DS_SEP "b\n```json\n{}\n```" DS_CALL_END DS_CALLS_END,
+        {INFER_TOOL_FORMAT_DEEPSEEK_R1, INFER_REASONING_OPEN, "Okay, weather.\n</think>\n\n" DS_CALLS DS_CALL "function" DS_SEP "get_weather\n```json\n{\"city\": \"Paris\", \"unit\": \"c\"}\n```" DS_CALL_END DS_CALL "function" DS_SEP "b\n```json\n{}\n```" DS_CALL_END DS_CALLS_END,
          "", "Okay, weather.", 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
-        {INFER_TOOLS_DEEPSEEK_R1, INFER_REASONING_OPEN, "<think>\nhmm\n</think>Hi " DS_CALL "function" DS_SEP "a\n```json\n{\"q\": 1}\n```" DS_CALL_END,
+        {INFER_TOOL_FORMAT_DEEPSEEK_R1, INFER_REASONING_OPEN, "<think>\nhmm\n</think>Hi " DS_CALL "function" DS_SEP "a\n```json\n{\"q\": 1}\n```" DS_CALL_END,
          "Hi", "hmm", 1, {"a"}, {"{\"q\":1}"}, {0}, 0},
-        {INFER_TOOLS_DEEPSEEK_R1, INFER_REASONING_OPEN, "x</think>" DS_CALLS DS_CALL "function" DS_SEP "a\n```json\n{\"q\": \n```" DS_CALL_END DS_CALLS_END,
+        {INFER_TOOL_FORMAT_DEEPSEEK_R1, INFER_REASONING_OPEN, "x</think>" DS_CALLS DS_CALL "function" DS_SEP "a\n```json\n{\"q\": \n```" DS_CALL_END DS_CALLS_END,
          DS_CALLS DS_CALL "function" DS_SEP "a\n```json\n{\"q\": \n```" DS_CALL_END DS_CALLS_END, "x", 0, {0}, {0}, {0}, 1},
-        {INFER_TOOLS_DEEPSEEK_R1, 0, "<\xEF\xBD\x9Ctool and <\xEF\xBD\x9C", "<\xEF\xBD\x9Ctool and <\xEF\xBD\x9C", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_DEEPSEEK_R1, 0, "<\xEF\xBD\x9Ctool and <\xEF\xBD\x9C", "<\xEF\xBD\x9Ctool and <\xEF\xBD\x9C", NULL, 0, {0}, {0}, {0}, 0},
     };
     check_all(cs, N(cs));
 }
 
 Test(toolcall, command_r) {
     static const tc_case cs[] = {
-        {INFER_TOOLS_COMMAND_R, INFER_REASONING_AUTO, "<|START_THINKING|>I will look up the weather.<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"c\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"b\", \"parameters\": {}}\n]<|END_ACTION|>",
+        {INFER_TOOL_FORMAT_COMMAND_R, INFER_REASONING_AUTO, "<|START_THINKING|>I will look up the weather.<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"unit\": \"c\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"b\", \"parameters\": {}}\n]<|END_ACTION|>",
          "", "I will look up the weather.", 2, {"get_weather", "b"}, {WEATHER, "{}"}, {"0", "1"}, 0},
-        {INFER_TOOLS_COMMAND_R, INFER_REASONING_AUTO, "<|START_RESPONSE|>It is sunny.<|END_RESPONSE|>", "It is sunny.", "", 0, {0}, {0}, {0}, 0},
-        {INFER_TOOLS_COMMAND_R, 0, "<|START_ACTION|>[{\"tool_name\": \"a\"}, {\"x\": 1}]<|END_ACTION|>", "<|START_ACTION|>[{\"tool_name\": \"a\"}, {\"x\": 1}]<|END_ACTION|>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_COMMAND_R, INFER_REASONING_AUTO, "<|START_RESPONSE|>It is sunny.<|END_RESPONSE|>", "It is sunny.", "", 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_COMMAND_R, 0, "<|START_ACTION|>[{\"tool_name\": \"a\"}, {\"x\": 1}]<|END_ACTION|>", "<|START_ACTION|>[{\"tool_name\": \"a\"}, {\"x\": 1}]<|END_ACTION|>", NULL, 0, {0}, {0}, {0}, 1},
     };
     check_all(cs, N(cs));
 }
 
 Test(toolcall, functionary_firefunction_generic) {
     static const tc_case cs[] = {
-        {INFER_TOOLS_FUNCTIONARY, 0, "Checking.<function=get_weather>{\"city\": \"Paris\", \"unit\": \"c\"}</function><function=now></function>",
+        {INFER_TOOL_FORMAT_FUNCTIONARY, 0, "Checking.<function=get_weather>{\"city\": \"Paris\", \"unit\": \"c\"}</function><function=now></function>",
          "Checking.", NULL, 2, {"get_weather", "now"}, {WEATHER, "{}"}, {0}, 0},
-        {INFER_TOOLS_FUNCTIONARY, 0, "<function=a b>{}</function>", "<function=a b>{}</function>", NULL, 0, {0}, {0}, {0}, 1},
-        {INFER_TOOLS_FIREFUNCTION, 0, "functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"arguments\": {}}]",
+        {INFER_TOOL_FORMAT_FUNCTIONARY, 0, "<function=a b>{}</function>", "<function=a b>{}</function>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_FIREFUNCTION, 0, "functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"arguments\": {}}]",
          "", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
-        {INFER_TOOLS_FIREFUNCTION, 0, "functools are nice", "functools are nice", NULL, 0, {0}, {0}, {0}, 0},
-        {INFER_TOOLS_GENERIC, 0, "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}, \"id\": \"c1\"}]}",
+        {INFER_TOOL_FORMAT_FIREFUNCTION, 0, "functools are nice", "functools are nice", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_GENERIC, 0, "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}, \"id\": \"c1\"}]}",
          "", NULL, 1, {"get_weather"}, {WEATHER}, {"c1"}, 0},
-        {INFER_TOOLS_GENERIC, 0, "{\"tool_call\": {\"name\": \"a\", \"arguments\": {}}}", "", NULL, 1, {"a"}, {"{}"}, {0}, 0},
-        {INFER_TOOLS_GENERIC, 0, "{\"response\": \"Hello there\"}", "Hello there", NULL, 0, {0}, {0}, {0}, 0},
-        {INFER_TOOLS_GENERIC, 0, "Plain text {\"a\": 1}", "Plain text {\"a\": 1}", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_GENERIC, 0, "{\"tool_call\": {\"name\": \"a\", \"arguments\": {}}}", "", NULL, 1, {"a"}, {"{}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_GENERIC, 0, "{\"response\": \"Hello there\"}", "Hello there", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_GENERIC, 0, "Plain text {\"a\": 1}", "Plain text {\"a\": 1}", NULL, 0, {0}, {0}, {0}, 0},
     };
     check_all(cs, N(cs));
 }
 
 Test(toolcall, nemotron_apertus) {
     static const tc_case cs[] = {
-        {INFER_TOOLS_NEMOTRON, 0, "Checking.\n<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"arguments\": {}}]</TOOLCALL>",
+        {INFER_TOOL_FORMAT_NEMOTRON, 0, "Checking.\n<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"name\": \"b\", \"arguments\": {}}]</TOOLCALL>",
          "Checking.", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
-        {INFER_TOOLS_NEMOTRON, 0, "<TOOLCALL>[{\"name\": \"a\", ]</TOOLCALL>", "<TOOLCALL>[{\"name\": \"a\", ]</TOOLCALL>", NULL, 0, {0}, {0}, {0}, 1},
-        {INFER_TOOLS_APERTUS, 0, "<|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"b\": {}}]<|tools_suffix|>",
+        {INFER_TOOL_FORMAT_NEMOTRON, 0, "<TOOLCALL>[{\"name\": \"a\", ]</TOOLCALL>", "<TOOLCALL>[{\"name\": \"a\", ]</TOOLCALL>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_APERTUS, 0, "<|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\", \"unit\": \"c\"}}, {\"b\": {}}]<|tools_suffix|>",
          "", NULL, 2, {"get_weather", "b"}, {WEATHER, "{}"}, {0}, 0},
-        {INFER_TOOLS_APERTUS, 0, "<|tools_prefix|>[{\"a\": {}, \"b\": {}}]<|tools_suffix|>", "<|tools_prefix|>[{\"a\": {}, \"b\": {}}]<|tools_suffix|>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_APERTUS, 0, "<|tools_prefix|>[{\"a\": {}, \"b\": {}}]<|tools_suffix|>", "<|tools_prefix|>[{\"a\": {}, \"b\": {}}]<|tools_suffix|>", NULL, 0, {0}, {0}, {0}, 1},
     };
     check_all(cs, N(cs));
 }
@@ -290,7 +290,7 @@ Test(toolcall, nemotron_apertus) {
 /* A reply that opens a call and is cut short: in_call while it is open. */
 Test(toolcall, in_call) {
     infer_error err;
-    infer_output_parser *p = infer_output_parser_new(INFER_TOOLS_HERMES, 0, &err);
+    infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_HERMES, 0, &err);
     infer_output_delta d;
     infer_output_result r;
     cr_assert_eq(infer_output_parser_push(p, "Hi <tool", 8, &d, &err), 0);
@@ -314,7 +314,7 @@ Test(toolcall, in_call) {
    the text shows it is not one; then it comes out whole. */
 Test(toolcall, partial_markers_held) {
     int f;
-    for (f = 0; f < INFER_TOOLS_COUNT; f++) {
+    for (f = 0; f < INFER_TOOL_FORMAT_COUNT; f++) {
         const char *const *t;
         for (t = infer_tool_format_triggers((infer_tool_format)f); *t; t++) {
             size_t k, n = strlen(*t);
@@ -343,12 +343,12 @@ Test(toolcall, partial_markers_held) {
 
 Test(toolcall, triggers_and_names) {
     int f;
-    for (f = 0; f < INFER_TOOLS_COUNT; f++) {
+    for (f = 0; f < INFER_TOOL_FORMAT_COUNT; f++) {
         cr_assert_not_null(infer_tool_format_triggers((infer_tool_format)f));
         cr_assert_str_neq(infer_tool_format_name((infer_tool_format)f), "unknown");
     }
-    cr_assert_str_eq(infer_tool_format_triggers(INFER_TOOLS_HERMES)[0], "<tool_call>");
-    cr_assert_null(infer_tool_format_triggers(INFER_TOOLS_NONE)[0]);
+    cr_assert_str_eq(infer_tool_format_triggers(INFER_TOOL_FORMAT_HERMES)[0], "<tool_call>");
+    cr_assert_null(infer_tool_format_triggers(INFER_TOOL_FORMAT_NONE)[0]);
 }
 
 static char *read_template(const char *name) {
@@ -373,23 +373,23 @@ Test(toolcall, detect) {
         const char *file;
         infer_tool_format f;
     } ts[] = {
-        {"Qwen-Qwen3-0.6B.jinja", INFER_TOOLS_HERMES},
-        {"Qwen-Qwen2.5-7B-Instruct.jinja", INFER_TOOLS_HERMES},
-        {"meta-llama-Llama-3.1-8B-Instruct.jinja", INFER_TOOLS_LLAMA3},
-        {"meta-llama-Llama-3.2-3B-Instruct.jinja", INFER_TOOLS_LLAMA3},
-        {"Mistral-Small-3.2-24B-Instruct-2506.jinja", INFER_TOOLS_MISTRAL},
-        {"unsloth-mistral-Devstral-Small-2507.jinja", INFER_TOOLS_MISTRAL},
-        {"microsoft-Phi-4-mini-instruct.jinja", INFER_TOOLS_PHI4_MINI},
-        {"llama-cpp-deepseek-r1.jinja", INFER_TOOLS_DEEPSEEK_R1},
-        {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", INFER_TOOLS_DEEPSEEK_R1},
-        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", INFER_TOOLS_COMMAND_R},
-        {"fireworks-ai-llama-3-firefunction-v2.jinja", INFER_TOOLS_FIREFUNCTION},
-        {"meetkai-functionary-medium-v3.1.jinja", INFER_TOOLS_FUNCTIONARY},
-        {"google-gemma-2-2b-it.jinja", INFER_TOOLS_NONE},
-        {"microsoft-Phi-3.5-mini-instruct.jinja", INFER_TOOLS_NONE},
-        {"NVIDIA-Nemotron-Nano-v2.jinja", INFER_TOOLS_NEMOTRON},
-        {"Apertus-8B-Instruct.jinja", INFER_TOOLS_APERTUS},
-        {"ByteDance-Seed-OSS.jinja", INFER_TOOLS_GENERIC},
+        {"Qwen-Qwen3-0.6B.jinja", INFER_TOOL_FORMAT_HERMES},
+        {"Qwen-Qwen2.5-7B-Instruct.jinja", INFER_TOOL_FORMAT_HERMES},
+        {"meta-llama-Llama-3.1-8B-Instruct.jinja", INFER_TOOL_FORMAT_LLAMA3},
+        {"meta-llama-Llama-3.2-3B-Instruct.jinja", INFER_TOOL_FORMAT_LLAMA3},
+        {"Mistral-Small-3.2-24B-Instruct-2506.jinja", INFER_TOOL_FORMAT_MISTRAL},
+        {"unsloth-mistral-Devstral-Small-2507.jinja", INFER_TOOL_FORMAT_MISTRAL},
+        {"microsoft-Phi-4-mini-instruct.jinja", INFER_TOOL_FORMAT_PHI4_MINI},
+        {"llama-cpp-deepseek-r1.jinja", INFER_TOOL_FORMAT_DEEPSEEK_R1},
+        {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", INFER_TOOL_FORMAT_DEEPSEEK_R1},
+        {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", INFER_TOOL_FORMAT_COMMAND_R},
+        {"fireworks-ai-llama-3-firefunction-v2.jinja", INFER_TOOL_FORMAT_FIREFUNCTION},
+        {"meetkai-functionary-medium-v3.1.jinja", INFER_TOOL_FORMAT_FUNCTIONARY},
+        {"google-gemma-2-2b-it.jinja", INFER_TOOL_FORMAT_NONE},
+        {"microsoft-Phi-3.5-mini-instruct.jinja", INFER_TOOL_FORMAT_NONE},
+        {"NVIDIA-Nemotron-Nano-v2.jinja", INFER_TOOL_FORMAT_NEMOTRON},
+        {"Apertus-8B-Instruct.jinja", INFER_TOOL_FORMAT_APERTUS},
+        {"ByteDance-Seed-OSS.jinja", INFER_TOOL_FORMAT_GENERIC},
     };
     int i, found = 0;
     for (i = 0; i < N(ts); i++) {
@@ -400,6 +400,6 @@ Test(toolcall, detect) {
                      infer_tool_format_name(infer_tool_format_detect(t)), infer_tool_format_name(ts[i].f));
         free(t);
     }
-    cr_assert_eq(infer_tool_format_detect(NULL), INFER_TOOLS_NONE);
+    cr_assert_eq(infer_tool_format_detect(NULL), INFER_TOOL_FORMAT_NONE);
     if (!found) cr_skip_test("no templates in %s/templates", INFER_SHARED_DIR);
 }

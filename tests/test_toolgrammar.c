@@ -77,41 +77,41 @@ typedef struct fmt_case {
 } fmt_case;
 
 static const fmt_case cases[] = {
-    {INFER_TOOLS_GENERIC, "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": %s}}",
+    {INFER_TOOL_FORMAT_GENERIC, "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": %s}}",
      "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]}",
      "{\"tool_call\": {\"name\": \"rm\", \"arguments\": {}}}"},
-    {INFER_TOOLS_HERMES, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": %s}\n</tool_call>",
+    {INFER_TOOL_FORMAT_HERMES, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": %s}\n</tool_call>",
      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": %s}\n</tool_call>\n"
      "<tool_call>\n{\"name\": \"add\", \"arguments\": %s}\n</tool_call>",
      "<tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call>"},
-    {INFER_TOOLS_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": %s}", NULL,
+    {INFER_TOOL_FORMAT_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": %s}", NULL,
      "{\"name\": \"rm\", \"parameters\": {}}"},
-    {INFER_TOOLS_MISTRAL, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": %s}]",
+    {INFER_TOOL_FORMAT_MISTRAL, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": %s}]",
      "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]",
      "[TOOL_CALLS][{\"name\": \"rm\", \"arguments\": {}}]"},
-    {INFER_TOOLS_PHI4_MINI, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": %s}]<|/tool_call|>",
+    {INFER_TOOL_FORMAT_PHI4_MINI, "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": %s}]<|/tool_call|>",
      "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]"
      "<|/tool_call|>",
      "<|tool_call|>[{\"name\": \"rm\", \"arguments\": {}}]<|/tool_call|>"},
-    {INFER_TOOLS_DEEPSEEK_R1,
+    {INFER_TOOL_FORMAT_DEEPSEEK_R1,
      DS_CALLS_BEGIN DS_CALL_BEGIN "function" DS_SEP "get_weather\n```json\n%s\n```" DS_CALL_END DS_CALLS_END,
      DS_CALLS_BEGIN DS_CALL_BEGIN "function" DS_SEP "get_weather\n```json\n%s\n```" DS_CALL_END "\n" DS_CALL_BEGIN
      "function" DS_SEP "add\n```json\n%s\n```" DS_CALL_END DS_CALLS_END,
      DS_CALLS_BEGIN DS_CALL_BEGIN "function" DS_SEP "rm\n```json\n{}\n```" DS_CALL_END DS_CALLS_END},
-    {INFER_TOOLS_COMMAND_R,
+    {INFER_TOOL_FORMAT_COMMAND_R,
      "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": %s}]<|END_ACTION|>",
      "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": %s}, "
      "{\"tool_call_id\": \"1\", \"tool_name\": \"add\", \"parameters\": %s}]<|END_ACTION|>",
      "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"rm\", \"parameters\": {}}]<|END_ACTION|>"},
-    {INFER_TOOLS_FUNCTIONARY, "<function=get_weather>%s</function>",
+    {INFER_TOOL_FORMAT_FUNCTIONARY, "<function=get_weather>%s</function>",
      "<function=get_weather>%s</function><function=add>%s</function>", "<function=rm>{}</function>"},
-    {INFER_TOOLS_FIREFUNCTION, "functools[{\"name\": \"get_weather\", \"arguments\": %s}]",
+    {INFER_TOOL_FORMAT_FIREFUNCTION, "functools[{\"name\": \"get_weather\", \"arguments\": %s}]",
      "functools[{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]",
      "functools[{\"name\": \"rm\", \"arguments\": {}}]"},
-    {INFER_TOOLS_NEMOTRON, "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": %s}]</TOOLCALL>",
+    {INFER_TOOL_FORMAT_NEMOTRON, "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": %s}]</TOOLCALL>",
      "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]</TOOLCALL>",
      "<TOOLCALL>[{\"name\": \"rm\", \"arguments\": {}}]</TOOLCALL>"},
-    {INFER_TOOLS_APERTUS, "<|tools_prefix|>[{\"get_weather\": %s}]<|tools_suffix|>",
+    {INFER_TOOL_FORMAT_APERTUS, "<|tools_prefix|>[{\"get_weather\": %s}]<|tools_suffix|>",
      "<|tools_prefix|>[{\"get_weather\": %s}, {\"add\": %s}]<|tools_suffix|>",
      "<|tools_prefix|>[{\"rm\": {}}]<|tools_suffix|>"},
 };
@@ -160,7 +160,7 @@ Test(toolgrammar, every_format_matches_its_calls_and_parses_back) {
 }
 
 Test(toolgrammar, named_tool_only_and_tool_without_parameters) {
-    infer__grules *g = compile(INFER_TOOLS_HERMES, "add", 0), *now = compile(INFER_TOOLS_HERMES, "now", 0);
+    infer__grules *g = compile(INFER_TOOL_FORMAT_HERMES, "add", 0), *now = compile(INFER_TOOL_FORMAT_HERMES, "now", 0);
     cr_expect_eq(match(g, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": -2}}\n</tool_call>"), 1);
     cr_expect_neq(match(g, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1.5, \"b\": 2}}\n</tool_call>"), 1);
     /* a tool without parameters takes any object, and only an object */
@@ -173,7 +173,7 @@ Test(toolgrammar, named_tool_only_and_tool_without_parameters) {
 static void refused(const char *list, const char *name, const char *want) {
     infer_error err;
     memset(&err, 0, sizeof err);
-    cr_expect_eq(infer_tool_call_grammar(INFER_TOOLS_HERMES, list, name, 0, NULL, 0, &err), -1, "accepted %s", list);
+    cr_expect_eq(infer_tool_call_grammar(INFER_TOOL_FORMAT_HERMES, list, name, 0, NULL, 0, &err), -1, "accepted %s", list);
     cr_expect(strstr(err.msg, want) != NULL, "message '%s' does not say '%s'", err.msg, want);
     cr_expect(strchr(err.msg, '\n') == NULL, "message of more than one line: %s", err.msg);
 }
@@ -209,11 +209,11 @@ Test(toolgrammar, forced_calls_from_the_shared_models_are_valid) {
     infer_error err;
     if (!tu_have_shared()) cr_skip_test("../shared is absent: its models are needed");
     memset(&err, 0, sizeof err);
-    n = infer_tool_call_grammar(INFER_TOOLS_GENERIC, bounded_tools, NULL, 0, NULL, 0, &err);
+    n = infer_tool_call_grammar(INFER_TOOL_FORMAT_GENERIC, bounded_tools, NULL, 0, NULL, 0, &err);
     cr_assert_geq(n, 0, "%s", err.msg);
     g = (char *)malloc((size_t)n + 1);
     cr_assert_not_null(g);
-    infer_tool_call_grammar(INFER_TOOLS_GENERIC, bounded_tools, NULL, 0, g, (size_t)n + 1, &err);
+    infer_tool_call_grammar(INFER_TOOL_FORMAT_GENERIC, bounded_tools, NULL, 0, g, (size_t)n + 1, &err);
     for (i = 0; i < sizeof models / sizeof *models; i++) {
         char path[1024], text[4096];
         infer_model *m;
@@ -239,7 +239,7 @@ Test(toolgrammar, forced_calls_from_the_shared_models_are_valid) {
         while (infer_context_step(c, 0) > 0) {}
         cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s: %s", models[i], err.msg);
         infer_request_text(r, 0, text, sizeof text);
-        parser = infer_output_parser_new(INFER_TOOLS_GENERIC, INFER_REASONING_NONE, &err);
+        parser = infer_output_parser_new(INFER_TOOL_FORMAT_GENERIC, INFER_REASONING_NONE, &err);
         cr_assert(parser && infer_output_parser_push(parser, text, strlen(text), NULL, &err) == 0 &&
                   infer_output_parser_finish(parser, NULL, &res, &err) == 0);
         cr_expect(res.n_calls == 1 && res.n_malformed == 0 && !strcmp(res.calls[0].name, "set_mode") &&

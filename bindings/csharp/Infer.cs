@@ -171,7 +171,7 @@ namespace Infer
     public static class InferLibrary
     {
         /// <summary>The INFER_ABI_VERSION this binding's declarations were written against.</summary>
-        public const int AbiVersion = 1;
+        public const int AbiVersion = 2;
 
         /// <summary>The library's file name: libinfer.so (Linux, Android), infer.dll (Windows),
         /// libinfer.dylib (macOS); "__Internal" on iOS, where it is linked in statically.</summary>
@@ -181,7 +181,7 @@ namespace Infer
         static bool checkedOnce;
         static Exception failure;
 
-        /// <summary>The implementation's version, e.g. "0.24.0".</summary>
+        /// <summary>The implementation's version, e.g. "0.25.0".</summary>
         public static string Version
         {
             get

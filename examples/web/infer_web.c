@@ -244,7 +244,7 @@ EMSCRIPTEN_KEEPALIVE double iw_bench(iw_session *s, int n_prompt, int n_gen) {
         toks[i] = (infer_token)((rng >> 8) % (uint32_t)nv);
     }
     if (infer_model_bos(s->model) >= 0) toks[0] = infer_model_bos(s->model);
-    infer_context_truncate(s->ctx, 0);
+    infer_seq_truncate(s->ctx, 0, 0);
     if (n_prompt > 0) {
         t0 = emscripten_get_now();
         if (infer_decode(s->ctx, toks, n_prompt, 0, &err) != INFER_OK) goto fail;

@@ -27,7 +27,7 @@ static void decode_a_little(infer_model *m) {
     toks[0] = infer_model_bos(m) >= 0 ? infer_model_bos(m) : 0;
     toks[1] = n_vocab > 1 ? 1 : 0;
     if (infer_decode(c, toks, 2, 0, &err) == INFER_OK) {
-        const float *logits = infer_get_logits(c, -1);
+        const float *logits = infer_context_logits(c, -1);
         infer_token best = 0;
         int i;
         FUZZ_CHECK(logits != NULL, "a decoded context has logits");

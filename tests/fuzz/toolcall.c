@@ -38,7 +38,7 @@ static void take(fuzz_tc *o, const infer_output_delta *d) {
     }
 }
 
-static void run(fuzz_tc *o, infer_tool_format f, int reasoning, const uint8_t *text, size_t n, uint32_t seed) {
+static void run(fuzz_tc *o, infer_tool_format f, infer_reasoning reasoning, const uint8_t *text, size_t n, uint32_t seed) {
     infer_error err;
     infer_output_delta d;
     size_t at = 0;
@@ -76,10 +76,11 @@ static void done(fuzz_tc *o) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_tc a, b;
     infer_tool_format f;
-    int reasoning, i;
+    infer_reasoning reasoning;
+    int i;
     if (size < 2) return 0;
-    f = (infer_tool_format)((data[0] & 15) % INFER_TOOLS_COUNT);
-    reasoning = (data[0] >> 4 & 3) % 3;
+    f = (infer_tool_format)((data[0] & 15) % INFER_TOOL_FORMAT_COUNT);
+    reasoning = (infer_reasoning)((data[0] >> 4 & 3) % 3);
     run(&a, f, reasoning, data + 2, size - 2, 0);
     run(&b, f, reasoning, data + 2, size - 2, 1u + data[1]);
     FUZZ_CHECK(a.nc == b.nc && !memcmp(a.content, b.content, a.nc), "content depends on the pieces");

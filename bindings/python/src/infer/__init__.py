@@ -15,7 +15,7 @@ from ._api import (ChatTemplate, Context, InferError, Model, Status, Stream, abi
                    library_path, version)
 from ._native import ABI_VERSION, LibraryError
 
-__version__ = "0.24.0"
+__version__ = "0.25.0"
 
 __all__ = ["ABI_VERSION", "ChatTemplate", "Context", "InferError", "LibraryError", "Model", "Status", "Stream",
            "abi_version", "json_schema_to_grammar", "library_path", "version"]

@@ -102,7 +102,7 @@ def json_schema_to_grammar(schema):
 
 
 def version():
-    """The library's version, INFER_VERSION as it was compiled ("0.24.0")."""
+    """The library's version, INFER_VERSION as it was compiled ("0.25.0")."""
     return _native.lib().infer_version().decode()
 
 
@@ -599,7 +599,7 @@ class Context:
     @property
     def n_past(self):
         """Positions sequence 0 holds."""
-        return self._lib.infer_context_n_past(self._h())
+        return self._lib.infer_seq_n_past(self._h(), 0)
 
     @property
     def isa(self):
@@ -616,7 +616,7 @@ class Context:
         """Forgets sequence 0 (its cache and tokens)."""
         h = self._enter()
         try:
-            self._lib.infer_context_truncate(h, 0)
+            self._lib.infer_seq_truncate(h, 0, 0)
         finally:
             self._leave()
 
@@ -680,7 +680,7 @@ class Context:
 
             callback = PIECE_FN(piece_cb)  # referenced until infer_generate returns
             if reset:
-                lib.infer_context_truncate(h, 0)
+                lib.infer_seq_truncate(h, 0, 0)
             st = lib.infer_generate(h, sampler, _b(prompt), n_predict, callback, None, ctypes.byref(err))
             if caught:
                 raise caught[0]

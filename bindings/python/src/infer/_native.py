@@ -13,7 +13,7 @@ import sys
 import threading
 
 # INFER_ABI_VERSION of the infer.h these declarations were written against.
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class LibraryError(OSError):
@@ -196,9 +196,9 @@ PROTOTYPES = {
     "infer_context_free": (None, [_vp]),
     "infer_context_n_ctx": (_int, [_vp]),
     "infer_context_n_seq": (_int, [_vp]),
-    "infer_context_n_past": (_int, [_vp]),
+    "infer_seq_n_past": (_int, [_vp, _int]),
     "infer_context_isa": (_cp, [_vp]),
-    "infer_context_truncate": (_int, [_vp, _int]),
+    "infer_seq_truncate": (_int, [_vp, _int, _int]),
     "infer_context_metrics_into": (None, [_vp, _p(Metrics)]),
     "infer_context_reset_metrics": (None, [_vp]),
     "infer_context_generated_tokens": (_p(c_token), [_vp, _p(_int)]),
