@@ -157,11 +157,11 @@ typedef struct infer_error {
 /* ---- GGUF file: metadata and tensor table ---------------------------- */
 
 typedef enum infer_gguf_type {
-    INFER_GGUF_UINT8 = 0, INFER_GGUF_INT8 = 1, INFER_GGUF_UINT16 = 2,
-    INFER_GGUF_INT16 = 3, INFER_GGUF_UINT32 = 4, INFER_GGUF_INT32 = 5,
-    INFER_GGUF_FLOAT32 = 6, INFER_GGUF_BOOL = 7, INFER_GGUF_STRING = 8,
-    INFER_GGUF_ARRAY = 9, INFER_GGUF_UINT64 = 10, INFER_GGUF_INT64 = 11,
-    INFER_GGUF_FLOAT64 = 12
+    INFER_GGUF_TYPE_UINT8 = 0, INFER_GGUF_TYPE_INT8 = 1, INFER_GGUF_TYPE_UINT16 = 2,
+    INFER_GGUF_TYPE_INT16 = 3, INFER_GGUF_TYPE_UINT32 = 4, INFER_GGUF_TYPE_INT32 = 5,
+    INFER_GGUF_TYPE_FLOAT32 = 6, INFER_GGUF_TYPE_BOOL = 7, INFER_GGUF_TYPE_STRING = 8,
+    INFER_GGUF_TYPE_ARRAY = 9, INFER_GGUF_TYPE_UINT64 = 10, INFER_GGUF_TYPE_INT64 = 11,
+    INFER_GGUF_TYPE_FLOAT64 = 12
 } infer_gguf_type;
 
 /* Tensor element types, numbered as in GGUF. */
@@ -309,8 +309,8 @@ INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size);
 
 /* What a context does when a sequence's next tokens do not fit. */
 typedef enum infer_full_policy {
-    INFER_FULL_STOP = 0, /* fail with INFER_ERR_CONTEXT_FULL (the default) */
-    INFER_FULL_SHIFT     /* keep the first n_keep positions, drop the oldest half of the
+    INFER_FULL_POLICY_STOP = 0, /* fail with INFER_ERR_CONTEXT_FULL (the default) */
+    INFER_FULL_POLICY_SHIFT     /* keep the first n_keep positions, drop the oldest half of the
                             rest and move the others down, their keys rotated again for
                             their new positions (llama.cpp's context shift) */
 } infer_full_policy;
@@ -336,7 +336,7 @@ typedef struct infer_context_params {
                          thousands: measured on Gemma 3 270M, 7% of the logit
                          range from llama.cpp's otherwise, 2.5% so) */
     infer_full_policy full_policy;
-    int n_keep;       /* INFER_FULL_SHIFT: positions never dropped (a system prompt) */
+    int n_keep;       /* INFER_FULL_POLICY_SHIFT: positions never dropped (a system prompt) */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
@@ -596,9 +596,9 @@ typedef int (*infer_piece_fn)(const char *piece, int len, void *user);
    infer_context_generated_tokens. Continues from the context's n_past (a
    chat's earlier turns); truncate to 0 first to start afresh. Every
    generated token but the last is fed back (the last needs no forward
-   pass). When the context is full: with INFER_FULL_STOP (the default) it
+   pass). When the context is full: with INFER_FULL_POLICY_STOP (the default) it
    returns INFER_ERR_CONTEXT_FULL, the text so far already streamed; with
-   INFER_FULL_SHIFT the decode shifts the sequence and generation goes on.
+   INFER_FULL_POLICY_SHIFT the decode shifts the sequence and generation goes on.
    It is a request (see below) stepped to its end on this thread. */
 INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt,
                                      int n_predict, infer_piece_fn on_piece, void *user,
@@ -785,7 +785,7 @@ INFERDEF int infer_request_done(const infer_request *r);
 /* INFER_OK while running and after a normal end (end of generation,
    n_predict, a stop string, the grammar's end); else what ended it:
    INFER_ERR_CANCELLED, INFER_ERR_CONTEXT_FULL (the sequence is full under
-   INFER_FULL_STOP; the text so far stays), an error of the grammar or the
+   INFER_FULL_POLICY_STOP; the text so far stays), an error of the grammar or the
    decode. err (may be NULL) gets the message. */
 INFERDEF infer_status infer_request_status(const infer_request *r, infer_error *err);
 /* The text generated so far from byte `from` on (a caller that streams
@@ -868,11 +868,11 @@ INFERDEF void infer_worker_free(infer_worker *w);
    format's blocks falls back as llama.cpp's does (Q4_K -> Q5_0,
    Q5_K -> Q5_1, Q6_K -> Q8_0, then F16). */
 typedef enum infer_quant_target {
-    INFER_QUANT_F32 = 0, INFER_QUANT_F16, INFER_QUANT_BF16,
-    INFER_QUANT_Q8_0, INFER_QUANT_Q4_0, INFER_QUANT_Q4_1, INFER_QUANT_Q5_0, INFER_QUANT_Q5_1,
-    INFER_QUANT_Q4_K, INFER_QUANT_Q5_K, INFER_QUANT_Q6_K,
-    INFER_QUANT_Q4_K_M, INFER_QUANT_Q5_K_M,
-    INFER_QUANT_COUNT
+    INFER_QUANT_TARGET_F32 = 0, INFER_QUANT_TARGET_F16, INFER_QUANT_TARGET_BF16,
+    INFER_QUANT_TARGET_Q8_0, INFER_QUANT_TARGET_Q4_0, INFER_QUANT_TARGET_Q4_1, INFER_QUANT_TARGET_Q5_0, INFER_QUANT_TARGET_Q5_1,
+    INFER_QUANT_TARGET_Q4_K, INFER_QUANT_TARGET_Q5_K, INFER_QUANT_TARGET_Q6_K,
+    INFER_QUANT_TARGET_Q4_K_M, INFER_QUANT_TARGET_Q5_K_M,
+    INFER_QUANT_TARGET_COUNT
 } infer_quant_target;
 
 /* Called once per tensor as it is written (from the calling thread). */
@@ -927,28 +927,28 @@ INFERDEF double infer_perplexity_value(const infer_perplexity *acc, double *unce
    (Jinja) is recognized by its text, with the markers llama.cpp looks for,
    never by the model's name. */
 typedef enum infer_chat_kind {
-    INFER_CHAT_CHATML = 0,        /* <|im_start|>role\n...<|im_end|>\n (Qwen2/2.5, SmolLM2, OpenHermes) */
-    INFER_CHAT_LLAMA2,            /* Llama-2-chat: [INST] <<SYS>>..<</SYS>> x [/INST] y </s><s>[INST] */
-    INFER_CHAT_MISTRAL,           /* Mistral Instruct v0.1/v0.2: [INST] x [/INST]y</s> */
-    INFER_CHAT_MISTRAL_V1,        /* Mistral's "v1": " [INST] x [/INST] y</s>" */
-    INFER_CHAT_MISTRAL_V3,        /* Mistral's "v3": "[INST] x[/INST] y</s>" */
-    INFER_CHAT_MISTRAL_V3_TEKKEN, /* Mistral's "v3-tekken" (Nemo): "[INST]x[/INST]y</s>" */
-    INFER_CHAT_MISTRAL_V7,        /* [SYSTEM_PROMPT] s[/SYSTEM_PROMPT][INST] x[/INST] y</s> */
-    INFER_CHAT_LLAMA3,            /* Llama 3.0: <|start_header_id|>role<|end_header_id|>\n\nx<|eot_id|> */
-    INFER_CHAT_GEMMA,             /* <start_of_turn>user\nx<end_of_turn>\n, "model" for assistant */
-    INFER_CHAT_PHI3,              /* Phi-3, Phi-3.5: <|user|>\nx<|end|>\n */
-    INFER_CHAT_ZEPHYR,            /* <|user|>\nx</s>\n (EOS text of the model) */
-    INFER_CHAT_DEEPSEEK,          /* deepseek-coder: ### Instruction:\nx\n### Response:\ny\n<|EOT|>\n */
-    INFER_CHAT_DEEPSEEK2,         /* DeepSeek-V2: User: x\n\nAssistant: y<EOS> */
-    INFER_CHAT_DEEPSEEK3,         /* DeepSeek-V3/R1: <|User|>x<|Assistant|>y<EOS> (fullwidth bars) */
-    INFER_CHAT_LLAMA31,           /* Llama 3.1-3.3: Llama 3 with a system turn that always opens with
+    INFER_CHAT_KIND_CHATML = 0,        /* <|im_start|>role\n...<|im_end|>\n (Qwen2/2.5, SmolLM2, OpenHermes) */
+    INFER_CHAT_KIND_LLAMA2,            /* Llama-2-chat: [INST] <<SYS>>..<</SYS>> x [/INST] y </s><s>[INST] */
+    INFER_CHAT_KIND_MISTRAL,           /* Mistral Instruct v0.1/v0.2: [INST] x [/INST]y</s> */
+    INFER_CHAT_KIND_MISTRAL_V1,        /* Mistral's "v1": " [INST] x [/INST] y</s>" */
+    INFER_CHAT_KIND_MISTRAL_V3,        /* Mistral's "v3": "[INST] x[/INST] y</s>" */
+    INFER_CHAT_KIND_MISTRAL_V3_TEKKEN, /* Mistral's "v3-tekken" (Nemo): "[INST]x[/INST]y</s>" */
+    INFER_CHAT_KIND_MISTRAL_V7,        /* [SYSTEM_PROMPT] s[/SYSTEM_PROMPT][INST] x[/INST] y</s> */
+    INFER_CHAT_KIND_LLAMA3,            /* Llama 3.0: <|start_header_id|>role<|end_header_id|>\n\nx<|eot_id|> */
+    INFER_CHAT_KIND_GEMMA,             /* <start_of_turn>user\nx<end_of_turn>\n, "model" for assistant */
+    INFER_CHAT_KIND_PHI3,              /* Phi-3, Phi-3.5: <|user|>\nx<|end|>\n */
+    INFER_CHAT_KIND_ZEPHYR,            /* <|user|>\nx</s>\n (EOS text of the model) */
+    INFER_CHAT_KIND_DEEPSEEK,          /* deepseek-coder: ### Instruction:\nx\n### Response:\ny\n<|EOT|>\n */
+    INFER_CHAT_KIND_DEEPSEEK2,         /* DeepSeek-V2: User: x\n\nAssistant: y<EOS> */
+    INFER_CHAT_KIND_DEEPSEEK3,         /* DeepSeek-V3/R1: <|User|>x<|Assistant|>y<EOS> (fullwidth bars) */
+    INFER_CHAT_KIND_LLAMA31,           /* Llama 3.1-3.3: Llama 3 with a system turn that always opens with
                                      "Cutting Knowledge Date: December 2023\nToday Date: <date>\n\n" */
-    INFER_CHAT_QWEN3,             /* Qwen3: ChatML; an earlier reply loses its <think>...</think> */
-    INFER_CHAT_PHI4,              /* Phi-4: <|im_start|>user<|im_sep|>x<|im_end|> */
-    INFER_CHAT_PHI4_MINI,         /* Phi-4-mini: <|user|>x<|end|> */
-    INFER_CHAT_SMOLLM3,           /* SmolLM3: ChatML under its "## Metadata" system header */
-    INFER_CHAT_MISTRAL_V7_TEKKEN, /* Mistral Small 3.x: v7 without the spaces */
-    INFER_CHAT_COUNT
+    INFER_CHAT_KIND_QWEN3,             /* Qwen3: ChatML; an earlier reply loses its <think>...</think> */
+    INFER_CHAT_KIND_PHI4,              /* Phi-4: <|im_start|>user<|im_sep|>x<|im_end|> */
+    INFER_CHAT_KIND_PHI4_MINI,         /* Phi-4-mini: <|user|>x<|end|> */
+    INFER_CHAT_KIND_SMOLLM3,           /* SmolLM3: ChatML under its "## Metadata" system header */
+    INFER_CHAT_KIND_MISTRAL_V7_TEKKEN, /* Mistral Small 3.x: v7 without the spaces */
+    INFER_CHAT_KIND_COUNT
 } infer_chat_kind;
 
 typedef struct infer_chat_template {
@@ -1202,21 +1202,21 @@ INFERDEF void infer_output_parser_free(infer_output_parser *p);
 INFERDEF int infer_abi_version(void);
 
 typedef enum infer_struct_id {
-    INFER_STRUCT_ERROR = 0,
-    INFER_STRUCT_MODEL_PARAMS,
-    INFER_STRUCT_CONTEXT_PARAMS,
-    INFER_STRUCT_BATCH,
-    INFER_STRUCT_SAMPLER_PARAMS,
-    INFER_STRUCT_TOKEN_PROB,
-    INFER_STRUCT_METRICS,
-    INFER_STRUCT_REQUEST_PARAMS,
-    INFER_STRUCT_BEAM_PARAMS,
-    INFER_STRUCT_QUANTIZE_PARAMS,
-    INFER_STRUCT_CHAT_TEMPLATE,
-    INFER_STRUCT_CHAT_MESSAGE,
-    INFER_STRUCT_JINJA_LIMITS,
-    INFER_STRUCT_DETOK,
-    INFER_STRUCT_COUNT
+    INFER_STRUCT_ID_ERROR = 0,
+    INFER_STRUCT_ID_MODEL_PARAMS,
+    INFER_STRUCT_ID_CONTEXT_PARAMS,
+    INFER_STRUCT_ID_BATCH,
+    INFER_STRUCT_ID_SAMPLER_PARAMS,
+    INFER_STRUCT_ID_TOKEN_PROB,
+    INFER_STRUCT_ID_METRICS,
+    INFER_STRUCT_ID_REQUEST_PARAMS,
+    INFER_STRUCT_ID_BEAM_PARAMS,
+    INFER_STRUCT_ID_QUANTIZE_PARAMS,
+    INFER_STRUCT_ID_CHAT_TEMPLATE,
+    INFER_STRUCT_ID_CHAT_MESSAGE,
+    INFER_STRUCT_ID_JINJA_LIMITS,
+    INFER_STRUCT_ID_DETOK,
+    INFER_STRUCT_ID_COUNT
 } infer_struct_id;
 /* sizeof the struct as this library was compiled; 0 for an unknown id. */
 INFERDEF size_t infer_struct_size(infer_struct_id id);
@@ -1269,6 +1269,74 @@ INFER_DEPRECATED INFERDEF const float *infer_get_logits(const infer_context *c, 
 #define INFER_TOOLS_NEMOTRON INFER_TOOL_FORMAT_NEMOTRON
 #define INFER_TOOLS_APERTUS INFER_TOOL_FORMAT_APERTUS
 #define INFER_TOOLS_COUNT INFER_TOOL_FORMAT_COUNT
+/* Deprecated in 0.25, removed in 0.26: use the constants named after their
+   types, INFER_FULL_POLICY_*, INFER_QUANT_TARGET_*, INFER_CHAT_KIND_*,
+   INFER_STRUCT_ID_* and INFER_GGUF_TYPE_*. */
+#define INFER_GGUF_UINT8 INFER_GGUF_TYPE_UINT8
+#define INFER_GGUF_INT8 INFER_GGUF_TYPE_INT8
+#define INFER_GGUF_UINT16 INFER_GGUF_TYPE_UINT16
+#define INFER_GGUF_INT16 INFER_GGUF_TYPE_INT16
+#define INFER_GGUF_UINT32 INFER_GGUF_TYPE_UINT32
+#define INFER_GGUF_INT32 INFER_GGUF_TYPE_INT32
+#define INFER_GGUF_FLOAT32 INFER_GGUF_TYPE_FLOAT32
+#define INFER_GGUF_BOOL INFER_GGUF_TYPE_BOOL
+#define INFER_GGUF_STRING INFER_GGUF_TYPE_STRING
+#define INFER_GGUF_ARRAY INFER_GGUF_TYPE_ARRAY
+#define INFER_GGUF_UINT64 INFER_GGUF_TYPE_UINT64
+#define INFER_GGUF_INT64 INFER_GGUF_TYPE_INT64
+#define INFER_GGUF_FLOAT64 INFER_GGUF_TYPE_FLOAT64
+#define INFER_FULL_STOP INFER_FULL_POLICY_STOP
+#define INFER_FULL_SHIFT INFER_FULL_POLICY_SHIFT
+#define INFER_QUANT_F32 INFER_QUANT_TARGET_F32
+#define INFER_QUANT_F16 INFER_QUANT_TARGET_F16
+#define INFER_QUANT_BF16 INFER_QUANT_TARGET_BF16
+#define INFER_QUANT_Q8_0 INFER_QUANT_TARGET_Q8_0
+#define INFER_QUANT_Q4_0 INFER_QUANT_TARGET_Q4_0
+#define INFER_QUANT_Q4_1 INFER_QUANT_TARGET_Q4_1
+#define INFER_QUANT_Q5_0 INFER_QUANT_TARGET_Q5_0
+#define INFER_QUANT_Q5_1 INFER_QUANT_TARGET_Q5_1
+#define INFER_QUANT_Q4_K INFER_QUANT_TARGET_Q4_K
+#define INFER_QUANT_Q5_K INFER_QUANT_TARGET_Q5_K
+#define INFER_QUANT_Q6_K INFER_QUANT_TARGET_Q6_K
+#define INFER_QUANT_Q4_K_M INFER_QUANT_TARGET_Q4_K_M
+#define INFER_QUANT_Q5_K_M INFER_QUANT_TARGET_Q5_K_M
+#define INFER_QUANT_COUNT INFER_QUANT_TARGET_COUNT
+#define INFER_CHAT_CHATML INFER_CHAT_KIND_CHATML
+#define INFER_CHAT_LLAMA2 INFER_CHAT_KIND_LLAMA2
+#define INFER_CHAT_MISTRAL INFER_CHAT_KIND_MISTRAL
+#define INFER_CHAT_MISTRAL_V1 INFER_CHAT_KIND_MISTRAL_V1
+#define INFER_CHAT_MISTRAL_V3 INFER_CHAT_KIND_MISTRAL_V3
+#define INFER_CHAT_MISTRAL_V3_TEKKEN INFER_CHAT_KIND_MISTRAL_V3_TEKKEN
+#define INFER_CHAT_MISTRAL_V7 INFER_CHAT_KIND_MISTRAL_V7
+#define INFER_CHAT_LLAMA3 INFER_CHAT_KIND_LLAMA3
+#define INFER_CHAT_GEMMA INFER_CHAT_KIND_GEMMA
+#define INFER_CHAT_PHI3 INFER_CHAT_KIND_PHI3
+#define INFER_CHAT_ZEPHYR INFER_CHAT_KIND_ZEPHYR
+#define INFER_CHAT_DEEPSEEK INFER_CHAT_KIND_DEEPSEEK
+#define INFER_CHAT_DEEPSEEK2 INFER_CHAT_KIND_DEEPSEEK2
+#define INFER_CHAT_DEEPSEEK3 INFER_CHAT_KIND_DEEPSEEK3
+#define INFER_CHAT_LLAMA31 INFER_CHAT_KIND_LLAMA31
+#define INFER_CHAT_QWEN3 INFER_CHAT_KIND_QWEN3
+#define INFER_CHAT_PHI4 INFER_CHAT_KIND_PHI4
+#define INFER_CHAT_PHI4_MINI INFER_CHAT_KIND_PHI4_MINI
+#define INFER_CHAT_SMOLLM3 INFER_CHAT_KIND_SMOLLM3
+#define INFER_CHAT_MISTRAL_V7_TEKKEN INFER_CHAT_KIND_MISTRAL_V7_TEKKEN
+#define INFER_CHAT_COUNT INFER_CHAT_KIND_COUNT
+#define INFER_STRUCT_ERROR INFER_STRUCT_ID_ERROR
+#define INFER_STRUCT_MODEL_PARAMS INFER_STRUCT_ID_MODEL_PARAMS
+#define INFER_STRUCT_CONTEXT_PARAMS INFER_STRUCT_ID_CONTEXT_PARAMS
+#define INFER_STRUCT_BATCH INFER_STRUCT_ID_BATCH
+#define INFER_STRUCT_SAMPLER_PARAMS INFER_STRUCT_ID_SAMPLER_PARAMS
+#define INFER_STRUCT_TOKEN_PROB INFER_STRUCT_ID_TOKEN_PROB
+#define INFER_STRUCT_METRICS INFER_STRUCT_ID_METRICS
+#define INFER_STRUCT_REQUEST_PARAMS INFER_STRUCT_ID_REQUEST_PARAMS
+#define INFER_STRUCT_BEAM_PARAMS INFER_STRUCT_ID_BEAM_PARAMS
+#define INFER_STRUCT_QUANTIZE_PARAMS INFER_STRUCT_ID_QUANTIZE_PARAMS
+#define INFER_STRUCT_CHAT_TEMPLATE INFER_STRUCT_ID_CHAT_TEMPLATE
+#define INFER_STRUCT_CHAT_MESSAGE INFER_STRUCT_ID_CHAT_MESSAGE
+#define INFER_STRUCT_JINJA_LIMITS INFER_STRUCT_ID_JINJA_LIMITS
+#define INFER_STRUCT_DETOK INFER_STRUCT_ID_DETOK
+#define INFER_STRUCT_COUNT INFER_STRUCT_ID_COUNT
 
 #ifdef __cplusplus
 }
@@ -4061,10 +4129,10 @@ static int infer__rd_str_fail(infer__reader *r, uint64_t len, const char *where)
 
 static size_t infer__gguf_scalar_size(infer_gguf_type t) {
     switch (t) {
-    case INFER_GGUF_UINT8: case INFER_GGUF_INT8: case INFER_GGUF_BOOL: return 1;
-    case INFER_GGUF_UINT16: case INFER_GGUF_INT16: return 2;
-    case INFER_GGUF_UINT32: case INFER_GGUF_INT32: case INFER_GGUF_FLOAT32: return 4;
-    case INFER_GGUF_UINT64: case INFER_GGUF_INT64: case INFER_GGUF_FLOAT64: return 8;
+    case INFER_GGUF_TYPE_UINT8: case INFER_GGUF_TYPE_INT8: case INFER_GGUF_TYPE_BOOL: return 1;
+    case INFER_GGUF_TYPE_UINT16: case INFER_GGUF_TYPE_INT16: return 2;
+    case INFER_GGUF_TYPE_UINT32: case INFER_GGUF_TYPE_INT32: case INFER_GGUF_TYPE_FLOAT32: return 4;
+    case INFER_GGUF_TYPE_UINT64: case INFER_GGUF_TYPE_INT64: case INFER_GGUF_TYPE_FLOAT64: return 8;
     default: return 0;
     }
 }
@@ -4092,12 +4160,12 @@ static int infer__rd_kv(infer__reader *r, infer__kv *kv, uint64_t index) {
                               INFER__NAME_MAX_SHOWN, kv->key);
     kv->type = (infer_gguf_type)type;
     kv->data = r->p;
-    if (type == INFER_GGUF_STRING) {
+    if (type == INFER_GGUF_TYPE_STRING) {
         if (infer__rd_str(r, &s, &len)) return 1;
         snprintf(where, sizeof where, "the value of key %.*s", INFER__NAME_MAX_SHOWN, kv->key);
         return infer__rd_str_fail(r, len, where);
     }
-    if (type == INFER_GGUF_ARRAY) {
+    if (type == INFER_GGUF_TYPE_ARRAY) {
         uint32_t et;
         uint64_t n, i;
         if (!infer__rd_u32(r, &et) || !infer__rd_u64(r, &n))
@@ -4106,7 +4174,7 @@ static int infer__rd_kv(infer__reader *r, infer__kv *kv, uint64_t index) {
         kv->arr_type = (infer_gguf_type)et;
         kv->arr_n = n;
         kv->data = r->p;
-        if (et == INFER_GGUF_STRING) {
+        if (et == INFER_GGUF_TYPE_STRING) {
             /* every element takes at least its 8-byte length */
             if (n > infer__rd_left(r) / 8)
                 return infer__rd_fail(r, INFER_ERR_FORMAT,
@@ -4272,9 +4340,9 @@ static int infer__gguf_alignment(infer_gguf *g, infer_error *err) {
     uint32_t a;
     g->alignment = 32;
     if (!kv) return 1;
-    if (kv->type != INFER_GGUF_UINT32) {
+    if (kv->type != INFER_GGUF_TYPE_UINT32) {
         infer__set_error(err, INFER_ERR_FORMAT, "GGUF key general.alignment must be a u32, not %s",
-                         kv->type == INFER_GGUF_ARRAY ? "an array" : infer__gguf_type_name(kv->type));
+                         kv->type == INFER_GGUF_TYPE_ARRAY ? "an array" : infer__gguf_type_name(kv->type));
         return 0;
     }
     memcpy(&a, kv->data, 4);
@@ -4485,19 +4553,19 @@ static double infer__gguf_scalar(infer_gguf_type t, const uint8_t *p, int64_t *a
     double dv = 0;
     memcpy(&v, p, infer__gguf_scalar_size(t));
     switch (t) {
-    case INFER_GGUF_UINT8: iv = v.u8; break;
-    case INFER_GGUF_INT8: iv = v.i8; break;
-    case INFER_GGUF_BOOL: iv = v.u8 != 0; break;
-    case INFER_GGUF_UINT16: iv = v.u16; break;
-    case INFER_GGUF_INT16: iv = v.i16; break;
-    case INFER_GGUF_UINT32: iv = v.u32; break;
-    case INFER_GGUF_INT32: iv = v.i32; break;
-    case INFER_GGUF_UINT64: iv = v.u64 > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v.u64; break;
-    case INFER_GGUF_INT64: iv = v.i64; break;
+    case INFER_GGUF_TYPE_UINT8: iv = v.u8; break;
+    case INFER_GGUF_TYPE_INT8: iv = v.i8; break;
+    case INFER_GGUF_TYPE_BOOL: iv = v.u8 != 0; break;
+    case INFER_GGUF_TYPE_UINT16: iv = v.u16; break;
+    case INFER_GGUF_TYPE_INT16: iv = v.i16; break;
+    case INFER_GGUF_TYPE_UINT32: iv = v.u32; break;
+    case INFER_GGUF_TYPE_INT32: iv = v.i32; break;
+    case INFER_GGUF_TYPE_UINT64: iv = v.u64 > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v.u64; break;
+    case INFER_GGUF_TYPE_INT64: iv = v.i64; break;
     /* no integer from a float: NaN, an infinity or 1e300 has none (the
        conversion would be undefined) */
-    case INFER_GGUF_FLOAT32: dv = v.f32; if (as_int) *as_int = 0; return dv;
-    case INFER_GGUF_FLOAT64: dv = v.f64; if (as_int) *as_int = 0; return dv;
+    case INFER_GGUF_TYPE_FLOAT32: dv = v.f32; if (as_int) *as_int = 0; return dv;
+    case INFER_GGUF_TYPE_FLOAT64: dv = v.f64; if (as_int) *as_int = 0; return dv;
     default: break;
     }
     if (as_int) *as_int = iv;
@@ -4505,7 +4573,7 @@ static double infer__gguf_scalar(infer_gguf_type t, const uint8_t *p, int64_t *a
 }
 
 static int infer__gguf_is_int_type(infer_gguf_type t) {
-    return infer__gguf_scalar_size(t) && t != INFER_GGUF_FLOAT32 && t != INFER_GGUF_FLOAT64 && t != INFER_GGUF_BOOL;
+    return infer__gguf_scalar_size(t) && t != INFER_GGUF_TYPE_FLOAT32 && t != INFER_GGUF_TYPE_FLOAT64 && t != INFER_GGUF_TYPE_BOOL;
 }
 
 static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *out) {
@@ -4517,7 +4585,7 @@ static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *ou
 
 static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *out) {
     const infer__kv *kv = infer__gguf_kv(g, key);
-    if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_BOOL) return 0;
+    if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_TYPE_BOOL) return 0;
     *out = infer__gguf_scalar(kv->type, kv->data, NULL);
     return 1;
 }
@@ -4525,7 +4593,7 @@ static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *o
 static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out) {
     const infer__kv *kv = infer__gguf_kv(g, key);
     int64_t v;
-    if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_FLOAT32 || kv->type == INFER_GGUF_FLOAT64)
+    if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_TYPE_FLOAT32 || kv->type == INFER_GGUF_TYPE_FLOAT64)
         return 0;
     infer__gguf_scalar(kv->type, kv->data, &v);
     *out = v != 0;
@@ -4535,7 +4603,7 @@ static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out) 
 static int infer__gguf_get_str(const infer_gguf *g, const char *key, infer__str *out) {
     const infer__kv *kv = infer__gguf_kv(g, key);
     uint64_t n;
-    if (!kv || kv->type != INFER_GGUF_STRING) return 0;
+    if (!kv || kv->type != INFER_GGUF_TYPE_STRING) return 0;
     memcpy(&n, kv->data, 8);
     out->n = n;
     out->p = (const char *)kv->data + 8;
@@ -4596,9 +4664,9 @@ static void infer__append_str(char *buf, size_t size, size_t *pos, const char *s
 static void infer__append_scalar(char *buf, size_t size, size_t *pos, infer_gguf_type t, const uint8_t *p) {
     int64_t iv;
     double dv = infer__gguf_scalar(t, p, &iv);
-    if (t == INFER_GGUF_BOOL) infer__append(buf, size, pos, "%s", iv ? "true" : "false");
-    else if (t == INFER_GGUF_FLOAT32 || t == INFER_GGUF_FLOAT64) infer__append(buf, size, pos, "%g", dv);
-    else if (t == INFER_GGUF_UINT64) {
+    if (t == INFER_GGUF_TYPE_BOOL) infer__append(buf, size, pos, "%s", iv ? "true" : "false");
+    else if (t == INFER_GGUF_TYPE_FLOAT32 || t == INFER_GGUF_TYPE_FLOAT64) infer__append(buf, size, pos, "%g", dv);
+    else if (t == INFER_GGUF_TYPE_UINT64) {
         uint64_t u;
         memcpy(&u, p, 8);
         infer__append(buf, size, pos, "%llu", (unsigned long long)u);
@@ -4611,17 +4679,17 @@ INFERDEF int infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, 
     if (size) buf[0] = 0;
     if (i < 0 || i >= g->n_kv) return -1;
     kv = &g->kv[i];
-    if (kv->type == INFER_GGUF_STRING) {
+    if (kv->type == INFER_GGUF_TYPE_STRING) {
         infer__str s = {NULL, 0};
         infer__gguf_get_str(g, kv->key, &s);
         infer__append_str(buf, size, &pos, s.p, s.n, 120);
-    } else if (kv->type == INFER_GGUF_ARRAY) {
+    } else if (kv->type == INFER_GGUF_TYPE_ARRAY) {
         uint64_t j, show = kv->arr_n < 6 ? kv->arr_n : 6;
         infer__append(buf, size, &pos, "[%s x %llu] [", infer__gguf_type_name(kv->arr_type),
                       (unsigned long long)kv->arr_n);
         for (j = 0; j < show; j++) {
             if (j) infer__append(buf, size, &pos, ", ");
-            if (kv->arr_type == INFER_GGUF_STRING) infer__append_str(buf, size, &pos, kv->strs[j].p, kv->strs[j].n, 40);
+            if (kv->arr_type == INFER_GGUF_TYPE_STRING) infer__append_str(buf, size, &pos, kv->strs[j].p, kv->strs[j].n, 40);
             else infer__append_scalar(buf, size, &pos, kv->arr_type, kv->data + j * infer__gguf_scalar_size(kv->arr_type));
         }
         infer__append(buf, size, &pos, kv->arr_n > show ? ", ...]" : "]");
@@ -5511,10 +5579,10 @@ static int infer__vocab_check_special_ids(const infer_gguf *g, int64_t n, infer_
             return 0;
         }
         switch (kv->type) {
-        case INFER_GGUF_UINT8: none = UINT8_MAX; break;
-        case INFER_GGUF_UINT16: none = UINT16_MAX; break;
-        case INFER_GGUF_UINT32: none = UINT32_MAX; break;
-        case INFER_GGUF_UINT64: /* read as an int64 it is clamped: look at the bits */
+        case INFER_GGUF_TYPE_UINT8: none = UINT8_MAX; break;
+        case INFER_GGUF_TYPE_UINT16: none = UINT16_MAX; break;
+        case INFER_GGUF_TYPE_UINT32: none = UINT32_MAX; break;
+        case INFER_GGUF_TYPE_UINT64: /* read as an int64 it is clamped: look at the bits */
             memcpy(&u64, kv->data, 8);
             none = u64 == UINT64_MAX ? id : -1;
             break;
@@ -5616,7 +5684,7 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     if (v->type == INFER__VOCAB_BPE) v->add_space_prefix = 0; /* BPE ignores it */
 
     ktok = infer__gguf_kv(g, "tokenizer.ggml.tokens");
-    if (!ktok || ktok->type != INFER_GGUF_ARRAY || ktok->arr_type != INFER_GGUF_STRING || !ktok->strs) {
+    if (!ktok || ktok->type != INFER_GGUF_TYPE_ARRAY || ktok->arr_type != INFER_GGUF_TYPE_STRING || !ktok->strs) {
         infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.tokens missing or not a string array");
         goto fail;
     }
@@ -5626,14 +5694,14 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         goto fail;
     }
     kscore = infer__gguf_kv(g, "tokenizer.ggml.scores");
-    if (kscore && (kscore->type != INFER_GGUF_ARRAY || kscore->arr_type != INFER_GGUF_FLOAT32 ||
+    if (kscore && (kscore->type != INFER_GGUF_TYPE_ARRAY || kscore->arr_type != INFER_GGUF_TYPE_FLOAT32 ||
                    kscore->arr_n != (uint64_t)n)) {
         infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.scores is not %lld float32 values", (long long)n);
         goto fail;
     }
     ktype = infer__gguf_kv(g, "tokenizer.ggml.token_type");
-    if (ktype && (ktype->type != INFER_GGUF_ARRAY ||
-                  (ktype->arr_type != INFER_GGUF_INT32 && ktype->arr_type != INFER_GGUF_UINT32) ||
+    if (ktype && (ktype->type != INFER_GGUF_TYPE_ARRAY ||
+                  (ktype->arr_type != INFER_GGUF_TYPE_INT32 && ktype->arr_type != INFER_GGUF_TYPE_UINT32) ||
                   ktype->arr_n != (uint64_t)n)) {
         infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.token_type is not %lld int32 values", (long long)n);
         goto fail;
@@ -5645,7 +5713,7 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
             infer__set_error(err, INFER_ERR_FORMAT, "vocab: gpt2 tokenizer without tokenizer.ggml.merges");
             goto fail;
         }
-        if (kmerge->type != INFER_GGUF_ARRAY || kmerge->arr_type != INFER_GGUF_STRING || (!kmerge->strs && kmerge->arr_n)) {
+        if (kmerge->type != INFER_GGUF_TYPE_ARRAY || kmerge->arr_type != INFER_GGUF_TYPE_STRING || (!kmerge->strs && kmerge->arr_n)) {
             infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.merges is not a string array");
             goto fail;
         }
@@ -9172,7 +9240,7 @@ typedef struct infer__qtarget {
 
 /* Plain Q4_K and Q5_K have no file type of their own in llama.cpp: its
    quantize tool takes "Q4_K" for Q4_K_M, so a --pure Q4_K file says 15. */
-static const infer__qtarget infer__qtargets[INFER_QUANT_COUNT] = {
+static const infer__qtarget infer__qtargets[INFER_QUANT_TARGET_COUNT] = {
     {"F32", INFER_TYPE_F32, 0, 0},      {"F16", INFER_TYPE_F16, 0, 1},     {"BF16", INFER_TYPE_BF16, 0, 32},
     {"Q8_0", INFER_TYPE_Q8_0, 0, 7},    {"Q4_0", INFER_TYPE_Q4_0, 0, 2},   {"Q4_1", INFER_TYPE_Q4_1, 0, 3},
     {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 15},
@@ -9187,14 +9255,14 @@ INFERDEF infer_quantize_params infer_quantize_default_params(void) {
 }
 
 INFERDEF const char *infer_quant_target_name(infer_quant_target t) {
-    return (unsigned)t < INFER_QUANT_COUNT ? infer__qtargets[t].name : "unknown";
+    return (unsigned)t < INFER_QUANT_TARGET_COUNT ? infer__qtargets[t].name : "unknown";
 }
 
 INFERDEF int infer_quant_target_from_name(const char *name) {
     int i;
     size_t j;
     if (!name) return -1;
-    for (i = 0; i < INFER_QUANT_COUNT; i++) {
+    for (i = 0; i < INFER_QUANT_TARGET_COUNT; i++) {
         const char *a = infer__qtargets[i].name;
         for (j = 0; a[j] && name[j]; j++) {
             char c = name[j];
@@ -9454,7 +9522,7 @@ static int infer__qz_convertible(const infer__tensor *t, infer_type nt, int allo
 
 INFERDEF int infer_quantize_tensor_type(const infer_gguf *g, int64_t tensor, infer_quant_target t) {
     infer__qz_plan pl;
-    if (!g || tensor < 0 || tensor >= g->n_tensors || (unsigned)t >= INFER_QUANT_COUNT) return -1;
+    if (!g || tensor < 0 || tensor >= g->n_tensors || (unsigned)t >= INFER_QUANT_TARGET_COUNT) return -1;
     infer__qz_plan_init(g, &pl);
     return infer__qz_choose(g, &pl, tensor, t);
 }
@@ -9487,13 +9555,13 @@ static void infer__wr_pad(infer__wr *w, uint64_t align) {
    its element type and count, then the elements. */
 static const uint8_t *infer__kv_raw(const infer__kv *kv, size_t *len) {
     const uint8_t *start = kv->data, *end;
-    if (kv->type == INFER_GGUF_ARRAY) {
+    if (kv->type == INFER_GGUF_TYPE_ARRAY) {
         start = kv->data - 12;
-        if (kv->arr_type == INFER_GGUF_STRING)
+        if (kv->arr_type == INFER_GGUF_TYPE_STRING)
             end = kv->arr_n ? (const uint8_t *)kv->strs[kv->arr_n - 1].p + kv->strs[kv->arr_n - 1].n : kv->data;
         else
             end = kv->data + kv->arr_n * infer__gguf_scalar_size(kv->arr_type);
-    } else if (kv->type == INFER_GGUF_STRING) {
+    } else if (kv->type == INFER_GGUF_TYPE_STRING) {
         uint64_t n;
         memcpy(&n, kv->data, 8);
         end = kv->data + 8 + n;
@@ -9546,7 +9614,7 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
     infer_status st = INFER_OK;
     memset(&w, 0, sizeof w);
     if (!params) params = &defaults;
-    if (!in_path || !out_path || (unsigned)target >= INFER_QUANT_COUNT || params->n_threads < 0) {
+    if (!in_path || !out_path || (unsigned)target >= INFER_QUANT_TARGET_COUNT || params->n_threads < 0) {
         infer__set_error(err, INFER_ERR_ARG, "infer_quantize: bad arguments");
         return INFER_ERR_ARG;
     }
@@ -9619,10 +9687,10 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
         const infer__kv *kv = &g->kv[i];
         infer__wr_str(&w, kv->key);
         if (!strcmp(kv->key, "general.file_type")) {
-            infer__wr_u32(&w, INFER_GGUF_UINT32);
+            infer__wr_u32(&w, INFER_GGUF_TYPE_UINT32);
             infer__wr_u32(&w, infer__qtargets[target].ftype);
         } else if (!strcmp(kv->key, "general.quantization_version")) {
-            infer__wr_u32(&w, INFER_GGUF_UINT32);
+            infer__wr_u32(&w, INFER_GGUF_TYPE_UINT32);
             infer__wr_u32(&w, 2);
         } else {
             size_t len;
@@ -9633,12 +9701,12 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
     }
     if (!has_qver) {
         infer__wr_str(&w, "general.quantization_version");
-        infer__wr_u32(&w, INFER_GGUF_UINT32);
+        infer__wr_u32(&w, INFER_GGUF_TYPE_UINT32);
         infer__wr_u32(&w, 2);
     }
     if (!has_ftype) {
         infer__wr_str(&w, "general.file_type");
-        infer__wr_u32(&w, INFER_GGUF_UINT32);
+        infer__wr_u32(&w, INFER_GGUF_TYPE_UINT32);
         infer__wr_u32(&w, infer__qtargets[target].ftype);
     }
     for (i = 0; i < g->n_tensors; i++) {
@@ -16584,7 +16652,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     if (!params) params = &defaults;
     if (params->n_ctx < 0 || params->n_batch < 0 || params->n_threads < 0 || params->n_threads > 512 ||
         params->n_seq < 0 || params->n_seq > 4096 || params->n_keep < 0 ||
-        (params->full_policy != INFER_FULL_STOP && params->full_policy != INFER_FULL_SHIFT)) {
+        (params->full_policy != INFER_FULL_POLICY_STOP && params->full_policy != INFER_FULL_POLICY_SHIFT)) {
         infer__set_error(err, INFER_ERR_ARG, "context parameters out of range");
         return NULL;
     }
@@ -16613,7 +16681,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     {
         /* a context that shifts keeps every position of a sliding window's
            layer too: moving positions down needs the ones a ring drops */
-        int ring_batch = c->full_policy == INFER_FULL_SHIFT ? c->n_ctx : INFER__MIN(c->n_batch, c->n_ctx);
+        int ring_batch = c->full_policy == INFER_FULL_POLICY_SHIFT ? c->n_ctx : INFER__MIN(c->n_batch, c->n_ctx);
         if (!infer__kv_init(&c->kv, kv_type, m, m->gpu, c->n_ctx, ring_batch, c->n_seq, err)) {
             infer_context_free(c);
             return NULL;
@@ -17389,7 +17457,7 @@ static infer_status infer__make_room(infer_context *c, infer_error *err) {
         infer__seq *q = &c->seqs[s];
         int need = q->n_past + q->pending - c->n_ctx, discard;
         if (need <= 0) continue;
-        if (c->full_policy != INFER_FULL_SHIFT || q->pending > c->n_ctx - c->n_keep) {
+        if (c->full_policy != INFER_FULL_POLICY_SHIFT || q->pending > c->n_ctx - c->n_keep) {
             infer__set_error(err, INFER_ERR_CONTEXT_FULL,
                              "the context is full: %d tokens do not fit in sequence %d (%d of %d positions used)",
                              q->pending, s, q->n_past, c->n_ctx);
@@ -17649,7 +17717,7 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     }
     if (!infer__seq_unwrapped(c, q)) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED,
-                         "a sliding window's cache keeps only its window: make the context with INFER_FULL_SHIFT to "
+                         "a sliding window's cache keeps only its window: make the context with INFER_FULL_POLICY_SHIFT to "
                          "remove positions from the middle");
         return INFER_ERR_UNSUPPORTED;
     }
@@ -25358,7 +25426,7 @@ static char *infer__jinja_render_raw(const char *template_text, const char *cont
 static void infer__jj_token_text(const infer_gguf *g, int64_t id, char *dst, size_t size) {
     const infer__kv *kv = infer__gguf_kv(g, "tokenizer.ggml.tokens");
     size_t n = 0;
-    if (id >= 0 && kv && kv->type == INFER_GGUF_ARRAY && kv->strs && (uint64_t)id < kv->arr_n && kv->strs[id].n > 0)
+    if (id >= 0 && kv && kv->type == INFER_GGUF_TYPE_ARRAY && kv->strs && (uint64_t)id < kv->arr_n && kv->strs[id].n > 0)
         n = INFER__MIN((size_t)kv->strs[id].n, size - 1);
     if (n) memcpy(dst, kv->strs[id].p, n);
     dst[n] = 0;
@@ -27799,7 +27867,7 @@ static int infer__req_begin(infer_request *r) {
     r->t_prompt0 = infer__now_ms();
     for (i = 0; i < n_prompt; i++) infer_sampler_accept_prompt(r->sampler, r->prompt[i]);
     n_prompt -= r->skip; /* the tokens to feed */
-    if (n_prompt > n_ctx - past && (c->full_policy == INFER_FULL_STOP || n_prompt > n_ctx)) {
+    if (n_prompt > n_ctx - past && (c->full_policy == INFER_FULL_POLICY_STOP || n_prompt > n_ctx)) {
         snprintf(msg, sizeof msg, "the prompt is %d tokens but the context has room for %d", n_prompt,
                  INFER__MAX(n_ctx - past, 0));
         infer__req_end(r, INFER_ERR_CONTEXT_FULL, msg);
@@ -28179,7 +28247,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
             if (!infer__req_sample(r, l)) continue;
         }
         if (r->state == INFER__RQ_GEN) {
-            if (infer_seq_n_past(c, r->seq) >= infer_context_n_ctx(c) && c->full_policy == INFER_FULL_STOP) {
+            if (infer_seq_n_past(c, r->seq) >= infer_context_n_ctx(c) && c->full_policy == INFER_FULL_POLICY_STOP) {
                 char msg[256];
                 if (r->ending) { /* the reply is complete; only its last token finds no room */
                     infer__req_end(r, INFER_OK, NULL);
@@ -29450,7 +29518,7 @@ static const char infer__cf_smollm3[] =
     "{% if quiet %}{{ '<think>\\n\\n</think>\\n' }}{% endif %}\n"
     "{% endif %}";
 
-static const char *const infer__chat_format_texts[INFER_CHAT_COUNT] = {
+static const char *const infer__chat_format_texts[INFER_CHAT_KIND_COUNT] = {
     infer__cf_chatml,     infer__cf_llama2,     infer__cf_mistral,       infer__cf_mistral_v1,
     infer__cf_mistral_v3, infer__cf_mistral_v3_tekken, infer__cf_mistral_v7, infer__cf_llama3,
     infer__cf_gemma,      infer__cf_phi3,       infer__cf_zephyr,        infer__cf_deepseek,
@@ -29459,7 +29527,7 @@ static const char *const infer__chat_format_texts[INFER_CHAT_COUNT] = {
 };
 
 static const char *infer__chat_format_text(infer_chat_kind k) {
-    return (int)k >= 0 && k < INFER_CHAT_COUNT ? infer__chat_format_texts[k] : infer__cf_chatml;
+    return (int)k >= 0 && k < INFER_CHAT_KIND_COUNT ? infer__chat_format_texts[k] : infer__cf_chatml;
 }
 
 /* ==== src/chat.c ==== */
@@ -29468,14 +29536,14 @@ static const char *infer__chat_format_text(infer_chat_kind k) {
    the format's Jinja text (chat_formats.c) run by jinja.c's interpreter,
    message by message, so that a chat can feed only the new messages. */
 
-static const char *const infer__chat_names[INFER_CHAT_COUNT] = {
+static const char *const infer__chat_names[INFER_CHAT_KIND_COUNT] = {
     "chatml",     "llama2",      "mistral",   "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
     "llama3",     "gemma",       "phi3",      "zephyr",     "deepseek",   "deepseek2",         "deepseek3",
     "llama3.1",   "qwen3",       "phi4",      "phi4-mini",  "smollm3",    "mistral-v7-tekken",
 };
 
 INFERDEF const char *infer_chat_template_name(infer_chat_kind k) {
-    return (int)k >= 0 && k < INFER_CHAT_COUNT ? infer__chat_names[k] : "unknown";
+    return (int)k >= 0 && k < INFER_CHAT_KIND_COUNT ? infer__chat_names[k] : "unknown";
 }
 
 /* 1 if needle occurs in s[0..n) */
@@ -29494,36 +29562,36 @@ static int infer__chat_has(const char *s, size_t n, const char *needle) {
 static int infer__chat_kind_of(const char *t, size_t n) {
     int k;
 #define HAS(x) infer__chat_has(t, n, x)
-    for (k = 0; k < INFER_CHAT_COUNT; k++) /* a format's own name */
+    for (k = 0; k < INFER_CHAT_KIND_COUNT; k++) /* a format's own name */
         if (strlen(infer__chat_names[k]) == n && !memcmp(t, infer__chat_names[k], n)) return k;
     if (HAS("<|im_start|>")) {
-        if (HAS("<|im_sep|>")) return INFER_CHAT_PHI4;
+        if (HAS("<|im_sep|>")) return INFER_CHAT_KIND_PHI4;
         if (HAS("<end_of_utterance>")) return -1; /* SmolVLM: <|im_start|> is its BOS, not ChatML */
-        if (HAS("Knowledge Cutoff Date") && HAS("Reasoning Mode")) return INFER_CHAT_SMOLLM3;
-        if (HAS("</think>")) return INFER_CHAT_QWEN3; /* strips reasoning from earlier replies */
-        return INFER_CHAT_CHATML;
+        if (HAS("Knowledge Cutoff Date") && HAS("Reasoning Mode")) return INFER_CHAT_KIND_SMOLLM3;
+        if (HAS("</think>")) return INFER_CHAT_KIND_QWEN3; /* strips reasoning from earlier replies */
+        return INFER_CHAT_KIND_CHATML;
     }
     if (HAS("[INST]")) {
         if (HAS("[SYSTEM_PROMPT]")) /* Mistral Small 3's "v7-tekken" has no space after the tags */
-            return HAS("[INST] ") || HAS("[SYSTEM_PROMPT] ") ? INFER_CHAT_MISTRAL_V7 : INFER_CHAT_MISTRAL_V7_TEKKEN;
+            return HAS("[INST] ") || HAS("[SYSTEM_PROMPT] ") ? INFER_CHAT_KIND_MISTRAL_V7 : INFER_CHAT_KIND_MISTRAL_V7_TEKKEN;
         if (HAS("' [INST] ' + system_message") || HAS("[AVAILABLE_TOOLS]")) {
-            if (HAS(" [INST]")) return INFER_CHAT_MISTRAL_V1;
-            if (HAS("\"[INST]\"")) return INFER_CHAT_MISTRAL_V3_TEKKEN;
-            return INFER_CHAT_MISTRAL_V3;
+            if (HAS(" [INST]")) return INFER_CHAT_KIND_MISTRAL_V1;
+            if (HAS("\"[INST]\"")) return INFER_CHAT_KIND_MISTRAL_V3_TEKKEN;
+            return INFER_CHAT_KIND_MISTRAL_V3;
         }
-        return HAS("<<SYS>>") ? INFER_CHAT_LLAMA2 : INFER_CHAT_MISTRAL;
+        return HAS("<<SYS>>") ? INFER_CHAT_KIND_LLAMA2 : INFER_CHAT_KIND_MISTRAL;
     }
     if (HAS("<|start_header_id|>") && HAS("<|end_header_id|>"))
-        return HAS("Cutting Knowledge Date") ? INFER_CHAT_LLAMA31 : INFER_CHAT_LLAMA3;
+        return HAS("Cutting Knowledge Date") ? INFER_CHAT_KIND_LLAMA31 : INFER_CHAT_KIND_LLAMA3;
     if (HAS("<|assistant|>") && HAS("<|end|>")) /* Phi-4-mini: nothing between the role and the text */
-        return HAS("|>' + message['content']") || HAS("|>' + message.content") ? INFER_CHAT_PHI4_MINI : INFER_CHAT_PHI3;
+        return HAS("|>' + message['content']") || HAS("|>' + message.content") ? INFER_CHAT_KIND_PHI4_MINI : INFER_CHAT_KIND_PHI3;
     if (HAS("[gMASK]")) return -1; /* ChatGLM: <|user|> too, but another format */
     if (HAS("<|user|>") && HAS("<|assistant|>") && (HAS("eos_token") || HAS("</s>") || HAS("<|endoftext|>")))
-        return INFER_CHAT_ZEPHYR;
-    if (HAS("<start_of_turn>")) return INFER_CHAT_GEMMA;
-    if (HAS("### Instruction:") && HAS("<|EOT|>")) return INFER_CHAT_DEEPSEEK;
-    if (HAS("'Assistant: ' + message['content'] + eos_token")) return INFER_CHAT_DEEPSEEK2;
-    if (HAS("<\xef\xbd\x9cUser\xef\xbd\x9c>") && HAS("<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>")) return INFER_CHAT_DEEPSEEK3;
+        return INFER_CHAT_KIND_ZEPHYR;
+    if (HAS("<start_of_turn>")) return INFER_CHAT_KIND_GEMMA;
+    if (HAS("### Instruction:") && HAS("<|EOT|>")) return INFER_CHAT_KIND_DEEPSEEK;
+    if (HAS("'Assistant: ' + message['content'] + eos_token")) return INFER_CHAT_KIND_DEEPSEEK2;
+    if (HAS("<\xef\xbd\x9cUser\xef\xbd\x9c>") && HAS("<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>")) return INFER_CHAT_KIND_DEEPSEEK3;
 #undef HAS
     return -1;
 }
@@ -29596,9 +29664,9 @@ static void infer__chat_date(const char *t, size_t n, const char *clock_fmt, con
 
 /* What the kind needs from the template's text besides its kind. */
 static void infer__chat_extras(infer_chat_template *t, const char *text, size_t n) {
-    if (t->kind == INFER_CHAT_CHATML && text) infer__chat_default_system(text, n, t->default_system, sizeof t->default_system);
-    if (t->kind == INFER_CHAT_LLAMA31) infer__chat_date(text, n, NULL, "26 Jul 2024", t->date, sizeof t->date);
-    if (t->kind == INFER_CHAT_SMOLLM3) infer__chat_date(text, n, "%d %B %Y", "", t->date, sizeof t->date);
+    if (t->kind == INFER_CHAT_KIND_CHATML && text) infer__chat_default_system(text, n, t->default_system, sizeof t->default_system);
+    if (t->kind == INFER_CHAT_KIND_LLAMA31) infer__chat_date(text, n, NULL, "26 Jul 2024", t->date, sizeof t->date);
+    if (t->kind == INFER_CHAT_KIND_SMOLLM3) infer__chat_date(text, n, "%d %B %Y", "", t->date, sizeof t->date);
 }
 
 INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, const char *bos, const char *eos) {
@@ -29606,7 +29674,7 @@ INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, con
     size_t n = text ? strlen(text) : 0;
     int k = text ? infer__chat_kind_of(text, n) : -1;
     memset(&t, 0, sizeof t);
-    t.kind = k < 0 ? INFER_CHAT_CHATML : (infer_chat_kind)k;
+    t.kind = k < 0 ? INFER_CHAT_KIND_CHATML : (infer_chat_kind)k;
     t.fallback = k < 0;
     if (k >= 0) infer__chat_extras(&t, text, n);
     bos = bos && *bos ? bos : "<s>";
@@ -29619,7 +29687,7 @@ INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, con
 /* The text of token id in the vocabulary (control tokens included), or def. */
 static void infer__chat_token_text(const infer_gguf *g, int64_t id, char *dst, size_t size, const char *def) {
     const infer__kv *kv = infer__gguf_kv(g, "tokenizer.ggml.tokens");
-    if (id >= 0 && kv && kv->type == INFER_GGUF_ARRAY && kv->strs && (uint64_t)id < kv->arr_n && kv->strs[id].n > 0)
+    if (id >= 0 && kv && kv->type == INFER_GGUF_TYPE_ARRAY && kv->strs && (uint64_t)id < kv->arr_n && kv->strs[id].n > 0)
         infer__chat_copy(dst, size, kv->strs[id].p, (size_t)kv->strs[id].n);
     else
         infer__chat_copy(dst, size, def, strlen(def));
@@ -29727,17 +29795,17 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
     const char *end = NULL, *after_eos = ""; /* end NULL: the EOS, then after_eos */
     if (!t || (size > 0 && !buf)) return -1;
     switch (t->kind) {
-    case INFER_CHAT_CHATML:
-    case INFER_CHAT_QWEN3:
-    case INFER_CHAT_SMOLLM3: end = "<|im_end|>\n"; break;
-    case INFER_CHAT_PHI4: end = "<|im_end|>"; break;
-    case INFER_CHAT_PHI4_MINI: end = "<|end|>"; break;
-    case INFER_CHAT_LLAMA3:
-    case INFER_CHAT_LLAMA31: end = "<|eot_id|>"; break;
-    case INFER_CHAT_PHI3: end = "<|end|>\n"; break;
-    case INFER_CHAT_GEMMA: end = "<end_of_turn>\n"; break;
-    case INFER_CHAT_DEEPSEEK: end = "\n<|EOT|>\n"; break;
-    case INFER_CHAT_ZEPHYR: after_eos = "\n"; break;
+    case INFER_CHAT_KIND_CHATML:
+    case INFER_CHAT_KIND_QWEN3:
+    case INFER_CHAT_KIND_SMOLLM3: end = "<|im_end|>\n"; break;
+    case INFER_CHAT_KIND_PHI4: end = "<|im_end|>"; break;
+    case INFER_CHAT_KIND_PHI4_MINI: end = "<|end|>"; break;
+    case INFER_CHAT_KIND_LLAMA3:
+    case INFER_CHAT_KIND_LLAMA31: end = "<|eot_id|>"; break;
+    case INFER_CHAT_KIND_PHI3: end = "<|end|>\n"; break;
+    case INFER_CHAT_KIND_GEMMA: end = "<end_of_turn>\n"; break;
+    case INFER_CHAT_KIND_DEEPSEEK: end = "\n<|EOT|>\n"; break;
+    case INFER_CHAT_KIND_ZEPHYR: after_eos = "\n"; break;
     default: break;
     }
     if (end) return snprintf(buf, size, "%s", end);
@@ -29753,20 +29821,20 @@ INFERDEF int infer_abi_version(void) { return INFER_ABI_VERSION; }
 
 INFERDEF size_t infer_struct_size(infer_struct_id id) {
     switch (id) {
-    case INFER_STRUCT_ERROR: return sizeof(infer_error);
-    case INFER_STRUCT_MODEL_PARAMS: return sizeof(infer_model_params);
-    case INFER_STRUCT_CONTEXT_PARAMS: return sizeof(infer_context_params);
-    case INFER_STRUCT_BATCH: return sizeof(infer_batch);
-    case INFER_STRUCT_SAMPLER_PARAMS: return sizeof(infer_sampler_params);
-    case INFER_STRUCT_TOKEN_PROB: return sizeof(infer_token_prob);
-    case INFER_STRUCT_METRICS: return sizeof(infer_metrics);
-    case INFER_STRUCT_REQUEST_PARAMS: return sizeof(infer_request_params);
-    case INFER_STRUCT_BEAM_PARAMS: return sizeof(infer_beam_params);
-    case INFER_STRUCT_QUANTIZE_PARAMS: return sizeof(infer_quantize_params);
-    case INFER_STRUCT_CHAT_TEMPLATE: return sizeof(infer_chat_template);
-    case INFER_STRUCT_CHAT_MESSAGE: return sizeof(infer_chat_message);
-    case INFER_STRUCT_JINJA_LIMITS: return sizeof(infer_jinja_limits);
-    case INFER_STRUCT_DETOK: return sizeof(infer_detok);
+    case INFER_STRUCT_ID_ERROR: return sizeof(infer_error);
+    case INFER_STRUCT_ID_MODEL_PARAMS: return sizeof(infer_model_params);
+    case INFER_STRUCT_ID_CONTEXT_PARAMS: return sizeof(infer_context_params);
+    case INFER_STRUCT_ID_BATCH: return sizeof(infer_batch);
+    case INFER_STRUCT_ID_SAMPLER_PARAMS: return sizeof(infer_sampler_params);
+    case INFER_STRUCT_ID_TOKEN_PROB: return sizeof(infer_token_prob);
+    case INFER_STRUCT_ID_METRICS: return sizeof(infer_metrics);
+    case INFER_STRUCT_ID_REQUEST_PARAMS: return sizeof(infer_request_params);
+    case INFER_STRUCT_ID_BEAM_PARAMS: return sizeof(infer_beam_params);
+    case INFER_STRUCT_ID_QUANTIZE_PARAMS: return sizeof(infer_quantize_params);
+    case INFER_STRUCT_ID_CHAT_TEMPLATE: return sizeof(infer_chat_template);
+    case INFER_STRUCT_ID_CHAT_MESSAGE: return sizeof(infer_chat_message);
+    case INFER_STRUCT_ID_JINJA_LIMITS: return sizeof(infer_jinja_limits);
+    case INFER_STRUCT_ID_DETOK: return sizeof(infer_detok);
     default: return 0;
     }
 }

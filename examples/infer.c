@@ -401,7 +401,7 @@ static int cmd_run(const options *o) {
     cp.n_threads = o->threads;
     cp.n_ctx = o->n_ctx;
     cp.kv_type = o->kv_type;
-    cp.full_policy = o->shift ? INFER_FULL_SHIFT : INFER_FULL_STOP;
+    cp.full_policy = o->shift ? INFER_FULL_POLICY_SHIFT : INFER_FULL_POLICY_STOP;
     cp.n_keep = o->keep;
     cp.n_seq = o->beams > 1 ? o->beams : 1;
     if (o->beams && (o->out.grammar || o->out.grammar_file || o->out.json_schema || o->out.json_schema_file ||

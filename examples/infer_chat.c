@@ -658,7 +658,7 @@ int infer_cmd_chat(int argc, char **argv) {
     cp.n_threads = o.threads;
     cp.n_ctx = o.n_ctx;
     cp.kv_type = o.kv_type;
-    cp.full_policy = o.shift ? INFER_FULL_SHIFT : INFER_FULL_STOP;
+    cp.full_policy = o.shift ? INFER_FULL_POLICY_SHIFT : INFER_FULL_POLICY_STOP;
     cp.n_keep = o.keep;
     st.o = &o;
     st.c = infer_context_new(st.m, &cp, &err);

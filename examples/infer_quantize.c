@@ -22,7 +22,7 @@ static void on_tensor(const char *name, int64_t i, int64_t n, infer_type from, i
 static void list_targets(FILE *f) {
     int i;
     fprintf(f, "types:");
-    for (i = 0; i < INFER_QUANT_COUNT; i++) fprintf(f, " %s", infer_quant_target_name((infer_quant_target)i));
+    for (i = 0; i < INFER_QUANT_TARGET_COUNT; i++) fprintf(f, " %s", infer_quant_target_name((infer_quant_target)i));
     fprintf(f, "\n");
 }
 
@@ -72,7 +72,7 @@ int infer_cmd_quantize(int argc, char **argv) {
     if (target < 0) {
         int k;
         fprintf(stderr, "infer: unknown quantization type '%s' (one of", pos[2]);
-        for (k = 0; k < INFER_QUANT_COUNT; k++) fprintf(stderr, " %s", infer_quant_target_name((infer_quant_target)k));
+        for (k = 0; k < INFER_QUANT_TARGET_COUNT; k++) fprintf(stderr, " %s", infer_quant_target_name((infer_quant_target)k));
         fprintf(stderr, ")\n");
         return 1;
     }

@@ -7,20 +7,20 @@ INFERDEF int infer_abi_version(void) { return INFER_ABI_VERSION; }
 
 INFERDEF size_t infer_struct_size(infer_struct_id id) {
     switch (id) {
-    case INFER_STRUCT_ERROR: return sizeof(infer_error);
-    case INFER_STRUCT_MODEL_PARAMS: return sizeof(infer_model_params);
-    case INFER_STRUCT_CONTEXT_PARAMS: return sizeof(infer_context_params);
-    case INFER_STRUCT_BATCH: return sizeof(infer_batch);
-    case INFER_STRUCT_SAMPLER_PARAMS: return sizeof(infer_sampler_params);
-    case INFER_STRUCT_TOKEN_PROB: return sizeof(infer_token_prob);
-    case INFER_STRUCT_METRICS: return sizeof(infer_metrics);
-    case INFER_STRUCT_REQUEST_PARAMS: return sizeof(infer_request_params);
-    case INFER_STRUCT_BEAM_PARAMS: return sizeof(infer_beam_params);
-    case INFER_STRUCT_QUANTIZE_PARAMS: return sizeof(infer_quantize_params);
-    case INFER_STRUCT_CHAT_TEMPLATE: return sizeof(infer_chat_template);
-    case INFER_STRUCT_CHAT_MESSAGE: return sizeof(infer_chat_message);
-    case INFER_STRUCT_JINJA_LIMITS: return sizeof(infer_jinja_limits);
-    case INFER_STRUCT_DETOK: return sizeof(infer_detok);
+    case INFER_STRUCT_ID_ERROR: return sizeof(infer_error);
+    case INFER_STRUCT_ID_MODEL_PARAMS: return sizeof(infer_model_params);
+    case INFER_STRUCT_ID_CONTEXT_PARAMS: return sizeof(infer_context_params);
+    case INFER_STRUCT_ID_BATCH: return sizeof(infer_batch);
+    case INFER_STRUCT_ID_SAMPLER_PARAMS: return sizeof(infer_sampler_params);
+    case INFER_STRUCT_ID_TOKEN_PROB: return sizeof(infer_token_prob);
+    case INFER_STRUCT_ID_METRICS: return sizeof(infer_metrics);
+    case INFER_STRUCT_ID_REQUEST_PARAMS: return sizeof(infer_request_params);
+    case INFER_STRUCT_ID_BEAM_PARAMS: return sizeof(infer_beam_params);
+    case INFER_STRUCT_ID_QUANTIZE_PARAMS: return sizeof(infer_quantize_params);
+    case INFER_STRUCT_ID_CHAT_TEMPLATE: return sizeof(infer_chat_template);
+    case INFER_STRUCT_ID_CHAT_MESSAGE: return sizeof(infer_chat_message);
+    case INFER_STRUCT_ID_JINJA_LIMITS: return sizeof(infer_jinja_limits);
+    case INFER_STRUCT_ID_DETOK: return sizeof(infer_detok);
     default: return 0;
     }
 }

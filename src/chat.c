@@ -4,14 +4,14 @@
    message by message, so that a chat can feed only the new messages. */
 #include "internal.h"
 
-static const char *const infer__chat_names[INFER_CHAT_COUNT] = {
+static const char *const infer__chat_names[INFER_CHAT_KIND_COUNT] = {
     "chatml",     "llama2",      "mistral",   "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
     "llama3",     "gemma",       "phi3",      "zephyr",     "deepseek",   "deepseek2",         "deepseek3",
     "llama3.1",   "qwen3",       "phi4",      "phi4-mini",  "smollm3",    "mistral-v7-tekken",
 };
 
 INFERDEF const char *infer_chat_template_name(infer_chat_kind k) {
-    return (int)k >= 0 && k < INFER_CHAT_COUNT ? infer__chat_names[k] : "unknown";
+    return (int)k >= 0 && k < INFER_CHAT_KIND_COUNT ? infer__chat_names[k] : "unknown";
 }
 
 /* 1 if needle occurs in s[0..n) */
@@ -30,36 +30,36 @@ static int infer__chat_has(const char *s, size_t n, const char *needle) {
 static int infer__chat_kind_of(const char *t, size_t n) {
     int k;
 #define HAS(x) infer__chat_has(t, n, x)
-    for (k = 0; k < INFER_CHAT_COUNT; k++) /* a format's own name */
+    for (k = 0; k < INFER_CHAT_KIND_COUNT; k++) /* a format's own name */
         if (strlen(infer__chat_names[k]) == n && !memcmp(t, infer__chat_names[k], n)) return k;
     if (HAS("<|im_start|>")) {
-        if (HAS("<|im_sep|>")) return INFER_CHAT_PHI4;
+        if (HAS("<|im_sep|>")) return INFER_CHAT_KIND_PHI4;
         if (HAS("<end_of_utterance>")) return -1; /* SmolVLM: <|im_start|> is its BOS, not ChatML */
-        if (HAS("Knowledge Cutoff Date") && HAS("Reasoning Mode")) return INFER_CHAT_SMOLLM3;
-        if (HAS("</think>")) return INFER_CHAT_QWEN3; /* strips reasoning from earlier replies */
-        return INFER_CHAT_CHATML;
+        if (HAS("Knowledge Cutoff Date") && HAS("Reasoning Mode")) return INFER_CHAT_KIND_SMOLLM3;
+        if (HAS("</think>")) return INFER_CHAT_KIND_QWEN3; /* strips reasoning from earlier replies */
+        return INFER_CHAT_KIND_CHATML;
     }
     if (HAS("[INST]")) {
         if (HAS("[SYSTEM_PROMPT]")) /* Mistral Small 3's "v7-tekken" has no space after the tags */
-            return HAS("[INST] ") || HAS("[SYSTEM_PROMPT] ") ? INFER_CHAT_MISTRAL_V7 : INFER_CHAT_MISTRAL_V7_TEKKEN;
+            return HAS("[INST] ") || HAS("[SYSTEM_PROMPT] ") ? INFER_CHAT_KIND_MISTRAL_V7 : INFER_CHAT_KIND_MISTRAL_V7_TEKKEN;
         if (HAS("' [INST] ' + system_message") || HAS("[AVAILABLE_TOOLS]")) {
-            if (HAS(" [INST]")) return INFER_CHAT_MISTRAL_V1;
-            if (HAS("\"[INST]\"")) return INFER_CHAT_MISTRAL_V3_TEKKEN;
-            return INFER_CHAT_MISTRAL_V3;
+            if (HAS(" [INST]")) return INFER_CHAT_KIND_MISTRAL_V1;
+            if (HAS("\"[INST]\"")) return INFER_CHAT_KIND_MISTRAL_V3_TEKKEN;
+            return INFER_CHAT_KIND_MISTRAL_V3;
         }
-        return HAS("<<SYS>>") ? INFER_CHAT_LLAMA2 : INFER_CHAT_MISTRAL;
+        return HAS("<<SYS>>") ? INFER_CHAT_KIND_LLAMA2 : INFER_CHAT_KIND_MISTRAL;
     }
     if (HAS("<|start_header_id|>") && HAS("<|end_header_id|>"))
-        return HAS("Cutting Knowledge Date") ? INFER_CHAT_LLAMA31 : INFER_CHAT_LLAMA3;
+        return HAS("Cutting Knowledge Date") ? INFER_CHAT_KIND_LLAMA31 : INFER_CHAT_KIND_LLAMA3;
     if (HAS("<|assistant|>") && HAS("<|end|>")) /* Phi-4-mini: nothing between the role and the text */
-        return HAS("|>' + message['content']") || HAS("|>' + message.content") ? INFER_CHAT_PHI4_MINI : INFER_CHAT_PHI3;
+        return HAS("|>' + message['content']") || HAS("|>' + message.content") ? INFER_CHAT_KIND_PHI4_MINI : INFER_CHAT_KIND_PHI3;
     if (HAS("[gMASK]")) return -1; /* ChatGLM: <|user|> too, but another format */
     if (HAS("<|user|>") && HAS("<|assistant|>") && (HAS("eos_token") || HAS("</s>") || HAS("<|endoftext|>")))
-        return INFER_CHAT_ZEPHYR;
-    if (HAS("<start_of_turn>")) return INFER_CHAT_GEMMA;
-    if (HAS("### Instruction:") && HAS("<|EOT|>")) return INFER_CHAT_DEEPSEEK;
-    if (HAS("'Assistant: ' + message['content'] + eos_token")) return INFER_CHAT_DEEPSEEK2;
-    if (HAS("<\xef\xbd\x9cUser\xef\xbd\x9c>") && HAS("<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>")) return INFER_CHAT_DEEPSEEK3;
+        return INFER_CHAT_KIND_ZEPHYR;
+    if (HAS("<start_of_turn>")) return INFER_CHAT_KIND_GEMMA;
+    if (HAS("### Instruction:") && HAS("<|EOT|>")) return INFER_CHAT_KIND_DEEPSEEK;
+    if (HAS("'Assistant: ' + message['content'] + eos_token")) return INFER_CHAT_KIND_DEEPSEEK2;
+    if (HAS("<\xef\xbd\x9cUser\xef\xbd\x9c>") && HAS("<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>")) return INFER_CHAT_KIND_DEEPSEEK3;
 #undef HAS
     return -1;
 }
@@ -132,9 +132,9 @@ static void infer__chat_date(const char *t, size_t n, const char *clock_fmt, con
 
 /* What the kind needs from the template's text besides its kind. */
 static void infer__chat_extras(infer_chat_template *t, const char *text, size_t n) {
-    if (t->kind == INFER_CHAT_CHATML && text) infer__chat_default_system(text, n, t->default_system, sizeof t->default_system);
-    if (t->kind == INFER_CHAT_LLAMA31) infer__chat_date(text, n, NULL, "26 Jul 2024", t->date, sizeof t->date);
-    if (t->kind == INFER_CHAT_SMOLLM3) infer__chat_date(text, n, "%d %B %Y", "", t->date, sizeof t->date);
+    if (t->kind == INFER_CHAT_KIND_CHATML && text) infer__chat_default_system(text, n, t->default_system, sizeof t->default_system);
+    if (t->kind == INFER_CHAT_KIND_LLAMA31) infer__chat_date(text, n, NULL, "26 Jul 2024", t->date, sizeof t->date);
+    if (t->kind == INFER_CHAT_KIND_SMOLLM3) infer__chat_date(text, n, "%d %B %Y", "", t->date, sizeof t->date);
 }
 
 INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, const char *bos, const char *eos) {
@@ -142,7 +142,7 @@ INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, con
     size_t n = text ? strlen(text) : 0;
     int k = text ? infer__chat_kind_of(text, n) : -1;
     memset(&t, 0, sizeof t);
-    t.kind = k < 0 ? INFER_CHAT_CHATML : (infer_chat_kind)k;
+    t.kind = k < 0 ? INFER_CHAT_KIND_CHATML : (infer_chat_kind)k;
     t.fallback = k < 0;
     if (k >= 0) infer__chat_extras(&t, text, n);
     bos = bos && *bos ? bos : "<s>";
@@ -155,7 +155,7 @@ INFERDEF infer_chat_template infer_chat_template_from_text(const char *text, con
 /* The text of token id in the vocabulary (control tokens included), or def. */
 static void infer__chat_token_text(const infer_gguf *g, int64_t id, char *dst, size_t size, const char *def) {
     const infer__kv *kv = infer__gguf_kv(g, "tokenizer.ggml.tokens");
-    if (id >= 0 && kv && kv->type == INFER_GGUF_ARRAY && kv->strs && (uint64_t)id < kv->arr_n && kv->strs[id].n > 0)
+    if (id >= 0 && kv && kv->type == INFER_GGUF_TYPE_ARRAY && kv->strs && (uint64_t)id < kv->arr_n && kv->strs[id].n > 0)
         infer__chat_copy(dst, size, kv->strs[id].p, (size_t)kv->strs[id].n);
     else
         infer__chat_copy(dst, size, def, strlen(def));
@@ -263,17 +263,17 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
     const char *end = NULL, *after_eos = ""; /* end NULL: the EOS, then after_eos */
     if (!t || (size > 0 && !buf)) return -1;
     switch (t->kind) {
-    case INFER_CHAT_CHATML:
-    case INFER_CHAT_QWEN3:
-    case INFER_CHAT_SMOLLM3: end = "<|im_end|>\n"; break;
-    case INFER_CHAT_PHI4: end = "<|im_end|>"; break;
-    case INFER_CHAT_PHI4_MINI: end = "<|end|>"; break;
-    case INFER_CHAT_LLAMA3:
-    case INFER_CHAT_LLAMA31: end = "<|eot_id|>"; break;
-    case INFER_CHAT_PHI3: end = "<|end|>\n"; break;
-    case INFER_CHAT_GEMMA: end = "<end_of_turn>\n"; break;
-    case INFER_CHAT_DEEPSEEK: end = "\n<|EOT|>\n"; break;
-    case INFER_CHAT_ZEPHYR: after_eos = "\n"; break;
+    case INFER_CHAT_KIND_CHATML:
+    case INFER_CHAT_KIND_QWEN3:
+    case INFER_CHAT_KIND_SMOLLM3: end = "<|im_end|>\n"; break;
+    case INFER_CHAT_KIND_PHI4: end = "<|im_end|>"; break;
+    case INFER_CHAT_KIND_PHI4_MINI: end = "<|end|>"; break;
+    case INFER_CHAT_KIND_LLAMA3:
+    case INFER_CHAT_KIND_LLAMA31: end = "<|eot_id|>"; break;
+    case INFER_CHAT_KIND_PHI3: end = "<|end|>\n"; break;
+    case INFER_CHAT_KIND_GEMMA: end = "<end_of_turn>\n"; break;
+    case INFER_CHAT_KIND_DEEPSEEK: end = "\n<|EOT|>\n"; break;
+    case INFER_CHAT_KIND_ZEPHYR: after_eos = "\n"; break;
     default: break;
     }
     if (end) return snprintf(buf, size, "%s", end);

@@ -270,7 +270,7 @@ static const char infer__cf_smollm3[] =
     "{% if quiet %}{{ '<think>\\n\\n</think>\\n' }}{% endif %}\n"
     "{% endif %}";
 
-static const char *const infer__chat_format_texts[INFER_CHAT_COUNT] = {
+static const char *const infer__chat_format_texts[INFER_CHAT_KIND_COUNT] = {
     infer__cf_chatml,     infer__cf_llama2,     infer__cf_mistral,       infer__cf_mistral_v1,
     infer__cf_mistral_v3, infer__cf_mistral_v3_tekken, infer__cf_mistral_v7, infer__cf_llama3,
     infer__cf_gemma,      infer__cf_phi3,       infer__cf_zephyr,        infer__cf_deepseek,
@@ -279,5 +279,5 @@ static const char *const infer__chat_format_texts[INFER_CHAT_COUNT] = {
 };
 
 static const char *infer__chat_format_text(infer_chat_kind k) {
-    return (int)k >= 0 && k < INFER_CHAT_COUNT ? infer__chat_format_texts[k] : infer__cf_chatml;
+    return (int)k >= 0 && k < INFER_CHAT_KIND_COUNT ? infer__chat_format_texts[k] : infer__cf_chatml;
 }

@@ -109,7 +109,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     if (!params) params = &defaults;
     if (params->n_ctx < 0 || params->n_batch < 0 || params->n_threads < 0 || params->n_threads > 512 ||
         params->n_seq < 0 || params->n_seq > 4096 || params->n_keep < 0 ||
-        (params->full_policy != INFER_FULL_STOP && params->full_policy != INFER_FULL_SHIFT)) {
+        (params->full_policy != INFER_FULL_POLICY_STOP && params->full_policy != INFER_FULL_POLICY_SHIFT)) {
         infer__set_error(err, INFER_ERR_ARG, "context parameters out of range");
         return NULL;
     }
@@ -138,7 +138,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     {
         /* a context that shifts keeps every position of a sliding window's
            layer too: moving positions down needs the ones a ring drops */
-        int ring_batch = c->full_policy == INFER_FULL_SHIFT ? c->n_ctx : INFER__MIN(c->n_batch, c->n_ctx);
+        int ring_batch = c->full_policy == INFER_FULL_POLICY_SHIFT ? c->n_ctx : INFER__MIN(c->n_batch, c->n_ctx);
         if (!infer__kv_init(&c->kv, kv_type, m, m->gpu, c->n_ctx, ring_batch, c->n_seq, err)) {
             infer_context_free(c);
             return NULL;

@@ -24,7 +24,7 @@ static infer_status infer__make_room(infer_context *c, infer_error *err) {
         infer__seq *q = &c->seqs[s];
         int need = q->n_past + q->pending - c->n_ctx, discard;
         if (need <= 0) continue;
-        if (c->full_policy != INFER_FULL_SHIFT || q->pending > c->n_ctx - c->n_keep) {
+        if (c->full_policy != INFER_FULL_POLICY_SHIFT || q->pending > c->n_ctx - c->n_keep) {
             infer__set_error(err, INFER_ERR_CONTEXT_FULL,
                              "the context is full: %d tokens do not fit in sequence %d (%d of %d positions used)",
                              q->pending, s, q->n_past, c->n_ctx);

@@ -70,10 +70,10 @@ static int infer__rd_str_fail(infer__reader *r, uint64_t len, const char *where)
 
 static size_t infer__gguf_scalar_size(infer_gguf_type t) {
     switch (t) {
-    case INFER_GGUF_UINT8: case INFER_GGUF_INT8: case INFER_GGUF_BOOL: return 1;
-    case INFER_GGUF_UINT16: case INFER_GGUF_INT16: return 2;
-    case INFER_GGUF_UINT32: case INFER_GGUF_INT32: case INFER_GGUF_FLOAT32: return 4;
-    case INFER_GGUF_UINT64: case INFER_GGUF_INT64: case INFER_GGUF_FLOAT64: return 8;
+    case INFER_GGUF_TYPE_UINT8: case INFER_GGUF_TYPE_INT8: case INFER_GGUF_TYPE_BOOL: return 1;
+    case INFER_GGUF_TYPE_UINT16: case INFER_GGUF_TYPE_INT16: return 2;
+    case INFER_GGUF_TYPE_UINT32: case INFER_GGUF_TYPE_INT32: case INFER_GGUF_TYPE_FLOAT32: return 4;
+    case INFER_GGUF_TYPE_UINT64: case INFER_GGUF_TYPE_INT64: case INFER_GGUF_TYPE_FLOAT64: return 8;
     default: return 0;
     }
 }
@@ -101,12 +101,12 @@ static int infer__rd_kv(infer__reader *r, infer__kv *kv, uint64_t index) {
                               INFER__NAME_MAX_SHOWN, kv->key);
     kv->type = (infer_gguf_type)type;
     kv->data = r->p;
-    if (type == INFER_GGUF_STRING) {
+    if (type == INFER_GGUF_TYPE_STRING) {
         if (infer__rd_str(r, &s, &len)) return 1;
         snprintf(where, sizeof where, "the value of key %.*s", INFER__NAME_MAX_SHOWN, kv->key);
         return infer__rd_str_fail(r, len, where);
     }
-    if (type == INFER_GGUF_ARRAY) {
+    if (type == INFER_GGUF_TYPE_ARRAY) {
         uint32_t et;
         uint64_t n, i;
         if (!infer__rd_u32(r, &et) || !infer__rd_u64(r, &n))
@@ -115,7 +115,7 @@ static int infer__rd_kv(infer__reader *r, infer__kv *kv, uint64_t index) {
         kv->arr_type = (infer_gguf_type)et;
         kv->arr_n = n;
         kv->data = r->p;
-        if (et == INFER_GGUF_STRING) {
+        if (et == INFER_GGUF_TYPE_STRING) {
             /* every element takes at least its 8-byte length */
             if (n > infer__rd_left(r) / 8)
                 return infer__rd_fail(r, INFER_ERR_FORMAT,
@@ -281,9 +281,9 @@ static int infer__gguf_alignment(infer_gguf *g, infer_error *err) {
     uint32_t a;
     g->alignment = 32;
     if (!kv) return 1;
-    if (kv->type != INFER_GGUF_UINT32) {
+    if (kv->type != INFER_GGUF_TYPE_UINT32) {
         infer__set_error(err, INFER_ERR_FORMAT, "GGUF key general.alignment must be a u32, not %s",
-                         kv->type == INFER_GGUF_ARRAY ? "an array" : infer__gguf_type_name(kv->type));
+                         kv->type == INFER_GGUF_TYPE_ARRAY ? "an array" : infer__gguf_type_name(kv->type));
         return 0;
     }
     memcpy(&a, kv->data, 4);
@@ -494,19 +494,19 @@ static double infer__gguf_scalar(infer_gguf_type t, const uint8_t *p, int64_t *a
     double dv = 0;
     memcpy(&v, p, infer__gguf_scalar_size(t));
     switch (t) {
-    case INFER_GGUF_UINT8: iv = v.u8; break;
-    case INFER_GGUF_INT8: iv = v.i8; break;
-    case INFER_GGUF_BOOL: iv = v.u8 != 0; break;
-    case INFER_GGUF_UINT16: iv = v.u16; break;
-    case INFER_GGUF_INT16: iv = v.i16; break;
-    case INFER_GGUF_UINT32: iv = v.u32; break;
-    case INFER_GGUF_INT32: iv = v.i32; break;
-    case INFER_GGUF_UINT64: iv = v.u64 > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v.u64; break;
-    case INFER_GGUF_INT64: iv = v.i64; break;
+    case INFER_GGUF_TYPE_UINT8: iv = v.u8; break;
+    case INFER_GGUF_TYPE_INT8: iv = v.i8; break;
+    case INFER_GGUF_TYPE_BOOL: iv = v.u8 != 0; break;
+    case INFER_GGUF_TYPE_UINT16: iv = v.u16; break;
+    case INFER_GGUF_TYPE_INT16: iv = v.i16; break;
+    case INFER_GGUF_TYPE_UINT32: iv = v.u32; break;
+    case INFER_GGUF_TYPE_INT32: iv = v.i32; break;
+    case INFER_GGUF_TYPE_UINT64: iv = v.u64 > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v.u64; break;
+    case INFER_GGUF_TYPE_INT64: iv = v.i64; break;
     /* no integer from a float: NaN, an infinity or 1e300 has none (the
        conversion would be undefined) */
-    case INFER_GGUF_FLOAT32: dv = v.f32; if (as_int) *as_int = 0; return dv;
-    case INFER_GGUF_FLOAT64: dv = v.f64; if (as_int) *as_int = 0; return dv;
+    case INFER_GGUF_TYPE_FLOAT32: dv = v.f32; if (as_int) *as_int = 0; return dv;
+    case INFER_GGUF_TYPE_FLOAT64: dv = v.f64; if (as_int) *as_int = 0; return dv;
     default: break;
     }
     if (as_int) *as_int = iv;
@@ -514,7 +514,7 @@ static double infer__gguf_scalar(infer_gguf_type t, const uint8_t *p, int64_t *a
 }
 
 static int infer__gguf_is_int_type(infer_gguf_type t) {
-    return infer__gguf_scalar_size(t) && t != INFER_GGUF_FLOAT32 && t != INFER_GGUF_FLOAT64 && t != INFER_GGUF_BOOL;
+    return infer__gguf_scalar_size(t) && t != INFER_GGUF_TYPE_FLOAT32 && t != INFER_GGUF_TYPE_FLOAT64 && t != INFER_GGUF_TYPE_BOOL;
 }
 
 static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *out) {
@@ -526,7 +526,7 @@ static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *ou
 
 static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *out) {
     const infer__kv *kv = infer__gguf_kv(g, key);
-    if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_BOOL) return 0;
+    if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_TYPE_BOOL) return 0;
     *out = infer__gguf_scalar(kv->type, kv->data, NULL);
     return 1;
 }
@@ -534,7 +534,7 @@ static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *o
 static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out) {
     const infer__kv *kv = infer__gguf_kv(g, key);
     int64_t v;
-    if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_FLOAT32 || kv->type == INFER_GGUF_FLOAT64)
+    if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_TYPE_FLOAT32 || kv->type == INFER_GGUF_TYPE_FLOAT64)
         return 0;
     infer__gguf_scalar(kv->type, kv->data, &v);
     *out = v != 0;
@@ -544,7 +544,7 @@ static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out) 
 static int infer__gguf_get_str(const infer_gguf *g, const char *key, infer__str *out) {
     const infer__kv *kv = infer__gguf_kv(g, key);
     uint64_t n;
-    if (!kv || kv->type != INFER_GGUF_STRING) return 0;
+    if (!kv || kv->type != INFER_GGUF_TYPE_STRING) return 0;
     memcpy(&n, kv->data, 8);
     out->n = n;
     out->p = (const char *)kv->data + 8;
@@ -605,9 +605,9 @@ static void infer__append_str(char *buf, size_t size, size_t *pos, const char *s
 static void infer__append_scalar(char *buf, size_t size, size_t *pos, infer_gguf_type t, const uint8_t *p) {
     int64_t iv;
     double dv = infer__gguf_scalar(t, p, &iv);
-    if (t == INFER_GGUF_BOOL) infer__append(buf, size, pos, "%s", iv ? "true" : "false");
-    else if (t == INFER_GGUF_FLOAT32 || t == INFER_GGUF_FLOAT64) infer__append(buf, size, pos, "%g", dv);
-    else if (t == INFER_GGUF_UINT64) {
+    if (t == INFER_GGUF_TYPE_BOOL) infer__append(buf, size, pos, "%s", iv ? "true" : "false");
+    else if (t == INFER_GGUF_TYPE_FLOAT32 || t == INFER_GGUF_TYPE_FLOAT64) infer__append(buf, size, pos, "%g", dv);
+    else if (t == INFER_GGUF_TYPE_UINT64) {
         uint64_t u;
         memcpy(&u, p, 8);
         infer__append(buf, size, pos, "%llu", (unsigned long long)u);
@@ -620,17 +620,17 @@ INFERDEF int infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, 
     if (size) buf[0] = 0;
     if (i < 0 || i >= g->n_kv) return -1;
     kv = &g->kv[i];
-    if (kv->type == INFER_GGUF_STRING) {
+    if (kv->type == INFER_GGUF_TYPE_STRING) {
         infer__str s = {NULL, 0};
         infer__gguf_get_str(g, kv->key, &s);
         infer__append_str(buf, size, &pos, s.p, s.n, 120);
-    } else if (kv->type == INFER_GGUF_ARRAY) {
+    } else if (kv->type == INFER_GGUF_TYPE_ARRAY) {
         uint64_t j, show = kv->arr_n < 6 ? kv->arr_n : 6;
         infer__append(buf, size, &pos, "[%s x %llu] [", infer__gguf_type_name(kv->arr_type),
                       (unsigned long long)kv->arr_n);
         for (j = 0; j < show; j++) {
             if (j) infer__append(buf, size, &pos, ", ");
-            if (kv->arr_type == INFER_GGUF_STRING) infer__append_str(buf, size, &pos, kv->strs[j].p, kv->strs[j].n, 40);
+            if (kv->arr_type == INFER_GGUF_TYPE_STRING) infer__append_str(buf, size, &pos, kv->strs[j].p, kv->strs[j].n, 40);
             else infer__append_scalar(buf, size, &pos, kv->arr_type, kv->data + j * infer__gguf_scalar_size(kv->arr_type));
         }
         infer__append(buf, size, &pos, kv->arr_n > show ? ", ...]" : "]");

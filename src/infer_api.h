@@ -156,11 +156,11 @@ typedef struct infer_error {
 /* ---- GGUF file: metadata and tensor table ---------------------------- */
 
 typedef enum infer_gguf_type {
-    INFER_GGUF_UINT8 = 0, INFER_GGUF_INT8 = 1, INFER_GGUF_UINT16 = 2,
-    INFER_GGUF_INT16 = 3, INFER_GGUF_UINT32 = 4, INFER_GGUF_INT32 = 5,
-    INFER_GGUF_FLOAT32 = 6, INFER_GGUF_BOOL = 7, INFER_GGUF_STRING = 8,
-    INFER_GGUF_ARRAY = 9, INFER_GGUF_UINT64 = 10, INFER_GGUF_INT64 = 11,
-    INFER_GGUF_FLOAT64 = 12
+    INFER_GGUF_TYPE_UINT8 = 0, INFER_GGUF_TYPE_INT8 = 1, INFER_GGUF_TYPE_UINT16 = 2,
+    INFER_GGUF_TYPE_INT16 = 3, INFER_GGUF_TYPE_UINT32 = 4, INFER_GGUF_TYPE_INT32 = 5,
+    INFER_GGUF_TYPE_FLOAT32 = 6, INFER_GGUF_TYPE_BOOL = 7, INFER_GGUF_TYPE_STRING = 8,
+    INFER_GGUF_TYPE_ARRAY = 9, INFER_GGUF_TYPE_UINT64 = 10, INFER_GGUF_TYPE_INT64 = 11,
+    INFER_GGUF_TYPE_FLOAT64 = 12
 } infer_gguf_type;
 
 /* Tensor element types, numbered as in GGUF. */
@@ -308,8 +308,8 @@ INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size);
 
 /* What a context does when a sequence's next tokens do not fit. */
 typedef enum infer_full_policy {
-    INFER_FULL_STOP = 0, /* fail with INFER_ERR_CONTEXT_FULL (the default) */
-    INFER_FULL_SHIFT     /* keep the first n_keep positions, drop the oldest half of the
+    INFER_FULL_POLICY_STOP = 0, /* fail with INFER_ERR_CONTEXT_FULL (the default) */
+    INFER_FULL_POLICY_SHIFT     /* keep the first n_keep positions, drop the oldest half of the
                             rest and move the others down, their keys rotated again for
                             their new positions (llama.cpp's context shift) */
 } infer_full_policy;
@@ -335,7 +335,7 @@ typedef struct infer_context_params {
                          thousands: measured on Gemma 3 270M, 7% of the logit
                          range from llama.cpp's otherwise, 2.5% so) */
     infer_full_policy full_policy;
-    int n_keep;       /* INFER_FULL_SHIFT: positions never dropped (a system prompt) */
+    int n_keep;       /* INFER_FULL_POLICY_SHIFT: positions never dropped (a system prompt) */
 } infer_context_params;
 
 INFERDEF infer_context_params infer_context_default_params(void);
@@ -595,9 +595,9 @@ typedef int (*infer_piece_fn)(const char *piece, int len, void *user);
    infer_context_generated_tokens. Continues from the context's n_past (a
    chat's earlier turns); truncate to 0 first to start afresh. Every
    generated token but the last is fed back (the last needs no forward
-   pass). When the context is full: with INFER_FULL_STOP (the default) it
+   pass). When the context is full: with INFER_FULL_POLICY_STOP (the default) it
    returns INFER_ERR_CONTEXT_FULL, the text so far already streamed; with
-   INFER_FULL_SHIFT the decode shifts the sequence and generation goes on.
+   INFER_FULL_POLICY_SHIFT the decode shifts the sequence and generation goes on.
    It is a request (see below) stepped to its end on this thread. */
 INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt,
                                      int n_predict, infer_piece_fn on_piece, void *user,
@@ -784,7 +784,7 @@ INFERDEF int infer_request_done(const infer_request *r);
 /* INFER_OK while running and after a normal end (end of generation,
    n_predict, a stop string, the grammar's end); else what ended it:
    INFER_ERR_CANCELLED, INFER_ERR_CONTEXT_FULL (the sequence is full under
-   INFER_FULL_STOP; the text so far stays), an error of the grammar or the
+   INFER_FULL_POLICY_STOP; the text so far stays), an error of the grammar or the
    decode. err (may be NULL) gets the message. */
 INFERDEF infer_status infer_request_status(const infer_request *r, infer_error *err);
 /* The text generated so far from byte `from` on (a caller that streams
@@ -867,11 +867,11 @@ INFERDEF void infer_worker_free(infer_worker *w);
    format's blocks falls back as llama.cpp's does (Q4_K -> Q5_0,
    Q5_K -> Q5_1, Q6_K -> Q8_0, then F16). */
 typedef enum infer_quant_target {
-    INFER_QUANT_F32 = 0, INFER_QUANT_F16, INFER_QUANT_BF16,
-    INFER_QUANT_Q8_0, INFER_QUANT_Q4_0, INFER_QUANT_Q4_1, INFER_QUANT_Q5_0, INFER_QUANT_Q5_1,
-    INFER_QUANT_Q4_K, INFER_QUANT_Q5_K, INFER_QUANT_Q6_K,
-    INFER_QUANT_Q4_K_M, INFER_QUANT_Q5_K_M,
-    INFER_QUANT_COUNT
+    INFER_QUANT_TARGET_F32 = 0, INFER_QUANT_TARGET_F16, INFER_QUANT_TARGET_BF16,
+    INFER_QUANT_TARGET_Q8_0, INFER_QUANT_TARGET_Q4_0, INFER_QUANT_TARGET_Q4_1, INFER_QUANT_TARGET_Q5_0, INFER_QUANT_TARGET_Q5_1,
+    INFER_QUANT_TARGET_Q4_K, INFER_QUANT_TARGET_Q5_K, INFER_QUANT_TARGET_Q6_K,
+    INFER_QUANT_TARGET_Q4_K_M, INFER_QUANT_TARGET_Q5_K_M,
+    INFER_QUANT_TARGET_COUNT
 } infer_quant_target;
 
 /* Called once per tensor as it is written (from the calling thread). */
@@ -926,28 +926,28 @@ INFERDEF double infer_perplexity_value(const infer_perplexity *acc, double *unce
    (Jinja) is recognized by its text, with the markers llama.cpp looks for,
    never by the model's name. */
 typedef enum infer_chat_kind {
-    INFER_CHAT_CHATML = 0,        /* <|im_start|>role\n...<|im_end|>\n (Qwen2/2.5, SmolLM2, OpenHermes) */
-    INFER_CHAT_LLAMA2,            /* Llama-2-chat: [INST] <<SYS>>..<</SYS>> x [/INST] y </s><s>[INST] */
-    INFER_CHAT_MISTRAL,           /* Mistral Instruct v0.1/v0.2: [INST] x [/INST]y</s> */
-    INFER_CHAT_MISTRAL_V1,        /* Mistral's "v1": " [INST] x [/INST] y</s>" */
-    INFER_CHAT_MISTRAL_V3,        /* Mistral's "v3": "[INST] x[/INST] y</s>" */
-    INFER_CHAT_MISTRAL_V3_TEKKEN, /* Mistral's "v3-tekken" (Nemo): "[INST]x[/INST]y</s>" */
-    INFER_CHAT_MISTRAL_V7,        /* [SYSTEM_PROMPT] s[/SYSTEM_PROMPT][INST] x[/INST] y</s> */
-    INFER_CHAT_LLAMA3,            /* Llama 3.0: <|start_header_id|>role<|end_header_id|>\n\nx<|eot_id|> */
-    INFER_CHAT_GEMMA,             /* <start_of_turn>user\nx<end_of_turn>\n, "model" for assistant */
-    INFER_CHAT_PHI3,              /* Phi-3, Phi-3.5: <|user|>\nx<|end|>\n */
-    INFER_CHAT_ZEPHYR,            /* <|user|>\nx</s>\n (EOS text of the model) */
-    INFER_CHAT_DEEPSEEK,          /* deepseek-coder: ### Instruction:\nx\n### Response:\ny\n<|EOT|>\n */
-    INFER_CHAT_DEEPSEEK2,         /* DeepSeek-V2: User: x\n\nAssistant: y<EOS> */
-    INFER_CHAT_DEEPSEEK3,         /* DeepSeek-V3/R1: <|User|>x<|Assistant|>y<EOS> (fullwidth bars) */
-    INFER_CHAT_LLAMA31,           /* Llama 3.1-3.3: Llama 3 with a system turn that always opens with
+    INFER_CHAT_KIND_CHATML = 0,        /* <|im_start|>role\n...<|im_end|>\n (Qwen2/2.5, SmolLM2, OpenHermes) */
+    INFER_CHAT_KIND_LLAMA2,            /* Llama-2-chat: [INST] <<SYS>>..<</SYS>> x [/INST] y </s><s>[INST] */
+    INFER_CHAT_KIND_MISTRAL,           /* Mistral Instruct v0.1/v0.2: [INST] x [/INST]y</s> */
+    INFER_CHAT_KIND_MISTRAL_V1,        /* Mistral's "v1": " [INST] x [/INST] y</s>" */
+    INFER_CHAT_KIND_MISTRAL_V3,        /* Mistral's "v3": "[INST] x[/INST] y</s>" */
+    INFER_CHAT_KIND_MISTRAL_V3_TEKKEN, /* Mistral's "v3-tekken" (Nemo): "[INST]x[/INST]y</s>" */
+    INFER_CHAT_KIND_MISTRAL_V7,        /* [SYSTEM_PROMPT] s[/SYSTEM_PROMPT][INST] x[/INST] y</s> */
+    INFER_CHAT_KIND_LLAMA3,            /* Llama 3.0: <|start_header_id|>role<|end_header_id|>\n\nx<|eot_id|> */
+    INFER_CHAT_KIND_GEMMA,             /* <start_of_turn>user\nx<end_of_turn>\n, "model" for assistant */
+    INFER_CHAT_KIND_PHI3,              /* Phi-3, Phi-3.5: <|user|>\nx<|end|>\n */
+    INFER_CHAT_KIND_ZEPHYR,            /* <|user|>\nx</s>\n (EOS text of the model) */
+    INFER_CHAT_KIND_DEEPSEEK,          /* deepseek-coder: ### Instruction:\nx\n### Response:\ny\n<|EOT|>\n */
+    INFER_CHAT_KIND_DEEPSEEK2,         /* DeepSeek-V2: User: x\n\nAssistant: y<EOS> */
+    INFER_CHAT_KIND_DEEPSEEK3,         /* DeepSeek-V3/R1: <|User|>x<|Assistant|>y<EOS> (fullwidth bars) */
+    INFER_CHAT_KIND_LLAMA31,           /* Llama 3.1-3.3: Llama 3 with a system turn that always opens with
                                      "Cutting Knowledge Date: December 2023\nToday Date: <date>\n\n" */
-    INFER_CHAT_QWEN3,             /* Qwen3: ChatML; an earlier reply loses its <think>...</think> */
-    INFER_CHAT_PHI4,              /* Phi-4: <|im_start|>user<|im_sep|>x<|im_end|> */
-    INFER_CHAT_PHI4_MINI,         /* Phi-4-mini: <|user|>x<|end|> */
-    INFER_CHAT_SMOLLM3,           /* SmolLM3: ChatML under its "## Metadata" system header */
-    INFER_CHAT_MISTRAL_V7_TEKKEN, /* Mistral Small 3.x: v7 without the spaces */
-    INFER_CHAT_COUNT
+    INFER_CHAT_KIND_QWEN3,             /* Qwen3: ChatML; an earlier reply loses its <think>...</think> */
+    INFER_CHAT_KIND_PHI4,              /* Phi-4: <|im_start|>user<|im_sep|>x<|im_end|> */
+    INFER_CHAT_KIND_PHI4_MINI,         /* Phi-4-mini: <|user|>x<|end|> */
+    INFER_CHAT_KIND_SMOLLM3,           /* SmolLM3: ChatML under its "## Metadata" system header */
+    INFER_CHAT_KIND_MISTRAL_V7_TEKKEN, /* Mistral Small 3.x: v7 without the spaces */
+    INFER_CHAT_KIND_COUNT
 } infer_chat_kind;
 
 typedef struct infer_chat_template {
@@ -1201,21 +1201,21 @@ INFERDEF void infer_output_parser_free(infer_output_parser *p);
 INFERDEF int infer_abi_version(void);
 
 typedef enum infer_struct_id {
-    INFER_STRUCT_ERROR = 0,
-    INFER_STRUCT_MODEL_PARAMS,
-    INFER_STRUCT_CONTEXT_PARAMS,
-    INFER_STRUCT_BATCH,
-    INFER_STRUCT_SAMPLER_PARAMS,
-    INFER_STRUCT_TOKEN_PROB,
-    INFER_STRUCT_METRICS,
-    INFER_STRUCT_REQUEST_PARAMS,
-    INFER_STRUCT_BEAM_PARAMS,
-    INFER_STRUCT_QUANTIZE_PARAMS,
-    INFER_STRUCT_CHAT_TEMPLATE,
-    INFER_STRUCT_CHAT_MESSAGE,
-    INFER_STRUCT_JINJA_LIMITS,
-    INFER_STRUCT_DETOK,
-    INFER_STRUCT_COUNT
+    INFER_STRUCT_ID_ERROR = 0,
+    INFER_STRUCT_ID_MODEL_PARAMS,
+    INFER_STRUCT_ID_CONTEXT_PARAMS,
+    INFER_STRUCT_ID_BATCH,
+    INFER_STRUCT_ID_SAMPLER_PARAMS,
+    INFER_STRUCT_ID_TOKEN_PROB,
+    INFER_STRUCT_ID_METRICS,
+    INFER_STRUCT_ID_REQUEST_PARAMS,
+    INFER_STRUCT_ID_BEAM_PARAMS,
+    INFER_STRUCT_ID_QUANTIZE_PARAMS,
+    INFER_STRUCT_ID_CHAT_TEMPLATE,
+    INFER_STRUCT_ID_CHAT_MESSAGE,
+    INFER_STRUCT_ID_JINJA_LIMITS,
+    INFER_STRUCT_ID_DETOK,
+    INFER_STRUCT_ID_COUNT
 } infer_struct_id;
 /* sizeof the struct as this library was compiled; 0 for an unknown id. */
 INFERDEF size_t infer_struct_size(infer_struct_id id);
@@ -1268,6 +1268,74 @@ INFER_DEPRECATED INFERDEF const float *infer_get_logits(const infer_context *c, 
 #define INFER_TOOLS_NEMOTRON INFER_TOOL_FORMAT_NEMOTRON
 #define INFER_TOOLS_APERTUS INFER_TOOL_FORMAT_APERTUS
 #define INFER_TOOLS_COUNT INFER_TOOL_FORMAT_COUNT
+/* Deprecated in 0.25, removed in 0.26: use the constants named after their
+   types, INFER_FULL_POLICY_*, INFER_QUANT_TARGET_*, INFER_CHAT_KIND_*,
+   INFER_STRUCT_ID_* and INFER_GGUF_TYPE_*. */
+#define INFER_GGUF_UINT8 INFER_GGUF_TYPE_UINT8
+#define INFER_GGUF_INT8 INFER_GGUF_TYPE_INT8
+#define INFER_GGUF_UINT16 INFER_GGUF_TYPE_UINT16
+#define INFER_GGUF_INT16 INFER_GGUF_TYPE_INT16
+#define INFER_GGUF_UINT32 INFER_GGUF_TYPE_UINT32
+#define INFER_GGUF_INT32 INFER_GGUF_TYPE_INT32
+#define INFER_GGUF_FLOAT32 INFER_GGUF_TYPE_FLOAT32
+#define INFER_GGUF_BOOL INFER_GGUF_TYPE_BOOL
+#define INFER_GGUF_STRING INFER_GGUF_TYPE_STRING
+#define INFER_GGUF_ARRAY INFER_GGUF_TYPE_ARRAY
+#define INFER_GGUF_UINT64 INFER_GGUF_TYPE_UINT64
+#define INFER_GGUF_INT64 INFER_GGUF_TYPE_INT64
+#define INFER_GGUF_FLOAT64 INFER_GGUF_TYPE_FLOAT64
+#define INFER_FULL_STOP INFER_FULL_POLICY_STOP
+#define INFER_FULL_SHIFT INFER_FULL_POLICY_SHIFT
+#define INFER_QUANT_F32 INFER_QUANT_TARGET_F32
+#define INFER_QUANT_F16 INFER_QUANT_TARGET_F16
+#define INFER_QUANT_BF16 INFER_QUANT_TARGET_BF16
+#define INFER_QUANT_Q8_0 INFER_QUANT_TARGET_Q8_0
+#define INFER_QUANT_Q4_0 INFER_QUANT_TARGET_Q4_0
+#define INFER_QUANT_Q4_1 INFER_QUANT_TARGET_Q4_1
+#define INFER_QUANT_Q5_0 INFER_QUANT_TARGET_Q5_0
+#define INFER_QUANT_Q5_1 INFER_QUANT_TARGET_Q5_1
+#define INFER_QUANT_Q4_K INFER_QUANT_TARGET_Q4_K
+#define INFER_QUANT_Q5_K INFER_QUANT_TARGET_Q5_K
+#define INFER_QUANT_Q6_K INFER_QUANT_TARGET_Q6_K
+#define INFER_QUANT_Q4_K_M INFER_QUANT_TARGET_Q4_K_M
+#define INFER_QUANT_Q5_K_M INFER_QUANT_TARGET_Q5_K_M
+#define INFER_QUANT_COUNT INFER_QUANT_TARGET_COUNT
+#define INFER_CHAT_CHATML INFER_CHAT_KIND_CHATML
+#define INFER_CHAT_LLAMA2 INFER_CHAT_KIND_LLAMA2
+#define INFER_CHAT_MISTRAL INFER_CHAT_KIND_MISTRAL
+#define INFER_CHAT_MISTRAL_V1 INFER_CHAT_KIND_MISTRAL_V1
+#define INFER_CHAT_MISTRAL_V3 INFER_CHAT_KIND_MISTRAL_V3
+#define INFER_CHAT_MISTRAL_V3_TEKKEN INFER_CHAT_KIND_MISTRAL_V3_TEKKEN
+#define INFER_CHAT_MISTRAL_V7 INFER_CHAT_KIND_MISTRAL_V7
+#define INFER_CHAT_LLAMA3 INFER_CHAT_KIND_LLAMA3
+#define INFER_CHAT_GEMMA INFER_CHAT_KIND_GEMMA
+#define INFER_CHAT_PHI3 INFER_CHAT_KIND_PHI3
+#define INFER_CHAT_ZEPHYR INFER_CHAT_KIND_ZEPHYR
+#define INFER_CHAT_DEEPSEEK INFER_CHAT_KIND_DEEPSEEK
+#define INFER_CHAT_DEEPSEEK2 INFER_CHAT_KIND_DEEPSEEK2
+#define INFER_CHAT_DEEPSEEK3 INFER_CHAT_KIND_DEEPSEEK3
+#define INFER_CHAT_LLAMA31 INFER_CHAT_KIND_LLAMA31
+#define INFER_CHAT_QWEN3 INFER_CHAT_KIND_QWEN3
+#define INFER_CHAT_PHI4 INFER_CHAT_KIND_PHI4
+#define INFER_CHAT_PHI4_MINI INFER_CHAT_KIND_PHI4_MINI
+#define INFER_CHAT_SMOLLM3 INFER_CHAT_KIND_SMOLLM3
+#define INFER_CHAT_MISTRAL_V7_TEKKEN INFER_CHAT_KIND_MISTRAL_V7_TEKKEN
+#define INFER_CHAT_COUNT INFER_CHAT_KIND_COUNT
+#define INFER_STRUCT_ERROR INFER_STRUCT_ID_ERROR
+#define INFER_STRUCT_MODEL_PARAMS INFER_STRUCT_ID_MODEL_PARAMS
+#define INFER_STRUCT_CONTEXT_PARAMS INFER_STRUCT_ID_CONTEXT_PARAMS
+#define INFER_STRUCT_BATCH INFER_STRUCT_ID_BATCH
+#define INFER_STRUCT_SAMPLER_PARAMS INFER_STRUCT_ID_SAMPLER_PARAMS
+#define INFER_STRUCT_TOKEN_PROB INFER_STRUCT_ID_TOKEN_PROB
+#define INFER_STRUCT_METRICS INFER_STRUCT_ID_METRICS
+#define INFER_STRUCT_REQUEST_PARAMS INFER_STRUCT_ID_REQUEST_PARAMS
+#define INFER_STRUCT_BEAM_PARAMS INFER_STRUCT_ID_BEAM_PARAMS
+#define INFER_STRUCT_QUANTIZE_PARAMS INFER_STRUCT_ID_QUANTIZE_PARAMS
+#define INFER_STRUCT_CHAT_TEMPLATE INFER_STRUCT_ID_CHAT_TEMPLATE
+#define INFER_STRUCT_CHAT_MESSAGE INFER_STRUCT_ID_CHAT_MESSAGE
+#define INFER_STRUCT_JINJA_LIMITS INFER_STRUCT_ID_JINJA_LIMITS
+#define INFER_STRUCT_DETOK INFER_STRUCT_ID_DETOK
+#define INFER_STRUCT_COUNT INFER_STRUCT_ID_COUNT
 
 #ifdef __cplusplus
 }

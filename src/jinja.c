@@ -3381,7 +3381,7 @@ static char *infer__jinja_render_raw(const char *template_text, const char *cont
 static void infer__jj_token_text(const infer_gguf *g, int64_t id, char *dst, size_t size) {
     const infer__kv *kv = infer__gguf_kv(g, "tokenizer.ggml.tokens");
     size_t n = 0;
-    if (id >= 0 && kv && kv->type == INFER_GGUF_ARRAY && kv->strs && (uint64_t)id < kv->arr_n && kv->strs[id].n > 0)
+    if (id >= 0 && kv && kv->type == INFER_GGUF_TYPE_ARRAY && kv->strs && (uint64_t)id < kv->arr_n && kv->strs[id].n > 0)
         n = INFER__MIN((size_t)kv->strs[id].n, size - 1);
     if (n) memcpy(dst, kv->strs[id].p, n);
     dst[n] = 0;

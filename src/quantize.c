@@ -16,7 +16,7 @@ typedef struct infer__qtarget {
 
 /* Plain Q4_K and Q5_K have no file type of their own in llama.cpp: its
    quantize tool takes "Q4_K" for Q4_K_M, so a --pure Q4_K file says 15. */
-static const infer__qtarget infer__qtargets[INFER_QUANT_COUNT] = {
+static const infer__qtarget infer__qtargets[INFER_QUANT_TARGET_COUNT] = {
     {"F32", INFER_TYPE_F32, 0, 0},      {"F16", INFER_TYPE_F16, 0, 1},     {"BF16", INFER_TYPE_BF16, 0, 32},
     {"Q8_0", INFER_TYPE_Q8_0, 0, 7},    {"Q4_0", INFER_TYPE_Q4_0, 0, 2},   {"Q4_1", INFER_TYPE_Q4_1, 0, 3},
     {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 15},
@@ -31,14 +31,14 @@ INFERDEF infer_quantize_params infer_quantize_default_params(void) {
 }
 
 INFERDEF const char *infer_quant_target_name(infer_quant_target t) {
-    return (unsigned)t < INFER_QUANT_COUNT ? infer__qtargets[t].name : "unknown";
+    return (unsigned)t < INFER_QUANT_TARGET_COUNT ? infer__qtargets[t].name : "unknown";
 }
 
 INFERDEF int infer_quant_target_from_name(const char *name) {
     int i;
     size_t j;
     if (!name) return -1;
-    for (i = 0; i < INFER_QUANT_COUNT; i++) {
+    for (i = 0; i < INFER_QUANT_TARGET_COUNT; i++) {
         const char *a = infer__qtargets[i].name;
         for (j = 0; a[j] && name[j]; j++) {
             char c = name[j];
@@ -298,7 +298,7 @@ static int infer__qz_convertible(const infer__tensor *t, infer_type nt, int allo
 
 INFERDEF int infer_quantize_tensor_type(const infer_gguf *g, int64_t tensor, infer_quant_target t) {
     infer__qz_plan pl;
-    if (!g || tensor < 0 || tensor >= g->n_tensors || (unsigned)t >= INFER_QUANT_COUNT) return -1;
+    if (!g || tensor < 0 || tensor >= g->n_tensors || (unsigned)t >= INFER_QUANT_TARGET_COUNT) return -1;
     infer__qz_plan_init(g, &pl);
     return infer__qz_choose(g, &pl, tensor, t);
 }
@@ -331,13 +331,13 @@ static void infer__wr_pad(infer__wr *w, uint64_t align) {
    its element type and count, then the elements. */
 static const uint8_t *infer__kv_raw(const infer__kv *kv, size_t *len) {
     const uint8_t *start = kv->data, *end;
-    if (kv->type == INFER_GGUF_ARRAY) {
+    if (kv->type == INFER_GGUF_TYPE_ARRAY) {
         start = kv->data - 12;
-        if (kv->arr_type == INFER_GGUF_STRING)
+        if (kv->arr_type == INFER_GGUF_TYPE_STRING)
             end = kv->arr_n ? (const uint8_t *)kv->strs[kv->arr_n - 1].p + kv->strs[kv->arr_n - 1].n : kv->data;
         else
             end = kv->data + kv->arr_n * infer__gguf_scalar_size(kv->arr_type);
-    } else if (kv->type == INFER_GGUF_STRING) {
+    } else if (kv->type == INFER_GGUF_TYPE_STRING) {
         uint64_t n;
         memcpy(&n, kv->data, 8);
         end = kv->data + 8 + n;
@@ -390,7 +390,7 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
     infer_status st = INFER_OK;
     memset(&w, 0, sizeof w);
     if (!params) params = &defaults;
-    if (!in_path || !out_path || (unsigned)target >= INFER_QUANT_COUNT || params->n_threads < 0) {
+    if (!in_path || !out_path || (unsigned)target >= INFER_QUANT_TARGET_COUNT || params->n_threads < 0) {
         infer__set_error(err, INFER_ERR_ARG, "infer_quantize: bad arguments");
         return INFER_ERR_ARG;
     }
@@ -463,10 +463,10 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
         const infer__kv *kv = &g->kv[i];
         infer__wr_str(&w, kv->key);
         if (!strcmp(kv->key, "general.file_type")) {
-            infer__wr_u32(&w, INFER_GGUF_UINT32);
+            infer__wr_u32(&w, INFER_GGUF_TYPE_UINT32);
             infer__wr_u32(&w, infer__qtargets[target].ftype);
         } else if (!strcmp(kv->key, "general.quantization_version")) {
-            infer__wr_u32(&w, INFER_GGUF_UINT32);
+            infer__wr_u32(&w, INFER_GGUF_TYPE_UINT32);
             infer__wr_u32(&w, 2);
         } else {
             size_t len;
@@ -477,12 +477,12 @@ INFERDEF infer_status infer_quantize(const char *in_path, const char *out_path, 
     }
     if (!has_qver) {
         infer__wr_str(&w, "general.quantization_version");
-        infer__wr_u32(&w, INFER_GGUF_UINT32);
+        infer__wr_u32(&w, INFER_GGUF_TYPE_UINT32);
         infer__wr_u32(&w, 2);
     }
     if (!has_ftype) {
         infer__wr_str(&w, "general.file_type");
-        infer__wr_u32(&w, INFER_GGUF_UINT32);
+        infer__wr_u32(&w, INFER_GGUF_TYPE_UINT32);
         infer__wr_u32(&w, infer__qtargets[target].ftype);
     }
     for (i = 0; i < g->n_tensors; i++) {

@@ -402,7 +402,7 @@ static int infer__req_begin(infer_request *r) {
     r->t_prompt0 = infer__now_ms();
     for (i = 0; i < n_prompt; i++) infer_sampler_accept_prompt(r->sampler, r->prompt[i]);
     n_prompt -= r->skip; /* the tokens to feed */
-    if (n_prompt > n_ctx - past && (c->full_policy == INFER_FULL_STOP || n_prompt > n_ctx)) {
+    if (n_prompt > n_ctx - past && (c->full_policy == INFER_FULL_POLICY_STOP || n_prompt > n_ctx)) {
         snprintf(msg, sizeof msg, "the prompt is %d tokens but the context has room for %d", n_prompt,
                  INFER__MAX(n_ctx - past, 0));
         infer__req_end(r, INFER_ERR_CONTEXT_FULL, msg);
@@ -782,7 +782,7 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
             if (!infer__req_sample(r, l)) continue;
         }
         if (r->state == INFER__RQ_GEN) {
-            if (infer_seq_n_past(c, r->seq) >= infer_context_n_ctx(c) && c->full_policy == INFER_FULL_STOP) {
+            if (infer_seq_n_past(c, r->seq) >= infer_context_n_ctx(c) && c->full_policy == INFER_FULL_POLICY_STOP) {
                 char msg[256];
                 if (r->ending) { /* the reply is complete; only its last token finds no room */
                     infer__req_end(r, INFER_OK, NULL);

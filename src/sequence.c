@@ -103,7 +103,7 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     }
     if (!infer__seq_unwrapped(c, q)) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED,
-                         "a sliding window's cache keeps only its window: make the context with INFER_FULL_SHIFT to "
+                         "a sliding window's cache keeps only its window: make the context with INFER_FULL_POLICY_SHIFT to "
                          "remove positions from the middle");
         return INFER_ERR_UNSUPPORTED;
     }

@@ -331,10 +331,10 @@ static int infer__vocab_check_special_ids(const infer_gguf *g, int64_t n, infer_
             return 0;
         }
         switch (kv->type) {
-        case INFER_GGUF_UINT8: none = UINT8_MAX; break;
-        case INFER_GGUF_UINT16: none = UINT16_MAX; break;
-        case INFER_GGUF_UINT32: none = UINT32_MAX; break;
-        case INFER_GGUF_UINT64: /* read as an int64 it is clamped: look at the bits */
+        case INFER_GGUF_TYPE_UINT8: none = UINT8_MAX; break;
+        case INFER_GGUF_TYPE_UINT16: none = UINT16_MAX; break;
+        case INFER_GGUF_TYPE_UINT32: none = UINT32_MAX; break;
+        case INFER_GGUF_TYPE_UINT64: /* read as an int64 it is clamped: look at the bits */
             memcpy(&u64, kv->data, 8);
             none = u64 == UINT64_MAX ? id : -1;
             break;
@@ -436,7 +436,7 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     if (v->type == INFER__VOCAB_BPE) v->add_space_prefix = 0; /* BPE ignores it */
 
     ktok = infer__gguf_kv(g, "tokenizer.ggml.tokens");
-    if (!ktok || ktok->type != INFER_GGUF_ARRAY || ktok->arr_type != INFER_GGUF_STRING || !ktok->strs) {
+    if (!ktok || ktok->type != INFER_GGUF_TYPE_ARRAY || ktok->arr_type != INFER_GGUF_TYPE_STRING || !ktok->strs) {
         infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.tokens missing or not a string array");
         goto fail;
     }
@@ -446,14 +446,14 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         goto fail;
     }
     kscore = infer__gguf_kv(g, "tokenizer.ggml.scores");
-    if (kscore && (kscore->type != INFER_GGUF_ARRAY || kscore->arr_type != INFER_GGUF_FLOAT32 ||
+    if (kscore && (kscore->type != INFER_GGUF_TYPE_ARRAY || kscore->arr_type != INFER_GGUF_TYPE_FLOAT32 ||
                    kscore->arr_n != (uint64_t)n)) {
         infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.scores is not %lld float32 values", (long long)n);
         goto fail;
     }
     ktype = infer__gguf_kv(g, "tokenizer.ggml.token_type");
-    if (ktype && (ktype->type != INFER_GGUF_ARRAY ||
-                  (ktype->arr_type != INFER_GGUF_INT32 && ktype->arr_type != INFER_GGUF_UINT32) ||
+    if (ktype && (ktype->type != INFER_GGUF_TYPE_ARRAY ||
+                  (ktype->arr_type != INFER_GGUF_TYPE_INT32 && ktype->arr_type != INFER_GGUF_TYPE_UINT32) ||
                   ktype->arr_n != (uint64_t)n)) {
         infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.token_type is not %lld int32 values", (long long)n);
         goto fail;
@@ -465,7 +465,7 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
             infer__set_error(err, INFER_ERR_FORMAT, "vocab: gpt2 tokenizer without tokenizer.ggml.merges");
             goto fail;
         }
-        if (kmerge->type != INFER_GGUF_ARRAY || kmerge->arr_type != INFER_GGUF_STRING || (!kmerge->strs && kmerge->arr_n)) {
+        if (kmerge->type != INFER_GGUF_TYPE_ARRAY || kmerge->arr_type != INFER_GGUF_TYPE_STRING || (!kmerge->strs && kmerge->arr_n)) {
             infer__set_error(err, INFER_ERR_FORMAT, "vocab: tokenizer.ggml.merges is not a string array");
             goto fail;
         }

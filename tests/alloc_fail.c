@@ -221,7 +221,7 @@ static void model_pass(const char *path, const char *quant_path, pass_output *o,
         FILE *f;
         long size;
         qp.n_threads = 1;
-        if ((st = infer_quantize(path, quant_path, INFER_QUANT_Q8_0, &qp, &err)) != INFER_OK) {
+        if ((st = infer_quantize(path, quant_path, INFER_QUANT_TARGET_Q8_0, &qp, &err)) != INFER_OK) {
             step_failed(ps, "infer_quantize", st, &err);
             goto done;
         }

@@ -5,7 +5,7 @@
 
    Each turn is a user message in the model's chat format and a reply of up
    to 200 tokens with end-of-generation banned, so replies run to their
-   limit; the context (INFER_FULL_SHIFT, the first turn's positions kept)
+   limit; the context (INFER_FULL_POLICY_SHIFT, the first turn's positions kept)
    drops its older half whenever it fills. Every EVERY generated tokens it
    prints the tokens/s of that stretch and the resident memory. It fails
    (exit 1, one line) on any error, a sequence longer than the context, or
@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     }
     cp.n_ctx = n_ctx;
     cp.n_threads = threads;
-    cp.full_policy = INFER_FULL_SHIFT;
+    cp.full_policy = INFER_FULL_POLICY_SHIFT;
     cp.n_keep = 0; /* set below, once the first turn's length is known */
     if (!(c = infer_context_new(m, &cp, &err))) {
         fprintf(stderr, "long_run: FAILED: %s\n", err.msg);

@@ -96,15 +96,15 @@ static void put_kv(FILE *f, const infer__kv *kv) {
     uint64_t i, n;
     put_str(f, kv->key, strlen(kv->key));
     put_u32(f, (uint32_t)kv->type);
-    if (kv->type == INFER_GGUF_STRING) {
+    if (kv->type == INFER_GGUF_TYPE_STRING) {
         memcpy(&n, kv->data, 8);
         put(f, kv->data, 8 + (size_t)n);
-    } else if (kv->type != INFER_GGUF_ARRAY) {
+    } else if (kv->type != INFER_GGUF_TYPE_ARRAY) {
         put(f, kv->data, infer__gguf_scalar_size(kv->type));
     } else {
         put_u32(f, (uint32_t)kv->arr_type);
         put_u64(f, kv->arr_n);
-        if (kv->arr_type != INFER_GGUF_STRING) put(f, kv->data, (size_t)kv->arr_n * infer__gguf_scalar_size(kv->arr_type));
+        if (kv->arr_type != INFER_GGUF_TYPE_STRING) put(f, kv->data, (size_t)kv->arr_n * infer__gguf_scalar_size(kv->arr_type));
         else
             for (i = 0; i < kv->arr_n; i++) put_str(f, kv->strs[i].p, kv->strs[i].n);
     }
@@ -116,12 +116,12 @@ static void put_set_kv(FILE *f, const change *c) {
     int32_t i32 = (int32_t)c->num;
     put_str(f, c->name, strlen(c->name));
     switch (c->kind) {
-    case SET_U32: put_u32(f, INFER_GGUF_UINT32), put_u32(f, (uint32_t)c->num); break;
-    case SET_F32: put_u32(f, INFER_GGUF_FLOAT32), put(f, &f32, 4); break;
-    case SET_F64: put_u32(f, INFER_GGUF_FLOAT64), put(f, &c->num, 8); break;
-    case SET_STR: put_u32(f, INFER_GGUF_STRING), put_str(f, c->str, strlen(c->str)); break;
+    case SET_U32: put_u32(f, INFER_GGUF_TYPE_UINT32), put_u32(f, (uint32_t)c->num); break;
+    case SET_F32: put_u32(f, INFER_GGUF_TYPE_FLOAT32), put(f, &f32, 4); break;
+    case SET_F64: put_u32(f, INFER_GGUF_TYPE_FLOAT64), put(f, &c->num, 8); break;
+    case SET_STR: put_u32(f, INFER_GGUF_TYPE_STRING), put_str(f, c->str, strlen(c->str)); break;
     case SET_ARR:
-        put_u32(f, INFER_GGUF_ARRAY), put_u32(f, INFER_GGUF_INT32), put_u64(f, 2);
+        put_u32(f, INFER_GGUF_TYPE_ARRAY), put_u32(f, INFER_GGUF_TYPE_INT32), put_u64(f, 2);
         put(f, &i32, 4), put(f, &i32, 4);
         break;
     default: cr_assert_fail("not a key change");
@@ -539,10 +539,10 @@ Test(arch, every_key_at_its_edges, .timeout = 900) {
         for (k = 0; k < g->n_kv; k++) {
             const infer__kv *kv = &g->kv[k];
             if (strncmp(kv->key, arch, strlen(arch)) || kv->key[strlen(arch)] != '.' ||
-                !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_BOOL)
+                !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_TYPE_BOOL)
                 continue;
             n_loaded += try_values(ARCH_MODELS[i], kv->key,
-                                   kv->type == INFER_GGUF_FLOAT32 || kv->type == INFER_GGUF_FLOAT64);
+                                   kv->type == INFER_GGUF_TYPE_FLOAT32 || kv->type == INFER_GGUF_TYPE_FLOAT64);
             n_tried++;
         }
         for (j = 0; j < (int)(sizeof optional / sizeof optional[0]); j++) {

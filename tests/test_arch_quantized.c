@@ -98,7 +98,7 @@ static float *run(infer_model *m, infer_token *toks, int np, int gen) {
 static void check(const aq_case *ac) {
     char f16_path[512], ref_path[512], dir[64] = "/tmp/infer_arch_q_XXXXXX", out_path[600], *text;
     const char *tname = infer_quant_target_name((infer_quant_target)ac->target);
-    int q8 = ac->target == INFER_QUANT_Q8_0, chaotic = strstr(ac->model, "gemma2") != NULL;
+    int q8 = ac->target == INFER_QUANT_TARGET_Q8_0, chaotic = strstr(ac->model, "gemma2") != NULL;
     double bound_max = q8 ? Q8_0_MAX : Q4_K_M_MAX, bound_rms = q8 ? Q8_0_RMS : Q4_K_M_RMS,
            clear = q8 ? Q8_0_CLEAR : Q4_K_M_CLEAR, worst = 0, worst_rms = 0;
     infer_quantize_params qp = infer_quantize_default_params();
@@ -139,7 +139,7 @@ static void check(const aq_case *ac) {
     cr_assert_eq(infer_model_n_vocab(mq), nv);
     /* the weights did shrink: Q8_0 is 34 bytes per 32 values against F16's 64 */
     bytes_f = infer_model_weight_bytes(mf), bytes_q = infer_model_weight_bytes(mq);
-    cr_assert(bytes_q < bytes_f * (ac->target == INFER_QUANT_Q8_0 ? 0.65 : 0.45), "%s %s: %zu bytes of weights, F16 %zu",
+    cr_assert(bytes_q < bytes_f * (ac->target == INFER_QUANT_TARGET_Q8_0 ? 0.65 : 0.45), "%s %s: %zu bytes of weights, F16 %zu",
               ac->model, tname, bytes_q, bytes_f);
 
     lf = run(mf, toks, np, 1);
@@ -195,9 +195,9 @@ ParameterizedTestParameters(arch_quantized, model) {
     size_t i, n = sizeof models / sizeof models[0];
     for (i = 0; i < n; i++) {
         snprintf(cases[2 * i].model, sizeof cases[0].model, "%s", models[i]);
-        cases[2 * i].target = INFER_QUANT_Q8_0;
+        cases[2 * i].target = INFER_QUANT_TARGET_Q8_0;
         snprintf(cases[2 * i + 1].model, sizeof cases[0].model, "%s", models[i]);
-        cases[2 * i + 1].target = INFER_QUANT_Q4_K_M;
+        cases[2 * i + 1].target = INFER_QUANT_TARGET_Q4_K_M;
     }
     return cr_make_param_array(aq_case, cases, 2 * n);
 }

@@ -102,19 +102,19 @@ static const struct { const char *kind; int c2; const char *expected; } expected
 
 static infer_chat_kind kind_named(const char *name) {
     int k;
-    for (k = 0; k < INFER_CHAT_COUNT; k++)
+    for (k = 0; k < INFER_CHAT_KIND_COUNT; k++)
         if (!strcmp(infer_chat_template_name((infer_chat_kind)k), name)) return (infer_chat_kind)k;
     cr_assert_fail("no format named %s", name);
-    return INFER_CHAT_CHATML;
+    return INFER_CHAT_KIND_CHATML;
 }
 
 static const char *eos_of(infer_chat_kind k) {
     switch (k) {
-    case INFER_CHAT_DEEPSEEK: return "<|EOT|>";
-    case INFER_CHAT_DEEPSEEK2:
-    case INFER_CHAT_DEEPSEEK3: return "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
-    case INFER_CHAT_GEMMA: return "<eos>";
-    case INFER_CHAT_LLAMA3: return "<|eot_id|>";
+    case INFER_CHAT_KIND_DEEPSEEK: return "<|EOT|>";
+    case INFER_CHAT_KIND_DEEPSEEK2:
+    case INFER_CHAT_KIND_DEEPSEEK3: return "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>";
+    case INFER_CHAT_KIND_GEMMA: return "<eos>";
+    case INFER_CHAT_KIND_LLAMA3: return "<|eot_id|>";
     default: return "</s>";
     }
 }
@@ -149,27 +149,27 @@ Test(chat, detects_each_format_from_its_real_template) {
 Test(chat, names_and_unknown_fall_back_to_chatml) {
     infer_chat_template t;
     int k;
-    for (k = 0; k < INFER_CHAT_COUNT; k++) {
+    for (k = 0; k < INFER_CHAT_KIND_COUNT; k++) {
         t = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), NULL, NULL);
         cr_expect_eq((int)t.kind, k);
         cr_expect_eq(t.fallback, 0);
     }
     t = infer_chat_template_from_text("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}", NULL, NULL);
-    cr_expect_eq(t.kind, INFER_CHAT_CHATML);
+    cr_expect_eq(t.kind, INFER_CHAT_KIND_CHATML);
     cr_expect_eq(t.fallback, 1);
     t = infer_chat_template_from_text(NULL, NULL, NULL);
-    cr_expect_eq(t.kind, INFER_CHAT_CHATML);
+    cr_expect_eq(t.kind, INFER_CHAT_KIND_CHATML);
     cr_expect_eq(t.fallback, 1);
     cr_expect_str_eq(t.eos, "</s>");
     cr_expect_str_eq(t.bos, "<s>");
     /* Phi-4 has <|im_start|> but is not ChatML */
     t = infer_chat_template_from_text("{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|>'}}", NULL, NULL);
-    cr_expect_eq(t.kind, INFER_CHAT_PHI4);
+    cr_expect_eq(t.kind, INFER_CHAT_KIND_PHI4);
     cr_expect_eq(t.fallback, 0);
     /* SmolVLM uses <|im_start|> as its BOS: not ChatML */
     t = infer_chat_template_from_text("<|im_start|>{% for m in messages %}{{ m.content }}<end_of_utterance>{% endfor %}", NULL, NULL);
     cr_expect_eq(t.fallback, 1);
-    cr_expect_str_eq(infer_chat_template_name(INFER_CHAT_COUNT), "unknown");
+    cr_expect_str_eq(infer_chat_template_name(INFER_CHAT_KIND_COUNT), "unknown");
 }
 
 Test(chat, formats_as_the_templates_render) {
@@ -222,7 +222,7 @@ Test(chat, incremental_formatting_is_the_suffix_of_the_whole) {
     static const infer_chat_message no_sys[] = {
         {"user", "Hello"}, {"assistant", " Hi there "}, {"user", "Who are you"}, {"assistant", "\nAn assistant."}};
     int k, n, from, add, v;
-    for (k = 0; k < INFER_CHAT_COUNT; k++)
+    for (k = 0; k < INFER_CHAT_KIND_COUNT; k++)
         for (v = 0; v < 4; v++) { /* variants: as named; no_think and a default system; each without a system */
             infer_chat_template t = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), NULL, NULL);
             const infer_chat_message *c = v & 2 ? no_sys : conv;
@@ -557,7 +557,7 @@ static const struct {
 
 Test(chat, every_format_writes_what_the_c_formatter_wrote) {
     size_t i;
-    cr_assert_eq(sizeof varied_expected / sizeof varied_expected[0], (size_t)INFER_CHAT_COUNT);
+    cr_assert_eq(sizeof varied_expected / sizeof varied_expected[0], (size_t)INFER_CHAT_KIND_COUNT);
     for (i = 0; i < sizeof varied_expected / sizeof varied_expected[0]; i++) {
         infer_chat_template t = infer_chat_template_from_text(varied_expected[i].kind, NULL, NULL);
         char small[8], *s;
@@ -584,12 +584,12 @@ Test(chat, message_bytes_reach_the_text_as_they_are) {
     infer_chat_message odd_role = {"\xe9\"role\\", odd};
     char buf[512];
     int k;
-    for (k = 0; k < INFER_CHAT_COUNT; k++) {
+    for (k = 0; k < INFER_CHAT_KIND_COUNT; k++) {
         infer_chat_template t =
             infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), "<\xff\"b>", "</\x01\xc3>");
         char *s = format(&t, m, 2, 0, 1);
         cr_expect(strstr(s, odd) != NULL, "%s: %s", infer_chat_template_name((infer_chat_kind)k), s);
-        if (k == INFER_CHAT_ZEPHYR || k == INFER_CHAT_MISTRAL || k == INFER_CHAT_DEEPSEEK2)
+        if (k == INFER_CHAT_KIND_ZEPHYR || k == INFER_CHAT_KIND_MISTRAL || k == INFER_CHAT_KIND_DEEPSEEK2)
             cr_expect(strstr(s, "</\x01\xc3>") != NULL, "%s: %s", infer_chat_template_name((infer_chat_kind)k), s);
         free(s);
     }
@@ -619,7 +619,7 @@ Test(chat, long_conversations_are_formatted_whole) {
         m[i].role = i == 0 ? "system" : i % 2 ? "user" : "assistant";
         m[i].content = i % 2 ? "What should I wear today?" : "Something warm: a coat and a scarf.";
     }
-    for (k = 0; k < INFER_CHAT_COUNT; k++) {
+    for (k = 0; k < INFER_CHAT_KIND_COUNT; k++) {
         infer_chat_template t = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)k), NULL, NULL);
         char *whole = format(&t, m, N, 0, 1), *head = format(&t, m, N - 1, 0, 0), *tail = format(&t, m, N, N - 1, 1);
         cr_expect_gt(strlen(whole), (size_t)N * 25, "%s", infer_chat_template_name((infer_chat_kind)k));
@@ -723,7 +723,7 @@ Test(chat, system_messages_as_the_templates_write_them) {
         "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
         "{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}"
         "{%- endif %}", NULL, NULL);
-    cr_expect_eq(t.kind, INFER_CHAT_CHATML);
+    cr_expect_eq(t.kind, INFER_CHAT_KIND_CHATML);
     cr_expect_str_eq(t.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
     s = format(&t, C2, 3, 0, 1);
     cr_expect_str_eq(s, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
@@ -776,7 +776,7 @@ Test(chat, llama31_dates) {
         "{%- if not date_string is defined %}{%- set date_string = \"26 Jul 2024\" %}{%- endif %}"
         "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}{{- \"Cutting Knowledge Date: December 2023\\n\" }}",
         NULL, NULL);
-    cr_expect_eq(t.kind, INFER_CHAT_LLAMA31);
+    cr_expect_eq(t.kind, INFER_CHAT_KIND_LLAMA31);
     cr_expect_str_eq(t.date, "26 Jul 2024");
     t = infer_chat_template_from_text(
         "{%- if strftime_now is defined %}{%- set date_string = strftime_now(\"%d %b %Y\") %}{%- else %}"
@@ -836,7 +836,7 @@ Test(chat, model_without_template_falls_back) {
     m = infer_model_load(path, NULL, &err);
     cr_assert_not_null(m, "%s", err.msg);
     t = infer_chat_template_detect(m);
-    cr_expect_eq(t.kind, INFER_CHAT_CHATML);
+    cr_expect_eq(t.kind, INFER_CHAT_KIND_CHATML);
     cr_expect_eq(t.fallback, 1);
     cr_expect_str_eq(t.bos, "<s>");
     cr_expect_str_eq(t.eos, "</s>");
@@ -866,7 +866,7 @@ Test(chat, end_of_turn_is_an_end_of_generation_token) {
         m = infer_model_load(path, &mp, &err);
         cr_assert_not_null(m, "%s: %s", path, err.msg);
         t = cases[i].kind ? infer_chat_template_from_text(cases[i].kind, NULL, NULL) : infer_chat_template_detect(m);
-        if (!cases[i].kind) cr_expect(t.kind == INFER_CHAT_PHI3 && !t.fallback, "phi-3's template: %s", infer_chat_template_name(t.kind));
+        if (!cases[i].kind) cr_expect(t.kind == INFER_CHAT_KIND_PHI3 && !t.fallback, "phi-3's template: %s", infer_chat_template_name(t.kind));
         infer_chat_end_of_turn(&t, eot, sizeof eot);
         n = infer_tokenize(m, eot, strlen(eot), tok, 16, 0, 1);
         cr_assert_gt(n, 0);

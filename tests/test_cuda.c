@@ -18,7 +18,7 @@
    - kv_quantized: the Q8_0 and Q4_0 KV caches;
    - seq_ops: infer_seq_copy, infer_seq_remove (keys re-rotated on the
      host), infer_seq_truncate, each followed by decoding;
-   - context_shift: INFER_FULL_SHIFT past the end of a small context;
+   - context_shift: INFER_FULL_POLICY_SHIFT past the end of a small context;
    - state: a sequence saved on the GPU loaded into a fresh GPU context
      (the same logits) and a CPU one, and a CPU-saved one into the GPU;
    - embeddings: infer_embed, mean-pooled and normalized;
@@ -997,7 +997,7 @@ ParameterizedTestParameters(cuda, seq_ops) {
 }
 ParameterizedTest(small_case *sc, cuda, seq_ops, .timeout = 600) { run_seq_ops(sc); }
 
-/* INFER_FULL_SHIFT: generation past the end of a small context (n_keep 4,
+/* INFER_FULL_POLICY_SHIFT: generation past the end of a small context (n_keep 4,
    the older half of the rest dropped and the keys re-rotated, twice), then
    a batch that does not fit. */
 static void run_shift(const small_case *sc) {
@@ -1009,7 +1009,7 @@ static void run_shift(const small_case *sc) {
     pair_load(&p, sc->rel);
     cp.n_ctx = n_ctx;
     cp.n_threads = 2;
-    cp.full_policy = INFER_FULL_SHIFT;
+    cp.full_policy = INFER_FULL_POLICY_SHIFT;
     cp.n_keep = 4;
     pair_contexts(&p, &cp);
     for (i = 0; i < 6; i++) toks[i] = tok_at(&p, i);

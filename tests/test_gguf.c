@@ -309,61 +309,61 @@ static void check_rich(const infer_gguf *g, const uint8_t *base, uint32_t versio
     cr_assert_eq(infer_gguf_find_key(g, "general.architecture"), 0);
     for (i = 0; i < L->n_kv; i++) cr_assert_eq(infer_gguf_find_key(g, infer_gguf_key(g, i)), i);
 
-    expect_kv(g, "t.u8", INFER_GGUF_UINT8, "200");
-    expect_kv(g, "t.i8", INFER_GGUF_INT8, "-100");
-    expect_kv(g, "t.u16", INFER_GGUF_UINT16, "60000");
-    expect_kv(g, "t.i16", INFER_GGUF_INT16, "-30000");
-    expect_kv(g, "t.u32", INFER_GGUF_UINT32, "4000000000");
-    expect_kv(g, "t.i32", INFER_GGUF_INT32, "-2000000000");
-    expect_kv(g, "t.f32", INFER_GGUF_FLOAT32, "1.5");
-    expect_kv(g, "t.bool", INFER_GGUF_BOOL, "true");
-    expect_kv(g, "t.bool0", INFER_GGUF_BOOL, "false");
-    expect_kv(g, "t.u64", INFER_GGUF_UINT64, "18446744073709551615");
-    expect_kv(g, "t.i64", INFER_GGUF_INT64, "-9000000000000000000");
-    expect_kv(g, "t.f64", INFER_GGUF_FLOAT64, "-2.25");
+    expect_kv(g, "t.u8", INFER_GGUF_TYPE_UINT8, "200");
+    expect_kv(g, "t.i8", INFER_GGUF_TYPE_INT8, "-100");
+    expect_kv(g, "t.u16", INFER_GGUF_TYPE_UINT16, "60000");
+    expect_kv(g, "t.i16", INFER_GGUF_TYPE_INT16, "-30000");
+    expect_kv(g, "t.u32", INFER_GGUF_TYPE_UINT32, "4000000000");
+    expect_kv(g, "t.i32", INFER_GGUF_TYPE_INT32, "-2000000000");
+    expect_kv(g, "t.f32", INFER_GGUF_TYPE_FLOAT32, "1.5");
+    expect_kv(g, "t.bool", INFER_GGUF_TYPE_BOOL, "true");
+    expect_kv(g, "t.bool0", INFER_GGUF_TYPE_BOOL, "false");
+    expect_kv(g, "t.u64", INFER_GGUF_TYPE_UINT64, "18446744073709551615");
+    expect_kv(g, "t.i64", INFER_GGUF_TYPE_INT64, "-9000000000000000000");
+    expect_kv(g, "t.f64", INFER_GGUF_TYPE_FLOAT64, "-2.25");
     if (L->alignment != 32) {
         char want[32];
         snprintf(want, sizeof want, "%llu", (unsigned long long)L->alignment);
-        expect_kv(g, "general.alignment", INFER_GGUF_UINT32, want);
+        expect_kv(g, "general.alignment", INFER_GGUF_TYPE_UINT32, want);
     }
 
-    expect_kv(g, "general.architecture", INFER_GGUF_STRING, NULL);
+    expect_kv(g, "general.architecture", INFER_GGUF_TYPE_STRING, NULL);
     kv_string(g, "general.architecture", buf, sizeof buf);
     cr_assert(strstr(buf, "testarch"), "architecture renders as %s", buf);
-    expect_kv(g, "t.str", INFER_GGUF_STRING, NULL);
+    expect_kv(g, "t.str", INFER_GGUF_TYPE_STRING, NULL);
     kv_string(g, "t.str", buf, sizeof buf);
     {
         const char *p[] = {"hello", "q", "line2"};
         cr_assert(in_order(buf, p, 3), "t.str renders as %s", buf);
     }
-    expect_kv(g, "t.empty_str", INFER_GGUF_STRING, NULL);
+    expect_kv(g, "t.empty_str", INFER_GGUF_TYPE_STRING, NULL);
 
-    expect_kv(g, "t.arr_i32", INFER_GGUF_ARRAY, NULL);
+    expect_kv(g, "t.arr_i32", INFER_GGUF_TYPE_ARRAY, NULL);
     kv_string(g, "t.arr_i32", buf, sizeof buf);
     {
         const char *p[] = {"3", "1", "-2", "3"};
         cr_assert(in_order(buf, p, 4), "t.arr_i32 renders as %s", buf);
     }
-    expect_kv(g, "t.arr_str", INFER_GGUF_ARRAY, NULL);
+    expect_kv(g, "t.arr_str", INFER_GGUF_TYPE_ARRAY, NULL);
     kv_string(g, "t.arr_str", buf, sizeof buf);
     {
         const char *p[] = {"4", "a", "bc", "xyz"};
         cr_assert(in_order(buf, p, 4), "t.arr_str renders as %s", buf);
     }
-    expect_kv(g, "t.arr_empty", INFER_GGUF_ARRAY, NULL);
+    expect_kv(g, "t.arr_empty", INFER_GGUF_TYPE_ARRAY, NULL);
     kv_string(g, "t.arr_empty", buf, sizeof buf);
     cr_assert(strstr(buf, "0"), "t.arr_empty renders as %s", buf);
-    expect_kv(g, "t.arr_f32", INFER_GGUF_ARRAY, NULL);
+    expect_kv(g, "t.arr_f32", INFER_GGUF_TYPE_ARRAY, NULL);
     kv_string(g, "t.arr_f32", buf, sizeof buf);
     {
         const char *p[] = {"10", "1000", "1001"};
         cr_assert(in_order(buf, p, 3), "t.arr_f32 renders as %s", buf);
         cr_assert_null(strstr(buf, "1009"), "10-element array not abbreviated: %s", buf);
     }
-    expect_kv(g, "t.arr_u64", INFER_GGUF_ARRAY, NULL);
+    expect_kv(g, "t.arr_u64", INFER_GGUF_TYPE_ARRAY, NULL);
     kv_string(g, "t.arr_u64", buf, sizeof buf);
     cr_assert(strstr(buf, "1099511627776"), "t.arr_u64 renders as %s", buf);
-    expect_kv(g, "t.arr_bigstr", INFER_GGUF_ARRAY, NULL);
+    expect_kv(g, "t.arr_bigstr", INFER_GGUF_TYPE_ARRAY, NULL);
     kv_string(g, "t.arr_bigstr", buf, sizeof buf);
     {
         const char *p[] = {"200", "s0", "s1"};
@@ -539,7 +539,7 @@ Test(gguf, real_model_tensor_table) {
     cr_assert(infer_gguf_version(g) == 2 || infer_gguf_version(g) == 3);
     ia = infer_gguf_find_key(g, "general.architecture");
     cr_assert_geq(ia, 0);
-    cr_assert_eq(infer_gguf_kv_type(g, ia), INFER_GGUF_STRING);
+    cr_assert_eq(infer_gguf_kv_type(g, ia), INFER_GGUF_TYPE_STRING);
     infer_gguf_kv_to_string(g, ia, buf, sizeof buf);
     cr_assert(strstr(buf, "llama"), "architecture renders as %s", buf);
     i = infer_gguf_find_tensor(g, "blk.0.attn_q.weight");

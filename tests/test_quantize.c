@@ -80,13 +80,13 @@ static infer_type fallback(infer_type t) {
 }
 
 static infer_type expected_tinystories(const char *name, int n_dims, infer_quant_target t) {
-    static const infer_type base[INFER_QUANT_COUNT] = {
+    static const infer_type base[INFER_QUANT_TARGET_COUNT] = {
         INFER_TYPE_F32, INFER_TYPE_F16, INFER_TYPE_BF16, INFER_TYPE_Q8_0, INFER_TYPE_Q4_0, INFER_TYPE_Q4_1,
         INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_Q4_K, INFER_TYPE_Q5_K, INFER_TYPE_Q6_K, INFER_TYPE_Q4_K,
         INFER_TYPE_Q5_K};
     infer_type ty = base[t];
     if (n_dims == 1) return INFER_TYPE_F32;
-    if (t == INFER_QUANT_Q4_K_M || t == INFER_QUANT_Q5_K_M) {
+    if (t == INFER_QUANT_TARGET_Q4_K_M || t == INFER_QUANT_TARGET_Q5_K_M) {
         /* tied token_embd is the output: Q8_0 as its rows are not 256-wide;
            attn_v and ffn_down of layer 1 (the last eighth of 2) get Q6_K */
         if (!strcmp(name, "token_embd.weight")) return INFER_TYPE_Q8_0;
@@ -95,7 +95,7 @@ static infer_type expected_tinystories(const char *name, int n_dims, infer_quant
     return fallback(ty);
 }
 
-static const uint32_t expected_ftype[INFER_QUANT_COUNT] = {0, 1, 32, 7, 2, 3, 8, 9, 15, 17, 18, 15, 17};
+static const uint32_t expected_ftype[INFER_QUANT_TARGET_COUNT] = {0, 1, 32, 7, 2, 3, 8, 9, 15, 17, 18, 15, 17};
 
 /* Quantizes tinystories from src to every target: formats by the rules,
    metadata the same but for general.file_type, and the file loads. */
@@ -107,7 +107,7 @@ static void check_all_targets(const char *src_name) {
     mk_tmpdir();
     src = infer_gguf_open(model(src_name), &err);
     cr_assert_not_null(src, "%s", err.msg);
-    for (t = 0; t < INFER_QUANT_COUNT; t++) {
+    for (t = 0; t < INFER_QUANT_TARGET_COUNT; t++) {
         char out[64];
         infer_gguf *g;
         infer_model *m;
@@ -165,9 +165,9 @@ Test(quantize, rules_match_llama_cpp_files) {
     static const struct {
         const char *file;
         infer_quant_target t;
-    } cases[] = {{"synth-256-q4_k_m", INFER_QUANT_Q4_K_M}, {"synth-256-q4_k", INFER_QUANT_Q4_K},
-                 {"synth-256-q5_k", INFER_QUANT_Q5_K},     {"synth-256-q6_k", INFER_QUANT_Q6_K},
-                 {"synth-256-q8_0", INFER_QUANT_Q8_0},     {"synth-256-q4_0", INFER_QUANT_Q4_0}};
+    } cases[] = {{"synth-256-q4_k_m", INFER_QUANT_TARGET_Q4_K_M}, {"synth-256-q4_k", INFER_QUANT_TARGET_Q4_K},
+                 {"synth-256-q5_k", INFER_QUANT_TARGET_Q5_K},     {"synth-256-q6_k", INFER_QUANT_TARGET_Q6_K},
+                 {"synth-256-q8_0", INFER_QUANT_TARGET_Q8_0},     {"synth-256-q4_0", INFER_QUANT_TARGET_Q4_0}};
     infer_error err;
     size_t c;
     infer_gguf *src;
@@ -225,10 +225,10 @@ static wbuf build_llama(int n_layer) {
     wb_u64(&b, (uint64_t)n_t);
     wb_u64(&b, 2);
     wb_str(&b, "general.architecture");
-    wb_u32(&b, INFER_GGUF_STRING);
+    wb_u32(&b, INFER_GGUF_TYPE_STRING);
     wb_str(&b, "llama");
     wb_str(&b, "llama.block_count");
-    wb_u32(&b, INFER_GGUF_UINT32);
+    wb_u32(&b, INFER_GGUF_TYPE_UINT32);
     wb_u32(&b, (uint32_t)n_layer);
     for (l = 0; l < n_layer; l++)
         for (k = 0; k < 3; k++) {
@@ -271,21 +271,21 @@ Test(quantize, mix_layout_of_32_layers) {
         infer_type want = more_bits(l, 32) ? INFER_TYPE_Q6_K : INFER_TYPE_Q4_K;
         n6 += want == INFER_TYPE_Q6_K;
         snprintf(name, sizeof name, "blk.%d.attn_v.weight", l);
-        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_Q4_K_M), (int)want, "%s", name);
+        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_TARGET_Q4_K_M), (int)want, "%s", name);
         snprintf(name, sizeof name, "blk.%d.ffn_down.weight", l);
-        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_Q4_K_M), (int)want, "%s", name);
-        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_Q5_K_M),
+        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_TARGET_Q4_K_M), (int)want, "%s", name);
+        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_TARGET_Q5_K_M),
                      (int)(want == INFER_TYPE_Q6_K ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K), "%s", name);
-        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_Q4_K), (int)INFER_TYPE_Q4_K);
+        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_TARGET_Q4_K), (int)INFER_TYPE_Q4_K);
         /* rows of 100: no block format fits, F16 as llama.cpp's last resort */
         snprintf(name, sizeof name, "blk.%d.attn_q.weight", l);
-        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_Q4_K_M), (int)INFER_TYPE_F16);
-        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_Q8_0), (int)INFER_TYPE_F16);
+        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_TARGET_Q4_K_M), (int)INFER_TYPE_F16);
+        cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, name), INFER_QUANT_TARGET_Q8_0), (int)INFER_TYPE_F16);
     }
     cr_assert_eq(n6, 16, "llama.cpp's Q4_K_M gives 16 of 32 layers Q6_K attn_v");
-    cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, "output.weight"), INFER_QUANT_Q4_K_M),
+    cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, "output.weight"), INFER_QUANT_TARGET_Q4_K_M),
                  (int)INFER_TYPE_Q6_K);
-    cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, "output.weight"), INFER_QUANT_Q4_0),
+    cr_assert_eq(infer_quantize_tensor_type(g, infer_gguf_find_tensor(g, "output.weight"), INFER_QUANT_TARGET_Q4_0),
                  (int)INFER_TYPE_Q4_0, "plain targets are pure");
     infer_gguf_close(g);
     free(b.p);
@@ -389,11 +389,11 @@ static infer_type expected_arch(const arch_exception *exc, const infer_tensor_in
     size_t i;
     /* llama.cpp's filter: 1-D tensors and the expert router keep their type */
     if (src->n_dims == 1 || strstr(src->name, "ffn_gate_inp.weight")) return src->type;
-    if (t == INFER_QUANT_Q8_0) return INFER_TYPE_Q8_0; /* --pure */
-    if (t == INFER_QUANT_Q4_0) return INFER_TYPE_Q4_0;
+    if (t == INFER_QUANT_TARGET_Q8_0) return INFER_TYPE_Q8_0; /* --pure */
+    if (t == INFER_QUANT_TARGET_Q4_0) return INFER_TYPE_Q4_0;
     for (i = 0; exc[i].name; i++)
-        if (!strcmp(exc[i].name, src->name)) return t == INFER_QUANT_Q4_K_M ? exc[i].q4_k_m : exc[i].q5_k_m;
-    return t == INFER_QUANT_Q4_K_M ? INFER_TYPE_Q4_K : INFER_TYPE_Q5_K;
+        if (!strcmp(exc[i].name, src->name)) return t == INFER_QUANT_TARGET_Q4_K_M ? exc[i].q4_k_m : exc[i].q5_k_m;
+    return t == INFER_QUANT_TARGET_Q4_K_M ? INFER_TYPE_Q4_K : INFER_TYPE_Q5_K;
 }
 
 /* Quantizes one arch model to t and checks the written file: tensors in
@@ -466,8 +466,8 @@ static void need_arch(void) {
 }
 
 Test(quantize, arch_models_types_and_metadata) {
-    static const infer_quant_target targets[] = {INFER_QUANT_Q8_0, INFER_QUANT_Q4_0, INFER_QUANT_Q4_K_M,
-                                                  INFER_QUANT_Q5_K_M};
+    static const infer_quant_target targets[] = {INFER_QUANT_TARGET_Q8_0, INFER_QUANT_TARGET_Q4_0, INFER_QUANT_TARGET_Q4_K_M,
+                                                  INFER_QUANT_TARGET_Q5_K_M};
     size_t c, k;
     need_arch();
     mk_tmpdir();
@@ -498,12 +498,12 @@ static wbuf build_gguf(const char *arch, int n_layer, int n_head, int n_head_kv,
     wb_u64(&b, (uint64_t)n_t);
     wb_u64(&b, n_expert ? 5 : 4);
     wb_str(&b, "general.architecture");
-    wb_u32(&b, INFER_GGUF_STRING);
+    wb_u32(&b, INFER_GGUF_TYPE_STRING);
     wb_str(&b, arch);
 #define KV_U32(suffix, v)                                    \
     snprintf(key, sizeof key, "%s." suffix, arch);           \
     wb_str(&b, key);                                         \
-    wb_u32(&b, INFER_GGUF_UINT32);                           \
+    wb_u32(&b, INFER_GGUF_TYPE_UINT32);                           \
     wb_u32(&b, (uint32_t)(v))
     KV_U32("block_count", n_layer);
     KV_U32("attention.head_count", n_head);
@@ -600,15 +600,15 @@ Test(quantize, mix_rules_80_layers) {
         for (l = 0; l < 80; l++) {
             int more_v = more_bits(l, 80), more_d = more_bits(l - (l > 3), 80);
             snprintf(name, sizeof name, "blk.%d.attn_v.weight", l);
-            cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_K_M),
+            cr_assert_eq(type_of(g, name, INFER_QUANT_TARGET_Q4_K_M),
                          (int)(more_v ? INFER_TYPE_Q6_K : cases[c].is_70b ? INFER_TYPE_Q5_K : INFER_TYPE_Q4_K), "%s %s",
                          cases[c].arch, name);
-            cr_assert_eq(type_of(g, name, INFER_QUANT_Q5_K_M), (int)(more_v ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K));
+            cr_assert_eq(type_of(g, name, INFER_QUANT_TARGET_Q5_K_M), (int)(more_v ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K));
             if (l == 3) continue;
             snprintf(name, sizeof name, "blk.%d.ffn_down.weight", l);
-            cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_K_M), (int)(more_d ? INFER_TYPE_Q6_K : INFER_TYPE_Q4_K),
+            cr_assert_eq(type_of(g, name, INFER_QUANT_TARGET_Q4_K_M), (int)(more_d ? INFER_TYPE_Q6_K : INFER_TYPE_Q4_K),
                          "%s %s", cases[c].arch, name);
-            cr_assert_eq(type_of(g, name, INFER_QUANT_Q5_K_M), (int)(more_d ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K));
+            cr_assert_eq(type_of(g, name, INFER_QUANT_TARGET_Q5_K_M), (int)(more_d ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K));
         }
         infer_gguf_close(g);
         free(b.p);
@@ -659,8 +659,8 @@ Test(quantize, mix_rules_experts_and_fused_qkv) {
         infer_type down5 = more_bits(l, 32) ? INFER_TYPE_Q6_K : INFER_TYPE_Q5_K;
 #define CHECK(kind, q4, q5)                                                                          \
     snprintf(name, sizeof name, "blk.%d." kind ".weight", l);                                       \
-    cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_K_M), (int)(q4), "%s (Q4_K_M)", name);             \
-    cr_assert_eq(type_of(g, name, INFER_QUANT_Q5_K_M), (int)(q5), "%s (Q5_K_M)", name)
+    cr_assert_eq(type_of(g, name, INFER_QUANT_TARGET_Q4_K_M), (int)(q4), "%s (Q4_K_M)", name);             \
+    cr_assert_eq(type_of(g, name, INFER_QUANT_TARGET_Q5_K_M), (int)(q5), "%s (Q5_K_M)", name)
         CHECK("attn_v", INFER_TYPE_Q8_0, INFER_TYPE_Q8_0);
         CHECK("attn_k", INFER_TYPE_Q8_0, INFER_TYPE_Q8_0);
         CHECK("attn_output", INFER_TYPE_Q5_K, INFER_TYPE_Q5_K);
@@ -672,13 +672,13 @@ Test(quantize, mix_rules_experts_and_fused_qkv) {
         }
         /* plain targets are pure: no rule but the filter */
         snprintf(name, sizeof name, "blk.%d.attn_k.weight", l);
-        cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_0), (int)INFER_TYPE_Q4_0, "%s", name);
+        cr_assert_eq(type_of(g, name, INFER_QUANT_TARGET_Q4_0), (int)INFER_TYPE_Q4_0, "%s", name);
         snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", l);
-        cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_0), (int)INFER_TYPE_Q4_0, "%s", name);
+        cr_assert_eq(type_of(g, name, INFER_QUANT_TARGET_Q4_0), (int)INFER_TYPE_Q4_0, "%s", name);
         snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
-        cr_assert_eq(type_of(g, name, INFER_QUANT_Q4_0), (int)INFER_TYPE_F16, "%s", name);
+        cr_assert_eq(type_of(g, name, INFER_QUANT_TARGET_Q4_0), (int)INFER_TYPE_F16, "%s", name);
     }
-    cr_assert_eq(type_of(g, "token_embd.weight", INFER_QUANT_Q4_K_M), (int)INFER_TYPE_Q6_K);
+    cr_assert_eq(type_of(g, "token_embd.weight", INFER_QUANT_TARGET_Q4_K_M), (int)INFER_TYPE_Q6_K);
     infer_gguf_close(g);
     free(b.p);
 
@@ -707,10 +707,10 @@ Test(quantize, mix_rules_experts_and_fused_qkv) {
         CHECK("ffn_up", INFER_TYPE_Q4_K, INFER_TYPE_Q5_K);
 #undef CHECK
     }
-    cr_assert_eq(type_of(g, "output.weight", INFER_QUANT_Q4_K_M), (int)INFER_TYPE_Q6_K);
-    cr_assert_eq(type_of(g, "token_embd.weight", INFER_QUANT_Q4_K_M), (int)INFER_TYPE_Q4_K);
-    cr_assert_eq(type_of(g, "rope_factors_long.weight", INFER_QUANT_Q4_K_M), (int)INFER_TYPE_F32);
-    cr_assert_eq(type_of(g, "rope_factors_short.weight", INFER_QUANT_Q8_0), (int)INFER_TYPE_F32);
+    cr_assert_eq(type_of(g, "output.weight", INFER_QUANT_TARGET_Q4_K_M), (int)INFER_TYPE_Q6_K);
+    cr_assert_eq(type_of(g, "token_embd.weight", INFER_QUANT_TARGET_Q4_K_M), (int)INFER_TYPE_Q4_K);
+    cr_assert_eq(type_of(g, "rope_factors_long.weight", INFER_QUANT_TARGET_Q4_K_M), (int)INFER_TYPE_F32);
+    cr_assert_eq(type_of(g, "rope_factors_short.weight", INFER_QUANT_TARGET_Q8_0), (int)INFER_TYPE_F32);
     infer_gguf_close(g);
     free(b.p);
 }
@@ -759,13 +759,13 @@ Test(quantize, logits_close_to_source) {
     cr_assert_not_null(src, "%s", err.msg);
     n = infer_tokenize(src, text, strlen(text), toks, 128, 1, 0);
     cr_assert(n > 20 && n <= 128);
-    for (t = 0; t < INFER_QUANT_COUNT; t++) {
+    for (t = 0; t < INFER_QUANT_TARGET_COUNT; t++) {
         /* worst |difference| over the whole vocabulary at any position, as a
            fraction of that position's logit range. This 128-wide model is
            touchy: llama.cpp's own Q8_0 of it (the same bytes as ours) is off
            by 1.2%, its Q4_0 by 12%. The K targets fall back to Q5_0, Q5_1,
            Q8_0 here (rows of 128 and 384). */
-        static const double limits[INFER_QUANT_COUNT] = {1e-6, 0.005, 0.01, 0.02, 0.15, 0.15,
+        static const double limits[INFER_QUANT_TARGET_COUNT] = {1e-6, 0.005, 0.01, 0.02, 0.15, 0.15,
                                                          0.08, 0.08,  0.08, 0.08, 0.02, 0.06, 0.06};
         double limit = limits[t], e;
         infer_model *q;
@@ -790,8 +790,8 @@ Test(quantize, threads_change_no_byte) {
     char *a, *b;
     need_shared();
     mk_tmpdir();
-    quantize_ok(model("tinystories-656k-f16"), tmp("t1.gguf"), INFER_QUANT_Q4_K_M, 1);
-    quantize_ok(model("tinystories-656k-f16"), tmp("t3.gguf"), INFER_QUANT_Q4_K_M, 3);
+    quantize_ok(model("tinystories-656k-f16"), tmp("t1.gguf"), INFER_QUANT_TARGET_Q4_K_M, 1);
+    quantize_ok(model("tinystories-656k-f16"), tmp("t3.gguf"), INFER_QUANT_TARGET_Q4_K_M, 3);
     a = tu_read_file(tmp("t1.gguf"), &na);
     b = tu_read_file(tmp("t3.gguf"), &nb);
     cr_assert(a && b && na == nb && !memcmp(a, b, na), "1 and 3 threads wrote different files");
@@ -805,30 +805,30 @@ Test(quantize, errors) {
     FILE *f;
     need_shared();
     mk_tmpdir();
-    cr_assert_eq(infer_quantize(tmp("missing.gguf"), tmp("o.gguf"), INFER_QUANT_Q8_0, NULL, &err), INFER_ERR_IO);
+    cr_assert_eq(infer_quantize(tmp("missing.gguf"), tmp("o.gguf"), INFER_QUANT_TARGET_Q8_0, NULL, &err), INFER_ERR_IO);
     cr_assert_eq(access(tmp("o.gguf"), F_OK), -1);
     cr_assert_eq(infer_quantize(model("tinystories-656k-f32"), tmp("o.gguf"), (infer_quant_target)99, NULL, &err),
                  INFER_ERR_ARG);
     /* already quantized: refused unless asked for, and no file left */
-    cr_assert_eq(infer_quantize(model("tinystories-656k-q8_0"), tmp("o.gguf"), INFER_QUANT_Q4_0, NULL, &err),
+    cr_assert_eq(infer_quantize(model("tinystories-656k-q8_0"), tmp("o.gguf"), INFER_QUANT_TARGET_Q4_0, NULL, &err),
                  INFER_ERR_UNSUPPORTED);
     cr_assert(strstr(err.msg, "requantize"), "%s", err.msg);
     cr_assert_eq(access(tmp("o.gguf"), F_OK), -1, "a failed quantization left its output");
     /* the same format needs no conversion: copied */
-    quantize_ok(model("tinystories-656k-q8_0"), tmp("o.gguf"), INFER_QUANT_Q8_0, 1);
+    quantize_ok(model("tinystories-656k-q8_0"), tmp("o.gguf"), INFER_QUANT_TARGET_Q8_0, 1);
     /* writing over the input */
-    quantize_ok(model("tinystories-656k-f32"), tmp("in.gguf"), INFER_QUANT_F32, 1);
-    cr_assert_eq(infer_quantize(tmp("in.gguf"), tmp("in.gguf"), INFER_QUANT_Q8_0, NULL, &err), INFER_ERR_ARG);
+    quantize_ok(model("tinystories-656k-f32"), tmp("in.gguf"), INFER_QUANT_TARGET_F32, 1);
+    cr_assert_eq(infer_quantize(tmp("in.gguf"), tmp("in.gguf"), INFER_QUANT_TARGET_Q8_0, NULL, &err), INFER_ERR_ARG);
     /* not a GGUF file */
     f = fopen(tmp("junk.gguf"), "wb");
     fputs("not a model", f);
     fclose(f);
-    cr_assert_eq(infer_quantize(tmp("junk.gguf"), tmp("o2.gguf"), INFER_QUANT_Q8_0, NULL, &err), INFER_ERR_FORMAT);
+    cr_assert_eq(infer_quantize(tmp("junk.gguf"), tmp("o2.gguf"), INFER_QUANT_TARGET_Q8_0, NULL, &err), INFER_ERR_FORMAT);
     /* an unwritable output */
-    cr_assert_eq(infer_quantize(model("tinystories-656k-f32"), "/nonexistent-dir/o.gguf", INFER_QUANT_Q8_0, NULL, &err),
+    cr_assert_eq(infer_quantize(model("tinystories-656k-f32"), "/nonexistent-dir/o.gguf", INFER_QUANT_TARGET_Q8_0, NULL, &err),
                  INFER_ERR_IO);
-    cr_assert_eq(infer_quant_target_from_name("q4_k_m"), INFER_QUANT_Q4_K_M);
-    cr_assert_eq(infer_quant_target_from_name("Q8_0"), INFER_QUANT_Q8_0);
+    cr_assert_eq(infer_quant_target_from_name("q4_k_m"), INFER_QUANT_TARGET_Q4_K_M);
+    cr_assert_eq(infer_quant_target_from_name("Q8_0"), INFER_QUANT_TARGET_Q8_0);
     cr_assert_eq(infer_quant_target_from_name("Q7"), -1);
     rm_tmpdir();
 }
@@ -881,7 +881,7 @@ static void python_check(const char *src, infer_quant_target t, const char *ref)
     infer_quantize_params qp = infer_quantize_default_params();
     quantize_ok(src, tmp("ours.gguf"), t, 2);
     qp.allow_requantize = 1;
-    cr_assert_eq(infer_quantize(tmp("ours.gguf"), tmp("ours-f32.gguf"), INFER_QUANT_F32, &qp, &err), INFER_OK, "%s",
+    cr_assert_eq(infer_quantize(tmp("ours.gguf"), tmp("ours-f32.gguf"), INFER_QUANT_TARGET_F32, &qp, &err), INFER_OK, "%s",
                  err.msg);
     snprintf(cmd, sizeof cmd, "python3 '%s/tests/check_quantized.py' '%s' '%s' '%s' %s%s%s 2>&1", INFER_SOURCE_DIR, src,
              tmp("ours.gguf"), tmp("ours-f32.gguf"), ref ? "'" : "", ref ? ref : "", ref ? "'" : "");
@@ -897,10 +897,10 @@ Test(quantize, blocks_against_gguf_package) {
     static const struct {
         infer_quant_target t;
         const char *ref;
-    } cases[] = {{INFER_QUANT_Q8_0, "tinystories-656k-q8_0"}, {INFER_QUANT_Q4_0, "tinystories-656k-q4_0"},
-                 {INFER_QUANT_Q4_1, "tinystories-656k-q4_1"}, {INFER_QUANT_Q5_0, "tinystories-656k-q5_0"},
-                 {INFER_QUANT_Q5_1, "tinystories-656k-q5_1"}, {INFER_QUANT_Q4_K_M, NULL},
-                 {INFER_QUANT_Q5_K_M, NULL}};
+    } cases[] = {{INFER_QUANT_TARGET_Q8_0, "tinystories-656k-q8_0"}, {INFER_QUANT_TARGET_Q4_0, "tinystories-656k-q4_0"},
+                 {INFER_QUANT_TARGET_Q4_1, "tinystories-656k-q4_1"}, {INFER_QUANT_TARGET_Q5_0, "tinystories-656k-q5_0"},
+                 {INFER_QUANT_TARGET_Q5_1, "tinystories-656k-q5_1"}, {INFER_QUANT_TARGET_Q4_K_M, NULL},
+                 {INFER_QUANT_TARGET_Q5_K_M, NULL}};
     size_t c;
     need_shared();
     mk_tmpdir();
@@ -917,9 +917,9 @@ Test(quantize, k_quants_against_llama_cpp) {
     static const struct {
         infer_quant_target t;
         const char *ref;
-    } cases[] = {{INFER_QUANT_Q4_K, "synth-256-q4_k"}, {INFER_QUANT_Q5_K, "synth-256-q5_k"},
-                 {INFER_QUANT_Q6_K, "synth-256-q6_k"}, {INFER_QUANT_Q4_K_M, "synth-256-q4_k_m"},
-                 {INFER_QUANT_Q8_0, "synth-256-q8_0"}, {INFER_QUANT_Q4_0, "synth-256-q4_0"}};
+    } cases[] = {{INFER_QUANT_TARGET_Q4_K, "synth-256-q4_k"}, {INFER_QUANT_TARGET_Q5_K, "synth-256-q5_k"},
+                 {INFER_QUANT_TARGET_Q6_K, "synth-256-q6_k"}, {INFER_QUANT_TARGET_Q4_K_M, "synth-256-q4_k_m"},
+                 {INFER_QUANT_TARGET_Q8_0, "synth-256-q8_0"}, {INFER_QUANT_TARGET_Q4_0, "synth-256-q4_0"}};
     size_t c;
     need_shared();
     mk_tmpdir();
@@ -932,7 +932,7 @@ Test(quantize, k_quants_against_llama_cpp) {
    them, errors within the reference quantizer's (per expert for the 3-D
    stacks of qwen3moe), norms, biases and routers copied. */
 Test(quantize, arch_blocks_against_gguf_package) {
-    static const infer_quant_target targets[] = {INFER_QUANT_Q8_0, INFER_QUANT_Q4_0, INFER_QUANT_Q4_K_M};
+    static const infer_quant_target targets[] = {INFER_QUANT_TARGET_Q8_0, INFER_QUANT_TARGET_Q4_0, INFER_QUANT_TARGET_Q4_K_M};
     size_t c, k;
     need_arch();
     mk_tmpdir();

@@ -69,7 +69,7 @@ static infer_sampler_params greedy(void) {
 
 /* infer_generate's greedy text for prompt on a fresh context */
 static void generate_text(infer_model *m, const char *prompt, int n_predict, sink *out) {
-    infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 0, 1, INFER_FULL_POLICY_STOP, 1);
     infer_sampler_params sp = greedy();
     infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m));
     infer_error err;
@@ -128,7 +128,7 @@ Test(request, budget_stepping_matches_generate) {
         generate_text(m, prompts[k], 80, &want);
         cr_assert(want.n > 20, "too little text to compare: %s", want.buf);
         for (b = 0; b < 3; b++) {
-            infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+            infer_context *c = ctx(m, 0, 1, INFER_FULL_POLICY_STOP, 1);
             infer_request_params p = req_params(prompts[k], 80, 0);
             infer_error err;
             infer_request *r = infer_request_start(c, &p, &err);
@@ -175,7 +175,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static step_stats step_times(infer_model *m, const char *prompt, double budget) {
-    infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 0, 1, INFER_FULL_POLICY_STOP, 1);
     infer_request_params p = req_params(prompt, 64, 0);
     infer_error err;
     infer_request *r = infer_request_start(c, &p, &err);
@@ -274,7 +274,7 @@ Test(request, stop_strings_cut_and_hold_back) {
     {
         /* the earliest of several, across token boundaries; text before it */
         const char *stops[] = {"zzz", "ily. S", "Lily"};
-        infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+        infer_context *c = ctx(m, 0, 1, INFER_FULL_POLICY_STOP, 1);
         infer_request_params p = req_params("Once upon a time", 80, 0);
         infer_request *r;
         infer_error err;
@@ -297,7 +297,7 @@ Test(request, stop_strings_cut_and_hold_back) {
            it might be one, then released; the text is the reference's */
         char stop[64];
         const char *stops[1];
-        infer_context *c = ctx(m, 0, 1, INFER_FULL_STOP, 1);
+        infer_context *c = ctx(m, 0, 1, INFER_FULL_POLICY_STOP, 1);
         infer_request_params p = req_params("Once upon a time", 80, 0);
         infer_request *r;
         infer_error err;
@@ -460,11 +460,11 @@ Test(request, worker_matches_sequential_generation) {
     /* three contexts of one sequence, and one context of four sequences */
     for (i = 0; i < 3; i++) {
         infer_request_params p = req_params(openings[i], 50, 0);
-        cs[i] = ctx(m, 256, 1, INFER_FULL_STOP, 1);
+        cs[i] = ctx(m, 256, 1, INFER_FULL_POLICY_STOP, 1);
         r[i] = infer_worker_start(w, cs[i], &p, &err);
         cr_assert(r[i], "%s", err.msg);
     }
-    shared = ctx(m, 256, 4, INFER_FULL_STOP, 1);
+    shared = ctx(m, 256, 4, INFER_FULL_POLICY_STOP, 1);
     for (i = 0; i < 4; i++) {
         infer_request_params p = req_params(openings[i], 50, i);
         r[3 + i] = infer_worker_start(w, shared, &p, &err);
@@ -503,7 +503,7 @@ Test(request, worker_matches_sequential_generation) {
 Test(request, freeing_a_worker_with_running_requests) {
     infer_model *m = load("models/tinystories-656k-f32.gguf");
     char *prompt = long_prompt(3);
-    infer_context *c1 = ctx(m, 512, 1, INFER_FULL_STOP, 1), *c2 = ctx(m, 512, 2, INFER_FULL_STOP, 1);
+    infer_context *c1 = ctx(m, 512, 1, INFER_FULL_POLICY_STOP, 1), *c2 = ctx(m, 512, 2, INFER_FULL_POLICY_STOP, 1);
     infer_request *r[3];
     infer_worker *w;
     infer_error err;
@@ -584,7 +584,7 @@ static char *run_request(infer_context *c, const infer_request_params *p, infer_
 
 Test(request, prompt_reuse_extends_the_last_reply) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 512, 1, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 512, 1, INFER_FULL_POLICY_STOP, 1);
     infer_request_params p = req_params(story, 30, 0);
     infer_request *r1, *r2;
     char *t1, *t2, *prompt2;
@@ -640,7 +640,7 @@ Test(request, prompt_reuse_extends_the_last_reply) {
 
 Test(request, prompt_reuse_keeps_only_the_common_prefix) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 512, 1, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 512, 1, INFER_FULL_POLICY_STOP, 1);
     infer_request_params p = req_params(story, 10, 0);
     const char *other = "Once upon a time, there was a big dog named Max.";
     infer_token a[1024], b[1024];
@@ -681,7 +681,7 @@ Test(request, prompt_reuse_stops_at_a_shift) {
     infer_error err;
     char *t;
     int n_held;
-    cp.n_ctx = 32, cp.n_seq = 1, cp.full_policy = INFER_FULL_SHIFT, cp.n_keep = 4, cp.n_threads = 1;
+    cp.n_ctx = 32, cp.n_seq = 1, cp.full_policy = INFER_FULL_POLICY_SHIFT, cp.n_keep = 4, cp.n_threads = 1;
     c = infer_context_new(m, &cp, &err);
     cr_assert(c, "%s", err.msg);
     p.n_past = 0;
@@ -707,7 +707,7 @@ Test(request, prompt_reuse_stops_at_a_shift) {
    given as tokens, as a server passes them. */
 Test(request, prompt_reuse_in_parallel_sequences) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 256, 3, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 256, 3, INFER_FULL_POLICY_STOP, 1);
     infer_worker *w;
     infer_request *r[6];
     infer_error err;
@@ -768,7 +768,7 @@ Test(request, context_full_stops_or_shifts) {
     infer_error err;
     int round;
     for (round = 0; round < 2; round++) {
-        infer_context *c = ctx(m, 32, 1, round ? INFER_FULL_SHIFT : INFER_FULL_STOP, 1);
+        infer_context *c = ctx(m, 32, 1, round ? INFER_FULL_POLICY_SHIFT : INFER_FULL_POLICY_STOP, 1);
         infer_request_params p = req_params("Once upon a time", 100, 0);
         infer_request *r;
         int n_prompt, n_gen;
@@ -803,7 +803,7 @@ Test(request, context_full_stops_or_shifts) {
     }
     /* infer_generate says so too */
     {
-        infer_context *c = ctx(m, 8, 1, INFER_FULL_STOP, 1);
+        infer_context *c = ctx(m, 8, 1, INFER_FULL_POLICY_STOP, 1);
         infer_sampler_params sp = greedy();
         infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m));
         sink out;
@@ -821,7 +821,7 @@ Test(request, context_full_stops_or_shifts) {
    says so, before any banned token is generated */
 Test(request, logit_bias_banning_every_token_is_an_error) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 64, 1, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 64, 1, INFER_FULL_POLICY_STOP, 1);
     int n = infer_model_n_vocab(m), i;
     infer_token *ids = (infer_token *)malloc(sizeof(infer_token) * (size_t)n);
     float *bias = (float *)malloc(sizeof(float) * (size_t)n);
@@ -847,7 +847,7 @@ Test(request, logit_bias_banning_every_token_is_an_error) {
 
 Test(request, json_schema_output_and_top_probs) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 256, 1, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 256, 1, INFER_FULL_POLICY_STOP, 1);
     infer_request_params p = req_params("Once upon a time", 60, 0);
     infer_request *r;
     infer_error err;
@@ -925,7 +925,7 @@ static char *lazy_text(infer_context *c, const char *grammar, const char *trigge
 
 Test(request, lazy_grammar_waits_for_its_trigger) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 256, 1, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 256, 1, INFER_FULL_POLICY_STOP, 1);
     sink free_text;
     char trigger[64], grammar[256], start[80], *t, *word;
     size_t at, wl;
@@ -973,7 +973,7 @@ Test(request, lazy_grammar_waits_for_its_trigger) {
 
 Test(request, copy_to_shares_one_prefill) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 512, 3, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 512, 3, INFER_FULL_POLICY_STOP, 1);
     infer_request_params p = req_params(story, 0, 0);
     infer_request *r, *rs[3];
     infer_error err;
@@ -1025,7 +1025,7 @@ static char *budget_text(infer_context *c, int budget, int open, const char *end
 
 Test(request, thinking_budget_closes_the_reasoning) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 256, 1, INFER_FULL_STOP, 1);
+    infer_context *c = ctx(m, 256, 1, INFER_FULL_POLICY_STOP, 1);
     sink free_text;
     infer_request_params p = req_params("Once upon a time", 5, 0);
     infer_request *r;

@@ -65,7 +65,7 @@ static infer_token argmax(const float *x, int n) {
    the logits each gives alone. */
 Test(sequence, batch_matches_alone) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 128, 3, INFER_FULL_STOP, 0), *alone = ctx(m, 128, 1, INFER_FULL_STOP, 0);
+    infer_context *c = ctx(m, 128, 3, INFER_FULL_POLICY_STOP, 0), *alone = ctx(m, 128, 1, INFER_FULL_POLICY_STOP, 0);
     infer_token a[256], b[256], tok[512];
     int na, nb, seq[512], i, n = 0, step, nv = infer_model_n_vocab(m);
     infer_batch batch;
@@ -135,7 +135,7 @@ Test(sequence, split_pass_matches_unsplit_at_the_first_run) {
     mp.device = INFER_DEVICE_CPU;
     m = infer_model_load(path, &mp, &err);
     cr_assert(m, "%s", err.msg);
-    one = ctx(m, 4096, 1, INFER_FULL_STOP, 0), batch = ctx(m, 4096, 1, INFER_FULL_STOP, 0);
+    one = ctx(m, 4096, 1, INFER_FULL_POLICY_STOP, 0), batch = ctx(m, 4096, 1, INFER_FULL_POLICY_STOP, 0);
     nv = infer_model_n_vocab(m);
     alone = (float *)malloc(sizeof(float) * nv * 8);
     for (i = 0; i < 514; i++) tok[i] = (infer_token)(1 + (i * 37 + i / 5) % (nv - 1));
@@ -159,7 +159,7 @@ Test(sequence, split_pass_matches_unsplit_at_the_first_run) {
 /* A copied sequence continues exactly as its source. */
 Test(sequence, copy) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 128, 2, INFER_FULL_STOP, 0);
+    infer_context *c = ctx(m, 128, 2, INFER_FULL_POLICY_STOP, 0);
     infer_token a[256], t;
     int na, nv = infer_model_n_vocab(m), s1 = 1;
     infer_error err;
@@ -206,7 +206,7 @@ static double layer0_key_diff(const infer_context *x, const infer_context *y, in
 
 Test(sequence, remove_rotates_keys) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 128, 1, INFER_FULL_STOP, 0), *fresh = ctx(m, 128, 1, INFER_FULL_STOP, 0);
+    infer_context *c = ctx(m, 128, 1, INFER_FULL_POLICY_STOP, 0), *fresh = ctx(m, 128, 1, INFER_FULL_POLICY_STOP, 0);
     infer_token a[256], kept[256];
     int na, nk = 0, i, l;
     infer_error err;
@@ -244,7 +244,7 @@ Test(sequence, remove_rotates_keys) {
    goes on for ever. */
 Test(sequence, context_full_policies) {
     infer_model *m = load(MODEL);
-    infer_context *stop = ctx(m, 16, 1, INFER_FULL_STOP, 0), *shift = ctx(m, 16, 1, INFER_FULL_SHIFT, 4);
+    infer_context *stop = ctx(m, 16, 1, INFER_FULL_POLICY_STOP, 0), *shift = ctx(m, 16, 1, INFER_FULL_POLICY_SHIFT, 4);
     infer_token a[256], t;
     int na, i, nv = infer_model_n_vocab(m);
     infer_error err;
@@ -281,8 +281,8 @@ Test(sequence, context_full_policies) {
    another model or context size is refused. */
 Test(sequence, state_save_restore) {
     infer_model *m = load(MODEL), *other = load("models/stories260K.gguf");
-    infer_context *c = ctx(m, 128, 2, INFER_FULL_STOP, 0), *d = ctx(m, 128, 1, INFER_FULL_STOP, 0);
-    infer_context *small = ctx(m, 64, 1, INFER_FULL_STOP, 0), *o = ctx(other, 128, 1, INFER_FULL_STOP, 0);
+    infer_context *c = ctx(m, 128, 2, INFER_FULL_POLICY_STOP, 0), *d = ctx(m, 128, 1, INFER_FULL_POLICY_STOP, 0);
+    infer_context *small = ctx(m, 64, 1, INFER_FULL_POLICY_STOP, 0), *o = ctx(other, 128, 1, INFER_FULL_POLICY_STOP, 0);
     infer_token a[256], t;
     int na, nv = infer_model_n_vocab(m);
     infer_error err;
@@ -338,7 +338,7 @@ static int abort_after(void *user) {
    nothing advanced, and the context goes on as if the call never was. */
 Test(sequence, abort_between_layers) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 128, 1, INFER_FULL_STOP, 0), *fresh = ctx(m, 128, 1, INFER_FULL_STOP, 0);
+    infer_context *c = ctx(m, 128, 1, INFER_FULL_POLICY_STOP, 0), *fresh = ctx(m, 128, 1, INFER_FULL_POLICY_STOP, 0);
     infer_token a[256];
     int na, left = 2, calls, nv = infer_model_n_vocab(m);
     infer_error err;
@@ -366,7 +366,7 @@ Test(sequence, abort_between_layers) {
    token's unnormalised state times the output matrix is its logits. */
 Test(sequence, embeddings) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 128, 1, INFER_FULL_STOP, 0);
+    infer_context *c = ctx(m, 128, 1, INFER_FULL_POLICY_STOP, 0);
     int dim = infer_model_n_embd(m), nv = infer_model_n_vocab(m), i, r, na;
     float *e1 = (float *)malloc(sizeof(float) * dim), *e2 = (float *)malloc(sizeof(float) * dim);
     float *row = (float *)malloc(sizeof(float) * dim), *logits = (float *)malloc(sizeof(float) * nv);
@@ -464,7 +464,7 @@ Test(sequence, contexts_share_weights) {
     mp.device = INFER_DEVICE_CPU;
     m = infer_model_load(path, &mp, &err);
     cr_assert(m, "%s", err.msg);
-    c1 = ctx(m, 64, 1, INFER_FULL_STOP, 0), c2 = ctx(m, 64, 1, INFER_FULL_STOP, 0);
+    c1 = ctx(m, 64, 1, INFER_FULL_POLICY_STOP, 0), c2 = ctx(m, 64, 1, INFER_FULL_POLICY_STOP, 0);
     a = infer_context_metrics(c1), b = infer_context_metrics(c2);
     if (m->cpu->packed_bytes == 0) { /* the plain C and NEON kernels read Q4_0 as it is */
         infer_context_free(c1);
@@ -538,7 +538,7 @@ static double forced_sum(infer_context *c, const infer_token *prompt, int np, co
    teacher forcing gives it, and no worse than the greedy one's. */
 Test(sequence, beam_search) {
     infer_model *m = load(MODEL);
-    infer_context *c = ctx(m, 128, 4, INFER_FULL_STOP, 0);
+    infer_context *c = ctx(m, 128, 4, INFER_FULL_POLICY_STOP, 0);
     infer_beam_params bp = infer_beam_default_params();
     const char *prompt = "Once upon a time there was a little";
     infer_token pt[256], greedy[16], got[16];

@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int n_prompt = 0, chat;
     if (size < 1) return 0;
     chat = data[0] & 1;
-    fuzz_server.tmpl = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)((data[0] >> 1) % INFER_CHAT_COUNT)),
+    fuzz_server.tmpl = infer_chat_template_from_text(infer_chat_template_name((infer_chat_kind)((data[0] >> 1) % INFER_CHAT_KIND_COUNT)),
                                                      NULL, NULL);
     body = fuzz_cstr(data + 1, size - 1);
     if (completion_from_body(&fuzz_server, body, chat, &cc, &prompt, &n_prompt, &b)) {
