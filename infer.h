@@ -13,7 +13,7 @@
        if (!m) { fprintf(stderr, "%s\n", err.msg); return 1; }
        infer_context *c = infer_context_new(m, NULL, &err);
        infer_sampler_params sp = infer_sampler_default_params();
-       infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m));
+       infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m), &err);
        infer_generate(c, s, "Once upon a time", 64, print_piece, NULL, NULL);
        infer_sampler_free(s); infer_context_free(c); infer_model_free(m);
 
@@ -23,7 +23,9 @@
      INFER_MALLOC(sz)     allocator overrides; define all three or none.
                           A NULL from them is reported, never a crash:
                           INFER_ERR_NOMEM, or NULL / -1 where a function
-                          has no status.
+                          has no status. Memory the library hands out
+                          comes from INFER_MALLOC: free it with
+                          infer_free(), which calls INFER_FREE.
      INFER_REALLOC(p,sz)
      INFER_FREE(p)
      INFER_ASSERT(x)      internal invariant checks; default assert().
@@ -60,9 +62,25 @@
    scratch. One context must be used by one thread at a time; it holds one
    or more sequences (conversations) that decode together in one batch.
 
-   ERRORS
-   Functions that can fail take an infer_error* (may be NULL) and return
-   NULL or a non-zero infer_status; err->msg is one line naming the problem.
+   THE API'S CONVENTION (checked by tests/api_check.py)
+   - A call that can fail returns infer_status (INFER_OK or an INFER_ERR_*
+     code), or a pointer that is NULL on failure, and takes infer_error *err
+     as its last parameter (may be NULL); err->code is the status and
+     err->msg one line naming the problem.
+   - Counts come back through out-parameters where a status is needed too
+     (infer_tokenize's *n_tokens). Snprintf-style writers return the length
+     they need; a few that still return -1 are listed in tests/api_check.py
+     and change in 0.26.
+   - A call that cannot fail (accessors, frees, default params) takes no
+     err; one whose -1 or NULL is an answer ("no such key", "no BOS")
+     says so in its comment.
+   - Enum constants begin with their type's name: infer_pooling's are
+     INFER_POOLING_*; infer_status's are INFER_OK and INFER_ERR_*.
+   - Names say what they act on (infer_context_logits); none says get_.
+   - Memory the library hands out is freed with infer_free().
+   - An old name is kept one release, marked INFER_DEPRECATED (a compiler
+     warning; INFER_NO_DEPRECATED_WARNINGS silences it), at the end of this
+     header.
 
    LICENSE
    MIT: the text is at the end of this file.
@@ -248,6 +266,11 @@ INFERDEF int infer_device_from_name(const char *name);
 
 INFERDEF infer_model_params infer_model_default_params(void);
 INFERDEF infer_model *infer_model_load(const char *path, const infer_model_params *params, infer_error *err);
+/* The GGUF file's bytes in a caller's buffer, not copied: the buffer must
+   stay valid and unchanged until infer_model_free, since the model keeps
+   pointers into it (the tensors it uses as stored, the metadata values and
+   tensor table infer_model_gguf gives); only the weights it repacks for
+   this CPU's kernels are copies. */
 INFERDEF infer_model *infer_model_load_memory(const void *data, size_t size, const infer_model_params *params, infer_error *err);
 INFERDEF void infer_model_free(infer_model *m);
 INFERDEF const infer_gguf *infer_model_gguf(const infer_model *m);
@@ -276,12 +299,13 @@ INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
 
 /* ---- Tokenizer ---------------------------------------------------------- */
 
-/* Tokenizes len bytes of text. Writes at most max tokens; returns the number
-   of tokens the text needs (which may exceed max: call again with room), or
-   -1 on error. parse_special: text like "<|im_end|>" becomes its special
-   token instead of plain text. */
-INFERDEF int infer_tokenize(const infer_model *m, const char *text, size_t len,
-                            infer_token *out, int max, int add_bos, int parse_special);
+/* Tokenizes len bytes of text. Writes at most max tokens and the number of
+   tokens the text needs into *n_tokens (may be NULL), which may exceed max:
+   call again with that much room (out may be NULL with max 0 to count).
+   parse_special: text like "<|im_end|>" becomes its special token instead
+   of plain text. INFER_ERR_ARG or INFER_ERR_NOMEM, *n_tokens 0, on failure. */
+INFERDEF infer_status infer_tokenize(const infer_model *m, const char *text, size_t len, infer_token *out, int max,
+                                     int add_bos, int parse_special, int *n_tokens, infer_error *err);
 /* The bytes of one token's text (byte-fallback and byte-level BPE decoded).
    Returns the length, which may exceed size (nothing written then), or -1
    for an id out of range. Not NUL-terminated. */
@@ -481,7 +505,8 @@ typedef struct infer_sampler_params {
 } infer_sampler_params;
 
 INFERDEF infer_sampler_params infer_sampler_default_params(void);
-INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab);
+/* NULL with err set when n_vocab < 1 or memory ran out. */
+INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab, infer_error *err);
 INFERDEF void infer_sampler_free(infer_sampler *s);
 /* Records a chosen token: in the penalty window and, with a grammar, as
    the grammar's next text (end-of-generation and empty control tokens
@@ -509,7 +534,8 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
 /* Added to the logits before anything else; -INFINITY bans a token. Replaces
    any earlier bias; n = 0 removes it. INFER_ERR_NOMEM (and no bias) when
    memory ran out. */
-INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n);
+INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n,
+                                                   infer_error *err);
 
 /* Output control: a grammar in llama.cpp's GBNF (a .gbnf file's text),
    starting at rule root (NULL: "root"); the tokens' text comes from model
@@ -1041,16 +1067,16 @@ INFERDEF infer_jinja_limits infer_jinja_default_limits(void);
 /* Renders template_text with the variables of context_json, a JSON object
    (NULL or "": none), e.g. {"messages": [...], "tools": [...],
    "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>"};
-   limits NULL: the defaults. Returns the text (malloc'd, NUL-terminated;
-   free() it), or NULL with err set: INFER_ERR_ARG with a one-line message
+   limits NULL: the defaults. Returns the text (NUL-terminated; free it
+   with infer_free()), or NULL with err set: INFER_ERR_ARG with a one-line message
    for a template that does not parse or fails while rendering (a limit
    included). *raised (may be NULL) is 1 where the template called
    raise_exception(msg): err->msg is then exactly msg (cut at 255 bytes,
    newlines made spaces); else 0. */
 INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json,
                                   const infer_jinja_limits *limits, int *raised, infer_error *err);
-/* The model's Jinja chat template (GGUF tokenizer.chat_template), malloc'd
-   (free() it), or NULL where it has none; bos and eos (may be NULL) get
+/* The model's Jinja chat template (GGUF tokenizer.chat_template), a copy
+   to free with infer_free(), or NULL where it has none (or no memory); bos and eos (may be NULL) get
    the texts of its BOS and EOS tokens, "" where it has none (cut to fit). */
 INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
                                               size_t eos_size);
@@ -1176,14 +1202,14 @@ typedef struct infer_output_result {
 typedef struct infer_output_parser infer_output_parser;
 INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, infer_reasoning reasoning, infer_error *err);
 /* Adds n bytes of the reply; *out (may be NULL) receives what became
-   certain. 0, or -1 when memory ran out or after finish (err says which;
-   the parser can only be freed then). */
-INFERDEF int infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
-                                      infer_error *err);
+   certain. INFER_OK; INFER_ERR_NOMEM when memory ran out, INFER_ERR_ARG
+   after finish (the parser can only be freed then). */
+INFERDEF infer_status infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
+                                               infer_error *err);
 /* The reply is complete: *last (may be NULL) receives what was held back,
-   *result the whole reply. 0, or -1 as push. */
-INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last, infer_output_result *result,
-                                        infer_error *err);
+   *result the whole reply. INFER_OK, or an error as push. */
+INFERDEF infer_status infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last,
+                                                 infer_output_result *result, infer_error *err);
 /* 1 while a tool call's marker has been seen and the call is not complete
    (what follows is held back), else 0. */
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p);
@@ -1239,8 +1265,9 @@ INFERDEF void infer_chat_template_from_text_into(const char *text, const char *b
                                                  infer_chat_template *out);
 /* Frees memory this library returned for the caller to free
    (infer_jinja_render, infer_model_chat_template_text) with the allocator
-   it was built with (INFER_FREE): what a binding, which cannot reach the
-   library's free(), must call. NULL does nothing. */
+   it was built with (INFER_FREE): what every caller uses, a C program
+   too (INFER_MALLOC may not be malloc, nor the library's C runtime the
+   program's). NULL does nothing. */
 INFERDEF void infer_free(void *p);
 
 /* ---- Deprecated in 0.25, removed in 0.26 --------------------------------- */
@@ -6955,10 +6982,22 @@ static int infer__vocab_piece(const infer_vocab *v, infer_token t, char *buf, in
 
 /* ---- public API ---------------------------------------------------------- */
 
-INFERDEF int infer_tokenize(const infer_model *m, const char *text, size_t len, infer_token *out, int max, int add_bos,
-                            int parse_special) {
-    if (!m) return -1;
-    return infer__vocab_tokenize(infer__model_vocab(m), text, len, out, max, add_bos, parse_special);
+INFERDEF infer_status infer_tokenize(const infer_model *m, const char *text, size_t len, infer_token *out, int max,
+                                     int add_bos, int parse_special, int *n_tokens, infer_error *err) {
+    int n;
+    if (n_tokens) *n_tokens = 0;
+    if (!m || (!text && len) || max < 0 || (!out && max > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "tokenize: %s",
+                         !m ? "no model" : !text && len ? "no text" : "max tokens with no room for them");
+        return INFER_ERR_ARG;
+    }
+    /* the arguments are good, so its only failure is memory */
+    if ((n = infer__vocab_tokenize(infer__model_vocab(m), text, len, out, max, add_bos, parse_special)) < 0) {
+        infer__set_error(err, INFER_ERR_NOMEM, "tokenize: out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    if (n_tokens) *n_tokens = n;
+    return INFER_OK;
 }
 
 INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size) {
@@ -18143,7 +18182,8 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
         return INFER_ERR_ARG;
     }
-    n = infer_tokenize(c->model, text, strlen(text), NULL, 0, infer_model_add_bos(c->model), 1);
+    if ((st = infer_tokenize(c->model, text, strlen(text), NULL, 0, infer_model_add_bos(c->model), 1, &n, err)) != INFER_OK)
+        return st;
     if (n <= 0) {
         infer__set_error(err, INFER_ERR_ARG, "the text is empty and the model adds no BOS token");
         return INFER_ERR_ARG;
@@ -18156,8 +18196,8 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for an embedding of %d tokens", n);
         return INFER_ERR_NOMEM;
     }
-    infer_tokenize(c->model, text, strlen(text), toks, n, infer_model_add_bos(c->model), 1);
-    st = infer_embed_tokens(c, seq, toks, n, pool, normalize, out, err);
+    st = infer_tokenize(c->model, text, strlen(text), toks, n, infer_model_add_bos(c->model), 1, NULL, err);
+    if (st == INFER_OK) st = infer_embed_tokens(c, seq, toks, n, pool, normalize, out, err);
     INFER_FREE(toks);
     return st;
 }
@@ -26354,7 +26394,7 @@ static void infer__tc_delta(infer_output_parser *p, infer_output_delta *out) {
     if (p->nomem) memset(out, 0, sizeof *out), out->content = out->reasoning = "";
 }
 
-static int infer__tc_begin(infer_output_parser *p, infer_output_delta *out, infer_error *err) {
+static infer_status infer__tc_begin(infer_output_parser *p, infer_output_delta *out, infer_error *err) {
     if (out) {
         memset(out, 0, sizeof *out);
         out->content = out->reasoning = "";
@@ -26362,20 +26402,21 @@ static int infer__tc_begin(infer_output_parser *p, infer_output_delta *out, infe
     if (!p || p->finished || p->nomem) {
         infer__set_error(err, p && p->nomem ? INFER_ERR_NOMEM : INFER_ERR_ARG, "output parser: %s",
                          !p ? "no parser" : p->nomem ? "out of memory" : "the reply was finished");
-        return 0;
+        return p && p->nomem ? INFER_ERR_NOMEM : INFER_ERR_ARG;
     }
     if (p->d_content.p) stbds_arrsetlen(p->d_content.p, 0);
     if (p->d_reasoning.p) stbds_arrsetlen(p->d_reasoning.p, 0);
     if (p->d_calls) stbds_arrsetlen(p->d_calls, 0);
-    return 1;
+    return INFER_OK;
 }
 
-INFERDEF int infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
-                                      infer_error *err) {
-    if (!infer__tc_begin(p, out, err)) return -1;
+INFERDEF infer_status infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
+                                               infer_error *err) {
+    infer_status st = infer__tc_begin(p, out, err);
+    if (st != INFER_OK) return st;
     if (n && !text) {
         infer__set_error(err, INFER_ERR_ARG, "output parser: no text");
-        return -1;
+        return INFER_ERR_ARG;
     }
     if (n) {
         if (!infer__arr_setlen(p->buf, p->n + n + 1)) p->nomem = 1;
@@ -26388,20 +26429,21 @@ INFERDEF int infer_output_parser_push(infer_output_parser *p, const char *text, 
     }
     if (p->nomem) {
         infer__set_error(err, INFER_ERR_NOMEM, "output parser: out of memory");
-        return -1;
+        return INFER_ERR_NOMEM;
     }
     infer__tc_delta(p, out);
-    return 0;
+    return INFER_OK;
 }
 
-INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last, infer_output_result *result,
-                                        infer_error *err) {
+INFERDEF infer_status infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last,
+                                                 infer_output_result *result, infer_error *err) {
     int i;
+    infer_status st;
     if (result) {
         memset(result, 0, sizeof *result);
         result->content = result->reasoning_content = "";
     }
-    if (!infer__tc_begin(p, last, err)) return -1;
+    if ((st = infer__tc_begin(p, last, err)) != INFER_OK) return st;
     infer__tc_advance(p, 1);
     infer__tc_drop_ws(p);
     p->finished = 1;
@@ -26429,10 +26471,10 @@ INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_del
             result->content = result->reasoning_content = "";
         }
         infer__set_error(err, INFER_ERR_NOMEM, "output parser: out of memory");
-        return -1;
+        return INFER_ERR_NOMEM;
     }
     infer__tc_delta(p, last);
-    return 0;
+    return INFER_OK;
 }
 
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p) {
@@ -26742,12 +26784,18 @@ INFERDEF infer_sampler_params infer_sampler_default_params(void) {
     return p;
 }
 
-INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab) {
+INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab, infer_error *err) {
     infer_sampler *s;
     infer_sampler_params d = infer_sampler_default_params();
-    if (n_vocab <= 0) return NULL;
+    if (n_vocab <= 0) {
+        infer__set_error(err, INFER_ERR_ARG, "sampler: a vocabulary of %d tokens", n_vocab);
+        return NULL;
+    }
     s = (infer_sampler *)infer__calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s) {
+        infer__set_error(err, INFER_ERR_NOMEM, "sampler: out of memory");
+        return NULL;
+    }
     s->p = p ? *p : d;
     if (s->p.repeat_last_n < 0) s->p.repeat_last_n = 0;
     s->n_vocab = n_vocab;
@@ -26757,6 +26805,7 @@ INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_v
     s->rng = s->p.seed;
     if (!s->cand || !s->tmp || !s->recent) {
         infer_sampler_free(s);
+        infer__set_error(err, INFER_ERR_NOMEM, "sampler: out of memory for a vocabulary of %d tokens", n_vocab);
         return NULL;
     }
     return s;
@@ -26796,7 +26845,12 @@ INFERDEF void infer_sampler_reset(infer_sampler *s) {
     if (s->waiting) infer__grammar_reset(s->waiting);
 }
 
-INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
+INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n,
+                                                   infer_error *err) {
+    if (!s) {
+        infer__set_error(err, INFER_ERR_ARG, "logit bias: no sampler");
+        return INFER_ERR_ARG;
+    }
     INFER_FREE(s->bias_id);
     INFER_FREE(s->bias);
     s->bias_id = NULL;
@@ -26810,6 +26864,7 @@ INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer
         INFER_FREE(s->bias);
         s->bias_id = NULL;
         s->bias = NULL;
+        infer__set_error(err, INFER_ERR_NOMEM, "logit bias: out of memory for %d tokens", n);
         return INFER_ERR_NOMEM;
     }
     memcpy(s->bias_id, ids, (size_t)n * sizeof *ids);
@@ -27251,7 +27306,7 @@ INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer
         return -1;
     }
     m = c->model;
-    np = infer_tokenize(m, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(m), 1);
+    if (infer_tokenize(m, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(m), 1, &np, err) != INFER_OK) return -1;
     if (np <= 0) {
         infer__set_error(err, INFER_ERR_ARG, "the prompt is empty and the model adds no BOS token");
         return -1;
@@ -27275,8 +27330,8 @@ INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer
         next[i].toks = store + (size_t)(B + i) * p->n_predict;
         infer_seq_truncate(c, i, 0);
     }
-    infer_tokenize(m, prompt, strlen(prompt), ptoks, np, infer_model_add_bos(m), 1);
-    if (infer_decode(c, ptoks, np, 0, err) != INFER_OK) goto done;
+    if (infer_tokenize(m, prompt, strlen(prompt), ptoks, np, infer_model_add_bos(m), 1, NULL, err) != INFER_OK ||
+        infer_decode(c, ptoks, np, 0, err) != INFER_OK) goto done;
     live[0].seq = 0, live[0].n = 0, live[0].sum = 0;
     memset(&batch, 0, sizeof batch);
     batch.tokens = step_tok, batch.seq = step_seq;
@@ -28544,16 +28599,13 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     if (borrowed) {
         r->sampler = borrowed;
     } else {
-        r->sampler = infer_sampler_new(&p->sampling, infer_model_n_vocab(m));
+        infer_status st;
+        r->sampler = infer_sampler_new(&p->sampling, infer_model_n_vocab(m), err);
         r->own_sampler = 1;
-        if (!r->sampler) {
-            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's sampler");
-            return INFER_ERR_NOMEM;
-        }
-        if (p->n_bias > 0 && infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias) != INFER_OK) {
-            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's logit bias");
-            return INFER_ERR_NOMEM;
-        }
+        if (!r->sampler) return err ? err->code : INFER_ERR_NOMEM;
+        if (p->n_bias > 0 &&
+            (st = infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias, err)) != INFER_OK)
+            return st;
         /* the grammar's text now (a bad schema fails here); compiled against
            the vocabulary as a worker's request starts (infer__request_start)
            or, stepped by infer_context_step, when it begins,
@@ -28660,8 +28712,10 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
         return INFER_OK;
     }
     /* (the arguments are good, so tokenizing fails only for want of memory) */
-    n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
-    if (n > 0) n = infer__arr_setlen(r->prompt, n) ? infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1) : -1;
+    if (infer_tokenize(m, prompt, plen, NULL, 0, 0, 1, &n, NULL) != INFER_OK) n = -1;
+    if (n > 0 && (!infer__arr_setlen(r->prompt, n) ||
+                  infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1, NULL, NULL) != INFER_OK))
+        n = -1;
     if (n < 0) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory tokenizing the prompt");
         return INFER_ERR_NOMEM;

@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     msgs[1].role = "user";
     msgs[1].content = "Write a long story about a dragon who learns to bake bread.";
     infer_chat_format(&tmpl, msgs, 2, 0, 1, prompt, sizeof prompt);
-    n_prompt = infer_tokenize(m, prompt, strlen(prompt), toks, 1024, infer_model_add_bos(m), 1);
+    if (infer_tokenize(m, prompt, strlen(prompt), toks, 1024, infer_model_add_bos(m), 1, &n_prompt, NULL) != INFER_OK) n_prompt = -1;
     if (n_prompt <= 0 || n_prompt > 1024) return fprintf(stderr, "prompt too long\n"), 1;
     if (infer_decode(c, toks, n_prompt, 0, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
     logits0 = (float *)malloc((size_t)nv * sizeof *logits0);
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
             int i;
             sp.temperature = temp;
             sp.seed = 100 + (uint64_t)r;
-            s = infer_sampler_new(&sp, nv);
+            s = infer_sampler_new(&sp, nv, NULL);
             if (mode) {
                 t0 = now_ms();
                 if (infer_sampler_set_grammar(s, m, gbnf, NULL, &err)) return fprintf(stderr, "%s\n", err.msg), 1;

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
     printf("model loaded (%.1f MiB of weights in the file): RSS %.1f MiB\n", infer_model_weight_bytes(m) / 1048576.0,
            rss_mib());
     cp.n_ctx = n_ctx, cp.n_threads = threads;
-    nt = infer_tokenize(m, prompt, strlen(prompt), toks, 256, infer_model_add_bos(m), 0);
+    if (infer_tokenize(m, prompt, strlen(prompt), toks, 256, infer_model_add_bos(m), 0, &nt, NULL) != INFER_OK) nt = -1;
     for (i = 0; i < n; i++) {
         infer_token t;
         c[i] = infer_context_new(m, &cp, &err);

@@ -70,7 +70,7 @@ static void run(const infer_model *m, const char *label, const char *text, size_
     infer_token *toks = (infer_token *)malloc((len + 2) * sizeof *toks);
     for (i = 0; i < RUNS; i++) {
         double t0 = now_s();
-        n = infer_tokenize(m, text, len, toks, (int)len + 2, 0, 0);
+        if (infer_tokenize(m, text, len, toks, (int)len + 2, 0, 0, &n, NULL) != INFER_OK) n = -1;
         t[i] = now_s() - t0;
         mean += t[i];
     }

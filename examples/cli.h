@@ -305,8 +305,8 @@ static CLI_MAYBE_UNUSED int cli_output_apply(const cli_output *o, infer_sampler 
                     (int)o->bias_id[i], nv);
             return 0;
         }
-    if (infer_sampler_set_logit_bias(s, o->bias_id, o->bias, o->n_bias) != INFER_OK) {
-        fprintf(stderr, "infer: --logit-bias: out of memory\n");
+    if (infer_sampler_set_logit_bias(s, o->bias_id, o->bias, o->n_bias, &err) != INFER_OK) {
+        fprintf(stderr, "infer: --logit-bias: %s\n", err.msg);
         return 0;
     }
     if (!n_src) return 1;

@@ -344,11 +344,13 @@ static int run_beams(const options *o, infer_model *m, infer_context *c) {
 static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
     infer_error err;
     const char *text = o->prompt ? o->prompt : "";
-    int n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1), k = 0, nc = 0;
+    int n = 0, k = 0, nc = 0;
     cli_progress prog;
     infer_token *t;
     const infer_token *cached;
     const char *kind = cli_not_regular(o->prompt_cache);
+    if (infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 1, &n, &err) != INFER_OK)
+        return cli_fail("%s", err.msg);
     if (n <= 0) return cli_fail("%s", "--prompt-cache needs a prompt");
     /* it is read and then written: a FIFO or device would wait or never end */
     if (kind) {
@@ -357,7 +359,7 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
     }
     t = (infer_token *)malloc(sizeof *t * (size_t)n);
     if (!t) return cli_fail("%s", "out of memory");
-    infer_tokenize(m, text, strlen(text), t, n, infer_model_add_bos(m), 1);
+    infer_tokenize(m, text, strlen(text), t, n, infer_model_add_bos(m), 1, NULL, NULL);
     if (infer_seq_state_load_file(c, 0, o->prompt_cache, &err) == INFER_OK) {
         cached = infer_seq_tokens(c, 0, &nc);
         while (k < nc && k < n && cached[k] == t[k]) k++;
@@ -613,7 +615,7 @@ static int cmd_tokenize(const options *o) {
     m = load(o, 1);
     if (!m) return free(text), 1;
     bos = !o->no_bos && infer_model_add_bos(m);
-    n = infer_tokenize(m, text, len, NULL, 0, bos, o->special);
+    if (infer_tokenize(m, text, len, NULL, 0, bos, o->special, &n, NULL) != INFER_OK) n = -1;
     toks = (infer_token *)malloc(((size_t)(n > 0 ? n : 0) + 1) * sizeof *toks);
     if (n < 0 || !toks) {
         fprintf(stderr, "infer: the text could not be tokenized\n");
@@ -622,7 +624,7 @@ static int cmd_tokenize(const options *o) {
         infer_model_free(m);
         return 1;
     }
-    infer_tokenize(m, text, len, toks, n, bos, o->special);
+    infer_tokenize(m, text, len, toks, n, bos, o->special, NULL, NULL);
     for (i = 0; i < n; i++) printf(i ? " %d" : "%d", toks[i]);
     printf("\n");
     free(toks);

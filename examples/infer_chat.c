@@ -463,20 +463,20 @@ static int chat_turn(chat_state *st, int n_predict) {
         text = chat_turn_text(st);
         if (!text) return fprintf(stderr, "infer: out of memory\n"), -1;
         add_bos = infer_seq_n_past(st->c, 0) == 0 && infer_model_add_bos(st->m);
-        n = infer_tokenize(st->m, text, strlen(text), NULL, 0, add_bos, 1);
+        if (infer_tokenize(st->m, text, strlen(text), NULL, 0, add_bos, 1, &n, NULL) != INFER_OK) n = -1;
         if (n < 0 || !(toks = (infer_token *)malloc(((size_t)n + 1) * sizeof *toks))) {
             free(text);
             return fprintf(stderr, "infer: the turn could not be tokenized\n"), -1;
         }
-        infer_tokenize(st->m, text, strlen(text), toks, n, add_bos, 1);
+        infer_tokenize(st->m, text, strlen(text), toks, n, add_bos, 1, NULL, NULL);
         /* where the assistant prompt begins, if it begins on a token boundary
            (its own tokens end the turn's): a reply fed again starts there */
-        n_a = n_gp > 0 && (size_t)n_gp <= strlen(text)
-                  ? infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, NULL, 0, add_bos, 1)
-                  : -1;
+        if (!(n_gp > 0 && (size_t)n_gp <= strlen(text)) ||
+            infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, NULL, 0, add_bos, 1, &n_a, NULL) != INFER_OK)
+            n_a = -1;
         if (n_a >= 0 && n_a <= n) {
             infer_token *a = (infer_token *)malloc(((size_t)n_a + 1) * sizeof *a);
-            if (a && infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, a, n_a, add_bos, 1) == n_a &&
+            if (a && infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, a, n_a, add_bos, 1, NULL, NULL) == INFER_OK &&
                 !memcmp(a, toks, (size_t)n_a * sizeof *a)) {
                 st->back_past += n_a;
                 st->back_fed = st->n_msgs;
@@ -486,7 +486,7 @@ static int chat_turn(chat_state *st, int n_predict) {
         }
         free(toks);
     }
-    n = infer_tokenize(st->m, text, strlen(text), NULL, 0, add_bos, 1);
+    if (infer_tokenize(st->m, text, strlen(text), NULL, 0, add_bos, 1, &n, NULL) != INFER_OK) n = -1;
     if (n < 0) {
         free(text), free(full);
         return fprintf(stderr, "infer: the turn could not be tokenized\n"), -1;
@@ -549,7 +549,7 @@ static int chat_turn(chat_state *st, int n_predict) {
                 if (!chat_append(&reply, p, len)) ok = 0;
                 printed += len;
                 if (!parser) fwrite(p, 1, len, stdout), fflush(stdout);
-                else if (infer_output_parser_push(parser, p, len, &delta, &err) == 0) {
+                else if (infer_output_parser_push(parser, p, len, &delta, &err) == INFER_OK) {
                     chat_print_reasoning(&pr, delta.reasoning, delta.reasoning_len);
                     chat_print_content(&pr, delta.content, delta.content_len);
                 } else ok = 0;
@@ -587,7 +587,7 @@ static int chat_turn(chat_state *st, int n_predict) {
     metrics = infer_request_metrics(r);
     infer_request_free(r);
     if (parser) { /* what was held back, and the answer alone for the conversation */
-        if (ok && infer_output_parser_finish(parser, &delta, &res, &err) == 0) {
+        if (ok && infer_output_parser_finish(parser, &delta, &res, &err) == INFER_OK) {
             chat_print_reasoning(&pr, delta.reasoning, delta.reasoning_len);
             chat_print_content(&pr, delta.content, delta.content_len);
             if ((answer = (char *)malloc(res.content_len + 1)) != NULL) {

@@ -99,13 +99,13 @@ int infer_cmd_perplexity(int argc, char **argv) {
         goto out;
     }
     if (infer_model_warning(m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(m));
-    n_tok = infer_tokenize(m, text, len, NULL, 0, infer_model_add_bos(m), 0);
+    if (infer_tokenize(m, text, len, NULL, 0, infer_model_add_bos(m), 0, &n_tok, NULL) != INFER_OK) n_tok = -1;
     toks = n_tok > 0 ? (infer_token *)malloc((size_t)n_tok * sizeof *toks) : NULL;
     if (n_tok < 0 || !toks) {
         fprintf(stderr, "infer: cannot tokenize %s\n", file);
         goto out;
     }
-    infer_tokenize(m, text, len, toks, n_tok, infer_model_add_bos(m), 0);
+    infer_tokenize(m, text, len, toks, n_tok, infer_model_add_bos(m), 0, NULL, NULL);
     if (n_tok < 2 * n_ctx) {
         fprintf(stderr, "infer: %s tokenizes to %d tokens; a context of %d needs at least %d\n", file, n_tok, n_ctx,
                 2 * n_ctx);

@@ -1224,7 +1224,7 @@ static int job_stream_text(job *j, int i, const char *text, size_t n) {
         infer_output_delta d;
         infer_error err;
         cJSON *delta;
-        if (infer_output_parser_push(c->parser, text, n, &d, &err) != 0) return 0;
+        if (infer_output_parser_push(c->parser, text, n, &d, &err) != INFER_OK) return 0;
         if (j->api == SERVE_API_ANTHROPIC) return anthropic_stream_delta(&j->blocks, &d, job_event_named, j);
         delta = cJSON_CreateObject();
         if (!serve_delta_fill(delta, &d)) {
@@ -1257,7 +1257,7 @@ static void job_stream_end(job *j, int i) {
     if (c->parser) {
         infer_output_delta d;
         infer_output_result res;
-        if (infer_output_parser_finish(c->parser, &d, &res, &err) == 0) {
+        if (infer_output_parser_finish(c->parser, &d, &res, &err) == INFER_OK) {
             if (j->api == SERVE_API_ANTHROPIC) {
                 anthropic_stream_delta(&j->blocks, &d, job_event_named, j);
             } else {
@@ -1446,10 +1446,11 @@ static int completion_from_body(server *s, const char *body_text, int chat, comp
        is the request's to add); max_tokens is capped by what the context
        has left after the prompt */
     {
-        int n = infer_tokenize(s->model, *prompt, strlen(*prompt), NULL, 0, 0, 1);
+        int n;
+        if (infer_tokenize(s->model, *prompt, strlen(*prompt), NULL, 0, 0, 1, &n, NULL) != INFER_OK) n = -1;
         if (n < 0) return bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
         if (n > 0 && (!(cc->tokens = (infer_token *)malloc(sizeof(infer_token) * (size_t)n)) ||
-                      infer_tokenize(s->model, *prompt, strlen(*prompt), cc->tokens, n, 0, 1) != n))
+                      infer_tokenize(s->model, *prompt, strlen(*prompt), cc->tokens, n, 0, 1, NULL, NULL) != INFER_OK))
             return bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
         cc->p.prompt_tokens = cc->tokens;
         cc->p.n_prompt_tokens = n;
@@ -1517,8 +1518,8 @@ static int job_reply(job *j, int i, char **text, size_t *n, infer_output_result 
     choice *c = &j->ch[i];
     infer_error err;
     *text = request_text_from(c->r, 0, n);
-    return c->parser && *text && infer_output_parser_push(c->parser, *text, *n, NULL, &err) == 0 &&
-           infer_output_parser_finish(c->parser, NULL, res, &err) == 0;
+    return c->parser && *text && infer_output_parser_push(c->parser, *text, *n, NULL, &err) == INFER_OK &&
+           infer_output_parser_finish(c->parser, NULL, res, &err) == INFER_OK;
 }
 
 /* Choice i of a finished job, OpenAI's way: a chat's message (content,
@@ -2038,9 +2039,11 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
     }
     for (; i < n_in && s->embed_ctx; i++) {
         const char *text = in[i].text;
-        int nt = text ? infer_tokenize(s->model, text, strlen(text), NULL, 0, infer_model_add_bos(s->model), 0)
-                      : in[i].n_toks;
+        int nt = in[i].n_toks;
         cJSON *item;
+        if (text && infer_tokenize(s->model, text, strlen(text), NULL, 0, infer_model_add_bos(s->model), 0, &nt, &err) !=
+                        INFER_OK)
+            nt = -1;
         if (nt > s->n_ctx) {
             snprintf(err.msg, sizeof err.msg, "input %d is %d tokens; this server's context holds %d", i, nt, s->n_ctx);
             break;

@@ -33,8 +33,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     sp.temperature = 0; /* greedy */
-    s = infer_sampler_new(&sp, infer_model_n_vocab(m));
-    if (infer_generate(c, s, argc > 2 ? argv[2] : "Once upon a time", 64, print_piece, NULL, &err))
+    if (!(s = infer_sampler_new(&sp, infer_model_n_vocab(m), &err)))
+        fprintf(stderr, "simple: %s\n", err.msg);
+    else if (infer_generate(c, s, argc > 2 ? argv[2] : "Once upon a time", 64, print_piece, NULL, &err))
         fprintf(stderr, "simple: %s\n", err.msg);
     printf("\n");
     infer_sampler_free(s);

@@ -70,7 +70,7 @@ INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer
         return -1;
     }
     m = c->model;
-    np = infer_tokenize(m, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(m), 1);
+    if (infer_tokenize(m, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(m), 1, &np, err) != INFER_OK) return -1;
     if (np <= 0) {
         infer__set_error(err, INFER_ERR_ARG, "the prompt is empty and the model adds no BOS token");
         return -1;
@@ -94,8 +94,8 @@ INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer
         next[i].toks = store + (size_t)(B + i) * p->n_predict;
         infer_seq_truncate(c, i, 0);
     }
-    infer_tokenize(m, prompt, strlen(prompt), ptoks, np, infer_model_add_bos(m), 1);
-    if (infer_decode(c, ptoks, np, 0, err) != INFER_OK) goto done;
+    if (infer_tokenize(m, prompt, strlen(prompt), ptoks, np, infer_model_add_bos(m), 1, NULL, err) != INFER_OK ||
+        infer_decode(c, ptoks, np, 0, err) != INFER_OK) goto done;
     live[0].seq = 0, live[0].n = 0, live[0].sum = 0;
     memset(&batch, 0, sizeof batch);
     batch.tokens = step_tok, batch.seq = step_seq;

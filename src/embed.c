@@ -14,7 +14,8 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         infer__set_error(err, INFER_ERR_ARG, "infer_embed: bad arguments");
         return INFER_ERR_ARG;
     }
-    n = infer_tokenize(c->model, text, strlen(text), NULL, 0, infer_model_add_bos(c->model), 1);
+    if ((st = infer_tokenize(c->model, text, strlen(text), NULL, 0, infer_model_add_bos(c->model), 1, &n, err)) != INFER_OK)
+        return st;
     if (n <= 0) {
         infer__set_error(err, INFER_ERR_ARG, "the text is empty and the model adds no BOS token");
         return INFER_ERR_ARG;
@@ -27,8 +28,8 @@ INFERDEF infer_status infer_embed(infer_context *c, int seq, const char *text, i
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory for an embedding of %d tokens", n);
         return INFER_ERR_NOMEM;
     }
-    infer_tokenize(c->model, text, strlen(text), toks, n, infer_model_add_bos(c->model), 1);
-    st = infer_embed_tokens(c, seq, toks, n, pool, normalize, out, err);
+    st = infer_tokenize(c->model, text, strlen(text), toks, n, infer_model_add_bos(c->model), 1, NULL, err);
+    if (st == INFER_OK) st = infer_embed_tokens(c, seq, toks, n, pool, normalize, out, err);
     INFER_FREE(toks);
     return st;
 }

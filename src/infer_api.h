@@ -12,7 +12,7 @@
        if (!m) { fprintf(stderr, "%s\n", err.msg); return 1; }
        infer_context *c = infer_context_new(m, NULL, &err);
        infer_sampler_params sp = infer_sampler_default_params();
-       infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m));
+       infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m), &err);
        infer_generate(c, s, "Once upon a time", 64, print_piece, NULL, NULL);
        infer_sampler_free(s); infer_context_free(c); infer_model_free(m);
 
@@ -22,7 +22,9 @@
      INFER_MALLOC(sz)     allocator overrides; define all three or none.
                           A NULL from them is reported, never a crash:
                           INFER_ERR_NOMEM, or NULL / -1 where a function
-                          has no status.
+                          has no status. Memory the library hands out
+                          comes from INFER_MALLOC: free it with
+                          infer_free(), which calls INFER_FREE.
      INFER_REALLOC(p,sz)
      INFER_FREE(p)
      INFER_ASSERT(x)      internal invariant checks; default assert().
@@ -59,9 +61,25 @@
    scratch. One context must be used by one thread at a time; it holds one
    or more sequences (conversations) that decode together in one batch.
 
-   ERRORS
-   Functions that can fail take an infer_error* (may be NULL) and return
-   NULL or a non-zero infer_status; err->msg is one line naming the problem.
+   THE API'S CONVENTION (checked by tests/api_check.py)
+   - A call that can fail returns infer_status (INFER_OK or an INFER_ERR_*
+     code), or a pointer that is NULL on failure, and takes infer_error *err
+     as its last parameter (may be NULL); err->code is the status and
+     err->msg one line naming the problem.
+   - Counts come back through out-parameters where a status is needed too
+     (infer_tokenize's *n_tokens). Snprintf-style writers return the length
+     they need; a few that still return -1 are listed in tests/api_check.py
+     and change in 0.26.
+   - A call that cannot fail (accessors, frees, default params) takes no
+     err; one whose -1 or NULL is an answer ("no such key", "no BOS")
+     says so in its comment.
+   - Enum constants begin with their type's name: infer_pooling's are
+     INFER_POOLING_*; infer_status's are INFER_OK and INFER_ERR_*.
+   - Names say what they act on (infer_context_logits); none says get_.
+   - Memory the library hands out is freed with infer_free().
+   - An old name is kept one release, marked INFER_DEPRECATED (a compiler
+     warning; INFER_NO_DEPRECATED_WARNINGS silences it), at the end of this
+     header.
 
    LICENSE
    MIT: the text is at the end of this file.
@@ -247,6 +265,11 @@ INFERDEF int infer_device_from_name(const char *name);
 
 INFERDEF infer_model_params infer_model_default_params(void);
 INFERDEF infer_model *infer_model_load(const char *path, const infer_model_params *params, infer_error *err);
+/* The GGUF file's bytes in a caller's buffer, not copied: the buffer must
+   stay valid and unchanged until infer_model_free, since the model keeps
+   pointers into it (the tensors it uses as stored, the metadata values and
+   tensor table infer_model_gguf gives); only the weights it repacks for
+   this CPU's kernels are copies. */
 INFERDEF infer_model *infer_model_load_memory(const void *data, size_t size, const infer_model_params *params, infer_error *err);
 INFERDEF void infer_model_free(infer_model *m);
 INFERDEF const infer_gguf *infer_model_gguf(const infer_model *m);
@@ -275,12 +298,13 @@ INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
 
 /* ---- Tokenizer ---------------------------------------------------------- */
 
-/* Tokenizes len bytes of text. Writes at most max tokens; returns the number
-   of tokens the text needs (which may exceed max: call again with room), or
-   -1 on error. parse_special: text like "<|im_end|>" becomes its special
-   token instead of plain text. */
-INFERDEF int infer_tokenize(const infer_model *m, const char *text, size_t len,
-                            infer_token *out, int max, int add_bos, int parse_special);
+/* Tokenizes len bytes of text. Writes at most max tokens and the number of
+   tokens the text needs into *n_tokens (may be NULL), which may exceed max:
+   call again with that much room (out may be NULL with max 0 to count).
+   parse_special: text like "<|im_end|>" becomes its special token instead
+   of plain text. INFER_ERR_ARG or INFER_ERR_NOMEM, *n_tokens 0, on failure. */
+INFERDEF infer_status infer_tokenize(const infer_model *m, const char *text, size_t len, infer_token *out, int max,
+                                     int add_bos, int parse_special, int *n_tokens, infer_error *err);
 /* The bytes of one token's text (byte-fallback and byte-level BPE decoded).
    Returns the length, which may exceed size (nothing written then), or -1
    for an id out of range. Not NUL-terminated. */
@@ -480,7 +504,8 @@ typedef struct infer_sampler_params {
 } infer_sampler_params;
 
 INFERDEF infer_sampler_params infer_sampler_default_params(void);
-INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab);
+/* NULL with err set when n_vocab < 1 or memory ran out. */
+INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab, infer_error *err);
 INFERDEF void infer_sampler_free(infer_sampler *s);
 /* Records a chosen token: in the penalty window and, with a grammar, as
    the grammar's next text (end-of-generation and empty control tokens
@@ -508,7 +533,8 @@ INFERDEF infer_token infer_sampler_sample(infer_sampler *s, const float *logits)
 /* Added to the logits before anything else; -INFINITY bans a token. Replaces
    any earlier bias; n = 0 removes it. INFER_ERR_NOMEM (and no bias) when
    memory ran out. */
-INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n);
+INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n,
+                                                   infer_error *err);
 
 /* Output control: a grammar in llama.cpp's GBNF (a .gbnf file's text),
    starting at rule root (NULL: "root"); the tokens' text comes from model
@@ -1040,16 +1066,16 @@ INFERDEF infer_jinja_limits infer_jinja_default_limits(void);
 /* Renders template_text with the variables of context_json, a JSON object
    (NULL or "": none), e.g. {"messages": [...], "tools": [...],
    "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>"};
-   limits NULL: the defaults. Returns the text (malloc'd, NUL-terminated;
-   free() it), or NULL with err set: INFER_ERR_ARG with a one-line message
+   limits NULL: the defaults. Returns the text (NUL-terminated; free it
+   with infer_free()), or NULL with err set: INFER_ERR_ARG with a one-line message
    for a template that does not parse or fails while rendering (a limit
    included). *raised (may be NULL) is 1 where the template called
    raise_exception(msg): err->msg is then exactly msg (cut at 255 bytes,
    newlines made spaces); else 0. */
 INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json,
                                   const infer_jinja_limits *limits, int *raised, infer_error *err);
-/* The model's Jinja chat template (GGUF tokenizer.chat_template), malloc'd
-   (free() it), or NULL where it has none; bos and eos (may be NULL) get
+/* The model's Jinja chat template (GGUF tokenizer.chat_template), a copy
+   to free with infer_free(), or NULL where it has none (or no memory); bos and eos (may be NULL) get
    the texts of its BOS and EOS tokens, "" where it has none (cut to fit). */
 INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
                                               size_t eos_size);
@@ -1175,14 +1201,14 @@ typedef struct infer_output_result {
 typedef struct infer_output_parser infer_output_parser;
 INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, infer_reasoning reasoning, infer_error *err);
 /* Adds n bytes of the reply; *out (may be NULL) receives what became
-   certain. 0, or -1 when memory ran out or after finish (err says which;
-   the parser can only be freed then). */
-INFERDEF int infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
-                                      infer_error *err);
+   certain. INFER_OK; INFER_ERR_NOMEM when memory ran out, INFER_ERR_ARG
+   after finish (the parser can only be freed then). */
+INFERDEF infer_status infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
+                                               infer_error *err);
 /* The reply is complete: *last (may be NULL) receives what was held back,
-   *result the whole reply. 0, or -1 as push. */
-INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last, infer_output_result *result,
-                                        infer_error *err);
+   *result the whole reply. INFER_OK, or an error as push. */
+INFERDEF infer_status infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last,
+                                                 infer_output_result *result, infer_error *err);
 /* 1 while a tool call's marker has been seen and the call is not complete
    (what follows is held back), else 0. */
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p);
@@ -1238,8 +1264,9 @@ INFERDEF void infer_chat_template_from_text_into(const char *text, const char *b
                                                  infer_chat_template *out);
 /* Frees memory this library returned for the caller to free
    (infer_jinja_render, infer_model_chat_template_text) with the allocator
-   it was built with (INFER_FREE): what a binding, which cannot reach the
-   library's free(), must call. NULL does nothing. */
+   it was built with (INFER_FREE): what every caller uses, a C program
+   too (INFER_MALLOC may not be malloc, nor the library's C runtime the
+   program's). NULL does nothing. */
 INFERDEF void infer_free(void *p);
 
 /* ---- Deprecated in 0.25, removed in 0.26 --------------------------------- */

@@ -1079,16 +1079,13 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
     if (borrowed) {
         r->sampler = borrowed;
     } else {
-        r->sampler = infer_sampler_new(&p->sampling, infer_model_n_vocab(m));
+        infer_status st;
+        r->sampler = infer_sampler_new(&p->sampling, infer_model_n_vocab(m), err);
         r->own_sampler = 1;
-        if (!r->sampler) {
-            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's sampler");
-            return INFER_ERR_NOMEM;
-        }
-        if (p->n_bias > 0 && infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias) != INFER_OK) {
-            infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's logit bias");
-            return INFER_ERR_NOMEM;
-        }
+        if (!r->sampler) return err ? err->code : INFER_ERR_NOMEM;
+        if (p->n_bias > 0 &&
+            (st = infer_sampler_set_logit_bias(r->sampler, p->bias_ids, p->bias, p->n_bias, err)) != INFER_OK)
+            return st;
         /* the grammar's text now (a bad schema fails here); compiled against
            the vocabulary as a worker's request starts (infer__request_start)
            or, stepped by infer_context_step, when it begins,
@@ -1195,8 +1192,10 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
         return INFER_OK;
     }
     /* (the arguments are good, so tokenizing fails only for want of memory) */
-    n = infer_tokenize(m, prompt, plen, NULL, 0, 0, 1);
-    if (n > 0) n = infer__arr_setlen(r->prompt, n) ? infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1) : -1;
+    if (infer_tokenize(m, prompt, plen, NULL, 0, 0, 1, &n, NULL) != INFER_OK) n = -1;
+    if (n > 0 && (!infer__arr_setlen(r->prompt, n) ||
+                  infer_tokenize(m, prompt, plen, r->prompt, n, 0, 1, NULL, NULL) != INFER_OK))
+        n = -1;
     if (n < 0) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory tokenizing the prompt");
         return INFER_ERR_NOMEM;

@@ -55,12 +55,18 @@ INFERDEF infer_sampler_params infer_sampler_default_params(void) {
     return p;
 }
 
-INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab) {
+INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_vocab, infer_error *err) {
     infer_sampler *s;
     infer_sampler_params d = infer_sampler_default_params();
-    if (n_vocab <= 0) return NULL;
+    if (n_vocab <= 0) {
+        infer__set_error(err, INFER_ERR_ARG, "sampler: a vocabulary of %d tokens", n_vocab);
+        return NULL;
+    }
     s = (infer_sampler *)infer__calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s) {
+        infer__set_error(err, INFER_ERR_NOMEM, "sampler: out of memory");
+        return NULL;
+    }
     s->p = p ? *p : d;
     if (s->p.repeat_last_n < 0) s->p.repeat_last_n = 0;
     s->n_vocab = n_vocab;
@@ -70,6 +76,7 @@ INFERDEF infer_sampler *infer_sampler_new(const infer_sampler_params *p, int n_v
     s->rng = s->p.seed;
     if (!s->cand || !s->tmp || !s->recent) {
         infer_sampler_free(s);
+        infer__set_error(err, INFER_ERR_NOMEM, "sampler: out of memory for a vocabulary of %d tokens", n_vocab);
         return NULL;
     }
     return s;
@@ -109,7 +116,12 @@ INFERDEF void infer_sampler_reset(infer_sampler *s) {
     if (s->waiting) infer__grammar_reset(s->waiting);
 }
 
-INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n) {
+INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer_token *ids, const float *bias, int n,
+                                                   infer_error *err) {
+    if (!s) {
+        infer__set_error(err, INFER_ERR_ARG, "logit bias: no sampler");
+        return INFER_ERR_ARG;
+    }
     INFER_FREE(s->bias_id);
     INFER_FREE(s->bias);
     s->bias_id = NULL;
@@ -123,6 +135,7 @@ INFERDEF infer_status infer_sampler_set_logit_bias(infer_sampler *s, const infer
         INFER_FREE(s->bias);
         s->bias_id = NULL;
         s->bias = NULL;
+        infer__set_error(err, INFER_ERR_NOMEM, "logit bias: out of memory for %d tokens", n);
         return INFER_ERR_NOMEM;
     }
     memcpy(s->bias_id, ids, (size_t)n * sizeof *ids);

@@ -1707,10 +1707,22 @@ static int infer__vocab_piece(const infer_vocab *v, infer_token t, char *buf, in
 
 /* ---- public API ---------------------------------------------------------- */
 
-INFERDEF int infer_tokenize(const infer_model *m, const char *text, size_t len, infer_token *out, int max, int add_bos,
-                            int parse_special) {
-    if (!m) return -1;
-    return infer__vocab_tokenize(infer__model_vocab(m), text, len, out, max, add_bos, parse_special);
+INFERDEF infer_status infer_tokenize(const infer_model *m, const char *text, size_t len, infer_token *out, int max,
+                                     int add_bos, int parse_special, int *n_tokens, infer_error *err) {
+    int n;
+    if (n_tokens) *n_tokens = 0;
+    if (!m || (!text && len) || max < 0 || (!out && max > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "tokenize: %s",
+                         !m ? "no model" : !text && len ? "no text" : "max tokens with no room for them");
+        return INFER_ERR_ARG;
+    }
+    /* the arguments are good, so its only failure is memory */
+    if ((n = infer__vocab_tokenize(infer__model_vocab(m), text, len, out, max, add_bos, parse_special)) < 0) {
+        infer__set_error(err, INFER_ERR_NOMEM, "tokenize: out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    if (n_tokens) *n_tokens = n;
+    return INFER_OK;
 }
 
 INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size) {

@@ -906,7 +906,7 @@ static void infer__tc_delta(infer_output_parser *p, infer_output_delta *out) {
     if (p->nomem) memset(out, 0, sizeof *out), out->content = out->reasoning = "";
 }
 
-static int infer__tc_begin(infer_output_parser *p, infer_output_delta *out, infer_error *err) {
+static infer_status infer__tc_begin(infer_output_parser *p, infer_output_delta *out, infer_error *err) {
     if (out) {
         memset(out, 0, sizeof *out);
         out->content = out->reasoning = "";
@@ -914,20 +914,21 @@ static int infer__tc_begin(infer_output_parser *p, infer_output_delta *out, infe
     if (!p || p->finished || p->nomem) {
         infer__set_error(err, p && p->nomem ? INFER_ERR_NOMEM : INFER_ERR_ARG, "output parser: %s",
                          !p ? "no parser" : p->nomem ? "out of memory" : "the reply was finished");
-        return 0;
+        return p && p->nomem ? INFER_ERR_NOMEM : INFER_ERR_ARG;
     }
     if (p->d_content.p) stbds_arrsetlen(p->d_content.p, 0);
     if (p->d_reasoning.p) stbds_arrsetlen(p->d_reasoning.p, 0);
     if (p->d_calls) stbds_arrsetlen(p->d_calls, 0);
-    return 1;
+    return INFER_OK;
 }
 
-INFERDEF int infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
-                                      infer_error *err) {
-    if (!infer__tc_begin(p, out, err)) return -1;
+INFERDEF infer_status infer_output_parser_push(infer_output_parser *p, const char *text, size_t n, infer_output_delta *out,
+                                               infer_error *err) {
+    infer_status st = infer__tc_begin(p, out, err);
+    if (st != INFER_OK) return st;
     if (n && !text) {
         infer__set_error(err, INFER_ERR_ARG, "output parser: no text");
-        return -1;
+        return INFER_ERR_ARG;
     }
     if (n) {
         if (!infer__arr_setlen(p->buf, p->n + n + 1)) p->nomem = 1;
@@ -940,20 +941,21 @@ INFERDEF int infer_output_parser_push(infer_output_parser *p, const char *text, 
     }
     if (p->nomem) {
         infer__set_error(err, INFER_ERR_NOMEM, "output parser: out of memory");
-        return -1;
+        return INFER_ERR_NOMEM;
     }
     infer__tc_delta(p, out);
-    return 0;
+    return INFER_OK;
 }
 
-INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last, infer_output_result *result,
-                                        infer_error *err) {
+INFERDEF infer_status infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last,
+                                                 infer_output_result *result, infer_error *err) {
     int i;
+    infer_status st;
     if (result) {
         memset(result, 0, sizeof *result);
         result->content = result->reasoning_content = "";
     }
-    if (!infer__tc_begin(p, last, err)) return -1;
+    if ((st = infer__tc_begin(p, last, err)) != INFER_OK) return st;
     infer__tc_advance(p, 1);
     infer__tc_drop_ws(p);
     p->finished = 1;
@@ -981,10 +983,10 @@ INFERDEF int infer_output_parser_finish(infer_output_parser *p, infer_output_del
             result->content = result->reasoning_content = "";
         }
         infer__set_error(err, INFER_ERR_NOMEM, "output parser: out of memory");
-        return -1;
+        return INFER_ERR_NOMEM;
     }
     infer__tc_delta(p, last);
-    return 0;
+    return INFER_OK;
 }
 
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p) {

@@ -141,7 +141,7 @@ static void model_pass(const char *path, const char *quant_path, pass_output *o,
         step_failed(ps, "infer_context_new", err.code, &err);
         goto done;
     }
-    n = infer_tokenize(m, "Once upon a time", 16, toks, 64, 1, 0);
+    if (infer_tokenize(m, "Once upon a time", 16, toks, 64, 1, 0, &n, NULL) != INFER_OK) n = -1;
     if (n < 0) {
         step_failed(ps, "infer_tokenize", INFER_OK, NULL);
         goto done;
@@ -155,8 +155,8 @@ static void model_pass(const char *path, const char *quant_path, pass_output *o,
     {
         infer_sampler_params sp = infer_sampler_default_params();
         sp.temperature = 0;
-        if (!(s = infer_sampler_new(&sp, infer_model_n_vocab(m)))) {
-            step_failed(ps, "infer_sampler_new", INFER_OK, NULL);
+        if (!(s = infer_sampler_new(&sp, infer_model_n_vocab(m), &err))) {
+            step_failed(ps, "infer_sampler_new", err.code, &err);
             goto done;
         }
     }
@@ -257,7 +257,7 @@ static void vocab_pass(const char *path, pass_output *o, pass_state *ps) {
         return;
     }
     for (k = 0; k < 2; k++) { /* plain text, then special tokens parsed */
-        n = infer_tokenize(m, text, sizeof text - 1, toks, 256, 1, k);
+        if (infer_tokenize(m, text, sizeof text - 1, toks, 256, 1, k, &n, NULL) != INFER_OK) n = -1;
         if (n < 0) {
             step_failed(ps, "infer_tokenize", INFER_OK, NULL);
             break;

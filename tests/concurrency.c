@@ -45,7 +45,7 @@ static void generate(void *arg) {
     j->ok = 0;
     c = infer_context_new(j->m, &p, NULL);
     if (!c) return;
-    n = infer_tokenize(j->m, j->prompt, strlen(j->prompt), toks, 256, 1, 0);
+    if (infer_tokenize(j->m, j->prompt, strlen(j->prompt), toks, 256, 1, 0, &n, NULL) != INFER_OK) n = -1;
     j->ok = n > 0 && infer_decode(c, toks, n, 0, NULL) == INFER_OK;
     for (i = 0; i < N_GEN && j->ok; i++) {
         j->out[i] = argmax(infer_context_logits(c, -1), nv);

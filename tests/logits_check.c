@@ -53,9 +53,9 @@ static int run_job(const char *model_path, int n_greedy, int special, const char
         return 0;
     }
     nv = infer_model_n_vocab(m);
-    n = infer_tokenize(m, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(m), special);
+    if (infer_tokenize(m, prompt, strlen(prompt), NULL, 0, infer_model_add_bos(m), special, &n, NULL) != INFER_OK) n = -1;
     toks = (infer_token *)malloc(sizeof *toks * (size_t)(n > 0 ? n : 1));
-    if (n <= 0 || !toks || infer_tokenize(m, prompt, strlen(prompt), toks, n, infer_model_add_bos(m), special) != n) {
+    if (n <= 0 || !toks || infer_tokenize(m, prompt, strlen(prompt), toks, n, infer_model_add_bos(m), special, NULL, NULL) != INFER_OK) {
         fprintf(stderr, "logits_check: cannot tokenize the prompt for %s\n", model_path);
         free(toks);
         infer_model_free(m);

@@ -171,8 +171,8 @@ static int run(infer_model *m, const tu_json *ref, const char *isa, float tol, f
     r->nv = nv, r->n_greedy = ng;
     toks = (infer_token *)malloc(sizeof *toks * (size_t)(np + ng + 8));
     ours = (infer_token *)malloc(sizeof *ours * (size_t)(np + 64));
-    n = infer_tokenize(m, prompt->str, strlen(prompt->str), ours, np + 64, infer_model_add_bos(m),
-                       special && special->kind == TU_BOOL && special->num != 0);
+    if (infer_tokenize(m, prompt->str, strlen(prompt->str), ours, np + 64, infer_model_add_bos(m),
+                       special && special->kind == TU_BOOL && special->num != 0, &n, NULL) != INFER_OK) n = -1;
     for (i = 0; i < np; i++) toks[i] = (infer_token)ptoks->items[i].num;
     if (n != np || memcmp(ours, toks, sizeof *toks * (size_t)np)) {
         snprintf(r->why, sizeof r->why, "prompt tokens differ (%d tokens, llama.cpp %d)", n, np);

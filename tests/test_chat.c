@@ -868,7 +868,7 @@ Test(chat, end_of_turn_is_an_end_of_generation_token) {
         t = cases[i].kind ? infer_chat_template_from_text(cases[i].kind, NULL, NULL) : infer_chat_template_detect(m);
         if (!cases[i].kind) cr_expect(t.kind == INFER_CHAT_KIND_PHI3 && !t.fallback, "phi-3's template: %s", infer_chat_template_name(t.kind));
         infer_chat_end_of_turn(&t, eot, sizeof eot);
-        n = infer_tokenize(m, eot, strlen(eot), tok, 16, 0, 1);
+        if (infer_tokenize(m, eot, strlen(eot), tok, 16, 0, 1, &n, NULL) != INFER_OK) n = -1;
         cr_assert_gt(n, 0);
         cr_expect(infer_model_is_eog(m, tok[0]), "%s, %s: \"%s\" starts with %d, not an end of generation", cases[i].vocab,
                   infer_chat_template_name(t.kind), eot, tok[0]);
@@ -923,10 +923,11 @@ Test(chat, cli_reports_a_full_context) {
 
 /* Tokenizes text (parse_special) onto the end of *toks. Returns how many. */
 static int add_tokens(const infer_model *m, const char *text, int add_bos, infer_token **toks, int *n) {
-    int k = infer_tokenize(m, text, strlen(text), NULL, 0, add_bos, 1);
+    int k;
+    if (infer_tokenize(m, text, strlen(text), NULL, 0, add_bos, 1, &k, NULL) != INFER_OK) k = -1;
     cr_assert_geq(k, 0);
     *toks = (infer_token *)realloc(*toks, (size_t)(*n + k + 1) * sizeof **toks);
-    infer_tokenize(m, text, strlen(text), *toks + *n, k, add_bos, 1);
+    infer_tokenize(m, text, strlen(text), *toks + *n, k, add_bos, 1, NULL, NULL);
     *n += k;
     return k;
 }
@@ -954,7 +955,7 @@ Test(chat, kv_cache_reused_across_turns) {
     c = infer_context_new(m, NULL, &err);
     cr_assert_not_null(c, "%s", err.msg);
     sp.temperature = 0;
-    s = infer_sampler_new(&sp, infer_model_n_vocab(m));
+    s = infer_sampler_new(&sp, infer_model_n_vocab(m), NULL);
     t = infer_chat_template_detect(m);
     nv = infer_model_n_vocab(m);
 

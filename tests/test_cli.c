@@ -351,7 +351,7 @@ Test(cli, run_greedy_json_matches_library) {
     m = infer_model_load(model_path(), NULL, &err);
     cr_assert_not_null(m, "%s", err.msg);
     nv = infer_model_n_vocab(m);
-    np = infer_tokenize(m, prompt, strlen(prompt), ptoks, 64, infer_model_add_bos(m), 1);
+    if (infer_tokenize(m, prompt, strlen(prompt), ptoks, 64, infer_model_add_bos(m), 1, &np, NULL) != INFER_OK) np = -1;
     cr_assert(np > 0 && np <= 64);
     cr_assert_eq(pt->n, np, "CLI prompt has %d tokens, library %d", pt->n, np);
     for (i = 0; i < np; i++) cr_assert_eq((int)pt->items[i].num, ptoks[i], "prompt token %d", i);

@@ -86,10 +86,10 @@ static void check_depth(const char *file, int exact_batch) {
     snprintf(path, sizeof path, "%s/README.md", INFER_SOURCE_DIR);
     text = tu_read_file(path, &len);
     cr_assert_not_null(text);
-    n = infer_tokenize(m, text, len, NULL, 0, infer_model_add_bos(m), 0);
+    if (infer_tokenize(m, text, len, NULL, 0, infer_model_add_bos(m), 0, &n, NULL) != INFER_OK) n = -1;
     cr_assert_gt(n, DEPTH + STEPS, "README.md is %d tokens, fewer than %d", n, DEPTH + STEPS);
     toks = (infer_token *)malloc(sizeof *toks * (size_t)n);
-    infer_tokenize(m, text, len, toks, n, infer_model_add_bos(m), 0);
+    infer_tokenize(m, text, len, toks, n, infer_model_add_bos(m), 0, NULL, NULL);
     nv = infer_model_n_vocab(m);
 
     split = context(m, 2, -1);

@@ -300,7 +300,7 @@ static void split_character(const char *path) {
     cr_assert(c3 >= 0 && a9 >= 0 && a8 >= 0 && bang >= 0, "%s has no single-byte tokens", path);
     nv = infer_model_n_vocab(m);
     sp.temperature = 0;
-    s = infer_sampler_new(&sp, nv);
+    s = infer_sampler_new(&sp, nv, NULL);
     cr_assert_eq(infer_sampler_set_grammar(s, m, "root ::= \"\xc3\xa9!\"", NULL, &err), INFER_OK, "%s", err.msg);
     logits = (float *)calloc((size_t)nv, sizeof(float));
     /* the greedy choice is whatever leads among the grammar's tokens: one
@@ -580,7 +580,7 @@ Test(grammar, logit_bias_and_top_probs) {
     double p[6];
     int i, n, draws;
     sp.temperature = 0;
-    s = infer_sampler_new(&sp, 6);
+    s = infer_sampler_new(&sp, 6, NULL);
     cr_assert_eq(infer_sampler_top_probs(s, top, 3), 0, "top probs before any sample");
     cr_assert_eq(infer_sampler_sample(s, l), 1);
     n = infer_sampler_top_probs(s, top, 3);
@@ -589,7 +589,7 @@ Test(grammar, logit_bias_and_top_probs) {
     cr_assert(top[0].id == 1 && top[1].id == 5 && top[2].id == 2, "order %d %d %d", top[0].id, top[1].id, top[2].id);
     for (i = 0; i < 3; i++) cr_assert_float_eq(top[i].p, p[top[i].id], 1e-6);
     /* bias: token 1 banned, token 3 raised to 3.0, the new argmax */
-    infer_sampler_set_logit_bias(s, ids, bias, 2);
+    infer_sampler_set_logit_bias(s, ids, bias, 2, NULL);
     cr_assert_eq(infer_sampler_sample(s, l), 3);
     memcpy(biased, l, sizeof l);
     biased[1] = -INFINITY;
@@ -607,20 +607,20 @@ Test(grammar, logit_bias_and_top_probs) {
     sp.top_k = 0;
     sp.top_p = 1;
     sp.min_p = 0;
-    s = infer_sampler_new(&sp, 6);
-    infer_sampler_set_logit_bias(s, ids, bias, 2);
+    s = infer_sampler_new(&sp, 6, NULL);
+    infer_sampler_set_logit_bias(s, ids, bias, 2, NULL);
     for (draws = 0; draws < 2000; draws++) cr_assert_neq(infer_sampler_sample(s, l), 1);
     /* top probs at temperature 1, before truncation, whatever the sampler's temperature */
     n = infer_sampler_top_probs(s, top, 2);
     cr_assert_eq(n, 2);
     cr_assert_eq(top[0].id, 3);
     cr_assert_float_eq(top[0].p, p[3], 1e-6);
-    infer_sampler_set_logit_bias(s, NULL, NULL, 0); /* removed */
+    infer_sampler_set_logit_bias(s, NULL, NULL, 0, NULL); /* removed */
     sp.temperature = 0;
     infer_sampler_free(s);
-    s = infer_sampler_new(&sp, 6);
-    infer_sampler_set_logit_bias(s, ids, bias, 2);
-    infer_sampler_set_logit_bias(s, NULL, NULL, 0);
+    s = infer_sampler_new(&sp, 6, NULL);
+    infer_sampler_set_logit_bias(s, ids, bias, 2, NULL);
+    infer_sampler_set_logit_bias(s, NULL, NULL, 0, NULL);
     cr_assert_eq(infer_sampler_sample(s, l), 1, "a removed bias still applies");
     infer_sampler_free(s);
 }
@@ -663,7 +663,7 @@ Test(grammar, top_probs_follow_the_grammar) {
     for (pass = 0; pass < 2; pass++) {
         int best = -1;
         sp.temperature = 0;
-        s = infer_sampler_new(&sp, nv);
+        s = infer_sampler_new(&sp, nv, NULL);
         cr_assert_eq(infer_sampler_set_grammar(s, m, "root ::= [a-c] [a-z]*", NULL, &err), INFER_OK, "%s", err.msg);
         for (i = 0; i < nv; i++)
             if (allowed[i] && (best < 0 || l[i] > l[best])) best = i;
@@ -699,7 +699,7 @@ Test(grammar, top_probs_follow_the_grammar) {
             infer_sampler_reset(s);
             for (i = 0; i < nv; i++)
                 if (allowed[i]) ids[k] = i, b[k++] = -INFINITY;
-            infer_sampler_set_logit_bias(s, ids, b, k);
+            infer_sampler_set_logit_bias(s, ids, b, k, NULL);
             cr_assert_eq(infer_sampler_sample(s, l), -1);
             cr_assert_eq(infer_sampler_top_probs(s, top, 4), 0);
             free(ids);
@@ -728,7 +728,7 @@ Test(grammar, set_grammar_errors_leave_no_grammar) {
     cr_assert_not_null(m);
     nv = infer_model_n_vocab(m);
     sp.temperature = 0;
-    s = infer_sampler_new(&sp, nv);
+    s = infer_sampler_new(&sp, nv, NULL);
     l = (float *)calloc((size_t)nv, sizeof *l);
     l[5] = 10; /* not text the grammar below allows */
     cr_assert_eq(infer_sampler_set_grammar(s, m, "root ::= \"x\"+", NULL, &err), INFER_OK, "%s", err.msg);
@@ -749,7 +749,7 @@ Test(grammar, set_grammar_errors_leave_no_grammar) {
     cr_assert_eq(infer_sampler_set_grammar(s, m, NULL, NULL, &err), INFER_OK);
     cr_assert_eq(infer_sampler_sample(s, l), 5);
     infer_sampler_free(s);
-    s = infer_sampler_new(&sp, nv + 1);
+    s = infer_sampler_new(&sp, nv + 1, NULL);
     cr_assert_eq(infer_sampler_set_grammar(s, m, "root ::= \"x\"", NULL, &err), INFER_ERR_ARG);
     cr_assert(strstr(err.msg, "tokens"), "%s", err.msg);
     infer_sampler_free(s);
@@ -795,7 +795,7 @@ Test(grammar, generation_follows_the_grammar) {
             sp.top_p = 1.0f;
             sp.min_p = 0;
             sp.seed = (uint64_t)seed;
-            s = infer_sampler_new(&sp, nv);
+            s = infer_sampler_new(&sp, nv, NULL);
             cr_assert_eq(infer_sampler_set_grammar(s, m, grammars[gi], NULL, &err), INFER_OK, "%s", err.msg);
             infer_seq_truncate(c, 0, 0);
             cr_assert_eq(infer_decode(c, &bos, 1, 0, &err), INFER_OK, "%s", err.msg);
@@ -866,7 +866,7 @@ Test(grammar, cli_output_flags) {
     nv = infer_model_n_vocab(m);
     l = (float *)calloc((size_t)nv, sizeof *l);
     sp.temperature = 0;
-    s = infer_sampler_new(&sp, nv);
+    s = infer_sampler_new(&sp, nv, NULL);
     o.n_bias = 0;
     cr_assert(cli_output_apply(&o, s, m));
     l[5] = 10;
@@ -983,7 +983,7 @@ Test(grammar, json_schema_replies_validate, .timeout = 1800) {
         msgs[1].role = "user";
         msgs[1].content = asks[a];
         cr_assert_lt(infer_chat_format(&tmpl, msgs, 2, 0, 1, prompt, sizeof prompt), (int)sizeof prompt);
-        n = infer_tokenize(m, prompt, strlen(prompt), toks, 512, infer_model_add_bos(m), 1);
+        if (infer_tokenize(m, prompt, strlen(prompt), toks, 512, infer_model_add_bos(m), 1, &n, NULL) != INFER_OK) n = -1;
         cr_assert(n > 0 && n < 512);
         /* the prompt once; each reply starts again from its end */
         infer_seq_truncate(c, 0, 0);
@@ -1000,7 +1000,7 @@ Test(grammar, json_schema_replies_validate, .timeout = 1800) {
             sp.top_p = 1.0f;
             sp.min_p = 0;
             sp.seed = 1000 + (uint64_t)seed;
-            s = infer_sampler_new(&sp, nv);
+            s = infer_sampler_new(&sp, nv, NULL);
             cr_assert_eq(infer_sampler_set_grammar(s, m, gbnf, NULL, &err), INFER_OK, "%s", err.msg);
             cr_assert_eq(infer_seq_truncate(c, 0, n_past), n_past);
             if (seed) fputc(0x1e, out);

@@ -419,7 +419,7 @@ Test(grammar_limits, sampler_reports_the_matcher_limit) {
     for (i = 0; i < nv && a < 0; i++)
         if (infer_token_to_piece(m, i, buf, sizeof buf) == 1 && buf[0] == 'a' && !infer_model_is_eog(m, i)) a = i;
     cr_assert_geq(a, 0, "no token 'a'");
-    s = infer_sampler_new(&sp, nv);
+    s = infer_sampler_new(&sp, nv, NULL);
     /* 2^17 stacks at the start: r_k ::= r_(k-1) "b" | r_(k-1) "c" */
     putf(&t, "root ::= r%d\nr0 ::= \"a\"\n", k);
     for (i = 1; i <= k; i++) putf(&t, "r%d ::= r%d \"b\" | r%d \"c\"\n", i, i - 1, i - 1);

@@ -56,9 +56,9 @@ static double direct_ppl(infer_model *m, const char *text, int n_ctx, int max_ch
     int n, n_chunk, i, j, k, nv = infer_model_n_vocab(m);
     double nll = 0, nll2 = 0, mean, var;
     long count = 0;
-    n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 0);
+    if (infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 0, &n, NULL) != INFER_OK) n = -1;
     toks = (infer_token *)malloc((size_t)n * sizeof *toks);
-    infer_tokenize(m, text, strlen(text), toks, n, infer_model_add_bos(m), 0);
+    infer_tokenize(m, text, strlen(text), toks, n, infer_model_add_bos(m), 0, NULL, NULL);
     n_chunk = n / n_ctx;
     if (max_chunks > 0 && n_chunk > max_chunks) n_chunk = max_chunks;
     cp.n_ctx = n_ctx;
@@ -179,7 +179,7 @@ Test(perplexity, api_chunks_equal_direct) {
     m = infer_model_load(model_path(), NULL, &err);
     cr_assert_not_null(m, "%s", err.msg);
     ppl = direct_ppl(m, text, CTX, -1, &n_chunks, running, &unc);
-    n = infer_tokenize(m, text, strlen(text), toks, 1024, infer_model_add_bos(m), 0);
+    if (infer_tokenize(m, text, strlen(text), toks, 1024, infer_model_add_bos(m), 0, &n, NULL) != INFER_OK) n = -1;
     cr_assert(n > 2 * CTX && n <= 1024);
     cp.n_ctx = CTX;
     cp.n_threads = 2;
@@ -195,7 +195,7 @@ Test(perplexity, api_chunks_equal_direct) {
     /* the caller's tokens are not changed (BOS goes into a copy) */
     {
         infer_token again[1024];
-        infer_tokenize(m, text, strlen(text), again, 1024, infer_model_add_bos(m), 0);
+        infer_tokenize(m, text, strlen(text), again, 1024, infer_model_add_bos(m), 0, NULL, NULL);
         cr_assert_eq(memcmp(again, toks, (size_t)n * sizeof *toks), 0);
     }
     /* a chunk larger than the context is an error, not a crash */
@@ -290,9 +290,9 @@ Test(perplexity, arch_models_finite_and_equal_direct, .timeout = 300) {
         cr_assert_eq(n_chunks, ARCH_CHUNKS, "%s: %d chunks", models[k], n_chunks);
         cr_assert(isfinite(ppl) && ppl > 1 && isfinite(unc) && unc > 0, "%s: ppl %g +/- %g", models[k], ppl, unc);
 
-        n = infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 0);
+        if (infer_tokenize(m, text, strlen(text), NULL, 0, infer_model_add_bos(m), 0, &n, NULL) != INFER_OK) n = -1;
         toks = (infer_token *)malloc((size_t)n * sizeof *toks);
-        infer_tokenize(m, text, strlen(text), toks, n, infer_model_add_bos(m), 0);
+        infer_tokenize(m, text, strlen(text), toks, n, infer_model_add_bos(m), 0, NULL, NULL);
         cr_assert_geq(n, ARCH_CTX * ARCH_CHUNKS);
         cp.n_ctx = ARCH_CTX;
         cp.n_threads = 2;

@@ -111,8 +111,8 @@ static void check_one(const ref_case *rc, const char *ref_path) {
     toks = (infer_token *)malloc(sizeof(infer_token) * (size_t)(np + ng + 8));
     ours = (infer_token *)malloc(sizeof(infer_token) * (size_t)(np + 64));
     special = tu_json_get(ref, "parse_special");
-    n = infer_tokenize(m, prompt->str, strlen(prompt->str), ours, np + 64, infer_model_add_bos(m),
-                       special && special->kind == TU_BOOL && special->num != 0);
+    if (infer_tokenize(m, prompt->str, strlen(prompt->str), ours, np + 64, infer_model_add_bos(m),
+                       special && special->kind == TU_BOOL && special->num != 0, &n, NULL) != INFER_OK) n = -1;
     cr_assert_eq(n, np, "%s: prompt is %d tokens, llama.cpp has %d", ref_path, n, np);
     for (i = 0; i < np; i++) {
         toks[i] = (infer_token)ptoks->items[i].num;

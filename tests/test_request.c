@@ -71,7 +71,7 @@ static infer_sampler_params greedy(void) {
 static void generate_text(infer_model *m, const char *prompt, int n_predict, sink *out) {
     infer_context *c = ctx(m, 0, 1, INFER_FULL_POLICY_STOP, 1);
     infer_sampler_params sp = greedy();
-    infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m));
+    infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m), NULL);
     infer_error err;
     memset(out, 0, sizeof *out);
     cr_assert_eq(infer_generate(c, s, prompt, n_predict, on_piece, out, &err), INFER_OK, "%s", err.msg);
@@ -564,7 +564,8 @@ Test(request, freeing_a_worker_with_running_requests) {
 
 /* [BOS] + tokens of text, as a request feeds them; returns the count */
 static int full_tokens(const infer_model *m, const char *text, infer_token *out, int max) {
-    int n = infer_tokenize(m, text, strlen(text), out, max, infer_model_add_bos(m), 1);
+    int n;
+    if (infer_tokenize(m, text, strlen(text), out, max, infer_model_add_bos(m), 1, &n, NULL) != INFER_OK) n = -1;
     cr_assert(n > 0 && n <= max, "tokenizing gave %d", n);
     return n;
 }
@@ -730,7 +731,7 @@ Test(request, prompt_reuse_in_parallel_sequences) {
         second[i] = (char *)malloc(strlen(openings[i]) + strlen(t) + 16);
         sprintf(second[i], "%s%s Then", openings[i], t);
         free(t);
-        n = infer_tokenize(m, second[i], strlen(second[i]), toks, 512, 0, 1);
+        if (infer_tokenize(m, second[i], strlen(second[i]), toks, 512, 0, 1, &n, NULL) != INFER_OK) n = -1;
         cr_assert(n > 0);
         p.prompt_tokens = toks, p.n_prompt_tokens = n, p.n_past = 0;
         r[3 + i] = infer_worker_start(w, c, &p, &err);
@@ -805,7 +806,7 @@ Test(request, context_full_stops_or_shifts) {
     {
         infer_context *c = ctx(m, 8, 1, INFER_FULL_POLICY_STOP, 1);
         infer_sampler_params sp = greedy();
-        infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m));
+        infer_sampler *s = infer_sampler_new(&sp, infer_model_n_vocab(m), NULL);
         sink out;
         memset(&out, 0, sizeof out);
         cr_assert_eq(infer_generate(c, s, "Once", 20, on_piece, &out, &err), INFER_ERR_CONTEXT_FULL);

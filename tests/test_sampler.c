@@ -49,7 +49,7 @@ static infer_sampler_params plain(float temp, uint64_t seed) {
 }
 
 static infer_sampler *make(const infer_sampler_params *p, int n_vocab) {
-    infer_sampler *s = infer_sampler_new(p, n_vocab);
+    infer_sampler *s = infer_sampler_new(p, n_vocab, NULL);
     cr_assert_not_null(s, "infer_sampler_new failed");
     return s;
 }
@@ -91,7 +91,13 @@ Test(sampler, greedy_with_negative_logits_and_single_token) {
     cr_assert_eq(infer_sampler_sample(s1, one), 0);
     cr_assert_eq(infer_sampler_sample(s1, one), 0);
     infer_sampler_free(s1);
-    cr_assert_null(infer_sampler_new(&p, 0), "a sampler over 0 tokens was created");
+    cr_assert_null(infer_sampler_new(&p, 0, NULL), "a sampler over 0 tokens was created");
+    {
+        infer_error err;
+        cr_assert_null(infer_sampler_new(&p, 0, &err));
+        cr_assert_eq(err.code, INFER_ERR_ARG, "a sampler over 0 tokens is a bad argument: %s", err.msg);
+        cr_assert_eq(infer_sampler_set_logit_bias(NULL, NULL, NULL, 0, &err), INFER_ERR_ARG);
+    }
 }
 
 Test(sampler, top_k_1_is_argmax_at_any_temperature) {
@@ -418,13 +424,13 @@ Test(sampler, bias_banning_every_token_draws_nothing) {
         infer_sampler_params p = round ? plain(1.0f, 3) : infer_sampler_default_params();
         infer_sampler *s;
         if (!round) p.temperature = 0;
-        s = infer_sampler_new(&p, N);
-        cr_assert_eq(infer_sampler_set_logit_bias(s, ids, bias, N), INFER_OK);
+        s = infer_sampler_new(&p, N, NULL);
+        cr_assert_eq(infer_sampler_set_logit_bias(s, ids, bias, N, NULL), INFER_OK);
         cr_assert_eq(infer_sampler_sample(s, l), -1, "a token drawn with every token banned (%s)",
                      round ? "temperature 1" : "greedy");
         /* one left unbanned is the only choice */
         bias[N - 5] = 0;
-        cr_assert_eq(infer_sampler_set_logit_bias(s, ids, bias, N), INFER_OK);
+        cr_assert_eq(infer_sampler_set_logit_bias(s, ids, bias, N, NULL), INFER_OK);
         for (i = 0; i < 20; i++) cr_assert_eq(infer_sampler_sample(s, l), N - 5);
         bias[N - 5] = -INFINITY;
         infer_sampler_free(s);

@@ -48,7 +48,7 @@ static double rel_diff(const float *a, const float *b, int n) {
 }
 
 static void tokens_of(const infer_model *m, const char *text, infer_token *out, int *n) {
-    *n = infer_tokenize(m, text, strlen(text), out, 256, infer_model_add_bos(m), 0);
+    cr_assert_eq(infer_tokenize(m, text, strlen(text), out, 256, infer_model_add_bos(m), 0, n, NULL), INFER_OK);
     cr_assert(*n > 2 && *n <= 256);
 }
 
@@ -418,7 +418,7 @@ static void *generate_job(void *arg) {
     p.n_ctx = 128, p.n_threads = 2;
     c = infer_context_new(j->m, &p, NULL);
     if (!c) return NULL;
-    n = infer_tokenize(j->m, j->prompt, strlen(j->prompt), a, 256, 1, 0);
+    if (infer_tokenize(j->m, j->prompt, strlen(j->prompt), a, 256, 1, 0, &n, NULL) != INFER_OK) n = -1;
     j->ok = infer_decode(c, a, n, 0, NULL) == INFER_OK;
     for (i = 0; i < 32 && j->ok; i++) {
         j->out[i] = argmax(infer_context_logits(c, -1), nv);
@@ -546,7 +546,7 @@ Test(sequence, beam_search) {
     float score;
     double g_sum;
     infer_error err;
-    np = infer_tokenize(m, prompt, strlen(prompt), pt, 256, infer_model_add_bos(m), 1);
+    if (infer_tokenize(m, prompt, strlen(prompt), pt, 256, infer_model_add_bos(m), 1, &np, NULL) != INFER_OK) np = -1;
     cr_assert_eq(infer_decode(c, pt, np, 0, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < 16; i++) {
         greedy[i] = argmax(infer_context_logits(c, -1), nv);

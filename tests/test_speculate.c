@@ -80,7 +80,7 @@ Test(speculate, acceptance_rule_keeps_the_distribution) {
     infer_sampler *s;
     int counts[V] = {0}, accepted = 0, i, x = 1;
     sp.temperature = 1, sp.top_k = 0, sp.top_p = 1, sp.min_p = 0, sp.seed = 1234;
-    s = infer_sampler_new(&sp, V);
+    s = infer_sampler_new(&sp, V, NULL);
     cr_assert(s);
     for (i = 0; i < V; i++) sum += p[i] = expf(logits[i]);
     for (i = 0; i < V; i++) p[i] /= sum;

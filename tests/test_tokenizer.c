@@ -29,11 +29,12 @@ static infer_model *load_vocab(const char *rel) {
 
 /* Tokenizes into a malloc'd array; *n gets the count. */
 static infer_token *tokenize(const infer_model *m, const char *s, size_t len, int add_bos, int special, int *n) {
-    int need = infer_tokenize(m, s, len, NULL, 0, add_bos, special);
+    int need, got;
     infer_token *t;
-    cr_assert_geq(need, 0, "tokenize failed");
+    cr_assert_eq(infer_tokenize(m, s, len, NULL, 0, add_bos, special, &need, NULL), INFER_OK, "tokenize failed");
     t = (infer_token *)malloc(sizeof *t * (size_t)(need + 1));
-    cr_assert_eq(infer_tokenize(m, s, len, t, need, add_bos, special), need);
+    cr_assert_eq(infer_tokenize(m, s, len, t, need, add_bos, special, &got, NULL), INFER_OK);
+    cr_assert_eq(got, need);
     *n = need;
     return t;
 }
@@ -194,11 +195,19 @@ Test(tokenizer, returns_needed_count_and_writes_only_max) {
     SKIP_WITHOUT_SHARED();
     m = load_vocab("tokenizer/ggml-vocab-gpt-2.gguf");
     for (i = 0; i < 8; i++) buf[i] = -7;
-    n = infer_tokenize(m, "Hello world, this is a test of the tokenizer.", 45, buf, 3, 0, 0);
-    cr_assert_gt(n, 3);
+    cr_assert_eq(infer_tokenize(m, "Hello world, this is a test of the tokenizer.", 45, buf, 3, 0, 0, &n, NULL), INFER_OK);
+    cr_assert_gt(n, 3, "*n_tokens is the count the text needs, more than max");
     for (i = 3; i < 8; i++) cr_assert_eq(buf[i], -7, "wrote past max at %d", i);
-    cr_assert_eq(infer_tokenize(m, "", 0, buf, 8, 0, 0), 0);
-    cr_assert_eq(infer_tokenize(m, NULL, 5, buf, 8, 0, 0), -1);
+    cr_assert_eq(infer_tokenize(m, "", 0, buf, 8, 0, 0, &n, NULL), INFER_OK);
+    cr_assert_eq(n, 0);
+    {
+        infer_error e;
+        n = 99;
+        cr_assert_eq(infer_tokenize(m, NULL, 5, buf, 8, 0, 0, &n, &e), INFER_ERR_ARG);
+        cr_assert_eq(e.code, INFER_ERR_ARG);
+        cr_assert_eq(n, 0, "a failed tokenize says 0 tokens");
+        cr_assert(strstr(e.msg, "tokenize") != NULL, "the message names the call: %s", e.msg);
+    }
     cr_assert_eq(infer_token_to_piece(m, -1, (char *)buf, 8), -1);
     cr_assert_eq(infer_token_to_piece(m, infer_model_n_vocab(m), (char *)buf, 8), -1);
     infer_model_free(m);
@@ -524,7 +533,7 @@ Test(tokenizer_bad, odd_but_loadable) {
     m = load_mem(&b, &err, &mem);
     cr_assert_not_null(m, "%s", err.msg);
     cr_assert_eq(infer_model_bos(m), 1);
-    n = infer_tokenize(m, "a\xff\xfe b\xc3", 7, out, 64, 1, 1);
+    if (infer_tokenize(m, "a\xff\xfe b\xc3", 7, out, 64, 1, 1, &n, NULL) != INFER_OK) n = -1;
     cr_assert_gt(n, 0);
     infer_model_free(m);
     free(mem);
@@ -535,7 +544,7 @@ Test(tokenizer_bad, odd_but_loadable) {
     g_kv_strs(&b, "tokenizer.ggml.merges", merges, 2);
     m = load_mem(&b, &err, &mem);
     cr_assert_not_null(m, "%s", err.msg);
-    n = infer_tokenize(m, "ab a\xff b\xc3", 8, out, 64, 0, 1);
+    if (infer_tokenize(m, "ab a\xff b\xc3", 8, out, 64, 0, 1, &n, NULL) != INFER_OK) n = -1;
     cr_assert_geq(n, 0);
     for (n = 0; n < 7; n++) {
         char piece[64];
@@ -564,7 +573,7 @@ Test(tokenizer, long_runs_are_fast) {
             double t0 = now_s(), dt;
             int n;
             memset(text, fill[f], len);
-            n = infer_tokenize(m, text, len, NULL, 0, 0, 0);
+            if (infer_tokenize(m, text, len, NULL, 0, 0, 0, &n, NULL) != INFER_OK) n = -1;
             dt = now_s() - t0;
             cr_assert_gt(n, 0);
             cr_assert_lt(dt, 10.0, "%s: %zu x '%c' took %.1f s", vocabs[v], len, fill[f], dt);
@@ -600,9 +609,10 @@ Test(tokenizer, every_pre_tokenizer_name) {
         g_kv_strs(&b, "tokenizer.ggml.merges", merges, 2);
         m = load_mem(&b, &err, &mem);
         cr_assert_not_null(m, "pre-tokenizer %s: %s", names[i], err.msg);
-        n = infer_tokenize(m, text, strlen(text), out, 256, 0, 1);
+        if (infer_tokenize(m, text, strlen(text), out, 256, 0, 1, &n, NULL) != INFER_OK) n = -1;
         cr_assert_gt(n, 0, "pre-tokenizer %s", names[i]);
-        cr_assert_eq(infer_tokenize(m, " ab", 3, out, 256, 0, 0), 1, "pre-tokenizer %s: \" ab\" is one token", names[i]);
+        cr_assert_eq(infer_tokenize(m, " ab", 3, out, 256, 0, 0, &n, NULL), INFER_OK);
+        cr_assert_eq(n, 1, "pre-tokenizer %s: \" ab\" is one token", names[i]);
         cr_assert_eq(out[0], 4);
         infer_model_free(m);
         free(mem);
@@ -637,7 +647,7 @@ Test(tokenizer, gpt4o_split) {
         g_kv_strs(&b, "tokenizer.ggml.merges", merges, 7);
         m = load_mem(&b, &err, &mem);
         cr_assert_not_null(m, "%s", err.msg);
-        n = infer_tokenize(m, cases[c].text, strlen(cases[c].text), out, 32, 0, 0);
+        if (infer_tokenize(m, cases[c].text, strlen(cases[c].text), out, 32, 0, 0, &n, NULL) != INFER_OK) n = -1;
         cr_assert_eq(n, cases[c].n, "%s \"%s\": %d tokens, want %d", cases[c].pre, cases[c].text, n, cases[c].n);
         for (i = 0; i < n; i++)
             cr_assert_eq(out[i], cases[c].want[i], "%s \"%s\": token %d is %d, want %d", cases[c].pre, cases[c].text, i,
@@ -665,7 +675,7 @@ Test(tokenizer, special_tokens_longest_first) {
     g_kv_bool(&b, "tokenizer.ggml.add_space_prefix", 0);
     m = load_mem(&b, &err, &mem);
     cr_assert_not_null(m, "%s", err.msg);
-    n = infer_tokenize(m, "abcdxab", 7, out, 16, 0, 1);
+    if (infer_tokenize(m, "abcdxab", 7, out, 16, 0, 1, &n, NULL) != INFER_OK) n = -1;
     cr_assert_eq(n, 4, "%d tokens", n);
     cr_expect(out[0] == 3 && out[1] == 8 && out[2] == 9 && out[3] == 7, "got %d %d %d %d", out[0], out[1], out[2], out[3]);
     infer_model_free(m);
@@ -817,7 +827,7 @@ Test(tokenizer_gemma3, many_special_tokens_stay_fast) {
     int n;
     for (i = 0; i < len; i++) text[i] = pat[i % (sizeof pat - 1)];
     t0 = now_s();
-    n = infer_tokenize(m, text, len, NULL, 0, 1, 1);
+    if (infer_tokenize(m, text, len, NULL, 0, 1, 1, &n, NULL) != INFER_OK) n = -1;
     dt = now_s() - t0;
     cr_assert_gt(n, 0);
     cr_expect_lt(dt, 5.0, "256 KB with special tokens took %.1f s", dt);

@@ -57,7 +57,7 @@ static void parse(const tc_case *c, int step, unsigned seed, tc_out *o) {
     while (at < n) {
         size_t k = step == 0 ? n : step == 1 ? 1 : 1 + (size_t)rand() % (size_t)step;
         if (k > n - at) k = n - at;
-        cr_assert_eq(infer_output_parser_push(p, c->text + at, k, &d, &err), 0, "%s", err.msg);
+        cr_assert_eq(infer_output_parser_push(p, c->text + at, k, &d, &err), INFER_OK, "%s", err.msg);
         at += k;
         cr_assert_eq(strlen(d.content), d.content_len);
         if (c->n_malformed == 0) no_marker(c->fmt, d.content, c->text);
@@ -72,8 +72,8 @@ static void parse(const tc_case *c, int step, unsigned seed, tc_out *o) {
             seen++;
         }
     }
-    cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), 0, "%s", err.msg);
-    cr_assert_eq(infer_output_parser_push(p, "x", 1, NULL, &err), -1, "push after finish");
+    cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_output_parser_push(p, "x", 1, NULL, &err), INFER_ERR_ARG, "push after finish");
     cr_assert_eq(infer_output_parser_in_call(p), 0);
     cat(dc, sizeof dc, d.content, d.content_len);
     cat(dr, sizeof dr, d.reasoning, d.reasoning_len);
@@ -293,17 +293,17 @@ Test(toolcall, in_call) {
     infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_HERMES, 0, &err);
     infer_output_delta d;
     infer_output_result r;
-    cr_assert_eq(infer_output_parser_push(p, "Hi <tool", 8, &d, &err), 0);
+    cr_assert_eq(infer_output_parser_push(p, "Hi <tool", 8, &d, &err), INFER_OK);
     cr_assert_str_eq(d.content, "Hi");
     cr_assert_eq(infer_output_parser_in_call(p), 0);
-    cr_assert_eq(infer_output_parser_push(p, "_call>{\"na", 10, &d, &err), 0);
+    cr_assert_eq(infer_output_parser_push(p, "_call>{\"na", 10, &d, &err), INFER_OK);
     cr_assert_eq(d.content_len, 0);
     cr_assert_eq(infer_output_parser_in_call(p), 1);
-    cr_assert_eq(infer_output_parser_push(p, "me\": \"f\"}</tool_call>", 21, &d, &err), 0);
+    cr_assert_eq(infer_output_parser_push(p, "me\": \"f\"}</tool_call>", 21, &d, &err), INFER_OK);
     cr_assert_eq(infer_output_parser_in_call(p), 0);
     cr_assert_eq(d.n_calls, 1);
     cr_assert_str_eq(d.calls[0].name, "f");
-    cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), 0);
+    cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK);
     cr_assert_eq(r.n_calls, 1);
     infer_output_parser_free(p);
     cr_assert_null(infer_output_parser_new((infer_tool_format)99, 0, &err));
@@ -325,15 +325,15 @@ Test(toolcall, partial_markers_held) {
                 infer_output_delta d;
                 infer_output_result r;
                 char text[64];
-                cr_assert_eq(infer_output_parser_push(p, "ok ", 3, &d, &err), 0);
+                cr_assert_eq(infer_output_parser_push(p, "ok ", 3, &d, &err), INFER_OK);
                 cr_assert_str_eq(d.content, "ok");
-                cr_assert_eq(infer_output_parser_push(p, *t, k, &d, &err), 0);
+                cr_assert_eq(infer_output_parser_push(p, *t, k, &d, &err), INFER_OK);
                 cr_assert_eq(d.content_len, 0, "%s: %.*s given out: [%s]", infer_tool_format_name((infer_tool_format)f),
                              (int)k, *t, d.content);
-                cr_assert_eq(infer_output_parser_push(p, "\x01", 1, &d, &err), 0);
+                cr_assert_eq(infer_output_parser_push(p, "\x01", 1, &d, &err), INFER_OK);
                 snprintf(text, sizeof text, " %.*s\x01", (int)k, *t);
                 cr_assert_str_eq(d.content, text);
-                cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), 0);
+                cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK);
                 cr_assert_eq(r.n_calls, 0);
                 infer_output_parser_free(p);
             }

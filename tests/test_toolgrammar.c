@@ -48,8 +48,8 @@ static void parses_as(infer_tool_format f, const char *text, int n, const char *
     infer_output_parser *p = infer_output_parser_new(f, INFER_REASONING_NONE, &err);
     int i;
     cr_assert_not_null(p);
-    cr_assert_eq(infer_output_parser_push(p, text, strlen(text), NULL, &err), 0);
-    cr_assert_eq(infer_output_parser_finish(p, NULL, &res, &err), 0);
+    cr_assert_eq(infer_output_parser_push(p, text, strlen(text), NULL, &err), INFER_OK);
+    cr_assert_eq(infer_output_parser_finish(p, NULL, &res, &err), INFER_OK);
     cr_expect_eq(res.n_calls, n, "%s: %d calls in %s", infer_tool_format_name(f), res.n_calls, text);
     cr_expect_eq(res.n_malformed, 0, "%s: malformed %s", infer_tool_format_name(f), text);
     cr_expect_str_empty(res.content, "%s: content '%s'", infer_tool_format_name(f), res.content);
@@ -240,8 +240,8 @@ Test(toolgrammar, forced_calls_from_the_shared_models_are_valid) {
         cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s: %s", models[i], err.msg);
         infer_request_text(r, 0, text, sizeof text);
         parser = infer_output_parser_new(INFER_TOOL_FORMAT_GENERIC, INFER_REASONING_NONE, &err);
-        cr_assert(parser && infer_output_parser_push(parser, text, strlen(text), NULL, &err) == 0 &&
-                  infer_output_parser_finish(parser, NULL, &res, &err) == 0);
+        cr_assert(parser && infer_output_parser_push(parser, text, strlen(text), NULL, &err) == INFER_OK &&
+                  infer_output_parser_finish(parser, NULL, &res, &err) == INFER_OK);
         cr_expect(res.n_calls == 1 && res.n_malformed == 0 && !strcmp(res.calls[0].name, "set_mode") &&
                       (strstr(res.calls[0].arguments, "\"mode\":\"calm\"") ||
                        strstr(res.calls[0].arguments, "\"mode\":\"alert\"") ||

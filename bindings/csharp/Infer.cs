@@ -527,13 +527,17 @@ namespace Infer
             {
                 int bos = (addBos.HasValue ? addBos.Value : Native.infer_model_add_bos(l.Ptr) != 0) ? 1 : 0;
                 var toks = new int[b.Length + 2];
-                int n = Native.infer_tokenize(l.Ptr, b, (UIntPtr)(ulong)b.Length, toks, toks.Length, bos, parseSpecial ? 1 : 0);
-                if (n > toks.Length)
+                Native.ErrorNative e;
+                int n;
+                int st = Native.infer_tokenize(l.Ptr, b, (UIntPtr)(ulong)b.Length, toks, toks.Length, bos, parseSpecial ? 1 : 0,
+                                               out n, out e);
+                if (st == 0 && n > toks.Length)
                 {
                     toks = new int[n];
-                    n = Native.infer_tokenize(l.Ptr, b, (UIntPtr)(ulong)b.Length, toks, toks.Length, bos, parseSpecial ? 1 : 0);
+                    st = Native.infer_tokenize(l.Ptr, b, (UIntPtr)(ulong)b.Length, toks, toks.Length, bos, parseSpecial ? 1 : 0,
+                                               out n, out e);
                 }
-                if (n < 0) throw new InferException(Status.Argument, "infer_tokenize failed");
+                if (st != 0) throw e.ToException();
                 Array.Resize(ref toks, n);
                 return toks;
             }
@@ -978,8 +982,9 @@ namespace Infer
         {
             InferLibrary.EnsureCompatible();
             Handle = new SamplerHandle();
-            IntPtr s = Native.infer_sampler_new(ref p, nVocab);
-            if (s == IntPtr.Zero) throw new InferException(Status.NoMemory, "out of memory for a sampler");
+            Native.ErrorNative e;
+            IntPtr s = Native.infer_sampler_new(ref p, nVocab, out e);
+            if (s == IntPtr.Zero) throw e.ToException();
             Handle.Attach(s);
         }
 
@@ -1013,8 +1018,9 @@ namespace Infer
         {
             if (ids.Length != bias.Length) throw new ArgumentException("ids and bias differ in length");
             int st;
-            using (var l = Handle.Lease()) st = Native.infer_sampler_set_logit_bias(l.Ptr, ids, bias, ids.Length);
-            if (st != 0) throw new InferException((Status)st, "out of memory for the logit bias");
+            Native.ErrorNative e;
+            using (var l = Handle.Lease()) st = Native.infer_sampler_set_logit_bias(l.Ptr, ids, bias, ids.Length, out e);
+            if (st != 0) throw e.ToException();
         }
 
         /// <summary>A JSON schema as GBNF (infer_json_schema_to_grammar).</summary>
@@ -1695,7 +1701,8 @@ namespace Infer
         [DllImport(Lib, CallingConvention = CC)] public static extern int infer_model_describe(IntPtr m, byte[] buf, UIntPtr size);
 
         [DllImport(Lib, CallingConvention = CC)]
-        public static extern int infer_tokenize(IntPtr m, byte[] text, UIntPtr len, [Out] int[] outTokens, int max, int addBos, int parseSpecial);
+        public static extern int infer_tokenize(IntPtr m, byte[] text, UIntPtr len, [Out] int[] outTokens, int max, int addBos, int parseSpecial,
+                                                out int nTokens, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]
         public static extern int infer_token_to_piece(IntPtr m, int t, [Out] byte[] buf, int size);
 
@@ -1731,7 +1738,7 @@ namespace Infer
         [DllImport(Lib, CallingConvention = CC)]
         public static extern int infer_generate(IntPtr c, IntPtr s, byte[] prompt, int nPredict, IntPtr onPiece, IntPtr user, out ErrorNative err);
 
-        [DllImport(Lib, CallingConvention = CC)] public static extern IntPtr infer_sampler_new(ref SamplerParams p, int nVocab);
+        [DllImport(Lib, CallingConvention = CC)] public static extern IntPtr infer_sampler_new(ref SamplerParams p, int nVocab, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)] public static extern void infer_sampler_free(IntPtr s);
         [DllImport(Lib, CallingConvention = CC)] public static extern void infer_sampler_accept(IntPtr s, int t);
         [DllImport(Lib, CallingConvention = CC)] public static extern void infer_sampler_reset(IntPtr s);
@@ -1739,7 +1746,7 @@ namespace Infer
         [DllImport(Lib, CallingConvention = CC, EntryPoint = "infer_sampler_sample")]
         public static extern int infer_sampler_sample_array(IntPtr s, float[] logits);
         [DllImport(Lib, CallingConvention = CC)]
-        public static extern int infer_sampler_set_logit_bias(IntPtr s, int[] ids, float[] bias, int n);
+        public static extern int infer_sampler_set_logit_bias(IntPtr s, int[] ids, float[] bias, int n, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]
         public static extern int infer_sampler_set_grammar(IntPtr s, IntPtr m, byte[] gbnf, byte[] root, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]

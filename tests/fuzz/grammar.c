@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     sp.temperature = 0.8f;
     sp.seed = seed;
-    s = infer_sampler_new(&sp, infer_model_n_vocab(vocab));
+    s = infer_sampler_new(&sp, infer_model_n_vocab(vocab), NULL);
     if (infer_sampler_set_grammar(s, vocab, text, NULL, &err) == INFER_OK) {
         walk(s, seed);
         infer_sampler_reset(s);

@@ -10,7 +10,8 @@ static void use_vocab(const infer_model *m) {
     static const char text[] = "Hello world, <s> caf\xc3\xa9!\n";
     infer_token toks[64];
     char piece[64];
-    int i, n = infer_tokenize(m, text, sizeof text - 1, toks, 64, 1, 1);
+    int i, n = 0;
+    infer_tokenize(m, text, sizeof text - 1, toks, 64, 1, 1, &n, NULL);
     for (i = 0; i < n && i < 64; i++) infer_token_to_piece(m, toks[i], piece, sizeof piece);
 }
 

@@ -54,11 +54,11 @@ static void run(fuzz_tc *o, infer_tool_format f, infer_reasoning reasoning, cons
             seed = seed * 1664525u + 1013904223u;
             if (k > 1 + (seed >> 24) % 8) k = 1 + (seed >> 24) % 8;
         }
-        FUZZ_CHECK(infer_output_parser_push(o->p, (const char *)text + at, k, &d, &err) == 0, "push: %s", err.msg);
+        FUZZ_CHECK(infer_output_parser_push(o->p, (const char *)text + at, k, &d, &err) == INFER_OK, "push: %s", err.msg);
         take(o, &d);
         at += k;
     }
-    FUZZ_CHECK(infer_output_parser_finish(o->p, &d, &o->r, &err) == 0, "finish: %s", err.msg);
+    FUZZ_CHECK(infer_output_parser_finish(o->p, &d, &o->r, &err) == INFER_OK, "finish: %s", err.msg);
     take(o, &d);
     FUZZ_CHECK(o->nc == o->r.content_len && !memcmp(o->content, o->r.content, o->nc),
                "content deltas differ from the result");

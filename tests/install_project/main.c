@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     }
     c = infer_context_new(m, NULL, &err);
     sp.temperature = 0;
-    s = c ? infer_sampler_new(&sp, infer_model_n_vocab(m)) : NULL;
+    s = c ? infer_sampler_new(&sp, infer_model_n_vocab(m), NULL) : NULL;
     st = s ? infer_generate(c, s, "Once upon a time", 8, print, NULL, &err) : INFER_ERR_NOMEM;
     printf("\n");
     infer_sampler_free(s);

@@ -416,14 +416,17 @@ class Model:
         if add_bos is None:
             add_bos = self.add_bos
         size = len(data) + 8
+        err = Error()
+        n = ctypes.c_int()
         while True:
             out = (c_token * size)()
-            n = self._lib.infer_tokenize(h, data, len(data), out, size, int(bool(add_bos)), int(bool(special)))
-            if n < 0:
-                raise InferError("the text could not be tokenized", Status.ARG)
-            if n <= size:
-                return list(out[:n])
-            size = n
+            st = self._lib.infer_tokenize(h, data, len(data), out, size, int(bool(add_bos)), int(bool(special)),
+                                          ctypes.byref(n), ctypes.byref(err))
+            if st != 0:
+                raise InferError._from(err)
+            if n.value <= size:
+                return list(out[:n.value])
+            size = n.value
 
     def token_bytes(self, token):
         """The bytes of one token's text (infer_token_to_piece)."""
@@ -654,10 +657,10 @@ class Context:
             gbnf = _grammar_text(grammar, json_schema)
             sp = _sampler_params(lib, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed)
             mh = self._model._handle  # alive while this context is (even after Model.close())
-            sampler = lib.infer_sampler_new(ctypes.byref(sp), lib.infer_model_n_vocab(mh))
-            if not sampler:
-                raise InferError("infer_sampler_new failed", Status.NOMEM)
             err = Error()
+            sampler = lib.infer_sampler_new(ctypes.byref(sp), lib.infer_model_n_vocab(mh), ctypes.byref(err))
+            if not sampler:
+                raise InferError._from(err)
             if gbnf is not None:
                 st = lib.infer_sampler_set_grammar(sampler, mh, _b(gbnf), None, ctypes.byref(err))
                 if st != Status.OK:

@@ -188,7 +188,7 @@ PROTOTYPES = {
     "infer_device_from_name": (_int, [_cp]),
     "infer_model_chat_template_text": (_vp, [_vp, _cp, _sz, _cp, _sz]),
     # tokenizer
-    "infer_tokenize": (_int, [_vp, _cp, _sz, _p(c_token), _int, _int, _int]),
+    "infer_tokenize": (c_enum, [_vp, _cp, _sz, _p(c_token), _int, _int, _int, _p(_int), _p(Error)]),
     "infer_token_to_piece": (_int, [_vp, c_token, _cp, _int]),
     # context
     "infer_context_params_init": (None, [_p(ContextParams)]),
@@ -205,7 +205,7 @@ PROTOTYPES = {
     "infer_context_prompt_tokens": (_p(c_token), [_vp, _p(_int)]),
     # sampling and generation
     "infer_sampler_params_init": (None, [_p(SamplerParams)]),
-    "infer_sampler_new": (_vp, [_p(SamplerParams), _int]),
+    "infer_sampler_new": (_vp, [_p(SamplerParams), _int, _p(Error)]),
     "infer_sampler_free": (None, [_vp]),
     "infer_sampler_set_grammar": (c_enum, [_vp, _vp, _cp, _cp, _p(Error)]),
     "infer_json_schema_to_grammar": (_int, [_cp, _cp, _sz, _p(Error)]),
