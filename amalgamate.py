@@ -66,7 +66,7 @@ PARTS = [
     "toolcall.c",
     "toolgrammar.c",
     "sampler.c",
-    "generate.c",
+    "metrics.c",
     "beam.c",
     "speculate.c",
     "request.c",

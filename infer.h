@@ -15911,7 +15911,7 @@ struct infer_context {
     infer_token *btok;
     int8_t *flags;      /* stb_ds array: infer_decode's all-logits flags */
     size_t bytes;       /* memory this context holds */
-    /* generate.c's bookkeeping */
+    /* metrics.c's record, kept by infer_generate (request.c) */
     infer_metrics metrics;
     infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
 };
@@ -27017,9 +27017,8 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
     return k;
 }
 
-/* ==== src/generate.c ==== */
-/* generate.c - infer_generate (the prompt, then one token at a time: a
-   request of request.c run to its end) and the metrics it records. */
+/* ==== src/metrics.c ==== */
+/* metrics.c - what a context records: its timings, its memory and the tokens of its last generation. */
 
 INFERDEF void infer_context_reset_metrics(infer_context *c) { memset(&c->metrics, 0, sizeof c->metrics); }
 
@@ -27055,20 +27054,6 @@ INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, 
 INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n) {
     if (n) *n = (int)stbds_arrlen(c->gen_tokens);
     return c->gen_tokens;
-}
-
-/* request.c: a request on sequence 0 with the caller's sampler, stepped to
-   its end on this thread, text streamed through on_piece. */
-static infer_status infer__generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
-                                    infer_piece_fn on_piece, void *user, infer_error *err);
-
-INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
-                                     infer_piece_fn on_piece, void *user, infer_error *err) {
-    if (!c || !s) {
-        infer__set_error(err, INFER_ERR_ARG, "infer_generate needs a context and a sampler");
-        return INFER_ERR_ARG;
-    }
-    return infer__generate(c, s, prompt, n_predict, on_piece, user, err);
 }
 
 /* ==== src/beam.c ==== */
@@ -29082,6 +29067,15 @@ static infer_status infer__generate(infer_context *c, infer_sampler *smp, const 
     infer__cond_destroy(&s.cv);
     infer__mutex_destroy(&s.mu);
     return st;
+}
+
+INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
+                                     infer_piece_fn on_piece, void *user, infer_error *err) {
+    if (!c || !s) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_generate needs a context and a sampler");
+        return INFER_ERR_ARG;
+    }
+    return infer__generate(c, s, prompt, n_predict, on_piece, user, err);
 }
 
 /* ==== src/perplexity.c ==== */

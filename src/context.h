@@ -198,7 +198,7 @@ struct infer_context {
     infer_token *btok;
     int8_t *flags;      /* stb_ds array: infer_decode's all-logits flags */
     size_t bytes;       /* memory this context holds */
-    /* generate.c's bookkeeping */
+    /* metrics.c's record, kept by infer_generate (request.c) */
     infer_metrics metrics;
     infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
 };
