@@ -60,6 +60,7 @@ PARTS = [
     "attention.c",
     "context.c",
     "product.c",
+    "rope.c",
     "forward.c",
     "decode.c",
     "sequence.c",

@@ -15952,7 +15952,7 @@ static void infer__moe_product(const infer_context *c, const infer__product *p, 
    it (then no sequence has advanced). */
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
                           float *hidden);
-/* RoPE (forward.c): cos and sin of position pos's angles; rotating one
+/* RoPE (rope.c): cos and sin of position pos's angles; rotating one
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused);
@@ -16914,29 +16914,8 @@ static void infer__moe_product(const infer_context *c, const infer__product *p, 
     }
 }
 
-/* ==== src/forward.c ==== */
-/* forward.c - the CPU's forward pass over a batch of tokens, as a list of named steps:
-   infer__embed; per layer infer__norm_rows (attn_norm), the q/k/v product,
-   infer__qk_prepare, infer__kv_store_rows, infer__attention, the output
-   product, infer__residual, infer__norm_rows (ffn_norm), infer__ffn or
-   infer__moe_ffn, infer__residual; then infer__output. infer_cuda.cu takes
-   the same steps under the same names (without infer__). An optional part
-   of a step runs where the model description has its weights or value,
-   never by family name.
-   The pass is one task of the thread pool: every worker runs every step on
-   its share (tokens, a product's rows, attention's work items, experts'
-   rows), and the workers meet at a barrier where a step reads what others
-   wrote. The numerics follow llama.cpp's CPU path where it matters for
-   matching it: sums of squares in double, RoPE angles stepped by
-   multiplication, GELU through an F16 table. */
-
-/* ---- the building blocks ------------------------------------------------ */
-
-static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, const float *w, int n, float eps) {
-    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
-    int i;
-    for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
-}
+/* ==== src/rope.c ==== */
+/* rope.c - RoPE: the angles of a position and the rotation of a head by them, for forward.c, sequence.c and gpu.c. */
 
 /* cos and sin of the angles of position pos, as ggml's rope computes them:
    pair i turns by theta_i = pos * base^(-2i/n_rot) / freqs[i] (stepped by
@@ -16985,6 +16964,30 @@ static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, c
             x[b] = x0 * cs[i + 1] + x1 * cs[i];
         }
     }
+}
+
+/* ==== src/forward.c ==== */
+/* forward.c - the CPU's forward pass over a batch of tokens, as a list of named steps:
+   infer__embed; per layer infer__norm_rows (attn_norm), the q/k/v product,
+   infer__qk_prepare, infer__kv_store_rows, infer__attention, the output
+   product, infer__residual, infer__norm_rows (ffn_norm), infer__ffn or
+   infer__moe_ffn, infer__residual; then infer__output. infer_cuda.cu takes
+   the same steps under the same names (without infer__). An optional part
+   of a step runs where the model description has its weights or value,
+   never by family name.
+   The pass is one task of the thread pool: every worker runs every step on
+   its share (tokens, a product's rows, attention's work items, experts'
+   rows), and the workers meet at a barrier where a step reads what others
+   wrote. The numerics follow llama.cpp's CPU path where it matters for
+   matching it: sums of squares in double, RoPE angles (rope.c) stepped by
+   multiplication, GELU through an F16 table. */
+
+/* ---- the building blocks ------------------------------------------------ */
+
+static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, const float *w, int n, float eps) {
+    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
+    int i;
+    for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
 /* x = cap * tanh(x / cap), as llama.cpp scales, takes tanh and scales back */
