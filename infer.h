@@ -6184,13 +6184,23 @@ static uint32_t infer__wide(const infer__split *s, size_t i) {
 }
 static int infer__is_nl(const infer__split *s, size_t i) { return s->c[i] == '\r' || s->c[i] == '\n'; }
 
+/* The length of the piece at pos that both custom splitters end with:
+   \s+(?!\S) (a run of spaces less the last, which goes to the next word),
+   else \s+, else one character no rule took. */
+static size_t infer__split_space_run(const infer__split *s, size_t pos, size_t e) {
+    size_t n = 0;
+    while (pos + n < e && infer__is_ws(s, pos + n)) n++;
+    if (n > 1 && pos + n < e) return n - 1;
+    return n > 0 ? n : 1;
+}
+
 /* llama.cpp's custom GPT-2 splitter:
    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
 static void infer__split_gpt2(const infer__split *s, size_t b, size_t e, size_t **out) {
     size_t pos = b;
     while (pos < e) {
         uint32_t c = s->c[pos];
-        size_t q, nws;
+        size_t q, n;
         if (c == '\'' && pos + 1 < e) {
             uint32_t c1 = s->c[pos + 1];
             if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
@@ -6227,20 +6237,9 @@ static void infer__split_gpt2(const infer__split *s, size_t b, size_t e, size_t 
             pos = q;
             continue;
         }
-        nws = 0;
-        while (pos + nws < e && infer__is_ws(s, pos + nws)) nws++;
-        if (nws > 1 && pos + nws < e) { /* \s+(?!\S): leave the last space to the next word */
-            stbds_arrput(*out, nws - 1);
-            pos += nws - 1;
-            continue;
-        }
-        if (nws > 0) {
-            stbds_arrput(*out, nws);
-            pos += nws;
-            continue;
-        }
-        stbds_arrput(*out, 1);
-        pos++;
+        n = infer__split_space_run(s, pos, e);
+        stbds_arrput(*out, n);
+        pos += n;
     }
 }
 
@@ -6252,7 +6251,7 @@ static void infer__split_llama3(const infer__split *s, size_t b, size_t e, size_
     size_t pos = b;
     while (pos < e) {
         uint32_t c = s->c[pos];
-        size_t q, nws, last_nl;
+        size_t q, n, last_nl;
         if (c == '\'' && pos + 1 < e) {
             uint32_t c1 = s->c[pos + 1];
             if (c1 < 128 && c1 >= 'A' && c1 <= 'Z') c1 += 32;
@@ -6295,28 +6294,17 @@ static void infer__split_llama3(const infer__split *s, size_t b, size_t e, size_
             pos = q;
             continue;
         }
-        nws = 0, last_nl = 0;
-        while (pos + nws < e && infer__is_ws(s, pos + nws)) {
-            if (infer__is_nl(s, pos + nws)) last_nl = pos + nws + 1;
-            nws++;
-        }
+        last_nl = 0;
+        for (q = pos; q < e && infer__is_ws(s, q); q++)
+            if (infer__is_nl(s, q)) last_nl = q + 1;
         if (last_nl > 0) {
             stbds_arrput(*out, last_nl - pos);
             pos = last_nl;
             continue;
         }
-        if (nws > 1 && pos + nws < e) {
-            stbds_arrput(*out, nws - 1);
-            pos += nws - 1;
-            continue;
-        }
-        if (nws > 0) {
-            stbds_arrput(*out, nws);
-            pos += nws;
-            continue;
-        }
-        stbds_arrput(*out, 1);
-        pos++;
+        n = infer__split_space_run(s, pos, e);
+        stbds_arrput(*out, n);
+        pos += n;
     }
 }
 
@@ -16054,7 +16042,7 @@ struct infer_context {
     infer_token *btok;
     int8_t *flags;      /* stb_ds array: infer_decode's all-logits flags */
     size_t bytes;       /* memory this context holds */
-    /* generate.c's bookkeeping */
+    /* metrics.c's record, kept by infer_generate (request.c) */
     infer_metrics metrics;
     infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
 };
@@ -16095,7 +16083,7 @@ static void infer__moe_product(const infer_context *c, const infer__product *p, 
    it (then no sequence has advanced). */
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
                           float *hidden);
-/* RoPE (forward.c): cos and sin of position pos's angles; rotating one
+/* RoPE (rope.c): cos and sin of position pos's angles; rotating one
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused);
@@ -17057,29 +17045,8 @@ static void infer__moe_product(const infer_context *c, const infer__product *p, 
     }
 }
 
-/* ==== src/forward.c ==== */
-/* forward.c - the CPU's forward pass over a batch of tokens, as a list of named steps:
-   infer__embed; per layer infer__norm_rows (attn_norm), the q/k/v product,
-   infer__qk_prepare, infer__kv_store_rows, infer__attention, the output
-   product, infer__residual, infer__norm_rows (ffn_norm), infer__ffn or
-   infer__moe_ffn, infer__residual; then infer__output. infer_cuda.cu takes
-   the same steps under the same names (without infer__). An optional part
-   of a step runs where the model description has its weights or value,
-   never by family name.
-   The pass is one task of the thread pool: every worker runs every step on
-   its share (tokens, a product's rows, attention's work items, experts'
-   rows), and the workers meet at a barrier where a step reads what others
-   wrote. The numerics follow llama.cpp's CPU path where it matters for
-   matching it: sums of squares in double, RoPE angles stepped by
-   multiplication, GELU through an F16 table. */
-
-/* ---- the building blocks ------------------------------------------------ */
-
-static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, const float *w, int n, float eps) {
-    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
-    int i;
-    for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
-}
+/* ==== src/rope.c ==== */
+/* rope.c - RoPE: the angles of a position and the rotation of a head by them, for forward.c, sequence.c and gpu.c. */
 
 /* cos and sin of the angles of position pos, as ggml's rope computes them:
    pair i turns by theta_i = pos * base^(-2i/n_rot) / freqs[i] (stepped by
@@ -17128,6 +17095,30 @@ static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, c
             x[b] = x0 * cs[i + 1] + x1 * cs[i];
         }
     }
+}
+
+/* ==== src/forward.c ==== */
+/* forward.c - the CPU's forward pass over a batch of tokens, as a list of named steps:
+   infer__embed; per layer infer__norm_rows (attn_norm), the q/k/v product,
+   infer__qk_prepare, infer__kv_store_rows, infer__attention, the output
+   product, infer__residual, infer__norm_rows (ffn_norm), infer__ffn or
+   infer__moe_ffn, infer__residual; then infer__output. infer_cuda.cu takes
+   the same steps under the same names (without infer__). An optional part
+   of a step runs where the model description has its weights or value,
+   never by family name.
+   The pass is one task of the thread pool: every worker runs every step on
+   its share (tokens, a product's rows, attention's work items, experts'
+   rows), and the workers meet at a barrier where a step reads what others
+   wrote. The numerics follow llama.cpp's CPU path where it matters for
+   matching it: sums of squares in double, RoPE angles (rope.c) stepped by
+   multiplication, GELU through an F16 table. */
+
+/* ---- the building blocks ------------------------------------------------ */
+
+static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, const float *w, int n, float eps) {
+    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
+    int i;
+    for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
 /* x = cap * tanh(x / cap), as llama.cpp scales, takes tanh and scales back */
@@ -27180,9 +27171,8 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
     return k;
 }
 
-/* ==== src/generate.c ==== */
-/* generate.c - infer_generate (the prompt, then one token at a time: a
-   request of request.c run to its end) and the metrics it records. */
+/* ==== src/metrics.c ==== */
+/* metrics.c - what a context records: its timings, its memory and the tokens of its last generation. */
 
 INFERDEF void infer_context_reset_metrics(infer_context *c) { memset(&c->metrics, 0, sizeof c->metrics); }
 
@@ -27218,20 +27208,6 @@ INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, 
 INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n) {
     if (n) *n = (int)stbds_arrlen(c->gen_tokens);
     return c->gen_tokens;
-}
-
-/* request.c: a request on sequence 0 with the caller's sampler, stepped to
-   its end on this thread, text streamed through on_piece. */
-static infer_status infer__generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
-                                    infer_piece_fn on_piece, void *user, infer_error *err);
-
-INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
-                                     infer_piece_fn on_piece, void *user, infer_error *err) {
-    if (!c || !s) {
-        infer__set_error(err, INFER_ERR_ARG, "infer_generate needs a context and a sampler");
-        return INFER_ERR_ARG;
-    }
-    return infer__generate(c, s, prompt, n_predict, on_piece, user, err);
 }
 
 /* ==== src/beam.c ==== */
@@ -29244,6 +29220,15 @@ static infer_status infer__generate(infer_context *c, infer_sampler *smp, const 
     infer__cond_destroy(&s.cv);
     infer__mutex_destroy(&s.mu);
     return st;
+}
+
+INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
+                                     infer_piece_fn on_piece, void *user, infer_error *err) {
+    if (!c || !s) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_generate needs a context and a sampler");
+        return INFER_ERR_ARG;
+    }
+    return infer__generate(c, s, prompt, n_predict, on_piece, user, err);
 }
 
 /* ==== src/perplexity.c ==== */

@@ -20,6 +20,22 @@
 #define CLI_MAYBE_UNUSED
 #endif
 
+/* 1 if a is a value-taking flag that run and chat both know, or one of
+   own[0..n_own), the command's own: the shared ones are listed once, so a
+   flag added for both cannot be missed by one. */
+static CLI_MAYBE_UNUSED int cli_known_flag(const char *a, const char *const *own, size_t n_own) {
+    static const char *const shared[] = {"-m", "--model", "-n", "-t", "--threads", "-c", "--ctx", "--temp",
+                                         "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
+                                         "--device", "--kv-type", "--stop", "--keep", "--rope-scaling",
+                                         "--rope-scale", "--lookup", "--draft", "--draft-n"};
+    size_t i;
+    for (i = 0; i < sizeof shared / sizeof shared[0]; i++)
+        if (!strcmp(a, shared[i])) return 1;
+    for (i = 0; i < n_own; i++)
+        if (!strcmp(a, own[i])) return 1;
+    return 0;
+}
+
 /* Prints "infer: " fmt (with one string argument) and a newline; returns 1. */
 static CLI_MAYBE_UNUSED int cli_fail(const char *fmt, const char *arg) {
     fprintf(stderr, "infer: ");

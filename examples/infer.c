@@ -103,15 +103,9 @@ typedef struct options {
 
 /* The options that take a value. */
 static int known_option(const char *a) {
-    static const char *const opts[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "--tokens", "-n",
-                                       "-t", "--threads", "-c", "--ctx", "--temp", "--top-k", "--top-p",
-                                       "--min-p", "--repeat-penalty", "--seed", "--device", "--kv-type",
-                                       "--stop", "--keep", "--beams", "--length-penalty", "--prompt-cache",
-                                       "--rope-scaling", "--rope-scale", "--lookup", "--draft", "--draft-n"};
-    size_t i;
-    for (i = 0; i < sizeof opts / sizeof opts[0]; i++)
-        if (!strcmp(a, opts[i])) return 1;
-    return 0;
+    static const char *const own[] = {"-p", "--prompt", "-f", "--file", "--tokens", "--beams",
+                                      "--length-penalty", "--prompt-cache"};
+    return cli_known_flag(a, own, sizeof own / sizeof own[0]);
 }
 
 /* Parses argv[2..]; returns 0 and prints the problem on a bad flag. */

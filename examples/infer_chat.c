@@ -93,12 +93,8 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
     for (i = 2; i < argc; i += 2) { /* every option but --context-shift, --jinja and --help takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
-        static const char *const opts[] = {"-m", "--model", "--system", "-n", "-t", "--threads", "-c", "--ctx",
-                                           "--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
-                                           "--device", "--kv-type", "--think", "--stop", "--keep",
-                                           "--reasoning", "--reasoning-budget", "--chat-template-file", "--lookup",
-                                           "--rope-scaling", "--rope-scale", "--draft", "--draft-n"};
-        size_t k;
+        static const char *const own[] = {"--system", "--think", "--reasoning", "--reasoning-budget",
+                                          "--chat-template-file"};
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(chat_usage, stdout);
             return 2;
@@ -115,8 +111,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
             if (!ok) return fprintf(stderr, "infer: bad value '%s' for %s\n", v, a), 0;
             continue;
         }
-        for (k = 0; k < sizeof opts / sizeof opts[0] && strcmp(a, opts[k]); k++) {}
-        if (k == sizeof opts / sizeof opts[0]) return cli_fail("unknown option %s (see infer --help)", a), 0;
+        if (!cli_known_flag(a, own, sizeof own / sizeof own[0])) return cli_fail("unknown option %s (see infer --help)", a), 0;
         if (!v) return cli_fail("option %s needs a value", a), 0;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "--system")) o->system = v;

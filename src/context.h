@@ -198,7 +198,7 @@ struct infer_context {
     infer_token *btok;
     int8_t *flags;      /* stb_ds array: infer_decode's all-logits flags */
     size_t bytes;       /* memory this context holds */
-    /* generate.c's bookkeeping */
+    /* metrics.c's record, kept by infer_generate (request.c) */
     infer_metrics metrics;
     infer_token *prompt_tokens, *gen_tokens; /* stb_ds arrays */
 };
@@ -239,7 +239,7 @@ static void infer__moe_product(const infer_context *c, const infer__product *p, 
    it (then no sequence has advanced). */
 static int infer__forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel, float *logits,
                           float *hidden);
-/* RoPE (forward.c): cos and sin of position pos's angles; rotating one
+/* RoPE (rope.c): cos and sin of position pos's angles; rotating one
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused);

@@ -1725,3 +1725,12 @@ static infer_status infer__generate(infer_context *c, infer_sampler *smp, const 
     infer__mutex_destroy(&s.mu);
     return st;
 }
+
+INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
+                                     infer_piece_fn on_piece, void *user, infer_error *err) {
+    if (!c || !s) {
+        infer__set_error(err, INFER_ERR_ARG, "infer_generate needs a context and a sampler");
+        return INFER_ERR_ARG;
+    }
+    return infer__generate(c, s, prompt, n_predict, on_piece, user, err);
+}

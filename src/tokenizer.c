@@ -909,13 +909,23 @@ static uint32_t infer__wide(const infer__split *s, size_t i) {
 }
 static int infer__is_nl(const infer__split *s, size_t i) { return s->c[i] == '\r' || s->c[i] == '\n'; }
 
+/* The length of the piece at pos that both custom splitters end with:
+   \s+(?!\S) (a run of spaces less the last, which goes to the next word),
+   else \s+, else one character no rule took. */
+static size_t infer__split_space_run(const infer__split *s, size_t pos, size_t e) {
+    size_t n = 0;
+    while (pos + n < e && infer__is_ws(s, pos + n)) n++;
+    if (n > 1 && pos + n < e) return n - 1;
+    return n > 0 ? n : 1;
+}
+
 /* llama.cpp's custom GPT-2 splitter:
    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
 static void infer__split_gpt2(const infer__split *s, size_t b, size_t e, size_t **out) {
     size_t pos = b;
     while (pos < e) {
         uint32_t c = s->c[pos];
-        size_t q, nws;
+        size_t q, n;
         if (c == '\'' && pos + 1 < e) {
             uint32_t c1 = s->c[pos + 1];
             if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
@@ -952,20 +962,9 @@ static void infer__split_gpt2(const infer__split *s, size_t b, size_t e, size_t 
             pos = q;
             continue;
         }
-        nws = 0;
-        while (pos + nws < e && infer__is_ws(s, pos + nws)) nws++;
-        if (nws > 1 && pos + nws < e) { /* \s+(?!\S): leave the last space to the next word */
-            stbds_arrput(*out, nws - 1);
-            pos += nws - 1;
-            continue;
-        }
-        if (nws > 0) {
-            stbds_arrput(*out, nws);
-            pos += nws;
-            continue;
-        }
-        stbds_arrput(*out, 1);
-        pos++;
+        n = infer__split_space_run(s, pos, e);
+        stbds_arrput(*out, n);
+        pos += n;
     }
 }
 
@@ -977,7 +976,7 @@ static void infer__split_llama3(const infer__split *s, size_t b, size_t e, size_
     size_t pos = b;
     while (pos < e) {
         uint32_t c = s->c[pos];
-        size_t q, nws, last_nl;
+        size_t q, n, last_nl;
         if (c == '\'' && pos + 1 < e) {
             uint32_t c1 = s->c[pos + 1];
             if (c1 < 128 && c1 >= 'A' && c1 <= 'Z') c1 += 32;
@@ -1020,28 +1019,17 @@ static void infer__split_llama3(const infer__split *s, size_t b, size_t e, size_
             pos = q;
             continue;
         }
-        nws = 0, last_nl = 0;
-        while (pos + nws < e && infer__is_ws(s, pos + nws)) {
-            if (infer__is_nl(s, pos + nws)) last_nl = pos + nws + 1;
-            nws++;
-        }
+        last_nl = 0;
+        for (q = pos; q < e && infer__is_ws(s, q); q++)
+            if (infer__is_nl(s, q)) last_nl = q + 1;
         if (last_nl > 0) {
             stbds_arrput(*out, last_nl - pos);
             pos = last_nl;
             continue;
         }
-        if (nws > 1 && pos + nws < e) {
-            stbds_arrput(*out, nws - 1);
-            pos += nws - 1;
-            continue;
-        }
-        if (nws > 0) {
-            stbds_arrput(*out, nws);
-            pos += nws;
-            continue;
-        }
-        stbds_arrput(*out, 1);
-        pos++;
+        n = infer__split_space_run(s, pos, e);
+        stbds_arrput(*out, n);
+        pos += n;
     }
 }
 

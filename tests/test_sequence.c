@@ -120,7 +120,7 @@ Test(sequence, batch_matches_alone) {
    (alone, the first six are unsplit passes, the last two split ones). A
    token whose keys all lie in the first run is summed as an unsplit pass
    sums it: what a draft verified across that boundary rests on. On the
-   CPU (a GPU's passes are not bit for bit, as the README says). */
+   CPU (a GPU's passes are not bit for bit, as docs/cuda.md says). */
 Test(sequence, split_pass_matches_unsplit_at_the_first_run) {
     infer_model_params mp = infer_model_default_params();
     infer_model *m;

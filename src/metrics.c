@@ -1,5 +1,4 @@
-/* generate.c - infer_generate (the prompt, then one token at a time: a
-   request of request.c run to its end) and the metrics it records. */
+/* metrics.c - what a context records: its timings, its memory and the tokens of its last generation. */
 #include "context.h"
 
 INFERDEF void infer_context_reset_metrics(infer_context *c) { memset(&c->metrics, 0, sizeof c->metrics); }
@@ -36,18 +35,4 @@ INFERDEF const infer_token *infer_context_prompt_tokens(const infer_context *c, 
 INFERDEF const infer_token *infer_context_generated_tokens(const infer_context *c, int *n) {
     if (n) *n = (int)stbds_arrlen(c->gen_tokens);
     return c->gen_tokens;
-}
-
-/* request.c: a request on sequence 0 with the caller's sampler, stepped to
-   its end on this thread, text streamed through on_piece. */
-static infer_status infer__generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
-                                    infer_piece_fn on_piece, void *user, infer_error *err);
-
-INFERDEF infer_status infer_generate(infer_context *c, infer_sampler *s, const char *prompt, int n_predict,
-                                     infer_piece_fn on_piece, void *user, infer_error *err) {
-    if (!c || !s) {
-        infer__set_error(err, INFER_ERR_ARG, "infer_generate needs a context and a sampler");
-        return INFER_ERR_ARG;
-    }
-    return infer__generate(c, s, prompt, n_predict, on_piece, user, err);
 }
