@@ -62,6 +62,7 @@
 #include "cli.h"
 #include "serve_anthropic.h"
 #include "serve_metrics.h"
+#include "serve_request.h"
 #include "serve_server.h"
 #include "serve_tools.h"
 
@@ -418,430 +419,6 @@ static void slot_release(server *s, int slot) {
     s->n_served++;
     pthread_cond_broadcast(&s->slot_freed);
     pthread_mutex_unlock(&s->mu);
-}
-
-/* ---- Reading a request's fields ------------------------------------------- */
-
-/* A field check that failed: its parameter name and message, for a 400. */
-typedef struct bad_field {
-    const char *param;
-    char msg[300];
-    const char *code; /* the error object's code, or NULL */
-} bad_field;
-
-static int bad(bad_field *b, const char *param, const char *fmt, ...) {
-    va_list ap;
-    b->param = param;
-    va_start(ap, fmt);
-    vsnprintf(b->msg, sizeof b->msg, fmt, ap);
-    va_end(ap);
-    return 0;
-}
-
-/* A present, non-null field of o, or NULL. */
-static cJSON *field(const cJSON *o, const char *name) {
-    cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
-    return f && !cJSON_IsNull(f) ? f : NULL;
-}
-
-static int read_number(const cJSON *o, const char *name, double lo, double hi, float *out, bad_field *b) {
-    cJSON *f = field(o, name);
-    if (!f) return 1;
-    if (!cJSON_IsNumber(f) || f->valuedouble < lo || f->valuedouble > hi)
-        return bad(b, name, "'%s' must be a number from %g to %g", name, lo, hi);
-    *out = (float)f->valuedouble;
-    return 1;
-}
-
-static int read_int(const cJSON *o, const char *name, double lo, double hi, int *out, bad_field *b) {
-    cJSON *f = field(o, name);
-    if (!f) return 1;
-    /* the range first: converting a double beyond long long is undefined */
-    if (!cJSON_IsNumber(f) || f->valuedouble < lo || f->valuedouble > hi || f->valuedouble != floor(f->valuedouble))
-        return bad(b, name, "'%s' must be an integer from %.0f to %.0f", name, lo, hi);
-    *out = (int)f->valuedouble;
-    return 1;
-}
-
-/* What one completion asks for, from the body's fields. */
-typedef struct completion_call {
-    cJSON *body;            /* the parsed body (owned): stop points into it */
-    infer_request_params p;
-    const char *stop[SERVE_MAX_STOP];
-    char *schema;           /* response_format's schema, printed (owned) */
-    infer_token *bias_ids;  /* logit_bias (owned) */
-    float *bias;
-    infer_token *tokens;    /* the prompt's tokens, BOS left to the request (owned): cc.p.prompt_tokens */
-    int stream, include_usage, max_tokens;
-    int chat;
-    serve_tools tools;      /* a chat's tools and tool_choice */
-    char *tool_gbnf;        /* the grammar that forces or lazily shapes a call (owned) */
-    int parse;              /* the reply is split into content, reasoning and tool calls */
-    infer_tool_format parse_fmt;
-    int reasoning;          /* INFER_REASONING_* of the parser */
-    int logprobs, top_logprobs;
-    int n;                  /* replies (the API's n) */
-    int reasoning_budget;   /* tokens of reasoning before its end is forced (-1: none) */
-    const char *user;       /* "user" or "session_id" (into body), or NULL */
-} completion_call;
-
-static void completion_call_free(completion_call *cc) {
-    cJSON_Delete(cc->body);
-    serve_tools_free(&cc->tools);
-    free(cc->tool_gbnf);
-    free(cc->tokens);
-    free(cc->schema);
-    free(cc->bias_ids);
-    free(cc->bias);
-}
-
-/* A request's user: OpenAI's "user" field, else "session_id" (the name
-   some clients of sticky sessions use). *user is NULL without either, or
-   points into body. 0 with b set for one that is not a short string. */
-static int read_user(const cJSON *body, const char **user, bad_field *b) {
-    static const char *const names[] = {"user", "session_id"};
-    int i;
-    *user = NULL;
-    for (i = 0; i < 2 && !*user; i++) {
-        cJSON *f = field(body, names[i]);
-        if (!f) continue;
-        if (!cJSON_IsString(f) || strlen(f->valuestring) > SERVE_USER_MAX)
-            return bad(b, names[i], "'%s' must be a string of at most %d bytes", names[i], SERVE_USER_MAX);
-        *user = f->valuestring;
-    }
-    return 1;
-}
-
-/* The sampling and output fields both completion endpoints take. */
-static int read_completion_fields(server *s, const cJSON *body, completion_call *cc, bad_field *b) {
-    infer_sampler_params *sp = &cc->p.sampling;
-    cJSON *f;
-    int n = 1, seed_given = 0;
-    double seed = 0;
-    if (!read_user(body, &cc->user, b)) return 0;
-    if (!read_number(body, "temperature", 0, 2, &sp->temperature, b) || !read_number(body, "top_p", 0, 1, &sp->top_p, b) ||
-        !read_int(body, "top_k", 0, 1e9, &sp->top_k, b) || !read_number(body, "min_p", 0, 1, &sp->min_p, b) ||
-        !read_number(body, "repeat_penalty", 0.01, 100, &sp->repeat_penalty, b) ||
-        !read_int(body, "max_tokens", 0, 1e9, &cc->max_tokens, b) ||
-        !read_int(body, "max_completion_tokens", 0, 1e9, &cc->max_tokens, b) || !read_int(body, "n", 1, 128, &n, b))
-        return 0;
-    if (sp->top_p <= 0) return bad(b, "top_p", "'top_p' must be above 0");
-    /* n replies run on n sequences at once */
-    if (n > s->n_slots || n > SERVE_MAX_N)
-        return bad(b, "n", "n = %d: this server runs at most %d replies at once (--parallel)", n,
-                   s->n_slots < SERVE_MAX_N ? s->n_slots : SERVE_MAX_N);
-    cc->n = n;
-    cc->reasoning_budget = s->reasoning_budget;
-    if (!read_int(body, "reasoning_budget", -1, 1e9, &cc->reasoning_budget, b)) return 0;
-    /* speculative decoding: {"lookup": N} drafts up to N tokens a pass by
-       prompt lookup (0: none), {"draft_n": N} up to N by --draft's model
-       (0: not it); the server's --lookup and --draft-n where not given.
-       Where the draft model drafts, lookup is not used (the library's rule) */
-    cc->p.lookup = s->lookup;
-    {
-        int draft_n = s->draft_ctx ? s->draft_n : 0;
-        if ((f = field(body, "speculative")) != NULL) {
-            const cJSON *k;
-            if (!cJSON_IsObject(f)) return bad(b, "speculative", "'speculative' must be an object such as {\"lookup\": 8}");
-            cJSON_ArrayForEach(k, f) if (strcmp(k->string, "lookup") && strcmp(k->string, "draft_n"))
-                return bad(b, "speculative", "'speculative' takes only \"lookup\" (prompt lookup's draft tokens) and "
-                           "\"draft_n\" (the draft model's), not \"%.64s\"", k->string);
-            if (!read_int(f, "lookup", 0, 64, &cc->p.lookup, b) || !read_int(f, "draft_n", 0, 64, &draft_n, b)) return 0;
-            if (draft_n > 0 && !s->draft_ctx)
-                return bad(b, "draft_n", "'draft_n' needs a draft model: this server was started without --draft");
-        }
-        if (draft_n > 0) {
-            cc->p.draft = s->draft_ctx;
-            cc->p.draft_n = draft_n;
-        }
-    }
-    if ((f = field(body, "seed")) != NULL) {
-        /* a 64-bit integer, checked before it is converted (beyond, undefined) */
-        if (!cJSON_IsNumber(f) || !(fabs(f->valuedouble) < 9223372036854775808.0) ||
-            f->valuedouble != floor(f->valuedouble))
-            return bad(b, "seed", "'seed' must be an integer");
-        seed = f->valuedouble;
-        seed_given = 1;
-    }
-    if (seed_given) {
-        sp->seed = (uint64_t)(long long)seed;
-    } else { /* a reply of its own each time, as the API's default */
-        pthread_mutex_lock(&s->mu);
-        sp->seed = (uint64_t)time(NULL) * 6364136223846793005ULL + ++s->seed_counter * 1442695040888963407ULL;
-        pthread_mutex_unlock(&s->mu);
-    }
-    if ((f = field(body, "stream")) != NULL) {
-        if (!cJSON_IsBool(f)) return bad(b, "stream", "'stream' must be true or false");
-        cc->stream = cJSON_IsTrue(f);
-    }
-    if ((f = field(body, "cache_prompt")) != NULL) { /* llama.cpp's: reuse the cached prompt prefix (default true) */
-        if (!cJSON_IsBool(f)) return bad(b, "cache_prompt", "'cache_prompt' must be true or false");
-        cc->p.cache_prompt = cJSON_IsTrue(f);
-    }
-    if ((f = field(body, "stream_options")) != NULL) {
-        cJSON *u = field(f, "include_usage");
-        if (!cJSON_IsObject(f) || (u && !cJSON_IsBool(u)))
-            return bad(b, "stream_options", "'stream_options' must be an object with a boolean include_usage");
-        cc->include_usage = u && cJSON_IsTrue(u);
-    }
-    if ((f = field(body, "stop")) != NULL) {
-        if (cJSON_IsArray(f) && cJSON_GetArraySize(f) > SERVE_MAX_STOP) {
-            b->code = "too_many_stop_strings";
-            return bad(b, "stop", "'stop' has %d strings; this server takes at most %d", cJSON_GetArraySize(f),
-                       SERVE_MAX_STOP);
-        }
-        if (cJSON_IsString(f)) {
-            cc->stop[cc->p.n_stop++] = f->valuestring;
-        } else if (cJSON_IsArray(f)) {
-            cJSON *x;
-            cJSON_ArrayForEach(x, f) {
-                if (!cJSON_IsString(x) || !x->valuestring[0])
-                    return bad(b, "stop", "'stop' must be a string or an array of non-empty strings");
-                cc->stop[cc->p.n_stop++] = x->valuestring;
-            }
-        } else {
-            return bad(b, "stop", "'stop' must be a string or an array of at most %d strings", SERVE_MAX_STOP);
-        }
-        cc->p.stop = cc->stop;
-    }
-    if ((f = field(body, "logit_bias")) != NULL) {
-        cJSON *x;
-        int k = 0, n_bias = cJSON_GetArraySize(f);
-        if (!cJSON_IsObject(f)) return bad(b, "logit_bias", "'logit_bias' must be an object of token id: bias");
-        if (n_bias > infer_model_n_vocab(s->model)) { /* (each id once at most) */
-            b->code = "too_many_logit_bias";
-            return bad(b, "logit_bias", "'logit_bias' has %d entries; this server takes at most %d (the model's vocabulary)",
-                       n_bias, infer_model_n_vocab(s->model));
-        }
-        cc->bias_ids = (infer_token *)malloc(sizeof(infer_token) * (size_t)(n_bias + 1));
-        cc->bias = (float *)malloc(sizeof(float) * (size_t)(n_bias + 1));
-        if (!cc->bias_ids || !cc->bias) return bad(b, "logit_bias", "out of memory");
-        cJSON_ArrayForEach(x, f) {
-            char *end;
-            long id = strtol(x->string, &end, 10);
-            if (end == x->string || *end || id < 0 || id >= infer_model_n_vocab(s->model))
-                return bad(b, "logit_bias", "logit_bias: '%s' is not a token id of this model", x->string);
-            if (!cJSON_IsNumber(x) || x->valuedouble < -100 || x->valuedouble > 100)
-                return bad(b, "logit_bias", "logit_bias: the bias of token %ld must be a number from -100 to 100", id);
-            cc->bias_ids[k] = (infer_token)id;
-            /* -100 bans the token, as the API documents */
-            cc->bias[k++] = x->valuedouble <= -100 ? -INFINITY : (float)x->valuedouble;
-        }
-        cc->p.bias_ids = cc->bias_ids;
-        cc->p.bias = cc->bias;
-        cc->p.n_bias = k;
-    }
-    if ((f = field(body, "response_format")) != NULL) {
-        cJSON *type = cJSON_GetObjectItemCaseSensitive(f, "type");
-        if (!cJSON_IsObject(f) || !cJSON_IsString(type))
-            return bad(b, "response_format", "'response_format' must be an object with a type");
-        if (!strcmp(type->valuestring, "json_object")) {
-            cc->schema = strdup("{\"type\":\"object\"}");
-        } else if (!strcmp(type->valuestring, "json_schema")) {
-            cJSON *js = field(f, "json_schema"), *schema = js ? field(js, "schema") : NULL;
-            if (!schema || !(cJSON_IsObject(schema) || cJSON_IsBool(schema)))
-                return bad(b, "response_format", "response_format: json_schema.schema must be a JSON schema object");
-            cc->schema = cJSON_PrintUnformatted(schema);
-            if (cc->schema && s->max_schema && strlen(cc->schema) > s->max_schema) { /* (0: no limit) */
-                b->code = "schema_too_large";
-                return bad(b, "response_format", "response_format: the JSON schema is %zu bytes; this server takes at most %zu (--max-schema)",
-                           strlen(cc->schema), s->max_schema);
-            }
-        } else if (strcmp(type->valuestring, "text")) {
-            return bad(b, "response_format", "response_format: type must be text, json_object or json_schema");
-        }
-        cc->p.json_schema = cc->schema;
-    }
-    if ((f = field(body, "grammar")) != NULL) { /* llama.cpp's: a GBNF grammar the reply follows */
-        if (!cJSON_IsString(f)) return bad(b, "grammar", "'grammar' must be a GBNF grammar's text");
-        if (cc->schema) return bad(b, "grammar", "'grammar' and response_format cannot be used together");
-        if (strlen(f->valuestring) > s->max_grammar) {
-            b->code = "grammar_too_large";
-            return bad(b, "grammar", "'grammar' is %zu bytes; this server takes at most %zu (--max-grammar)",
-                       strlen(f->valuestring), s->max_grammar);
-        }
-        if (f->valuestring[0]) cc->p.grammar = f->valuestring;
-    }
-    /* logprobs: a chat's true/false and top_logprobs (0-20); a text
-       completion's number of top tokens (0-5) */
-    if ((f = field(body, "logprobs")) != NULL) {
-        if (cc->chat) {
-            if (!cJSON_IsBool(f)) return bad(b, "logprobs", "'logprobs' must be true or false");
-            cc->logprobs = cJSON_IsTrue(f);
-        } else {
-            if (!read_int(body, "logprobs", 0, 5, &cc->top_logprobs, b)) return 0;
-            cc->logprobs = 1;
-        }
-    }
-    if (cc->chat && field(body, "top_logprobs")) {
-        if (!read_int(body, "top_logprobs", 0, 20, &cc->top_logprobs, b)) return 0;
-        if (!cc->logprobs) return bad(b, "top_logprobs", "'top_logprobs' needs logprobs true");
-    }
-    if (cc->logprobs) cc->p.n_probs = cc->top_logprobs > 0 ? cc->top_logprobs : 1;
-    if (!cc->chat && (f = field(body, "tools")) != NULL)
-        return bad(b, "tools", "tools are for chat completions (/v1/chat/completions)");
-    return 1;
-}
-
-/* The text of a message's content: a string, or text parts. Returns a
-   malloc'd string, or NULL (with b set). */
-static char *message_content(const cJSON *content, int i, bad_field *b) {
-    if (!content) return strdup("");
-    if (cJSON_IsString(content)) return strdup(content->valuestring);
-    if (cJSON_IsArray(content)) {
-        size_t len = 0;
-        cJSON *part;
-        char *out;
-        cJSON_ArrayForEach(part, content) {
-            cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
-            cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-            if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
-                bad(b, "messages", "messages[%d].content: only text parts ({\"type\": \"text\", \"text\": ...}) are supported", i);
-                return NULL;
-            }
-            len += strlen(text->valuestring);
-        }
-        if (!(out = (char *)malloc(len + 1))) return NULL;
-        out[0] = 0;
-        cJSON_ArrayForEach(part, content) strcat(out, cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring);
-        return out;
-    }
-    bad(b, "messages", "messages[%d].content must be a string or an array of text parts", i);
-    return NULL;
-}
-
-/* The prompt of a chat through the Jinja template s->jinja, as transformers'
-   apply_chat_template renders it: the request's messages as given (the
-   "developer" role as "system", which templates know),
-   add_generation_prompt, the model's BOS and EOS texts, and the keys of
-   chat_template_kwargs (e.g. enable_thinking) beside them. A BOS the text
-   opens with is dropped where tokenizing adds one. malloc'd, or NULL with b
-   set (the template's own message where it raises). */
-static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messages, const serve_tools *tools,
-                               bad_field *b) {
-    cJSON *vars = cJSON_CreateObject(), *m, *kw = field(body, "chat_template_kwargs");
-    cJSON *msgs = serve_tools_messages(messages, tools, s->tool_fmt == INFER_TOOLS_NONE);
-    char *json = NULL, *text = NULL;
-    infer_error err;
-    int raised = 0;
-    if (!vars || !msgs) {
-        cJSON_Delete(msgs);
-        goto done;
-    }
-    cJSON_ArrayForEach(m, msgs) {
-        cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        if (cJSON_IsString(role) && !strcmp(role->valuestring, "developer"))
-            cJSON_ReplaceItemInObjectCaseSensitive(m, "role", cJSON_CreateString("system"));
-    }
-    cJSON_AddItemToObject(vars, "messages", msgs);
-    if (serve_tools_active(tools) && s->tool_fmt != INFER_TOOLS_NONE)
-        cJSON_AddItemToObject(vars, "tools", cJSON_Duplicate(field(body, "tools"), 1));
-    cJSON_AddBoolToObject(vars, "add_generation_prompt", 1);
-    cJSON_AddStringToObject(vars, "bos_token", s->bos);
-    cJSON_AddStringToObject(vars, "eos_token", s->eos);
-    if (kw && !cJSON_IsNull(kw)) {
-        cJSON *k;
-        if (!cJSON_IsObject(kw)) {
-            bad(b, "chat_template_kwargs", "'chat_template_kwargs' must be an object");
-            goto done;
-        }
-        cJSON_ArrayForEach(k, kw) {
-            if (cJSON_GetObjectItemCaseSensitive(vars, k->string)) {
-                bad(b, "chat_template_kwargs", "chat_template_kwargs may not set '%.64s'", k->string);
-                goto done;
-            }
-            cJSON_AddItemToObject(vars, k->string, cJSON_Duplicate(k, 1));
-        }
-    }
-    if (!(json = cJSON_PrintUnformatted(vars))) goto done;
-    if (!(text = infer_jinja_render(s->jinja, json, NULL, &raised, &err))) {
-        if (err.code == INFER_ERR_NOMEM) goto done;
-        bad(b, "messages", "%s%s", raised ? "" : "the chat template: ", err.msg);
-        goto done;
-    }
-    if (s->bos[0] && infer_model_add_bos(s->model) && !strncmp(text, s->bos, strlen(s->bos)))
-        memmove(text, text + strlen(s->bos), strlen(text) - strlen(s->bos) + 1);
-done:
-    if (!text && !b->msg[0]) bad(b, "messages", "the messages could not be formatted");
-    cJSON_Delete(vars);
-    free(json);
-    return text;
-}
-
-/* The prompt of a chat: messages through the model's chat template, then
-   the assistant prompt. malloc'd, or NULL with b set. */
-static char *chat_prompt(server *s, const cJSON *body, const cJSON *messages, const serve_tools *tools, bad_field *b) {
-    int n = cJSON_GetArraySize(messages), i = 0, len;
-    infer_chat_message *msgs;
-    char **texts, *prompt = NULL;
-    cJSON *m, *told = NULL;
-    if (!cJSON_IsArray(messages) || n < 1) {
-        bad(b, "messages", "'messages' must be a non-empty array of {role, content}");
-        return NULL;
-    }
-    if (s->max_messages && n > s->max_messages) { /* (0: no limit) */
-        bad(b, "messages", "'messages' has %d messages; this server takes at most %d (--max-messages)", n, s->max_messages);
-        b->code = "too_many_messages";
-        return NULL;
-    }
-    msgs = (infer_chat_message *)calloc((size_t)n, sizeof *msgs);
-    texts = (char **)calloc((size_t)n, sizeof *texts);
-    if (!msgs || !texts) goto done;
-    cJSON_ArrayForEach(m, messages) {
-        cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
-            bad(b, "messages", "messages[%d] must be an object with a string role", i);
-            goto done;
-        }
-        /* the API's roles; a template given another would show it to the model as if it were one */
-        if (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "developer") &&
-            strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant") && strcmp(role->valuestring, "tool")) {
-            bad(b, "messages", "messages[%d].role '%.64s' is not one of system, developer, user, assistant, tool", i,
-                role->valuestring);
-            goto done;
-        }
-        if (!(texts[i] = message_content(field(m, "content"), i, b))) goto done;
-        /* "developer" is the API's newer name for the system role */
-        msgs[i].role = !strcmp(role->valuestring, "developer") ? "system" : role->valuestring;
-        msgs[i].content = texts[i];
-        i++;
-    }
-    if (s->jinja) {
-        prompt = chat_prompt_jinja(s, body, messages, tools, b);
-        goto done;
-    }
-    if (serve_tools_active(tools) || cJSON_GetObjectItemCaseSensitive(body, "tools")) {
-        /* the built-in formats know no tools: told in the system message,
-           calls written as the generic format's JSON (a message more) */
-        for (i = 0; i < n; i++) free(texts[i]);
-        free(texts);
-        free(msgs);
-        if (!(told = serve_tools_messages(messages, tools, 1))) return NULL;
-        n = cJSON_GetArraySize(told);
-        msgs = (infer_chat_message *)calloc((size_t)n, sizeof *msgs);
-        texts = (char **)calloc((size_t)n, sizeof *texts);
-        if (!msgs || !texts) goto done;
-        i = 0;
-        cJSON_ArrayForEach(m, told) {
-            cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-            if (!(texts[i] = message_content(field(m, "content"), i, b))) goto done;
-            msgs[i].role = !strcmp(role->valuestring, "developer") ? "system" : role->valuestring;
-            msgs[i].content = texts[i];
-            i++;
-        }
-    }
-    len = infer_chat_format(&s->tmpl, msgs, n, 0, 1, NULL, 0);
-    if (len < 0 || !(prompt = (char *)malloc((size_t)len + 1))) {
-        bad(b, "messages", "the messages could not be formatted");
-        goto done;
-    }
-    infer_chat_format(&s->tmpl, msgs, n, 0, 1, prompt, (size_t)len + 1);
-done:
-    for (i = 0; texts && i < n; i++) free(texts[i]);
-    free(texts);
-    free(msgs);
-    cJSON_Delete(told);
-    return prompt;
 }
 
 /* ---- A completion in flight ----------------------------------------------- */
@@ -1315,27 +892,27 @@ static int completion_from_body(server *s, const char *body_text, int chat, comp
     *prompt = NULL;
     cc->body = cJSON_Parse(body_text);
     if (!cc->body || !cJSON_IsObject(cc->body)) {
-        bad(b, NULL, "the request body is not a JSON object");
+        serve_bad(b, NULL, "the request body is not a JSON object");
         b->code = "invalid_json";
         return 0;
     }
     cc->chat = chat;
-    if (!read_completion_fields(s, cc->body, cc, b)) return 0;
+    if (!serve_read_completion_fields(s, cc->body, cc, b)) return 0;
     if (chat) {
         const char *param = NULL;
         char msg[300];
-        if (!serve_tools_read(cc->body, &cc->tools, &param, msg, sizeof msg)) return bad(b, param, "%s", msg);
+        if (!serve_tools_read(cc->body, &cc->tools, &param, msg, sizeof msg)) return serve_bad(b, param, "%s", msg);
         if (serve_tools_active(&cc->tools) && (cc->schema || cc->p.grammar))
-            return bad(b, cc->schema ? "response_format" : "grammar",
+            return serve_bad(b, cc->schema ? "response_format" : "grammar",
                        "%s and tools cannot be used together", cc->schema ? "response_format" : "grammar");
-        if (!(*prompt = chat_prompt(s, cc->body, field(cc->body, "messages"), &cc->tools, b))) return 0;
+        if (!(*prompt = serve_chat_prompt(s, cc->body, serve_field(cc->body, "messages"), &cc->tools, b))) return 0;
         chat_reply_parsing(s, cc, *prompt);
     } else {
-        f = field(cc->body, "prompt");
+        f = serve_field(cc->body, "prompt");
         if (cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 && cJSON_IsString(cJSON_GetArrayItem(f, 0)))
             f = cJSON_GetArrayItem(f, 0);
-        if (!cJSON_IsString(f)) return bad(b, "prompt", "'prompt' must be a string");
-        if (cJSON_IsTrue(field(cc->body, "echo"))) return bad(b, "echo", "echo is not supported by this server");
+        if (!cJSON_IsString(f)) return serve_bad(b, "prompt", "'prompt' must be a string");
+        if (cJSON_IsTrue(serve_field(cc->body, "echo"))) return serve_bad(b, "echo", "echo is not supported by this server");
         *prompt = strdup(f->valuestring);
         if (cc->max_tokens < 0) cc->max_tokens = 16; /* the API's default for text completions */
     }
@@ -1344,16 +921,16 @@ static int completion_from_body(server *s, const char *body_text, int chat, comp
        has left after the prompt */
     {
         int n = infer_tokenize(s->model, *prompt, strlen(*prompt), NULL, 0, 0, 1);
-        if (n < 0) return bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
+        if (n < 0) return serve_bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
         if (n > 0 && (!(cc->tokens = (infer_token *)malloc(sizeof(infer_token) * (size_t)n)) ||
                       infer_tokenize(s->model, *prompt, strlen(*prompt), cc->tokens, n, 0, 1) != n))
-            return bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
+            return serve_bad(b, chat ? "messages" : "prompt", "the prompt could not be tokenized");
         cc->p.prompt_tokens = cc->tokens;
         cc->p.n_prompt_tokens = n;
         *n_prompt = n + (infer_model_add_bos(s->model) && infer_model_bos(s->model) >= 0);
     }
     if (*n_prompt >= s->n_ctx) {
-        bad(b, chat ? "messages" : "prompt", "the prompt is %d tokens; this server's context holds %d", *n_prompt,
+        serve_bad(b, chat ? "messages" : "prompt", "the prompt is %d tokens; this server's context holds %d", *n_prompt,
             s->n_ctx);
         b->code = "context_length_exceeded";
         return 0;
@@ -1377,7 +954,7 @@ static int tool_grammar(server *s, completion_call *cc, bad_field *b, unsigned *
     cc->tool_gbnf = serve_tools_grammar(&cc->tools, cc->parse_fmt, &triggers, &n_triggers, msg, sizeof msg);
     if (!cc->tool_gbnf) {
         if (!strcmp(msg, "out of memory")) *status = 500;
-        return bad(b, "tools", "%s", msg);
+        return serve_bad(b, "tools", "%s", msg);
     }
     if (cc->reasoning == INFER_REASONING_OPEN && !triggers && !strncmp(cc->tool_gbnf, "root ::= ", 9)) {
         /* the reply begins inside <think>: free until it closes, then the call */
@@ -1397,7 +974,7 @@ static int tool_grammar(server *s, completion_call *cc, bad_field *b, unsigned *
     }
     if (strlen(cc->tool_gbnf) > s->max_grammar) {
         b->code = "tools_too_complex";
-        return bad(b, "tools", "tools: the grammar of their calls is %zu bytes; this server takes at most %zu (--max-grammar)",
+        return serve_bad(b, "tools", "tools: the grammar of their calls is %zu bytes; this server takes at most %zu (--max-grammar)",
                    strlen(cc->tool_gbnf), s->max_grammar);
     }
     cc->p.grammar = cc->tool_gbnf;
@@ -1524,7 +1101,7 @@ static int job_start(job *j, completion_call *cc, bad_field *b, unsigned *status
         pre.n_predict = 0;
         pre.grammar = NULL, pre.json_schema = NULL, pre.n_grammar_triggers = 0, pre.n_probs = 0;
         pre.copy_to = to, pre.n_copy_to = j->n - 1;
-        if (!(r = infer_worker_start(s->worker, s->ctx, &pre, &err))) return bad(b, NULL, "%s", err.msg);
+        if (!(r = infer_worker_start(s->worker, s->ctx, &pre, &err))) return serve_bad(b, NULL, "%s", err.msg);
         if (!job_wait(j, r)) {
             infer_request_cancel(r);
             infer_request_free(r);
@@ -1533,7 +1110,7 @@ static int job_start(job *j, completion_call *cc, bad_field *b, unsigned *status
         }
         if (infer_request_status(r, &err) != INFER_OK) {
             infer_request_free(r);
-            return bad(b, NULL, "%s", err.msg);
+            return serve_bad(b, NULL, "%s", err.msg);
         }
         infer_request_free(r);
     }
@@ -1557,7 +1134,7 @@ static int job_start(job *j, completion_call *cc, bad_field *b, unsigned *status
             infer_request *r;
             if (i == 0) j->t_start = now_ms();
             r = infer_worker_start(s->worker, s->ctx, &p, &err);
-            if (!r) return bad(b, cc->schema ? "response_format" : NULL, "%s", err.msg);
+            if (!r) return serve_bad(b, cc->schema ? "response_format" : NULL, "%s", err.msg);
             /* listed where the drain and /slots find it */
             pthread_mutex_lock(&s->mu);
             j->ch[i].r = r;
@@ -1594,7 +1171,7 @@ static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, co
         conn *c = conn_of(con);
         const char *user = NULL;
         bad_field ignored;
-        if (c && cc.body && read_user(cc.body, &user, &ignored) && user) {
+        if (c && cc.body && serve_read_user(cc.body, &user, &ignored) && user) {
             snprintf(c->user, sizeof c->user, "%s", user);
             c->has_user = 1;
         }
@@ -1620,11 +1197,11 @@ static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, co
         int len;
         len = infer_json_schema_to_grammar(cc.schema, NULL, 0, &err);
         if (len < 0) {
-            bad(&b, "response_format", "%s", err.msg);
+            serve_bad(&b, "response_format", "%s", err.msg);
             goto bad_request;
         }
         if ((size_t)len > s->max_grammar) {
-            bad(&b, "response_format", "response_format: the schema's grammar is %d bytes; this server takes at most %zu (--max-grammar)",
+            serve_bad(&b, "response_format", "response_format: the schema's grammar is %d bytes; this server takes at most %zu (--max-grammar)",
                 len, s->max_grammar);
             b.code = "schema_too_complex";
             goto bad_request;
@@ -1692,7 +1269,7 @@ static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, co
     prompt = NULL;
     free(gbnf);
     gbnf = NULL;
-    completion_call_free(&cc);
+    serve_completion_call_free(&cc);
 
     if (j->stream) {
         struct MHD_Response *res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, job_stream_read, j,
@@ -1738,7 +1315,7 @@ bad_request:
 fail:
     free(prompt);
     free(gbnf);
-    completion_call_free(&cc);
+    serve_completion_call_free(&cc);
     if (j) job_free(j);
     if (status == 499) return MHD_NO; /* the client left while waiting */
     if (server_cancelling(s)) /* (a 400 too: the request that fed n replies' prompt was cancelled) */
@@ -1770,7 +1347,7 @@ static mhd_result serve_messages(server *s, struct MHD_Connection *con, const ch
     if (!body) return send_json(con, 400, anthropic_error("invalid_request_error", "the request body is not JSON"));
     chat = anthropic_to_chat(body, &param, msg, sizeof msg);
     if (chat) { /* Anthropic's metadata.user_id is the request's user (sessions, the access log) */
-        cJSON *meta = field(body, "metadata"), *uid = cJSON_IsObject(meta) ? field(meta, "user_id") : NULL;
+        cJSON *meta = serve_field(body, "metadata"), *uid = cJSON_IsObject(meta) ? serve_field(meta, "user_id") : NULL;
         if (uid) cJSON_AddItemToObject(chat, "user", cJSON_Duplicate(uid, 1));
     }
     cJSON_Delete(body);
@@ -1891,7 +1468,7 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
         cJSON_Delete(body);
         return send_error(con, 400, NULL, "invalid_json", "the request body is not a JSON object");
     }
-    if (!read_user(body, &user, &b)) {
+    if (!serve_read_user(body, &user, &b)) {
         cJSON_Delete(body);
         return send_error(con, 400, b.param, NULL, "%s", b.msg);
     }
@@ -1899,8 +1476,8 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
         snprintf(c->user, sizeof c->user, "%s", user);
         c->has_user = 1;
     }
-    input = field(body, "input");
-    x = field(body, "encoding_format");
+    input = serve_field(body, "input");
+    x = serve_field(body, "encoding_format");
     if (x) {
         if (!cJSON_IsString(x) || (strcmp(x->valuestring, "float") && strcmp(x->valuestring, "base64"))) {
             cJSON_Delete(body);
@@ -1909,7 +1486,7 @@ static mhd_result serve_embeddings(server *s, struct MHD_Connection *con, const 
         fmt = x->valuestring;
     }
     /* the model's embeddings have one size: a request for it is granted, any other refused, not truncated */
-    x = field(body, "dimensions");
+    x = serve_field(body, "dimensions");
     if (x && (!cJSON_IsNumber(x) || x->valuedouble != dim)) {
         cJSON_Delete(body);
         return send_error(con, 400, "dimensions", NULL, "'dimensions' must be %d, the size of this model's embeddings", dim);

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cJSON_Delete(e);
     }
     free(prompt);
-    completion_call_free(&cc);
+    serve_completion_call_free(&cc);
     free(body);
     return 0;
 }
