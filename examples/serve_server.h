@@ -3,6 +3,7 @@
 #define SERVE_SERVER_H
 #include <pthread.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "infer.h"
 #include "serve_metrics.h"
@@ -110,5 +111,16 @@ typedef struct server {
     slot_info *slots;      /* under mu */
     serve_metrics metrics;
 } server;
+
+static inline int server_stopping(server *s) { return __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE); }
+static inline int server_ready(server *s) { return __atomic_load_n(&s->ready, __ATOMIC_ACQUIRE); }
+static inline int server_draining(server *s) { return __atomic_load_n(&s->draining, __ATOMIC_ACQUIRE); }
+static inline int server_cancelling(server *s) { return __atomic_load_n(&s->cancelling, __ATOMIC_ACQUIRE); }
+
+static inline double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 
 #endif
