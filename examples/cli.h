@@ -406,6 +406,60 @@ static CLI_MAYBE_UNUSED void cli_rope_defaults(infer_model_params *mp) {
     if (mp->rope_scale > 0 && mp->rope_scaling == INFER_ROPE_SCALING_FILE) mp->rope_scaling = INFER_ROPE_SCALING_YARN;
 }
 
+#define CLI_MAX_STOP 16
+
+/* The options run and chat share (the value flags cli_known_flag lists as
+   shared), embedded in each command's own options. */
+typedef struct cli_common {
+    const char *model;
+    int n_predict, threads, n_ctx;
+    const char *stop[CLI_MAX_STOP];
+    int n_stop, keep;
+    int lookup;         /* --lookup: speculative decoding's draft tokens (0: none) */
+    const char *draft;  /* --draft: a draft model's file (NULL: none) */
+    int draft_n;        /* --draft-n: its tokens a pass (0: the default, 4) */
+    infer_device device;
+    infer_type kv_type;
+    infer_sampler_params sp;
+    infer_model_params rope; /* --rope-scaling, --rope-scale: its rope fields */
+} cli_common;
+
+/* The shared options' defaults; only -n's differs between the commands. */
+static CLI_MAYBE_UNUSED void cli_common_defaults(cli_common *c, int n_predict) {
+    memset(c, 0, sizeof *c);
+    c->n_predict = n_predict;
+    c->threads = 2;
+    c->device = INFER_DEVICE_AUTO;
+    c->sp = infer_sampler_default_params();
+}
+
+/* One shared flag a with its value v (not NULL). 1: handled, *ok says
+   whether v was good; 0: not a shared flag; -1: a bad value, said on stderr. */
+static CLI_MAYBE_UNUSED int cli_common_option(const char *a, const char *v, cli_common *c, int *ok) {
+    *ok = 1;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) c->model = v;
+    else if (!strcmp(a, "--stop")) {
+        if (c->n_stop == CLI_MAX_STOP) return cli_fail("%s", "at most 16 --stop strings"), -1;
+        *ok = *v != 0;
+        c->stop[c->n_stop++] = v;
+    } else if (!strcmp(a, "--keep")) *ok = cli_int(v, &c->keep) && c->keep >= 0;
+    else if (!strcmp(a, "--lookup")) *ok = cli_int(v, &c->lookup) && c->lookup >= 0 && c->lookup <= 64;
+    else if (!strcmp(a, "--draft")) c->draft = v;
+    else if (!strcmp(a, "--draft-n")) *ok = cli_int(v, &c->draft_n) && c->draft_n >= 1 && c->draft_n <= 64;
+    else if (!strcmp(a, "--device")) {
+        if (!cli_device(v, &c->device)) return -1;
+    } else if (!strcmp(a, "--kv-type")) {
+        if (!cli_kv_type(v, &c->kv_type)) return -1;
+    } else if (!strcmp(a, "-n")) *ok = cli_int(v, &c->n_predict) && c->n_predict >= 0;
+    else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) *ok = cli_int(v, &c->threads) && c->threads >= 1 && c->threads <= 256;
+    else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) *ok = cli_int(v, &c->n_ctx) && c->n_ctx >= 0;
+    else if (cli_sampling_option(a, v, &c->sp, ok)) {
+    } else if (cli_rope_option(a, v, &c->rope, ok)) {
+        if (*ok < 0) return -1;
+    } else return 0;
+    return 1;
+}
+
 /* Warns, on stderr, when a context of n_ctx positions is past what the
    model was trained on and no RoPE scaling was asked for: what the
    positions past it do, and what --rope-scaling would do instead. */

@@ -84,21 +84,14 @@ static const char *usage_options =
     "  --device D: where the forward pass runs: cpu, cuda or auto (the default: the GPU when\n"
     "            this build has CUDA and one is present, else the CPU)\n";
 
-#define MAX_STOP 16
-
 typedef struct options {
-    const char *model, *prompt, *file, *tokens;
-    int n_predict, threads, n_ctx, json, no_bos, special;
-    const char *stop[MAX_STOP];
-    int n_stop, shift, keep, beams, lookup, draft_n;
-    const char *draft; /* --draft MODEL */
+    cli_common c; /* -m, -n, -t, -c, sampling, --device, --kv-type, --stop, --keep, RoPE, --lookup, --draft */
+    const char *prompt, *file, *tokens;
+    int json, no_bos, special;
+    int shift, beams;
     float length_penalty;
     const char *prompt_cache;
     cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
-    infer_device device;
-    infer_type kv_type;
-    infer_sampler_params sp;
-    infer_model_params rope; /* --rope-scaling, --rope-scale: its rope fields */
 } options;
 
 /* The options that take a value. */
@@ -112,10 +105,7 @@ static int known_option(const char *a) {
 static int parse_options(int argc, char **argv, options *o) {
     int i;
     memset(o, 0, sizeof *o);
-    o->n_predict = 128;
-    o->threads = 2;
-    o->device = INFER_DEVICE_AUTO;
-    o->sp = infer_sampler_default_params();
+    cli_common_defaults(&o->c, 128);
     o->length_penalty = 1.0f;
     for (i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -130,40 +120,25 @@ static int parse_options(int argc, char **argv, options *o) {
             cli_output_option(a, v, &o->out, &ok);
         } else if (!known_option(a)) return cli_fail("unknown option %s (see infer --help)", a), 0;
         else if (!v) return cli_fail("option %s needs a value", a), 0;
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->file = v;
         else if (!strcmp(a, "--tokens")) o->tokens = v;
-        else if (!strcmp(a, "--stop")) {
-            if (o->n_stop == MAX_STOP) return cli_fail("%s", "at most 16 --stop strings"), 0;
-            ok = *v != 0;
-            o->stop[o->n_stop++] = v;
-        } else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
-        else if (!strcmp(a, "--lookup")) ok = cli_int(v, &o->lookup) && o->lookup >= 0 && o->lookup <= 64;
-        else if (!strcmp(a, "--draft")) o->draft = v;
-        else if (!strcmp(a, "--draft-n")) ok = cli_int(v, &o->draft_n) && o->draft_n >= 1 && o->draft_n <= 64;
         else if (!strcmp(a, "--beams")) ok = cli_int(v, &o->beams) && o->beams >= 1 && o->beams <= 64;
         else if (!strcmp(a, "--length-penalty")) ok = cli_float(v, &o->length_penalty);
         else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
-        else if (!strcmp(a, "--device")) {
-            if (!cli_device(v, &o->device)) return 0;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!cli_kv_type(v, &o->kv_type)) return 0;
-        } else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
-        else if (cli_sampling_option(a, v, &o->sp, &ok)) {
-        } else if (cli_rope_option(a, v, &o->rope, &ok)) {
-            if (ok < 0) return 0;
-        } else return cli_fail("unknown option %s (see infer --help)", a), 0;
+        else {
+            int shared = cli_common_option(a, v, &o->c, &ok);
+            if (shared < 0) return 0;
+            if (!shared) return cli_fail("unknown option %s (see infer --help)", a), 0;
+        }
         if (!ok) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
             return 0;
         }
         i += takes;
     }
-    cli_rope_defaults(&o->rope);
-    if (!o->model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
+    cli_rope_defaults(&o->c.rope);
+    if (!o->c.model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
     return 1;
 }
 
@@ -194,10 +169,10 @@ static infer_model *load(const options *o, int vocab_only) {
     infer_model_params mp = infer_model_default_params();
     infer_model *m;
     mp.vocab_only = vocab_only;
-    mp.device = o->device;
-    mp.rope_scaling = o->rope.rope_scaling;
-    mp.rope_scale = o->rope.rope_scale;
-    m = infer_model_load(o->model, &mp, &err);
+    mp.device = o->c.device;
+    mp.rope_scaling = o->c.rope.rope_scaling;
+    mp.rope_scale = o->c.rope.rope_scale;
+    m = infer_model_load(o->c.model, &mp, &err);
     if (!m) fprintf(stderr, "infer: %s\n", err.msg);
     else if (infer_model_warning(m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(m));
     return m;
@@ -298,7 +273,7 @@ static int run_beams(const options *o, infer_model *m, infer_context *c) {
     int n, i, len;
     bp.n_beams = o->beams;
     bp.length_penalty = o->length_penalty;
-    bp.n_predict = o->n_predict > 0 ? o->n_predict : 1;
+    bp.n_predict = o->c.n_predict > 0 ? o->c.n_predict : 1;
     out = (infer_token *)malloc(sizeof *out * (size_t)bp.n_predict);
     if (!out) return cli_fail("%s", "out of memory");
     n = infer_beam_search(c, o->prompt ? o->prompt : "", &bp, out, bp.n_predict, &score, &err);
@@ -391,17 +366,17 @@ static int cmd_run(const options *o) {
     size_t printed = 0, len = 0;
     int rc = 0, probs_shown = 0;
     cli_progress prog;
-    if (o->lookup && o->draft) return cli_fail("%s", "give only one of --lookup and --draft");
-    if (o->draft_n && !o->draft) return cli_fail("%s", "--draft-n needs --draft MODEL");
+    if (o->c.lookup && o->c.draft) return cli_fail("%s", "give only one of --lookup and --draft");
+    if (o->c.draft_n && !o->c.draft) return cli_fail("%s", "--draft-n needs --draft MODEL");
     if (!(m = load(o, 0))) return 1;
-    cp.n_threads = o->threads;
-    cp.n_ctx = o->n_ctx;
-    cp.kv_type = o->kv_type;
+    cp.n_threads = o->c.threads;
+    cp.n_ctx = o->c.n_ctx;
+    cp.kv_type = o->c.kv_type;
     cp.full_policy = o->shift ? INFER_FULL_POLICY_SHIFT : INFER_FULL_POLICY_STOP;
-    cp.n_keep = o->keep;
+    cp.n_keep = o->c.keep;
     cp.n_seq = o->beams > 1 ? o->beams : 1;
     if (o->beams && (o->out.grammar || o->out.grammar_file || o->out.json_schema || o->out.json_schema_file ||
-                     o->n_stop || o->out.n_probs || o->prompt_cache || o->lookup || o->draft)) {
+                     o->c.n_stop || o->out.n_probs || o->prompt_cache || o->c.lookup || o->c.draft)) {
         infer_model_free(m);
         return cli_fail("%s", "--beams does not combine with grammars, --stop, --n-probs, --prompt-cache, --lookup or --draft");
     }
@@ -411,7 +386,7 @@ static int cmd_run(const options *o) {
         infer_model_free(m);
         return 1;
     }
-    cli_context_warning(m, infer_context_n_ctx(c), &o->rope);
+    cli_context_warning(m, infer_context_n_ctx(c), &o->c.rope);
     if (o->beams || (o->prompt_cache && prompt_cache(o, m, c))) {
         rc = o->beams ? run_beams(o, m, c) : 1;
         infer_context_free(c);
@@ -420,11 +395,11 @@ static int cmd_run(const options *o) {
     }
     rp.prompt = o->prompt_cache ? "" : o->prompt ? o->prompt : "";
     if (o->prompt_cache) rp.n_past = -1; /* continue the decoded prompt */
-    rp.n_predict = o->n_predict;
-    rp.lookup = o->lookup;
-    rp.sampling = o->sp;
-    rp.stop = o->stop;
-    rp.n_stop = o->n_stop;
+    rp.n_predict = o->c.n_predict;
+    rp.lookup = o->c.lookup;
+    rp.sampling = o->c.sp;
+    rp.stop = o->c.stop;
+    rp.n_stop = o->c.n_stop;
     rp.progress = cli_progress_report;
     rp.progress_user = &prog;
     cli_progress_begin(&prog, "prompt");
@@ -433,15 +408,15 @@ static int cmd_run(const options *o) {
         infer_model_free(m);
         return 1;
     }
-    if (o->draft) {
-        if (!(dm = cli_load_draft(o->draft, o->device, m, o->threads, infer_context_n_ctx(c), o->kv_type, &dc))) {
+    if (o->c.draft) {
+        if (!(dm = cli_load_draft(o->c.draft, o->c.device, m, o->c.threads, infer_context_n_ctx(c), o->c.kv_type, &dc))) {
             free(owned);
             infer_context_free(c);
             infer_model_free(m);
             return 1;
         }
         rp.draft = dc;
-        rp.draft_n = o->draft_n ? o->draft_n : 4;
+        rp.draft_n = o->c.draft_n ? o->c.draft_n : 4;
     }
     r = infer_request_start(c, &rp, &err);
     free(owned);
@@ -563,9 +538,9 @@ static int cmd_eval(const options *o) {
     if (!n) return free(toks), cli_fail("%s", "--tokens holds no ids");
     m = load(o, 0);
     if (!m) return free(toks), 1;
-    cp.n_threads = o->threads;
-    cp.kv_type = o->kv_type;
-    cp.n_ctx = o->n_ctx ? o->n_ctx : (n > infer_model_n_ctx_train(m) ? n : 0);
+    cp.n_threads = o->c.threads;
+    cp.kv_type = o->c.kv_type;
+    cp.n_ctx = o->c.n_ctx ? o->c.n_ctx : (n > infer_model_n_ctx_train(m) ? n : 0);
     if (cp.n_ctx && cp.n_ctx < n) cp.n_ctx = n;
     c = infer_context_new(m, &cp, &err);
     if (!c || infer_decode(c, toks, n, 1, &err)) {
@@ -631,14 +606,14 @@ static int cmd_tokenize(const options *o) {
 
 static int cmd_info(const options *o) {
     infer_error err;
-    infer_gguf *g = infer_gguf_open(o->model, &err);
+    infer_gguf *g = infer_gguf_open(o->c.model, &err);
     infer_model_params mp = infer_model_default_params();
     infer_model *m;
     char buf[512];
     int64_t i;
     int d;
     if (!g) return cli_fail("%s", err.msg);
-    printf("file: %s\nGGUF version %u, %lld metadata keys, %lld tensors\n\n", o->model, infer_gguf_version(g),
+    printf("file: %s\nGGUF version %u, %lld metadata keys, %lld tensors\n\n", o->c.model, infer_gguf_version(g),
            (long long)infer_gguf_n_kv(g), (long long)infer_gguf_n_tensors(g));
     for (i = 0; i < infer_gguf_n_kv(g); i++) {
         infer_gguf_kv_to_string(g, i, buf, sizeof buf);
@@ -655,9 +630,9 @@ static int cmd_info(const options *o) {
         printf("  %-32s %-6s %-22s %12zu\n", t.name, infer_type_name(t.type), shape, t.nbytes);
     }
     mp.vocab_only = infer_gguf_n_tensors(g) == 0;
-    mp.device = o->device;
+    mp.device = o->c.device;
     infer_gguf_close(g);
-    m = infer_model_load(o->model, &mp, &err);
+    m = infer_model_load(o->c.model, &mp, &err);
     if (!m) {
         printf("\nmodel: cannot be loaded: %s\n", err.msg);
         return 1;

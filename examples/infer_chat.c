@@ -59,36 +59,23 @@ static const char *const chat_usage =
     "  (exit 1).\n";
 int cli_output_request(const cli_output *o, const infer_model *m, infer_request_params *p, char **owned); /* infer.c */
 
-#define CHAT_MAX_STOP 16
-
 typedef struct chat_opts {
-    const char *model, *system;
-    int n_predict, threads, n_ctx;
-    const char *stop[CHAT_MAX_STOP];
-    int n_stop, shift, keep;
+    cli_common c; /* -m, -n, -t, -c, sampling, --device, --kv-type, --stop, --keep, RoPE, --lookup, --draft */
+    const char *system;
+    int shift;
     cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
-    infer_device device;
-    infer_type kv_type;
-    infer_sampler_params sp;
     int no_think; /* --think off */
     int hide_reasoning;         /* --reasoning hide */
     int reasoning_budget;       /* --reasoning-budget (-1: none) */
     const char *template_file;  /* --chat-template-file */
     int jinja_own;              /* --jinja */
-    infer_model_params rope;    /* --rope-scaling, --rope-scale: its rope fields */
-    int lookup;                 /* --lookup: speculative decoding's draft tokens (0: none) */
-    const char *draft;          /* --draft: a draft model's file (NULL: none) */
-    int draft_n;                /* --draft-n: its tokens a pass (0: the default, 4) */
 } chat_opts;
 
 /* 1: parsed; 0: a bad command line (said on stderr); 2: --help was printed. */
 static int chat_parse(int argc, char **argv, chat_opts *o) {
     int i;
     memset(o, 0, sizeof *o);
-    o->n_predict = 256;
-    o->threads = 2;
-    o->device = INFER_DEVICE_AUTO;
-    o->sp = infer_sampler_default_params();
+    cli_common_defaults(&o->c, 256);
     o->reasoning_budget = -1;
     for (i = 2; i < argc; i += 2) { /* every option but --context-shift, --jinja and --help takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -113,44 +100,26 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         }
         if (!cli_known_flag(a, own, sizeof own / sizeof own[0])) return cli_fail("unknown option %s (see infer --help)", a), 0;
         if (!v) return cli_fail("option %s needs a value", a), 0;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "--system")) o->system = v;
-        else if (!strcmp(a, "--device")) {
-            if (!cli_device(v, &o->device)) return 0;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!cli_kv_type(v, &o->kv_type)) return 0;
-        } else if (!strcmp(a, "--think")) {
+        if (!strcmp(a, "--system")) o->system = v;
+        else if (!strcmp(a, "--think")) {
             ok = !strcmp(v, "on") || !strcmp(v, "off");
             o->no_think = !strcmp(v, "off");
-        } else if (!strcmp(a, "--stop")) {
-            if (o->n_stop == CHAT_MAX_STOP) return cli_fail("%s", "at most 16 --stop strings"), 0;
-            ok = *v != 0;
-            o->stop[o->n_stop++] = v;
         } else if (!strcmp(a, "--reasoning")) {
             ok = !strcmp(v, "show") || !strcmp(v, "hide");
             o->hide_reasoning = !strcmp(v, "hide");
         } else if (!strcmp(a, "--reasoning-budget")) ok = cli_int(v, &o->reasoning_budget) && o->reasoning_budget >= 0;
         else if (!strcmp(a, "--chat-template-file")) o->template_file = v;
-        else if (!strcmp(a, "--keep")) ok = cli_int(v, &o->keep) && o->keep >= 0;
-        else if (!strcmp(a, "--lookup")) ok = cli_int(v, &o->lookup) && o->lookup >= 0 && o->lookup <= 64;
-        else if (!strcmp(a, "--draft")) o->draft = v;
-        else if (!strcmp(a, "--draft-n")) ok = cli_int(v, &o->draft_n) && o->draft_n >= 1 && o->draft_n <= 64;
-        else if (!strcmp(a, "-n")) ok = cli_int(v, &o->n_predict) && o->n_predict >= 0;
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) ok = cli_int(v, &o->threads) && o->threads >= 1 && o->threads <= 256;
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) ok = cli_int(v, &o->n_ctx) && o->n_ctx >= 0;
-        else if (cli_rope_option(a, v, &o->rope, &ok)) {
-            if (ok < 0) return 0;
-        } else cli_sampling_option(a, v, &o->sp, &ok);
+        else if (cli_common_option(a, v, &o->c, &ok) < 0) return 0;
         if (!ok) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
             return 0;
         }
     }
-    cli_rope_defaults(&o->rope);
-    if (!o->model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
+    cli_rope_defaults(&o->c.rope);
+    if (!o->c.model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
     if (o->template_file && o->jinja_own) return cli_fail("%s", "give only one of --chat-template-file and --jinja"), 0;
-    if (o->draft_n && !o->draft) return cli_fail("%s", "--draft-n needs --draft MODEL"), 0;
-    if (o->draft && o->lookup) return cli_fail("%s", "give only one of --lookup and --draft"), 0;
+    if (o->c.draft_n && !o->c.draft) return cli_fail("%s", "--draft-n needs --draft MODEL"), 0;
+    if (o->c.draft && o->c.lookup) return cli_fail("%s", "give only one of --lookup and --draft"), 0;
     return 1;
 }
 
@@ -512,14 +481,14 @@ static int chat_turn(chat_state *st, int n_predict) {
     rp.prompt = text;
     if (from_start) rp.n_past = 0;
     rp.n_predict = n_predict;
-    rp.sampling = st->o->sp;
+    rp.sampling = st->o->c.sp;
     rp.sampling.seed += (uint64_t)st->n_turns++; /* each turn draws afresh */
-    rp.stop = st->o->stop;
-    rp.n_stop = st->o->n_stop;
+    rp.stop = st->o->c.stop;
+    rp.n_stop = st->o->c.n_stop;
     rp.reasoning_budget = st->o->reasoning_budget;
-    rp.lookup = st->o->lookup;
+    rp.lookup = st->o->c.lookup;
     rp.draft = st->draft_c;
-    rp.draft_n = st->draft_c ? (st->o->draft_n ? st->o->draft_n : 4) : 0;
+    rp.draft_n = st->draft_c ? (st->o->c.draft_n ? st->o->c.draft_n : 4) : 0;
     rp.reasoning_open = reasoning == INFER_REASONING_OPEN;
     past0 = from_start ? 0 : infer_seq_n_past(st->c, 0);
     cli_progress_begin(&prog, "prompt");
@@ -644,26 +613,26 @@ int infer_cmd_chat(int argc, char **argv) {
     if ((rc = chat_parse(argc, argv, &o)) != 1) return rc == 2 ? 0 : 1;
     rc = 0;
     memset(&st, 0, sizeof st);
-    mp.device = o.device;
-    mp.rope_scaling = o.rope.rope_scaling;
-    mp.rope_scale = o.rope.rope_scale;
-    st.m = infer_model_load(o.model, &mp, &err);
+    mp.device = o.c.device;
+    mp.rope_scaling = o.c.rope.rope_scaling;
+    mp.rope_scale = o.c.rope.rope_scale;
+    st.m = infer_model_load(o.c.model, &mp, &err);
     if (!st.m) return cli_fail("%s", err.msg);
     if (infer_model_warning(st.m)) fprintf(stderr, "infer: warning: %s\n", infer_model_warning(st.m));
-    cp.n_threads = o.threads;
-    cp.n_ctx = o.n_ctx;
-    cp.kv_type = o.kv_type;
+    cp.n_threads = o.c.threads;
+    cp.n_ctx = o.c.n_ctx;
+    cp.kv_type = o.c.kv_type;
     cp.full_policy = o.shift ? INFER_FULL_POLICY_SHIFT : INFER_FULL_POLICY_STOP;
-    cp.n_keep = o.keep;
+    cp.n_keep = o.c.keep;
     st.o = &o;
     st.c = infer_context_new(st.m, &cp, &err);
     if (!st.c) {
         infer_model_free(st.m);
         return cli_fail("%s", err.msg);
     }
-    cli_context_warning(st.m, infer_context_n_ctx(st.c), &o.rope);
-    if (o.draft && !(st.draft_m = cli_load_draft(o.draft, o.device, st.m, o.threads, infer_context_n_ctx(st.c),
-                                                 o.kv_type, &st.draft_c))) {
+    cli_context_warning(st.m, infer_context_n_ctx(st.c), &o.c.rope);
+    if (o.c.draft && !(st.draft_m = cli_load_draft(o.c.draft, o.c.device, st.m, o.c.threads, infer_context_n_ctx(st.c),
+                                                 o.c.kv_type, &st.draft_c))) {
         rc = 1;
         goto done;
     }
@@ -680,7 +649,7 @@ int infer_cmd_chat(int argc, char **argv) {
         }
     } else if (o.jinja_own) {
         if (!own) {
-            rc = cli_fail("--jinja: %s has no chat template (tokenizer.chat_template)", o.model);
+            rc = cli_fail("--jinja: %s has no chat template (tokenizer.chat_template)", o.c.model);
             goto done;
         }
         st.jinja = own;
@@ -731,7 +700,7 @@ int infer_cmd_chat(int argc, char **argv) {
             break;
         }
         free(line);
-        r = chat_turn(&st, o.n_predict);
+        r = chat_turn(&st, o.c.n_predict);
         if (r < 0) rc = 1;
         if (r) break;
     }

@@ -1,4 +1,4 @@
-/* Fuzzes infer serve's request reading (examples/infer_serve.c, included
+/* Fuzzes infer serve's request reading (examples/serve_routes.c, included
    here for its static functions): a completion body, as a client posts it,
    through completion_from_body, which reads the fields, renders a chat's
    messages through the template and tokenizes the prompt; then what the
@@ -6,7 +6,7 @@
    for a refusal, the grammar of a response_format schema. The first byte
    picks chat or text completion and the chat format; the rest is the body.
    The vocabulary is Qwen2's (../shared/tokenizer), loaded once. */
-#include "../../examples/infer_serve.c"
+#include "../../examples/serve_routes.c"
 
 #include "fuzz_common.h"
 
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cJSON_Delete(e);
     }
     free(prompt);
-    completion_call_free(&cc);
+    serve_completion_call_free(&cc);
     free(body);
     return 0;
 }
