@@ -2452,7 +2452,7 @@ static int infer__g_hex(char c);
 struct infer__grammar;
 static const char *infer__grammar_limit(const struct infer__grammar *G);
 
-/* ---- schema.c: JSON text parsed into values, and values written back ---- */
+/* ---- json.c: JSON text parsed into values, and values written back ---- */
 enum { INFER__J_NULL = 0, INFER__J_BOOL, INFER__J_NUM, INFER__J_STR, INFER__J_ARR, INFER__J_OBJ };
 
 typedef struct infer__jv {
@@ -2484,6 +2484,8 @@ typedef struct infer__jp {
 static void infer__jp_value(infer__jp *j, infer__jv *v);
 static void infer__jp_ws(infer__jp *j);
 static void infer__jv_free(infer__jv *v);
+/* code point c as UTF-8, appended to the stbds array *buf */
+static void infer__j_put_utf8(char **buf, uint32_t c);
 /* an object's value for key, or NULL */
 static const infer__jv *infer__jv_get(const infer__jv *o, const char *key);
 
@@ -2496,6 +2498,9 @@ typedef struct infer__sb {
 static void infer__sb_put(infer__sb *b, const char *s, size_t n);
 static void infer__sb_putc(infer__sb *b, char c);
 static void infer__sb_puts(infer__sb *b, const char *s);
+static void infer__sb_int(infer__sb *b, long v);
+/* x{min,max} in GBNF (max < 0: no limit) */
+static void infer__sb_repeat(infer__sb *b, long min, long max);
 /* a string, a value as compact JSON text */
 static void infer__sb_json_string(infer__sb *b, const char *s, size_t n);
 static void infer__sb_json(infer__sb *b, const infer__jv *v);
@@ -20334,10 +20339,9 @@ static int infer__grammar_mask_snapshot(const infer__grammar *G, unsigned char *
     return count;
 }
 
-/* ==== src/schema.c ==== */
-/* schema.c - JSON schemas compiled to GBNF grammars: the schema's JSON text
-   parsed, then each schema written as rules (infer_json_schema_to_grammar),
-   which grammar.c compiles like any other grammar. */
+/* ==== src/json.c ==== */
+/* json.c - JSON text parsed into values (infer__jp, infer__jv), and a growing
+   byte string (infer__sb) that writes values back as JSON and text as GBNF. */
 
 /* ---- JSON (the schema's text) ------------------------------------------------ */
 
@@ -20596,7 +20600,7 @@ static const infer__jv *infer__jv_get(const infer__jv *o, const char *key) {
     return NULL;
 }
 
-/* ---- JSON schema -> GBNF ------------------------------------------------------ */
+/* ---- the string builder: JSON and GBNF text ------------------------------------ */
 
 static void infer__sb_put(infer__sb *b, const char *s, size_t n) {
     char *at;
@@ -20684,51 +20688,38 @@ static void infer__sb_json(infer__sb *b, const infer__jv *v) {
     }
 }
 
-/* The shared rules a schema's grammar may use, each written once if used
-   (with what it uses). Whitespace is bounded (one space, or a line break
-   and up to 20 blanks) and numbers have at most 16 digits before the point
-   and 16 after, so a model cannot ramble on in them. */
-/* (The INFER__SP_ numbering is in internal.h.) */
-static const char *const infer__sp_name[INFER__SP_COUNT] = {"space", "string", "char", "integral", "integer", "number",
-                                                           "boolean", "null", "value", "object", "array"};
-static const char *const infer__sp_rule[INFER__SP_COUNT] = {
-    "space ::= | \" \" | \"\\n\" [ \\t]{0,20}",
-    "string ::= \"\\\"\" char* \"\\\"\" space",
-    "char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})",
-    "integral ::= \"0\" | [1-9] [0-9]{0,15}",
-    "integer ::= \"-\"? integral space",
-    "number ::= \"-\"? integral (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? space",
-    "boolean ::= (\"true\" | \"false\") space",
-    "null ::= \"null\" space",
-    "value ::= object | array | string | number | boolean | null",
-    "object ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space",
-    "array ::= \"[\" space (value (\",\" space value)*)? \"]\" space"};
-/* what each uses, as bits */
-static const unsigned infer__sp_uses[INFER__SP_COUNT] = {
-    0,
-    1u << INFER__SP_CHAR | 1u << INFER__SP_SPACE,
-    0,
-    0,
-    1u << INFER__SP_INTEGRAL | 1u << INFER__SP_SPACE,
-    1u << INFER__SP_INTEGRAL | 1u << INFER__SP_SPACE,
-    1u << INFER__SP_SPACE,
-    1u << INFER__SP_SPACE,
-    1u << INFER__SP_OBJECT | 1u << INFER__SP_ARRAY | 1u << INFER__SP_STRING | 1u << INFER__SP_NUMBER |
-        1u << INFER__SP_BOOLEAN | 1u << INFER__SP_NULL,
-    1u << INFER__SP_SPACE | 1u << INFER__SP_STRING | 1u << INFER__SP_VALUE,
-    1u << INFER__SP_SPACE | 1u << INFER__SP_VALUE};
+/* x{min,max} in GBNF (max < 0: no limit) */
+static void infer__sb_repeat(infer__sb *b, long min, long max) {
+    if (min == 0 && max < 0) infer__sb_puts(b, "*");
+    else if (min == 1 && max < 0) infer__sb_puts(b, "+");
+    else if (min == 0 && max == 1) infer__sb_puts(b, "?");
+    else {
+        infer__sb_puts(b, "{");
+        infer__sb_int(b, min);
+        if (max != min) {
+            infer__sb_puts(b, ",");
+            if (max >= 0) infer__sb_int(b, max);
+        }
+        infer__sb_puts(b, "}");
+    }
+}
 
-/* The produced grammar's text is refused past this size: conversion is
-   linear in the schema, but a schema may be large. */
-#define INFER__SCHEMA_MAX_GRAMMAR (8 << 20)
-/* grammar.c writes x{m,n} out as copies: the repeated items of the whole
-   grammar, multiplied out, are bounded too (a short schema of many
-   "maxLength": 4096 would otherwise cost gigabytes there). */
-#define INFER__SCHEMA_MAX_EXPANDED (1 << 20)
-/* Optional properties make chains of rules as long as their number, and
-   after "{" each is a stack the matcher keeps: a stated bound per object,
-   well inside the matcher's own limits (grammar.c). */
-#define INFER__SCHEMA_MAX_OPTIONAL 4096
+/* snprintf-style: text (length len) into buf */
+static int infer__sb_give(const infer__sb *b, char *buf, size_t size) {
+    int len = (int)stbds_arrlen(b->p);
+    if (buf && size) {
+        size_t n = INFER__MIN((size_t)len, size - 1);
+        if (n) memcpy(buf, b->p, n);
+        buf[n] = 0;
+    }
+    return len;
+}
+
+/* ==== src/schema.h ==== */
+/* schema.h - the schema converter's state, shared by schema.c and regex.c (a
+   pattern's errors and shared rules go through the converter). */
+#ifndef INFER_SCHEMA_H
+#define INFER_SCHEMA_H
 
 /* a rule name taken, and the number to try next for names made from it */
 typedef struct infer__sg_name {
@@ -20747,303 +20738,22 @@ typedef struct infer__sg {
     unsigned used;          /* shared rules used, as bits */
 } infer__sg;
 
-static const char *infer__sg_prim(infer__sg *sg, int which) {
-    sg->used |= 1u << which;
-    return infer__sp_name[which];
-}
+typedef struct infer__rx {
+    infer__sg *sg;
+    const infer__jv *v; /* the pattern: errors point at it */
+    const char *p, *end;
+    int depth;
+} infer__rx;
 
-static size_t infer__sg_hash(const char *s) {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
-}
+/* the shared rule which (INFER__SP_...), marked used; its name (schema.c) */
+static const char *infer__sg_prim(infer__sg *sg, int which);
+/* the alternatives at rx->p as GBNF into b (regex.c) */
+static int infer__rx_alternates(infer__rx *rx, infer__sb *b, int *nullable, double *weight);
 
-/* The slot of name in the table: where it is, or the empty one it would take. */
-static size_t infer__sg_find(const infer__sg *sg, const char *name) {
-    size_t i = infer__sg_hash(name) & (sg->taken_cap - 1);
-    while (sg->taken[i].name && strcmp(sg->taken[i].name, name)) i = (i + 1) & (sg->taken_cap - 1);
-    return i;
-}
+#endif
 
-/* Marks name as taken (it must not be); 0 when out of memory. */
-static int infer__sg_take(infer__sg *sg, const char *name) {
-    if ((sg->taken_n + 1) * 2 > sg->taken_cap) { /* grow, keeping it at most half full */
-        infer__sg_name *old = sg->taken;
-        size_t i, cap = sg->taken_cap ? 2 * sg->taken_cap : 64, old_cap = sg->taken_cap;
-        if (!(sg->taken = (infer__sg_name *)infer__calloc(cap, sizeof *sg->taken))) {
-            sg->taken = old;
-            return 0;
-        }
-        sg->taken_cap = cap;
-        for (i = 0; i < old_cap; i++)
-            if (old[i].name) sg->taken[infer__sg_find(sg, old[i].name)] = old[i];
-        INFER_FREE(old);
-    }
-    sg->taken[infer__sg_find(sg, name)].name = name;
-    sg->taken[infer__sg_find(sg, name)].next = 2;
-    sg->taken_n++;
-    return 1;
-}
-
-/* A new rule's slot (its line is filled in later, so rules come out in the
-   order the schema reads) and its name: path with characters GBNF names
-   cannot hold made '-', cut to 48 characters, and "-k" added if taken. The
-   table remembers the next k of each name, so that many paths alike (keys
-   sharing a long prefix) cost no rescans. */
-static int infer__sg_new_rule(infer__sg *sg, const char *path, const char **name) {
-    char base[64], buf[80], *copy;
-    size_t i, n = strlen(path), slot;
-    int k;
-    if (sg->jp->failed) return -1;
-    if (n > 48) n = 48;
-    for (i = 0; i < n; i++) base[i] = infer__gp_word(path[i]) ? path[i] : '-';
-    base[n] = 0;
-    memcpy(buf, base, n + 1);
-    if (sg->taken_cap && sg->taken[slot = infer__sg_find(sg, base)].name) {
-        for (k = sg->taken[slot].next;; k++) {
-            snprintf(buf, sizeof buf, "%s-%d", base, k);
-            if (!sg->taken[infer__sg_find(sg, buf)].name) break;
-        }
-        sg->taken[slot].next = k + 1;
-    }
-    if (!infer__arr_room(sg->names, 1) || !infer__arr_room(sg->rules, 1) || !(copy = infer__strndup(buf, strlen(buf)))) {
-        infer__jp_nomem(sg->jp);
-        return -1;
-    }
-    stbds_arrput(sg->names, copy);
-    if (!infer__sg_take(sg, copy)) {
-        infer__jp_nomem(sg->jp);
-        return -1;
-    }
-    *name = copy;
-    stbds_arrput(sg->rules, NULL);
-    return (int)stbds_arrlen(sg->rules) - 1;
-}
-
-static const char *infer__sg_finish_rule(infer__sg *sg, int slot, const char *name, infer__sb *body) {
-    infer__sb line = {NULL, 0};
-    if (sg->jp->failed || slot < 0) {
-        stbds_arrfree(body->p);
-        return NULL;
-    }
-    infer__sb_puts(&line, name);
-    infer__sb_puts(&line, " ::= ");
-    infer__sb_put(&line, body->p, (size_t)stbds_arrlen(body->p));
-    sg->size += stbds_arrlenu(line.p) + 1;
-    if (sg->size > INFER__SCHEMA_MAX_GRAMMAR)
-        infer__jp_fail(sg->jp, NULL, "the grammar would be over %d bytes (the schema grammar size limit)",
-                       INFER__SCHEMA_MAX_GRAMMAR);
-    else if (body->nomem || line.nomem || !(sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
-        infer__jp_nomem(sg->jp);
-    stbds_arrfree(line.p);
-    stbds_arrfree(body->p);
-    return sg->jp->failed ? NULL : name;
-}
-
-static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path);
-
-/* Counts items a repetition will copy; 0 (an error) past the budget. */
-static int infer__sg_expand(infer__sg *sg, const infer__jv *at, double items) {
-    sg->expanded += items;
-    if (sg->expanded <= INFER__SCHEMA_MAX_EXPANDED) return 1;
-    infer__jp_fail(sg->jp, at->at, "the grammar would repeat over %d items in all (the schema repetition limit)",
-                   INFER__SCHEMA_MAX_EXPANDED);
-    return 0;
-}
-
-/* A non-negative whole number keyword (minLength, maxItems ...), or def
-   when absent; -2 after an error. */
-static long infer__sg_count(infer__sg *sg, const infer__jv *s, const char *key, long def) {
-    const infer__jv *v = infer__jv_get(s, key);
-    char *end;
-    double d;
-    if (!v) return def;
-    d = v->type == INFER__J_NUM ? strtod(v->s, &end) : -1;
-    if (d < 0 || d != floor(d)) {
-        infer__jp_fail(sg->jp, v->at, "%s must be a non-negative integer", key);
-        return -2;
-    }
-    if (d > INFER__G_MAX_REPEAT) {
-        infer__jp_fail(sg->jp, v->at, "%s over %d is not supported", key, INFER__G_MAX_REPEAT);
-        return -2;
-    }
-    return (long)d;
-}
-
-/* x{min,max} in GBNF (max < 0: no limit) */
-static void infer__sb_repeat(infer__sb *b, long min, long max) {
-    if (min == 0 && max < 0) infer__sb_puts(b, "*");
-    else if (min == 1 && max < 0) infer__sb_puts(b, "+");
-    else if (min == 0 && max == 1) infer__sb_puts(b, "?");
-    else {
-        infer__sb_puts(b, "{");
-        infer__sb_int(b, min);
-        if (max != min) {
-            infer__sb_puts(b, ",");
-            if (max >= 0) infer__sb_int(b, max);
-        }
-        infer__sb_puts(b, "}");
-    }
-}
-
-/* ---- integers in a range -------------------------------------------------------- */
-
-/* Bounds are kept below 10^18 in magnitude (exact in a long long); a side
-   left open allows as many digits as the plain integer rule (16), or as
-   the other bound has. */
-#define INFER__SG_INT_LIMIT 1000000000000000000LL
-
-static int infer__sg_ndigits(long long v) {
-    int n = 1;
-    while (v >= 10) v /= 10, n++;
-    return n;
-}
-
-static long long infer__sg_pow10(int n) {
-    long long v = 1;
-    while (n-- > 0) v *= 10;
-    return v;
-}
-
-/* The decimal strings from x to y, both len digits long (x <= y), as a
-   GBNF sequence: a shared first digit is written and the rest recursed
-   into; else the first digit of x followed by x's rest up to 9...9, the
-   digits between followed by anything, and the first digit of y followed
-   by 0...0 up to y's rest (the ends merged into the middle when their rest
-   is all 0s or all 9s). Only the two edges recurse, each once per digit. */
-static void infer__sb_digit_range(infer__sb *b, const char *x, const char *y, int len) {
-    static const char nines[] = "9999999999999999999999", zeros[] = "0000000000000000000000";
-    int low_full, high_full, lo_d, hi_d, alts = 0;
-    if (len <= 0) return;
-    if (x[0] == y[0]) {
-        infer__sb_putc(b, '"');
-        infer__sb_putc(b, x[0]);
-        infer__sb_putc(b, '"');
-        if (len > 1) infer__sb_putc(b, ' ');
-        infer__sb_digit_range(b, x + 1, y + 1, len - 1);
-        return;
-    }
-    low_full = !strncmp(x + 1, zeros, (size_t)len - 1);
-    high_full = !strncmp(y + 1, nines, (size_t)len - 1);
-    lo_d = x[0] - '0' + !low_full;
-    hi_d = y[0] - '0' - !high_full;
-    infer__sb_putc(b, '(');
-    if (!low_full) {
-        infer__sb_putc(b, '"');
-        infer__sb_putc(b, x[0]);
-        infer__sb_puts(b, "\" ");
-        infer__sb_digit_range(b, x + 1, nines, len - 1);
-        alts++;
-    }
-    if (lo_d <= hi_d) {
-        char t[16];
-        if (alts++) infer__sb_puts(b, " | ");
-        if (lo_d == hi_d) snprintf(t, sizeof t, "\"%d\"", lo_d);
-        else snprintf(t, sizeof t, "[%d-%d]", lo_d, hi_d);
-        infer__sb_puts(b, t);
-        if (len > 1) {
-            infer__sb_puts(b, " [0-9]");
-            if (len > 2) infer__sb_repeat(b, len - 1, len - 1);
-        }
-    }
-    if (!high_full) {
-        if (alts++) infer__sb_puts(b, " | ");
-        infer__sb_putc(b, '"');
-        infer__sb_putc(b, y[0]);
-        infer__sb_puts(b, "\" ");
-        infer__sb_digit_range(b, zeros, y + 1, len - 1);
-    }
-    infer__sb_putc(b, ')');
-}
-
-/* The numbers from a to b (0 <= a <= b), without leading zeros, as GBNF
-   alternatives: one range of each length of digits. */
-static void infer__sb_natural_range(infer__sb *b, long long a, long long bmax) {
-    int d, da = infer__sg_ndigits(a), db = infer__sg_ndigits(bmax);
-    for (d = da; d <= db; d++) {
-        char x[24], y[24];
-        long long lo = d == da ? a : infer__sg_pow10(d - 1), hi = d == db ? bmax : infer__sg_pow10(d) - 1;
-        snprintf(x, sizeof x, "%lld", lo);
-        snprintf(y, sizeof y, "%lld", hi);
-        if (d > da) infer__sb_puts(b, " | ");
-        infer__sb_digit_range(b, x, y, d);
-    }
-}
-
-/* A bound keyword of an integer: *lo raised (or *hi lowered) to it when
-   present. minimum/maximum take an exclusive flag (draft 4's boolean form);
-   exclusiveMinimum/Maximum as numbers are exclusive. 0 after an error. */
-static int infer__sg_int_bound(infer__sg *sg, const infer__jv *v, const char *key, int is_max, int exclusive,
-                               long long *lo, long long *hi) {
-    const char *q, *digits;
-    long long b;
-    if (!v) return 1;
-    if (v->type != INFER__J_NUM) {
-        infer__jp_fail(sg->jp, v->at, "%s must be a number", key);
-        return 0;
-    }
-    digits = v->s + (*v->s == '-');
-    for (q = digits; *q >= '0' && *q <= '9'; q++) {}
-    if (!*q && q - digits <= 18) { /* a plain integer: exact */
-        b = strtoll(v->s, NULL, 10);
-        if (exclusive) b += is_max ? -1 : 1;
-    } else {
-        double d = strtod(v->s, NULL);
-        if (!(fabs(d) < (double)INFER__SG_INT_LIMIT)) {
-            infer__jp_fail(sg->jp, v->at, "%s beyond 10^18 in magnitude is not supported", key);
-            return 0;
-        }
-        if (is_max) b = (long long)(exclusive ? ceil(d) - 1 : floor(d));
-        else b = (long long)(exclusive ? floor(d) + 1 : ceil(d));
-    }
-    if (b <= -INFER__SG_INT_LIMIT || b >= INFER__SG_INT_LIMIT) {
-        infer__jp_fail(sg->jp, v->at, "%s beyond 10^18 in magnitude is not supported", key);
-        return 0;
-    }
-    if (is_max) *hi = INFER__MIN(*hi, b);
-    else *lo = INFER__MAX(*lo, b);
-    return 1;
-}
-
-/* type "integer": the shared rule, or with minimum/maximum and their
-   exclusive forms an exact rule over the digits ("-0" is not written). */
-static const char *infer__sg_integer(infer__sg *sg, const infer__jv *s, const char *path) {
-    const infer__jv *min = infer__jv_get(s, "minimum"), *max = infer__jv_get(s, "maximum");
-    const infer__jv *xmin = infer__jv_get(s, "exclusiveMinimum"), *xmax = infer__jv_get(s, "exclusiveMaximum");
-    long long lo = -INFER__SG_INT_LIMIT, hi = INFER__SG_INT_LIMIT; /* open */
-    int xmin_flag = xmin && xmin->type == INFER__J_BOOL, xmax_flag = xmax && xmax->type == INFER__J_BOOL;
-    const char *name;
-    int slot, alts = 0;
-    infer__sb body = {NULL, 0};
-    if (!infer__sg_int_bound(sg, min, "minimum", 0, xmin_flag && xmin->b, &lo, &hi) ||
-        !infer__sg_int_bound(sg, max, "maximum", 1, xmax_flag && xmax->b, &lo, &hi) ||
-        !infer__sg_int_bound(sg, xmin_flag ? NULL : xmin, "exclusiveMinimum", 0, 1, &lo, &hi) ||
-        !infer__sg_int_bound(sg, xmax_flag ? NULL : xmax, "exclusiveMaximum", 1, 1, &lo, &hi))
-        return NULL;
-    if (lo == -INFER__SG_INT_LIMIT && hi == INFER__SG_INT_LIMIT) return infer__sg_prim(sg, INFER__SP_INTEGER);
-    if (lo == -INFER__SG_INT_LIMIT) /* open below: 16 digits, or as many as hi has */
-        lo = -(infer__sg_pow10(INFER__MAX(16, infer__sg_ndigits(hi < 0 ? -hi : hi))) - 1);
-    if (hi == INFER__SG_INT_LIMIT) hi = infer__sg_pow10(INFER__MAX(16, infer__sg_ndigits(lo < 0 ? -lo : lo))) - 1;
-    if (lo > hi) {
-        infer__jp_fail(sg->jp, s->at, "minimum and maximum leave no integer");
-        return NULL;
-    }
-    slot = infer__sg_new_rule(sg, path, &name);
-    infer__sb_puts(&body, "(");
-    if (lo < 0) {
-        infer__sb_puts(&body, "\"-\" (");
-        infer__sb_natural_range(&body, hi < 0 ? -hi : 1, -lo);
-        infer__sb_puts(&body, ")");
-        alts++;
-    }
-    if (hi >= 0) {
-        if (alts) infer__sb_puts(&body, " | ");
-        infer__sb_natural_range(&body, lo > 0 ? lo : 0, hi);
-    }
-    infer__sb_puts(&body, ") space");
-    infer__sg_prim(sg, INFER__SP_SPACE);
-    return infer__sg_finish_rule(sg, slot, name, &body);
-}
+/* ==== src/regex.c ==== */
+/* regex.c - the regular expressions of JSON schemas' "pattern" compiled to GBNF. */
 
 /* ---- patterns: regular expressions as GBNF ------------------------------------- */
 
@@ -21056,13 +20766,6 @@ static const char *infer__sg_integer(infer__sg *sg, const infer__jv *s, const ch
    complement stands for ('.', [^...], \D \W \S) leaves them out. */
 #define INFER__RX_MAX_DEPTH 32         /* nested groups */
 #define INFER__RX_MAX_WEIGHT 100000.0  /* characters matched, repetitions multiplied out */
-
-typedef struct infer__rx {
-    infer__sg *sg;
-    const infer__jv *v; /* the pattern: errors point at it */
-    const char *p, *end;
-    int depth;
-} infer__rx;
 
 static void infer__rx_fail(infer__rx *rx, const char *what, const char *at) {
     infer__jp_fail(rx->sg->jp, rx->v->at, "pattern: %s is not supported (at offset %d of the pattern)", what,
@@ -21336,8 +21039,6 @@ static int infer__rx_class(infer__rx *rx, infer__rx_set *set) {
     return 1;
 }
 
-static int infer__rx_alternates(infer__rx *rx, infer__sb *b, int *nullable, double *weight);
-
 /* An item (a character, set or group) at rx->p as GBNF into b. */
 static int infer__rx_atom(infer__rx *rx, infer__sb *b, int *nullable, double *weight) {
     const char *at = rx->p;
@@ -21516,6 +21217,344 @@ static int infer__rx_alternates(infer__rx *rx, infer__sb *b, int *nullable, doub
     }
     return 1;
 }
+
+/* ==== src/schema.c ==== */
+/* schema.c - JSON schemas compiled to GBNF grammars: the schema's JSON text
+   parsed, then each schema written as rules (infer_json_schema_to_grammar),
+   which grammar.c compiles like any other grammar. */
+
+/* ---- JSON schema -> GBNF ------------------------------------------------------ */
+
+/* The shared rules a schema's grammar may use, each written once if used
+   (with what it uses). Whitespace is bounded (one space, or a line break
+   and up to 20 blanks) and numbers have at most 16 digits before the point
+   and 16 after, so a model cannot ramble on in them. */
+/* (The INFER__SP_ numbering is in internal.h.) */
+static const char *const infer__sp_name[INFER__SP_COUNT] = {"space", "string", "char", "integral", "integer", "number",
+                                                           "boolean", "null", "value", "object", "array"};
+static const char *const infer__sp_rule[INFER__SP_COUNT] = {
+    "space ::= | \" \" | \"\\n\" [ \\t]{0,20}",
+    "string ::= \"\\\"\" char* \"\\\"\" space",
+    "char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})",
+    "integral ::= \"0\" | [1-9] [0-9]{0,15}",
+    "integer ::= \"-\"? integral space",
+    "number ::= \"-\"? integral (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? space",
+    "boolean ::= (\"true\" | \"false\") space",
+    "null ::= \"null\" space",
+    "value ::= object | array | string | number | boolean | null",
+    "object ::= \"{\" space (string \":\" space value (\",\" space string \":\" space value)*)? \"}\" space",
+    "array ::= \"[\" space (value (\",\" space value)*)? \"]\" space"};
+/* what each uses, as bits */
+static const unsigned infer__sp_uses[INFER__SP_COUNT] = {
+    0,
+    1u << INFER__SP_CHAR | 1u << INFER__SP_SPACE,
+    0,
+    0,
+    1u << INFER__SP_INTEGRAL | 1u << INFER__SP_SPACE,
+    1u << INFER__SP_INTEGRAL | 1u << INFER__SP_SPACE,
+    1u << INFER__SP_SPACE,
+    1u << INFER__SP_SPACE,
+    1u << INFER__SP_OBJECT | 1u << INFER__SP_ARRAY | 1u << INFER__SP_STRING | 1u << INFER__SP_NUMBER |
+        1u << INFER__SP_BOOLEAN | 1u << INFER__SP_NULL,
+    1u << INFER__SP_SPACE | 1u << INFER__SP_STRING | 1u << INFER__SP_VALUE,
+    1u << INFER__SP_SPACE | 1u << INFER__SP_VALUE};
+
+/* The produced grammar's text is refused past this size: conversion is
+   linear in the schema, but a schema may be large. */
+#define INFER__SCHEMA_MAX_GRAMMAR (8 << 20)
+/* grammar.c writes x{m,n} out as copies: the repeated items of the whole
+   grammar, multiplied out, are bounded too (a short schema of many
+   "maxLength": 4096 would otherwise cost gigabytes there). */
+#define INFER__SCHEMA_MAX_EXPANDED (1 << 20)
+/* Optional properties make chains of rules as long as their number, and
+   after "{" each is a stack the matcher keeps: a stated bound per object,
+   well inside the matcher's own limits (grammar.c). */
+#define INFER__SCHEMA_MAX_OPTIONAL 4096
+
+
+static const char *infer__sg_prim(infer__sg *sg, int which) {
+    sg->used |= 1u << which;
+    return infer__sp_name[which];
+}
+
+static size_t infer__sg_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The slot of name in the table: where it is, or the empty one it would take. */
+static size_t infer__sg_find(const infer__sg *sg, const char *name) {
+    size_t i = infer__sg_hash(name) & (sg->taken_cap - 1);
+    while (sg->taken[i].name && strcmp(sg->taken[i].name, name)) i = (i + 1) & (sg->taken_cap - 1);
+    return i;
+}
+
+/* Marks name as taken (it must not be); 0 when out of memory. */
+static int infer__sg_take(infer__sg *sg, const char *name) {
+    if ((sg->taken_n + 1) * 2 > sg->taken_cap) { /* grow, keeping it at most half full */
+        infer__sg_name *old = sg->taken;
+        size_t i, cap = sg->taken_cap ? 2 * sg->taken_cap : 64, old_cap = sg->taken_cap;
+        if (!(sg->taken = (infer__sg_name *)infer__calloc(cap, sizeof *sg->taken))) {
+            sg->taken = old;
+            return 0;
+        }
+        sg->taken_cap = cap;
+        for (i = 0; i < old_cap; i++)
+            if (old[i].name) sg->taken[infer__sg_find(sg, old[i].name)] = old[i];
+        INFER_FREE(old);
+    }
+    sg->taken[infer__sg_find(sg, name)].name = name;
+    sg->taken[infer__sg_find(sg, name)].next = 2;
+    sg->taken_n++;
+    return 1;
+}
+
+/* A new rule's slot (its line is filled in later, so rules come out in the
+   order the schema reads) and its name: path with characters GBNF names
+   cannot hold made '-', cut to 48 characters, and "-k" added if taken. The
+   table remembers the next k of each name, so that many paths alike (keys
+   sharing a long prefix) cost no rescans. */
+static int infer__sg_new_rule(infer__sg *sg, const char *path, const char **name) {
+    char base[64], buf[80], *copy;
+    size_t i, n = strlen(path), slot;
+    int k;
+    if (sg->jp->failed) return -1;
+    if (n > 48) n = 48;
+    for (i = 0; i < n; i++) base[i] = infer__gp_word(path[i]) ? path[i] : '-';
+    base[n] = 0;
+    memcpy(buf, base, n + 1);
+    if (sg->taken_cap && sg->taken[slot = infer__sg_find(sg, base)].name) {
+        for (k = sg->taken[slot].next;; k++) {
+            snprintf(buf, sizeof buf, "%s-%d", base, k);
+            if (!sg->taken[infer__sg_find(sg, buf)].name) break;
+        }
+        sg->taken[slot].next = k + 1;
+    }
+    if (!infer__arr_room(sg->names, 1) || !infer__arr_room(sg->rules, 1) || !(copy = infer__strndup(buf, strlen(buf)))) {
+        infer__jp_nomem(sg->jp);
+        return -1;
+    }
+    stbds_arrput(sg->names, copy);
+    if (!infer__sg_take(sg, copy)) {
+        infer__jp_nomem(sg->jp);
+        return -1;
+    }
+    *name = copy;
+    stbds_arrput(sg->rules, NULL);
+    return (int)stbds_arrlen(sg->rules) - 1;
+}
+
+static const char *infer__sg_finish_rule(infer__sg *sg, int slot, const char *name, infer__sb *body) {
+    infer__sb line = {NULL, 0};
+    if (sg->jp->failed || slot < 0) {
+        stbds_arrfree(body->p);
+        return NULL;
+    }
+    infer__sb_puts(&line, name);
+    infer__sb_puts(&line, " ::= ");
+    infer__sb_put(&line, body->p, (size_t)stbds_arrlen(body->p));
+    sg->size += stbds_arrlenu(line.p) + 1;
+    if (sg->size > INFER__SCHEMA_MAX_GRAMMAR)
+        infer__jp_fail(sg->jp, NULL, "the grammar would be over %d bytes (the schema grammar size limit)",
+                       INFER__SCHEMA_MAX_GRAMMAR);
+    else if (body->nomem || line.nomem || !(sg->rules[slot] = infer__strndup(line.p, (size_t)stbds_arrlen(line.p))))
+        infer__jp_nomem(sg->jp);
+    stbds_arrfree(line.p);
+    stbds_arrfree(body->p);
+    return sg->jp->failed ? NULL : name;
+}
+
+static const char *infer__sg_schema(infer__sg *sg, const infer__jv *s, const char *path);
+
+/* Counts items a repetition will copy; 0 (an error) past the budget. */
+static int infer__sg_expand(infer__sg *sg, const infer__jv *at, double items) {
+    sg->expanded += items;
+    if (sg->expanded <= INFER__SCHEMA_MAX_EXPANDED) return 1;
+    infer__jp_fail(sg->jp, at->at, "the grammar would repeat over %d items in all (the schema repetition limit)",
+                   INFER__SCHEMA_MAX_EXPANDED);
+    return 0;
+}
+
+/* A non-negative whole number keyword (minLength, maxItems ...), or def
+   when absent; -2 after an error. */
+static long infer__sg_count(infer__sg *sg, const infer__jv *s, const char *key, long def) {
+    const infer__jv *v = infer__jv_get(s, key);
+    char *end;
+    double d;
+    if (!v) return def;
+    d = v->type == INFER__J_NUM ? strtod(v->s, &end) : -1;
+    if (d < 0 || d != floor(d)) {
+        infer__jp_fail(sg->jp, v->at, "%s must be a non-negative integer", key);
+        return -2;
+    }
+    if (d > INFER__G_MAX_REPEAT) {
+        infer__jp_fail(sg->jp, v->at, "%s over %d is not supported", key, INFER__G_MAX_REPEAT);
+        return -2;
+    }
+    return (long)d;
+}
+
+
+/* ---- integers in a range -------------------------------------------------------- */
+
+/* Bounds are kept below 10^18 in magnitude (exact in a long long); a side
+   left open allows as many digits as the plain integer rule (16), or as
+   the other bound has. */
+#define INFER__SG_INT_LIMIT 1000000000000000000LL
+
+static int infer__sg_ndigits(long long v) {
+    int n = 1;
+    while (v >= 10) v /= 10, n++;
+    return n;
+}
+
+static long long infer__sg_pow10(int n) {
+    long long v = 1;
+    while (n-- > 0) v *= 10;
+    return v;
+}
+
+/* The decimal strings from x to y, both len digits long (x <= y), as a
+   GBNF sequence: a shared first digit is written and the rest recursed
+   into; else the first digit of x followed by x's rest up to 9...9, the
+   digits between followed by anything, and the first digit of y followed
+   by 0...0 up to y's rest (the ends merged into the middle when their rest
+   is all 0s or all 9s). Only the two edges recurse, each once per digit. */
+static void infer__sb_digit_range(infer__sb *b, const char *x, const char *y, int len) {
+    static const char nines[] = "9999999999999999999999", zeros[] = "0000000000000000000000";
+    int low_full, high_full, lo_d, hi_d, alts = 0;
+    if (len <= 0) return;
+    if (x[0] == y[0]) {
+        infer__sb_putc(b, '"');
+        infer__sb_putc(b, x[0]);
+        infer__sb_putc(b, '"');
+        if (len > 1) infer__sb_putc(b, ' ');
+        infer__sb_digit_range(b, x + 1, y + 1, len - 1);
+        return;
+    }
+    low_full = !strncmp(x + 1, zeros, (size_t)len - 1);
+    high_full = !strncmp(y + 1, nines, (size_t)len - 1);
+    lo_d = x[0] - '0' + !low_full;
+    hi_d = y[0] - '0' - !high_full;
+    infer__sb_putc(b, '(');
+    if (!low_full) {
+        infer__sb_putc(b, '"');
+        infer__sb_putc(b, x[0]);
+        infer__sb_puts(b, "\" ");
+        infer__sb_digit_range(b, x + 1, nines, len - 1);
+        alts++;
+    }
+    if (lo_d <= hi_d) {
+        char t[16];
+        if (alts++) infer__sb_puts(b, " | ");
+        if (lo_d == hi_d) snprintf(t, sizeof t, "\"%d\"", lo_d);
+        else snprintf(t, sizeof t, "[%d-%d]", lo_d, hi_d);
+        infer__sb_puts(b, t);
+        if (len > 1) {
+            infer__sb_puts(b, " [0-9]");
+            if (len > 2) infer__sb_repeat(b, len - 1, len - 1);
+        }
+    }
+    if (!high_full) {
+        if (alts++) infer__sb_puts(b, " | ");
+        infer__sb_putc(b, '"');
+        infer__sb_putc(b, y[0]);
+        infer__sb_puts(b, "\" ");
+        infer__sb_digit_range(b, zeros, y + 1, len - 1);
+    }
+    infer__sb_putc(b, ')');
+}
+
+/* The numbers from a to b (0 <= a <= b), without leading zeros, as GBNF
+   alternatives: one range of each length of digits. */
+static void infer__sb_natural_range(infer__sb *b, long long a, long long bmax) {
+    int d, da = infer__sg_ndigits(a), db = infer__sg_ndigits(bmax);
+    for (d = da; d <= db; d++) {
+        char x[24], y[24];
+        long long lo = d == da ? a : infer__sg_pow10(d - 1), hi = d == db ? bmax : infer__sg_pow10(d) - 1;
+        snprintf(x, sizeof x, "%lld", lo);
+        snprintf(y, sizeof y, "%lld", hi);
+        if (d > da) infer__sb_puts(b, " | ");
+        infer__sb_digit_range(b, x, y, d);
+    }
+}
+
+/* A bound keyword of an integer: *lo raised (or *hi lowered) to it when
+   present. minimum/maximum take an exclusive flag (draft 4's boolean form);
+   exclusiveMinimum/Maximum as numbers are exclusive. 0 after an error. */
+static int infer__sg_int_bound(infer__sg *sg, const infer__jv *v, const char *key, int is_max, int exclusive,
+                               long long *lo, long long *hi) {
+    const char *q, *digits;
+    long long b;
+    if (!v) return 1;
+    if (v->type != INFER__J_NUM) {
+        infer__jp_fail(sg->jp, v->at, "%s must be a number", key);
+        return 0;
+    }
+    digits = v->s + (*v->s == '-');
+    for (q = digits; *q >= '0' && *q <= '9'; q++) {}
+    if (!*q && q - digits <= 18) { /* a plain integer: exact */
+        b = strtoll(v->s, NULL, 10);
+        if (exclusive) b += is_max ? -1 : 1;
+    } else {
+        double d = strtod(v->s, NULL);
+        if (!(fabs(d) < (double)INFER__SG_INT_LIMIT)) {
+            infer__jp_fail(sg->jp, v->at, "%s beyond 10^18 in magnitude is not supported", key);
+            return 0;
+        }
+        if (is_max) b = (long long)(exclusive ? ceil(d) - 1 : floor(d));
+        else b = (long long)(exclusive ? floor(d) + 1 : ceil(d));
+    }
+    if (b <= -INFER__SG_INT_LIMIT || b >= INFER__SG_INT_LIMIT) {
+        infer__jp_fail(sg->jp, v->at, "%s beyond 10^18 in magnitude is not supported", key);
+        return 0;
+    }
+    if (is_max) *hi = INFER__MIN(*hi, b);
+    else *lo = INFER__MAX(*lo, b);
+    return 1;
+}
+
+/* type "integer": the shared rule, or with minimum/maximum and their
+   exclusive forms an exact rule over the digits ("-0" is not written). */
+static const char *infer__sg_integer(infer__sg *sg, const infer__jv *s, const char *path) {
+    const infer__jv *min = infer__jv_get(s, "minimum"), *max = infer__jv_get(s, "maximum");
+    const infer__jv *xmin = infer__jv_get(s, "exclusiveMinimum"), *xmax = infer__jv_get(s, "exclusiveMaximum");
+    long long lo = -INFER__SG_INT_LIMIT, hi = INFER__SG_INT_LIMIT; /* open */
+    int xmin_flag = xmin && xmin->type == INFER__J_BOOL, xmax_flag = xmax && xmax->type == INFER__J_BOOL;
+    const char *name;
+    int slot, alts = 0;
+    infer__sb body = {NULL, 0};
+    if (!infer__sg_int_bound(sg, min, "minimum", 0, xmin_flag && xmin->b, &lo, &hi) ||
+        !infer__sg_int_bound(sg, max, "maximum", 1, xmax_flag && xmax->b, &lo, &hi) ||
+        !infer__sg_int_bound(sg, xmin_flag ? NULL : xmin, "exclusiveMinimum", 0, 1, &lo, &hi) ||
+        !infer__sg_int_bound(sg, xmax_flag ? NULL : xmax, "exclusiveMaximum", 1, 1, &lo, &hi))
+        return NULL;
+    if (lo == -INFER__SG_INT_LIMIT && hi == INFER__SG_INT_LIMIT) return infer__sg_prim(sg, INFER__SP_INTEGER);
+    if (lo == -INFER__SG_INT_LIMIT) /* open below: 16 digits, or as many as hi has */
+        lo = -(infer__sg_pow10(INFER__MAX(16, infer__sg_ndigits(hi < 0 ? -hi : hi))) - 1);
+    if (hi == INFER__SG_INT_LIMIT) hi = infer__sg_pow10(INFER__MAX(16, infer__sg_ndigits(lo < 0 ? -lo : lo))) - 1;
+    if (lo > hi) {
+        infer__jp_fail(sg->jp, s->at, "minimum and maximum leave no integer");
+        return NULL;
+    }
+    slot = infer__sg_new_rule(sg, path, &name);
+    infer__sb_puts(&body, "(");
+    if (lo < 0) {
+        infer__sb_puts(&body, "\"-\" (");
+        infer__sb_natural_range(&body, hi < 0 ? -hi : 1, -lo);
+        infer__sb_puts(&body, ")");
+        alts++;
+    }
+    if (hi >= 0) {
+        if (alts) infer__sb_puts(&body, " | ");
+        infer__sb_natural_range(&body, lo > 0 ? lo : 0, hi);
+    }
+    infer__sb_puts(&body, ") space");
+    infer__sg_prim(sg, INFER__SP_SPACE);
+    return infer__sg_finish_rule(sg, slot, name, &body);
+}
+
 
 /* type "string" with a pattern: a rule for the JSON string. */
 static const char *infer__sg_pattern(infer__sg *sg, const infer__jv *s, const infer__jv *v, const char *path) {
@@ -22040,16 +22079,6 @@ static int infer__schema_rules(infer__jp *jp, const infer__jv *const *schemas, c
     return jp->failed ? -1 : 0;
 }
 
-/* snprintf-style: text (length len) into buf */
-static int infer__sb_give(const infer__sb *b, char *buf, size_t size) {
-    int len = (int)stbds_arrlen(b->p);
-    if (buf && size) {
-        size_t n = INFER__MIN((size_t)len, size - 1);
-        if (n) memcpy(buf, b->p, n);
-        buf[n] = 0;
-    }
-    return len;
-}
 
 INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
     infer__jp jp;
@@ -22814,7 +22843,7 @@ static void infer__jj_put_utf8(infer__jj_r *r, infer__jj_buf *b, uint32_t cp) {
     infer__jj_put(r, b, t, n);
 }
 
-/* The context's JSON, parsed by schema.c's reader, as template values:
+/* The context's JSON, parsed by json.c's reader, as template values:
    integers that fit in 64 bits as ints, other numbers as floats (as
    Python's json module reads them), a repeated key's last value kept. */
 static infer__jj_val infer__jj_from_json(infer__jj_r *r, const infer__jv *j) {
@@ -25481,7 +25510,7 @@ INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, s
 /* toolcall.c - a model's reply split into content, reasoning and tool calls,
    as it is generated (infer_output_parser), for the tool-call syntaxes the
    chat templates render (infer_tool_format). Calls are JSON, parsed by
-   schema.c's parser and written back compact. */
+   json.c's parser and written back compact. */
 
 /* ---- formats: markers and triggers ------------------------------------------ */
 

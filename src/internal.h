@@ -386,7 +386,7 @@ static int infer__g_hex(char c);
 struct infer__grammar;
 static const char *infer__grammar_limit(const struct infer__grammar *G);
 
-/* ---- schema.c: JSON text parsed into values, and values written back ---- */
+/* ---- json.c: JSON text parsed into values, and values written back ---- */
 enum { INFER__J_NULL = 0, INFER__J_BOOL, INFER__J_NUM, INFER__J_STR, INFER__J_ARR, INFER__J_OBJ };
 
 typedef struct infer__jv {
@@ -418,6 +418,8 @@ typedef struct infer__jp {
 static void infer__jp_value(infer__jp *j, infer__jv *v);
 static void infer__jp_ws(infer__jp *j);
 static void infer__jv_free(infer__jv *v);
+/* code point c as UTF-8, appended to the stbds array *buf */
+static void infer__j_put_utf8(char **buf, uint32_t c);
 /* an object's value for key, or NULL */
 static const infer__jv *infer__jv_get(const infer__jv *o, const char *key);
 
@@ -430,6 +432,9 @@ typedef struct infer__sb {
 static void infer__sb_put(infer__sb *b, const char *s, size_t n);
 static void infer__sb_putc(infer__sb *b, char c);
 static void infer__sb_puts(infer__sb *b, const char *s);
+static void infer__sb_int(infer__sb *b, long v);
+/* x{min,max} in GBNF (max < 0: no limit) */
+static void infer__sb_repeat(infer__sb *b, long min, long max);
 /* a string, a value as compact JSON text */
 static void infer__sb_json_string(infer__sb *b, const char *s, size_t n);
 static void infer__sb_json(infer__sb *b, const infer__jv *v);

@@ -738,7 +738,7 @@ static void infer__jj_put_utf8(infer__jj_r *r, infer__jj_buf *b, uint32_t cp) {
     infer__jj_put(r, b, t, n);
 }
 
-/* The context's JSON, parsed by schema.c's reader, as template values:
+/* The context's JSON, parsed by json.c's reader, as template values:
    integers that fit in 64 bits as ints, other numbers as floats (as
    Python's json module reads them), a repeated key's last value kept. */
 static infer__jj_val infer__jj_from_json(infer__jj_r *r, const infer__jv *j) {

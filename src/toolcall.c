@@ -1,7 +1,7 @@
 /* toolcall.c - a model's reply split into content, reasoning and tool calls,
    as it is generated (infer_output_parser), for the tool-call syntaxes the
    chat templates render (infer_tool_format). Calls are JSON, parsed by
-   schema.c's parser and written back compact. */
+   json.c's parser and written back compact. */
 #include "internal.h"
 
 /* ---- formats: markers and triggers ------------------------------------------ */

@@ -99,7 +99,7 @@ def validate(v, s, path="$"):
             errors.append("%s: %r is shorter than minLength" % (path, v))
         if "maxLength" in s and len(v) > s["maxLength"]:
             errors.append("%s: %r is longer than maxLength" % (path, v))
-        # the pattern subset schema.c supports reads the same in Python's re
+        # the pattern subset regex.c supports reads the same in Python's re
         if "pattern" in s and not re.search(s["pattern"], v):
             errors.append("%s: %r does not match the pattern %r" % (path, v, s["pattern"]))
     if isinstance(v, (int, float)) and not isinstance(v, bool):
