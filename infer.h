@@ -293,7 +293,7 @@ INFERDEF const char *infer_model_device_name(const infer_model *m);
 /* The memory bandwidth of a CUDA model's GPU in GB/s, as a copy kernel
    reaches it (measured on the first call, a fraction of a second); 0 for
    a CPU model. What generation's GB/s are compared with (infer bench). */
-INFERDEF double infer_model_device_bandwidth(infer_model *m);
+INFERDEF double infer_model_device_bandwidth(const infer_model *m); /* measured once, as the model is loaded */
 /* One-line summary: architecture, dims, layers, heads, vocab. */
 INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
 
@@ -1589,8 +1589,9 @@ void infer_cuda_free(void *gpu_model, void *p);
 /* n bytes, kind INFER_BACKEND_*; device ranges may overlap (as memmove). */
 int infer_cuda_copy(void *gpu_model, void *dst, const void *src, size_t n, int kind, char *msg, size_t size);
 /* The device's memory bandwidth as a copy kernel reaches it (GB/s), 0
-   when it cannot be measured. */
-double infer_cuda_bandwidth(void *gpu_model);
+   when it could not be measured: measured once, by infer_cuda_model_new,
+   so any number of threads may ask. */
+double infer_cuda_bandwidth(const void *gpu_model);
 /* A context's scratch for n_batch tokens over the KV cache kv (its mem
    from infer_cuda_alloc; the description must outlive the context).
    match_llama: sum as llama.cpp's CPU does (infer_context.match_llama). */
@@ -18388,7 +18389,7 @@ static int infer__kv_mem_copy(void *gpu, void *dst, const void *src, size_t n, i
     return 1;
 }
 
-INFERDEF double infer_model_device_bandwidth(infer_model *m) {
+INFERDEF double infer_model_device_bandwidth(const infer_model *m) {
     return m && m->gpu ? infer_cuda_bandwidth(m->gpu) : 0.0;
 }
 
@@ -18470,7 +18471,7 @@ static int infer__kv_mem_copy(void *gpu, void *dst, const void *src, size_t n, i
     if (n) memmove(dst, src, n);
     return 1;
 }
-INFERDEF double infer_model_device_bandwidth(infer_model *m) {
+INFERDEF double infer_model_device_bandwidth(const infer_model *m) {
     (void)m;
     return 0.0;
 }

@@ -1235,10 +1235,49 @@ __global__ void k_softcap(float *__restrict__ X, size_t count, float cap) {
     if (i < count) X[i] = tanhf(X[i] * (1.0f / cap)) * cap;
 }
 
-/* Reads and writes n floats: what infer_cuda_bandwidth times. */
+/* Reads and writes n floats: what measure_bandwidth times. */
 __global__ void k_copy(const float4 *__restrict__ src, float4 *__restrict__ dst, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         dst[i] = src[i];
+}
+
+/* The device's bandwidth as k_copy reaches it (GB/s; 0 when it cannot be
+   measured), the best of four timed copies after a warm-up. Run once, as
+   a model is uploaded (before its weights, which leave the copy's two
+   buffers no room on a full device): the model is read-only afterwards,
+   and infer_cuda_bandwidth only reads what this found. */
+static double measure_bandwidth(int device) {
+#ifdef INFER_CUDA_EMULATE
+    size_t n = (size_t)1 << 20; /* the emulation measures the host's memory, briefly */
+#else
+    size_t n = (size_t)64 << 20; /* 256 MiB each way: far past any cache */
+#endif
+    float4 *a = NULL, *b = NULL;
+    cudaEvent_t e0, e1;
+    float ms = 0.0f, best = 0.0f;
+    if (cudaSetDevice(device) != cudaSuccess || cudaMalloc((void **)&a, n * sizeof(float)) != cudaSuccess ||
+        cudaMalloc((void **)&b, n * sizeof(float)) != cudaSuccess) {
+        cudaFree(a);
+        cudaGetLastError();
+        return 0.0;
+    }
+    cudaMemset(a, 0, n * sizeof(float));
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    for (int rep = 0; rep < 5; rep++) { /* the best of five, the first a warm-up */
+        cudaEventRecord(e0, 0);
+        INFER_LAUNCH(1024, 256, 0, 0, k_copy)(a, b, n / 4);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (rep && ms > 0 && (best == 0.0f || ms < best)) best = ms;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    cudaGetLastError(); /* a failed measurement leaves no error behind for the upload */
+    return best > 0 ? 2.0 * (double)(n * sizeof(float)) / (best * 1e-3) / 1e9 : 0.0;
 }
 
 /* ---- attention: tiles of keys on tensor cores ------------------------- */
@@ -1666,7 +1705,7 @@ struct gpu_model {
     float *gelu; /* the GELU table, on the device, or NULL */
     void **allocs; /* every cudaMalloc of the weights, to free */
     int n_allocs, cap_allocs;
-    double bandwidth; /* GB/s, once measured */
+    double bandwidth; /* GB/s, measured as the model was uploaded (measure_bandwidth) */
     int n_sm;         /* its multiprocessors: a decode step's attention fills them */
 };
 
@@ -1835,6 +1874,7 @@ extern "C" int infer_cuda_model_new(const infer_model *m, void **out, char *msg,
     }
     snprintf(g->name, sizeof g->name, "%s, sm_%d%d", prop.name, prop.major, prop.minor);
     g->n_sm = prop.multiProcessorCount;
+    g->bandwidth = measure_bandwidth(g->device);
     qsort(list, (size_t)n, sizeof *list, by_address);
     for (int i = 0; i < n && rc == INFER_BACKEND_OK; i++) {
         if (i && list[i] == list[i - 1]) continue; /* bound twice (a shared tensor) */
@@ -1891,41 +1931,7 @@ extern "C" int infer_cuda_copy(void *gm, void *dst, const void *src, size_t n, i
     return ok(cudaMemcpy(dst, src, n, k), "cudaMemcpy", msg, size) ? INFER_BACKEND_OK : INFER_BACKEND_FAILED;
 }
 
-extern "C" double infer_cuda_bandwidth(void *gm) {
-    gpu_model *g = (gpu_model *)gm;
-#ifdef INFER_CUDA_EMULATE
-    size_t n = (size_t)1 << 20; /* the emulation measures the host's memory, briefly */
-#else
-    size_t n = (size_t)64 << 20; /* 256 MiB each way: far past any cache */
-#endif
-    float4 *a = NULL, *b = NULL;
-    cudaEvent_t e0, e1;
-    float ms = 0.0f, best = 0.0f;
-    if (g->bandwidth > 0) return g->bandwidth;
-    if (cudaSetDevice(g->device) != cudaSuccess || cudaMalloc((void **)&a, n * sizeof(float)) != cudaSuccess ||
-        cudaMalloc((void **)&b, n * sizeof(float)) != cudaSuccess) {
-        cudaFree(a);
-        cudaGetLastError();
-        return 0.0;
-    }
-    cudaMemset(a, 0, n * sizeof(float));
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    for (int rep = 0; rep < 5; rep++) { /* the best of five, the first a warm-up */
-        cudaEventRecord(e0, 0);
-        INFER_LAUNCH(1024, 256, 0, 0, k_copy)(a, b, n / 4);
-        cudaEventRecord(e1, 0);
-        cudaEventSynchronize(e1);
-        cudaEventElapsedTime(&ms, e0, e1);
-        if (rep && ms > 0 && (best == 0.0f || ms < best)) best = ms;
-    }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    cudaFree(a);
-    cudaFree(b);
-    g->bandwidth = best > 0 ? 2.0 * (double)(n * sizeof(float)) / (best * 1e-3) / 1e9 : 0.0;
-    return g->bandwidth;
-}
+extern "C" double infer_cuda_bandwidth(const void *gm) { return ((const gpu_model *)gm)->bandwidth; }
 
 /* ---- a context: scratch, the batch's inputs, the decode graphs --------- */
 

@@ -111,11 +111,12 @@ fi
 took "the sanitizer build and its tests"
 # ThreadSanitizer over the concurrency program (one model shared by
 # contexts on several threads, the background worker) and the server under
-# concurrent clients: Criterion's tests do not start under TSan, so only
-# those are built here.
+# concurrent clients, and model_readonly_tsan (two threads asking one model
+# on the emulated GPU its read-only questions): Criterion's tests do not
+# start under TSan, so only those are built here.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_TSAN=ON -DINFER_BUILD_TESTS=ON >/dev/null
-cmake --build build-tsan -j$jobs --target concurrency infer_cli
-(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --no-tests=error --output-on-failure -R '^(concurrency|server)$')
+cmake --build build-tsan -j$jobs --target concurrency infer_cli model_readonly_tsan
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --no-tests=error --output-on-failure -R '^(concurrency|server|model_readonly_tsan)$')
 took "ThreadSanitizer"
 # Coverage-guided fuzzing (libFuzzer, clang): every harness of tests/fuzz
 # for its bounded time (20 s here, two at a time; 60 s is the build's

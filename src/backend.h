@@ -120,8 +120,9 @@ void infer_cuda_free(void *gpu_model, void *p);
 /* n bytes, kind INFER_BACKEND_*; device ranges may overlap (as memmove). */
 int infer_cuda_copy(void *gpu_model, void *dst, const void *src, size_t n, int kind, char *msg, size_t size);
 /* The device's memory bandwidth as a copy kernel reaches it (GB/s), 0
-   when it cannot be measured. */
-double infer_cuda_bandwidth(void *gpu_model);
+   when it could not be measured: measured once, by infer_cuda_model_new,
+   so any number of threads may ask. */
+double infer_cuda_bandwidth(const void *gpu_model);
 /* A context's scratch for n_batch tokens over the KV cache kv (its mem
    from infer_cuda_alloc; the description must outlive the context).
    match_llama: sum as llama.cpp's CPU does (infer_context.match_llama). */

@@ -122,7 +122,7 @@ static int infer__kv_mem_copy(void *gpu, void *dst, const void *src, size_t n, i
     return 1;
 }
 
-INFERDEF double infer_model_device_bandwidth(infer_model *m) {
+INFERDEF double infer_model_device_bandwidth(const infer_model *m) {
     return m && m->gpu ? infer_cuda_bandwidth(m->gpu) : 0.0;
 }
 
@@ -204,7 +204,7 @@ static int infer__kv_mem_copy(void *gpu, void *dst, const void *src, size_t n, i
     if (n) memmove(dst, src, n);
     return 1;
 }
-INFERDEF double infer_model_device_bandwidth(infer_model *m) {
+INFERDEF double infer_model_device_bandwidth(const infer_model *m) {
     (void)m;
     return 0.0;
 }

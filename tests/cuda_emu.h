@@ -458,13 +458,36 @@ static inline void __threadfence_block() {}
 /* ---- threads of a block as fibers ----
    A switch is GCC's __builtin_setjmp/__builtin_longjmp (a few registers,
    no signal mask, no unwinding: the hot path of the emulation); a
-   fiber's first entry is setcontext onto its own stack. */
+   fiber's first entry is setcontext onto its own stack.
+   Under ThreadSanitizer (the TSan build's model_readonly_tsan) each fiber
+   is a TSan fiber too, switched to before every jump (which orders the
+   block's threads as the jumps do), and the functions that jump are not
+   instrumented: a frame they entered would never be left. */
+#if defined(__SANITIZE_THREAD__)
+#define EMU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EMU_TSAN 1
+#endif
+#endif
+#ifdef EMU_TSAN
+extern "C" void *__tsan_get_current_fiber(void);
+extern "C" void *__tsan_create_fiber(unsigned flags);
+extern "C" void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#define EMU_NO_TSAN __attribute__((no_sanitize_thread))
+static void *emu_tsan_host; /* the host thread running the block */
+#define EMU_TSAN_SWITCH(fiber) __tsan_switch_to_fiber(fiber, 0)
+#else
+#define EMU_NO_TSAN
+#define EMU_TSAN_SWITCH(fiber) ((void)0)
+#endif
 enum { EMU_RUN, EMU_WARP_WAIT, EMU_BLOCK_WAIT, EMU_DONE };
 struct emu_fiber {
     ucontext_t uc;
     void *jb[5]; /* __builtin_setjmp's buffer */
     int started;
     char *stack;
+    void *tsan; /* its TSan fiber (EMU_TSAN) */
 };
 #define EMU_MAX_THREADS 1024
 #define EMU_STACK (256 * 1024) /* wmma fragments are whole tiles: room for a few */
@@ -489,12 +512,21 @@ static unsigned char *emu_shared_base; /* emu_shared_mem's first 256-byte bounda
 static inline void *emu_dynamic_shared() { return emu_shared_base; }
 
 /* (never in the function that set the buffer, as GCC requires) */
-static __attribute__((noinline, noreturn)) void emu_jump(void **jb) { __builtin_longjmp(jb, 1); }
+static __attribute__((noinline, noreturn)) EMU_NO_TSAN void emu_jump(void **jb) { __builtin_longjmp(jb, 1); }
+
+/* Back to the scheduler (emu_pass) from a fiber. */
+static __attribute__((noinline, noreturn)) EMU_NO_TSAN void emu_jump_sched() {
+#ifdef EMU_TSAN
+    EMU_TSAN_SWITCH(emu_tsan_host);
+#endif
+    emu_jump(emu_sched);
+}
 
 /* Runs thread t from where it stopped (its first entry: its stack). */
-static __attribute__((noinline, noreturn)) void emu_enter(int t) {
+static __attribute__((noinline, noreturn)) EMU_NO_TSAN void emu_enter(int t) {
     emu_fiber *f = &emu_fibers[t];
     emu_thread.x = (unsigned)t;
+    EMU_TSAN_SWITCH(f->tsan);
     if (!f->started) {
         f->started = 1;
         setcontext(&f->uc);
@@ -509,7 +541,7 @@ static __attribute__((noinline)) void emu_yield() {
     while (u < n && emu_state[u] != EMU_RUN) u++;
     if (!__builtin_setjmp(emu_fibers[t].jb)) {
         if (u < n) emu_enter(u);
-        emu_jump(emu_sched);
+        emu_jump_sched();
     }
 }
 
@@ -668,6 +700,9 @@ static inline int __syncthreads_and(int pred) { return emu_block_vote(pred, 2); 
    waits, then hands on to the next (emu_yield); the last comes back here
    (its own frame: nothing here lives across the jumps). */
 static __attribute__((noinline)) void emu_pass(int first) {
+#ifdef EMU_TSAN
+    emu_tsan_host = __tsan_get_current_fiber();
+#endif
     if (!__builtin_setjmp(emu_sched)) emu_enter(first);
 }
 
@@ -687,6 +722,9 @@ static __attribute__((noinline)) void emu_fiber_init(emu_fiber *f) {
     f->uc.uc_stack.ss_size = EMU_STACK;
     f->uc.uc_link = NULL; /* the trampoline never returns */
     makecontext(&f->uc, emu_trampoline, 0);
+#ifdef EMU_TSAN
+    f->tsan = __tsan_create_fiber(0);
+#endif
 }
 
 /* Rounds: a pass (every runnable thread runs until it finishes or waits),
