@@ -27,6 +27,12 @@ def missing_from_map(root):
         # the whole name, not a part of a longer one (jinja.c inside jinja_eval.c)
         if not re.search(r"(?:(?<![\w./-])|(?<=src/))" + re.escape(name) + r"(?![\w.-])", text):
             failures.append(f"docs/architecture.md: its map of src/ does not name src/{name}")
+    # and no row of the map names a file src/ does not have
+    section = re.search(r"^## The map of `src/`$(.*?)^## ", text, flags=re.S | re.M)
+    have = set(os.listdir(os.path.join(root, "src")))
+    for name in re.findall(r"^\| `([^`]+)` \|", section.group(1) if section else "", flags=re.M):
+        if name not in have:
+            failures.append(f"docs/architecture.md: its map of src/ names {name}, which src/ does not have")
     return failures
 
 
