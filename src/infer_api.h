@@ -290,9 +290,9 @@ INFERDEF infer_device infer_model_device(const infer_model *m);
 /* The GPU's name ("NVIDIA H100 ..., sm_90") for a CUDA model, else "cpu". */
 INFERDEF const char *infer_model_device_name(const infer_model *m);
 /* The memory bandwidth of a CUDA model's GPU in GB/s, as a copy kernel
-   reaches it (measured on the first call, a fraction of a second); 0 for
+   reaches it (measured once, as the model is loaded onto the GPU: a fraction of a second); 0 for
    a CPU model. What generation's GB/s are compared with (infer bench). */
-INFERDEF double infer_model_device_bandwidth(const infer_model *m); /* measured once, as the model is loaded */
+INFERDEF double infer_model_device_bandwidth(const infer_model *m);
 /* One-line summary: architecture, dims, layers, heads, vocab. */
 INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
 
