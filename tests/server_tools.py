@@ -33,6 +33,10 @@ ADD = {"type": "function", "function": {
                    "required": ["a", "b"], "additionalProperties": False}}}
 TOOLS = [WEATHER, ADD]
 ASK = [{"role": "user", "content": "What is the weather like in Paris today?"}]
+# Replies compared with each other decode their prompts afresh: a reused
+# prompt's last token is decoded alone, and its logits may differ in the
+# last bits from a batch's (and a greedy reply with them).
+FRESH = {"cache_prompt": False}
 
 
 def schema_of(name):
@@ -79,7 +83,8 @@ def streamed(client, **kw):
 
 def check_tools(client, label, jsonschema):
     """required, named, auto; streamed and not; parallel_tool_calls"""
-    kw = dict(model="m", messages=ASK, tools=TOOLS, temperature=0, max_tokens=120)
+    kw = dict(model="m", messages=ASK, tools=TOOLS, temperature=0, max_tokens=120,
+              extra_body=FRESH)
     r = client.chat.completions.create(tool_choice="required", **kw)
     m, calls = r.choices[0].message, plain_calls(r.choices[0].message)
     check(len(calls) >= 1 and all(valid_call(c, jsonschema) for c in calls),
@@ -97,7 +102,7 @@ def check_tools(client, label, jsonschema):
     check(len(calls) >= 1 and all(c["name"] == "add" and valid_call(c, jsonschema) for c in calls),
           "%s: a named tool_choice calls that tool, with valid arguments (%s)" % (label, calls))
     _, _, s_calls, _ = streamed(client, tool_choice=named, **kw)
-    check(s_calls == calls, "%s: streamed, the named call is the same" % label)
+    check(s_calls == calls, "%s: streamed, the named call is the same (%s)" % (label, s_calls))
 
     r = client.chat.completions.create(tool_choice="required", parallel_tool_calls=False, **kw)
     check(len(plain_calls(r.choices[0].message)) == 1, "%s: parallel_tool_calls false gives one call" % label)
@@ -172,7 +177,7 @@ def check_reasoning(client):
 
 def check_logprobs(client):
     r = client.chat.completions.create(model="m", messages=ASK, temperature=0, max_tokens=8, logprobs=True,
-                                       top_logprobs=3)
+                                       top_logprobs=3, extra_body=FRESH)
     lp = r.choices[0].logprobs.content
     check(len(lp) == r.usage.completion_tokens or (len(lp) == r.usage.completion_tokens - 1),
           "logprobs: one entry a token (%d for %d)" % (len(lp), r.usage.completion_tokens))
@@ -184,7 +189,7 @@ def check_logprobs(client):
     check(all(e.token == e.top_logprobs[0].token and abs(e.logprob - e.top_logprobs[0].logprob) < 1e-6 for e in lp),
           "logprobs: greedy replies take the top token")
     chunks = list(client.chat.completions.create(model="m", messages=ASK, temperature=0, max_tokens=8, logprobs=True,
-                                                 top_logprobs=3, stream=True))
+                                                 top_logprobs=3, stream=True, extra_body=FRESH))
     s_lp = [e for c in chunks if c.choices and c.choices[0].logprobs for e in c.choices[0].logprobs.content]
     check([e.token for e in s_lp] == [e.token for e in lp], "logprobs: streamed, the same tokens")
     c = client.completions.create(model="m", prompt="Once upon a time", temperature=0, max_tokens=6, logprobs=2)
@@ -196,8 +201,8 @@ def check_logprobs(client):
 
 def check_n(client, jsonschema):
     """n replies to one prompt: fed once, copied into n sequences"""
-    one = client.chat.completions.create(model="m", messages=ASK, temperature=0, max_tokens=12)
-    r = client.chat.completions.create(model="m", messages=ASK, temperature=0, max_tokens=12, n=3)
+    one = client.chat.completions.create(model="m", messages=ASK, temperature=0, max_tokens=12, extra_body=FRESH)
+    r = client.chat.completions.create(model="m", messages=ASK, temperature=0, max_tokens=12, n=3, extra_body=FRESH)
     check([c.index for c in r.choices] == [0, 1, 2] and
           all(c.message.content == one.choices[0].message.content for c in r.choices),
           "n = 3, greedy: three replies, each the n = 1 reply (%r)" % [c.message.content[:20] for c in r.choices])
@@ -205,7 +210,7 @@ def check_n(client, jsonschema):
           r.usage.completion_tokens == 3 * one.usage.completion_tokens,
           "n = 3: the prompt counted once, the replies' tokens together (%d, %d)" %
           (r.usage.prompt_tokens, r.usage.completion_tokens))
-    kw = dict(model="m", messages=ASK, temperature=1.0, seed=11, max_tokens=16, n=3)
+    kw = dict(model="m", messages=ASK, temperature=1.0, seed=11, max_tokens=16, n=3, extra_body=FRESH)
     r = client.chat.completions.create(**kw)
     texts = [c.message.content for c in r.choices]
     check(len(set(texts)) >= 2, "n = 3, sampled: the replies differ (%r)" % [t[:20] for t in texts])
@@ -226,10 +231,11 @@ def check_anthropic(url, anthropic, jsonschema, openai_client):
     client = anthropic.Anthropic(base_url=url, api_key="none", max_retries=0, timeout=300)
     system = "You are a helpful assistant."
     # (temperature goes in extra_body: this package's create() no longer names it)
-    kw = dict(model="m", max_tokens=16, system=system, messages=ASK, extra_body={"temperature": 0})
+    kw = dict(model="m", max_tokens=16, system=system, messages=ASK,
+              extra_body=dict(FRESH, temperature=0))
     m = client.messages.create(**kw)
     text = "".join(b.text for b in m.content if b.type == "text")
-    o = openai_client.chat.completions.create(model="m", max_tokens=16, temperature=0,
+    o = openai_client.chat.completions.create(model="m", max_tokens=16, temperature=0, extra_body=FRESH,
                                               messages=[{"role": "system", "content": system}] + ASK)
     check(m.type == "message" and m.role == "assistant" and text == o.choices[0].message.content.strip() and
           m.stop_reason in ("end_turn", "max_tokens") and m.usage.output_tokens == o.usage.completion_tokens,
@@ -241,7 +247,7 @@ def check_anthropic(url, anthropic, jsonschema, openai_client):
     tools = [{"name": t["function"]["name"], "description": t["function"]["description"],
               "input_schema": t["function"]["parameters"]} for t in TOOLS]
     tkw = dict(model="m", max_tokens=120, messages=ASK, tools=tools, tool_choice={"type": "any"},
-               extra_body={"temperature": 0})
+               extra_body=dict(FRESH, temperature=0))
     m = client.messages.create(**tkw)
     uses = [b for b in m.content if b.type == "tool_use"]
     ok = bool(uses) and m.stop_reason == "tool_use"
