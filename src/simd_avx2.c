@@ -4,6 +4,7 @@
    Numerics: the same values as quants.c's reference up to the order of
    float additions; the activation quantizers give the same bytes. */
 #include "internal.h"
+#include "backend.h"
 #include "quants.h"
 #include "pack.h"
 #include "simd_x86.h"
@@ -1015,6 +1016,288 @@ INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void
     }
     return s;
 }
+/* ---- elementwise math and attention (vecmath.c has the plain C) ----
+   exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
+   polynomial, then scaling by 2^n), within about 2 ulp of expf. */
+
+INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
+    __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
+    int d;
+    for (d = 0; d < n; d++) {
+        float *a = acc + (size_t)as * d;
+        _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
+        _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
+    }
+}
+
+/* Row i's p * scale for the n keys of a block column, into c. */
+INFER__AVX2_INLINE void infer__avx2_pv_coef(const uint16_t *pr, const float *scale, int n, float *c) {
+    int j;
+    for (j = 0; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(c + j, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pr + j))),
+                                              _mm256_loadu_ps(scale + j)));
+    for (; j < n; j++) c[j] = infer__fp16_to_fp32(pr[j]) * scale[j];
+}
+
+/* One block column of up to 64 keys, dequantized (vals[32 j + d], scale[j]),
+   into every row: a row's 32 sums stay in registers over the keys, each
+   product fused as (p * scale) * q in key order, as the plain C has it.
+   Two rows at a time share each key's values loaded (one row's FMAs were
+   bound by the loads); each row's arithmetic is the same either way.
+   A key of p = 0 adds an exact zero, so it need not be skipped. */
+INFER__AVX2_INLINE void infer__avx2_pv_rows(const float *vals, const float *scale, int n, const uint16_t *p, size_t ldp,
+                                            int nq, float *acc, int hd) {
+    float c[64], e[64];
+    int i = 0, j;
+    for (; i + 2 <= nq; i += 2) {
+        float *a = acc + (size_t)i * hd, *b = a + hd;
+        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16), b3 = _mm256_loadu_ps(b + 24);
+        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
+        infer__avx2_pv_coef(p + (size_t)(i + 1) * ldp, scale, n, e);
+        for (j = 0; j < n; j++) {
+            __m256 cj = _mm256_broadcast_ss(c + j), ej = _mm256_broadcast_ss(e + j);
+            const float *q = vals + 32 * j;
+            __m256 q0 = _mm256_loadu_ps(q), q1 = _mm256_loadu_ps(q + 8), q2 = _mm256_loadu_ps(q + 16), q3 = _mm256_loadu_ps(q + 24);
+            a0 = _mm256_fmadd_ps(cj, q0, a0), b0 = _mm256_fmadd_ps(ej, q0, b0);
+            a1 = _mm256_fmadd_ps(cj, q1, a1), b1 = _mm256_fmadd_ps(ej, q1, b1);
+            a2 = _mm256_fmadd_ps(cj, q2, a2), b2 = _mm256_fmadd_ps(ej, q2, b2);
+            a3 = _mm256_fmadd_ps(cj, q3, a3), b3 = _mm256_fmadd_ps(ej, q3, b3);
+        }
+        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
+        _mm256_storeu_ps(b, b0), _mm256_storeu_ps(b + 8, b1), _mm256_storeu_ps(b + 16, b2), _mm256_storeu_ps(b + 24, b3);
+    }
+    for (; i < nq; i++) {
+        float *a = acc + (size_t)i * hd;
+        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
+        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
+        for (j = 0; j < n; j++) {
+            __m256 cj = _mm256_broadcast_ss(c + j);
+            const float *q = vals + 32 * j;
+            a0 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q), a0);
+            a1 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 8), a1);
+            a2 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 16), a2);
+            a3 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 24), a3);
+        }
+        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q8_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    float vals[64 * 32], scale[64];
+    int j0, j, b, k;
+    for (j0 = 0; j0 < kt; j0 += 64) {
+        int n = INFER__MIN(64, kt - j0);
+        for (b = 0; b < hd / 32; b++) {
+            for (j = 0; j < n; j++) {
+                const infer__block_q8_0 *blk = (const infer__block_q8_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
+                for (k = 0; k < 4; k++)
+                    _mm256_storeu_ps(vals + 32 * j + 8 * k, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                                _mm_loadl_epi64((const __m128i *)(const void *)(blk->qs + 8 * k)))));
+                scale[j] = infer__fp16_to_fp32(blk->d);
+            }
+            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
+        }
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q4_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    const __m128i low = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    float vals[64 * 32], scale[64];
+    int j0, j, b;
+    for (j0 = 0; j0 < kt; j0 += 64) {
+        int n = INFER__MIN(64, kt - j0);
+        for (b = 0; b < hd / 32; b++) {
+            for (j = 0; j < n; j++) {
+                const infer__block_q4_0 *blk = (const infer__block_q4_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
+                __m128i x = _mm_loadu_si128((const __m128i *)(const void *)blk->qs);
+                __m128i lo = _mm_sub_epi8(_mm_and_si128(x, low), eight);
+                __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low), eight);
+                float *o = vals + 32 * j;
+                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)));
+                _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))));
+                _mm256_storeu_ps(o + 16, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)));
+                _mm256_storeu_ps(o + 24, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))));
+                scale[j] = infer__fp16_to_fp32(blk->d);
+            }
+            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
+        }
+    }
+}
+
+
+/* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
+   (relative error below 1e-8 there), then times 2^n, as AVX-512's
+   (simd_avx512.c); without its scalef, x is clamped to [-87, 88] first so
+   that 2^n stays a normal float (silu then differs from the exact value by
+   under 1e-36 where exp overflows or underflows). */
+INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
+    __m256 n, r, p;
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
+    p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+
+/* Attention's softmax of a key tile (infer__kernels.softmax_stats and
+   _probs, and the whole row's scaled_max, softmax_exp, probs_f16) in 8
+   lanes: the keys j.. j + 7 outside [lo, hi) masked. */
+INFER__AVX2_INLINE __m256 infer__avx2_seen(int j, int lo, int hi) {
+    __m256i at = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(j));
+    return _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_cmpgt_epi32(at, _mm256_set1_epi32(lo - 1)), _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), at)));
+}
+
+/* s[j..j+8) where j + 8 may pass n: the keys past it read as 0 */
+INFER__AVX2_INLINE __m256 infer__avx2_load_upto(const float *s, int j, int n) {
+    float tmp[8] = {0};
+    if (n - j >= 8) return _mm256_loadu_ps(s + j);
+    memcpy(tmp, s + j, (size_t)(n - j) * sizeof *s);
+    return _mm256_loadu_ps(tmp);
+}
+
+INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY);
+    float t[8];
+    int j;
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
+    }
+    _mm256_storeu_ps(t, vmax);
+    for (j = 0; j < 8; j++) m = INFER__MAX(m, t[j]);
+    return m;
+}
+
+INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m256 vs = _mm256_set1_ps(scale), vmx;
+    __m256d sum = _mm256_setzero_pd();
+    float mx;
+    double d[4];
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx2_scaled_max(s, lo, hi, scale, *m);
+    vmx = _mm256_set1_ps(mx);
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    _mm256_storeu_pd(d, sum);
+    *l = (float)((double)*l * infer__expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
+    *m = mx;
+}
+
+
+INFER__AVX2 static double infer__avx2_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
+    __m256d sum = _mm256_setzero_pd();
+    double d[4];
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vm)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        if (n - j >= 8) {
+            _mm256_storeu_ps(s + j, e);
+        } else {
+            float t[8];
+            _mm256_storeu_ps(t, e);
+            memcpy(s + j, t, (size_t)(n - j) * sizeof *s);
+        }
+    }
+    _mm256_storeu_pd(d, sum);
+    return (d[0] + d[1]) + (d[2] + d[3]);
+}
+
+INFER__AVX2 static void infer__avx2_probs_f16(const float *e, int n, float inv, uint16_t *p) {
+    __m256 vinv = _mm256_set1_ps(inv);
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm_storeu_si128((__m128i *)(void *)(p + j),
+                         _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(e + j), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
+}
+
+INFER__AVX2 static void infer__avx2_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                  uint16_t *p) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vinv = _mm256_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, _mm256_mul_ps(infer__avx2_exp(_mm256_sub_ps(x, vm)), vinv));
+        __m128i h = _mm256_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (n - j >= 8) {
+            _mm_storeu_si128((__m128i *)(void *)(p + j), h);
+        } else {
+            uint16_t t16[8];
+            _mm_storeu_si128((__m128i *)(void *)t16, h);
+            memcpy(p + j, t16, (size_t)(n - j) * sizeof *p);
+        }
+    }
+}
+
+INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256 s = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), infer__avx2_exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+    }
+    infer__silu_mul_ref(g + i, u + i, n - i);
+}
+
+INFER__AVX2 static void infer__avx2_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256 y = _mm256_i32gather_ps(table, h, 4);
+        y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, _mm256_set1_ps(10.0f), _CMP_GE_OQ));
+        y = _mm256_and_ps(y, _mm256_cmp_ps(x, _mm256_set1_ps(-10.0f), _CMP_GT_OQ));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
+    }
+    infer__gelu_mul_ref(g + i, u + i, n - i, table);
+}
+
+INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    double t[4];
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i), sq = _mm256_mul_ps(v, v);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
+    return t[0] + t[1] + t[2] + t[3] + infer__sum_squares_ref(x + i, n - i);
+}
+
+/* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
+INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
+}
+INFER__AVX2 static float infer__avx2_fmaf(float x, float y, float z) { return infer__avx2_fma1(x, y, z); }
+INFER__AVX2 static float infer__avx2_exp_llama(float x) { INFER__EXP_LLAMA_BODY(x, infer__avx2_fma1) }
+
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx2_install(infer__kernels *k) {
@@ -1056,6 +1339,19 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = infer__avx2_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = infer__avx2_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = infer__avx2_iq4_xs_dot;
+    k->lanes16_fma = infer__avx2_lanes16_fma;
+    k->fmaf = infer__avx2_fmaf;
+    k->exp_llama = infer__avx2_exp_llama;
+    k->silu_mul = infer__avx2_silu_mul;
+    k->gelu_mul = infer__avx2_gelu_mul;
+    k->sum_squares = infer__avx2_sum_squares;
+    k->softmax_stats = infer__avx2_softmax_stats;
+    k->softmax_probs = infer__avx2_softmax_probs;
+    k->scaled_max = infer__avx2_scaled_max;
+    k->softmax_exp = infer__avx2_softmax_exp;
+    k->probs_f16 = infer__avx2_probs_f16;
+    k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
+    k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
     return 1;
 #else
     (void)k;

@@ -1837,6 +1837,156 @@ INFER__AVX512BF16 static void infer__avx512bf16_bf16_gemm_packed(int n, const vo
         }
     }
 }
+/* ---- elementwise math and attention (vecmath.c has the plain C) ----
+   Attention's p.V from a quantized cache stays AVX2's (8 lanes hold a
+   block's quarter: 16 gain nothing there). */
+
+INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
+    __m512 pv = _mm512_loadu_ps(p);
+    int d;
+    for (d = 0; d < n; d++)
+        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + (size_t)as * d)));
+}
+
+/* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
+   (relative error below 1e-8 there), then times 2^n. */
+INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
+    return _mm512_scalef_ps(p, n);
+}
+
+/* Attention's softmax of a key tile (infer__kernels.softmax_stats and
+   _probs) in 16 lanes: the keys outside [lo, hi) masked. */
+INFER__AVX512_INLINE __mmask16 infer__avx512_seen(int j, int lo, int hi) {
+    __m512i at = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(j));
+    return _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(hi));
+}
+
+INFER__AVX512 static float infer__avx512_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY);
+    int j;
+    if (lo >= hi) return m;
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
+    }
+    return INFER__MAX(m, _mm512_reduce_max_ps(vmax));
+}
+
+INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m512 vs = _mm512_set1_ps(scale), vmx;
+    __m512d sum = _mm512_setzero_pd();
+    float mx;
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx512_scaled_max(s, lo, hi, scale, *m);
+    vmx = _mm512_set1_ps(mx);
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs), vmx)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    *l = (float)((double)*l * infer__expf(*m - mx) + _mm512_reduce_add_pd(sum));
+    *m = mx;
+}
+
+INFER__AVX512 static void infer__avx512_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                      uint16_t *p) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m), vinv = _mm512_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi), in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(seen & in, s + j), vs);
+        __m512 e = _mm512_maskz_mov_ps(seen & in, _mm512_mul_ps(infer__avx512_exp(_mm512_sub_ps(x, vm)), vinv));
+        __m256i h = _mm512_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (in == 0xFFFF) {
+            _mm256_storeu_si256((__m256i *)(void *)(p + j), h);
+        } else {
+            uint16_t tmp[16];
+            _mm256_storeu_si256((__m256i *)(void *)tmp, h);
+            memcpy(p + j, tmp, (size_t)(n - j) * sizeof *p);
+        }
+    }
+}
+
+/* A row's softmax with its scores kept whole (kernels.softmax_exp and
+   probs_f16; scaled_max is above) in 16 lanes; e's sum in 2 x 8 double
+   lanes. */
+INFER__AVX512 static double infer__avx512_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m);
+    __m512d sum = _mm512_setzero_pd();
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1), seen = infer__avx512_seen(j, lo, hi) & in;
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(in, s + j), vs);
+        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(x, vm)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+        _mm512_mask_storeu_ps(s + j, in, e);
+    }
+    return _mm512_reduce_add_pd(sum);
+}
+
+INFER__AVX512 static void infer__avx512_probs_f16(const float *e, int n, float inv, uint16_t *p) {
+    __m512 vinv = _mm512_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(in, e + j), vinv),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_mask_storeu_epi16(p + j, in, h);
+    }
+}
+
+INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), infer__avx512_exp(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+/* The table lookup 16 lanes at a time: F16 rounding by vcvtps2ph, then a gather. */
+INFER__AVX512 static void infer__avx512_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512i h = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m512 y = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, h, table, 4);
+        y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(10.0f), _CMP_GE_OQ), y, x);
+        y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-10.0f), _CMP_GT_OQ), y);
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i), sq = _mm512_mul_ps(v, v);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx512_install(infer__kernels *k) {
@@ -1858,6 +2008,14 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
+    k->lanes16_fma = infer__avx512_lanes16_fma;
+    k->silu_mul = infer__avx512_silu_mul;
+    k->gelu_mul = infer__avx512_gelu_mul;
+    k->sum_squares = infer__avx512_sum_squares;
+    /* softmax_stats and _probs stay AVX2's: the 16-lane versions are not yet run on a CPU */
+    k->scaled_max = infer__avx512_scaled_max;
+    k->softmax_exp = infer__avx512_softmax_exp;
+    k->probs_f16 = infer__avx512_probs_f16;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;

@@ -1,10 +1,15 @@
-/* simd_x86.h - what the x86 kernels (simd_avx2.c, simd_avx512.c, vecmath.c) share: intrinsics, target attributes, AVX2 helpers. */
+/* simd_x86.h - what the x86 kernels (simd_avx2.c, simd_avx512.c) share: intrinsics, target attributes, AVX2 helpers. */
 #ifndef INFER_SIMD_X86_H
 #define INFER_SIMD_X86_H
 #include "internal.h"
 
 #ifdef INFER__HAVE_X86
 #include <immintrin.h>
+
+/* vecmath.c's plain C, which finishes a row's tail past the last full vector */
+static void infer__silu_mul_ref(float *g, const float *u, int n);
+static void infer__gelu_mul_ref(float *g, const float *u, int n, const float *table);
+static double infer__sum_squares_ref(const float *x, int n);
 
 /* each kernel marked with its instruction set (platform.h), chosen at run
    time by cpu.c */
