@@ -10513,6 +10513,64 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
 }
 
+/* ---- the 32-value block formats dotted with 8-bit activations ----
+   One body each for AVX2 and AVX-512 VNNI, which differ only in the dot
+   instruction: DOT_SS(a, b) and DOT_US(u, s) give 8 int32 sums of 4
+   neighbouring products, s8 x s8 and u8 x s8 (infer__avx2_dot_ss and _us:
+   maddubs pairs; VNNI's dpbusd at once). A block's sum is exact either
+   way, so both give the same bits. The bodies take n, w and xv; LOADW
+   (a block) gives the weights as 32 bytes, signed for the _0 formats
+   (value - offset), unsigned for the _1 ones. */
+#define INFER__X86_F16(h) _cvtsh_ss(h) /* F16C: exact, as infer__fp16_to_fp32 */
+#define INFER__X86_SCALE(a, x) _mm256_set1_ps(INFER__X86_F16((a).d) * INFER__X86_F16((x).d))
+#define INFER__X86_LOAD32(p) _mm256_loadu_si256((const __m256i *)(p))
+#define INFER__X86_Q8_0_W(a) INFER__X86_LOAD32((a).qs)
+#define INFER__X86_Q4_0_W(a) _mm256_sub_epi8(infer__avx2_nibbles((a).qs), _mm256_set1_epi8(8))
+#define INFER__X86_Q4_1_W(a) infer__avx2_nibbles((a).qs)
+#define INFER__X86_Q5_1_W(a) _mm256_or_si256(infer__avx2_nibbles((a).qs), infer__avx2_fifth_bits((a).qh))
+#define INFER__X86_Q5_0_W(a) _mm256_sub_epi8(INFER__X86_Q5_1_W(a), _mm256_set1_epi8(16))
+/* a block's products, scaled, fused into acc */
+#define INFER__X86_BLOCK_FMA(acc, a, x, q) acc = _mm256_fmadd_ps(INFER__X86_SCALE(a, x), _mm256_cvtepi32_ps(q), acc)
+
+/* Q8_0 and Q5_0: one chain, block after block (llama.cpp's order) */
+#define INFER__X86_DOT_0(BLOCK, LOADW, DOT_SS)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    __m256 acc = _mm256_setzero_ps();                                                                              \
+    int b, nb = n / 32;                                                                                            \
+    for (b = 0; b < nb; b++)                                                                                       \
+        INFER__X86_BLOCK_FMA(acc, a[b], x[b], DOT_SS(LOADW(a[b]), INFER__X86_LOAD32(x[b].qs)));                    \
+    return infer__avx2_hsum(acc);
+
+/* Q4_0: even and odd blocks in two chains, added at the end */
+#define INFER__X86_DOT_Q4_0(DOT_SS)                                                                                \
+    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;                                                     \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                                                 \
+    int b = 0, nb = n / 32;                                                                                        \
+    for (; b + 2 <= nb; b += 2) {                                                                                  \
+        __m256i p0 = DOT_SS(INFER__X86_Q4_0_W(a[b]), INFER__X86_LOAD32(x[b].qs));                                  \
+        __m256i p1 = DOT_SS(INFER__X86_Q4_0_W(a[b + 1]), INFER__X86_LOAD32(x[b + 1].qs));                          \
+        INFER__X86_BLOCK_FMA(acc0, a[b], x[b], p0);                                                                \
+        INFER__X86_BLOCK_FMA(acc1, a[b + 1], x[b + 1], p1);                                                        \
+    }                                                                                                              \
+    for (; b < nb; b++)                                                                                            \
+        INFER__X86_BLOCK_FMA(acc0, a[b], x[b], DOT_SS(INFER__X86_Q4_0_W(a[b]), INFER__X86_LOAD32(x[b].qs)));       \
+    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+
+/* Q4_1 and Q5_1 (Q8_1 activations): the blocks' m * s summed apart */
+#define INFER__X86_DOT_1(BLOCK, LOADW, DOT_US)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                                    \
+    __m256 acc = _mm256_setzero_ps();                                                                              \
+    float ms = 0;                                                                                                  \
+    int b, nb = n / 32;                                                                                            \
+    for (b = 0; b < nb; b++) {                                                                                     \
+        INFER__X86_BLOCK_FMA(acc, a[b], x[b], DOT_US(LOADW(a[b]), INFER__X86_LOAD32(x[b].qs)));                    \
+        ms += INFER__X86_F16(a[b].m) * INFER__X86_F16(x[b].s);                                                     \
+    }                                                                                                              \
+    return infer__avx2_hsum(acc) + ms;
+
 /* 8 rows of 8 F16 values transposed to F32: out[c] is value c of rows 0-7.
    Row r is at src + r stride; rows from n on are zeros, and values from
    m on (m < 8: a tail, read no further) are zeros. */
@@ -10961,40 +11019,20 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 /* ---- block formats dotted with 8-bit activations ---- */
 
-#define INFER__XH(x) _cvtsh_ss(x) /* F16C: exact, as infer__fp16_to_fp32 */
-#define INFER__SCALE(a, x) _mm256_set1_ps(INFER__XH((a).d) * INFER__XH((x).d))
-
 INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
+    INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, infer__avx2_dot_ss)
 }
-
 INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(8);
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i q0 = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
-        __m256i q1 = _mm256_sub_epi8(infer__avx2_nibbles(a[b + 1].qs), off);
-        __m256i p0 = infer__avx2_dot_ss(q0, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        __m256i p1 = infer__avx2_dot_ss(q1, _mm256_loadu_si256((const __m256i *)x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__SCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++) {
-        __m256i q = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
-        __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
-    }
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+    INFER__X86_DOT_Q4_0(infer__avx2_dot_ss)
+}
+INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
+    INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, infer__avx2_dot_us)
+}
+INFER__AVX2 static float infer__avx2_q5_0_dot(int n, const void *w, const void *xv) {
+    INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, infer__avx2_dot_ss)
+}
+INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *xv) {
+    INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, infer__avx2_dot_us)
 }
 
 /* ---- Q4_0 and Q4_1 packed (pack.h): 16 rows a group, two vectors of 8 ----
@@ -11051,13 +11089,13 @@ INFER__AVX2_INLINE void infer__avx2_pk_q4_tile(const int T, const int q1, int nb
             uint16_t dx, sx;
             __m256 vx, ta, tb;
             memcpy(&dx, xb, 2);
-            vx = _mm256_set1_ps(INFER__XH(dx));
+            vx = _mm256_set1_ps(INFER__X86_F16(dx));
             ta = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sa[t], ones)), _mm256_mul_ps(da, vx));
             tb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sb[t], ones)), _mm256_mul_ps(db, vx));
             if (q1) { /* + m * s */
                 __m256 vs;
                 memcpy(&sx, xb + 2, 2);
-                vs = _mm256_set1_ps(INFER__XH(sx));
+                vs = _mm256_set1_ps(INFER__X86_F16(sx));
                 ta = _mm256_add_ps(ta, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 32))), vs));
                 tb = _mm256_add_ps(tb, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 48))), vs));
             }
@@ -11112,7 +11150,7 @@ INFER__AVX2_INLINE void infer__avx2_pk_q8_tile(const int T, int nb, const uint8_
         da = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d));
         db = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16)));
         for (t = 0; t < T; t++) {
-            __m256 vx = _mm256_set1_ps(INFER__XH(((const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b)->d));
+            __m256 vx = _mm256_set1_ps(INFER__X86_F16(((const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b)->d));
             fa[t] = _mm256_add_ps(fa[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sa[t]), _mm256_mul_ps(da, vx)));
             fb[t] = _mm256_add_ps(fb[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sb[t]), _mm256_mul_ps(db, vx)));
         }
@@ -11194,7 +11232,7 @@ INFER__AVX2 static void infer__avx2_q8_0_gemm_packed_ordered(int n, const void *
                 for (j = 0; j < 8; j++) f[h][j] = _mm256_setzero_ps();
             for (b = 0; b < nb; b++) {
                 const uint8_t *q = gp + infer__pack_q_at(b, 32), *d = gp + infer__pack_d_at(b, 32);
-                __m256 vx = _mm256_set1_ps(INFER__XH(xt[b].d));
+                __m256 vx = _mm256_set1_ps(INFER__X86_F16(xt[b].d));
                 for (h = 0; h < 2; h++) {
                     __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16 * h))), vx);
                     for (j = 0; j < 8; j++) {
@@ -11231,12 +11269,12 @@ INFER__AVX2 static void infer__avx2_q8_0_gemm_packed_ordered(int n, const void *
                 const WBLK *a_ = (const WBLK *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_;                      \
                 wq[r_] = LOADW(a_);                                                                                    \
                 wa[r_] = ABSW(wq[r_]);                                                                                 \
-                wd[r_] = INFER__XH(a_->d);                                                                             \
+                wd[r_] = INFER__X86_F16(a_->d);                                                                        \
             }                                                                                                          \
             for (t_ = 0; t_ < T; t_++) {                                                                               \
                 const infer__block_q8_0 *x_ = (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
                 __m256i xq_ = _mm256_loadu_si256((const __m256i *)x_->qs), xc_ = FIXX(xq_);                            \
-                float xd_ = INFER__XH(x_->d);                                                                          \
+                float xd_ = INFER__X86_F16(x_->d);                                                                     \
                 for (r_ = 0; r_ < R; r_++) {                                                                           \
                     __m256i p_ = DOT(wq[r_], wa[r_], xq_, xc_);                                                        \
                     acc[r_][t_] = _mm256_fmadd_ps(_mm256_set1_ps(wd[r_] * xd_), _mm256_cvtepi32_ps(p_), acc[r_][t_]);  \
@@ -11302,50 +11340,6 @@ INFER__G_DRIVER(infer__avx2_q5_0_gemm, infer__avx2_q5_0_tile)
 #undef INFER__AVX2_GEMM_CASES
 #undef INFER__AVX2_GEMM_BODY
 
-INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__avx2_dot_us(infer__avx2_nibbles(a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-
-INFER__AVX2 static float infer__avx2_q5_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(16);
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__avx2_dot_ss(_mm256_sub_epi8(q, off), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__avx2_dot_us(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-#undef INFER__SCALE
-#undef INFER__XH
 
 /* ---- K-quants and IQ4 ----
    The 256-value formats sum their integer products per super-block exactly
@@ -12321,80 +12315,20 @@ INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
 }
 
-#define INFER__VH(x) _cvtsh_ss(x)
-#define INFER__VSCALE(a, x) _mm256_set1_ps(INFER__VH((a).d) * INFER__VH((x).d))
-#define INFER__LD(p) _mm256_loadu_si256((const __m256i *)(p))
-
 INFER__AVX512VNNI static float infer__vnni_q8_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++)
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]),
-                              _mm256_cvtepi32_ps(infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs))), acc);
-    return infer__avx2_hsum(acc);
+    INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, infer__vnni_dot_ss)
 }
-
 INFER__AVX512VNNI static float infer__vnni_q4_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(8);
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off), INFER__LD(x[b].qs));
-        __m256i p1 = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b + 1].qs), off), INFER__LD(x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__VSCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++) {
-        __m256i p = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off), INFER__LD(x[b].qs));
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
-    }
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+    INFER__X86_DOT_Q4_0(infer__vnni_dot_ss)
 }
-
 INFER__AVX512VNNI static float infer__vnni_q4_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__vnni_dot_us(infer__avx2_nibbles(a[b].qs), INFER__LD(x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__VH(a[b].m) * INFER__VH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
+    INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, infer__vnni_dot_us)
 }
-
 INFER__AVX512VNNI static float infer__vnni_q5_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(16);
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__vnni_dot_ss(_mm256_sub_epi8(q, off), INFER__LD(x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
+    INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, infer__vnni_dot_ss)
 }
-
 INFER__AVX512VNNI static float infer__vnni_q5_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__vnni_dot_us(q, INFER__LD(x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__VH(a[b].m) * INFER__VH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
+    INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, infer__vnni_dot_us)
 }
 
 /* ---- GEMM: a tile of R weight rows x T tokens in registers ----
@@ -12572,9 +12506,6 @@ INFER__AVX512VNNI_INLINE void infer__vnni_q6_K_tile(int R, int T, int nb, const 
 INFER__GEMM_DRIVER(infer__vnni_q4_0_gemm, infer__vnni_q4_0_tile, 32)
 INFER__GEMM_DRIVER(infer__vnni_q6_K_gemm, infer__vnni_q6_K_tile, INFER__QK_K)
 #undef INFER__GEMM_DRIVER
-#undef INFER__LD
-#undef INFER__VSCALE
-#undef INFER__VH
 
 /* ---- packed weights (pack.c's layouts): 16 rows in the lanes ----
    A tile is one group of 16 rows x T tokens: per 4 k-values one weight

@@ -385,40 +385,20 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 /* ---- block formats dotted with 8-bit activations ---- */
 
-#define INFER__XH(x) _cvtsh_ss(x) /* F16C: exact, as infer__fp16_to_fp32 */
-#define INFER__SCALE(a, x) _mm256_set1_ps(INFER__XH((a).d) * INFER__XH((x).d))
-
 INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
+    INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, infer__avx2_dot_ss)
 }
-
 INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(8);
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i q0 = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
-        __m256i q1 = _mm256_sub_epi8(infer__avx2_nibbles(a[b + 1].qs), off);
-        __m256i p0 = infer__avx2_dot_ss(q0, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        __m256i p1 = infer__avx2_dot_ss(q1, _mm256_loadu_si256((const __m256i *)x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__SCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++) {
-        __m256i q = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
-        __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
-    }
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+    INFER__X86_DOT_Q4_0(infer__avx2_dot_ss)
+}
+INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
+    INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, infer__avx2_dot_us)
+}
+INFER__AVX2 static float infer__avx2_q5_0_dot(int n, const void *w, const void *xv) {
+    INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, infer__avx2_dot_ss)
+}
+INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *xv) {
+    INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, infer__avx2_dot_us)
 }
 
 /* ---- Q4_0 and Q4_1 packed (pack.h): 16 rows a group, two vectors of 8 ----
@@ -475,13 +455,13 @@ INFER__AVX2_INLINE void infer__avx2_pk_q4_tile(const int T, const int q1, int nb
             uint16_t dx, sx;
             __m256 vx, ta, tb;
             memcpy(&dx, xb, 2);
-            vx = _mm256_set1_ps(INFER__XH(dx));
+            vx = _mm256_set1_ps(INFER__X86_F16(dx));
             ta = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sa[t], ones)), _mm256_mul_ps(da, vx));
             tb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sb[t], ones)), _mm256_mul_ps(db, vx));
             if (q1) { /* + m * s */
                 __m256 vs;
                 memcpy(&sx, xb + 2, 2);
-                vs = _mm256_set1_ps(INFER__XH(sx));
+                vs = _mm256_set1_ps(INFER__X86_F16(sx));
                 ta = _mm256_add_ps(ta, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 32))), vs));
                 tb = _mm256_add_ps(tb, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 48))), vs));
             }
@@ -536,7 +516,7 @@ INFER__AVX2_INLINE void infer__avx2_pk_q8_tile(const int T, int nb, const uint8_
         da = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d));
         db = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16)));
         for (t = 0; t < T; t++) {
-            __m256 vx = _mm256_set1_ps(INFER__XH(((const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b)->d));
+            __m256 vx = _mm256_set1_ps(INFER__X86_F16(((const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b)->d));
             fa[t] = _mm256_add_ps(fa[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sa[t]), _mm256_mul_ps(da, vx)));
             fb[t] = _mm256_add_ps(fb[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sb[t]), _mm256_mul_ps(db, vx)));
         }
@@ -618,7 +598,7 @@ INFER__AVX2 static void infer__avx2_q8_0_gemm_packed_ordered(int n, const void *
                 for (j = 0; j < 8; j++) f[h][j] = _mm256_setzero_ps();
             for (b = 0; b < nb; b++) {
                 const uint8_t *q = gp + infer__pack_q_at(b, 32), *d = gp + infer__pack_d_at(b, 32);
-                __m256 vx = _mm256_set1_ps(INFER__XH(xt[b].d));
+                __m256 vx = _mm256_set1_ps(INFER__X86_F16(xt[b].d));
                 for (h = 0; h < 2; h++) {
                     __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16 * h))), vx);
                     for (j = 0; j < 8; j++) {
@@ -655,12 +635,12 @@ INFER__AVX2 static void infer__avx2_q8_0_gemm_packed_ordered(int n, const void *
                 const WBLK *a_ = (const WBLK *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_;                      \
                 wq[r_] = LOADW(a_);                                                                                    \
                 wa[r_] = ABSW(wq[r_]);                                                                                 \
-                wd[r_] = INFER__XH(a_->d);                                                                             \
+                wd[r_] = INFER__X86_F16(a_->d);                                                                        \
             }                                                                                                          \
             for (t_ = 0; t_ < T; t_++) {                                                                               \
                 const infer__block_q8_0 *x_ = (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
                 __m256i xq_ = _mm256_loadu_si256((const __m256i *)x_->qs), xc_ = FIXX(xq_);                            \
-                float xd_ = INFER__XH(x_->d);                                                                          \
+                float xd_ = INFER__X86_F16(x_->d);                                                                     \
                 for (r_ = 0; r_ < R; r_++) {                                                                           \
                     __m256i p_ = DOT(wq[r_], wa[r_], xq_, xc_);                                                        \
                     acc[r_][t_] = _mm256_fmadd_ps(_mm256_set1_ps(wd[r_] * xd_), _mm256_cvtepi32_ps(p_), acc[r_][t_]);  \
@@ -726,50 +706,6 @@ INFER__G_DRIVER(infer__avx2_q5_0_gemm, infer__avx2_q5_0_tile)
 #undef INFER__AVX2_GEMM_CASES
 #undef INFER__AVX2_GEMM_BODY
 
-INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__avx2_dot_us(infer__avx2_nibbles(a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-
-INFER__AVX2 static float infer__avx2_q5_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(16);
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__avx2_dot_ss(_mm256_sub_epi8(q, off), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__avx2_dot_us(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-#undef INFER__SCALE
-#undef INFER__XH
 
 /* ---- K-quants and IQ4 ----
    The 256-value formats sum their integer products per super-block exactly

@@ -69,6 +69,64 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
 }
 
+/* ---- the 32-value block formats dotted with 8-bit activations ----
+   One body each for AVX2 and AVX-512 VNNI, which differ only in the dot
+   instruction: DOT_SS(a, b) and DOT_US(u, s) give 8 int32 sums of 4
+   neighbouring products, s8 x s8 and u8 x s8 (infer__avx2_dot_ss and _us:
+   maddubs pairs; VNNI's dpbusd at once). A block's sum is exact either
+   way, so both give the same bits. The bodies take n, w and xv; LOADW
+   (a block) gives the weights as 32 bytes, signed for the _0 formats
+   (value - offset), unsigned for the _1 ones. */
+#define INFER__X86_F16(h) _cvtsh_ss(h) /* F16C: exact, as infer__fp16_to_fp32 */
+#define INFER__X86_SCALE(a, x) _mm256_set1_ps(INFER__X86_F16((a).d) * INFER__X86_F16((x).d))
+#define INFER__X86_LOAD32(p) _mm256_loadu_si256((const __m256i *)(p))
+#define INFER__X86_Q8_0_W(a) INFER__X86_LOAD32((a).qs)
+#define INFER__X86_Q4_0_W(a) _mm256_sub_epi8(infer__avx2_nibbles((a).qs), _mm256_set1_epi8(8))
+#define INFER__X86_Q4_1_W(a) infer__avx2_nibbles((a).qs)
+#define INFER__X86_Q5_1_W(a) _mm256_or_si256(infer__avx2_nibbles((a).qs), infer__avx2_fifth_bits((a).qh))
+#define INFER__X86_Q5_0_W(a) _mm256_sub_epi8(INFER__X86_Q5_1_W(a), _mm256_set1_epi8(16))
+/* a block's products, scaled, fused into acc */
+#define INFER__X86_BLOCK_FMA(acc, a, x, q) acc = _mm256_fmadd_ps(INFER__X86_SCALE(a, x), _mm256_cvtepi32_ps(q), acc)
+
+/* Q8_0 and Q5_0: one chain, block after block (llama.cpp's order) */
+#define INFER__X86_DOT_0(BLOCK, LOADW, DOT_SS)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    __m256 acc = _mm256_setzero_ps();                                                                              \
+    int b, nb = n / 32;                                                                                            \
+    for (b = 0; b < nb; b++)                                                                                       \
+        INFER__X86_BLOCK_FMA(acc, a[b], x[b], DOT_SS(LOADW(a[b]), INFER__X86_LOAD32(x[b].qs)));                    \
+    return infer__avx2_hsum(acc);
+
+/* Q4_0: even and odd blocks in two chains, added at the end */
+#define INFER__X86_DOT_Q4_0(DOT_SS)                                                                                \
+    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;                                                     \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                                                 \
+    int b = 0, nb = n / 32;                                                                                        \
+    for (; b + 2 <= nb; b += 2) {                                                                                  \
+        __m256i p0 = DOT_SS(INFER__X86_Q4_0_W(a[b]), INFER__X86_LOAD32(x[b].qs));                                  \
+        __m256i p1 = DOT_SS(INFER__X86_Q4_0_W(a[b + 1]), INFER__X86_LOAD32(x[b + 1].qs));                          \
+        INFER__X86_BLOCK_FMA(acc0, a[b], x[b], p0);                                                                \
+        INFER__X86_BLOCK_FMA(acc1, a[b + 1], x[b + 1], p1);                                                        \
+    }                                                                                                              \
+    for (; b < nb; b++)                                                                                            \
+        INFER__X86_BLOCK_FMA(acc0, a[b], x[b], DOT_SS(INFER__X86_Q4_0_W(a[b]), INFER__X86_LOAD32(x[b].qs)));       \
+    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+
+/* Q4_1 and Q5_1 (Q8_1 activations): the blocks' m * s summed apart */
+#define INFER__X86_DOT_1(BLOCK, LOADW, DOT_US)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                                    \
+    __m256 acc = _mm256_setzero_ps();                                                                              \
+    float ms = 0;                                                                                                  \
+    int b, nb = n / 32;                                                                                            \
+    for (b = 0; b < nb; b++) {                                                                                     \
+        INFER__X86_BLOCK_FMA(acc, a[b], x[b], DOT_US(LOADW(a[b]), INFER__X86_LOAD32(x[b].qs)));                    \
+        ms += INFER__X86_F16(a[b].m) * INFER__X86_F16(x[b].s);                                                     \
+    }                                                                                                              \
+    return infer__avx2_hsum(acc) + ms;
+
 /* 8 rows of 8 F16 values transposed to F32: out[c] is value c of rows 0-7.
    Row r is at src + r stride; rows from n on are zeros, and values from
    m on (m < 8: a tail, read no further) are zeros. */
