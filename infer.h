@@ -10571,6 +10571,48 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     }                                                                                                              \
     return infer__avx2_hsum(acc) + ms;
 
+/* The five, with the caller's target attribute and names */
+#define INFER__X86_BLOCK_DOTS(TARGET, Q8_0_DOT, Q4_0_DOT, Q4_1_DOT, Q5_0_DOT, Q5_1_DOT, DOT_SS, DOT_US)            \
+    TARGET static float Q8_0_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, DOT_SS)                                             \
+    }                                                                                                              \
+    TARGET static float Q4_0_DOT(int n, const void *w, const void *xv) { INFER__X86_DOT_Q4_0(DOT_SS) }             \
+    TARGET static float Q4_1_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, DOT_US)                                             \
+    }                                                                                                              \
+    TARGET static float Q5_0_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, DOT_SS)                                             \
+    }                                                                                                              \
+    TARGET static float Q5_1_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, DOT_US)                                             \
+    }
+
+/* A packed product (infer__gemm_packed_fn) that is its file's driver for
+   one format: the driver takes the leading arguments given here (which
+   format, which order), then the product's own. */
+#define INFER__X86_PACKED_ENTRY(TARGET, name, driver, ...)                                                         \
+    TARGET static void name(int n, const void *packed, int n_rows, const void *x, size_t x_stride, int n_tok,    \
+                            float *y, size_t ldy) {                                                                \
+        driver(__VA_ARGS__, n, packed, n_rows, x, x_stride, n_tok, y, ldy);                                        \
+    }
+
+/* The vector exp's core, for AVX2's 8 lanes and AVX-512's 16 (FMADD,
+   FNMADD and SET1 that width's intrinsics): x = n ln2 + r with n = x / ln2
+   rounded (given) and ln2 in two parts, so |r| <= ln2/2; p = e^r by its
+   Taylor series to r^7 in Horner's form (relative error below 1e-8
+   there). Each caller scales p by 2^n. */
+#define INFER__X86_EXP_TAYLOR(x, n, r, p, FMADD, FNMADD, SET1)                                                     \
+    r = FNMADD(n, SET1(0.693145751953125f), x);                                                                    \
+    r = FNMADD(n, SET1(1.428606765330187e-6f), r);                                                                 \
+    p = SET1(1.0f / 5040);                                                                                         \
+    p = FMADD(p, r, SET1(1.0f / 720));                                                                             \
+    p = FMADD(p, r, SET1(1.0f / 120));                                                                             \
+    p = FMADD(p, r, SET1(1.0f / 24));                                                                              \
+    p = FMADD(p, r, SET1(1.0f / 6));                                                                               \
+    p = FMADD(p, r, SET1(0.5f));                                                                                   \
+    p = FMADD(p, r, SET1(1.0f));                                                                                   \
+    p = FMADD(p, r, SET1(1.0f))
+
 /* 8 rows of 8 F16 values transposed to F32: out[c] is value c of rows 0-7.
    Row r is at src + r stride; rows from n on are zeros, and values from
    m on (m < 8: a tail, read no further) are zeros. */
@@ -11019,21 +11061,9 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 /* ---- block formats dotted with 8-bit activations ---- */
 
-INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, infer__avx2_dot_ss)
-}
-INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_Q4_0(infer__avx2_dot_ss)
-}
-INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, infer__avx2_dot_us)
-}
-INFER__AVX2 static float infer__avx2_q5_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, infer__avx2_dot_ss)
-}
-INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, infer__avx2_dot_us)
-}
+/* simd_x86.h's bodies with the dot as maddubs pairs summed by madd */
+INFER__X86_BLOCK_DOTS(INFER__AVX2, infer__avx2_q8_0_dot, infer__avx2_q4_0_dot, infer__avx2_q4_1_dot,
+                      infer__avx2_q5_0_dot, infer__avx2_q5_1_dot, infer__avx2_dot_ss, infer__avx2_dot_us)
 
 /* ---- Q4_0 and Q4_1 packed (pack.h): 16 rows a group, two vectors of 8 ----
    Word j of a block holds 4 values of each row (low nibbles: the row's
@@ -11195,18 +11225,9 @@ INFER__AVX2_INLINE void infer__avx2_pk_drive(const int kind, int n, const void *
         }
     }
 }
-INFER__AVX2 static void infer__avx2_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX2 static void infer__avx2_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX2 static void infer__avx2_q8_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q4_0_gemm_packed, infer__avx2_pk_drive, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q4_1_gemm_packed, infer__avx2_pk_drive, 1)
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q8_0_gemm_packed, infer__avx2_pk_drive, 2)
 
 /* Packed Q8_0 in llama.cpp's order (gemm_packed_ordered): its vec_dot's
    eight lane sums a row (lane j: word j's dot times d * dx, one fused
@@ -11698,25 +11719,15 @@ INFER__AVX2 static void infer__avx2_pv_q4_0(int hd, const uint8_t *v, size_t v_s
 }
 
 
-/* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
-   (relative error below 1e-8 there), then times 2^n, as AVX-512's
-   (simd_avx512.c); without its scalef, x is clamped to [-87, 88] first so
-   that 2^n stays a normal float (silu then differs from the exact value by
-   under 1e-36 where exp overflows or underflows). */
+/* e^x in 8 lanes (INFER__X86_EXP_TAYLOR), as AVX-512's but without its
+   scalef: x is clamped to [-87, 88] first so that 2^n stays a normal float
+   (silu then differs from the exact value by under 1e-36 where exp
+   overflows or underflows). */
 INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
     __m256 n, r, p;
     x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
     n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
-    p = _mm256_set1_ps(1.0f / 5040);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    INFER__X86_EXP_TAYLOR(x, n, r, p, _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_set1_ps);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
                                 _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
@@ -11873,6 +11884,19 @@ INFER__AVX2 static float infer__avx2_exp_llama(float x) { INFER__EXP_LLAMA_BODY(
 static int infer__simd_avx2_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
     if (!infer__cpu_has(INFER__CPU_AVX2)) return 0; /* with FMA and F16C */
+    k->silu_mul = infer__avx2_silu_mul;
+    k->gelu_mul = infer__avx2_gelu_mul;
+    k->sum_squares = infer__avx2_sum_squares;
+    k->lanes16_fma = infer__avx2_lanes16_fma;
+    k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
+    k->softmax_stats = infer__avx2_softmax_stats;
+    k->softmax_probs = infer__avx2_softmax_probs;
+    k->scaled_max = infer__avx2_scaled_max;
+    k->softmax_exp = infer__avx2_softmax_exp;
+    k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+    k->probs_f16 = infer__avx2_probs_f16;
+    k->fmaf = infer__avx2_fmaf;
+    k->exp_llama = infer__avx2_exp_llama;
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
@@ -11909,19 +11933,6 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = infer__avx2_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = infer__avx2_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = infer__avx2_iq4_xs_dot;
-    k->lanes16_fma = infer__avx2_lanes16_fma;
-    k->fmaf = infer__avx2_fmaf;
-    k->exp_llama = infer__avx2_exp_llama;
-    k->silu_mul = infer__avx2_silu_mul;
-    k->gelu_mul = infer__avx2_gelu_mul;
-    k->sum_squares = infer__avx2_sum_squares;
-    k->softmax_stats = infer__avx2_softmax_stats;
-    k->softmax_probs = infer__avx2_softmax_probs;
-    k->scaled_max = infer__avx2_scaled_max;
-    k->softmax_exp = infer__avx2_softmax_exp;
-    k->probs_f16 = infer__avx2_probs_f16;
-    k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
-    k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
     return 1;
 #else
     (void)k;
@@ -12315,21 +12326,9 @@ INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
 }
 
-INFER__AVX512VNNI static float infer__vnni_q8_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, infer__vnni_dot_ss)
-}
-INFER__AVX512VNNI static float infer__vnni_q4_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_Q4_0(infer__vnni_dot_ss)
-}
-INFER__AVX512VNNI static float infer__vnni_q4_1_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, infer__vnni_dot_us)
-}
-INFER__AVX512VNNI static float infer__vnni_q5_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, infer__vnni_dot_ss)
-}
-INFER__AVX512VNNI static float infer__vnni_q5_1_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, infer__vnni_dot_us)
-}
+/* simd_x86.h's bodies with the dot as one dpbusd */
+INFER__X86_BLOCK_DOTS(INFER__AVX512VNNI, infer__vnni_q8_0_dot, infer__vnni_q4_0_dot, infer__vnni_q4_1_dot,
+                      infer__vnni_q5_0_dot, infer__vnni_q5_1_dot, infer__vnni_dot_ss, infer__vnni_dot_us)
 
 /* ---- GEMM: a tile of R weight rows x T tokens in registers ----
    Each weight row's blocks are unpacked once per tile and each token's
@@ -12757,10 +12756,7 @@ INFER__AVX512VNNI static void infer__vnni_q8_0_gemm_packed(int n, const void *pa
     if (n_tok <= INFER__PK_FEW) infer__vnni_q8_0_gemm_packed_ordered(n, packed, n_rows, x, x_stride, n_tok, y, ldy);
     else infer__pk_gemm_32(32, 128, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
-INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_32(16, 8, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_0_gemm_packed, infer__pk_gemm_32, 16, 8)
 /* Q4_0 for contexts that match llama.cpp: one token in its order, a batch by the tiles */
 INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
                                                                    size_t x_stride, int n_tok, float *y, size_t ldy) {
@@ -13082,22 +13078,10 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_q_1(const int Q5, const int ORD, in
     }
 }
 
-INFER__AVX512VNNI static void infer__vnni_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(0, 0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q4_1_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(0, 1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q5_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(1, 0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q5_1_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(1, 1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_1_gemm_packed, infer__pk_gemm_q_1, 0, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_1_gemm_packed_ordered, infer__pk_gemm_q_1, 0, 1)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q5_1_gemm_packed, infer__pk_gemm_q_1, 1, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q5_1_gemm_packed_ordered, infer__pk_gemm_q_1, 1, 1)
 
 /* Q4_K and Q6_K (activations Q8_K): per sub-block an int32 sum per row and
    token (dpbusd, as above), converted and FMA'd with the sub-block's
@@ -13299,18 +13283,9 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int kind, int n, const void *pack
     }
 }
 
-INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q6_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_K_gemm_packed, infer__pk_gemm_k, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_K_gemm_packed_ordered, infer__pk_gemm_k, 2)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q6_K_gemm_packed, infer__pk_gemm_k, 1)
 
 /* F16 x F16: the weights widened (vcvtph2ps, exact) and FMA'd with each
    token's value broadcast from a float copy of a slice of the activations
@@ -13713,21 +13688,12 @@ INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const fl
         _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + (size_t)as * d)));
 }
 
-/* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
-   (relative error below 1e-8 there), then times 2^n. */
+/* e^x in 16 lanes (INFER__X86_EXP_TAYLOR) */
 INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512 r, p;
+    INFER__X86_EXP_TAYLOR(x, n, r, p, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_set1_ps);
     /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
     return _mm512_scalef_ps(p, n);
 }
@@ -13859,6 +13825,11 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     if (!infer__cpu_has(INFER__CPU_AVX512)) return 0;
     /* what AVX2 has, AVX-512 machines have too; replace what is faster here */
     if (!infer__simd_avx2_install(k)) return 0;
+    /* a whole row's softmax; a tile's (softmax_stats and _probs) stays
+       AVX2's: the 16-lane versions are not yet run on a CPU */
+    k->scaled_max = infer__avx512_scaled_max;
+    k->softmax_exp = infer__avx512_softmax_exp;
+    k->probs_f16 = infer__avx512_probs_f16;
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
@@ -13877,10 +13848,6 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->silu_mul = infer__avx512_silu_mul;
     k->gelu_mul = infer__avx512_gelu_mul;
     k->sum_squares = infer__avx512_sum_squares;
-    /* softmax_stats and _probs stay AVX2's: the 16-lane versions are not yet run on a CPU */
-    k->scaled_max = infer__avx512_scaled_max;
-    k->softmax_exp = infer__avx512_softmax_exp;
-    k->probs_f16 = infer__avx512_probs_f16;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;

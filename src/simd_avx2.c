@@ -385,21 +385,9 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 /* ---- block formats dotted with 8-bit activations ---- */
 
-INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, infer__avx2_dot_ss)
-}
-INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_Q4_0(infer__avx2_dot_ss)
-}
-INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, infer__avx2_dot_us)
-}
-INFER__AVX2 static float infer__avx2_q5_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, infer__avx2_dot_ss)
-}
-INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, infer__avx2_dot_us)
-}
+/* simd_x86.h's bodies with the dot as maddubs pairs summed by madd */
+INFER__X86_BLOCK_DOTS(INFER__AVX2, infer__avx2_q8_0_dot, infer__avx2_q4_0_dot, infer__avx2_q4_1_dot,
+                      infer__avx2_q5_0_dot, infer__avx2_q5_1_dot, infer__avx2_dot_ss, infer__avx2_dot_us)
 
 /* ---- Q4_0 and Q4_1 packed (pack.h): 16 rows a group, two vectors of 8 ----
    Word j of a block holds 4 values of each row (low nibbles: the row's
@@ -561,18 +549,9 @@ INFER__AVX2_INLINE void infer__avx2_pk_drive(const int kind, int n, const void *
         }
     }
 }
-INFER__AVX2 static void infer__avx2_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX2 static void infer__avx2_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX2 static void infer__avx2_q8_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q4_0_gemm_packed, infer__avx2_pk_drive, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q4_1_gemm_packed, infer__avx2_pk_drive, 1)
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q8_0_gemm_packed, infer__avx2_pk_drive, 2)
 
 /* Packed Q8_0 in llama.cpp's order (gemm_packed_ordered): its vec_dot's
    eight lane sums a row (lane j: word j's dot times d * dx, one fused
@@ -1064,25 +1043,15 @@ INFER__AVX2 static void infer__avx2_pv_q4_0(int hd, const uint8_t *v, size_t v_s
 }
 
 
-/* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
-   (relative error below 1e-8 there), then times 2^n, as AVX-512's
-   (simd_avx512.c); without its scalef, x is clamped to [-87, 88] first so
-   that 2^n stays a normal float (silu then differs from the exact value by
-   under 1e-36 where exp overflows or underflows). */
+/* e^x in 8 lanes (INFER__X86_EXP_TAYLOR), as AVX-512's but without its
+   scalef: x is clamped to [-87, 88] first so that 2^n stays a normal float
+   (silu then differs from the exact value by under 1e-36 where exp
+   overflows or underflows). */
 INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
     __m256 n, r, p;
     x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
     n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
-    p = _mm256_set1_ps(1.0f / 5040);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    INFER__X86_EXP_TAYLOR(x, n, r, p, _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_set1_ps);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
                                 _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
@@ -1239,6 +1208,19 @@ INFER__AVX2 static float infer__avx2_exp_llama(float x) { INFER__EXP_LLAMA_BODY(
 static int infer__simd_avx2_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
     if (!infer__cpu_has(INFER__CPU_AVX2)) return 0; /* with FMA and F16C */
+    k->silu_mul = infer__avx2_silu_mul;
+    k->gelu_mul = infer__avx2_gelu_mul;
+    k->sum_squares = infer__avx2_sum_squares;
+    k->lanes16_fma = infer__avx2_lanes16_fma;
+    k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
+    k->softmax_stats = infer__avx2_softmax_stats;
+    k->softmax_probs = infer__avx2_softmax_probs;
+    k->scaled_max = infer__avx2_scaled_max;
+    k->softmax_exp = infer__avx2_softmax_exp;
+    k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+    k->probs_f16 = infer__avx2_probs_f16;
+    k->fmaf = infer__avx2_fmaf;
+    k->exp_llama = infer__avx2_exp_llama;
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
@@ -1275,19 +1257,6 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = infer__avx2_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = infer__avx2_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = infer__avx2_iq4_xs_dot;
-    k->lanes16_fma = infer__avx2_lanes16_fma;
-    k->fmaf = infer__avx2_fmaf;
-    k->exp_llama = infer__avx2_exp_llama;
-    k->silu_mul = infer__avx2_silu_mul;
-    k->gelu_mul = infer__avx2_gelu_mul;
-    k->sum_squares = infer__avx2_sum_squares;
-    k->softmax_stats = infer__avx2_softmax_stats;
-    k->softmax_probs = infer__avx2_softmax_probs;
-    k->scaled_max = infer__avx2_scaled_max;
-    k->softmax_exp = infer__avx2_softmax_exp;
-    k->probs_f16 = infer__avx2_probs_f16;
-    k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
-    k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
     return 1;
 #else
     (void)k;

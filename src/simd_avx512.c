@@ -387,21 +387,9 @@ INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
 }
 
-INFER__AVX512VNNI static float infer__vnni_q8_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, infer__vnni_dot_ss)
-}
-INFER__AVX512VNNI static float infer__vnni_q4_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_Q4_0(infer__vnni_dot_ss)
-}
-INFER__AVX512VNNI static float infer__vnni_q4_1_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, infer__vnni_dot_us)
-}
-INFER__AVX512VNNI static float infer__vnni_q5_0_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, infer__vnni_dot_ss)
-}
-INFER__AVX512VNNI static float infer__vnni_q5_1_dot(int n, const void *w, const void *xv) {
-    INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, infer__vnni_dot_us)
-}
+/* simd_x86.h's bodies with the dot as one dpbusd */
+INFER__X86_BLOCK_DOTS(INFER__AVX512VNNI, infer__vnni_q8_0_dot, infer__vnni_q4_0_dot, infer__vnni_q4_1_dot,
+                      infer__vnni_q5_0_dot, infer__vnni_q5_1_dot, infer__vnni_dot_ss, infer__vnni_dot_us)
 
 /* ---- GEMM: a tile of R weight rows x T tokens in registers ----
    Each weight row's blocks are unpacked once per tile and each token's
@@ -829,10 +817,7 @@ INFER__AVX512VNNI static void infer__vnni_q8_0_gemm_packed(int n, const void *pa
     if (n_tok <= INFER__PK_FEW) infer__vnni_q8_0_gemm_packed_ordered(n, packed, n_rows, x, x_stride, n_tok, y, ldy);
     else infer__pk_gemm_32(32, 128, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
-INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_32(16, 8, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_0_gemm_packed, infer__pk_gemm_32, 16, 8)
 /* Q4_0 for contexts that match llama.cpp: one token in its order, a batch by the tiles */
 INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
                                                                    size_t x_stride, int n_tok, float *y, size_t ldy) {
@@ -1154,22 +1139,10 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_q_1(const int Q5, const int ORD, in
     }
 }
 
-INFER__AVX512VNNI static void infer__vnni_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(0, 0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q4_1_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(0, 1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q5_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(1, 0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q5_1_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(1, 1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_1_gemm_packed, infer__pk_gemm_q_1, 0, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_1_gemm_packed_ordered, infer__pk_gemm_q_1, 0, 1)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q5_1_gemm_packed, infer__pk_gemm_q_1, 1, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q5_1_gemm_packed_ordered, infer__pk_gemm_q_1, 1, 1)
 
 /* Q4_K and Q6_K (activations Q8_K): per sub-block an int32 sum per row and
    token (dpbusd, as above), converted and FMA'd with the sub-block's
@@ -1371,18 +1344,9 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int kind, int n, const void *pack
     }
 }
 
-INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q6_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_K_gemm_packed, infer__pk_gemm_k, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_K_gemm_packed_ordered, infer__pk_gemm_k, 2)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q6_K_gemm_packed, infer__pk_gemm_k, 1)
 
 /* F16 x F16: the weights widened (vcvtph2ps, exact) and FMA'd with each
    token's value broadcast from a float copy of a slice of the activations
@@ -1785,21 +1749,12 @@ INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const fl
         _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + (size_t)as * d)));
 }
 
-/* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
-   (relative error below 1e-8 there), then times 2^n. */
+/* e^x in 16 lanes (INFER__X86_EXP_TAYLOR) */
 INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
     __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512 r, p;
+    INFER__X86_EXP_TAYLOR(x, n, r, p, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_set1_ps);
     /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
     return _mm512_scalef_ps(p, n);
 }
@@ -1931,6 +1886,11 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     if (!infer__cpu_has(INFER__CPU_AVX512)) return 0;
     /* what AVX2 has, AVX-512 machines have too; replace what is faster here */
     if (!infer__simd_avx2_install(k)) return 0;
+    /* a whole row's softmax; a tile's (softmax_stats and _probs) stays
+       AVX2's: the 16-lane versions are not yet run on a CPU */
+    k->scaled_max = infer__avx512_scaled_max;
+    k->softmax_exp = infer__avx512_softmax_exp;
+    k->probs_f16 = infer__avx512_probs_f16;
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
@@ -1949,10 +1909,6 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->silu_mul = infer__avx512_silu_mul;
     k->gelu_mul = infer__avx512_gelu_mul;
     k->sum_squares = infer__avx512_sum_squares;
-    /* softmax_stats and _probs stay AVX2's: the 16-lane versions are not yet run on a CPU */
-    k->scaled_max = infer__avx512_scaled_max;
-    k->softmax_exp = infer__avx512_softmax_exp;
-    k->probs_f16 = infer__avx512_probs_f16;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;

@@ -127,6 +127,48 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     }                                                                                                              \
     return infer__avx2_hsum(acc) + ms;
 
+/* The five, with the caller's target attribute and names */
+#define INFER__X86_BLOCK_DOTS(TARGET, Q8_0_DOT, Q4_0_DOT, Q4_1_DOT, Q5_0_DOT, Q5_1_DOT, DOT_SS, DOT_US)            \
+    TARGET static float Q8_0_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, DOT_SS)                                             \
+    }                                                                                                              \
+    TARGET static float Q4_0_DOT(int n, const void *w, const void *xv) { INFER__X86_DOT_Q4_0(DOT_SS) }             \
+    TARGET static float Q4_1_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, DOT_US)                                             \
+    }                                                                                                              \
+    TARGET static float Q5_0_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, DOT_SS)                                             \
+    }                                                                                                              \
+    TARGET static float Q5_1_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, DOT_US)                                             \
+    }
+
+/* A packed product (infer__gemm_packed_fn) that is its file's driver for
+   one format: the driver takes the leading arguments given here (which
+   format, which order), then the product's own. */
+#define INFER__X86_PACKED_ENTRY(TARGET, name, driver, ...)                                                         \
+    TARGET static void name(int n, const void *packed, int n_rows, const void *x, size_t x_stride, int n_tok,    \
+                            float *y, size_t ldy) {                                                                \
+        driver(__VA_ARGS__, n, packed, n_rows, x, x_stride, n_tok, y, ldy);                                        \
+    }
+
+/* The vector exp's core, for AVX2's 8 lanes and AVX-512's 16 (FMADD,
+   FNMADD and SET1 that width's intrinsics): x = n ln2 + r with n = x / ln2
+   rounded (given) and ln2 in two parts, so |r| <= ln2/2; p = e^r by its
+   Taylor series to r^7 in Horner's form (relative error below 1e-8
+   there). Each caller scales p by 2^n. */
+#define INFER__X86_EXP_TAYLOR(x, n, r, p, FMADD, FNMADD, SET1)                                                     \
+    r = FNMADD(n, SET1(0.693145751953125f), x);                                                                    \
+    r = FNMADD(n, SET1(1.428606765330187e-6f), r);                                                                 \
+    p = SET1(1.0f / 5040);                                                                                         \
+    p = FMADD(p, r, SET1(1.0f / 720));                                                                             \
+    p = FMADD(p, r, SET1(1.0f / 120));                                                                             \
+    p = FMADD(p, r, SET1(1.0f / 24));                                                                              \
+    p = FMADD(p, r, SET1(1.0f / 6));                                                                               \
+    p = FMADD(p, r, SET1(0.5f));                                                                                   \
+    p = FMADD(p, r, SET1(1.0f));                                                                                   \
+    p = FMADD(p, r, SET1(1.0f))
+
 /* 8 rows of 8 F16 values transposed to F32: out[c] is value c of rows 0-7.
    Row r is at src + r stride; rows from n on are zeros, and values from
    m on (m < 8: a tail, read no further) are zeros. */
