@@ -13916,39 +13916,39 @@ static int infer__simd_avx512_install(infer__kernels *k) {
 
 /* ---- float formats ---- */
 
-static float infer__neon_f32_dot(int n, const void *w, const void *x) {
-    const float *a = (const float *)w, *b = (const float *)x;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
-        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+/* The float formats' dots differ only in their loads: LOAD(p) gives the
+   4 values at p as floats, ONE(v) one value. 16 values at a time in four
+   chains of 4 lanes (INFER__NEON_FMA16, over a, b, i, n and s0..s3),
+   then 4 at a time into the first, the chains added, the tail one by one. */
+#define INFER__NEON_FMA16(LOAD)                                                                                    \
+    for (; i + 16 <= n; i += 16) {                                                                                 \
+        s0 = vfmaq_f32(s0, LOAD(a + i), LOAD(b + i));                                                              \
+        s1 = vfmaq_f32(s1, LOAD(a + i + 4), LOAD(b + i + 4));                                                      \
+        s2 = vfmaq_f32(s2, LOAD(a + i + 8), LOAD(b + i + 8));                                                      \
+        s3 = vfmaq_f32(s3, LOAD(a + i + 12), LOAD(b + i + 12));                                                    \
     }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += a[i] * b[i];
+#define INFER__NEON_DOT_BODY(T, LOAD, ONE)                                                                         \
+    const T *a = (const T *)w, *b = (const T *)x;                                                                  \
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);                \
+    float s;                                                                                                       \
+    int i = 0;                                                                                                     \
+    INFER__NEON_FMA16(LOAD)                                                                                        \
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, LOAD(a + i), LOAD(b + i));                                       \
+    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));                                               \
+    for (; i < n; i++) s += ONE(a[i]) * ONE(b[i]);                                                                 \
     return s;
-}
-
 #define INFER__NLOADH(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
+#define INFER__NLOADBF(p) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))
+#define INFER__NSAME(v) (v)
+
+static float infer__neon_f32_dot(int n, const void *w, const void *x) {
+    INFER__NEON_DOT_BODY(float, vld1q_f32, INFER__NSAME)
+}
 static float infer__neon_f16_dot(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
-        s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
-        s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
-        s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]);
-    return s;
+    INFER__NEON_DOT_BODY(uint16_t, INFER__NLOADH, infer__fp16_to_fp32)
+}
+static float infer__neon_bf16_dot(int n, const void *w, const void *x) {
+    INFER__NEON_DOT_BODY(uint16_t, INFER__NLOADBF, infer__bf16_to_fp32)
 }
 /* llama.cpp's F16 order as AVX-512 runs it: 16 lanes in four chains,
    then the tree (infer__f16_dot_llama) */
@@ -13956,18 +13956,17 @@ static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
     float lane[16];
-    int i;
+    int i = 0;
     if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
-    for (i = 0; i < n; i += 16) {
-        s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
-        s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
-        s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
-        s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
-    }
+    INFER__NEON_FMA16(INFER__NLOADH)
     vst1q_f32(lane, s0), vst1q_f32(lane + 4, s1), vst1q_f32(lane + 8, s2), vst1q_f32(lane + 12, s3);
     return infer__sum16_tree(lane);
 }
+#undef INFER__NSAME
+#undef INFER__NLOADBF
 #undef INFER__NLOADH
+#undef INFER__NEON_DOT_BODY
+#undef INFER__NEON_FMA16
 
 static void infer__neon_f16_from_float(const float *src, void *dst, int64_t n) {
     uint16_t *d = (uint16_t *)dst;
@@ -13975,25 +13974,6 @@ static void infer__neon_f16_from_float(const float *src, void *dst, int64_t n) {
     for (; i + 4 <= n; i += 4) vst1_u16(d + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
     for (; i < n; i++) d[i] = infer__fp32_to_fp16(src[i]);
 }
-
-#define INFER__NLOADBF(p) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))
-static float infer__neon_bf16_dot(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, INFER__NLOADBF(a + i), INFER__NLOADBF(b + i));
-        s1 = vfmaq_f32(s1, INFER__NLOADBF(a + i + 4), INFER__NLOADBF(b + i + 4));
-        s2 = vfmaq_f32(s2, INFER__NLOADBF(a + i + 8), INFER__NLOADBF(b + i + 8));
-        s3 = vfmaq_f32(s3, INFER__NLOADBF(a + i + 12), INFER__NLOADBF(b + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, INFER__NLOADBF(a + i), INFER__NLOADBF(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += infer__bf16_to_fp32(a[i]) * infer__bf16_to_fp32(b[i]);
-    return s;
-}
-#undef INFER__NLOADBF
 
 /* round to nearest even on the bits, NaN kept quiet: as infer__fp32_to_bf16 */
 static void infer__neon_bf16_from_float(const float *src, void *dst, int64_t n) {
