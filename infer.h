@@ -1621,6 +1621,23 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
 #define INFER__THIRD_PARTY_END
 #endif
 
+/* Around the AVX-512 kernels: GCC 12's avx512fintrin.h passes a
+   deliberately uninitialised _mm512_undefined_* value as the unused source
+   of a masked builtin, and once an intrinsic is inlined into a kernel,
+   -Wmaybe-uninitialized and -Wuninitialized flag it (hundreds of false
+   positives at -O2 in a C++ build; GCC bug 105593). Only there, and only
+   for GCC: clang's headers give no such warning. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define INFER__AVX512_INTRINSICS_BEGIN                                                                             \
+    INFER__PRAGMA(GCC diagnostic push)                                                                             \
+    INFER__PRAGMA(GCC diagnostic ignored "-Wmaybe-uninitialized")                                                  \
+    INFER__PRAGMA(GCC diagnostic ignored "-Wuninitialized")
+#define INFER__AVX512_INTRINSICS_END INFER__PRAGMA(GCC diagnostic pop)
+#else
+#define INFER__AVX512_INTRINSICS_BEGIN
+#define INFER__AVX512_INTRINSICS_END
+#endif
+
 /* ---- floating point as written ----
    mathfn.c's functions must round every step as written: a multiply and
    add fused into one rounding (FMA contraction) gives other bits. GCC
@@ -11951,6 +11968,8 @@ static int infer__simd_avx2_install(infer__kernels *k) {
    as llama.cpp's kernel does; the test allows for that. */
 
 #ifdef INFER__HAVE_X86
+INFER__AVX512_INTRINSICS_BEGIN /* GCC's false positives: platform.h */
+
 /* ---- float formats ---- */
 
 INFER__AVX512 static float infer__avx512_f32_dot(int n, const void *w, const void *x) {
@@ -13818,6 +13837,7 @@ INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
     return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
 }
 
+INFER__AVX512_INTRINSICS_END
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx512_install(infer__kernels *k) {

@@ -12,6 +12,8 @@
 #include "simd_x86.h"
 
 #ifdef INFER__HAVE_X86
+INFER__AVX512_INTRINSICS_BEGIN /* GCC's false positives: platform.h */
+
 /* ---- float formats ---- */
 
 INFER__AVX512 static float infer__avx512_f32_dot(int n, const void *w, const void *x) {
@@ -1879,6 +1881,7 @@ INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
     return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
 }
 
+INFER__AVX512_INTRINSICS_END
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx512_install(infer__kernels *k) {
