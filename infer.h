@@ -1753,6 +1753,23 @@ static infer_status infer__backend_forward(infer_context *c, const infer_token *
 #define INFER__THIRD_PARTY_END
 #endif
 
+/* Around the AVX-512 kernels: GCC 12's avx512fintrin.h passes a
+   deliberately uninitialised _mm512_undefined_* value as the unused source
+   of a masked builtin, and once an intrinsic is inlined into a kernel,
+   -Wmaybe-uninitialized and -Wuninitialized flag it (hundreds of false
+   positives at -O2 in a C++ build; GCC bug 105593). Only there, and only
+   for GCC: clang's headers give no such warning. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define INFER__AVX512_INTRINSICS_BEGIN                                                                             \
+    INFER__PRAGMA(GCC diagnostic push)                                                                             \
+    INFER__PRAGMA(GCC diagnostic ignored "-Wmaybe-uninitialized")                                                  \
+    INFER__PRAGMA(GCC diagnostic ignored "-Wuninitialized")
+#define INFER__AVX512_INTRINSICS_END INFER__PRAGMA(GCC diagnostic pop)
+#else
+#define INFER__AVX512_INTRINSICS_BEGIN
+#define INFER__AVX512_INTRINSICS_END
+#endif
+
 /* ---- floating point as written ----
    mathfn.c's functions must round every step as written: a multiply and
    add fused into one rounding (FMA contraction) gives other bits. GCC
@@ -10407,13 +10424,190 @@ INFER__UNUSED static size_t infer__pack_offset(const infer__kernels *k, infer_ty
     return k->pack_size[t] ? k->pack_size[t](n, row) : 0;
 }
 
+/* ==== src/vecmath.c ==== */
+/* vecmath.c - the elementwise math of the forward pass (the SiLU- and
+   GELU-gated products and RMSNorm's sum of squares) and attention's
+   softmax, q.K and p.V, in plain C: the kernels every ISA starts from.
+   An ISA's own versions (simd_avx2.c, simd_avx512.c) replace these in
+   its install; NEON and WASM use the plain C but for q.K. */
+
+/* g[i] = silu(g[i]) * u[i] */
+static void infer__silu_mul_ref(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + infer__expf(-g[i])) * u[i];
+}
+
+/* g[i] = gelu(g[i]) * u[i], GELU as llama.cpp's CPU computes it: looked up
+   in a table of every F16 value (table[h] = the F16 rounding of GELU(h)),
+   with g rounded to F16 first; 0 below -10 and g itself above 10. */
+static void infer__gelu_mul_ref(float *g, const float *u, int n, const float *table) {
+    int i;
+    for (i = 0; i < n; i++) {
+        float x = g[i];
+        g[i] = (x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[infer__fp32_to_fp16(x)]) * u[i];
+    }
+}
+
+/* The sum of x[i]^2, each square rounded to float first (as llama.cpp's
+   RMSNorm has it), summed in double. */
+static double infer__sum_squares_ref(const float *x, int n) {
+    double ss = 0;
+    int i;
+    for (i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
+    return ss;
+}
+
+/* The keys' running max over [lo, hi) of s scaled, from m. */
+static float infer__scaled_max_ref(const float *s, int lo, int hi, float scale, float m) {
+    int j;
+    for (j = lo; j < hi; j++) m = INFER__MAX(m, s[j] * scale);
+    return m;
+}
+
+/* The tile's sum in double, added to the running sum rescaled to the new
+   max (its own statement for each rounding, as attention.c had them). */
+static void infer__softmax_stats_ref(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    float mx;
+    double sum = 0;
+    int j;
+    if (lo >= hi) return;
+    mx = infer__scaled_max_ref(s, lo, hi, scale, *m);
+    for (j = lo; j < hi; j++) sum += infer__expf(s[j] * scale - mx);
+    *l = (float)((double)*l * infer__expf(*m - mx) + sum);
+    *m = mx;
+}
+
+static void infer__softmax_probs_ref(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                     uint16_t *p) {
+    int j;
+    for (j = 0; j < n; j++) p[j] = j >= lo && j < hi ? infer__fp32_to_fp16(infer__expf(s[j] * scale - m) * inv) : 0;
+}
+
+static double infer__softmax_exp_ref(float *s, int n, int lo, int hi, float scale, float m) {
+    double sum = 0;
+    int j;
+    for (j = 0; j < n; j++) {
+        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
+        s[j] = j >= lo && j < hi ? infer__expf(x - m) : 0.0f;
+        sum += s[j];
+    }
+    return sum;
+}
+
+static void infer__probs_f16_ref(const float *e, int n, float inv, uint16_t *p) {
+    int j;
+    for (j = 0; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
+}
+
+/* Attention's q.K over a tile of an F16 cache (infer__kernels.qk_f16) for
+   any ISA without its own: keys widened once into panels of 16, dim by
+   dim (key j's dim d at (j / 16) 16 hd + 16 d + j % 16), then each score
+   summed in dim order. An F16 x F16 product is exact in float, so a fused
+   multiply-add and a multiply then add round alike: every ISA's qk_f16
+   gives the same scores, bit for bit. The inner loop runs across 16 keys,
+   which compilers vectorise without reordering a sum. */
+static void infer__qk_f16_ref(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
+                              float *s, size_t lds, float *work) {
+    int kp = (kt + 15) / 16 * 16, i, j, d, l;
+    float *kd = work, *qf = work + (size_t)hd * kp;
+    for (j = 0; j < kp; j++) {
+        const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)j * k_stride);
+        float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
+        for (d = 0; d < hd; d++) at[16 * d] = j < kt ? infer__fp16_to_fp32(kj[d]) : 0.0f;
+    }
+    for (i = 0; i < nq; i++)
+        for (d = 0; d < hd; d++) qf[(size_t)i * hd + d] = infer__fp16_to_fp32(q[(size_t)i * q_stride / 2 + d]);
+    for (i = 0; i < nq; i++)
+        for (j = 0; j < kt; j += 16) {
+            const float *panel = kd + (size_t)j * hd, *qi = qf + (size_t)i * hd;
+            float acc[16] = {0};
+            for (d = 0; d < hd; d++)
+                for (l = 0; l < 16; l++) acc[l] += qi[d] * panel[16 * d + l];
+            memcpy(s + (size_t)i * lds + j, acc, (size_t)INFER__MIN(16, kt - j) * sizeof(float));
+        }
+}
+
+/* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
+   p.V in llama.cpp's lanes); written so compilers vectorise it */
+static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
+    int d, l;
+    for (d = 0; d < n; d++)
+        for (l = 0; l < 16; l++) acc[as * d + l] = infer__fmaf(v[16 * d + l], p[l], acc[as * d + l]);
+}
+
+/* Attention's p.V from a quantized cache (infer__kernels.pv_quant): key by
+   key, each block's values times (p * scale), fused into acc; a key a row
+   does not see (p = 0) adds nothing and is skipped. */
+static void infer__pv_q8_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp, int nq,
+                               float *acc) {
+    int i, j, b, d;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q8_0 *row = (const infer__block_q8_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (i = 0; i < nq; i++) {
+            float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
+            if (pij == 0) continue;
+            for (b = 0; b < hd / 32; b++) {
+                float c = pij * infer__fp16_to_fp32(row[b].d);
+                for (d = 0; d < 32; d++) a[32 * b + d] = infer__fmaf(c, (float)row[b].qs[d], a[32 * b + d]);
+            }
+        }
+    }
+}
+
+/* Q4_0: value d of a block is its nibble (low ones first) minus 8 */
+static void infer__pv_q4_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp, int nq,
+                               float *acc) {
+    int i, j, b, d;
+    for (j = 0; j < kt; j++) {
+        const infer__block_q4_0 *row = (const infer__block_q4_0 *)(const void *)(v + (size_t)j * v_stride);
+        for (i = 0; i < nq; i++) {
+            float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
+            if (pij == 0) continue;
+            for (b = 0; b < hd / 32; b++) {
+                float c = pij * infer__fp16_to_fp32(row[b].d);
+                for (d = 0; d < 16; d++) {
+                    a[32 * b + d] = infer__fmaf(c, (float)((row[b].qs[d] & 15) - 8), a[32 * b + d]);
+                    a[32 * b + 16 + d] = infer__fmaf(c, (float)((row[b].qs[d] >> 4) - 8), a[32 * b + 16 + d]);
+                }
+            }
+        }
+    }
+}
+
+static float infer__fmaf_ref(float x, float y, float z) { return infer__fmaf(x, y, z); }
+static float infer__exp_llama_ref(float x) { return infer__exp_llama(x); }
+
+/* Before the ISA's kernels are in (cpu.c): the plain C, which an ISA's
+   install replaces where it has its own. */
+static void infer__vecmath_install(infer__kernels *k) {
+    k->silu_mul = infer__silu_mul_ref;
+    k->gelu_mul = infer__gelu_mul_ref;
+    k->sum_squares = infer__sum_squares_ref;
+    k->lanes16_fma = infer__lanes16_fma_ref;
+    k->fmaf = infer__fmaf_ref;
+    k->exp_llama = infer__exp_llama_ref;
+    k->softmax_stats = infer__softmax_stats_ref;
+    k->softmax_probs = infer__softmax_probs_ref;
+    k->scaled_max = infer__scaled_max_ref;
+    k->softmax_exp = infer__softmax_exp_ref;
+    k->probs_f16 = infer__probs_f16_ref;
+    k->qk_f16 = infer__qk_f16_ref;
+    k->pv_quant[INFER_TYPE_Q8_0] = infer__pv_q8_0_ref;
+    k->pv_quant[INFER_TYPE_Q4_0] = infer__pv_q4_0_ref;
+}
+
 /* ==== src/simd_x86.h ==== */
-/* simd_x86.h - what the x86 kernels (simd_avx2.c, simd_avx512.c, vecmath.c) share: intrinsics, target attributes, AVX2 helpers. */
+/* simd_x86.h - what the x86 kernels (simd_avx2.c, simd_avx512.c) share: intrinsics, target attributes, AVX2 helpers. */
 #ifndef INFER_SIMD_X86_H
 #define INFER_SIMD_X86_H
 
 #ifdef INFER__HAVE_X86
 #include <immintrin.h>
+
+/* vecmath.c's plain C, which finishes a row's tail past the last full vector */
+static void infer__silu_mul_ref(float *g, const float *u, int n);
+static void infer__gelu_mul_ref(float *g, const float *u, int n, const float *table);
+static double infer__sum_squares_ref(const float *x, int n);
 
 /* each kernel marked with its instruction set (platform.h), chosen at run
    time by cpu.c */
@@ -10472,6 +10666,106 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfell));
     return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
 }
+
+/* ---- the 32-value block formats dotted with 8-bit activations ----
+   One body each for AVX2 and AVX-512 VNNI, which differ only in the dot
+   instruction: DOT_SS(a, b) and DOT_US(u, s) give 8 int32 sums of 4
+   neighbouring products, s8 x s8 and u8 x s8 (infer__avx2_dot_ss and _us:
+   maddubs pairs; VNNI's dpbusd at once). A block's sum is exact either
+   way, so both give the same bits. The bodies take n, w and xv; LOADW
+   (a block) gives the weights as 32 bytes, signed for the _0 formats
+   (value - offset), unsigned for the _1 ones. */
+#define INFER__X86_F16(h) _cvtsh_ss(h) /* F16C: exact, as infer__fp16_to_fp32 */
+#define INFER__X86_SCALE(a, x) _mm256_set1_ps(INFER__X86_F16((a).d) * INFER__X86_F16((x).d))
+#define INFER__X86_LOAD32(p) _mm256_loadu_si256((const __m256i *)(p))
+#define INFER__X86_Q8_0_W(a) INFER__X86_LOAD32((a).qs)
+#define INFER__X86_Q4_0_W(a) _mm256_sub_epi8(infer__avx2_nibbles((a).qs), _mm256_set1_epi8(8))
+#define INFER__X86_Q4_1_W(a) infer__avx2_nibbles((a).qs)
+#define INFER__X86_Q5_1_W(a) _mm256_or_si256(infer__avx2_nibbles((a).qs), infer__avx2_fifth_bits((a).qh))
+#define INFER__X86_Q5_0_W(a) _mm256_sub_epi8(INFER__X86_Q5_1_W(a), _mm256_set1_epi8(16))
+/* a block's products, scaled, fused into acc */
+#define INFER__X86_BLOCK_FMA(acc, a, x, q) acc = _mm256_fmadd_ps(INFER__X86_SCALE(a, x), _mm256_cvtepi32_ps(q), acc)
+
+/* Q8_0 and Q5_0: one chain, block after block (llama.cpp's order) */
+#define INFER__X86_DOT_0(BLOCK, LOADW, DOT_SS)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    __m256 acc = _mm256_setzero_ps();                                                                              \
+    int b, nb = n / 32;                                                                                            \
+    for (b = 0; b < nb; b++)                                                                                       \
+        INFER__X86_BLOCK_FMA(acc, a[b], x[b], DOT_SS(LOADW(a[b]), INFER__X86_LOAD32(x[b].qs)));                    \
+    return infer__avx2_hsum(acc);
+
+/* Q4_0: even and odd blocks in two chains, added at the end */
+#define INFER__X86_DOT_Q4_0(DOT_SS)                                                                                \
+    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;                                                     \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                                                 \
+    int b = 0, nb = n / 32;                                                                                        \
+    for (; b + 2 <= nb; b += 2) {                                                                                  \
+        __m256i p0 = DOT_SS(INFER__X86_Q4_0_W(a[b]), INFER__X86_LOAD32(x[b].qs));                                  \
+        __m256i p1 = DOT_SS(INFER__X86_Q4_0_W(a[b + 1]), INFER__X86_LOAD32(x[b + 1].qs));                          \
+        INFER__X86_BLOCK_FMA(acc0, a[b], x[b], p0);                                                                \
+        INFER__X86_BLOCK_FMA(acc1, a[b + 1], x[b + 1], p1);                                                        \
+    }                                                                                                              \
+    for (; b < nb; b++)                                                                                            \
+        INFER__X86_BLOCK_FMA(acc0, a[b], x[b], DOT_SS(INFER__X86_Q4_0_W(a[b]), INFER__X86_LOAD32(x[b].qs)));       \
+    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+
+/* Q4_1 and Q5_1 (Q8_1 activations): the blocks' m * s summed apart */
+#define INFER__X86_DOT_1(BLOCK, LOADW, DOT_US)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                                    \
+    __m256 acc = _mm256_setzero_ps();                                                                              \
+    float ms = 0;                                                                                                  \
+    int b, nb = n / 32;                                                                                            \
+    for (b = 0; b < nb; b++) {                                                                                     \
+        INFER__X86_BLOCK_FMA(acc, a[b], x[b], DOT_US(LOADW(a[b]), INFER__X86_LOAD32(x[b].qs)));                    \
+        ms += INFER__X86_F16(a[b].m) * INFER__X86_F16(x[b].s);                                                     \
+    }                                                                                                              \
+    return infer__avx2_hsum(acc) + ms;
+
+/* The five, with the caller's target attribute and names */
+#define INFER__X86_BLOCK_DOTS(TARGET, Q8_0_DOT, Q4_0_DOT, Q4_1_DOT, Q5_0_DOT, Q5_1_DOT, DOT_SS, DOT_US)            \
+    TARGET static float Q8_0_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, DOT_SS)                                             \
+    }                                                                                                              \
+    TARGET static float Q4_0_DOT(int n, const void *w, const void *xv) { INFER__X86_DOT_Q4_0(DOT_SS) }             \
+    TARGET static float Q4_1_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, DOT_US)                                             \
+    }                                                                                                              \
+    TARGET static float Q5_0_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, DOT_SS)                                             \
+    }                                                                                                              \
+    TARGET static float Q5_1_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, DOT_US)                                             \
+    }
+
+/* A packed product (infer__gemm_packed_fn) that is its file's driver for
+   one format: the driver takes the leading arguments given here (which
+   format, which order), then the product's own. */
+#define INFER__X86_PACKED_ENTRY(TARGET, name, driver, ...)                                                         \
+    TARGET static void name(int n, const void *packed, int n_rows, const void *x, size_t x_stride, int n_tok,    \
+                            float *y, size_t ldy) {                                                                \
+        driver(__VA_ARGS__, n, packed, n_rows, x, x_stride, n_tok, y, ldy);                                        \
+    }
+
+/* The vector exp's core, for AVX2's 8 lanes and AVX-512's 16 (FMADD,
+   FNMADD and SET1 that width's intrinsics): x = n ln2 + r with n = x / ln2
+   rounded (given) and ln2 in two parts, so |r| <= ln2/2; p = e^r by its
+   Taylor series to r^7 in Horner's form (relative error below 1e-8
+   there). Each caller scales p by 2^n. */
+#define INFER__X86_EXP_TAYLOR(x, n, r, p, FMADD, FNMADD, SET1)                                                     \
+    r = FNMADD(n, SET1(0.693145751953125f), x);                                                                    \
+    r = FNMADD(n, SET1(1.428606765330187e-6f), r);                                                                 \
+    p = SET1(1.0f / 5040);                                                                                         \
+    p = FMADD(p, r, SET1(1.0f / 720));                                                                             \
+    p = FMADD(p, r, SET1(1.0f / 120));                                                                             \
+    p = FMADD(p, r, SET1(1.0f / 24));                                                                              \
+    p = FMADD(p, r, SET1(1.0f / 6));                                                                               \
+    p = FMADD(p, r, SET1(0.5f));                                                                                   \
+    p = FMADD(p, r, SET1(1.0f));                                                                                   \
+    p = FMADD(p, r, SET1(1.0f))
 
 /* 8 rows of 8 F16 values transposed to F32: out[c] is value c of rows 0-7.
    Row r is at src + r stride; rows from n on are zeros, and values from
@@ -10921,41 +11215,9 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 /* ---- block formats dotted with 8-bit activations ---- */
 
-#define INFER__XH(x) _cvtsh_ss(x) /* F16C: exact, as infer__fp16_to_fp32 */
-#define INFER__SCALE(a, x) _mm256_set1_ps(INFER__XH((a).d) * INFER__XH((x).d))
-
-INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(8);
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i q0 = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
-        __m256i q1 = _mm256_sub_epi8(infer__avx2_nibbles(a[b + 1].qs), off);
-        __m256i p0 = infer__avx2_dot_ss(q0, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        __m256i p1 = infer__avx2_dot_ss(q1, _mm256_loadu_si256((const __m256i *)x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__SCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++) {
-        __m256i q = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
-        __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
-    }
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
-}
+/* simd_x86.h's bodies with the dot as maddubs pairs summed by madd */
+INFER__X86_BLOCK_DOTS(INFER__AVX2, infer__avx2_q8_0_dot, infer__avx2_q4_0_dot, infer__avx2_q4_1_dot,
+                      infer__avx2_q5_0_dot, infer__avx2_q5_1_dot, infer__avx2_dot_ss, infer__avx2_dot_us)
 
 /* ---- Q4_0 and Q4_1 packed (pack.h): 16 rows a group, two vectors of 8 ----
    Word j of a block holds 4 values of each row (low nibbles: the row's
@@ -11011,13 +11273,13 @@ INFER__AVX2_INLINE void infer__avx2_pk_q4_tile(const int T, const int q1, int nb
             uint16_t dx, sx;
             __m256 vx, ta, tb;
             memcpy(&dx, xb, 2);
-            vx = _mm256_set1_ps(INFER__XH(dx));
+            vx = _mm256_set1_ps(INFER__X86_F16(dx));
             ta = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sa[t], ones)), _mm256_mul_ps(da, vx));
             tb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sb[t], ones)), _mm256_mul_ps(db, vx));
             if (q1) { /* + m * s */
                 __m256 vs;
                 memcpy(&sx, xb + 2, 2);
-                vs = _mm256_set1_ps(INFER__XH(sx));
+                vs = _mm256_set1_ps(INFER__X86_F16(sx));
                 ta = _mm256_add_ps(ta, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 32))), vs));
                 tb = _mm256_add_ps(tb, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 48))), vs));
             }
@@ -11072,7 +11334,7 @@ INFER__AVX2_INLINE void infer__avx2_pk_q8_tile(const int T, int nb, const uint8_
         da = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d));
         db = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16)));
         for (t = 0; t < T; t++) {
-            __m256 vx = _mm256_set1_ps(INFER__XH(((const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b)->d));
+            __m256 vx = _mm256_set1_ps(INFER__X86_F16(((const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b)->d));
             fa[t] = _mm256_add_ps(fa[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sa[t]), _mm256_mul_ps(da, vx)));
             fb[t] = _mm256_add_ps(fb[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sb[t]), _mm256_mul_ps(db, vx)));
         }
@@ -11117,18 +11379,9 @@ INFER__AVX2_INLINE void infer__avx2_pk_drive(const int kind, int n, const void *
         }
     }
 }
-INFER__AVX2 static void infer__avx2_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX2 static void infer__avx2_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX2 static void infer__avx2_q8_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q4_0_gemm_packed, infer__avx2_pk_drive, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q4_1_gemm_packed, infer__avx2_pk_drive, 1)
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q8_0_gemm_packed, infer__avx2_pk_drive, 2)
 
 /* Packed Q8_0 in llama.cpp's order (gemm_packed_ordered): its vec_dot's
    eight lane sums a row (lane j: word j's dot times d * dx, one fused
@@ -11154,7 +11407,7 @@ INFER__AVX2 static void infer__avx2_q8_0_gemm_packed_ordered(int n, const void *
                 for (j = 0; j < 8; j++) f[h][j] = _mm256_setzero_ps();
             for (b = 0; b < nb; b++) {
                 const uint8_t *q = gp + infer__pack_q_at(b, 32), *d = gp + infer__pack_d_at(b, 32);
-                __m256 vx = _mm256_set1_ps(INFER__XH(xt[b].d));
+                __m256 vx = _mm256_set1_ps(INFER__X86_F16(xt[b].d));
                 for (h = 0; h < 2; h++) {
                     __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16 * h))), vx);
                     for (j = 0; j < 8; j++) {
@@ -11191,12 +11444,12 @@ INFER__AVX2 static void infer__avx2_q8_0_gemm_packed_ordered(int n, const void *
                 const WBLK *a_ = (const WBLK *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_;                      \
                 wq[r_] = LOADW(a_);                                                                                    \
                 wa[r_] = ABSW(wq[r_]);                                                                                 \
-                wd[r_] = INFER__XH(a_->d);                                                                             \
+                wd[r_] = INFER__X86_F16(a_->d);                                                                        \
             }                                                                                                          \
             for (t_ = 0; t_ < T; t_++) {                                                                               \
                 const infer__block_q8_0 *x_ = (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
                 __m256i xq_ = _mm256_loadu_si256((const __m256i *)x_->qs), xc_ = FIXX(xq_);                            \
-                float xd_ = INFER__XH(x_->d);                                                                          \
+                float xd_ = INFER__X86_F16(x_->d);                                                                     \
                 for (r_ = 0; r_ < R; r_++) {                                                                           \
                     __m256i p_ = DOT(wq[r_], wa[r_], xq_, xc_);                                                        \
                     acc[r_][t_] = _mm256_fmadd_ps(_mm256_set1_ps(wd[r_] * xd_), _mm256_cvtepi32_ps(p_), acc[r_][t_]);  \
@@ -11262,50 +11515,6 @@ INFER__G_DRIVER(infer__avx2_q5_0_gemm, infer__avx2_q5_0_tile)
 #undef INFER__AVX2_GEMM_CASES
 #undef INFER__AVX2_GEMM_BODY
 
-INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__avx2_dot_us(infer__avx2_nibbles(a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-
-INFER__AVX2 static float infer__avx2_q5_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(16);
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__avx2_dot_ss(_mm256_sub_epi8(q, off), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__avx2_dot_us(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-#undef INFER__SCALE
-#undef INFER__XH
 
 /* ---- K-quants and IQ4 ----
    The 256-value formats sum their integer products per super-block exactly
@@ -11552,11 +11761,296 @@ INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void
     }
     return s;
 }
+/* ---- elementwise math and attention (vecmath.c has the plain C) ----
+   exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
+   polynomial, then scaling by 2^n), within about 2 ulp of expf. */
+
+INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
+    __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
+    int d;
+    for (d = 0; d < n; d++) {
+        float *a = acc + (size_t)as * d;
+        _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
+        _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
+    }
+}
+
+/* Row i's p * scale for the n keys of a block column, into c. */
+INFER__AVX2_INLINE void infer__avx2_pv_coef(const uint16_t *pr, const float *scale, int n, float *c) {
+    int j;
+    for (j = 0; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(c + j, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pr + j))),
+                                              _mm256_loadu_ps(scale + j)));
+    for (; j < n; j++) c[j] = infer__fp16_to_fp32(pr[j]) * scale[j];
+}
+
+/* One block column of up to 64 keys, dequantized (vals[32 j + d], scale[j]),
+   into every row: a row's 32 sums stay in registers over the keys, each
+   product fused as (p * scale) * q in key order, as the plain C has it.
+   Two rows at a time share each key's values loaded (one row's FMAs were
+   bound by the loads); each row's arithmetic is the same either way.
+   A key of p = 0 adds an exact zero, so it need not be skipped. */
+INFER__AVX2_INLINE void infer__avx2_pv_rows(const float *vals, const float *scale, int n, const uint16_t *p, size_t ldp,
+                                            int nq, float *acc, int hd) {
+    float c[64], e[64];
+    int i = 0, j;
+    for (; i + 2 <= nq; i += 2) {
+        float *a = acc + (size_t)i * hd, *b = a + hd;
+        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16), b3 = _mm256_loadu_ps(b + 24);
+        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
+        infer__avx2_pv_coef(p + (size_t)(i + 1) * ldp, scale, n, e);
+        for (j = 0; j < n; j++) {
+            __m256 cj = _mm256_broadcast_ss(c + j), ej = _mm256_broadcast_ss(e + j);
+            const float *q = vals + 32 * j;
+            __m256 q0 = _mm256_loadu_ps(q), q1 = _mm256_loadu_ps(q + 8), q2 = _mm256_loadu_ps(q + 16), q3 = _mm256_loadu_ps(q + 24);
+            a0 = _mm256_fmadd_ps(cj, q0, a0), b0 = _mm256_fmadd_ps(ej, q0, b0);
+            a1 = _mm256_fmadd_ps(cj, q1, a1), b1 = _mm256_fmadd_ps(ej, q1, b1);
+            a2 = _mm256_fmadd_ps(cj, q2, a2), b2 = _mm256_fmadd_ps(ej, q2, b2);
+            a3 = _mm256_fmadd_ps(cj, q3, a3), b3 = _mm256_fmadd_ps(ej, q3, b3);
+        }
+        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
+        _mm256_storeu_ps(b, b0), _mm256_storeu_ps(b + 8, b1), _mm256_storeu_ps(b + 16, b2), _mm256_storeu_ps(b + 24, b3);
+    }
+    for (; i < nq; i++) {
+        float *a = acc + (size_t)i * hd;
+        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
+        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
+        for (j = 0; j < n; j++) {
+            __m256 cj = _mm256_broadcast_ss(c + j);
+            const float *q = vals + 32 * j;
+            a0 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q), a0);
+            a1 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 8), a1);
+            a2 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 16), a2);
+            a3 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 24), a3);
+        }
+        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q8_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    float vals[64 * 32], scale[64];
+    int j0, j, b, k;
+    for (j0 = 0; j0 < kt; j0 += 64) {
+        int n = INFER__MIN(64, kt - j0);
+        for (b = 0; b < hd / 32; b++) {
+            for (j = 0; j < n; j++) {
+                const infer__block_q8_0 *blk = (const infer__block_q8_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
+                for (k = 0; k < 4; k++)
+                    _mm256_storeu_ps(vals + 32 * j + 8 * k, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                                _mm_loadl_epi64((const __m128i *)(const void *)(blk->qs + 8 * k)))));
+                scale[j] = infer__fp16_to_fp32(blk->d);
+            }
+            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
+        }
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q4_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    const __m128i low = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    float vals[64 * 32], scale[64];
+    int j0, j, b;
+    for (j0 = 0; j0 < kt; j0 += 64) {
+        int n = INFER__MIN(64, kt - j0);
+        for (b = 0; b < hd / 32; b++) {
+            for (j = 0; j < n; j++) {
+                const infer__block_q4_0 *blk = (const infer__block_q4_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
+                __m128i x = _mm_loadu_si128((const __m128i *)(const void *)blk->qs);
+                __m128i lo = _mm_sub_epi8(_mm_and_si128(x, low), eight);
+                __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low), eight);
+                float *o = vals + 32 * j;
+                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)));
+                _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))));
+                _mm256_storeu_ps(o + 16, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)));
+                _mm256_storeu_ps(o + 24, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))));
+                scale[j] = infer__fp16_to_fp32(blk->d);
+            }
+            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
+        }
+    }
+}
+
+
+/* e^x in 8 lanes (INFER__X86_EXP_TAYLOR), as AVX-512's but without its
+   scalef: x is clamped to [-87, 88] first so that 2^n stays a normal float
+   (silu then differs from the exact value by under 1e-36 where exp
+   overflows or underflows). */
+INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
+    __m256 n, r, p;
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    INFER__X86_EXP_TAYLOR(x, n, r, p, _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_set1_ps);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+
+/* Attention's softmax of a key tile (infer__kernels.softmax_stats and
+   _probs, and the whole row's scaled_max, softmax_exp, probs_f16) in 8
+   lanes: the keys j.. j + 7 outside [lo, hi) masked. */
+INFER__AVX2_INLINE __m256 infer__avx2_seen(int j, int lo, int hi) {
+    __m256i at = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(j));
+    return _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_cmpgt_epi32(at, _mm256_set1_epi32(lo - 1)), _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), at)));
+}
+
+/* s[j..j+8) where j + 8 may pass n: the keys past it read as 0 */
+INFER__AVX2_INLINE __m256 infer__avx2_load_upto(const float *s, int j, int n) {
+    float tmp[8] = {0};
+    if (n - j >= 8) return _mm256_loadu_ps(s + j);
+    memcpy(tmp, s + j, (size_t)(n - j) * sizeof *s);
+    return _mm256_loadu_ps(tmp);
+}
+
+INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY);
+    float t[8];
+    int j;
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
+    }
+    _mm256_storeu_ps(t, vmax);
+    for (j = 0; j < 8; j++) m = INFER__MAX(m, t[j]);
+    return m;
+}
+
+INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m256 vs = _mm256_set1_ps(scale), vmx;
+    __m256d sum = _mm256_setzero_pd();
+    float mx;
+    double d[4];
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx2_scaled_max(s, lo, hi, scale, *m);
+    vmx = _mm256_set1_ps(mx);
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    _mm256_storeu_pd(d, sum);
+    *l = (float)((double)*l * infer__expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
+    *m = mx;
+}
+
+
+INFER__AVX2 static double infer__avx2_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
+    __m256d sum = _mm256_setzero_pd();
+    double d[4];
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vm)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        if (n - j >= 8) {
+            _mm256_storeu_ps(s + j, e);
+        } else {
+            float t[8];
+            _mm256_storeu_ps(t, e);
+            memcpy(s + j, t, (size_t)(n - j) * sizeof *s);
+        }
+    }
+    _mm256_storeu_pd(d, sum);
+    return (d[0] + d[1]) + (d[2] + d[3]);
+}
+
+INFER__AVX2 static void infer__avx2_probs_f16(const float *e, int n, float inv, uint16_t *p) {
+    __m256 vinv = _mm256_set1_ps(inv);
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm_storeu_si128((__m128i *)(void *)(p + j),
+                         _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(e + j), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
+}
+
+INFER__AVX2 static void infer__avx2_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                  uint16_t *p) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vinv = _mm256_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, _mm256_mul_ps(infer__avx2_exp(_mm256_sub_ps(x, vm)), vinv));
+        __m128i h = _mm256_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (n - j >= 8) {
+            _mm_storeu_si128((__m128i *)(void *)(p + j), h);
+        } else {
+            uint16_t t16[8];
+            _mm_storeu_si128((__m128i *)(void *)t16, h);
+            memcpy(p + j, t16, (size_t)(n - j) * sizeof *p);
+        }
+    }
+}
+
+INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256 s = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), infer__avx2_exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+    }
+    infer__silu_mul_ref(g + i, u + i, n - i);
+}
+
+INFER__AVX2 static void infer__avx2_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256 y = _mm256_i32gather_ps(table, h, 4);
+        y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, _mm256_set1_ps(10.0f), _CMP_GE_OQ));
+        y = _mm256_and_ps(y, _mm256_cmp_ps(x, _mm256_set1_ps(-10.0f), _CMP_GT_OQ));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
+    }
+    infer__gelu_mul_ref(g + i, u + i, n - i, table);
+}
+
+INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    double t[4];
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i), sq = _mm256_mul_ps(v, v);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
+    return t[0] + t[1] + t[2] + t[3] + infer__sum_squares_ref(x + i, n - i);
+}
+
+/* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
+INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
+}
+INFER__AVX2 static float infer__avx2_fmaf(float x, float y, float z) { return infer__avx2_fma1(x, y, z); }
+INFER__AVX2 static float infer__avx2_exp_llama(float x) { INFER__EXP_LLAMA_BODY(x, infer__avx2_fma1) }
+
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx2_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
     if (!infer__cpu_has(INFER__CPU_AVX2)) return 0; /* with FMA and F16C */
+    k->silu_mul = infer__avx2_silu_mul;
+    k->gelu_mul = infer__avx2_gelu_mul;
+    k->sum_squares = infer__avx2_sum_squares;
+    k->lanes16_fma = infer__avx2_lanes16_fma;
+    k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
+    k->softmax_stats = infer__avx2_softmax_stats;
+    k->softmax_probs = infer__avx2_softmax_probs;
+    k->scaled_max = infer__avx2_scaled_max;
+    k->softmax_exp = infer__avx2_softmax_exp;
+    k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+    k->probs_f16 = infer__avx2_probs_f16;
+    k->fmaf = infer__avx2_fmaf;
+    k->exp_llama = infer__avx2_exp_llama;
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
@@ -11611,6 +12105,8 @@ static int infer__simd_avx2_install(infer__kernels *k) {
    as llama.cpp's kernel does; the test allows for that. */
 
 #ifdef INFER__HAVE_X86
+INFER__AVX512_INTRINSICS_BEGIN /* GCC's false positives: platform.h */
+
 /* ---- float formats ---- */
 
 INFER__AVX512 static float infer__avx512_f32_dot(int n, const void *w, const void *x) {
@@ -11986,81 +12482,9 @@ INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
 }
 
-#define INFER__VH(x) _cvtsh_ss(x)
-#define INFER__VSCALE(a, x) _mm256_set1_ps(INFER__VH((a).d) * INFER__VH((x).d))
-#define INFER__LD(p) _mm256_loadu_si256((const __m256i *)(p))
-
-INFER__AVX512VNNI static float infer__vnni_q8_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++)
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]),
-                              _mm256_cvtepi32_ps(infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs))), acc);
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX512VNNI static float infer__vnni_q4_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(8);
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off), INFER__LD(x[b].qs));
-        __m256i p1 = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b + 1].qs), off), INFER__LD(x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__VSCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++) {
-        __m256i p = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off), INFER__LD(x[b].qs));
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
-    }
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
-}
-
-INFER__AVX512VNNI static float infer__vnni_q4_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__vnni_dot_us(infer__avx2_nibbles(a[b].qs), INFER__LD(x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__VH(a[b].m) * INFER__VH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-
-INFER__AVX512VNNI static float infer__vnni_q5_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(16);
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__vnni_dot_ss(_mm256_sub_epi8(q, off), INFER__LD(x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX512VNNI static float infer__vnni_q5_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__vnni_dot_us(q, INFER__LD(x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__VH(a[b].m) * INFER__VH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
+/* simd_x86.h's bodies with the dot as one dpbusd */
+INFER__X86_BLOCK_DOTS(INFER__AVX512VNNI, infer__vnni_q8_0_dot, infer__vnni_q4_0_dot, infer__vnni_q4_1_dot,
+                      infer__vnni_q5_0_dot, infer__vnni_q5_1_dot, infer__vnni_dot_ss, infer__vnni_dot_us)
 
 /* ---- GEMM: a tile of R weight rows x T tokens in registers ----
    Each weight row's blocks are unpacked once per tile and each token's
@@ -12237,9 +12661,6 @@ INFER__AVX512VNNI_INLINE void infer__vnni_q6_K_tile(int R, int T, int nb, const 
 INFER__GEMM_DRIVER(infer__vnni_q4_0_gemm, infer__vnni_q4_0_tile, 32)
 INFER__GEMM_DRIVER(infer__vnni_q6_K_gemm, infer__vnni_q6_K_tile, INFER__QK_K)
 #undef INFER__GEMM_DRIVER
-#undef INFER__LD
-#undef INFER__VSCALE
-#undef INFER__VH
 
 /* ---- packed weights (pack.c's layouts): 16 rows in the lanes ----
    A tile is one group of 16 rows x T tokens: per 4 k-values one weight
@@ -12491,10 +12912,7 @@ INFER__AVX512VNNI static void infer__vnni_q8_0_gemm_packed(int n, const void *pa
     if (n_tok <= INFER__PK_FEW) infer__vnni_q8_0_gemm_packed_ordered(n, packed, n_rows, x, x_stride, n_tok, y, ldy);
     else infer__pk_gemm_32(32, 128, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
-INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_32(16, 8, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_0_gemm_packed, infer__pk_gemm_32, 16, 8)
 /* Q4_0 for contexts that match llama.cpp: one token in its order, a batch by the tiles */
 INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
                                                                    size_t x_stride, int n_tok, float *y, size_t ldy) {
@@ -12816,22 +13234,10 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_q_1(const int Q5, const int ORD, in
     }
 }
 
-INFER__AVX512VNNI static void infer__vnni_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(0, 0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q4_1_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(0, 1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q5_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(1, 0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q5_1_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(1, 1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_1_gemm_packed, infer__pk_gemm_q_1, 0, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_1_gemm_packed_ordered, infer__pk_gemm_q_1, 0, 1)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q5_1_gemm_packed, infer__pk_gemm_q_1, 1, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q5_1_gemm_packed_ordered, infer__pk_gemm_q_1, 1, 1)
 
 /* Q4_K and Q6_K (activations Q8_K): per sub-block an int32 sum per row and
    token (dpbusd, as above), converted and FMA'd with the sub-block's
@@ -13033,18 +13439,9 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int kind, int n, const void *pack
     }
 }
 
-INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q6_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_K_gemm_packed, infer__pk_gemm_k, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_K_gemm_packed_ordered, infer__pk_gemm_k, 2)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q6_K_gemm_packed, infer__pk_gemm_k, 1)
 
 /* F16 x F16: the weights widened (vcvtph2ps, exact) and FMA'd with each
    token's value broadcast from a float copy of a slice of the activations
@@ -13436,6 +13833,148 @@ INFER__AVX512BF16 static void infer__avx512bf16_bf16_gemm_packed(int n, const vo
         }
     }
 }
+/* ---- elementwise math and attention (vecmath.c has the plain C) ----
+   Attention's p.V from a quantized cache stays AVX2's (8 lanes hold a
+   block's quarter: 16 gain nothing there). */
+
+INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
+    __m512 pv = _mm512_loadu_ps(p);
+    int d;
+    for (d = 0; d < n; d++)
+        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + (size_t)as * d)));
+}
+
+/* e^x in 16 lanes (INFER__X86_EXP_TAYLOR) */
+INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r, p;
+    INFER__X86_EXP_TAYLOR(x, n, r, p, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_set1_ps);
+    /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
+    return _mm512_scalef_ps(p, n);
+}
+
+/* Attention's softmax of a key tile (infer__kernels.softmax_stats and
+   _probs) in 16 lanes: the keys outside [lo, hi) masked. */
+INFER__AVX512_INLINE __mmask16 infer__avx512_seen(int j, int lo, int hi) {
+    __m512i at = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(j));
+    return _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(hi));
+}
+
+INFER__AVX512 static float infer__avx512_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY);
+    int j;
+    if (lo >= hi) return m;
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
+    }
+    return INFER__MAX(m, _mm512_reduce_max_ps(vmax));
+}
+
+INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m512 vs = _mm512_set1_ps(scale), vmx;
+    __m512d sum = _mm512_setzero_pd();
+    float mx;
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx512_scaled_max(s, lo, hi, scale, *m);
+    vmx = _mm512_set1_ps(mx);
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs), vmx)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    *l = (float)((double)*l * infer__expf(*m - mx) + _mm512_reduce_add_pd(sum));
+    *m = mx;
+}
+
+INFER__AVX512 static void infer__avx512_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                      uint16_t *p) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m), vinv = _mm512_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi), in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(seen & in, s + j), vs);
+        __m512 e = _mm512_maskz_mov_ps(seen & in, _mm512_mul_ps(infer__avx512_exp(_mm512_sub_ps(x, vm)), vinv));
+        __m256i h = _mm512_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (in == 0xFFFF) {
+            _mm256_storeu_si256((__m256i *)(void *)(p + j), h);
+        } else {
+            uint16_t tmp[16];
+            _mm256_storeu_si256((__m256i *)(void *)tmp, h);
+            memcpy(p + j, tmp, (size_t)(n - j) * sizeof *p);
+        }
+    }
+}
+
+/* A row's softmax with its scores kept whole (kernels.softmax_exp and
+   probs_f16; scaled_max is above) in 16 lanes; e's sum in 2 x 8 double
+   lanes. */
+INFER__AVX512 static double infer__avx512_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m);
+    __m512d sum = _mm512_setzero_pd();
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1), seen = infer__avx512_seen(j, lo, hi) & in;
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(in, s + j), vs);
+        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(x, vm)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+        _mm512_mask_storeu_ps(s + j, in, e);
+    }
+    return _mm512_reduce_add_pd(sum);
+}
+
+INFER__AVX512 static void infer__avx512_probs_f16(const float *e, int n, float inv, uint16_t *p) {
+    __m512 vinv = _mm512_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(in, e + j), vinv),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_mask_storeu_epi16(p + j, in, h);
+    }
+}
+
+INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), infer__avx512_exp(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+/* The table lookup 16 lanes at a time: F16 rounding by vcvtps2ph, then a gather. */
+INFER__AVX512 static void infer__avx512_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512i h = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m512 y = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, h, table, 4);
+        y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(10.0f), _CMP_GE_OQ), y, x);
+        y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-10.0f), _CMP_GT_OQ), y);
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i), sq = _mm512_mul_ps(v, v);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
+INFER__AVX512_INTRINSICS_END
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx512_install(infer__kernels *k) {
@@ -13443,6 +13982,11 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     if (!infer__cpu_has(INFER__CPU_AVX512)) return 0;
     /* what AVX2 has, AVX-512 machines have too; replace what is faster here */
     if (!infer__simd_avx2_install(k)) return 0;
+    /* a whole row's softmax; a tile's (softmax_stats and _probs) stays
+       AVX2's: the 16-lane versions are not yet run on a CPU */
+    k->scaled_max = infer__avx512_scaled_max;
+    k->softmax_exp = infer__avx512_softmax_exp;
+    k->probs_f16 = infer__avx512_probs_f16;
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
@@ -13457,6 +14001,10 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
+    k->lanes16_fma = infer__avx512_lanes16_fma;
+    k->silu_mul = infer__avx512_silu_mul;
+    k->gelu_mul = infer__avx512_gelu_mul;
+    k->sum_squares = infer__avx512_sum_squares;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;
@@ -13525,39 +14073,39 @@ static int infer__simd_avx512_install(infer__kernels *k) {
 
 /* ---- float formats ---- */
 
-static float infer__neon_f32_dot(int n, const void *w, const void *x) {
-    const float *a = (const float *)w, *b = (const float *)x;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
-        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+/* The float formats' dots differ only in their loads: LOAD(p) gives the
+   4 values at p as floats, ONE(v) one value. 16 values at a time in four
+   chains of 4 lanes (INFER__NEON_FMA16, over a, b, i, n and s0..s3),
+   then 4 at a time into the first, the chains added, the tail one by one. */
+#define INFER__NEON_FMA16(LOAD)                                                                                    \
+    for (; i + 16 <= n; i += 16) {                                                                                 \
+        s0 = vfmaq_f32(s0, LOAD(a + i), LOAD(b + i));                                                              \
+        s1 = vfmaq_f32(s1, LOAD(a + i + 4), LOAD(b + i + 4));                                                      \
+        s2 = vfmaq_f32(s2, LOAD(a + i + 8), LOAD(b + i + 8));                                                      \
+        s3 = vfmaq_f32(s3, LOAD(a + i + 12), LOAD(b + i + 12));                                                    \
     }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += a[i] * b[i];
+#define INFER__NEON_DOT_BODY(T, LOAD, ONE)                                                                         \
+    const T *a = (const T *)w, *b = (const T *)x;                                                                  \
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);                \
+    float s;                                                                                                       \
+    int i = 0;                                                                                                     \
+    INFER__NEON_FMA16(LOAD)                                                                                        \
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, LOAD(a + i), LOAD(b + i));                                       \
+    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));                                               \
+    for (; i < n; i++) s += ONE(a[i]) * ONE(b[i]);                                                                 \
     return s;
-}
-
 #define INFER__NLOADH(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
+#define INFER__NLOADBF(p) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))
+#define INFER__NSAME(v) (v)
+
+static float infer__neon_f32_dot(int n, const void *w, const void *x) {
+    INFER__NEON_DOT_BODY(float, vld1q_f32, INFER__NSAME)
+}
 static float infer__neon_f16_dot(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
-        s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
-        s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
-        s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]);
-    return s;
+    INFER__NEON_DOT_BODY(uint16_t, INFER__NLOADH, infer__fp16_to_fp32)
+}
+static float infer__neon_bf16_dot(int n, const void *w, const void *x) {
+    INFER__NEON_DOT_BODY(uint16_t, INFER__NLOADBF, infer__bf16_to_fp32)
 }
 /* llama.cpp's F16 order as AVX-512 runs it: 16 lanes in four chains,
    then the tree (infer__f16_dot_llama) */
@@ -13565,18 +14113,17 @@ static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
     float lane[16];
-    int i;
+    int i = 0;
     if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
-    for (i = 0; i < n; i += 16) {
-        s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
-        s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
-        s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
-        s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
-    }
+    INFER__NEON_FMA16(INFER__NLOADH)
     vst1q_f32(lane, s0), vst1q_f32(lane + 4, s1), vst1q_f32(lane + 8, s2), vst1q_f32(lane + 12, s3);
     return infer__sum16_tree(lane);
 }
+#undef INFER__NSAME
+#undef INFER__NLOADBF
 #undef INFER__NLOADH
+#undef INFER__NEON_DOT_BODY
+#undef INFER__NEON_FMA16
 
 static void infer__neon_f16_from_float(const float *src, void *dst, int64_t n) {
     uint16_t *d = (uint16_t *)dst;
@@ -13584,25 +14131,6 @@ static void infer__neon_f16_from_float(const float *src, void *dst, int64_t n) {
     for (; i + 4 <= n; i += 4) vst1_u16(d + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
     for (; i < n; i++) d[i] = infer__fp32_to_fp16(src[i]);
 }
-
-#define INFER__NLOADBF(p) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))
-static float infer__neon_bf16_dot(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, INFER__NLOADBF(a + i), INFER__NLOADBF(b + i));
-        s1 = vfmaq_f32(s1, INFER__NLOADBF(a + i + 4), INFER__NLOADBF(b + i + 4));
-        s2 = vfmaq_f32(s2, INFER__NLOADBF(a + i + 8), INFER__NLOADBF(b + i + 8));
-        s3 = vfmaq_f32(s3, INFER__NLOADBF(a + i + 12), INFER__NLOADBF(b + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, INFER__NLOADBF(a + i), INFER__NLOADBF(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += infer__bf16_to_fp32(a[i]) * infer__bf16_to_fp32(b[i]);
-    return s;
-}
-#undef INFER__NLOADBF
 
 /* round to nearest even on the bits, NaN kept quiet: as infer__fp32_to_bf16 */
 static void infer__neon_bf16_from_float(const float *src, void *dst, int64_t n) {
@@ -13713,85 +14241,81 @@ INFER__NEON_INLINE float infer__neon_hsum8(float32x4_t lo, float32x4_t hi) {
 #define INFER__NEON_PDOT(acc, a, b) infer__neon_dot_plain((acc), (a), (b))
 #define INFER__NH(x) infer__fp16_to_fp32(x)
 
-/* The five block kernels, once with sdot and once without. */
-#define INFER__NEON_BLOCK_KERNELS(SUF, ATTR, DOT)                                                                \
-    ATTR static float infer__neon##SUF##_q8_0_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;         \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs), vld1q_s8(x[b].qs))), d);    \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs + 16), vld1q_s8(x[b].qs + 16))), d); \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi);                                                                       \
-    }                                                                                                           \
-    ATTR static float infer__neon##SUF##_q4_0_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;                                              \
-        const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                             \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        const int8x16_t off = vdupq_n_s8(8);                                                                    \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(INFER__NIB_LO(q), off), vld1q_s8(x[b].qs))), d); \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(INFER__NIB_HI(q), off), vld1q_s8(x[b].qs + 16))), d); \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi);                                                                       \
-    }                                                                                                           \
-    ATTR static float infer__neon##SUF##_q4_1_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;                                              \
-        const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                             \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        float ms = 0;                                                                                           \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), INFER__NIB_LO(q), vld1q_s8(x[b].qs))), d);     \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), INFER__NIB_HI(q), vld1q_s8(x[b].qs + 16))), d); \
-            ms += INFER__NH(a[b].m) * INFER__NH(x[b].s);                                                        \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi) + ms;                                                                  \
-    }                                                                                                           \
-    ATTR static float infer__neon##SUF##_q5_0_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;                                              \
-        const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                             \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        const int8x16_t off = vdupq_n_s8(16);                                                                   \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            int8x16_t hl, hh;                                                                                   \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            infer__neon_fifth_bits(a[b].qh, &hl, &hh);                                                          \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(vorrq_s8(INFER__NIB_LO(q), hl), off), vld1q_s8(x[b].qs))), d); \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(vorrq_s8(INFER__NIB_HI(q), hh), off), vld1q_s8(x[b].qs + 16))), d); \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi);                                                                       \
-    }                                                                                                           \
-    ATTR static float infer__neon##SUF##_q5_1_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;                                              \
-        const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                             \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        float ms = 0;                                                                                           \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            int8x16_t hl, hh;                                                                                   \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            infer__neon_fifth_bits(a[b].qh, &hl, &hh);                                                          \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vorrq_s8(INFER__NIB_LO(q), hl), vld1q_s8(x[b].qs))), d); \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vorrq_s8(INFER__NIB_HI(q), hh), vld1q_s8(x[b].qs + 16))), d); \
-            ms += INFER__NH(a[b].m) * INFER__NH(x[b].s);                                                        \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi) + ms;                                                                  \
+/* A block's 32 weights as two int8x16_t, wl (values 0..15) and wh (16..31) */
+#define INFER__NEON_Q8_0_W(a, wl, wh) (wl = vld1q_s8((a).qs), wh = vld1q_s8((a).qs + 16))
+#define INFER__NEON_Q4_1_W(a, wl, wh) (wl = INFER__NIB_LO(vld1q_u8((a).qs)), wh = INFER__NIB_HI(vld1q_u8((a).qs)))
+#define INFER__NEON_Q4_0_W(a, wl, wh)                                                                              \
+    (INFER__NEON_Q4_1_W(a, wl, wh), wl = vsubq_s8(wl, vdupq_n_s8(8)), wh = vsubq_s8(wh, vdupq_n_s8(8)))
+#define INFER__NEON_Q5_1_W(a, wl, wh)                                                                              \
+    do {                                                                                                           \
+        int8x16_t hl_, hh_;                                                                                        \
+        infer__neon_fifth_bits((a).qh, &hl_, &hh_);                                                                \
+        INFER__NEON_Q4_1_W(a, wl, wh);                                                                             \
+        wl = vorrq_s8(wl, hl_), wh = vorrq_s8(wh, hh_);                                                            \
+    } while (0)
+#define INFER__NEON_Q5_0_W(a, wl, wh)                                                                              \
+    do {                                                                                                           \
+        INFER__NEON_Q5_1_W(a, wl, wh);                                                                             \
+        wl = vsubq_s8(wl, vdupq_n_s8(16)), wh = vsubq_s8(wh, vdupq_n_s8(16));                                      \
+    } while (0)
+/* a block's two halves dotted with x's (DOT: sdot or its plain form), scaled by d, fused into lo and hi */
+#define INFER__NEON_BLOCK_FMA(DOT, wl, wh, xq, d)                                                                  \
+    lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), wl, vld1q_s8(xq))), d);                                   \
+    hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), wh, vld1q_s8((xq) + 16))), d)
+
+/* The blocks of a row (over a, x, b and nb, into lo and hi), with MINS
+   after each block's products (a statement, or none) */
+#define INFER__NEON_BLOCKS(WEIGHTS, DOT, MINS)                                                                     \
+    for (b = 0; b < nb; b++) {                                                                                     \
+        float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                        \
+        int8x16_t wl, wh;                                                                                          \
+        WEIGHTS(a[b], wl, wh);                                                                                     \
+        INFER__NEON_BLOCK_FMA(DOT, wl, wh, x[b].qs, d);                                                            \
+        MINS;                                                                                                      \
     }
+/* Q8_0, Q4_0 and Q5_0 (Q8_0 activations), over n, w and xv */
+#define INFER__NEON_DOT_0(BLOCK, WEIGHTS, DOT)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                          \
+    int b, nb = n / 32;                                                                                            \
+    INFER__NEON_BLOCKS(WEIGHTS, DOT, )                                                                             \
+    return infer__neon_hsum8(lo, hi);
+/* Q4_1 and Q5_1 (Q8_1 activations): the blocks' m * s summed apart */
+#define INFER__NEON_DOT_1(BLOCK, WEIGHTS, DOT)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                                    \
+    float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                          \
+    float ms = 0;                                                                                                  \
+    int b, nb = n / 32;                                                                                            \
+    INFER__NEON_BLOCKS(WEIGHTS, DOT, ms += INFER__NH(a[b].m) * INFER__NH(x[b].s))                                  \
+    return infer__neon_hsum8(lo, hi) + ms;
+
+/* The five block kernels, once with sdot and once without. */
+#define INFER__NEON_BLOCK_DOT(SUF, ATTR, FMT, BODY, WEIGHTS, DOT)                                                  \
+    ATTR static float infer__neon##SUF##_##FMT##_dot(int n, const void *w, const void *xv) {                       \
+        BODY(infer__block_##FMT, WEIGHTS, DOT)                                                                     \
+    }
+#define INFER__NEON_BLOCK_KERNELS(SUF, ATTR, DOT)                                                                  \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q8_0, INFER__NEON_DOT_0, INFER__NEON_Q8_0_W, DOT)                             \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q4_0, INFER__NEON_DOT_0, INFER__NEON_Q4_0_W, DOT)                             \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q4_1, INFER__NEON_DOT_1, INFER__NEON_Q4_1_W, DOT)                             \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q5_0, INFER__NEON_DOT_0, INFER__NEON_Q5_0_W, DOT)                             \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q5_1, INFER__NEON_DOT_1, INFER__NEON_Q5_1_W, DOT)
 
 INFER__NEON_BLOCK_KERNELS(, INFER__UNUSED, INFER__NEON_PDOT)
 INFER__NEON_BLOCK_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
 #undef INFER__NEON_BLOCK_KERNELS
+#undef INFER__NEON_BLOCK_DOT
+#undef INFER__NEON_DOT_1
+#undef INFER__NEON_DOT_0
+#undef INFER__NEON_BLOCKS
+#undef INFER__NEON_BLOCK_FMA
+#undef INFER__NEON_Q5_0_W
+#undef INFER__NEON_Q5_1_W
+#undef INFER__NEON_Q4_0_W
+#undef INFER__NEON_Q4_1_W
+#undef INFER__NEON_Q8_0_W
 
 /* ---- K-quants and IQ4 ----
    Integer sums per super-block, scaled once in the reference's float order,
@@ -14897,630 +15421,6 @@ static int infer__simd_wasm_install(infer__kernels *k) {
 #endif
 }
 
-/* ==== src/vecmath.c ==== */
-/* vecmath.c - the elementwise math of the forward pass (the SiLU- and
-   GELU-gated products and RMSNorm's sum of squares), plain C and, where the CPU has
-   them, AVX-512 and AVX2 versions (NEON uses the plain C): per token these touch every activation,
-   so in prompt processing they add up to a real share of the time.
-   exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
-   polynomial, then scaling by 2^n), within about 2 ulp of expf. */
-
-/* g[i] = silu(g[i]) * u[i] */
-static void infer__silu_mul_ref(float *g, const float *u, int n) {
-    int i;
-    for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + infer__expf(-g[i])) * u[i];
-}
-
-/* g[i] = gelu(g[i]) * u[i], GELU as llama.cpp's CPU computes it: looked up
-   in a table of every F16 value (table[h] = the F16 rounding of GELU(h)),
-   with g rounded to F16 first; 0 below -10 and g itself above 10. */
-static void infer__gelu_mul_ref(float *g, const float *u, int n, const float *table) {
-    int i;
-    for (i = 0; i < n; i++) {
-        float x = g[i];
-        g[i] = (x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[infer__fp32_to_fp16(x)]) * u[i];
-    }
-}
-
-/* The sum of x[i]^2, each square rounded to float first (as llama.cpp's
-   RMSNorm has it), summed in double. */
-static double infer__sum_squares_ref(const float *x, int n) {
-    double ss = 0;
-    int i;
-    for (i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
-    return ss;
-}
-
-/* The keys' running max over [lo, hi) of s scaled, from m. */
-static float infer__scaled_max_ref(const float *s, int lo, int hi, float scale, float m) {
-    int j;
-    for (j = lo; j < hi; j++) m = INFER__MAX(m, s[j] * scale);
-    return m;
-}
-
-/* The tile's sum in double, added to the running sum rescaled to the new
-   max (its own statement for each rounding, as attention.c had them). */
-static void infer__softmax_stats_ref(const float *s, int lo, int hi, float scale, float *m, float *l) {
-    float mx;
-    double sum = 0;
-    int j;
-    if (lo >= hi) return;
-    mx = infer__scaled_max_ref(s, lo, hi, scale, *m);
-    for (j = lo; j < hi; j++) sum += infer__expf(s[j] * scale - mx);
-    *l = (float)((double)*l * infer__expf(*m - mx) + sum);
-    *m = mx;
-}
-
-static void infer__softmax_probs_ref(const float *s, int n, int lo, int hi, float scale, float m, float inv,
-                                     uint16_t *p) {
-    int j;
-    for (j = 0; j < n; j++) p[j] = j >= lo && j < hi ? infer__fp32_to_fp16(infer__expf(s[j] * scale - m) * inv) : 0;
-}
-
-static double infer__softmax_exp_ref(float *s, int n, int lo, int hi, float scale, float m) {
-    double sum = 0;
-    int j;
-    for (j = 0; j < n; j++) {
-        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
-        s[j] = j >= lo && j < hi ? infer__expf(x - m) : 0.0f;
-        sum += s[j];
-    }
-    return sum;
-}
-
-static void infer__probs_f16_ref(const float *e, int n, float inv, uint16_t *p) {
-    int j;
-    for (j = 0; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
-}
-
-/* Attention's q.K over a tile of an F16 cache (infer__kernels.qk_f16) for
-   any ISA without its own: keys widened once into panels of 16, dim by
-   dim (key j's dim d at (j / 16) 16 hd + 16 d + j % 16), then each score
-   summed in dim order. An F16 x F16 product is exact in float, so a fused
-   multiply-add and a multiply then add round alike: every ISA's qk_f16
-   gives the same scores, bit for bit. The inner loop runs across 16 keys,
-   which compilers vectorise without reordering a sum. */
-static void infer__qk_f16_ref(int hd, const uint8_t *k, size_t k_stride, int kt, const uint16_t *q, size_t q_stride, int nq,
-                              float *s, size_t lds, float *work) {
-    int kp = (kt + 15) / 16 * 16, i, j, d, l;
-    float *kd = work, *qf = work + (size_t)hd * kp;
-    for (j = 0; j < kp; j++) {
-        const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)j * k_stride);
-        float *at = kd + (size_t)(j / 16) * 16 * hd + j % 16;
-        for (d = 0; d < hd; d++) at[16 * d] = j < kt ? infer__fp16_to_fp32(kj[d]) : 0.0f;
-    }
-    for (i = 0; i < nq; i++)
-        for (d = 0; d < hd; d++) qf[(size_t)i * hd + d] = infer__fp16_to_fp32(q[(size_t)i * q_stride / 2 + d]);
-    for (i = 0; i < nq; i++)
-        for (j = 0; j < kt; j += 16) {
-            const float *panel = kd + (size_t)j * hd, *qi = qf + (size_t)i * hd;
-            float acc[16] = {0};
-            for (d = 0; d < hd; d++)
-                for (l = 0; l < 16; l++) acc[l] += qi[d] * panel[16 * d + l];
-            memcpy(s + (size_t)i * lds + j, acc, (size_t)INFER__MIN(16, kt - j) * sizeof(float));
-        }
-}
-
-/* acc[as d + l] = v[16 d + l] * p[l] + acc[as d + l], fused (attention's
-   p.V in llama.cpp's lanes); written so compilers vectorise it */
-static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const float *p, int n) {
-    int d, l;
-    for (d = 0; d < n; d++)
-        for (l = 0; l < 16; l++) acc[as * d + l] = infer__fmaf(v[16 * d + l], p[l], acc[as * d + l]);
-}
-
-/* Attention's p.V from a quantized cache (infer__kernels.pv_quant): key by
-   key, each block's values times (p * scale), fused into acc; a key a row
-   does not see (p = 0) adds nothing and is skipped. */
-static void infer__pv_q8_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp, int nq,
-                               float *acc) {
-    int i, j, b, d;
-    for (j = 0; j < kt; j++) {
-        const infer__block_q8_0 *row = (const infer__block_q8_0 *)(const void *)(v + (size_t)j * v_stride);
-        for (i = 0; i < nq; i++) {
-            float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
-            if (pij == 0) continue;
-            for (b = 0; b < hd / 32; b++) {
-                float c = pij * infer__fp16_to_fp32(row[b].d);
-                for (d = 0; d < 32; d++) a[32 * b + d] = infer__fmaf(c, (float)row[b].qs[d], a[32 * b + d]);
-            }
-        }
-    }
-}
-
-/* Q4_0: value d of a block is its nibble (low ones first) minus 8 */
-static void infer__pv_q4_0_ref(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp, int nq,
-                               float *acc) {
-    int i, j, b, d;
-    for (j = 0; j < kt; j++) {
-        const infer__block_q4_0 *row = (const infer__block_q4_0 *)(const void *)(v + (size_t)j * v_stride);
-        for (i = 0; i < nq; i++) {
-            float pij = infer__fp16_to_fp32(p[(size_t)i * ldp + j]), *a = acc + (size_t)i * hd;
-            if (pij == 0) continue;
-            for (b = 0; b < hd / 32; b++) {
-                float c = pij * infer__fp16_to_fp32(row[b].d);
-                for (d = 0; d < 16; d++) {
-                    a[32 * b + d] = infer__fmaf(c, (float)((row[b].qs[d] & 15) - 8), a[32 * b + d]);
-                    a[32 * b + 16 + d] = infer__fmaf(c, (float)((row[b].qs[d] >> 4) - 8), a[32 * b + 16 + d]);
-                }
-            }
-        }
-    }
-}
-
-#ifdef INFER__HAVE_X86
-INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
-    __m512 pv = _mm512_loadu_ps(p);
-    int d;
-    for (d = 0; d < n; d++)
-        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + (size_t)as * d)));
-}
-INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
-    __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
-    int d;
-    for (d = 0; d < n; d++) {
-        float *a = acc + (size_t)as * d;
-        _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
-        _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
-    }
-}
-
-/* Row i's p * scale for the n keys of a block column, into c. */
-INFER__AVX2_INLINE void infer__avx2_pv_coef(const uint16_t *pr, const float *scale, int n, float *c) {
-    int j;
-    for (j = 0; j + 8 <= n; j += 8)
-        _mm256_storeu_ps(c + j, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pr + j))),
-                                              _mm256_loadu_ps(scale + j)));
-    for (; j < n; j++) c[j] = infer__fp16_to_fp32(pr[j]) * scale[j];
-}
-
-/* One block column of up to 64 keys, dequantized (vals[32 j + d], scale[j]),
-   into every row: a row's 32 sums stay in registers over the keys, each
-   product fused as (p * scale) * q in key order, as the plain C has it.
-   Two rows at a time share each key's values loaded (one row's FMAs were
-   bound by the loads); each row's arithmetic is the same either way.
-   A key of p = 0 adds an exact zero, so it need not be skipped. */
-INFER__AVX2_INLINE void infer__avx2_pv_rows(const float *vals, const float *scale, int n, const uint16_t *p, size_t ldp,
-                                            int nq, float *acc, int hd) {
-    float c[64], e[64];
-    int i = 0, j;
-    for (; i + 2 <= nq; i += 2) {
-        float *a = acc + (size_t)i * hd, *b = a + hd;
-        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
-        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16), b3 = _mm256_loadu_ps(b + 24);
-        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
-        infer__avx2_pv_coef(p + (size_t)(i + 1) * ldp, scale, n, e);
-        for (j = 0; j < n; j++) {
-            __m256 cj = _mm256_broadcast_ss(c + j), ej = _mm256_broadcast_ss(e + j);
-            const float *q = vals + 32 * j;
-            __m256 q0 = _mm256_loadu_ps(q), q1 = _mm256_loadu_ps(q + 8), q2 = _mm256_loadu_ps(q + 16), q3 = _mm256_loadu_ps(q + 24);
-            a0 = _mm256_fmadd_ps(cj, q0, a0), b0 = _mm256_fmadd_ps(ej, q0, b0);
-            a1 = _mm256_fmadd_ps(cj, q1, a1), b1 = _mm256_fmadd_ps(ej, q1, b1);
-            a2 = _mm256_fmadd_ps(cj, q2, a2), b2 = _mm256_fmadd_ps(ej, q2, b2);
-            a3 = _mm256_fmadd_ps(cj, q3, a3), b3 = _mm256_fmadd_ps(ej, q3, b3);
-        }
-        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
-        _mm256_storeu_ps(b, b0), _mm256_storeu_ps(b + 8, b1), _mm256_storeu_ps(b + 16, b2), _mm256_storeu_ps(b + 24, b3);
-    }
-    for (; i < nq; i++) {
-        float *a = acc + (size_t)i * hd;
-        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
-        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
-        for (j = 0; j < n; j++) {
-            __m256 cj = _mm256_broadcast_ss(c + j);
-            const float *q = vals + 32 * j;
-            a0 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q), a0);
-            a1 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 8), a1);
-            a2 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 16), a2);
-            a3 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 24), a3);
-        }
-        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
-    }
-}
-
-INFER__AVX2 static void infer__avx2_pv_q8_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
-                                            size_t ldp, int nq, float *acc) {
-    float vals[64 * 32], scale[64];
-    int j0, j, b, k;
-    for (j0 = 0; j0 < kt; j0 += 64) {
-        int n = INFER__MIN(64, kt - j0);
-        for (b = 0; b < hd / 32; b++) {
-            for (j = 0; j < n; j++) {
-                const infer__block_q8_0 *blk = (const infer__block_q8_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
-                for (k = 0; k < 4; k++)
-                    _mm256_storeu_ps(vals + 32 * j + 8 * k, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                                                _mm_loadl_epi64((const __m128i *)(const void *)(blk->qs + 8 * k)))));
-                scale[j] = infer__fp16_to_fp32(blk->d);
-            }
-            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
-        }
-    }
-}
-
-INFER__AVX2 static void infer__avx2_pv_q4_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
-                                            size_t ldp, int nq, float *acc) {
-    const __m128i low = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
-    float vals[64 * 32], scale[64];
-    int j0, j, b;
-    for (j0 = 0; j0 < kt; j0 += 64) {
-        int n = INFER__MIN(64, kt - j0);
-        for (b = 0; b < hd / 32; b++) {
-            for (j = 0; j < n; j++) {
-                const infer__block_q4_0 *blk = (const infer__block_q4_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
-                __m128i x = _mm_loadu_si128((const __m128i *)(const void *)blk->qs);
-                __m128i lo = _mm_sub_epi8(_mm_and_si128(x, low), eight);
-                __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low), eight);
-                float *o = vals + 32 * j;
-                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)));
-                _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))));
-                _mm256_storeu_ps(o + 16, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)));
-                _mm256_storeu_ps(o + 24, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))));
-                scale[j] = infer__fp16_to_fp32(blk->d);
-            }
-            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
-        }
-    }
-}
-
-/* e^x: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor series to r^7
-   (relative error below 1e-8 there), then times 2^n. */
-INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
-    return _mm512_scalef_ps(p, n);
-}
-
-/* Attention's softmax of a key tile (infer__kernels.softmax_stats and
-   _probs) in 16 lanes: the keys outside [lo, hi) masked. */
-INFER__AVX512_INLINE __mmask16 infer__avx512_seen(int j, int lo, int hi) {
-    __m512i at = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(j));
-    return _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(hi));
-}
-
-INFER__AVX512 static float infer__avx512_scaled_max(const float *s, int lo, int hi, float scale, float m) {
-    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY);
-    int j;
-    if (lo >= hi) return m;
-    for (j = lo - lo % 16; j < hi; j += 16) {
-        __mmask16 seen = infer__avx512_seen(j, lo, hi);
-        vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
-    }
-    return INFER__MAX(m, _mm512_reduce_max_ps(vmax));
-}
-
-INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
-    __m512 vs = _mm512_set1_ps(scale), vmx;
-    __m512d sum = _mm512_setzero_pd();
-    float mx;
-    int j;
-    if (lo >= hi) return;
-    mx = infer__avx512_scaled_max(s, lo, hi, scale, *m);
-    vmx = _mm512_set1_ps(mx);
-    for (j = lo - lo % 16; j < hi; j += 16) {
-        __mmask16 seen = infer__avx512_seen(j, lo, hi);
-        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs), vmx)));
-        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
-    }
-    *l = (float)((double)*l * infer__expf(*m - mx) + _mm512_reduce_add_pd(sum));
-    *m = mx;
-}
-
-INFER__AVX512 static void infer__avx512_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
-                                                      uint16_t *p) {
-    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m), vinv = _mm512_set1_ps(inv);
-    int j;
-    for (j = 0; j < n; j += 16) {
-        __mmask16 seen = infer__avx512_seen(j, lo, hi), in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
-        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(seen & in, s + j), vs);
-        __m512 e = _mm512_maskz_mov_ps(seen & in, _mm512_mul_ps(infer__avx512_exp(_mm512_sub_ps(x, vm)), vinv));
-        __m256i h = _mm512_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        if (in == 0xFFFF) {
-            _mm256_storeu_si256((__m256i *)(void *)(p + j), h);
-        } else {
-            uint16_t tmp[16];
-            _mm256_storeu_si256((__m256i *)(void *)tmp, h);
-            memcpy(p + j, tmp, (size_t)(n - j) * sizeof *p);
-        }
-    }
-}
-
-/* A row's softmax with its scores kept whole (kernels.softmax_exp and
-   probs_f16; scaled_max is above) in 16 lanes; e's sum in 2 x 8 double
-   lanes. */
-
-INFER__AVX512 static double infer__avx512_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
-    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m);
-    __m512d sum = _mm512_setzero_pd();
-    int j;
-    for (j = 0; j < n; j += 16) {
-        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1), seen = infer__avx512_seen(j, lo, hi) & in;
-        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(in, s + j), vs);
-        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(x, vm)));
-        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
-        _mm512_mask_storeu_ps(s + j, in, e);
-    }
-    return _mm512_reduce_add_pd(sum);
-}
-
-INFER__AVX512 static void infer__avx512_probs_f16(const float *e, int n, float inv, uint16_t *p) {
-    __m512 vinv = _mm512_set1_ps(inv);
-    int j;
-    for (j = 0; j < n; j += 16) {
-        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
-        __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(in, e + j), vinv),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm256_mask_storeu_epi16(p + j, in, h);
-    }
-}
-
-INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n) {
-    int i;
-    for (i = 0; i < n; i += 16) {
-        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
-        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
-        __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), infer__avx512_exp(_mm512_sub_ps(_mm512_setzero_ps(), x))));
-        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
-    }
-}
-
-/* The table lookup 16 lanes at a time: F16 rounding by vcvtps2ph, then a gather. */
-INFER__AVX512 static void infer__avx512_gelu_mul(float *g, const float *u, int n, const float *table) {
-    int i;
-    for (i = 0; i < n; i += 16) {
-        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
-        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
-        __m512i h = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        __m512 y = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, h, table, 4);
-        y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(10.0f), _CMP_GE_OQ), y, x);
-        y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-10.0f), _CMP_GT_OQ), y);
-        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
-    }
-}
-
-INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
-    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
-    int i;
-    for (i = 0; i < n; i += 16) {
-        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
-        __m512 v = _mm512_maskz_loadu_ps(m, x + i), sq = _mm512_mul_ps(v, v);
-        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
-        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
-    }
-    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
-}
-
-/* The same in 8 lanes; without scalef, x is clamped to [-87, 88] first so
-   that 2^n stays a normal float (silu then differs from the exact value by
-   under 1e-36 where exp overflows or underflows). */
-INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
-    __m256 n, r, p;
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
-    p = _mm256_set1_ps(1.0f / 5040);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
-                                _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
-}
-
-/* The same in 8 lanes. */
-INFER__AVX2_INLINE __m256 infer__avx2_seen(int j, int lo, int hi) {
-    __m256i at = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(j));
-    return _mm256_castsi256_ps(
-        _mm256_and_si256(_mm256_cmpgt_epi32(at, _mm256_set1_epi32(lo - 1)), _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), at)));
-}
-
-/* s[j..j+8) where j + 8 may pass n: the keys past it read as 0 */
-INFER__AVX2_INLINE __m256 infer__avx2_load_upto(const float *s, int j, int n) {
-    float tmp[8] = {0};
-    if (n - j >= 8) return _mm256_loadu_ps(s + j);
-    memcpy(tmp, s + j, (size_t)(n - j) * sizeof *s);
-    return _mm256_loadu_ps(tmp);
-}
-
-INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, float scale, float m) {
-    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY);
-    float t[8];
-    int j;
-    for (j = lo; j < hi; j += 8) {
-        __m256 seen = infer__avx2_seen(j, lo, hi);
-        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
-        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
-    }
-    _mm256_storeu_ps(t, vmax);
-    for (j = 0; j < 8; j++) m = INFER__MAX(m, t[j]);
-    return m;
-}
-
-INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
-    __m256 vs = _mm256_set1_ps(scale), vmx;
-    __m256d sum = _mm256_setzero_pd();
-    float mx;
-    double d[4];
-    int j;
-    if (lo >= hi) return;
-    mx = infer__avx2_scaled_max(s, lo, hi, scale, *m);
-    vmx = _mm256_set1_ps(mx);
-    for (j = lo; j < hi; j += 8) {
-        __m256 seen = infer__avx2_seen(j, lo, hi);
-        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
-        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
-        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    }
-    _mm256_storeu_pd(d, sum);
-    *l = (float)((double)*l * infer__expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
-    *m = mx;
-}
-
-
-INFER__AVX2 static double infer__avx2_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
-    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
-    __m256d sum = _mm256_setzero_pd();
-    double d[4];
-    int j;
-    for (j = 0; j < n; j += 8) {
-        __m256 seen = infer__avx2_seen(j, lo, hi);
-        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
-        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vm)));
-        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-        if (n - j >= 8) {
-            _mm256_storeu_ps(s + j, e);
-        } else {
-            float t[8];
-            _mm256_storeu_ps(t, e);
-            memcpy(s + j, t, (size_t)(n - j) * sizeof *s);
-        }
-    }
-    _mm256_storeu_pd(d, sum);
-    return (d[0] + d[1]) + (d[2] + d[3]);
-}
-
-INFER__AVX2 static void infer__avx2_probs_f16(const float *e, int n, float inv, uint16_t *p) {
-    __m256 vinv = _mm256_set1_ps(inv);
-    int j = 0;
-    for (; j + 8 <= n; j += 8)
-        _mm_storeu_si128((__m128i *)(void *)(p + j),
-                         _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(e + j), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    for (; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
-}
-
-INFER__AVX2 static void infer__avx2_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
-                                                  uint16_t *p) {
-    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vinv = _mm256_set1_ps(inv);
-    int j;
-    for (j = 0; j < n; j += 8) {
-        __m256 seen = infer__avx2_seen(j, lo, hi);
-        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
-        __m256 e = _mm256_and_ps(seen, _mm256_mul_ps(infer__avx2_exp(_mm256_sub_ps(x, vm)), vinv));
-        __m128i h = _mm256_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        if (n - j >= 8) {
-            _mm_storeu_si128((__m128i *)(void *)(p + j), h);
-        } else {
-            uint16_t t16[8];
-            _mm_storeu_si128((__m128i *)(void *)t16, h);
-            memcpy(p + j, t16, (size_t)(n - j) * sizeof *p);
-        }
-    }
-}
-
-INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 x = _mm256_loadu_ps(g + i);
-        __m256 s = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), infer__avx2_exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
-    }
-    infer__silu_mul_ref(g + i, u + i, n - i);
-}
-
-INFER__AVX2 static void infer__avx2_gelu_mul(float *g, const float *u, int n, const float *table) {
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 x = _mm256_loadu_ps(g + i);
-        __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        __m256 y = _mm256_i32gather_ps(table, h, 4);
-        y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, _mm256_set1_ps(10.0f), _CMP_GE_OQ));
-        y = _mm256_and_ps(y, _mm256_cmp_ps(x, _mm256_set1_ps(-10.0f), _CMP_GT_OQ));
-        _mm256_storeu_ps(g + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
-    }
-    infer__gelu_mul_ref(g + i, u + i, n - i, table);
-}
-
-INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    double t[4];
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i), sq = _mm256_mul_ps(v, v);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
-    }
-    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
-    return t[0] + t[1] + t[2] + t[3] + infer__sum_squares_ref(x + i, n - i);
-}
-#endif
-
-static float infer__fmaf_ref(float x, float y, float z) { return infer__fmaf(x, y, z); }
-static float infer__exp_llama_ref(float x) { return infer__exp_llama(x); }
-#ifdef INFER__HAVE_X86
-/* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
-INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
-    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
-}
-INFER__AVX2 static float infer__avx2_fmaf(float x, float y, float z) { return infer__avx2_fma1(x, y, z); }
-INFER__AVX2 static float infer__avx2_exp_llama(float x) { INFER__EXP_LLAMA_BODY(x, infer__avx2_fma1) }
-#endif
-
-/* After the ISA's kernels are in: the elementwise math for that ISA. */
-static void infer__vecmath_install(infer__kernels *k) {
-    k->silu_mul = infer__silu_mul_ref;
-    k->gelu_mul = infer__gelu_mul_ref;
-    k->sum_squares = infer__sum_squares_ref;
-    k->lanes16_fma = infer__lanes16_fma_ref;
-    k->fmaf = infer__fmaf_ref;
-    k->exp_llama = infer__exp_llama_ref;
-    k->softmax_stats = infer__softmax_stats_ref;
-    k->softmax_probs = infer__softmax_probs_ref;
-    k->scaled_max = infer__scaled_max_ref;
-    k->softmax_exp = infer__softmax_exp_ref;
-    k->probs_f16 = infer__probs_f16_ref;
-    if (!k->qk_f16) k->qk_f16 = infer__qk_f16_ref; /* the ISA's, where it has one */
-    k->pv_quant[INFER_TYPE_Q8_0] = infer__pv_q8_0_ref;
-    k->pv_quant[INFER_TYPE_Q4_0] = infer__pv_q4_0_ref;
-#ifdef INFER__HAVE_X86
-    if (k->isa == INFER__ISA_AVX2 || k->isa == INFER__ISA_AVX512) { /* 8 lanes hold a block's quarter: AVX-512 gains nothing */
-        k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
-        k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
-        k->fmaf = infer__avx2_fmaf;
-        k->exp_llama = infer__avx2_exp_llama;
-        k->scaled_max = infer__avx2_scaled_max;
-        k->softmax_exp = infer__avx2_softmax_exp;
-        k->probs_f16 = infer__avx2_probs_f16;
-    }
-    if (k->isa == INFER__ISA_AVX2) {
-        k->lanes16_fma = infer__avx2_lanes16_fma;
-        k->silu_mul = infer__avx2_silu_mul;
-        k->gelu_mul = infer__avx2_gelu_mul;
-        k->sum_squares = infer__avx2_sum_squares;
-        k->softmax_stats = infer__avx2_softmax_stats;
-        k->softmax_probs = infer__avx2_softmax_probs;
-    }
-    if (k->isa == INFER__ISA_AVX512) {
-        k->lanes16_fma = infer__avx512_lanes16_fma;
-        k->silu_mul = infer__avx512_silu_mul;
-        k->gelu_mul = infer__avx512_gelu_mul;
-        k->sum_squares = infer__avx512_sum_squares;
-        k->softmax_stats = infer__avx2_softmax_stats; /* the 16-lane versions below are not yet run on a CPU */
-        k->softmax_probs = infer__avx2_softmax_probs;
-        k->scaled_max = infer__avx512_scaled_max;
-        k->softmax_exp = infer__avx512_softmax_exp;
-        k->probs_f16 = infer__avx512_probs_f16;
-    }
-#endif
-}
-
 /* ==== src/cpu.c ==== */
 /* cpu.c - which kernels run here: the best instruction set the CPU has,
    found once per model as it loads (its contexts share it), or the one
@@ -15550,6 +15450,7 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
     k->isa = isa;
     k->f16_dot_ordered = infer__traits(INFER_TYPE_F16)->vec_dot; /* the plain C one sums in that order */
     k->f16_dot_ordered1 = infer__f16_dot_vec;
+    infer__vecmath_install(k); /* the plain C; the ISA's install replaces what it has */
     switch (isa) {
     case INFER__ISA_SCALAR: ok = 1; break;
     case INFER__ISA_AVX2: ok = infer__simd_avx2_install(k); break;
@@ -15558,7 +15459,6 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
     case INFER__ISA_WASM: ok = infer__simd_wasm_install(k); break; /* SIMD128: only where compiled for it */
     default: ok = 0;
     }
-    if (ok) infer__vecmath_install(k);
     return ok;
 }
 

@@ -28,6 +28,7 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
     k->isa = isa;
     k->f16_dot_ordered = infer__traits(INFER_TYPE_F16)->vec_dot; /* the plain C one sums in that order */
     k->f16_dot_ordered1 = infer__f16_dot_vec;
+    infer__vecmath_install(k); /* the plain C; the ISA's install replaces what it has */
     switch (isa) {
     case INFER__ISA_SCALAR: ok = 1; break;
     case INFER__ISA_AVX2: ok = infer__simd_avx2_install(k); break;
@@ -36,7 +37,6 @@ static int infer__kernels_install(infer__kernels *k, infer__isa isa) {
     case INFER__ISA_WASM: ok = infer__simd_wasm_install(k); break; /* SIMD128: only where compiled for it */
     default: ok = 0;
     }
-    if (ok) infer__vecmath_install(k);
     return ok;
 }
 

@@ -115,6 +115,23 @@
 #define INFER__THIRD_PARTY_END
 #endif
 
+/* Around the AVX-512 kernels: GCC 12's avx512fintrin.h passes a
+   deliberately uninitialised _mm512_undefined_* value as the unused source
+   of a masked builtin, and once an intrinsic is inlined into a kernel,
+   -Wmaybe-uninitialized and -Wuninitialized flag it (hundreds of false
+   positives at -O2 in a C++ build; GCC bug 105593). Only there, and only
+   for GCC: clang's headers give no such warning. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define INFER__AVX512_INTRINSICS_BEGIN                                                                             \
+    INFER__PRAGMA(GCC diagnostic push)                                                                             \
+    INFER__PRAGMA(GCC diagnostic ignored "-Wmaybe-uninitialized")                                                  \
+    INFER__PRAGMA(GCC diagnostic ignored "-Wuninitialized")
+#define INFER__AVX512_INTRINSICS_END INFER__PRAGMA(GCC diagnostic pop)
+#else
+#define INFER__AVX512_INTRINSICS_BEGIN
+#define INFER__AVX512_INTRINSICS_END
+#endif
+
 /* ---- floating point as written ----
    mathfn.c's functions must round every step as written: a multiply and
    add fused into one rounding (FMA contraction) gives other bits. GCC

@@ -4,6 +4,7 @@
    Numerics: the same values as quants.c's reference up to the order of
    float additions; the activation quantizers give the same bytes. */
 #include "internal.h"
+#include "backend.h"
 #include "quants.h"
 #include "pack.h"
 #include "simd_x86.h"
@@ -384,41 +385,9 @@ INFER__AVX2 static void infer__avx2_q8_1_from_float(const float *src, void *dst,
 
 /* ---- block formats dotted with 8-bit activations ---- */
 
-#define INFER__XH(x) _cvtsh_ss(x) /* F16C: exact, as infer__fp16_to_fp32 */
-#define INFER__SCALE(a, x) _mm256_set1_ps(INFER__XH((a).d) * INFER__XH((x).d))
-
-INFER__AVX2 static float infer__avx2_q8_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__avx2_dot_ss(_mm256_loadu_si256((const __m256i *)a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX2 static float infer__avx2_q4_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(8);
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i q0 = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
-        __m256i q1 = _mm256_sub_epi8(infer__avx2_nibbles(a[b + 1].qs), off);
-        __m256i p0 = infer__avx2_dot_ss(q0, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        __m256i p1 = infer__avx2_dot_ss(q1, _mm256_loadu_si256((const __m256i *)x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__SCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++) {
-        __m256i q = _mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off);
-        __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc0 = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
-    }
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
-}
+/* simd_x86.h's bodies with the dot as maddubs pairs summed by madd */
+INFER__X86_BLOCK_DOTS(INFER__AVX2, infer__avx2_q8_0_dot, infer__avx2_q4_0_dot, infer__avx2_q4_1_dot,
+                      infer__avx2_q5_0_dot, infer__avx2_q5_1_dot, infer__avx2_dot_ss, infer__avx2_dot_us)
 
 /* ---- Q4_0 and Q4_1 packed (pack.h): 16 rows a group, two vectors of 8 ----
    Word j of a block holds 4 values of each row (low nibbles: the row's
@@ -474,13 +443,13 @@ INFER__AVX2_INLINE void infer__avx2_pk_q4_tile(const int T, const int q1, int nb
             uint16_t dx, sx;
             __m256 vx, ta, tb;
             memcpy(&dx, xb, 2);
-            vx = _mm256_set1_ps(INFER__XH(dx));
+            vx = _mm256_set1_ps(INFER__X86_F16(dx));
             ta = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sa[t], ones)), _mm256_mul_ps(da, vx));
             tb = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sb[t], ones)), _mm256_mul_ps(db, vx));
             if (q1) { /* + m * s */
                 __m256 vs;
                 memcpy(&sx, xb + 2, 2);
-                vs = _mm256_set1_ps(INFER__XH(sx));
+                vs = _mm256_set1_ps(INFER__X86_F16(sx));
                 ta = _mm256_add_ps(ta, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 32))), vs));
                 tb = _mm256_add_ps(tb, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 48))), vs));
             }
@@ -535,7 +504,7 @@ INFER__AVX2_INLINE void infer__avx2_pk_q8_tile(const int T, int nb, const uint8_
         da = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d));
         db = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16)));
         for (t = 0; t < T; t++) {
-            __m256 vx = _mm256_set1_ps(INFER__XH(((const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b)->d));
+            __m256 vx = _mm256_set1_ps(INFER__X86_F16(((const infer__block_q8_0 *)(x + (size_t)t * x_stride) + b)->d));
             fa[t] = _mm256_add_ps(fa[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sa[t]), _mm256_mul_ps(da, vx)));
             fb[t] = _mm256_add_ps(fb[t], _mm256_mul_ps(_mm256_cvtepi32_ps(sb[t]), _mm256_mul_ps(db, vx)));
         }
@@ -580,18 +549,9 @@ INFER__AVX2_INLINE void infer__avx2_pk_drive(const int kind, int n, const void *
         }
     }
 }
-INFER__AVX2 static void infer__avx2_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX2 static void infer__avx2_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX2 static void infer__avx2_q8_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                     size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__avx2_pk_drive(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q4_0_gemm_packed, infer__avx2_pk_drive, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q4_1_gemm_packed, infer__avx2_pk_drive, 1)
+INFER__X86_PACKED_ENTRY(INFER__AVX2, infer__avx2_q8_0_gemm_packed, infer__avx2_pk_drive, 2)
 
 /* Packed Q8_0 in llama.cpp's order (gemm_packed_ordered): its vec_dot's
    eight lane sums a row (lane j: word j's dot times d * dx, one fused
@@ -617,7 +577,7 @@ INFER__AVX2 static void infer__avx2_q8_0_gemm_packed_ordered(int n, const void *
                 for (j = 0; j < 8; j++) f[h][j] = _mm256_setzero_ps();
             for (b = 0; b < nb; b++) {
                 const uint8_t *q = gp + infer__pack_q_at(b, 32), *d = gp + infer__pack_d_at(b, 32);
-                __m256 vx = _mm256_set1_ps(INFER__XH(xt[b].d));
+                __m256 vx = _mm256_set1_ps(INFER__X86_F16(xt[b].d));
                 for (h = 0; h < 2; h++) {
                     __m256 dd = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16 * h))), vx);
                     for (j = 0; j < 8; j++) {
@@ -654,12 +614,12 @@ INFER__AVX2 static void infer__avx2_q8_0_gemm_packed_ordered(int n, const void *
                 const WBLK *a_ = (const WBLK *)((const uint8_t *)w + (size_t)r_ * w_stride) + b_;                      \
                 wq[r_] = LOADW(a_);                                                                                    \
                 wa[r_] = ABSW(wq[r_]);                                                                                 \
-                wd[r_] = INFER__XH(a_->d);                                                                             \
+                wd[r_] = INFER__X86_F16(a_->d);                                                                        \
             }                                                                                                          \
             for (t_ = 0; t_ < T; t_++) {                                                                               \
                 const infer__block_q8_0 *x_ = (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)t_ * x_stride) + b_; \
                 __m256i xq_ = _mm256_loadu_si256((const __m256i *)x_->qs), xc_ = FIXX(xq_);                            \
-                float xd_ = INFER__XH(x_->d);                                                                          \
+                float xd_ = INFER__X86_F16(x_->d);                                                                     \
                 for (r_ = 0; r_ < R; r_++) {                                                                           \
                     __m256i p_ = DOT(wq[r_], wa[r_], xq_, xc_);                                                        \
                     acc[r_][t_] = _mm256_fmadd_ps(_mm256_set1_ps(wd[r_] * xd_), _mm256_cvtepi32_ps(p_), acc[r_][t_]);  \
@@ -725,50 +685,6 @@ INFER__G_DRIVER(infer__avx2_q5_0_gemm, infer__avx2_q5_0_tile)
 #undef INFER__AVX2_GEMM_CASES
 #undef INFER__AVX2_GEMM_BODY
 
-INFER__AVX2 static float infer__avx2_q4_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__avx2_dot_us(infer__avx2_nibbles(a[b].qs), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-
-INFER__AVX2 static float infer__avx2_q5_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(16);
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__avx2_dot_ss(_mm256_sub_epi8(q, off), _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX2 static float infer__avx2_q5_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__avx2_dot_us(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__SCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__XH(a[b].m) * INFER__XH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-#undef INFER__SCALE
-#undef INFER__XH
 
 /* ---- K-quants and IQ4 ----
    The 256-value formats sum their integer products per super-block exactly
@@ -1015,11 +931,296 @@ INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void
     }
     return s;
 }
+/* ---- elementwise math and attention (vecmath.c has the plain C) ----
+   exp is evaluated like llama.cpp's vector exp (range reduction by ln 2, a
+   polynomial, then scaling by 2^n), within about 2 ulp of expf. */
+
+INFER__AVX2 static void infer__avx2_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
+    __m256 p0 = _mm256_loadu_ps(p), p1 = _mm256_loadu_ps(p + 8);
+    int d;
+    for (d = 0; d < n; d++) {
+        float *a = acc + (size_t)as * d;
+        _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p0, _mm256_loadu_ps(a)));
+        _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p1, _mm256_loadu_ps(a + 8)));
+    }
+}
+
+/* Row i's p * scale for the n keys of a block column, into c. */
+INFER__AVX2_INLINE void infer__avx2_pv_coef(const uint16_t *pr, const float *scale, int n, float *c) {
+    int j;
+    for (j = 0; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(c + j, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pr + j))),
+                                              _mm256_loadu_ps(scale + j)));
+    for (; j < n; j++) c[j] = infer__fp16_to_fp32(pr[j]) * scale[j];
+}
+
+/* One block column of up to 64 keys, dequantized (vals[32 j + d], scale[j]),
+   into every row: a row's 32 sums stay in registers over the keys, each
+   product fused as (p * scale) * q in key order, as the plain C has it.
+   Two rows at a time share each key's values loaded (one row's FMAs were
+   bound by the loads); each row's arithmetic is the same either way.
+   A key of p = 0 adds an exact zero, so it need not be skipped. */
+INFER__AVX2_INLINE void infer__avx2_pv_rows(const float *vals, const float *scale, int n, const uint16_t *p, size_t ldp,
+                                            int nq, float *acc, int hd) {
+    float c[64], e[64];
+    int i = 0, j;
+    for (; i + 2 <= nq; i += 2) {
+        float *a = acc + (size_t)i * hd, *b = a + hd;
+        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16), b3 = _mm256_loadu_ps(b + 24);
+        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
+        infer__avx2_pv_coef(p + (size_t)(i + 1) * ldp, scale, n, e);
+        for (j = 0; j < n; j++) {
+            __m256 cj = _mm256_broadcast_ss(c + j), ej = _mm256_broadcast_ss(e + j);
+            const float *q = vals + 32 * j;
+            __m256 q0 = _mm256_loadu_ps(q), q1 = _mm256_loadu_ps(q + 8), q2 = _mm256_loadu_ps(q + 16), q3 = _mm256_loadu_ps(q + 24);
+            a0 = _mm256_fmadd_ps(cj, q0, a0), b0 = _mm256_fmadd_ps(ej, q0, b0);
+            a1 = _mm256_fmadd_ps(cj, q1, a1), b1 = _mm256_fmadd_ps(ej, q1, b1);
+            a2 = _mm256_fmadd_ps(cj, q2, a2), b2 = _mm256_fmadd_ps(ej, q2, b2);
+            a3 = _mm256_fmadd_ps(cj, q3, a3), b3 = _mm256_fmadd_ps(ej, q3, b3);
+        }
+        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
+        _mm256_storeu_ps(b, b0), _mm256_storeu_ps(b + 8, b1), _mm256_storeu_ps(b + 16, b2), _mm256_storeu_ps(b + 24, b3);
+    }
+    for (; i < nq; i++) {
+        float *a = acc + (size_t)i * hd;
+        __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16), a3 = _mm256_loadu_ps(a + 24);
+        infer__avx2_pv_coef(p + (size_t)i * ldp, scale, n, c);
+        for (j = 0; j < n; j++) {
+            __m256 cj = _mm256_broadcast_ss(c + j);
+            const float *q = vals + 32 * j;
+            a0 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q), a0);
+            a1 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 8), a1);
+            a2 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 16), a2);
+            a3 = _mm256_fmadd_ps(cj, _mm256_loadu_ps(q + 24), a3);
+        }
+        _mm256_storeu_ps(a, a0), _mm256_storeu_ps(a + 8, a1), _mm256_storeu_ps(a + 16, a2), _mm256_storeu_ps(a + 24, a3);
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q8_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    float vals[64 * 32], scale[64];
+    int j0, j, b, k;
+    for (j0 = 0; j0 < kt; j0 += 64) {
+        int n = INFER__MIN(64, kt - j0);
+        for (b = 0; b < hd / 32; b++) {
+            for (j = 0; j < n; j++) {
+                const infer__block_q8_0 *blk = (const infer__block_q8_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
+                for (k = 0; k < 4; k++)
+                    _mm256_storeu_ps(vals + 32 * j + 8 * k, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                                _mm_loadl_epi64((const __m128i *)(const void *)(blk->qs + 8 * k)))));
+                scale[j] = infer__fp16_to_fp32(blk->d);
+            }
+            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
+        }
+    }
+}
+
+INFER__AVX2 static void infer__avx2_pv_q4_0(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p,
+                                            size_t ldp, int nq, float *acc) {
+    const __m128i low = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    float vals[64 * 32], scale[64];
+    int j0, j, b;
+    for (j0 = 0; j0 < kt; j0 += 64) {
+        int n = INFER__MIN(64, kt - j0);
+        for (b = 0; b < hd / 32; b++) {
+            for (j = 0; j < n; j++) {
+                const infer__block_q4_0 *blk = (const infer__block_q4_0 *)(const void *)(v + (size_t)(j0 + j) * v_stride) + b;
+                __m128i x = _mm_loadu_si128((const __m128i *)(const void *)blk->qs);
+                __m128i lo = _mm_sub_epi8(_mm_and_si128(x, low), eight);
+                __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low), eight);
+                float *o = vals + 32 * j;
+                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)));
+                _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))));
+                _mm256_storeu_ps(o + 16, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)));
+                _mm256_storeu_ps(o + 24, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))));
+                scale[j] = infer__fp16_to_fp32(blk->d);
+            }
+            infer__avx2_pv_rows(vals, scale, n, p + j0, ldp, nq, acc + 32 * b, hd);
+        }
+    }
+}
+
+
+/* e^x in 8 lanes (INFER__X86_EXP_TAYLOR), as AVX-512's but without its
+   scalef: x is clamped to [-87, 88] first so that 2^n stays a normal float
+   (silu then differs from the exact value by under 1e-36 where exp
+   overflows or underflows). */
+INFER__AVX2_INLINE __m256 infer__avx2_exp(__m256 x) {
+    __m256 n, r, p;
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    INFER__X86_EXP_TAYLOR(x, n, r, p, _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_set1_ps);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+
+/* Attention's softmax of a key tile (infer__kernels.softmax_stats and
+   _probs, and the whole row's scaled_max, softmax_exp, probs_f16) in 8
+   lanes: the keys j.. j + 7 outside [lo, hi) masked. */
+INFER__AVX2_INLINE __m256 infer__avx2_seen(int j, int lo, int hi) {
+    __m256i at = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(j));
+    return _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_cmpgt_epi32(at, _mm256_set1_epi32(lo - 1)), _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), at)));
+}
+
+/* s[j..j+8) where j + 8 may pass n: the keys past it read as 0 */
+INFER__AVX2_INLINE __m256 infer__avx2_load_upto(const float *s, int j, int n) {
+    float tmp[8] = {0};
+    if (n - j >= 8) return _mm256_loadu_ps(s + j);
+    memcpy(tmp, s + j, (size_t)(n - j) * sizeof *s);
+    return _mm256_loadu_ps(tmp);
+}
+
+INFER__AVX2 static float infer__avx2_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vmax = _mm256_set1_ps(-INFINITY);
+    float t[8];
+    int j;
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        vmax = _mm256_blendv_ps(vmax, _mm256_max_ps(vmax, x), seen);
+    }
+    _mm256_storeu_ps(t, vmax);
+    for (j = 0; j < 8; j++) m = INFER__MAX(m, t[j]);
+    return m;
+}
+
+INFER__AVX2 static void infer__avx2_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m256 vs = _mm256_set1_ps(scale), vmx;
+    __m256d sum = _mm256_setzero_pd();
+    float mx;
+    double d[4];
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx2_scaled_max(s, lo, hi, scale, *m);
+    vmx = _mm256_set1_ps(mx);
+    for (j = lo; j < hi; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, hi), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vmx)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    _mm256_storeu_pd(d, sum);
+    *l = (float)((double)*l * infer__expf(*m - mx) + ((d[0] + d[1]) + (d[2] + d[3])));
+    *m = mx;
+}
+
+
+INFER__AVX2 static double infer__avx2_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m);
+    __m256d sum = _mm256_setzero_pd();
+    double d[4];
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, infer__avx2_exp(_mm256_sub_ps(x, vm)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        sum = _mm256_add_pd(sum, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        if (n - j >= 8) {
+            _mm256_storeu_ps(s + j, e);
+        } else {
+            float t[8];
+            _mm256_storeu_ps(t, e);
+            memcpy(s + j, t, (size_t)(n - j) * sizeof *s);
+        }
+    }
+    _mm256_storeu_pd(d, sum);
+    return (d[0] + d[1]) + (d[2] + d[3]);
+}
+
+INFER__AVX2 static void infer__avx2_probs_f16(const float *e, int n, float inv, uint16_t *p) {
+    __m256 vinv = _mm256_set1_ps(inv);
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm_storeu_si128((__m128i *)(void *)(p + j),
+                         _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(e + j), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; j < n; j++) p[j] = infer__fp32_to_fp16(e[j] * inv);
+}
+
+INFER__AVX2 static void infer__avx2_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                  uint16_t *p) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), vinv = _mm256_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 8) {
+        __m256 seen = infer__avx2_seen(j, lo, hi);
+        __m256 x = _mm256_mul_ps(infer__avx2_load_upto(s, j, n), vs);
+        __m256 e = _mm256_and_ps(seen, _mm256_mul_ps(infer__avx2_exp(_mm256_sub_ps(x, vm)), vinv));
+        __m128i h = _mm256_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (n - j >= 8) {
+            _mm_storeu_si128((__m128i *)(void *)(p + j), h);
+        } else {
+            uint16_t t16[8];
+            _mm_storeu_si128((__m128i *)(void *)t16, h);
+            memcpy(p + j, t16, (size_t)(n - j) * sizeof *p);
+        }
+    }
+}
+
+INFER__AVX2 static void infer__avx2_silu_mul(float *g, const float *u, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256 s = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), infer__avx2_exp(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+    }
+    infer__silu_mul_ref(g + i, u + i, n - i);
+}
+
+INFER__AVX2 static void infer__avx2_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256 y = _mm256_i32gather_ps(table, h, 4);
+        y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, _mm256_set1_ps(10.0f), _CMP_GE_OQ));
+        y = _mm256_and_ps(y, _mm256_cmp_ps(x, _mm256_set1_ps(-10.0f), _CMP_GT_OQ));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
+    }
+    infer__gelu_mul_ref(g + i, u + i, n - i, table);
+}
+
+INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    double t[4];
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i), sq = _mm256_mul_ps(v, v);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
+    return t[0] + t[1] + t[2] + t[3] + infer__sum_squares_ref(x + i, n - i);
+}
+
+/* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
+INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
+}
+INFER__AVX2 static float infer__avx2_fmaf(float x, float y, float z) { return infer__avx2_fma1(x, y, z); }
+INFER__AVX2 static float infer__avx2_exp_llama(float x) { INFER__EXP_LLAMA_BODY(x, infer__avx2_fma1) }
+
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx2_install(infer__kernels *k) {
 #ifdef INFER__HAVE_X86
     if (!infer__cpu_has(INFER__CPU_AVX2)) return 0; /* with FMA and F16C */
+    k->silu_mul = infer__avx2_silu_mul;
+    k->gelu_mul = infer__avx2_gelu_mul;
+    k->sum_squares = infer__avx2_sum_squares;
+    k->lanes16_fma = infer__avx2_lanes16_fma;
+    k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
+    k->softmax_stats = infer__avx2_softmax_stats;
+    k->softmax_probs = infer__avx2_softmax_probs;
+    k->scaled_max = infer__avx2_scaled_max;
+    k->softmax_exp = infer__avx2_softmax_exp;
+    k->pv_quant[INFER_TYPE_Q4_0] = infer__avx2_pv_q4_0;
+    k->probs_f16 = infer__avx2_probs_f16;
+    k->fmaf = infer__avx2_fmaf;
+    k->exp_llama = infer__avx2_exp_llama;
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;

@@ -12,6 +12,8 @@
 #include "simd_x86.h"
 
 #ifdef INFER__HAVE_X86
+INFER__AVX512_INTRINSICS_BEGIN /* GCC's false positives: platform.h */
+
 /* ---- float formats ---- */
 
 INFER__AVX512 static float infer__avx512_f32_dot(int n, const void *w, const void *x) {
@@ -387,81 +389,9 @@ INFER__AVX512VNNI_INLINE __m256i infer__vnni_dot_ss(__m256i a, __m256i b) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
 }
 
-#define INFER__VH(x) _cvtsh_ss(x)
-#define INFER__VSCALE(a, x) _mm256_set1_ps(INFER__VH((a).d) * INFER__VH((x).d))
-#define INFER__LD(p) _mm256_loadu_si256((const __m256i *)(p))
-
-INFER__AVX512VNNI static float infer__vnni_q8_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps(); /* one chain, block after block: llama.cpp's order */
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++)
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]),
-                              _mm256_cvtepi32_ps(infer__vnni_dot_ss(INFER__LD(a[b].qs), INFER__LD(x[b].qs))), acc);
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX512VNNI static float infer__vnni_q4_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(8);
-    int b = 0, nb = n / 32;
-    for (; b + 2 <= nb; b += 2) {
-        __m256i p0 = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off), INFER__LD(x[b].qs));
-        __m256i p1 = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b + 1].qs), off), INFER__LD(x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p0), acc0);
-        acc1 = _mm256_fmadd_ps(INFER__VSCALE(a[b + 1], x[b + 1]), _mm256_cvtepi32_ps(p1), acc1);
-    }
-    for (; b < nb; b++) {
-        __m256i p = infer__vnni_dot_ss(_mm256_sub_epi8(infer__avx2_nibbles(a[b].qs), off), INFER__LD(x[b].qs));
-        acc0 = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc0);
-    }
-    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
-}
-
-INFER__AVX512VNNI static float infer__vnni_q4_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i p = infer__vnni_dot_us(infer__avx2_nibbles(a[b].qs), INFER__LD(x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__VH(a[b].m) * INFER__VH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
-
-INFER__AVX512VNNI static float infer__vnni_q5_0_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;
-    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    const __m256i off = _mm256_set1_epi8(16);
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__vnni_dot_ss(_mm256_sub_epi8(q, off), INFER__LD(x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-    }
-    return infer__avx2_hsum(acc);
-}
-
-INFER__AVX512VNNI static float infer__vnni_q5_1_dot(int n, const void *w, const void *xv) {
-    const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;
-    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;
-    __m256 acc = _mm256_setzero_ps();
-    float ms = 0;
-    int b, nb = n / 32;
-    for (b = 0; b < nb; b++) {
-        __m256i q = _mm256_or_si256(infer__avx2_nibbles(a[b].qs), infer__avx2_fifth_bits(a[b].qh));
-        __m256i p = infer__vnni_dot_us(q, INFER__LD(x[b].qs));
-        acc = _mm256_fmadd_ps(INFER__VSCALE(a[b], x[b]), _mm256_cvtepi32_ps(p), acc);
-        ms += INFER__VH(a[b].m) * INFER__VH(x[b].s);
-    }
-    return infer__avx2_hsum(acc) + ms;
-}
+/* simd_x86.h's bodies with the dot as one dpbusd */
+INFER__X86_BLOCK_DOTS(INFER__AVX512VNNI, infer__vnni_q8_0_dot, infer__vnni_q4_0_dot, infer__vnni_q4_1_dot,
+                      infer__vnni_q5_0_dot, infer__vnni_q5_1_dot, infer__vnni_dot_ss, infer__vnni_dot_us)
 
 /* ---- GEMM: a tile of R weight rows x T tokens in registers ----
    Each weight row's blocks are unpacked once per tile and each token's
@@ -638,9 +568,6 @@ INFER__AVX512VNNI_INLINE void infer__vnni_q6_K_tile(int R, int T, int nb, const 
 INFER__GEMM_DRIVER(infer__vnni_q4_0_gemm, infer__vnni_q4_0_tile, 32)
 INFER__GEMM_DRIVER(infer__vnni_q6_K_gemm, infer__vnni_q6_K_tile, INFER__QK_K)
 #undef INFER__GEMM_DRIVER
-#undef INFER__LD
-#undef INFER__VSCALE
-#undef INFER__VH
 
 /* ---- packed weights (pack.c's layouts): 16 rows in the lanes ----
    A tile is one group of 16 rows x T tokens: per 4 k-values one weight
@@ -892,10 +819,7 @@ INFER__AVX512VNNI static void infer__vnni_q8_0_gemm_packed(int n, const void *pa
     if (n_tok <= INFER__PK_FEW) infer__vnni_q8_0_gemm_packed_ordered(n, packed, n_rows, x, x_stride, n_tok, y, ldy);
     else infer__pk_gemm_32(32, 128, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
 }
-INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_32(16, 8, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_0_gemm_packed, infer__pk_gemm_32, 16, 8)
 /* Q4_0 for contexts that match llama.cpp: one token in its order, a batch by the tiles */
 INFER__AVX512VNNI static void infer__vnni_q4_0_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
                                                                    size_t x_stride, int n_tok, float *y, size_t ldy) {
@@ -1217,22 +1141,10 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_q_1(const int Q5, const int ORD, in
     }
 }
 
-INFER__AVX512VNNI static void infer__vnni_q4_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(0, 0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q4_1_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(0, 1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q5_1_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(1, 0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q5_1_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_q_1(1, 1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_1_gemm_packed, infer__pk_gemm_q_1, 0, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_1_gemm_packed_ordered, infer__pk_gemm_q_1, 0, 1)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q5_1_gemm_packed, infer__pk_gemm_q_1, 1, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q5_1_gemm_packed_ordered, infer__pk_gemm_q_1, 1, 1)
 
 /* Q4_K and Q6_K (activations Q8_K): per sub-block an int32 sum per row and
    token (dpbusd, as above), converted and FMA'd with the sub-block's
@@ -1434,18 +1346,9 @@ INFER__AVX512VNNI_INLINE void infer__pk_gemm_k(int kind, int n, const void *pack
     }
 }
 
-INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(0, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q4_K_gemm_packed_ordered(int n, const void *packed, int n_rows, const void *x,
-                                                                   size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(2, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
-INFER__AVX512VNNI static void infer__vnni_q6_K_gemm_packed(int n, const void *packed, int n_rows, const void *x,
-                                                           size_t x_stride, int n_tok, float *y, size_t ldy) {
-    infer__pk_gemm_k(1, n, packed, n_rows, x, x_stride, n_tok, y, ldy);
-}
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_K_gemm_packed, infer__pk_gemm_k, 0)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q4_K_gemm_packed_ordered, infer__pk_gemm_k, 2)
+INFER__X86_PACKED_ENTRY(INFER__AVX512VNNI, infer__vnni_q6_K_gemm_packed, infer__pk_gemm_k, 1)
 
 /* F16 x F16: the weights widened (vcvtph2ps, exact) and FMA'd with each
    token's value broadcast from a float copy of a slice of the activations
@@ -1837,6 +1740,148 @@ INFER__AVX512BF16 static void infer__avx512bf16_bf16_gemm_packed(int n, const vo
         }
     }
 }
+/* ---- elementwise math and attention (vecmath.c has the plain C) ----
+   Attention's p.V from a quantized cache stays AVX2's (8 lanes hold a
+   block's quarter: 16 gain nothing there). */
+
+INFER__AVX512 static void infer__avx512_lanes16_fma(float *acc, int as, const float *v, const float *p, int n) {
+    __m512 pv = _mm512_loadu_ps(p);
+    int d;
+    for (d = 0; d < n; d++)
+        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), pv, _mm512_loadu_ps(acc + (size_t)as * d)));
+}
+
+/* e^x in 16 lanes (INFER__X86_EXP_TAYLOR) */
+INFER__AVX512_INLINE __m512 infer__avx512_exp(__m512 x) {
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r, p;
+    INFER__X86_EXP_TAYLOR(x, n, r, p, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_set1_ps);
+    /* scalef saturates: e^x is inf above ~88.7 and 0 below ~-103 */
+    return _mm512_scalef_ps(p, n);
+}
+
+/* Attention's softmax of a key tile (infer__kernels.softmax_stats and
+   _probs) in 16 lanes: the keys outside [lo, hi) masked. */
+INFER__AVX512_INLINE __mmask16 infer__avx512_seen(int j, int lo, int hi) {
+    __m512i at = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(j));
+    return _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(at, _mm512_set1_epi32(hi));
+}
+
+INFER__AVX512 static float infer__avx512_scaled_max(const float *s, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(-INFINITY);
+    int j;
+    if (lo >= hi) return m;
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        vmax = _mm512_mask_max_ps(vmax, seen, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs));
+    }
+    return INFER__MAX(m, _mm512_reduce_max_ps(vmax));
+}
+
+INFER__AVX512 static void infer__avx512_softmax_stats(const float *s, int lo, int hi, float scale, float *m, float *l) {
+    __m512 vs = _mm512_set1_ps(scale), vmx;
+    __m512d sum = _mm512_setzero_pd();
+    float mx;
+    int j;
+    if (lo >= hi) return;
+    mx = infer__avx512_scaled_max(s, lo, hi, scale, *m);
+    vmx = _mm512_set1_ps(mx);
+    for (j = lo - lo % 16; j < hi; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi);
+        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j), vs), vmx)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    }
+    *l = (float)((double)*l * infer__expf(*m - mx) + _mm512_reduce_add_pd(sum));
+    *m = mx;
+}
+
+INFER__AVX512 static void infer__avx512_softmax_probs(const float *s, int n, int lo, int hi, float scale, float m, float inv,
+                                                      uint16_t *p) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m), vinv = _mm512_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 seen = infer__avx512_seen(j, lo, hi), in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(seen & in, s + j), vs);
+        __m512 e = _mm512_maskz_mov_ps(seen & in, _mm512_mul_ps(infer__avx512_exp(_mm512_sub_ps(x, vm)), vinv));
+        __m256i h = _mm512_cvtps_ph(e, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (in == 0xFFFF) {
+            _mm256_storeu_si256((__m256i *)(void *)(p + j), h);
+        } else {
+            uint16_t tmp[16];
+            _mm256_storeu_si256((__m256i *)(void *)tmp, h);
+            memcpy(p + j, tmp, (size_t)(n - j) * sizeof *p);
+        }
+    }
+}
+
+/* A row's softmax with its scores kept whole (kernels.softmax_exp and
+   probs_f16; scaled_max is above) in 16 lanes; e's sum in 2 x 8 double
+   lanes. */
+INFER__AVX512 static double infer__avx512_softmax_exp(float *s, int n, int lo, int hi, float scale, float m) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m);
+    __m512d sum = _mm512_setzero_pd();
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1), seen = infer__avx512_seen(j, lo, hi) & in;
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(in, s + j), vs);
+        __m512 e = _mm512_maskz_mov_ps(seen, infer__avx512_exp(_mm512_sub_ps(x, vm)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+        _mm512_mask_storeu_ps(s + j, in, e);
+    }
+    return _mm512_reduce_add_pd(sum);
+}
+
+INFER__AVX512 static void infer__avx512_probs_f16(const float *e, int n, float inv, uint16_t *p) {
+    __m512 vinv = _mm512_set1_ps(inv);
+    int j;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 in = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(in, e + j), vinv),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_mask_storeu_epi16(p + j, in, h);
+    }
+}
+
+INFER__AVX512 static void infer__avx512_silu_mul(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 s = _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), infer__avx512_exp(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+/* The table lookup 16 lanes at a time: F16 rounding by vcvtps2ph, then a gather. */
+INFER__AVX512 static void infer__avx512_gelu_mul(float *g, const float *u, int n, const float *table) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        __m512i h = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m512 y = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, h, table, 4);
+        y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(10.0f), _CMP_GE_OQ), y, x);
+        y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-10.0f), _CMP_GT_OQ), y);
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+
+INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    int i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i), sq = _mm512_mul_ps(v, v);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
+INFER__AVX512_INTRINSICS_END
 #endif /* INFER__HAVE_X86 */
 
 static int infer__simd_avx512_install(infer__kernels *k) {
@@ -1844,6 +1889,11 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     if (!infer__cpu_has(INFER__CPU_AVX512)) return 0;
     /* what AVX2 has, AVX-512 machines have too; replace what is faster here */
     if (!infer__simd_avx2_install(k)) return 0;
+    /* a whole row's softmax; a tile's (softmax_stats and _probs) stays
+       AVX2's: the 16-lane versions are not yet run on a CPU */
+    k->scaled_max = infer__avx512_scaled_max;
+    k->softmax_exp = infer__avx512_softmax_exp;
+    k->probs_f16 = infer__avx512_probs_f16;
     k->vec_dot[INFER_TYPE_F32] = infer__avx512_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx512_f16_dot;
     k->gemm[INFER_TYPE_F16] = infer__avx512_f16_gemm;
@@ -1858,6 +1908,10 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_BF16] = infer__avx512_bf16_dot;
     k->from_float[INFER_TYPE_F16] = infer__avx512_f16_from_float;
     k->from_float[INFER_TYPE_BF16] = infer__avx512_bf16_from_float;
+    k->lanes16_fma = infer__avx512_lanes16_fma;
+    k->silu_mul = infer__avx512_silu_mul;
+    k->gelu_mul = infer__avx512_gelu_mul;
+    k->sum_squares = infer__avx512_sum_squares;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;

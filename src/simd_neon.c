@@ -17,39 +17,39 @@
 
 /* ---- float formats ---- */
 
-static float infer__neon_f32_dot(int n, const void *w, const void *x) {
-    const float *a = (const float *)w, *b = (const float *)x;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
-        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+/* The float formats' dots differ only in their loads: LOAD(p) gives the
+   4 values at p as floats, ONE(v) one value. 16 values at a time in four
+   chains of 4 lanes (INFER__NEON_FMA16, over a, b, i, n and s0..s3),
+   then 4 at a time into the first, the chains added, the tail one by one. */
+#define INFER__NEON_FMA16(LOAD)                                                                                    \
+    for (; i + 16 <= n; i += 16) {                                                                                 \
+        s0 = vfmaq_f32(s0, LOAD(a + i), LOAD(b + i));                                                              \
+        s1 = vfmaq_f32(s1, LOAD(a + i + 4), LOAD(b + i + 4));                                                      \
+        s2 = vfmaq_f32(s2, LOAD(a + i + 8), LOAD(b + i + 8));                                                      \
+        s3 = vfmaq_f32(s3, LOAD(a + i + 12), LOAD(b + i + 12));                                                    \
     }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += a[i] * b[i];
+#define INFER__NEON_DOT_BODY(T, LOAD, ONE)                                                                         \
+    const T *a = (const T *)w, *b = (const T *)x;                                                                  \
+    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);                \
+    float s;                                                                                                       \
+    int i = 0;                                                                                                     \
+    INFER__NEON_FMA16(LOAD)                                                                                        \
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, LOAD(a + i), LOAD(b + i));                                       \
+    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));                                               \
+    for (; i < n; i++) s += ONE(a[i]) * ONE(b[i]);                                                                 \
     return s;
-}
-
 #define INFER__NLOADH(p) vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)))
+#define INFER__NLOADBF(p) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))
+#define INFER__NSAME(v) (v)
+
+static float infer__neon_f32_dot(int n, const void *w, const void *x) {
+    INFER__NEON_DOT_BODY(float, vld1q_f32, INFER__NSAME)
+}
 static float infer__neon_f16_dot(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
-        s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
-        s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
-        s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]);
-    return s;
+    INFER__NEON_DOT_BODY(uint16_t, INFER__NLOADH, infer__fp16_to_fp32)
+}
+static float infer__neon_bf16_dot(int n, const void *w, const void *x) {
+    INFER__NEON_DOT_BODY(uint16_t, INFER__NLOADBF, infer__bf16_to_fp32)
 }
 /* llama.cpp's F16 order as AVX-512 runs it: 16 lanes in four chains,
    then the tree (infer__f16_dot_llama) */
@@ -57,18 +57,17 @@ static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
     const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
     float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
     float lane[16];
-    int i;
+    int i = 0;
     if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
-    for (i = 0; i < n; i += 16) {
-        s0 = vfmaq_f32(s0, INFER__NLOADH(a + i), INFER__NLOADH(b + i));
-        s1 = vfmaq_f32(s1, INFER__NLOADH(a + i + 4), INFER__NLOADH(b + i + 4));
-        s2 = vfmaq_f32(s2, INFER__NLOADH(a + i + 8), INFER__NLOADH(b + i + 8));
-        s3 = vfmaq_f32(s3, INFER__NLOADH(a + i + 12), INFER__NLOADH(b + i + 12));
-    }
+    INFER__NEON_FMA16(INFER__NLOADH)
     vst1q_f32(lane, s0), vst1q_f32(lane + 4, s1), vst1q_f32(lane + 8, s2), vst1q_f32(lane + 12, s3);
     return infer__sum16_tree(lane);
 }
+#undef INFER__NSAME
+#undef INFER__NLOADBF
 #undef INFER__NLOADH
+#undef INFER__NEON_DOT_BODY
+#undef INFER__NEON_FMA16
 
 static void infer__neon_f16_from_float(const float *src, void *dst, int64_t n) {
     uint16_t *d = (uint16_t *)dst;
@@ -76,25 +75,6 @@ static void infer__neon_f16_from_float(const float *src, void *dst, int64_t n) {
     for (; i + 4 <= n; i += 4) vst1_u16(d + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
     for (; i < n; i++) d[i] = infer__fp32_to_fp16(src[i]);
 }
-
-#define INFER__NLOADBF(p) vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16))
-static float infer__neon_bf16_dot(int n, const void *w, const void *x) {
-    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
-    float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
-    float s;
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, INFER__NLOADBF(a + i), INFER__NLOADBF(b + i));
-        s1 = vfmaq_f32(s1, INFER__NLOADBF(a + i + 4), INFER__NLOADBF(b + i + 4));
-        s2 = vfmaq_f32(s2, INFER__NLOADBF(a + i + 8), INFER__NLOADBF(b + i + 8));
-        s3 = vfmaq_f32(s3, INFER__NLOADBF(a + i + 12), INFER__NLOADBF(b + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, INFER__NLOADBF(a + i), INFER__NLOADBF(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += infer__bf16_to_fp32(a[i]) * infer__bf16_to_fp32(b[i]);
-    return s;
-}
-#undef INFER__NLOADBF
 
 /* round to nearest even on the bits, NaN kept quiet: as infer__fp32_to_bf16 */
 static void infer__neon_bf16_from_float(const float *src, void *dst, int64_t n) {
@@ -205,85 +185,81 @@ INFER__NEON_INLINE float infer__neon_hsum8(float32x4_t lo, float32x4_t hi) {
 #define INFER__NEON_PDOT(acc, a, b) infer__neon_dot_plain((acc), (a), (b))
 #define INFER__NH(x) infer__fp16_to_fp32(x)
 
-/* The five block kernels, once with sdot and once without. */
-#define INFER__NEON_BLOCK_KERNELS(SUF, ATTR, DOT)                                                                \
-    ATTR static float infer__neon##SUF##_q8_0_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q8_0 *a = (const infer__block_q8_0 *)w, *x = (const infer__block_q8_0 *)xv;         \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs), vld1q_s8(x[b].qs))), d);    \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vld1q_s8(a[b].qs + 16), vld1q_s8(x[b].qs + 16))), d); \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi);                                                                       \
-    }                                                                                                           \
-    ATTR static float infer__neon##SUF##_q4_0_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;                                              \
-        const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                             \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        const int8x16_t off = vdupq_n_s8(8);                                                                    \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(INFER__NIB_LO(q), off), vld1q_s8(x[b].qs))), d); \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(INFER__NIB_HI(q), off), vld1q_s8(x[b].qs + 16))), d); \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi);                                                                       \
-    }                                                                                                           \
-    ATTR static float infer__neon##SUF##_q4_1_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q4_1 *a = (const infer__block_q4_1 *)w;                                              \
-        const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                             \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        float ms = 0;                                                                                           \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), INFER__NIB_LO(q), vld1q_s8(x[b].qs))), d);     \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), INFER__NIB_HI(q), vld1q_s8(x[b].qs + 16))), d); \
-            ms += INFER__NH(a[b].m) * INFER__NH(x[b].s);                                                        \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi) + ms;                                                                  \
-    }                                                                                                           \
-    ATTR static float infer__neon##SUF##_q5_0_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q5_0 *a = (const infer__block_q5_0 *)w;                                              \
-        const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                             \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        const int8x16_t off = vdupq_n_s8(16);                                                                   \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            int8x16_t hl, hh;                                                                                   \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            infer__neon_fifth_bits(a[b].qh, &hl, &hh);                                                          \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(vorrq_s8(INFER__NIB_LO(q), hl), off), vld1q_s8(x[b].qs))), d); \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vsubq_s8(vorrq_s8(INFER__NIB_HI(q), hh), off), vld1q_s8(x[b].qs + 16))), d); \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi);                                                                       \
-    }                                                                                                           \
-    ATTR static float infer__neon##SUF##_q5_1_dot(int n, const void *w, const void *xv) {                       \
-        const infer__block_q5_1 *a = (const infer__block_q5_1 *)w;                                              \
-        const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                             \
-        float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                   \
-        float ms = 0;                                                                                           \
-        int b, nb = n / 32;                                                                                     \
-        for (b = 0; b < nb; b++) {                                                                              \
-            uint8x16_t q = vld1q_u8(a[b].qs);                                                                   \
-            int8x16_t hl, hh;                                                                                   \
-            float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                 \
-            infer__neon_fifth_bits(a[b].qh, &hl, &hh);                                                          \
-            lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vorrq_s8(INFER__NIB_LO(q), hl), vld1q_s8(x[b].qs))), d); \
-            hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), vorrq_s8(INFER__NIB_HI(q), hh), vld1q_s8(x[b].qs + 16))), d); \
-            ms += INFER__NH(a[b].m) * INFER__NH(x[b].s);                                                        \
-        }                                                                                                       \
-        return infer__neon_hsum8(lo, hi) + ms;                                                                  \
+/* A block's 32 weights as two int8x16_t, wl (values 0..15) and wh (16..31) */
+#define INFER__NEON_Q8_0_W(a, wl, wh) (wl = vld1q_s8((a).qs), wh = vld1q_s8((a).qs + 16))
+#define INFER__NEON_Q4_1_W(a, wl, wh) (wl = INFER__NIB_LO(vld1q_u8((a).qs)), wh = INFER__NIB_HI(vld1q_u8((a).qs)))
+#define INFER__NEON_Q4_0_W(a, wl, wh)                                                                              \
+    (INFER__NEON_Q4_1_W(a, wl, wh), wl = vsubq_s8(wl, vdupq_n_s8(8)), wh = vsubq_s8(wh, vdupq_n_s8(8)))
+#define INFER__NEON_Q5_1_W(a, wl, wh)                                                                              \
+    do {                                                                                                           \
+        int8x16_t hl_, hh_;                                                                                        \
+        infer__neon_fifth_bits((a).qh, &hl_, &hh_);                                                                \
+        INFER__NEON_Q4_1_W(a, wl, wh);                                                                             \
+        wl = vorrq_s8(wl, hl_), wh = vorrq_s8(wh, hh_);                                                            \
+    } while (0)
+#define INFER__NEON_Q5_0_W(a, wl, wh)                                                                              \
+    do {                                                                                                           \
+        INFER__NEON_Q5_1_W(a, wl, wh);                                                                             \
+        wl = vsubq_s8(wl, vdupq_n_s8(16)), wh = vsubq_s8(wh, vdupq_n_s8(16));                                      \
+    } while (0)
+/* a block's two halves dotted with x's (DOT: sdot or its plain form), scaled by d, fused into lo and hi */
+#define INFER__NEON_BLOCK_FMA(DOT, wl, wh, xq, d)                                                                  \
+    lo = vfmaq_f32(lo, vcvtq_f32_s32(DOT(vdupq_n_s32(0), wl, vld1q_s8(xq))), d);                                   \
+    hi = vfmaq_f32(hi, vcvtq_f32_s32(DOT(vdupq_n_s32(0), wh, vld1q_s8((xq) + 16))), d)
+
+/* The blocks of a row (over a, x, b and nb, into lo and hi), with MINS
+   after each block's products (a statement, or none) */
+#define INFER__NEON_BLOCKS(WEIGHTS, DOT, MINS)                                                                     \
+    for (b = 0; b < nb; b++) {                                                                                     \
+        float32x4_t d = vdupq_n_f32(INFER__NH(a[b].d) * INFER__NH(x[b].d));                                        \
+        int8x16_t wl, wh;                                                                                          \
+        WEIGHTS(a[b], wl, wh);                                                                                     \
+        INFER__NEON_BLOCK_FMA(DOT, wl, wh, x[b].qs, d);                                                            \
+        MINS;                                                                                                      \
     }
+/* Q8_0, Q4_0 and Q5_0 (Q8_0 activations), over n, w and xv */
+#define INFER__NEON_DOT_0(BLOCK, WEIGHTS, DOT)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                          \
+    int b, nb = n / 32;                                                                                            \
+    INFER__NEON_BLOCKS(WEIGHTS, DOT, )                                                                             \
+    return infer__neon_hsum8(lo, hi);
+/* Q4_1 and Q5_1 (Q8_1 activations): the blocks' m * s summed apart */
+#define INFER__NEON_DOT_1(BLOCK, WEIGHTS, DOT)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                                    \
+    float32x4_t lo = vdupq_n_f32(0), hi = vdupq_n_f32(0);                                                          \
+    float ms = 0;                                                                                                  \
+    int b, nb = n / 32;                                                                                            \
+    INFER__NEON_BLOCKS(WEIGHTS, DOT, ms += INFER__NH(a[b].m) * INFER__NH(x[b].s))                                  \
+    return infer__neon_hsum8(lo, hi) + ms;
+
+/* The five block kernels, once with sdot and once without. */
+#define INFER__NEON_BLOCK_DOT(SUF, ATTR, FMT, BODY, WEIGHTS, DOT)                                                  \
+    ATTR static float infer__neon##SUF##_##FMT##_dot(int n, const void *w, const void *xv) {                       \
+        BODY(infer__block_##FMT, WEIGHTS, DOT)                                                                     \
+    }
+#define INFER__NEON_BLOCK_KERNELS(SUF, ATTR, DOT)                                                                  \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q8_0, INFER__NEON_DOT_0, INFER__NEON_Q8_0_W, DOT)                             \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q4_0, INFER__NEON_DOT_0, INFER__NEON_Q4_0_W, DOT)                             \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q4_1, INFER__NEON_DOT_1, INFER__NEON_Q4_1_W, DOT)                             \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q5_0, INFER__NEON_DOT_0, INFER__NEON_Q5_0_W, DOT)                             \
+    INFER__NEON_BLOCK_DOT(SUF, ATTR, q5_1, INFER__NEON_DOT_1, INFER__NEON_Q5_1_W, DOT)
 
 INFER__NEON_BLOCK_KERNELS(, INFER__UNUSED, INFER__NEON_PDOT)
 INFER__NEON_BLOCK_KERNELS(dp, INFER__NEON_DOTPROD, INFER__NEON_SDOT)
 #undef INFER__NEON_BLOCK_KERNELS
+#undef INFER__NEON_BLOCK_DOT
+#undef INFER__NEON_DOT_1
+#undef INFER__NEON_DOT_0
+#undef INFER__NEON_BLOCKS
+#undef INFER__NEON_BLOCK_FMA
+#undef INFER__NEON_Q5_0_W
+#undef INFER__NEON_Q5_1_W
+#undef INFER__NEON_Q4_0_W
+#undef INFER__NEON_Q4_1_W
+#undef INFER__NEON_Q8_0_W
 
 /* ---- K-quants and IQ4 ----
    Integer sums per super-block, scaled once in the reference's float order,

@@ -1,10 +1,15 @@
-/* simd_x86.h - what the x86 kernels (simd_avx2.c, simd_avx512.c, vecmath.c) share: intrinsics, target attributes, AVX2 helpers. */
+/* simd_x86.h - what the x86 kernels (simd_avx2.c, simd_avx512.c) share: intrinsics, target attributes, AVX2 helpers. */
 #ifndef INFER_SIMD_X86_H
 #define INFER_SIMD_X86_H
 #include "internal.h"
 
 #ifdef INFER__HAVE_X86
 #include <immintrin.h>
+
+/* vecmath.c's plain C, which finishes a row's tail past the last full vector */
+static void infer__silu_mul_ref(float *g, const float *u, int n);
+static void infer__gelu_mul_ref(float *g, const float *u, int n, const float *table);
+static double infer__sum_squares_ref(const float *x, int n);
 
 /* each kernel marked with its instruction set (platform.h), chosen at run
    time by cpu.c */
@@ -63,6 +68,106 @@ INFER__AVX2_INLINE __m256i infer__avx2_fifth_bits(const uint8_t *qh) {
     b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfell));
     return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
 }
+
+/* ---- the 32-value block formats dotted with 8-bit activations ----
+   One body each for AVX2 and AVX-512 VNNI, which differ only in the dot
+   instruction: DOT_SS(a, b) and DOT_US(u, s) give 8 int32 sums of 4
+   neighbouring products, s8 x s8 and u8 x s8 (infer__avx2_dot_ss and _us:
+   maddubs pairs; VNNI's dpbusd at once). A block's sum is exact either
+   way, so both give the same bits. The bodies take n, w and xv; LOADW
+   (a block) gives the weights as 32 bytes, signed for the _0 formats
+   (value - offset), unsigned for the _1 ones. */
+#define INFER__X86_F16(h) _cvtsh_ss(h) /* F16C: exact, as infer__fp16_to_fp32 */
+#define INFER__X86_SCALE(a, x) _mm256_set1_ps(INFER__X86_F16((a).d) * INFER__X86_F16((x).d))
+#define INFER__X86_LOAD32(p) _mm256_loadu_si256((const __m256i *)(p))
+#define INFER__X86_Q8_0_W(a) INFER__X86_LOAD32((a).qs)
+#define INFER__X86_Q4_0_W(a) _mm256_sub_epi8(infer__avx2_nibbles((a).qs), _mm256_set1_epi8(8))
+#define INFER__X86_Q4_1_W(a) infer__avx2_nibbles((a).qs)
+#define INFER__X86_Q5_1_W(a) _mm256_or_si256(infer__avx2_nibbles((a).qs), infer__avx2_fifth_bits((a).qh))
+#define INFER__X86_Q5_0_W(a) _mm256_sub_epi8(INFER__X86_Q5_1_W(a), _mm256_set1_epi8(16))
+/* a block's products, scaled, fused into acc */
+#define INFER__X86_BLOCK_FMA(acc, a, x, q) acc = _mm256_fmadd_ps(INFER__X86_SCALE(a, x), _mm256_cvtepi32_ps(q), acc)
+
+/* Q8_0 and Q5_0: one chain, block after block (llama.cpp's order) */
+#define INFER__X86_DOT_0(BLOCK, LOADW, DOT_SS)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    __m256 acc = _mm256_setzero_ps();                                                                              \
+    int b, nb = n / 32;                                                                                            \
+    for (b = 0; b < nb; b++)                                                                                       \
+        INFER__X86_BLOCK_FMA(acc, a[b], x[b], DOT_SS(LOADW(a[b]), INFER__X86_LOAD32(x[b].qs)));                    \
+    return infer__avx2_hsum(acc);
+
+/* Q4_0: even and odd blocks in two chains, added at the end */
+#define INFER__X86_DOT_Q4_0(DOT_SS)                                                                                \
+    const infer__block_q4_0 *a = (const infer__block_q4_0 *)w;                                                     \
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                                    \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                                                 \
+    int b = 0, nb = n / 32;                                                                                        \
+    for (; b + 2 <= nb; b += 2) {                                                                                  \
+        __m256i p0 = DOT_SS(INFER__X86_Q4_0_W(a[b]), INFER__X86_LOAD32(x[b].qs));                                  \
+        __m256i p1 = DOT_SS(INFER__X86_Q4_0_W(a[b + 1]), INFER__X86_LOAD32(x[b + 1].qs));                          \
+        INFER__X86_BLOCK_FMA(acc0, a[b], x[b], p0);                                                                \
+        INFER__X86_BLOCK_FMA(acc1, a[b + 1], x[b + 1], p1);                                                        \
+    }                                                                                                              \
+    for (; b < nb; b++)                                                                                            \
+        INFER__X86_BLOCK_FMA(acc0, a[b], x[b], DOT_SS(INFER__X86_Q4_0_W(a[b]), INFER__X86_LOAD32(x[b].qs)));       \
+    return infer__avx2_hsum(_mm256_add_ps(acc0, acc1));
+
+/* Q4_1 and Q5_1 (Q8_1 activations): the blocks' m * s summed apart */
+#define INFER__X86_DOT_1(BLOCK, LOADW, DOT_US)                                                                     \
+    const BLOCK *a = (const BLOCK *)w;                                                                             \
+    const infer__block_q8_1 *x = (const infer__block_q8_1 *)xv;                                                    \
+    __m256 acc = _mm256_setzero_ps();                                                                              \
+    float ms = 0;                                                                                                  \
+    int b, nb = n / 32;                                                                                            \
+    for (b = 0; b < nb; b++) {                                                                                     \
+        INFER__X86_BLOCK_FMA(acc, a[b], x[b], DOT_US(LOADW(a[b]), INFER__X86_LOAD32(x[b].qs)));                    \
+        ms += INFER__X86_F16(a[b].m) * INFER__X86_F16(x[b].s);                                                     \
+    }                                                                                                              \
+    return infer__avx2_hsum(acc) + ms;
+
+/* The five, with the caller's target attribute and names */
+#define INFER__X86_BLOCK_DOTS(TARGET, Q8_0_DOT, Q4_0_DOT, Q4_1_DOT, Q5_0_DOT, Q5_1_DOT, DOT_SS, DOT_US)            \
+    TARGET static float Q8_0_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_0(infer__block_q8_0, INFER__X86_Q8_0_W, DOT_SS)                                             \
+    }                                                                                                              \
+    TARGET static float Q4_0_DOT(int n, const void *w, const void *xv) { INFER__X86_DOT_Q4_0(DOT_SS) }             \
+    TARGET static float Q4_1_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_1(infer__block_q4_1, INFER__X86_Q4_1_W, DOT_US)                                             \
+    }                                                                                                              \
+    TARGET static float Q5_0_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_0(infer__block_q5_0, INFER__X86_Q5_0_W, DOT_SS)                                             \
+    }                                                                                                              \
+    TARGET static float Q5_1_DOT(int n, const void *w, const void *xv) {                                           \
+        INFER__X86_DOT_1(infer__block_q5_1, INFER__X86_Q5_1_W, DOT_US)                                             \
+    }
+
+/* A packed product (infer__gemm_packed_fn) that is its file's driver for
+   one format: the driver takes the leading arguments given here (which
+   format, which order), then the product's own. */
+#define INFER__X86_PACKED_ENTRY(TARGET, name, driver, ...)                                                         \
+    TARGET static void name(int n, const void *packed, int n_rows, const void *x, size_t x_stride, int n_tok,    \
+                            float *y, size_t ldy) {                                                                \
+        driver(__VA_ARGS__, n, packed, n_rows, x, x_stride, n_tok, y, ldy);                                        \
+    }
+
+/* The vector exp's core, for AVX2's 8 lanes and AVX-512's 16 (FMADD,
+   FNMADD and SET1 that width's intrinsics): x = n ln2 + r with n = x / ln2
+   rounded (given) and ln2 in two parts, so |r| <= ln2/2; p = e^r by its
+   Taylor series to r^7 in Horner's form (relative error below 1e-8
+   there). Each caller scales p by 2^n. */
+#define INFER__X86_EXP_TAYLOR(x, n, r, p, FMADD, FNMADD, SET1)                                                     \
+    r = FNMADD(n, SET1(0.693145751953125f), x);                                                                    \
+    r = FNMADD(n, SET1(1.428606765330187e-6f), r);                                                                 \
+    p = SET1(1.0f / 5040);                                                                                         \
+    p = FMADD(p, r, SET1(1.0f / 720));                                                                             \
+    p = FMADD(p, r, SET1(1.0f / 120));                                                                             \
+    p = FMADD(p, r, SET1(1.0f / 24));                                                                              \
+    p = FMADD(p, r, SET1(1.0f / 6));                                                                               \
+    p = FMADD(p, r, SET1(0.5f));                                                                                   \
+    p = FMADD(p, r, SET1(1.0f));                                                                                   \
+    p = FMADD(p, r, SET1(1.0f))
 
 /* 8 rows of 8 F16 values transposed to F32: out[c] is value c of rows 0-7.
    Row r is at src + r stride; rows from n on are zeros, and values from

@@ -1,5 +1,6 @@
 #!/bin/sh
-# infer.h builds warning-free (-Werror) as C99 with gcc and clang, as C++,
+# infer.h builds warning-free (-Werror) as C99 with gcc and clang, as C++
+# (g++ and clang++ at -O0 and -O2),
 # with INFER_STATIC, and beside a program that uses stb_ds itself (its own
 # STB_DS_IMPLEMENTATION and short names) without a clash.
 set -e
@@ -78,9 +79,14 @@ for cc in gcc clang; do
     $cc -std=c99 $flags "$tmp/backend.c" -o "$tmp/backend_$cc.o"
     echo "$cc INFER_CUDA: ok"
 done
+# As C++ (what a game engine's build does), at -O0 and -O2: optimisation
+# changes what GCC warns about (its -Wmaybe-uninitialized runs after
+# inlining), and -Werror fails on any warning.
 for cxx in g++ clang++; do
     command -v $cxx >/dev/null 2>&1 || { echo "skip $cxx: not installed"; continue; }
-    $cxx -x c++ -std=c++11 $flags "$tmp/impl.c" -o "$tmp/impl_$cxx.o"
+    for opt in -O0 -O2; do
+        $cxx -x c++ -std=c++11 $opt $flags "$tmp/impl.c" -o "$tmp/impl_$cxx.o"
+    done
     $cxx -x c++ -std=c++11 $flags -DINFER_CUDA "$tmp/impl.c" -o "$tmp/impl_cuda_$cxx.o"
-    echo "$cxx: ok"
+    echo "$cxx (-O0, -O2): ok"
 done
