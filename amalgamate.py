@@ -23,8 +23,9 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 API = "infer_api.h"
 # Declarations shared with a backend compiled on its own (infer_cuda.cu
 # includes infer.h with INFER_BACKEND_INTERFACE): outside the
-# implementation's guard, with a guard of their own.
-INTERFACE_PARTS = ["model.h", "backend.h"]
+# implementation's guard, with a guard of their own. formats.h, the weight
+# formats, is read by both the CPU's kernels and the GPU's.
+INTERFACE_PARTS = ["formats.h", "model.h", "backend.h"]
 # Implementation parts in dependency order: each may use what stands above it
 # (internal.h declares what the parts share; every other header stands
 # before the first part that includes it, which build() checks).

@@ -70,7 +70,10 @@ static int blas_ok(cublasStatus_t e, const char *what, char *msg, size_t size) {
     return 0;
 }
 
-/* ---- the weight formats ------------------------------------------------ */
+/* ---- the weight formats ------------------------------------------------
+   Their layouts, names and sizes are formats.h's (the CPU's kernels read
+   the same); here each block format is decoded once, by decode<T>, which
+   both products read: the int8 one (deq8) and the float one (deq32). */
 
 /* Every format the backend reads; X(type) for each. */
 /* The block formats: their products run on int8 activations (dp4a). */
@@ -86,64 +89,182 @@ static int blas_ok(cublasStatus_t e, const char *what, char *msg, size_t size) {
 
 /* Values and bytes per block; 0 for a format this file does not read. */
 static int block_of(int type, int *bytes) {
+    infer__format f = infer__format_of((infer_type)type);
     switch (type) {
-    case INFER_TYPE_F32: *bytes = 4; return 1;
-    case INFER_TYPE_F16: *bytes = 2; return 1;
-    case INFER_TYPE_BF16: *bytes = 2; return 1;
-    case INFER_TYPE_Q8_0: *bytes = 34; return 32;
-    case INFER_TYPE_Q4_0: *bytes = 18; return 32;
-    case INFER_TYPE_Q4_1: *bytes = 20; return 32;
-    case INFER_TYPE_Q5_0: *bytes = 22; return 32;
-    case INFER_TYPE_Q5_1: *bytes = 24; return 32;
-    case INFER_TYPE_IQ4_NL: *bytes = 18; return 32;
-    case INFER_TYPE_Q2_K: *bytes = 84; return 256;
-    case INFER_TYPE_Q3_K: *bytes = 110; return 256;
-    case INFER_TYPE_Q4_K: *bytes = 144; return 256;
-    case INFER_TYPE_Q5_K: *bytes = 176; return 256;
-    case INFER_TYPE_Q6_K: *bytes = 210; return 256;
-    case INFER_TYPE_IQ4_XS: *bytes = 136; return 256;
+#define INFER_CUDA_READS(t) case t:
+        INFER_CUDA_TYPES(INFER_CUDA_READS)
+#undef INFER_CUDA_READS
+        *bytes = f.type_size;
+        return f.block_size;
     default: *bytes = 0; return 0;
     }
 }
 
-/* A format's name for messages (the implementation's infer_type_name may
-   be static, INFER_STATIC, so this file keeps its own few). */
+/* A format's name for messages. */
 static const char *type_name(int t) {
-    switch (t) {
-    case INFER_TYPE_F32: return "F32";
-    case INFER_TYPE_F16: return "F16";
-    case INFER_TYPE_BF16: return "BF16";
-    case INFER_TYPE_Q4_0: return "Q4_0";
-    case INFER_TYPE_Q4_1: return "Q4_1";
-    case INFER_TYPE_Q5_0: return "Q5_0";
-    case INFER_TYPE_Q5_1: return "Q5_1";
-    case INFER_TYPE_Q8_0: return "Q8_0";
-    case INFER_TYPE_Q8_1: return "Q8_1";
-    case INFER_TYPE_Q2_K: return "Q2_K";
-    case INFER_TYPE_Q3_K: return "Q3_K";
-    case INFER_TYPE_Q4_K: return "Q4_K";
-    case INFER_TYPE_Q5_K: return "Q5_K";
-    case INFER_TYPE_Q6_K: return "Q6_K";
-    case INFER_TYPE_Q8_K: return "Q8_K";
-    case INFER_TYPE_IQ4_NL: return "IQ4_NL";
-    case INFER_TYPE_IQ4_XS: return "IQ4_XS";
-    default: return "an unknown format";
-    }
+    const char *name = infer__format_of((infer_type)t).name;
+    return name ? name : "an unknown format";
 }
-
-__constant__ float k_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 /* Bytes are read one at a time: blocks of 18, 22, 110 ... bytes leave the
    fields of most blocks unaligned. */
-__device__ __forceinline__ float ld_half(const uint8_t *p) {
+__device__ __forceinline__ float ld_half(const uint16_t *field) {
+    const uint8_t *p = (const uint8_t *)field;
     return __half2float(__ushort_as_half((unsigned short)(p[0] | p[1] << 8)));
+}
+
+/* Whether a block format has a minimum: its value i is s * q[i] + o for
+   the scale s and offset o of the half (16 values) i is in; the others'
+   is s * q[i] (o is 0 and not added, as the CPU's to_float adds none). */
+__host__ __device__ constexpr bool has_min(int t) {
+    return t == INFER_TYPE_Q4_1 || t == INFER_TYPE_Q5_1 || t == INFER_TYPE_Q2_K || t == INFER_TYPE_Q4_K ||
+           t == INFER_TYPE_Q5_K;
+}
+
+/* decode<T>(row, j, q, s, o): the 32-value chunk j of a row in block
+   format T (the 256-value formats: sub-block j % 8 of super-block j / 8)
+   as the integers q it stores and each half's scale and offset (s.x, o.x
+   for values 0..15, s.y, o.y for 16..31: see has_min), with the
+   arithmetic of the format's to_float in quants.c / quants_k.c. */
+template <int T> __device__ __forceinline__ void decode(const uint8_t *row, int j, int *q, float2 &s, float2 &o);
+
+/* value i of a 32-value block whose low nibbles are values 0..15 and high
+   nibbles 16..31 */
+__device__ __forceinline__ int nibble(const uint8_t *qs, int i) { return i < 16 ? qs[i] & 0xF : qs[i - 16] >> 4; }
+
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q8_0>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_q8_0 *b = (const infer__block_q8_0 *)row + j;
+    float d = ld_half(&b->d);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = b->qs[i];
+    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
+}
+
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q4_0>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_q4_0 *b = (const infer__block_q4_0 *)row + j;
+    float d = ld_half(&b->d);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = nibble(b->qs, i) - 8;
+    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
+}
+
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q4_1>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_q4_1 *b = (const infer__block_q4_1 *)row + j;
+    float d = ld_half(&b->d), m = ld_half(&b->m);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = nibble(b->qs, i);
+    s = make_float2(d, d), o = make_float2(m, m);
+}
+
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q5_0>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_q5_0 *b = (const infer__block_q5_0 *)row + j;
+    float d = ld_half(&b->d);
+    uint32_t qh = infer__qh(b->qh);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = (int)(nibble(b->qs, i) | ((qh >> i) & 1) << 4) - 16;
+    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
+}
+
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q5_1>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_q5_1 *b = (const infer__block_q5_1 *)row + j;
+    float d = ld_half(&b->d), m = ld_half(&b->m);
+    uint32_t qh = infer__qh(b->qh);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = (int)(nibble(b->qs, i) | ((qh >> i) & 1) << 4);
+    s = make_float2(d, d), o = make_float2(m, m);
+}
+
+template <> __device__ __forceinline__ void decode<INFER_TYPE_IQ4_NL>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_iq4_nl *b = (const infer__block_iq4_nl *)row + j;
+    float d = ld_half(&b->d);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = infer__iq4nl_values[nibble(b->qs, i)];
+    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
+}
+
+/* Q2_K: chunk c holds sub-blocks 8h + 2(c%4) and the next (h = c / 4),
+   their 2-bit values at bits 2(c%4) of qs[32h + i]. */
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q2_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_q2_K *b = (const infer__block_q2_K *)row + j / 8;
+    int c = j % 8, h = c / 4, shift = 2 * (c % 4);
+    const uint8_t *sc = b->scales + 8 * h + 2 * (c % 4), *p = b->qs + 32 * h;
+    float d = ld_half(&b->d), dmin = ld_half(&b->dmin);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = (p[i] >> shift) & 3;
+    s = make_float2(d * (sc[0] & 0xF), d * (sc[1] & 0xF));
+    o = make_float2(-dmin * (sc[0] >> 4), -dmin * (sc[1] >> 4));
+}
+
+/* Q3_K: as Q2_K's layout, a third bit in hmask, 6-bit signed scales. */
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q3_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_q3_K *b = (const infer__block_q3_K *)row + j / 8;
+    int c = j % 8, h = c / 4, shift = 2 * (c % 4), hbit = 4 * h + c % 4;
+    const uint8_t *p = b->qs + 32 * h;
+    float d = ld_half(&b->d);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = ((p[i] >> shift) & 3) - ((b->hmask[i] >> hbit) & 1 ? 0 : 4);
+    s = make_float2(d * infer__scale_q3_K(8 * h + 2 * (c % 4), b->scales),
+                    d * infer__scale_q3_K(8 * h + 2 * (c % 4) + 1, b->scales));
+    o = make_float2(0.0f, 0.0f);
+}
+
+/* Q4_K / Q5_K: chunk c is sub-block c, nibbles of qs[32 (c / 2) + i];
+   Q5_K's fifth bit in bit c of qh[i]. */
+__device__ __forceinline__ int fifth_bit(const infer__block_q4_K *, int, int) { return 0; }
+__device__ __forceinline__ int fifth_bit(const infer__block_q5_K *b, int i, int c) { return ((b->qh[i] >> c) & 1) << 4; }
+template <typename B> __device__ __forceinline__ void decode_k4(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const B *b = (const B *)row + j / 8;
+    int c = j % 8, shift = 4 * (c & 1);
+    const uint8_t *p = b->qs + 32 * (c / 2);
+    uint8_t sc, mn;
+    float d = ld_half(&b->d), dmin = ld_half(&b->dmin);
+    infer__scale_min_k4(c, b->scales, &sc, &mn);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = ((p[i] >> shift) & 0xF) | fifth_bit(b, i, c);
+    s = make_float2(d * sc, d * sc), o = make_float2(-dmin * mn, -dmin * mn);
+}
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q4_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    decode_k4<infer__block_q4_K>(row, j, q, s, o);
+}
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q5_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    decode_k4<infer__block_q5_K>(row, j, q, s, o);
+}
+
+/* Q6_K: chunk 4h + k is values 128h + 32k .. (infer__q6_K_q), 16-value
+   sub-blocks with int8 scales. */
+template <> __device__ __forceinline__ void decode<INFER_TYPE_Q6_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_q6_K *b = (const infer__block_q6_K *)row + j / 8;
+    int c = j % 8, h = c / 4, k = c % 4;
+    const int8_t *sc = b->scales + 8 * h + 2 * k;
+    float d = ld_half(&b->d);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = infer__q6_K_q(b, h, k, i) - 32;
+    s = make_float2(d * sc[0], d * sc[1]), o = make_float2(0.0f, 0.0f);
+}
+
+template <> __device__ __forceinline__ void decode<INFER_TYPE_IQ4_XS>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_iq4_xs *b = (const infer__block_iq4_xs *)row + j / 8;
+    int c = j % 8;
+    const uint8_t *p = b->qs + 16 * c;
+    float dl = ld_half(&b->d) * infer__iq4_xs_scale(b, c);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = infer__iq4nl_values[nibble(p, i)];
+    s = make_float2(dl, dl), o = make_float2(0.0f, 0.0f);
 }
 
 /* deq32<T>(row, j, n, v): values 32j .. 32j+31 of a row of n values in
    format T, as floats (zeros past n, which only the float formats can
-   reach: the quantized ones have whole blocks). Each is the arithmetic of
-   the format's to_float in quants.c / quants_k.c. */
-template <int T> __device__ __forceinline__ void deq32(const uint8_t *row, int j, int n, float *v);
+   reach: the quantized ones have whole blocks). */
+template <int T> __device__ __forceinline__ void deq32(const uint8_t *row, int j, int, float *v) {
+    int q[32];
+    float2 s, o;
+    decode<T>(row, j, q, s, o);
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        if (has_min(T)) v[i] = (i < 16 ? s.x : s.y) * q[i] + (i < 16 ? o.x : o.y);
+        else v[i] = (i < 16 ? s.x : s.y) * q[i];
+    }
+}
 
 template <> __device__ __forceinline__ void deq32<INFER_TYPE_F32>(const uint8_t *row, int j, int n, float *v) {
     const float *r = (const float *)row + 32 * j;
@@ -176,166 +297,17 @@ template <> __device__ __forceinline__ void deq32<INFER_TYPE_BF16>(const uint8_t
     for (int i = 0; i < 32; i++) v[i] = i < m ? __uint_as_float((unsigned)r[i] << 16) : 0.0f;
 }
 
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q8_0>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 34 * j;
-    const int8_t *q = (const int8_t *)(b + 2);
-    float d = ld_half(b);
+/* deq8<T>(row, j, q, s, o): values 32j .. 32j+31 of a row in block format
+   T as value = s.h * q + o.h for the half h (of 16) a value is in, q as 8
+   ints of 4 packed int8 each (the dp4a operands). */
+__device__ __forceinline__ int pack4(int a, int b, int c, int d) {
+    return (a & 0xff) | (b & 0xff) << 8 | (c & 0xff) << 16 | (int)((unsigned)(d & 0xff) << 24);
+}
+template <int T> __device__ __forceinline__ void deq8(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    int v[32];
+    decode<T>(row, j, v, s, o);
 #pragma unroll
-    for (int i = 0; i < 32; i++) v[i] = q[i] * d;
-}
-
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q4_0>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 18 * j, *q = b + 2;
-    float d = ld_half(b);
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        v[i] = ((q[i] & 0x0f) - 8) * d;
-        v[i + 16] = ((q[i] >> 4) - 8) * d;
-    }
-}
-
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q4_1>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 20 * j, *q = b + 4;
-    float d = ld_half(b), m = ld_half(b + 2);
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        v[i] = (q[i] & 0x0f) * d + m;
-        v[i + 16] = (q[i] >> 4) * d + m;
-    }
-}
-
-__device__ __forceinline__ unsigned ld_u32(const uint8_t *p) {
-    return (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 | (unsigned)p[3] << 24;
-}
-
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q5_0>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 22 * j, *q = b + 6;
-    float d = ld_half(b);
-    unsigned qh = ld_u32(b + 2);
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        v[i] = ((int)((q[i] & 0x0f) | ((qh >> i) & 1) << 4) - 16) * d;
-        v[i + 16] = ((int)((q[i] >> 4) | ((qh >> (i + 16)) & 1) << 4) - 16) * d;
-    }
-}
-
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q5_1>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 24 * j, *q = b + 8;
-    float d = ld_half(b), m = ld_half(b + 2);
-    unsigned qh = ld_u32(b + 4);
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        v[i] = (int)((q[i] & 0x0f) | ((qh >> i) & 1) << 4) * d + m;
-        v[i + 16] = (int)((q[i] >> 4) | ((qh >> (i + 16)) & 1) << 4) * d + m;
-    }
-}
-
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_IQ4_NL>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 18 * j, *q = b + 2;
-    float d = ld_half(b);
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        v[i] = d * k_iq4nl[q[i] & 0xf];
-        v[i + 16] = d * k_iq4nl[q[i] >> 4];
-    }
-}
-
-/* The 256-value formats: chunk j is sub-block s = j % 8 of super-block j / 8. */
-
-/* Q2_K: 16-value sub-blocks with a 4-bit scale and min each; chunk s holds
-   sub-blocks 8h + 2(s%4) and the next (h = s / 4), their 2-bit values at
-   bits 2(s%4) of qs[32h + i]. */
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q2_K>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 84 * (j / 8);
-    int s = j % 8, h = s / 4, shift = 2 * (s % 4);
-    const uint8_t *sc = b + 8 * h + 2 * (s % 4), *q = b + 16 + 32 * h;
-    float d = ld_half(b + 80), dmin = ld_half(b + 82);
-#pragma unroll
-    for (int i = 0; i < 32; i++) {
-        int k = sc[i / 16];
-        v[i] = d * (k & 0xF) * ((q[i] >> shift) & 3) - dmin * (k >> 4);
-    }
-}
-
-/* Q3_K: as Q2_K's layout, a third bit in hmask, 6-bit signed scales. */
-__device__ __forceinline__ int q3k_scale(int j, const uint8_t *s) {
-    int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
-    int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-    return (lo | hi << 4) - 32;
-}
-
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q3_K>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 110 * (j / 8);
-    int s = j % 8, h = s / 4, shift = 2 * (s % 4), hbit = 4 * h + s % 4;
-    const uint8_t *hm = b, *q = b + 32 + 32 * h, *sc = b + 96;
-    float d = ld_half(b + 108);
-    float d0 = d * q3k_scale(8 * h + 2 * (s % 4), sc), d1 = d * q3k_scale(8 * h + 2 * (s % 4) + 1, sc);
-#pragma unroll
-    for (int i = 0; i < 32; i++)
-        v[i] = (i < 16 ? d0 : d1) * (((q[i] >> shift) & 3) - ((hm[i] >> hbit) & 1 ? 0 : 4));
-}
-
-/* Q4_K / Q5_K sub-block s's 6-bit scale and min. */
-__device__ __forceinline__ void k4_scale_min(int s, const uint8_t *q, int *d, int *m) {
-    if (s < 4) {
-        *d = q[s] & 63;
-        *m = q[s + 4] & 63;
-    } else {
-        *d = (q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4);
-        *m = (q[s + 4] >> 4) | ((q[s] >> 6) << 4);
-    }
-}
-
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q4_K>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 144 * (j / 8);
-    int s = j % 8, sc, mn, shift = 4 * (s & 1);
-    const uint8_t *q = b + 16 + 32 * (s / 2);
-    float d = ld_half(b), dmin = ld_half(b + 2), d1, m1;
-    k4_scale_min(s, b + 4, &sc, &mn);
-    d1 = d * sc, m1 = dmin * mn;
-#pragma unroll
-    for (int i = 0; i < 32; i++) v[i] = d1 * ((q[i] >> shift) & 0xF) - m1;
-}
-
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q5_K>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 176 * (j / 8);
-    int s = j % 8, sc, mn, shift = 4 * (s & 1);
-    const uint8_t *qh = b + 16, *q = b + 48 + 32 * (s / 2);
-    float d = ld_half(b), dmin = ld_half(b + 2), d1, m1;
-    k4_scale_min(s, b + 4, &sc, &mn);
-    d1 = d * sc, m1 = dmin * mn;
-#pragma unroll
-    for (int i = 0; i < 32; i++) v[i] = d1 * (((q[i] >> shift) & 0xF) | ((qh[i] >> s) & 1) << 4) - m1;
-}
-
-/* Q6_K: value 128h + 32k + i: low 4 bits in a nibble of ql, high 2 in qh;
-   16-value sub-blocks with int8 scales. */
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_Q6_K>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 210 * (j / 8);
-    int s = j % 8, h = s / 4, k = s % 4;
-    const uint8_t *ql = b + 64 * h + 32 * (k % 2), *qh = b + 128 + 32 * h;
-    const int8_t *sc = (const int8_t *)(b + 192) + 8 * h + 2 * k;
-    int lshift = 4 * (k / 2), hshift = 2 * k;
-    float d = ld_half(b + 208);
-#pragma unroll
-    for (int i = 0; i < 32; i++) {
-        int q = ((ql[i] >> lshift) & 0xF) | ((qh[i] >> hshift) & 3) << 4;
-        v[i] = d * sc[i / 16] * (q - 32);
-    }
-}
-
-template <> __device__ __forceinline__ void deq32<INFER_TYPE_IQ4_XS>(const uint8_t *row, int j, int, float *v) {
-    const uint8_t *b = row + 136 * (j / 8);
-    int s = j % 8;
-    unsigned sh = (unsigned)(b[2] | b[3] << 8);
-    int scale = ((((b[4 + s / 2] >> (4 * (s % 2))) & 0xF) | ((sh >> (2 * s)) & 3) << 4)) - 32;
-    const uint8_t *q = b + 8 + 16 * s;
-    float dl = ld_half(b) * scale;
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        v[i] = dl * k_iq4nl[q[i] & 0xF];
-        v[i + 16] = dl * k_iq4nl[q[i] >> 4];
-    }
+    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
 }
 
 /* ---- kernels: the building blocks ------------------------------------- */
@@ -438,12 +410,17 @@ struct kv_dest {
     size_t k_row;
 };
 
-/* A quantized cache's block of 32 values: its bytes, and value j's integer
-   (Q4_0: nibbles j and j + 16 share byte j, offset by 8). */
-__host__ __device__ __forceinline__ int kv_block_bytes(int kvq) { return kvq == KV_Q4_0 ? 18 : 34; }
+/* A quantized cache's block of 32 values (formats.h's Q4_0 or Q8_0): its
+   bytes, its scale, and value j's integer. */
+__host__ __device__ __forceinline__ int kv_block_bytes(int kvq) {
+    return kvq == KV_Q4_0 ? (int)sizeof(infer__block_q4_0) : (int)sizeof(infer__block_q8_0);
+}
+__device__ __forceinline__ float kv_scale(const uint8_t *blk, int kvq) {
+    return kvq == KV_Q4_0 ? ld_half(&((const infer__block_q4_0 *)blk)->d) : ld_half(&((const infer__block_q8_0 *)blk)->d);
+}
 __device__ __forceinline__ int kv_int(const uint8_t *blk, int j, int kvq) {
-    if (kvq == KV_Q4_0) return (j < 16 ? blk[2 + j] & 0xF : blk[2 + j - 16] >> 4) - 8;
-    return (int8_t)blk[2 + j];
+    if (kvq == KV_Q4_0) return nibble(((const infer__block_q4_0 *)blk)->qs, j) - 8;
+    return ((const infer__block_q8_0 *)blk)->qs[j];
 }
 
 /* One head's hd values (lane + 32u, u < hd / 32 when quantized) into a cache row. */
@@ -459,24 +436,24 @@ __device__ __forceinline__ void store_head(uint8_t *row, int head, int hd, const
     }
     if (kvq == KV_Q4_0) { /* as infer__quantize_row_q4_0: the first value of largest magnitude m is -8 */
         for (int u = 0; u < hd / 32; u++) {
-            uint8_t *blk = row + (size_t)18 * (head * hd / 32 + u);
+            infer__block_q4_0 *blk = (infer__block_q4_0 *)row + (head * hd / 32 + u);
             float e = v[32 * u + lane], amax = warp_max(fabsf(e));
             int first = __ffs(__ballot_sync(FULL_MASK, fabsf(e) == amax)) - 1;
             float m = amax != 0.0f ? __shfl_sync(FULL_MASK, e, first) : 0.0f; /* (all zeros: +0, as the CPU's) */
             float d = m / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
             int q = min(15, (int)(e * id + 8.5f)), hi = __shfl_down_sync(FULL_MASK, q, 16);
             __half dh = __float2half_rn(d);
-            if (lane == 0) memcpy(blk, &dh, 2);
-            if (lane < 16) blk[2 + lane] = (uint8_t)(q | hi << 4);
+            if (lane == 0) memcpy(&blk->d, &dh, 2);
+            if (lane < 16) blk->qs[lane] = (uint8_t)(q | hi << 4);
         }
         return;
     }
     for (int u = 0; u < hd / 32; u++) {
-        uint8_t *blk = row + (size_t)34 * (head * hd / 32 + u);
+        infer__block_q8_0 *blk = (infer__block_q8_0 *)row + (head * hd / 32 + u);
         float e = v[32 * u + lane], amax = warp_max(fabsf(e)), id = amax != 0.0f ? 127.0f / amax : 0.0f;
         __half dh = __float2half_rn(amax / 127.0f);
-        if (lane == 0) memcpy(blk, &dh, 2);
-        blk[2 + lane] = (uint8_t)(int8_t)nearbyintf(e * id);
+        if (lane == 0) memcpy(&blk->d, &dh, 2);
+        blk->qs[lane] = (int8_t)nearbyintf(e * id);
     }
 }
 
@@ -828,162 +805,6 @@ __global__ void k_norm_rows_q8(const float *__restrict__ X, const int *__restric
         act_q8_chunk<A>(y, NULL, NULL, chunk, threadIdx.x % 32, Q + (size_t)blockIdx.x * n, M + (size_t)blockIdx.x * (n / 32));
 }
 
-/* deq8<T>(row, j, q, s, o): values 32j .. 32j+31 of a row in format T as
-   value = s.h * q + o.h for the half h (of 16) a value is in, q as 8 ints
-   of 4 packed int8 each (the dp4a operands). */
-__device__ __forceinline__ int pack4(int a, int b, int c, int d) {
-    return (a & 0xff) | (b & 0xff) << 8 | (c & 0xff) << 16 | (int)((unsigned)(d & 0xff) << 24);
-}
-template <int T> __device__ __forceinline__ void deq8(const uint8_t *row, int j, int *q, float2 &s, float2 &o);
-
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q8_0>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 34 * j;
-    float d = ld_half(b);
-#pragma unroll
-    for (int k = 0; k < 8; k++) q[k] = (int)ld_u32(b + 2 + 4 * k);
-    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q4_0>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 18 * j, *p = b + 2;
-    float d = ld_half(b);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        q[k] = pack4((p[4 * k] & 15) - 8, (p[4 * k + 1] & 15) - 8, (p[4 * k + 2] & 15) - 8, (p[4 * k + 3] & 15) - 8);
-        q[k + 4] = pack4((p[4 * k] >> 4) - 8, (p[4 * k + 1] >> 4) - 8, (p[4 * k + 2] >> 4) - 8, (p[4 * k + 3] >> 4) - 8);
-    }
-    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q4_1>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 20 * j, *p = b + 4;
-    float d = ld_half(b), m = ld_half(b + 2);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        q[k] = pack4(p[4 * k] & 15, p[4 * k + 1] & 15, p[4 * k + 2] & 15, p[4 * k + 3] & 15);
-        q[k + 4] = pack4(p[4 * k] >> 4, p[4 * k + 1] >> 4, p[4 * k + 2] >> 4, p[4 * k + 3] >> 4);
-    }
-    s = make_float2(d, d), o = make_float2(m, m);
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q5_0>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 22 * j, *p = b + 6;
-    unsigned qh = ld_u32(b + 2);
-    float d = ld_half(b);
-    int v[32];
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        v[i] = (int)((p[i] & 15) | ((qh >> i) & 1) << 4) - 16;
-        v[i + 16] = (int)((p[i] >> 4) | ((qh >> (i + 16)) & 1) << 4) - 16;
-    }
-#pragma unroll
-    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q5_1>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 24 * j, *p = b + 8;
-    unsigned qh = ld_u32(b + 4);
-    float d = ld_half(b), m = ld_half(b + 2);
-    int v[32];
-#pragma unroll
-    for (int i = 0; i < 16; i++) {
-        v[i] = (int)((p[i] & 15) | ((qh >> i) & 1) << 4);
-        v[i + 16] = (int)((p[i] >> 4) | ((qh >> (i + 16)) & 1) << 4);
-    }
-#pragma unroll
-    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-    s = make_float2(d, d), o = make_float2(m, m);
-}
-__constant__ signed char k_iq4nl_i8[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_IQ4_NL>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 18 * j, *p = b + 2;
-    float d = ld_half(b);
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        q[k] = pack4(k_iq4nl_i8[p[4 * k] & 15], k_iq4nl_i8[p[4 * k + 1] & 15], k_iq4nl_i8[p[4 * k + 2] & 15],
-                     k_iq4nl_i8[p[4 * k + 3] & 15]);
-        q[k + 4] = pack4(k_iq4nl_i8[p[4 * k] >> 4], k_iq4nl_i8[p[4 * k + 1] >> 4], k_iq4nl_i8[p[4 * k + 2] >> 4],
-                         k_iq4nl_i8[p[4 * k + 3] >> 4]);
-    }
-    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q2_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 84 * (j / 8);
-    int c = j % 8, h = c / 4, shift = 2 * (c % 4);
-    const uint8_t *sc = b + 8 * h + 2 * (c % 4), *p = b + 16 + 32 * h;
-    float d = ld_half(b + 80), dmin = ld_half(b + 82);
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        q[k] = pack4((p[4 * k] >> shift) & 3, (p[4 * k + 1] >> shift) & 3, (p[4 * k + 2] >> shift) & 3,
-                     (p[4 * k + 3] >> shift) & 3);
-    s = make_float2(d * (sc[0] & 0xF), d * (sc[1] & 0xF));
-    o = make_float2(-dmin * (sc[0] >> 4), -dmin * (sc[1] >> 4));
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q3_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 110 * (j / 8);
-    int c = j % 8, h = c / 4, shift = 2 * (c % 4), hbit = 4 * h + c % 4;
-    const uint8_t *hm = b, *p = b + 32 + 32 * h, *sc = b + 96;
-    float d = ld_half(b + 108);
-    int v[32];
-#pragma unroll
-    for (int i = 0; i < 32; i++) v[i] = ((p[i] >> shift) & 3) - ((hm[i] >> hbit) & 1 ? 0 : 4);
-#pragma unroll
-    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-    s = make_float2(d * q3k_scale(8 * h + 2 * (c % 4), sc), d * q3k_scale(8 * h + 2 * (c % 4) + 1, sc));
-    o = make_float2(0.0f, 0.0f);
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q4_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 144 * (j / 8);
-    int c = j % 8, sc, mn, shift = 4 * (c & 1);
-    const uint8_t *p = b + 16 + 32 * (c / 2);
-    float d = ld_half(b), dmin = ld_half(b + 2);
-    k4_scale_min(c, b + 4, &sc, &mn);
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        q[k] = pack4((p[4 * k] >> shift) & 15, (p[4 * k + 1] >> shift) & 15, (p[4 * k + 2] >> shift) & 15,
-                     (p[4 * k + 3] >> shift) & 15);
-    s = make_float2(d * sc, d * sc), o = make_float2(-dmin * mn, -dmin * mn);
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q5_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 176 * (j / 8);
-    int c = j % 8, sc, mn, shift = 4 * (c & 1);
-    const uint8_t *qh = b + 16, *p = b + 48 + 32 * (c / 2);
-    float d = ld_half(b), dmin = ld_half(b + 2);
-    int v[32];
-    k4_scale_min(c, b + 4, &sc, &mn);
-#pragma unroll
-    for (int i = 0; i < 32; i++) v[i] = ((p[i] >> shift) & 15) | ((qh[i] >> c) & 1) << 4;
-#pragma unroll
-    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-    s = make_float2(d * sc, d * sc), o = make_float2(-dmin * mn, -dmin * mn);
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_Q6_K>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 210 * (j / 8);
-    int c = j % 8, h = c / 4, k2 = c % 4;
-    const uint8_t *ql = b + 64 * h + 32 * (k2 % 2), *qh = b + 128 + 32 * h;
-    const int8_t *sc = (const int8_t *)(b + 192) + 8 * h + 2 * k2;
-    int lshift = 4 * (k2 / 2), hshift = 2 * k2, v[32];
-    float d = ld_half(b + 208);
-#pragma unroll
-    for (int i = 0; i < 32; i++) v[i] = (((ql[i] >> lshift) & 0xF) | ((qh[i] >> hshift) & 3) << 4) - 32;
-#pragma unroll
-    for (int k = 0; k < 8; k++) q[k] = pack4(v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]);
-    s = make_float2(d * sc[0], d * sc[1]), o = make_float2(0.0f, 0.0f);
-}
-template <> __device__ __forceinline__ void deq8<INFER_TYPE_IQ4_XS>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
-    const uint8_t *b = row + 136 * (j / 8);
-    int c = j % 8;
-    unsigned sh = (unsigned)(b[2] | b[3] << 8);
-    int scale = ((((b[4 + c / 2] >> (4 * (c % 2))) & 0xF) | ((sh >> (2 * c)) & 3) << 4)) - 32;
-    const uint8_t *p = b + 8 + 16 * c;
-    float dl = ld_half(b) * scale;
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        q[k] = pack4(k_iq4nl_i8[p[4 * k] & 15], k_iq4nl_i8[p[4 * k + 1] & 15], k_iq4nl_i8[p[4 * k + 2] & 15],
-                     k_iq4nl_i8[p[4 * k + 3] & 15]);
-        q[k + 4] = pack4(k_iq4nl_i8[p[4 * k] >> 4], k_iq4nl_i8[p[4 * k + 1] >> 4], k_iq4nl_i8[p[4 * k + 2] >> 4],
-                         k_iq4nl_i8[p[4 * k + 3] >> 4]);
-    }
-    s = make_float2(dl, dl), o = make_float2(0.0f, 0.0f);
-}
-
 /* Y[t][r] (+)= W[r] . X[t] on int8 activations (k_act_q8): MV_ROWS rows
    per warp, MV_LANES lanes a row, each lane a 32-value chunk at a time
    (its int8 values decoded once, the activations read as two 128-bit
@@ -1052,30 +873,6 @@ __global__ void k_matvec_q8(const uint8_t *__restrict__ W, size_t row_bytes, int
    exact, each float chain in the same order. One thread per row and token,
    the blocks in order: slow (and uncoalesced), exact. */
 
-/* value v of a row, as the integer the format stores (signed) */
-template <int T> __device__ __forceinline__ int raw_q(const uint8_t *row, int v);
-template <> __device__ __forceinline__ int raw_q<INFER_TYPE_Q8_0>(const uint8_t *row, int v) {
-    return (int)(int8_t)row[34 * (v / 32) + 2 + v % 32];
-}
-template <> __device__ __forceinline__ int raw_q<INFER_TYPE_Q5_0>(const uint8_t *row, int v) {
-    const uint8_t *b = row + 22 * (v / 32);
-    int i = v % 32;
-    unsigned qh = (unsigned)b[2] | (unsigned)b[3] << 8 | (unsigned)b[4] << 16 | (unsigned)b[5] << 24;
-    int lo = i < 16 ? b[6 + i] & 0x0f : b[6 + i - 16] >> 4;
-    return (lo | (int)((qh >> i) & 1) << 4) - 16;
-}
-/* Q4_K: sub-block s of 32 (of 8), unsigned 0..15 */
-template <> __device__ __forceinline__ int raw_q<INFER_TYPE_Q4_K>(const uint8_t *row, int v) {
-    const uint8_t *b = row + 144 * (v / 256);
-    int s = v % 256 / 32;
-    return (b[16 + 32 * (s / 2) + v % 32] >> (4 * (s & 1))) & 0x0f;
-}
-template <> __device__ __forceinline__ int raw_q<INFER_TYPE_Q6_K>(const uint8_t *row, int v) {
-    const uint8_t *b = row + 210 * (v / 256);
-    int s = v % 256 / 32, h = s / 4, k = s % 4, i = v % 32;
-    return (((b[64 * h + 32 * (k % 2) + i] >> (4 * (k / 2))) & 0x0f) | ((b[128 + 32 * h + i] >> (2 * k)) & 3) << 4) - 32;
-}
-
 template <int T>
 __global__ void k_matvec_q8_ordered(const uint8_t *__restrict__ W, size_t row_bytes, int n, int rows,
                                     const int8_t *__restrict__ AQ, const float4 *__restrict__ AM, float *__restrict__ Y,
@@ -1089,14 +886,16 @@ __global__ void k_matvec_q8_ordered(const uint8_t *__restrict__ W, size_t row_by
     if (T == INFER_TYPE_Q8_0 || T == INFER_TYPE_Q5_0) {
         /* eight lane sums (lane j: values 4j..4j+3 of each block), d_w * d_x
            times each word's integer dot, then hsum_float_8 */
-        const int bytes = T == INFER_TYPE_Q8_0 ? 34 : 22;
         float f[8];
         for (int j = 0; j < 8; j++) f[j] = 0.0f;
         for (int b = 0; b < n / 32; b++) {
-            float d = ld_half(w + (size_t)bytes * b) * xm[b].x;
+            int q[32];
+            float2 s, o;
+            decode<T>(w, b, q, s, o);
+            float d = s.x * xm[b].x;
             for (int j = 0; j < 8; j++) {
                 int p = 0;
-                for (int i = 4 * j; i < 4 * j + 4; i++) p += raw_q<T>(w, 32 * b + i) * (int)xq[32 * b + i];
+                for (int i = 4 * j; i < 4 * j + 4; i++) p += q[i] * (int)xq[32 * b + i];
                 f[j] = fmaf(d, (float)p, f[j]);
             }
         }
@@ -1107,30 +906,37 @@ __global__ void k_matvec_q8_ordered(const uint8_t *__restrict__ W, size_t row_by
            times dmin * d_x into another, subtracted at the end */
         float f = 0.0f, fm = 0.0f;
         for (int b = 0; b < n / 256; b++) {
-            const uint8_t *blk = w + 144 * (size_t)b;
+            const infer__block_q4_K *blk = (const infer__block_q4_K *)w + b;
             int is = 0, im = 0;
             for (int s = 0; s < 8; s++) {
-                int p = 0, sx = 0, sc, mn;
+                int p = 0, sx = 0;
+                uint8_t sc, mn;
+                int q[32];
+                float2 ds, dm;
+                decode<T>(w, 8 * b + s, q, ds, dm);
                 for (int i = 0; i < 32; i++) {
                     int v = 256 * b + 32 * s + i;
-                    p += raw_q<T>(w, v) * (int)xq[v], sx += xq[v];
+                    p += q[i] * (int)xq[v], sx += xq[v];
                 }
-                k4_scale_min(s, blk + 4, &sc, &mn);
+                infer__scale_min_k4(s, blk->scales, &sc, &mn);
                 is += sc * p, im += mn * sx;
             }
-            fm = fmaf((float)im, ld_half(blk + 2) * xm[8 * b].x, fm);
-            f = fmaf((float)is, ld_half(blk) * xm[8 * b].x, f);
+            fm = fmaf((float)im, ld_half(&blk->dmin) * xm[8 * b].x, fm);
+            f = fmaf((float)is, ld_half(&blk->d) * xm[8 * b].x, f);
         }
         out = f - fm;
     } else { /* Q6_K: per block the 16 sub-blocks' integer sums times scale * d in one chain, then times d_x */
         float f = 0.0f;
         for (int b = 0; b < n / 256; b++) {
-            const uint8_t *blk = w + 210 * (size_t)b;
-            float d = ld_half(blk + 208), ba = 0.0f;
+            const infer__block_q6_K *blk = (const infer__block_q6_K *)w + b;
+            float d = ld_half(&blk->d), ba = 0.0f;
             for (int j = 0; j < 16; j++) {
                 int p = 0;
-                for (int i = 0; i < 16; i++) p += raw_q<T>(w, 256 * b + 16 * j + i) * (int)xq[256 * b + 16 * j + i];
-                ba = fmaf((float)p, (float)(int8_t)blk[192 + j] * d, ba);
+                int q[32];
+                float2 s, o;
+                decode<T>(w, 8 * b + j / 2, q, s, o);
+                for (int i = 0; i < 16; i++) p += q[16 * (j % 2) + i] * (int)xq[256 * b + 16 * j + i];
+                ba = fmaf((float)p, (float)blk->scales[j] * d, ba);
             }
             f = fmaf(ba, xm[8 * b].x, f);
         }
@@ -1576,7 +1382,7 @@ __global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, con
                 const uint8_t *kr = kbase + (size_t)(p % slots) * k_row;
                 if (q8) {
                     kval = (float)kv_int(kr + bb * (d / 32), d % 32, kvq); /* the integer; its scale apart */
-                    if (d % 32 == 0) skd[j * (hdp / 32 + 1) + d / 32] = ld_half(kr + bb * (d / 32));
+                    if (d % 32 == 0) skd[j * (hdp / 32 + 1) + d / 32] = kv_scale(kr + bb * (d / 32), kvq);
                 } else {
                     kval = __half2float(((const __half *)kr)[d]);
                 }
@@ -1591,7 +1397,7 @@ __global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, con
                     int slot = p % slots;
                     if (q8) {
                         const uint8_t *vr = vbase + (size_t)slot * k_row + (size_t)kvh * hd / 32 * bb;
-                        val = __float2half_rn(ld_half(vr + bb * (d / 32)) * (float)kv_int(vr + bb * (d / 32), d % 32, kvq));
+                        val = __float2half_rn(kv_scale(vr + bb * (d / 32), kvq) * (float)kv_int(vr + bb * (d / 32), d % 32, kvq));
                     } else {
                         val = ((const __half *)vbase)[((size_t)kvh * hd + d) * slots + slot];
                     }

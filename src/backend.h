@@ -15,17 +15,12 @@
 #if (defined(INFER_IMPLEMENTATION) || defined(INFER_BACKEND_INTERFACE)) && !defined(INFER_BACKEND_H_INCLUDED)
 #define INFER_BACKEND_H_INCLUDED
 #include "infer_api.h"
+#include "formats.h"
 #include "model.h"
 #include <math.h>
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#ifdef __CUDACC__ /* a function both the CPU's pass and the GPU's kernels call */
-#define INFER__HD __host__ __device__
-#else
-#define INFER__HD
 #endif
 
 /* fmaf for infer__exp_llama: on the CPU mathfn.c's (the C library's is not

@@ -312,10 +312,6 @@ static float infer__iq4_nl_dot(int n, const void *w, const void *xv) {
     return s;
 }
 
-static int infer__iq4_xs_scale(const infer__block_iq4_xs *x, int k) {
-    return (((x->scales_l[k / 2] >> (4 * (k % 2))) & 0xF) | ((x->scales_h >> (2 * k)) & 3) << 4) - 32;
-}
-
 static void infer__iq4_xs_to_float(const void *src, float *y, int64_t n) {
     const infer__block_iq4_xs *x = (const infer__block_iq4_xs *)src;
     int64_t b;
