@@ -22088,21 +22088,14 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
     return len;
 }
 
-/* ==== src/jinja.c ==== */
-/* jinja.c - a sandboxed Jinja interpreter for chat templates: the subset of
-   jinja2 (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks,
-   loopcontrols) that models' tokenizer.chat_template use, with Python's
-   printing, comparison and string methods, rendering a JSON context.
-
-   Every value of one render lives in one arena, freed at the end: an error
-   anywhere longjmps back to infer_jinja_render, which frees the arena, so
-   nothing leaks and no code path has to unwind by hand. The arena's total
-   is the memory budget; steps (loop iterations, macro calls), nesting depth
-   (parsing and evaluation, macro recursion included) and every string's
-   length are bounded too, so a hostile template ends with a one-line error. */
+/* ==== src/jinja.h ==== */
+/* jinja.h - the Jinja interpreter's values, render state, tokens and syntax
+   tree, and the functions its parts share (jinja_value.c, jinja_parse.c,
+   jinja_builtin.c, jinja_eval.c; jinja.c's API runs them). */
+#ifndef INFER_JINJA_H
+#define INFER_JINJA_H
 
 #include <setjmp.h>
-#include <time.h>
 
 /* ---- values ---------------------------------------------------------------- */
 
@@ -22206,7 +22199,186 @@ typedef struct infer__jj_r {
     infer__jv context;  /* the context's JSON as parsed (freed after the render) */
 } infer__jj_r;
 
+/* Python's json.dumps options (tojson, the context's printing) */
+typedef struct infer__jj_json_opts {
+    int indent; /* -1: none */
+    const infer__jj_str *indent_str;
+    const char *item_sep, *key_sep;
+    int ensure_ascii, sort_keys;
+} infer__jj_json_opts;
+
+/* a token (lexer) */
+typedef struct infer__jj_tok {
+    int type, line;
+    const char *s; /* NAME, OP: the text; TEXT: the text */
+    size_t n;
+    infer__jj_val val; /* STRING, INT, FLOAT, TEXT */
+} infer__jj_tok;
+
+typedef struct infer__jj_lex {
+    infer__jj_r *r;
+    const char *src; /* normalized */
+    infer__jj_tok *toks;
+    size_t n, cap;
+} infer__jj_lex;
+
+/* ---- syntax tree ---------------------------------------------------------------- */
+
+enum {
+    INFER__JN_LIT = 1,
+    INFER__JN_NAME,
+    INFER__JN_LIST,
+    INFER__JN_TUPLE,
+    INFER__JN_DICT,
+    INFER__JN_ATTR,
+    INFER__JN_ITEM,
+    INFER__JN_SLICE,
+    INFER__JN_CALL,
+    INFER__JN_FILTER,
+    INFER__JN_TEST,
+    INFER__JN_BIN,
+    INFER__JN_NEG,
+    INFER__JN_POS,
+    INFER__JN_AND,
+    INFER__JN_OR,
+    INFER__JN_NOT,
+    INFER__JN_COND,
+    INFER__JN_CONCAT,
+    INFER__JN_CMP,
+    INFER__JS_BODY,
+    INFER__JS_TEXT,
+    INFER__JS_OUT,
+    INFER__JS_IF,
+    INFER__JS_FOR,
+    INFER__JS_SET,
+    INFER__JS_SETBLOCK,
+    INFER__JS_MACRO,
+    INFER__JS_FILTERBLOCK,
+    INFER__JS_BREAK,
+    INFER__JS_CONTINUE
+};
+/* binary operators and comparisons (INFER__JN_BIN, INFER__JN_CMP's op) */
+enum {
+    INFER__JOP_ADD = 1,
+    INFER__JOP_SUB,
+    INFER__JOP_MUL,
+    INFER__JOP_DIV,
+    INFER__JOP_FLOORDIV,
+    INFER__JOP_MOD,
+    INFER__JOP_POW,
+    INFER__JOP_EQ,
+    INFER__JOP_NE,
+    INFER__JOP_LT,
+    INFER__JOP_LE,
+    INFER__JOP_GT,
+    INFER__JOP_GE,
+    INFER__JOP_IN,
+    INFER__JOP_NOTIN
+};
+
+struct infer__jj_node {
+    int kind, op, line;
+    infer__jj_val val;     /* LIT: the value; NAME, ATTR, FILTER, TEST, MACRO: the name (STR) */
+    infer__jj_node **kid;  /* children (some may be NULL) */
+    infer__jj_str **names; /* CALL, FILTER, TEST: keyword names (NULL: positional); MACRO: parameters */
+    int n;                 /* kid (and names) count */
+};
+
+typedef struct infer__jj_parser {
+    infer__jj_r *r;
+    infer__jj_tok *t; /* the current token */
+    int depth;
+} infer__jj_parser;
+
+/* a call's arguments (builtin calls) */
+typedef struct infer__jj_args {
+    infer__jj_val *pos;
+    int npos;
+    infer__jj_str **kwn;
+    infer__jj_val *kwv;
+    int nkw;
+} infer__jj_args;
+
+/* jinja_value.c */
 INFER__NORETURN static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) INFER__PRINTF(2, 3);
+static void infer__jj_work(infer__jj_r *r, size_t items, size_t bytes);
+static void *infer__jj_alloc(infer__jj_r *r, size_t size);
+static void infer__jj_free_all(infer__jj_r *r);
+static void infer__jj_put(infer__jj_r *r, infer__jj_buf *b, const char *s, size_t n);
+static void infer__jj_puts(infer__jj_r *r, infer__jj_buf *b, const char *s);
+static void infer__jj_putc(infer__jj_r *r, infer__jj_buf *b, char c);
+static infer__jj_str *infer__jj_newstr(infer__jj_r *r, const char *s, size_t n);
+static infer__jj_val infer__jj_str_val(infer__jj_r *r, const char *s, size_t n);
+static infer__jj_val infer__jj_cstr(infer__jj_r *r, const char *s);
+static infer__jj_val infer__jj_buf_val(infer__jj_r *r, const infer__jj_buf *b);
+static infer__jj_val infer__jj_undef(infer__jj_str *name);
+static infer__jj_val infer__jj_none(void);
+static infer__jj_val infer__jj_bool(int b);
+static infer__jj_val infer__jj_int(int64_t i);
+static infer__jj_val infer__jj_float(double f);
+static infer__jj_val infer__jj_new_list(infer__jj_r *r, size_t cap, int flags);
+static void infer__jj_list_push(infer__jj_r *r, infer__jj_list *l, infer__jj_val x);
+static infer__jj_val infer__jj_new_dict(infer__jj_r *r, int type);
+static int infer__jj_streq(const infer__jj_str *a, const char *s, size_t n);
+static long infer__jj_dict_find(infer__jj_r *r, const infer__jj_dict *d, const infer__jj_val *key);
+static long infer__jj_dict_find_s(const infer__jj_dict *d, const char *s, size_t n);
+static void infer__jj_dict_set(infer__jj_r *r, infer__jj_dict *d, infer__jj_val key, infer__jj_val val);
+static int infer__jj_truthy(const infer__jj_val *v);
+static int infer__jj_is_num(const infer__jj_val *v);
+static double infer__jj_num(const infer__jj_val *v);
+static int infer__jj_equal(infer__jj_r *r, const infer__jj_val *a, const infer__jj_val *b);
+static const char *infer__jj_type_name(const infer__jj_val *v);
+static int infer__jj_cmp(infer__jj_r *r, const infer__jj_val *a, const infer__jj_val *b);
+static void infer__jj_put_str(infer__jj_r *r, infer__jj_buf *b, const infer__jj_val *v);
+static infer__jj_str *infer__jj_to_str(infer__jj_r *r, const infer__jj_val *v);
+static void infer__jj_put_json(infer__jj_r *r, infer__jj_buf *b, const infer__jj_val *v, const infer__jj_json_opts *o,
+                               int level);
+static void infer__jj_put_utf8(infer__jj_r *r, infer__jj_buf *b, uint32_t cp);
+static infer__jj_val infer__jj_from_json(infer__jj_r *r, const infer__jv *j);
+
+/* jinja_parse.c */
+static int infer__jj_space(char c);
+static int infer__jj_digit(char c);
+static void infer__jj_tokenize(infer__jj_lex *L, const char *text);
+static infer__jj_node *infer__jj_p_body(infer__jj_parser *P, const char *const *ends);
+
+/* jinja_builtin.c */
+static void infer__jj_step(infer__jj_r *r);
+static infer__jj_val infer__jj_lookup(infer__jj_scope *s, infer__jj_str *name);
+static void infer__jj_assign(infer__jj_r *r, infer__jj_scope *s, infer__jj_str *name, infer__jj_val v);
+static infer__jj_scope *infer__jj_new_scope(infer__jj_r *r, infer__jj_scope *parent);
+static void infer__jj_undef_fail(infer__jj_r *r, const infer__jj_val *v, const char *what);
+static infer__jj_list *infer__jj_iter(infer__jj_r *r, const infer__jj_val *v);
+static int infer__jj_contains(infer__jj_r *r, const infer__jj_val *hay, const infer__jj_val *needle);
+static infer__jj_val infer__jj_binop(infer__jj_r *r, int op, infer__jj_val a, infer__jj_val b);
+static const infer__jj_val *infer__jj_arg(const infer__jj_args *a, int i, const char *name);
+static const infer__jj_str *infer__jj_arg_str(infer__jj_r *r, const infer__jj_args *a, int i, const char *name,
+                                              const char *what);
+static int64_t infer__jj_arg_int(infer__jj_r *r, const infer__jj_args *a, int i, const char *name, int64_t def,
+                                 const char *what);
+static infer__jj_val infer__jj_func_val(infer__jj_r *r, const char *name, infer__jj_val self);
+static infer__jj_val infer__jj_call_method(infer__jj_r *r, const infer__jj_func *fn, const infer__jj_args *a);
+static infer__jj_val infer__jj_getattr(infer__jj_r *r, const infer__jj_val *obj, const infer__jj_str *name);
+static infer__jj_val infer__jj_getitem(infer__jj_r *r, const infer__jj_val *obj, const infer__jj_val *key);
+static infer__jj_val infer__jj_slice(infer__jj_r *r, const infer__jj_val *obj, const infer__jj_val *start,
+                                     const infer__jj_val *stop, const infer__jj_val *step);
+static int infer__jj_test(infer__jj_r *r, const char *name, const infer__jj_val *v, const infer__jj_args *a);
+static infer__jj_val infer__jj_filter(infer__jj_r *r, const char *name, const infer__jj_val *v,
+                                      const infer__jj_args *a);
+
+/* jinja_eval.c */
+static infer__jj_val infer__jj_eval(infer__jj_r *r, infer__jj_scope *s, infer__jj_node *x);
+static int infer__jj_exec(infer__jj_r *r, infer__jj_scope *s, infer__jj_node *x);
+
+#endif
+
+/* ==== src/jinja_value.c ==== */
+/* jinja_value.c - the Jinja interpreter's values: the render's arena and
+   limits, strings, lists and dicts, Python's truth, comparison and printing,
+   and the JSON bridge (json.dumps, the render's context). */
+
+/* ---- the render's state ------------------------------------------------------- */
+
 static void infer__jj_fail(infer__jj_r *r, const char *fmt, ...) {
     va_list ap;
     char *nl;
@@ -22226,8 +22398,6 @@ static void infer__jj_work(infer__jj_r *r, size_t items, size_t bytes) {
     if (r->steps > r->lim.max_steps)
         infer__jj_fail(r, "step limit exceeded (%lld loop iterations, calls and searches)", (long long)r->lim.max_steps);
 }
-
-static const char *infer__jj_memmem(infer__jj_r *r, const char *h, size_t hn, const char *n, size_t nn);
 
 static void *infer__jj_alloc(infer__jj_r *r, size_t size) {
     infer__jj_chunk *c = r->chunks;
@@ -22504,6 +22674,37 @@ static const char *infer__jj_type_name(const infer__jj_val *v) {
     return names[v->type];
 }
 
+static int infer__jj_cmp(infer__jj_r *r, const infer__jj_val *a, const infer__jj_val *b) {
+    if (infer__jj_is_num(a) && infer__jj_is_num(b)) {
+        if (a->type != INFER__JJ_FLOAT && b->type != INFER__JJ_FLOAT) return a->u.i < b->u.i ? -1 : a->u.i > b->u.i;
+        return infer__jj_num(a) < infer__jj_num(b) ? -1 : infer__jj_num(a) > infer__jj_num(b);
+    }
+    if (a->type == INFER__JJ_STR && b->type == INFER__JJ_STR) {
+        size_t n = INFER__MIN(a->u.s->len, b->u.s->len);
+        int c;
+        infer__jj_work(r, 0, n);
+        c = memcmp(a->u.s->s, b->u.s->s, n);
+        if (c) return c < 0 ? -1 : 1;
+        return a->u.s->len < b->u.s->len ? -1 : a->u.s->len > b->u.s->len;
+    }
+    if (a->type == INFER__JJ_LIST && b->type == INFER__JJ_LIST && !((a->flags | b->flags) & INFER__JJ_LAZY)) {
+        size_t i;
+        if (++r->depth > r->lim.max_depth) infer__jj_fail(r, "comparison nested deeper than %d", r->lim.max_depth);
+        for (i = 0; i < a->u.l->n && i < b->u.l->n; i++) {
+            int c = infer__jj_cmp(r, &a->u.l->v[i], &b->u.l->v[i]);
+            if (c) {
+                r->depth--;
+                return c;
+            }
+        }
+        r->depth--;
+        return a->u.l->n < b->u.l->n ? -1 : a->u.l->n > b->u.l->n;
+    }
+    infer__jj_fail(r, "TypeError: '<' not supported between instances of '%s' and '%s'", infer__jj_type_name(a),
+                   infer__jj_type_name(b));
+    return 0;
+}
+
 /* Python's repr of a float: the shortest digits that read back the same */
 static void infer__jj_put_float(infer__jj_r *r, infer__jj_buf *b, double f) {
     char digits[40], out[64];
@@ -22666,13 +22867,6 @@ static infer__jj_str *infer__jj_to_str(infer__jj_r *r, const infer__jj_val *v) {
 
 /* ---- JSON: Python's json.dumps, and the context's reader ---------------------- */
 
-typedef struct infer__jj_json_opts {
-    int indent; /* -1: none */
-    const infer__jj_str *indent_str;
-    const char *item_sep, *key_sep;
-    int ensure_ascii, sort_keys;
-} infer__jj_json_opts;
-
 static void infer__jj_put_json_str(infer__jj_r *r, infer__jj_buf *b, const char *s, size_t n, int ensure_ascii) {
     size_t i;
     char t[16];
@@ -22747,8 +22941,6 @@ static void infer__jj_put_json_key(infer__jj_r *r, infer__jj_buf *b, const infer
     default: infer__jj_fail(r, "TypeError: keys must be str, int, float, bool or None, not %s", infer__jj_type_name(k));
     }
 }
-
-static int infer__jj_cmp(infer__jj_r *r, const infer__jj_val *a, const infer__jj_val *b);
 
 static void infer__jj_put_json(infer__jj_r *r, infer__jj_buf *b, const infer__jj_val *v, const infer__jj_json_opts *o,
                                int level) {
@@ -22864,6 +23056,10 @@ static infer__jj_val infer__jj_from_json(infer__jj_r *r, const infer__jv *j) {
     return v;
 }
 
+/* ==== src/jinja_parse.c ==== */
+/* jinja_parse.c - the Jinja interpreter's lexer and parser: a template's
+   text to tokens (trim_blocks, lstrip_blocks, whitespace control) to a tree. */
+
 /* ---- lexer ------------------------------------------------------------------------ */
 
 enum {
@@ -22879,20 +23075,6 @@ enum {
     INFER__JT_FLOAT,
     INFER__JT_OP
 };
-
-typedef struct infer__jj_tok {
-    int type, line;
-    const char *s; /* NAME, OP: the text; TEXT: the text */
-    size_t n;
-    infer__jj_val val; /* STRING, INT, FLOAT, TEXT */
-} infer__jj_tok;
-
-typedef struct infer__jj_lex {
-    infer__jj_r *r;
-    const char *src; /* normalized */
-    infer__jj_tok *toks;
-    size_t n, cap;
-} infer__jj_lex;
 
 static infer__jj_tok *infer__jj_emit(infer__jj_lex *L, int type, int line) {
     infer__jj_tok *t;
@@ -23129,72 +23311,6 @@ static void infer__jj_tokenize(infer__jj_lex *L, const char *text) {
 }
 
 /* ---- syntax tree ---------------------------------------------------------------- */
-
-enum {
-    INFER__JN_LIT = 1,
-    INFER__JN_NAME,
-    INFER__JN_LIST,
-    INFER__JN_TUPLE,
-    INFER__JN_DICT,
-    INFER__JN_ATTR,
-    INFER__JN_ITEM,
-    INFER__JN_SLICE,
-    INFER__JN_CALL,
-    INFER__JN_FILTER,
-    INFER__JN_TEST,
-    INFER__JN_BIN,
-    INFER__JN_NEG,
-    INFER__JN_POS,
-    INFER__JN_AND,
-    INFER__JN_OR,
-    INFER__JN_NOT,
-    INFER__JN_COND,
-    INFER__JN_CONCAT,
-    INFER__JN_CMP,
-    INFER__JS_BODY,
-    INFER__JS_TEXT,
-    INFER__JS_OUT,
-    INFER__JS_IF,
-    INFER__JS_FOR,
-    INFER__JS_SET,
-    INFER__JS_SETBLOCK,
-    INFER__JS_MACRO,
-    INFER__JS_FILTERBLOCK,
-    INFER__JS_BREAK,
-    INFER__JS_CONTINUE
-};
-/* binary operators and comparisons (INFER__JN_BIN, INFER__JN_CMP's op) */
-enum {
-    INFER__JOP_ADD = 1,
-    INFER__JOP_SUB,
-    INFER__JOP_MUL,
-    INFER__JOP_DIV,
-    INFER__JOP_FLOORDIV,
-    INFER__JOP_MOD,
-    INFER__JOP_POW,
-    INFER__JOP_EQ,
-    INFER__JOP_NE,
-    INFER__JOP_LT,
-    INFER__JOP_LE,
-    INFER__JOP_GT,
-    INFER__JOP_GE,
-    INFER__JOP_IN,
-    INFER__JOP_NOTIN
-};
-
-struct infer__jj_node {
-    int kind, op, line;
-    infer__jj_val val;     /* LIT: the value; NAME, ATTR, FILTER, TEST, MACRO: the name (STR) */
-    infer__jj_node **kid;  /* children (some may be NULL) */
-    infer__jj_str **names; /* CALL, FILTER, TEST: keyword names (NULL: positional); MACRO: parameters */
-    int n;                 /* kid (and names) count */
-};
-
-typedef struct infer__jj_parser {
-    infer__jj_r *r;
-    infer__jj_tok *t; /* the current token */
-    int depth;
-} infer__jj_parser;
 
 static infer__jj_node *infer__jj_node_new(infer__jj_parser *P, int kind, int n) {
     infer__jj_node *x = (infer__jj_node *)infer__jj_alloc(P->r, sizeof *x);
@@ -23853,10 +23969,13 @@ static infer__jj_node *infer__jj_p_body(infer__jj_parser *P, const char *const *
     return body;
 }
 
+/* ==== src/jinja_builtin.c ==== */
+/* jinja_builtin.c - the Jinja interpreter's operations on values: scopes,
+   iteration, operators, builtin calls and methods, tests and filters. */
+
 /* ---- evaluation ---------------------------------------------------------------------- */
 
-static infer__jj_val infer__jj_eval(infer__jj_r *r, infer__jj_scope *s, infer__jj_node *x);
-static int infer__jj_exec(infer__jj_r *r, infer__jj_scope *s, infer__jj_node *x);
+static const char *infer__jj_memmem(infer__jj_r *r, const char *h, size_t hn, const char *n, size_t nn);
 
 static void infer__jj_step(infer__jj_r *r) {
     if (++r->steps > r->lim.max_steps)
@@ -23947,37 +24066,6 @@ static int64_t infer__jj_length(infer__jj_r *r, const infer__jj_val *v) {
     case INFER__JJ_DICT: return (int64_t)v->u.d->n;
     default: infer__jj_fail(r, "TypeError: object of type '%s' has no len()", infer__jj_type_name(v));
     }
-    return 0;
-}
-
-static int infer__jj_cmp(infer__jj_r *r, const infer__jj_val *a, const infer__jj_val *b) {
-    if (infer__jj_is_num(a) && infer__jj_is_num(b)) {
-        if (a->type != INFER__JJ_FLOAT && b->type != INFER__JJ_FLOAT) return a->u.i < b->u.i ? -1 : a->u.i > b->u.i;
-        return infer__jj_num(a) < infer__jj_num(b) ? -1 : infer__jj_num(a) > infer__jj_num(b);
-    }
-    if (a->type == INFER__JJ_STR && b->type == INFER__JJ_STR) {
-        size_t n = INFER__MIN(a->u.s->len, b->u.s->len);
-        int c;
-        infer__jj_work(r, 0, n);
-        c = memcmp(a->u.s->s, b->u.s->s, n);
-        if (c) return c < 0 ? -1 : 1;
-        return a->u.s->len < b->u.s->len ? -1 : a->u.s->len > b->u.s->len;
-    }
-    if (a->type == INFER__JJ_LIST && b->type == INFER__JJ_LIST && !((a->flags | b->flags) & INFER__JJ_LAZY)) {
-        size_t i;
-        if (++r->depth > r->lim.max_depth) infer__jj_fail(r, "comparison nested deeper than %d", r->lim.max_depth);
-        for (i = 0; i < a->u.l->n && i < b->u.l->n; i++) {
-            int c = infer__jj_cmp(r, &a->u.l->v[i], &b->u.l->v[i]);
-            if (c) {
-                r->depth--;
-                return c;
-            }
-        }
-        r->depth--;
-        return a->u.l->n < b->u.l->n ? -1 : a->u.l->n > b->u.l->n;
-    }
-    infer__jj_fail(r, "TypeError: '<' not supported between instances of '%s' and '%s'", infer__jj_type_name(a),
-                   infer__jj_type_name(b));
     return 0;
 }
 
@@ -24146,14 +24234,6 @@ static infer__jj_val infer__jj_binop(infer__jj_r *r, int op, infer__jj_val a, in
 }
 
 /* ---- builtin calls ---------------------------------------------------------------------- */
-
-typedef struct infer__jj_args {
-    infer__jj_val *pos;
-    int npos;
-    infer__jj_str **kwn;
-    infer__jj_val *kwv;
-    int nkw;
-} infer__jj_args;
 
 /* argument i, or keyword name, or NULL */
 static const infer__jj_val *infer__jj_arg(const infer__jj_args *a, int i, const char *name) {
@@ -24996,6 +25076,12 @@ static infer__jj_val infer__jj_filter(infer__jj_r *r, const char *name, const in
     return infer__jj_none();
 }
 
+/* ==== src/jinja_eval.c ==== */
+/* jinja_eval.c - the Jinja interpreter's evaluation: expressions and
+   statements (loops, macros, set, filter blocks) over the syntax tree. */
+
+#include <time.h>
+
 /* ---- expressions -------------------------------------------------------------------------- */
 
 static void infer__jj_eval_args(infer__jj_r *r, infer__jj_scope *s, infer__jj_node *x, int from, infer__jj_args *a) {
@@ -25373,6 +25459,21 @@ static int infer__jj_exec(infer__jj_r *r, infer__jj_scope *s, infer__jj_node *x)
     r->depth--;
     return flow;
 }
+
+/* ==== src/jinja.c ==== */
+/* jinja.c - the Jinja interpreter's API (infer_jinja_render and its limits),
+   which runs the parts jinja_value.c, jinja_parse.c, jinja_builtin.c and
+   jinja_eval.c: a sandboxed Jinja interpreter for chat templates, the subset of
+   jinja2 (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks,
+   loopcontrols) that models' tokenizer.chat_template use, with Python's
+   printing, comparison and string methods, rendering a JSON context.
+
+   Every value of one render lives in one arena, freed at the end: an error
+   anywhere longjmps back to infer_jinja_render, which frees the arena, so
+   nothing leaks and no code path has to unwind by hand. The arena's total
+   is the memory budget; steps (loop iterations, macro calls), nesting depth
+   (parsing and evaluation, macro recursion included) and every string's
+   length are bounded too, so a hostile template ends with a one-line error. */
 
 /* ---- the API ------------------------------------------------------------------------------------ */
 

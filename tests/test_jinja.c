@@ -1,4 +1,4 @@
-/* The Jinja interpreter (src/jinja.c): every reference rendering of
+/* The Jinja interpreter (src/jinja.c and its jinja_*.c parts): every reference rendering of
    ../shared/templates byte for byte, its limits against hostile templates,
    the Python semantics chat templates lean on, and `infer template`. */
 #define _XOPEN_SOURCE 700 /* mkstemp */
