@@ -300,7 +300,7 @@ def main():
 
         # 5. the game loop
         for mode in (["--workers", "1"], ["--budget", "4"]):
-            rc, out, err = wine(os.path.join(a.win, "npc.exe"), "-m", bench_model, "--frames", "300", "--quiet",
+            rc, out, err = wine(os.path.join(a.win, "npc.exe"), "-m", bench_model, "--frames", "600", "--quiet",
                                 *mode)
             # a line a character: "Mira    2 replies (0 failed),   83 tokens: ..."
             chars = [re.search(r"(\d+) replies \((\d+) failed\)", l) for l in out.decode().splitlines()]
