@@ -20,20 +20,158 @@
 #define CLI_MAYBE_UNUSED
 #endif
 
-/* 1 if a is a value-taking flag that run and chat both know, or one of
-   own[0..n_own), the command's own: the shared ones are listed once, so a
-   flag added for both cannot be missed by one. */
-static CLI_MAYBE_UNUSED int cli_known_flag(const char *a, const char *const *own, size_t n_own) {
-    static const char *const shared[] = {"-m", "--model", "-n", "-t", "--threads", "-c", "--ctx", "--temp",
-                                         "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
-                                         "--device", "--kv-type", "--stop", "--keep", "--rope-scaling",
-                                         "--rope-scale", "--lookup", "--draft", "--draft-n"};
-    size_t i;
-    for (i = 0; i < sizeof shared / sizeof shared[0]; i++)
-        if (!strcmp(a, shared[i])) return 1;
-    for (i = 0; i < n_own; i++)
-        if (!strcmp(a, own[i])) return 1;
-    return 0;
+/* ---- the flag table: every flag of every subcommand ---- */
+
+/* The subcommands, as bits of cli_flag.cmds (run's bit also covers eval,
+   tokenize and info, which share its parser). */
+#define CLI_CMD_RUN 0x01u
+#define CLI_CMD_CHAT 0x02u
+#define CLI_CMD_BENCH 0x04u
+#define CLI_CMD_EMBED 0x08u
+#define CLI_CMD_PERPLEXITY 0x10u
+#define CLI_CMD_QUANTIZE 0x20u
+#define CLI_CMD_TEMPLATE 0x40u
+#define CLI_CMD_SERVE 0x80u
+#define CLI_CMD_ALL 0xffu
+
+/* One flag: its name, another name for the same flag (NULL: none), its
+   value's name (NULL: a flag without a value), the commands that accept it
+   and a one-line help. A name may have several entries, for commands that
+   give it different meanings (bench's -p N, run's -p TEXT). */
+typedef struct cli_flag {
+    const char *name, *alias, *value;
+    unsigned cmds;
+    const char *help;
+} cli_flag;
+
+#define CLI_GEN (CLI_CMD_RUN | CLI_CMD_CHAT)
+#define CLI_SPEC (CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_BENCH | CLI_CMD_SERVE)
+
+/* The table; *n gets its length. */
+static CLI_MAYBE_UNUSED const cli_flag *cli_flags(size_t *n) {
+    static const cli_flag t[] = {
+        {"-h", "--help", NULL, CLI_CMD_ALL, "this help"},
+        {"-m", "--model", "MODEL", CLI_GEN | CLI_CMD_PERPLEXITY | CLI_CMD_TEMPLATE, "the model, a GGUF file"},
+        {"-m", NULL, "MODEL", CLI_CMD_BENCH | CLI_CMD_EMBED | CLI_CMD_SERVE, "the model, a GGUF file"},
+        {"--template", NULL, "FILE", CLI_CMD_TEMPLATE, "a Jinja chat template (instead of -m's)"},
+        {"--conversation", NULL, "FILE.json", CLI_CMD_TEMPLATE, "the messages to render, a JSON array"},
+        {"-p", "--prompt", "TEXT", CLI_CMD_RUN, "the prompt (tokenize: the text)"},
+        {"-p", NULL, "TEXT", CLI_CMD_EMBED, "the text to embed"},
+        {"-p", NULL, "N", CLI_CMD_BENCH, "prompt tokens (default 128)"},
+        {"-f", "--file", "FILE", CLI_CMD_RUN, "the prompt (tokenize: the text) read from FILE"},
+        {"-f", "--file", "FILE", CLI_CMD_PERPLEXITY, "the text to score"},
+        {"-f", NULL, "FILE", CLI_CMD_EMBED, "the texts to embed, one a line"},
+        {"--tokens", NULL, "IDS", CLI_CMD_RUN, "eval: the token ids to decode, \"1 2 3\""},
+        {"--system", NULL, "TEXT", CLI_CMD_CHAT, "a system message first"},
+        {"-n", NULL, "N", CLI_GEN, "most tokens to generate (run 128; chat 256 a reply)"},
+        {"-n", NULL, "N", CLI_CMD_BENCH, "tokens generated (default 64)"},
+        {"-r", NULL, "N", CLI_CMD_BENCH, "repetitions (default 5)"},
+        {"-d", NULL, "DEPTH", CLI_CMD_BENCH, "tokens already in the context (default 0)"},
+        {"-t", "--threads", "N", CLI_GEN | CLI_CMD_PERPLEXITY | CLI_CMD_QUANTIZE, "threads"},
+        {"-t", NULL, "N", CLI_CMD_BENCH | CLI_CMD_EMBED | CLI_CMD_SERVE, "threads"},
+        {"-c", "--ctx", "N", CLI_GEN | CLI_CMD_PERPLEXITY, "context length (0: the model's)"},
+        {"-c", NULL, "N", CLI_CMD_EMBED, "context length"},
+        {"-c", NULL, "N", CLI_CMD_SERVE, "context length per sequence"},
+        {"-o", NULL, "md|json|csv", CLI_CMD_BENCH, "the output's format (default md)"},
+        {"-o", NULL, "json|text", CLI_CMD_EMBED, "the output's format (default json)"},
+        {"--pooling", NULL, "mean|last|first", CLI_CMD_EMBED, "how token vectors make one (default mean)"},
+        {"--no-normalize", NULL, NULL, CLI_CMD_EMBED, "vectors as pooled, not of length 1"},
+        {"--chunks", NULL, "N", CLI_CMD_PERPLEXITY, "score at most N chunks of -c tokens"},
+        {"--allow-requantize", NULL, NULL, CLI_CMD_QUANTIZE, "quantize tensors that are quantized already"},
+        {"--temp", NULL, "T", CLI_GEN, "temperature (0: greedy)"},
+        {"--top-k", NULL, "K", CLI_GEN, "sample from the K most probable tokens"},
+        {"--top-p", NULL, "P", CLI_GEN, "nucleus sampling: tokens of probability mass P"},
+        {"--min-p", NULL, "P", CLI_GEN, "drop tokens under P times the top one's probability"},
+        {"--repeat-penalty", NULL, "R", CLI_GEN, "penalize repeated tokens (1: none)"},
+        {"--seed", NULL, "S", CLI_GEN, "the sampler's seed"},
+        {"--device", NULL, "cpu|cuda|auto", CLI_SPEC | CLI_CMD_EMBED | CLI_CMD_PERPLEXITY,
+         "where the forward pass runs (auto: the GPU where there is one)"},
+        {"--kv-type", NULL, "f16|q8_0|q4_0", CLI_SPEC | CLI_CMD_PERPLEXITY, "the KV cache's format (q8_0: half the memory)"},
+        {"--stop", NULL, "STR", CLI_GEN, "end the reply at STR (not printed); may repeat"},
+        {"--context-shift", NULL, NULL, CLI_GEN, "a full context drops its older half and goes on"},
+        {"--keep", NULL, "N", CLI_GEN, "positions --context-shift keeps at the start"},
+        {"--grammar", NULL, "GBNF", CLI_GEN, "the output follows a GBNF grammar (rule root)"},
+        {"--grammar-file", NULL, "FILE", CLI_GEN, "the same, the grammar read from FILE"},
+        {"--json-schema", NULL, "SCHEMA", CLI_GEN, "the output is JSON the schema allows"},
+        {"--json-schema-file", NULL, "FILE", CLI_GEN, "the same, the schema read from FILE"},
+        {"--logit-bias", NULL, "ID(+|-)B", CLI_GEN, "add B to token ID's logit (ID-inf: never chosen); may repeat"},
+        {"--n-probs", NULL, "N", CLI_GEN, "each token's N most probable tokens (run: in --json, else stderr)"},
+        {"--json", NULL, NULL, CLI_CMD_RUN, "run, eval: one JSON object on stdout"},
+        {"--no-bos", NULL, NULL, CLI_CMD_RUN, "tokenize: no beginning-of-sequence token"},
+        {"--special", NULL, NULL, CLI_CMD_RUN, "tokenize: special tokens' text as those tokens"},
+        {"--prompt-cache", NULL, "FILE", CLI_CMD_RUN, "reuse the prompt state saved in FILE, then save it there"},
+        {"--beams", NULL, "N", CLI_CMD_RUN, "beam search of N beams instead of sampling"},
+        {"--length-penalty", NULL, "L", CLI_CMD_RUN, "beams score sum(log p) / length^L (default 1)"},
+        {"--lookup", NULL, "N", CLI_SPEC, "speculative decoding: draft up to N tokens by prompt lookup"},
+        {"--draft", NULL, "MODEL", CLI_SPEC, "speculative decoding with a draft model of the same vocabulary"},
+        {"--draft-n", NULL, "N", CLI_SPEC, "tokens the draft model drafts a pass (default 4)"},
+        {"--rope-scaling", NULL, "none|linear|yarn", CLI_GEN | CLI_CMD_SERVE, "RoPE scaling to reach past the trained context"},
+        {"--rope-scale", NULL, "F", CLI_GEN | CLI_CMD_SERVE, "reach F times the trained context"},
+        {"--think", NULL, "on|off", CLI_CMD_CHAT, "off: Qwen3 and SmolLM3 answer without reasoning"},
+        {"--reasoning", NULL, "show|hide", CLI_CMD_CHAT, "a reply's <think> reasoning shown apart, or hidden"},
+        {"--reasoning-budget", NULL, "N", CLI_CMD_CHAT | CLI_CMD_SERVE, "close a reply's reasoning after N tokens"},
+        {"--chat-template-file", NULL, "FILE", CLI_CMD_CHAT | CLI_CMD_SERVE, "format chats with the Jinja template in FILE"},
+        {"--jinja", NULL, NULL, CLI_CMD_CHAT, "format the chat with the model's own Jinja template"},
+        {"--parallel", NULL, "N", CLI_CMD_BENCH, "N sequences decoding together (default 1)"},
+        {"--parallel", "-np", "N", CLI_CMD_SERVE, "replies decoding together (default 4)"},
+        {"--host", NULL, "HOST", CLI_CMD_SERVE, "the address to listen on (default 127.0.0.1)"},
+        {"--port", NULL, "PORT", CLI_CMD_SERVE, "the port (default 8080; 0: a free one)"},
+        {"--api-key", NULL, "KEY", CLI_CMD_SERVE, "requests need Authorization: Bearer KEY"},
+        {"--alias", NULL, "NAME", CLI_CMD_SERVE, "the model's name in the API"},
+        {"--queue", NULL, "N", CLI_CMD_SERVE, "requests that may wait for a sequence (default 16)"},
+        {"--max-body", NULL, "BYTES", CLI_CMD_SERVE, "a request body's size limit (default 1048576)"},
+        {"--max-schema", NULL, "BYTES", CLI_CMD_SERVE, "response_format's schema limit (default 524288)"},
+        {"--max-grammar", NULL, "BYTES", CLI_CMD_SERVE, "the grammar made from it, limit (default 8388608)"},
+        {"--max-messages", NULL, "N", CLI_CMD_SERVE, "messages a request may hold (default 1024)"},
+        {"--max-connections", NULL, "N", CLI_CMD_SERVE, "connections open at once (default 1000)"},
+        {"--read-timeout", NULL, "SECS", CLI_CMD_SERVE, "for a request's headers and body (default 10)"},
+        {"--drain-timeout", NULL, "SECS", CLI_CMD_SERVE, "on SIGTERM, for the replies in flight (default 30)"},
+    };
+    *n = sizeof t / sizeof t[0];
+    return t;
+}
+
+/* The entry of flag a in command cmd (a CLI_CMD_ bit), or NULL. */
+static CLI_MAYBE_UNUSED const cli_flag *cli_flag_find(const char *a, unsigned cmd) {
+    size_t n, i;
+    const cli_flag *t = cli_flags(&n);
+    for (i = 0; i < n; i++)
+        if ((t[i].cmds & cmd) && (!strcmp(a, t[i].name) || (t[i].alias && !strcmp(a, t[i].alias)))) return &t[i];
+    return NULL;
+}
+
+/* Checks argv[i] as a flag of command cmd (argv[1] names it): 1 when it
+   takes argv[i + 1] as its value, 0 when it takes none, -1 (the one-line
+   error printed) when it is unknown or its value is missing. */
+static CLI_MAYBE_UNUSED int cli_flag_check(int argc, char **argv, int i, unsigned cmd) {
+    const cli_flag *f = cli_flag_find(argv[i], cmd);
+    if (!f) {
+        fprintf(stderr, "infer: unknown option %s (see infer %s --help)\n", argv[i], argv[1]);
+        return -1;
+    }
+    if (f->value && i + 1 >= argc) {
+        fprintf(stderr, "infer: option %s needs a value\n", argv[i]);
+        return -1;
+    }
+    return f->value != NULL;
+}
+
+/* 1 if a asks for help (-h, --help). */
+static CLI_MAYBE_UNUSED int cli_is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }
+
+/* Prints command cmd's options, one a line, from the table. */
+static CLI_MAYBE_UNUSED void cli_print_options(FILE *f, unsigned cmd) {
+    size_t n, i;
+    const cli_flag *t = cli_flags(&n);
+    for (i = 0; i < n; i++) {
+        char head[64];
+        int w;
+        if (!(t[i].cmds & cmd)) continue;
+        w = snprintf(head, sizeof head, "%s%s%s%s%s", t[i].name, t[i].alias ? ", " : "", t[i].alias ? t[i].alias : "",
+                     t[i].value ? " " : "", t[i].value ? t[i].value : "");
+        if (w < 26) fprintf(f, "  %-26s %s\n", head, t[i].help);
+        else fprintf(f, "  %s\n  %-26s %s\n", head, "", t[i].help);
+    }
 }
 
 /* Prints "infer: " fmt (with one string argument) and a newline; returns 1. */
@@ -129,16 +267,6 @@ typedef struct cli_output {
     int n_probs;                  /* top probabilities to show per token (0: none) */
 } cli_output;
 
-/* 1 if a is one of these flags (each takes a value). */
-static CLI_MAYBE_UNUSED int cli_output_flag(const char *a) {
-    static const char *const flags[] = {"--grammar",    "--grammar-file", "--json-schema",
-                                        "--json-schema-file", "--logit-bias", "--n-probs"};
-    size_t i;
-    for (i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(a, flags[i])) return 1;
-    return 0;
-}
-
 /* --logit-bias ID(+|-)BIAS as llama.cpp writes it: 15043+1, 15043-0.5,
    15043-inf (never chosen). */
 static CLI_MAYBE_UNUSED int cli_logit_bias(const char *v, cli_output *o) {
@@ -171,6 +299,13 @@ static CLI_MAYBE_UNUSED int cli_output_option(const char *a, const char *v, cli_
     else if (!strcmp(a, "--n-probs")) *ok = cli_int(v, &o->n_probs) && o->n_probs >= 0 && o->n_probs <= CLI_MAX_PROBS;
     else return 0;
     return 1;
+}
+
+/* 1 if a is one of the flags above (each takes a value). */
+static CLI_MAYBE_UNUSED int cli_output_flag(const char *a) {
+    static cli_output o;
+    int ok;
+    return cli_output_option(a, "", &o, &ok);
 }
 
 /* Size caps of the files the commands read whole into memory: past them
@@ -408,8 +543,7 @@ static CLI_MAYBE_UNUSED void cli_rope_defaults(infer_model_params *mp) {
 
 #define CLI_MAX_STOP 16
 
-/* The options run and chat share (the value flags cli_known_flag lists as
-   shared), embedded in each command's own options. */
+/* The options run and chat share (cli_common_option's), embedded in each command's own options. */
 typedef struct cli_common {
     const char *model;
     int n_predict, threads, n_ctx;
