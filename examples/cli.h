@@ -159,10 +159,12 @@ static CLI_MAYBE_UNUSED int cli_flag_check(int argc, char **argv, int i, unsigne
 /* 1 if a asks for help (-h, --help). */
 static CLI_MAYBE_UNUSED int cli_is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }
 
-/* Prints command cmd's options, one a line, from the table. */
+/* Prints "options:" and command cmd's options, one a line, from the
+   table (notes after them go after a blank line). */
 static CLI_MAYBE_UNUSED void cli_print_options(FILE *f, unsigned cmd) {
     size_t n, i;
     const cli_flag *t = cli_flags(&n);
+    fprintf(f, "options:\n");
     for (i = 0; i < n; i++) {
         char head[64];
         int w;

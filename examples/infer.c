@@ -37,6 +37,7 @@ static const char *usage =
 
 /* run's notes after its options (eval, tokenize and info share them) */
 static const char *run_notes =
+    "\n"
     "  -f FILE: the prompt as -p gives it, less one final newline. --stop, --logit-bias may repeat.\n"
     "  --lookup N: the context's own earlier tokens drafted, verified in the same pass; output\n"
     "  unchanged. --draft MODEL drafts greedily in a context of its own (give one of the two).\n"
@@ -56,7 +57,7 @@ static void print_all_options(FILE *f) {
                 {"serve", CLI_CMD_SERVE},                 {"template", CLI_CMD_TEMPLATE}};
     size_t i;
     for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-        fprintf(f, "\noptions of %s:\n", cmds[i].name);
+        fprintf(f, "\n%s ", cmds[i].name);
         cli_print_options(f, cmds[i].cmd);
     }
 }

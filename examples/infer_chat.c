@@ -30,6 +30,7 @@
 int infer_cmd_chat(int argc, char **argv);
 
 static const char *const chat_notes =
+    "\n"
     "  -n N is per reply; the sampling, --grammar ... --n-probs, --lookup, --draft and RoPE flags\n"
     "  work as run's (infer run --help); the draft model follows the conversation in a context of\n"
     "  its own, as long as the chat's.\n"

@@ -43,6 +43,7 @@ int infer_cmd_quantize(int argc, char **argv) {
             if (cli_is_help(a)) {
                 printf("usage: infer quantize IN.gguf OUT.gguf TYPE [options]\n");
                 cli_print_options(stdout, CLI_CMD_QUANTIZE);
+                fputc('\n', stdout);
                 list_targets(stdout);
                 return 0;
             }

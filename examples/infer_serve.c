@@ -81,6 +81,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 static const char *serve_notes =
+    "\n"
     "  A prompt that takes over 2 s to read shows its progress on stderr.\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
     "  GET /v1/models[/ID]; and Anthropic's POST /v1/messages. Chats take tools and\n"
