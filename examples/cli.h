@@ -20,20 +20,85 @@
 #define CLI_MAYBE_UNUSED
 #endif
 
-/* 1 if a is a value-taking flag that run and chat both know, or one of
-   own[0..n_own), the command's own: the shared ones are listed once, so a
-   flag added for both cannot be missed by one. */
-static CLI_MAYBE_UNUSED int cli_known_flag(const char *a, const char *const *own, size_t n_own) {
-    static const char *const shared[] = {"-m", "--model", "-n", "-t", "--threads", "-c", "--ctx", "--temp",
-                                         "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed",
-                                         "--device", "--kv-type", "--stop", "--keep", "--rope-scaling",
-                                         "--rope-scale", "--lookup", "--draft", "--draft-n"};
-    size_t i;
-    for (i = 0; i < sizeof shared / sizeof shared[0]; i++)
-        if (!strcmp(a, shared[i])) return 1;
-    for (i = 0; i < n_own; i++)
-        if (!strcmp(a, own[i])) return 1;
-    return 0;
+/* ---- the flag table: every flag of every subcommand ---- */
+
+/* The subcommands, as bits of cli_flag.cmds (run's bit also covers eval,
+   tokenize and info, which share its parser). */
+#define CLI_CMD_RUN 0x01u
+#define CLI_CMD_CHAT 0x02u
+#define CLI_CMD_BENCH 0x04u
+#define CLI_CMD_EMBED 0x08u
+#define CLI_CMD_PERPLEXITY 0x10u
+#define CLI_CMD_QUANTIZE 0x20u
+#define CLI_CMD_TEMPLATE 0x40u
+#define CLI_CMD_SERVE 0x80u
+#define CLI_CMD_ALL 0xffu
+
+/* One flag: its name, another name for the same flag (NULL: none), its
+   value's name (NULL: a flag without a value), the commands that accept it
+   and a one-line help. A name may have several entries, for commands that
+   give it different meanings (bench's -p N, run's -p TEXT). */
+typedef struct cli_flag {
+    const char *name, *alias, *value;
+    unsigned cmds;
+    const char *help;
+} cli_flag;
+
+#define CLI_GEN (CLI_CMD_RUN | CLI_CMD_CHAT)
+#define CLI_SPEC (CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_BENCH | CLI_CMD_SERVE)
+
+/* The table (its rows in cli_flags.def); *n gets its length. */
+static CLI_MAYBE_UNUSED const cli_flag *cli_flags(size_t *n) {
+    static const cli_flag t[] = {
+#include "cli_flags.def"
+    };
+    *n = sizeof t / sizeof t[0];
+    return t;
+}
+
+/* The entry of flag a in command cmd (a CLI_CMD_ bit), or NULL. */
+static CLI_MAYBE_UNUSED const cli_flag *cli_flag_find(const char *a, unsigned cmd) {
+    size_t n, i;
+    const cli_flag *t = cli_flags(&n);
+    for (i = 0; i < n; i++)
+        if ((t[i].cmds & cmd) && (!strcmp(a, t[i].name) || (t[i].alias && !strcmp(a, t[i].alias)))) return &t[i];
+    return NULL;
+}
+
+/* Checks argv[i] as a flag of command cmd (argv[1] names it): 1 when it
+   takes argv[i + 1] as its value, 0 when it takes none, -1 (the one-line
+   error printed) when it is unknown or its value is missing. */
+static CLI_MAYBE_UNUSED int cli_flag_check(int argc, char **argv, int i, unsigned cmd) {
+    const cli_flag *f = cli_flag_find(argv[i], cmd);
+    if (!f) {
+        fprintf(stderr, "infer: unknown option %s (see infer %s --help)\n", argv[i], argv[1]);
+        return -1;
+    }
+    if (f->value && i + 1 >= argc) {
+        fprintf(stderr, "infer: option %s needs a value\n", argv[i]);
+        return -1;
+    }
+    return f->value != NULL;
+}
+
+/* 1 if a asks for help (-h, --help). */
+static CLI_MAYBE_UNUSED int cli_is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }
+
+/* Prints "options:" and command cmd's options, one a line, from the
+   table (notes after them go after a blank line). */
+static CLI_MAYBE_UNUSED void cli_print_options(FILE *f, unsigned cmd) {
+    size_t n, i;
+    const cli_flag *t = cli_flags(&n);
+    fprintf(f, "options:\n");
+    for (i = 0; i < n; i++) {
+        char head[64];
+        int w;
+        if (!(t[i].cmds & cmd)) continue;
+        w = snprintf(head, sizeof head, "%s%s%s%s%s", t[i].name, t[i].alias ? ", " : "", t[i].alias ? t[i].alias : "",
+                     t[i].value ? " " : "", t[i].value ? t[i].value : "");
+        if (w < 26) fprintf(f, "  %-26s %s\n", head, t[i].help);
+        else fprintf(f, "  %s\n  %-26s %s\n", head, "", t[i].help);
+    }
 }
 
 /* Prints "infer: " fmt (with one string argument) and a newline; returns 1. */
@@ -129,16 +194,6 @@ typedef struct cli_output {
     int n_probs;                  /* top probabilities to show per token (0: none) */
 } cli_output;
 
-/* 1 if a is one of these flags (each takes a value). */
-static CLI_MAYBE_UNUSED int cli_output_flag(const char *a) {
-    static const char *const flags[] = {"--grammar",    "--grammar-file", "--json-schema",
-                                        "--json-schema-file", "--logit-bias", "--n-probs"};
-    size_t i;
-    for (i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strcmp(a, flags[i])) return 1;
-    return 0;
-}
-
 /* --logit-bias ID(+|-)BIAS as llama.cpp writes it: 15043+1, 15043-0.5,
    15043-inf (never chosen). */
 static CLI_MAYBE_UNUSED int cli_logit_bias(const char *v, cli_output *o) {
@@ -171,6 +226,13 @@ static CLI_MAYBE_UNUSED int cli_output_option(const char *a, const char *v, cli_
     else if (!strcmp(a, "--n-probs")) *ok = cli_int(v, &o->n_probs) && o->n_probs >= 0 && o->n_probs <= CLI_MAX_PROBS;
     else return 0;
     return 1;
+}
+
+/* 1 if a is one of the flags above (each takes a value). */
+static CLI_MAYBE_UNUSED int cli_output_flag(const char *a) {
+    static cli_output o;
+    int ok;
+    return cli_output_option(a, "", &o, &ok);
 }
 
 /* Size caps of the files the commands read whole into memory: past them
@@ -408,8 +470,7 @@ static CLI_MAYBE_UNUSED void cli_rope_defaults(infer_model_params *mp) {
 
 #define CLI_MAX_STOP 16
 
-/* The options run and chat share (the value flags cli_known_flag lists as
-   shared), embedded in each command's own options. */
+/* The options run and chat share (cli_common_option's), embedded in each command's own options. */
 typedef struct cli_common {
     const char *model;
     int n_predict, threads, n_ctx;

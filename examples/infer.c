@@ -20,69 +20,47 @@ int infer_cmd_serve(int argc, char **argv);      /* infer_serve.c, where libmicr
 #endif
 
 static const char *usage =
-    "usage: infer COMMAND [options]   (infer COMMAND --help for some; infer --version)\n"
-    "  run       -m MODEL [-p PROMPT | -f FILE] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-    "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--json] [--device D]\n"
-    "            [--kv-type f16|q8_0|q4_0] [--stop STR]... [--context-shift] [--keep N]\n"
-    "            [--grammar GBNF | --grammar-file F | --json-schema S | --json-schema-file F]\n"
-    "            [--logit-bias ID(+|-)B]... [--n-probs N] [--prompt-cache FILE]\n"
-    "            [--beams N [--length-penalty L]] [--lookup N | --draft MODEL [--draft-n N]]\n"
-    "            [--rope-scaling none|linear|yarn] [--rope-scale F]\n"
-    "  eval      -m MODEL --tokens \"1 2 3\" [--json] [-t THREADS] [--device D]\n"
-    "  tokenize  -m MODEL (-p TEXT | --file PATH) [--no-bos] [--special]\n"
-    "  info      -m MODEL [--device D]\n"
-    "  chat      -m MODEL [--system TEXT] [-n N per reply] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-    "            [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX] [--device D]   (user turns from stdin)\n"
-    "            [--kv-type f16|q8_0|q4_0] [--think on|off] [--stop STR]... [--context-shift] [--keep N]\n"
-    "            [--grammar ... | --json-schema ... | --logit-bias ... as run]\n"
-    "            [--reasoning show|hide] [--reasoning-budget N] [--chat-template-file F | --jinja]\n"
-    "            [--lookup N | --draft MODEL [--draft-n N]] [--rope-scaling ... --rope-scale ... as run]\n"
-    "            (see infer chat --help)\n"
-    "  quantize  IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n"
+    "usage: infer COMMAND [options]   (infer COMMAND --help: its options; infer --version)\n"
+    "  run       -m MODEL (-p PROMPT | -f FILE): generate text from a prompt\n"
+    "  eval      -m MODEL --tokens \"1 2 3\": every position's logits, as JSON\n"
+    "  tokenize  -m MODEL (-p TEXT | --file PATH): the text's token ids\n"
+    "  info      -m MODEL: the GGUF's metadata and tensors\n"
+    "  chat      -m MODEL: a conversation, user turns from stdin\n"
+    "  quantize  IN.gguf OUT.gguf TYPE: a model converted to another type\n"
     "            (TYPE: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K Q4_K_M Q5_K_M)\n"
-    "  perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device D]\n"
-    "  bench     -m MODEL [-p 128] [-n 64] [-r 5] [-d DEPTH] [-t THREADS] [-o md|json|csv] [--device D]\n"
-    "            [--parallel N] [--lookup N] [--draft MODEL [--draft-n N]]\n"
-    "  embed     -m MODEL (-p TEXT | -f FILE) [--pooling mean|last|first] [--no-normalize] [-o json|text]\n"
-    "            [--kv-type f16|q8_0|q4_0]\n"
-    "  serve     -m MODEL [--host H] [--port P] [--parallel N] ...   an OpenAI-compatible server\n"
-    "            (see infer serve --help)\n"
-    "  template  (--template FILE | -m MODEL) --conversation FILE.json   (the chat template's text, rendered)\n"
-    "  version   this build's version (also infer --version)\n"
-    ;
-/* (two strings: C99 compilers need take no literal longer than 4,095 characters) */
-static const char *usage_options =
-    "  -f FILE: the prompt read from FILE (run), as -p gives it\n"
-    "  --kv-type T: the KV cache's format, f16 (the default), q8_0 (half the memory) or q4_0\n"
-    "  --think off: Qwen3 and SmolLM3 answer without reasoning (chat; on is the default)\n"
-    "  --reasoning show|hide: a reply's <think> reasoning shown apart from the answer (dimmed on\n"
-    "            a terminal, else on stderr after \"[reasoning] \") or hidden (chat)\n"
-    "  --reasoning-budget N: close a reply's reasoning after N tokens (chat)\n"
-    "  --chat-template-file F, --jinja: format the chat with a Jinja template, F's or the\n"
-    "            model's own, instead of the built-in formats (chat)\n"
-    "  --stop STR: end the reply at STR (not printed); may be given several times (run, chat)\n"
-    "  --grammar GBNF, --grammar-file F: the output follows a GBNF grammar (rule root)\n"
-    "  --json-schema S, --json-schema-file F: the output is JSON the schema allows\n"
-    "  --logit-bias ID+B, ID-B, ID-inf: add B to token ID's logit (-inf: never chosen)\n"
-    "  --n-probs N: each token's N most probable tokens (run: in --json, else on stderr)\n"
-    "  --prompt-cache FILE: reuse the state saved in FILE for the prompt's tokens it shares,\n"
-    "            then save the prompt's state there (run)\n"
-    "  --beams N: beam search of N beams instead of sampling; --length-penalty L: score\n"
-    "            sum(log p) / length^L (default 1) (run)\n"
-    "  --lookup N: speculative decoding: draft up to N tokens a pass by prompt lookup (the\n"
-    "            context's own earlier tokens), verified in the same pass; output unchanged (run, chat; bench:\n"
-    "            a paragraph rewrite's tokens/s with and without it, and the acceptance rate)\n"
-    "  --draft MODEL: speculative decoding with a draft model of the same vocabulary, run\n"
-    "            in its own context, drafting --draft-n N tokens (default 4) greedily (run; serve;\n"
-    "            bench: the paragraph rewrite with the draft model drafting)\n"
-    "  --context-shift: when the context is full, drop the older half of it (after --keep N\n"
-    "            positions) and go on, instead of stopping with an error (run, chat)\n"
-    "  --rope-scaling linear|yarn --rope-scale F: reach F times the model's trained context\n"
-    "            (-c past it warns): linear divides positions by F, YaRN stretches the slow\n"
-    "            RoPE frequencies only; none: no scaling even where the GGUF sets one (run, chat, serve)\n"
-    "  A prompt that takes over 2 s to read shows its progress on stderr (run, chat, serve)\n"
-    "  --device D: where the forward pass runs: cpu, cuda or auto (the default: the GPU when\n"
-    "            this build has CUDA and one is present, else the CPU)\n";
+    "  perplexity -m MODEL -f FILE: the model's perplexity on a text\n"
+    "  bench     -m MODEL: prompt and generation speed\n"
+    "  embed     -m MODEL (-p TEXT | -f FILE): embedding vectors\n"
+    "  serve     -m MODEL: an OpenAI-compatible server\n"
+    "  template  (--template FILE | -m MODEL) --conversation FILE.json: the chat template's text, rendered\n"
+    "  version   this build's version (also infer --version)\n";
+
+/* run's notes after its options (eval, tokenize and info share them) */
+static const char *run_notes =
+    "\n"
+    "  -f FILE: the prompt as -p gives it, less one final newline. --stop, --logit-bias may repeat.\n"
+    "  --lookup N: the context's own earlier tokens drafted, verified in the same pass; output\n"
+    "  unchanged. --draft MODEL drafts greedily in a context of its own (give one of the two).\n"
+    "  --rope-scaling linear|yarn --rope-scale F: reach F times the model's trained context (-c past\n"
+    "  it warns): linear divides positions by F, YaRN stretches the slow RoPE frequencies only;\n"
+    "  none: no scaling even where the GGUF sets one. --rope-scale alone means yarn.\n"
+    "  A prompt that takes over 2 s to read shows its progress on stderr.\n";
+
+/* Every command's options, from cli.h's table (infer --help). */
+static void print_all_options(FILE *f) {
+    static const struct {
+        const char *name;
+        unsigned cmd;
+    } cmds[] = {{"run, eval, tokenize, info", CLI_CMD_RUN}, {"chat", CLI_CMD_CHAT},
+                {"quantize", CLI_CMD_QUANTIZE},           {"perplexity", CLI_CMD_PERPLEXITY},
+                {"bench", CLI_CMD_BENCH},                 {"embed", CLI_CMD_EMBED},
+                {"serve", CLI_CMD_SERVE},                 {"template", CLI_CMD_TEMPLATE}};
+    size_t i;
+    for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        fprintf(f, "\n%s ", cmds[i].name);
+        cli_print_options(f, cmds[i].cmd);
+    }
+}
 
 typedef struct options {
     cli_common c; /* -m, -n, -t, -c, sampling, --device, --kv-type, --stop, --keep, RoPE, --lookup, --draft */
@@ -94,43 +72,32 @@ typedef struct options {
     cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
 } options;
 
-/* The options that take a value. */
-static int known_option(const char *a) {
-    static const char *const own[] = {"-p", "--prompt", "-f", "--file", "--tokens", "--beams",
-                                      "--length-penalty", "--prompt-cache"};
-    return cli_known_flag(a, own, sizeof own / sizeof own[0]);
-}
-
-/* Parses argv[2..]; returns 0 and prints the problem on a bad flag. */
+/* Parses argv[2..]; returns 0 and prints the problem on a bad flag, 2 on
+   -h/--help. */
 static int parse_options(int argc, char **argv, options *o) {
     int i;
     memset(o, 0, sizeof *o);
     cli_common_defaults(&o->c, 128);
     o->length_penalty = 1.0f;
     for (i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int ok = 1, takes = 1;
-        if (!strcmp(a, "--json")) o->json = 1, takes = 0;
-        else if (!strcmp(a, "--no-bos")) o->no_bos = 1, takes = 0;
-        else if (!strcmp(a, "--special")) o->special = 1, takes = 0;
-        else if (!strcmp(a, "--context-shift")) o->shift = 1, takes = 0;
-        else if (cli_output_flag(a)) {
-            if (!v) return cli_fail("option %s needs a value", a), 0;
-            cli_output_option(a, v, &o->out, &ok);
-        } else if (!known_option(a)) return cli_fail("unknown option %s (see infer --help)", a), 0;
-        else if (!v) return cli_fail("option %s needs a value", a), 0;
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
+        const char *a = argv[i], *v;
+        int ok = 1, shared, takes = cli_flag_check(argc, argv, i, CLI_CMD_RUN);
+        if (takes < 0) return 0;
+        v = takes ? argv[i + 1] : NULL;
+        if (cli_is_help(a)) return 2;
+        else if (!strcmp(a, "--json")) o->json = 1;
+        else if (!strcmp(a, "--no-bos")) o->no_bos = 1;
+        else if (!strcmp(a, "--special")) o->special = 1;
+        else if (!strcmp(a, "--context-shift")) o->shift = 1;
+        else if (cli_output_option(a, v, &o->out, &ok)) {
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->file = v;
         else if (!strcmp(a, "--tokens")) o->tokens = v;
         else if (!strcmp(a, "--beams")) ok = cli_int(v, &o->beams) && o->beams >= 1 && o->beams <= 64;
         else if (!strcmp(a, "--length-penalty")) ok = cli_float(v, &o->length_penalty);
         else if (!strcmp(a, "--prompt-cache")) o->prompt_cache = v;
-        else {
-            int shared = cli_common_option(a, v, &o->c, &ok);
-            if (shared < 0) return 0;
-            if (!shared) return cli_fail("unknown option %s (see infer --help)", a), 0;
-        }
+        else if ((shared = cli_common_option(a, v, &o->c, &ok)) < 0) return 0;
+        else if (!shared) return cli_fail("option %s is not handled (a bug)", a), 0;
         if (!ok) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
             return 0;
@@ -653,7 +620,7 @@ int main(int argc, char **argv) {
     cmd = argc > 1 ? argv[1] : NULL;
     if (!cmd || !strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage, cmd ? stdout : stderr);
-        fputs(usage_options, cmd ? stdout : stderr);
+        print_all_options(cmd ? stdout : stderr);
         return cmd ? 0 : 1;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
@@ -679,7 +646,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "infer: unknown command '%s' (see infer --help)\n", cmd);
         return 1;
     }
-    if (!parse_options(argc, argv, &o)) return 1;
+    switch (parse_options(argc, argv, &o)) {
+    case 0: return 1;
+    case 2:
+        printf("usage: infer %s -m MODEL [options]   (run, eval, tokenize and info share them)\n", cmd);
+        cli_print_options(stdout, CLI_CMD_RUN);
+        fputs(run_notes, stdout);
+        return 0;
+    }
     if (o.file && (!strcmp(cmd, "eval") || !strcmp(cmd, "info")))
         return cli_fail("-f/--file is not an option of %s (run and tokenize read text from a file)", cmd);
     if (!strcmp(cmd, "run")) {

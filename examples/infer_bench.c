@@ -127,6 +127,7 @@ typedef struct bench_result {
     double avg, stddev, ttft_ms;
 } bench_result;
 
+/* 1: parsed; 0: a bad command line (said on stderr); 2: --help was printed. */
 static int parse_args(int argc, char **argv, bench_opts *o) {
     int i;
     o->model = NULL;
@@ -147,9 +148,11 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
         char *end;
         long n = 0;
         int is_num = 1;
-        if (!v) {
-            fprintf(stderr, "infer: option %s needs a value\n", a);
-            return 0;
+        if (cli_flag_check(argc, argv, i, CLI_CMD_BENCH) < 0) return 0;
+        if (cli_is_help(a)) {
+            printf("usage: infer bench -m MODEL [options]\n");
+            cli_print_options(stdout, CLI_CMD_BENCH);
+            return 2;
         }
         if (!strcmp(a, "-m")) o->model = v, is_num = 0;
         else if (!strcmp(a, "--draft")) o->draft = v, is_num = 0;
@@ -169,11 +172,6 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             }
             o->kv_type = !strcmp(v, "q8_0") ? INFER_TYPE_Q8_0 : !strcmp(v, "q4_0") ? INFER_TYPE_Q4_0 : INFER_TYPE_F16;
             is_num = 0;
-        }
-        else if (strcmp(a, "-p") && strcmp(a, "-n") && strcmp(a, "-r") && strcmp(a, "-t") && strcmp(a, "--parallel") &&
-                 strcmp(a, "-d") && strcmp(a, "--lookup") && strcmp(a, "--draft-n")) {
-            fprintf(stderr, "infer: unknown option %s for bench\n", a);
-            return 0;
         }
         if (is_num) {
             errno = 0;
@@ -392,7 +390,10 @@ int infer_cmd_bench(int argc, char **argv) {
     double warm, load_ms, gbs, dev_gbs;
     int n_tests = 0, t, r, nv, n_tok;
     size_t model_bytes, peak;
-    if (!parse_args(argc, argv, &o)) return 1;
+    switch (parse_args(argc, argv, &o)) {
+    case 0: return 1;
+    case 2: return 0; /* --help */
+    }
     mp.device = o.device;
     m = infer_model_load(o.model, &mp, &err);
     if (!m) {

@@ -10,7 +10,7 @@
    --think off asks Qwen3 and SmolLM3 for answers without reasoning.
    A template that writes <think> (Qwen3, SmolLM3, DeepSeek R1 distills)
    has each reply split by infer_output_parser: the reasoning is shown
-   apart from the answer (see chat_usage), only the answer goes into the
+   apart from the answer (see chat_notes), only the answer goes into the
    conversation, and --reasoning-budget N closes the reasoning after N
    tokens. --chat-template-file FILE (or --jinja, the model's own template)
    formats the chat through the Jinja interpreter instead of the built-in
@@ -29,32 +29,22 @@
 
 int infer_cmd_chat(int argc, char **argv);
 
-static const char *const chat_usage =
-    "usage: infer chat -m MODEL [options]   (user turns from stdin, one a line; EOF ends the chat)\n"
-    "  --system TEXT          a system message first\n"
-    "  -n N                   most tokens per reply (256)\n"
-    "  -t THREADS, -c CTX, --device D, --kv-type f16|q8_0|q4_0, --temp T, --top-k K, --top-p P,\n"
-    "  --min-p P, --repeat-penalty R, --seed S, --stop STR..., --context-shift, --keep N,\n"
-    "  --rope-scaling none|linear|yarn, --rope-scale F (as run: infer --help),\n"
-    "  --grammar ... | --json-schema ..., --logit-bias ..., --n-probs N, --lookup N,\n"
-    "  --draft MODEL [--draft-n N]   as infer run (the draft model follows the conversation\n"
-    "                         in a context of its own, as long as the chat's)\n"
-    "  --think on|off         off: Qwen3 and SmolLM3 answer without reasoning (also a Jinja\n"
-    "                         template's enable_thinking)\n"
-    "  --reasoning show|hide  a reply's reasoning (<think>...</think>, where the template writes\n"
-    "                         one) is shown apart from the answer (show, the default) or not at\n"
-    "                         all (hide). On a terminal it comes first on stdout, dimmed (not\n"
-    "                         under NO_COLOR), after \"[reasoning] \"; when stdout is not a\n"
-    "                         terminal it goes to stderr, each of its lines after \"[reasoning] \",\n"
-    "                         so stdout holds only the answers.\n"
-    "                         Only the answer is kept in the conversation.\n"
-    "  --reasoning-budget N   a reply still reasoning after N tokens is made to close its\n"
-    "                         reasoning (\"</think>\") and answer (not with --grammar or\n"
-    "                         --json-schema, which decide the text themselves)\n"
-    "  --chat-template-file F format the chat with the Jinja template in F (messages,\n"
-    "                         add_generation_prompt, bos_token, eos_token) instead of the\n"
-    "                         built-in format recognized from the model's template\n"
-    "  --jinja                the same with the model's own template (tokenizer.chat_template)\n"
+static const char *const chat_notes =
+    "\n"
+    "  -n N is per reply; the sampling, --grammar ... --n-probs, --lookup, --draft and RoPE flags\n"
+    "  work as run's (infer run --help); the draft model follows the conversation in a context of\n"
+    "  its own, as long as the chat's.\n"
+    "  --think off also sets a Jinja template's enable_thinking.\n"
+    "  --reasoning show|hide: a reply's reasoning (<think>...</think>, where the template writes\n"
+    "  one) is shown apart from the answer (show, the default) or not at all (hide). On a terminal\n"
+    "  it comes first on stdout, dimmed (not under NO_COLOR), after \"[reasoning] \"; when stdout is\n"
+    "  not a terminal it goes to stderr, each of its lines after \"[reasoning] \", so stdout holds\n"
+    "  only the answers. Only the answer is kept in the conversation.\n"
+    "  --reasoning-budget N: a reply still reasoning after N tokens is made to close its reasoning\n"
+    "  (\"</think>\") and answer (not with --grammar or --json-schema, which decide the text).\n"
+    "  --chat-template-file F: the Jinja template in F (messages, add_generation_prompt, bos_token,\n"
+    "  eos_token) instead of the built-in format recognized from the model's template; --jinja:\n"
+    "  the same with the model's own template (tokenizer.chat_template).\n"
     "  A template that fails or calls raise_exception ends the chat with its one-line error\n"
     "  (exit 1).\n";
 int cli_output_request(const cli_output *o, const infer_model *m, infer_request_params *p, char **owned); /* infer.c */
@@ -77,30 +67,21 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
     memset(o, 0, sizeof *o);
     cli_common_defaults(&o->c, 256);
     o->reasoning_budget = -1;
-    for (i = 2; i < argc; i += 2) { /* every option but --context-shift, --jinja and --help takes a value */
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int ok = 1;
-        static const char *const own[] = {"--system", "--think", "--reasoning", "--reasoning-budget",
-                                          "--chat-template-file"};
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(chat_usage, stdout);
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int ok = 1, shared, takes = cli_flag_check(argc, argv, i, CLI_CMD_CHAT);
+        if (takes < 0) return 0;
+        v = takes ? argv[i + 1] : NULL;
+        if (cli_is_help(a)) {
+            printf("usage: infer chat -m MODEL [options]   (user turns from stdin, one a line; EOF ends the chat)\n");
+            cli_print_options(stdout, CLI_CMD_CHAT);
+            fputs(chat_notes, stdout);
             return 2;
         }
-        if (!strcmp(a, "--context-shift") || !strcmp(a, "--jinja")) {
-            if (a[2] == 'c') o->shift = 1;
-            else o->jinja_own = 1;
-            i--;
-            continue;
-        }
-        if (cli_output_flag(a)) {
-            if (!v) return cli_fail("option %s needs a value", a), 0;
-            cli_output_option(a, v, &o->out, &ok);
-            if (!ok) return fprintf(stderr, "infer: bad value '%s' for %s\n", v, a), 0;
-            continue;
-        }
-        if (!cli_known_flag(a, own, sizeof own / sizeof own[0])) return cli_fail("unknown option %s (see infer --help)", a), 0;
-        if (!v) return cli_fail("option %s needs a value", a), 0;
-        if (!strcmp(a, "--system")) o->system = v;
+        if (!strcmp(a, "--context-shift")) o->shift = 1;
+        else if (!strcmp(a, "--jinja")) o->jinja_own = 1;
+        else if (cli_output_option(a, v, &o->out, &ok)) {
+        } else if (!strcmp(a, "--system")) o->system = v;
         else if (!strcmp(a, "--think")) {
             ok = !strcmp(v, "on") || !strcmp(v, "off");
             o->no_think = !strcmp(v, "off");
@@ -109,11 +90,13 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
             o->hide_reasoning = !strcmp(v, "hide");
         } else if (!strcmp(a, "--reasoning-budget")) ok = cli_int(v, &o->reasoning_budget) && o->reasoning_budget >= 0;
         else if (!strcmp(a, "--chat-template-file")) o->template_file = v;
-        else if (cli_common_option(a, v, &o->c, &ok) < 0) return 0;
+        else if ((shared = cli_common_option(a, v, &o->c, &ok)) < 0) return 0;
+        else if (!shared) return cli_fail("option %s is not handled (a bug)", a), 0;
         if (!ok) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);
             return 0;
         }
+        i += takes;
     }
     cli_rope_defaults(&o->c.rope);
     if (!o->c.model) return cli_fail("%s", "no model given (-m MODEL)"), 0;
@@ -280,7 +263,7 @@ static int chat_opens_think(const char *prompt) {
 }
 
 /* Writes one reply's parts as they become certain: the reasoning apart
-   from the answer, as chat_usage describes. */
+   from the answer, as chat_notes describes. */
 typedef struct chat_printer {
     const chat_state *st;
     int in_reasoning; /* the reasoning's opening was written, its end not yet */

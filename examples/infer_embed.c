@@ -34,16 +34,17 @@ int infer_cmd_embed(int argc, char **argv) {
     cp.n_threads = 2;
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--no-normalize")) {
+        int takes = cli_flag_check(argc, argv, i, CLI_CMD_EMBED);
+        if (takes < 0) return 1;
+        if (cli_is_help(a)) {
+            printf("usage: infer embed -m MODEL (-p TEXT | -f FILE) [options]\n");
+            cli_print_options(stdout, CLI_CMD_EMBED);
+            return 0;
+        }
+        if (!takes) { /* --no-normalize */
             normalize = 0;
             continue;
         }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: infer embed -m MODEL (-p TEXT | -f FILE) [--pooling mean|last|first] [--no-normalize] "
-                   "[-o json|text] [-t THREADS] [-c CTX]\n");
-            return 0;
-        }
-        if (!v) return cli_fail("option %s needs a value", a);
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-p")) text = v;
         else if (!strcmp(a, "-f")) file = v;
@@ -62,7 +63,7 @@ int infer_cmd_embed(int argc, char **argv) {
         } else if (!strcmp(a, "--device")) {
             if (!cli_device(v, &mp.device)) return 1;
         } else {
-            return cli_fail("unknown option %s for embed", a);
+            return cli_fail("option %s is not handled (a bug)", a);
         }
         i++;
     }

@@ -51,20 +51,11 @@ int infer_cmd_perplexity(int argc, char **argv) {
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: infer perplexity -m MODEL -f FILE [-c CTX] [-t THREADS] [--chunks N] [--device cpu|cuda|auto]\n"
-                   "                        [--kv-type f16|q8_0|q4_0]\n");
+        if (cli_flag_check(argc, argv, i, CLI_CMD_PERPLEXITY) < 0) return 1;
+        if (cli_is_help(a)) {
+            printf("usage: infer perplexity -m MODEL -f FILE [options]\n");
+            cli_print_options(stdout, CLI_CMD_PERPLEXITY);
             return 0;
-        }
-        if (strcmp(a, "-m") && strcmp(a, "--model") && strcmp(a, "-f") && strcmp(a, "--file") && strcmp(a, "-c") &&
-            strcmp(a, "--ctx") && strcmp(a, "-t") && strcmp(a, "--threads") && strcmp(a, "--chunks") && strcmp(a, "--device") &&
-            strcmp(a, "--kv-type")) {
-            fprintf(stderr, "infer: unknown option %s (see infer perplexity --help)\n", a);
-            return 1;
-        }
-        if (!v) {
-            fprintf(stderr, "infer: option %s needs a value\n", a);
-            return 1;
         }
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) file = v;

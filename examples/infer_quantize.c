@@ -1,12 +1,13 @@
 /* infer quantize IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]
    Writes IN's weights in another format (see infer_quantize in infer.h),
    one line per tensor on stdout, a summary at the end. */
+#define _XOPEN_SOURCE 700 /* open, fstat (cli.h reads only regular files) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "infer.h"
+#include "cli.h"
 
 int infer_cmd_quantize(int argc, char **argv);
 
@@ -34,29 +35,29 @@ int infer_cmd_quantize(int argc, char **argv) {
     infer_error err;
     for (i = 2; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: infer quantize IN.gguf OUT.gguf TYPE [-t THREADS] [--allow-requantize]\n");
-            list_targets(stdout);
-            return 0;
-        } else if (!strcmp(a, "--allow-requantize")) {
-            qp.allow_requantize = 1;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        if (a[0] == '-' && a[1]) {
+            int takes = cli_flag_check(argc, argv, i, CLI_CMD_QUANTIZE);
             char *end;
             long v;
-            if (i + 1 >= argc) {
-                fprintf(stderr, "infer: option %s needs a value\n", a);
-                return 1;
+            if (takes < 0) return 1;
+            if (cli_is_help(a)) {
+                printf("usage: infer quantize IN.gguf OUT.gguf TYPE [options]\n");
+                cli_print_options(stdout, CLI_CMD_QUANTIZE);
+                fputc('\n', stdout);
+                list_targets(stdout);
+                return 0;
             }
-            errno = 0;
+            if (!takes) { /* --allow-requantize */
+                qp.allow_requantize = 1;
+                continue;
+            }
+            errno = 0; /* -t, --threads */
             v = strtol(argv[++i], &end, 10);
             if (errno || end == argv[i] || *end || v < 1 || v > 256) {
                 fprintf(stderr, "infer: bad value '%s' for %s\n", argv[i], a);
                 return 1;
             }
             qp.n_threads = (int)v;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "infer: unknown option %s (see infer quantize --help)\n", a);
-            return 1;
         } else if (n_pos < 3) {
             pos[n_pos++] = a;
         } else {

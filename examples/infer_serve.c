@@ -80,15 +80,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
     vfprintf(stderr, fmt, ap);
 }
 
-static const char *serve_usage =
-    "usage: infer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX per sequence]\n"
-    "                   [-t THREADS] [--api-key KEY] [--alias NAME] [--queue N] [--max-body BYTES]\n"
-    "                   [--kv-type f16|q8_0|q4_0] [--device cpu|cuda|auto] [--max-connections N]\n"
-    "                   [--read-timeout SECS] [--max-schema BYTES] [--max-grammar BYTES]\n"
-    "                   [--max-messages N] [--chat-template-file FILE] [--reasoning-budget N] [--lookup N]\n"
-    "                   [--draft MODEL [--draft-n N]] [--rope-scaling none|linear|yarn] [--rope-scale F]\n"
-    "                   [--drain-timeout SECS]\n"
-    "                   (as run: infer --help)\n"
+static const char *serve_notes =
+    "\n"
     "  A prompt that takes over 2 s to read shows its progress on stderr.\n"
     "  An OpenAI-compatible API: POST /v1/chat/completions, /v1/completions, /v1/embeddings;\n"
     "  GET /v1/models[/ID]; and Anthropic's POST /v1/messages. Chats take tools and\n"
@@ -341,11 +334,13 @@ int infer_cmd_serve(int argc, char **argv) {
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("%s", serve_usage);
+        if (cli_flag_check(argc, argv, i, CLI_CMD_SERVE) < 0) return 1;
+        if (cli_is_help(a)) {
+            printf("usage: infer serve -m MODEL [options]\n");
+            cli_print_options(stdout, CLI_CMD_SERVE);
+            printf("%s", serve_notes);
             return 0;
         }
-        if (!v) return cli_fail("option %s needs a value", a);
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "--host")) host = v;
         else if (!strcmp(a, "--alias")) alias = v;
@@ -397,7 +392,7 @@ int infer_cmd_serve(int argc, char **argv) {
         } else if (!strcmp(a, "--drain-timeout")) {
             ok = cli_int(v, &drain_timeout) && drain_timeout >= 0 && drain_timeout <= 86400;
         } else {
-            return cli_fail("unknown option %s for serve (infer serve --help)", a);
+            return cli_fail("option %s is not handled (a bug)", a);
         }
         if (!ok) {
             fprintf(stderr, "infer: bad value '%s' for %s\n", v, a);

@@ -142,15 +142,16 @@ int infer_cmd_template(int argc, char **argv) {
     int i, rc = 1;
     for (i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        if (cli_flag_check(argc, argv, i, CLI_CMD_TEMPLATE) < 0) return 1;
+        if (cli_is_help(a)) {
             printf("usage: infer template (--template FILE | -m MODEL) --conversation FILE.json\n");
+            cli_print_options(stdout, CLI_CMD_TEMPLATE);
             return 0;
         }
-        if (!v) return cli_fail("missing value after %s", a);
         if (!strcmp(a, "--template")) template_path = v;
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) model_path = v;
         else if (!strcmp(a, "--conversation")) conv_path = v;
-        else return cli_fail("unknown option %s (see infer template --help)", a);
+        else return cli_fail("option %s is not handled (a bug)", a);
         i++;
     }
     if (!template_path == !model_path) return cli_fail("give one of --template FILE and -m MODEL%s", "");

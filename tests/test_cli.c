@@ -177,6 +177,124 @@ Test(cli, unknown_flag_is_called_unknown) {
     expect_one_line_error(args, "unknown");
 }
 
+/* ---- help and parsing come from one table (examples/cli.h) ---- */
+
+/* The flags of the options section ("options:" up to a blank line) of help
+   text out: names[k] (malloc'd), and takes[k] whether its help shows a value. */
+static int help_flags(const char *out, char **names, int *takes, int max) {
+    const char *p = strstr(out, "options:\n"), *end;
+    int n = 0;
+    cr_assert_not_null(p, "no options section in:\n%s", out);
+    p += 9;
+    end = strstr(p, "\n\n");
+    if (!end) end = p + strlen(p);
+    while (p < end) {
+        const char *eol = strchr(p, '\n'), *head = p + 2, *head_end;
+        if (!eol) eol = end;
+        if (!strncmp(p, "  -", 3)) {
+            const char *gap = strstr(head, "  ");
+            head_end = gap && gap < eol ? gap : eol;
+            /* "-t, --threads N": the names, comma-separated, then the value's name */
+            {
+                char buf[128], *tok, *save = NULL, *sp;
+                int value, first = n;
+                snprintf(buf, sizeof buf, "%.*s", (int)(head_end - head), head);
+                sp = strchr(buf, ' ');
+                while (sp && sp[-1] == ',') sp = strchr(sp + 1, ' ');
+                value = sp != NULL;
+                if (sp) *sp = 0;
+                for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+                    cr_assert(n < max && tok[0] == '-', "bad flag '%s' in help:\n%s", tok, out);
+                    names[n++] = strdup(tok);
+                }
+                for (; first < n; first++) takes[first] = value;
+            }
+        }
+        p = eol + 1;
+    }
+    return n;
+}
+
+Test(cli, every_flag_that_help_lists_is_accepted) {
+    static const char *const cmds[] = {"run",        "eval",     "tokenize", "info",  "chat", "bench",
+                                       "embed",      "perplexity", "quantize", "template", "serve"};
+    size_t c;
+    for (c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        char args[512], *out, *names[256], want[256];
+        int takes[256], n, k, status = 0, saw_value = 0;
+        snprintf(args, sizeof args, "%s --help", cmds[c]);
+        out = cli_stdout(args, &status);
+        cr_assert_not_null(out);
+        if (!strcmp(cmds[c], "serve") && status != 0) { /* a build without the server */
+            free(out);
+            continue;
+        }
+        cr_assert_eq(status, 0, "infer %s: exit %d", args, status);
+        n = help_flags(out, names, takes, 256);
+        cr_assert_geq(n, 3, "infer %s lists %d flags:\n%s", args, n, out);
+        for (k = 0; k < n; k++) {
+            char *err;
+            if (!strcmp(names[k], "-h") || !strcmp(names[k], "--help")) {
+                free(names[k]);
+                continue;
+            }
+            /* accepted: parsing goes past it (and its value) to the made-up flag after */
+            snprintf(args, sizeof args, "%s %s %s--zz-made-up", cmds[c], names[k], takes[k] ? "1 " : "");
+            err = cli_stderr(args, &status);
+            cr_assert(status > 0 && status < 128 && count_char(err, '\n') == 1, "infer %s: %d, %s", args, status, err);
+            cr_assert(strstr(err, "unknown option --zz-made-up (see infer ") || strstr(err, "bad value '1' for "),
+                      "infer %s: %s (%s is in its --help)", args, err, names[k]);
+            free(err);
+            if (takes[k]) { /* and without its value */
+                saw_value = 1;
+                snprintf(args, sizeof args, "%s %s", cmds[c], names[k]);
+                snprintf(want, sizeof want, "infer: option %s needs a value\n", names[k]);
+                err = cli_stderr(args, &status);
+                cr_assert(status > 0 && status < 128, "infer %s: exit %d", args, status);
+                cr_assert_str_eq(err, want, "infer %s", args);
+                free(err);
+            }
+            free(names[k]);
+        }
+        cr_assert(saw_value, "infer %s --help shows no flag with a value", cmds[c]);
+        /* a made-up flag: the one-line error naming the command's help */
+        snprintf(args, sizeof args, "%s --zz-made-up", cmds[c]);
+        snprintf(want, sizeof want, "infer: unknown option --zz-made-up (see infer %s --help)\n", cmds[c]);
+        out = (free(out), cli_stderr(args, &status));
+        cr_assert(status > 0 && status < 128, "infer %s: exit %d", args, status);
+        cr_assert_str_eq(out, want, "infer %s", args);
+        free(out);
+    }
+}
+
+/* infer --help lists each command's options, and each command's --help
+   lists the same ones. */
+Test(cli, help_lists_every_commands_flags) {
+    static const char *const cmds[] = {"run", "chat", "quantize", "perplexity", "bench", "embed", "template", "serve"};
+    int status = 0;
+    char *all = cli_stdout("--help", &status);
+    size_t c;
+    cr_assert_eq(status, 0);
+    for (c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        char args[64], *out, *sec;
+        out = cli_stdout((snprintf(args, sizeof args, "%s --help", cmds[c]), args), &status);
+        if (!strcmp(cmds[c], "serve") && status != 0) {
+            free(out);
+            continue;
+        }
+        sec = strstr(out, "options:\n");
+        cr_assert_not_null(sec, "%s", out);
+        {
+            const char *e = strstr(sec, "\n\n");
+            size_t len = e ? (size_t)(e - sec) + 1 : strlen(sec);
+            sec[len] = 0;
+        }
+        cr_assert(strstr(all, sec), "infer --help lacks infer %s --help's options:\n%s", cmds[c], sec);
+        free(out);
+    }
+    free(all);
+}
+
 Test(cli, bad_model_files) {
     char args[1024], path[512];
     need_shared();
