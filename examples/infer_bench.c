@@ -189,7 +189,11 @@ static int parse_args(int argc, char **argv, bench_opts *o) {
             else if (!strcmp(a, "-d")) o->depth = (int)n;
             else if (!strcmp(a, "--lookup")) o->lookup = (int)n;
             else if (!strcmp(a, "--draft-n")) o->draft_n = (int)n;
-            else o->threads = (int)n;
+            else if (!strcmp(a, "-t")) o->threads = (int)n;
+            else { /* a row of the table that bench's code does not read */
+                fprintf(stderr, "infer: bench has no code for %s\n", a);
+                return 0;
+            }
         }
         i++;
     }
