@@ -151,7 +151,7 @@ static void model_pass(const char *path, const char *quant_path, pass_output *o,
         goto done;
     }
     out_add(o, infer_context_logits(c, -1), 4 * sizeof(float));
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     {
         infer_sampler_params sp = infer_sampler_default_params();
         sp.temperature = 0;

@@ -93,7 +93,7 @@ static void poll_all(void *unused) {
             if (!r) continue;
             infer_request_text(r, 0, buf, sizeof buf);
             infer_request_done(r);
-            infer_request_tokens(r, NULL, 0);
+            infer_request_tokens(r, NULL, 0, NULL, NULL);
             mt = infer_request_metrics(r);
             (void)mt;
         }

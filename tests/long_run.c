@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
         msg.content = text;
         /* a turn after the first opens by closing the last reply */
         len = snprintf(prompt, sizeof prompt, "%s", turn ? end_of_turn : "");
-        infer_chat_format(&tmpl, &msg, 1, 0, 1, prompt + len, sizeof prompt - (size_t)len);
+        infer_chat_format(&tmpl, &msg, 1, 0, 1, prompt + len, sizeof prompt - (size_t)len, NULL, NULL);
         rp.prompt = prompt;
         rp.n_predict = REPLY;
         rp.sampling.temperature = 0.8f;

@@ -658,7 +658,7 @@ Test(chat, qwen3_reasoning) {
     s = format(&t, conv, 4, 0, 1);
     cr_expect(!strncmp(s, want, strlen(want)) && !strcmp(s + strlen(want), "<think>\n\n</think>\n\n"), "%s", s);
     free(s);
-    infer_chat_end_of_turn(&t, eot, sizeof eot);
+    infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
     cr_expect_str_eq(eot, "<|im_end|>\n");
 }
 
@@ -808,14 +808,14 @@ Test(chat, snprintf_semantics_and_bad_arguments) {
         for (i = 0; i < sizeof eots / sizeof eots[0]; i++) {
             char eot[32];
             t = infer_chat_template_from_text(eots[i].kind, NULL, NULL);
-            infer_chat_end_of_turn(&t, eot, sizeof eot);
+            infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
             cr_expect_str_eq(eot, eots[i].eot, "%s", eots[i].kind);
         }
     }
     t = infer_chat_template_from_text("zephyr", NULL, "<|endoftext|>");
     {
         char eot[32];
-        infer_chat_end_of_turn(&t, eot, sizeof eot);
+        infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
         cr_expect_str_eq(eot, "<|endoftext|>\n");
     }
 }
@@ -867,7 +867,7 @@ Test(chat, end_of_turn_is_an_end_of_generation_token) {
         cr_assert_not_null(m, "%s: %s", path, err.msg);
         t = cases[i].kind ? infer_chat_template_from_text(cases[i].kind, NULL, NULL) : infer_chat_template_detect(m);
         if (!cases[i].kind) cr_expect(t.kind == INFER_CHAT_KIND_PHI3 && !t.fallback, "phi-3's template: %s", infer_chat_template_name(t.kind));
-        infer_chat_end_of_turn(&t, eot, sizeof eot);
+        infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
         if (infer_tokenize(m, eot, strlen(eot), tok, 16, 0, 1, &n, NULL) != INFER_OK) n = -1;
         cr_assert_gt(n, 0);
         cr_expect(infer_model_is_eog(m, tok[0]), "%s, %s: \"%s\" starts with %d, not an end of generation", cases[i].vocab,

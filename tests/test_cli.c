@@ -229,7 +229,7 @@ Test(cli, info_prints_metadata_and_tensors) {
         infer_tensor_info t;
         char shape[64];
         const char *line;
-        infer_gguf_tensor(g, i, &t);
+        infer_gguf_tensor(g, i, &t, NULL);
         line = strstr(out, t.name);
         cr_assert(line, "info lacks tensor %s", t.name);
         /* its row length appears on its line */

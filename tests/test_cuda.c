@@ -436,7 +436,7 @@ Test(cuda, contexts_and_truncation) {
     memcpy(first, infer_context_logits(a, -1), sizeof(float) * (size_t)nv);
     cr_assert_eq(infer_decode(b, toks, 6, 0, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < nv; i++) cr_assert_float_eq(infer_context_logits(b, -1)[i], first[i], 1e-3f + 1e-3f * fabsf(first[i]));
-    infer_seq_truncate(a, 0, 3);
+    infer_seq_truncate(a, 0, 3, NULL, NULL);
     for (i = 3; i < 6; i++) cr_assert_eq(infer_decode(a, &toks[i], 1, 0, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < nv; i++) cr_assert_float_eq(infer_context_logits(a, -1)[i], first[i], 1e-5f + 1e-5f * fabsf(first[i]));
     free(first);

@@ -380,12 +380,12 @@ static void check_rich(const infer_gguf *g, const uint8_t *base, uint32_t versio
         cr_assert_geq(infer_gguf_kv_to_string(g, i, full, sizeof full), 0);
         for (sz = 1; sz <= sizeof small; sz++) {
             memset(small, 'X', sizeof small);
-            infer_gguf_kv_to_string(g, i, small, sz);
+            infer_gguf_kv_to_string(g, i, small, sz, NULL, NULL);
             cr_assert_lt(strnlen(small, sz), sz, "key %lld: not terminated in %zu bytes", (long long)i, sz);
             cr_assert_eq(strncmp(small, full, strlen(small)), 0, "key %lld: truncated rendering is not a prefix",
                          (long long)i);
         }
-        infer_gguf_kv_to_string(g, i, &sentinel, 0);
+        infer_gguf_kv_to_string(g, i, &sentinel, 0, NULL, NULL);
         cr_assert_eq(sentinel, 'Z', "kv_to_string wrote into a 0-byte buffer");
     }
     cr_assert_lt(infer_gguf_kv_to_string(g, -1, buf, sizeof buf), 0);
@@ -540,7 +540,7 @@ Test(gguf, real_model_tensor_table) {
     ia = infer_gguf_find_key(g, "general.architecture");
     cr_assert_geq(ia, 0);
     cr_assert_eq(infer_gguf_kv_type(g, ia), INFER_GGUF_TYPE_STRING);
-    infer_gguf_kv_to_string(g, ia, buf, sizeof buf);
+    infer_gguf_kv_to_string(g, ia, buf, sizeof buf, NULL, NULL);
     cr_assert(strstr(buf, "llama"), "architecture renders as %s", buf);
     i = infer_gguf_find_tensor(g, "blk.0.attn_q.weight");
     cr_assert_geq(i, 0);
@@ -1121,7 +1121,7 @@ static void exercise(const infer_gguf *g) {
     int64_t i;
     for (i = 0; i < infer_gguf_n_kv(g); i++) {
         cr_assert_not_null(infer_gguf_key(g, i));
-        infer_gguf_kv_to_string(g, i, buf, sizeof buf);
+        infer_gguf_kv_to_string(g, i, buf, sizeof buf, NULL, NULL);
         cr_assert_lt(strlen(buf), sizeof buf);
     }
     for (i = 0; i < infer_gguf_n_tensors(g); i++) {
@@ -1164,7 +1164,7 @@ Test(gguf, random_mutations_of_real_model_never_crash, .timeout = 120) {
         int64_t i;
         for (i = 0; i < infer_gguf_n_tensors(g); i++) {
             infer_tensor_info t;
-            infer_gguf_tensor(g, i, &t);
+            infer_gguf_tensor(g, i, &t, NULL);
             if ((size_t)((const uint8_t *)t.data - data) < hdr_end) hdr_end = (size_t)((const uint8_t *)t.data - data);
         }
     }
@@ -1197,7 +1197,7 @@ Test(gguf, random_mutations_of_real_model_never_crash, .timeout = 120) {
             char desc[256];
             loaded++;
             cr_assert_gt(infer_model_n_vocab(m), 0);
-            infer_model_describe(m, desc, sizeof desc);
+            infer_model_describe(m, desc, sizeof desc, NULL, NULL);
             infer_model_free(m);
         } else {
             refused++;

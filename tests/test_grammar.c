@@ -797,7 +797,7 @@ Test(grammar, generation_follows_the_grammar) {
             sp.seed = (uint64_t)seed;
             s = infer_sampler_new(&sp, nv, NULL);
             cr_assert_eq(infer_sampler_set_grammar(s, m, grammars[gi], NULL, &err), INFER_OK, "%s", err.msg);
-            infer_seq_truncate(c, 0, 0);
+            infer_seq_truncate(c, 0, 0, NULL, NULL);
             cr_assert_eq(infer_decode(c, &bos, 1, 0, &err), INFER_OK, "%s", err.msg);
             for (i = 0; i < 400; i++) {
                 int len;
@@ -986,7 +986,7 @@ Test(grammar, json_schema_replies_validate, .timeout = 1800) {
         if (infer_tokenize(m, prompt, strlen(prompt), toks, 512, infer_model_add_bos(m), 1, &n, NULL) != INFER_OK) n = -1;
         cr_assert(n > 0 && n < 512);
         /* the prompt once; each reply starts again from its end */
-        infer_seq_truncate(c, 0, 0);
+        infer_seq_truncate(c, 0, 0, NULL, NULL);
         cr_assert_eq(infer_decode(c, toks, n, 0, &err), INFER_OK, "%s", err.msg);
         memcpy(logits0, infer_context_logits(c, -1), (size_t)nv * sizeof *logits0);
         n_past = infer_seq_n_past(c, 0);

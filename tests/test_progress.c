@@ -81,7 +81,7 @@ Test(progress, decode_reports_each_pass_and_cancels) {
     cr_assert_eq(infer_decode(c, t, 8, 0, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(s.n, 0);
     /* cancelled at the third pass: nothing of the call stays */
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     memset(&s, 0, sizeof s);
     s.cancel_at = 3;
     cr_assert_eq(infer_decode(c, t, 50, 0, &err), INFER_ERR_CANCELLED);

@@ -146,7 +146,7 @@ Test(request, budget_stepping_matches_generate) {
                 int np = infer_request_prompt_tokens(r, NULL, 0), ng = infer_request_tokens(r, NULL, 0);
                 infer_token last;
                 infer_token *all = (infer_token *)malloc(sizeof(infer_token) * (size_t)ng);
-                infer_request_tokens(r, all, ng);
+                infer_request_tokens(r, all, ng, NULL, NULL);
                 last = all[ng - 1];
                 free(all);
                 cr_assert_eq(infer_seq_n_past(c, 0), np + ng - (infer_model_is_eog(m, last) ? 1 : 0));
@@ -375,7 +375,7 @@ Test(request, cancel_from_another_thread_during_a_long_prompt) {
     n_prompt = infer_request_prompt_tokens(r, NULL, 0);
     cr_assert(n_prompt > 500 && n_prompt < 2000, "%d prompt tokens", n_prompt);
     infer_request_free(r);
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
 
     /* again, cancelled a quarter of the way in; a loaded machine may run
        the canceller only after the pass: then (the sequence kept the whole
@@ -397,7 +397,7 @@ Test(request, cancel_from_another_thread_during_a_long_prompt) {
                      infer_request_status(r, NULL), err.msg);
         if ((infer_seq_n_past(c, 0) == 0 && cut_ms < full_ms * 0.9) || attempt == 2) break;
         infer_request_free(r);
-        infer_seq_truncate(c, 0, 0);
+        infer_seq_truncate(c, 0, 0, NULL, NULL);
     }
     /* the pass stopped between layers, not at its end */
     cr_assert_lt(cut_ms, full_ms * 0.9, "cancelled after %.2f ms of a %.2f ms pass", cut_ms, full_ms);
@@ -512,9 +512,9 @@ Test(request, freeing_a_worker_with_running_requests) {
         infer_request_params p = req_params(prompt, 100, 0);
         w = infer_worker_new(round + 1, &err);
         cr_assert(w, "%s", err.msg);
-        infer_seq_truncate(c1, 0, 0);
-        infer_seq_truncate(c2, 0, 0);
-        infer_seq_truncate(c2, 1, 0);
+        infer_seq_truncate(c1, 0, 0, NULL, NULL);
+        infer_seq_truncate(c2, 0, 0, NULL, NULL);
+        infer_seq_truncate(c2, 1, 0, NULL, NULL);
         r[0] = infer_worker_start(w, c1, &p, &err);
         r[1] = infer_worker_start(w, c2, &p, &err);
         p.seq = 1;
@@ -531,7 +531,7 @@ Test(request, freeing_a_worker_with_running_requests) {
         if (round == 2) {
             infer_request_params q = req_params("Once upon a time", 8, 0);
             infer_request *rq;
-            infer_seq_truncate(c1, 0, 0);
+            infer_seq_truncate(c1, 0, 0, NULL, NULL);
             rq = infer_request_start(c1, &q, &err);
             cr_assert(rq, "%s", err.msg);
             for (i = 0; i < 3; i++) infer_request_free(r[i]);
@@ -546,7 +546,7 @@ Test(request, freeing_a_worker_with_running_requests) {
     w = infer_worker_new(1, &err);
     {
         infer_request_params p = req_params(prompt, 100, 0);
-        infer_seq_truncate(c1, 0, 0);
+        infer_seq_truncate(c1, 0, 0, NULL, NULL);
         r[0] = infer_worker_start(w, c1, &p, &err);
         cr_assert(r[0], "%s", err.msg);
         usleep(1000);
@@ -790,7 +790,7 @@ Test(request, context_full_stops_or_shifts) {
             cr_assert_gt(strlen(t), 10);
         } else {
             infer_token *all = (infer_token *)malloc(sizeof(infer_token) * 100);
-            infer_request_tokens(r, all, 100);
+            infer_request_tokens(r, all, 100, NULL, NULL);
             cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
             /* past n_ctx: to n_predict or an end of generation */
             cr_assert(n_gen == 100 || infer_model_is_eog(m, all[n_gen - 1]), "%d tokens", n_gen);

@@ -93,7 +93,7 @@ Test(sequence, batch_matches_alone) {
         for (k = 0; k < 2; k++) {
             const infer_token *orig = k ? b : a;
             int no = k ? nb : na;
-            infer_seq_truncate(alone, 0, 0);
+            infer_seq_truncate(alone, 0, 0, NULL, NULL);
             ts = infer_seq_tokens(c, s2[k], &nt);
             cr_assert_eq(nt, no + step);
             cr_assert_eq(memcmp(ts, orig, sizeof(infer_token) * no), 0);
@@ -222,7 +222,7 @@ Test(sequence, remove_rotates_keys) {
     d_shift = layer0_key_diff(c, fresh, 4, nk);
     cr_assert_lt(d_shift, 4e-3, "%g", d_shift);
     /* the same removal with the keys left unrotated, by hand */
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     cr_assert_eq(infer_decode(c, a, na, 0, &err), INFER_OK, "%s", err.msg);
     for (l = 0; l < c->kv.n_layers; l++) {
         size_t at = INFER__KV_AT(&c->kv, 0, l);
@@ -521,7 +521,7 @@ Test(sequence, load_progress) {
 static double forced_sum(infer_context *c, const infer_token *prompt, int np, const infer_token *gen, int ng) {
     int nv = infer_model_n_vocab(c->model), i, j;
     double sum = 0;
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     cr_assert_eq(infer_decode(c, prompt, np, 0, NULL), INFER_OK);
     for (i = 0; i < ng; i++) {
         const float *lg = infer_context_logits(c, -1);

@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(head);
         free(tail);
     }
-    infer_chat_end_of_turn(&t, eot, sizeof eot);
+    infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
     free(whole);
     free(text);
     return 0;

@@ -19,8 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void)infer_gguf_kv_type(g, i);
         /* a key found by name is one with that name (duplicates: the first) */
         FUZZ_CHECK(infer_gguf_find_key(g, key) >= 0, "key '%s' not found by name", key);
-        infer_gguf_kv_to_string(g, i, small, sizeof small);
-        infer_gguf_kv_to_string(g, i, line, sizeof line);
+        infer_gguf_kv_to_string(g, i, small, sizeof small, NULL, NULL);
+        infer_gguf_kv_to_string(g, i, line, sizeof line, NULL, NULL);
     }
     n = infer_gguf_n_tensors(g);
     for (i = 0; i < n; i++) {

@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     mp.vocab_only = 0;
     if ((m = infer_model_load_memory(data, size, &mp, &err)) != NULL) {
-        infer_model_describe(m, desc, sizeof desc);
+        infer_model_describe(m, desc, sizeof desc, NULL, NULL);
         decode_a_little(m);
         infer_model_free(m);
     } else {
