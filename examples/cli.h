@@ -359,7 +359,7 @@ static CLI_MAYBE_UNUSED void cli_print_probs(FILE *f, const infer_model *m, cons
         char piece[256];
         size_t n_piece = 0;
         int len;
-        infer_token_to_piece(m, top[i].id, piece, sizeof piece, &n_piece, NULL, NULL, NULL);
+        infer_token_to_piece(m, top[i].id, piece, sizeof piece, &n_piece, NULL);
         len = n_piece < sizeof piece ? (int)n_piece : 0;
         fprintf(f, " '");
         for (k = 0; k < len; k++) {

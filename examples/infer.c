@@ -291,7 +291,7 @@ static int run_beams(const options *o, infer_model *m, infer_context *c) {
     for (i = 0; i <= n; i++) {
         size_t len = 0;
         if (i < n) infer_detok_push(&d, m, out[i], piece, sizeof piece, &len, NULL);
-        else infer_detok_flush(&d, piece, sizeof piece, &len, NULL, NULL, NULL);
+        else infer_detok_flush(&d, piece, sizeof piece, &len, NULL);
         if (len > 0) memcpy(text + used, piece, len), used += len;
     }
     if (o->json) {
@@ -338,7 +338,7 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
         if (k == n && nc == n && infer_seq_logits(c, 0)) { /* the same prompt: nothing to decode */
         } else {
             if (k == n) k--; /* the last token again, for its logits */
-            infer_seq_truncate(c, 0, k, &k, NULL, NULL, NULL);
+            infer_seq_truncate(c, 0, k, &k, NULL);
         }
     } else if (err.code != INFER_ERR_IO) {
         fprintf(stderr, "infer: warning: %s: %s; the prompt is decoded afresh\n", o->prompt_cache, err.msg);
@@ -438,7 +438,7 @@ static int cmd_run(const options *o) {
         if (o->out.n_probs > 0 && !o->json)
             for (;; probs_shown++) {
                 int n_gen = 0;
-                infer_request_tokens(r, NULL, 0, &n_gen, NULL, NULL, NULL);
+                infer_request_tokens(r, NULL, 0, &n_gen, NULL);
                 if (probs_shown >= n_gen) break;
                 print_probs(r, m, probs_shown, o->out.n_probs, stderr);
             }
@@ -459,13 +459,13 @@ static int cmd_run(const options *o) {
     if (o->json) { /* the object in any case; "error" says why it ended early */
         int np = 0, ng = 0;
         infer_token *pt, *gt;
-        infer_request_prompt_tokens(r, NULL, 0, &np, NULL, NULL, NULL);
-        infer_request_tokens(r, NULL, 0, &ng, NULL, NULL, NULL);
+        infer_request_prompt_tokens(r, NULL, 0, &np, NULL);
+        infer_request_tokens(r, NULL, 0, &ng, NULL);
         pt = (infer_token *)malloc(((size_t)np + 1) * sizeof *pt);
         gt = (infer_token *)malloc(((size_t)ng + 1) * sizeof *gt);
         if (pt && gt) {
-            infer_request_prompt_tokens(r, pt, np, NULL, NULL, NULL, NULL);
-            infer_request_tokens(r, gt, ng, NULL, NULL, NULL, NULL);
+            infer_request_prompt_tokens(r, pt, np, NULL, NULL);
+            infer_request_tokens(r, gt, ng, NULL, NULL);
             printf("{\"prompt_tokens\":");
             json_tokens(stdout, pt, np);
             printf(",\"tokens\":");
@@ -486,7 +486,7 @@ static int cmd_run(const options *o) {
                     for (j = 0; j < k; j++) {
                         char piece[256];
                         size_t pl = 0;
-                        infer_token_to_piece(m, top[j].id, piece, sizeof piece, &pl, NULL, NULL, NULL);
+                        infer_token_to_piece(m, top[j].id, piece, sizeof piece, &pl, NULL);
                         printf("%s{\"id\":%d,\"piece\":", j ? "," : "", top[j].id);
                         json_string(stdout, piece, pl < sizeof piece ? pl : 0);
                         printf(",\"p\":%.6g}", top[j].p);
@@ -629,7 +629,7 @@ static int cmd_info(const options *o) {
     printf("file: %s\nGGUF version %u, %lld metadata keys, %lld tensors\n\n", o->c.model, infer_gguf_version(g),
            (long long)infer_gguf_n_kv(g), (long long)infer_gguf_n_tensors(g));
     for (i = 0; i < infer_gguf_n_kv(g); i++) {
-        infer_gguf_kv_to_string(g, i, buf, sizeof buf, NULL, NULL, NULL, NULL);
+        infer_gguf_kv_to_string(g, i, buf, sizeof buf, NULL, NULL);
         printf("  %-40s = %s\n", infer_gguf_key(g, i), buf);
     }
     printf("\n  %-32s %-6s %-22s %12s\n", "tensor", "type", "shape", "bytes");
@@ -637,7 +637,7 @@ static int cmd_info(const options *o) {
         infer_tensor_info t;
         char shape[64];
         size_t pos = 0;
-        infer_gguf_tensor(g, i, &t, NULL, NULL);
+        infer_gguf_tensor(g, i, &t, NULL);
         for (d = 0; d < t.n_dims; d++)
             pos += (size_t)snprintf(shape + pos, sizeof shape - pos, d ? " x %lld" : "%lld", (long long)t.ne[d]);
         printf("  %-32s %-6s %-22s %12zu\n", t.name, infer_type_name(t.type), shape, t.nbytes);
@@ -650,7 +650,7 @@ static int cmd_info(const options *o) {
         printf("\nmodel: cannot be loaded: %s\n", err.msg);
         return 1;
     }
-    infer_model_describe(m, buf, sizeof buf, NULL, NULL, NULL, NULL);
+    infer_model_describe(m, buf, sizeof buf, NULL, NULL);
     printf("\nmodel: %s\n", buf);
     if (!mp.vocab_only && infer_model_device(m) == INFER_DEVICE_CUDA) printf("device: cuda (%s)\n", infer_model_device_name(m));
     else if (!mp.vocab_only) printf("device: cpu\n");
