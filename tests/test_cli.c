@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 #define MODEL_REL "models/stories260K.gguf"
 
@@ -370,7 +371,7 @@ Test(cli, run_greedy_json_matches_library) {
         }
         {
             char piece[256];
-            int n = infer_token_to_piece(m, b, piece, sizeof piece);
+            int n = sc_token_to_piece(m, b, piece, sizeof piece);
             cr_assert(n >= 0 && n < (int)sizeof piece && tlen + (size_t)n < sizeof want_text);
             memcpy(want_text + tlen, piece, (size_t)n);
             tlen += (size_t)n;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 #ifndef INFER_TEST_CUDA_BUILD
 #define INFER_TEST_CUDA_BUILD 0 /* tests/CMakeLists.txt sets 1 with -DINFER_CUDA=ON */
@@ -970,8 +971,8 @@ static void run_seq_ops(const small_case *sc) {
         snprintf(what, sizeof what, "after removing 3..6, step %d", step);
         pair_cmp_seq(&p, 1, what);
     }
-    rc = infer_seq_truncate(p.cc, 0, 6);
-    rg = infer_seq_truncate(p.gc, 0, 6);
+    rc = sc_seq_truncate(p.cc, 0, 6);
+    rg = sc_seq_truncate(p.gc, 0, 6);
     cr_assert_eq(rg, rc, "truncation kept %d positions on the GPU, %d on the CPU", rg, rc);
     cr_expect_eq(rg, 6);
     for (step = 0; step < 3; step++) {

@@ -13,6 +13,7 @@
 
 #include "infer_private.h"
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 static infer_model *load(const char *rel) {
     char path[1024];
@@ -554,18 +555,18 @@ Test(sequence, beam_search) {
         cr_assert_eq(infer_decode(c, &greedy[i], 1, 0, &err), INFER_OK, "%s", err.msg);
     }
     bp.n_beams = 1, bp.n_predict = 16, bp.length_penalty = 0;
-    n = infer_beam_search(c, prompt, &bp, got, 16, &score, &err);
+    n = sc_beam_search(c, prompt, &bp, got, 16, &score, &err);
     cr_assert_eq(n, 16, "%s", err.msg);
     cr_assert_eq(memcmp(got, greedy, sizeof greedy), 0);
     g_sum = forced_sum(c, pt, np, greedy, 16);
     cr_assert_float_eq(score, g_sum, 1e-3 * fabs(g_sum));
     bp.n_beams = 4;
-    n = infer_beam_search(c, prompt, &bp, got, 16, &score, &err);
+    n = sc_beam_search(c, prompt, &bp, got, 16, &score, &err);
     cr_assert(n > 0 && n <= 16, "%d: %s", n, err.msg);
     cr_assert_float_eq(score, forced_sum(c, pt, np, got, n), 1e-3 * fabs(score));
     if (n == 16) cr_assert_geq(score, g_sum - 1e-4);
     bp.n_beams = 5;
-    cr_assert_eq(infer_beam_search(c, prompt, &bp, got, 16, &score, &err), -1);
+    cr_assert_eq(sc_beam_search(c, prompt, &bp, got, 16, &score, &err), -1);
     cr_assert(strstr(err.msg, "5 beams"), "%s", err.msg);
     infer_context_free(c);
     infer_model_free(m);

@@ -1,6 +1,7 @@
 /* Fuzzes the GGUF reader on a buffer: the header, every key and value
    (rendered into a short and a long buffer), and the tensor table. */
 #include "fuzz_common.h"
+#include "tests/status_calls.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     infer_error err;
@@ -25,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     n = infer_gguf_n_tensors(g);
     for (i = 0; i < n; i++) {
         infer_tensor_info t;
-        if (!infer_gguf_tensor(g, i, &t)) continue;
+        if (!sc_gguf_tensor(g, i, &t)) continue;
         (void)infer_type_name(t.type);
         if (t.name) (void)infer_gguf_find_tensor(g, t.name);
         /* the data, where given, lies inside the buffer */
