@@ -272,7 +272,7 @@ static int run_beams(const options *o, infer_model *m, infer_context *c) {
     char piece[256], *text;
     size_t used = 0;
     float score = 0;
-    int n, i, len;
+    int n, i;
     bp.n_beams = o->beams;
     bp.length_penalty = o->length_penalty;
     bp.n_predict = o->c.n_predict > 0 ? o->c.n_predict : 1;

@@ -354,7 +354,6 @@ cJSON *serve_logprobs_text(const infer_model *m, const infer_request *r, int fro
         infer_token t;
         float p;
         char piece[256];
-        int n;
         cJSON *e, *d;
         if ((k = token_at(r, i, &t, tp, top, &p)) < 0) break;
         if (infer_model_is_eog(m, t)) continue;
