@@ -68,9 +68,9 @@
      as its last parameter (may be NULL); err->code is the status and
      err->msg one line naming the problem.
    - Counts come back through out-parameters where a status is needed too
-     (infer_tokenize's *n_tokens). Snprintf-style writers return the length
-     they need; a few that still return -1 are listed in tests/api_check.py
-     and change in 0.26.
+     (infer_tokenize's *n_tokens). Snprintf-style writers return
+     infer_status and the whole length through size_t *n_out (may be NULL)
+     before err: a buf too small is no error (cut, NUL-terminated).
    - A call that cannot fail (accessors, frees, default params) takes no
      err; one whose -1 or NULL is an answer ("no such key", "no BOS")
      says so in its comment.
@@ -213,10 +213,16 @@ INFERDEF int64_t infer_gguf_n_kv(const infer_gguf *g);
 INFERDEF const char *infer_gguf_key(const infer_gguf *g, int64_t i);
 INFERDEF int64_t infer_gguf_find_key(const infer_gguf *g, const char *key); /* -1 if absent */
 INFERDEF infer_gguf_type infer_gguf_kv_type(const infer_gguf *g, int64_t i);
-/* Writes a one-line rendering of value i (arrays abbreviated) into buf. */
-INFERDEF int infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, size_t size);
+/* Writes a one-line rendering of value i (arrays abbreviated) into buf.
+   snprintf-style: writes at most size-1 bytes and a NUL (a short buf is no
+   error) and the whole length into *n_out (may be NULL); buf may be NULL
+   with size 0 to measure. INFER_ERR_ARG for an i out of range. */
+INFERDEF infer_status infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, size_t size, size_t *n_out,
+                                              infer_error *err);
 INFERDEF int64_t infer_gguf_n_tensors(const infer_gguf *g);
-INFERDEF int infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out);
+/* Tensor i's name, type, shape and data into *out; INFER_ERR_ARG for an i
+   out of range. */
+INFERDEF infer_status infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out, infer_error *err);
 INFERDEF int64_t infer_gguf_find_tensor(const infer_gguf *g, const char *name);
 INFERDEF const char *infer_type_name(infer_type t);
 
@@ -294,8 +300,11 @@ INFERDEF const char *infer_model_device_name(const infer_model *m);
    reaches it (measured once, as the model is loaded onto the GPU: a fraction of a second); 0 for
    a CPU model. What generation's GB/s are compared with (infer bench). */
 INFERDEF double infer_model_device_bandwidth(const infer_model *m);
-/* One-line summary: architecture, dims, layers, heads, vocab. */
-INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
+/* One-line summary: architecture, dims, layers, heads, vocab.
+   snprintf-style: at most size-1 bytes and a NUL, the whole length into
+   *n_out (may be NULL); INFER_ERR_ARG for no model. */
+INFERDEF infer_status infer_model_describe(const infer_model *m, char *buf, size_t size, size_t *n_out,
+                                           infer_error *err);
 
 /* ---- Tokenizer ---------------------------------------------------------- */
 
@@ -307,9 +316,13 @@ INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
 INFERDEF infer_status infer_tokenize(const infer_model *m, const char *text, size_t len, infer_token *out, int max,
                                      int add_bos, int parse_special, int *n_tokens, infer_error *err);
 /* The bytes of one token's text (byte-fallback and byte-level BPE decoded).
-   Returns the length, which may exceed size (nothing written then), or -1
-   for an id out of range. Not NUL-terminated. */
-INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size);
+   snprintf-style: writes at most size-1 bytes and a NUL (a short buf is no
+   error: the piece is cut) and the piece's whole length into *n_out (may be
+   NULL); buf may be NULL with size 0 to measure. A piece may hold a NUL
+   byte: use *n_out, not strlen. INFER_ERR_ARG for an id out of range,
+   INFER_ERR_NOMEM where a cut piece needed memory that ran out. */
+INFERDEF infer_status infer_token_to_piece(const infer_model *m, infer_token t, char *buf, size_t size, size_t *n_out,
+                                           infer_error *err);
 
 /* s[0..n) with every byte that is not part of a valid UTF-8 character
    (and every NUL) replaced by U+FFFD, into out (room for 3 * n + 1 bytes),
@@ -322,12 +335,17 @@ typedef struct infer_detok {
     unsigned char pending[8];
     int n_pending;
 } infer_detok;
-/* Appends token t; writes the complete characters so far to out and returns
-   their length (at most size; out should hold 256 bytes). Allocates only
-   for a token longer than out, and returns -1 when that fails. */
-INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size);
-/* Flushes what is held back (an invalid or truncated sequence) as is. */
-INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size);
+/* Appends token t; writes the complete characters so far to out, NUL-
+   terminated, and their length into *n_out (may be NULL): at most size-1
+   (out should hold 256 bytes; where they do not fit they are cut at a
+   character boundary and the rest dropped). Allocates only for a token
+   longer than out: INFER_ERR_NOMEM when that fails; INFER_ERR_ARG for an
+   id out of range or no out (size 0). */
+INFERDEF infer_status infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, size_t size,
+                                       size_t *n_out, infer_error *err);
+/* Flushes what is held back (an invalid or truncated sequence) as is, as
+   infer_detok_push writes (NUL-terminated, its length into *n_out). */
+INFERDEF infer_status infer_detok_flush(infer_detok *d, char *out, size_t size, size_t *n_out, infer_error *err);
 
 /* ---- Context: KV cache and forward pass ------------------------------ */
 
@@ -427,11 +445,13 @@ INFERDEF int infer_seq_n_past(const infer_context *c, int seq);
 INFERDEF const float *infer_seq_logits(const infer_context *c, int seq);
 /* The tokens the sequence's cache holds, in order (n set to how many). */
 INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, int *n);
-/* Forgets every position from n_past on (0 clears the sequence) and
-   returns the positions kept: n_past, or 0 where a sliding-window layer's
-   cache (which holds only its window and a batch) no longer has the keys
-   position n_past would see; then the caller feeds the tokens again. */
-INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past);
+/* Forgets every position from n on (0 clears the sequence; n < 0 or past
+   the end keeps them all) and writes the positions kept into *n_past (may
+   be NULL): n (clamped to what the sequence holds), or 0 where a
+   sliding-window layer's cache (which holds only its window and a batch)
+   no longer has the keys position n would see; then the caller feeds the
+   tokens again. INFER_ERR_ARG for a sequence outside the context. */
+INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *n_past, infer_error *err);
 /* Drops positions [p0, p1) (p1 < 0: to the end); later positions move
    down, their keys rotated for their new positions. */
 INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1, infer_error *err);
@@ -487,10 +507,12 @@ INFERDEF infer_beam_params infer_beam_default_params(void);
    by its n_beams most probable tokens and keeps the n_beams best sums of
    log-probabilities; a beam ends at end of generation or n_predict tokens.
    Writes the best finished hypothesis's tokens (its end-of-generation
-   token left out) into out (at most max) and returns how many it has (may
-   exceed max), its score into *score (may be NULL); -1 on error. */
-INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p, infer_token *out, int max,
-                               float *score, infer_error *err);
+   token left out) into out (at most max) and how many it has (may exceed
+   max) into *n_tokens (may be NULL), its score into *score (may be NULL).
+   INFER_ERR_ARG (too few sequences, an empty prompt), INFER_ERR_NOMEM or a
+   decode's error on failure, *n_tokens 0. */
+INFERDEF infer_status infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p,
+                                        infer_token *out, int max, int *n_tokens, float *score, infer_error *err);
 
 /* ---- Sampling ------------------------------------------------------------ */
 
@@ -565,22 +587,26 @@ INFERDEF int infer_sampler_grammar_done(const infer_sampler *s);
    between tokens is bounded (none, a space, or a line break and up to 20
    blanks) and numbers have at most 16 digits before the point and 16
    after, so a model cannot ramble on. snprintf-style: writes at most
-   size-1 bytes and a NUL, returns the full length, or -1 (err set, with
-   the line and column) for a schema it cannot read. */
-INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err);
+   size-1 bytes and a NUL (a short buf is no error) and the full length
+   into *n_out (may be NULL); INFER_ERR_ARG (err's message with the line
+   and column) for a schema it cannot read, INFER_ERR_NOMEM. */
+INFERDEF infer_status infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, size_t *n_out,
+                                                   infer_error *err);
 
 /* The most probable tokens of the last infer_sampler_sample's distribution:
    softmax of the logits after bias, penalty and grammar, before top-k/p
-   and temperature. Writes up to n, most probable first; returns how many
-   (0 before a sample, after a reset or when nothing was allowed). Still
-   valid after infer_sampler_accept. Where the grammar allowed the first
-   draw, its mask is made here, on request. -1 when memory ran out (only
-   that mask, or n > 64, needs any). */
+   and temperature. Writes up to n, most probable first, and how many into
+   *n_probs (may be NULL; 0 before a sample, after a reset or when nothing
+   was allowed). Still valid after infer_sampler_accept. Where the grammar
+   allowed the first draw, its mask is made here, on request.
+   INFER_ERR_NOMEM when memory ran out (only that mask, or n > 64, needs
+   any), INFER_ERR_ARG for no sampler or no room for n. */
 typedef struct infer_token_prob {
     infer_token id;
     float p;
 } infer_token_prob;
-INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n);
+INFERDEF infer_status infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n, int *n_probs,
+                                              infer_error *err);
 /* Token t's probability in that same distribution (0 where it was not
    allowed or before a sample; -1 when memory for the grammar's mask ran
    out): what the API's logprobs report for the token sampled. */
@@ -820,14 +846,19 @@ INFERDEF infer_status infer_request_status(const infer_request *r, infer_error *
    of the whole text from `from` (0 when from is past it). */
 INFERDEF size_t infer_request_text(const infer_request *r, size_t from, char *buf, size_t size);
 /* The generated token ids so far (an end-of-generation token included):
-   writes up to max, returns how many there are. */
-INFERDEF int infer_request_tokens(const infer_request *r, infer_token *out, int max);
+   writes up to max and how many there are into *n_tokens (may be NULL;
+   out may be NULL with max 0 to count). INFER_ERR_ARG for no request. */
+INFERDEF infer_status infer_request_tokens(const infer_request *r, infer_token *out, int max, int *n_tokens,
+                                           infer_error *err);
 /* The prompt's ids as fed (BOS included); complete once its first token is
-   generated. Writes up to max, returns how many. */
-INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max);
+   generated. Writes up to max, how many into *n_tokens, as above. */
+INFERDEF infer_status infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max, int *n_tokens,
+                                                  infer_error *err);
 /* Generated token i's most probable tokens (params n_probs): up to n into
-   out, most probable first; returns how many (0 without n_probs). */
-INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n);
+   out, most probable first, how many into *n_probs (may be NULL; 0 without
+   n_probs). INFER_ERR_ARG for an i not generated. */
+INFERDEF infer_status infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n,
+                                              int *n_probs, infer_error *err);
 /* Generated token i's own probability in the distribution it was drawn
    from (as infer_sampler_token_prob; kept with n_probs > 0), or -1 without
    n_probs or for an i not generated. */
@@ -1019,8 +1050,9 @@ INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
    run by the interpreter below (infer_jinja_render) with the variables
    messages, add_generation_prompt, bos_token, eos_token and t's settings;
    message bytes reach it as they are, UTF-8 or not.
-   snprintf-style: writes at most size-1 bytes and a NUL, returns the full
-   length (or -1 on bad arguments, or when memory ran out).
+   snprintf-style: writes at most size-1 bytes and a NUL (a short buf is no
+   error) and the full length into *n_out (may be NULL); INFER_ERR_ARG on
+   bad arguments, INFER_ERR_NOMEM when memory ran out.
    Each message's text depends only on the messages before it, so
      format(msgs, n, 0, a) == format(msgs, k, 0, 0) + format(msgs, n, k, a)
    for every k <= n: a chat can feed only what a new turn adds. A header
@@ -1035,15 +1067,17 @@ INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
    dropped), also the last; SmolLM3's and Llama 3.1's tool sections are
    never written (there are no tools); Phi-3.5's EOS after a conversation
    without the assistant prompt is not written. */
-INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
-                               int add_assistant_prompt, char *buf, size_t size);
+INFERDEF infer_status infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
+                                        int add_assistant_prompt, char *buf, size_t size, size_t *n_out,
+                                        infer_error *err);
 /* The text that closes an assistant turn (e.g. "<|im_end|>\n"): a chat feeds
    it after a reply, in place of the end-of-generation token it sampled but
    did not decode, so the cache holds the formatted conversation (where the
    template writes the reply otherwise, e.g. Qwen3's without its reasoning,
    compare with infer_chat_format of that message).
-   snprintf-style like infer_chat_format. */
-INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size);
+   snprintf-style like infer_chat_format (*n_out the whole length). */
+INFERDEF infer_status infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size, size_t *n_out,
+                                             infer_error *err);
 
 /* A sandboxed Jinja interpreter for chat templates (the template text as a
    model ships it): jinja2's ImmutableSandboxedEnvironment with trim_blocks,
@@ -1134,11 +1168,13 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    only. parallel: one call or more, where the format writes several (Llama
    3's writes one). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
-   parallel). snprintf-style: the grammar's length, or -1 with err set (a
-   list that is not JSON, a tool without a name, no tool of that name, a
-   parameters schema the converter refuses). */
-INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
-                                     char *buf, size_t size, infer_error *err);
+   parallel). snprintf-style: at most size-1 bytes and a NUL, the grammar's
+   whole length into *n_out (may be NULL); INFER_ERR_ARG with err's message
+   (a list that is not JSON, a tool without a name, no tool of that name, a
+   parameters schema the converter refuses) or INFER_ERR_NOMEM. */
+INFERDEF infer_status infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name,
+                                              int parallel, char *buf, size_t size, size_t *n_out,
+                                              infer_error *err);
 
 /* The reasoning part of a reply, infer_output_parser_new's `reasoning`. */
 typedef enum infer_reasoning {
@@ -1274,7 +1310,8 @@ INFERDEF void infer_free(void *p);
 
 /* Deprecated in 0.25, removed in 0.26: use infer_seq_n_past(c, 0). */
 INFER_DEPRECATED INFERDEF int infer_context_n_past(const infer_context *c);
-/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past). */
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past,
+   &kept, err). Returns the positions kept (0 on failure). */
 INFER_DEPRECATED INFERDEF int infer_context_truncate(infer_context *c, int n_past);
 /* Deprecated in 0.25, removed in 0.26: use infer_context_logits. */
 INFER_DEPRECATED INFERDEF const float *infer_get_logits(const infer_context *c, int i);
@@ -4875,9 +4912,13 @@ INFERDEF int64_t infer_gguf_find_tensor(const infer_gguf *g, const char *name) {
     return i < 0 ? -1 : g->tensor_by_name[i] - g->tensors;
 }
 
-INFERDEF int infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out) {
+INFERDEF infer_status infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out, infer_error *err) {
     const infer__tensor *t;
-    if (i < 0 || i >= g->n_tensors) return 0;
+    if (!g || !out || i < 0 || i >= g->n_tensors) {
+        infer__set_error(err, INFER_ERR_ARG, "gguf tensor: %s", !g ? "no file" : !out ? "no info to write"
+                         : "index out of range");
+        return INFER_ERR_ARG;
+    }
     t = &g->tensors[i];
     out->name = t->name;
     out->type = t->type;
@@ -4886,7 +4927,7 @@ INFERDEF int infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info
     out->offset = t->offset;
     out->nbytes = t->nbytes;
     out->data = t->data;
-    return 1;
+    return INFER_OK;
 }
 
 /* Appends printf output at *pos, never past size; *pos keeps counting so
@@ -4926,11 +4967,17 @@ static void infer__append_scalar(char *buf, size_t size, size_t *pos, infer_gguf
     } else infer__append(buf, size, pos, "%lld", (long long)iv);
 }
 
-INFERDEF int infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, size_t size) {
+INFERDEF infer_status infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, size_t size, size_t *n_out,
+                                              infer_error *err) {
     const infer__kv *kv;
     size_t pos = 0;
-    if (size) buf[0] = 0;
-    if (i < 0 || i >= g->n_kv) return -1;
+    if (n_out) *n_out = 0;
+    if (buf && size) buf[0] = 0;
+    if (!g || (!buf && size) || i < 0 || i >= g->n_kv) {
+        infer__set_error(err, INFER_ERR_ARG, "gguf value: %s", !g ? "no file" : !buf && size ? "no buffer"
+                         : "index out of range");
+        return INFER_ERR_ARG;
+    }
     kv = &g->kv[i];
     if (kv->type == INFER_GGUF_TYPE_STRING) {
         infer__str s = {NULL, 0};
@@ -4950,7 +4997,8 @@ INFERDEF int infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, 
         infer__append_scalar(buf, size, &pos, kv->type, kv->data);
     }
     if (size && pos >= size) buf[size - 1] = 0;
-    return (int)pos;
+    if (n_out) *n_out = pos;
+    return INFER_OK;
 }
 
 /* ==== src/unicode.h ==== */
@@ -7214,12 +7262,40 @@ INFERDEF infer_status infer_tokenize(const infer_model *m, const char *text, siz
     return INFER_OK;
 }
 
-INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size) {
-    int n;
-    if (!m) return -1;
-    n = infer__vocab_piece(infer__model_vocab(m), t, NULL, 0);
-    if (n < 0 || n > size) return n;
-    return infer__vocab_piece(infer__model_vocab(m), t, buf, size);
+INFERDEF infer_status infer_token_to_piece(const infer_model *m, infer_token t, char *buf, size_t size, size_t *n_out,
+                                           infer_error *err) {
+    const infer_vocab *v;
+    int n, room;
+    if (n_out) *n_out = 0;
+    if (buf && size) buf[0] = 0;
+    if (!m || (!buf && size)) {
+        infer__set_error(err, INFER_ERR_ARG, "token to piece: %s", !m ? "no model" : "no buffer");
+        return INFER_ERR_ARG;
+    }
+    v = infer__model_vocab(m);
+    if ((n = infer__vocab_piece(v, t, NULL, 0)) < 0) {
+        infer__set_error(err, INFER_ERR_ARG, "token to piece: token %d is outside the vocabulary", (int)t);
+        return INFER_ERR_ARG;
+    }
+    if (n_out) *n_out = (size_t)n;
+    if (!size) return INFER_OK;
+    room = size - 1 > (size_t)INT_MAX ? INT_MAX : (int)(size - 1);
+    if (n <= room) {
+        infer__vocab_piece(v, t, buf, n);
+        buf[n] = 0;
+    } else { /* truncated: the whole piece on the heap, its head in buf */
+        char *all = (char *)INFER_MALLOC((size_t)n);
+        if (!all) {
+            if (n_out) *n_out = 0;
+            infer__set_error(err, INFER_ERR_NOMEM, "token to piece: out of memory");
+            return INFER_ERR_NOMEM;
+        }
+        infer__vocab_piece(v, t, all, n);
+        memcpy(buf, all, (size_t)room);
+        buf[room] = 0;
+        INFER_FREE(all);
+    }
+    return INFER_OK;
 }
 
 /* Bytes at the end of s[0..n) that start a UTF-8 character not yet complete. */
@@ -7234,42 +7310,65 @@ static int infer__utf8_incomplete_tail(const unsigned char *s, int n) {
     return 0;
 }
 
-INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size) {
+INFERDEF infer_status infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, size_t size,
+                                       size_t *n_out, infer_error *err) {
+    const infer_vocab *v;
     unsigned char *all = (unsigned char *)out;
-    int n, total, keep, emit;
-    if (!d || !m || !out || size < 0) return 0;
-    n = infer_token_to_piece(m, t, NULL, 0);
-    if (n < 0) return 0;
+    int n, total, keep, emit, room;
+    if (n_out) *n_out = 0;
+    if (!d || !m || !out || !size) {
+        infer__set_error(err, INFER_ERR_ARG, "detokenize: %s", !d ? "no detokenizer" : !m ? "no model"
+                         : "no room in out");
+        return INFER_ERR_ARG;
+    }
+    out[0] = 0;
+    v = infer__model_vocab(m);
+    if ((n = infer__vocab_piece(v, t, NULL, 0)) < 0) {
+        infer__set_error(err, INFER_ERR_ARG, "detokenize: token %d is outside the vocabulary", (int)t);
+        return INFER_ERR_ARG;
+    }
+    room = size - 1 > (size_t)INT_MAX / 2 ? INT_MAX / 2 : (int)(size - 1);
     total = d->n_pending + n;
-    if (total <= size) { /* the pending bytes and the piece, in out */
+    if (total <= room) { /* the pending bytes and the piece, in out */
         memcpy(out, d->pending, (size_t)d->n_pending);
-        infer_token_to_piece(m, t, out + d->n_pending, n);
+        infer__vocab_piece(v, t, out + d->n_pending, n);
     } else { /* a piece longer than out: put together on the heap */
-        if (!(all = (unsigned char *)INFER_MALLOC((size_t)total))) return -1;
+        if (!(all = (unsigned char *)INFER_MALLOC((size_t)total))) {
+            infer__set_error(err, INFER_ERR_NOMEM, "detokenize: out of memory");
+            return INFER_ERR_NOMEM;
+        }
         memcpy(all, d->pending, (size_t)d->n_pending);
-        infer_token_to_piece(m, t, (char *)all + d->n_pending, n);
+        infer__vocab_piece(v, t, (char *)all + d->n_pending, n);
     }
     keep = infer__utf8_incomplete_tail(all, total);
     emit = total - keep;
-    if (emit > size) {
+    if (emit > room) {
         /* out is too small: cut at a character boundary, drop the rest */
-        emit = size;
+        emit = room;
         while (emit > 0 && (all[emit] & 0xc0) == 0x80) emit--;
     }
     if (all != (unsigned char *)out) memcpy(out, all, (size_t)emit);
     memcpy(d->pending, all + total - keep, (size_t)keep);
     d->n_pending = keep;
     if (all != (unsigned char *)out) INFER_FREE(all);
-    return emit;
+    out[emit] = 0;
+    if (n_out) *n_out = (size_t)emit;
+    return INFER_OK;
 }
 
-INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size) {
-    int n;
-    if (!d) return 0;
-    n = INFER__MIN(d->n_pending, size);
-    if (n > 0 && out) memcpy(out, d->pending, (size_t)n);
+INFERDEF infer_status infer_detok_flush(infer_detok *d, char *out, size_t size, size_t *n_out, infer_error *err) {
+    size_t n;
+    if (n_out) *n_out = 0;
+    if (!d || (!out && size)) {
+        infer__set_error(err, INFER_ERR_ARG, "detokenize: %s", !d ? "no detokenizer" : "no buffer");
+        return INFER_ERR_ARG;
+    }
+    n = size ? INFER__MIN((size_t)d->n_pending, size - 1) : 0;
+    if (n) memcpy(out, d->pending, n);
+    if (size) out[n] = 0;
     d->n_pending = 0;
-    return n > 0 ? n : 0;
+    if (n_out) *n_out = n;
+    return INFER_OK;
 }
 
 static const char *infer__vocab_warning(const infer_vocab *v) { return v->warning[0] ? v->warning : NULL; }
@@ -8016,14 +8115,24 @@ INFERDEF size_t infer_model_weight_bytes(const infer_model *m) {
     return n;
 }
 
-INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size) {
+INFERDEF infer_status infer_model_describe(const infer_model *m, char *buf, size_t size, size_t *n_out,
+                                           infer_error *err) {
+    int n;
+    if (n_out) *n_out = 0;
+    if (!m || (!buf && size)) {
+        infer__set_error(err, INFER_ERR_ARG, "describe: %s", !m ? "no model" : "no buffer");
+        return INFER_ERR_ARG;
+    }
     if (!m->n_layers)
-        return snprintf(buf, size, "vocabulary only: %d tokens", m->n_vocab);
-    return snprintf(buf, size,
+        n = snprintf(buf, size, "vocabulary only: %d tokens", m->n_vocab);
+    else
+        n = snprintf(buf, size,
                     "%s: dim %d, %d layers, %d heads (%d KV, size %d), ffn %d, vocab %d, context %d, "
                     "rope base %g dims %d, rms eps %g",
                     m->arch, m->dim, m->n_layers, m->n_heads, m->n_kv_heads, m->head_dim, m->ffn_dim, m->n_vocab,
                     m->n_ctx_train, m->rope_base, m->rope_dim, m->norm_eps);
+    if (n_out) *n_out = n > 0 ? (size_t)n : 0;
+    return INFER_OK;
 }
 
 /* ==== src/quants.h ==== */
@@ -17663,22 +17772,31 @@ INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, in
     return c->seqs[seq].tokens;
 }
 
-INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
+INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *n_past, infer_error *err) {
     infer__seq *q;
-    if (!infer__seq_ok(c, seq, NULL)) return 0;
+    if (n_past) *n_past = 0;
+    if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
     q = &c->seqs[seq];
-    if (n_past < 0 || n_past >= q->n_past) return q->n_past;
+    if (n < 0 || n >= q->n_past) {
+        if (n_past) *n_past = q->n_past;
+        return INFER_OK;
+    }
     /* a sliding window's ring may have overwritten keys n_past would see */
-    if (!infer__kv_can_rewind(&c->kv, c->model, q->hi, n_past)) n_past = 0;
-    q->n_past = n_past;
-    q->hi = n_past;
+    if (!infer__kv_can_rewind(&c->kv, c->model, q->hi, n)) n = 0;
+    q->n_past = n;
+    q->hi = n;
     q->logit_row = -1;
-    if (q->inexact && n_past < q->inexact) q->inexact = 0; /* what is left was made as a prefill makes it */
-    stbds_arrsetlen(q->tokens, n_past);
-    return n_past;
+    if (q->inexact && n < q->inexact) q->inexact = 0; /* what is left was made as a prefill makes it */
+    stbds_arrsetlen(q->tokens, n);
+    if (n_past) *n_past = n;
+    return INFER_OK;
 }
-/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past). */
-INFERDEF int infer_context_truncate(infer_context *c, int n_past) { return infer_seq_truncate(c, 0, n_past); }
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past, &kept, err). */
+INFERDEF int infer_context_truncate(infer_context *c, int n_past) {
+    int kept = 0;
+    infer_seq_truncate(c, 0, n_past, &kept, NULL);
+    return kept;
+}
 
 /* Whether the sequence's cache holds each of its positions at slot =
    position (no ring has wrapped): what moving positions needs. */
@@ -17732,7 +17850,7 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     }
     if (p0 == p1) return INFER_OK;
     if (p1 == q->n_past) { /* the end: a truncation */
-        infer_seq_truncate(c, seq, p0);
+        infer_seq_truncate(c, seq, p0, NULL, NULL);
         return INFER_OK;
     }
     if (!infer__seq_unwrapped(c, q)) {
@@ -17778,7 +17896,7 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     INFER_FREE(row);
     INFER_FREE(host);
     if (!ok) { /* the device failed: the sequence's cache is lost */
-        infer_seq_truncate(c, seq, 0);
+        infer_seq_truncate(c, seq, 0, NULL, NULL);
         infer__set_error(err, INFER_ERR_DEVICE, "moving positions of the KV cache on the device failed");
         return INFER_ERR_DEVICE;
     }
@@ -17817,7 +17935,7 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
     }
     for (l = 0; l < c->kv.n_layers; l++)
         if (!infer__kv_copy_slots(c, src, dst, l, INFER__MIN(c->kv.slots[l], a->hi))) {
-            infer_seq_truncate(c, dst, 0);
+            infer_seq_truncate(c, dst, 0, NULL, NULL);
             infer__set_error(err, INFER_ERR_DEVICE, "copying the KV cache on the device failed");
             return INFER_ERR_DEVICE;
         }
@@ -18217,7 +18335,7 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
         infer__set_error(err, st, "out of memory for an embedding of %d tokens", n);
         goto done;
     }
-    infer_seq_truncate(c, seq, 0);
+    infer_seq_truncate(c, seq, 0, NULL, NULL);
     /* every token's hidden state, pass by pass, summed or picked */
     for (done = 0; done < n; done += c->n_batch) {
         int nb = INFER__MIN(c->n_batch, n - done);
@@ -18243,7 +18361,7 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
     if (normalize && norm > 0)
         for (i = 0; i < m->dim; i++) out[i] = (float)(out[i] / sqrt(norm));
 done:
-    infer_seq_truncate(c, seq, 0);
+    infer_seq_truncate(c, seq, 0, NULL, NULL);
     INFER_FREE(hidden);
     INFER_FREE(acc);
     return st;
@@ -20107,9 +20225,10 @@ static infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab,
     G->eog_ids = (infer_token *)infer__calloc((size_t)n_vocab, sizeof(infer_token));
     if (!G->poff || !G->eog || !G->eog_ids) goto oom;
     for (t = 0; t < n_vocab; t++) {
-        int len = infer_token_to_piece(model, t, NULL, 0);
+        size_t len = 0;
+        infer_token_to_piece(model, t, NULL, 0, &len, NULL);
         G->poff[t] = (int)total;
-        if (len > 0) total += (size_t)len;
+        total += len;
         if (infer_model_is_eog(model, t)) G->eog[t] = 1, G->eog_ids[G->n_eog++] = t;
     }
     G->poff[n_vocab] = (int)total;
@@ -20118,7 +20237,8 @@ static infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab,
     if (!G->pieces || !items) goto oom;
     for (t = 0; t < n_vocab; t++) {
         int len = G->poff[t + 1] - G->poff[t];
-        if (len > 0) infer_token_to_piece(model, t, G->pieces + G->poff[t], len);
+        /* (its NUL goes where the next piece starts, or in the last byte) */
+        if (len > 0) infer_token_to_piece(model, t, G->pieces + G->poff[t], (size_t)len + 1, NULL, NULL);
         /* end of generation goes by the grammar's end, not by its text;
            empty (control) tokens are never text the grammar could want */
         if (len <= 0 || G->eog[t]) continue;
@@ -22065,7 +22185,7 @@ static int infer__schema_rules(infer__jp *jp, const infer__jv *const *schemas, c
 }
 
 
-INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
+static int infer__json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
     infer__jp jp;
     infer__jv root;
     infer__sb out = {NULL, 0};
@@ -22086,6 +22206,26 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
     stbds_arrfree(out.p);
     infer__jv_free(&root);
     return len;
+}
+
+INFERDEF infer_status infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, size_t *n_out,
+                                                   infer_error *err) {
+    infer_error e;
+    int len;
+    if (n_out) *n_out = 0;
+    if (!buf && size) {
+        infer__set_error(err, INFER_ERR_ARG, "JSON schema: no buffer");
+        return INFER_ERR_ARG;
+    }
+    e.code = INFER_OK;
+    e.msg[0] = 0;
+    if ((len = infer__json_schema_to_grammar(schema, buf, size, &e)) < 0) {
+        if (e.code == INFER_OK) infer__set_error(&e, INFER_ERR_ARG, "JSON schema: failed");
+        if (err) *err = e;
+        return e.code;
+    }
+    if (n_out) *n_out = (size_t)len;
+    return INFER_OK;
 }
 
 /* ==== src/jinja.h ==== */
@@ -26735,8 +26875,8 @@ static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
     infer__sb_puts(b, list);
 }
 
-INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
-                                     char *buf, size_t size, infer_error *err) {
+static int infer__tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
+                                    char *buf, size_t size, infer_error *err) {
     static const char any_object[] = "{\"type\": \"object\"}";
     infer__jp jp, jo;
     infer__jv list, object;
@@ -26831,6 +26971,26 @@ INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json
     infer__jv_free(&list);
     infer__jv_free(&object);
     return len;
+}
+
+INFERDEF infer_status infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
+                                              char *buf, size_t size, size_t *n_out, infer_error *err) {
+    infer_error e;
+    int len;
+    if (n_out) *n_out = 0;
+    if (!buf && size) {
+        infer__set_error(err, INFER_ERR_ARG, "tool call grammar: no buffer");
+        return INFER_ERR_ARG;
+    }
+    e.code = INFER_OK;
+    e.msg[0] = 0;
+    if ((len = infer__tool_call_grammar(f, tools_json, name, parallel, buf, size, &e)) < 0) {
+        if (e.code == INFER_OK) infer__set_error(&e, INFER_ERR_ARG, "tool call grammar: failed");
+        if (err) *err = e;
+        return e.code;
+    }
+    if (n_out) *n_out = (size_t)len;
+    return INFER_OK;
 }
 
 /* ==== src/sampler.c ==== */
@@ -27230,7 +27390,7 @@ INFERDEF float infer_sampler_token_prob(const infer_sampler *s, infer_token t) {
     return lt == -INFINITY ? 0.0f : (float)(infer__exp((double)lt - mx) / sum);
 }
 
-INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
+static int infer__sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
     const infer__cand *c = s->cand;
     unsigned char *mask = NULL;
     infer__cand *top, small[64];
@@ -27284,6 +27444,22 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
     }
     if (top != small) INFER_FREE(top);
     return k;
+}
+
+INFERDEF infer_status infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n, int *n_probs,
+                                              infer_error *err) {
+    int k;
+    if (n_probs) *n_probs = 0;
+    if (!s || n < 0 || (!out && n > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "top probs: %s", !s ? "no sampler" : "n with no room for them");
+        return INFER_ERR_ARG;
+    }
+    if ((k = infer__sampler_top_probs(s, out, n)) < 0) {
+        infer__set_error(err, INFER_ERR_NOMEM, "top probs: out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    if (n_probs) *n_probs = k;
+    return INFER_OK;
 }
 
 /* ==== src/metrics.c ==== */
@@ -27378,8 +27554,8 @@ static void infer__beam_top(const float *logits, int n_vocab, int k, int parent,
     }
 }
 
-INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p, infer_token *out, int max,
-                               float *score, infer_error *err) {
+static int infer__beam_search(infer_context *c, const char *prompt, const infer_beam_params *p, infer_token *out,
+                              int max, float *score, infer_error *err) {
     const infer_model *m;
     infer_beam_params d = infer_beam_default_params();
     infer__beam *live = NULL, *next = NULL;
@@ -27419,7 +27595,7 @@ INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer
     for (i = 0; i < B; i++) {
         live[i].toks = store + (size_t)i * p->n_predict;
         next[i].toks = store + (size_t)(B + i) * p->n_predict;
-        infer_seq_truncate(c, i, 0);
+        infer_seq_truncate(c, i, 0, NULL, NULL);
     }
     if (infer_tokenize(m, prompt, strlen(prompt), ptoks, np, infer_model_add_bos(m), 1, NULL, err) != INFER_OK ||
         infer_decode(c, ptoks, np, 0, err) != INFER_OK) goto done;
@@ -27504,6 +27680,22 @@ done:
     INFER_FREE(claimed);
     INFER_FREE(free_seq);
     return result;
+}
+
+INFERDEF infer_status infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p,
+                                        infer_token *out, int max, int *n_tokens, float *score, infer_error *err) {
+    infer_error e;
+    int n;
+    if (n_tokens) *n_tokens = 0;
+    e.code = INFER_OK;
+    e.msg[0] = 0;
+    if ((n = infer__beam_search(c, prompt, p, out, max, score, &e)) < 0) {
+        if (e.code == INFER_OK) infer__set_error(&e, INFER_ERR_ARG, "beam search: failed");
+        if (err) *err = e;
+        return e.code;
+    }
+    if (n_tokens) *n_tokens = n;
+    return INFER_OK;
 }
 
 /* ==== src/speculate.c ==== */
@@ -27593,7 +27785,7 @@ static int infer__spec_draft_model(infer_context *dc, int seq, const infer_token
     if (n_hist <= 0 || max_draft <= 0) return 0;
     while (t && common < n_tok && common < n_hist && t[common] == hist[common]) common++;
     if (common >= n_hist) common = n_hist - 1; /* the last token is fed again for its logits */
-    kept = infer_seq_truncate(dc, seq, common); /* (a sliding window may keep less) */
+    infer_seq_truncate(dc, seq, common, &kept, NULL); /* (a sliding window may keep less) */
     max_draft = INFER__MIN(max_draft, infer_context_n_ctx(dc) - n_hist);
     if (max_draft <= 0 || infer__spec_feed(dc, seq, hist + kept, n_hist - kept, err) != INFER_OK) return 0;
     while (n < max_draft) {
@@ -27868,12 +28060,13 @@ static void infer__req_token_time(infer_request *r, double t) {
 static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
     infer__sched *s = r->sched;
     char piece[16];
-    int n, i;
+    int i;
     if (r->state == INFER__RQ_PROMPT && st != INFER_OK && r->fed > 0)
-        infer_seq_truncate(s->c, r->seq, r->start_past);
+        infer_seq_truncate(s->c, r->seq, r->start_past, NULL, NULL);
     if (!r->text_done) {
-        n = infer_detok_flush(&r->detok, piece, sizeof piece);
-        if (infer__req_text(r, piece, (size_t)n, 1) < 0 && st == INFER_OK) {
+        size_t n_piece = 0;
+        infer_detok_flush(&r->detok, piece, sizeof piece, &n_piece, NULL);
+        if (infer__req_text(r, piece, n_piece, 1) < 0 && st == INFER_OK) {
             st = INFER_ERR_NOMEM; /* its text would be incomplete */
             msg = "out of memory for the request's text";
         }
@@ -27919,7 +28112,7 @@ static int infer__req_reuse(infer_request *r, int *past) {
     if (common >= n_full) common = n_full - 1; /* the last token is fed again for its logits */
     if (c->seqs[r->seq].inexact) common = INFER__MIN(common, c->seqs[r->seq].inexact - 1);
     if (common <= 0) return 0;
-    kept = infer_seq_truncate(c, r->seq, common); /* a sliding window may keep less */
+    infer_seq_truncate(c, r->seq, common, &kept, NULL); /* a sliding window may keep less */
     *past = kept;
     /* kept 0: BOS and the whole prompt are fed, as for an empty sequence */
     r->skip = INFER__MAX(kept - bos, 0);
@@ -27964,7 +28157,7 @@ static int infer__req_begin(infer_request *r) {
             }
             memcpy(copy, t, (size_t)r->n_past_req * sizeof *t);
         }
-        kept = infer_seq_truncate(c, r->seq, r->n_past_req);
+        infer_seq_truncate(c, r->seq, r->n_past_req, &kept, NULL);
         if (kept < r->n_past_req && copy)
             memcpy(stbds_arraddnptr(pre, r->n_past_req - kept), copy + kept, (size_t)(r->n_past_req - kept) * sizeof *copy);
         stbds_arrfree(copy);
@@ -27987,7 +28180,7 @@ static int infer__req_begin(infer_request *r) {
             const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
             infer_token last = t && n_tok > 0 ? t[n_tok - 1] : -1;
             if (!infer__arr_room(pre, n_tok + 1)) goto nomem;
-            kept = infer_seq_truncate(c, r->seq, past - 1);
+            infer_seq_truncate(c, r->seq, past - 1, &kept, NULL);
             if (kept == past - 1 && last >= 0) {
                 stbds_arrput(pre, last);
             } else { /* a window's cache cannot go back one: feed what it lost */
@@ -28135,7 +28328,8 @@ static int infer__req_sample(infer_request *r, const float *l) {
     const infer_model *m = s->c->model;
     char piece[256];
     infer_token t = infer_sampler_sample(r->sampler, l);
-    int len, stopped;
+    size_t len = 0;
+    int stopped;
     float chosen = 0;
     double now = infer__now_ms();
     r->state = INFER__RQ_GEN;
@@ -28157,7 +28351,7 @@ static int infer__req_sample(infer_request *r, const float *l) {
     if (r->n_probs > 0) { /* before accept moves the grammar on; outside the lock */
         int k;
         if (!infer__arr_setlen(r->top, r->n_probs)) goto nomem;
-        if ((k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs)) < 0) goto nomem;
+        if (infer_sampler_top_probs(r->sampler, r->top, r->n_probs, &k, NULL) != INFER_OK) goto nomem;
         for (; k < r->n_probs; k++) r->top[k].id = -1, r->top[k].p = 0;
         if ((chosen = infer_sampler_token_prob(r->sampler, t)) < 0) goto nomem;
     }
@@ -28182,14 +28376,14 @@ static int infer__req_sample(infer_request *r, const float *l) {
         infer__req_end(r, INFER_OK, NULL);
         return 0;
     }
-    if ((len = infer_detok_push(&r->detok, m, t, piece, sizeof piece)) < 0) goto nomem;
-    if (r->lazy && infer__req_trigger(r, piece, (size_t)len) < 0) goto nomem;
-    if (r->budget >= 0 && infer__req_budget(r, piece, (size_t)len) < 0) goto nomem;
-    if ((stopped = infer__req_text(r, piece, (size_t)len, 0)) < 0) goto nomem;
+    if (infer_detok_push(&r->detok, m, t, piece, sizeof piece, &len, NULL) != INFER_OK) goto nomem;
+    if (r->lazy && infer__req_trigger(r, piece, len) < 0) goto nomem;
+    if (r->budget >= 0 && infer__req_budget(r, piece, len) < 0) goto nomem;
+    if ((stopped = infer__req_text(r, piece, len, 0)) < 0) goto nomem;
     if (stopped || r->n_sampled >= r->n_predict) {
         if (!stopped) { /* the text is complete */
-            len = infer_detok_flush(&r->detok, piece, sizeof piece);
-            if (infer__req_text(r, piece, (size_t)len, 1) < 0) goto nomem;
+            infer_detok_flush(&r->detok, piece, sizeof piece, &len, NULL);
+            if (infer__req_text(r, piece, len, 1) < 0) goto nomem;
         }
         r->text_done = 1;
         if (!r->feed_last) {
@@ -28275,7 +28469,7 @@ static void infer__req_verify(infer_request *r, int pos) {
         }
     }
     n_past = infer_seq_n_past(c, r->seq);
-    if (n + 1 > keep) infer_seq_truncate(c, r->seq, n_past - (n + 1 - keep));
+    if (n + 1 > keep) infer_seq_truncate(c, r->seq, n_past - (n + 1 - keep), NULL, NULL);
     infer__mutex_lock(&s->mu);
     r->metrics.n_draft_tokens += n;
     r->metrics.n_draft_accepted += accepted;
@@ -28703,11 +28897,12 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
            since that takes a while for a large vocabulary */
         if (p->grammar) r->gbnf = infer__strndup(p->grammar, strlen(p->grammar));
         if (p->json_schema) {
-            int len = infer_json_schema_to_grammar(p->json_schema, NULL, 0, err);
-            if (len < 0) return err ? err->code : INFER_ERR_ARG;
-            r->gbnf = (char *)INFER_MALLOC((size_t)len + 1);
-            if (r->gbnf && infer_json_schema_to_grammar(p->json_schema, r->gbnf, (size_t)len + 1, err) != len)
-                return err ? err->code : INFER_ERR_NOMEM; /* (the second time only memory can fail) */
+            size_t len = 0;
+            infer_status gst = infer_json_schema_to_grammar(p->json_schema, NULL, 0, &len, err);
+            if (gst != INFER_OK) return gst;
+            r->gbnf = (char *)INFER_MALLOC(len + 1);
+            if (r->gbnf && (gst = infer_json_schema_to_grammar(p->json_schema, r->gbnf, len + 1, NULL, err)) != INFER_OK)
+                return gst; /* (the second time only memory can fail) */
         }
         if ((p->grammar || p->json_schema) && !r->gbnf) {
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's grammar");
@@ -28981,32 +29176,59 @@ INFERDEF size_t infer_request_text(const infer_request *r, size_t from, char *bu
     return n;
 }
 
-INFERDEF int infer_request_tokens(const infer_request *r, infer_token *out, int max) {
+INFERDEF infer_status infer_request_tokens(const infer_request *r, infer_token *out, int max, int *n_tokens,
+                                           infer_error *err) {
     int n;
+    if (n_tokens) *n_tokens = 0;
+    if (!r || max < 0 || (!out && max > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "request tokens: %s", !r ? "no request" : "max with no room for them");
+        return INFER_ERR_ARG;
+    }
     infer__mutex_lock(&r->sched->mu);
     n = (int)stbds_arrlen(r->toks);
-    if (out && max > 0 && n > 0) memcpy(out, r->toks, (size_t)INFER__MIN(n, max) * sizeof *out);
+    if (max > 0 && n > 0) memcpy(out, r->toks, (size_t)INFER__MIN(n, max) * sizeof *out);
     infer__mutex_unlock(&r->sched->mu);
-    return n;
+    if (n_tokens) *n_tokens = n;
+    return INFER_OK;
 }
 
-INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max) {
+INFERDEF infer_status infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max, int *n_tokens,
+                                                  infer_error *err) {
     int n;
+    if (n_tokens) *n_tokens = 0;
+    if (!r || max < 0 || (!out && max > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "request prompt tokens: %s",
+                         !r ? "no request" : "max with no room for them");
+        return INFER_ERR_ARG;
+    }
     infer__mutex_lock(&r->sched->mu);
     n = (int)stbds_arrlen(r->prompt);
-    if (out && max > 0 && n > 0) memcpy(out, r->prompt, (size_t)INFER__MIN(n, max) * sizeof *out);
+    if (max > 0 && n > 0) memcpy(out, r->prompt, (size_t)INFER__MIN(n, max) * sizeof *out);
     infer__mutex_unlock(&r->sched->mu);
-    return n;
+    if (n_tokens) *n_tokens = n;
+    return INFER_OK;
 }
 
-INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n) {
-    int k = 0, j;
+INFERDEF infer_status infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n,
+                                              int *n_probs, infer_error *err) {
+    int k = 0, j, bad;
+    if (n_probs) *n_probs = 0;
+    if (!r || n < 0 || (!out && n > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "request top probs: %s", !r ? "no request" : "n with no room for them");
+        return INFER_ERR_ARG;
+    }
     infer__mutex_lock(&r->sched->mu);
-    if (r->n_probs > 0 && i >= 0 && i < (int)stbds_arrlen(r->toks) && out)
+    bad = i < 0 || i >= (int)stbds_arrlen(r->toks);
+    if (!bad && r->n_probs > 0)
         for (j = 0; j < r->n_probs && k < n; j++)
             if (r->probs[(size_t)i * r->n_probs + j].id >= 0) out[k++] = r->probs[(size_t)i * r->n_probs + j];
     infer__mutex_unlock(&r->sched->mu);
-    return k;
+    if (bad) {
+        infer__set_error(err, INFER_ERR_ARG, "request top probs: token %d was not generated", i);
+        return INFER_ERR_ARG;
+    }
+    if (n_probs) *n_probs = k;
+    return INFER_OK;
 }
 
 INFERDEF float infer_request_token_prob(const infer_request *r, int i) {
@@ -29370,7 +29592,7 @@ INFERDEF infer_status infer_perplexity_chunk(infer_context *c, const infer_token
     }
     memcpy(tok, tokens, (size_t)n * sizeof *tok);
     if (infer_model_add_bos(m) && infer_model_bos(m) >= 0) tok[0] = infer_model_bos(m);
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     st = infer_decode(c, tok, n, 1, err);
     first = n / 2;
     for (i = first; st == INFER_OK && i < n - 1; i++) {
@@ -29918,36 +30140,58 @@ static char *infer__chat_render(const infer_chat_template *t, const infer_chat_m
     return out;
 }
 
-INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
-                               int add_assistant_prompt, char *buf, size_t size) {
+INFERDEF infer_status infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
+                                        int add_assistant_prompt, char *buf, size_t size, size_t *n_out,
+                                        infer_error *err) {
     char *whole = NULL, *head = NULL;
-    size_t whole_len = 0, head_len = 0;
-    int len = -1, i;
-    if (!t || n < 0 || from < 0 || from > n || (n > 0 && !msgs) || (size > 0 && !buf)) return -1;
+    size_t whole_len = 0, head_len = 0, len = 0;
+    infer_status st = INFER_OK;
+    int i;
+    if (n_out) *n_out = 0;
+    if (buf && size) buf[0] = 0;
+    if (!t || n < 0 || from < 0 || from > n || (n > 0 && !msgs) || (size > 0 && !buf)) {
+        infer__set_error(err, INFER_ERR_ARG, "chat format: %s", !t ? "no template" : size > 0 && !buf ? "no buffer"
+                         : n > 0 && !msgs ? "no messages" : "from or n out of range");
+        return INFER_ERR_ARG;
+    }
     for (i = 0; i < n; i++)
-        if (!msgs[i].role || !msgs[i].content) return -1;
+        if (!msgs[i].role || !msgs[i].content) {
+            infer__set_error(err, INFER_ERR_ARG, "chat format: message %d has no %s", i,
+                             !msgs[i].role ? "role" : "content");
+            return INFER_ERR_ARG;
+        }
     if (from == n && !add_assistant_prompt) len = 0; /* nothing new */
     else if ((whole = infer__chat_render(t, msgs, n, add_assistant_prompt, &whole_len)) != NULL) {
         /* messages from `from` on: the whole less the rendering up to there,
            which every built-in text makes a prefix of it */
         if (from > 0) head = infer__chat_render(t, msgs, from, 0, &head_len);
-        if ((from == 0 || head) && head_len <= whole_len && !memcmp(whole, head ? head : "", head_len) &&
-            whole_len - head_len <= (size_t)INT_MAX)
-            len = (int)(whole_len - head_len);
-    }
-    if (size > 0) {
-        size_t k = len > 0 ? ((size_t)len < size ? (size_t)len : size - 1) : 0;
+        if (from > 0 && !head) st = INFER_ERR_NOMEM;
+        else if (head_len <= whole_len && !memcmp(whole, head ? head : "", head_len)) len = whole_len - head_len;
+        else st = INFER_ERR_ARG;
+    } else st = INFER_ERR_NOMEM;
+    if (st != INFER_OK) {
+        infer__set_error(err, st, "chat format: %s", st == INFER_ERR_NOMEM ? "out of memory"
+                         : "the messages before `from` do not render as a prefix of the whole");
+    } else if (size > 0) {
+        size_t k = len < size ? len : size - 1;
         if (k) memcpy(buf, whole + head_len, k);
         buf[k] = 0;
     }
     INFER_FREE(whole);
     INFER_FREE(head);
-    return len;
+    if (st == INFER_OK && n_out) *n_out = len;
+    return st;
 }
 
-INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size) {
+INFERDEF infer_status infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size, size_t *n_out,
+                                             infer_error *err) {
     const char *end = NULL, *after_eos = ""; /* end NULL: the EOS, then after_eos */
-    if (!t || (size > 0 && !buf)) return -1;
+    int len;
+    if (n_out) *n_out = 0;
+    if (!t || (size > 0 && !buf)) {
+        infer__set_error(err, INFER_ERR_ARG, "chat end of turn: %s", !t ? "no template" : "no buffer");
+        return INFER_ERR_ARG;
+    }
     switch (t->kind) {
     case INFER_CHAT_KIND_CHATML:
     case INFER_CHAT_KIND_QWEN3:
@@ -29962,8 +30206,10 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
     case INFER_CHAT_KIND_ZEPHYR: after_eos = "\n"; break;
     default: break;
     }
-    if (end) return snprintf(buf, size, "%s", end);
-    return snprintf(buf, size, "%.*s%s", (int)infer__chat_field_len(t->eos, sizeof t->eos), t->eos, after_eos);
+    if (end) len = snprintf(buf, size, "%s", end);
+    else len = snprintf(buf, size, "%.*s%s", (int)infer__chat_field_len(t->eos, sizeof t->eos), t->eos, after_eos);
+    if (n_out) *n_out = len > 0 ? (size_t)len : 0;
+    return INFER_OK;
 }
 
 /* ==== src/abi.c ==== */

@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_cancel: %s\n", err.msg);
         return 1;
     }
-    infer_model_describe(m, desc, sizeof desc);
+    infer_model_describe(m, desc, sizeof desc, NULL, NULL);
     sscanf(strstr(desc, "layers") ? strstr(desc, ", ") + 2 : "0", "%d", &n_layers);
     cp.n_ctx = n, cp.n_batch = n, cp.n_threads = threads;
     c = infer_context_new(m, &cp, &err);
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < n; i++) toks[i] = rand() % infer_model_n_vocab(m);
     for (r = 0; r < 3; r++) { /* the whole prompt, uncancelled: its time over the layers is a layer's */
         double t0 = now_ms();
-        infer_seq_truncate(c, 0, 0);
+        infer_seq_truncate(c, 0, 0, NULL, NULL);
         if (infer_decode(c, toks, n, 0, &err)) {
             fprintf(stderr, "bench_cancel: %s\n", err.msg);
             return 1;
@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
         f.set = 0, f.at = 0;
         k.f = &f;
         k.delay_ms = full * (0.1 + 0.8 * rand() / (double)RAND_MAX);
-        infer_seq_truncate(c, 0, 0);
+        infer_seq_truncate(c, 0, 0, NULL, NULL);
         infer_context_set_abort(c, should_stop, &f);
         if (!os_thread_start(&th, cancel_later, &k)) {
             fprintf(stderr, "bench_cancel: cannot start a thread\n");

@@ -51,6 +51,7 @@ int main(int argc, char **argv) {
     float *logits0;
     double tps[3][64], samp_us[3][64], ntoks[3][64], build_ms[64];
     int n_prompt, n_past, nv, r, mode, glen;
+    size_t gsize = 0;
     if (argc < 2 || runs < 1 || runs > 64 || n_tok < 1) {
         fprintf(stderr, "usage: %s MODEL [runs=5 (max 64)] [tokens=128] [threads=2] [temp=1.0]\n", argv[0]);
         return 1;
@@ -62,16 +63,16 @@ int main(int argc, char **argv) {
     c = infer_context_new(m, &cp, &err);
     if (!c) return fprintf(stderr, "%s\n", err.msg), 1;
     nv = infer_model_n_vocab(m);
-    glen = infer_json_schema_to_grammar(SCHEMA, NULL, 0, &err);
+    glen = infer_json_schema_to_grammar(SCHEMA, NULL, 0, &gsize, &err) == INFER_OK ? (int)gsize : -1;
     if (glen < 0) return fprintf(stderr, "%s\n", err.msg), 1;
     gbnf = (char *)malloc((size_t)glen + 1);
-    infer_json_schema_to_grammar(SCHEMA, gbnf, (size_t)glen + 1, &err);
+    infer_json_schema_to_grammar(SCHEMA, gbnf, (size_t)glen + 1, NULL, &err);
     tmpl = infer_chat_template_detect(m);
     msgs[0].role = "system";
     msgs[0].content = "You answer in JSON with a title, a mood, a long story and its characters.";
     msgs[1].role = "user";
     msgs[1].content = "Write a long story about a dragon who learns to bake bread.";
-    infer_chat_format(&tmpl, msgs, 2, 0, 1, prompt, sizeof prompt);
+    infer_chat_format(&tmpl, msgs, 2, 0, 1, prompt, sizeof prompt, NULL, NULL);
     if (infer_tokenize(m, prompt, strlen(prompt), toks, 1024, infer_model_add_bos(m), 1, &n_prompt, NULL) != INFER_OK) n_prompt = -1;
     if (n_prompt <= 0 || n_prompt > 1024) return fprintf(stderr, "prompt too long\n"), 1;
     if (infer_decode(c, toks, n_prompt, 0, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
@@ -93,14 +94,14 @@ int main(int argc, char **argv) {
                 if (infer_sampler_set_grammar(s, m, gbnf, NULL, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
                 if (mode == 1) build_ms[r] = now_ms() - t0;
             }
-            infer_seq_truncate(c, 0, n_past);
+            infer_seq_truncate(c, 0, n_past, NULL, NULL);
             t0 = now_ms();
             for (i = 0; i < n_tok; i++) {
                 double a = now_ms();
                 infer_token t = infer_sampler_sample(s, logits);
                 if (mode == 2) {
                     infer_token_prob top[5];
-                    infer_sampler_top_probs(s, top, 5);
+                    infer_sampler_top_probs(s, top, 5, NULL, NULL);
                 }
                 if (t >= 0) infer_sampler_accept(s, t);
                 ts += now_ms() - a;

@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < n; i++) toks[i] = rand() % nv;
     for (r = 0; r < runs; r++) {
         double t0 = now_ms();
-        infer_seq_truncate(a, 0, 0);
+        infer_seq_truncate(a, 0, 0, NULL, NULL);
         if (infer_decode(a, toks, n, 0, &err)) {
             fprintf(stderr, "bench_state: %s\n", err.msg);
             return 1;

@@ -471,10 +471,11 @@ static CLI_MAYBE_UNUSED int cli_output_apply(const cli_output *o, infer_sampler 
         return 0;
     if (schema) {
         const char *sch = file ? text : src;
-        int n = infer_json_schema_to_grammar(sch, NULL, 0, &err);
-        if (n < 0 || !(gbnf = (char *)malloc((size_t)n + 1))) ok = 0;
-        else infer_json_schema_to_grammar(sch, gbnf, (size_t)n + 1, &err);
-        if (n >= 0 && !gbnf) snprintf(err.msg, sizeof err.msg, "out of memory");
+        size_t n = 0;
+        infer_status st = infer_json_schema_to_grammar(sch, NULL, 0, &n, &err);
+        if (st != INFER_OK || !(gbnf = (char *)malloc(n + 1))) ok = 0;
+        else if (infer_json_schema_to_grammar(sch, gbnf, n + 1, NULL, &err) != INFER_OK) ok = 0;
+        if (st == INFER_OK && !gbnf) snprintf(err.msg, sizeof err.msg, "out of memory");
     }
     if (ok && infer_sampler_set_grammar(s, m, schema ? gbnf : file ? text : src, NULL, &err) != INFER_OK) ok = 0;
     if (!ok) {
@@ -493,8 +494,10 @@ static CLI_MAYBE_UNUSED void cli_print_probs(FILE *f, const infer_model *m, cons
     fprintf(f, "[probs]");
     for (i = 0; i < n; i++) {
         char piece[256];
-        int len = infer_token_to_piece(m, top[i].id, piece, sizeof piece);
-        if (len < 0 || len > (int)sizeof piece) len = 0;
+        size_t n_piece = 0;
+        int len;
+        infer_token_to_piece(m, top[i].id, piece, sizeof piece, &n_piece, NULL);
+        len = n_piece < sizeof piece ? (int)n_piece : 0;
         fprintf(f, " '");
         for (k = 0; k < len; k++) {
             unsigned char c = (unsigned char)piece[k];
@@ -512,8 +515,10 @@ static CLI_MAYBE_UNUSED void cli_print_probs(FILE *f, const infer_model *m, cons
 static CLI_MAYBE_UNUSED void cli_output_print_probs(const cli_output *o, const infer_sampler *s,
                                                     const infer_model *m, FILE *f) {
     infer_token_prob top[CLI_MAX_PROBS];
+    int k = 0;
     if (o->n_probs <= 0) return;
-    cli_print_probs(f, m, top, infer_sampler_top_probs(s, top, o->n_probs < CLI_MAX_PROBS ? o->n_probs : CLI_MAX_PROBS));
+    infer_sampler_top_probs(s, top, o->n_probs < CLI_MAX_PROBS ? o->n_probs : CLI_MAX_PROBS, &k, NULL);
+    cli_print_probs(f, m, top, k);
 }
 
 /* When a is a RoPE scaling flag (--rope-scaling none|linear|yarn,

@@ -180,7 +180,9 @@ int cli_output_request(const cli_output *o, const infer_model *m, infer_request_
 /* Token i's top probabilities, one line as cli.h prints them. */
 static void print_probs(const infer_request *r, const infer_model *m, int i, int n_probs, FILE *f) {
     infer_token_prob top[CLI_MAX_PROBS];
-    cli_print_probs(f, m, top, infer_request_top_probs(r, i, top, n_probs < CLI_MAX_PROBS ? n_probs : CLI_MAX_PROBS));
+    int k = 0;
+    infer_request_top_probs(r, i, top, n_probs < CLI_MAX_PROBS ? n_probs : CLI_MAX_PROBS, &k, NULL);
+    cli_print_probs(f, m, top, k);
 }
 
 /* ---- run ---- */
@@ -237,14 +239,13 @@ static int run_beams(const options *o, infer_model *m, infer_context *c) {
     char piece[256], *text;
     size_t used = 0;
     float score = 0;
-    int n, i, len;
+    int n, i;
     bp.n_beams = o->beams;
     bp.length_penalty = o->length_penalty;
     bp.n_predict = o->c.n_predict > 0 ? o->c.n_predict : 1;
     out = (infer_token *)malloc(sizeof *out * (size_t)bp.n_predict);
     if (!out) return cli_fail("%s", "out of memory");
-    n = infer_beam_search(c, o->prompt ? o->prompt : "", &bp, out, bp.n_predict, &score, &err);
-    if (n < 0) {
+    if (infer_beam_search(c, o->prompt ? o->prompt : "", &bp, out, bp.n_predict, &n, &score, &err) != INFER_OK) {
         free(out);
         return cli_fail("%s", err.msg);
     }
@@ -255,8 +256,10 @@ static int run_beams(const options *o, infer_model *m, infer_context *c) {
     }
     memset(&d, 0, sizeof d);
     for (i = 0; i <= n; i++) {
-        len = i < n ? infer_detok_push(&d, m, out[i], piece, sizeof piece) : infer_detok_flush(&d, piece, sizeof piece);
-        if (len > 0) memcpy(text + used, piece, (size_t)len), used += (size_t)len;
+        size_t len = 0;
+        if (i < n) infer_detok_push(&d, m, out[i], piece, sizeof piece, &len, NULL);
+        else infer_detok_flush(&d, piece, sizeof piece, &len, NULL);
+        if (len > 0) memcpy(text + used, piece, len), used += len;
     }
     if (o->json) {
         printf("{\"tokens\":");
@@ -302,7 +305,7 @@ static int prompt_cache(const options *o, infer_model *m, infer_context *c) {
         if (k == n && nc == n && infer_seq_logits(c, 0)) { /* the same prompt: nothing to decode */
         } else {
             if (k == n) k--; /* the last token again, for its logits */
-            k = infer_seq_truncate(c, 0, k);
+            infer_seq_truncate(c, 0, k, &k, NULL);
         }
     } else if (err.code != INFER_ERR_IO) {
         fprintf(stderr, "infer: warning: %s: %s; the prompt is decoded afresh\n", o->prompt_cache, err.msg);
@@ -400,8 +403,12 @@ static int cmd_run(const options *o) {
         int left = infer_context_step(c, 0);
         if (!flush_text(r, &printed, o->json ? NULL : stdout, &text, &len)) break;
         if (o->out.n_probs > 0 && !o->json)
-            for (; probs_shown < infer_request_tokens(r, NULL, 0); probs_shown++)
+            for (;; probs_shown++) {
+                int n_gen = 0;
+                infer_request_tokens(r, NULL, 0, &n_gen, NULL);
+                if (probs_shown >= n_gen) break;
                 print_probs(r, m, probs_shown, o->out.n_probs, stderr);
+            }
         if (!left) break;
     }
     if (!flush_text(r, &printed, o->json ? NULL : stdout, &text, &len)) {
@@ -417,12 +424,15 @@ static int cmd_run(const options *o) {
     }
     mt = infer_request_metrics(r);
     if (o->json) { /* the object in any case; "error" says why it ended early */
-        int np = infer_request_prompt_tokens(r, NULL, 0), ng = infer_request_tokens(r, NULL, 0);
-        infer_token *pt = (infer_token *)malloc(((size_t)np + 1) * sizeof *pt);
-        infer_token *gt = (infer_token *)malloc(((size_t)ng + 1) * sizeof *gt);
+        int np = 0, ng = 0;
+        infer_token *pt, *gt;
+        infer_request_prompt_tokens(r, NULL, 0, &np, NULL);
+        infer_request_tokens(r, NULL, 0, &ng, NULL);
+        pt = (infer_token *)malloc(((size_t)np + 1) * sizeof *pt);
+        gt = (infer_token *)malloc(((size_t)ng + 1) * sizeof *gt);
         if (pt && gt) {
-            infer_request_prompt_tokens(r, pt, np);
-            infer_request_tokens(r, gt, ng);
+            infer_request_prompt_tokens(r, pt, np, NULL, NULL);
+            infer_request_tokens(r, gt, ng, NULL, NULL);
             printf("{\"prompt_tokens\":");
             json_tokens(stdout, pt, np);
             printf(",\"tokens\":");
@@ -436,13 +446,16 @@ static int cmd_run(const options *o) {
                 printf(",\"probs\":[");
                 for (i = 0; i < ng; i++) {
                     infer_token_prob top[CLI_MAX_PROBS];
-                    int k = infer_request_top_probs(r, i, top, o->out.n_probs);
+                    int k = 0;
+                    infer_request_top_probs(r, i, top, o->out.n_probs < CLI_MAX_PROBS ? o->out.n_probs : CLI_MAX_PROBS,
+                                            &k, NULL);
                     printf(i ? ",[" : "[");
                     for (j = 0; j < k; j++) {
                         char piece[256];
-                        int pl = infer_token_to_piece(m, top[j].id, piece, sizeof piece);
+                        size_t pl = 0;
+                        infer_token_to_piece(m, top[j].id, piece, sizeof piece, &pl, NULL);
                         printf("%s{\"id\":%d,\"piece\":", j ? "," : "", top[j].id);
-                        json_string(stdout, piece, pl > 0 && pl <= (int)sizeof piece ? (size_t)pl : 0);
+                        json_string(stdout, piece, pl < sizeof piece ? pl : 0);
                         printf(",\"p\":%.6g}", top[j].p);
                     }
                     printf("]");
@@ -583,7 +596,7 @@ static int cmd_info(const options *o) {
     printf("file: %s\nGGUF version %u, %lld metadata keys, %lld tensors\n\n", o->c.model, infer_gguf_version(g),
            (long long)infer_gguf_n_kv(g), (long long)infer_gguf_n_tensors(g));
     for (i = 0; i < infer_gguf_n_kv(g); i++) {
-        infer_gguf_kv_to_string(g, i, buf, sizeof buf);
+        infer_gguf_kv_to_string(g, i, buf, sizeof buf, NULL, NULL);
         printf("  %-40s = %s\n", infer_gguf_key(g, i), buf);
     }
     printf("\n  %-32s %-6s %-22s %12s\n", "tensor", "type", "shape", "bytes");
@@ -591,7 +604,7 @@ static int cmd_info(const options *o) {
         infer_tensor_info t;
         char shape[64];
         size_t pos = 0;
-        infer_gguf_tensor(g, i, &t);
+        infer_gguf_tensor(g, i, &t, NULL);
         for (d = 0; d < t.n_dims; d++)
             pos += (size_t)snprintf(shape + pos, sizeof shape - pos, d ? " x %lld" : "%lld", (long long)t.ne[d]);
         printf("  %-32s %-6s %-22s %12zu\n", t.name, infer_type_name(t.type), shape, t.nbytes);
@@ -604,7 +617,7 @@ static int cmd_info(const options *o) {
         printf("\nmodel: cannot be loaded: %s\n", err.msg);
         return 1;
     }
-    infer_model_describe(m, buf, sizeof buf);
+    infer_model_describe(m, buf, sizeof buf, NULL, NULL);
     printf("\nmodel: %s\n", buf);
     if (!mp.vocab_only && infer_model_device(m) == INFER_DEVICE_CUDA) printf("device: cuda (%s)\n", infer_model_device_name(m));
     else if (!mp.vocab_only) printf("device: cpu\n");

@@ -236,7 +236,7 @@ static double run_once(infer_context *c, const infer_token *toks, int depth, int
     infer_batch b;
     double t0, t1;
     int have = depth && infer_seq_n_past(c, 0) >= depth; /* the depth, from the last repetition */
-    for (s = 0; s < parallel; s++) infer_seq_truncate(c, s, have ? depth : 0), seq[s] = s;
+    for (s = 0; s < parallel; s++) infer_seq_truncate(c, s, have ? depth : 0, NULL, NULL), seq[s] = s;
     if (depth && !have) {
         if (infer_decode(c, toks, depth, 0, err)) return -1;
         for (s = 1; s < parallel; s++)
@@ -292,7 +292,9 @@ static int bench_edit(infer_model *m, const bench_opts *o, int lookup, infer_mod
     infer_context *c, *dc = NULL;
     double s = 0, ss = 0, *v = (double *)calloc((size_t)o->reps, sizeof *v);
     int r, drafted = 0, accepted = 0;
-    if (!v || infer_chat_format(&tpl, &msg, 1, 0, 1, prompt, sizeof prompt) >= (int)sizeof prompt) {
+    size_t n_prompt = 0;
+    if (!v || infer_chat_format(&tpl, &msg, 1, 0, 1, prompt, sizeof prompt, &n_prompt, NULL) != INFER_OK ||
+        n_prompt >= sizeof prompt) {
         free(v);
         snprintf(err->msg, sizeof err->msg, "%s", "out of memory, or the edit prompt does not fit");
         return 0;

@@ -193,9 +193,10 @@ static int chat_push(chat_state *st, const char *role, const char *content, size
 
 /* Text of a formatting call, malloc'd; NULL when out of memory. */
 static char *chat_format(const chat_state *st, int n, int from, int add) {
-    int len = infer_chat_format(&st->tmpl, st->msgs, n, from, add, NULL, 0);
-    char *s = len >= 0 ? (char *)malloc((size_t)len + 1) : NULL;
-    if (s) infer_chat_format(&st->tmpl, st->msgs, n, from, add, s, (size_t)len + 1);
+    size_t len = 0;
+    char *s = infer_chat_format(&st->tmpl, st->msgs, n, from, add, NULL, 0, &len, NULL) == INFER_OK
+                  ? (char *)malloc(len + 1) : NULL;
+    if (s) infer_chat_format(&st->tmpl, st->msgs, n, from, add, s, len + 1, NULL, NULL);
     return s;
 }
 
@@ -311,27 +312,28 @@ static void chat_print_content(chat_printer *pr, const char *s, size_t n) {
    nothing, where a sliding window cannot go back) and feeds it again. */
 static void chat_rewrite_reply(chat_state *st) {
     int r = st->n_msgs - 2; /* the reply; the new user message follows it */
-    int ne = infer_chat_end_of_turn(&st->tmpl, NULL, 0);
+    size_t ne = 0;
     char *gen, *hist, *eot;
     int same = 1;
-    if (!st->reply_open || r < 0 || ne < 0 || st->shifted) return;
+    if (!st->reply_open || r < 0 || infer_chat_end_of_turn(&st->tmpl, NULL, 0, &ne, NULL) != INFER_OK || st->shifted)
+        return;
     gen = chat_format(st, r, r, 1);
     hist = chat_format(st, r + 1, r, 0);
-    eot = (char *)malloc((size_t)ne + 1);
+    eot = (char *)malloc(ne + 1);
     if (gen && hist && eot) {
         size_t ng = strlen(gen), nr = strlen(st->msgs[r].content);
-        infer_chat_end_of_turn(&st->tmpl, eot, (size_t)ne + 1);
-        same = strlen(hist) == ng + nr + (size_t)ne && !memcmp(hist, gen, ng) &&
-               !memcmp(hist + ng, st->msgs[r].content, nr) && !memcmp(hist + ng + nr, eot, (size_t)ne);
+        infer_chat_end_of_turn(&st->tmpl, eot, ne + 1, NULL, NULL);
+        same = strlen(hist) == ng + nr + ne && !memcmp(hist, gen, ng) &&
+               !memcmp(hist + ng, st->msgs[r].content, nr) && !memcmp(hist + ng + nr, eot, ne);
     }
     free(gen), free(hist), free(eot);
     if (same) return;
-    infer_seq_truncate(st->c, 0, st->back_past);
+    infer_seq_truncate(st->c, 0, st->back_past, NULL, NULL);
     if (infer_seq_n_past(st->c, 0) == st->back_past) {
         st->n_fed = st->back_fed;
         st->reply_open = st->back_open;
     } else {
-        infer_seq_truncate(st->c, 0, 0);
+        infer_seq_truncate(st->c, 0, 0, NULL, NULL);
         st->n_fed = 0;
         st->reply_open = 0;
     }
@@ -340,15 +342,15 @@ static void chat_rewrite_reply(chat_state *st) {
 /* The text this turn adds to the cache: the end of the previous reply, the
    messages not yet fed, the assistant prompt. */
 static char *chat_turn_text(const chat_state *st) {
-    int ne = st->reply_open ? infer_chat_end_of_turn(&st->tmpl, NULL, 0) : 0;
-    int nf = infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_fed, 1, NULL, 0);
+    size_t ne = 0, nf = 0;
     char *text;
-    if (ne < 0 || nf < 0) return NULL;
-    text = (char *)malloc((size_t)ne + (size_t)nf + 1);
+    if (st->reply_open && infer_chat_end_of_turn(&st->tmpl, NULL, 0, &ne, NULL) != INFER_OK) return NULL;
+    if (infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_fed, 1, NULL, 0, &nf, NULL) != INFER_OK) return NULL;
+    text = (char *)malloc(ne + nf + 1);
     if (!text) return NULL;
     text[0] = 0;
-    if (ne) infer_chat_end_of_turn(&st->tmpl, text, (size_t)ne + 1);
-    infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_fed, 1, text + ne, (size_t)nf + 1);
+    if (ne) infer_chat_end_of_turn(&st->tmpl, text, ne + 1, NULL, NULL);
+    infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_fed, 1, text + ne, nf + 1, NULL, NULL);
     return text;
 }
 
@@ -401,8 +403,10 @@ static int chat_turn(chat_state *st, int n_predict) {
         if (!text) return free(full), fprintf(stderr, "infer: out of memory\n"), -1;
         add_bos = from_start && infer_model_add_bos(st->m);
     } else {
-        int n_gp = infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_msgs, 1, NULL, 0), n_a;
+        size_t n_gp = 0;
+        int n_a;
         infer_token *toks = NULL;
+        infer_chat_format(&st->tmpl, st->msgs, st->n_msgs, st->n_msgs, 1, NULL, 0, &n_gp, NULL);
         chat_rewrite_reply(st);
         st->back_past = infer_seq_n_past(st->c, 0);
         st->back_fed = st->n_fed;
@@ -418,7 +422,7 @@ static int chat_turn(chat_state *st, int n_predict) {
         infer_tokenize(st->m, text, strlen(text), toks, n, add_bos, 1, NULL, NULL);
         /* where the assistant prompt begins, if it begins on a token boundary
            (its own tokens end the turn's): a reply fed again starts there */
-        if (!(n_gp > 0 && (size_t)n_gp <= strlen(text)) ||
+        if (!(n_gp > 0 && n_gp <= strlen(text)) ||
             infer_tokenize(st->m, text, strlen(text) - (size_t)n_gp, NULL, 0, add_bos, 1, &n_a, NULL) != INFER_OK)
             n_a = -1;
         if (n_a >= 0 && n_a <= n) {
@@ -505,14 +509,19 @@ static int chat_turn(chat_state *st, int n_predict) {
             if (!ok) infer_request_cancel(r);
         }
         if (st->o->out.n_probs > 0) /* each token's most probable ones, on stderr */
-            for (; n_shown < infer_request_tokens(r, NULL, 0); n_shown++) {
+            for (;; n_shown++) {
                 infer_token_prob top[CLI_MAX_PROBS];
-                int k = infer_request_top_probs(r, n_shown, top, st->o->out.n_probs), j;
+                int k = 0, j, n_now = 0;
+                infer_request_tokens(r, NULL, 0, &n_now, NULL);
+                if (n_shown >= n_now) break;
+                infer_request_top_probs(r, n_shown, top, st->o->out.n_probs < CLI_MAX_PROBS ? st->o->out.n_probs
+                                        : CLI_MAX_PROBS, &k, NULL);
                 fprintf(stderr, "[probs]");
                 for (j = 0; j < k; j++) {
                     char piece[256];
-                    int pl = infer_token_to_piece(st->m, top[j].id, piece, sizeof piece);
-                    fprintf(stderr, " '%.*s' %.3f", pl > 0 && pl <= (int)sizeof piece ? pl : 0, piece, top[j].p);
+                    size_t pl = 0;
+                    infer_token_to_piece(st->m, top[j].id, piece, sizeof piece, &pl, NULL);
+                    fprintf(stderr, " '%.*s' %.3f", pl < sizeof piece ? (int)pl : 0, piece, top[j].p);
                 }
                 fputc('\n', stderr);
             }
@@ -520,11 +529,11 @@ static int chat_turn(chat_state *st, int n_predict) {
     }
     status = infer_request_status(r, &err);
     /* the tokens the cache took: every one generated but an end of generation */
-    n_gen = infer_request_tokens(r, NULL, 0);
+    infer_request_tokens(r, NULL, 0, &n_gen, NULL);
     if (n_gen > 0) {
         infer_token *all = (infer_token *)malloc((size_t)n_gen * sizeof *all);
         if (all) {
-            infer_request_tokens(r, all, n_gen);
+            infer_request_tokens(r, all, n_gen, NULL, NULL);
             if (infer_model_is_eog(st->m, all[n_gen - 1])) n_gen--;
             free(all);
         }

@@ -517,13 +517,13 @@ int infer_cmd_serve(int argc, char **argv) {
     }
     if (!load.ok) goto done;
     __atomic_store_n(&s.ready, 1, __ATOMIC_RELEASE);
-    infer_model_describe(s.model, desc, sizeof desc);
+    infer_model_describe(s.model, desc, sizeof desc, NULL, NULL);
     fprintf(stderr, "infer serve: %s, %d sequences of %d positions, chat template %s, tools %s%s\n", desc, s.n_slots,
             s.n_ctx, s.jinja ? (template_file ? template_file : "the model's own (Jinja)") : infer_chat_template_name(s.tmpl.kind),
             s.jinja && s.tool_fmt != INFER_TOOL_FORMAT_NONE ? infer_tool_format_name(s.tool_fmt) : "described, generic calls",
             s.think ? ", reasoning <think>" : "");
     if (s.draft_ctx) {
-        infer_model_describe(s.draft_model, desc, sizeof desc);
+        infer_model_describe(s.draft_model, desc, sizeof desc, NULL, NULL);
         fprintf(stderr, "infer serve: draft model %s, %d sequences, up to %d draft tokens a pass\n", desc, s.n_slots,
                 s.draft_n);
     }

@@ -106,13 +106,14 @@ static void forget(npc *n, int from) {
 /* The text this turn adds to the character's sequence: the end of its last
    reply, the new messages, the assistant prompt. malloc'd. */
 static char *turn_text(const npc *n, const infer_chat_template *t) {
-    int ne = n->reply_open ? infer_chat_end_of_turn(t, NULL, 0) : 0;
-    int nf = infer_chat_format(t, n->msgs, n->n_msgs, n->n_fed, 1, NULL, 0);
-    char *s = ne >= 0 && nf >= 0 ? (char *)malloc((size_t)ne + (size_t)nf + 1) : NULL;
-    if (!s) return NULL;
+    size_t ne = 0, nf = 0;
+    char *s;
+    if (n->reply_open && infer_chat_end_of_turn(t, NULL, 0, &ne, NULL) != INFER_OK) return NULL;
+    if (infer_chat_format(t, n->msgs, n->n_msgs, n->n_fed, 1, NULL, 0, &nf, NULL) != INFER_OK) return NULL;
+    if (!(s = (char *)malloc(ne + nf + 1))) return NULL;
     s[0] = 0;
-    if (ne) infer_chat_end_of_turn(t, s, (size_t)ne + 1);
-    infer_chat_format(t, n->msgs, n->n_msgs, n->n_fed, 1, s + ne, (size_t)nf + 1);
+    if (ne) infer_chat_end_of_turn(t, s, ne + 1, NULL, NULL);
+    infer_chat_format(t, n->msgs, n->n_msgs, n->n_fed, 1, s + ne, nf + 1, NULL, NULL);
     return s;
 }
 
@@ -308,8 +309,8 @@ int main(int argc, char **argv) {
             if (done) {
                 infer_request_text(n->r, 0, reply, sizeof reply);
                 st = infer_request_status(n->r, &err);
-                nt = infer_request_tokens(n->r, NULL, 0);
-                np = infer_request_prompt_tokens(n->r, NULL, 0);
+                infer_request_tokens(n->r, NULL, 0, &nt, NULL);
+                infer_request_prompt_tokens(n->r, NULL, 0, &np, NULL);
                 infer_request_free(n->r);
             }
             in_lib += now_ms() - t;

@@ -329,7 +329,8 @@ done:
 /* The prompt of a chat: messages through the model's chat template, then
    the assistant prompt. malloc'd, or NULL with b set. */
 char *serve_chat_prompt(server *s, const cJSON *body, const cJSON *messages, const serve_tools *tools, bad_field *b) {
-    int n = cJSON_GetArraySize(messages), i = 0, len;
+    int n = cJSON_GetArraySize(messages), i = 0;
+    size_t len = 0;
     infer_chat_message *msgs;
     char **texts, *prompt = NULL;
     cJSON *m, *told = NULL;
@@ -388,12 +389,12 @@ char *serve_chat_prompt(server *s, const cJSON *body, const cJSON *messages, con
             i++;
         }
     }
-    len = infer_chat_format(&s->tmpl, msgs, n, 0, 1, NULL, 0);
-    if (len < 0 || !(prompt = (char *)malloc((size_t)len + 1))) {
+    if (infer_chat_format(&s->tmpl, msgs, n, 0, 1, NULL, 0, &len, NULL) != INFER_OK ||
+        !(prompt = (char *)malloc(len + 1))) {
         serve_bad(b, "messages", "the messages could not be formatted");
         goto done;
     }
-    infer_chat_format(&s->tmpl, msgs, n, 0, 1, prompt, (size_t)len + 1);
+    infer_chat_format(&s->tmpl, msgs, n, 0, 1, prompt, len + 1, NULL, NULL);
 done:
     for (i = 0; texts && i < n; i++) free(texts[i]);
     free(texts);

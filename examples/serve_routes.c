@@ -463,16 +463,28 @@ static void job_event_named(void *ctx, const char *name, cJSON *ev) {
 
 /* Choice i's tokens generated (an end-of-generation token left out), and
    whether it ended by the model's choice or the token limit. */
+/* How many tokens r has generated, and its prompt's (0 for no request). */
+static int req_n_gen(const infer_request *r) {
+    int n = 0;
+    infer_request_tokens(r, NULL, 0, &n, NULL);
+    return n;
+}
+static int req_n_prompt(const infer_request *r) {
+    int n = 0;
+    infer_request_prompt_tokens(r, NULL, 0, &n, NULL);
+    return n;
+}
+
 static int job_gen_tokens(const job *j, int i, const char **finish) {
     infer_token t[1];
     const infer_request *r = j->ch[i].r;
-    int n = infer_request_tokens(r, NULL, 0), eog = 0;
+    int n = req_n_gen(r), eog = 0;
     infer_error err;
     infer_status st = infer_request_status(r, &err);
     if (n > 0) {
         infer_token *all = (infer_token *)malloc(sizeof(infer_token) * (size_t)n);
         if (all) {
-            infer_request_tokens(r, all, n);
+            infer_request_tokens(r, all, n, NULL, NULL);
             t[0] = all[n - 1];
             eog = infer_model_is_eog(j->s->model, t[0]);
             free(all);
@@ -551,7 +563,7 @@ static cJSON *job_logprobs_more(job *j, int i) {
     int n;
     cJSON *lp;
     if (!j->logprobs) return NULL;
-    n = infer_request_tokens(c->r, NULL, 0);
+    n = req_n_gen(c->r);
     lp = job_logprobs(j, i, c->lp_sent, n);
     if (!j->chat) { /* the next chunk's offsets follow these tokens' text */
         cJSON *t;
@@ -976,7 +988,7 @@ static cJSON *job_choice_json(job *j, int i) {
     } else {
         cJSON_AddStringToObject(c, "text", clean ? clean : "");
     }
-    cJSON_AddItemToObject(c, "logprobs", job_logprobs(j, i, 0, infer_request_tokens(j->ch[i].r, NULL, 0)));
+    cJSON_AddItemToObject(c, "logprobs", job_logprobs(j, i, 0, req_n_gen(j->ch[i].r)));
     cJSON_AddStringToObject(c, "finish_reason", finish);
     free(text);
     free(clean);
@@ -1140,20 +1152,19 @@ static mhd_result serve_completion_api(server *s, struct MHD_Connection *con, co
         /* The schema's grammar made here, its size checked first: a short
            schema can make a long grammar (optional properties: quadratic),
            and compiling one takes time and memory growing faster than it. */
-        int len;
-        len = infer_json_schema_to_grammar(cc.schema, NULL, 0, &err);
-        if (len < 0) {
+        size_t len = 0;
+        if (infer_json_schema_to_grammar(cc.schema, NULL, 0, &len, &err) != INFER_OK) {
             serve_bad(&b, "response_format", "%s", err.msg);
             goto bad_request;
         }
-        if ((size_t)len > s->max_grammar) {
-            serve_bad(&b, "response_format", "response_format: the schema's grammar is %d bytes; this server takes at most %zu (--max-grammar)",
+        if (len > s->max_grammar) {
+            serve_bad(&b, "response_format", "response_format: the schema's grammar is %zu bytes; this server takes at most %zu (--max-grammar)",
                 len, s->max_grammar);
             b.code = "schema_too_complex";
             goto bad_request;
         }
-        if (!(gbnf = (char *)malloc((size_t)len + 1)) ||
-            infer_json_schema_to_grammar(cc.schema, gbnf, (size_t)len + 1, &err) != len) {
+        if (!(gbnf = (char *)malloc(len + 1)) ||
+            infer_json_schema_to_grammar(cc.schema, gbnf, len + 1, NULL, &err) != INFER_OK) {
             status = 500;
             goto fail;
         }
@@ -1514,7 +1525,7 @@ static cJSON *model_object(server *s) {
     cJSON_AddStringToObject(m, "object", "model");
     cJSON_AddNumberToObject(m, "created", (double)s->created);
     cJSON_AddStringToObject(m, "owned_by", "infer");
-    infer_model_describe(s->model, desc, sizeof desc);
+    infer_model_describe(s->model, desc, sizeof desc, NULL, NULL);
     cJSON_AddStringToObject(m, "description", desc);
     cJSON_AddNumberToObject(m, "n_ctx", s->n_ctx);
     return m;
@@ -1577,12 +1588,12 @@ static int slot_now(server *s, int i, unsigned long long *hash) {
     if (!s->slot_busy[i]) return slot_cached(s, i, hash);
     *hash = si->taken_hash;
     if (!si->r) return si->taken_n;
-    n_prompt = infer_request_prompt_tokens(si->r, NULL, 0);
-    n_gen = infer_request_tokens(si->r, NULL, 0);
+    n_prompt = req_n_prompt(si->r);
+    n_gen = req_n_gen(si->r);
     if (n_prompt + n_gen == 0 || !(t = (infer_token *)malloc(sizeof *t * (size_t)(n_prompt + n_gen)))) return si->taken_n;
     /* (there may be more by now: the counts first asked for are kept) */
-    if ((got = infer_request_prompt_tokens(si->r, t, n_prompt)) < n_prompt) n_prompt = got;
-    if ((got = infer_request_tokens(si->r, t + n_prompt, n_gen)) < n_gen) n_gen = got;
+    if (infer_request_prompt_tokens(si->r, t, n_prompt, &got, NULL) == INFER_OK && got < n_prompt) n_prompt = got;
+    if (infer_request_tokens(si->r, t + n_prompt, n_gen, &got, NULL) == INFER_OK && got < n_gen) n_gen = got;
     n = n_prompt + n_gen;
     if (n_gen > 0 && infer_model_is_eog(s->model, t[n - 1])) n--; /* an end of generation is not kept */
     *hash = tokens_hash(t, n);

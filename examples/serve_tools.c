@@ -206,7 +206,7 @@ static const char *const *lazy_triggers(infer_tool_format f, int *n) {
 char *serve_tools_grammar(const serve_tools *t, infer_tool_format f, const char *const **triggers, int *n_triggers,
                           char *msg, size_t size) {
     infer_error err;
-    int len;
+    size_t len = 0;
     char *g;
     const char *name = t->choice == SERVE_CHOICE_NAMED ? t->name : NULL;
     msg[0] = 0;
@@ -214,13 +214,12 @@ char *serve_tools_grammar(const serve_tools *t, infer_tool_format f, const char 
     *n_triggers = 0;
     if (!serve_tools_active(t)) return NULL;
     memset(&err, 0, sizeof err);
-    len = infer_tool_call_grammar(f, t->tools_json, name, t->parallel, NULL, 0, &err);
-    if (len < 0) {
+    if (infer_tool_call_grammar(f, t->tools_json, name, t->parallel, NULL, 0, &len, &err) != INFER_OK) {
         snprintf(msg, size, "tools: %s", err.msg);
         return NULL;
     }
-    if (!(g = (char *)malloc((size_t)len + 1)) || infer_tool_call_grammar(f, t->tools_json, name, t->parallel, g,
-                                                                          (size_t)len + 1, &err) != len) {
+    if (!(g = (char *)malloc(len + 1)) ||
+        infer_tool_call_grammar(f, t->tools_json, name, t->parallel, g, len + 1, NULL, &err) != INFER_OK) {
         free(g);
         snprintf(msg, size, "out of memory");
         return NULL;
@@ -292,9 +291,11 @@ int serve_delta_fill(cJSON *delta, const infer_output_delta *d) {
 /* a token's text, its bytes as numbers, and its log-probability */
 static void token_fields(cJSON *o, const infer_model *m, infer_token t, float p) {
     char piece[256];
-    int n = infer_token_to_piece(m, t, piece, sizeof piece), i;
+    size_t n_piece = 0;
+    int n, i;
     cJSON *bytes;
-    if (n < 0) n = 0;
+    infer_token_to_piece(m, t, piece, sizeof piece, &n_piece, NULL);
+    n = n_piece < sizeof piece ? (int)n_piece : (int)sizeof piece - 1;
     if (n > (int)sizeof piece) n = (int)sizeof piece;
     cJSON_AddItemToObject(o, "token", clean_string(piece, (size_t)n));
     /* a probability of 0 (the token was not allowed): the API's floor */
@@ -305,14 +306,15 @@ static void token_fields(cJSON *o, const infer_model *m, infer_token t, float p)
 
 /* generated token i of r, and its top list (n of them) */
 static int token_at(const infer_request *r, int i, infer_token *t, infer_token_prob *top, int n, float *p) {
-    int n_tok = infer_request_tokens(r, NULL, 0), k;
+    int n_tok = 0, k = 0;
     infer_token *all;
+    infer_request_tokens(r, NULL, 0, &n_tok, NULL);
     if (i < 0 || i >= n_tok || !(all = (infer_token *)malloc(sizeof *all * (size_t)n_tok))) return -1;
-    infer_request_tokens(r, all, n_tok);
+    infer_request_tokens(r, all, n_tok, NULL, NULL);
     *t = all[i];
     free(all);
     *p = infer_request_token_prob(r, i);
-    k = n > 0 ? infer_request_top_probs(r, i, top, n) : 0;
+    if (n > 0) infer_request_top_probs(r, i, top, n, &k, NULL);
     return k;
 }
 
@@ -352,7 +354,6 @@ cJSON *serve_logprobs_text(const infer_model *m, const infer_request *r, int fro
         infer_token t;
         float p;
         char piece[256];
-        int n;
         cJSON *e, *d;
         if ((k = token_at(r, i, &t, tp, top, &p)) < 0) break;
         if (infer_model_is_eog(m, t)) continue;
@@ -372,8 +373,11 @@ cJSON *serve_logprobs_text(const infer_model *m, const infer_request *r, int fro
         }
         cJSON_AddItemToArray(tops, d);
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
-        n = infer_token_to_piece(m, t, piece, sizeof piece);
-        offset += n > 0 ? (size_t)n : 0;
+        {
+            size_t n_piece = 0;
+            infer_token_to_piece(m, t, piece, sizeof piece, &n_piece, NULL);
+            offset += n_piece;
+        }
     }
     return o;
 }

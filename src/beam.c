@@ -51,8 +51,8 @@ static void infer__beam_top(const float *logits, int n_vocab, int k, int parent,
     }
 }
 
-INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p, infer_token *out, int max,
-                               float *score, infer_error *err) {
+static int infer__beam_search(infer_context *c, const char *prompt, const infer_beam_params *p, infer_token *out,
+                              int max, float *score, infer_error *err) {
     const infer_model *m;
     infer_beam_params d = infer_beam_default_params();
     infer__beam *live = NULL, *next = NULL;
@@ -92,7 +92,7 @@ INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer
     for (i = 0; i < B; i++) {
         live[i].toks = store + (size_t)i * p->n_predict;
         next[i].toks = store + (size_t)(B + i) * p->n_predict;
-        infer_seq_truncate(c, i, 0);
+        infer_seq_truncate(c, i, 0, NULL, NULL);
     }
     if (infer_tokenize(m, prompt, strlen(prompt), ptoks, np, infer_model_add_bos(m), 1, NULL, err) != INFER_OK ||
         infer_decode(c, ptoks, np, 0, err) != INFER_OK) goto done;
@@ -177,4 +177,20 @@ done:
     INFER_FREE(claimed);
     INFER_FREE(free_seq);
     return result;
+}
+
+INFERDEF infer_status infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p,
+                                        infer_token *out, int max, int *n_tokens, float *score, infer_error *err) {
+    infer_error e;
+    int n;
+    if (n_tokens) *n_tokens = 0;
+    e.code = INFER_OK;
+    e.msg[0] = 0;
+    if ((n = infer__beam_search(c, prompt, p, out, max, score, &e)) < 0) {
+        if (e.code == INFER_OK) infer__set_error(&e, INFER_ERR_ARG, "beam search: failed");
+        if (err) *err = e;
+        return e.code;
+    }
+    if (n_tokens) *n_tokens = n;
+    return INFER_OK;
 }

@@ -232,36 +232,58 @@ static char *infer__chat_render(const infer_chat_template *t, const infer_chat_m
     return out;
 }
 
-INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
-                               int add_assistant_prompt, char *buf, size_t size) {
+INFERDEF infer_status infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
+                                        int add_assistant_prompt, char *buf, size_t size, size_t *n_out,
+                                        infer_error *err) {
     char *whole = NULL, *head = NULL;
-    size_t whole_len = 0, head_len = 0;
-    int len = -1, i;
-    if (!t || n < 0 || from < 0 || from > n || (n > 0 && !msgs) || (size > 0 && !buf)) return -1;
+    size_t whole_len = 0, head_len = 0, len = 0;
+    infer_status st = INFER_OK;
+    int i;
+    if (n_out) *n_out = 0;
+    if (buf && size) buf[0] = 0;
+    if (!t || n < 0 || from < 0 || from > n || (n > 0 && !msgs) || (size > 0 && !buf)) {
+        infer__set_error(err, INFER_ERR_ARG, "chat format: %s", !t ? "no template" : size > 0 && !buf ? "no buffer"
+                         : n > 0 && !msgs ? "no messages" : "from or n out of range");
+        return INFER_ERR_ARG;
+    }
     for (i = 0; i < n; i++)
-        if (!msgs[i].role || !msgs[i].content) return -1;
+        if (!msgs[i].role || !msgs[i].content) {
+            infer__set_error(err, INFER_ERR_ARG, "chat format: message %d has no %s", i,
+                             !msgs[i].role ? "role" : "content");
+            return INFER_ERR_ARG;
+        }
     if (from == n && !add_assistant_prompt) len = 0; /* nothing new */
     else if ((whole = infer__chat_render(t, msgs, n, add_assistant_prompt, &whole_len)) != NULL) {
         /* messages from `from` on: the whole less the rendering up to there,
            which every built-in text makes a prefix of it */
         if (from > 0) head = infer__chat_render(t, msgs, from, 0, &head_len);
-        if ((from == 0 || head) && head_len <= whole_len && !memcmp(whole, head ? head : "", head_len) &&
-            whole_len - head_len <= (size_t)INT_MAX)
-            len = (int)(whole_len - head_len);
-    }
-    if (size > 0) {
-        size_t k = len > 0 ? ((size_t)len < size ? (size_t)len : size - 1) : 0;
+        if (from > 0 && !head) st = INFER_ERR_NOMEM;
+        else if (head_len <= whole_len && !memcmp(whole, head ? head : "", head_len)) len = whole_len - head_len;
+        else st = INFER_ERR_ARG;
+    } else st = INFER_ERR_NOMEM;
+    if (st != INFER_OK) {
+        infer__set_error(err, st, "chat format: %s", st == INFER_ERR_NOMEM ? "out of memory"
+                         : "the messages before `from` do not render as a prefix of the whole");
+    } else if (size > 0) {
+        size_t k = len < size ? len : size - 1;
         if (k) memcpy(buf, whole + head_len, k);
         buf[k] = 0;
     }
     INFER_FREE(whole);
     INFER_FREE(head);
-    return len;
+    if (st == INFER_OK && n_out) *n_out = len;
+    return st;
 }
 
-INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size) {
+INFERDEF infer_status infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size, size_t *n_out,
+                                             infer_error *err) {
     const char *end = NULL, *after_eos = ""; /* end NULL: the EOS, then after_eos */
-    if (!t || (size > 0 && !buf)) return -1;
+    int len;
+    if (n_out) *n_out = 0;
+    if (!t || (size > 0 && !buf)) {
+        infer__set_error(err, INFER_ERR_ARG, "chat end of turn: %s", !t ? "no template" : "no buffer");
+        return INFER_ERR_ARG;
+    }
     switch (t->kind) {
     case INFER_CHAT_KIND_CHATML:
     case INFER_CHAT_KIND_QWEN3:
@@ -276,6 +298,8 @@ INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, siz
     case INFER_CHAT_KIND_ZEPHYR: after_eos = "\n"; break;
     default: break;
     }
-    if (end) return snprintf(buf, size, "%s", end);
-    return snprintf(buf, size, "%.*s%s", (int)infer__chat_field_len(t->eos, sizeof t->eos), t->eos, after_eos);
+    if (end) len = snprintf(buf, size, "%s", end);
+    else len = snprintf(buf, size, "%.*s%s", (int)infer__chat_field_len(t->eos, sizeof t->eos), t->eos, after_eos);
+    if (n_out) *n_out = len > 0 ? (size_t)len : 0;
+    return INFER_OK;
 }

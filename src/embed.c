@@ -68,7 +68,7 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
         infer__set_error(err, st, "out of memory for an embedding of %d tokens", n);
         goto done;
     }
-    infer_seq_truncate(c, seq, 0);
+    infer_seq_truncate(c, seq, 0, NULL, NULL);
     /* every token's hidden state, pass by pass, summed or picked */
     for (done = 0; done < n; done += c->n_batch) {
         int nb = INFER__MIN(c->n_batch, n - done);
@@ -94,7 +94,7 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
     if (normalize && norm > 0)
         for (i = 0; i < m->dim; i++) out[i] = (float)(out[i] / sqrt(norm));
 done:
-    infer_seq_truncate(c, seq, 0);
+    infer_seq_truncate(c, seq, 0, NULL, NULL);
     INFER_FREE(hidden);
     INFER_FREE(acc);
     return st;

@@ -563,9 +563,13 @@ INFERDEF int64_t infer_gguf_find_tensor(const infer_gguf *g, const char *name) {
     return i < 0 ? -1 : g->tensor_by_name[i] - g->tensors;
 }
 
-INFERDEF int infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out) {
+INFERDEF infer_status infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out, infer_error *err) {
     const infer__tensor *t;
-    if (i < 0 || i >= g->n_tensors) return 0;
+    if (!g || !out || i < 0 || i >= g->n_tensors) {
+        infer__set_error(err, INFER_ERR_ARG, "gguf tensor: %s", !g ? "no file" : !out ? "no info to write"
+                         : "index out of range");
+        return INFER_ERR_ARG;
+    }
     t = &g->tensors[i];
     out->name = t->name;
     out->type = t->type;
@@ -574,7 +578,7 @@ INFERDEF int infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info
     out->offset = t->offset;
     out->nbytes = t->nbytes;
     out->data = t->data;
-    return 1;
+    return INFER_OK;
 }
 
 /* Appends printf output at *pos, never past size; *pos keeps counting so
@@ -614,11 +618,17 @@ static void infer__append_scalar(char *buf, size_t size, size_t *pos, infer_gguf
     } else infer__append(buf, size, pos, "%lld", (long long)iv);
 }
 
-INFERDEF int infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, size_t size) {
+INFERDEF infer_status infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, size_t size, size_t *n_out,
+                                              infer_error *err) {
     const infer__kv *kv;
     size_t pos = 0;
-    if (size) buf[0] = 0;
-    if (i < 0 || i >= g->n_kv) return -1;
+    if (n_out) *n_out = 0;
+    if (buf && size) buf[0] = 0;
+    if (!g || (!buf && size) || i < 0 || i >= g->n_kv) {
+        infer__set_error(err, INFER_ERR_ARG, "gguf value: %s", !g ? "no file" : !buf && size ? "no buffer"
+                         : "index out of range");
+        return INFER_ERR_ARG;
+    }
     kv = &g->kv[i];
     if (kv->type == INFER_GGUF_TYPE_STRING) {
         infer__str s = {NULL, 0};
@@ -638,5 +648,6 @@ INFERDEF int infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, 
         infer__append_scalar(buf, size, &pos, kv->type, kv->data);
     }
     if (size && pos >= size) buf[size - 1] = 0;
-    return (int)pos;
+    if (n_out) *n_out = pos;
+    return INFER_OK;
 }

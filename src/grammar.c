@@ -696,9 +696,10 @@ static infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab,
     G->eog_ids = (infer_token *)infer__calloc((size_t)n_vocab, sizeof(infer_token));
     if (!G->poff || !G->eog || !G->eog_ids) goto oom;
     for (t = 0; t < n_vocab; t++) {
-        int len = infer_token_to_piece(model, t, NULL, 0);
+        size_t len = 0;
+        infer_token_to_piece(model, t, NULL, 0, &len, NULL);
         G->poff[t] = (int)total;
-        if (len > 0) total += (size_t)len;
+        total += len;
         if (infer_model_is_eog(model, t)) G->eog[t] = 1, G->eog_ids[G->n_eog++] = t;
     }
     G->poff[n_vocab] = (int)total;
@@ -707,7 +708,8 @@ static infer__grammar *infer__grammar_new(const infer_model *model, int n_vocab,
     if (!G->pieces || !items) goto oom;
     for (t = 0; t < n_vocab; t++) {
         int len = G->poff[t + 1] - G->poff[t];
-        if (len > 0) infer_token_to_piece(model, t, G->pieces + G->poff[t], len);
+        /* (its NUL goes where the next piece starts, or in the last byte) */
+        if (len > 0) infer_token_to_piece(model, t, G->pieces + G->poff[t], (size_t)len + 1, NULL, NULL);
         /* end of generation goes by the grammar's end, not by its text;
            empty (control) tokens are never text the grammar could want */
         if (len <= 0 || G->eog[t]) continue;

@@ -67,9 +67,9 @@
      as its last parameter (may be NULL); err->code is the status and
      err->msg one line naming the problem.
    - Counts come back through out-parameters where a status is needed too
-     (infer_tokenize's *n_tokens). Snprintf-style writers return the length
-     they need; a few that still return -1 are listed in tests/api_check.py
-     and change in 0.26.
+     (infer_tokenize's *n_tokens). Snprintf-style writers return
+     infer_status and the whole length through size_t *n_out (may be NULL)
+     before err: a buf too small is no error (cut, NUL-terminated).
    - A call that cannot fail (accessors, frees, default params) takes no
      err; one whose -1 or NULL is an answer ("no such key", "no BOS")
      says so in its comment.
@@ -212,10 +212,16 @@ INFERDEF int64_t infer_gguf_n_kv(const infer_gguf *g);
 INFERDEF const char *infer_gguf_key(const infer_gguf *g, int64_t i);
 INFERDEF int64_t infer_gguf_find_key(const infer_gguf *g, const char *key); /* -1 if absent */
 INFERDEF infer_gguf_type infer_gguf_kv_type(const infer_gguf *g, int64_t i);
-/* Writes a one-line rendering of value i (arrays abbreviated) into buf. */
-INFERDEF int infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, size_t size);
+/* Writes a one-line rendering of value i (arrays abbreviated) into buf.
+   snprintf-style: writes at most size-1 bytes and a NUL (a short buf is no
+   error) and the whole length into *n_out (may be NULL); buf may be NULL
+   with size 0 to measure. INFER_ERR_ARG for an i out of range. */
+INFERDEF infer_status infer_gguf_kv_to_string(const infer_gguf *g, int64_t i, char *buf, size_t size, size_t *n_out,
+                                              infer_error *err);
 INFERDEF int64_t infer_gguf_n_tensors(const infer_gguf *g);
-INFERDEF int infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out);
+/* Tensor i's name, type, shape and data into *out; INFER_ERR_ARG for an i
+   out of range. */
+INFERDEF infer_status infer_gguf_tensor(const infer_gguf *g, int64_t i, infer_tensor_info *out, infer_error *err);
 INFERDEF int64_t infer_gguf_find_tensor(const infer_gguf *g, const char *name);
 INFERDEF const char *infer_type_name(infer_type t);
 
@@ -293,8 +299,11 @@ INFERDEF const char *infer_model_device_name(const infer_model *m);
    reaches it (measured once, as the model is loaded onto the GPU: a fraction of a second); 0 for
    a CPU model. What generation's GB/s are compared with (infer bench). */
 INFERDEF double infer_model_device_bandwidth(const infer_model *m);
-/* One-line summary: architecture, dims, layers, heads, vocab. */
-INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
+/* One-line summary: architecture, dims, layers, heads, vocab.
+   snprintf-style: at most size-1 bytes and a NUL, the whole length into
+   *n_out (may be NULL); INFER_ERR_ARG for no model. */
+INFERDEF infer_status infer_model_describe(const infer_model *m, char *buf, size_t size, size_t *n_out,
+                                           infer_error *err);
 
 /* ---- Tokenizer ---------------------------------------------------------- */
 
@@ -306,9 +315,13 @@ INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size);
 INFERDEF infer_status infer_tokenize(const infer_model *m, const char *text, size_t len, infer_token *out, int max,
                                      int add_bos, int parse_special, int *n_tokens, infer_error *err);
 /* The bytes of one token's text (byte-fallback and byte-level BPE decoded).
-   Returns the length, which may exceed size (nothing written then), or -1
-   for an id out of range. Not NUL-terminated. */
-INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size);
+   snprintf-style: writes at most size-1 bytes and a NUL (a short buf is no
+   error: the piece is cut) and the piece's whole length into *n_out (may be
+   NULL); buf may be NULL with size 0 to measure. A piece may hold a NUL
+   byte: use *n_out, not strlen. INFER_ERR_ARG for an id out of range,
+   INFER_ERR_NOMEM where a cut piece needed memory that ran out. */
+INFERDEF infer_status infer_token_to_piece(const infer_model *m, infer_token t, char *buf, size_t size, size_t *n_out,
+                                           infer_error *err);
 
 /* s[0..n) with every byte that is not part of a valid UTF-8 character
    (and every NUL) replaced by U+FFFD, into out (room for 3 * n + 1 bytes),
@@ -321,12 +334,17 @@ typedef struct infer_detok {
     unsigned char pending[8];
     int n_pending;
 } infer_detok;
-/* Appends token t; writes the complete characters so far to out and returns
-   their length (at most size; out should hold 256 bytes). Allocates only
-   for a token longer than out, and returns -1 when that fails. */
-INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size);
-/* Flushes what is held back (an invalid or truncated sequence) as is. */
-INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size);
+/* Appends token t; writes the complete characters so far to out, NUL-
+   terminated, and their length into *n_out (may be NULL): at most size-1
+   (out should hold 256 bytes; where they do not fit they are cut at a
+   character boundary and the rest dropped). Allocates only for a token
+   longer than out: INFER_ERR_NOMEM when that fails; INFER_ERR_ARG for an
+   id out of range or no out (size 0). */
+INFERDEF infer_status infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, size_t size,
+                                       size_t *n_out, infer_error *err);
+/* Flushes what is held back (an invalid or truncated sequence) as is, as
+   infer_detok_push writes (NUL-terminated, its length into *n_out). */
+INFERDEF infer_status infer_detok_flush(infer_detok *d, char *out, size_t size, size_t *n_out, infer_error *err);
 
 /* ---- Context: KV cache and forward pass ------------------------------ */
 
@@ -426,11 +444,13 @@ INFERDEF int infer_seq_n_past(const infer_context *c, int seq);
 INFERDEF const float *infer_seq_logits(const infer_context *c, int seq);
 /* The tokens the sequence's cache holds, in order (n set to how many). */
 INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, int *n);
-/* Forgets every position from n_past on (0 clears the sequence) and
-   returns the positions kept: n_past, or 0 where a sliding-window layer's
-   cache (which holds only its window and a batch) no longer has the keys
-   position n_past would see; then the caller feeds the tokens again. */
-INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past);
+/* Forgets every position from n on (0 clears the sequence; n < 0 or past
+   the end keeps them all) and writes the positions kept into *n_past (may
+   be NULL): n (clamped to what the sequence holds), or 0 where a
+   sliding-window layer's cache (which holds only its window and a batch)
+   no longer has the keys position n would see; then the caller feeds the
+   tokens again. INFER_ERR_ARG for a sequence outside the context. */
+INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *n_past, infer_error *err);
 /* Drops positions [p0, p1) (p1 < 0: to the end); later positions move
    down, their keys rotated for their new positions. */
 INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1, infer_error *err);
@@ -486,10 +506,12 @@ INFERDEF infer_beam_params infer_beam_default_params(void);
    by its n_beams most probable tokens and keeps the n_beams best sums of
    log-probabilities; a beam ends at end of generation or n_predict tokens.
    Writes the best finished hypothesis's tokens (its end-of-generation
-   token left out) into out (at most max) and returns how many it has (may
-   exceed max), its score into *score (may be NULL); -1 on error. */
-INFERDEF int infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p, infer_token *out, int max,
-                               float *score, infer_error *err);
+   token left out) into out (at most max) and how many it has (may exceed
+   max) into *n_tokens (may be NULL), its score into *score (may be NULL).
+   INFER_ERR_ARG (too few sequences, an empty prompt), INFER_ERR_NOMEM or a
+   decode's error on failure, *n_tokens 0. */
+INFERDEF infer_status infer_beam_search(infer_context *c, const char *prompt, const infer_beam_params *p,
+                                        infer_token *out, int max, int *n_tokens, float *score, infer_error *err);
 
 /* ---- Sampling ------------------------------------------------------------ */
 
@@ -564,22 +586,26 @@ INFERDEF int infer_sampler_grammar_done(const infer_sampler *s);
    between tokens is bounded (none, a space, or a line break and up to 20
    blanks) and numbers have at most 16 digits before the point and 16
    after, so a model cannot ramble on. snprintf-style: writes at most
-   size-1 bytes and a NUL, returns the full length, or -1 (err set, with
-   the line and column) for a schema it cannot read. */
-INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err);
+   size-1 bytes and a NUL (a short buf is no error) and the full length
+   into *n_out (may be NULL); INFER_ERR_ARG (err's message with the line
+   and column) for a schema it cannot read, INFER_ERR_NOMEM. */
+INFERDEF infer_status infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, size_t *n_out,
+                                                   infer_error *err);
 
 /* The most probable tokens of the last infer_sampler_sample's distribution:
    softmax of the logits after bias, penalty and grammar, before top-k/p
-   and temperature. Writes up to n, most probable first; returns how many
-   (0 before a sample, after a reset or when nothing was allowed). Still
-   valid after infer_sampler_accept. Where the grammar allowed the first
-   draw, its mask is made here, on request. -1 when memory ran out (only
-   that mask, or n > 64, needs any). */
+   and temperature. Writes up to n, most probable first, and how many into
+   *n_probs (may be NULL; 0 before a sample, after a reset or when nothing
+   was allowed). Still valid after infer_sampler_accept. Where the grammar
+   allowed the first draw, its mask is made here, on request.
+   INFER_ERR_NOMEM when memory ran out (only that mask, or n > 64, needs
+   any), INFER_ERR_ARG for no sampler or no room for n. */
 typedef struct infer_token_prob {
     infer_token id;
     float p;
 } infer_token_prob;
-INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n);
+INFERDEF infer_status infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n, int *n_probs,
+                                              infer_error *err);
 /* Token t's probability in that same distribution (0 where it was not
    allowed or before a sample; -1 when memory for the grammar's mask ran
    out): what the API's logprobs report for the token sampled. */
@@ -819,14 +845,19 @@ INFERDEF infer_status infer_request_status(const infer_request *r, infer_error *
    of the whole text from `from` (0 when from is past it). */
 INFERDEF size_t infer_request_text(const infer_request *r, size_t from, char *buf, size_t size);
 /* The generated token ids so far (an end-of-generation token included):
-   writes up to max, returns how many there are. */
-INFERDEF int infer_request_tokens(const infer_request *r, infer_token *out, int max);
+   writes up to max and how many there are into *n_tokens (may be NULL;
+   out may be NULL with max 0 to count). INFER_ERR_ARG for no request. */
+INFERDEF infer_status infer_request_tokens(const infer_request *r, infer_token *out, int max, int *n_tokens,
+                                           infer_error *err);
 /* The prompt's ids as fed (BOS included); complete once its first token is
-   generated. Writes up to max, returns how many. */
-INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max);
+   generated. Writes up to max, how many into *n_tokens, as above. */
+INFERDEF infer_status infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max, int *n_tokens,
+                                                  infer_error *err);
 /* Generated token i's most probable tokens (params n_probs): up to n into
-   out, most probable first; returns how many (0 without n_probs). */
-INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n);
+   out, most probable first, how many into *n_probs (may be NULL; 0 without
+   n_probs). INFER_ERR_ARG for an i not generated. */
+INFERDEF infer_status infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n,
+                                              int *n_probs, infer_error *err);
 /* Generated token i's own probability in the distribution it was drawn
    from (as infer_sampler_token_prob; kept with n_probs > 0), or -1 without
    n_probs or for an i not generated. */
@@ -1018,8 +1049,9 @@ INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
    run by the interpreter below (infer_jinja_render) with the variables
    messages, add_generation_prompt, bos_token, eos_token and t's settings;
    message bytes reach it as they are, UTF-8 or not.
-   snprintf-style: writes at most size-1 bytes and a NUL, returns the full
-   length (or -1 on bad arguments, or when memory ran out).
+   snprintf-style: writes at most size-1 bytes and a NUL (a short buf is no
+   error) and the full length into *n_out (may be NULL); INFER_ERR_ARG on
+   bad arguments, INFER_ERR_NOMEM when memory ran out.
    Each message's text depends only on the messages before it, so
      format(msgs, n, 0, a) == format(msgs, k, 0, 0) + format(msgs, n, k, a)
    for every k <= n: a chat can feed only what a new turn adds. A header
@@ -1034,15 +1066,17 @@ INFERDEF const char *infer_chat_template_name(infer_chat_kind k);
    dropped), also the last; SmolLM3's and Llama 3.1's tool sections are
    never written (there are no tools); Phi-3.5's EOS after a conversation
    without the assistant prompt is not written. */
-INFERDEF int infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
-                               int add_assistant_prompt, char *buf, size_t size);
+INFERDEF infer_status infer_chat_format(const infer_chat_template *t, const infer_chat_message *msgs, int n, int from,
+                                        int add_assistant_prompt, char *buf, size_t size, size_t *n_out,
+                                        infer_error *err);
 /* The text that closes an assistant turn (e.g. "<|im_end|>\n"): a chat feeds
    it after a reply, in place of the end-of-generation token it sampled but
    did not decode, so the cache holds the formatted conversation (where the
    template writes the reply otherwise, e.g. Qwen3's without its reasoning,
    compare with infer_chat_format of that message).
-   snprintf-style like infer_chat_format. */
-INFERDEF int infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size);
+   snprintf-style like infer_chat_format (*n_out the whole length). */
+INFERDEF infer_status infer_chat_end_of_turn(const infer_chat_template *t, char *buf, size_t size, size_t *n_out,
+                                             infer_error *err);
 
 /* A sandboxed Jinja interpreter for chat templates (the template text as a
    model ships it): jinja2's ImmutableSandboxedEnvironment with trim_blocks,
@@ -1133,11 +1167,13 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    only. parallel: one call or more, where the format writes several (Llama
    3's writes one). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
-   parallel). snprintf-style: the grammar's length, or -1 with err set (a
-   list that is not JSON, a tool without a name, no tool of that name, a
-   parameters schema the converter refuses). */
-INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
-                                     char *buf, size_t size, infer_error *err);
+   parallel). snprintf-style: at most size-1 bytes and a NUL, the grammar's
+   whole length into *n_out (may be NULL); INFER_ERR_ARG with err's message
+   (a list that is not JSON, a tool without a name, no tool of that name, a
+   parameters schema the converter refuses) or INFER_ERR_NOMEM. */
+INFERDEF infer_status infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name,
+                                              int parallel, char *buf, size_t size, size_t *n_out,
+                                              infer_error *err);
 
 /* The reasoning part of a reply, infer_output_parser_new's `reasoning`. */
 typedef enum infer_reasoning {
@@ -1273,7 +1309,8 @@ INFERDEF void infer_free(void *p);
 
 /* Deprecated in 0.25, removed in 0.26: use infer_seq_n_past(c, 0). */
 INFER_DEPRECATED INFERDEF int infer_context_n_past(const infer_context *c);
-/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past). */
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past,
+   &kept, err). Returns the positions kept (0 on failure). */
 INFER_DEPRECATED INFERDEF int infer_context_truncate(infer_context *c, int n_past);
 /* Deprecated in 0.25, removed in 0.26: use infer_context_logits. */
 INFER_DEPRECATED INFERDEF const float *infer_get_logits(const infer_context *c, int i);

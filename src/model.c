@@ -660,12 +660,22 @@ INFERDEF size_t infer_model_weight_bytes(const infer_model *m) {
     return n;
 }
 
-INFERDEF int infer_model_describe(const infer_model *m, char *buf, size_t size) {
+INFERDEF infer_status infer_model_describe(const infer_model *m, char *buf, size_t size, size_t *n_out,
+                                           infer_error *err) {
+    int n;
+    if (n_out) *n_out = 0;
+    if (!m || (!buf && size)) {
+        infer__set_error(err, INFER_ERR_ARG, "describe: %s", !m ? "no model" : "no buffer");
+        return INFER_ERR_ARG;
+    }
     if (!m->n_layers)
-        return snprintf(buf, size, "vocabulary only: %d tokens", m->n_vocab);
-    return snprintf(buf, size,
+        n = snprintf(buf, size, "vocabulary only: %d tokens", m->n_vocab);
+    else
+        n = snprintf(buf, size,
                     "%s: dim %d, %d layers, %d heads (%d KV, size %d), ffn %d, vocab %d, context %d, "
                     "rope base %g dims %d, rms eps %g",
                     m->arch, m->dim, m->n_layers, m->n_heads, m->n_kv_heads, m->head_dim, m->ffn_dim, m->n_vocab,
                     m->n_ctx_train, m->rope_base, m->rope_dim, m->norm_eps);
+    if (n_out) *n_out = n > 0 ? (size_t)n : 0;
+    return INFER_OK;
 }

@@ -22,7 +22,7 @@ INFERDEF infer_status infer_perplexity_chunk(infer_context *c, const infer_token
     }
     memcpy(tok, tokens, (size_t)n * sizeof *tok);
     if (infer_model_add_bos(m) && infer_model_bos(m) >= 0) tok[0] = infer_model_bos(m);
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     st = infer_decode(c, tok, n, 1, err);
     first = n / 2;
     for (i = first; st == INFER_OK && i < n - 1; i++) {

@@ -257,12 +257,13 @@ static void infer__req_token_time(infer_request *r, double t) {
 static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
     infer__sched *s = r->sched;
     char piece[16];
-    int n, i;
+    int i;
     if (r->state == INFER__RQ_PROMPT && st != INFER_OK && r->fed > 0)
-        infer_seq_truncate(s->c, r->seq, r->start_past);
+        infer_seq_truncate(s->c, r->seq, r->start_past, NULL, NULL);
     if (!r->text_done) {
-        n = infer_detok_flush(&r->detok, piece, sizeof piece);
-        if (infer__req_text(r, piece, (size_t)n, 1) < 0 && st == INFER_OK) {
+        size_t n_piece = 0;
+        infer_detok_flush(&r->detok, piece, sizeof piece, &n_piece, NULL);
+        if (infer__req_text(r, piece, n_piece, 1) < 0 && st == INFER_OK) {
             st = INFER_ERR_NOMEM; /* its text would be incomplete */
             msg = "out of memory for the request's text";
         }
@@ -308,7 +309,7 @@ static int infer__req_reuse(infer_request *r, int *past) {
     if (common >= n_full) common = n_full - 1; /* the last token is fed again for its logits */
     if (c->seqs[r->seq].inexact) common = INFER__MIN(common, c->seqs[r->seq].inexact - 1);
     if (common <= 0) return 0;
-    kept = infer_seq_truncate(c, r->seq, common); /* a sliding window may keep less */
+    infer_seq_truncate(c, r->seq, common, &kept, NULL); /* a sliding window may keep less */
     *past = kept;
     /* kept 0: BOS and the whole prompt are fed, as for an empty sequence */
     r->skip = INFER__MAX(kept - bos, 0);
@@ -353,7 +354,7 @@ static int infer__req_begin(infer_request *r) {
             }
             memcpy(copy, t, (size_t)r->n_past_req * sizeof *t);
         }
-        kept = infer_seq_truncate(c, r->seq, r->n_past_req);
+        infer_seq_truncate(c, r->seq, r->n_past_req, &kept, NULL);
         if (kept < r->n_past_req && copy)
             memcpy(stbds_arraddnptr(pre, r->n_past_req - kept), copy + kept, (size_t)(r->n_past_req - kept) * sizeof *copy);
         stbds_arrfree(copy);
@@ -376,7 +377,7 @@ static int infer__req_begin(infer_request *r) {
             const infer_token *t = infer_seq_tokens(c, r->seq, &n_tok);
             infer_token last = t && n_tok > 0 ? t[n_tok - 1] : -1;
             if (!infer__arr_room(pre, n_tok + 1)) goto nomem;
-            kept = infer_seq_truncate(c, r->seq, past - 1);
+            infer_seq_truncate(c, r->seq, past - 1, &kept, NULL);
             if (kept == past - 1 && last >= 0) {
                 stbds_arrput(pre, last);
             } else { /* a window's cache cannot go back one: feed what it lost */
@@ -524,7 +525,8 @@ static int infer__req_sample(infer_request *r, const float *l) {
     const infer_model *m = s->c->model;
     char piece[256];
     infer_token t = infer_sampler_sample(r->sampler, l);
-    int len, stopped;
+    size_t len = 0;
+    int stopped;
     float chosen = 0;
     double now = infer__now_ms();
     r->state = INFER__RQ_GEN;
@@ -546,7 +548,7 @@ static int infer__req_sample(infer_request *r, const float *l) {
     if (r->n_probs > 0) { /* before accept moves the grammar on; outside the lock */
         int k;
         if (!infer__arr_setlen(r->top, r->n_probs)) goto nomem;
-        if ((k = infer_sampler_top_probs(r->sampler, r->top, r->n_probs)) < 0) goto nomem;
+        if (infer_sampler_top_probs(r->sampler, r->top, r->n_probs, &k, NULL) != INFER_OK) goto nomem;
         for (; k < r->n_probs; k++) r->top[k].id = -1, r->top[k].p = 0;
         if ((chosen = infer_sampler_token_prob(r->sampler, t)) < 0) goto nomem;
     }
@@ -571,14 +573,14 @@ static int infer__req_sample(infer_request *r, const float *l) {
         infer__req_end(r, INFER_OK, NULL);
         return 0;
     }
-    if ((len = infer_detok_push(&r->detok, m, t, piece, sizeof piece)) < 0) goto nomem;
-    if (r->lazy && infer__req_trigger(r, piece, (size_t)len) < 0) goto nomem;
-    if (r->budget >= 0 && infer__req_budget(r, piece, (size_t)len) < 0) goto nomem;
-    if ((stopped = infer__req_text(r, piece, (size_t)len, 0)) < 0) goto nomem;
+    if (infer_detok_push(&r->detok, m, t, piece, sizeof piece, &len, NULL) != INFER_OK) goto nomem;
+    if (r->lazy && infer__req_trigger(r, piece, len) < 0) goto nomem;
+    if (r->budget >= 0 && infer__req_budget(r, piece, len) < 0) goto nomem;
+    if ((stopped = infer__req_text(r, piece, len, 0)) < 0) goto nomem;
     if (stopped || r->n_sampled >= r->n_predict) {
         if (!stopped) { /* the text is complete */
-            len = infer_detok_flush(&r->detok, piece, sizeof piece);
-            if (infer__req_text(r, piece, (size_t)len, 1) < 0) goto nomem;
+            infer_detok_flush(&r->detok, piece, sizeof piece, &len, NULL);
+            if (infer__req_text(r, piece, len, 1) < 0) goto nomem;
         }
         r->text_done = 1;
         if (!r->feed_last) {
@@ -664,7 +666,7 @@ static void infer__req_verify(infer_request *r, int pos) {
         }
     }
     n_past = infer_seq_n_past(c, r->seq);
-    if (n + 1 > keep) infer_seq_truncate(c, r->seq, n_past - (n + 1 - keep));
+    if (n + 1 > keep) infer_seq_truncate(c, r->seq, n_past - (n + 1 - keep), NULL, NULL);
     infer__mutex_lock(&s->mu);
     r->metrics.n_draft_tokens += n;
     r->metrics.n_draft_accepted += accepted;
@@ -1092,11 +1094,12 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
            since that takes a while for a large vocabulary */
         if (p->grammar) r->gbnf = infer__strndup(p->grammar, strlen(p->grammar));
         if (p->json_schema) {
-            int len = infer_json_schema_to_grammar(p->json_schema, NULL, 0, err);
-            if (len < 0) return err ? err->code : INFER_ERR_ARG;
-            r->gbnf = (char *)INFER_MALLOC((size_t)len + 1);
-            if (r->gbnf && infer_json_schema_to_grammar(p->json_schema, r->gbnf, (size_t)len + 1, err) != len)
-                return err ? err->code : INFER_ERR_NOMEM; /* (the second time only memory can fail) */
+            size_t len = 0;
+            infer_status gst = infer_json_schema_to_grammar(p->json_schema, NULL, 0, &len, err);
+            if (gst != INFER_OK) return gst;
+            r->gbnf = (char *)INFER_MALLOC(len + 1);
+            if (r->gbnf && (gst = infer_json_schema_to_grammar(p->json_schema, r->gbnf, len + 1, NULL, err)) != INFER_OK)
+                return gst; /* (the second time only memory can fail) */
         }
         if ((p->grammar || p->json_schema) && !r->gbnf) {
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for the request's grammar");
@@ -1370,32 +1373,59 @@ INFERDEF size_t infer_request_text(const infer_request *r, size_t from, char *bu
     return n;
 }
 
-INFERDEF int infer_request_tokens(const infer_request *r, infer_token *out, int max) {
+INFERDEF infer_status infer_request_tokens(const infer_request *r, infer_token *out, int max, int *n_tokens,
+                                           infer_error *err) {
     int n;
+    if (n_tokens) *n_tokens = 0;
+    if (!r || max < 0 || (!out && max > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "request tokens: %s", !r ? "no request" : "max with no room for them");
+        return INFER_ERR_ARG;
+    }
     infer__mutex_lock(&r->sched->mu);
     n = (int)stbds_arrlen(r->toks);
-    if (out && max > 0 && n > 0) memcpy(out, r->toks, (size_t)INFER__MIN(n, max) * sizeof *out);
+    if (max > 0 && n > 0) memcpy(out, r->toks, (size_t)INFER__MIN(n, max) * sizeof *out);
     infer__mutex_unlock(&r->sched->mu);
-    return n;
+    if (n_tokens) *n_tokens = n;
+    return INFER_OK;
 }
 
-INFERDEF int infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max) {
+INFERDEF infer_status infer_request_prompt_tokens(const infer_request *r, infer_token *out, int max, int *n_tokens,
+                                                  infer_error *err) {
     int n;
+    if (n_tokens) *n_tokens = 0;
+    if (!r || max < 0 || (!out && max > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "request prompt tokens: %s",
+                         !r ? "no request" : "max with no room for them");
+        return INFER_ERR_ARG;
+    }
     infer__mutex_lock(&r->sched->mu);
     n = (int)stbds_arrlen(r->prompt);
-    if (out && max > 0 && n > 0) memcpy(out, r->prompt, (size_t)INFER__MIN(n, max) * sizeof *out);
+    if (max > 0 && n > 0) memcpy(out, r->prompt, (size_t)INFER__MIN(n, max) * sizeof *out);
     infer__mutex_unlock(&r->sched->mu);
-    return n;
+    if (n_tokens) *n_tokens = n;
+    return INFER_OK;
 }
 
-INFERDEF int infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n) {
-    int k = 0, j;
+INFERDEF infer_status infer_request_top_probs(const infer_request *r, int i, infer_token_prob *out, int n,
+                                              int *n_probs, infer_error *err) {
+    int k = 0, j, bad;
+    if (n_probs) *n_probs = 0;
+    if (!r || n < 0 || (!out && n > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "request top probs: %s", !r ? "no request" : "n with no room for them");
+        return INFER_ERR_ARG;
+    }
     infer__mutex_lock(&r->sched->mu);
-    if (r->n_probs > 0 && i >= 0 && i < (int)stbds_arrlen(r->toks) && out)
+    bad = i < 0 || i >= (int)stbds_arrlen(r->toks);
+    if (!bad && r->n_probs > 0)
         for (j = 0; j < r->n_probs && k < n; j++)
             if (r->probs[(size_t)i * r->n_probs + j].id >= 0) out[k++] = r->probs[(size_t)i * r->n_probs + j];
     infer__mutex_unlock(&r->sched->mu);
-    return k;
+    if (bad) {
+        infer__set_error(err, INFER_ERR_ARG, "request top probs: token %d was not generated", i);
+        return INFER_ERR_ARG;
+    }
+    if (n_probs) *n_probs = k;
+    return INFER_OK;
 }
 
 INFERDEF float infer_request_token_prob(const infer_request *r, int i) {

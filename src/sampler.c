@@ -395,7 +395,7 @@ INFERDEF float infer_sampler_token_prob(const infer_sampler *s, infer_token t) {
     return lt == -INFINITY ? 0.0f : (float)(infer__exp((double)lt - mx) / sum);
 }
 
-INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
+static int infer__sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n) {
     const infer__cand *c = s->cand;
     unsigned char *mask = NULL;
     infer__cand *top, small[64];
@@ -449,4 +449,20 @@ INFERDEF int infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *o
     }
     if (top != small) INFER_FREE(top);
     return k;
+}
+
+INFERDEF infer_status infer_sampler_top_probs(const infer_sampler *s, infer_token_prob *out, int n, int *n_probs,
+                                              infer_error *err) {
+    int k;
+    if (n_probs) *n_probs = 0;
+    if (!s || n < 0 || (!out && n > 0)) {
+        infer__set_error(err, INFER_ERR_ARG, "top probs: %s", !s ? "no sampler" : "n with no room for them");
+        return INFER_ERR_ARG;
+    }
+    if ((k = infer__sampler_top_probs(s, out, n)) < 0) {
+        infer__set_error(err, INFER_ERR_NOMEM, "top probs: out of memory");
+        return INFER_ERR_NOMEM;
+    }
+    if (n_probs) *n_probs = k;
+    return INFER_OK;
 }

@@ -861,7 +861,7 @@ static int infer__schema_rules(infer__jp *jp, const infer__jv *const *schemas, c
 }
 
 
-INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
+static int infer__json_schema_to_grammar(const char *schema, char *buf, size_t size, infer_error *err) {
     infer__jp jp;
     infer__jv root;
     infer__sb out = {NULL, 0};
@@ -882,4 +882,24 @@ INFERDEF int infer_json_schema_to_grammar(const char *schema, char *buf, size_t 
     stbds_arrfree(out.p);
     infer__jv_free(&root);
     return len;
+}
+
+INFERDEF infer_status infer_json_schema_to_grammar(const char *schema, char *buf, size_t size, size_t *n_out,
+                                                   infer_error *err) {
+    infer_error e;
+    int len;
+    if (n_out) *n_out = 0;
+    if (!buf && size) {
+        infer__set_error(err, INFER_ERR_ARG, "JSON schema: no buffer");
+        return INFER_ERR_ARG;
+    }
+    e.code = INFER_OK;
+    e.msg[0] = 0;
+    if ((len = infer__json_schema_to_grammar(schema, buf, size, &e)) < 0) {
+        if (e.code == INFER_OK) infer__set_error(&e, INFER_ERR_ARG, "JSON schema: failed");
+        if (err) *err = e;
+        return e.code;
+    }
+    if (n_out) *n_out = (size_t)len;
+    return INFER_OK;
 }

@@ -29,22 +29,31 @@ INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, in
     return c->seqs[seq].tokens;
 }
 
-INFERDEF int infer_seq_truncate(infer_context *c, int seq, int n_past) {
+INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *n_past, infer_error *err) {
     infer__seq *q;
-    if (!infer__seq_ok(c, seq, NULL)) return 0;
+    if (n_past) *n_past = 0;
+    if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
     q = &c->seqs[seq];
-    if (n_past < 0 || n_past >= q->n_past) return q->n_past;
+    if (n < 0 || n >= q->n_past) {
+        if (n_past) *n_past = q->n_past;
+        return INFER_OK;
+    }
     /* a sliding window's ring may have overwritten keys n_past would see */
-    if (!infer__kv_can_rewind(&c->kv, c->model, q->hi, n_past)) n_past = 0;
-    q->n_past = n_past;
-    q->hi = n_past;
+    if (!infer__kv_can_rewind(&c->kv, c->model, q->hi, n)) n = 0;
+    q->n_past = n;
+    q->hi = n;
     q->logit_row = -1;
-    if (q->inexact && n_past < q->inexact) q->inexact = 0; /* what is left was made as a prefill makes it */
-    stbds_arrsetlen(q->tokens, n_past);
-    return n_past;
+    if (q->inexact && n < q->inexact) q->inexact = 0; /* what is left was made as a prefill makes it */
+    stbds_arrsetlen(q->tokens, n);
+    if (n_past) *n_past = n;
+    return INFER_OK;
 }
-/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past). */
-INFERDEF int infer_context_truncate(infer_context *c, int n_past) { return infer_seq_truncate(c, 0, n_past); }
+/* Deprecated in 0.25, removed in 0.26: use infer_seq_truncate(c, 0, n_past, &kept, err). */
+INFERDEF int infer_context_truncate(infer_context *c, int n_past) {
+    int kept = 0;
+    infer_seq_truncate(c, 0, n_past, &kept, NULL);
+    return kept;
+}
 
 /* Whether the sequence's cache holds each of its positions at slot =
    position (no ring has wrapped): what moving positions needs. */
@@ -98,7 +107,7 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     }
     if (p0 == p1) return INFER_OK;
     if (p1 == q->n_past) { /* the end: a truncation */
-        infer_seq_truncate(c, seq, p0);
+        infer_seq_truncate(c, seq, p0, NULL, NULL);
         return INFER_OK;
     }
     if (!infer__seq_unwrapped(c, q)) {
@@ -144,7 +153,7 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
     INFER_FREE(row);
     INFER_FREE(host);
     if (!ok) { /* the device failed: the sequence's cache is lost */
-        infer_seq_truncate(c, seq, 0);
+        infer_seq_truncate(c, seq, 0, NULL, NULL);
         infer__set_error(err, INFER_ERR_DEVICE, "moving positions of the KV cache on the device failed");
         return INFER_ERR_DEVICE;
     }
@@ -183,7 +192,7 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
     }
     for (l = 0; l < c->kv.n_layers; l++)
         if (!infer__kv_copy_slots(c, src, dst, l, INFER__MIN(c->kv.slots[l], a->hi))) {
-            infer_seq_truncate(c, dst, 0);
+            infer_seq_truncate(c, dst, 0, NULL, NULL);
             infer__set_error(err, INFER_ERR_DEVICE, "copying the KV cache on the device failed");
             return INFER_ERR_DEVICE;
         }

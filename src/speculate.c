@@ -85,7 +85,7 @@ static int infer__spec_draft_model(infer_context *dc, int seq, const infer_token
     if (n_hist <= 0 || max_draft <= 0) return 0;
     while (t && common < n_tok && common < n_hist && t[common] == hist[common]) common++;
     if (common >= n_hist) common = n_hist - 1; /* the last token is fed again for its logits */
-    kept = infer_seq_truncate(dc, seq, common); /* (a sliding window may keep less) */
+    infer_seq_truncate(dc, seq, common, &kept, NULL); /* (a sliding window may keep less) */
     max_draft = INFER__MIN(max_draft, infer_context_n_ctx(dc) - n_hist);
     if (max_draft <= 0 || infer__spec_feed(dc, seq, hist + kept, n_hist - kept, err) != INFER_OK) return 0;
     while (n < max_draft) {

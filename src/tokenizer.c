@@ -1713,12 +1713,40 @@ INFERDEF infer_status infer_tokenize(const infer_model *m, const char *text, siz
     return INFER_OK;
 }
 
-INFERDEF int infer_token_to_piece(const infer_model *m, infer_token t, char *buf, int size) {
-    int n;
-    if (!m) return -1;
-    n = infer__vocab_piece(infer__model_vocab(m), t, NULL, 0);
-    if (n < 0 || n > size) return n;
-    return infer__vocab_piece(infer__model_vocab(m), t, buf, size);
+INFERDEF infer_status infer_token_to_piece(const infer_model *m, infer_token t, char *buf, size_t size, size_t *n_out,
+                                           infer_error *err) {
+    const infer_vocab *v;
+    int n, room;
+    if (n_out) *n_out = 0;
+    if (buf && size) buf[0] = 0;
+    if (!m || (!buf && size)) {
+        infer__set_error(err, INFER_ERR_ARG, "token to piece: %s", !m ? "no model" : "no buffer");
+        return INFER_ERR_ARG;
+    }
+    v = infer__model_vocab(m);
+    if ((n = infer__vocab_piece(v, t, NULL, 0)) < 0) {
+        infer__set_error(err, INFER_ERR_ARG, "token to piece: token %d is outside the vocabulary", (int)t);
+        return INFER_ERR_ARG;
+    }
+    if (n_out) *n_out = (size_t)n;
+    if (!size) return INFER_OK;
+    room = size - 1 > (size_t)INT_MAX ? INT_MAX : (int)(size - 1);
+    if (n <= room) {
+        infer__vocab_piece(v, t, buf, n);
+        buf[n] = 0;
+    } else { /* truncated: the whole piece on the heap, its head in buf */
+        char *all = (char *)INFER_MALLOC((size_t)n);
+        if (!all) {
+            if (n_out) *n_out = 0;
+            infer__set_error(err, INFER_ERR_NOMEM, "token to piece: out of memory");
+            return INFER_ERR_NOMEM;
+        }
+        infer__vocab_piece(v, t, all, n);
+        memcpy(buf, all, (size_t)room);
+        buf[room] = 0;
+        INFER_FREE(all);
+    }
+    return INFER_OK;
 }
 
 /* Bytes at the end of s[0..n) that start a UTF-8 character not yet complete. */
@@ -1733,42 +1761,65 @@ static int infer__utf8_incomplete_tail(const unsigned char *s, int n) {
     return 0;
 }
 
-INFERDEF int infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, int size) {
+INFERDEF infer_status infer_detok_push(infer_detok *d, const infer_model *m, infer_token t, char *out, size_t size,
+                                       size_t *n_out, infer_error *err) {
+    const infer_vocab *v;
     unsigned char *all = (unsigned char *)out;
-    int n, total, keep, emit;
-    if (!d || !m || !out || size < 0) return 0;
-    n = infer_token_to_piece(m, t, NULL, 0);
-    if (n < 0) return 0;
+    int n, total, keep, emit, room;
+    if (n_out) *n_out = 0;
+    if (!d || !m || !out || !size) {
+        infer__set_error(err, INFER_ERR_ARG, "detokenize: %s", !d ? "no detokenizer" : !m ? "no model"
+                         : "no room in out");
+        return INFER_ERR_ARG;
+    }
+    out[0] = 0;
+    v = infer__model_vocab(m);
+    if ((n = infer__vocab_piece(v, t, NULL, 0)) < 0) {
+        infer__set_error(err, INFER_ERR_ARG, "detokenize: token %d is outside the vocabulary", (int)t);
+        return INFER_ERR_ARG;
+    }
+    room = size - 1 > (size_t)INT_MAX / 2 ? INT_MAX / 2 : (int)(size - 1);
     total = d->n_pending + n;
-    if (total <= size) { /* the pending bytes and the piece, in out */
+    if (total <= room) { /* the pending bytes and the piece, in out */
         memcpy(out, d->pending, (size_t)d->n_pending);
-        infer_token_to_piece(m, t, out + d->n_pending, n);
+        infer__vocab_piece(v, t, out + d->n_pending, n);
     } else { /* a piece longer than out: put together on the heap */
-        if (!(all = (unsigned char *)INFER_MALLOC((size_t)total))) return -1;
+        if (!(all = (unsigned char *)INFER_MALLOC((size_t)total))) {
+            infer__set_error(err, INFER_ERR_NOMEM, "detokenize: out of memory");
+            return INFER_ERR_NOMEM;
+        }
         memcpy(all, d->pending, (size_t)d->n_pending);
-        infer_token_to_piece(m, t, (char *)all + d->n_pending, n);
+        infer__vocab_piece(v, t, (char *)all + d->n_pending, n);
     }
     keep = infer__utf8_incomplete_tail(all, total);
     emit = total - keep;
-    if (emit > size) {
+    if (emit > room) {
         /* out is too small: cut at a character boundary, drop the rest */
-        emit = size;
+        emit = room;
         while (emit > 0 && (all[emit] & 0xc0) == 0x80) emit--;
     }
     if (all != (unsigned char *)out) memcpy(out, all, (size_t)emit);
     memcpy(d->pending, all + total - keep, (size_t)keep);
     d->n_pending = keep;
     if (all != (unsigned char *)out) INFER_FREE(all);
-    return emit;
+    out[emit] = 0;
+    if (n_out) *n_out = (size_t)emit;
+    return INFER_OK;
 }
 
-INFERDEF int infer_detok_flush(infer_detok *d, char *out, int size) {
-    int n;
-    if (!d) return 0;
-    n = INFER__MIN(d->n_pending, size);
-    if (n > 0 && out) memcpy(out, d->pending, (size_t)n);
+INFERDEF infer_status infer_detok_flush(infer_detok *d, char *out, size_t size, size_t *n_out, infer_error *err) {
+    size_t n;
+    if (n_out) *n_out = 0;
+    if (!d || (!out && size)) {
+        infer__set_error(err, INFER_ERR_ARG, "detokenize: %s", !d ? "no detokenizer" : "no buffer");
+        return INFER_ERR_ARG;
+    }
+    n = size ? INFER__MIN((size_t)d->n_pending, size - 1) : 0;
+    if (n) memcpy(out, d->pending, n);
+    if (size) out[n] = 0;
     d->n_pending = 0;
-    return n > 0 ? n : 0;
+    if (n_out) *n_out = n;
+    return INFER_OK;
 }
 
 static const char *infer__vocab_warning(const infer_vocab *v) { return v->warning[0] ? v->warning : NULL; }

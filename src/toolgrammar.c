@@ -126,8 +126,8 @@ static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
     infer__sb_puts(b, list);
 }
 
-INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
-                                     char *buf, size_t size, infer_error *err) {
+static int infer__tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
+                                    char *buf, size_t size, infer_error *err) {
     static const char any_object[] = "{\"type\": \"object\"}";
     infer__jp jp, jo;
     infer__jv list, object;
@@ -222,4 +222,24 @@ INFERDEF int infer_tool_call_grammar(infer_tool_format f, const char *tools_json
     infer__jv_free(&list);
     infer__jv_free(&object);
     return len;
+}
+
+INFERDEF infer_status infer_tool_call_grammar(infer_tool_format f, const char *tools_json, const char *name, int parallel,
+                                              char *buf, size_t size, size_t *n_out, infer_error *err) {
+    infer_error e;
+    int len;
+    if (n_out) *n_out = 0;
+    if (!buf && size) {
+        infer__set_error(err, INFER_ERR_ARG, "tool call grammar: no buffer");
+        return INFER_ERR_ARG;
+    }
+    e.code = INFER_OK;
+    e.msg[0] = 0;
+    if ((len = infer__tool_call_grammar(f, tools_json, name, parallel, buf, size, &e)) < 0) {
+        if (e.code == INFER_OK) infer__set_error(&e, INFER_ERR_ARG, "tool call grammar: failed");
+        if (err) *err = e;
+        return e.code;
+    }
+    if (n_out) *n_out = (size_t)len;
+    return INFER_OK;
 }

@@ -74,6 +74,7 @@ static void hook_free(void *p) {
 #define INFER_STATIC
 #define INFER_IMPLEMENTATION
 #include "infer.h"
+#include "tests/status_calls.h"
 
 /* What a pass produced, compared between the clean pass and the others. */
 typedef struct pass_output {
@@ -151,7 +152,7 @@ static void model_pass(const char *path, const char *quant_path, pass_output *o,
         goto done;
     }
     out_add(o, infer_context_logits(c, -1), 4 * sizeof(float));
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     {
         infer_sampler_params sp = infer_sampler_default_params();
         sp.temperature = 0;
@@ -176,7 +177,7 @@ static void model_pass(const char *path, const char *quant_path, pass_output *o,
         static const char *const stops[] = {"\n\n", "The end"};
         char prompt[512];
         size_t got;
-        if (infer_chat_format(&t, msgs, 2, 0, 1, prompt, sizeof prompt) < 0) {
+        if (sc_chat_format(&t, msgs, 2, 0, 1, prompt, sizeof prompt) < 0) {
             step_failed(ps, "infer_chat_format", INFER_OK, NULL);
             goto done;
         }
@@ -188,7 +189,7 @@ static void model_pass(const char *path, const char *quant_path, pass_output *o,
             memset(sys, 'a', 600);
             snprintf(sys + 600, sizeof sys - 600, " /think and more");
             snprintf(t3.date, sizeof t3.date, "1 January 2026");
-            if (infer_chat_format(&t3, m3, 2, 0, 1, text, sizeof text) < 0) {
+            if (sc_chat_format(&t3, m3, 2, 0, 1, text, sizeof text) < 0) {
                 step_failed(ps, "infer_chat_format (SmolLM3, a long system message)", INFER_OK, NULL);
                 goto done;
             }
@@ -263,8 +264,8 @@ static void vocab_pass(const char *path, pass_output *o, pass_state *ps) {
             break;
         }
         out_add(o, toks, (size_t)(n < 256 ? n : 256) * sizeof *toks);
-        for (i = 0; i < n && i < 256; i++) out_add(o, piece, (size_t)infer_detok_push(&d, m, toks[i], piece, 256));
-        out_add(o, piece, (size_t)infer_detok_flush(&d, piece, 256));
+        for (i = 0; i < n && i < 256; i++) out_add(o, piece, (size_t)sc_detok_push(&d, m, toks[i], piece, 256));
+        out_add(o, piece, (size_t)sc_detok_flush(&d, piece, 256));
     }
     infer_model_free(m);
 }

@@ -29,26 +29,6 @@ ALLOWED = {
     "infer_sampler_token_prob": "-1: no distribution yet, an answer",
     "infer_request_token_prob": "-1: no probability kept for that token, an answer",
     "infer_context_step": "-1: no request running, an answer; a request's failure is its infer_request_status",
-    # snprintf-style writers whose -1 means only "bad arguments or out of
-    # memory" and whose callers size buffers from the length they return:
-    # not yet converted to status + out-length (left for 0.26, listed in
-    # CHANGELOG.md's 0.25.0 entry).
-    "infer_gguf_kv_to_string": "snprintf-style; -1 for a bad index: to convert in 0.26",
-    "infer_gguf_tensor": "-1 for a bad index: to convert in 0.26",
-    "infer_model_describe": "snprintf-style: to convert in 0.26",
-    "infer_token_to_piece": "snprintf-style; -1 for a bad token: to convert in 0.26",
-    "infer_detok_push": "snprintf-style; -1 for a bad token: to convert in 0.26",
-    "infer_detok_flush": "snprintf-style: to convert in 0.26",
-    "infer_beam_search": "-1 on error: to convert in 0.26",
-    "infer_sampler_top_probs": "-1 when memory ran out: to convert in 0.26",
-    "infer_json_schema_to_grammar": "snprintf-style, err set with -1: to convert in 0.26",
-    "infer_tool_call_grammar": "snprintf-style, err set with -1: to convert in 0.26",
-    "infer_chat_format": "snprintf-style; -1 on bad arguments or no memory: to convert in 0.26",
-    "infer_chat_end_of_turn": "snprintf-style: to convert in 0.26",
-    "infer_request_tokens": "a count; -1 for a NULL request: to convert in 0.26",
-    "infer_request_prompt_tokens": "a count; -1 for a NULL request: to convert in 0.26",
-    "infer_request_top_probs": "a count; -1 for a bad index: to convert in 0.26",
-    "infer_seq_truncate": "returns the new n_past (clamped), -1 for a bad sequence: to convert in 0.26",
     "infer_context_truncate": "deprecated in 0.25 (infer_seq_truncate), removed in 0.26",
 }
 # Enum constants that need not start with their type's name.

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "infer.h"
+#include "tests/status_calls.h"
 #include "../examples/os.h" /* threads on POSIX and Windows */
 
 #define N_GEN 24
@@ -93,7 +94,7 @@ static void poll_all(void *unused) {
             if (!r) continue;
             infer_request_text(r, 0, buf, sizeof buf);
             infer_request_done(r);
-            infer_request_tokens(r, NULL, 0);
+            infer_request_tokens(r, NULL, 0, NULL, NULL);
             mt = infer_request_metrics(r);
             (void)mt;
         }
@@ -157,7 +158,7 @@ static const char *worker_rounds(infer_model *m) {
             if (st != INFER_OK && st != INFER_ERR_CANCELLED)
                 fprintf(stderr, "concurrency: round %d, request %d: %s\n", round, i, rerr.msg);
             if (!infer_request_done(r)) return "a request unfinished after infer_worker_free";
-            if (round < 2 && i != 2 && (st != INFER_OK || infer_request_tokens(r, NULL, 0) < 1))
+            if (round < 2 && i != 2 && (st != INFER_OK || sc_request_tokens(r, NULL, 0) < 1))
                 return "a request the worker ran to its end failed";
             if (st != INFER_OK && st != INFER_ERR_CANCELLED) return "a request ended with an unexpected status";
             set_req(i, NULL);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "infer.h"
+#include "tests/status_calls.h"
 
 #define REPLY 200
 
@@ -86,7 +87,7 @@ int main(int argc, char **argv) {
             ban_bias[n_ban++] = -INFINITY;
         }
     tmpl = infer_chat_template_detect(m);
-    if (infer_chat_end_of_turn(&tmpl, end_of_turn, sizeof end_of_turn) < 0) end_of_turn[0] = 0;
+    if (sc_chat_end_of_turn(&tmpl, end_of_turn, sizeof end_of_turn) < 0) end_of_turn[0] = 0;
     t_stretch = now_s();
     while (generated < target) {
         infer_chat_message msg;
@@ -99,7 +100,7 @@ int main(int argc, char **argv) {
         msg.content = text;
         /* a turn after the first opens by closing the last reply */
         len = snprintf(prompt, sizeof prompt, "%s", turn ? end_of_turn : "");
-        infer_chat_format(&tmpl, &msg, 1, 0, 1, prompt + len, sizeof prompt - (size_t)len);
+        infer_chat_format(&tmpl, &msg, 1, 0, 1, prompt + len, sizeof prompt - (size_t)len, NULL, NULL);
         rp.prompt = prompt;
         rp.n_predict = REPLY;
         rp.sampling.temperature = 0.8f;
@@ -124,7 +125,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "long_run: FAILED: turn %d after %d tokens: %s\n", turn, generated, err.msg);
             return 1;
         }
-        n_tok = infer_request_tokens(r, NULL, 0);
+        n_tok = sc_request_tokens(r, NULL, 0);
         infer_request_free(r);
         generated += n_tok;
         turn++;

@@ -31,7 +31,7 @@ typedef struct job {
 static void ask(const infer_model *m, answers *a) {
     a->bandwidth = infer_model_device_bandwidth(m);
     snprintf(a->name, sizeof a->name, "%s", infer_model_device_name(m));
-    infer_model_describe(m, a->describe, sizeof a->describe);
+    infer_model_describe(m, a->describe, sizeof a->describe, NULL, NULL);
     a->weight_bytes = infer_model_weight_bytes(m);
     a->n_vocab = infer_model_n_vocab(m);
 }

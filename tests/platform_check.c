@@ -127,7 +127,7 @@ static void check_files(const char *model, const char *dir) {
         int same = 0;
         if (c && infer_decode(c, t, 2, 0, &err) == INFER_OK && infer_seq_state_save_file(c, 0, state, &err) == INFER_OK) {
             first = infer_context_logits(c, -1)[0];
-            infer_seq_truncate(c, 0, 0);
+            infer_seq_truncate(c, 0, 0, NULL, NULL);
             same = infer_seq_state_load_file(c, 0, state, &err) == INFER_OK && infer_seq_n_past(c, 0) == 2 &&
                    infer_seq_logits(c, 0)[0] == first;
         }

@@ -281,7 +281,7 @@ Test(arch, every_model_loads) {
         model_path(path, sizeof path, name);
         m = infer_model_load(path, NULL, &err);
         cr_assert_not_null(m, "%s: %s", name, err.msg);
-        infer_model_describe(m, desc, sizeof desc);
+        infer_model_describe(m, desc, sizeof desc, NULL, NULL);
         snprintf(want, sizeof want, "%s: ", arch);
         cr_expect_eq(strncmp(desc, want, strlen(want)), 0, "%s is described as '%s'", name, desc);
         infer_model_free(m);
@@ -289,7 +289,7 @@ Test(arch, every_model_loads) {
         file = rewrite(name, NULL, 0, &size);
         m = load_memory(file, size, &err);
         cr_assert_not_null(m, "%s rewritten: %s", name, err.msg);
-        infer_model_describe(m, desc2, sizeof desc2);
+        infer_model_describe(m, desc2, sizeof desc2, NULL, NULL);
         cr_expect_str_eq(desc2, desc, "%s rewritten", name);
         infer_model_free(m);
         free(file);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 static const struct { const char *kind, *text; } templates[] = {
     {"chatml",
@@ -120,11 +121,11 @@ static const char *eos_of(infer_chat_kind k) {
 }
 
 static char *format(const infer_chat_template *t, const infer_chat_message *m, int n, int from, int add) {
-    int len = infer_chat_format(t, m, n, from, add, NULL, 0);
+    int len = sc_chat_format(t, m, n, from, add, NULL, 0);
     char *buf;
     cr_assert_geq(len, 0);
     buf = (char *)malloc((size_t)len + 1);
-    cr_assert_eq(infer_chat_format(t, m, n, from, add, buf, (size_t)len + 1), len);
+    cr_assert_eq(sc_chat_format(t, m, n, from, add, buf, (size_t)len + 1), len);
     cr_assert_eq(strlen(buf), (size_t)len);
     return buf;
 }
@@ -567,7 +568,7 @@ Test(chat, every_format_writes_what_the_c_formatter_wrote) {
         s = format(&t, varied, 6, 0, 1);
         cr_expect_str_eq(s, varied_expected[i].expected, "%s", varied_expected[i].kind);
         /* snprintf-style: a short buffer gets the start, the length is the whole's */
-        len = infer_chat_format(&t, varied, 6, 0, 1, small, sizeof small);
+        len = sc_chat_format(&t, varied, 6, 0, 1, small, sizeof small);
         cr_expect_eq(len, (int)strlen(s), "%s", varied_expected[i].kind);
         cr_expect(strlen(small) == sizeof small - 1 && !strncmp(small, s, sizeof small - 1), "%s: %s",
                   varied_expected[i].kind, small);
@@ -595,14 +596,14 @@ Test(chat, message_bytes_reach_the_text_as_they_are) {
     }
     {
         infer_chat_template t = infer_chat_template_from_text("chatml", NULL, NULL);
-        cr_expect_eq(infer_chat_format(&t, &odd_role, 1, 0, 0, buf, sizeof buf), (int)(strlen(odd) + 31));
+        cr_expect_eq(sc_chat_format(&t, &odd_role, 1, 0, 0, buf, sizeof buf), (int)(strlen(odd) + 31));
         cr_expect_str_eq(buf, "<|im_start|>\xe9\"role\\\n\xff\xfe \xc3( \"q\" \\ \x01\x1f\x7f{{ x }}{% if %}\ttab\nline\x1c"
                               "<|im_end|>\n");
-        cr_expect_eq(infer_chat_format(NULL, m, 2, 0, 1, buf, sizeof buf), -1);
-        cr_expect_eq(infer_chat_format(&t, m, 2, 3, 1, buf, sizeof buf), -1);
-        cr_expect_eq(infer_chat_format(&t, m, 2, 0, 1, NULL, 4), -1);
+        cr_expect_eq(sc_chat_format(NULL, m, 2, 0, 1, buf, sizeof buf), -1);
+        cr_expect_eq(sc_chat_format(&t, m, 2, 3, 1, buf, sizeof buf), -1);
+        cr_expect_eq(sc_chat_format(&t, m, 2, 0, 1, NULL, 4), -1);
         m[1].content = NULL;
-        cr_expect_eq(infer_chat_format(&t, m, 2, 0, 1, buf, sizeof buf), -1);
+        cr_expect_eq(sc_chat_format(&t, m, 2, 0, 1, buf, sizeof buf), -1);
     }
 }
 
@@ -658,7 +659,7 @@ Test(chat, qwen3_reasoning) {
     s = format(&t, conv, 4, 0, 1);
     cr_expect(!strncmp(s, want, strlen(want)) && !strcmp(s + strlen(want), "<think>\n\n</think>\n\n"), "%s", s);
     free(s);
-    infer_chat_end_of_turn(&t, eot, sizeof eot);
+    infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
     cr_expect_str_eq(eot, "<|im_end|>\n");
 }
 
@@ -792,14 +793,14 @@ Test(chat, snprintf_semantics_and_bad_arguments) {
     infer_chat_template t = infer_chat_template_from_text("chatml", NULL, NULL);
     char small[8];
     infer_chat_message bad = {NULL, "x"};
-    int n = infer_chat_format(&t, C1, 2, 0, 0, small, sizeof small);
+    int n = sc_chat_format(&t, C1, 2, 0, 0, small, sizeof small);
     cr_expect_eq(n, (int)strlen("<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"));
     cr_expect_str_eq(small, "<|im_st");
-    cr_expect_eq(infer_chat_format(&t, C1, 2, 3, 0, NULL, 0), -1);
-    cr_expect_eq(infer_chat_format(&t, &bad, 1, 0, 0, NULL, 0), -1);
-    cr_expect_eq(infer_chat_format(NULL, C1, 1, 0, 0, NULL, 0), -1);
-    cr_expect_eq(infer_chat_format(&t, C1, 0, 0, 1, small, sizeof small), (int)strlen("<|im_start|>assistant\n"));
-    cr_expect_eq(infer_chat_end_of_turn(&t, small, sizeof small), (int)strlen("<|im_end|>\n"));
+    cr_expect_eq(sc_chat_format(&t, C1, 2, 3, 0, NULL, 0), -1);
+    cr_expect_eq(sc_chat_format(&t, &bad, 1, 0, 0, NULL, 0), -1);
+    cr_expect_eq(sc_chat_format(NULL, C1, 1, 0, 0, NULL, 0), -1);
+    cr_expect_eq(sc_chat_format(&t, C1, 0, 0, 1, small, sizeof small), (int)strlen("<|im_start|>assistant\n"));
+    cr_expect_eq(sc_chat_end_of_turn(&t, small, sizeof small), (int)strlen("<|im_end|>\n"));
     {
         static const struct { const char *kind, *eot; } eots[] = {
             {"qwen3", "<|im_end|>\n"}, {"smollm3", "<|im_end|>\n"}, {"phi4", "<|im_end|>"}, {"phi4-mini", "<|end|>"},
@@ -808,14 +809,14 @@ Test(chat, snprintf_semantics_and_bad_arguments) {
         for (i = 0; i < sizeof eots / sizeof eots[0]; i++) {
             char eot[32];
             t = infer_chat_template_from_text(eots[i].kind, NULL, NULL);
-            infer_chat_end_of_turn(&t, eot, sizeof eot);
+            infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
             cr_expect_str_eq(eot, eots[i].eot, "%s", eots[i].kind);
         }
     }
     t = infer_chat_template_from_text("zephyr", NULL, "<|endoftext|>");
     {
         char eot[32];
-        infer_chat_end_of_turn(&t, eot, sizeof eot);
+        infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
         cr_expect_str_eq(eot, "<|endoftext|>\n");
     }
 }
@@ -867,7 +868,7 @@ Test(chat, end_of_turn_is_an_end_of_generation_token) {
         cr_assert_not_null(m, "%s: %s", path, err.msg);
         t = cases[i].kind ? infer_chat_template_from_text(cases[i].kind, NULL, NULL) : infer_chat_template_detect(m);
         if (!cases[i].kind) cr_expect(t.kind == INFER_CHAT_KIND_PHI3 && !t.fallback, "phi-3's template: %s", infer_chat_template_name(t.kind));
-        infer_chat_end_of_turn(&t, eot, sizeof eot);
+        infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
         if (infer_tokenize(m, eot, strlen(eot), tok, 16, 0, 1, &n, NULL) != INFER_OK) n = -1;
         cr_assert_gt(n, 0);
         cr_expect(infer_model_is_eog(m, tok[0]), "%s, %s: \"%s\" starts with %d, not an end of generation", cases[i].vocab,
@@ -978,7 +979,7 @@ Test(chat, kv_cache_reused_across_turns) {
     past = infer_seq_n_past(c, 0);
     {
         char eot[64];
-        int ne = infer_chat_end_of_turn(&t, eot, sizeof eot);
+        int ne = sc_chat_end_of_turn(&t, eot, sizeof eot);
         char *rest = format(&t, msgs, 4, 3, 1);
         text = (char *)malloc((size_t)ne + strlen(rest) + 1);
         strcpy(text, eot);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 #define MODEL_REL "models/stories260K.gguf"
 
@@ -347,7 +348,7 @@ Test(cli, info_prints_metadata_and_tensors) {
         infer_tensor_info t;
         char shape[64];
         const char *line;
-        infer_gguf_tensor(g, i, &t);
+        infer_gguf_tensor(g, i, &t, NULL);
         line = strstr(out, t.name);
         cr_assert(line, "info lacks tensor %s", t.name);
         /* its row length appears on its line */
@@ -488,7 +489,7 @@ Test(cli, run_greedy_json_matches_library) {
         }
         {
             char piece[256];
-            int n = infer_token_to_piece(m, b, piece, sizeof piece);
+            int n = sc_token_to_piece(m, b, piece, sizeof piece);
             cr_assert(n >= 0 && n < (int)sizeof piece && tlen + (size_t)n < sizeof want_text);
             memcpy(want_text + tlen, piece, (size_t)n);
             tlen += (size_t)n;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 #ifndef INFER_TEST_CUDA_BUILD
 #define INFER_TEST_CUDA_BUILD 0 /* tests/CMakeLists.txt sets 1 with -DINFER_CUDA=ON */
@@ -436,7 +437,7 @@ Test(cuda, contexts_and_truncation) {
     memcpy(first, infer_context_logits(a, -1), sizeof(float) * (size_t)nv);
     cr_assert_eq(infer_decode(b, toks, 6, 0, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < nv; i++) cr_assert_float_eq(infer_context_logits(b, -1)[i], first[i], 1e-3f + 1e-3f * fabsf(first[i]));
-    infer_seq_truncate(a, 0, 3);
+    infer_seq_truncate(a, 0, 3, NULL, NULL);
     for (i = 3; i < 6; i++) cr_assert_eq(infer_decode(a, &toks[i], 1, 0, &err), INFER_OK, "%s", err.msg);
     for (i = 0; i < nv; i++) cr_assert_float_eq(infer_context_logits(a, -1)[i], first[i], 1e-5f + 1e-5f * fabsf(first[i]));
     free(first);
@@ -970,8 +971,8 @@ static void run_seq_ops(const small_case *sc) {
         snprintf(what, sizeof what, "after removing 3..6, step %d", step);
         pair_cmp_seq(&p, 1, what);
     }
-    rc = infer_seq_truncate(p.cc, 0, 6);
-    rg = infer_seq_truncate(p.gc, 0, 6);
+    rc = sc_seq_truncate(p.cc, 0, 6);
+    rg = sc_seq_truncate(p.gc, 0, 6);
     cr_assert_eq(rg, rc, "truncation kept %d positions on the GPU, %d on the CPU", rg, rc);
     cr_expect_eq(rg, 6);
     for (step = 0; step < 3; step++) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 /* ---- a tiny GGUF writer --------------------------------------------------- */
 
@@ -282,7 +283,7 @@ static int in_order(const char *s, const char *const *parts, int n) {
 static void kv_string(const infer_gguf *g, const char *key, char *buf, size_t size) {
     int64_t i = infer_gguf_find_key(g, key);
     cr_assert_geq(i, 0, "key %s not found", key);
-    cr_assert_geq(infer_gguf_kv_to_string(g, i, buf, size), 0, "kv_to_string(%s) failed", key);
+    cr_assert_geq(sc_gguf_kv_to_string(g, i, buf, size), 0, "kv_to_string(%s) failed", key);
     cr_assert_null(strchr(buf, '\n'), "rendering of %s is not one line: %s", key, buf);
 }
 
@@ -377,19 +378,19 @@ static void check_rich(const infer_gguf *g, const uint8_t *base, uint32_t versio
         char full[1024], small[8];
         size_t sz;
         char sentinel = 'Z';
-        cr_assert_geq(infer_gguf_kv_to_string(g, i, full, sizeof full), 0);
+        cr_assert_geq(sc_gguf_kv_to_string(g, i, full, sizeof full), 0);
         for (sz = 1; sz <= sizeof small; sz++) {
             memset(small, 'X', sizeof small);
-            infer_gguf_kv_to_string(g, i, small, sz);
+            infer_gguf_kv_to_string(g, i, small, sz, NULL, NULL);
             cr_assert_lt(strnlen(small, sz), sz, "key %lld: not terminated in %zu bytes", (long long)i, sz);
             cr_assert_eq(strncmp(small, full, strlen(small)), 0, "key %lld: truncated rendering is not a prefix",
                          (long long)i);
         }
-        infer_gguf_kv_to_string(g, i, &sentinel, 0);
+        infer_gguf_kv_to_string(g, i, &sentinel, 0, NULL, NULL);
         cr_assert_eq(sentinel, 'Z', "kv_to_string wrote into a 0-byte buffer");
     }
-    cr_assert_lt(infer_gguf_kv_to_string(g, -1, buf, sizeof buf), 0);
-    cr_assert_lt(infer_gguf_kv_to_string(g, L->n_kv, buf, sizeof buf), 0);
+    cr_assert_lt(sc_gguf_kv_to_string(g, -1, buf, sizeof buf), 0);
+    cr_assert_lt(sc_gguf_kv_to_string(g, L->n_kv, buf, sizeof buf), 0);
 
     /* tensors */
     for (i = 0; i < (with_tensors ? N_TENSORS : 0); i++) {
@@ -397,7 +398,7 @@ static void check_rich(const infer_gguf *g, const uint8_t *base, uint32_t versio
         int d;
         memset(&t, 0, sizeof t);
         cr_assert_eq(infer_gguf_find_tensor(g, tname[i]), i);
-        cr_assert(infer_gguf_tensor(g, i, &t));
+        cr_assert(sc_gguf_tensor(g, i, &t));
         cr_assert_str_eq(t.name, tname[i]);
         cr_assert_eq((uint32_t)t.type, ttype[i]);
         cr_assert_eq(t.n_dims, (int)tdims[i]);
@@ -421,8 +422,8 @@ static void check_rich(const infer_gguf *g, const uint8_t *base, uint32_t versio
         infer_tensor_info t;
         cr_assert_eq(infer_gguf_find_tensor(g, "no.such.tensor"), -1);
         cr_assert_eq(infer_gguf_find_tensor(g, "blk.0"), -1);
-        cr_assert_eq(infer_gguf_tensor(g, -1, &t), 0);
-        cr_assert_eq(infer_gguf_tensor(g, with_tensors ? N_TENSORS : 0, &t), 0);
+        cr_assert_eq(sc_gguf_tensor(g, -1, &t), 0);
+        cr_assert_eq(sc_gguf_tensor(g, with_tensors ? N_TENSORS : 0, &t), 0);
     }
     cr_assert_str_eq(infer_type_name(INFER_TYPE_F32), "F32");
     cr_assert_str_eq(infer_type_name(INFER_TYPE_Q8_0), "Q8_0");
@@ -455,7 +456,7 @@ static void roundtrip(uint32_t version, uint32_t alignment, int with_tensors) {
     cr_assert_not_null(g, "from file: %s", err.msg);
     if (with_tensors) {
         infer_tensor_info t;
-        cr_assert(infer_gguf_tensor(g, 0, &t));
+        cr_assert(sc_gguf_tensor(g, 0, &t));
         check_rich(g, (const uint8_t *)t.data - L.data_offset, version, &L, with_tensors);
     } else {
         check_rich(g, NULL, version, &L, 0);
@@ -540,11 +541,11 @@ Test(gguf, real_model_tensor_table) {
     ia = infer_gguf_find_key(g, "general.architecture");
     cr_assert_geq(ia, 0);
     cr_assert_eq(infer_gguf_kv_type(g, ia), INFER_GGUF_TYPE_STRING);
-    infer_gguf_kv_to_string(g, ia, buf, sizeof buf);
+    infer_gguf_kv_to_string(g, ia, buf, sizeof buf, NULL, NULL);
     cr_assert(strstr(buf, "llama"), "architecture renders as %s", buf);
     i = infer_gguf_find_tensor(g, "blk.0.attn_q.weight");
     cr_assert_geq(i, 0);
-    cr_assert(infer_gguf_tensor(g, i, &t));
+    cr_assert(sc_gguf_tensor(g, i, &t));
     /* README: F32, dim 64 */
     cr_assert_eq(t.type, INFER_TYPE_F32);
     cr_assert_eq(t.n_dims, 2);
@@ -554,11 +555,11 @@ Test(gguf, real_model_tensor_table) {
     cr_assert_not_null(t.data);
     i = infer_gguf_find_tensor(g, "token_embd.weight");
     cr_assert_geq(i, 0);
-    cr_assert(infer_gguf_tensor(g, i, &t));
+    cr_assert(sc_gguf_tensor(g, i, &t));
     cr_assert_eq(t.ne[0], 64);
     cr_assert_eq(t.ne[1], 512);
     for (i = 0; i < infer_gguf_n_tensors(g); i++) {
-        cr_assert(infer_gguf_tensor(g, i, &t));
+        cr_assert(sc_gguf_tensor(g, i, &t));
         total += t.nbytes;
     }
     /* the weights take all but the header of the 1.18 MB file */
@@ -1121,12 +1122,12 @@ static void exercise(const infer_gguf *g) {
     int64_t i;
     for (i = 0; i < infer_gguf_n_kv(g); i++) {
         cr_assert_not_null(infer_gguf_key(g, i));
-        infer_gguf_kv_to_string(g, i, buf, sizeof buf);
+        infer_gguf_kv_to_string(g, i, buf, sizeof buf, NULL, NULL);
         cr_assert_lt(strlen(buf), sizeof buf);
     }
     for (i = 0; i < infer_gguf_n_tensors(g); i++) {
         infer_tensor_info t;
-        cr_assert(infer_gguf_tensor(g, i, &t));
+        cr_assert(sc_gguf_tensor(g, i, &t));
         cr_assert(t.n_dims >= 1 && t.n_dims <= 4);
         /* the reader refuses unknown types, so whatever opened has a known one */
         cr_assert_str_neq(infer_type_name(t.type), "unknown", "tensor %s has type %d", t.name, (int)t.type);
@@ -1164,7 +1165,7 @@ Test(gguf, random_mutations_of_real_model_never_crash, .timeout = 120) {
         int64_t i;
         for (i = 0; i < infer_gguf_n_tensors(g); i++) {
             infer_tensor_info t;
-            infer_gguf_tensor(g, i, &t);
+            infer_gguf_tensor(g, i, &t, NULL);
             if ((size_t)((const uint8_t *)t.data - data) < hdr_end) hdr_end = (size_t)((const uint8_t *)t.data - data);
         }
     }
@@ -1197,7 +1198,7 @@ Test(gguf, random_mutations_of_real_model_never_crash, .timeout = 120) {
             char desc[256];
             loaded++;
             cr_assert_gt(infer_model_n_vocab(m), 0);
-            infer_model_describe(m, desc, sizeof desc);
+            infer_model_describe(m, desc, sizeof desc, NULL, NULL);
             infer_model_free(m);
         } else {
             refused++;

@@ -22,6 +22,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function" /* cli.h's parsers these tests do not use */
 #endif
 #include "examples/cli.h"
+#include "tests/status_calls.h"
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
@@ -275,7 +276,7 @@ static infer_token find_piece(const infer_model *m, const char *bytes, int n) {
     int t, nv = infer_model_n_vocab(m);
     char buf[64];
     for (t = 0; t < nv; t++)
-        if (infer_token_to_piece(m, t, buf, sizeof buf) == n && !memcmp(buf, bytes, (size_t)n) &&
+        if (sc_token_to_piece(m, t, buf, sizeof buf) == n && !memcmp(buf, bytes, (size_t)n) &&
             !infer_model_is_eog(m, t))
             return t;
     return -1;
@@ -310,7 +311,7 @@ static void split_character(const char *path) {
     {
         char buf[64];
         infer_token t = infer_sampler_sample(s, logits);
-        cr_assert(t >= 0 && infer_token_to_piece(m, t, buf, sizeof buf) >= 1 && (unsigned char)buf[0] == 0xc3,
+        cr_assert(t >= 0 && sc_token_to_piece(m, t, buf, sizeof buf) >= 1 && (unsigned char)buf[0] == 0xc3,
                   "token %d does not start é", t);
     }
     logits[c3] = 100;
@@ -392,7 +393,7 @@ static void mask_vs_brute_force(const char *path, int walks, int steps) {
     int gi, nv, checked = 0, partial = 0;
     unsigned char *a, *b;
     cr_assert_not_null(m, "%s", path);
-    cr_assert_gt(infer_json_schema_to_grammar("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+    cr_assert_gt(sc_json_schema_to_grammar("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
                                               "\"n\":{\"type\":\"integer\"},\"tags\":{\"type\":\"array\",\"items\":"
                                               "{\"enum\":[\"x\",\"y\"]},\"maxItems\":3}},\"required\":[\"name\"]}",
                                               schema_g, sizeof schema_g, &err),
@@ -466,11 +467,11 @@ Test(grammar, mask_equals_brute_force_smollm2) {
 
 static char *schema_grammar(const char *schema) {
     infer_error err;
-    int n = infer_json_schema_to_grammar(schema, NULL, 0, &err);
+    int n = sc_json_schema_to_grammar(schema, NULL, 0, &err);
     char *g;
     cr_assert_geq(n, 0, "schema refused: %s\n%s", err.msg, schema);
     g = (char *)malloc((size_t)n + 1);
-    cr_assert_eq(infer_json_schema_to_grammar(schema, g, (size_t)n + 1, &err), n);
+    cr_assert_eq(sc_json_schema_to_grammar(schema, g, (size_t)n + 1, &err), n);
     cr_assert_eq(strlen(g), (size_t)n);
     return g;
 }
@@ -545,17 +546,17 @@ Test(grammar, json_schema_errors_and_buffer) {
     int n;
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&err, 0, sizeof err);
-        cr_expect_eq(infer_json_schema_to_grammar(bad[i].schema, buf, sizeof buf, &err), -1, "accepted %s",
+        cr_expect_eq(sc_json_schema_to_grammar(bad[i].schema, buf, sizeof buf, &err), -1, "accepted %s",
                      bad[i].schema);
         cr_expect_eq(err.code, INFER_ERR_ARG);
         cr_expect(strstr(err.msg, bad[i].msg) != NULL, "schema %zu: message '%s' does not say '%s'", i, err.msg,
                   bad[i].msg);
     }
     /* snprintf-style: the full length, a cut copy, a NUL */
-    n = infer_json_schema_to_grammar("{\"type\":\"boolean\"}", NULL, 0, &err);
+    n = sc_json_schema_to_grammar("{\"type\":\"boolean\"}", NULL, 0, &err);
     cr_assert_gt(n, (int)sizeof buf);
     memset(buf, 'x', sizeof buf);
-    cr_assert_eq(infer_json_schema_to_grammar("{\"type\":\"boolean\"}", buf, sizeof buf, &err), n);
+    cr_assert_eq(sc_json_schema_to_grammar("{\"type\":\"boolean\"}", buf, sizeof buf, &err), n);
     cr_assert_eq(buf[sizeof buf - 1], 0);
     cr_assert_eq(strncmp(buf, "root ::= boolean", sizeof buf - 1), 0, "%s", buf);
 }
@@ -581,9 +582,9 @@ Test(grammar, logit_bias_and_top_probs) {
     int i, n, draws;
     sp.temperature = 0;
     s = infer_sampler_new(&sp, 6, NULL);
-    cr_assert_eq(infer_sampler_top_probs(s, top, 3), 0, "top probs before any sample");
+    cr_assert_eq(sc_sampler_top_probs(s, top, 3), 0, "top probs before any sample");
     cr_assert_eq(infer_sampler_sample(s, l), 1);
-    n = infer_sampler_top_probs(s, top, 3);
+    n = sc_sampler_top_probs(s, top, 3);
     softmax(l, 6, NULL, p);
     cr_assert_eq(n, 3);
     cr_assert(top[0].id == 1 && top[1].id == 5 && top[2].id == 2, "order %d %d %d", top[0].id, top[1].id, top[2].id);
@@ -595,7 +596,7 @@ Test(grammar, logit_bias_and_top_probs) {
     biased[1] = -INFINITY;
     biased[3] += 4.0f;
     softmax(biased, 6, NULL, p);
-    n = infer_sampler_top_probs(s, top, 6);
+    n = sc_sampler_top_probs(s, top, 6);
     cr_assert_eq(n, 6);
     for (i = 0; i < n; i++) {
         cr_assert_float_eq(top[i].p, p[top[i].id], 1e-6);
@@ -611,7 +612,7 @@ Test(grammar, logit_bias_and_top_probs) {
     infer_sampler_set_logit_bias(s, ids, bias, 2, NULL);
     for (draws = 0; draws < 2000; draws++) cr_assert_neq(infer_sampler_sample(s, l), 1);
     /* top probs at temperature 1, before truncation, whatever the sampler's temperature */
-    n = infer_sampler_top_probs(s, top, 2);
+    n = sc_sampler_top_probs(s, top, 2);
     cr_assert_eq(n, 2);
     cr_assert_eq(top[0].id, 3);
     cr_assert_float_eq(top[0].p, p[3], 1e-6);
@@ -649,7 +650,7 @@ Test(grammar, top_probs_follow_the_grammar) {
     top = (infer_token_prob *)malloc((size_t)nv * sizeof *top);
     for (i = 0; i < nv; i++) {
         char buf[64];
-        int len = infer_token_to_piece(m, i, buf, sizeof buf);
+        int len = sc_token_to_piece(m, i, buf, sizeof buf);
         l[i] = (float)((rng_next() % 1000) / 100.0);
         /* the grammar below: text starting with a, b or c (then anything in a-z) */
         if (len > 0 && buf[0] >= 'a' && buf[0] <= 'c' && !infer_model_is_eog(m, i)) {
@@ -679,7 +680,7 @@ Test(grammar, top_probs_follow_the_grammar) {
             if (allowed[i] && (best < 0 || l[i] > l[best] || (l[i] == l[best] && i < best))) best = i;
         cr_assert_eq(infer_sampler_sample(s, l), best, "pass %d", pass);
         softmax(l, nv, allowed, p);
-        n = infer_sampler_top_probs(s, top, nv);
+        n = sc_sampler_top_probs(s, top, nv);
         cr_assert_eq(n, n_allowed, "pass %d: %d top probs for %d allowed tokens", pass, n, n_allowed);
         for (i = 0, sum = 0; i < n; i++) {
             cr_assert(allowed[top[i].id], "pass %d: token %d is not allowed", pass, top[i].id);
@@ -689,7 +690,7 @@ Test(grammar, top_probs_follow_the_grammar) {
         cr_assert_float_eq(sum, 1.0, 1e-4);
         /* kept after the token is accepted */
         infer_sampler_accept(s, best);
-        cr_assert_eq(infer_sampler_top_probs(s, top, 1), 1);
+        cr_assert_eq(sc_sampler_top_probs(s, top, 1), 1);
         cr_assert_eq(top[0].id, best);
         /* banning every allowed token leaves nothing: -1 */
         {
@@ -701,7 +702,7 @@ Test(grammar, top_probs_follow_the_grammar) {
                 if (allowed[i]) ids[k] = i, b[k++] = -INFINITY;
             infer_sampler_set_logit_bias(s, ids, b, k, NULL);
             cr_assert_eq(infer_sampler_sample(s, l), -1);
-            cr_assert_eq(infer_sampler_top_probs(s, top, 4), 0);
+            cr_assert_eq(sc_sampler_top_probs(s, top, 4), 0);
             free(ids);
             free(b);
         }
@@ -797,7 +798,7 @@ Test(grammar, generation_follows_the_grammar) {
             sp.seed = (uint64_t)seed;
             s = infer_sampler_new(&sp, nv, NULL);
             cr_assert_eq(infer_sampler_set_grammar(s, m, grammars[gi], NULL, &err), INFER_OK, "%s", err.msg);
-            infer_seq_truncate(c, 0, 0);
+            infer_seq_truncate(c, 0, 0, NULL, NULL);
             cr_assert_eq(infer_decode(c, &bos, 1, 0, &err), INFER_OK, "%s", err.msg);
             for (i = 0; i < 400; i++) {
                 int len;
@@ -808,7 +809,7 @@ Test(grammar, generation_follows_the_grammar) {
                     ended = 1;
                     break;
                 }
-                len = infer_token_to_piece(m, tok, text + n, (int)sizeof text - n);
+                len = sc_token_to_piece(m, tok, text + n, (int)sizeof text - n);
                 cr_assert(len >= 0 && n + len < (int)sizeof text);
                 n += len;
                 cr_assert_eq(infer_decode(c, &tok, 1, 0, &err), INFER_OK, "%s", err.msg);
@@ -873,7 +874,7 @@ Test(grammar, cli_output_flags) {
     {
         char buf[16];
         infer_token t = infer_sampler_sample(s, l);
-        cr_assert(t >= 0 && infer_token_to_piece(m, t, buf, sizeof buf) >= 1 && buf[0] == 'a', "the grammar was not applied");
+        cr_assert(t >= 0 && sc_token_to_piece(m, t, buf, sizeof buf) >= 1 && buf[0] == 'a', "the grammar was not applied");
     }
     /* refused: two sources, a bad grammar, a bias out of range, a missing file */
     o.json_schema = "{\"type\":\"string\"}";
@@ -903,7 +904,7 @@ Test(grammar, cli_output_flags) {
     {
         char buf[16];
         infer_token t = infer_sampler_sample(s, l);
-        cr_assert(t >= 0 && infer_token_to_piece(m, t, buf, sizeof buf) >= 1 && buf[0] == '"', "the schema was not applied");
+        cr_assert(t >= 0 && sc_token_to_piece(m, t, buf, sizeof buf) >= 1 && buf[0] == '"', "the schema was not applied");
     }
     o.bias_id[0] = nv;
     cr_assert_not(cli_output_apply(&o, s, m));
@@ -982,11 +983,11 @@ Test(grammar, json_schema_replies_validate, .timeout = 1800) {
                           "happy, angry, sad or calm.";
         msgs[1].role = "user";
         msgs[1].content = asks[a];
-        cr_assert_lt(infer_chat_format(&tmpl, msgs, 2, 0, 1, prompt, sizeof prompt), (int)sizeof prompt);
+        cr_assert_lt(sc_chat_format(&tmpl, msgs, 2, 0, 1, prompt, sizeof prompt), (int)sizeof prompt);
         if (infer_tokenize(m, prompt, strlen(prompt), toks, 512, infer_model_add_bos(m), 1, &n, NULL) != INFER_OK) n = -1;
         cr_assert(n > 0 && n < 512);
         /* the prompt once; each reply starts again from its end */
-        infer_seq_truncate(c, 0, 0);
+        infer_seq_truncate(c, 0, 0, NULL, NULL);
         cr_assert_eq(infer_decode(c, toks, n, 0, &err), INFER_OK, "%s", err.msg);
         memcpy(logits0, infer_context_logits(c, -1), (size_t)nv * sizeof *logits0);
         n_past = infer_seq_n_past(c, 0);
@@ -1002,7 +1003,7 @@ Test(grammar, json_schema_replies_validate, .timeout = 1800) {
             sp.seed = 1000 + (uint64_t)seed;
             s = infer_sampler_new(&sp, nv, NULL);
             cr_assert_eq(infer_sampler_set_grammar(s, m, gbnf, NULL, &err), INFER_OK, "%s", err.msg);
-            cr_assert_eq(infer_seq_truncate(c, 0, n_past), n_past);
+            cr_assert_eq(sc_seq_truncate(c, 0, n_past), n_past);
             if (seed) fputc(0x1e, out);
             for (i = 0; i < 512; i++) {
                 char piece[256];
@@ -1014,7 +1015,7 @@ Test(grammar, json_schema_replies_validate, .timeout = 1800) {
                     ended = infer_sampler_grammar_done(s);
                     break;
                 }
-                len = infer_token_to_piece(m, tok, piece, sizeof piece);
+                len = sc_token_to_piece(m, tok, piece, sizeof piece);
                 if (len > 0) fwrite(piece, 1, (size_t)len, out);
                 cr_assert_eq(infer_decode(c, &tok, 1, 0, &err), INFER_OK, "%s", err.msg);
                 logits = infer_context_logits(c, -1);

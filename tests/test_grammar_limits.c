@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 /* ---- a growing string -------------------------------------------------------- */
 
@@ -417,7 +418,7 @@ Test(grammar_limits, sampler_reports_the_matcher_limit) {
     cr_assert_not_null(m);
     nv = infer_model_n_vocab(m);
     for (i = 0; i < nv && a < 0; i++)
-        if (infer_token_to_piece(m, i, buf, sizeof buf) == 1 && buf[0] == 'a' && !infer_model_is_eog(m, i)) a = i;
+        if (sc_token_to_piece(m, i, buf, sizeof buf) == 1 && buf[0] == 'a' && !infer_model_is_eog(m, i)) a = i;
     cr_assert_geq(a, 0, "no token 'a'");
     s = infer_sampler_new(&sp, nv, NULL);
     /* 2^17 stacks at the start: r_k ::= r_(k-1) "b" | r_(k-1) "c" */

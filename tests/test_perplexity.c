@@ -67,7 +67,7 @@ static double direct_ppl(infer_model *m, const char *text, int n_ctx, int max_ch
     for (i = 0; i < n_chunk; i++) {
         infer_token *chunk = toks + (size_t)i * n_ctx, first_tok = chunk[0];
         if (infer_model_add_bos(m)) chunk[0] = infer_model_bos(m);
-        infer_seq_truncate(c, 0, 0);
+        infer_seq_truncate(c, 0, 0, NULL, NULL);
         cr_assert_eq(infer_decode(c, chunk, n_ctx, 1, &err), INFER_OK, "%s", err.msg);
         for (j = n_ctx / 2; j < n_ctx - 1; j++) {
             const float *l = infer_context_logits(c, j);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 #define MODEL "models/stories260K.gguf"
 
@@ -81,7 +82,7 @@ Test(progress, decode_reports_each_pass_and_cancels) {
     cr_assert_eq(infer_decode(c, t, 8, 0, &err), INFER_OK, "%s", err.msg);
     cr_assert_eq(s.n, 0);
     /* cancelled at the third pass: nothing of the call stays */
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     memset(&s, 0, sizeof s);
     s.cancel_at = 3;
     cr_assert_eq(infer_decode(c, t, 50, 0, &err), INFER_ERR_CANCELLED);
@@ -122,7 +123,7 @@ Test(progress, request_reports_its_prompt_and_cancels) {
     cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
     /* 60 tokens and BOS in chunks of 8: 8 chunks */
     check_rising(&s, 8);
-    cr_assert_eq(infer_request_tokens(r, NULL, 0), 4);
+    cr_assert_eq(sc_request_tokens(r, NULL, 0), 4);
     infer_request_free(r);
     /* told to stop at the second chunk: the request ends cancelled */
     memset(&s, 0, sizeof s);
@@ -133,7 +134,7 @@ Test(progress, request_reports_its_prompt_and_cancels) {
     cr_assert_eq(infer_request_status(r, &err), INFER_ERR_CANCELLED);
     cr_assert(tu_names_any(err.msg, "progress"), "%s", err.msg);
     cr_assert_eq(s.n, 2);
-    cr_assert_eq(infer_request_tokens(r, NULL, 0), 0);
+    cr_assert_eq(sc_request_tokens(r, NULL, 0), 0);
     infer_request_free(r);
     infer_context_free(c);
     infer_model_free(m);

@@ -63,7 +63,7 @@ static int64_t kv_int(const infer_gguf *g, const char *key) {
     char buf[64];
     int64_t i = infer_gguf_find_key(g, key);
     if (i < 0) return -1;
-    infer_gguf_kv_to_string(g, i, buf, sizeof buf);
+    infer_gguf_kv_to_string(g, i, buf, sizeof buf, NULL, NULL);
     return atoll(buf);
 }
 
@@ -122,8 +122,8 @@ static void check_all_targets(const char *src_name) {
             infer_tensor_info a, b;
             infer_type want;
             int d;
-            infer_gguf_tensor(src, i, &a);
-            infer_gguf_tensor(g, i, &b);
+            infer_gguf_tensor(src, i, &a, NULL);
+            infer_gguf_tensor(g, i, &b, NULL);
             cr_assert_str_eq(a.name, b.name);
             cr_assert_eq(a.n_dims, b.n_dims);
             for (d = 0; d < 4; d++) cr_assert_eq(a.ne[d], b.ne[d]);
@@ -140,8 +140,8 @@ static void check_all_targets(const char *src_name) {
             cr_assert_str_eq(infer_gguf_key(g, i), infer_gguf_key(src, i));
             cr_assert_eq(infer_gguf_kv_type(g, i), infer_gguf_kv_type(src, i));
             if (!strcmp(infer_gguf_key(g, i), "general.file_type")) continue;
-            infer_gguf_kv_to_string(src, i, va, sizeof va);
-            infer_gguf_kv_to_string(g, i, vb, sizeof vb);
+            infer_gguf_kv_to_string(src, i, va, sizeof va, NULL, NULL);
+            infer_gguf_kv_to_string(g, i, vb, sizeof vb, NULL, NULL);
             cr_assert_str_eq(va, vb, "%s", infer_gguf_key(g, i));
         }
         cr_assert_eq(kv_int(g, "general.file_type"), (int64_t)expected_ftype[t], "%s", out);
@@ -181,7 +181,7 @@ Test(quantize, rules_match_llama_cpp_files) {
         for (i = 0; i < infer_gguf_n_tensors(ref); i++) {
             infer_tensor_info r;
             int64_t j;
-            infer_gguf_tensor(ref, i, &r);
+            infer_gguf_tensor(ref, i, &r, NULL);
             j = infer_gguf_find_tensor(src, r.name);
             cr_assert_geq(j, 0);
             cr_assert_eq(infer_quantize_tensor_type(src, j, cases[c].t), (int)r.type, "%s: %s is %s in llama.cpp's file",
@@ -419,8 +419,8 @@ static void check_arch_file(const char *arch, const arch_exception *exc, infer_q
         infer_tensor_info a, b;
         infer_type want;
         int d;
-        infer_gguf_tensor(src, i, &a);
-        infer_gguf_tensor(g, i, &b);
+        infer_gguf_tensor(src, i, &a, NULL);
+        infer_gguf_tensor(g, i, &b, NULL);
         cr_assert_str_eq(a.name, b.name);
         cr_assert_eq(a.n_dims, b.n_dims, "%s", a.name);
         for (d = 0; d < 4; d++) cr_assert_eq(a.ne[d], b.ne[d], "%s: ne[%d]", a.name, d);
@@ -450,8 +450,8 @@ static void check_arch_file(const char *arch, const arch_exception *exc, infer_q
         cr_assert_str_eq(infer_gguf_key(g, i), infer_gguf_key(src, i));
         cr_assert_eq(infer_gguf_kv_type(g, i), infer_gguf_kv_type(src, i));
         if (!strcmp(infer_gguf_key(g, i), "general.file_type")) continue;
-        infer_gguf_kv_to_string(src, i, va, sizeof va);
-        infer_gguf_kv_to_string(g, i, vb, sizeof vb);
+        infer_gguf_kv_to_string(src, i, va, sizeof va, NULL, NULL);
+        infer_gguf_kv_to_string(g, i, vb, sizeof vb, NULL, NULL);
         cr_assert_str_eq(va, vb, "%s", infer_gguf_key(g, i));
     }
     cr_assert_eq(kv_int(g, "general.file_type"), (int64_t)expected_ftype[t], "%s", out);

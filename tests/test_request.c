@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 #define MODEL "models/stories260K.gguf"
 
@@ -143,10 +144,10 @@ Test(request, budget_stepping_matches_generate) {
                              budgets[b], k);
             /* the sequence holds the prompt and every token but an end of generation */
             {
-                int np = infer_request_prompt_tokens(r, NULL, 0), ng = infer_request_tokens(r, NULL, 0);
+                int np = sc_request_prompt_tokens(r, NULL, 0), ng = sc_request_tokens(r, NULL, 0);
                 infer_token last;
                 infer_token *all = (infer_token *)malloc(sizeof(infer_token) * (size_t)ng);
-                infer_request_tokens(r, all, ng);
+                infer_request_tokens(r, all, ng, NULL, NULL);
                 last = all[ng - 1];
                 free(all);
                 cr_assert_eq(infer_seq_n_past(c, 0), np + ng - (infer_model_is_eog(m, last) ? 1 : 0));
@@ -190,7 +191,7 @@ static step_stats step_times(infer_model *m, const char *prompt, double budget) 
         left = infer_context_step(c, budget);
         times[st.n_steps] = now_ms() - t0;
         if (times[st.n_steps] > st.worst) st.worst = times[st.n_steps];
-        n = infer_request_tokens(r, NULL, 0);
+        n = sc_request_tokens(r, NULL, 0);
         if (n - had > st.most_tokens) st.most_tokens = n - had;
         had = n;
         st.n_steps++;
@@ -199,7 +200,7 @@ static step_stats step_times(infer_model *m, const char *prompt, double budget) 
     st.median = times[st.n_steps / 2];
     st.p90 = times[(st.n_steps - 1) * 9 / 10]; /* below the longest where n >= 10 */
     cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
-    cr_assert_eq(infer_request_tokens(r, NULL, 0), 64, "the reply ended early: pick another prompt");
+    cr_assert_eq(sc_request_tokens(r, NULL, 0), 64, "the reply ended early: pick another prompt");
     infer_request_free(r);
     infer_context_free(c);
     return st;
@@ -257,10 +258,10 @@ static int ends_with_start_of(const char *t, const char *s) {
 static size_t pieces_len(const infer_model *m, const infer_request *r) {
     infer_token t[256];
     char piece[256];
-    int n = infer_request_tokens(r, t, 256), i;
+    int n = sc_request_tokens(r, t, 256), i;
     size_t len = 0;
     for (i = 0; i < n && i < 256; i++)
-        if (!infer_model_is_eog(m, t[i])) len += (size_t)infer_token_to_piece(m, t[i], piece, sizeof piece);
+        if (!infer_model_is_eog(m, t[i])) len += (size_t)sc_token_to_piece(m, t[i], piece, sizeof piece);
     return len;
 }
 
@@ -287,7 +288,7 @@ Test(request, stop_strings_cut_and_hold_back) {
         got = text_of(r);
         cr_assert_eq(strlen(got), (size_t)(cut - full.buf), "text '%s' for the reference '%s'", got, full.buf);
         cr_assert_eq(strncmp(got, full.buf, strlen(got)), 0);
-        cr_assert_lt(infer_request_tokens(r, NULL, 0), 40, "it went on past the stop string");
+        cr_assert_lt(sc_request_tokens(r, NULL, 0), 40, "it went on past the stop string");
         free(got);
         infer_request_free(r);
         infer_context_free(c);
@@ -372,10 +373,10 @@ Test(request, cancel_from_another_thread_during_a_long_prompt) {
     t0 = now_ms();
     infer_context_step(c, 0);
     full_ms = now_ms() - t0;
-    n_prompt = infer_request_prompt_tokens(r, NULL, 0);
+    n_prompt = sc_request_prompt_tokens(r, NULL, 0);
     cr_assert(n_prompt > 500 && n_prompt < 2000, "%d prompt tokens", n_prompt);
     infer_request_free(r);
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
 
     /* again, cancelled a quarter of the way in; a loaded machine may run
        the canceller only after the pass: then (the sequence kept the whole
@@ -397,7 +398,7 @@ Test(request, cancel_from_another_thread_during_a_long_prompt) {
                      infer_request_status(r, NULL), err.msg);
         if ((infer_seq_n_past(c, 0) == 0 && cut_ms < full_ms * 0.9) || attempt == 2) break;
         infer_request_free(r);
-        infer_seq_truncate(c, 0, 0);
+        infer_seq_truncate(c, 0, 0, NULL, NULL);
     }
     /* the pass stopped between layers, not at its end */
     cr_assert_lt(cut_ms, full_ms * 0.9, "cancelled after %.2f ms of a %.2f ms pass", cut_ms, full_ms);
@@ -485,10 +486,10 @@ Test(request, worker_matches_sequential_generation) {
         free(got);
     }
     cr_assert_eq(infer_request_status(r[7], &err), INFER_OK, "%s", err.msg);
-    cr_assert_gt(infer_request_tokens(r[7], NULL, 0), 0);
+    cr_assert_gt(sc_request_tokens(r[7], NULL, 0), 0);
     /* sequence 0 holds both: the first's prompt and reply, then the second's */
     {
-        int n0 = infer_request_prompt_tokens(r[3], NULL, 0) + infer_request_tokens(r[3], NULL, 0);
+        int n0 = sc_request_prompt_tokens(r[3], NULL, 0) + sc_request_tokens(r[3], NULL, 0);
         cr_assert_geq(infer_seq_n_past(shared, 0), n0, "sequence 0 has %d positions", infer_seq_n_past(shared, 0));
     }
     /* the step of a worker's context is the worker's */
@@ -512,9 +513,9 @@ Test(request, freeing_a_worker_with_running_requests) {
         infer_request_params p = req_params(prompt, 100, 0);
         w = infer_worker_new(round + 1, &err);
         cr_assert(w, "%s", err.msg);
-        infer_seq_truncate(c1, 0, 0);
-        infer_seq_truncate(c2, 0, 0);
-        infer_seq_truncate(c2, 1, 0);
+        infer_seq_truncate(c1, 0, 0, NULL, NULL);
+        infer_seq_truncate(c2, 0, 0, NULL, NULL);
+        infer_seq_truncate(c2, 1, 0, NULL, NULL);
         r[0] = infer_worker_start(w, c1, &p, &err);
         r[1] = infer_worker_start(w, c2, &p, &err);
         p.seq = 1;
@@ -531,7 +532,7 @@ Test(request, freeing_a_worker_with_running_requests) {
         if (round == 2) {
             infer_request_params q = req_params("Once upon a time", 8, 0);
             infer_request *rq;
-            infer_seq_truncate(c1, 0, 0);
+            infer_seq_truncate(c1, 0, 0, NULL, NULL);
             rq = infer_request_start(c1, &q, &err);
             cr_assert(rq, "%s", err.msg);
             for (i = 0; i < 3; i++) infer_request_free(r[i]);
@@ -546,7 +547,7 @@ Test(request, freeing_a_worker_with_running_requests) {
     w = infer_worker_new(1, &err);
     {
         infer_request_params p = req_params(prompt, 100, 0);
-        infer_seq_truncate(c1, 0, 0);
+        infer_seq_truncate(c1, 0, 0, NULL, NULL);
         r[0] = infer_worker_start(w, c1, &p, &err);
         cr_assert(r[0], "%s", err.msg);
         usleep(1000);
@@ -689,7 +690,7 @@ Test(request, prompt_reuse_stops_at_a_shift) {
     p.sampling.temperature = 0.8f; /* no end of generation that early */
     t = run_request(c, &p, &r1);
     free(t);
-    cr_assert_gt(infer_request_prompt_tokens(r1, NULL, 0) + infer_request_tokens(r1, NULL, 0), 32, "no shift happened");
+    cr_assert_gt(sc_request_prompt_tokens(r1, NULL, 0) + sc_request_tokens(r1, NULL, 0), 32, "no shift happened");
     /* the sequence's own tokens as the next prompt (BOS left out) */
     held = infer_seq_tokens(c, 0, &n_held);
     cr_assert(n_held > 5 && n_held <= 32 && held[0] == infer_model_bos(m));
@@ -778,8 +779,8 @@ Test(request, context_full_stops_or_shifts) {
         r = infer_request_start(c, &p, &err);
         cr_assert(r, "%s", err.msg);
         while (infer_context_step(c, 1.0) > 0) {}
-        n_prompt = infer_request_prompt_tokens(r, NULL, 0);
-        n_gen = infer_request_tokens(r, NULL, 0);
+        n_prompt = sc_request_prompt_tokens(r, NULL, 0);
+        n_gen = sc_request_tokens(r, NULL, 0);
         t = text_of(r);
         if (!round) {
             cr_assert_eq(infer_request_status(r, &err), INFER_ERR_CONTEXT_FULL, "status %d", infer_request_status(r, NULL));
@@ -790,7 +791,7 @@ Test(request, context_full_stops_or_shifts) {
             cr_assert_gt(strlen(t), 10);
         } else {
             infer_token *all = (infer_token *)malloc(sizeof(infer_token) * 100);
-            infer_request_tokens(r, all, 100);
+            infer_request_tokens(r, all, 100, NULL, NULL);
             cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
             /* past n_ctx: to n_predict or an end of generation */
             cr_assert(n_gen == 100 || infer_model_is_eog(m, all[n_gen - 1]), "%d tokens", n_gen);
@@ -836,7 +837,7 @@ Test(request, logit_bias_banning_every_token_is_an_error) {
     while (infer_context_step(c, 1.0) > 0) {}
     cr_assert_eq(infer_request_status(r, &err), INFER_ERR_ARG, "status %d", infer_request_status(r, NULL));
     cr_assert(strstr(err.msg, "logit_bias bans every token"), "%s", err.msg);
-    cr_assert_eq(infer_request_tokens(r, NULL, 0), 0, "%d banned tokens generated", infer_request_tokens(r, NULL, 0));
+    cr_assert_eq(sc_request_tokens(r, NULL, 0), 0, "%d banned tokens generated", sc_request_tokens(r, NULL, 0));
     infer_request_free(r);
     free(ids);
     free(bias);
@@ -869,10 +870,10 @@ Test(request, json_schema_output_and_top_probs) {
     cr_assert(tu_json_get(j, "mood") && tu_json_get(j, "mood")->kind == TU_STR, "%s", t);
     cr_assert(!strcmp(tu_json_get(j, "mood")->str, "happy") || !strcmp(tu_json_get(j, "mood")->str, "sad"), "%s", t);
     tu_json_free(j);
-    n = infer_request_tokens(r, NULL, 0);
+    n = sc_request_tokens(r, NULL, 0);
     for (i = 0; i < n; i++) {
         infer_token_prob tp[3];
-        int k = infer_request_top_probs(r, i, tp, 3);
+        int k = sc_request_top_probs(r, i, tp, 3);
         cr_assert(k >= 1 && k <= 3);
         cr_assert(tp[0].p > 0 && tp[0].p <= 1.0001f);
         if (k > 1) cr_assert_geq(tp[0].p, tp[1].p);
@@ -880,7 +881,7 @@ Test(request, json_schema_output_and_top_probs) {
             infer_token tok[256];
             float own = infer_request_token_prob(r, i);
             int j;
-            cr_assert(infer_request_tokens(r, tok, 256) == n);
+            cr_assert(sc_request_tokens(r, tok, 256) == n);
             cr_assert(own > 0 && own <= 1.0001f, "token %d: %f", i, own);
             for (j = 0; j < k; j++)
                 if (tp[j].id == tok[i]) cr_assert_float_eq(own, tp[j].p, 1e-5f);

@@ -10,17 +10,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tests/status_calls.h"
 
 /* The grammar of schema, or NULL with err filled in. */
 static char *to_grammar(const char *schema, infer_error *err) {
     int n;
     char *g;
     memset(err, 0, sizeof *err);
-    n = infer_json_schema_to_grammar(schema, NULL, 0, err);
+    n = sc_json_schema_to_grammar(schema, NULL, 0, err);
     if (n < 0) return NULL;
     g = (char *)malloc((size_t)n + 1);
     cr_assert_not_null(g);
-    cr_assert_eq(infer_json_schema_to_grammar(schema, g, (size_t)n + 1, err), n);
+    cr_assert_eq(sc_json_schema_to_grammar(schema, g, (size_t)n + 1, err), n);
     return g;
 }
 

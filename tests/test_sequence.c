@@ -13,6 +13,7 @@
 
 #include "infer_private.h"
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 static infer_model *load(const char *rel) {
     char path[1024];
@@ -93,7 +94,7 @@ Test(sequence, batch_matches_alone) {
         for (k = 0; k < 2; k++) {
             const infer_token *orig = k ? b : a;
             int no = k ? nb : na;
-            infer_seq_truncate(alone, 0, 0);
+            infer_seq_truncate(alone, 0, 0, NULL, NULL);
             ts = infer_seq_tokens(c, s2[k], &nt);
             cr_assert_eq(nt, no + step);
             cr_assert_eq(memcmp(ts, orig, sizeof(infer_token) * no), 0);
@@ -222,7 +223,7 @@ Test(sequence, remove_rotates_keys) {
     d_shift = layer0_key_diff(c, fresh, 4, nk);
     cr_assert_lt(d_shift, 4e-3, "%g", d_shift);
     /* the same removal with the keys left unrotated, by hand */
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     cr_assert_eq(infer_decode(c, a, na, 0, &err), INFER_OK, "%s", err.msg);
     for (l = 0; l < c->kv.n_layers; l++) {
         size_t at = INFER__KV_AT(&c->kv, 0, l);
@@ -521,7 +522,7 @@ Test(sequence, load_progress) {
 static double forced_sum(infer_context *c, const infer_token *prompt, int np, const infer_token *gen, int ng) {
     int nv = infer_model_n_vocab(c->model), i, j;
     double sum = 0;
-    infer_seq_truncate(c, 0, 0);
+    infer_seq_truncate(c, 0, 0, NULL, NULL);
     cr_assert_eq(infer_decode(c, prompt, np, 0, NULL), INFER_OK);
     for (i = 0; i < ng; i++) {
         const float *lg = infer_context_logits(c, -1);
@@ -554,18 +555,18 @@ Test(sequence, beam_search) {
         cr_assert_eq(infer_decode(c, &greedy[i], 1, 0, &err), INFER_OK, "%s", err.msg);
     }
     bp.n_beams = 1, bp.n_predict = 16, bp.length_penalty = 0;
-    n = infer_beam_search(c, prompt, &bp, got, 16, &score, &err);
+    n = sc_beam_search(c, prompt, &bp, got, 16, &score, &err);
     cr_assert_eq(n, 16, "%s", err.msg);
     cr_assert_eq(memcmp(got, greedy, sizeof greedy), 0);
     g_sum = forced_sum(c, pt, np, greedy, 16);
     cr_assert_float_eq(score, g_sum, 1e-3 * fabs(g_sum));
     bp.n_beams = 4;
-    n = infer_beam_search(c, prompt, &bp, got, 16, &score, &err);
+    n = sc_beam_search(c, prompt, &bp, got, 16, &score, &err);
     cr_assert(n > 0 && n <= 16, "%d: %s", n, err.msg);
     cr_assert_float_eq(score, forced_sum(c, pt, np, got, n), 1e-3 * fabs(score));
     if (n == 16) cr_assert_geq(score, g_sum - 1e-4);
     bp.n_beams = 5;
-    cr_assert_eq(infer_beam_search(c, prompt, &bp, got, 16, &score, &err), -1);
+    cr_assert_eq(sc_beam_search(c, prompt, &bp, got, 16, &score, &err), -1);
     cr_assert(strstr(err.msg, "5 beams"), "%s", err.msg);
     infer_context_free(c);
     infer_model_free(m);

@@ -16,6 +16,7 @@
 
 #include "infer_private.h"
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 #define SPEC_SMOLLM2 INFER_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -147,7 +148,7 @@ static void spec_run_grammar(infer_model *m, const char *const *prompts, int n_r
     for (i = 0; i < n_req; i++) {
         const infer_token *t;
         cr_assert_eq(infer_request_status(r[i], &err), INFER_OK, "%s", err.msg);
-        out[i].n = infer_request_tokens(r[i], out[i].toks, 512);
+        out[i].n = sc_request_tokens(r[i], out[i].toks, 512);
         cr_assert(out[i].n <= 512);
         out[i].mt = infer_request_metrics(r[i]);
         cr_assert_lt(infer_request_text(r[i], 0, out[i].text, sizeof out[i].text), sizeof out[i].text);
@@ -287,7 +288,7 @@ static int spec_two_turns(infer_model *m, infer_context *dc, int draft_n, spec_r
         while (infer_context_step(c, 0) > 0) {}
         for (i = 0; i < 2; i++) {
             cr_assert_eq(infer_request_status(r[i], &err), INFER_OK, "%s", err.msg);
-            toks[turn][i].n = infer_request_tokens(r[i], toks[turn][i].toks, 512);
+            toks[turn][i].n = sc_request_tokens(r[i], toks[turn][i].toks, 512);
             drafted += infer_request_metrics(r[i]).n_draft_tokens;
             infer_request_free(r[i]);
         }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 #define SKIP_WITHOUT_SHARED()                                                          \
     do {                                                                               \
@@ -45,10 +46,10 @@ static char *detokenize(const infer_model *m, const infer_token *t, int nt, size
     char *out = (char *)malloc(cap);
     int i;
     for (i = 0; i < nt; i++) {
-        int k = infer_token_to_piece(m, t[i], NULL, 0);
+        int k = sc_token_to_piece(m, t[i], NULL, 0);
         cr_assert_geq(k, 0, "token_to_piece(%d) failed", t[i]);
         while (len + (size_t)k + 1 > cap) out = (char *)realloc(out, cap *= 2);
-        cr_assert_eq(infer_token_to_piece(m, t[i], out + len, k), k);
+        cr_assert_eq(sc_token_to_piece(m, t[i], out + len, (size_t)k + 1), k);
         len += (size_t)k;
     }
     out[len] = 0;
@@ -208,8 +209,8 @@ Test(tokenizer, returns_needed_count_and_writes_only_max) {
         cr_assert_eq(n, 0, "a failed tokenize says 0 tokens");
         cr_assert(strstr(e.msg, "tokenize") != NULL, "the message names the call: %s", e.msg);
     }
-    cr_assert_eq(infer_token_to_piece(m, -1, (char *)buf, 8), -1);
-    cr_assert_eq(infer_token_to_piece(m, infer_model_n_vocab(m), (char *)buf, 8), -1);
+    cr_assert_eq(sc_token_to_piece(m, -1, (char *)buf, 8), -1);
+    cr_assert_eq(sc_token_to_piece(m, infer_model_n_vocab(m), (char *)buf, 8), -1);
     infer_model_free(m);
 }
 
@@ -316,15 +317,15 @@ Test(tokenizer, streaming_never_splits_utf8) {
     t = tokenize(m, s, strlen(s), 0, 0, &nt);
     memset(&d, 0, sizeof d);
     for (i = 0; i < nt; i++) {
-        if (infer_token_to_piece(m, t[i], chunk, (int)sizeof chunk) == 1 && ((unsigned char)chunk[0] & 0x80))
+        if (sc_token_to_piece(m, t[i], chunk, (int)sizeof chunk) == 1 && ((unsigned char)chunk[0] & 0x80))
             bytes_tokens++;
-        n = infer_detok_push(&d, m, t[i], chunk, (int)sizeof chunk);
+        n = sc_detok_push(&d, m, t[i], chunk, (int)sizeof chunk);
         cr_assert_geq(n, 0);
         cr_assert(utf8_valid((unsigned char *)chunk, (size_t)n), "token %d: chunk of %d bytes splits a character", i, n);
         memcpy(out + len, chunk, (size_t)n);
         len += (size_t)n;
     }
-    n = infer_detok_flush(&d, chunk, (int)sizeof chunk);
+    n = sc_detok_flush(&d, chunk, (int)sizeof chunk);
     cr_assert_eq(n, 0, "nothing should be left over");
     cr_assert(len == strlen(s) + 1 && out[0] == ' ' && memcmp(out + 1, s, strlen(s)) == 0, "stream gave \"%.*s\"", (int)len, out);
     cr_assert_gt(bytes_tokens, 0);
@@ -335,9 +336,9 @@ Test(tokenizer, streaming_never_splits_utf8) {
     t = tokenize(m, "\xf0\x9f\xa6\x99", 4, 0, 0, &nt); /* a space and 4 byte tokens */
     cr_assert_eq(nt, 5);
     len = 0;
-    for (i = 0; i < nt - 1; i++) len += (size_t)infer_detok_push(&d, m, t[i], chunk, (int)sizeof chunk);
+    for (i = 0; i < nt - 1; i++) len += (size_t)sc_detok_push(&d, m, t[i], chunk, (int)sizeof chunk);
     cr_assert_eq(len, 1, "only the space is out");
-    n = infer_detok_flush(&d, chunk, (int)sizeof chunk);
+    n = sc_detok_flush(&d, chunk, (int)sizeof chunk);
     cr_assert_eq(n, 3, "the 3 held bytes are flushed");
     cr_assert_eq(d.n_pending, 0);
     free(t);
@@ -548,7 +549,7 @@ Test(tokenizer_bad, odd_but_loadable) {
     cr_assert_geq(n, 0);
     for (n = 0; n < 7; n++) {
         char piece[64];
-        cr_assert_geq(infer_token_to_piece(m, n, piece, sizeof piece), 0);
+        cr_assert_geq(sc_token_to_piece(m, n, piece, sizeof piece), 0);
     }
     infer_model_free(m);
     free(mem);

@@ -27,11 +27,11 @@ static infer__grules *compile(infer_tool_format f, const char *name, int paralle
     char *g;
     infer__grules *r;
     memset(&err, 0, sizeof err);
-    n = infer_tool_call_grammar(f, tools, name, parallel, NULL, 0, &err);
+    n = sc_tool_call_grammar(f, tools, name, parallel, NULL, 0, &err);
     cr_assert_geq(n, 0, "%s: %s", infer_tool_format_name(f), err.msg);
     g = (char *)malloc((size_t)n + 1);
     cr_assert_not_null(g);
-    cr_assert_eq(infer_tool_call_grammar(f, tools, name, parallel, g, (size_t)n + 1, &err), n);
+    cr_assert_eq(sc_tool_call_grammar(f, tools, name, parallel, g, (size_t)n + 1, &err), n);
     r = infer__gbnf_compile(g, "root", &err);
     cr_assert_not_null(r, "%s: grammar refused: %s\n%s", infer_tool_format_name(f), err.msg, g);
     free(g);
@@ -173,7 +173,7 @@ Test(toolgrammar, named_tool_only_and_tool_without_parameters) {
 static void refused(const char *list, const char *name, const char *want) {
     infer_error err;
     memset(&err, 0, sizeof err);
-    cr_expect_eq(infer_tool_call_grammar(INFER_TOOL_FORMAT_HERMES, list, name, 0, NULL, 0, &err), -1, "accepted %s", list);
+    cr_expect_eq(sc_tool_call_grammar(INFER_TOOL_FORMAT_HERMES, list, name, 0, NULL, 0, &err), -1, "accepted %s", list);
     cr_expect(strstr(err.msg, want) != NULL, "message '%s' does not say '%s'", err.msg, want);
     cr_expect(strchr(err.msg, '\n') == NULL, "message of more than one line: %s", err.msg);
 }
@@ -191,6 +191,7 @@ Test(toolgrammar, bad_lists_refused) {
 /* ---- forced calls from models never trained for tools ------------------------------ */
 
 #include "testutil.h"
+#include "tests/status_calls.h"
 
 /* A tool whose call is bounded (an enum, a one-digit integer): a forced
    call always completes, whatever the model's preferences. */
@@ -209,11 +210,11 @@ Test(toolgrammar, forced_calls_from_the_shared_models_are_valid) {
     infer_error err;
     if (!tu_have_shared()) cr_skip_test("../shared is absent: its models are needed");
     memset(&err, 0, sizeof err);
-    n = infer_tool_call_grammar(INFER_TOOL_FORMAT_GENERIC, bounded_tools, NULL, 0, NULL, 0, &err);
+    n = sc_tool_call_grammar(INFER_TOOL_FORMAT_GENERIC, bounded_tools, NULL, 0, NULL, 0, &err);
     cr_assert_geq(n, 0, "%s", err.msg);
     g = (char *)malloc((size_t)n + 1);
     cr_assert_not_null(g);
-    infer_tool_call_grammar(INFER_TOOL_FORMAT_GENERIC, bounded_tools, NULL, 0, g, (size_t)n + 1, &err);
+    sc_tool_call_grammar(INFER_TOOL_FORMAT_GENERIC, bounded_tools, NULL, 0, g, (size_t)n + 1, &err);
     for (i = 0; i < sizeof models / sizeof *models; i++) {
         char path[1024], text[4096];
         infer_model *m;

@@ -507,8 +507,10 @@ namespace Infer
                 using (var l = Handle.Lease())
                 {
                     var buf = new byte[512];
-                    int n = Native.infer_model_describe(l.Ptr, buf, (UIntPtr)(ulong)buf.Length);
-                    return Utf8.FromBuffer(buf, Math.Max(0, Math.Min(n, buf.Length - 1)));
+                    UIntPtr n;
+                    Native.ErrorNative e;
+                    if (Native.infer_model_describe(l.Ptr, buf, (UIntPtr)(ulong)buf.Length, out n, out e) != 0) throw e.ToException();
+                    return Utf8.FromBuffer(buf, (int)Math.Min((ulong)n, (ulong)(buf.Length - 1)));
                 }
             }
         }
@@ -549,12 +551,16 @@ namespace Infer
             using (var l = Handle.Lease())
             {
                 var buf = new byte[64];
-                int n = Native.infer_token_to_piece(l.Ptr, token, buf, buf.Length);
-                if (n < 0) throw new InferException(Status.Argument, "token " + token + " is out of the vocabulary");
-                if (n > buf.Length)
+                UIntPtr len;
+                Native.ErrorNative e;
+                if (Native.infer_token_to_piece(l.Ptr, token, buf, (UIntPtr)(ulong)buf.Length, out len, out e) != 0)
+                    throw e.ToException();
+                int n = (int)(ulong)len;
+                if (n >= buf.Length)
                 {
-                    buf = new byte[n];
-                    n = Native.infer_token_to_piece(l.Ptr, token, buf, buf.Length);
+                    buf = new byte[n + 1];
+                    if (Native.infer_token_to_piece(l.Ptr, token, buf, (UIntPtr)(ulong)buf.Length, out len, out e) != 0)
+                        throw e.ToException();
                 }
                 Array.Resize(ref buf, n);
                 return buf;
@@ -881,7 +887,13 @@ namespace Infer
         public int SeqTruncate(int seq, int nPast)
         {
             lock (Handle.Sync)
-                using (var l = Handle.Lease()) return Native.infer_seq_truncate(l.Ptr, seq, nPast);
+                using (var l = Handle.Lease())
+                {
+                    int kept;
+                    Native.ErrorNative e;
+                    if (Native.infer_seq_truncate(l.Ptr, seq, nPast, out kept, out e) != 0) throw e.ToException();
+                    return kept;
+                }
         }
 
         public void SeqClear(int seq) { SeqTruncate(seq, 0); }
@@ -1029,10 +1041,11 @@ namespace Infer
             InferLibrary.EnsureCompatible();
             byte[] s = Utf8.ToNative(schema);
             Native.ErrorNative e;
-            int n = Native.infer_json_schema_to_grammar(s, null, UIntPtr.Zero, out e);
-            if (n < 0) throw e.ToException();
+            UIntPtr len;
+            if (Native.infer_json_schema_to_grammar(s, null, UIntPtr.Zero, out len, out e) != 0) throw e.ToException();
+            int n = (int)(ulong)len;
             var buf = new byte[n + 1];
-            Native.infer_json_schema_to_grammar(s, buf, (UIntPtr)(ulong)buf.Length, out e);
+            if (Native.infer_json_schema_to_grammar(s, buf, (UIntPtr)(ulong)buf.Length, out len, out e) != 0) throw e.ToException();
             return Utf8.FromBuffer(buf, n);
         }
     }
@@ -1216,9 +1229,11 @@ namespace Infer
             {
                 using (var l = Handle.Lease())
                 {
-                    int n = Native.infer_request_tokens(l.Ptr, null, 0);
+                    int n, m;
+                    Native.ErrorNative e;
+                    if (Native.infer_request_tokens(l.Ptr, null, 0, out n, out e) != 0) throw e.ToException();
                     var a = new int[n];
-                    int m = Native.infer_request_tokens(l.Ptr, a, n);
+                    if (Native.infer_request_tokens(l.Ptr, a, n, out m, out e) != 0) throw e.ToException();
                     if (m < n) Array.Resize(ref a, m);
                     return a;
                 }
@@ -1232,9 +1247,11 @@ namespace Infer
             {
                 using (var l = Handle.Lease())
                 {
-                    int n = Native.infer_request_prompt_tokens(l.Ptr, null, 0);
+                    int n, m;
+                    Native.ErrorNative e;
+                    if (Native.infer_request_prompt_tokens(l.Ptr, null, 0, out n, out e) != 0) throw e.ToException();
                     var a = new int[n];
-                    int m = Native.infer_request_prompt_tokens(l.Ptr, a, n);
+                    if (Native.infer_request_prompt_tokens(l.Ptr, a, n, out m, out e) != 0) throw e.ToException();
                     if (m < n) Array.Resize(ref a, m);
                     return a;
                 }
@@ -1249,7 +1266,9 @@ namespace Infer
         {
             var a = new TokenProb[n];
             int m;
-            using (var l = Handle.Lease()) m = Native.infer_request_top_probs(l.Ptr, i, a, n);
+            Native.ErrorNative e;
+            using (var l = Handle.Lease())
+                if (Native.infer_request_top_probs(l.Ptr, i, a, n, out m, out e) != 0) throw e.ToException();
             Array.Resize(ref a, Math.Max(m, 0));
             return a;
         }
@@ -1365,10 +1384,15 @@ namespace Infer
                     var m = new Native.ChatMessageNative { role = s.Add(messages[i].Role ?? ""), content = s.Add(messages[i].Content ?? "") };
                     Marshal.StructureToPtr(m, new IntPtr(arr.ToInt64() + (long)i * sz), false);
                 }
-                int len = Native.infer_chat_format(ref t, arr, n, from, addAssistantPrompt ? 1 : 0, null, UIntPtr.Zero);
-                if (len < 0) throw new InferException(Status.Argument, "infer_chat_format refused the conversation");
+                UIntPtr size;
+                Native.ErrorNative e;
+                if (Native.infer_chat_format(ref t, arr, n, from, addAssistantPrompt ? 1 : 0, null, UIntPtr.Zero, out size, out e) != 0)
+                    throw e.ToException();
+                int len = (int)(ulong)size;
                 var buf = new byte[len + 1];
-                Native.infer_chat_format(ref t, arr, n, from, addAssistantPrompt ? 1 : 0, buf, (UIntPtr)(ulong)buf.Length);
+                if (Native.infer_chat_format(ref t, arr, n, from, addAssistantPrompt ? 1 : 0, buf, (UIntPtr)(ulong)buf.Length,
+                                             out size, out e) != 0)
+                    throw e.ToException();
                 return Utf8.FromBuffer(buf, len);
             }
         }
@@ -1379,10 +1403,12 @@ namespace Infer
         {
             get
             {
-                int len = Native.infer_chat_end_of_turn(ref t, null, UIntPtr.Zero);
-                if (len < 0) throw new InferException(Status.Argument, "infer_chat_end_of_turn failed");
+                UIntPtr size;
+                Native.ErrorNative e;
+                if (Native.infer_chat_end_of_turn(ref t, null, UIntPtr.Zero, out size, out e) != 0) throw e.ToException();
+                int len = (int)(ulong)size;
                 var buf = new byte[len + 1];
-                Native.infer_chat_end_of_turn(ref t, buf, (UIntPtr)(ulong)buf.Length);
+                if (Native.infer_chat_end_of_turn(ref t, buf, (UIntPtr)(ulong)buf.Length, out size, out e) != 0) throw e.ToException();
                 return Utf8.FromBuffer(buf, len);
             }
         }
@@ -1698,13 +1724,13 @@ namespace Infer
         [DllImport(Lib, CallingConvention = CC)] public static extern double infer_model_load_ms(IntPtr m);
         [DllImport(Lib, CallingConvention = CC)] public static extern int infer_model_device(IntPtr m);
         [DllImport(Lib, CallingConvention = CC)] public static extern IntPtr infer_model_warning(IntPtr m);
-        [DllImport(Lib, CallingConvention = CC)] public static extern int infer_model_describe(IntPtr m, byte[] buf, UIntPtr size);
+        [DllImport(Lib, CallingConvention = CC)] public static extern int infer_model_describe(IntPtr m, [Out] byte[] buf, UIntPtr size, out UIntPtr nOut, out ErrorNative err);
 
         [DllImport(Lib, CallingConvention = CC)]
         public static extern int infer_tokenize(IntPtr m, byte[] text, UIntPtr len, [Out] int[] outTokens, int max, int addBos, int parseSpecial,
                                                 out int nTokens, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]
-        public static extern int infer_token_to_piece(IntPtr m, int t, [Out] byte[] buf, int size);
+        public static extern int infer_token_to_piece(IntPtr m, int t, [Out] byte[] buf, UIntPtr size, out UIntPtr nOut, out ErrorNative err);
 
         [DllImport(Lib, CallingConvention = CC)]
         public static extern IntPtr infer_context_new(IntPtr m, ref ContextParamsNative p, out ErrorNative err);
@@ -1719,7 +1745,7 @@ namespace Infer
         [DllImport(Lib, CallingConvention = CC)] public static extern int infer_seq_n_past(IntPtr c, int seq);
         [DllImport(Lib, CallingConvention = CC)] public static extern IntPtr infer_seq_logits(IntPtr c, int seq);
         [DllImport(Lib, CallingConvention = CC)] public static extern IntPtr infer_seq_tokens(IntPtr c, int seq, out int n);
-        [DllImport(Lib, CallingConvention = CC)] public static extern int infer_seq_truncate(IntPtr c, int seq, int nPast);
+        [DllImport(Lib, CallingConvention = CC)] public static extern int infer_seq_truncate(IntPtr c, int seq, int n, out int nPast, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]
         public static extern int infer_seq_remove(IntPtr c, int seq, int p0, int p1, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]
@@ -1750,7 +1776,7 @@ namespace Infer
         [DllImport(Lib, CallingConvention = CC)]
         public static extern int infer_sampler_set_grammar(IntPtr s, IntPtr m, byte[] gbnf, byte[] root, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]
-        public static extern int infer_json_schema_to_grammar(byte[] schema, [Out] byte[] buf, UIntPtr size, out ErrorNative err);
+        public static extern int infer_json_schema_to_grammar(byte[] schema, [Out] byte[] buf, UIntPtr size, out UIntPtr nOut, out ErrorNative err);
 
         [DllImport(Lib, CallingConvention = CC)]
         public static extern IntPtr infer_request_start(IntPtr c, ref RequestParamsNative p, out ErrorNative err);
@@ -1759,10 +1785,10 @@ namespace Infer
         [DllImport(Lib, CallingConvention = CC)] public static extern int infer_request_status(IntPtr r, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]
         public static extern UIntPtr infer_request_text(IntPtr r, UIntPtr from, [Out] byte[] buf, UIntPtr size);
-        [DllImport(Lib, CallingConvention = CC)] public static extern int infer_request_tokens(IntPtr r, [Out] int[] outTokens, int max);
-        [DllImport(Lib, CallingConvention = CC)] public static extern int infer_request_prompt_tokens(IntPtr r, [Out] int[] outTokens, int max);
+        [DllImport(Lib, CallingConvention = CC)] public static extern int infer_request_tokens(IntPtr r, [Out] int[] outTokens, int max, out int nTokens, out ErrorNative err);
+        [DllImport(Lib, CallingConvention = CC)] public static extern int infer_request_prompt_tokens(IntPtr r, [Out] int[] outTokens, int max, out int nTokens, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]
-        public static extern int infer_request_top_probs(IntPtr r, int i, [Out] TokenProb[] outProbs, int n);
+        public static extern int infer_request_top_probs(IntPtr r, int i, [Out] TokenProb[] outProbs, int n, out int nProbs, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)] public static extern int infer_request_cached_tokens(IntPtr r);
         [DllImport(Lib, CallingConvention = CC)] public static extern void infer_request_metrics_into(IntPtr r, ref MetricsNative m);
         [DllImport(Lib, CallingConvention = CC)] public static extern void infer_request_cancel(IntPtr r);
@@ -1780,9 +1806,9 @@ namespace Infer
         [DllImport(Lib, CallingConvention = CC)] public static extern IntPtr infer_chat_template_name(int kind);
         [DllImport(Lib, CallingConvention = CC)]
         public static extern int infer_chat_format(ref ChatTemplateNative t, IntPtr msgs, int n, int from, int addAssistantPrompt,
-                                                   [Out] byte[] buf, UIntPtr size);
+                                                   [Out] byte[] buf, UIntPtr size, out UIntPtr nOut, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)]
-        public static extern int infer_chat_end_of_turn(ref ChatTemplateNative t, [Out] byte[] buf, UIntPtr size);
+        public static extern int infer_chat_end_of_turn(ref ChatTemplateNative t, [Out] byte[] buf, UIntPtr size, out UIntPtr nOut, out ErrorNative err);
         [DllImport(Lib, CallingConvention = CC)] public static extern void infer_free(IntPtr p);
     }
 }

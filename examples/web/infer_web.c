@@ -91,7 +91,7 @@ EMSCRIPTEN_KEEPALIVE void iw_free(iw_session *s) {
 EMSCRIPTEN_KEEPALIVE const char *iw_describe(iw_session *s) {
     static char line[600];
     char desc[400];
-    infer_model_describe(s->model, desc, sizeof desc);
+    infer_model_describe(s->model, desc, sizeof desc, NULL, NULL);
     snprintf(line, sizeof line, "%s; kernels %s, context %d", desc, infer_context_isa(s->ctx),
              infer_context_n_ctx(s->ctx));
     return line;
@@ -106,7 +106,8 @@ EMSCRIPTEN_KEEPALIVE const char *iw_chat_prompt(iw_session *s, const char *msgs)
     infer_chat_template t = infer_chat_template_detect(s->model);
     infer_chat_message *m = NULL;
     char *copy = strdup(msgs), *p = copy;
-    int n = 0, len;
+    int n = 0;
+    size_t len = 0;
     if (!copy) return iw_fail("chat", "out of memory"), NULL;
     while (*p) {
         char *end = strchr(p, '\x1e'), *sep;
@@ -132,8 +133,8 @@ EMSCRIPTEN_KEEPALIVE const char *iw_chat_prompt(iw_session *s, const char *msgs)
     }
     free(out);
     out = NULL;
-    len = infer_chat_format(&t, m, n, 0, 1, NULL, 0);
-    if (len >= 0 && (out = (char *)malloc((size_t)len + 1)) != NULL) infer_chat_format(&t, m, n, 0, 1, out, (size_t)len + 1);
+    if (infer_chat_format(&t, m, n, 0, 1, NULL, 0, &len, NULL) == INFER_OK && (out = (char *)malloc(len + 1)) != NULL)
+        infer_chat_format(&t, m, n, 0, 1, out, len + 1, NULL, NULL);
     free(copy), free(m);
     if (!out) iw_fail("chat", "the template could not be written");
     return out;
@@ -191,7 +192,9 @@ EMSCRIPTEN_KEEPALIVE const char *iw_text(iw_session *s) {
 
 /* The reply's token ids so far: up to max into out; returns how many. */
 EMSCRIPTEN_KEEPALIVE int iw_tokens(iw_session *s, int *out, int max) {
-    return s->req ? infer_request_tokens(s->req, out, max) : 0;
+    int n = 0;
+    if (s->req) infer_request_tokens(s->req, out, max, &n, NULL);
+    return n;
 }
 
 EMSCRIPTEN_KEEPALIVE void iw_cancel(iw_session *s) {
@@ -244,7 +247,7 @@ EMSCRIPTEN_KEEPALIVE double iw_bench(iw_session *s, int n_prompt, int n_gen) {
         toks[i] = (infer_token)((rng >> 8) % (uint32_t)nv);
     }
     if (infer_model_bos(s->model) >= 0) toks[0] = infer_model_bos(s->model);
-    infer_seq_truncate(s->ctx, 0, 0);
+    infer_seq_truncate(s->ctx, 0, 0, NULL, NULL);
     if (n_prompt > 0) {
         t0 = emscripten_get_now();
         if (infer_decode(s->ctx, toks, n_prompt, 0, &err) != INFER_OK) goto fail;

@@ -5,6 +5,7 @@
    writing one, a short buffer gets a prefix of the text, and rendering
    from message k on continues rendering up to k exactly. */
 #include "fuzz_common.h"
+#include "tests/status_calls.h"
 
 #define MAX_MESSAGES 16
 
@@ -13,10 +14,10 @@ static char *render(const infer_chat_template *t, const infer_chat_message *msgs
                     int *len) {
     char *out;
     int again;
-    *len = infer_chat_format(t, msgs, n, from, prompt, NULL, 0);
+    *len = sc_chat_format(t, msgs, n, from, prompt, NULL, 0);
     FUZZ_CHECK(*len >= 0, "formatting %d messages from %d failed", n, from);
     out = (char *)malloc((size_t)*len + 1);
-    again = infer_chat_format(t, msgs, n, from, prompt, out, (size_t)*len + 1);
+    again = sc_chat_format(t, msgs, n, from, prompt, out, (size_t)*len + 1);
     FUZZ_CHECK(again == *len, "the counting call said %d bytes, the writing one %d", *len, again);
     FUZZ_CHECK(out[*len] == 0 && strlen(out) <= (size_t)*len, "not NUL-terminated");
     return out;
@@ -48,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     whole = render(&t, msgs, n, 0, prompt, &whole_len);
     /* a short buffer gets the start of the text */
-    FUZZ_CHECK(infer_chat_format(&t, msgs, n, 0, prompt, shortbuf, sizeof shortbuf) == whole_len, "length changed");
+    FUZZ_CHECK(sc_chat_format(&t, msgs, n, 0, prompt, shortbuf, sizeof shortbuf) == whole_len, "length changed");
     FUZZ_CHECK(strncmp(shortbuf, whole, sizeof shortbuf - 1) == 0, "a short buffer got other text");
     /* format(msgs, n, 0, a) == format(msgs, k, 0, 0) + format(msgs, n, k, a) */
     for (k = 0; k <= n; k++) {
@@ -61,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(head);
         free(tail);
     }
-    infer_chat_end_of_turn(&t, eot, sizeof eot);
+    infer_chat_end_of_turn(&t, eot, sizeof eot, NULL, NULL);
     free(whole);
     free(text);
     return 0;

@@ -1,6 +1,7 @@
 /* Fuzzes the GGUF reader on a buffer: the header, every key and value
    (rendered into a short and a long buffer), and the tensor table. */
 #include "fuzz_common.h"
+#include "tests/status_calls.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     infer_error err;
@@ -19,13 +20,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void)infer_gguf_kv_type(g, i);
         /* a key found by name is one with that name (duplicates: the first) */
         FUZZ_CHECK(infer_gguf_find_key(g, key) >= 0, "key '%s' not found by name", key);
-        infer_gguf_kv_to_string(g, i, small, sizeof small);
-        infer_gguf_kv_to_string(g, i, line, sizeof line);
+        infer_gguf_kv_to_string(g, i, small, sizeof small, NULL, NULL);
+        infer_gguf_kv_to_string(g, i, line, sizeof line, NULL, NULL);
     }
     n = infer_gguf_n_tensors(g);
     for (i = 0; i < n; i++) {
         infer_tensor_info t;
-        if (!infer_gguf_tensor(g, i, &t)) continue;
+        if (!sc_gguf_tensor(g, i, &t)) continue;
         (void)infer_type_name(t.type);
         if (t.name) (void)infer_gguf_find_tensor(g, t.name);
         /* the data, where given, lies inside the buffer */

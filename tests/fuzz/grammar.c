@@ -4,6 +4,7 @@
    is then run for a few tokens of stories260K's vocabulary (from
    ../shared), each sampled under it and accepted. */
 #include "fuzz_common.h"
+#include "tests/status_calls.h"
 
 static infer_model *vocab;
 
@@ -46,14 +47,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     text = fuzz_cstr(data + 1, size - 1);
     for (i = 0; i < size; i++) seed = (seed ^ data[i]) * 16777619u;
     if (data[0] & 1) {
-        int len = infer_json_schema_to_grammar(text, NULL, 0, &err), again;
+        int len = sc_json_schema_to_grammar(text, NULL, 0, &err), again;
         if (len < 0) {
             FUZZ_CHECK(err.msg[0], "a refused schema must say why");
             free(text);
             return 0;
         }
         gbnf = (char *)malloc((size_t)len + 1);
-        again = infer_json_schema_to_grammar(text, gbnf, (size_t)len + 1, &err);
+        again = sc_json_schema_to_grammar(text, gbnf, (size_t)len + 1, &err);
         FUZZ_CHECK(again == len, "the schema's grammar was %d bytes, then %d", len, again);
         free(text);
         text = gbnf;

@@ -4,6 +4,7 @@
    count or length that the loader let through and the forward pass
    cannot take shows here). The seeds are tiny models (tiny_gguf.py). */
 #include "fuzz_common.h"
+#include "tests/status_calls.h"
 
 /* Tokenizes and detokenizes a short text with the file's vocabulary. */
 static void use_vocab(const infer_model *m) {
@@ -12,7 +13,7 @@ static void use_vocab(const infer_model *m) {
     char piece[64];
     int i, n = 0;
     infer_tokenize(m, text, sizeof text - 1, toks, 64, 1, 1, &n, NULL);
-    for (i = 0; i < n && i < 64; i++) infer_token_to_piece(m, toks[i], piece, sizeof piece);
+    for (i = 0; i < n && i < 64; i++) sc_token_to_piece(m, toks[i], piece, sizeof piece);
 }
 
 static void decode_a_little(infer_model *m) {
@@ -54,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     mp.vocab_only = 0;
     if ((m = infer_model_load_memory(data, size, &mp, &err)) != NULL) {
-        infer_model_describe(m, desc, sizeof desc);
+        infer_model_describe(m, desc, sizeof desc, NULL, NULL);
         decode_a_little(m);
         infer_model_free(m);
     } else {

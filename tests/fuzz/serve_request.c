@@ -9,6 +9,7 @@
 #include "../../examples/serve_routes.c"
 
 #include "fuzz_common.h"
+#include "tests/status_calls.h"
 
 static server fuzz_server;
 
@@ -42,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(cc.p.n_stop <= SERVE_MAX_STOP, "%d stop strings", cc.p.n_stop);
         if (cc.schema) {
             infer_error err;
-            infer_json_schema_to_grammar(cc.schema, NULL, 0, &err);
+            sc_json_schema_to_grammar(cc.schema, NULL, 0, &err);
         }
     } else {
         cJSON *e = error_object(400, b.param, b.code, b.msg);

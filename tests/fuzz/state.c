@@ -75,10 +75,10 @@ static void write_seeds(const char *dir) {
             decode_in(c, 0, toks + 5, STATE_CTX - 5);
             snprintf(name, sizeof name, "%s-full-%d", k ? "q8_0" : "f16", s);
             write_seed(dir, name, s, c, 0);
-            infer_seq_truncate(c, 0, 3);
+            infer_seq_truncate(c, 0, 3, NULL, NULL);
             snprintf(name, sizeof name, "%s-truncated-%d", k ? "q8_0" : "f16", s);
             write_seed(dir, name, s | 4, c, 0);
-            infer_seq_truncate(c, 0, 0);
+            infer_seq_truncate(c, 0, 0, NULL, NULL);
         }
     }
 }
@@ -151,7 +151,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(!strchr(err.msg, '\n'), "one line: %s", err.msg);
         FUZZ_CHECK(infer_seq_n_past(c, seq) == before, "a refused state changed the sequence");
     }
-    infer_seq_truncate(c, seq, 0);
+    infer_seq_truncate(c, seq, 0, NULL, NULL);
     free(buf);
     return 0;
 }

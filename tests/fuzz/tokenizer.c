@@ -6,6 +6,7 @@
    the round trip: byte-level BPE gives valid UTF-8 back exactly, and
    SentencePiece with byte fallback gives it back after the space prefix. */
 #include "fuzz_common.h"
+#include "tests/status_calls.h"
 
 typedef enum round_trip { RT_NONE, RT_EXACT, RT_SPACE_PREFIX } round_trip;
 
@@ -80,24 +81,24 @@ static char *detokenize(const infer_model *m, const infer_token *t, int n, size_
     infer_detok d;
     int i, k;
     for (i = 0; i < n; i++) {
-        int piece = infer_token_to_piece(m, t[i], NULL, 0);
+        int piece = sc_token_to_piece(m, t[i], NULL, 0);
         FUZZ_CHECK(piece >= 0, "token %d has no piece", t[i]);
         if (used + (size_t)piece + 1 > cap) {
             while (used + (size_t)piece + 1 > cap) cap *= 2;
             out = (char *)realloc(out, cap);
         }
-        FUZZ_CHECK(infer_token_to_piece(m, t[i], out + used, piece) == piece, "token %d's piece changed size", t[i]);
+        FUZZ_CHECK(sc_token_to_piece(m, t[i], out + used, (size_t)piece + 1) == piece, "token %d's piece changed size", t[i]);
         used += (size_t)piece;
     }
     streamed = (char *)malloc(used + 1);
     memset(&d, 0, sizeof d);
     for (i = 0; i < n; i++) {
-        k = infer_detok_push(&d, m, t[i], chunk, sizeof chunk);
+        k = sc_detok_push(&d, m, t[i], chunk, sizeof chunk);
         FUZZ_CHECK(k >= 0 && s_used + (size_t)k <= used, "the stream gave %d bytes more than the pieces", k);
         memcpy(streamed + s_used, chunk, (size_t)k);
         s_used += (size_t)k;
     }
-    k = infer_detok_flush(&d, chunk, sizeof chunk);
+    k = sc_detok_flush(&d, chunk, sizeof chunk);
     FUZZ_CHECK(k >= 0 && s_used + (size_t)k == used, "the stream gave %zu bytes, the pieces %zu", s_used + (size_t)k,
                used);
     memcpy(streamed + s_used, chunk, (size_t)k);

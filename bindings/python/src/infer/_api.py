@@ -55,17 +55,18 @@ def _b(s):
 
 
 def _snprintf(call, guess=4096):
-    """Runs an snprintf-style C call (buf, size) -> full length until the
-    buffer holds it all; None where it returned a negative length."""
+    """Runs an snprintf-style C call (buf, size, &n_out, &err) -> status
+    until the buffer holds it all; raises InferError where it fails."""
     size = max(guess, 64)
     while True:
         buf = ctypes.create_string_buffer(size)
-        n = call(buf, size)
-        if n < 0:
-            return None
-        if n < size:
-            return buf.raw[:n]
-        size = n + 1
+        n = ctypes.c_size_t(0)
+        err = Error()
+        if call(buf, size, ctypes.byref(n), ctypes.byref(err)) != 0:
+            raise InferError._from(err)
+        if n.value < size:
+            return buf.raw[:n.value]
+        size = n.value + 1
 
 
 def _decoder():
@@ -94,10 +95,7 @@ def json_schema_to_grammar(schema):
     (infer_json_schema_to_grammar). Raises InferError for one it cannot read."""
     lib = _native.lib()
     text = _b(schema if isinstance(schema, (str, bytes)) else json.dumps(schema))
-    err = Error()
-    out = _snprintf(lambda buf, size: lib.infer_json_schema_to_grammar(text, buf, size, ctypes.byref(err)))
-    if out is None:
-        raise InferError._from(err)
+    out = _snprintf(lambda buf, size, n, err: lib.infer_json_schema_to_grammar(text, buf, size, n, err))
     return out.decode("utf-8")
 
 
@@ -234,18 +232,17 @@ class ChatTemplate:
         arr, keep = _messages(messages)
         n = len(messages)
         guess = 1024 + 2 * sum(len(k) for k in keep)
-        out = _snprintf(lambda buf, size: lib.infer_chat_format(ctypes.byref(self._t), arr, n, start,
-                                                                int(bool(add_assistant_prompt)), buf, size), guess)
-        if out is None:
-            raise InferError("infer_chat_format could not format the conversation", Status.ARG)
+        out = _snprintf(lambda buf, size, n_out, err: lib.infer_chat_format(
+            ctypes.byref(self._t), arr, n, start, int(bool(add_assistant_prompt)), buf, size, n_out, err), guess)
         return out.decode("utf-8", "replace")
 
     @property
     def end_of_turn(self):
         """The text that closes an assistant turn (infer_chat_end_of_turn)."""
         lib = _native.lib()
-        out = _snprintf(lambda buf, size: lib.infer_chat_end_of_turn(ctypes.byref(self._t), buf, size), 64)
-        return (out or b"").decode("utf-8", "replace")
+        out = _snprintf(lambda buf, size, n, err: lib.infer_chat_end_of_turn(ctypes.byref(self._t), buf, size, n, err),
+                        64)
+        return out.decode("utf-8", "replace")
 
     def __repr__(self):
         return "ChatTemplate(%r%s)" % (self.name, ", fallback" if self.fallback else "")
@@ -394,8 +391,8 @@ class Model:
     def description(self):
         """One line: architecture, dims, layers, heads, vocab."""
         h = self._h()
-        return _snprintf(lambda buf, size: self._lib.infer_model_describe(h, buf, size), 256).decode("utf-8",
-                                                                                                      "replace")
+        return _snprintf(lambda buf, size, n, err: self._lib.infer_model_describe(h, buf, size, n, err),
+                         256).decode("utf-8", "replace")
 
     @property
     def warning(self):
@@ -431,15 +428,7 @@ class Model:
     def token_bytes(self, token):
         """The bytes of one token's text (infer_token_to_piece)."""
         h = self._h()
-        size = 64
-        while True:
-            buf = ctypes.create_string_buffer(size)
-            n = self._lib.infer_token_to_piece(h, token, buf, size)
-            if n < 0:
-                raise InferError("token id %d is out of range (n_vocab %d)" % (token, self.n_vocab), Status.ARG)
-            if n <= size:
-                return buf.raw[:n]
-            size = n
+        return _snprintf(lambda buf, size, n, err: self._lib.infer_token_to_piece(h, token, buf, size, n, err), 64)
 
     def detokenize(self, tokens):
         """The text of tokens, their pieces put together (invalid UTF-8
@@ -619,7 +608,7 @@ class Context:
         """Forgets sequence 0 (its cache and tokens)."""
         h = self._enter()
         try:
-            self._lib.infer_seq_truncate(h, 0, 0)
+            self._lib.infer_seq_truncate(h, 0, 0, None, None)
         finally:
             self._leave()
 
@@ -683,7 +672,7 @@ class Context:
 
             callback = PIECE_FN(piece_cb)  # referenced until infer_generate returns
             if reset:
-                lib.infer_seq_truncate(h, 0, 0)
+                lib.infer_seq_truncate(h, 0, 0, None, None)
             st = lib.infer_generate(h, sampler, _b(prompt), n_predict, callback, None, ctypes.byref(err))
             if caught:
                 raise caught[0]
@@ -851,10 +840,12 @@ class Stream:
         return self._decoder.decode(buf.raw[:n])
 
     def _read_tokens(self, r):
-        n = self._lib.infer_request_tokens(r, None, 0)
-        out = (c_token * max(n, 1))()
-        n = self._lib.infer_request_tokens(r, out, n)
-        return list(out[:n])
+        n = ctypes.c_int(0)
+        self._lib.infer_request_tokens(r, None, 0, ctypes.byref(n), None)
+        out = (c_token * max(n.value, 1))()
+        got = ctypes.c_int(0)
+        self._lib.infer_request_tokens(r, out, n.value, ctypes.byref(got), None)
+        return list(out[:min(got.value, n.value)])
 
     def _finish(self):
         """Frees the request (cancelled if unfinished) and the Context."""

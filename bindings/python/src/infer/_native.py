@@ -182,14 +182,14 @@ PROTOTYPES = {
     "infer_model_is_eog": (_int, [_vp, c_token]),
     "infer_model_add_bos": (_int, [_vp]),
     "infer_model_warning": (_cp, [_vp]),
-    "infer_model_describe": (_int, [_vp, _cp, _sz]),
+    "infer_model_describe": (_int, [_vp, _cp, _sz, _p(_sz), _p(Error)]),
     "infer_model_device": (c_enum, [_vp]),
     "infer_device_name": (_cp, [c_enum]),
     "infer_device_from_name": (_int, [_cp]),
     "infer_model_chat_template_text": (_vp, [_vp, _cp, _sz, _cp, _sz]),
     # tokenizer
     "infer_tokenize": (c_enum, [_vp, _cp, _sz, _p(c_token), _int, _int, _int, _p(_int), _p(Error)]),
-    "infer_token_to_piece": (_int, [_vp, c_token, _cp, _int]),
+    "infer_token_to_piece": (_int, [_vp, c_token, _cp, _sz, _p(_sz), _p(Error)]),
     # context
     "infer_context_params_init": (None, [_p(ContextParams)]),
     "infer_context_new": (_vp, [_vp, _p(ContextParams), _p(Error)]),
@@ -198,7 +198,7 @@ PROTOTYPES = {
     "infer_context_n_seq": (_int, [_vp]),
     "infer_seq_n_past": (_int, [_vp, _int]),
     "infer_context_isa": (_cp, [_vp]),
-    "infer_seq_truncate": (_int, [_vp, _int, _int]),
+    "infer_seq_truncate": (_int, [_vp, _int, _int, _p(_int), _p(Error)]),
     "infer_context_metrics_into": (None, [_vp, _p(Metrics)]),
     "infer_context_reset_metrics": (None, [_vp]),
     "infer_context_generated_tokens": (_p(c_token), [_vp, _p(_int)]),
@@ -208,7 +208,7 @@ PROTOTYPES = {
     "infer_sampler_new": (_vp, [_p(SamplerParams), _int, _p(Error)]),
     "infer_sampler_free": (None, [_vp]),
     "infer_sampler_set_grammar": (c_enum, [_vp, _vp, _cp, _cp, _p(Error)]),
-    "infer_json_schema_to_grammar": (_int, [_cp, _cp, _sz, _p(Error)]),
+    "infer_json_schema_to_grammar": (_int, [_cp, _cp, _sz, _p(_sz), _p(Error)]),
     "infer_generate": (c_enum, [_vp, _vp, _cp, _int, PIECE_FN, _vp, _p(Error)]),
     # requests (the streaming iterator)
     "infer_request_params_init": (None, [_p(RequestParams)]),
@@ -217,7 +217,7 @@ PROTOTYPES = {
     "infer_request_done": (_int, [_vp]),
     "infer_request_status": (c_enum, [_vp, _p(Error)]),
     "infer_request_text": (_sz, [_vp, _sz, _cp, _sz]),
-    "infer_request_tokens": (_int, [_vp, _p(c_token), _int]),
+    "infer_request_tokens": (_int, [_vp, _p(c_token), _int, _p(_int), _p(Error)]),
     "infer_request_metrics_into": (None, [_vp, _p(Metrics)]),
     "infer_request_cached_tokens": (_int, [_vp]),
     "infer_request_cancel": (None, [_vp]),
@@ -228,8 +228,9 @@ PROTOTYPES = {
     "infer_chat_template_detect_into": (None, [_vp, _p(ChatTemplateStruct)]),
     "infer_chat_template_from_text_into": (None, [_cp, _cp, _cp, _p(ChatTemplateStruct)]),
     "infer_chat_template_name": (_cp, [c_enum]),
-    "infer_chat_format": (_int, [_p(ChatTemplateStruct), _p(ChatMessage), _int, _int, _int, _cp, _sz]),
-    "infer_chat_end_of_turn": (_int, [_p(ChatTemplateStruct), _cp, _sz]),
+    "infer_chat_format": (_int, [_p(ChatTemplateStruct), _p(ChatMessage), _int, _int, _int, _cp, _sz, _p(_sz),
+                                  _p(Error)]),
+    "infer_chat_end_of_turn": (_int, [_p(ChatTemplateStruct), _cp, _sz, _p(_sz), _p(Error)]),
 }
 
 # ---- finding and loading ---------------------------------------------------
