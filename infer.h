@@ -1110,10 +1110,12 @@ INFERDEF infer_jinja_limits infer_jinja_default_limits(void);
 INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json,
                                   const infer_jinja_limits *limits, int *raised, infer_error *err);
 /* The model's Jinja chat template (GGUF tokenizer.chat_template), a copy
-   to free with infer_free(), or NULL where it has none (or no memory); bos and eos (may be NULL) get
-   the texts of its BOS and EOS tokens, "" where it has none (cut to fit). */
+   to free with infer_free(); bos and eos (may be NULL) get the texts of
+   its BOS and EOS tokens, "" where it has none (cut to fit). NULL where
+   the model has none (err's code INFER_OK: an answer), or on failure
+   (INFER_ERR_ARG for no model, INFER_ERR_NOMEM). */
 INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
-                                              size_t eos_size);
+                                              size_t eos_size, infer_error *err);
 
 /* ---- Tool calls and reasoning ---------------------------------------------- */
 
@@ -25719,16 +25721,22 @@ static void infer__jj_token_text(const infer_gguf *g, int64_t id, char *dst, siz
 }
 
 INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
-                                              size_t eos_size) {
+                                              size_t eos_size, infer_error *err) {
     const infer_gguf *g = m ? infer_model_gguf(m) : NULL;
     infer__str s;
     char *text = NULL;
+    if (err) memset(err, 0, sizeof *err); /* INFER_OK: NULL is then "no template" */
     if (bos && bos_size) bos[0] = 0;
     if (eos && eos_size) eos[0] = 0;
-    if (!g) return NULL;
+    if (!g) {
+        infer__set_error(err, INFER_ERR_ARG, "chat template text: no model");
+        return NULL;
+    }
     if (bos && bos_size) infer__jj_token_text(g, infer_model_bos(m), bos, bos_size);
     if (eos && eos_size) infer__jj_token_text(g, infer_model_eos(m), eos, eos_size);
-    if (infer__gguf_get_str(g, "tokenizer.chat_template", &s)) text = infer__strndup(s.p, (size_t)s.n);
+    if (infer__gguf_get_str(g, "tokenizer.chat_template", &s) &&
+        !(text = infer__strndup(s.p, (size_t)s.n)))
+        infer__set_error(err, INFER_ERR_NOMEM, "chat template text: out of memory");
     return text;
 }
 

@@ -633,7 +633,7 @@ int infer_cmd_chat(int argc, char **argv) {
         rc = 1;
         goto done;
     }
-    own = infer_model_chat_template_text(st.m, st.bos, sizeof st.bos, st.eos, sizeof st.eos);
+    own = infer_model_chat_template_text(st.m, st.bos, sizeof st.bos, st.eos, sizeof st.eos, NULL);
     if (o.template_file) {
         if (!(st.jinja = cli_read_file(o.template_file, CLI_TEXT_FILE_MAX, "a chat template", NULL))) {
             rc = 1;

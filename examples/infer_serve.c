@@ -189,7 +189,7 @@ static int server_load(serve_load *l) {
     { /* chats go through the model's own Jinja template, or the file's;
          one that cannot render a plain conversation falls back to the
          built-in format (a file's is an error) */
-        char *own = infer_model_chat_template_text(s->model, s->bos, sizeof s->bos, s->eos, sizeof s->eos), *out;
+        char *own = infer_model_chat_template_text(s->model, s->bos, sizeof s->bos, s->eos, sizeof s->eos, NULL), *out;
         static const char probe[] =
             "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], \"add_generation_prompt\": true}";
         int raised = 0;

@@ -166,7 +166,7 @@ int infer_cmd_template(int argc, char **argv) {
             fprintf(stderr, "infer: cannot load %s: %s\n", model_path, err.msg);
             goto done;
         }
-        tmpl = infer_model_chat_template_text(m, bos, sizeof bos, eos, sizeof eos);
+        tmpl = infer_model_chat_template_text(m, bos, sizeof bos, eos, sizeof eos, NULL);
         infer_model_free(m);
         if (!tmpl) {
             fprintf(stderr, "infer: %s has no tokenizer.chat_template\n", model_path);

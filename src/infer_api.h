@@ -1109,10 +1109,12 @@ INFERDEF infer_jinja_limits infer_jinja_default_limits(void);
 INFERDEF char *infer_jinja_render(const char *template_text, const char *context_json,
                                   const infer_jinja_limits *limits, int *raised, infer_error *err);
 /* The model's Jinja chat template (GGUF tokenizer.chat_template), a copy
-   to free with infer_free(), or NULL where it has none (or no memory); bos and eos (may be NULL) get
-   the texts of its BOS and EOS tokens, "" where it has none (cut to fit). */
+   to free with infer_free(); bos and eos (may be NULL) get the texts of
+   its BOS and EOS tokens, "" where it has none (cut to fit). NULL where
+   the model has none (err's code INFER_OK: an answer), or on failure
+   (INFER_ERR_ARG for no model, INFER_ERR_NOMEM). */
 INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
-                                              size_t eos_size);
+                                              size_t eos_size, infer_error *err);
 
 /* ---- Tool calls and reasoning ---------------------------------------------- */
 

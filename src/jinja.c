@@ -117,15 +117,21 @@ static void infer__jj_token_text(const infer_gguf *g, int64_t id, char *dst, siz
 }
 
 INFERDEF char *infer_model_chat_template_text(const infer_model *m, char *bos, size_t bos_size, char *eos,
-                                              size_t eos_size) {
+                                              size_t eos_size, infer_error *err) {
     const infer_gguf *g = m ? infer_model_gguf(m) : NULL;
     infer__str s;
     char *text = NULL;
+    if (err) memset(err, 0, sizeof *err); /* INFER_OK: NULL is then "no template" */
     if (bos && bos_size) bos[0] = 0;
     if (eos && eos_size) eos[0] = 0;
-    if (!g) return NULL;
+    if (!g) {
+        infer__set_error(err, INFER_ERR_ARG, "chat template text: no model");
+        return NULL;
+    }
     if (bos && bos_size) infer__jj_token_text(g, infer_model_bos(m), bos, bos_size);
     if (eos && eos_size) infer__jj_token_text(g, infer_model_eos(m), eos, eos_size);
-    if (infer__gguf_get_str(g, "tokenizer.chat_template", &s)) text = infer__strndup(s.p, (size_t)s.n);
+    if (infer__gguf_get_str(g, "tokenizer.chat_template", &s) &&
+        !(text = infer__strndup(s.p, (size_t)s.n)))
+        infer__set_error(err, INFER_ERR_NOMEM, "chat template text: out of memory");
     return text;
 }

@@ -100,6 +100,22 @@ Test(status, counts_come_back_through_out_parameters) {
     infer_model_free(m);
 }
 
+Test(status, no_template_is_an_answer_no_model_a_failure) {
+    infer_model *m;
+    infer_error err;
+    char bos[32], eos[32], *text;
+    if (!tu_have_shared()) cr_skip_test("../shared is absent: the status test needs its models");
+    m = load_tiny();
+    err.code = INFER_ERR_IO; /* overwritten: INFER_OK where the model has no template */
+    text = infer_model_chat_template_text(m, bos, sizeof bos, eos, sizeof eos, &err);
+    cr_assert_null(text, "TinyStories has no chat template");
+    cr_assert_eq(err.code, INFER_OK, "no template is an answer, not a failure");
+    memset(&err, 0, sizeof err);
+    cr_assert_null(infer_model_chat_template_text(NULL, bos, sizeof bos, eos, sizeof eos, &err));
+    assert_arg_error(err.code, &err, "no model");
+    infer_model_free(m);
+}
+
 Test(status, schema_grammar_cut_and_bad_schema) {
     infer_error err;
     char whole[4096], cut[16];

@@ -448,8 +448,11 @@ class Model:
     @property
     def chat_template_text(self):
         """The model's Jinja chat template (tokenizer.chat_template), or None."""
-        p = self._lib.infer_model_chat_template_text(self._h(), None, 0, None, 0)
+        err = Error()
+        p = self._lib.infer_model_chat_template_text(self._h(), None, 0, None, 0, ctypes.byref(err))
         if not p:
+            if err.code != Status.OK:
+                raise InferError._from(err)
             return None
         try:
             return ctypes.string_at(p).decode("utf-8", "replace")

@@ -186,7 +186,7 @@ PROTOTYPES = {
     "infer_model_device": (c_enum, [_vp]),
     "infer_device_name": (_cp, [c_enum]),
     "infer_device_from_name": (_int, [_cp]),
-    "infer_model_chat_template_text": (_vp, [_vp, _cp, _sz, _cp, _sz]),
+    "infer_model_chat_template_text": (_vp, [_vp, _cp, _sz, _cp, _sz, _p(Error)]),
     # tokenizer
     "infer_tokenize": (c_enum, [_vp, _cp, _sz, _p(c_token), _int, _int, _int, _p(_int), _p(Error)]),
     "infer_token_to_piece": (_int, [_vp, c_token, _cp, _sz, _p(_sz), _p(Error)]),
