@@ -275,19 +275,27 @@ static void infer__sb_int(infer__sb *b, long v) {
     infer__sb_puts(b, t);
 }
 
+/* The escapes GBNF literals and JSON strings share (the quote, the
+   backslash, \n \r \t); 1 if c was one of them, written. */
+static int infer__sb_common_escape(infer__sb *b, unsigned char c) {
+    if (c == '"' || c == '\\') {
+        infer__sb_putc(b, '\\');
+        infer__sb_putc(b, (char)c);
+    } else if (c == '\n') infer__sb_puts(b, "\\n");
+    else if (c == '\r') infer__sb_puts(b, "\\r");
+    else if (c == '\t') infer__sb_puts(b, "\\t");
+    else return 0;
+    return 1;
+}
+
 /* bytes as a GBNF string literal */
 static void infer__sb_literal(infer__sb *b, const char *s, size_t n) {
     size_t i;
     infer__sb_putc(b, '"');
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            infer__sb_putc(b, '\\');
-            infer__sb_putc(b, (char)c);
-        } else if (c == '\n') infer__sb_puts(b, "\\n");
-        else if (c == '\r') infer__sb_puts(b, "\\r");
-        else if (c == '\t') infer__sb_puts(b, "\\t");
-        else if (c < 0x20 || c == 0x7F) {
+        if (infer__sb_common_escape(b, c)) {
+        } else if (c < 0x20 || c == 0x7F) {
             char t[8];
             snprintf(t, sizeof t, "\\x%02X", c);
             infer__sb_puts(b, t);
@@ -308,13 +316,8 @@ static void infer__sb_json_string(infer__sb *b, const char *s, size_t n) {
             i = run - 1;
             continue;
         }
-        if (c == '"' || c == '\\') {
-            infer__sb_putc(b, '\\');
-            infer__sb_putc(b, (char)c);
-        } else if (c == '\n') infer__sb_puts(b, "\\n");
-        else if (c == '\r') infer__sb_puts(b, "\\r");
-        else if (c == '\t') infer__sb_puts(b, "\\t");
-        else if (c == '\b') infer__sb_puts(b, "\\b");
+        if (infer__sb_common_escape(b, c)) {
+        } else if (c == '\b') infer__sb_puts(b, "\\b");
         else if (c == '\f') infer__sb_puts(b, "\\f");
         else if (c < 0x20) {
             char t[8];
