@@ -12,20 +12,27 @@
 #include "internal.h"
 
 static const infer__arch infer__archs[] = {
-    /* name, flags, sliding-window pattern and default window, sliding layers' RoPE base, no-RoPE step */
-    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0},
-    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0},
-    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0},
-    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0},
-    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0},
+    /* name, flags, sliding-window pattern and default window, sliding layers' RoPE base, no-RoPE step,
+       the recurrent layers' kind */
+    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0, 0},
+    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0, 0},
+    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0, 0},
+    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0, 0},
+    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0, 0},
     {"gemma2", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
-                   INFER__A_SOFTCAP, 2, 4096, 0, 0},
+                   INFER__A_SOFTCAP, 2, 4096, 0, 0, 0},
     {"gemma3", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
-                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0},
+                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0, 0},
     /* phi3's sliding_window key is ignored, as llama.cpp does (its
        converters wrote windows the models were not trained with) */
-    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0},
-    {"smollm3", 0, 0, 0, 0, 4},
+    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0, 0},
+    {"smollm3", 0, 0, 0, 0, 4, 0},
+    /* hybrids: which layers attend is read from the file (model.c) */
+    {"lfm2", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_KV_PATTERN | INFER__A_EMBD_NORM_OUT, 0, 0, 0, 0,
+     INFER__LAYER_SHORTCONV},
+    {"qwen35", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_ATTN_INTERVAL | INFER__A_Q_GATE | INFER__A_POST_ATTN_FFN_NORM,
+     0, 0, 0, 0, INFER__LAYER_DELTANET},
+    {"granitehybrid", INFER__A_KV_PATTERN | INFER__A_GRANITE_SCALES, 0, 0, 0, 0, INFER__LAYER_MAMBA2},
 };
 #define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
 
@@ -46,33 +53,64 @@ static void infer__arch_list(char *buf, size_t size) {
 }
 
 #define INFER__L(f) offsetof(infer__layer, f)
+#define INFER__KA (1u << INFER__LAYER_ATTENTION)
+#define INFER__KSC (1u << INFER__LAYER_SHORTCONV)
+#define INFER__KM2 (1u << INFER__LAYER_MAMBA2)
+#define INFER__KDN (1u << INFER__LAYER_DELTANET)
+/* suffix, field, shape, when, flag, the layer kinds that have it (0: all) */
 static const infer__tensor_spec infer__layer_tensors[] = {
-    {"attn_norm.weight", INFER__L(attn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0},
-    {"attn_q.weight", INFER__L(wq), INFER__D_DIM, INFER__D_Q, 0, INFER__T_UNFUSED, 0},
-    {"attn_k.weight", INFER__L(wk), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0},
-    {"attn_v.weight", INFER__L(wv), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0},
-    {"attn_q.bias", INFER__L(bq), INFER__D_Q, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
-    {"attn_k.bias", INFER__L(bk), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
-    {"attn_v.bias", INFER__L(bv), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
-    {"attn_q_norm.weight", INFER__L(q_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM},
-    {"attn_k_norm.weight", INFER__L(k_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM},
-    {"attn_output.weight", INFER__L(wo), INFER__D_Q, INFER__D_DIM, 0, INFER__T_ALWAYS, 0},
-    {"attn_output.bias", INFER__L(bo), INFER__D_DIM, 0, 0, INFER__T_OPTIONAL, 0},
-    {"post_attention_norm.weight", INFER__L(post_attn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS},
-    {"ffn_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0},
-    {"ffn_gate.weight", INFER__L(w_gate), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0},
-    {"ffn_up.weight", INFER__L(w_up), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0},
-    {"ffn_down.weight", INFER__L(w_down), INFER__D_FFN, INFER__D_DIM, 0, INFER__T_DENSE, 0},
-    {"ffn_gate_inp.weight", INFER__L(ffn_router), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_EXPERT, 0},
+    {"attn_norm.weight", INFER__L(attn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0, 0},
+    {"attn_q.weight", INFER__L(wq), INFER__D_DIM, INFER__D_Q_OUT, 0, INFER__T_UNFUSED, 0, INFER__KA},
+    {"attn_k.weight", INFER__L(wk), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0, INFER__KA},
+    {"attn_v.weight", INFER__L(wv), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0, INFER__KA},
+    {"attn_q.bias", INFER__L(bq), INFER__D_Q, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS, INFER__KA},
+    {"attn_k.bias", INFER__L(bk), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS, INFER__KA},
+    {"attn_v.bias", INFER__L(bv), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS, INFER__KA},
+    {"attn_q_norm.weight", INFER__L(q_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM, INFER__KA},
+    {"attn_k_norm.weight", INFER__L(k_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM, INFER__KA},
+    {"attn_output.weight", INFER__L(wo), INFER__D_Q, INFER__D_DIM, 0, INFER__T_ALWAYS, 0, INFER__KA},
+    {"attn_output.bias", INFER__L(bo), INFER__D_DIM, 0, 0, INFER__T_OPTIONAL, 0, INFER__KA},
+    {"post_attention_norm.weight", INFER__L(post_attn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
+    {"ffn_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_UNLESS, INFER__A_POST_ATTN_FFN_NORM, 0},
+    {"post_attention_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_ATTN_FFN_NORM, 0},
+    {"ffn_gate.weight", INFER__L(w_gate), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0, 0},
+    {"ffn_up.weight", INFER__L(w_up), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0, 0},
+    {"ffn_down.weight", INFER__L(w_down), INFER__D_FFN, INFER__D_DIM, 0, INFER__T_DENSE, 0, 0},
+    {"ffn_gate_inp.weight", INFER__L(ffn_router), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_EXPERT, 0, 0},
     {"ffn_gate_exps.weight", INFER__L(gate_exps), INFER__D_DIM, INFER__D_EXPERT_FFN, INFER__D_EXPERTS,
-     INFER__T_EXPERT, 0},
+     INFER__T_EXPERT, 0, 0},
     {"ffn_up_exps.weight", INFER__L(up_exps), INFER__D_DIM, INFER__D_EXPERT_FFN, INFER__D_EXPERTS, INFER__T_EXPERT,
-     0},
+     0, 0},
     {"ffn_down_exps.weight", INFER__L(down_exps), INFER__D_EXPERT_FFN, INFER__D_DIM, INFER__D_EXPERTS,
-     INFER__T_EXPERT, 0},
-    {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS},
+     INFER__T_EXPERT, 0, 0},
+    {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
+    /* LFM2's short convolution */
+    {"shortconv.in_proj.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KSC},
+    {"shortconv.conv.weight", INFER__L(conv), INFER__D_CONV, INFER__D_CONV_CH, 0, INFER__T_ALWAYS, 0, INFER__KSC},
+    {"shortconv.out_proj.weight", INFER__L(rec_out), INFER__D_DIM, INFER__D_DIM, 0, INFER__T_ALWAYS, 0, INFER__KSC},
+    /* Granite 4.0-H's Mamba2 */
+    {"ssm_in.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KM2},
+    {"ssm_conv1d.weight", INFER__L(conv), INFER__D_CONV, INFER__D_CONV_CH, 0, INFER__T_ALWAYS, 0, INFER__KM2 | INFER__KDN},
+    {"ssm_conv1d.bias", INFER__L(conv_bias), INFER__D_CONV_CH, 0, 0, INFER__T_ALWAYS, 0, INFER__KM2},
+    {"ssm_dt.bias", INFER__L(dt_bias), INFER__D_SSM_HEADS, 0, 0, INFER__T_ALWAYS, 0, INFER__KM2 | INFER__KDN},
+    {"ssm_a", INFER__L(ssm_a), INFER__D_ONE, INFER__D_SSM_HEADS, 0, INFER__T_ALWAYS, 0, INFER__KM2},
+    {"ssm_d", INFER__L(ssm_d), INFER__D_ONE, INFER__D_SSM_HEADS, 0, INFER__T_ALWAYS, 0, INFER__KM2},
+    {"ssm_norm.weight", INFER__L(ssm_norm), INFER__D_NORM_GROUP, INFER__D_GROUPS, 0, INFER__T_ALWAYS, 0,
+     INFER__KM2},
+    /* Qwen3.5's gated delta-net */
+    {"attn_qkv.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"attn_gate.weight", INFER__L(rec_gate), INFER__D_DIM, INFER__D_INNER, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_a", INFER__L(ssm_a), INFER__D_SSM_HEADS, 0, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_beta.weight", INFER__L(rec_beta), INFER__D_DIM, INFER__D_SSM_HEADS, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_alpha.weight", INFER__L(rec_alpha), INFER__D_DIM, INFER__D_SSM_HEADS, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_norm.weight", INFER__L(ssm_norm), INFER__D_STATE, 0, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_out.weight", INFER__L(rec_out), INFER__D_INNER, INFER__D_DIM, 0, INFER__T_ALWAYS, 0, INFER__KM2 | INFER__KDN},
 };
 #undef INFER__L
+#undef INFER__KA
+#undef INFER__KSC
+#undef INFER__KM2
+#undef INFER__KDN
 
 static const infer__tensor_spec *infer__arch_layer_tensors(int *n) {
     *n = (int)(sizeof infer__layer_tensors / sizeof infer__layer_tensors[0]);

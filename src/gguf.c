@@ -524,6 +524,13 @@ static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *ou
     return 1;
 }
 
+static int infer__gguf_get_int_at(const infer_gguf *g, const char *key, uint64_t i, int64_t *out) {
+    const infer__kv *kv = infer__gguf_kv(g, key);
+    if (!kv || kv->type != INFER_GGUF_TYPE_ARRAY || !infer__gguf_is_int_type(kv->arr_type) || i >= kv->arr_n) return 0;
+    infer__gguf_scalar(kv->arr_type, kv->data + i * infer__gguf_scalar_size(kv->arr_type), out);
+    return 1;
+}
+
 static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *out) {
     const infer__kv *kv = infer__gguf_kv(g, key);
     if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_TYPE_BOOL) return 0;

@@ -181,6 +181,8 @@ static const infer__kv *infer__gguf_kv(const infer_gguf *g, const char *key);
    (integer for int, numeric for float) type, else 0 leaving *out alone. */
 static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *out);
 static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *out);
+/* element i of an integer array (0 where key is no such array or i is past its end) */
+static int infer__gguf_get_int_at(const infer_gguf *g, const char *key, uint64_t i, int64_t *out);
 static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out);
 static int infer__gguf_get_str(const infer_gguf *g, const char *key, infer__str *out);
 static const infer__tensor *infer__gguf_tensor(const infer_gguf *g, const char *name);
@@ -529,7 +531,13 @@ enum {
     INFER__A_MOE = 1u << 8,        /* every layer's feed-forward is experts */
     INFER__A_MOE_OPT = 1u << 9,    /* a layer with a router is experts (Mixtral under llama) */
     INFER__A_FUSED = 1u << 10,     /* attn_qkv and gate+up in ffn_up may come fused (phi3) */
-    INFER__A_LONGROPE = 1u << 11   /* rope_factors_long/short (Phi-3's LongRoPE) */
+    INFER__A_LONGROPE = 1u << 11,  /* rope_factors_long/short (Phi-3's LongRoPE) */
+    INFER__A_KV_PATTERN = 1u << 12, /* attention.head_count_kv may be an array: 0 marks a recurrent layer */
+    INFER__A_ATTN_INTERVAL = 1u << 13, /* every full_attention_interval-th layer attends, the rest are recurrent */
+    INFER__A_Q_GATE = 1u << 14,    /* attn_q interleaves each head's query and an output gate (sigmoid) */
+    INFER__A_POST_ATTN_FFN_NORM = 1u << 15, /* the pre-FFN norm is stored as post_attention_norm */
+    INFER__A_EMBD_NORM_OUT = 1u << 16, /* the final norm is stored as token_embd_norm */
+    INFER__A_GRANITE_SCALES = 1u << 17 /* embedding, residual and logit scales from the file; RoPE only if fine-tuned */
 };
 
 typedef struct infer__arch {
@@ -539,11 +547,23 @@ typedef struct infer__arch {
     int swa_default;   /* the window when the file has no sliding_window key; 0: required */
     float swa_rope_base; /* RoPE base of the sliding layers, unscaled; 0: the model's */
     int no_rope_step;  /* n: layers with il % n == n - 1 have no RoPE; 0: all have it */
+    int recurrent;     /* the kind (infer__layer_kind) of the layers that do not attend; 0: all attend */
 } infer__arch;
 
 /* Sizes a tensor's shape is written in. */
 enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER__D_HEAD, INFER__D_EXPERTS,
-       INFER__D_EXPERT_FFN };
+       INFER__D_EXPERT_FFN,
+       INFER__D_Q_OUT,     /* attn_q's rows: q_dim, or twice that where it carries a gate */
+       INFER__D_ONE,       /* 1 */
+       INFER__D_CONV,      /* a recurrent layer's conv taps */
+       INFER__D_CONV_CH,   /* its conv's channels */
+       INFER__D_REC_IN,    /* its input product's rows */
+       INFER__D_INNER,     /* its inner width (values out of the scan) */
+       INFER__D_SSM_HEADS, /* its scan's heads */
+       INFER__D_STATE,     /* a head's state width */
+       INFER__D_NORM_GROUP, /* the inner width of one group of the gated norm */
+       INFER__D_GROUPS     /* the scan's groups */
+};
 
 /* When a per-layer tensor must be there. */
 enum {
@@ -552,7 +572,8 @@ enum {
     INFER__T_FLAG,     /* required where the architecture has `flag`, else not part of it */
     INFER__T_UNFUSED,  /* q, k, v: required unless the layer's attn_qkv holds them */
     INFER__T_DENSE,    /* gate, up, down: required unless the layer is experts (gate: or fused in up) */
-    INFER__T_EXPERT    /* required where the layer is experts */
+    INFER__T_EXPERT,   /* required where the layer is experts */
+    INFER__T_UNLESS    /* required unless the architecture has `flag` */
 };
 
 typedef struct infer__tensor_spec {
@@ -561,6 +582,7 @@ typedef struct infer__tensor_spec {
     unsigned char ne0, ne1, ne2; /* INFER__D_*: [ne0] a vector, [ne0, ne1] a matrix, [ne0, ne1, ne2] experts */
     unsigned char when;
     unsigned flag;
+    unsigned kinds; /* the layer kinds (1 << infer__layer_kind) that have it; 0: every kind */
 } infer__tensor_spec;
 
 static const infer__arch *infer__arch_find(const char *name);

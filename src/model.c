@@ -22,6 +22,16 @@ static int64_t infer__model_size_of(const infer_model *m, int d) {
     case INFER__D_HEAD: return m->head_dim;
     case INFER__D_EXPERTS: return m->n_expert;
     case INFER__D_EXPERT_FFN: return m->expert_ffn;
+    case INFER__D_Q_OUT: return m->q_gate ? 2 * (int64_t)m->q_dim : m->q_dim;
+    case INFER__D_ONE: return 1;
+    case INFER__D_CONV: return m->ssm_conv;
+    case INFER__D_CONV_CH: return m->conv_ch;
+    case INFER__D_REC_IN: return m->rec_in_dim;
+    case INFER__D_INNER: return m->ssm_inner;
+    case INFER__D_SSM_HEADS: return m->ssm_heads;
+    case INFER__D_STATE: return m->ssm_state;
+    case INFER__D_NORM_GROUP: return m->ssm_groups ? m->ssm_inner / m->ssm_groups : 0;
+    case INFER__D_GROUPS: return m->ssm_groups;
     }
     return 0;
 }
@@ -135,6 +145,114 @@ static int infer__model_fparam(infer_model *m, const char *suffix, float *out, i
     return 1;
 }
 
+/* A hybrid's {arch}.attention.head_count_kv array: one count per layer, 0
+   for a recurrent layer; the attention layers' counts must agree (one KV
+   layout). Sets n_kv_heads and n_recurrent, and *is_array; a single
+   integer is left to the caller. */
+static int infer__model_kv_pattern(infer_model *m, int *is_array, infer_error *err) {
+    char key[128];
+    const infer__kv *kv;
+    int l, kvh = 0;
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", m->arch);
+    kv = infer__gguf_kv(m->gguf, key);
+    *is_array = kv && kv->type == INFER_GGUF_TYPE_ARRAY;
+    if (!*is_array) return 1;
+    if (kv->arr_n != (uint64_t)m->n_layers) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s has %llu values for %d layers", key,
+                         (unsigned long long)kv->arr_n, m->n_layers);
+        return 0;
+    }
+    for (l = 0; l < m->n_layers; l++) {
+        int64_t v = -1;
+        if (!infer__gguf_get_int_at(m->gguf, key, (uint64_t)l, &v) || v < 0 || v > m->n_heads) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s[%d] is not a count of 0..%d heads", key, l, m->n_heads);
+            return 0;
+        }
+        if (!v) {
+            m->n_recurrent++;
+        } else if (kvh && v != kvh) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "model metadata %s: attention layers with %d and %lld KV heads",
+                             key, kvh, (long long)v);
+            return 0;
+        } else {
+            kvh = (int)v;
+        }
+    }
+    m->n_kv_heads = kvh ? kvh : m->n_heads;
+    return 1;
+}
+
+/* The recurrent layers' sizes: {arch}.ssm.* (LFM2: shortconv.l_cache),
+   checked against each other, and the state a sequence keeps per layer. */
+static int infer__model_ssm_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
+    if (a->recurrent == INFER__LAYER_SHORTCONV) {
+        if (!infer__model_hparam(m, "shortconv.l_cache", &m->ssm_conv, 1, err)) return 0;
+        m->conv_ch = m->dim;
+        m->rec_in_dim = 3 * m->dim; /* b, c, x */
+    } else {
+        if (!infer__model_hparam(m, "ssm.conv_kernel", &m->ssm_conv, 1, err) ||
+            !infer__model_hparam(m, "ssm.inner_size", &m->ssm_inner, 1, err) ||
+            !infer__model_hparam(m, "ssm.state_size", &m->ssm_state, 1, err) ||
+            !infer__model_hparam(m, "ssm.time_step_rank", &m->ssm_heads, 1, err) ||
+            !infer__model_hparam(m, "ssm.group_count", &m->ssm_groups, 1, err))
+            return 0;
+        if (m->ssm_inner % m->ssm_heads || m->ssm_heads % m->ssm_groups || m->ssm_inner % m->ssm_groups) {
+            infer__set_error(err, INFER_ERR_FORMAT,
+                             "model metadata %s.ssm: inner size %d, %d heads and %d groups do not divide evenly", m->arch,
+                             m->ssm_inner, m->ssm_heads, m->ssm_groups);
+            return 0;
+        }
+        if (m->ssm_state > 1024 || m->ssm_inner > (1 << 16)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.ssm: state %d or inner size %d is out of range",
+                             m->arch, m->ssm_state, m->ssm_inner);
+            return 0;
+        }
+        /* q, k: a state width per group; v: the inner width */
+        m->conv_ch = m->ssm_inner + 2 * m->ssm_groups * m->ssm_state;
+        if (a->recurrent == INFER__LAYER_DELTANET) {
+            if (m->ssm_inner / m->ssm_heads != m->ssm_state) {
+                infer__set_error(err, INFER_ERR_UNSUPPORTED,
+                                 "model metadata %s.ssm: value heads of %d differ from key heads of %d", m->arch,
+                                 m->ssm_inner / m->ssm_heads, m->ssm_state);
+                return 0;
+            }
+            m->rec_in_dim = m->conv_ch;
+            m->rs_ssm_floats = (size_t)m->ssm_heads * m->ssm_state * m->ssm_state;
+        } else { /* Mamba2: z, xBC, dt */
+            m->rec_in_dim = m->ssm_inner + m->conv_ch + m->ssm_heads;
+            m->rs_ssm_floats = (size_t)m->ssm_inner * m->ssm_state;
+        }
+    }
+    if (m->ssm_conv < 2 || m->ssm_conv > 16) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s: a convolution of %d taps is out of range (2..16)",
+                         m->arch, m->ssm_conv);
+        return 0;
+    }
+    m->rs_conv_floats = (size_t)(m->ssm_conv - 1) * m->conv_ch;
+    return 1;
+}
+
+/* Which layers attend and which are recurrent (the file's pattern). */
+static int infer__model_layer_kinds(infer_model *m, const infer__arch *a, infer_error *err) {
+    char key[128];
+    int l, interval = 4;
+    if (!a->recurrent) return 1;
+    m->n_recurrent = 0;
+    if (a->flags & INFER__A_ATTN_INTERVAL) {
+        if (!infer__model_hparam(m, "full_attention_interval", &interval, 0, err)) return 0;
+        for (l = 0; l < m->n_layers; l++)
+            if ((l + 1) % interval) m->layers[l].kind = (infer__layer_kind)a->recurrent, m->n_recurrent++;
+        return 1;
+    }
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", m->arch);
+    for (l = 0; l < m->n_layers; l++) {
+        int64_t v = 1;
+        infer__gguf_get_int_at(m->gguf, key, (uint64_t)l, &v); /* checked by infer__model_kv_pattern */
+        if (!v) m->layers[l].kind = (infer__layer_kind)a->recurrent, m->n_recurrent++;
+    }
+    return 1;
+}
+
 /* RoPE scaling: {arch}.rope.scaling.* (type none, linear, yarn or
    longrope), as llama.cpp reads them; fills the global layers' RoPE. */
 static int infer__model_rope_scaling(infer_model *m, infer__rope *r, infer_error *err) {
@@ -191,7 +309,7 @@ static int infer__model_rope_override(infer_model *m, const infer_model_params *
 }
 
 static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
-    int k_len = 0, v_len = 0;
+    int k_len = 0, v_len = 0, kv_array = 0;
     infer__rope *r = &m->ropes[0];
     if (!infer__model_hparam(m, "embedding_length", &m->dim, 1, err) ||
         !infer__model_hparam(m, "block_count", &m->n_layers, 1, err) ||
@@ -200,8 +318,9 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         return 0;
     m->n_kv_heads = m->n_heads;
     m->n_ctx_train = 2048;
-    if (!infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err) ||
-        !infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err) ||
+    if ((a->flags & INFER__A_KV_PATTERN) && !infer__model_kv_pattern(m, &kv_array, err)) return 0;
+    if (!kv_array && !infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err)) return 0;
+    if (!infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err) ||
         !infer__model_hparam(m, "attention.key_length", &k_len, 0, err) ||
         !infer__model_hparam(m, "attention.value_length", &v_len, 0, err))
         return 0;
@@ -287,6 +406,17 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
             !infer__model_fparam(m, "final_logit_softcapping", &m->final_softcap, 0, err))
             return 0;
     }
+
+    m->q_gate = (a->flags & INFER__A_Q_GATE) != 0;
+    if (a->flags & INFER__A_GRANITE_SCALES) {
+        float logit = 0;
+        if (!infer__model_fparam(m, "embedding_scale", &m->embd_scale, 1, err) ||
+            !infer__model_fparam(m, "residual_scale", &m->residual_scale, 1, err) ||
+            !infer__model_fparam(m, "logit_scale", &logit, 1, err))
+            return 0;
+        if (logit > 0) m->logit_scale = 1.0f / logit;
+    }
+    if (a->recurrent && !infer__model_ssm_hparams(m, a, err)) return 0;
 
     /* experts: counts, the experts' FFN width, gating and normalisation */
     m->expert_ffn = m->ffn_dim;
@@ -397,8 +527,13 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         const infer__tensor **field = (const infer__tensor **)((char *)L + s->field);
         const infer__tensor *t;
         int required;
+        if (s->kinds && !(s->kinds & (1u << L->kind))) continue; /* another kind of layer's */
         switch (s->when) {
         case INFER__T_ALWAYS: required = 1; break;
+        case INFER__T_UNLESS:
+            if (a->flags & s->flag) continue;
+            required = 1;
+            break;
         case INFER__T_OPTIONAL: required = 0; break;
         case INFER__T_FLAG:
             if (!(a->flags & s->flag)) continue; /* not part of this architecture: left unbound */
@@ -455,6 +590,14 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         if (m->n_ropes > 1) L->rope = 1;
     }
     if (a->no_rope_step && l % a->no_rope_step == a->no_rope_step - 1) L->rope = -1;
+    if (a->flags & INFER__A_GRANITE_SCALES) { /* RoPE only where the model was fine-tuned with it */
+        char key[128];
+        int tuned = 0;
+        snprintf(key, sizeof key, "%s.rope.scaling.finetuned", m->arch);
+        infer__gguf_get_bool(m->gguf, key, &tuned);
+        if (!tuned) L->rope = -1;
+    }
+    if (L->kind != INFER__LAYER_ATTENTION) L->rope = -1, L->window = 0;
 }
 
 /* The GELU of every F16 value, rounded to F16 as llama.cpp's table is. */
@@ -494,7 +637,8 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
     }
     m->n_vocab = (int)emb->ne[1];
     m->tok_embd = infer__model_weight(m, "token_embd.weight", m->dim, m->n_vocab, 1, err, &ok);
-    m->output_norm = infer__model_weight(m, "output_norm.weight", m->dim, 0, 1, err, &ok);
+    m->output_norm = infer__model_weight(m, a->flags & INFER__A_EMBD_NORM_OUT ? "token_embd_norm.weight" : "output_norm.weight",
+                                         m->dim, 0, 1, err, &ok);
     m->output = infer__model_weight(m, "output.weight", m->dim, m->n_vocab, 0, err, &ok);
     if (!m->output) m->output = m->tok_embd; /* tied embeddings */
     {
@@ -522,6 +666,7 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }
+    if (!infer__model_layer_kinds(m, a, err)) return 0;
     for (l = 0; l < m->n_layers && ok; l++) infer__model_bind_layer(m, a, l, err, &ok);
     /* a tensor the forward pass would ignore means a variant we do not
        implement: refuse rather than compute wrongly */

@@ -40,13 +40,32 @@ typedef struct infer__rope {
 } infer__rope;
 #define INFER__MAX_ROPES 2 /* distinct RoPEs in one model (sliding vs global layers) */
 
+/* What a layer does in place of attention: attend over the KV cache, or
+   carry a fixed-size state per sequence (a recurrent layer: conv window
+   and scan state, infer_context's rs). */
+typedef enum infer__layer_kind {
+    INFER__LAYER_ATTENTION = 0,
+    INFER__LAYER_SHORTCONV, /* LFM2: in -> b, c, x; y = conv(b * x) (taps over the last tokens); out(c * y) */
+    INFER__LAYER_MAMBA2,    /* Granite 4.0-H: in -> z, xBC, dt; xBC = silu(conv(xBC) + bias); Mamba2's scan; gated norm */
+    INFER__LAYER_DELTANET,  /* Qwen3.5: qkv -> silu(conv); L2-normed q, k; gated delta rule; gated norm */
+    INFER__LAYER_KINDS
+} infer__layer_kind;
+
 typedef struct infer__layer {
+    infer__layer_kind kind;
     /* attention; bq, bk, bv, bo, q_norm, k_norm and post_attn_norm may be NULL */
     const infer__tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *post_attn_norm;
     /* feed-forward: dense (w_gate, w_up, w_down) or experts (router and the
        three stacked expert tensors); post_ffn_norm may be NULL */
     const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
     const infer__tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
+    /* a recurrent layer: its input product (and, Qwen3.5's, the gate z and
+       the per-head beta and alpha products), the conv's taps (rows of
+       ssm_conv per channel) and bias, the scan's dt bias, A (as -exp(A_log))
+       and D, the gated norm's weight, the output product; those its kind
+       lacks are NULL */
+    const infer__tensor *rec_in, *rec_gate, *rec_beta, *rec_alpha, *conv, *conv_bias, *dt_bias, *ssm_a, *ssm_d,
+        *ssm_norm, *rec_out;
     int window; /* keys a query sees (sliding window), 0: all of them */
     int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
 } infer__layer;
@@ -76,6 +95,15 @@ struct infer_model {
     infer__gating gating;
     int expert_norm;     /* the chosen experts' weights renormalised to sum 1 */
     int n_swa;           /* the sliding window of the layers that have one, 0: none */
+    int q_gate;          /* attn_q gives each head's query then its gate: the output times sigmoid(gate) */
+    float residual_scale; /* each block's output times this before the residual add, 0: no (Granite) */
+    float logit_scale;   /* logits times this, 0: no (Granite's 1 / logit_scale) */
+    /* recurrent layers (all of one kind in a model): conv taps, channels,
+       the input product's rows, the inner width, the scan's heads, a
+       head's state width (Qwen3.5: its key and value width; Mamba2: d_state),
+       the groups (Qwen3.5: key heads; Mamba2: B/C groups) */
+    int n_recurrent, ssm_conv, conv_ch, rec_in_dim, ssm_inner, ssm_heads, ssm_state, ssm_groups;
+    size_t rs_conv_floats, rs_ssm_floats; /* a recurrent layer's state per sequence */
     infer__rope ropes[INFER__MAX_ROPES];
     int n_ropes;
     const infer__tensor *tok_embd, *output_norm, *output; /* output may be tok_embd (tied) */
