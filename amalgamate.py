@@ -62,6 +62,7 @@ PARTS = [
     "context.c",
     "product.c",
     "rope.c",
+    "recurrent.c",
     "forward.c",
     "decode.c",
     "sequence.c",
