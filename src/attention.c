@@ -51,7 +51,8 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
     if (kv->slots && kv->k && kv->v) {
         for (l = 0; l < m->n_layers; l++) {
-            kv->slots[l] = infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window);
+            /* a recurrent layer keeps no keys (its state is the context's rs) */
+            kv->slots[l] = m->layers[l].kind == INFER__LAYER_ATTENTION ? infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window) : 0;
             total += 2 * (size_t)kv->slots[l] * kv->k_row * n_seq;
         }
         kv->mem = (uint8_t *)infer__kv_mem_alloc(gpu, total ? total : 1);
@@ -85,7 +86,7 @@ static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m,
     int l;
     for (l = 0; l < kv->n_layers; l++) {
         int w = m->layers[l].window, first;
-        if (kv->slots[l] >= kv->n_ctx) continue;
+        if (kv->slots[l] >= kv->n_ctx || !kv->slots[l]) continue;
         first = w ? INFER__MAX(0, n_past - w + 1) : 0;
         if (first + kv->slots[l] < hi) return 0;
     }

@@ -47,6 +47,30 @@ static void infer__product_use_packed(const infer_context *c, infer__product *p)
         if (c->kern.gemm_packed[p->w[i]->type]) p->packed[i] = infer__weights_packed(c->model, p->w[i]);
 }
 
+static float *infer__rs_slot(const infer_context *c, int seq, int slot) {
+    return c->rs + ((size_t)seq * 2 + (size_t)slot) * c->rs_slot;
+}
+static float *infer__rs_at(const infer_context *c, int seq, int slot, int l) { return infer__rs_slot(c, seq, slot) + c->rs_at[l]; }
+
+/* A recurrent layer's products: its input (and Qwen3.5's gate z) in one
+   step, Qwen3.5's beta and alpha in the router's, its output in o's. */
+static void infer__plan_recurrent(infer_context *c, const infer__layer *L, infer__product *p) {
+    const infer_model *m = c->model;
+    const infer__tensor *w[3];
+    float *y[3];
+    int ld[3], n = 1;
+    w[0] = L->rec_in, y[0] = c->rin, ld[0] = m->rec_in_dim;
+    if (L->rec_gate) w[1] = L->rec_gate, y[1] = c->rgate, ld[1] = m->ssm_inner, n = 2;
+    infer__product_init(&p[INFER__P_QKV], n, w, y, ld);
+    if (L->rec_beta) {
+        w[0] = L->rec_beta, w[1] = L->rec_alpha;
+        y[0] = c->rba, y[1] = c->rba + m->ssm_heads;
+        ld[0] = ld[1] = 2 * m->ssm_heads;
+        infer__product_init(&p[INFER__P_ROUTER], 2, w, y, ld);
+    }
+    infer__product_init(&p[INFER__P_O], 1, &L->rec_out, &c->xb, &m->dim);
+}
+
 static int infer__plan(infer_context *c) {
     const infer_model *m = c->model;
     int l, n_steps = m->n_layers * INFER__P_PER_LAYER + 1;
@@ -58,11 +82,15 @@ static int infer__plan(infer_context *c) {
         const infer__tensor *w[3];
         float *y[3];
         int ld[3];
-        w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
-        y[0] = c->q, y[1] = c->k, y[2] = c->v;
-        ld[0] = m->q_dim, ld[1] = ld[2] = m->kv_dim;
-        infer__product_init(&p[INFER__P_QKV], 3, w, y, ld);
-        infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
+        if (L->kind != INFER__LAYER_ATTENTION) {
+            infer__plan_recurrent(c, L, p);
+        } else {
+            w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
+            y[0] = m->q_gate ? c->qg : c->q, y[1] = c->k, y[2] = c->v;
+            ld[0] = m->q_gate ? 2 * m->q_dim : m->q_dim, ld[1] = ld[2] = m->kv_dim;
+            infer__product_init(&p[INFER__P_QKV], 3, w, y, ld);
+            infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
+        }
         if (L->ffn_router) { /* experts: the router, then gate/up and down per expert */
             infer__product_init(&p[INFER__P_ROUTER], 1, &L->ffn_router, &c->route.logits, &m->n_expert);
             w[0] = L->gate_exps, w[1] = L->up_exps;
@@ -149,10 +177,11 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     /* prompts summed otherwise than llama.cpp sums them move logits by a
        fraction of a percent; routing (experts), soft-capped attention and
        scaled embeddings turn that into several (measured: synth gemma2 4%,
-       Gemma 3 270M 7%), so such models take llama.cpp's order by default
+       Gemma 3 270M 7%), and recurrent layers carry them in their state
+       (synth qwen35 0.41% against 0.3% allowed), so such models take llama.cpp's order by default
        (on the GPU too: see infer_cuda.cu's "llama.cpp's order") */
     c->match_llama = params->match_llama > 0 ||
-                     (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0));
+                     (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0 || m->n_recurrent));
     if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache */
         infer_context_free(c);
         return NULL;
@@ -178,6 +207,14 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->seq_of = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
     c->groups = (infer__group *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(infer__group), &ok);
     c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
+    for (l = 0; l < c->n_seq; l++) c->seqs[l].rs_ckpt = -1;
+    if (m->n_recurrent) { /* each sequence's two state slots */
+        c->rs_at = (size_t *)infer__ctx_alloc(c, (size_t)m->n_layers, sizeof(size_t), &ok);
+        for (l = 0; ok && l < m->n_layers; l++)
+            if (m->layers[l].kind != INFER__LAYER_ATTENTION)
+                c->rs_at[l] = c->rs_slot, c->rs_slot += m->rs_conv_floats + m->rs_ssm_floats;
+        if (ok) c->rs = (float *)infer__ctx_alloc(c, (size_t)c->n_seq * 2 * c->rs_slot, sizeof(float), &ok);
+    }
     if (c->gpu) { /* the rest is the CPU pass's scratch */
         if (!ok) {
             infer_context_free(c);
@@ -187,7 +224,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return c;
     }
     pairs = moe ? c->n_batch * m->n_expert_used : 0;
-    widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
+    widest = INFER__MAX(INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn)), m->ssm_inner);
     c->xq_rows = INFER__MAX(c->n_batch, pairs);
     c->x = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->xb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
@@ -199,6 +236,16 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
                                       sizeof(float), &ok);
     c->hb2 = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
                                        sizeof(float), &ok);
+    if (m->n_recurrent) {
+        c->rin = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->rec_in_dim, sizeof(float), &ok);
+        c->rout = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * INFER__MAX(m->ssm_inner, m->dim), sizeof(float), &ok);
+        c->rgate = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ssm_inner, sizeof(float), &ok);
+        c->rba = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->ssm_heads, sizeof(float), &ok);
+    }
+    if (m->q_gate) {
+        c->qg = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->q_dim, sizeof(float), &ok);
+        c->gate = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    }
     if (moe) {
         c->moe_out = (float *)infer__ctx_alloc(c, (size_t)pairs * m->dim, sizeof(float), &ok);
         c->route.expert = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
@@ -248,6 +295,14 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
     INFER_FREE(c->moe_out);
+    INFER_FREE(c->rs);
+    INFER_FREE(c->rs_at);
+    INFER_FREE(c->rin);
+    INFER_FREE(c->rout);
+    INFER_FREE(c->rgate);
+    INFER_FREE(c->rba);
+    INFER_FREE(c->qg);
+    INFER_FREE(c->gate);
     INFER_FREE(c->route.expert);
     INFER_FREE(c->route.weight);
     INFER_FREE(c->route.pair_of);

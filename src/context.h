@@ -145,12 +145,18 @@ typedef struct infer__seq {
     /* infer_decode_batch's bookkeeping: tokens in this batch, the last
        one's index, n_past when the call began */
     int pending, last, start_past;
+    /* recurrent layers: the state slot (0, 1) that is the sequence's now;
+       the other holds its state at position rs_ckpt (-1: none), the
+       checkpoint a truncation goes back to; rs_fresh: no pass of this
+       decode call has written the other slot yet */
+    int rs_cur, rs_ckpt, rs_fresh;
 } infer__seq;
 
 /* A run of one sequence's tokens in a forward pass: tokens start.. of the
    pass, at positions pos0.. of sequence seq. */
 typedef struct infer__group {
     int seq, start, n, pos0;
+    int rs_src, rs_dst; /* recurrent layers: the state slots read and written; src -1: zeros */
 } infer__group;
 
 struct infer_context {
@@ -185,6 +191,15 @@ struct infer_context {
     size_t xq_row_max;  /* bytes of one converted row, largest case */
     int xq_rows;        /* rows per slot: n_batch, or n_batch * experts used */
     infer__moe_route route;
+    /* recurrent layers: each sequence's two state slots (infer__seq.rs_cur),
+       rs_slot floats each, layer l's part at rs_at[l] (its conv window,
+       then its scan state); and their activations, a row per token: the
+       input product, Qwen3.5's gate z, its beta and alpha logits, the
+       scan's output */
+    float *rs;
+    size_t rs_slot, *rs_at;
+    float *rin, *rgate, *rba, *rout;
+    float *qg, *gate; /* attention with a gate (model.q_gate): attn_q's output, then the gates */
     infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
     /* one pass's tokens (n_batch): each one's position, the sequences'
        runs, and which rows go out as logits */
@@ -243,6 +258,9 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused);
+/* context.c: sequence seq's state slot `slot` (rs_slot floats), and layer l's part of it (a recurrent layer) */
+static float *infer__rs_slot(const infer_context *c, int seq, int slot);
+static float *infer__rs_at(const infer_context *c, int seq, int slot, int l);
 /* decode.c: room for rows of logits (n_vocab floats); 0 when memory runs
    out. */
 static int infer__reserve_logits(infer_context *c, int rows);

@@ -24,6 +24,13 @@ static infer_status infer__make_room(infer_context *c, infer_error *err) {
         infer__seq *q = &c->seqs[s];
         int need = q->n_past + q->pending - c->n_ctx, discard;
         if (need <= 0) continue;
+        if (c->rs && c->full_policy == INFER_FULL_POLICY_SHIFT) {
+            infer__set_error(err, INFER_ERR_CONTEXT_FULL,
+                             "the context is full (sequence %d, %d of %d positions) and cannot shift: %s's recurrent "
+                             "layers would keep what a shift drops",
+                             s, q->n_past, c->n_ctx, c->model->arch);
+            return INFER_ERR_CONTEXT_FULL;
+        }
         if (c->full_policy != INFER_FULL_POLICY_SHIFT || q->pending > c->n_ctx - c->n_keep) {
             infer__set_error(err, INFER_ERR_CONTEXT_FULL,
                              "the context is full: %d tokens do not fit in sequence %d (%d of %d positions used)",
@@ -37,7 +44,9 @@ static infer_status infer__make_room(infer_context *c, infer_error *err) {
     return INFER_OK;
 }
 
-/* Puts the sequences back where the call found them (a pass failed). */
+/* Puts the sequences back where the call found them (a pass failed): a
+   recurrent state slot the passes wrote is not the sequence's (rs_cur is
+   still the one the call began with), but no longer a checkpoint. */
 static void infer__rollback(infer_context *c) {
     int s;
     for (s = 0; s < c->n_seq; s++) {
@@ -45,7 +54,20 @@ static void infer__rollback(infer_context *c) {
         if (!q->pending) continue;
         q->n_past = q->start_past;
         stbds_arrsetlen(q->tokens, q->start_past);
+        q->rs_ckpt = -1; /* a pass may have written that slot */
+        q->rs_fresh = 0;
     }
+}
+
+/* The state slots group G's tokens read and write (recurrent layers):
+   the call's first pass reads the sequence's slot and writes the other,
+   so the one read stays the checkpoint of where the call began; later
+   passes of the call go on in the other; a run from position 0 starts
+   from zeros. */
+static void infer__group_slots(infer_context *c, infer__group *G) {
+    const infer__seq *q = &c->seqs[G->seq];
+    G->rs_dst = 1 - q->rs_cur;
+    G->rs_src = G->pos0 == 0 ? -1 : q->rs_fresh ? q->rs_cur : G->rs_dst;
 }
 
 INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b, infer_error *err) {
@@ -107,6 +129,7 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
     for (s = 0; s < c->n_seq; s++) {
         c->seqs[s].start_past = c->seqs[s].n_past;
         c->seqs[s].logit_row = -1;
+        c->seqs[s].rs_fresh = c->seqs[s].pending > 0;
     }
     /* passes of up to n_batch tokens, each a run per sequence */
     for (done = 0, n_rows = 0; done < n && st == INFER_OK; done += c->n_batch) {
@@ -121,6 +144,7 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
             if (!n_groups || c->groups[n_groups - 1].seq != sq) {
                 infer__group *G = &c->groups[n_groups++];
                 G->seq = sq, G->start = t, G->n = 0, G->pos0 = q->n_past;
+                infer__group_slots(c, G);
             }
             c->pos[t] = q->n_past + c->groups[n_groups - 1].n++;
             if (c->row_of[orig] >= 0) c->sel[n_sel++] = t;
@@ -133,6 +157,7 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
             infer__seq *q = &c->seqs[c->groups[t].seq];
             for (i = 0; i < c->groups[t].n; i++) stbds_arrput(q->tokens, c->btok[done + c->groups[t].start + i]);
             q->n_past += c->groups[t].n;
+            q->rs_fresh = 0;
             q->hi = INFER__MAX(q->hi, q->n_past);
         }
         if (n > c->n_batch && c->progress_fn && c->progress_fn((float)(done + nb) / (float)n, c->progress_user))
@@ -144,8 +169,15 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
         stbds_arrsetlen(c->row_of, 0);
         return st;
     }
-    for (s = 0; s < c->n_seq; s++)
-        if (c->seqs[s].pending) c->seqs[s].logit_row = c->row_of[c->seqs[s].last];
+    for (s = 0; s < c->n_seq; s++) {
+        infer__seq *q = &c->seqs[s];
+        if (!q->pending) continue;
+        q->logit_row = c->row_of[q->last];
+        if (c->rs) { /* the slot written is the sequence's now; the one read, where the call began */
+            q->rs_cur = 1 - q->rs_cur;
+            q->rs_ckpt = q->start_past;
+        }
+    }
     return INFER_OK;
 }
 

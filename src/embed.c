@@ -74,6 +74,8 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
         int nb = INFER__MIN(c->n_batch, n - done);
         infer__group *G = &c->groups[0];
         G->seq = seq, G->start = 0, G->n = nb, G->pos0 = done;
+        /* recurrent layers: from zeros, then on in one slot (nothing of it is kept) */
+        G->rs_src = done ? c->seqs[seq].rs_cur : -1, G->rs_dst = c->seqs[seq].rs_cur;
         for (t = 0; t < nb; t++) c->pos[t] = done + t, c->sel[t] = t;
         st = infer__backend_forward(c, toks + done, nb, 1, nb, NULL, hidden, err);
         if (st != INFER_OK) {

@@ -29,8 +29,47 @@ INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, in
     return c->seqs[seq].tokens;
 }
 
+/* A recurrent model's truncation to n (0 < n < n_past): its state cannot
+   lose tokens, so it goes back to the checkpoint (the state where the
+   last decode call began) and the tokens from there to n are decoded
+   again; n before the checkpoint keeps nothing. */
+static infer_status infer__seq_truncate_recurrent(infer_context *c, int seq, int n, int *kept, infer_error *err) {
+    infer__seq *q = &c->seqs[seq];
+    int ck = q->rs_ckpt, redo = n - ck;
+    infer_token *again;
+    infer_batch b;
+    infer_status st;
+    int *seqs, i;
+    if (ck < 0 || n < ck) {
+        *kept = 0;
+        return INFER_OK;
+    }
+    q->rs_cur = 1 - q->rs_cur; /* the checkpoint's slot is the sequence's again */
+    q->rs_ckpt = -1;
+    *kept = ck;
+    if (!redo) return INFER_OK;
+    again = (infer_token *)INFER_MALLOC((size_t)redo * (sizeof *again + sizeof *seqs));
+    if (!again) {
+        *kept = 0;
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a truncation's checkpoint");
+        return INFER_ERR_NOMEM;
+    }
+    seqs = (int *)(again + redo);
+    memcpy(again, q->tokens + ck, (size_t)redo * sizeof *again);
+    for (i = 0; i < redo; i++) seqs[i] = seq;
+    q->n_past = q->hi = ck;
+    stbds_arrsetlen(q->tokens, ck);
+    memset(&b, 0, sizeof b);
+    b.n = redo, b.tokens = again, b.seq = seqs;
+    st = infer_decode_batch(c, &b, err);
+    INFER_FREE(again);
+    if (st == INFER_OK) *kept = n;
+    return st;
+}
+
 INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *n_past, infer_error *err) {
     infer__seq *q;
+    infer_status st = INFER_OK;
     if (n_past) *n_past = 0;
     if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
     q = &c->seqs[seq];
@@ -38,11 +77,21 @@ INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *
         if (n_past) *n_past = q->n_past;
         return INFER_OK;
     }
+    if (c->rs && n > 0) {
+        int kept = 0;
+        st = infer__seq_truncate_recurrent(c, seq, n, &kept, err);
+        if (st != INFER_OK || kept == n) {
+            if (n_past) *n_past = q->n_past;
+            return st;
+        }
+        n = kept;
+    }
     /* a sliding window's ring may have overwritten keys n_past would see */
     if (!infer__kv_can_rewind(&c->kv, c->model, q->hi, n)) n = 0;
     q->n_past = n;
     q->hi = n;
     q->logit_row = -1;
+    if (!n) q->rs_ckpt = -1;
     if (q->inexact && n < q->inexact) q->inexact = 0; /* what is left was made as a prefill makes it */
     stbds_arrsetlen(q->tokens, n);
     if (n_past) *n_past = n;
@@ -60,7 +109,7 @@ INFERDEF int infer_context_truncate(infer_context *c, int n_past) {
 static int infer__seq_unwrapped(const infer_context *c, const infer__seq *q) {
     int l;
     for (l = 0; l < c->kv.n_layers; l++)
-        if (c->kv.slots[l] < q->hi) return 0;
+        if (c->kv.slots[l] && c->kv.slots[l] < q->hi) return 0;
     return 1;
 }
 
@@ -106,9 +155,14 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
         return INFER_ERR_ARG;
     }
     if (p0 == p1) return INFER_OK;
-    if (p1 == q->n_past) { /* the end: a truncation */
-        infer_seq_truncate(c, seq, p0, NULL, NULL);
-        return INFER_OK;
+    if (p1 == q->n_past) /* the end: a truncation */
+        return infer_seq_truncate(c, seq, p0, NULL, err);
+    if (c->rs) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED,
+                         "%s's recurrent layers keep one state of every token: positions %d..%d cannot be removed from "
+                         "the middle (truncate the sequence or clear it)",
+                         c->model->arch, p0, p1);
+        return INFER_ERR_UNSUPPORTED;
     }
     if (!infer__seq_unwrapped(c, q)) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED,
@@ -196,6 +250,11 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
             infer__set_error(err, INFER_ERR_DEVICE, "copying the KV cache on the device failed");
             return INFER_ERR_DEVICE;
         }
+    if (c->rs) { /* both state slots: the copy keeps the checkpoint too */
+        memcpy(c->rs + (size_t)dst * 2 * c->rs_slot, c->rs + (size_t)src * 2 * c->rs_slot, 2 * c->rs_slot * sizeof(float));
+        b->rs_cur = a->rs_cur;
+        b->rs_ckpt = a->rs_ckpt;
+    }
     if (a->n_past) memcpy(b->tokens, a->tokens, (size_t)a->n_past * sizeof(infer_token));
     b->n_past = a->n_past;
     b->hi = a->hi;
@@ -322,7 +381,7 @@ INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq) {
     n = sizeof(infer__state_header) + (size_t)c->kv.n_layers * sizeof(int32_t) + (size_t)q->n_past * sizeof(infer_token);
     if (q->logit_row >= 0) n += (size_t)c->model->n_vocab * sizeof(float);
     for (l = 0; l < c->kv.n_layers; l++) n += infer__state_layer_bytes(&c->kv, l, q->hi);
-    return n;
+    return n + c->rs_slot * sizeof(float); /* recurrent layers: the state slot */
 }
 
 INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf, size_t size) {
@@ -360,6 +419,7 @@ INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf,
             at += (size_t)n * c->kv.k_row;
         if (!ok) return 0; /* the device failed */
     }
+    if (c->rs_slot) memcpy(at, infer__rs_slot(c, seq, q->rs_cur), c->rs_slot * sizeof(float));
     h.checksum = infer__state_checksum((const uint8_t *)buf, need);
     memcpy(buf, &h, sizeof h);
     return need;
@@ -412,7 +472,7 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
     }
     need += (size_t)h.n_past * sizeof(infer_token) + (size_t)h.n_logits * sizeof(float);
     for (l = 0; l < c->kv.n_layers; l++) cache_bytes += infer__state_layer_bytes(&c->kv, l, h.hi);
-    if (size != need + cache_bytes) goto bad;
+    if (size != need + cache_bytes + c->rs_slot * sizeof(float)) goto bad;
     tokens = at;
     logits = tokens + (size_t)h.n_past * sizeof(infer_token);
     cache = logits + (size_t)h.n_logits * sizeof(float);
@@ -439,6 +499,14 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
         infer__set_error(err, INFER_ERR_FORMAT, "the state's KV cache (%s) holds a NaN or infinity",
                          infer_type_name(c->kv.type));
         return INFER_ERR_FORMAT;
+    }
+    for (i = 0; (size_t)i < c->rs_slot; i++) {
+        float v;
+        memcpy(&v, cache + cache_bytes + (size_t)i * sizeof v, sizeof v);
+        if (!isfinite(v)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "the state's recurrent layers hold a NaN or infinity");
+            return INFER_ERR_FORMAT;
+        }
     }
 
     if (h.n_logits && !infer__reserve_logits(c, 1)) {
@@ -479,6 +547,10 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
             infer__set_error(err, INFER_ERR_DEVICE, "writing the state into the KV cache on the device failed");
             return INFER_ERR_DEVICE;
         }
+    }
+    if (c->rs_slot) {
+        memcpy(infer__rs_slot(c, seq, q->rs_cur), cache + cache_bytes, c->rs_slot * sizeof(float));
+        q->rs_ckpt = -1;
     }
     q->n_past = h.n_past;
     q->hi = h.hi;
