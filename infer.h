@@ -1660,13 +1660,32 @@ typedef struct infer__rope {
 } infer__rope;
 #define INFER__MAX_ROPES 2 /* distinct RoPEs in one model (sliding vs global layers) */
 
+/* What a layer does in place of attention: attend over the KV cache, or
+   carry a fixed-size state per sequence (a recurrent layer: conv window
+   and scan state, infer_context's rs). */
+typedef enum infer__layer_kind {
+    INFER__LAYER_ATTENTION = 0,
+    INFER__LAYER_SHORTCONV, /* LFM2: in -> b, c, x; y = conv(b * x) (taps over the last tokens); out(c * y) */
+    INFER__LAYER_MAMBA2,    /* Granite 4.0-H: in -> z, xBC, dt; xBC = silu(conv(xBC) + bias); Mamba2's scan; gated norm */
+    INFER__LAYER_DELTANET,  /* Qwen3.5: qkv -> silu(conv); L2-normed q, k; gated delta rule; gated norm */
+    INFER__LAYER_KINDS
+} infer__layer_kind;
+
 typedef struct infer__layer {
+    infer__layer_kind kind;
     /* attention; bq, bk, bv, bo, q_norm, k_norm and post_attn_norm may be NULL */
     const infer__tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo, *q_norm, *k_norm, *post_attn_norm;
     /* feed-forward: dense (w_gate, w_up, w_down) or experts (router and the
        three stacked expert tensors); post_ffn_norm may be NULL */
     const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
     const infer__tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
+    /* a recurrent layer: its input product (and, Qwen3.5's, the gate z and
+       the per-head beta and alpha products), the conv's taps (rows of
+       ssm_conv per channel) and bias, the scan's dt bias, A (as -exp(A_log))
+       and D, the gated norm's weight, the output product; those its kind
+       lacks are NULL */
+    const infer__tensor *rec_in, *rec_gate, *rec_beta, *rec_alpha, *conv, *conv_bias, *dt_bias, *ssm_a, *ssm_d,
+        *ssm_norm, *rec_out;
     int window; /* keys a query sees (sliding window), 0: all of them */
     int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
 } infer__layer;
@@ -1696,6 +1715,15 @@ struct infer_model {
     infer__gating gating;
     int expert_norm;     /* the chosen experts' weights renormalised to sum 1 */
     int n_swa;           /* the sliding window of the layers that have one, 0: none */
+    int q_gate;          /* attn_q gives each head's query then its gate: the output times sigmoid(gate) */
+    float residual_scale; /* each block's output times this before the residual add, 0: no (Granite) */
+    float logit_scale;   /* logits times this, 0: no (Granite's 1 / logit_scale) */
+    /* recurrent layers (all of one kind in a model): conv taps, channels,
+       the input product's rows, the inner width, the scan's heads, a
+       head's state width (Qwen3.5: its key and value width; Mamba2: d_state),
+       the groups (Qwen3.5: key heads; Mamba2: B/C groups) */
+    int n_recurrent, ssm_conv, conv_ch, rec_in_dim, ssm_inner, ssm_heads, ssm_state, ssm_groups;
+    size_t rs_conv_floats, rs_ssm_floats; /* a recurrent layer's state per sequence */
     infer__rope ropes[INFER__MAX_ROPES];
     int n_ropes;
     const infer__tensor *tok_embd, *output_norm, *output; /* output may be tok_embd (tied) */
@@ -2507,6 +2535,8 @@ static const infer__kv *infer__gguf_kv(const infer_gguf *g, const char *key);
    (integer for int, numeric for float) type, else 0 leaving *out alone. */
 static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *out);
 static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *out);
+/* element i of an integer array (0 where key is no such array or i is past its end) */
+static int infer__gguf_get_int_at(const infer_gguf *g, const char *key, uint64_t i, int64_t *out);
 static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out);
 static int infer__gguf_get_str(const infer_gguf *g, const char *key, infer__str *out);
 static const infer__tensor *infer__gguf_tensor(const infer_gguf *g, const char *name);
@@ -2855,7 +2885,13 @@ enum {
     INFER__A_MOE = 1u << 8,        /* every layer's feed-forward is experts */
     INFER__A_MOE_OPT = 1u << 9,    /* a layer with a router is experts (Mixtral under llama) */
     INFER__A_FUSED = 1u << 10,     /* attn_qkv and gate+up in ffn_up may come fused (phi3) */
-    INFER__A_LONGROPE = 1u << 11   /* rope_factors_long/short (Phi-3's LongRoPE) */
+    INFER__A_LONGROPE = 1u << 11,  /* rope_factors_long/short (Phi-3's LongRoPE) */
+    INFER__A_KV_PATTERN = 1u << 12, /* attention.head_count_kv may be an array: 0 marks a recurrent layer */
+    INFER__A_ATTN_INTERVAL = 1u << 13, /* every full_attention_interval-th layer attends, the rest are recurrent */
+    INFER__A_Q_GATE = 1u << 14,    /* attn_q interleaves each head's query and an output gate (sigmoid) */
+    INFER__A_POST_ATTN_FFN_NORM = 1u << 15, /* the pre-FFN norm is stored as post_attention_norm */
+    INFER__A_EMBD_NORM_OUT = 1u << 16, /* the final norm is stored as token_embd_norm */
+    INFER__A_GRANITE_SCALES = 1u << 17 /* embedding, residual and logit scales from the file; RoPE only if fine-tuned */
 };
 
 typedef struct infer__arch {
@@ -2865,11 +2901,23 @@ typedef struct infer__arch {
     int swa_default;   /* the window when the file has no sliding_window key; 0: required */
     float swa_rope_base; /* RoPE base of the sliding layers, unscaled; 0: the model's */
     int no_rope_step;  /* n: layers with il % n == n - 1 have no RoPE; 0: all have it */
+    int recurrent;     /* the kind (infer__layer_kind) of the layers that do not attend; 0: all attend */
 } infer__arch;
 
 /* Sizes a tensor's shape is written in. */
 enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER__D_HEAD, INFER__D_EXPERTS,
-       INFER__D_EXPERT_FFN };
+       INFER__D_EXPERT_FFN,
+       INFER__D_Q_OUT,     /* attn_q's rows: q_dim, or twice that where it carries a gate */
+       INFER__D_ONE,       /* 1 */
+       INFER__D_CONV,      /* a recurrent layer's conv taps */
+       INFER__D_CONV_CH,   /* its conv's channels */
+       INFER__D_REC_IN,    /* its input product's rows */
+       INFER__D_INNER,     /* its inner width (values out of the scan) */
+       INFER__D_SSM_HEADS, /* its scan's heads */
+       INFER__D_STATE,     /* a head's state width */
+       INFER__D_NORM_GROUP, /* the inner width of one group of the gated norm */
+       INFER__D_GROUPS     /* the scan's groups */
+};
 
 /* When a per-layer tensor must be there. */
 enum {
@@ -2878,7 +2926,8 @@ enum {
     INFER__T_FLAG,     /* required where the architecture has `flag`, else not part of it */
     INFER__T_UNFUSED,  /* q, k, v: required unless the layer's attn_qkv holds them */
     INFER__T_DENSE,    /* gate, up, down: required unless the layer is experts (gate: or fused in up) */
-    INFER__T_EXPERT    /* required where the layer is experts */
+    INFER__T_EXPERT,   /* required where the layer is experts */
+    INFER__T_UNLESS    /* required unless the architecture has `flag` */
 };
 
 typedef struct infer__tensor_spec {
@@ -2887,6 +2936,7 @@ typedef struct infer__tensor_spec {
     unsigned char ne0, ne1, ne2; /* INFER__D_*: [ne0] a vector, [ne0, ne1] a matrix, [ne0, ne1, ne2] experts */
     unsigned char when;
     unsigned flag;
+    unsigned kinds; /* the layer kinds (1 << infer__layer_kind) that have it; 0: every kind */
 } infer__tensor_spec;
 
 static const infer__arch *infer__arch_find(const char *name);
@@ -4872,6 +4922,13 @@ static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *ou
     const infer__kv *kv = infer__gguf_kv(g, key);
     if (!kv || !infer__gguf_is_int_type(kv->type)) return 0;
     infer__gguf_scalar(kv->type, kv->data, out);
+    return 1;
+}
+
+static int infer__gguf_get_int_at(const infer_gguf *g, const char *key, uint64_t i, int64_t *out) {
+    const infer__kv *kv = infer__gguf_kv(g, key);
+    if (!kv || kv->type != INFER_GGUF_TYPE_ARRAY || !infer__gguf_is_int_type(kv->arr_type) || i >= kv->arr_n) return 0;
+    infer__gguf_scalar(kv->arr_type, kv->data + i * infer__gguf_scalar_size(kv->arr_type), out);
     return 1;
 }
 
@@ -7389,20 +7446,27 @@ static const char *infer__vocab_warning(const infer_vocab *v) { return v->warnin
    step in forward.c. Tensors the description does not bind are refused. */
 
 static const infer__arch infer__archs[] = {
-    /* name, flags, sliding-window pattern and default window, sliding layers' RoPE base, no-RoPE step */
-    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0},
-    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0},
-    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0},
-    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0},
-    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0},
+    /* name, flags, sliding-window pattern and default window, sliding layers' RoPE base, no-RoPE step,
+       the recurrent layers' kind */
+    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0, 0},
+    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0, 0},
+    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0, 0},
+    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0, 0},
+    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0, 0},
     {"gemma2", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
-                   INFER__A_SOFTCAP, 2, 4096, 0, 0},
+                   INFER__A_SOFTCAP, 2, 4096, 0, 0, 0},
     {"gemma3", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
-                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0},
+                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0, 0},
     /* phi3's sliding_window key is ignored, as llama.cpp does (its
        converters wrote windows the models were not trained with) */
-    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0},
-    {"smollm3", 0, 0, 0, 0, 4},
+    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0, 0},
+    {"smollm3", 0, 0, 0, 0, 4, 0},
+    /* hybrids: which layers attend is read from the file (model.c) */
+    {"lfm2", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_KV_PATTERN | INFER__A_EMBD_NORM_OUT, 0, 0, 0, 0,
+     INFER__LAYER_SHORTCONV},
+    {"qwen35", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_ATTN_INTERVAL | INFER__A_Q_GATE | INFER__A_POST_ATTN_FFN_NORM,
+     0, 0, 0, 0, INFER__LAYER_DELTANET},
+    {"granitehybrid", INFER__A_KV_PATTERN | INFER__A_GRANITE_SCALES, 0, 0, 0, 0, INFER__LAYER_MAMBA2},
 };
 #define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
 
@@ -7423,33 +7487,64 @@ static void infer__arch_list(char *buf, size_t size) {
 }
 
 #define INFER__L(f) offsetof(infer__layer, f)
+#define INFER__KA (1u << INFER__LAYER_ATTENTION)
+#define INFER__KSC (1u << INFER__LAYER_SHORTCONV)
+#define INFER__KM2 (1u << INFER__LAYER_MAMBA2)
+#define INFER__KDN (1u << INFER__LAYER_DELTANET)
+/* suffix, field, shape, when, flag, the layer kinds that have it (0: all) */
 static const infer__tensor_spec infer__layer_tensors[] = {
-    {"attn_norm.weight", INFER__L(attn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0},
-    {"attn_q.weight", INFER__L(wq), INFER__D_DIM, INFER__D_Q, 0, INFER__T_UNFUSED, 0},
-    {"attn_k.weight", INFER__L(wk), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0},
-    {"attn_v.weight", INFER__L(wv), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0},
-    {"attn_q.bias", INFER__L(bq), INFER__D_Q, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
-    {"attn_k.bias", INFER__L(bk), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
-    {"attn_v.bias", INFER__L(bv), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS},
-    {"attn_q_norm.weight", INFER__L(q_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM},
-    {"attn_k_norm.weight", INFER__L(k_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM},
-    {"attn_output.weight", INFER__L(wo), INFER__D_Q, INFER__D_DIM, 0, INFER__T_ALWAYS, 0},
-    {"attn_output.bias", INFER__L(bo), INFER__D_DIM, 0, 0, INFER__T_OPTIONAL, 0},
-    {"post_attention_norm.weight", INFER__L(post_attn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS},
-    {"ffn_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0},
-    {"ffn_gate.weight", INFER__L(w_gate), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0},
-    {"ffn_up.weight", INFER__L(w_up), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0},
-    {"ffn_down.weight", INFER__L(w_down), INFER__D_FFN, INFER__D_DIM, 0, INFER__T_DENSE, 0},
-    {"ffn_gate_inp.weight", INFER__L(ffn_router), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_EXPERT, 0},
+    {"attn_norm.weight", INFER__L(attn_norm), INFER__D_DIM, 0, 0, INFER__T_ALWAYS, 0, 0},
+    {"attn_q.weight", INFER__L(wq), INFER__D_DIM, INFER__D_Q_OUT, 0, INFER__T_UNFUSED, 0, INFER__KA},
+    {"attn_k.weight", INFER__L(wk), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0, INFER__KA},
+    {"attn_v.weight", INFER__L(wv), INFER__D_DIM, INFER__D_KV, 0, INFER__T_UNFUSED, 0, INFER__KA},
+    {"attn_q.bias", INFER__L(bq), INFER__D_Q, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS, INFER__KA},
+    {"attn_k.bias", INFER__L(bk), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS, INFER__KA},
+    {"attn_v.bias", INFER__L(bv), INFER__D_KV, 0, 0, INFER__T_FLAG, INFER__A_QKV_BIAS, INFER__KA},
+    {"attn_q_norm.weight", INFER__L(q_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM, INFER__KA},
+    {"attn_k_norm.weight", INFER__L(k_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM, INFER__KA},
+    {"attn_output.weight", INFER__L(wo), INFER__D_Q, INFER__D_DIM, 0, INFER__T_ALWAYS, 0, INFER__KA},
+    {"attn_output.bias", INFER__L(bo), INFER__D_DIM, 0, 0, INFER__T_OPTIONAL, 0, INFER__KA},
+    {"post_attention_norm.weight", INFER__L(post_attn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
+    {"ffn_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_UNLESS, INFER__A_POST_ATTN_FFN_NORM, 0},
+    {"post_attention_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_ATTN_FFN_NORM, 0},
+    {"ffn_gate.weight", INFER__L(w_gate), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0, 0},
+    {"ffn_up.weight", INFER__L(w_up), INFER__D_DIM, INFER__D_FFN, 0, INFER__T_DENSE, 0, 0},
+    {"ffn_down.weight", INFER__L(w_down), INFER__D_FFN, INFER__D_DIM, 0, INFER__T_DENSE, 0, 0},
+    {"ffn_gate_inp.weight", INFER__L(ffn_router), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_EXPERT, 0, 0},
     {"ffn_gate_exps.weight", INFER__L(gate_exps), INFER__D_DIM, INFER__D_EXPERT_FFN, INFER__D_EXPERTS,
-     INFER__T_EXPERT, 0},
+     INFER__T_EXPERT, 0, 0},
     {"ffn_up_exps.weight", INFER__L(up_exps), INFER__D_DIM, INFER__D_EXPERT_FFN, INFER__D_EXPERTS, INFER__T_EXPERT,
-     0},
+     0, 0},
     {"ffn_down_exps.weight", INFER__L(down_exps), INFER__D_EXPERT_FFN, INFER__D_DIM, INFER__D_EXPERTS,
-     INFER__T_EXPERT, 0},
-    {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS},
+     INFER__T_EXPERT, 0, 0},
+    {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
+    /* LFM2's short convolution */
+    {"shortconv.in_proj.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KSC},
+    {"shortconv.conv.weight", INFER__L(conv), INFER__D_CONV, INFER__D_CONV_CH, 0, INFER__T_ALWAYS, 0, INFER__KSC},
+    {"shortconv.out_proj.weight", INFER__L(rec_out), INFER__D_DIM, INFER__D_DIM, 0, INFER__T_ALWAYS, 0, INFER__KSC},
+    /* Granite 4.0-H's Mamba2 */
+    {"ssm_in.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KM2},
+    {"ssm_conv1d.weight", INFER__L(conv), INFER__D_CONV, INFER__D_CONV_CH, 0, INFER__T_ALWAYS, 0, INFER__KM2 | INFER__KDN},
+    {"ssm_conv1d.bias", INFER__L(conv_bias), INFER__D_CONV_CH, 0, 0, INFER__T_ALWAYS, 0, INFER__KM2},
+    {"ssm_dt.bias", INFER__L(dt_bias), INFER__D_SSM_HEADS, 0, 0, INFER__T_ALWAYS, 0, INFER__KM2 | INFER__KDN},
+    {"ssm_a", INFER__L(ssm_a), INFER__D_ONE, INFER__D_SSM_HEADS, 0, INFER__T_ALWAYS, 0, INFER__KM2},
+    {"ssm_d", INFER__L(ssm_d), INFER__D_ONE, INFER__D_SSM_HEADS, 0, INFER__T_ALWAYS, 0, INFER__KM2},
+    {"ssm_norm.weight", INFER__L(ssm_norm), INFER__D_NORM_GROUP, INFER__D_GROUPS, 0, INFER__T_ALWAYS, 0,
+     INFER__KM2},
+    /* Qwen3.5's gated delta-net */
+    {"attn_qkv.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"attn_gate.weight", INFER__L(rec_gate), INFER__D_DIM, INFER__D_INNER, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_a", INFER__L(ssm_a), INFER__D_SSM_HEADS, 0, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_beta.weight", INFER__L(rec_beta), INFER__D_DIM, INFER__D_SSM_HEADS, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_alpha.weight", INFER__L(rec_alpha), INFER__D_DIM, INFER__D_SSM_HEADS, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_norm.weight", INFER__L(ssm_norm), INFER__D_STATE, 0, 0, INFER__T_ALWAYS, 0, INFER__KDN},
+    {"ssm_out.weight", INFER__L(rec_out), INFER__D_INNER, INFER__D_DIM, 0, INFER__T_ALWAYS, 0, INFER__KM2 | INFER__KDN},
 };
 #undef INFER__L
+#undef INFER__KA
+#undef INFER__KSC
+#undef INFER__KM2
+#undef INFER__KDN
 
 static const infer__tensor_spec *infer__arch_layer_tensors(int *n) {
     *n = (int)(sizeof infer__layer_tensors / sizeof infer__layer_tensors[0]);
@@ -7479,6 +7574,16 @@ static int64_t infer__model_size_of(const infer_model *m, int d) {
     case INFER__D_HEAD: return m->head_dim;
     case INFER__D_EXPERTS: return m->n_expert;
     case INFER__D_EXPERT_FFN: return m->expert_ffn;
+    case INFER__D_Q_OUT: return m->q_gate ? 2 * (int64_t)m->q_dim : m->q_dim;
+    case INFER__D_ONE: return 1;
+    case INFER__D_CONV: return m->ssm_conv;
+    case INFER__D_CONV_CH: return m->conv_ch;
+    case INFER__D_REC_IN: return m->rec_in_dim;
+    case INFER__D_INNER: return m->ssm_inner;
+    case INFER__D_SSM_HEADS: return m->ssm_heads;
+    case INFER__D_STATE: return m->ssm_state;
+    case INFER__D_NORM_GROUP: return m->ssm_groups ? m->ssm_inner / m->ssm_groups : 0;
+    case INFER__D_GROUPS: return m->ssm_groups;
     }
     return 0;
 }
@@ -7592,6 +7697,114 @@ static int infer__model_fparam(infer_model *m, const char *suffix, float *out, i
     return 1;
 }
 
+/* A hybrid's {arch}.attention.head_count_kv array: one count per layer, 0
+   for a recurrent layer; the attention layers' counts must agree (one KV
+   layout). Sets n_kv_heads and n_recurrent, and *is_array; a single
+   integer is left to the caller. */
+static int infer__model_kv_pattern(infer_model *m, int *is_array, infer_error *err) {
+    char key[128];
+    const infer__kv *kv;
+    int l, kvh = 0;
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", m->arch);
+    kv = infer__gguf_kv(m->gguf, key);
+    *is_array = kv && kv->type == INFER_GGUF_TYPE_ARRAY;
+    if (!*is_array) return 1;
+    if (kv->arr_n != (uint64_t)m->n_layers) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s has %llu values for %d layers", key,
+                         (unsigned long long)kv->arr_n, m->n_layers);
+        return 0;
+    }
+    for (l = 0; l < m->n_layers; l++) {
+        int64_t v = -1;
+        if (!infer__gguf_get_int_at(m->gguf, key, (uint64_t)l, &v) || v < 0 || v > m->n_heads) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s[%d] is not a count of 0..%d heads", key, l, m->n_heads);
+            return 0;
+        }
+        if (!v) {
+            m->n_recurrent++;
+        } else if (kvh && v != kvh) {
+            infer__set_error(err, INFER_ERR_UNSUPPORTED, "model metadata %s: attention layers with %d and %lld KV heads",
+                             key, kvh, (long long)v);
+            return 0;
+        } else {
+            kvh = (int)v;
+        }
+    }
+    m->n_kv_heads = kvh ? kvh : m->n_heads;
+    return 1;
+}
+
+/* The recurrent layers' sizes: {arch}.ssm.* (LFM2: shortconv.l_cache),
+   checked against each other, and the state a sequence keeps per layer. */
+static int infer__model_ssm_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
+    if (a->recurrent == INFER__LAYER_SHORTCONV) {
+        if (!infer__model_hparam(m, "shortconv.l_cache", &m->ssm_conv, 1, err)) return 0;
+        m->conv_ch = m->dim;
+        m->rec_in_dim = 3 * m->dim; /* b, c, x */
+    } else {
+        if (!infer__model_hparam(m, "ssm.conv_kernel", &m->ssm_conv, 1, err) ||
+            !infer__model_hparam(m, "ssm.inner_size", &m->ssm_inner, 1, err) ||
+            !infer__model_hparam(m, "ssm.state_size", &m->ssm_state, 1, err) ||
+            !infer__model_hparam(m, "ssm.time_step_rank", &m->ssm_heads, 1, err) ||
+            !infer__model_hparam(m, "ssm.group_count", &m->ssm_groups, 1, err))
+            return 0;
+        if (m->ssm_inner % m->ssm_heads || m->ssm_heads % m->ssm_groups || m->ssm_inner % m->ssm_groups) {
+            infer__set_error(err, INFER_ERR_FORMAT,
+                             "model metadata %s.ssm: inner size %d, %d heads and %d groups do not divide evenly", m->arch,
+                             m->ssm_inner, m->ssm_heads, m->ssm_groups);
+            return 0;
+        }
+        if (m->ssm_state > 1024 || m->ssm_inner > (1 << 16)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.ssm: state %d or inner size %d is out of range",
+                             m->arch, m->ssm_state, m->ssm_inner);
+            return 0;
+        }
+        /* q, k: a state width per group; v: the inner width */
+        m->conv_ch = m->ssm_inner + 2 * m->ssm_groups * m->ssm_state;
+        if (a->recurrent == INFER__LAYER_DELTANET) {
+            if (m->ssm_inner / m->ssm_heads != m->ssm_state) {
+                infer__set_error(err, INFER_ERR_UNSUPPORTED,
+                                 "model metadata %s.ssm: value heads of %d differ from key heads of %d", m->arch,
+                                 m->ssm_inner / m->ssm_heads, m->ssm_state);
+                return 0;
+            }
+            m->rec_in_dim = m->conv_ch;
+            m->rs_ssm_floats = (size_t)m->ssm_heads * m->ssm_state * m->ssm_state;
+        } else { /* Mamba2: z, xBC, dt */
+            m->rec_in_dim = m->ssm_inner + m->conv_ch + m->ssm_heads;
+            m->rs_ssm_floats = (size_t)m->ssm_inner * m->ssm_state;
+        }
+    }
+    if (m->ssm_conv < 2 || m->ssm_conv > 16) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s: a convolution of %d taps is out of range (2..16)",
+                         m->arch, m->ssm_conv);
+        return 0;
+    }
+    m->rs_conv_floats = (size_t)(m->ssm_conv - 1) * m->conv_ch;
+    return 1;
+}
+
+/* Which layers attend and which are recurrent (the file's pattern). */
+static int infer__model_layer_kinds(infer_model *m, const infer__arch *a, infer_error *err) {
+    char key[128];
+    int l, interval = 4;
+    if (!a->recurrent) return 1;
+    m->n_recurrent = 0;
+    if (a->flags & INFER__A_ATTN_INTERVAL) {
+        if (!infer__model_hparam(m, "full_attention_interval", &interval, 0, err)) return 0;
+        for (l = 0; l < m->n_layers; l++)
+            if ((l + 1) % interval) m->layers[l].kind = (infer__layer_kind)a->recurrent, m->n_recurrent++;
+        return 1;
+    }
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", m->arch);
+    for (l = 0; l < m->n_layers; l++) {
+        int64_t v = 1;
+        infer__gguf_get_int_at(m->gguf, key, (uint64_t)l, &v); /* checked by infer__model_kv_pattern */
+        if (!v) m->layers[l].kind = (infer__layer_kind)a->recurrent, m->n_recurrent++;
+    }
+    return 1;
+}
+
 /* RoPE scaling: {arch}.rope.scaling.* (type none, linear, yarn or
    longrope), as llama.cpp reads them; fills the global layers' RoPE. */
 static int infer__model_rope_scaling(infer_model *m, infer__rope *r, infer_error *err) {
@@ -7648,7 +7861,7 @@ static int infer__model_rope_override(infer_model *m, const infer_model_params *
 }
 
 static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
-    int k_len = 0, v_len = 0;
+    int k_len = 0, v_len = 0, kv_array = 0;
     infer__rope *r = &m->ropes[0];
     if (!infer__model_hparam(m, "embedding_length", &m->dim, 1, err) ||
         !infer__model_hparam(m, "block_count", &m->n_layers, 1, err) ||
@@ -7657,8 +7870,9 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         return 0;
     m->n_kv_heads = m->n_heads;
     m->n_ctx_train = 2048;
-    if (!infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err) ||
-        !infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err) ||
+    if ((a->flags & INFER__A_KV_PATTERN) && !infer__model_kv_pattern(m, &kv_array, err)) return 0;
+    if (!kv_array && !infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err)) return 0;
+    if (!infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err) ||
         !infer__model_hparam(m, "attention.key_length", &k_len, 0, err) ||
         !infer__model_hparam(m, "attention.value_length", &v_len, 0, err))
         return 0;
@@ -7744,6 +7958,17 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
             !infer__model_fparam(m, "final_logit_softcapping", &m->final_softcap, 0, err))
             return 0;
     }
+
+    m->q_gate = (a->flags & INFER__A_Q_GATE) != 0;
+    if (a->flags & INFER__A_GRANITE_SCALES) {
+        float logit = 0;
+        if (!infer__model_fparam(m, "embedding_scale", &m->embd_scale, 1, err) ||
+            !infer__model_fparam(m, "residual_scale", &m->residual_scale, 1, err) ||
+            !infer__model_fparam(m, "logit_scale", &logit, 1, err))
+            return 0;
+        if (logit > 0) m->logit_scale = 1.0f / logit;
+    }
+    if (a->recurrent && !infer__model_ssm_hparams(m, a, err)) return 0;
 
     /* experts: counts, the experts' FFN width, gating and normalisation */
     m->expert_ffn = m->ffn_dim;
@@ -7854,8 +8079,13 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         const infer__tensor **field = (const infer__tensor **)((char *)L + s->field);
         const infer__tensor *t;
         int required;
+        if (s->kinds && !(s->kinds & (1u << L->kind))) continue; /* another kind of layer's */
         switch (s->when) {
         case INFER__T_ALWAYS: required = 1; break;
+        case INFER__T_UNLESS:
+            if (a->flags & s->flag) continue;
+            required = 1;
+            break;
         case INFER__T_OPTIONAL: required = 0; break;
         case INFER__T_FLAG:
             if (!(a->flags & s->flag)) continue; /* not part of this architecture: left unbound */
@@ -7912,6 +8142,14 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         if (m->n_ropes > 1) L->rope = 1;
     }
     if (a->no_rope_step && l % a->no_rope_step == a->no_rope_step - 1) L->rope = -1;
+    if (a->flags & INFER__A_GRANITE_SCALES) { /* RoPE only where the model was fine-tuned with it */
+        char key[128];
+        int tuned = 0;
+        snprintf(key, sizeof key, "%s.rope.scaling.finetuned", m->arch);
+        infer__gguf_get_bool(m->gguf, key, &tuned);
+        if (!tuned) L->rope = -1;
+    }
+    if (L->kind != INFER__LAYER_ATTENTION) L->rope = -1, L->window = 0;
 }
 
 /* The GELU of every F16 value, rounded to F16 as llama.cpp's table is. */
@@ -7951,7 +8189,8 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
     }
     m->n_vocab = (int)emb->ne[1];
     m->tok_embd = infer__model_weight(m, "token_embd.weight", m->dim, m->n_vocab, 1, err, &ok);
-    m->output_norm = infer__model_weight(m, "output_norm.weight", m->dim, 0, 1, err, &ok);
+    m->output_norm = infer__model_weight(m, a->flags & INFER__A_EMBD_NORM_OUT ? "token_embd_norm.weight" : "output_norm.weight",
+                                         m->dim, 0, 1, err, &ok);
     m->output = infer__model_weight(m, "output.weight", m->dim, m->n_vocab, 0, err, &ok);
     if (!m->output) m->output = m->tok_embd; /* tied embeddings */
     {
@@ -7979,6 +8218,7 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }
+    if (!infer__model_layer_kinds(m, a, err)) return 0;
     for (l = 0; l < m->n_layers && ok; l++) infer__model_bind_layer(m, a, l, err, &ok);
     /* a tensor the forward pass would ignore means a variant we do not
        implement: refuse rather than compute wrongly */
@@ -15845,7 +16085,13 @@ static int infer__weights_list(const infer_model *m, const infer__tensor **w, in
 #define INFER__ADD(t, er) (w[n] = (t), expert_rows[n++] = (er))
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
-        INFER__ADD(L->wq, 0), INFER__ADD(L->wk, 0), INFER__ADD(L->wv, 0), INFER__ADD(L->wo, 0);
+        if (L->kind != INFER__LAYER_ATTENTION) {
+            INFER__ADD(L->rec_in, 0), INFER__ADD(L->rec_out, 0);
+            if (L->rec_gate) INFER__ADD(L->rec_gate, 0);
+            if (L->rec_beta) INFER__ADD(L->rec_beta, 0), INFER__ADD(L->rec_alpha, 0);
+        } else {
+            INFER__ADD(L->wq, 0), INFER__ADD(L->wk, 0), INFER__ADD(L->wv, 0), INFER__ADD(L->wo, 0);
+        }
         if (L->ffn_router) {
             INFER__ADD(L->ffn_router, 0);
             INFER__ADD(L->gate_exps, m->expert_ffn), INFER__ADD(L->up_exps, m->expert_ffn);
@@ -16090,12 +16336,18 @@ typedef struct infer__seq {
     /* infer_decode_batch's bookkeeping: tokens in this batch, the last
        one's index, n_past when the call began */
     int pending, last, start_past;
+    /* recurrent layers: the state slot (0, 1) that is the sequence's now;
+       the other holds its state at position rs_ckpt (-1: none), the
+       checkpoint a truncation goes back to; rs_fresh: no pass of this
+       decode call has written the other slot yet */
+    int rs_cur, rs_ckpt, rs_fresh;
 } infer__seq;
 
 /* A run of one sequence's tokens in a forward pass: tokens start.. of the
    pass, at positions pos0.. of sequence seq. */
 typedef struct infer__group {
     int seq, start, n, pos0;
+    int rs_src, rs_dst; /* recurrent layers: the state slots read and written; src -1: zeros */
 } infer__group;
 
 struct infer_context {
@@ -16130,6 +16382,15 @@ struct infer_context {
     size_t xq_row_max;  /* bytes of one converted row, largest case */
     int xq_rows;        /* rows per slot: n_batch, or n_batch * experts used */
     infer__moe_route route;
+    /* recurrent layers: each sequence's two state slots (infer__seq.rs_cur),
+       rs_slot floats each, layer l's part at rs_at[l] (its conv window,
+       then its scan state); and their activations, a row per token: the
+       input product, Qwen3.5's gate z, its beta and alpha logits, the
+       scan's output */
+    float *rs;
+    size_t rs_slot, *rs_at;
+    float *rin, *rgate, *rba, *rout;
+    float *qg, *gate; /* attention with a gate (model.q_gate): attn_q's output, then the gates */
     infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
     /* one pass's tokens (n_batch): each one's position, the sequences'
        runs, and which rows go out as logits */
@@ -16188,6 +16449,9 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused);
+/* context.c: sequence seq's state slot `slot` (rs_slot floats), and layer l's part of it (a recurrent layer) */
+static float *infer__rs_slot(const infer_context *c, int seq, int slot);
+static float *infer__rs_at(const infer_context *c, int seq, int slot, int l);
 /* decode.c: room for rows of logits (n_vocab floats); 0 when memory runs
    out. */
 static int infer__reserve_logits(infer_context *c, int rows);
@@ -16246,7 +16510,8 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
     if (kv->slots && kv->k && kv->v) {
         for (l = 0; l < m->n_layers; l++) {
-            kv->slots[l] = infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window);
+            /* a recurrent layer keeps no keys (its state is the context's rs) */
+            kv->slots[l] = m->layers[l].kind == INFER__LAYER_ATTENTION ? infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window) : 0;
             total += 2 * (size_t)kv->slots[l] * kv->k_row * n_seq;
         }
         kv->mem = (uint8_t *)infer__kv_mem_alloc(gpu, total ? total : 1);
@@ -16280,7 +16545,7 @@ static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m,
     int l;
     for (l = 0; l < kv->n_layers; l++) {
         int w = m->layers[l].window, first;
-        if (kv->slots[l] >= kv->n_ctx) continue;
+        if (kv->slots[l] >= kv->n_ctx || !kv->slots[l]) continue;
         first = w ? INFER__MAX(0, n_past - w + 1) : 0;
         if (first + kv->slots[l] < hi) return 0;
     }
@@ -16718,6 +16983,30 @@ static void infer__product_use_packed(const infer_context *c, infer__product *p)
         if (c->kern.gemm_packed[p->w[i]->type]) p->packed[i] = infer__weights_packed(c->model, p->w[i]);
 }
 
+static float *infer__rs_slot(const infer_context *c, int seq, int slot) {
+    return c->rs + ((size_t)seq * 2 + (size_t)slot) * c->rs_slot;
+}
+static float *infer__rs_at(const infer_context *c, int seq, int slot, int l) { return infer__rs_slot(c, seq, slot) + c->rs_at[l]; }
+
+/* A recurrent layer's products: its input (and Qwen3.5's gate z) in one
+   step, Qwen3.5's beta and alpha in the router's, its output in o's. */
+static void infer__plan_recurrent(infer_context *c, const infer__layer *L, infer__product *p) {
+    const infer_model *m = c->model;
+    const infer__tensor *w[3];
+    float *y[3];
+    int ld[3], n = 1;
+    w[0] = L->rec_in, y[0] = c->rin, ld[0] = m->rec_in_dim;
+    if (L->rec_gate) w[1] = L->rec_gate, y[1] = c->rgate, ld[1] = m->ssm_inner, n = 2;
+    infer__product_init(&p[INFER__P_QKV], n, w, y, ld);
+    if (L->rec_beta) {
+        w[0] = L->rec_beta, w[1] = L->rec_alpha;
+        y[0] = c->rba, y[1] = c->rba + m->ssm_heads;
+        ld[0] = ld[1] = 2 * m->ssm_heads;
+        infer__product_init(&p[INFER__P_ROUTER], 2, w, y, ld);
+    }
+    infer__product_init(&p[INFER__P_O], 1, &L->rec_out, &c->xb, &m->dim);
+}
+
 static int infer__plan(infer_context *c) {
     const infer_model *m = c->model;
     int l, n_steps = m->n_layers * INFER__P_PER_LAYER + 1;
@@ -16729,11 +17018,15 @@ static int infer__plan(infer_context *c) {
         const infer__tensor *w[3];
         float *y[3];
         int ld[3];
-        w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
-        y[0] = c->q, y[1] = c->k, y[2] = c->v;
-        ld[0] = m->q_dim, ld[1] = ld[2] = m->kv_dim;
-        infer__product_init(&p[INFER__P_QKV], 3, w, y, ld);
-        infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
+        if (L->kind != INFER__LAYER_ATTENTION) {
+            infer__plan_recurrent(c, L, p);
+        } else {
+            w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
+            y[0] = m->q_gate ? c->qg : c->q, y[1] = c->k, y[2] = c->v;
+            ld[0] = m->q_gate ? 2 * m->q_dim : m->q_dim, ld[1] = ld[2] = m->kv_dim;
+            infer__product_init(&p[INFER__P_QKV], 3, w, y, ld);
+            infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
+        }
         if (L->ffn_router) { /* experts: the router, then gate/up and down per expert */
             infer__product_init(&p[INFER__P_ROUTER], 1, &L->ffn_router, &c->route.logits, &m->n_expert);
             w[0] = L->gate_exps, w[1] = L->up_exps;
@@ -16820,10 +17113,11 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     /* prompts summed otherwise than llama.cpp sums them move logits by a
        fraction of a percent; routing (experts), soft-capped attention and
        scaled embeddings turn that into several (measured: synth gemma2 4%,
-       Gemma 3 270M 7%), so such models take llama.cpp's order by default
+       Gemma 3 270M 7%), and recurrent layers carry them in their state
+       (synth qwen35 0.41% against 0.3% allowed), so such models take llama.cpp's order by default
        (on the GPU too: see infer_cuda.cu's "llama.cpp's order") */
     c->match_llama = params->match_llama > 0 ||
-                     (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0));
+                     (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0 || m->n_recurrent));
     if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache */
         infer_context_free(c);
         return NULL;
@@ -16849,6 +17143,14 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->seq_of = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
     c->groups = (infer__group *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(infer__group), &ok);
     c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
+    for (l = 0; l < c->n_seq; l++) c->seqs[l].rs_ckpt = -1;
+    if (m->n_recurrent) { /* each sequence's two state slots */
+        c->rs_at = (size_t *)infer__ctx_alloc(c, (size_t)m->n_layers, sizeof(size_t), &ok);
+        for (l = 0; ok && l < m->n_layers; l++)
+            if (m->layers[l].kind != INFER__LAYER_ATTENTION)
+                c->rs_at[l] = c->rs_slot, c->rs_slot += m->rs_conv_floats + m->rs_ssm_floats;
+        if (ok) c->rs = (float *)infer__ctx_alloc(c, (size_t)c->n_seq * 2 * c->rs_slot, sizeof(float), &ok);
+    }
     if (c->gpu) { /* the rest is the CPU pass's scratch */
         if (!ok) {
             infer_context_free(c);
@@ -16858,7 +17160,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return c;
     }
     pairs = moe ? c->n_batch * m->n_expert_used : 0;
-    widest = INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn));
+    widest = INFER__MAX(INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn)), m->ssm_inner);
     c->xq_rows = INFER__MAX(c->n_batch, pairs);
     c->x = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->xb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
@@ -16870,6 +17172,16 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
                                       sizeof(float), &ok);
     c->hb2 = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
                                        sizeof(float), &ok);
+    if (m->n_recurrent) {
+        c->rin = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->rec_in_dim, sizeof(float), &ok);
+        c->rout = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * INFER__MAX(m->ssm_inner, m->dim), sizeof(float), &ok);
+        c->rgate = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ssm_inner, sizeof(float), &ok);
+        c->rba = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->ssm_heads, sizeof(float), &ok);
+    }
+    if (m->q_gate) {
+        c->qg = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->q_dim, sizeof(float), &ok);
+        c->gate = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    }
     if (moe) {
         c->moe_out = (float *)infer__ctx_alloc(c, (size_t)pairs * m->dim, sizeof(float), &ok);
         c->route.expert = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
@@ -16919,6 +17231,14 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
     INFER_FREE(c->moe_out);
+    INFER_FREE(c->rs);
+    INFER_FREE(c->rs_at);
+    INFER_FREE(c->rin);
+    INFER_FREE(c->rout);
+    INFER_FREE(c->rgate);
+    INFER_FREE(c->rba);
+    INFER_FREE(c->qg);
+    INFER_FREE(c->gate);
     INFER_FREE(c->route.expert);
     INFER_FREE(c->route.weight);
     INFER_FREE(c->route.pair_of);
@@ -17198,6 +17518,142 @@ static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, c
     }
 }
 
+/* ==== src/recurrent.c ==== */
+/* recurrent.c - the kernels of the layers that keep a fixed-size state per
+   sequence instead of a KV cache (model.h's infer__layer_kind), each over
+   one run of a sequence's tokens: the causal convolution over the last
+   tokens, Mamba2's scan, the gated delta rule, and the norms after them.
+   Each reads the state the pass starts from (src; NULL: zeros, a sequence
+   that starts here) and writes the state it ends in (dst, which may be
+   src): a pass that stops or fails leaves the state it read as it was.
+   The numerics are llama.cpp's CPU ops' (ggml_ssm_conv, ggml_ssm_scan,
+   ggml_gated_delta_net): float sums in their order, its softplus. */
+
+static float infer__sigmoidf(float x) { return 1.0f / (1.0f + infer__expf(-x)); }
+static float infer__siluf(float x) { return x / (1.0f + infer__expf(-x)); }
+/* log(1 + e^x), x itself past 20 (llama.cpp's cut-off) */
+static float infer__softplusf(float x) { return x > 20.0f ? x : infer__logf(1.0f + infer__expf(x)); }
+
+/* The causal depthwise convolution of channels [c0, c1) of n tokens,
+   in[t * ldi + ch] (u, or b * x where mul is given: LFM2's b at mul[t * ldi +
+   ch]): out[t * ldo + ch] = sum over k of w[ch K + k] u[t - K + 1 + k], the
+   K - 1 inputs before the first token from src (per channel, oldest
+   first), then + bias[ch], then SiLU where asked; the last K - 1 inputs go
+   to dst. out may be in: each input is read before its output lands. */
+static void infer__rec_conv(const float *in, const float *mul, int ldi, float *out, int ldo, int n, int c0, int c1, int K,
+                            const float *w, const float *bias, int silu, const float *src, float *dst) {
+    int ch, t, k;
+    for (ch = c0; ch < c1; ch++) {
+        float win[16];
+        const float *wc = w + (size_t)ch * K;
+        for (k = 0; k < K - 1; k++) win[k] = src ? src[(size_t)ch * (K - 1) + k] : 0.0f;
+        for (t = 0; t < n; t++) {
+            float u = in[(size_t)t * ldi + ch], y = 0.0f;
+            if (mul) u *= mul[(size_t)t * ldi + ch];
+            win[K - 1] = u;
+            for (k = 0; k < K; k++) y += win[k] * wc[k];
+            if (bias) y += bias[ch];
+            out[(size_t)t * ldo + ch] = silu ? infer__siluf(y) : y;
+            for (k = 0; k < K - 1; k++) win[k] = win[k + 1];
+        }
+        for (k = 0; k < K - 1; k++) dst[(size_t)ch * (K - 1) + k] = win[k];
+    }
+}
+
+/* Mamba2's scan of head h over n tokens. Token t's row of xbc (stride ld)
+   holds x (inner: this head's head_dim values at h head_dim), then B and C
+   (groups x ds each; head h reads group h / (heads / groups)); its dt is
+   dt[t * ld + h]. Per channel i of the head, with s its ds values:
+   s = s e^(softplus(dt + dt_bias) A) + B x softplus(..), y = s . C + D x,
+   into y[t * ldy + h head_dim + i]. State: head_dim x ds a head. */
+static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h, const float *xbc, const float *dt,
+                              int ld, float *y, int ldy, int n, const float *src, float *dst) {
+    int hd = m->ssm_inner / m->ssm_heads, ds = m->ssm_state, g = h / (m->ssm_heads / m->ssm_groups), t, i, j;
+    float A = ((const float *)L->ssm_a->data)[h], D = ((const float *)L->ssm_d->data)[h];
+    float bias = ((const float *)L->dt_bias->data)[h];
+    size_t at = (size_t)h * hd * ds;
+    for (t = 0; t < n; t++) {
+        const float *row = xbc + (size_t)t * ld, *x = row + (size_t)h * hd;
+        const float *B = row + m->ssm_inner + (size_t)g * ds, *C = row + m->ssm_inner + (size_t)m->ssm_groups * ds + (size_t)g * ds;
+        float sp = infer__softplusf(dt[(size_t)t * ld + h] + bias), dA = infer__expf(sp * A);
+        const float *s_in = t == 0 ? (src ? src + at : NULL) : dst + at;
+        float *s_out = dst + at, *yo = y + (size_t)t * ldy + (size_t)h * hd;
+        for (i = 0; i < hd; i++) {
+            float x_dt = x[i] * sp, sum = 0.0f;
+            const float *si = s_in ? s_in + (size_t)i * ds : NULL;
+            float *so = s_out + (size_t)i * ds;
+            for (j = 0; j < ds; j++) {
+                float s = (si ? si[j] * dA : 0.0f) + B[j] * x_dt;
+                sum += s * C[j];
+                so[j] = s;
+            }
+            yo[i] = sum + x[i] * D;
+        }
+    }
+}
+
+/* The gated delta rule of value head h over n tokens. Token t's row of qkv
+   (stride ld) holds q and k (groups x ds each, L2-normed already; head h
+   reads key head h mod groups) and v (heads x ds); ba[t * ldba + h] is
+   beta's logit, ba[t * ldba + heads + h] alpha's. With S the head's ds x ds
+   state kept as rows j of S's column j: S = e^g S; d = beta (v - S^T k);
+   S += k d^T; o = S^T q / sqrt(ds), into o[t * ldo + h ds], where
+   beta = sigmoid and g = softplus(alpha + dt_bias) a. */
+static void infer__rec_deltanet(const infer_model *m, const infer__layer *L, int h, const float *qkv, int ld,
+                                const float *ba, int ldba, float *o, int ldo, int n, const float *src, float *dst) {
+    int ds = m->ssm_state, kh = h % m->ssm_groups, t, i, j;
+    float a = ((const float *)L->ssm_a->data)[h], bias = ((const float *)L->dt_bias->data)[h];
+    float scale = 1.0f / sqrtf((float)ds);
+    size_t at = (size_t)h * ds * ds;
+    for (t = 0; t < n; t++) {
+        const float *row = qkv + (size_t)t * ld;
+        const float *q = row + (size_t)kh * ds, *k = row + (size_t)m->ssm_groups * ds + (size_t)kh * ds;
+        const float *v = row + 2 * (size_t)m->ssm_groups * ds + (size_t)h * ds;
+        float beta = infer__sigmoidf(ba[(size_t)t * ldba + h]);
+        float decay = infer__expf(infer__softplusf(ba[(size_t)t * ldba + m->ssm_heads + h] + bias) * a);
+        const float *s_in = t == 0 ? (src ? src + at : NULL) : dst + at;
+        float *out = o + (size_t)t * ldo + (size_t)h * ds;
+        for (j = 0; j < ds; j++) {
+            const float *ri = s_in ? s_in + (size_t)j * ds : NULL;
+            float *r = dst + at + (size_t)j * ds, sk = 0.0f, d, sq = 0.0f;
+            for (i = 0; i < ds; i++) {
+                r[i] = ri ? ri[i] * decay : 0.0f;
+                sk += r[i] * k[i];
+            }
+            d = (v[j] - sk) * beta;
+            for (i = 0; i < ds; i++) {
+                r[i] += k[i] * d;
+                sq += r[i] * q[i];
+            }
+            out[j] = sq * scale;
+        }
+    }
+}
+
+/* x = x / max(|x|, eps) (llama.cpp's L2 norm: the sum of squares in double) */
+static void infer__l2norm(float *x, int n, float eps) {
+    double sum = 0;
+    float scale;
+    int i;
+    for (i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    scale = 1.0f / fmaxf(sqrtf((float)sum), eps);
+    for (i = 0; i < n; i++) x[i] *= scale;
+}
+
+/* RMSNorm of n values times w, then times SiLU(z) (Qwen3.5's order), or
+   SiLU(z) first (gate_first: Mamba2's). */
+static void infer__gated_norm(const infer__kernels *kern, float *y, const float *z, const float *w, int n, float eps,
+                              int gate_first) {
+    float scale;
+    int i;
+    if (gate_first)
+        for (i = 0; i < n; i++) y[i] = infer__siluf(z[i]) * y[i];
+    scale = 1.0f / sqrtf((float)(kern->sum_squares(y, n) / n) + eps);
+    for (i = 0; i < n; i++) y[i] = (y[i] * scale) * w[i];
+    if (!gate_first)
+        for (i = 0; i < n; i++) y[i] *= infer__siluf(z[i]);
+}
+
 /* ==== src/forward.c ==== */
 /* forward.c - the CPU's forward pass over a batch of tokens, as a list of named steps:
    infer__embed; per layer infer__norm_rows (attn_norm), the q/k/v product,
@@ -17367,8 +17823,8 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
 }
 
 /* 8, 11. A block's output in xb (all of it written: after a barrier) into
-   the residual stream of tokens t0..t1: the bias and the post-norm where
-   the layer has them, then x += xb. */
+   the residual stream of tokens t0..t1: the bias, the post-norm and the
+   residual scale where the model has them, then x += xb. */
 static void infer__residual(infer_context *c, const infer__tensor *bias, const infer__tensor *post_norm, int t0,
                             int t1) {
     const infer_model *m = c->model;
@@ -17377,8 +17833,116 @@ static void infer__residual(infer_context *c, const infer__tensor *bias, const i
         float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
         if (bias) for (i = 0; i < dim; i++) xb[i] += ((const float *)bias->data)[i];
         if (post_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)post_norm->data, dim, m->norm_eps);
+        if (m->residual_scale > 0) for (i = 0; i < dim; i++) xb[i] *= m->residual_scale;
         for (i = 0; i < dim; i++) x[i] += xb[i];
     }
+}
+
+/* 3', after the q/k/v product of a model whose attn_q carries gates: each
+   head's query into q, its gate into gate (tokens t0..t1). */
+static void infer__q_gate_split(infer_context *c, int t0, int t1) {
+    const infer_model *m = c->model;
+    int hd = m->head_dim, t, h;
+    for (t = t0; t < t1; t++)
+        for (h = 0; h < m->n_heads; h++) {
+            const float *qg = c->qg + (size_t)t * 2 * m->q_dim + (size_t)h * 2 * hd;
+            memcpy(c->q + (size_t)t * m->q_dim + (size_t)h * hd, qg, (size_t)hd * sizeof(float));
+            memcpy(c->gate + (size_t)t * m->q_dim + (size_t)h * hd, qg + hd, (size_t)hd * sizeof(float));
+        }
+}
+
+/* 6', after attention in such a model: the output times sigmoid(gate). */
+static void infer__q_gate_apply(infer_context *c, int t0, int t1) {
+    size_t i, n = (size_t)c->model->q_dim;
+    int t;
+    for (t = t0; t < t1; t++)
+        for (i = 0; i < n; i++) c->att[t * n + i] *= infer__sigmoidf(c->gate[t * n + i]);
+}
+
+/* 3-7 in a recurrent layer (recurrent.c's kernels), from the normed input
+   xb into xb: the input products; each run's causal convolution (work
+   items of 64 channels of one run); Qwen3.5's q and k L2-normed; each
+   run's scan (items of one head of one run), reading the state slot the
+   run starts from and writing the one it ends in; the gated norm; the
+   output product. */
+#define INFER__CONV_BLOCK 64
+static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__layer *L, const infer__product *P, int l,
+                             int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    int n = ps->n, dim = m->dim, ld = m->rec_in_dim, K = m->ssm_conv, kind = L->kind, item, t, h;
+    int n_ch = m->conv_ch, n_blk = (n_ch + INFER__CONV_BLOCK - 1) / INFER__CONV_BLOCK;
+    int width = kind == INFER__LAYER_SHORTCONV ? dim : m->ssm_inner;
+    infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
+    infer__product_ready(c, ith);
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
+    if (L->rec_beta) { /* beta and alpha: their own step (their input may convert otherwise) */
+        infer__pool_barrier(c->pool);
+        infer__product_convert(c, &P[INFER__P_ROUTER], c->xb, dim, t0, t1, 0);
+        infer__product_ready(c, ith);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
+    }
+    if (ith == 0) ps->next_item = ps->next_item2 = 0;
+    infer__pool_barrier(c->pool);
+    while ((item = infer__atomic_next(&ps->next_item)) < ps->n_groups * n_blk) {
+        const infer__group *G = &c->groups[item / n_blk];
+        int c0 = item % n_blk * INFER__CONV_BLOCK, c1 = INFER__MIN(n_ch, c0 + INFER__CONV_BLOCK);
+        const float *src = G->rs_src < 0 ? NULL : infer__rs_at(c, G->seq, G->rs_src, l);
+        float *dst = infer__rs_at(c, G->seq, G->rs_dst, l), *row = c->rin + (size_t)G->start * ld;
+        const float *w = (const float *)L->conv->data, *bias = L->conv_bias ? (const float *)L->conv_bias->data : NULL;
+        if (kind == INFER__LAYER_SHORTCONV) /* conv(b * x) into rout */
+            infer__rec_conv(row + 2 * dim, row, ld, c->rout + (size_t)G->start * dim, dim, G->n, c0, c1, K, w, NULL, 0,
+                            src, dst);
+        else if (kind == INFER__LAYER_MAMBA2) /* xBC, in place */
+            infer__rec_conv(row + m->ssm_inner, NULL, ld, row + m->ssm_inner, ld, G->n, c0, c1, K, w, bias, 1, src, dst);
+        else /* q, k, v, in place */
+            infer__rec_conv(row, NULL, ld, row, ld, G->n, c0, c1, K, w, NULL, 1, src, dst);
+    }
+    infer__pool_barrier(c->pool);
+    if (kind == INFER__LAYER_DELTANET) {
+        for (t = t0; t < t1; t++)
+            for (h = 0; h < 2 * m->ssm_groups; h++)
+                infer__l2norm(c->rin + (size_t)t * ld + (size_t)h * m->ssm_state, m->ssm_state, m->norm_eps);
+        infer__pool_barrier(c->pool);
+    }
+    if (kind != INFER__LAYER_SHORTCONV) {
+        while ((item = infer__atomic_next(&ps->next_item2)) < ps->n_groups * m->ssm_heads) {
+            const infer__group *G = &c->groups[item / m->ssm_heads];
+            const float *src = G->rs_src < 0 ? NULL : infer__rs_at(c, G->seq, G->rs_src, l) + m->rs_conv_floats;
+            float *dst = infer__rs_at(c, G->seq, G->rs_dst, l) + m->rs_conv_floats;
+            const float *row = c->rin + (size_t)G->start * ld;
+            float *y = c->rout + (size_t)G->start * m->ssm_inner;
+            if (kind == INFER__LAYER_MAMBA2)
+                infer__rec_mamba2(m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch, ld, y,
+                                  m->ssm_inner, G->n, src, dst);
+            else
+                infer__rec_deltanet(m, L, item % m->ssm_heads, row, ld, c->rba + (size_t)G->start * 2 * m->ssm_heads,
+                                    2 * m->ssm_heads, y, m->ssm_inner, G->n, src, dst);
+        }
+        infer__pool_barrier(c->pool);
+    }
+    for (t = t0; t < t1; t++) {
+        float *y = c->rout + (size_t)t * width;
+        const float *row = c->rin + (size_t)t * ld, *w = (const float *)(L->ssm_norm ? L->ssm_norm->data : NULL);
+        if (kind == INFER__LAYER_SHORTCONV) {
+            for (h = 0; h < dim; h++) y[h] *= row[dim + h]; /* c * y */
+        } else if (kind == INFER__LAYER_MAMBA2) { /* y * silu(z), RMS-normed per group */
+            int ng = m->ssm_inner / m->ssm_groups;
+            for (h = 0; h < m->ssm_groups; h++)
+                infer__gated_norm(&c->kern, y + (size_t)h * ng, row + (size_t)h * ng, w + (size_t)h * ng, ng, m->norm_eps, 1);
+        } else { /* each head RMS-normed, times silu(z) */
+            for (h = 0; h < m->ssm_heads; h++)
+                infer__gated_norm(&c->kern, y + (size_t)h * m->ssm_state,
+                                  c->rgate + (size_t)t * m->ssm_inner + (size_t)h * m->ssm_state, w, m->ssm_state,
+                                  m->norm_eps, 0);
+        }
+    }
+    infer__product_convert(c, &P[INFER__P_O], c->rout, width, t0, t1, 0);
+    infer__product_ready(c, ith);
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, &P[INFER__P_O], c->rout, width, n, NULL, ith, nth);
+    infer__pool_barrier(c->pool);
 }
 
 /* 10. The dense feed-forward of the normed input xb, into xb:
@@ -17464,10 +18028,15 @@ static void infer__output(infer_context *c, const infer__pass *ps, int ith, int 
     infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
     infer__product_run(c, out, c->xb, dim, ps->n_sel, ps->logits, ith, nth);
-    if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
-        int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth);
+    if (m->final_softcap > 0 || m->logit_scale > 0) { /* each worker caps or scales a share of the vocabulary */
+        int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth), v;
         infer__pool_barrier(c->pool);
-        for (t = 0; t < ps->n_sel; t++) infer__softcap(ps->logits + (size_t)t * m->n_vocab + v0, v1 - v0, m->final_softcap);
+        for (t = 0; t < ps->n_sel; t++) {
+            float *lg = ps->logits + (size_t)t * m->n_vocab;
+            if (m->final_softcap > 0) infer__softcap(lg + v0, v1 - v0, m->final_softcap);
+            if (m->logit_scale > 0)
+                for (v = v0; v < v1; v++) lg[v] *= m->logit_scale;
+        }
     }
 }
 
@@ -17489,30 +18058,36 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
            are past every sequence's end) */
         if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
 
-        /* attention */
+        /* attention, or a recurrent layer's state in its place */
         infer__norm_rows(c, L->attn_norm, t0, t1);
-        infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
-        infer__product_ready(c, ith);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
-        infer__qk_prepare(c, L, t0, t1);
-        infer__kv_store_rows(c, ps, l, t0, t1);
-        if (ith == 0) ps->next_item = ps->next_item2 = 0; /* attention's counts start over */
-        infer__pool_barrier(c->pool);
-        infer__attention(c, ps, l, ith, ps->attn_splits > 1);
-        infer__pool_barrier(c->pool);
-        if (ps->attn_splits > 1) { /* split: each run's p.V, once every run's max and sum are in */
-            infer__attention(c, ps, l, ith, 2);
+        if (L->kind != INFER__LAYER_ATTENTION) {
+            infer__recurrent(c, ps, L, P, l, t0, t1, ith, nth);
+        } else {
+            infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
+            infer__product_ready(c, ith);
+            infer__pool_barrier(c->pool);
+            infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
+            infer__pool_barrier(c->pool);
+            if (m->q_gate) infer__q_gate_split(c, t0, t1);
+            infer__qk_prepare(c, L, t0, t1);
+            infer__kv_store_rows(c, ps, l, t0, t1);
+            if (ith == 0) ps->next_item = ps->next_item2 = 0; /* attention's counts start over */
+            infer__pool_barrier(c->pool);
+            infer__attention(c, ps, l, ith, ps->attn_splits > 1);
+            infer__pool_barrier(c->pool);
+            if (ps->attn_splits > 1) { /* split: each run's p.V, once every run's max and sum are in */
+                infer__attention(c, ps, l, ith, 2);
+                infer__pool_barrier(c->pool);
+            }
+            if (ps->attn_splits > 1)
+                infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
+            if (m->q_gate) infer__q_gate_apply(c, t0, t1);
+            infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
+            infer__product_ready(c, ith);
+            infer__pool_barrier(c->pool);
+            infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
             infer__pool_barrier(c->pool);
         }
-        if (ps->attn_splits > 1)
-            infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
-        infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
-        infer__product_ready(c, ith);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
         infer__residual(c, L->bo, L->post_attn_norm, t0, t1);
 
         /* feed-forward */
@@ -17588,6 +18163,13 @@ static infer_status infer__make_room(infer_context *c, infer_error *err) {
         infer__seq *q = &c->seqs[s];
         int need = q->n_past + q->pending - c->n_ctx, discard;
         if (need <= 0) continue;
+        if (c->rs && c->full_policy == INFER_FULL_POLICY_SHIFT) {
+            infer__set_error(err, INFER_ERR_CONTEXT_FULL,
+                             "the context is full (sequence %d, %d of %d positions) and cannot shift: %s's recurrent "
+                             "layers would keep what a shift drops",
+                             s, q->n_past, c->n_ctx, c->model->arch);
+            return INFER_ERR_CONTEXT_FULL;
+        }
         if (c->full_policy != INFER_FULL_POLICY_SHIFT || q->pending > c->n_ctx - c->n_keep) {
             infer__set_error(err, INFER_ERR_CONTEXT_FULL,
                              "the context is full: %d tokens do not fit in sequence %d (%d of %d positions used)",
@@ -17601,7 +18183,9 @@ static infer_status infer__make_room(infer_context *c, infer_error *err) {
     return INFER_OK;
 }
 
-/* Puts the sequences back where the call found them (a pass failed). */
+/* Puts the sequences back where the call found them (a pass failed): a
+   recurrent state slot the passes wrote is not the sequence's (rs_cur is
+   still the one the call began with), but no longer a checkpoint. */
 static void infer__rollback(infer_context *c) {
     int s;
     for (s = 0; s < c->n_seq; s++) {
@@ -17609,7 +18193,20 @@ static void infer__rollback(infer_context *c) {
         if (!q->pending) continue;
         q->n_past = q->start_past;
         stbds_arrsetlen(q->tokens, q->start_past);
+        q->rs_ckpt = -1; /* a pass may have written that slot */
+        q->rs_fresh = 0;
     }
+}
+
+/* The state slots group G's tokens read and write (recurrent layers):
+   the call's first pass reads the sequence's slot and writes the other,
+   so the one read stays the checkpoint of where the call began; later
+   passes of the call go on in the other; a run from position 0 starts
+   from zeros. */
+static void infer__group_slots(infer_context *c, infer__group *G) {
+    const infer__seq *q = &c->seqs[G->seq];
+    G->rs_dst = 1 - q->rs_cur;
+    G->rs_src = G->pos0 == 0 ? -1 : q->rs_fresh ? q->rs_cur : G->rs_dst;
 }
 
 INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b, infer_error *err) {
@@ -17671,6 +18268,7 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
     for (s = 0; s < c->n_seq; s++) {
         c->seqs[s].start_past = c->seqs[s].n_past;
         c->seqs[s].logit_row = -1;
+        c->seqs[s].rs_fresh = c->seqs[s].pending > 0;
     }
     /* passes of up to n_batch tokens, each a run per sequence */
     for (done = 0, n_rows = 0; done < n && st == INFER_OK; done += c->n_batch) {
@@ -17685,6 +18283,7 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
             if (!n_groups || c->groups[n_groups - 1].seq != sq) {
                 infer__group *G = &c->groups[n_groups++];
                 G->seq = sq, G->start = t, G->n = 0, G->pos0 = q->n_past;
+                infer__group_slots(c, G);
             }
             c->pos[t] = q->n_past + c->groups[n_groups - 1].n++;
             if (c->row_of[orig] >= 0) c->sel[n_sel++] = t;
@@ -17697,6 +18296,7 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
             infer__seq *q = &c->seqs[c->groups[t].seq];
             for (i = 0; i < c->groups[t].n; i++) stbds_arrput(q->tokens, c->btok[done + c->groups[t].start + i]);
             q->n_past += c->groups[t].n;
+            q->rs_fresh = 0;
             q->hi = INFER__MAX(q->hi, q->n_past);
         }
         if (n > c->n_batch && c->progress_fn && c->progress_fn((float)(done + nb) / (float)n, c->progress_user))
@@ -17708,8 +18308,15 @@ INFERDEF infer_status infer_decode_batch(infer_context *c, const infer_batch *b,
         stbds_arrsetlen(c->row_of, 0);
         return st;
     }
-    for (s = 0; s < c->n_seq; s++)
-        if (c->seqs[s].pending) c->seqs[s].logit_row = c->row_of[c->seqs[s].last];
+    for (s = 0; s < c->n_seq; s++) {
+        infer__seq *q = &c->seqs[s];
+        if (!q->pending) continue;
+        q->logit_row = c->row_of[q->last];
+        if (c->rs) { /* the slot written is the sequence's now; the one read, where the call began */
+            q->rs_cur = 1 - q->rs_cur;
+            q->rs_ckpt = q->start_past;
+        }
+    }
     return INFER_OK;
 }
 
@@ -17774,8 +18381,47 @@ INFERDEF const infer_token *infer_seq_tokens(const infer_context *c, int seq, in
     return c->seqs[seq].tokens;
 }
 
+/* A recurrent model's truncation to n (0 < n < n_past): its state cannot
+   lose tokens, so it goes back to the checkpoint (the state where the
+   last decode call began) and the tokens from there to n are decoded
+   again; n before the checkpoint keeps nothing. */
+static infer_status infer__seq_truncate_recurrent(infer_context *c, int seq, int n, int *kept, infer_error *err) {
+    infer__seq *q = &c->seqs[seq];
+    int ck = q->rs_ckpt, redo = n - ck;
+    infer_token *again;
+    infer_batch b;
+    infer_status st;
+    int *seqs, i;
+    if (ck < 0 || n < ck) {
+        *kept = 0;
+        return INFER_OK;
+    }
+    q->rs_cur = 1 - q->rs_cur; /* the checkpoint's slot is the sequence's again */
+    q->rs_ckpt = -1;
+    *kept = ck;
+    if (!redo) return INFER_OK;
+    again = (infer_token *)INFER_MALLOC((size_t)redo * (sizeof *again + sizeof *seqs));
+    if (!again) {
+        *kept = 0;
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory for a truncation's checkpoint");
+        return INFER_ERR_NOMEM;
+    }
+    seqs = (int *)(again + redo);
+    memcpy(again, q->tokens + ck, (size_t)redo * sizeof *again);
+    for (i = 0; i < redo; i++) seqs[i] = seq;
+    q->n_past = q->hi = ck;
+    stbds_arrsetlen(q->tokens, ck);
+    memset(&b, 0, sizeof b);
+    b.n = redo, b.tokens = again, b.seq = seqs;
+    st = infer_decode_batch(c, &b, err);
+    INFER_FREE(again);
+    if (st == INFER_OK) *kept = n;
+    return st;
+}
+
 INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *n_past, infer_error *err) {
     infer__seq *q;
+    infer_status st = INFER_OK;
     if (n_past) *n_past = 0;
     if (!infer__seq_ok(c, seq, err)) return INFER_ERR_ARG;
     q = &c->seqs[seq];
@@ -17783,11 +18429,21 @@ INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *
         if (n_past) *n_past = q->n_past;
         return INFER_OK;
     }
+    if (c->rs && n > 0) {
+        int kept = 0;
+        st = infer__seq_truncate_recurrent(c, seq, n, &kept, err);
+        if (st != INFER_OK || kept == n) {
+            if (n_past) *n_past = q->n_past;
+            return st;
+        }
+        n = kept;
+    }
     /* a sliding window's ring may have overwritten keys n_past would see */
     if (!infer__kv_can_rewind(&c->kv, c->model, q->hi, n)) n = 0;
     q->n_past = n;
     q->hi = n;
     q->logit_row = -1;
+    if (!n) q->rs_ckpt = -1;
     if (q->inexact && n < q->inexact) q->inexact = 0; /* what is left was made as a prefill makes it */
     stbds_arrsetlen(q->tokens, n);
     if (n_past) *n_past = n;
@@ -17805,7 +18461,7 @@ INFERDEF int infer_context_truncate(infer_context *c, int n_past) {
 static int infer__seq_unwrapped(const infer_context *c, const infer__seq *q) {
     int l;
     for (l = 0; l < c->kv.n_layers; l++)
-        if (c->kv.slots[l] < q->hi) return 0;
+        if (c->kv.slots[l] && c->kv.slots[l] < q->hi) return 0;
     return 1;
 }
 
@@ -17851,9 +18507,14 @@ INFERDEF infer_status infer_seq_remove(infer_context *c, int seq, int p0, int p1
         return INFER_ERR_ARG;
     }
     if (p0 == p1) return INFER_OK;
-    if (p1 == q->n_past) { /* the end: a truncation */
-        infer_seq_truncate(c, seq, p0, NULL, NULL);
-        return INFER_OK;
+    if (p1 == q->n_past) /* the end: a truncation */
+        return infer_seq_truncate(c, seq, p0, NULL, err);
+    if (c->rs) {
+        infer__set_error(err, INFER_ERR_UNSUPPORTED,
+                         "%s's recurrent layers keep one state of every token: positions %d..%d cannot be removed from "
+                         "the middle (truncate the sequence or clear it)",
+                         c->model->arch, p0, p1);
+        return INFER_ERR_UNSUPPORTED;
     }
     if (!infer__seq_unwrapped(c, q)) {
         infer__set_error(err, INFER_ERR_UNSUPPORTED,
@@ -17941,6 +18602,11 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
             infer__set_error(err, INFER_ERR_DEVICE, "copying the KV cache on the device failed");
             return INFER_ERR_DEVICE;
         }
+    if (c->rs) { /* both state slots: the copy keeps the checkpoint too */
+        memcpy(c->rs + (size_t)dst * 2 * c->rs_slot, c->rs + (size_t)src * 2 * c->rs_slot, 2 * c->rs_slot * sizeof(float));
+        b->rs_cur = a->rs_cur;
+        b->rs_ckpt = a->rs_ckpt;
+    }
     if (a->n_past) memcpy(b->tokens, a->tokens, (size_t)a->n_past * sizeof(infer_token));
     b->n_past = a->n_past;
     b->hi = a->hi;
@@ -18067,7 +18733,7 @@ INFERDEF size_t infer_seq_state_size(const infer_context *c, int seq) {
     n = sizeof(infer__state_header) + (size_t)c->kv.n_layers * sizeof(int32_t) + (size_t)q->n_past * sizeof(infer_token);
     if (q->logit_row >= 0) n += (size_t)c->model->n_vocab * sizeof(float);
     for (l = 0; l < c->kv.n_layers; l++) n += infer__state_layer_bytes(&c->kv, l, q->hi);
-    return n;
+    return n + c->rs_slot * sizeof(float); /* recurrent layers: the state slot */
 }
 
 INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf, size_t size) {
@@ -18105,6 +18771,7 @@ INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf,
             at += (size_t)n * c->kv.k_row;
         if (!ok) return 0; /* the device failed */
     }
+    if (c->rs_slot) memcpy(at, infer__rs_slot(c, seq, q->rs_cur), c->rs_slot * sizeof(float));
     h.checksum = infer__state_checksum((const uint8_t *)buf, need);
     memcpy(buf, &h, sizeof h);
     return need;
@@ -18157,7 +18824,7 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
     }
     need += (size_t)h.n_past * sizeof(infer_token) + (size_t)h.n_logits * sizeof(float);
     for (l = 0; l < c->kv.n_layers; l++) cache_bytes += infer__state_layer_bytes(&c->kv, l, h.hi);
-    if (size != need + cache_bytes) goto bad;
+    if (size != need + cache_bytes + c->rs_slot * sizeof(float)) goto bad;
     tokens = at;
     logits = tokens + (size_t)h.n_past * sizeof(infer_token);
     cache = logits + (size_t)h.n_logits * sizeof(float);
@@ -18184,6 +18851,14 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
         infer__set_error(err, INFER_ERR_FORMAT, "the state's KV cache (%s) holds a NaN or infinity",
                          infer_type_name(c->kv.type));
         return INFER_ERR_FORMAT;
+    }
+    for (i = 0; (size_t)i < c->rs_slot; i++) {
+        float v;
+        memcpy(&v, cache + cache_bytes + (size_t)i * sizeof v, sizeof v);
+        if (!isfinite(v)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "the state's recurrent layers hold a NaN or infinity");
+            return INFER_ERR_FORMAT;
+        }
     }
 
     if (h.n_logits && !infer__reserve_logits(c, 1)) {
@@ -18224,6 +18899,10 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
             infer__set_error(err, INFER_ERR_DEVICE, "writing the state into the KV cache on the device failed");
             return INFER_ERR_DEVICE;
         }
+    }
+    if (c->rs_slot) {
+        memcpy(infer__rs_slot(c, seq, q->rs_cur), cache + cache_bytes, c->rs_slot * sizeof(float));
+        q->rs_ckpt = -1;
     }
     q->n_past = h.n_past;
     q->hi = h.hi;
@@ -18343,6 +19022,8 @@ INFERDEF infer_status infer_embed_tokens(infer_context *c, int seq, const infer_
         int nb = INFER__MIN(c->n_batch, n - done);
         infer__group *G = &c->groups[0];
         G->seq = seq, G->start = 0, G->n = nb, G->pos0 = done;
+        /* recurrent layers: from zeros, then on in one slot (nothing of it is kept) */
+        G->rs_src = done ? c->seqs[seq].rs_cur : -1, G->rs_dst = c->seqs[seq].rs_cur;
         for (t = 0; t < nb; t++) c->pos[t] = done + t, c->sel[t] = t;
         st = infer__backend_forward(c, toks + done, nb, 1, nb, NULL, hidden, err);
         if (st != INFER_OK) {

@@ -1647,6 +1647,11 @@ extern "C" int infer_cuda_model_new(const infer_model *m, void **out, char *msg,
         say(msg, size, "%d experts, more than the CUDA routing's %d", m->n_expert, MOE_MAX_EXPERTS);
         return INFER_BACKEND_UNSUPPORTED;
     }
+    /* the hybrids' steps run on the CPU only, so far */
+    if (m->n_recurrent || m->q_gate || m->residual_scale > 0 || m->logit_scale > 0) {
+        say(msg, size, "%s's recurrent layers and scales have no CUDA kernels yet", m->arch);
+        return INFER_BACKEND_UNSUPPORTED;
+    }
     list = (const infer__tensor **)malloc(((size_t)m->n_layers * 21 + 3) * sizeof *list);
     g = (gpu_model *)calloc(1, sizeof *g);
     if (!list || !g) {

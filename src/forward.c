@@ -167,8 +167,8 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
 }
 
 /* 8, 11. A block's output in xb (all of it written: after a barrier) into
-   the residual stream of tokens t0..t1: the bias and the post-norm where
-   the layer has them, then x += xb. */
+   the residual stream of tokens t0..t1: the bias, the post-norm and the
+   residual scale where the model has them, then x += xb. */
 static void infer__residual(infer_context *c, const infer__tensor *bias, const infer__tensor *post_norm, int t0,
                             int t1) {
     const infer_model *m = c->model;
@@ -177,8 +177,116 @@ static void infer__residual(infer_context *c, const infer__tensor *bias, const i
         float *x = c->x + (size_t)t * dim, *xb = c->xb + (size_t)t * dim;
         if (bias) for (i = 0; i < dim; i++) xb[i] += ((const float *)bias->data)[i];
         if (post_norm) infer__rmsnorm(&c->kern, xb, xb, (const float *)post_norm->data, dim, m->norm_eps);
+        if (m->residual_scale > 0) for (i = 0; i < dim; i++) xb[i] *= m->residual_scale;
         for (i = 0; i < dim; i++) x[i] += xb[i];
     }
+}
+
+/* 3', after the q/k/v product of a model whose attn_q carries gates: each
+   head's query into q, its gate into gate (tokens t0..t1). */
+static void infer__q_gate_split(infer_context *c, int t0, int t1) {
+    const infer_model *m = c->model;
+    int hd = m->head_dim, t, h;
+    for (t = t0; t < t1; t++)
+        for (h = 0; h < m->n_heads; h++) {
+            const float *qg = c->qg + (size_t)t * 2 * m->q_dim + (size_t)h * 2 * hd;
+            memcpy(c->q + (size_t)t * m->q_dim + (size_t)h * hd, qg, (size_t)hd * sizeof(float));
+            memcpy(c->gate + (size_t)t * m->q_dim + (size_t)h * hd, qg + hd, (size_t)hd * sizeof(float));
+        }
+}
+
+/* 6', after attention in such a model: the output times sigmoid(gate). */
+static void infer__q_gate_apply(infer_context *c, int t0, int t1) {
+    size_t i, n = (size_t)c->model->q_dim;
+    int t;
+    for (t = t0; t < t1; t++)
+        for (i = 0; i < n; i++) c->att[t * n + i] *= infer__sigmoidf(c->gate[t * n + i]);
+}
+
+/* 3-7 in a recurrent layer (recurrent.c's kernels), from the normed input
+   xb into xb: the input products; each run's causal convolution (work
+   items of 64 channels of one run); Qwen3.5's q and k L2-normed; each
+   run's scan (items of one head of one run), reading the state slot the
+   run starts from and writing the one it ends in; the gated norm; the
+   output product. */
+#define INFER__CONV_BLOCK 64
+static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__layer *L, const infer__product *P, int l,
+                             int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    int n = ps->n, dim = m->dim, ld = m->rec_in_dim, K = m->ssm_conv, kind = L->kind, item, t, h;
+    int n_ch = m->conv_ch, n_blk = (n_ch + INFER__CONV_BLOCK - 1) / INFER__CONV_BLOCK;
+    int width = kind == INFER__LAYER_SHORTCONV ? dim : m->ssm_inner;
+    infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
+    infer__product_ready(c, ith);
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
+    if (L->rec_beta) { /* beta and alpha: their own step (their input may convert otherwise) */
+        infer__pool_barrier(c->pool);
+        infer__product_convert(c, &P[INFER__P_ROUTER], c->xb, dim, t0, t1, 0);
+        infer__product_ready(c, ith);
+        infer__pool_barrier(c->pool);
+        infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
+    }
+    if (ith == 0) ps->next_item = ps->next_item2 = 0;
+    infer__pool_barrier(c->pool);
+    while ((item = infer__atomic_next(&ps->next_item)) < ps->n_groups * n_blk) {
+        const infer__group *G = &c->groups[item / n_blk];
+        int c0 = item % n_blk * INFER__CONV_BLOCK, c1 = INFER__MIN(n_ch, c0 + INFER__CONV_BLOCK);
+        const float *src = G->rs_src < 0 ? NULL : infer__rs_at(c, G->seq, G->rs_src, l);
+        float *dst = infer__rs_at(c, G->seq, G->rs_dst, l), *row = c->rin + (size_t)G->start * ld;
+        const float *w = (const float *)L->conv->data, *bias = L->conv_bias ? (const float *)L->conv_bias->data : NULL;
+        if (kind == INFER__LAYER_SHORTCONV) /* conv(b * x) into rout */
+            infer__rec_conv(row + 2 * dim, row, ld, c->rout + (size_t)G->start * dim, dim, G->n, c0, c1, K, w, NULL, 0,
+                            src, dst);
+        else if (kind == INFER__LAYER_MAMBA2) /* xBC, in place */
+            infer__rec_conv(row + m->ssm_inner, NULL, ld, row + m->ssm_inner, ld, G->n, c0, c1, K, w, bias, 1, src, dst);
+        else /* q, k, v, in place */
+            infer__rec_conv(row, NULL, ld, row, ld, G->n, c0, c1, K, w, NULL, 1, src, dst);
+    }
+    infer__pool_barrier(c->pool);
+    if (kind == INFER__LAYER_DELTANET) {
+        for (t = t0; t < t1; t++)
+            for (h = 0; h < 2 * m->ssm_groups; h++)
+                infer__l2norm(c->rin + (size_t)t * ld + (size_t)h * m->ssm_state, m->ssm_state, m->norm_eps);
+        infer__pool_barrier(c->pool);
+    }
+    if (kind != INFER__LAYER_SHORTCONV) {
+        while ((item = infer__atomic_next(&ps->next_item2)) < ps->n_groups * m->ssm_heads) {
+            const infer__group *G = &c->groups[item / m->ssm_heads];
+            const float *src = G->rs_src < 0 ? NULL : infer__rs_at(c, G->seq, G->rs_src, l) + m->rs_conv_floats;
+            float *dst = infer__rs_at(c, G->seq, G->rs_dst, l) + m->rs_conv_floats;
+            const float *row = c->rin + (size_t)G->start * ld;
+            float *y = c->rout + (size_t)G->start * m->ssm_inner;
+            if (kind == INFER__LAYER_MAMBA2)
+                infer__rec_mamba2(m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch, ld, y,
+                                  m->ssm_inner, G->n, src, dst);
+            else
+                infer__rec_deltanet(m, L, item % m->ssm_heads, row, ld, c->rba + (size_t)G->start * 2 * m->ssm_heads,
+                                    2 * m->ssm_heads, y, m->ssm_inner, G->n, src, dst);
+        }
+        infer__pool_barrier(c->pool);
+    }
+    for (t = t0; t < t1; t++) {
+        float *y = c->rout + (size_t)t * width;
+        const float *row = c->rin + (size_t)t * ld, *w = (const float *)(L->ssm_norm ? L->ssm_norm->data : NULL);
+        if (kind == INFER__LAYER_SHORTCONV) {
+            for (h = 0; h < dim; h++) y[h] *= row[dim + h]; /* c * y */
+        } else if (kind == INFER__LAYER_MAMBA2) { /* y * silu(z), RMS-normed per group */
+            int ng = m->ssm_inner / m->ssm_groups;
+            for (h = 0; h < m->ssm_groups; h++)
+                infer__gated_norm(&c->kern, y + (size_t)h * ng, row + (size_t)h * ng, w + (size_t)h * ng, ng, m->norm_eps, 1);
+        } else { /* each head RMS-normed, times silu(z) */
+            for (h = 0; h < m->ssm_heads; h++)
+                infer__gated_norm(&c->kern, y + (size_t)h * m->ssm_state,
+                                  c->rgate + (size_t)t * m->ssm_inner + (size_t)h * m->ssm_state, w, m->ssm_state,
+                                  m->norm_eps, 0);
+        }
+    }
+    infer__product_convert(c, &P[INFER__P_O], c->rout, width, t0, t1, 0);
+    infer__product_ready(c, ith);
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, &P[INFER__P_O], c->rout, width, n, NULL, ith, nth);
+    infer__pool_barrier(c->pool);
 }
 
 /* 10. The dense feed-forward of the normed input xb, into xb:
@@ -264,10 +372,15 @@ static void infer__output(infer_context *c, const infer__pass *ps, int ith, int 
     infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
     infer__product_run(c, out, c->xb, dim, ps->n_sel, ps->logits, ith, nth);
-    if (m->final_softcap > 0) { /* each worker caps a share of the vocabulary */
-        int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth);
+    if (m->final_softcap > 0 || m->logit_scale > 0) { /* each worker caps or scales a share of the vocabulary */
+        int v0 = (int)((int64_t)m->n_vocab * ith / nth), v1 = (int)((int64_t)m->n_vocab * (ith + 1) / nth), v;
         infer__pool_barrier(c->pool);
-        for (t = 0; t < ps->n_sel; t++) infer__softcap(ps->logits + (size_t)t * m->n_vocab + v0, v1 - v0, m->final_softcap);
+        for (t = 0; t < ps->n_sel; t++) {
+            float *lg = ps->logits + (size_t)t * m->n_vocab;
+            if (m->final_softcap > 0) infer__softcap(lg + v0, v1 - v0, m->final_softcap);
+            if (m->logit_scale > 0)
+                for (v = v0; v < v1; v++) lg[v] *= m->logit_scale;
+        }
     }
 }
 
@@ -289,30 +402,36 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
            are past every sequence's end) */
         if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
 
-        /* attention */
+        /* attention, or a recurrent layer's state in its place */
         infer__norm_rows(c, L->attn_norm, t0, t1);
-        infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
-        infer__product_ready(c, ith);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
-        infer__qk_prepare(c, L, t0, t1);
-        infer__kv_store_rows(c, ps, l, t0, t1);
-        if (ith == 0) ps->next_item = ps->next_item2 = 0; /* attention's counts start over */
-        infer__pool_barrier(c->pool);
-        infer__attention(c, ps, l, ith, ps->attn_splits > 1);
-        infer__pool_barrier(c->pool);
-        if (ps->attn_splits > 1) { /* split: each run's p.V, once every run's max and sum are in */
-            infer__attention(c, ps, l, ith, 2);
+        if (L->kind != INFER__LAYER_ATTENTION) {
+            infer__recurrent(c, ps, L, P, l, t0, t1, ith, nth);
+        } else {
+            infer__product_convert(c, &P[INFER__P_QKV], c->xb, dim, t0, t1, 0);
+            infer__product_ready(c, ith);
+            infer__pool_barrier(c->pool);
+            infer__product_run(c, &P[INFER__P_QKV], c->xb, dim, n, NULL, ith, nth);
+            infer__pool_barrier(c->pool);
+            if (m->q_gate) infer__q_gate_split(c, t0, t1);
+            infer__qk_prepare(c, L, t0, t1);
+            infer__kv_store_rows(c, ps, l, t0, t1);
+            if (ith == 0) ps->next_item = ps->next_item2 = 0; /* attention's counts start over */
+            infer__pool_barrier(c->pool);
+            infer__attention(c, ps, l, ith, ps->attn_splits > 1);
+            infer__pool_barrier(c->pool);
+            if (ps->attn_splits > 1) { /* split: each run's p.V, once every run's max and sum are in */
+                infer__attention(c, ps, l, ith, 2);
+                infer__pool_barrier(c->pool);
+            }
+            if (ps->attn_splits > 1)
+                infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
+            if (m->q_gate) infer__q_gate_apply(c, t0, t1);
+            infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
+            infer__product_ready(c, ith);
+            infer__pool_barrier(c->pool);
+            infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
             infer__pool_barrier(c->pool);
         }
-        if (ps->attn_splits > 1)
-            infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
-        infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
-        infer__product_ready(c, ith);
-        infer__pool_barrier(c->pool);
-        infer__product_run(c, &P[INFER__P_O], c->att, q_dim, n, NULL, ith, nth);
-        infer__pool_barrier(c->pool);
         infer__residual(c, L->bo, L->post_attn_norm, t0, t1);
 
         /* feed-forward */

@@ -21,7 +21,13 @@ static int infer__weights_list(const infer_model *m, const infer__tensor **w, in
 #define INFER__ADD(t, er) (w[n] = (t), expert_rows[n++] = (er))
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
-        INFER__ADD(L->wq, 0), INFER__ADD(L->wk, 0), INFER__ADD(L->wv, 0), INFER__ADD(L->wo, 0);
+        if (L->kind != INFER__LAYER_ATTENTION) {
+            INFER__ADD(L->rec_in, 0), INFER__ADD(L->rec_out, 0);
+            if (L->rec_gate) INFER__ADD(L->rec_gate, 0);
+            if (L->rec_beta) INFER__ADD(L->rec_beta, 0), INFER__ADD(L->rec_alpha, 0);
+        } else {
+            INFER__ADD(L->wq, 0), INFER__ADD(L->wk, 0), INFER__ADD(L->wv, 0), INFER__ADD(L->wo, 0);
+        }
         if (L->ffn_router) {
             INFER__ADD(L->ffn_router, 0);
             INFER__ADD(L->gate_exps, m->expert_ffn), INFER__ADD(L->up_exps, m->expert_ffn);

@@ -245,6 +245,10 @@ ParameterizedTestParameters(reference, model) {
         {"synth-gemma3-f16", "arch", 0, 0},
         {"synth-phi3-f16", "arch", 0, 0},
         {"synth-smollm3-f16", "arch", 0, 0},
+        /* hybrids: recurrent layers beside attention (references of August 2026) */
+        {"synth-lfm2-f16", "arch", 0, 0},
+        {"synth-qwen35-f16", "arch", 0, 0},
+        {"synth-granitehybrid-f16", "arch", 0, 0},
         /* Gemma 3 270M: llama.cpp's own CPU paths for it pick different
            greedy tokens up to 0.2 apart (../shared/README.md), so its near-ties are wider */
         {"gemma-3-270m-q4_k_m", "project", 0, 0.2f},
