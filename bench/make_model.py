@@ -3,7 +3,10 @@
 
     python3 bench/make_model.py SHAPE TYPE [-o models/NAME.gguf]
 
-SHAPE: smollm-135m, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b; test-draft and
+SHAPE: smollm-135m, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b; the hybrids
+       lfm2-350m, qwen3.5-0.8b and granite-4.0-h-350m (recurrent layers beside
+       attention, as their public configs give them), qwen3.5-0.8b-attn (the
+       same with every layer attending); test-draft and
        test-target, two small shapes of one vocabulary (speculation's tests)
 TYPE:  f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (written directly), or
        any type `infer quantize` takes (q4_k, q5_k, q6_k, q4_k_m, q5_k_m):
@@ -35,6 +38,20 @@ SHAPES = {
     "tinyllama-1.1b": dict(dim=2048, layers=22, heads=32, kv=4, ffn=5632, vocab=32000, tied=False, rope=10000.0, arch="llama"),
     "llama-3.2-1b": dict(dim=2048, layers=16, heads=32, kv=8, ffn=8192, vocab=128256, tied=True, rope=500000.0, arch="llama"),
     "qwen2.5-0.5b": dict(dim=896, layers=24, heads=14, kv=2, ffn=4864, vocab=151936, tied=True, rope=1000000.0, arch="qwen2"),
+    # hybrids: `attn` lists the layers that attend (the rest are recurrent);
+    # ssm: conv taps, inner width, state width, heads, groups
+    "lfm2-350m": dict(dim=1024, layers=16, heads=16, kv=8, ffn=4608, vocab=65536, tied=True, rope=1000000.0,
+                      arch="lfm2", attn=[2, 5, 8, 10, 12, 14], conv=3),
+    "qwen3.5-0.8b": dict(dim=1024, layers=24, heads=8, kv=2, head_dim=256, ffn=3584, vocab=248320, tied=True,
+                         rope=10000000.0, arch="qwen35", interval=4, n_rot=64, sections=[11, 11, 10, 0],
+                         ssm=dict(conv=4, inner=2048, state=128, heads=16, groups=16)),
+    # the same with every layer attending: what the recurrent layers save
+    "qwen3.5-0.8b-attn": dict(dim=1024, layers=24, heads=8, kv=2, head_dim=256, ffn=3584, vocab=248320, tied=True,
+                              rope=10000000.0, arch="qwen35", interval=1, n_rot=64, sections=[11, 11, 10, 0],
+                              ssm=dict(conv=4, inner=2048, state=128, heads=16, groups=16)),
+    "granite-4.0-h-350m": dict(dim=768, layers=32, heads=12, kv=4, ffn=2048, vocab=100352, tied=True, rope=10000.0,
+                               arch="granitehybrid", attn=[10, 13, 17, 27],
+                               ssm=dict(conv=4, inner=1536, state=128, heads=48, groups=1)),
     # a pair of one (synthetic) vocabulary for tests: a draft and its target
     "test-draft": dict(dim=128, layers=2, heads=4, kv=2, ffn=256, vocab=512, tied=True, rope=10000.0, arch="llama"),
     "test-target": dict(dim=256, layers=4, heads=4, kv=4, ffn=512, vocab=512, tied=False, rope=10000.0, arch="llama"),
@@ -66,6 +83,81 @@ def add_vocab(w, n_vocab):
     w.add_unk_token_id(0)
 
 
+def write_hybrid_layer(s, l, p, mat, vec, f32):
+    """Layer l of a hybrid: attention or its family's recurrent mixer, then the FFN."""
+    dim, arch = s["dim"], s["arch"]
+    hd = s.get("head_dim", dim // s["heads"])
+    q_dim, kv_dim = s["heads"] * hd, s["kv"] * hd
+    attends = (l + 1) % s["interval"] == 0 if "interval" in s else l in s["attn"]
+    vec(p + "attn_norm.weight", dim)
+    if attends:
+        mat(p + "attn_q.weight", 2 * q_dim if arch == "qwen35" else q_dim, dim)
+        mat(p + "attn_k.weight", kv_dim, dim)
+        mat(p + "attn_v.weight", kv_dim, dim)
+        mat(p + "attn_output.weight", dim, q_dim)
+        if arch != "granitehybrid":
+            vec(p + "attn_q_norm.weight", hd)
+            vec(p + "attn_k_norm.weight", hd)
+    elif arch == "lfm2":
+        mat(p + "shortconv.in_proj.weight", 3 * dim, dim)
+        f32(p + "shortconv.conv.weight", (dim, s["conv"]), 0.3)
+        mat(p + "shortconv.out_proj.weight", dim, dim)
+    else:
+        m = s["ssm"]
+        conv_ch = m["inner"] + 2 * m["groups"] * m["state"]
+        heads = m["heads"]
+        if arch == "qwen35":
+            mat(p + "attn_qkv.weight", conv_ch, dim)
+            mat(p + "attn_gate.weight", m["inner"], dim)
+            mat(p + "ssm_beta.weight", heads, dim)
+            mat(p + "ssm_alpha.weight", heads, dim)
+            f32(p + "ssm_a", (heads,), -1.0)
+            vec(p + "ssm_norm.weight", m["state"])
+        else:
+            mat(p + "ssm_in.weight", m["inner"] + conv_ch + heads, dim)
+            f32(p + "ssm_conv1d.bias", (conv_ch,), 0.0)
+            f32(p + "ssm_a", (heads, 1), -1.0)
+            f32(p + "ssm_d", (heads, 1), 1.0)
+            w_norm = np.ones((m["groups"], m["inner"] // m["groups"]), dtype=np.float32)
+            f32(p + "ssm_norm.weight", w_norm.shape, 1.0)
+        f32(p + "ssm_conv1d.weight", (conv_ch, m["conv"]), 0.3)
+        f32(p + "ssm_dt.bias", (heads,), 0.0)
+        mat(p + "ssm_out.weight", dim, m["inner"])
+    vec(p + ("post_attention_norm.weight" if arch == "qwen35" else "ffn_norm.weight"), dim)
+    mat(p + "ffn_gate.weight", s["ffn"], dim)
+    mat(p + "ffn_up.weight", s["ffn"], dim)
+    mat(p + "ffn_down.weight", dim, s["ffn"])
+
+
+def write_hybrid_keys(w, s):
+    """A hybrid's own metadata: which layers attend, the recurrent sizes, Granite's scales."""
+    arch, hd = s["arch"], s.get("head_dim", s["dim"] // s["heads"])
+    if "attn" in s:  # per-layer KV heads, 0 = recurrent
+        w.add_array(arch + ".attention.head_count_kv", [s["kv"] if l in s["attn"] else 0 for l in range(s["layers"])])
+    else:
+        w.add_head_count_kv(s["kv"])
+        w.add_uint32(arch + ".full_attention_interval", s["interval"])
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    if arch == "lfm2":
+        w.add_uint32("lfm2.shortconv.l_cache", s["conv"])
+    else:
+        m = s["ssm"]
+        w.add_uint32(arch + ".ssm.conv_kernel", m["conv"])
+        w.add_uint32(arch + ".ssm.inner_size", m["inner"])
+        w.add_uint32(arch + ".ssm.state_size", m["state"])
+        w.add_uint32(arch + ".ssm.time_step_rank", m["heads"])
+        w.add_uint32(arch + ".ssm.group_count", m["groups"])
+    if "sections" in s:
+        w.add_array(arch + ".rope.dimension_sections", s["sections"])
+    if arch == "granitehybrid":
+        w.add_bool(arch + ".rope.scaling.finetuned", False)
+        w.add_float32(arch + ".embedding_scale", 12.0)
+        w.add_float32(arch + ".residual_scale", 0.246)
+        w.add_float32(arch + ".attention.scale", 0.015625)
+        w.add_float32(arch + ".logit_scale", 3.0)
+
+
 def write(shape_name, ftype, path, seed):
     s = SHAPES[shape_name]
     rng = np.random.default_rng(seed)
@@ -78,8 +170,12 @@ def write(shape_name, ftype, path, seed):
     w.add_block_count(s["layers"])
     w.add_feed_forward_length(s["ffn"])
     w.add_head_count(s["heads"])
-    w.add_head_count_kv(s["kv"])
-    w.add_rope_dimension_count(head_dim)
+    hybrid = s["arch"] in ("lfm2", "qwen35", "granitehybrid")
+    if hybrid:
+        write_hybrid_keys(w, s)
+    else:
+        w.add_head_count_kv(s["kv"])
+    w.add_rope_dimension_count(s.get("n_rot", s.get("head_dim", head_dim)))
     w.add_rope_freq_base(s["rope"])
     w.add_layer_norm_rms_eps(1e-5)
     w.add_vocab_size(s["vocab"])
@@ -99,12 +195,22 @@ def write(shape_name, ftype, path, seed):
     def vec(name, n, value=1.0):
         w.add_tensor(name, np.full(n, value, dtype=np.float32))
 
+    def f32(name, shape, scale):
+        """an F32 parameter: scale times N(0, 1) where the value is a spread, else the constant scale"""
+        if name.endswith("conv.weight") or name.endswith("conv1d.weight"):
+            a = (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float32)
+        else:
+            a = np.full(shape, scale, dtype=np.float32)
+        w.add_tensor(name, a)
+
     kv_dim = s["kv"] * head_dim
     mat("token_embd.weight", s["vocab"], s["dim"])
-    vec("output_norm.weight", s["dim"])
+    vec("token_embd_norm.weight" if s["arch"] == "lfm2" else "output_norm.weight", s["dim"])
     if not s["tied"]:
         mat("output.weight", s["vocab"], s["dim"])
-    for l in range(s["layers"]):
+    for l in range(s["layers"] if hybrid else 0):
+        write_hybrid_layer(s, l, "blk.%d." % l, mat, vec, f32)
+    for l in range(0 if hybrid else s["layers"]):
         p = "blk.%d." % l
         vec(p + "attn_norm.weight", s["dim"])
         mat(p + "attn_q.weight", s["dim"], s["dim"])
