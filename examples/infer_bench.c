@@ -224,7 +224,9 @@ static void stats(bench_result *r, int n) {
 
 /* One repetition: a cache holding `depth` tokens (decoded untimed, copied
    to every sequence; decoded once, then each repetition cuts the cache
-   back to them, which leaves the same keys as decoding them again), then
+   back to them, which leaves the same keys as decoding them again; a
+   recurrent model's state goes back only to its checkpoint, so after a
+   generation run the depth is decoded again, untimed), then
    either p tokens in one batch or n
    tokens one by one (after a BOS where the depth is 0, as llama-bench
    does), in each of `parallel` sequences together. Returns tokens/s (all
@@ -235,9 +237,13 @@ static double run_once(infer_context *c, const infer_token *toks, int depth, int
     int seq[256], i, s;
     infer_batch b;
     double t0, t1;
-    int have = depth && infer_seq_n_past(c, 0) >= depth; /* the depth, from the last repetition */
-    for (s = 0; s < parallel; s++) infer_seq_truncate(c, s, have ? depth : 0, NULL, NULL), seq[s] = s;
+    int have = depth && infer_seq_n_past(c, 0) >= depth, kept; /* the depth, from the last repetition */
+    for (s = 0; s < parallel; s++) {
+        infer_seq_truncate(c, s, have ? depth : 0, &kept, NULL), seq[s] = s;
+        if (kept != (have ? depth : 0)) have = 0; /* a recurrent state keeps less: decoded again */
+    }
     if (depth && !have) {
+        for (s = 0; s < parallel; s++) infer_seq_truncate(c, s, 0, NULL, NULL);
         if (infer_decode(c, toks, depth, 0, err)) return -1;
         for (s = 1; s < parallel; s++)
             if (infer_seq_copy(c, 0, s, err)) return -1;
