@@ -16449,6 +16449,19 @@ static int infer__forward(infer_context *c, const infer_token *tokens, int n, in
    head by them (fused: with llama.cpp's contracted FMAs). */
 static void infer__rope_angles(float *cs, const infer__rope *r, const float *freqs, int pos);
 static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, const infer__kernels *fused);
+
+/* recurrent.c: the recurrent layers' kernels over one run of a sequence
+   (src: the state it starts from, NULL for zeros; dst: the state it ends in) */
+static float infer__sigmoidf(float x);
+static void infer__rec_conv(const float *in, const float *mul, int ldi, float *out, int ldo, int n, int c0, int c1, int K,
+                            const float *w, const float *bias, int silu, const float *src, float *dst);
+static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h, const float *xbc, const float *dt,
+                              int ld, float *y, int ldy, int n, const float *src, float *dst);
+static void infer__rec_deltanet(const infer_model *m, const infer__layer *L, int h, const float *qkv, int ld,
+                                const float *ba, int ldba, float *o, int ldo, int n, const float *src, float *dst);
+static void infer__l2norm(float *x, int n, float eps);
+static void infer__gated_norm(const infer__kernels *kern, float *y, const float *z, const float *w, int n, float eps,
+                              int gate_first);
 /* context.c: sequence seq's state slot `slot` (rs_slot floats), and layer l's part of it (a recurrent layer) */
 static float *infer__rs_slot(const infer_context *c, int seq, int slot);
 static float *infer__rs_at(const infer_context *c, int seq, int slot, int l);
