@@ -283,3 +283,163 @@ Test(recurrent, cancel_leaves_the_state) {
         infer_model_free(m);
     }
 }
+
+static int argmax(const float *x, int n) {
+    int best = 0, j;
+    for (j = 1; j < n; j++)
+        if (x[j] > x[best]) best = j;
+    return best;
+}
+
+/* A prompt that repeats itself: a run of 6 tokens, four times. */
+static int repetitive(infer_token *t, int seed, int nv) {
+    int i;
+    tokens(t, 6, seed, nv);
+    for (i = 6; i < 24; i++) t[i] = t[i - 6];
+    return 24;
+}
+
+/* A logit bias of +100 on a few tokens (n_bias of them, 0: none): greedy
+   output then keeps to them, repeating itself, which lookup drafts from. */
+#define BIAS 100.0f
+static const float bias4[4] = {BIAS, BIAS, BIAS, BIAS};
+
+/* Greedy by hand, one token a call: the prompt (as the request fed it) in
+   one call, then each argmax (of the logits with the bias on bias_ids)
+   fed alone, up to n tokens or an end of generation. Returns the tokens
+   written. */
+static int greedy_by_hand(infer_model *m, const infer_token *prompt, int np, int n, const infer_token *bias_ids,
+                          int n_bias, infer_token *out) {
+    infer_context *c = ctx(m, 1, INFER_FULL_POLICY_STOP);
+    int nv = infer_model_n_vocab(m), k = 0, i;
+    float *l = (float *)malloc(sizeof(float) * nv);
+    infer_error err;
+    cr_assert(l);
+    cr_assert_eq(infer_decode(c, prompt, np, 0, &err), INFER_OK, "%s", err.msg);
+    while (k < n) {
+        infer_token t;
+        memcpy(l, infer_context_logits(c, -1), sizeof(float) * nv);
+        for (i = 0; i < n_bias; i++) l[bias_ids[i]] += BIAS;
+        t = argmax(l, nv);
+        out[k++] = t;
+        if (infer_model_is_eog(m, t) || k == n) break;
+        cr_assert_eq(infer_decode(c, &t, 1, 0, &err), INFER_OK, "%s", err.msg);
+    }
+    free(l);
+    infer_context_free(c);
+    return k;
+}
+
+typedef struct reply {
+    infer_token toks[64], prompt[64], cache[160];
+    int n, np, n_cache;
+    infer_metrics mt;
+} reply;
+
+/* A greedy request of n_predict tokens after prompt_tokens p on sequence 0,
+   with `lookup` drafts or a draft context, the bias on p's first n_bias
+   tokens, stepped with budget_ms. */
+static void run_request(infer_model *m, const infer_token *p, int np, int n_predict, int lookup, infer_context *draft,
+                        int n_bias, double budget_ms, reply *out) {
+    infer_context *c = ctx(m, 1, INFER_FULL_POLICY_STOP);
+    infer_request_params rp = infer_request_default_params();
+    infer_request *r;
+    infer_error err;
+    const infer_token *t;
+    int steps = 0;
+    rp.prompt_tokens = p, rp.n_prompt_tokens = np, rp.n_predict = n_predict;
+    rp.sampling.temperature = 0;
+    rp.lookup = lookup;
+    rp.draft = draft, rp.draft_n = draft ? 4 : 0;
+    rp.bias_ids = p, rp.bias = bias4, rp.n_bias = n_bias;
+    r = infer_request_start(c, &rp, &err);
+    cr_assert(r, "%s", err.msg);
+    while (infer_context_step(c, budget_ms) > 0) cr_assert_lt(++steps, 10000);
+    cr_assert(infer_request_done(r));
+    cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_request_tokens(r, out->toks, 64, &out->n, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_request_prompt_tokens(r, out->prompt, 64, &out->np, &err), INFER_OK, "%s", err.msg);
+    cr_assert(out->n <= 64 && out->np <= 64);
+    out->mt = infer_request_metrics(r);
+    t = infer_seq_tokens(c, 0, &out->n_cache);
+    cr_assert(out->n_cache <= 160);
+    memcpy(out->cache, t, sizeof(infer_token) * (size_t)out->n_cache);
+    infer_request_free(r);
+    infer_context_free(c);
+}
+
+static void same_reply(const reply *a, const reply *b, const char *model, const char *what) {
+    int i;
+    cr_assert_eq(a->n, b->n, "%s, %s: %d tokens against %d", model, what, b->n, a->n);
+    for (i = 0; i < a->n; i++) cr_assert_eq(a->toks[i], b->toks[i], "%s, %s: token %d differs", model, what, i);
+    cr_assert_eq(a->n_cache, b->n_cache, "%s, %s: the cache holds %d positions against %d", model, what, b->n_cache,
+                 a->n_cache);
+    for (i = 0; i < a->n_cache; i++)
+        cr_assert_eq(a->cache[i], b->cache[i], "%s, %s: cached token %d differs", model, what, i);
+}
+
+/* Speculation leaves greedy output as it is: 32 tokens with lookup drafts
+   (on a prompt that repeats itself, the output biased to its four tokens
+   so that it repeats itself too: drafts are made, and both accepted and
+   rejected, a rejection being a truncation by the checkpoint) and, without
+   the bias (which the draft model does not draft with), with a draft
+   model (the same file: its drafts are accepted), each as the greedy
+   tokens fed one a call by hand, the caches as without drafts. */
+Test(recurrent, speculation_keeps_greedy_output) {
+    int k;
+    for (k = 0; k < N_MODELS; k++) {
+        infer_model *m = load(MODELS[k]), *dm = load(MODELS[k]);
+        int nv = infer_model_n_vocab(m), np, i, n, j;
+        infer_context *dc = ctx(dm, 1, INFER_FULL_POLICY_STOP);
+        infer_token p[24], want[64];
+        reply *r = (reply *)calloc(4, sizeof *r);
+        cr_assert(r);
+        np = repetitive(p, 600 + k, nv);
+        run_request(m, p, np, 32, 0, NULL, 4, 0, &r[0]);
+        run_request(m, p, np, 32, 6, NULL, 4, 0, &r[1]);
+        run_request(m, p, np, 32, 0, NULL, 0, 0, &r[2]);
+        run_request(m, p, np, 32, 0, dc, 0, 0, &r[3]);
+        for (j = 0; j < 2; j++) {
+            const reply *a = &r[2 * j];
+            n = greedy_by_hand(m, a->prompt, a->np, 32, p, j ? 0 : 4, want);
+            cr_assert_eq(a->n, n, "%s: %d tokens requested, %d by hand", MODELS[k], a->n, n);
+            for (i = 0; i < n; i++) cr_assert_eq(a->toks[i], want[i], "%s: greedy token %d differs", MODELS[k], i);
+            cr_assert_eq(a->mt.n_draft_tokens, 0);
+        }
+        same_reply(&r[0], &r[1], MODELS[k], "lookup");
+        same_reply(&r[2], &r[3], MODELS[k], "a draft model");
+        cr_assert_gt(r[1].mt.n_draft_accepted, 0, "%s: no lookup draft accepted (%d drafted)", MODELS[k],
+                     r[1].mt.n_draft_tokens);
+        cr_assert_lt(r[1].mt.n_draft_accepted, r[1].mt.n_draft_tokens, "%s: no lookup draft rejected", MODELS[k]);
+        cr_assert_gt(r[3].mt.n_draft_accepted, 0, "%s: the draft model's drafts were not accepted (%d drafted)",
+                     MODELS[k], r[3].mt.n_draft_tokens);
+        free(r);
+        infer_context_free(dc);
+        infer_model_free(dm);
+        infer_model_free(m);
+    }
+}
+
+/* A request stepped with frame budgets (small ones: the prompt read in
+   chunks, several calls) gives the greedy tokens of a plain decode loop. */
+Test(recurrent, frame_budget_steps_match_plain_greedy) {
+    static const double budgets[] = {0.01, 0.5, 0};
+    int k;
+    for (k = 0; k < N_MODELS; k++) {
+        infer_model *m = load(MODELS[k]);
+        int nv = infer_model_n_vocab(m), b, i, n;
+        infer_token p[40], want[64];
+        reply *r = (reply *)calloc(1, sizeof *r);
+        cr_assert(r);
+        tokens(p, 40, 700 + k, nv);
+        for (b = 0; b < 3; b++) {
+            run_request(m, p, 40, 24, 0, NULL, 0, budgets[b], r);
+            n = greedy_by_hand(m, r->prompt, r->np, 24, NULL, 0, want);
+            cr_assert_eq(r->n, n, "%s, budget %g ms: %d tokens stepped, %d by hand", MODELS[k], budgets[b], r->n, n);
+            for (i = 0; i < n; i++)
+                cr_assert_eq(r->toks[i], want[i], "%s, budget %g ms: token %d differs", MODELS[k], budgets[b], i);
+        }
+        free(r);
+        infer_model_free(m);
+    }
+}
