@@ -443,3 +443,89 @@ Test(recurrent, frame_budget_steps_match_plain_greedy) {
         infer_model_free(m);
     }
 }
+
+/* Embeddings: unit length, finite, the same in a fresh context as in a
+   sequence that held other tokens (infer_embed clears the state before,
+   not only the cache) and leaving the state clear after; a sequence beside
+   it goes on as if nothing ran. */
+Test(recurrent, embeddings_clear_the_state) {
+    int k;
+    for (k = 0; k < N_MODELS; k++) {
+        infer_model *m = load(MODELS[k]);
+        int nv = infer_model_n_vocab(m), dim = infer_model_n_embd(m), i, one = 1;
+        infer_context *c = ctx(m, 2, INFER_FULL_POLICY_STOP), *fresh = ctx(m, 1, INFER_FULL_POLICY_STOP);
+        float *e1 = (float *)malloc(sizeof(float) * dim), *e2 = (float *)malloc(sizeof(float) * dim);
+        float *ref = (float *)malloc(sizeof(float) * nv);
+        infer_token t[24], u[24];
+        infer_batch b;
+        infer_error err;
+        double norm = 0, dot = 0;
+        cr_assert(e1 && e2 && ref);
+        tokens(t, 24, 800 + k, nv);
+        tokens(u, 24, 900 + k, nv);
+        cr_assert_eq(infer_embed_tokens(fresh, 0, t, 9, INFER_POOLING_MEAN, 1, e1, &err), INFER_OK, "%s", err.msg);
+        for (i = 0; i < dim; i++) {
+            cr_assert(isfinite(e1[i]), "%s: embedding %d is %g", MODELS[k], i, e1[i]);
+            norm += (double)e1[i] * e1[i];
+        }
+        cr_assert_float_eq(norm, 1.0, 1e-5, "%s: |e|^2 = %g", MODELS[k], norm);
+        /* sequence 0 holds other tokens, sequence 1 a conversation of its own */
+        cr_assert_eq(infer_decode(c, u, 12, 0, &err), INFER_OK, "%s", err.msg);
+        memset(&b, 0, sizeof b);
+        b.n = 8, b.tokens = u + 12, b.seq = (int[8]){1, 1, 1, 1, 1, 1, 1, 1};
+        cr_assert_eq(infer_decode_batch(c, &b, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_embed_tokens(c, 0, t, 9, INFER_POOLING_MEAN, 1, e2, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(memcmp(e1, e2, sizeof(float) * dim), 0, "%s: the embedding read the state it found", MODELS[k]);
+        cr_assert_eq(infer_seq_n_past(c, 0), 0);
+        /* and left none behind: sequence 0 fed afresh is a fresh sequence */
+        cr_assert_eq(infer_decode(c, u, 12, 0, &err), INFER_OK, "%s", err.msg);
+        alone(m, u, 12, ref);
+        cr_assert_eq(memcmp(ref, infer_seq_logits(c, 0), sizeof(float) * nv), 0, "%s: a state left behind", MODELS[k]);
+        /* sequence 1 goes on as it would have */
+        b.n = 1, b.tokens = u + 20, b.seq = &one;
+        cr_assert_eq(infer_decode_batch(c, &b, &err), INFER_OK, "%s", err.msg);
+        alone_calls(m, u + 12, (const int[]){8, 1, 0}, ref);
+        cr_assert_eq(memcmp(ref, infer_seq_logits(c, 1), sizeof(float) * nv), 0, "%s: sequence 1 was disturbed",
+                     MODELS[k]);
+        /* another text, another embedding */
+        cr_assert_eq(infer_embed_tokens(c, 0, u, 9, INFER_POOLING_MEAN, 1, e2, &err), INFER_OK, "%s", err.msg);
+        for (i = 0; i < dim; i++) dot += (double)e1[i] * e2[i];
+        cr_assert_lt(dot, 0.9999, "%s: two texts embed alike", MODELS[k]);
+        free(e1), free(e2), free(ref);
+        infer_context_free(fresh);
+        infer_context_free(c);
+        infer_model_free(m);
+    }
+}
+
+/* A grammar-constrained reply: it ends where the grammar does, with text
+   the grammar allows (three lowercase letters, a digit, "!"). */
+Test(recurrent, grammar_constrained_reply) {
+    int k;
+    for (k = 0; k < N_MODELS; k++) {
+        infer_model *m = load(MODELS[k]);
+        int nv = infer_model_n_vocab(m), steps = 0;
+        infer_context *c = ctx(m, 1, INFER_FULL_POLICY_STOP);
+        infer_request_params rp = infer_request_default_params();
+        infer_token p[12];
+        infer_request *r;
+        infer_error err;
+        char text[64];
+        size_t n;
+        tokens(p, 12, 1000 + k, nv);
+        rp.prompt_tokens = p, rp.n_prompt_tokens = 12, rp.n_predict = 16;
+        rp.grammar = "root ::= [a-z] [a-z] [a-z] [0-9] \"!\"";
+        r = infer_request_start(c, &rp, &err);
+        cr_assert(r, "%s", err.msg);
+        while (infer_context_step(c, 0) > 0) cr_assert_lt(++steps, 1000);
+        cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s: %s", MODELS[k], err.msg);
+        n = infer_request_text(r, 0, text, sizeof text);
+        cr_assert_eq(n, 5, "%s: \"%s\"", MODELS[k], text);
+        cr_assert(text[0] >= 'a' && text[0] <= 'z' && text[1] >= 'a' && text[1] <= 'z' && text[2] >= 'a' &&
+                      text[2] <= 'z' && text[3] >= '0' && text[3] <= '9' && text[4] == '!',
+                  "%s: \"%s\" is not what the grammar allows", MODELS[k], text);
+        infer_request_free(r);
+        infer_context_free(c);
+        infer_model_free(m);
+    }
+}
