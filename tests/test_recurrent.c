@@ -226,12 +226,26 @@ Test(recurrent, truncation_by_checkpoint_and_refusals) {
         alone_calls(m, t, calls, ref); /* the checkpoint at 10, tokens 10..11 again, then 12 */
         cr_assert_eq(memcmp(ref, infer_context_logits(c, -1), sizeof(float) * nv), 0, "%s: after the truncation",
                      MODELS[k]);
+        /* to the checkpoint itself (the last call began at 12): nothing to
+           decode again, the cache cut there, its last logits gone */
+        cr_assert_eq(infer_decode(c, t + 13, 3, 0, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_seq_truncate(c, 0, 13, &kept, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(kept, 13, "%s: kept %d of 13", MODELS[k], kept);
+        cr_assert_eq(infer_seq_n_past(c, 0), 13, "%s: %d positions after cutting to 13", MODELS[k],
+                     infer_seq_n_past(c, 0));
+        cr_assert_null(infer_seq_logits(c, 0), "%s: the logits of position 15 outlived it", MODELS[k]);
+        cr_assert_eq(infer_decode(c, t + 13, 1, 0, &err), INFER_OK, "%s", err.msg);
+        alone_calls(m, t, (const int[]){10, 2, 1, 1, 0}, ref);
+        cr_assert_eq(memcmp(ref, infer_context_logits(c, -1), sizeof(float) * nv), 0,
+                     "%s: after cutting at the checkpoint", MODELS[k]);
+        cr_assert_eq(infer_seq_truncate(c, 0, 13, &kept, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_seq_n_past(c, 0), 13);
         /* the middle */
         st = infer_seq_remove(c, 0, 2, 5, &err);
         cr_assert_eq(st, INFER_ERR_UNSUPPORTED);
         cr_assert(strstr(err.msg, "recurrent"), "%s", err.msg);
         cr_assert_eq(infer_seq_n_past(c, 0), 13);
-        /* before the checkpoint (the last call began at 12): nothing kept */
+        /* before the checkpoint (the last call began at 13): nothing kept */
         cr_assert_eq(infer_seq_truncate(c, 0, 5, &kept, &err), INFER_OK, "%s", err.msg);
         cr_assert_eq(kept, 0);
         cr_assert_eq(infer_seq_n_past(c, 0), 0);
@@ -525,6 +539,57 @@ Test(recurrent, grammar_constrained_reply) {
                       text[2] <= 'z' && text[3] >= '0' && text[3] <= '9' && text[4] == '!',
                   "%s: \"%s\" is not what the grammar allows", MODELS[k], text);
         infer_request_free(r);
+        infer_context_free(c);
+        infer_model_free(m);
+    }
+}
+
+static int cancel_after_chunks(float share, void *user) {
+    int *left = (int *)user;
+    (void)share;
+    return --*left < 0;
+}
+
+/* A request whose prompt is cancelled after some of its chunks (the frame
+   budget's small passes) is taken back out of its sequence: the
+   conversation before it goes on as if the request never ran. */
+Test(recurrent, cancelled_prompt_leaves_the_conversation) {
+    int k;
+    for (k = 0; k < N_MODELS; k++) {
+        infer_model *m = load(MODELS[k]);
+        int nv = infer_model_n_vocab(m), left = 2, steps = 0, n_before;
+        infer_context *c = ctx(m, 1, INFER_FULL_POLICY_STOP);
+        infer_request_params rp = infer_request_default_params();
+        infer_token t[80];
+        float *ref = (float *)malloc(sizeof(float) * nv);
+        infer_request *r;
+        infer_error err;
+        cr_assert(ref);
+        tokens(t, 80, 1100 + k, nv);
+        cr_assert_eq(infer_decode(c, t, 10, 0, &err), INFER_OK, "%s", err.msg);
+        n_before = infer_seq_n_past(c, 0);
+        rp.prompt_tokens = t + 10, rp.n_prompt_tokens = 60, rp.n_predict = 4;
+        rp.sampling.temperature = 0;
+        rp.progress = cancel_after_chunks, rp.progress_user = &left;
+        r = infer_request_start(c, &rp, &err);
+        cr_assert(r, "%s", err.msg);
+        while (infer_context_step(c, 0.01) > 0) cr_assert_lt(++steps, 1000);
+        cr_assert_eq(infer_request_status(r, &err), INFER_ERR_CANCELLED, "%s: %s", MODELS[k], err.msg);
+        cr_assert_gt(steps, 1, "%s: the prompt was read in one pass", MODELS[k]);
+        infer_request_free(r);
+        cr_assert_eq(infer_seq_n_past(c, 0), n_before, "%s: %d positions after the cancelled prompt, %d before",
+                     MODELS[k], infer_seq_n_past(c, 0), n_before);
+        cr_assert_eq(infer_decode(c, t + 70, 1, 0, &err), INFER_OK, "%s", err.msg);
+        memcpy(ref, t, sizeof(infer_token) * 10);
+        {
+            infer_token u[11];
+            memcpy(u, t, sizeof(infer_token) * 10);
+            u[10] = t[70];
+            alone_calls(m, u, (const int[]){10, 1, 0}, ref);
+        }
+        cr_assert_eq(memcmp(ref, infer_context_logits(c, -1), sizeof(float) * nv), 0,
+                     "%s: the conversation changed under the cancelled prompt", MODELS[k]);
+        free(ref);
         infer_context_free(c);
         infer_model_free(m);
     }
