@@ -254,11 +254,29 @@ Test(recurrent, truncation_by_checkpoint_and_refusals) {
         cr_assert_eq(memcmp(ref, infer_context_logits(c, -1), sizeof(float) * nv), 0, "%s: after starting again",
                      MODELS[k]);
         /* a shifting context that is full */
-        cr_assert_eq(infer_decode(sh, t, 128, 0, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_decode(sh, t, 120, 0, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_decode(sh, t + 120, 8, 0, &err), INFER_OK, "%s", err.msg);
+        memcpy(ref, infer_seq_logits(sh, 0), sizeof(float) * nv);
         st = infer_decode(sh, t + 128, 1, 0, &err);
-        cr_assert_neq(st, INFER_OK);
+        cr_assert_eq(st, INFER_ERR_CONTEXT_FULL, "%s: %s", MODELS[k], err.msg);
         cr_assert(strstr(err.msg, "recurrent"), "%s", err.msg);
+        cr_assert(strstr(err.msg, "shift"), "%s", err.msg);
         cr_assert_eq(infer_seq_n_past(sh, 0), 128);
+        /* and no wrong state: the logits, and a truncation by the
+           checkpoint (at 120) then the next token, as never refused */
+        cr_assert_eq(memcmp(ref, infer_seq_logits(sh, 0), sizeof(float) * nv), 0, "%s: the refusal moved the logits",
+                     MODELS[k]);
+        cr_assert_eq(infer_seq_truncate(sh, 0, 127, &kept, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(kept, 127);
+        cr_assert_eq(infer_decode(sh, t + 130, 1, 0, &err), INFER_OK, "%s", err.msg);
+        {
+            infer_token u[128];
+            memcpy(u, t, sizeof(infer_token) * 127);
+            u[127] = t[130];
+            alone_calls(m, u, (const int[]){120, 7, 1, 0}, ref);
+        }
+        cr_assert_eq(memcmp(ref, infer_seq_logits(sh, 0), sizeof(float) * nv), 0, "%s: the state after the refusal",
+                     MODELS[k]);
         free(ref);
         infer_context_free(sh);
         infer_context_free(c);
