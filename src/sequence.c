@@ -47,7 +47,7 @@ static infer_status infer__seq_truncate_recurrent(infer_context *c, int seq, int
     q->rs_cur = 1 - q->rs_cur; /* the checkpoint's slot is the sequence's again */
     q->rs_ckpt = -1;
     *kept = ck;
-    if (!redo) return INFER_OK;
+    if (!redo) return INFER_OK; /* the caller cuts the cache to ck */
     again = (infer_token *)INFER_MALLOC((size_t)redo * (sizeof *again + sizeof *seqs));
     if (!again) {
         *kept = 0;
@@ -80,7 +80,9 @@ INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *
     if (c->rs && n > 0) {
         int kept = 0;
         st = infer__seq_truncate_recurrent(c, seq, n, &kept, err);
-        if (st != INFER_OK || kept == n) {
+        /* (kept == n at the checkpoint itself: nothing decoded again, the
+           cache is cut below) */
+        if (st != INFER_OK || (kept == n && q->n_past == n)) {
             if (n_past) *n_past = q->n_past;
             return st;
         }
