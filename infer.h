@@ -18412,7 +18412,7 @@ static infer_status infer__seq_truncate_recurrent(infer_context *c, int seq, int
     q->rs_cur = 1 - q->rs_cur; /* the checkpoint's slot is the sequence's again */
     q->rs_ckpt = -1;
     *kept = ck;
-    if (!redo) return INFER_OK;
+    if (!redo) return INFER_OK; /* the caller cuts the cache to ck */
     again = (infer_token *)INFER_MALLOC((size_t)redo * (sizeof *again + sizeof *seqs));
     if (!again) {
         *kept = 0;
@@ -18445,7 +18445,9 @@ INFERDEF infer_status infer_seq_truncate(infer_context *c, int seq, int n, int *
     if (c->rs && n > 0) {
         int kept = 0;
         st = infer__seq_truncate_recurrent(c, seq, n, &kept, err);
-        if (st != INFER_OK || kept == n) {
+        /* (kept == n at the checkpoint itself: nothing decoded again, the
+           cache is cut below) */
+        if (st != INFER_OK || (kept == n && q->n_past == n)) {
             if (n_past) *n_past = q->n_past;
             return st;
         }
@@ -28553,6 +28555,9 @@ struct infer_request {
     int cache_prompt;    /* n_past 0 keeps the cached prefix of the prompt */
     int skip;            /* prompt tokens found in the cache, not fed */
     int start_past;      /* the sequence's positions when the prompt began */
+    float *rs_snap;      /* a recurrent model's state at start_past while the
+                            prompt is read (a cut-short prompt goes back to
+                            it: the checkpoint moves with each chunk) */
     int has_pending;     /* a sampled token waits to be fed */
     infer_token pending;
     int ending;          /* done once the pending token is fed */
@@ -28766,8 +28771,18 @@ static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
     infer__sched *s = r->sched;
     char piece[16];
     int i;
-    if (r->state == INFER__RQ_PROMPT && st != INFER_OK && r->fed > 0)
-        infer_seq_truncate(s->c, r->seq, r->start_past, NULL, NULL);
+    if (r->state == INFER__RQ_PROMPT && st != INFER_OK && r->fed > 0) {
+        infer_context *c = s->c;
+        infer__seq *q = &c->seqs[r->seq];
+        if (r->rs_snap && q->n_past > r->start_past && q->rs_ckpt != r->start_past) {
+            /* the state where the prompt began becomes the checkpoint again */
+            memcpy(infer__rs_slot(c, r->seq, 1 - q->rs_cur), r->rs_snap, c->rs_slot * sizeof(float));
+            q->rs_ckpt = r->start_past;
+        }
+        infer_seq_truncate(c, r->seq, r->start_past, NULL, NULL);
+    }
+    INFER_FREE(r->rs_snap);
+    r->rs_snap = NULL;
     if (!r->text_done) {
         size_t n_piece = 0;
         infer_detok_flush(&r->detok, piece, sizeof piece, &n_piece, NULL);
@@ -28907,6 +28922,12 @@ static int infer__req_begin(infer_request *r) {
     stbds_arrfree(pre);
     n_prompt = (int)stbds_arrlen(r->prompt);
     r->start_past = past;
+    INFER_FREE(r->rs_snap);
+    r->rs_snap = NULL;
+    if (c->rs && past > 0) { /* the sequence's state now, for a prompt cut short */
+        if (!(r->rs_snap = (float *)INFER_MALLOC(c->rs_slot * sizeof(float)))) goto nomem;
+        memcpy(r->rs_snap, infer__rs_slot(c, r->seq, c->seqs[r->seq].rs_cur), c->rs_slot * sizeof(float));
+    }
     r->fed = r->skip;
     r->t_prompt0 = infer__now_ms();
     for (i = 0; i < n_prompt; i++) infer_sampler_accept_prompt(r->sampler, r->prompt[i]);
@@ -29038,6 +29059,8 @@ static int infer__req_sample(infer_request *r, const float *l) {
     float chosen = 0;
     double now = infer__now_ms();
     r->state = INFER__RQ_GEN;
+    INFER_FREE(r->rs_snap); /* the prompt is in */
+    r->rs_snap = NULL;
     if (t < 0) {
         int why = infer__sampler_none_why(r->sampler);
         const char *limit = infer__sampler_grammar_limit(r->sampler);
@@ -29533,6 +29556,7 @@ static void infer__req_free_fields(infer_request *r) {
     INFER_FREE(r->think_end);
     stbds_arrfree(r->draft);
     stbds_arrfree(r->hist);
+    INFER_FREE(r->rs_snap);
     stbds_arrfree(r->hold);
     stbds_arrfree(r->top);
     stbds_arrfree(r->prompt);
