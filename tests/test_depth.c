@@ -43,17 +43,6 @@ static int argmax(const float *a, int n) {
     return best;
 }
 
-static double worst_share(const float *a, const float *b, int n) {
-    float lo = a[0], hi = a[0];
-    double worst = 0;
-    int i;
-    for (i = 0; i < n; i++) {
-        lo = fminf(lo, a[i]), hi = fmaxf(hi, a[i]);
-        if (fabs((double)a[i] - b[i]) > worst) worst = fabs((double)a[i] - b[i]);
-    }
-    return hi > lo ? worst / (hi - lo) : worst;
-}
-
 static infer_context *context(infer_model *m, int threads, int match_llama) {
     infer_context_params cp = infer_context_default_params();
     infer_error err;
@@ -115,11 +104,11 @@ static void check_depth(const char *file, int exact_batch) {
         cr_assert_eq(infer_decode(ref, toks + DEPTH + i, 1, 0, &err), INFER_OK, "%s", err.msg);
         a = infer_context_logits(split, -1), b = infer_context_logits(one, -1), c = infer_context_logits(ref, -1);
         d = infer_context_logits(batch, i);
-        w = worst_share(b, a, nv);
+        w = tu_logit_diff(b, a, nv);
         if (w > worst_split) worst_split = w;
-        w = worst_share(d, a, nv);
+        w = tu_logit_diff(d, a, nv);
         if (w > worst_batch) worst_batch = w;
-        w = worst_share(c, a, nv);
+        w = tu_logit_diff(c, a, nv);
         if (w > worst_ref) worst_ref = w;
         same_batch += argmax(a, nv) == argmax(d, nv);
         same_ref += argmax(a, nv) == argmax(c, nv);
@@ -198,7 +187,7 @@ Test(depth, smollm2_pass_across_the_first_run_matches_alone, .timeout = 300) {
     for (i = 0; i < N; i++)
         cr_expect_eq(memcmp(alone + (size_t)i * nv, infer_context_logits(pass, i), sizeof(float) * (size_t)nv), 0,
                      "position %d: alone and in a pass of %d differ by %.4f%% of the range", AT + i, N,
-                     100 * worst_share(alone + (size_t)i * nv, infer_context_logits(pass, i), nv));
+                     100 * tu_logit_diff(alone + (size_t)i * nv, infer_context_logits(pass, i), nv));
     free(alone);
     infer_context_free(pass);
     infer_context_free(one);

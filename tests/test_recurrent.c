@@ -38,18 +38,6 @@ static infer_context *ctx(infer_model *m, int n_seq, infer_full_policy policy) {
     return c;
 }
 
-/* The largest difference of two logit rows over the first's range. */
-static double rel_diff(const float *a, const float *b, int n) {
-    float lo = a[0], hi = a[0];
-    double worst = 0;
-    int i;
-    for (i = 0; i < n; i++) {
-        lo = fminf(lo, a[i]), hi = fmaxf(hi, a[i]);
-        worst = fmax(worst, fabs((double)a[i] - b[i]));
-    }
-    return worst / (hi - lo);
-}
-
 /* Tokens of the synthetic vocabulary: a fixed pseudo-random run. */
 static void tokens(infer_token *t, int n, int seed, int nv) {
     unsigned x = 2654435761u * (unsigned)(seed + 1);
@@ -105,7 +93,7 @@ Test(recurrent, four_sequences_batched_match_alone) {
             for (s = 0; s < 4; s++) {
                 double d;
                 alone(m, t[s], len[s] + step, ref);
-                d = rel_diff(ref, infer_seq_logits(c, s), nv);
+                d = tu_logit_diff(ref, infer_seq_logits(c, s), nv);
                 cr_assert_lt(d, 1e-4, "%s: sequence %d, step %d: %.2e of the range", MODELS[k], s, step, d);
             }
             for (s = 0; s < 4; s++) tok[s] = t[s][len[s] + step], seq[s] = s;

@@ -36,18 +36,6 @@ static infer_context *ctx(infer_model *m, int n_ctx, int n_seq, infer_full_polic
     return c;
 }
 
-/* The largest difference of two logit rows over the first's range. */
-static double rel_diff(const float *a, const float *b, int n) {
-    float lo = a[0], hi = a[0];
-    double worst = 0;
-    int i;
-    for (i = 0; i < n; i++) {
-        lo = fminf(lo, a[i]), hi = fmaxf(hi, a[i]);
-        worst = fmax(worst, fabs((double)a[i] - b[i]));
-    }
-    return worst / (hi - lo);
-}
-
 static void tokens_of(const infer_model *m, const char *text, infer_token *out, int *n) {
     cr_assert_eq(infer_tokenize(m, text, strlen(text), out, 256, infer_model_add_bos(m), 0, n, NULL), INFER_OK);
     cr_assert(*n > 2 && *n <= 256);
@@ -100,7 +88,7 @@ Test(sequence, batch_matches_alone) {
             cr_assert_eq(memcmp(ts, orig, sizeof(infer_token) * no), 0);
             cr_assert_eq(infer_decode(alone, ts, nt, 0, &err), INFER_OK, "%s", err.msg);
             memcpy(ref, infer_context_logits(alone, -1), sizeof(float) * nv);
-            d = rel_diff(ref, infer_seq_logits(c, s2[k]), nv);
+            d = tu_logit_diff(ref, infer_seq_logits(c, s2[k]), nv);
             cr_assert_lt(d, 1e-4, "sequence %d, step %d: %.2e of the range", s2[k], step, d);
             next[k] = argmax(ref, nv);
         }
@@ -150,7 +138,7 @@ Test(sequence, split_pass_matches_unsplit_at_the_first_run) {
     for (i = 0; i < 8; i++)
         cr_expect_eq(memcmp(alone + (size_t)i * nv, infer_context_logits(batch, i), sizeof(float) * nv), 0,
                      "position %d: alone and in a pass of 8 differ by %.3g of the range", 506 + i,
-                     rel_diff(alone + (size_t)i * nv, infer_context_logits(batch, i), nv));
+                     tu_logit_diff(alone + (size_t)i * nv, infer_context_logits(batch, i), nv));
     free(alone);
     infer_context_free(batch);
     infer_context_free(one);
@@ -394,7 +382,7 @@ Test(sequence, embeddings) {
         for (i = 0; i < dim; i++) s += (double)row[i] * e1[i];
         logits[r] = (float)s;
     }
-    cr_assert_lt(rel_diff(infer_context_logits(c, -1), logits, nv), 0.02);
+    cr_assert_lt(tu_logit_diff(infer_context_logits(c, -1), logits, nv), 0.02);
     cr_assert_neq(infer_embed(c, 3, text, INFER_POOLING_MEAN, 1, e1, &err), INFER_OK);
     free(e1), free(e2), free(row), free(logits);
     infer_context_free(c);

@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,4 +239,15 @@ int tu_make_draft_pair(char *dir, size_t size) {
     out = tu_run(cmd, &status);
     free(out);
     return status == 0;
+}
+
+double tu_logit_diff(const float *a, const float *b, int n) {
+    float lo = a[0], hi = a[0];
+    double worst = 0;
+    int i;
+    for (i = 0; i < n; i++) {
+        lo = fminf(lo, a[i]), hi = fmaxf(hi, a[i]);
+        worst = fmax(worst, fabs((double)a[i] - b[i]));
+    }
+    return hi > lo ? worst / (hi - lo) : worst;
 }

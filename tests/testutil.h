@@ -11,6 +11,8 @@
 void tu_shared_path(char *buf, size_t size, const char *rel);
 /* 1 if ../shared exists (tests skip, saying so, when it does not). */
 int tu_have_shared(void);
+/* The largest |a[i] - b[i]| over a's logit range (max - min of a). */
+double tu_logit_diff(const float *a, const float *b, int n);
 /* Whole file, NUL-terminated; NULL on failure. Caller frees. */
 char *tu_read_file(const char *path, size_t *len);
 
