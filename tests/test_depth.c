@@ -19,7 +19,11 @@
    to 2-2.6% of the logits' range at the last (SmolLM2; prompts chunked
    differently do the same, 1.5-2%). So the fast path and the reference
    mode must agree to within 5% of the range in every step, and on the
-   most probable token in all but one of them. On SmolLM2 (F16 cache) and
+   most probable token in all but one of them, not counting near-ties: a
+   step where the two top tokens are closer, in both modes' logits, than
+   the largest difference of that step (which text is read decides how
+   many such steps there are: Gemma 3 had two on one version of the
+   document). On SmolLM2 (F16 cache) and
    Gemma 3 270M (sliding windows, its own reference mode), from models/
    (python3 scripts/fetch_model.py [gemma3]); each skips, saying so, where
    its model is absent. */
@@ -66,7 +70,7 @@ static void check_depth(const char *file, int exact_batch) {
     void *state;
     int n, nv, i;
     double worst_split = 0, worst_batch = 0, worst_ref = 0;
-    int same_batch = 0, same_ref = 0;
+    int same_batch = 0, same_ref = 0, near_ties = 0;
     FILE *f;
     snprintf(path, sizeof path, "%s/models/%s", INFER_SOURCE_DIR, file);
     if (!(f = fopen(path, "rb"))) cr_skip_test("%s is absent (python3 scripts/fetch_model.py fetches it)", path);
@@ -111,11 +115,19 @@ static void check_depth(const char *file, int exact_batch) {
         w = tu_logit_diff(c, a, nv);
         if (w > worst_ref) worst_ref = w;
         same_batch += argmax(a, nv) == argmax(d, nv);
-        same_ref += argmax(a, nv) == argmax(c, nv);
+        if (argmax(a, nv) == argmax(c, nv))
+            same_ref++;
+        else {
+            int ta = argmax(a, nv), tc = argmax(c, nv), k;
+            double most = 0;
+            for (k = 0; k < nv; k++) most = fmax(most, fabs((double)a[k] - c[k]));
+            if (a[ta] - a[tc] <= most && c[tc] - c[ta] <= most) near_ties++;
+        }
     }
     cr_log_info("%s at depth %d, %d steps: 2 workers vs 1 %.4f%% of the range; one pass vs a token a pass %.4f%%, "
-                "the same top token %d times; fast vs reference mode %.4f%%, %d times",
-                file, DEPTH, STEPS, 100 * worst_split, 100 * worst_batch, same_batch, 100 * worst_ref, same_ref);
+                "the same top token %d times; fast vs reference mode %.4f%%, %d times (%d near-ties)",
+                file, DEPTH, STEPS, 100 * worst_split, 100 * worst_batch, same_batch, 100 * worst_ref, same_ref,
+                near_ties);
     cr_expect_eq(worst_split, 0.0, "%s: 2 workers and 1 differ by %.6f%% of the range", file, 100 * worst_split);
     if (exact_batch)
         cr_expect_eq(worst_batch, 0.0, "%s: one pass of %d tokens and a token a pass differ by %.6f%% of the range", file,
@@ -126,8 +138,9 @@ static void check_depth(const char *file, int exact_batch) {
                   file, same_batch, STEPS);
     cr_expect_leq(worst_ref, 0.05, "%s: the fast path and the reference mode differ by %.4f%% of the range", file,
                   100 * worst_ref);
-    cr_expect_geq(same_ref, STEPS - 1, "%s: the fast path and the reference mode agree on the top token %d times of %d",
-                  file, same_ref, STEPS);
+    cr_expect_geq(same_ref + near_ties, STEPS - 1,
+                  "%s: the fast path and the reference mode agree on the top token %d times of %d (%d near-ties)", file,
+                  same_ref, STEPS, near_ties);
     infer_context_free(split);
     infer_context_free(batch);
     infer_context_free(one);
