@@ -1141,6 +1141,12 @@ typedef enum infer_tool_format {
     INFER_TOOL_FORMAT_FIREFUNCTION, /* firefunction v2: functools[{"name", "arguments"}, ..] */
     INFER_TOOL_FORMAT_NEMOTRON,    /* Nemotron Nano v2: <TOOLCALL>[{"name", "arguments"}, ..]</TOOLCALL> */
     INFER_TOOL_FORMAT_APERTUS,     /* Apertus: <|tools_prefix|>[{"name": {..arguments..}}, ..]<|tools_suffix|> */
+    INFER_TOOL_FORMAT_QWEN3_XML,   /* Qwen3.5, Qwen3-Coder: <tool_call>\n<function=name>\n<parameter=key>\n
+                                value\n</parameter>\n..</function>\n</tool_call> (<tool_call> may be left
+                                out); a value is JSON where it parses as JSON, unless the tools
+                                (infer_output_parser_set_tools) declare its parameter a string */
+    INFER_TOOL_FORMAT_LFM2,        /* LFM2, LFM2.5: <|tool_call_start|>[name(key="v", n=1), ..]<|tool_call_end|>
+                                (Python literals), or JSON calls between the same markers */
     INFER_TOOL_FORMAT_COUNT
 } infer_tool_format;
 
@@ -1150,7 +1156,8 @@ typedef enum infer_tool_format {
    (Seed-OSS's <seed:tool_call> with XML parameters is not parsed). */
 INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
 /* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
-   "deepseek-r1", "command-r", "functionary", "firefunction", "nemotron", "apertus" */
+   "deepseek-r1", "command-r", "functionary", "firefunction", "nemotron", "apertus",
+   "qwen3-xml", "lfm2" */
 INFERDEF const char *infer_tool_format_name(infer_tool_format f);
 /* The strings that open a tool call in format f (e.g. "<tool_call>"), a
    NULL-terminated static list, for a grammar applied lazily once one is
@@ -1238,6 +1245,12 @@ typedef struct infer_output_result {
    n_malformed. Markers are found outside calls and reasoning only. */
 typedef struct infer_output_parser infer_output_parser;
 INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, infer_reasoning reasoning, infer_error *err);
+/* The tools the request offers (OpenAI's list, as infer_tool_call_grammar
+   takes; NULL forgets them), for formats whose arguments are not JSON
+   (INFER_TOOL_FORMAT_QWEN3_XML: a parameter declared "type": "string"
+   keeps its text as written). INFER_OK, or INFER_ERR_ARG with err's
+   message where the list is not JSON. */
+INFERDEF infer_status infer_output_parser_set_tools(infer_output_parser *p, const char *tools_json, infer_error *err);
 /* Adds n bytes of the reply; *out (may be NULL) receives what became
    certain. INFER_OK; INFER_ERR_NOMEM when memory ran out, INFER_ERR_ARG
    after finish (the parser can only be freed then). */

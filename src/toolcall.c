@@ -21,7 +21,10 @@ enum {
     INFER__K_FIRE,        /* functools[..] */
     INFER__K_GENERIC,     /* { at the start: one JSON object */
     INFER__K_NEMOTRON,    /* <TOOLCALL>[..]</TOOLCALL> */
-    INFER__K_APERTUS      /* <|tools_prefix|>[{"name": {..}}]<|tools_suffix|> */
+    INFER__K_APERTUS,     /* <|tools_prefix|>[{"name": {..}}]<|tools_suffix|> */
+    INFER__K_XML_CALL,    /* <tool_call><function=name><parameter=k>v</parameter>..</function></tool_call> */
+    INFER__K_XML_FN,      /* the same without <tool_call>: <function=name>..</function> */
+    INFER__K_LFM2         /* <|tool_call_start|>[name(k=v, ..), ..]<|tool_call_end|> */
 };
 
 typedef struct infer__tc_marker {
@@ -45,6 +48,9 @@ static const infer__tc_marker infer__tc_functionary[] = {{"<function=", INFER__K
 static const infer__tc_marker infer__tc_fire[] = {{"functools[", INFER__K_FIRE}, {NULL, 0}};
 static const infer__tc_marker infer__tc_nemotron[] = {{"<TOOLCALL>", INFER__K_NEMOTRON}, {NULL, 0}};
 static const infer__tc_marker infer__tc_apertus_m[] = {{"<|tools_prefix|>", INFER__K_APERTUS}, {NULL, 0}};
+static const infer__tc_marker infer__tc_xml[] = {
+    {"<tool_call>", INFER__K_XML_CALL}, {"<function=", INFER__K_XML_FN}, {NULL, 0}};
+static const infer__tc_marker infer__tc_lfm2_m[] = {{"<|tool_call_start|>", INFER__K_LFM2}, {NULL, 0}};
 
 static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     switch (f) {
@@ -58,6 +64,8 @@ static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     case INFER_TOOL_FORMAT_FIREFUNCTION: return infer__tc_fire;
     case INFER_TOOL_FORMAT_NEMOTRON: return infer__tc_nemotron;
     case INFER_TOOL_FORMAT_APERTUS: return infer__tc_apertus_m;
+    case INFER_TOOL_FORMAT_QWEN3_XML: return infer__tc_xml;
+    case INFER_TOOL_FORMAT_LFM2: return infer__tc_lfm2_m;
     default: return infer__tc_none;
     }
 }
@@ -75,6 +83,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     static const char *const generic[] = {"{", NULL};
     static const char *const nemotron[] = {"<TOOLCALL>", NULL};
     static const char *const apertus[] = {"<|tools_prefix|>", NULL};
+    static const char *const xml[] = {"<tool_call>", "<function=", NULL};
+    static const char *const lfm2[] = {"<|tool_call_start|>", NULL};
     switch (f) {
     case INFER_TOOL_FORMAT_GENERIC: return generic;
     case INFER_TOOL_FORMAT_HERMES: return hermes;
@@ -87,6 +97,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     case INFER_TOOL_FORMAT_FIREFUNCTION: return fire;
     case INFER_TOOL_FORMAT_NEMOTRON: return nemotron;
     case INFER_TOOL_FORMAT_APERTUS: return apertus;
+    case INFER_TOOL_FORMAT_QWEN3_XML: return xml;
+    case INFER_TOOL_FORMAT_LFM2: return lfm2;
     default: return none;
     }
 }
@@ -94,7 +106,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
 INFERDEF const char *infer_tool_format_name(infer_tool_format f) {
     static const char *const names[INFER_TOOL_FORMAT_COUNT] = {"none",      "generic",     "hermes",    "llama3",
                                                          "mistral",   "phi4-mini",   "deepseek-r1", "command-r",
-                                                         "functionary", "firefunction", "nemotron",  "apertus"};
+                                                         "functionary", "firefunction", "nemotron",  "apertus",
+                                                         "qwen3-xml",  "lfm2"};
     return (int)f >= 0 && f < INFER_TOOL_FORMAT_COUNT ? names[f] : "unknown";
 }
 
@@ -103,7 +116,13 @@ INFERDEF infer_tool_format infer_tool_format_detect(const char *t) {
     if (strstr(t, "<seed:tool_call>")) return INFER_TOOL_FORMAT_GENERIC; /* XML parameters: not parsed */
     if (strstr(t, "<TOOLCALL>")) return INFER_TOOL_FORMAT_NEMOTRON;
     if (strstr(t, "<|tools_prefix|>")) return INFER_TOOL_FORMAT_APERTUS;
+    /* Qwen3.5 and Qwen3-Coder: <tool_call> around <function=..><parameter=..> */
+    if (strstr(t, "<tool_call>") && strstr(t, "<function=") && strstr(t, "<parameter=")) return INFER_TOOL_FORMAT_QWEN3_XML;
     if (strstr(t, "<tool_call>")) return INFER_TOOL_FORMAT_HERMES;
+    /* LFM2's templates list the tools ("List of tools: [" or
+       <|tool_list_start|>); the model answers with pythonic calls */
+    if (strstr(t, "<|tool_call_start|>") || strstr(t, "<|tool_list_start|>") || strstr(t, "List of tools: ["))
+        return INFER_TOOL_FORMAT_LFM2;
     if (strstr(t, "[TOOL_CALLS]")) return INFER_TOOL_FORMAT_MISTRAL;
     if (strstr(t, "tool\xE2\x96\x81" "calls\xE2\x96\x81" "begin") || strstr(t, "tool\xE2\x96\x81" "call\xE2\x96\x81" "begin"))
         return INFER_TOOL_FORMAT_DEEPSEEK_R1;
@@ -150,6 +169,7 @@ struct infer_output_parser {
     infer_tool_call *pub_calls;     /* stbds, at finish */
     int n_malformed;
     int nomem, finished;
+    infer__jv tools; /* infer_output_parser_set_tools's list (NULL type: none) */
 };
 
 static int infer__tc_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -632,6 +652,247 @@ static int infer__tc_apertus(infer_output_parser *p, const char *s, size_t n) {
     return ok;
 }
 
+/* ---- Qwen3.5's XML calls ---- */
+
+/* 1 where the tools given (infer_output_parser_set_tools) declare tool
+   name's parameter key a string: its value is kept as written */
+static int infer__tc_param_is_string(const infer_output_parser *p, const char *name, size_t name_len, const char *key,
+                                     size_t key_len) {
+    int i, k;
+    if (p->tools.type != INFER__J_ARR) return 0;
+    for (i = 0; i < (int)stbds_arrlen(p->tools.items); i++) {
+        const infer__jv *t = &p->tools.items[i], *fn = infer__jv_get(t, "function"), *nm, *props, *type;
+        if (fn && fn->type == INFER__J_OBJ) t = fn;
+        nm = infer__jv_get(t, "name");
+        if (!nm || nm->type != INFER__J_STR || nm->n != name_len || memcmp(nm->s, name, name_len)) continue;
+        props = infer__jv_get(infer__jv_get(t, "parameters"), "properties");
+        if (!props || props->type != INFER__J_OBJ) return 0;
+        for (k = 0; k < (int)stbds_arrlen(props->keys); k++)
+            if (props->key_lens[k] == key_len && !memcmp(props->keys[k], key, key_len)) {
+                type = infer__jv_get(&props->items[k], "type");
+                return type && type->type == INFER__J_STR && !strcmp(type->s, "string");
+            }
+        return 0;
+    }
+    return 0;
+}
+
+/* One function, s[0..n) the text between "<function=" and "</function>":
+   name>\n<parameter=key>\nvalue\n</parameter>\n... A value is JSON where it
+   parses as JSON and its parameter is not declared a string, else the text
+   itself. 1, or 0 where it is not one. */
+static int infer__tc_xml_fn(infer_output_parser *p, const char *s, size_t n) {
+    const char *gt = (const char *)memchr(s, '>', n);
+    size_t name_len = gt ? (size_t)(gt - s) : 0, i, k;
+    infer__sb a = {NULL, 0};
+    int first = 1, ok = 0;
+    for (k = 0; k < name_len && infer__tc_ident(s[k]); k++) {}
+    if (!gt || !name_len || k != name_len) return 0;
+    infer__sb_putc(&a, '{');
+    for (i = name_len + 1;;) {
+        size_t key0, key_len, v0, v1, close;
+        const char *v;
+        infer__jv jv;
+        while (i < n && infer__tc_ws(s[i])) i++;
+        if (i == n) break;
+        if (n - i < 11 || memcmp(s + i, "<parameter=", 11)) goto out;
+        key0 = i + 11;
+        for (i = key0; i < n && s[i] != '>'; i++) {}
+        key_len = i - key0;
+        if (i == n || !key_len) goto out;
+        v0 = i + 1;
+        close = infer__tc_find(s, v0, n, "</parameter>", 12);
+        v1 = close == (size_t)-1 ? n : close; /* the last one may end with the call */
+        i = close == (size_t)-1 ? n : close + 12;
+        /* the template writes "\n" value "\n" */
+        if (v0 < v1 && s[v0] == '\n') v0++;
+        if (v1 > v0 && s[v1 - 1] == '\n') v1--;
+        v = s + v0;
+        if (!first) infer__sb_putc(&a, ',');
+        first = 0;
+        infer__sb_json_string(&a, s + key0, key_len);
+        infer__sb_putc(&a, ':');
+        if (!infer__tc_param_is_string(p, s, name_len, s + key0, key_len) && v1 > v0 &&
+            infer__tc_parse(p, v, v1 - v0, &jv)) {
+            infer__sb_json(&a, &jv);
+            infer__jv_free(&jv);
+        } else infer__sb_json_string(&a, v, v1 - v0);
+    }
+    infer__sb_putc(&a, '}');
+    ok = !a.nomem && infer__tc_add(p, s, name_len, a.p, stbds_arrlenu(a.p), NULL, 0);
+out:
+    if (a.nomem) p->nomem = 1;
+    stbds_arrfree(a.p);
+    return ok;
+}
+
+/* <tool_call>'s text: one or more <function=..>..</function> */
+static int infer__tc_xml_calls(infer_output_parser *p, const char *s, size_t n) {
+    size_t i = 0;
+    int any = 0;
+    for (;;) {
+        size_t e;
+        while (i < n && infer__tc_ws(s[i])) i++;
+        if (i == n) return any;
+        if (n - i < 10 || memcmp(s + i, "<function=", 10)) return 0;
+        e = infer__tc_find(s, i + 10, n, "</function>", 11);
+        if (e == (size_t)-1) e = n; /* unclosed at the end of the call */
+        if (!infer__tc_xml_fn(p, s + i + 10, e - i - 10)) return 0;
+        any = 1;
+        i = e == n ? n : e + 11;
+    }
+}
+
+/* ---- LFM2's pythonic calls ---- */
+
+/* A Python literal at s[*i..n) as JSON into out: a string ('..' or ".."),
+   a number, True/False/None (and JSON's true/false/null), a list, tuple or
+   dict of them. 1, or 0 where it is none. */
+static int infer__tc_pyval(infer_output_parser *p, const char *s, size_t n, size_t *i, infer__sb *out, int depth) {
+    size_t j = *i;
+    while (j < n && infer__tc_ws(s[j])) j++;
+    if (j == n || depth > INFER__JSON_MAX_DEPTH) return 0;
+    if (s[j] == '"' || s[j] == '\'') {
+        char q = s[j];
+        infer__sb v = {NULL, 0};
+        for (j++; j < n && s[j] != q; j++) {
+            char c = s[j];
+            if (c == '\\' && j + 1 < n) {
+                c = s[++j];
+                if (c == 'n') c = '\n';
+                else if (c == 't') c = '\t';
+                else if (c == 'r') c = '\r';
+            }
+            infer__sb_putc(&v, c);
+        }
+        if (j == n) {
+            stbds_arrfree(v.p);
+            return 0;
+        }
+        if (v.nomem) p->nomem = 1;
+        infer__sb_json_string(out, v.p ? v.p : "", stbds_arrlenu(v.p));
+        stbds_arrfree(v.p);
+        *i = j + 1;
+        return 1;
+    }
+    if (s[j] == '[' || s[j] == '(' || s[j] == '{') {
+        char close = s[j] == '[' ? ']' : s[j] == '(' ? ')' : '}';
+        int dict = s[j] == '{', first = 1;
+        infer__sb_putc(out, dict ? '{' : '[');
+        for (j++;;) {
+            while (j < n && infer__tc_ws(s[j])) j++;
+            if (j < n && s[j] == close) break;
+            if (!first) {
+                if (j == n || s[j] != ',') return 0;
+                for (j++; j < n && infer__tc_ws(s[j]); j++) {}
+                if (j < n && s[j] == close) break; /* a trailing comma */
+                infer__sb_putc(out, ',');
+            }
+            first = 0;
+            if (dict) { /* a key: a string (JSON keys are strings) */
+                size_t at = out->p ? stbds_arrlenu(out->p) : 0;
+                if (!infer__tc_pyval(p, s, n, &j, out, depth + 1) || !out->p || out->p[at] != '"') return 0;
+                while (j < n && infer__tc_ws(s[j])) j++;
+                if (j == n || s[j] != ':') return 0;
+                j++;
+                infer__sb_putc(out, ':');
+            }
+            if (!infer__tc_pyval(p, s, n, &j, out, depth + 1)) return 0;
+        }
+        infer__sb_putc(out, dict ? '}' : ']');
+        *i = j + 1;
+        return 1;
+    }
+    {
+        size_t v0 = j;
+        infer__jv jv;
+        while (j < n && (infer__tc_ident(s[j]) || s[j] == '+')) j++;
+        if (j == v0) return 0;
+        if ((j - v0 == 4 && !memcmp(s + v0, "True", 4)) || (j - v0 == 4 && !memcmp(s + v0, "true", 4)))
+            infer__sb_puts(out, "true");
+        else if ((j - v0 == 5 && !memcmp(s + v0, "False", 5)) || (j - v0 == 5 && !memcmp(s + v0, "false", 5)))
+            infer__sb_puts(out, "false");
+        else if ((j - v0 == 4 && !memcmp(s + v0, "None", 4)) || (j - v0 == 4 && !memcmp(s + v0, "null", 4)))
+            infer__sb_puts(out, "null");
+        else if (infer__tc_parse(p, s + v0, j - v0, &jv) && jv.type == INFER__J_NUM) {
+            infer__sb_json(out, &jv);
+            infer__jv_free(&jv);
+        } else return 0;
+        *i = j;
+        return 1;
+    }
+}
+
+/* name(key=value, ..) at s[*i..n) into a call */
+static int infer__tc_pyfn(infer_output_parser *p, const char *s, size_t n, size_t *i) {
+    size_t j = *i, name0, name_len;
+    infer__sb a = {NULL, 0};
+    int first = 1, ok = 0;
+    while (j < n && infer__tc_ws(s[j])) j++;
+    name0 = j;
+    while (j < n && infer__tc_ident(s[j])) j++;
+    name_len = j - name0;
+    if (!name_len || j == n || s[j] != '(') return 0;
+    infer__sb_putc(&a, '{');
+    for (j++;;) {
+        size_t k0;
+        while (j < n && infer__tc_ws(s[j])) j++;
+        if (j < n && s[j] == ')') break;
+        if (!first) {
+            if (j == n || s[j] != ',') goto out;
+            for (j++; j < n && infer__tc_ws(s[j]); j++) {}
+            if (j < n && s[j] == ')') break;
+            infer__sb_putc(&a, ',');
+        }
+        first = 0;
+        k0 = j;
+        while (j < n && infer__tc_ident(s[j]) && s[j] != '.' && s[j] != '-') j++;
+        if (j == k0) goto out;
+        infer__sb_json_string(&a, s + k0, j - k0);
+        infer__sb_putc(&a, ':');
+        while (j < n && infer__tc_ws(s[j])) j++;
+        if (j == n || s[j] != '=') goto out;
+        j++;
+        if (!infer__tc_pyval(p, s, n, &j, &a, 1)) goto out;
+    }
+    infer__sb_putc(&a, '}');
+    ok = !a.nomem && infer__tc_add(p, s + name0, name_len, a.p, stbds_arrlenu(a.p), NULL, 0);
+    *i = j + 1;
+out:
+    if (a.nomem) p->nomem = 1;
+    stbds_arrfree(a.p);
+    return ok;
+}
+
+/* <|tool_call_start|>'s text: [name(k=v), ..] (a bare call too), or the
+   JSON calls LFM2 writes when its system prompt asks for JSON */
+static int infer__tc_lfm2(infer_output_parser *p, const char *s, size_t n) {
+    size_t i = 0;
+    int list;
+    infer__tc_trim(&s, &n);
+    if (!n) return 0;
+    if (s[0] == '{') return infer__tc_json_calls(p, s, n, 0, "name", infer__tc_args_keys, NULL);
+    if (s[0] == '[') {
+        for (i = 1; i < n && infer__tc_ws(s[i]); i++) {}
+        if (i < n && s[i] == '{') return infer__tc_json_calls(p, s, n, 1, "name", infer__tc_args_keys, NULL);
+    }
+    list = s[0] == '[';
+    i = list ? 1 : 0;
+    for (;;) {
+        if (!infer__tc_pyfn(p, s, n, &i)) return 0;
+        while (i < n && infer__tc_ws(s[i])) i++;
+        if (i < n && s[i] == ',') {
+            i++;
+            continue;
+        }
+        if (list) {
+            if (i == n || s[i] != ']') return 0;
+            i++;
+        }
+        return i == n;
+    }
+}
+
 /* The call's text b[body..body_end) into calls: 1 done, 2 it was a
    response (content given out), 0 not a call (the calls it made undone). */
 static int infer__tc_parse_call(infer_output_parser *p, size_t body, size_t body_end) {
@@ -652,6 +913,9 @@ static int infer__tc_parse_call(infer_output_parser *p, size_t body, size_t body
     case INFER__K_GENERIC: ok = infer__tc_generic(p, s, n); break;
     case INFER__K_NEMOTRON: ok = infer__tc_json_calls(p, s, n, 1, "name", infer__tc_args_keys, NULL); break;
     case INFER__K_APERTUS: ok = infer__tc_apertus(p, s, n); break;
+    case INFER__K_XML_CALL: ok = infer__tc_xml_calls(p, s, n); break;
+    case INFER__K_XML_FN: ok = infer__tc_xml_fn(p, s, n); break;
+    case INFER__K_LFM2: ok = infer__tc_lfm2(p, s, n); break;
     case INFER__K_FUNCTIONARY: {
         const char *gt = (const char *)memchr(s, '>', n);
         infer__jv v;
@@ -709,6 +973,9 @@ static int infer__tc_call_end(infer_output_parser *p, int final, size_t *body_en
     case INFER__K_DS_CALL: close = INFER__DS_CALL_END; break;
     case INFER__K_NEMOTRON: close = "</TOOLCALL>"; break;
     case INFER__K_APERTUS: close = "<|tools_suffix|>"; break;
+    case INFER__K_XML_CALL: close = "</tool_call>"; break;
+    case INFER__K_XML_FN: close = "</function>"; break;
+    case INFER__K_LFM2: close = "<|tool_call_end|>"; break;
     case INFER__K_PYTAG: break;
     case INFER__K_MISTRAL:
         if (!p->json_seen && p->json_from == p->body_at) {
@@ -989,6 +1256,33 @@ INFERDEF infer_status infer_output_parser_finish(infer_output_parser *p, infer_o
     return INFER_OK;
 }
 
+INFERDEF infer_status infer_output_parser_set_tools(infer_output_parser *p, const char *tools_json, infer_error *err) {
+    infer__jp j;
+    infer__jv v;
+    if (!p || p->finished) {
+        infer__set_error(err, INFER_ERR_ARG, "output parser: %s", !p ? "no parser" : "the reply was finished");
+        return INFER_ERR_ARG;
+    }
+    memset(&v, 0, sizeof v);
+    if (tools_json) {
+        memset(&j, 0, sizeof j);
+        j.src = j.p = tools_json;
+        j.err = err;
+        j.what = "tools";
+        infer__jp_value(&j, &v);
+        if (!j.failed) infer__jp_ws(&j);
+        if (!j.failed && *j.p) infer__jp_fail(&j, j.p, "unexpected text after the list");
+        if (!j.failed && v.type != INFER__J_ARR) infer__jp_fail(&j, v.at, "tools must be a list");
+        if (j.failed) {
+            infer__jv_free(&v);
+            return err && err->code != INFER_OK ? err->code : INFER_ERR_ARG;
+        }
+    }
+    infer__jv_free(&p->tools);
+    p->tools = v;
+    return INFER_OK;
+}
+
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p) {
     return p && !p->finished && p->state == INFER__TC_CALL;
 }
@@ -1010,5 +1304,6 @@ INFERDEF void infer_output_parser_free(infer_output_parser *p) {
     stbds_arrfree(p->reasoning.p);
     stbds_arrfree(p->d_content.p);
     stbds_arrfree(p->d_reasoning.p);
+    infer__jv_free(&p->tools);
     INFER_FREE(p);
 }

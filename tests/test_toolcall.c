@@ -287,6 +287,87 @@ Test(toolcall, nemotron_apertus) {
     check_all(cs, N(cs));
 }
 
+/* Qwen3.5's XML calls (values JSON where they parse, else text) and
+   LFM2's pythonic ones; Granite 4.0's <tool_call> is Hermes's. */
+Test(toolcall, qwen35_lfm2_granite) {
+    static const tc_case cs[] = {
+        {INFER_TOOL_FORMAT_QWEN3_XML, 0,
+         "Let me check.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+         "<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>",
+         "Let me check.", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        /* two calls, JSON values, a value of several lines, no <tool_call> */
+        {INFER_TOOL_FORMAT_QWEN3_XML, 0,
+         "<tool_call>\n<function=a>\n<parameter=n>\n3\n</parameter>\n<parameter=xs>\n[1, true]\n</parameter>\n"
+         "</function>\n</tool_call>\n<function=b>\n<parameter=text>\nline 1\nline 2\n</parameter>\n</function>",
+         "", NULL, 2, {"a", "b"}, {"{\"n\":3,\"xs\":[1,true]}", "{\"text\":\"line 1\\nline 2\"}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_QWEN3_XML, 0, "<tool_call>\n<function=ping>\n</function>\n</tool_call>", "", NULL, 1,
+         {"ping"}, {"{}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_QWEN3_XML, INFER_REASONING_OPEN,
+         "Think.</think>\n\n<tool_call>\n<function=a>\n<parameter=k>\nv\n</parameter>\n</function>\n</tool_call>", "",
+         "Think.", 1, {"a"}, {"{\"k\":\"v\"}"}, {0}, 0},
+        /* malformed: no name, text before the first parameter */
+        {INFER_TOOL_FORMAT_QWEN3_XML, 0, "<tool_call>\n<function=>\n</function>\n</tool_call>",
+         "<tool_call>\n<function=>\n</function>\n</tool_call>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_QWEN3_XML, 0, "<tool_call>\n<function=a>\nhello\n</function>\n</tool_call>",
+         "<tool_call>\n<function=a>\nhello\n</function>\n</tool_call>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_LFM2, 0,
+         "Checking.<|tool_call_start|>[get_weather(city=\"Paris\", unit='c')]<|tool_call_end|>Done.",
+         "Checking.Done.", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        {INFER_TOOL_FORMAT_LFM2, 0,
+         "<|tool_call_start|>[a(n=-1.5, ok=True, none=None, xs=[1, 'two'], d={'k': False}), b()]<|tool_call_end|>", "",
+         NULL, 2, {"a", "b"}, {"{\"n\":-1.5,\"ok\":true,\"none\":null,\"xs\":[1,\"two\"],\"d\":{\"k\":false}}", "{}"},
+         {0}, 0},
+        {INFER_TOOL_FORMAT_LFM2, 0,
+         "<|tool_call_start|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}]"
+         "<|tool_call_end|>",
+         "", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        {INFER_TOOL_FORMAT_LFM2, 0, "<|tool_call_start|>[a(x=)]<|tool_call_end|>",
+         "<|tool_call_start|>[a(x=)]<|tool_call_end|>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_LFM2, 0, "<|tool_call_start|>[a(x='unclosed)]<|tool_call_end|>",
+         "<|tool_call_start|>[a(x='unclosed)]<|tool_call_end|>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_HERMES, 0,
+         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>",
+         "", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
+    };
+    check_all(cs, N(cs));
+}
+
+/* With the tools given, a parameter declared a string keeps its text. */
+Test(toolcall, qwen35_string_parameters) {
+    static const char tools[] = "[{\"type\": \"function\", \"function\": {\"name\": \"zip\", \"parameters\": {\"type\": "
+                                "\"object\", \"properties\": {\"code\": {\"type\": \"string\"}, \"n\": {\"type\": "
+                                "\"integer\"}}}}}]";
+    static const char reply[] =
+        "<tool_call>\n<function=zip>\n<parameter=code>\n01234\n</parameter>\n<parameter=n>\n7\n</parameter>\n"
+        "</function>\n</tool_call>";
+    infer_error err;
+    infer_output_result r;
+    int with;
+    for (with = 0; with < 2; with++) {
+        infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_QWEN3_XML, 0, &err);
+        cr_assert_not_null(p, "%s", err.msg);
+        if (with) cr_assert_eq(infer_output_parser_set_tools(p, tools, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_output_parser_push(p, reply, strlen(reply), NULL, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_output_parser_finish(p, NULL, &r, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(r.n_calls, 1);
+        /* 01234 is not JSON (a leading zero): text either way; "7" is JSON */
+        cr_assert_str_eq(r.calls[0].arguments, "{\"code\":\"01234\",\"n\":7}");
+        infer_output_parser_free(p);
+    }
+    {
+        static const char reply2[] = "<function=zip>\n<parameter=code>\n42\n</parameter>\n</function>";
+        infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_QWEN3_XML, 0, &err);
+        cr_assert_eq(infer_output_parser_set_tools(p, "[1, ", &err), INFER_ERR_ARG);
+        cr_assert(strlen(err.msg) > 0);
+        cr_assert_eq(infer_output_parser_set_tools(p, tools, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_output_parser_push(p, reply2, strlen(reply2), NULL, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(infer_output_parser_finish(p, NULL, &r, &err), INFER_OK, "%s", err.msg);
+        cr_assert_eq(r.n_calls, 1);
+        cr_assert_str_eq(r.calls[0].arguments, "{\"code\":\"42\"}", "%s", r.calls[0].arguments);
+        infer_output_parser_free(p);
+    }
+}
+
 /* A reply that opens a call and is cut short: in_call while it is open. */
 Test(toolcall, in_call) {
     infer_error err;
@@ -390,6 +471,9 @@ Test(toolcall, detect) {
         {"NVIDIA-Nemotron-Nano-v2.jinja", INFER_TOOL_FORMAT_NEMOTRON},
         {"Apertus-8B-Instruct.jinja", INFER_TOOL_FORMAT_APERTUS},
         {"ByteDance-Seed-OSS.jinja", INFER_TOOL_FORMAT_GENERIC},
+        {"Qwen3.5-4B.jinja", INFER_TOOL_FORMAT_QWEN3_XML},
+        {"LFM2.5-Instruct.jinja", INFER_TOOL_FORMAT_LFM2},
+        {"ibm-granite-granite-4.0.jinja", INFER_TOOL_FORMAT_HERMES},
     };
     int i, found = 0;
     for (i = 0; i < N(ts); i++) {
