@@ -26859,79 +26859,175 @@ static int infer__tc_ident(char c) {
            c == '.';
 }
 
+/* ---- pythonic calls (LFM2's; Llama 3's builtin ones) ---- */
+
+/* A Python literal at s[*i..n) as JSON into out: a string ('..' or ".."),
+   a number, True/False/None (and JSON's true/false/null), a list, tuple or
+   dict of them. 1, or 0 where it is none. */
+static int infer__tc_pyval(infer_output_parser *p, const char *s, size_t n, size_t *i, infer__sb *out, int depth) {
+    size_t j = *i;
+    while (j < n && infer__tc_ws(s[j])) j++;
+    if (j == n || depth > INFER__JSON_MAX_DEPTH) return 0;
+    if (s[j] == '"' || s[j] == '\'') {
+        char q = s[j];
+        infer__sb v = {NULL, 0};
+        for (j++; j < n && s[j] != q; j++) {
+            char c = s[j];
+            if (c == '\\' && j + 1 < n) {
+                c = s[++j];
+                if (c == 'n') c = '\n';
+                else if (c == 't') c = '\t';
+                else if (c == 'r') c = '\r';
+            }
+            infer__sb_putc(&v, c);
+        }
+        if (j == n) {
+            stbds_arrfree(v.p);
+            return 0;
+        }
+        if (v.nomem) p->nomem = 1;
+        infer__sb_json_string(out, v.p ? v.p : "", stbds_arrlenu(v.p));
+        stbds_arrfree(v.p);
+        *i = j + 1;
+        return 1;
+    }
+    if (s[j] == '[' || s[j] == '(' || s[j] == '{') {
+        char close = s[j] == '[' ? ']' : s[j] == '(' ? ')' : '}';
+        int dict = s[j] == '{', first = 1;
+        infer__sb_putc(out, dict ? '{' : '[');
+        for (j++;;) {
+            while (j < n && infer__tc_ws(s[j])) j++;
+            if (j < n && s[j] == close) break;
+            if (!first) {
+                if (j == n || s[j] != ',') return 0;
+                for (j++; j < n && infer__tc_ws(s[j]); j++) {}
+                if (j < n && s[j] == close) break; /* a trailing comma */
+                infer__sb_putc(out, ',');
+            }
+            first = 0;
+            if (dict) { /* a key: a string (JSON keys are strings) */
+                size_t at = out->p ? stbds_arrlenu(out->p) : 0;
+                if (!infer__tc_pyval(p, s, n, &j, out, depth + 1) || !out->p || out->p[at] != '"') return 0;
+                while (j < n && infer__tc_ws(s[j])) j++;
+                if (j == n || s[j] != ':') return 0;
+                j++;
+                infer__sb_putc(out, ':');
+            }
+            if (!infer__tc_pyval(p, s, n, &j, out, depth + 1)) return 0;
+        }
+        infer__sb_putc(out, dict ? '}' : ']');
+        *i = j + 1;
+        return 1;
+    }
+    {
+        size_t v0 = j;
+        infer__jv jv;
+        while (j < n && (infer__tc_ident(s[j]) || s[j] == '+')) j++;
+        if (j == v0) return 0;
+        if ((j - v0 == 4 && !memcmp(s + v0, "True", 4)) || (j - v0 == 4 && !memcmp(s + v0, "true", 4)))
+            infer__sb_puts(out, "true");
+        else if ((j - v0 == 5 && !memcmp(s + v0, "False", 5)) || (j - v0 == 5 && !memcmp(s + v0, "false", 5)))
+            infer__sb_puts(out, "false");
+        else if ((j - v0 == 4 && !memcmp(s + v0, "None", 4)) || (j - v0 == 4 && !memcmp(s + v0, "null", 4)))
+            infer__sb_puts(out, "null");
+        else if (infer__tc_parse(p, s + v0, j - v0, &jv) && jv.type == INFER__J_NUM) {
+            infer__sb_json(out, &jv);
+            infer__jv_free(&jv);
+        } else return 0;
+        *i = j;
+        return 1;
+    }
+}
+
+/* Python keyword arguments, (key=value, ..), at s[*i..n) (*i at the
+   "(") as a JSON object into out; *i past the ")". 1, or 0 where they are not. */
+static int infer__tc_pykwargs(infer_output_parser *p, const char *s, size_t n, size_t *i, infer__sb *out) {
+    size_t j = *i;
+    int first = 1;
+    if (j == n || s[j] != '(') return 0;
+    infer__sb_putc(out, '{');
+    for (j++;;) {
+        size_t k0;
+        while (j < n && infer__tc_ws(s[j])) j++;
+        if (j < n && s[j] == ')') break;
+        if (!first) {
+            if (j == n || s[j] != ',') return 0;
+            for (j++; j < n && infer__tc_ws(s[j]); j++) {}
+            if (j < n && s[j] == ')') break;
+            infer__sb_putc(out, ',');
+        }
+        first = 0;
+        k0 = j;
+        while (j < n && infer__tc_ident(s[j]) && s[j] != '.' && s[j] != '-') j++;
+        if (j == k0) return 0;
+        infer__sb_json_string(out, s + k0, j - k0);
+        infer__sb_putc(out, ':');
+        while (j < n && infer__tc_ws(s[j])) j++;
+        if (j == n || s[j] != '=') return 0;
+        j++;
+        if (!infer__tc_pyval(p, s, n, &j, out, 1)) return 0;
+    }
+    infer__sb_putc(out, '}');
+    *i = j + 1;
+    return 1;
+}
+
+/* name(key=value, ..) at s[*i..n) into a call */
+static int infer__tc_pyfn(infer_output_parser *p, const char *s, size_t n, size_t *i) {
+    size_t j = *i, name0, name_len;
+    infer__sb a = {NULL, 0};
+    int ok;
+    while (j < n && infer__tc_ws(s[j])) j++;
+    name0 = j;
+    while (j < n && infer__tc_ident(s[j])) j++;
+    name_len = j - name0;
+    ok = name_len && infer__tc_pykwargs(p, s, n, &j, &a) && !a.nomem &&
+         infer__tc_add(p, s + name0, name_len, a.p, stbds_arrlenu(a.p), NULL, 0);
+    if (ok) *i = j;
+    if (a.nomem) p->nomem = 1;
+    stbds_arrfree(a.p);
+    return ok;
+}
+
+/* <|tool_call_start|>'s text: [name(k=v), ..] (a bare call too), or the
+   JSON calls LFM2 writes when its system prompt asks for JSON */
+static int infer__tc_lfm2(infer_output_parser *p, const char *s, size_t n) {
+    size_t i = 0;
+    int list;
+    infer__tc_trim(&s, &n);
+    if (!n) return 0;
+    if (s[0] == '{') return infer__tc_json_calls(p, s, n, 0, "name", infer__tc_args_keys, NULL);
+    if (s[0] == '[') {
+        for (i = 1; i < n && infer__tc_ws(s[i]); i++) {}
+        if (i < n && s[i] == '{') return infer__tc_json_calls(p, s, n, 1, "name", infer__tc_args_keys, NULL);
+    }
+    list = s[0] == '[';
+    i = list ? 1 : 0;
+    for (;;) {
+        if (!infer__tc_pyfn(p, s, n, &i)) return 0;
+        while (i < n && infer__tc_ws(s[i])) i++;
+        if (i < n && s[i] == ',') {
+            i++;
+            continue;
+        }
+        if (list) {
+            if (i == n || s[i] != ']') return 0;
+            i++;
+        }
+        return i == n;
+    }
+}
+
 /* Llama 3's builtin call: name.call(key="value", n=1, ...) into args as a
    JSON object; 1, or 0 where s is not one */
 static int infer__tc_pycall(infer_output_parser *p, const char *s, size_t n, size_t *name_len, infer__sb *args) {
     size_t i = 0;
-    const char *dot;
-    int first = 1;
     while (i < n && infer__tc_ident(s[i])) i++;
-    if (i + 1 > n || s[i] != '(') return 0;
-    dot = (const char *)memchr(s, '.', i);
-    if (!dot || i < 6 || memcmp(s + i - 5, ".call", 5)) return 0;
+    if (i == n || s[i] != '(' || i < 6 || memcmp(s + i - 5, ".call", 5)) return 0;
     *name_len = i - 5;
-    if (!*name_len) return 0;
-    infer__sb_putc(args, '{');
-    for (i++;;) {
-        size_t k0;
-        while (i < n && infer__tc_ws(s[i])) i++;
-        if (i < n && s[i] == ')') break;
-        if (!first) {
-            if (i >= n || s[i] != ',') return 0;
-            i++;
-            while (i < n && infer__tc_ws(s[i])) i++;
-            if (i < n && s[i] == ')') break;
-        }
-        k0 = i;
-        while (i < n && infer__tc_ident(s[i]) && s[i] != '.' && s[i] != '-') i++;
-        if (i == k0) return 0;
-        if (!first) infer__sb_putc(args, ',');
-        first = 0;
-        infer__sb_json_string(args, s + k0, i - k0);
-        infer__sb_putc(args, ':');
-        while (i < n && infer__tc_ws(s[i])) i++;
-        if (i >= n || s[i] != '=') return 0;
-        for (i++; i < n && infer__tc_ws(s[i]); i++) {}
-        if (i < n && (s[i] == '"' || s[i] == '\'')) {
-            char q = s[i];
-            infer__sb v = {NULL, 0};
-            for (i++; i < n && s[i] != q; i++) {
-                char c = s[i];
-                if (c == '\\' && i + 1 < n) {
-                    c = s[++i];
-                    if (c == 'n') c = '\n';
-                    else if (c == 't') c = '\t';
-                }
-                infer__sb_putc(&v, c);
-            }
-            if (i >= n) {
-                stbds_arrfree(v.p);
-                return 0;
-            }
-            i++;
-            if (v.nomem) p->nomem = 1;
-            infer__sb_json_string(args, v.p ? v.p : "", stbds_arrlenu(v.p));
-            stbds_arrfree(v.p);
-        } else {
-            size_t v0 = i;
-            infer__jv jv;
-            while (i < n && s[i] != ',' && s[i] != ')') i++;
-            if (i - v0 == 4 && !memcmp(s + v0, "True", 4)) infer__sb_puts(args, "true");
-            else if (i - v0 == 5 && !memcmp(s + v0, "False", 5)) infer__sb_puts(args, "false");
-            else if (i - v0 == 4 && !memcmp(s + v0, "None", 4)) infer__sb_puts(args, "null");
-            else if (infer__tc_parse(p, s + v0, i - v0, &jv) && jv.type == INFER__J_NUM) {
-                infer__sb_json(args, &jv);
-                infer__jv_free(&jv);
-            } else {
-                infer__jv_free(&jv);
-                return 0;
-            }
-        }
-    }
-    for (i++; i < n && infer__tc_ws(s[i]); i++) {}
-    if (i != n) return 0;
-    infer__sb_putc(args, '}');
-    return 1;
+    if (!infer__tc_pykwargs(p, s, n, &i, args)) return 0;
+    while (i < n && infer__tc_ws(s[i])) i++;
+    return i == n;
 }
 
 /* <|python_tag|>'s text: JSON calls (separated by ';'), a builtin call, or code */
@@ -27194,156 +27290,6 @@ static int infer__tc_xml_calls(infer_output_parser *p, const char *s, size_t n) 
         if (!infer__tc_xml_fn(p, s + i + 10, e - i - 10)) return 0;
         any = 1;
         i = e == n ? n : e + 11;
-    }
-}
-
-/* ---- LFM2's pythonic calls ---- */
-
-/* A Python literal at s[*i..n) as JSON into out: a string ('..' or ".."),
-   a number, True/False/None (and JSON's true/false/null), a list, tuple or
-   dict of them. 1, or 0 where it is none. */
-static int infer__tc_pyval(infer_output_parser *p, const char *s, size_t n, size_t *i, infer__sb *out, int depth) {
-    size_t j = *i;
-    while (j < n && infer__tc_ws(s[j])) j++;
-    if (j == n || depth > INFER__JSON_MAX_DEPTH) return 0;
-    if (s[j] == '"' || s[j] == '\'') {
-        char q = s[j];
-        infer__sb v = {NULL, 0};
-        for (j++; j < n && s[j] != q; j++) {
-            char c = s[j];
-            if (c == '\\' && j + 1 < n) {
-                c = s[++j];
-                if (c == 'n') c = '\n';
-                else if (c == 't') c = '\t';
-                else if (c == 'r') c = '\r';
-            }
-            infer__sb_putc(&v, c);
-        }
-        if (j == n) {
-            stbds_arrfree(v.p);
-            return 0;
-        }
-        if (v.nomem) p->nomem = 1;
-        infer__sb_json_string(out, v.p ? v.p : "", stbds_arrlenu(v.p));
-        stbds_arrfree(v.p);
-        *i = j + 1;
-        return 1;
-    }
-    if (s[j] == '[' || s[j] == '(' || s[j] == '{') {
-        char close = s[j] == '[' ? ']' : s[j] == '(' ? ')' : '}';
-        int dict = s[j] == '{', first = 1;
-        infer__sb_putc(out, dict ? '{' : '[');
-        for (j++;;) {
-            while (j < n && infer__tc_ws(s[j])) j++;
-            if (j < n && s[j] == close) break;
-            if (!first) {
-                if (j == n || s[j] != ',') return 0;
-                for (j++; j < n && infer__tc_ws(s[j]); j++) {}
-                if (j < n && s[j] == close) break; /* a trailing comma */
-                infer__sb_putc(out, ',');
-            }
-            first = 0;
-            if (dict) { /* a key: a string (JSON keys are strings) */
-                size_t at = out->p ? stbds_arrlenu(out->p) : 0;
-                if (!infer__tc_pyval(p, s, n, &j, out, depth + 1) || !out->p || out->p[at] != '"') return 0;
-                while (j < n && infer__tc_ws(s[j])) j++;
-                if (j == n || s[j] != ':') return 0;
-                j++;
-                infer__sb_putc(out, ':');
-            }
-            if (!infer__tc_pyval(p, s, n, &j, out, depth + 1)) return 0;
-        }
-        infer__sb_putc(out, dict ? '}' : ']');
-        *i = j + 1;
-        return 1;
-    }
-    {
-        size_t v0 = j;
-        infer__jv jv;
-        while (j < n && (infer__tc_ident(s[j]) || s[j] == '+')) j++;
-        if (j == v0) return 0;
-        if ((j - v0 == 4 && !memcmp(s + v0, "True", 4)) || (j - v0 == 4 && !memcmp(s + v0, "true", 4)))
-            infer__sb_puts(out, "true");
-        else if ((j - v0 == 5 && !memcmp(s + v0, "False", 5)) || (j - v0 == 5 && !memcmp(s + v0, "false", 5)))
-            infer__sb_puts(out, "false");
-        else if ((j - v0 == 4 && !memcmp(s + v0, "None", 4)) || (j - v0 == 4 && !memcmp(s + v0, "null", 4)))
-            infer__sb_puts(out, "null");
-        else if (infer__tc_parse(p, s + v0, j - v0, &jv) && jv.type == INFER__J_NUM) {
-            infer__sb_json(out, &jv);
-            infer__jv_free(&jv);
-        } else return 0;
-        *i = j;
-        return 1;
-    }
-}
-
-/* name(key=value, ..) at s[*i..n) into a call */
-static int infer__tc_pyfn(infer_output_parser *p, const char *s, size_t n, size_t *i) {
-    size_t j = *i, name0, name_len;
-    infer__sb a = {NULL, 0};
-    int first = 1, ok = 0;
-    while (j < n && infer__tc_ws(s[j])) j++;
-    name0 = j;
-    while (j < n && infer__tc_ident(s[j])) j++;
-    name_len = j - name0;
-    if (!name_len || j == n || s[j] != '(') return 0;
-    infer__sb_putc(&a, '{');
-    for (j++;;) {
-        size_t k0;
-        while (j < n && infer__tc_ws(s[j])) j++;
-        if (j < n && s[j] == ')') break;
-        if (!first) {
-            if (j == n || s[j] != ',') goto out;
-            for (j++; j < n && infer__tc_ws(s[j]); j++) {}
-            if (j < n && s[j] == ')') break;
-            infer__sb_putc(&a, ',');
-        }
-        first = 0;
-        k0 = j;
-        while (j < n && infer__tc_ident(s[j]) && s[j] != '.' && s[j] != '-') j++;
-        if (j == k0) goto out;
-        infer__sb_json_string(&a, s + k0, j - k0);
-        infer__sb_putc(&a, ':');
-        while (j < n && infer__tc_ws(s[j])) j++;
-        if (j == n || s[j] != '=') goto out;
-        j++;
-        if (!infer__tc_pyval(p, s, n, &j, &a, 1)) goto out;
-    }
-    infer__sb_putc(&a, '}');
-    ok = !a.nomem && infer__tc_add(p, s + name0, name_len, a.p, stbds_arrlenu(a.p), NULL, 0);
-    *i = j + 1;
-out:
-    if (a.nomem) p->nomem = 1;
-    stbds_arrfree(a.p);
-    return ok;
-}
-
-/* <|tool_call_start|>'s text: [name(k=v), ..] (a bare call too), or the
-   JSON calls LFM2 writes when its system prompt asks for JSON */
-static int infer__tc_lfm2(infer_output_parser *p, const char *s, size_t n) {
-    size_t i = 0;
-    int list;
-    infer__tc_trim(&s, &n);
-    if (!n) return 0;
-    if (s[0] == '{') return infer__tc_json_calls(p, s, n, 0, "name", infer__tc_args_keys, NULL);
-    if (s[0] == '[') {
-        for (i = 1; i < n && infer__tc_ws(s[i]); i++) {}
-        if (i < n && s[i] == '{') return infer__tc_json_calls(p, s, n, 1, "name", infer__tc_args_keys, NULL);
-    }
-    list = s[0] == '[';
-    i = list ? 1 : 0;
-    for (;;) {
-        if (!infer__tc_pyfn(p, s, n, &i)) return 0;
-        while (i < n && infer__tc_ws(s[i])) i++;
-        if (i < n && s[i] == ',') {
-            i++;
-            continue;
-        }
-        if (list) {
-            if (i == n || s[i] != ']') return 0;
-            i++;
-        }
-        return i == n;
     }
 }
 

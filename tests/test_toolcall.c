@@ -332,6 +332,20 @@ Test(toolcall, qwen35_lfm2_granite) {
     check_all(cs, N(cs));
 }
 
+/* reply parsed whole in format f, given tools (NULL: none): its one call's arguments must be want */
+static void one_call_args(infer_tool_format f, const char *tools, const char *reply, const char *want) {
+    infer_error err;
+    infer_output_result r;
+    infer_output_parser *p = infer_output_parser_new(f, 0, &err);
+    cr_assert_not_null(p, "%s", err.msg);
+    if (tools) cr_assert_eq(infer_output_parser_set_tools(p, tools, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_output_parser_push(p, reply, strlen(reply), NULL, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_output_parser_finish(p, NULL, &r, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(r.n_calls, 1);
+    cr_assert_str_eq(r.calls[0].arguments, want, "%s", r.calls[0].arguments);
+    infer_output_parser_free(p);
+}
+
 /* With the tools given, a parameter declared a string keeps its text. */
 Test(toolcall, qwen35_string_parameters) {
     static const char tools[] = "[{\"type\": \"function\", \"function\": {\"name\": \"zip\", \"parameters\": {\"type\": "
@@ -340,32 +354,18 @@ Test(toolcall, qwen35_string_parameters) {
     static const char reply[] =
         "<tool_call>\n<function=zip>\n<parameter=code>\n01234\n</parameter>\n<parameter=n>\n7\n</parameter>\n"
         "</function>\n</tool_call>";
+    static const char reply2[] = "<function=zip>\n<parameter=code>\n42\n</parameter>\n</function>";
     infer_error err;
-    infer_output_result r;
-    int with;
-    for (with = 0; with < 2; with++) {
-        infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_QWEN3_XML, 0, &err);
-        cr_assert_not_null(p, "%s", err.msg);
-        if (with) cr_assert_eq(infer_output_parser_set_tools(p, tools, &err), INFER_OK, "%s", err.msg);
-        cr_assert_eq(infer_output_parser_push(p, reply, strlen(reply), NULL, &err), INFER_OK, "%s", err.msg);
-        cr_assert_eq(infer_output_parser_finish(p, NULL, &r, &err), INFER_OK, "%s", err.msg);
-        cr_assert_eq(r.n_calls, 1);
-        /* 01234 is not JSON (a leading zero): text either way; "7" is JSON */
-        cr_assert_str_eq(r.calls[0].arguments, "{\"code\":\"01234\",\"n\":7}");
-        infer_output_parser_free(p);
-    }
-    {
-        static const char reply2[] = "<function=zip>\n<parameter=code>\n42\n</parameter>\n</function>";
-        infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_QWEN3_XML, 0, &err);
-        cr_assert_eq(infer_output_parser_set_tools(p, "[1, ", &err), INFER_ERR_ARG);
-        cr_assert(strlen(err.msg) > 0);
-        cr_assert_eq(infer_output_parser_set_tools(p, tools, &err), INFER_OK, "%s", err.msg);
-        cr_assert_eq(infer_output_parser_push(p, reply2, strlen(reply2), NULL, &err), INFER_OK, "%s", err.msg);
-        cr_assert_eq(infer_output_parser_finish(p, NULL, &r, &err), INFER_OK, "%s", err.msg);
-        cr_assert_eq(r.n_calls, 1);
-        cr_assert_str_eq(r.calls[0].arguments, "{\"code\":\"42\"}", "%s", r.calls[0].arguments);
-        infer_output_parser_free(p);
-    }
+    infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_QWEN3_XML, 0, &err);
+    /* 01234 is not JSON (a leading zero): text either way; 7 is JSON */
+    one_call_args(INFER_TOOL_FORMAT_QWEN3_XML, NULL, reply, "{\"code\":\"01234\",\"n\":7}");
+    one_call_args(INFER_TOOL_FORMAT_QWEN3_XML, tools, reply, "{\"code\":\"01234\",\"n\":7}");
+    /* 42 is JSON, but code is declared a string */
+    one_call_args(INFER_TOOL_FORMAT_QWEN3_XML, NULL, reply2, "{\"code\":42}");
+    one_call_args(INFER_TOOL_FORMAT_QWEN3_XML, tools, reply2, "{\"code\":\"42\"}");
+    cr_assert_eq(infer_output_parser_set_tools(p, "[1, ", &err), INFER_ERR_ARG);
+    cr_assert(strlen(err.msg) > 0 && !strchr(err.msg, '\n'), "%s", err.msg);
+    infer_output_parser_free(p);
 }
 
 /* A reply that opens a call and is cut short: in_call while it is open. */
