@@ -597,7 +597,17 @@ Test(cuda, cli_device_flag) {
 
 /* Device auto takes the GPU for every arch model, without a warning: the
    backend runs every architecture the CPU runs (cuda/model compares their
-   logits). */
+   logits). The hybrids (lfm2, qwen35, granitehybrid) are the exception
+   while their recurrent layers have no CUDA kernels: auto runs them on the
+   CPU, with a warning that says so (issue 44's GPU part lifts this). */
+static int cpu_only_family(const char *file) {
+    static const char *const hybrids[] = {"synth-lfm2-", "synth-qwen35-", "synth-granitehybrid-"};
+    size_t i;
+    for (i = 0; i < sizeof hybrids / sizeof *hybrids; i++)
+        if (!strncmp(file, hybrids[i], strlen(hybrids[i]))) return 1;
+    return 0;
+}
+
 Test(cuda, architectures, .timeout = 300) {
     char dir[512], path[1024];
     DIR *d;
@@ -624,6 +634,14 @@ Test(cuda, architectures, .timeout = 300) {
             continue;
         }
         cr_assert_not_null(m, "%s with auto: %s", e->d_name, err.msg);
+        if (cpu_only_family(e->d_name)) {
+            const char *w = infer_model_warning(m);
+            cr_expect_eq(infer_model_device(m), INFER_DEVICE_CPU, "%s with auto: not on the CPU", e->d_name);
+            cr_expect(w && strstr(w, "no CUDA kernels yet"), "%s with auto: warning %s", e->d_name, w ? w : "none");
+            cr_log_info("%s: on the CPU, as expected so far: %s", e->d_name, w ? w : "");
+            infer_model_free(m);
+            continue;
+        }
         cr_expect_eq(infer_model_device(m), INFER_DEVICE_CUDA, "%s with auto: on the CPU (%s)", e->d_name,
                      infer_model_warning(m) ? infer_model_warning(m) : "no warning");
         cr_expect_null(infer_model_warning(m), "%s with auto: %s", e->d_name, infer_model_warning(m));
