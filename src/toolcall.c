@@ -761,7 +761,8 @@ static int infer__tc_param_is_string(const infer_output_parser *p, const char *n
         if (fn && fn->type == INFER__J_OBJ) t = fn;
         nm = infer__jv_get(t, "name");
         if (!nm || nm->type != INFER__J_STR || nm->n != name_len || memcmp(nm->s, name, name_len)) continue;
-        props = infer__jv_get(infer__jv_get(t, "parameters"), "properties");
+        props = infer__jv_get(t, "parameters");
+        props = props ? infer__jv_get(props, "properties") : NULL;
         if (!props || props->type != INFER__J_OBJ) return 0;
         for (k = 0; k < (int)stbds_arrlen(props->keys); k++)
             if (props->key_lens[k] == key_len && !memcmp(props->keys[k], key, key_len)) {

@@ -363,6 +363,9 @@ Test(toolcall, qwen35_string_parameters) {
     /* 42 is JSON, but code is declared a string */
     one_call_args(INFER_TOOL_FORMAT_QWEN3_XML, NULL, reply2, "{\"code\":42}");
     one_call_args(INFER_TOOL_FORMAT_QWEN3_XML, tools, reply2, "{\"code\":\"42\"}");
+    /* a tool without parameters: its arguments are JSON where they parse */
+    one_call_args(INFER_TOOL_FORMAT_QWEN3_XML, "[{\"name\": \"now\"}]",
+                  "<function=now>\n<parameter=tz>\nUTC\n</parameter>\n</function>", "{\"tz\":\"UTC\"}");
     cr_assert_eq(infer_output_parser_set_tools(p, "[1, ", &err), INFER_ERR_ARG);
     cr_assert(strlen(err.msg) > 0 && !strchr(err.msg, '\n'), "%s", err.msg);
     infer_output_parser_free(p);
