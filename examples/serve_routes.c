@@ -1086,6 +1086,12 @@ static int job_start(job *j, completion_call *cc, bad_field *b, unsigned *status
             *status = 500;
             return 0;
         }
+        /* the tools' declared string parameters stay text (Qwen3.5's XML) */
+        if (j->ch[i].parser && cc->tools.tools_json &&
+            infer_output_parser_set_tools(j->ch[i].parser, cc->tools.tools_json, &err) != INFER_OK) {
+            *status = 500;
+            return 0;
+        }
         /* no lock of ours: a large schema's grammar is compiled here, on this
            connection's thread, while other requests start and step */
         {

@@ -25,12 +25,125 @@ static void infer__tg_key(infer__sb *b, const char *key, int first) {
     infer__sb_puts(b, " space \":\" space ");
 }
 
+/* 1 where a property's schema is a plain string (no enum, const or
+   pattern): Qwen3.5's XML writes it as text, not JSON */
+static int infer__tg_plain_string(const infer__jv *prop) {
+    const infer__jv *type = infer__jv_get(prop, "type");
+    return type && type->type == INFER__J_STR && !strcmp(type->s, "string") && !infer__jv_get(prop, "enum") &&
+           !infer__jv_get(prop, "const") && !infer__jv_get(prop, "pattern");
+}
+
+static int infer__tg_required(const infer__jv *params, const char *key, size_t key_len) {
+    const infer__jv *req = infer__jv_get(params, "required");
+    int i;
+    if (!req || req->type != INFER__J_ARR) return 0;
+    for (i = 0; i < (int)stbds_arrlen(req->items); i++)
+        if (req->items[i].type == INFER__J_STR && req->items[i].n == key_len && !memcmp(req->items[i].s, key, key_len))
+            return 1;
+    return 0;
+}
+
+/* One argument of tool i, property k, as the format writes it: XML
+   <parameter=key>\nvalue\n</parameter>\n, or LFM2's key=value */
+static void infer__tg_arg(infer__sb *b, infer_tool_format f, const infer__jv *props, int i, int k) {
+    char rule[48];
+    const infer__jv *prop = &props->items[k];
+    const infer__jv *type = infer__jv_get(prop, "type");
+    snprintf(rule, sizeof rule, " tool-arg-%d-%d ", i, k);
+    if (f == INFER_TOOL_FORMAT_QWEN3_XML) {
+        infer__sb lit = {NULL, 0};
+        infer__sb_puts(&lit, "<parameter=");
+        infer__sb_put(&lit, props->keys[k], props->key_lens[k]);
+        infer__sb_puts(&lit, ">\n");
+        if (lit.nomem) b->nomem = 1;
+        else infer__sb_literal(b, lit.p, stbds_arrlenu(lit.p));
+        stbds_arrfree(lit.p);
+        {
+            const infer__jv *e = infer__jv_get(prop, "enum");
+            int m, strings = e && e->type == INFER__J_ARR && stbds_arrlen(e->items) > 0;
+            for (m = 0; strings && m < (int)stbds_arrlen(e->items); m++) strings = e->items[m].type == INFER__J_STR;
+            if (strings) { /* an enum of strings: one of them, as text */
+                infer__sb_puts(b, " (");
+                for (m = 0; m < (int)stbds_arrlen(e->items); m++) {
+                    infer__sb_puts(b, m ? " | " : "");
+                    infer__sb_literal(b, e->items[m].s, e->items[m].n);
+                }
+                infer__sb_puts(b, ") ");
+            } else infer__sb_puts(b, infer__tg_plain_string(prop) ? " xml-text " : rule);
+        }
+        infer__sb_puts(b, "\"\\n</parameter>\\n\"");
+        return;
+    }
+    infer__sb_literal(b, props->keys[k], props->key_lens[k]);
+    infer__sb_puts(b, " \"=\" ");
+    if (type && type->type == INFER__J_STR && !strcmp(type->s, "boolean")) infer__sb_puts(b, "(\"True\" | \"False\")");
+    else if (type && type->type == INFER__J_STR && !strcmp(type->s, "null")) infer__sb_puts(b, "\"None\"");
+    else infer__sb_puts(b, rule);
+}
+
+/* The arguments of tool i in XML or LFM2's form: the required ones in the
+   schema's order, then the optional ones, each at most once in order */
+static void infer__tg_args(infer__sb *b, infer_tool_format f, const infer__jv *params, int i) {
+    const infer__jv *props = infer__jv_get(params, "properties");
+    const char *sep = f == INFER_TOOL_FORMAT_LFM2 ? " \",\" space " : " ";
+    int k, j, n = props && props->type == INFER__J_OBJ ? (int)stbds_arrlen(props->keys) : 0, any_req = 0;
+    if (!n) { /* any object: XML takes any parameters as text; LFM2 none */
+        if (f == INFER_TOOL_FORMAT_QWEN3_XML)
+            infer__sb_puts(b, " (\"<parameter=\" [a-zA-Z0-9_.-]+ \">\\n\" xml-text \"\\n</parameter>\\n\")* ");
+        return;
+    }
+    infer__sb_puts(b, " ");
+    for (k = 0; k < n; k++)
+        if (infer__tg_required(params, props->keys[k], props->key_lens[k])) {
+            if (any_req) infer__sb_puts(b, sep);
+            infer__tg_arg(b, f, props, i, k);
+            any_req = 1;
+        }
+    if (any_req) {
+        for (k = 0; k < n; k++)
+            if (!infer__tg_required(params, props->keys[k], props->key_lens[k])) {
+                infer__sb_puts(b, " (");
+                infer__sb_puts(b, sep);
+                infer__tg_arg(b, f, props, i, k);
+                infer__sb_puts(b, ")?");
+            }
+        infer__sb_puts(b, " ");
+        return;
+    }
+    /* none required: which comes first decides where the separators go */
+    infer__sb_puts(b, "(");
+    for (j = 0; j < n; j++) {
+        if (j) infer__sb_puts(b, " | ");
+        infer__tg_arg(b, f, props, i, j);
+        for (k = j + 1; k < n; k++) {
+            infer__sb_puts(b, " (");
+            infer__sb_puts(b, sep);
+            infer__tg_arg(b, f, props, i, k);
+            infer__sb_puts(b, ")?");
+        }
+    }
+    infer__sb_puts(b, ")? ");
+}
+
 /* The call of tool i as the format writes one (its arguments rule is
    tool-args-i), as a rule's body. */
 static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_tool *t, int i) {
     char args[32];
     snprintf(args, sizeof args, " tool-args-%d ", i);
     switch (f) {
+    case INFER_TOOL_FORMAT_QWEN3_XML: /* <function=name>\n<parameter=k>\nv\n</parameter>\n..</function> */
+        infer__sb_puts(b, "\"<function=\" ");
+        infer__sb_literal(b, t->name, t->name_len);
+        infer__sb_puts(b, " \">\\n\"");
+        infer__tg_args(b, f, t->params, i);
+        infer__sb_puts(b, "\"</function>\"");
+        return;
+    case INFER_TOOL_FORMAT_LFM2: /* name(k=v, ..) */
+        infer__sb_literal(b, t->name, t->name_len);
+        infer__sb_puts(b, " \"(\"");
+        infer__tg_args(b, f, t->params, i);
+        infer__sb_puts(b, "\")\"");
+        return;
     case INFER_TOOL_FORMAT_FUNCTIONARY: /* <function=name>{..}</function> */
         infer__sb_puts(b, "\"<function=\" ");
         infer__sb_literal(b, t->name, t->name_len);
@@ -86,6 +199,19 @@ static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
     case INFER_TOOL_FORMAT_HERMES:
         infer__sb_puts(b, parallel ? "root ::= tool-tagged (\"\\n\" tool-tagged)*\n" : "root ::= tool-tagged\n");
         infer__sb_puts(b, "tool-tagged ::= \"<tool_call>\\n\" tool-item \"\\n</tool_call>\"\n");
+        return;
+    case INFER_TOOL_FORMAT_QWEN3_XML:
+        infer__sb_puts(b, parallel ? "root ::= tool-tagged (\"\\n\" tool-tagged)*\n" : "root ::= tool-tagged\n");
+        /* <tool_call> may be left out, as the parser allows (and the lazy
+           trigger <function= starts there) */
+        infer__sb_puts(b, "tool-tagged ::= \"<tool_call>\\n\" tool-item \"\\n</tool_call>\" | tool-item\n");
+        /* a parameter's text: anything without "</" */
+        infer__sb_puts(b, "xml-text ::= ([^<] | \"<\" [^/])*\n");
+        return;
+    case INFER_TOOL_FORMAT_LFM2:
+        infer__sb_puts(b, parallel ? "root ::= \"<|tool_call_start|>[\" tool-item (\",\" space tool-item)* "
+                                     "\"]<|tool_call_end|>\"\n"
+                                   : "root ::= \"<|tool_call_start|>[\" tool-item \"]<|tool_call_end|>\"\n");
         return;
     case INFER_TOOL_FORMAT_LLAMA3: /* one call a reply */
         infer__sb_puts(b, "root ::= tool-item\n");
@@ -178,14 +304,21 @@ static int infer__tool_call_grammar(infer_tool_format f, const char *tools_json,
     if (!jp.failed && !jo.failed) {
         if (!infer__arr_room(schemas, n) || !infer__arr_room(names, n)) infer__jp_nomem(&jp);
         for (i = 0; !jp.failed && i < n; i++) {
-            char nm[32], *copy;
-            snprintf(nm, sizeof nm, "tool-args-%d", i);
-            if (!(copy = infer__strndup(nm, strlen(nm)))) {
-                infer__jp_nomem(&jp);
-                break;
+            char nm[48], *copy;
+            const infer__jv *props = infer__jv_get(tools[i].params, "properties");
+            int k, per_arg = f == INFER_TOOL_FORMAT_QWEN3_XML || f == INFER_TOOL_FORMAT_LFM2;
+            int n_rules = per_arg ? (props && props->type == INFER__J_OBJ ? (int)stbds_arrlen(props->keys) : 0) : 1;
+            for (k = 0; k < n_rules; k++) {
+                if (per_arg) snprintf(nm, sizeof nm, "tool-arg-%d-%d", i, k);
+                else snprintf(nm, sizeof nm, "tool-args-%d", i);
+                if (!infer__arr_room(schemas, 1) || !infer__arr_room(names, 1) ||
+                    !(copy = infer__strndup(nm, strlen(nm)))) {
+                    infer__jp_nomem(&jp);
+                    break;
+                }
+                stbds_arrput(names, copy);
+                stbds_arrput(schemas, per_arg ? &props->items[k] : tools[i].params);
             }
-            stbds_arrput(names, copy);
-            stbds_arrput(schemas, tools[i].params);
         }
     }
     if (!jp.failed && !jo.failed) {
@@ -208,7 +341,7 @@ static int infer__tool_call_grammar(infer_tool_format f, const char *tools_json,
             infer__tg_item(&out, f, &tools[i], i);
             infer__sb_puts(&out, "\n");
         }
-        if (infer__schema_rules(&jp, schemas, (const char *const *)names, n,
+        if (infer__schema_rules(&jp, schemas, (const char *const *)names, (int)stbds_arrlen(schemas),
                                 1u << INFER__SP_SPACE | 1u << INFER__SP_STRING, &out) == 0) {
             if (out.nomem) infer__jp_nomem(&jp);
             else len = infer__sb_give(&out, buf, size);

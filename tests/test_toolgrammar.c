@@ -159,6 +159,85 @@ Test(toolgrammar, every_format_matches_its_calls_and_parses_back) {
     }
 }
 
+/* Qwen3.5's XML and LFM2's pythonic calls: arguments one by one, not a
+   JSON object; the parser (given the tools) reads them back */
+static void parses_with_tools(infer_tool_format f, const char *text, const char *name, const char *args) {
+    infer_error err;
+    infer_output_result res;
+    infer_output_parser *p = infer_output_parser_new(f, INFER_REASONING_NONE, &err);
+    cr_assert_not_null(p);
+    cr_assert_eq(infer_output_parser_set_tools(p, tools, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_output_parser_push(p, text, strlen(text), NULL, &err), INFER_OK);
+    cr_assert_eq(infer_output_parser_finish(p, NULL, &res, &err), INFER_OK);
+    cr_expect_eq(res.n_calls, 1, "%s: %d calls in %s", infer_tool_format_name(f), res.n_calls, text);
+    if (res.n_calls == 1) {
+        cr_expect_str_eq(res.calls[0].name, name);
+        cr_expect_str_eq(res.calls[0].arguments, args, "%s: %s", infer_tool_format_name(f), res.calls[0].arguments);
+    }
+    infer_output_parser_free(p);
+}
+
+Test(toolgrammar, xml_and_pythonic_arguments) {
+    static const struct {
+        infer_tool_format f;
+        const char *ok[4], *bad[6];
+    } cs[] = {
+        {INFER_TOOL_FORMAT_QWEN3_XML,
+         {"<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\nc\n"
+          "</parameter>\n</function>\n</tool_call>",
+          "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+          "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\n-2\n</parameter>\n</function>\n"
+          "</tool_call>",
+          "<tool_call>\n<function=now>\n<parameter=tz>\nUTC\n</parameter>\n</function>\n</tool_call>"},
+         {/* a required one missing, a value outside the enum, a number that is not an integer, an unknown tool,
+             text after the call, an unknown parameter */
+          "<tool_call>\n<function=get_weather>\n<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>",
+          "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\nk\n"
+          "</parameter>\n</function>\n</tool_call>",
+          "<tool_call>\n<function=add>\n<parameter=a>\n1.5\n</parameter>\n<parameter=b>\n2\n</parameter>\n</function>\n"
+          "</tool_call>",
+          "<tool_call>\n<function=rm>\n</function>\n</tool_call>",
+          "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call> x",
+          "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\n2\n</parameter>\n<parameter=c>\n"
+          "3\n</parameter>\n</function>\n</tool_call>"}},
+        {INFER_TOOL_FORMAT_LFM2,
+         {"<|tool_call_start|>[get_weather(city=\"Paris\", unit=\"c\")]<|tool_call_end|>",
+          "<|tool_call_start|>[get_weather(city=\"Paris\")]<|tool_call_end|>",
+          "<|tool_call_start|>[add(a=1, b=-2)]<|tool_call_end|>", "<|tool_call_start|>[now()]<|tool_call_end|>"},
+         {"<|tool_call_start|>[get_weather(unit=\"c\")]<|tool_call_end|>",
+          "<|tool_call_start|>[get_weather(city=\"Paris\", unit=\"k\")]<|tool_call_end|>",
+          "<|tool_call_start|>[add(a=1.5, b=2)]<|tool_call_end|>", "<|tool_call_start|>[rm()]<|tool_call_end|>",
+          "<|tool_call_start|>[now()]<|tool_call_end|> x", "<|tool_call_start|>[add(a=1, b=2, c=3)]<|tool_call_end|>"}},
+    };
+    static const char *const names[4] = {"get_weather", "get_weather", "add", "now"};
+    static const char *const args[2][4] = {
+        {"{\"city\":\"Paris\",\"unit\":\"c\"}", "{\"city\":\"Paris\"}", "{\"a\":1,\"b\":-2}", "{\"tz\":\"UTC\"}"},
+        {"{\"city\":\"Paris\",\"unit\":\"c\"}", "{\"city\":\"Paris\"}", "{\"a\":1,\"b\":-2}", "{}"}};
+    int i, k;
+    for (i = 0; i < 2; i++) {
+        infer__grules *one = compile(cs[i].f, NULL, 0), *par = compile(cs[i].f, NULL, 1);
+        const char *fname = infer_tool_format_name(cs[i].f);
+        char two[1024];
+        for (k = 0; k < 4; k++) {
+            cr_expect_eq(match(one, cs[i].ok[k]), 1, "%s: refuses %s", fname, cs[i].ok[k]);
+            parses_with_tools(cs[i].f, cs[i].ok[k], names[k], args[i][k]);
+        }
+        for (k = 0; k < 6; k++) cr_expect_neq(match(one, cs[i].bad[k]), 1, "%s: accepts %s", fname, cs[i].bad[k]);
+        if (cs[i].f == INFER_TOOL_FORMAT_LFM2)
+            snprintf(two, sizeof two, "<|tool_call_start|>[get_weather(city=\"Paris\"), add(a=1, b=2)]<|tool_call_end|>");
+        else snprintf(two, sizeof two, "%s\n%s", cs[i].ok[1], cs[i].ok[2]);
+        cr_expect_eq(match(par, two), 1, "%s (parallel): refuses %s", fname, two);
+        cr_expect_neq(match(one, two), 1, "%s: accepts two calls", fname);
+        if (cs[i].f == INFER_TOOL_FORMAT_QWEN3_XML) { /* <tool_call> left out, as the lazy trigger <function= starts */
+            static const char bare[] = "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>";
+            cr_expect_eq(match(one, bare), 1, "%s: refuses %s", fname, bare);
+            parses_with_tools(cs[i].f, bare, "get_weather", "{\"city\":\"Paris\"}");
+        }
+        infer__grules_free(one);
+        infer__grules_free(par);
+    }
+}
+
 Test(toolgrammar, named_tool_only_and_tool_without_parameters) {
     infer__grules *g = compile(INFER_TOOL_FORMAT_HERMES, "add", 0), *now = compile(INFER_TOOL_FORMAT_HERMES, "now", 0);
     cr_expect_eq(match(g, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": -2}}\n</tool_call>"), 1);
