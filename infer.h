@@ -11308,6 +11308,27 @@ INFER__AVX2 static float infer__avx2_f32_dot(int n, const void *w, const void *x
     return s;
 }
 
+/* One token's F16 order as llama.cpp runs it on AVX-512
+   (infer__f16_dot_llama_vec): its four 16-lane accumulators as eight of 8
+   lanes (s[j] holds lanes 8j..8j+7), added as it adds them, then the tree;
+   the values past the last whole 64 in double. */
+INFER__AVX2 static float infer__avx2_f16_dot_ordered1(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m256 s[8];
+    float lane[16];
+    double sum;
+    int i = 0, j;
+    for (j = 0; j < 8; j++) s[j] = _mm256_setzero_ps();
+    for (; i + 64 <= n; i += 64)
+        for (j = 0; j < 8; j++) s[j] = _mm256_fmadd_ps(INFER__LOADH(a + i + 8 * j), INFER__LOADH(b + i + 8 * j), s[j]);
+    /* lane l of 16: (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]) */
+    _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_add_ps(s[0], s[4]), _mm256_add_ps(s[2], s[6])));
+    _mm256_storeu_ps(lane + 8, _mm256_add_ps(_mm256_add_ps(s[1], s[5]), _mm256_add_ps(s[3], s[7])));
+    sum = (double)infer__sum16_tree(lane);
+    for (; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    return (float)sum;
+}
+
 /* llama.cpp's F16 order as AVX-512 runs it: lanes 0-7 and 8-15 in two
    chains, then the tree (infer__f16_dot_llama) */
 INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const void *x) {
@@ -11315,7 +11336,7 @@ INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     float lane[16];
     int i;
-    if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
+    if (n % 16) return infer__avx2_f16_dot_ordered1(n, w, x); /* as llama.cpp: its one-token order */
     for (i = 0; i < n; i += 16) {
         s0 = _mm256_fmadd_ps(INFER__LOADH(a + i), INFER__LOADH(b + i), s0);
         s1 = _mm256_fmadd_ps(INFER__LOADH(a + i + 8), INFER__LOADH(b + i + 8), s1);
@@ -12502,6 +12523,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
+    k->f16_dot_ordered1 = infer__avx2_f16_dot_ordered1;
     k->gemm[INFER_TYPE_F16] = infer__avx2_f16_gemm;
     k->qk_f16 = infer__avx2_qk_f16;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;
@@ -14555,6 +14577,24 @@ static float infer__neon_f16_dot(int n, const void *w, const void *x) {
 static float infer__neon_bf16_dot(int n, const void *w, const void *x) {
     INFER__NEON_DOT_BODY(uint16_t, INFER__NLOADBF, infer__bf16_to_fp32)
 }
+/* one token's order (infer__f16_dot_llama_vec): its four 16-lane
+   accumulators as sixteen of 4 lanes (s[j] holds lanes 4j..4j+3), added as
+   it adds them, then the tree; the values past the last whole 64 in double */
+static float infer__neon_f16_dot_ordered1(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    float32x4_t s[16];
+    float lane[16];
+    double sum;
+    int i = 0, j;
+    for (j = 0; j < 16; j++) s[j] = vdupq_n_f32(0);
+    for (; i + 64 <= n; i += 64)
+        for (j = 0; j < 16; j++) s[j] = vfmaq_f32(s[j], INFER__NLOADH(a + i + 4 * j), INFER__NLOADH(b + i + 4 * j));
+    for (j = 0; j < 4; j++) /* lane l: (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]) */
+        vst1q_f32(lane + 4 * j, vaddq_f32(vaddq_f32(s[j], s[8 + j]), vaddq_f32(s[4 + j], s[12 + j])));
+    sum = (double)infer__sum16_tree(lane);
+    for (; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    return (float)sum;
+}
 /* llama.cpp's F16 order as AVX-512 runs it: 16 lanes in four chains,
    then the tree (infer__f16_dot_llama) */
 static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
@@ -14562,7 +14602,7 @@ static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
     float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
     float lane[16];
     int i = 0;
-    if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
+    if (n % 16) return infer__neon_f16_dot_ordered1(n, w, x); /* as llama.cpp: its one-token order */
     INFER__NEON_FMA16(INFER__NLOADH)
     vst1q_f32(lane, s0), vst1q_f32(lane + 4, s1), vst1q_f32(lane + 8, s2), vst1q_f32(lane + 12, s3);
     return infer__sum16_tree(lane);
@@ -15344,6 +15384,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F32] = infer__neon_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__neon_f16_dot;
     k->f16_dot_ordered = infer__neon_f16_dot_ordered;
+    k->f16_dot_ordered1 = infer__neon_f16_dot_ordered1;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = dp ? infer__neondp_q4_0_dot : infer__neon_q4_0_dot;
@@ -16863,6 +16904,10 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
     const uint16_t *vbase = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots;
     int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
+    /* more than one tile: the first pass's scores kept for the other two
+       where the worker's kept scores hold them (the same values: made once) */
+    size_t n_keys = (size_t)(key_hi - key_lo);
+    int keep = !one_tile && (size_t)nq * n_keys <= sc->n_kept;
     /* one token: llama.cpp's products are ggml_vec_dot_f16 (infer__f16_dot_llama_vec):
        p.V over its n_kv cells (positions padded to 32) in 64 lanes, the
        cells past the last whole 64 in double (tail) */
@@ -16885,13 +16930,21 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     for (pass = 0; pass < 3; pass++) {
         for (k0 = key_lo; k0 < key_hi;) {
             int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot), c0;
-            if (pass == 0 || !one_tile) {
+            if (pass == 0 || (!one_tile && !keep)) {
                 for (j = 0; j < kt; j++)
                     for (i = 0; i < nq; i++)
                         sc->s[(size_t)i * INFER__ATT_TILE + j] =
                             dot(hd, kbase + (size_t)(slot + j) * kv->k_row, sc->qx + (size_t)i * q_row);
                 if (b->softcap > 0)
                     for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
+                if (keep)
+                    for (i = 0; i < nq; i++)
+                        memcpy(sc->kept + (size_t)i * n_keys + (k0 - key_lo), sc->s + (size_t)i * INFER__ATT_TILE,
+                               (size_t)kt * sizeof(float));
+            } else if (keep) {
+                for (i = 0; i < nq; i++)
+                    memcpy(sc->s + (size_t)i * INFER__ATT_TILE, sc->kept + (size_t)i * n_keys + (k0 - key_lo),
+                           (size_t)kt * sizeof(float));
             }
             if (pass < 2) {
                 for (i = 0; i < nq; i++) {

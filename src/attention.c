@@ -378,6 +378,10 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
     const uint16_t *vbase = (const uint16_t *)kv->v[INFER__KV_AT(kv, b->seq, b->layer)] + (size_t)kvh * hd * slots;
     int one_tile = key_hi - key_lo <= INFER__ATT_TILE && key_lo % slots + (key_hi - key_lo) <= slots;
+    /* more than one tile: the first pass's scores kept for the other two
+       where the worker's kept scores hold them (the same values: made once) */
+    size_t n_keys = (size_t)(key_hi - key_lo);
+    int keep = !one_tile && (size_t)nq * n_keys <= sc->n_kept;
     /* one token: llama.cpp's products are ggml_vec_dot_f16 (infer__f16_dot_llama_vec):
        p.V over its n_kv cells (positions padded to 32) in 64 lanes, the
        cells past the last whole 64 in double (tail) */
@@ -400,13 +404,21 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     for (pass = 0; pass < 3; pass++) {
         for (k0 = key_lo; k0 < key_hi;) {
             int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot), c0;
-            if (pass == 0 || !one_tile) {
+            if (pass == 0 || (!one_tile && !keep)) {
                 for (j = 0; j < kt; j++)
                     for (i = 0; i < nq; i++)
                         sc->s[(size_t)i * INFER__ATT_TILE + j] =
                             dot(hd, kbase + (size_t)(slot + j) * kv->k_row, sc->qx + (size_t)i * q_row);
                 if (b->softcap > 0)
                     for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
+                if (keep)
+                    for (i = 0; i < nq; i++)
+                        memcpy(sc->kept + (size_t)i * n_keys + (k0 - key_lo), sc->s + (size_t)i * INFER__ATT_TILE,
+                               (size_t)kt * sizeof(float));
+            } else if (keep) {
+                for (i = 0; i < nq; i++)
+                    memcpy(sc->s + (size_t)i * INFER__ATT_TILE, sc->kept + (size_t)i * n_keys + (k0 - key_lo),
+                           (size_t)kt * sizeof(float));
             }
             if (pass < 2) {
                 for (i = 0; i < nq; i++) {

@@ -30,6 +30,27 @@ INFER__AVX2 static float infer__avx2_f32_dot(int n, const void *w, const void *x
     return s;
 }
 
+/* One token's F16 order as llama.cpp runs it on AVX-512
+   (infer__f16_dot_llama_vec): its four 16-lane accumulators as eight of 8
+   lanes (s[j] holds lanes 8j..8j+7), added as it adds them, then the tree;
+   the values past the last whole 64 in double. */
+INFER__AVX2 static float infer__avx2_f16_dot_ordered1(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    __m256 s[8];
+    float lane[16];
+    double sum;
+    int i = 0, j;
+    for (j = 0; j < 8; j++) s[j] = _mm256_setzero_ps();
+    for (; i + 64 <= n; i += 64)
+        for (j = 0; j < 8; j++) s[j] = _mm256_fmadd_ps(INFER__LOADH(a + i + 8 * j), INFER__LOADH(b + i + 8 * j), s[j]);
+    /* lane l of 16: (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]) */
+    _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_add_ps(s[0], s[4]), _mm256_add_ps(s[2], s[6])));
+    _mm256_storeu_ps(lane + 8, _mm256_add_ps(_mm256_add_ps(s[1], s[5]), _mm256_add_ps(s[3], s[7])));
+    sum = (double)infer__sum16_tree(lane);
+    for (; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    return (float)sum;
+}
+
 /* llama.cpp's F16 order as AVX-512 runs it: lanes 0-7 and 8-15 in two
    chains, then the tree (infer__f16_dot_llama) */
 INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const void *x) {
@@ -37,7 +58,7 @@ INFER__AVX2 static float infer__avx2_f16_dot_ordered(int n, const void *w, const
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     float lane[16];
     int i;
-    if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
+    if (n % 16) return infer__avx2_f16_dot_ordered1(n, w, x); /* as llama.cpp: its one-token order */
     for (i = 0; i < n; i += 16) {
         s0 = _mm256_fmadd_ps(INFER__LOADH(a + i), INFER__LOADH(b + i), s0);
         s1 = _mm256_fmadd_ps(INFER__LOADH(a + i + 8), INFER__LOADH(b + i + 8), s1);
@@ -1224,6 +1245,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F32] = infer__avx2_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__avx2_f16_dot;
     k->f16_dot_ordered = infer__avx2_f16_dot_ordered;
+    k->f16_dot_ordered1 = infer__avx2_f16_dot_ordered1;
     k->gemm[INFER_TYPE_F16] = infer__avx2_f16_gemm;
     k->qk_f16 = infer__avx2_qk_f16;
     k->vec_dot[INFER_TYPE_BF16] = infer__avx2_bf16_dot;

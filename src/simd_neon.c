@@ -51,6 +51,24 @@ static float infer__neon_f16_dot(int n, const void *w, const void *x) {
 static float infer__neon_bf16_dot(int n, const void *w, const void *x) {
     INFER__NEON_DOT_BODY(uint16_t, INFER__NLOADBF, infer__bf16_to_fp32)
 }
+/* one token's order (infer__f16_dot_llama_vec): its four 16-lane
+   accumulators as sixteen of 4 lanes (s[j] holds lanes 4j..4j+3), added as
+   it adds them, then the tree; the values past the last whole 64 in double */
+static float infer__neon_f16_dot_ordered1(int n, const void *w, const void *x) {
+    const uint16_t *a = (const uint16_t *)w, *b = (const uint16_t *)x;
+    float32x4_t s[16];
+    float lane[16];
+    double sum;
+    int i = 0, j;
+    for (j = 0; j < 16; j++) s[j] = vdupq_n_f32(0);
+    for (; i + 64 <= n; i += 64)
+        for (j = 0; j < 16; j++) s[j] = vfmaq_f32(s[j], INFER__NLOADH(a + i + 4 * j), INFER__NLOADH(b + i + 4 * j));
+    for (j = 0; j < 4; j++) /* lane l: (acc[l] + acc[32 + l]) + (acc[16 + l] + acc[48 + l]) */
+        vst1q_f32(lane + 4 * j, vaddq_f32(vaddq_f32(s[j], s[8 + j]), vaddq_f32(s[4 + j], s[12 + j])));
+    sum = (double)infer__sum16_tree(lane);
+    for (; i < n; i++) sum += (double)(infer__fp16_to_fp32(a[i]) * infer__fp16_to_fp32(b[i]));
+    return (float)sum;
+}
 /* llama.cpp's F16 order as AVX-512 runs it: 16 lanes in four chains,
    then the tree (infer__f16_dot_llama) */
 static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
@@ -58,7 +76,7 @@ static float infer__neon_f16_dot_ordered(int n, const void *w, const void *x) {
     float32x4_t s0 = vdupq_n_f32(0), s1 = vdupq_n_f32(0), s2 = vdupq_n_f32(0), s3 = vdupq_n_f32(0);
     float lane[16];
     int i = 0;
-    if (n % 16) return infer__f16_dot_llama_vec(a, 1, b, n); /* as llama.cpp: its one-token order */
+    if (n % 16) return infer__neon_f16_dot_ordered1(n, w, x); /* as llama.cpp: its one-token order */
     INFER__NEON_FMA16(INFER__NLOADH)
     vst1q_f32(lane, s0), vst1q_f32(lane + 4, s1), vst1q_f32(lane + 8, s2), vst1q_f32(lane + 12, s3);
     return infer__sum16_tree(lane);
@@ -840,6 +858,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F32] = infer__neon_f32_dot;
     k->vec_dot[INFER_TYPE_F16] = infer__neon_f16_dot;
     k->f16_dot_ordered = infer__neon_f16_dot_ordered;
+    k->f16_dot_ordered1 = infer__neon_f16_dot_ordered1;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = dp ? infer__neondp_q4_0_dot : infer__neon_q4_0_dot;

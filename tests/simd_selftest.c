@@ -260,6 +260,33 @@ static void st_check_from_float(st_counts *c, const char *isa, infer__from_float
             }
 }
 
+/* llama.cpp's two F16 summing orders (quants.h: a batch's 16 lanes, one
+   token's 64), bit for bit: contexts that match llama.cpp rely on them */
+static void st_check_f16_orders(st_counts *c, const char *isa, const infer__kernels *k) {
+    int li, kind;
+    for (li = 0; li < (int)(sizeof st_lens_float / sizeof(int)); li++)
+        for (kind = 0; kind < ST_X_KINDS; kind++) {
+            int n = st_lens_float[li], i;
+            float *fa = (float *)malloc((size_t)n * sizeof(float)), *fb = (float *)malloc((size_t)n * sizeof(float));
+            uint16_t *a = (uint16_t *)malloc((size_t)n * 2), *b = (uint16_t *)malloc((size_t)n * 2);
+            float want, got;
+            st_fill_x(fa, n, kind);
+            st_fill_x(fb, n, ST_X_KINDS - 1 - kind);
+            for (i = 0; i < n; i++) a[i] = infer__fp32_to_fp16(fa[i]), b[i] = infer__fp32_to_fp16(fb[i]);
+            c->checks += 2;
+            want = infer__f16_dot_llama(a, 1, b, n), got = k->f16_dot_ordered(n, a, b);
+            if (memcmp(&want, &got, sizeof want) && !(isnan(want) && isnan(got)))
+                st_fail(c, "%s f16_dot_ordered n=%d %s: %.9g, llama.cpp's order %.9g", isa, n, st_x_names[kind], got, want);
+            want = infer__f16_dot_llama_vec(a, 1, b, n), got = k->f16_dot_ordered1(n, a, b);
+            if (memcmp(&want, &got, sizeof want) && !(isnan(want) && isnan(got)))
+                st_fail(c, "%s f16_dot_ordered1 n=%d %s: %.9g, llama.cpp's order %.9g", isa, n, st_x_names[kind], got, want);
+            free(fa);
+            free(fb);
+            free(a);
+            free(b);
+        }
+}
+
 /* one weight format's dot product: vector == scalar within the bound */
 static void st_check_dot(st_counts *c, const char *isa, const infer__kernels *ref, infer__vec_dot_fn got,
                          infer_type t, int daz) {
@@ -398,6 +425,7 @@ static int st_check(int t, int *n_isa, int *n_checks) {
         int before = c.checks, i;
         if (!infer__kernels_install(&k, (infer__isa)isa)) continue;
         if (t < 0) {
+            st_check_f16_orders(&c, name, &k);
             for (i = 0; i < (int)(sizeof st_act_types / sizeof st_act_types[0]); i++)
                 st_check_from_float(&c, name, ref.from_float[st_act_types[i]], k.from_float[st_act_types[i]],
                                     st_act_types[i]);
