@@ -2683,6 +2683,16 @@ typedef struct infer__kernels {
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_mul)(float *g, const float *u, int n, const float *table);
     double (*sum_squares)(const float *x, int n);
+    /* the recurrent layers' sums (recurrent.c), each in llama.cpp's order
+       on this ISA: f32_dot_ordered is ggml_vec_dot_f32's x . y (four
+       accumulators of the ISA's vector over each 4 vectors' run, added as
+       its tree, the rest in float; plain C: in double); f32_mad is
+       y += x v, fused where the ISA has vectors (ggml_vec_mad_f32);
+       ssm_row is a row of Mamba2's scan (ggml_ssm_scan): s = s0 dA +
+       B x_dt (s0 NULL: zeros), returning s . C in f32_dot_ordered's order */
+    float (*f32_dot_ordered)(const float *x, const float *y, int n);
+    void (*f32_mad)(float *y, const float *x, float v, int n);
+    float (*ssm_row)(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt, int n);
     /* attention's softmax over one row of a key tile, the keys j in
        [lo, hi) being those the row sees, x[j] = s[j] * scale: stats takes
        them into the row's running max *m and sum *l (the sum rescaled
@@ -10874,8 +10884,9 @@ INFER__UNUSED static size_t infer__pack_offset(const infer__kernels *k, infer_ty
 
 /* ==== src/vecmath.c ==== */
 /* vecmath.c - the elementwise math of the forward pass (the SiLU- and
-   GELU-gated products and RMSNorm's sum of squares) and attention's
-   softmax, q.K and p.V, in plain C: the kernels every ISA starts from.
+   GELU-gated products, RMSNorm's sum of squares, the recurrent layers'
+   dots and rows) and attention's softmax, q.K and p.V, in plain C: the
+   kernels every ISA starts from.
    An ISA's own versions (simd_avx2.c, simd_avx512.c) replace these in
    its install; NEON and WASM use the plain C but for q.K. */
 
@@ -10903,6 +10914,38 @@ static double infer__sum_squares_ref(const float *x, int n) {
     int i;
     for (i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
     return ss;
+}
+
+/* x . y as llama.cpp's plain C has it (ggml_vec_dot_f32 without SIMD):
+   each product rounded to float, summed in double. */
+static float infer__f32_dot_ordered_ref(const float *x, const float *y, int n) {
+    double sum = 0;
+    int i;
+    for (i = 0; i < n; i++) sum += (double)(x[i] * y[i]);
+    return (float)sum;
+}
+
+/* y += x v, rounded twice (ggml_vec_mad_f32 without SIMD). */
+static void infer__f32_mad_ref(float *y, const float *x, float v, int n) {
+    int i;
+    for (i = 0; i < n; i++) {
+        float p = x[i] * v;
+        y[i] += p;
+    }
+}
+
+/* A row of Mamba2's scan without SIMD: s = s0 dA + B x_dt, summed into
+   s . C in float, in order (ggml_ssm_scan's loop past its vectors). */
+static float infer__ssm_row_ref(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt, int n) {
+    float sum = 0.0f;
+    int i;
+    for (i = 0; i < n; i++) {
+        float a = s0 ? s0[i] * dA : 0.0f, b = B[i] * x_dt, p;
+        s[i] = a + b;
+        p = s[i] * C[i];
+        sum += p;
+    }
+    return sum;
 }
 
 /* The keys' running max over [lo, hi) of s scaled, from m. */
@@ -11031,6 +11074,9 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
+    k->f32_dot_ordered = infer__f32_dot_ordered_ref;
+    k->f32_mad = infer__f32_mad_ref;
+    k->ssm_row = infer__ssm_row_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->fmaf = infer__fmaf_ref;
     k->exp_llama = infer__exp_llama_ref;
@@ -12495,6 +12541,70 @@ INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
     return t[0] + t[1] + t[2] + t[3] + infer__sum_squares_ref(x + i, n - i);
 }
 
+/* ---- the recurrent layers' sums, in llama.cpp's AVX2 order ---- */
+
+/* ggml's fold of its four 8-lane accumulators: (0 + 2) + (1 + 3), the
+   halves added, then the four lanes in pairs (its two hadds) */
+INFER__AVX2_INLINE float infer__avx2_fold4x8(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
+    __m256 v = _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3));
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    t = _mm_hadd_ps(t, t);
+    return _mm_cvtss_f32(_mm_hadd_ps(t, t));
+}
+
+/* ggml_vec_dot_f32: fused sums over each 32, the rest in float */
+INFER__AVX2 static float infer__avx2_f32_dot_ordered(const float *x, const float *y, int n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    float sum;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), s3);
+    }
+    sum = infer__avx2_fold4x8(s0, s1, s2, s3);
+    for (; i < n; i++) {
+        float p = x[i] * y[i];
+        sum += p;
+    }
+    return sum;
+}
+
+/* ggml_vec_mad_f32: y += x v, each value fused */
+INFER__AVX2 static void infer__avx2_f32_mad(float *y, const float *x, float v, int n) {
+    __m256 vv = _mm256_set1_ps(v);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), vv, _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x[i]), _mm_set_ss(v), _mm_set_ss(y[i])));
+}
+
+/* a row of ggml_ssm_scan: s = s0 dA + B x_dt (two products, then the sum),
+   s . C fused into four accumulators over each 32, the rest in float */
+INFER__AVX2 static float infer__avx2_ssm_row(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt,
+                                             int n) {
+    __m256 acc[4], va = _mm256_set1_ps(dA), vx = _mm256_set1_ps(x_dt);
+    float sum;
+    int i = 0, j;
+    for (j = 0; j < 4; j++) acc[j] = _mm256_setzero_ps();
+    for (; i + 32 <= n; i += 32)
+        for (j = 0; j < 4; j++) {
+            int at = i + 8 * j;
+            __m256 a = s0 ? _mm256_mul_ps(_mm256_loadu_ps(s0 + at), va) : _mm256_setzero_ps();
+            a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_loadu_ps(B + at), vx));
+            acc[j] = _mm256_fmadd_ps(a, _mm256_loadu_ps(C + at), acc[j]);
+            _mm256_storeu_ps(s + at, a);
+        }
+    sum = infer__avx2_fold4x8(acc[0], acc[1], acc[2], acc[3]);
+    for (; i < n; i++) {
+        float a = s0 ? s0[i] * dA : 0.0f, b = B[i] * x_dt, p;
+        s[i] = a + b;
+        p = s[i] * C[i];
+        sum += p;
+    }
+    return sum;
+}
+
 /* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
 INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
     return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
@@ -12510,6 +12620,9 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->silu_mul = infer__avx2_silu_mul;
     k->gelu_mul = infer__avx2_gelu_mul;
     k->sum_squares = infer__avx2_sum_squares;
+    k->f32_dot_ordered = infer__avx2_f32_dot_ordered;
+    k->f32_mad = infer__avx2_f32_mad;
+    k->ssm_row = infer__avx2_ssm_row;
     k->lanes16_fma = infer__avx2_lanes16_fma;
     k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
     k->softmax_stats = infer__avx2_softmax_stats;
@@ -14444,6 +14557,63 @@ INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
     return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
 }
 
+/* ---- the recurrent layers' sums, in llama.cpp's AVX-512 order ---- */
+
+/* ggml's fold of its four 16-lane accumulators: (0 + 2) + (1 + 3), then
+   _mm512_reduce_add_ps as GCC has it (halves, quarters, lanes 0 + 2 and
+   1 + 3, then those two), spelt out so that every compiler sums so */
+INFER__AVX512 static float infer__avx512_fold4x16(__m512 s0, __m512 s1, __m512 s2, __m512 s3) {
+    __m512 v = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+    __m256 h = _mm256_add_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)), _mm512_castps512_ps256(v));
+    __m128 q = _mm_add_ps(_mm256_extractf128_ps(h, 1), _mm256_castps256_ps128(h));
+    q = _mm_add_ps(q, _mm_shuffle_ps(q, q, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, _MM_SHUFFLE(1, 1, 1, 1))));
+}
+
+/* ggml_vec_dot_f32: fused sums over each 64, the rest in float */
+INFER__AVX512 static float infer__avx512_f32_dot_ordered(const float *x, const float *y, int n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    float sum;
+    int i = 0;
+    for (; i + 64 <= n; i += 64) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), s1);
+        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 32), _mm512_loadu_ps(y + i + 32), s2);
+        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 48), _mm512_loadu_ps(y + i + 48), s3);
+    }
+    sum = infer__avx512_fold4x16(s0, s1, s2, s3);
+    for (; i < n; i++) {
+        float p = x[i] * y[i];
+        sum += p;
+    }
+    return sum;
+}
+
+/* a row of ggml_ssm_scan (as AVX2's, by 64) */
+INFER__AVX512 static float infer__avx512_ssm_row(float *s, const float *s0, const float *B, const float *C, float dA,
+                                                 float x_dt, int n) {
+    __m512 acc[4], va = _mm512_set1_ps(dA), vx = _mm512_set1_ps(x_dt);
+    float sum;
+    int i = 0, j;
+    for (j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
+    for (; i + 64 <= n; i += 64)
+        for (j = 0; j < 4; j++) {
+            int at = i + 16 * j;
+            __m512 a = s0 ? _mm512_mul_ps(_mm512_loadu_ps(s0 + at), va) : _mm512_setzero_ps();
+            a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_loadu_ps(B + at), vx));
+            acc[j] = _mm512_fmadd_ps(a, _mm512_loadu_ps(C + at), acc[j]);
+            _mm512_storeu_ps(s + at, a);
+        }
+    sum = infer__avx512_fold4x16(acc[0], acc[1], acc[2], acc[3]);
+    for (; i < n; i++) {
+        float a = s0 ? s0[i] * dA : 0.0f, b = B[i] * x_dt, p;
+        s[i] = a + b;
+        p = s[i] * C[i];
+        sum += p;
+    }
+    return sum;
+}
+
 INFER__AVX512_INTRINSICS_END
 #endif /* INFER__HAVE_X86 */
 
@@ -14475,6 +14645,8 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->silu_mul = infer__avx512_silu_mul;
     k->gelu_mul = infer__avx512_gelu_mul;
     k->sum_squares = infer__avx512_sum_squares;
+    k->f32_dot_ordered = infer__avx512_f32_dot_ordered; /* f32_mad stays AVX2's: each value alone */
+    k->ssm_row = infer__avx512_ssm_row;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;
@@ -15376,6 +15548,65 @@ INFER__NEON_MM_K_GEMM(infer__neonmm_iq4_xs_gemm, INFER__NK_IQ4_XS, infer__block_
 #undef INFER__NIB_HI
 #undef INFER__NH
 
+
+/* ---- the recurrent layers' sums, in llama.cpp's NEON order ---- */
+
+/* ggml's fold of its four 4-lane accumulators: (0 + 2) + (1 + 3), then
+   vaddvq_f32's pairs */
+INFER__NEON_INLINE float infer__neon_fold4x4(float32x4_t s0, float32x4_t s1, float32x4_t s2, float32x4_t s3) {
+    return vaddvq_f32(vaddq_f32(vaddq_f32(s0, s2), vaddq_f32(s1, s3)));
+}
+
+/* ggml_vec_dot_f32: fused sums over each 16, the rest in float */
+static float infer__neon_f32_dot_ordered(const float *x, const float *y, int n) {
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    float sum;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, vld1q_f32(x + i), vld1q_f32(y + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(x + i + 4), vld1q_f32(y + i + 4));
+        s2 = vfmaq_f32(s2, vld1q_f32(x + i + 8), vld1q_f32(y + i + 8));
+        s3 = vfmaq_f32(s3, vld1q_f32(x + i + 12), vld1q_f32(y + i + 12));
+    }
+    sum = infer__neon_fold4x4(s0, s1, s2, s3);
+    for (; i < n; i++) {
+        float p = x[i] * y[i];
+        sum += p;
+    }
+    return sum;
+}
+
+/* ggml_vec_mad_f32: y += x v, each value fused */
+static void infer__neon_f32_mad(float *y, const float *x, float v, int n) {
+    float32x4_t vv = vdupq_n_f32(v);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_f32(vld1q_f32(y + i), vld1q_f32(x + i), vv));
+    for (; i < n; i++) y[i] = vgetq_lane_f32(vfmaq_f32(vdupq_n_f32(y[i]), vdupq_n_f32(x[i]), vv), 0);
+}
+
+/* a row of ggml_ssm_scan: s = s0 dA + B x_dt, s . C fused by 16 */
+static float infer__neon_ssm_row(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt, int n) {
+    float32x4_t acc[4], va = vdupq_n_f32(dA), vx = vdupq_n_f32(x_dt);
+    float sum;
+    int i = 0, j;
+    for (j = 0; j < 4; j++) acc[j] = vdupq_n_f32(0.0f);
+    for (; i + 16 <= n; i += 16)
+        for (j = 0; j < 4; j++) {
+            int at = i + 4 * j;
+            float32x4_t a = s0 ? vmulq_f32(vld1q_f32(s0 + at), va) : vdupq_n_f32(0.0f);
+            a = vaddq_f32(a, vmulq_f32(vld1q_f32(B + at), vx));
+            acc[j] = vfmaq_f32(acc[j], a, vld1q_f32(C + at));
+            vst1q_f32(s + at, a);
+        }
+    sum = infer__neon_fold4x4(acc[0], acc[1], acc[2], acc[3]);
+    for (; i < n; i++) {
+        float a = s0 ? s0[i] * dA : 0.0f, b = B[i] * x_dt, p;
+        s[i] = a + b;
+        p = s[i] * C[i];
+        sum += p;
+    }
+    return sum;
+}
 #endif /* INFER__HAVE_NEON */
 
 static int infer__simd_neon_install(infer__kernels *k) {
@@ -15385,6 +15616,9 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F16] = infer__neon_f16_dot;
     k->f16_dot_ordered = infer__neon_f16_dot_ordered;
     k->f16_dot_ordered1 = infer__neon_f16_dot_ordered1;
+    k->f32_dot_ordered = infer__neon_f32_dot_ordered;
+    k->f32_mad = infer__neon_f32_mad;
+    k->ssm_row = infer__neon_ssm_row;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = dp ? infer__neondp_q4_0_dot : infer__neon_q4_0_dot;
@@ -16509,10 +16743,12 @@ static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, c
 static float infer__sigmoidf(float x);
 static void infer__rec_conv(const float *in, const float *mul, int ldi, float *out, int ldo, int n, int c0, int c1, int K,
                             const float *w, const float *bias, int silu, const float *src, float *dst);
-static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h, const float *xbc, const float *dt,
-                              int ld, float *y, int ldy, int n, const float *src, float *dst);
-static void infer__rec_deltanet(const infer_model *m, const infer__layer *L, int h, const float *qkv, int ld,
-                                const float *ba, int ldba, float *o, int ldo, int n, const float *src, float *dst);
+static void infer__rec_mamba2(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                              const float *xbc, const float *dt, int ld, float *y, int ldy, int n, const float *src,
+                              float *dst);
+static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
+                                const float *src, float *dst);
 static void infer__l2norm(float *x, int n, float eps);
 static void infer__gated_norm(const infer__kernels *kern, float *y, const float *z, const float *w, int n, float eps,
                               int gate_first);
@@ -17606,7 +17842,8 @@ static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, c
    that starts here) and writes the state it ends in (dst, which may be
    src): a pass that stops or fails leaves the state it read as it was.
    The numerics are llama.cpp's CPU ops' (ggml_ssm_conv, ggml_ssm_scan,
-   ggml_gated_delta_net): float sums in their order, its softplus. */
+   ggml_gated_delta_net): their sums in their order on this ISA (the
+   kernel table's f32_dot_ordered, f32_mad, ssm_row), its softplus. */
 
 static float infer__sigmoidf(float x) { return 1.0f / (1.0f + infer__expf(-x)); }
 static float infer__siluf(float x) { return x / (1.0f + infer__expf(-x)); }
@@ -17618,24 +17855,42 @@ static float infer__softplusf(float x) { return x > 20.0f ? x : infer__logf(1.0f
    ch]): out[t * ldo + ch] = sum over k of w[ch K + k] u[t - K + 1 + k], the
    K - 1 inputs before the first token from src (per channel, oldest
    first), then + bias[ch], then SiLU where asked; the last K - 1 inputs go
-   to dst. out may be in: each input is read before its output lands. */
+   to dst. out may be in: each input is read before its output lands.
+   A token at a time over 64 channels at once (the weights turned to a row
+   per tap, the window a row per token, padded to 64 so that every loop
+   has one length the compiler can vector), each channel's sum in tap order
+   as ggml_ssm_conv has it. */
+#define INFER__CONV_LANES 64
 static void infer__rec_conv(const float *in, const float *mul, int ldi, float *out, int ldo, int n, int c0, int c1, int K,
                             const float *w, const float *bias, int silu, const float *src, float *dst) {
-    int ch, t, k;
-    for (ch = c0; ch < c1; ch++) {
-        float win[16];
-        const float *wc = w + (size_t)ch * K;
-        for (k = 0; k < K - 1; k++) win[k] = src ? src[(size_t)ch * (K - 1) + k] : 0.0f;
-        for (t = 0; t < n; t++) {
-            float u = in[(size_t)t * ldi + ch], y = 0.0f;
-            if (mul) u *= mul[(size_t)t * ldi + ch];
-            win[K - 1] = u;
-            for (k = 0; k < K; k++) y += win[k] * wc[k];
-            if (bias) y += bias[ch];
-            out[(size_t)t * ldo + ch] = silu ? infer__siluf(y) : y;
-            for (k = 0; k < K - 1; k++) win[k] = win[k + 1];
+    float wt[16][INFER__CONV_LANES], win[16][INFER__CONV_LANES], y[INFER__CONV_LANES], b[INFER__CONV_LANES];
+    int b0, j, k, t;
+    for (b0 = c0; b0 < c1; b0 += INFER__CONV_LANES) {
+        int nb = INFER__MIN(INFER__CONV_LANES, c1 - b0);
+        memset(wt, 0, sizeof wt), memset(win, 0, sizeof win), memset(b, 0, sizeof b);
+        for (j = 0; j < nb; j++) {
+            for (k = 0; k < K; k++) wt[k][j] = w[(size_t)(b0 + j) * K + k];
+            if (src)
+                for (k = 0; k < K - 1; k++) win[k][j] = src[(size_t)(b0 + j) * (K - 1) + k];
+            if (bias) b[j] = bias[b0 + j];
         }
-        for (k = 0; k < K - 1; k++) dst[(size_t)ch * (K - 1) + k] = win[k];
+        for (t = 0; t < n; t++) {
+            const float *u = in + (size_t)t * ldi + b0, *m = mul ? mul + (size_t)t * ldi + b0 : NULL;
+            float *o = out + (size_t)t * ldo + b0;
+            for (j = 0; j < nb; j++) win[K - 1][j] = m ? u[j] * m[j] : u[j];
+            for (j = 0; j < INFER__CONV_LANES; j++) y[j] = 0.0f;
+            for (k = 0; k < K; k++)
+                for (j = 0; j < INFER__CONV_LANES; j++) {
+                    float p = wt[k][j] * win[k][j];
+                    y[j] += p;
+                }
+            if (bias)
+                for (j = 0; j < INFER__CONV_LANES; j++) y[j] += b[j];
+            for (j = 0; j < nb; j++) o[j] = silu ? infer__siluf(y[j]) : y[j];
+            memmove(win[0], win[1], (size_t)(K - 1) * sizeof win[0]);
+        }
+        for (j = 0; j < nb; j++)
+            for (k = 0; k < K - 1; k++) dst[(size_t)(b0 + j) * (K - 1) + k] = win[k][j];
     }
 }
 
@@ -17643,11 +17898,13 @@ static void infer__rec_conv(const float *in, const float *mul, int ldi, float *o
    holds x (inner: this head's head_dim values at h head_dim), then B and C
    (groups x ds each; head h reads group h / (heads / groups)); its dt is
    dt[t * ld + h]. Per channel i of the head, with s its ds values:
-   s = s e^(softplus(dt + dt_bias) A) + B x softplus(..), y = s . C + D x,
-   into y[t * ldy + h head_dim + i]. State: head_dim x ds a head. */
-static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h, const float *xbc, const float *dt,
-                              int ld, float *y, int ldy, int n, const float *src, float *dst) {
-    int hd = m->ssm_inner / m->ssm_heads, ds = m->ssm_state, g = h / (m->ssm_heads / m->ssm_groups), t, i, j;
+   s = s e^(softplus(dt + dt_bias) A) + B x softplus(..), y = s . C + D x
+   (the ISA's ssm_row), into y[t * ldy + h head_dim + i]. State: head_dim
+   x ds a head. */
+static void infer__rec_mamba2(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                              const float *xbc, const float *dt, int ld, float *y, int ldy, int n, const float *src,
+                              float *dst) {
+    int hd = m->ssm_inner / m->ssm_heads, ds = m->ssm_state, g = h / (m->ssm_heads / m->ssm_groups), t, i;
     float A = ((const float *)L->ssm_a->data)[h], D = ((const float *)L->ssm_d->data)[h];
     float bias = ((const float *)L->dt_bias->data)[h];
     size_t at = (size_t)h * hd * ds;
@@ -17656,17 +17913,10 @@ static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h
         const float *B = row + m->ssm_inner + (size_t)g * ds, *C = row + m->ssm_inner + (size_t)m->ssm_groups * ds + (size_t)g * ds;
         float sp = infer__softplusf(dt[(size_t)t * ld + h] + bias), dA = infer__expf(sp * A);
         const float *s_in = t == 0 ? (src ? src + at : NULL) : dst + at;
-        float *s_out = dst + at, *yo = y + (size_t)t * ldy + (size_t)h * hd;
+        float *yo = y + (size_t)t * ldy + (size_t)h * hd;
         for (i = 0; i < hd; i++) {
-            float x_dt = x[i] * sp, sum = 0.0f;
-            const float *si = s_in ? s_in + (size_t)i * ds : NULL;
-            float *so = s_out + (size_t)i * ds;
-            for (j = 0; j < ds; j++) {
-                float s = (si ? si[j] * dA : 0.0f) + B[j] * x_dt;
-                sum += s * C[j];
-                so[j] = s;
-            }
-            yo[i] = sum + x[i] * D;
+            float dx = x[i] * D;
+            yo[i] = kern->ssm_row(dst + at + (size_t)i * ds, s_in ? s_in + (size_t)i * ds : NULL, B, C, dA, x[i] * sp, ds) + dx;
         }
     }
 }
@@ -17678,8 +17928,9 @@ static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h
    state kept as rows j of S's column j: S = e^g S; d = beta (v - S^T k);
    S += k d^T; o = S^T q / sqrt(ds), into o[t * ldo + h ds], where
    beta = sigmoid and g = softplus(alpha + dt_bias) a. */
-static void infer__rec_deltanet(const infer_model *m, const infer__layer *L, int h, const float *qkv, int ld,
-                                const float *ba, int ldba, float *o, int ldo, int n, const float *src, float *dst) {
+static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
+                                const float *src, float *dst) {
     int ds = m->ssm_state, kh = h % m->ssm_groups, t, i, j;
     float a = ((const float *)L->ssm_a->data)[h], bias = ((const float *)L->dt_bias->data)[h];
     float scale = 1.0f / sqrtf((float)ds);
@@ -17692,19 +17943,16 @@ static void infer__rec_deltanet(const infer_model *m, const infer__layer *L, int
         float decay = infer__expf(infer__softplusf(ba[(size_t)t * ldba + m->ssm_heads + h] + bias) * a);
         const float *s_in = t == 0 ? (src ? src + at : NULL) : dst + at;
         float *out = o + (size_t)t * ldo + (size_t)h * ds;
-        for (j = 0; j < ds; j++) {
+        for (j = 0; j < ds; j++) { /* row j alone: llama.cpp's passes over S, a row at a time */
             const float *ri = s_in ? s_in + (size_t)j * ds : NULL;
-            float *r = dst + at + (size_t)j * ds, sk = 0.0f, d, sq = 0.0f;
-            for (i = 0; i < ds; i++) {
-                r[i] = ri ? ri[i] * decay : 0.0f;
-                sk += r[i] * k[i];
-            }
-            d = (v[j] - sk) * beta;
-            for (i = 0; i < ds; i++) {
-                r[i] += k[i] * d;
-                sq += r[i] * q[i];
-            }
-            out[j] = sq * scale;
+            float *r = dst + at + (size_t)j * ds, d;
+            if (ri)
+                for (i = 0; i < ds; i++) r[i] = ri[i] * decay;
+            else
+                memset(r, 0, (size_t)ds * sizeof(float));
+            d = (v[j] - kern->f32_dot_ordered(r, k, ds)) * beta;
+            kern->f32_mad(r, k, d, ds);
+            out[j] = kern->f32_dot_ordered(r, q, ds) * scale;
         }
     }
 }
@@ -17993,10 +18241,10 @@ static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__lay
             const float *row = c->rin + (size_t)G->start * ld;
             float *y = c->rout + (size_t)G->start * m->ssm_inner;
             if (kind == INFER__LAYER_MAMBA2)
-                infer__rec_mamba2(m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch, ld, y,
+                infer__rec_mamba2(&c->kern, m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch, ld, y,
                                   m->ssm_inner, G->n, src, dst);
             else
-                infer__rec_deltanet(m, L, item % m->ssm_heads, row, ld, c->rba + (size_t)G->start * 2 * m->ssm_heads,
+                infer__rec_deltanet(&c->kern, m, L, item % m->ssm_heads, row, ld, c->rba + (size_t)G->start * 2 * m->ssm_heads,
                                     2 * m->ssm_heads, y, m->ssm_inner, G->n, src, dst);
         }
         infer__pool_barrier(c->pool);

@@ -264,10 +264,12 @@ static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, c
 static float infer__sigmoidf(float x);
 static void infer__rec_conv(const float *in, const float *mul, int ldi, float *out, int ldo, int n, int c0, int c1, int K,
                             const float *w, const float *bias, int silu, const float *src, float *dst);
-static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h, const float *xbc, const float *dt,
-                              int ld, float *y, int ldy, int n, const float *src, float *dst);
-static void infer__rec_deltanet(const infer_model *m, const infer__layer *L, int h, const float *qkv, int ld,
-                                const float *ba, int ldba, float *o, int ldo, int n, const float *src, float *dst);
+static void infer__rec_mamba2(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                              const float *xbc, const float *dt, int ld, float *y, int ldy, int n, const float *src,
+                              float *dst);
+static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
+                                const float *src, float *dst);
 static void infer__l2norm(float *x, int n, float eps);
 static void infer__gated_norm(const infer__kernels *kern, float *y, const float *z, const float *w, int n, float eps,
                               int gate_first);

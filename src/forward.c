@@ -258,10 +258,10 @@ static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__lay
             const float *row = c->rin + (size_t)G->start * ld;
             float *y = c->rout + (size_t)G->start * m->ssm_inner;
             if (kind == INFER__LAYER_MAMBA2)
-                infer__rec_mamba2(m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch, ld, y,
+                infer__rec_mamba2(&c->kern, m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch, ld, y,
                                   m->ssm_inner, G->n, src, dst);
             else
-                infer__rec_deltanet(m, L, item % m->ssm_heads, row, ld, c->rba + (size_t)G->start * 2 * m->ssm_heads,
+                infer__rec_deltanet(&c->kern, m, L, item % m->ssm_heads, row, ld, c->rba + (size_t)G->start * 2 * m->ssm_heads,
                                     2 * m->ssm_heads, y, m->ssm_inner, G->n, src, dst);
         }
         infer__pool_barrier(c->pool);

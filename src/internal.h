@@ -316,6 +316,16 @@ typedef struct infer__kernels {
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_mul)(float *g, const float *u, int n, const float *table);
     double (*sum_squares)(const float *x, int n);
+    /* the recurrent layers' sums (recurrent.c), each in llama.cpp's order
+       on this ISA: f32_dot_ordered is ggml_vec_dot_f32's x . y (four
+       accumulators of the ISA's vector over each 4 vectors' run, added as
+       its tree, the rest in float; plain C: in double); f32_mad is
+       y += x v, fused where the ISA has vectors (ggml_vec_mad_f32);
+       ssm_row is a row of Mamba2's scan (ggml_ssm_scan): s = s0 dA +
+       B x_dt (s0 NULL: zeros), returning s . C in f32_dot_ordered's order */
+    float (*f32_dot_ordered)(const float *x, const float *y, int n);
+    void (*f32_mad)(float *y, const float *x, float v, int n);
+    float (*ssm_row)(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt, int n);
     /* attention's softmax over one row of a key tile, the keys j in
        [lo, hi) being those the row sees, x[j] = s[j] * scale: stats takes
        them into the row's running max *m and sum *l (the sum rescaled

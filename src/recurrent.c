@@ -6,7 +6,8 @@
    that starts here) and writes the state it ends in (dst, which may be
    src): a pass that stops or fails leaves the state it read as it was.
    The numerics are llama.cpp's CPU ops' (ggml_ssm_conv, ggml_ssm_scan,
-   ggml_gated_delta_net): float sums in their order, its softplus. */
+   ggml_gated_delta_net): their sums in their order on this ISA (the
+   kernel table's f32_dot_ordered, f32_mad, ssm_row), its softplus. */
 #include "context.h"
 
 static float infer__sigmoidf(float x) { return 1.0f / (1.0f + infer__expf(-x)); }
@@ -19,24 +20,42 @@ static float infer__softplusf(float x) { return x > 20.0f ? x : infer__logf(1.0f
    ch]): out[t * ldo + ch] = sum over k of w[ch K + k] u[t - K + 1 + k], the
    K - 1 inputs before the first token from src (per channel, oldest
    first), then + bias[ch], then SiLU where asked; the last K - 1 inputs go
-   to dst. out may be in: each input is read before its output lands. */
+   to dst. out may be in: each input is read before its output lands.
+   A token at a time over 64 channels at once (the weights turned to a row
+   per tap, the window a row per token, padded to 64 so that every loop
+   has one length the compiler can vector), each channel's sum in tap order
+   as ggml_ssm_conv has it. */
+#define INFER__CONV_LANES 64
 static void infer__rec_conv(const float *in, const float *mul, int ldi, float *out, int ldo, int n, int c0, int c1, int K,
                             const float *w, const float *bias, int silu, const float *src, float *dst) {
-    int ch, t, k;
-    for (ch = c0; ch < c1; ch++) {
-        float win[16];
-        const float *wc = w + (size_t)ch * K;
-        for (k = 0; k < K - 1; k++) win[k] = src ? src[(size_t)ch * (K - 1) + k] : 0.0f;
-        for (t = 0; t < n; t++) {
-            float u = in[(size_t)t * ldi + ch], y = 0.0f;
-            if (mul) u *= mul[(size_t)t * ldi + ch];
-            win[K - 1] = u;
-            for (k = 0; k < K; k++) y += win[k] * wc[k];
-            if (bias) y += bias[ch];
-            out[(size_t)t * ldo + ch] = silu ? infer__siluf(y) : y;
-            for (k = 0; k < K - 1; k++) win[k] = win[k + 1];
+    float wt[16][INFER__CONV_LANES], win[16][INFER__CONV_LANES], y[INFER__CONV_LANES], b[INFER__CONV_LANES];
+    int b0, j, k, t;
+    for (b0 = c0; b0 < c1; b0 += INFER__CONV_LANES) {
+        int nb = INFER__MIN(INFER__CONV_LANES, c1 - b0);
+        memset(wt, 0, sizeof wt), memset(win, 0, sizeof win), memset(b, 0, sizeof b);
+        for (j = 0; j < nb; j++) {
+            for (k = 0; k < K; k++) wt[k][j] = w[(size_t)(b0 + j) * K + k];
+            if (src)
+                for (k = 0; k < K - 1; k++) win[k][j] = src[(size_t)(b0 + j) * (K - 1) + k];
+            if (bias) b[j] = bias[b0 + j];
         }
-        for (k = 0; k < K - 1; k++) dst[(size_t)ch * (K - 1) + k] = win[k];
+        for (t = 0; t < n; t++) {
+            const float *u = in + (size_t)t * ldi + b0, *m = mul ? mul + (size_t)t * ldi + b0 : NULL;
+            float *o = out + (size_t)t * ldo + b0;
+            for (j = 0; j < nb; j++) win[K - 1][j] = m ? u[j] * m[j] : u[j];
+            for (j = 0; j < INFER__CONV_LANES; j++) y[j] = 0.0f;
+            for (k = 0; k < K; k++)
+                for (j = 0; j < INFER__CONV_LANES; j++) {
+                    float p = wt[k][j] * win[k][j];
+                    y[j] += p;
+                }
+            if (bias)
+                for (j = 0; j < INFER__CONV_LANES; j++) y[j] += b[j];
+            for (j = 0; j < nb; j++) o[j] = silu ? infer__siluf(y[j]) : y[j];
+            memmove(win[0], win[1], (size_t)(K - 1) * sizeof win[0]);
+        }
+        for (j = 0; j < nb; j++)
+            for (k = 0; k < K - 1; k++) dst[(size_t)(b0 + j) * (K - 1) + k] = win[k][j];
     }
 }
 
@@ -44,11 +63,13 @@ static void infer__rec_conv(const float *in, const float *mul, int ldi, float *o
    holds x (inner: this head's head_dim values at h head_dim), then B and C
    (groups x ds each; head h reads group h / (heads / groups)); its dt is
    dt[t * ld + h]. Per channel i of the head, with s its ds values:
-   s = s e^(softplus(dt + dt_bias) A) + B x softplus(..), y = s . C + D x,
-   into y[t * ldy + h head_dim + i]. State: head_dim x ds a head. */
-static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h, const float *xbc, const float *dt,
-                              int ld, float *y, int ldy, int n, const float *src, float *dst) {
-    int hd = m->ssm_inner / m->ssm_heads, ds = m->ssm_state, g = h / (m->ssm_heads / m->ssm_groups), t, i, j;
+   s = s e^(softplus(dt + dt_bias) A) + B x softplus(..), y = s . C + D x
+   (the ISA's ssm_row), into y[t * ldy + h head_dim + i]. State: head_dim
+   x ds a head. */
+static void infer__rec_mamba2(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                              const float *xbc, const float *dt, int ld, float *y, int ldy, int n, const float *src,
+                              float *dst) {
+    int hd = m->ssm_inner / m->ssm_heads, ds = m->ssm_state, g = h / (m->ssm_heads / m->ssm_groups), t, i;
     float A = ((const float *)L->ssm_a->data)[h], D = ((const float *)L->ssm_d->data)[h];
     float bias = ((const float *)L->dt_bias->data)[h];
     size_t at = (size_t)h * hd * ds;
@@ -57,17 +78,10 @@ static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h
         const float *B = row + m->ssm_inner + (size_t)g * ds, *C = row + m->ssm_inner + (size_t)m->ssm_groups * ds + (size_t)g * ds;
         float sp = infer__softplusf(dt[(size_t)t * ld + h] + bias), dA = infer__expf(sp * A);
         const float *s_in = t == 0 ? (src ? src + at : NULL) : dst + at;
-        float *s_out = dst + at, *yo = y + (size_t)t * ldy + (size_t)h * hd;
+        float *yo = y + (size_t)t * ldy + (size_t)h * hd;
         for (i = 0; i < hd; i++) {
-            float x_dt = x[i] * sp, sum = 0.0f;
-            const float *si = s_in ? s_in + (size_t)i * ds : NULL;
-            float *so = s_out + (size_t)i * ds;
-            for (j = 0; j < ds; j++) {
-                float s = (si ? si[j] * dA : 0.0f) + B[j] * x_dt;
-                sum += s * C[j];
-                so[j] = s;
-            }
-            yo[i] = sum + x[i] * D;
+            float dx = x[i] * D;
+            yo[i] = kern->ssm_row(dst + at + (size_t)i * ds, s_in ? s_in + (size_t)i * ds : NULL, B, C, dA, x[i] * sp, ds) + dx;
         }
     }
 }
@@ -79,8 +93,9 @@ static void infer__rec_mamba2(const infer_model *m, const infer__layer *L, int h
    state kept as rows j of S's column j: S = e^g S; d = beta (v - S^T k);
    S += k d^T; o = S^T q / sqrt(ds), into o[t * ldo + h ds], where
    beta = sigmoid and g = softplus(alpha + dt_bias) a. */
-static void infer__rec_deltanet(const infer_model *m, const infer__layer *L, int h, const float *qkv, int ld,
-                                const float *ba, int ldba, float *o, int ldo, int n, const float *src, float *dst) {
+static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
+                                const float *src, float *dst) {
     int ds = m->ssm_state, kh = h % m->ssm_groups, t, i, j;
     float a = ((const float *)L->ssm_a->data)[h], bias = ((const float *)L->dt_bias->data)[h];
     float scale = 1.0f / sqrtf((float)ds);
@@ -93,19 +108,16 @@ static void infer__rec_deltanet(const infer_model *m, const infer__layer *L, int
         float decay = infer__expf(infer__softplusf(ba[(size_t)t * ldba + m->ssm_heads + h] + bias) * a);
         const float *s_in = t == 0 ? (src ? src + at : NULL) : dst + at;
         float *out = o + (size_t)t * ldo + (size_t)h * ds;
-        for (j = 0; j < ds; j++) {
+        for (j = 0; j < ds; j++) { /* row j alone: llama.cpp's passes over S, a row at a time */
             const float *ri = s_in ? s_in + (size_t)j * ds : NULL;
-            float *r = dst + at + (size_t)j * ds, sk = 0.0f, d, sq = 0.0f;
-            for (i = 0; i < ds; i++) {
-                r[i] = ri ? ri[i] * decay : 0.0f;
-                sk += r[i] * k[i];
-            }
-            d = (v[j] - sk) * beta;
-            for (i = 0; i < ds; i++) {
-                r[i] += k[i] * d;
-                sq += r[i] * q[i];
-            }
-            out[j] = sq * scale;
+            float *r = dst + at + (size_t)j * ds, d;
+            if (ri)
+                for (i = 0; i < ds; i++) r[i] = ri[i] * decay;
+            else
+                memset(r, 0, (size_t)ds * sizeof(float));
+            d = (v[j] - kern->f32_dot_ordered(r, k, ds)) * beta;
+            kern->f32_mad(r, k, d, ds);
+            out[j] = kern->f32_dot_ordered(r, q, ds) * scale;
         }
     }
 }

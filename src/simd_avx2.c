@@ -1217,6 +1217,70 @@ INFER__AVX2 static double infer__avx2_sum_squares(const float *x, int n) {
     return t[0] + t[1] + t[2] + t[3] + infer__sum_squares_ref(x + i, n - i);
 }
 
+/* ---- the recurrent layers' sums, in llama.cpp's AVX2 order ---- */
+
+/* ggml's fold of its four 8-lane accumulators: (0 + 2) + (1 + 3), the
+   halves added, then the four lanes in pairs (its two hadds) */
+INFER__AVX2_INLINE float infer__avx2_fold4x8(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
+    __m256 v = _mm256_add_ps(_mm256_add_ps(s0, s2), _mm256_add_ps(s1, s3));
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    t = _mm_hadd_ps(t, t);
+    return _mm_cvtss_f32(_mm_hadd_ps(t, t));
+}
+
+/* ggml_vec_dot_f32: fused sums over each 32, the rest in float */
+INFER__AVX2 static float infer__avx2_f32_dot_ordered(const float *x, const float *y, int n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    float sum;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), s3);
+    }
+    sum = infer__avx2_fold4x8(s0, s1, s2, s3);
+    for (; i < n; i++) {
+        float p = x[i] * y[i];
+        sum += p;
+    }
+    return sum;
+}
+
+/* ggml_vec_mad_f32: y += x v, each value fused */
+INFER__AVX2 static void infer__avx2_f32_mad(float *y, const float *x, float v, int n) {
+    __m256 vv = _mm256_set1_ps(v);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(x + i), vv, _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x[i]), _mm_set_ss(v), _mm_set_ss(y[i])));
+}
+
+/* a row of ggml_ssm_scan: s = s0 dA + B x_dt (two products, then the sum),
+   s . C fused into four accumulators over each 32, the rest in float */
+INFER__AVX2 static float infer__avx2_ssm_row(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt,
+                                             int n) {
+    __m256 acc[4], va = _mm256_set1_ps(dA), vx = _mm256_set1_ps(x_dt);
+    float sum;
+    int i = 0, j;
+    for (j = 0; j < 4; j++) acc[j] = _mm256_setzero_ps();
+    for (; i + 32 <= n; i += 32)
+        for (j = 0; j < 4; j++) {
+            int at = i + 8 * j;
+            __m256 a = s0 ? _mm256_mul_ps(_mm256_loadu_ps(s0 + at), va) : _mm256_setzero_ps();
+            a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_loadu_ps(B + at), vx));
+            acc[j] = _mm256_fmadd_ps(a, _mm256_loadu_ps(C + at), acc[j]);
+            _mm256_storeu_ps(s + at, a);
+        }
+    sum = infer__avx2_fold4x8(acc[0], acc[1], acc[2], acc[3]);
+    for (; i < n; i++) {
+        float a = s0 ? s0[i] * dA : 0.0f, b = B[i] * x_dt, p;
+        s[i] = a + b;
+        p = s[i] * C[i];
+        sum += p;
+    }
+    return sum;
+}
+
 /* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
 INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
     return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
@@ -1232,6 +1296,9 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->silu_mul = infer__avx2_silu_mul;
     k->gelu_mul = infer__avx2_gelu_mul;
     k->sum_squares = infer__avx2_sum_squares;
+    k->f32_dot_ordered = infer__avx2_f32_dot_ordered;
+    k->f32_mad = infer__avx2_f32_mad;
+    k->ssm_row = infer__avx2_ssm_row;
     k->lanes16_fma = infer__avx2_lanes16_fma;
     k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
     k->softmax_stats = infer__avx2_softmax_stats;

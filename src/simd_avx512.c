@@ -1881,6 +1881,63 @@ INFER__AVX512 static double infer__avx512_sum_squares(const float *x, int n) {
     return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
 }
 
+/* ---- the recurrent layers' sums, in llama.cpp's AVX-512 order ---- */
+
+/* ggml's fold of its four 16-lane accumulators: (0 + 2) + (1 + 3), then
+   _mm512_reduce_add_ps as GCC has it (halves, quarters, lanes 0 + 2 and
+   1 + 3, then those two), spelt out so that every compiler sums so */
+INFER__AVX512 static float infer__avx512_fold4x16(__m512 s0, __m512 s1, __m512 s2, __m512 s3) {
+    __m512 v = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+    __m256 h = _mm256_add_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)), _mm512_castps512_ps256(v));
+    __m128 q = _mm_add_ps(_mm256_extractf128_ps(h, 1), _mm256_castps256_ps128(h));
+    q = _mm_add_ps(q, _mm_shuffle_ps(q, q, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, _MM_SHUFFLE(1, 1, 1, 1))));
+}
+
+/* ggml_vec_dot_f32: fused sums over each 64, the rest in float */
+INFER__AVX512 static float infer__avx512_f32_dot_ordered(const float *x, const float *y, int n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    float sum;
+    int i = 0;
+    for (; i + 64 <= n; i += 64) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), s1);
+        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 32), _mm512_loadu_ps(y + i + 32), s2);
+        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 48), _mm512_loadu_ps(y + i + 48), s3);
+    }
+    sum = infer__avx512_fold4x16(s0, s1, s2, s3);
+    for (; i < n; i++) {
+        float p = x[i] * y[i];
+        sum += p;
+    }
+    return sum;
+}
+
+/* a row of ggml_ssm_scan (as AVX2's, by 64) */
+INFER__AVX512 static float infer__avx512_ssm_row(float *s, const float *s0, const float *B, const float *C, float dA,
+                                                 float x_dt, int n) {
+    __m512 acc[4], va = _mm512_set1_ps(dA), vx = _mm512_set1_ps(x_dt);
+    float sum;
+    int i = 0, j;
+    for (j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
+    for (; i + 64 <= n; i += 64)
+        for (j = 0; j < 4; j++) {
+            int at = i + 16 * j;
+            __m512 a = s0 ? _mm512_mul_ps(_mm512_loadu_ps(s0 + at), va) : _mm512_setzero_ps();
+            a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_loadu_ps(B + at), vx));
+            acc[j] = _mm512_fmadd_ps(a, _mm512_loadu_ps(C + at), acc[j]);
+            _mm512_storeu_ps(s + at, a);
+        }
+    sum = infer__avx512_fold4x16(acc[0], acc[1], acc[2], acc[3]);
+    for (; i < n; i++) {
+        float a = s0 ? s0[i] * dA : 0.0f, b = B[i] * x_dt, p;
+        s[i] = a + b;
+        p = s[i] * C[i];
+        sum += p;
+    }
+    return sum;
+}
+
 INFER__AVX512_INTRINSICS_END
 #endif /* INFER__HAVE_X86 */
 
@@ -1912,6 +1969,8 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->silu_mul = infer__avx512_silu_mul;
     k->gelu_mul = infer__avx512_gelu_mul;
     k->sum_squares = infer__avx512_sum_squares;
+    k->f32_dot_ordered = infer__avx512_f32_dot_ordered; /* f32_mad stays AVX2's: each value alone */
+    k->ssm_row = infer__avx512_ssm_row;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;

@@ -850,6 +850,65 @@ INFER__NEON_MM_K_GEMM(infer__neonmm_iq4_xs_gemm, INFER__NK_IQ4_XS, infer__block_
 #undef INFER__NIB_HI
 #undef INFER__NH
 
+
+/* ---- the recurrent layers' sums, in llama.cpp's NEON order ---- */
+
+/* ggml's fold of its four 4-lane accumulators: (0 + 2) + (1 + 3), then
+   vaddvq_f32's pairs */
+INFER__NEON_INLINE float infer__neon_fold4x4(float32x4_t s0, float32x4_t s1, float32x4_t s2, float32x4_t s3) {
+    return vaddvq_f32(vaddq_f32(vaddq_f32(s0, s2), vaddq_f32(s1, s3)));
+}
+
+/* ggml_vec_dot_f32: fused sums over each 16, the rest in float */
+static float infer__neon_f32_dot_ordered(const float *x, const float *y, int n) {
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    float sum;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, vld1q_f32(x + i), vld1q_f32(y + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(x + i + 4), vld1q_f32(y + i + 4));
+        s2 = vfmaq_f32(s2, vld1q_f32(x + i + 8), vld1q_f32(y + i + 8));
+        s3 = vfmaq_f32(s3, vld1q_f32(x + i + 12), vld1q_f32(y + i + 12));
+    }
+    sum = infer__neon_fold4x4(s0, s1, s2, s3);
+    for (; i < n; i++) {
+        float p = x[i] * y[i];
+        sum += p;
+    }
+    return sum;
+}
+
+/* ggml_vec_mad_f32: y += x v, each value fused */
+static void infer__neon_f32_mad(float *y, const float *x, float v, int n) {
+    float32x4_t vv = vdupq_n_f32(v);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_f32(vld1q_f32(y + i), vld1q_f32(x + i), vv));
+    for (; i < n; i++) y[i] = vgetq_lane_f32(vfmaq_f32(vdupq_n_f32(y[i]), vdupq_n_f32(x[i]), vv), 0);
+}
+
+/* a row of ggml_ssm_scan: s = s0 dA + B x_dt, s . C fused by 16 */
+static float infer__neon_ssm_row(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt, int n) {
+    float32x4_t acc[4], va = vdupq_n_f32(dA), vx = vdupq_n_f32(x_dt);
+    float sum;
+    int i = 0, j;
+    for (j = 0; j < 4; j++) acc[j] = vdupq_n_f32(0.0f);
+    for (; i + 16 <= n; i += 16)
+        for (j = 0; j < 4; j++) {
+            int at = i + 4 * j;
+            float32x4_t a = s0 ? vmulq_f32(vld1q_f32(s0 + at), va) : vdupq_n_f32(0.0f);
+            a = vaddq_f32(a, vmulq_f32(vld1q_f32(B + at), vx));
+            acc[j] = vfmaq_f32(acc[j], a, vld1q_f32(C + at));
+            vst1q_f32(s + at, a);
+        }
+    sum = infer__neon_fold4x4(acc[0], acc[1], acc[2], acc[3]);
+    for (; i < n; i++) {
+        float a = s0 ? s0[i] * dA : 0.0f, b = B[i] * x_dt, p;
+        s[i] = a + b;
+        p = s[i] * C[i];
+        sum += p;
+    }
+    return sum;
+}
 #endif /* INFER__HAVE_NEON */
 
 static int infer__simd_neon_install(infer__kernels *k) {
@@ -859,6 +918,9 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_F16] = infer__neon_f16_dot;
     k->f16_dot_ordered = infer__neon_f16_dot_ordered;
     k->f16_dot_ordered1 = infer__neon_f16_dot_ordered1;
+    k->f32_dot_ordered = infer__neon_f32_dot_ordered;
+    k->f32_mad = infer__neon_f32_mad;
+    k->ssm_row = infer__neon_ssm_row;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = dp ? infer__neondp_q4_0_dot : infer__neon_q4_0_dot;

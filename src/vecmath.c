@@ -1,6 +1,7 @@
 /* vecmath.c - the elementwise math of the forward pass (the SiLU- and
-   GELU-gated products and RMSNorm's sum of squares) and attention's
-   softmax, q.K and p.V, in plain C: the kernels every ISA starts from.
+   GELU-gated products, RMSNorm's sum of squares, the recurrent layers'
+   dots and rows) and attention's softmax, q.K and p.V, in plain C: the
+   kernels every ISA starts from.
    An ISA's own versions (simd_avx2.c, simd_avx512.c) replace these in
    its install; NEON and WASM use the plain C but for q.K. */
 #include "internal.h"
@@ -31,6 +32,38 @@ static double infer__sum_squares_ref(const float *x, int n) {
     int i;
     for (i = 0; i < n; i++) ss += (double)(x[i] * x[i]);
     return ss;
+}
+
+/* x . y as llama.cpp's plain C has it (ggml_vec_dot_f32 without SIMD):
+   each product rounded to float, summed in double. */
+static float infer__f32_dot_ordered_ref(const float *x, const float *y, int n) {
+    double sum = 0;
+    int i;
+    for (i = 0; i < n; i++) sum += (double)(x[i] * y[i]);
+    return (float)sum;
+}
+
+/* y += x v, rounded twice (ggml_vec_mad_f32 without SIMD). */
+static void infer__f32_mad_ref(float *y, const float *x, float v, int n) {
+    int i;
+    for (i = 0; i < n; i++) {
+        float p = x[i] * v;
+        y[i] += p;
+    }
+}
+
+/* A row of Mamba2's scan without SIMD: s = s0 dA + B x_dt, summed into
+   s . C in float, in order (ggml_ssm_scan's loop past its vectors). */
+static float infer__ssm_row_ref(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt, int n) {
+    float sum = 0.0f;
+    int i;
+    for (i = 0; i < n; i++) {
+        float a = s0 ? s0[i] * dA : 0.0f, b = B[i] * x_dt, p;
+        s[i] = a + b;
+        p = s[i] * C[i];
+        sum += p;
+    }
+    return sum;
 }
 
 /* The keys' running max over [lo, hi) of s scaled, from m. */
@@ -159,6 +192,9 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
+    k->f32_dot_ordered = infer__f32_dot_ordered_ref;
+    k->f32_mad = infer__f32_mad_ref;
+    k->ssm_row = infer__ssm_row_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->fmaf = infer__fmaf_ref;
     k->exp_llama = infer__exp_llama_ref;

@@ -287,6 +287,95 @@ static void st_check_f16_orders(st_counts *c, const char *isa, const infer__kern
         }
 }
 
+/* ggml's fold of four accumulators of w lanes (acc[j w + l]) as each ISA
+   adds them: (0 + 2) + (1 + 3), then AVX-512's halves and quarters (GCC's
+   _mm512_reduce_add_ps), AVX2's halves, and the last four lanes as
+   (0 + 1) + (2 + 3), AVX-512's as (0 + 2) + (1 + 3) */
+static float st_ggml_fold(const float *acc, int w) {
+    float v[16], q[4];
+    int l;
+    for (l = 0; l < w; l++) v[l] = (acc[l] + acc[2 * w + l]) + (acc[w + l] + acc[3 * w + l]);
+    if (w == 16) {
+        for (l = 0; l < 8; l++) v[l] = v[l + 8] + v[l];
+        for (l = 0; l < 4; l++) q[l] = v[l + 4] + v[l];
+        return (q[0] + q[2]) + (q[1] + q[3]);
+    }
+    if (w == 8)
+        for (l = 0; l < 4; l++) v[l] = v[l] + v[l + 4];
+    return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
+/* ggml_vec_dot_f32 with vectors of w lanes, each lane's sum fused */
+static float st_ggml_dot(const float *x, const float *y, int n, int w) {
+    float acc[64] = {0}, sum;
+    int i = 0, j;
+    for (; i + 4 * w <= n; i += 4 * w)
+        for (j = 0; j < 4 * w; j++) acc[j] = infer__fmaf(x[i + j], y[i + j], acc[j]);
+    sum = st_ggml_fold(acc, w);
+    for (; i < n; i++) {
+        float p = x[i] * y[i];
+        sum += p;
+    }
+    return sum;
+}
+
+/* ggml_ssm_scan's row with vectors of w lanes */
+static float st_ggml_ssm_row(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt, int n,
+                             int w) {
+    float acc[64] = {0}, sum;
+    int i = 0, j;
+    for (; i + 4 * w <= n; i += 4 * w)
+        for (j = 0; j < 4 * w; j++) {
+            float a = s0 ? s0[i + j] * dA : 0.0f, b = B[i + j] * x_dt;
+            s[i + j] = a + b;
+            acc[j] = infer__fmaf(s[i + j], C[i + j], acc[j]);
+        }
+    sum = st_ggml_fold(acc, w);
+    for (; i < n; i++) {
+        float a = s0 ? s0[i] * dA : 0.0f, b = B[i] * x_dt, p;
+        s[i] = a + b;
+        p = s[i] * C[i];
+        sum += p;
+    }
+    return sum;
+}
+
+/* The recurrent layers' sums (f32_dot_ordered, f32_mad, ssm_row) of an
+   ISA bit for bit against llama.cpp's order for its vector width (AVX2 8
+   lanes, AVX-512 16, NEON 4; an ISA that keeps the plain C is skipped). */
+static void st_check_recurrent(st_counts *c, const char *isa, const infer__kernels *k, const infer__kernels *ref) {
+    int w = k->isa == INFER__ISA_AVX512 ? 16 : k->isa == INFER__ISA_AVX2 ? 8 : k->isa == INFER__ISA_NEON ? 4 : 0;
+    int li, kind;
+    if (!w || k->f32_dot_ordered == ref->f32_dot_ordered) return;
+    for (li = 0; li < (int)(sizeof st_lens_float / sizeof(int)); li++)
+        for (kind = 0; kind < ST_X_KINDS; kind++) {
+            int n = st_lens_float[li], i, first;
+            size_t bytes = (size_t)n * sizeof(float);
+            float *x = (float *)malloc(bytes), *y = (float *)malloc(bytes), *s0 = (float *)malloc(bytes);
+            float *sa = (float *)malloc(bytes), *sb = (float *)malloc(bytes), want, got;
+            st_fill_x(x, n, kind);
+            st_fill_x(y, n, ST_X_KINDS - 1 - kind);
+            st_fill_x(s0, n, ST_X_NORMAL);
+            c->checks += 4;
+            want = st_ggml_dot(x, y, n, w), got = k->f32_dot_ordered(x, y, n);
+            if (memcmp(&want, &got, sizeof want) && !(isnan(want) && isnan(got)))
+                st_fail(c, "%s f32_dot_ordered n=%d %s: %.9g, llama.cpp's order %.9g", isa, n, st_x_names[kind], got, want);
+            memcpy(sa, s0, bytes), memcpy(sb, s0, bytes);
+            for (i = 0; i < n; i++) sa[i] = infer__fmaf(x[i], 0.37f, sa[i]);
+            k->f32_mad(sb, x, 0.37f, n);
+            if (memcmp(sa, sb, bytes)) st_fail(c, "%s f32_mad n=%d %s: not fused value by value", isa, n, st_x_names[kind]);
+            for (first = 0; first < 2; first++) { /* from a state, and from zeros */
+                const float *from = first ? NULL : s0;
+                want = st_ggml_ssm_row(sa, from, x, y, 0.93f, 0.61f, n, w);
+                got = k->ssm_row(sb, from, x, y, 0.93f, 0.61f, n);
+                if ((memcmp(&want, &got, sizeof want) && !(isnan(want) && isnan(got))) || memcmp(sa, sb, bytes))
+                    st_fail(c, "%s ssm_row n=%d %s%s: %.9g, llama.cpp's order %.9g%s", isa, n, st_x_names[kind],
+                            first ? " from zeros" : "", got, want, memcmp(sa, sb, bytes) ? " (its state differs)" : "");
+            }
+            free(x), free(y), free(s0), free(sa), free(sb);
+        }
+}
+
 /* one weight format's dot product: vector == scalar within the bound */
 static void st_check_dot(st_counts *c, const char *isa, const infer__kernels *ref, infer__vec_dot_fn got,
                          infer_type t, int daz) {
@@ -426,6 +515,7 @@ static int st_check(int t, int *n_isa, int *n_checks) {
         if (!infer__kernels_install(&k, (infer__isa)isa)) continue;
         if (t < 0) {
             st_check_f16_orders(&c, name, &k);
+            st_check_recurrent(&c, name, &k, &ref);
             for (i = 0; i < (int)(sizeof st_act_types / sizeof st_act_types[0]); i++)
                 st_check_from_float(&c, name, ref.from_float[st_act_types[i]], k.from_float[st_act_types[i]],
                                     st_act_types[i]);
