@@ -776,7 +776,10 @@ typedef struct infer_request_params {
        reply goes on freely. In its reasoning: the prompt opened it
        (reasoning_open 1), or the reply began with "<think>"; until
        reasoning_end appears. Not with a grammar (which decides the text
-       itself). -1 (default): no budget. */
+       itself), but for a lazy one with reasoning_end among its triggers:
+       at the budget it wakes, and must begin with reasoning_end (as a
+       call forced after a reasoning the prompt opened). -1 (default): no
+       budget. */
     int reasoning_budget;
     int reasoning_open;
     const char *reasoning_end;
@@ -1177,7 +1180,9 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    only. parallel: one call or more, where the format writes several (Llama
    3's writes one). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
-   parallel). snprintf-style: at most size-1 bytes and a NUL, the grammar's
+   parallel). Qwen3.5's XML writes a string parameter as text: one with
+   minLength or maxLength (up to 1024) is bounded, and then holds no '<'.
+   snprintf-style: at most size-1 bytes and a NUL, the grammar's
    whole length into *n_out (may be NULL); INFER_ERR_ARG with err's message
    (a list that is not JSON, a tool without a name, no tool of that name, a
    parameters schema the converter refuses) or INFER_ERR_NOMEM. */
@@ -1261,6 +1266,11 @@ INFERDEF infer_status infer_output_parser_push(infer_output_parser *p, const cha
    *result the whole reply. INFER_OK, or an error as push. */
 INFERDEF infer_status infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last,
                                                  infer_output_result *result, infer_error *err);
+/* The reply was cut before its end (a token limit): at finish, a call
+   still open is dropped, neither a call nor content, where otherwise it
+   is read as far as it goes (a model's end may stand for its closing
+   marker). Call it before infer_output_parser_finish. */
+INFERDEF void infer_output_parser_cut(infer_output_parser *p);
 /* 1 while a tool call's marker has been seen and the call is not complete
    (what follows is held back), else 0. */
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p);
@@ -26924,6 +26934,7 @@ struct infer_output_parser {
     infer_tool_call *pub_calls;     /* stbds, at finish */
     int n_malformed;
     int nomem, finished;
+    int cut; /* infer_output_parser_cut: the reply ended early */
     infer__jv tools; /* infer_output_parser_set_tools's list (NULL type: none) */
 };
 
@@ -27717,7 +27728,7 @@ static int infer__tc_call_end(infer_output_parser *p, int final, size_t *body_en
     }
     if (final) {
         *body_end = *end = p->n;
-        return 1;
+        return p->cut ? -2 : 1; /* unclosed: cut off by a limit, or the model's own end */
     }
     return 0;
 }
@@ -27827,6 +27838,11 @@ static void infer__tc_advance(infer_output_parser *p, int final) {
             size_t body_end = 0, end = 0;
             int r = infer__tc_call_end(p, final, &body_end, &end), ok;
             if (r == 0) return;
+            if (r == -2) { /* a call the reply's cut ended: neither a call nor text */
+                p->pos = p->n;
+                p->state = INFER__TC_CONTENT;
+                continue;
+            }
             if (r < 0) { /* the marker alone, as text */
                 end = p->body_at;
                 ok = 0;
@@ -27985,6 +28001,10 @@ INFERDEF infer_status infer_output_parser_set_tools(infer_output_parser *p, cons
     return INFER_OK;
 }
 
+INFERDEF void infer_output_parser_cut(infer_output_parser *p) {
+    if (p) p->cut = 1;
+}
+
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p) {
     return p && !p->finished && p->state == INFER__TC_CALL;
 }
@@ -28055,6 +28075,10 @@ static int infer__tg_required(const infer__jv *params, const char *key, size_t k
     return 0;
 }
 
+/* The longest string bound (minLength, maxLength) an XML argument's
+   grammar keeps. */
+#define INFER__TG_MAX_LEN 1024
+
 /* One argument of tool i, property k, as the format writes it: XML
    <parameter=key>\nvalue\n</parameter>\n, or LFM2's key=value */
 static void infer__tg_arg(infer__sb *b, infer_tool_format f, const infer__jv *props, int i, int k) {
@@ -28081,6 +28105,19 @@ static void infer__tg_arg(infer__sb *b, infer_tool_format f, const infer__jv *pr
                     infer__sb_literal(b, e->items[m].s, e->items[m].n);
                 }
                 infer__sb_puts(b, ") ");
+            } else if (infer__tg_plain_string(prop) && (infer__jv_get(prop, "maxLength") || infer__jv_get(prop, "minLength"))) {
+                /* a bounded string: its characters counted, so without '<' */
+                const infer__jv *lo = infer__jv_get(prop, "minLength"), *hi = infer__jv_get(prop, "maxLength");
+                double mn = lo && lo->type == INFER__J_NUM ? strtod(lo->s, NULL) : 0;
+                double mx = hi && hi->type == INFER__J_NUM ? strtod(hi->s, NULL) : -1;
+                char rep[64];
+                /* bounds past INFER__TG_MAX_LEN are not kept (x{m,n} is
+                   written out as copies): the string is then free */
+                mn = mn > 0 ? INFER__MIN(mn, (double)INFER__TG_MAX_LEN) : 0;
+                if (mx >= mn && mx <= INFER__TG_MAX_LEN)
+                    snprintf(rep, sizeof rep, " [^<]{%ld,%ld} ", (long)mn, (long)mx);
+                else snprintf(rep, sizeof rep, " [^<]{%ld,} ", (long)mn);
+                infer__sb_puts(b, rep);
             } else infer__sb_puts(b, infer__tg_plain_string(prop) ? " xml-text " : rule);
         }
         infer__sb_puts(b, "\"\\n</parameter>\\n\"");
@@ -29690,6 +29727,18 @@ static int infer__req_copy_out(infer_request *r) {
     return 1;
 }
 
+/* Whether r's grammar is lazy and one of its triggers is the reasoning's
+   end `end` ("</think>" where NULL): a grammar that follows the reasoning,
+   which a thinking budget may wake. */
+static int infer__req_waits_for(const infer_request *r, const char *end) {
+    int i;
+    if (!end || !*end) end = "</think>";
+    if (!r->lazy) return 0;
+    for (i = 0; i < r->n_triggers; i++)
+        if (!strcmp(r->triggers[i], end)) return 1;
+    return 0;
+}
+
 /* The thinking budget: adds a piece of the reply, and where the reasoning
    is still open after the budget's tokens, a grammar that closes it (then
    anything). -1 when memory ran out. */
@@ -29710,6 +29759,12 @@ static int infer__req_budget(infer_request *r, const char *piece, size_t n) {
     }
     if (r->thinking == -1) {
         r->budget = -1;
+    } else if (r->thinking == 1 && r->n_sampled >= r->budget && r->lazy) {
+        /* the grammar waits for the reasoning's end (infer__req_waits_for)
+           and begins with it: woken now, it writes the end, then its text */
+        r->budget = -1;
+        r->lazy = 0;
+        infer__sampler_grammar_wake(r->sampler, "", 0);
     } else if (r->thinking == 1 && r->n_sampled >= r->budget) {
         /* the GBNF literal of the closing text, escaped */
         infer__sb g = {NULL, 0};
@@ -30366,7 +30421,7 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
         r->n_copy_to = p->n_copy_to;
     }
     r->budget = -1;
-    if (p->reasoning_budget >= 0 && !r->gbnf) {
+    if (p->reasoning_budget >= 0 && (!r->gbnf || infer__req_waits_for(r, p->reasoning_end))) {
         const char *end = p->reasoning_end && *p->reasoning_end ? p->reasoning_end : "</think>";
         if (!(r->think_end = infer__strndup(end, strlen(end)))) {
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for reasoning_end");

@@ -688,6 +688,7 @@ static void job_stream_end(job *j, int i) {
     if (c->parser) {
         infer_output_delta d;
         infer_output_result res;
+        if (!strcmp(finish, "length")) infer_output_parser_cut(c->parser);
         if (infer_output_parser_finish(c->parser, &d, &res, &err) == INFER_OK) {
             if (j->api == SERVE_API_ANTHROPIC) {
                 anthropic_stream_delta(&j->blocks, &d, job_event_named, j);
@@ -947,8 +948,11 @@ static int tool_grammar(server *s, completion_call *cc, bad_field *b, unsigned *
    1; else 0 (the text as it is, in *text). *text is malloc'd (free it). */
 static int job_reply(job *j, int i, char **text, size_t *n, infer_output_result *res) {
     choice *c = &j->ch[i];
+    const char *finish;
     infer_error err;
     *text = request_text_from(c->r, 0, n);
+    job_gen_tokens(j, i, &finish);
+    if (c->parser && !strcmp(finish, "length")) infer_output_parser_cut(c->parser); /* a call it cut is none */
     return c->parser && *text && infer_output_parser_push(c->parser, *text, *n, NULL, &err) == INFER_OK &&
            infer_output_parser_finish(c->parser, NULL, res, &err) == INFER_OK;
 }

@@ -775,7 +775,10 @@ typedef struct infer_request_params {
        reply goes on freely. In its reasoning: the prompt opened it
        (reasoning_open 1), or the reply began with "<think>"; until
        reasoning_end appears. Not with a grammar (which decides the text
-       itself). -1 (default): no budget. */
+       itself), but for a lazy one with reasoning_end among its triggers:
+       at the budget it wakes, and must begin with reasoning_end (as a
+       call forced after a reasoning the prompt opened). -1 (default): no
+       budget. */
     int reasoning_budget;
     int reasoning_open;
     const char *reasoning_end;
@@ -1176,7 +1179,9 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    only. parallel: one call or more, where the format writes several (Llama
    3's writes one). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
-   parallel). snprintf-style: at most size-1 bytes and a NUL, the grammar's
+   parallel). Qwen3.5's XML writes a string parameter as text: one with
+   minLength or maxLength (up to 1024) is bounded, and then holds no '<'.
+   snprintf-style: at most size-1 bytes and a NUL, the grammar's
    whole length into *n_out (may be NULL); INFER_ERR_ARG with err's message
    (a list that is not JSON, a tool without a name, no tool of that name, a
    parameters schema the converter refuses) or INFER_ERR_NOMEM. */
@@ -1260,6 +1265,11 @@ INFERDEF infer_status infer_output_parser_push(infer_output_parser *p, const cha
    *result the whole reply. INFER_OK, or an error as push. */
 INFERDEF infer_status infer_output_parser_finish(infer_output_parser *p, infer_output_delta *last,
                                                  infer_output_result *result, infer_error *err);
+/* The reply was cut before its end (a token limit): at finish, a call
+   still open is dropped, neither a call nor content, where otherwise it
+   is read as far as it goes (a model's end may stand for its closing
+   marker). Call it before infer_output_parser_finish. */
+INFERDEF void infer_output_parser_cut(infer_output_parser *p);
 /* 1 while a tool call's marker has been seen and the call is not complete
    (what follows is held back), else 0. */
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p);

@@ -491,6 +491,18 @@ static int infer__req_copy_out(infer_request *r) {
     return 1;
 }
 
+/* Whether r's grammar is lazy and one of its triggers is the reasoning's
+   end `end` ("</think>" where NULL): a grammar that follows the reasoning,
+   which a thinking budget may wake. */
+static int infer__req_waits_for(const infer_request *r, const char *end) {
+    int i;
+    if (!end || !*end) end = "</think>";
+    if (!r->lazy) return 0;
+    for (i = 0; i < r->n_triggers; i++)
+        if (!strcmp(r->triggers[i], end)) return 1;
+    return 0;
+}
+
 /* The thinking budget: adds a piece of the reply, and where the reasoning
    is still open after the budget's tokens, a grammar that closes it (then
    anything). -1 when memory ran out. */
@@ -511,6 +523,12 @@ static int infer__req_budget(infer_request *r, const char *piece, size_t n) {
     }
     if (r->thinking == -1) {
         r->budget = -1;
+    } else if (r->thinking == 1 && r->n_sampled >= r->budget && r->lazy) {
+        /* the grammar waits for the reasoning's end (infer__req_waits_for)
+           and begins with it: woken now, it writes the end, then its text */
+        r->budget = -1;
+        r->lazy = 0;
+        infer__sampler_grammar_wake(r->sampler, "", 0);
     } else if (r->thinking == 1 && r->n_sampled >= r->budget) {
         /* the GBNF literal of the closing text, escaped */
         infer__sb g = {NULL, 0};
@@ -1167,7 +1185,7 @@ static infer_status infer__req_init(infer_request *r, infer_context *c, const in
         r->n_copy_to = p->n_copy_to;
     }
     r->budget = -1;
-    if (p->reasoning_budget >= 0 && !r->gbnf) {
+    if (p->reasoning_budget >= 0 && (!r->gbnf || infer__req_waits_for(r, p->reasoning_end))) {
         const char *end = p->reasoning_end && *p->reasoning_end ? p->reasoning_end : "</think>";
         if (!(r->think_end = infer__strndup(end, strlen(end)))) {
             infer__set_error(err, INFER_ERR_NOMEM, "out of memory for reasoning_end");

@@ -169,6 +169,7 @@ struct infer_output_parser {
     infer_tool_call *pub_calls;     /* stbds, at finish */
     int n_malformed;
     int nomem, finished;
+    int cut; /* infer_output_parser_cut: the reply ended early */
     infer__jv tools; /* infer_output_parser_set_tools's list (NULL type: none) */
 };
 
@@ -962,7 +963,7 @@ static int infer__tc_call_end(infer_output_parser *p, int final, size_t *body_en
     }
     if (final) {
         *body_end = *end = p->n;
-        return 1;
+        return p->cut ? -2 : 1; /* unclosed: cut off by a limit, or the model's own end */
     }
     return 0;
 }
@@ -1072,6 +1073,11 @@ static void infer__tc_advance(infer_output_parser *p, int final) {
             size_t body_end = 0, end = 0;
             int r = infer__tc_call_end(p, final, &body_end, &end), ok;
             if (r == 0) return;
+            if (r == -2) { /* a call the reply's cut ended: neither a call nor text */
+                p->pos = p->n;
+                p->state = INFER__TC_CONTENT;
+                continue;
+            }
             if (r < 0) { /* the marker alone, as text */
                 end = p->body_at;
                 ok = 0;
@@ -1228,6 +1234,10 @@ INFERDEF infer_status infer_output_parser_set_tools(infer_output_parser *p, cons
     infer__jv_free(&p->tools);
     p->tools = v;
     return INFER_OK;
+}
+
+INFERDEF void infer_output_parser_cut(infer_output_parser *p) {
+    if (p) p->cut = 1;
 }
 
 INFERDEF int infer_output_parser_in_call(const infer_output_parser *p) {

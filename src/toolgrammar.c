@@ -43,6 +43,10 @@ static int infer__tg_required(const infer__jv *params, const char *key, size_t k
     return 0;
 }
 
+/* The longest string bound (minLength, maxLength) an XML argument's
+   grammar keeps. */
+#define INFER__TG_MAX_LEN 1024
+
 /* One argument of tool i, property k, as the format writes it: XML
    <parameter=key>\nvalue\n</parameter>\n, or LFM2's key=value */
 static void infer__tg_arg(infer__sb *b, infer_tool_format f, const infer__jv *props, int i, int k) {
@@ -69,6 +73,19 @@ static void infer__tg_arg(infer__sb *b, infer_tool_format f, const infer__jv *pr
                     infer__sb_literal(b, e->items[m].s, e->items[m].n);
                 }
                 infer__sb_puts(b, ") ");
+            } else if (infer__tg_plain_string(prop) && (infer__jv_get(prop, "maxLength") || infer__jv_get(prop, "minLength"))) {
+                /* a bounded string: its characters counted, so without '<' */
+                const infer__jv *lo = infer__jv_get(prop, "minLength"), *hi = infer__jv_get(prop, "maxLength");
+                double mn = lo && lo->type == INFER__J_NUM ? strtod(lo->s, NULL) : 0;
+                double mx = hi && hi->type == INFER__J_NUM ? strtod(hi->s, NULL) : -1;
+                char rep[64];
+                /* bounds past INFER__TG_MAX_LEN are not kept (x{m,n} is
+                   written out as copies): the string is then free */
+                mn = mn > 0 ? INFER__MIN(mn, (double)INFER__TG_MAX_LEN) : 0;
+                if (mx >= mn && mx <= INFER__TG_MAX_LEN)
+                    snprintf(rep, sizeof rep, " [^<]{%ld,%ld} ", (long)mn, (long)mx);
+                else snprintf(rep, sizeof rep, " [^<]{%ld,} ", (long)mn);
+                infer__sb_puts(b, rep);
             } else infer__sb_puts(b, infer__tg_plain_string(prop) ? " xml-text " : rule);
         }
         infer__sb_puts(b, "\"\\n</parameter>\\n\"");

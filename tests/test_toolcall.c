@@ -394,6 +394,34 @@ Test(toolcall, in_call) {
     cr_assert_eq(err.code, INFER_ERR_ARG);
 }
 
+/* A reply that a token limit cut inside its second call: with
+   infer_output_parser_cut the open call is dropped (neither a call nor
+   text); without, it is read as far as it goes (a model may end a reply
+   where its closing marker would stand). */
+Test(toolcall, cut_inside_a_call) {
+    static const char reply[] = "<tool_call>\n<function=add>\n<parameter=a>\n1\n</parameter>\n</function>\n"
+                                "</tool_call>\n<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n";
+    int cut;
+    for (cut = 0; cut < 2; cut++) {
+        infer_error err;
+        infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_QWEN3_XML, 0, &err);
+        infer_output_delta d;
+        infer_output_result r;
+        cr_assert_eq(infer_output_parser_push(p, reply, sizeof reply - 1, &d, &err), INFER_OK);
+        cr_assert_eq(d.n_calls, 1);
+        cr_assert_eq(infer_output_parser_in_call(p), 1);
+        if (cut) infer_output_parser_cut(p);
+        cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK);
+        cr_assert_eq(r.n_calls, cut ? 1 : 2, "cut %d: %d calls", cut, r.n_calls);
+        cr_assert_eq(r.content_len, 0, "cut %d: content %s", cut, r.content);
+        cr_assert_eq(d.content_len, 0);
+        cr_assert_str_eq(r.calls[0].arguments, "{\"a\":1}");
+        if (!cut) cr_assert_str_eq(r.calls[1].arguments, "{\"a\":2}");
+        infer_output_parser_free(p);
+    }
+    infer_output_parser_cut(NULL); /* nothing to do */
+}
+
 /* Every proper beginning of a marker is held back, not given out, until
    the text shows it is not one; then it comes out whole. */
 Test(toolcall, partial_markers_held) {

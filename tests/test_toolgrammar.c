@@ -60,6 +60,31 @@ static void parses_as(infer_tool_format f, const char *text, int n, const char *
     infer_output_parser_free(p);
 }
 
+/* Qwen3.5's XML writes a string as text: minLength and maxLength bound it
+   (its characters, '<' left out). */
+Test(toolgrammar, xml_string_lengths) {
+    static const char bounded[] = "[{\"name\": \"say\", \"parameters\": {\"type\": \"object\", \"properties\": "
+                                  "{\"s\": {\"type\": \"string\", \"minLength\": 2, \"maxLength\": 5}}, "
+                                  "\"required\": [\"s\"]}}]";
+    static const char *const texts[] = {"ab", "abcde", "a", "abcdef", "a<b"};
+    static const int ok[] = {1, 1, 0, 0, 0};
+    infer_error err;
+    char g[4096], text[256];
+    int i, n;
+    infer__grules *r;
+    memset(&err, 0, sizeof err);
+    n = sc_tool_call_grammar(INFER_TOOL_FORMAT_QWEN3_XML, bounded, NULL, 0, g, sizeof g, &err);
+    cr_assert(n > 0 && n < (int)sizeof g, "%s", err.msg);
+    r = infer__gbnf_compile(g, "root", &err);
+    cr_assert_not_null(r, "%s\n%s", err.msg, g);
+    for (i = 0; i < 5; i++) {
+        snprintf(text, sizeof text, "<tool_call>\n<function=say>\n<parameter=s>\n%s\n</parameter>\n</function>\n</tool_call>",
+                 texts[i]);
+        cr_expect_eq(match(r, text) == 1, ok[i], "%s: %s", texts[i], g);
+    }
+    infer__grules_free(r);
+}
+
 #define DS_CALLS_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "begin\xEF\xBD\x9C>"
 #define DS_CALLS_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "calls\xE2\x96\x81" "end\xEF\xBD\x9C>"
 #define DS_CALL_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
