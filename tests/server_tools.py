@@ -11,7 +11,10 @@ SmolLM2-135M-Instruct is not trained for tools: forced calls (required,
 named) must still be valid, through the grammar. Its own template knows no
 tools (they are described in the system message and called in the generic
 JSON format); Qwen3's template from ../shared/templates (run with
---chat-template-file) writes Hermes' <tool_call>, and <think>.
+--chat-template-file) writes Hermes' <tool_call>, and <think>; so do the
+hybrid families' own, each with its call format: Qwen3.5-4B's XML-style
+<tool_call><function=..>, LFM2.5's <|tool_call_start|>[name(k=v)] and
+Granite 4.0's Hermes calls.
 
 usage: server_tools.py INFER MODEL SHARED_DIR"""
 import json
@@ -24,7 +27,7 @@ from server_check import Server, check  # noqa: E402
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The weather now in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 40},
                                                    "unit": {"enum": ["celsius", "fahrenheit"]}},
                    "required": ["city"], "additionalProperties": False}}}
 ADD = {"type": "function", "function": {
@@ -81,10 +84,11 @@ def streamed(client, **kw):
     return content, reasoning, [calls[i] for i in sorted(calls)], finish
 
 
-def check_tools(client, label, jsonschema):
-    """required, named, auto; streamed and not; parallel_tool_calls"""
+def check_tools(client, label, jsonschema, extra=None):
+    """required, named, auto; streamed and not; parallel_tool_calls
+    (extra: more of the request, as chat_template_kwargs)"""
     kw = dict(model="m", messages=ASK, tools=TOOLS, temperature=0, max_tokens=120,
-              extra_body=FRESH)
+              extra_body=dict(FRESH, **(extra or {})))
     r = client.chat.completions.create(tool_choice="required", **kw)
     m, calls = r.choices[0].message, plain_calls(r.choices[0].message)
     check(len(calls) >= 1 and all(valid_call(c, jsonschema) for c in calls),
@@ -126,11 +130,14 @@ def check_tools(client, label, jsonschema):
           "%s: tool_choice none answers in text" % label)
 
 
-def check_round_trip(client, label):
+def check_round_trip(client, label, extra=None):
     """a call, its result as a tool message, and the model's next reply"""
-    kw = dict(model="m", tools=TOOLS, temperature=0)
+    kw = dict(model="m", tools=TOOLS, temperature=0, extra_body=extra)
     r = client.chat.completions.create(messages=ASK, tool_choice="required", parallel_tool_calls=False,
                                        max_tokens=120, **kw)
+    check(bool(r.choices[0].message.tool_calls), "%s: a forced call to answer (%r)" % (label, r.choices[0].message))
+    if not r.choices[0].message.tool_calls:
+        return
     call = r.choices[0].message.tool_calls[0]
     history = ASK + [{"role": "assistant", "content": None, "tool_calls": [
         {"id": call.id, "type": "function", "function": {"name": call.function.name,
@@ -277,6 +284,23 @@ def check_anthropic(url, anthropic, jsonschema, openai_client):
               "anthropic: a bad role is a 400 in Anthropic's error shape")
 
 
+def check_calls_after_thought(client, label, jsonschema):
+    """a template that opens <think> in the prompt (Qwen3.5's): a forced call
+    comes after the thought closes; with a thinking budget SmolLM2, which
+    never closes one by itself, is made to close it and then calls"""
+    kw = dict(model="m", messages=ASK, tools=TOOLS, temperature=0, max_tokens=120, tool_choice="required",
+              extra_body=dict(FRESH, reasoning_budget=6))
+    r = client.chat.completions.create(**kw)
+    m, calls = r.choices[0].message, plain_calls(r.choices[0].message)
+    reasoning = (m.model_extra or {}).get("reasoning_content") or ""
+    check(calls and all(valid_call(c, jsonschema) for c in calls) and reasoning and "</think>" not in reasoning
+          and r.choices[0].finish_reason == "tool_calls",
+          "%s: after a budget of 6 tokens of thought, required gives valid calls (%r, %s)" % (label, reasoning, calls))
+    content, s_reasoning, s_calls, finish = streamed(client, **kw)
+    check(s_reasoning == reasoning and s_calls == calls and finish == "tool_calls",
+          "%s: streamed, the thought and the calls add up to the same (%r, %s)" % (label, s_reasoning, s_calls))
+
+
 def check_reasoning_budget(client, anthropic_client):
     """DeepSeek R1's template opens <think> in the prompt: the reply reasons
     until </think>; with a budget of 4 tokens the end is forced after them"""
@@ -349,6 +373,26 @@ def main():
             check_reasoning(client)
         finally:
             srv.stop()
+        # the hybrid families' own templates and their call formats:
+        # Qwen3.5's XML-style calls, LFM2's pythonic list, Granite 4's Hermes
+        for name, fmt in (("Qwen3.5-4B", "qwen3-xml"), ("LFM2.5-Instruct", "lfm2"),
+                          ("ibm-granite-granite-4.0", "hermes")):
+            path = os.path.join(shared, "templates", name + ".jinja")
+            if not os.path.exists(path):
+                print("SKIPPED (in part): %s is absent: its %s calls not run" % (path, fmt))
+                continue
+            srv = Server(infer, model, "--parallel", "2", "-c", "2048", "--chat-template-file", path)
+            try:
+                check("tools %s" % fmt in srv.text(), "%s's template writes %s calls (the server says so)" % (name, fmt))
+                client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=300)
+                # the thought closed by the template (a tiny model's would never end)
+                no_think = {"chat_template_kwargs": {"enable_thinking": False}}
+                check_tools(client, "%s's template (%s calls)" % (name, fmt), jsonschema, no_think)
+                check_round_trip(client, "%s's template" % name, no_think)
+                if "reasoning <think>" in srv.text():
+                    check_calls_after_thought(client, "%s's template" % name, jsonschema)
+            finally:
+                srv.stop()
         r1 = os.path.join(shared, "templates", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja")
         srv = Server(infer, model, "--parallel", "2", "-c", "2048", "--chat-template-file", r1)
         try:
