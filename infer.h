@@ -1849,9 +1849,24 @@ typedef struct infer__kv_cache {
 /* sequence s's cache of layer l: every sequence has a cache of its own */
 #define INFER__KV_AT(kv, s, l) ((size_t)(s) * (size_t)(kv)->n_layers + (size_t)(l))
 
+/* The recurrent layers' state (context.h's rs), one layout wherever it
+   lives (host memory for the CPU's pass, the device's for a GPU's):
+   sequence s's slot k (0 or 1) at mem + (s * 2 + k) * slot floats, and
+   layer l's part of a slot at at[l]: its conv window (rs_conv_floats:
+   K - 1 inputs per channel, oldest first), then its scan state. */
+typedef struct infer__rs_state {
+    float *mem;
+    size_t slot;
+    const size_t *at; /* per layer (host memory) */
+    int n_seq;
+} infer__rs_state;
+
 /* One forward pass as the implementation hands it over: n tokens (at most
    the context's n_batch), token t of sequence seq[t] at position pos[t]
-   (each sequence's tokens in order and at consecutive positions);
+   (each sequence's tokens in order and at consecutive positions, one run
+   of them a pass); rs_src, rs_dst (a model with recurrent layers, else
+   NULL): per token, the state slots its run reads (-1: zeros, a run from
+   position 0) and writes;
    rope: per token, per RoPE of the model (n_ropes), cos and sin of each
    rotated pair (rope_dim floats), as forward.c computes them; the final
    normed hidden state of the n_sel tokens sel[] (ascending) goes through
@@ -1862,6 +1877,7 @@ typedef struct infer_backend_batch {
     const int32_t *tokens;
     int n;
     const int *pos, *seq;
+    const int *rs_src, *rs_dst;
     const float *rope;
     int n_sel;
     const int *sel;
@@ -1900,11 +1916,12 @@ int infer_cuda_copy(void *gpu_model, void *dst, const void *src, size_t n, int k
    so any number of threads may ask. */
 double infer_cuda_bandwidth(const void *gpu_model);
 /* A context's scratch for n_batch tokens over the KV cache kv (its mem
-   from infer_cuda_alloc; the description must outlive the context).
-   match_llama: sum as llama.cpp's CPU does (infer_context.match_llama). */
-int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, int n_batch, int match_llama, void **gpu_ctx,
-                           size_t *bytes,
-                           char *msg, size_t size);
+   from infer_cuda_alloc; the description must outlive the context) and,
+   a model with recurrent layers, their state rs (mem from
+   infer_cuda_alloc too; else NULL). match_llama: sum as llama.cpp's CPU
+   does (infer_context.match_llama). */
+int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, const infer__rs_state *rs, int n_batch,
+                           int match_llama, void **gpu_ctx, size_t *bytes, char *msg, size_t size);
 void infer_cuda_context_free(void *gpu_ctx);
 /* Runs one forward pass (infer_backend_batch). A batch where every
    sequence has one token (a decode step of all of them) replays a CUDA
@@ -16696,7 +16713,9 @@ struct infer_context {
     infer__moe_route route;
     /* recurrent layers: each sequence's two state slots (infer__seq.rs_cur),
        rs_slot floats each, layer l's part at rs_at[l] (its conv window,
-       then its scan state); and their activations, a row per token: the
+       then its scan state: backend.h's infer__rs_state), in the memory of
+       the model's device (as the KV cache: infer__kv_mem_copy moves its
+       bytes); and their activations, a row per token: the
        input product, Qwen3.5's gate z, its beta and alpha logits, the
        scan's output */
     float *rs;
@@ -16708,6 +16727,7 @@ struct infer_context {
        runs, and which rows go out as logits */
     int *pos, *sel;
     int *seq_of;        /* each token's sequence (the GPU's pass reads it) */
+    int *rs_of;         /* a GPU model's recurrent layers: each token's state slots read (n_batch), then written */
     infer__group *groups;
     float *logits;      /* rows of n_vocab */
     int logit_cap_rows;
@@ -17327,6 +17347,25 @@ static float *infer__rs_slot(const infer_context *c, int seq, int slot) {
 }
 static float *infer__rs_at(const infer_context *c, int seq, int slot, int l) { return infer__rs_slot(c, seq, slot) + c->rs_at[l]; }
 
+/* Each sequence's two state slots of the recurrent layers, where the
+   model runs (the device's memory for a GPU model: zeroed, as the host's),
+   and, on a GPU, each token's slots for its pass. 0 when memory runs out. */
+static int infer__context_rs(infer_context *c) {
+    const infer_model *m = c->model;
+    int ok = 1, l;
+    size_t bytes;
+    c->rs_at = (size_t *)infer__ctx_alloc(c, (size_t)m->n_layers, sizeof(size_t), &ok);
+    for (l = 0; ok && l < m->n_layers; l++)
+        if (m->layers[l].kind != INFER__LAYER_ATTENTION)
+            c->rs_at[l] = c->rs_slot, c->rs_slot += m->rs_conv_floats + m->rs_ssm_floats;
+    if (m->gpu) c->rs_of = (int *)infer__ctx_alloc(c, 2 * (size_t)c->n_batch, sizeof(int), &ok);
+    if (!ok) return 0;
+    bytes = (size_t)c->n_seq * 2 * c->rs_slot * sizeof(float);
+    c->rs = (float *)infer__kv_mem_alloc(m->gpu, bytes);
+    c->bytes += bytes;
+    return c->rs != NULL;
+}
+
 /* A recurrent layer's products: its input (and Qwen3.5's gate z) in one
    step, Qwen3.5's beta and alpha in the router's, its output in o's. */
 static void infer__plan_recurrent(infer_context *c, const infer__layer *L, infer__product *p) {
@@ -17457,7 +17496,14 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
        (on the GPU too: see infer_cuda.cu's "llama.cpp's order") */
     c->match_llama = params->match_llama > 0 ||
                      (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0 || m->n_recurrent));
-    if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache */
+    for (l = 0; l < c->n_seq; l++) c->seqs[l].rs_ckpt = -1;
+    if (m->n_recurrent && !infer__context_rs(c)) {
+        infer_context_free(c);
+        infer__set_error(err, m->gpu ? INFER_ERR_DEVICE : INFER_ERR_NOMEM,
+                         "out of %s memory for the recurrent state of %d sequences", m->gpu ? "device" : "host", c->n_seq);
+        return NULL;
+    }
+    if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache and the state */
         infer_context_free(c);
         return NULL;
     }
@@ -17482,14 +17528,6 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->seq_of = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
     c->groups = (infer__group *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(infer__group), &ok);
     c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
-    for (l = 0; l < c->n_seq; l++) c->seqs[l].rs_ckpt = -1;
-    if (m->n_recurrent) { /* each sequence's two state slots */
-        c->rs_at = (size_t *)infer__ctx_alloc(c, (size_t)m->n_layers, sizeof(size_t), &ok);
-        for (l = 0; ok && l < m->n_layers; l++)
-            if (m->layers[l].kind != INFER__LAYER_ATTENTION)
-                c->rs_at[l] = c->rs_slot, c->rs_slot += m->rs_conv_floats + m->rs_ssm_floats;
-        if (ok) c->rs = (float *)infer__ctx_alloc(c, (size_t)c->n_seq * 2 * c->rs_slot, sizeof(float), &ok);
-    }
     if (c->gpu) { /* the rest is the CPU pass's scratch */
         if (!ok) {
             infer_context_free(c);
@@ -17570,8 +17608,9 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
     INFER_FREE(c->moe_out);
-    INFER_FREE(c->rs);
+    if (c->rs) infer__kv_mem_free(c->model->gpu, c->rs);
     INFER_FREE(c->rs_at);
+    INFER_FREE(c->rs_of);
     INFER_FREE(c->rin);
     INFER_FREE(c->rout);
     INFER_FREE(c->rgate);
@@ -18956,7 +18995,12 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
             return INFER_ERR_DEVICE;
         }
     if (c->rs) { /* both state slots: the copy keeps the checkpoint too */
-        memcpy(c->rs + (size_t)dst * 2 * c->rs_slot, c->rs + (size_t)src * 2 * c->rs_slot, 2 * c->rs_slot * sizeof(float));
+        if (!infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, dst, 0), infer__rs_slot(c, src, 0),
+                                2 * c->rs_slot * sizeof(float), INFER_BACKEND_DEVICE_TO_DEVICE)) {
+            infer_seq_truncate(c, dst, 0, NULL, NULL);
+            infer__set_error(err, INFER_ERR_DEVICE, "copying the recurrent state on the device failed");
+            return INFER_ERR_DEVICE;
+        }
         b->rs_cur = a->rs_cur;
         b->rs_ckpt = a->rs_ckpt;
     }
@@ -19124,7 +19168,9 @@ INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf,
             at += (size_t)n * c->kv.k_row;
         if (!ok) return 0; /* the device failed */
     }
-    if (c->rs_slot) memcpy(at, infer__rs_slot(c, seq, q->rs_cur), c->rs_slot * sizeof(float));
+    if (c->rs_slot && !infer__kv_mem_copy(c->kv.gpu, at, infer__rs_slot(c, seq, q->rs_cur), c->rs_slot * sizeof(float),
+                                          INFER_BACKEND_DEVICE_TO_HOST))
+        return 0; /* the device failed */
     h.checksum = infer__state_checksum((const uint8_t *)buf, need);
     memcpy(buf, &h, sizeof h);
     return need;
@@ -19254,8 +19300,15 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
         }
     }
     if (c->rs_slot) {
-        memcpy(infer__rs_slot(c, seq, q->rs_cur), cache + cache_bytes, c->rs_slot * sizeof(float));
         q->rs_ckpt = -1;
+        if (!infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, seq, q->rs_cur), cache + cache_bytes,
+                                c->rs_slot * sizeof(float), INFER_BACKEND_HOST_TO_DEVICE)) {
+            stbds_arrsetlen(q->tokens, 0);
+            q->n_past = q->hi = 0;
+            q->logit_row = -1;
+            infer__set_error(err, INFER_ERR_DEVICE, "writing the state into the recurrent layers on the device failed");
+            return INFER_ERR_DEVICE;
+        }
     }
     q->n_past = h.n_past;
     q->hi = h.hi;
@@ -19494,8 +19547,11 @@ static void infer__model_unplace(infer_model *m) {
 static int infer__context_attach(infer_context *c, infer_error *err) {
     char msg[256];
     size_t bytes = 0;
+    infer__rs_state rs;
     if (!c->model->gpu) return 1;
-    if (infer_cuda_context_new(c->model->gpu, &c->kv, c->n_batch, c->match_llama, &c->gpu, &bytes, msg, sizeof msg)) {
+    rs.mem = c->rs, rs.slot = c->rs_slot, rs.at = c->rs_at, rs.n_seq = c->n_seq;
+    if (infer_cuda_context_new(c->model->gpu, &c->kv, c->rs ? &rs : NULL, c->n_batch, c->match_llama, &c->gpu, &bytes,
+                               msg, sizeof msg)) {
         c->gpu = NULL;
         infer__set_error(err, INFER_ERR_DEVICE, "CUDA context of %d tokens: %s", c->n_ctx, msg);
         return 0;
@@ -19534,8 +19590,8 @@ INFERDEF double infer_model_device_bandwidth(const infer_model *m) {
 static int infer__backend_should_stop(void *c) { return infer__aborted((const infer_context *)c); }
 
 /* The GPU's pass: the batch as backend.h describes it (each token's
-   sequence from its run, RoPE's angles computed here as forward.c
-   computes them). */
+   sequence and recurrent state slots from its run, RoPE's angles computed
+   here as forward.c computes them). */
 static infer_status infer__gpu_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
                                        float *logits, float *hidden, infer_error *err) {
     const infer_model *m = c->model;
@@ -19544,13 +19600,17 @@ static infer_status infer__gpu_forward(infer_context *c, const infer_token *toke
     float *margin = NULL;
     int g, t, r, rc;
     for (g = 0; g < n_groups; g++)
-        for (t = c->groups[g].start; t < c->groups[g].start + c->groups[g].n; t++) c->seq_of[t] = c->groups[g].seq;
+        for (t = c->groups[g].start; t < c->groups[g].start + c->groups[g].n; t++) {
+            c->seq_of[t] = c->groups[g].seq;
+            if (c->rs_of) c->rs_of[t] = c->groups[g].rs_src, c->rs_of[c->n_batch + t] = c->groups[g].rs_dst;
+        }
     for (t = 0; t < n; t++)
         for (r = 0; r < m->n_ropes; r++)
             infer__rope_angles(c->rope + ((size_t)t * m->n_ropes + r) * m->rope_dim, &m->ropes[r], c->rope_freqs[r],
                                c->pos[t]);
     memset(&b, 0, sizeof b);
     b.tokens = tokens, b.n = n, b.pos = c->pos, b.seq = c->seq_of, b.rope = c->rope;
+    if (c->rs_of) b.rs_src = c->rs_of, b.rs_dst = c->rs_of + c->n_batch;
     b.n_sel = n_sel, b.sel = c->sel, b.logits = logits, b.hidden = hidden;
     b.should_stop = infer__backend_should_stop, b.stop_user = c;
     if (c->route.margin) { /* tests ask for routing margins */
@@ -29515,9 +29575,14 @@ static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
         infer_context *c = s->c;
         infer__seq *q = &c->seqs[r->seq];
         if (r->rs_snap && q->n_past > r->start_past && q->rs_ckpt != r->start_past) {
-            /* the state where the prompt began becomes the checkpoint again */
-            memcpy(infer__rs_slot(c, r->seq, 1 - q->rs_cur), r->rs_snap, c->rs_slot * sizeof(float));
-            q->rs_ckpt = r->start_past;
+            /* the state where the prompt began becomes the checkpoint again
+               (where the device fails the copy, there is none: the
+               truncation below then clears the sequence) */
+            if (infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, r->seq, 1 - q->rs_cur), r->rs_snap,
+                                   c->rs_slot * sizeof(float), INFER_BACKEND_HOST_TO_DEVICE))
+                q->rs_ckpt = r->start_past;
+            else
+                q->rs_ckpt = -1;
         }
         infer_seq_truncate(c, r->seq, r->start_past, NULL, NULL);
     }
@@ -29666,7 +29731,11 @@ static int infer__req_begin(infer_request *r) {
     r->rs_snap = NULL;
     if (c->rs && past > 0) { /* the sequence's state now, for a prompt cut short */
         if (!(r->rs_snap = (float *)INFER_MALLOC(c->rs_slot * sizeof(float)))) goto nomem;
-        memcpy(r->rs_snap, infer__rs_slot(c, r->seq, c->seqs[r->seq].rs_cur), c->rs_slot * sizeof(float));
+        if (!infer__kv_mem_copy(c->kv.gpu, r->rs_snap, infer__rs_slot(c, r->seq, c->seqs[r->seq].rs_cur),
+                                c->rs_slot * sizeof(float), INFER_BACKEND_DEVICE_TO_HOST)) {
+            INFER_FREE(r->rs_snap); /* no snapshot: a prompt cut short then clears the sequence */
+            r->rs_snap = NULL;
+        }
     }
     r->fed = r->skip;
     r->t_prompt0 = infer__now_ms();

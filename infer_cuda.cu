@@ -7,10 +7,14 @@
    same KV cache layout as attention.c, and takes the same steps in the
    same order under the same names (forward.c's infer__embed is embed
    here, and so on):
-     embed -> per layer: norm_rows -> product_run (q, k, v) -> qk_prepare
-     -> kv_store (fused into qk_prepare's kernel) -> attention ->
-     product_run (o) -> residual -> norm_rows -> ffn (or moe_ffn) ->
-     residual; then output.
+     embed -> per layer: norm_rows -> product_run (q, k, v) ->
+     [q_gate_split] -> qk_prepare -> kv_store (fused into qk_prepare's
+     kernel) -> attention -> [q_gate_apply] -> product_run (o) ->
+     residual -> norm_rows -> ffn (or moe_ffn) -> residual; then output.
+   A recurrent layer takes recurrent in place of q, k, v .. o (the input
+   products, the conv, the scan, the gated norm, the output product), its
+   state per sequence and slot in device memory the implementation
+   allocates (backend.h's infer__rs_state), read and written by runs.
    Each step is one or two kernels over the batch's rows; the features of
    an architecture are data the kernels are given (a bias pointer or NULL,
    a window, a soft-cap, a RoPE table), never a family's name.
@@ -376,10 +380,11 @@ __global__ void k_norm_rows(const float *__restrict__ X, const int *__restrict__
     for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = (x[i] * scale) * w[i];
 }
 
-/* residual: x += post_norm(xb + bias), the bias and the norm where given;
-   one block per token. */
+/* residual: x += post_norm(xb + bias) * scale, the bias, the norm and the
+   scale (Granite's residual_scale; 0: none) where given; one block per
+   token. */
 __global__ void k_residual(float *__restrict__ X, float *__restrict__ XB, const float *__restrict__ bias,
-                           const float *__restrict__ norm, int n, float eps) {
+                           const float *__restrict__ norm, int n, float eps, float rscale) {
     float *x = X + (size_t)blockIdx.x * n, *xb = XB + (size_t)blockIdx.x * n;
     float scale = 1.0f;
     if (bias)
@@ -389,7 +394,10 @@ __global__ void k_residual(float *__restrict__ X, float *__restrict__ XB, const 
         for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)(xb[i] * xb[i]);
         scale = rms_scale(block_sum_d(ss), n, eps);
     }
-    for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] += norm ? (xb[i] * scale) * norm[i] : xb[i];
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float e = norm ? (xb[i] * scale) * norm[i] : xb[i];
+        x[i] += rscale > 0.0f ? __fmul_rn(e, rscale) : e;
+    }
 }
 
 /* qk_prepare: one warp per head of one token (blockIdx.x), q heads first
@@ -1041,6 +1049,202 @@ __global__ void k_softcap(float *__restrict__ X, size_t count, float cap) {
     if (i < count) X[i] = tanhf(X[i] * (1.0f / cap)) * cap;
 }
 
+/* output's scale (Granite's logits divided by logit_scale): x *= s */
+__global__ void k_scale(float *__restrict__ X, size_t count, float s) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) X[i] *= s;
+}
+
+__device__ __forceinline__ float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
+/* log(1 + e^x), x itself past 20 (llama.cpp's cut-off, as recurrent.c) */
+__device__ __forceinline__ float softplus_f(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+
+/* q_gate_split, after attn_q's product of a model whose attn_q carries
+   gates (forward.c's infer__q_gate_split): each head's query (hd values)
+   then its gate, in QG's rows of 2 q_dim, into Q and G (rows of q_dim). */
+__global__ void k_q_gate_split(const float *__restrict__ QG, float *__restrict__ Q, float *__restrict__ G, int q_dim,
+                               int hd, size_t count) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) {
+        size_t t = i / q_dim;
+        int e = (int)(i % q_dim), h = e / hd;
+        const float *head = QG + t * 2 * q_dim + (size_t)h * 2 * hd;
+        Q[i] = head[e % hd];
+        G[i] = head[hd + e % hd];
+    }
+}
+
+/* q_gate_apply, after attention in such a model: att *= sigmoid(gate) */
+__global__ void k_q_gate_apply(float *__restrict__ ATT, const float *__restrict__ G, size_t count) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) ATT[i] = __fmul_rn(ATT[i], sigmoid_f(G[i]));
+}
+
+/* ---- the recurrent layers: recurrent.c's kernels -----------------------
+   A run of one sequence's tokens in the pass (set_inputs makes them): its
+   first token, its length, its sequence, and the state slots it reads
+   (-1: zeros, a run from position 0) and writes (backend.h's
+   infer__rs_state: the slot's layer part at `at`). Each kernel scans a
+   run's tokens in order, one thread per conv channel, per channel of a
+   Mamba2 head, or per row of a delta-rule head's state: what a thread
+   carries from token to token is its own, so it needs no other thread,
+   and a slot read and written in place (src == dst) is safe. The
+   products are rounded before each sum (__fmul_rn, __fadd_rn: no
+   contraction into FMAs) as the CPU's kernels round them. */
+struct rs_run {
+    int first, n, seq, src, dst;
+};
+
+/* A run's part of a state slot (NULL for slot -1: zeros). */
+__device__ __forceinline__ float *rs_part(float *mem, size_t slot_floats, size_t at, int seq, int slot) {
+    return slot < 0 ? NULL : mem + ((size_t)seq * 2 + (size_t)slot) * slot_floats + at;
+}
+
+/* rec_conv: the causal depthwise convolution (infer__rec_conv) of channel
+   ch of run blockIdx.x: u_t = in[t * ldi + ch] (times mul[t * ldi + ch]
+   where given: LFM2's b * x), the K - 1 inputs before the run from the
+   state (oldest first), out[t * ldo + ch] = the sum over k of
+   w[ch K + k] u[t - K + 1 + k] in tap order, + bias, SiLU where asked;
+   the last K - 1 inputs back into the state. out may be in (the thread
+   reads its channel's input before it writes the output). */
+#define CONV_MAX_TAPS 16 /* model.c's limit */
+__global__ void k_rec_conv(const float *in, const float *mul, int ldi, float *out, int ldo, int n_ch, int K,
+                           const float *__restrict__ w, const float *__restrict__ bias, int silu,
+                           const rs_run *__restrict__ runs, float *rs, size_t rs_slot, size_t at) {
+    int ch = blockIdx.y * blockDim.x + threadIdx.x;
+    rs_run r = runs[blockIdx.x];
+    float win[CONV_MAX_TAPS];
+    if (ch >= n_ch) return;
+    const float *src = rs_part(rs, rs_slot, at, r.seq, r.src);
+    float *dst = rs_part(rs, rs_slot, at, r.seq, r.dst);
+    for (int k = 0; k < K - 1; k++) win[k] = src ? src[(size_t)ch * (K - 1) + k] : 0.0f;
+    for (int t = r.first; t < r.first + r.n; t++) {
+        float u = in[(size_t)t * ldi + ch], y = 0.0f;
+        if (mul) u = __fmul_rn(u, mul[(size_t)t * ldi + ch]);
+        win[K - 1] = u;
+        for (int k = 0; k < K; k++) y = __fadd_rn(y, __fmul_rn(w[(size_t)ch * K + k], win[k]));
+        if (bias) y = __fadd_rn(y, bias[ch]);
+        out[(size_t)t * ldo + ch] = silu ? silu_f(y) : y;
+        for (int k = 0; k < K - 1; k++) win[k] = win[k + 1];
+    }
+    for (int k = 0; k < K - 1; k++) dst[(size_t)ch * (K - 1) + k] = win[k];
+}
+
+/* l2norm (Qwen3.5's q and k): head blockIdx.y (hd values) of token
+   blockIdx.x's row (stride ld) divided by max(|x|, eps), the sum of
+   squares in double (infer__l2norm); a warp per head. */
+__global__ void k_l2norm(float *X, int ld, int hd, float eps) {
+    float *x = X + (size_t)blockIdx.x * ld + (size_t)blockIdx.y * hd;
+    double ss = 0.0;
+    for (int i = threadIdx.x; i < hd; i += 32) ss += (double)(x[i] * x[i]);
+    float scale = 1.0f / fmaxf(sqrtf((float)warp_sum_d(ss)), eps);
+    for (int i = threadIdx.x; i < hd; i += 32) x[i] *= scale;
+}
+
+/* rec_mamba2: Mamba2's scan (infer__rec_mamba2) of channel i of head
+   blockIdx.y of run blockIdx.x. Token t's row of xbc (stride ld): x
+   (inner values, this head's at h hd), then B and C (groups x ds each;
+   head h reads group h / (heads / groups)); its dt at dt[t * ld + h].
+   With s the channel's ds values of state: s = s e^(softplus(dt +
+   dt_bias) A) + B x softplus(..); y = s . C + D x, into Y[t * ldy + h hd
+   + i]. */
+__global__ void k_rec_mamba2(const float *__restrict__ xbc, const float *__restrict__ dt, int ld,
+                             float *__restrict__ Y, int ldy, int inner, int heads, int groups, int ds,
+                             const float *__restrict__ A, const float *__restrict__ D,
+                             const float *__restrict__ dt_bias, const rs_run *__restrict__ runs, float *rs,
+                             size_t rs_slot, size_t at) {
+    rs_run r = runs[blockIdx.x];
+    int h = blockIdx.y, hd = inner / heads, i = blockIdx.z * blockDim.x + threadIdx.x, g = h / (heads / groups);
+    if (i >= hd) return;
+    const float *src = rs_part(rs, rs_slot, at, r.seq, r.src);
+    float *s = rs_part(rs, rs_slot, at, r.seq, r.dst) + ((size_t)h * hd + i) * ds;
+    const float *s_in = src ? src + ((size_t)h * hd + i) * ds : NULL;
+    float a = A[h], d = D[h], bias = dt_bias[h];
+    for (int t = r.first; t < r.first + r.n; t++) {
+        const float *row = xbc + (size_t)t * ld;
+        const float *B = row + inner + (size_t)g * ds, *C = row + inner + (size_t)(groups + g) * ds;
+        float x = row[(size_t)h * hd + i], sp = softplus_f(dt[(size_t)t * ld + h] + bias);
+        float dA = expf(sp * a), x_dt = __fmul_rn(x, sp), sum = 0.0f;
+        for (int j = 0; j < ds; j++) {
+            float e = __fadd_rn(s_in ? __fmul_rn(s_in[j], dA) : 0.0f, __fmul_rn(B[j], x_dt));
+            s[j] = e;
+            sum = __fadd_rn(sum, __fmul_rn(e, C[j]));
+        }
+        Y[(size_t)t * ldy + (size_t)h * hd + i] = __fadd_rn(sum, __fmul_rn(x, d));
+        s_in = s;
+    }
+}
+
+/* rec_deltanet: the gated delta rule (infer__rec_deltanet) of row j of
+   value head blockIdx.y's state, run blockIdx.x. Token t's row of qkv
+   (stride ld): q and k (groups x ds each, L2-normed; head h reads key
+   head h mod groups), then v (heads x ds); beta's logit at ba[t * ldba +
+   h], alpha's at ba[t * ldba + heads + h]. With r the row (ds values):
+   r = e^g r; d = beta (v_j - r . k); r += k d; o_j = r . q / sqrt(ds),
+   into O[t * ldo + h ds + j], where beta = sigmoid and g = softplus(alpha
+   + dt_bias) a; the dots summed in double, as llama.cpp's plain C. */
+__global__ void k_rec_deltanet(const float *__restrict__ qkv, int ld, const float *__restrict__ ba, int ldba,
+                               float *__restrict__ O, int ldo, int heads, int groups, int ds,
+                               const float *__restrict__ A, const float *__restrict__ dt_bias,
+                               const rs_run *__restrict__ runs, float *rs, size_t rs_slot, size_t at) {
+    rs_run r = runs[blockIdx.x];
+    int h = blockIdx.y, j = blockIdx.z * blockDim.x + threadIdx.x, kh = h % groups;
+    if (j >= ds) return;
+    const float *src = rs_part(rs, rs_slot, at, r.seq, r.src);
+    float *row = rs_part(rs, rs_slot, at, r.seq, r.dst) + ((size_t)h * ds + j) * ds;
+    const float *row_in = src ? src + ((size_t)h * ds + j) * ds : NULL;
+    float a = A[h], bias = dt_bias[h], scale = 1.0f / sqrtf((float)ds);
+    for (int t = r.first; t < r.first + r.n; t++) {
+        const float *p = qkv + (size_t)t * ld, *q = p + (size_t)kh * ds, *k = p + (size_t)(groups + kh) * ds;
+        float v = p[(size_t)2 * groups * ds + (size_t)h * ds + j];
+        float beta = sigmoid_f(ba[(size_t)t * ldba + h]);
+        float decay = expf(softplus_f(ba[(size_t)t * ldba + heads + h] + bias) * a), d;
+        double dot = 0.0, o = 0.0;
+        for (int i = 0; i < ds; i++) {
+            float e = row_in ? __fmul_rn(row_in[i], decay) : 0.0f;
+            row[i] = e;
+            dot += (double)__fmul_rn(e, k[i]);
+        }
+        d = __fmul_rn(__fsub_rn(v, (float)dot), beta);
+        for (int i = 0; i < ds; i++) {
+            float e = __fadd_rn(row[i], __fmul_rn(k[i], d));
+            row[i] = e;
+            o += (double)__fmul_rn(e, q[i]);
+        }
+        O[(size_t)t * ldo + (size_t)h * ds + j] = __fmul_rn((float)o, scale);
+        row_in = row;
+    }
+}
+
+/* gated_norm (infer__gated_norm): group blockIdx.y of token blockIdx.x,
+   n values at Y + t ldy + g n, its gate z at Z + t ldz + g n, its norm's
+   weight at W + g w_step: RMSNorm times w, then times SiLU(z) (Qwen3.5's
+   order), or SiLU(z) first (gate_first: Mamba2's); the sum of squares in
+   double. */
+__global__ void k_gated_norm(float *__restrict__ Y, int ldy, const float *__restrict__ Z, int ldz,
+                             const float *__restrict__ W, int w_step, int n, float eps, int gate_first) {
+    float *y = Y + (size_t)blockIdx.x * ldy + (size_t)blockIdx.y * n;
+    const float *z = Z + (size_t)blockIdx.x * ldz + (size_t)blockIdx.y * n, *w = W + (size_t)blockIdx.y * w_step;
+    double ss = 0.0;
+    float scale;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        if (gate_first) y[i] = __fmul_rn(silu_f(z[i]), y[i]);
+        ss += (double)(y[i] * y[i]);
+    }
+    scale = rms_scale(block_sum_d(ss), n, eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float e = __fmul_rn(__fmul_rn(y[i], scale), w[i]);
+        y[i] = gate_first ? e : __fmul_rn(e, silu_f(z[i]));
+    }
+}
+
+/* LFM2's gate after its conv: Y[t][i] *= G[t * ldg + i] (c * y) */
+__global__ void k_mul_rows(float *__restrict__ Y, const float *__restrict__ G, int ldg, int n, size_t count) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) Y[i] = __fmul_rn(Y[i], G[(i / n) * ldg + i % n]);
+}
+
 /* Reads and writes n floats: what measure_bandwidth times. */
 __global__ void k_copy(const float4 *__restrict__ src, float4 *__restrict__ dst, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -1559,7 +1763,7 @@ static int by_tensor(const void *a, const void *b) {
 
 /* Each weight the description binds, once: the layers' (every field of
    infer__layer), then the model's. Returns how many, written to out
-   (which holds 20 per layer and 3). */
+   (which holds 32 per layer and 3). */
 static int bound_tensors(const infer_model *m, const infer__tensor **out) {
     int n = 0;
     for (int l = 0; l < m->n_layers; l++) {
@@ -1567,9 +1771,12 @@ static int bound_tensors(const infer_model *m, const infer__tensor **out) {
         const infer__tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->bo,
                                       L->q_norm, L->k_norm, L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up,
                                       L->w_down, L->post_ffn_norm, L->ffn_router, L->gate_exps, L->up_exps};
+        const infer__tensor *rec[] = {L->down_exps, L->rec_in, L->rec_gate, L->rec_beta, L->rec_alpha, L->conv,
+                                      L->conv_bias, L->dt_bias, L->ssm_a, L->ssm_d, L->ssm_norm, L->rec_out};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]) out[n++] = all[i];
-        if (L->down_exps) out[n++] = L->down_exps;
+        for (size_t i = 0; i < sizeof rec / sizeof rec[0]; i++)
+            if (rec[i]) out[n++] = rec[i];
     }
     out[n++] = m->tok_embd;
     out[n++] = m->output_norm;
@@ -1647,12 +1854,11 @@ extern "C" int infer_cuda_model_new(const infer_model *m, void **out, char *msg,
         say(msg, size, "%d experts, more than the CUDA routing's %d", m->n_expert, MOE_MAX_EXPERTS);
         return INFER_BACKEND_UNSUPPORTED;
     }
-    /* the hybrids' steps run on the CPU only, so far */
-    if (m->n_recurrent || m->q_gate || m->residual_scale > 0 || m->logit_scale > 0) {
-        say(msg, size, "%s's recurrent layers and scales have no CUDA kernels yet", m->arch);
+    if (m->n_recurrent && m->ssm_conv > CONV_MAX_TAPS) {
+        say(msg, size, "a convolution of %d taps, more than the CUDA kernel's %d", m->ssm_conv, CONV_MAX_TAPS);
         return INFER_BACKEND_UNSUPPORTED;
     }
-    list = (const infer__tensor **)malloc(((size_t)m->n_layers * 21 + 3) * sizeof *list);
+    list = (const infer__tensor **)malloc(((size_t)m->n_layers * 32 + 3) * sizeof *list);
     g = (gpu_model *)calloc(1, sizeof *g);
     if (!list || !g) {
         free(list);
@@ -1782,6 +1988,11 @@ struct gpu_ctx {
     /* activations, a row per token (per pair for experts) */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out, *router, *route_w, *route_margin, *logits, *part;
     int *route_e, *pair_token;
+    /* recurrent layers (forward.c's names): the input product, Qwen3.5's
+       gate z, its beta and alpha logits, the scan's output; attention with
+       gates (model.q_gate): attn_q's output, then the gates */
+    float *rin, *rgate, *rba, *rout, *qg, *gate;
+    infer__rs_state rs; /* their state (the implementation's memory on this device; at: a host copy), or mem NULL */
     void *act;    /* a product's input as the CPU rounds it (floats, F16/BF16 for cuBLAS, or int8 and scales) */
     struct act_held *held; /* what act holds now */
     size_t act_rows_bytes; /* where the int8 form's scales start in act */
@@ -1797,12 +2008,13 @@ struct gpu_ctx {
 };
 
 /* Where the inputs of a batch of n tokens (n_sel selected, n_items
-   attention items) sit in the input block: tokens, pos, seq, sel, items,
-   then RoPE (per token, per RoPE, rope_dim floats). */
+   attention items, n_runs runs of sequences for recurrent layers) sit in
+   the input block: tokens, pos, seq, sel, items, runs, then RoPE (per
+   token, per RoPE, rope_dim floats). */
 struct inputs {
-    int tokens, pos, seq, sel, items, rope, bytes; /* byte offsets */
+    int tokens, pos, seq, sel, items, runs, rope, bytes; /* byte offsets */
 };
-static inputs input_layout(const gpu_ctx *c, int n, int n_sel, int n_items) {
+static inputs input_layout(const gpu_ctx *c, int n, int n_sel, int n_items, int n_runs) {
     inputs in;
     int at = 0;
     in.tokens = at, at += n * 4;
@@ -1810,6 +2022,7 @@ static inputs input_layout(const gpu_ctx *c, int n, int n_sel, int n_items) {
     in.seq = at, at += n * 4;
     in.sel = at, at += n_sel * 4;
     in.items = at, at += n_items * (int)sizeof(att_item);
+    in.runs = at, at += n_runs * (int)sizeof(rs_run);
     at = (at + 15) / 16 * 16;
     in.rope = at, at += n * c->m->n_ropes * c->m->rope_dim * 4;
     in.bytes = at;
@@ -1825,10 +2038,12 @@ extern "C" void infer_cuda_context_free(void *gc) {
     if (c->stream) cudaStreamDestroy(c->stream);
     void *all[] = {c->d_k, c->d_v, c->x, c->xb, c->q, c->k, c->v, c->att, c->hb, c->hb2, c->moe_out, c->router,
                    c->route_w, c->route_margin, c->logits, c->part, c->route_e, c->pair_token, c->act, c->wtmp,
-                   c->row_scale, c->d_in, c->ord_acc, c->ord_tail, c->act2};
+                   c->row_scale, c->d_in, c->ord_acc, c->ord_tail, c->act2, c->rin, c->rgate, c->rba, c->rout,
+                   c->qg, c->gate};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cudaFree(all[i]);
     cudaFreeHost(c->h_in);
     cudaFreeHost(c->h_out);
+    free((void *)c->rs.at);
     free(c->held);
     free(c);
 }
@@ -1861,8 +2076,8 @@ static size_t att_shares(const gpu_model *g, int n_items, int n_batch, int n_seq
     return most;
 }
 
-extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n_batch, int match_llama, void **out,
-                                      size_t *bytes, char *msg, size_t size) {
+extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, const infer__rs_state *rs, int n_batch,
+                                      int match_llama, void **out, size_t *bytes, char *msg, size_t size) {
     gpu_model *g = (gpu_model *)gm;
     const infer_model *m = g->m;
     gpu_ctx *c;
@@ -1878,6 +2093,16 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n
     c->g = g;
     c->m = m;
     c->kv = *kv;
+    if (rs) { /* the state's layout, kept: the description's layers index it */
+        size_t *at = (size_t *)malloc((size_t)m->n_layers * sizeof *at);
+        if (!at) {
+            infer_cuda_context_free(c);
+            return say(msg, size, "out of host memory"), INFER_BACKEND_FAILED;
+        }
+        memcpy(at, rs->at, (size_t)m->n_layers * sizeof *at);
+        c->rs = *rs;
+        c->rs.at = at;
+    }
     c->n_batch = n_batch;
     c->match = match_llama;
     c->n_items = max_items(m, n_batch, kv->n_seq);
@@ -1887,6 +2112,7 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n
     if ((size_t)m->q_dim > widest) widest = (size_t)m->q_dim;
     if ((size_t)m->ffn_dim > widest) widest = (size_t)m->ffn_dim;
     if ((size_t)m->expert_ffn > widest) widest = (size_t)m->expert_ffn;
+    if ((size_t)m->ssm_inner > widest) widest = (size_t)m->ssm_inner; /* ssm_out's input */
     for (int i = 0; i < g->n_w; i++) /* the largest piece of a quantized matrix cuBLAS gets */
         if (g->w[i].type != INFER_TYPE_F32 && g->w[i].type != INFER_TYPE_F16 && g->w[i].type != INFER_TYPE_BF16 &&
             g->w[i].t->n_dims == 2) {
@@ -1899,7 +2125,7 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n
         size_t act_values = nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn;
         c->act_rows_bytes = (act_values + 15) / 16 * 16; /* the int8 values, then the float4 scales */
     }
-    c->in_bytes = (size_t)input_layout(c, n_batch, n_batch, c->n_items).bytes;
+    c->in_bytes = (size_t)input_layout(c, n_batch, n_batch, c->n_items, m->n_recurrent ? n_batch : 0).bytes;
 #define CTX_ALLOC(field, n, type) \
     (total += (n) * sizeof(type), ok(cudaMalloc((void **)&c->field, ((n) != 0 ? (n) : 1) * sizeof(type)), "cudaMalloc " #field, msg, size))
     good = ok(cudaSetDevice(g->device), "cudaSetDevice", msg, size) &&
@@ -1922,6 +2148,11 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, int n
            CTX_ALLOC(part, att_shares(g, c->n_items, n_batch, kv->n_seq) * m->n_kv_heads * ATT_ROWS * (m->head_dim + 2), float) &&
            CTX_ALLOC(act, (nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn), float) && CTX_ALLOC(wtmp, 2 * wt, __half) &&
            CTX_ALLOC(act2, 2 * nb * widest, __half) && CTX_ALLOC(row_scale, nb, float) && CTX_ALLOC(d_in, c->in_bytes, unsigned char) &&
+           CTX_ALLOC(rin, (m->n_recurrent ? nb * m->rec_in_dim : 0), float) &&
+           CTX_ALLOC(rgate, (m->n_recurrent ? nb * m->ssm_inner : 0), float) &&
+           CTX_ALLOC(rba, (m->n_recurrent ? nb * 2 * m->ssm_heads : 0), float) &&
+           CTX_ALLOC(rout, (m->n_recurrent ? nb * (m->ssm_inner > m->dim ? m->ssm_inner : m->dim) : 0), float) &&
+           CTX_ALLOC(qg, (m->q_gate ? nb * 2 * m->q_dim : 0), float) && CTX_ALLOC(gate, (m->q_gate ? nb * m->q_dim : 0), float) &&
            ok(cudaMallocHost((void **)&c->h_in, c->in_bytes), "cudaMallocHost", msg, size) &&
            ok(cudaMallocHost((void **)&c->h_out, (size_t)kv->n_seq * m->n_vocab * sizeof(float)), "cudaMallocHost", msg,
               size) &&
@@ -2256,28 +2487,33 @@ static int moe_ffn(const gpu_ctx *c, const infer__layer *L, int n, int first) {
 
 /* One pass's inputs on the device (in c->d_in) and its shape. */
 struct pass {
-    int n, n_sel, n_items, n_split;
+    int n, n_sel, n_items, n_split, n_runs;
     const int *tokens, *pos, *seq, *sel;
     const att_item *items;
+    const rs_run *runs; /* recurrent layers: the runs of sequences (n_runs), else NULL */
     const float *rope; /* per token: per RoPE, rope_dim floats (cos, sin of each pair) */
 };
 
 /* Writes the batch's inputs into the pinned block (the attention items
-   made here: per run of a sequence's tokens, one per ATT_ROWS rows) and
+   made here: per run of a sequence's tokens, one per ATT_ROWS rows; and,
+   for recurrent layers, the runs themselves with their state slots) and
    says where they will be on the device; returns the bytes to copy. */
 static size_t set_inputs(gpu_ctx *c, const infer_backend_batch *b, int decode, pass *p) {
     const infer_model *m = c->m;
-    int group = m->n_heads / m->n_kv_heads, n_items = 0, rope_n = m->n_ropes * m->rope_dim;
+    int group = m->n_heads / m->n_kv_heads, n_items = 0, n_runs = 0, rope_n = m->n_ropes * m->rope_dim;
+    int recurrent = c->rs.mem && b->rs_src && b->rs_dst;
     att_item items[1];
     inputs in;
     (void)items;
-    for (int t = 0; t < b->n;) { /* count the items first: they size the block */
+    for (int t = 0; t < b->n;) { /* count the items and runs first: they size the block */
         int e = t;
         while (e < b->n && b->seq[e] == b->seq[t]) e++;
         n_items += ((e - t) * group + ATT_ROWS - 1) / ATT_ROWS;
+        n_runs++;
         t = e;
     }
-    in = input_layout(c, b->n, b->n_sel, n_items);
+    if (!recurrent) n_runs = 0;
+    in = input_layout(c, b->n, b->n_sel, n_items, n_runs);
     memcpy(c->h_in + in.tokens, b->tokens, (size_t)b->n * 4);
     memcpy(c->h_in + in.pos, b->pos, (size_t)b->n * 4);
     memcpy(c->h_in + in.seq, b->seq, (size_t)b->n * 4);
@@ -2291,8 +2527,19 @@ static size_t set_inputs(gpu_ctx *c, const infer_backend_batch *b, int decode, p
             t = e;
         }
     }
+    if (recurrent) {
+        rs_run *run = (rs_run *)(c->h_in + in.runs);
+        for (int t = 0; t < b->n; run++) {
+            int e = t;
+            while (e < b->n && b->seq[e] == b->seq[t]) e++;
+            run->first = t, run->n = e - t, run->seq = b->seq[t], run->src = b->rs_src[t], run->dst = b->rs_dst[t];
+            t = e;
+        }
+    }
     memcpy(c->h_in + in.rope, b->rope, (size_t)b->n * rope_n * sizeof(float));
     p->n = b->n, p->n_sel = b->n_sel, p->n_items = n_items, p->n_split = decode ? decode_split(c->g, n_items) : 1;
+    p->n_runs = n_runs;
+    p->runs = recurrent ? (const rs_run *)(c->d_in + in.runs) : NULL;
     p->tokens = (const int *)(c->d_in + in.tokens);
     p->pos = (const int *)(c->d_in + in.pos);
     p->seq = (const int *)(c->d_in + in.seq);
@@ -2382,14 +2629,93 @@ static void attention(const gpu_ctx *c, const infer__layer *L, int l, const pass
         c->part, p->items, p->n_split, group, m->head_dim, c->att, m->q_dim);
 }
 
-/* residual: x += post_norm(xb + bias) */
+/* residual: x += post_norm(xb + bias) * residual_scale */
 static void residual(const gpu_ctx *c, const infer__tensor *bias, const infer__tensor *post_norm, int n) {
     forget_act(c);
     INFER_LAUNCH(n, 256, 0, c->stream, k_residual)(c->x, c->xb, dev_vec(c->g, bias), dev_vec(c->g, post_norm),
-                                                   c->m->dim, c->m->norm_eps);
+                                                   c->m->dim, c->m->norm_eps, c->m->residual_scale);
 }
 
-/* output: the selected rows' final norm, then the logits (soft-capped) or,
+/* q_gate_split and q_gate_apply (a model whose attn_q carries gates):
+   attn_q's output into the queries and gates; attention's output times
+   sigmoid(gate) */
+static void q_gate_split(const gpu_ctx *c, int n) {
+    size_t count = (size_t)n * c->m->q_dim;
+    forget_act(c);
+    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_q_gate_split)(c->qg, c->q, c->gate, c->m->q_dim,
+                                                                                    c->m->head_dim, count);
+}
+static void q_gate_apply(const gpu_ctx *c, int n) {
+    size_t count = (size_t)n * c->m->q_dim;
+    forget_act(c);
+    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_q_gate_apply)(c->att, c->gate, count);
+}
+
+/* recurrent: 3-7 in a recurrent layer (forward.c's infer__recurrent),
+   from the normed input xb into out (xb, or added to x: the residual in
+   the product): the input products; each run's causal convolution;
+   Qwen3.5's q and k L2-normed; each run's scan, reading the state slot
+   the run starts from and writing the one it ends in; the gated norm;
+   the output product. */
+static int recurrent(const gpu_ctx *c, const infer__layer *L, int l, const pass *p, float *out) {
+    const infer_model *m = c->m;
+    int n = p->n, dim = m->dim, ld = m->rec_in_dim, heads = m->ssm_heads, ds = m->ssm_state, n_ch = m->conv_ch;
+    int kind = L->kind, width = kind == INFER__LAYER_SHORTCONV ? dim : m->ssm_inner;
+    size_t at = c->rs.at[l], scan_at = at + m->rs_conv_floats;
+    const float *w = dev_vec(c->g, L->conv), *bias = dev_vec(c->g, L->conv_bias);
+    if (!p->runs) return 0; /* (the implementation always says the slots) */
+    if (!product_run(c, L->rec_in, c->xb, dim, n, c->rin, ld, 0) ||
+        (L->rec_gate && !product_run(c, L->rec_gate, c->xb, dim, n, c->rgate, m->ssm_inner, 0)) ||
+        (L->rec_beta && (!product_run(c, L->rec_beta, c->xb, dim, n, c->rba, 2 * heads, 0) ||
+                         !product_run(c, L->rec_alpha, c->xb, dim, n, c->rba + heads, 2 * heads, 0))))
+        return 0;
+    forget_act(c);
+    {
+        dim3 grid((unsigned)p->n_runs, (unsigned)((n_ch + 127) / 128));
+        if (kind == INFER__LAYER_SHORTCONV) /* conv(b * x) into rout */
+            INFER_LAUNCH(grid, 128, 0, c->stream, k_rec_conv)(c->rin + 2 * dim, c->rin, ld, c->rout, dim, n_ch,
+                                                               m->ssm_conv, w, NULL, 0, p->runs, c->rs.mem, c->rs.slot, at);
+        else if (kind == INFER__LAYER_MAMBA2) /* xBC, in place */
+            INFER_LAUNCH(grid, 128, 0, c->stream, k_rec_conv)(c->rin + m->ssm_inner, NULL, ld, c->rin + m->ssm_inner, ld,
+                                                               n_ch, m->ssm_conv, w, bias, 1, p->runs, c->rs.mem,
+                                                               c->rs.slot, at);
+        else /* q, k, v, in place */
+            INFER_LAUNCH(grid, 128, 0, c->stream, k_rec_conv)(c->rin, NULL, ld, c->rin, ld, n_ch, m->ssm_conv, w, NULL, 1,
+                                                               p->runs, c->rs.mem, c->rs.slot, at);
+    }
+    if (kind == INFER__LAYER_DELTANET)
+        INFER_LAUNCH(dim3((unsigned)n, (unsigned)(2 * m->ssm_groups)), 32, 0, c->stream, k_l2norm)(c->rin, ld, ds,
+                                                                                                   m->norm_eps);
+    if (kind == INFER__LAYER_MAMBA2) {
+        int hd = m->ssm_inner / heads;
+        dim3 grid((unsigned)p->n_runs, (unsigned)heads, (unsigned)((hd + 63) / 64));
+        INFER_LAUNCH(grid, 64, 0, c->stream, k_rec_mamba2)(
+            c->rin + m->ssm_inner, c->rin + m->ssm_inner + n_ch, ld, c->rout, m->ssm_inner, m->ssm_inner, heads,
+            m->ssm_groups, ds, dev_vec(c->g, L->ssm_a), dev_vec(c->g, L->ssm_d), dev_vec(c->g, L->dt_bias), p->runs,
+            c->rs.mem, c->rs.slot, scan_at);
+    } else if (kind == INFER__LAYER_DELTANET) {
+        dim3 grid((unsigned)p->n_runs, (unsigned)heads, (unsigned)((ds + 63) / 64));
+        INFER_LAUNCH(grid, 64, 0, c->stream, k_rec_deltanet)(c->rin, ld, c->rba, 2 * heads, c->rout, m->ssm_inner, heads,
+                                                            m->ssm_groups, ds, dev_vec(c->g, L->ssm_a),
+                                                            dev_vec(c->g, L->dt_bias), p->runs, c->rs.mem, c->rs.slot,
+                                                            scan_at);
+    }
+    if (kind == INFER__LAYER_SHORTCONV) { /* c * y */
+        size_t count = (size_t)n * dim;
+        INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_mul_rows)(c->rout, c->rin + dim, ld, dim, count);
+    } else if (kind == INFER__LAYER_MAMBA2) { /* y * silu(z), RMS-normed per group */
+        int ng = m->ssm_inner / m->ssm_groups;
+        INFER_LAUNCH(dim3((unsigned)n, (unsigned)m->ssm_groups), 128, 0, c->stream, k_gated_norm)(
+            c->rout, m->ssm_inner, c->rin, ld, dev_vec(c->g, L->ssm_norm), ng, ng, m->norm_eps, 1);
+    } else { /* each head RMS-normed, times silu(z) */
+        INFER_LAUNCH(dim3((unsigned)n, (unsigned)heads), 128, 0, c->stream, k_gated_norm)(
+            c->rout, m->ssm_inner, c->rgate, m->ssm_inner, dev_vec(c->g, L->ssm_norm), 0, ds, m->norm_eps, 0);
+    }
+    return product_run(c, L->rec_out, c->rout, width, n, out, dim, out == c->x);
+}
+
+/* output: the selected rows' final norm, then the logits (soft-capped,
+   scaled) or,
    given hidden, the normed rows themselves */
 static int output(const gpu_ctx *c, const pass *p, int hidden) {
     const infer_model *m = c->m;
@@ -2399,6 +2725,10 @@ static int output(const gpu_ctx *c, const pass *p, int hidden) {
     if (m->final_softcap > 0) {
         size_t count = (size_t)p->n_sel * m->n_vocab;
         INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_softcap)(c->logits, count, m->final_softcap);
+    }
+    if (m->logit_scale > 0) {
+        size_t count = (size_t)p->n_sel * m->n_vocab;
+        INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_scale)(c->logits, count, m->logit_scale);
     }
     return 1;
 }
@@ -2413,24 +2743,29 @@ static int enqueue_forward(const gpu_ctx *c, const pass *p, int hidden, int (*sh
     embed(c, p);
     for (int l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
-        norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->wq);
-        if (!product_run(c, L->wq, c->xb, m->dim, n, c->q, m->q_dim, 0) ||
-            !product_run(c, L->wk, c->xb, m->dim, n, c->k, m->kv_dim, 0) ||
-            !product_run(c, L->wv, c->xb, m->dim, n, c->v, m->kv_dim, 0))
-            return INFER_BACKEND_FAILED;
-        qk_prepare(c, L, l, p); /* and kv_store */
-        attention(c, L, l, p);
         /* residual: added by the product itself where nothing comes between */
-        if (L->bo || L->post_attn_norm) {
-            if (!product_run(c, L->wo, c->att, m->q_dim, n, c->xb, m->dim, 0)) return INFER_BACKEND_FAILED;
-            residual(c, L->bo, L->post_attn_norm, n);
-        } else if (!product_run(c, L->wo, c->att, m->q_dim, n, c->x, m->dim, 1)) {
-            return INFER_BACKEND_FAILED;
+        int scaled = m->residual_scale > 0, apart = L->bo || L->post_attn_norm || scaled;
+        if (L->kind != INFER__LAYER_ATTENTION) { /* a recurrent layer's state in place of attention */
+            norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->rec_in);
+            if (!recurrent(c, L, l, p, apart ? c->xb : c->x)) return INFER_BACKEND_FAILED;
+        } else {
+            norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->wq);
+            if (!product_run(c, L->wq, c->xb, m->dim, n, m->q_gate ? c->qg : c->q, m->q_gate ? 2 * m->q_dim : m->q_dim, 0) ||
+                !product_run(c, L->wk, c->xb, m->dim, n, c->k, m->kv_dim, 0) ||
+                !product_run(c, L->wv, c->xb, m->dim, n, c->v, m->kv_dim, 0))
+                return INFER_BACKEND_FAILED;
+            if (m->q_gate) q_gate_split(c, n);
+            qk_prepare(c, L, l, p); /* and kv_store */
+            attention(c, L, l, p);
+            if (m->q_gate) q_gate_apply(c, n);
+            if (!product_run(c, L->wo, c->att, m->q_dim, n, apart ? c->xb : c->x, m->dim, !apart))
+                return INFER_BACKEND_FAILED;
         }
+        if (apart) residual(c, L->bo, L->post_attn_norm, n);
         norm_rows(c, c->x, NULL, L->ffn_norm, c->xb, n, L->ffn_router ? L->ffn_router : L->w_gate);
-        if (!(L->ffn_router ? moe_ffn(c, L, n, !routed++) : ffn(c, L, n, L->post_ffn_norm ? c->xb : c->x)))
+        if (!(L->ffn_router ? moe_ffn(c, L, n, !routed++) : ffn(c, L, n, L->post_ffn_norm || scaled ? c->xb : c->x)))
             return INFER_BACKEND_FAILED;
-        if (L->ffn_router || L->post_ffn_norm) residual(c, NULL, L->post_ffn_norm, n);
+        if (L->ffn_router || L->post_ffn_norm || scaled) residual(c, NULL, L->post_ffn_norm, n);
         if (should_stop && (cudaStreamSynchronize(c->stream) != cudaSuccess || should_stop(stop_user)))
             return INFER_BACKEND_CANCELLED;
     }

@@ -82,9 +82,24 @@ typedef struct infer__kv_cache {
 /* sequence s's cache of layer l: every sequence has a cache of its own */
 #define INFER__KV_AT(kv, s, l) ((size_t)(s) * (size_t)(kv)->n_layers + (size_t)(l))
 
+/* The recurrent layers' state (context.h's rs), one layout wherever it
+   lives (host memory for the CPU's pass, the device's for a GPU's):
+   sequence s's slot k (0 or 1) at mem + (s * 2 + k) * slot floats, and
+   layer l's part of a slot at at[l]: its conv window (rs_conv_floats:
+   K - 1 inputs per channel, oldest first), then its scan state. */
+typedef struct infer__rs_state {
+    float *mem;
+    size_t slot;
+    const size_t *at; /* per layer (host memory) */
+    int n_seq;
+} infer__rs_state;
+
 /* One forward pass as the implementation hands it over: n tokens (at most
    the context's n_batch), token t of sequence seq[t] at position pos[t]
-   (each sequence's tokens in order and at consecutive positions);
+   (each sequence's tokens in order and at consecutive positions, one run
+   of them a pass); rs_src, rs_dst (a model with recurrent layers, else
+   NULL): per token, the state slots its run reads (-1: zeros, a run from
+   position 0) and writes;
    rope: per token, per RoPE of the model (n_ropes), cos and sin of each
    rotated pair (rope_dim floats), as forward.c computes them; the final
    normed hidden state of the n_sel tokens sel[] (ascending) goes through
@@ -95,6 +110,7 @@ typedef struct infer_backend_batch {
     const int32_t *tokens;
     int n;
     const int *pos, *seq;
+    const int *rs_src, *rs_dst;
     const float *rope;
     int n_sel;
     const int *sel;
@@ -133,11 +149,12 @@ int infer_cuda_copy(void *gpu_model, void *dst, const void *src, size_t n, int k
    so any number of threads may ask. */
 double infer_cuda_bandwidth(const void *gpu_model);
 /* A context's scratch for n_batch tokens over the KV cache kv (its mem
-   from infer_cuda_alloc; the description must outlive the context).
-   match_llama: sum as llama.cpp's CPU does (infer_context.match_llama). */
-int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, int n_batch, int match_llama, void **gpu_ctx,
-                           size_t *bytes,
-                           char *msg, size_t size);
+   from infer_cuda_alloc; the description must outlive the context) and,
+   a model with recurrent layers, their state rs (mem from
+   infer_cuda_alloc too; else NULL). match_llama: sum as llama.cpp's CPU
+   does (infer_context.match_llama). */
+int infer_cuda_context_new(void *gpu_model, const infer__kv_cache *kv, const infer__rs_state *rs, int n_batch,
+                           int match_llama, void **gpu_ctx, size_t *bytes, char *msg, size_t size);
 void infer_cuda_context_free(void *gpu_ctx);
 /* Runs one forward pass (infer_backend_batch). A batch where every
    sequence has one token (a decode step of all of them) replays a CUDA

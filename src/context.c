@@ -52,6 +52,25 @@ static float *infer__rs_slot(const infer_context *c, int seq, int slot) {
 }
 static float *infer__rs_at(const infer_context *c, int seq, int slot, int l) { return infer__rs_slot(c, seq, slot) + c->rs_at[l]; }
 
+/* Each sequence's two state slots of the recurrent layers, where the
+   model runs (the device's memory for a GPU model: zeroed, as the host's),
+   and, on a GPU, each token's slots for its pass. 0 when memory runs out. */
+static int infer__context_rs(infer_context *c) {
+    const infer_model *m = c->model;
+    int ok = 1, l;
+    size_t bytes;
+    c->rs_at = (size_t *)infer__ctx_alloc(c, (size_t)m->n_layers, sizeof(size_t), &ok);
+    for (l = 0; ok && l < m->n_layers; l++)
+        if (m->layers[l].kind != INFER__LAYER_ATTENTION)
+            c->rs_at[l] = c->rs_slot, c->rs_slot += m->rs_conv_floats + m->rs_ssm_floats;
+    if (m->gpu) c->rs_of = (int *)infer__ctx_alloc(c, 2 * (size_t)c->n_batch, sizeof(int), &ok);
+    if (!ok) return 0;
+    bytes = (size_t)c->n_seq * 2 * c->rs_slot * sizeof(float);
+    c->rs = (float *)infer__kv_mem_alloc(m->gpu, bytes);
+    c->bytes += bytes;
+    return c->rs != NULL;
+}
+
 /* A recurrent layer's products: its input (and Qwen3.5's gate z) in one
    step, Qwen3.5's beta and alpha in the router's, its output in o's. */
 static void infer__plan_recurrent(infer_context *c, const infer__layer *L, infer__product *p) {
@@ -182,7 +201,14 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
        (on the GPU too: see infer_cuda.cu's "llama.cpp's order") */
     c->match_llama = params->match_llama > 0 ||
                      (params->match_llama == 0 && (moe || m->attn_softcap > 0 || m->embd_scale > 0 || m->n_recurrent));
-    if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache */
+    for (l = 0; l < c->n_seq; l++) c->seqs[l].rs_ckpt = -1;
+    if (m->n_recurrent && !infer__context_rs(c)) {
+        infer_context_free(c);
+        infer__set_error(err, m->gpu ? INFER_ERR_DEVICE : INFER_ERR_NOMEM,
+                         "out of %s memory for the recurrent state of %d sequences", m->gpu ? "device" : "host", c->n_seq);
+        return NULL;
+    }
+    if (!infer__context_attach(c, err)) { /* a GPU model: its scratch there, over the cache and the state */
         infer_context_free(c);
         return NULL;
     }
@@ -207,14 +233,6 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->seq_of = (int *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(int), &ok);
     c->groups = (infer__group *)infer__ctx_alloc(c, (size_t)c->n_batch, sizeof(infer__group), &ok);
     c->rope = (float *)infer__ctx_alloc(c, (size_t)m->n_ropes * c->n_batch * m->rope_dim, sizeof(float), &ok);
-    for (l = 0; l < c->n_seq; l++) c->seqs[l].rs_ckpt = -1;
-    if (m->n_recurrent) { /* each sequence's two state slots */
-        c->rs_at = (size_t *)infer__ctx_alloc(c, (size_t)m->n_layers, sizeof(size_t), &ok);
-        for (l = 0; ok && l < m->n_layers; l++)
-            if (m->layers[l].kind != INFER__LAYER_ATTENTION)
-                c->rs_at[l] = c->rs_slot, c->rs_slot += m->rs_conv_floats + m->rs_ssm_floats;
-        if (ok) c->rs = (float *)infer__ctx_alloc(c, (size_t)c->n_seq * 2 * c->rs_slot, sizeof(float), &ok);
-    }
     if (c->gpu) { /* the rest is the CPU pass's scratch */
         if (!ok) {
             infer_context_free(c);
@@ -295,8 +313,9 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
     INFER_FREE(c->moe_out);
-    INFER_FREE(c->rs);
+    if (c->rs) infer__kv_mem_free(c->model->gpu, c->rs);
     INFER_FREE(c->rs_at);
+    INFER_FREE(c->rs_of);
     INFER_FREE(c->rin);
     INFER_FREE(c->rout);
     INFER_FREE(c->rgate);

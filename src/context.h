@@ -193,7 +193,9 @@ struct infer_context {
     infer__moe_route route;
     /* recurrent layers: each sequence's two state slots (infer__seq.rs_cur),
        rs_slot floats each, layer l's part at rs_at[l] (its conv window,
-       then its scan state); and their activations, a row per token: the
+       then its scan state: backend.h's infer__rs_state), in the memory of
+       the model's device (as the KV cache: infer__kv_mem_copy moves its
+       bytes); and their activations, a row per token: the
        input product, Qwen3.5's gate z, its beta and alpha logits, the
        scan's output */
     float *rs;
@@ -205,6 +207,7 @@ struct infer_context {
        runs, and which rows go out as logits */
     int *pos, *sel;
     int *seq_of;        /* each token's sequence (the GPU's pass reads it) */
+    int *rs_of;         /* a GPU model's recurrent layers: each token's state slots read (n_batch), then written */
     infer__group *groups;
     float *logits;      /* rows of n_vocab */
     int logit_cap_rows;

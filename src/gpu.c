@@ -89,8 +89,11 @@ static void infer__model_unplace(infer_model *m) {
 static int infer__context_attach(infer_context *c, infer_error *err) {
     char msg[256];
     size_t bytes = 0;
+    infer__rs_state rs;
     if (!c->model->gpu) return 1;
-    if (infer_cuda_context_new(c->model->gpu, &c->kv, c->n_batch, c->match_llama, &c->gpu, &bytes, msg, sizeof msg)) {
+    rs.mem = c->rs, rs.slot = c->rs_slot, rs.at = c->rs_at, rs.n_seq = c->n_seq;
+    if (infer_cuda_context_new(c->model->gpu, &c->kv, c->rs ? &rs : NULL, c->n_batch, c->match_llama, &c->gpu, &bytes,
+                               msg, sizeof msg)) {
         c->gpu = NULL;
         infer__set_error(err, INFER_ERR_DEVICE, "CUDA context of %d tokens: %s", c->n_ctx, msg);
         return 0;
@@ -129,8 +132,8 @@ INFERDEF double infer_model_device_bandwidth(const infer_model *m) {
 static int infer__backend_should_stop(void *c) { return infer__aborted((const infer_context *)c); }
 
 /* The GPU's pass: the batch as backend.h describes it (each token's
-   sequence from its run, RoPE's angles computed here as forward.c
-   computes them). */
+   sequence and recurrent state slots from its run, RoPE's angles computed
+   here as forward.c computes them). */
 static infer_status infer__gpu_forward(infer_context *c, const infer_token *tokens, int n, int n_groups, int n_sel,
                                        float *logits, float *hidden, infer_error *err) {
     const infer_model *m = c->model;
@@ -139,13 +142,17 @@ static infer_status infer__gpu_forward(infer_context *c, const infer_token *toke
     float *margin = NULL;
     int g, t, r, rc;
     for (g = 0; g < n_groups; g++)
-        for (t = c->groups[g].start; t < c->groups[g].start + c->groups[g].n; t++) c->seq_of[t] = c->groups[g].seq;
+        for (t = c->groups[g].start; t < c->groups[g].start + c->groups[g].n; t++) {
+            c->seq_of[t] = c->groups[g].seq;
+            if (c->rs_of) c->rs_of[t] = c->groups[g].rs_src, c->rs_of[c->n_batch + t] = c->groups[g].rs_dst;
+        }
     for (t = 0; t < n; t++)
         for (r = 0; r < m->n_ropes; r++)
             infer__rope_angles(c->rope + ((size_t)t * m->n_ropes + r) * m->rope_dim, &m->ropes[r], c->rope_freqs[r],
                                c->pos[t]);
     memset(&b, 0, sizeof b);
     b.tokens = tokens, b.n = n, b.pos = c->pos, b.seq = c->seq_of, b.rope = c->rope;
+    if (c->rs_of) b.rs_src = c->rs_of, b.rs_dst = c->rs_of + c->n_batch;
     b.n_sel = n_sel, b.sel = c->sel, b.logits = logits, b.hidden = hidden;
     b.should_stop = infer__backend_should_stop, b.stop_user = c;
     if (c->route.margin) { /* tests ask for routing margins */

@@ -265,9 +265,14 @@ static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
         infer_context *c = s->c;
         infer__seq *q = &c->seqs[r->seq];
         if (r->rs_snap && q->n_past > r->start_past && q->rs_ckpt != r->start_past) {
-            /* the state where the prompt began becomes the checkpoint again */
-            memcpy(infer__rs_slot(c, r->seq, 1 - q->rs_cur), r->rs_snap, c->rs_slot * sizeof(float));
-            q->rs_ckpt = r->start_past;
+            /* the state where the prompt began becomes the checkpoint again
+               (where the device fails the copy, there is none: the
+               truncation below then clears the sequence) */
+            if (infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, r->seq, 1 - q->rs_cur), r->rs_snap,
+                                   c->rs_slot * sizeof(float), INFER_BACKEND_HOST_TO_DEVICE))
+                q->rs_ckpt = r->start_past;
+            else
+                q->rs_ckpt = -1;
         }
         infer_seq_truncate(c, r->seq, r->start_past, NULL, NULL);
     }
@@ -416,7 +421,11 @@ static int infer__req_begin(infer_request *r) {
     r->rs_snap = NULL;
     if (c->rs && past > 0) { /* the sequence's state now, for a prompt cut short */
         if (!(r->rs_snap = (float *)INFER_MALLOC(c->rs_slot * sizeof(float)))) goto nomem;
-        memcpy(r->rs_snap, infer__rs_slot(c, r->seq, c->seqs[r->seq].rs_cur), c->rs_slot * sizeof(float));
+        if (!infer__kv_mem_copy(c->kv.gpu, r->rs_snap, infer__rs_slot(c, r->seq, c->seqs[r->seq].rs_cur),
+                                c->rs_slot * sizeof(float), INFER_BACKEND_DEVICE_TO_HOST)) {
+            INFER_FREE(r->rs_snap); /* no snapshot: a prompt cut short then clears the sequence */
+            r->rs_snap = NULL;
+        }
     }
     r->fed = r->skip;
     r->t_prompt0 = infer__now_ms();

@@ -253,7 +253,12 @@ INFERDEF infer_status infer_seq_copy(infer_context *c, int src, int dst, infer_e
             return INFER_ERR_DEVICE;
         }
     if (c->rs) { /* both state slots: the copy keeps the checkpoint too */
-        memcpy(c->rs + (size_t)dst * 2 * c->rs_slot, c->rs + (size_t)src * 2 * c->rs_slot, 2 * c->rs_slot * sizeof(float));
+        if (!infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, dst, 0), infer__rs_slot(c, src, 0),
+                                2 * c->rs_slot * sizeof(float), INFER_BACKEND_DEVICE_TO_DEVICE)) {
+            infer_seq_truncate(c, dst, 0, NULL, NULL);
+            infer__set_error(err, INFER_ERR_DEVICE, "copying the recurrent state on the device failed");
+            return INFER_ERR_DEVICE;
+        }
         b->rs_cur = a->rs_cur;
         b->rs_ckpt = a->rs_ckpt;
     }
@@ -421,7 +426,9 @@ INFERDEF size_t infer_seq_state_save(const infer_context *c, int seq, void *buf,
             at += (size_t)n * c->kv.k_row;
         if (!ok) return 0; /* the device failed */
     }
-    if (c->rs_slot) memcpy(at, infer__rs_slot(c, seq, q->rs_cur), c->rs_slot * sizeof(float));
+    if (c->rs_slot && !infer__kv_mem_copy(c->kv.gpu, at, infer__rs_slot(c, seq, q->rs_cur), c->rs_slot * sizeof(float),
+                                          INFER_BACKEND_DEVICE_TO_HOST))
+        return 0; /* the device failed */
     h.checksum = infer__state_checksum((const uint8_t *)buf, need);
     memcpy(buf, &h, sizeof h);
     return need;
@@ -551,8 +558,15 @@ INFERDEF infer_status infer_seq_state_load(infer_context *c, int seq, const void
         }
     }
     if (c->rs_slot) {
-        memcpy(infer__rs_slot(c, seq, q->rs_cur), cache + cache_bytes, c->rs_slot * sizeof(float));
         q->rs_ckpt = -1;
+        if (!infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, seq, q->rs_cur), cache + cache_bytes,
+                                c->rs_slot * sizeof(float), INFER_BACKEND_HOST_TO_DEVICE)) {
+            stbds_arrsetlen(q->tokens, 0);
+            q->n_past = q->hi = 0;
+            q->logit_row = -1;
+            infer__set_error(err, INFER_ERR_DEVICE, "writing the state into the recurrent layers on the device failed");
+            return INFER_ERR_DEVICE;
+        }
     }
     q->n_past = h.n_past;
     q->hi = h.hi;

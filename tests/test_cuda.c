@@ -89,17 +89,6 @@ static infer_model *load(const char *path, infer_device d, infer_error *err) {
 }
 
 /* The model on the GPU, or a skip that says why not. */
-/* The hybrids (lfm2, qwen35, granitehybrid), whose recurrent layers have
-   no CUDA kernels yet: device cuda refuses them, auto runs them on the CPU
-   (issue 44's GPU part lifts this). */
-static int cpu_only_family(const char *file) {
-    static const char *const hybrids[] = {"synth-lfm2-", "synth-qwen35-", "synth-granitehybrid-"};
-    size_t i;
-    for (i = 0; i < sizeof hybrids / sizeof *hybrids; i++)
-        if (!strncmp(file, hybrids[i], strlen(hybrids[i]))) return 1;
-    return 0;
-}
-
 static infer_model *load_gpu_or_skip(const char *path) {
     infer_error err;
     infer_model *m;
@@ -316,16 +305,6 @@ static void compare_model(const model_case *mc) {
         snprintf(path, sizeof path, "%s/%s/%s", INFER_SHARED_DIR, mc->dir, mc->file);
     }
     snprintf(name, sizeof name, "%.*s", (int)(strlen(mc->file) - 5), mc->file);
-    if (INFER_TEST_CUDA_BUILD && cpu_only_family(mc->file)) { /* refused, saying why */
-        gpu = load(path, INFER_DEVICE_CUDA, &err);
-        if (!gpu && err.code == INFER_ERR_DEVICE && strstr(err.msg, "no CUDA GPU"))
-            cr_skip_test("no CUDA GPU on this machine: %s", err.msg);
-        cr_assert_null(gpu, "%s ran on the GPU: the hybrids have no CUDA kernels yet", name);
-        cr_assert_eq(err.code, INFER_ERR_UNSUPPORTED, "%s: %s", name, err.msg);
-        cr_assert(strstr(err.msg, "no CUDA kernels yet") && !strchr(err.msg, '\n'), "%s: %s", name, err.msg);
-        cr_log_info("%s: refused on the GPU, as expected so far: %s", name, err.msg);
-        return;
-    }
     gpu = load_gpu_or_skip(path);
     cpu = load(path, INFER_DEVICE_CPU, &err);
     cr_assert_not_null(cpu, "%s: %s", path, err.msg);
@@ -617,9 +596,8 @@ Test(cuda, cli_device_flag) {
 }
 
 /* Device auto takes the GPU for every arch model, without a warning: the
-   backend runs every architecture the CPU runs (cuda/model compares their
-   logits), but the hybrids (cpu_only_family): auto runs them on the CPU,
-   with a warning that says so. */
+   backend runs every architecture the CPU runs, the hybrids' recurrent
+   layers too (cuda/model compares their logits). */
 
 Test(cuda, architectures, .timeout = 300) {
     char dir[512], path[1024];
@@ -647,14 +625,6 @@ Test(cuda, architectures, .timeout = 300) {
             continue;
         }
         cr_assert_not_null(m, "%s with auto: %s", e->d_name, err.msg);
-        if (cpu_only_family(e->d_name)) {
-            const char *w = infer_model_warning(m);
-            cr_expect_eq(infer_model_device(m), INFER_DEVICE_CPU, "%s with auto: not on the CPU", e->d_name);
-            cr_expect(w && strstr(w, "no CUDA kernels yet"), "%s with auto: warning %s", e->d_name, w ? w : "none");
-            cr_log_info("%s: on the CPU, as expected so far: %s", e->d_name, w ? w : "");
-            infer_model_free(m);
-            continue;
-        }
         cr_expect_eq(infer_model_device(m), INFER_DEVICE_CUDA, "%s with auto: on the CPU (%s)", e->d_name,
                      infer_model_warning(m) ? infer_model_warning(m) : "no warning");
         cr_expect_null(infer_model_warning(m), "%s with auto: %s", e->d_name, infer_model_warning(m));

@@ -105,11 +105,6 @@ static void check_one(const ref_case *rc, const char *ref_path) {
         /* test_reference_<isa> on a CPU without that instruction set (an
            AVX2-only host for avx512): nothing of it can run here */
         cr_skip_test("%s: %s", rc->model, err.msg);
-    if (!m && err.code == INFER_ERR_UNSUPPORTED && getenv("INFER_DEVICE") && !strcmp(getenv("INFER_DEVICE"), "cuda") &&
-        strstr(err.msg, "no CUDA kernels yet"))
-        /* the hybrids' recurrent layers run on the CPU only, so far: the
-           emulated GPU's run refuses them, and says why */
-        cr_skip_test("%s: %s", rc->model, err.msg);
     cr_assert_not_null(m, "%s: %s", rc->model, err.msg);
     nv = infer_model_n_vocab(m);
 
