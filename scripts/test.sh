@@ -160,7 +160,11 @@ took "the CUDA build"
 # .long references (INFER_TEST_SKIP_LONG; about 14 minutes of emulation
 # with them; the full form by hand: cd build-emu && INFER_DEVICE=cuda ctest
 # -R '^test_reference$'). test_cuda compares the emulated GPU with the CPU
-# on every reference model, test_cuda_formats every weight format, and
+# on every reference model (the hybrids' recurrent layers too), and
+# test_recurrent runs the hybrids' sequence operations with their state on
+# the GPU (batched sequences, save and load, copy, speculation, truncation
+# by checkpoint, cancel; about 75 s emulated, measured); test_cuda_formats
+# every weight format, and
 # gpu_apps runs infer serve --device cuda --parallel 4 and npc --device
 # cuda. Not here: the tests of parts that run on the CPU whatever the
 # device (GGUF, tokenizers, templates, grammars, samplers, kernels,
@@ -179,9 +183,9 @@ took "the CUDA build"
 # twice), not 10,000.
 cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DINFER_GPU_EMULATOR=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-emu -j$jobs --target infer_cli npc test_internals test_arch_quantized test_cli test_cuda \
-    test_cuda_formats test_hostile long_run concurrency
+    test_cuda_formats test_hostile test_recurrent long_run concurrency
 (cd build-emu && INFER_DEVICE=cuda INFER_TEST_SKIP_LONG=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -R '^(test_arch|test_sequence|test_state|test_reference|test_arch_quantized|test_cli|test_cuda|test_cuda_formats|test_hostile|long_run|concurrency|gpu_apps)$')
+    -R '^(test_arch|test_sequence|test_state|test_reference|test_arch_quantized|test_cli|test_cuda|test_cuda_formats|test_hostile|test_recurrent|long_run|concurrency|gpu_apps)$')
 took "the emulated GPU"
 # Every skip, named and counted; a test that skipped for want of ../shared
 # while ../shared is here fails the run.
