@@ -48,6 +48,10 @@ struct infer_request {
     float *rs_snap;      /* a recurrent model's state at start_past while the
                             prompt is read (a cut-short prompt goes back to
                             it: the checkpoint moves with each chunk) */
+    float *rs_last;      /* its state before the prompt's last token (at
+                            rs_last_past): the checkpoint it leaves, so that
+                            the same prompt again finds all but that token */
+    int rs_last_past;
     int has_pending;     /* a sampled token waits to be fed */
     infer_token pending;
     int ending;          /* done once the pending token is fed */
@@ -254,6 +258,22 @@ static void infer__req_token_time(infer_request *r, double t) {
     r->t_last = t;
 }
 
+/* Keeps r's sequence's state as it is now, before the prompt's last token
+   is fed, to be left as the sequence's checkpoint when r ends (without
+   memory or where the device fails the copy, none is kept). */
+static void infer__req_snap_last(infer_request *r) {
+    infer_context *c = r->sched->c;
+    if (!c->seqs[r->seq].n_past) return; /* from position 0 a pass starts from zeros */
+    if (!(r->rs_last = (float *)INFER_MALLOC(c->rs_slot * sizeof(float)))) return;
+    if (!infer__kv_mem_copy(c->kv.gpu, r->rs_last, infer__rs_slot(c, r->seq, c->seqs[r->seq].rs_cur),
+                            c->rs_slot * sizeof(float), INFER_BACKEND_DEVICE_TO_HOST)) {
+        INFER_FREE(r->rs_last);
+        r->rs_last = NULL;
+        return;
+    }
+    r->rs_last_past = c->seqs[r->seq].n_past;
+}
+
 /* Ends r (the stepping thread, or a caller under mu where none steps):
    releases what is held back, puts the sequence back where it was when a
    prompt is cut short, and publishes the status. Called without mu. */
@@ -275,9 +295,23 @@ static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
                 q->rs_ckpt = -1;
         }
         infer_seq_truncate(c, r->seq, r->start_past, NULL, NULL);
+    } else if (r->rs_last) {
+        infer_context *c = s->c;
+        infer__seq *q = &c->seqs[r->seq];
+        if (q->n_past > r->rs_last_past && q->rs_ckpt != r->rs_last_past) {
+            /* the slot that held the last step's checkpoint takes the
+               prompt's (a failed copy leaves none) */
+            if (infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, r->seq, 1 - q->rs_cur), r->rs_last,
+                                   c->rs_slot * sizeof(float), INFER_BACKEND_HOST_TO_DEVICE))
+                q->rs_ckpt = r->rs_last_past;
+            else
+                q->rs_ckpt = -1;
+        }
     }
     INFER_FREE(r->rs_snap);
     r->rs_snap = NULL;
+    INFER_FREE(r->rs_last);
+    r->rs_last = NULL;
     if (!r->text_done) {
         size_t n_piece = 0;
         infer_detok_flush(&r->detok, piece, sizeof piece, &n_piece, NULL);
@@ -419,6 +453,8 @@ static int infer__req_begin(infer_request *r) {
     r->start_past = past;
     INFER_FREE(r->rs_snap);
     r->rs_snap = NULL;
+    INFER_FREE(r->rs_last);
+    r->rs_last = NULL;
     if (c->rs && past > 0) { /* the sequence's state now, for a prompt cut short */
         if (!(r->rs_snap = (float *)INFER_MALLOC(c->rs_slot * sizeof(float)))) goto nomem;
         if (!infer__kv_mem_copy(c->kv.gpu, r->rs_snap, infer__rs_slot(c, r->seq, c->seqs[r->seq].rs_cur),
@@ -940,6 +976,11 @@ static int infer__sched_pass(infer__sched *s, double limit_ms, int first) {
         int give, j;
         if (!r || r->state != INFER__RQ_PROMPT) continue;
         give = INFER__MIN((int)stbds_arrlen(r->prompt) - r->fed, n_gen + k - pos);
+        if (c->rs && r->cache_prompt) { /* a recurrent state: a checkpoint before the last token */
+            int left = (int)stbds_arrlen(r->prompt) - r->fed;
+            if (left > 1) give = INFER__MIN(give, left - 1);
+            else if (!r->rs_last) infer__req_snap_last(r);
+        }
         for (j = 0; j < give; j++) {
             s->btok[pos + j] = r->prompt[r->fed + j];
             s->bseq[pos + j] = r->seq;
@@ -1074,6 +1115,7 @@ static void infer__req_free_fields(infer_request *r) {
     stbds_arrfree(r->draft);
     stbds_arrfree(r->hist);
     INFER_FREE(r->rs_snap);
+    INFER_FREE(r->rs_last);
     stbds_arrfree(r->hold);
     stbds_arrfree(r->top);
     stbds_arrfree(r->prompt);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`infer serve` against real clients: the openai package and curl.
 
-Usage: server_check.py INFER_BIN MODEL
+Usage: server_check.py INFER_BIN MODEL [SHARED_DIR]
 
 Starts the server on a free port of 127.0.0.1 and checks what a client of
 OpenAI's API relies on: models, chat (plain and streamed, usage in the last
@@ -10,6 +10,8 @@ bad requests (400 with an OpenAI error object, 404, 405, 413), max_tokens
 capped by the context, the full queue (503) and a client that disconnects
 (its request cancelled, its sequence free again). The greedy replies are
 compared with what `infer chat` and `infer run` give for the same input.
+With SHARED_DIR (../shared), prompt reuse on its synthetic hybrid models
+too, whose recurrent state is found cached only at a checkpoint.
 Exit 77 (skipped) when the model, the server or the openai package is
 absent, saying which.
 """
@@ -123,9 +125,10 @@ def cli(infer, *args, stdin=None):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         raise SystemExit(__doc__)
     infer, model = sys.argv[1], sys.argv[2]
+    shared = sys.argv[3] if len(sys.argv) == 4 else None
     if not os.path.exists(model):
         skip("%s is absent (python3 scripts/fetch_model.py fetches it)" % model)
     probe = subprocess.run([infer, "serve", "--help"], capture_output=True, text=True)
@@ -164,10 +167,51 @@ def main():
         log = srv.stop()
     check("client went away" in log, "the server logged the cancelled request")
 
+    check_hybrid_reuse(infer, shared, openai)
+
     if failures:
         print("%d checks failed: %s" % (len(failures), "; ".join(failures)))
         sys.exit(1)
     print("all server checks passed")
+
+
+def check_hybrid_reuse(infer, shared, openai):
+    """Prompt reuse on the hybrid families (../shared's synthetic models):
+    a request leaves its state before the prompt's last token as the
+    sequence's checkpoint, so the same prompt again has all but that token
+    cached, and a prompt going on from the reply has at least as many; each
+    reply is the one without reuse (cache_prompt false). The text is the
+    synthetic vocabulary's, so only replies are compared."""
+    names = ("synth-lfm2-f16", "synth-qwen35-f16", "synth-granitehybrid-f16")
+    paths = [os.path.join(shared, "arch", n + ".gguf") for n in names] if shared else []
+    if not paths or not all(os.path.exists(p) for p in paths):
+        print("SKIPPED (in part): ../shared's hybrid models are absent: their prompt reuse not run")
+        return
+    p = "The quick brown fox jumps over the lazy dog while the cat sleeps in the warm sun. " * 2
+    for name, path in zip(names, paths):
+        srv = Server(infer, path, "--parallel", "1", "-c", "512")
+        try:
+            client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=120)
+
+            def ask(prompt, cache=True):
+                r = client.completions.create(model="m", prompt=prompt, max_tokens=8, temperature=0,
+                                              extra_body={"cache_prompt": cache})
+                d = r.usage.prompt_tokens_details
+                return r.choices[0].text, r.usage.prompt_tokens, (d.cached_tokens if d is not None else None)
+
+            t1, n1, c1 = ask(p)
+            t2, n2, c2 = ask(p)
+            check(c1 == 0 and n2 == n1 and c2 == n1 - 1,
+                  "%s: the same prompt again has all but one token cached (%s of %d)" % (name, c2, n1))
+            check(t2 == t1, "%s: the repeated prompt's reply is the same" % name)
+            q = p + t1 + " And then the dog wakes up."
+            t3, n3, c3 = ask(q)
+            check(c3 is not None and c3 >= n1 - 1,
+                  "%s: the next prompt finds the last one cached (%s of %d; the last had %d)" % (name, c3, n3, n1))
+            t4, _, c4 = ask(q, cache=False)
+            check(c4 == 0 and t4 == t3, "%s: its reply is the one without reuse (%r, %r)" % (name, t3, t4))
+        finally:
+            srv.stop()
 
 
 def check_basics(infer, model, srv, client, openai):

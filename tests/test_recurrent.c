@@ -610,3 +610,77 @@ Test(recurrent, cancelled_prompt_leaves_the_conversation) {
         infer_model_free(m);
     }
 }
+
+/* A greedy request of n_predict tokens after p on sequence 0 of c, with
+   prompt reuse as asked: its tokens into out, how many cached returned. */
+static int request_on(infer_context *c, const infer_token *p, int np, int n_predict, int cache_prompt,
+                      infer_token *out, int *n_out) {
+    infer_request_params rp = infer_request_default_params();
+    infer_request *r;
+    infer_error err;
+    int steps = 0, cached;
+    rp.prompt_tokens = p, rp.n_prompt_tokens = np, rp.n_predict = n_predict;
+    rp.sampling.temperature = 0;
+    rp.cache_prompt = cache_prompt, rp.n_past = 0;
+    r = infer_request_start(c, &rp, &err);
+    cr_assert(r, "%s", err.msg);
+    while (infer_context_step(c, 0) > 0) cr_assert_lt(++steps, 10000);
+    cr_assert_eq(infer_request_status(r, &err), INFER_OK, "%s", err.msg);
+    cr_assert_eq(infer_request_tokens(r, out, 64, n_out, &err), INFER_OK, "%s", err.msg);
+    cached = infer_request_cached_tokens(r);
+    infer_request_free(r);
+    return cached;
+}
+
+/* Prompt reuse (cache_prompt) where the cached prefix is a checkpoint: a
+   request leaves the state before its prompt's last token as the
+   sequence's checkpoint, so the same prompt again finds all of it but
+   that token, and a prompt that goes on from the reply (a conversation's
+   next turn) finds prompt and reply; a prompt that leaves the first
+   before that checkpoint finds nothing (the state cannot go back there).
+   Each reply is the one a fresh context gives. */
+Test(recurrent, prompt_reuse_by_checkpoint) {
+    int k;
+    for (k = 0; k < N_MODELS; k++) {
+        infer_model *m = load(MODELS[k]);
+        int nv = infer_model_n_vocab(m), bos = infer_model_add_bos(m) && infer_model_bos(m) >= 0;
+        int na, nb, nf, cached, i;
+        infer_context *c = ctx(m, 1, INFER_FULL_POLICY_STOP);
+        infer_token p[80], a[64], b[64], f[64];
+        tokens(p, 30, 1300 + k, nv);
+        cached = request_on(c, p, 30, 8, 1, a, &na);
+        cr_assert_eq(cached, 0, "%s: a fresh sequence found %d tokens cached", MODELS[k], cached);
+        cr_assert(na > 0 && na <= 8);
+        /* the same prompt again: all but its last token */
+        cached = request_on(c, p, 30, 8, 1, b, &nb);
+        cr_assert_eq(cached, bos + 30 - 1, "%s: the same prompt again found %d of %d tokens cached", MODELS[k], cached,
+                     bos + 30);
+        cr_assert(nb == na && !memcmp(a, b, sizeof(infer_token) * (size_t)na), "%s: the reply changed", MODELS[k]);
+        /* the next turn: prompt, reply and more */
+        memcpy(p + 30, a, sizeof(infer_token) * (size_t)na);
+        tokens(p + 30 + na, 10, 1400 + k, nv);
+        cached = request_on(c, p, 40 + na, 8, 1, b, &nb);
+        cr_assert_eq(cached, bos + 30 + na, "%s: the next turn found %d tokens cached, not %d", MODELS[k], cached,
+                     bos + 30 + na);
+        {
+            infer_context *fresh = ctx(m, 1, INFER_FULL_POLICY_STOP);
+            cr_assert_eq(request_on(fresh, p, 40 + na, 8, 0, f, &nf), 0);
+            cr_assert(nb == nf, "%s", MODELS[k]);
+            for (i = 0; i < nf; i++)
+                cr_assert_eq(b[i], f[i], "%s: the next turn's token %d differs from a fresh context's", MODELS[k], i);
+            infer_context_free(fresh);
+        }
+        /* a prompt that leaves the last before its checkpoint: nothing kept */
+        p[20] = p[20] == 3 ? 4 : 3;
+        cached = request_on(c, p, 40 + na, 8, 1, b, &nb);
+        cr_assert_eq(cached, 0, "%s: %d tokens found cached before the checkpoint", MODELS[k], cached);
+        {
+            infer_context *fresh = ctx(m, 1, INFER_FULL_POLICY_STOP);
+            request_on(fresh, p, 40 + na, 8, 0, f, &nf);
+            cr_assert(nb == nf && !memcmp(b, f, sizeof(infer_token) * (size_t)nf), "%s: the reply differs", MODELS[k]);
+            infer_context_free(fresh);
+        }
+        infer_context_free(c);
+        infer_model_free(m);
+    }
+}
