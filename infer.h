@@ -29568,19 +29568,37 @@ static void infer__req_token_time(infer_request *r, double t) {
     r->t_last = t;
 }
 
+/* A host copy of sequence seq's recurrent state as it is now, into *out
+   (NULL where the device fails the copy). Returns 0 without memory. */
+static int infer__rs_copy_out(infer_context *c, int seq, float **out) {
+    if (!(*out = (float *)INFER_MALLOC(c->rs_slot * sizeof(float)))) return 0;
+    if (!infer__kv_mem_copy(c->kv.gpu, *out, infer__rs_slot(c, seq, c->seqs[seq].rs_cur), c->rs_slot * sizeof(float),
+                            INFER_BACKEND_DEVICE_TO_HOST)) {
+        INFER_FREE(*out);
+        *out = NULL;
+    }
+    return 1;
+}
+
+/* Host copy snap, the state of sequence seq at position past, becomes its
+   checkpoint, in the slot that held the last call's (where it has tokens
+   after past and is not there already; a failed copy leaves none). */
+static void infer__rs_set_ckpt(infer_context *c, int seq, const float *snap, int past) {
+    infer__seq *q = &c->seqs[seq];
+    if (q->n_past <= past || q->rs_ckpt == past) return;
+    q->rs_ckpt = infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, seq, 1 - q->rs_cur), snap, c->rs_slot * sizeof(float),
+                                    INFER_BACKEND_HOST_TO_DEVICE)
+                     ? past
+                     : -1;
+}
+
 /* Keeps r's sequence's state as it is now, before the prompt's last token
-   is fed, to be left as the sequence's checkpoint when r ends (without
-   memory or where the device fails the copy, none is kept). */
+   is fed, to be left as the sequence's checkpoint when r ends (none is
+   kept without memory, or from position 0, where a pass starts from
+   zeros). */
 static void infer__req_snap_last(infer_request *r) {
     infer_context *c = r->sched->c;
-    if (!c->seqs[r->seq].n_past) return; /* from position 0 a pass starts from zeros */
-    if (!(r->rs_last = (float *)INFER_MALLOC(c->rs_slot * sizeof(float)))) return;
-    if (!infer__kv_mem_copy(c->kv.gpu, r->rs_last, infer__rs_slot(c, r->seq, c->seqs[r->seq].rs_cur),
-                            c->rs_slot * sizeof(float), INFER_BACKEND_DEVICE_TO_HOST)) {
-        INFER_FREE(r->rs_last);
-        r->rs_last = NULL;
-        return;
-    }
+    if (!c->seqs[r->seq].n_past || !infer__rs_copy_out(c, r->seq, &r->rs_last)) return;
     r->rs_last_past = c->seqs[r->seq].n_past;
 }
 
@@ -29593,30 +29611,12 @@ static void infer__req_end(infer_request *r, infer_status st, const char *msg) {
     int i;
     if (r->state == INFER__RQ_PROMPT && st != INFER_OK && r->fed > 0) {
         infer_context *c = s->c;
-        infer__seq *q = &c->seqs[r->seq];
-        if (r->rs_snap && q->n_past > r->start_past && q->rs_ckpt != r->start_past) {
-            /* the state where the prompt began becomes the checkpoint again
-               (where the device fails the copy, there is none: the
-               truncation below then clears the sequence) */
-            if (infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, r->seq, 1 - q->rs_cur), r->rs_snap,
-                                   c->rs_slot * sizeof(float), INFER_BACKEND_HOST_TO_DEVICE))
-                q->rs_ckpt = r->start_past;
-            else
-                q->rs_ckpt = -1;
-        }
+        /* the state where the prompt began becomes the checkpoint again
+           (without it, the truncation clears the sequence) */
+        if (r->rs_snap) infer__rs_set_ckpt(c, r->seq, r->rs_snap, r->start_past);
         infer_seq_truncate(c, r->seq, r->start_past, NULL, NULL);
-    } else if (r->rs_last) {
-        infer_context *c = s->c;
-        infer__seq *q = &c->seqs[r->seq];
-        if (q->n_past > r->rs_last_past && q->rs_ckpt != r->rs_last_past) {
-            /* the slot that held the last step's checkpoint takes the
-               prompt's (a failed copy leaves none) */
-            if (infer__kv_mem_copy(c->kv.gpu, infer__rs_slot(c, r->seq, 1 - q->rs_cur), r->rs_last,
-                                   c->rs_slot * sizeof(float), INFER_BACKEND_HOST_TO_DEVICE))
-                q->rs_ckpt = r->rs_last_past;
-            else
-                q->rs_ckpt = -1;
-        }
+    } else if (r->rs_last) { /* the prompt's, for prompt reuse */
+        infer__rs_set_ckpt(s->c, r->seq, r->rs_last, r->rs_last_past);
     }
     INFER_FREE(r->rs_snap);
     r->rs_snap = NULL;
@@ -29766,12 +29766,8 @@ static int infer__req_begin(infer_request *r) {
     INFER_FREE(r->rs_last);
     r->rs_last = NULL;
     if (c->rs && past > 0) { /* the sequence's state now, for a prompt cut short */
-        if (!(r->rs_snap = (float *)INFER_MALLOC(c->rs_slot * sizeof(float)))) goto nomem;
-        if (!infer__kv_mem_copy(c->kv.gpu, r->rs_snap, infer__rs_slot(c, r->seq, c->seqs[r->seq].rs_cur),
-                                c->rs_slot * sizeof(float), INFER_BACKEND_DEVICE_TO_HOST)) {
-            INFER_FREE(r->rs_snap); /* no snapshot: a prompt cut short then clears the sequence */
-            r->rs_snap = NULL;
-        }
+        /* (no copy: a prompt cut short then clears the sequence) */
+        if (!infer__rs_copy_out(c, r->seq, &r->rs_snap)) goto nomem;
     }
     r->fed = r->skip;
     r->t_prompt0 = infer__now_ms();
