@@ -2734,6 +2734,15 @@ typedef struct infer__kernels {
     float (*f32_dot_ordered)(const float *x, const float *y, int n);
     void (*f32_mad)(float *y, const float *x, float v, int n);
     float (*ssm_row)(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt, int n);
+    /* a row j of the gated delta rule (ggml_gated_delta_net's passes over
+       S, fused to two over the row): r = r0 decay (r0 NULL: zeros);
+       d = (v - r . k) beta; r += k d; returning r . q, its sums in
+       f32_dot_ordered's order and its update f32_mad's */
+    float (*deltanet_row)(float *r, const float *r0, float decay, const float *k, const float *q, float v, float beta,
+                          int n);
+    /* attention's V chunk (ordered pass): out[16 r + l] = F32(h[r stride + l])
+       for r < rows, l < 16 (exact: every ISA alike) */
+    void (*f16_rows16)(const uint16_t *h, size_t stride, int rows, float *out);
     /* attention's softmax over one row of a key tile, the keys j in
        [lo, hi) being those the row sees, x[j] = s[j] * scale: stats takes
        them into the row's running max *m and sum *l (the sum rescaled
@@ -10989,6 +10998,23 @@ static float infer__ssm_row_ref(float *s, const float *s0, const float *B, const
     return sum;
 }
 
+/* A row of the gated delta rule without SIMD: the three passes above. */
+static float infer__deltanet_row_ref(float *r, const float *r0, float decay, const float *k, const float *q, float v,
+                                     float beta, int n) {
+    float d;
+    int i;
+    for (i = 0; i < n; i++) r[i] = r0 ? r0[i] * decay : 0.0f;
+    d = (v - infer__f32_dot_ordered_ref(r, k, n)) * beta;
+    infer__f32_mad_ref(r, k, d, n);
+    return infer__f32_dot_ordered_ref(r, q, n);
+}
+
+static void infer__f16_rows16_ref(const uint16_t *h, size_t stride, int rows, float *out) {
+    int r, l;
+    for (r = 0; r < rows; r++)
+        for (l = 0; l < 16; l++) out[16 * r + l] = infer__fp16_to_fp32(h[(size_t)r * stride + l]);
+}
+
 /* The keys' running max over [lo, hi) of s scaled, from m. */
 static float infer__scaled_max_ref(const float *s, int lo, int hi, float scale, float m) {
     int j;
@@ -11118,6 +11144,8 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->f32_dot_ordered = infer__f32_dot_ordered_ref;
     k->f32_mad = infer__f32_mad_ref;
     k->ssm_row = infer__ssm_row_ref;
+    k->deltanet_row = infer__deltanet_row_ref;
+    k->f16_rows16 = infer__f16_rows16_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->fmaf = infer__fmaf_ref;
     k->exp_llama = infer__exp_llama_ref;
@@ -12646,6 +12674,57 @@ INFER__AVX2 static float infer__avx2_ssm_row(float *s, const float *s0, const fl
     return sum;
 }
 
+/* a row of the gated delta rule: r = r0 decay and r . k in one pass, then
+   r += k d and r . q in another (f32_dot_ordered's sums, f32_mad's update) */
+INFER__AVX2 static float infer__avx2_deltanet_row(float *r, const float *r0, float decay, const float *k, const float *q,
+                                                  float v, float beta, int n) {
+    __m256 acc[4], vd = _mm256_set1_ps(decay), dd;
+    float sum, d;
+    int i, j, whole = n - n % 32;
+    for (j = 0; j < 4; j++) acc[j] = _mm256_setzero_ps();
+    for (i = 0; i < whole; i += 32)
+        for (j = 0; j < 4; j++) {
+            int at = i + 8 * j;
+            __m256 x = r0 ? _mm256_mul_ps(_mm256_loadu_ps(r0 + at), vd) : _mm256_setzero_ps();
+            _mm256_storeu_ps(r + at, x);
+            acc[j] = _mm256_fmadd_ps(x, _mm256_loadu_ps(k + at), acc[j]);
+        }
+    sum = infer__avx2_fold4x8(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float x = r0 ? r0[i] * decay : 0.0f, p;
+        r[i] = x;
+        p = x * k[i];
+        sum += p;
+    }
+    d = (v - sum) * beta;
+    dd = _mm256_set1_ps(d);
+    for (j = 0; j < 4; j++) acc[j] = _mm256_setzero_ps();
+    for (i = 0; i < whole; i += 32)
+        for (j = 0; j < 4; j++) {
+            int at = i + 8 * j;
+            __m256 x = _mm256_fmadd_ps(_mm256_loadu_ps(k + at), dd, _mm256_loadu_ps(r + at));
+            _mm256_storeu_ps(r + at, x);
+            acc[j] = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + at), acc[j]);
+        }
+    sum = infer__avx2_fold4x8(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float p;
+        r[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(k[i]), _mm_set_ss(d), _mm_set_ss(r[i])));
+        p = r[i] * q[i];
+        sum += p;
+    }
+    return sum;
+}
+
+INFER__AVX2 static void infer__avx2_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
+    int r;
+    for (r = 0; r < rows; r++) {
+        const __m128i *src = (const __m128i *)(const void *)(h + (size_t)r * stride);
+        _mm256_storeu_ps(out + 16 * r, _mm256_cvtph_ps(_mm_loadu_si128(src)));
+        _mm256_storeu_ps(out + 16 * r + 8, _mm256_cvtph_ps(_mm_loadu_si128(src + 1)));
+    }
+}
+
 /* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
 INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
     return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
@@ -12664,6 +12743,8 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->f32_dot_ordered = infer__avx2_f32_dot_ordered;
     k->f32_mad = infer__avx2_f32_mad;
     k->ssm_row = infer__avx2_ssm_row;
+    k->deltanet_row = infer__avx2_deltanet_row;
+    k->f16_rows16 = infer__avx2_f16_rows16;
     k->lanes16_fma = infer__avx2_lanes16_fma;
     k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
     k->softmax_stats = infer__avx2_softmax_stats;
@@ -14655,6 +14736,53 @@ INFER__AVX512 static float infer__avx512_ssm_row(float *s, const float *s0, cons
     return sum;
 }
 
+/* a row of the gated delta rule (as AVX2's, by 64) */
+INFER__AVX512 static float infer__avx512_deltanet_row(float *r, const float *r0, float decay, const float *k,
+                                                      const float *q, float v, float beta, int n) {
+    __m512 acc[4], vd = _mm512_set1_ps(decay), dd;
+    float sum, d;
+    int i, j, whole = n - n % 64;
+    for (j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
+    for (i = 0; i < whole; i += 64)
+        for (j = 0; j < 4; j++) {
+            int at = i + 16 * j;
+            __m512 x = r0 ? _mm512_mul_ps(_mm512_loadu_ps(r0 + at), vd) : _mm512_setzero_ps();
+            _mm512_storeu_ps(r + at, x);
+            acc[j] = _mm512_fmadd_ps(x, _mm512_loadu_ps(k + at), acc[j]);
+        }
+    sum = infer__avx512_fold4x16(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float x = r0 ? r0[i] * decay : 0.0f, p;
+        r[i] = x;
+        p = x * k[i];
+        sum += p;
+    }
+    d = (v - sum) * beta;
+    dd = _mm512_set1_ps(d);
+    for (j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
+    for (i = 0; i < whole; i += 64)
+        for (j = 0; j < 4; j++) {
+            int at = i + 16 * j;
+            __m512 x = _mm512_fmadd_ps(_mm512_loadu_ps(k + at), dd, _mm512_loadu_ps(r + at));
+            _mm512_storeu_ps(r + at, x);
+            acc[j] = _mm512_fmadd_ps(x, _mm512_loadu_ps(q + at), acc[j]);
+        }
+    sum = infer__avx512_fold4x16(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float p;
+        r[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(k[i]), _mm_set_ss(d), _mm_set_ss(r[i])));
+        p = r[i] * q[i];
+        sum += p;
+    }
+    return sum;
+}
+
+INFER__AVX512 static void infer__avx512_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
+    int r;
+    for (r = 0; r < rows; r++)
+        _mm512_storeu_ps(out + 16 * r, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(h + (size_t)r * stride))));
+}
+
 INFER__AVX512_INTRINSICS_END
 #endif /* INFER__HAVE_X86 */
 
@@ -14688,6 +14816,8 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->sum_squares = infer__avx512_sum_squares;
     k->f32_dot_ordered = infer__avx512_f32_dot_ordered; /* f32_mad stays AVX2's: each value alone */
     k->ssm_row = infer__avx512_ssm_row;
+    k->deltanet_row = infer__avx512_deltanet_row;
+    k->f16_rows16 = infer__avx512_f16_rows16;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;
@@ -15648,6 +15778,52 @@ static float infer__neon_ssm_row(float *s, const float *s0, const float *B, cons
     }
     return sum;
 }
+/* a row of the gated delta rule (as AVX2's, by 16) */
+static float infer__neon_deltanet_row(float *r, const float *r0, float decay, const float *k, const float *q, float v,
+                                      float beta, int n) {
+    float32x4_t acc[4], vd = vdupq_n_f32(decay), dd;
+    float sum, d;
+    int i, j, whole = n - n % 16;
+    for (j = 0; j < 4; j++) acc[j] = vdupq_n_f32(0.0f);
+    for (i = 0; i < whole; i += 16)
+        for (j = 0; j < 4; j++) {
+            int at = i + 4 * j;
+            float32x4_t x = r0 ? vmulq_f32(vld1q_f32(r0 + at), vd) : vdupq_n_f32(0.0f);
+            vst1q_f32(r + at, x);
+            acc[j] = vfmaq_f32(acc[j], x, vld1q_f32(k + at));
+        }
+    sum = infer__neon_fold4x4(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float x = r0 ? r0[i] * decay : 0.0f, p;
+        r[i] = x;
+        p = x * k[i];
+        sum += p;
+    }
+    d = (v - sum) * beta;
+    dd = vdupq_n_f32(d);
+    for (j = 0; j < 4; j++) acc[j] = vdupq_n_f32(0.0f);
+    for (i = 0; i < whole; i += 16)
+        for (j = 0; j < 4; j++) {
+            int at = i + 4 * j;
+            float32x4_t x = vfmaq_f32(vld1q_f32(r + at), vld1q_f32(k + at), dd);
+            vst1q_f32(r + at, x);
+            acc[j] = vfmaq_f32(acc[j], x, vld1q_f32(q + at));
+        }
+    sum = infer__neon_fold4x4(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float p;
+        r[i] = vgetq_lane_f32(vfmaq_f32(vdupq_n_f32(r[i]), vdupq_n_f32(k[i]), dd), 0);
+        p = r[i] * q[i];
+        sum += p;
+    }
+    return sum;
+}
+
+static void infer__neon_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
+    int r, l;
+    for (r = 0; r < rows; r++)
+        for (l = 0; l < 16; l += 4) vst1q_f32(out + 16 * r + l, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + (size_t)r * stride + l))));
+}
 #endif /* INFER__HAVE_NEON */
 
 static int infer__simd_neon_install(infer__kernels *k) {
@@ -15660,6 +15836,8 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->f32_dot_ordered = infer__neon_f32_dot_ordered;
     k->f32_mad = infer__neon_f32_mad;
     k->ssm_row = infer__neon_ssm_row;
+    k->deltanet_row = infer__neon_deltanet_row;
+    k->f16_rows16 = infer__neon_f16_rows16;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = dp ? infer__neondp_q4_0_dot : infer__neon_q4_0_dot;
@@ -17906,7 +18084,7 @@ static void infer__rope_rotate(float *x, const float *cs, int n_rot, int neox, c
    src): a pass that stops or fails leaves the state it read as it was.
    The numerics are llama.cpp's CPU ops' (ggml_ssm_conv, ggml_ssm_scan,
    ggml_gated_delta_net): their sums in their order on this ISA (the
-   kernel table's f32_dot_ordered, f32_mad, ssm_row), its softplus. */
+   kernel table's deltanet_row, ssm_row), its softplus. */
 
 static float infer__sigmoidf(float x) { return 1.0f / (1.0f + infer__expf(-x)); }
 static float infer__siluf(float x) { return x / (1.0f + infer__expf(-x)); }
@@ -17994,7 +18172,7 @@ static void infer__rec_mamba2(const infer__kernels *kern, const infer_model *m, 
 static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
                                 const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
                                 const float *src, float *dst) {
-    int ds = m->ssm_state, kh = h % m->ssm_groups, t, i, j;
+    int ds = m->ssm_state, kh = h % m->ssm_groups, t, j;
     float a = ((const float *)L->ssm_a->data)[h], bias = ((const float *)L->dt_bias->data)[h];
     float scale = 1.0f / sqrtf((float)ds);
     size_t at = (size_t)h * ds * ds;
@@ -18006,17 +18184,9 @@ static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m
         float decay = infer__expf(infer__softplusf(ba[(size_t)t * ldba + m->ssm_heads + h] + bias) * a);
         const float *s_in = t == 0 ? (src ? src + at : NULL) : dst + at;
         float *out = o + (size_t)t * ldo + (size_t)h * ds;
-        for (j = 0; j < ds; j++) { /* row j alone: llama.cpp's passes over S, a row at a time */
-            const float *ri = s_in ? s_in + (size_t)j * ds : NULL;
-            float *r = dst + at + (size_t)j * ds, d;
-            if (ri)
-                for (i = 0; i < ds; i++) r[i] = ri[i] * decay;
-            else
-                memset(r, 0, (size_t)ds * sizeof(float));
-            d = (v[j] - kern->f32_dot_ordered(r, k, ds)) * beta;
-            kern->f32_mad(r, k, d, ds);
-            out[j] = kern->f32_dot_ordered(r, q, ds) * scale;
-        }
+        for (j = 0; j < ds; j++) /* row j alone: llama.cpp's passes over S, a row at a time */
+            out[j] = kern->deltanet_row(dst + at + (size_t)j * ds, s_in ? s_in + (size_t)j * ds : NULL, decay, k, q, v[j],
+                                        beta, ds) * scale;
     }
 }
 

@@ -326,6 +326,15 @@ typedef struct infer__kernels {
     float (*f32_dot_ordered)(const float *x, const float *y, int n);
     void (*f32_mad)(float *y, const float *x, float v, int n);
     float (*ssm_row)(float *s, const float *s0, const float *B, const float *C, float dA, float x_dt, int n);
+    /* a row j of the gated delta rule (ggml_gated_delta_net's passes over
+       S, fused to two over the row): r = r0 decay (r0 NULL: zeros);
+       d = (v - r . k) beta; r += k d; returning r . q, its sums in
+       f32_dot_ordered's order and its update f32_mad's */
+    float (*deltanet_row)(float *r, const float *r0, float decay, const float *k, const float *q, float v, float beta,
+                          int n);
+    /* attention's V chunk (ordered pass): out[16 r + l] = F32(h[r stride + l])
+       for r < rows, l < 16 (exact: every ISA alike) */
+    void (*f16_rows16)(const uint16_t *h, size_t stride, int rows, float *out);
     /* attention's softmax over one row of a key tile, the keys j in
        [lo, hi) being those the row sees, x[j] = s[j] * scale: stats takes
        them into the row's running max *m and sum *l (the sum rescaled

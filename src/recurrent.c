@@ -7,7 +7,7 @@
    src): a pass that stops or fails leaves the state it read as it was.
    The numerics are llama.cpp's CPU ops' (ggml_ssm_conv, ggml_ssm_scan,
    ggml_gated_delta_net): their sums in their order on this ISA (the
-   kernel table's f32_dot_ordered, f32_mad, ssm_row), its softplus. */
+   kernel table's deltanet_row, ssm_row), its softplus. */
 #include "context.h"
 
 static float infer__sigmoidf(float x) { return 1.0f / (1.0f + infer__expf(-x)); }
@@ -96,7 +96,7 @@ static void infer__rec_mamba2(const infer__kernels *kern, const infer_model *m, 
 static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
                                 const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
                                 const float *src, float *dst) {
-    int ds = m->ssm_state, kh = h % m->ssm_groups, t, i, j;
+    int ds = m->ssm_state, kh = h % m->ssm_groups, t, j;
     float a = ((const float *)L->ssm_a->data)[h], bias = ((const float *)L->dt_bias->data)[h];
     float scale = 1.0f / sqrtf((float)ds);
     size_t at = (size_t)h * ds * ds;
@@ -108,17 +108,9 @@ static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m
         float decay = infer__expf(infer__softplusf(ba[(size_t)t * ldba + m->ssm_heads + h] + bias) * a);
         const float *s_in = t == 0 ? (src ? src + at : NULL) : dst + at;
         float *out = o + (size_t)t * ldo + (size_t)h * ds;
-        for (j = 0; j < ds; j++) { /* row j alone: llama.cpp's passes over S, a row at a time */
-            const float *ri = s_in ? s_in + (size_t)j * ds : NULL;
-            float *r = dst + at + (size_t)j * ds, d;
-            if (ri)
-                for (i = 0; i < ds; i++) r[i] = ri[i] * decay;
-            else
-                memset(r, 0, (size_t)ds * sizeof(float));
-            d = (v[j] - kern->f32_dot_ordered(r, k, ds)) * beta;
-            kern->f32_mad(r, k, d, ds);
-            out[j] = kern->f32_dot_ordered(r, q, ds) * scale;
-        }
+        for (j = 0; j < ds; j++) /* row j alone: llama.cpp's passes over S, a row at a time */
+            out[j] = kern->deltanet_row(dst + at + (size_t)j * ds, s_in ? s_in + (size_t)j * ds : NULL, decay, k, q, v[j],
+                                        beta, ds) * scale;
     }
 }
 

@@ -1281,6 +1281,57 @@ INFER__AVX2 static float infer__avx2_ssm_row(float *s, const float *s0, const fl
     return sum;
 }
 
+/* a row of the gated delta rule: r = r0 decay and r . k in one pass, then
+   r += k d and r . q in another (f32_dot_ordered's sums, f32_mad's update) */
+INFER__AVX2 static float infer__avx2_deltanet_row(float *r, const float *r0, float decay, const float *k, const float *q,
+                                                  float v, float beta, int n) {
+    __m256 acc[4], vd = _mm256_set1_ps(decay), dd;
+    float sum, d;
+    int i, j, whole = n - n % 32;
+    for (j = 0; j < 4; j++) acc[j] = _mm256_setzero_ps();
+    for (i = 0; i < whole; i += 32)
+        for (j = 0; j < 4; j++) {
+            int at = i + 8 * j;
+            __m256 x = r0 ? _mm256_mul_ps(_mm256_loadu_ps(r0 + at), vd) : _mm256_setzero_ps();
+            _mm256_storeu_ps(r + at, x);
+            acc[j] = _mm256_fmadd_ps(x, _mm256_loadu_ps(k + at), acc[j]);
+        }
+    sum = infer__avx2_fold4x8(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float x = r0 ? r0[i] * decay : 0.0f, p;
+        r[i] = x;
+        p = x * k[i];
+        sum += p;
+    }
+    d = (v - sum) * beta;
+    dd = _mm256_set1_ps(d);
+    for (j = 0; j < 4; j++) acc[j] = _mm256_setzero_ps();
+    for (i = 0; i < whole; i += 32)
+        for (j = 0; j < 4; j++) {
+            int at = i + 8 * j;
+            __m256 x = _mm256_fmadd_ps(_mm256_loadu_ps(k + at), dd, _mm256_loadu_ps(r + at));
+            _mm256_storeu_ps(r + at, x);
+            acc[j] = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + at), acc[j]);
+        }
+    sum = infer__avx2_fold4x8(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float p;
+        r[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(k[i]), _mm_set_ss(d), _mm_set_ss(r[i])));
+        p = r[i] * q[i];
+        sum += p;
+    }
+    return sum;
+}
+
+INFER__AVX2 static void infer__avx2_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
+    int r;
+    for (r = 0; r < rows; r++) {
+        const __m128i *src = (const __m128i *)(const void *)(h + (size_t)r * stride);
+        _mm256_storeu_ps(out + 16 * r, _mm256_cvtph_ps(_mm_loadu_si128(src)));
+        _mm256_storeu_ps(out + 16 * r + 8, _mm256_cvtph_ps(_mm_loadu_si128(src + 1)));
+    }
+}
+
 /* the FMA instruction, one rounding: correctly rounded as mathfn.c's */
 INFER__AVX2_INLINE float infer__avx2_fma1(float x, float y, float z) {
     return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
@@ -1299,6 +1350,8 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->f32_dot_ordered = infer__avx2_f32_dot_ordered;
     k->f32_mad = infer__avx2_f32_mad;
     k->ssm_row = infer__avx2_ssm_row;
+    k->deltanet_row = infer__avx2_deltanet_row;
+    k->f16_rows16 = infer__avx2_f16_rows16;
     k->lanes16_fma = infer__avx2_lanes16_fma;
     k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
     k->softmax_stats = infer__avx2_softmax_stats;

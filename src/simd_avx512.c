@@ -1938,6 +1938,53 @@ INFER__AVX512 static float infer__avx512_ssm_row(float *s, const float *s0, cons
     return sum;
 }
 
+/* a row of the gated delta rule (as AVX2's, by 64) */
+INFER__AVX512 static float infer__avx512_deltanet_row(float *r, const float *r0, float decay, const float *k,
+                                                      const float *q, float v, float beta, int n) {
+    __m512 acc[4], vd = _mm512_set1_ps(decay), dd;
+    float sum, d;
+    int i, j, whole = n - n % 64;
+    for (j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
+    for (i = 0; i < whole; i += 64)
+        for (j = 0; j < 4; j++) {
+            int at = i + 16 * j;
+            __m512 x = r0 ? _mm512_mul_ps(_mm512_loadu_ps(r0 + at), vd) : _mm512_setzero_ps();
+            _mm512_storeu_ps(r + at, x);
+            acc[j] = _mm512_fmadd_ps(x, _mm512_loadu_ps(k + at), acc[j]);
+        }
+    sum = infer__avx512_fold4x16(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float x = r0 ? r0[i] * decay : 0.0f, p;
+        r[i] = x;
+        p = x * k[i];
+        sum += p;
+    }
+    d = (v - sum) * beta;
+    dd = _mm512_set1_ps(d);
+    for (j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();
+    for (i = 0; i < whole; i += 64)
+        for (j = 0; j < 4; j++) {
+            int at = i + 16 * j;
+            __m512 x = _mm512_fmadd_ps(_mm512_loadu_ps(k + at), dd, _mm512_loadu_ps(r + at));
+            _mm512_storeu_ps(r + at, x);
+            acc[j] = _mm512_fmadd_ps(x, _mm512_loadu_ps(q + at), acc[j]);
+        }
+    sum = infer__avx512_fold4x16(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float p;
+        r[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(k[i]), _mm_set_ss(d), _mm_set_ss(r[i])));
+        p = r[i] * q[i];
+        sum += p;
+    }
+    return sum;
+}
+
+INFER__AVX512 static void infer__avx512_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
+    int r;
+    for (r = 0; r < rows; r++)
+        _mm512_storeu_ps(out + 16 * r, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(h + (size_t)r * stride))));
+}
+
 INFER__AVX512_INTRINSICS_END
 #endif /* INFER__HAVE_X86 */
 
@@ -1971,6 +2018,8 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->sum_squares = infer__avx512_sum_squares;
     k->f32_dot_ordered = infer__avx512_f32_dot_ordered; /* f32_mad stays AVX2's: each value alone */
     k->ssm_row = infer__avx512_ssm_row;
+    k->deltanet_row = infer__avx512_deltanet_row;
+    k->f16_rows16 = infer__avx512_f16_rows16;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;

@@ -909,6 +909,52 @@ static float infer__neon_ssm_row(float *s, const float *s0, const float *B, cons
     }
     return sum;
 }
+/* a row of the gated delta rule (as AVX2's, by 16) */
+static float infer__neon_deltanet_row(float *r, const float *r0, float decay, const float *k, const float *q, float v,
+                                      float beta, int n) {
+    float32x4_t acc[4], vd = vdupq_n_f32(decay), dd;
+    float sum, d;
+    int i, j, whole = n - n % 16;
+    for (j = 0; j < 4; j++) acc[j] = vdupq_n_f32(0.0f);
+    for (i = 0; i < whole; i += 16)
+        for (j = 0; j < 4; j++) {
+            int at = i + 4 * j;
+            float32x4_t x = r0 ? vmulq_f32(vld1q_f32(r0 + at), vd) : vdupq_n_f32(0.0f);
+            vst1q_f32(r + at, x);
+            acc[j] = vfmaq_f32(acc[j], x, vld1q_f32(k + at));
+        }
+    sum = infer__neon_fold4x4(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float x = r0 ? r0[i] * decay : 0.0f, p;
+        r[i] = x;
+        p = x * k[i];
+        sum += p;
+    }
+    d = (v - sum) * beta;
+    dd = vdupq_n_f32(d);
+    for (j = 0; j < 4; j++) acc[j] = vdupq_n_f32(0.0f);
+    for (i = 0; i < whole; i += 16)
+        for (j = 0; j < 4; j++) {
+            int at = i + 4 * j;
+            float32x4_t x = vfmaq_f32(vld1q_f32(r + at), vld1q_f32(k + at), dd);
+            vst1q_f32(r + at, x);
+            acc[j] = vfmaq_f32(acc[j], x, vld1q_f32(q + at));
+        }
+    sum = infer__neon_fold4x4(acc[0], acc[1], acc[2], acc[3]);
+    for (i = whole; i < n; i++) {
+        float p;
+        r[i] = vgetq_lane_f32(vfmaq_f32(vdupq_n_f32(r[i]), vdupq_n_f32(k[i]), dd), 0);
+        p = r[i] * q[i];
+        sum += p;
+    }
+    return sum;
+}
+
+static void infer__neon_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
+    int r, l;
+    for (r = 0; r < rows; r++)
+        for (l = 0; l < 16; l += 4) vst1q_f32(out + 16 * r + l, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + (size_t)r * stride + l))));
+}
 #endif /* INFER__HAVE_NEON */
 
 static int infer__simd_neon_install(infer__kernels *k) {
@@ -921,6 +967,8 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->f32_dot_ordered = infer__neon_f32_dot_ordered;
     k->f32_mad = infer__neon_f32_mad;
     k->ssm_row = infer__neon_ssm_row;
+    k->deltanet_row = infer__neon_deltanet_row;
+    k->f16_rows16 = infer__neon_f16_rows16;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
     k->vec_dot[INFER_TYPE_Q4_0] = dp ? infer__neondp_q4_0_dot : infer__neon_q4_0_dot;

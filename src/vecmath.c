@@ -66,6 +66,23 @@ static float infer__ssm_row_ref(float *s, const float *s0, const float *B, const
     return sum;
 }
 
+/* A row of the gated delta rule without SIMD: the three passes above. */
+static float infer__deltanet_row_ref(float *r, const float *r0, float decay, const float *k, const float *q, float v,
+                                     float beta, int n) {
+    float d;
+    int i;
+    for (i = 0; i < n; i++) r[i] = r0 ? r0[i] * decay : 0.0f;
+    d = (v - infer__f32_dot_ordered_ref(r, k, n)) * beta;
+    infer__f32_mad_ref(r, k, d, n);
+    return infer__f32_dot_ordered_ref(r, q, n);
+}
+
+static void infer__f16_rows16_ref(const uint16_t *h, size_t stride, int rows, float *out) {
+    int r, l;
+    for (r = 0; r < rows; r++)
+        for (l = 0; l < 16; l++) out[16 * r + l] = infer__fp16_to_fp32(h[(size_t)r * stride + l]);
+}
+
 /* The keys' running max over [lo, hi) of s scaled, from m. */
 static float infer__scaled_max_ref(const float *s, int lo, int hi, float scale, float m) {
     int j;
@@ -195,6 +212,8 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->f32_dot_ordered = infer__f32_dot_ordered_ref;
     k->f32_mad = infer__f32_mad_ref;
     k->ssm_row = infer__ssm_row_ref;
+    k->deltanet_row = infer__deltanet_row_ref;
+    k->f16_rows16 = infer__f16_rows16_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->fmaf = infer__fmaf_ref;
     k->exp_llama = infer__exp_llama_ref;

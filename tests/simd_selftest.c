@@ -372,8 +372,32 @@ static void st_check_recurrent(st_counts *c, const char *isa, const infer__kerne
                     st_fail(c, "%s ssm_row n=%d %s%s: %.9g, llama.cpp's order %.9g%s", isa, n, st_x_names[kind],
                             first ? " from zeros" : "", got, want, memcmp(sa, sb, bytes) ? " (its state differs)" : "");
             }
+            for (first = 0; first < 2; first++) { /* the delta rule's row: the three passes it fuses */
+                float d;
+                c->checks++;
+                for (i = 0; i < n; i++) sa[i] = first ? 0.0f : s0[i] * 0.93f;
+                d = (0.25f - k->f32_dot_ordered(sa, x, n)) * 0.61f;
+                k->f32_mad(sa, x, d, n);
+                want = k->f32_dot_ordered(sa, y, n);
+                memcpy(sb, s0, bytes); /* in place where it starts from a state */
+                got = k->deltanet_row(sb, first ? NULL : sb, 0.93f, x, y, 0.25f, 0.61f, n);
+                if ((memcmp(&want, &got, sizeof want) && !(isnan(want) && isnan(got))) || memcmp(sa, sb, bytes))
+                    st_fail(c, "%s deltanet_row n=%d %s%s: %.9g, its passes %.9g%s", isa, n, st_x_names[kind],
+                            first ? " from zeros" : "", got, want, memcmp(sa, sb, bytes) ? " (its state differs)" : "");
+            }
             free(x), free(y), free(s0), free(sa), free(sb);
         }
+    { /* the ordered attention's V chunk: exact conversions */
+        uint16_t h[5 * 24];
+        float a[5 * 16], b[5 * 16];
+        int r, l;
+        for (r = 0; r < 5 * 24; r++) h[r] = (uint16_t)((r * 2654435761u >> 7) & 0xfbffu); /* finite halves, subnormals too */
+        for (r = 0; r < 5; r++)
+            for (l = 0; l < 16; l++) a[16 * r + l] = infer__fp16_to_fp32(h[24 * r + l]);
+        k->f16_rows16(h, 24, 5, b);
+        c->checks++;
+        if (memcmp(a, b, sizeof a)) st_fail(c, "%s f16_rows16: not the exact conversion", isa);
+    }
 }
 
 /* one weight format's dot product: vector == scalar within the bound */
