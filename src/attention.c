@@ -364,7 +364,8 @@ static void infer__attn_merge(const float *part, int n_heads, int head_dim, int 
    16 lanes by cell, one chain per lane, then the tree. Cells a row does
    not see add exact zeros, so only the keys it sees are visited, each in
    the lane of its position. Three passes over the keys (max, sum, p.V),
-   the scores made again unless one tile held them. */
+   the scores made again unless one tile or the kept scores held them;
+   held, the sum's pass leaves their exps there for p.V's. */
 static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
@@ -381,7 +382,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     /* more than one tile: the first pass's scores kept for the other two
        where the worker's kept scores hold them (the same values: made once) */
     size_t n_keys = (size_t)(key_hi - key_lo);
-    int keep = !one_tile && (size_t)nq * n_keys <= sc->n_kept;
+    int keep = !one_tile && (size_t)nq * n_keys <= sc->n_kept, held_exps = one_tile || keep;
     /* one token: llama.cpp's products are ggml_vec_dot_f16 (infer__f16_dot_llama_vec):
        p.V over its n_kv cells (positions padded to 32) in 64 lanes, the
        cells past the last whole 64 in double (tail) */
@@ -426,6 +427,10 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     float *ch = sc->pchunk + (size_t)i * 16;
                     int p = b->pos0 + t0 + i / group; /* this row sees keys (p - w, p] */
                     int lo = w ? INFER__MAX(0, p - w + 1 - k0) : 0, hi = INFER__MIN(kt, p + 1 - k0);
+                    /* where the scores are held for pass 2, their exps replace them */
+                    float *held = one_tile ? sc->s + (size_t)i * INFER__ATT_TILE
+                                  : keep   ? sc->kept + (size_t)i * n_keys + (k0 - key_lo)
+                                           : NULL;
                     for (j = lo; j < hi; j++) {
                         if (pass == 0) {
                             sc->m[i] = INFER__MAX(sc->m[i], s[j] * scale);
@@ -433,6 +438,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                         }
                         float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
                         ch[(k0 + j) % 16] = kern->exp_llama(x - sc->m[i]);
+                        if (held) held[j] = ch[(k0 + j) % 16];
                         if ((k0 + j) % 16 == 15 || k0 + j == p) { /* a chunk's end, or the row's last key */
                             sc->sum[i] += (double)infer__sum16_tree(ch);
                             memset(ch, 0, 16 * sizeof(float));
@@ -445,10 +451,14 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
             /* pass 2: p.V a chunk of 16 positions at a time (the part of it in this tile) */
             for (c0 = k0 - k0 % 16; c0 < k0 + kt; c0 += 16) {
                 int a = INFER__MAX(c0, k0), e = INFER__MIN(c0 + 16, k0 + kt);
-                memset(sc->vchunk, 0, (size_t)hd * 16 * sizeof(float));
-                for (d = 0; d < hd; d++)
-                    for (l = a - c0; l < e - c0; l++)
-                        sc->vchunk[16 * d + l] = infer__fp16_to_fp32(vbase[(size_t)d * slots + slot + (c0 + l - k0)]);
+                if (a == c0 && e == c0 + 16) { /* a whole chunk: 16 halves a value, in a row */
+                    kern->f16_rows16(vbase + slot + (c0 - k0), (size_t)slots, hd, sc->vchunk);
+                } else {
+                    memset(sc->vchunk, 0, (size_t)hd * 16 * sizeof(float));
+                    for (d = 0; d < hd; d++)
+                        for (l = a - c0; l < e - c0; l++)
+                            sc->vchunk[16 * d + l] = infer__fp16_to_fp32(vbase[(size_t)d * slots + slot + (c0 + l - k0)]);
+                }
                 for (i = 0; i < nq; i++) {
                     const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
                     float *pc = sc->pchunk + (size_t)i * 16, inv = (float)(1.0 / sc->sum[i]);
@@ -456,8 +466,8 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     int lo = w ? INFER__MAX(a, p - w + 1) : a, hi = INFER__MIN(e, p + 1);
                     for (l = 0; l < 16; l++) pc[l] = 0;
                     for (j = lo; j < hi; j++, any = 1) {
-                        float x = s[j - k0] * scale;
-                        pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(kern->exp_llama(x - sc->m[i]) * inv));
+                        float x = s[j - k0] * scale, ex = held_exps ? s[j - k0] : kern->exp_llama(x - sc->m[i]);
+                        pc[j - c0] = infer__fp16_to_fp32(infer__fp32_to_fp16(ex * inv));
                     }
                     if (!any) continue;
                     if (!vec || c0 < np) { /* with one token: 16 of the 64 lanes */
