@@ -2714,6 +2714,21 @@ typedef struct infer__kernels {
     infer__vec_dot_fn f16_dot_ordered;
     infer__vec_dot_fn f16_dot_ordered1; /* for one token: infer__f16_dot_llama_vec */
     void (*lanes16_fma)(float *acc, int as, const float *v, const float *p, int n);
+    /* the ordered pass's steps over a tile, bit for bit as the above:
+       f16_scores_ordered is s[i lds + j] = f16_dot_ordered(k_j, q_i) (one:
+       f16_dot_ordered1's) for j < kt, i < nq, where n % 16 == 0 (one: n %
+       64), returning 0 where it cannot (NULL where an ISA has none: the
+       dots one by one serve); exp_chunks16 is, for j in [lo, hi), e =
+       exp_llama(s[j] scale - m) into lane (base + j) % 16 of ch (and into
+       held[j] unless NULL), a chunk ending (lane 15, or j == last) adding
+       ch's tree to the returned sum and clearing ch (last >= hi - 1: the
+       row ends at or past the range); probs_fma16 is
+       lanes16_fma of p[l] = F16(e[l] inv) for l in [lo, hi), 0 else */
+    int (*f16_scores_ordered)(int n, int one, const uint8_t *k, size_t k_stride, int kt, const uint8_t *q, size_t q_stride,
+                              int nq, float *s, size_t lds);
+    double (*exp_chunks16)(const float *s, float *held, int base, int lo, int hi, int last, float scale, float m, float *ch,
+                           double sum);
+    void (*probs_fma16)(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n);
     /* x * y + z rounded once, and infer__exp_llama: the CPU's fused
        multiply-add where it has one (the same bits as mathfn.c's software
        one, which the other ISAs call) */
@@ -11093,6 +11108,31 @@ static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const flo
         for (l = 0; l < 16; l++) acc[as * d + l] = infer__fmaf(v[16 * d + l], p[l], acc[as * d + l]);
 }
 
+/* The ordered attention's exps of a row's keys in a tile, summed by
+   chunks of 16 positions (each chunk's lanes by the tree, into double) */
+static double infer__exp_chunks16_ref(const float *s, float *held, int base, int lo, int hi, int last, float scale, float m,
+                                      float *ch, double sum) {
+    int j;
+    for (j = lo; j < hi; j++) {
+        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
+        ch[(base + j) % 16] = infer__exp_llama(x - m);
+        if (held) held[j] = ch[(base + j) % 16];
+        if ((base + j) % 16 == 15 || j == last) { /* a chunk's end, or the row's last key */
+            sum += (double)infer__sum16_tree(ch);
+            memset(ch, 0, 16 * sizeof(float));
+        }
+    }
+    return sum;
+}
+
+/* p.V of one chunk of 16 keys in lanes, the probabilities rounded to F16 */
+static void infer__probs_fma16_ref(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n) {
+    float p[16];
+    int l;
+    for (l = 0; l < 16; l++) p[l] = l >= lo && l < hi ? infer__fp16_to_fp32(infer__fp32_to_fp16(e[l] * inv)) : 0.0f;
+    infer__lanes16_fma_ref(acc, as, v, p, n);
+}
+
 /* Attention's p.V from a quantized cache (infer__kernels.pv_quant): key by
    key, each block's values times (p * scale), fused into acc; a key a row
    does not see (p = 0) adds nothing and is skipped. */
@@ -11147,6 +11187,8 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->deltanet_row = infer__deltanet_row_ref;
     k->f16_rows16 = infer__f16_rows16_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
+    k->exp_chunks16 = infer__exp_chunks16_ref;
+    k->probs_fma16 = infer__probs_fma16_ref;
     k->fmaf = infer__fmaf_ref;
     k->exp_llama = infer__exp_llama_ref;
     k->softmax_stats = infer__softmax_stats_ref;
@@ -12716,6 +12758,137 @@ INFER__AVX2 static float infer__avx2_deltanet_row(float *r, const float *r0, flo
     return sum;
 }
 
+/* ---- the ordered attention's steps over a tile (kernels.f16_scores_ordered,
+   exp_chunks16, probs_fma16), bit for bit as their one-at-a-time forms,
+   16 lanes as two registers of 8 ---- */
+
+/* Eight keys' lanes, already halved once (h[j] lane i = lane i + lane i + 8),
+   to their trees' sums out[j]: each halving for two keys in one register.
+   After the last, lane m holds key 2 (m % 4) + m / 4. */
+INFER__AVX2_INLINE __m256 infer__avx2_trees8(const __m256 *h) {
+    __m256 a[4], b0, b1, r;
+    int j;
+    for (j = 0; j < 4; j++) /* lanes i + 4: keys 2j, 2j + 1 in halves */
+        a[j] = _mm256_add_ps(_mm256_permute2f128_ps(h[2 * j], h[2 * j + 1], 0x20), _mm256_permute2f128_ps(h[2 * j], h[2 * j + 1], 0x31));
+    /* lanes i + 2: the low half of b0 holds keys 0, 2; the high 1, 3 (b1: 4 to 7) */
+    b0 = _mm256_add_ps(_mm256_shuffle_ps(a[0], a[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(a[0], a[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    b1 = _mm256_add_ps(_mm256_shuffle_ps(a[2], a[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(a[2], a[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    r = _mm256_add_ps(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+INFER__AVX2 static int infer__avx2_f16_scores_ordered(int n, int one, const uint8_t *k, size_t k_stride, int kt,
+                                                      const uint8_t *q, size_t q_stride, int nq, float *s, size_t lds) {
+    __m256 h[8];
+    float qf[512], out[8];
+    int i, j0, j, d, a;
+    if (n % (one ? 64 : 16) || n > 512) return 0;
+    for (i = 0; i < nq; i++) {
+        const uint16_t *qi = (const uint16_t *)(const void *)(q + (size_t)i * q_stride);
+        for (d = 0; d < n; d += 8) _mm256_storeu_ps(qf + d, INFER__LOADH(qi + d));
+        for (j0 = 0; j0 < kt; j0 += 8) {
+            int nk = INFER__MIN(8, kt - j0);
+            for (j = 0; j < 8; j++) {
+                const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)(j0 + j) * k_stride);
+                if (j >= nk) {
+                    h[j] = _mm256_setzero_ps();
+                } else if (one) { /* as infer__avx2_f16_dot_ordered1 */
+                    __m256 t[8];
+                    for (a = 0; a < 8; a++) t[a] = _mm256_setzero_ps();
+                    for (d = 0; d < n; d += 64)
+                        for (a = 0; a < 8; a++) t[a] = _mm256_fmadd_ps(INFER__LOADH(kj + d + 8 * a), _mm256_loadu_ps(qf + d + 8 * a), t[a]);
+                    h[j] = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(t[0], t[4]), _mm256_add_ps(t[2], t[6])),
+                                         _mm256_add_ps(_mm256_add_ps(t[1], t[5]), _mm256_add_ps(t[3], t[7])));
+                } else { /* as infer__avx2_f16_dot_ordered: lanes 0-7 and 8-15 in two chains */
+                    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+                    for (d = 0; d < n; d += 16) {
+                        s0 = _mm256_fmadd_ps(INFER__LOADH(kj + d), _mm256_loadu_ps(qf + d), s0);
+                        s1 = _mm256_fmadd_ps(INFER__LOADH(kj + d + 8), _mm256_loadu_ps(qf + d + 8), s1);
+                    }
+                    h[j] = _mm256_add_ps(s0, s1);
+                }
+            }
+            if (nk == 8) {
+                _mm256_storeu_ps(s + (size_t)i * lds + j0, infer__avx2_trees8(h));
+            } else {
+                _mm256_storeu_ps(out, infer__avx2_trees8(h));
+                memcpy(s + (size_t)i * lds + j0, out, (size_t)nk * sizeof(float));
+            }
+        }
+    }
+    return 1;
+}
+
+/* infer__exp_llama in 8 lanes; 2^n from its exponent bits where every lane
+   has a normal one, else lane by lane as the scalar */
+INFER__AVX2_INLINE __m256 infer__avx2_exp_llama_v(__m256 x) {
+    const __m256 shift = _mm256_set1_ps(12582912.0f);
+    __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269502f), shift), shift);
+    __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-06f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x));
+    __m256 u = _mm256_mul_ps(b, b);
+    __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0.00824739039f), b, _mm256_set1_ps(0.0418997668f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0.166683957f), b, _mm256_set1_ps(0.499991268f))),
+        u, _mm256_fmadd_ps(_mm256_set1_ps(0.999999404f), b, _mm256_set1_ps(1.0f)));
+    __m256 normal = _mm256_and_ps(_mm256_cmp_ps(n, _mm256_set1_ps(-126.0f), _CMP_GE_OQ), _mm256_cmp_ps(n, _mm256_set1_ps(127.0f), _CMP_LE_OQ));
+    if (_mm256_movemask_ps(normal) == 0xff) {
+        __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+        return _mm256_mul_ps(j, _mm256_castsi256_ps(bits));
+    } else {
+        float jn[8], nn[8];
+        int l;
+        _mm256_storeu_ps(jn, j), _mm256_storeu_ps(nn, n);
+        for (l = 0; l < 8; l++) jn[l] = fabsf(nn[l]) > 192 ? (nn[l] <= 0 ? 0.0f : INFINITY) : infer__ldexp_llama(jn[l], (int)nn[l]);
+        return _mm256_loadu_ps(jn);
+    }
+}
+
+INFER__AVX2 static double infer__avx2_exp_chunks16(const float *s, float *held, int base, int lo, int hi, int last,
+                                                   float scale, float m, float *ch, double sum) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), c[2];
+    float lane[16];
+    int a, half;
+    if (lo >= hi) return sum;
+    c[0] = _mm256_loadu_ps(ch), c[1] = _mm256_loadu_ps(ch + 8);
+    for (a = base + lo - (base + lo) % 16; a < base + hi; a += 16) {
+        int j0 = a - base; /* the chunk's first position, as an index of s (may be below 0: masked) */
+        for (half = 0; half < 2; half++) {
+            int jh = j0 + 8 * half;
+            __m256 seen = infer__avx2_seen(jh, lo, hi);
+            __m256 x, e;
+            if (!_mm256_movemask_ps(seen)) continue;
+            x = _mm256_mul_ps(_mm256_maskload_ps(s + jh, _mm256_castps_si256(seen)), vs);
+            x = _mm256_blendv_ps(vm, x, seen); /* the lanes not seen take e^0, never the slow lanes' way */
+            e = infer__avx2_exp_llama_v(_mm256_sub_ps(x, vm));
+            c[half] = _mm256_blendv_ps(c[half], e, seen);
+            if (held) _mm256_maskstore_ps(held + jh, _mm256_castps_si256(seen), e);
+        }
+        if (j0 + 15 < hi || (last == hi - 1 && last < j0 + 16)) { /* the chunk ends, or the row does */
+            _mm256_storeu_ps(lane, c[0]), _mm256_storeu_ps(lane + 8, c[1]);
+            sum += (double)infer__sum16_tree(lane);
+            c[0] = c[1] = _mm256_setzero_ps();
+        }
+    }
+    _mm256_storeu_ps(ch, c[0]), _mm256_storeu_ps(ch + 8, c[1]);
+    return sum;
+}
+
+INFER__AVX2 static void infer__avx2_probs_fma16(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv,
+                                                int n) {
+    __m256 vinv = _mm256_set1_ps(inv), p[2];
+    int d, half;
+    for (half = 0; half < 2; half++) {
+        __m256 seen = infer__avx2_seen(8 * half, lo, hi);
+        __m256 x = _mm256_mul_ps(_mm256_maskload_ps(e + 8 * half, _mm256_castps_si256(seen)), vinv);
+        p[half] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_and_ps(seen, x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    for (d = 0; d < n; d++) {
+        float *at = acc + (size_t)as * d;
+        _mm256_storeu_ps(at, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p[0], _mm256_loadu_ps(at)));
+        _mm256_storeu_ps(at + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p[1], _mm256_loadu_ps(at + 8)));
+    }
+}
+
 INFER__AVX2 static void infer__avx2_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
     int r;
     for (r = 0; r < rows; r++) {
@@ -12745,6 +12918,9 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->ssm_row = infer__avx2_ssm_row;
     k->deltanet_row = infer__avx2_deltanet_row;
     k->f16_rows16 = infer__avx2_f16_rows16;
+    k->f16_scores_ordered = infer__avx2_f16_scores_ordered;
+    k->exp_chunks16 = infer__avx2_exp_chunks16;
+    k->probs_fma16 = infer__avx2_probs_fma16;
     k->lanes16_fma = infer__avx2_lanes16_fma;
     k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
     k->softmax_stats = infer__avx2_softmax_stats;
@@ -14777,6 +14953,113 @@ INFER__AVX512 static float infer__avx512_deltanet_row(float *r, const float *r0,
     return sum;
 }
 
+/* ---- the ordered attention's steps over a tile (kernels.f16_scores_ordered,
+   exp_chunks16, probs_fma16), bit for bit as their one-at-a-time forms ---- */
+
+/* Sixteen keys' 16 lanes each (l[j]) to their trees' sums (infer__sum16_tree),
+   out[j]: each halving done for two keys in one register, so every add is
+   the tree's own. After the four halvings lane 4r + c holds key r + 4c. */
+INFER__AVX512_INLINE __m512 infer__avx512_trees16(const __m512 *l) {
+    __m512 a[8], b[4], c0, c1;
+    int j;
+    for (j = 0; j < 8; j++) /* lanes i + 8: keys 2j, 2j + 1 in halves */
+        a[j] = _mm512_add_ps(_mm512_shuffle_f32x4(l[2 * j], l[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(l[2 * j], l[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (j = 0; j < 4; j++) /* lanes i + 4: keys 4j .. 4j + 3 in quarters */
+        b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    /* lanes i + 2: quarter r of c0 holds keys r, r + 4; of c1, r + 8, r + 12 */
+    c0 = _mm512_add_ps(_mm512_shuffle_ps(b[0], b[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(b[0], b[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    c1 = _mm512_add_ps(_mm512_shuffle_ps(b[2], b[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(b[2], b[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    c0 = _mm512_add_ps(_mm512_shuffle_ps(c0, c1, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(c0, c1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), c0);
+}
+
+INFER__AVX512 static int infer__avx512_f16_scores_ordered(int n, int one, const uint8_t *k, size_t k_stride, int kt,
+                                                          const uint8_t *q, size_t q_stride, int nq, float *s, size_t lds) {
+    __m512 l[16];
+    float qf[512];
+    int i, j0, j, d;
+    if (n % (one ? 64 : 16) || n > 512) return 0;
+    for (i = 0; i < nq; i++) {
+        const uint16_t *qi = (const uint16_t *)(const void *)(q + (size_t)i * q_stride);
+        for (d = 0; d < n; d += 16) _mm512_storeu_ps(qf + d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(qi + d))));
+        for (j0 = 0; j0 < kt; j0 += 16) {
+            int nk = INFER__MIN(16, kt - j0);
+            for (j = 0; j < 16; j++) {
+                const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)(j0 + j) * k_stride);
+#define INFER__KH(at) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(kj + (at))))
+                if (j >= nk) {
+                    l[j] = _mm512_setzero_ps();
+                } else if (one) { /* four accumulators over each 64, added 0 + 2 and 1 + 3 */
+                    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                    for (d = 0; d < n; d += 64) {
+                        a0 = _mm512_fmadd_ps(INFER__KH(d), _mm512_loadu_ps(qf + d), a0);
+                        a1 = _mm512_fmadd_ps(INFER__KH(d + 16), _mm512_loadu_ps(qf + d + 16), a1);
+                        a2 = _mm512_fmadd_ps(INFER__KH(d + 32), _mm512_loadu_ps(qf + d + 32), a2);
+                        a3 = _mm512_fmadd_ps(INFER__KH(d + 48), _mm512_loadu_ps(qf + d + 48), a3);
+                    }
+                    l[j] = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+                } else { /* one chain of 16 lanes */
+                    __m512 a = _mm512_setzero_ps();
+                    for (d = 0; d < n; d += 16) a = _mm512_fmadd_ps(INFER__KH(d), _mm512_loadu_ps(qf + d), a);
+                    l[j] = a;
+                }
+#undef INFER__KH
+            }
+            _mm512_mask_storeu_ps(s + (size_t)i * lds + j0, (__mmask16)((1u << nk) - 1), infer__avx512_trees16(l));
+        }
+    }
+    return 1;
+}
+
+/* infer__exp_llama in 16 lanes: its fused steps, then 2^n by scalef (one
+   rounding, as the scalar's product or ldexpf; 0 or inf past |n| > 192) */
+INFER__AVX512_INLINE __m512 infer__avx512_exp_llama(__m512 x) {
+    const __m512 shift = _mm512_set1_ps(12582912.0f);
+    __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269502f), shift), shift);
+    __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-06f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x));
+    __m512 u = _mm512_mul_ps(b, b);
+    __m512 j = _mm512_fmadd_ps(
+        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0.00824739039f), b, _mm512_set1_ps(0.0418997668f)), u,
+                        _mm512_fmadd_ps(_mm512_set1_ps(0.166683957f), b, _mm512_set1_ps(0.499991268f))),
+        u, _mm512_fmadd_ps(_mm512_set1_ps(0.999999404f), b, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(j, n);
+}
+
+INFER__AVX512 static double infer__avx512_exp_chunks16(const float *s, float *held, int base, int lo, int hi, int last,
+                                                       float scale, float m, float *ch, double sum) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m), c = _mm512_loadu_ps(ch);
+    float lane[16];
+    int a;
+    if (lo >= hi) return sum;
+    for (a = base + lo - (base + lo) % 16; a < base + hi; a += 16) {
+        int j0 = a - base; /* the chunk's first position, as an index of s (may be below 0: masked) */
+        __mmask16 seen = infer__avx512_seen(j0, lo, hi);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j0), vs);
+        __m512 e = infer__avx512_exp_llama(_mm512_sub_ps(x, vm));
+        c = _mm512_mask_mov_ps(c, seen, e);
+        if (held) _mm512_mask_storeu_ps(held + j0, seen, e);
+        if (j0 + 15 < hi || (last == hi - 1 && last < j0 + 16)) { /* the chunk ends, or the row does */
+            _mm512_storeu_ps(lane, c);
+            sum += (double)infer__sum16_tree(lane);
+            c = _mm512_setzero_ps();
+        }
+    }
+    _mm512_storeu_ps(ch, c);
+    return sum;
+}
+
+INFER__AVX512 static void infer__avx512_probs_fma16(float *acc, int as, const float *v, const float *e, int lo, int hi,
+                                                    float inv, int n) {
+    __mmask16 seen = infer__avx512_seen(0, lo, hi);
+    __m512 p = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, e), _mm512_set1_ps(inv)),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    int d;
+    for (d = 0; d < n; d++)
+        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), p, _mm512_loadu_ps(acc + (size_t)as * d)));
+}
+
 INFER__AVX512 static void infer__avx512_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
     int r;
     for (r = 0; r < rows; r++)
@@ -14818,6 +15101,9 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->ssm_row = infer__avx512_ssm_row;
     k->deltanet_row = infer__avx512_deltanet_row;
     k->f16_rows16 = infer__avx512_f16_rows16;
+    k->f16_scores_ordered = infer__avx512_f16_scores_ordered;
+    k->exp_chunks16 = infer__avx512_exp_chunks16;
+    k->probs_fma16 = infer__avx512_probs_fma16;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;
@@ -17390,10 +17676,12 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
         for (k0 = key_lo; k0 < key_hi;) {
             int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot), c0;
             if (pass == 0 || (!one_tile && !keep)) {
-                for (j = 0; j < kt; j++)
-                    for (i = 0; i < nq; i++)
-                        sc->s[(size_t)i * INFER__ATT_TILE + j] =
-                            dot(hd, kbase + (size_t)(slot + j) * kv->k_row, sc->qx + (size_t)i * q_row);
+                if (!kern->f16_scores_ordered || !kern->f16_scores_ordered(hd, vec, kbase + (size_t)slot * kv->k_row, kv->k_row, kt,
+                                                                           sc->qx, q_row, nq, sc->s, INFER__ATT_TILE))
+                    for (j = 0; j < kt; j++)
+                        for (i = 0; i < nq; i++)
+                            sc->s[(size_t)i * INFER__ATT_TILE + j] =
+                                dot(hd, kbase + (size_t)(slot + j) * kv->k_row, sc->qx + (size_t)i * q_row);
                 if (b->softcap > 0)
                     for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
                 if (keep)
@@ -17415,19 +17703,10 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     float *held = one_tile ? sc->s + (size_t)i * INFER__ATT_TILE
                                   : keep   ? sc->kept + (size_t)i * n_keys + (k0 - key_lo)
                                            : NULL;
-                    for (j = lo; j < hi; j++) {
-                        if (pass == 0) {
-                            sc->m[i] = INFER__MAX(sc->m[i], s[j] * scale);
-                            continue;
-                        }
-                        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
-                        ch[(k0 + j) % 16] = kern->exp_llama(x - sc->m[i]);
-                        if (held) held[j] = ch[(k0 + j) % 16];
-                        if ((k0 + j) % 16 == 15 || k0 + j == p) { /* a chunk's end, or the row's last key */
-                            sc->sum[i] += (double)infer__sum16_tree(ch);
-                            memset(ch, 0, 16 * sizeof(float));
-                        }
-                    }
+                    if (pass == 0)
+                        sc->m[i] = kern->scaled_max(s, lo, hi, scale, sc->m[i]);
+                    else /* chunks of 16 by position, each ending at its lane 15 or the row's last key */
+                        sc->sum[i] = kern->exp_chunks16(s, held, k0, lo, hi, p - k0, scale, sc->m[i], ch, sc->sum[i]);
                 }
                 k0 += kt;
                 continue;
@@ -17448,6 +17727,12 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     float *pc = sc->pchunk + (size_t)i * 16, inv = (float)(1.0 / sc->sum[i]);
                     int p = b->pos0 + t0 + i / group, any = 0;
                     int lo = w ? INFER__MAX(a, p - w + 1) : a, hi = INFER__MIN(e, p + 1);
+                    if (lo >= hi) continue;
+                    if (held_exps && (!vec || c0 < np)) { /* the exps at hand: rounded and added in one step */
+                        kern->probs_fma16(sc->lanes + (size_t)i * hd * nl + (vec ? 16 * ((c0 / 16) % 4) : 0), nl, sc->vchunk,
+                                          s + (c0 - k0), lo - c0, hi - c0, inv, hd);
+                        continue;
+                    }
                     for (l = 0; l < 16; l++) pc[l] = 0;
                     for (j = lo; j < hi; j++, any = 1) {
                         float x = s[j - k0] * scale, ex = held_exps ? s[j - k0] : kern->exp_llama(x - sc->m[i]);

@@ -406,10 +406,12 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
         for (k0 = key_lo; k0 < key_hi;) {
             int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot), c0;
             if (pass == 0 || (!one_tile && !keep)) {
-                for (j = 0; j < kt; j++)
-                    for (i = 0; i < nq; i++)
-                        sc->s[(size_t)i * INFER__ATT_TILE + j] =
-                            dot(hd, kbase + (size_t)(slot + j) * kv->k_row, sc->qx + (size_t)i * q_row);
+                if (!kern->f16_scores_ordered || !kern->f16_scores_ordered(hd, vec, kbase + (size_t)slot * kv->k_row, kv->k_row, kt,
+                                                                           sc->qx, q_row, nq, sc->s, INFER__ATT_TILE))
+                    for (j = 0; j < kt; j++)
+                        for (i = 0; i < nq; i++)
+                            sc->s[(size_t)i * INFER__ATT_TILE + j] =
+                                dot(hd, kbase + (size_t)(slot + j) * kv->k_row, sc->qx + (size_t)i * q_row);
                 if (b->softcap > 0)
                     for (i = 0; i < nq; i++) infer__attn_softcap(sc->s + (size_t)i * INFER__ATT_TILE, kt, b->softcap);
                 if (keep)
@@ -431,19 +433,10 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     float *held = one_tile ? sc->s + (size_t)i * INFER__ATT_TILE
                                   : keep   ? sc->kept + (size_t)i * n_keys + (k0 - key_lo)
                                            : NULL;
-                    for (j = lo; j < hi; j++) {
-                        if (pass == 0) {
-                            sc->m[i] = INFER__MAX(sc->m[i], s[j] * scale);
-                            continue;
-                        }
-                        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
-                        ch[(k0 + j) % 16] = kern->exp_llama(x - sc->m[i]);
-                        if (held) held[j] = ch[(k0 + j) % 16];
-                        if ((k0 + j) % 16 == 15 || k0 + j == p) { /* a chunk's end, or the row's last key */
-                            sc->sum[i] += (double)infer__sum16_tree(ch);
-                            memset(ch, 0, 16 * sizeof(float));
-                        }
-                    }
+                    if (pass == 0)
+                        sc->m[i] = kern->scaled_max(s, lo, hi, scale, sc->m[i]);
+                    else /* chunks of 16 by position, each ending at its lane 15 or the row's last key */
+                        sc->sum[i] = kern->exp_chunks16(s, held, k0, lo, hi, p - k0, scale, sc->m[i], ch, sc->sum[i]);
                 }
                 k0 += kt;
                 continue;
@@ -464,6 +457,12 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     float *pc = sc->pchunk + (size_t)i * 16, inv = (float)(1.0 / sc->sum[i]);
                     int p = b->pos0 + t0 + i / group, any = 0;
                     int lo = w ? INFER__MAX(a, p - w + 1) : a, hi = INFER__MIN(e, p + 1);
+                    if (lo >= hi) continue;
+                    if (held_exps && (!vec || c0 < np)) { /* the exps at hand: rounded and added in one step */
+                        kern->probs_fma16(sc->lanes + (size_t)i * hd * nl + (vec ? 16 * ((c0 / 16) % 4) : 0), nl, sc->vchunk,
+                                          s + (c0 - k0), lo - c0, hi - c0, inv, hd);
+                        continue;
+                    }
                     for (l = 0; l < 16; l++) pc[l] = 0;
                     for (j = lo; j < hi; j++, any = 1) {
                         float x = s[j - k0] * scale, ex = held_exps ? s[j - k0] : kern->exp_llama(x - sc->m[i]);

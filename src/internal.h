@@ -306,6 +306,21 @@ typedef struct infer__kernels {
     infer__vec_dot_fn f16_dot_ordered;
     infer__vec_dot_fn f16_dot_ordered1; /* for one token: infer__f16_dot_llama_vec */
     void (*lanes16_fma)(float *acc, int as, const float *v, const float *p, int n);
+    /* the ordered pass's steps over a tile, bit for bit as the above:
+       f16_scores_ordered is s[i lds + j] = f16_dot_ordered(k_j, q_i) (one:
+       f16_dot_ordered1's) for j < kt, i < nq, where n % 16 == 0 (one: n %
+       64), returning 0 where it cannot (NULL where an ISA has none: the
+       dots one by one serve); exp_chunks16 is, for j in [lo, hi), e =
+       exp_llama(s[j] scale - m) into lane (base + j) % 16 of ch (and into
+       held[j] unless NULL), a chunk ending (lane 15, or j == last) adding
+       ch's tree to the returned sum and clearing ch (last >= hi - 1: the
+       row ends at or past the range); probs_fma16 is
+       lanes16_fma of p[l] = F16(e[l] inv) for l in [lo, hi), 0 else */
+    int (*f16_scores_ordered)(int n, int one, const uint8_t *k, size_t k_stride, int kt, const uint8_t *q, size_t q_stride,
+                              int nq, float *s, size_t lds);
+    double (*exp_chunks16)(const float *s, float *held, int base, int lo, int hi, int last, float scale, float m, float *ch,
+                           double sum);
+    void (*probs_fma16)(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n);
     /* x * y + z rounded once, and infer__exp_llama: the CPU's fused
        multiply-add where it has one (the same bits as mathfn.c's software
        one, which the other ISAs call) */

@@ -1323,6 +1323,137 @@ INFER__AVX2 static float infer__avx2_deltanet_row(float *r, const float *r0, flo
     return sum;
 }
 
+/* ---- the ordered attention's steps over a tile (kernels.f16_scores_ordered,
+   exp_chunks16, probs_fma16), bit for bit as their one-at-a-time forms,
+   16 lanes as two registers of 8 ---- */
+
+/* Eight keys' lanes, already halved once (h[j] lane i = lane i + lane i + 8),
+   to their trees' sums out[j]: each halving for two keys in one register.
+   After the last, lane m holds key 2 (m % 4) + m / 4. */
+INFER__AVX2_INLINE __m256 infer__avx2_trees8(const __m256 *h) {
+    __m256 a[4], b0, b1, r;
+    int j;
+    for (j = 0; j < 4; j++) /* lanes i + 4: keys 2j, 2j + 1 in halves */
+        a[j] = _mm256_add_ps(_mm256_permute2f128_ps(h[2 * j], h[2 * j + 1], 0x20), _mm256_permute2f128_ps(h[2 * j], h[2 * j + 1], 0x31));
+    /* lanes i + 2: the low half of b0 holds keys 0, 2; the high 1, 3 (b1: 4 to 7) */
+    b0 = _mm256_add_ps(_mm256_shuffle_ps(a[0], a[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(a[0], a[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    b1 = _mm256_add_ps(_mm256_shuffle_ps(a[2], a[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(a[2], a[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    r = _mm256_add_ps(_mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+INFER__AVX2 static int infer__avx2_f16_scores_ordered(int n, int one, const uint8_t *k, size_t k_stride, int kt,
+                                                      const uint8_t *q, size_t q_stride, int nq, float *s, size_t lds) {
+    __m256 h[8];
+    float qf[512], out[8];
+    int i, j0, j, d, a;
+    if (n % (one ? 64 : 16) || n > 512) return 0;
+    for (i = 0; i < nq; i++) {
+        const uint16_t *qi = (const uint16_t *)(const void *)(q + (size_t)i * q_stride);
+        for (d = 0; d < n; d += 8) _mm256_storeu_ps(qf + d, INFER__LOADH(qi + d));
+        for (j0 = 0; j0 < kt; j0 += 8) {
+            int nk = INFER__MIN(8, kt - j0);
+            for (j = 0; j < 8; j++) {
+                const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)(j0 + j) * k_stride);
+                if (j >= nk) {
+                    h[j] = _mm256_setzero_ps();
+                } else if (one) { /* as infer__avx2_f16_dot_ordered1 */
+                    __m256 t[8];
+                    for (a = 0; a < 8; a++) t[a] = _mm256_setzero_ps();
+                    for (d = 0; d < n; d += 64)
+                        for (a = 0; a < 8; a++) t[a] = _mm256_fmadd_ps(INFER__LOADH(kj + d + 8 * a), _mm256_loadu_ps(qf + d + 8 * a), t[a]);
+                    h[j] = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(t[0], t[4]), _mm256_add_ps(t[2], t[6])),
+                                         _mm256_add_ps(_mm256_add_ps(t[1], t[5]), _mm256_add_ps(t[3], t[7])));
+                } else { /* as infer__avx2_f16_dot_ordered: lanes 0-7 and 8-15 in two chains */
+                    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+                    for (d = 0; d < n; d += 16) {
+                        s0 = _mm256_fmadd_ps(INFER__LOADH(kj + d), _mm256_loadu_ps(qf + d), s0);
+                        s1 = _mm256_fmadd_ps(INFER__LOADH(kj + d + 8), _mm256_loadu_ps(qf + d + 8), s1);
+                    }
+                    h[j] = _mm256_add_ps(s0, s1);
+                }
+            }
+            if (nk == 8) {
+                _mm256_storeu_ps(s + (size_t)i * lds + j0, infer__avx2_trees8(h));
+            } else {
+                _mm256_storeu_ps(out, infer__avx2_trees8(h));
+                memcpy(s + (size_t)i * lds + j0, out, (size_t)nk * sizeof(float));
+            }
+        }
+    }
+    return 1;
+}
+
+/* infer__exp_llama in 8 lanes; 2^n from its exponent bits where every lane
+   has a normal one, else lane by lane as the scalar */
+INFER__AVX2_INLINE __m256 infer__avx2_exp_llama_v(__m256 x) {
+    const __m256 shift = _mm256_set1_ps(12582912.0f);
+    __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269502f), shift), shift);
+    __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-06f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x));
+    __m256 u = _mm256_mul_ps(b, b);
+    __m256 j = _mm256_fmadd_ps(
+        _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0.00824739039f), b, _mm256_set1_ps(0.0418997668f)), u,
+                        _mm256_fmadd_ps(_mm256_set1_ps(0.166683957f), b, _mm256_set1_ps(0.499991268f))),
+        u, _mm256_fmadd_ps(_mm256_set1_ps(0.999999404f), b, _mm256_set1_ps(1.0f)));
+    __m256 normal = _mm256_and_ps(_mm256_cmp_ps(n, _mm256_set1_ps(-126.0f), _CMP_GE_OQ), _mm256_cmp_ps(n, _mm256_set1_ps(127.0f), _CMP_LE_OQ));
+    if (_mm256_movemask_ps(normal) == 0xff) {
+        __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+        return _mm256_mul_ps(j, _mm256_castsi256_ps(bits));
+    } else {
+        float jn[8], nn[8];
+        int l;
+        _mm256_storeu_ps(jn, j), _mm256_storeu_ps(nn, n);
+        for (l = 0; l < 8; l++) jn[l] = fabsf(nn[l]) > 192 ? (nn[l] <= 0 ? 0.0f : INFINITY) : infer__ldexp_llama(jn[l], (int)nn[l]);
+        return _mm256_loadu_ps(jn);
+    }
+}
+
+INFER__AVX2 static double infer__avx2_exp_chunks16(const float *s, float *held, int base, int lo, int hi, int last,
+                                                   float scale, float m, float *ch, double sum) {
+    __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(m), c[2];
+    float lane[16];
+    int a, half;
+    if (lo >= hi) return sum;
+    c[0] = _mm256_loadu_ps(ch), c[1] = _mm256_loadu_ps(ch + 8);
+    for (a = base + lo - (base + lo) % 16; a < base + hi; a += 16) {
+        int j0 = a - base; /* the chunk's first position, as an index of s (may be below 0: masked) */
+        for (half = 0; half < 2; half++) {
+            int jh = j0 + 8 * half;
+            __m256 seen = infer__avx2_seen(jh, lo, hi);
+            __m256 x, e;
+            if (!_mm256_movemask_ps(seen)) continue;
+            x = _mm256_mul_ps(_mm256_maskload_ps(s + jh, _mm256_castps_si256(seen)), vs);
+            x = _mm256_blendv_ps(vm, x, seen); /* the lanes not seen take e^0, never the slow lanes' way */
+            e = infer__avx2_exp_llama_v(_mm256_sub_ps(x, vm));
+            c[half] = _mm256_blendv_ps(c[half], e, seen);
+            if (held) _mm256_maskstore_ps(held + jh, _mm256_castps_si256(seen), e);
+        }
+        if (j0 + 15 < hi || (last == hi - 1 && last < j0 + 16)) { /* the chunk ends, or the row does */
+            _mm256_storeu_ps(lane, c[0]), _mm256_storeu_ps(lane + 8, c[1]);
+            sum += (double)infer__sum16_tree(lane);
+            c[0] = c[1] = _mm256_setzero_ps();
+        }
+    }
+    _mm256_storeu_ps(ch, c[0]), _mm256_storeu_ps(ch + 8, c[1]);
+    return sum;
+}
+
+INFER__AVX2 static void infer__avx2_probs_fma16(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv,
+                                                int n) {
+    __m256 vinv = _mm256_set1_ps(inv), p[2];
+    int d, half;
+    for (half = 0; half < 2; half++) {
+        __m256 seen = infer__avx2_seen(8 * half, lo, hi);
+        __m256 x = _mm256_mul_ps(_mm256_maskload_ps(e + 8 * half, _mm256_castps_si256(seen)), vinv);
+        p[half] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_and_ps(seen, x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    for (d = 0; d < n; d++) {
+        float *at = acc + (size_t)as * d;
+        _mm256_storeu_ps(at, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p[0], _mm256_loadu_ps(at)));
+        _mm256_storeu_ps(at + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p[1], _mm256_loadu_ps(at + 8)));
+    }
+}
+
 INFER__AVX2 static void infer__avx2_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
     int r;
     for (r = 0; r < rows; r++) {
@@ -1352,6 +1483,9 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->ssm_row = infer__avx2_ssm_row;
     k->deltanet_row = infer__avx2_deltanet_row;
     k->f16_rows16 = infer__avx2_f16_rows16;
+    k->f16_scores_ordered = infer__avx2_f16_scores_ordered;
+    k->exp_chunks16 = infer__avx2_exp_chunks16;
+    k->probs_fma16 = infer__avx2_probs_fma16;
     k->lanes16_fma = infer__avx2_lanes16_fma;
     k->pv_quant[INFER_TYPE_Q8_0] = infer__avx2_pv_q8_0;
     k->softmax_stats = infer__avx2_softmax_stats;

@@ -1979,6 +1979,113 @@ INFER__AVX512 static float infer__avx512_deltanet_row(float *r, const float *r0,
     return sum;
 }
 
+/* ---- the ordered attention's steps over a tile (kernels.f16_scores_ordered,
+   exp_chunks16, probs_fma16), bit for bit as their one-at-a-time forms ---- */
+
+/* Sixteen keys' 16 lanes each (l[j]) to their trees' sums (infer__sum16_tree),
+   out[j]: each halving done for two keys in one register, so every add is
+   the tree's own. After the four halvings lane 4r + c holds key r + 4c. */
+INFER__AVX512_INLINE __m512 infer__avx512_trees16(const __m512 *l) {
+    __m512 a[8], b[4], c0, c1;
+    int j;
+    for (j = 0; j < 8; j++) /* lanes i + 8: keys 2j, 2j + 1 in halves */
+        a[j] = _mm512_add_ps(_mm512_shuffle_f32x4(l[2 * j], l[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(l[2 * j], l[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (j = 0; j < 4; j++) /* lanes i + 4: keys 4j .. 4j + 3 in quarters */
+        b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    /* lanes i + 2: quarter r of c0 holds keys r, r + 4; of c1, r + 8, r + 12 */
+    c0 = _mm512_add_ps(_mm512_shuffle_ps(b[0], b[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(b[0], b[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    c1 = _mm512_add_ps(_mm512_shuffle_ps(b[2], b[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(b[2], b[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    c0 = _mm512_add_ps(_mm512_shuffle_ps(c0, c1, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(c0, c1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), c0);
+}
+
+INFER__AVX512 static int infer__avx512_f16_scores_ordered(int n, int one, const uint8_t *k, size_t k_stride, int kt,
+                                                          const uint8_t *q, size_t q_stride, int nq, float *s, size_t lds) {
+    __m512 l[16];
+    float qf[512];
+    int i, j0, j, d;
+    if (n % (one ? 64 : 16) || n > 512) return 0;
+    for (i = 0; i < nq; i++) {
+        const uint16_t *qi = (const uint16_t *)(const void *)(q + (size_t)i * q_stride);
+        for (d = 0; d < n; d += 16) _mm512_storeu_ps(qf + d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(qi + d))));
+        for (j0 = 0; j0 < kt; j0 += 16) {
+            int nk = INFER__MIN(16, kt - j0);
+            for (j = 0; j < 16; j++) {
+                const uint16_t *kj = (const uint16_t *)(const void *)(k + (size_t)(j0 + j) * k_stride);
+#define INFER__KH(at) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(kj + (at))))
+                if (j >= nk) {
+                    l[j] = _mm512_setzero_ps();
+                } else if (one) { /* four accumulators over each 64, added 0 + 2 and 1 + 3 */
+                    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                    for (d = 0; d < n; d += 64) {
+                        a0 = _mm512_fmadd_ps(INFER__KH(d), _mm512_loadu_ps(qf + d), a0);
+                        a1 = _mm512_fmadd_ps(INFER__KH(d + 16), _mm512_loadu_ps(qf + d + 16), a1);
+                        a2 = _mm512_fmadd_ps(INFER__KH(d + 32), _mm512_loadu_ps(qf + d + 32), a2);
+                        a3 = _mm512_fmadd_ps(INFER__KH(d + 48), _mm512_loadu_ps(qf + d + 48), a3);
+                    }
+                    l[j] = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+                } else { /* one chain of 16 lanes */
+                    __m512 a = _mm512_setzero_ps();
+                    for (d = 0; d < n; d += 16) a = _mm512_fmadd_ps(INFER__KH(d), _mm512_loadu_ps(qf + d), a);
+                    l[j] = a;
+                }
+#undef INFER__KH
+            }
+            _mm512_mask_storeu_ps(s + (size_t)i * lds + j0, (__mmask16)((1u << nk) - 1), infer__avx512_trees16(l));
+        }
+    }
+    return 1;
+}
+
+/* infer__exp_llama in 16 lanes: its fused steps, then 2^n by scalef (one
+   rounding, as the scalar's product or ldexpf; 0 or inf past |n| > 192) */
+INFER__AVX512_INLINE __m512 infer__avx512_exp_llama(__m512 x) {
+    const __m512 shift = _mm512_set1_ps(12582912.0f);
+    __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269502f), shift), shift);
+    __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-06f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x));
+    __m512 u = _mm512_mul_ps(b, b);
+    __m512 j = _mm512_fmadd_ps(
+        _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0.00824739039f), b, _mm512_set1_ps(0.0418997668f)), u,
+                        _mm512_fmadd_ps(_mm512_set1_ps(0.166683957f), b, _mm512_set1_ps(0.499991268f))),
+        u, _mm512_fmadd_ps(_mm512_set1_ps(0.999999404f), b, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(j, n);
+}
+
+INFER__AVX512 static double infer__avx512_exp_chunks16(const float *s, float *held, int base, int lo, int hi, int last,
+                                                       float scale, float m, float *ch, double sum) {
+    __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m), c = _mm512_loadu_ps(ch);
+    float lane[16];
+    int a;
+    if (lo >= hi) return sum;
+    for (a = base + lo - (base + lo) % 16; a < base + hi; a += 16) {
+        int j0 = a - base; /* the chunk's first position, as an index of s (may be below 0: masked) */
+        __mmask16 seen = infer__avx512_seen(j0, lo, hi);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(seen, s + j0), vs);
+        __m512 e = infer__avx512_exp_llama(_mm512_sub_ps(x, vm));
+        c = _mm512_mask_mov_ps(c, seen, e);
+        if (held) _mm512_mask_storeu_ps(held + j0, seen, e);
+        if (j0 + 15 < hi || (last == hi - 1 && last < j0 + 16)) { /* the chunk ends, or the row does */
+            _mm512_storeu_ps(lane, c);
+            sum += (double)infer__sum16_tree(lane);
+            c = _mm512_setzero_ps();
+        }
+    }
+    _mm512_storeu_ps(ch, c);
+    return sum;
+}
+
+INFER__AVX512 static void infer__avx512_probs_fma16(float *acc, int as, const float *v, const float *e, int lo, int hi,
+                                                    float inv, int n) {
+    __mmask16 seen = infer__avx512_seen(0, lo, hi);
+    __m512 p = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, e), _mm512_set1_ps(inv)),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    int d;
+    for (d = 0; d < n; d++)
+        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), p, _mm512_loadu_ps(acc + (size_t)as * d)));
+}
+
 INFER__AVX512 static void infer__avx512_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
     int r;
     for (r = 0; r < rows; r++)
@@ -2020,6 +2127,9 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->ssm_row = infer__avx512_ssm_row;
     k->deltanet_row = infer__avx512_deltanet_row;
     k->f16_rows16 = infer__avx512_f16_rows16;
+    k->f16_scores_ordered = infer__avx512_f16_scores_ordered;
+    k->exp_chunks16 = infer__avx512_exp_chunks16;
+    k->probs_fma16 = infer__avx512_probs_fma16;
     if (infer__cpu_has(INFER__CPU_AVX512_VNNI)) {
         k->vec_dot[INFER_TYPE_Q8_0] = infer__vnni_q8_0_dot;
         k->vec_dot[INFER_TYPE_Q4_0] = infer__vnni_q4_0_dot;

@@ -161,6 +161,31 @@ static void infer__lanes16_fma_ref(float *acc, int as, const float *v, const flo
         for (l = 0; l < 16; l++) acc[as * d + l] = infer__fmaf(v[16 * d + l], p[l], acc[as * d + l]);
 }
 
+/* The ordered attention's exps of a row's keys in a tile, summed by
+   chunks of 16 positions (each chunk's lanes by the tree, into double) */
+static double infer__exp_chunks16_ref(const float *s, float *held, int base, int lo, int hi, int last, float scale, float m,
+                                      float *ch, double sum) {
+    int j;
+    for (j = lo; j < hi; j++) {
+        float x = s[j] * scale; /* its own statement: never contracted with the subtraction */
+        ch[(base + j) % 16] = infer__exp_llama(x - m);
+        if (held) held[j] = ch[(base + j) % 16];
+        if ((base + j) % 16 == 15 || j == last) { /* a chunk's end, or the row's last key */
+            sum += (double)infer__sum16_tree(ch);
+            memset(ch, 0, 16 * sizeof(float));
+        }
+    }
+    return sum;
+}
+
+/* p.V of one chunk of 16 keys in lanes, the probabilities rounded to F16 */
+static void infer__probs_fma16_ref(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n) {
+    float p[16];
+    int l;
+    for (l = 0; l < 16; l++) p[l] = l >= lo && l < hi ? infer__fp16_to_fp32(infer__fp32_to_fp16(e[l] * inv)) : 0.0f;
+    infer__lanes16_fma_ref(acc, as, v, p, n);
+}
+
 /* Attention's p.V from a quantized cache (infer__kernels.pv_quant): key by
    key, each block's values times (p * scale), fused into acc; a key a row
    does not see (p = 0) adds nothing and is skipped. */
@@ -215,6 +240,8 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->deltanet_row = infer__deltanet_row_ref;
     k->f16_rows16 = infer__f16_rows16_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
+    k->exp_chunks16 = infer__exp_chunks16_ref;
+    k->probs_fma16 = infer__probs_fma16_ref;
     k->fmaf = infer__fmaf_ref;
     k->exp_llama = infer__exp_llama_ref;
     k->softmax_stats = infer__softmax_stats_ref;

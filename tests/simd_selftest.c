@@ -287,6 +287,63 @@ static void st_check_f16_orders(st_counts *c, const char *isa, const infer__kern
         }
 }
 
+/* The ordered attention's tile steps against their one-at-a-time forms,
+   bit for bit: the scores against f16_dot_ordered(1) key by key, the exps'
+   chunk sums and the rounded p.V against the plain C (ref). Ranges of keys
+   start and end off a chunk's edge, and the row may end inside the tile. */
+static void st_check_ordered_tile(st_counts *c, const char *isa, const infer__kernels *k, const infer__kernels *ref) {
+    static const int dims[] = {64, 128, 256, 80};
+    int di, one, kt = 37, nq = 5, i, j;
+    for (di = 0; di < 4; di++)
+        for (one = 0; one < 2; one++) {
+            int n = dims[di];
+            uint16_t *kk = (uint16_t *)malloc((size_t)kt * n * 2), *q = (uint16_t *)malloc((size_t)nq * n * 2);
+            float *s = (float *)malloc((size_t)nq * kt * sizeof(float)), want, got;
+            for (i = 0; i < kt * n; i++) kk[i] = infer__fp32_to_fp16((float)((i * 2654435761u >> 9) % 2001) / 1000.0f - 1.0f);
+            for (i = 0; i < nq * n; i++) q[i] = infer__fp32_to_fp16((float)((i * 40503u >> 3) % 1999) / 997.0f - 1.0f);
+            if (!k->f16_scores_ordered ||
+                !k->f16_scores_ordered(n, one, (const uint8_t *)kk, (size_t)n * 2, kt, (const uint8_t *)q, (size_t)n * 2, nq, s, kt)) {
+                if (k->f16_scores_ordered && n % (one ? 64 : 16) == 0)
+                    st_fail(c, "%s f16_scores_ordered n=%d: declined a dim it should take", isa, n);
+            } else {
+                for (i = 0; i < nq; i++)
+                    for (j = 0; j < kt; j++) {
+                        want = (one ? k->f16_dot_ordered1 : k->f16_dot_ordered)(n, kk + (size_t)j * n, q + (size_t)i * n);
+                        got = s[(size_t)i * kt + j];
+                        c->checks++;
+                        if (memcmp(&want, &got, sizeof want))
+                            st_fail(c, "%s f16_scores_ordered n=%d%s key %d row %d: %.9g, one by one %.9g", isa, n,
+                                    one ? " (one token)" : "", j, i, got, want);
+                    }
+            }
+            free(kk), free(q), free(s);
+        }
+    { /* exps by chunks, then p.V of one chunk, from several starts and ends */
+        float sc[80], e1[80], e2[80], ch1[16], ch2[16], v[16 * 24], acc1[24 * 16], acc2[24 * 16];
+        static const int cuts[][4] = {{0, 0, 80, 79}, {3, 5, 56, 55}, {13, 2, 40, 80}, {0, 17, 18, 17}, {7, 0, 9, 200}};
+        int ci, l;
+        for (j = 0; j < 80; j++) sc[j] = (float)((j * 7919) % 113) / 9.0f - 6.0f;
+        for (j = 0; j < 16 * 24; j++) v[j] = (float)((j * 31) % 41) / 20.0f - 1.0f;
+        for (ci = 0; ci < 5; ci++) {
+            int base = cuts[ci][0], lo = cuts[ci][1], hi = cuts[ci][2], last = cuts[ci][3];
+            double w, g;
+            for (l = 0; l < 16; l++) ch1[l] = ch2[l] = l == 3 ? 0.25f : 0.0f; /* a chunk begun in the tile before */
+            memcpy(e1, sc, sizeof sc), memcpy(e2, sc, sizeof sc);
+            w = ref->exp_chunks16(sc, e1, base, lo, hi, last, 0.125f, 2.5f, ch1, 1.5);
+            g = k->exp_chunks16(sc, e2, base, lo, hi, last, 0.125f, 2.5f, ch2, 1.5);
+            c->checks++;
+            if (memcmp(&w, &g, sizeof w) || memcmp(e1, e2, sizeof e1) || memcmp(ch1, ch2, sizeof ch1))
+                st_fail(c, "%s exp_chunks16 base %d [%d, %d) last %d: sum %.17g, the plain C %.17g%s", isa, base, lo, hi, last,
+                        g, w, memcmp(e1, e2, sizeof e1) ? " (its exps differ)" : memcmp(ch1, ch2, sizeof ch1) ? " (its chunk differs)" : "");
+            for (l = 0; l < 24 * 16; l++) acc1[l] = acc2[l] = (float)(l % 7) * 0.5f;
+            ref->probs_fma16(acc1, 16, v, e1 + 20, lo % 16, INFER__MIN(16, lo % 16 + hi - lo), 0.37f, 24);
+            k->probs_fma16(acc2, 16, v, e1 + 20, lo % 16, INFER__MIN(16, lo % 16 + hi - lo), 0.37f, 24);
+            c->checks++;
+            if (memcmp(acc1, acc2, sizeof acc1)) st_fail(c, "%s probs_fma16 lanes [%d, ..): not the plain C's", isa, lo % 16);
+        }
+    }
+}
+
 /* ggml's fold of four accumulators of w lanes (acc[j w + l]) as each ISA
    adds them: (0 + 2) + (1 + 3), then AVX-512's halves and quarters (GCC's
    _mm512_reduce_add_ps), AVX2's halves, and the last four lanes as
@@ -540,6 +597,7 @@ static int st_check(int t, int *n_isa, int *n_checks) {
         if (t < 0) {
             st_check_f16_orders(&c, name, &k);
             st_check_recurrent(&c, name, &k, &ref);
+            st_check_ordered_tile(&c, name, &k, &ref);
             for (i = 0; i < (int)(sizeof st_act_types / sizeof st_act_types[0]); i++)
                 st_check_from_float(&c, name, ref.from_float[st_act_types[i]], k.from_float[st_act_types[i]],
                                     st_act_types[i]);
