@@ -2722,13 +2722,15 @@ typedef struct infer__kernels {
        exp_llama(s[j] scale - m) into lane (base + j) % 16 of ch (and into
        held[j] unless NULL), a chunk ending (lane 15, or j == last) adding
        ch's tree to the returned sum and clearing ch (last >= hi - 1: the
-       row ends at or past the range); probs_fma16 is
-       lanes16_fma of p[l] = F16(e[l] inv) for l in [lo, hi), 0 else */
+       row ends at or past the range); probs_fma16 is lanes16_fma over
+       n_chunks chunks of 16 keys in order (chunk c's V at v + 16 n c, its
+       exps at e + 16 c) of p = F16(e inv) for the lanes [lo, hi) of all
+       16 n_chunks, 0 else; a chunk with none of them is skipped */
     int (*f16_scores_ordered)(int n, int one, const uint8_t *k, size_t k_stride, int kt, const uint8_t *q, size_t q_stride,
                               int nq, float *s, size_t lds);
     double (*exp_chunks16)(const float *s, float *held, int base, int lo, int hi, int last, float scale, float m, float *ch,
                            double sum);
-    void (*probs_fma16)(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n);
+    void (*probs_fma16)(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n, int n_chunks);
     /* x * y + z rounded once, and infer__exp_llama: the CPU's fused
        multiply-add where it has one (the same bits as mathfn.c's software
        one, which the other ISAs call) */
@@ -11125,12 +11127,17 @@ static double infer__exp_chunks16_ref(const float *s, float *held, int base, int
     return sum;
 }
 
-/* p.V of one chunk of 16 keys in lanes, the probabilities rounded to F16 */
-static void infer__probs_fma16_ref(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n) {
+/* p.V of chunks of 16 keys in lanes, the probabilities rounded to F16 */
+static void infer__probs_fma16_ref(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n,
+                                   int n_chunks) {
     float p[16];
-    int l;
-    for (l = 0; l < 16; l++) p[l] = l >= lo && l < hi ? infer__fp16_to_fp32(infer__fp32_to_fp16(e[l] * inv)) : 0.0f;
-    infer__lanes16_fma_ref(acc, as, v, p, n);
+    int c, l;
+    for (c = 0; c < n_chunks; c++) {
+        int a = INFER__MAX(lo - 16 * c, 0), b = INFER__MIN(hi - 16 * c, 16);
+        if (a >= b) continue;
+        for (l = 0; l < 16; l++) p[l] = l >= a && l < b ? infer__fp16_to_fp32(infer__fp32_to_fp16(e[16 * c + l] * inv)) : 0.0f;
+        infer__lanes16_fma_ref(acc, as, v + (size_t)16 * n * c, p, n);
+    }
 }
 
 /* Attention's p.V from a quantized cache (infer__kernels.pv_quant): key by
@@ -12873,19 +12880,35 @@ INFER__AVX2 static double infer__avx2_exp_chunks16(const float *s, float *held, 
     return sum;
 }
 
+/* each value's 16 lanes loaded once for all the chunks (at most 4) */
 INFER__AVX2 static void infer__avx2_probs_fma16(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv,
-                                                int n) {
-    __m256 vinv = _mm256_set1_ps(inv), p[2];
-    int d, half;
-    for (half = 0; half < 2; half++) {
-        __m256 seen = infer__avx2_seen(8 * half, lo, hi);
-        __m256 x = _mm256_mul_ps(_mm256_maskload_ps(e + 8 * half, _mm256_castps_si256(seen)), vinv);
-        p[half] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_and_ps(seen, x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                                                int n, int n_chunks) {
+    __m256 vinv = _mm256_set1_ps(inv), p[4][2];
+    const float *vc[4];
+    int c, d, half, na = 0;
+    if (n_chunks > 4) {
+        for (c = 0; c < n_chunks; c += 4)
+            infer__avx2_probs_fma16(acc, as, v + (size_t)16 * n * c, e + 16 * c, lo - 16 * c, hi - 16 * c, inv, n,
+                                    INFER__MIN(4, n_chunks - c));
+        return;
+    }
+    for (c = 0; c < n_chunks; c++) {
+        if (INFER__MAX(lo, 16 * c) >= INFER__MIN(hi, 16 * c + 16)) continue;
+        for (half = 0; half < 2; half++) {
+            __m256 seen = infer__avx2_seen(16 * c + 8 * half, lo, hi);
+            __m256 x = _mm256_mul_ps(_mm256_maskload_ps(e + 16 * c + 8 * half, _mm256_castps_si256(seen)), vinv);
+            p[na][half] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_and_ps(seen, x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        vc[na++] = v + (size_t)16 * n * c;
     }
     for (d = 0; d < n; d++) {
         float *at = acc + (size_t)as * d;
-        _mm256_storeu_ps(at, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p[0], _mm256_loadu_ps(at)));
-        _mm256_storeu_ps(at + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p[1], _mm256_loadu_ps(at + 8)));
+        __m256 a0 = _mm256_loadu_ps(at), a1 = _mm256_loadu_ps(at + 8);
+        for (c = 0; c < na; c++) {
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(vc[c] + 16 * d), p[c][0], a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(vc[c] + 16 * d + 8), p[c][1], a1);
+        }
+        _mm256_storeu_ps(at, a0), _mm256_storeu_ps(at + 8, a1);
     }
 }
 
@@ -15050,14 +15073,30 @@ INFER__AVX512 static double infer__avx512_exp_chunks16(const float *s, float *he
     return sum;
 }
 
+/* each value's 16 lanes loaded once for all the chunks (at most 4) */
 INFER__AVX512 static void infer__avx512_probs_fma16(float *acc, int as, const float *v, const float *e, int lo, int hi,
-                                                    float inv, int n) {
-    __mmask16 seen = infer__avx512_seen(0, lo, hi);
-    __m512 p = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, e), _mm512_set1_ps(inv)),
-                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    int d;
-    for (d = 0; d < n; d++)
-        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), p, _mm512_loadu_ps(acc + (size_t)as * d)));
+                                                    float inv, int n, int n_chunks) {
+    __m512 p[4];
+    const float *vc[4];
+    int c, d, na = 0;
+    if (n_chunks > 4) {
+        for (c = 0; c < n_chunks; c += 4)
+            infer__avx512_probs_fma16(acc, as, v + (size_t)16 * n * c, e + 16 * c, lo - 16 * c, hi - 16 * c, inv, n,
+                                      INFER__MIN(4, n_chunks - c));
+        return;
+    }
+    for (c = 0; c < n_chunks; c++) {
+        __mmask16 seen = infer__avx512_seen(16 * c, lo, hi);
+        if (!seen) continue;
+        p[na] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, e + 16 * c), _mm512_set1_ps(inv)),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        vc[na++] = v + (size_t)16 * n * c;
+    }
+    for (d = 0; d < n; d++) {
+        __m512 a = _mm512_loadu_ps(acc + (size_t)as * d);
+        for (c = 0; c < na; c++) a = _mm512_fmadd_ps(_mm512_loadu_ps(vc[c] + 16 * d), p[c], a);
+        _mm512_storeu_ps(acc + (size_t)as * d, a);
+    }
 }
 
 INFER__AVX512 static void infer__avx512_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {
@@ -16997,6 +17036,7 @@ static void infer__weights_free(infer_model *m) {
 #define INFER__ATT_TILE 256
 #endif
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
+#define INFER__ATT_PV_CHUNKS 4 /* the ordered pass's p.V: chunks of 16 keys a call, at most */
 /* A pass of a few tokens past the first run of keys splits each item's
    keys into runs, so that every worker streams the cache
    (flash-decoding): see infer__attn_item. The runs are fixed positions,
@@ -17389,7 +17429,7 @@ static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx) {
     size_t n = rows * hd + rows * tile + 2 * rows * hd + 3 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx) +
                hd * tile + (rows + 8) * INFER__MAX(hd, tile);
     /* lanes, vchunk, pchunk, sum (doubles, 8-byte aligned), with two floats to spare for that */
-    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows + 2;
+    if (ordered) n += rows * hd * 16 + hd * 16 * INFER__ATT_PV_CHUNKS + rows * 16 + 2 * rows + 2;
     /* even, so that every worker's share starts 8-byte aligned (the
        ordered pass keeps doubles in acc) */
     return (n + 1) / 2 * 2;
@@ -17413,7 +17453,7 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
         if ((uintptr_t)base % sizeof(double)) base++; /* 8-byte aligned */
         sc->sum = (double *)(void *)base, base += 2 * rows;
         sc->lanes = base, base += rows * hd * 16;
-        sc->vchunk = base, base += hd * 16;
+        sc->vchunk = base, base += hd * 16 * INFER__ATT_PV_CHUNKS;
         sc->pchunk = base;
     }
 }
@@ -17643,7 +17683,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
     int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
-    int slots = kv->slots[b->layer], w = b->window, pass;
+    int slots = kv->slots[b->layer], w = b->window, pass, g;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d, l;
     size_t q_row = (size_t)hd * sizeof(uint16_t), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
@@ -17711,16 +17751,24 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                 k0 += kt;
                 continue;
             }
-            /* pass 2: p.V a chunk of 16 positions at a time (the part of it in this tile) */
-            for (c0 = k0 - k0 % 16; c0 < k0 + kt; c0 += 16) {
-                int a = INFER__MAX(c0, k0), e = INFER__MIN(c0 + 16, k0 + kt);
-                if (a == c0 && e == c0 + 16) { /* a whole chunk: 16 halves a value, in a row */
-                    kern->f16_rows16(vbase + slot + (c0 - k0), (size_t)slots, hd, sc->vchunk);
-                } else {
-                    memset(sc->vchunk, 0, (size_t)hd * 16 * sizeof(float));
-                    for (d = 0; d < hd; d++)
-                        for (l = a - c0; l < e - c0; l++)
-                            sc->vchunk[16 * d + l] = infer__fp16_to_fp32(vbase[(size_t)d * slots + slot + (c0 + l - k0)]);
+            /* pass 2: p.V a chunk of 16 positions at a time (the part of it in
+               this tile); with the exps held, up to four chunks a call, so
+               that each value's lanes are loaded once for them */
+            for (c0 = k0 - k0 % 16; c0 < k0 + kt; c0 += 16 * g) {
+                int a = INFER__MAX(c0, k0), e, ci;
+                g = held_exps && !vec ? INFER__MIN(INFER__ATT_PV_CHUNKS, (k0 + kt - c0 + 15) / 16) : 1;
+                e = INFER__MIN(c0 + 16 * g, k0 + kt);
+                for (ci = 0; ci < g; ci++) {
+                    int ca = INFER__MAX(c0 + 16 * ci, a), ce = INFER__MIN(c0 + 16 * ci + 16, e);
+                    float *vc = sc->vchunk + (size_t)16 * hd * ci;
+                    if (ca == c0 + 16 * ci && ce == ca + 16) { /* a whole chunk: 16 halves a value, in a row */
+                        kern->f16_rows16(vbase + slot + (ca - k0), (size_t)slots, hd, vc);
+                    } else {
+                        memset(vc, 0, (size_t)hd * 16 * sizeof(float));
+                        for (d = 0; d < hd; d++)
+                            for (l = ca - c0 - 16 * ci; l < ce - c0 - 16 * ci; l++)
+                                vc[16 * d + l] = infer__fp16_to_fp32(vbase[(size_t)d * slots + slot + (c0 + 16 * ci + l - k0)]);
+                    }
                 }
                 for (i = 0; i < nq; i++) {
                     const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
@@ -17730,7 +17778,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     if (lo >= hi) continue;
                     if (held_exps && (!vec || c0 < np)) { /* the exps at hand: rounded and added in one step */
                         kern->probs_fma16(sc->lanes + (size_t)i * hd * nl + (vec ? 16 * ((c0 / 16) % 4) : 0), nl, sc->vchunk,
-                                          s + (c0 - k0), lo - c0, hi - c0, inv, hd);
+                                          s + (c0 - k0), lo - c0, hi - c0, inv, hd, g);
                         continue;
                     }
                     for (l = 0; l < 16; l++) pc[l] = 0;

@@ -119,7 +119,7 @@ static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx) {
     size_t n = rows * hd + rows * tile + 2 * rows * hd + 3 * rows + rows * tile / 2 + infer__attn_kept_floats(n_ctx) +
                hd * tile + (rows + 8) * INFER__MAX(hd, tile);
     /* lanes, vchunk, pchunk, sum (doubles, 8-byte aligned), with two floats to spare for that */
-    if (ordered) n += rows * hd * 16 + hd * 16 + rows * 16 + 2 * rows + 2;
+    if (ordered) n += rows * hd * 16 + hd * 16 * INFER__ATT_PV_CHUNKS + rows * 16 + 2 * rows + 2;
     /* even, so that every worker's share starts 8-byte aligned (the
        ordered pass keeps doubles in acc) */
     return (n + 1) / 2 * 2;
@@ -143,7 +143,7 @@ static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int 
         if ((uintptr_t)base % sizeof(double)) base++; /* 8-byte aligned */
         sc->sum = (double *)(void *)base, base += 2 * rows;
         sc->lanes = base, base += rows * hd * 16;
-        sc->vchunk = base, base += hd * 16;
+        sc->vchunk = base, base += hd * 16 * INFER__ATT_PV_CHUNKS;
         sc->pchunk = base;
     }
 }
@@ -373,7 +373,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
     int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
-    int slots = kv->slots[b->layer], w = b->window, pass;
+    int slots = kv->slots[b->layer], w = b->window, pass, g;
     int key_hi = b->pos0 + t1, key_lo = w ? INFER__MAX(0, b->pos0 + t0 - w + 1) : 0, k0, i, j, d, l;
     size_t q_row = (size_t)hd * sizeof(uint16_t), head_off = infer__row_size(kv->type, (int64_t)kvh * hd);
     const uint8_t *kbase = kv->k[INFER__KV_AT(kv, b->seq, b->layer)] + head_off;
@@ -441,16 +441,24 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                 k0 += kt;
                 continue;
             }
-            /* pass 2: p.V a chunk of 16 positions at a time (the part of it in this tile) */
-            for (c0 = k0 - k0 % 16; c0 < k0 + kt; c0 += 16) {
-                int a = INFER__MAX(c0, k0), e = INFER__MIN(c0 + 16, k0 + kt);
-                if (a == c0 && e == c0 + 16) { /* a whole chunk: 16 halves a value, in a row */
-                    kern->f16_rows16(vbase + slot + (c0 - k0), (size_t)slots, hd, sc->vchunk);
-                } else {
-                    memset(sc->vchunk, 0, (size_t)hd * 16 * sizeof(float));
-                    for (d = 0; d < hd; d++)
-                        for (l = a - c0; l < e - c0; l++)
-                            sc->vchunk[16 * d + l] = infer__fp16_to_fp32(vbase[(size_t)d * slots + slot + (c0 + l - k0)]);
+            /* pass 2: p.V a chunk of 16 positions at a time (the part of it in
+               this tile); with the exps held, up to four chunks a call, so
+               that each value's lanes are loaded once for them */
+            for (c0 = k0 - k0 % 16; c0 < k0 + kt; c0 += 16 * g) {
+                int a = INFER__MAX(c0, k0), e, ci;
+                g = held_exps && !vec ? INFER__MIN(INFER__ATT_PV_CHUNKS, (k0 + kt - c0 + 15) / 16) : 1;
+                e = INFER__MIN(c0 + 16 * g, k0 + kt);
+                for (ci = 0; ci < g; ci++) {
+                    int ca = INFER__MAX(c0 + 16 * ci, a), ce = INFER__MIN(c0 + 16 * ci + 16, e);
+                    float *vc = sc->vchunk + (size_t)16 * hd * ci;
+                    if (ca == c0 + 16 * ci && ce == ca + 16) { /* a whole chunk: 16 halves a value, in a row */
+                        kern->f16_rows16(vbase + slot + (ca - k0), (size_t)slots, hd, vc);
+                    } else {
+                        memset(vc, 0, (size_t)hd * 16 * sizeof(float));
+                        for (d = 0; d < hd; d++)
+                            for (l = ca - c0 - 16 * ci; l < ce - c0 - 16 * ci; l++)
+                                vc[16 * d + l] = infer__fp16_to_fp32(vbase[(size_t)d * slots + slot + (c0 + 16 * ci + l - k0)]);
+                    }
                 }
                 for (i = 0; i < nq; i++) {
                     const float *s = sc->s + (size_t)i * INFER__ATT_TILE;
@@ -460,7 +468,7 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
                     if (lo >= hi) continue;
                     if (held_exps && (!vec || c0 < np)) { /* the exps at hand: rounded and added in one step */
                         kern->probs_fma16(sc->lanes + (size_t)i * hd * nl + (vec ? 16 * ((c0 / 16) % 4) : 0), nl, sc->vchunk,
-                                          s + (c0 - k0), lo - c0, hi - c0, inv, hd);
+                                          s + (c0 - k0), lo - c0, hi - c0, inv, hd, g);
                         continue;
                     }
                     for (l = 0; l < 16; l++) pc[l] = 0;

@@ -314,13 +314,15 @@ typedef struct infer__kernels {
        exp_llama(s[j] scale - m) into lane (base + j) % 16 of ch (and into
        held[j] unless NULL), a chunk ending (lane 15, or j == last) adding
        ch's tree to the returned sum and clearing ch (last >= hi - 1: the
-       row ends at or past the range); probs_fma16 is
-       lanes16_fma of p[l] = F16(e[l] inv) for l in [lo, hi), 0 else */
+       row ends at or past the range); probs_fma16 is lanes16_fma over
+       n_chunks chunks of 16 keys in order (chunk c's V at v + 16 n c, its
+       exps at e + 16 c) of p = F16(e inv) for the lanes [lo, hi) of all
+       16 n_chunks, 0 else; a chunk with none of them is skipped */
     int (*f16_scores_ordered)(int n, int one, const uint8_t *k, size_t k_stride, int kt, const uint8_t *q, size_t q_stride,
                               int nq, float *s, size_t lds);
     double (*exp_chunks16)(const float *s, float *held, int base, int lo, int hi, int last, float scale, float m, float *ch,
                            double sum);
-    void (*probs_fma16)(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n);
+    void (*probs_fma16)(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n, int n_chunks);
     /* x * y + z rounded once, and infer__exp_llama: the CPU's fused
        multiply-add where it has one (the same bits as mathfn.c's software
        one, which the other ISAs call) */

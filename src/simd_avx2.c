@@ -1438,19 +1438,35 @@ INFER__AVX2 static double infer__avx2_exp_chunks16(const float *s, float *held, 
     return sum;
 }
 
+/* each value's 16 lanes loaded once for all the chunks (at most 4) */
 INFER__AVX2 static void infer__avx2_probs_fma16(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv,
-                                                int n) {
-    __m256 vinv = _mm256_set1_ps(inv), p[2];
-    int d, half;
-    for (half = 0; half < 2; half++) {
-        __m256 seen = infer__avx2_seen(8 * half, lo, hi);
-        __m256 x = _mm256_mul_ps(_mm256_maskload_ps(e + 8 * half, _mm256_castps_si256(seen)), vinv);
-        p[half] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_and_ps(seen, x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                                                int n, int n_chunks) {
+    __m256 vinv = _mm256_set1_ps(inv), p[4][2];
+    const float *vc[4];
+    int c, d, half, na = 0;
+    if (n_chunks > 4) {
+        for (c = 0; c < n_chunks; c += 4)
+            infer__avx2_probs_fma16(acc, as, v + (size_t)16 * n * c, e + 16 * c, lo - 16 * c, hi - 16 * c, inv, n,
+                                    INFER__MIN(4, n_chunks - c));
+        return;
+    }
+    for (c = 0; c < n_chunks; c++) {
+        if (INFER__MAX(lo, 16 * c) >= INFER__MIN(hi, 16 * c + 16)) continue;
+        for (half = 0; half < 2; half++) {
+            __m256 seen = infer__avx2_seen(16 * c + 8 * half, lo, hi);
+            __m256 x = _mm256_mul_ps(_mm256_maskload_ps(e + 16 * c + 8 * half, _mm256_castps_si256(seen)), vinv);
+            p[na][half] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_and_ps(seen, x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        vc[na++] = v + (size_t)16 * n * c;
     }
     for (d = 0; d < n; d++) {
         float *at = acc + (size_t)as * d;
-        _mm256_storeu_ps(at, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d), p[0], _mm256_loadu_ps(at)));
-        _mm256_storeu_ps(at + 8, _mm256_fmadd_ps(_mm256_loadu_ps(v + 16 * d + 8), p[1], _mm256_loadu_ps(at + 8)));
+        __m256 a0 = _mm256_loadu_ps(at), a1 = _mm256_loadu_ps(at + 8);
+        for (c = 0; c < na; c++) {
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(vc[c] + 16 * d), p[c][0], a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(vc[c] + 16 * d + 8), p[c][1], a1);
+        }
+        _mm256_storeu_ps(at, a0), _mm256_storeu_ps(at + 8, a1);
     }
 }
 

@@ -2076,14 +2076,30 @@ INFER__AVX512 static double infer__avx512_exp_chunks16(const float *s, float *he
     return sum;
 }
 
+/* each value's 16 lanes loaded once for all the chunks (at most 4) */
 INFER__AVX512 static void infer__avx512_probs_fma16(float *acc, int as, const float *v, const float *e, int lo, int hi,
-                                                    float inv, int n) {
-    __mmask16 seen = infer__avx512_seen(0, lo, hi);
-    __m512 p = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, e), _mm512_set1_ps(inv)),
-                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    int d;
-    for (d = 0; d < n; d++)
-        _mm512_storeu_ps(acc + (size_t)as * d, _mm512_fmadd_ps(_mm512_loadu_ps(v + 16 * d), p, _mm512_loadu_ps(acc + (size_t)as * d)));
+                                                    float inv, int n, int n_chunks) {
+    __m512 p[4];
+    const float *vc[4];
+    int c, d, na = 0;
+    if (n_chunks > 4) {
+        for (c = 0; c < n_chunks; c += 4)
+            infer__avx512_probs_fma16(acc, as, v + (size_t)16 * n * c, e + 16 * c, lo - 16 * c, hi - 16 * c, inv, n,
+                                      INFER__MIN(4, n_chunks - c));
+        return;
+    }
+    for (c = 0; c < n_chunks; c++) {
+        __mmask16 seen = infer__avx512_seen(16 * c, lo, hi);
+        if (!seen) continue;
+        p[na] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(_mm512_maskz_loadu_ps(seen, e + 16 * c), _mm512_set1_ps(inv)),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        vc[na++] = v + (size_t)16 * n * c;
+    }
+    for (d = 0; d < n; d++) {
+        __m512 a = _mm512_loadu_ps(acc + (size_t)as * d);
+        for (c = 0; c < na; c++) a = _mm512_fmadd_ps(_mm512_loadu_ps(vc[c] + 16 * d), p[c], a);
+        _mm512_storeu_ps(acc + (size_t)as * d, a);
+    }
 }
 
 INFER__AVX512 static void infer__avx512_f16_rows16(const uint16_t *h, size_t stride, int rows, float *out) {

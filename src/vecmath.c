@@ -178,12 +178,17 @@ static double infer__exp_chunks16_ref(const float *s, float *held, int base, int
     return sum;
 }
 
-/* p.V of one chunk of 16 keys in lanes, the probabilities rounded to F16 */
-static void infer__probs_fma16_ref(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n) {
+/* p.V of chunks of 16 keys in lanes, the probabilities rounded to F16 */
+static void infer__probs_fma16_ref(float *acc, int as, const float *v, const float *e, int lo, int hi, float inv, int n,
+                                   int n_chunks) {
     float p[16];
-    int l;
-    for (l = 0; l < 16; l++) p[l] = l >= lo && l < hi ? infer__fp16_to_fp32(infer__fp32_to_fp16(e[l] * inv)) : 0.0f;
-    infer__lanes16_fma_ref(acc, as, v, p, n);
+    int c, l;
+    for (c = 0; c < n_chunks; c++) {
+        int a = INFER__MAX(lo - 16 * c, 0), b = INFER__MIN(hi - 16 * c, 16);
+        if (a >= b) continue;
+        for (l = 0; l < 16; l++) p[l] = l >= a && l < b ? infer__fp16_to_fp32(infer__fp32_to_fp16(e[16 * c + l] * inv)) : 0.0f;
+        infer__lanes16_fma_ref(acc, as, v + (size_t)16 * n * c, p, n);
+    }
 }
 
 /* Attention's p.V from a quantized cache (infer__kernels.pv_quant): key by

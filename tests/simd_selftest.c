@@ -319,11 +319,11 @@ static void st_check_ordered_tile(st_counts *c, const char *isa, const infer__ke
             free(kk), free(q), free(s);
         }
     { /* exps by chunks, then p.V of one chunk, from several starts and ends */
-        float sc[80], e1[80], e2[80], ch1[16], ch2[16], v[16 * 24], acc1[24 * 16], acc2[24 * 16];
+        float sc[80], e1[80], e2[80], ch1[16], ch2[16], v[3 * 16 * 24], acc1[24 * 16], acc2[24 * 16];
         static const int cuts[][4] = {{0, 0, 80, 79}, {3, 5, 56, 55}, {13, 2, 40, 80}, {0, 17, 18, 17}, {7, 0, 9, 200}};
         int ci, l;
         for (j = 0; j < 80; j++) sc[j] = (float)((j * 7919) % 113) / 9.0f - 6.0f;
-        for (j = 0; j < 16 * 24; j++) v[j] = (float)((j * 31) % 41) / 20.0f - 1.0f;
+        for (j = 0; j < 3 * 16 * 24; j++) v[j] = (float)((j * 31) % 41) / 20.0f - 1.0f;
         for (ci = 0; ci < 5; ci++) {
             int base = cuts[ci][0], lo = cuts[ci][1], hi = cuts[ci][2], last = cuts[ci][3];
             double w, g;
@@ -335,11 +335,15 @@ static void st_check_ordered_tile(st_counts *c, const char *isa, const infer__ke
             if (memcmp(&w, &g, sizeof w) || memcmp(e1, e2, sizeof e1) || memcmp(ch1, ch2, sizeof ch1))
                 st_fail(c, "%s exp_chunks16 base %d [%d, %d) last %d: sum %.17g, the plain C %.17g%s", isa, base, lo, hi, last,
                         g, w, memcmp(e1, e2, sizeof e1) ? " (its exps differ)" : memcmp(ch1, ch2, sizeof ch1) ? " (its chunk differs)" : "");
-            for (l = 0; l < 24 * 16; l++) acc1[l] = acc2[l] = (float)(l % 7) * 0.5f;
-            ref->probs_fma16(acc1, 16, v, e1 + 20, lo % 16, INFER__MIN(16, lo % 16 + hi - lo), 0.37f, 24);
-            k->probs_fma16(acc2, 16, v, e1 + 20, lo % 16, INFER__MIN(16, lo % 16 + hi - lo), 0.37f, 24);
-            c->checks++;
-            if (memcmp(acc1, acc2, sizeof acc1)) st_fail(c, "%s probs_fma16 lanes [%d, ..): not the plain C's", isa, lo % 16);
+            for (l = 1; l <= 3; l++) { /* one chunk, or three (lanes of any of them) */
+                int a = lo % 16 + 16 * (l / 3), b = INFER__MIN(16 * l, lo % 16 + hi - lo);
+                for (j = 0; j < 24 * 16; j++) acc1[j] = acc2[j] = (float)(j % 7) * 0.5f;
+                ref->probs_fma16(acc1, 16, v, e1 + 20, a, b, 0.37f, 24, l);
+                k->probs_fma16(acc2, 16, v, e1 + 20, a, b, 0.37f, 24, l);
+                c->checks++;
+                if (memcmp(acc1, acc2, sizeof acc1))
+                    st_fail(c, "%s probs_fma16 %d chunk(s), lanes [%d, %d): not the plain C's", isa, l, a, b);
+            }
         }
     }
 }
