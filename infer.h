@@ -2757,6 +2757,11 @@ typedef struct infer__kernels {
        f32_dot_ordered's order and its update f32_mad's */
     float (*deltanet_row)(float *r, const float *r0, float decay, const float *k, const float *q, float v, float beta,
                           int n);
+    /* the chunked scans' products (recurrent.c), all F32 and row-major:
+       c[i ldc + j] = (acc ? c[i ldc + j] : 0) + sum over p < k of
+       a[i lda + p] b[p ldb + j], for i < m, j < n, summed in p order
+       (fused where the ISA has vectors; c shares no row with a or b) */
+    void (*f32_gemm)(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n, int k, int acc);
     /* attention's V chunk (ordered pass): out[16 r + l] = F32(h[r stride + l])
        for r < rows, l < 16 (exact: every ISA alike) */
     void (*f16_rows16)(const uint16_t *h, size_t stride, int rows, float *out);
@@ -11026,6 +11031,26 @@ static float infer__deltanet_row_ref(float *r, const float *r0, float decay, con
     return infer__f32_dot_ordered_ref(r, q, n);
 }
 
+/* The chunked scans' product without SIMD: each row of c as axpys of b's
+   rows in p order, each product rounded, then added. */
+static void infer__f32_gemm_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n, int k,
+                                int acc) {
+    int i, j, p;
+    for (i = 0; i < m; i++) {
+        float *ci = c + (size_t)i * ldc;
+        if (!acc)
+            for (j = 0; j < n; j++) ci[j] = 0.0f;
+        for (p = 0; p < k; p++) {
+            const float *bp = b + (size_t)p * ldb;
+            float av = a[(size_t)i * lda + p];
+            for (j = 0; j < n; j++) {
+                float t = av * bp[j];
+                ci[j] += t;
+            }
+        }
+    }
+}
+
 static void infer__f16_rows16_ref(const uint16_t *h, size_t stride, int rows, float *out) {
     int r, l;
     for (r = 0; r < rows; r++)
@@ -11192,6 +11217,7 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->f32_mad = infer__f32_mad_ref;
     k->ssm_row = infer__ssm_row_ref;
     k->deltanet_row = infer__deltanet_row_ref;
+    k->f32_gemm = infer__f32_gemm_ref;
     k->f16_rows16 = infer__f16_rows16_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->exp_chunks16 = infer__exp_chunks16_ref;
@@ -12723,6 +12749,47 @@ INFER__AVX2 static float infer__avx2_ssm_row(float *s, const float *s0, const fl
     return sum;
 }
 
+/* the chunked scans' F32 product: 4 rows of c by 16 columns in registers
+   (a tail by masked loads and stores), each element's sum fused in p
+   order; a block past the last row repeats it, unstored */
+INFER__AVX2 static void infer__avx2_f32_gemm(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                                             int n, int k, int acc) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int i, j, p, r;
+    for (i = 0; i < m; i += 4) {
+        const float *ar[4];
+        float *cr[4];
+        int nr = INFER__MIN(4, m - i);
+        for (r = 0; r < 4; r++) {
+            int row = i + INFER__MIN(r, nr - 1);
+            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
+        }
+        for (j = 0; j < n; j += 16) {
+            int w = INFER__MIN(16, n - j);
+            __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);
+            __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w - 8), lane);
+            __m256 c0[4], c1[4];
+            for (r = 0; r < 4; r++) {
+                c0[r] = acc ? _mm256_maskload_ps(cr[r] + j, m0) : _mm256_setzero_ps();
+                c1[r] = acc ? _mm256_maskload_ps(cr[r] + j + 8, m1) : _mm256_setzero_ps();
+            }
+            for (p = 0; p < k; p++) {
+                const float *bp = b + (size_t)p * ldb + j;
+                __m256 b0 = _mm256_maskload_ps(bp, m0), b1 = _mm256_maskload_ps(bp + 8, m1);
+                for (r = 0; r < 4; r++) {
+                    __m256 av = _mm256_broadcast_ss(ar[r] + p);
+                    c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+                    c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+                }
+            }
+            for (r = 0; r < nr; r++) {
+                _mm256_maskstore_ps(cr[r] + j, m0, c0[r]);
+                _mm256_maskstore_ps(cr[r] + j + 8, m1, c1[r]);
+            }
+        }
+    }
+}
+
 /* a row of the gated delta rule: r = r0 decay and r . k in one pass, then
    r += k d and r . q in another (f32_dot_ordered's sums, f32_mad's update) */
 INFER__AVX2 static float infer__avx2_deltanet_row(float *r, const float *r0, float decay, const float *k, const float *q,
@@ -12940,6 +13007,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->f32_mad = infer__avx2_f32_mad;
     k->ssm_row = infer__avx2_ssm_row;
     k->deltanet_row = infer__avx2_deltanet_row;
+    k->f32_gemm = infer__avx2_f32_gemm;
     k->f16_rows16 = infer__avx2_f16_rows16;
     k->f16_scores_ordered = infer__avx2_f16_scores_ordered;
     k->exp_chunks16 = infer__avx2_exp_chunks16;
@@ -14935,6 +15003,46 @@ INFER__AVX512 static float infer__avx512_ssm_row(float *s, const float *s0, cons
     return sum;
 }
 
+/* the chunked scans' F32 product: 4 rows of c by 32 columns in registers
+   (a tail masked), each element's sum fused in p order; a block past the
+   last row repeats it, unstored */
+INFER__AVX512 static void infer__avx512_f32_gemm(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                                                 int n, int k, int acc) {
+    int i, j, p, r;
+    for (i = 0; i < m; i += 4) {
+        const float *ar[4];
+        float *cr[4];
+        int nr = INFER__MIN(4, m - i);
+        for (r = 0; r < 4; r++) {
+            int row = i + INFER__MIN(r, nr - 1);
+            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
+        }
+        for (j = 0; j < n; j += 32) {
+            int w = INFER__MIN(32, n - j);
+            __mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
+            __mmask16 m1 = w >= 32 ? (__mmask16)0xffff : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : (__mmask16)0;
+            __m512 c0[4], c1[4];
+            for (r = 0; r < 4; r++) {
+                c0[r] = acc ? _mm512_maskz_loadu_ps(m0, cr[r] + j) : _mm512_setzero_ps();
+                c1[r] = acc ? _mm512_maskz_loadu_ps(m1, cr[r] + j + 16) : _mm512_setzero_ps();
+            }
+            for (p = 0; p < k; p++) {
+                const float *bp = b + (size_t)p * ldb + j;
+                __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
+                for (r = 0; r < 4; r++) {
+                    __m512 av = _mm512_set1_ps(ar[r][p]);
+                    c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+                    c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+                }
+            }
+            for (r = 0; r < nr; r++) {
+                _mm512_mask_storeu_ps(cr[r] + j, m0, c0[r]);
+                _mm512_mask_storeu_ps(cr[r] + j + 16, m1, c1[r]);
+            }
+        }
+    }
+}
+
 /* a row of the gated delta rule (as AVX2's, by 64) */
 INFER__AVX512 static float infer__avx512_deltanet_row(float *r, const float *r0, float decay, const float *k,
                                                       const float *q, float v, float beta, int n) {
@@ -15139,6 +15247,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->f32_dot_ordered = infer__avx512_f32_dot_ordered; /* f32_mad stays AVX2's: each value alone */
     k->ssm_row = infer__avx512_ssm_row;
     k->deltanet_row = infer__avx512_deltanet_row;
+    k->f32_gemm = infer__avx512_f32_gemm;
     k->f16_rows16 = infer__avx512_f16_rows16;
     k->f16_scores_ordered = infer__avx512_f16_scores_ordered;
     k->exp_chunks16 = infer__avx512_exp_chunks16;
@@ -16103,6 +16212,45 @@ static float infer__neon_ssm_row(float *s, const float *s0, const float *B, cons
     }
     return sum;
 }
+/* the chunked scans' F32 product: 4 rows of c by 8 columns in registers,
+   the columns past the last 8 one at a time, each element's sum fused in p
+   order; a block past the last row repeats it, unstored */
+static void infer__neon_f32_gemm(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n, int k,
+                                 int acc) {
+    int i, j, p, r;
+    for (i = 0; i < m; i += 4) {
+        const float *ar[4];
+        float *cr[4];
+        int nr = INFER__MIN(4, m - i);
+        for (r = 0; r < 4; r++) {
+            int row = i + INFER__MIN(r, nr - 1);
+            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
+        }
+        for (j = 0; j + 8 <= n; j += 8) {
+            float32x4_t c0[4], c1[4];
+            for (r = 0; r < 4; r++) {
+                c0[r] = acc ? vld1q_f32(cr[r] + j) : vdupq_n_f32(0.0f);
+                c1[r] = acc ? vld1q_f32(cr[r] + j + 4) : vdupq_n_f32(0.0f);
+            }
+            for (p = 0; p < k; p++) {
+                const float *bp = b + (size_t)p * ldb + j;
+                float32x4_t b0 = vld1q_f32(bp), b1 = vld1q_f32(bp + 4);
+                for (r = 0; r < 4; r++) {
+                    c0[r] = vfmaq_n_f32(c0[r], b0, ar[r][p]);
+                    c1[r] = vfmaq_n_f32(c1[r], b1, ar[r][p]);
+                }
+            }
+            for (r = 0; r < nr; r++) vst1q_f32(cr[r] + j, c0[r]), vst1q_f32(cr[r] + j + 4, c1[r]);
+        }
+        for (; j < n; j++)
+            for (r = 0; r < nr; r++) {
+                float32x4_t s = vdupq_n_f32(acc ? cr[r][j] : 0.0f);
+                for (p = 0; p < k; p++) s = vfmaq_f32(s, vdupq_n_f32(ar[r][p]), vdupq_n_f32(b[(size_t)p * ldb + j]));
+                cr[r][j] = vgetq_lane_f32(s, 0);
+            }
+    }
+}
+
 /* a row of the gated delta rule (as AVX2's, by 16) */
 static float infer__neon_deltanet_row(float *r, const float *r0, float decay, const float *k, const float *q, float v,
                                       float beta, int n) {
@@ -16162,6 +16310,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->f32_mad = infer__neon_f32_mad;
     k->ssm_row = infer__neon_ssm_row;
     k->deltanet_row = infer__neon_deltanet_row;
+    k->f32_gemm = infer__neon_f32_gemm;
     k->f16_rows16 = infer__neon_f16_rows16;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;
@@ -17036,6 +17185,8 @@ static void infer__weights_free(infer_model *m) {
 #define INFER__ATT_TILE 256
 #endif
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
+#define INFER__REC_CHUNK 64     /* tokens a chunk of a prompt's recurrent scans (recurrent.c) */
+#define INFER__REC_CHUNK_MIN 16 /* runs shorter than this scan a token at a time, in llama.cpp's order */
 #define INFER__ATT_PV_CHUNKS 4 /* the ordered pass's p.V: chunks of 16 keys a call, at most */
 /* A pass of a few tokens past the first run of keys splits each item's
    keys into runs, so that every worker streams the cache
@@ -17111,6 +17262,7 @@ static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m,
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
                             const float *v);
 static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx);
+static size_t infer__rec_scratch_floats(const infer_model *m);
 static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered, int n_ctx);
 static int infer__attn_n_items(const infer__attn_batch *b);
 /* item < infer__attn_n_items(b) * b->n_splits: run item % n_splits of the
@@ -17206,6 +17358,8 @@ struct infer_context {
     const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
     float *attn_scratch; /* per worker */
     size_t attn_scratch_n;
+    float *rec_scratch; /* per worker: the chunked scans' (recurrent.c) */
+    size_t rec_scratch_n;
     float *attn_part;   /* split attention's partial results (infer__attn_batch.part) */
     float *attn_scores; /* and its scores (.scores, rows of n_ctx) */
     int attn_split_tokens; /* the most tokens a pass may have to be split: what attn_scores holds */
@@ -18075,6 +18229,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->rout = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * INFER__MAX(m->ssm_inner, m->dim), sizeof(float), &ok);
         c->rgate = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ssm_inner, sizeof(float), &ok);
         c->rba = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->ssm_heads, sizeof(float), &ok);
+        c->rec_scratch_n = infer__rec_scratch_floats(m);
+        c->rec_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->rec_scratch_n, sizeof(float), &ok);
     }
     if (m->q_gate) {
         c->qg = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->q_dim, sizeof(float), &ok);
@@ -18146,6 +18302,7 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->route.logits);
     INFER_FREE(c->rope);
     INFER_FREE(c->attn_scratch);
+    INFER_FREE(c->rec_scratch);
     INFER_FREE(c->attn_part);
     INFER_FREE(c->attn_scores);
     INFER_FREE(c->xq);
@@ -18533,6 +18690,143 @@ static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m
     }
 }
 
+/* The scans of a prompt's run in chunks of INFER__REC_CHUNK tokens, their
+   sums as matrix products (the kernel table's f32_gemm): the same
+   recurrences as above, unrolled over a chunk in closed form, the decays
+   as e^ of differences of their logarithms' running sums (each at most 1,
+   so none overflows). Their rounding differs from the token-at-a-time
+   order's (llama.cpp's), which runs shorter than INFER__REC_CHUNK_MIN. */
+static size_t infer__rec_scratch_floats(const infer_model *m) {
+    size_t ds = (size_t)m->ssm_state, C = INFER__REC_CHUNK, hd = m->ssm_heads ? (size_t)(m->ssm_inner / m->ssm_heads) : 0;
+    size_t delta = ds * ds + 2 * ds * C + 2 * C * C + 2 * C, mamba = ds * hd + ds * C + C * C + C * hd + 2 * C;
+    return m->n_recurrent ? INFER__MAX(delta, mamba) : 0;
+}
+
+/* Mamba2's scan of head h (as infer__rec_mamba2's) over n tokens in
+   chunks, w its scratch. With L the running sum of log decays (sp A) and
+   M0 the state a chunk starts from: Y = e^L C M0^T + W X + D X, where W =
+   (C B^T) e^(L_t - L_i) sp_i for i <= t; then M^T = e^(L_last) M0^T +
+   B^T (X sp e^(L_last - L)). The state is kept transposed (state x
+   channel) meanwhile. */
+static void infer__rec_mamba2_chunked(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                      const float *xbc, const float *dt, int ld, float *y, int ldy, int n, const float *src,
+                                      float *dst, float *w) {
+    int hd = m->ssm_inner / m->ssm_heads, ds = m->ssm_state, g = h / (m->ssm_heads / m->ssm_groups), C = INFER__REC_CHUNK;
+    float A = ((const float *)L->ssm_a->data)[h], D = ((const float *)L->ssm_d->data)[h];
+    float bias = ((const float *)L->dt_bias->data)[h];
+    float *MT = w, *BT = MT + (size_t)ds * hd, *W = BT + (size_t)ds * C, *X = W + (size_t)C * C, *Ls = X + (size_t)C * hd,
+          *sp = Ls + C;
+    size_t at = (size_t)h * hd * ds;
+    int c0, t, i, s;
+    for (i = 0; i < hd; i++)
+        for (s = 0; s < ds; s++) MT[(size_t)s * hd + i] = src ? src[at + (size_t)i * ds + s] : 0.0f;
+    for (c0 = 0; c0 < n; c0 += C) {
+        int nc = INFER__MIN(C, n - c0);
+        const float *rows = xbc + (size_t)c0 * ld, *x = rows + (size_t)h * hd, *B = rows + m->ssm_inner + (size_t)g * ds;
+        const float *Cm = rows + m->ssm_inner + (size_t)m->ssm_groups * ds + (size_t)g * ds;
+        float *yo = y + (size_t)c0 * ldy + (size_t)h * hd, lsum = 0.0f, last;
+        for (t = 0; t < nc; t++) {
+            sp[t] = infer__softplusf(dt[(size_t)(c0 + t) * ld + h] + bias);
+            lsum += sp[t] * A;
+            Ls[t] = lsum;
+        }
+        last = Ls[nc - 1];
+        for (t = 0; t < nc; t++)
+            for (s = 0; s < ds; s++) BT[(size_t)s * C + t] = B[(size_t)t * ld + s];
+        kern->f32_gemm(W, C, Cm, ld, BT, C, nc, nc, ds, 0); /* C B^T */
+        for (t = 0; t < nc; t++)
+            for (i = 0; i < nc; i++)
+                W[(size_t)t * C + i] = i <= t ? W[(size_t)t * C + i] * (infer__expf(Ls[t] - Ls[i]) * sp[i]) : 0.0f;
+        kern->f32_gemm(yo, ldy, Cm, ld, MT, hd, nc, hd, ds, 0); /* C M0^T */
+        for (t = 0; t < nc; t++) {
+            float e = infer__expf(Ls[t]);
+            for (i = 0; i < hd; i++) yo[(size_t)t * ldy + i] *= e;
+        }
+        kern->f32_gemm(yo, ldy, W, C, x, ld, nc, hd, nc, 1); /* + W X */
+        for (t = 0; t < nc; t++) {
+            float e = sp[t] * infer__expf(last - Ls[t]);
+            for (i = 0; i < hd; i++) {
+                float xi = x[(size_t)t * ld + i];
+                yo[(size_t)t * ldy + i] += xi * D;
+                X[(size_t)t * hd + i] = xi * e;
+            }
+        }
+        {
+            float e = infer__expf(last);
+            for (i = 0; i < ds * hd; i++) MT[i] *= e;
+        }
+        kern->f32_gemm(MT, hd, BT, C, X, hd, ds, hd, nc, 1); /* + B^T X sp e^(last - L) */
+    }
+    for (i = 0; i < hd; i++)
+        for (s = 0; s < ds; s++) dst[at + (size_t)i * ds + s] = MT[(size_t)s * hd + i];
+}
+
+/* The gated delta rule of value head h (as infer__rec_deltanet's) over n
+   tokens in chunks, w its scratch. With S0 the state a chunk starts from
+   (key x value, kept so meanwhile) and G the running sum of log decays:
+   the updates D solve D_t = beta_t (v_t - e^G_t S0^T k_t) - sum over i < t
+   of beta_t e^(G_t - G_i) (k_t . k_i) D_i (forward substitution); then
+   O = (e^G Q S0 + [e^(G_t - G_i) q_t . k_i, i <= t] D) / sqrt(ds) and
+   S = e^(G_last) S0 + (K e^(G_last - G))^T D. */
+static void infer__rec_deltanet_chunked(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                        const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
+                                        const float *src, float *dst, float *w) {
+    int ds = m->ssm_state, kh = h % m->ssm_groups, C = INFER__REC_CHUNK, c0, t, i, j;
+    float a = ((const float *)L->ssm_a->data)[h], bias = ((const float *)L->dt_bias->data)[h];
+    float scale = 1.0f / sqrtf((float)ds);
+    float *S = w, *KT = S + (size_t)ds * ds, *Dl = KT + (size_t)ds * C, *A = Dl + (size_t)C * ds, *QK = A + (size_t)C * C,
+          *G = QK + (size_t)C * C, *beta = G + C;
+    size_t at = (size_t)h * ds * ds, qo = (size_t)kh * ds, ko = (size_t)m->ssm_groups * ds + qo;
+    size_t vo = 2 * (size_t)m->ssm_groups * ds + (size_t)h * ds;
+    for (j = 0; j < ds; j++)
+        for (i = 0; i < ds; i++) S[(size_t)i * ds + j] = src ? src[at + (size_t)j * ds + i] : 0.0f;
+    for (c0 = 0; c0 < n; c0 += C) {
+        int nc = INFER__MIN(C, n - c0);
+        const float *rows = qkv + (size_t)c0 * ld;
+        float *out = o + (size_t)c0 * ldo + (size_t)h * ds, gsum = 0.0f, last;
+        for (t = 0; t < nc; t++) {
+            const float *bt = ba + (size_t)(c0 + t) * ldba;
+            beta[t] = infer__sigmoidf(bt[h]);
+            gsum += infer__softplusf(bt[m->ssm_heads + h] + bias) * a;
+            G[t] = gsum;
+        }
+        last = G[nc - 1];
+        for (t = 0; t < nc; t++)
+            for (i = 0; i < ds; i++) KT[(size_t)i * C + t] = rows[(size_t)t * ld + ko + i];
+        kern->f32_gemm(A, C, rows + ko, ld, KT, C, nc, nc, ds, 0);   /* K K^T */
+        kern->f32_gemm(QK, C, rows + qo, ld, KT, C, nc, nc, ds, 0);  /* Q K^T */
+        kern->f32_gemm(Dl, ds, rows + ko, ld, S, ds, nc, ds, ds, 0); /* K S0 */
+        for (t = 0; t < nc; t++) {
+            const float *v = rows + (size_t)t * ld + vo;
+            float e = infer__expf(G[t]);
+            for (j = 0; j < ds; j++) Dl[(size_t)t * ds + j] = beta[t] * (v[j] - e * Dl[(size_t)t * ds + j]);
+        }
+        for (t = 1; t < nc; t++) {
+            for (i = 0; i < t; i++) A[(size_t)t * C + i] *= -beta[t] * infer__expf(G[t] - G[i]);
+            kern->f32_gemm(Dl + (size_t)t * ds, ds, A + (size_t)t * C, C, Dl, ds, 1, ds, t, 1);
+        }
+        kern->f32_gemm(out, ldo, rows + qo, ld, S, ds, nc, ds, ds, 0); /* Q S0 */
+        for (t = 0; t < nc; t++) {
+            float e = infer__expf(G[t]) * scale;
+            for (j = 0; j < ds; j++) out[(size_t)t * ldo + j] *= e;
+            for (i = 0; i < nc; i++)
+                QK[(size_t)t * C + i] = i <= t ? QK[(size_t)t * C + i] * (infer__expf(G[t] - G[i]) * scale) : 0.0f;
+        }
+        kern->f32_gemm(out, ldo, QK, C, Dl, ds, nc, ds, nc, 1);
+        for (t = 0; t < nc; t++) {
+            float e = infer__expf(last - G[t]);
+            for (i = 0; i < ds; i++) KT[(size_t)i * C + t] *= e;
+        }
+        {
+            float e = infer__expf(last);
+            for (i = 0; i < ds * ds; i++) S[i] *= e;
+        }
+        kern->f32_gemm(S, ds, KT, C, Dl, ds, ds, ds, nc, 1); /* + (K e^(last - G))^T D */
+    }
+    for (j = 0; j < ds; j++)
+        for (i = 0; i < ds; i++) dst[at + (size_t)j * ds + i] = S[(size_t)i * ds + j];
+}
+
 /* x = x / max(|x|, eps) (llama.cpp's L2 norm: the sum of squares in double) */
 static void infer__l2norm(float *x, int n, float eps) {
     double sum = 0;
@@ -18816,7 +19110,15 @@ static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__lay
             float *dst = infer__rs_at(c, G->seq, G->rs_dst, l) + m->rs_conv_floats;
             const float *row = c->rin + (size_t)G->start * ld;
             float *y = c->rout + (size_t)G->start * m->ssm_inner;
-            if (kind == INFER__LAYER_MAMBA2)
+            float *ws = c->rec_scratch + (size_t)ith * c->rec_scratch_n;
+            if (G->n >= INFER__REC_CHUNK_MIN && kind == INFER__LAYER_MAMBA2)
+                infer__rec_mamba2_chunked(&c->kern, m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch,
+                                          ld, y, m->ssm_inner, G->n, src, dst, ws);
+            else if (G->n >= INFER__REC_CHUNK_MIN)
+                infer__rec_deltanet_chunked(&c->kern, m, L, item % m->ssm_heads, row, ld,
+                                            c->rba + (size_t)G->start * 2 * m->ssm_heads, 2 * m->ssm_heads, y, m->ssm_inner,
+                                            G->n, src, dst, ws);
+            else if (kind == INFER__LAYER_MAMBA2)
                 infer__rec_mamba2(&c->kern, m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch, ld, y,
                                   m->ssm_inner, G->n, src, dst);
             else

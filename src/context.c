@@ -259,6 +259,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->rout = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * INFER__MAX(m->ssm_inner, m->dim), sizeof(float), &ok);
         c->rgate = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ssm_inner, sizeof(float), &ok);
         c->rba = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->ssm_heads, sizeof(float), &ok);
+        c->rec_scratch_n = infer__rec_scratch_floats(m);
+        c->rec_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->rec_scratch_n, sizeof(float), &ok);
     }
     if (m->q_gate) {
         c->qg = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->q_dim, sizeof(float), &ok);
@@ -330,6 +332,7 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->route.logits);
     INFER_FREE(c->rope);
     INFER_FREE(c->attn_scratch);
+    INFER_FREE(c->rec_scratch);
     INFER_FREE(c->attn_part);
     INFER_FREE(c->attn_scores);
     INFER_FREE(c->xq);

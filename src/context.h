@@ -13,6 +13,8 @@
 #define INFER__ATT_TILE 256
 #endif
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
+#define INFER__REC_CHUNK 64     /* tokens a chunk of a prompt's recurrent scans (recurrent.c) */
+#define INFER__REC_CHUNK_MIN 16 /* runs shorter than this scan a token at a time, in llama.cpp's order */
 #define INFER__ATT_PV_CHUNKS 4 /* the ordered pass's p.V: chunks of 16 keys a call, at most */
 /* A pass of a few tokens past the first run of keys splits each item's
    keys into runs, so that every worker streams the cache
@@ -88,6 +90,7 @@ static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m,
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
                             const float *v);
 static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx);
+static size_t infer__rec_scratch_floats(const infer_model *m);
 static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered, int n_ctx);
 static int infer__attn_n_items(const infer__attn_batch *b);
 /* item < infer__attn_n_items(b) * b->n_splits: run item % n_splits of the
@@ -183,6 +186,8 @@ struct infer_context {
     const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
     float *attn_scratch; /* per worker */
     size_t attn_scratch_n;
+    float *rec_scratch; /* per worker: the chunked scans' (recurrent.c) */
+    size_t rec_scratch_n;
     float *attn_part;   /* split attention's partial results (infer__attn_batch.part) */
     float *attn_scores; /* and its scores (.scores, rows of n_ctx) */
     int attn_split_tokens; /* the most tokens a pass may have to be split: what attn_scores holds */

@@ -257,7 +257,15 @@ static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__lay
             float *dst = infer__rs_at(c, G->seq, G->rs_dst, l) + m->rs_conv_floats;
             const float *row = c->rin + (size_t)G->start * ld;
             float *y = c->rout + (size_t)G->start * m->ssm_inner;
-            if (kind == INFER__LAYER_MAMBA2)
+            float *ws = c->rec_scratch + (size_t)ith * c->rec_scratch_n;
+            if (G->n >= INFER__REC_CHUNK_MIN && kind == INFER__LAYER_MAMBA2)
+                infer__rec_mamba2_chunked(&c->kern, m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch,
+                                          ld, y, m->ssm_inner, G->n, src, dst, ws);
+            else if (G->n >= INFER__REC_CHUNK_MIN)
+                infer__rec_deltanet_chunked(&c->kern, m, L, item % m->ssm_heads, row, ld,
+                                            c->rba + (size_t)G->start * 2 * m->ssm_heads, 2 * m->ssm_heads, y, m->ssm_inner,
+                                            G->n, src, dst, ws);
+            else if (kind == INFER__LAYER_MAMBA2)
                 infer__rec_mamba2(&c->kern, m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch, ld, y,
                                   m->ssm_inner, G->n, src, dst);
             else

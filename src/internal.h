@@ -349,6 +349,11 @@ typedef struct infer__kernels {
        f32_dot_ordered's order and its update f32_mad's */
     float (*deltanet_row)(float *r, const float *r0, float decay, const float *k, const float *q, float v, float beta,
                           int n);
+    /* the chunked scans' products (recurrent.c), all F32 and row-major:
+       c[i ldc + j] = (acc ? c[i ldc + j] : 0) + sum over p < k of
+       a[i lda + p] b[p ldb + j], for i < m, j < n, summed in p order
+       (fused where the ISA has vectors; c shares no row with a or b) */
+    void (*f32_gemm)(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n, int k, int acc);
     /* attention's V chunk (ordered pass): out[16 r + l] = F32(h[r stride + l])
        for r < rows, l < 16 (exact: every ISA alike) */
     void (*f16_rows16)(const uint16_t *h, size_t stride, int rows, float *out);

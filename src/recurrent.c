@@ -114,6 +114,143 @@ static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m
     }
 }
 
+/* The scans of a prompt's run in chunks of INFER__REC_CHUNK tokens, their
+   sums as matrix products (the kernel table's f32_gemm): the same
+   recurrences as above, unrolled over a chunk in closed form, the decays
+   as e^ of differences of their logarithms' running sums (each at most 1,
+   so none overflows). Their rounding differs from the token-at-a-time
+   order's (llama.cpp's), which runs shorter than INFER__REC_CHUNK_MIN. */
+static size_t infer__rec_scratch_floats(const infer_model *m) {
+    size_t ds = (size_t)m->ssm_state, C = INFER__REC_CHUNK, hd = m->ssm_heads ? (size_t)(m->ssm_inner / m->ssm_heads) : 0;
+    size_t delta = ds * ds + 2 * ds * C + 2 * C * C + 2 * C, mamba = ds * hd + ds * C + C * C + C * hd + 2 * C;
+    return m->n_recurrent ? INFER__MAX(delta, mamba) : 0;
+}
+
+/* Mamba2's scan of head h (as infer__rec_mamba2's) over n tokens in
+   chunks, w its scratch. With L the running sum of log decays (sp A) and
+   M0 the state a chunk starts from: Y = e^L C M0^T + W X + D X, where W =
+   (C B^T) e^(L_t - L_i) sp_i for i <= t; then M^T = e^(L_last) M0^T +
+   B^T (X sp e^(L_last - L)). The state is kept transposed (state x
+   channel) meanwhile. */
+static void infer__rec_mamba2_chunked(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                      const float *xbc, const float *dt, int ld, float *y, int ldy, int n, const float *src,
+                                      float *dst, float *w) {
+    int hd = m->ssm_inner / m->ssm_heads, ds = m->ssm_state, g = h / (m->ssm_heads / m->ssm_groups), C = INFER__REC_CHUNK;
+    float A = ((const float *)L->ssm_a->data)[h], D = ((const float *)L->ssm_d->data)[h];
+    float bias = ((const float *)L->dt_bias->data)[h];
+    float *MT = w, *BT = MT + (size_t)ds * hd, *W = BT + (size_t)ds * C, *X = W + (size_t)C * C, *Ls = X + (size_t)C * hd,
+          *sp = Ls + C;
+    size_t at = (size_t)h * hd * ds;
+    int c0, t, i, s;
+    for (i = 0; i < hd; i++)
+        for (s = 0; s < ds; s++) MT[(size_t)s * hd + i] = src ? src[at + (size_t)i * ds + s] : 0.0f;
+    for (c0 = 0; c0 < n; c0 += C) {
+        int nc = INFER__MIN(C, n - c0);
+        const float *rows = xbc + (size_t)c0 * ld, *x = rows + (size_t)h * hd, *B = rows + m->ssm_inner + (size_t)g * ds;
+        const float *Cm = rows + m->ssm_inner + (size_t)m->ssm_groups * ds + (size_t)g * ds;
+        float *yo = y + (size_t)c0 * ldy + (size_t)h * hd, lsum = 0.0f, last;
+        for (t = 0; t < nc; t++) {
+            sp[t] = infer__softplusf(dt[(size_t)(c0 + t) * ld + h] + bias);
+            lsum += sp[t] * A;
+            Ls[t] = lsum;
+        }
+        last = Ls[nc - 1];
+        for (t = 0; t < nc; t++)
+            for (s = 0; s < ds; s++) BT[(size_t)s * C + t] = B[(size_t)t * ld + s];
+        kern->f32_gemm(W, C, Cm, ld, BT, C, nc, nc, ds, 0); /* C B^T */
+        for (t = 0; t < nc; t++)
+            for (i = 0; i < nc; i++)
+                W[(size_t)t * C + i] = i <= t ? W[(size_t)t * C + i] * (infer__expf(Ls[t] - Ls[i]) * sp[i]) : 0.0f;
+        kern->f32_gemm(yo, ldy, Cm, ld, MT, hd, nc, hd, ds, 0); /* C M0^T */
+        for (t = 0; t < nc; t++) {
+            float e = infer__expf(Ls[t]);
+            for (i = 0; i < hd; i++) yo[(size_t)t * ldy + i] *= e;
+        }
+        kern->f32_gemm(yo, ldy, W, C, x, ld, nc, hd, nc, 1); /* + W X */
+        for (t = 0; t < nc; t++) {
+            float e = sp[t] * infer__expf(last - Ls[t]);
+            for (i = 0; i < hd; i++) {
+                float xi = x[(size_t)t * ld + i];
+                yo[(size_t)t * ldy + i] += xi * D;
+                X[(size_t)t * hd + i] = xi * e;
+            }
+        }
+        {
+            float e = infer__expf(last);
+            for (i = 0; i < ds * hd; i++) MT[i] *= e;
+        }
+        kern->f32_gemm(MT, hd, BT, C, X, hd, ds, hd, nc, 1); /* + B^T X sp e^(last - L) */
+    }
+    for (i = 0; i < hd; i++)
+        for (s = 0; s < ds; s++) dst[at + (size_t)i * ds + s] = MT[(size_t)s * hd + i];
+}
+
+/* The gated delta rule of value head h (as infer__rec_deltanet's) over n
+   tokens in chunks, w its scratch. With S0 the state a chunk starts from
+   (key x value, kept so meanwhile) and G the running sum of log decays:
+   the updates D solve D_t = beta_t (v_t - e^G_t S0^T k_t) - sum over i < t
+   of beta_t e^(G_t - G_i) (k_t . k_i) D_i (forward substitution); then
+   O = (e^G Q S0 + [e^(G_t - G_i) q_t . k_i, i <= t] D) / sqrt(ds) and
+   S = e^(G_last) S0 + (K e^(G_last - G))^T D. */
+static void infer__rec_deltanet_chunked(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                        const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
+                                        const float *src, float *dst, float *w) {
+    int ds = m->ssm_state, kh = h % m->ssm_groups, C = INFER__REC_CHUNK, c0, t, i, j;
+    float a = ((const float *)L->ssm_a->data)[h], bias = ((const float *)L->dt_bias->data)[h];
+    float scale = 1.0f / sqrtf((float)ds);
+    float *S = w, *KT = S + (size_t)ds * ds, *Dl = KT + (size_t)ds * C, *A = Dl + (size_t)C * ds, *QK = A + (size_t)C * C,
+          *G = QK + (size_t)C * C, *beta = G + C;
+    size_t at = (size_t)h * ds * ds, qo = (size_t)kh * ds, ko = (size_t)m->ssm_groups * ds + qo;
+    size_t vo = 2 * (size_t)m->ssm_groups * ds + (size_t)h * ds;
+    for (j = 0; j < ds; j++)
+        for (i = 0; i < ds; i++) S[(size_t)i * ds + j] = src ? src[at + (size_t)j * ds + i] : 0.0f;
+    for (c0 = 0; c0 < n; c0 += C) {
+        int nc = INFER__MIN(C, n - c0);
+        const float *rows = qkv + (size_t)c0 * ld;
+        float *out = o + (size_t)c0 * ldo + (size_t)h * ds, gsum = 0.0f, last;
+        for (t = 0; t < nc; t++) {
+            const float *bt = ba + (size_t)(c0 + t) * ldba;
+            beta[t] = infer__sigmoidf(bt[h]);
+            gsum += infer__softplusf(bt[m->ssm_heads + h] + bias) * a;
+            G[t] = gsum;
+        }
+        last = G[nc - 1];
+        for (t = 0; t < nc; t++)
+            for (i = 0; i < ds; i++) KT[(size_t)i * C + t] = rows[(size_t)t * ld + ko + i];
+        kern->f32_gemm(A, C, rows + ko, ld, KT, C, nc, nc, ds, 0);   /* K K^T */
+        kern->f32_gemm(QK, C, rows + qo, ld, KT, C, nc, nc, ds, 0);  /* Q K^T */
+        kern->f32_gemm(Dl, ds, rows + ko, ld, S, ds, nc, ds, ds, 0); /* K S0 */
+        for (t = 0; t < nc; t++) {
+            const float *v = rows + (size_t)t * ld + vo;
+            float e = infer__expf(G[t]);
+            for (j = 0; j < ds; j++) Dl[(size_t)t * ds + j] = beta[t] * (v[j] - e * Dl[(size_t)t * ds + j]);
+        }
+        for (t = 1; t < nc; t++) {
+            for (i = 0; i < t; i++) A[(size_t)t * C + i] *= -beta[t] * infer__expf(G[t] - G[i]);
+            kern->f32_gemm(Dl + (size_t)t * ds, ds, A + (size_t)t * C, C, Dl, ds, 1, ds, t, 1);
+        }
+        kern->f32_gemm(out, ldo, rows + qo, ld, S, ds, nc, ds, ds, 0); /* Q S0 */
+        for (t = 0; t < nc; t++) {
+            float e = infer__expf(G[t]) * scale;
+            for (j = 0; j < ds; j++) out[(size_t)t * ldo + j] *= e;
+            for (i = 0; i < nc; i++)
+                QK[(size_t)t * C + i] = i <= t ? QK[(size_t)t * C + i] * (infer__expf(G[t] - G[i]) * scale) : 0.0f;
+        }
+        kern->f32_gemm(out, ldo, QK, C, Dl, ds, nc, ds, nc, 1);
+        for (t = 0; t < nc; t++) {
+            float e = infer__expf(last - G[t]);
+            for (i = 0; i < ds; i++) KT[(size_t)i * C + t] *= e;
+        }
+        {
+            float e = infer__expf(last);
+            for (i = 0; i < ds * ds; i++) S[i] *= e;
+        }
+        kern->f32_gemm(S, ds, KT, C, Dl, ds, ds, ds, nc, 1); /* + (K e^(last - G))^T D */
+    }
+    for (j = 0; j < ds; j++)
+        for (i = 0; i < ds; i++) dst[at + (size_t)j * ds + i] = S[(size_t)i * ds + j];
+}
+
 /* x = x / max(|x|, eps) (llama.cpp's L2 norm: the sum of squares in double) */
 static void infer__l2norm(float *x, int n, float eps) {
     double sum = 0;

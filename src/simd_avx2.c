@@ -1281,6 +1281,47 @@ INFER__AVX2 static float infer__avx2_ssm_row(float *s, const float *s0, const fl
     return sum;
 }
 
+/* the chunked scans' F32 product: 4 rows of c by 16 columns in registers
+   (a tail by masked loads and stores), each element's sum fused in p
+   order; a block past the last row repeats it, unstored */
+INFER__AVX2 static void infer__avx2_f32_gemm(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                                             int n, int k, int acc) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int i, j, p, r;
+    for (i = 0; i < m; i += 4) {
+        const float *ar[4];
+        float *cr[4];
+        int nr = INFER__MIN(4, m - i);
+        for (r = 0; r < 4; r++) {
+            int row = i + INFER__MIN(r, nr - 1);
+            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
+        }
+        for (j = 0; j < n; j += 16) {
+            int w = INFER__MIN(16, n - j);
+            __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);
+            __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w - 8), lane);
+            __m256 c0[4], c1[4];
+            for (r = 0; r < 4; r++) {
+                c0[r] = acc ? _mm256_maskload_ps(cr[r] + j, m0) : _mm256_setzero_ps();
+                c1[r] = acc ? _mm256_maskload_ps(cr[r] + j + 8, m1) : _mm256_setzero_ps();
+            }
+            for (p = 0; p < k; p++) {
+                const float *bp = b + (size_t)p * ldb + j;
+                __m256 b0 = _mm256_maskload_ps(bp, m0), b1 = _mm256_maskload_ps(bp + 8, m1);
+                for (r = 0; r < 4; r++) {
+                    __m256 av = _mm256_broadcast_ss(ar[r] + p);
+                    c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+                    c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+                }
+            }
+            for (r = 0; r < nr; r++) {
+                _mm256_maskstore_ps(cr[r] + j, m0, c0[r]);
+                _mm256_maskstore_ps(cr[r] + j + 8, m1, c1[r]);
+            }
+        }
+    }
+}
+
 /* a row of the gated delta rule: r = r0 decay and r . k in one pass, then
    r += k d and r . q in another (f32_dot_ordered's sums, f32_mad's update) */
 INFER__AVX2 static float infer__avx2_deltanet_row(float *r, const float *r0, float decay, const float *k, const float *q,
@@ -1498,6 +1539,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->f32_mad = infer__avx2_f32_mad;
     k->ssm_row = infer__avx2_ssm_row;
     k->deltanet_row = infer__avx2_deltanet_row;
+    k->f32_gemm = infer__avx2_f32_gemm;
     k->f16_rows16 = infer__avx2_f16_rows16;
     k->f16_scores_ordered = infer__avx2_f16_scores_ordered;
     k->exp_chunks16 = infer__avx2_exp_chunks16;

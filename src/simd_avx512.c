@@ -1938,6 +1938,46 @@ INFER__AVX512 static float infer__avx512_ssm_row(float *s, const float *s0, cons
     return sum;
 }
 
+/* the chunked scans' F32 product: 4 rows of c by 32 columns in registers
+   (a tail masked), each element's sum fused in p order; a block past the
+   last row repeats it, unstored */
+INFER__AVX512 static void infer__avx512_f32_gemm(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m,
+                                                 int n, int k, int acc) {
+    int i, j, p, r;
+    for (i = 0; i < m; i += 4) {
+        const float *ar[4];
+        float *cr[4];
+        int nr = INFER__MIN(4, m - i);
+        for (r = 0; r < 4; r++) {
+            int row = i + INFER__MIN(r, nr - 1);
+            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
+        }
+        for (j = 0; j < n; j += 32) {
+            int w = INFER__MIN(32, n - j);
+            __mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
+            __mmask16 m1 = w >= 32 ? (__mmask16)0xffff : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : (__mmask16)0;
+            __m512 c0[4], c1[4];
+            for (r = 0; r < 4; r++) {
+                c0[r] = acc ? _mm512_maskz_loadu_ps(m0, cr[r] + j) : _mm512_setzero_ps();
+                c1[r] = acc ? _mm512_maskz_loadu_ps(m1, cr[r] + j + 16) : _mm512_setzero_ps();
+            }
+            for (p = 0; p < k; p++) {
+                const float *bp = b + (size_t)p * ldb + j;
+                __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
+                for (r = 0; r < 4; r++) {
+                    __m512 av = _mm512_set1_ps(ar[r][p]);
+                    c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+                    c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+                }
+            }
+            for (r = 0; r < nr; r++) {
+                _mm512_mask_storeu_ps(cr[r] + j, m0, c0[r]);
+                _mm512_mask_storeu_ps(cr[r] + j + 16, m1, c1[r]);
+            }
+        }
+    }
+}
+
 /* a row of the gated delta rule (as AVX2's, by 64) */
 INFER__AVX512 static float infer__avx512_deltanet_row(float *r, const float *r0, float decay, const float *k,
                                                       const float *q, float v, float beta, int n) {
@@ -2142,6 +2182,7 @@ static int infer__simd_avx512_install(infer__kernels *k) {
     k->f32_dot_ordered = infer__avx512_f32_dot_ordered; /* f32_mad stays AVX2's: each value alone */
     k->ssm_row = infer__avx512_ssm_row;
     k->deltanet_row = infer__avx512_deltanet_row;
+    k->f32_gemm = infer__avx512_f32_gemm;
     k->f16_rows16 = infer__avx512_f16_rows16;
     k->f16_scores_ordered = infer__avx512_f16_scores_ordered;
     k->exp_chunks16 = infer__avx512_exp_chunks16;

@@ -909,6 +909,45 @@ static float infer__neon_ssm_row(float *s, const float *s0, const float *B, cons
     }
     return sum;
 }
+/* the chunked scans' F32 product: 4 rows of c by 8 columns in registers,
+   the columns past the last 8 one at a time, each element's sum fused in p
+   order; a block past the last row repeats it, unstored */
+static void infer__neon_f32_gemm(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n, int k,
+                                 int acc) {
+    int i, j, p, r;
+    for (i = 0; i < m; i += 4) {
+        const float *ar[4];
+        float *cr[4];
+        int nr = INFER__MIN(4, m - i);
+        for (r = 0; r < 4; r++) {
+            int row = i + INFER__MIN(r, nr - 1);
+            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
+        }
+        for (j = 0; j + 8 <= n; j += 8) {
+            float32x4_t c0[4], c1[4];
+            for (r = 0; r < 4; r++) {
+                c0[r] = acc ? vld1q_f32(cr[r] + j) : vdupq_n_f32(0.0f);
+                c1[r] = acc ? vld1q_f32(cr[r] + j + 4) : vdupq_n_f32(0.0f);
+            }
+            for (p = 0; p < k; p++) {
+                const float *bp = b + (size_t)p * ldb + j;
+                float32x4_t b0 = vld1q_f32(bp), b1 = vld1q_f32(bp + 4);
+                for (r = 0; r < 4; r++) {
+                    c0[r] = vfmaq_n_f32(c0[r], b0, ar[r][p]);
+                    c1[r] = vfmaq_n_f32(c1[r], b1, ar[r][p]);
+                }
+            }
+            for (r = 0; r < nr; r++) vst1q_f32(cr[r] + j, c0[r]), vst1q_f32(cr[r] + j + 4, c1[r]);
+        }
+        for (; j < n; j++)
+            for (r = 0; r < nr; r++) {
+                float32x4_t s = vdupq_n_f32(acc ? cr[r][j] : 0.0f);
+                for (p = 0; p < k; p++) s = vfmaq_f32(s, vdupq_n_f32(ar[r][p]), vdupq_n_f32(b[(size_t)p * ldb + j]));
+                cr[r][j] = vgetq_lane_f32(s, 0);
+            }
+    }
+}
+
 /* a row of the gated delta rule (as AVX2's, by 16) */
 static float infer__neon_deltanet_row(float *r, const float *r0, float decay, const float *k, const float *q, float v,
                                       float beta, int n) {
@@ -968,6 +1007,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->f32_mad = infer__neon_f32_mad;
     k->ssm_row = infer__neon_ssm_row;
     k->deltanet_row = infer__neon_deltanet_row;
+    k->f32_gemm = infer__neon_f32_gemm;
     k->f16_rows16 = infer__neon_f16_rows16;
     k->vec_dot[INFER_TYPE_BF16] = infer__neon_bf16_dot;
     k->vec_dot[INFER_TYPE_Q8_0] = dp ? infer__neondp_q8_0_dot : infer__neon_q8_0_dot;

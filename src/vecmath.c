@@ -77,6 +77,26 @@ static float infer__deltanet_row_ref(float *r, const float *r0, float decay, con
     return infer__f32_dot_ordered_ref(r, q, n);
 }
 
+/* The chunked scans' product without SIMD: each row of c as axpys of b's
+   rows in p order, each product rounded, then added. */
+static void infer__f32_gemm_ref(float *c, int ldc, const float *a, int lda, const float *b, int ldb, int m, int n, int k,
+                                int acc) {
+    int i, j, p;
+    for (i = 0; i < m; i++) {
+        float *ci = c + (size_t)i * ldc;
+        if (!acc)
+            for (j = 0; j < n; j++) ci[j] = 0.0f;
+        for (p = 0; p < k; p++) {
+            const float *bp = b + (size_t)p * ldb;
+            float av = a[(size_t)i * lda + p];
+            for (j = 0; j < n; j++) {
+                float t = av * bp[j];
+                ci[j] += t;
+            }
+        }
+    }
+}
+
 static void infer__f16_rows16_ref(const uint16_t *h, size_t stride, int rows, float *out) {
     int r, l;
     for (r = 0; r < rows; r++)
@@ -243,6 +263,7 @@ static void infer__vecmath_install(infer__kernels *k) {
     k->f32_mad = infer__f32_mad_ref;
     k->ssm_row = infer__ssm_row_ref;
     k->deltanet_row = infer__deltanet_row_ref;
+    k->f32_gemm = infer__f32_gemm_ref;
     k->f16_rows16 = infer__f16_rows16_ref;
     k->lanes16_fma = infer__lanes16_fma_ref;
     k->exp_chunks16 = infer__exp_chunks16_ref;

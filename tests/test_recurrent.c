@@ -75,8 +75,31 @@ static void alone_calls(infer_model *m, const infer_token *t, const int *calls, 
     infer_context_free(c);
 }
 
+/* The first n tokens in one call, then `steps` one at a time, each beside
+   a token of a second sequence: as the sequences of a batched context
+   have their steps (the products of a batch; the scan of a sequence's one
+   token), so like is compared with like. */
+static void alone_steps(infer_model *m, const infer_token *t, int n, int steps, float *out) {
+    infer_context *c = ctx(m, 2, INFER_FULL_POLICY_STOP);
+    infer_token tok[2];
+    int seq[2] = {0, 1}, i;
+    infer_batch b;
+    infer_error err;
+    cr_assert_eq(infer_decode(c, t, n, 0, &err), INFER_OK, "%s", err.msg);
+    memset(&b, 0, sizeof b);
+    b.n = 2, b.tokens = tok, b.seq = seq;
+    for (i = 0; i < steps; i++) {
+        tok[0] = t[n + i], tok[1] = t[i];
+        cr_assert_eq(infer_decode_batch(c, &b, &err), INFER_OK, "%s", err.msg);
+    }
+    memcpy(out, infer_seq_logits(c, 0), sizeof(float) * infer_model_n_vocab(m));
+    infer_context_free(c);
+}
+
 /* Four sequences of 5, 9, 13 and 17 tokens interleaved in one batch, then
-   three steps together: each sequence's logits as it gets them alone. */
+   three steps together: each sequence's logits as it gets them alone, fed
+   as alike (its run in chunks where it is 16 tokens or more, the steps'
+   scans a token at a time). */
 Test(recurrent, four_sequences_batched_match_alone) {
     int k;
     for (k = 0; k < N_MODELS; k++) {
@@ -97,7 +120,7 @@ Test(recurrent, four_sequences_batched_match_alone) {
         for (step = 0; step < 3; step++) {
             for (s = 0; s < 4; s++) {
                 double d;
-                alone(m, t[s], len[s] + step, ref);
+                alone_steps(m, t[s], len[s], step, ref);
                 d = tu_logit_diff(ref, infer_seq_logits(c, s), nv);
                 cr_assert_lt(d, 1e-4, "%s: sequence %d, step %d: %.2e of the range", MODELS[k], s, step, d);
             }
@@ -107,6 +130,36 @@ Test(recurrent, four_sequences_batched_match_alone) {
         }
         free(ref);
         infer_context_free(c);
+        infer_model_free(m);
+    }
+}
+
+/* A prompt's run of 16 tokens or more scans in chunks of 64 (matrix
+   products), a shorter one a token at a time: 120 tokens in one call, and
+   in calls of 37 and 83 (the second from the state the first left),
+   against calls of 10 (every scan a token at a time; the products alike,
+   a batch's): the same logits up to rounding, 0.1% of the range. */
+Test(recurrent, chunked_scan_matches_token_scan) {
+    int k;
+    for (k = 0; k < N_MODELS; k++) {
+        infer_model *m = load(MODELS[k]);
+        int nv = infer_model_n_vocab(m), whole[2] = {120, 0}, split[3] = {37, 83, 0}, tens[13], i;
+        infer_token t[120];
+        float *ref = (float *)malloc(sizeof(float) * nv), *got = (float *)malloc(sizeof(float) * nv);
+        double d;
+        for (i = 0; i < 12; i++) tens[i] = 10;
+        tens[12] = 0;
+        tokens(t, 120, 70 + k, nv);
+        alone_calls(m, t, tens, ref);
+        alone_calls(m, t, whole, got);
+        d = tu_logit_diff(ref, got, nv);
+        cr_log_info("%s: one call of 120 against calls of 10: %.2e of the range", MODELS[k], d);
+        cr_assert_lt(d, 1e-3, "%s: one call of 120 against calls of 10: %.2e of the range", MODELS[k], d);
+        alone_calls(m, t, split, got);
+        d = tu_logit_diff(ref, got, nv);
+        cr_log_info("%s: calls of 37 and 83 against calls of 10: %.2e of the range", MODELS[k], d);
+        cr_assert_lt(d, 1e-3, "%s: calls of 37 and 83 against calls of 10: %.2e of the range", MODELS[k], d);
+        free(ref), free(got);
         infer_model_free(m);
     }
 }
