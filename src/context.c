@@ -261,6 +261,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->rba = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->ssm_heads, sizeof(float), &ok);
         c->rec_scratch_n = infer__rec_scratch_floats(m);
         c->rec_scratch = (float *)infer__ctx_alloc(c, (size_t)c->n_threads * c->rec_scratch_n, sizeof(float), &ok);
+        if (infer__rec_shared_floats(m, c->n_batch))
+            c->rec_shared = (float *)infer__ctx_alloc(c, infer__rec_shared_floats(m, c->n_batch), sizeof(float), &ok);
     }
     if (m->q_gate) {
         c->qg = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->q_dim, sizeof(float), &ok);
@@ -333,6 +335,7 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->rope);
     INFER_FREE(c->attn_scratch);
     INFER_FREE(c->rec_scratch);
+    INFER_FREE(c->rec_shared);
     INFER_FREE(c->attn_part);
     INFER_FREE(c->attn_scores);
     INFER_FREE(c->xq);

@@ -91,6 +91,7 @@ static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int
                             const float *v);
 static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx);
 static size_t infer__rec_scratch_floats(const infer_model *m);
+static size_t infer__rec_shared_floats(const infer_model *m, int n_batch);
 static void infer__attn_scratch_carve(infer__attn_scratch *sc, float *base, int head_dim, int ordered, int n_ctx);
 static int infer__attn_n_items(const infer__attn_batch *b);
 /* item < infer__attn_n_items(b) * b->n_splits: run item % n_splits of the
@@ -188,6 +189,7 @@ struct infer_context {
     size_t attn_scratch_n;
     float *rec_scratch; /* per worker: the chunked scans' (recurrent.c) */
     size_t rec_scratch_n;
+    float *rec_shared; /* a batch's chunks' products that heads share (recurrent.c) */
     float *attn_part;   /* split attention's partial results (infer__attn_batch.part) */
     float *attn_scores; /* and its scores (.scores, rows of n_ctx) */
     int attn_split_tokens; /* the most tokens a pass may have to be split: what attn_scores holds */

@@ -250,6 +250,20 @@ static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__lay
                 infer__l2norm(c->rin + (size_t)t * ld + (size_t)h * m->ssm_state, m->ssm_state, m->norm_eps);
         infer__pool_barrier(c->pool);
     }
+    if (kind == INFER__LAYER_MAMBA2) { /* each chunk's products that its group's heads share, in turns */
+        int gi, c0, g, turn = 0, ds = m->ssm_state;
+        for (gi = 0; gi < ps->n_groups; gi++) {
+            const infer__group *G = &c->groups[gi];
+            if (G->n < INFER__REC_CHUNK_MIN) continue;
+            for (c0 = 0; c0 < G->n; c0 += INFER__REC_CHUNK)
+                for (g = 0; g < m->ssm_groups; g++)
+                    if (turn++ % nth == ith)
+                        infer__rec_mamba2_chunk_shared(
+                            &c->kern, m, g, c->rin + (size_t)(G->start + c0) * ld + m->ssm_inner, ld, INFER__MIN(INFER__REC_CHUNK, G->n - c0),
+                            c->rec_shared + ((size_t)g * c->n_batch + G->start + c0) * (INFER__REC_CHUNK + ds));
+        }
+        infer__pool_barrier(c->pool);
+    }
     if (kind != INFER__LAYER_SHORTCONV) {
         while ((item = infer__atomic_next(&ps->next_item2)) < ps->n_groups * m->ssm_heads) {
             const infer__group *G = &c->groups[item / m->ssm_heads];
@@ -259,8 +273,11 @@ static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__lay
             float *y = c->rout + (size_t)G->start * m->ssm_inner;
             float *ws = c->rec_scratch + (size_t)ith * c->rec_scratch_n;
             if (G->n >= INFER__REC_CHUNK_MIN && kind == INFER__LAYER_MAMBA2)
-                infer__rec_mamba2_chunked(&c->kern, m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch,
-                                          ld, y, m->ssm_inner, G->n, src, dst, ws);
+                infer__rec_mamba2_chunked(
+                    &c->kern, m, L, item % m->ssm_heads, row + m->ssm_inner, row + m->ssm_inner + n_ch, ld,
+                    c->rec_shared + ((size_t)(item % m->ssm_heads / (m->ssm_heads / m->ssm_groups)) * c->n_batch + G->start) *
+                                        (INFER__REC_CHUNK + m->ssm_state),
+                    y, m->ssm_inner, G->n, src, dst, ws);
             else if (G->n >= INFER__REC_CHUNK_MIN)
                 infer__rec_deltanet_chunked(&c->kern, m, L, item % m->ssm_heads, row, ld,
                                             c->rba + (size_t)G->start * 2 * m->ssm_heads, 2 * m->ssm_heads, y, m->ssm_inner,

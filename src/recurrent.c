@@ -122,32 +122,66 @@ static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m
    order's (llama.cpp's), which runs shorter than INFER__REC_CHUNK_MIN. */
 static size_t infer__rec_scratch_floats(const infer_model *m) {
     size_t ds = (size_t)m->ssm_state, C = INFER__REC_CHUNK, hd = m->ssm_heads ? (size_t)(m->ssm_inner / m->ssm_heads) : 0;
-    size_t delta = ds * ds + 2 * ds * C + 2 * C * C + 2 * C, mamba = ds * hd + ds * C + C * C + C * hd + 2 * C;
+    size_t delta = ds * ds + 2 * ds * C + 2 * C * C + 3 * C, mamba = ds * hd + C * C + C * hd + 2 * C;
     return m->n_recurrent ? INFER__MAX(delta, mamba) : 0;
 }
 
+/* e[i] = e^(L[t] - L[i]) for i <= t, 0 for t < i < nc: a chunk's decays
+   from token i to token t, with the softmax's vector exp */
+static void infer__rec_decays(const infer__kernels *kern, float *e, const float *L, int t, int nc) {
+    int i;
+    for (i = 0; i < nc; i++) e[i] = -L[i];
+    kern->softmax_exp(e, nc, 0, t + 1, 1.0f, -L[t]);
+}
+
+/* The shared products' floats for a batch of n_batch tokens: Mamba2's
+   (infer__rec_mamba2_chunk_shared), per group and token; none otherwise. */
+static size_t infer__rec_shared_floats(const infer_model *m, int n_batch) {
+    int l;
+    for (l = 0; l < m->n_layers; l++)
+        if (m->layers[l].kind == INFER__LAYER_MAMBA2)
+            return (size_t)m->ssm_groups * n_batch * (INFER__REC_CHUNK + m->ssm_state);
+    return 0;
+}
+
+/* What the heads of Mamba2 group g share in a chunk of nc tokens (rows,
+   after the convolution): C B^T (nc rows of INFER__REC_CHUNK) and B^T (ds
+   rows of nc), nc (INFER__REC_CHUNK + ds) floats at out. Computed once per
+   group, not once per head: Granite's 48 heads share one. */
+static void infer__rec_mamba2_chunk_shared(const infer__kernels *kern, const infer_model *m, int g, const float *rows,
+                                           int ld, int nc, float *out) {
+    int ds = m->ssm_state, t, s;
+    const float *B = rows + m->ssm_inner + (size_t)g * ds;
+    const float *Cm = rows + m->ssm_inner + (size_t)m->ssm_groups * ds + (size_t)g * ds;
+    float *BT = out + (size_t)nc * INFER__REC_CHUNK;
+    for (t = 0; t < nc; t++)
+        for (s = 0; s < ds; s++) BT[(size_t)s * nc + t] = B[(size_t)t * ld + s];
+    kern->f32_gemm(out, INFER__REC_CHUNK, Cm, ld, BT, nc, nc, nc, ds, 0);
+}
+
 /* Mamba2's scan of head h (as infer__rec_mamba2's) over n tokens in
-   chunks, w its scratch. With L the running sum of log decays (sp A) and
-   M0 the state a chunk starts from: Y = e^L C M0^T + W X + D X, where W =
-   (C B^T) e^(L_t - L_i) sp_i for i <= t; then M^T = e^(L_last) M0^T +
-   B^T (X sp e^(L_last - L)). The state is kept transposed (state x
-   channel) meanwhile. */
+   chunks, w its scratch, shared what infer__rec_mamba2_chunk_shared made
+   of the n tokens' chunks, one after another. With L the running sum of
+   log decays (sp A) and M0 the state a chunk starts from: Y = e^L C M0^T
+   + W X + D X, where W = (C B^T) e^(L_t - L_i) sp_i for i <= t; then M^T
+   = e^(L_last) M0^T + B^T (X sp e^(L_last - L)). The state is kept
+   transposed (state x channel) meanwhile. */
 static void infer__rec_mamba2_chunked(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
-                                      const float *xbc, const float *dt, int ld, float *y, int ldy, int n, const float *src,
-                                      float *dst, float *w) {
+                                      const float *xbc, const float *dt, int ld, const float *shared, float *y, int ldy,
+                                      int n, const float *src, float *dst, float *w) {
     int hd = m->ssm_inner / m->ssm_heads, ds = m->ssm_state, g = h / (m->ssm_heads / m->ssm_groups), C = INFER__REC_CHUNK;
     float A = ((const float *)L->ssm_a->data)[h], D = ((const float *)L->ssm_d->data)[h];
     float bias = ((const float *)L->dt_bias->data)[h];
-    float *MT = w, *BT = MT + (size_t)ds * hd, *W = BT + (size_t)ds * C, *X = W + (size_t)C * C, *Ls = X + (size_t)C * hd,
-          *sp = Ls + C;
+    float *MT = w, *W = MT + (size_t)ds * hd, *X = W + (size_t)C * C, *Ls = X + (size_t)C * hd, *sp = Ls + C;
     size_t at = (size_t)h * hd * ds;
     int c0, t, i, s;
     for (i = 0; i < hd; i++)
         for (s = 0; s < ds; s++) MT[(size_t)s * hd + i] = src ? src[at + (size_t)i * ds + s] : 0.0f;
     for (c0 = 0; c0 < n; c0 += C) {
         int nc = INFER__MIN(C, n - c0);
-        const float *rows = xbc + (size_t)c0 * ld, *x = rows + (size_t)h * hd, *B = rows + m->ssm_inner + (size_t)g * ds;
+        const float *rows = xbc + (size_t)c0 * ld, *x = rows + (size_t)h * hd;
         const float *Cm = rows + m->ssm_inner + (size_t)m->ssm_groups * ds + (size_t)g * ds;
+        const float *CB = shared + (size_t)c0 * (C + ds), *BT = CB + (size_t)nc * C;
         float *yo = y + (size_t)c0 * ldy + (size_t)h * hd, lsum = 0.0f, last;
         for (t = 0; t < nc; t++) {
             sp[t] = infer__softplusf(dt[(size_t)(c0 + t) * ld + h] + bias);
@@ -155,12 +189,11 @@ static void infer__rec_mamba2_chunked(const infer__kernels *kern, const infer_mo
             Ls[t] = lsum;
         }
         last = Ls[nc - 1];
-        for (t = 0; t < nc; t++)
-            for (s = 0; s < ds; s++) BT[(size_t)s * C + t] = B[(size_t)t * ld + s];
-        kern->f32_gemm(W, C, Cm, ld, BT, C, nc, nc, ds, 0); /* C B^T */
-        for (t = 0; t < nc; t++)
-            for (i = 0; i < nc; i++)
-                W[(size_t)t * C + i] = i <= t ? W[(size_t)t * C + i] * (infer__expf(Ls[t] - Ls[i]) * sp[i]) : 0.0f;
+        for (t = 0; t < nc; t++) {
+            float *wt = W + (size_t)t * C;
+            infer__rec_decays(kern, wt, Ls, t, nc);
+            for (i = 0; i <= t; i++) wt[i] *= CB[(size_t)t * C + i] * sp[i];
+        }
         kern->f32_gemm(yo, ldy, Cm, ld, MT, hd, nc, hd, ds, 0); /* C M0^T */
         for (t = 0; t < nc; t++) {
             float e = infer__expf(Ls[t]);
@@ -179,7 +212,7 @@ static void infer__rec_mamba2_chunked(const infer__kernels *kern, const infer_mo
             float e = infer__expf(last);
             for (i = 0; i < ds * hd; i++) MT[i] *= e;
         }
-        kern->f32_gemm(MT, hd, BT, C, X, hd, ds, hd, nc, 1); /* + B^T X sp e^(last - L) */
+        kern->f32_gemm(MT, hd, BT, nc, X, hd, ds, hd, nc, 1); /* + B^T X sp e^(last - L) */
     }
     for (i = 0; i < hd; i++)
         for (s = 0; s < ds; s++) dst[at + (size_t)i * ds + s] = MT[(size_t)s * hd + i];
@@ -199,7 +232,7 @@ static void infer__rec_deltanet_chunked(const infer__kernels *kern, const infer_
     float a = ((const float *)L->ssm_a->data)[h], bias = ((const float *)L->dt_bias->data)[h];
     float scale = 1.0f / sqrtf((float)ds);
     float *S = w, *KT = S + (size_t)ds * ds, *Dl = KT + (size_t)ds * C, *A = Dl + (size_t)C * ds, *QK = A + (size_t)C * C,
-          *G = QK + (size_t)C * C, *beta = G + C;
+          *G = QK + (size_t)C * C, *beta = G + C, *ex = beta + C;
     size_t at = (size_t)h * ds * ds, qo = (size_t)kh * ds, ko = (size_t)m->ssm_groups * ds + qo;
     size_t vo = 2 * (size_t)m->ssm_groups * ds + (size_t)h * ds;
     for (j = 0; j < ds; j++)
@@ -226,15 +259,16 @@ static void infer__rec_deltanet_chunked(const infer__kernels *kern, const infer_
             for (j = 0; j < ds; j++) Dl[(size_t)t * ds + j] = beta[t] * (v[j] - e * Dl[(size_t)t * ds + j]);
         }
         for (t = 1; t < nc; t++) {
-            for (i = 0; i < t; i++) A[(size_t)t * C + i] *= -beta[t] * infer__expf(G[t] - G[i]);
+            infer__rec_decays(kern, ex, G, t, nc);
+            for (i = 0; i < t; i++) A[(size_t)t * C + i] *= -beta[t] * ex[i];
             kern->f32_gemm(Dl + (size_t)t * ds, ds, A + (size_t)t * C, C, Dl, ds, 1, ds, t, 1);
         }
         kern->f32_gemm(out, ldo, rows + qo, ld, S, ds, nc, ds, ds, 0); /* Q S0 */
         for (t = 0; t < nc; t++) {
             float e = infer__expf(G[t]) * scale;
             for (j = 0; j < ds; j++) out[(size_t)t * ldo + j] *= e;
-            for (i = 0; i < nc; i++)
-                QK[(size_t)t * C + i] = i <= t ? QK[(size_t)t * C + i] * (infer__expf(G[t] - G[i]) * scale) : 0.0f;
+            infer__rec_decays(kern, ex, G, t, nc);
+            for (i = 0; i < nc; i++) QK[(size_t)t * C + i] *= ex[i] * scale; /* 0 past t */
         }
         kern->f32_gemm(out, ldo, QK, C, Dl, ds, nc, ds, nc, 1);
         for (t = 0; t < nc; t++) {
