@@ -1693,6 +1693,12 @@ typedef enum infer__layer_kind {
     INFER__LAYER_DELTANET,  /* Qwen3.5: qkv -> silu(conv); L2-normed q, k; gated delta rule; gated norm */
     INFER__LAYER_KINDS
 } infer__layer_kind;
+/* A prompt's Mamba2 and delta-rule scans, on the CPU and the GPU alike, run
+   in chunks of INFER__REC_CHUNK tokens with products inside a chunk; runs
+   shorter than INFER__REC_CHUNK_MIN scan a token at a time, in llama.cpp's
+   order. */
+#define INFER__REC_CHUNK 64
+#define INFER__REC_CHUNK_MIN 16
 
 typedef struct infer__layer {
     infer__layer_kind kind;
@@ -17185,8 +17191,6 @@ static void infer__weights_free(infer_model *m) {
 #define INFER__ATT_TILE 256
 #endif
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
-#define INFER__REC_CHUNK 64     /* tokens a chunk of a prompt's recurrent scans (recurrent.c) */
-#define INFER__REC_CHUNK_MIN 16 /* runs shorter than this scan a token at a time, in llama.cpp's order */
 #define INFER__ATT_PV_CHUNKS 4 /* the ordered pass's p.V: chunks of 16 keys a call, at most */
 /* A pass of a few tokens past the first run of keys splits each item's
    keys into runs, so that every worker streams the cache

@@ -1156,7 +1156,7 @@ __global__ void k_rec_mamba2(const float *__restrict__ xbc, const float *__restr
                              size_t rs_slot, size_t at) {
     rs_run r = runs[blockIdx.x];
     int h = blockIdx.y, hd = inner / heads, i = blockIdx.z * blockDim.x + threadIdx.x, g = h / (heads / groups);
-    if (i >= hd) return;
+    if (i >= hd || r.n >= INFER__REC_CHUNK_MIN) return; /* a long run is k_rec_mamba2_chunked's */
     const float *src = rs_part(rs, rs_slot, at, r.seq, r.src);
     float *s = rs_part(rs, rs_slot, at, r.seq, r.dst) + ((size_t)h * hd + i) * ds;
     const float *s_in = src ? src + ((size_t)h * hd + i) * ds : NULL;
@@ -1190,7 +1190,7 @@ __global__ void k_rec_deltanet(const float *__restrict__ qkv, int ld, const floa
                                const rs_run *__restrict__ runs, float *rs, size_t rs_slot, size_t at) {
     rs_run r = runs[blockIdx.x];
     int h = blockIdx.y, j = blockIdx.z * blockDim.x + threadIdx.x, kh = h % groups;
-    if (j >= ds) return;
+    if (j >= ds || r.n >= INFER__REC_CHUNK_MIN) return; /* a long run is k_rec_deltanet_chunked's */
     const float *src = rs_part(rs, rs_slot, at, r.seq, r.src);
     float *row = rs_part(rs, rs_slot, at, r.seq, r.dst) + ((size_t)h * ds + j) * ds;
     const float *row_in = src ? src + ((size_t)h * ds + j) * ds : NULL;
@@ -1214,6 +1214,155 @@ __global__ void k_rec_deltanet(const float *__restrict__ qkv, int ld, const floa
         }
         O[(size_t)t * ldo + (size_t)h * ds + j] = __fmul_rn((float)o, scale);
         row_in = row;
+    }
+}
+
+/* rec_mamba2_chunked: Mamba2's scan of head blockIdx.y over run blockIdx.x,
+   one of INFER__REC_CHUNK_MIN tokens or more, in chunks of INFER__REC_CHUNK
+   (as infer__rec_mamba2_chunked; rows as k_rec_mamba2's). With L the
+   running sum of sp A in a chunk: the block shares W = (C_t . B_u) e^(L_t -
+   L_u) sp_u for u <= t; thread i owns channel i's state row m, and y_t =
+   e^(L_t) C_t . m + sum of W_tu x_u + D x_t, then m = e^(L_last) m + sum of
+   B_t x_t sp_t e^(L_last - L_t). */
+__global__ void k_rec_mamba2_chunked(const float *__restrict__ xbc, const float *__restrict__ dt, int ld,
+                                     float *__restrict__ Y, int ldy, int inner, int heads, int groups, int ds,
+                                     const float *__restrict__ A, const float *__restrict__ D,
+                                     const float *__restrict__ dt_bias, const rs_run *__restrict__ runs, float *rs,
+                                     size_t rs_slot, size_t at) {
+    __shared__ float W[INFER__REC_CHUNK * INFER__REC_CHUNK], Ls[INFER__REC_CHUNK], eL[INFER__REC_CHUNK],
+        inflow[INFER__REC_CHUNK];
+    rs_run r = runs[blockIdx.x];
+    int h = blockIdx.y, hd = inner / heads, g = h / (heads / groups), C = INFER__REC_CHUNK;
+    if (r.n < INFER__REC_CHUNK_MIN) return; /* a short run is k_rec_mamba2's */
+    const float *src = rs_part(rs, rs_slot, at, r.seq, r.src);
+    float *state = rs_part(rs, rs_slot, at, r.seq, r.dst) + (size_t)h * hd * ds;
+    const float *state_in = src ? src + (size_t)h * hd * ds : NULL;
+    float a = A[h], d = D[h], bias = dt_bias[h];
+    for (int c0 = 0; c0 < r.n; c0 += C) {
+        int nc = min(C, r.n - c0);
+        const float *rows = xbc + (size_t)(r.first + c0) * ld;
+        if (threadIdx.x == 0) { /* the chunk's running sum of log decays, in token order */
+            float sum = 0.0f;
+            for (int t = 0; t < nc; t++) {
+                float sp = softplus_f(dt[(size_t)(r.first + c0 + t) * ld + h] + bias);
+                sum += sp * a;
+                Ls[t] = sum;
+                inflow[t] = sp;
+            }
+            for (int t = 0; t < nc; t++) {
+                eL[t] = expf(Ls[t]);
+                inflow[t] *= expf(Ls[nc - 1] - Ls[t]);
+            }
+        }
+        __syncthreads();
+        for (int p = threadIdx.x; p < nc * nc; p += blockDim.x) {
+            int t = p / nc, u = p % nc;
+            float w = 0.0f;
+            if (u <= t) {
+                const float *Ct = rows + (size_t)t * ld + inner + (size_t)(groups + g) * ds;
+                const float *Bu = rows + (size_t)u * ld + inner + (size_t)g * ds;
+                float sp = softplus_f(dt[(size_t)(r.first + c0 + u) * ld + h] + bias);
+                for (int s = 0; s < ds; s++) w += Ct[s] * Bu[s];
+                w *= expf(Ls[t] - Ls[u]) * sp;
+            }
+            W[t * C + u] = w;
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+            const float *m_in = c0 == 0 ? (state_in ? state_in + (size_t)i * ds : NULL) : state + (size_t)i * ds;
+            float *m = state + (size_t)i * ds;
+            for (int t = 0; t < nc; t++) {
+                const float *row = rows + (size_t)t * ld, *Ct = row + inner + (size_t)(groups + g) * ds;
+                float cm = 0.0f, wx = 0.0f;
+                if (m_in)
+                    for (int s = 0; s < ds; s++) cm += Ct[s] * m_in[s];
+                for (int u = 0; u <= t; u++) wx += W[t * C + u] * rows[(size_t)u * ld + (size_t)h * hd + i];
+                Y[(size_t)(r.first + c0 + t) * ldy + (size_t)h * hd + i] = eL[t] * cm + wx + d * row[(size_t)h * hd + i];
+            }
+            for (int s = 0; s < ds; s++) {
+                float acc = m_in ? eL[nc - 1] * m_in[s] : 0.0f;
+                for (int t = 0; t < nc; t++) {
+                    const float *row = rows + (size_t)t * ld;
+                    acc += row[inner + (size_t)g * ds + s] * (row[(size_t)h * hd + i] * inflow[t]);
+                }
+                m[s] = acc;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/* rec_deltanet_chunked: the gated delta rule of value head blockIdx.y over
+   run blockIdx.x, one of INFER__REC_CHUNK_MIN tokens or more, in chunks of
+   INFER__REC_CHUNK (as infer__rec_deltanet_chunked; rows as
+   k_rec_deltanet's). With G the running sum of log decays in a chunk, the
+   block shares k_t . k_i and q_t . k_i; thread j owns the state's row j
+   (value j over the keys) and so column j of the chunk's updates: d_t =
+   beta_t (v_t - e^G_t row . k_t) - sum over i < t of beta_t e^(G_t - G_i)
+   (k_t . k_i) d_i; o_t = (e^G_t row . q_t + sum over i <= t of e^(G_t -
+   G_i) (q_t . k_i) d_i) / sqrt(ds); row = e^(G_last) row + sum of k_t
+   e^(G_last - G_t) d_t. */
+__global__ void k_rec_deltanet_chunked(const float *__restrict__ qkv, int ld, const float *__restrict__ ba, int ldba,
+                                       float *__restrict__ O, int ldo, int heads, int groups, int ds,
+                                       const float *__restrict__ A, const float *__restrict__ dt_bias,
+                                       const rs_run *__restrict__ runs, float *rs, size_t rs_slot, size_t at) {
+    __shared__ float KK[INFER__REC_CHUNK * INFER__REC_CHUNK], QK[INFER__REC_CHUNK * INFER__REC_CHUNK],
+        G[INFER__REC_CHUNK], beta[INFER__REC_CHUNK];
+    rs_run r = runs[blockIdx.x];
+    int h = blockIdx.y, kh = h % groups, C = INFER__REC_CHUNK;
+    if (r.n < INFER__REC_CHUNK_MIN) return; /* a short run is k_rec_deltanet's */
+    const float *src = rs_part(rs, rs_slot, at, r.seq, r.src);
+    float *state = rs_part(rs, rs_slot, at, r.seq, r.dst) + (size_t)h * ds * ds;
+    const float *state_in = src ? src + (size_t)h * ds * ds : NULL;
+    float a = A[h], bias = dt_bias[h], scale = 1.0f / sqrtf((float)ds);
+    size_t qo = (size_t)kh * ds, ko = (size_t)(groups + kh) * ds, vo = (size_t)2 * groups * ds + (size_t)h * ds;
+    for (int c0 = 0; c0 < r.n; c0 += C) {
+        int nc = min(C, r.n - c0);
+        const float *rows = qkv + (size_t)(r.first + c0) * ld;
+        if (threadIdx.x == 0) { /* the chunk's running sum of log decays, in token order */
+            float sum = 0.0f;
+            for (int t = 0; t < nc; t++) {
+                const float *bt = ba + (size_t)(r.first + c0 + t) * ldba;
+                beta[t] = sigmoid_f(bt[h]);
+                sum += softplus_f(bt[heads + h] + bias) * a;
+                G[t] = sum;
+            }
+        }
+        for (int p = threadIdx.x; p < nc * nc; p += blockDim.x) {
+            int t = p / nc, i = p % nc;
+            const float *kt = rows + (size_t)t * ld + ko, *qt = rows + (size_t)t * ld + qo, *ki = rows + (size_t)i * ld + ko;
+            float kk = 0.0f, qk = 0.0f;
+            for (int s = 0; s < ds; s++) kk += kt[s] * ki[s], qk += qt[s] * ki[s];
+            KK[t * C + i] = kk;
+            QK[t * C + i] = qk;
+        }
+        __syncthreads();
+        for (int j = threadIdx.x; j < ds; j += blockDim.x) {
+            const float *row_in = c0 == 0 ? (state_in ? state_in + (size_t)j * ds : NULL) : state + (size_t)j * ds;
+            float *row = state + (size_t)j * ds, upd[INFER__REC_CHUNK], last = G[nc - 1];
+            float *o = O + (size_t)(r.first + c0) * ldo + (size_t)h * ds + j;
+            for (int t = 0; t < nc; t++) {
+                const float *p = rows + (size_t)t * ld;
+                float rk = 0.0f, rq = 0.0f, e = expf(G[t]);
+                if (row_in)
+                    for (int i = 0; i < ds; i++) rk += row_in[i] * p[ko + i], rq += row_in[i] * p[qo + i];
+                upd[t] = beta[t] * (p[vo + j] - e * rk);
+                o[(size_t)t * ldo] = e * rq;
+            }
+            for (int t = 1; t < nc; t++) /* forward substitution */
+                for (int i = 0; i < t; i++) upd[t] -= beta[t] * expf(G[t] - G[i]) * KK[t * C + i] * upd[i];
+            for (int t = 0; t < nc; t++) {
+                float sum = o[(size_t)t * ldo];
+                for (int i = 0; i <= t; i++) sum += expf(G[t] - G[i]) * QK[t * C + i] * upd[i];
+                o[(size_t)t * ldo] = sum * scale;
+            }
+            for (int i = 0; i < ds; i++) {
+                float acc = row_in ? expf(last) * row_in[i] : 0.0f;
+                for (int t = 0; t < nc; t++) acc += rows[(size_t)t * ld + ko + i] * (expf(last - G[t]) * upd[t]);
+                row[i] = acc;
+            }
+        }
+        __syncthreads();
     }
 }
 
@@ -2693,12 +2842,19 @@ static int recurrent(const gpu_ctx *c, const infer__layer *L, int l, const pass 
             c->rin + m->ssm_inner, c->rin + m->ssm_inner + n_ch, ld, c->rout, m->ssm_inner, m->ssm_inner, heads,
             m->ssm_groups, ds, dev_vec(c->g, L->ssm_a), dev_vec(c->g, L->ssm_d), dev_vec(c->g, L->dt_bias), p->runs,
             c->rs.mem, c->rs.slot, scan_at);
+        INFER_LAUNCH(dim3((unsigned)p->n_runs, (unsigned)heads), 64, 0, c->stream, k_rec_mamba2_chunked)(
+            c->rin + m->ssm_inner, c->rin + m->ssm_inner + n_ch, ld, c->rout, m->ssm_inner, m->ssm_inner, heads,
+            m->ssm_groups, ds, dev_vec(c->g, L->ssm_a), dev_vec(c->g, L->ssm_d), dev_vec(c->g, L->dt_bias), p->runs,
+            c->rs.mem, c->rs.slot, scan_at);
     } else if (kind == INFER__LAYER_DELTANET) {
         dim3 grid((unsigned)p->n_runs, (unsigned)heads, (unsigned)((ds + 63) / 64));
         INFER_LAUNCH(grid, 64, 0, c->stream, k_rec_deltanet)(c->rin, ld, c->rba, 2 * heads, c->rout, m->ssm_inner, heads,
                                                             m->ssm_groups, ds, dev_vec(c->g, L->ssm_a),
                                                             dev_vec(c->g, L->dt_bias), p->runs, c->rs.mem, c->rs.slot,
                                                             scan_at);
+        INFER_LAUNCH(dim3((unsigned)p->n_runs, (unsigned)heads), 128, 0, c->stream, k_rec_deltanet_chunked)(
+            c->rin, ld, c->rba, 2 * heads, c->rout, m->ssm_inner, heads, m->ssm_groups, ds, dev_vec(c->g, L->ssm_a),
+            dev_vec(c->g, L->dt_bias), p->runs, c->rs.mem, c->rs.slot, scan_at);
     }
     if (kind == INFER__LAYER_SHORTCONV) { /* c * y */
         size_t count = (size_t)n * dim;

@@ -13,8 +13,6 @@
 #define INFER__ATT_TILE 256
 #endif
 #define INFER__ATT_ROWS 64 /* query rows (tokens x heads of one group) per work item, at most */
-#define INFER__REC_CHUNK 64     /* tokens a chunk of a prompt's recurrent scans (recurrent.c) */
-#define INFER__REC_CHUNK_MIN 16 /* runs shorter than this scan a token at a time, in llama.cpp's order */
 #define INFER__ATT_PV_CHUNKS 4 /* the ordered pass's p.V: chunks of 16 keys a call, at most */
 /* A pass of a few tokens past the first run of keys splits each item's
    keys into runs, so that every worker streams the cache

@@ -50,6 +50,12 @@ typedef enum infer__layer_kind {
     INFER__LAYER_DELTANET,  /* Qwen3.5: qkv -> silu(conv); L2-normed q, k; gated delta rule; gated norm */
     INFER__LAYER_KINDS
 } infer__layer_kind;
+/* A prompt's Mamba2 and delta-rule scans, on the CPU and the GPU alike, run
+   in chunks of INFER__REC_CHUNK tokens with products inside a chunk; runs
+   shorter than INFER__REC_CHUNK_MIN scan a token at a time, in llama.cpp's
+   order. */
+#define INFER__REC_CHUNK 64
+#define INFER__REC_CHUNK_MIN 16
 
 typedef struct infer__layer {
     infer__layer_kind kind;
