@@ -461,6 +461,48 @@ static void st_check_recurrent(st_counts *c, const char *isa, const infer__kerne
     }
 }
 
+/* The chunked scans' F32 product of an ISA against sums in double, within
+   the rounding of k fused steps, over edge shapes (m and n past and short
+   of the register tiles, strides wider than rows), with acc 0 and 1; and
+   nothing written outside the m x n block. */
+static void st_check_f32_gemm(st_counts *c, const char *isa, const infer__kernels *k, const infer__kernels *ref) {
+    static const int ms[] = {1, 3, 4, 5, 17, 64}, ns[] = {1, 7, 8, 16, 31, 33, 64, 128}, ks[] = {1, 5, 63, 128};
+    int mi, ni, ki, acc;
+    if (k->f32_gemm == ref->f32_gemm) return;
+    for (mi = 0; mi < (int)(sizeof ms / sizeof ms[0]); mi++)
+        for (ni = 0; ni < (int)(sizeof ns / sizeof ns[0]); ni++)
+            for (ki = 0; ki < (int)(sizeof ks / sizeof ks[0]); ki++)
+                for (acc = 0; acc < 2; acc++) {
+                    int m = ms[mi], n = ns[ni], kk = ks[ki], lda = kk + 3, ldb = n + 5, ldc = n + 2, i, j, l, bad = 0;
+                    float *a = (float *)malloc(sizeof(float) * (size_t)(m + 1) * lda);
+                    float *b = (float *)malloc(sizeof(float) * (size_t)kk * ldb);
+                    float *cm = (float *)malloc(sizeof(float) * (size_t)(m + 1) * ldc);
+                    for (i = 0; i < (m + 1) * lda; i++) a[i] = (float)((i * 2654435761u >> 9) % 2001) / 1000.0f - 1.0f;
+                    for (i = 0; i < kk * ldb; i++) b[i] = (float)((i * 40503u + 7) % 1999) / 999.0f - 1.0f;
+                    for (i = 0; i < (m + 1) * ldc; i++) cm[i] = (float)(i % 13) * 0.25f - 1.5f;
+                    k->f32_gemm(cm, ldc, a, lda, b, ldb, m, n, kk, acc);
+                    c->checks++;
+                    for (i = 0; i < m + 1 && !bad; i++)
+                        for (j = 0; j < ldc && !bad; j++) {
+                            float before = (float)((i * ldc + j) % 13) * 0.25f - 1.5f, got = cm[(size_t)i * ldc + j];
+                            double want = acc ? before : 0.0, mag = fabs(want);
+                            if (i >= m || j >= n) { /* outside: untouched */
+                                if (got != before) bad = 1;
+                                continue;
+                            }
+                            for (l = 0; l < kk; l++) {
+                                want += (double)a[(size_t)i * lda + l] * b[(size_t)l * ldb + j];
+                                mag += fabs((double)a[(size_t)i * lda + l] * b[(size_t)l * ldb + j]);
+                            }
+                            if (!(fabs(got - want) <= (kk + 1) * 1.2e-7 * mag + 1e-30)) bad = 1;
+                        }
+                    if (bad)
+                        st_fail(c, "%s f32_gemm m=%d n=%d k=%d acc=%d: c[%d][%d] off its sum, or written outside", isa, m,
+                                n, kk, acc, i - 1, j - 1);
+                    free(a), free(b), free(cm);
+                }
+}
+
 /* one weight format's dot product: vector == scalar within the bound */
 static void st_check_dot(st_counts *c, const char *isa, const infer__kernels *ref, infer__vec_dot_fn got,
                          infer_type t, int daz) {
@@ -601,6 +643,7 @@ static int st_check(int t, int *n_isa, int *n_checks) {
         if (t < 0) {
             st_check_f16_orders(&c, name, &k);
             st_check_recurrent(&c, name, &k, &ref);
+            st_check_f32_gemm(&c, name, &k, &ref);
             st_check_ordered_tile(&c, name, &k, &ref);
             for (i = 0; i < (int)(sizeof st_act_types / sizeof st_act_types[0]); i++)
                 st_check_from_float(&c, name, ref.from_float[st_act_types[i]], k.from_float[st_act_types[i]],
