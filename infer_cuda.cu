@@ -1233,7 +1233,10 @@ __global__ void k_rec_mamba2_chunked(const float *__restrict__ xbc, const float 
         inflow[INFER__REC_CHUNK];
     rs_run r = runs[blockIdx.x];
     int h = blockIdx.y, hd = inner / heads, g = h / (heads / groups), C = INFER__REC_CHUNK;
-    if (r.n < INFER__REC_CHUNK_MIN) return; /* a short run is k_rec_mamba2's */
+    if (r.n < INFER__REC_CHUNK_MIN) { /* a short run is k_rec_mamba2's; the barrier tells tests/cuda_emu.h */
+        __syncthreads();                 /* that this kernel's blocks wait (its fast path runs them without) */
+        return;
+    }
     const float *src = rs_part(rs, rs_slot, at, r.seq, r.src);
     float *state = rs_part(rs, rs_slot, at, r.seq, r.dst) + (size_t)h * hd * ds;
     const float *state_in = src ? src + (size_t)h * hd * ds : NULL;
@@ -1310,7 +1313,10 @@ __global__ void k_rec_deltanet_chunked(const float *__restrict__ qkv, int ld, co
         G[INFER__REC_CHUNK], beta[INFER__REC_CHUNK];
     rs_run r = runs[blockIdx.x];
     int h = blockIdx.y, kh = h % groups, C = INFER__REC_CHUNK;
-    if (r.n < INFER__REC_CHUNK_MIN) return; /* a short run is k_rec_deltanet's */
+    if (r.n < INFER__REC_CHUNK_MIN) { /* a short run is k_rec_deltanet's; the barrier tells tests/cuda_emu.h */
+        __syncthreads();                 /* that this kernel's blocks wait (its fast path runs them without) */
+        return;
+    }
     const float *src = rs_part(rs, rs_slot, at, r.seq, r.src);
     float *state = rs_part(rs, rs_slot, at, r.seq, r.dst) + (size_t)h * ds * ds;
     const float *state_in = src ? src + (size_t)h * ds * ds : NULL;
