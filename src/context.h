@@ -279,6 +279,17 @@ static void infer__rec_mamba2(const infer__kernels *kern, const infer_model *m, 
 static void infer__rec_deltanet(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
                                 const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
                                 const float *src, float *dst);
+/* ... and a prompt's run in chunks (INFER__REC_CHUNK): Mamba2's products
+   that a group's heads share, made once per chunk into shared, then each
+   head's scan; the delta rule's; w the worker's scratch */
+static void infer__rec_mamba2_chunk_shared(const infer__kernels *kern, const infer_model *m, int g, const float *rows,
+                                           int ld, int nc, float *out);
+static void infer__rec_mamba2_chunked(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                      const float *xbc, const float *dt, int ld, const float *shared, float *y, int ldy,
+                                      int n, const float *src, float *dst, float *w);
+static void infer__rec_deltanet_chunked(const infer__kernels *kern, const infer_model *m, const infer__layer *L, int h,
+                                        const float *qkv, int ld, const float *ba, int ldba, float *o, int ldo, int n,
+                                        const float *src, float *dst, float *w);
 static void infer__l2norm(float *x, int n, float eps);
 static void infer__gated_norm(const infer__kernels *kern, float *y, const float *z, const float *w, int n, float eps,
                               int gate_first);
