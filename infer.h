@@ -19169,7 +19169,7 @@ static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__lay
                             &c->kern, m, g, c->rin + (size_t)(G->start + c0) * ld + m->ssm_inner, ld, INFER__MIN(INFER__REC_CHUNK, G->n - c0),
                             c->rec_shared + ((size_t)g * c->n_batch + G->start + c0) * (INFER__REC_CHUNK + ds));
         }
-        infer__pool_barrier(c->pool);
+        if (turn) infer__pool_barrier(c->pool); /* none to wait for in generation (every worker counts the same) */
     }
     if (kind != INFER__LAYER_SHORTCONV) {
         while ((item = infer__atomic_next(&ps->next_item2)) < ps->n_groups * m->ssm_heads) {

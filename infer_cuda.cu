@@ -2848,19 +2848,21 @@ static int recurrent(const gpu_ctx *c, const infer__layer *L, int l, const pass 
             c->rin + m->ssm_inner, c->rin + m->ssm_inner + n_ch, ld, c->rout, m->ssm_inner, m->ssm_inner, heads,
             m->ssm_groups, ds, dev_vec(c->g, L->ssm_a), dev_vec(c->g, L->ssm_d), dev_vec(c->g, L->dt_bias), p->runs,
             c->rs.mem, c->rs.slot, scan_at);
-        INFER_LAUNCH(dim3((unsigned)p->n_runs, (unsigned)heads), 64, 0, c->stream, k_rec_mamba2_chunked)(
-            c->rin + m->ssm_inner, c->rin + m->ssm_inner + n_ch, ld, c->rout, m->ssm_inner, m->ssm_inner, heads,
-            m->ssm_groups, ds, dev_vec(c->g, L->ssm_a), dev_vec(c->g, L->ssm_d), dev_vec(c->g, L->dt_bias), p->runs,
-            c->rs.mem, c->rs.slot, scan_at);
+        if (n >= INFER__REC_CHUNK_MIN) /* a run that long: not in generation's steps */
+            INFER_LAUNCH(dim3((unsigned)p->n_runs, (unsigned)heads), 64, 0, c->stream, k_rec_mamba2_chunked)(
+                c->rin + m->ssm_inner, c->rin + m->ssm_inner + n_ch, ld, c->rout, m->ssm_inner, m->ssm_inner, heads,
+                m->ssm_groups, ds, dev_vec(c->g, L->ssm_a), dev_vec(c->g, L->ssm_d), dev_vec(c->g, L->dt_bias), p->runs,
+                c->rs.mem, c->rs.slot, scan_at);
     } else if (kind == INFER__LAYER_DELTANET) {
         dim3 grid((unsigned)p->n_runs, (unsigned)heads, (unsigned)((ds + 63) / 64));
         INFER_LAUNCH(grid, 64, 0, c->stream, k_rec_deltanet)(c->rin, ld, c->rba, 2 * heads, c->rout, m->ssm_inner, heads,
                                                             m->ssm_groups, ds, dev_vec(c->g, L->ssm_a),
                                                             dev_vec(c->g, L->dt_bias), p->runs, c->rs.mem, c->rs.slot,
                                                             scan_at);
-        INFER_LAUNCH(dim3((unsigned)p->n_runs, (unsigned)heads), 128, 0, c->stream, k_rec_deltanet_chunked)(
-            c->rin, ld, c->rba, 2 * heads, c->rout, m->ssm_inner, heads, m->ssm_groups, ds, dev_vec(c->g, L->ssm_a),
-            dev_vec(c->g, L->dt_bias), p->runs, c->rs.mem, c->rs.slot, scan_at);
+        if (n >= INFER__REC_CHUNK_MIN)
+            INFER_LAUNCH(dim3((unsigned)p->n_runs, (unsigned)heads), 128, 0, c->stream, k_rec_deltanet_chunked)(
+                c->rin, ld, c->rba, 2 * heads, c->rout, m->ssm_inner, heads, m->ssm_groups, ds, dev_vec(c->g, L->ssm_a),
+                dev_vec(c->g, L->dt_bias), p->runs, c->rs.mem, c->rs.slot, scan_at);
     }
     if (kind == INFER__LAYER_SHORTCONV) { /* c * y */
         size_t count = (size_t)n * dim;
