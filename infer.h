@@ -2810,6 +2810,19 @@ typedef struct infer__kernels {
     void (*pv_quant[INFER_TYPE_COUNT])(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp,
                                        int nq, float *acc);
 } infer__kernels;
+
+/* The f32_gemm kernels' rows: a block of 4 rows of c from row i (of m),
+   rows past the last pointing at it (computed again, never stored); returns
+   how many are real */
+static inline int infer__f32_gemm_rows4(const float *a, int lda, float *c, int ldc, int i, int m, const float **ar,
+                                        float **cr) {
+    int nr = INFER__MIN(4, m - i), r;
+    for (r = 0; r < 4; r++) {
+        int row = i + INFER__MIN(r, nr - 1);
+        ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
+    }
+    return nr;
+}
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */
 static int infer__kernels_select(infer__kernels *k, infer_error *err);
@@ -12765,11 +12778,7 @@ INFER__AVX2 static void infer__avx2_f32_gemm(float *c, int ldc, const float *a, 
     for (i = 0; i < m; i += 4) {
         const float *ar[4];
         float *cr[4];
-        int nr = INFER__MIN(4, m - i);
-        for (r = 0; r < 4; r++) {
-            int row = i + INFER__MIN(r, nr - 1);
-            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
-        }
+        int nr = infer__f32_gemm_rows4(a, lda, c, ldc, i, m, ar, cr);
         for (j = 0; j < n; j += 16) {
             int w = INFER__MIN(16, n - j);
             __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);
@@ -15018,11 +15027,7 @@ INFER__AVX512 static void infer__avx512_f32_gemm(float *c, int ldc, const float 
     for (i = 0; i < m; i += 4) {
         const float *ar[4];
         float *cr[4];
-        int nr = INFER__MIN(4, m - i);
-        for (r = 0; r < 4; r++) {
-            int row = i + INFER__MIN(r, nr - 1);
-            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
-        }
+        int nr = infer__f32_gemm_rows4(a, lda, c, ldc, i, m, ar, cr);
         for (j = 0; j < n; j += 32) {
             int w = INFER__MIN(32, n - j);
             __mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
@@ -16227,11 +16232,7 @@ static void infer__neon_f32_gemm(float *c, int ldc, const float *a, int lda, con
     for (i = 0; i < m; i += 4) {
         const float *ar[4];
         float *cr[4];
-        int nr = INFER__MIN(4, m - i);
-        for (r = 0; r < 4; r++) {
-            int row = i + INFER__MIN(r, nr - 1);
-            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
-        }
+        int nr = infer__f32_gemm_rows4(a, lda, c, ldc, i, m, ar, cr);
         for (j = 0; j + 8 <= n; j += 8) {
             float32x4_t c0[4], c1[4];
             for (r = 0; r < 4; r++) {

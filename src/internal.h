@@ -396,6 +396,19 @@ typedef struct infer__kernels {
     void (*pv_quant[INFER_TYPE_COUNT])(int hd, const uint8_t *v, size_t v_stride, int kt, const uint16_t *p, size_t ldp,
                                        int nq, float *acc);
 } infer__kernels;
+
+/* The f32_gemm kernels' rows: a block of 4 rows of c from row i (of m),
+   rows past the last pointing at it (computed again, never stored); returns
+   how many are real */
+static inline int infer__f32_gemm_rows4(const float *a, int lda, float *c, int ldc, int i, int m, const float **ar,
+                                        float **cr) {
+    int nr = INFER__MIN(4, m - i), r;
+    for (r = 0; r < 4; r++) {
+        int row = i + INFER__MIN(r, nr - 1);
+        ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
+    }
+    return nr;
+}
 /* Best ISA this CPU runs, or the one INFER_ISA names (an error if this CPU
    or build lacks it). */
 static int infer__kernels_select(infer__kernels *k, infer_error *err);

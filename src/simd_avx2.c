@@ -1291,11 +1291,7 @@ INFER__AVX2 static void infer__avx2_f32_gemm(float *c, int ldc, const float *a, 
     for (i = 0; i < m; i += 4) {
         const float *ar[4];
         float *cr[4];
-        int nr = INFER__MIN(4, m - i);
-        for (r = 0; r < 4; r++) {
-            int row = i + INFER__MIN(r, nr - 1);
-            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
-        }
+        int nr = infer__f32_gemm_rows4(a, lda, c, ldc, i, m, ar, cr);
         for (j = 0; j < n; j += 16) {
             int w = INFER__MIN(16, n - j);
             __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);

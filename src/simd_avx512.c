@@ -1947,11 +1947,7 @@ INFER__AVX512 static void infer__avx512_f32_gemm(float *c, int ldc, const float 
     for (i = 0; i < m; i += 4) {
         const float *ar[4];
         float *cr[4];
-        int nr = INFER__MIN(4, m - i);
-        for (r = 0; r < 4; r++) {
-            int row = i + INFER__MIN(r, nr - 1);
-            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
-        }
+        int nr = infer__f32_gemm_rows4(a, lda, c, ldc, i, m, ar, cr);
         for (j = 0; j < n; j += 32) {
             int w = INFER__MIN(32, n - j);
             __mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);

@@ -918,11 +918,7 @@ static void infer__neon_f32_gemm(float *c, int ldc, const float *a, int lda, con
     for (i = 0; i < m; i += 4) {
         const float *ar[4];
         float *cr[4];
-        int nr = INFER__MIN(4, m - i);
-        for (r = 0; r < 4; r++) {
-            int row = i + INFER__MIN(r, nr - 1);
-            ar[r] = a + (size_t)row * lda, cr[r] = c + (size_t)row * ldc;
-        }
+        int nr = infer__f32_gemm_rows4(a, lda, c, ldc, i, m, ar, cr);
         for (j = 0; j + 8 <= n; j += 8) {
             float32x4_t c0[4], c1[4];
             for (r = 0; r < 4; r++) {
