@@ -189,7 +189,7 @@ typedef enum infer_type {
     INFER_TYPE_Q8_0 = 8, INFER_TYPE_Q8_1 = 9, INFER_TYPE_Q2_K = 10,
     INFER_TYPE_Q3_K = 11, INFER_TYPE_Q4_K = 12, INFER_TYPE_Q5_K = 13,
     INFER_TYPE_Q6_K = 14, INFER_TYPE_Q8_K = 15, INFER_TYPE_IQ4_NL = 20,
-    INFER_TYPE_IQ4_XS = 23, INFER_TYPE_BF16 = 30,
+    INFER_TYPE_IQ4_XS = 23, INFER_TYPE_BF16 = 30, INFER_TYPE_MXFP4 = 39,
     INFER_TYPE_COUNT = 40
 } infer_type;
 
@@ -1708,6 +1708,10 @@ typedef struct infer__layer {
        three stacked expert tensors); post_ffn_norm may be NULL */
     const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
     const infer__tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
+    /* gpt-oss: the router's bias [n_expert], the experts' gate, up
+       ([expert_ffn, n_expert]) and down ([dim, n_expert]) biases, and one
+       sink logit per query head; NULL where the model has none */
+    const infer__tensor *router_b, *gate_exps_b, *up_exps_b, *down_exps_b, *attn_sinks;
     /* a recurrent layer: its input product (and, Qwen3.5's, the gate z and
        the per-head beta and alpha products), the conv's taps (rows of
        ssm_conv per channel) and bias, the scan's dt bias, A (as -exp(A_log))
@@ -1719,7 +1723,11 @@ typedef struct infer__layer {
     int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
 } infer__layer;
 
-typedef enum infer__act { INFER__ACT_SILU, INFER__ACT_GELU } infer__act;
+typedef enum infer__act {
+    INFER__ACT_SILU,
+    INFER__ACT_GELU,
+    INFER__ACT_SWIGLU_CLAMP /* g = min(g, 7), u = clamp(u, -7, 7): g * sigmoid(1.702 g) * (u + 1) (gpt-oss's experts) */
+} infer__act;
 typedef enum infer__gating {
     INFER__GATING_SOFTMAX,     /* softmax over all experts, then the top k */
     INFER__GATING_SOFTMAX_TOPK /* the top k logits, then softmax over those */
@@ -3005,7 +3013,11 @@ enum {
     INFER__A_Q_GATE = 1u << 14,    /* attn_q interleaves each head's query and an output gate (sigmoid) */
     INFER__A_POST_ATTN_FFN_NORM = 1u << 15, /* the pre-FFN norm is stored as post_attention_norm */
     INFER__A_EMBD_NORM_OUT = 1u << 16, /* the final norm is stored as token_embd_norm */
-    INFER__A_GRANITE_SCALES = 1u << 17 /* embedding, residual and logit scales from the file; RoPE only if fine-tuned */
+    INFER__A_GRANITE_SCALES = 1u << 17, /* embedding, residual and logit scales from the file; RoPE only if fine-tuned */
+    INFER__A_SINKS = 1u << 18,     /* a learned logit per head (attn_sinks) joins each softmax and adds no value */
+    INFER__A_EXPERT_BIAS = 1u << 19, /* the router and the experts' gate, up and down carry biases */
+    INFER__A_SWIGLU_CLAMP = 1u << 20, /* the experts' clamped SwiGLU: min(g,7)*sigmoid(1.702 min(g,7))*(clamp(u,-7,7)+1) */
+    INFER__A_TOPK_SOFTMAX = 1u << 21 /* experts: the top k raw logits, then a softmax over those (no renormalising) */
 };
 
 typedef struct infer__arch {
@@ -3030,7 +3042,8 @@ enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER
        INFER__D_SSM_HEADS, /* its scan's heads */
        INFER__D_STATE,     /* a head's state width */
        INFER__D_NORM_GROUP, /* the inner width of one group of the gated norm */
-       INFER__D_GROUPS     /* the scan's groups */
+       INFER__D_GROUPS,    /* the scan's groups */
+       INFER__D_HEADS      /* the query heads (one sink logit each) */
 };
 
 /* When a per-layer tensor must be there. */
@@ -7698,6 +7711,7 @@ static int64_t infer__model_size_of(const infer_model *m, int d) {
     case INFER__D_STATE: return m->ssm_state;
     case INFER__D_NORM_GROUP: return m->ssm_groups ? m->ssm_inner / m->ssm_groups : 0;
     case INFER__D_GROUPS: return m->ssm_groups;
+    case INFER__D_HEADS: return m->n_heads;
     }
     return 0;
 }
@@ -17241,6 +17255,7 @@ typedef struct infer__attn_batch {
     float scale;   /* on the scores (after soft-capping) */
     float softcap; /* scores become c * tanh(s / c), 0: no */
     int ordered;   /* summed in llama.cpp's order (an F16 cache; infer__attn_item_ordered) */
+    const float *sinks; /* a logit per head in each row's max and sum that adds no value, or NULL */
     const float *q;
     float *out;
     int ldq, ldo;

@@ -62,6 +62,7 @@ typedef struct infer__attn_batch {
     float scale;   /* on the scores (after soft-capping) */
     float softcap; /* scores become c * tanh(s / c), 0: no */
     int ordered;   /* summed in llama.cpp's order (an F16 cache; infer__attn_item_ordered) */
+    const float *sinks; /* a logit per head in each row's max and sum that adds no value, or NULL */
     const float *q;
     float *out;
     int ldq, ldo;

@@ -591,7 +591,11 @@ enum {
     INFER__A_Q_GATE = 1u << 14,    /* attn_q interleaves each head's query and an output gate (sigmoid) */
     INFER__A_POST_ATTN_FFN_NORM = 1u << 15, /* the pre-FFN norm is stored as post_attention_norm */
     INFER__A_EMBD_NORM_OUT = 1u << 16, /* the final norm is stored as token_embd_norm */
-    INFER__A_GRANITE_SCALES = 1u << 17 /* embedding, residual and logit scales from the file; RoPE only if fine-tuned */
+    INFER__A_GRANITE_SCALES = 1u << 17, /* embedding, residual and logit scales from the file; RoPE only if fine-tuned */
+    INFER__A_SINKS = 1u << 18,     /* a learned logit per head (attn_sinks) joins each softmax and adds no value */
+    INFER__A_EXPERT_BIAS = 1u << 19, /* the router and the experts' gate, up and down carry biases */
+    INFER__A_SWIGLU_CLAMP = 1u << 20, /* the experts' clamped SwiGLU: min(g,7)*sigmoid(1.702 min(g,7))*(clamp(u,-7,7)+1) */
+    INFER__A_TOPK_SOFTMAX = 1u << 21 /* experts: the top k raw logits, then a softmax over those (no renormalising) */
 };
 
 typedef struct infer__arch {
@@ -616,7 +620,8 @@ enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER
        INFER__D_SSM_HEADS, /* its scan's heads */
        INFER__D_STATE,     /* a head's state width */
        INFER__D_NORM_GROUP, /* the inner width of one group of the gated norm */
-       INFER__D_GROUPS     /* the scan's groups */
+       INFER__D_GROUPS,    /* the scan's groups */
+       INFER__D_HEADS      /* the query heads (one sink logit each) */
 };
 
 /* When a per-layer tensor must be there. */

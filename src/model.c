@@ -32,6 +32,7 @@ static int64_t infer__model_size_of(const infer_model *m, int d) {
     case INFER__D_STATE: return m->ssm_state;
     case INFER__D_NORM_GROUP: return m->ssm_groups ? m->ssm_inner / m->ssm_groups : 0;
     case INFER__D_GROUPS: return m->ssm_groups;
+    case INFER__D_HEADS: return m->n_heads;
     }
     return 0;
 }

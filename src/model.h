@@ -65,6 +65,10 @@ typedef struct infer__layer {
        three stacked expert tensors); post_ffn_norm may be NULL */
     const infer__tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
     const infer__tensor *ffn_router, *gate_exps, *up_exps, *down_exps;
+    /* gpt-oss: the router's bias [n_expert], the experts' gate, up
+       ([expert_ffn, n_expert]) and down ([dim, n_expert]) biases, and one
+       sink logit per query head; NULL where the model has none */
+    const infer__tensor *router_b, *gate_exps_b, *up_exps_b, *down_exps_b, *attn_sinks;
     /* a recurrent layer: its input product (and, Qwen3.5's, the gate z and
        the per-head beta and alpha products), the conv's taps (rows of
        ssm_conv per channel) and bias, the scan's dt bias, A (as -exp(A_log))
@@ -76,7 +80,11 @@ typedef struct infer__layer {
     int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
 } infer__layer;
 
-typedef enum infer__act { INFER__ACT_SILU, INFER__ACT_GELU } infer__act;
+typedef enum infer__act {
+    INFER__ACT_SILU,
+    INFER__ACT_GELU,
+    INFER__ACT_SWIGLU_CLAMP /* g = min(g, 7), u = clamp(u, -7, 7): g * sigmoid(1.702 g) * (u + 1) (gpt-oss's experts) */
+} infer__act;
 typedef enum infer__gating {
     INFER__GATING_SOFTMAX,     /* softmax over all experts, then the top k */
     INFER__GATING_SOFTMAX_TOPK /* the top k logits, then softmax over those */
