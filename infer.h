@@ -2754,6 +2754,8 @@ typedef struct infer__kernels {
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_mul)(float *g, const float *u, int n, const float *table);
+    /* gpt-oss's clamped SwiGLU (INFER__ACT_SWIGLU_CLAMP), plain C on every ISA */
+    void (*swiglu_clamp)(float *g, const float *u, int n);
     double (*sum_squares)(const float *x, int n);
     /* the recurrent layers' sums (recurrent.c), each in llama.cpp's order
        on this ISA: f32_dot_ordered is ggml_vec_dot_f32's x . y (four
@@ -7594,6 +7596,10 @@ static const infer__arch infer__archs[] = {
     {"qwen35", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_ATTN_INTERVAL | INFER__A_Q_GATE | INFER__A_POST_ATTN_FFN_NORM,
      0, 0, 0, 0, INFER__LAYER_DELTANET},
     {"granitehybrid", INFER__A_KV_PATTERN | INFER__A_GRANITE_SCALES, 0, 0, 0, 0, INFER__LAYER_MAMBA2},
+    /* gpt-oss: even layers slide (the window from the file), odd ones see all */
+    {"gpt-oss", INFER__A_NEOX | INFER__A_QKV_BIAS | INFER__A_MOE | INFER__A_POST_ATTN_FFN_NORM | INFER__A_SINKS |
+                    INFER__A_EXPERT_BIAS | INFER__A_SWIGLU_CLAMP | INFER__A_TOPK_SOFTMAX,
+     2, 0, 0, 0, 0},
 };
 #define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
 
@@ -7631,6 +7637,7 @@ static const infer__tensor_spec infer__layer_tensors[] = {
     {"attn_k_norm.weight", INFER__L(k_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM, INFER__KA},
     {"attn_output.weight", INFER__L(wo), INFER__D_Q, INFER__D_DIM, 0, INFER__T_ALWAYS, 0, INFER__KA},
     {"attn_output.bias", INFER__L(bo), INFER__D_DIM, 0, 0, INFER__T_OPTIONAL, 0, INFER__KA},
+    {"attn_sinks.weight", INFER__L(attn_sinks), INFER__D_HEADS, 0, 0, INFER__T_FLAG, INFER__A_SINKS, INFER__KA},
     {"post_attention_norm.weight", INFER__L(post_attn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
     {"ffn_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_UNLESS, INFER__A_POST_ATTN_FFN_NORM, 0},
     {"post_attention_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_ATTN_FFN_NORM, 0},
@@ -7644,6 +7651,13 @@ static const infer__tensor_spec infer__layer_tensors[] = {
      0, 0},
     {"ffn_down_exps.weight", INFER__L(down_exps), INFER__D_EXPERT_FFN, INFER__D_DIM, INFER__D_EXPERTS,
      INFER__T_EXPERT, 0, 0},
+    {"ffn_gate_inp.bias", INFER__L(router_b), INFER__D_EXPERTS, 0, 0, INFER__T_FLAG, INFER__A_EXPERT_BIAS, 0},
+    {"ffn_gate_exps.bias", INFER__L(gate_exps_b), INFER__D_EXPERT_FFN, INFER__D_EXPERTS, 0, INFER__T_FLAG,
+     INFER__A_EXPERT_BIAS, 0},
+    {"ffn_up_exps.bias", INFER__L(up_exps_b), INFER__D_EXPERT_FFN, INFER__D_EXPERTS, 0, INFER__T_FLAG,
+     INFER__A_EXPERT_BIAS, 0},
+    {"ffn_down_exps.bias", INFER__L(down_exps_b), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_FLAG,
+     INFER__A_EXPERT_BIAS, 0},
     {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
     /* LFM2's short convolution */
     {"shortconv.in_proj.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KSC},
@@ -8070,7 +8084,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     }
 
     /* features */
-    m->act = a->flags & INFER__A_GELU ? INFER__ACT_GELU : INFER__ACT_SILU;
+    m->act = a->flags & INFER__A_GELU ? INFER__ACT_GELU
+           : a->flags & INFER__A_SWIGLU_CLAMP ? INFER__ACT_SWIGLU_CLAMP : INFER__ACT_SILU;
     m->embd_scale = a->flags & INFER__A_EMBD_SCALE ? sqrtf((float)m->dim) : 0.0f;
     m->attn_scale_q = (a->flags & INFER__A_Q_SCALE) != 0;
     m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
@@ -8102,7 +8117,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     m->expert_ffn = m->ffn_dim;
     if (a->flags & (INFER__A_MOE | INFER__A_MOE_OPT)) {
         char key[128];
-        int gating = 1, required = (a->flags & INFER__A_MOE) != 0;
+        /* gpt-oss's files name neither its gating nor its normalisation */
+        int gating = a->flags & INFER__A_TOPK_SOFTMAX ? 3 : 1, required = (a->flags & INFER__A_MOE) != 0;
         int64_t v = -1;
         snprintf(key, sizeof key, "%s.expert_count", m->arch);
         /* present in any type (a float would not be read as a count: an error below) */
@@ -8138,7 +8154,7 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
                 return 0;
             }
             m->gating = gating == 3 ? INFER__GATING_SOFTMAX_TOPK : INFER__GATING_SOFTMAX;
-            m->expert_norm = 1;
+            m->expert_norm = !(a->flags & INFER__A_TOPK_SOFTMAX);
             snprintf(key, sizeof key, "%s.expert_weights_norm", m->arch);
             infer__gguf_get_bool(m->gguf, key, &m->expert_norm);
         }
@@ -11001,6 +11017,17 @@ static void infer__silu_mul_ref(float *g, const float *u, int n) {
     for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + infer__expf(-g[i])) * u[i];
 }
 
+/* gpt-oss's experts: g = min(g, 7), u = clamp(u, -7, 7), then
+   g * sigmoid(1.702 g) * (u + 1), in ggml's steps (swiglu_oai) */
+static void infer__swiglu_clamp_ref(float *g, const float *u, int n) {
+    const float alpha = 1.702f, limit = 7.0f;
+    int i;
+    for (i = 0; i < n; i++) {
+        float x = INFER__MIN(g[i], limit), y = INFER__MAX(INFER__MIN(u[i], limit), -limit);
+        g[i] = x / (1.0f + infer__expf(alpha * (-x))) * (y + 1.0f);
+    }
+}
+
 /* g[i] = gelu(g[i]) * u[i], GELU as llama.cpp's CPU computes it: looked up
    in a table of every F16 value (table[h] = the F16 rounding of GELU(h)),
    with g rounded to F16 first; 0 below -10 and g itself above 10. */
@@ -11244,6 +11271,7 @@ static float infer__exp_llama_ref(float x) { return infer__exp_llama(x); }
    install replaces where it has its own. */
 static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
+    k->swiglu_clamp = infer__swiglu_clamp_ref;
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
     k->f32_dot_ordered = infer__f32_dot_ordered_ref;
@@ -18503,7 +18531,11 @@ static void infer__moe_choose(const infer_model *m, infer__moe_route *rt, int t,
             for (j = 0; j < k; j++) taken |= ex[j] == e;
             if (!taken) next = INFER__MAX(next, probs[e]);
         }
-        rt->margin[pos] = INFER__MIN(rt->margin[pos], (w[k - 1] - next) / w[k - 1]);
+        /* on raw logits (softmax of the chosen), the gap the probabilities
+           of a softmax over all would show: 1 - p_next / p_last */
+        float gap = m->gating == INFER__GATING_SOFTMAX_TOPK ? 1.0f - infer__expf(next - w[k - 1])
+                                                             : (w[k - 1] - next) / w[k - 1];
+        rt->margin[pos] = INFER__MIN(rt->margin[pos], gap);
     }
     if (m->gating == INFER__GATING_SOFTMAX_TOPK) {
         for (mx = w[0], j = 1; j < k; j++) mx = INFER__MAX(mx, w[j]);
@@ -18956,8 +18988,17 @@ static void infer__softcap(float *x, int n, float cap) {
 static void infer__act_mul(const infer_context *c, float *g, const float *u, int n) {
     if (c->model->act == INFER__ACT_GELU)
         c->kern.gelu_mul(g, u, n, c->model->gelu_table);
+    else if (c->model->act == INFER__ACT_SWIGLU_CLAMP)
+        c->kern.swiglu_clamp(g, u, n);
     else
         c->kern.silu_mul(g, u, n);
+}
+
+/* rows[i] += the bias's column `col` (a [n, columns] F32 tensor) */
+static void infer__add_bias(float *row, const infer__tensor *bias, int col, int n) {
+    const float *b = (const float *)bias->data + (size_t)col * n;
+    int i;
+    for (i = 0; i < n; i++) row[i] += b[i];
 }
 
 /* ---- the steps ---------------------------------------------------------- */
@@ -19066,6 +19107,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     ab.ldq = ab.ldo = q_dim;
     ab.layer = l;
     ab.window = m->layers[l].window;
+    ab.sinks = m->layers[l].attn_sinks ? (const float *)m->layers[l].attn_sinks->data : NULL;
     ab.n_splits = ps->attn_splits;
     ab.split_len = c->attn_split_len;
     ab.phase = phase;
@@ -19258,17 +19300,21 @@ static void infer__ffn(infer_context *c, const infer__product *P, int n, int t0,
    (tokens t0..t1 are this worker's), into xb: route, gather, gate/up,
    activation, down, and each token's weighted sum in the order its
    experts were chosen. */
-static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
+static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1,
+                           int ith, int nth) {
     const infer_model *m = c->model;
     infer__moe_route *rt = &c->route;
     const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
     int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
-    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
+    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i, e;
     infer__product_ready(c, ith);
     infer__pool_barrier(c->pool); /* the router reads every token's xb */
     infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
-    for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->pos[t]);
+    for (t = t0; t < t1; t++) {
+        if (L->router_b) infer__add_bias(rt->logits + (size_t)t * m->n_expert, L->router_b, 0, m->n_expert);
+        infer__moe_choose(m, rt, t, c->pos[t]);
+    }
     infer__pool_barrier(c->pool);
     if (ith == 0) infer__moe_pairs(m, rt, n);
     infer__pool_barrier(c->pool);
@@ -19281,7 +19327,10 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     infer__pool_barrier(c->pool);
     infer__moe_product(c, gu, ith, nth);
     infer__pool_barrier(c->pool);
-    for (p = p0; p < p1; p++) {
+    for (p = p0, e = 0; p < p1; p++) {
+        while (rt->start[e + 1] <= p) e++; /* pair p's expert: pairs are sorted by expert */
+        if (L->gate_exps_b) infer__add_bias(c->hb + (size_t)p * effn, L->gate_exps_b, e, effn);
+        if (L->up_exps_b) infer__add_bias(c->hb2 + (size_t)p * effn, L->up_exps_b, e, effn);
         infer__act_mul(c, c->hb + (size_t)p * effn, c->hb2 + (size_t)p * effn, effn);
         for (s = 0; s < dn->n_x; s++)
             c->kern.from_float[dn->x_type[s]](c->hb + (size_t)p * effn,
@@ -19293,8 +19342,11 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     for (t = t0; t < t1; t++) {
         float *out = c->xb + (size_t)t * dim;
         for (j = 0; j < k; j++) {
-            const float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
+            float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
             float w = rt->weight[t * k + j];
+            /* the down bias joins each expert's output before its weight, as
+               ggml adds it (its pair is this token's alone) */
+            if (L->down_exps_b) infer__add_bias(y, L->down_exps_b, rt->expert[t * k + j], dim);
             for (i = 0; i < dim; i++) out[i] = j ? out[i] + y[i] * w : y[i] * w;
         }
     }
@@ -19384,7 +19436,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 
         /* feed-forward */
         infer__norm_rows(c, L->ffn_norm, t0, t1);
-        if (L->ffn_router) infer__moe_ffn(c, P, n, t0, t1, ith, nth);
+        if (L->ffn_router) infer__moe_ffn(c, L, P, n, t0, t1, ith, nth);
         else infer__ffn(c, P, n, t0, t1, ith, nth);
         if (ith == 0) infer__atomic_store(&ps->stop, infer__aborted(c), INFER__RELAXED);
         infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */

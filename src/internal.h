@@ -332,6 +332,8 @@ typedef struct infer__kernels {
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_mul)(float *g, const float *u, int n, const float *table);
+    /* gpt-oss's clamped SwiGLU (INFER__ACT_SWIGLU_CLAMP), plain C on every ISA */
+    void (*swiglu_clamp)(float *g, const float *u, int n);
     double (*sum_squares)(const float *x, int n);
     /* the recurrent layers' sums (recurrent.c), each in llama.cpp's order
        on this ISA: f32_dot_ordered is ggml_vec_dot_f32's x . y (four
