@@ -1540,6 +1540,26 @@ typedef struct {
     uint8_t qs[128];     /* sub-block k's 16 bytes, nibbles as IQ4_NL's */
 } infer__block_iq4_xs;
 
+/* MXFP4 (OCP microscaling FP4): 4-bit E2M1 codes with one E8M0 exponent
+   per 32; x = infer__e8m0_half(e) * infer__mxfp4_values[q] */
+typedef struct {
+    uint8_t e;      /* the block's power of two, biased by 127 */
+    uint8_t qs[16]; /* value j in the low nibble of qs[j], j + 16 in the high */
+} infer__block_mxfp4;
+
+/* E2M1's values doubled (so they are integers for int8 products); the
+   scale below is halved to match */
+static INFER__TABLE const int8_t infer__mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* 2^(e-128), i.e. half of E8M0's 2^(e-127), as ggml has it: the float whose
+   exponent field is e - 1, and for e = 0 and 1 the subnormals 2^-128 and
+   2^-127 (written as bits, so that no float rounding is involved) */
+INFER__HD static inline float infer__e8m0_half(uint8_t e) {
+    union { uint32_t u; float f; } v;
+    v.u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    return v.f;
+}
+
 /* IQ4_NL's and IQ4_XS's grid: the value of each 4-bit index */
 static INFER__TABLE const int8_t infer__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                             1,    13,   25,  38,  53,  69,  89,  113};
@@ -1599,6 +1619,7 @@ INFER__HD static inline int infer__iq4_xs_scale(const infer__block_iq4_xs *x, in
 #define INFER__FORMAT_Q8_K "Q8_K", INFER__QK_K, sizeof(infer__block_q8_K)
 #define INFER__FORMAT_IQ4_NL "IQ4_NL", INFER__QK, sizeof(infer__block_iq4_nl)
 #define INFER__FORMAT_IQ4_XS "IQ4_XS", INFER__QK_K, sizeof(infer__block_iq4_xs)
+#define INFER__FORMAT_MXFP4 "MXFP4", INFER__QK, sizeof(infer__block_mxfp4)
 /* types without a kernel here: their sizes, so that any file's tensor
    table can be read */
 #define INFER__FORMAT_IQ2_XXS "IQ2_XXS", 256, 66
@@ -1634,6 +1655,7 @@ static inline infer__format infer__format_of(infer_type t) {
         /* 24 */ {INFER__FORMAT_I8}, {INFER__FORMAT_I16}, {INFER__FORMAT_I32}, {INFER__FORMAT_I64},
         /* 28 */ {INFER__FORMAT_F64}, {INFER__FORMAT_IQ1_M}, {INFER__FORMAT_BF16}, {INFER__FORMAT_UNASSIGNED},
         /* 32 */ {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_TQ1_0}, {INFER__FORMAT_TQ2_0},
+        /* 36 */ {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_MXFP4},
     };
     static const infer__format none = {INFER__FORMAT_UNASSIGNED};
     return (unsigned)t < sizeof table / sizeof table[0] ? table[t] : none;
@@ -2642,6 +2664,7 @@ static void infer__quantize_row_q5_K(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_q6_K(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_iq4_nl(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_iq4_xs(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_mxfp4(const float *x, void *dst, int64_t n);
 
 /* ---- quants_k.c: the K-quant and IQ4 kernels, for quants.c's table ---- */
 static void infer__q2_K_to_float(const void *src, float *dst, int64_t n);
@@ -8598,7 +8621,7 @@ INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stri
    These reference kernels are always compiled; simd_*.c override them per
    instruction set (cpu.c chooses). Each format converts the
    activation row once to its vec_dot_type (as llama.cpp does: Q8_0 for
-   Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the 256-value
+   Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the 256-value
    formats of quants_k.c, F16 for F16, BF16 for BF16), so a weight row is
    then dotted without float conversion of the activations. The table at
    the end covers every GGUF type; quants_k.c holds the K-quant and IQ4
@@ -8841,6 +8864,40 @@ static float infer__q5_1_dot(int n, const void *w, const void *xv) {
     return s;
 }
 
+/* ---- MXFP4 ---- */
+
+static void infer__mxfp4_to_float(const void *src, float *dst, int64_t n) {
+    const infer__block_mxfp4 *x = (const infer__block_mxfp4 *)src;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, dst += INFER__QK) {
+        float d = infer__e8m0_half(x[b].e);
+        for (j = 0; j < 16; j++) {
+            dst[j] = d * infer__mxfp4_values[x[b].qs[j] & 0xF];
+            dst[j + 16] = d * infer__mxfp4_values[x[b].qs[j] >> 4];
+        }
+    }
+}
+
+/* ggml's generic order: the block's two integer halves added, then one
+   float multiply-add per block */
+static float infer__mxfp4_dot(int n, const void *w, const void *xv) {
+    const infer__block_mxfp4 *a = (const infer__block_mxfp4 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK; b++) {
+        float d = INFER__H(x[b].d) * infer__e8m0_half(a[b].e);
+        int sumi1 = 0, sumi2 = 0;
+        for (j = 0; j < 16; j++) {
+            sumi1 += x[b].qs[j] * infer__mxfp4_values[a[b].qs[j] & 0xF];
+            sumi2 += x[b].qs[j + 16] * infer__mxfp4_values[a[b].qs[j] >> 4];
+        }
+        s += d * (float)(sumi1 + sumi2);
+    }
+    return s;
+}
+
 /* ---- reference quantizers (llama.cpp's) ---- */
 
 /* Q4_0: the signed value of largest magnitude m becomes -8: d = m / -8,
@@ -8945,6 +9002,37 @@ static void infer__quantize_row_q8_0(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* MXFP4 (ggml's reference): the exponent from the block's max magnitude
+   (so that it lands on the grid's top, 12 * 2^(e-128) >= amax), each value
+   the nearest grid point, the first on a tie. The exponent is clamped at 0
+   where amax is below the subnormal scale (ggml's cast would wrap). */
+static void infer__quantize_row_mxfp4(const float *x, void *dst, int64_t n) {
+    infer__block_mxfp4 *y = (infer__block_mxfp4 *)dst;
+    int64_t b;
+    int j, i;
+    for (b = 0; b < n / INFER__QK; b++, x += INFER__QK) {
+        float amax = 0, d;
+        uint8_t q[INFER__QK];
+        for (j = 0; j < INFER__QK; j++) amax = INFER__MAX(amax, fabsf(x[j]));
+        if (amax > 0) {
+            float e = floorf(log2f(amax)) - 2 + 127;
+            y[b].e = (uint8_t)(e < 0 ? 0 : e > 255 ? 255 : e);
+        } else {
+            y[b].e = 0;
+        }
+        d = infer__e8m0_half(y[b].e);
+        for (j = 0; j < INFER__QK; j++) {
+            float best = fabsf(infer__mxfp4_values[0] * d - x[j]);
+            q[j] = 0;
+            for (i = 1; i < 16; i++) {
+                float err = fabsf(infer__mxfp4_values[i] * d - x[j]);
+                if (err < best) best = err, q[j] = (uint8_t)i;
+            }
+        }
+        for (j = 0; j < 16; j++) y[b].qs[j] = (uint8_t)(q[j] | q[j + 16] << 4);
+    }
+}
+
 /* ---- the table ---- */
 
 /* Block sizes of every GGUF type, so any file's tensor table can be read;
@@ -8988,6 +9076,10 @@ static const infer__type_traits infer__type_table[INFER_TYPE_COUNT] = {
     /* 33 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
     /* 34 */ INFER__NONE(INFER__FORMAT_TQ1_0, INFER_TYPE_Q8_K),
     /* 35 */ INFER__NONE(INFER__FORMAT_TQ2_0, INFER_TYPE_Q8_K),
+    /* 36 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
+    /* 37 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
+    /* 38 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
+    /* 39 */ {INFER__FORMAT_MXFP4, 1, INFER_TYPE_Q8_0, infer__mxfp4_to_float, NULL, infer__mxfp4_dot, infer__quantize_row_mxfp4},
 #undef INFER__NONE
 };
 

@@ -220,6 +220,7 @@ static void infer__quantize_row_q5_K(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_q6_K(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_iq4_nl(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_iq4_xs(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_mxfp4(const float *x, void *dst, int64_t n);
 
 /* ---- quants_k.c: the K-quant and IQ4 kernels, for quants.c's table ---- */
 static void infer__q2_K_to_float(const void *src, float *dst, int64_t n);
