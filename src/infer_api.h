@@ -1150,6 +1150,12 @@ typedef enum infer_tool_format {
                                 (infer_output_parser_set_tools) declare its parameter a string */
     INFER_TOOL_FORMAT_LFM2,        /* LFM2, LFM2.5: <|tool_call_start|>[name(key="v", n=1), ..]<|tool_call_end|>
                                 (Python literals), or JSON calls between the same markers */
+    INFER_TOOL_FORMAT_HARMONY,     /* gpt-oss's harmony: messages <|start|>assistant<|channel|>c<|message|>..<|end|>
+                                (the reply opens after the prompt's <|start|>assistant): channel analysis
+                                is reasoning (whatever infer_reasoning says), final and commentary without
+                                a recipient are content, a message to=functions.name (in its header, before
+                                or after <|channel|>) is a call with the message as its JSON arguments;
+                                <|call|> and <|return|> end the reply, as does the end of the text */
     INFER_TOOL_FORMAT_COUNT
 } infer_tool_format;
 
@@ -1160,7 +1166,7 @@ typedef enum infer_tool_format {
 INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
 /* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
    "deepseek-r1", "command-r", "functionary", "firefunction", "nemotron", "apertus",
-   "qwen3-xml", "lfm2" */
+   "qwen3-xml", "lfm2", "harmony" */
 INFERDEF const char *infer_tool_format_name(infer_tool_format f);
 /* The strings that open a tool call in format f (e.g. "<tool_call>"), a
    NULL-terminated static list, for a grammar applied lazily once one is
