@@ -1183,7 +1183,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    [{"type": "function", "function": {"name", "description", "parameters"}}]
    (bare {"name", "parameters"} too); name (may be NULL) keeps that tool
    only. parallel: one call or more, where the format writes several (Llama
-   3's writes one). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
+   3's writes one; harmony's one, optionally after an analysis message, as
+   its <|call|> ends the reply). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
    parallel). Qwen3.5's XML writes a string parameter as text: one with
    minLength or maxLength (up to 1024) is bounded, and then holds no '<'.
