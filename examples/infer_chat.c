@@ -37,6 +37,7 @@ static const char *const chat_notes =
     "  --think off also sets a Jinja template's enable_thinking.\n"
     "  --reasoning-effort low|medium|high sets a Jinja template's reasoning_effort (gpt-oss's\n"
     "  \"Reasoning: high\"); a harmony template's replies are split by channel, analysis the reasoning.\n"
+    "  A model whose own template is harmony's (gpt-oss) is chatted with through it, as --jinja.\n"
     "  --reasoning show|hide: a reply's reasoning (<think>...</think>, where the template writes\n"
     "  one) is shown apart from the answer (show, the default) or not at all (hide). On a terminal\n"
     "  it comes first on stdout, dimmed (not under NO_COLOR), after \"[reasoning] \"; when stdout is\n"
@@ -650,7 +651,8 @@ int infer_cmd_chat(int argc, char **argv) {
             rc = 1;
             goto done;
         }
-    } else if (o.jinja_own) {
+    } else if (o.jinja_own || (own && infer_tool_format_detect(own) == INFER_TOOL_FORMAT_HARMONY)) {
+        /* (harmony, gpt-oss's: no built-in format writes it) */
         if (!own) {
             rc = cli_fail("--jinja: %s has no chat template (tokenizer.chat_template)", o.c.model);
             goto done;
@@ -660,6 +662,10 @@ int infer_cmd_chat(int argc, char **argv) {
     } else {
         st.tmpl = infer_chat_template_detect(st.m);
         st.tmpl.no_think = o.no_think;
+        if (o.effort)
+            fprintf(stderr, "infer: warning: --reasoning-effort reaches Jinja templates only (--jinja, "
+                            "--chat-template-file): the built-in %s format has no such setting\n",
+                    infer_chat_template_name(st.tmpl.kind));
         if (st.tmpl.fallback)
             fprintf(stderr, "infer: warning: the model's chat template is missing or not recognized; using ChatML\n");
     }
