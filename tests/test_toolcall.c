@@ -350,6 +350,9 @@ Test(toolcall, harmony) {
         /* the recipient after the role, before <|channel|> */
         {INFER_TOOL_FORMAT_HARMONY, 0, " to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{\"city\":\"Paris\",\"unit\":\"c\"}<|call|>",
          "", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        /* as gpt-oss's template writes an earlier call: "json" without <|constrain|> */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>analysis<|message|>Call it.<|end|><|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>" WEATHER "<|call|>",
+         "", "Call it.", 1, {"get_weather"}, {WEATHER}, {0}, 0},
         /* a preamble (commentary to no one), two calls, the answer */
         {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>commentary<|message|>Checking both.<|end|><|start|>assistant" HM_CALL("get_weather")
          "{\"city\":\"Paris\"}<|call|><|start|>assistant" HM_CALL("now") "<|call|><|start|>assistant<|channel|>final<|message|> Done. <|return|>",
