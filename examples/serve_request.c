@@ -291,6 +291,17 @@ static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messag
         cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (cJSON_IsString(role) && !strcmp(role->valuestring, "developer"))
             cJSON_ReplaceItemInObjectCaseSensitive(m, "role", cJSON_CreateString("system"));
+        /* harmony: an earlier reply's reasoning is the template's "thinking"
+           (gpt-oss's shows it again before that reply's tool call, and
+           refuses it beside content) */
+        if (s->tool_fmt == INFER_TOOL_FORMAT_HARMONY && cJSON_IsString(role) && !strcmp(role->valuestring, "assistant") &&
+            cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "tool_calls")) &&
+            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "content")) &&
+            !cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring[0] &&
+            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "reasoning_content")) &&
+            !cJSON_GetObjectItemCaseSensitive(m, "thinking"))
+            cJSON_AddItemToObject(m, "thinking",
+                                  cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(m, "reasoning_content"), 0));
     }
     cJSON_AddItemToObject(vars, "messages", msgs);
     if (serve_tools_active(tools) && s->tool_fmt != INFER_TOOL_FORMAT_NONE)

@@ -703,7 +703,8 @@ def check_harmony_template(infer, model, openai):
         path = os.path.join(tmp, "harmony.jinja")
         with open(path, "w") as f:
             f.write("{% if reasoning_effort is defined %}{{ raise_exception('Reasoning: ' + reasoning_effort) }}"
-                    "{% endif %}{% for m in messages %}<|start|>{{ m.role }}"
+                    "{% endif %}{% for m in messages %}{% if m.thinking is defined %}"
+                    "{{ raise_exception('Thinking: ' + m.thinking) }}{% endif %}<|start|>{{ m.role }}"
                     "{% if m.role == 'assistant' %}<|channel|>final{% endif %}<|message|>{{ m.content }}<|end|>"
                     "{% endfor %}{% if add_generation_prompt %}<|start|>assistant{% endif %}")
         srv = Server(infer, model, "--chat-template-file", path, "-c", "512")
@@ -730,6 +731,18 @@ def check_harmony_template(infer, model, openai):
                     sorted(args) == ["a", "b"] and all(isinstance(v, int) for v in args.values())
             check(ok, "a forced call in a harmony template's form is read back as that call (%s, %s)" %
                   (r.choices[0].finish_reason, [(c.function.name, c.function.arguments) for c in calls]))
+            # an earlier call's reasoning_content is the template's thinking
+            called = [{"role": "user", "content": "Add 1 and 2."},
+                      {"role": "assistant", "content": None, "reasoning_content": "Use add.",
+                       "tool_calls": [{"id": "call_1", "type": "function",
+                                       "function": {"name": "add", "arguments": "{\"a\": 1, \"b\": 2}"}}]},
+                      {"role": "tool", "tool_call_id": "call_1", "content": "3"}]
+            try:
+                client.chat.completions.create(model="m", max_tokens=1, messages=called, tools=[add])
+                check(False, "an earlier call's reasoning_content reaches a harmony template as thinking")
+            except openai.BadRequestError as ex:
+                check("Thinking: Use add." in str(ex), "an earlier call's reasoning_content reaches a harmony template "
+                      "as thinking (%s)" % ex)
             for effort in ("low", "high"):
                 try:
                     client.chat.completions.create(model="m", max_tokens=1, messages=msgs, reasoning_effort=effort)
