@@ -109,6 +109,7 @@ static CLI_MAYBE_UNUSED const cli_flag *cli_flags(size_t *n) {
         {"--rope-scale", NULL, "F", CLI_GEN | CLI_CMD_SERVE, "reach F times the trained context"},
         {"--think", NULL, "on|off", CLI_CMD_CHAT, "off: Qwen3 and SmolLM3 answer without reasoning"},
         {"--reasoning", NULL, "show|hide", CLI_CMD_CHAT, "a reply's <think> reasoning shown apart, or hidden"},
+        {"--reasoning-effort", NULL, "low|medium|high", CLI_CMD_CHAT, "a Jinja template's reasoning_effort (gpt-oss)"},
         {"--reasoning-budget", NULL, "N", CLI_CMD_CHAT | CLI_CMD_SERVE, "close a reply's reasoning after N tokens"},
         {"--chat-template-file", NULL, "FILE", CLI_CMD_CHAT | CLI_CMD_SERVE, "format chats with the Jinja template in FILE"},
         {"--jinja", NULL, NULL, CLI_CMD_CHAT, "format the chat with the model's own Jinja template"},

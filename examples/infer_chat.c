@@ -35,6 +35,9 @@ static const char *const chat_notes =
     "  work as run's (infer run --help); the draft model follows the conversation in a context of\n"
     "  its own, as long as the chat's.\n"
     "  --think off also sets a Jinja template's enable_thinking.\n"
+    "  --reasoning-effort low|medium|high sets a Jinja template's reasoning_effort (gpt-oss's\n"
+    "  \"Reasoning: high\"); a harmony template's replies are split by channel, analysis the reasoning.\n"
+    "  A model whose own template is harmony's (gpt-oss) is chatted with through it, as --jinja.\n"
     "  --reasoning show|hide: a reply's reasoning (<think>...</think>, where the template writes\n"
     "  one) is shown apart from the answer (show, the default) or not at all (hide). On a terminal\n"
     "  it comes first on stdout, dimmed (not under NO_COLOR), after \"[reasoning] \"; when stdout is\n"
@@ -55,6 +58,7 @@ typedef struct chat_opts {
     int shift;
     cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
     int no_think; /* --think off */
+    const char *effort;         /* --reasoning-effort (NULL: not given) */
     int hide_reasoning;         /* --reasoning hide */
     int reasoning_budget;       /* --reasoning-budget (-1: none) */
     const char *template_file;  /* --chat-template-file */
@@ -88,6 +92,9 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         } else if (!strcmp(a, "--reasoning")) {
             ok = !strcmp(v, "show") || !strcmp(v, "hide");
             o->hide_reasoning = !strcmp(v, "hide");
+        } else if (!strcmp(a, "--reasoning-effort")) {
+            ok = !strcmp(v, "low") || !strcmp(v, "medium") || !strcmp(v, "high");
+            o->effort = v;
         } else if (!strcmp(a, "--reasoning-budget")) ok = cli_int(v, &o->reasoning_budget) && o->reasoning_budget >= 0;
         else if (!strcmp(a, "--chat-template-file")) o->template_file = v;
         else if ((shared = cli_common_option(a, v, &o->c, &ok)) < 0) return 0;
@@ -169,6 +176,7 @@ typedef struct chat_state {
     char bos[64], eos[64]; /* the model's BOS and EOS texts, for the Jinja template */
     char *held;      /* Jinja: the text the cache holds (the last prompt and reply) */
     int split;       /* replies go through infer_output_parser (the template writes <think>) */
+    int harmony;     /* ... as harmony's channels (gpt-oss's template) */
     int out_tty;     /* stdout is a terminal: reasoning shown there, before the answer */
     int faint;       /* ... dimmed (ANSI faint; not under NO_COLOR) */
 } chat_state;
@@ -218,7 +226,7 @@ static int chat_json_string(chat_str *out, const char *s) {
    prompt, rendered by the Jinja template as transformers'
    apply_chat_template would: {"messages", "add_generation_prompt": true,
    "bos_token", "eos_token"} (and "enable_thinking": false with --think
-   off). A BOS the text opens with is dropped where tokenizing adds one.
+   off, "reasoning_effort" with --reasoning-effort). A BOS the text opens with is dropped where tokenizing adds one.
    malloc'd, or NULL with the one-line error printed. */
 static char *chat_render(const chat_state *st, int n) {
     chat_str vars = {NULL, 0, 0};
@@ -235,6 +243,8 @@ static char *chat_render(const chat_state *st, int n) {
          chat_json_string(&vars, st->bos) && chat_append(&vars, ", \"eos_token\": ", 15) &&
          chat_json_string(&vars, st->eos);
     if (ok && st->o->no_think) ok = chat_append(&vars, ", \"enable_thinking\": false", 26);
+    if (ok && st->o->effort)
+        ok = chat_append(&vars, ", \"reasoning_effort\": ", 22) && chat_json_string(&vars, st->o->effort);
     if (!ok || !chat_append(&vars, "}", 1)) {
         free(vars.p);
         fprintf(stderr, "infer: out of memory\n");
@@ -459,7 +469,9 @@ static int chat_turn(chat_state *st, int n_predict) {
        from its first byte where the prompt left <think> open */
     if (st->split || st->o->reasoning_budget >= 0)
         reasoning = chat_opens_think(full ? full : text) ? INFER_REASONING_OPEN : INFER_REASONING_AUTO;
-    if (reasoning != INFER_REASONING_NONE && !(parser = infer_output_parser_new(INFER_TOOL_FORMAT_NONE, reasoning, &err))) {
+    if ((reasoning != INFER_REASONING_NONE || st->harmony) &&
+        !(parser = infer_output_parser_new(st->harmony ? INFER_TOOL_FORMAT_HARMONY : INFER_TOOL_FORMAT_NONE, reasoning,
+                                           &err))) {
         free(text), free(full);
         return fprintf(stderr, "infer: %s\n", err.msg), -1;
     }
@@ -639,7 +651,8 @@ int infer_cmd_chat(int argc, char **argv) {
             rc = 1;
             goto done;
         }
-    } else if (o.jinja_own) {
+    } else if (o.jinja_own || (own && infer_tool_format_detect(own) == INFER_TOOL_FORMAT_HARMONY)) {
+        /* (harmony, gpt-oss's: no built-in format writes it) */
         if (!own) {
             rc = cli_fail("--jinja: %s has no chat template (tokenizer.chat_template)", o.c.model);
             goto done;
@@ -649,12 +662,17 @@ int infer_cmd_chat(int argc, char **argv) {
     } else {
         st.tmpl = infer_chat_template_detect(st.m);
         st.tmpl.no_think = o.no_think;
+        if (o.effort)
+            fprintf(stderr, "infer: warning: --reasoning-effort reaches Jinja templates only (--jinja, "
+                            "--chat-template-file): the built-in %s format has no such setting\n",
+                    infer_chat_template_name(st.tmpl.kind));
         if (st.tmpl.fallback)
             fprintf(stderr, "infer: warning: the model's chat template is missing or not recognized; using ChatML\n");
     }
     /* replies are split where the template writes reasoning ("<think>",
        or R1's "</think>" alone): the Jinja one, else the model's own */
     st.split = strstr(st.jinja ? st.jinja : own ? own : "", "think>") != NULL;
+    st.harmony = infer_tool_format_detect(st.jinja ? st.jinja : own) == INFER_TOOL_FORMAT_HARMONY;
     st.out_tty = os_isatty(1);
     st.faint = st.out_tty && !getenv("NO_COLOR");
     if (o.system && !chat_push(&st, "system", o.system, strlen(o.system))) {

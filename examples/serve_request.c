@@ -271,8 +271,9 @@ static char *message_content(const cJSON *content, int i, bad_field *b) {
 /* The prompt of a chat through the Jinja template s->jinja, as transformers'
    apply_chat_template renders it: the request's messages as given (the
    "developer" role as "system", which templates know),
-   add_generation_prompt, the model's BOS and EOS texts, and the keys of
-   chat_template_kwargs (e.g. enable_thinking) beside them. A BOS the text
+   add_generation_prompt, the model's BOS and EOS texts, reasoning_effort
+   where the request gives one, and the keys of chat_template_kwargs (e.g.
+   enable_thinking) beside them. A BOS the text
    opens with is dropped where tokenizing adds one. malloc'd, or NULL with b
    set (the template's own message where it raises). */
 static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messages, const serve_tools *tools,
@@ -290,6 +291,17 @@ static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messag
         cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (cJSON_IsString(role) && !strcmp(role->valuestring, "developer"))
             cJSON_ReplaceItemInObjectCaseSensitive(m, "role", cJSON_CreateString("system"));
+        /* harmony: an earlier reply's reasoning is the template's "thinking"
+           (gpt-oss's shows it again before that reply's tool call, and
+           refuses it beside content) */
+        if (s->tool_fmt == INFER_TOOL_FORMAT_HARMONY && cJSON_IsString(role) && !strcmp(role->valuestring, "assistant") &&
+            cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "tool_calls")) &&
+            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "content")) &&
+            !cJSON_GetObjectItemCaseSensitive(m, "content")->valuestring[0] &&
+            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "reasoning_content")) &&
+            !cJSON_GetObjectItemCaseSensitive(m, "thinking"))
+            cJSON_AddItemToObject(m, "thinking",
+                                  cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(m, "reasoning_content"), 0));
     }
     cJSON_AddItemToObject(vars, "messages", msgs);
     if (serve_tools_active(tools) && s->tool_fmt != INFER_TOOL_FORMAT_NONE)
@@ -297,6 +309,19 @@ static char *chat_prompt_jinja(server *s, const cJSON *body, const cJSON *messag
     cJSON_AddBoolToObject(vars, "add_generation_prompt", 1);
     cJSON_AddStringToObject(vars, "bos_token", s->bos);
     cJSON_AddStringToObject(vars, "eos_token", s->eos);
+    {
+        /* OpenAI's reasoning_effort, as gpt-oss's template takes it (its
+           system message's "Reasoning: high") */
+        cJSON *e = serve_field(body, "reasoning_effort");
+        if (e && !cJSON_IsNull(e)) {
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "low") && strcmp(e->valuestring, "medium") &&
+                                       strcmp(e->valuestring, "high"))) {
+                serve_bad(b, "reasoning_effort", "'reasoning_effort' must be \"low\", \"medium\" or \"high\"");
+                goto done;
+            }
+            cJSON_AddStringToObject(vars, "reasoning_effort", e->valuestring);
+        }
+    }
     if (kw && !cJSON_IsNull(kw)) {
         cJSON *k;
         if (!cJSON_IsObject(kw)) {

@@ -829,6 +829,9 @@ static void chat_reply_parsing(const server *s, completion_call *cc, const char 
     cc->parse_fmt = INFER_TOOL_FORMAT_NONE;
     if (serve_tools_active(&cc->tools))
         cc->parse_fmt = s->tool_fmt == INFER_TOOL_FORMAT_NONE || !s->jinja ? INFER_TOOL_FORMAT_GENERIC : s->tool_fmt;
+    /* harmony (gpt-oss): every reply is messages on channels, its
+       analysis the reasoning, tools or not */
+    if (s->jinja && s->tool_fmt == INFER_TOOL_FORMAT_HARMONY) cc->parse_fmt = INFER_TOOL_FORMAT_HARMONY;
     cc->reasoning = INFER_REASONING_NONE;
     if (s->think && s->jinja)
         cc->reasoning = n >= 7 && !memcmp(prompt + n - 7, "<think>", 7) ? INFER_REASONING_OPEN : INFER_REASONING_AUTO;

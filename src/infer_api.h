@@ -1151,6 +1151,12 @@ typedef enum infer_tool_format {
                                 (infer_output_parser_set_tools) declare its parameter a string */
     INFER_TOOL_FORMAT_LFM2,        /* LFM2, LFM2.5: <|tool_call_start|>[name(key="v", n=1), ..]<|tool_call_end|>
                                 (Python literals), or JSON calls between the same markers */
+    INFER_TOOL_FORMAT_HARMONY,     /* gpt-oss's harmony: messages <|start|>assistant<|channel|>c<|message|>..<|end|>
+                                (the reply opens after the prompt's <|start|>assistant): channel analysis
+                                is reasoning (whatever infer_reasoning says), final and commentary without
+                                a recipient are content, a message to=functions.name (in its header, before
+                                or after <|channel|>) is a call with the message as its JSON arguments;
+                                <|call|> and <|return|> end the reply, as does the end of the text */
     INFER_TOOL_FORMAT_COUNT
 } infer_tool_format;
 
@@ -1161,7 +1167,7 @@ typedef enum infer_tool_format {
 INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
 /* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
    "deepseek-r1", "command-r", "functionary", "firefunction", "nemotron", "apertus",
-   "qwen3-xml", "lfm2" */
+   "qwen3-xml", "lfm2", "harmony" */
 INFERDEF const char *infer_tool_format_name(infer_tool_format f);
 /* The strings that open a tool call in format f (e.g. "<tool_call>"), a
    NULL-terminated static list, for a grammar applied lazily once one is
@@ -1178,7 +1184,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    [{"type": "function", "function": {"name", "description", "parameters"}}]
    (bare {"name", "parameters"} too); name (may be NULL) keeps that tool
    only. parallel: one call or more, where the format writes several (Llama
-   3's writes one). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
+   3's writes one; harmony's one, optionally after an analysis message, as
+   its <|call|> ends the reply). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
    parallel). Qwen3.5's XML writes a string parameter as text: one with
    minLength or maxLength (up to 1024) is bounded, and then holds no '<'.

@@ -620,6 +620,24 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     infer__eog_add(v, v->eos);
     infer__eog_add(v, v->eot);
     infer__eog_add(v, v->eom);
+    /* gpt-oss's harmony (llama.cpp's workaround): <|return|> and <|call|>
+       end a reply, <|end|> only one of its messages (the analysis goes on
+       to the answer); the message tokens are text, as the reply parser and
+       tool grammars read them */
+    if (infer__vocab_find_text(v, "<|return|>") >= 0 && infer__vocab_find_text(v, "<|call|>") >= 0 &&
+        infer__vocab_find_text(v, "<|channel|>") >= 0) {
+        static const char *const shown[] = {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|end|>"};
+        infer_token end = infer__vocab_find_text(v, "<|end|>");
+        int k;
+        infer__eog_add(v, infer__vocab_find_text(v, "<|return|>"));
+        infer__eog_add(v, infer__vocab_find_text(v, "<|call|>"));
+        for (k = 0; k < v->n_eog; k++)
+            if (v->eog[k] == end) v->eog[k--] = v->eog[--v->n_eog];
+        for (k = 0; k < 5; k++) {
+            infer_token t = infer__vocab_find_text(v, shown[k]);
+            if (t >= 0) v->tokens[t].attr = INFER__ATTR_USER_DEFINED;
+        }
+    }
 
     /* special tokens, longest first: matched before anything else */
     v->special = (infer_token *)INFER_MALLOC(sizeof(infer_token) * (size_t)n);

@@ -85,6 +85,7 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     static const char *const apertus[] = {"<|tools_prefix|>", NULL};
     static const char *const xml[] = {"<tool_call>", "<function=", NULL};
     static const char *const lfm2[] = {"<|tool_call_start|>", NULL};
+    static const char *const harmony[] = {"<|channel|>commentary to=", NULL};
     switch (f) {
     case INFER_TOOL_FORMAT_GENERIC: return generic;
     case INFER_TOOL_FORMAT_HERMES: return hermes;
@@ -99,6 +100,7 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     case INFER_TOOL_FORMAT_APERTUS: return apertus;
     case INFER_TOOL_FORMAT_QWEN3_XML: return xml;
     case INFER_TOOL_FORMAT_LFM2: return lfm2;
+    case INFER_TOOL_FORMAT_HARMONY: return harmony;
     default: return none;
     }
 }
@@ -107,12 +109,14 @@ INFERDEF const char *infer_tool_format_name(infer_tool_format f) {
     static const char *const names[INFER_TOOL_FORMAT_COUNT] = {"none",      "generic",     "hermes",    "llama3",
                                                          "mistral",   "phi4-mini",   "deepseek-r1", "command-r",
                                                          "functionary", "firefunction", "nemotron",  "apertus",
-                                                         "qwen3-xml",  "lfm2"};
+                                                         "qwen3-xml",  "lfm2",        "harmony"};
     return (int)f >= 0 && f < INFER_TOOL_FORMAT_COUNT ? names[f] : "unknown";
 }
 
 INFERDEF infer_tool_format infer_tool_format_detect(const char *t) {
     if (!t) return INFER_TOOL_FORMAT_NONE;
+    /* gpt-oss: harmony's message tokens (its template also names others' markers in text) */
+    if (strstr(t, "<|channel|>") && strstr(t, "<|message|>") && strstr(t, "<|start|>")) return INFER_TOOL_FORMAT_HARMONY;
     if (strstr(t, "<seed:tool_call>")) return INFER_TOOL_FORMAT_GENERIC; /* XML parameters: not parsed */
     if (strstr(t, "<TOOLCALL>")) return INFER_TOOL_FORMAT_NEMOTRON;
     if (strstr(t, "<|tools_prefix|>")) return INFER_TOOL_FORMAT_APERTUS;
@@ -138,7 +142,9 @@ INFERDEF infer_tool_format infer_tool_format_detect(const char *t) {
 
 /* ---- the parser ------------------------------------------------------------- */
 
-enum { INFER__TC_START, INFER__TC_CONTENT, INFER__TC_REASON, INFER__TC_CALL };
+/* harmony adds INFER__TC_H_HEAD (a message's header) and INFER__TC_H_BODY
+   (its text, not a call's); INFER__TC_START is then between messages */
+enum { INFER__TC_START, INFER__TC_CONTENT, INFER__TC_REASON, INFER__TC_CALL, INFER__TC_H_HEAD, INFER__TC_H_BODY };
 
 typedef struct infer__tc_call {
     char *id, *name, *args;
@@ -171,6 +177,12 @@ struct infer_output_parser {
     int nomem, finished;
     int cut; /* infer_output_parser_cut: the reply ended early */
     infer__jv tools; /* infer_output_parser_set_tools's list (NULL type: none) */
+    /* harmony: the message being read (INFER__HM_*), where its header
+       starts (h_at: at <|start|> where it has one) and its text after
+       that, whether the header opens with a role, its recipient in buf,
+       and whether its leading blanks are still being skipped */
+    int h_kind, h_role, h_lead;
+    size_t h_at, h_head, h_to, h_to_len;
 };
 
 static int infer__tc_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -992,8 +1004,251 @@ static void infer__tc_open_call(infer_output_parser *p, size_t at, size_t body, 
     infer__tc_drop_ws(p);
 }
 
+/* ---- harmony (gpt-oss) ---- */
+
+/* What a harmony message is, from its header. */
+enum { INFER__HM_CONTENT, INFER__HM_REASON, INFER__HM_CALL, INFER__HM_DROP };
+
+/* A header is its role, <|channel|>, to= and <|constrain|> parts: a
+   marker must open within this many bytes of its start, else the text was
+   no header (decided from the text alone, so any split decides alike). */
+#define INFER__HM_HEAD_MAX 256
+
+/* what ends a message's text: <|end|>, <|return|>, <|call|> (taken), or
+   the next message's <|start|> or <|channel|> where a model left out the
+   end (kept: they open the next header) */
+static const char *const infer__hm_ends[] = {"<|end|>", "<|return|>", "<|call|>", "<|start|>", "<|channel|>", NULL};
+/* what ends a header: its <|message|>, or an end or <|start|> (a message
+   with no text) */
+static const char *const infer__hm_head_ends[] = {"<|message|>", "<|end|>", "<|return|>", "<|call|>", "<|start|>",
+                                                  NULL};
+
+/* the first of list's markers in b[from..n): its index and *at, or -1 */
+static int infer__hm_first(const char *b, size_t from, size_t n, const char *const *list, size_t *at) {
+    int i, best = -1;
+    *at = (size_t)-1;
+    for (i = 0; list[i]; i++) {
+        size_t a = infer__tc_find(b, from, n, list[i], strlen(list[i]));
+        if (a < *at) *at = a, best = i;
+    }
+    return best;
+}
+
+/* the longest end of b[from..n) that begins one of list's markers */
+static size_t infer__hm_hold(const char *b, size_t from, size_t n, const char *const *list) {
+    size_t hold = 0;
+    for (; *list; list++) hold = INFER__MAX(hold, infer__tc_partial(b, from, n, *list));
+    return hold;
+}
+
+/* 1 where b[0..n) (blanks skipped) opens a header without a role (the
+   reply's first, whose role the prompt wrote), 0 where it is text, -1 not
+   yet known */
+static int infer__hm_headlike(const char *b, size_t n) {
+    static const char *const opens[] = {"<|channel|>", "<|constrain|>", "<|message|>", "to=", "<|end|>",
+                                        "<|return|>",  "<|call|>",      NULL};
+    const char *const *o;
+    for (o = opens; *o; o++) {
+        size_t l = strlen(*o);
+        if (!memcmp(b, *o, INFER__MIN(l, n))) return n >= l ? 1 : -1;
+    }
+    return 0;
+}
+
+/* a header's word at b[*i..e): up to a blank or '<' (at least one byte) */
+static size_t infer__hm_word(const char *b, size_t *i, size_t e) {
+    size_t s = *i;
+    if (*i < e) (*i)++;
+    while (*i < e && !infer__tc_ws(b[*i]) && b[*i] != '<') (*i)++;
+    return *i - s;
+}
+
+/* The header b[h..e): its role (where role), <|channel|>name, to=name and
+   <|constrain|>type in any order; sets h_kind and the recipient. */
+static void infer__hm_header(infer_output_parser *p, size_t h, size_t e, int role) {
+    const char *b = p->buf;
+    size_t i = h, ch = 0, ch_len = 0, l;
+    int other_role = 0;
+    p->h_to = p->h_to_len = 0;
+    while (i < e) {
+        if (infer__tc_ws(b[i])) i++;
+        else if (e - i >= 11 && !memcmp(b + i, "<|channel|>", 11)) {
+            i += 11;
+            ch = i;
+            ch_len = i < e && b[i] != '<' && !infer__tc_ws(b[i]) ? infer__hm_word(b, &i, e) : 0;
+        } else if (e - i >= 13 && !memcmp(b + i, "<|constrain|>", 13)) {
+            i += 13;
+            if (i < e && b[i] != '<' && !infer__tc_ws(b[i])) infer__hm_word(b, &i, e);
+        } else if (e - i >= 3 && !memcmp(b + i, "to=", 3)) {
+            i += 3;
+            p->h_to = i;
+            p->h_to_len = i < e && b[i] != '<' && !infer__tc_ws(b[i]) ? infer__hm_word(b, &i, e) : 0;
+        } else if (e - i >= 2 && b[i] == '<' && b[i + 1] == '|') { /* another token: skipped */
+            size_t c = infer__tc_find(b, i + 2, e, "|>", 2);
+            i = c == (size_t)-1 ? e : c + 2;
+        } else {
+            size_t w = i;
+            l = infer__hm_word(b, &i, e);
+            if (role) other_role = !(l == 9 && !memcmp(b + w, "assistant", 9));
+            role = 0; /* later words (a "json" without <|constrain|>) say nothing */
+        }
+    }
+    l = p->h_to_len;
+    if (other_role) p->h_kind = INFER__HM_DROP; /* a message the model wrote as another role's */
+    else if (l && !(l == 9 && !memcmp(b + p->h_to, "assistant", 9)) && !(l == 4 && !memcmp(b + p->h_to, "user", 4)) &&
+             !(l == 3 && !memcmp(b + p->h_to, "all", 3)))
+        p->h_kind = INFER__HM_CALL;
+    else if (ch_len == 8 && !memcmp(b + ch, "analysis", 8)) p->h_kind = INFER__HM_REASON;
+    else p->h_kind = INFER__HM_CONTENT; /* final, commentary to no one (a preamble), or a channel not known */
+}
+
+/* The call whose arguments are b[s..e): 1, or 0 where it is none (a name
+   that is not one, arguments that are not a JSON object). */
+static int infer__hm_call(infer_output_parser *p, size_t s, size_t e) {
+    const char *name = p->buf + p->h_to, *args = p->buf + s;
+    size_t name_len = p->h_to_len, args_len = e - s, k;
+    infer__jv v;
+    infer__sb a = {NULL, 0};
+    int ok;
+    if (name_len >= 10 && !memcmp(name, "functions.", 10)) name += 10, name_len -= 10;
+    for (k = 0; k < name_len && infer__tc_ident(name[k]); k++) {}
+    if (!name_len || k != name_len) return 0;
+    infer__tc_trim(&args, &args_len);
+    memset(&v, 0, sizeof v);
+    if (args_len && !infer__tc_parse(p, args, args_len, &v)) return 0;
+    ok = infer__tc_args(p, args_len ? &v : NULL, &a) && !a.nomem &&
+         infer__tc_add(p, name, name_len, a.p ? a.p : "", stbds_arrlenu(a.p), NULL, 0);
+    if (a.nomem) p->nomem = 1;
+    infer__jv_free(&v);
+    stbds_arrfree(a.p);
+    if (ok) {
+        infer_tool_call_delta d;
+        d.index = (int)stbds_arrlen(p->calls) - 1;
+        d.id = p->calls[d.index].id;
+        d.name = p->calls[d.index].name;
+        d.arguments = p->calls[d.index].args;
+        if (!infer__arr_push(p->d_calls, d)) p->nomem = 1;
+    }
+    return ok;
+}
+
+/* Text of a new message for which (0 content, 1 reasoning): after text of
+   the same kind it follows a blank line (held, so dropped where nothing
+   follows). */
+static void infer__hm_separate(infer_output_parser *p, int which) {
+    if (which ? p->reasoning_started : p->content_started) infer__tc_put(p, &p->held_ws, "\n\n", 2);
+}
+
+/* Opens the text of a message of kind k at pos. */
+static void infer__hm_open(infer_output_parser *p, int k) {
+    p->h_kind = k;
+    p->h_lead = 1;
+    p->body_at = p->scan = p->pos;
+    p->state = k == INFER__HM_CALL ? INFER__TC_CALL : INFER__TC_H_BODY;
+}
+
+/* Decides what it can of buf[pos..n) as harmony messages. */
+static void infer__hm_advance(infer_output_parser *p, int final) {
+    while (!p->nomem) {
+        const char *b = p->buf;
+        size_t n = p->n, at, i;
+        int k;
+        if (p->state == INFER__TC_START) { /* between messages (or before the first) */
+            for (i = p->pos; i < n && infer__tc_ws(b[i]); i++) {}
+            p->pos = i;
+            if (i == n) return;
+            if (!memcmp(b + i, "<|start|>", INFER__MIN(9, n - i))) {
+                if (n - i < 9 && !final) return;
+                if (n - i >= 9) {
+                    p->h_at = i;
+                    p->h_head = i + 9;
+                    p->h_role = 1;
+                    p->state = INFER__TC_H_HEAD;
+                    continue;
+                }
+            }
+            k = infer__hm_headlike(b + i, n - i);
+            if (k < 0 && !final) return;
+            if (k > 0) {
+                p->h_at = p->h_head = i;
+                p->h_role = 0;
+                p->state = INFER__TC_H_HEAD;
+            } else {
+                p->call_at = i;
+                infer__hm_open(p, INFER__HM_CONTENT); /* text without a header: an answer */
+            }
+        } else if (p->state == INFER__TC_H_HEAD) {
+            k = infer__hm_first(b, p->h_head, n, infer__hm_head_ends, &at);
+            if (k < 0 || at > p->h_head + INFER__HM_HEAD_MAX) {
+                if (n >= p->h_head + INFER__HM_HEAD_MAX + 11) { /* too long for a header: text */
+                    p->pos = p->call_at = p->h_at;
+                    infer__hm_open(p, INFER__HM_CONTENT);
+                    continue;
+                }
+                if (final) p->pos = n; /* a header the reply's end cut: nothing */
+                else return;
+                p->state = INFER__TC_START;
+                continue;
+            }
+            if (k == 0) {
+                infer__hm_header(p, p->h_head, at, p->h_role);
+                p->call_at = p->h_at;
+                p->pos = at + 11;
+                infer__hm_open(p, p->h_kind);
+            } else { /* a message without text */
+                p->pos = k == 4 ? at : at + strlen(infer__hm_head_ends[k]);
+                p->state = INFER__TC_START;
+            }
+        } else { /* a message's text (INFER__TC_H_BODY) or a call's arguments (INFER__TC_CALL) */
+            int call = p->state == INFER__TC_CALL, which = p->h_kind == INFER__HM_REASON;
+            size_t from;
+            if (!call && p->h_lead) {
+                while (p->pos < n && infer__tc_ws(b[p->pos])) p->pos++;
+                if (p->pos == n && !final) return;
+                p->h_lead = 0;
+                if (p->h_kind != INFER__HM_DROP) infer__hm_separate(p, which);
+            }
+            from = call ? p->scan : p->pos;
+            k = infer__hm_first(b, from, n, infer__hm_ends, &at);
+            if (k < 0 && !final) {
+                size_t end = n - infer__hm_hold(b, from, n, infer__hm_ends);
+                if (call) {
+                    p->scan = end;
+                    return;
+                }
+                end = p->pos + infer__tc_utf8_cut(b + p->pos, end - p->pos);
+                if (p->h_kind != INFER__HM_DROP) infer__tc_emit(p, which, b + p->pos, end - p->pos);
+                p->pos = end;
+                return;
+            }
+            if (k < 0) at = n; /* the reply's end ends it (<|call|> and <|return|> may end it unwritten) */
+            if (call && !(k < 0 && p->cut) && !infer__hm_call(p, p->body_at, at)) {
+                /* not a call: its text, header and all, is content */
+                p->n_malformed++;
+                infer__tc_drop_ws(p);
+                infer__hm_separate(p, 0);
+                infer__tc_emit(p, 0, b + p->call_at, at - p->call_at);
+            } else if (!call && p->h_kind != INFER__HM_DROP)
+                infer__tc_emit(p, which, b + p->pos, at - p->pos);
+            infer__tc_drop_ws(p);
+            if (k == 4) { /* <|channel|>: the next header, its role left out */
+                p->pos = p->h_at = p->h_head = at;
+                p->h_role = 0;
+                p->state = INFER__TC_H_HEAD;
+                continue;
+            }
+            p->pos = k < 0 ? n : k == 3 ? at : at + strlen(infer__hm_ends[k]);
+            p->state = INFER__TC_START;
+        }
+    }
+}
+
 /* Decides what it can of buf[pos..n). */
 static void infer__tc_advance(infer_output_parser *p, int final) {
+    if (p->fmt == INFER_TOOL_FORMAT_HARMONY) {
+        infer__hm_advance(p, final);
+        return;
+    }
     while (!p->nomem) {
         const char *b = p->buf;
         size_t n = p->n;

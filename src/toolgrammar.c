@@ -180,6 +180,11 @@ static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_to
         infer__sb_literal(b, "\n```" INFER__DS_CALL_END, strlen("\n```" INFER__DS_CALL_END));
         return;
     }
+    case INFER_TOOL_FORMAT_HARMONY: /* (after the root's header) name <|constrain|>json<|message|>{..} */
+        infer__sb_literal(b, t->name, t->name_len);
+        infer__sb_puts(b, " \" <|constrain|>json<|message|>\"");
+        infer__sb_puts(b, args);
+        return;
     case INFER_TOOL_FORMAT_APERTUS: /* {"name": {..}} */
         infer__sb_puts(b, "\"{\" space ");
         infer__tg_json_lit(b, t->name, t->name_len);
@@ -229,6 +234,17 @@ static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
         infer__sb_puts(b, parallel ? "root ::= \"<|tool_call_start|>[\" tool-item (\",\" space tool-item)* "
                                      "\"]<|tool_call_end|>\"\n"
                                    : "root ::= \"<|tool_call_start|>[\" tool-item \"]<|tool_call_end|>\"\n");
+        return;
+    case INFER_TOOL_FORMAT_HARMONY:
+        /* One call: its <|call|> ends the reply (as an end-of-generation
+           token it is no text a grammar matches: optional). An analysis
+           message may come first, as the model reasons before it calls;
+           the lazy trigger starts at the call's <|channel|>. Its <|end|>
+           is optional, for a vocabulary where it is no text. */
+        infer__sb_puts(b, "root ::= harmony-analysis? \"<|channel|>commentary to=functions.\" tool-item \"<|call|>\"?\n");
+        infer__sb_puts(b, "harmony-analysis ::= \"<|channel|>analysis<|message|>\" harmony-text "
+                          "\"<|end|>\"? \"<|start|>assistant\"\n");
+        infer__sb_puts(b, "harmony-text ::= ([^<] | \"<\" [^|])*\n"); /* no harmony token */
         return;
     case INFER_TOOL_FORMAT_LLAMA3: /* one call a reply */
         infer__sb_puts(b, "root ::= tool-item\n");

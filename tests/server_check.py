@@ -156,6 +156,7 @@ def main():
     check("stopping" in log, "SIGTERM stops the server cleanly")
 
     check_chat_template_file(infer, model, openai)
+    check_harmony_template(infer, model, openai)
     check_draft_model(infer, model)
 
     # A server of one sequence and a queue of one: the full queue answers
@@ -690,6 +691,74 @@ def check_chat_template_file(infer, model, openai):
                              capture_output=True, text=True, timeout=120)
         check(out.returncode == 1 and out.stderr.count("\n") == 1 and "never" in out.stderr,
               "a template that cannot render a chat stops the server at start, in one line (%r)" % out.stderr)
+
+
+def check_harmony_template(infer, model, openai):
+    """A harmony template (gpt-oss's channels): the server reads replies as
+    harmony, and a chat's reasoning_effort reaches the template as the
+    variable reasoning_effort (here raised back as the template's 400);
+    one not low, medium or high is a 400 naming it."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "harmony.jinja")
+        with open(path, "w") as f:
+            f.write("{% if reasoning_effort is defined %}{{ raise_exception('Reasoning: ' + reasoning_effort) }}"
+                    "{% endif %}{% for m in messages %}{% if m.thinking is defined %}"
+                    "{{ raise_exception('Thinking: ' + m.thinking) }}{% endif %}<|start|>{{ m.role }}"
+                    "{% if m.role == 'assistant' %}<|channel|>final{% endif %}<|message|>{{ m.content }}<|end|>"
+                    "{% endfor %}{% if add_generation_prompt %}<|start|>assistant{% endif %}")
+        srv = Server(infer, model, "--chat-template-file", path, "-c", "512")
+        try:
+            check("tools harmony" in srv.text(), "a harmony template's replies are read as harmony (the server says so)")
+            client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=300)
+            msgs = [{"role": "user", "content": "Name a colour."}]
+            r = client.chat.completions.create(model="m", max_tokens=8, temperature=0, messages=msgs)
+            check(r.choices[0].message.content, "a reply without harmony's headers is content (%r)" %
+                  r.choices[0].message.content)
+            # a forced call in harmony's form, read back as a call (the
+            # grammar spells its tokens where the vocabulary has none); a
+            # model that reasons first may run out of tokens, not go wrong
+            add = {"type": "function", "function": {"name": "add", "parameters": {
+                "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"], "additionalProperties": False}}}
+            r = client.chat.completions.create(model="m", max_tokens=300, temperature=0, messages=msgs, tools=[add],
+                                               tool_choice="required")
+            calls = r.choices[0].message.tool_calls or []
+            ok = r.choices[0].finish_reason == "length" and not calls
+            if calls:
+                args = json.loads(calls[0].function.arguments)
+                ok = r.choices[0].finish_reason == "tool_calls" and calls[0].function.name == "add" and \
+                    sorted(args) == ["a", "b"] and all(isinstance(v, int) for v in args.values())
+            check(ok, "a forced call in a harmony template's form is read back as that call (%s, %s)" %
+                  (r.choices[0].finish_reason, [(c.function.name, c.function.arguments) for c in calls]))
+            # an earlier call's reasoning_content is the template's thinking
+            called = [{"role": "user", "content": "Add 1 and 2."},
+                      {"role": "assistant", "content": None, "reasoning_content": "Use add.",
+                       "tool_calls": [{"id": "call_1", "type": "function",
+                                       "function": {"name": "add", "arguments": "{\"a\": 1, \"b\": 2}"}}]},
+                      {"role": "tool", "tool_call_id": "call_1", "content": "3"}]
+            try:
+                client.chat.completions.create(model="m", max_tokens=1, messages=called, tools=[add])
+                check(False, "an earlier call's reasoning_content reaches a harmony template as thinking")
+            except openai.BadRequestError as ex:
+                check("Thinking: Use add." in str(ex), "an earlier call's reasoning_content reaches a harmony template "
+                      "as thinking (%s)" % ex)
+            for effort in ("low", "high"):
+                try:
+                    client.chat.completions.create(model="m", max_tokens=1, messages=msgs, reasoning_effort=effort)
+                    check(False, "reasoning_effort %s reaches the template" % effort)
+                except openai.BadRequestError as ex:
+                    check("Reasoning: " + effort in str(ex), "reasoning_effort %s reaches the template (%s)" % (effort, ex))
+            try:
+                client.chat.completions.create(model="m", max_tokens=1, messages=msgs,
+                                               extra_body={"reasoning_effort": "extreme"})
+                check(False, "a reasoning_effort not low, medium or high is a 400")
+            except openai.BadRequestError as ex:
+                body = ex.body if isinstance(ex.body, dict) else {}
+                check(body.get("param") == "reasoning_effort", "a reasoning_effort not low, medium or high is a 400 "
+                      "naming it (%s)" % body.get("param"))
+        finally:
+            srv.stop()
 
 
 def cli_tokens(infer, model, text):

@@ -1140,6 +1140,42 @@ Test(chat, cli_reasoning_apart_and_its_budget) {
     free(free_out), free(free_err), free(cut_out), free(cut_err), free(hid_out), free(hid_err);
 }
 
+/* --reasoning-effort reaches a Jinja template as reasoning_effort (as
+   gpt-oss's writes "Reasoning: high"); here the template raises it back;
+   without the flag the variable is not defined; another value is refused. */
+Test(chat, cli_reasoning_effort_reaches_the_template) {
+    static const char harmony_template[] =
+        "{% if reasoning_effort is defined %}{{ raise_exception('Reasoning: ' + reasoning_effort) }}{% endif %}"
+        "{% for m in messages %}<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>{% endfor %}"
+        "{% if add_generation_prompt %}<|start|>assistant<|channel|>final<|message|>{% endif %}";
+    static const char *const efforts[] = {"low", "medium", "high"};
+    char model[512], tpl[256], args[512], want[64];
+    char *out, *err;
+    int status = -1;
+    size_t i;
+    need_shared();
+    tu_shared_path(model, sizeof model, "models/stories260K.gguf");
+    write_temp(tpl, sizeof tpl, "harmony.jinja", harmony_template);
+    for (i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "-n 4 --temp 0 --chat-template-file '%s' --reasoning-effort %s", tpl, efforts[i]);
+        out = chat_cli(model, "Hello\\n", args, &err, &status);
+        snprintf(want, sizeof want, "Reasoning: %s", efforts[i]);
+        cr_expect_eq(status, 1, "%s: exit %d, stderr: %s", efforts[i], status, err);
+        cr_expect(strstr(err, want) != NULL, "%s: the template did not see it: %s", efforts[i], err);
+        free(out), free(err);
+    }
+    snprintf(args, sizeof args, "-n 4 --temp 0 --chat-template-file '%s'", tpl);
+    out = chat_cli(model, "Hello\\n", args, &err, &status);
+    cr_expect_eq(status, 0, "without --reasoning-effort: %s", err);
+    free(out), free(err);
+    snprintf(args, sizeof args, "-n 4 --chat-template-file '%s' --reasoning-effort extreme", tpl);
+    out = chat_cli(model, "Hello\\n", args, &err, &status);
+    cr_expect_neq(status, 0);
+    cr_expect(strstr(err, "--reasoning-effort") != NULL, "%s", err);
+    free(out), free(err);
+    remove(tpl);
+}
+
 Test(chat, cli_help_names_the_options) {
     char cmd[1024];
     char *out;
@@ -1149,7 +1185,8 @@ Test(chat, cli_help_names_the_options) {
     cr_assert_not_null(out);
     cr_expect_eq(status, 0);
     cr_expect(strstr(out, "--reasoning show|hide") && strstr(out, "--reasoning-budget N") &&
-                  strstr(out, "--chat-template-file") && strstr(out, "--jinja"),
+                  strstr(out, "--chat-template-file") && strstr(out, "--jinja") &&
+                  strstr(out, "--reasoning-effort low|medium|high"),
               "%s", out);
     free(out);
 }

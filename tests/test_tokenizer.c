@@ -555,6 +555,53 @@ Test(tokenizer_bad, odd_but_loadable) {
     free(mem);
 }
 
+/* gpt-oss's harmony tokens: <|return|> and <|call|> end generation, <|end|>
+   not (the reply goes on after its analysis), and the message tokens are
+   text; a vocabulary without <|call|> keeps <|end|> as an end, no text. */
+Test(tokenizer, harmony_tokens) {
+    static const char *const toks[] = {"a", "b", "<|return|>", "<|call|>", "<|channel|>", "<|message|>",
+                                       "<|start|>", "<|end|>", "<|constrain|>"};
+    static const char *const other[] = {"a", "b", "<|end|>", "<|channel|>"}; /* no <|call|>: not harmony */
+    static const int32_t types[] = {1, 1, 3, 3, 3, 3, 3, 3, 3};
+    static const char *const merges[] = {"a b"};
+    int harmony;
+    for (harmony = 0; harmony < 2; harmony++) {
+        infer_error err;
+        unsigned char *mem;
+        gbuf b = {0, 0, 0, 0};
+        infer_model *m;
+        char piece[32];
+        size_t len = 0;
+        infer_token out[8];
+        int n = 0, k;
+        g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+        g_kv_strs(&b, "tokenizer.ggml.tokens", harmony ? toks : other, harmony ? 9 : 4);
+        g_kv_i32s(&b, "tokenizer.ggml.token_type", types, harmony ? 9 : 4);
+        g_kv_strs(&b, "tokenizer.ggml.merges", merges, 1);
+        m = load_mem(&b, &err, &mem);
+        cr_assert_not_null(m, "%s", err.msg);
+        if (harmony) {
+            cr_assert_eq(infer_model_is_eog(m, 2), 1, "<|return|> ends");
+            cr_assert_eq(infer_model_is_eog(m, 3), 1, "<|call|> ends");
+            cr_assert_eq(infer_model_is_eog(m, 7), 0, "<|end|> does not end a harmony reply");
+            for (k = 4; k < 9; k++) {
+                cr_assert_eq(infer_token_to_piece(m, k, piece, sizeof piece, &len, NULL), INFER_OK);
+                cr_assert_str_eq(piece, toks[k], "%s is text", toks[k]);
+            }
+            cr_assert_eq(infer_token_to_piece(m, 2, piece, sizeof piece, &len, NULL), INFER_OK);
+            cr_assert_eq(len, 0, "<|return|> is no text");
+            cr_assert_eq(infer_tokenize(m, "<|channel|>a", 12, out, 8, 0, 1, &n, NULL), INFER_OK);
+            cr_assert(n == 2 && out[0] == 4, "<|channel|> is still one token");
+        } else {
+            cr_assert_eq(infer_model_is_eog(m, 2), 1, "<|end|> ends");
+            cr_assert_eq(infer_token_to_piece(m, 3, piece, sizeof piece, &len, NULL), INFER_OK);
+            cr_assert_eq(len, 0, "<|channel|> of another vocabulary is no text");
+        }
+        infer_model_free(m);
+        free(mem);
+    }
+}
+
 /* ---- speed ---------------------------------------------------------------- */
 
 static double now_s(void) { return (double)clock() / CLOCKS_PER_SEC; }

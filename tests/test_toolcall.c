@@ -333,6 +333,126 @@ Test(toolcall, qwen35_lfm2_granite) {
 }
 
 /* reply parsed whole in format f, given tools (NULL: none): its one call's arguments must be want */
+/* gpt-oss's harmony: channels, recipients, several calls, and what a
+   model may write wrong (a header cut, arguments that are not JSON, a
+   channel not known, a message left without its end). */
+#define HM_CALL(name) "<|channel|>commentary to=functions." name " <|constrain|>json<|message|>"
+#define HM_NEXT "<|end|><|start|>assistant"
+Test(toolcall, harmony) {
+    const infer_tool_format H = INFER_TOOL_FORMAT_HARMONY;
+    static const tc_case cs[] = {
+        /* reasoning then the answer */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>analysis<|message|>User greets. Reply.<|end|><|start|>assistant<|channel|>final<|message|>Hello! How can I help?<|return|>",
+         "Hello! How can I help?", "User greets. Reply.", 0, {0}, {0}, {0}, 0},
+        /* reasoning then a call; <|call|> not written (it ends the generation) */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>analysis<|message|>Need the weather.\n" HM_NEXT HM_CALL("get_weather") "{\"city\": \"Paris\", \"unit\": \"c\"}",
+         "", "Need the weather.", 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        /* the recipient after the role, before <|channel|> */
+        {INFER_TOOL_FORMAT_HARMONY, 0, " to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{\"city\":\"Paris\",\"unit\":\"c\"}<|call|>",
+         "", NULL, 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        /* as gpt-oss's template writes an earlier call: "json" without <|constrain|> */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>analysis<|message|>Call it.<|end|><|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>" WEATHER "<|call|>",
+         "", "Call it.", 1, {"get_weather"}, {WEATHER}, {0}, 0},
+        /* a preamble (commentary to no one), two calls, the answer */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>commentary<|message|>Checking both.<|end|><|start|>assistant" HM_CALL("get_weather")
+         "{\"city\":\"Paris\"}<|call|><|start|>assistant" HM_CALL("now") "<|call|><|start|>assistant<|channel|>final<|message|> Done. <|return|>",
+         "Checking both.\n\nDone.", NULL, 2, {"get_weather", "now"}, {"{\"city\":\"Paris\"}", "{}"}, {0}, 0},
+        /* arguments that are not JSON: content, header and all */
+        {INFER_TOOL_FORMAT_HARMONY, 0, HM_CALL("f") "{\"a\": <|call|>", HM_CALL("f") "{\"a\":", NULL, 0, {0}, {0}, {0}, 1},
+        /* a recipient that names nothing */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>commentary to=functions. <|constrain|>json<|message|>{}<|call|>",
+         "<|channel|>commentary to=functions. <|constrain|>json<|message|>{}", NULL, 0, {0}, {0}, {0}, 1},
+        /* a header the reply's end cut */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|chan", "", "Think.", 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>analysis", "", "", 0, {0}, {0}, {0}, 0},
+        /* a channel not known is content; text without a header too */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>weird<|message|>Hi<|end|>", "Hi", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_HARMONY, 0, "Just text, caf\xC3\xA9.", "Just text, caf\xC3\xA9.", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_HARMONY, 0, "", "", NULL, 0, {0}, {0}, {0}, 0},
+        /* two reasoning messages; a message left without <|end|> */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>analysis<|message|>A<|end|><|start|>assistant<|channel|>analysis<|message|>B<|channel|>final<|message|>C",
+         "C", "A\n\nB", 0, {0}, {0}, {0}, 0},
+        /* a message written as another role's (a made-up tool result) is dropped */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|channel|>final<|message|>X<|end|><|start|>functions.f to=assistant<|channel|>commentary<|message|>{\"r\":1}<|end|>",
+         "X", NULL, 0, {0}, {0}, {0}, 0},
+        /* a stray end, and an empty message */
+        {INFER_TOOL_FORMAT_HARMONY, 0, "<|end|><|start|>assistant<|channel|>final<|message|><|end|><|start|>assistant<|channel|>final<|message|>Y",
+         "Y", NULL, 0, {0}, {0}, {0}, 0},
+    };
+    static const char reply[] = "<|channel|>analysis<|message|>Two cities.<|end|><|start|>assistant<|channel|>commentary"
+                                "<|message|>Looking up.<|end|><|start|>assistant" HM_CALL("get_weather") "{\"city\":\"Paris\"}"
+                                "<|call|><|start|>assistant" HM_CALL("get_weather") "{\"city\":\"Rome\"}<|call|>";
+    size_t n = sizeof reply - 1, k;
+    int reasoning;
+    check_all(cs, N(cs));
+    /* every split of a reply in two pieces gives the whole reply's parse */
+    for (k = 0; k <= n; k++) {
+        infer_error err;
+        infer_output_parser *p = infer_output_parser_new(H, 0, &err);
+        infer_output_delta d;
+        infer_output_result r;
+        char c[256] = "", re[256] = "", a[2][64] = {"", ""};
+        int piece, i, seen = 0;
+        for (piece = 0; piece < 3; piece++) {
+            if (piece < 2) cr_assert_eq(infer_output_parser_push(p, reply + (piece ? k : 0), piece ? n - k : k, &d, &err), INFER_OK);
+            else cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK);
+            cat(c, sizeof c, d.content, d.content_len);
+            cat(re, sizeof re, d.reasoning, d.reasoning_len);
+            for (i = 0; i < d.n_calls; i++, seen++) {
+                cr_assert_eq(d.calls[i].index, seen);
+                cr_assert_lt(seen, 2);
+                cat(a[seen], sizeof a[0], d.calls[i].arguments, strlen(d.calls[i].arguments));
+            }
+        }
+        cr_assert_str_eq(c, "Looking up.", "split at %zu: content [%s]", k, c);
+        cr_assert_str_eq(r.content, c);
+        cr_assert_str_eq(re, "Two cities.", "split at %zu: reasoning [%s]", k, re);
+        cr_assert_str_eq(r.reasoning_content, re);
+        cr_assert_eq(r.n_calls, 2, "split at %zu", k);
+        cr_assert_eq(seen, 2);
+        cr_assert_str_eq(r.calls[0].arguments, "{\"city\":\"Paris\"}");
+        cr_assert_str_eq(a[0], r.calls[0].arguments);
+        cr_assert_str_eq(r.calls[1].arguments, "{\"city\":\"Rome\"}");
+        cr_assert_str_eq(a[1], r.calls[1].arguments);
+        cr_assert_str_eq(r.calls[1].name, "get_weather");
+        cr_assert_str_neq(r.calls[0].id, r.calls[1].id);
+        infer_output_parser_free(p);
+    }
+    /* analysis is reasoning whatever the reasoning mode says */
+    for (reasoning = 0; reasoning <= 2; reasoning++) {
+        infer_error err;
+        infer_output_parser *p = infer_output_parser_new(H, (infer_reasoning)reasoning, &err);
+        infer_output_result r;
+        cr_assert_eq(infer_output_parser_push(p, reply, n, NULL, &err), INFER_OK);
+        cr_assert_eq(infer_output_parser_finish(p, NULL, &r, &err), INFER_OK);
+        cr_assert_str_eq(r.reasoning_content, "Two cities.");
+        infer_output_parser_free(p);
+    }
+}
+
+/* In a call (held back) from its header to its end; a call the reply's
+   cut ended is dropped, one its own end ended is read as far as it goes. */
+Test(toolcall, harmony_in_call_and_cut) {
+    static const char reply[] = "<|channel|>final<|message|>Sure.<|end|><|start|>assistant" HM_CALL("f") "{\"a\":1}";
+    int cut;
+    for (cut = 0; cut < 2; cut++) {
+        infer_error err;
+        infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_HARMONY, 0, &err);
+        infer_output_delta d;
+        infer_output_result r;
+        cr_assert_eq(infer_output_parser_push(p, reply, sizeof reply - 1, &d, &err), INFER_OK);
+        cr_assert_str_eq(d.content, "Sure.");
+        cr_assert_eq(infer_output_parser_in_call(p), 1);
+        if (cut) infer_output_parser_cut(p);
+        cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK);
+        cr_assert_eq(r.n_calls, cut ? 0 : 1, "cut %d: %d calls", cut, r.n_calls);
+        cr_assert_str_eq(r.content, "Sure.");
+        cr_assert_eq(r.n_malformed, 0);
+        if (!cut) cr_assert_str_eq(r.calls[0].arguments, "{\"a\":1}");
+        infer_output_parser_free(p);
+    }
+}
+
 static void one_call_args(infer_tool_format f, const char *tools, const char *reply, const char *want) {
     infer_error err;
     infer_output_result r;
@@ -433,6 +553,8 @@ Test(toolcall, partial_markers_held) {
             if ((*t)[0] == '{') continue; /* JSON triggers: only at the start of a reply */
             for (k = 1; k < n; k++) {
                 infer_error err;
+                /* harmony: a whole <|channel|> is a marker of its own */
+                if (f == INFER_TOOL_FORMAT_HARMONY && k > 10) break;
                 infer_output_parser *p = infer_output_parser_new((infer_tool_format)f, 0, &err);
                 infer_output_delta d;
                 infer_output_result r;
@@ -516,5 +638,12 @@ Test(toolcall, detect) {
         free(t);
     }
     cr_assert_eq(infer_tool_format_detect(NULL), INFER_TOOL_FORMAT_NONE);
+    /* a harmony-style template (gpt-oss's own is not in ../shared) */
+    cr_assert_eq(infer_tool_format_detect("{%- for m in messages %}{{- '<|start|>' + m.role + '<|channel|>final<|message|>'"
+                                          " + m.content + '<|end|>' }}{%- endfor %}{%- if tools %}<tool_call>{%- endif %}"
+                                          "{%- if add_generation_prompt %}<|start|>assistant{%- endif %}"),
+                 INFER_TOOL_FORMAT_HARMONY);
+    cr_assert_eq(infer_tool_format_detect("<|start|>user<|message|>x<|end|>"), INFER_TOOL_FORMAT_NONE); /* no channel */
+    cr_assert_str_eq(infer_tool_format_name(INFER_TOOL_FORMAT_HARMONY), "harmony");
     if (!found) cr_skip_test("no templates in %s/templates", INFER_SHARED_DIR);
 }

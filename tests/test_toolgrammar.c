@@ -136,6 +136,8 @@ static const fmt_case cases[] = {
     {INFER_TOOL_FORMAT_NEMOTRON, "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": %s}]</TOOLCALL>",
      "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": %s}, {\"name\": \"add\", \"arguments\": %s}]</TOOLCALL>",
      "<TOOLCALL>[{\"name\": \"rm\", \"arguments\": {}}]</TOOLCALL>"},
+    {INFER_TOOL_FORMAT_HARMONY, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>%s<|call|>",
+     NULL, "<|channel|>commentary to=functions.rm <|constrain|>json<|message|>{}<|call|>"},
     {INFER_TOOL_FORMAT_APERTUS, "<|tools_prefix|>[{\"get_weather\": %s}]<|tools_suffix|>",
      "<|tools_prefix|>[{\"get_weather\": %s}, {\"add\": %s}]<|tools_suffix|>",
      "<|tools_prefix|>[{\"rm\": {}}]<|tools_suffix|>"},
@@ -261,6 +263,48 @@ Test(toolgrammar, xml_and_pythonic_arguments) {
         infer__grules_free(one);
         infer__grules_free(par);
     }
+}
+
+/* harmony: the call after an analysis message or alone, its <|call|>
+   optional (an end-of-generation token); no other channel before it */
+Test(toolgrammar, harmony_after_analysis) {
+    static const char *const ok[] = {
+        "<|channel|>analysis<|message|>The user wants Paris. a < b.<|end|><|start|>assistant"
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}",
+        "<|channel|>commentary to=functions.add <|constrain|>json<|message|>{\"a\": 1, \"b\": 2}<|call|>",
+        "<|channel|>analysis<|message|><|start|>assistant<|channel|>commentary to=functions.now "
+        "<|constrain|>json<|message|>{}"};
+    static const char *const bad[] = {
+        /* an answer instead, an answer before the call, a token inside the analysis, arguments that fail the
+           schema, the recipient without functions., two calls */
+        "<|channel|>final<|message|>Hi",
+        "<|channel|>final<|message|>Hi<|end|><|start|>assistant<|channel|>commentary to=functions.now "
+        "<|constrain|>json<|message|>{}",
+        "<|channel|>analysis<|message|>x<|channel|>y<|end|><|start|>assistant<|channel|>commentary to=functions.now "
+        "<|constrain|>json<|message|>{}",
+        "<|channel|>commentary to=functions.add <|constrain|>json<|message|>{\"a\": 1.5, \"b\": 2}",
+        "<|channel|>commentary to=now <|constrain|>json<|message|>{}",
+        "<|channel|>commentary to=functions.now <|constrain|>json<|message|>{}<|call|><|start|>assistant"
+        "<|channel|>commentary to=functions.now <|constrain|>json<|message|>{}"};
+    static const char *const names[] = {"get_weather", "add", "now"};
+    static const char *const args[] = {"{\"city\":\"Paris\"}", "{\"a\":1,\"b\":2}", "{}"};
+    infer__grules *g = compile(INFER_TOOL_FORMAT_HARMONY, NULL, 1);
+    size_t i;
+    for (i = 0; i < sizeof ok / sizeof *ok; i++) {
+        infer_error err;
+        infer_output_result res;
+        infer_output_parser *p = infer_output_parser_new(INFER_TOOL_FORMAT_HARMONY, INFER_REASONING_NONE, &err);
+        cr_expect_eq(match(g, ok[i]), 1, "refuses %s", ok[i]);
+        cr_assert_eq(infer_output_parser_push(p, ok[i], strlen(ok[i]), NULL, &err), INFER_OK);
+        cr_assert_eq(infer_output_parser_finish(p, NULL, &res, &err), INFER_OK);
+        cr_expect(res.n_calls == 1 && !strcmp(res.calls[0].name, names[i]) && !strcmp(res.calls[0].arguments, args[i]),
+                  "%s: %d calls", ok[i], res.n_calls);
+        cr_expect_str_empty(res.content);
+        infer_output_parser_free(p);
+    }
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) cr_expect_neq(match(g, bad[i]), 1, "accepts %s", bad[i]);
+    cr_assert_str_eq(infer_tool_format_triggers(INFER_TOOL_FORMAT_HARMONY)[0], "<|channel|>commentary to=");
+    infer__grules_free(g);
 }
 
 Test(toolgrammar, named_tool_only_and_tool_without_parameters) {
