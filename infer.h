@@ -1540,6 +1540,26 @@ typedef struct {
     uint8_t qs[128];     /* sub-block k's 16 bytes, nibbles as IQ4_NL's */
 } infer__block_iq4_xs;
 
+/* MXFP4 (OCP microscaling FP4): 4-bit E2M1 codes with one E8M0 exponent
+   per 32; x = infer__e8m0_half(e) * infer__mxfp4_values[q] */
+typedef struct {
+    uint8_t e;      /* the block's power of two, biased by 127 */
+    uint8_t qs[16]; /* value j in the low nibble of qs[j], j + 16 in the high */
+} infer__block_mxfp4;
+
+/* E2M1's values doubled (so they are integers for int8 products); the
+   scale below is halved to match */
+static INFER__TABLE const int8_t infer__mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* 2^(e-128), i.e. half of E8M0's 2^(e-127), as ggml has it: the float whose
+   exponent field is e - 1, and for e = 0 and 1 the subnormals 2^-128 and
+   2^-127 (written as bits, so that no float rounding is involved) */
+INFER__HD static inline float infer__e8m0_half(uint8_t e) {
+    union { uint32_t u; float f; } v;
+    v.u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    return v.f;
+}
+
 /* IQ4_NL's and IQ4_XS's grid: the value of each 4-bit index */
 static INFER__TABLE const int8_t infer__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                             1,    13,   25,  38,  53,  69,  89,  113};
@@ -1599,6 +1619,7 @@ INFER__HD static inline int infer__iq4_xs_scale(const infer__block_iq4_xs *x, in
 #define INFER__FORMAT_Q8_K "Q8_K", INFER__QK_K, sizeof(infer__block_q8_K)
 #define INFER__FORMAT_IQ4_NL "IQ4_NL", INFER__QK, sizeof(infer__block_iq4_nl)
 #define INFER__FORMAT_IQ4_XS "IQ4_XS", INFER__QK_K, sizeof(infer__block_iq4_xs)
+#define INFER__FORMAT_MXFP4 "MXFP4", INFER__QK, sizeof(infer__block_mxfp4)
 /* types without a kernel here: their sizes, so that any file's tensor
    table can be read */
 #define INFER__FORMAT_IQ2_XXS "IQ2_XXS", 256, 66
@@ -1634,6 +1655,7 @@ static inline infer__format infer__format_of(infer_type t) {
         /* 24 */ {INFER__FORMAT_I8}, {INFER__FORMAT_I16}, {INFER__FORMAT_I32}, {INFER__FORMAT_I64},
         /* 28 */ {INFER__FORMAT_F64}, {INFER__FORMAT_IQ1_M}, {INFER__FORMAT_BF16}, {INFER__FORMAT_UNASSIGNED},
         /* 32 */ {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_TQ1_0}, {INFER__FORMAT_TQ2_0},
+        /* 36 */ {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_MXFP4},
     };
     static const infer__format none = {INFER__FORMAT_UNASSIGNED};
     return (unsigned)t < sizeof table / sizeof table[0] ? table[t] : none;
@@ -2642,6 +2664,7 @@ static void infer__quantize_row_q5_K(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_q6_K(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_iq4_nl(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_iq4_xs(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_mxfp4(const float *x, void *dst, int64_t n);
 
 /* ---- quants_k.c: the K-quant and IQ4 kernels, for quants.c's table ---- */
 static void infer__q2_K_to_float(const void *src, float *dst, int64_t n);
@@ -2754,6 +2777,8 @@ typedef struct infer__kernels {
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_mul)(float *g, const float *u, int n, const float *table);
+    /* gpt-oss's clamped SwiGLU (INFER__ACT_SWIGLU_CLAMP), plain C on every ISA */
+    void (*swiglu_clamp)(float *g, const float *u, int n);
     double (*sum_squares)(const float *x, int n);
     /* the recurrent layers' sums (recurrent.c), each in llama.cpp's order
        on this ISA: f32_dot_ordered is ggml_vec_dot_f32's x . y (four
@@ -7594,6 +7619,10 @@ static const infer__arch infer__archs[] = {
     {"qwen35", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_ATTN_INTERVAL | INFER__A_Q_GATE | INFER__A_POST_ATTN_FFN_NORM,
      0, 0, 0, 0, INFER__LAYER_DELTANET},
     {"granitehybrid", INFER__A_KV_PATTERN | INFER__A_GRANITE_SCALES, 0, 0, 0, 0, INFER__LAYER_MAMBA2},
+    /* gpt-oss: even layers slide (the window from the file), odd ones see all */
+    {"gpt-oss", INFER__A_NEOX | INFER__A_QKV_BIAS | INFER__A_MOE | INFER__A_POST_ATTN_FFN_NORM | INFER__A_SINKS |
+                    INFER__A_EXPERT_BIAS | INFER__A_SWIGLU_CLAMP | INFER__A_TOPK_SOFTMAX,
+     2, 0, 0, 0, 0},
 };
 #define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
 
@@ -7631,6 +7660,7 @@ static const infer__tensor_spec infer__layer_tensors[] = {
     {"attn_k_norm.weight", INFER__L(k_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM, INFER__KA},
     {"attn_output.weight", INFER__L(wo), INFER__D_Q, INFER__D_DIM, 0, INFER__T_ALWAYS, 0, INFER__KA},
     {"attn_output.bias", INFER__L(bo), INFER__D_DIM, 0, 0, INFER__T_OPTIONAL, 0, INFER__KA},
+    {"attn_sinks.weight", INFER__L(attn_sinks), INFER__D_HEADS, 0, 0, INFER__T_FLAG, INFER__A_SINKS, INFER__KA},
     {"post_attention_norm.weight", INFER__L(post_attn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
     {"ffn_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_UNLESS, INFER__A_POST_ATTN_FFN_NORM, 0},
     {"post_attention_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_ATTN_FFN_NORM, 0},
@@ -7644,6 +7674,13 @@ static const infer__tensor_spec infer__layer_tensors[] = {
      0, 0},
     {"ffn_down_exps.weight", INFER__L(down_exps), INFER__D_EXPERT_FFN, INFER__D_DIM, INFER__D_EXPERTS,
      INFER__T_EXPERT, 0, 0},
+    {"ffn_gate_inp.bias", INFER__L(router_b), INFER__D_EXPERTS, 0, 0, INFER__T_FLAG, INFER__A_EXPERT_BIAS, 0},
+    {"ffn_gate_exps.bias", INFER__L(gate_exps_b), INFER__D_EXPERT_FFN, INFER__D_EXPERTS, 0, INFER__T_FLAG,
+     INFER__A_EXPERT_BIAS, 0},
+    {"ffn_up_exps.bias", INFER__L(up_exps_b), INFER__D_EXPERT_FFN, INFER__D_EXPERTS, 0, INFER__T_FLAG,
+     INFER__A_EXPERT_BIAS, 0},
+    {"ffn_down_exps.bias", INFER__L(down_exps_b), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_FLAG,
+     INFER__A_EXPERT_BIAS, 0},
     {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
     /* LFM2's short convolution */
     {"shortconv.in_proj.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KSC},
@@ -8070,7 +8107,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     }
 
     /* features */
-    m->act = a->flags & INFER__A_GELU ? INFER__ACT_GELU : INFER__ACT_SILU;
+    m->act = a->flags & INFER__A_GELU ? INFER__ACT_GELU
+           : a->flags & INFER__A_SWIGLU_CLAMP ? INFER__ACT_SWIGLU_CLAMP : INFER__ACT_SILU;
     m->embd_scale = a->flags & INFER__A_EMBD_SCALE ? sqrtf((float)m->dim) : 0.0f;
     m->attn_scale_q = (a->flags & INFER__A_Q_SCALE) != 0;
     m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
@@ -8102,7 +8140,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     m->expert_ffn = m->ffn_dim;
     if (a->flags & (INFER__A_MOE | INFER__A_MOE_OPT)) {
         char key[128];
-        int gating = 1, required = (a->flags & INFER__A_MOE) != 0;
+        /* gpt-oss's files name neither its gating nor its normalisation */
+        int gating = a->flags & INFER__A_TOPK_SOFTMAX ? 3 : 1, required = (a->flags & INFER__A_MOE) != 0;
         int64_t v = -1;
         snprintf(key, sizeof key, "%s.expert_count", m->arch);
         /* present in any type (a float would not be read as a count: an error below) */
@@ -8138,7 +8177,7 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
                 return 0;
             }
             m->gating = gating == 3 ? INFER__GATING_SOFTMAX_TOPK : INFER__GATING_SOFTMAX;
-            m->expert_norm = 1;
+            m->expert_norm = !(a->flags & INFER__A_TOPK_SOFTMAX);
             snprintf(key, sizeof key, "%s.expert_weights_norm", m->arch);
             infer__gguf_get_bool(m->gguf, key, &m->expert_norm);
         }
@@ -8582,7 +8621,7 @@ INFER__UNUSED static float infer__f16_dot_llama(const uint16_t *a, size_t a_stri
    These reference kernels are always compiled; simd_*.c override them per
    instruction set (cpu.c chooses). Each format converts the
    activation row once to its vec_dot_type (as llama.cpp does: Q8_0 for
-   Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the 256-value
+   Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the 256-value
    formats of quants_k.c, F16 for F16, BF16 for BF16), so a weight row is
    then dotted without float conversion of the activations. The table at
    the end covers every GGUF type; quants_k.c holds the K-quant and IQ4
@@ -8825,6 +8864,40 @@ static float infer__q5_1_dot(int n, const void *w, const void *xv) {
     return s;
 }
 
+/* ---- MXFP4 ---- */
+
+static void infer__mxfp4_to_float(const void *src, float *dst, int64_t n) {
+    const infer__block_mxfp4 *x = (const infer__block_mxfp4 *)src;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, dst += INFER__QK) {
+        float d = infer__e8m0_half(x[b].e);
+        for (j = 0; j < 16; j++) {
+            dst[j] = d * infer__mxfp4_values[x[b].qs[j] & 0xF];
+            dst[j + 16] = d * infer__mxfp4_values[x[b].qs[j] >> 4];
+        }
+    }
+}
+
+/* ggml's generic order: the block's two integer halves added, then one
+   float multiply-add per block */
+static float infer__mxfp4_dot(int n, const void *w, const void *xv) {
+    const infer__block_mxfp4 *a = (const infer__block_mxfp4 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK; b++) {
+        float d = INFER__H(x[b].d) * infer__e8m0_half(a[b].e);
+        int sumi1 = 0, sumi2 = 0;
+        for (j = 0; j < 16; j++) {
+            sumi1 += x[b].qs[j] * infer__mxfp4_values[a[b].qs[j] & 0xF];
+            sumi2 += x[b].qs[j + 16] * infer__mxfp4_values[a[b].qs[j] >> 4];
+        }
+        s += d * (float)(sumi1 + sumi2);
+    }
+    return s;
+}
+
 /* ---- reference quantizers (llama.cpp's) ---- */
 
 /* Q4_0: the signed value of largest magnitude m becomes -8: d = m / -8,
@@ -8929,6 +9002,37 @@ static void infer__quantize_row_q8_0(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* MXFP4 (ggml's reference): the exponent from the block's max magnitude
+   (so that it lands on the grid's top, 12 * 2^(e-128) >= amax), each value
+   the nearest grid point, the first on a tie. The exponent is clamped at 0
+   where amax is below the subnormal scale (ggml's cast would wrap). */
+static void infer__quantize_row_mxfp4(const float *x, void *dst, int64_t n) {
+    infer__block_mxfp4 *y = (infer__block_mxfp4 *)dst;
+    int64_t b;
+    int j, i;
+    for (b = 0; b < n / INFER__QK; b++, x += INFER__QK) {
+        float amax = 0, d;
+        uint8_t q[INFER__QK];
+        for (j = 0; j < INFER__QK; j++) amax = INFER__MAX(amax, fabsf(x[j]));
+        if (amax > 0) {
+            float e = floorf(log2f(amax)) - 2 + 127;
+            y[b].e = (uint8_t)(e < 0 ? 0 : e > 255 ? 255 : e);
+        } else {
+            y[b].e = 0;
+        }
+        d = infer__e8m0_half(y[b].e);
+        for (j = 0; j < INFER__QK; j++) {
+            float best = fabsf(infer__mxfp4_values[0] * d - x[j]);
+            q[j] = 0;
+            for (i = 1; i < 16; i++) {
+                float err = fabsf(infer__mxfp4_values[i] * d - x[j]);
+                if (err < best) best = err, q[j] = (uint8_t)i;
+            }
+        }
+        for (j = 0; j < 16; j++) y[b].qs[j] = (uint8_t)(q[j] | q[j + 16] << 4);
+    }
+}
+
 /* ---- the table ---- */
 
 /* Block sizes of every GGUF type, so any file's tensor table can be read;
@@ -8972,6 +9076,10 @@ static const infer__type_traits infer__type_table[INFER_TYPE_COUNT] = {
     /* 33 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
     /* 34 */ INFER__NONE(INFER__FORMAT_TQ1_0, INFER_TYPE_Q8_K),
     /* 35 */ INFER__NONE(INFER__FORMAT_TQ2_0, INFER_TYPE_Q8_K),
+    /* 36 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
+    /* 37 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
+    /* 38 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
+    /* 39 */ {INFER__FORMAT_MXFP4, 1, INFER_TYPE_Q8_0, infer__mxfp4_to_float, NULL, infer__mxfp4_dot, infer__quantize_row_mxfp4},
 #undef INFER__NONE
 };
 
@@ -11001,6 +11109,17 @@ static void infer__silu_mul_ref(float *g, const float *u, int n) {
     for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + infer__expf(-g[i])) * u[i];
 }
 
+/* gpt-oss's experts: g = min(g, 7), u = clamp(u, -7, 7), then
+   g * sigmoid(1.702 g) * (u + 1), in ggml's steps (swiglu_oai) */
+static void infer__swiglu_clamp_ref(float *g, const float *u, int n) {
+    const float alpha = 1.702f, limit = 7.0f;
+    int i;
+    for (i = 0; i < n; i++) {
+        float x = INFER__MIN(g[i], limit), y = INFER__MAX(INFER__MIN(u[i], limit), -limit);
+        g[i] = x / (1.0f + infer__expf(alpha * (-x))) * (y + 1.0f);
+    }
+}
+
 /* g[i] = gelu(g[i]) * u[i], GELU as llama.cpp's CPU computes it: looked up
    in a table of every F16 value (table[h] = the F16 rounding of GELU(h)),
    with g rounded to F16 first; 0 below -10 and g itself above 10. */
@@ -11244,6 +11363,7 @@ static float infer__exp_llama_ref(float x) { return infer__exp_llama(x); }
    install replaces where it has its own. */
 static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
+    k->swiglu_clamp = infer__swiglu_clamp_ref;
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
     k->f32_dot_ordered = infer__f32_dot_ordered_ref;
@@ -17743,19 +17863,24 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     for (i = 0; i < nq; i++) {
         const float *q = b->q + (size_t)INFER__ATT_T(i) * b->ldq + (size_t)INFER__ATT_H(i) * hd;
         kern->from_float[qt](q, sc->qx + (size_t)i * q_row, hd);
-        sc->m[i] = -INFINITY;
-        sc->l[i] = 0;
+        /* a sink joins the max from the start (every run's too: a shift
+           only, so a run holding all of a row's keys sums as unsplit), and
+           the sum once: here where the sum runs online, else at its end
+           (kept) or in phase 2's merge (split) */
+        sc->m[i] = b->sinks ? b->sinks[INFER__ATT_H(i)] : -INFINITY;
+        sc->l[i] = b->sinks && !keep ? 1.0f : 0.0f;
     }
     if (b->phase == 2) { /* every run's max and sum, merged: this run's e^(x - its max) scaled to the whole row's */
         for (i = 0; i < nq; i++) {
             const float *pt = INFER__ATT_PART(i);
             double l = 0, lr;
-            float mx = -INFINITY;
+            float mx = b->sinks ? b->sinks[INFER__ATT_H(i)] : -INFINITY;
             for (r = 0; r < b->n_splits; r++) mx = INFER__MAX(mx, pt[r * p_stride]);
             for (r = 0; r < b->n_splits; r++) {
                 memcpy(&lr, pt + r * p_stride + 1, sizeof lr);
                 if (lr > 0) l += lr * infer__expf(pt[r * p_stride] - mx);
             }
+            if (b->sinks) l += infer__expf(b->sinks[INFER__ATT_H(i)] - mx); /* once a row, not once a run */
             /* a row whose keys all lie in one run: (float)(1 / sum), as unsplit */
             sc->inv[i] = l > 0 ? (float)((double)infer__expf(pt[run * p_stride] - mx) / l) : 0.0f;
         }
@@ -17814,6 +17939,8 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                                                        INFER__MIN(e - a, p + 1 - a), scale, sc->m[i])
                                    : 0.0;
                 run_sum[i] = sum;
+                /* unsplit, the sink's e^(z - max) ends the sum, in ggml's order */
+                if (b->sinks && !split) sum += infer__expf(b->sinks[INFER__ATT_H(i)] - sc->m[i]);
                 sc->inv[i] = sum > 0 ? (float)(1.0 / sum) : 0.0f;
             }
     }
@@ -17892,7 +18019,8 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     for (i = 0; i < nq; i++) {
         const float *q = b->q + (size_t)(t0 + i / group) * b->ldq + (size_t)(kvh * group + i % group) * hd;
         kern->from_float[INFER_TYPE_F16](q, sc->qx + (size_t)i * q_row, hd);
-        sc->m[i] = -INFINITY;
+        /* ggml's soft_max: a sink joins the row's max before the exps and their sum after */
+        sc->m[i] = b->sinks ? b->sinks[kvh * group + i % group] : -INFINITY;
         sc->sum[i] = 0;
     }
     memset(sc->lanes, 0, (size_t)nq * hd * nl * sizeof(float));
@@ -17900,6 +18028,8 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     memset(sc->pchunk, 0, (size_t)16 * INFER__ATT_ROWS * sizeof(float));
 
     for (pass = 0; pass < 3; pass++) {
+        if (pass == 2 && b->sinks)
+            for (i = 0; i < nq; i++) sc->sum[i] += infer__expf(b->sinks[kvh * group + i % group] - sc->m[i]);
         for (k0 = key_lo; k0 < key_hi;) {
             int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot), c0;
             if (pass == 0 || (!one_tile && !keep)) {
@@ -18503,7 +18633,11 @@ static void infer__moe_choose(const infer_model *m, infer__moe_route *rt, int t,
             for (j = 0; j < k; j++) taken |= ex[j] == e;
             if (!taken) next = INFER__MAX(next, probs[e]);
         }
-        rt->margin[pos] = INFER__MIN(rt->margin[pos], (w[k - 1] - next) / w[k - 1]);
+        /* on raw logits (softmax of the chosen), the gap the probabilities
+           of a softmax over all would show: 1 - p_next / p_last */
+        float gap = m->gating == INFER__GATING_SOFTMAX_TOPK ? 1.0f - infer__expf(next - w[k - 1])
+                                                             : (w[k - 1] - next) / w[k - 1];
+        rt->margin[pos] = INFER__MIN(rt->margin[pos], gap);
     }
     if (m->gating == INFER__GATING_SOFTMAX_TOPK) {
         for (mx = w[0], j = 1; j < k; j++) mx = INFER__MAX(mx, w[j]);
@@ -18956,8 +19090,17 @@ static void infer__softcap(float *x, int n, float cap) {
 static void infer__act_mul(const infer_context *c, float *g, const float *u, int n) {
     if (c->model->act == INFER__ACT_GELU)
         c->kern.gelu_mul(g, u, n, c->model->gelu_table);
+    else if (c->model->act == INFER__ACT_SWIGLU_CLAMP)
+        c->kern.swiglu_clamp(g, u, n);
     else
         c->kern.silu_mul(g, u, n);
+}
+
+/* rows[i] += the bias's column `col` (a [n, columns] F32 tensor) */
+static void infer__add_bias(float *row, const infer__tensor *bias, int col, int n) {
+    const float *b = (const float *)bias->data + (size_t)col * n;
+    int i;
+    for (i = 0; i < n; i++) row[i] += b[i];
 }
 
 /* ---- the steps ---------------------------------------------------------- */
@@ -19066,6 +19209,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     ab.ldq = ab.ldo = q_dim;
     ab.layer = l;
     ab.window = m->layers[l].window;
+    ab.sinks = m->layers[l].attn_sinks ? (const float *)m->layers[l].attn_sinks->data : NULL;
     ab.n_splits = ps->attn_splits;
     ab.split_len = c->attn_split_len;
     ab.phase = phase;
@@ -19258,17 +19402,21 @@ static void infer__ffn(infer_context *c, const infer__product *P, int n, int t0,
    (tokens t0..t1 are this worker's), into xb: route, gather, gate/up,
    activation, down, and each token's weighted sum in the order its
    experts were chosen. */
-static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
+static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1,
+                           int ith, int nth) {
     const infer_model *m = c->model;
     infer__moe_route *rt = &c->route;
     const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
     int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
-    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
+    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i, e;
     infer__product_ready(c, ith);
     infer__pool_barrier(c->pool); /* the router reads every token's xb */
     infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
-    for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->pos[t]);
+    for (t = t0; t < t1; t++) {
+        if (L->router_b) infer__add_bias(rt->logits + (size_t)t * m->n_expert, L->router_b, 0, m->n_expert);
+        infer__moe_choose(m, rt, t, c->pos[t]);
+    }
     infer__pool_barrier(c->pool);
     if (ith == 0) infer__moe_pairs(m, rt, n);
     infer__pool_barrier(c->pool);
@@ -19281,7 +19429,10 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     infer__pool_barrier(c->pool);
     infer__moe_product(c, gu, ith, nth);
     infer__pool_barrier(c->pool);
-    for (p = p0; p < p1; p++) {
+    for (p = p0, e = 0; p < p1; p++) {
+        while (rt->start[e + 1] <= p) e++; /* pair p's expert: pairs are sorted by expert */
+        if (L->gate_exps_b) infer__add_bias(c->hb + (size_t)p * effn, L->gate_exps_b, e, effn);
+        if (L->up_exps_b) infer__add_bias(c->hb2 + (size_t)p * effn, L->up_exps_b, e, effn);
         infer__act_mul(c, c->hb + (size_t)p * effn, c->hb2 + (size_t)p * effn, effn);
         for (s = 0; s < dn->n_x; s++)
             c->kern.from_float[dn->x_type[s]](c->hb + (size_t)p * effn,
@@ -19293,8 +19444,11 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     for (t = t0; t < t1; t++) {
         float *out = c->xb + (size_t)t * dim;
         for (j = 0; j < k; j++) {
-            const float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
+            float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
             float w = rt->weight[t * k + j];
+            /* the down bias joins each expert's output before its weight, as
+               ggml adds it (its pair is this token's alone) */
+            if (L->down_exps_b) infer__add_bias(y, L->down_exps_b, rt->expert[t * k + j], dim);
             for (i = 0; i < dim; i++) out[i] = j ? out[i] + y[i] * w : y[i] * w;
         }
     }
@@ -19384,7 +19538,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 
         /* feed-forward */
         infer__norm_rows(c, L->ffn_norm, t0, t1);
-        if (L->ffn_router) infer__moe_ffn(c, P, n, t0, t1, ith, nth);
+        if (L->ffn_router) infer__moe_ffn(c, L, P, n, t0, t1, ith, nth);
         else infer__ffn(c, P, n, t0, t1, ith, nth);
         if (ith == 0) infer__atomic_store(&ps->stop, infer__aborted(c), INFER__RELAXED);
         infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */

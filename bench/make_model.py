@@ -6,7 +6,9 @@
 SHAPE: smollm-135m, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b; the hybrids
        lfm2-350m, qwen3.5-0.8b and granite-4.0-h-350m (recurrent layers beside
        attention, as their public configs give them), qwen3.5-0.8b-attn (the
-       same with every layer attending); test-draft and
+       same with every layer attending); gpt-oss-20b (TYPE mxfp4_moe only:
+       experts MXFP4, the other matrices Q8_0, router and vectors F32, about
+       12 GB, written a tensor at a time); test-draft and
        test-target, two small shapes of one vocabulary (speculation's tests)
 TYPE:  f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (written directly), or
        any type `infer quantize` takes (q4_k, q5_k, q6_k, q4_k_m, q5_k_m):
@@ -52,6 +54,10 @@ SHAPES = {
     "granite-4.0-h-350m": dict(dim=768, layers=32, heads=12, kv=4, ffn=2048, vocab=100352, tied=True, rope=10000.0,
                                arch="granitehybrid", attn=[10, 13, 17, 27],
                                ssm=dict(conv=4, inner=1536, state=128, heads=48, groups=1)),
+    # gpt-oss-20b as OpenAI's config gives it: 24 layers of 32 experts (4 used),
+    # 64 query heads of 64 over 8 KV heads, every other layer sliding over 128
+    "gpt-oss-20b": dict(dim=2880, layers=24, heads=64, kv=8, head_dim=64, ffn=2880, vocab=201088, tied=False,
+                        rope=150000.0, arch="gpt-oss", experts=32, used=4, window=128),
     # a pair of one (synthetic) vocabulary for tests: a draft and its target
     "test-draft": dict(dim=128, layers=2, heads=4, kv=2, ffn=256, vocab=512, tied=True, rope=10000.0, arch="llama"),
     "test-target": dict(dim=256, layers=4, heads=4, kv=4, ffn=512, vocab=512, tied=False, rope=10000.0, arch="llama"),
@@ -158,6 +164,102 @@ def write_hybrid_keys(w, s):
         w.add_float32(arch + ".logit_scale", 3.0)
 
 
+def random_blocks(rng, qtype, rows, cols):
+    """rows x cols values of random blocks, as bytes: Q8_0 (an F16 scale of
+    about 0.02 / 64, int8 values) or MXFP4 (an exponent near 2^-7, random
+    nibbles), without quantizing anything (the 20B shape's 12 GB would take
+    hours)"""
+    if qtype == gguf.GGMLQuantizationType.Q8_0:
+        blocks = np.empty((rows, cols // 32, 34), dtype=np.uint8)
+        blocks[:, :, :2] = np.frombuffer(np.float16(0.02 / 64).tobytes(), dtype=np.uint8)
+        blocks[:, :, 2:] = rng.integers(0, 256, (rows, cols // 32, 32), dtype=np.uint8)
+    else:
+        blocks = rng.integers(0, 256, (rows, cols // 32, 17), dtype=np.uint8)
+        blocks[:, :, 0] = rng.integers(119, 122, (rows, cols // 32), dtype=np.uint8)
+    return blocks.reshape(rows, -1)
+
+
+def write_gptoss(shape_name, path, seed):
+    """gpt-oss in the MXFP4_MOE mix, streamed: the tensors' table first, then
+    each tensor made and written in turn (one expert tensor is 141 MB)"""
+    s = SHAPES[shape_name]
+    rng = np.random.default_rng(seed)
+    arch, dim, hd, ne = s["arch"], s["dim"], s["head_dim"], s["experts"]
+    q_dim, kv_dim, effn = s["heads"] * hd, s["kv"] * hd, s["ffn"]
+    Q8, MX = gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.MXFP4
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name("random-" + shape_name)
+    w.add_context_length(131072)
+    w.add_embedding_length(dim)
+    w.add_block_count(s["layers"])
+    w.add_feed_forward_length(effn)
+    w.add_head_count(s["heads"])
+    w.add_head_count_kv(s["kv"])
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_rope_freq_base(s["rope"])
+    w.add_string(arch + ".rope.scaling.type", "yarn")
+    w.add_float32(arch + ".rope.scaling.factor", 32.0)
+    w.add_uint32(arch + ".rope.scaling.original_context_length", 4096)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_uint32(arch + ".expert_count", ne)
+    w.add_uint32(arch + ".expert_used_count", s["used"])
+    w.add_uint32(arch + ".expert_feed_forward_length", effn)
+    w.add_uint32(arch + ".attention.sliding_window", s["window"])
+    w.add_vocab_size(s["vocab"])
+    w.add_file_type(38)  # MOSTLY_MXFP4_MOE
+    add_vocab(w, s["vocab"])
+    todo = []  # (name, make): make() gives the tensor's array
+
+    def mat(name, rows, cols, qtype, experts=0):
+        def make():
+            if experts:
+                return np.stack([random_blocks(rng, qtype, rows, cols) for _ in range(experts)])
+            return random_blocks(rng, qtype, rows, cols)
+        shape = (experts, rows, cols // 32 * (34 if qtype == Q8 else 17)) if experts else (rows, cols // 32 * (34 if qtype == Q8 else 17))
+        w.add_tensor_info(name, shape, np.dtype(np.uint8), int(np.prod(shape)), raw_dtype=qtype)
+        todo.append(make)
+
+    def f32(name, shape, value=None):
+        def make():
+            if value is not None:
+                return np.full(shape, value, dtype=np.float32)
+            return (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float32)
+        w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * int(np.prod(shape)))
+        todo.append(make)
+
+    mat("token_embd.weight", s["vocab"], dim, Q8)
+    f32("output_norm.weight", (dim,), 1.0)
+    mat("output.weight", s["vocab"], dim, Q8)
+    for l in range(s["layers"]):
+        p = "blk.%d." % l
+        f32(p + "attn_norm.weight", (dim,), 1.0)
+        mat(p + "attn_q.weight", q_dim, dim, Q8)
+        f32(p + "attn_q.bias", (q_dim,))
+        mat(p + "attn_k.weight", kv_dim, dim, Q8)
+        f32(p + "attn_k.bias", (kv_dim,))
+        mat(p + "attn_v.weight", kv_dim, dim, Q8)
+        f32(p + "attn_v.bias", (kv_dim,))
+        mat(p + "attn_output.weight", dim, q_dim, Q8)
+        f32(p + "attn_output.bias", (dim,))
+        f32(p + "attn_sinks.weight", (s["heads"],))
+        f32(p + "post_attention_norm.weight", (dim,), 1.0)
+        f32(p + "ffn_gate_inp.weight", (ne, dim))
+        f32(p + "ffn_gate_inp.bias", (ne,))
+        mat(p + "ffn_gate_exps.weight", effn, dim, MX, ne)
+        f32(p + "ffn_gate_exps.bias", (ne, effn))
+        mat(p + "ffn_up_exps.weight", effn, dim, MX, ne)
+        f32(p + "ffn_up_exps.bias", (ne, effn))
+        mat(p + "ffn_down_exps.weight", dim, effn, MX, ne)
+        f32(p + "ffn_down_exps.bias", (ne, dim))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for make in todo:
+        w.write_tensor_data(make())
+    w.close()
+
+
 def write(shape_name, ftype, path, seed):
     s = SHAPES[shape_name]
     rng = np.random.default_rng(seed)
@@ -242,7 +344,11 @@ def main():
     ftype = a.type.lower()
     out = a.output or os.path.join(ROOT, "models", "%s-%s.gguf" % (a.shape, ftype))
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    if ftype in DIRECT:
+    if SHAPES[a.shape]["arch"] == "gpt-oss":
+        if ftype != "mxfp4_moe":
+            sys.exit("make_model.py: %s is written as mxfp4_moe only" % a.shape)
+        write_gptoss(a.shape, out, a.seed)
+    elif ftype in DIRECT:
         write(a.shape, ftype, out, a.seed)
     else:
         src = os.path.join(os.path.dirname(os.path.abspath(out)), "%s-f16.gguf" % a.shape)

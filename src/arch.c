@@ -33,6 +33,10 @@ static const infer__arch infer__archs[] = {
     {"qwen35", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_ATTN_INTERVAL | INFER__A_Q_GATE | INFER__A_POST_ATTN_FFN_NORM,
      0, 0, 0, 0, INFER__LAYER_DELTANET},
     {"granitehybrid", INFER__A_KV_PATTERN | INFER__A_GRANITE_SCALES, 0, 0, 0, 0, INFER__LAYER_MAMBA2},
+    /* gpt-oss: even layers slide (the window from the file), odd ones see all */
+    {"gpt-oss", INFER__A_NEOX | INFER__A_QKV_BIAS | INFER__A_MOE | INFER__A_POST_ATTN_FFN_NORM | INFER__A_SINKS |
+                    INFER__A_EXPERT_BIAS | INFER__A_SWIGLU_CLAMP | INFER__A_TOPK_SOFTMAX,
+     2, 0, 0, 0, 0},
 };
 #define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
 
@@ -70,6 +74,7 @@ static const infer__tensor_spec infer__layer_tensors[] = {
     {"attn_k_norm.weight", INFER__L(k_norm), INFER__D_HEAD, 0, 0, INFER__T_FLAG, INFER__A_QK_NORM, INFER__KA},
     {"attn_output.weight", INFER__L(wo), INFER__D_Q, INFER__D_DIM, 0, INFER__T_ALWAYS, 0, INFER__KA},
     {"attn_output.bias", INFER__L(bo), INFER__D_DIM, 0, 0, INFER__T_OPTIONAL, 0, INFER__KA},
+    {"attn_sinks.weight", INFER__L(attn_sinks), INFER__D_HEADS, 0, 0, INFER__T_FLAG, INFER__A_SINKS, INFER__KA},
     {"post_attention_norm.weight", INFER__L(post_attn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
     {"ffn_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_UNLESS, INFER__A_POST_ATTN_FFN_NORM, 0},
     {"post_attention_norm.weight", INFER__L(ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_ATTN_FFN_NORM, 0},
@@ -83,6 +88,13 @@ static const infer__tensor_spec infer__layer_tensors[] = {
      0, 0},
     {"ffn_down_exps.weight", INFER__L(down_exps), INFER__D_EXPERT_FFN, INFER__D_DIM, INFER__D_EXPERTS,
      INFER__T_EXPERT, 0, 0},
+    {"ffn_gate_inp.bias", INFER__L(router_b), INFER__D_EXPERTS, 0, 0, INFER__T_FLAG, INFER__A_EXPERT_BIAS, 0},
+    {"ffn_gate_exps.bias", INFER__L(gate_exps_b), INFER__D_EXPERT_FFN, INFER__D_EXPERTS, 0, INFER__T_FLAG,
+     INFER__A_EXPERT_BIAS, 0},
+    {"ffn_up_exps.bias", INFER__L(up_exps_b), INFER__D_EXPERT_FFN, INFER__D_EXPERTS, 0, INFER__T_FLAG,
+     INFER__A_EXPERT_BIAS, 0},
+    {"ffn_down_exps.bias", INFER__L(down_exps_b), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_FLAG,
+     INFER__A_EXPERT_BIAS, 0},
     {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
     /* LFM2's short convolution */
     {"shortconv.in_proj.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KSC},

@@ -246,19 +246,24 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
     for (i = 0; i < nq; i++) {
         const float *q = b->q + (size_t)INFER__ATT_T(i) * b->ldq + (size_t)INFER__ATT_H(i) * hd;
         kern->from_float[qt](q, sc->qx + (size_t)i * q_row, hd);
-        sc->m[i] = -INFINITY;
-        sc->l[i] = 0;
+        /* a sink joins the max from the start (every run's too: a shift
+           only, so a run holding all of a row's keys sums as unsplit), and
+           the sum once: here where the sum runs online, else at its end
+           (kept) or in phase 2's merge (split) */
+        sc->m[i] = b->sinks ? b->sinks[INFER__ATT_H(i)] : -INFINITY;
+        sc->l[i] = b->sinks && !keep ? 1.0f : 0.0f;
     }
     if (b->phase == 2) { /* every run's max and sum, merged: this run's e^(x - its max) scaled to the whole row's */
         for (i = 0; i < nq; i++) {
             const float *pt = INFER__ATT_PART(i);
             double l = 0, lr;
-            float mx = -INFINITY;
+            float mx = b->sinks ? b->sinks[INFER__ATT_H(i)] : -INFINITY;
             for (r = 0; r < b->n_splits; r++) mx = INFER__MAX(mx, pt[r * p_stride]);
             for (r = 0; r < b->n_splits; r++) {
                 memcpy(&lr, pt + r * p_stride + 1, sizeof lr);
                 if (lr > 0) l += lr * infer__expf(pt[r * p_stride] - mx);
             }
+            if (b->sinks) l += infer__expf(b->sinks[INFER__ATT_H(i)] - mx); /* once a row, not once a run */
             /* a row whose keys all lie in one run: (float)(1 / sum), as unsplit */
             sc->inv[i] = l > 0 ? (float)((double)infer__expf(pt[run * p_stride] - mx) / l) : 0.0f;
         }
@@ -317,6 +322,8 @@ static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_s
                                                        INFER__MIN(e - a, p + 1 - a), scale, sc->m[i])
                                    : 0.0;
                 run_sum[i] = sum;
+                /* unsplit, the sink's e^(z - max) ends the sum, in ggml's order */
+                if (b->sinks && !split) sum += infer__expf(b->sinks[INFER__ATT_H(i)] - sc->m[i]);
                 sc->inv[i] = sum > 0 ? (float)(1.0 / sum) : 0.0f;
             }
     }
@@ -395,7 +402,8 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     for (i = 0; i < nq; i++) {
         const float *q = b->q + (size_t)(t0 + i / group) * b->ldq + (size_t)(kvh * group + i % group) * hd;
         kern->from_float[INFER_TYPE_F16](q, sc->qx + (size_t)i * q_row, hd);
-        sc->m[i] = -INFINITY;
+        /* ggml's soft_max: a sink joins the row's max before the exps and their sum after */
+        sc->m[i] = b->sinks ? b->sinks[kvh * group + i % group] : -INFINITY;
         sc->sum[i] = 0;
     }
     memset(sc->lanes, 0, (size_t)nq * hd * nl * sizeof(float));
@@ -403,6 +411,8 @@ static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer
     memset(sc->pchunk, 0, (size_t)16 * INFER__ATT_ROWS * sizeof(float));
 
     for (pass = 0; pass < 3; pass++) {
+        if (pass == 2 && b->sinks)
+            for (i = 0; i < nq; i++) sc->sum[i] += infer__expf(b->sinks[kvh * group + i % group] - sc->m[i]);
         for (k0 = key_lo; k0 < key_hi;) {
             int slot = k0 % slots, kt = INFER__MIN(INFER__MIN(INFER__ATT_TILE, key_hi - k0), slots - slot), c0;
             if (pass == 0 || (!one_tile && !keep)) {

@@ -106,6 +106,26 @@ typedef struct {
     uint8_t qs[128];     /* sub-block k's 16 bytes, nibbles as IQ4_NL's */
 } infer__block_iq4_xs;
 
+/* MXFP4 (OCP microscaling FP4): 4-bit E2M1 codes with one E8M0 exponent
+   per 32; x = infer__e8m0_half(e) * infer__mxfp4_values[q] */
+typedef struct {
+    uint8_t e;      /* the block's power of two, biased by 127 */
+    uint8_t qs[16]; /* value j in the low nibble of qs[j], j + 16 in the high */
+} infer__block_mxfp4;
+
+/* E2M1's values doubled (so they are integers for int8 products); the
+   scale below is halved to match */
+static INFER__TABLE const int8_t infer__mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* 2^(e-128), i.e. half of E8M0's 2^(e-127), as ggml has it: the float whose
+   exponent field is e - 1, and for e = 0 and 1 the subnormals 2^-128 and
+   2^-127 (written as bits, so that no float rounding is involved) */
+INFER__HD static inline float infer__e8m0_half(uint8_t e) {
+    union { uint32_t u; float f; } v;
+    v.u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    return v.f;
+}
+
 /* IQ4_NL's and IQ4_XS's grid: the value of each 4-bit index */
 static INFER__TABLE const int8_t infer__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                             1,    13,   25,  38,  53,  69,  89,  113};
@@ -165,6 +185,7 @@ INFER__HD static inline int infer__iq4_xs_scale(const infer__block_iq4_xs *x, in
 #define INFER__FORMAT_Q8_K "Q8_K", INFER__QK_K, sizeof(infer__block_q8_K)
 #define INFER__FORMAT_IQ4_NL "IQ4_NL", INFER__QK, sizeof(infer__block_iq4_nl)
 #define INFER__FORMAT_IQ4_XS "IQ4_XS", INFER__QK_K, sizeof(infer__block_iq4_xs)
+#define INFER__FORMAT_MXFP4 "MXFP4", INFER__QK, sizeof(infer__block_mxfp4)
 /* types without a kernel here: their sizes, so that any file's tensor
    table can be read */
 #define INFER__FORMAT_IQ2_XXS "IQ2_XXS", 256, 66
@@ -200,6 +221,7 @@ static inline infer__format infer__format_of(infer_type t) {
         /* 24 */ {INFER__FORMAT_I8}, {INFER__FORMAT_I16}, {INFER__FORMAT_I32}, {INFER__FORMAT_I64},
         /* 28 */ {INFER__FORMAT_F64}, {INFER__FORMAT_IQ1_M}, {INFER__FORMAT_BF16}, {INFER__FORMAT_UNASSIGNED},
         /* 32 */ {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_TQ1_0}, {INFER__FORMAT_TQ2_0},
+        /* 36 */ {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_UNASSIGNED}, {INFER__FORMAT_MXFP4},
     };
     static const infer__format none = {INFER__FORMAT_UNASSIGNED};
     return (unsigned)t < sizeof table / sizeof table[0] ? table[t] : none;

@@ -33,8 +33,17 @@ static void infer__softcap(float *x, int n, float cap) {
 static void infer__act_mul(const infer_context *c, float *g, const float *u, int n) {
     if (c->model->act == INFER__ACT_GELU)
         c->kern.gelu_mul(g, u, n, c->model->gelu_table);
+    else if (c->model->act == INFER__ACT_SWIGLU_CLAMP)
+        c->kern.swiglu_clamp(g, u, n);
     else
         c->kern.silu_mul(g, u, n);
+}
+
+/* rows[i] += the bias's column `col` (a [n, columns] F32 tensor) */
+static void infer__add_bias(float *row, const infer__tensor *bias, int col, int n) {
+    const float *b = (const float *)bias->data + (size_t)col * n;
+    int i;
+    for (i = 0; i < n; i++) row[i] += b[i];
 }
 
 /* ---- the steps ---------------------------------------------------------- */
@@ -143,6 +152,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     ab.ldq = ab.ldo = q_dim;
     ab.layer = l;
     ab.window = m->layers[l].window;
+    ab.sinks = m->layers[l].attn_sinks ? (const float *)m->layers[l].attn_sinks->data : NULL;
     ab.n_splits = ps->attn_splits;
     ab.split_len = c->attn_split_len;
     ab.phase = phase;
@@ -335,17 +345,21 @@ static void infer__ffn(infer_context *c, const infer__product *P, int n, int t0,
    (tokens t0..t1 are this worker's), into xb: route, gather, gate/up,
    activation, down, and each token's weighted sum in the order its
    experts were chosen. */
-static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
+static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1,
+                           int ith, int nth) {
     const infer_model *m = c->model;
     infer__moe_route *rt = &c->route;
     const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
     int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
-    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i;
+    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i, e;
     infer__product_ready(c, ith);
     infer__pool_barrier(c->pool); /* the router reads every token's xb */
     infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
-    for (t = t0; t < t1; t++) infer__moe_choose(m, rt, t, c->pos[t]);
+    for (t = t0; t < t1; t++) {
+        if (L->router_b) infer__add_bias(rt->logits + (size_t)t * m->n_expert, L->router_b, 0, m->n_expert);
+        infer__moe_choose(m, rt, t, c->pos[t]);
+    }
     infer__pool_barrier(c->pool);
     if (ith == 0) infer__moe_pairs(m, rt, n);
     infer__pool_barrier(c->pool);
@@ -358,7 +372,10 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     infer__pool_barrier(c->pool);
     infer__moe_product(c, gu, ith, nth);
     infer__pool_barrier(c->pool);
-    for (p = p0; p < p1; p++) {
+    for (p = p0, e = 0; p < p1; p++) {
+        while (rt->start[e + 1] <= p) e++; /* pair p's expert: pairs are sorted by expert */
+        if (L->gate_exps_b) infer__add_bias(c->hb + (size_t)p * effn, L->gate_exps_b, e, effn);
+        if (L->up_exps_b) infer__add_bias(c->hb2 + (size_t)p * effn, L->up_exps_b, e, effn);
         infer__act_mul(c, c->hb + (size_t)p * effn, c->hb2 + (size_t)p * effn, effn);
         for (s = 0; s < dn->n_x; s++)
             c->kern.from_float[dn->x_type[s]](c->hb + (size_t)p * effn,
@@ -370,8 +387,11 @@ static void infer__moe_ffn(infer_context *c, const infer__product *P, int n, int
     for (t = t0; t < t1; t++) {
         float *out = c->xb + (size_t)t * dim;
         for (j = 0; j < k; j++) {
-            const float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
+            float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
             float w = rt->weight[t * k + j];
+            /* the down bias joins each expert's output before its weight, as
+               ggml adds it (its pair is this token's alone) */
+            if (L->down_exps_b) infer__add_bias(y, L->down_exps_b, rt->expert[t * k + j], dim);
             for (i = 0; i < dim; i++) out[i] = j ? out[i] + y[i] * w : y[i] * w;
         }
     }
@@ -461,7 +481,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 
         /* feed-forward */
         infer__norm_rows(c, L->ffn_norm, t0, t1);
-        if (L->ffn_router) infer__moe_ffn(c, P, n, t0, t1, ith, nth);
+        if (L->ffn_router) infer__moe_ffn(c, L, P, n, t0, t1, ith, nth);
         else infer__ffn(c, P, n, t0, t1, ith, nth);
         if (ith == 0) infer__atomic_store(&ps->stop, infer__aborted(c), INFER__RELAXED);
         infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */

@@ -220,6 +220,7 @@ static void infer__quantize_row_q5_K(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_q6_K(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_iq4_nl(const float *x, void *dst, int64_t n);
 static void infer__quantize_row_iq4_xs(const float *x, void *dst, int64_t n);
+static void infer__quantize_row_mxfp4(const float *x, void *dst, int64_t n);
 
 /* ---- quants_k.c: the K-quant and IQ4 kernels, for quants.c's table ---- */
 static void infer__q2_K_to_float(const void *src, float *dst, int64_t n);
@@ -332,6 +333,8 @@ typedef struct infer__kernels {
        GELU from an F16-indexed table (llama.cpp's); RMSNorm's sum of squares */
     void (*silu_mul)(float *g, const float *u, int n);
     void (*gelu_mul)(float *g, const float *u, int n, const float *table);
+    /* gpt-oss's clamped SwiGLU (INFER__ACT_SWIGLU_CLAMP), plain C on every ISA */
+    void (*swiglu_clamp)(float *g, const float *u, int n);
     double (*sum_squares)(const float *x, int n);
     /* the recurrent layers' sums (recurrent.c), each in llama.cpp's order
        on this ISA: f32_dot_ordered is ggml_vec_dot_f32's x . y (four

@@ -391,7 +391,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     }
 
     /* features */
-    m->act = a->flags & INFER__A_GELU ? INFER__ACT_GELU : INFER__ACT_SILU;
+    m->act = a->flags & INFER__A_GELU ? INFER__ACT_GELU
+           : a->flags & INFER__A_SWIGLU_CLAMP ? INFER__ACT_SWIGLU_CLAMP : INFER__ACT_SILU;
     m->embd_scale = a->flags & INFER__A_EMBD_SCALE ? sqrtf((float)m->dim) : 0.0f;
     m->attn_scale_q = (a->flags & INFER__A_Q_SCALE) != 0;
     m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
@@ -423,7 +424,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     m->expert_ffn = m->ffn_dim;
     if (a->flags & (INFER__A_MOE | INFER__A_MOE_OPT)) {
         char key[128];
-        int gating = 1, required = (a->flags & INFER__A_MOE) != 0;
+        /* gpt-oss's files name neither its gating nor its normalisation */
+        int gating = a->flags & INFER__A_TOPK_SOFTMAX ? 3 : 1, required = (a->flags & INFER__A_MOE) != 0;
         int64_t v = -1;
         snprintf(key, sizeof key, "%s.expert_count", m->arch);
         /* present in any type (a float would not be read as a count: an error below) */
@@ -459,7 +461,7 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
                 return 0;
             }
             m->gating = gating == 3 ? INFER__GATING_SOFTMAX_TOPK : INFER__GATING_SOFTMAX;
-            m->expert_norm = 1;
+            m->expert_norm = !(a->flags & INFER__A_TOPK_SOFTMAX);
             snprintf(key, sizeof key, "%s.expert_weights_norm", m->arch);
             infer__gguf_get_bool(m->gguf, key, &m->expert_norm);
         }

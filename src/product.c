@@ -126,7 +126,11 @@ static void infer__moe_choose(const infer_model *m, infer__moe_route *rt, int t,
             for (j = 0; j < k; j++) taken |= ex[j] == e;
             if (!taken) next = INFER__MAX(next, probs[e]);
         }
-        rt->margin[pos] = INFER__MIN(rt->margin[pos], (w[k - 1] - next) / w[k - 1]);
+        /* on raw logits (softmax of the chosen), the gap the probabilities
+           of a softmax over all would show: 1 - p_next / p_last */
+        float gap = m->gating == INFER__GATING_SOFTMAX_TOPK ? 1.0f - infer__expf(next - w[k - 1])
+                                                             : (w[k - 1] - next) / w[k - 1];
+        rt->margin[pos] = INFER__MIN(rt->margin[pos], gap);
     }
     if (m->gating == INFER__GATING_SOFTMAX_TOPK) {
         for (mx = w[0], j = 1; j < k; j++) mx = INFER__MAX(mx, w[j]);

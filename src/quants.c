@@ -3,7 +3,7 @@
    These reference kernels are always compiled; simd_*.c override them per
    instruction set (cpu.c chooses). Each format converts the
    activation row once to its vec_dot_type (as llama.cpp does: Q8_0 for
-   Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the 256-value
+   Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the 256-value
    formats of quants_k.c, F16 for F16, BF16 for BF16), so a weight row is
    then dotted without float conversion of the activations. The table at
    the end covers every GGUF type; quants_k.c holds the K-quant and IQ4
@@ -248,6 +248,40 @@ static float infer__q5_1_dot(int n, const void *w, const void *xv) {
     return s;
 }
 
+/* ---- MXFP4 ---- */
+
+static void infer__mxfp4_to_float(const void *src, float *dst, int64_t n) {
+    const infer__block_mxfp4 *x = (const infer__block_mxfp4 *)src;
+    int64_t b;
+    int j;
+    for (b = 0; b < n / INFER__QK; b++, dst += INFER__QK) {
+        float d = infer__e8m0_half(x[b].e);
+        for (j = 0; j < 16; j++) {
+            dst[j] = d * infer__mxfp4_values[x[b].qs[j] & 0xF];
+            dst[j + 16] = d * infer__mxfp4_values[x[b].qs[j] >> 4];
+        }
+    }
+}
+
+/* ggml's generic order: the block's two integer halves added, then one
+   float multiply-add per block */
+static float infer__mxfp4_dot(int n, const void *w, const void *xv) {
+    const infer__block_mxfp4 *a = (const infer__block_mxfp4 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    float s = 0;
+    int b, j;
+    for (b = 0; b < n / INFER__QK; b++) {
+        float d = INFER__H(x[b].d) * infer__e8m0_half(a[b].e);
+        int sumi1 = 0, sumi2 = 0;
+        for (j = 0; j < 16; j++) {
+            sumi1 += x[b].qs[j] * infer__mxfp4_values[a[b].qs[j] & 0xF];
+            sumi2 += x[b].qs[j + 16] * infer__mxfp4_values[a[b].qs[j] >> 4];
+        }
+        s += d * (float)(sumi1 + sumi2);
+    }
+    return s;
+}
+
 /* ---- reference quantizers (llama.cpp's) ---- */
 
 /* Q4_0: the signed value of largest magnitude m becomes -8: d = m / -8,
@@ -352,6 +386,37 @@ static void infer__quantize_row_q8_0(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* MXFP4 (ggml's reference): the exponent from the block's max magnitude
+   (so that it lands on the grid's top, 12 * 2^(e-128) >= amax), each value
+   the nearest grid point, the first on a tie. The exponent is clamped at 0
+   where amax is below the subnormal scale (ggml's cast would wrap). */
+static void infer__quantize_row_mxfp4(const float *x, void *dst, int64_t n) {
+    infer__block_mxfp4 *y = (infer__block_mxfp4 *)dst;
+    int64_t b;
+    int j, i;
+    for (b = 0; b < n / INFER__QK; b++, x += INFER__QK) {
+        float amax = 0, d;
+        uint8_t q[INFER__QK];
+        for (j = 0; j < INFER__QK; j++) amax = INFER__MAX(amax, fabsf(x[j]));
+        if (amax > 0) {
+            float e = floorf(log2f(amax)) - 2 + 127;
+            y[b].e = (uint8_t)(e < 0 ? 0 : e > 255 ? 255 : e);
+        } else {
+            y[b].e = 0;
+        }
+        d = infer__e8m0_half(y[b].e);
+        for (j = 0; j < INFER__QK; j++) {
+            float best = fabsf(infer__mxfp4_values[0] * d - x[j]);
+            q[j] = 0;
+            for (i = 1; i < 16; i++) {
+                float err = fabsf(infer__mxfp4_values[i] * d - x[j]);
+                if (err < best) best = err, q[j] = (uint8_t)i;
+            }
+        }
+        for (j = 0; j < 16; j++) y[b].qs[j] = (uint8_t)(q[j] | q[j + 16] << 4);
+    }
+}
+
 /* ---- the table ---- */
 
 /* Block sizes of every GGUF type, so any file's tensor table can be read;
@@ -395,6 +460,10 @@ static const infer__type_traits infer__type_table[INFER_TYPE_COUNT] = {
     /* 33 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
     /* 34 */ INFER__NONE(INFER__FORMAT_TQ1_0, INFER_TYPE_Q8_K),
     /* 35 */ INFER__NONE(INFER__FORMAT_TQ2_0, INFER_TYPE_Q8_K),
+    /* 36 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
+    /* 37 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
+    /* 38 */ INFER__NONE(INFER__FORMAT_UNASSIGNED, INFER_TYPE_F32),
+    /* 39 */ {INFER__FORMAT_MXFP4, 1, INFER_TYPE_Q8_0, infer__mxfp4_to_float, NULL, infer__mxfp4_dot, infer__quantize_row_mxfp4},
 #undef INFER__NONE
 };
 

@@ -14,6 +14,17 @@ static void infer__silu_mul_ref(float *g, const float *u, int n) {
     for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + infer__expf(-g[i])) * u[i];
 }
 
+/* gpt-oss's experts: g = min(g, 7), u = clamp(u, -7, 7), then
+   g * sigmoid(1.702 g) * (u + 1), in ggml's steps (swiglu_oai) */
+static void infer__swiglu_clamp_ref(float *g, const float *u, int n) {
+    const float alpha = 1.702f, limit = 7.0f;
+    int i;
+    for (i = 0; i < n; i++) {
+        float x = INFER__MIN(g[i], limit), y = INFER__MAX(INFER__MIN(u[i], limit), -limit);
+        g[i] = x / (1.0f + infer__expf(alpha * (-x))) * (y + 1.0f);
+    }
+}
+
 /* g[i] = gelu(g[i]) * u[i], GELU as llama.cpp's CPU computes it: looked up
    in a table of every F16 value (table[h] = the F16 rounding of GELU(h)),
    with g rounded to F16 first; 0 below -10 and g itself above 10. */
@@ -257,6 +268,7 @@ static float infer__exp_llama_ref(float x) { return infer__exp_llama(x); }
    install replaces where it has its own. */
 static void infer__vecmath_install(infer__kernels *k) {
     k->silu_mul = infer__silu_mul_ref;
+    k->swiglu_clamp = infer__swiglu_clamp_ref;
     k->gelu_mul = infer__gelu_mul_ref;
     k->sum_squares = infer__sum_squares_ref;
     k->f32_dot_ordered = infer__f32_dot_ordered_ref;

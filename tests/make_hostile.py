@@ -443,7 +443,7 @@ def tensor_table_cases(out, base):
     data, f = serialize(base)
     i = t_index(base, name)
     out.emit('syn-tensor-ndims-ffffffff', patched(data, f[('t.ndims', i)], '<I', 0xffffffff), 'gguf', name)
-    for ty in (4, 5, 31, 39, 40, 1000, 0xffffffff):
+    for ty in (4, 5, 31, 38, 40, 1000, 0xffffffff):
         out.emit('syn-tensor-type-%x' % ty, patched(data, f[('t.type', i)], '<I', ty), 'gguf', name)
     # a Q8_0 row of 33 values is no whole number of 32-value blocks
     with_tensor('q8_0-rows-33', 'gguf', 'block', type=T_Q8_0, ne=[33, 2], data=b'\0' * 136)

@@ -38,10 +38,12 @@ static float *cached(const infer__kv_cache *kv, int v_side, int from, int n) {
 
 /* One shape: n_kv_heads heads of hd values, group query heads each, n_tok
    tokens after pos0 cached ones, the keys split into `splits` runs merged
-   after (flash-decoding; 1: one run). Returns the worst error over the
-   bound. */
+   after (flash-decoding; 1: one run); with_sinks: a random sink logit per
+   query head (gpt-oss's), in each row's max and sum; no_kept: no scores
+   kept (the online max and sum of a long context's rows). Returns the worst
+   error over the bound. */
 static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_kv_heads, int hd, int group, int pos0,
-                          int n_tok, int window, float softcap, int ordered, int splits) {
+                          int n_tok, int window, float softcap, int ordered, int splits, int with_sinks, int no_kept) {
     int n_heads = n_kv_heads * group, kv_dim = n_kv_heads * hd, dim = n_heads * hd, n_ctx = pos0 + n_tok + 3;
     infer__kv_cache kv;
     infer_model model;
@@ -57,6 +59,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     double *s = (double *)malloc(sizeof(double) * n_ctx), worst = 0;
     float *part = (float *)malloc(sizeof(float) * (size_t)n_tok * n_heads * splits * (hd + INFER__ATT_PART_HEAD));
     float *scores = (float *)malloc(sizeof(float) * (size_t)n_tok * n_heads * n_ctx);
+    float *sinks = (float *)malloc(sizeof(float) * n_heads);
     int phase;
     float *kf, *vf;
     infer_type qt = infer__traits(kv_type)->vec_dot_type;
@@ -74,12 +77,20 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
         infer__kv_store(&kv, kern, 0, 0, p, kr, vr);
     }
     for (i = 0; i < n_tok * dim; i++) q[i] = 2 * g_uniform();
+    /* the scores are about 1 in size: sinks that outweigh them, match them,
+       or vanish */
+    for (h = 0; h < n_heads; h++) {
+        static const float base[4] = {6.0f, 1.5f, -40.0f, 0.0f};
+        sinks[h] = base[h % 4] + 2 * g_uniform();
+    }
     memset(out, 0, sizeof(float) * n_tok * dim);
     infer__attn_scratch_carve(&sc, scratch, hd, ordered, n_ctx);
+    if (no_kept) sc.n_kept = 0;
     b.kv = &kv, b.kern = kern, b.seq = 0, b.layer = 0, b.pos0 = pos0, b.n_tok = n_tok, b.n_heads = n_heads;
     b.window = window, b.scale = 1.0f / sqrtf((float)hd), b.softcap = softcap;
     b.q = q, b.out = out, b.ldq = b.ldo = dim;
     b.ordered = ordered;
+    b.sinks = with_sinks ? sinks : NULL;
     b.n_splits = splits, b.part = part, b.scores = scores, b.scores_ld = (size_t)n_ctx;
     /* runs of whole tiles, `splits` of them over the context, as a context has them */
     b.split_len = INFER__ATT_TILE * ((n_ctx + INFER__ATT_TILE * splits - 1) / (INFER__ATT_TILE * splits));
@@ -97,7 +108,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     for (t = 0; t < n_tok; t++)
         for (h = 0; h < n_heads; h++) {
             int kvh = h / group, n_keys = pos0 + t + 1, first = window && n_keys > window ? n_keys - window : 0;
-            double mx = -INFINITY, sum = 0, vmax = 0;
+            double mx = with_sinks ? sinks[h] : -INFINITY, sum = 0, vmax = 0;
             /* q as the kernel sees it: converted to K's dot type */
             kern->from_float[qt](q + (size_t)t * dim + (size_t)h * hd, qx, hd);
             infer__traits(qt)->to_float(qx, qd, hd);
@@ -109,6 +120,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
                 if (s[p] > mx) mx = s[p];
             }
             for (p = first; p < n_keys; p++) sum += s[p] = exp(s[p] - mx);
+            if (with_sinks) sum += exp(sinks[h] - mx); /* in the sum, with no value */
             for (d = 0; d < hd; d++) {
                 double o = 0, got = out[(size_t)t * dim + (size_t)h * hd + d], bound;
                 vmax = 0;
@@ -124,6 +136,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
         }
     infer__kv_free(&kv);
     free(q), free(out), free(kr), free(vr), free(scratch), free(qd), free(qx), free(s), free(kf), free(vf), free(part), free(scores);
+    free(sinks);
     return worst;
 }
 
@@ -131,24 +144,25 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
    against the plain attention, on every instruction set and both caches,
    for F16 in llama.cpp's order too (infer__attn_item_ordered), and with
    the keys split into 3 and 8 runs (flash-decoding's merge). */
-static void check_shapes(const int (*shapes)[7], int n_shapes) {
+static void check_shapes(const int (*shapes)[7], int n_shapes, int with_sinks) {
     infer_type types[] = {INFER_TYPE_F16, INFER_TYPE_Q8_0, INFER_TYPE_F16, INFER_TYPE_F16, INFER_TYPE_Q8_0,
-                          INFER_TYPE_Q4_0, INFER_TYPE_Q4_0};
-    const char *what[] = {"", "", " (llama.cpp's order)", " (keys in 3 runs)", " (keys in 8 runs)", "", " (keys in 3 runs)"};
-    int splits[] = {1, 1, 1, 3, 8, 1, 3};
+                          INFER_TYPE_Q4_0, INFER_TYPE_Q4_0, INFER_TYPE_F16, INFER_TYPE_F16};
+    const char *what[] = {"", "", " (llama.cpp's order)", " (keys in 3 runs)", " (keys in 8 runs)", "", " (keys in 3 runs)",
+                          " (no scores kept)", " (llama.cpp's order, no scores kept)"};
+    int splits[] = {1, 1, 1, 3, 8, 1, 3, 1, 1};
     int isa, ti, si, n_run = 0;
     for (isa = 0; isa < INFER__ISA_COUNT; isa++) {
         infer__kernels kern;
         if (!infer__kernels_install(&kern, (infer__isa)isa)) continue;
-        for (ti = 0; ti < 7; ti++)
+        for (ti = 0; ti < 9; ti++)
             for (si = 0; si < n_shapes; si++) {
                 const int *sh = shapes[si];
-                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], (float)sh[6], ti == 2,
-                                       splits[ti]);
+                double w = check_shape(&kern, types[ti], sh[0], sh[1], sh[2], sh[3], sh[4], sh[5], (float)sh[6],
+                                       ti == 2 || ti == 8, splits[ti], with_sinks, ti >= 7);
                 cr_expect(w <= 1.0,
-                          "%s, %s cache%s, %d KV heads of %d, group %d, %d tokens after %d, window %d, softcap %d: "
+                          "%s, %s cache%s%s, %d KV heads of %d, group %d, %d tokens after %d, window %d, softcap %d: "
                           "error %.2f x bound",
-                          infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name, what[ti], sh[0], sh[1], sh[2], sh[4],
+                          infer__isa_name((infer__isa)isa), infer__traits(types[ti])->name, what[ti], with_sinks ? ", sinks" : "", sh[0], sh[1], sh[2], sh[4],
                           sh[3], sh[5], sh[6], w);
                 n_run++;
             }
@@ -156,26 +170,38 @@ static void check_shapes(const int (*shapes)[7], int n_shapes) {
     cr_assert_gt(n_run, 0);
 }
 
-Test(attention, tiled_kernel_matches_plain_attention) {
-    static const int shapes[][7] = {
-        /* n_kv_heads, head_dim, group, pos0, n_tok, window, softcap */
-        {1, 64, 1, 0, 1, 0, 0},    {2, 64, 3, 0, 5, 0, 0},     {2, 64, 3, 0, 70, 0, 0},  {1, 64, 4, 130, 1, 0, 0},
-        {3, 64, 3, 63, 2, 0, 0},   {2, 32, 2, 200, 17, 0, 0},  {2, 128, 1, 10, 130, 0, 0}, {4, 64, 8, 64, 64, 0, 0},
-        {1, 96, 2, 127, 3, 0, 0},  {3, 64, 3, 1500, 1, 0, 0}, {3, 64, 3, 1000, 4, 0, 0},
-    };
-    check_shapes(shapes, (int)(sizeof shapes / sizeof shapes[0]));
-}
+static const int g_shapes[][7] = {
+    /* n_kv_heads, head_dim, group, pos0, n_tok, window, softcap */
+    {1, 64, 1, 0, 1, 0, 0},    {2, 64, 3, 0, 5, 0, 0},     {2, 64, 3, 0, 70, 0, 0},  {1, 64, 4, 130, 1, 0, 0},
+    {3, 64, 3, 63, 2, 0, 0},   {2, 32, 2, 200, 17, 0, 0},  {2, 128, 1, 10, 130, 0, 0}, {4, 64, 8, 64, 64, 0, 0},
+    {1, 96, 2, 127, 3, 0, 0},  {3, 64, 3, 1500, 1, 0, 0}, {3, 64, 3, 1000, 4, 0, 0},
+};
 
 /* Sliding windows (a ring holding the window and a batch, tiles before
-   the window skipped, tiles cut at the ring's end) and soft-capped scores,
-   against the plain attention over exactly the keys each query sees. */
+   the window skipped, tiles cut at the ring's end) and soft-capped scores. */
+static const int g_window_shapes[][7] = {
+    {1, 64, 1, 0, 40, 32, 0},    {2, 64, 2, 100, 1, 32, 0},  {2, 64, 2, 100, 7, 32, 50},
+    {1, 64, 4, 300, 70, 64, 0},  {2, 32, 2, 37, 130, 100, 0}, {1, 64, 1, 500, 3, 512, 30},
+    {2, 64, 3, 0, 70, 0, 20},    {1, 128, 2, 250, 65, 129, 0},
+};
+
+Test(attention, tiled_kernel_matches_plain_attention) {
+    check_shapes(g_shapes, (int)(sizeof g_shapes / sizeof g_shapes[0]), 0);
+}
+
+/* The sliding windows and soft-capped scores against the plain attention
+   over exactly the keys each query sees. */
 Test(attention, sliding_window_and_softcap) {
-    static const int shapes[][7] = {
-        {1, 64, 1, 0, 40, 32, 0},    {2, 64, 2, 100, 1, 32, 0},  {2, 64, 2, 100, 7, 32, 50},
-        {1, 64, 4, 300, 70, 64, 0},  {2, 32, 2, 37, 130, 100, 0}, {1, 64, 1, 500, 3, 512, 30},
-        {2, 64, 3, 0, 70, 0, 20},    {1, 128, 2, 250, 65, 129, 0},
-    };
-    check_shapes(shapes, (int)(sizeof shapes / sizeof shapes[0]));
+    check_shapes(g_window_shapes, (int)(sizeof g_window_shapes / sizeof g_window_shapes[0]), 0);
+}
+
+/* gpt-oss's attention sinks (a logit per head in each softmax's max and
+   sum, adding no value), in every pass: tiled (kept scores and online
+   stats), split into 3 and 8 runs (the sink once, in the merge) and
+   llama.cpp's order, every shape above, ISA and cache. */
+Test(attention, sinks_in_every_pass) {
+    check_shapes(g_shapes, (int)(sizeof g_shapes / sizeof g_shapes[0]), 1);
+    check_shapes(g_window_shapes, (int)(sizeof g_window_shapes / sizeof g_window_shapes[0]), 1);
 }
 
 Test(attention, kv_cache_types_refused_by_name) {

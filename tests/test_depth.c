@@ -25,8 +25,8 @@
    many such steps there are: Gemma 3 had two on one version of the
    document). On SmolLM2 (F16 cache) and
    Gemma 3 270M (sliding windows, its own reference mode), from models/
-   (python3 scripts/fetch_model.py [gemma3]); each skips, saying so, where
-   its model is absent. */
+   (python3 scripts/fetch_model.py [gemma3]), and ../shared's gpt-oss
+   (attention sinks); each skips, saying so, where its model is absent. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -59,7 +59,8 @@ static infer_context *context(infer_model *m, int threads, int match_llama) {
     return c;
 }
 
-static void check_depth(const char *file, int exact_batch) {
+/* file: under models/, or, shared, under ../shared */
+static void check_depth(const char *file, int exact_batch, int shared) {
     char path[1024];
     infer_error err;
     infer_model *m;
@@ -72,7 +73,12 @@ static void check_depth(const char *file, int exact_batch) {
     double worst_split = 0, worst_batch = 0, worst_ref = 0;
     int same_batch = 0, same_ref = 0, near_ties = 0;
     FILE *f;
-    snprintf(path, sizeof path, "%s/models/%s", INFER_SOURCE_DIR, file);
+    if (shared) {
+        if (!tu_have_shared()) cr_skip_test("../shared is absent: %s is not checked", file);
+        tu_shared_path(path, sizeof path, file);
+    } else {
+        snprintf(path, sizeof path, "%s/models/%s", INFER_SOURCE_DIR, file);
+    }
     if (!(f = fopen(path, "rb"))) cr_skip_test("%s is absent (python3 scripts/fetch_model.py fetches it)", path);
     fclose(f);
     m = infer_model_load(path, NULL, &err);
@@ -152,11 +158,18 @@ static void check_depth(const char *file, int exact_batch) {
 }
 
 Test(depth, smollm2_fast_split_and_reference_agree, .timeout = 600) {
-    check_depth("SmolLM2-135M-Instruct.Q4_1.gguf", 1);
+    check_depth("SmolLM2-135M-Instruct.Q4_1.gguf", 1, 0);
 }
 
 Test(depth, gemma3_fast_split_and_reference_agree, .timeout = 600) {
-    check_depth("gemma-3-270m-q4_k_m.gguf", 0);
+    check_depth("gemma-3-270m-q4_k_m.gguf", 0, 0);
+}
+
+/* gpt-oss: attention sinks in the split runs' merge, the one-pass tiles and
+   the reference mode's order, deep enough (past its sliding window) that
+   the sink weighs against thousands of keys; its even layers slide */
+Test(depth, gptoss_sinks_fast_split_and_reference_agree, .timeout = 600) {
+    check_depth("arch/synth-gptoss-mxfp4.gguf", 0, 1);
 }
 
 /* A pass that crosses the end of the split passes' first run of keys (512

@@ -832,7 +832,7 @@ Test(gguf, nested_arrays) {
 }
 
 Test(gguf, unknown_tensor_types) {
-    const uint32_t types[] = {4, 5, 31, 32, 33, 39, 40, 1000, 0xffffffffu};
+    const uint32_t types[] = {4, 5, 31, 32, 33, 38, 40, 1000, 0xffffffffu};
     size_t i;
     good_one_tensor();
     for (i = 0; i < sizeof types / sizeof types[0]; i++) {
@@ -844,6 +844,17 @@ Test(gguf, unknown_tensor_types) {
         refuse(&b, what, "type");
         wb_free(&b);
     }
+}
+
+/* MXFP4 (type 39, 17-byte blocks of 32) is a known type: a 64 x 3
+   tensor is 6 blocks, 102 bytes */
+Test(gguf, mxfp4_tensor_loads) {
+    wbuf b = {0};
+    const uint64_t ne[2] = {64, 3};
+    one_tensor(&b, 3, "w", 2, ne, 39, 0, 102);
+    accept_ok(&b, "one MXFP4 tensor");
+    wb_free(&b);
+    cr_assert_str_eq(infer_type_name(INFER_TYPE_MXFP4), "MXFP4");
 }
 
 Test(gguf, bad_dimension_counts) {

@@ -100,8 +100,9 @@ Test(quants_k, traits_and_block_structs) {
         {INFER_TYPE_Q8_K, sizeof(infer__block_q8_K), 256, INFER_TYPE_Q8_K},
         {INFER_TYPE_IQ4_NL, sizeof(infer__block_iq4_nl), 32, INFER_TYPE_Q8_0},
         {INFER_TYPE_IQ4_XS, sizeof(infer__block_iq4_xs), 256, INFER_TYPE_Q8_K},
+        {INFER_TYPE_MXFP4, sizeof(infer__block_mxfp4), 32, INFER_TYPE_Q8_0},
     };
-    static const size_t ggml_size[] = {84, 110, 144, 176, 210, 292, 18, 136};
+    static const size_t ggml_size[] = {84, 110, 144, 176, 210, 292, 18, 136, 17};
     size_t i;
     int f;
     for (i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -128,6 +129,9 @@ Test(quants_k, traits_and_block_structs) {
 /* Value i (0..255, or 0..31 for IQ4_NL) of one block, decoded from ggml's
    layout description value by value. */
 static const int8_t IQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* FP4 E2M1: sign, 2 exponent bits, 1 mantissa bit (OCP MX spec) */
+static const double MXFP4_E2M1[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6};
 
 static float h2f(const uint8_t *p) { return infer__fp16_to_fp32((uint16_t)(p[0] | p[1] << 8)); }
 
@@ -175,6 +179,8 @@ static float ref_value(infer_type t, const uint8_t *b, int i) {
         int ls = ((b[4 + sub32 / 2] >> (4 * (sub32 % 2))) & 15) | ((sh >> (2 * sub32)) & 3) << 4;
         return h2f(b) * (ls - 32) * IQ4NL[(b[8 + 16 * sub32 + j % 16] >> (4 * (j / 16))) & 15];
     }
+    case INFER_TYPE_MXFP4: /* e qs[16]: 2^(e-127) times E2M1's value */
+        return (float)ldexp(MXFP4_E2M1[(b[1 + i % 16] >> (4 * (i / 16))) & 15], b[0] - 127);
     case INFER_TYPE_Q8_K: {
         float d;
         memcpy(&d, b, 4);
@@ -207,7 +213,8 @@ static void random_block(infer_type t, uint8_t *b) {
 
 Test(quants_k, to_float_matches_layout_random_blocks) {
     static const infer_type ts[] = {INFER_TYPE_Q2_K, INFER_TYPE_Q3_K, INFER_TYPE_Q4_K,   INFER_TYPE_Q5_K,
-                                    INFER_TYPE_Q6_K, INFER_TYPE_Q8_K, INFER_TYPE_IQ4_NL, INFER_TYPE_IQ4_XS};
+                                    INFER_TYPE_Q6_K, INFER_TYPE_Q8_K, INFER_TYPE_IQ4_NL, INFER_TYPE_IQ4_XS,
+                                    INFER_TYPE_MXFP4};
     uint8_t blk[4 * 292];
     float out[4 * 256];
     size_t k;
@@ -220,7 +227,7 @@ Test(quants_k, to_float_matches_layout_random_blocks) {
             tt->to_float(blk, out, 4 * tt->block_size);
             for (i = 0; i < 4 * tt->block_size; i++) {
                 float want = ref_value(ts[k], blk + (i / tt->block_size) * tt->type_size, i % tt->block_size);
-                cr_assert(fabsf(out[i] - want) <= 1e-6f * (1 + fabsf(want)), "%s: value %d is %g, layout says %g",
+                cr_assert(out[i] == want || fabsf(out[i] - want) <= 1e-6f * (1 + fabsf(want)), "%s: value %d is %g, layout says %g",
                           tt->name, i, out[i], want);
             }
         }
@@ -459,6 +466,64 @@ Test(quants_k, vec_dot_vs_float_dot) {
             for (i = 0; i < N; i += 32) x[i + (int)(urand() * 32)] = (rep % 2 ? 127 : -127) / 64.0f;
             check_dot(&FMTS[f], w, x, N, 1);
         }
+}
+
+/* MXFP4 is no uniform quantizer (power-of-two scales, E2M1's uneven
+   grid), so it is checked against its definition instead: the exponent
+   puts the block's max magnitude in [4, 8) * 2^(e-127) (E2M1's top
+   binade, so 6 * 2^(e-127) may clip it), and each value is the nearest
+   grid point (the smaller index on a tie). Rows span the exponent range,
+   subnormal scales included. */
+Test(quants_k, mxfp4_quantize_is_the_definition) {
+    enum { N = 32 * 64 };
+    static float x[N], y[N];
+    static uint8_t q[N / 32 * 17];
+    static const double mags[] = {1e-39, 1e-30, 1e-3, 1.0, 1e3, 1e30, 5e36};
+    int m, b, i, k;
+    rng_state = 41;
+    for (m = 0; m < (int)(sizeof mags / sizeof mags[0]); m++) {
+        for (i = 0; i < N; i++) x[i] = (float)(gauss() * mags[m] * (1 + (i / 32) % 7));
+        for (i = 0; i < N; i += 97) x[i] = 0.0f;
+        T(INFER_TYPE_MXFP4)->quantize(x, q, N);
+        T(INFER_TYPE_MXFP4)->to_float(q, y, N);
+        for (b = 0; b < N / 32; b++) {
+            const uint8_t *blk = q + 17 * b;
+            double amax = 0, s;
+            int e;
+            for (i = 0; i < 32; i++) amax = fmax(amax, fabs(x[32 * b + i]));
+            frexp(amax, &e); /* amax in [2^(e-1), 2^e) */
+            e = e - 1 - 2 + 127;
+            if (e < 0) e = 0;
+            cr_assert_eq(blk[0], e, "mag %g block %d: exponent %d, want %d", mags[m], b, blk[0], e);
+            s = ldexp(1, blk[0] - 127);
+            for (i = 0; i < 32; i++) {
+                double v = x[32 * b + i], best = INFINITY;
+                int want = 0, got = (blk[1 + i % 16] >> (4 * (i / 16))) & 15;
+                for (k = 0; k < 16; k++)
+                    if (fabs(MXFP4_E2M1[k] * s - v) < best) best = fabs(MXFP4_E2M1[k] * s - v), want = k;
+                cr_assert(fabs(MXFP4_E2M1[got] * s - v) == best, "mag %g value %d (%g): code %d, nearest is %d", mags[m],
+                          32 * b + i, v, got, want);
+                cr_assert_eq(y[32 * b + i], (float)(MXFP4_E2M1[got] * s));
+            }
+        }
+    }
+}
+
+Test(quants_k, mxfp4_vec_dot_vs_float_dot) {
+    enum { N = 2048 };
+    static const fmt f = {INFER_TYPE_MXFP4, 4, 32, 1};
+    static float w[N], x[N];
+    int rep, i;
+    rng_state = 43;
+    for (rep = 0; rep < 20; rep++) {
+        double ws = rep % 4 == 0 ? 1e-2 : rep % 4 == 1 ? 1.0 : 30.0;
+        for (i = 0; i < N; i++) w[i] = (float)(gauss() * ws * (rep % 2 ? 1.0 : 1 + (i / 16) % 5));
+        for (i = 0; i < N; i++) x[i] = (float)(gauss() * (rep % 3 ? 1.0 : 100.0));
+        check_dot(&f, w, x, N, 0);
+        for (i = 0; i < N; i++) x[i] = (float)((int)(urand() * 255) - 127) / 64.0f;
+        for (i = 0; i < N; i += 32) x[i + (int)(urand() * 32)] = (rep % 2 ? 127 : -127) / 64.0f;
+        check_dot(&f, w, x, N, 1);
+    }
 }
 
 /* ---- against llama.cpp's own quantization ---------------------------------------- */

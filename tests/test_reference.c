@@ -265,6 +265,9 @@ ParameterizedTestParameters(reference, model) {
         {"synth-lfm2-f16", "arch", 0, 0, 1},
         {"synth-qwen35-f16", "arch", 0, 0, 1},
         {"synth-granitehybrid-f16", "arch", 0, 0, 0},
+        /* gpt-oss in MXFP4_MOE: llama.cpp's own batch and one-token paths
+           differ by up to 2.3% of the range here (../shared/README.md) */
+        {"synth-gptoss-mxfp4", "arch", 0.03f, 0, 0},
         /* Gemma 3 270M: llama.cpp's own CPU paths for it pick different
            greedy tokens up to 0.2 apart (../shared/README.md), so its near-ties are wider */
         {"gemma-3-270m-q4_k_m", "project", 0, 0.2f, 0},
