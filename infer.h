@@ -932,6 +932,7 @@ typedef enum infer_quant_target {
     INFER_QUANT_TARGET_Q8_0, INFER_QUANT_TARGET_Q4_0, INFER_QUANT_TARGET_Q4_1, INFER_QUANT_TARGET_Q5_0, INFER_QUANT_TARGET_Q5_1,
     INFER_QUANT_TARGET_Q4_K, INFER_QUANT_TARGET_Q5_K, INFER_QUANT_TARGET_Q6_K,
     INFER_QUANT_TARGET_Q4_K_M, INFER_QUANT_TARGET_Q5_K_M,
+    INFER_QUANT_TARGET_MXFP4_MOE, /* experts (ffn_*_exps) MXFP4, other matrices Q8_0 */
     INFER_QUANT_TARGET_COUNT
 } infer_quant_target;
 
@@ -1389,6 +1390,7 @@ INFER_DEPRECATED INFERDEF const float *infer_get_logits(const infer_context *c, 
 #define INFER_QUANT_Q6_K INFER_QUANT_TARGET_Q6_K
 #define INFER_QUANT_Q4_K_M INFER_QUANT_TARGET_Q4_K_M
 #define INFER_QUANT_Q5_K_M INFER_QUANT_TARGET_Q5_K_M
+#define INFER_QUANT_MXFP4_MOE INFER_QUANT_TARGET_MXFP4_MOE
 #define INFER_QUANT_COUNT INFER_QUANT_TARGET_COUNT
 #define INFER_CHAT_CHATML INFER_CHAT_KIND_CHATML
 #define INFER_CHAT_LLAMA2 INFER_CHAT_KIND_LLAMA2
@@ -9955,7 +9957,7 @@ typedef void (*infer__quantize_row_fn)(const float *x, void *dst, int64_t n);
 typedef struct infer__qtarget {
     const char *name;
     infer_type type;  /* the format of most weights */
-    int mix;          /* 1: llama.cpp's _M rules choose per tensor */
+    int mix;          /* 1: llama.cpp's _M rules choose per tensor; 2: MXFP4_MOE's */
     uint32_t ftype;   /* llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*) */
 } infer__qtarget;
 
@@ -9966,7 +9968,7 @@ static const infer__qtarget infer__qtargets[INFER_QUANT_TARGET_COUNT] = {
     {"Q8_0", INFER_TYPE_Q8_0, 0, 7},    {"Q4_0", INFER_TYPE_Q4_0, 0, 2},   {"Q4_1", INFER_TYPE_Q4_1, 0, 3},
     {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 15},
     {"Q5_K", INFER_TYPE_Q5_K, 0, 17},   {"Q6_K", INFER_TYPE_Q6_K, 0, 18},  {"Q4_K_M", INFER_TYPE_Q4_K, 1, 15},
-    {"Q5_K_M", INFER_TYPE_Q5_K, 1, 17},
+    {"Q5_K_M", INFER_TYPE_Q5_K, 1, 17},  {"MXFP4_MOE", INFER_TYPE_MXFP4, 2, 38},
 };
 
 INFERDEF infer_quantize_params infer_quantize_default_params(void) {
@@ -10163,7 +10165,9 @@ static int infer__qz_choose(const infer_gguf *g, const infer__qz_plan *pl, int64
     int mix_k5 = q->type == INFER_TYPE_Q5_K;
     if (!infer__qz_allowed(t)) return t->type;
     if (nt == INFER_TYPE_F32 || nt == INFER_TYPE_F16 || nt == INFER_TYPE_BF16) return nt; /* not quantized: no rules */
-    if (q->mix) {
+    if (q->mix == 2) /* llama.cpp's MXFP4_MOE: the experts MXFP4, every other matrix (output too) Q8_0 */
+        nt = strstr(t->name, "_exps") ? INFER_TYPE_MXFP4 : INFER_TYPE_Q8_0;
+    else if (q->mix) {
         switch (infer__qz_category(t->name, pl->has_output)) {
         case INFER__QC_OUTPUT:
             /* output, or the tied token_embd that is the output: Q6_K, or
@@ -12556,6 +12560,23 @@ INFER__AVX2 static float infer__avx2_iq4_nl_dot(int n, const void *w, const void
     return infer__avx2_hsum(acc);
 }
 
+/* MXFP4: IQ4_NL's kernel with E2M1's doubled grid, each block's integer
+   sum scaled and added in order (as the plain C does): the largest
+   scales (2^127) overflow a float where lanes are scaled apart */
+INFER__AVX2 static float infer__avx2_mxfp4_dot(int n, const void *w, const void *xv) {
+    const infer__block_mxfp4 *a = (const infer__block_mxfp4 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)infer__mxfp4_values));
+    float s = 0;
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        __m256i q = _mm256_shuffle_epi8(table, infer__avx2_nibbles(a[b].qs));
+        __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
+        s += _cvtsh_ss(x[b].d) * infer__e8m0_half(a[b].e) * (float)infer__avx2_hsum_i32(p);
+    }
+    return s;
+}
+
 INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void *xv) {
     const infer__block_iq4_xs *a = (const infer__block_iq4_xs *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
@@ -13208,6 +13229,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = infer__avx2_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = infer__avx2_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = infer__avx2_iq4_xs_dot;
+    k->vec_dot[INFER_TYPE_MXFP4] = infer__avx2_mxfp4_dot;
     return 1;
 #else
     (void)k;
@@ -15931,6 +15953,20 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
         }                                                                                                        \
         return vaddvq_f32(s0);                                                                                   \
     }                                                                                                            \
+    ATTR static float infer__neon##SUF##_mxfp4_dot(int n, const void *w, const void *xv) {                       \
+        const infer__block_mxfp4 *a = (const infer__block_mxfp4 *)w;                                             \
+        const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                              \
+        const int8x16_t grid = vld1q_s8(infer__mxfp4_values);                                                    \
+        float s = 0; /* each block's sum scaled and added in order, as the plain C (2^127 scales) */            \
+        int b, nb = n / 32;                                                                                      \
+        for (b = 0; b < nb; b++) {                                                                               \
+            uint8x16_t q = vld1q_u8(a[b].qs);                                                                    \
+            int32x4_t p = DOT(DOT(vdupq_n_s32(0), vqtbl1q_s8(grid, vandq_u8(q, vdupq_n_u8(0x0f))), vld1q_s8(x[b].qs)), \
+                              vqtbl1q_s8(grid, vshrq_n_u8(q, 4)), vld1q_s8(x[b].qs + 16));                       \
+            s += infer__fp16_to_fp32(x[b].d) * infer__e8m0_half(a[b].e) * (float)vaddvq_s32(p);                  \
+        }                                                                                                        \
+        return s;                                                                                                \
+    }                                                                                                            \
     ATTR static float infer__neon##SUF##_iq4_xs_dot(int n, const void *w, const void *xv) {                      \
         const infer__block_iq4_xs *a = (const infer__block_iq4_xs *)w;                                           \
         const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
@@ -16471,6 +16507,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = dp ? infer__neondp_q6_K_dot : infer__neon_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = dp ? infer__neondp_iq4_nl_dot : infer__neon_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = dp ? infer__neondp_iq4_xs_dot : infer__neon_iq4_xs_dot;
+    k->vec_dot[INFER_TYPE_MXFP4] = dp ? infer__neondp_mxfp4_dot : infer__neon_mxfp4_dot;
     if (infer__cpu_has(INFER__CPU_I8MM)) { /* prompts: smmla tiles */
         static const infer_type unordered[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q4_0, INFER_TYPE_Q4_1,
                                                INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_IQ4_NL};

@@ -84,12 +84,12 @@ static int blas_ok(cublasStatus_t e, const char *what, char *msg, size_t size) {
 #define INFER_CUDA_QUANT_TYPES(X)                                                                  \
     X(INFER_TYPE_Q8_0) X(INFER_TYPE_Q4_0) X(INFER_TYPE_Q4_1) X(INFER_TYPE_Q5_0) X(INFER_TYPE_Q5_1) \
     X(INFER_TYPE_IQ4_NL) X(INFER_TYPE_Q2_K) X(INFER_TYPE_Q3_K) X(INFER_TYPE_Q4_K) X(INFER_TYPE_Q5_K) \
-    X(INFER_TYPE_Q6_K) X(INFER_TYPE_IQ4_XS)
+    X(INFER_TYPE_Q6_K) X(INFER_TYPE_IQ4_XS) X(INFER_TYPE_MXFP4)
 #define INFER_CUDA_TYPES(X)                                                                        \
     X(INFER_TYPE_F32) X(INFER_TYPE_F16) X(INFER_TYPE_BF16) X(INFER_TYPE_Q8_0) X(INFER_TYPE_Q4_0)   \
     X(INFER_TYPE_Q4_1) X(INFER_TYPE_Q5_0) X(INFER_TYPE_Q5_1) X(INFER_TYPE_IQ4_NL)                  \
     X(INFER_TYPE_Q2_K) X(INFER_TYPE_Q3_K) X(INFER_TYPE_Q4_K) X(INFER_TYPE_Q5_K) X(INFER_TYPE_Q6_K) \
-    X(INFER_TYPE_IQ4_XS)
+    X(INFER_TYPE_IQ4_XS) X(INFER_TYPE_MXFP4)
 
 /* Values and bytes per block; 0 for a format this file does not read. */
 static int block_of(int type, int *bytes) {
@@ -183,6 +183,15 @@ template <> __device__ __forceinline__ void decode<INFER_TYPE_IQ4_NL>(const uint
     float d = ld_half(&b->d);
 #pragma unroll
     for (int i = 0; i < 32; i++) q[i] = infer__iq4nl_values[nibble(b->qs, i)];
+    s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
+}
+
+/* MXFP4: E2M1's doubled grid, the block's power of two as the scale */
+template <> __device__ __forceinline__ void decode<INFER_TYPE_MXFP4>(const uint8_t *row, int j, int *q, float2 &s, float2 &o) {
+    const infer__block_mxfp4 *b = (const infer__block_mxfp4 *)row + j;
+    float d = infer__e8m0_half(b->e);
+#pragma unroll
+    for (int i = 0; i < 32; i++) q[i] = infer__mxfp4_values[nibble(b->qs, i)];
     s = make_float2(d, d), o = make_float2(0.0f, 0.0f);
 }
 
@@ -2374,7 +2383,8 @@ static int act_of(int type) {
     switch (type) {
     case INFER_TYPE_F16: return ACT_F16;
     case INFER_TYPE_BF16: return ACT_BF16;
-    case INFER_TYPE_Q8_0: case INFER_TYPE_Q4_0: case INFER_TYPE_Q5_0: case INFER_TYPE_IQ4_NL: return ACT_Q8_0;
+    case INFER_TYPE_Q8_0: case INFER_TYPE_Q4_0: case INFER_TYPE_Q5_0: case INFER_TYPE_IQ4_NL:
+    case INFER_TYPE_MXFP4: return ACT_Q8_0;
     case INFER_TYPE_Q4_1: case INFER_TYPE_Q5_1: return ACT_Q8_1;
     case INFER_TYPE_Q2_K: case INFER_TYPE_Q3_K: case INFER_TYPE_Q4_K: case INFER_TYPE_Q5_K: case INFER_TYPE_Q6_K:
     case INFER_TYPE_IQ4_XS: return ACT_Q8_K;

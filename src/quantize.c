@@ -10,7 +10,7 @@ typedef void (*infer__quantize_row_fn)(const float *x, void *dst, int64_t n);
 typedef struct infer__qtarget {
     const char *name;
     infer_type type;  /* the format of most weights */
-    int mix;          /* 1: llama.cpp's _M rules choose per tensor */
+    int mix;          /* 1: llama.cpp's _M rules choose per tensor; 2: MXFP4_MOE's */
     uint32_t ftype;   /* llama.cpp's general.file_type (LLAMA_FTYPE_MOSTLY_*) */
 } infer__qtarget;
 
@@ -21,7 +21,7 @@ static const infer__qtarget infer__qtargets[INFER_QUANT_TARGET_COUNT] = {
     {"Q8_0", INFER_TYPE_Q8_0, 0, 7},    {"Q4_0", INFER_TYPE_Q4_0, 0, 2},   {"Q4_1", INFER_TYPE_Q4_1, 0, 3},
     {"Q5_0", INFER_TYPE_Q5_0, 0, 8},    {"Q5_1", INFER_TYPE_Q5_1, 0, 9},   {"Q4_K", INFER_TYPE_Q4_K, 0, 15},
     {"Q5_K", INFER_TYPE_Q5_K, 0, 17},   {"Q6_K", INFER_TYPE_Q6_K, 0, 18},  {"Q4_K_M", INFER_TYPE_Q4_K, 1, 15},
-    {"Q5_K_M", INFER_TYPE_Q5_K, 1, 17},
+    {"Q5_K_M", INFER_TYPE_Q5_K, 1, 17},  {"MXFP4_MOE", INFER_TYPE_MXFP4, 2, 38},
 };
 
 INFERDEF infer_quantize_params infer_quantize_default_params(void) {
@@ -218,7 +218,9 @@ static int infer__qz_choose(const infer_gguf *g, const infer__qz_plan *pl, int64
     int mix_k5 = q->type == INFER_TYPE_Q5_K;
     if (!infer__qz_allowed(t)) return t->type;
     if (nt == INFER_TYPE_F32 || nt == INFER_TYPE_F16 || nt == INFER_TYPE_BF16) return nt; /* not quantized: no rules */
-    if (q->mix) {
+    if (q->mix == 2) /* llama.cpp's MXFP4_MOE: the experts MXFP4, every other matrix (output too) Q8_0 */
+        nt = strstr(t->name, "_exps") ? INFER_TYPE_MXFP4 : INFER_TYPE_Q8_0;
+    else if (q->mix) {
         switch (infer__qz_category(t->name, pl->has_output)) {
         case INFER__QC_OUTPUT:
             /* output, or the tied token_embd that is the output: Q6_K, or

@@ -935,6 +935,23 @@ INFER__AVX2 static float infer__avx2_iq4_nl_dot(int n, const void *w, const void
     return infer__avx2_hsum(acc);
 }
 
+/* MXFP4: IQ4_NL's kernel with E2M1's doubled grid, each block's integer
+   sum scaled and added in order (as the plain C does): the largest
+   scales (2^127) overflow a float where lanes are scaled apart */
+INFER__AVX2 static float infer__avx2_mxfp4_dot(int n, const void *w, const void *xv) {
+    const infer__block_mxfp4 *a = (const infer__block_mxfp4 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)infer__mxfp4_values));
+    float s = 0;
+    int b, nb = n / 32;
+    for (b = 0; b < nb; b++) {
+        __m256i q = _mm256_shuffle_epi8(table, infer__avx2_nibbles(a[b].qs));
+        __m256i p = infer__avx2_dot_ss(q, _mm256_loadu_si256((const __m256i *)x[b].qs));
+        s += _cvtsh_ss(x[b].d) * infer__e8m0_half(a[b].e) * (float)infer__avx2_hsum_i32(p);
+    }
+    return s;
+}
+
 INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void *xv) {
     const infer__block_iq4_xs *a = (const infer__block_iq4_xs *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
@@ -1587,6 +1604,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = infer__avx2_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = infer__avx2_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = infer__avx2_iq4_xs_dot;
+    k->vec_dot[INFER_TYPE_MXFP4] = infer__avx2_mxfp4_dot;
     return 1;
 #else
     (void)k;

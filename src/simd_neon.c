@@ -483,6 +483,20 @@ static const int8_t infer__neon_iq4_grid[16] = {-127, -104, -83, -65, -49, -35, 
         }                                                                                                        \
         return vaddvq_f32(s0);                                                                                   \
     }                                                                                                            \
+    ATTR static float infer__neon##SUF##_mxfp4_dot(int n, const void *w, const void *xv) {                       \
+        const infer__block_mxfp4 *a = (const infer__block_mxfp4 *)w;                                             \
+        const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;                                              \
+        const int8x16_t grid = vld1q_s8(infer__mxfp4_values);                                                    \
+        float s = 0; /* each block's sum scaled and added in order, as the plain C (2^127 scales) */            \
+        int b, nb = n / 32;                                                                                      \
+        for (b = 0; b < nb; b++) {                                                                               \
+            uint8x16_t q = vld1q_u8(a[b].qs);                                                                    \
+            int32x4_t p = DOT(DOT(vdupq_n_s32(0), vqtbl1q_s8(grid, vandq_u8(q, vdupq_n_u8(0x0f))), vld1q_s8(x[b].qs)), \
+                              vqtbl1q_s8(grid, vshrq_n_u8(q, 4)), vld1q_s8(x[b].qs + 16));                       \
+            s += infer__fp16_to_fp32(x[b].d) * infer__e8m0_half(a[b].e) * (float)vaddvq_s32(p);                  \
+        }                                                                                                        \
+        return s;                                                                                                \
+    }                                                                                                            \
     ATTR static float infer__neon##SUF##_iq4_xs_dot(int n, const void *w, const void *xv) {                      \
         const infer__block_iq4_xs *a = (const infer__block_iq4_xs *)w;                                           \
         const infer__block_q8_K *x = (const infer__block_q8_K *)xv;                                              \
@@ -1023,6 +1037,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_Q6_K] = dp ? infer__neondp_q6_K_dot : infer__neon_q6_K_dot;
     k->vec_dot[INFER_TYPE_IQ4_NL] = dp ? infer__neondp_iq4_nl_dot : infer__neon_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = dp ? infer__neondp_iq4_xs_dot : infer__neon_iq4_xs_dot;
+    k->vec_dot[INFER_TYPE_MXFP4] = dp ? infer__neondp_mxfp4_dot : infer__neon_mxfp4_dot;
     if (infer__cpu_has(INFER__CPU_I8MM)) { /* prompts: smmla tiles */
         static const infer_type unordered[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q4_0, INFER_TYPE_Q4_1,
                                                INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_IQ4_NL};

@@ -84,7 +84,7 @@ ParameterizedTestParameters(cuda_formats, format) {
         {INFER_TYPE_F32, 0.01f},   {INFER_TYPE_F16, 0.01f},   {INFER_TYPE_BF16, 0.01f}, {INFER_TYPE_Q8_0, 0.01f},
         {INFER_TYPE_Q4_0, 0.03f},  {INFER_TYPE_Q4_1, 0.03f},  {INFER_TYPE_Q5_0, 0.03f}, {INFER_TYPE_Q5_1, 0.03f},
         {INFER_TYPE_IQ4_NL, 0.03f}, {INFER_TYPE_Q2_K, 0.05f}, {INFER_TYPE_Q3_K, 0.05f}, {INFER_TYPE_Q4_K, 0.03f},
-        {INFER_TYPE_Q5_K, 0.03f},  {INFER_TYPE_Q6_K, 0.03f},  {INFER_TYPE_IQ4_XS, 0.03f},
+        {INFER_TYPE_Q5_K, 0.03f},  {INFER_TYPE_Q6_K, 0.03f},  {INFER_TYPE_IQ4_XS, 0.03f}, {INFER_TYPE_MXFP4, 0.03f},
     };
     return cr_make_param_array(format_case, cases, sizeof cases / sizeof cases[0]);
 }

@@ -29,6 +29,7 @@ Test(simd, q5_k) { check(INFER_TYPE_Q5_K); }
 Test(simd, q6_k) { check(INFER_TYPE_Q6_K); }
 Test(simd, iq4_nl) { check(INFER_TYPE_IQ4_NL); }
 Test(simd, iq4_xs) { check(INFER_TYPE_IQ4_XS); }
+Test(simd, mxfp4) { check(INFER_TYPE_MXFP4); }
 
 /* INFER_ISA picks or refuses an instruction set; the best one is used otherwise */
 Test(simd, isa_selection) {
