@@ -747,22 +747,32 @@ __global__ void k_matvec(const uint8_t *__restrict__ W, size_t row_bytes, int n,
    scale over each half of 16 (Q8_K's bsums), or over all 32 in .y (Q8_1's
    s, F16 as the CPU stores it). Made once per layer input and format;
    one warp per 32 values (Q8_0, Q8_1) or 256 (Q8_K). */
-/* One chunk (32 values, or 256 for Q8_K) of a row x into int8 values q
-   and their scales (meta, a float4 per 32), by one warp. With glu, the
-   values are act(x) * u (ffn's activation, fused here: the down product's
-   input made as it is quantized; gelu: the GELU table, or NULL for SiLU). */
-__device__ __forceinline__ float glu_value(float g, float u, const float *gelu) {
-    if (gelu) g = g <= -10.0f ? 0.0f : g >= 10.0f ? g : gelu[__half_as_ushort(__float2half_rn(g))];
+/* The gated FFN's activation of a gate value g and up value u, fn being
+   the model's infer__act: act(g) * u for SiLU or GELU (from the
+   F16-indexed table llama.cpp's CPU uses: gelu), or gpt-oss's clamped
+   SwiGLU, g capped at 7 and u clamped to [-7, 7], in forward.c's order. */
+__device__ __forceinline__ float glu_value(float g, float u, int fn, const float *gelu) {
+    if (fn == INFER__ACT_SWIGLU_CLAMP) {
+        float gg = fminf(g, 7.0f), uu = fminf(fmaxf(u, -7.0f), 7.0f);
+        return gg / (1.0f + expf(-1.702f * gg)) * (uu + 1.0f);
+    }
+    if (fn == INFER__ACT_GELU) g = g <= -10.0f ? 0.0f : g >= 10.0f ? g : gelu[__half_as_ushort(__float2half_rn(g))];
     else g = g / (1.0f + expf(-g));
     return g * u;
 }
 
+/* One chunk (32 values, or 256 for Q8_K) of a row x into int8 values q
+   and their scales (meta, a float4 per 32), by one warp. With u, the
+   values are glu_value(x, u) (ffn's activation fn, fused here: the down
+   product's input made as it is quantized). */
+
 template <int A>
-__device__ __forceinline__ void act_q8_chunk(const float *__restrict__ x, const float *__restrict__ u, const float *gelu,
-                                             int chunk, int lane, int8_t *__restrict__ q, float4 *__restrict__ meta) {
+__device__ __forceinline__ void act_q8_chunk(const float *__restrict__ x, const float *__restrict__ u, int fn,
+                                             const float *gelu, int chunk, int lane, int8_t *__restrict__ q,
+                                             float4 *__restrict__ meta) {
     if (A == ACT_Q8_0 || A == ACT_Q8_1) {
         int i = 32 * chunk + lane;
-        float v = u ? glu_value(x[i], u[i], gelu) : x[i], amax = warp_max(fabsf(v)), d = amax / 127.0f;
+        float v = u ? glu_value(x[i], u[i], fn, gelu) : x[i], amax = warp_max(fabsf(v)), d = amax / 127.0f;
         int qi = (int)q8_round<A>(v * q8_inverse<A>(amax)), sum;
         q[i] = (int8_t)qi;
         sum = (int)warp_sum((float)qi); /* exact: at most 32 * 127 */
@@ -772,7 +782,7 @@ __device__ __forceinline__ void act_q8_chunk(const float *__restrict__ x, const 
         float v[8], mx, amax, iscale, d;
         for (int k = 0; k < 8; k++) {
             int i = base + 32 * k + lane;
-            v[k] = u ? glu_value(x[i], u[i], gelu) : x[i];
+            v[k] = u ? glu_value(x[i], u[i], fn, gelu) : x[i];
         }
         mx = q8k_extreme_v(v, base, lane), amax = fabsf(mx);
         iscale = amax != 0.0f ? -127.0f / mx : 0.0f;
@@ -795,10 +805,10 @@ __device__ __forceinline__ void act_q8_chunk(const float *__restrict__ x, const 
 }
 
 template <int A>
-__global__ void k_act_q8(const float *__restrict__ X, const float *__restrict__ U, const float *__restrict__ gelu,
+__global__ void k_act_q8(const float *__restrict__ X, const float *__restrict__ U, int fn, const float *__restrict__ gelu,
                          int ldx, int n, int n_tok, int8_t *__restrict__ Q, float4 *__restrict__ M) {
     for (int t = blockIdx.y; t < n_tok; t += gridDim.y)
-        act_q8_chunk<A>(X + (size_t)t * ldx, U ? U + (size_t)t * ldx : NULL, gelu, blockIdx.x, threadIdx.x % 32,
+        act_q8_chunk<A>(X + (size_t)t * ldx, U ? U + (size_t)t * ldx : NULL, fn, gelu, blockIdx.x, threadIdx.x % 32,
                         Q + (size_t)t * n, M + (size_t)t * (n / 32));
 }
 
@@ -819,7 +829,7 @@ __global__ void k_norm_rows_q8(const float *__restrict__ X, const int *__restric
     for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = (x[i] * scale) * w[i];
     __syncthreads();
     for (int chunk = threadIdx.x / 32; chunk < n / group; chunk += blockDim.x / 32)
-        act_q8_chunk<A>(y, NULL, NULL, chunk, threadIdx.x % 32, Q + (size_t)blockIdx.x * n, M + (size_t)blockIdx.x * (n / 32));
+        act_q8_chunk<A>(y, NULL, 0, NULL, chunk, threadIdx.x % 32, Q + (size_t)blockIdx.x * n, M + (size_t)blockIdx.x * (n / 32));
 }
 
 /* Y[t][r] (+)= W[r] . X[t] on int8 activations (k_act_q8): MV_ROWS rows
@@ -879,10 +889,6 @@ __global__ void k_matvec_q8(const uint8_t *__restrict__ W, size_t row_bytes, int
         }
     }
 }
-
-/* ffn's activation: G = act(G) * U over count values; GELU from the
-   F16-indexed table llama.cpp's CPU uses (gelu: the table, or NULL for
-   SiLU). */
 
 /* ---- the CPU's order for int8 products (a context that matches llama.cpp) ----
    The formats Gemma-like models mix (Q8_0, Q5_0, Q4_K, Q6_K), summed as
@@ -963,27 +969,40 @@ __global__ void k_matvec_q8_ordered(const uint8_t *__restrict__ W, size_t row_by
     *y = add ? *y + out : out;
 }
 
-__global__ void k_act_mul(float *__restrict__ G, const float *__restrict__ U, size_t count,
-                          const float *__restrict__ gelu) {
+/* ffn's (and the experts') activation: G = glu_value(G, U) over count
+   values. With pair_expert, G and U are rows of width values, one per
+   (token, expert) pair, and the pair's expert's biases (bg, bu: a column
+   of width per expert, or NULL) are added first, as forward.c adds them
+   to the products. */
+__global__ void k_act_mul(float *__restrict__ G, const float *__restrict__ U, size_t count, int fn,
+                          const float *__restrict__ gelu, const float *__restrict__ bg, const float *__restrict__ bu,
+                          const int *__restrict__ pair_expert, int width) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < count) {
-        float g = G[i];
-        if (gelu) g = g <= -10.0f ? 0.0f : g >= 10.0f ? g : gelu[__half_as_ushort(__float2half_rn(g))];
-        else g = g / (1.0f + expf(-g));
-        G[i] = g * U[i];
+        float g = G[i], u = U[i];
+        if (pair_expert) {
+            size_t at = (size_t)pair_expert[i / width] * width + i % width;
+            if (bg) g += bg[at];
+            if (bu) u += bu[at];
+        }
+        G[i] = glu_value(g, u, fn, gelu);
     }
 }
 
 /* moe_ffn's routing, token t per thread: as forward.c's infer__moe_choose
-   (softmax over all experts or over the chosen, the top k in order with
-   ties to the lower index, renormalised where the model says). Also the
-   routing margin: the least relative gap over the layers between the last
-   chosen expert's probability and the next one's (first: this is the
-   first routed layer), which tests read to excuse routing near-ties. */
+   (the router's bias added to the logits where it has one, softmax over
+   all experts or over the chosen, the top k in order with ties to the
+   lower index, renormalised where the model says). Also the routing
+   margin: the least relative gap over the layers between the last chosen
+   expert's probability and the next one's (first: this is the first
+   routed layer), which tests read to excuse routing near-ties; chosen
+   from raw logits (softmax_topk), the probabilities' gap is
+   1 - e^(next - last). */
 #define MOE_MAX_EXPERTS 512
-__global__ void k_moe_choose(const float *__restrict__ logits, int n_tok, int n_expert, int k, int softmax_all,
-                             int softmax_topk, int renorm, int *__restrict__ expert, float *__restrict__ weight,
-                             int *__restrict__ pair_token, float *__restrict__ margin, int first) {
+__global__ void k_moe_choose(const float *__restrict__ logits, const float *__restrict__ bias, int n_tok, int n_expert,
+                             int k, int softmax_all, int softmax_topk, int renorm, int *__restrict__ expert,
+                             float *__restrict__ weight, int *__restrict__ pair_token, float *__restrict__ margin,
+                             int first) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_tok) return;
     {
@@ -992,7 +1011,7 @@ __global__ void k_moe_choose(const float *__restrict__ logits, int n_tok, int n_
         float *w = weight + (size_t)t * k, mx;
         float probs[MOE_MAX_EXPERTS];
         double sum = 0;
-        for (int e = 0; e < n_expert; e++) probs[e] = lg[e];
+        for (int e = 0; e < n_expert; e++) probs[e] = bias ? lg[e] + bias[e] : lg[e];
         if (softmax_all) {
             mx = probs[0];
             for (int e = 1; e < n_expert; e++) mx = fmaxf(mx, probs[e]);
@@ -1017,7 +1036,7 @@ __global__ void k_moe_choose(const float *__restrict__ logits, int n_tok, int n_
                 for (int i = 0; i < k; i++) taken |= ex[i] == e;
                 if (!taken) next = fmaxf(next, probs[e]);
             }
-            gap = k < n_expert ? (w[k - 1] - next) / w[k - 1] : INFINITY;
+            gap = k >= n_expert ? INFINITY : softmax_topk ? 1.0f - expf(next - w[k - 1]) : (w[k - 1] - next) / w[k - 1];
             margin[t] = first ? gap : fminf(margin[t], gap);
         }
         if (softmax_topk) {
@@ -1037,15 +1056,17 @@ __global__ void k_moe_choose(const float *__restrict__ logits, int n_tok, int n_
     }
 }
 
-/* moe_ffn's sum: xb[t] = the token's experts' outputs, weighted, added in
-   the order they were chosen; one block per token. */
-__global__ void k_moe_sum(const float *__restrict__ Y, const float *__restrict__ weight, int k, int dim,
-                          float *__restrict__ XB) {
+/* moe_ffn's sum: xb[t] = the token's experts' outputs, each with its
+   expert's down bias (bias: a column of dim per expert, or NULL),
+   weighted, added in the order they were chosen; one block per token. */
+__global__ void k_moe_sum(const float *__restrict__ Y, const float *__restrict__ weight, const float *__restrict__ bias,
+                          const int *__restrict__ expert, int k, int dim, float *__restrict__ XB) {
     int t = blockIdx.x;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
         float o = 0.0f;
         for (int j = 0; j < k; j++) {
-            float y = Y[((size_t)t * k + j) * dim + i] * weight[t * k + j];
+            float d = Y[((size_t)t * k + j) * dim + i];
+            float y = (bias ? d + bias[(size_t)expert[t * k + j] * dim + i] : d) * weight[t * k + j];
             o = j ? o + y : y;
         }
         XB[(size_t)t * dim + i] = o;
@@ -1555,8 +1576,9 @@ __device__ __forceinline__ float ord_score(const uint8_t *krow, const float *q, 
 __global__ void k_attention_ordered(const float *__restrict__ Q, int ldq, const int *__restrict__ pos,
                                     const int *__restrict__ seq, int n_tok, uint8_t *const *kc, uint8_t *const *vc,
                                     int layer, int n_layers, int slots, size_t k_row, int group, int hd, int window,
-                                    float scale, float softcap, float *__restrict__ vacc, double *__restrict__ vtail,
-                                    float *__restrict__ out, int ldo) {
+                                    float scale, float softcap, const float *__restrict__ sinks,
+                                    float *__restrict__ vacc, double *__restrict__ vtail, float *__restrict__ out,
+                                    int ldo) {
     INFER_DYNAMIC_SHARED(float, ord_sh);
     int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, kvh = h / group, s = seq[t], p = pos[t];
     int alone = (t == 0 || seq[t - 1] != s) && (t == n_tok - 1 || seq[t + 1] != s);
@@ -1577,6 +1599,7 @@ __global__ void k_attention_ordered(const float *__restrict__ Q, int ldq, const 
 #define ORD_SCORE(kp) ord_score(kbase + (size_t)((kp) % slots) * k_row, qx, hd, vec, softcap, scale)
     for (int kp = lo + lane; kp <= p; kp += 32) m = fmaxf(m, ORD_SCORE(kp));
     m = warp_max(m);
+    if (sinks) m = fmaxf(m, sinks[h]); /* the head's sink joins the max (llama.cpp's soft_max) */
     /* the sum, a chunk of 16 positions a lane, added in order */
     for (int c0 = lo / 16; c0 <= p / 16; c0 += 32) {
         int c = c0 + lane;
@@ -1590,6 +1613,7 @@ __global__ void k_attention_ordered(const float *__restrict__ Q, int ldq, const 
         }
         for (int i = 0; i < 32 && c0 + i <= p / 16; i++) sum += (double)__shfl_sync(FULL_MASK, cs, i);
     }
+    if (sinks) sum += (double)expf(sinks[h] - m); /* and the sum, last; it adds no value */
     inv = (float)(1.0 / sum);
     /* p.V, a tile of positions at a time */
     for (int a = lo / 16 * 16; a <= p; a += ORD_TILE) {
@@ -1668,7 +1692,8 @@ __device__ __forceinline__ float *att_part(float *part, int item, int kvh, int n
 __global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, const att_item *__restrict__ items,
                             const int *__restrict__ pos, const int *__restrict__ seq, uint8_t *const *__restrict__ kc,
                             uint8_t *const *__restrict__ vc, int layer, int n_layers, int slots, int kvq, size_t k_row,
-                            int group, int hd, int window, float scale, float softcap, float *__restrict__ part) {
+                            int group, int hd, int window, float scale, float softcap, const float *__restrict__ sinks,
+                            float *__restrict__ part) {
     INFER_DYNAMIC_SHARED(unsigned char, sh);
     int hdp = (hd + 15) / 16 * 16, kvh = blockIdx.y, tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     int n_split = (int)gridDim.z, n_kvh = (int)gridDim.y;
@@ -1721,13 +1746,15 @@ __global__ void k_attention(int phase, const float *__restrict__ Q, int ldq, con
         sm[tid] = -INFINITY;
         sl[tid] = 0.0f;
         if (phase == 1 && tid < n_rows) { /* every share's max and sum, merged */
-            float M = -INFINITY, l = 0.0f;
+            float M = -INFINITY, l = 0.0f, sink = sinks ? sinks[kvh * group + (it.r0 + tid) % group] : 0.0f;
             for (int z = 0; z < n_split; z++)
                 M = fmaxf(M, att_part(part, blockIdx.x, kvh, n_kvh, z, n_split, hd)[ATT_ROWS * hd + tid]);
+            if (sinks) M = fmaxf(M, sink); /* the head's sink: in the row's max and sum once, here, adding no value */
             for (int z = 0; z < n_split; z++) {
                 const float *pz = att_part(part, blockIdx.x, kvh, n_kvh, z, n_split, hd);
                 if (pz[ATT_ROWS * hd + tid] != -INFINITY) l += pz[ATT_ROWS * (hd + 1) + tid] * expf(pz[ATT_ROWS * hd + tid] - M);
             }
+            if (sinks) l += expf(sink - M);
             sm[tid] = M;
             sl[tid] = l > 0.0f ? 1.0f / l : 0.0f; /* phase 1 keeps the inverse */
         }
@@ -1927,7 +1954,8 @@ static int by_tensor(const void *a, const void *b) {
 
 /* Each weight the description binds, once: the layers' (every field of
    infer__layer), then the model's. Returns how many, written to out
-   (which holds 32 per layer and 3). */
+   (which holds BOUND_PER_LAYER per layer and 3). */
+#define BOUND_PER_LAYER 37
 static int bound_tensors(const infer_model *m, const infer__tensor **out) {
     int n = 0;
     for (int l = 0; l < m->n_layers; l++) {
@@ -1936,7 +1964,8 @@ static int bound_tensors(const infer_model *m, const infer__tensor **out) {
                                       L->q_norm, L->k_norm, L->post_attn_norm, L->ffn_norm, L->w_gate, L->w_up,
                                       L->w_down, L->post_ffn_norm, L->ffn_router, L->gate_exps, L->up_exps};
         const infer__tensor *rec[] = {L->down_exps, L->rec_in, L->rec_gate, L->rec_beta, L->rec_alpha, L->conv,
-                                      L->conv_bias, L->dt_bias, L->ssm_a, L->ssm_d, L->ssm_norm, L->rec_out};
+                                      L->conv_bias, L->dt_bias, L->ssm_a, L->ssm_d, L->ssm_norm, L->rec_out,
+                                      L->router_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b, L->attn_sinks};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]) out[n++] = all[i];
         for (size_t i = 0; i < sizeof rec / sizeof rec[0]; i++)
@@ -2014,6 +2043,17 @@ extern "C" int infer_cuda_model_new(const infer_model *m, void **out, char *msg,
         say(msg, size, "head size %d is larger than the CUDA attention's %d", m->head_dim, ATT_MAX_HD);
         return INFER_BACKEND_UNSUPPORTED;
     }
+    /* features as data whose every value has a kernel here: one the
+       description grows later is refused by name, not run as another */
+    if ((m->act != INFER__ACT_SILU && m->act != INFER__ACT_GELU && m->act != INFER__ACT_SWIGLU_CLAMP) ||
+        (m->act == INFER__ACT_GELU && !m->gelu_table)) {
+        say(msg, size, "the feed-forward's activation (%d) has no CUDA kernel", (int)m->act);
+        return INFER_BACKEND_UNSUPPORTED;
+    }
+    if (m->n_expert && m->gating != INFER__GATING_SOFTMAX && m->gating != INFER__GATING_SOFTMAX_TOPK) {
+        say(msg, size, "the experts' gating (%d) has no CUDA kernel", (int)m->gating);
+        return INFER_BACKEND_UNSUPPORTED;
+    }
     if (m->n_expert > MOE_MAX_EXPERTS) {
         say(msg, size, "%d experts, more than the CUDA routing's %d", m->n_expert, MOE_MAX_EXPERTS);
         return INFER_BACKEND_UNSUPPORTED;
@@ -2022,7 +2062,7 @@ extern "C" int infer_cuda_model_new(const infer_model *m, void **out, char *msg,
         say(msg, size, "a convolution of %d taps, more than the CUDA kernel's %d", m->ssm_conv, CONV_MAX_TAPS);
         return INFER_BACKEND_UNSUPPORTED;
     }
-    list = (const infer__tensor **)malloc(((size_t)m->n_layers * 32 + 3) * sizeof *list);
+    list = (const infer__tensor **)malloc(((size_t)m->n_layers * BOUND_PER_LAYER + 3) * sizeof *list);
     g = (gpu_model *)calloc(1, sizeof *g);
     if (!list || !g) {
         free(list);
@@ -2387,12 +2427,12 @@ template <typename O> static void quant_act(const gpu_ctx *c, int act, const flo
     }
 }
 
-static void launch_act_q8(const gpu_ctx *c, int act, dim3 grid, const float *x, const float *u, const float *gelu, int ldx,
-                          int n, int n_tok, int8_t *q, float4 *meta) {
+static void launch_act_q8(const gpu_ctx *c, int act, dim3 grid, const float *x, const float *u, int fn, const float *gelu,
+                          int ldx, int n, int n_tok, int8_t *q, float4 *meta) {
     switch (act) {
-    case ACT_Q8_0: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_0>)(x, u, gelu, ldx, n, n_tok, q, meta); break;
-    case ACT_Q8_1: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_1>)(x, u, gelu, ldx, n, n_tok, q, meta); break;
-    default: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_K>)(x, u, gelu, ldx, n, n_tok, q, meta); break;
+    case ACT_Q8_0: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_0>)(x, u, fn, gelu, ldx, n, n_tok, q, meta); break;
+    case ACT_Q8_1: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_1>)(x, u, fn, gelu, ldx, n, n_tok, q, meta); break;
+    default: INFER_LAUNCH(grid, 32, 0, c->stream, k_act_q8<ACT_Q8_K>)(x, u, fn, gelu, ldx, n, n_tok, q, meta); break;
     }
 }
 
@@ -2403,7 +2443,7 @@ static void quant_act_q8(const gpu_ctx *c, int act, const float *x, int ldx, int
     int8_t *q = (int8_t *)c->act;
     float4 *meta = (float4 *)((unsigned char *)c->act + c->act_rows_bytes);
     if (act_ready(c, x, FORM_Q8, act, n, n_tok)) return;
-    launch_act_q8(c, act, grid, x, NULL, NULL, ldx, n, n_tok, q, meta);
+    launch_act_q8(c, act, grid, x, NULL, 0, NULL, ldx, n, n_tok, q, meta);
 }
 
 /* ffn's activation fused into the quantization of down's input: act(g) * u
@@ -2414,7 +2454,7 @@ static void quant_act_q8_glu(const gpu_ctx *c, int act, const float *g, const fl
     int8_t *q = (int8_t *)c->act;
     float4 *meta = (float4 *)((unsigned char *)c->act + c->act_rows_bytes);
     forget_act(c);
-    launch_act_q8(c, act, grid, g, u, c->m->act == INFER__ACT_GELU ? c->g->gelu : NULL, n, n, n_tok, q, meta);
+    launch_act_q8(c, act, grid, g, u, c->m->act, c->g->gelu, n, n, n_tok, q, meta);
     act_ready(c, g, FORM_Q8, act, n, n_tok); /* what down's product will look for */
 }
 
@@ -2619,7 +2659,7 @@ static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
     } else {
         forget_act(c);
         INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(
-            c->hb, c->hb2, count, m->act == INFER__ACT_GELU ? c->g->gelu : NULL);
+            c->hb, c->hb2, count, m->act, c->g->gelu, NULL, NULL, NULL, 0);
     }
     return product_run(c, L->w_down, c->hb, m->ffn_dim, n, out, m->dim, out == c->x);
 }
@@ -2632,19 +2672,22 @@ static int moe_ffn(const gpu_ctx *c, const infer__layer *L, int n, int first) {
     size_t count = (size_t)pairs * m->expert_ffn;
     if (!product_run(c, L->ffn_router, c->xb, m->dim, n, c->router, m->n_expert, 0)) return 0;
     INFER_LAUNCH((unsigned)((n + 63) / 64), 64, 0, c->stream, k_moe_choose)(
-        c->router, n, m->n_expert, k, m->gating == INFER__GATING_SOFTMAX, m->gating == INFER__GATING_SOFTMAX_TOPK,
+        c->router, dev_vec(c->g, L->router_b), n, m->n_expert, k, m->gating == INFER__GATING_SOFTMAX, m->gating == INFER__GATING_SOFTMAX_TOPK,
         m->expert_norm, c->route_e, c->route_w, c->pair_token, c->route_margin, first);
     matvec(c, *dev(c->g, L->gate_exps), m->expert_ffn, c->xb, m->dim, n, c->hb, m->expert_ffn, 0, c->route_e,
            c->pair_token, pairs);
     matvec(c, *dev(c->g, L->up_exps), m->expert_ffn, c->xb, m->dim, n, c->hb2, m->expert_ffn, 0, c->route_e,
            c->pair_token, pairs);
     forget_act(c);
-    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(c->hb, c->hb2, count, m->act == INFER__ACT_GELU ? c->g->gelu : NULL);
+    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(
+        c->hb, c->hb2, count, m->act, c->g->gelu, dev_vec(c->g, L->gate_exps_b), dev_vec(c->g, L->up_exps_b), c->route_e,
+        m->expert_ffn);
     /* down reads each pair's own row of hb */
     matvec(c, *dev(c->g, L->down_exps), m->dim, c->hb, m->expert_ffn, pairs, c->moe_out, m->dim, 0, c->route_e, NULL,
            pairs);
     forget_act(c);
-    INFER_LAUNCH(n, 256, 0, c->stream, k_moe_sum)(c->moe_out, c->route_w, k, m->dim, c->xb);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_moe_sum)(c->moe_out, c->route_w, dev_vec(c->g, L->down_exps_b), c->route_e, k,
+                                                  m->dim, c->xb);
     return 1;
 }
 
@@ -2776,12 +2819,13 @@ static void attention(const gpu_ctx *c, const infer__layer *L, int l, const pass
     const infer_model *m = c->m;
     const infer__kv_cache *kv = &c->kv;
     int hdp = (m->head_dim + 15) / 16 * 16, group = m->n_heads / m->n_kv_heads;
+    const float *sinks = dev_vec(c->g, L->attn_sinks);
     if (c->ord_acc) { /* llama.cpp's order */
         size_t shared = (size_t)(m->head_dim + ORD_TILE + 16 * m->head_dim) * sizeof(float);
         INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)m->n_heads), 32, shared, c->stream, k_attention_ordered)(
             c->q, m->q_dim, p->pos, p->seq, p->n, c->d_k, c->d_v, l, kv->n_layers, kv->slots[l], kv->k_row, group,
-            m->head_dim, L->window, m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, c->ord_acc, c->ord_tail,
-            c->att, m->q_dim);
+            m->head_dim, L->window, m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, sinks, c->ord_acc,
+            c->ord_tail, c->att, m->q_dim);
         return;
     }
     dim3 grid((unsigned)p->n_items, (unsigned)m->n_kv_heads, (unsigned)p->n_split);
@@ -2789,7 +2833,7 @@ static void attention(const gpu_ctx *c, const infer__layer *L, int l, const pass
         INFER_LAUNCH(grid, 32 * ATT_WARPS, (size_t)att_shared(hdp).total, c->stream, k_attention)(
             phase, c->q, m->q_dim, p->items, p->pos, p->seq, c->d_k, c->d_v, l, kv->n_layers, kv->slots[l],
             kv_format(kv->type), kv->k_row, group, m->head_dim, L->window,
-            m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, c->part);
+            m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, sinks, c->part);
     INFER_LAUNCH(dim3((unsigned)p->n_items, (unsigned)m->n_kv_heads), 128, 0, c->stream, k_attention_merge)(
         c->part, p->items, p->n_split, group, m->head_dim, c->att, m->q_dim);
 }

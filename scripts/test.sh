@@ -164,7 +164,8 @@ took "the CUDA build"
 # test_recurrent runs the hybrids' sequence operations with their state on
 # the GPU (batched sequences, save and load, copy, speculation, truncation
 # by checkpoint, cancel; about 75 s emulated, measured); test_cuda_formats
-# every weight format, and
+# every weight format, test_cuda_kernels gpt-oss's kernels (sinks, expert
+# biases, clamped SwiGLU) against plain references, and
 # gpu_apps runs infer serve --device cuda --parallel 4 and npc --device
 # cuda. Not here: the tests of parts that run on the CPU whatever the
 # device (GGUF, tokenizers, templates, grammars, samplers, kernels,
@@ -183,9 +184,9 @@ took "the CUDA build"
 # twice), not 10,000.
 cmake -S . -B build-emu -DCMAKE_BUILD_TYPE=Release -DINFER_GPU_EMULATOR=ON -DINFER_BUILD_TESTS=ON >/dev/null
 cmake --build build-emu -j$jobs --target infer_cli npc test_internals test_arch_quantized test_cli test_cuda \
-    test_cuda_formats test_hostile test_recurrent long_run concurrency
+    test_cuda_formats test_cuda_kernels test_hostile test_recurrent long_run concurrency
 (cd build-emu && INFER_DEVICE=cuda INFER_TEST_SKIP_LONG=1 ctest --no-tests=error --output-on-failure -j$jobs \
-    -R '^(test_arch|test_sequence|test_state|test_reference|test_arch_quantized|test_cli|test_cuda|test_cuda_formats|test_hostile|test_recurrent|long_run|concurrency|gpu_apps)$')
+    -R '^(test_arch|test_sequence|test_state|test_reference|test_arch_quantized|test_cli|test_cuda|test_cuda_formats|test_cuda_kernels|test_hostile|test_recurrent|long_run|concurrency|gpu_apps)$')
 took "the emulated GPU"
 # Every skip, named and counted; a test that skipped for want of ../shared
 # while ../shared is here fails the run.
