@@ -72,7 +72,7 @@ static float tolerance_for(const char *model) {
         {"f32", 0.01f}, {"f16", 0.01f}, {"bf16", 0.01f}, {"q8_0", 0.01f}, {"q4_0", 0.03f},
         {"q4_1", 0.03f}, {"q5_0", 0.03f}, {"q5_1", 0.03f}, {"iq4_nl", 0.03f}, {"q4_k", 0.03f},
         {"q5_k", 0.03f}, {"q6_k", 0.03f}, {"q4_k_m", 0.03f}, {"q2_k", 0.05f}, {"q3_k", 0.05f},
-        {"stories260K", 0.01f},
+        {"mxfp4", 0.03f}, {"stories260K", 0.01f},
     };
     size_t i, n = strlen(model);
     for (i = 0; i < sizeof t / sizeof t[0]; i++) {
