@@ -12602,6 +12602,42 @@ INFER__AVX2 static float infer__avx2_mxfp4_dot(int n, const void *w, const void 
     return s;
 }
 
+/* MXFP4's prompt tile: up to 4 rows x 4 tokens, each weight block looked
+   up once for the tokens and each token's block loaded once for the rows;
+   every (row, token) sums as vec_dot does (the block's integer sum, then
+   xd * 2^(e-128) times it added in block order), so the same results to
+   the bit and no lanes scaled apart */
+INFER__AVX2 static void infer__avx2_mxfp4_gemm(int n, const void *w, size_t w_stride, int n_rows, const void *x,
+                                               size_t x_stride, int n_tok, float *y, size_t ldy) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)infer__mxfp4_values));
+    int nb = n / 32, r0, t0, b, r, t;
+    for (r0 = 0; r0 < n_rows; r0 += 4)
+        for (t0 = 0; t0 < n_tok; t0 += 4) {
+            int nr = INFER__MIN(4, n_rows - r0), nt = INFER__MIN(4, n_tok - t0);
+            float s[4][4] = {{0}};
+            for (b = 0; b < nb; b++) {
+                __m256i wq[4];
+                float we[4];
+                for (r = 0; r < nr; r++) {
+                    const infer__block_mxfp4 *a =
+                        (const infer__block_mxfp4 *)((const uint8_t *)w + (size_t)(r0 + r) * w_stride) + b;
+                    wq[r] = _mm256_shuffle_epi8(table, infer__avx2_nibbles(a->qs));
+                    we[r] = infer__e8m0_half(a->e);
+                }
+                for (t = 0; t < nt; t++) {
+                    const infer__block_q8_0 *xb =
+                        (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)(t0 + t) * x_stride) + b;
+                    __m256i xq = _mm256_loadu_si256((const __m256i *)xb->qs);
+                    float xd = _cvtsh_ss(xb->d);
+                    for (r = 0; r < nr; r++)
+                        s[r][t] += xd * we[r] * (float)infer__avx2_hsum_i32(infer__avx2_dot_ss(wq[r], xq));
+                }
+            }
+            for (t = 0; t < nt; t++)
+                for (r = 0; r < nr; r++) y[(size_t)(t0 + t) * ldy + r0 + r] = s[r][t];
+        }
+}
+
 INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void *xv) {
     const infer__block_iq4_xs *a = (const infer__block_iq4_xs *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
@@ -13255,6 +13291,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_IQ4_NL] = infer__avx2_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = infer__avx2_iq4_xs_dot;
     k->vec_dot[INFER_TYPE_MXFP4] = infer__avx2_mxfp4_dot;
+    k->gemm[INFER_TYPE_MXFP4] = infer__avx2_mxfp4_gemm;
     return 1;
 #else
     (void)k;
@@ -16060,10 +16097,13 @@ INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_
    vec_dot (llama.cpp's x86 order): the same products summed otherwise,
    which is why contexts that match llama.cpp leave these tiles
    (gemm_unordered). DECODE(block, lo, hi) gives a weight block's 32 values
-   as int8 (what vec_dot dots with the activations); a format with a min
-   (Q4_1, Q5_1) adds WMIN(weight block) * XSUM(activation block) per block
-   as vec_dot does (the others: 0). */
-#define INFER__NEON_MM_BLOCK_GEMM(NAME, WBLK, XBLK, DECODE, WMIN, XSUM)                                             \
+   as int8 (what vec_dot dots with the activations) and WD(block) its scale
+   (the f16 d, or MXFP4's power of two); a format with a min (Q4_1, Q5_1)
+   adds WMIN(weight block) * XSUM(activation block) per block as vec_dot
+   does (the others: 0). Each lane is one (row, token) pair scaled and
+   added block by block, so MXFP4's largest scales overflow only where its
+   vec_dot does. */
+#define INFER__NEON_MM_BLOCK_GEMM(NAME, WBLK, XBLK, DECODE, WD, WMIN, XSUM)                                         \
     INFER__NEON_I8MM static void NAME(int n, const void *w, size_t w_stride, int n_rows, const void *xv,          \
                                       size_t x_stride, int n_tok, float *y, size_t ldy) {                          \
         int nb = n / 32, r, t0, b, p, i;                                                                           \
@@ -16079,7 +16119,7 @@ INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_
                 for (p = 0; p < np; p++) acc[p] = ms[p] = vdupq_n_f32(0);                                          \
                 for (b = 0; b < nb; b++) {                                                                         \
                     int8x16_t lo0, hi0, lo1, hi1, wp[4];                                                           \
-                    float32x4_t wd = vcombine_f32(vdup_n_f32(INFER__NH(w0[b].d)), vdup_n_f32(INFER__NH(w1[b].d))); \
+                    float32x4_t wd = vcombine_f32(vdup_n_f32(WD(&w0[b])), vdup_n_f32(WD(&w1[b])));                 \
                     float32x4_t wm = vcombine_f32(vdup_n_f32(WMIN(&w0[b])), vdup_n_f32(WMIN(&w1[b])));             \
                     DECODE(&w0[b], lo0, hi0);                                                                      \
                     DECODE(&w1[b], lo1, hi1);                                                                      \
@@ -16102,6 +16142,8 @@ INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_
         }                                                                                                          \
     }
 #define INFER__MM_NOMIN(blk) 0.0f
+#define INFER__MM_D(blk) INFER__NH((blk)->d)
+#define INFER__MM_E8M0(blk) infer__e8m0_half((blk)->e)
 #define INFER__MM_MIN(blk) INFER__NH((blk)->m)
 #define INFER__MM_XSUM(blk) INFER__NH((blk)->s)
 #define INFER__MM_Q8_0(a, lo, hi) (lo = vld1q_s8((a)->qs), hi = vld1q_s8((a)->qs + 16))
@@ -16117,14 +16159,27 @@ INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_
 #define INFER__MM_IQ4_NL(a, lo, hi)                                                                                \
     (lo = vqtbl1q_s8(vld1q_s8(infer__neon_iq4_grid), vandq_u8(vld1q_u8((a)->qs), vdupq_n_u8(0x0f))),                \
      hi = vqtbl1q_s8(vld1q_s8(infer__neon_iq4_grid), vshrq_n_u8(vld1q_u8((a)->qs), 4)))
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q8_0_gemm, infer__block_q8_0, infer__block_q8_0, INFER__MM_Q8_0, INFER__MM_NOMIN, INFER__MM_NOMIN)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_0_gemm, infer__block_q4_0, infer__block_q8_0, INFER__MM_Q4_0, INFER__MM_NOMIN, INFER__MM_NOMIN)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_1_gemm, infer__block_q4_1, infer__block_q8_1, INFER__MM_Q4_1, INFER__MM_MIN, INFER__MM_XSUM)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_0_gemm, infer__block_q5_0, infer__block_q8_0, INFER__MM_Q5_0, INFER__MM_NOMIN, INFER__MM_NOMIN)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_1_gemm, infer__block_q5_1, infer__block_q8_1, INFER__MM_Q5_1, INFER__MM_MIN, INFER__MM_XSUM)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_iq4_nl_gemm, infer__block_iq4_nl, infer__block_q8_0, INFER__MM_IQ4_NL, INFER__MM_NOMIN, INFER__MM_NOMIN)
+#define INFER__MM_MXFP4(a, lo, hi)                                                                                 \
+    (lo = vqtbl1q_s8(vld1q_s8(infer__mxfp4_values), vandq_u8(vld1q_u8((a)->qs), vdupq_n_u8(0x0f))),                \
+     hi = vqtbl1q_s8(vld1q_s8(infer__mxfp4_values), vshrq_n_u8(vld1q_u8((a)->qs), 4)))
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q8_0_gemm, infer__block_q8_0, infer__block_q8_0, INFER__MM_Q8_0, INFER__MM_D,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_0_gemm, infer__block_q4_0, infer__block_q8_0, INFER__MM_Q4_0, INFER__MM_D,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_1_gemm, infer__block_q4_1, infer__block_q8_1, INFER__MM_Q4_1, INFER__MM_D,
+                          INFER__MM_MIN, INFER__MM_XSUM)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_0_gemm, infer__block_q5_0, infer__block_q8_0, INFER__MM_Q5_0, INFER__MM_D,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_1_gemm, infer__block_q5_1, infer__block_q8_1, INFER__MM_Q5_1, INFER__MM_D,
+                          INFER__MM_MIN, INFER__MM_XSUM)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_iq4_nl_gemm, infer__block_iq4_nl, infer__block_q8_0, INFER__MM_IQ4_NL, INFER__MM_D,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_mxfp4_gemm, infer__block_mxfp4, infer__block_q8_0, INFER__MM_MXFP4, INFER__MM_E8M0,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
 #undef INFER__NEON_MM_BLOCK_GEMM
 #undef INFER__MM_NOMIN
+#undef INFER__MM_D
+#undef INFER__MM_E8M0
 #undef INFER__MM_MIN
 #undef INFER__MM_XSUM
 #undef INFER__MM_Q8_0
@@ -16133,6 +16188,7 @@ INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_iq4_nl_gemm, infer__block_iq4_nl, infer_
 #undef INFER__MM_Q5_0
 #undef INFER__MM_Q5_1
 #undef INFER__MM_IQ4_NL
+#undef INFER__MM_MXFP4
 
 /* The K-quants and IQ4_XS: a super-block unpacked to 256 int8 values, a
    scale per 16 values and (Q2_K, Q4_K, Q5_K) a min per 16, which give
@@ -16535,7 +16591,8 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_MXFP4] = dp ? infer__neondp_mxfp4_dot : infer__neon_mxfp4_dot;
     if (infer__cpu_has(INFER__CPU_I8MM)) { /* prompts: smmla tiles */
         static const infer_type unordered[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q4_0, INFER_TYPE_Q4_1,
-                                               INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_IQ4_NL};
+                                               INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_IQ4_NL,
+                                               INFER_TYPE_MXFP4};
         size_t i;
         k->gemm[INFER_TYPE_Q8_0] = infer__neonmm_q8_0_gemm;
         k->gemm[INFER_TYPE_Q4_0] = infer__neonmm_q4_0_gemm;
@@ -16543,6 +16600,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
         k->gemm[INFER_TYPE_Q5_0] = infer__neonmm_q5_0_gemm;
         k->gemm[INFER_TYPE_Q5_1] = infer__neonmm_q5_1_gemm;
         k->gemm[INFER_TYPE_IQ4_NL] = infer__neonmm_iq4_nl_gemm;
+        k->gemm[INFER_TYPE_MXFP4] = infer__neonmm_mxfp4_gemm;
         k->gemm[INFER_TYPE_Q2_K] = infer__neonmm_q2_K_gemm;
         k->gemm[INFER_TYPE_Q3_K] = infer__neonmm_q3_K_gemm;
         k->gemm[INFER_TYPE_Q4_K] = infer__neonmm_q4_K_gemm;
@@ -16563,9 +16621,9 @@ static int infer__simd_neon_install(infer__kernels *k) {
    with emcc -msimd128 (examples/web/). WebAssembly has no run-time feature
    detection: a module either validates with SIMD128 or not at all, so the
    table is chosen at compile time (__wasm_simd128__). The dots of F16,
-   Q8_0, Q4_0, Q4_1, Q4_K and Q6_K sum in the scalar kernels' order and give
-   their results (F32 sums in lanes, not in a double); quantizers are
-   byte-exact. SIMD128 has no fused multiply-add (only the relaxed-SIMD
+   Q8_0, Q4_0, Q4_1, Q4_K, Q6_K and MXFP4 sum in the scalar kernels' order
+   and give their results (F32 sums in lanes, not in a double); quantizers
+   are byte-exact. SIMD128 has no fused multiply-add (only the relaxed-SIMD
    proposal has), so where the scalar kernel fuses, the product is either
    exact in a float or taken in a double. Bit-equal results matter here:
    the browser's greedy tokens are checked against the native build's,
@@ -16906,6 +16964,38 @@ INFER__WASM_NIBBLE_DOT(infer__wasm_q4_1_dot, infer__block_q4_1, infer__block_q8_
 #undef INFER__WASM_DOT_Q4_1_MINS4
 #undef INFER__WASM_DOT_Q4_1_MINS1
 
+/* MXFP4: Q4_0's nibble products with E2M1's doubled grid looked up by a
+   swizzle (|w| <= 12, so the int16 sums still fit), each block's integer
+   sum times xd * 2^(e-128) added in block order, as the scalar kernel:
+   its results to the bit, and no lanes scaled apart (2^127 scales would
+   overflow them where the scalar sum does not) */
+INFER__WASM_INLINE v128_t infer__wasm_mxfp4_block(const infer__block_mxfp4 *a, const infer__block_q8_0 *x) {
+    const v128_t grid = wasm_v128_load(infer__mxfp4_values);
+    v128_t q = wasm_v128_load(a->qs);
+    return infer__wasm_nibble_block(wasm_i8x16_swizzle(grid, INFER__WNIB_LO(q)), wasm_i8x16_swizzle(grid, INFER__WNIB_HI(q)),
+                                    x->qs);
+}
+
+static float infer__wasm_mxfp4_dot(int n, const void *w, const void *xv) {
+    const infer__block_mxfp4 *a = (const infer__block_mxfp4 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    float s = 0, t[4];
+    int b = 0, nb = n / 32;
+    for (; b + 4 <= nb; b += 4) {
+        v128_t sums = infer__wasm_hsum4_i32(infer__wasm_mxfp4_block(a + b, x + b), infer__wasm_mxfp4_block(a + b + 1, x + b + 1),
+                                            infer__wasm_mxfp4_block(a + b + 2, x + b + 2),
+                                            infer__wasm_mxfp4_block(a + b + 3, x + b + 3));
+        v128_t e = wasm_f32x4_make(infer__e8m0_half(a[b].e), infer__e8m0_half(a[b + 1].e), infer__e8m0_half(a[b + 2].e),
+                                   infer__e8m0_half(a[b + 3].e));
+        v128_t d = wasm_f32x4_mul(INFER__WH4(x[b].d, x[b + 1].d, x[b + 2].d, x[b + 3].d), e);
+        wasm_v128_store(t, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(sums)));
+        s += t[0], s += t[1], s += t[2], s += t[3];
+    }
+    for (; b < nb; b++)
+        s += INFER__WH(x[b].d) * infer__e8m0_half(a[b].e) * (float)infer__wasm_hsum_i32(infer__wasm_mxfp4_block(a + b, x + b));
+    return s;
+}
+
 /* The prompt tile: a row of Q4_0 or Q4_1 weights against four tokens at a
    time, each block's nibbles unpacked once for the four, the tokens in
    the lanes of one float vector. Each lane adds its token's block terms
@@ -17030,6 +17120,7 @@ static int infer__simd_wasm_install(infer__kernels *k) {
     k->gemm[INFER_TYPE_Q4_1] = infer__wasm_q4_1_gemm;
     k->vec_dot[INFER_TYPE_Q4_K] = infer__wasm_q4_K_dot;
     k->vec_dot[INFER_TYPE_Q6_K] = infer__wasm_q6_K_dot;
+    k->vec_dot[INFER_TYPE_MXFP4] = infer__wasm_mxfp4_dot;
     k->from_float[INFER_TYPE_Q8_0] = infer__wasm_q8_0_from_float;
     k->from_float[INFER_TYPE_Q8_1] = infer__wasm_q8_1_from_float;
     k->from_float[INFER_TYPE_Q8_K] = infer__wasm_q8_K_from_float;

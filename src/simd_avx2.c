@@ -952,6 +952,42 @@ INFER__AVX2 static float infer__avx2_mxfp4_dot(int n, const void *w, const void 
     return s;
 }
 
+/* MXFP4's prompt tile: up to 4 rows x 4 tokens, each weight block looked
+   up once for the tokens and each token's block loaded once for the rows;
+   every (row, token) sums as vec_dot does (the block's integer sum, then
+   xd * 2^(e-128) times it added in block order), so the same results to
+   the bit and no lanes scaled apart */
+INFER__AVX2 static void infer__avx2_mxfp4_gemm(int n, const void *w, size_t w_stride, int n_rows, const void *x,
+                                               size_t x_stride, int n_tok, float *y, size_t ldy) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)infer__mxfp4_values));
+    int nb = n / 32, r0, t0, b, r, t;
+    for (r0 = 0; r0 < n_rows; r0 += 4)
+        for (t0 = 0; t0 < n_tok; t0 += 4) {
+            int nr = INFER__MIN(4, n_rows - r0), nt = INFER__MIN(4, n_tok - t0);
+            float s[4][4] = {{0}};
+            for (b = 0; b < nb; b++) {
+                __m256i wq[4];
+                float we[4];
+                for (r = 0; r < nr; r++) {
+                    const infer__block_mxfp4 *a =
+                        (const infer__block_mxfp4 *)((const uint8_t *)w + (size_t)(r0 + r) * w_stride) + b;
+                    wq[r] = _mm256_shuffle_epi8(table, infer__avx2_nibbles(a->qs));
+                    we[r] = infer__e8m0_half(a->e);
+                }
+                for (t = 0; t < nt; t++) {
+                    const infer__block_q8_0 *xb =
+                        (const infer__block_q8_0 *)((const uint8_t *)x + (size_t)(t0 + t) * x_stride) + b;
+                    __m256i xq = _mm256_loadu_si256((const __m256i *)xb->qs);
+                    float xd = _cvtsh_ss(xb->d);
+                    for (r = 0; r < nr; r++)
+                        s[r][t] += xd * we[r] * (float)infer__avx2_hsum_i32(infer__avx2_dot_ss(wq[r], xq));
+                }
+            }
+            for (t = 0; t < nt; t++)
+                for (r = 0; r < nr; r++) y[(size_t)(t0 + t) * ldy + r0 + r] = s[r][t];
+        }
+}
+
 INFER__AVX2 static float infer__avx2_iq4_xs_dot(int n, const void *w, const void *xv) {
     const infer__block_iq4_xs *a = (const infer__block_iq4_xs *)w;
     const infer__block_q8_K *x = (const infer__block_q8_K *)xv;
@@ -1605,6 +1641,7 @@ static int infer__simd_avx2_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_IQ4_NL] = infer__avx2_iq4_nl_dot;
     k->vec_dot[INFER_TYPE_IQ4_XS] = infer__avx2_iq4_xs_dot;
     k->vec_dot[INFER_TYPE_MXFP4] = infer__avx2_mxfp4_dot;
+    k->gemm[INFER_TYPE_MXFP4] = infer__avx2_mxfp4_gemm;
     return 1;
 #else
     (void)k;

@@ -565,10 +565,13 @@ INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_
    vec_dot (llama.cpp's x86 order): the same products summed otherwise,
    which is why contexts that match llama.cpp leave these tiles
    (gemm_unordered). DECODE(block, lo, hi) gives a weight block's 32 values
-   as int8 (what vec_dot dots with the activations); a format with a min
-   (Q4_1, Q5_1) adds WMIN(weight block) * XSUM(activation block) per block
-   as vec_dot does (the others: 0). */
-#define INFER__NEON_MM_BLOCK_GEMM(NAME, WBLK, XBLK, DECODE, WMIN, XSUM)                                             \
+   as int8 (what vec_dot dots with the activations) and WD(block) its scale
+   (the f16 d, or MXFP4's power of two); a format with a min (Q4_1, Q5_1)
+   adds WMIN(weight block) * XSUM(activation block) per block as vec_dot
+   does (the others: 0). Each lane is one (row, token) pair scaled and
+   added block by block, so MXFP4's largest scales overflow only where its
+   vec_dot does. */
+#define INFER__NEON_MM_BLOCK_GEMM(NAME, WBLK, XBLK, DECODE, WD, WMIN, XSUM)                                         \
     INFER__NEON_I8MM static void NAME(int n, const void *w, size_t w_stride, int n_rows, const void *xv,          \
                                       size_t x_stride, int n_tok, float *y, size_t ldy) {                          \
         int nb = n / 32, r, t0, b, p, i;                                                                           \
@@ -584,7 +587,7 @@ INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_
                 for (p = 0; p < np; p++) acc[p] = ms[p] = vdupq_n_f32(0);                                          \
                 for (b = 0; b < nb; b++) {                                                                         \
                     int8x16_t lo0, hi0, lo1, hi1, wp[4];                                                           \
-                    float32x4_t wd = vcombine_f32(vdup_n_f32(INFER__NH(w0[b].d)), vdup_n_f32(INFER__NH(w1[b].d))); \
+                    float32x4_t wd = vcombine_f32(vdup_n_f32(WD(&w0[b])), vdup_n_f32(WD(&w1[b])));                 \
                     float32x4_t wm = vcombine_f32(vdup_n_f32(WMIN(&w0[b])), vdup_n_f32(WMIN(&w1[b])));             \
                     DECODE(&w0[b], lo0, hi0);                                                                      \
                     DECODE(&w1[b], lo1, hi1);                                                                      \
@@ -607,6 +610,8 @@ INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_
         }                                                                                                          \
     }
 #define INFER__MM_NOMIN(blk) 0.0f
+#define INFER__MM_D(blk) INFER__NH((blk)->d)
+#define INFER__MM_E8M0(blk) infer__e8m0_half((blk)->e)
 #define INFER__MM_MIN(blk) INFER__NH((blk)->m)
 #define INFER__MM_XSUM(blk) INFER__NH((blk)->s)
 #define INFER__MM_Q8_0(a, lo, hi) (lo = vld1q_s8((a)->qs), hi = vld1q_s8((a)->qs + 16))
@@ -622,14 +627,27 @@ INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_
 #define INFER__MM_IQ4_NL(a, lo, hi)                                                                                \
     (lo = vqtbl1q_s8(vld1q_s8(infer__neon_iq4_grid), vandq_u8(vld1q_u8((a)->qs), vdupq_n_u8(0x0f))),                \
      hi = vqtbl1q_s8(vld1q_s8(infer__neon_iq4_grid), vshrq_n_u8(vld1q_u8((a)->qs), 4)))
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q8_0_gemm, infer__block_q8_0, infer__block_q8_0, INFER__MM_Q8_0, INFER__MM_NOMIN, INFER__MM_NOMIN)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_0_gemm, infer__block_q4_0, infer__block_q8_0, INFER__MM_Q4_0, INFER__MM_NOMIN, INFER__MM_NOMIN)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_1_gemm, infer__block_q4_1, infer__block_q8_1, INFER__MM_Q4_1, INFER__MM_MIN, INFER__MM_XSUM)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_0_gemm, infer__block_q5_0, infer__block_q8_0, INFER__MM_Q5_0, INFER__MM_NOMIN, INFER__MM_NOMIN)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_1_gemm, infer__block_q5_1, infer__block_q8_1, INFER__MM_Q5_1, INFER__MM_MIN, INFER__MM_XSUM)
-INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_iq4_nl_gemm, infer__block_iq4_nl, infer__block_q8_0, INFER__MM_IQ4_NL, INFER__MM_NOMIN, INFER__MM_NOMIN)
+#define INFER__MM_MXFP4(a, lo, hi)                                                                                 \
+    (lo = vqtbl1q_s8(vld1q_s8(infer__mxfp4_values), vandq_u8(vld1q_u8((a)->qs), vdupq_n_u8(0x0f))),                \
+     hi = vqtbl1q_s8(vld1q_s8(infer__mxfp4_values), vshrq_n_u8(vld1q_u8((a)->qs), 4)))
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q8_0_gemm, infer__block_q8_0, infer__block_q8_0, INFER__MM_Q8_0, INFER__MM_D,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_0_gemm, infer__block_q4_0, infer__block_q8_0, INFER__MM_Q4_0, INFER__MM_D,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_1_gemm, infer__block_q4_1, infer__block_q8_1, INFER__MM_Q4_1, INFER__MM_D,
+                          INFER__MM_MIN, INFER__MM_XSUM)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_0_gemm, infer__block_q5_0, infer__block_q8_0, INFER__MM_Q5_0, INFER__MM_D,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q5_1_gemm, infer__block_q5_1, infer__block_q8_1, INFER__MM_Q5_1, INFER__MM_D,
+                          INFER__MM_MIN, INFER__MM_XSUM)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_iq4_nl_gemm, infer__block_iq4_nl, infer__block_q8_0, INFER__MM_IQ4_NL, INFER__MM_D,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
+INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_mxfp4_gemm, infer__block_mxfp4, infer__block_q8_0, INFER__MM_MXFP4, INFER__MM_E8M0,
+                          INFER__MM_NOMIN, INFER__MM_NOMIN)
 #undef INFER__NEON_MM_BLOCK_GEMM
 #undef INFER__MM_NOMIN
+#undef INFER__MM_D
+#undef INFER__MM_E8M0
 #undef INFER__MM_MIN
 #undef INFER__MM_XSUM
 #undef INFER__MM_Q8_0
@@ -638,6 +656,7 @@ INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_iq4_nl_gemm, infer__block_iq4_nl, infer_
 #undef INFER__MM_Q5_0
 #undef INFER__MM_Q5_1
 #undef INFER__MM_IQ4_NL
+#undef INFER__MM_MXFP4
 
 /* The K-quants and IQ4_XS: a super-block unpacked to 256 int8 values, a
    scale per 16 values and (Q2_K, Q4_K, Q5_K) a min per 16, which give
@@ -1040,7 +1059,8 @@ static int infer__simd_neon_install(infer__kernels *k) {
     k->vec_dot[INFER_TYPE_MXFP4] = dp ? infer__neondp_mxfp4_dot : infer__neon_mxfp4_dot;
     if (infer__cpu_has(INFER__CPU_I8MM)) { /* prompts: smmla tiles */
         static const infer_type unordered[] = {INFER_TYPE_Q8_0, INFER_TYPE_Q4_0, INFER_TYPE_Q4_1,
-                                               INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_IQ4_NL};
+                                               INFER_TYPE_Q5_0, INFER_TYPE_Q5_1, INFER_TYPE_IQ4_NL,
+                                               INFER_TYPE_MXFP4};
         size_t i;
         k->gemm[INFER_TYPE_Q8_0] = infer__neonmm_q8_0_gemm;
         k->gemm[INFER_TYPE_Q4_0] = infer__neonmm_q4_0_gemm;
@@ -1048,6 +1068,7 @@ static int infer__simd_neon_install(infer__kernels *k) {
         k->gemm[INFER_TYPE_Q5_0] = infer__neonmm_q5_0_gemm;
         k->gemm[INFER_TYPE_Q5_1] = infer__neonmm_q5_1_gemm;
         k->gemm[INFER_TYPE_IQ4_NL] = infer__neonmm_iq4_nl_gemm;
+        k->gemm[INFER_TYPE_MXFP4] = infer__neonmm_mxfp4_gemm;
         k->gemm[INFER_TYPE_Q2_K] = infer__neonmm_q2_K_gemm;
         k->gemm[INFER_TYPE_Q3_K] = infer__neonmm_q3_K_gemm;
         k->gemm[INFER_TYPE_Q4_K] = infer__neonmm_q4_K_gemm;

@@ -2,9 +2,9 @@
    with emcc -msimd128 (examples/web/). WebAssembly has no run-time feature
    detection: a module either validates with SIMD128 or not at all, so the
    table is chosen at compile time (__wasm_simd128__). The dots of F16,
-   Q8_0, Q4_0, Q4_1, Q4_K and Q6_K sum in the scalar kernels' order and give
-   their results (F32 sums in lanes, not in a double); quantizers are
-   byte-exact. SIMD128 has no fused multiply-add (only the relaxed-SIMD
+   Q8_0, Q4_0, Q4_1, Q4_K, Q6_K and MXFP4 sum in the scalar kernels' order
+   and give their results (F32 sums in lanes, not in a double); quantizers
+   are byte-exact. SIMD128 has no fused multiply-add (only the relaxed-SIMD
    proposal has), so where the scalar kernel fuses, the product is either
    exact in a float or taken in a double. Bit-equal results matter here:
    the browser's greedy tokens are checked against the native build's,
@@ -347,6 +347,38 @@ INFER__WASM_NIBBLE_DOT(infer__wasm_q4_1_dot, infer__block_q4_1, infer__block_q8_
 #undef INFER__WASM_DOT_Q4_1_MINS4
 #undef INFER__WASM_DOT_Q4_1_MINS1
 
+/* MXFP4: Q4_0's nibble products with E2M1's doubled grid looked up by a
+   swizzle (|w| <= 12, so the int16 sums still fit), each block's integer
+   sum times xd * 2^(e-128) added in block order, as the scalar kernel:
+   its results to the bit, and no lanes scaled apart (2^127 scales would
+   overflow them where the scalar sum does not) */
+INFER__WASM_INLINE v128_t infer__wasm_mxfp4_block(const infer__block_mxfp4 *a, const infer__block_q8_0 *x) {
+    const v128_t grid = wasm_v128_load(infer__mxfp4_values);
+    v128_t q = wasm_v128_load(a->qs);
+    return infer__wasm_nibble_block(wasm_i8x16_swizzle(grid, INFER__WNIB_LO(q)), wasm_i8x16_swizzle(grid, INFER__WNIB_HI(q)),
+                                    x->qs);
+}
+
+static float infer__wasm_mxfp4_dot(int n, const void *w, const void *xv) {
+    const infer__block_mxfp4 *a = (const infer__block_mxfp4 *)w;
+    const infer__block_q8_0 *x = (const infer__block_q8_0 *)xv;
+    float s = 0, t[4];
+    int b = 0, nb = n / 32;
+    for (; b + 4 <= nb; b += 4) {
+        v128_t sums = infer__wasm_hsum4_i32(infer__wasm_mxfp4_block(a + b, x + b), infer__wasm_mxfp4_block(a + b + 1, x + b + 1),
+                                            infer__wasm_mxfp4_block(a + b + 2, x + b + 2),
+                                            infer__wasm_mxfp4_block(a + b + 3, x + b + 3));
+        v128_t e = wasm_f32x4_make(infer__e8m0_half(a[b].e), infer__e8m0_half(a[b + 1].e), infer__e8m0_half(a[b + 2].e),
+                                   infer__e8m0_half(a[b + 3].e));
+        v128_t d = wasm_f32x4_mul(INFER__WH4(x[b].d, x[b + 1].d, x[b + 2].d, x[b + 3].d), e);
+        wasm_v128_store(t, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(sums)));
+        s += t[0], s += t[1], s += t[2], s += t[3];
+    }
+    for (; b < nb; b++)
+        s += INFER__WH(x[b].d) * infer__e8m0_half(a[b].e) * (float)infer__wasm_hsum_i32(infer__wasm_mxfp4_block(a + b, x + b));
+    return s;
+}
+
 /* The prompt tile: a row of Q4_0 or Q4_1 weights against four tokens at a
    time, each block's nibbles unpacked once for the four, the tokens in
    the lanes of one float vector. Each lane adds its token's block terms
@@ -471,6 +503,7 @@ static int infer__simd_wasm_install(infer__kernels *k) {
     k->gemm[INFER_TYPE_Q4_1] = infer__wasm_q4_1_gemm;
     k->vec_dot[INFER_TYPE_Q4_K] = infer__wasm_q4_K_dot;
     k->vec_dot[INFER_TYPE_Q6_K] = infer__wasm_q6_K_dot;
+    k->vec_dot[INFER_TYPE_MXFP4] = infer__wasm_mxfp4_dot;
     k->from_float[INFER_TYPE_Q8_0] = infer__wasm_q8_0_from_float;
     k->from_float[INFER_TYPE_Q8_1] = infer__wasm_q8_1_from_float;
     k->from_float[INFER_TYPE_Q8_K] = infer__wasm_q8_K_from_float;
