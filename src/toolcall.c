@@ -1183,6 +1183,10 @@ static void infer__hm_advance(infer_output_parser *p, int final) {
                 if (n >= p->h_head + INFER__HM_HEAD_MAX + 11) { /* too long for a header: text */
                     p->pos = p->call_at = p->h_at;
                     infer__hm_open(p, INFER__HM_CONTENT);
+                    /* the text's ends are looked for past the marker that
+                       opened the header, which would open it again */
+                    if (!memcmp(b + p->h_at, "<|start|>", 9)) p->scan = p->h_at + 9;
+                    else if (!memcmp(b + p->h_at, "<|channel|>", 11)) p->scan = p->h_at + 11;
                     continue;
                 }
                 if (final) p->pos = n; /* a header the reply's end cut: nothing */
@@ -1208,7 +1212,7 @@ static void infer__hm_advance(infer_output_parser *p, int final) {
                 p->h_lead = 0;
                 if (p->h_kind != INFER__HM_DROP) infer__hm_separate(p, which);
             }
-            from = call ? p->scan : p->pos;
+            from = call ? p->scan : INFER__MAX(p->pos, p->scan);
             k = infer__hm_first(b, from, n, infer__hm_ends, &at);
             if (k < 0 && !final) {
                 size_t end = n - infer__hm_hold(b, from, n, infer__hm_ends);
