@@ -624,12 +624,12 @@ INFER__NEON_INLINE void infer__neon_mm_store(float *y, size_t ldy, int r, int n_
 #define INFER__MM_Q5_1(a, lo, hi)                                                                                  \
     (infer__neon_fifth_bits((a)->qh, &lo, &hi), lo = vorrq_s8(INFER__NIB_LO(vld1q_u8((a)->qs)), lo),                 \
      hi = vorrq_s8(INFER__NIB_HI(vld1q_u8((a)->qs)), hi))
-#define INFER__MM_IQ4_NL(a, lo, hi)                                                                                \
-    (lo = vqtbl1q_s8(vld1q_s8(infer__neon_iq4_grid), vandq_u8(vld1q_u8((a)->qs), vdupq_n_u8(0x0f))),                \
-     hi = vqtbl1q_s8(vld1q_s8(infer__neon_iq4_grid), vshrq_n_u8(vld1q_u8((a)->qs), 4)))
-#define INFER__MM_MXFP4(a, lo, hi)                                                                                 \
-    (lo = vqtbl1q_s8(vld1q_s8(infer__mxfp4_values), vandq_u8(vld1q_u8((a)->qs), vdupq_n_u8(0x0f))),                \
-     hi = vqtbl1q_s8(vld1q_s8(infer__mxfp4_values), vshrq_n_u8(vld1q_u8((a)->qs), 4)))
+/* IQ4_NL and MXFP4: each nibble an index into a table of 16 int8 values */
+#define INFER__MM_NIB_TABLE(table, a, lo, hi)                                                                      \
+    (lo = vqtbl1q_s8(vld1q_s8(table), vandq_u8(vld1q_u8((a)->qs), vdupq_n_u8(0x0f))),                              \
+     hi = vqtbl1q_s8(vld1q_s8(table), vshrq_n_u8(vld1q_u8((a)->qs), 4)))
+#define INFER__MM_IQ4_NL(a, lo, hi) INFER__MM_NIB_TABLE(infer__neon_iq4_grid, a, lo, hi)
+#define INFER__MM_MXFP4(a, lo, hi) INFER__MM_NIB_TABLE(infer__mxfp4_values, a, lo, hi)
 INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q8_0_gemm, infer__block_q8_0, infer__block_q8_0, INFER__MM_Q8_0, INFER__MM_D,
                           INFER__MM_NOMIN, INFER__MM_NOMIN)
 INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_q4_0_gemm, infer__block_q4_0, infer__block_q8_0, INFER__MM_Q4_0, INFER__MM_D,
@@ -657,6 +657,7 @@ INFER__NEON_MM_BLOCK_GEMM(infer__neonmm_mxfp4_gemm, infer__block_mxfp4, infer__b
 #undef INFER__MM_Q5_1
 #undef INFER__MM_IQ4_NL
 #undef INFER__MM_MXFP4
+#undef INFER__MM_NIB_TABLE
 
 /* The K-quants and IQ4_XS: a super-block unpacked to 256 int8 values, a
    scale per 16 values and (Q2_K, Q4_K, Q5_K) a min per 16, which give
