@@ -1157,6 +1157,10 @@ typedef enum infer_tool_format {
                                 a recipient are content, a message to=functions.name (in its header, before
                                 or after <|channel|>) is a call with the message as its JSON arguments;
                                 <|call|> and <|return|> end the reply, as does the end of the text */
+    INFER_TOOL_FORMAT_GEMMA4,      /* Gemma 4: <|tool_call>call:name{key:value,..}<tool_call|>, one call each,
+                                its values Gemma's (bare keys, strings <|"|>..<|"|>, numbers, true/false/null,
+                                {..} and [..]) given out as JSON; <|channel>thought\n..<channel|> is reasoning
+                                (whatever infer_reasoning says), at the start or later */
     INFER_TOOL_FORMAT_COUNT
 } infer_tool_format;
 
@@ -1167,7 +1171,7 @@ typedef enum infer_tool_format {
 INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
 /* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
    "deepseek-r1", "command-r", "functionary", "firefunction", "nemotron", "apertus",
-   "qwen3-xml", "lfm2", "harmony" */
+   "qwen3-xml", "lfm2", "harmony", "gemma4" */
 INFERDEF const char *infer_tool_format_name(infer_tool_format f);
 /* The strings that open a tool call in format f (e.g. "<tool_call>"), a
    NULL-terminated static list, for a grammar applied lazily once one is
