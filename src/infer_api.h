@@ -1189,7 +1189,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    (bare {"name", "parameters"} too); name (may be NULL) keeps that tool
    only. parallel: one call or more, where the format writes several (Llama
    3's writes one; harmony's one, optionally after an analysis message, as
-   its <|call|> ends the reply). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
+   its <|call|> ends the reply; Gemma 4's its own values, not JSON, the properties in the template's sorted
+   order, optionally after its thinking channel). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
    parallel). Qwen3.5's XML writes a string parameter as text: one with
    minLength or maxLength (up to 1024) is bounded, and then holds no '<'.

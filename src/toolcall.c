@@ -650,8 +650,6 @@ static int infer__tc_pytag(infer_output_parser *p, const char *s, size_t n) {
 
 /* ---- Gemma 4's calls ---- */
 
-#define INFER__G4_QUOTE "<|\"|>" /* Gemma 4's string quote, a token */
-
 /* A Gemma 4 value at s[*i..n) as JSON into out: a string <|"|>..<|"|>
    (its text as it is: no escapes), a number, true/false/null (and the
    template's None for a null), {key:value, ..} with bare or quoted keys,
