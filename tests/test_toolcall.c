@@ -707,6 +707,41 @@ static char *read_template(const char *name) {
     return s;
 }
 
+/* Gemma 4's own template writes an earlier call (nested arguments, keys
+   sorted, a float, null as None): the parser reads it back as the same
+   arguments, as JSON with the keys in that order. */
+Test(toolcall, gemma4_as_its_template_writes_a_call) {
+    static const char ctx[] =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"Book\"}, {\"role\": \"assistant\", \"content\": \"\","
+        " \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"book\", \"arguments\":"
+        " {\"when\": \"9:00, {late}\", \"guests\": [{\"name\": \"Ann\", \"age\": 31}], \"opts\": {\"late\": true,"
+        " \"x\": null, \"n\": 2.5}}}}]}], \"add_generation_prompt\": false, \"bos_token\": \"<bos>\"}";
+    char *t = read_template("google-gemma-4-31B-it.jinja"), *out, *at, *end;
+    infer_error err;
+    infer_output_parser *p;
+    infer_output_result r;
+    if (!t) cr_skip_test("no %s/templates/google-gemma-4-31B-it.jinja", INFER_SHARED_DIR);
+    cr_assert_eq(infer_tool_format_detect(t), INFER_TOOL_FORMAT_GEMMA4);
+    out = infer_jinja_render(t, ctx, NULL, NULL, &err);
+    cr_assert_not_null(out, "%s", err.msg);
+    cr_assert_not_null(at = strstr(out, "<|tool_call>"), "%s", out);
+    cr_assert_not_null(end = strstr(at, "<tool_call|>"), "%s", out);
+    end += strlen("<tool_call|>");
+    p = infer_output_parser_new(INFER_TOOL_FORMAT_GEMMA4, INFER_REASONING_NONE, &err);
+    cr_assert_eq(infer_output_parser_push(p, at, (size_t)(end - at), NULL, &err), INFER_OK);
+    cr_assert_eq(infer_output_parser_finish(p, NULL, &r, &err), INFER_OK);
+    cr_assert_eq(r.n_calls, 1, "%.*s", (int)(end - at), at);
+    cr_assert_str_eq(r.calls[0].name, "book");
+    cr_assert_str_eq(r.calls[0].arguments,
+                     "{\"guests\":[{\"age\":31,\"name\":\"Ann\"}],\"opts\":{\"late\":true,\"n\":2.5,\"x\":null},"
+                     "\"when\":\"9:00, {late}\"}",
+                     "%s", r.calls[0].arguments);
+    cr_assert_str_empty(r.content);
+    infer_output_parser_free(p);
+    infer_free(out);
+    free(t);
+}
+
 Test(toolcall, detect) {
     static const struct {
         const char *file;
