@@ -1009,6 +1009,8 @@ typedef enum infer_chat_kind {
     INFER_CHAT_KIND_PHI4_MINI,         /* Phi-4-mini: <|user|>x<|end|> */
     INFER_CHAT_KIND_SMOLLM3,           /* SmolLM3: ChatML under its "## Metadata" system header */
     INFER_CHAT_KIND_MISTRAL_V7_TEKKEN, /* Mistral Small 3.x: v7 without the spaces */
+    INFER_CHAT_KIND_GEMMA4,            /* Gemma 4: <|turn>user\nx<turn|>\n, "model" for assistant, a system
+                                          turn; its thinking left out (the prompt closes an empty one) */
     INFER_CHAT_KIND_COUNT
 } infer_chat_kind;
 
@@ -33212,6 +33214,26 @@ static const char infer__cf_gemma[] =
     "{% endfor %}\n"
     "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
 
+/* Gemma 4, as its template writes a chat without tools: each message its
+   own turn, system ones too, the text trimmed; an earlier reply without
+   its thinking (<|channel>..<channel|>); the prompt closes an empty
+   thinking channel, as the template does where thinking is not asked for */
+static const char infer__cf_gemma4[] =
+    "{% for m in messages %}\n"
+    "{{- '<|turn>' + ('model' if m.role == 'assistant' else m.role) + '\\n' -}}\n"
+    "{% if m.role == 'assistant' %}\n"
+    "{% set state = namespace(text='') %}\n"
+    "{% for part in m.content.split('<channel|>') %}\n"
+    "{% set state.text = state.text + part.split('<|channel>')[0] %}\n"
+    "{% endfor %}\n"
+    "{{- state.text.strip(" INFER__CF_BLANKS ") -}}\n"
+    "{% else %}\n"
+    "{{- m.content.strip(" INFER__CF_BLANKS ") -}}\n"
+    "{% endif %}\n"
+    "{{- '<turn|>\\n' -}}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '<|turn>model\\n<|channel>thought\\n<channel|>' }}{% endif %}";
+
 /* Phi-3, Phi-3.5 (which skips an empty system message) */
 static const char infer__cf_phi3[] =
     "{% for m in messages %}\n"
@@ -33360,6 +33382,7 @@ static const char *const infer__chat_format_texts[INFER_CHAT_KIND_COUNT] = {
     infer__cf_gemma,      infer__cf_phi3,       infer__cf_zephyr,        infer__cf_deepseek,
     infer__cf_deepseek2,  infer__cf_deepseek3,  infer__cf_llama31,       infer__cf_qwen3,
     infer__cf_phi4,       infer__cf_phi4_mini,  infer__cf_smollm3,       infer__cf_mistral_v7_tekken,
+    infer__cf_gemma4,
 };
 
 static const char *infer__chat_format_text(infer_chat_kind k) {
@@ -33375,7 +33398,7 @@ static const char *infer__chat_format_text(infer_chat_kind k) {
 static const char *const infer__chat_names[INFER_CHAT_KIND_COUNT] = {
     "chatml",     "llama2",      "mistral",   "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
     "llama3",     "gemma",       "phi3",      "zephyr",     "deepseek",   "deepseek2",         "deepseek3",
-    "llama3.1",   "qwen3",       "phi4",      "phi4-mini",  "smollm3",    "mistral-v7-tekken",
+    "llama3.1",   "qwen3",       "phi4",      "phi4-mini",  "smollm3",    "mistral-v7-tekken", "gemma4",
 };
 
 INFERDEF const char *infer_chat_template_name(infer_chat_kind k) {
@@ -33424,6 +33447,7 @@ static int infer__chat_kind_of(const char *t, size_t n) {
     if (HAS("[gMASK]")) return -1; /* ChatGLM: <|user|> too, but another format */
     if (HAS("<|user|>") && HAS("<|assistant|>") && (HAS("eos_token") || HAS("</s>") || HAS("<|endoftext|>")))
         return INFER_CHAT_KIND_ZEPHYR;
+    if (HAS("<|turn>") && HAS("<turn|>")) return INFER_CHAT_KIND_GEMMA4; /* Gemma 3's markers changed */
     if (HAS("<start_of_turn>")) return INFER_CHAT_KIND_GEMMA;
     if (HAS("### Instruction:") && HAS("<|EOT|>")) return INFER_CHAT_KIND_DEEPSEEK;
     if (HAS("'Assistant: ' + message['content'] + eos_token")) return INFER_CHAT_KIND_DEEPSEEK2;
@@ -33662,6 +33686,7 @@ INFERDEF infer_status infer_chat_end_of_turn(const infer_chat_template *t, char 
     case INFER_CHAT_KIND_LLAMA31: end = "<|eot_id|>"; break;
     case INFER_CHAT_KIND_PHI3: end = "<|end|>\n"; break;
     case INFER_CHAT_KIND_GEMMA: end = "<end_of_turn>\n"; break;
+    case INFER_CHAT_KIND_GEMMA4: end = "<turn|>\n"; break;
     case INFER_CHAT_KIND_DEEPSEEK: end = "\n<|EOT|>\n"; break;
     case INFER_CHAT_KIND_ZEPHYR: after_eos = "\n"; break;
     default: break;

@@ -657,7 +657,8 @@ int infer_cmd_chat(int argc, char **argv) {
         }
     } else if (o.jinja_own || (own && (infer_tool_format_detect(own) == INFER_TOOL_FORMAT_HARMONY ||
                                        infer_tool_format_detect(own) == INFER_TOOL_FORMAT_GEMMA4))) {
-        /* (harmony, gpt-oss's, and Gemma 4's: no built-in format writes them) */
+        /* (harmony, gpt-oss's: no built-in format writes it; Gemma 4's:
+           the built-in one never thinks, nor writes tools) */
         if (!own) {
             rc = cli_fail("--jinja: %s has no chat template (tokenizer.chat_template)", o.c.model);
             goto done;

@@ -1008,6 +1008,8 @@ typedef enum infer_chat_kind {
     INFER_CHAT_KIND_PHI4_MINI,         /* Phi-4-mini: <|user|>x<|end|> */
     INFER_CHAT_KIND_SMOLLM3,           /* SmolLM3: ChatML under its "## Metadata" system header */
     INFER_CHAT_KIND_MISTRAL_V7_TEKKEN, /* Mistral Small 3.x: v7 without the spaces */
+    INFER_CHAT_KIND_GEMMA4,            /* Gemma 4: <|turn>user\nx<turn|>\n, "model" for assistant, a system
+                                          turn; its thinking left out (the prompt closes an empty one) */
     INFER_CHAT_KIND_COUNT
 } infer_chat_kind;
 
