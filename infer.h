@@ -1009,6 +1009,8 @@ typedef enum infer_chat_kind {
     INFER_CHAT_KIND_PHI4_MINI,         /* Phi-4-mini: <|user|>x<|end|> */
     INFER_CHAT_KIND_SMOLLM3,           /* SmolLM3: ChatML under its "## Metadata" system header */
     INFER_CHAT_KIND_MISTRAL_V7_TEKKEN, /* Mistral Small 3.x: v7 without the spaces */
+    INFER_CHAT_KIND_GEMMA4,            /* Gemma 4: <|turn>user\nx<turn|>\n, "model" for assistant, a system
+                                          turn; its thinking left out (the prompt closes an empty one) */
     INFER_CHAT_KIND_COUNT
 } infer_chat_kind;
 
@@ -1158,6 +1160,10 @@ typedef enum infer_tool_format {
                                 a recipient are content, a message to=functions.name (in its header, before
                                 or after <|channel|>) is a call with the message as its JSON arguments;
                                 <|call|> and <|return|> end the reply, as does the end of the text */
+    INFER_TOOL_FORMAT_GEMMA4,      /* Gemma 4: <|tool_call>call:name{key:value,..}<tool_call|>, one call each,
+                                its values Gemma's (bare keys, strings <|"|>..<|"|>, numbers, true/false/null,
+                                {..} and [..]) given out as JSON; <|channel>thought\n..<channel|> is reasoning
+                                (whatever infer_reasoning says), at the start or later */
     INFER_TOOL_FORMAT_COUNT
 } infer_tool_format;
 
@@ -1168,7 +1174,7 @@ typedef enum infer_tool_format {
 INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
 /* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
    "deepseek-r1", "command-r", "functionary", "firefunction", "nemotron", "apertus",
-   "qwen3-xml", "lfm2", "harmony" */
+   "qwen3-xml", "lfm2", "harmony", "gemma4" */
 INFERDEF const char *infer_tool_format_name(infer_tool_format f);
 /* The strings that open a tool call in format f (e.g. "<tool_call>"), a
    NULL-terminated static list, for a grammar applied lazily once one is
@@ -1186,7 +1192,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    (bare {"name", "parameters"} too); name (may be NULL) keeps that tool
    only. parallel: one call or more, where the format writes several (Llama
    3's writes one; harmony's one, optionally after an analysis message, as
-   its <|call|> ends the reply). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
+   its <|call|> ends the reply; Gemma 4's its own values, not JSON, the properties in the template's sorted
+   order, optionally after its thinking channel). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
    parallel). Qwen3.5's XML writes a string parameter as text: one with
    minLength or maxLength (up to 1024) is bounded, and then holds no '<'.
@@ -2985,6 +2992,8 @@ static const char *infer__chat_format_text(infer_chat_kind k);
 #define INFER__DS_CALL_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
 #define INFER__DS_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
 #define INFER__DS_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>"
+/* Gemma 4's string quote (a token), in its calls (toolcall.c, toolgrammar.c) */
+#define INFER__G4_QUOTE "<|\"|>"
 
 /* ---- sampler.c ---- */
 static void infer__sampler_grammar_wait(infer_sampler *s);
@@ -6149,7 +6158,8 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     /* every one of these ends generation, and is forced to CONTROL (llama.cpp's
        list; <|end_of_text|> and <end_of_utterance> joined it later in 2025) */
     static const char *const eog_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                            "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"};
+                                            "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+                                            "<turn|>", "<|tool_response>"}; /* the last two Gemma 4's */
     static const char *const id_keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                                            "tokenizer.ggml.unknown_token_id"};
     infer_token by_text_id[8];
@@ -6402,6 +6412,17 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         infer__eog_add(v, infer__vocab_find_text(v, "<|call|>"));
         for (k = 0; k < v->n_eog; k++)
             if (v->eog[k] == end) v->eog[k--] = v->eog[--v->n_eog];
+        for (k = 0; k < 5; k++) {
+            infer_token t = infer__vocab_find_text(v, shown[k]);
+            if (t >= 0) v->tokens[t].attr = INFER__ATTR_USER_DEFINED;
+        }
+    }
+    /* Gemma 4 (as llama.cpp keeps them for its parser): the call, string
+       and thinking-channel tokens decode to their text, which the reply
+       parser and tool grammars read */
+    if (infer__vocab_find_text(v, "<|tool_call>") >= 0 && infer__vocab_find_text(v, "<tool_call|>") >= 0) {
+        static const char *const shown[] = {"<|tool_call>", "<tool_call|>", "<|\"|>", "<|channel>", "<channel|>"};
+        int k;
         for (k = 0; k < 5; k++) {
             infer_token t = infer__vocab_find_text(v, shown[k]);
             if (t >= 0) v->tokens[t].attr = INFER__ATTR_USER_DEFINED;
@@ -28073,7 +28094,9 @@ enum {
     INFER__K_APERTUS,     /* <|tools_prefix|>[{"name": {..}}]<|tools_suffix|> */
     INFER__K_XML_CALL,    /* <tool_call><function=name><parameter=k>v</parameter>..</function></tool_call> */
     INFER__K_XML_FN,      /* the same without <tool_call>: <function=name>..</function> */
-    INFER__K_LFM2         /* <|tool_call_start|>[name(k=v, ..), ..]<|tool_call_end|> */
+    INFER__K_LFM2,        /* <|tool_call_start|>[name(k=v, ..), ..]<|tool_call_end|> */
+    INFER__K_GEMMA4,      /* <|tool_call>call:name{k:v, ..}<tool_call|> */
+    INFER__K_G4_CHANNEL   /* Gemma 4's <|channel>thought\n..<channel|>: reasoning */
 };
 
 typedef struct infer__tc_marker {
@@ -28100,6 +28123,12 @@ static const infer__tc_marker infer__tc_apertus_m[] = {{"<|tools_prefix|>", INFE
 static const infer__tc_marker infer__tc_xml[] = {
     {"<tool_call>", INFER__K_XML_CALL}, {"<function=", INFER__K_XML_FN}, {NULL, 0}};
 static const infer__tc_marker infer__tc_lfm2_m[] = {{"<|tool_call_start|>", INFER__K_LFM2}, {NULL, 0}};
+/* a <channel|> with no <|channel> before it (Gemma 4 may write one at the
+   end) is dropped */
+static const infer__tc_marker infer__tc_gemma4_m[] = {{"<|tool_call>", INFER__K_GEMMA4},
+                                                      {"<|channel>", INFER__K_G4_CHANNEL},
+                                                      {"<channel|>", INFER__K_DROP},
+                                                      {NULL, 0}};
 
 static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     switch (f) {
@@ -28115,6 +28144,7 @@ static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     case INFER_TOOL_FORMAT_APERTUS: return infer__tc_apertus_m;
     case INFER_TOOL_FORMAT_QWEN3_XML: return infer__tc_xml;
     case INFER_TOOL_FORMAT_LFM2: return infer__tc_lfm2_m;
+    case INFER_TOOL_FORMAT_GEMMA4: return infer__tc_gemma4_m;
     default: return infer__tc_none;
     }
 }
@@ -28135,6 +28165,7 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     static const char *const xml[] = {"<tool_call>", "<function=", NULL};
     static const char *const lfm2[] = {"<|tool_call_start|>", NULL};
     static const char *const harmony[] = {"<|channel|>commentary to=", NULL};
+    static const char *const gemma4[] = {"<|tool_call>", NULL};
     switch (f) {
     case INFER_TOOL_FORMAT_GENERIC: return generic;
     case INFER_TOOL_FORMAT_HERMES: return hermes;
@@ -28150,6 +28181,7 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     case INFER_TOOL_FORMAT_QWEN3_XML: return xml;
     case INFER_TOOL_FORMAT_LFM2: return lfm2;
     case INFER_TOOL_FORMAT_HARMONY: return harmony;
+    case INFER_TOOL_FORMAT_GEMMA4: return gemma4;
     default: return none;
     }
 }
@@ -28158,7 +28190,7 @@ INFERDEF const char *infer_tool_format_name(infer_tool_format f) {
     static const char *const names[INFER_TOOL_FORMAT_COUNT] = {"none",      "generic",     "hermes",    "llama3",
                                                          "mistral",   "phi4-mini",   "deepseek-r1", "command-r",
                                                          "functionary", "firefunction", "nemotron",  "apertus",
-                                                         "qwen3-xml",  "lfm2",        "harmony"};
+                                                         "qwen3-xml",  "lfm2",        "harmony",   "gemma4"};
     return (int)f >= 0 && f < INFER_TOOL_FORMAT_COUNT ? names[f] : "unknown";
 }
 
@@ -28166,6 +28198,8 @@ INFERDEF infer_tool_format infer_tool_format_detect(const char *t) {
     if (!t) return INFER_TOOL_FORMAT_NONE;
     /* gpt-oss: harmony's message tokens (its template also names others' markers in text) */
     if (strstr(t, "<|channel|>") && strstr(t, "<|message|>") && strstr(t, "<|start|>")) return INFER_TOOL_FORMAT_HARMONY;
+    /* Gemma 4: its template writes calls as '<|tool_call>call:' + name */
+    if (strstr(t, "<|tool_call>call:")) return INFER_TOOL_FORMAT_GEMMA4;
     if (strstr(t, "<seed:tool_call>")) return INFER_TOOL_FORMAT_GENERIC; /* XML parameters: not parsed */
     if (strstr(t, "<TOOLCALL>")) return INFER_TOOL_FORMAT_NEMOTRON;
     if (strstr(t, "<|tools_prefix|>")) return INFER_TOOL_FORMAT_APERTUS;
@@ -28684,6 +28718,111 @@ static int infer__tc_pytag(infer_output_parser *p, const char *s, size_t n) {
     return ok;
 }
 
+/* ---- Gemma 4's calls ---- */
+
+/* A Gemma 4 value at s[*i..n) as JSON into out: a string <|"|>..<|"|>
+   (its text as it is: no escapes), a number, true/false/null (and the
+   template's None for a null), {key:value, ..} with bare or quoted keys,
+   [value, ..]. 1, or 0 where it is none. */
+static int infer__tc_g4val(infer_output_parser *p, const char *s, size_t n, size_t *i, infer__sb *out, int depth) {
+    size_t j = *i, ql = strlen(INFER__G4_QUOTE);
+    while (j < n && infer__tc_ws(s[j])) j++;
+    if (j == n || depth > INFER__JSON_MAX_DEPTH) return 0;
+    if (n - j >= ql && !memcmp(s + j, INFER__G4_QUOTE, ql)) {
+        size_t e = infer__tc_find(s, j + ql, n, INFER__G4_QUOTE, ql);
+        if (e == (size_t)-1) return 0;
+        infer__sb_json_string(out, s + j + ql, e - j - ql);
+        *i = e + ql;
+        return 1;
+    }
+    if (s[j] == '{' || s[j] == '[') {
+        char close = s[j] == '[' ? ']' : '}';
+        int dict = s[j] == '{', first = 1;
+        infer__sb_putc(out, s[j]);
+        for (j++;;) {
+            while (j < n && infer__tc_ws(s[j])) j++;
+            if (j < n && s[j] == close) break;
+            if (!first) {
+                if (j == n || s[j] != ',') return 0;
+                for (j++; j < n && infer__tc_ws(s[j]); j++) {}
+                if (j < n && s[j] == close) break; /* a trailing comma */
+                infer__sb_putc(out, ',');
+            }
+            first = 0;
+            if (dict) { /* a key: quoted, or bare up to its ':' */
+                if (n - j >= ql && !memcmp(s + j, INFER__G4_QUOTE, ql)) {
+                    if (!infer__tc_g4val(p, s, n, &j, out, depth + 1)) return 0;
+                } else {
+                    size_t k0 = j, k1;
+                    while (j < n && s[j] != ':' && !strchr("{}[],<", s[j])) j++;
+                    for (k1 = j; k1 > k0 && infer__tc_ws(s[k1 - 1]); k1--) {}
+                    if (k1 == k0) return 0;
+                    infer__sb_json_string(out, s + k0, k1 - k0);
+                }
+                while (j < n && infer__tc_ws(s[j])) j++;
+                if (j == n || s[j] != ':') return 0;
+                j++;
+                infer__sb_putc(out, ':');
+            }
+            if (!infer__tc_g4val(p, s, n, &j, out, depth + 1)) return 0;
+        }
+        infer__sb_putc(out, close);
+        *i = j + 1;
+        return 1;
+    }
+    {
+        size_t v0 = j;
+        infer__jv jv;
+        while (j < n && (infer__tc_ident(s[j]) || s[j] == '+')) j++;
+        if (j == v0) return 0;
+        if ((j - v0 == 4 && !memcmp(s + v0, "true", 4)) || (j - v0 == 5 && !memcmp(s + v0, "false", 5)) ||
+            (j - v0 == 4 && !memcmp(s + v0, "null", 4)))
+            infer__sb_put(out, s + v0, j - v0);
+        else if (j - v0 == 4 && !memcmp(s + v0, "None", 4)) infer__sb_puts(out, "null");
+        else if (infer__tc_parse(p, s + v0, j - v0, &jv) && jv.type == INFER__J_NUM) {
+            infer__sb_json(out, &jv);
+            infer__jv_free(&jv);
+        } else return 0;
+        *i = j;
+        return 1;
+    }
+}
+
+/* <|tool_call>'s text: call:name{..} (more than one, should a model write
+   them in one block) */
+static int infer__tc_gemma4(infer_output_parser *p, const char *s, size_t n) {
+    size_t i = 0;
+    infer__tc_trim(&s, &n);
+    for (;;) {
+        size_t name0, name_len;
+        infer__sb a = {NULL, 0};
+        int ok;
+        if (n - i < 5 || memcmp(s + i, "call:", 5)) return 0;
+        for (i += 5, name0 = i; i < n && infer__tc_ident(s[i]); i++) {}
+        name_len = i - name0;
+        ok = name_len && i < n && s[i] == '{' && infer__tc_g4val(p, s, n, &i, &a, 0) && !a.nomem &&
+             infer__tc_add(p, s + name0, name_len, a.p, stbds_arrlenu(a.p), NULL, 0);
+        if (a.nomem) p->nomem = 1;
+        stbds_arrfree(a.p);
+        if (!ok) return 0;
+        while (i < n && infer__tc_ws(s[i])) i++;
+        if (i == n) return 1;
+    }
+}
+
+/* <|channel>'s text: "thought" and the reasoning (an empty channel, or a
+   <|channel> repeated, gives none) */
+static int infer__tc_g4_channel(infer_output_parser *p, const char *s, size_t n) {
+    while (n >= 10 && !memcmp(s, "<|channel>", 10)) s += 10, n -= 10;
+    if (n >= 7 && !memcmp(s, "thought", 7)) s += 7, n -= 7;
+    infer__tc_trim(&s, &n);
+    if (!n) return 1;
+    if (p->reasoning_started) infer__tc_put(p, &p->held_ws, "\n\n", 2);
+    infer__tc_emit(p, 1, s, n);
+    infer__tc_drop_ws(p);
+    return 1;
+}
+
 /* one DeepSeek R1 call: TYPE<｜tool▁sep｜>NAME\n```json\n{..}\n``` */
 static int infer__tc_ds_one(infer_output_parser *p, const char *s, size_t n) {
     size_t sl = strlen(INFER__DS_SEP), at = infer__tc_find(s, 0, n, INFER__DS_SEP, sl), nl;
@@ -28925,6 +29064,8 @@ static int infer__tc_parse_call(infer_output_parser *p, size_t body, size_t body
     case INFER__K_XML_CALL: ok = infer__tc_xml_calls(p, s, n); break;
     case INFER__K_XML_FN: ok = infer__tc_xml_fn(p, s, n); break;
     case INFER__K_LFM2: ok = infer__tc_lfm2(p, s, n); break;
+    case INFER__K_GEMMA4: ok = infer__tc_gemma4(p, s, n); break;
+    case INFER__K_G4_CHANNEL: ok = infer__tc_g4_channel(p, s, n); break;
     case INFER__K_FUNCTIONARY: {
         const char *gt = (const char *)memchr(s, '>', n);
         infer__jv v;
@@ -28985,6 +29126,8 @@ static int infer__tc_call_end(infer_output_parser *p, int final, size_t *body_en
     case INFER__K_XML_CALL: close = "</tool_call>"; break;
     case INFER__K_XML_FN: close = "</function>"; break;
     case INFER__K_LFM2: close = "<|tool_call_end|>"; break;
+    case INFER__K_GEMMA4: close = "<tool_call|>"; break;
+    case INFER__K_G4_CHANNEL: close = "<channel|>"; break;
     case INFER__K_PYTAG: break;
     case INFER__K_MISTRAL:
         if (!p->json_seen && p->json_from == p->body_at) {
@@ -29419,6 +29562,11 @@ INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, infer
     p->markers = infer__tc_markers(f);
     p->think_open = f == INFER_TOOL_FORMAT_COMMAND_R ? "<|START_THINKING|>" : "<think>";
     p->think_close = f == INFER_TOOL_FORMAT_COMMAND_R ? "<|END_THINKING|>" : "</think>";
+    if (f == INFER_TOOL_FORMAT_GEMMA4) { /* its thinking channel, reasoning whatever the mode */
+        p->think_open = "<|channel>thought";
+        p->think_close = "<channel|>";
+        if (reasoning == INFER_REASONING_NONE) p->reasoning_mode = INFER_REASONING_AUTO;
+    }
     p->state = INFER__TC_START;
     return p;
 }
@@ -29717,6 +29865,226 @@ static void infer__tg_args(infer__sb *b, infer_tool_format f, const infer__jv *p
     infer__sb_puts(b, ")? ");
 }
 
+/* ---- Gemma 4's arguments: its own syntax, from the schema ---- */
+
+/* the shared rules of Gemma 4's values: strings between <|"|> quotes
+   (without "<|" inside), JSON's numbers, bare keys */
+static const char infer__tg_g4_rules[] =
+    "g4-value ::= g4-string | g4-number | g4-bool | \"null\" | g4-object | g4-array\n"
+    "g4-string ::= \"<|\\\"|>\" ([^<] | \"<\" [^|])* \"<|\\\"|>\"\n"
+    "g4-integer ::= \"-\"? ([0-9] | [1-9] [0-9]*)\n"
+    "g4-number ::= g4-integer (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?\n"
+    "g4-bool ::= \"true\" | \"false\"\n"
+    "g4-key ::= ([a-zA-Z0-9_.$] | \"-\")+\n"
+    "g4-object ::= \"{\" (g4-key \":\" g4-value (\",\" g4-key \":\" g4-value)*)? \"}\"\n"
+    "g4-array ::= \"[\" (g4-value (\",\" g4-value)*)? \"]\"\n";
+
+/* Rules written for one tool's schema: tool-g4-T-N, into rules. */
+typedef struct infer__tg_g4 {
+    infer__sb *rules;
+    int tool, next;
+} infer__tg_g4;
+
+static void infer__tg_g4_value(infer__tg_g4 *g, infer__sb *b, const infer__jv *s, int depth);
+
+/* A new rule, its body written by value's schema (after key ":" where
+   key is not NULL), added to g->rules after the rules the body uses; its
+   name (" tool-g4-T-N ") into b. */
+static void infer__tg_g4_rule(infer__tg_g4 *g, infer__sb *b, const char *key, size_t key_len, const infer__jv *value,
+                              int depth) {
+    char nm[48];
+    infer__sb body = {NULL, 0};
+    snprintf(nm, sizeof nm, "tool-g4-%d-%d", g->tool, g->next++);
+    if (key) {
+        infer__sb_literal(&body, key, key_len);
+        infer__sb_puts(&body, " \":\"");
+    }
+    infer__tg_g4_value(g, &body, value, depth);
+    infer__sb_puts(g->rules, nm);
+    infer__sb_puts(g->rules, " ::= ");
+    infer__sb_put(g->rules, body.p ? body.p : "", stbds_arrlenu(body.p));
+    infer__sb_puts(g->rules, "\n");
+    if (body.nomem) g->rules->nomem = 1;
+    stbds_arrfree(body.p);
+    infer__sb_puts(b, " ");
+    infer__sb_puts(b, nm);
+    infer__sb_puts(b, " ");
+}
+
+/* one value of an enum or const as Gemma writes it */
+static void infer__tg_g4_const(infer__sb *b, const infer__jv *v) {
+    infer__sb t = {NULL, 0};
+    if (v->type == INFER__J_STR) {
+        infer__sb_puts(&t, INFER__G4_QUOTE);
+        infer__sb_put(&t, v->s, v->n);
+        infer__sb_puts(&t, INFER__G4_QUOTE);
+    } else infer__sb_json(&t, v); /* numbers, true/false/null; lists and objects as JSON (seldom) */
+    if (t.nomem) b->nomem = 1;
+    else infer__sb_literal(b, t.p ? t.p : "", stbds_arrlenu(t.p));
+    stbds_arrfree(t.p);
+}
+
+/* 1 where key a sorts before b as Jinja's dictsort (case-insensitive) does */
+static int infer__tg_g4_before(const char *a, size_t an, const char *b, size_t bn) {
+    size_t i;
+    for (i = 0; i < an && i < bn; i++) {
+        int x = a[i] >= 'A' && a[i] <= 'Z' ? a[i] + 32 : a[i], y = b[i] >= 'A' && b[i] <= 'Z' ? b[i] + 32 : b[i];
+        if (x != y) return x < y;
+    }
+    return an < bn;
+}
+
+/* A non-empty list of the properties order[k..n) (their rules first[k..]):
+   each required one written, the optional ones maybe, "," between */
+static void infer__tg_g4_props(infer__sb *b, char **rule, const int *req, int k, int n) {
+    int j;
+    if (!req[k] && k + 1 < n) infer__sb_puts(b, "(");
+    infer__sb_puts(b, rule[k]);
+    for (j = k + 1; j < n; j++) {
+        infer__sb_puts(b, req[j] ? " \",\" " : " (\",\" ");
+        infer__sb_puts(b, rule[j]);
+        infer__sb_puts(b, req[j] ? " " : ")? ");
+    }
+    if (!req[k] && k + 1 < n) {
+        infer__sb_puts(b, " | ");
+        infer__tg_g4_props(b, rule, req, k + 1, n);
+        infer__sb_puts(b, ")");
+    }
+}
+
+/* {key:value, ..}: the properties in the template's order (sorted), the
+   required ones present, no others */
+static void infer__tg_g4_object(infer__tg_g4 *g, infer__sb *b, const infer__jv *s, const infer__jv *props,
+                                int depth) {
+    int n = (int)stbds_arrlen(props->keys), k, j, any_req = 0;
+    int *order = (int *)infer__calloc((size_t)n, sizeof *order), *req = (int *)infer__calloc((size_t)n, sizeof *req);
+    char **rule = (char **)infer__calloc((size_t)n, sizeof *rule);
+    if (!order || !req || !rule) {
+        b->nomem = 1;
+        n = 0;
+    }
+    for (k = 0; k < n; k++) { /* insertion sort: a schema has few properties */
+        for (j = k; j > 0 && infer__tg_g4_before(props->keys[k], props->key_lens[k], props->keys[order[j - 1]],
+                                                 props->key_lens[order[j - 1]]);
+             j--)
+            order[j] = order[j - 1];
+        order[j] = k;
+    }
+    for (k = 0; k < n && !b->nomem; k++) { /* a rule per property: key ":" value */
+        infer__sb name = {NULL, 0};
+        int p = order[k];
+        req[k] = infer__tg_required(s, props->keys[p], props->key_lens[p]);
+        any_req |= req[k];
+        infer__tg_g4_rule(g, &name, props->keys[p], props->key_lens[p], &props->items[p], depth + 1);
+        if (name.nomem || !(rule[k] = infer__strndup(name.p, stbds_arrlenu(name.p)))) b->nomem = 1;
+        stbds_arrfree(name.p);
+    }
+    infer__sb_puts(b, " \"{\" ");
+    if (n && !b->nomem) {
+        infer__sb_puts(b, "(");
+        infer__tg_g4_props(b, rule, req, 0, n);
+        infer__sb_puts(b, any_req ? ") " : ")? ");
+    }
+    infer__sb_puts(b, "\"}\" ");
+    for (k = 0; rule && k < n; k++) INFER_FREE(rule[k]);
+    INFER_FREE(rule);
+    INFER_FREE(order);
+    INFER_FREE(req);
+}
+
+/* one type's values ("string", "integer", ...) */
+static void infer__tg_g4_type(infer__tg_g4 *g, infer__sb *b, const infer__jv *s, const char *t, int depth) {
+    const infer__jv *props = infer__jv_get(s, "properties"), *items = infer__jv_get(s, "items");
+    if (!strcmp(t, "string")) infer__sb_puts(b, " g4-string ");
+    else if (!strcmp(t, "integer")) infer__sb_puts(b, " g4-integer ");
+    else if (!strcmp(t, "number")) infer__sb_puts(b, " g4-number ");
+    else if (!strcmp(t, "boolean")) infer__sb_puts(b, " g4-bool ");
+    else if (!strcmp(t, "null")) infer__sb_puts(b, " \"null\" ");
+    else if (!strcmp(t, "object") && props && props->type == INFER__J_OBJ && stbds_arrlen(props->keys))
+        infer__tg_g4_object(g, b, s, props, depth);
+    else if (!strcmp(t, "object")) infer__sb_puts(b, " g4-object ");
+    else if (!strcmp(t, "array") && items && items->type == INFER__J_OBJ) {
+        infer__sb item = {NULL, 0};
+        infer__tg_g4_rule(g, &item, NULL, 0, items, depth + 1);
+        infer__sb_puts(b, " \"[\" (");
+        infer__sb_put(b, item.p ? item.p : "", stbds_arrlenu(item.p));
+        infer__sb_puts(b, " (\",\"");
+        infer__sb_put(b, item.p ? item.p : "", stbds_arrlenu(item.p));
+        infer__sb_puts(b, ")*)? \"]\" ");
+        if (item.nomem) b->nomem = 1;
+        stbds_arrfree(item.p);
+    } else if (!strcmp(t, "array")) infer__sb_puts(b, " g4-array ");
+    else infer__sb_puts(b, " g4-value ");
+}
+
+/* A value of schema s as Gemma 4 writes it, an expression into b: enum,
+   const, anyOf/oneOf, type (one or a list); anything else any value. */
+static void infer__tg_g4_value(infer__tg_g4 *g, infer__sb *b, const infer__jv *s, int depth) {
+    const infer__jv *e, *type;
+    int k;
+    if (!s || s->type != INFER__J_OBJ || depth > INFER__JSON_MAX_DEPTH) {
+        infer__sb_puts(b, " g4-value ");
+        return;
+    }
+    if ((e = infer__jv_get(s, "const"))) {
+        infer__sb_puts(b, " ");
+        infer__tg_g4_const(b, e);
+        infer__sb_puts(b, " ");
+        return;
+    }
+    e = infer__jv_get(s, "enum");
+    if (e && e->type == INFER__J_ARR && stbds_arrlen(e->items)) {
+        infer__sb_puts(b, " (");
+        for (k = 0; k < (int)stbds_arrlen(e->items); k++) {
+            infer__sb_puts(b, k ? " | " : "");
+            infer__tg_g4_const(b, &e->items[k]);
+        }
+        infer__sb_puts(b, ") ");
+        return;
+    }
+    if (!(e = infer__jv_get(s, "anyOf"))) e = infer__jv_get(s, "oneOf");
+    if (e && e->type == INFER__J_ARR && stbds_arrlen(e->items)) {
+        infer__sb_puts(b, " (");
+        for (k = 0; k < (int)stbds_arrlen(e->items); k++) {
+            infer__sb_puts(b, k ? " | " : "");
+            infer__tg_g4_value(g, b, &e->items[k], depth + 1);
+        }
+        infer__sb_puts(b, ") ");
+        return;
+    }
+    type = infer__jv_get(s, "type");
+    if (type && type->type == INFER__J_STR) infer__tg_g4_type(g, b, s, type->s, depth);
+    else if (type && type->type == INFER__J_ARR && stbds_arrlen(type->items)) {
+        infer__sb_puts(b, " (");
+        for (k = 0; k < (int)stbds_arrlen(type->items); k++) {
+            infer__sb_puts(b, k ? " | " : "");
+            infer__tg_g4_type(g, b, s, type->items[k].type == INFER__J_STR ? type->items[k].s : "", depth);
+        }
+        infer__sb_puts(b, ") ");
+    } else if (infer__jv_get(s, "properties")) infer__tg_g4_type(g, b, s, "object", depth);
+    else if (infer__jv_get(s, "items")) infer__tg_g4_type(g, b, s, "array", depth);
+    else infer__sb_puts(b, " g4-value ");
+}
+
+/* tool i's arguments rule, tool-args-i, and the rules it uses */
+static void infer__tg_g4_args(infer__sb *out, const infer__jv *params, int i) {
+    char head[32];
+    infer__sb rules = {NULL, 0};
+    infer__tg_g4 g;
+    g.rules = &rules;
+    g.tool = i;
+    g.next = 0;
+    snprintf(head, sizeof head, "tool-args-%d ::= ", i);
+    infer__sb_puts(out, head);
+    /* the arguments are an object, even where the schema does not say so */
+    if (!infer__jv_get(params, "type") && !infer__jv_get(params, "properties")) infer__sb_puts(out, " g4-object ");
+    else infer__tg_g4_value(&g, out, params, 0);
+    infer__sb_puts(out, "\n");
+    infer__sb_put(out, rules.p ? rules.p : "", stbds_arrlenu(rules.p));
+    if (rules.nomem) out->nomem = 1;
+    stbds_arrfree(rules.p);
+}
+
 /* The call of tool i as the format writes one (its arguments rule is
    tool-args-i), as a rule's body. */
 static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_tool *t, int i) {
@@ -29758,6 +30126,10 @@ static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_to
     case INFER_TOOL_FORMAT_HARMONY: /* (after the root's header) name <|constrain|>json<|message|>{..} */
         infer__sb_literal(b, t->name, t->name_len);
         infer__sb_puts(b, " \" <|constrain|>json<|message|>\"");
+        infer__sb_puts(b, args);
+        return;
+    case INFER_TOOL_FORMAT_GEMMA4: /* (after the root's <|tool_call>call:) name{k:v, ..} */
+        infer__sb_literal(b, t->name, t->name_len);
         infer__sb_puts(b, args);
         return;
     case INFER_TOOL_FORMAT_APERTUS: /* {"name": {..}} */
@@ -29820,6 +30192,15 @@ static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
         infer__sb_puts(b, "harmony-analysis ::= \"<|channel|>analysis<|message|>\" harmony-text "
                           "\"<|end|>\"? \"<|start|>assistant\"\n");
         infer__sb_puts(b, "harmony-text ::= ([^<] | \"<\" [^|])*\n"); /* no harmony token */
+        return;
+    case INFER_TOOL_FORMAT_GEMMA4:
+        /* each call in its own <|tool_call>..<tool_call|>; the thinking
+           channel may come first (thinking on: the prompt did not close
+           it), its text without "<c" (so without <channel|>) */
+        infer__sb_puts(b, parallel ? "root ::= g4-thought? g4-call+\n" : "root ::= g4-thought? g4-call\n");
+        infer__sb_puts(b, "g4-call ::= \"<|tool_call>call:\" tool-item \"<tool_call|>\"\n");
+        infer__sb_puts(b, "g4-thought ::= \"<|channel>thought\" ([^<] | \"<\" [^c])* \"<channel|>\"\n");
+        infer__sb_puts(b, infer__tg_g4_rules);
         return;
     case INFER_TOOL_FORMAT_LLAMA3: /* one call a reply */
         infer__sb_puts(b, "root ::= tool-item\n");
@@ -29916,6 +30297,7 @@ static int infer__tool_call_grammar(infer_tool_format f, const char *tools_json,
             const infer__jv *props = infer__jv_get(tools[i].params, "properties");
             int k, per_arg = f == INFER_TOOL_FORMAT_QWEN3_XML || f == INFER_TOOL_FORMAT_LFM2;
             int n_rules = per_arg ? (props && props->type == INFER__J_OBJ ? (int)stbds_arrlen(props->keys) : 0) : 1;
+            if (f == INFER_TOOL_FORMAT_GEMMA4) n_rules = 0; /* Gemma's own syntax, not JSON: below */
             for (k = 0; k < n_rules; k++) {
                 if (per_arg) snprintf(nm, sizeof nm, "tool-arg-%d-%d", i, k);
                 else snprintf(nm, sizeof nm, "tool-args-%d", i);
@@ -29948,9 +30330,11 @@ static int infer__tool_call_grammar(infer_tool_format f, const char *tools_json,
             infer__sb_puts(&out, k);
             infer__tg_item(&out, f, &tools[i], i);
             infer__sb_puts(&out, "\n");
+            if (f == INFER_TOOL_FORMAT_GEMMA4) infer__tg_g4_args(&out, tools[i].params, i);
         }
         if (infer__schema_rules(&jp, schemas, (const char *const *)names, (int)stbds_arrlen(schemas),
-                                1u << INFER__SP_SPACE | 1u << INFER__SP_STRING, &out) == 0) {
+                                f == INFER_TOOL_FORMAT_GEMMA4 ? 0 : 1u << INFER__SP_SPACE | 1u << INFER__SP_STRING,
+                                &out) == 0) {
             if (out.nomem) infer__jp_nomem(&jp);
             else len = infer__sb_give(&out, buf, size);
         }
@@ -32831,6 +33215,26 @@ static const char infer__cf_gemma[] =
     "{% endfor %}\n"
     "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
 
+/* Gemma 4, as its template writes a chat without tools: each message its
+   own turn, system ones too, the text trimmed; an earlier reply without
+   its thinking (<|channel>..<channel|>); the prompt closes an empty
+   thinking channel, as the template does where thinking is not asked for */
+static const char infer__cf_gemma4[] =
+    "{% for m in messages %}\n"
+    "{{- '<|turn>' + ('model' if m.role == 'assistant' else m.role) + '\\n' -}}\n"
+    "{% if m.role == 'assistant' %}\n"
+    "{% set state = namespace(text='') %}\n"
+    "{% for part in m.content.split('<channel|>') %}\n"
+    "{% set state.text = state.text + part.split('<|channel>')[0] %}\n"
+    "{% endfor %}\n"
+    "{{- state.text.strip(" INFER__CF_BLANKS ") -}}\n"
+    "{% else %}\n"
+    "{{- m.content.strip(" INFER__CF_BLANKS ") -}}\n"
+    "{% endif %}\n"
+    "{{- '<turn|>\\n' -}}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '<|turn>model\\n<|channel>thought\\n<channel|>' }}{% endif %}";
+
 /* Phi-3, Phi-3.5 (which skips an empty system message) */
 static const char infer__cf_phi3[] =
     "{% for m in messages %}\n"
@@ -32979,6 +33383,7 @@ static const char *const infer__chat_format_texts[INFER_CHAT_KIND_COUNT] = {
     infer__cf_gemma,      infer__cf_phi3,       infer__cf_zephyr,        infer__cf_deepseek,
     infer__cf_deepseek2,  infer__cf_deepseek3,  infer__cf_llama31,       infer__cf_qwen3,
     infer__cf_phi4,       infer__cf_phi4_mini,  infer__cf_smollm3,       infer__cf_mistral_v7_tekken,
+    infer__cf_gemma4,
 };
 
 static const char *infer__chat_format_text(infer_chat_kind k) {
@@ -32994,7 +33399,7 @@ static const char *infer__chat_format_text(infer_chat_kind k) {
 static const char *const infer__chat_names[INFER_CHAT_KIND_COUNT] = {
     "chatml",     "llama2",      "mistral",   "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
     "llama3",     "gemma",       "phi3",      "zephyr",     "deepseek",   "deepseek2",         "deepseek3",
-    "llama3.1",   "qwen3",       "phi4",      "phi4-mini",  "smollm3",    "mistral-v7-tekken",
+    "llama3.1",   "qwen3",       "phi4",      "phi4-mini",  "smollm3",    "mistral-v7-tekken", "gemma4",
 };
 
 INFERDEF const char *infer_chat_template_name(infer_chat_kind k) {
@@ -33043,6 +33448,7 @@ static int infer__chat_kind_of(const char *t, size_t n) {
     if (HAS("[gMASK]")) return -1; /* ChatGLM: <|user|> too, but another format */
     if (HAS("<|user|>") && HAS("<|assistant|>") && (HAS("eos_token") || HAS("</s>") || HAS("<|endoftext|>")))
         return INFER_CHAT_KIND_ZEPHYR;
+    if (HAS("<|turn>") && HAS("<turn|>")) return INFER_CHAT_KIND_GEMMA4; /* Gemma 3's markers changed */
     if (HAS("<start_of_turn>")) return INFER_CHAT_KIND_GEMMA;
     if (HAS("### Instruction:") && HAS("<|EOT|>")) return INFER_CHAT_KIND_DEEPSEEK;
     if (HAS("'Assistant: ' + message['content'] + eos_token")) return INFER_CHAT_KIND_DEEPSEEK2;
@@ -33281,6 +33687,7 @@ INFERDEF infer_status infer_chat_end_of_turn(const infer_chat_template *t, char 
     case INFER_CHAT_KIND_LLAMA31: end = "<|eot_id|>"; break;
     case INFER_CHAT_KIND_PHI3: end = "<|end|>\n"; break;
     case INFER_CHAT_KIND_GEMMA: end = "<end_of_turn>\n"; break;
+    case INFER_CHAT_KIND_GEMMA4: end = "<turn|>\n"; break;
     case INFER_CHAT_KIND_DEEPSEEK: end = "\n<|EOT|>\n"; break;
     case INFER_CHAT_KIND_ZEPHYR: after_eos = "\n"; break;
     default: break;

@@ -34,10 +34,11 @@ static const char *const chat_notes =
     "  -n N is per reply; the sampling, --grammar ... --n-probs, --lookup, --draft and RoPE flags\n"
     "  work as run's (infer run --help); the draft model follows the conversation in a context of\n"
     "  its own, as long as the chat's.\n"
-    "  --think off also sets a Jinja template's enable_thinking.\n"
+    "  --think off also sets a Jinja template's enable_thinking (false), --think on too (true).\n"
     "  --reasoning-effort low|medium|high sets a Jinja template's reasoning_effort (gpt-oss's\n"
     "  \"Reasoning: high\"); a harmony template's replies are split by channel, analysis the reasoning.\n"
-    "  A model whose own template is harmony's (gpt-oss) is chatted with through it, as --jinja.\n"
+    "  A model whose own template is harmony's (gpt-oss) or Gemma 4's is chatted with through it, as\n"
+    "  --jinja; Gemma 4's thinking channel is its reasoning (it thinks with --think on).\n"
     "  --reasoning show|hide: a reply's reasoning (<think>...</think>, where the template writes\n"
     "  one) is shown apart from the answer (show, the default) or not at all (hide). On a terminal\n"
     "  it comes first on stdout, dimmed (not under NO_COLOR), after \"[reasoning] \"; when stdout is\n"
@@ -58,6 +59,7 @@ typedef struct chat_opts {
     int shift;
     cli_output out; /* --grammar, --json-schema, --logit-bias, --n-probs */
     int no_think; /* --think off */
+    int think_on; /* --think on given (Gemma 4 thinks only when asked) */
     const char *effort;         /* --reasoning-effort (NULL: not given) */
     int hide_reasoning;         /* --reasoning hide */
     int reasoning_budget;       /* --reasoning-budget (-1: none) */
@@ -89,6 +91,7 @@ static int chat_parse(int argc, char **argv, chat_opts *o) {
         else if (!strcmp(a, "--think")) {
             ok = !strcmp(v, "on") || !strcmp(v, "off");
             o->no_think = !strcmp(v, "off");
+            o->think_on = !strcmp(v, "on");
         } else if (!strcmp(a, "--reasoning")) {
             ok = !strcmp(v, "show") || !strcmp(v, "hide");
             o->hide_reasoning = !strcmp(v, "hide");
@@ -176,7 +179,8 @@ typedef struct chat_state {
     char bos[64], eos[64]; /* the model's BOS and EOS texts, for the Jinja template */
     char *held;      /* Jinja: the text the cache holds (the last prompt and reply) */
     int split;       /* replies go through infer_output_parser (the template writes <think>) */
-    int harmony;     /* ... as harmony's channels (gpt-oss's template) */
+    infer_tool_format channels; /* ... by the template's own channels: harmony's (gpt-oss's) or
+                                  Gemma 4's thinking channel; else INFER_TOOL_FORMAT_NONE */
     int out_tty;     /* stdout is a terminal: reasoning shown there, before the answer */
     int faint;       /* ... dimmed (ANSI faint; not under NO_COLOR) */
 } chat_state;
@@ -226,7 +230,7 @@ static int chat_json_string(chat_str *out, const char *s) {
    prompt, rendered by the Jinja template as transformers'
    apply_chat_template would: {"messages", "add_generation_prompt": true,
    "bos_token", "eos_token"} (and "enable_thinking": false with --think
-   off, "reasoning_effort" with --reasoning-effort). A BOS the text opens with is dropped where tokenizing adds one.
+   off, true with --think on, "reasoning_effort" with --reasoning-effort). A BOS the text opens with is dropped where tokenizing adds one.
    malloc'd, or NULL with the one-line error printed. */
 static char *chat_render(const chat_state *st, int n) {
     chat_str vars = {NULL, 0, 0};
@@ -243,6 +247,7 @@ static char *chat_render(const chat_state *st, int n) {
          chat_json_string(&vars, st->bos) && chat_append(&vars, ", \"eos_token\": ", 15) &&
          chat_json_string(&vars, st->eos);
     if (ok && st->o->no_think) ok = chat_append(&vars, ", \"enable_thinking\": false", 26);
+    if (ok && st->o->think_on) ok = chat_append(&vars, ", \"enable_thinking\": true", 25);
     if (ok && st->o->effort)
         ok = chat_append(&vars, ", \"reasoning_effort\": ", 22) && chat_json_string(&vars, st->o->effort);
     if (!ok || !chat_append(&vars, "}", 1)) {
@@ -469,9 +474,8 @@ static int chat_turn(chat_state *st, int n_predict) {
        from its first byte where the prompt left <think> open */
     if (st->split || st->o->reasoning_budget >= 0)
         reasoning = chat_opens_think(full ? full : text) ? INFER_REASONING_OPEN : INFER_REASONING_AUTO;
-    if ((reasoning != INFER_REASONING_NONE || st->harmony) &&
-        !(parser = infer_output_parser_new(st->harmony ? INFER_TOOL_FORMAT_HARMONY : INFER_TOOL_FORMAT_NONE, reasoning,
-                                           &err))) {
+    if ((reasoning != INFER_REASONING_NONE || st->channels != INFER_TOOL_FORMAT_NONE) &&
+        !(parser = infer_output_parser_new(st->channels, reasoning, &err))) {
         free(text), free(full);
         return fprintf(stderr, "infer: %s\n", err.msg), -1;
     }
@@ -651,8 +655,10 @@ int infer_cmd_chat(int argc, char **argv) {
             rc = 1;
             goto done;
         }
-    } else if (o.jinja_own || (own && infer_tool_format_detect(own) == INFER_TOOL_FORMAT_HARMONY)) {
-        /* (harmony, gpt-oss's: no built-in format writes it) */
+    } else if (o.jinja_own || (own && (infer_tool_format_detect(own) == INFER_TOOL_FORMAT_HARMONY ||
+                                       infer_tool_format_detect(own) == INFER_TOOL_FORMAT_GEMMA4))) {
+        /* (harmony, gpt-oss's: no built-in format writes it; Gemma 4's:
+           the built-in one never thinks, nor writes tools) */
         if (!own) {
             rc = cli_fail("--jinja: %s has no chat template (tokenizer.chat_template)", o.c.model);
             goto done;
@@ -672,7 +678,9 @@ int infer_cmd_chat(int argc, char **argv) {
     /* replies are split where the template writes reasoning ("<think>",
        or R1's "</think>" alone): the Jinja one, else the model's own */
     st.split = strstr(st.jinja ? st.jinja : own ? own : "", "think>") != NULL;
-    st.harmony = infer_tool_format_detect(st.jinja ? st.jinja : own) == INFER_TOOL_FORMAT_HARMONY;
+    st.channels = infer_tool_format_detect(st.jinja ? st.jinja : own);
+    if (st.channels != INFER_TOOL_FORMAT_HARMONY && st.channels != INFER_TOOL_FORMAT_GEMMA4)
+        st.channels = INFER_TOOL_FORMAT_NONE;
     st.out_tty = os_isatty(1);
     st.faint = st.out_tty && !getenv("NO_COLOR");
     if (o.system && !chat_push(&st, "system", o.system, strlen(o.system))) {

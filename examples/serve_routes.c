@@ -832,6 +832,10 @@ static void chat_reply_parsing(const server *s, completion_call *cc, const char 
     /* harmony (gpt-oss): every reply is messages on channels, its
        analysis the reasoning, tools or not */
     if (s->jinja && s->tool_fmt == INFER_TOOL_FORMAT_HARMONY) cc->parse_fmt = INFER_TOOL_FORMAT_HARMONY;
+    /* Gemma 4: its thinking channel is the reasoning, tools or not (as
+       harmony's, a call written without tools offered is still one) */
+    if (s->jinja && s->tool_fmt == INFER_TOOL_FORMAT_GEMMA4 && cc->parse_fmt == INFER_TOOL_FORMAT_NONE)
+        cc->parse_fmt = INFER_TOOL_FORMAT_GEMMA4;
     cc->reasoning = INFER_REASONING_NONE;
     if (s->think && s->jinja)
         cc->reasoning = n >= 7 && !memcmp(prompt + n - 7, "<think>", 7) ? INFER_REASONING_OPEN : INFER_REASONING_AUTO;

@@ -7,7 +7,7 @@
 static const char *const infer__chat_names[INFER_CHAT_KIND_COUNT] = {
     "chatml",     "llama2",      "mistral",   "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
     "llama3",     "gemma",       "phi3",      "zephyr",     "deepseek",   "deepseek2",         "deepseek3",
-    "llama3.1",   "qwen3",       "phi4",      "phi4-mini",  "smollm3",    "mistral-v7-tekken",
+    "llama3.1",   "qwen3",       "phi4",      "phi4-mini",  "smollm3",    "mistral-v7-tekken", "gemma4",
 };
 
 INFERDEF const char *infer_chat_template_name(infer_chat_kind k) {
@@ -56,6 +56,7 @@ static int infer__chat_kind_of(const char *t, size_t n) {
     if (HAS("[gMASK]")) return -1; /* ChatGLM: <|user|> too, but another format */
     if (HAS("<|user|>") && HAS("<|assistant|>") && (HAS("eos_token") || HAS("</s>") || HAS("<|endoftext|>")))
         return INFER_CHAT_KIND_ZEPHYR;
+    if (HAS("<|turn>") && HAS("<turn|>")) return INFER_CHAT_KIND_GEMMA4; /* Gemma 3's markers changed */
     if (HAS("<start_of_turn>")) return INFER_CHAT_KIND_GEMMA;
     if (HAS("### Instruction:") && HAS("<|EOT|>")) return INFER_CHAT_KIND_DEEPSEEK;
     if (HAS("'Assistant: ' + message['content'] + eos_token")) return INFER_CHAT_KIND_DEEPSEEK2;
@@ -294,6 +295,7 @@ INFERDEF infer_status infer_chat_end_of_turn(const infer_chat_template *t, char 
     case INFER_CHAT_KIND_LLAMA31: end = "<|eot_id|>"; break;
     case INFER_CHAT_KIND_PHI3: end = "<|end|>\n"; break;
     case INFER_CHAT_KIND_GEMMA: end = "<end_of_turn>\n"; break;
+    case INFER_CHAT_KIND_GEMMA4: end = "<turn|>\n"; break;
     case INFER_CHAT_KIND_DEEPSEEK: end = "\n<|EOT|>\n"; break;
     case INFER_CHAT_KIND_ZEPHYR: after_eos = "\n"; break;
     default: break;

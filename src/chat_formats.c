@@ -128,6 +128,26 @@ static const char infer__cf_gemma[] =
     "{% endfor %}\n"
     "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
 
+/* Gemma 4, as its template writes a chat without tools: each message its
+   own turn, system ones too, the text trimmed; an earlier reply without
+   its thinking (<|channel>..<channel|>); the prompt closes an empty
+   thinking channel, as the template does where thinking is not asked for */
+static const char infer__cf_gemma4[] =
+    "{% for m in messages %}\n"
+    "{{- '<|turn>' + ('model' if m.role == 'assistant' else m.role) + '\\n' -}}\n"
+    "{% if m.role == 'assistant' %}\n"
+    "{% set state = namespace(text='') %}\n"
+    "{% for part in m.content.split('<channel|>') %}\n"
+    "{% set state.text = state.text + part.split('<|channel>')[0] %}\n"
+    "{% endfor %}\n"
+    "{{- state.text.strip(" INFER__CF_BLANKS ") -}}\n"
+    "{% else %}\n"
+    "{{- m.content.strip(" INFER__CF_BLANKS ") -}}\n"
+    "{% endif %}\n"
+    "{{- '<turn|>\\n' -}}\n"
+    "{% endfor %}\n"
+    "{% if add_generation_prompt %}{{ '<|turn>model\\n<|channel>thought\\n<channel|>' }}{% endif %}";
+
 /* Phi-3, Phi-3.5 (which skips an empty system message) */
 static const char infer__cf_phi3[] =
     "{% for m in messages %}\n"
@@ -276,6 +296,7 @@ static const char *const infer__chat_format_texts[INFER_CHAT_KIND_COUNT] = {
     infer__cf_gemma,      infer__cf_phi3,       infer__cf_zephyr,        infer__cf_deepseek,
     infer__cf_deepseek2,  infer__cf_deepseek3,  infer__cf_llama31,       infer__cf_qwen3,
     infer__cf_phi4,       infer__cf_phi4_mini,  infer__cf_smollm3,       infer__cf_mistral_v7_tekken,
+    infer__cf_gemma4,
 };
 
 static const char *infer__chat_format_text(infer_chat_kind k) {

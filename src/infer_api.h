@@ -1008,6 +1008,8 @@ typedef enum infer_chat_kind {
     INFER_CHAT_KIND_PHI4_MINI,         /* Phi-4-mini: <|user|>x<|end|> */
     INFER_CHAT_KIND_SMOLLM3,           /* SmolLM3: ChatML under its "## Metadata" system header */
     INFER_CHAT_KIND_MISTRAL_V7_TEKKEN, /* Mistral Small 3.x: v7 without the spaces */
+    INFER_CHAT_KIND_GEMMA4,            /* Gemma 4: <|turn>user\nx<turn|>\n, "model" for assistant, a system
+                                          turn; its thinking left out (the prompt closes an empty one) */
     INFER_CHAT_KIND_COUNT
 } infer_chat_kind;
 
@@ -1157,6 +1159,10 @@ typedef enum infer_tool_format {
                                 a recipient are content, a message to=functions.name (in its header, before
                                 or after <|channel|>) is a call with the message as its JSON arguments;
                                 <|call|> and <|return|> end the reply, as does the end of the text */
+    INFER_TOOL_FORMAT_GEMMA4,      /* Gemma 4: <|tool_call>call:name{key:value,..}<tool_call|>, one call each,
+                                its values Gemma's (bare keys, strings <|"|>..<|"|>, numbers, true/false/null,
+                                {..} and [..]) given out as JSON; <|channel>thought\n..<channel|> is reasoning
+                                (whatever infer_reasoning says), at the start or later */
     INFER_TOOL_FORMAT_COUNT
 } infer_tool_format;
 
@@ -1167,7 +1173,7 @@ typedef enum infer_tool_format {
 INFERDEF infer_tool_format infer_tool_format_detect(const char *chat_template_text);
 /* "none", "generic", "hermes", "llama3", "mistral", "phi4-mini",
    "deepseek-r1", "command-r", "functionary", "firefunction", "nemotron", "apertus",
-   "qwen3-xml", "lfm2", "harmony" */
+   "qwen3-xml", "lfm2", "harmony", "gemma4" */
 INFERDEF const char *infer_tool_format_name(infer_tool_format f);
 /* The strings that open a tool call in format f (e.g. "<tool_call>"), a
    NULL-terminated static list, for a grammar applied lazily once one is
@@ -1185,7 +1191,8 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f);
    (bare {"name", "parameters"} too); name (may be NULL) keeps that tool
    only. parallel: one call or more, where the format writes several (Llama
    3's writes one; harmony's one, optionally after an analysis message, as
-   its <|call|> ends the reply). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
+   its <|call|> ends the reply; Gemma 4's its own values, not JSON, the properties in the template's sorted
+   order, optionally after its thinking channel). INFER_TOOL_FORMAT_NONE and _GENERIC give the generic format's
    {"tool_call": {"name", "arguments"}} ({"tool_calls": [..]} with
    parallel). Qwen3.5's XML writes a string parameter as text: one with
    minLength or maxLength (up to 1024) is bounded, and then holds no '<'.

@@ -532,6 +532,8 @@ static const char *infer__chat_format_text(infer_chat_kind k);
 #define INFER__DS_CALL_BEGIN "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "begin\xEF\xBD\x9C>"
 #define INFER__DS_CALL_END "<\xEF\xBD\x9Ctool\xE2\x96\x81" "call\xE2\x96\x81" "end\xEF\xBD\x9C>"
 #define INFER__DS_SEP "<\xEF\xBD\x9Ctool\xE2\x96\x81" "sep\xEF\xBD\x9C>"
+/* Gemma 4's string quote (a token), in its calls (toolcall.c, toolgrammar.c) */
+#define INFER__G4_QUOTE "<|\"|>"
 
 /* ---- sampler.c ---- */
 static void infer__sampler_grammar_wait(infer_sampler *s);

@@ -380,7 +380,8 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
     /* every one of these ends generation, and is forced to CONTROL (llama.cpp's
        list; <|end_of_text|> and <end_of_utterance> joined it later in 2025) */
     static const char *const eog_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                            "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"};
+                                            "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+                                            "<turn|>", "<|tool_response>"}; /* the last two Gemma 4's */
     static const char *const id_keys[3] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                                            "tokenizer.ggml.unknown_token_id"};
     infer_token by_text_id[8];
@@ -633,6 +634,17 @@ static infer_vocab *infer__vocab_load(const infer_gguf *g, infer_error *err) {
         infer__eog_add(v, infer__vocab_find_text(v, "<|call|>"));
         for (k = 0; k < v->n_eog; k++)
             if (v->eog[k] == end) v->eog[k--] = v->eog[--v->n_eog];
+        for (k = 0; k < 5; k++) {
+            infer_token t = infer__vocab_find_text(v, shown[k]);
+            if (t >= 0) v->tokens[t].attr = INFER__ATTR_USER_DEFINED;
+        }
+    }
+    /* Gemma 4 (as llama.cpp keeps them for its parser): the call, string
+       and thinking-channel tokens decode to their text, which the reply
+       parser and tool grammars read */
+    if (infer__vocab_find_text(v, "<|tool_call>") >= 0 && infer__vocab_find_text(v, "<tool_call|>") >= 0) {
+        static const char *const shown[] = {"<|tool_call>", "<tool_call|>", "<|\"|>", "<|channel>", "<channel|>"};
+        int k;
         for (k = 0; k < 5; k++) {
             infer_token t = infer__vocab_find_text(v, shown[k]);
             if (t >= 0) v->tokens[t].attr = INFER__ATTR_USER_DEFINED;

@@ -24,7 +24,9 @@ enum {
     INFER__K_APERTUS,     /* <|tools_prefix|>[{"name": {..}}]<|tools_suffix|> */
     INFER__K_XML_CALL,    /* <tool_call><function=name><parameter=k>v</parameter>..</function></tool_call> */
     INFER__K_XML_FN,      /* the same without <tool_call>: <function=name>..</function> */
-    INFER__K_LFM2         /* <|tool_call_start|>[name(k=v, ..), ..]<|tool_call_end|> */
+    INFER__K_LFM2,        /* <|tool_call_start|>[name(k=v, ..), ..]<|tool_call_end|> */
+    INFER__K_GEMMA4,      /* <|tool_call>call:name{k:v, ..}<tool_call|> */
+    INFER__K_G4_CHANNEL   /* Gemma 4's <|channel>thought\n..<channel|>: reasoning */
 };
 
 typedef struct infer__tc_marker {
@@ -51,6 +53,12 @@ static const infer__tc_marker infer__tc_apertus_m[] = {{"<|tools_prefix|>", INFE
 static const infer__tc_marker infer__tc_xml[] = {
     {"<tool_call>", INFER__K_XML_CALL}, {"<function=", INFER__K_XML_FN}, {NULL, 0}};
 static const infer__tc_marker infer__tc_lfm2_m[] = {{"<|tool_call_start|>", INFER__K_LFM2}, {NULL, 0}};
+/* a <channel|> with no <|channel> before it (Gemma 4 may write one at the
+   end) is dropped */
+static const infer__tc_marker infer__tc_gemma4_m[] = {{"<|tool_call>", INFER__K_GEMMA4},
+                                                      {"<|channel>", INFER__K_G4_CHANNEL},
+                                                      {"<channel|>", INFER__K_DROP},
+                                                      {NULL, 0}};
 
 static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     switch (f) {
@@ -66,6 +74,7 @@ static const infer__tc_marker *infer__tc_markers(infer_tool_format f) {
     case INFER_TOOL_FORMAT_APERTUS: return infer__tc_apertus_m;
     case INFER_TOOL_FORMAT_QWEN3_XML: return infer__tc_xml;
     case INFER_TOOL_FORMAT_LFM2: return infer__tc_lfm2_m;
+    case INFER_TOOL_FORMAT_GEMMA4: return infer__tc_gemma4_m;
     default: return infer__tc_none;
     }
 }
@@ -86,6 +95,7 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     static const char *const xml[] = {"<tool_call>", "<function=", NULL};
     static const char *const lfm2[] = {"<|tool_call_start|>", NULL};
     static const char *const harmony[] = {"<|channel|>commentary to=", NULL};
+    static const char *const gemma4[] = {"<|tool_call>", NULL};
     switch (f) {
     case INFER_TOOL_FORMAT_GENERIC: return generic;
     case INFER_TOOL_FORMAT_HERMES: return hermes;
@@ -101,6 +111,7 @@ INFERDEF const char *const *infer_tool_format_triggers(infer_tool_format f) {
     case INFER_TOOL_FORMAT_QWEN3_XML: return xml;
     case INFER_TOOL_FORMAT_LFM2: return lfm2;
     case INFER_TOOL_FORMAT_HARMONY: return harmony;
+    case INFER_TOOL_FORMAT_GEMMA4: return gemma4;
     default: return none;
     }
 }
@@ -109,7 +120,7 @@ INFERDEF const char *infer_tool_format_name(infer_tool_format f) {
     static const char *const names[INFER_TOOL_FORMAT_COUNT] = {"none",      "generic",     "hermes",    "llama3",
                                                          "mistral",   "phi4-mini",   "deepseek-r1", "command-r",
                                                          "functionary", "firefunction", "nemotron",  "apertus",
-                                                         "qwen3-xml",  "lfm2",        "harmony"};
+                                                         "qwen3-xml",  "lfm2",        "harmony",   "gemma4"};
     return (int)f >= 0 && f < INFER_TOOL_FORMAT_COUNT ? names[f] : "unknown";
 }
 
@@ -117,6 +128,8 @@ INFERDEF infer_tool_format infer_tool_format_detect(const char *t) {
     if (!t) return INFER_TOOL_FORMAT_NONE;
     /* gpt-oss: harmony's message tokens (its template also names others' markers in text) */
     if (strstr(t, "<|channel|>") && strstr(t, "<|message|>") && strstr(t, "<|start|>")) return INFER_TOOL_FORMAT_HARMONY;
+    /* Gemma 4: its template writes calls as '<|tool_call>call:' + name */
+    if (strstr(t, "<|tool_call>call:")) return INFER_TOOL_FORMAT_GEMMA4;
     if (strstr(t, "<seed:tool_call>")) return INFER_TOOL_FORMAT_GENERIC; /* XML parameters: not parsed */
     if (strstr(t, "<TOOLCALL>")) return INFER_TOOL_FORMAT_NEMOTRON;
     if (strstr(t, "<|tools_prefix|>")) return INFER_TOOL_FORMAT_APERTUS;
@@ -635,6 +648,111 @@ static int infer__tc_pytag(infer_output_parser *p, const char *s, size_t n) {
     return ok;
 }
 
+/* ---- Gemma 4's calls ---- */
+
+/* A Gemma 4 value at s[*i..n) as JSON into out: a string <|"|>..<|"|>
+   (its text as it is: no escapes), a number, true/false/null (and the
+   template's None for a null), {key:value, ..} with bare or quoted keys,
+   [value, ..]. 1, or 0 where it is none. */
+static int infer__tc_g4val(infer_output_parser *p, const char *s, size_t n, size_t *i, infer__sb *out, int depth) {
+    size_t j = *i, ql = strlen(INFER__G4_QUOTE);
+    while (j < n && infer__tc_ws(s[j])) j++;
+    if (j == n || depth > INFER__JSON_MAX_DEPTH) return 0;
+    if (n - j >= ql && !memcmp(s + j, INFER__G4_QUOTE, ql)) {
+        size_t e = infer__tc_find(s, j + ql, n, INFER__G4_QUOTE, ql);
+        if (e == (size_t)-1) return 0;
+        infer__sb_json_string(out, s + j + ql, e - j - ql);
+        *i = e + ql;
+        return 1;
+    }
+    if (s[j] == '{' || s[j] == '[') {
+        char close = s[j] == '[' ? ']' : '}';
+        int dict = s[j] == '{', first = 1;
+        infer__sb_putc(out, s[j]);
+        for (j++;;) {
+            while (j < n && infer__tc_ws(s[j])) j++;
+            if (j < n && s[j] == close) break;
+            if (!first) {
+                if (j == n || s[j] != ',') return 0;
+                for (j++; j < n && infer__tc_ws(s[j]); j++) {}
+                if (j < n && s[j] == close) break; /* a trailing comma */
+                infer__sb_putc(out, ',');
+            }
+            first = 0;
+            if (dict) { /* a key: quoted, or bare up to its ':' */
+                if (n - j >= ql && !memcmp(s + j, INFER__G4_QUOTE, ql)) {
+                    if (!infer__tc_g4val(p, s, n, &j, out, depth + 1)) return 0;
+                } else {
+                    size_t k0 = j, k1;
+                    while (j < n && s[j] != ':' && !strchr("{}[],<", s[j])) j++;
+                    for (k1 = j; k1 > k0 && infer__tc_ws(s[k1 - 1]); k1--) {}
+                    if (k1 == k0) return 0;
+                    infer__sb_json_string(out, s + k0, k1 - k0);
+                }
+                while (j < n && infer__tc_ws(s[j])) j++;
+                if (j == n || s[j] != ':') return 0;
+                j++;
+                infer__sb_putc(out, ':');
+            }
+            if (!infer__tc_g4val(p, s, n, &j, out, depth + 1)) return 0;
+        }
+        infer__sb_putc(out, close);
+        *i = j + 1;
+        return 1;
+    }
+    {
+        size_t v0 = j;
+        infer__jv jv;
+        while (j < n && (infer__tc_ident(s[j]) || s[j] == '+')) j++;
+        if (j == v0) return 0;
+        if ((j - v0 == 4 && !memcmp(s + v0, "true", 4)) || (j - v0 == 5 && !memcmp(s + v0, "false", 5)) ||
+            (j - v0 == 4 && !memcmp(s + v0, "null", 4)))
+            infer__sb_put(out, s + v0, j - v0);
+        else if (j - v0 == 4 && !memcmp(s + v0, "None", 4)) infer__sb_puts(out, "null");
+        else if (infer__tc_parse(p, s + v0, j - v0, &jv) && jv.type == INFER__J_NUM) {
+            infer__sb_json(out, &jv);
+            infer__jv_free(&jv);
+        } else return 0;
+        *i = j;
+        return 1;
+    }
+}
+
+/* <|tool_call>'s text: call:name{..} (more than one, should a model write
+   them in one block) */
+static int infer__tc_gemma4(infer_output_parser *p, const char *s, size_t n) {
+    size_t i = 0;
+    infer__tc_trim(&s, &n);
+    for (;;) {
+        size_t name0, name_len;
+        infer__sb a = {NULL, 0};
+        int ok;
+        if (n - i < 5 || memcmp(s + i, "call:", 5)) return 0;
+        for (i += 5, name0 = i; i < n && infer__tc_ident(s[i]); i++) {}
+        name_len = i - name0;
+        ok = name_len && i < n && s[i] == '{' && infer__tc_g4val(p, s, n, &i, &a, 0) && !a.nomem &&
+             infer__tc_add(p, s + name0, name_len, a.p, stbds_arrlenu(a.p), NULL, 0);
+        if (a.nomem) p->nomem = 1;
+        stbds_arrfree(a.p);
+        if (!ok) return 0;
+        while (i < n && infer__tc_ws(s[i])) i++;
+        if (i == n) return 1;
+    }
+}
+
+/* <|channel>'s text: "thought" and the reasoning (an empty channel, or a
+   <|channel> repeated, gives none) */
+static int infer__tc_g4_channel(infer_output_parser *p, const char *s, size_t n) {
+    while (n >= 10 && !memcmp(s, "<|channel>", 10)) s += 10, n -= 10;
+    if (n >= 7 && !memcmp(s, "thought", 7)) s += 7, n -= 7;
+    infer__tc_trim(&s, &n);
+    if (!n) return 1;
+    if (p->reasoning_started) infer__tc_put(p, &p->held_ws, "\n\n", 2);
+    infer__tc_emit(p, 1, s, n);
+    infer__tc_drop_ws(p);
+    return 1;
+}
+
 /* one DeepSeek R1 call: TYPE<｜tool▁sep｜>NAME\n```json\n{..}\n``` */
 static int infer__tc_ds_one(infer_output_parser *p, const char *s, size_t n) {
     size_t sl = strlen(INFER__DS_SEP), at = infer__tc_find(s, 0, n, INFER__DS_SEP, sl), nl;
@@ -876,6 +994,8 @@ static int infer__tc_parse_call(infer_output_parser *p, size_t body, size_t body
     case INFER__K_XML_CALL: ok = infer__tc_xml_calls(p, s, n); break;
     case INFER__K_XML_FN: ok = infer__tc_xml_fn(p, s, n); break;
     case INFER__K_LFM2: ok = infer__tc_lfm2(p, s, n); break;
+    case INFER__K_GEMMA4: ok = infer__tc_gemma4(p, s, n); break;
+    case INFER__K_G4_CHANNEL: ok = infer__tc_g4_channel(p, s, n); break;
     case INFER__K_FUNCTIONARY: {
         const char *gt = (const char *)memchr(s, '>', n);
         infer__jv v;
@@ -936,6 +1056,8 @@ static int infer__tc_call_end(infer_output_parser *p, int final, size_t *body_en
     case INFER__K_XML_CALL: close = "</tool_call>"; break;
     case INFER__K_XML_FN: close = "</function>"; break;
     case INFER__K_LFM2: close = "<|tool_call_end|>"; break;
+    case INFER__K_GEMMA4: close = "<tool_call|>"; break;
+    case INFER__K_G4_CHANNEL: close = "<channel|>"; break;
     case INFER__K_PYTAG: break;
     case INFER__K_MISTRAL:
         if (!p->json_seen && p->json_from == p->body_at) {
@@ -1370,6 +1492,11 @@ INFERDEF infer_output_parser *infer_output_parser_new(infer_tool_format f, infer
     p->markers = infer__tc_markers(f);
     p->think_open = f == INFER_TOOL_FORMAT_COMMAND_R ? "<|START_THINKING|>" : "<think>";
     p->think_close = f == INFER_TOOL_FORMAT_COMMAND_R ? "<|END_THINKING|>" : "</think>";
+    if (f == INFER_TOOL_FORMAT_GEMMA4) { /* its thinking channel, reasoning whatever the mode */
+        p->think_open = "<|channel>thought";
+        p->think_close = "<channel|>";
+        if (reasoning == INFER_REASONING_NONE) p->reasoning_mode = INFER_REASONING_AUTO;
+    }
     p->state = INFER__TC_START;
     return p;
 }

@@ -142,6 +142,226 @@ static void infer__tg_args(infer__sb *b, infer_tool_format f, const infer__jv *p
     infer__sb_puts(b, ")? ");
 }
 
+/* ---- Gemma 4's arguments: its own syntax, from the schema ---- */
+
+/* the shared rules of Gemma 4's values: strings between <|"|> quotes
+   (without "<|" inside), JSON's numbers, bare keys */
+static const char infer__tg_g4_rules[] =
+    "g4-value ::= g4-string | g4-number | g4-bool | \"null\" | g4-object | g4-array\n"
+    "g4-string ::= \"<|\\\"|>\" ([^<] | \"<\" [^|])* \"<|\\\"|>\"\n"
+    "g4-integer ::= \"-\"? ([0-9] | [1-9] [0-9]*)\n"
+    "g4-number ::= g4-integer (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?\n"
+    "g4-bool ::= \"true\" | \"false\"\n"
+    "g4-key ::= ([a-zA-Z0-9_.$] | \"-\")+\n"
+    "g4-object ::= \"{\" (g4-key \":\" g4-value (\",\" g4-key \":\" g4-value)*)? \"}\"\n"
+    "g4-array ::= \"[\" (g4-value (\",\" g4-value)*)? \"]\"\n";
+
+/* Rules written for one tool's schema: tool-g4-T-N, into rules. */
+typedef struct infer__tg_g4 {
+    infer__sb *rules;
+    int tool, next;
+} infer__tg_g4;
+
+static void infer__tg_g4_value(infer__tg_g4 *g, infer__sb *b, const infer__jv *s, int depth);
+
+/* A new rule, its body written by value's schema (after key ":" where
+   key is not NULL), added to g->rules after the rules the body uses; its
+   name (" tool-g4-T-N ") into b. */
+static void infer__tg_g4_rule(infer__tg_g4 *g, infer__sb *b, const char *key, size_t key_len, const infer__jv *value,
+                              int depth) {
+    char nm[48];
+    infer__sb body = {NULL, 0};
+    snprintf(nm, sizeof nm, "tool-g4-%d-%d", g->tool, g->next++);
+    if (key) {
+        infer__sb_literal(&body, key, key_len);
+        infer__sb_puts(&body, " \":\"");
+    }
+    infer__tg_g4_value(g, &body, value, depth);
+    infer__sb_puts(g->rules, nm);
+    infer__sb_puts(g->rules, " ::= ");
+    infer__sb_put(g->rules, body.p ? body.p : "", stbds_arrlenu(body.p));
+    infer__sb_puts(g->rules, "\n");
+    if (body.nomem) g->rules->nomem = 1;
+    stbds_arrfree(body.p);
+    infer__sb_puts(b, " ");
+    infer__sb_puts(b, nm);
+    infer__sb_puts(b, " ");
+}
+
+/* one value of an enum or const as Gemma writes it */
+static void infer__tg_g4_const(infer__sb *b, const infer__jv *v) {
+    infer__sb t = {NULL, 0};
+    if (v->type == INFER__J_STR) {
+        infer__sb_puts(&t, INFER__G4_QUOTE);
+        infer__sb_put(&t, v->s, v->n);
+        infer__sb_puts(&t, INFER__G4_QUOTE);
+    } else infer__sb_json(&t, v); /* numbers, true/false/null; lists and objects as JSON (seldom) */
+    if (t.nomem) b->nomem = 1;
+    else infer__sb_literal(b, t.p ? t.p : "", stbds_arrlenu(t.p));
+    stbds_arrfree(t.p);
+}
+
+/* 1 where key a sorts before b as Jinja's dictsort (case-insensitive) does */
+static int infer__tg_g4_before(const char *a, size_t an, const char *b, size_t bn) {
+    size_t i;
+    for (i = 0; i < an && i < bn; i++) {
+        int x = a[i] >= 'A' && a[i] <= 'Z' ? a[i] + 32 : a[i], y = b[i] >= 'A' && b[i] <= 'Z' ? b[i] + 32 : b[i];
+        if (x != y) return x < y;
+    }
+    return an < bn;
+}
+
+/* A non-empty list of the properties order[k..n) (their rules first[k..]):
+   each required one written, the optional ones maybe, "," between */
+static void infer__tg_g4_props(infer__sb *b, char **rule, const int *req, int k, int n) {
+    int j;
+    if (!req[k] && k + 1 < n) infer__sb_puts(b, "(");
+    infer__sb_puts(b, rule[k]);
+    for (j = k + 1; j < n; j++) {
+        infer__sb_puts(b, req[j] ? " \",\" " : " (\",\" ");
+        infer__sb_puts(b, rule[j]);
+        infer__sb_puts(b, req[j] ? " " : ")? ");
+    }
+    if (!req[k] && k + 1 < n) {
+        infer__sb_puts(b, " | ");
+        infer__tg_g4_props(b, rule, req, k + 1, n);
+        infer__sb_puts(b, ")");
+    }
+}
+
+/* {key:value, ..}: the properties in the template's order (sorted), the
+   required ones present, no others */
+static void infer__tg_g4_object(infer__tg_g4 *g, infer__sb *b, const infer__jv *s, const infer__jv *props,
+                                int depth) {
+    int n = (int)stbds_arrlen(props->keys), k, j, any_req = 0;
+    int *order = (int *)infer__calloc((size_t)n, sizeof *order), *req = (int *)infer__calloc((size_t)n, sizeof *req);
+    char **rule = (char **)infer__calloc((size_t)n, sizeof *rule);
+    if (!order || !req || !rule) {
+        b->nomem = 1;
+        n = 0;
+    }
+    for (k = 0; k < n; k++) { /* insertion sort: a schema has few properties */
+        for (j = k; j > 0 && infer__tg_g4_before(props->keys[k], props->key_lens[k], props->keys[order[j - 1]],
+                                                 props->key_lens[order[j - 1]]);
+             j--)
+            order[j] = order[j - 1];
+        order[j] = k;
+    }
+    for (k = 0; k < n && !b->nomem; k++) { /* a rule per property: key ":" value */
+        infer__sb name = {NULL, 0};
+        int p = order[k];
+        req[k] = infer__tg_required(s, props->keys[p], props->key_lens[p]);
+        any_req |= req[k];
+        infer__tg_g4_rule(g, &name, props->keys[p], props->key_lens[p], &props->items[p], depth + 1);
+        if (name.nomem || !(rule[k] = infer__strndup(name.p, stbds_arrlenu(name.p)))) b->nomem = 1;
+        stbds_arrfree(name.p);
+    }
+    infer__sb_puts(b, " \"{\" ");
+    if (n && !b->nomem) {
+        infer__sb_puts(b, "(");
+        infer__tg_g4_props(b, rule, req, 0, n);
+        infer__sb_puts(b, any_req ? ") " : ")? ");
+    }
+    infer__sb_puts(b, "\"}\" ");
+    for (k = 0; rule && k < n; k++) INFER_FREE(rule[k]);
+    INFER_FREE(rule);
+    INFER_FREE(order);
+    INFER_FREE(req);
+}
+
+/* one type's values ("string", "integer", ...) */
+static void infer__tg_g4_type(infer__tg_g4 *g, infer__sb *b, const infer__jv *s, const char *t, int depth) {
+    const infer__jv *props = infer__jv_get(s, "properties"), *items = infer__jv_get(s, "items");
+    if (!strcmp(t, "string")) infer__sb_puts(b, " g4-string ");
+    else if (!strcmp(t, "integer")) infer__sb_puts(b, " g4-integer ");
+    else if (!strcmp(t, "number")) infer__sb_puts(b, " g4-number ");
+    else if (!strcmp(t, "boolean")) infer__sb_puts(b, " g4-bool ");
+    else if (!strcmp(t, "null")) infer__sb_puts(b, " \"null\" ");
+    else if (!strcmp(t, "object") && props && props->type == INFER__J_OBJ && stbds_arrlen(props->keys))
+        infer__tg_g4_object(g, b, s, props, depth);
+    else if (!strcmp(t, "object")) infer__sb_puts(b, " g4-object ");
+    else if (!strcmp(t, "array") && items && items->type == INFER__J_OBJ) {
+        infer__sb item = {NULL, 0};
+        infer__tg_g4_rule(g, &item, NULL, 0, items, depth + 1);
+        infer__sb_puts(b, " \"[\" (");
+        infer__sb_put(b, item.p ? item.p : "", stbds_arrlenu(item.p));
+        infer__sb_puts(b, " (\",\"");
+        infer__sb_put(b, item.p ? item.p : "", stbds_arrlenu(item.p));
+        infer__sb_puts(b, ")*)? \"]\" ");
+        if (item.nomem) b->nomem = 1;
+        stbds_arrfree(item.p);
+    } else if (!strcmp(t, "array")) infer__sb_puts(b, " g4-array ");
+    else infer__sb_puts(b, " g4-value ");
+}
+
+/* A value of schema s as Gemma 4 writes it, an expression into b: enum,
+   const, anyOf/oneOf, type (one or a list); anything else any value. */
+static void infer__tg_g4_value(infer__tg_g4 *g, infer__sb *b, const infer__jv *s, int depth) {
+    const infer__jv *e, *type;
+    int k;
+    if (!s || s->type != INFER__J_OBJ || depth > INFER__JSON_MAX_DEPTH) {
+        infer__sb_puts(b, " g4-value ");
+        return;
+    }
+    if ((e = infer__jv_get(s, "const"))) {
+        infer__sb_puts(b, " ");
+        infer__tg_g4_const(b, e);
+        infer__sb_puts(b, " ");
+        return;
+    }
+    e = infer__jv_get(s, "enum");
+    if (e && e->type == INFER__J_ARR && stbds_arrlen(e->items)) {
+        infer__sb_puts(b, " (");
+        for (k = 0; k < (int)stbds_arrlen(e->items); k++) {
+            infer__sb_puts(b, k ? " | " : "");
+            infer__tg_g4_const(b, &e->items[k]);
+        }
+        infer__sb_puts(b, ") ");
+        return;
+    }
+    if (!(e = infer__jv_get(s, "anyOf"))) e = infer__jv_get(s, "oneOf");
+    if (e && e->type == INFER__J_ARR && stbds_arrlen(e->items)) {
+        infer__sb_puts(b, " (");
+        for (k = 0; k < (int)stbds_arrlen(e->items); k++) {
+            infer__sb_puts(b, k ? " | " : "");
+            infer__tg_g4_value(g, b, &e->items[k], depth + 1);
+        }
+        infer__sb_puts(b, ") ");
+        return;
+    }
+    type = infer__jv_get(s, "type");
+    if (type && type->type == INFER__J_STR) infer__tg_g4_type(g, b, s, type->s, depth);
+    else if (type && type->type == INFER__J_ARR && stbds_arrlen(type->items)) {
+        infer__sb_puts(b, " (");
+        for (k = 0; k < (int)stbds_arrlen(type->items); k++) {
+            infer__sb_puts(b, k ? " | " : "");
+            infer__tg_g4_type(g, b, s, type->items[k].type == INFER__J_STR ? type->items[k].s : "", depth);
+        }
+        infer__sb_puts(b, ") ");
+    } else if (infer__jv_get(s, "properties")) infer__tg_g4_type(g, b, s, "object", depth);
+    else if (infer__jv_get(s, "items")) infer__tg_g4_type(g, b, s, "array", depth);
+    else infer__sb_puts(b, " g4-value ");
+}
+
+/* tool i's arguments rule, tool-args-i, and the rules it uses */
+static void infer__tg_g4_args(infer__sb *out, const infer__jv *params, int i) {
+    char head[32];
+    infer__sb rules = {NULL, 0};
+    infer__tg_g4 g;
+    g.rules = &rules;
+    g.tool = i;
+    g.next = 0;
+    snprintf(head, sizeof head, "tool-args-%d ::= ", i);
+    infer__sb_puts(out, head);
+    /* the arguments are an object, even where the schema does not say so */
+    if (!infer__jv_get(params, "type") && !infer__jv_get(params, "properties")) infer__sb_puts(out, " g4-object ");
+    else infer__tg_g4_value(&g, out, params, 0);
+    infer__sb_puts(out, "\n");
+    infer__sb_put(out, rules.p ? rules.p : "", stbds_arrlenu(rules.p));
+    if (rules.nomem) out->nomem = 1;
+    stbds_arrfree(rules.p);
+}
+
 /* The call of tool i as the format writes one (its arguments rule is
    tool-args-i), as a rule's body. */
 static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_tool *t, int i) {
@@ -183,6 +403,10 @@ static void infer__tg_item(infer__sb *b, infer_tool_format f, const infer__tg_to
     case INFER_TOOL_FORMAT_HARMONY: /* (after the root's header) name <|constrain|>json<|message|>{..} */
         infer__sb_literal(b, t->name, t->name_len);
         infer__sb_puts(b, " \" <|constrain|>json<|message|>\"");
+        infer__sb_puts(b, args);
+        return;
+    case INFER_TOOL_FORMAT_GEMMA4: /* (after the root's <|tool_call>call:) name{k:v, ..} */
+        infer__sb_literal(b, t->name, t->name_len);
         infer__sb_puts(b, args);
         return;
     case INFER_TOOL_FORMAT_APERTUS: /* {"name": {..}} */
@@ -245,6 +469,15 @@ static void infer__tg_root(infer__sb *b, infer_tool_format f, int parallel) {
         infer__sb_puts(b, "harmony-analysis ::= \"<|channel|>analysis<|message|>\" harmony-text "
                           "\"<|end|>\"? \"<|start|>assistant\"\n");
         infer__sb_puts(b, "harmony-text ::= ([^<] | \"<\" [^|])*\n"); /* no harmony token */
+        return;
+    case INFER_TOOL_FORMAT_GEMMA4:
+        /* each call in its own <|tool_call>..<tool_call|>; the thinking
+           channel may come first (thinking on: the prompt did not close
+           it), its text without "<c" (so without <channel|>) */
+        infer__sb_puts(b, parallel ? "root ::= g4-thought? g4-call+\n" : "root ::= g4-thought? g4-call\n");
+        infer__sb_puts(b, "g4-call ::= \"<|tool_call>call:\" tool-item \"<tool_call|>\"\n");
+        infer__sb_puts(b, "g4-thought ::= \"<|channel>thought\" ([^<] | \"<\" [^c])* \"<channel|>\"\n");
+        infer__sb_puts(b, infer__tg_g4_rules);
         return;
     case INFER_TOOL_FORMAT_LLAMA3: /* one call a reply */
         infer__sb_puts(b, "root ::= tool-item\n");
@@ -341,6 +574,7 @@ static int infer__tool_call_grammar(infer_tool_format f, const char *tools_json,
             const infer__jv *props = infer__jv_get(tools[i].params, "properties");
             int k, per_arg = f == INFER_TOOL_FORMAT_QWEN3_XML || f == INFER_TOOL_FORMAT_LFM2;
             int n_rules = per_arg ? (props && props->type == INFER__J_OBJ ? (int)stbds_arrlen(props->keys) : 0) : 1;
+            if (f == INFER_TOOL_FORMAT_GEMMA4) n_rules = 0; /* Gemma's own syntax, not JSON: below */
             for (k = 0; k < n_rules; k++) {
                 if (per_arg) snprintf(nm, sizeof nm, "tool-arg-%d-%d", i, k);
                 else snprintf(nm, sizeof nm, "tool-args-%d", i);
@@ -373,9 +607,11 @@ static int infer__tool_call_grammar(infer_tool_format f, const char *tools_json,
             infer__sb_puts(&out, k);
             infer__tg_item(&out, f, &tools[i], i);
             infer__sb_puts(&out, "\n");
+            if (f == INFER_TOOL_FORMAT_GEMMA4) infer__tg_g4_args(&out, tools[i].params, i);
         }
         if (infer__schema_rules(&jp, schemas, (const char *const *)names, (int)stbds_arrlen(schemas),
-                                1u << INFER__SP_SPACE | 1u << INFER__SP_STRING, &out) == 0) {
+                                f == INFER_TOOL_FORMAT_GEMMA4 ? 0 : 1u << INFER__SP_SPACE | 1u << INFER__SP_STRING,
+                                &out) == 0) {
             if (out.nomem) infer__jp_nomem(&jp);
             else len = infer__sb_give(&out, buf, size);
         }

@@ -157,6 +157,8 @@ def main():
 
     check_chat_template_file(infer, model, openai)
     check_harmony_template(infer, model, openai)
+    if shared:
+        check_gemma4_template(infer, model, shared, openai)
     check_draft_model(infer, model)
 
     # A server of one sequence and a queue of one: the full queue answers
@@ -759,6 +761,59 @@ def check_harmony_template(infer, model, openai):
                       "naming it (%s)" % body.get("param"))
         finally:
             srv.stop()
+
+
+def check_gemma4_template(infer, model, shared, openai):
+    """Gemma 4's own template (../shared's): the server reads replies as
+    gemma4; a forced call with nested arguments is written in Gemma's
+    syntax (its grammar) and read back as JSON that fits the schema,
+    streamed deltas adding up to the whole reply's; thinking asked for
+    (enable_thinking) reaches the template."""
+    path = os.path.join(shared, "templates", "google-gemma-4-31B-it.jinja")
+    if not os.path.exists(path):
+        print("skipped: %s is absent" % path)
+        return
+    srv = Server(infer, model, "--chat-template-file", path, "-c", "2048")
+    try:
+        check("tools gemma4" in srv.text(), "a Gemma 4 template's replies are read as gemma4 (the server says so)")
+        client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none", max_retries=0, timeout=300)
+        msgs = [{"role": "user", "content": "Book a table for Ann."}]
+        book = {"type": "function", "function": {"name": "book", "parameters": {"type": "object", "properties": {
+            "guests": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string", "enum": ["Ann", "Bo"]}, "age": {"type": "integer"}},
+                "required": ["name", "age"]}},
+            "late": {"type": "boolean"}}, "required": ["guests", "late"]}}}
+        for choice in ("required", {"type": "function", "function": {"name": "book"}}):
+            r = client.chat.completions.create(model="m", max_tokens=200, temperature=0, messages=msgs, tools=[book],
+                                               tool_choice=choice)
+            calls = r.choices[0].message.tool_calls or []
+            ok = r.choices[0].finish_reason == "length" and not calls  # a model still thinking
+            whole = None
+            if calls:
+                whole = calls[0].function.arguments
+                args = json.loads(whole)
+                ok = r.choices[0].finish_reason == "tool_calls" and calls[0].function.name == "book" and \
+                    sorted(args) == ["guests", "late"] and isinstance(args["late"], bool) and \
+                    all(sorted(g) == ["age", "name"] and g["name"] in ("Ann", "Bo") and isinstance(g["age"], int)
+                        for g in args["guests"])
+            check(ok, "a forced call in Gemma 4's syntax is read back as JSON fitting the schema (%s, %s)" %
+                  (r.choices[0].finish_reason, whole))
+            streamed = ""
+            for chunk in client.chat.completions.create(model="m", max_tokens=200, temperature=0, messages=msgs,
+                                                        tools=[book], tool_choice=choice, stream=True):
+                for c in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+                    streamed += (c.function.arguments or "") if c.function else ""
+            if whole is not None:
+                check(streamed == whole, "a streamed Gemma 4 call's deltas add up to the whole (%r, %r)" %
+                      (streamed, whole))
+        r = client.chat.completions.create(model="m", max_tokens=1, messages=msgs,
+                                           extra_body={"chat_template_kwargs": {"enable_thinking": True}})
+        plain = client.chat.completions.create(model="m", max_tokens=1, messages=msgs)
+        check(r.usage.prompt_tokens != plain.usage.prompt_tokens,
+              "enable_thinking reaches Gemma 4's template (%d vs %d prompt tokens)" %
+              (r.usage.prompt_tokens, plain.usage.prompt_tokens))
+    finally:
+        srv.stop()
 
 
 def cli_tokens(infer, model, text):

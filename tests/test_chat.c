@@ -62,6 +62,10 @@ static const struct { const char *kind, *text; } templates[] = {
      "{%- if messages[0][\"role\"] == \"system\" %}\n    {%- set system_message = messages[0][\"content\"] %}\n    {%- set loop_messages = messages[1:] %}\n{%- endif %}\n{{- bos_token }}\n{%- for message in loop_messages %}\n    {%- if message[\"role\"] == \"user\" %}\n        {%- if tools is not none and (message == user_messages[-1]) %}\n            {{- \"[AVAILABLE_TOOLS][\" }}\n        {%- endif %}\n        {%- if loop.last and system_message is defined %}\n            {{- \"[INST]\" + system_message + \"\\n\\n\" + message[\"content\"] + \"[/INST]\" }}\n        {%- else %}\n            {{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}\n        {%- endif %}\n    {%- elif message[\"role\"] == \"assistant\" %}\n        {{- message[\"content\"] + eos_token}}\n    {%- endif %}\n{%- endfor %}\n"},
     {"chatml",
      "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"},
+    {"gemma4", /* Gemma 4's turns, as its template writes them (tools aside) */
+     "{%- for message in loop_messages -%}{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
+     "{{- '<|turn>' + role + '\\n' }}{{- message['content'] | trim -}}{{- '<turn|>\\n' -}}{%- endfor -%}"
+     "{%- if add_generation_prompt -%}{{- '<|turn>model\\n' -}}{%- endif -%}"},
 };
 /* C1 (system, user, assistant, user) or, for formats without a system role, C2 */
 static const struct { const char *kind; int c2; const char *expected; } expected[] = {
@@ -97,6 +101,9 @@ static const struct { const char *kind; int c2; const char *expected; } expected
      "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nYou are a helpful assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
     {"mistral-v7-tekken", 0,
      "[SYSTEM_PROMPT]You are a helpful assistant[/SYSTEM_PROMPT][INST]Hello[/INST]Hi there</s>[INST]Who are you[/INST]"},
+    {"gemma4", 0, /* as Gemma 4's own template renders it */
+     "<|turn>system\nYou are a helpful assistant<turn|>\n<|turn>user\nHello<turn|>\n<|turn>model\nHi there<turn|>\n"
+     "<|turn>user\nWho are you<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"},
     {"deepseek3", 0,
      "You are a helpful assistant<\xef\xbd\x9cUser\xef\xbd\x9c>Hello<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>Hi there<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c><\xef\xbd\x9cUser\xef\xbd\x9c>Who are you<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"},
 };
@@ -554,6 +561,28 @@ static const struct {
         "\n"
         "  It's 4. é中</s>[INST][/INST]</s>[INST]  Thanks 🙂 \"quoted\" \\ back\x01" "slash\n"
         "[/INST]"},
+    /* as Gemma 4's own template renders it (jinja2, bos_token "") */
+    {"gemma4",
+        "<|turn>system\n"
+        "Be \"brief\".\n"
+        "Really.<turn|>\n"
+        "<|turn>user\n"
+        "Hi!\tWhat's 2+2?<turn|>\n"
+        "<|turn>model\n"
+        "<think>\n"
+        "hmm\n"
+        "</think>\n"
+        "\n"
+        "  It's 4. é中<turn|>\n"
+        "<|turn>user\n"
+        "<turn|>\n"
+        "<|turn>model\n"
+        "<turn|>\n"
+        "<|turn>user\n"
+        "Thanks 🙂 \"quoted\" \\ back\x01" "slash<turn|>\n"
+        "<|turn>model\n"
+        "<|channel>thought\n"
+        "<channel|>"},
 };
 
 Test(chat, every_format_writes_what_the_c_formatter_wrote) {
@@ -1189,4 +1218,19 @@ Test(chat, cli_help_names_the_options) {
                   strstr(out, "--reasoning-effort low|medium|high"),
               "%s", out);
     free(out);
+}
+
+/* Gemma 4's built-in format drops an earlier reply's thinking channel, as
+   its template's strip_thinking does, and its turn ends with <turn|>. */
+Test(chat, gemma4_drops_earlier_thinking) {
+    static const infer_chat_message m[] = {
+        {"user", "Hi"}, {"assistant", "<|channel>thought\nGreet.<channel|> Hello! <|channel>thought\n<channel|>"}};
+    infer_chat_template t = infer_chat_template_from_text("gemma4", NULL, NULL);
+    char end[32];
+    size_t n = 0;
+    char *s = format(&t, m, 2, 0, 0);
+    cr_expect_str_eq(s, "<|turn>user\nHi<turn|>\n<|turn>model\nHello!<turn|>\n");
+    free(s);
+    cr_assert_eq(infer_chat_end_of_turn(&t, end, sizeof end, &n, NULL), INFER_OK);
+    cr_expect_str_eq(end, "<turn|>\n");
 }

@@ -602,6 +602,51 @@ Test(tokenizer, harmony_tokens) {
     }
 }
 
+/* Gemma 4's tokens: <turn|> and <|tool_response>, ends of generation, are
+   no text; the call, string and channel tokens are text (the reply parser
+   reads them); without <tool_call|> they stay control tokens. */
+Test(tokenizer, gemma4_tokens) {
+    static const char *const toks[] = {"a",          "b",          "<turn|>",    "<|tool_response>",
+                                       "<|tool_call>", "<tool_call|>", "<|\"|>",     "<|channel>", "<channel|>"};
+    static const int32_t types[] = {1, 1, 3, 3, 3, 3, 3, 3, 3};
+    static const char *const merges[] = {"a b"};
+    int gemma4;
+    for (gemma4 = 0; gemma4 < 2; gemma4++) {
+        infer_error err;
+        unsigned char *mem;
+        gbuf b = {0, 0, 0, 0};
+        infer_model *m;
+        char piece[32];
+        size_t len = 0;
+        infer_token out[8];
+        int n = 0, k, count = gemma4 ? 9 : 5; /* without <tool_call|> and the rest */
+        g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+        g_kv_strs(&b, "tokenizer.ggml.tokens", toks, count);
+        g_kv_i32s(&b, "tokenizer.ggml.token_type", types, count);
+        g_kv_strs(&b, "tokenizer.ggml.merges", merges, 1);
+        m = load_mem(&b, &err, &mem);
+        cr_assert_not_null(m, "%s", err.msg);
+        cr_assert_eq(infer_model_is_eog(m, 2), 1, "<turn|> ends");
+        cr_assert_eq(infer_model_is_eog(m, 3), 1, "<|tool_response> ends");
+        cr_assert_eq(infer_token_to_piece(m, 2, piece, sizeof piece, &len, NULL), INFER_OK);
+        cr_assert_eq(len, 0, "<turn|> is no text");
+        if (gemma4) {
+            for (k = 4; k < 9; k++) {
+                cr_assert_eq(infer_token_to_piece(m, k, piece, sizeof piece, &len, NULL), INFER_OK);
+                cr_assert_str_eq(piece, toks[k], "%s is text", toks[k]);
+                cr_assert_eq(infer_model_is_eog(m, k), 0);
+            }
+            cr_assert_eq(infer_tokenize(m, "<|\"|>a", 6, out, 8, 0, 1, &n, NULL), INFER_OK);
+            cr_assert(n == 2 && out[0] == 6, "<|\"|> is still one token");
+        } else {
+            cr_assert_eq(infer_token_to_piece(m, 4, piece, sizeof piece, &len, NULL), INFER_OK);
+            cr_assert_eq(len, 0, "<|tool_call> of another vocabulary is no text");
+        }
+        infer_model_free(m);
+        free(mem);
+    }
+}
+
 /* ---- speed ---------------------------------------------------------------- */
 
 static double now_s(void) { return (double)clock() / CLOCKS_PER_SEC; }

@@ -453,6 +453,111 @@ Test(toolcall, harmony_in_call_and_cut) {
     }
 }
 
+/* Gemma 4: <|tool_call>call:name{..}<tool_call|> with Gemma's values
+   (bare keys, <|"|> strings, nested objects and lists) as JSON, its
+   thinking channel as reasoning (whatever the mode), bad calls as text. */
+#define G4Q "<|\"|>"
+#define G4_CALL(x) "<|tool_call>call:" x "<tool_call|>"
+Test(toolcall, gemma4) {
+    const infer_tool_format G = INFER_TOOL_FORMAT_GEMMA4;
+    static const tc_case cs[] = {
+        /* as Gemma 4's template writes a call (keys sorted, no blanks) */
+        {INFER_TOOL_FORMAT_GEMMA4, 0, G4_CALL("get_weather{city:" G4Q "Paris" G4Q ",unit:" G4Q "c" G4Q "}"), "", NULL, 1,
+         {"get_weather"}, {WEATHER}, {0}, 0},
+        /* thinking, then nested values: objects, lists, numbers, booleans, null */
+        {INFER_TOOL_FORMAT_GEMMA4, 0,
+         "<|channel>thought\nThe user wants a booking.<channel|>" G4_CALL(
+             "book{guests:[{age:31,name:" G4Q "Ann \"A\"" G4Q "},{age:-2.5e1,name:" G4Q "Bo, {x}" G4Q
+             "}],opts:{late:true,pets:false,room:null},when:" G4Q "a:b" G4Q "}"),
+         "", "The user wants a booking.", 1, {"book"},
+         {"{\"guests\":[{\"age\":31,\"name\":\"Ann \\\"A\\\"\"},{\"age\":-2.5e1,\"name\":\"Bo, {x}\"}],"
+          "\"opts\":{\"late\":true,\"pets\":false,\"room\":null},\"when\":\"a:b\"}"},
+         {0}, 0},
+        /* content, two calls, blanks and a quoted key, no arguments, None */
+        {INFER_TOOL_FORMAT_GEMMA4, 0,
+         "Checking both.\n" G4_CALL("get_weather{ city : " G4Q "Paris" G4Q " , }") G4_CALL("now{}")
+             G4_CALL("f{" G4Q "k k" G4Q ":None,l:[ ]}"),
+         "Checking both.", NULL, 3, {"get_weather", "now", "f"}, {"{\"city\":\"Paris\"}", "{}", "{\"k k\":null,\"l\":[]}"},
+         {0}, 0},
+        /* an answer after the (empty) thinking the prompt closed; a stray <channel|> */
+        {INFER_TOOL_FORMAT_GEMMA4, 0, "Hello! How can I help?<channel|>", "Hello! How can I help?", NULL, 0, {0}, {0}, {0},
+         0},
+        /* thinking later in the reply, and an empty channel */
+        {INFER_TOOL_FORMAT_GEMMA4, 0, "<|channel><channel|>A<|channel>thought\nB<channel|>C", "AC", "B", 0, {0}, {0}, {0},
+         0},
+        {INFER_TOOL_FORMAT_GEMMA4, 0, "<|channel>thought\nA<channel|>x<|channel>thought B<channel|>", "x", "A\n\nB", 0,
+         {0}, {0}, {0}, 0},
+        /* bad calls are their text: an unquoted string, a missing value, no
+           call:, a string left open, text after the object */
+        {INFER_TOOL_FORMAT_GEMMA4, 0, G4_CALL("f{a:Paris}"), G4_CALL("f{a:Paris}"), NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_GEMMA4, 0, "x " G4_CALL("f{a:}") " y", "x" G4_CALL("f{a:}") " y", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_GEMMA4, 0, "<|tool_call>f{}<tool_call|>", "<|tool_call>f{}<tool_call|>", NULL, 0, {0}, {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_GEMMA4, 0, G4_CALL("f{a:" G4Q "open}"), G4_CALL("f{a:" G4Q "open}"), NULL, 0, {0},
+         {0}, {0}, 1},
+        {INFER_TOOL_FORMAT_GEMMA4, 0, G4_CALL("f{a:1} junk"), G4_CALL("f{a:1} junk"), NULL, 0, {0}, {0}, {0}, 1},
+        /* a call its own end ended (no <tool_call|>), thinking left open */
+        {INFER_TOOL_FORMAT_GEMMA4, 0, "<|tool_call>call:f{a:1}", "", NULL, 1, {"f"}, {"{\"a\":1}"}, {0}, 0},
+        {INFER_TOOL_FORMAT_GEMMA4, 0, "<|channel>thought\nStill thinking", "", "Still thinking", 0, {0}, {0}, {0}, 0},
+        /* text that only looks like a marker */
+        {INFER_TOOL_FORMAT_GEMMA4, 0, "a <|tool_ca b <channel c", "a <|tool_ca b <channel c", NULL, 0, {0}, {0}, {0}, 0},
+        {INFER_TOOL_FORMAT_GEMMA4, 0, "", "", NULL, 0, {0}, {0}, {0}, 0},
+    };
+    static const char reply[] = "<|channel>thought\nTwo cities.<channel|>Looking up." G4_CALL(
+        "get_weather{city:" G4Q "Paris" G4Q "}") G4_CALL("get_weather{city:" G4Q "Rome" G4Q ",days:[1,2]}");
+    size_t n = sizeof reply - 1, k;
+    int reasoning;
+    check_all(cs, N(cs));
+    /* every split of a reply in two pieces gives the whole reply's parse */
+    for (k = 0; k <= n; k++) {
+        infer_error err;
+        infer_output_parser *p = infer_output_parser_new(G, 0, &err);
+        infer_output_delta d;
+        infer_output_result r;
+        char c[256] = "", re[256] = "", a[2][64] = {"", ""};
+        int piece, i, seen = 0;
+        for (piece = 0; piece < 3; piece++) {
+            if (piece < 2)
+                cr_assert_eq(infer_output_parser_push(p, reply + (piece ? k : 0), piece ? n - k : k, &d, &err), INFER_OK);
+            else cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK);
+            cat(c, sizeof c, d.content, d.content_len);
+            cat(re, sizeof re, d.reasoning, d.reasoning_len);
+            for (i = 0; i < d.n_calls; i++, seen++) {
+                cr_assert_eq(d.calls[i].index, seen);
+                cr_assert_lt(seen, 2);
+                cat(a[seen], sizeof a[0], d.calls[i].arguments, strlen(d.calls[i].arguments));
+            }
+        }
+        cr_assert_str_eq(c, "Looking up.", "split at %zu: content [%s]", k, c);
+        cr_assert_str_eq(r.content, c);
+        cr_assert_str_eq(re, "Two cities.", "split at %zu: reasoning [%s]", k, re);
+        cr_assert_eq(r.n_calls, 2, "split at %zu", k);
+        cr_assert_eq(seen, 2);
+        cr_assert_str_eq(r.calls[0].arguments, "{\"city\":\"Paris\"}");
+        cr_assert_str_eq(a[0], r.calls[0].arguments);
+        cr_assert_str_eq(r.calls[1].arguments, "{\"city\":\"Rome\",\"days\":[1,2]}");
+        cr_assert_str_eq(a[1], r.calls[1].arguments);
+        cr_assert_str_neq(r.calls[0].id, r.calls[1].id);
+        infer_output_parser_free(p);
+    }
+    /* the thinking channel is reasoning whatever the reasoning mode says;
+       a call the reply's cut ended is dropped */
+    for (reasoning = 0; reasoning <= 2; reasoning++) {
+        infer_error err;
+        infer_output_parser *p = infer_output_parser_new(G, (infer_reasoning)reasoning, &err);
+        infer_output_result r;
+        const char *text = reasoning == 2 ? reply + 17 : reply; /* OPEN: the prompt wrote <|channel>thought */
+        cr_assert_eq(infer_output_parser_push(p, text, strlen(text), NULL, &err), INFER_OK);
+        cr_assert_eq(infer_output_parser_push(p, "<|tool_call>call:f{a:", 21, NULL, &err), INFER_OK);
+        cr_assert_eq(infer_output_parser_in_call(p), 1);
+        infer_output_parser_cut(p);
+        cr_assert_eq(infer_output_parser_finish(p, NULL, &r, &err), INFER_OK);
+        cr_assert_str_eq(r.reasoning_content, "Two cities.", "mode %d: [%s]", reasoning, r.reasoning_content);
+        cr_assert_str_eq(r.content, "Looking up.");
+        cr_assert_eq(r.n_calls, 2);
+        infer_output_parser_free(p);
+    }
+}
+
 static void one_call_args(infer_tool_format f, const char *tools, const char *reply, const char *want) {
     infer_error err;
     infer_output_result r;
@@ -602,6 +707,41 @@ static char *read_template(const char *name) {
     return s;
 }
 
+/* Gemma 4's own template writes an earlier call (nested arguments, keys
+   sorted, a float, null as None): the parser reads it back as the same
+   arguments, as JSON with the keys in that order. */
+Test(toolcall, gemma4_as_its_template_writes_a_call) {
+    static const char ctx[] =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"Book\"}, {\"role\": \"assistant\", \"content\": \"\","
+        " \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"book\", \"arguments\":"
+        " {\"when\": \"9:00, {late}\", \"guests\": [{\"name\": \"Ann\", \"age\": 31}], \"opts\": {\"late\": true,"
+        " \"x\": null, \"n\": 2.5}}}}]}], \"add_generation_prompt\": false, \"bos_token\": \"<bos>\"}";
+    char *t = read_template("google-gemma-4-31B-it.jinja"), *out, *at, *end;
+    infer_error err;
+    infer_output_parser *p;
+    infer_output_result r;
+    if (!t) cr_skip_test("no %s/templates/google-gemma-4-31B-it.jinja", INFER_SHARED_DIR);
+    cr_assert_eq(infer_tool_format_detect(t), INFER_TOOL_FORMAT_GEMMA4);
+    out = infer_jinja_render(t, ctx, NULL, NULL, &err);
+    cr_assert_not_null(out, "%s", err.msg);
+    cr_assert_not_null(at = strstr(out, "<|tool_call>"), "%s", out);
+    cr_assert_not_null(end = strstr(at, "<tool_call|>"), "%s", out);
+    end += strlen("<tool_call|>");
+    p = infer_output_parser_new(INFER_TOOL_FORMAT_GEMMA4, INFER_REASONING_NONE, &err);
+    cr_assert_eq(infer_output_parser_push(p, at, (size_t)(end - at), NULL, &err), INFER_OK);
+    cr_assert_eq(infer_output_parser_finish(p, NULL, &r, &err), INFER_OK);
+    cr_assert_eq(r.n_calls, 1, "%.*s", (int)(end - at), at);
+    cr_assert_str_eq(r.calls[0].name, "book");
+    cr_assert_str_eq(r.calls[0].arguments,
+                     "{\"guests\":[{\"age\":31,\"name\":\"Ann\"}],\"opts\":{\"late\":true,\"n\":2.5,\"x\":null},"
+                     "\"when\":\"9:00, {late}\"}",
+                     "%s", r.calls[0].arguments);
+    cr_assert_str_empty(r.content);
+    infer_output_parser_free(p);
+    infer_free(out);
+    free(t);
+}
+
 Test(toolcall, detect) {
     static const struct {
         const char *file;
@@ -627,6 +767,8 @@ Test(toolcall, detect) {
         {"Qwen3.5-4B.jinja", INFER_TOOL_FORMAT_QWEN3_XML},
         {"LFM2.5-Instruct.jinja", INFER_TOOL_FORMAT_LFM2},
         {"ibm-granite-granite-4.0.jinja", INFER_TOOL_FORMAT_HERMES},
+        {"google-gemma-4-31B-it.jinja", INFER_TOOL_FORMAT_GEMMA4},
+        {"google-gemma-3-1b-it.jinja", INFER_TOOL_FORMAT_NONE},
     };
     int i, found = 0;
     for (i = 0; i < N(ts); i++) {
@@ -645,5 +787,7 @@ Test(toolcall, detect) {
                  INFER_TOOL_FORMAT_HARMONY);
     cr_assert_eq(infer_tool_format_detect("<|start|>user<|message|>x<|end|>"), INFER_TOOL_FORMAT_NONE); /* no channel */
     cr_assert_str_eq(infer_tool_format_name(INFER_TOOL_FORMAT_HARMONY), "harmony");
+    cr_assert_str_eq(infer_tool_format_name(INFER_TOOL_FORMAT_GEMMA4), "gemma4");
+    cr_assert_str_eq(infer_tool_format_triggers(INFER_TOOL_FORMAT_GEMMA4)[0], "<|tool_call>");
     if (!found) cr_skip_test("no templates in %s/templates", INFER_SHARED_DIR);
 }

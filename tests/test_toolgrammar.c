@@ -265,6 +265,83 @@ Test(toolgrammar, xml_and_pythonic_arguments) {
     }
 }
 
+/* Gemma 4: <|tool_call>call:name{..}<tool_call|>, its values Gemma's own
+   (bare keys in the template's sorted order, <|"|> strings), following the
+   schema down nested objects and lists; the thinking channel may come
+   first; the parser reads each call back as JSON. */
+#define G4Q "<|\"|>"
+#define G4C(x) "<|tool_call>call:" x "<tool_call|>"
+Test(toolgrammar, gemma4_arguments) {
+    static const char nested[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"book\", \"parameters\": {\"type\": \"object\","
+        " \"properties\": {\"when\": {\"type\": \"string\"}, \"guests\": {\"type\": \"array\", \"items\": {\"type\":"
+        " \"object\", \"properties\": {\"name\": {\"type\": \"string\"}, \"age\": {\"type\": \"integer\"}},"
+        " \"required\": [\"name\"]}}, \"opts\": {\"type\": \"object\", \"properties\": {\"late\": {\"type\":"
+        " \"boolean\"}, \"Room\": {\"type\": [\"integer\", \"null\"]}}}}, \"required\": [\"guests\"]}}}]";
+    static const char *const ok[] = {
+        G4C("get_weather{city:" G4Q "Paris" G4Q ",unit:" G4Q "c" G4Q "}"), G4C("get_weather{city:" G4Q "Paris" G4Q "}"),
+        G4C("add{a:1,b:-2}"), G4C("now{}"),
+        "<|channel>thought\nThe user wants Paris; a < b.<channel|>" G4C("get_weather{city:" G4Q "Paris" G4Q "}")};
+    static const char *const names[] = {"get_weather", "get_weather", "add", "now", "get_weather"};
+    static const char *const args[] = {"{\"city\":\"Paris\",\"unit\":\"c\"}", "{\"city\":\"Paris\"}", "{\"a\":1,\"b\":-2}",
+                                       "{}", "{\"city\":\"Paris\"}"};
+    static const char *const bad[] = {
+        /* a missing required key, a value outside the enum, a number for an
+           integer, a key not declared, keys out of the template's order, JSON's
+           quotes, an unknown tool, text after the call, a thought with <channel|>'s "<c" */
+        G4C("get_weather{unit:" G4Q "c" G4Q "}"), G4C("get_weather{city:" G4Q "Paris" G4Q ",unit:" G4Q "k" G4Q "}"),
+        G4C("add{a:1.5,b:2}"), G4C("add{a:1,b:2,c:3}"), G4C("get_weather{unit:" G4Q "c" G4Q ",city:" G4Q "Paris" G4Q "}"),
+        G4C("get_weather{city:\"Paris\"}"), G4C("rm{}"), G4C("now{}") " x",
+        "<|channel>thought\n<c<channel|>" G4C("now{}")};
+    static const char *const nested_ok[] = {
+        G4C("book{guests:[{age:31,name:" G4Q "Ann" G4Q "},{name:" G4Q "Bo" G4Q "}],opts:{late:true,Room:null},when:" G4Q
+            "9:00" G4Q "}"),
+        G4C("book{guests:[]}")};
+    static const char *const nested_args[] = {
+        "{\"guests\":[{\"age\":31,\"name\":\"Ann\"},{\"name\":\"Bo\"}],\"opts\":{\"late\":true,\"Room\":null},"
+        "\"when\":\"9:00\"}",
+        "{\"guests\":[]}"};
+    static const char *const nested_bad[] = {G4C("book{guests:[{age:31}]}"), G4C("book{guests:[],opts:{late:1}}"),
+                                             G4C("book{opts:{}}"), G4C("book{guests:[],opts:{Room:1.5}}"),
+                                             G4C("book{guests:[{name:" G4Q "A" G4Q ",age:2}]}")};
+    const infer_tool_format G = INFER_TOOL_FORMAT_GEMMA4;
+    infer__grules *one = compile(G, NULL, 0), *par = compile(G, NULL, 1), *named = compile(G, "add", 0), *book;
+    infer_error err;
+    char g[8192];
+    size_t i;
+    int n;
+    for (i = 0; i < sizeof ok / sizeof *ok; i++) {
+        cr_expect_eq(match(one, ok[i]), 1, "refuses %s", ok[i]);
+        parses_with_tools(G, ok[i], names[i], args[i]);
+    }
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) cr_expect_neq(match(one, bad[i]), 1, "accepts %s", bad[i]);
+    cr_expect_eq(match(par, G4C("now{}") G4C("add{a:1,b:2}")), 1, "parallel: refuses two calls");
+    cr_expect_neq(match(one, G4C("now{}") G4C("add{a:1,b:2}")), 1, "accepts two calls");
+    cr_expect_eq(match(named, G4C("add{a:1,b:2}")), 1);
+    cr_expect_neq(match(named, G4C("now{}")), 1, "named add: accepts now");
+    memset(&err, 0, sizeof err);
+    n = sc_tool_call_grammar(G, nested, NULL, 0, g, sizeof g, &err);
+    cr_assert(n > 0 && n < (int)sizeof g, "%s", err.msg);
+    book = infer__gbnf_compile(g, "root", &err);
+    cr_assert_not_null(book, "%s\n%s", err.msg, g);
+    for (i = 0; i < sizeof nested_ok / sizeof *nested_ok; i++) {
+        infer_output_result res;
+        infer_output_parser *p = infer_output_parser_new(G, INFER_REASONING_NONE, &err);
+        cr_expect_eq(match(book, nested_ok[i]), 1, "refuses %s\n%s", nested_ok[i], g);
+        cr_assert_eq(infer_output_parser_push(p, nested_ok[i], strlen(nested_ok[i]), NULL, &err), INFER_OK);
+        cr_assert_eq(infer_output_parser_finish(p, NULL, &res, &err), INFER_OK);
+        cr_assert_eq(res.n_calls, 1);
+        cr_expect_str_eq(res.calls[0].arguments, nested_args[i]);
+        infer_output_parser_free(p);
+    }
+    for (i = 0; i < sizeof nested_bad / sizeof *nested_bad; i++)
+        cr_expect_neq(match(book, nested_bad[i]), 1, "accepts %s", nested_bad[i]);
+    infer__grules_free(one);
+    infer__grules_free(par);
+    infer__grules_free(named);
+    infer__grules_free(book);
+}
+
 /* harmony: the call after an analysis message or alone, its <|call|>
    optional (an end-of-generation token); no other channel before it */
 Test(toolgrammar, harmony_after_analysis) {

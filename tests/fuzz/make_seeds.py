@@ -22,7 +22,7 @@ GGUF_PREFIX = 64 * 1024
 TOKENIZER_VOCABS = ['llama-spm', 'phi-3', 'gpt-2', 'llama-bpe', 'qwen2', 'deepseek-coder', 'mpt']  # tokenizer.c's order
 CHAT_NAMES = ['chatml', 'llama2', 'mistral', 'mistral-v1', 'mistral-v3', 'mistral-v3-tekken', 'mistral-v7', 'llama3',
               'gemma', 'phi3', 'zephyr', 'deepseek', 'deepseek2', 'deepseek3', 'llama3.1', 'qwen3', 'phi4',
-              'phi4-mini', 'smollm3', 'mistral-v7-tekken']
+              'phi4-mini', 'smollm3', 'mistral-v7-tekken', 'gemma4']
 
 
 def write(out, name, data):
