@@ -1720,6 +1720,7 @@ typedef struct infer__rope {
     const float *freqs_long; /* LongRoPE: the divisors for contexts beyond n_ctx_orig, or NULL */
 } infer__rope;
 #define INFER__MAX_ROPES 2 /* distinct RoPEs in one model (sliding vs global layers) */
+#define INFER__MAX_ALTUP 4 /* AltUp's streams (Gemma 3n: 4) */
 
 /* What a layer does in place of attention: attend over the KV cache, or
    carry a fixed-size state per sequence (a recurrent layer: conv window
@@ -1757,8 +1758,18 @@ typedef struct infer__layer {
        lacks are NULL */
     const infer__tensor *rec_in, *rec_gate, *rec_beta, *rec_alpha, *conv, *conv_bias, *dt_bias, *ssm_a, *ssm_d,
         *ssm_norm, *rec_out;
-    int window; /* keys a query sees (sliding window), 0: all of them */
-    int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
+    /* Gemma 3n: AltUp's router (norm, weight [dim, n_altup]) and its
+       prediction ([n_altup, n_altup^2]) and correction ([n_altup, n_altup])
+       coefficients, the corrected stream's scale; LAuReL's two products
+       and norm; the per-layer input's gate, projection and norm. NULL
+       where the model has none */
+    const infer__tensor *altup_router, *altup_router_norm, *altup_predict, *altup_correct, *altup_correct_scale;
+    const infer__tensor *laurel_l, *laurel_r, *laurel_norm, *ple_gate, *ple_proj, *ple_norm;
+    float ffn_sparsity; /* the gate's cut-off at mean + this * std, then relu (Gemma 3n), 0: none */
+    int window;   /* keys a query sees (sliding window), 0: all of them */
+    int rope;     /* index into the model's ropes, -1: no RoPE on this layer */
+    int kv_layer; /* the layer whose KV cache this one attends over: itself, or an earlier one
+                     (KV sharing: then wk, wv are NULL and nothing is stored) */
 } infer__layer;
 
 typedef enum infer__act {
@@ -1793,6 +1804,19 @@ struct infer_model {
     int q_gate;          /* attn_q gives each head's query then its gate: the output times sigmoid(gate) */
     float residual_scale; /* each block's output times this before the residual add, 0: no (Granite) */
     float logit_scale;   /* logits times this, 0: no (Granite's 1 / logit_scale) */
+    int v_norm;          /* each v head RMS-normed without a weight */
+    int n_layer_kv;      /* layers 0..n-1 keep KV caches; later ones read an earlier layer's (kv_layer) */
+    /* Gemma 3n's AltUp: n_altup streams of dim (the active one goes
+       through the layer, the others are predicted and corrected around
+       it), made from the embedding by altup_up (n_altup - 1 views
+       [dim, dim]) and merged back by altup_down; 0: none. Per-layer
+       embeddings: each layer's input of ple_dim values, from its slice of
+       ple_embd (token rows of n_layers * ple_dim) and of ple_model_proj
+       (the embedding's product), normed by ple_proj_norm; 0: none.
+       LAuReL's rank. */
+    int n_altup, altup_active, ple_dim, laurel_rank;
+    const infer__tensor *altup_up[INFER__MAX_ALTUP - 1], *altup_down[INFER__MAX_ALTUP - 1];
+    const infer__tensor *ple_embd, *ple_model_proj, *ple_proj_norm;
     /* recurrent layers (all of one kind in a model): conv taps, channels,
        the input product's rows, the inner width, the scan's heads, a
        head's state width (Qwen3.5: its key and value width; Mamba2: d_state),
@@ -3060,7 +3084,12 @@ enum {
     INFER__A_SINKS = 1u << 18,     /* a learned logit per head (attn_sinks) joins each softmax and adds no value */
     INFER__A_EXPERT_BIAS = 1u << 19, /* the router and the experts' gate, up and down carry biases */
     INFER__A_SWIGLU_CLAMP = 1u << 20, /* the experts' clamped SwiGLU: min(g,7)*sigmoid(1.702 min(g,7))*(clamp(u,-7,7)+1) */
-    INFER__A_TOPK_SOFTMAX = 1u << 21 /* experts: the top k raw logits, then a softmax over those (no renormalising) */
+    INFER__A_TOPK_SOFTMAX = 1u << 21, /* experts: the top k raw logits, then a softmax over those (no renormalising) */
+    INFER__A_ALTUP = 1u << 22,     /* AltUp's streams (predict, correct) and LAuReL beside attention (Gemma 3n) */
+    INFER__A_PLE = 1u << 23,       /* per-layer embeddings: each layer's input of embedding_length_per_layer_input */
+    INFER__A_V_NORM = 1u << 24,    /* v RMS-normed per head, without a weight */
+    INFER__A_FINAL_SOFTCAP = 1u << 25, /* the logits soft-capped (final_logit_softcapping), attention not */
+    INFER__A_UNSCALED = 1u << 26   /* attention scores unscaled (q and k are RMS-normed) */
 };
 
 typedef struct infer__arch {
@@ -3071,6 +3100,8 @@ typedef struct infer__arch {
     float swa_rope_base; /* RoPE base of the sliding layers, unscaled; 0: the model's */
     int no_rope_step;  /* n: layers with il % n == n - 1 have no RoPE; 0: all have it */
     int recurrent;     /* the kind (infer__layer_kind) of the layers that do not attend; 0: all attend */
+    int kv_from_start; /* n: only layers 0..n-1 keep a KV cache, later ones read the last of their type's; 0: all */
+    int sparse_layers; /* n: layers 0..n-1 sparsify the FFN's gate (mean + 1.6449 std cut-off, Gemma 3n); 0: none */
 } infer__arch;
 
 /* Sizes a tensor's shape is written in. */
@@ -3086,7 +3117,11 @@ enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER
        INFER__D_STATE,     /* a head's state width */
        INFER__D_NORM_GROUP, /* the inner width of one group of the gated norm */
        INFER__D_GROUPS,    /* the scan's groups */
-       INFER__D_HEADS      /* the query heads (one sink logit each) */
+       INFER__D_HEADS,     /* the query heads (one sink logit each) */
+       INFER__D_PLE,       /* a layer's per-layer input width */
+       INFER__D_ALTUP,     /* AltUp's streams */
+       INFER__D_ALTUP2,    /* their square (the prediction coefficients) */
+       INFER__D_LAUREL     /* LAuReL's rank */
 };
 
 /* When a per-layer tensor must be there. */
@@ -7647,30 +7682,36 @@ static const char *infer__vocab_warning(const infer_vocab *v) { return v->warnin
 
 static const infer__arch infer__archs[] = {
     /* name, flags, sliding-window pattern and default window, sliding layers' RoPE base, no-RoPE step,
-       the recurrent layers' kind */
-    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0, 0},
-    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0, 0},
-    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0, 0},
-    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0, 0},
-    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0, 0},
+       the recurrent layers' kind, the layers with caches of their own, the layers with a sparse gate */
+    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0, 0, 0, 0},
+    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0, 0, 0, 0},
     {"gemma2", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
-                   INFER__A_SOFTCAP, 2, 4096, 0, 0, 0},
+                   INFER__A_SOFTCAP, 2, 4096, 0, 0, 0, 0, 0},
     {"gemma3", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
-                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0, 0},
+                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0, 0, 0, 0},
     /* phi3's sliding_window key is ignored, as llama.cpp does (its
        converters wrote windows the models were not trained with) */
-    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0, 0},
-    {"smollm3", 0, 0, 0, 0, 4, 0},
+    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0, 0, 0, 0},
+    {"smollm3", 0, 0, 0, 0, 4, 0, 0, 0},
     /* hybrids: which layers attend is read from the file (model.c) */
     {"lfm2", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_KV_PATTERN | INFER__A_EMBD_NORM_OUT, 0, 0, 0, 0,
-     INFER__LAYER_SHORTCONV},
+     INFER__LAYER_SHORTCONV, 0, 0},
     {"qwen35", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_ATTN_INTERVAL | INFER__A_Q_GATE | INFER__A_POST_ATTN_FFN_NORM,
-     0, 0, 0, 0, INFER__LAYER_DELTANET},
-    {"granitehybrid", INFER__A_KV_PATTERN | INFER__A_GRANITE_SCALES, 0, 0, 0, 0, INFER__LAYER_MAMBA2},
+     0, 0, 0, 0, INFER__LAYER_DELTANET, 0, 0},
+    {"granitehybrid", INFER__A_KV_PATTERN | INFER__A_GRANITE_SCALES, 0, 0, 0, 0, INFER__LAYER_MAMBA2, 0, 0},
     /* gpt-oss: even layers slide (the window from the file), odd ones see all */
     {"gpt-oss", INFER__A_NEOX | INFER__A_QKV_BIAS | INFER__A_MOE | INFER__A_POST_ATTN_FFN_NORM | INFER__A_SINKS |
                     INFER__A_EXPERT_BIAS | INFER__A_SWIGLU_CLAMP | INFER__A_TOPK_SOFTMAX,
-     2, 0, 0, 0, 0},
+     2, 0, 0, 0, 0, 0, 0},
+    /* gemma3n: llama.cpp fixes these whatever the file says: KV for
+       layers 0-19 only, the gate sparse on layers 0-9, period 5 (and
+       model.c: 4 AltUp streams, LAuReL of rank 64) */
+    {"gemma3n", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_POST_NORMS | INFER__A_QK_NORM |
+                    INFER__A_ALTUP | INFER__A_PLE | INFER__A_V_NORM | INFER__A_FINAL_SOFTCAP | INFER__A_UNSCALED,
+     5, 0, 10000.0f, 0, 0, 20, 10},
 };
 #define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
 
@@ -7730,6 +7771,20 @@ static const infer__tensor_spec infer__layer_tensors[] = {
     {"ffn_down_exps.bias", INFER__L(down_exps_b), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_FLAG,
      INFER__A_EXPERT_BIAS, 0},
     {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
+    /* Gemma 3n's per-layer input (gate, projection, norm), AltUp's router and coefficients, LAuReL */
+    {"inp_gate.weight", INFER__L(ple_gate), INFER__D_DIM, INFER__D_PLE, 0, INFER__T_FLAG, INFER__A_PLE, 0},
+    {"proj.weight", INFER__L(ple_proj), INFER__D_PLE, INFER__D_DIM, 0, INFER__T_FLAG, INFER__A_PLE, 0},
+    {"post_norm.weight", INFER__L(ple_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_PLE, 0},
+    {"altup_router.weight", INFER__L(altup_router), INFER__D_DIM, INFER__D_ALTUP, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"altup_router_norm.weight", INFER__L(altup_router_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"altup_predict_coef.weight", INFER__L(altup_predict), INFER__D_ALTUP, INFER__D_ALTUP2, 0, INFER__T_FLAG,
+     INFER__A_ALTUP, 0},
+    {"altup_correct_coef.weight", INFER__L(altup_correct), INFER__D_ALTUP, INFER__D_ALTUP, 0, INFER__T_FLAG,
+     INFER__A_ALTUP, 0},
+    {"altup_correct_scale.weight", INFER__L(altup_correct_scale), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"laurel_l.weight", INFER__L(laurel_l), INFER__D_DIM, INFER__D_LAUREL, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"laurel_r.weight", INFER__L(laurel_r), INFER__D_LAUREL, INFER__D_DIM, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"laurel_post_norm.weight", INFER__L(laurel_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
     /* LFM2's short convolution */
     {"shortconv.in_proj.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KSC},
     {"shortconv.conv.weight", INFER__L(conv), INFER__D_CONV, INFER__D_CONV_CH, 0, INFER__T_ALWAYS, 0, INFER__KSC},
@@ -7797,6 +7852,10 @@ static int64_t infer__model_size_of(const infer_model *m, int d) {
     case INFER__D_NORM_GROUP: return m->ssm_groups ? m->ssm_inner / m->ssm_groups : 0;
     case INFER__D_GROUPS: return m->ssm_groups;
     case INFER__D_HEADS: return m->n_heads;
+    case INFER__D_PLE: return m->ple_dim;
+    case INFER__D_ALTUP: return m->n_altup;
+    case INFER__D_ALTUP2: return (int64_t)m->n_altup * m->n_altup;
+    case INFER__D_LAUREL: return m->laurel_rank;
     }
     return 0;
 }
@@ -8137,6 +8196,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     if (a->swa_rope_base > 0) {
         m->ropes[1] = *r;
         m->ropes[1].base = a->swa_rope_base;
+        if ((a->flags & INFER__A_ALTUP) && !infer__model_fparam(m, "rope.freq_base_swa", &m->ropes[1].base, 0, err))
+            return 0;
         m->ropes[1].freq_scale = 1.0f;
         m->n_ropes = 2;
     }
@@ -8171,6 +8232,28 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         if (!infer__model_fparam(m, "attn_logit_softcapping", &m->attn_softcap, 0, err) ||
             !infer__model_fparam(m, "final_logit_softcapping", &m->final_softcap, 0, err))
             return 0;
+    }
+
+    if (a->flags & INFER__A_FINAL_SOFTCAP) {
+        m->final_softcap = 30.0f;
+        if (!infer__model_fparam(m, "final_logit_softcapping", &m->final_softcap, 0, err)) return 0;
+    }
+    if (a->flags & INFER__A_UNSCALED) m->attn_scale = 1.0f, m->attn_scale_q = 0;
+    m->v_norm = (a->flags & INFER__A_V_NORM) != 0;
+    /* KV sharing: the layers from kv_from_start on keep no cache; it must
+       leave a layer of each kind (sliding, global) to read from */
+    m->n_layer_kv = a->kv_from_start ? INFER__MIN(a->kv_from_start, m->n_layers) : m->n_layers;
+    if (a->flags & INFER__A_ALTUP) { /* llama.cpp fixes these whatever the file says */
+        m->n_altup = 4;
+        m->altup_active = 0;
+        m->laurel_rank = 64;
+    }
+    if ((a->flags & INFER__A_PLE) && !infer__model_hparam(m, "embedding_length_per_layer_input", &m->ple_dim, 1, err))
+        return 0;
+    if ((int64_t)m->ple_dim * m->n_layers > (1 << 24)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.embedding_length_per_layer_input %d times %d layers is out of range",
+                         m->arch, m->ple_dim, m->n_layers);
+        return 0;
     }
 
     m->q_gate = (a->flags & INFER__A_Q_GATE) != 0;
@@ -8365,6 +8448,22 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         if (!tuned) L->rope = -1;
     }
     if (L->kind != INFER__LAYER_ATTENTION) L->rope = -1, L->window = 0;
+    if (a->sparse_layers && l < a->sparse_layers) L->ffn_sparsity = 1.6448533535003662f; /* the normal's 95% quantile */
+    /* KV sharing: a layer past the caches reads the last cache of its
+       kind (sliding or not) before them, and keeps no k, v of its own */
+    L->kv_layer = l;
+    if (l >= m->n_layer_kv && *ok) {
+        int src;
+        for (src = m->n_layer_kv - 1; src >= 0 && (m->layers[src].window != 0) != (L->window != 0); src--) {}
+        if (src < 0) {
+            infer__set_error(err, INFER_ERR_FORMAT, "layer %d shares a KV cache, but no layer before %d is %s", l,
+                             m->n_layer_kv, L->window ? "sliding" : "global");
+            *ok = 0;
+            return;
+        }
+        L->kv_layer = src;
+        L->wk = L->wv = L->bk = L->bv = L->k_norm = NULL;
+    }
 }
 
 /* The GELU of every F16 value, rounded to F16 as llama.cpp's table is. */
@@ -8428,11 +8527,39 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
         return 0;
     }
     m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
-    m->views = (infer__tensor *)infer__calloc((size_t)m->n_layers * 8, sizeof(infer__tensor));
+    m->views = (infer__tensor *)infer__calloc((size_t)m->n_layers * 8 + 2 * INFER__MAX_ALTUP, sizeof(infer__tensor));
     if (!m->layers || !m->views) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }
+    if (m->ple_dim) {
+        int64_t all = (int64_t)m->ple_dim * m->n_layers;
+        m->ple_embd = infer__model_weight(m, "per_layer_token_embd.weight", all, m->n_vocab, 1, err, &ok);
+        m->ple_model_proj = infer__model_weight(m, "per_layer_model_proj.weight", m->dim, all, 1, err, &ok);
+        m->ple_proj_norm = infer__model_weight(m, "per_layer_proj_norm.weight", m->ple_dim, 0, 1, err, &ok);
+    }
+    if (m->n_altup) { /* [dim, dim, n_altup - 1]: one matrix per stream past the first */
+        static const char *const names[2] = {"altup_proj.weight", "altup_unembd_proj.weight"};
+        int j, s;
+        for (s = 0; s < 2 && ok; s++) {
+            const infer__tensor *t = infer__gguf_tensor(m->gguf, names[s]);
+            if (!t) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model has no tensor %s (required by %s)", names[s], m->arch);
+                return 0;
+            }
+            t = infer__model_check(m, t, m->dim, m->dim, m->n_altup - 1, err, &ok);
+            for (j = 0; ok && j < m->n_altup - 1; j++) {
+                char part[24];
+                infer__tensor *v;
+                snprintf(part, sizeof part, "stream %d", j + 1);
+                v = (infer__tensor *)infer__model_view(m, t, (int64_t)j * m->dim, m->dim, part);
+                v->n_dims = 2;
+                v->ne[2] = 1;
+                (s ? m->altup_down : m->altup_up)[j] = v;
+            }
+        }
+    }
+    if (!ok) return 0;
     if (!infer__model_layer_kinds(m, a, err)) return 0;
     for (l = 0; l < m->n_layers && ok; l++) infer__model_bind_layer(m, a, l, err, &ok);
     /* a tensor the forward pass would ignore means a variant we do not
@@ -17376,10 +17503,11 @@ static int infer__weight_packs(const infer__kernels *k, const infer__tensor *w, 
 }
 
 /* The matrices the forward pass multiplies, with their experts' rows: the
-   packing plan. Returns how many (at most 8 per layer and the output). */
+   packing plan. Returns how many (at most 12 per layer, and the model's:
+   AltUp's, the per-layer inputs', the output). */
 static int infer__weights_list(const infer_model *m, const infer__tensor **w, int *expert_rows) {
     int n = 0, l;
-#define INFER__ADD(t, er) (w[n] = (t), expert_rows[n++] = (er))
+#define INFER__ADD(t, er) ((t) ? (void)(w[n] = (t), expert_rows[n++] = (er)) : (void)0)
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         if (L->kind != INFER__LAYER_ATTENTION) {
@@ -17396,7 +17524,10 @@ static int infer__weights_list(const infer_model *m, const infer__tensor **w, in
         } else {
             INFER__ADD(L->w_gate, 0), INFER__ADD(L->w_up, 0), INFER__ADD(L->w_down, 0);
         }
+        INFER__ADD(L->laurel_l, 0), INFER__ADD(L->laurel_r, 0), INFER__ADD(L->ple_gate, 0), INFER__ADD(L->ple_proj, 0);
     }
+    for (l = 0; l < m->n_altup - 1; l++) INFER__ADD(m->altup_up[l], 0), INFER__ADD(m->altup_down[l], 0);
+    INFER__ADD(m->ple_model_proj, 0);
     INFER__ADD(m->output, 0);
 #undef INFER__ADD
     return n;
@@ -17412,7 +17543,7 @@ static size_t infer__weight_packed_bytes(const infer__kernels *k, const infer__t
    goes from `from` to 1 over the packing; returns 0 (err set) when it
    cancels or memory runs out. */
 static int infer__weights_prepare(infer_model *m, infer_progress_fn progress, void *user, float from, infer_error *err) {
-    int cap = m->n_layers * 8 + 1, n, i, j;
+    int cap = m->n_layers * 12 + 2 * INFER__MAX_ALTUP + 2, n, i, j;
     const infer__tensor **w = (const infer__tensor **)infer__calloc((size_t)cap, sizeof *w);
     int *er = (int *)infer__calloc((size_t)cap, sizeof(int));
     size_t total = 0, done = 0;
@@ -17608,8 +17739,18 @@ typedef struct infer__product {
 } infer__product;
 
 /* Per layer: q/k/v, o, the experts' router (empty in a dense layer),
-   gate/up (or the experts' gate/up), down (or the experts' down). */
-enum { INFER__P_QKV, INFER__P_O, INFER__P_ROUTER, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_PER_LAYER };
+   gate/up (or the experts' gate/up), down (or the experts' down);
+   LAuReL's two products and the per-layer input's gate and projection
+   (empty where the model has none). */
+enum {
+    INFER__P_QKV, INFER__P_O, INFER__P_ROUTER, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_LAUREL_L, INFER__P_LAUREL_R,
+    INFER__P_PLE_GATE, INFER__P_PLE_PROJ, INFER__P_PER_LAYER
+};
+/* After the layers' steps, the model's: the output, the per-layer inputs'
+   product of the embedding, AltUp's streams made (one step of n_altup - 1
+   products of the embedding) and merged (one step per stream past the first). */
+enum { INFER__P_OUTPUT, INFER__P_PLE_MODEL, INFER__P_ALTUP_UP, INFER__P_ALTUP_DOWN,
+       INFER__P_MODEL_STEPS = INFER__P_ALTUP_DOWN + INFER__MAX_ALTUP - 1 };
 
 /* The routing of one batch through a layer's experts: each token's chosen
    experts (slots t * k + j) and their weights, and the same choices as
@@ -17697,6 +17838,13 @@ struct infer_context {
     size_t rs_slot, *rs_at;
     float *rin, *rgate, *rba, *rout;
     float *qg, *gate; /* attention with a gate (model.q_gate): attn_q's output, then the gates */
+    /* AltUp (model.n_altup): each token's streams, n_altup rows of dim, and
+       their predictions; LAuReL's output and its low-rank middle; the
+       per-layer inputs (n_layers rows of ple_dim a token) and one layer's
+       gated input; a worker's converted row for the small products
+       (infer__matvec) */
+    float *alt, *alt_pred, *laurel, *laurel_mid, *ple, *ple_h;
+    uint8_t *mv_row;
     infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
     /* one pass's tokens (n_batch): each one's position, the sequences'
        runs, and which rows go out as logits */
@@ -17843,8 +17991,10 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
     if (kv->slots && kv->k && kv->v) {
         for (l = 0; l < m->n_layers; l++) {
-            /* a recurrent layer keeps no keys (its state is the context's rs) */
-            kv->slots[l] = m->layers[l].kind == INFER__LAYER_ATTENTION ? infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window) : 0;
+            /* a recurrent layer keeps no keys (its state is the context's
+               rs), nor does one that reads an earlier layer's */
+            const infer__layer *L = &m->layers[l];
+            kv->slots[l] = L->kind == INFER__LAYER_ATTENTION && L->kv_layer == l ? infer__kv_layer_slots(n_ctx, n_batch, L->window) : 0;
             total += 2 * (size_t)kv->slots[l] * kv->k_row * n_seq;
         }
         kv->mem = (uint8_t *)infer__kv_mem_alloc(gpu, total ? total : 1);
@@ -18400,7 +18550,8 @@ static void infer__plan_recurrent(infer_context *c, const infer__layer *L, infer
 
 static int infer__plan(infer_context *c) {
     const infer_model *m = c->model;
-    int l, n_steps = m->n_layers * INFER__P_PER_LAYER + 1;
+    int l, j, n_steps = m->n_layers * INFER__P_PER_LAYER + INFER__P_MODEL_STEPS;
+    infer__product *mp;
     c->plan = (infer__product *)infer__calloc((size_t)n_steps, sizeof(infer__product));
     if (!c->plan) return 0;
     for (l = 0; l < m->n_layers; l++) {
@@ -18415,7 +18566,8 @@ static int infer__plan(infer_context *c) {
             w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
             y[0] = m->q_gate ? c->qg : c->q, y[1] = c->k, y[2] = c->v;
             ld[0] = m->q_gate ? 2 * m->q_dim : m->q_dim, ld[1] = ld[2] = m->kv_dim;
-            infer__product_init(&p[INFER__P_QKV], 3, w, y, ld);
+            /* q alone where k and v are an earlier layer's */
+            infer__product_init(&p[INFER__P_QKV], L->kv_layer == l ? 3 : 1, w, y, ld);
             infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
         }
         if (L->ffn_router) { /* experts: the router, then gate/up and down per expert */
@@ -18434,9 +18586,32 @@ static int infer__plan(infer_context *c) {
             infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
             infer__product_init(&p[INFER__P_DOWN], 1, &L->w_down, &c->xb, &m->dim);
         }
+        if (L->laurel_l) {
+            infer__product_init(&p[INFER__P_LAUREL_L], 1, &L->laurel_l, &c->laurel_mid, &m->laurel_rank);
+            infer__product_init(&p[INFER__P_LAUREL_R], 1, &L->laurel_r, &c->laurel, &m->dim);
+        }
+        if (L->ple_gate) {
+            infer__product_init(&p[INFER__P_PLE_GATE], 1, &L->ple_gate, &c->ple_h, &m->ple_dim);
+            infer__product_init(&p[INFER__P_PLE_PROJ], 1, &L->ple_proj, &c->xb, &m->dim);
+        }
     }
+    mp = c->plan + (size_t)m->n_layers * INFER__P_PER_LAYER;
     /* the output's rows go straight to the caller's logits (set per pass) */
-    infer__product_init(&c->plan[n_steps - 1], 1, &m->output, &c->logits, &m->n_vocab);
+    infer__product_init(&mp[INFER__P_OUTPUT], 1, &m->output, &c->logits, &m->n_vocab);
+    if (m->ple_dim) {
+        int all = m->ple_dim * m->n_layers;
+        infer__product_init(&mp[INFER__P_PLE_MODEL], 1, &m->ple_model_proj, &c->ple, &all);
+    }
+    if (m->n_altup) { /* stream j + 1 of each token from the embedding; streams 1.. merged back */
+        float *y[INFER__MAX_ALTUP - 1];
+        int ld[INFER__MAX_ALTUP - 1];
+        for (j = 0; j < m->n_altup - 1; j++) {
+            float *down = c->alt_pred + (size_t)j * m->dim; /* merged stream j + 1, in prediction j's place */
+            y[j] = c->alt + (size_t)(j + 1) * m->dim, ld[j] = m->n_altup * m->dim;
+            infer__product_init(&mp[INFER__P_ALTUP_DOWN + j], 1, &m->altup_down[j], &down, &ld[j]);
+        }
+        infer__product_init(&mp[INFER__P_ALTUP_UP], m->n_altup - 1, m->altup_up, y, ld);
+    }
     for (l = 0; l < n_steps; l++) infer__product_use_packed(c, &c->plan[l]);
     return 1;
 }
@@ -18550,7 +18725,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return c;
     }
     pairs = moe ? c->n_batch * m->n_expert_used : 0;
-    widest = INFER__MAX(INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn)), m->ssm_inner);
+    widest = INFER__MAX(INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn)),
+                        INFER__MAX(m->ssm_inner, m->ple_dim));
     c->xq_rows = INFER__MAX(c->n_batch, pairs);
     c->x = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->xb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
@@ -18575,6 +18751,17 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     if (m->q_gate) {
         c->qg = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->q_dim, sizeof(float), &ok);
         c->gate = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    }
+    if (m->n_altup) {
+        size_t streams = (size_t)c->n_batch * m->n_altup * m->dim;
+        c->alt = (float *)infer__ctx_alloc(c, streams, sizeof(float), &ok);
+        c->alt_pred = (float *)infer__ctx_alloc(c, streams, sizeof(float), &ok);
+        c->laurel = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
+        c->laurel_mid = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->laurel_rank, sizeof(float), &ok);
+    }
+    if (m->ple_dim) {
+        c->ple = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_layers * m->ple_dim, sizeof(float), &ok);
+        c->ple_h = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ple_dim, sizeof(float), &ok);
     }
     if (moe) {
         c->moe_out = (float *)infer__ctx_alloc(c, (size_t)pairs * m->dim, sizeof(float), &ok);
@@ -18601,6 +18788,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
     c->xq = infer__ctx_alloc(c, (size_t)c->xq_rows * INFER__MAX_FUSED, c->xq_row_max, &ok);
+    if (m->n_altup) c->mv_row = (uint8_t *)infer__ctx_alloc(c, (size_t)c->n_threads, c->xq_row_max, &ok);
     if (ok && !infer__plan(c)) ok = 0;
     if (!ok) {
         infer_context_free(c);
@@ -18634,6 +18822,13 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->rba);
     INFER_FREE(c->qg);
     INFER_FREE(c->gate);
+    INFER_FREE(c->alt);
+    INFER_FREE(c->alt_pred);
+    INFER_FREE(c->laurel);
+    INFER_FREE(c->laurel_mid);
+    INFER_FREE(c->ple);
+    INFER_FREE(c->ple_h);
+    INFER_FREE(c->mv_row);
     INFER_FREE(c->route.expert);
     INFER_FREE(c->route.weight);
     INFER_FREE(c->route.pair_of);
@@ -19235,7 +19430,12 @@ static void infer__gated_norm(const infer__kernels *kern, float *y, const float 
    infer__embed; per layer infer__norm_rows (attn_norm), the q/k/v product,
    infer__qk_prepare, infer__kv_store_rows, infer__attention, the output
    product, infer__residual, infer__norm_rows (ffn_norm), infer__ffn or
-   infer__moe_ffn, infer__residual; then infer__output. infer_cuda.cu takes
+   infer__moe_ffn, infer__residual; then infer__output. Gemma 3n adds
+   infer__ple_inputs and infer__altup_streams after infer__embed; per
+   layer infer__altup_predict first, infer__laurel beside attention and
+   infer__laurel_residual after it, infer__altup_correct and
+   infer__ple_block last; infer__altup_merge before infer__output.
+   infer_cuda.cu takes
    the same steps under the same names (without infer__). An optional part
    of a step runs where the model description has its weights or value,
    never by family name.
@@ -19252,6 +19452,42 @@ static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, 
     float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
     int i;
     for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
+}
+
+/* x RMS-normed without a weight (llama.cpp's ggml_rms_norm alone) */
+static void infer__rmsnorm_plain(const infer__kernels *k, float *x, int n, float eps) {
+    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
+    int i;
+    for (i = 0; i < n; i++) x[i] *= scale;
+}
+
+/* sqrt(sum of x^2): AltUp's magnitude of a stream */
+static float infer__magnitude(const infer__kernels *k, const float *x, int n) { return sqrtf((float)k->sum_squares(x, n)); }
+
+/* y = w x for a small matrix w (AltUp's router and coefficients, never
+   packed): x converted to w's dot type in worker ith's row, a dot per row. */
+static void infer__matvec(const infer_context *c, const infer__tensor *w, const float *x, float *y, int ith) {
+    int n = (int)w->ne[0], rows = (int)w->ne[1], r;
+    infer_type vt = infer__traits(w->type)->vec_dot_type;
+    size_t row = infer__row_size(w->type, n);
+    const void *xv = x;
+    if (vt != INFER_TYPE_F32) {
+        uint8_t *xq = c->mv_row + (size_t)ith * c->xq_row_max;
+        c->kern.from_float[vt](x, xq, n);
+        xv = xq;
+    }
+    for (r = 0; r < rows; r++) y[r] = c->kern.vec_dot[w->type](n, (const uint8_t *)w->data + (size_t)r * row, xv);
+}
+
+/* A product step on the rows of x (stride ldx) of all n tokens, after
+   each worker converts its own t0..t1: barriers before and after. */
+static void infer__product_step(infer_context *c, const infer__product *p, const float *x, int ldx, int n, int t0, int t1,
+                                int ith, int nth) {
+    infer__product_convert(c, p, x, ldx, t0, t1, 0);
+    infer__product_ready(c, ith);
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, p, x, ldx, n, NULL, ith, nth);
+    infer__pool_barrier(c->pool);
 }
 
 /* x = cap * tanh(x / cap), as llama.cpp scales, takes tanh and scales back */
@@ -19326,8 +19562,9 @@ static void infer__norm_rows(infer_context *c, const infer__tensor *w, int t0, i
 }
 
 /* 4. Tokens t0..t1's q, k and v made ready for attention: the biases,
-   each q and k head RMS-normed, RoPE on q and k, q times the attention
-   scale where the model scales q. */
+   each q and k head RMS-normed (and v where the model norms it), RoPE on
+   q and k, q times the attention scale where the model scales q; q
+   alone in a layer that reads an earlier layer's cache. */
 static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, int t1) {
     const infer_model *m = c->model;
     int hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, n_rot = m->rope_dim, t, i;
@@ -19345,6 +19582,9 @@ static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, i
         }
         if (m->attn_scale_q)
             for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
+        if (!L->wk) continue; /* k and v are an earlier layer's */
+        if (m->v_norm)
+            for (i = 0; i < m->n_kv_heads; i++) infer__rmsnorm_plain(&c->kern, v + (size_t)i * hd, hd, m->norm_eps);
         for (i = 0; i < m->n_kv_heads; i++) {
             float *kh = k + (size_t)i * hd;
             if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
@@ -19382,7 +19622,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
     ab.softcap = m->attn_softcap;
     ab.ldq = ab.ldo = q_dim;
-    ab.layer = l;
+    ab.layer = m->layers[l].kv_layer;
     ab.window = m->layers[l].window;
     ab.sinks = m->layers[l].attn_sinks ? (const float *)m->layers[l].attn_sinks->data : NULL;
     ab.n_splits = ps->attn_splits;
@@ -19556,17 +19796,36 @@ static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__lay
     infer__pool_barrier(c->pool);
 }
 
+/* Gemma 3n's sparse gate: g = relu(g - (mean + k std)), the deviation
+   over n - 1, summed as llama.cpp's ggml_mean and ggml_sum_rows do
+   (double accumulators, float results). */
+static void infer__sparsify(float *g, int n, float k) {
+    double sum = 0, var = 0;
+    float mean, sd, cut;
+    int i;
+    for (i = 0; i < n; i++) sum += g[i];
+    mean = (float)sum / (float)n;
+    for (i = 0; i < n; i++) {
+        float d = g[i] - mean;
+        var += (double)(d * d);
+    }
+    sd = sqrtf((float)var * (1.0f / (float)(n - 1)));
+    cut = mean + sd * k;
+    for (i = 0; i < n; i++) g[i] = INFER__MAX(g[i] - cut, 0.0f);
+}
+
 /* 10. The dense feed-forward of the normed input xb, into xb:
-   down(act(gate(x)) * up(x)), the down product's rows split among the
-   workers (so a barrier comes before anyone reads them). */
-static void infer__ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
+   down(act(gate(x)) * up(x)), the gate sparsified first where the layer
+   says, the down product's rows split among the workers (so a barrier
+   comes before anyone reads them). */
+static void infer__ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1, int ith,
+                       int nth) {
     int dim = c->model->dim, ffn = c->model->ffn_dim, t;
-    infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
-    infer__product_ready(c, ith);
-    infer__pool_barrier(c->pool);
-    infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
-    infer__pool_barrier(c->pool);
-    for (t = t0; t < t1; t++) infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+    infer__product_step(c, &P[INFER__P_GATE_UP], c->xb, dim, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        if (L->ffn_sparsity > 0) infer__sparsify(c->hb + (size_t)t * ffn, ffn, L->ffn_sparsity);
+        infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+    }
     infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
     infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
@@ -19661,6 +19920,180 @@ static void infer__output(infer_context *c, const infer__pass *ps, int ith, int 
     }
 }
 
+/* ---- Gemma 3n's steps: per-layer inputs, AltUp, LAuReL ----------------- */
+
+/* 1'. Each token's per-layer inputs, n_layers rows of ple_dim in c->ple:
+   the embedding's product, times 1/sqrt(dim) and RMS-normed row by row,
+   plus the token's row of ple_embd times sqrt(ple_dim), all times
+   1/sqrt(2) (llama.cpp's order of operations). */
+static void infer__ple_inputs(infer_context *c, const infer__pass *ps, int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    const infer__product *P = c->plan + (size_t)m->n_layers * INFER__P_PER_LAYER + INFER__P_PLE_MODEL;
+    const infer__type_traits *tt = infer__traits(m->ple_embd->type);
+    int ple = m->ple_dim, all = ple * m->n_layers, t, l, i;
+    float proj_scale = 1.0f / sqrtf((float)m->dim), embd_scale = sqrtf((float)ple), mix = 1.0f / sqrtf(2.0f);
+    size_t row = infer__row_size(m->ple_embd->type, all);
+    infer__product_step(c, P, c->x, m->dim, ps->n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        const uint8_t *embd = (const uint8_t *)m->ple_embd->data + (size_t)ps->tokens[t] * row;
+        float *raw = c->ple_h + (size_t)t * ple;
+        for (l = 0; l < m->n_layers; l++) {
+            float *v = c->ple + (size_t)t * all + (size_t)l * ple;
+            /* a layer's slice starts on a block: ple_dim is a multiple of the format's block */
+            tt->to_float(embd + infer__row_size(m->ple_embd->type, (int64_t)l * ple), raw, ple);
+            for (i = 0; i < ple; i++) v[i] *= proj_scale;
+            infer__rmsnorm(&c->kern, v, v, (const float *)m->ple_proj_norm->data, ple, m->norm_eps);
+            for (i = 0; i < ple; i++) v[i] = (v[i] + raw[i] * embd_scale) * mix;
+        }
+    }
+}
+
+/* 1''. AltUp's streams from the embedding x: stream 0 is x, stream j the
+   product altup_up[j - 1] x rescaled to x's magnitude (times x's, then
+   over its own, as llama.cpp divides). */
+static void infer__altup_streams(infer_context *c, const infer__pass *ps, int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    const infer__product *P = c->plan + (size_t)m->n_layers * INFER__P_PER_LAYER + INFER__P_ALTUP_UP;
+    int dim = m->dim, t, j, i;
+    infer__product_step(c, P, c->x, dim, ps->n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        float *s = c->alt + (size_t)t * m->n_altup * dim, target = infer__magnitude(&c->kern, c->x + (size_t)t * dim, dim);
+        memcpy(s, c->x + (size_t)t * dim, (size_t)dim * sizeof(float));
+        for (j = 1; j < m->n_altup; j++) {
+            float *a = s + (size_t)j * dim, mag = infer__magnitude(&c->kern, a, dim);
+            for (i = 0; i < dim; i++) a[i] = a[i] * target / mag;
+        }
+    }
+}
+
+/* AltUp's router on a stream x: tanh(router (RMS-norm(x) / dim)), n_altup
+   values (xb's row t holds the normed input). */
+static void infer__altup_modalities(infer_context *c, const infer__layer *L, const float *x, int t, float *mod,
+                                    int ith) {
+    const infer_model *m = c->model;
+    float *r = c->xb + (size_t)t * m->dim, inv = 1.0f / (float)m->dim;
+    int i;
+    infer__rmsnorm(&c->kern, r, x, (const float *)L->altup_router_norm->data, m->dim, m->norm_eps);
+    for (i = 0; i < m->dim; i++) r[i] *= inv;
+    infer__matvec(c, L->altup_router, r, mod, ith);
+    for (i = 0; i < m->n_altup; i++) mod[i] = infer__tanhf(mod[i]);
+}
+
+/* 1a. Each stream's prediction from all of them: pred_j = s_j + sum_k
+   c[j n + k] s_k, the coefficients c the product of the router's output;
+   the active stream's prediction goes through the layer as x. */
+static void infer__altup_predict(infer_context *c, const infer__layer *L, int t0, int t1, int ith) {
+    const infer_model *m = c->model;
+    int dim = m->dim, na = m->n_altup, t, j, k, i;
+    float mod[INFER__MAX_ALTUP], coef[INFER__MAX_ALTUP * INFER__MAX_ALTUP];
+    for (t = t0; t < t1; t++) {
+        const float *s = c->alt + (size_t)t * na * dim;
+        float *pred = c->alt_pred + (size_t)t * na * dim;
+        infer__altup_modalities(c, L, s + (size_t)m->altup_active * dim, t, mod, ith);
+        infer__matvec(c, L->altup_predict, mod, coef, ith);
+        for (j = 0; j < na; j++)
+            for (i = 0; i < dim; i++) {
+                float sum = 0;
+                for (k = 0; k < na; k++) sum += s[(size_t)k * dim + i] * coef[j * na + k];
+                pred[(size_t)j * dim + i] = sum + s[(size_t)j * dim + i];
+            }
+        memcpy(c->x + (size_t)t * dim, pred + (size_t)m->altup_active * dim, (size_t)dim * sizeof(float));
+    }
+}
+
+/* 2'. LAuReL beside attention, from the normed input xb into c->laurel:
+   xb + RMS-norm(laurel_r laurel_l xb). */
+static void infer__laurel(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1, int ith,
+                          int nth) {
+    const infer_model *m = c->model;
+    int dim = m->dim, t, i;
+    infer__product_step(c, &P[INFER__P_LAUREL_L], c->xb, dim, n, t0, t1, ith, nth);
+    infer__product_step(c, &P[INFER__P_LAUREL_R], c->laurel_mid, m->laurel_rank, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        float *y = c->laurel + (size_t)t * dim;
+        const float *xb = c->xb + (size_t)t * dim;
+        infer__rmsnorm(&c->kern, y, y, (const float *)L->laurel_norm->data, dim, m->norm_eps);
+        for (i = 0; i < dim; i++) y[i] += xb[i];
+    }
+}
+
+/* 8'. After attention's residual: x = (x + LAuReL's output) / sqrt(2). */
+static void infer__laurel_residual(infer_context *c, int t0, int t1) {
+    int dim = c->model->dim, t, i;
+    float mix = 1.0f / sqrtf(2.0f);
+    for (t = t0; t < t1; t++) {
+        float *x = c->x + (size_t)t * dim;
+        const float *y = c->laurel + (size_t)t * dim;
+        for (i = 0; i < dim; i++) x[i] = (x[i] + y[i]) * mix;
+    }
+}
+
+/* 11a. The streams corrected by the layer's output x: s_j = pred_j +
+   (x - pred_active) (1 + c_j), c the correction coefficients' product of
+   the router's output on x. */
+static void infer__altup_correct(infer_context *c, const infer__layer *L, int t0, int t1, int ith) {
+    const infer_model *m = c->model;
+    int dim = m->dim, na = m->n_altup, t, j, i;
+    float mod[INFER__MAX_ALTUP], coef[INFER__MAX_ALTUP];
+    for (t = t0; t < t1; t++) {
+        const float *x = c->x + (size_t)t * dim, *pred = c->alt_pred + (size_t)t * na * dim;
+        const float *act = pred + (size_t)m->altup_active * dim;
+        float *s = c->alt + (size_t)t * na * dim;
+        infer__altup_modalities(c, L, x, t, mod, ith);
+        infer__matvec(c, L->altup_correct, mod, coef, ith);
+        for (j = 0; j < na; j++) {
+            float cj = coef[j] + 1.0f;
+            for (i = 0; i < dim; i++) s[(size_t)j * dim + i] = (x[i] - act[i]) * cj + pred[(size_t)j * dim + i];
+        }
+    }
+}
+
+/* 11b. The layer's per-layer input into every stream but the first:
+   RMS-norm(proj (GELU(gate (s_active * correct_scale)) * the token's input
+   for this layer)). */
+static void infer__ple_block(infer_context *c, const infer__layer *L, const infer__product *P, int l, int n, int t0,
+                             int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    int dim = m->dim, na = m->n_altup, ple = m->ple_dim, t, j, i;
+    const float *scale = (const float *)L->altup_correct_scale->data;
+    for (t = t0; t < t1; t++) {
+        const float *act = c->alt + ((size_t)t * na + m->altup_active) * dim;
+        float *xb = c->xb + (size_t)t * dim;
+        for (i = 0; i < dim; i++) xb[i] = act[i] * scale[i];
+    }
+    infer__product_step(c, &P[INFER__P_PLE_GATE], c->xb, dim, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++)
+        c->kern.gelu_mul(c->ple_h + (size_t)t * ple, c->ple + ((size_t)t * m->n_layers + l) * ple, ple, m->gelu_table);
+    infer__product_step(c, &P[INFER__P_PLE_PROJ], c->ple_h, ple, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        float *xb = c->xb + (size_t)t * dim, *s = c->alt + (size_t)t * na * dim;
+        infer__rmsnorm(&c->kern, xb, xb, (const float *)L->ple_norm->data, dim, m->norm_eps);
+        for (j = 1; j < na; j++)
+            for (i = 0; i < dim; i++) s[(size_t)j * dim + i] += xb[i];
+    }
+}
+
+/* 12'. The streams merged into x: stream j > 0 through altup_down[j - 1],
+   rescaled to the active stream's magnitude, added to stream 0 in order,
+   the sum over n_altup. */
+static void infer__altup_merge(infer_context *c, const infer__pass *ps, int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    const infer__product *P = c->plan + (size_t)m->n_layers * INFER__P_PER_LAYER + INFER__P_ALTUP_DOWN;
+    int dim = m->dim, na = m->n_altup, t, j, i;
+    float inv = 1.0f / (float)na;
+    for (j = 1; j < na; j++) infer__product_step(c, &P[j - 1], c->alt + (size_t)j * dim, na * dim, ps->n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        const float *s = c->alt + (size_t)t * na * dim;
+        float *x = c->x + (size_t)t * dim, target = infer__magnitude(&c->kern, s + (size_t)m->altup_active * dim, dim);
+        memcpy(x, s, (size_t)dim * sizeof(float));
+        for (j = 1; j < na; j++) {
+            float *u = c->alt_pred + ((size_t)t * na + j - 1) * dim, mag = infer__magnitude(&c->kern, u, dim);
+            for (i = 0; i < dim; i++) x[i] += u[i] * target / mag;
+        }
+        for (i = 0; i < dim; i++) x[i] *= inv;
+    }
+}
+
 /* ---- the pass ----------------------------------------------------------- */
 
 /* Every worker runs this; t0..t1 are its tokens in the per-token steps. */
@@ -19672,6 +20105,8 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 
     infer__rope_table(c, t0, t1);
     infer__embed(c, ps, t0, t1);
+    if (m->ple_dim) infer__ple_inputs(c, ps, t0, t1, ith, nth);
+    if (m->n_altup) infer__altup_streams(c, ps, t0, t1, ith, nth);
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
@@ -19680,7 +20115,9 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
 
         /* attention, or a recurrent layer's state in its place */
+        if (m->n_altup) infer__altup_predict(c, L, t0, t1, ith);
         infer__norm_rows(c, L->attn_norm, t0, t1);
+        if (L->laurel_l) infer__laurel(c, L, P, n, t0, t1, ith, nth);
         if (L->kind != INFER__LAYER_ATTENTION) {
             infer__recurrent(c, ps, L, P, l, t0, t1, ith, nth);
         } else {
@@ -19691,7 +20128,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
             infer__pool_barrier(c->pool);
             if (m->q_gate) infer__q_gate_split(c, t0, t1);
             infer__qk_prepare(c, L, t0, t1);
-            infer__kv_store_rows(c, ps, l, t0, t1);
+            if (L->kv_layer == l) infer__kv_store_rows(c, ps, l, t0, t1);
             if (ith == 0) ps->next_item = ps->next_item2 = 0; /* attention's counts start over */
             infer__pool_barrier(c->pool);
             infer__attention(c, ps, l, ith, ps->attn_splits > 1);
@@ -19710,16 +20147,22 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
             infer__pool_barrier(c->pool);
         }
         infer__residual(c, L->bo, L->post_attn_norm, t0, t1);
+        if (L->laurel_l) infer__laurel_residual(c, t0, t1);
 
         /* feed-forward */
         infer__norm_rows(c, L->ffn_norm, t0, t1);
         if (L->ffn_router) infer__moe_ffn(c, L, P, n, t0, t1, ith, nth);
-        else infer__ffn(c, P, n, t0, t1, ith, nth);
+        else infer__ffn(c, L, P, n, t0, t1, ith, nth);
         if (ith == 0) infer__atomic_store(&ps->stop, infer__aborted(c), INFER__RELAXED);
         infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */
         infer__residual(c, NULL, L->post_ffn_norm, t0, t1);
+        if (m->n_altup) {
+            infer__altup_correct(c, L, t0, t1, ith);
+            infer__ple_block(c, L, P, l, n, t0, t1, ith, nth);
+        }
     }
     if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
+    if (m->n_altup) infer__altup_merge(c, ps, t0, t1, ith, nth);
     infer__output(c, ps, ith, nth);
 }
 

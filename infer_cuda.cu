@@ -2058,6 +2058,15 @@ extern "C" int infer_cuda_model_new(const infer_model *m, void **out, char *msg,
         say(msg, size, "%d experts, more than the CUDA routing's %d", m->n_expert, MOE_MAX_EXPERTS);
         return INFER_BACKEND_UNSUPPORTED;
     }
+    if (m->n_altup || m->ple_dim || m->v_norm || m->n_layer_kv < m->n_layers) {
+        say(msg, size, "AltUp, per-layer inputs, v norms and KV sharing (Gemma 3n) have no CUDA kernels yet");
+        return INFER_BACKEND_UNSUPPORTED;
+    }
+    for (int l = 0; l < m->n_layers; l++)
+        if (m->layers[l].ffn_sparsity > 0 || m->layers[l].laurel_l) {
+            say(msg, size, "layer %d's sparse gate or LAuReL (Gemma 3n) has no CUDA kernel yet", l);
+            return INFER_BACKEND_UNSUPPORTED;
+        }
     if (m->n_recurrent && m->ssm_conv > CONV_MAX_TAPS) {
         say(msg, size, "a convolution of %d taps, more than the CUDA kernel's %d", m->ssm_conv, CONV_MAX_TAPS);
         return INFER_BACKEND_UNSUPPORTED;

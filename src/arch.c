@@ -13,30 +13,36 @@
 
 static const infer__arch infer__archs[] = {
     /* name, flags, sliding-window pattern and default window, sliding layers' RoPE base, no-RoPE step,
-       the recurrent layers' kind */
-    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0, 0},
-    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0, 0},
-    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0, 0},
-    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0, 0},
-    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0, 0},
+       the recurrent layers' kind, the layers with caches of their own, the layers with a sparse gate */
+    {"llama", INFER__A_MOE_OPT, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen2", INFER__A_NEOX | INFER__A_QKV_BIAS, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3", INFER__A_NEOX | INFER__A_QK_NORM, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3moe", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_MOE, 0, 0, 0, 0, 0, 0, 0},
+    {"gemma", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE, 0, 0, 0, 0, 0, 0, 0},
     {"gemma2", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
-                   INFER__A_SOFTCAP, 2, 4096, 0, 0, 0},
+                   INFER__A_SOFTCAP, 2, 4096, 0, 0, 0, 0, 0},
     {"gemma3", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_Q_SCALE | INFER__A_POST_NORMS |
-                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0, 0},
+                   INFER__A_QK_NORM, 6, 0, 10000.0f, 0, 0, 0, 0},
     /* phi3's sliding_window key is ignored, as llama.cpp does (its
        converters wrote windows the models were not trained with) */
-    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0, 0},
-    {"smollm3", 0, 0, 0, 0, 4, 0},
+    {"phi3", INFER__A_NEOX | INFER__A_Q_SCALE | INFER__A_FUSED | INFER__A_LONGROPE, 0, 0, 0, 0, 0, 0, 0},
+    {"smollm3", 0, 0, 0, 0, 4, 0, 0, 0},
     /* hybrids: which layers attend is read from the file (model.c) */
     {"lfm2", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_KV_PATTERN | INFER__A_EMBD_NORM_OUT, 0, 0, 0, 0,
-     INFER__LAYER_SHORTCONV},
+     INFER__LAYER_SHORTCONV, 0, 0},
     {"qwen35", INFER__A_NEOX | INFER__A_QK_NORM | INFER__A_ATTN_INTERVAL | INFER__A_Q_GATE | INFER__A_POST_ATTN_FFN_NORM,
-     0, 0, 0, 0, INFER__LAYER_DELTANET},
-    {"granitehybrid", INFER__A_KV_PATTERN | INFER__A_GRANITE_SCALES, 0, 0, 0, 0, INFER__LAYER_MAMBA2},
+     0, 0, 0, 0, INFER__LAYER_DELTANET, 0, 0},
+    {"granitehybrid", INFER__A_KV_PATTERN | INFER__A_GRANITE_SCALES, 0, 0, 0, 0, INFER__LAYER_MAMBA2, 0, 0},
     /* gpt-oss: even layers slide (the window from the file), odd ones see all */
     {"gpt-oss", INFER__A_NEOX | INFER__A_QKV_BIAS | INFER__A_MOE | INFER__A_POST_ATTN_FFN_NORM | INFER__A_SINKS |
                     INFER__A_EXPERT_BIAS | INFER__A_SWIGLU_CLAMP | INFER__A_TOPK_SOFTMAX,
-     2, 0, 0, 0, 0},
+     2, 0, 0, 0, 0, 0, 0},
+    /* gemma3n: llama.cpp fixes these whatever the file says: KV for
+       layers 0-19 only, the gate sparse on layers 0-9, period 5 (and
+       model.c: 4 AltUp streams, LAuReL of rank 64) */
+    {"gemma3n", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_POST_NORMS | INFER__A_QK_NORM |
+                    INFER__A_ALTUP | INFER__A_PLE | INFER__A_V_NORM | INFER__A_FINAL_SOFTCAP | INFER__A_UNSCALED,
+     5, 0, 10000.0f, 0, 0, 20, 10},
 };
 #define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
 
@@ -96,6 +102,20 @@ static const infer__tensor_spec infer__layer_tensors[] = {
     {"ffn_down_exps.bias", INFER__L(down_exps_b), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_FLAG,
      INFER__A_EXPERT_BIAS, 0},
     {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
+    /* Gemma 3n's per-layer input (gate, projection, norm), AltUp's router and coefficients, LAuReL */
+    {"inp_gate.weight", INFER__L(ple_gate), INFER__D_DIM, INFER__D_PLE, 0, INFER__T_FLAG, INFER__A_PLE, 0},
+    {"proj.weight", INFER__L(ple_proj), INFER__D_PLE, INFER__D_DIM, 0, INFER__T_FLAG, INFER__A_PLE, 0},
+    {"post_norm.weight", INFER__L(ple_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_PLE, 0},
+    {"altup_router.weight", INFER__L(altup_router), INFER__D_DIM, INFER__D_ALTUP, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"altup_router_norm.weight", INFER__L(altup_router_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"altup_predict_coef.weight", INFER__L(altup_predict), INFER__D_ALTUP, INFER__D_ALTUP2, 0, INFER__T_FLAG,
+     INFER__A_ALTUP, 0},
+    {"altup_correct_coef.weight", INFER__L(altup_correct), INFER__D_ALTUP, INFER__D_ALTUP, 0, INFER__T_FLAG,
+     INFER__A_ALTUP, 0},
+    {"altup_correct_scale.weight", INFER__L(altup_correct_scale), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"laurel_l.weight", INFER__L(laurel_l), INFER__D_DIM, INFER__D_LAUREL, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"laurel_r.weight", INFER__L(laurel_r), INFER__D_LAUREL, INFER__D_DIM, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
+    {"laurel_post_norm.weight", INFER__L(laurel_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_ALTUP, 0},
     /* LFM2's short convolution */
     {"shortconv.in_proj.weight", INFER__L(rec_in), INFER__D_DIM, INFER__D_REC_IN, 0, INFER__T_ALWAYS, 0, INFER__KSC},
     {"shortconv.conv.weight", INFER__L(conv), INFER__D_CONV, INFER__D_CONV_CH, 0, INFER__T_ALWAYS, 0, INFER__KSC},

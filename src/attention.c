@@ -51,8 +51,10 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->v = (uint8_t **)infer__calloc((size_t)m->n_layers * n_seq, sizeof(uint8_t *));
     if (kv->slots && kv->k && kv->v) {
         for (l = 0; l < m->n_layers; l++) {
-            /* a recurrent layer keeps no keys (its state is the context's rs) */
-            kv->slots[l] = m->layers[l].kind == INFER__LAYER_ATTENTION ? infer__kv_layer_slots(n_ctx, n_batch, m->layers[l].window) : 0;
+            /* a recurrent layer keeps no keys (its state is the context's
+               rs), nor does one that reads an earlier layer's */
+            const infer__layer *L = &m->layers[l];
+            kv->slots[l] = L->kind == INFER__LAYER_ATTENTION && L->kv_layer == l ? infer__kv_layer_slots(n_ctx, n_batch, L->window) : 0;
             total += 2 * (size_t)kv->slots[l] * kv->k_row * n_seq;
         }
         kv->mem = (uint8_t *)infer__kv_mem_alloc(gpu, total ? total : 1);

@@ -92,7 +92,8 @@ static void infer__plan_recurrent(infer_context *c, const infer__layer *L, infer
 
 static int infer__plan(infer_context *c) {
     const infer_model *m = c->model;
-    int l, n_steps = m->n_layers * INFER__P_PER_LAYER + 1;
+    int l, j, n_steps = m->n_layers * INFER__P_PER_LAYER + INFER__P_MODEL_STEPS;
+    infer__product *mp;
     c->plan = (infer__product *)infer__calloc((size_t)n_steps, sizeof(infer__product));
     if (!c->plan) return 0;
     for (l = 0; l < m->n_layers; l++) {
@@ -107,7 +108,8 @@ static int infer__plan(infer_context *c) {
             w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
             y[0] = m->q_gate ? c->qg : c->q, y[1] = c->k, y[2] = c->v;
             ld[0] = m->q_gate ? 2 * m->q_dim : m->q_dim, ld[1] = ld[2] = m->kv_dim;
-            infer__product_init(&p[INFER__P_QKV], 3, w, y, ld);
+            /* q alone where k and v are an earlier layer's */
+            infer__product_init(&p[INFER__P_QKV], L->kv_layer == l ? 3 : 1, w, y, ld);
             infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
         }
         if (L->ffn_router) { /* experts: the router, then gate/up and down per expert */
@@ -126,9 +128,32 @@ static int infer__plan(infer_context *c) {
             infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
             infer__product_init(&p[INFER__P_DOWN], 1, &L->w_down, &c->xb, &m->dim);
         }
+        if (L->laurel_l) {
+            infer__product_init(&p[INFER__P_LAUREL_L], 1, &L->laurel_l, &c->laurel_mid, &m->laurel_rank);
+            infer__product_init(&p[INFER__P_LAUREL_R], 1, &L->laurel_r, &c->laurel, &m->dim);
+        }
+        if (L->ple_gate) {
+            infer__product_init(&p[INFER__P_PLE_GATE], 1, &L->ple_gate, &c->ple_h, &m->ple_dim);
+            infer__product_init(&p[INFER__P_PLE_PROJ], 1, &L->ple_proj, &c->xb, &m->dim);
+        }
     }
+    mp = c->plan + (size_t)m->n_layers * INFER__P_PER_LAYER;
     /* the output's rows go straight to the caller's logits (set per pass) */
-    infer__product_init(&c->plan[n_steps - 1], 1, &m->output, &c->logits, &m->n_vocab);
+    infer__product_init(&mp[INFER__P_OUTPUT], 1, &m->output, &c->logits, &m->n_vocab);
+    if (m->ple_dim) {
+        int all = m->ple_dim * m->n_layers;
+        infer__product_init(&mp[INFER__P_PLE_MODEL], 1, &m->ple_model_proj, &c->ple, &all);
+    }
+    if (m->n_altup) { /* stream j + 1 of each token from the embedding; streams 1.. merged back */
+        float *y[INFER__MAX_ALTUP - 1];
+        int ld[INFER__MAX_ALTUP - 1];
+        for (j = 0; j < m->n_altup - 1; j++) {
+            float *down = c->alt_pred + (size_t)j * m->dim; /* merged stream j + 1, in prediction j's place */
+            y[j] = c->alt + (size_t)(j + 1) * m->dim, ld[j] = m->n_altup * m->dim;
+            infer__product_init(&mp[INFER__P_ALTUP_DOWN + j], 1, &m->altup_down[j], &down, &ld[j]);
+        }
+        infer__product_init(&mp[INFER__P_ALTUP_UP], m->n_altup - 1, m->altup_up, y, ld);
+    }
     for (l = 0; l < n_steps; l++) infer__product_use_packed(c, &c->plan[l]);
     return 1;
 }
@@ -242,7 +267,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         return c;
     }
     pairs = moe ? c->n_batch * m->n_expert_used : 0;
-    widest = INFER__MAX(INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn)), m->ssm_inner);
+    widest = INFER__MAX(INFER__MAX(INFER__MAX(m->dim, m->q_dim), INFER__MAX(m->ffn_dim, m->expert_ffn)),
+                        INFER__MAX(m->ssm_inner, m->ple_dim));
     c->xq_rows = INFER__MAX(c->n_batch, pairs);
     c->x = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
     c->xb = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
@@ -267,6 +293,17 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     if (m->q_gate) {
         c->qg = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * 2 * m->q_dim, sizeof(float), &ok);
         c->gate = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
+    }
+    if (m->n_altup) {
+        size_t streams = (size_t)c->n_batch * m->n_altup * m->dim;
+        c->alt = (float *)infer__ctx_alloc(c, streams, sizeof(float), &ok);
+        c->alt_pred = (float *)infer__ctx_alloc(c, streams, sizeof(float), &ok);
+        c->laurel = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
+        c->laurel_mid = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->laurel_rank, sizeof(float), &ok);
+    }
+    if (m->ple_dim) {
+        c->ple = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->n_layers * m->ple_dim, sizeof(float), &ok);
+        c->ple_h = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ple_dim, sizeof(float), &ok);
     }
     if (moe) {
         c->moe_out = (float *)infer__ctx_alloc(c, (size_t)pairs * m->dim, sizeof(float), &ok);
@@ -293,6 +330,7 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     /* F16 (2 bytes a value) is the widest converted form */
     c->xq_row_max = (size_t)widest * sizeof(uint16_t);
     c->xq = infer__ctx_alloc(c, (size_t)c->xq_rows * INFER__MAX_FUSED, c->xq_row_max, &ok);
+    if (m->n_altup) c->mv_row = (uint8_t *)infer__ctx_alloc(c, (size_t)c->n_threads, c->xq_row_max, &ok);
     if (ok && !infer__plan(c)) ok = 0;
     if (!ok) {
         infer_context_free(c);
@@ -326,6 +364,13 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->rba);
     INFER_FREE(c->qg);
     INFER_FREE(c->gate);
+    INFER_FREE(c->alt);
+    INFER_FREE(c->alt_pred);
+    INFER_FREE(c->laurel);
+    INFER_FREE(c->laurel_mid);
+    INFER_FREE(c->ple);
+    INFER_FREE(c->ple_h);
+    INFER_FREE(c->mv_row);
     INFER_FREE(c->route.expert);
     INFER_FREE(c->route.weight);
     INFER_FREE(c->route.pair_of);

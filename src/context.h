@@ -120,8 +120,18 @@ typedef struct infer__product {
 } infer__product;
 
 /* Per layer: q/k/v, o, the experts' router (empty in a dense layer),
-   gate/up (or the experts' gate/up), down (or the experts' down). */
-enum { INFER__P_QKV, INFER__P_O, INFER__P_ROUTER, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_PER_LAYER };
+   gate/up (or the experts' gate/up), down (or the experts' down);
+   LAuReL's two products and the per-layer input's gate and projection
+   (empty where the model has none). */
+enum {
+    INFER__P_QKV, INFER__P_O, INFER__P_ROUTER, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_LAUREL_L, INFER__P_LAUREL_R,
+    INFER__P_PLE_GATE, INFER__P_PLE_PROJ, INFER__P_PER_LAYER
+};
+/* After the layers' steps, the model's: the output, the per-layer inputs'
+   product of the embedding, AltUp's streams made (one step of n_altup - 1
+   products of the embedding) and merged (one step per stream past the first). */
+enum { INFER__P_OUTPUT, INFER__P_PLE_MODEL, INFER__P_ALTUP_UP, INFER__P_ALTUP_DOWN,
+       INFER__P_MODEL_STEPS = INFER__P_ALTUP_DOWN + INFER__MAX_ALTUP - 1 };
 
 /* The routing of one batch through a layer's experts: each token's chosen
    experts (slots t * k + j) and their weights, and the same choices as
@@ -209,6 +219,13 @@ struct infer_context {
     size_t rs_slot, *rs_at;
     float *rin, *rgate, *rba, *rout;
     float *qg, *gate; /* attention with a gate (model.q_gate): attn_q's output, then the gates */
+    /* AltUp (model.n_altup): each token's streams, n_altup rows of dim, and
+       their predictions; LAuReL's output and its low-rank middle; the
+       per-layer inputs (n_layers rows of ple_dim a token) and one layer's
+       gated input; a worker's converted row for the small products
+       (infer__matvec) */
+    float *alt, *alt_pred, *laurel, *laurel_mid, *ple, *ple_h;
+    uint8_t *mv_row;
     infer__product *plan; /* INFER__P_PER_LAYER per layer, then the output */
     /* one pass's tokens (n_batch): each one's position, the sequences'
        runs, and which rows go out as logits */

@@ -2,7 +2,12 @@
    infer__embed; per layer infer__norm_rows (attn_norm), the q/k/v product,
    infer__qk_prepare, infer__kv_store_rows, infer__attention, the output
    product, infer__residual, infer__norm_rows (ffn_norm), infer__ffn or
-   infer__moe_ffn, infer__residual; then infer__output. infer_cuda.cu takes
+   infer__moe_ffn, infer__residual; then infer__output. Gemma 3n adds
+   infer__ple_inputs and infer__altup_streams after infer__embed; per
+   layer infer__altup_predict first, infer__laurel beside attention and
+   infer__laurel_residual after it, infer__altup_correct and
+   infer__ple_block last; infer__altup_merge before infer__output.
+   infer_cuda.cu takes
    the same steps under the same names (without infer__). An optional part
    of a step runs where the model description has its weights or value,
    never by family name.
@@ -20,6 +25,42 @@ static void infer__rmsnorm(const infer__kernels *k, float *out, const float *x, 
     float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
     int i;
     for (i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
+}
+
+/* x RMS-normed without a weight (llama.cpp's ggml_rms_norm alone) */
+static void infer__rmsnorm_plain(const infer__kernels *k, float *x, int n, float eps) {
+    float scale = 1.0f / sqrtf((float)(k->sum_squares(x, n) / n) + eps);
+    int i;
+    for (i = 0; i < n; i++) x[i] *= scale;
+}
+
+/* sqrt(sum of x^2): AltUp's magnitude of a stream */
+static float infer__magnitude(const infer__kernels *k, const float *x, int n) { return sqrtf((float)k->sum_squares(x, n)); }
+
+/* y = w x for a small matrix w (AltUp's router and coefficients, never
+   packed): x converted to w's dot type in worker ith's row, a dot per row. */
+static void infer__matvec(const infer_context *c, const infer__tensor *w, const float *x, float *y, int ith) {
+    int n = (int)w->ne[0], rows = (int)w->ne[1], r;
+    infer_type vt = infer__traits(w->type)->vec_dot_type;
+    size_t row = infer__row_size(w->type, n);
+    const void *xv = x;
+    if (vt != INFER_TYPE_F32) {
+        uint8_t *xq = c->mv_row + (size_t)ith * c->xq_row_max;
+        c->kern.from_float[vt](x, xq, n);
+        xv = xq;
+    }
+    for (r = 0; r < rows; r++) y[r] = c->kern.vec_dot[w->type](n, (const uint8_t *)w->data + (size_t)r * row, xv);
+}
+
+/* A product step on the rows of x (stride ldx) of all n tokens, after
+   each worker converts its own t0..t1: barriers before and after. */
+static void infer__product_step(infer_context *c, const infer__product *p, const float *x, int ldx, int n, int t0, int t1,
+                                int ith, int nth) {
+    infer__product_convert(c, p, x, ldx, t0, t1, 0);
+    infer__product_ready(c, ith);
+    infer__pool_barrier(c->pool);
+    infer__product_run(c, p, x, ldx, n, NULL, ith, nth);
+    infer__pool_barrier(c->pool);
 }
 
 /* x = cap * tanh(x / cap), as llama.cpp scales, takes tanh and scales back */
@@ -94,8 +135,9 @@ static void infer__norm_rows(infer_context *c, const infer__tensor *w, int t0, i
 }
 
 /* 4. Tokens t0..t1's q, k and v made ready for attention: the biases,
-   each q and k head RMS-normed, RoPE on q and k, q times the attention
-   scale where the model scales q. */
+   each q and k head RMS-normed (and v where the model norms it), RoPE on
+   q and k, q times the attention scale where the model scales q; q
+   alone in a layer that reads an earlier layer's cache. */
 static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, int t1) {
     const infer_model *m = c->model;
     int hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, n_rot = m->rope_dim, t, i;
@@ -113,6 +155,9 @@ static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, i
         }
         if (m->attn_scale_q)
             for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
+        if (!L->wk) continue; /* k and v are an earlier layer's */
+        if (m->v_norm)
+            for (i = 0; i < m->n_kv_heads; i++) infer__rmsnorm_plain(&c->kern, v + (size_t)i * hd, hd, m->norm_eps);
         for (i = 0; i < m->n_kv_heads; i++) {
             float *kh = k + (size_t)i * hd;
             if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
@@ -150,7 +195,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
     ab.softcap = m->attn_softcap;
     ab.ldq = ab.ldo = q_dim;
-    ab.layer = l;
+    ab.layer = m->layers[l].kv_layer;
     ab.window = m->layers[l].window;
     ab.sinks = m->layers[l].attn_sinks ? (const float *)m->layers[l].attn_sinks->data : NULL;
     ab.n_splits = ps->attn_splits;
@@ -324,17 +369,36 @@ static void infer__recurrent(infer_context *c, infer__pass *ps, const infer__lay
     infer__pool_barrier(c->pool);
 }
 
+/* Gemma 3n's sparse gate: g = relu(g - (mean + k std)), the deviation
+   over n - 1, summed as llama.cpp's ggml_mean and ggml_sum_rows do
+   (double accumulators, float results). */
+static void infer__sparsify(float *g, int n, float k) {
+    double sum = 0, var = 0;
+    float mean, sd, cut;
+    int i;
+    for (i = 0; i < n; i++) sum += g[i];
+    mean = (float)sum / (float)n;
+    for (i = 0; i < n; i++) {
+        float d = g[i] - mean;
+        var += (double)(d * d);
+    }
+    sd = sqrtf((float)var * (1.0f / (float)(n - 1)));
+    cut = mean + sd * k;
+    for (i = 0; i < n; i++) g[i] = INFER__MAX(g[i] - cut, 0.0f);
+}
+
 /* 10. The dense feed-forward of the normed input xb, into xb:
-   down(act(gate(x)) * up(x)), the down product's rows split among the
-   workers (so a barrier comes before anyone reads them). */
-static void infer__ffn(infer_context *c, const infer__product *P, int n, int t0, int t1, int ith, int nth) {
+   down(act(gate(x)) * up(x)), the gate sparsified first where the layer
+   says, the down product's rows split among the workers (so a barrier
+   comes before anyone reads them). */
+static void infer__ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1, int ith,
+                       int nth) {
     int dim = c->model->dim, ffn = c->model->ffn_dim, t;
-    infer__product_convert(c, &P[INFER__P_GATE_UP], c->xb, dim, t0, t1, 0);
-    infer__product_ready(c, ith);
-    infer__pool_barrier(c->pool);
-    infer__product_run(c, &P[INFER__P_GATE_UP], c->xb, dim, n, NULL, ith, nth);
-    infer__pool_barrier(c->pool);
-    for (t = t0; t < t1; t++) infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+    infer__product_step(c, &P[INFER__P_GATE_UP], c->xb, dim, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        if (L->ffn_sparsity > 0) infer__sparsify(c->hb + (size_t)t * ffn, ffn, L->ffn_sparsity);
+        infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+    }
     infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
     infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
@@ -429,6 +493,180 @@ static void infer__output(infer_context *c, const infer__pass *ps, int ith, int 
     }
 }
 
+/* ---- Gemma 3n's steps: per-layer inputs, AltUp, LAuReL ----------------- */
+
+/* 1'. Each token's per-layer inputs, n_layers rows of ple_dim in c->ple:
+   the embedding's product, times 1/sqrt(dim) and RMS-normed row by row,
+   plus the token's row of ple_embd times sqrt(ple_dim), all times
+   1/sqrt(2) (llama.cpp's order of operations). */
+static void infer__ple_inputs(infer_context *c, const infer__pass *ps, int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    const infer__product *P = c->plan + (size_t)m->n_layers * INFER__P_PER_LAYER + INFER__P_PLE_MODEL;
+    const infer__type_traits *tt = infer__traits(m->ple_embd->type);
+    int ple = m->ple_dim, all = ple * m->n_layers, t, l, i;
+    float proj_scale = 1.0f / sqrtf((float)m->dim), embd_scale = sqrtf((float)ple), mix = 1.0f / sqrtf(2.0f);
+    size_t row = infer__row_size(m->ple_embd->type, all);
+    infer__product_step(c, P, c->x, m->dim, ps->n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        const uint8_t *embd = (const uint8_t *)m->ple_embd->data + (size_t)ps->tokens[t] * row;
+        float *raw = c->ple_h + (size_t)t * ple;
+        for (l = 0; l < m->n_layers; l++) {
+            float *v = c->ple + (size_t)t * all + (size_t)l * ple;
+            /* a layer's slice starts on a block: ple_dim is a multiple of the format's block */
+            tt->to_float(embd + infer__row_size(m->ple_embd->type, (int64_t)l * ple), raw, ple);
+            for (i = 0; i < ple; i++) v[i] *= proj_scale;
+            infer__rmsnorm(&c->kern, v, v, (const float *)m->ple_proj_norm->data, ple, m->norm_eps);
+            for (i = 0; i < ple; i++) v[i] = (v[i] + raw[i] * embd_scale) * mix;
+        }
+    }
+}
+
+/* 1''. AltUp's streams from the embedding x: stream 0 is x, stream j the
+   product altup_up[j - 1] x rescaled to x's magnitude (times x's, then
+   over its own, as llama.cpp divides). */
+static void infer__altup_streams(infer_context *c, const infer__pass *ps, int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    const infer__product *P = c->plan + (size_t)m->n_layers * INFER__P_PER_LAYER + INFER__P_ALTUP_UP;
+    int dim = m->dim, t, j, i;
+    infer__product_step(c, P, c->x, dim, ps->n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        float *s = c->alt + (size_t)t * m->n_altup * dim, target = infer__magnitude(&c->kern, c->x + (size_t)t * dim, dim);
+        memcpy(s, c->x + (size_t)t * dim, (size_t)dim * sizeof(float));
+        for (j = 1; j < m->n_altup; j++) {
+            float *a = s + (size_t)j * dim, mag = infer__magnitude(&c->kern, a, dim);
+            for (i = 0; i < dim; i++) a[i] = a[i] * target / mag;
+        }
+    }
+}
+
+/* AltUp's router on a stream x: tanh(router (RMS-norm(x) / dim)), n_altup
+   values (xb's row t holds the normed input). */
+static void infer__altup_modalities(infer_context *c, const infer__layer *L, const float *x, int t, float *mod,
+                                    int ith) {
+    const infer_model *m = c->model;
+    float *r = c->xb + (size_t)t * m->dim, inv = 1.0f / (float)m->dim;
+    int i;
+    infer__rmsnorm(&c->kern, r, x, (const float *)L->altup_router_norm->data, m->dim, m->norm_eps);
+    for (i = 0; i < m->dim; i++) r[i] *= inv;
+    infer__matvec(c, L->altup_router, r, mod, ith);
+    for (i = 0; i < m->n_altup; i++) mod[i] = infer__tanhf(mod[i]);
+}
+
+/* 1a. Each stream's prediction from all of them: pred_j = s_j + sum_k
+   c[j n + k] s_k, the coefficients c the product of the router's output;
+   the active stream's prediction goes through the layer as x. */
+static void infer__altup_predict(infer_context *c, const infer__layer *L, int t0, int t1, int ith) {
+    const infer_model *m = c->model;
+    int dim = m->dim, na = m->n_altup, t, j, k, i;
+    float mod[INFER__MAX_ALTUP], coef[INFER__MAX_ALTUP * INFER__MAX_ALTUP];
+    for (t = t0; t < t1; t++) {
+        const float *s = c->alt + (size_t)t * na * dim;
+        float *pred = c->alt_pred + (size_t)t * na * dim;
+        infer__altup_modalities(c, L, s + (size_t)m->altup_active * dim, t, mod, ith);
+        infer__matvec(c, L->altup_predict, mod, coef, ith);
+        for (j = 0; j < na; j++)
+            for (i = 0; i < dim; i++) {
+                float sum = 0;
+                for (k = 0; k < na; k++) sum += s[(size_t)k * dim + i] * coef[j * na + k];
+                pred[(size_t)j * dim + i] = sum + s[(size_t)j * dim + i];
+            }
+        memcpy(c->x + (size_t)t * dim, pred + (size_t)m->altup_active * dim, (size_t)dim * sizeof(float));
+    }
+}
+
+/* 2'. LAuReL beside attention, from the normed input xb into c->laurel:
+   xb + RMS-norm(laurel_r laurel_l xb). */
+static void infer__laurel(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1, int ith,
+                          int nth) {
+    const infer_model *m = c->model;
+    int dim = m->dim, t, i;
+    infer__product_step(c, &P[INFER__P_LAUREL_L], c->xb, dim, n, t0, t1, ith, nth);
+    infer__product_step(c, &P[INFER__P_LAUREL_R], c->laurel_mid, m->laurel_rank, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        float *y = c->laurel + (size_t)t * dim;
+        const float *xb = c->xb + (size_t)t * dim;
+        infer__rmsnorm(&c->kern, y, y, (const float *)L->laurel_norm->data, dim, m->norm_eps);
+        for (i = 0; i < dim; i++) y[i] += xb[i];
+    }
+}
+
+/* 8'. After attention's residual: x = (x + LAuReL's output) / sqrt(2). */
+static void infer__laurel_residual(infer_context *c, int t0, int t1) {
+    int dim = c->model->dim, t, i;
+    float mix = 1.0f / sqrtf(2.0f);
+    for (t = t0; t < t1; t++) {
+        float *x = c->x + (size_t)t * dim;
+        const float *y = c->laurel + (size_t)t * dim;
+        for (i = 0; i < dim; i++) x[i] = (x[i] + y[i]) * mix;
+    }
+}
+
+/* 11a. The streams corrected by the layer's output x: s_j = pred_j +
+   (x - pred_active) (1 + c_j), c the correction coefficients' product of
+   the router's output on x. */
+static void infer__altup_correct(infer_context *c, const infer__layer *L, int t0, int t1, int ith) {
+    const infer_model *m = c->model;
+    int dim = m->dim, na = m->n_altup, t, j, i;
+    float mod[INFER__MAX_ALTUP], coef[INFER__MAX_ALTUP];
+    for (t = t0; t < t1; t++) {
+        const float *x = c->x + (size_t)t * dim, *pred = c->alt_pred + (size_t)t * na * dim;
+        const float *act = pred + (size_t)m->altup_active * dim;
+        float *s = c->alt + (size_t)t * na * dim;
+        infer__altup_modalities(c, L, x, t, mod, ith);
+        infer__matvec(c, L->altup_correct, mod, coef, ith);
+        for (j = 0; j < na; j++) {
+            float cj = coef[j] + 1.0f;
+            for (i = 0; i < dim; i++) s[(size_t)j * dim + i] = (x[i] - act[i]) * cj + pred[(size_t)j * dim + i];
+        }
+    }
+}
+
+/* 11b. The layer's per-layer input into every stream but the first:
+   RMS-norm(proj (GELU(gate (s_active * correct_scale)) * the token's input
+   for this layer)). */
+static void infer__ple_block(infer_context *c, const infer__layer *L, const infer__product *P, int l, int n, int t0,
+                             int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    int dim = m->dim, na = m->n_altup, ple = m->ple_dim, t, j, i;
+    const float *scale = (const float *)L->altup_correct_scale->data;
+    for (t = t0; t < t1; t++) {
+        const float *act = c->alt + ((size_t)t * na + m->altup_active) * dim;
+        float *xb = c->xb + (size_t)t * dim;
+        for (i = 0; i < dim; i++) xb[i] = act[i] * scale[i];
+    }
+    infer__product_step(c, &P[INFER__P_PLE_GATE], c->xb, dim, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++)
+        c->kern.gelu_mul(c->ple_h + (size_t)t * ple, c->ple + ((size_t)t * m->n_layers + l) * ple, ple, m->gelu_table);
+    infer__product_step(c, &P[INFER__P_PLE_PROJ], c->ple_h, ple, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        float *xb = c->xb + (size_t)t * dim, *s = c->alt + (size_t)t * na * dim;
+        infer__rmsnorm(&c->kern, xb, xb, (const float *)L->ple_norm->data, dim, m->norm_eps);
+        for (j = 1; j < na; j++)
+            for (i = 0; i < dim; i++) s[(size_t)j * dim + i] += xb[i];
+    }
+}
+
+/* 12'. The streams merged into x: stream j > 0 through altup_down[j - 1],
+   rescaled to the active stream's magnitude, added to stream 0 in order,
+   the sum over n_altup. */
+static void infer__altup_merge(infer_context *c, const infer__pass *ps, int t0, int t1, int ith, int nth) {
+    const infer_model *m = c->model;
+    const infer__product *P = c->plan + (size_t)m->n_layers * INFER__P_PER_LAYER + INFER__P_ALTUP_DOWN;
+    int dim = m->dim, na = m->n_altup, t, j, i;
+    float inv = 1.0f / (float)na;
+    for (j = 1; j < na; j++) infer__product_step(c, &P[j - 1], c->alt + (size_t)j * dim, na * dim, ps->n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) {
+        const float *s = c->alt + (size_t)t * na * dim;
+        float *x = c->x + (size_t)t * dim, target = infer__magnitude(&c->kern, s + (size_t)m->altup_active * dim, dim);
+        memcpy(x, s, (size_t)dim * sizeof(float));
+        for (j = 1; j < na; j++) {
+            float *u = c->alt_pred + ((size_t)t * na + j - 1) * dim, mag = infer__magnitude(&c->kern, u, dim);
+            for (i = 0; i < dim; i++) x[i] += u[i] * target / mag;
+        }
+        for (i = 0; i < dim; i++) x[i] *= inv;
+    }
+}
+
 /* ---- the pass ----------------------------------------------------------- */
 
 /* Every worker runs this; t0..t1 are its tokens in the per-token steps. */
@@ -440,6 +678,8 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 
     infer__rope_table(c, t0, t1);
     infer__embed(c, ps, t0, t1);
+    if (m->ple_dim) infer__ple_inputs(c, ps, t0, t1, ith, nth);
+    if (m->n_altup) infer__altup_streams(c, ps, t0, t1, ith, nth);
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         const infer__product *P = c->plan + (size_t)l * INFER__P_PER_LAYER;
@@ -448,7 +688,9 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
         if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
 
         /* attention, or a recurrent layer's state in its place */
+        if (m->n_altup) infer__altup_predict(c, L, t0, t1, ith);
         infer__norm_rows(c, L->attn_norm, t0, t1);
+        if (L->laurel_l) infer__laurel(c, L, P, n, t0, t1, ith, nth);
         if (L->kind != INFER__LAYER_ATTENTION) {
             infer__recurrent(c, ps, L, P, l, t0, t1, ith, nth);
         } else {
@@ -459,7 +701,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
             infer__pool_barrier(c->pool);
             if (m->q_gate) infer__q_gate_split(c, t0, t1);
             infer__qk_prepare(c, L, t0, t1);
-            infer__kv_store_rows(c, ps, l, t0, t1);
+            if (L->kv_layer == l) infer__kv_store_rows(c, ps, l, t0, t1);
             if (ith == 0) ps->next_item = ps->next_item2 = 0; /* attention's counts start over */
             infer__pool_barrier(c->pool);
             infer__attention(c, ps, l, ith, ps->attn_splits > 1);
@@ -478,16 +720,22 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
             infer__pool_barrier(c->pool);
         }
         infer__residual(c, L->bo, L->post_attn_norm, t0, t1);
+        if (L->laurel_l) infer__laurel_residual(c, t0, t1);
 
         /* feed-forward */
         infer__norm_rows(c, L->ffn_norm, t0, t1);
         if (L->ffn_router) infer__moe_ffn(c, L, P, n, t0, t1, ith, nth);
-        else infer__ffn(c, P, n, t0, t1, ith, nth);
+        else infer__ffn(c, L, P, n, t0, t1, ith, nth);
         if (ith == 0) infer__atomic_store(&ps->stop, infer__aborted(c), INFER__RELAXED);
         infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */
         infer__residual(c, NULL, L->post_ffn_norm, t0, t1);
+        if (m->n_altup) {
+            infer__altup_correct(c, L, t0, t1, ith);
+            infer__ple_block(c, L, P, l, n, t0, t1, ith, nth);
+        }
     }
     if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
+    if (m->n_altup) infer__altup_merge(c, ps, t0, t1, ith, nth);
     infer__output(c, ps, ith, nth);
 }
 

@@ -600,7 +600,12 @@ enum {
     INFER__A_SINKS = 1u << 18,     /* a learned logit per head (attn_sinks) joins each softmax and adds no value */
     INFER__A_EXPERT_BIAS = 1u << 19, /* the router and the experts' gate, up and down carry biases */
     INFER__A_SWIGLU_CLAMP = 1u << 20, /* the experts' clamped SwiGLU: min(g,7)*sigmoid(1.702 min(g,7))*(clamp(u,-7,7)+1) */
-    INFER__A_TOPK_SOFTMAX = 1u << 21 /* experts: the top k raw logits, then a softmax over those (no renormalising) */
+    INFER__A_TOPK_SOFTMAX = 1u << 21, /* experts: the top k raw logits, then a softmax over those (no renormalising) */
+    INFER__A_ALTUP = 1u << 22,     /* AltUp's streams (predict, correct) and LAuReL beside attention (Gemma 3n) */
+    INFER__A_PLE = 1u << 23,       /* per-layer embeddings: each layer's input of embedding_length_per_layer_input */
+    INFER__A_V_NORM = 1u << 24,    /* v RMS-normed per head, without a weight */
+    INFER__A_FINAL_SOFTCAP = 1u << 25, /* the logits soft-capped (final_logit_softcapping), attention not */
+    INFER__A_UNSCALED = 1u << 26   /* attention scores unscaled (q and k are RMS-normed) */
 };
 
 typedef struct infer__arch {
@@ -611,6 +616,8 @@ typedef struct infer__arch {
     float swa_rope_base; /* RoPE base of the sliding layers, unscaled; 0: the model's */
     int no_rope_step;  /* n: layers with il % n == n - 1 have no RoPE; 0: all have it */
     int recurrent;     /* the kind (infer__layer_kind) of the layers that do not attend; 0: all attend */
+    int kv_from_start; /* n: only layers 0..n-1 keep a KV cache, later ones read the last of their type's; 0: all */
+    int sparse_layers; /* n: layers 0..n-1 sparsify the FFN's gate (mean + 1.6449 std cut-off, Gemma 3n); 0: none */
 } infer__arch;
 
 /* Sizes a tensor's shape is written in. */
@@ -626,7 +633,11 @@ enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER
        INFER__D_STATE,     /* a head's state width */
        INFER__D_NORM_GROUP, /* the inner width of one group of the gated norm */
        INFER__D_GROUPS,    /* the scan's groups */
-       INFER__D_HEADS      /* the query heads (one sink logit each) */
+       INFER__D_HEADS,     /* the query heads (one sink logit each) */
+       INFER__D_PLE,       /* a layer's per-layer input width */
+       INFER__D_ALTUP,     /* AltUp's streams */
+       INFER__D_ALTUP2,    /* their square (the prediction coefficients) */
+       INFER__D_LAUREL     /* LAuReL's rank */
 };
 
 /* When a per-layer tensor must be there. */

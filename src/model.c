@@ -33,6 +33,10 @@ static int64_t infer__model_size_of(const infer_model *m, int d) {
     case INFER__D_NORM_GROUP: return m->ssm_groups ? m->ssm_inner / m->ssm_groups : 0;
     case INFER__D_GROUPS: return m->ssm_groups;
     case INFER__D_HEADS: return m->n_heads;
+    case INFER__D_PLE: return m->ple_dim;
+    case INFER__D_ALTUP: return m->n_altup;
+    case INFER__D_ALTUP2: return (int64_t)m->n_altup * m->n_altup;
+    case INFER__D_LAUREL: return m->laurel_rank;
     }
     return 0;
 }
@@ -373,6 +377,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     if (a->swa_rope_base > 0) {
         m->ropes[1] = *r;
         m->ropes[1].base = a->swa_rope_base;
+        if ((a->flags & INFER__A_ALTUP) && !infer__model_fparam(m, "rope.freq_base_swa", &m->ropes[1].base, 0, err))
+            return 0;
         m->ropes[1].freq_scale = 1.0f;
         m->n_ropes = 2;
     }
@@ -407,6 +413,28 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         if (!infer__model_fparam(m, "attn_logit_softcapping", &m->attn_softcap, 0, err) ||
             !infer__model_fparam(m, "final_logit_softcapping", &m->final_softcap, 0, err))
             return 0;
+    }
+
+    if (a->flags & INFER__A_FINAL_SOFTCAP) {
+        m->final_softcap = 30.0f;
+        if (!infer__model_fparam(m, "final_logit_softcapping", &m->final_softcap, 0, err)) return 0;
+    }
+    if (a->flags & INFER__A_UNSCALED) m->attn_scale = 1.0f, m->attn_scale_q = 0;
+    m->v_norm = (a->flags & INFER__A_V_NORM) != 0;
+    /* KV sharing: the layers from kv_from_start on keep no cache; it must
+       leave a layer of each kind (sliding, global) to read from */
+    m->n_layer_kv = a->kv_from_start ? INFER__MIN(a->kv_from_start, m->n_layers) : m->n_layers;
+    if (a->flags & INFER__A_ALTUP) { /* llama.cpp fixes these whatever the file says */
+        m->n_altup = 4;
+        m->altup_active = 0;
+        m->laurel_rank = 64;
+    }
+    if ((a->flags & INFER__A_PLE) && !infer__model_hparam(m, "embedding_length_per_layer_input", &m->ple_dim, 1, err))
+        return 0;
+    if ((int64_t)m->ple_dim * m->n_layers > (1 << 24)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "%s.embedding_length_per_layer_input %d times %d layers is out of range",
+                         m->arch, m->ple_dim, m->n_layers);
+        return 0;
     }
 
     m->q_gate = (a->flags & INFER__A_Q_GATE) != 0;
@@ -601,6 +629,22 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         if (!tuned) L->rope = -1;
     }
     if (L->kind != INFER__LAYER_ATTENTION) L->rope = -1, L->window = 0;
+    if (a->sparse_layers && l < a->sparse_layers) L->ffn_sparsity = 1.6448533535003662f; /* the normal's 95% quantile */
+    /* KV sharing: a layer past the caches reads the last cache of its
+       kind (sliding or not) before them, and keeps no k, v of its own */
+    L->kv_layer = l;
+    if (l >= m->n_layer_kv && *ok) {
+        int src;
+        for (src = m->n_layer_kv - 1; src >= 0 && (m->layers[src].window != 0) != (L->window != 0); src--) {}
+        if (src < 0) {
+            infer__set_error(err, INFER_ERR_FORMAT, "layer %d shares a KV cache, but no layer before %d is %s", l,
+                             m->n_layer_kv, L->window ? "sliding" : "global");
+            *ok = 0;
+            return;
+        }
+        L->kv_layer = src;
+        L->wk = L->wv = L->bk = L->bv = L->k_norm = NULL;
+    }
 }
 
 /* The GELU of every F16 value, rounded to F16 as llama.cpp's table is. */
@@ -664,11 +708,39 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
         return 0;
     }
     m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
-    m->views = (infer__tensor *)infer__calloc((size_t)m->n_layers * 8, sizeof(infer__tensor));
+    m->views = (infer__tensor *)infer__calloc((size_t)m->n_layers * 8 + 2 * INFER__MAX_ALTUP, sizeof(infer__tensor));
     if (!m->layers || !m->views) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }
+    if (m->ple_dim) {
+        int64_t all = (int64_t)m->ple_dim * m->n_layers;
+        m->ple_embd = infer__model_weight(m, "per_layer_token_embd.weight", all, m->n_vocab, 1, err, &ok);
+        m->ple_model_proj = infer__model_weight(m, "per_layer_model_proj.weight", m->dim, all, 1, err, &ok);
+        m->ple_proj_norm = infer__model_weight(m, "per_layer_proj_norm.weight", m->ple_dim, 0, 1, err, &ok);
+    }
+    if (m->n_altup) { /* [dim, dim, n_altup - 1]: one matrix per stream past the first */
+        static const char *const names[2] = {"altup_proj.weight", "altup_unembd_proj.weight"};
+        int j, s;
+        for (s = 0; s < 2 && ok; s++) {
+            const infer__tensor *t = infer__gguf_tensor(m->gguf, names[s]);
+            if (!t) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model has no tensor %s (required by %s)", names[s], m->arch);
+                return 0;
+            }
+            t = infer__model_check(m, t, m->dim, m->dim, m->n_altup - 1, err, &ok);
+            for (j = 0; ok && j < m->n_altup - 1; j++) {
+                char part[24];
+                infer__tensor *v;
+                snprintf(part, sizeof part, "stream %d", j + 1);
+                v = (infer__tensor *)infer__model_view(m, t, (int64_t)j * m->dim, m->dim, part);
+                v->n_dims = 2;
+                v->ne[2] = 1;
+                (s ? m->altup_down : m->altup_up)[j] = v;
+            }
+        }
+    }
+    if (!ok) return 0;
     if (!infer__model_layer_kinds(m, a, err)) return 0;
     for (l = 0; l < m->n_layers && ok; l++) infer__model_bind_layer(m, a, l, err, &ok);
     /* a tensor the forward pass would ignore means a variant we do not

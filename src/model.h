@@ -39,6 +39,7 @@ typedef struct infer__rope {
     const float *freqs_long; /* LongRoPE: the divisors for contexts beyond n_ctx_orig, or NULL */
 } infer__rope;
 #define INFER__MAX_ROPES 2 /* distinct RoPEs in one model (sliding vs global layers) */
+#define INFER__MAX_ALTUP 4 /* AltUp's streams (Gemma 3n: 4) */
 
 /* What a layer does in place of attention: attend over the KV cache, or
    carry a fixed-size state per sequence (a recurrent layer: conv window
@@ -76,8 +77,18 @@ typedef struct infer__layer {
        lacks are NULL */
     const infer__tensor *rec_in, *rec_gate, *rec_beta, *rec_alpha, *conv, *conv_bias, *dt_bias, *ssm_a, *ssm_d,
         *ssm_norm, *rec_out;
-    int window; /* keys a query sees (sliding window), 0: all of them */
-    int rope;   /* index into the model's ropes, -1: no RoPE on this layer */
+    /* Gemma 3n: AltUp's router (norm, weight [dim, n_altup]) and its
+       prediction ([n_altup, n_altup^2]) and correction ([n_altup, n_altup])
+       coefficients, the corrected stream's scale; LAuReL's two products
+       and norm; the per-layer input's gate, projection and norm. NULL
+       where the model has none */
+    const infer__tensor *altup_router, *altup_router_norm, *altup_predict, *altup_correct, *altup_correct_scale;
+    const infer__tensor *laurel_l, *laurel_r, *laurel_norm, *ple_gate, *ple_proj, *ple_norm;
+    float ffn_sparsity; /* the gate's cut-off at mean + this * std, then relu (Gemma 3n), 0: none */
+    int window;   /* keys a query sees (sliding window), 0: all of them */
+    int rope;     /* index into the model's ropes, -1: no RoPE on this layer */
+    int kv_layer; /* the layer whose KV cache this one attends over: itself, or an earlier one
+                     (KV sharing: then wk, wv are NULL and nothing is stored) */
 } infer__layer;
 
 typedef enum infer__act {
@@ -112,6 +123,19 @@ struct infer_model {
     int q_gate;          /* attn_q gives each head's query then its gate: the output times sigmoid(gate) */
     float residual_scale; /* each block's output times this before the residual add, 0: no (Granite) */
     float logit_scale;   /* logits times this, 0: no (Granite's 1 / logit_scale) */
+    int v_norm;          /* each v head RMS-normed without a weight */
+    int n_layer_kv;      /* layers 0..n-1 keep KV caches; later ones read an earlier layer's (kv_layer) */
+    /* Gemma 3n's AltUp: n_altup streams of dim (the active one goes
+       through the layer, the others are predicted and corrected around
+       it), made from the embedding by altup_up (n_altup - 1 views
+       [dim, dim]) and merged back by altup_down; 0: none. Per-layer
+       embeddings: each layer's input of ple_dim values, from its slice of
+       ple_embd (token rows of n_layers * ple_dim) and of ple_model_proj
+       (the embedding's product), normed by ple_proj_norm; 0: none.
+       LAuReL's rank. */
+    int n_altup, altup_active, ple_dim, laurel_rank;
+    const infer__tensor *altup_up[INFER__MAX_ALTUP - 1], *altup_down[INFER__MAX_ALTUP - 1];
+    const infer__tensor *ple_embd, *ple_model_proj, *ple_proj_norm;
     /* recurrent layers (all of one kind in a model): conv taps, channels,
        the input product's rows, the inner width, the scan's heads, a
        head's state width (Qwen3.5: its key and value width; Mamba2: d_state),

@@ -15,10 +15,11 @@ static int infer__weight_packs(const infer__kernels *k, const infer__tensor *w, 
 }
 
 /* The matrices the forward pass multiplies, with their experts' rows: the
-   packing plan. Returns how many (at most 8 per layer and the output). */
+   packing plan. Returns how many (at most 12 per layer, and the model's:
+   AltUp's, the per-layer inputs', the output). */
 static int infer__weights_list(const infer_model *m, const infer__tensor **w, int *expert_rows) {
     int n = 0, l;
-#define INFER__ADD(t, er) (w[n] = (t), expert_rows[n++] = (er))
+#define INFER__ADD(t, er) ((t) ? (void)(w[n] = (t), expert_rows[n++] = (er)) : (void)0)
     for (l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         if (L->kind != INFER__LAYER_ATTENTION) {
@@ -35,7 +36,10 @@ static int infer__weights_list(const infer_model *m, const infer__tensor **w, in
         } else {
             INFER__ADD(L->w_gate, 0), INFER__ADD(L->w_up, 0), INFER__ADD(L->w_down, 0);
         }
+        INFER__ADD(L->laurel_l, 0), INFER__ADD(L->laurel_r, 0), INFER__ADD(L->ple_gate, 0), INFER__ADD(L->ple_proj, 0);
     }
+    for (l = 0; l < m->n_altup - 1; l++) INFER__ADD(m->altup_up[l], 0), INFER__ADD(m->altup_down[l], 0);
+    INFER__ADD(m->ple_model_proj, 0);
     INFER__ADD(m->output, 0);
 #undef INFER__ADD
     return n;
@@ -51,7 +55,7 @@ static size_t infer__weight_packed_bytes(const infer__kernels *k, const infer__t
    goes from `from` to 1 over the packing; returns 0 (err set) when it
    cancels or memory runs out. */
 static int infer__weights_prepare(infer_model *m, infer_progress_fn progress, void *user, float from, infer_error *err) {
-    int cap = m->n_layers * 8 + 1, n, i, j;
+    int cap = m->n_layers * 12 + 2 * INFER__MAX_ALTUP + 2, n, i, j;
     const infer__tensor **w = (const infer__tensor **)infer__calloc((size_t)cap, sizeof *w);
     int *er = (int *)infer__calloc((size_t)cap, sizeof(int));
     size_t total = 0, done = 0;
