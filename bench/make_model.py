@@ -8,7 +8,12 @@ SHAPE: smollm-135m, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b; the hybrids
        attention, as their public configs give them), qwen3.5-0.8b-attn (the
        same with every layer attending); gpt-oss-20b (TYPE mxfp4_moe only:
        experts MXFP4, the other matrices Q8_0, router and vectors F32, about
-       12 GB, written a tensor at a time); test-draft and
+       12 GB, written a tensor at a time); gemma3n-e2b and gemma4-e2b
+       (TYPE q4_k_m or q8_0 only: the text decoders of Gemma 3n E2B and
+       Gemma 4 E2B with their per-layer embeddings, altup and laurel (3n),
+       KV-sharing layers and sliding/full head sizes (4), in the type mix
+       llama.cpp's quantize gives them, written a tensor at a time, 3 to
+       5 GB); test-draft and
        test-target, two small shapes of one vocabulary (speculation's tests)
 TYPE:  f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (written directly), or
        any type `infer quantize` takes (q4_k, q5_k, q6_k, q4_k_m, q5_k_m):
@@ -58,6 +63,36 @@ SHAPES = {
     # 64 query heads of 64 over 8 KV heads, every other layer sliding over 128
     "gpt-oss-20b": dict(dim=2880, layers=24, heads=64, kv=8, head_dim=64, ffn=2880, vocab=201088, tied=False,
                         rope=150000.0, arch="gpt-oss", experts=32, used=4, window=128),
+    # Gemma 3n E2B, the text decoder of google/gemma-3n-E2B-it (its config.json's
+    # text_config is not in reach here; the numbers agree in three public
+    # transcriptions of it: ai-edge-torch's gemma3n get_model_config_e2b, an
+    # mlx test's "_text()" fixture for google/gemma-3n-E2B-it @ 5e092ebca197,
+    # and a transformers-config patch list): hidden 2048, 30 layers, 8 heads
+    # of 256 over 2 KV heads, FFN 8192 on every layer, vocab 262400 (262144
+    # text + 256 vision/audio slots; llama.cpp's converter pads both
+    # embeddings to it), per-layer input 256, altup 4 (active 0), laurel rank
+    # 64, the last 10 layers share KV, sliding window 512, every 5th layer
+    # global (layer_types), rope 1e6 global / 1e4 local, RMS eps 1e-6, final
+    # logit softcap 30, context 32768, activation sparsity 0.95 on the first
+    # 10 layers, embeddings tied
+    "gemma3n-e2b": dict(dim=2048, layers=30, heads=8, kv=2, head_dim=256, ffn=8192, vocab=262400, tied=True,
+                        rope=1000000.0, rope_swa=10000.0, arch="gemma3n", ctx=32768, window=512, period=5,
+                        shared_kv=10, per_layer=256, altup=4, laurel=64, sparse_layers=10, softcap=30.0),
+    # Gemma 4 E2B, the text decoder of google/gemma-4-E2B-it (config.json's
+    # text_config as quoted whole in public test fixtures, e.g. one marked
+    # "Minimal text_config mirroring the Gemma 4 E2B real checkpoint", and in
+    # a KerasHub-style preset "gemma4_2b"): hidden 1536, 35 layers, 8 heads
+    # over 1 KV head (num_global_key_value_heads null), head 256 on sliding
+    # layers and global_head_dim 512 on full ones, every 5th layer full,
+    # intermediate 6144 with use_double_wide_mlp (12288 on the 20 KV-sharing
+    # layers 15..34; a checkpoint shape [1536, 12288] is quoted for layer 34),
+    # vocab 262144, per-layer input 256, sliding window 512, rope 1e6
+    # (proportional, partial_rotary_factor 0.25) global / 1e4 local, RMS eps
+    # 1e-6, final logit softcap 30, context 131072, attention_k_eq_v false,
+    # no MoE, embeddings tied
+    "gemma4-e2b": dict(dim=1536, layers=35, heads=8, kv=1, head_dim=256, head_dim_full=512, ffn=6144, vocab=262144,
+                       tied=True, rope=1000000.0, rope_swa=10000.0, arch="gemma4", ctx=131072, window=512, period=5,
+                       shared_kv=20, per_layer=256, double_wide=True, rotary_full=0.25, softcap=30.0),
     # a pair of one (synthetic) vocabulary for tests: a draft and its target
     "test-draft": dict(dim=128, layers=2, heads=4, kv=2, ffn=256, vocab=512, tied=True, rope=10000.0, arch="llama"),
     "test-target": dict(dim=256, layers=4, heads=4, kv=4, ffn=512, vocab=512, tied=False, rope=10000.0, arch="llama"),
@@ -173,9 +208,20 @@ def random_blocks(rng, qtype, rows, cols):
         blocks = np.empty((rows, cols // 32, 34), dtype=np.uint8)
         blocks[:, :, :2] = np.frombuffer(np.float16(0.02 / 64).tobytes(), dtype=np.uint8)
         blocks[:, :, 2:] = rng.integers(0, 256, (rows, cols // 32, 32), dtype=np.uint8)
-    else:
+    elif qtype == gguf.GGMLQuantizationType.MXFP4:
         blocks = rng.integers(0, 256, (rows, cols // 32, 17), dtype=np.uint8)
         blocks[:, :, 0] = rng.integers(119, 122, (rows, cols // 32), dtype=np.uint8)
+    else:
+        # Q4_K (d, dmin, 12 bytes of 6-bit scales, 128 of nibbles) or Q6_K
+        # (ql, qh, 16 int8 scales, d last): random bytes with small F16
+        # super-block scales, so the values stay of the order of 0.02
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
+        blocks = rng.integers(0, 256, (rows, cols // block, size), dtype=np.uint8)
+        if qtype == gguf.GGMLQuantizationType.Q4_K:
+            blocks[:, :, 0:2] = np.frombuffer(np.float16(0.02 / 512).tobytes(), dtype=np.uint8)
+            blocks[:, :, 2:4] = np.frombuffer(np.float16(0.02 / 64).tobytes(), dtype=np.uint8)
+        else:
+            blocks[:, :, 208:210] = np.frombuffer(np.float16(0.02 / 1024).tobytes(), dtype=np.uint8)
     return blocks.reshape(rows, -1)
 
 
@@ -252,6 +298,155 @@ def write_gptoss(shape_name, path, seed):
         f32(p + "ffn_up_exps.bias", (ne, effn))
         mat(p + "ffn_down_exps.weight", dim, effn, MX, ne)
         f32(p + "ffn_down_exps.bias", (ne, dim))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for make in todo:
+        w.write_tensor_data(make())
+    w.close()
+
+
+def gemma_mix(ftype, name, layer, n_layer):
+    """The type llama.cpp's quantize gives a Gemma 3n/4 matrix: the
+    embeddings (tied, so quantized as the output) Q6_K in Q4_K_M; attn_v and
+    ffn_down Q6_K on use_more_bits' layers; the rest Q4_K (Q8_0 throughout
+    in q8_0)"""
+    Q8, Q4K, Q6K = gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K
+    if ftype == "q8_0":
+        return Q8
+    if name.endswith("token_embd.weight"):
+        return Q6K
+    more_bits = layer < n_layer // 8 or layer >= 7 * n_layer // 8 or (layer - n_layer // 8) % 3 == 2
+    if (name.endswith("attn_v.weight") or name.endswith("ffn_down.weight")) and more_bits:
+        return Q6K
+    return Q4K
+
+
+def write_gemma(shape_name, ftype, path, seed):
+    """Gemma 3n or Gemma 4 (the text decoder), streamed as gpt-oss is: the
+    keys llama.cpp's converter writes, then the tensors load_arch_tensors
+    asks for, each made and written in turn. Matrices in the Q4_K_M or Q8_0
+    mix of llama.cpp's quantize; what it leaves alone (altup, laurel,
+    per_layer_model_proj) as an F16 conversion writes it (F16, the altup
+    coefficients F32); vectors F32."""
+    s = SHAPES[shape_name]
+    rng = np.random.default_rng(seed)
+    arch, dim, n_layer, n_vocab, n_pl = s["arch"], s["dim"], s["layers"], s["vocab"], s["per_layer"]
+    F16, F32 = gguf.GGMLQuantizationType.F16, gguf.GGMLQuantizationType.F32
+    # layer_types: every period-th layer full attention, the rest sliding
+    swa = [(l + 1) % s["period"] != 0 for l in range(n_layer)]
+    first_shared = n_layer - s["shared_kv"]
+    hd_swa = s["head_dim"]
+    hd_full = s.get("head_dim_full", hd_swa)
+    ffn = [s["ffn"] * (2 if s.get("double_wide") and l >= first_shared else 1) for l in range(n_layer)]
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name("random-" + shape_name)
+    w.add_context_length(s["ctx"])
+    w.add_embedding_length(dim)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(s["heads"])
+    w.add_head_count_kv(s["kv"])
+    w.add_rope_freq_base(s["rope"])
+    w.add_rope_freq_base_swa(s["rope_swa"])
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_key_length(hd_full)
+    w.add_value_length(hd_full)
+    w.add_final_logit_softcapping(s["softcap"])
+    w.add_sliding_window(s["window"])
+    w.add_shared_kv_layers(s["shared_kv"])
+    w.add_embedding_length_per_layer_input(n_pl)
+    w.add_sliding_window_pattern(swa)
+    if arch == "gemma3n":
+        w.add_altup_active_idx(0)
+        w.add_altup_num_inputs(s["altup"])
+        # the converter writes Normal(0, 1).icdf(p) of activation_sparsity_pattern:
+        # 0.95 on the first layers, 0.0 (so -inf) on the rest
+        w.add_activation_sparsity_scale([1.6448536 if l < s["sparse_layers"] else float("-inf") for l in range(n_layer)])
+    else:
+        w.add_key_length_swa(hd_swa)
+        w.add_value_length_swa(hd_swa)
+        w.add_rope_dimension_count(hd_full)  # full layers rotate through rope_freqs
+        w.add_rope_dimension_count_swa(hd_swa)
+    w.add_vocab_size(n_vocab)
+    w.add_file_type({"q8_0": 7, "q4_k_m": 15}[ftype])
+    add_vocab(w, n_vocab)
+    todo = []  # make() for each tensor, in the order of the table
+
+    def info(name, shape, dtype, nbytes, qtype):
+        w.add_tensor_info(name, shape, np.dtype(dtype), nbytes, raw_dtype=qtype)
+
+    def mat(name, rows, cols, layer=0):
+        """a rows x cols matrix (ggml's ne = {cols, rows}) of the mix's type"""
+        qtype = gemma_mix(ftype, name, layer, n_layer)
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
+        assert cols % block == 0, name
+        shape = (rows, cols // block * size)
+        info(name, shape, np.uint8, rows * (cols // block) * size, qtype)
+        todo.append(lambda: random_blocks(rng, qtype, rows, cols))
+
+    def f16(name, shape):
+        """a matrix quantize leaves alone, F16 as converted"""
+        info(name, shape, np.float16, 2 * int(np.prod(shape)), F16)
+        todo.append(lambda: (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16))
+
+    def f32(name, values):
+        a = np.asarray(values, dtype=np.float32)
+        info(name, a.shape, np.float32, a.nbytes, F32)
+        todo.append(lambda: a)
+
+    def ones(name, n):
+        f32(name, np.ones(n, dtype=np.float32))
+
+    mat("token_embd.weight", n_vocab, dim)
+    mat("per_layer_token_embd.weight", n_vocab, n_pl * n_layer)
+    f16("per_layer_model_proj.weight", (n_pl * n_layer, dim))
+    ones("per_layer_proj_norm.weight", n_pl)
+    ones("output_norm.weight", dim)
+    if arch == "gemma3n":
+        f16("altup_proj.weight", (s["altup"] - 1, dim, dim))
+        f16("altup_unembd_proj.weight", (s["altup"] - 1, dim, dim))
+    else:
+        # proportional rope: the full layers rotate the first quarter of
+        # their pairs and leave the rest (a factor of 1e30) still
+        n_rot = int(hd_full * s["rotary_full"] / 2)
+        f32("rope_freqs.weight", [1.0] * n_rot + [1e30] * (hd_full // 2 - n_rot))
+    for l in range(n_layer):
+        p = "blk.%d." % l
+        hd = hd_swa if swa[l] else hd_full
+        q_dim, kv_dim = s["heads"] * hd, s["kv"] * hd
+        ones(p + "attn_norm.weight", dim)
+        mat(p + "attn_q.weight", q_dim, dim, l)
+        # the KV-sharing layers keep their own K and V in the checkpoint
+        # (llama.cpp loads them if present, optional in Gemma 4, and reads
+        # the cache of an earlier layer)
+        mat(p + "attn_k.weight", kv_dim, dim, l)
+        mat(p + "attn_v.weight", kv_dim, dim, l)
+        mat(p + "attn_output.weight", dim, q_dim, l)
+        ones(p + "attn_q_norm.weight", hd)
+        ones(p + "attn_k_norm.weight", hd)
+        ones(p + "post_attention_norm.weight", dim)
+        ones(p + "ffn_norm.weight", dim)
+        mat(p + "ffn_gate.weight", ffn[l], dim, l)
+        mat(p + "ffn_up.weight", ffn[l], dim, l)
+        mat(p + "ffn_down.weight", dim, ffn[l], l)
+        ones(p + "post_ffw_norm.weight", dim)
+        mat(p + "inp_gate.weight", n_pl, dim, l)
+        mat(p + "proj.weight", dim, n_pl, l)
+        ones(p + "post_norm.weight", dim)
+        if arch == "gemma3n":
+            n_alt = s["altup"]
+            # the converter keeps the two 4-wide coefficient tables F32
+            f32(p + "altup_correct_coef.weight", rng.standard_normal((n_alt, n_alt), dtype=np.float32) * 0.02)
+            ones(p + "altup_correct_scale.weight", dim)
+            f32(p + "altup_predict_coef.weight", rng.standard_normal((n_alt * n_alt, n_alt), dtype=np.float32) * 0.02)
+            f16(p + "altup_router.weight", (n_alt, dim))
+            ones(p + "altup_router_norm.weight", dim)
+            f16(p + "laurel_l.weight", (s["laurel"], dim))
+            f16(p + "laurel_r.weight", (dim, s["laurel"]))
+            ones(p + "laurel_post_norm.weight", dim)
+        else:
+            ones(p + "layer_output_scale.weight", 1)  # layer_scalar
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
@@ -348,6 +543,10 @@ def main():
         if ftype != "mxfp4_moe":
             sys.exit("make_model.py: %s is written as mxfp4_moe only" % a.shape)
         write_gptoss(a.shape, out, a.seed)
+    elif SHAPES[a.shape]["arch"] in ("gemma3n", "gemma4"):
+        if ftype not in ("q4_k_m", "q8_0"):
+            sys.exit("make_model.py: %s is written as q4_k_m or q8_0 only" % a.shape)
+        write_gemma(a.shape, ftype, out, a.seed)
     elif ftype in DIRECT:
         write(a.shape, ftype, out, a.seed)
     else:
