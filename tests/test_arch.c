@@ -22,8 +22,8 @@
 
 #include "testutil.h"
 
-static const char *const ARCH_MODELS[] = {"qwen2",  "qwen3", "qwen3moe", "gemma",  "gemma2",
-                                          "gemma3", "phi3",  "smollm3",  "llama3", "llama-tied"};
+static const char *const ARCH_MODELS[] = {"qwen2",  "qwen3", "qwen3moe", "gemma",      "gemma2", "gemma3",
+                                          "phi3",   "smollm3", "llama3", "llama-tied", "gemma3n"};
 #define N_ARCH_MODELS (int)(sizeof ARCH_MODELS / sizeof ARCH_MODELS[0])
 
 static void need_shared(void) {
@@ -354,6 +354,47 @@ Test(arch, missing_required_tensor) {
     REFUSED("llama-tied", INFER_ERR_FORMAT, "token_embd.weight", NO_TENSOR("token_embd.weight"));
     /* a layer more than the file has */
     REFUSED("qwen2", INFER_ERR_FORMAT, "blk.2.", U32("qwen2.block_count", 3));
+    /* Gemma 3n's: AltUp's, LAuReL's, the per-layer inputs' */
+    REFUSED("gemma3n", INFER_ERR_FORMAT, "altup_unembd_proj.weight", NO_TENSOR("altup_unembd_proj.weight"));
+    REFUSED("gemma3n", INFER_ERR_FORMAT, "blk.7.altup_predict_coef.weight", NO_TENSOR("blk.7.altup_predict_coef.weight"));
+    REFUSED("gemma3n", INFER_ERR_FORMAT, "blk.3.laurel_r.weight", NO_TENSOR("blk.3.laurel_r.weight"));
+    REFUSED("gemma3n", INFER_ERR_FORMAT, "per_layer_token_embd.weight", NO_TENSOR("per_layer_token_embd.weight"));
+    REFUSED("gemma3n", INFER_ERR_FORMAT, "blk.24.inp_gate.weight", NO_TENSOR("blk.24.inp_gate.weight"));
+    /* and of another width than the per-layer input's */
+    REFUSED("gemma3n", INFER_ERR_FORMAT, "per_layer_token_embd.weight",
+            U32("gemma3n.embedding_length_per_layer_input", 128));
+    REFUSED("gemma3n", INFER_ERR_FORMAT, "gemma3n.embedding_length_per_layer_input",
+            NO_KEY("gemma3n.embedding_length_per_layer_input"));
+}
+
+/* Gemma 3n's layers from 20 on keep no KV cache: each attends over the
+   last cache of its kind, layer 18's (sliding) or 19's (global), and has
+   no k or v of its own. */
+Test(arch, shared_kv_caches) {
+    char path[512];
+    infer_error err;
+    infer_model *m;
+    infer_context_params cp = infer_context_default_params();
+    infer_context *c;
+    int l;
+    need_shared();
+    model_path(path, sizeof path, "gemma3n");
+    m = infer_model_load(path, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    cr_assert_eq(m->n_layer_kv, 20);
+    cp.n_ctx = 64;
+    c = infer_context_new(m, &cp, &err);
+    cr_assert_not_null(c, "%s", err.msg);
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        int want = l < 20 ? l : L->window ? 18 : 19;
+        cr_expect_eq(L->window != 0, l % 5 != 4, "layer %d slides: %d", l, L->window != 0);
+        cr_expect_eq(L->kv_layer, want, "layer %d reads layer %d's cache, not %d's", l, L->kv_layer, want);
+        cr_expect_eq(L->wk == NULL, l >= 20, "layer %d: k of its own: %d", l, L->wk != NULL);
+        cr_expect_eq(c->kv.slots[l] == 0, l >= 20, "layer %d: %d cache slots", l, c->kv.slots[l]);
+    }
+    infer_context_free(c);
+    infer_model_free(m);
 }
 
 Test(arch, experts) {
