@@ -332,7 +332,6 @@ Test(toolcall, qwen35_lfm2_granite) {
     check_all(cs, N(cs));
 }
 
-/* reply parsed whole in format f, given tools (NULL: none): its one call's arguments must be want */
 /* Every split of reply in two pieces streams deltas that add up to the
    whole reply's parse, which is content, reasoning and two get_weather
    calls with the arguments args0 and args1. */
@@ -536,6 +535,7 @@ Test(toolcall, gemma4) {
     }
 }
 
+/* reply parsed whole in format f, given tools (NULL: none): its one call's arguments must be want */
 static void one_call_args(infer_tool_format f, const char *tools, const char *reply, const char *want) {
     infer_error err;
     infer_output_result r;
