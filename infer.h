@@ -28944,6 +28944,21 @@ static int infer__tc_ident(char c) {
            c == '.';
 }
 
+/* The step before an item of a list, dict or argument list that close
+   ends, at s[*j..n): blanks, and after the first item (first 0) the ','
+   between items, which goes to out. 1 where an item follows, 0 where close
+   does (*j at it; a trailing comma is allowed), -1 where neither does. */
+static int infer__tc_next_item(const char *s, size_t n, size_t *j, char close, int first, infer__sb *out) {
+    while (*j < n && infer__tc_ws(s[*j])) (*j)++;
+    if (*j < n && s[*j] == close) return 0;
+    if (first) return 1;
+    if (*j == n || s[*j] != ',') return -1;
+    for ((*j)++; *j < n && infer__tc_ws(s[*j]); (*j)++) {}
+    if (*j < n && s[*j] == close) return 0;
+    infer__sb_putc(out, ',');
+    return 1;
+}
+
 /* ---- pythonic calls (LFM2's; Llama 3's builtin ones) ---- */
 
 /* A Python literal at s[*i..n) as JSON into out: a string ('..' or ".."),
@@ -28980,16 +28995,10 @@ static int infer__tc_pyval(infer_output_parser *p, const char *s, size_t n, size
         char close = s[j] == '[' ? ']' : s[j] == '(' ? ')' : '}';
         int dict = s[j] == '{', first = 1;
         infer__sb_putc(out, dict ? '{' : '[');
-        for (j++;;) {
-            while (j < n && infer__tc_ws(s[j])) j++;
-            if (j < n && s[j] == close) break;
-            if (!first) {
-                if (j == n || s[j] != ',') return 0;
-                for (j++; j < n && infer__tc_ws(s[j]); j++) {}
-                if (j < n && s[j] == close) break; /* a trailing comma */
-                infer__sb_putc(out, ',');
-            }
-            first = 0;
+        for (j++;; first = 0) {
+            int next = infer__tc_next_item(s, n, &j, close, first, out);
+            if (next < 0) return 0;
+            if (!next) break;
             if (dict) { /* a key: a string (JSON keys are strings) */
                 size_t at = out->p ? stbds_arrlenu(out->p) : 0;
                 if (!infer__tc_pyval(p, s, n, &j, out, depth + 1) || !out->p || out->p[at] != '"') return 0;
@@ -29031,17 +29040,11 @@ static int infer__tc_pykwargs(infer_output_parser *p, const char *s, size_t n, s
     int first = 1;
     if (j == n || s[j] != '(') return 0;
     infer__sb_putc(out, '{');
-    for (j++;;) {
+    for (j++;; first = 0) {
         size_t k0;
-        while (j < n && infer__tc_ws(s[j])) j++;
-        if (j < n && s[j] == ')') break;
-        if (!first) {
-            if (j == n || s[j] != ',') return 0;
-            for (j++; j < n && infer__tc_ws(s[j]); j++) {}
-            if (j < n && s[j] == ')') break;
-            infer__sb_putc(out, ',');
-        }
-        first = 0;
+        int next = infer__tc_next_item(s, n, &j, ')', first, out);
+        if (next < 0) return 0;
+        if (!next) break;
         k0 = j;
         while (j < n && infer__tc_ident(s[j]) && s[j] != '.' && s[j] != '-') j++;
         if (j == k0) return 0;
@@ -29182,16 +29185,10 @@ static int infer__tc_g4val(infer_output_parser *p, const char *s, size_t n, size
         char close = s[j] == '[' ? ']' : '}';
         int dict = s[j] == '{', first = 1;
         infer__sb_putc(out, s[j]);
-        for (j++;;) {
-            while (j < n && infer__tc_ws(s[j])) j++;
-            if (j < n && s[j] == close) break;
-            if (!first) {
-                if (j == n || s[j] != ',') return 0;
-                for (j++; j < n && infer__tc_ws(s[j]); j++) {}
-                if (j < n && s[j] == close) break; /* a trailing comma */
-                infer__sb_putc(out, ',');
-            }
-            first = 0;
+        for (j++;; first = 0) {
+            int next = infer__tc_next_item(s, n, &j, close, first, out);
+            if (next < 0) return 0;
+            if (!next) break;
             if (dict) { /* a key: quoted, or bare up to its ':' */
                 if (n - j >= ql && !memcmp(s + j, INFER__G4_QUOTE, ql)) {
                     if (!infer__tc_g4val(p, s, n, &j, out, depth + 1)) return 0;

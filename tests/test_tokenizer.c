@@ -555,6 +555,39 @@ Test(tokenizer_bad, odd_but_loadable) {
     free(mem);
 }
 
+/* A gpt2 vocabulary of toks[0..count): the letters "a" and "b", then
+   control tokens, with the one merge "a b"; *mem holds its file. */
+static infer_model *load_control_vocab(const char *const *toks, int count, unsigned char **mem) {
+    static const char *const merges[] = {"a b"};
+    int32_t types[16];
+    infer_error err;
+    gbuf b = {0, 0, 0, 0};
+    infer_model *m;
+    int i;
+    cr_assert_leq(count, 16);
+    for (i = 0; i < count; i++) types[i] = i < 2 ? 1 : 3;
+    g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
+    g_kv_strs(&b, "tokenizer.ggml.tokens", toks, count);
+    g_kv_i32s(&b, "tokenizer.ggml.token_type", types, count);
+    g_kv_strs(&b, "tokenizer.ggml.merges", merges, 1);
+    m = load_mem(&b, &err, mem);
+    cr_assert_not_null(m, "%s", err.msg);
+    return m;
+}
+
+/* tokens from..to-1 of m, toks[from..to), are their text and no end of
+   generation: a reply parser reads them */
+static void expect_text_tokens(const infer_model *m, const char *const *toks, int from, int to) {
+    int k;
+    for (k = from; k < to; k++) {
+        char piece[32];
+        size_t len = 0;
+        cr_assert_eq(infer_token_to_piece(m, k, piece, sizeof piece, &len, NULL), INFER_OK);
+        cr_assert_str_eq(piece, toks[k], "%s is text", toks[k]);
+        cr_assert_eq(infer_model_is_eog(m, k), 0, "%s does not end", toks[k]);
+    }
+}
+
 /* gpt-oss's harmony tokens: <|return|> and <|call|> end generation, <|end|>
    not (the reply goes on after its analysis), and the message tokens are
    text; a vocabulary without <|call|> keeps <|end|> as an end, no text. */
@@ -562,32 +595,19 @@ Test(tokenizer, harmony_tokens) {
     static const char *const toks[] = {"a", "b", "<|return|>", "<|call|>", "<|channel|>", "<|message|>",
                                        "<|start|>", "<|end|>", "<|constrain|>"};
     static const char *const other[] = {"a", "b", "<|end|>", "<|channel|>"}; /* no <|call|>: not harmony */
-    static const int32_t types[] = {1, 1, 3, 3, 3, 3, 3, 3, 3};
-    static const char *const merges[] = {"a b"};
     int harmony;
     for (harmony = 0; harmony < 2; harmony++) {
-        infer_error err;
         unsigned char *mem;
-        gbuf b = {0, 0, 0, 0};
-        infer_model *m;
+        infer_model *m = load_control_vocab(harmony ? toks : other, harmony ? 9 : 4, &mem);
         char piece[32];
         size_t len = 0;
         infer_token out[8];
-        int n = 0, k;
-        g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
-        g_kv_strs(&b, "tokenizer.ggml.tokens", harmony ? toks : other, harmony ? 9 : 4);
-        g_kv_i32s(&b, "tokenizer.ggml.token_type", types, harmony ? 9 : 4);
-        g_kv_strs(&b, "tokenizer.ggml.merges", merges, 1);
-        m = load_mem(&b, &err, &mem);
-        cr_assert_not_null(m, "%s", err.msg);
+        int n = 0;
         if (harmony) {
             cr_assert_eq(infer_model_is_eog(m, 2), 1, "<|return|> ends");
             cr_assert_eq(infer_model_is_eog(m, 3), 1, "<|call|> ends");
             cr_assert_eq(infer_model_is_eog(m, 7), 0, "<|end|> does not end a harmony reply");
-            for (k = 4; k < 9; k++) {
-                cr_assert_eq(infer_token_to_piece(m, k, piece, sizeof piece, &len, NULL), INFER_OK);
-                cr_assert_str_eq(piece, toks[k], "%s is text", toks[k]);
-            }
+            expect_text_tokens(m, toks, 4, 9);
             cr_assert_eq(infer_token_to_piece(m, 2, piece, sizeof piece, &len, NULL), INFER_OK);
             cr_assert_eq(len, 0, "<|return|> is no text");
             cr_assert_eq(infer_tokenize(m, "<|channel|>a", 12, out, 8, 0, 1, &n, NULL), INFER_OK);
@@ -608,34 +628,21 @@ Test(tokenizer, harmony_tokens) {
 Test(tokenizer, gemma4_tokens) {
     static const char *const toks[] = {"a",          "b",          "<turn|>",    "<|tool_response>",
                                        "<|tool_call>", "<tool_call|>", "<|\"|>",     "<|channel>", "<channel|>"};
-    static const int32_t types[] = {1, 1, 3, 3, 3, 3, 3, 3, 3};
-    static const char *const merges[] = {"a b"};
     int gemma4;
     for (gemma4 = 0; gemma4 < 2; gemma4++) {
-        infer_error err;
         unsigned char *mem;
-        gbuf b = {0, 0, 0, 0};
-        infer_model *m;
+        /* the other vocabulary: without <tool_call|> and the rest */
+        infer_model *m = load_control_vocab(toks, gemma4 ? 9 : 5, &mem);
         char piece[32];
         size_t len = 0;
         infer_token out[8];
-        int n = 0, k, count = gemma4 ? 9 : 5; /* without <tool_call|> and the rest */
-        g_kv_str(&b, "tokenizer.ggml.model", "gpt2");
-        g_kv_strs(&b, "tokenizer.ggml.tokens", toks, count);
-        g_kv_i32s(&b, "tokenizer.ggml.token_type", types, count);
-        g_kv_strs(&b, "tokenizer.ggml.merges", merges, 1);
-        m = load_mem(&b, &err, &mem);
-        cr_assert_not_null(m, "%s", err.msg);
+        int n = 0;
         cr_assert_eq(infer_model_is_eog(m, 2), 1, "<turn|> ends");
         cr_assert_eq(infer_model_is_eog(m, 3), 1, "<|tool_response> ends");
         cr_assert_eq(infer_token_to_piece(m, 2, piece, sizeof piece, &len, NULL), INFER_OK);
         cr_assert_eq(len, 0, "<turn|> is no text");
         if (gemma4) {
-            for (k = 4; k < 9; k++) {
-                cr_assert_eq(infer_token_to_piece(m, k, piece, sizeof piece, &len, NULL), INFER_OK);
-                cr_assert_str_eq(piece, toks[k], "%s is text", toks[k]);
-                cr_assert_eq(infer_model_is_eog(m, k), 0);
-            }
+            expect_text_tokens(m, toks, 4, 9);
             cr_assert_eq(infer_tokenize(m, "<|\"|>a", 6, out, 8, 0, 1, &n, NULL), INFER_OK);
             cr_assert(n == 2 && out[0] == 6, "<|\"|> is still one token");
         } else {

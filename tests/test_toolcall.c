@@ -332,7 +332,48 @@ Test(toolcall, qwen35_lfm2_granite) {
     check_all(cs, N(cs));
 }
 
-/* reply parsed whole in format f, given tools (NULL: none): its one call's arguments must be want */
+/* Every split of reply in two pieces streams deltas that add up to the
+   whole reply's parse, which is content, reasoning and two get_weather
+   calls with the arguments args0 and args1. */
+static void check_splits(infer_tool_format f, const char *reply, const char *content, const char *reasoning,
+                         const char *args0, const char *args1) {
+    const char *const args[2] = {args0, args1};
+    size_t n = strlen(reply), k;
+    for (k = 0; k <= n; k++) {
+        infer_error err;
+        infer_output_parser *p = infer_output_parser_new(f, 0, &err);
+        infer_output_delta d;
+        infer_output_result r;
+        char c[256] = "", re[256] = "", a[2][64] = {"", ""};
+        int piece, i, seen = 0;
+        for (piece = 0; piece < 3; piece++) {
+            if (piece < 2)
+                cr_assert_eq(infer_output_parser_push(p, reply + (piece ? k : 0), piece ? n - k : k, &d, &err), INFER_OK);
+            else cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK);
+            cat(c, sizeof c, d.content, d.content_len);
+            cat(re, sizeof re, d.reasoning, d.reasoning_len);
+            for (i = 0; i < d.n_calls; i++, seen++) {
+                cr_assert_eq(d.calls[i].index, seen);
+                cr_assert_lt(seen, 2);
+                cat(a[seen], sizeof a[0], d.calls[i].arguments, strlen(d.calls[i].arguments));
+            }
+        }
+        cr_assert_str_eq(c, content, "split at %zu: content [%s]", k, c);
+        cr_assert_str_eq(r.content, c);
+        cr_assert_str_eq(re, reasoning, "split at %zu: reasoning [%s]", k, re);
+        cr_assert_str_eq(r.reasoning_content, re);
+        cr_assert_eq(r.n_calls, 2, "split at %zu", k);
+        cr_assert_eq(seen, 2);
+        for (i = 0; i < 2; i++) {
+            cr_assert_str_eq(r.calls[i].name, "get_weather");
+            cr_assert_str_eq(r.calls[i].arguments, args[i], "split at %zu: call %d [%s]", k, i, r.calls[i].arguments);
+            cr_assert_str_eq(a[i], r.calls[i].arguments);
+        }
+        cr_assert_str_neq(r.calls[0].id, r.calls[1].id);
+        infer_output_parser_free(p);
+    }
+}
+
 /* gpt-oss's harmony: channels, recipients, several calls, and what a
    model may write wrong (a header cut, arguments that are not JSON, a
    channel not known, a message left without its end). */
@@ -382,42 +423,10 @@ Test(toolcall, harmony) {
     static const char reply[] = "<|channel|>analysis<|message|>Two cities.<|end|><|start|>assistant<|channel|>commentary"
                                 "<|message|>Looking up.<|end|><|start|>assistant" HM_CALL("get_weather") "{\"city\":\"Paris\"}"
                                 "<|call|><|start|>assistant" HM_CALL("get_weather") "{\"city\":\"Rome\"}<|call|>";
-    size_t n = sizeof reply - 1, k;
+    size_t n = sizeof reply - 1;
     int reasoning;
     check_all(cs, N(cs));
-    /* every split of a reply in two pieces gives the whole reply's parse */
-    for (k = 0; k <= n; k++) {
-        infer_error err;
-        infer_output_parser *p = infer_output_parser_new(H, 0, &err);
-        infer_output_delta d;
-        infer_output_result r;
-        char c[256] = "", re[256] = "", a[2][64] = {"", ""};
-        int piece, i, seen = 0;
-        for (piece = 0; piece < 3; piece++) {
-            if (piece < 2) cr_assert_eq(infer_output_parser_push(p, reply + (piece ? k : 0), piece ? n - k : k, &d, &err), INFER_OK);
-            else cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK);
-            cat(c, sizeof c, d.content, d.content_len);
-            cat(re, sizeof re, d.reasoning, d.reasoning_len);
-            for (i = 0; i < d.n_calls; i++, seen++) {
-                cr_assert_eq(d.calls[i].index, seen);
-                cr_assert_lt(seen, 2);
-                cat(a[seen], sizeof a[0], d.calls[i].arguments, strlen(d.calls[i].arguments));
-            }
-        }
-        cr_assert_str_eq(c, "Looking up.", "split at %zu: content [%s]", k, c);
-        cr_assert_str_eq(r.content, c);
-        cr_assert_str_eq(re, "Two cities.", "split at %zu: reasoning [%s]", k, re);
-        cr_assert_str_eq(r.reasoning_content, re);
-        cr_assert_eq(r.n_calls, 2, "split at %zu", k);
-        cr_assert_eq(seen, 2);
-        cr_assert_str_eq(r.calls[0].arguments, "{\"city\":\"Paris\"}");
-        cr_assert_str_eq(a[0], r.calls[0].arguments);
-        cr_assert_str_eq(r.calls[1].arguments, "{\"city\":\"Rome\"}");
-        cr_assert_str_eq(a[1], r.calls[1].arguments);
-        cr_assert_str_eq(r.calls[1].name, "get_weather");
-        cr_assert_str_neq(r.calls[0].id, r.calls[1].id);
-        infer_output_parser_free(p);
-    }
+    check_splits(H, reply, "Looking up.", "Two cities.", "{\"city\":\"Paris\"}", "{\"city\":\"Rome\"}");
     /* analysis is reasoning whatever the reasoning mode says */
     for (reasoning = 0; reasoning <= 2; reasoning++) {
         infer_error err;
@@ -504,41 +513,9 @@ Test(toolcall, gemma4) {
     };
     static const char reply[] = "<|channel>thought\nTwo cities.<channel|>Looking up." G4_CALL(
         "get_weather{city:" G4Q "Paris" G4Q "}") G4_CALL("get_weather{city:" G4Q "Rome" G4Q ",days:[1,2]}");
-    size_t n = sizeof reply - 1, k;
     int reasoning;
     check_all(cs, N(cs));
-    /* every split of a reply in two pieces gives the whole reply's parse */
-    for (k = 0; k <= n; k++) {
-        infer_error err;
-        infer_output_parser *p = infer_output_parser_new(G, 0, &err);
-        infer_output_delta d;
-        infer_output_result r;
-        char c[256] = "", re[256] = "", a[2][64] = {"", ""};
-        int piece, i, seen = 0;
-        for (piece = 0; piece < 3; piece++) {
-            if (piece < 2)
-                cr_assert_eq(infer_output_parser_push(p, reply + (piece ? k : 0), piece ? n - k : k, &d, &err), INFER_OK);
-            else cr_assert_eq(infer_output_parser_finish(p, &d, &r, &err), INFER_OK);
-            cat(c, sizeof c, d.content, d.content_len);
-            cat(re, sizeof re, d.reasoning, d.reasoning_len);
-            for (i = 0; i < d.n_calls; i++, seen++) {
-                cr_assert_eq(d.calls[i].index, seen);
-                cr_assert_lt(seen, 2);
-                cat(a[seen], sizeof a[0], d.calls[i].arguments, strlen(d.calls[i].arguments));
-            }
-        }
-        cr_assert_str_eq(c, "Looking up.", "split at %zu: content [%s]", k, c);
-        cr_assert_str_eq(r.content, c);
-        cr_assert_str_eq(re, "Two cities.", "split at %zu: reasoning [%s]", k, re);
-        cr_assert_eq(r.n_calls, 2, "split at %zu", k);
-        cr_assert_eq(seen, 2);
-        cr_assert_str_eq(r.calls[0].arguments, "{\"city\":\"Paris\"}");
-        cr_assert_str_eq(a[0], r.calls[0].arguments);
-        cr_assert_str_eq(r.calls[1].arguments, "{\"city\":\"Rome\",\"days\":[1,2]}");
-        cr_assert_str_eq(a[1], r.calls[1].arguments);
-        cr_assert_str_neq(r.calls[0].id, r.calls[1].id);
-        infer_output_parser_free(p);
-    }
+    check_splits(G, reply, "Looking up.", "Two cities.", "{\"city\":\"Paris\"}", "{\"city\":\"Rome\",\"days\":[1,2]}");
     /* the thinking channel is reasoning whatever the reasoning mode says;
        a call the reply's cut ended is dropped */
     for (reasoning = 0; reasoning <= 2; reasoning++) {
@@ -558,6 +535,7 @@ Test(toolcall, gemma4) {
     }
 }
 
+/* reply parsed whole in format f, given tools (NULL: none): its one call's arguments must be want */
 static void one_call_args(infer_tool_format f, const char *tools, const char *reply, const char *want) {
     infer_error err;
     infer_output_result r;
