@@ -3130,6 +3130,24 @@ static int altup_streams(const gpu_ctx *c, int n) {
     return 1;
 }
 
+/* y = w x for AltUp's small matrices (forward.c's infer__matvec): a dot
+   per row whatever the tokens, never cuBLAS; F16 weights, in a context
+   that matches llama.cpp, in the order of the CPU's F16 dot there
+   (f16_dot_ordered: llama.cpp's one-token order unless n is a multiple
+   of 16). */
+static void small_product(const gpu_ctx *c, const infer__tensor *t, const float *x, int ldx, int n_tok, float *y,
+                          int ldy) {
+    const dev_tensor &w = *dev(c->g, t);
+    if (c->match && w.type == INFER_TYPE_F16) {
+        dim3 grid((unsigned)((w.rows + 127) / 128), (unsigned)n_tok);
+        quant_act<float>(c, ACT_F16, x, ldx, w.n, n_tok);
+        INFER_LAUNCH(grid, 128, 0, c->stream, k_matvec_f16_ordered)(w.p, w.row_bytes, w.n, (int)w.rows,
+                                                                    (const float *)c->act, w.n, y, ldy, 0, w.n % 16);
+        return;
+    }
+    matvec(c, w, (int)w.rows, x, ldx, n_tok, y, ldy, 0, NULL, NULL, 0);
+}
+
 /* AltUp's router on streams x (rows of stride ldx): tanh(router
    (RMS-norm(x) / dim)) into alt_mod, then coefficients' product of it
    (coef: altup_predict's or altup_correct's) into alt_coef. The router's
@@ -3137,15 +3155,15 @@ static int altup_streams(const gpu_ctx *c, int n) {
 static void altup_modalities(const gpu_ctx *c, const infer__layer *L, const float *x, int ldx,
                              const infer__tensor *coef, int n) {
     const infer_model *m = c->m;
-    const dev_tensor &r = *dev(c->g, L->altup_router), &k = *dev(c->g, coef);
+    int rows = (int)dev(c->g, coef)->rows;
     size_t count = (size_t)n * m->n_altup;
     forget_act(c);
     INFER_LAUNCH(n, 256, 0, c->stream, k_router_in)(x, ldx, dev_vec(c->g, L->altup_router_norm), c->xb, m->dim,
                                                      m->norm_eps, 1.0f / (float)m->dim);
-    matvec(c, r, (int)r.rows, c->xb, m->dim, n, c->alt_mod, m->n_altup, 0, NULL, NULL, 0);
+    small_product(c, L->altup_router, c->xb, m->dim, n, c->alt_mod, m->n_altup);
     forget_act(c);
     INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_tanh)(c->alt_mod, count);
-    matvec(c, k, (int)k.rows, c->alt_mod, m->n_altup, n, c->alt_coef, (int)k.rows, 0, NULL, NULL, 0);
+    small_product(c, coef, c->alt_mod, m->n_altup, n, c->alt_coef, rows);
     forget_act(c);
 }
 
