@@ -11,6 +11,11 @@
      [q_gate_split] -> qk_prepare -> kv_store (fused into qk_prepare's
      kernel) -> attention -> [q_gate_apply] -> product_run (o) ->
      residual -> norm_rows -> ffn (or moe_ffn) -> residual; then output.
+   Gemma 3n adds ple_inputs and altup_streams after embed; per layer
+   altup_predict first, laurel beside attention and laurel_residual after
+   it, altup_correct and ple_block last; altup_merge before output (a
+   layer that reads an earlier layer's cache computes q alone and
+   attends over that cache).
    A recurrent layer takes recurrent in place of q, k, v .. o (the input
    products, the conv, the scan, the gated norm, the output product), its
    state per sequence and slot in device memory the implementation
@@ -413,10 +418,12 @@ __global__ void k_residual(float *__restrict__ X, float *__restrict__ XB, const 
    then k heads (blockIdx.y): the bias, the head's RMSNorm, RoPE (cos and
    sin of each pair from the batch's table; NULL: no RoPE on this layer),
    and q times q_scale (1: none). kv_store fused in: a k head's warp
-   writes the rotated k, and v (with its bias), straight into the token's
-   sequence's cache at slot pos % slots (attention.c's layout: K rows in
-   F16, Q8_0 or Q4_0; V in F16 transposed, or Q8_0 or Q4_0 rows, quantized
-   as the CPU's kernels do, a block of 32 across the warp's lanes). */
+   writes the rotated k, and v (with its bias, RMS-normed where v_norm
+   says), straight into the token's sequence's cache at slot pos % slots
+   (attention.c's layout: K rows in F16, Q8_0 or Q4_0; V in F16
+   transposed, or Q8_0 or Q4_0 rows, quantized as the CPU's kernels do, a
+   block of 32 across the warp's lanes). A layer that reads an earlier
+   layer's cache launches the q heads alone. */
 #define QK_MAX_HD 256
 /* A cache's format (kv_dest.kvq, k_attention's kvq). */
 enum { KV_F16 = 0, KV_Q8_0 = 1, KV_Q4_0 = 2 };
@@ -478,7 +485,7 @@ __global__ void k_qk_prepare(float *__restrict__ Q, float *__restrict__ K, float
                              int hd, const float *__restrict__ bq, const float *__restrict__ bk,
                              const float *__restrict__ bv, const float *__restrict__ q_norm,
                              const float *__restrict__ k_norm, float eps, const float *__restrict__ rope, int rope_stride,
-                             int n_rot, int neox, int fused, float q_scale, kv_dest kv) {
+                             int n_rot, int neox, int fused, float q_scale, int v_norm, kv_dest kv) {
     __shared__ float head[QK_MAX_HD], out[QK_MAX_HD];
     int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, n_q = q_dim / hd, is_q = h < n_q, kh = h - n_q;
     float *x = is_q ? Q + (size_t)t * q_dim + (size_t)h * hd : K + (size_t)t * kv_dim + (size_t)kh * hd;
@@ -518,7 +525,15 @@ __global__ void k_qk_prepare(float *__restrict__ Q, float *__restrict__ K, float
         size_t at = (size_t)kv.seq[t] * kv.n_layers + kv.layer;
         float *v = V + (size_t)t * kv_dim + (size_t)kh * hd;
         store_head(kv.kc[at] + (size_t)slot * kv.k_row, kh, hd, out, lane, kv.kvq, 0, 0);
-        for (int i = lane; i < hd; i += 32) head[i] = v[i] + (bv ? bv[(size_t)kh * hd + i] : 0.0f);
+        double vss = 0.0;
+        for (int i = lane; i < hd; i += 32) {
+            head[i] = v[i] + (bv ? bv[(size_t)kh * hd + i] : 0.0f);
+            vss += (double)(head[i] * head[i]);
+        }
+        if (v_norm) { /* RMS-normed without a weight, the sum in double as the CPU's */
+            float vscale = rms_scale(warp_sum_d(vss), hd, eps);
+            for (int i = lane; i < hd; i += 32) head[i] *= vscale;
+        }
         __syncwarp();
         if (kv.kvq != KV_F16) store_head(kv.vc[at] + (size_t)slot * kv.k_row, kh, hd, head, lane, kv.kvq, 0, 0);
         else store_head(kv.vc[at], kh, hd, head, lane, KV_F16, kv.slots, slot);
@@ -1109,6 +1124,188 @@ __global__ void k_q_gate_split(const float *__restrict__ QG, float *__restrict__
 __global__ void k_q_gate_apply(float *__restrict__ ATT, const float *__restrict__ G, size_t count) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < count) ATT[i] = __fmul_rn(ATT[i], sigmoid_f(G[i]));
+}
+
+/* ---- Gemma 3n: per-layer inputs, AltUp, LAuReL ------------------------
+   forward.c's "Gemma 3n's steps", a kernel (or two, about a product) per
+   step: sums of squares in double as the CPU's, products and sums
+   rounded one at a time (__fmul_rn, __fadd_rn: no fused multiply-add the
+   CPU does not do). */
+
+/* sqrt(sum of x^2) over n values, in every thread of the block: AltUp's
+   magnitude of a stream (forward.c's infer__magnitude) */
+__device__ float block_magnitude(const float *x, int n) {
+    double ss = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)(x[i] * x[i]);
+    return sqrtf((float)block_sum_d(ss));
+}
+
+/* ple_inputs' mix, one block per (token, layer) row of ple values: P (the
+   embedding's product) times proj_scale, RMS-normed with w, plus R (the
+   token's slice of ple_embd, times sqrt(ple) already), all times mix. */
+__global__ void k_ple_mix(float *__restrict__ P, const float *__restrict__ R, const float *__restrict__ w, int ple,
+                          float proj_scale, float mix, float eps) {
+    float *p = P + (size_t)blockIdx.x * ple;
+    const float *r = R + (size_t)blockIdx.x * ple;
+    double ss = 0.0;
+    float scale;
+    for (int i = threadIdx.x; i < ple; i += blockDim.x) {
+        float e = p[i] * proj_scale;
+        ss += (double)(e * e);
+    }
+    scale = rms_scale(block_sum_d(ss), ple, eps);
+    for (int i = threadIdx.x; i < ple; i += blockDim.x)
+        p[i] = __fmul_rn(__fadd_rn(__fmul_rn(p[i] * proj_scale * scale, w[i]), r[i]), mix);
+}
+
+/* altup_streams, one block per token: stream 0 of S (na rows of dim) is
+   x, stream j its product (there already) times x's magnitude over its
+   own. */
+__global__ void k_altup_streams(const float *__restrict__ X, float *__restrict__ S, int dim, int na) {
+    const float *x = X + (size_t)blockIdx.x * dim;
+    float *s = S + (size_t)blockIdx.x * na * dim, target = block_magnitude(x, dim);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) s[i] = x[i];
+    for (int j = 1; j < na; j++) {
+        float *a = s + (size_t)j * dim, mag = block_magnitude(a, dim);
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) a[i] = a[i] * target / mag;
+    }
+}
+
+/* altup_modalities' input, one block per token: RMS-norm(x) with w, times
+   inv (1 / dim), into Y (rows of n); X's rows of stride ldx. */
+__global__ void k_router_in(const float *__restrict__ X, int ldx, const float *__restrict__ w, float *__restrict__ Y,
+                            int n, float eps, float inv) {
+    const float *x = X + (size_t)blockIdx.x * ldx;
+    float *y = Y + (size_t)blockIdx.x * n;
+    double ss = 0.0;
+    float scale;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)(x[i] * x[i]);
+    scale = rms_scale(block_sum_d(ss), n, eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = ((x[i] * scale) * w[i]) * inv;
+}
+
+/* the router's output through tanh */
+__global__ void k_tanh(float *__restrict__ X, size_t count) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) X[i] = tanhf(X[i]);
+}
+
+/* altup_predict, one block per token: pred_j = s_j + sum_k c[j na + k] s_k
+   (C: the token's na^2 coefficients), and the active stream's prediction
+   into x. */
+__global__ void k_altup_predict(const float *__restrict__ S, const float *__restrict__ C, float *__restrict__ PRED,
+                                float *__restrict__ X, int dim, int na, int active) {
+    const float *s = S + (size_t)blockIdx.x * na * dim, *c = C + (size_t)blockIdx.x * na * na;
+    float *pred = PRED + (size_t)blockIdx.x * na * dim, *x = X + (size_t)blockIdx.x * dim;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        for (int j = 0; j < na; j++) {
+            float sum = 0.0f;
+            for (int k = 0; k < na; k++) sum = __fadd_rn(sum, __fmul_rn(s[(size_t)k * dim + i], c[j * na + k]));
+            pred[(size_t)j * dim + i] = __fadd_rn(sum, s[(size_t)j * dim + i]);
+        }
+        x[i] = pred[(size_t)active * dim + i];
+    }
+}
+
+/* altup_correct, one block per token: s_j = (x - pred_active) (1 + c_j) +
+   pred_j (C: the token's na coefficients). */
+__global__ void k_altup_correct(float *__restrict__ S, const float *__restrict__ PRED, const float *__restrict__ X,
+                                const float *__restrict__ C, int dim, int na, int active) {
+    const float *pred = PRED + (size_t)blockIdx.x * na * dim, *x = X + (size_t)blockIdx.x * dim;
+    const float *c = C + (size_t)blockIdx.x * na;
+    float *s = S + (size_t)blockIdx.x * na * dim;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float d = x[i] - pred[(size_t)active * dim + i];
+        for (int j = 0; j < na; j++)
+            s[(size_t)j * dim + i] = __fadd_rn(__fmul_rn(d, c[j] + 1.0f), pred[(size_t)j * dim + i]);
+    }
+}
+
+/* laurel's end, one block per token: y = RMS-norm(y) with w, plus xb */
+__global__ void k_laurel_out(float *__restrict__ Y, const float *__restrict__ XB, const float *__restrict__ w, int n,
+                             float eps) {
+    float *y = Y + (size_t)blockIdx.x * n;
+    const float *xb = XB + (size_t)blockIdx.x * n;
+    double ss = 0.0;
+    float scale;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)(y[i] * y[i]);
+    scale = rms_scale(block_sum_d(ss), n, eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = __fadd_rn(__fmul_rn(y[i] * scale, w[i]), xb[i]);
+}
+
+/* laurel_residual: x = (x + y) * mix (1 / sqrt(2)) */
+__global__ void k_laurel_residual(float *__restrict__ X, const float *__restrict__ Y, size_t count, float mix) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) X[i] = __fmul_rn(X[i] + Y[i], mix);
+}
+
+/* ffn's sparse gate (forward.c's infer__sparsify), one block per token:
+   g = relu(g - (mean + k std)), the deviation over n - 1, the sums in
+   double. */
+__global__ void k_sparsify(float *__restrict__ G, int n, float k) {
+    float *g = G + (size_t)blockIdx.x * n, mean, sd, cut;
+    double sum = 0.0, var = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) sum += (double)g[i];
+    mean = (float)block_sum_d(sum) / (float)n;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float d = g[i] - mean;
+        var += (double)(d * d);
+    }
+    sd = sqrtf((float)block_sum_d(var) * (1.0f / (float)(n - 1)));
+    cut = __fadd_rn(mean, __fmul_rn(sd, k));
+    for (int i = threadIdx.x; i < n; i += blockDim.x) g[i] = fmaxf(g[i] - cut, 0.0f);
+}
+
+/* ple_block's input: xb = the active stream times scale (S: na rows of
+   dim a token) */
+__global__ void k_ple_scale_in(const float *__restrict__ S, const float *__restrict__ scale, float *__restrict__ XB,
+                               int dim, int na, int active, size_t count) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) {
+        size_t t = i / dim;
+        int e = (int)(i % dim);
+        XB[i] = S[(t * na + active) * dim + e] * scale[e];
+    }
+}
+
+/* ple_block's gate: g = GELU(g) * u, GELU by the table as the
+   feed-forward's (G: rows of n; U: rows of stride ldu) */
+__global__ void k_gelu_mul_rows(float *__restrict__ G, const float *__restrict__ U, int ldu, int n, size_t count,
+                                const float *__restrict__ gelu) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) G[i] = glu_value(G[i], U[(i / n) * ldu + i % n], INFER__ACT_GELU, gelu);
+}
+
+/* ple_block's end, one block per token: xb RMS-normed with w (in place),
+   added to every stream but the first. */
+__global__ void k_ple_out(float *__restrict__ XB, float *__restrict__ S, const float *__restrict__ w, int dim, int na,
+                          float eps) {
+    float *xb = XB + (size_t)blockIdx.x * dim, *s = S + (size_t)blockIdx.x * na * dim;
+    double ss = 0.0;
+    float scale;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += (double)(xb[i] * xb[i]);
+    scale = rms_scale(block_sum_d(ss), dim, eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float e = (xb[i] * scale) * w[i];
+        xb[i] = e;
+        for (int j = 1; j < na; j++) s[(size_t)j * dim + i] += e;
+    }
+}
+
+/* altup_merge, one block per token: x = (s_0 + sum over j > 0 of u_j times
+   the active stream's magnitude over u_j's) / na, the sum in order (U:
+   stream j's product at row j - 1 of na rows of dim a token). */
+__global__ void k_altup_merge(const float *__restrict__ S, const float *__restrict__ U, float *__restrict__ X, int dim,
+                              int na, int active) {
+    const float *s = S + (size_t)blockIdx.x * na * dim, *u = U + (size_t)blockIdx.x * na * dim;
+    float *x = X + (size_t)blockIdx.x * dim, mag[INFER__MAX_ALTUP], target = block_magnitude(s + (size_t)active * dim, dim);
+    float inv = 1.0f / (float)na;
+    for (int j = 1; j < na; j++) mag[j] = block_magnitude(u + (size_t)(j - 1) * dim, dim);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float e = s[i];
+        for (int j = 1; j < na; j++) e = __fadd_rn(e, u[(size_t)(j - 1) * dim + i] * target / mag[j]);
+        x[i] = e * inv;
+    }
 }
 
 /* ---- the recurrent layers: recurrent.c's kernels -----------------------
@@ -1954,8 +2151,9 @@ static int by_tensor(const void *a, const void *b) {
 
 /* Each weight the description binds, once: the layers' (every field of
    infer__layer), then the model's. Returns how many, written to out
-   (which holds BOUND_PER_LAYER per layer and 3). */
-#define BOUND_PER_LAYER 37
+   (which holds BOUND_PER_LAYER per layer and BOUND_MODEL). */
+#define BOUND_PER_LAYER 48
+#define BOUND_MODEL (3 + 2 * (INFER__MAX_ALTUP - 1) + 3)
 static int bound_tensors(const infer_model *m, const infer__tensor **out) {
     int n = 0;
     for (int l = 0; l < m->n_layers; l++) {
@@ -1966,14 +2164,21 @@ static int bound_tensors(const infer_model *m, const infer__tensor **out) {
         const infer__tensor *rec[] = {L->down_exps, L->rec_in, L->rec_gate, L->rec_beta, L->rec_alpha, L->conv,
                                       L->conv_bias, L->dt_bias, L->ssm_a, L->ssm_d, L->ssm_norm, L->rec_out,
                                       L->router_b, L->gate_exps_b, L->up_exps_b, L->down_exps_b, L->attn_sinks};
+        const infer__tensor *g3n[] = {L->altup_router, L->altup_router_norm, L->altup_predict, L->altup_correct,
+                                      L->altup_correct_scale, L->laurel_l, L->laurel_r, L->laurel_norm,
+                                      L->ple_gate, L->ple_proj, L->ple_norm};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]) out[n++] = all[i];
         for (size_t i = 0; i < sizeof rec / sizeof rec[0]; i++)
             if (rec[i]) out[n++] = rec[i];
+        for (size_t i = 0; i < sizeof g3n / sizeof g3n[0]; i++)
+            if (g3n[i]) out[n++] = g3n[i];
     }
     out[n++] = m->tok_embd;
     out[n++] = m->output_norm;
     if (m->output != m->tok_embd) out[n++] = m->output;
+    for (int j = 0; j < m->n_altup - 1; j++) out[n++] = m->altup_up[j], out[n++] = m->altup_down[j];
+    if (m->ple_dim) out[n++] = m->ple_embd, out[n++] = m->ple_model_proj, out[n++] = m->ple_proj_norm;
     return n;
 }
 
@@ -2058,20 +2263,15 @@ extern "C" int infer_cuda_model_new(const infer_model *m, void **out, char *msg,
         say(msg, size, "%d experts, more than the CUDA routing's %d", m->n_expert, MOE_MAX_EXPERTS);
         return INFER_BACKEND_UNSUPPORTED;
     }
-    if (m->n_altup || m->ple_dim || m->v_norm || m->n_layer_kv < m->n_layers) {
-        say(msg, size, "AltUp, per-layer inputs, v norms and KV sharing (Gemma 3n) have no CUDA kernels yet");
+    if (m->n_altup > INFER__MAX_ALTUP || (m->ple_dim && !m->gelu_table)) {
+        say(msg, size, "%d AltUp streams, or per-layer inputs without the GELU table, have no CUDA kernel", m->n_altup);
         return INFER_BACKEND_UNSUPPORTED;
     }
-    for (int l = 0; l < m->n_layers; l++)
-        if (m->layers[l].ffn_sparsity > 0 || m->layers[l].laurel_l) {
-            say(msg, size, "layer %d's sparse gate or LAuReL (Gemma 3n) has no CUDA kernel yet", l);
-            return INFER_BACKEND_UNSUPPORTED;
-        }
     if (m->n_recurrent && m->ssm_conv > CONV_MAX_TAPS) {
         say(msg, size, "a convolution of %d taps, more than the CUDA kernel's %d", m->ssm_conv, CONV_MAX_TAPS);
         return INFER_BACKEND_UNSUPPORTED;
     }
-    list = (const infer__tensor **)malloc(((size_t)m->n_layers * BOUND_PER_LAYER + 3) * sizeof *list);
+    list = (const infer__tensor **)malloc(((size_t)m->n_layers * BOUND_PER_LAYER + BOUND_MODEL) * sizeof *list);
     g = (gpu_model *)calloc(1, sizeof *g);
     if (!list || !g) {
         free(list);
@@ -2205,6 +2405,13 @@ struct gpu_ctx {
        gate z, its beta and alpha logits, the scan's output; attention with
        gates (model.q_gate): attn_q's output, then the gates */
     float *rin, *rgate, *rba, *rout, *qg, *gate;
+    /* Gemma 3n (forward.c's names): AltUp's streams (n_altup rows of dim a
+       token) and their predictions, the router's outputs and the
+       coefficients made of them (n_altup^2 a token at most); LAuReL's
+       output and its low-rank middle; the per-layer inputs (n_layers rows
+       of ple_dim a token), the token's ple_embd rows they mix in, and one
+       layer's gated input */
+    float *alt, *alt_pred, *alt_mod, *alt_coef, *laurel, *laurel_mid, *ple, *ple_raw, *ple_h;
     infer__rs_state rs; /* their state (the implementation's memory on this device; at: a host copy), or mem NULL */
     void *act;    /* a product's input as the CPU rounds it (floats, F16/BF16 for cuBLAS, or int8 and scales) */
     struct act_held *held; /* what act holds now */
@@ -2252,7 +2459,8 @@ extern "C" void infer_cuda_context_free(void *gc) {
     void *all[] = {c->d_k, c->d_v, c->x, c->xb, c->q, c->k, c->v, c->att, c->hb, c->hb2, c->moe_out, c->router,
                    c->route_w, c->route_margin, c->logits, c->part, c->route_e, c->pair_token, c->act, c->wtmp,
                    c->row_scale, c->d_in, c->ord_acc, c->ord_tail, c->act2, c->rin, c->rgate, c->rba, c->rout,
-                   c->qg, c->gate};
+                   c->qg, c->gate, c->alt, c->alt_pred, c->alt_mod, c->alt_coef, c->laurel, c->laurel_mid,
+                   c->ple, c->ple_raw, c->ple_h};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cudaFree(all[i]);
     cudaFreeHost(c->h_in);
     cudaFreeHost(c->h_out);
@@ -2326,6 +2534,8 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, const
     if ((size_t)m->ffn_dim > widest) widest = (size_t)m->ffn_dim;
     if ((size_t)m->expert_ffn > widest) widest = (size_t)m->expert_ffn;
     if ((size_t)m->ssm_inner > widest) widest = (size_t)m->ssm_inner; /* ssm_out's input */
+    if ((size_t)m->laurel_rank > widest) widest = (size_t)m->laurel_rank; /* laurel_r's */
+    if ((size_t)m->ple_dim > widest) widest = (size_t)m->ple_dim;         /* ple_proj's */
     for (int i = 0; i < g->n_w; i++) /* the largest piece of a quantized matrix cuBLAS gets */
         if (g->w[i].type != INFER_TYPE_F32 && g->w[i].type != INFER_TYPE_F16 && g->w[i].type != INFER_TYPE_BF16 &&
             g->w[i].t->n_dims == 2) {
@@ -2366,6 +2576,12 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, const
            CTX_ALLOC(rba, (m->n_recurrent ? nb * 2 * m->ssm_heads : 0), float) &&
            CTX_ALLOC(rout, (m->n_recurrent ? nb * (m->ssm_inner > m->dim ? m->ssm_inner : m->dim) : 0), float) &&
            CTX_ALLOC(qg, (m->q_gate ? nb * 2 * m->q_dim : 0), float) && CTX_ALLOC(gate, (m->q_gate ? nb * m->q_dim : 0), float) &&
+           CTX_ALLOC(alt, nb * m->n_altup * m->dim, float) && CTX_ALLOC(alt_pred, nb * m->n_altup * m->dim, float) &&
+           CTX_ALLOC(alt_mod, nb * m->n_altup, float) && CTX_ALLOC(alt_coef, nb * m->n_altup * m->n_altup, float) &&
+           CTX_ALLOC(laurel, (m->laurel_rank ? nb * m->dim : 0), float) &&
+           CTX_ALLOC(laurel_mid, nb * m->laurel_rank, float) &&
+           CTX_ALLOC(ple, nb * m->n_layers * m->ple_dim, float) && CTX_ALLOC(ple_raw, nb * m->n_layers * m->ple_dim, float) &&
+           CTX_ALLOC(ple_h, nb * m->ple_dim, float) &&
            ok(cudaMallocHost((void **)&c->h_in, c->in_bytes), "cudaMallocHost", msg, size) &&
            ok(cudaMallocHost((void **)&c->h_out, (size_t)kv->n_seq * m->n_vocab * sizeof(float)), "cudaMallocHost", msg,
               size) &&
@@ -2654,8 +2870,9 @@ static int product_run(const gpu_ctx *c, const infer__tensor *t, const float *x,
     return 1;
 }
 
-/* ffn: down(act(gate(x)) * up(x)): into xb, or added to x (out == x:
-   the residual in the product). */
+/* ffn: down(act(gate(x)) * up(x)), the gate sparsified first where the
+   layer says: into xb, or added to x (out == x: the residual in the
+   product). */
 static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
     const infer_model *m = c->m;
     size_t count = (size_t)n * m->ffn_dim;
@@ -2663,6 +2880,10 @@ static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
     if (!product_run(c, L->w_gate, c->xb, m->dim, n, c->hb, m->ffn_dim, 0) ||
         !product_run(c, L->w_up, c->xb, m->dim, n, c->hb2, m->ffn_dim, 0))
         return 0;
+    if (L->ffn_sparsity > 0) {
+        forget_act(c);
+        INFER_LAUNCH(n, 256, 0, c->stream, k_sparsify)(c->hb, m->ffn_dim, L->ffn_sparsity);
+    }
     if (!on_blas(c, n) && is_q8_act(down_act)) { /* down's input made quantized */
         quant_act_q8_glu(c, down_act, c->hb, c->hb2, m->ffn_dim, n);
     } else {
@@ -2804,29 +3025,32 @@ static void norm_rows(const gpu_ctx *c, const float *x, const int *rows, const i
 /* A cache's format code for the kernels (KV_F16, KV_Q8_0, KV_Q4_0). */
 static int kv_format(infer_type t) { return t == INFER_TYPE_Q8_0 ? KV_Q8_0 : t == INFER_TYPE_Q4_0 ? KV_Q4_0 : KV_F16; }
 
-/* qk_prepare: biases, q/k head norms, RoPE, q's scale; with kv_store
-   fused in (RoPE with the cache write): k and v go to each token's
-   sequence's cache */
+/* qk_prepare: biases, q/k head norms (and v's where the model norms
+   it), RoPE, q's scale; with kv_store fused in (RoPE with the cache
+   write): k and v go to each token's sequence's cache; q alone in a
+   layer that reads an earlier layer's cache */
 static void qk_prepare(const gpu_ctx *c, const infer__layer *L, int l, const pass *p) {
     const infer_model *m = c->m;
     const infer__kv_cache *kv = &c->kv;
     const float *rope = L->rope >= 0 ? p->rope + (size_t)L->rope * m->rope_dim : NULL;
-    int neox = L->rope >= 0 && m->ropes[L->rope].neox;
+    int neox = L->rope >= 0 && m->ropes[L->rope].neox, stores = L->kv_layer == l;
     kv_dest dest;
     forget_act(c);
     dest.pos = p->pos, dest.seq = p->seq, dest.kc = c->d_k, dest.vc = c->d_v, dest.layer = l;
     dest.n_layers = kv->n_layers, dest.slots = kv->slots[l], dest.kvq = kv_format(kv->type), dest.k_row = kv->k_row;
-    INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)(m->n_heads + m->n_kv_heads)), 32, 0, c->stream, k_qk_prepare)(
+    INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)(m->n_heads + (stores ? m->n_kv_heads : 0))), 32, 0, c->stream, k_qk_prepare)(
         c->q, c->k, c->v, m->q_dim, m->kv_dim, m->head_dim, dev_vec(c->g, L->bq), dev_vec(c->g, L->bk),
         dev_vec(c->g, L->bv), dev_vec(c->g, L->q_norm), dev_vec(c->g, L->k_norm), m->norm_eps, rope,
-        m->n_ropes * m->rope_dim, m->rope_dim, neox, c->match, m->attn_scale_q ? m->attn_scale : 1.0f, dest);
+        m->n_ropes * m->rope_dim, m->rope_dim, neox, c->match, m->attn_scale_q ? m->attn_scale : 1.0f, m->v_norm, dest);
 }
 
-/* attention: every item's rows over the keys they see, in n_split shares, merged */
-static void attention(const gpu_ctx *c, const infer__layer *L, int l, const pass *p) {
+/* attention: every item's rows over the keys they see (layer l's cache,
+   or the earlier layer's it reads), in n_split shares, merged */
+static void attention(const gpu_ctx *c, const infer__layer *L, const pass *p) {
     forget_act(c);
     const infer_model *m = c->m;
     const infer__kv_cache *kv = &c->kv;
+    int l = L->kv_layer; /* whose cache it reads */
     int hdp = (m->head_dim + 15) / 16 * 16, group = m->n_heads / m->n_kv_heads;
     const float *sinks = dev_vec(c->g, L->attn_sinks);
     if (c->ord_acc) { /* llama.cpp's order */
@@ -2867,6 +3091,155 @@ static void q_gate_apply(const gpu_ctx *c, int n) {
     size_t count = (size_t)n * c->m->q_dim;
     forget_act(c);
     INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_q_gate_apply)(c->att, c->gate, count);
+}
+
+/* ---- Gemma 3n's steps (forward.c's, under the same names) ---- */
+
+/* ple_inputs: each token's per-layer inputs, n_layers rows of ple_dim in
+   c->ple: the embedding's product, times 1/sqrt(dim) and RMS-normed row by
+   row, plus the token's row of ple_embd times sqrt(ple_dim), all times
+   1/sqrt(2). */
+static int ple_inputs(const gpu_ctx *c, const pass *p) {
+    const infer_model *m = c->m;
+    int all = m->ple_dim * m->n_layers;
+    if (!product_run(c, m->ple_model_proj, c->x, m->dim, p->n, c->ple, all, 0)) return 0;
+    forget_act(c);
+    const dev_tensor &w = *dev(c->g, m->ple_embd);
+    switch (w.type) {
+#define INFER_CUDA_CASE(t) \
+    case t: INFER_LAUNCH(p->n, 128, 0, c->stream, k_embed<t>)(w.p, w.row_bytes, w.n, p->tokens, sqrtf((float)m->ple_dim), c->ple_raw); break;
+        INFER_CUDA_TYPES(INFER_CUDA_CASE)
+#undef INFER_CUDA_CASE
+    default: break;
+    }
+    INFER_LAUNCH(p->n * m->n_layers, 128, 0, c->stream, k_ple_mix)(c->ple, c->ple_raw, dev_vec(c->g, m->ple_proj_norm),
+                                                                   m->ple_dim, 1.0f / sqrtf((float)m->dim),
+                                                                   1.0f / sqrtf(2.0f), m->norm_eps);
+    return 1;
+}
+
+/* altup_streams: stream 0 is the embedding x, stream j altup_up[j - 1] x
+   rescaled to x's magnitude. */
+static int altup_streams(const gpu_ctx *c, int n) {
+    const infer_model *m = c->m;
+    int dim = m->dim, na = m->n_altup;
+    for (int j = 1; j < na; j++)
+        if (!product_run(c, m->altup_up[j - 1], c->x, dim, n, c->alt + (size_t)j * dim, na * dim, 0)) return 0;
+    forget_act(c);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_altup_streams)(c->x, c->alt, dim, na);
+    return 1;
+}
+
+/* y = w x for AltUp's small matrices (forward.c's infer__matvec): a dot
+   per row whatever the tokens, never cuBLAS; F16 weights, in a context
+   that matches llama.cpp, in the order of the CPU's F16 dot there
+   (f16_dot_ordered: llama.cpp's one-token order unless n is a multiple
+   of 16). */
+static void small_product(const gpu_ctx *c, const infer__tensor *t, const float *x, int ldx, int n_tok, float *y,
+                          int ldy) {
+    const dev_tensor &w = *dev(c->g, t);
+    if (c->match && w.type == INFER_TYPE_F16) {
+        dim3 grid((unsigned)((w.rows + 127) / 128), (unsigned)n_tok);
+        quant_act<float>(c, ACT_F16, x, ldx, w.n, n_tok);
+        INFER_LAUNCH(grid, 128, 0, c->stream, k_matvec_f16_ordered)(w.p, w.row_bytes, w.n, (int)w.rows,
+                                                                    (const float *)c->act, w.n, y, ldy, 0, w.n % 16);
+        return;
+    }
+    matvec(c, w, (int)w.rows, x, ldx, n_tok, y, ldy, 0, NULL, NULL, 0);
+}
+
+/* AltUp's router on streams x (rows of stride ldx): tanh(router
+   (RMS-norm(x) / dim)) into alt_mod, then coefficients' product of it
+   (coef: altup_predict's or altup_correct's) into alt_coef. The router's
+   input goes through xb, as the CPU's. */
+static void altup_modalities(const gpu_ctx *c, const infer__layer *L, const float *x, int ldx,
+                             const infer__tensor *coef, int n) {
+    const infer_model *m = c->m;
+    int rows = (int)dev(c->g, coef)->rows;
+    size_t count = (size_t)n * m->n_altup;
+    forget_act(c);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_router_in)(x, ldx, dev_vec(c->g, L->altup_router_norm), c->xb, m->dim,
+                                                     m->norm_eps, 1.0f / (float)m->dim);
+    small_product(c, L->altup_router, c->xb, m->dim, n, c->alt_mod, m->n_altup);
+    forget_act(c);
+    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_tanh)(c->alt_mod, count);
+    small_product(c, coef, c->alt_mod, m->n_altup, n, c->alt_coef, rows);
+    forget_act(c);
+}
+
+/* altup_predict: each stream's prediction from all of them; the active
+   one's into x, to go through the layer. */
+static void altup_predict(const gpu_ctx *c, const infer__layer *L, int n) {
+    const infer_model *m = c->m;
+    int dim = m->dim, na = m->n_altup;
+    altup_modalities(c, L, c->alt + (size_t)m->altup_active * dim, na * dim, L->altup_predict, n);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_altup_predict)(c->alt, c->alt_coef, c->alt_pred, c->x, dim, na,
+                                                         m->altup_active);
+}
+
+/* laurel: beside attention, from the normed input xb into c->laurel:
+   xb + RMS-norm(laurel_r laurel_l xb). */
+static int laurel(const gpu_ctx *c, const infer__layer *L, int n) {
+    const infer_model *m = c->m;
+    if (!product_run(c, L->laurel_l, c->xb, m->dim, n, c->laurel_mid, m->laurel_rank, 0) ||
+        !product_run(c, L->laurel_r, c->laurel_mid, m->laurel_rank, n, c->laurel, m->dim, 0))
+        return 0;
+    forget_act(c);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_laurel_out)(c->laurel, c->xb, dev_vec(c->g, L->laurel_norm), m->dim,
+                                                      m->norm_eps);
+    return 1;
+}
+
+/* laurel_residual: after attention's residual, x = (x + LAuReL's output) / sqrt(2) */
+static void laurel_residual(const gpu_ctx *c, int n) {
+    size_t count = (size_t)n * c->m->dim;
+    forget_act(c);
+    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_laurel_residual)(c->x, c->laurel, count,
+                                                                                        1.0f / sqrtf(2.0f));
+}
+
+/* altup_correct: the streams corrected by the layer's output x. */
+static void altup_correct(const gpu_ctx *c, const infer__layer *L, int n) {
+    const infer_model *m = c->m;
+    altup_modalities(c, L, c->x, m->dim, L->altup_correct, n);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_altup_correct)(c->alt, c->alt_pred, c->x, c->alt_coef, m->dim, m->n_altup,
+                                                         m->altup_active);
+}
+
+/* ple_block: layer l's per-layer input into every stream but the first:
+   RMS-norm(proj (GELU(gate (s_active * correct_scale)) * the token's input
+   for this layer)). */
+static int ple_block(const gpu_ctx *c, const infer__layer *L, int l, int n) {
+    const infer_model *m = c->m;
+    int dim = m->dim, ple = m->ple_dim;
+    size_t count = (size_t)n * dim, gated = (size_t)n * ple;
+    forget_act(c);
+    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_ple_scale_in)(
+        c->alt, dev_vec(c->g, L->altup_correct_scale), c->xb, dim, m->n_altup, m->altup_active, count);
+    if (!product_run(c, L->ple_gate, c->xb, dim, n, c->ple_h, ple, 0)) return 0;
+    forget_act(c);
+    INFER_LAUNCH((unsigned)((gated + 255) / 256), 256, 0, c->stream, k_gelu_mul_rows)(
+        c->ple_h, c->ple + (size_t)l * ple, m->n_layers * ple, ple, gated, c->g->gelu);
+    if (!product_run(c, L->ple_proj, c->ple_h, ple, n, c->xb, dim, 0)) return 0;
+    forget_act(c);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_ple_out)(c->xb, c->alt, dev_vec(c->g, L->ple_norm), dim, m->n_altup,
+                                                   m->norm_eps);
+    return 1;
+}
+
+/* altup_merge: the streams merged into x: stream j > 0 through
+   altup_down[j - 1] (into alt_pred's rows), rescaled to the active
+   stream's magnitude, added to stream 0 in order, the sum over n_altup. */
+static int altup_merge(const gpu_ctx *c, int n) {
+    const infer_model *m = c->m;
+    int dim = m->dim, na = m->n_altup;
+    for (int j = 1; j < na; j++)
+        if (!product_run(c, m->altup_down[j - 1], c->alt + (size_t)j * dim, na * dim, n,
+                         c->alt_pred + (size_t)(j - 1) * dim, na * dim, 0))
+            return 0;
+    forget_act(c);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_altup_merge)(c->alt, c->alt_pred, c->x, dim, na, m->altup_active);
+    return 1;
 }
 
 /* recurrent: 3-7 in a recurrent layer (forward.c's infer__recurrent),
@@ -2968,34 +3341,46 @@ static int enqueue_forward(const gpu_ctx *c, const pass *p, int hidden, int (*sh
     const infer_model *m = c->m;
     int n = p->n, routed = 0;
     embed(c, p);
+    if (m->ple_dim && !ple_inputs(c, p)) return INFER_BACKEND_FAILED;
+    if (m->n_altup && !altup_streams(c, n)) return INFER_BACKEND_FAILED;
     for (int l = 0; l < m->n_layers; l++) {
         const infer__layer *L = &m->layers[l];
         /* residual: added by the product itself where nothing comes between */
         int scaled = m->residual_scale > 0, apart = L->bo || L->post_attn_norm || scaled;
+        if (m->n_altup) altup_predict(c, L, n);
         if (L->kind != INFER__LAYER_ATTENTION) { /* a recurrent layer's state in place of attention */
-            norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->rec_in);
+            norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->laurel_l ? L->laurel_l : L->rec_in);
+            if (L->laurel_l && !laurel(c, L, n)) return INFER_BACKEND_FAILED;
             if (!recurrent(c, L, l, p, apart ? c->xb : c->x)) return INFER_BACKEND_FAILED;
         } else {
-            norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->wq);
+            norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->laurel_l ? L->laurel_l : L->wq);
+            if (L->laurel_l && !laurel(c, L, n)) return INFER_BACKEND_FAILED;
+            /* k and v only where the layer keeps a cache of its own */
             if (!product_run(c, L->wq, c->xb, m->dim, n, m->q_gate ? c->qg : c->q, m->q_gate ? 2 * m->q_dim : m->q_dim, 0) ||
-                !product_run(c, L->wk, c->xb, m->dim, n, c->k, m->kv_dim, 0) ||
-                !product_run(c, L->wv, c->xb, m->dim, n, c->v, m->kv_dim, 0))
+                (L->kv_layer == l && (!product_run(c, L->wk, c->xb, m->dim, n, c->k, m->kv_dim, 0) ||
+                                      !product_run(c, L->wv, c->xb, m->dim, n, c->v, m->kv_dim, 0))))
                 return INFER_BACKEND_FAILED;
             if (m->q_gate) q_gate_split(c, n);
             qk_prepare(c, L, l, p); /* and kv_store */
-            attention(c, L, l, p);
+            attention(c, L, p);
             if (m->q_gate) q_gate_apply(c, n);
             if (!product_run(c, L->wo, c->att, m->q_dim, n, apart ? c->xb : c->x, m->dim, !apart))
                 return INFER_BACKEND_FAILED;
         }
         if (apart) residual(c, L->bo, L->post_attn_norm, n);
+        if (L->laurel_l) laurel_residual(c, n);
         norm_rows(c, c->x, NULL, L->ffn_norm, c->xb, n, L->ffn_router ? L->ffn_router : L->w_gate);
         if (!(L->ffn_router ? moe_ffn(c, L, n, !routed++) : ffn(c, L, n, L->post_ffn_norm || scaled ? c->xb : c->x)))
             return INFER_BACKEND_FAILED;
         if (L->ffn_router || L->post_ffn_norm || scaled) residual(c, NULL, L->post_ffn_norm, n);
+        if (m->n_altup) {
+            altup_correct(c, L, n);
+            if (L->ple_gate && !ple_block(c, L, l, n)) return INFER_BACKEND_FAILED;
+        }
         if (should_stop && (cudaStreamSynchronize(c->stream) != cudaSuccess || should_stop(stop_user)))
             return INFER_BACKEND_CANCELLED;
     }
+    if (p->n_sel && m->n_altup && !altup_merge(c, n)) return INFER_BACKEND_FAILED;
     return p->n_sel && !output(c, p, hidden) ? INFER_BACKEND_FAILED : INFER_BACKEND_OK;
 }
 

@@ -860,6 +860,7 @@ ParameterizedTestParameters(cuda, sequences) {
         {"models/synth-256-q4_k.gguf", F16, 0},     {"arch/synth-qwen3-f16.gguf", F16, 0},
         {"arch/synth-qwen3moe-f16.gguf", F16, 0},   {"arch/synth-gemma2-f16.gguf", F16, 0},
         {"arch/synth-gemma3-f16.gguf", F16, 0},     {"arch/synth-phi3-f16.gguf", F16, 0},
+        {"arch/synth-gemma3n-f16.gguf", F16, 0}, /* AltUp's streams per token, KV sharing across sequences */
     };
     return small_params(c, sizeof c / sizeof c[0]);
 }
@@ -923,6 +924,7 @@ ParameterizedTestParameters(cuda, kv_quantized) {
         {"arch/synth-gemma3-f16.gguf", Q8, 0},
         {"models/synth-256-q8_0.gguf", Q4, 0},
         {"arch/synth-gemma3-f16.gguf", Q4, 0},
+        {"arch/synth-gemma3n-f16.gguf", Q8, 0}, /* v RMS-normed before its quantization, caches shared */
     };
     return small_params(c, sizeof c / sizeof c[0]);
 }
