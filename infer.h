@@ -1765,6 +1765,15 @@ typedef struct infer__layer {
        where the model has none */
     const infer__tensor *altup_router, *altup_router_norm, *altup_predict, *altup_correct, *altup_correct_scale;
     const infer__tensor *laurel_l, *laurel_r, *laurel_norm, *ple_gate, *ple_proj, *ple_norm;
+    /* Gemma 4: the dense FFN's norm beside experts (post_ffn_norm_1), the
+       experts' input norm and output norm (pre/post_ffn_norm_2), the
+       router's input scale [dim], each expert's output scale [n_expert],
+       the layer's output scale [1]; NULL where the model has none. With
+       up_exps NULL, gate_exps holds each expert's gate then up rows (fused) */
+    const infer__tensor *post_ffn_norm_1, *pre_ffn_norm_2, *post_ffn_norm_2, *router_scale, *exps_scale, *out_scale;
+    /* this layer's shape: the model's, or, where they differ by layer
+       (Gemma 4), its own (the model's are then the largest) */
+    int head_dim, n_kv_heads, q_dim, kv_dim, ffn_dim;
     float ffn_sparsity; /* the gate's cut-off at mean + this * std, then relu (Gemma 3n), 0: none */
     int window;   /* keys a query sees (sliding window), 0: all of them */
     int rope;     /* index into the model's ropes, -1: no RoPE on this layer */
@@ -1786,6 +1795,8 @@ struct infer_model {
     infer_gguf *gguf;
     struct infer_vocab *vocab;
     char arch[32];
+    /* the largest of the layers' shapes (infer__layer's) where they differ:
+       the strides of the passes' buffers and the KV cache's rows */
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
     int q_dim, kv_dim;  /* n_heads * head_dim, n_kv_heads * head_dim */
     int n_ctx_train, rope_dim;
@@ -1914,7 +1925,8 @@ INFER__HD static inline float infer__exp_llama(float x) { INFER__EXP_LLAMA_BODY(
    F16 transposed (a row of slots per value), quantized like K. */
 typedef struct infer__kv_cache {
     infer_type type; /* F16, Q8_0 or Q4_0 */
-    int n_layers, n_ctx, kv_dim, head_dim, n_seq;
+    int n_layers, n_ctx, n_seq;
+    int kv_dim;      /* values of a row: the widest layer's (a narrower one fills the start of each) */
     size_t k_row;    /* bytes of one position's K (or quantized V) */
     int *slots;      /* per layer (host memory) */
     uint8_t **k, **v; /* per sequence and layer (INFER__KV_AT), into mem (host arrays of pointers) */
@@ -2667,6 +2679,7 @@ static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *ou
 static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *out);
 /* element i of an integer array (0 where key is no such array or i is past its end) */
 static int infer__gguf_get_int_at(const infer_gguf *g, const char *key, uint64_t i, int64_t *out);
+static int infer__gguf_get_bool_at(const infer_gguf *g, const char *key, uint64_t i, int *out);
 static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out);
 static int infer__gguf_get_str(const infer_gguf *g, const char *key, infer__str *out);
 static const infer__tensor *infer__gguf_tensor(const infer_gguf *g, const char *name);
@@ -3089,7 +3102,13 @@ enum {
     INFER__A_PLE = 1u << 23,       /* per-layer embeddings: each layer's input of embedding_length_per_layer_input */
     INFER__A_V_NORM = 1u << 24,    /* v RMS-normed per head, without a weight */
     INFER__A_FINAL_SOFTCAP = 1u << 25, /* the logits soft-capped (final_logit_softcapping), attention not */
-    INFER__A_UNSCALED = 1u << 26   /* attention scores unscaled (q and k are RMS-normed) */
+    INFER__A_UNSCALED = 1u << 26,  /* attention scores unscaled (q and k are RMS-normed) */
+    INFER__A_LAYER_SHAPES = 1u << 27, /* head sizes, KV heads, FFN widths and sliding layers per layer, from arrays
+                                         (key_length_swa, rope.dimension_count_swa, sliding_window_pattern) */
+    INFER__A_V_FROM_K = 1u << 28,  /* a layer without attn_v takes V from the raw K (Gemma 4's K=V) */
+    INFER__A_MOE_DENSE = 1u << 29, /* an experts layer also runs its dense FFN beside them, each with its own norms,
+                                      the router on the unweighted norm times ffn_gate_inp.scale (Gemma 4) */
+    INFER__A_OUT_SCALE = 1u << 30  /* each layer's output times its layer_output_scale, where the file has one */
 };
 
 typedef struct infer__arch {
@@ -3121,7 +3140,8 @@ enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER
        INFER__D_PLE,       /* a layer's per-layer input width */
        INFER__D_ALTUP,     /* AltUp's streams */
        INFER__D_ALTUP2,    /* their square (the prediction coefficients) */
-       INFER__D_LAUREL     /* LAuReL's rank */
+       INFER__D_LAUREL,    /* LAuReL's rank */
+       INFER__D_EXPERT_FFN2 /* gate and up of one expert, fused */
 };
 
 /* When a per-layer tensor must be there. */
@@ -3132,7 +3152,9 @@ enum {
     INFER__T_UNFUSED,  /* q, k, v: required unless the layer's attn_qkv holds them */
     INFER__T_DENSE,    /* gate, up, down: required unless the layer is experts (gate: or fused in up) */
     INFER__T_EXPERT,   /* required where the layer is experts */
-    INFER__T_UNLESS    /* required unless the architecture has `flag` */
+    INFER__T_UNLESS,   /* required unless the architecture has `flag` */
+    INFER__T_FLAG_OPTIONAL, /* bound where the architecture has `flag` and the file has it */
+    INFER__T_EXPERT_FLAG    /* required where the layer is experts and the architecture has `flag` */
 };
 
 typedef struct infer__tensor_spec {
@@ -5134,6 +5156,13 @@ static int infer__gguf_get_int_at(const infer_gguf *g, const char *key, uint64_t
     const infer__kv *kv = infer__gguf_kv(g, key);
     if (!kv || kv->type != INFER_GGUF_TYPE_ARRAY || !infer__gguf_is_int_type(kv->arr_type) || i >= kv->arr_n) return 0;
     infer__gguf_scalar(kv->arr_type, kv->data + i * infer__gguf_scalar_size(kv->arr_type), out);
+    return 1;
+}
+
+static int infer__gguf_get_bool_at(const infer_gguf *g, const char *key, uint64_t i, int *out) {
+    const infer__kv *kv = infer__gguf_kv(g, key);
+    if (!kv || kv->type != INFER_GGUF_TYPE_ARRAY || kv->arr_type != INFER_GGUF_TYPE_BOOL || i >= kv->arr_n) return 0;
+    *out = kv->data[i] != 0;
     return 1;
 }
 
@@ -7712,6 +7741,13 @@ static const infer__arch infer__archs[] = {
     {"gemma3n", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_POST_NORMS | INFER__A_QK_NORM |
                     INFER__A_ALTUP | INFER__A_PLE | INFER__A_V_NORM | INFER__A_FINAL_SOFTCAP | INFER__A_UNSCALED,
      5, 0, 10000.0f, 0, 0, 20, 10},
+    /* gemma4: the sliding pattern, head sizes, KV heads and FFN widths per
+       layer from the file, KV shared by its last shared_kv_layers layers,
+       experts beside the dense FFN where a layer has a router */
+    {"gemma4", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_POST_NORMS | INFER__A_QK_NORM |
+                   INFER__A_PLE | INFER__A_V_NORM | INFER__A_FINAL_SOFTCAP | INFER__A_UNSCALED | INFER__A_MOE_OPT |
+                   INFER__A_LAYER_SHAPES | INFER__A_V_FROM_K | INFER__A_MOE_DENSE | INFER__A_OUT_SCALE,
+     0, 0, 0, 0, 0, 0, 0},
 };
 #define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
 
@@ -7771,7 +7807,14 @@ static const infer__tensor_spec infer__layer_tensors[] = {
     {"ffn_down_exps.bias", INFER__L(down_exps_b), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_FLAG,
      INFER__A_EXPERT_BIAS, 0},
     {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
-    /* Gemma 3n's per-layer input (gate, projection, norm), AltUp's router and coefficients, LAuReL */
+    /* Gemma 4's experts beside the dense FFN: their norms and scales */
+    {"post_ffw_norm_1.weight", INFER__L(post_ffn_norm_1), INFER__D_DIM, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"pre_ffw_norm_2.weight", INFER__L(pre_ffn_norm_2), INFER__D_DIM, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"post_ffw_norm_2.weight", INFER__L(post_ffn_norm_2), INFER__D_DIM, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"ffn_gate_inp.scale", INFER__L(router_scale), INFER__D_DIM, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"ffn_down_exps.scale", INFER__L(exps_scale), INFER__D_EXPERTS, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"layer_output_scale.weight", INFER__L(out_scale), INFER__D_ONE, 0, 0, INFER__T_FLAG_OPTIONAL, INFER__A_OUT_SCALE, 0},
+    /* per-layer inputs (gate, projection, norm: Gemma 3n, 4); Gemma 3n's AltUp router and coefficients, LAuReL */
     {"inp_gate.weight", INFER__L(ple_gate), INFER__D_DIM, INFER__D_PLE, 0, INFER__T_FLAG, INFER__A_PLE, 0},
     {"proj.weight", INFER__L(ple_proj), INFER__D_PLE, INFER__D_DIM, 0, INFER__T_FLAG, INFER__A_PLE, 0},
     {"post_norm.weight", INFER__L(ple_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_PLE, 0},
@@ -7831,17 +7874,18 @@ INFERDEF infer_model_params infer_model_default_params(void) {
 
 static const infer_vocab *infer__model_vocab(const infer_model *m) { return m->vocab; }
 
-/* The size a shape symbol stands for in this model. */
-static int64_t infer__model_size_of(const infer_model *m, int d) {
+/* The size a shape symbol stands for in layer L of this model (NULL: the model's). */
+static int64_t infer__model_size_of(const infer_model *m, const infer__layer *L, int d) {
     switch (d) {
     case INFER__D_DIM: return m->dim;
-    case INFER__D_Q: return m->q_dim;
-    case INFER__D_KV: return m->kv_dim;
-    case INFER__D_FFN: return m->ffn_dim;
-    case INFER__D_HEAD: return m->head_dim;
+    case INFER__D_Q: return L ? L->q_dim : m->q_dim;
+    case INFER__D_KV: return L ? L->kv_dim : m->kv_dim;
+    case INFER__D_FFN: return L ? L->ffn_dim : m->ffn_dim;
+    case INFER__D_HEAD: return L ? L->head_dim : m->head_dim;
     case INFER__D_EXPERTS: return m->n_expert;
     case INFER__D_EXPERT_FFN: return m->expert_ffn;
-    case INFER__D_Q_OUT: return m->q_gate ? 2 * (int64_t)m->q_dim : m->q_dim;
+    case INFER__D_EXPERT_FFN2: return 2 * (int64_t)m->expert_ffn;
+    case INFER__D_Q_OUT: return (m->q_gate ? 2 : 1) * (int64_t)(L ? L->q_dim : m->q_dim);
     case INFER__D_ONE: return 1;
     case INFER__D_CONV: return m->ssm_conv;
     case INFER__D_CONV_CH: return m->conv_ch;
@@ -8132,18 +8176,108 @@ static int infer__model_rope_override(infer_model *m, const infer_model_params *
     return 1;
 }
 
+/* {arch}.suffix for layer l: one integer for all layers, or an array of
+   one per layer (range-checked as infer__model_hparam's). */
+static int infer__model_layer_hparam(infer_model *m, const char *suffix, int l, int *out, infer_error *err) {
+    char key[128];
+    const infer__kv *kv;
+    int64_t v = 0;
+    snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
+    kv = infer__gguf_kv(m->gguf, key);
+    if (!kv || kv->type != INFER_GGUF_TYPE_ARRAY) return infer__model_hparam(m, suffix, out, 1, err);
+    if (kv->arr_n != (uint64_t)m->n_layers || !infer__gguf_get_int_at(m->gguf, key, (uint64_t)l, &v) || v <= 0 ||
+        v > (1 << 24)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not %d counts, one per layer", key, m->n_layers);
+        return 0;
+    }
+    *out = (int)v;
+    return 1;
+}
+
+/* Layer shapes that differ by layer (INFER__A_LAYER_SHAPES, Gemma 4):
+   which layers slide (sliding_window_pattern, a flag per layer), their
+   heads (key_length_swa, else key_length), KV heads and FFN widths (an
+   array or one value), and the sliding layers' RoPE (rope.freq_base_swa,
+   rope.dimension_count_swa). The model's shape becomes the largest. */
+static int infer__model_layer_shapes(infer_model *m, infer_error *err) {
+    char key[128];
+    int hd_full = m->head_dim, hd_swa = 0, v_swa = 0, rot_swa = 0, l;
+    infer__rope *swa = &m->ropes[1];
+    if (!infer__model_hparam(m, "attention.key_length_swa", &hd_swa, 1, err) ||
+        !infer__model_hparam(m, "attention.value_length_swa", &v_swa, 0, err))
+        return 0;
+    rot_swa = hd_swa;
+    if (!infer__model_hparam(m, "rope.dimension_count_swa", &rot_swa, 0, err)) return 0;
+    if ((v_swa && v_swa != hd_swa) || rot_swa > hd_swa || rot_swa % 2) {
+        infer__set_error(err, INFER_ERR_FORMAT,
+                         "model metadata %s: sliding layers' heads of %d keys, %d values and %d rotated do not fit", m->arch,
+                         hd_swa, v_swa, rot_swa);
+        return 0;
+    }
+    *swa = m->ropes[0];
+    swa->n_rot = rot_swa;
+    swa->freq_scale = 1.0f, swa->ext_factor = 0.0f, swa->attn_factor = 1.0f;
+    if (!infer__model_fparam(m, "rope.freq_base_swa", &swa->base, 0, err)) return 0;
+    m->n_ropes = 2;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", m->arch);
+    m->head_dim = m->q_dim = m->kv_dim = m->n_kv_heads = m->ffn_dim = 0;
+    for (l = 0; l < m->n_layers; l++) {
+        infer__layer *L = &m->layers[l];
+        int slides = 0;
+        if (!infer__gguf_get_bool_at(m->gguf, key, (uint64_t)l, &slides) &&
+            (!infer__gguf_kv(m->gguf, key) || infer__gguf_kv(m->gguf, key)->arr_n != (uint64_t)m->n_layers)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not %d flags, one per layer", key, m->n_layers);
+            return 0;
+        }
+        L->window = slides ? m->n_swa : 0;
+        L->rope = slides ? 1 : 0;
+        L->head_dim = slides ? hd_swa : hd_full;
+        if (!infer__model_layer_hparam(m, "attention.head_count_kv", l, &L->n_kv_heads, err) ||
+            !infer__model_layer_hparam(m, "feed_forward_length", l, &L->ffn_dim, err))
+            return 0;
+        if (L->n_kv_heads > m->n_heads || m->n_heads % L->n_kv_heads) {
+            infer__set_error(err, INFER_ERR_FORMAT, "%s.attention.head_count %d is not a multiple of layer %d's %d KV heads",
+                             m->arch, m->n_heads, l, L->n_kv_heads);
+            return 0;
+        }
+        L->q_dim = m->n_heads * L->head_dim;
+        L->kv_dim = L->n_kv_heads * L->head_dim;
+        m->head_dim = INFER__MAX(m->head_dim, L->head_dim);
+        m->q_dim = INFER__MAX(m->q_dim, L->q_dim);
+        m->kv_dim = INFER__MAX(m->kv_dim, L->kv_dim);
+        m->n_kv_heads = INFER__MAX(m->n_kv_heads, L->n_kv_heads);
+        m->ffn_dim = INFER__MAX(m->ffn_dim, L->ffn_dim);
+    }
+    m->rope_dim = INFER__MAX(m->rope_dim, rot_swa);
+    return 1;
+}
+
 static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
     int k_len = 0, v_len = 0, kv_array = 0;
     infer__rope *r = &m->ropes[0];
     if (!infer__model_hparam(m, "embedding_length", &m->dim, 1, err) ||
         !infer__model_hparam(m, "block_count", &m->n_layers, 1, err) ||
-        !infer__model_hparam(m, "attention.head_count", &m->n_heads, 1, err) ||
-        !infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, !(a->flags & INFER__A_MOE), err))
+        !infer__model_hparam(m, "attention.head_count", &m->n_heads, 1, err))
         return 0;
+    /* every layer has its own tensors: a count the file cannot hold is a
+       corrupt header, refused before allocating per-layer tables for it */
+    if (m->n_layers > m->gguf->n_tensors) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.block_count = %d: more layers than the file's %lld tensors",
+                         m->arch, m->n_layers, (long long)m->gguf->n_tensors);
+        return 0;
+    }
+    m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
+    if (!m->layers) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
     m->n_kv_heads = m->n_heads;
     m->n_ctx_train = 2048;
-    if ((a->flags & INFER__A_KV_PATTERN) && !infer__model_kv_pattern(m, &kv_array, err)) return 0;
-    if (!kv_array && !infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err)) return 0;
+    if (!(a->flags & INFER__A_LAYER_SHAPES)) { /* else per layer: infer__model_layer_shapes */
+        if (!infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, !(a->flags & INFER__A_MOE), err)) return 0;
+        if ((a->flags & INFER__A_KV_PATTERN) && !infer__model_kv_pattern(m, &kv_array, err)) return 0;
+        if (!kv_array && !infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err)) return 0;
+    }
     if (!infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err) ||
         !infer__model_hparam(m, "attention.key_length", &k_len, 0, err) ||
         !infer__model_hparam(m, "attention.value_length", &v_len, 0, err))
@@ -8203,7 +8337,7 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     }
 
     /* sliding window */
-    if (a->swa_pattern) {
+    if (a->swa_pattern || (a->flags & INFER__A_LAYER_SHAPES)) {
         char key[128];
         m->n_swa = a->swa_default;
         if (!infer__model_hparam(m, "attention.sliding_window", &m->n_swa, !a->swa_default, err)) return 0;
@@ -8212,6 +8346,17 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
             infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %d is larger than %s.context_length %d", key,
                              m->n_swa, m->arch, m->n_ctx_train);
             return 0;
+        }
+    }
+
+    if (a->flags & INFER__A_LAYER_SHAPES) {
+        if (!infer__model_layer_shapes(m, err)) return 0;
+    } else {
+        int l;
+        for (l = 0; l < m->n_layers; l++) {
+            infer__layer *L = &m->layers[l];
+            L->head_dim = m->head_dim, L->n_kv_heads = m->n_kv_heads, L->ffn_dim = m->ffn_dim;
+            L->q_dim = m->q_dim, L->kv_dim = m->kv_dim;
         }
     }
 
@@ -8243,13 +8388,35 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     /* KV sharing: the layers from kv_from_start on keep no cache; it must
        leave a layer of each kind (sliding, global) to read from */
     m->n_layer_kv = a->kv_from_start ? INFER__MIN(a->kv_from_start, m->n_layers) : m->n_layers;
+    {
+        char key[128];
+        int64_t shared = 0;
+        snprintf(key, sizeof key, "%s.attention.shared_kv_layers", m->arch);
+        if (!a->kv_from_start && infer__gguf_kv(m->gguf, key)) {
+            if (!infer__gguf_get_int(m->gguf, key, &shared) || shared < 0 || shared >= m->n_layers) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not a count of 0..%d layers", key,
+                                 m->n_layers - 1);
+                return 0;
+            }
+            m->n_layer_kv = m->n_layers - (int)shared;
+        }
+    }
     if (a->flags & INFER__A_ALTUP) { /* llama.cpp fixes these whatever the file says */
         m->n_altup = 4;
         m->altup_active = 0;
         m->laurel_rank = 64;
     }
-    if ((a->flags & INFER__A_PLE) && !infer__model_hparam(m, "embedding_length_per_layer_input", &m->ple_dim, 1, err))
-        return 0;
+    if (a->flags & INFER__A_PLE) { /* 0: none (Gemma 4's larger models) */
+        char key[128];
+        int64_t v = -1;
+        snprintf(key, sizeof key, "%s.embedding_length_per_layer_input", m->arch);
+        if (!infer__gguf_get_int(m->gguf, key, &v) || v < 0 || v > (1 << 16)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is %s", key,
+                             infer__gguf_kv(m->gguf, key) ? "out of range" : "missing");
+            return 0;
+        }
+        m->ple_dim = (int)v;
+    }
     if ((int64_t)m->ple_dim * m->n_layers > (1 << 24)) {
         infer__set_error(err, INFER_ERR_FORMAT, "%s.embedding_length_per_layer_input %d times %d layers is out of range",
                          m->arch, m->ple_dim, m->n_layers);
@@ -8339,7 +8506,7 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
     infer__layer *L = &m->layers[l];
     const infer__tensor *qkv = NULL, *up = NULL, *gate;
     char name[96];
-    int i, n_specs, moe = (a->flags & INFER__A_MOE) != 0, fused_ffn = 0;
+    int i, n_specs, moe = (a->flags & INFER__A_MOE) != 0, fused_ffn = 0, fused_exps = 0, shares_kv = l >= m->n_layer_kv;
     const infer__tensor_spec *specs = infer__arch_layer_tensors(&n_specs);
     if (a->flags & INFER__A_MOE_OPT) {
         snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
@@ -8372,6 +8539,14 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
             fused_ffn = 1;
         }
     }
+    if (moe) { /* Gemma 4's experts: gate and up fused, each expert's gate rows then its up rows */
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_up_exps.weight", l);
+        if ((up = infer__gguf_tensor(m->gguf, name)) != NULL) {
+            L->gate_exps = infer__model_check(m, up, m->dim, 2 * (int64_t)m->expert_ffn, m->n_expert, err, ok);
+            if (!*ok) return;
+            fused_exps = 1;
+        }
+    }
     for (i = 0; i < n_specs && *ok; i++) {
         const infer__tensor_spec *s = &specs[i];
         const infer__tensor **field = (const infer__tensor **)((char *)L + s->field);
@@ -8387,6 +8562,7 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         case INFER__T_OPTIONAL: required = 0; break;
         case INFER__T_FLAG:
             if (!(a->flags & s->flag)) continue; /* not part of this architecture: left unbound */
+            if (s->flag == INFER__A_PLE && !m->ple_dim) continue; /* per-layer inputs of width 0: none */
             required = 1;
             break;
         case INFER__T_UNFUSED:
@@ -8394,14 +8570,32 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
             required = 1;
             break;
         case INFER__T_DENSE:
-            if (moe || (fused_ffn && (s->field == offsetof(infer__layer, w_gate) || s->field == offsetof(infer__layer, w_up))))
+            if ((moe && !(a->flags & INFER__A_MOE_DENSE)) ||
+                (fused_ffn && (s->field == offsetof(infer__layer, w_gate) || s->field == offsetof(infer__layer, w_up))))
                 continue;
             required = 1;
             break;
+        case INFER__T_FLAG_OPTIONAL:
+            if (!(a->flags & s->flag)) continue;
+            required = 0;
+            break;
+        case INFER__T_EXPERT_FLAG:
+            if (!moe || !(a->flags & s->flag)) continue;
+            required = 1;
+            break;
         default: /* INFER__T_EXPERT */
-            if (!moe) continue;
+            if (!moe || (fused_exps && (s->field == offsetof(infer__layer, gate_exps) ||
+                                        s->field == offsetof(infer__layer, up_exps))))
+                continue;
             required = 1;
         }
+        /* a layer that reads an earlier layer's cache may lack k and v; a
+           V_FROM_K model's layer may lack v (it takes the raw k) */
+        if (shares_kv && (s->field == offsetof(infer__layer, wk) || s->field == offsetof(infer__layer, wv) ||
+                          s->field == offsetof(infer__layer, bk) || s->field == offsetof(infer__layer, bv) ||
+                          s->field == offsetof(infer__layer, k_norm)))
+            required = 0;
+        if ((a->flags & INFER__A_V_FROM_K) && s->field == offsetof(infer__layer, wv)) required = 0;
         snprintf(name, sizeof name, "blk.%d.%s", l, s->suffix);
         t = infer__gguf_tensor(m->gguf, name);
         if (!t) {
@@ -8416,8 +8610,8 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
             }
             continue;
         }
-        *field = infer__model_check(m, t, infer__model_size_of(m, s->ne0), infer__model_size_of(m, s->ne1),
-                                    infer__model_size_of(m, s->ne2), err, ok);
+        *field = infer__model_check(m, t, infer__model_size_of(m, L, s->ne0), infer__model_size_of(m, L, s->ne1),
+                                    infer__model_size_of(m, L, s->ne2), err, ok);
     }
     /* the stacked experts as matrices of n_expert * rows: expert e is rows
        [e * rows, (e + 1) * rows) */
@@ -8426,18 +8620,23 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         st[0] = &L->gate_exps, st[1] = &L->up_exps, st[2] = &L->down_exps;
         for (i = 0; i < 3; i++) {
             const infer__tensor *t = *st[i];
-            infer__tensor *v = (infer__tensor *)infer__model_view(m, t, 0, t->ne[1] * t->ne[2], "stacked");
+            infer__tensor *v;
+            if (!t) continue; /* up, fused into gate */
+            v = (infer__tensor *)infer__model_view(m, t, 0, t->ne[1] * t->ne[2], "stacked");
             v->n_dims = 2;
             v->ne[2] = 1;
             *st[i] = v;
         }
     }
-    /* where this layer's attention looks and how it turns */
-    L->window = 0;
-    L->rope = 0;
-    if (a->swa_pattern && l % a->swa_pattern < a->swa_pattern - 1) {
-        L->window = m->n_swa;
-        if (m->n_ropes > 1) L->rope = 1;
+    /* where this layer's attention looks and how it turns (LAYER_SHAPES:
+       from the file's pattern, infer__model_layer_shapes) */
+    if (!(a->flags & INFER__A_LAYER_SHAPES)) {
+        L->window = 0;
+        L->rope = 0;
+        if (a->swa_pattern && l % a->swa_pattern < a->swa_pattern - 1) {
+            L->window = m->n_swa;
+            if (m->n_ropes > 1) L->rope = 1;
+        }
     }
     if (a->no_rope_step && l % a->no_rope_step == a->no_rope_step - 1) L->rope = -1;
     if (a->flags & INFER__A_GRANITE_SCALES) { /* RoPE only where the model was fine-tuned with it */
@@ -8458,6 +8657,11 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         if (src < 0) {
             infer__set_error(err, INFER_ERR_FORMAT, "layer %d shares a KV cache, but no layer before %d is %s", l,
                              m->n_layer_kv, L->window ? "sliding" : "global");
+            *ok = 0;
+            return;
+        }
+        if (m->layers[src].head_dim != L->head_dim || m->layers[src].n_kv_heads != L->n_kv_heads) {
+            infer__set_error(err, INFER_ERR_FORMAT, "layer %d shares layer %d's KV cache, but their heads differ", l, src);
             *ok = 0;
             return;
         }
@@ -8508,7 +8712,7 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
     m->output = infer__model_weight(m, "output.weight", m->dim, m->n_vocab, 0, err, &ok);
     if (!m->output) m->output = m->tok_embd; /* tied embeddings */
     {
-        const infer__tensor *rf = infer__model_weight(m, "rope_freqs.weight", m->rope_dim / 2, 0, 0, err, &ok);
+        const infer__tensor *rf = infer__model_weight(m, "rope_freqs.weight", m->ropes[0].n_rot / 2, 0, 0, err, &ok);
         m->rope_freqs = rf ? (const float *)rf->data : NULL;
         m->ropes[0].freqs = m->rope_freqs;
         if (a->flags & INFER__A_LONGROPE) { /* short factors up to the original context, long beyond */
@@ -8519,16 +8723,8 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
         }
     }
     if (!ok) return 0;
-    /* every layer has its own tensors: a count the file cannot hold is a
-       corrupt header, refused before allocating per-layer tables for it */
-    if (m->n_layers > m->gguf->n_tensors) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.block_count = %d: more layers than the file's %lld tensors",
-                         m->arch, m->n_layers, (long long)m->gguf->n_tensors);
-        return 0;
-    }
-    m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
     m->views = (infer__tensor *)infer__calloc((size_t)m->n_layers * 8 + 2 * INFER__MAX_ALTUP, sizeof(infer__tensor));
-    if (!m->layers || !m->views) {
+    if (!m->views) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }
@@ -17503,7 +17699,7 @@ static int infer__weight_packs(const infer__kernels *k, const infer__tensor *w, 
 }
 
 /* The matrices the forward pass multiplies, with their experts' rows: the
-   packing plan. Returns how many (at most 12 per layer, and the model's:
+   packing plan. Returns how many (at most 14 per layer, and the model's:
    AltUp's, the per-layer inputs', the output). */
 static int infer__weights_list(const infer_model *m, const infer__tensor **w, int *expert_rows) {
     int n = 0, l;
@@ -17517,13 +17713,12 @@ static int infer__weights_list(const infer_model *m, const infer__tensor **w, in
         } else {
             INFER__ADD(L->wq, 0), INFER__ADD(L->wk, 0), INFER__ADD(L->wv, 0), INFER__ADD(L->wo, 0);
         }
-        if (L->ffn_router) {
+        if (L->ffn_router) { /* gate_exps without up_exps: each expert's gate and up rows */
             INFER__ADD(L->ffn_router, 0);
-            INFER__ADD(L->gate_exps, m->expert_ffn), INFER__ADD(L->up_exps, m->expert_ffn);
+            INFER__ADD(L->gate_exps, L->up_exps ? m->expert_ffn : 2 * m->expert_ffn), INFER__ADD(L->up_exps, m->expert_ffn);
             INFER__ADD(L->down_exps, m->dim);
-        } else {
-            INFER__ADD(L->w_gate, 0), INFER__ADD(L->w_up, 0), INFER__ADD(L->w_down, 0);
         }
+        INFER__ADD(L->w_gate, 0), INFER__ADD(L->w_up, 0), INFER__ADD(L->w_down, 0); /* dense (beside experts too) */
         INFER__ADD(L->laurel_l, 0), INFER__ADD(L->laurel_r, 0), INFER__ADD(L->ple_gate, 0), INFER__ADD(L->ple_proj, 0);
     }
     for (l = 0; l < m->n_altup - 1; l++) INFER__ADD(m->altup_up[l], 0), INFER__ADD(m->altup_down[l], 0);
@@ -17543,7 +17738,7 @@ static size_t infer__weight_packed_bytes(const infer__kernels *k, const infer__t
    goes from `from` to 1 over the packing; returns 0 (err set) when it
    cancels or memory runs out. */
 static int infer__weights_prepare(infer_model *m, infer_progress_fn progress, void *user, float from, infer_error *err) {
-    int cap = m->n_layers * 12 + 2 * INFER__MAX_ALTUP + 2, n, i, j;
+    int cap = m->n_layers * 14 + 2 * INFER__MAX_ALTUP + 2, n, i, j;
     const infer__tensor **w = (const infer__tensor **)infer__calloc((size_t)cap, sizeof *w);
     int *er = (int *)infer__calloc((size_t)cap, sizeof(int));
     size_t total = 0, done = 0;
@@ -17677,6 +17872,7 @@ typedef struct infer__attn_batch {
     const infer__kv_cache *kv;
     const infer__kernels *kern;
     int seq, layer, pos0, n_tok, n_heads;
+    int head_dim, n_kv_heads; /* the layer's (its KV rows may be wider: the cache's rows are the largest layer's) */
     int window;    /* keys a query sees, 0: all */
     float scale;   /* on the scores (after soft-capping) */
     float softcap; /* scores become c * tanh(s / c), 0: no */
@@ -17706,7 +17902,7 @@ static size_t infer__kv_bytes(const infer__kv_cache *kv);
 /* hi: one past the highest position the sequence's cache has written */
 static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int hi, int n_past);
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
-                            const float *v);
+                            const float *v, int n);
 static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx);
 static size_t infer__rec_scratch_floats(const infer_model *m);
 static size_t infer__rec_shared_floats(const infer_model *m, int n_batch);
@@ -17744,7 +17940,9 @@ typedef struct infer__product {
    (empty where the model has none). */
 enum {
     INFER__P_QKV, INFER__P_O, INFER__P_ROUTER, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_LAUREL_L, INFER__P_LAUREL_R,
-    INFER__P_PLE_GATE, INFER__P_PLE_PROJ, INFER__P_PER_LAYER
+    INFER__P_PLE_GATE, INFER__P_PLE_PROJ,
+    INFER__P_EXPERTS_GATE_UP, INFER__P_EXPERTS_DOWN, /* experts beside a dense FFN (GATE_UP, DOWN) */
+    INFER__P_PER_LAYER
 };
 /* After the layers' steps, the model's: the output, the per-layer inputs'
    product of the embedding, AltUp's streams made (one step of n_altup - 1
@@ -17811,6 +18009,7 @@ struct infer_context {
     infer__kv_cache kv;
     /* activations of one batch, a row per token (per pair for experts) */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out;
+    float *moe_dense, *router_in; /* experts beside a dense FFN: its output; the router's input */
     float *rope;        /* per RoPE of the model, per token: cos, sin of each rotated pair */
     const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
     float *attn_scratch; /* per worker */
@@ -17982,7 +18181,6 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->n_layers = m->n_layers;
     kv->n_ctx = n_ctx;
     kv->kv_dim = m->kv_dim;
-    kv->head_dim = m->head_dim;
     kv->n_seq = n_seq;
     kv->gpu = gpu;
     kv->k_row = infer__row_size(type, kv->kv_dim);
@@ -18035,18 +18233,19 @@ static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m,
     return 1;
 }
 
-/* Writes one position's k and v (kv_dim floats each). */
+/* Writes one position's k and v (n floats each: the layer's kv_dim, at
+   most the rows' kv_dim). */
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
-                            const float *v) {
+                            const float *v, int n) {
     int slots = kv->slots[layer], slot = pos % slots;
     size_t at = INFER__KV_AT(kv, seq, layer);
-    kern->from_float[kv->type](k, kv->k[at] + (size_t)slot * kv->k_row, kv->kv_dim);
+    kern->from_float[kv->type](k, kv->k[at] + (size_t)slot * kv->k_row, n);
     if (kv->type == INFER_TYPE_F16) {
         uint16_t *vt = (uint16_t *)kv->v[at] + slot;
         int i;
-        for (i = 0; i < kv->kv_dim; i++) vt[(size_t)i * slots] = infer__fp32_to_fp16(v[i]);
+        for (i = 0; i < n; i++) vt[(size_t)i * slots] = infer__fp32_to_fp16(v[i]);
     } else {
-        kern->from_float[kv->type](v, kv->v[at] + (size_t)slot * kv->k_row, kv->kv_dim);
+        kern->from_float[kv->type](v, kv->v[at] + (size_t)slot * kv->k_row, n);
     }
 }
 
@@ -18107,13 +18306,13 @@ static void infer__rows_dot(const infer__kernels *kern, infer_type wt, int n, co
 
 /* Tokens per work item: rows of one item are tokens x the heads of a group. */
 static int infer__attn_tokens_per_item(const infer__attn_batch *b) {
-    int group = b->n_heads / (b->kv->kv_dim / b->kv->head_dim);
+    int group = b->n_heads / b->n_kv_heads;
     return INFER__MAX(1, INFER__ATT_ROWS / group);
 }
 
 static int infer__attn_n_items(const infer__attn_batch *b) {
     int per = infer__attn_tokens_per_item(b);
-    return (b->n_tok + per - 1) / per * (b->kv->kv_dim / b->kv->head_dim);
+    return (b->n_tok + per - 1) / per * b->n_kv_heads;
 }
 
 /* The scores of one tile made soft-capped: c * tanh(s / c), as llama.cpp
@@ -18149,7 +18348,7 @@ static void infer__attn_softcap(float *s, int n, float cap) {
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
-    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads, split = b->n_splits > 1;
+    int hd = b->head_dim, n_kv_heads = b->n_kv_heads, group = b->n_heads / n_kv_heads, split = b->n_splits > 1;
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
     int run = item % b->n_splits, kvh = item / b->n_splits % n_kv_heads, blk = n_blocks - 1 - item / b->n_splits / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
@@ -18318,7 +18517,7 @@ static void infer__attn_merge(const float *part, int n_heads, int head_dim, int 
 static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
-    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads;
+    int hd = b->head_dim, n_kv_heads = b->n_kv_heads, group = b->n_heads / n_kv_heads;
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
     int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
@@ -18566,20 +18765,22 @@ static int infer__plan(infer_context *c) {
             w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
             y[0] = m->q_gate ? c->qg : c->q, y[1] = c->k, y[2] = c->v;
             ld[0] = m->q_gate ? 2 * m->q_dim : m->q_dim, ld[1] = ld[2] = m->kv_dim;
-            /* q alone where k and v are an earlier layer's */
-            infer__product_init(&p[INFER__P_QKV], L->kv_layer == l ? 3 : 1, w, y, ld);
+            /* q alone where k and v are an earlier layer's; q and k where v is k */
+            infer__product_init(&p[INFER__P_QKV], L->kv_layer != l ? 1 : L->wv ? 3 : 2, w, y, ld);
             infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
         }
-        if (L->ffn_router) { /* experts: the router, then gate/up and down per expert */
+        if (L->ffn_router) { /* experts: the router, then gate/up (or gate and up fused) and down per expert */
+            int gu = L->w_gate ? INFER__P_EXPERTS_GATE_UP : INFER__P_GATE_UP, dn = L->w_gate ? INFER__P_EXPERTS_DOWN : INFER__P_DOWN;
             infer__product_init(&p[INFER__P_ROUTER], 1, &L->ffn_router, &c->route.logits, &m->n_expert);
             w[0] = L->gate_exps, w[1] = L->up_exps;
             y[0] = c->hb, y[1] = c->hb2;
-            ld[0] = ld[1] = m->expert_ffn;
-            infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
-            infer__product_init(&p[INFER__P_DOWN], 1, &L->down_exps, &c->moe_out, &m->dim);
-            p[INFER__P_GATE_UP].expert_rows = m->expert_ffn;
-            p[INFER__P_DOWN].expert_rows = m->dim;
-        } else {
+            ld[0] = ld[1] = L->up_exps ? m->expert_ffn : 2 * m->expert_ffn;
+            infer__product_init(&p[gu], L->up_exps ? 2 : 1, w, y, ld);
+            infer__product_init(&p[dn], 1, &L->down_exps, &c->moe_out, &m->dim);
+            p[gu].expert_rows = ld[0];
+            p[dn].expert_rows = m->dim;
+        }
+        if (L->w_gate) { /* dense, or beside the experts */
             w[0] = L->w_gate, w[1] = L->w_up;
             y[0] = c->hb, y[1] = c->hb2;
             ld[0] = ld[1] = m->ffn_dim;
@@ -18734,7 +18935,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->k = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
     c->v = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
     c->att = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
-    c->hb = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
+    /* gate and up of the experts fused: both in hb */
+    c->hb = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * 2 * m->expert_ffn),
                                       sizeof(float), &ok);
     c->hb2 = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
                                        sizeof(float), &ok);
@@ -18764,6 +18966,11 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->ple_h = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ple_dim, sizeof(float), &ok);
     }
     if (moe) {
+        for (l = 0; l < m->n_layers; l++)
+            if (m->layers[l].ffn_router && m->layers[l].w_gate && !c->moe_dense) {
+                c->moe_dense = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
+                c->router_in = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
+            }
         c->moe_out = (float *)infer__ctx_alloc(c, (size_t)pairs * m->dim, sizeof(float), &ok);
         c->route.expert = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
         c->route.weight = (float *)infer__ctx_alloc(c, (size_t)pairs, sizeof(float), &ok);
@@ -18813,6 +19020,8 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
     INFER_FREE(c->moe_out);
+    INFER_FREE(c->moe_dense);
+    INFER_FREE(c->router_in);
     if (c->rs) infer__kv_mem_free(c->model->gpu, c->rs);
     INFER_FREE(c->rs_at);
     INFER_FREE(c->rs_of);
@@ -19567,14 +19776,15 @@ static void infer__norm_rows(infer_context *c, const infer__tensor *w, int t0, i
    alone in a layer that reads an earlier layer's cache. */
 static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, int t1) {
     const infer_model *m = c->model;
-    int hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, n_rot = m->rope_dim, t, i;
-    int neox = L->rope >= 0 && m->ropes[L->rope].neox;
+    int hd = L->head_dim, q_dim = L->q_dim, kv_dim = L->kv_dim, t, i;
+    int n_rot = L->rope >= 0 ? m->ropes[L->rope].n_rot : 0, neox = L->rope >= 0 && m->ropes[L->rope].neox;
     for (t = t0; t < t1; t++) {
-        float *q = c->q + (size_t)t * q_dim, *k = c->k + (size_t)t * kv_dim, *v = c->v + (size_t)t * kv_dim;
-        const float *cs = L->rope >= 0 ? c->rope + ((size_t)L->rope * c->n_batch + t) * n_rot : NULL;
+        float *q = c->q + (size_t)t * m->q_dim, *k = c->k + (size_t)t * m->kv_dim, *v = c->v + (size_t)t * m->kv_dim;
+        const float *cs = L->rope >= 0 ? c->rope + ((size_t)L->rope * c->n_batch + t) * m->rope_dim : NULL;
         if (L->bq) for (i = 0; i < q_dim; i++) q[i] += ((const float *)L->bq->data)[i];
         if (L->bk) for (i = 0; i < kv_dim; i++) k[i] += ((const float *)L->bk->data)[i];
         if (L->bv) for (i = 0; i < kv_dim; i++) v[i] += ((const float *)L->bv->data)[i];
+        if (L->wk && !L->wv) memcpy(v, k, (size_t)kv_dim * sizeof(float)); /* V is the raw K */
         for (i = 0; i < m->n_heads; i++) {
             float *qh = q + (size_t)i * hd;
             if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
@@ -19584,8 +19794,8 @@ static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, i
             for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
         if (!L->wk) continue; /* k and v are an earlier layer's */
         if (m->v_norm)
-            for (i = 0; i < m->n_kv_heads; i++) infer__rmsnorm_plain(&c->kern, v + (size_t)i * hd, hd, m->norm_eps);
-        for (i = 0; i < m->n_kv_heads; i++) {
+            for (i = 0; i < L->n_kv_heads; i++) infer__rmsnorm_plain(&c->kern, v + (size_t)i * hd, hd, m->norm_eps);
+        for (i = 0; i < L->n_kv_heads; i++) {
             float *kh = k + (size_t)i * hd;
             if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
             if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama ? &c->kern : NULL);
@@ -19596,11 +19806,12 @@ static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, i
 /* 5. Tokens t0..t1's k and v into layer l of their sequences' caches
    (attention.c's infer__kv_store writes one position). */
 static void infer__kv_store_rows(infer_context *c, const infer__pass *ps, int l, int t0, int t1) {
-    int kv_dim = c->model->kv_dim, g, t;
+    int ld = c->model->kv_dim, g, t;
     for (g = 0; g < ps->n_groups; g++) {
         const infer__group *G = &c->groups[g];
         for (t = INFER__MAX(t0, G->start); t < INFER__MIN(t1, G->start + G->n); t++)
-            infer__kv_store(&c->kv, &c->kern, G->seq, l, c->pos[t], c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
+            infer__kv_store(&c->kv, &c->kern, G->seq, l, c->pos[t], c->k + (size_t)t * ld, c->v + (size_t)t * ld,
+                            c->model->layers[l].kv_dim);
     }
 }
 
@@ -19619,6 +19830,8 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     ab.kv = &c->kv;
     ab.kern = &c->kern;
     ab.n_heads = m->n_heads;
+    ab.head_dim = m->layers[l].head_dim;
+    ab.n_kv_heads = m->layers[l].n_kv_heads;
     ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
     ab.softcap = m->attn_softcap;
     ab.ldq = ab.ldo = q_dim;
@@ -19636,7 +19849,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
             ab.seq = G->seq, ab.pos0 = G->pos0, ab.n_tok = G->n;
             ab.q = c->q + (size_t)G->start * q_dim, ab.out = c->att + (size_t)G->start * q_dim;
             if (phase) {
-                ab.part = c->attn_part + (size_t)G->start * m->n_heads * ab.n_splits * ((size_t)m->head_dim + INFER__ATT_PART_HEAD);
+                ab.part = c->attn_part + (size_t)G->start * m->n_heads * ab.n_splits * ((size_t)ab.head_dim + INFER__ATT_PART_HEAD);
                 ab.scores = c->attn_scores + (size_t)G->start * m->n_heads * ab.scores_ld;
             }
             if (item < first + infer__attn_n_items(&ab) * ab.n_splits) break;
@@ -19820,32 +20033,33 @@ static void infer__sparsify(float *g, int n, float k) {
    comes before anyone reads them). */
 static void infer__ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1, int ith,
                        int nth) {
-    int dim = c->model->dim, ffn = c->model->ffn_dim, t;
+    int dim = c->model->dim, ld = c->model->ffn_dim, ffn = L->ffn_dim, t;
     infer__product_step(c, &P[INFER__P_GATE_UP], c->xb, dim, n, t0, t1, ith, nth);
     for (t = t0; t < t1; t++) {
-        if (L->ffn_sparsity > 0) infer__sparsify(c->hb + (size_t)t * ffn, ffn, L->ffn_sparsity);
-        infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+        if (L->ffn_sparsity > 0) infer__sparsify(c->hb + (size_t)t * ld, ffn, L->ffn_sparsity);
+        infer__act_mul(c, c->hb + (size_t)t * ld, c->hb2 + (size_t)t * ld, ffn);
     }
-    infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
+    infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ld, t0, t1, 0);
     infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
-    infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
+    infer__product_run(c, &P[INFER__P_DOWN], c->hb, ld, n, NULL, ith, nth);
 }
 
 /* 10, in a layer of experts. Their feed-forward of the normed input xb
-   (tokens t0..t1 are this worker's), into xb: route, gather, gate/up,
-   activation, down, and each token's weighted sum in the order its
-   experts were chosen. */
-static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1,
-                           int ith, int nth) {
+   (tokens t0..t1 are this worker's), into xb: route (the router reading
+   router_x's rows), gather, gate/up, activation, down (times each
+   expert's scale where the layer has them), and each token's weighted
+   sum in the order its experts were chosen. gu, dn: the layer's expert
+   products. */
+static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer__product *P, const infer__product *gu,
+                           const infer__product *dn, const float *router_x, int n, int t0, int t1, int ith, int nth) {
     const infer_model *m = c->model;
     infer__moe_route *rt = &c->route;
-    const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
     int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
-    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i, e;
+    int dim = m->dim, effn = m->expert_ffn, ldg = L->up_exps ? effn : 2 * effn, t, p, s, j, i, e;
     infer__product_ready(c, ith);
-    infer__pool_barrier(c->pool); /* the router reads every token's xb */
-    infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
+    infer__pool_barrier(c->pool); /* the router reads every token's row */
+    infer__product_run(c, &P[INFER__P_ROUTER], router_x, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
     for (t = t0; t < t1; t++) {
         if (L->router_b) infer__add_bias(rt->logits + (size_t)t * m->n_expert, L->router_b, 0, m->n_expert);
@@ -19864,13 +20078,14 @@ static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer_
     infer__moe_product(c, gu, ith, nth);
     infer__pool_barrier(c->pool);
     for (p = p0, e = 0; p < p1; p++) {
+        /* gate and up in rows of their own, or fused in one row of hb */
+        float *g = c->hb + (size_t)p * ldg, *u = L->up_exps ? c->hb2 + (size_t)p * effn : g + effn;
         while (rt->start[e + 1] <= p) e++; /* pair p's expert: pairs are sorted by expert */
-        if (L->gate_exps_b) infer__add_bias(c->hb + (size_t)p * effn, L->gate_exps_b, e, effn);
-        if (L->up_exps_b) infer__add_bias(c->hb2 + (size_t)p * effn, L->up_exps_b, e, effn);
-        infer__act_mul(c, c->hb + (size_t)p * effn, c->hb2 + (size_t)p * effn, effn);
+        if (L->gate_exps_b) infer__add_bias(g, L->gate_exps_b, e, effn);
+        if (L->up_exps_b) infer__add_bias(u, L->up_exps_b, e, effn);
+        infer__act_mul(c, g, u, effn);
         for (s = 0; s < dn->n_x; s++)
-            c->kern.from_float[dn->x_type[s]](c->hb + (size_t)p * effn,
-                                              infer__xq_slot(c, s) + (size_t)p * infer__row_size(dn->x_type[s], effn), effn);
+            c->kern.from_float[dn->x_type[s]](g, infer__xq_slot(c, s) + (size_t)p * infer__row_size(dn->x_type[s], effn), effn);
     }
     infer__pool_barrier(c->pool);
     infer__moe_product(c, dn, ith, nth);
@@ -19880,11 +20095,46 @@ static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer_
         for (j = 0; j < k; j++) {
             float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
             float w = rt->weight[t * k + j];
-            /* the down bias joins each expert's output before its weight, as
-               ggml adds it (its pair is this token's alone) */
+            /* the down bias (or scale) joins each expert's output before its
+               weight, as ggml applies it (its pair is this token's alone) */
             if (L->down_exps_b) infer__add_bias(y, L->down_exps_b, rt->expert[t * k + j], dim);
+            if (L->exps_scale) {
+                float sc = ((const float *)L->exps_scale->data)[rt->expert[t * k + j]];
+                for (i = 0; i < dim; i++) y[i] *= sc;
+            }
             for (i = 0; i < dim; i++) out[i] = j ? out[i] + y[i] * w : y[i] * w;
         }
+    }
+}
+
+/* 10, in a layer of experts beside a dense FFN (Gemma 4), from the
+   residual stream x (ffn_norm'd into xb): the dense FFN, normed by
+   post_ffn_norm_1; the experts on pre_ffn_norm_2(x), routed on
+   RMS-norm(x) / sqrt(dim) times router_scale, normed by post_ffn_norm_2;
+   their sum into xb. */
+static void infer__moe_dense_ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1,
+                                 int ith, int nth) {
+    const infer_model *m = c->model;
+    int dim = m->dim, t, i;
+    const float *rs = (const float *)L->router_scale->data;
+    float inv = 1.0f / sqrtf((float)dim);
+    infer__ffn(c, L, P, n, t0, t1, ith, nth);
+    infer__pool_barrier(c->pool); /* the down product's rows are every worker's */
+    for (t = t0; t < t1; t++) {
+        const float *x = c->x + (size_t)t * dim;
+        float *xb = c->xb + (size_t)t * dim, *d = c->moe_dense + (size_t)t * dim, *r = c->router_in + (size_t)t * dim;
+        infer__rmsnorm(&c->kern, d, xb, (const float *)L->post_ffn_norm_1->data, dim, m->norm_eps);
+        memcpy(r, x, (size_t)dim * sizeof(float));
+        infer__rmsnorm_plain(&c->kern, r, dim, m->norm_eps);
+        for (i = 0; i < dim; i++) r[i] = r[i] * inv * rs[i];
+        infer__rmsnorm(&c->kern, xb, x, (const float *)L->pre_ffn_norm_2->data, dim, m->norm_eps);
+    }
+    infer__moe_ffn(c, L, P, &P[INFER__P_EXPERTS_GATE_UP], &P[INFER__P_EXPERTS_DOWN], c->router_in, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) { /* this worker's own rows of xb */
+        float *xb = c->xb + (size_t)t * dim;
+        const float *d = c->moe_dense + (size_t)t * dim;
+        infer__rmsnorm(&c->kern, xb, xb, (const float *)L->post_ffn_norm_2->data, dim, m->norm_eps);
+        for (i = 0; i < dim; i++) xb[i] += d[i];
     }
 }
 
@@ -20048,29 +20298,47 @@ static void infer__altup_correct(infer_context *c, const infer__layer *L, int t0
     }
 }
 
-/* 11b. The layer's per-layer input into every stream but the first:
-   RMS-norm(proj (GELU(gate (s_active * correct_scale)) * the token's input
-   for this layer)). */
+/* 11b. The layer's per-layer input: RMS-norm(proj (GELU(gate y) * the
+   token's input for this layer)), y the layer's output x, added to x; with
+   AltUp, y the active stream times correct_scale, added to every stream
+   but the first. */
 static void infer__ple_block(infer_context *c, const infer__layer *L, const infer__product *P, int l, int n, int t0,
                              int t1, int ith, int nth) {
     const infer_model *m = c->model;
     int dim = m->dim, na = m->n_altup, ple = m->ple_dim, t, j, i;
-    const float *scale = (const float *)L->altup_correct_scale->data;
-    for (t = t0; t < t1; t++) {
-        const float *act = c->alt + ((size_t)t * na + m->altup_active) * dim;
-        float *xb = c->xb + (size_t)t * dim;
-        for (i = 0; i < dim; i++) xb[i] = act[i] * scale[i];
+    if (na) {
+        const float *scale = (const float *)L->altup_correct_scale->data;
+        for (t = t0; t < t1; t++) {
+            const float *act = c->alt + ((size_t)t * na + m->altup_active) * dim;
+            float *xb = c->xb + (size_t)t * dim;
+            for (i = 0; i < dim; i++) xb[i] = act[i] * scale[i];
+        }
     }
-    infer__product_step(c, &P[INFER__P_PLE_GATE], c->xb, dim, n, t0, t1, ith, nth);
+    /* (the gate's input: xb, or x as it is) */
+    infer__product_step(c, &P[INFER__P_PLE_GATE], na ? c->xb : c->x, dim, n, t0, t1, ith, nth);
     for (t = t0; t < t1; t++)
         c->kern.gelu_mul(c->ple_h + (size_t)t * ple, c->ple + ((size_t)t * m->n_layers + l) * ple, ple, m->gelu_table);
     infer__product_step(c, &P[INFER__P_PLE_PROJ], c->ple_h, ple, n, t0, t1, ith, nth);
     for (t = t0; t < t1; t++) {
-        float *xb = c->xb + (size_t)t * dim, *s = c->alt + (size_t)t * na * dim;
+        float *xb = c->xb + (size_t)t * dim;
         infer__rmsnorm(&c->kern, xb, xb, (const float *)L->ple_norm->data, dim, m->norm_eps);
-        for (j = 1; j < na; j++)
-            for (i = 0; i < dim; i++) s[(size_t)j * dim + i] += xb[i];
+        if (!na) {
+            float *x = c->x + (size_t)t * dim;
+            for (i = 0; i < dim; i++) x[i] += xb[i];
+        }
+        for (j = 1; j < na; j++) {
+            float *s = c->alt + ((size_t)t * na + j) * dim;
+            for (i = 0; i < dim; i++) s[i] += xb[i];
+        }
     }
+}
+
+/* 11c. The layer's output x times its scale (a scalar). */
+static void infer__scale_rows(infer_context *c, const infer__tensor *scale, int t0, int t1) {
+    int dim = c->model->dim, t, i;
+    float s = *(const float *)scale->data;
+    for (t = t0; t < t1; t++)
+        for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] *= s;
 }
 
 /* 12'. The streams merged into x: stream j > 0 through altup_down[j - 1],
@@ -20138,7 +20406,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
                 infer__pool_barrier(c->pool);
             }
             if (ps->attn_splits > 1)
-                infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
+                infer__attn_merge(c->attn_part, m->n_heads, L->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
             if (m->q_gate) infer__q_gate_apply(c, t0, t1);
             infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
             infer__product_ready(c, ith);
@@ -20151,15 +20419,16 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 
         /* feed-forward */
         infer__norm_rows(c, L->ffn_norm, t0, t1);
-        if (L->ffn_router) infer__moe_ffn(c, L, P, n, t0, t1, ith, nth);
+        if (L->ffn_router && L->w_gate) infer__moe_dense_ffn(c, L, P, n, t0, t1, ith, nth);
+        else if (L->ffn_router)
+            infer__moe_ffn(c, L, P, &P[INFER__P_GATE_UP], &P[INFER__P_DOWN], c->xb, n, t0, t1, ith, nth);
         else infer__ffn(c, L, P, n, t0, t1, ith, nth);
         if (ith == 0) infer__atomic_store(&ps->stop, infer__aborted(c), INFER__RELAXED);
         infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */
         infer__residual(c, NULL, L->post_ffn_norm, t0, t1);
-        if (m->n_altup) {
-            infer__altup_correct(c, L, t0, t1, ith);
-            infer__ple_block(c, L, P, l, n, t0, t1, ith, nth);
-        }
+        if (m->n_altup) infer__altup_correct(c, L, t0, t1, ith);
+        if (L->ple_gate) infer__ple_block(c, L, P, l, n, t0, t1, ith, nth);
+        if (L->out_scale) infer__scale_rows(c, L->out_scale, t0, t1);
     }
     if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
     if (m->n_altup) infer__altup_merge(c, ps, t0, t1, ith, nth);
@@ -20536,8 +20805,8 @@ static int infer__kv_move(const infer_context *c, void *dst, const void *src, si
     return infer__kv_mem_copy(c->kv.gpu, dst, src, n, INFER_BACKEND_DEVICE_TO_DEVICE);
 }
 
-/* Rotates the keys of rows [0, n) of one layer's K (rows of kv_dim in the
-   cache's format) by delta positions of that layer's RoPE: the rotation
+/* Rotates the keys of rows [0, n) of one layer's K (rows of the layer's
+   kv_dim, in the cache's format) by delta positions of that layer's RoPE: the rotation
    RoPE gives a position is linear in it, so p -> p + delta is one more
    rotation (cos and sin taken without the attention factor). */
 static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, int delta, float *row, float *cs) {
@@ -20554,9 +20823,9 @@ static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, i
     }
     for (i = 0; i < n; i++) {
         uint8_t *at = k + (size_t)i * c->kv.k_row;
-        infer__traits(c->kv.type)->to_float(at, row, c->kv.kv_dim);
-        for (h = 0; h < m->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * m->head_dim, cs, r->n_rot, r->neox, NULL);
-        c->kern.from_float[c->kv.type](row, at, c->kv.kv_dim);
+        infer__traits(c->kv.type)->to_float(at, row, L->kv_dim);
+        for (h = 0; h < L->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * L->head_dim, cs, r->n_rot, r->neox, NULL);
+        c->kern.from_float[c->kv.type](row, at, L->kv_dim);
     }
 }
 

@@ -43,6 +43,13 @@ static const infer__arch infer__archs[] = {
     {"gemma3n", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_POST_NORMS | INFER__A_QK_NORM |
                     INFER__A_ALTUP | INFER__A_PLE | INFER__A_V_NORM | INFER__A_FINAL_SOFTCAP | INFER__A_UNSCALED,
      5, 0, 10000.0f, 0, 0, 20, 10},
+    /* gemma4: the sliding pattern, head sizes, KV heads and FFN widths per
+       layer from the file, KV shared by its last shared_kv_layers layers,
+       experts beside the dense FFN where a layer has a router */
+    {"gemma4", INFER__A_NEOX | INFER__A_GELU | INFER__A_EMBD_SCALE | INFER__A_POST_NORMS | INFER__A_QK_NORM |
+                   INFER__A_PLE | INFER__A_V_NORM | INFER__A_FINAL_SOFTCAP | INFER__A_UNSCALED | INFER__A_MOE_OPT |
+                   INFER__A_LAYER_SHAPES | INFER__A_V_FROM_K | INFER__A_MOE_DENSE | INFER__A_OUT_SCALE,
+     0, 0, 0, 0, 0, 0, 0},
 };
 #define INFER__N_ARCHS ((int)(sizeof infer__archs / sizeof infer__archs[0]))
 
@@ -102,7 +109,14 @@ static const infer__tensor_spec infer__layer_tensors[] = {
     {"ffn_down_exps.bias", INFER__L(down_exps_b), INFER__D_DIM, INFER__D_EXPERTS, 0, INFER__T_FLAG,
      INFER__A_EXPERT_BIAS, 0},
     {"post_ffw_norm.weight", INFER__L(post_ffn_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_POST_NORMS, 0},
-    /* Gemma 3n's per-layer input (gate, projection, norm), AltUp's router and coefficients, LAuReL */
+    /* Gemma 4's experts beside the dense FFN: their norms and scales */
+    {"post_ffw_norm_1.weight", INFER__L(post_ffn_norm_1), INFER__D_DIM, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"pre_ffw_norm_2.weight", INFER__L(pre_ffn_norm_2), INFER__D_DIM, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"post_ffw_norm_2.weight", INFER__L(post_ffn_norm_2), INFER__D_DIM, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"ffn_gate_inp.scale", INFER__L(router_scale), INFER__D_DIM, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"ffn_down_exps.scale", INFER__L(exps_scale), INFER__D_EXPERTS, 0, 0, INFER__T_EXPERT_FLAG, INFER__A_MOE_DENSE, 0},
+    {"layer_output_scale.weight", INFER__L(out_scale), INFER__D_ONE, 0, 0, INFER__T_FLAG_OPTIONAL, INFER__A_OUT_SCALE, 0},
+    /* per-layer inputs (gate, projection, norm: Gemma 3n, 4); Gemma 3n's AltUp router and coefficients, LAuReL */
     {"inp_gate.weight", INFER__L(ple_gate), INFER__D_DIM, INFER__D_PLE, 0, INFER__T_FLAG, INFER__A_PLE, 0},
     {"proj.weight", INFER__L(ple_proj), INFER__D_PLE, INFER__D_DIM, 0, INFER__T_FLAG, INFER__A_PLE, 0},
     {"post_norm.weight", INFER__L(ple_norm), INFER__D_DIM, 0, 0, INFER__T_FLAG, INFER__A_PLE, 0},

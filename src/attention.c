@@ -42,7 +42,6 @@ static int infer__kv_init(infer__kv_cache *kv, infer_type type, const infer_mode
     kv->n_layers = m->n_layers;
     kv->n_ctx = n_ctx;
     kv->kv_dim = m->kv_dim;
-    kv->head_dim = m->head_dim;
     kv->n_seq = n_seq;
     kv->gpu = gpu;
     kv->k_row = infer__row_size(type, kv->kv_dim);
@@ -95,18 +94,19 @@ static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m,
     return 1;
 }
 
-/* Writes one position's k and v (kv_dim floats each). */
+/* Writes one position's k and v (n floats each: the layer's kv_dim, at
+   most the rows' kv_dim). */
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
-                            const float *v) {
+                            const float *v, int n) {
     int slots = kv->slots[layer], slot = pos % slots;
     size_t at = INFER__KV_AT(kv, seq, layer);
-    kern->from_float[kv->type](k, kv->k[at] + (size_t)slot * kv->k_row, kv->kv_dim);
+    kern->from_float[kv->type](k, kv->k[at] + (size_t)slot * kv->k_row, n);
     if (kv->type == INFER_TYPE_F16) {
         uint16_t *vt = (uint16_t *)kv->v[at] + slot;
         int i;
-        for (i = 0; i < kv->kv_dim; i++) vt[(size_t)i * slots] = infer__fp32_to_fp16(v[i]);
+        for (i = 0; i < n; i++) vt[(size_t)i * slots] = infer__fp32_to_fp16(v[i]);
     } else {
-        kern->from_float[kv->type](v, kv->v[at] + (size_t)slot * kv->k_row, kv->kv_dim);
+        kern->from_float[kv->type](v, kv->v[at] + (size_t)slot * kv->k_row, n);
     }
 }
 
@@ -167,13 +167,13 @@ static void infer__rows_dot(const infer__kernels *kern, infer_type wt, int n, co
 
 /* Tokens per work item: rows of one item are tokens x the heads of a group. */
 static int infer__attn_tokens_per_item(const infer__attn_batch *b) {
-    int group = b->n_heads / (b->kv->kv_dim / b->kv->head_dim);
+    int group = b->n_heads / b->n_kv_heads;
     return INFER__MAX(1, INFER__ATT_ROWS / group);
 }
 
 static int infer__attn_n_items(const infer__attn_batch *b) {
     int per = infer__attn_tokens_per_item(b);
-    return (b->n_tok + per - 1) / per * (b->kv->kv_dim / b->kv->head_dim);
+    return (b->n_tok + per - 1) / per * b->n_kv_heads;
 }
 
 /* The scores of one tile made soft-capped: c * tanh(s / c), as llama.cpp
@@ -209,7 +209,7 @@ static void infer__attn_softcap(float *s, int n, float cap) {
 static void infer__attn_item(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
-    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads, split = b->n_splits > 1;
+    int hd = b->head_dim, n_kv_heads = b->n_kv_heads, group = b->n_heads / n_kv_heads, split = b->n_splits > 1;
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
     int run = item % b->n_splits, kvh = item / b->n_splits % n_kv_heads, blk = n_blocks - 1 - item / b->n_splits / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;
@@ -378,7 +378,7 @@ static void infer__attn_merge(const float *part, int n_heads, int head_dim, int 
 static void infer__attn_item_ordered(const infer__attn_batch *b, int item, infer__attn_scratch *sc) {
     const infer__kv_cache *kv = b->kv;
     const infer__kernels *kern = b->kern;
-    int hd = kv->head_dim, n_kv_heads = kv->kv_dim / hd, group = b->n_heads / n_kv_heads;
+    int hd = b->head_dim, n_kv_heads = b->n_kv_heads, group = b->n_heads / n_kv_heads;
     int per = infer__attn_tokens_per_item(b), n_blocks = (b->n_tok + per - 1) / per;
     int kvh = item % n_kv_heads, blk = n_blocks - 1 - item / n_kv_heads;
     int t0 = blk * per, t1 = INFER__MIN(b->n_tok, t0 + per), nq = (t1 - t0) * group;

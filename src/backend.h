@@ -71,7 +71,8 @@ INFER__HD static inline float infer__exp_llama(float x) { INFER__EXP_LLAMA_BODY(
    F16 transposed (a row of slots per value), quantized like K. */
 typedef struct infer__kv_cache {
     infer_type type; /* F16, Q8_0 or Q4_0 */
-    int n_layers, n_ctx, kv_dim, head_dim, n_seq;
+    int n_layers, n_ctx, n_seq;
+    int kv_dim;      /* values of a row: the widest layer's (a narrower one fills the start of each) */
     size_t k_row;    /* bytes of one position's K (or quantized V) */
     int *slots;      /* per layer (host memory) */
     uint8_t **k, **v; /* per sequence and layer (INFER__KV_AT), into mem (host arrays of pointers) */

@@ -108,20 +108,22 @@ static int infer__plan(infer_context *c) {
             w[0] = L->wq, w[1] = L->wk, w[2] = L->wv;
             y[0] = m->q_gate ? c->qg : c->q, y[1] = c->k, y[2] = c->v;
             ld[0] = m->q_gate ? 2 * m->q_dim : m->q_dim, ld[1] = ld[2] = m->kv_dim;
-            /* q alone where k and v are an earlier layer's */
-            infer__product_init(&p[INFER__P_QKV], L->kv_layer == l ? 3 : 1, w, y, ld);
+            /* q alone where k and v are an earlier layer's; q and k where v is k */
+            infer__product_init(&p[INFER__P_QKV], L->kv_layer != l ? 1 : L->wv ? 3 : 2, w, y, ld);
             infer__product_init(&p[INFER__P_O], 1, &L->wo, &c->xb, &m->dim);
         }
-        if (L->ffn_router) { /* experts: the router, then gate/up and down per expert */
+        if (L->ffn_router) { /* experts: the router, then gate/up (or gate and up fused) and down per expert */
+            int gu = L->w_gate ? INFER__P_EXPERTS_GATE_UP : INFER__P_GATE_UP, dn = L->w_gate ? INFER__P_EXPERTS_DOWN : INFER__P_DOWN;
             infer__product_init(&p[INFER__P_ROUTER], 1, &L->ffn_router, &c->route.logits, &m->n_expert);
             w[0] = L->gate_exps, w[1] = L->up_exps;
             y[0] = c->hb, y[1] = c->hb2;
-            ld[0] = ld[1] = m->expert_ffn;
-            infer__product_init(&p[INFER__P_GATE_UP], 2, w, y, ld);
-            infer__product_init(&p[INFER__P_DOWN], 1, &L->down_exps, &c->moe_out, &m->dim);
-            p[INFER__P_GATE_UP].expert_rows = m->expert_ffn;
-            p[INFER__P_DOWN].expert_rows = m->dim;
-        } else {
+            ld[0] = ld[1] = L->up_exps ? m->expert_ffn : 2 * m->expert_ffn;
+            infer__product_init(&p[gu], L->up_exps ? 2 : 1, w, y, ld);
+            infer__product_init(&p[dn], 1, &L->down_exps, &c->moe_out, &m->dim);
+            p[gu].expert_rows = ld[0];
+            p[dn].expert_rows = m->dim;
+        }
+        if (L->w_gate) { /* dense, or beside the experts */
             w[0] = L->w_gate, w[1] = L->w_up;
             y[0] = c->hb, y[1] = c->hb2;
             ld[0] = ld[1] = m->ffn_dim;
@@ -276,7 +278,8 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
     c->k = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
     c->v = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->kv_dim, sizeof(float), &ok);
     c->att = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->q_dim, sizeof(float), &ok);
-    c->hb = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
+    /* gate and up of the experts fused: both in hb */
+    c->hb = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * 2 * m->expert_ffn),
                                       sizeof(float), &ok);
     c->hb2 = (float *)infer__ctx_alloc(c, INFER__MAX((size_t)c->n_batch * m->ffn_dim, (size_t)pairs * m->expert_ffn),
                                        sizeof(float), &ok);
@@ -306,6 +309,11 @@ INFERDEF infer_context *infer_context_new(infer_model *m, const infer_context_pa
         c->ple_h = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->ple_dim, sizeof(float), &ok);
     }
     if (moe) {
+        for (l = 0; l < m->n_layers; l++)
+            if (m->layers[l].ffn_router && m->layers[l].w_gate && !c->moe_dense) {
+                c->moe_dense = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
+                c->router_in = (float *)infer__ctx_alloc(c, (size_t)c->n_batch * m->dim, sizeof(float), &ok);
+            }
         c->moe_out = (float *)infer__ctx_alloc(c, (size_t)pairs * m->dim, sizeof(float), &ok);
         c->route.expert = (int *)infer__ctx_alloc(c, (size_t)pairs, sizeof(int), &ok);
         c->route.weight = (float *)infer__ctx_alloc(c, (size_t)pairs, sizeof(float), &ok);
@@ -355,6 +363,8 @@ INFERDEF void infer_context_free(infer_context *c) {
     INFER_FREE(c->hb);
     INFER_FREE(c->hb2);
     INFER_FREE(c->moe_out);
+    INFER_FREE(c->moe_dense);
+    INFER_FREE(c->router_in);
     if (c->rs) infer__kv_mem_free(c->model->gpu, c->rs);
     INFER_FREE(c->rs_at);
     INFER_FREE(c->rs_of);

@@ -58,6 +58,7 @@ typedef struct infer__attn_batch {
     const infer__kv_cache *kv;
     const infer__kernels *kern;
     int seq, layer, pos0, n_tok, n_heads;
+    int head_dim, n_kv_heads; /* the layer's (its KV rows may be wider: the cache's rows are the largest layer's) */
     int window;    /* keys a query sees, 0: all */
     float scale;   /* on the scores (after soft-capping) */
     float softcap; /* scores become c * tanh(s / c), 0: no */
@@ -87,7 +88,7 @@ static size_t infer__kv_bytes(const infer__kv_cache *kv);
 /* hi: one past the highest position the sequence's cache has written */
 static int infer__kv_can_rewind(const infer__kv_cache *kv, const infer_model *m, int hi, int n_past);
 static void infer__kv_store(infer__kv_cache *kv, const infer__kernels *kern, int seq, int layer, int pos, const float *k,
-                            const float *v);
+                            const float *v, int n);
 static size_t infer__attn_scratch_floats(int head_dim, int ordered, int n_ctx);
 static size_t infer__rec_scratch_floats(const infer_model *m);
 static size_t infer__rec_shared_floats(const infer_model *m, int n_batch);
@@ -125,7 +126,9 @@ typedef struct infer__product {
    (empty where the model has none). */
 enum {
     INFER__P_QKV, INFER__P_O, INFER__P_ROUTER, INFER__P_GATE_UP, INFER__P_DOWN, INFER__P_LAUREL_L, INFER__P_LAUREL_R,
-    INFER__P_PLE_GATE, INFER__P_PLE_PROJ, INFER__P_PER_LAYER
+    INFER__P_PLE_GATE, INFER__P_PLE_PROJ,
+    INFER__P_EXPERTS_GATE_UP, INFER__P_EXPERTS_DOWN, /* experts beside a dense FFN (GATE_UP, DOWN) */
+    INFER__P_PER_LAYER
 };
 /* After the layers' steps, the model's: the output, the per-layer inputs'
    product of the embedding, AltUp's streams made (one step of n_altup - 1
@@ -192,6 +195,7 @@ struct infer_context {
     infer__kv_cache kv;
     /* activations of one batch, a row per token (per pair for experts) */
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *moe_out;
+    float *moe_dense, *router_in; /* experts beside a dense FFN: its output; the router's input */
     float *rope;        /* per RoPE of the model, per token: cos, sin of each rotated pair */
     const float *rope_freqs[INFER__MAX_ROPES]; /* the factors this context's length picks */
     float *attn_scratch; /* per worker */

@@ -140,14 +140,15 @@ static void infer__norm_rows(infer_context *c, const infer__tensor *w, int t0, i
    alone in a layer that reads an earlier layer's cache. */
 static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, int t1) {
     const infer_model *m = c->model;
-    int hd = m->head_dim, q_dim = m->q_dim, kv_dim = m->kv_dim, n_rot = m->rope_dim, t, i;
-    int neox = L->rope >= 0 && m->ropes[L->rope].neox;
+    int hd = L->head_dim, q_dim = L->q_dim, kv_dim = L->kv_dim, t, i;
+    int n_rot = L->rope >= 0 ? m->ropes[L->rope].n_rot : 0, neox = L->rope >= 0 && m->ropes[L->rope].neox;
     for (t = t0; t < t1; t++) {
-        float *q = c->q + (size_t)t * q_dim, *k = c->k + (size_t)t * kv_dim, *v = c->v + (size_t)t * kv_dim;
-        const float *cs = L->rope >= 0 ? c->rope + ((size_t)L->rope * c->n_batch + t) * n_rot : NULL;
+        float *q = c->q + (size_t)t * m->q_dim, *k = c->k + (size_t)t * m->kv_dim, *v = c->v + (size_t)t * m->kv_dim;
+        const float *cs = L->rope >= 0 ? c->rope + ((size_t)L->rope * c->n_batch + t) * m->rope_dim : NULL;
         if (L->bq) for (i = 0; i < q_dim; i++) q[i] += ((const float *)L->bq->data)[i];
         if (L->bk) for (i = 0; i < kv_dim; i++) k[i] += ((const float *)L->bk->data)[i];
         if (L->bv) for (i = 0; i < kv_dim; i++) v[i] += ((const float *)L->bv->data)[i];
+        if (L->wk && !L->wv) memcpy(v, k, (size_t)kv_dim * sizeof(float)); /* V is the raw K */
         for (i = 0; i < m->n_heads; i++) {
             float *qh = q + (size_t)i * hd;
             if (L->q_norm) infer__rmsnorm(&c->kern, qh, qh, (const float *)L->q_norm->data, hd, m->norm_eps);
@@ -157,8 +158,8 @@ static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, i
             for (i = 0; i < q_dim; i++) q[i] *= m->attn_scale;
         if (!L->wk) continue; /* k and v are an earlier layer's */
         if (m->v_norm)
-            for (i = 0; i < m->n_kv_heads; i++) infer__rmsnorm_plain(&c->kern, v + (size_t)i * hd, hd, m->norm_eps);
-        for (i = 0; i < m->n_kv_heads; i++) {
+            for (i = 0; i < L->n_kv_heads; i++) infer__rmsnorm_plain(&c->kern, v + (size_t)i * hd, hd, m->norm_eps);
+        for (i = 0; i < L->n_kv_heads; i++) {
             float *kh = k + (size_t)i * hd;
             if (L->k_norm) infer__rmsnorm(&c->kern, kh, kh, (const float *)L->k_norm->data, hd, m->norm_eps);
             if (cs) infer__rope_rotate(kh, cs, n_rot, neox, c->match_llama ? &c->kern : NULL);
@@ -169,11 +170,12 @@ static void infer__qk_prepare(infer_context *c, const infer__layer *L, int t0, i
 /* 5. Tokens t0..t1's k and v into layer l of their sequences' caches
    (attention.c's infer__kv_store writes one position). */
 static void infer__kv_store_rows(infer_context *c, const infer__pass *ps, int l, int t0, int t1) {
-    int kv_dim = c->model->kv_dim, g, t;
+    int ld = c->model->kv_dim, g, t;
     for (g = 0; g < ps->n_groups; g++) {
         const infer__group *G = &c->groups[g];
         for (t = INFER__MAX(t0, G->start); t < INFER__MIN(t1, G->start + G->n); t++)
-            infer__kv_store(&c->kv, &c->kern, G->seq, l, c->pos[t], c->k + (size_t)t * kv_dim, c->v + (size_t)t * kv_dim);
+            infer__kv_store(&c->kv, &c->kern, G->seq, l, c->pos[t], c->k + (size_t)t * ld, c->v + (size_t)t * ld,
+                            c->model->layers[l].kv_dim);
     }
 }
 
@@ -192,6 +194,8 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
     ab.kv = &c->kv;
     ab.kern = &c->kern;
     ab.n_heads = m->n_heads;
+    ab.head_dim = m->layers[l].head_dim;
+    ab.n_kv_heads = m->layers[l].n_kv_heads;
     ab.scale = m->attn_scale_q ? 1.0f : m->attn_scale;
     ab.softcap = m->attn_softcap;
     ab.ldq = ab.ldo = q_dim;
@@ -209,7 +213,7 @@ static void infer__attention(infer_context *c, infer__pass *ps, int l, int ith, 
             ab.seq = G->seq, ab.pos0 = G->pos0, ab.n_tok = G->n;
             ab.q = c->q + (size_t)G->start * q_dim, ab.out = c->att + (size_t)G->start * q_dim;
             if (phase) {
-                ab.part = c->attn_part + (size_t)G->start * m->n_heads * ab.n_splits * ((size_t)m->head_dim + INFER__ATT_PART_HEAD);
+                ab.part = c->attn_part + (size_t)G->start * m->n_heads * ab.n_splits * ((size_t)ab.head_dim + INFER__ATT_PART_HEAD);
                 ab.scores = c->attn_scores + (size_t)G->start * m->n_heads * ab.scores_ld;
             }
             if (item < first + infer__attn_n_items(&ab) * ab.n_splits) break;
@@ -393,32 +397,33 @@ static void infer__sparsify(float *g, int n, float k) {
    comes before anyone reads them). */
 static void infer__ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1, int ith,
                        int nth) {
-    int dim = c->model->dim, ffn = c->model->ffn_dim, t;
+    int dim = c->model->dim, ld = c->model->ffn_dim, ffn = L->ffn_dim, t;
     infer__product_step(c, &P[INFER__P_GATE_UP], c->xb, dim, n, t0, t1, ith, nth);
     for (t = t0; t < t1; t++) {
-        if (L->ffn_sparsity > 0) infer__sparsify(c->hb + (size_t)t * ffn, ffn, L->ffn_sparsity);
-        infer__act_mul(c, c->hb + (size_t)t * ffn, c->hb2 + (size_t)t * ffn, ffn);
+        if (L->ffn_sparsity > 0) infer__sparsify(c->hb + (size_t)t * ld, ffn, L->ffn_sparsity);
+        infer__act_mul(c, c->hb + (size_t)t * ld, c->hb2 + (size_t)t * ld, ffn);
     }
-    infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ffn, t0, t1, 0);
+    infer__product_convert(c, &P[INFER__P_DOWN], c->hb, ld, t0, t1, 0);
     infer__product_ready(c, ith);
     infer__pool_barrier(c->pool);
-    infer__product_run(c, &P[INFER__P_DOWN], c->hb, ffn, n, NULL, ith, nth);
+    infer__product_run(c, &P[INFER__P_DOWN], c->hb, ld, n, NULL, ith, nth);
 }
 
 /* 10, in a layer of experts. Their feed-forward of the normed input xb
-   (tokens t0..t1 are this worker's), into xb: route, gather, gate/up,
-   activation, down, and each token's weighted sum in the order its
-   experts were chosen. */
-static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1,
-                           int ith, int nth) {
+   (tokens t0..t1 are this worker's), into xb: route (the router reading
+   router_x's rows), gather, gate/up, activation, down (times each
+   expert's scale where the layer has them), and each token's weighted
+   sum in the order its experts were chosen. gu, dn: the layer's expert
+   products. */
+static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer__product *P, const infer__product *gu,
+                           const infer__product *dn, const float *router_x, int n, int t0, int t1, int ith, int nth) {
     const infer_model *m = c->model;
     infer__moe_route *rt = &c->route;
-    const infer__product *gu = &P[INFER__P_GATE_UP], *dn = &P[INFER__P_DOWN];
     int k = m->n_expert_used, n_pairs = n * k, p0 = n_pairs * ith / nth, p1 = n_pairs * (ith + 1) / nth;
-    int dim = m->dim, effn = m->expert_ffn, t, p, s, j, i, e;
+    int dim = m->dim, effn = m->expert_ffn, ldg = L->up_exps ? effn : 2 * effn, t, p, s, j, i, e;
     infer__product_ready(c, ith);
-    infer__pool_barrier(c->pool); /* the router reads every token's xb */
-    infer__product_run(c, &P[INFER__P_ROUTER], c->xb, dim, n, NULL, ith, nth);
+    infer__pool_barrier(c->pool); /* the router reads every token's row */
+    infer__product_run(c, &P[INFER__P_ROUTER], router_x, dim, n, NULL, ith, nth);
     infer__pool_barrier(c->pool);
     for (t = t0; t < t1; t++) {
         if (L->router_b) infer__add_bias(rt->logits + (size_t)t * m->n_expert, L->router_b, 0, m->n_expert);
@@ -437,13 +442,14 @@ static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer_
     infer__moe_product(c, gu, ith, nth);
     infer__pool_barrier(c->pool);
     for (p = p0, e = 0; p < p1; p++) {
+        /* gate and up in rows of their own, or fused in one row of hb */
+        float *g = c->hb + (size_t)p * ldg, *u = L->up_exps ? c->hb2 + (size_t)p * effn : g + effn;
         while (rt->start[e + 1] <= p) e++; /* pair p's expert: pairs are sorted by expert */
-        if (L->gate_exps_b) infer__add_bias(c->hb + (size_t)p * effn, L->gate_exps_b, e, effn);
-        if (L->up_exps_b) infer__add_bias(c->hb2 + (size_t)p * effn, L->up_exps_b, e, effn);
-        infer__act_mul(c, c->hb + (size_t)p * effn, c->hb2 + (size_t)p * effn, effn);
+        if (L->gate_exps_b) infer__add_bias(g, L->gate_exps_b, e, effn);
+        if (L->up_exps_b) infer__add_bias(u, L->up_exps_b, e, effn);
+        infer__act_mul(c, g, u, effn);
         for (s = 0; s < dn->n_x; s++)
-            c->kern.from_float[dn->x_type[s]](c->hb + (size_t)p * effn,
-                                              infer__xq_slot(c, s) + (size_t)p * infer__row_size(dn->x_type[s], effn), effn);
+            c->kern.from_float[dn->x_type[s]](g, infer__xq_slot(c, s) + (size_t)p * infer__row_size(dn->x_type[s], effn), effn);
     }
     infer__pool_barrier(c->pool);
     infer__moe_product(c, dn, ith, nth);
@@ -453,11 +459,46 @@ static void infer__moe_ffn(infer_context *c, const infer__layer *L, const infer_
         for (j = 0; j < k; j++) {
             float *y = c->moe_out + (size_t)rt->pair_of[t * k + j] * dim;
             float w = rt->weight[t * k + j];
-            /* the down bias joins each expert's output before its weight, as
-               ggml adds it (its pair is this token's alone) */
+            /* the down bias (or scale) joins each expert's output before its
+               weight, as ggml applies it (its pair is this token's alone) */
             if (L->down_exps_b) infer__add_bias(y, L->down_exps_b, rt->expert[t * k + j], dim);
+            if (L->exps_scale) {
+                float sc = ((const float *)L->exps_scale->data)[rt->expert[t * k + j]];
+                for (i = 0; i < dim; i++) y[i] *= sc;
+            }
             for (i = 0; i < dim; i++) out[i] = j ? out[i] + y[i] * w : y[i] * w;
         }
+    }
+}
+
+/* 10, in a layer of experts beside a dense FFN (Gemma 4), from the
+   residual stream x (ffn_norm'd into xb): the dense FFN, normed by
+   post_ffn_norm_1; the experts on pre_ffn_norm_2(x), routed on
+   RMS-norm(x) / sqrt(dim) times router_scale, normed by post_ffn_norm_2;
+   their sum into xb. */
+static void infer__moe_dense_ffn(infer_context *c, const infer__layer *L, const infer__product *P, int n, int t0, int t1,
+                                 int ith, int nth) {
+    const infer_model *m = c->model;
+    int dim = m->dim, t, i;
+    const float *rs = (const float *)L->router_scale->data;
+    float inv = 1.0f / sqrtf((float)dim);
+    infer__ffn(c, L, P, n, t0, t1, ith, nth);
+    infer__pool_barrier(c->pool); /* the down product's rows are every worker's */
+    for (t = t0; t < t1; t++) {
+        const float *x = c->x + (size_t)t * dim;
+        float *xb = c->xb + (size_t)t * dim, *d = c->moe_dense + (size_t)t * dim, *r = c->router_in + (size_t)t * dim;
+        infer__rmsnorm(&c->kern, d, xb, (const float *)L->post_ffn_norm_1->data, dim, m->norm_eps);
+        memcpy(r, x, (size_t)dim * sizeof(float));
+        infer__rmsnorm_plain(&c->kern, r, dim, m->norm_eps);
+        for (i = 0; i < dim; i++) r[i] = r[i] * inv * rs[i];
+        infer__rmsnorm(&c->kern, xb, x, (const float *)L->pre_ffn_norm_2->data, dim, m->norm_eps);
+    }
+    infer__moe_ffn(c, L, P, &P[INFER__P_EXPERTS_GATE_UP], &P[INFER__P_EXPERTS_DOWN], c->router_in, n, t0, t1, ith, nth);
+    for (t = t0; t < t1; t++) { /* this worker's own rows of xb */
+        float *xb = c->xb + (size_t)t * dim;
+        const float *d = c->moe_dense + (size_t)t * dim;
+        infer__rmsnorm(&c->kern, xb, xb, (const float *)L->post_ffn_norm_2->data, dim, m->norm_eps);
+        for (i = 0; i < dim; i++) xb[i] += d[i];
     }
 }
 
@@ -621,29 +662,47 @@ static void infer__altup_correct(infer_context *c, const infer__layer *L, int t0
     }
 }
 
-/* 11b. The layer's per-layer input into every stream but the first:
-   RMS-norm(proj (GELU(gate (s_active * correct_scale)) * the token's input
-   for this layer)). */
+/* 11b. The layer's per-layer input: RMS-norm(proj (GELU(gate y) * the
+   token's input for this layer)), y the layer's output x, added to x; with
+   AltUp, y the active stream times correct_scale, added to every stream
+   but the first. */
 static void infer__ple_block(infer_context *c, const infer__layer *L, const infer__product *P, int l, int n, int t0,
                              int t1, int ith, int nth) {
     const infer_model *m = c->model;
     int dim = m->dim, na = m->n_altup, ple = m->ple_dim, t, j, i;
-    const float *scale = (const float *)L->altup_correct_scale->data;
-    for (t = t0; t < t1; t++) {
-        const float *act = c->alt + ((size_t)t * na + m->altup_active) * dim;
-        float *xb = c->xb + (size_t)t * dim;
-        for (i = 0; i < dim; i++) xb[i] = act[i] * scale[i];
+    if (na) {
+        const float *scale = (const float *)L->altup_correct_scale->data;
+        for (t = t0; t < t1; t++) {
+            const float *act = c->alt + ((size_t)t * na + m->altup_active) * dim;
+            float *xb = c->xb + (size_t)t * dim;
+            for (i = 0; i < dim; i++) xb[i] = act[i] * scale[i];
+        }
     }
-    infer__product_step(c, &P[INFER__P_PLE_GATE], c->xb, dim, n, t0, t1, ith, nth);
+    /* (the gate's input: xb, or x as it is) */
+    infer__product_step(c, &P[INFER__P_PLE_GATE], na ? c->xb : c->x, dim, n, t0, t1, ith, nth);
     for (t = t0; t < t1; t++)
         c->kern.gelu_mul(c->ple_h + (size_t)t * ple, c->ple + ((size_t)t * m->n_layers + l) * ple, ple, m->gelu_table);
     infer__product_step(c, &P[INFER__P_PLE_PROJ], c->ple_h, ple, n, t0, t1, ith, nth);
     for (t = t0; t < t1; t++) {
-        float *xb = c->xb + (size_t)t * dim, *s = c->alt + (size_t)t * na * dim;
+        float *xb = c->xb + (size_t)t * dim;
         infer__rmsnorm(&c->kern, xb, xb, (const float *)L->ple_norm->data, dim, m->norm_eps);
-        for (j = 1; j < na; j++)
-            for (i = 0; i < dim; i++) s[(size_t)j * dim + i] += xb[i];
+        if (!na) {
+            float *x = c->x + (size_t)t * dim;
+            for (i = 0; i < dim; i++) x[i] += xb[i];
+        }
+        for (j = 1; j < na; j++) {
+            float *s = c->alt + ((size_t)t * na + j) * dim;
+            for (i = 0; i < dim; i++) s[i] += xb[i];
+        }
     }
+}
+
+/* 11c. The layer's output x times its scale (a scalar). */
+static void infer__scale_rows(infer_context *c, const infer__tensor *scale, int t0, int t1) {
+    int dim = c->model->dim, t, i;
+    float s = *(const float *)scale->data;
+    for (t = t0; t < t1; t++)
+        for (i = 0; i < dim; i++) c->x[(size_t)t * dim + i] *= s;
 }
 
 /* 12'. The streams merged into x: stream j > 0 through altup_down[j - 1],
@@ -711,7 +770,7 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
                 infer__pool_barrier(c->pool);
             }
             if (ps->attn_splits > 1)
-                infer__attn_merge(c->attn_part, m->n_heads, m->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
+                infer__attn_merge(c->attn_part, m->n_heads, L->head_dim, ps->attn_splits, t0, t1, c->att, q_dim);
             if (m->q_gate) infer__q_gate_apply(c, t0, t1);
             infer__product_convert(c, &P[INFER__P_O], c->att, q_dim, t0, t1, 0);
             infer__product_ready(c, ith);
@@ -724,15 +783,16 @@ static void infer__forward_worker(void *arg, int ith, int nth) {
 
         /* feed-forward */
         infer__norm_rows(c, L->ffn_norm, t0, t1);
-        if (L->ffn_router) infer__moe_ffn(c, L, P, n, t0, t1, ith, nth);
+        if (L->ffn_router && L->w_gate) infer__moe_dense_ffn(c, L, P, n, t0, t1, ith, nth);
+        else if (L->ffn_router)
+            infer__moe_ffn(c, L, P, &P[INFER__P_GATE_UP], &P[INFER__P_DOWN], c->xb, n, t0, t1, ith, nth);
         else infer__ffn(c, L, P, n, t0, t1, ith, nth);
         if (ith == 0) infer__atomic_store(&ps->stop, infer__aborted(c), INFER__RELAXED);
         infer__pool_barrier(c->pool); /* xb's rows, and the flag: every worker reads the same */
         infer__residual(c, NULL, L->post_ffn_norm, t0, t1);
-        if (m->n_altup) {
-            infer__altup_correct(c, L, t0, t1, ith);
-            infer__ple_block(c, L, P, l, n, t0, t1, ith, nth);
-        }
+        if (m->n_altup) infer__altup_correct(c, L, t0, t1, ith);
+        if (L->ple_gate) infer__ple_block(c, L, P, l, n, t0, t1, ith, nth);
+        if (L->out_scale) infer__scale_rows(c, L->out_scale, t0, t1);
     }
     if (infer__atomic_load(&ps->stop, INFER__RELAXED)) return;
     if (m->n_altup) infer__altup_merge(c, ps, t0, t1, ith, nth);

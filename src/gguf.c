@@ -531,6 +531,13 @@ static int infer__gguf_get_int_at(const infer_gguf *g, const char *key, uint64_t
     return 1;
 }
 
+static int infer__gguf_get_bool_at(const infer_gguf *g, const char *key, uint64_t i, int *out) {
+    const infer__kv *kv = infer__gguf_kv(g, key);
+    if (!kv || kv->type != INFER_GGUF_TYPE_ARRAY || kv->arr_type != INFER_GGUF_TYPE_BOOL || i >= kv->arr_n) return 0;
+    *out = kv->data[i] != 0;
+    return 1;
+}
+
 static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *out) {
     const infer__kv *kv = infer__gguf_kv(g, key);
     if (!kv || !infer__gguf_scalar_size(kv->type) || kv->type == INFER_GGUF_TYPE_BOOL) return 0;

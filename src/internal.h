@@ -183,6 +183,7 @@ static int infer__gguf_get_int(const infer_gguf *g, const char *key, int64_t *ou
 static int infer__gguf_get_float(const infer_gguf *g, const char *key, double *out);
 /* element i of an integer array (0 where key is no such array or i is past its end) */
 static int infer__gguf_get_int_at(const infer_gguf *g, const char *key, uint64_t i, int64_t *out);
+static int infer__gguf_get_bool_at(const infer_gguf *g, const char *key, uint64_t i, int *out);
 static int infer__gguf_get_bool(const infer_gguf *g, const char *key, int *out);
 static int infer__gguf_get_str(const infer_gguf *g, const char *key, infer__str *out);
 static const infer__tensor *infer__gguf_tensor(const infer_gguf *g, const char *name);
@@ -605,7 +606,13 @@ enum {
     INFER__A_PLE = 1u << 23,       /* per-layer embeddings: each layer's input of embedding_length_per_layer_input */
     INFER__A_V_NORM = 1u << 24,    /* v RMS-normed per head, without a weight */
     INFER__A_FINAL_SOFTCAP = 1u << 25, /* the logits soft-capped (final_logit_softcapping), attention not */
-    INFER__A_UNSCALED = 1u << 26   /* attention scores unscaled (q and k are RMS-normed) */
+    INFER__A_UNSCALED = 1u << 26,  /* attention scores unscaled (q and k are RMS-normed) */
+    INFER__A_LAYER_SHAPES = 1u << 27, /* head sizes, KV heads, FFN widths and sliding layers per layer, from arrays
+                                         (key_length_swa, rope.dimension_count_swa, sliding_window_pattern) */
+    INFER__A_V_FROM_K = 1u << 28,  /* a layer without attn_v takes V from the raw K (Gemma 4's K=V) */
+    INFER__A_MOE_DENSE = 1u << 29, /* an experts layer also runs its dense FFN beside them, each with its own norms,
+                                      the router on the unweighted norm times ffn_gate_inp.scale (Gemma 4) */
+    INFER__A_OUT_SCALE = 1u << 30  /* each layer's output times its layer_output_scale, where the file has one */
 };
 
 typedef struct infer__arch {
@@ -637,7 +644,8 @@ enum { INFER__D_NONE, INFER__D_DIM, INFER__D_Q, INFER__D_KV, INFER__D_FFN, INFER
        INFER__D_PLE,       /* a layer's per-layer input width */
        INFER__D_ALTUP,     /* AltUp's streams */
        INFER__D_ALTUP2,    /* their square (the prediction coefficients) */
-       INFER__D_LAUREL     /* LAuReL's rank */
+       INFER__D_LAUREL,    /* LAuReL's rank */
+       INFER__D_EXPERT_FFN2 /* gate and up of one expert, fused */
 };
 
 /* When a per-layer tensor must be there. */
@@ -648,7 +656,9 @@ enum {
     INFER__T_UNFUSED,  /* q, k, v: required unless the layer's attn_qkv holds them */
     INFER__T_DENSE,    /* gate, up, down: required unless the layer is experts (gate: or fused in up) */
     INFER__T_EXPERT,   /* required where the layer is experts */
-    INFER__T_UNLESS    /* required unless the architecture has `flag` */
+    INFER__T_UNLESS,   /* required unless the architecture has `flag` */
+    INFER__T_FLAG_OPTIONAL, /* bound where the architecture has `flag` and the file has it */
+    INFER__T_EXPERT_FLAG    /* required where the layer is experts and the architecture has `flag` */
 };
 
 typedef struct infer__tensor_spec {

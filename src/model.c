@@ -12,17 +12,18 @@ INFERDEF infer_model_params infer_model_default_params(void) {
 
 static const infer_vocab *infer__model_vocab(const infer_model *m) { return m->vocab; }
 
-/* The size a shape symbol stands for in this model. */
-static int64_t infer__model_size_of(const infer_model *m, int d) {
+/* The size a shape symbol stands for in layer L of this model (NULL: the model's). */
+static int64_t infer__model_size_of(const infer_model *m, const infer__layer *L, int d) {
     switch (d) {
     case INFER__D_DIM: return m->dim;
-    case INFER__D_Q: return m->q_dim;
-    case INFER__D_KV: return m->kv_dim;
-    case INFER__D_FFN: return m->ffn_dim;
-    case INFER__D_HEAD: return m->head_dim;
+    case INFER__D_Q: return L ? L->q_dim : m->q_dim;
+    case INFER__D_KV: return L ? L->kv_dim : m->kv_dim;
+    case INFER__D_FFN: return L ? L->ffn_dim : m->ffn_dim;
+    case INFER__D_HEAD: return L ? L->head_dim : m->head_dim;
     case INFER__D_EXPERTS: return m->n_expert;
     case INFER__D_EXPERT_FFN: return m->expert_ffn;
-    case INFER__D_Q_OUT: return m->q_gate ? 2 * (int64_t)m->q_dim : m->q_dim;
+    case INFER__D_EXPERT_FFN2: return 2 * (int64_t)m->expert_ffn;
+    case INFER__D_Q_OUT: return (m->q_gate ? 2 : 1) * (int64_t)(L ? L->q_dim : m->q_dim);
     case INFER__D_ONE: return 1;
     case INFER__D_CONV: return m->ssm_conv;
     case INFER__D_CONV_CH: return m->conv_ch;
@@ -313,18 +314,108 @@ static int infer__model_rope_override(infer_model *m, const infer_model_params *
     return 1;
 }
 
+/* {arch}.suffix for layer l: one integer for all layers, or an array of
+   one per layer (range-checked as infer__model_hparam's). */
+static int infer__model_layer_hparam(infer_model *m, const char *suffix, int l, int *out, infer_error *err) {
+    char key[128];
+    const infer__kv *kv;
+    int64_t v = 0;
+    snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
+    kv = infer__gguf_kv(m->gguf, key);
+    if (!kv || kv->type != INFER_GGUF_TYPE_ARRAY) return infer__model_hparam(m, suffix, out, 1, err);
+    if (kv->arr_n != (uint64_t)m->n_layers || !infer__gguf_get_int_at(m->gguf, key, (uint64_t)l, &v) || v <= 0 ||
+        v > (1 << 24)) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not %d counts, one per layer", key, m->n_layers);
+        return 0;
+    }
+    *out = (int)v;
+    return 1;
+}
+
+/* Layer shapes that differ by layer (INFER__A_LAYER_SHAPES, Gemma 4):
+   which layers slide (sliding_window_pattern, a flag per layer), their
+   heads (key_length_swa, else key_length), KV heads and FFN widths (an
+   array or one value), and the sliding layers' RoPE (rope.freq_base_swa,
+   rope.dimension_count_swa). The model's shape becomes the largest. */
+static int infer__model_layer_shapes(infer_model *m, infer_error *err) {
+    char key[128];
+    int hd_full = m->head_dim, hd_swa = 0, v_swa = 0, rot_swa = 0, l;
+    infer__rope *swa = &m->ropes[1];
+    if (!infer__model_hparam(m, "attention.key_length_swa", &hd_swa, 1, err) ||
+        !infer__model_hparam(m, "attention.value_length_swa", &v_swa, 0, err))
+        return 0;
+    rot_swa = hd_swa;
+    if (!infer__model_hparam(m, "rope.dimension_count_swa", &rot_swa, 0, err)) return 0;
+    if ((v_swa && v_swa != hd_swa) || rot_swa > hd_swa || rot_swa % 2) {
+        infer__set_error(err, INFER_ERR_FORMAT,
+                         "model metadata %s: sliding layers' heads of %d keys, %d values and %d rotated do not fit", m->arch,
+                         hd_swa, v_swa, rot_swa);
+        return 0;
+    }
+    *swa = m->ropes[0];
+    swa->n_rot = rot_swa;
+    swa->freq_scale = 1.0f, swa->ext_factor = 0.0f, swa->attn_factor = 1.0f;
+    if (!infer__model_fparam(m, "rope.freq_base_swa", &swa->base, 0, err)) return 0;
+    m->n_ropes = 2;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", m->arch);
+    m->head_dim = m->q_dim = m->kv_dim = m->n_kv_heads = m->ffn_dim = 0;
+    for (l = 0; l < m->n_layers; l++) {
+        infer__layer *L = &m->layers[l];
+        int slides = 0;
+        if (!infer__gguf_get_bool_at(m->gguf, key, (uint64_t)l, &slides) &&
+            (!infer__gguf_kv(m->gguf, key) || infer__gguf_kv(m->gguf, key)->arr_n != (uint64_t)m->n_layers)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not %d flags, one per layer", key, m->n_layers);
+            return 0;
+        }
+        L->window = slides ? m->n_swa : 0;
+        L->rope = slides ? 1 : 0;
+        L->head_dim = slides ? hd_swa : hd_full;
+        if (!infer__model_layer_hparam(m, "attention.head_count_kv", l, &L->n_kv_heads, err) ||
+            !infer__model_layer_hparam(m, "feed_forward_length", l, &L->ffn_dim, err))
+            return 0;
+        if (L->n_kv_heads > m->n_heads || m->n_heads % L->n_kv_heads) {
+            infer__set_error(err, INFER_ERR_FORMAT, "%s.attention.head_count %d is not a multiple of layer %d's %d KV heads",
+                             m->arch, m->n_heads, l, L->n_kv_heads);
+            return 0;
+        }
+        L->q_dim = m->n_heads * L->head_dim;
+        L->kv_dim = L->n_kv_heads * L->head_dim;
+        m->head_dim = INFER__MAX(m->head_dim, L->head_dim);
+        m->q_dim = INFER__MAX(m->q_dim, L->q_dim);
+        m->kv_dim = INFER__MAX(m->kv_dim, L->kv_dim);
+        m->n_kv_heads = INFER__MAX(m->n_kv_heads, L->n_kv_heads);
+        m->ffn_dim = INFER__MAX(m->ffn_dim, L->ffn_dim);
+    }
+    m->rope_dim = INFER__MAX(m->rope_dim, rot_swa);
+    return 1;
+}
+
 static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer_error *err) {
     int k_len = 0, v_len = 0, kv_array = 0;
     infer__rope *r = &m->ropes[0];
     if (!infer__model_hparam(m, "embedding_length", &m->dim, 1, err) ||
         !infer__model_hparam(m, "block_count", &m->n_layers, 1, err) ||
-        !infer__model_hparam(m, "attention.head_count", &m->n_heads, 1, err) ||
-        !infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, !(a->flags & INFER__A_MOE), err))
+        !infer__model_hparam(m, "attention.head_count", &m->n_heads, 1, err))
         return 0;
+    /* every layer has its own tensors: a count the file cannot hold is a
+       corrupt header, refused before allocating per-layer tables for it */
+    if (m->n_layers > m->gguf->n_tensors) {
+        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.block_count = %d: more layers than the file's %lld tensors",
+                         m->arch, m->n_layers, (long long)m->gguf->n_tensors);
+        return 0;
+    }
+    m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
+    if (!m->layers) {
+        infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
+        return 0;
+    }
     m->n_kv_heads = m->n_heads;
     m->n_ctx_train = 2048;
-    if ((a->flags & INFER__A_KV_PATTERN) && !infer__model_kv_pattern(m, &kv_array, err)) return 0;
-    if (!kv_array && !infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err)) return 0;
+    if (!(a->flags & INFER__A_LAYER_SHAPES)) { /* else per layer: infer__model_layer_shapes */
+        if (!infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, !(a->flags & INFER__A_MOE), err)) return 0;
+        if ((a->flags & INFER__A_KV_PATTERN) && !infer__model_kv_pattern(m, &kv_array, err)) return 0;
+        if (!kv_array && !infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err)) return 0;
+    }
     if (!infer__model_hparam(m, "context_length", &m->n_ctx_train, 0, err) ||
         !infer__model_hparam(m, "attention.key_length", &k_len, 0, err) ||
         !infer__model_hparam(m, "attention.value_length", &v_len, 0, err))
@@ -384,7 +475,7 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     }
 
     /* sliding window */
-    if (a->swa_pattern) {
+    if (a->swa_pattern || (a->flags & INFER__A_LAYER_SHAPES)) {
         char key[128];
         m->n_swa = a->swa_default;
         if (!infer__model_hparam(m, "attention.sliding_window", &m->n_swa, !a->swa_default, err)) return 0;
@@ -393,6 +484,17 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
             infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s = %d is larger than %s.context_length %d", key,
                              m->n_swa, m->arch, m->n_ctx_train);
             return 0;
+        }
+    }
+
+    if (a->flags & INFER__A_LAYER_SHAPES) {
+        if (!infer__model_layer_shapes(m, err)) return 0;
+    } else {
+        int l;
+        for (l = 0; l < m->n_layers; l++) {
+            infer__layer *L = &m->layers[l];
+            L->head_dim = m->head_dim, L->n_kv_heads = m->n_kv_heads, L->ffn_dim = m->ffn_dim;
+            L->q_dim = m->q_dim, L->kv_dim = m->kv_dim;
         }
     }
 
@@ -424,13 +526,35 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     /* KV sharing: the layers from kv_from_start on keep no cache; it must
        leave a layer of each kind (sliding, global) to read from */
     m->n_layer_kv = a->kv_from_start ? INFER__MIN(a->kv_from_start, m->n_layers) : m->n_layers;
+    {
+        char key[128];
+        int64_t shared = 0;
+        snprintf(key, sizeof key, "%s.attention.shared_kv_layers", m->arch);
+        if (!a->kv_from_start && infer__gguf_kv(m->gguf, key)) {
+            if (!infer__gguf_get_int(m->gguf, key, &shared) || shared < 0 || shared >= m->n_layers) {
+                infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is not a count of 0..%d layers", key,
+                                 m->n_layers - 1);
+                return 0;
+            }
+            m->n_layer_kv = m->n_layers - (int)shared;
+        }
+    }
     if (a->flags & INFER__A_ALTUP) { /* llama.cpp fixes these whatever the file says */
         m->n_altup = 4;
         m->altup_active = 0;
         m->laurel_rank = 64;
     }
-    if ((a->flags & INFER__A_PLE) && !infer__model_hparam(m, "embedding_length_per_layer_input", &m->ple_dim, 1, err))
-        return 0;
+    if (a->flags & INFER__A_PLE) { /* 0: none (Gemma 4's larger models) */
+        char key[128];
+        int64_t v = -1;
+        snprintf(key, sizeof key, "%s.embedding_length_per_layer_input", m->arch);
+        if (!infer__gguf_get_int(m->gguf, key, &v) || v < 0 || v > (1 << 16)) {
+            infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s is %s", key,
+                             infer__gguf_kv(m->gguf, key) ? "out of range" : "missing");
+            return 0;
+        }
+        m->ple_dim = (int)v;
+    }
     if ((int64_t)m->ple_dim * m->n_layers > (1 << 24)) {
         infer__set_error(err, INFER_ERR_FORMAT, "%s.embedding_length_per_layer_input %d times %d layers is out of range",
                          m->arch, m->ple_dim, m->n_layers);
@@ -520,7 +644,7 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
     infer__layer *L = &m->layers[l];
     const infer__tensor *qkv = NULL, *up = NULL, *gate;
     char name[96];
-    int i, n_specs, moe = (a->flags & INFER__A_MOE) != 0, fused_ffn = 0;
+    int i, n_specs, moe = (a->flags & INFER__A_MOE) != 0, fused_ffn = 0, fused_exps = 0, shares_kv = l >= m->n_layer_kv;
     const infer__tensor_spec *specs = infer__arch_layer_tensors(&n_specs);
     if (a->flags & INFER__A_MOE_OPT) {
         snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
@@ -553,6 +677,14 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
             fused_ffn = 1;
         }
     }
+    if (moe) { /* Gemma 4's experts: gate and up fused, each expert's gate rows then its up rows */
+        snprintf(name, sizeof name, "blk.%d.ffn_gate_up_exps.weight", l);
+        if ((up = infer__gguf_tensor(m->gguf, name)) != NULL) {
+            L->gate_exps = infer__model_check(m, up, m->dim, 2 * (int64_t)m->expert_ffn, m->n_expert, err, ok);
+            if (!*ok) return;
+            fused_exps = 1;
+        }
+    }
     for (i = 0; i < n_specs && *ok; i++) {
         const infer__tensor_spec *s = &specs[i];
         const infer__tensor **field = (const infer__tensor **)((char *)L + s->field);
@@ -568,6 +700,7 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         case INFER__T_OPTIONAL: required = 0; break;
         case INFER__T_FLAG:
             if (!(a->flags & s->flag)) continue; /* not part of this architecture: left unbound */
+            if (s->flag == INFER__A_PLE && !m->ple_dim) continue; /* per-layer inputs of width 0: none */
             required = 1;
             break;
         case INFER__T_UNFUSED:
@@ -575,14 +708,32 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
             required = 1;
             break;
         case INFER__T_DENSE:
-            if (moe || (fused_ffn && (s->field == offsetof(infer__layer, w_gate) || s->field == offsetof(infer__layer, w_up))))
+            if ((moe && !(a->flags & INFER__A_MOE_DENSE)) ||
+                (fused_ffn && (s->field == offsetof(infer__layer, w_gate) || s->field == offsetof(infer__layer, w_up))))
                 continue;
             required = 1;
             break;
+        case INFER__T_FLAG_OPTIONAL:
+            if (!(a->flags & s->flag)) continue;
+            required = 0;
+            break;
+        case INFER__T_EXPERT_FLAG:
+            if (!moe || !(a->flags & s->flag)) continue;
+            required = 1;
+            break;
         default: /* INFER__T_EXPERT */
-            if (!moe) continue;
+            if (!moe || (fused_exps && (s->field == offsetof(infer__layer, gate_exps) ||
+                                        s->field == offsetof(infer__layer, up_exps))))
+                continue;
             required = 1;
         }
+        /* a layer that reads an earlier layer's cache may lack k and v; a
+           V_FROM_K model's layer may lack v (it takes the raw k) */
+        if (shares_kv && (s->field == offsetof(infer__layer, wk) || s->field == offsetof(infer__layer, wv) ||
+                          s->field == offsetof(infer__layer, bk) || s->field == offsetof(infer__layer, bv) ||
+                          s->field == offsetof(infer__layer, k_norm)))
+            required = 0;
+        if ((a->flags & INFER__A_V_FROM_K) && s->field == offsetof(infer__layer, wv)) required = 0;
         snprintf(name, sizeof name, "blk.%d.%s", l, s->suffix);
         t = infer__gguf_tensor(m->gguf, name);
         if (!t) {
@@ -597,8 +748,8 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
             }
             continue;
         }
-        *field = infer__model_check(m, t, infer__model_size_of(m, s->ne0), infer__model_size_of(m, s->ne1),
-                                    infer__model_size_of(m, s->ne2), err, ok);
+        *field = infer__model_check(m, t, infer__model_size_of(m, L, s->ne0), infer__model_size_of(m, L, s->ne1),
+                                    infer__model_size_of(m, L, s->ne2), err, ok);
     }
     /* the stacked experts as matrices of n_expert * rows: expert e is rows
        [e * rows, (e + 1) * rows) */
@@ -607,18 +758,23 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         st[0] = &L->gate_exps, st[1] = &L->up_exps, st[2] = &L->down_exps;
         for (i = 0; i < 3; i++) {
             const infer__tensor *t = *st[i];
-            infer__tensor *v = (infer__tensor *)infer__model_view(m, t, 0, t->ne[1] * t->ne[2], "stacked");
+            infer__tensor *v;
+            if (!t) continue; /* up, fused into gate */
+            v = (infer__tensor *)infer__model_view(m, t, 0, t->ne[1] * t->ne[2], "stacked");
             v->n_dims = 2;
             v->ne[2] = 1;
             *st[i] = v;
         }
     }
-    /* where this layer's attention looks and how it turns */
-    L->window = 0;
-    L->rope = 0;
-    if (a->swa_pattern && l % a->swa_pattern < a->swa_pattern - 1) {
-        L->window = m->n_swa;
-        if (m->n_ropes > 1) L->rope = 1;
+    /* where this layer's attention looks and how it turns (LAYER_SHAPES:
+       from the file's pattern, infer__model_layer_shapes) */
+    if (!(a->flags & INFER__A_LAYER_SHAPES)) {
+        L->window = 0;
+        L->rope = 0;
+        if (a->swa_pattern && l % a->swa_pattern < a->swa_pattern - 1) {
+            L->window = m->n_swa;
+            if (m->n_ropes > 1) L->rope = 1;
+        }
     }
     if (a->no_rope_step && l % a->no_rope_step == a->no_rope_step - 1) L->rope = -1;
     if (a->flags & INFER__A_GRANITE_SCALES) { /* RoPE only where the model was fine-tuned with it */
@@ -639,6 +795,11 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         if (src < 0) {
             infer__set_error(err, INFER_ERR_FORMAT, "layer %d shares a KV cache, but no layer before %d is %s", l,
                              m->n_layer_kv, L->window ? "sliding" : "global");
+            *ok = 0;
+            return;
+        }
+        if (m->layers[src].head_dim != L->head_dim || m->layers[src].n_kv_heads != L->n_kv_heads) {
+            infer__set_error(err, INFER_ERR_FORMAT, "layer %d shares layer %d's KV cache, but their heads differ", l, src);
             *ok = 0;
             return;
         }
@@ -689,7 +850,7 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
     m->output = infer__model_weight(m, "output.weight", m->dim, m->n_vocab, 0, err, &ok);
     if (!m->output) m->output = m->tok_embd; /* tied embeddings */
     {
-        const infer__tensor *rf = infer__model_weight(m, "rope_freqs.weight", m->rope_dim / 2, 0, 0, err, &ok);
+        const infer__tensor *rf = infer__model_weight(m, "rope_freqs.weight", m->ropes[0].n_rot / 2, 0, 0, err, &ok);
         m->rope_freqs = rf ? (const float *)rf->data : NULL;
         m->ropes[0].freqs = m->rope_freqs;
         if (a->flags & INFER__A_LONGROPE) { /* short factors up to the original context, long beyond */
@@ -700,16 +861,8 @@ static int infer__model_bind_weights(infer_model *m, const infer__arch *a, infer
         }
     }
     if (!ok) return 0;
-    /* every layer has its own tensors: a count the file cannot hold is a
-       corrupt header, refused before allocating per-layer tables for it */
-    if (m->n_layers > m->gguf->n_tensors) {
-        infer__set_error(err, INFER_ERR_FORMAT, "model metadata %s.block_count = %d: more layers than the file's %lld tensors",
-                         m->arch, m->n_layers, (long long)m->gguf->n_tensors);
-        return 0;
-    }
-    m->layers = (infer__layer *)infer__calloc((size_t)m->n_layers, sizeof(infer__layer));
     m->views = (infer__tensor *)infer__calloc((size_t)m->n_layers * 8 + 2 * INFER__MAX_ALTUP, sizeof(infer__tensor));
-    if (!m->layers || !m->views) {
+    if (!m->views) {
         infer__set_error(err, INFER_ERR_NOMEM, "out of memory");
         return 0;
     }

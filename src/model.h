@@ -84,6 +84,15 @@ typedef struct infer__layer {
        where the model has none */
     const infer__tensor *altup_router, *altup_router_norm, *altup_predict, *altup_correct, *altup_correct_scale;
     const infer__tensor *laurel_l, *laurel_r, *laurel_norm, *ple_gate, *ple_proj, *ple_norm;
+    /* Gemma 4: the dense FFN's norm beside experts (post_ffn_norm_1), the
+       experts' input norm and output norm (pre/post_ffn_norm_2), the
+       router's input scale [dim], each expert's output scale [n_expert],
+       the layer's output scale [1]; NULL where the model has none. With
+       up_exps NULL, gate_exps holds each expert's gate then up rows (fused) */
+    const infer__tensor *post_ffn_norm_1, *pre_ffn_norm_2, *post_ffn_norm_2, *router_scale, *exps_scale, *out_scale;
+    /* this layer's shape: the model's, or, where they differ by layer
+       (Gemma 4), its own (the model's are then the largest) */
+    int head_dim, n_kv_heads, q_dim, kv_dim, ffn_dim;
     float ffn_sparsity; /* the gate's cut-off at mean + this * std, then relu (Gemma 3n), 0: none */
     int window;   /* keys a query sees (sliding window), 0: all of them */
     int rope;     /* index into the model's ropes, -1: no RoPE on this layer */
@@ -105,6 +114,8 @@ struct infer_model {
     infer_gguf *gguf;
     struct infer_vocab *vocab;
     char arch[32];
+    /* the largest of the layers' shapes (infer__layer's) where they differ:
+       the strides of the passes' buffers and the KV cache's rows */
     int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
     int q_dim, kv_dim;  /* n_heads * head_dim, n_kv_heads * head_dim */
     int n_ctx_train, rope_dim;

@@ -120,8 +120,8 @@ static int infer__kv_move(const infer_context *c, void *dst, const void *src, si
     return infer__kv_mem_copy(c->kv.gpu, dst, src, n, INFER_BACKEND_DEVICE_TO_DEVICE);
 }
 
-/* Rotates the keys of rows [0, n) of one layer's K (rows of kv_dim in the
-   cache's format) by delta positions of that layer's RoPE: the rotation
+/* Rotates the keys of rows [0, n) of one layer's K (rows of the layer's
+   kv_dim, in the cache's format) by delta positions of that layer's RoPE: the rotation
    RoPE gives a position is linear in it, so p -> p + delta is one more
    rotation (cos and sin taken without the attention factor). */
 static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, int delta, float *row, float *cs) {
@@ -138,9 +138,9 @@ static void infer__rerope_rows(infer_context *c, int layer, uint8_t *k, int n, i
     }
     for (i = 0; i < n; i++) {
         uint8_t *at = k + (size_t)i * c->kv.k_row;
-        infer__traits(c->kv.type)->to_float(at, row, c->kv.kv_dim);
-        for (h = 0; h < m->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * m->head_dim, cs, r->n_rot, r->neox, NULL);
-        c->kern.from_float[c->kv.type](row, at, c->kv.kv_dim);
+        infer__traits(c->kv.type)->to_float(at, row, L->kv_dim);
+        for (h = 0; h < L->n_kv_heads; h++) infer__rope_rotate(row + (size_t)h * L->head_dim, cs, r->n_rot, r->neox, NULL);
+        c->kern.from_float[c->kv.type](row, at, L->kv_dim);
     }
 }
 

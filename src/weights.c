@@ -15,7 +15,7 @@ static int infer__weight_packs(const infer__kernels *k, const infer__tensor *w, 
 }
 
 /* The matrices the forward pass multiplies, with their experts' rows: the
-   packing plan. Returns how many (at most 12 per layer, and the model's:
+   packing plan. Returns how many (at most 14 per layer, and the model's:
    AltUp's, the per-layer inputs', the output). */
 static int infer__weights_list(const infer_model *m, const infer__tensor **w, int *expert_rows) {
     int n = 0, l;
@@ -29,13 +29,12 @@ static int infer__weights_list(const infer_model *m, const infer__tensor **w, in
         } else {
             INFER__ADD(L->wq, 0), INFER__ADD(L->wk, 0), INFER__ADD(L->wv, 0), INFER__ADD(L->wo, 0);
         }
-        if (L->ffn_router) {
+        if (L->ffn_router) { /* gate_exps without up_exps: each expert's gate and up rows */
             INFER__ADD(L->ffn_router, 0);
-            INFER__ADD(L->gate_exps, m->expert_ffn), INFER__ADD(L->up_exps, m->expert_ffn);
+            INFER__ADD(L->gate_exps, L->up_exps ? m->expert_ffn : 2 * m->expert_ffn), INFER__ADD(L->up_exps, m->expert_ffn);
             INFER__ADD(L->down_exps, m->dim);
-        } else {
-            INFER__ADD(L->w_gate, 0), INFER__ADD(L->w_up, 0), INFER__ADD(L->w_down, 0);
         }
+        INFER__ADD(L->w_gate, 0), INFER__ADD(L->w_up, 0), INFER__ADD(L->w_down, 0); /* dense (beside experts too) */
         INFER__ADD(L->laurel_l, 0), INFER__ADD(L->laurel_r, 0), INFER__ADD(L->ple_gate, 0), INFER__ADD(L->ple_proj, 0);
     }
     for (l = 0; l < m->n_altup - 1; l++) INFER__ADD(m->altup_up[l], 0), INFER__ADD(m->altup_down[l], 0);
@@ -55,7 +54,7 @@ static size_t infer__weight_packed_bytes(const infer__kernels *k, const infer__t
    goes from `from` to 1 over the packing; returns 0 (err set) when it
    cancels or memory runs out. */
 static int infer__weights_prepare(infer_model *m, infer_progress_fn progress, void *user, float from, infer_error *err) {
-    int cap = m->n_layers * 12 + 2 * INFER__MAX_ALTUP + 2, n, i, j;
+    int cap = m->n_layers * 14 + 2 * INFER__MAX_ALTUP + 2, n, i, j;
     const infer__tensor **w = (const infer__tensor **)infer__calloc((size_t)cap, sizeof *w);
     int *er = (int *)infer__calloc((size_t)cap, sizeof(int));
     size_t total = 0, done = 0;

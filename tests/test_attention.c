@@ -74,7 +74,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     if (window) cr_assert_eq(kv.slots[0], window + n_tok < n_ctx ? window + n_tok : n_ctx);
     for (p = 0; p < pos0 + n_tok; p++) {
         for (i = 0; i < kv_dim; i++) kr[i] = 2 * g_uniform(), vr[i] = g_uniform();
-        infer__kv_store(&kv, kern, 0, 0, p, kr, vr);
+        infer__kv_store(&kv, kern, 0, 0, p, kr, vr, kv_dim);
     }
     for (i = 0; i < n_tok * dim; i++) q[i] = 2 * g_uniform();
     /* the scores are about 1 in size: sinks that outweigh them, match them,
@@ -87,6 +87,7 @@ static double check_shape(const infer__kernels *kern, infer_type kv_type, int n_
     infer__attn_scratch_carve(&sc, scratch, hd, ordered, n_ctx);
     if (no_kept) sc.n_kept = 0;
     b.kv = &kv, b.kern = kern, b.seq = 0, b.layer = 0, b.pos0 = pos0, b.n_tok = n_tok, b.n_heads = n_heads;
+    b.head_dim = hd, b.n_kv_heads = kv_dim / hd;
     b.window = window, b.scale = 1.0f / sqrtf((float)hd), b.softcap = softcap;
     b.q = q, b.out = out, b.ldq = b.ldo = dim;
     b.ordered = ordered;

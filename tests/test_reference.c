@@ -280,6 +280,9 @@ ParameterizedTestParameters(reference, model) {
            tokens, the teacher-forced choices and every prompt logit (0.03%
            to 0.09%) stay asserted. */
         {"synth-gemma3n-f16", "arch", 0, 0, 1},
+        /* Gemma 4: per-layer head sizes and RoPE, per-layer inputs, KV
+           sharing, layer output scales */
+        {"synth-gemma4-f16", "arch", 0, 0, 0},
         /* Gemma 3 270M: llama.cpp's own CPU paths for it pick different
            greedy tokens up to 0.2 apart (../shared/README.md), so its near-ties are wider */
         {"gemma-3-270m-q4_k_m", "project", 0, 0.2f, 0},
