@@ -154,7 +154,7 @@ static void print_paths(infer_model *m, const infer_context *c) {
            c->match_llama && infer__cpu_has(INFER__CPU_I8MM) ? " (matches llama.cpp: 32-value formats leave the tiles)" : "");
 }
 
-/* lfm2's, qwen35's and gemma3n's greedy steps: logged by test_reference, not
+/* lfm2's, qwen35's, gemma3n's and gemma4moe's greedy steps: logged by test_reference, not
    checked (llama.cpp of their commit does not reproduce them: see
    tests/test_reference.c) */
 static int greedy_logits_logged;
@@ -270,7 +270,7 @@ int main(int argc, char **argv) {
     setenv("INFER_ISA", "neon", 1);
     model_path = argv[a];
     greedy_logits_logged = strstr(model_path, "synth-lfm2") || strstr(model_path, "synth-qwen35") ||
-                           strstr(model_path, "synth-gemma3n");
+                           strstr(model_path, "synth-gemma3n") || strstr(model_path, "synth-gemma4moe");
     m = infer_model_load(model_path, NULL, &err);
     if (!m) { /* 3: a valid model of an architecture or format this build does not run yet */
         printf("%s\n", err.msg);

@@ -23,7 +23,8 @@
 #include "testutil.h"
 
 static const char *const ARCH_MODELS[] = {"qwen2",  "qwen3", "qwen3moe", "gemma",      "gemma2", "gemma3",
-                                          "phi3",   "smollm3", "llama3", "llama-tied", "gemma3n"};
+                                          "phi3",   "smollm3", "llama3", "llama-tied", "gemma3n",
+                                          "gemma4"};
 #define N_ARCH_MODELS (int)(sizeof ARCH_MODELS / sizeof ARCH_MODELS[0])
 
 static void need_shared(void) {
@@ -365,6 +366,22 @@ Test(arch, missing_required_tensor) {
             U32("gemma3n.embedding_length_per_layer_input", 128));
     REFUSED("gemma3n", INFER_ERR_FORMAT, "gemma3n.embedding_length_per_layer_input",
             NO_KEY("gemma3n.embedding_length_per_layer_input"));
+    /* Gemma 4's: k on a layer with a cache of its own, the per-layer
+       shapes' keys and arrays of the wrong length, the experts' norms and scales */
+    REFUSED("gemma4", INFER_ERR_FORMAT, "blk.2.attn_k.weight", NO_TENSOR("blk.2.attn_k.weight"));
+    REFUSED("gemma4", INFER_ERR_FORMAT, "blk.4.inp_gate.weight", NO_TENSOR("blk.4.inp_gate.weight"));
+    REFUSED("gemma4", INFER_ERR_FORMAT, "gemma4.attention.key_length_swa", NO_KEY("gemma4.attention.key_length_swa"));
+    REFUSED("gemma4", INFER_ERR_FORMAT, "gemma4.attention.sliding_window_pattern",
+            NO_KEY("gemma4.attention.sliding_window_pattern"));
+    REFUSED("gemma4", INFER_ERR_FORMAT, "gemma4.attention.head_count_kv", ARR("gemma4.attention.head_count_kv", 2));
+    REFUSED("gemma4", INFER_ERR_FORMAT, "gemma4.feed_forward_length", ARR("gemma4.feed_forward_length", 256));
+    REFUSED("gemma4", INFER_ERR_FORMAT, "gemma4.attention.shared_kv_layers", U32("gemma4.attention.shared_kv_layers", 6));
+    /* sharing from layer 2 on: layer 2 (global) has no global layer before it */
+    REFUSED("gemma4", INFER_ERR_FORMAT, "no layer before 2", U32("gemma4.attention.shared_kv_layers", 4));
+    REFUSED("gemma4moe", INFER_ERR_FORMAT, "blk.0.ffn_gate_inp.scale", NO_TENSOR("blk.0.ffn_gate_inp.scale"));
+    REFUSED("gemma4moe", INFER_ERR_FORMAT, "blk.1.ffn_down_exps.scale", NO_TENSOR("blk.1.ffn_down_exps.scale"));
+    REFUSED("gemma4moe", INFER_ERR_FORMAT, "blk.1.post_ffw_norm_2.weight", NO_TENSOR("blk.1.post_ffw_norm_2.weight"));
+    REFUSED("gemma4moe", INFER_ERR_FORMAT, "blk.2.ffn_gate.weight", NO_TENSOR("blk.2.ffn_gate.weight"));
 }
 
 /* Gemma 3n's layers from 20 on keep no KV cache: each attends over the
@@ -394,6 +411,61 @@ Test(arch, shared_kv_caches) {
         cr_expect_eq(c->kv.slots[l] == 0, l >= 20, "layer %d: %d cache slots", l, c->kv.slots[l]);
     }
     infer_context_free(c);
+    infer_model_free(m);
+}
+
+/* Gemma 4: each layer's shape from the file's arrays (heads of 64 on the
+   sliding layers, 128 on the global ones; 2 or 1 KV heads; FFNs of 256
+   and 512), its RoPE (all 64 dimensions of a sliding head, base 1e4;
+   128 of a global one, base 1e6, proportional through rope_freqs), and
+   its last three layers reading layers 1's and 2's caches; a layer
+   without attn_v keeps v as k's. */
+Test(arch, gemma4_layer_shapes) {
+    static const int head[6] = {64, 64, 128, 64, 64, 128}, kvh[6] = {2, 2, 1, 2, 2, 1}, ffn[6] = {256, 256, 256, 512, 512, 512};
+    static const int src[6] = {0, 1, 2, 1, 1, 2};
+    char path[512];
+    infer_error err;
+    infer_model *m;
+    int l;
+    need_shared();
+    model_path(path, sizeof path, "gemma4");
+    m = infer_model_load(path, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    cr_expect_eq(m->n_layer_kv, 3);
+    cr_expect_eq(m->head_dim, 128);
+    cr_expect_eq(m->kv_dim, 128);
+    cr_expect_eq(m->ffn_dim, 512);
+    cr_expect_eq(m->ropes[1].n_rot, 64);
+    cr_expect_float_eq(m->ropes[1].base, 1e4f, 1e-3f);
+    cr_expect_eq(m->ropes[1].freqs, NULL);
+    cr_expect_eq(m->ropes[0].n_rot, 128);
+    cr_expect_float_eq(m->ropes[0].base, 1e6f, 1e-1f);
+    cr_expect_not_null(m->ropes[0].freqs);
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        cr_expect_eq(L->head_dim, head[l], "layer %d: heads of %d", l, L->head_dim);
+        cr_expect_eq(L->n_kv_heads, kvh[l], "layer %d: %d KV heads", l, L->n_kv_heads);
+        cr_expect_eq(L->ffn_dim, ffn[l], "layer %d: FFN of %d", l, L->ffn_dim);
+        cr_expect_eq(L->q_dim, 4 * head[l]);
+        cr_expect_eq(L->rope, head[l] == 64 ? 1 : 0);
+        cr_expect_eq(L->window, head[l] == 64 ? 32 : 0);
+        cr_expect_eq(L->kv_layer, src[l], "layer %d reads layer %d's cache", l, L->kv_layer);
+        cr_expect_not_null(L->out_scale);
+    }
+    infer_model_free(m);
+    tu_shared_path(path, sizeof path, "arch/synth-gemma4moe-f16.gguf");
+    m = infer_model_load(path, NULL, &err);
+    cr_assert_not_null(m, "%s", err.msg);
+    cr_expect_eq(m->n_layer_kv, 4);
+    for (l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        cr_expect_eq(L->wv == NULL, l % 2 == 1, "layer %d: v of its own: %d", l, L->wv != NULL);
+        cr_expect_not_null(L->ffn_router);
+        cr_expect_not_null(L->w_gate, "layer %d: a dense FFN beside the experts", l);
+        cr_expect_null(L->up_exps, "layer %d: gate and up fused", l);
+        cr_expect_eq(L->gate_exps->ne[1], 8 * 2 * 128);
+    }
+    cr_expect_eq(m->ple_dim, 0);
     infer_model_free(m);
 }
 
