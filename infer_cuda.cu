@@ -10,7 +10,11 @@
      embed -> per layer: norm_rows -> product_run (q, k, v) ->
      [q_gate_split] -> qk_prepare -> kv_store (fused into qk_prepare's
      kernel) -> attention -> [q_gate_apply] -> product_run (o) ->
-     residual -> norm_rows -> ffn (or moe_ffn) -> residual; then output.
+     residual -> norm_rows -> ffn (or moe_ffn, or moe_dense_ffn: experts
+     beside a dense FFN) -> residual -> [ple_block] -> [the layer's output
+     scale]; then output. Each layer has its own shape (head size, KV
+     heads, widths, RoPE: model.h's infer__layer): its activations in rows
+     of its own widths, its cache in rows as wide as the widest layer's.
    Gemma 3n adds ple_inputs and altup_streams after embed; per layer
    altup_predict first, laurel beside attention and laurel_residual after
    it, altup_correct and ple_block last; altup_merge before output (a
