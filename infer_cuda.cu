@@ -10,7 +10,11 @@
      embed -> per layer: norm_rows -> product_run (q, k, v) ->
      [q_gate_split] -> qk_prepare -> kv_store (fused into qk_prepare's
      kernel) -> attention -> [q_gate_apply] -> product_run (o) ->
-     residual -> norm_rows -> ffn (or moe_ffn) -> residual; then output.
+     residual -> norm_rows -> ffn (or moe_ffn, or moe_dense_ffn: experts
+     beside a dense FFN) -> residual -> [ple_block] -> [the layer's output
+     scale]; then output. Each layer has its own shape (head size, KV
+     heads, widths, RoPE: model.h's infer__layer): its activations in rows
+     of its own widths, its cache in rows as wide as the widest layer's.
    Gemma 3n adds ple_inputs and altup_streams after embed; per layer
    altup_predict first, laurel beside attention and laurel_residual after
    it, altup_correct and ple_block last; altup_merge before output (a
@@ -414,6 +418,31 @@ __global__ void k_residual(float *__restrict__ X, float *__restrict__ XB, const 
     }
 }
 
+/* moe_dense_ffn's router input: Y = RMS-norm(X) (no weight) times inv
+   times w, as forward.c multiplies; one block per row. */
+__global__ void k_moe_router_in(const float *__restrict__ X, const float *__restrict__ w, float inv, float *__restrict__ Y,
+                                int n, float eps) {
+    const float *x = X + (size_t)blockIdx.x * n;
+    float *y = Y + (size_t)blockIdx.x * n;
+    double ss = 0.0;
+    float scale;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)(x[i] * x[i]);
+    scale = rms_scale(block_sum_d(ss), n, eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) y[i] = ((x[i] * scale) * inv) * w[i];
+}
+
+/* moe_dense_ffn's end: XB = RMS-norm_w(XB) + D, in place; one block per
+   row. */
+__global__ void k_norm_add(float *XB, const float *__restrict__ w, const float *__restrict__ D, int n, float eps) {
+    float *xb = XB + (size_t)blockIdx.x * n;
+    const float *d = D + (size_t)blockIdx.x * n;
+    double ss = 0.0;
+    float scale;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)(xb[i] * xb[i]);
+    scale = rms_scale(block_sum_d(ss), n, eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) xb[i] = __fadd_rn((xb[i] * scale) * w[i], d[i]); /* (not contracted) */
+}
+
 /* qk_prepare: one warp per head of one token (blockIdx.x), q heads first
    then k heads (blockIdx.y): the bias, the head's RMSNorm, RoPE (cos and
    sin of each pair from the batch's table; NULL: no RoPE on this layer),
@@ -482,12 +511,12 @@ __device__ __forceinline__ void store_head(uint8_t *row, int head, int hd, const
 }
 
 __global__ void k_qk_prepare(float *__restrict__ Q, float *__restrict__ K, float *__restrict__ V, int q_dim, int kv_dim,
-                             int hd, const float *__restrict__ bq, const float *__restrict__ bk,
+                             int n_q, int hd, int v_is_k, const float *__restrict__ bq, const float *__restrict__ bk,
                              const float *__restrict__ bv, const float *__restrict__ q_norm,
                              const float *__restrict__ k_norm, float eps, const float *__restrict__ rope, int rope_stride,
                              int n_rot, int neox, int fused, float q_scale, int v_norm, kv_dest kv) {
     __shared__ float head[QK_MAX_HD], out[QK_MAX_HD];
-    int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, n_q = q_dim / hd, is_q = h < n_q, kh = h - n_q;
+    int t = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, is_q = h < n_q, kh = h - n_q;
     float *x = is_q ? Q + (size_t)t * q_dim + (size_t)h * hd : K + (size_t)t * kv_dim + (size_t)kh * hd;
     const float *bias = is_q ? (bq ? bq + (size_t)h * hd : NULL) : (bk ? bk + (size_t)kh * hd : NULL);
     const float *norm = is_q ? q_norm : k_norm;
@@ -495,6 +524,7 @@ __global__ void k_qk_prepare(float *__restrict__ Q, float *__restrict__ K, float
     for (int i = lane; i < hd; i += 32) {
         float e = x[i] + (bias ? bias[i] : 0.0f);
         head[i] = e;
+        if (!is_q && v_is_k) V[(size_t)t * kv_dim + (size_t)kh * hd + i] = e; /* V is the raw K */
         ss += e * e;
     }
     if (norm) {
@@ -988,19 +1018,21 @@ __global__ void k_matvec_q8_ordered(const uint8_t *__restrict__ W, size_t row_by
    values. With pair_expert, G and U are rows of width values, one per
    (token, expert) pair, and the pair's expert's biases (bg, bu: a column
    of width per expert, or NULL) are added first, as forward.c adds them
-   to the products. */
-__global__ void k_act_mul(float *__restrict__ G, const float *__restrict__ U, size_t count, int fn,
-                          const float *__restrict__ gelu, const float *__restrict__ bg, const float *__restrict__ bu,
-                          const int *__restrict__ pair_expert, int width) {
+   to the products; their rows are ld apart (the experts' gate and up
+   fused: U is G + width, ld 2 width). */
+__global__ void k_act_mul(float *G, const float *U, size_t count, int fn, const float *__restrict__ gelu,
+                          const float *__restrict__ bg, const float *__restrict__ bu,
+                          const int *__restrict__ pair_expert, int width, int ld) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < count) {
-        float g = G[i], u = U[i];
+        size_t r = pair_expert ? (i / width) * ld + i % width : i;
+        float g = G[r], u = U[r];
         if (pair_expert) {
             size_t at = (size_t)pair_expert[i / width] * width + i % width;
             if (bg) g += bg[at];
             if (bu) u += bu[at];
         }
-        G[i] = glu_value(g, u, fn, gelu);
+        G[r] = glu_value(g, u, fn, gelu);
     }
 }
 
@@ -1072,16 +1104,19 @@ __global__ void k_moe_choose(const float *__restrict__ logits, const float *__re
 }
 
 /* moe_ffn's sum: xb[t] = the token's experts' outputs, each with its
-   expert's down bias (bias: a column of dim per expert, or NULL),
-   weighted, added in the order they were chosen; one block per token. */
+   expert's down bias (bias: a column of dim per expert, or NULL) and
+   scale (escale: one per expert, or NULL), weighted, added in the order
+   they were chosen; one block per token. */
 __global__ void k_moe_sum(const float *__restrict__ Y, const float *__restrict__ weight, const float *__restrict__ bias,
-                          const int *__restrict__ expert, int k, int dim, float *__restrict__ XB) {
+                          const float *__restrict__ escale, const int *__restrict__ expert, int k, int dim,
+                          float *__restrict__ XB) {
     int t = blockIdx.x;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
         float o = 0.0f;
         for (int j = 0; j < k; j++) {
             float d = Y[((size_t)t * k + j) * dim + i];
-            float y = (bias ? d + bias[(size_t)expert[t * k + j] * dim + i] : d) * weight[t * k + j];
+            float b = bias ? d + bias[(size_t)expert[t * k + j] * dim + i] : d;
+            float y = (escale ? b * escale[expert[t * k + j]] : b) * weight[t * k + j];
             o = j ? o + y : y;
         }
         XB[(size_t)t * dim + i] = o;
@@ -1277,10 +1312,11 @@ __global__ void k_gelu_mul_rows(float *__restrict__ G, const float *__restrict__
 }
 
 /* ple_block's end, one block per token: xb RMS-normed with w (in place),
-   added to every stream but the first. */
+   added to every stream but the first (na 0: S is x, and it is added to
+   x). */
 __global__ void k_ple_out(float *__restrict__ XB, float *__restrict__ S, const float *__restrict__ w, int dim, int na,
                           float eps) {
-    float *xb = XB + (size_t)blockIdx.x * dim, *s = S + (size_t)blockIdx.x * na * dim;
+    float *xb = XB + (size_t)blockIdx.x * dim, *s = S + (size_t)blockIdx.x * (na ? na : 1) * dim;
     double ss = 0.0;
     float scale;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += (double)(xb[i] * xb[i]);
@@ -1288,6 +1324,7 @@ __global__ void k_ple_out(float *__restrict__ XB, float *__restrict__ S, const f
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
         float e = (xb[i] * scale) * w[i];
         xb[i] = e;
+        if (!na) s[i] += e;
         for (int j = 1; j < na; j++) s[(size_t)j * dim + i] += e;
     }
 }
@@ -1691,6 +1728,7 @@ static double measure_bandwidth(int device) {
 #define ATT_KEYS 64
 #define ATT_WARPS 4
 #define ATT_MAX_HD 256
+#define ATT_MAX_GROUPS 4 /* query heads per KV head: distinct values over the layers, at most */
 #define ATT_ACC (ATT_MAX_HD / 16 / ATT_WARPS) /* output column tiles per warp, at most */
 
 /* The work items of a pass: per sequence run of the batch, one per
@@ -2152,7 +2190,7 @@ static int by_tensor(const void *a, const void *b) {
 /* Each weight the description binds, once: the layers' (every field of
    infer__layer), then the model's. Returns how many, written to out
    (which holds BOUND_PER_LAYER per layer and BOUND_MODEL). */
-#define BOUND_PER_LAYER 48
+#define BOUND_PER_LAYER 54
 #define BOUND_MODEL (3 + 2 * (INFER__MAX_ALTUP - 1) + 3)
 static int bound_tensors(const infer_model *m, const infer__tensor **out) {
     int n = 0;
@@ -2167,12 +2205,16 @@ static int bound_tensors(const infer_model *m, const infer__tensor **out) {
         const infer__tensor *g3n[] = {L->altup_router, L->altup_router_norm, L->altup_predict, L->altup_correct,
                                       L->altup_correct_scale, L->laurel_l, L->laurel_r, L->laurel_norm,
                                       L->ple_gate, L->ple_proj, L->ple_norm};
+        const infer__tensor *g4[] = {L->post_ffn_norm_1, L->pre_ffn_norm_2, L->post_ffn_norm_2, L->router_scale,
+                                     L->exps_scale, L->out_scale};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
             if (all[i]) out[n++] = all[i];
         for (size_t i = 0; i < sizeof rec / sizeof rec[0]; i++)
             if (rec[i]) out[n++] = rec[i];
         for (size_t i = 0; i < sizeof g3n / sizeof g3n[0]; i++)
             if (g3n[i]) out[n++] = g3n[i];
+        for (size_t i = 0; i < sizeof g4 / sizeof g4[0]; i++)
+            if (g4[i]) out[n++] = g4[i];
     }
     out[n++] = m->tok_embd;
     out[n++] = m->output_norm;
@@ -2392,7 +2434,10 @@ struct gpu_ctx {
     const infer_model *m;
     infer__kv_cache kv;          /* the layout (host copy; mem is on the device) */
     uint8_t **d_k, **d_v;        /* the cache's pointers per sequence and layer, on the device */
-    int n_batch, n_items, pairs; /* tokens; attention work items; expert pairs (0: dense) */
+    int n_batch, n_items, pairs; /* tokens; attention work items (all groups'); expert pairs (0: dense) */
+    /* the query heads per KV head the attention layers have (Gemma 4's
+       differ by layer): a pass makes items for each */
+    int n_groups, groups[ATT_MAX_GROUPS];
     int match;                   /* sums as llama.cpp's CPU does (match_llama) */
     float *ord_acc;              /* with an F16 cache: k_attention_ordered's lanes (else NULL) */
     double *ord_tail;
@@ -2412,6 +2457,9 @@ struct gpu_ctx {
        of ple_dim a token), the token's ple_embd rows they mix in, and one
        layer's gated input */
     float *alt, *alt_pred, *alt_mod, *alt_coef, *laurel, *laurel_mid, *ple, *ple_raw, *ple_h;
+    /* Gemma 4's experts beside a dense FFN (forward.c's names): the dense
+       part's output, the router's input */
+    float *moe_dense, *router_in;
     infer__rs_state rs; /* their state (the implementation's memory on this device; at: a host copy), or mem NULL */
     void *act;    /* a product's input as the CPU rounds it (floats, F16/BF16 for cuBLAS, or int8 and scales) */
     struct act_held *held; /* what act holds now */
@@ -2460,7 +2508,7 @@ extern "C" void infer_cuda_context_free(void *gc) {
                    c->route_w, c->route_margin, c->logits, c->part, c->route_e, c->pair_token, c->act, c->wtmp,
                    c->row_scale, c->d_in, c->ord_acc, c->ord_tail, c->act2, c->rin, c->rgate, c->rba, c->rout,
                    c->qg, c->gate, c->alt, c->alt_pred, c->alt_mod, c->alt_coef, c->laurel, c->laurel_mid,
-                   c->ple, c->ple_raw, c->ple_h};
+                   c->ple, c->ple_raw, c->ple_h, c->moe_dense, c->router_in};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cudaFree(all[i]);
     cudaFreeHost(c->h_in);
     cudaFreeHost(c->h_out);
@@ -2471,8 +2519,7 @@ extern "C" void infer_cuda_context_free(void *gc) {
 
 /* The most attention work items a batch of n tokens can make (runs of
    several sequences, each cut into ATT_ROWS rows). */
-static int max_items(const infer_model *m, int n, int n_seq) {
-    int group = m->n_heads / m->n_kv_heads;
+static int max_items(int group, int n, int n_seq) {
     return (n * group + ATT_ROWS - 1) / ATT_ROWS + (n < n_seq ? n : n_seq);
 }
 
@@ -2480,21 +2527,30 @@ static int max_items(const infer_model *m, int n, int n_seq) {
    block per KV head, a handful on a GPU of a hundred multiprocessors, so
    its keys are split until the blocks fill them (a share past the context's
    keys leaves at once). A prompt has blocks enough and takes one share. */
-static int decode_split(const gpu_model *g, int n_items) {
-    int blocks = n_items * g->m->n_kv_heads, s = (g->n_sm + blocks - 1) / blocks;
+static int decode_split(const gpu_model *g, int n_items, int n_kvh) {
+    int blocks = n_items * n_kvh, s = (g->n_sm + blocks - 1) / blocks;
     return s < 1 ? 1 : s > DECODE_SPLIT_MAX ? DECODE_SPLIT_MAX : s;
 }
 
-/* The attention scratch's shares: a prompt's items one each, or a decode
-   step of n sequences (ceil(group / ATT_ROWS) items a token) split. */
-static size_t att_shares(const gpu_model *g, int n_items, int n_batch, int n_seq) {
-    int per_tok = (g->m->n_heads / g->m->n_kv_heads + ATT_ROWS - 1) / ATT_ROWS;
-    size_t most = (size_t)n_items;
+/* The attention scratch's blocks for a group: a prompt's items one each,
+   or a decode step of n sequences (ceil(group / ATT_ROWS) items a token)
+   split, times the KV heads. */
+static size_t att_shares(const gpu_model *g, int group, int n_batch, int n_seq) {
+    int per_tok = (group + ATT_ROWS - 1) / ATT_ROWS, n_kvh = g->m->n_heads / group;
+    size_t most = (size_t)max_items(group, n_batch, n_seq);
     for (int n = 1; n <= n_batch && n <= n_seq; n++) {
-        size_t shares = (size_t)n * per_tok * decode_split(g, n * per_tok);
+        size_t shares = (size_t)n * per_tok * decode_split(g, n * per_tok, n_kvh);
         if (shares > most) most = shares;
     }
-    return most;
+    return most * n_kvh;
+}
+
+/* Which of the context's groups layer L's attention is (L attends). */
+static int group_index(const gpu_ctx *c, const infer__layer *L) {
+    int group = c->m->n_heads / L->n_kv_heads;
+    for (int i = 0; i < c->n_groups; i++)
+        if (c->groups[i] == group) return i;
+    return 0; /* (every attention layer's group is there) */
 }
 
 extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, const infer__rs_state *rs, int n_batch,
@@ -2503,7 +2559,8 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, const
     const infer_model *m = g->m;
     gpu_ctx *c;
     size_t nb = (size_t)n_batch, total = 0, widest, pairs, n_ptr = (size_t)kv->n_seq * kv->n_layers, wt = 0;
-    int good, hdp = (m->head_dim + 15) / 16 * 16;
+    size_t part_blocks = 0, gate_rows = 0;
+    int good, moe_dense = 0, hdp = (m->head_dim + 15) / 16 * 16;
     *out = NULL;
     c = (gpu_ctx *)calloc(1, sizeof *c);
     if (c) c->held = (act_held *)calloc(1, sizeof *c->held);
@@ -2526,9 +2583,32 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, const
     }
     c->n_batch = n_batch;
     c->match = match_llama;
-    c->n_items = max_items(m, n_batch, kv->n_seq);
+    for (int l = 0; l < m->n_layers; l++) { /* the distinct groups of the layers' attention */
+        int group = m->n_heads / m->layers[l].n_kv_heads, i = 0;
+        if (m->layers[l].kind != INFER__LAYER_ATTENTION) continue;
+        while (i < c->n_groups && c->groups[i] != group) i++;
+        if (i < c->n_groups) continue;
+        if (c->n_groups == ATT_MAX_GROUPS) {
+            infer_cuda_context_free(c);
+            return say(msg, size, "more than %d shapes of attention heads have no CUDA kernel", ATT_MAX_GROUPS),
+                   INFER_BACKEND_UNSUPPORTED;
+        }
+        c->groups[c->n_groups++] = group;
+    }
+    if (!c->n_groups) c->groups[c->n_groups++] = m->n_heads / m->n_kv_heads;
+    for (int i = 0; i < c->n_groups; i++) {
+        size_t sh = att_shares(g, c->groups[i], n_batch, kv->n_seq);
+        c->n_items += max_items(c->groups[i], n_batch, kv->n_seq);
+        if (sh > part_blocks) part_blocks = sh;
+    }
     pairs = m->n_expert ? nb * m->n_expert_used : 0;
     c->pairs = (int)pairs;
+    gate_rows = pairs * m->expert_ffn;
+    for (int l = 0; l < m->n_layers; l++) {
+        const infer__layer *L = &m->layers[l];
+        if (L->ffn_router && !L->up_exps) gate_rows = 2 * pairs * m->expert_ffn; /* gate and up fused in hb */
+        if (L->ffn_router && L->w_gate) moe_dense = 1;
+    }
     widest = (size_t)m->dim;
     if ((size_t)m->q_dim > widest) widest = (size_t)m->q_dim;
     if ((size_t)m->ffn_dim > widest) widest = (size_t)m->ffn_dim;
@@ -2561,14 +2641,15 @@ extern "C" int infer_cuda_context_new(void *gm, const infer__kv_cache *kv, const
            CTX_ALLOC(x, nb * m->dim, float) && CTX_ALLOC(xb, nb * m->dim, float) &&
            CTX_ALLOC(q, nb * m->q_dim, float) && CTX_ALLOC(k, nb * m->kv_dim, float) &&
            CTX_ALLOC(v, nb * m->kv_dim, float) && CTX_ALLOC(att, nb * m->q_dim, float) &&
-           CTX_ALLOC(hb, (pairs ? pairs * m->expert_ffn : nb * m->ffn_dim), float) &&
-           CTX_ALLOC(hb2, (pairs ? pairs * m->expert_ffn : nb * m->ffn_dim), float) &&
+           CTX_ALLOC(hb, (gate_rows > nb * m->ffn_dim ? gate_rows : nb * m->ffn_dim), float) &&
+           CTX_ALLOC(hb2, (pairs * m->expert_ffn > nb * m->ffn_dim ? pairs * m->expert_ffn : nb * m->ffn_dim), float) &&
+           CTX_ALLOC(moe_dense, (moe_dense ? nb * m->dim : 0), float) && CTX_ALLOC(router_in, (moe_dense ? nb * m->dim : 0), float) &&
            CTX_ALLOC(moe_out, pairs * m->dim, float) && CTX_ALLOC(router, nb * m->n_expert, float) &&
            CTX_ALLOC(route_w, pairs, float) &&
            CTX_ALLOC(route_margin, (pairs ? nb : 0), float) && CTX_ALLOC(route_e, pairs, int) &&
            CTX_ALLOC(pair_token, pairs, int) &&
            CTX_ALLOC(logits, nb * m->n_vocab, float) &&
-           CTX_ALLOC(part, att_shares(g, c->n_items, n_batch, kv->n_seq) * m->n_kv_heads * ATT_ROWS * (m->head_dim + 2), float) &&
+           CTX_ALLOC(part, part_blocks * ATT_ROWS * (m->head_dim + 2), float) &&
            CTX_ALLOC(act, (nb * widest > pairs * m->expert_ffn ? nb * widest : pairs * m->expert_ffn), float) && CTX_ALLOC(wtmp, 2 * wt, __half) &&
            CTX_ALLOC(act2, 2 * nb * widest, __half) && CTX_ALLOC(row_scale, nb, float) && CTX_ALLOC(d_in, c->in_bytes, unsigned char) &&
            CTX_ALLOC(rin, (m->n_recurrent ? nb * m->rec_in_dim : 0), float) &&
@@ -2875,49 +2956,72 @@ static int product_run(const gpu_ctx *c, const infer__tensor *t, const float *x,
    product). */
 static int ffn(const gpu_ctx *c, const infer__layer *L, int n, float *out) {
     const infer_model *m = c->m;
-    size_t count = (size_t)n * m->ffn_dim;
+    int ffn_dim = L->ffn_dim; /* the layer's width: hb's rows are that wide */
+    size_t count = (size_t)n * ffn_dim;
     int down_act = act_of(dev(c->g, L->w_down)->type);
-    if (!product_run(c, L->w_gate, c->xb, m->dim, n, c->hb, m->ffn_dim, 0) ||
-        !product_run(c, L->w_up, c->xb, m->dim, n, c->hb2, m->ffn_dim, 0))
+    if (!product_run(c, L->w_gate, c->xb, m->dim, n, c->hb, ffn_dim, 0) ||
+        !product_run(c, L->w_up, c->xb, m->dim, n, c->hb2, ffn_dim, 0))
         return 0;
     if (L->ffn_sparsity > 0) {
         forget_act(c);
-        INFER_LAUNCH(n, 256, 0, c->stream, k_sparsify)(c->hb, m->ffn_dim, L->ffn_sparsity);
+        INFER_LAUNCH(n, 256, 0, c->stream, k_sparsify)(c->hb, ffn_dim, L->ffn_sparsity);
     }
     if (!on_blas(c, n) && is_q8_act(down_act)) { /* down's input made quantized */
-        quant_act_q8_glu(c, down_act, c->hb, c->hb2, m->ffn_dim, n);
+        quant_act_q8_glu(c, down_act, c->hb, c->hb2, ffn_dim, n);
     } else {
         forget_act(c);
         INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(
-            c->hb, c->hb2, count, m->act, c->g->gelu, NULL, NULL, NULL, 0);
+            c->hb, c->hb2, count, m->act, c->g->gelu, NULL, NULL, NULL, 0, 0);
     }
-    return product_run(c, L->w_down, c->hb, m->ffn_dim, n, out, m->dim, out == c->x);
+    return product_run(c, L->w_down, c->hb, ffn_dim, n, out, m->dim, out == c->x);
 }
 
-/* moe_ffn: the router, each token's experts, their gate/up, activation and
-   down per (token, expert) pair, and the weighted sum, into xb. */
-static int moe_ffn(const gpu_ctx *c, const infer__layer *L, int n, int first) {
+/* moe_ffn: the router (reading router_x's rows), each token's experts,
+   their gate/up (or gate and up fused in one matrix: a row of hb holds
+   both), activation and down per (token, expert) pair, and the weighted
+   sum (each output times its expert's scale where the layer has them),
+   into xb. */
+static int moe_ffn(const gpu_ctx *c, const infer__layer *L, const float *router_x, int n, int first) {
     const infer_model *m = c->m;
-    int k = m->n_expert_used, pairs = n * k;
-    size_t count = (size_t)pairs * m->expert_ffn;
-    if (!product_run(c, L->ffn_router, c->xb, m->dim, n, c->router, m->n_expert, 0)) return 0;
+    int k = m->n_expert_used, pairs = n * k, effn = m->expert_ffn, ldg = L->up_exps ? effn : 2 * effn;
+    size_t count = (size_t)pairs * effn;
+    if (!product_run(c, L->ffn_router, router_x, m->dim, n, c->router, m->n_expert, 0)) return 0;
     INFER_LAUNCH((unsigned)((n + 63) / 64), 64, 0, c->stream, k_moe_choose)(
         c->router, dev_vec(c->g, L->router_b), n, m->n_expert, k, m->gating == INFER__GATING_SOFTMAX, m->gating == INFER__GATING_SOFTMAX_TOPK,
         m->expert_norm, c->route_e, c->route_w, c->pair_token, c->route_margin, first);
-    matvec(c, *dev(c->g, L->gate_exps), m->expert_ffn, c->xb, m->dim, n, c->hb, m->expert_ffn, 0, c->route_e,
-           c->pair_token, pairs);
-    matvec(c, *dev(c->g, L->up_exps), m->expert_ffn, c->xb, m->dim, n, c->hb2, m->expert_ffn, 0, c->route_e,
-           c->pair_token, pairs);
+    matvec(c, *dev(c->g, L->gate_exps), ldg, c->xb, m->dim, n, c->hb, ldg, 0, c->route_e, c->pair_token, pairs);
+    if (L->up_exps)
+        matvec(c, *dev(c->g, L->up_exps), effn, c->xb, m->dim, n, c->hb2, effn, 0, c->route_e, c->pair_token, pairs);
     forget_act(c);
     INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_act_mul)(
-        c->hb, c->hb2, count, m->act, c->g->gelu, dev_vec(c->g, L->gate_exps_b), dev_vec(c->g, L->up_exps_b), c->route_e,
-        m->expert_ffn);
+        c->hb, L->up_exps ? c->hb2 : c->hb + effn, count, m->act, c->g->gelu, dev_vec(c->g, L->gate_exps_b),
+        dev_vec(c->g, L->up_exps_b), c->route_e, effn, ldg);
     /* down reads each pair's own row of hb */
-    matvec(c, *dev(c->g, L->down_exps), m->dim, c->hb, m->expert_ffn, pairs, c->moe_out, m->dim, 0, c->route_e, NULL,
-           pairs);
+    matvec(c, *dev(c->g, L->down_exps), m->dim, c->hb, ldg, pairs, c->moe_out, m->dim, 0, c->route_e, NULL, pairs);
     forget_act(c);
-    INFER_LAUNCH(n, 256, 0, c->stream, k_moe_sum)(c->moe_out, c->route_w, dev_vec(c->g, L->down_exps_b), c->route_e, k,
-                                                  m->dim, c->xb);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_moe_sum)(c->moe_out, c->route_w, dev_vec(c->g, L->down_exps_b),
+                                                  dev_vec(c->g, L->exps_scale), c->route_e, k, m->dim, c->xb);
+    return 1;
+}
+
+/* moe_dense_ffn: experts beside a dense FFN (Gemma 4), from the residual
+   stream x (ffn_norm'd into xb): the dense FFN, normed by post_ffn_norm_1;
+   the experts on pre_ffn_norm_2(x), routed on RMS-norm(x) / sqrt(dim)
+   times router_scale, normed by post_ffn_norm_2; their sum into xb. */
+static int moe_dense_ffn(const gpu_ctx *c, const infer__layer *L, int n, int first) {
+    const infer_model *m = c->m;
+    int dim = m->dim;
+    if (!ffn(c, L, n, c->xb)) return 0;
+    forget_act(c);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_norm_rows)(c->xb, NULL, dev_vec(c->g, L->post_ffn_norm_1), c->moe_dense, dim,
+                                                     m->norm_eps);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_moe_router_in)(c->x, dev_vec(c->g, L->router_scale), 1.0f / sqrtf((float)dim),
+                                                         c->router_in, dim, m->norm_eps);
+    INFER_LAUNCH(n, 256, 0, c->stream, k_norm_rows)(c->x, NULL, dev_vec(c->g, L->pre_ffn_norm_2), c->xb, dim,
+                                                     m->norm_eps);
+    if (!moe_ffn(c, L, c->router_in, n, first)) return 0;
+    INFER_LAUNCH(n, 256, 0, c->stream, k_norm_add)(c->xb, dev_vec(c->g, L->post_ffn_norm_2), c->moe_dense, dim,
+                                                    m->norm_eps);
     return 1;
 }
 
@@ -2925,9 +3029,10 @@ static int moe_ffn(const gpu_ctx *c, const infer__layer *L, int n, int first) {
 
 /* One pass's inputs on the device (in c->d_in) and its shape. */
 struct pass {
-    int n, n_sel, n_items, n_split, n_runs;
+    int n, n_sel, n_runs;
+    int n_items[ATT_MAX_GROUPS], n_split[ATT_MAX_GROUPS]; /* per group of the context's (gpu_ctx.groups) */
     const int *tokens, *pos, *seq, *sel;
-    const att_item *items;
+    const att_item *items[ATT_MAX_GROUPS];
     const rs_run *runs; /* recurrent layers: the runs of sequences (n_runs), else NULL */
     const float *rope; /* per token: per RoPE, rope_dim floats (cos, sin of each pair) */
 };
@@ -2938,31 +3043,35 @@ struct pass {
    says where they will be on the device; returns the bytes to copy. */
 static size_t set_inputs(gpu_ctx *c, const infer_backend_batch *b, int decode, pass *p) {
     const infer_model *m = c->m;
-    int group = m->n_heads / m->n_kv_heads, n_items = 0, n_runs = 0, rope_n = m->n_ropes * m->rope_dim;
+    int n_items = 0, n_runs = 0, rope_n = m->n_ropes * m->rope_dim;
     int recurrent = c->rs.mem && b->rs_src && b->rs_dst;
-    att_item items[1];
     inputs in;
-    (void)items;
+    for (int g = 0; g < c->n_groups; g++) p->n_items[g] = 0;
     for (int t = 0; t < b->n;) { /* count the items and runs first: they size the block */
         int e = t;
         while (e < b->n && b->seq[e] == b->seq[t]) e++;
-        n_items += ((e - t) * group + ATT_ROWS - 1) / ATT_ROWS;
+        for (int g = 0; g < c->n_groups; g++) p->n_items[g] += ((e - t) * c->groups[g] + ATT_ROWS - 1) / ATT_ROWS;
         n_runs++;
         t = e;
     }
+    for (int g = 0; g < c->n_groups; g++) n_items += p->n_items[g];
     if (!recurrent) n_runs = 0;
     in = input_layout(c, b->n, b->n_sel, n_items, n_runs);
     memcpy(c->h_in + in.tokens, b->tokens, (size_t)b->n * 4);
     memcpy(c->h_in + in.pos, b->pos, (size_t)b->n * 4);
     memcpy(c->h_in + in.seq, b->seq, (size_t)b->n * 4);
     memcpy(c->h_in + in.sel, b->sel, (size_t)b->n_sel * 4);
-    {
+    { /* each group's items, one list after another */
         att_item *it = (att_item *)(c->h_in + in.items);
-        for (int t = 0; t < b->n;) {
-            int e = t;
-            while (e < b->n && b->seq[e] == b->seq[t]) e++;
-            for (int r0 = 0; r0 < (e - t) * group; r0 += ATT_ROWS, it++) it->first = t, it->n_tok = e - t, it->r0 = r0;
-            t = e;
+        for (int g = 0; g < c->n_groups; g++) {
+            p->items[g] = (const att_item *)(c->d_in + in.items) + (it - (att_item *)(c->h_in + in.items));
+            for (int t = 0; t < b->n;) {
+                int e = t;
+                while (e < b->n && b->seq[e] == b->seq[t]) e++;
+                for (int r0 = 0; r0 < (e - t) * c->groups[g]; r0 += ATT_ROWS, it++)
+                    it->first = t, it->n_tok = e - t, it->r0 = r0;
+                t = e;
+            }
         }
     }
     if (recurrent) {
@@ -2975,14 +3084,15 @@ static size_t set_inputs(gpu_ctx *c, const infer_backend_batch *b, int decode, p
         }
     }
     memcpy(c->h_in + in.rope, b->rope, (size_t)b->n * rope_n * sizeof(float));
-    p->n = b->n, p->n_sel = b->n_sel, p->n_items = n_items, p->n_split = decode ? decode_split(c->g, n_items) : 1;
+    p->n = b->n, p->n_sel = b->n_sel;
+    for (int g = 0; g < c->n_groups; g++)
+        p->n_split[g] = decode ? decode_split(c->g, p->n_items[g], m->n_heads / c->groups[g]) : 1;
     p->n_runs = n_runs;
     p->runs = recurrent ? (const rs_run *)(c->d_in + in.runs) : NULL;
     p->tokens = (const int *)(c->d_in + in.tokens);
     p->pos = (const int *)(c->d_in + in.pos);
     p->seq = (const int *)(c->d_in + in.seq);
     p->sel = (const int *)(c->d_in + in.sel);
-    p->items = (const att_item *)(c->d_in + in.items);
     p->rope = (const float *)(c->d_in + in.rope);
     return (size_t)in.bytes;
 }
@@ -3038,10 +3148,11 @@ static void qk_prepare(const gpu_ctx *c, const infer__layer *L, int l, const pas
     forget_act(c);
     dest.pos = p->pos, dest.seq = p->seq, dest.kc = c->d_k, dest.vc = c->d_v, dest.layer = l;
     dest.n_layers = kv->n_layers, dest.slots = kv->slots[l], dest.kvq = kv_format(kv->type), dest.k_row = kv->k_row;
-    INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)(m->n_heads + (stores ? m->n_kv_heads : 0))), 32, 0, c->stream, k_qk_prepare)(
-        c->q, c->k, c->v, m->q_dim, m->kv_dim, m->head_dim, dev_vec(c->g, L->bq), dev_vec(c->g, L->bk),
-        dev_vec(c->g, L->bv), dev_vec(c->g, L->q_norm), dev_vec(c->g, L->k_norm), m->norm_eps, rope,
-        m->n_ropes * m->rope_dim, m->rope_dim, neox, c->match, m->attn_scale_q ? m->attn_scale : 1.0f, m->v_norm, dest);
+    /* (q, k and v in rows of the layer's own widths; V the raw K where the layer has no wv) */
+    INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)(m->n_heads + (stores ? L->n_kv_heads : 0))), 32, 0, c->stream, k_qk_prepare)(
+        c->q, c->k, c->v, L->q_dim, L->kv_dim, m->n_heads, L->head_dim, stores && !L->wv, dev_vec(c->g, L->bq),
+        dev_vec(c->g, L->bk), dev_vec(c->g, L->bv), dev_vec(c->g, L->q_norm), dev_vec(c->g, L->k_norm), m->norm_eps, rope,
+        m->n_ropes * m->rope_dim, L->rope >= 0 ? m->ropes[L->rope].n_rot : 0, neox, c->match, m->attn_scale_q ? m->attn_scale : 1.0f, m->v_norm, dest);
 }
 
 /* attention: every item's rows over the keys they see (layer l's cache,
@@ -3051,24 +3162,24 @@ static void attention(const gpu_ctx *c, const infer__layer *L, const pass *p) {
     const infer_model *m = c->m;
     const infer__kv_cache *kv = &c->kv;
     int l = L->kv_layer; /* whose cache it reads */
-    int hdp = (m->head_dim + 15) / 16 * 16, group = m->n_heads / m->n_kv_heads;
+    int hd = L->head_dim, hdp = (hd + 15) / 16 * 16, group = m->n_heads / L->n_kv_heads, gi = group_index(c, L);
     const float *sinks = dev_vec(c->g, L->attn_sinks);
     if (c->ord_acc) { /* llama.cpp's order */
-        size_t shared = (size_t)(m->head_dim + ORD_TILE + 16 * m->head_dim) * sizeof(float);
+        size_t shared = (size_t)(hd + ORD_TILE + 16 * hd) * sizeof(float);
         INFER_LAUNCH(dim3((unsigned)p->n, (unsigned)m->n_heads), 32, shared, c->stream, k_attention_ordered)(
-            c->q, m->q_dim, p->pos, p->seq, p->n, c->d_k, c->d_v, l, kv->n_layers, kv->slots[l], kv->k_row, group,
-            m->head_dim, L->window, m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, sinks, c->ord_acc,
-            c->ord_tail, c->att, m->q_dim);
+            c->q, L->q_dim, p->pos, p->seq, p->n, c->d_k, c->d_v, l, kv->n_layers, kv->slots[l], kv->k_row, group,
+            hd, L->window, m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, sinks, c->ord_acc,
+            c->ord_tail, c->att, L->q_dim);
         return;
     }
-    dim3 grid((unsigned)p->n_items, (unsigned)m->n_kv_heads, (unsigned)p->n_split);
+    dim3 grid((unsigned)p->n_items[gi], (unsigned)L->n_kv_heads, (unsigned)p->n_split[gi]);
     for (int phase = 0; phase < 2; phase++) /* each row's max and sum, then P V */
         INFER_LAUNCH(grid, 32 * ATT_WARPS, (size_t)att_shared(hdp).total, c->stream, k_attention)(
-            phase, c->q, m->q_dim, p->items, p->pos, p->seq, c->d_k, c->d_v, l, kv->n_layers, kv->slots[l],
-            kv_format(kv->type), kv->k_row, group, m->head_dim, L->window,
+            phase, c->q, L->q_dim, p->items[gi], p->pos, p->seq, c->d_k, c->d_v, l, kv->n_layers, kv->slots[l],
+            kv_format(kv->type), kv->k_row, group, hd, L->window,
             m->attn_scale_q ? 1.0f : m->attn_scale, m->attn_softcap, sinks, c->part);
-    INFER_LAUNCH(dim3((unsigned)p->n_items, (unsigned)m->n_kv_heads), 128, 0, c->stream, k_attention_merge)(
-        c->part, p->items, p->n_split, group, m->head_dim, c->att, m->q_dim);
+    INFER_LAUNCH(dim3((unsigned)p->n_items[gi], (unsigned)L->n_kv_heads), 128, 0, c->stream, k_attention_merge)(
+        c->part, p->items[gi], p->n_split[gi], group, hd, c->att, L->q_dim);
 }
 
 /* residual: x += post_norm(xb + bias) * residual_scale */
@@ -3081,14 +3192,14 @@ static void residual(const gpu_ctx *c, const infer__tensor *bias, const infer__t
 /* q_gate_split and q_gate_apply (a model whose attn_q carries gates):
    attn_q's output into the queries and gates; attention's output times
    sigmoid(gate) */
-static void q_gate_split(const gpu_ctx *c, int n) {
-    size_t count = (size_t)n * c->m->q_dim;
+static void q_gate_split(const gpu_ctx *c, const infer__layer *L, int n) {
+    size_t count = (size_t)n * L->q_dim;
     forget_act(c);
-    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_q_gate_split)(c->qg, c->q, c->gate, c->m->q_dim,
-                                                                                    c->m->head_dim, count);
+    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_q_gate_split)(c->qg, c->q, c->gate, L->q_dim,
+                                                                                    L->head_dim, count);
 }
-static void q_gate_apply(const gpu_ctx *c, int n) {
-    size_t count = (size_t)n * c->m->q_dim;
+static void q_gate_apply(const gpu_ctx *c, const infer__layer *L, int n) {
+    size_t count = (size_t)n * L->q_dim;
     forget_act(c);
     INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_q_gate_apply)(c->att, c->gate, count);
 }
@@ -3206,23 +3317,25 @@ static void altup_correct(const gpu_ctx *c, const infer__layer *L, int n) {
                                                          m->altup_active);
 }
 
-/* ple_block: layer l's per-layer input into every stream but the first:
-   RMS-norm(proj (GELU(gate (s_active * correct_scale)) * the token's input
-   for this layer)). */
+/* ple_block: layer l's per-layer input: RMS-norm(proj (GELU(gate y) *
+   the token's input for this layer)), y the layer's output x, added to x;
+   with AltUp, y the active stream times correct_scale, added to every
+   stream but the first. */
 static int ple_block(const gpu_ctx *c, const infer__layer *L, int l, int n) {
     const infer_model *m = c->m;
-    int dim = m->dim, ple = m->ple_dim;
+    int dim = m->dim, ple = m->ple_dim, na = m->n_altup;
     size_t count = (size_t)n * dim, gated = (size_t)n * ple;
     forget_act(c);
-    INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_ple_scale_in)(
-        c->alt, dev_vec(c->g, L->altup_correct_scale), c->xb, dim, m->n_altup, m->altup_active, count);
-    if (!product_run(c, L->ple_gate, c->xb, dim, n, c->ple_h, ple, 0)) return 0;
+    if (na)
+        INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_ple_scale_in)(
+            c->alt, dev_vec(c->g, L->altup_correct_scale), c->xb, dim, na, m->altup_active, count);
+    if (!product_run(c, L->ple_gate, na ? c->xb : c->x, dim, n, c->ple_h, ple, 0)) return 0;
     forget_act(c);
     INFER_LAUNCH((unsigned)((gated + 255) / 256), 256, 0, c->stream, k_gelu_mul_rows)(
         c->ple_h, c->ple + (size_t)l * ple, m->n_layers * ple, ple, gated, c->g->gelu);
     if (!product_run(c, L->ple_proj, c->ple_h, ple, n, c->xb, dim, 0)) return 0;
     forget_act(c);
-    INFER_LAUNCH(n, 256, 0, c->stream, k_ple_out)(c->xb, c->alt, dev_vec(c->g, L->ple_norm), dim, m->n_altup,
+    INFER_LAUNCH(n, 256, 0, c->stream, k_ple_out)(c->xb, na ? c->alt : c->x, dev_vec(c->g, L->ple_norm), dim, na,
                                                    m->norm_eps);
     return 1;
 }
@@ -3356,26 +3469,33 @@ static int enqueue_forward(const gpu_ctx *c, const pass *p, int hidden, int (*sh
             norm_rows(c, c->x, NULL, L->attn_norm, c->xb, n, L->laurel_l ? L->laurel_l : L->wq);
             if (L->laurel_l && !laurel(c, L, n)) return INFER_BACKEND_FAILED;
             /* k and v only where the layer keeps a cache of its own */
-            if (!product_run(c, L->wq, c->xb, m->dim, n, m->q_gate ? c->qg : c->q, m->q_gate ? 2 * m->q_dim : m->q_dim, 0) ||
-                (L->kv_layer == l && (!product_run(c, L->wk, c->xb, m->dim, n, c->k, m->kv_dim, 0) ||
-                                      !product_run(c, L->wv, c->xb, m->dim, n, c->v, m->kv_dim, 0))))
+            /* (rows of the layer's widths; v is k where the layer has no wv) */
+            if (!product_run(c, L->wq, c->xb, m->dim, n, m->q_gate ? c->qg : c->q, m->q_gate ? 2 * L->q_dim : L->q_dim, 0) ||
+                (L->kv_layer == l && (!product_run(c, L->wk, c->xb, m->dim, n, c->k, L->kv_dim, 0) ||
+                                      (L->wv && !product_run(c, L->wv, c->xb, m->dim, n, c->v, L->kv_dim, 0)))))
                 return INFER_BACKEND_FAILED;
-            if (m->q_gate) q_gate_split(c, n);
+            if (m->q_gate) q_gate_split(c, L, n);
             qk_prepare(c, L, l, p); /* and kv_store */
             attention(c, L, p);
-            if (m->q_gate) q_gate_apply(c, n);
-            if (!product_run(c, L->wo, c->att, m->q_dim, n, apart ? c->xb : c->x, m->dim, !apart))
+            if (m->q_gate) q_gate_apply(c, L, n);
+            if (!product_run(c, L->wo, c->att, L->q_dim, n, apart ? c->xb : c->x, m->dim, !apart))
                 return INFER_BACKEND_FAILED;
         }
         if (apart) residual(c, L->bo, L->post_attn_norm, n);
         if (L->laurel_l) laurel_residual(c, n);
-        norm_rows(c, c->x, NULL, L->ffn_norm, c->xb, n, L->ffn_router ? L->ffn_router : L->w_gate);
-        if (!(L->ffn_router ? moe_ffn(c, L, n, !routed++) : ffn(c, L, n, L->post_ffn_norm || scaled ? c->xb : c->x)))
+        norm_rows(c, c->x, NULL, L->ffn_norm, c->xb, n, L->w_gate ? L->w_gate : L->ffn_router);
+        if (!(L->ffn_router && L->w_gate ? moe_dense_ffn(c, L, n, !routed++)
+              : L->ffn_router          ? moe_ffn(c, L, c->xb, n, !routed++)
+                                       : ffn(c, L, n, L->post_ffn_norm || scaled ? c->xb : c->x)))
             return INFER_BACKEND_FAILED;
         if (L->ffn_router || L->post_ffn_norm || scaled) residual(c, NULL, L->post_ffn_norm, n);
-        if (m->n_altup) {
-            altup_correct(c, L, n);
-            if (L->ple_gate && !ple_block(c, L, l, n)) return INFER_BACKEND_FAILED;
+        if (m->n_altup) altup_correct(c, L, n);
+        if (L->ple_gate && !ple_block(c, L, l, n)) return INFER_BACKEND_FAILED;
+        if (L->out_scale) { /* the layer's output times its scale (a scalar) */
+            size_t count = (size_t)n * m->dim;
+            forget_act(c);
+            INFER_LAUNCH((unsigned)((count + 255) / 256), 256, 0, c->stream, k_scale)(c->x, count,
+                                                                                       *(const float *)L->out_scale->data);
         }
         if (should_stop && (cudaStreamSynchronize(c->stream) != cudaSuccess || should_stop(stop_user)))
             return INFER_BACKEND_CANCELLED;

@@ -861,6 +861,9 @@ ParameterizedTestParameters(cuda, sequences) {
         {"arch/synth-qwen3moe-f16.gguf", F16, 0},   {"arch/synth-gemma2-f16.gguf", F16, 0},
         {"arch/synth-gemma3-f16.gguf", F16, 0},     {"arch/synth-phi3-f16.gguf", F16, 0},
         {"arch/synth-gemma3n-f16.gguf", F16, 0}, /* AltUp's streams per token, KV sharing across sequences */
+        /* layers of their own head sizes, KV heads, FFN widths and RoPE; K=V;
+           per-layer inputs into the residual; experts beside a dense FFN */
+        {"arch/synth-gemma4-f16.gguf", F16, 0},     {"arch/synth-gemma4moe-f16.gguf", F16, 0},
     };
     return small_params(c, sizeof c / sizeof c[0]);
 }
@@ -925,6 +928,8 @@ ParameterizedTestParameters(cuda, kv_quantized) {
         {"models/synth-256-q8_0.gguf", Q4, 0},
         {"arch/synth-gemma3-f16.gguf", Q4, 0},
         {"arch/synth-gemma3n-f16.gguf", Q8, 0}, /* v RMS-normed before its quantization, caches shared */
+        {"arch/synth-gemma4-f16.gguf", Q8, 0},    /* heads of two sizes in rows of the widest */
+        {"arch/synth-gemma4moe-f16.gguf", Q8, 0}, /* V the raw K before its quantization */
     };
     return small_params(c, sizeof c / sizeof c[0]);
 }
