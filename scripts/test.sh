@@ -119,12 +119,12 @@ cmake --build build-tsan -j$jobs --target concurrency infer_cli model_readonly_t
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --no-tests=error --output-on-failure -R '^(concurrency|server|model_readonly_tsan)$')
 took "ThreadSanitizer"
 # Coverage-guided fuzzing (libFuzzer, clang): every harness of tests/fuzz
-# for its bounded time (20 s here, two at a time; 60 s is the build's
+# for its bounded time (12 s here, two at a time; 60 s is the build's
 # default: INFER_FUZZ_SECONDS) on a fresh seed corpus under
 # AddressSanitizer and UndefinedBehaviorSanitizer, its regression inputs
 # first; any crash, leak or time-out fails the run (the input is left in
 # build-fuzz/tests/fuzz/run-NAME/). Only the harnesses are built there.
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_FUZZ=ON -DINFER_BUILD_TESTS=OFF -DINFER_FUZZ_SECONDS=20 >/dev/null
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFER_FUZZ=ON -DINFER_BUILD_TESTS=OFF -DINFER_FUZZ_SECONDS=12 >/dev/null
 cmake --build build-fuzz -j$jobs --target fuzz
 (cd build-fuzz && UBSAN_OPTIONS=print_stacktrace=1 ctest --no-tests=error --output-on-failure -j$jobs -R '^fuzz_')
 took "fuzzing"
