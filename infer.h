@@ -8274,7 +8274,19 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
     m->n_kv_heads = m->n_heads;
     m->n_ctx_train = 2048;
     if (!(a->flags & INFER__A_LAYER_SHAPES)) { /* else per layer: infer__model_layer_shapes */
-        if (!infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, !(a->flags & INFER__A_MOE), err)) return 0;
+        char key[128];
+        const infer__kv *ff;
+        snprintf(key, sizeof key, "%s.feed_forward_length", m->arch);
+        ff = infer__gguf_kv(m->gguf, key);
+        if (ff && ff->type == INFER_GGUF_TYPE_ARRAY) { /* one width per layer (Gemma 3n's files): the widest */
+            int l;
+            for (l = 0; l < m->n_layers; l++) {
+                if (!infer__model_layer_hparam(m, "feed_forward_length", l, &m->layers[l].ffn_dim, err)) return 0;
+                m->ffn_dim = INFER__MAX(m->ffn_dim, m->layers[l].ffn_dim);
+            }
+        } else if (!infer__model_hparam(m, "feed_forward_length", &m->ffn_dim, !(a->flags & INFER__A_MOE), err)) {
+            return 0;
+        }
         if ((a->flags & INFER__A_KV_PATTERN) && !infer__model_kv_pattern(m, &kv_array, err)) return 0;
         if (!kv_array && !infer__model_hparam(m, "attention.head_count_kv", &m->n_kv_heads, 0, err)) return 0;
     }
@@ -8355,7 +8367,8 @@ static int infer__model_load_hparams(infer_model *m, const infer__arch *a, infer
         int l;
         for (l = 0; l < m->n_layers; l++) {
             infer__layer *L = &m->layers[l];
-            L->head_dim = m->head_dim, L->n_kv_heads = m->n_kv_heads, L->ffn_dim = m->ffn_dim;
+            L->head_dim = m->head_dim, L->n_kv_heads = m->n_kv_heads;
+            if (!L->ffn_dim) L->ffn_dim = m->ffn_dim; /* else the file's width for this layer */
             L->q_dim = m->q_dim, L->kv_dim = m->kv_dim;
         }
     }
