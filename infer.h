@@ -8625,6 +8625,16 @@ static void infer__model_bind_layer(infer_model *m, const infer__arch *a, int l,
         }
         *field = infer__model_check(m, t, infer__model_size_of(m, L, s->ne0), infer__model_size_of(m, L, s->ne1),
                                     infer__model_size_of(m, L, s->ne2), err, ok);
+        if (!*ok && err && (s->ne0 == INFER__D_FFN || s->ne1 == INFER__D_FFN)) { /* a width the file gave per layer: say which */
+            const infer__kv *ff;
+            snprintf(name, sizeof name, "%s.feed_forward_length", m->arch);
+            ff = infer__gguf_kv(m->gguf, name);
+            if (ff && ff->type == INFER_GGUF_TYPE_ARRAY) {
+                char msg[sizeof err->msg];
+                snprintf(msg, sizeof msg, "%.150s (layer %d's width in %.60s)", err->msg, l, name);
+                memcpy(err->msg, msg, sizeof msg);
+            }
+        }
     }
     /* the stacked experts as matrices of n_expert * rows: expert e is rows
        [e * rows, (e + 1) * rows) */
