@@ -185,7 +185,7 @@ static void experts(void) {
     g0 = g;
     INFER_LAUNCH(1, 256, 0, (cudaStream_t)0, k_act_mul)(g.data(), u.data(), (size_t)PAIRS * WIDTH,
                                                        (int)INFER__ACT_SWIGLU_CLAMP, (const float *)NULL, bg.data(),
-                                                       bu.data(), ex, WIDTH);
+                                                       bu.data(), ex, WIDTH, WIDTH);
     for (int p = 0; p < PAIRS; p++)
         for (int i = 0; i < WIDTH; i++) {
             double gv = g0[p * WIDTH + i] + bg[ex[p] * WIDTH + i], uv = u[p * WIDTH + i] + bu[ex[p] * WIDTH + i], a;
@@ -220,7 +220,8 @@ static void experts(void) {
         std::vector<float> y(PAIRS * DIM), bd(N_EXPERT * DIM), xb(N_TOK * DIM);
         for (float &x : y) x = (float)urand(&seed);
         for (float &x : bd) x = (float)urand(&seed);
-        INFER_LAUNCH(N_TOK, 256, 0, (cudaStream_t)0, k_moe_sum)(y.data(), w, bd.data(), ex, K, DIM, xb.data());
+        INFER_LAUNCH(N_TOK, 256, 0, (cudaStream_t)0, k_moe_sum)(y.data(), w, bd.data(), (const float *)NULL, ex, K, DIM,
+                                                               xb.data());
         worst = 0;
         for (int t = 0; t < N_TOK; t++)
             for (int i = 0; i < DIM; i++) {
